@@ -1,0 +1,119 @@
+// The one header the host side includes to talk to attention implementations.
+//
+// Every implementation (CPU naive/tiled/reference, CUDA naive/flash/reference) reads the same
+// AttentionParams, so the runner does not care which one it runs.
+//
+// Layout (all tensors contiguous, "BHSD"):
+//   Q, O, dO, dQ : [batch, heads,    seq, head_dim]
+//   K, V, dK, dV : [batch, kv_heads, seq, head_dim]
+//   LSE, D       : [batch, heads, seq]   natural-log log-sum-exp of the scaled scores; accumulator type
+// Query head h reads key/value head h / (heads / kv_heads) (GQA/MQA). BHSD keeps the g = heads/kv_heads
+// query heads that share one K/V head contiguous, so the naive path can run them as one GEMM.
+//
+// Element types: fp64 -> double, fp32 -> float, fp16 -> IEEE half, bf16 -> bfloat16 (16-bit storage).
+// Accumulator type (LSE, D, softmax statistics): double for fp64, float for everything else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fb {
+
+enum class Dtype { fp64, fp32, fp16, bf16 };
+
+// Which pass a run times. fwd_bwd times both.
+enum class Pass { fwd, bwd, fwd_bwd };
+
+// The implementations. Names for users live in the registry (src/registry.h); this is what dispatch sees.
+enum class Algo {
+  naive,      // materialises S = scale*Q*K^T and P = softmax(S) as N x N arrays
+  flash,      // tiled, online softmax, nothing N x N
+  reference,  // exact fp64 (inputs and outputs fp64), the yardstick for errors
+};
+
+constexpr std::size_t dtype_bytes(Dtype t) {
+  return t == Dtype::fp64 ? 8 : t == Dtype::fp32 ? 4 : 2;
+}
+// Bytes of the accumulator type (LSE and softmax statistics).
+constexpr std::size_t accum_bytes(Dtype t) { return t == Dtype::fp64 ? 8 : 4; }
+
+struct AttentionParams {
+  Dtype dtype = Dtype::fp32;
+  int batch = 1;
+  int heads = 1;
+  int kv_heads = 1;  // divides heads
+  int seq = 1;       // seq_q == seq_k; causal masks key j > query i
+  int head_dim = 64;
+  bool causal = false;
+  double scale = 0.0;  // softmax scale, 1/sqrt(head_dim) unless set
+
+  // Forward.
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  void* lse = nullptr;  // accumulator type
+
+  // Backward (the forward's O and LSE are inputs then).
+  const void* dout = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+
+  // Scratch owned by the caller, at least *_workspace_bytes(params) bytes (tracked by its allocator).
+  void* workspace = nullptr;
+
+  int group() const { return heads / kv_heads; }
+  std::int64_t q_elems() const { return std::int64_t(batch) * heads * seq * head_dim; }
+  std::int64_t kv_elems() const { return std::int64_t(batch) * kv_heads * seq * head_dim; }
+  std::int64_t rows() const { return std::int64_t(batch) * heads * seq; }
+};
+
+}  // namespace fb
+
+// ---------------------------------------------------------------------------------------------------
+// CUDA entry points (defined in kernels/, built only when CUDA is enabled: FLASHBENCH_HAVE_CUDA).
+// All pointers in params are device pointers. Every call checks its launches and cuBLAS calls and
+// throws fb::CudaError (kernels/common/check.h) on failure.
+namespace fb::cuda {
+
+struct Context {
+  void* stream = nullptr;  // cudaStream_t
+  void* cublas = nullptr;  // cublasHandle_t, bound to `stream` (the naive path's GEMMs)
+};
+
+// nullptr when `algo` can run `pass` on these params, else why not (e.g. "head_dim 80 not supported").
+const char* unsupported(Algo algo, Pass pass, const AttentionParams& p);
+
+// Scratch bytes params.workspace must hold. For Pass::bwd/fwd_bwd it covers what the forward keeps for
+// the backward (the naive path's P) plus the backward's own scratch (D, fp32 dQ accumulator...).
+std::size_t workspace_bytes(Algo algo, Pass pass, const AttentionParams& p);
+
+// O and LSE from Q, K, V.
+void forward(Algo algo, const AttentionParams& p, const Context& ctx);
+// dQ, dK, dV from Q, K, V, O, LSE, dO; a forward(algo, ...) with the same workspace must have run first.
+void backward(Algo algo, const AttentionParams& p, const Context& ctx);
+
+// Query rows per thread block of the flash kernel (for the modelled-bytes model: K and V are read
+// once per query tile).
+int flash_query_tile(const AttentionParams& p);
+
+// ---- utilities the CUDA backend uses around the kernels ----
+// Standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.
+void fill_normal(void* dst, Dtype t, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
+                 const Context& ctx);
+// dst[i] = double(src[i]).
+void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx);
+
+struct Diff {
+  double max_abs = 0.0;        // max |a - b| over finite pairs
+  std::int64_t nonfinite = 0;  // elements where a is NaN/Inf (unwritten poison counts here)
+  double b_max_abs = 0.0;      // max |b| over finite b: the scale of the yardstick
+};
+// Compares a (type ta) with b (fp64) elementwise; synchronises the stream.
+Diff max_abs_diff(const void* a, Dtype ta, const double* b, std::int64_t n, const Context& ctx);
+// Same with b of type tb.
+Diff max_abs_diff_typed(const void* a, Dtype ta, const void* b, Dtype tb, std::int64_t n,
+                        const Context& ctx);
+
+}  // namespace fb::cuda

@@ -1,0 +1,223 @@
+// The flash backward's host side: checks, workspace layout, the pre-pass and dQ-convert kernels, and
+// the one runtime -> template dispatch on (dtype, head_dim). The main kernels live in
+// flash_bwd_tc.cuh (fp16/bf16, instantiated in flash_bwd_fp16.cu / flash_bwd_bf16.cu) and
+// flash_bwd_simt.cu (fp32/fp64).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "common/types.cuh"
+#include "flash/flash_bwd.h"
+#include "flash/flash_bwd_common.cuh"
+#include "flash/softmax.cuh"
+
+namespace fb::cuda::flash {
+namespace bwd {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;        // pre-pass: one warp per query row
+constexpr int kConvertThreads = 256;
+constexpr std::size_t kWsAlign = 256;    // workspace sections start on 256-byte boundaries
+constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
+// Keys per block of the main kernels (the tensor-core and CUDA-core configurations); the grid counts
+// ceil(seq / it) * batch * kv_heads blocks.
+constexpr int kMinBlockN = 32;
+// mma.sync with bf16 operands, ldmatrix and cp.async need sm_80.
+constexpr int kTensorCoreMinMajor = 8;
+
+// D = rowsum(dO o O) and LSE (times lse_mult) per query row, padded to seq_pad rows per (batch,
+// head) with D = 0, LSE = +inf; the dQ accumulator's real rows zeroed. One warp per padded row.
+template <typename Elem, typename Acc>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    bwd_prepass_kernel(const Elem* o, const Elem* dout, const Acc* lse, Acc* lse_pad, Acc* d_pad,
+                       Acc* dq_acc, std::int64_t padded_rows, int seq, int seq_pad, int head_dim,
+                       Acc lse_mult) {
+  const std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= padded_rows) return;
+  const std::int64_t bh = row / seq_pad;
+  const int i = int(row % seq_pad);
+  if (i >= seq) {
+    if (lane == 0) {
+      d_pad[row] = Acc(0);
+      lse_pad[row] = Acc(INFINITY);
+    }
+    return;
+  }
+  const std::int64_t off = (bh * seq + i) * head_dim;
+  Acc sum = 0;
+  for (int c = lane; c < head_dim; c += 32) {
+    sum += Acc(to_double(o[off + c])) * Acc(to_double(dout[off + c]));
+    dq_acc[off + c] = Acc(0);
+  }
+  for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(kFullWarp, sum, s);
+  if (lane == 0) {
+    d_pad[row] = sum;
+    lse_pad[row] = lse[bh * seq + i] * lse_mult;
+  }
+}
+
+template <typename Elem, typename Acc>
+__global__ void bwd_convert_dq_kernel(const Acc* dq_acc, Elem* dq, std::int64_t n) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_same_v<Elem, Acc>) {
+      dq[i] = dq_acc[i];
+    } else {
+      dq[i] = from_float<Elem>(dq_acc[i]);
+    }
+  }
+}
+
+struct WorkspaceLayout {
+  std::size_t lse = 0;  // Acc [batch*heads, seq_pad]
+  std::size_t d = 0;    // Acc [batch*heads, seq_pad]
+  std::size_t dq = 0;   // Acc [batch, heads, seq, head_dim]
+  std::size_t total = 0;
+};
+
+constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
+
+WorkspaceLayout workspace_layout(const AttentionParams& p) {
+  const std::size_t acc = accum_bytes(p.dtype);
+  const std::size_t padded_rows = std::size_t(p.batch) * p.heads * padded_seq(p.seq);
+  WorkspaceLayout w;
+  w.lse = 0;
+  w.d = align_up(w.lse + padded_rows * acc);
+  w.dq = align_up(w.d + padded_rows * acc);
+  w.total = align_up(w.dq + std::size_t(p.q_elems()) * acc);
+  return w;
+}
+
+// Calls f(std::integral_constant<int, D>) for the runtime head_dim.
+template <typename F> void with_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 32: f(std::integral_constant<int, 32>{}); return;
+    case 64: f(std::integral_constant<int, 64>{}); return;
+    case 128: f(std::integral_constant<int, 128>{}); return;
+    default: break;
+  }
+  throw std::invalid_argument("flash backward: head_dim " + std::to_string(head_dim) +
+                              " not supported (32, 64, 128)");
+}
+
+}  // namespace
+
+void set_smem_limit(const void* kernel, int bytes) {
+  int dev = 0, optin = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&dev));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (bytes > optin)
+    throw CudaError("flash backward: a block needs " + std::to_string(bytes) +
+                    " bytes of shared memory, the device offers " + std::to_string(optin));
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+}  // namespace bwd
+
+const char* backward_unsupported(const AttentionParams& p) {
+  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
+    return "flash backward: head_dim must be 32, 64 or 128";
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1)
+    return "flash backward: batch, heads, kv_heads and seq must be at least 1";
+  if (p.heads % p.kv_heads != 0) return "flash backward: kv_heads must divide heads";
+  if (!(p.scale > 0.0) || !std::isfinite(p.scale))
+    return "flash backward: softmax scale must be positive and finite";
+  const std::int64_t kv_tiles = (std::int64_t(p.seq) + bwd::kMinBlockN - 1) / bwd::kMinBlockN;
+  if (kv_tiles * p.batch * p.kv_heads > bwd::kMaxGridX)
+    return "flash backward: batch * kv_heads * seq exceeds the grid limit";
+  const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * bwd::padded_seq(p.seq);
+  if ((padded_rows + bwd::kWarpsPerBlock - 1) / bwd::kWarpsPerBlock > bwd::kMaxGridX)
+    return "flash backward: batch * heads * seq exceeds the grid limit";
+
+  // What the current device offers; skipped where no device answers (the launch would report it).
+  int dev = 0, major = 0, smem_optin = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query must not surface as the next launch's error
+    return nullptr;
+  }
+  const bool tensor_cores = p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16;
+  if (tensor_cores && major < bwd::kTensorCoreMinMajor)
+    return "flash backward: fp16/bf16 need compute capability 8.0 or newer";
+  int smem = 0;
+  dispatch_dtype(p.dtype, [&](auto traits) {
+    using Elem = typename decltype(traits)::elem;
+    bwd::with_head_dim(p.head_dim, [&](auto hd) {
+      if constexpr (sizeof(Elem) == 2) {
+        smem = bwd::main_tc_smem_bytes<Elem, decltype(hd)::value>();
+      } else {
+        smem = bwd::main_simt_smem_bytes<Elem, decltype(hd)::value>();
+      }
+    });
+  });
+  if (smem > smem_optin)
+    return "flash backward: this tile configuration needs more shared memory per block than the GPU "
+           "offers";
+  return nullptr;
+}
+
+std::size_t backward_workspace_bytes(const AttentionParams& p) {
+  return bwd::workspace_layout(p).total;
+}
+
+void backward(const AttentionParams& p, const Context& ctx) {
+  using namespace bwd;
+  if (const char* why = backward_unsupported(p)) throw std::invalid_argument(why);
+  if (p.workspace == nullptr)
+    throw std::invalid_argument("flash backward: params.workspace is null (needs " +
+                                std::to_string(backward_workspace_bytes(p)) + " bytes)");
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+  const WorkspaceLayout ws = workspace_layout(p);
+  auto* base = static_cast<unsigned char*>(p.workspace);
+
+  dispatch_dtype(p.dtype, [&](auto traits) {
+    using Elem = typename decltype(traits)::elem;
+    using Acc = typename decltype(traits)::accum;
+    constexpr bool kTensorCores = sizeof(Elem) == 2;
+    Acc* lse_pad = reinterpret_cast<Acc*>(base + ws.lse);
+    Acc* d_pad = reinterpret_cast<Acc*>(base + ws.d);
+    Acc* dq_acc = reinterpret_cast<Acc*>(base + ws.dq);
+    const int seq_pad = padded_seq(p.seq);
+
+    // The tensor-core kernel computes exp() as exp2(); fold log2(e) into its LSE copy here.
+    const Acc lse_mult = kTensorCores ? Acc(kLog2e) : Acc(1);
+    const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
+    const auto prepass_blocks = unsigned((padded_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    bwd_prepass_kernel<Elem, Acc><<<prepass_blocks, kWarpsPerBlock * 32, 0, stream>>>(
+        static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout),
+        static_cast<const Acc*>(p.lse), lse_pad, d_pad, dq_acc, padded_rows, p.seq, seq_pad,
+        p.head_dim, lse_mult);
+    FB_CUDA_CHECK_LAUNCH();
+
+    const MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
+                     p.batch, p.heads, p.kv_heads, p.seq, seq_pad, p.causal, p.scale};
+    with_head_dim(p.head_dim, [&](auto hd) {
+      if constexpr (kTensorCores) {
+        run_main_tc<Elem, decltype(hd)::value>(a, stream);
+      } else {
+        run_main_simt<Elem, decltype(hd)::value>(a, stream);
+      }
+    });
+
+    // Enough blocks to fill the GPU a few times over; the loop strides over the rest.
+    constexpr std::int64_t kMaxConvertBlocks = 4096;
+    const std::int64_t n = p.q_elems();
+    const auto convert_blocks = unsigned(
+        std::min<std::int64_t>((n + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
+    bwd_convert_dq_kernel<Elem, Acc><<<convert_blocks, kConvertThreads, 0, stream>>>(
+        dq_acc, static_cast<Elem*>(p.dq), n);
+    FB_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace fb::cuda::flash

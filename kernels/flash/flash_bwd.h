@@ -1,0 +1,36 @@
+// The flash backward pass: dQ, dK, dV from Q, K, V, O, LSE and dO, nothing N x N.
+//
+// Host-side interface for kernels/dispatch.cu. Every pointer in the params is a device pointer; the
+// forward's O and LSE (natural log, accumulator type) are inputs.
+//
+// What runs (flash_bwd.cu):
+//   1. pre-pass: D = rowsum(dO * O), a padded copy of LSE (see flash_bwd_common.cuh), dQ accumulator
+//      zeroed;
+//   2. main kernel, one block per (batch, K/V head, K/V tile): recomputes P from Q, K and LSE, keeps
+//      dK and dV in registers over the whole query range of the g = heads/kv_heads query heads that
+//      share the K/V head (so dK/dV need no atomics), and adds its dQ share into the accumulator with
+//      atomics (fp32 for fp16/bf16/fp32, fp64 for fp64);
+//   3. convert: dQ accumulator -> dQ in the element type.
+// fp16/bf16 run on tensor cores (mma.sync m16n8k16, fp32 accumulation); fp32 and fp64 on CUDA cores.
+//
+// dQ through atomics makes the summation order, and so the last bits of dQ, vary between runs; dK
+// and dV are summed in a fixed order and repeat exactly.
+#pragma once
+
+#include <cstddef>
+
+#include "attention.h"
+
+namespace fb::cuda::flash {
+
+// nullptr when backward() can run these params, else why not.
+const char* backward_unsupported(const AttentionParams& p);
+
+// Bytes of p.workspace backward() needs (D, padded LSE, dQ accumulator).
+std::size_t backward_workspace_bytes(const AttentionParams& p);
+
+// Writes p.dq, p.dk, p.dv. Throws std::invalid_argument for unsupported params or a missing
+// workspace, fb::CudaError for a failed launch.
+void backward(const AttentionParams& p, const Context& ctx);
+
+}  // namespace fb::cuda::flash

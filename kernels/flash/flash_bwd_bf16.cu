@@ -1,0 +1,13 @@
+// Flash backward main kernels for bf16 (tensor cores), one per supported head_dim.
+#include "flash/flash_bwd_tc.cuh"
+
+namespace fb::cuda::flash::bwd {
+
+template void run_main_tc<__nv_bfloat16, 32>(const MainArgs&, cudaStream_t);
+template void run_main_tc<__nv_bfloat16, 64>(const MainArgs&, cudaStream_t);
+template void run_main_tc<__nv_bfloat16, 128>(const MainArgs&, cudaStream_t);
+template int main_tc_smem_bytes<__nv_bfloat16, 32>();
+template int main_tc_smem_bytes<__nv_bfloat16, 64>();
+template int main_tc_smem_bytes<__nv_bfloat16, 128>();
+
+}  // namespace fb::cuda::flash::bwd

@@ -1,0 +1,57 @@
+// What the flash backward's launcher (flash_bwd.cu) and its kernel files share: the main kernel's
+// arguments and the per-(dtype, head_dim) entry points, instantiated one dtype family per file.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace fb::cuda::flash::bwd {
+
+// The pre-pass writes D and LSE per (batch*head) row of queries padded to a multiple of this, so that
+// tile loads of them never run off a row and need no bounds checks. Padded entries hold D = 0 and
+// LSE = +inf, which makes P = exp(s - LSE) exactly 0 for padded query rows. Every kernel's query tile
+// divides it (static_assert in the traits).
+constexpr int kSeqPadMultiple = 128;
+
+constexpr int padded_seq(int seq) {
+  return (seq + kSeqPadMultiple - 1) / kSeqPadMultiple * kSeqPadMultiple;
+}
+
+// Arguments of the main kernel. Acc below is float for fp16/bf16/fp32 and double for fp64.
+struct MainArgs {
+  const void* q;     // [batch, heads,    seq, head_dim] element type
+  const void* k;     // [batch, kv_heads, seq, head_dim]
+  const void* v;     // [batch, kv_heads, seq, head_dim]
+  const void* dout;  // [batch, heads,    seq, head_dim]
+  void* dk;          // [batch, kv_heads, seq, head_dim]
+  void* dv;          // [batch, kv_heads, seq, head_dim]
+  const void* lse;   // Acc [batch*heads, seq_pad]: LSE (tensor-core kernels: LSE * log2(e))
+  const void* d;     // Acc [batch*heads, seq_pad]: rowsum(dO * O)
+  void* dq_acc;      // Acc [batch, heads, seq, head_dim], zeroed; scale * dS * K is added here
+  int batch;
+  int heads;
+  int kv_heads;
+  int seq;
+  int seq_pad;
+  bool causal;
+  double scale;
+};
+
+// Main kernels, one per (element type, head_dim). Each raises its dynamic shared-memory limit and
+// checks its launch.
+// Tensor cores: Elem is __half or __nv_bfloat16; LSE in the log2 domain.
+template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream);
+// CUDA cores: Elem is float or double (Acc = Elem); LSE natural log.
+template <typename Elem, int kHeadDim> void run_main_simt(const MainArgs& a, cudaStream_t stream);
+
+// Dynamic shared memory per block of those kernels (for the capability check before a launch).
+template <typename Elem, int kHeadDim> int main_tc_smem_bytes();
+template <typename Elem, int kHeadDim> int main_simt_smem_bytes();
+
+// Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.
+void set_smem_limit(const void* kernel, int bytes);
+
+}  // namespace fb::cuda::flash::bwd

@@ -1,0 +1,436 @@
+// Flash backward main kernel on tensor cores (fp16/bf16, mma.sync m16n8k16, fp32 accumulation).
+//
+// One block per (batch, K/V head, tile of kBlockN keys); warp w owns keys [16w, 16w+16) of the tile,
+// so each warp computes its rows of the transposed products directly:
+//   S^T  = K Q^T            (keys x queries)   P^T = exp2(S^T * scale*log2e - LSE*log2e)
+//   dP^T = V dO^T                              dS^T = P^T o (dP^T - D)
+//   dV  += P^T dO           dK += dS^T Q       (P^T, dS^T reused from the accumulators as A operands)
+//   dQ  += scale * dS K     (needs every warp's dS: it goes through shared memory, then atomics)
+// dK and dV live in registers for the whole loop over the group's query heads and query tiles, so no
+// atomics are needed for them. Q, dO, LSE and D tiles are double-buffered with cp.async.
+//
+// dQ: a block adds its (kBlockM x head_dim) share of every query tile into an fp32 accumulator with
+// vector atomics (red.global.add.v4.f32 on sm_90); a separate kernel converts it. The alternative, a
+// second kernel per query tile that recomputes S and dP, costs 7 GEMMs instead of 5 per tile pair;
+// atomics win on speed at the price of run-to-run bit differences in dQ (dK, dV are deterministic).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/check.h"
+#include "common/ptx.cuh"
+#include "flash/flash_bwd_common.cuh"
+#include "flash/mask.cuh"
+#include "flash/softmax.cuh"
+
+namespace fb::cuda::flash::bwd {
+
+// Tile configuration. kBlockN keys per block (16 per warp), kBlockM queries per main-loop step,
+// kChunkM of them held in registers at a time (bounds the S/dP accumulators), kMinBlocks for
+// __launch_bounds__.
+template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kChunkM_, int kMinBlocks_>
+struct TcTraits {
+  using Elem = Elem_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kChunkM = kChunkM_;
+  static constexpr int kMinBlocks = kMinBlocks_;
+
+  static constexpr int kMmaM = 16;  // mma.m16n8k16
+  static constexpr int kMmaN = 8;
+  static constexpr int kMmaK = 16;
+  static constexpr int kWarps = kBlockN / kMmaM;
+  static constexpr int kThreads = 32 * kWarps;
+
+  // 16 bytes of padding per shared row: the 8 row addresses of an ldmatrix land in 8 different
+  // 16-byte bank groups, so neither ldmatrix nor the 16-byte cp.async writes conflict.
+  static constexpr int kPad = 16 / int(sizeof(Elem));
+  static constexpr int kRowStride = kHeadDim + kPad;  // sK, sV, sQ, sdO rows
+  static constexpr int kDsStride = kBlockM + kPad;    // sdS rows (keys x queries)
+  static constexpr int kVecElems = 16 / int(sizeof(Elem));
+  static constexpr int kVecsPerRow = kHeadDim / kVecElems;
+
+  // dQ = dS K: warps tile the (kBlockM x kHeadDim) output as kDqWarpsM x kDqWarpsN.
+  static constexpr int kDqWarpsM = kBlockM / kMmaM;
+  static constexpr int kDqWarpsN = kWarps / kDqWarpsM;
+  static constexpr int kDqCols = kHeadDim / kDqWarpsN;
+
+  // Shared memory, bytes.
+  static constexpr int kKvTileBytes = kBlockN * kRowStride * int(sizeof(Elem));
+  static constexpr int kQTileBytes = kBlockM * kRowStride * int(sizeof(Elem));
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKvTileBytes;
+  static constexpr int kOffQ = kOffV + kKvTileBytes;    // 2 buffers
+  static constexpr int kOffDo = kOffQ + 2 * kQTileBytes;  // 2 buffers
+  static constexpr int kOffDs = kOffDo + 2 * kQTileBytes;
+  static constexpr int kOffLse = kOffDs + kBlockN * kDsStride * int(sizeof(Elem));  // 2 buffers
+  static constexpr int kOffD = kOffLse + 2 * kBlockM * int(sizeof(float));         // 2 buffers
+  static constexpr int kSmemBytes = kOffD + 2 * kBlockM * int(sizeof(float));
+
+  static_assert(kHeadDim % (2 * kMmaK) == 0, "head_dim: whole pairs of 16-wide fragments");
+  static_assert(kBlockN % kMmaM == 0 && kWarps >= 1, "kBlockN: 16 keys per warp");
+  static_assert(kBlockN % kBlockM == 0, "causal start: a K/V tile starts on a query-tile boundary");
+  static_assert(kSeqPadMultiple % kBlockM == 0, "LSE/D tiles stay inside the padded rows");
+  static_assert(kBlockM % kChunkM == 0 && kChunkM % (2 * kMmaN) == 0, "chunks of whole k16 steps");
+  static_assert(kWarps % kDqWarpsM == 0, "dQ warp grid");
+  static_assert(kDqCols % (2 * kMmaN) == 0, "dQ warp columns: pairs of n8 tiles");
+  static_assert((kBlockM * sizeof(float)) % 16 == 0, "LSE/D tiles in 16-byte copies");
+  static_assert(kOffQ % 16 == 0 && kOffDo % 16 == 0 && kOffDs % 16 == 0 && kOffLse % 16 == 0,
+                "16-byte aligned shared tiles");
+};
+
+namespace detail {
+
+// Copies `rows` rows of kHeadDim elements (global row stride kHeadDim) into a padded shared tile;
+// rows at or past `valid_rows` are zero-filled.
+template <typename Tr>
+__device__ __forceinline__ void load_rows(typename Tr::Elem* smem, const typename Tr::Elem* gmem,
+                                          int rows, int valid_rows, int tid) {
+  for (int i = tid; i < rows * Tr::kVecsPerRow; i += Tr::kThreads) {
+    const int r = i / Tr::kVecsPerRow;
+    const int c = (i % Tr::kVecsPerRow) * Tr::kVecElems;
+    const bool valid = r < valid_rows;
+    ptx::cp_async_16_zfill(smem + r * Tr::kRowStride + c,
+                           valid ? gmem + std::int64_t(r) * Tr::kHeadDim + c : gmem, valid);
+  }
+}
+
+// dst[0..4) += v (dst 16-byte aligned) with one vector reduction where the hardware has it (sm_90:
+// red.global.add.v4.f32, which returns nothing, unlike atomicAdd(float4*)), else four scalar ones.
+__device__ __forceinline__ void atomic_add4(float* dst, float v0, float v1, float v2, float v3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(v0), "f"(v1),
+               "f"(v2), "f"(v3)
+               : "memory");
+#else
+  atomicAdd(dst + 0, v0);
+  atomicAdd(dst + 1, v1);
+  atomicAdd(dst + 2, v2);
+  atomicAdd(dst + 3, v3);
+#endif
+}
+
+}  // namespace detail
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kernel(const MainArgs a) {
+  using Elem = typename Tr::Elem;
+  constexpr int D = Tr::kHeadDim;
+  constexpr int kNTilesD = D / Tr::kMmaN;             // n8 tiles across head_dim
+  constexpr int kNTilesChunk = Tr::kChunkM / Tr::kMmaN;  // n8 tiles across a query chunk
+  constexpr int kDqNTiles = Tr::kDqCols / Tr::kMmaN;
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  Elem* sK = reinterpret_cast<Elem*>(smem + Tr::kOffK);    // (kBlockN, kRowStride)
+  Elem* sV = reinterpret_cast<Elem*>(smem + Tr::kOffV);    // (kBlockN, kRowStride)
+  Elem* sQ = reinterpret_cast<Elem*>(smem + Tr::kOffQ);    // 2 x (kBlockM, kRowStride)
+  Elem* sDo = reinterpret_cast<Elem*>(smem + Tr::kOffDo);  // 2 x (kBlockM, kRowStride)
+  Elem* sDs = reinterpret_cast<Elem*>(smem + Tr::kOffDs);  // (kBlockN, kDsStride): dS^T
+  float* sLse = reinterpret_cast<float*>(smem + Tr::kOffLse);  // 2 x (kBlockM)
+  float* sD = reinterpret_cast<float*>(smem + Tr::kOffD);      // 2 x (kBlockM)
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int g = lane / 4;  // fragment row within an 8-row group
+  const int c = lane % 4;  // fragment column pair
+
+  // Block -> (batch, K/V head, K/V tile). Causal: tile-major, so the tiles with the most query tiles
+  // (the first ones) start first. Otherwise head-major, so the tiles of one head run together and
+  // share its Q and dO in L2.
+  const int n_tiles = (a.seq + Tr::kBlockN - 1) / Tr::kBlockN;
+  const int n_bkv = a.batch * a.kv_heads;
+  int tile, bkv;
+  if (a.causal) {
+    tile = blockIdx.x / n_bkv;
+    bkv = blockIdx.x % n_bkv;
+  } else {
+    tile = blockIdx.x % n_tiles;
+    bkv = blockIdx.x / n_tiles;
+  }
+  const int b = bkv / a.kv_heads;
+  const int hk = bkv % a.kv_heads;
+  const int group = a.heads / a.kv_heads;
+  const int n0 = tile * Tr::kBlockN;
+
+  // Query tiles: causal skips those wholly above the diagonal (all their keys are masked). Without
+  // causal, each K/V tile starts at its own diagonal query tile and wraps around, so blocks of one
+  // head do not all add into the same dQ rows at the same time.
+  const int m_tiles = (a.seq + Tr::kBlockM - 1) / Tr::kBlockM;
+  const int m_begin = a.causal ? n0 / Tr::kBlockM : 0;
+  const int per_head = m_tiles - m_begin;
+  const int m_rot = a.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
+  const int n_iters = group * per_head;
+
+  const Elem* q = static_cast<const Elem*>(a.q);
+  const Elem* dout = static_cast<const Elem*>(a.dout);
+  const float* lse = static_cast<const float*>(a.lse);
+  const float* dvec = static_cast<const float*>(a.d);
+  const std::int64_t kv_off = (std::int64_t(bkv) * a.seq + n0) * D;
+
+  // (query head, query tile) of main-loop step `it`.
+  auto head_of = [&](int it) { return hk * group + it / per_head; };
+  auto mtile_of = [&](int it) { return m_begin + (m_rot + it % per_head) % per_head; };
+
+  auto load_q_tile = [&](int it, int buf) {
+    const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
+    const int m0 = mtile_of(it) * Tr::kBlockM;
+    const std::int64_t q_off = (bh * a.seq + m0) * D;
+    detail::load_rows<Tr>(sQ + buf * Tr::kBlockM * Tr::kRowStride, q + q_off, Tr::kBlockM,
+                          a.seq - m0, tid);
+    detail::load_rows<Tr>(sDo + buf * Tr::kBlockM * Tr::kRowStride, dout + q_off, Tr::kBlockM,
+                          a.seq - m0, tid);
+    constexpr int kVecs = Tr::kBlockM * int(sizeof(float)) / 16;
+    const std::int64_t row_off = bh * a.seq_pad + m0;
+    if (tid < kVecs) {
+      ptx::cp_async_16(sLse + buf * Tr::kBlockM + 4 * tid, lse + row_off + 4 * tid);
+    } else if (tid < 2 * kVecs) {
+      ptx::cp_async_16(sD + buf * Tr::kBlockM + 4 * (tid - kVecs), dvec + row_off + 4 * (tid - kVecs));
+    }
+  };
+
+  detail::load_rows<Tr>(sK, static_cast<const Elem*>(a.k) + kv_off, Tr::kBlockN, a.seq - n0, tid);
+  detail::load_rows<Tr>(sV, static_cast<const Elem*>(a.v) + kv_off, Tr::kBlockN, a.seq - n0, tid);
+  load_q_tile(0, 0);
+  ptx::cp_async_commit();
+
+  const float scale = float(a.scale);
+  const float scale_log2 = float(a.scale * kLog2e);
+
+  float acc_dk[kNTilesD][4];  // (16 keys, D) per warp
+  float acc_dv[kNTilesD][4];
+#pragma unroll
+  for (int j = 0; j < kNTilesD; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_dk[j][e] = acc_dv[j][e] = 0.f;
+
+  const int key_lo = n0 + warp * Tr::kMmaM + g;  // this thread's fragment keys: key_lo, key_lo + 8
+  const Elem* sKw = sK + warp * Tr::kMmaM * Tr::kRowStride;
+  const Elem* sVw = sV + warp * Tr::kMmaM * Tr::kRowStride;
+  const Mask mask{a.seq, a.causal};
+
+  for (int it = 0; it < n_iters; ++it) {
+    const int buf = it & 1;
+    // Prefetch the next step's tiles into the other buffer: its last readers finished before the
+    // barrier in the middle of the previous step.
+    if (it + 1 < n_iters) load_q_tile(it + 1, buf ^ 1);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<1>();
+    __syncthreads();
+
+    const int m0 = mtile_of(it) * Tr::kBlockM;
+    // Only tiles on the diagonal (causal) or holding padded keys need a mask. Padded query rows
+    // need none: their LSE is +inf, so P = 0 there.
+    const bool need_mask = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
+    const Elem* sQb = sQ + buf * Tr::kBlockM * Tr::kRowStride;
+    const Elem* sDob = sDo + buf * Tr::kBlockM * Tr::kRowStride;
+    const float* sLseb = sLse + buf * Tr::kBlockM;
+    const float* sDb = sD + buf * Tr::kBlockM;
+
+#pragma unroll 1
+    for (int q0 = 0; q0 < Tr::kBlockM; q0 += Tr::kChunkM) {
+      // S^T = K Q^T over the chunk: (16 keys, kChunkM queries) per warp.
+      float acc_s[kNTilesChunk][4];
+      float acc_dp[kNTilesChunk][4];
+#pragma unroll
+      for (int j = 0; j < kNTilesChunk; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[j][e] = acc_dp[j][e] = 0.f;
+
+#pragma unroll
+      for (int kk = 0; kk < D; kk += Tr::kMmaK) {
+        std::uint32_t ak[4], av[4];
+        ptx::ldmatrix_x4(ak, sKw + (lane % 16) * Tr::kRowStride + kk + (lane / 16) * 8);
+        ptx::ldmatrix_x4(av, sVw + (lane % 16) * Tr::kRowStride + kk + (lane / 16) * 8);
+#pragma unroll
+        for (int j = 0; j < kNTilesChunk; j += 2) {
+          // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
+          const int row = q0 + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8;
+          const int col = kk + ((lane / 8) % 2) * 8;
+          std::uint32_t bq[4], bo[4];
+          ptx::ldmatrix_x4(bq, sQb + row * Tr::kRowStride + col);
+          ptx::ldmatrix_x4(bo, sDob + row * Tr::kRowStride + col);
+          ptx::mma_m16n8k16<Elem>(acc_s[j], ak, {bq[0], bq[1]});
+          ptx::mma_m16n8k16<Elem>(acc_s[j + 1], ak, {bq[2], bq[3]});
+          ptx::mma_m16n8k16<Elem>(acc_dp[j], av, {bo[0], bo[1]});
+          ptx::mma_m16n8k16<Elem>(acc_dp[j + 1], av, {bo[2], bo[3]});
+        }
+      }
+
+      // P^T = exp2(S^T * scale*log2e - LSE*log2e); dS^T = P^T o (dP^T - D).
+#pragma unroll
+      for (int j = 0; j < kNTilesChunk; ++j) {
+        const int ql = q0 + j * Tr::kMmaN + 2 * c;  // local query of elements 0 and 2
+        const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
+        const float2 dd = *reinterpret_cast<const float2*>(sDb + ql);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key_lo + (e / 2) * 8;
+          const int query = m0 + ql + (e % 2);
+          const float p =
+              need_mask && !mask.visible(query, key)
+                  ? 0.f
+                  : ptx::exp2_approx(fmaf(acc_s[j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
+          acc_s[j][e] = p;
+          acc_dp[j][e] = p * (acc_dp[j][e] - ((e % 2) ? dd.y : dd.x));
+        }
+      }
+
+      // dV += P^T dO and dK += dS^T Q over the chunk's queries (k = queries). The m16n8 accumulators
+      // of two neighbouring n8 tiles are exactly the A fragment of one k16 step.
+#pragma unroll
+      for (int s = 0; s < kNTilesChunk / 2; ++s) {
+        const std::uint32_t ap[4] = {
+            ptx::pack2<Elem>(acc_s[2 * s][0], acc_s[2 * s][1]),
+            ptx::pack2<Elem>(acc_s[2 * s][2], acc_s[2 * s][3]),
+            ptx::pack2<Elem>(acc_s[2 * s + 1][0], acc_s[2 * s + 1][1]),
+            ptx::pack2<Elem>(acc_s[2 * s + 1][2], acc_s[2 * s + 1][3])};
+        const std::uint32_t ads[4] = {
+            ptx::pack2<Elem>(acc_dp[2 * s][0], acc_dp[2 * s][1]),
+            ptx::pack2<Elem>(acc_dp[2 * s][2], acc_dp[2 * s][3]),
+            ptx::pack2<Elem>(acc_dp[2 * s + 1][0], acc_dp[2 * s + 1][1]),
+            ptx::pack2<Elem>(acc_dp[2 * s + 1][2], acc_dp[2 * s + 1][3])};
+        // dS^T to shared memory for dQ, as (keys, queries).
+        {
+          const int col = q0 + s * 2 * Tr::kMmaN + 2 * c;
+          Elem* row_lo = sDs + (warp * Tr::kMmaM + g) * Tr::kDsStride + col;
+          Elem* row_hi = row_lo + 8 * Tr::kDsStride;
+          *reinterpret_cast<std::uint32_t*>(row_lo) = ads[0];
+          *reinterpret_cast<std::uint32_t*>(row_hi) = ads[1];
+          *reinterpret_cast<std::uint32_t*>(row_lo + Tr::kMmaN) = ads[2];
+          *reinterpret_cast<std::uint32_t*>(row_hi + Tr::kMmaN) = ads[3];
+        }
+        // B = dO / Q (k = queries, n = head_dim), stored [query][dim]: transposing ldmatrix.
+        const int row = q0 + s * Tr::kMmaK + lane % 16;
+#pragma unroll
+        for (int j = 0; j < kNTilesD; j += 2) {
+          const int col = j * Tr::kMmaN + (lane / 16) * 8;
+          std::uint32_t bo[4], bq[4];
+          ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
+          ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
+          ptx::mma_m16n8k16<Elem>(acc_dv[j], ap, {bo[0], bo[1]});
+          ptx::mma_m16n8k16<Elem>(acc_dv[j + 1], ap, {bo[2], bo[3]});
+          ptx::mma_m16n8k16<Elem>(acc_dk[j], ads, {bq[0], bq[1]});
+          ptx::mma_m16n8k16<Elem>(acc_dk[j + 1], ads, {bq[2], bq[3]});
+        }
+      }
+    }
+    __syncthreads();  // every warp's dS^T is in sDs
+
+    // dQ share = scale * dS K: (kBlockM, D) over the kDqWarpsM x kDqWarpsN warp grid, k = keys.
+    {
+      const int wm = warp % Tr::kDqWarpsM;
+      const int wn = warp / Tr::kDqWarpsM;
+      float acc_dq[kDqNTiles][4];
+#pragma unroll
+      for (int j = 0; j < kDqNTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dq[j][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < Tr::kBlockN; kk += Tr::kMmaK) {
+        // A = dS (m = queries, k = keys), stored transposed as (keys, queries): transposing ldmatrix.
+        std::uint32_t ads[4];
+        ptx::ldmatrix_x4_trans(ads, sDs + (kk + (lane / 16) * 8 + lane % 8) * Tr::kDsStride +
+                                        wm * Tr::kMmaM + ((lane / 8) % 2) * 8);
+#pragma unroll
+        for (int j = 0; j < kDqNTiles; j += 2) {
+          // B = K (k = keys, n = head_dim), stored [key][dim]: transposing ldmatrix.
+          std::uint32_t bk[4];
+          ptx::ldmatrix_x4_trans(bk, sK + (kk + lane % 16) * Tr::kRowStride + wn * Tr::kDqCols +
+                                         j * Tr::kMmaN + (lane / 16) * 8);
+          ptx::mma_m16n8k16<Elem>(acc_dq[j], ads, {bk[0], bk[1]});
+          ptx::mma_m16n8k16<Elem>(acc_dq[j + 1], ads, {bk[2], bk[3]});
+        }
+      }
+      // Lanes c and c^1 swap halves so each holds 4 consecutive columns of one row: even lanes row
+      // g, odd lanes row g + 8. One 16-byte atomic per lane and n8 tile instead of four.
+      const bool odd = c & 1;
+      const int row = m0 + wm * Tr::kMmaM + g + (odd ? 8 : 0);
+      const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
+      float* dq_row = static_cast<float*>(a.dq_acc) + (bh * a.seq + row) * D + wn * Tr::kDqCols +
+                      2 * (c & ~1);
+#pragma unroll
+      for (int j = 0; j < kDqNTiles; ++j) {
+        const float send0 = odd ? acc_dq[j][0] : acc_dq[j][2];
+        const float send1 = odd ? acc_dq[j][1] : acc_dq[j][3];
+        const float recv0 = __shfl_xor_sync(0xffffffffu, send0, 1);
+        const float recv1 = __shfl_xor_sync(0xffffffffu, send1, 1);
+        if (row < a.seq) {
+          if (odd) {
+            detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
+                                scale * acc_dq[j][2], scale * acc_dq[j][3]);
+          } else {
+            detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * acc_dq[j][0],
+                                scale * acc_dq[j][1], scale * recv0, scale * recv1);
+          }
+        }
+      }
+    }
+  }
+
+  // dK (times scale) and dV: through shared memory (each warp its own 16 rows of sK / sV, once all
+  // warps are done reading sK) for 16-byte coalesced stores.
+  ptx::cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kNTilesD; ++j) {
+    const int col = j * Tr::kMmaN + 2 * c;
+    const int r = warp * Tr::kMmaM + g;
+    *reinterpret_cast<std::uint32_t*>(sK + r * Tr::kRowStride + col) =
+        ptx::pack2<Elem>(scale * acc_dk[j][0], scale * acc_dk[j][1]);
+    *reinterpret_cast<std::uint32_t*>(sK + (r + 8) * Tr::kRowStride + col) =
+        ptx::pack2<Elem>(scale * acc_dk[j][2], scale * acc_dk[j][3]);
+    *reinterpret_cast<std::uint32_t*>(sV + r * Tr::kRowStride + col) =
+        ptx::pack2<Elem>(acc_dv[j][0], acc_dv[j][1]);
+    *reinterpret_cast<std::uint32_t*>(sV + (r + 8) * Tr::kRowStride + col) =
+        ptx::pack2<Elem>(acc_dv[j][2], acc_dv[j][3]);
+  }
+  __syncthreads();
+  Elem* dk = static_cast<Elem*>(a.dk) + kv_off;
+  Elem* dv = static_cast<Elem*>(a.dv) + kv_off;
+  for (int i = tid; i < Tr::kBlockN * Tr::kVecsPerRow; i += Tr::kThreads) {
+    const int r = i / Tr::kVecsPerRow;
+    const int col = (i % Tr::kVecsPerRow) * Tr::kVecElems;
+    if (n0 + r < a.seq) {
+      *reinterpret_cast<uint4*>(dk + std::int64_t(r) * D + col) =
+          *reinterpret_cast<const uint4*>(sK + r * Tr::kRowStride + col);
+      *reinterpret_cast<uint4*>(dv + std::int64_t(r) * D + col) =
+          *reinterpret_cast<const uint4*>(sV + r * Tr::kRowStride + col);
+    }
+  }
+}
+
+// Tile choice per head_dim (H100/H200: 227 KB shared memory and 64K registers per SM), from timing
+// variants on an H200 (bf16, N = 4096; docs/perf-notes.md, "flash backward"):
+//   d=128: 128 keys x 64 queries in one chunk, 8 warps: dK+dV take 128 registers a thread, S+dP 64;
+//          ptxas spills 40 bytes, yet it ran ~4% faster than chunks of 32 (no spills).
+//   d=64:  128 keys x 128 queries in one chunk, 8 warps; ~8% faster than 64 queries.
+//   d=32:  64 keys x 64 queries in one chunk, 2 blocks of 4 warps per SM (not tuned).
+template <typename Elem, int kHeadDim> struct TcConfig;
+template <typename Elem> struct TcConfig<Elem, 128> {
+  using type = TcTraits<Elem, 128, 128, 64, 64, 1>;
+};
+template <typename Elem> struct TcConfig<Elem, 64> {
+  using type = TcTraits<Elem, 64, 128, 128, 64, 1>;
+};
+template <typename Elem> struct TcConfig<Elem, 32> {
+  using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
+};
+
+template <typename Elem, int kHeadDim> int main_tc_smem_bytes() {
+  return TcConfig<Elem, kHeadDim>::type::kSmemBytes;
+}
+
+template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream) {
+  using Tr = typename TcConfig<Elem, kHeadDim>::type;
+  const void* kernel = reinterpret_cast<const void*>(&bwd_main_tc_kernel<Tr>);
+  set_smem_limit(kernel, Tr::kSmemBytes);
+  const std::int64_t blocks =
+      std::int64_t((a.seq + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
+  bwd_main_tc_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fb::cuda::flash::bwd

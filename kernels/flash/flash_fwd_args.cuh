@@ -1,0 +1,73 @@
+// What both forward kernels read: the raw pointers and sizes of AttentionParams, typed, plus the
+// constants derived from them once on the host.
+#pragma once
+
+#include <cstdint>
+
+#include "attention.h"
+#include "flash/mask.cuh"
+#include "flash/softmax.cuh"
+
+namespace fb::cuda::flash {
+
+template <typename Elem, typename Accum>
+struct FwdArgs {
+  const Elem* q;  // [batch, heads, seq, d]
+  const Elem* k;  // [batch, kv_heads, seq, d]
+  const Elem* v;  // [batch, kv_heads, seq, d]
+  Elem* o;        // [batch, heads, seq, d]
+  Accum* lse;     // [batch, heads, seq], natural log
+  int heads;
+  int kv_heads;
+  int group;         // query heads per K/V head
+  Accum scale;       // softmax scale
+  Accum scale_log2;  // scale * log2(e): scores go straight into exp2
+  Mask mask;
+};
+
+template <typename Elem, typename Accum>
+FwdArgs<Elem, Accum> make_fwd_args(const AttentionParams& p) {
+  FwdArgs<Elem, Accum> a;
+  a.q = static_cast<const Elem*>(p.q);
+  a.k = static_cast<const Elem*>(p.k);
+  a.v = static_cast<const Elem*>(p.v);
+  a.o = static_cast<Elem*>(p.o);
+  a.lse = static_cast<Accum*>(p.lse);
+  a.heads = p.heads;
+  a.kv_heads = p.kv_heads;
+  a.group = p.group();
+  a.scale = Accum(p.scale);
+  a.scale_log2 = Accum(p.scale * kLog2e);
+  a.mask = Mask{p.seq, p.causal};
+  return a;
+}
+
+// Offsets (in elements) of the first row of a (batch, head) slice: Q/O and K/V of query head h.
+struct HeadOffsets {
+  std::int64_t q;   // into Q and O
+  std::int64_t kv;  // into K and V
+  std::int64_t row; // into LSE
+};
+template <typename Args>
+__device__ __forceinline__ HeadOffsets head_offsets(const Args& a, int bh, int head_dim) {
+  const int b = bh / a.heads;
+  const int h = bh - b * a.heads;
+  const int kvh = h / a.group;
+  const std::int64_t seq = a.mask.seq;
+  HeadOffsets off;
+  off.row = std::int64_t(bh) * seq;
+  off.q = off.row * head_dim;
+  off.kv = (std::int64_t(b) * a.kv_heads + kvh) * seq * head_dim;
+  return off;
+}
+
+// Dynamic shared memory a kernel may use without opting in through cudaFuncSetAttribute.
+inline constexpr int kDefaultDynamicSmemBytes = 48 * 1024;
+
+// The one dynamic shared-memory array of the forward kernels (16-byte aligned for vector access).
+__device__ __forceinline__ unsigned char* fwd_smem() {
+  extern __shared__ __align__(16) unsigned char fb_flash_fwd_smem[];
+  return fb_flash_fwd_smem;
+}
+
+}  // namespace fb::cuda::flash

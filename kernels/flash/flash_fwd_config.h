@@ -1,0 +1,43 @@
+// The forward's tile configuration for each (dtype, head_dim): the one table to edit when tuning.
+// Host and device code read it (query_tile reports kBr; the launchers instantiate the kernels).
+#pragma once
+
+#include <type_traits>
+
+#include "common/types.cuh"
+#include "flash/flash_fwd_traits.h"
+
+namespace fb::cuda::flash {
+
+// Tensor-core tiles per head_dim (fp16/bf16): kBr x kBc with kWarps warps, 32 query rows per warp
+// (the m16n8k16 B fragments are then reused by two m16 blocks: half the shared-memory traffic of
+// 16 rows per warp). d <= 64 keeps Q fragments in registers. d = 128 cannot (O alone takes 128
+// registers a thread): Q is re-read from shared memory, and kBc = 32 keeps S small enough to stay
+// clear of spills (128 x 64 spilled ~200 bytes and ran 17% slower on the H200: docs/perf-notes.md).
+template <int D> struct TcTiles;
+template <> struct TcTiles<32> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+template <> struct TcTiles<64> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+template <> struct TcTiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
+
+// CUDA-core tiles (fp32/fp64): kBr rows of 4 lanes each; kBc keys per tile (fewer for fp64, whose
+// tiles take twice the shared memory).
+template <typename Elem> struct SimtTiles { static constexpr int kBr = 32, kBc = 32; };
+template <> struct SimtTiles<double> { static constexpr int kBr = 32, kBc = 16; };
+
+template <Dtype T, int D>
+struct FwdConfig {
+  static constexpr Dtype kDtype = T;
+  static constexpr int kHeadDim = D;
+  using Elem = typename DtypeTraits<T>::elem;
+  static constexpr bool kTensorCores = sizeof(Elem) == 2;
+  using Traits = std::conditional_t<
+      kTensorCores,
+      FwdTraits<Elem, D, TcTiles<D>::kBr, TcTiles<D>::kBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>,
+      SimtFwdTraits<Elem, D, SimtTiles<Elem>::kBr, SimtTiles<Elem>::kBc>>;
+};
+
+// One launch of the forward for (T, D); defined in flash_fwd_launch.cuh, instantiated in the
+// flash_fwd_*.cu files (one group per file, so they compile in parallel).
+template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream);
+
+}  // namespace fb::cuda::flash

@@ -1,0 +1,319 @@
+// Tensor-core FlashAttention forward (fp16/bf16, sm_80+), FlashAttention-2 style.
+//
+// One block per (batch * head, query tile of kBr rows); warp w owns kWarpRows of those rows.
+// For each KV tile (kBc keys), double-buffered in shared memory through cp.async:
+//   S = Q K^T        mma.sync m16n8k16, Q as A (ldmatrix), K as B (ldmatrix, K is already "col")
+//   online softmax   in registers, base 2: p = exp2(s * scale*log2(e) - m)
+//   O += P V         P re-packed to 16 bits in registers as the A operand (the m16n8 accumulator
+//                    layout of two n8 blocks is the m16n8k16 A layout), V as B via ldmatrix.trans
+// O is divided by the row sum once at the end, staged through shared memory for 16-byte stores.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "common/ptx.cuh"
+#include "flash/flash_fwd_args.cuh"
+#include "flash/flash_fwd_traits.h"
+
+namespace fb::cuda::flash {
+
+// Copies rows [0, kRows) of a (kRows, kHeadDim) tile from global (row stride kHeadDim) to shared
+// (row stride kRowStride) with cp.async; rows >= rows_valid are zero-filled, never read.
+template <typename Tr, int kRows>
+__device__ __forceinline__ void load_tile_async(typename Tr::Elem* smem,
+                                                const typename Tr::Elem* gmem, int rows_valid,
+                                                int tid) {
+  constexpr int kChunks = kRows * Tr::kRowChunks;
+  static_assert(kChunks % Tr::kThreads == 0, "whole copy steps");
+#pragma unroll
+  for (int i = 0; i < kChunks / Tr::kThreads; ++i) {
+    const int c = tid + i * Tr::kThreads;
+    const int row = c / Tr::kRowChunks;
+    const int col = (c % Tr::kRowChunks) * Tr::kChunkElems;
+    const bool valid = row < rows_valid;
+    const auto* src = gmem + (valid ? std::int64_t(row) * Tr::kHeadDim + col : 0);
+    ptx::cp_async_16_zfill(smem + row * Tr::kRowStride + col, src, valid);
+  }
+}
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
+    flash_fwd_tc_kernel(const FwdArgs<typename Tr::Elem, float> a) {
+  using Elem = typename Tr::Elem;
+  constexpr int D = Tr::kHeadDim;
+  constexpr int kMT = Tr::kMTiles;
+  constexpr float kNegInf = -INFINITY;
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  // Quad coordinates of the m16n8 accumulator: rows g and g + 8, columns 2t and 2t + 1.
+  const int g = lane / 4;
+  const int t = lane % 4;
+
+  // Query tiles run in reverse: with a causal mask the last tiles see the most keys, and
+  // starting the longest blocks first balances the tail of the grid.
+  const int q_tile = gridDim.y - 1 - blockIdx.y;
+  const int q0 = q_tile * Tr::kBr;
+  const int seq = a.mask.seq;
+  const HeadOffsets off = head_offsets(a, blockIdx.x, D);
+  const Elem* gQ = a.q + off.q + std::int64_t(q0) * D;
+  const Elem* gK = a.k + off.kv;
+  const Elem* gV = a.v + off.kv;
+
+  Elem* sQ = reinterpret_cast<Elem*>(fwd_smem());    // (kBr, D); later O staging
+  Elem* sK = sQ + Tr::kQTileElems;                    // kStages x (kBc, D)
+  Elem* sV = sK + Tr::kStages * Tr::kKVTileElems;     // kStages x (kBc, D)
+  const int warp_row0 = warp * Tr::kWarpRows;          // first row of this warp in the tile
+
+  const int n_tiles = a.mask.kv_tiles(q0, Tr::kBr, Tr::kBc);
+
+  // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it).
+  load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq - q0, tid);
+  ptx::cp_async_commit();
+  load_tile_async<Tr, Tr::kBc>(sK, gK, seq, tid);
+  ptx::cp_async_commit();
+  load_tile_async<Tr, Tr::kBc>(sV, gV, seq, tid);
+  ptx::cp_async_commit();
+
+  // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
+  // 16-31 the same rows at k 8-15. B from K (rows = keys): lanes 0-7 / 8-15 keys 0-7 at k 0-7 /
+  // 8-15, lanes 16-31 the same for keys 8-15 (the next n8 block). B from V (rows = keys, .trans):
+  // lanes 0-7 / 8-15 keys 0-7 / 8-15 at columns 0-7, lanes 16-31 the same at columns 8-15.
+  const int a_row = lane % 16, a_col = (lane / 16) * 8;
+  const int k_row = (lane / 16) * 8 + lane % 8, k_col = ((lane / 8) % 2) * 8;
+  const int v_row = ((lane / 8) % 2) * 8 + lane % 8, v_col = (lane / 16) * 8;
+  // As shared-window byte addresses: every fragment below is one of these plus a compile-time
+  // offset (plus the stage offset for K/V), which the compiler folds into the instruction.
+  constexpr int kEB = sizeof(Elem);
+  constexpr int kRowBytes = Tr::kRowStride * kEB;
+  constexpr int kKVTileBytes = Tr::kKVTileElems * kEB;
+  const std::uint32_t q_lane =
+      ptx::smem_addr(sQ) + (warp_row0 + a_row) * kRowBytes + a_col * kEB;
+  const std::uint32_t k_lane = ptx::smem_addr(sK) + k_row * kRowBytes + k_col * kEB;
+  const std::uint32_t v_lane = ptx::smem_addr(sV) + v_row * kRowBytes + v_col * kEB;
+
+  // Q fragments (A operand), per m16 block and k16 step.
+  std::uint32_t q_frag[Tr::kQInRegs ? kMT : 1][Tr::kQInRegs ? Tr::kQKSteps : 1][4];
+  auto load_q_frag = [&](std::uint32_t(&dst)[4], int mt, int ks) {
+    ptx::ldmatrix_x4(dst, q_lane + (mt * Tr::kMmaM * kRowBytes + ks * Tr::kMmaK * kEB));
+  };
+  if constexpr (Tr::kQInRegs) {
+    ptx::cp_async_wait<2>();  // Q landed (K_0, V_0 may still fly)
+    __syncthreads();
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int ks = 0; ks < Tr::kQKSteps; ++ks) load_q_frag(q_frag[mt][ks], mt, ks);
+  }
+
+  float acc_o[kMT][Tr::kONTiles][4];  // (kWarpRows, D) in m16n8 accumulator layout
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < Tr::kONTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] = 0.f;
+  // Row statistics for rows g (index 0) and g + 8 (index 1) of each m16 block. row_max is in the
+  // exp2 domain (already times scale*log2(e)); row_sum is this lane's partial sum, reduced over
+  // the quad only at the end.
+  float row_max[kMT][2], row_sum[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      row_max[mt][hf] = kNegInf;
+      row_sum[mt][hf] = 0.f;
+    }
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int stage = j % Tr::kStages;
+    const int k0 = j * Tr::kBc;
+    const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
+    const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
+
+    // K_j landed (only V_j may still fly), for every thread; and every warp is done with tile
+    // j - 1, whose buffers the prefetch below overwrites.
+    ptx::cp_async_wait<1>();
+    __syncthreads();
+    {
+      const int next = j + 1;
+      const int next_stage = next % Tr::kStages;
+      if (next < n_tiles)
+        load_tile_async<Tr, Tr::kBc>(sK + next_stage * Tr::kKVTileElems,
+                                     gK + std::int64_t(next) * Tr::kBc * D, seq - next * Tr::kBc,
+                                     tid);
+      ptx::cp_async_commit();  // possibly empty: keeps the group count uniform
+      if (next < n_tiles)
+        load_tile_async<Tr, Tr::kBc>(sV + next_stage * Tr::kKVTileElems,
+                                     gV + std::int64_t(next) * Tr::kBc * D, seq - next * Tr::kBc,
+                                     tid);
+      ptx::cp_async_commit();
+    }
+
+    // ---- S = Q K^T: (kWarpRows, kBc) per warp ----
+    float s[kMT][Tr::kSNTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
+      std::uint32_t qa_smem[Tr::kQInRegs ? 1 : kMT][4];
+      if constexpr (!Tr::kQInRegs) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) load_q_frag(qa_smem[mt], mt, ks);
+      }
+#pragma unroll
+      for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
+        std::uint32_t kb[4];
+        ptx::ldmatrix_x4(kb, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
+        const std::uint32_t b0[2] = {kb[0], kb[1]};
+        const std::uint32_t b1[2] = {kb[2], kb[3]};
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          if constexpr (Tr::kQInRegs) {
+            ptx::mma_m16n8k16<Elem>(s[mt][nt], q_frag[mt][ks], b0);
+            ptx::mma_m16n8k16<Elem>(s[mt][nt + 1], q_frag[mt][ks], b1);
+          } else {
+            ptx::mma_m16n8k16<Elem>(s[mt][nt], qa_smem[mt], b0);
+            ptx::mma_m16n8k16<Elem>(s[mt][nt + 1], qa_smem[mt], b1);
+          }
+        }
+      }
+    }
+
+    // ---- mask: only the diagonal tiles (causal) and the tile past the sequence end ----
+    if (a.mask.tile_needs_mask(q0, k0, Tr::kBc)) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = q0 + warp_row0 + mt * Tr::kMmaM + g + (e / 2) * 8;
+            const int key = k0 + nt * Tr::kMmaN + 2 * t + e % 2;
+            if (!a.mask.visible(row, key)) s[mt][nt][e] = kNegInf;
+          }
+    }
+
+    // ---- online softmax: new row maxima, rescale O and the sums, P = exp2(S*c - m) ----
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float tile_max = kNegInf;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+          tile_max = fmaxf(tile_max, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
+        tile_max = quad_max(tile_max);
+        const float new_max = fmaxf(row_max[mt][hf], tile_max * a.scale_log2);
+        const float sub = safe_max(new_max);
+        const float alpha = ptx::exp2_approx(row_max[mt][hf] - sub);
+        row_max[mt][hf] = new_max;
+        float tile_sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+          for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+            const float p = ptx::exp2_approx(fmaf(s[mt][nt][e], a.scale_log2, -sub));
+            s[mt][nt][e] = p;
+            tile_sum += p;
+          }
+        row_sum[mt][hf] = row_sum[mt][hf] * alpha + tile_sum;
+        // Rescaled every tile: skipping it when no row max moved (a warp vote) measured 3-8%
+        // slower on the H200 (docs/perf-notes.md).
+#pragma unroll
+        for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+          acc_o[mt][nt][2 * hf] *= alpha;
+          acc_o[mt][nt][2 * hf + 1] *= alpha;
+        }
+      }
+
+    // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
+    ptx::cp_async_wait<2>();
+    __syncthreads();
+
+    // ---- O += P V ----
+#pragma unroll
+    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+      // Keys [16kk, 16kk + 16) of P as the A operand: n8 blocks 2kk and 2kk + 1 side by side.
+      std::uint32_t pa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        pa[mt][0] = ptx::pack2<Elem>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = ptx::pack2<Elem>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = ptx::pack2<Elem>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = ptx::pack2<Elem>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < Tr::kONTiles; nt += 2) {
+        std::uint32_t vb[4];
+        ptx::ldmatrix_x4_trans(vb, v_stage + (kk * Tr::kMmaK * kRowBytes + nt * Tr::kMmaN * kEB));
+        const std::uint32_t b0[2] = {vb[0], vb[1]};
+        const std::uint32_t b1[2] = {vb[2], vb[3]};
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt], pa[mt], b0);
+          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt], b1);
+        }
+      }
+    }
+  }
+
+  // ---- epilogue: O /= row sum, LSE = ln(sum) + max; O staged in this warp's own sQ rows ----
+  // (each warp only ever read its own Q rows, so no block barrier is needed before reusing them)
+  __syncwarp();
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float sum = quad_sum(row_sum[mt][hf]);
+      // Every real row sees key 0, so sum >= 1; rows past the end are never stored.
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int row = warp_row0 + mt * Tr::kMmaM + g + hf * 8;
+#pragma unroll
+      for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+        *reinterpret_cast<std::uint32_t*>(sQ + row * Tr::kRowStride + nt * Tr::kMmaN + 2 * t) =
+            ptx::pack2<Elem>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
+      }
+      if (t == 0 && q0 + row < seq) {
+        a.lse[off.row + q0 + row] =
+            sum > 0.f ? float((row_max[mt][hf] + log2f(sum)) * float(kLn2)) : kNegInf;
+      }
+    }
+  __syncwarp();
+  Elem* gO = a.o + off.q + std::int64_t(q0) * D;
+  constexpr int kWarpChunks = Tr::kWarpRows * Tr::kRowChunks;
+#pragma unroll
+  for (int i = 0; i < kWarpChunks / 32; ++i) {
+    const int c = lane + i * 32;
+    const int row = warp_row0 + c / Tr::kRowChunks;
+    const int col = (c % Tr::kRowChunks) * Tr::kChunkElems;
+    if (q0 + row < seq)
+      *reinterpret_cast<uint4*>(gO + std::int64_t(row) * D + col) =
+          *reinterpret_cast<const uint4*>(sQ + row * Tr::kRowStride + col);
+  }
+}
+
+// Host side: one launch of the tensor-core forward with traits Tr on `stream`.
+template <typename Tr>
+void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream) {
+  const auto args = make_fwd_args<typename Tr::Elem, float>(p);
+  const auto kernel = flash_fwd_tc_kernel<Tr>;
+  if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {
+    FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(Tr::kSmemBytes)));
+  }
+  const dim3 grid(unsigned(p.batch) * unsigned(p.heads),
+                  unsigned((p.seq + Tr::kBr - 1) / Tr::kBr));
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fb::cuda::flash

@@ -1,0 +1,108 @@
+// Tile configurations of the forward kernels: every size the kernels use is derived here, once,
+// and checked at compile time.
+#pragma once
+
+#include <cstddef>
+
+namespace fb::cuda::flash {
+
+// Tensor-core forward (fp16/bf16, mma.sync m16n8k16, sm_80+).
+//   Elem      : __half or __nv_bfloat16
+//   kHeadDim  : d
+//   kBr, kBc  : query rows per block, keys per KV tile
+//   kWarps    : warps per block; warp w owns query rows [w * kWarpRows, (w + 1) * kWarpRows)
+//   kQInRegs  : keep the warp's Q fragments in registers for the whole KV loop (else re-read them
+//               from shared memory for every tile: fewer registers, more shared-memory traffic)
+//   kMinBlocksPerSm : __launch_bounds__ occupancy hint (caps registers at 64K / (threads * it))
+template <typename Elem_, int kHeadDim_, int kBr_, int kBc_, int kWarps_, bool kQInRegs_,
+          int kMinBlocksPerSm_ = 1>
+struct FwdTraits {
+  using Elem = Elem_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBr = kBr_;
+  static constexpr int kBc = kBc_;
+  static constexpr int kWarps = kWarps_;
+  static constexpr bool kQInRegs = kQInRegs_;
+  static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
+
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kWarpRows = kBr / kWarps;
+
+  // mma.sync.m16n8k16 shape.
+  static constexpr int kMmaM = 16;
+  static constexpr int kMmaN = 8;
+  static constexpr int kMmaK = 16;
+
+  static constexpr int kMTiles = kWarpRows / kMmaM;   // m16 row blocks per warp
+  static constexpr int kSNTiles = kBc / kMmaN;        // n8 column blocks of S = Q K^T
+  static constexpr int kQKSteps = kHeadDim / kMmaK;   // k16 steps of Q K^T
+  static constexpr int kPVSteps = kBc / kMmaK;        // k16 steps of P V
+  static constexpr int kONTiles = kHeadDim / kMmaN;   // n8 column blocks of O
+
+  // Global -> shared copies move 16 bytes (one cp.async) per thread and step.
+  static constexpr int kChunkBytes = 16;
+  static constexpr int kChunkElems = kChunkBytes / int(sizeof(Elem));
+  static constexpr int kRowChunks = kHeadDim / kChunkElems;
+
+  // Shared tiles are row-major with one 16-byte chunk of padding per row: a row then starts an odd
+  // number of chunks after the previous one, so the 8 row addresses of one ldmatrix 8x8 tile fall
+  // into 8 different 4-bank groups (no bank conflicts), and every row stays 16-byte aligned.
+  static constexpr int kRowStride = kHeadDim + kChunkElems;  // elements
+  static constexpr int kQTileElems = kBr * kRowStride;       // (kBr, kHeadDim) + padding
+  static constexpr int kKVTileElems = kBc * kRowStride;      // (kBc, kHeadDim) + padding
+  static constexpr int kStages = 2;                          // K/V double buffering
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kQTileElems + 2 * kStages * kKVTileElems) * sizeof(Elem);
+
+  static_assert(sizeof(Elem) == 2, "tensor-core path: 16-bit elements");
+  static_assert(kBr % kWarps == 0 && kWarpRows % kMmaM == 0, "warps own whole m16 row blocks");
+  static_assert(kHeadDim % kMmaK == 0 && kBc % kMmaK == 0, "k16 steps tile d and Bc");
+  static_assert(kSNTiles % 2 == 0 && kONTiles % 2 == 0,
+                "one ldmatrix.x4 feeds two n8 column blocks");
+  static_assert((kRowStride * sizeof(Elem) / kChunkBytes) % 2 == 1,
+                "odd row stride in 16-byte chunks keeps ldmatrix conflict-free");
+  static_assert((kBr * kRowChunks) % kThreads == 0 && (kBc * kRowChunks) % kThreads == 0,
+                "every thread copies the same number of chunks per tile");
+  static_assert((kWarpRows * kRowChunks) % 32 == 0, "each warp stores its O rows in whole steps");
+};
+
+// CUDA-core forward (fp32/fp64, exact arithmetic).
+// Four consecutive lanes (a quad) share one query row: each computes kKeysPerThread scores of a
+// KV tile and owns kHeadDim / 4 columns of the row's O accumulator.
+template <typename Elem_, int kHeadDim_, int kBr_, int kBc_>
+struct SimtFwdTraits {
+  using Elem = Elem_;  // float or double; also the accumulator type
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBr = kBr_;
+  static constexpr int kBc = kBc_;
+
+  static constexpr int kLanesPerRow = 4;
+  static constexpr int kThreads = kBr * kLanesPerRow;
+
+  // Shared-memory reads are 16-byte vectors: kVec elements.
+  static constexpr int kVecBytes = 16;
+  static constexpr int kVec = kVecBytes / int(sizeof(Elem));
+  // Chunks of kVec keys / columns are dealt round-robin to the quad (chunk c -> lane c % 4): the
+  // quad reads 4 adjacent vectors per step, never two in one bank.
+  static constexpr int kKeyChunks = kBc / kVec / kLanesPerRow;       // per thread
+  static constexpr int kKeysPerThread = kKeyChunks * kVec;
+  static constexpr int kColChunks = kHeadDim / kVec / kLanesPerRow;  // per thread
+  static constexpr int kColsPerThread = kColChunks * kVec;
+
+  // sQ (kBr, kHeadDim + 1): scalar reads of 8 different rows per warp land in different banks.
+  static constexpr int kQStride = kHeadDim + 1;
+  // sKt (kHeadDim, kBc + kVec): K transposed, so a thread's keys for one d are adjacent vectors;
+  // one vector of padding spreads the transposing stores over more banks.
+  static constexpr int kKtStride = kBc + kVec;
+  // sV (kBc, kHeadDim): read as vectors along d, 4 adjacent per quad: no padding needed.
+  static constexpr int kVStride = kHeadDim;
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kBr * kQStride + kHeadDim * kKtStride + kBc * kVStride) * sizeof(Elem);
+
+  static_assert(kBc % (kVec * kLanesPerRow) == 0, "the quad splits a KV tile into whole vectors");
+  static_assert(kHeadDim % (kVec * kLanesPerRow) == 0, "the quad splits d into whole vectors");
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, one block");
+  static_assert((kKtStride * sizeof(Elem)) % kVecBytes == 0, "sKt rows stay vector aligned");
+};
+
+}  // namespace fb::cuda::flash

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine over a build made elsewhere: GPU tests, verify, the GPU sweeps, ceilings and
+# peers, writing everything under WORK (default ./out); when OUT is set (the device tool), one
+# bundle.tgz of it lands there (the tool brings back few files). Prints a short summary last.
+#   scripts/device_run.sh BUILD_DIR [step ...]     steps: tests verify fwd seed bwd peers ceilings
+set -uo pipefail
+build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
+shift
+steps=${*:-tests ceilings verify fwd seed}
+out=${WORK:-out}
+mkdir -p "$out"
+fb="$build/flashbench"
+summary=()
+step() {  # name, command...
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "=== $name: $*" >&2
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-10s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
+  tail -n 25 "$out/$name.log" >&2
+}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
+for s in $steps; do
+  case $s in
+    tests) step tests "$build/tests/flashbench_gpu_tests" ;;
+    ceilings) step ceilings "$fb" info --ceilings --json ;;
+    verify) step verify "$fb" verify --seq 4096 -o "$out/verify-4096.json" ;;
+    verifybwd) step verifybwd "$fb" verify --seq 4096 --pass bwd -o "$out/verify-4096-bwd.json" ;;
+    quick) step quick "$fb" run configs/quick.json -o "$out/quick.json" ;;
+    fwd) step fwd "$fb" run configs/h200-fwd.json -o "$out/h200-fwd.json" --csv "$out/h200-fwd.csv" ;;
+    seed) step seed "$fb" run configs/seed-claims.json -o "$out/seed-claims.json" --csv "$out/seed-claims.csv" ;;
+    bwd) step bwd "$fb" run configs/h200-bwd.json -o "$out/h200-bwd.json" --csv "$out/h200-bwd.csv" ;;
+    peers) step peers python3 scripts/peers.py configs/h200-fwd.json -o "$out/peers-fwd.json" ;;
+    peersbwd) step peersbwd python3 scripts/peers.py configs/h200-bwd.json -o "$out/peers-bwd.json" ;;
+    *) echo "unknown step $s" >&2 ;;
+  esac
+done
+[ -n "${OUT:-}" ] && tar czf "$OUT/bundle.tgz" -C "$out" .
+printf '%s\n' "${summary[@]}"

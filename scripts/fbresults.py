@@ -1,0 +1,235 @@
+"""Reading flashbench results files, and writing them from Python (peers.py), with no third-party imports.
+
+The results schema is written and read by src/record.cpp; this module mirrors its rules so the scripts
+refuse what `flashbench compare` would refuse:
+  * `schema_version` is "MAJOR.MINOR.PATCH"; only major SCHEMA_MAJOR is read (a newer minor still reads);
+  * every number may be the string "inf", "-inf" or "nan" (JSON has no literal for them);
+  * a missing or mistyped field is an error naming its path ("results[3].time_ms.median: expected a number").
+Unknown fields are ignored.
+"""
+
+import json
+import math
+import re
+
+SCHEMA_VERSION = "1.0.0"  # what peers.py writes; src/record.h kSchemaVersion
+SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
+
+DTYPES = ("fp64", "fp32", "fp16", "bf16")
+DTYPE_BYTES = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2}
+PASSES = ("fwd", "bwd", "fwd+bwd")
+STATUSES = ("ok", "skipped", "failed")
+
+# FLOPs of one pass relative to the forward (FlashAttention's convention, src/case.cpp).
+PASS_FLOP_FACTOR = {"fwd": 1.0, "bwd": 2.5, "fwd+bwd": 3.5}
+
+_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+class ResultsError(Exception):
+    """A results file that cannot be used; str() is one line naming the file and the field."""
+
+
+def case_key(case):
+    """The key src/case.cpp Case::key() writes, e.g. "b1-h16-kv16-n4096-d128-bf16-causal-fwd"."""
+    return "b{batch}-h{heads}-kv{kv_heads}-n{seq}-d{head_dim}-{dtype}-{mask}-{pass_}".format(
+        mask="causal" if case["causal"] else "full", pass_=case["pass"], **case)
+
+
+def case_flops(case):
+    """Model FLOPs of one case: 4*B*H*N^2*d for the forward, halved when causal, times the pass factor."""
+    n = case["seq"]
+    f = 4.0 * case["batch"] * case["heads"] * n * n * case["head_dim"]
+    if case["causal"]:
+        f /= 2
+    return f * PASS_FLOP_FACTOR[case["pass"]]
+
+
+def encode_number(x):
+    """A float as the schema writes it: finite as a number, non-finite as "inf"/"-inf"/"nan"."""
+    if x is None:
+        return None
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def decode_number(v, path):
+    if isinstance(v, bool):  # bool is an int in Python; the schema never writes true for a number
+        raise ResultsError(f"{path}: expected a number")
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str) and v in _NONFINITE:
+        return _NONFINITE[v]
+    raise ResultsError(f"{path}: expected a number")
+
+
+def _field(obj, name, path):
+    if name not in obj:
+        raise ResultsError(f"{_join(path, name)}: missing")
+    return obj[name]
+
+
+def _join(path, name):
+    return f"{path}.{name}" if path else name
+
+
+def _object(obj, name, path):
+    v = _field(obj, name, path)
+    if not isinstance(v, dict):
+        raise ResultsError(f"{_join(path, name)}: expected an object")
+    return v
+
+
+def _string(obj, name, path):
+    v = _field(obj, name, path)
+    if not isinstance(v, str):
+        raise ResultsError(f"{_join(path, name)}: expected a string")
+    return v
+
+
+def _integer(obj, name, path, lo):
+    v = _field(obj, name, path)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ResultsError(f"{_join(path, name)}: expected an integer")
+    if v < lo:
+        raise ResultsError(f"{_join(path, name)}: must be at least {lo}")
+    return v
+
+
+def _boolean(obj, name, path):
+    v = _field(obj, name, path)
+    if not isinstance(v, bool):
+        raise ResultsError(f"{_join(path, name)}: expected true or false")
+    return v
+
+
+def _number(obj, name, path):
+    return decode_number(_field(obj, name, path), _join(path, name))
+
+
+def _optional_number(obj, name, path):
+    v = _field(obj, name, path)
+    return None if v is None else decode_number(v, _join(path, name))
+
+
+def schema_major(version, path="schema_version"):
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version)
+    if not m:
+        raise ResultsError(f"{path}: '{version}' is not a version of the form MAJOR.MINOR.PATCH")
+    return int(m.group(1))
+
+
+def _read_case(obj, path):
+    c = {
+        "batch": _integer(obj, "batch", path, 1),
+        "heads": _integer(obj, "heads", path, 1),
+        "kv_heads": _integer(obj, "kv_heads", path, 1),
+        "seq": _integer(obj, "seq", path, 1),
+        "head_dim": _integer(obj, "head_dim", path, 1),
+        "dtype": _string(obj, "dtype", path),
+        "causal": _boolean(obj, "causal", path),
+        "pass": _string(obj, "pass", path),
+    }
+    if c["dtype"] not in DTYPES:
+        raise ResultsError(f"{path}.dtype: unknown dtype '{c['dtype']}'")
+    if c["pass"] not in PASSES:
+        raise ResultsError(f"{path}.pass: unknown pass '{c['pass']}'")
+    return c
+
+
+def _read_record(obj, path):
+    if not isinstance(obj, dict):
+        raise ResultsError(f"{path}: expected an object")
+    case = _read_case(_object(obj, "case", path), _join(path, "case"))
+    key = _string(obj, "key", path)
+    if key != case_key(case):
+        raise ResultsError(f"{path}.key: '{key}' does not match the case ('{case_key(case)}')")
+    status = _string(obj, "status", path)
+    if status not in STATUSES:
+        raise ResultsError(f"{path}.status: '{status}' is not ok, skipped or failed")
+    kernel = _string(obj, "kernel", path)
+    if not kernel:
+        raise ResultsError(f"{path}.kernel: must not be empty")
+    tpath = _join(path, "time_ms")
+    t = _object(obj, "time_ms", path)
+    time_ms = {k: _number(t, k, tpath) for k in ("median", "min", "max", "mean", "stddev")}
+    time_ms["reps"] = _integer(t, "reps", tpath, 0)
+    verified = _field(obj, "verified", path)
+    if verified is not None and not isinstance(verified, bool):
+        raise ResultsError(f"{path}.verified: expected true, false or null")
+    errors = _object(obj, "errors", path)
+    return {
+        "key": key,
+        "case": case,
+        "kernel": kernel,
+        "status": status,
+        "reason": _string(obj, "reason", path),
+        "time_ms": time_ms,
+        "flops": _number(obj, "flops", path),
+        "tflops": _number(obj, "tflops", path),
+        "bytes_moved": _number(obj, "bytes_moved", path),
+        "gbps": _number(obj, "gbps", path),
+        "peak_bytes": _integer(_object(obj, "memory", path), "peak_bytes", _join(path, "memory"), 0),
+        "max_abs_diff": _optional_number(obj, "max_abs_diff", path),
+        "ref_max_abs_err": _optional_number(obj, "ref_max_abs_err", path),
+        "verified": verified,
+        "errors": errors,
+    }
+
+
+def results_from_json(doc):
+    """A parsed results document -> a dict with the same fields, numbers decoded. Raises ResultsError."""
+    if not isinstance(doc, dict):
+        raise ResultsError("expected a JSON object at the top level")
+    version = _string(doc, "schema_version", "")
+    major = schema_major(version)
+    if major != SCHEMA_MAJOR:
+        raise ResultsError(
+            f"schema_version: '{version}' is not supported (these scripts read {SCHEMA_MAJOR}.x)")
+    tool = _object(doc, "tool", "")
+    for name in ("name", "version", "git"):
+        _string(tool, name, "tool")
+    settings = _object(doc, "settings", "")
+    _integer(settings, "warmup", "settings", 0)
+    _integer(settings, "reps", "settings", 1)
+    spec = _field(doc, "spec", "")
+    if not isinstance(spec, (dict, list)):  # `flashbench merge` keeps one spec per input file
+        raise ResultsError("spec: expected an object or an array")
+    records = _field(doc, "results", "")
+    if not isinstance(records, list):
+        raise ResultsError("results: expected an array")
+    return {
+        "schema_version": version,
+        "tool": tool,
+        "created": _string(doc, "created", ""),
+        "backend": _string(doc, "backend", ""),
+        "device": _object(doc, "device", ""),
+        "spec": spec,
+        "settings": settings,
+        "results": [_read_record(r, f"results[{i}]") for i, r in enumerate(records)],
+    }
+
+
+def load_results(path):
+    """Reads and checks one results file. Raises ResultsError("PATH: reason")."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot open: {e.strerror}") from None
+    if not text.strip():
+        raise ResultsError(f"{path}: empty file, expected a results JSON object")
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ResultsError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
+    try:
+        return results_from_json(doc)
+    except ResultsError as e:
+        raise ResultsError(f"{path}: {e}") from None

@@ -1,0 +1,532 @@
+#!/usr/bin/env python3
+"""Runs a flashbench sweep spec through PyTorch's scaled_dot_product_attention, one SDPA backend at a time,
+and writes flashbench's results schema, so that `flashbench compare`, `flashbench merge` and
+scripts/plot.py put the peers beside `naive` and `flash`.
+
+    python3 scripts/peers.py SPEC.json -o results/peers.json [--backends flash,cudnn,efficient,math]
+                             [--device K] [--ref-max-seq N] [--list]
+
+Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
+  torch-flash      SDPBackend.FLASH_ATTENTION      (FlashAttention-2 inside PyTorch)
+  torch-cudnn      SDPBackend.CUDNN_ATTENTION
+  torch-efficient  SDPBackend.EFFICIENT_ATTENTION  (memory-efficient attention, xFormers' kernel)
+  torch-math       SDPBackend.MATH                 (plain PyTorch ops, N x N scores in memory)
+
+What is measured, the way flashbench measures it:
+  * cases: the spec's Cartesian product, expanded exactly as `flashbench run` expands it
+    (scripts/fbspec.py mirrors src/spec.cpp); layout (B, H, N, d) = flashbench's BHSD; GQA through
+    enable_gqa=True; scale 1/sqrt(d); causal = is_causal (top-left aligned, seq_q == seq_k);
+  * inputs: standard normal from torch's generator seeded by the spec's seed and the case key (the
+    same distribution as flashbench's inputs, not the same numbers);
+  * time: CUDA events around each rep after the warm-up; before each rep the L2 cache is flushed by
+    writing a buffer of twice its size; median/min/max/mean/sample stddev in ms. fwd times the forward;
+    bwd times torch.autograd.grad of the output w.r.t. q, k, v with a random dO, after one untimed
+    forward (retain_graph, so each rep redoes only the backward); fwd+bwd times both;
+  * memory: torch.cuda.max_memory_allocated() over one untimed run, minus what was allocated before it
+    (the inputs, dO and the L2 flush buffer), after reset_peak_memory_stats();
+  * FLOPs: 4*B*H*N^2*d for the forward, halved when causal; bwd 2.5x, fwd+bwd 3.5x (src/case.cpp);
+    bytes_moved and gbps are 0: PyTorch's kernels have no byte model here;
+  * accuracy: max |x - x_ref| per output (O for fwd; dQ, dK, dV for bwd; all four for fwd+bwd) against
+    an fp64 evaluation of softmax(Q K^T * scale) V on the same inputs (and its fp64 autograd gradients),
+    computed on the GPU in blocks of query rows. Only for N <= --ref-max-seq (default 8192) and when
+    the spec does not say "verify": false; above it ref_max_abs_err is null. A non-finite output gives
+    an error of inf. `verified` is null: the peers are measured, not judged.
+
+A backend that refuses a case (an exception on its first call: unsupported dtype, head dim, GQA, ...)
+or runs out of memory is recorded `skipped` with the reason on one line; so is torch-math when its
+estimated N x N memory exceeds the device's free memory. An exception after a first call that worked is
+recorded `failed`, and the exit status is then 1.
+
+Exit status: 0 done, 1 a case failed, 2 bad spec or arguments, or no PyTorch with CUDA here.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import warnings
+import zlib
+from collections import OrderedDict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fbresults import SCHEMA_VERSION, case_flops, case_key, encode_number  # noqa: E402
+from fbspec import SpecError, load_spec  # noqa: E402
+
+PROG = "peers.py"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+# Kernel name -> torch.nn.attention.SDPBackend member, in the order they run.
+BACKENDS = OrderedDict([
+    ("torch-flash", "FLASH_ATTENTION"),
+    ("torch-cudnn", "CUDNN_ATTENTION"),
+    ("torch-efficient", "EFFICIENT_ATTENTION"),
+    ("torch-math", "MATH"),
+])
+TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+DEFAULT_REF_MAX_SEQ = 8192
+# Bytes of fp64 N x N blocks the reference may hold at once (scores, probabilities and their gradients).
+REF_BLOCK_BUDGET = 1 << 30
+REF_TEMPS = 4  # N x N fp64 temporaries alive at once in one reference block (S, P, dP, dS)
+L2_FLUSH_FACTOR = 2  # the flush buffer is this many times the L2 size
+MATH_FREE_FRACTION = 0.9  # torch-math runs only if its estimate fits in this share of free memory
+MAX_REASON = 300  # characters of an exception kept in a skipped record's reason
+MIB = 2**20
+# What a backend raises when it will not take a case: "No available kernel" (RuntimeError) for an
+# unsupported dtype/head dim/GQA, cuDNN frontend errors, and argument errors of older PyTorch versions.
+REFUSALS = (RuntimeError, ValueError, NotImplementedError, TypeError)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pure helpers (no torch): tested offline by tests/test_scripts.py
+
+
+def backend_names(arg):
+    """--backends "flash,cudnn" or "torch-flash,..." -> kernel names, in BACKENDS order. ValueError if
+    a name is unknown."""
+    if arg is None:
+        return list(BACKENDS)
+    wanted = []
+    for raw in arg.split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        full = name if name.startswith("torch-") else "torch-" + name
+        if full not in BACKENDS:
+            raise ValueError(f"--backends: unknown backend '{name}'; valid: "
+                             f"{', '.join(k[len('torch-'):] for k in BACKENDS)}")
+        wanted.append(full)
+    if not wanted:
+        raise ValueError("--backends: no backend named")
+    return [k for k in BACKENDS if k in wanted]
+
+
+def one_line(text, limit=MAX_REASON):
+    """An exception's text as one line: whitespace runs folded, cut at `limit` characters."""
+    s = re.sub(r"\s+", " ", str(text)).strip()
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def summarize(times_ms):
+    """The time statistics record.cpp writes: median (mean of the middle two for even n), min, max,
+    mean, sample stddev (n - 1; 0 for one rep)."""
+    v = sorted(times_ms)
+    n = len(v)
+    if n == 0:
+        return {"median": 0.0, "min": 0.0, "max": 0.0, "mean": 0.0, "stddev": 0.0, "reps": 0}
+    median = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+    mean = sum(v) / n
+    stddev = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1)) if n > 1 else 0.0
+    return {"median": median, "min": v[0], "max": v[-1], "mean": mean, "stddev": stddev, "reps": n}
+
+
+def math_bytes_estimate(case):
+    """Bytes torch-math needs beyond its inputs: N x N scores and probabilities (computed in fp32 for
+    fp16/bf16 inputs, PyTorch's default), their gradients for a backward, and K/V expanded to every
+    query head for GQA. An estimate for deciding whether to try, not a measurement."""
+    b, h, n, d = case["batch"], case["heads"], case["seq"], case["head_dim"]
+    elem = 8 if case["dtype"] == "fp64" else 4
+    nn_tensors = 3 if case["pass"] == "fwd" else 6
+    gqa = 2 * b * h * n * d * elem if case["kv_heads"] != h else 0
+    return b * h * n * n * elem * nn_tensors + gqa
+
+
+def wants_reference(case, ref_max_seq, verify):
+    return verify and case["seq"] <= ref_max_seq
+
+
+def output_names(pass_):
+    return {"fwd": ["O"], "bwd": ["dQ", "dK", "dV"], "fwd+bwd": ["O", "dQ", "dK", "dV"]}[pass_]
+
+
+def make_record(case, kernel, status, reason="", times_ms=(), peak_bytes=0, errors=None):
+    """One results record in the schema src/record.cpp writes."""
+    flops = case_flops(case)
+    t = summarize(list(times_ms)) if status == "ok" else summarize([])
+    tflops = flops / (t["median"] * 1e-3) / 1e12 if status == "ok" and t["median"] > 0 else 0.0
+    ref = None
+    if errors:
+        ref = max(errors.values(), key=lambda e: (math.isnan(e), e))  # NaN counts as the worst
+        if not math.isfinite(ref):
+            ref = math.inf
+    return {
+        "key": case_key(case),
+        "case": dict(case),
+        "kernel": kernel,
+        "status": status,
+        "reason": reason,
+        "time_ms": {k: (encode_number(v) if k != "reps" else v) for k, v in t.items()},
+        "flops": flops,
+        "tflops": tflops,
+        "bytes_moved": 0.0,
+        "gbps": 0.0,
+        "memory": {"peak_bytes": int(peak_bytes)},
+        "max_abs_diff": None,
+        "ref_max_abs_err": encode_number(ref),
+        "verified": None,
+        "errors": {name: {"ref": encode_number(e)} for name, e in (errors or {}).items()},
+    }
+
+
+def tool_info():
+    """{name, version, git}: the version from CMakeLists.txt's project(), the commit from git."""
+    version = "unknown"
+    try:
+        with open(os.path.join(HERE, "..", "CMakeLists.txt")) as f:
+            m = re.search(r"project\(\s*flashbench\s+VERSION\s+([0-9.]+)", f.read())
+            if m:
+                version = m.group(1)
+    except OSError:
+        pass
+    git = "unknown"
+    try:
+        out = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty", "--abbrev=12"],
+                             capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            git = out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"name": "flashbench-peers", "version": version, "git": git}
+
+
+def case_seed(seed, key):
+    """A per-case seed from the spec's seed and the case key: a case's inputs do not depend on which
+    other cases the spec holds."""
+    return (seed * 1000003 + zlib.crc32(key.encode())) % (1 << 63)
+
+
+def format_table(records):
+    lines = [f"{'case':<44} {'kernel':<16} {'status':<8} {'median ms':>10} {'TFLOP/s':>8} "
+             f"{'peak MiB':>9} {'err vs fp64':>11}"]
+    for r in records:
+        if r["status"] == "ok":
+            err = r["ref_max_abs_err"]
+            err_s = "-" if err is None else (err if isinstance(err, str) else f"{err:.2e}")
+            lines.append(f"{r['key']:<44} {r['kernel']:<16} {'ok':<8} {r['time_ms']['median']:>10.4f} "
+                         f"{r['tflops']:>8.1f} {r['memory']['peak_bytes'] / MIB:>9.1f} {err_s:>11}")
+        else:
+            lines.append(f"{r['key']:<44} {r['kernel']:<16} {r['status']:<8} {one_line(r['reason'], 60)}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------
+# PyTorch side
+
+
+class Unavailable(Exception):
+    """No PyTorch with CUDA here: the message says what is missing."""
+
+
+def import_torch(device_index):
+    try:
+        import torch
+    except ImportError as e:
+        raise Unavailable(f"PyTorch is not installed here (import torch: {e}); run peers.py where torch "
+                          "with CUDA is") from None
+    if not torch.cuda.is_available():
+        raise Unavailable(f"PyTorch {getattr(torch, '__version__', '?')} is here but sees no CUDA device; "
+                          "peers.py measures GPU kernels")
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:
+        raise Unavailable(f"PyTorch {torch.__version__} has no torch.nn.attention.sdpa_kernel ({e}); "
+                          "peers.py needs PyTorch 2.3 or newer") from None
+    if device_index >= torch.cuda.device_count():
+        raise Unavailable(f"--device {device_index}: only {torch.cuda.device_count()} CUDA device(s) visible")
+    return torch, SDPBackend, sdpa_kernel
+
+
+class Peers:
+    def __init__(self, torch, SDPBackend, sdpa_kernel, device_index, warmup, reps, ref_max_seq, verify):
+        import torch.nn.functional as F
+        self.torch, self.F = torch, F
+        self.SDPBackend, self.sdpa_kernel = SDPBackend, sdpa_kernel
+        self.dev = torch.device("cuda", device_index)
+        torch.cuda.set_device(self.dev)
+        self.props = torch.cuda.get_device_properties(self.dev)
+        self.warmup, self.reps = warmup, reps
+        self.ref_max_seq, self.verify = ref_max_seq, verify
+        l2 = int(getattr(self.props, "L2_cache_size", 0)) or 64 * MIB  # older torch: assume a large L2
+        self.flush_buf = torch.empty(L2_FLUSH_FACTOR * l2, dtype=torch.uint8, device=self.dev)
+
+    def device_json(self):
+        t = self.torch
+        p = self.props
+        cudnn = t.backends.cudnn.version() if t.backends.cudnn.is_available() else None
+        return {"name": p.name, "index": self.dev.index, "sm_count": p.multi_processor_count,
+                "memory_bytes": int(p.total_memory), "l2_bytes": int(getattr(p, "L2_cache_size", 0)),
+                "compute_capability": f"{p.major}.{p.minor}", "torch": t.__version__,
+                "cuda": t.version.cuda, "cudnn": cudnn}
+
+    def flush_l2(self):
+        self.flush_buf.zero_()
+
+    # ---- inputs and one run ----
+
+    def inputs(self, case, seed):
+        t = self.torch
+        g = t.Generator(device=self.dev)
+        g.manual_seed(case_seed(seed, case_key(case)))
+        dt = getattr(t, TORCH_DTYPES[case["dtype"]])
+        b, h, kv, n, d = case["batch"], case["heads"], case["kv_heads"], case["seq"], case["head_dim"]
+        grad = case["pass"] != "fwd"
+
+        def randn(heads):
+            return t.randn(b, heads, n, d, generator=g, device=self.dev, dtype=dt).requires_grad_(grad)
+
+        q, k, v = randn(h), randn(kv), randn(kv)
+        do = t.randn(b, h, n, d, generator=g, device=self.dev, dtype=dt) if grad else None
+        return q, k, v, do
+
+    def forward(self, case, q, k, v):
+        return self.F.scaled_dot_product_attention(
+            q, k, v, is_causal=case["causal"], scale=1.0 / math.sqrt(case["head_dim"]),
+            enable_gqa=case["heads"] != case["kv_heads"])
+
+    def runner(self, case, q, k, v, do):
+        """(prepare, timed): prepare() runs untimed before the reps; timed() is one rep and returns the
+        outputs {name: tensor}."""
+        t = self.torch
+        if case["pass"] == "fwd":
+            def timed():
+                with t.no_grad():
+                    return {"O": self.forward(case, q, k, v)}
+            return (lambda: None), timed
+        if case["pass"] == "bwd":
+            state = {}
+
+            def prepare():
+                state["o"] = self.forward(case, q, k, v)
+
+            def timed():
+                dq, dk, dv = t.autograd.grad(state["o"], (q, k, v), do, retain_graph=True)
+                return {"dQ": dq, "dK": dk, "dV": dv}
+            return prepare, timed
+
+        def timed():
+            o = self.forward(case, q, k, v)
+            dq, dk, dv = t.autograd.grad(o, (q, k, v), do)
+            return {"O": o.detach(), "dQ": dq, "dK": dk, "dV": dv}
+        return (lambda: None), timed
+
+    # ---- the fp64 reference ----
+
+    def reference(self, case, q, k, v, do):
+        """fp64 outputs {name: tensor} of softmax(Q K^T * scale) V (and its gradients for a backward),
+        in blocks of query rows so that no more than REF_BLOCK_BUDGET bytes of N x N temporaries live
+        at once. Each block covers one (batch, K/V head) with its group of query heads, so dK and dV
+        add up over the blocks of rows."""
+        t = self.torch
+        b, h, kv, n, d = case["batch"], case["heads"], case["kv_heads"], case["seq"], case["head_dim"]
+        group = h // kv
+        scale = 1.0 / math.sqrt(d)
+        grad = case["pass"] != "fwd"
+        q64, k64, v64 = (x.detach().to(t.float64) for x in (q, k, v))
+        do64 = do.to(t.float64) if grad else None
+        out = {"O": t.empty_like(q64)} if case["pass"] != "bwd" else {}
+        if grad:
+            out.update({"dQ": t.empty_like(q64), "dK": t.zeros_like(k64), "dV": t.zeros_like(v64)})
+        rows = max(1, min(n, REF_BLOCK_BUDGET // (REF_TEMPS * 8 * group * n)))
+        cols = t.arange(n, device=self.dev)
+        for bi in range(b):
+            for kh in range(kv):
+                hs = slice(kh * group, (kh + 1) * group)
+                kk = k64[bi, kh].detach().requires_grad_(grad)  # (N, d)
+                vv = v64[bi, kh].detach().requires_grad_(grad)
+                for r0 in range(0, n, rows):
+                    r1 = min(n, r0 + rows)
+                    qq = q64[bi, hs, r0:r1].detach().requires_grad_(grad)  # (group, rows, d)
+                    with t.set_grad_enabled(grad):
+                        s = (qq @ kk.transpose(0, 1)) * scale  # (group, rows, N)
+                        if case["causal"]:
+                            masked = cols[None, :] > t.arange(r0, r1, device=self.dev)[:, None]
+                            s = s.masked_fill(masked, -math.inf)
+                        o = t.softmax(s, dim=-1) @ vv  # (group, rows, d)
+                    if "O" in out:
+                        out["O"][bi, hs, r0:r1] = o.detach()
+                    if grad:
+                        gq, gk, gv = t.autograd.grad(o, (qq, kk, vv), do64[bi, hs, r0:r1])
+                        out["dQ"][bi, hs, r0:r1] = gq
+                        out["dK"][bi, kh] += gk
+                        out["dV"][bi, kh] += gv
+        return out
+
+    def errors(self, outputs, ref):
+        t = self.torch
+        errs = {}
+        for name in ref:
+            x = outputs[name].detach()
+            if not bool(t.isfinite(x).all()):
+                errs[name] = math.inf
+            else:
+                errs[name] = float((x.to(t.float64) - ref[name]).abs().max())
+        return errs
+
+    # ---- one case x backend ----
+
+    def measure(self, case, kernel, tensors, ref_cache):
+        t = self.torch
+        q, k, v, do = tensors
+        if kernel == "torch-math":
+            need = math_bytes_estimate(case)
+            t.cuda.empty_cache()  # memory the caching allocator holds but does not use counts as free
+            free, _ = t.cuda.mem_get_info(self.dev)
+            if need > MATH_FREE_FRACTION * free:
+                return make_record(case, kernel, "skipped",
+                                   f"math backend needs about {need / 2**30:.1f} GiB for its N x N tensors "
+                                   f"(estimate), {free / 2**30:.1f} GiB free")
+        backend = getattr(self.SDPBackend, BACKENDS[kernel])
+        prepare, timed = self.runner(case, q, k, v, do)
+        with self.sdpa_kernel([backend]):
+            # First call: does the backend take the case at all, and how much memory does it use.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    t.cuda.synchronize(self.dev)
+                    t.cuda.reset_peak_memory_stats(self.dev)
+                    base = t.cuda.memory_allocated(self.dev)
+                    prepare()
+                    outputs = timed()
+                    t.cuda.synchronize(self.dev)
+                    peak = t.cuda.max_memory_allocated(self.dev) - base
+                except t.cuda.OutOfMemoryError as e:
+                    return self._skip(case, kernel, "out of memory: " + one_line(e))
+                except REFUSALS as e:
+                    why = [one_line(w.message, 120) for w in caught]
+                    return self._skip(case, kernel, one_line(e) + (f" ({'; '.join(why)})" if why else ""))
+            try:
+                del outputs
+                for _ in range(self.warmup):
+                    timed()
+                events = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True))
+                          for _ in range(self.reps)]
+                for start, end in events:
+                    self.flush_l2()
+                    start.record()
+                    outputs = timed()
+                    end.record()
+                t.cuda.synchronize(self.dev)
+                times = [s.elapsed_time(e) for s, e in events]
+            except t.cuda.OutOfMemoryError as e:
+                return self._skip(case, kernel, "out of memory: " + one_line(e))
+            except REFUSALS as e:
+                t.cuda.empty_cache()
+                return make_record(case, kernel, "failed", one_line(e))
+        errs = None
+        if wants_reference(case, self.ref_max_seq, self.verify):
+            if "ref" not in ref_cache:
+                ref_cache["ref"] = self.reference(case, q, k, v, do)
+            errs = self.errors(outputs, ref_cache["ref"])
+        del outputs
+        return make_record(case, kernel, "ok", times_ms=times, peak_bytes=max(0, peak), errors=errs)
+
+    def _skip(self, case, kernel, reason):
+        self.torch.cuda.synchronize(self.dev)
+        self.torch.cuda.empty_cache()
+        return make_record(case, kernel, "skipped", reason)
+
+
+# ---------------------------------------------------------------------------------------------------
+# CLI
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("spec", help="flashbench sweep spec (JSON)")
+    p.add_argument("-o", "--output", help="write results JSON here")
+    p.add_argument("--backends", help="comma-separated subset of: " +
+                   ", ".join(k[len("torch-"):] for k in BACKENDS) + " (default: all)")
+    p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
+                   help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
+    p.add_argument("--list", action="store_true", help="print the cases the spec expands to and exit")
+    return p.parse_args(argv)
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_atomic(path, text):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        sweep = load_spec(args.spec)
+        kernels = backend_names(args.backends)
+    except (SpecError, ValueError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.ref_max_seq < 0:
+        print(f"{PROG}: --ref-max-seq must not be negative, got {args.ref_max_seq}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.list:
+        for c in sweep["cases"]:
+            print(case_key(c))
+        return EXIT_OK
+    if args.output:
+        folder = os.path.dirname(args.output) or "."
+        if not os.path.isdir(folder) or os.path.isdir(args.output):
+            print(f"{PROG}: --output {args.output}: folder '{folder}' does not exist or the path is a folder",
+                  file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        torch, SDPBackend, sdpa_kernel = import_torch(args.device)
+    except Unavailable as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    peers = Peers(torch, SDPBackend, sdpa_kernel, args.device, sweep["warmup"], sweep["reps"],
+                  args.ref_max_seq, sweep["verify"])
+    records = []
+    cases = sweep["cases"]
+    for i, case in enumerate(cases, 1):
+        tensors = peers.inputs(case, sweep["seed"])
+        ref_cache = {}
+        for kernel in kernels:
+            rec = peers.measure(case, kernel, tensors, ref_cache)
+            records.append(rec)
+            what = (f"{rec['time_ms']['median']:.4f} ms" if rec["status"] == "ok"
+                    else f"{rec['status']}: {one_line(rec['reason'], 100)}")
+            print(f"[{i}/{len(cases)}] {rec['key']} {kernel}: {what}", file=sys.stderr, flush=True)
+        del tensors, ref_cache
+        torch.cuda.empty_cache()
+
+    results = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": tool_info(),
+        "created": utc_now(),
+        "backend": "torch",
+        "device": peers.device_json(),
+        "spec": sweep["spec"],
+        "settings": {"warmup": sweep["warmup"], "reps": sweep["reps"], "seed": sweep["seed"],
+                     "verify": sweep["verify"], "timer": "cuda-events", "l2_flush": True,
+                     "l2_flush_bytes": peers.flush_buf.numel(), "ref_max_seq": args.ref_max_seq,
+                     "backends": kernels},
+        "results": records,
+    }
+    print(format_table(records))
+    if args.output:
+        write_atomic(args.output, json.dumps(results, indent=2, allow_nan=False) + "\n")
+        print(f"{PROG}: {len(records)} results -> {args.output}", file=sys.stderr)
+    return EXIT_FAILED if any(r["status"] == "failed" for r in records) else EXIT_OK
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `peers.py --list | head`
+        sys.exit(EXIT_OK)

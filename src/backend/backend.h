@@ -1,0 +1,86 @@
+// What the runner needs from a place that runs kernels: the CPU or a CUDA device. Both implement
+// the same calls, so the runner has one code path.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "case.h"
+#include "registry.h"
+
+namespace fb {
+
+// One timed kernel on the prepared case.
+struct KernelRun {
+  std::vector<double> times_ms;   // one per rep, after warm-up
+  std::uint64_t peak_bytes = 0;   // peak bytes the run allocated (outputs + workspace; inputs excluded),
+                                  // measured by the backend's tracking allocator
+  int query_tile = 0;             // query rows per tile the kernel used (flash), for the byte model
+};
+
+// Max |a - b| per output tensor ("O", "LSE", "dQ", "dK", "dV") over the compared elements.
+struct ErrorReport {
+  std::vector<std::pair<std::string, double>> max_abs;  // NaN/Inf anywhere -> +inf
+  std::vector<std::pair<std::string, double>> magnitude;  // max |b| per tensor: the scale rounding
+                                                          // errors are measured against
+  std::int64_t nonfinite = 0;                            // non-finite elements in `a`
+  std::int64_t rows_compared = 0;                        // query rows compared (CPU may sample)
+  double worst() const;                                  // max over tensors (+inf if any nonfinite)
+};
+
+// Thrown by a backend when a case cannot run (allocation failure, launch error): the runner records
+// the case as failed with what() and goes on.
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;        // "cpu" | "cuda"
+  virtual nlohmann::json device() const = 0;    // name, memory, versions, clocks... (data, not text)
+  virtual nlohmann::json settings() const = 0;  // timer, l2 flush, threads... for results.settings
+
+  // Why `kernel` cannot run `c` here (e.g. naive's N x N buffers need more than free memory, with
+  // the bytes), nullopt if it may run.
+  virtual std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) = 0;
+
+  // Draws the case's inputs from `seed` (standard normal; never zeros) and drops all kept outputs.
+  virtual void prepare(const Case& c, std::uint64_t seed) = 0;
+
+  // Warm-up then `reps` timed runs of `kernel` on the prepared inputs, outputs poisoned (NaN) before
+  // each run. Keeps the last outputs for compare(). For Pass::bwd the forward runs once untimed first.
+  virtual KernelRun run(const KernelInfo& kernel, int warmup, int reps) = 0;
+
+  // Exact fp64 outputs for the prepared inputs, kept as "reference" (CPU: a sample of query rows for
+  // large cases).
+  virtual void run_reference() = 0;
+
+  // Errors of kept outputs `a` against kept outputs `b` (kernel names or "reference").
+  virtual ErrorReport compare(const std::string& a, const std::string& b) = 0;
+
+  // Frees the case's inputs and kept outputs.
+  virtual void release() = 0;
+};
+
+enum class BackendKind { automatic, cpu, cuda };
+
+// "auto" | "cpu" | "cuda"; nullopt if unknown.
+std::optional<BackendKind> parse_backend(std::string_view s);
+// True when this build has CUDA and a device is visible.
+bool cuda_device_available();
+// Throws std::runtime_error with a clear message if the kind cannot be made (e.g. cuda without a GPU).
+std::unique_ptr<Backend> make_backend(BackendKind kind, int device = 0);
+
+// Implemented in backend/cpu and backend/cuda.
+std::unique_ptr<Backend> make_cpu_backend();
+std::unique_ptr<Backend> make_cuda_backend(int device);  // only when FLASHBENCH_HAVE_CUDA
+
+}  // namespace fb

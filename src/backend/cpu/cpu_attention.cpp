@@ -1,0 +1,664 @@
+// Naive and tiled (flash) attention on the CPU, forward and backward. The reference is in
+// cpu_reference.cpp.
+//
+// Both algorithms are built from the same pieces: tile loads that convert the storage type to the
+// accumulator type (A = double for fp64, float otherwise), three small row-major GEMMs whose inner
+// loop runs over contiguous memory (so the compiler vectorises them without reassociating sums),
+// and the causal rule `key j masked when j > query i`.
+#include "backend/cpu/cpu_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/numeric.h"
+
+namespace fb::cpu {
+
+namespace {
+
+using Index = std::int64_t;
+
+// Target number of parallel tasks flash_backward makes per call by splitting each (batch, K/V
+// head) into slices of KV tiles; a constant rather than the thread count so results do not depend
+// on the machine. Each slice costs one dQ accumulator, so this bounds that extra memory too.
+constexpr int kBackwardTasks = 16;
+
+// Shapes of one call and the BHSD offsets derived from them.
+struct Shape {
+  int batch, heads, kv_heads, seq, dim, group;
+  bool causal;
+
+  Index q_offset(int b, int h) const { return (Index(b) * heads + h) * seq * dim; }
+  Index kv_offset(int b, int hk) const { return (Index(b) * kv_heads + hk) * seq * dim; }
+  Index row_offset(int b, int h) const { return (Index(b) * heads + h) * seq; }  // LSE, D
+  Index nn_offset(int b, int h) const { return (Index(b) * heads + h) * seq * seq; }
+  // Keys a block of queries [i0, i0 + rows) sees: all, or those up to its last row when causal.
+  Index key_end(Index i0, int rows) const { return causal ? i0 + rows : seq; }
+  bool masked(Index query, Index key) const { return causal && key > query; }
+};
+
+Shape shape_of(const AttentionParams& p) {
+  return Shape{p.batch, p.heads, p.kv_heads, p.seq, p.head_dim, p.group(), p.causal};
+}
+
+int ceil_div(Index a, Index b) { return static_cast<int>((a + b - 1) / b); }
+
+// A task index split into (batch, head, tile) with tile fastest.
+struct TaskId {
+  int b, h, tile;
+};
+TaskId split_task(Index task, int heads, int tiles) {
+  const int tile = static_cast<int>(task % tiles);
+  const Index bh = task / tiles;
+  return TaskId{static_cast<int>(bh / heads), static_cast<int>(bh % heads), tile};
+}
+
+// ---- tile moves: storage type T <-> accumulator type A ----
+
+// dst (rows x cols, leading dim ld_dst) = src (leading dim ld_src).
+template <class T, class A>
+void load_tile(const T* src, Index ld_src, int rows, int cols, A* dst, int ld_dst) {
+  for (int r = 0; r < rows; ++r) {
+    const T* s = src + r * ld_src;
+    A* o = dst + Index(r) * ld_dst;
+    for (int c = 0; c < cols; ++c) o[c] = load(s[c]);
+  }
+}
+
+// dst (cols x rows, leading dim ld_dst) = transpose of src (rows x cols).
+template <class T, class A>
+void load_tile_transposed(const T* src, Index ld_src, int rows, int cols, A* dst, int ld_dst) {
+  for (int r = 0; r < rows; ++r) {
+    const T* s = src + r * ld_src;
+    for (int c = 0; c < cols; ++c) dst[Index(c) * ld_dst + r] = load(s[c]);
+  }
+}
+
+// dst (rows x cols, leading dim ld_dst) = factor * src, rounded to T.
+template <class T, class A>
+void store_tile(const A* src, int ld_src, int rows, int cols, A factor, T* dst, Index ld_dst) {
+  for (int r = 0; r < rows; ++r) {
+    const A* s = src + Index(r) * ld_src;
+    T* o = dst + r * ld_dst;
+    for (int c = 0; c < cols; ++c) o[c] = store<T>(factor * s[c]);
+  }
+}
+
+// ---- GEMMs on accumulator tiles, row-major ----
+
+// C (m x n) = A (m x k) * B (k x n), or C += when `accumulate`.
+template <class A> void gemm_nn(int m, int n, int k, const A* __restrict__ a, int lda,
+                                const A* __restrict__ b, int ldb, A* __restrict__ c, int ldc,
+                                bool accumulate) {
+  for (int r = 0; r < m; ++r) {
+    A* cr = c + Index(r) * ldc;
+    if (!accumulate) std::fill(cr, cr + n, A(0));
+    const A* ar = a + Index(r) * lda;
+    for (int t = 0; t < k; ++t) {
+      const A av = ar[t];
+      const A* br = b + Index(t) * ldb;
+      for (int col = 0; col < n; ++col) cr[col] += av * br[col];
+    }
+  }
+}
+
+// C (m x n) += A^T * B with A (k x m), B (k x n).
+template <class A> void gemm_tn(int m, int n, int k, const A* __restrict__ a, int lda,
+                                const A* __restrict__ b, int ldb, A* __restrict__ c, int ldc) {
+  for (int t = 0; t < k; ++t) {
+    const A* at = a + Index(t) * lda;
+    const A* bt = b + Index(t) * ldb;
+    for (int r = 0; r < m; ++r) {
+      const A av = at[r];
+      A* cr = c + Index(r) * ldc;
+      for (int col = 0; col < n; ++col) cr[col] += av * bt[col];
+    }
+  }
+}
+
+// Per-thread scratch arrays of A: one Buffer per worker, charged to the tracker, holding arrays of
+// the given element counts (each starting on a cache line).
+template <class A> class Scratch {
+ public:
+  Scratch(MemoryTracker& tracker, int workers, std::initializer_list<Index> counts) {
+    constexpr Index kLine = 64 / sizeof(A);
+    Index total = 0;
+    for (Index n : counts) {
+      offsets_.push_back(total);
+      total += (n + kLine - 1) / kLine * kLine;
+    }
+    for (int w = 0; w < workers; ++w) buffers_.push_back(make_buffer<A>(tracker, total));
+  }
+  A* get(int worker, int which) { return buffers_[worker].template as<A>() + offsets_[which]; }
+
+ private:
+  std::vector<Index> offsets_;
+  std::vector<Buffer> buffers_;
+};
+
+// D = rowsum(dO o O), per query row, in the accumulator type.
+template <class T> void rowsum_do_o(const AttentionParams& p, const Context& ctx, AccOf<T>* d_out) {
+  using A = AccOf<T>;
+  const Shape s = shape_of(p);
+  const T* o = static_cast<const T*>(p.o);
+  const T* dout = static_cast<const T*>(p.dout);
+  const int rows_per_task = ctx.tiles.br;
+  const int tiles = ceil_div(s.seq, rows_per_task);
+  ctx.pool->parallel_for(Index(s.batch) * s.heads * tiles, [&](Index task, int) {
+    const TaskId id = split_task(task, s.heads, tiles);
+    const Index i0 = Index(id.tile) * rows_per_task;
+    const int mr = static_cast<int>(std::min<Index>(rows_per_task, s.seq - i0));
+    for (int r = 0; r < mr; ++r) {
+      const Index e = s.q_offset(id.b, id.h) + (i0 + r) * s.dim;
+      A sum = 0;
+      for (int c = 0; c < s.dim; ++c) sum += load(dout[e + c]) * load(o[e + c]);
+      d_out[s.row_offset(id.b, id.h) + i0 + r] = sum;
+    }
+  });
+}
+
+// ================================ naive ================================
+
+template <class T>
+void naive_forward_t(const AttentionParams& p, const Context& ctx, NaiveSaved* saved) {
+  using A = AccOf<T>;
+  const Shape s = shape_of(p);
+  const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
+  const Index n = s.seq;
+  const A scale = static_cast<A>(p.scale);
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  T* o = static_cast<T*>(p.o);
+  A* lse = static_cast<A*>(p.lse);
+  ThreadPool& pool = *ctx.pool;
+  MemoryTracker& mem = *ctx.tracker;
+
+  if (saved != nullptr) saved->p.reset();
+  const Index nn = Index(s.batch) * s.heads * n * n;
+  Buffer s_buf = make_buffer<T>(mem, nn);  // S [batch, heads, N, N]
+  Buffer p_buf = make_buffer<T>(mem, nn);  // P [batch, heads, N, N]
+  T* S = s_buf.as<T>();
+  T* P = p_buf.as<T>();
+  const int q_tiles = ceil_div(n, br);
+  const Index tasks = Index(s.batch) * s.heads * q_tiles;
+
+  {  // 1. S = scale * Q K^T; masked scores are -inf.
+    Scratch<A> scratch(mem, pool.size(), {Index(br) * d, Index(d) * bc, Index(br) * bc});
+    pool.parallel_for(tasks, [&](Index task, int w) {
+      const TaskId id = split_task(task, s.heads, q_tiles);
+      A* qs = scratch.get(w, 0);  // (br, d)
+      A* kt = scratch.get(w, 1);  // (d, bc)
+      A* st = scratch.get(w, 2);  // (br, bc)
+      const Index i0 = Index(id.tile) * br;
+      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+      const T* kh = k + s.kv_offset(id.b, id.h / s.group);
+      T* srows = S + s.nn_offset(id.b, id.h) + i0 * n;
+      load_tile(q + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, qs, d);
+      const Index key_end = s.key_end(i0, mr);
+      for (Index j0 = 0; j0 < key_end; j0 += bc) {
+        const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
+        load_tile_transposed(kh + j0 * d, d, nc, d, kt, bc);
+        gemm_nn(mr, nc, d, qs, d, kt, bc, st, bc, false);
+        for (int r = 0; r < mr; ++r)
+          for (int c = 0; c < nc; ++c)
+            srows[r * n + j0 + c] =
+                store<T>(s.masked(i0 + r, j0 + c) ? neg_inf : scale * st[Index(r) * bc + c]);
+      }
+      for (int r = 0; r < mr; ++r)
+        std::fill(srows + r * n + key_end, srows + (r + 1) * n, store<T>(neg_inf));
+    });
+  }
+
+  {  // 2. P = softmax(S) row by row (statistics in A, from the stored S); LSE = m + log(sum).
+    Scratch<A> scratch(mem, pool.size(), {n});
+    pool.parallel_for(tasks, [&](Index task, int w) {
+      const TaskId id = split_task(task, s.heads, q_tiles);
+      A* e = scratch.get(w, 0);  // (N): exp(s - m) of one row
+      const Index i0 = Index(id.tile) * br;
+      const Index i1 = std::min<Index>(i0 + br, n);
+      for (Index i = i0; i < i1; ++i) {
+        const T* srow = S + s.nn_offset(id.b, id.h) + i * n;
+        T* prow = P + s.nn_offset(id.b, id.h) + i * n;
+        const Index cols = s.causal ? i + 1 : n;
+        A m = neg_inf;
+        for (Index j = 0; j < cols; ++j) m = std::max(m, load(srow[j]));
+        A sum = 0;
+        for (Index j = 0; j < cols; ++j) {
+          e[j] = std::exp(load(srow[j]) - m);
+          sum += e[j];
+        }
+        const A inv = A(1) / sum;
+        for (Index j = 0; j < cols; ++j) prow[j] = store<T>(e[j] * inv);
+        std::fill(prow + cols, prow + n, store<T>(A(0)));
+        lse[s.row_offset(id.b, id.h) + i] = m + std::log(sum);
+      }
+    });
+  }
+  s_buf.reset();  // S is not needed any more
+
+  {  // 3. O = P V.
+    Scratch<A> scratch(mem, pool.size(), {Index(br) * bc, Index(bc) * d, Index(br) * d});
+    pool.parallel_for(tasks, [&](Index task, int w) {
+      const TaskId id = split_task(task, s.heads, q_tiles);
+      A* ps = scratch.get(w, 0);    // (br, bc)
+      A* vs = scratch.get(w, 1);    // (bc, d)
+      A* oacc = scratch.get(w, 2);  // (br, d)
+      const Index i0 = Index(id.tile) * br;
+      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+      const T* vh = v + s.kv_offset(id.b, id.h / s.group);
+      const T* prows = P + s.nn_offset(id.b, id.h) + i0 * n;
+      const Index key_end = s.key_end(i0, mr);
+      for (Index j0 = 0; j0 < key_end; j0 += bc) {
+        const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
+        load_tile(prows + j0, n, mr, nc, ps, bc);
+        load_tile(vh + j0 * d, d, nc, d, vs, d);
+        gemm_nn(mr, d, nc, ps, bc, vs, d, oacc, d, j0 > 0);
+      }
+      store_tile(oacc, d, mr, d, A(1), o + s.q_offset(id.b, id.h) + i0 * d, d);
+    });
+  }
+  if (saved != nullptr) saved->p = std::move(p_buf);
+}
+
+template <class T>
+void naive_backward_t(const AttentionParams& p, const Context& ctx, const NaiveSaved& saved) {
+  using A = AccOf<T>;
+  const Shape s = shape_of(p);
+  const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
+  const Index n = s.seq;
+  const A scale = static_cast<A>(p.scale);
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  const T* dout = static_cast<const T*>(p.dout);
+  T* dq = static_cast<T*>(p.dq);
+  T* dk = static_cast<T*>(p.dk);
+  T* dv = static_cast<T*>(p.dv);
+  ThreadPool& pool = *ctx.pool;
+  MemoryTracker& mem = *ctx.tracker;
+
+  const Index nn = Index(s.batch) * s.heads * n * n;
+  if (saved.p.empty() || saved.p.bytes() != static_cast<std::size_t>(nn) * sizeof(T))
+    throw std::invalid_argument(
+        "naive_backward: no saved P of this shape (run naive_forward with a NaiveSaved first)");
+  const T* P = saved.p.as<T>();
+
+  Buffer d_buf = make_buffer<A>(mem, Index(s.batch) * s.heads * n);  // D [batch, heads, N]
+  A* D = d_buf.as<A>();
+  rowsum_do_o<T>(p, ctx, D);
+
+  Buffer ds_buf = make_buffer<T>(mem, nn);  // dP, then dS in place [batch, heads, N, N]
+  T* dS = ds_buf.as<T>();
+  const int q_tiles = ceil_div(n, br);
+  const Index q_tasks = Index(s.batch) * s.heads * q_tiles;
+
+  {  // 1. dP = dO V^T (zero where masked).
+    Scratch<A> scratch(mem, pool.size(), {Index(br) * d, Index(d) * bc, Index(br) * bc});
+    pool.parallel_for(q_tasks, [&](Index task, int w) {
+      const TaskId id = split_task(task, s.heads, q_tiles);
+      A* dos = scratch.get(w, 0);  // (br, d)
+      A* vt = scratch.get(w, 1);   // (d, bc)
+      A* dpt = scratch.get(w, 2);  // (br, bc)
+      const Index i0 = Index(id.tile) * br;
+      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+      const T* vh = v + s.kv_offset(id.b, id.h / s.group);
+      T* rows = dS + s.nn_offset(id.b, id.h) + i0 * n;
+      load_tile(dout + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, dos, d);
+      const Index key_end = s.key_end(i0, mr);
+      for (Index j0 = 0; j0 < key_end; j0 += bc) {
+        const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
+        load_tile_transposed(vh + j0 * d, d, nc, d, vt, bc);
+        gemm_nn(mr, nc, d, dos, d, vt, bc, dpt, bc, false);
+        for (int r = 0; r < mr; ++r)
+          for (int c = 0; c < nc; ++c)
+            rows[r * n + j0 + c] =
+                store<T>(s.masked(i0 + r, j0 + c) ? A(0) : dpt[Index(r) * bc + c]);
+      }
+      for (int r = 0; r < mr; ++r)
+        std::fill(rows + r * n + key_end, rows + (r + 1) * n, store<T>(A(0)));
+    });
+  }
+
+  // 2. dS = P o (dP - D), in place; masked entries have P = 0 and stay 0.
+  pool.parallel_for(q_tasks, [&](Index task, int) {
+    const TaskId id = split_task(task, s.heads, q_tiles);
+    const Index i0 = Index(id.tile) * br;
+    const Index i1 = std::min<Index>(i0 + br, n);
+    for (Index i = i0; i < i1; ++i) {
+      const T* prow = P + s.nn_offset(id.b, id.h) + i * n;
+      T* row = dS + s.nn_offset(id.b, id.h) + i * n;
+      const A di = D[s.row_offset(id.b, id.h) + i];
+      const Index cols = s.causal ? i + 1 : n;
+      for (Index j = 0; j < cols; ++j) row[j] = store<T>(load(prow[j]) * (load(row[j]) - di));
+    }
+  });
+
+  {  // 3. dQ = scale * dS K.
+    Scratch<A> scratch(mem, pool.size(), {Index(br) * bc, Index(bc) * d, Index(br) * d});
+    pool.parallel_for(q_tasks, [&](Index task, int w) {
+      const TaskId id = split_task(task, s.heads, q_tiles);
+      A* dss = scratch.get(w, 0);    // (br, bc)
+      A* ks = scratch.get(w, 1);     // (bc, d)
+      A* dqacc = scratch.get(w, 2);  // (br, d)
+      const Index i0 = Index(id.tile) * br;
+      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+      const T* kh = k + s.kv_offset(id.b, id.h / s.group);
+      const T* rows = dS + s.nn_offset(id.b, id.h) + i0 * n;
+      const Index key_end = s.key_end(i0, mr);
+      for (Index j0 = 0; j0 < key_end; j0 += bc) {
+        const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
+        load_tile(rows + j0, n, mr, nc, dss, bc);
+        load_tile(kh + j0 * d, d, nc, d, ks, d);
+        gemm_nn(mr, d, nc, dss, bc, ks, d, dqacc, d, j0 > 0);
+      }
+      store_tile(dqacc, d, mr, d, scale, dq + s.q_offset(id.b, id.h) + i0 * d, d);
+    });
+  }
+
+  {  // 4. dV = sum_h P^T dO and dK = scale * sum_h dS^T Q over the query heads of each K/V head.
+    const int kv_tiles = ceil_div(n, bc);
+    Scratch<A> scratch(mem, pool.size(),
+                       {Index(br) * bc, Index(br) * d, Index(bc) * d, Index(bc) * d});
+    pool.parallel_for(Index(s.batch) * s.kv_heads * kv_tiles, [&](Index task, int w) {
+      // id.h is the K/V head, id.tile the KV tile.
+      const TaskId id = split_task(task, s.kv_heads, kv_tiles);
+      A* tile = scratch.get(w, 0);   // (br, bc): P, then dS
+      A* rows = scratch.get(w, 1);   // (br, d): dO, then Q
+      A* dvacc = scratch.get(w, 2);  // (bc, d)
+      A* dkacc = scratch.get(w, 3);  // (bc, d)
+      const Index j0 = Index(id.tile) * bc;
+      const int nc = static_cast<int>(std::min<Index>(bc, n - j0));
+      std::fill(dvacc, dvacc + Index(bc) * d, A(0));
+      std::fill(dkacc, dkacc + Index(bc) * d, A(0));
+      // Causal: query rows before j0 see none of these keys.
+      const int first_q_tile = s.causal ? static_cast<int>(j0 / br) : 0;
+      for (int t = 0; t < s.group; ++t) {
+        const int h = id.h * s.group + t;
+        for (int it = first_q_tile; it < q_tiles; ++it) {
+          const Index i0 = Index(it) * br;
+          const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+          const Index at = s.nn_offset(id.b, h) + i0 * n + j0;
+          load_tile(P + at, n, mr, nc, tile, bc);
+          load_tile(dout + s.q_offset(id.b, h) + i0 * d, d, mr, d, rows, d);
+          gemm_tn(nc, d, mr, tile, bc, rows, d, dvacc, d);
+          load_tile(dS + at, n, mr, nc, tile, bc);
+          load_tile(q + s.q_offset(id.b, h) + i0 * d, d, mr, d, rows, d);
+          gemm_tn(nc, d, mr, tile, bc, rows, d, dkacc, d);
+        }
+      }
+      const Index kv = s.kv_offset(id.b, id.h) + j0 * d;
+      store_tile(dvacc, d, nc, d, A(1), dv + kv, d);
+      store_tile(dkacc, d, nc, d, scale, dk + kv, d);
+    });
+  }
+}
+
+// ================================ flash ================================
+
+template <class T> void flash_forward_t(const AttentionParams& p, const Context& ctx) {
+  using A = AccOf<T>;
+  const Shape s = shape_of(p);
+  const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
+  const Index n = s.seq;
+  const A scale = static_cast<A>(p.scale);
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  T* o = static_cast<T*>(p.o);
+  A* lse = static_cast<A*>(p.lse);
+  ThreadPool& pool = *ctx.pool;
+
+  const int q_tiles = ceil_div(n, br);
+  Scratch<A> scratch(
+      *ctx.tracker, pool.size(),
+      {Index(br) * d, Index(d) * bc, Index(bc) * d, Index(br) * bc, Index(br) * d, br, br});
+  pool.parallel_for(Index(s.batch) * s.heads * q_tiles, [&](Index task, int w) {
+    const TaskId id = split_task(task, s.heads, q_tiles);
+    A* qs = scratch.get(w, 0);    // (br, d)
+    A* kt = scratch.get(w, 1);    // (d, bc)
+    A* vs = scratch.get(w, 2);    // (bc, d)
+    A* st = scratch.get(w, 3);    // (br, bc): S, then P
+    A* oacc = scratch.get(w, 4);  // (br, d)
+    A* m = scratch.get(w, 5);     // (br): running row max
+    A* l = scratch.get(w, 6);     // (br): running row sum of exp(s - m)
+    const Index i0 = Index(id.tile) * br;
+    const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+    const T* kh = k + s.kv_offset(id.b, id.h / s.group);
+    const T* vh = v + s.kv_offset(id.b, id.h / s.group);
+    load_tile(q + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, qs, d);
+    std::fill(m, m + mr, neg_inf);
+    std::fill(l, l + mr, A(0));
+    std::fill(oacc, oacc + Index(mr) * d, A(0));
+
+    // Causal: tiles starting after the last query row are fully masked and never visited.
+    const Index key_end = s.key_end(i0, mr);
+    for (Index j0 = 0; j0 < key_end; j0 += bc) {
+      const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
+      load_tile_transposed(kh + j0 * d, d, nc, d, kt, bc);
+      load_tile(vh + j0 * d, d, nc, d, vs, d);
+      gemm_nn(mr, nc, d, qs, d, kt, bc, st, bc, false);  // S = Q_i K_j^T
+      // Only a tile that reaches past the first query row holds masked entries.
+      const bool diagonal = s.causal && j0 + nc - 1 > i0;
+      for (int r = 0; r < mr; ++r) {
+        A* sr = st + Index(r) * bc;
+        A row_max = neg_inf;
+        for (int c = 0; c < nc; ++c) {
+          sr[c] = (diagonal && s.masked(i0 + r, j0 + c)) ? neg_inf : scale * sr[c];
+          row_max = std::max(row_max, sr[c]);
+        }
+        const A m_new = std::max(m[r], row_max);
+        if (m_new == neg_inf) {  // every key so far masked for this row: nothing to add
+          std::fill(sr, sr + nc, A(0));
+          continue;
+        }
+        const A alpha = std::exp(m[r] - m_new);  // 0 on the first visited tile (m = -inf)
+        A sum = 0;
+        for (int c = 0; c < nc; ++c) {
+          sr[c] = std::exp(sr[c] - m_new);
+          sum += sr[c];
+        }
+        l[r] = alpha * l[r] + sum;
+        m[r] = m_new;
+        A* orow = oacc + Index(r) * d;
+        for (int c = 0; c < d; ++c) orow[c] *= alpha;
+      }
+      gemm_nn(mr, d, nc, st, bc, vs, d, oacc, d, true);  // O += P V_j
+    }
+    T* orows = o + s.q_offset(id.b, id.h) + i0 * d;
+    for (int r = 0; r < mr; ++r) {
+      const A inv = A(1) / l[r];
+      for (int c = 0; c < d; ++c) orows[Index(r) * d + c] = store<T>(oacc[Index(r) * d + c] * inv);
+      lse[s.row_offset(id.b, id.h) + i0 + r] = m[r] + std::log(l[r]);
+    }
+  });
+}
+
+template <class T> void flash_backward_t(const AttentionParams& p, const Context& ctx) {
+  using A = AccOf<T>;
+  const Shape s = shape_of(p);
+  const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
+  const Index n = s.seq;
+  const A scale = static_cast<A>(p.scale);
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  const T* dout = static_cast<const T*>(p.dout);
+  const A* lse = static_cast<const A*>(p.lse);
+  T* dq = static_cast<T*>(p.dq);
+  T* dk = static_cast<T*>(p.dk);
+  T* dv = static_cast<T*>(p.dv);
+  ThreadPool& pool = *ctx.pool;
+  MemoryTracker& mem = *ctx.tracker;
+
+  const Index rows = Index(s.batch) * s.heads * n;
+  Buffer d_buf = make_buffer<A>(mem, rows);  // D [batch, heads, N]
+  A* D = d_buf.as<A>();
+  rowsum_do_o<T>(p, ctx, D);
+
+  const int slices = flash_backward_slices(p, ctx.tiles);
+  const Index q_size = rows * d;
+  // Per slice: unscaled dQ [batch, heads, N, d].
+  Buffer dq_buf = make_buffer<A>(mem, slices * q_size);
+  A* dq_acc = dq_buf.as<A>();
+  std::fill(dq_acc, dq_acc + slices * q_size, A(0));
+
+  const int q_tiles = ceil_div(n, br);
+  const int kv_tiles = ceil_div(n, bc);
+  {
+    Scratch<A> scratch(mem, pool.size(),
+                       {Index(d) * bc, Index(bc) * d, Index(d) * bc, Index(br) * d, Index(br) * d,
+                        Index(br) * bc, Index(br) * bc, Index(bc) * d, Index(bc) * d});
+    // Task = (batch, K/V head, slice); slice `sl` takes KV tiles sl, sl + slices, ... (interleaved
+    // so causal work, heavier for the first KV tiles, spreads over the slices).
+    pool.parallel_for(Index(s.batch) * s.kv_heads * slices, [&](Index task, int w) {
+      // id.h is the K/V head, id.tile the slice.
+      const TaskId id = split_task(task, s.kv_heads, slices);
+      A* kt = scratch.get(w, 0);     // (d, bc)
+      A* ks = scratch.get(w, 1);     // (bc, d)
+      A* vt = scratch.get(w, 2);     // (d, bc)
+      A* qs = scratch.get(w, 3);     // (br, d)
+      A* dos = scratch.get(w, 4);    // (br, d)
+      A* pt = scratch.get(w, 5);     // (br, bc): P
+      A* dst = scratch.get(w, 6);    // (br, bc): dP, then dS
+      A* dkacc = scratch.get(w, 7);  // (bc, d)
+      A* dvacc = scratch.get(w, 8);  // (bc, d)
+      A* dq_slice = dq_acc + id.tile * q_size;
+      const T* kh = k + s.kv_offset(id.b, id.h);
+      const T* vh = v + s.kv_offset(id.b, id.h);
+      for (int jt = id.tile; jt < kv_tiles; jt += slices) {
+        const Index j0 = Index(jt) * bc;
+        const int nc = static_cast<int>(std::min<Index>(bc, n - j0));
+        load_tile_transposed(kh + j0 * d, d, nc, d, kt, bc);
+        load_tile(kh + j0 * d, d, nc, d, ks, d);
+        load_tile_transposed(vh + j0 * d, d, nc, d, vt, bc);
+        std::fill(dkacc, dkacc + Index(bc) * d, A(0));
+        std::fill(dvacc, dvacc + Index(bc) * d, A(0));
+        // Causal: query rows before j0 see none of these keys.
+        const int first_q_tile = s.causal ? static_cast<int>(j0 / br) : 0;
+        for (int t = 0; t < s.group; ++t) {
+          const int h = id.h * s.group + t;
+          const A* lse_h = lse + s.row_offset(id.b, h);
+          const A* d_h = D + s.row_offset(id.b, h);
+          for (int it = first_q_tile; it < q_tiles; ++it) {
+            const Index i0 = Index(it) * br;
+            const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+            load_tile(q + s.q_offset(id.b, h) + i0 * d, d, mr, d, qs, d);
+            load_tile(dout + s.q_offset(id.b, h) + i0 * d, d, mr, d, dos, d);
+            gemm_nn(mr, nc, d, qs, d, kt, bc, pt, bc, false);    // S = Q_i K_j^T
+            gemm_nn(mr, nc, d, dos, d, vt, bc, dst, bc, false);  // dP = dO_i V_j^T
+            for (int r = 0; r < mr; ++r) {
+              A* pr = pt + Index(r) * bc;
+              A* dsr = dst + Index(r) * bc;
+              const A row_lse = lse_h[i0 + r], row_d = d_h[i0 + r];
+              for (int c = 0; c < nc; ++c) {
+                pr[c] = s.masked(i0 + r, j0 + c) ? A(0) : std::exp(scale * pr[c] - row_lse);
+                dsr[c] = pr[c] * (dsr[c] - row_d);  // dS = P o (dP - D)
+              }
+            }
+            gemm_tn(nc, d, mr, pt, bc, dos, d, dvacc, d);  // dV_j += P^T dO_i
+            gemm_tn(nc, d, mr, dst, bc, qs, d, dkacc, d);  // dK_j += dS^T Q_i
+            // dQ_i += dS K_j, straight into this slice's accumulator (no other task writes it).
+            gemm_nn(mr, d, nc, dst, bc, ks, d, dq_slice + s.q_offset(id.b, h) + i0 * d, d, true);
+          }
+        }
+        const Index kv = s.kv_offset(id.b, id.h) + j0 * d;
+        store_tile(dvacc, d, nc, d, A(1), dv + kv, d);
+        store_tile(dkacc, d, nc, d, scale, dk + kv, d);
+      }
+    });
+  }
+
+  // dQ = scale * sum over slices, in slice order.
+  pool.parallel_for(Index(s.batch) * s.heads * q_tiles, [&](Index task, int) {
+    const TaskId id = split_task(task, s.heads, q_tiles);
+    const Index i0 = Index(id.tile) * br;
+    const Index i1 = std::min<Index>(i0 + br, n);
+    const Index e0 = s.q_offset(id.b, id.h) + i0 * d, e1 = s.q_offset(id.b, id.h) + i1 * d;
+    for (Index e = e0; e < e1; ++e) {
+      A sum = dq_acc[e];
+      for (int sl = 1; sl < slices; ++sl) sum += dq_acc[sl * q_size + e];
+      dq[e] = store<T>(scale * sum);
+    }
+  });
+}
+
+}  // namespace
+
+// ================================ entry points ================================
+
+void check_shape(const AttentionParams& p, const Tiles& tiles) {
+  auto fail = [](const std::string& what) {
+    throw std::invalid_argument("attention params: " + what);
+  };
+  if (p.batch < 1) fail("batch must be >= 1, got " + std::to_string(p.batch));
+  if (p.heads < 1) fail("heads must be >= 1, got " + std::to_string(p.heads));
+  if (p.kv_heads < 1 || p.heads % p.kv_heads != 0)
+    fail("kv_heads must divide heads (" + std::to_string(p.heads) + "), got " +
+         std::to_string(p.kv_heads));
+  if (p.seq < 1) fail("seq must be >= 1, got " + std::to_string(p.seq));
+  if (p.head_dim < 1) fail("head_dim must be >= 1, got " + std::to_string(p.head_dim));
+  if (!std::isfinite(p.scale) || p.scale == 0) fail("scale must be finite and non-zero");
+  if (tiles.br < 1 || tiles.bc < 1)
+    fail("tiles must be >= 1, got " + std::to_string(tiles.br) + "x" + std::to_string(tiles.bc));
+}
+
+void check_params(const AttentionParams& p, Pass pass, const Tiles& tiles) {
+  check_shape(p, tiles);
+  if (!p.q || !p.k || !p.v || !p.o || !p.lse)
+    throw std::invalid_argument("attention params: q, k, v, o and lse must be set");
+  if (pass != Pass::fwd && (!p.dout || !p.dq || !p.dk || !p.dv))
+    throw std::invalid_argument(
+        "attention params: dout, dq, dk and dv must be set for a backward pass");
+}
+
+std::uint64_t naive_matrix_bytes(const AttentionParams& p) {
+  const std::uint64_t n = static_cast<std::uint64_t>(p.seq);
+  return 2 * std::uint64_t(p.batch) * std::uint64_t(p.heads) * n * n * dtype_bytes(p.dtype);
+}
+
+int flash_backward_slices(const AttentionParams& p, const Tiles& tiles) {
+  const int groups = p.batch * p.kv_heads;
+  const int kv_tiles = ceil_div(p.seq, tiles.bc);
+  const int wanted = (kBackwardTasks + groups - 1) / groups;
+  return std::max(1, std::min(kv_tiles, wanted));
+}
+
+namespace {
+void check_context(const Context& ctx) {
+  if (ctx.tracker == nullptr || ctx.pool == nullptr)
+    throw std::invalid_argument("cpu attention: context needs a tracker and a pool");
+}
+}  // namespace
+
+void naive_forward(const AttentionParams& p, const Context& ctx, NaiveSaved* saved) {
+  check_params(p, Pass::fwd, ctx.tiles);
+  check_context(ctx);
+  dispatch_dtype(p.dtype, [&](auto t) { naive_forward_t<decltype(t)>(p, ctx, saved); });
+}
+
+void naive_backward(const AttentionParams& p, const Context& ctx, const NaiveSaved& saved) {
+  check_params(p, Pass::bwd, ctx.tiles);
+  check_context(ctx);
+  dispatch_dtype(p.dtype, [&](auto t) { naive_backward_t<decltype(t)>(p, ctx, saved); });
+}
+
+void flash_forward(const AttentionParams& p, const Context& ctx) {
+  check_params(p, Pass::fwd, ctx.tiles);
+  check_context(ctx);
+  dispatch_dtype(p.dtype, [&](auto t) { flash_forward_t<decltype(t)>(p, ctx); });
+}
+
+void flash_backward(const AttentionParams& p, const Context& ctx) {
+  check_params(p, Pass::bwd, ctx.tiles);
+  check_context(ctx);
+  dispatch_dtype(p.dtype, [&](auto t) { flash_backward_t<decltype(t)>(p, ctx); });
+}
+
+}  // namespace fb::cpu

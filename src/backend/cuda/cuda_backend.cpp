@@ -1,0 +1,556 @@
+// The CUDA backend (see cuda_backend.h) and the device ceilings of ceilings.h.
+#include "backend/cuda/cuda_backend.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include "attention.h"
+#include "backend/cuda/ceilings.h"
+#include "backend/cuda/cuda_resources.h"
+#include "common/check.h"
+
+namespace fb {
+namespace {
+
+using cuda::DeviceBuffer;
+using cuda::TrackingAllocator;
+
+// Input tensors draw from these RNG streams of the case's seed.
+constexpr std::uint64_t kStreamQ = 0, kStreamK = 1, kStreamV = 2, kStreamDout = 3;
+constexpr const char* kReferenceName = "reference";
+
+Dtype lse_dtype(Dtype t) { return t == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32; }
+bool has_backward(Pass p) { return p != Pass::fwd; }
+
+std::string version_string(int v) {  // CUDA encodes 13.0 as 13000
+  constexpr int kMajor = 1000, kMinor = 10;
+  return fmt::format("{}.{}", v / kMajor, (v % kMajor) / kMinor);
+}
+
+// Every failure surfaces as BackendError, which the runner records against the case before going on.
+template <typename F> auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const BackendError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw BackendError(e.what());
+  }
+}
+
+// ---- NVML, loaded at run time for the current clocks (no link-time dependency on the driver) ----
+class Nvml {
+ public:
+  // From nvml.h: nvmlClockType_t values, and NVML_SUCCESS.
+  static constexpr int kClockSm = 1, kClockMem = 2, kSuccess = 0;
+
+  Nvml() {
+    lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) return;
+    init_ = reinterpret_cast<InitFn>(dlsym(lib_, "nvmlInit_v2"));
+    shutdown_ = reinterpret_cast<ShutdownFn>(dlsym(lib_, "nvmlShutdown"));
+    by_pci_ = reinterpret_cast<ByPciFn>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
+    clock_ = reinterpret_cast<ClockFn>(dlsym(lib_, "nvmlDeviceGetClockInfo"));
+    ok_ = init_ && shutdown_ && by_pci_ && clock_ && init_() == kSuccess;
+  }
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+  ~Nvml() {
+    if (ok_) shutdown_();
+    if (lib_) dlclose(lib_);
+  }
+  bool ok() const { return ok_; }
+  std::optional<unsigned> clock_mhz(const std::string& pci_bus_id, int type) const {
+    if (!ok_) return std::nullopt;
+    void* dev = nullptr;
+    unsigned mhz = 0;
+    if (by_pci_(pci_bus_id.c_str(), &dev) != kSuccess || clock_(dev, type, &mhz) != kSuccess)
+      return std::nullopt;
+    return mhz;
+  }
+
+ private:
+  using InitFn = int (*)();
+  using ShutdownFn = int (*)();
+  using ByPciFn = int (*)(const char*, void**);
+  using ClockFn = int (*)(void*, int, unsigned*);
+  void* lib_ = nullptr;
+  InitFn init_ = nullptr;
+  ShutdownFn shutdown_ = nullptr;
+  ByPciFn by_pci_ = nullptr;
+  ClockFn clock_ = nullptr;
+  bool ok_ = false;
+};
+
+// One kernel's kept outputs (or the reference's, fp64).
+struct Outputs {
+  Dtype dtype = Dtype::fp32;  // element type of O, dQ, dK, dV; LSE is lse_dtype(dtype)
+  DeviceBuffer o, lse, dq, dk, dv;
+  std::uint64_t bytes() const { return o.bytes() + lse.bytes() + dq.bytes() + dk.bytes() + dv.bytes(); }
+};
+
+struct OutputSizes {
+  std::uint64_t o, lse, dq, dkv;  // bytes; dkv is each of dK and dV
+  std::uint64_t total() const { return o + lse + dq + 2 * dkv; }
+};
+
+OutputSizes output_sizes(const Case& c, Dtype dtype) {
+  const AttentionParams p = c.params();
+  const std::uint64_t e = dtype_bytes(dtype);
+  OutputSizes s{std::uint64_t(p.q_elems()) * e, std::uint64_t(p.rows()) * dtype_bytes(lse_dtype(dtype)), 0, 0};
+  if (has_backward(c.pass)) {
+    s.dq = std::uint64_t(p.q_elems()) * e;
+    s.dkv = std::uint64_t(p.kv_elems()) * e;
+  }
+  return s;
+}
+
+Outputs allocate_outputs(TrackingAllocator& alloc, const Case& c, Dtype dtype) {
+  const OutputSizes s = output_sizes(c, dtype);
+  Outputs out;
+  out.dtype = dtype;
+  out.o = alloc.allocate(s.o, "O");
+  out.lse = alloc.allocate(s.lse, "LSE");
+  if (has_backward(c.pass)) {
+    out.dq = alloc.allocate(s.dq, "dQ");
+    out.dk = alloc.allocate(s.dkv, "dK");
+    out.dv = alloc.allocate(s.dkv, "dV");
+  }
+  return out;
+}
+
+void bind_outputs(AttentionParams& p, Outputs& out) {
+  p.o = out.o.get();
+  p.lse = out.lse.get();
+  p.dq = out.dq.get();
+  p.dk = out.dk.get();
+  p.dv = out.dv.get();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+struct CudaBackend::Impl {
+  explicit Impl(int dev) : device(dev), l2(dev) {
+    FB_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+    char bus[32] = {};
+    FB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, device));
+    pci_bus_id = bus;
+  }
+
+  int device;
+  cudaDeviceProp props{};
+  std::string pci_bus_id;
+  Nvml nvml;
+  TrackingAllocator alloc;  // declared before every buffer: outlives them
+  cuda::Stream stream;
+  cuda::CublasHandle cublas{stream.get()};
+  cuda::L2Flush l2;
+
+  std::optional<Case> prepared;
+  DeviceBuffer q, k, v, dout;
+  std::map<std::string, Outputs> kept;
+
+  cuda::Context ctx() const { return cuda::Context{stream.get(), cublas.get()}; }
+
+  const Case& current_case() const {
+    if (!prepared) throw BackendError("cuda backend: no case prepared (prepare() first)");
+    return *prepared;
+  }
+
+  AttentionParams input_params() const {
+    AttentionParams p = current_case().params();
+    p.q = q.get();
+    p.k = k.get();
+    p.v = v.get();
+    p.dout = dout.get();
+    return p;
+  }
+
+  void release() {
+    kept.clear();
+    q = DeviceBuffer();
+    k = DeviceBuffer();
+    v = DeviceBuffer();
+    dout = DeviceBuffer();
+    prepared.reset();
+  }
+
+  void prepare(const Case& c, std::uint64_t seed) {
+    release();
+    const AttentionParams p = c.params();
+    const std::uint64_t e = dtype_bytes(c.dtype);
+    q = alloc.allocate(std::uint64_t(p.q_elems()) * e, "Q");
+    k = alloc.allocate(std::uint64_t(p.kv_elems()) * e, "K");
+    v = alloc.allocate(std::uint64_t(p.kv_elems()) * e, "V");
+    if (has_backward(c.pass)) dout = alloc.allocate(std::uint64_t(p.q_elems()) * e, "dO");
+    const cuda::Context cx = ctx();
+    cuda::fill_normal(q.get(), c.dtype, p.q_elems(), seed, kStreamQ, cx);
+    cuda::fill_normal(k.get(), c.dtype, p.kv_elems(), seed, kStreamK, cx);
+    cuda::fill_normal(v.get(), c.dtype, p.kv_elems(), seed, kStreamV, cx);
+    if (dout) cuda::fill_normal(dout.get(), c.dtype, p.q_elems(), seed, kStreamDout, cx);
+    stream.sync();
+    prepared = c;
+  }
+
+  std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) {
+    const AttentionParams p = c.params();
+    if (const char* why = cuda::unsupported(kernel.algo, c.pass, p)) return std::string(why);
+    const std::uint64_t outputs = output_sizes(c, c.dtype).total();
+    const std::uint64_t workspace = cuda::workspace_bytes(kernel.algo, c.pass, p);
+    const bool inputs_held = prepared && *prepared == c;
+    const std::uint64_t inputs = inputs_held ? 0 : input_bytes(c);
+    const std::uint64_t need = outputs + workspace + inputs;
+    std::size_t free_b = 0, total_b = 0;
+    FB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    // The kernel's previous outputs are dropped before it runs again.
+    std::uint64_t avail = free_b;
+    if (auto it = kept.find(std::string(kernel.name)); it != kept.end()) avail += it->second.bytes();
+    if (need + kFitMarginBytes <= avail) return std::nullopt;
+    return fmt::format(
+        "{} needs {} bytes ({}: outputs {} + workspace {}{}) but {} bytes ({}) of device memory are "
+        "available, keeping {} spare",
+        kernel.name, need, TrackingAllocator::gib(need), outputs, workspace,
+        inputs ? fmt::format(" + inputs {}", inputs) : std::string(), avail, TrackingAllocator::gib(avail),
+        TrackingAllocator::gib(kFitMarginBytes));
+  }
+
+  KernelRun run(const KernelInfo& kernel, int warmup, int reps) {
+    const Case& c = current_case();
+    AttentionParams p = input_params();
+    if (const char* why = cuda::unsupported(kernel.algo, c.pass, p)) throw BackendError(why);
+    kept.erase(std::string(kernel.name));  // before the peak measurement starts
+
+    alloc.reset_peak();
+    const std::uint64_t base = alloc.current();  // inputs and other kernels' kept outputs
+    Outputs out = allocate_outputs(alloc, c, c.dtype);
+    const DeviceBuffer ws = alloc.allocate(cuda::workspace_bytes(kernel.algo, c.pass, p), "workspace");
+    bind_outputs(p, out);
+    p.workspace = ws.get();
+
+    const cuda::Context cx = ctx();
+    const cudaStream_t s = stream.get();
+    const auto poison_forward = [&] {
+      cuda::poison(out.o, s);
+      cuda::poison(out.lse, s);
+    };
+    const auto poison_backward = [&] {
+      cuda::poison(out.dq, s);
+      cuda::poison(out.dk, s);
+      cuda::poison(out.dv, s);
+    };
+    // Fresh allocations hold whatever an earlier case left there (often plausible values): poison
+    // them at once, so that outputs a run never writes (zero reps, an unwritten tile) stay NaN.
+    poison_forward();
+    poison_backward();
+    if (c.pass == Pass::bwd)  // the backward's inputs O and LSE (and the naive path's P), untimed
+      cuda::forward(kernel.algo, p, cx);
+
+    std::vector<cuda::Event> starts, stops;
+    starts.reserve(std::max(reps, 0));
+    stops.reserve(std::max(reps, 0));
+    for (int r = 0; r < warmup + reps; ++r) {
+      const bool timed = r >= warmup;
+      if (c.pass != Pass::bwd) poison_forward();
+      if (c.pass != Pass::fwd) poison_backward();
+      if (timed) {
+        l2.flush(s);
+        starts.emplace_back().record(s);
+      }
+      if (c.pass != Pass::bwd) cuda::forward(kernel.algo, p, cx);
+      if (c.pass != Pass::fwd) cuda::backward(kernel.algo, p, cx);
+      if (timed) stops.emplace_back().record(s);
+    }
+    stream.sync();
+    FB_CUDA_CHECK(cudaGetLastError());
+
+    KernelRun result;
+    for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
+    result.peak_bytes = alloc.peak() - base;
+    if (kernel.algo == Algo::flash) result.query_tile = cuda::flash_query_tile(p);
+    kept[std::string(kernel.name)] = std::move(out);
+    return result;
+  }
+
+  void run_reference() {
+    const Case& c = current_case();
+    kept.erase(kReferenceName);
+    AttentionParams p = input_params();
+    p.dtype = Dtype::fp64;
+    if (const char* why = cuda::unsupported(Algo::reference, c.pass, p)) throw BackendError(why);
+
+    const cuda::Context cx = ctx();
+    // Inputs in fp64: the typed inputs converted exactly (fp64 inputs are used as they are).
+    DeviceBuffer q64, k64, v64, dout64;
+    if (c.dtype != Dtype::fp64) {
+      const auto widen = [&](const DeviceBuffer& src, std::int64_t n, const char* what) {
+        DeviceBuffer dst = alloc.allocate(std::uint64_t(n) * sizeof(double), std::string(what) + " (fp64)");
+        cuda::to_fp64(src.get(), c.dtype, dst.as<double>(), n, cx);
+        return dst;
+      };
+      q64 = widen(q, p.q_elems(), "Q");
+      k64 = widen(k, p.kv_elems(), "K");
+      v64 = widen(v, p.kv_elems(), "V");
+      if (dout) dout64 = widen(dout, p.q_elems(), "dO");
+      p.q = q64.get();
+      p.k = k64.get();
+      p.v = v64.get();
+      p.dout = dout64.get();
+    }
+    Outputs ref = allocate_outputs(alloc, c, Dtype::fp64);
+    const DeviceBuffer ws = alloc.allocate(cuda::workspace_bytes(Algo::reference, c.pass, p), "reference workspace");
+    bind_outputs(p, ref);
+    p.workspace = ws.get();
+    const cudaStream_t s = stream.get();
+    for (const DeviceBuffer* b : {&ref.o, &ref.lse, &ref.dq, &ref.dk, &ref.dv}) cuda::poison(*b, s);
+    cuda::forward(Algo::reference, p, cx);
+    if (has_backward(c.pass)) cuda::backward(Algo::reference, p, cx);
+    stream.sync();
+    kept[kReferenceName] = std::move(ref);
+  }
+
+  const Outputs& kept_outputs(const std::string& name) const {
+    const auto it = kept.find(name);
+    if (it == kept.end())
+      throw BackendError(fmt::format("cuda backend: no outputs kept under '{}' (run it first)", name));
+    return it->second;
+  }
+
+  ErrorReport compare(const std::string& a_name, const std::string& b_name) {
+    const Case& c = current_case();
+    const Outputs& a = kept_outputs(a_name);
+    const Outputs& b = kept_outputs(b_name);
+    const AttentionParams p = c.params();
+    struct Tensor {
+      const char* name;
+      const DeviceBuffer* a;
+      const DeviceBuffer* b;
+      Dtype ta, tb;
+      std::int64_t n;
+    };
+    std::vector<Tensor> tensors = {
+        {"O", &a.o, &b.o, a.dtype, b.dtype, p.q_elems()},
+        {"LSE", &a.lse, &b.lse, lse_dtype(a.dtype), lse_dtype(b.dtype), p.rows()},
+    };
+    if (has_backward(c.pass)) {
+      tensors.push_back({"dQ", &a.dq, &b.dq, a.dtype, b.dtype, p.q_elems()});
+      tensors.push_back({"dK", &a.dk, &b.dk, a.dtype, b.dtype, p.kv_elems()});
+      tensors.push_back({"dV", &a.dv, &b.dv, a.dtype, b.dtype, p.kv_elems()});
+    }
+    const cuda::Context cx = ctx();
+    ErrorReport rep;
+    rep.rows_compared = p.rows();
+    for (const Tensor& t : tensors) {
+      if (!*t.a || !*t.b)
+        throw BackendError(fmt::format("compare: '{}' or '{}' has no {}", a_name, b_name, t.name));
+      const cuda::Diff d =
+          t.tb == Dtype::fp64
+              ? cuda::max_abs_diff(t.a->get(), t.ta, t.b->as<double>(), t.n, cx)
+              : cuda::max_abs_diff_typed(t.a->get(), t.ta, t.b->get(), t.tb, t.n, cx);
+      rep.max_abs.emplace_back(t.name, d.nonfinite > 0 ? std::numeric_limits<double>::infinity() : d.max_abs);
+      rep.magnitude.emplace_back(t.name, d.b_max_abs);
+      rep.nonfinite += d.nonfinite;
+    }
+    return rep;
+  }
+
+  nlohmann::json device_json() const {
+    nlohmann::json j;
+    j["name"] = props.name;
+    j["index"] = device;
+    j["pci_bus_id"] = pci_bus_id;
+    j["compute_capability"] = fmt::format("{}.{}", props.major, props.minor);
+    j["sm_count"] = props.multiProcessorCount;
+    j["l2_bytes"] = props.l2CacheSize;
+    j["shared_memory_per_block_optin_bytes"] = props.sharedMemPerBlockOptin;
+    std::size_t free_b = 0, total_b = 0;
+    FB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    j["memory"] = {{"total_bytes", total_b}, {"free_bytes", free_b}};
+
+    constexpr int kKHzPerMHz = 1000;
+    int sm_khz = 0, mem_khz = 0;
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, device));
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device));
+    nlohmann::json clocks;
+    const auto sm = nvml.clock_mhz(pci_bus_id, Nvml::kClockSm);
+    const auto mem = nvml.clock_mhz(pci_bus_id, Nvml::kClockMem);
+    clocks["sm_mhz"] = sm ? nlohmann::json(*sm) : nlohmann::json();
+    clocks["memory_mhz"] = mem ? nlohmann::json(*mem) : nlohmann::json();
+    clocks["sm_max_mhz"] = sm_khz / kKHzPerMHz;
+    clocks["memory_max_mhz"] = mem_khz / kKHzPerMHz;
+    clocks["source"] = nvml.ok() ? "nvml (current), cuda attributes (max)" : "cuda attributes (max only)";
+    j["clocks"] = clocks;
+
+    int drv = 0, rt = 0;
+    FB_CUDA_CHECK(cudaDriverGetVersion(&drv));
+    FB_CUDA_CHECK(cudaRuntimeGetVersion(&rt));
+    j["driver_cuda_version"] = version_string(drv);
+    j["runtime_version"] = version_string(rt);
+    int maj = 0, min = 0, patch = 0;
+    FB_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &maj));
+    FB_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &min));
+    FB_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
+    j["cublas_version"] = fmt::format("{}.{}.{}", maj, min, patch);
+    return j;
+  }
+};
+
+namespace {
+void select_device(int device) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  if (device < 0 || device >= n)
+    throw std::runtime_error(fmt::format("--device {}: {} CUDA device(s) visible", device, n));
+  FB_CUDA_CHECK(cudaSetDevice(device));
+}
+}  // namespace
+
+CudaBackend::CudaBackend(int device) {
+  select_device(device);
+  impl_ = std::make_unique<Impl>(device);
+}
+
+CudaBackend::~CudaBackend() = default;
+
+nlohmann::json CudaBackend::device() const {
+  return guarded([&] { return impl_->device_json(); });
+}
+
+nlohmann::json CudaBackend::settings() const {
+  return {
+      {"timer", "cuda events"},
+      {"l2_flush", true},
+      {"l2_flush_bytes", impl_->l2.bytes()},
+      {"poison", "outputs set to NaN (0xFF bytes) when allocated and before every rep"},
+      {"fp32_gemm", "exact FP32 (CUBLAS_COMPUTE_32F_PEDANTIC, no TF32)"},
+  };
+}
+
+std::optional<std::string> CudaBackend::check_fits(const Case& c, const KernelInfo& kernel) {
+  return guarded([&] { return impl_->check_fits(c, kernel); });
+}
+
+void CudaBackend::prepare(const Case& c, std::uint64_t seed) {
+  guarded([&] { impl_->prepare(c, seed); });
+}
+
+KernelRun CudaBackend::run(const KernelInfo& kernel, int warmup, int reps) {
+  return guarded([&] { return impl_->run(kernel, warmup, reps); });
+}
+
+void CudaBackend::run_reference() {
+  guarded([&] { impl_->run_reference(); });
+}
+
+ErrorReport CudaBackend::compare(const std::string& a, const std::string& b) {
+  return guarded([&] { return impl_->compare(a, b); });
+}
+
+void CudaBackend::release() {
+  guarded([&] { impl_->release(); });
+}
+
+std::uint64_t CudaBackend::tracked_bytes() const { return impl_->alloc.current(); }
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+
+// ---------------------------------------------------------------------------------------------------
+// Ceilings: what this device can do at best, measured the way the kernels are timed (CUDA events,
+// median of reps after warm-up), to put achieved GB/s and TFLOP/s in proportion.
+namespace {
+
+constexpr std::size_t kCopyBytes = std::size_t(1) << 30;  // 1 GiB each way: far beyond any L2
+constexpr int kGemmN = 8192;                              // square bf16 GEMM, large enough to saturate
+constexpr int kCeilingWarmup = 3;
+constexpr int kCopyReps = 20;
+constexpr int kGemmReps = 10;
+constexpr std::uint64_t kCeilingSeed = 1;
+
+template <typename Launch> double median_ms(cudaStream_t s, int warmup, int reps, Launch&& launch) {
+  for (int i = 0; i < warmup; ++i) launch();
+  std::vector<cuda::Event> starts(reps), stops(reps);
+  for (int i = 0; i < reps; ++i) {
+    starts[i].record(s);
+    launch();
+    stops[i].record(s);
+  }
+  FB_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) ms.push_back(stops[i].since(starts[i]));
+  return median(ms);
+}
+
+}  // namespace
+
+nlohmann::json measure_ceilings(int device) {
+  select_device(device);
+  TrackingAllocator alloc;
+  cuda::Stream stream;
+  cuda::CublasHandle cublas(stream.get());
+  const cudaStream_t s = stream.get();
+  const cuda::Context cx{s, cublas.get()};
+
+  // Device-to-device copy: bytes read plus bytes written.
+  double copy_ms = 0;
+  {
+    const DeviceBuffer src = alloc.allocate(kCopyBytes, "copy source");
+    const DeviceBuffer dst = alloc.allocate(kCopyBytes, "copy destination");
+    cuda::fill_normal(src.get(), Dtype::fp32, std::int64_t(kCopyBytes / sizeof(float)), kCeilingSeed, 0, cx);
+    copy_ms = median_ms(s, kCeilingWarmup, kCopyReps, [&] {
+      FB_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, s));
+    });
+  }
+
+  // bf16 GEMM C = A B on random data (zeros run faster and would flatter the ceiling).
+  double gemm_ms = 0;
+  {
+    const std::int64_t elems = std::int64_t(kGemmN) * kGemmN;
+    const std::size_t bytes = std::size_t(elems) * dtype_bytes(Dtype::bf16);
+    const DeviceBuffer a = alloc.allocate(bytes, "GEMM A");
+    const DeviceBuffer b = alloc.allocate(bytes, "GEMM B");
+    const DeviceBuffer c = alloc.allocate(bytes, "GEMM C");
+    cuda::fill_normal(a.get(), Dtype::bf16, elems, kCeilingSeed, 1, cx);
+    cuda::fill_normal(b.get(), Dtype::bf16, elems, kCeilingSeed, 2, cx);
+    const float alpha = 1.0f, beta = 0.0f;
+    gemm_ms = median_ms(s, kCeilingWarmup, kGemmReps, [&] {
+      FB_CUBLAS_CHECK(cublasGemmEx(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, kGemmN, kGemmN, kGemmN, &alpha,
+                                   a.get(), CUDA_R_16BF, kGemmN, b.get(), CUDA_R_16BF, kGemmN, &beta,
+                                   c.get(), CUDA_R_16BF, kGemmN, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    });
+  }
+  FB_CUDA_CHECK(cudaGetLastError());
+
+  constexpr double kGiga = 1e9, kTera = 1e12, kMsPerS = 1e3;
+  const double gemm_flops = 2.0 * double(kGemmN) * kGemmN * kGemmN;
+  return {
+      {"copy_gbps", 2.0 * double(kCopyBytes) / (copy_ms / kMsPerS) / kGiga},
+      {"copy_bytes_each_way", kCopyBytes},
+      {"copy_ms", copy_ms},
+      {"copy_reps", kCopyReps},
+      {"gemm_bf16_tflops", gemm_flops / (gemm_ms / kMsPerS) / kTera},
+      {"gemm_shape", {kGemmN, kGemmN, kGemmN}},
+      {"gemm_ms", gemm_ms},
+      {"gemm_reps", kGemmReps},
+      {"timer", "cuda events, median after warm-up"},
+  };
+}
+
+}  // namespace fb

@@ -1,0 +1,51 @@
+// One point of a sweep, and the models that go with it: FLOPs and modelled memory traffic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "attention.h"
+
+namespace fb {
+
+struct Case {
+  int batch = 1;
+  int heads = 1;
+  int kv_heads = 1;
+  int seq = 1;
+  int head_dim = 64;
+  Dtype dtype = Dtype::fp32;
+  bool causal = false;
+  Pass pass = Pass::fwd;
+
+  // A stable key ("b1-h16-kv16-n4096-d128-bf16-causal-fwd") for pairing results across files.
+  std::string key() const;
+  // Params with shapes and scale filled in, pointers null.
+  AttentionParams params() const;
+};
+
+bool operator==(const Case& a, const Case& b);
+
+std::string_view to_string(Dtype t);
+std::string_view to_string(Pass p);
+std::optional<Dtype> parse_dtype(std::string_view s);
+std::optional<Pass> parse_pass(std::string_view s);
+
+// FlashAttention's convention: fwd = 4*B*H*N^2*d (two GEMMs), halved when causal; bwd = 2.5 x fwd;
+// fwd+bwd = 3.5 x fwd.
+double flops(const Case& c);
+
+// Modelled HBM traffic in bytes, the fewest bytes each algorithm must move:
+//   naive fwd : read Q, K, V; write S; read S, write P; read P and V; write O and LSE.
+//   flash fwd : read Q once, K and V once per query tile of `query_tile` rows; write O and LSE.
+//   reference : not modelled (0).
+// Backward models follow the same rules (naive: P and dP/dS round trips; flash: Q, K, V, O, dO, LSE,
+// dQ, dK, dV with K/V re-read per query tile).
+double bytes_moved(const Case& c, Algo algo, int query_tile);
+
+// Bytes of the inputs a case reads (Q, K, V, and dO for backward), allocated once per case.
+std::uint64_t input_bytes(const Case& c);
+
+}  // namespace fb

@@ -1,0 +1,64 @@
+// The subcommands, as functions of their options. main.cpp only wires CLI11 to these.
+// Each returns the process exit code: 0 ok, 1 verification failure or regression, 2 usage/spec/input.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fb {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+struct RunOptions {
+  std::string spec_path;
+  std::string json_out;  // empty: no JSON file
+  std::string csv_out;   // empty: no CSV file
+  std::string backend = "auto";
+  int device = 0;
+  bool quiet = false;
+  bool resume = false;  // skip the cases already in the journal next to --output
+  std::string shard;    // "I/N": run every N-th case starting at I
+  std::vector<int> devices;  // one worker process per device, each a shard; merged at the end
+};
+int run_command(const RunOptions& o);
+
+struct VerifyOptions {
+  int seq = 0;
+  std::optional<int> batch, heads, kv_heads, dim;
+  std::string dtype = "all";   // fp64|fp32|fp16|bf16|all
+  std::string causal = "both"; // yes|no|both
+  std::string pass = "fwd";    // fwd|bwd|all
+  std::string backend = "auto";
+  int device = 0;
+  std::string json_out;
+  bool quiet = false;
+};
+int verify_command(const VerifyOptions& o);
+
+struct CompareCliOptions {
+  std::string base, next;
+  double max_slowdown = 0.05;
+  std::optional<double> max_error;
+  std::string format = "table";
+};
+int compare_command(const CompareCliOptions& o);
+
+struct InfoOptions {
+  std::string backend = "auto";
+  int device = 0;
+  bool ceilings = false;
+  bool json = false;
+};
+int info_command(const InfoOptions& o);
+
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::string out;
+  bool force = false;  // allow different devices / spec versions
+};
+int merge_command(const MergeOptions& o);
+
+}  // namespace fb

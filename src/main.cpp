@@ -1,0 +1,107 @@
+// flashbench: CLI11 wiring only; the subcommands live in commands.cpp.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "registry.h"
+#include "version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"flashbench: naive vs FlashAttention kernels, measured and verified"};
+  app.set_version_flag("--version", std::string("flashbench ") + FLASHBENCH_VERSION + " (git " +
+                                        FLASHBENCH_GIT + ")");
+  app.require_subcommand(1);
+  const std::string backend_help = "where kernels run: auto (CUDA if a GPU is visible, else CPU), cuda, cpu";
+  const std::vector<std::string> backends = {"auto", "cuda", "cpu"};
+
+  fb::RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "run a JSON sweep spec: every case x kernel, timed and verified");
+  run_cmd->add_option("spec", run.spec_path, "sweep spec (JSON), e.g. configs/quick.json")->required();
+  run_cmd->add_option("-o,--output", run.json_out, "write results JSON here");
+  run_cmd->add_option("--csv", run.csv_out, "write results CSV here");
+  run_cmd->add_option("--backend", run.backend, backend_help)->check(CLI::IsMember(backends));
+  run_cmd->add_option("--device", run.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  run_cmd->add_flag("-q,--quiet", run.quiet, "no table on stdout, no progress on stderr");
+  run_cmd->add_flag("--resume", run.resume,
+                    "continue an interrupted run: skip the cases in OUTPUT.journal.jsonl (needs -o)");
+  run_cmd->add_option("--shard", run.shard,
+                      "I/N: run only cases whose index % N == I (0 <= I < N), e.g. one per Slurm array task");
+  run_cmd->add_option("--devices", run.devices,
+                      "run one worker process per listed CUDA device (each a shard), then merge")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  run_cmd->footer("kernels: " + fb::kernel_names());
+
+  fb::VerifyOptions ver;
+  auto* ver_cmd = app.add_subcommand(
+      "verify", "flash vs naive vs an fp64 reference; exit 1 if any check fails");
+  ver_cmd->add_option("--seq", ver.seq, "sequence length N")->required()->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--batch", ver.batch, "batch (default 1)")->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--heads", ver.heads, "heads (default: 32 on a GPU, 1 on the CPU)")
+      ->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--kv-heads", ver.kv_heads, "K/V heads for GQA (default: heads)")
+      ->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--dim", ver.dim, "head dim (default: 128 on a GPU, 64 on the CPU)")
+      ->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--dtype", ver.dtype, "fp64|fp32|fp16|bf16|all")
+      ->check(CLI::IsMember({"fp64", "fp32", "fp16", "bf16", "all"}));
+  ver_cmd->add_option("--causal", ver.causal, "yes|no|both")->check(CLI::IsMember({"yes", "no", "both"}));
+  ver_cmd->add_option("--pass", ver.pass, "fwd|bwd|all")->check(CLI::IsMember({"fwd", "bwd", "all"}));
+  ver_cmd->add_option("--backend", ver.backend, backend_help)->check(CLI::IsMember(backends));
+  ver_cmd->add_option("--device", ver.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  ver_cmd->add_option("-o,--output", ver.json_out, "write results JSON here");
+  ver_cmd->add_flag("-q,--quiet", ver.quiet, "print only the verdict lines");
+
+  fb::CompareCliOptions cmp;
+  auto* cmp_cmd = app.add_subcommand(
+      "compare", "regression gate: exit 1 if NEW is slower beyond threshold and noise, less accurate, "
+                 "or lost a case");
+  cmp_cmd->add_option("base", cmp.base, "baseline results JSON")->required();
+  cmp_cmd->add_option("new", cmp.next, "new results JSON")->required();
+  cmp_cmd->add_option("--max-slowdown", cmp.max_slowdown, "allowed slowdown fraction (default 0.05)")
+      ->check(CLI::NonNegativeNumber);
+  cmp_cmd->add_option("--max-error", cmp.max_error, "fail if a kernel's error vs fp64 exceeds this")
+      ->check(CLI::NonNegativeNumber);
+  cmp_cmd->add_option("--format", cmp.format, "table|markdown|json")
+      ->check(CLI::IsMember({"table", "markdown", "json"}));
+
+  fb::InfoOptions info;
+  auto* info_cmd = app.add_subcommand("info", "backend, device, versions, kernels");
+  info_cmd->add_option("--backend", info.backend, backend_help)->check(CLI::IsMember(backends));
+  info_cmd->add_option("--device", info.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  info_cmd->add_flag("--ceilings", info.ceilings,
+                     "measure copy bandwidth and cuBLAS bf16 GEMM peak on this device");
+  info_cmd->add_flag("--json", info.json, "print JSON instead of text");
+
+  fb::MergeOptions merge;
+  auto* merge_cmd = app.add_subcommand("merge", "join results files of one device into one file");
+  merge_cmd->add_option("inputs", merge.inputs, "results JSON files")->required()->expected(1, -1);
+  merge_cmd->add_option("-o,--output", merge.out, "merged results JSON")->required();
+  merge_cmd->add_flag("--force", merge.force, "allow different devices or schema versions");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "flashbench: " << e.what() << "\n";
+    return fb::kExitUsage;
+  }
+
+  try {
+    if (*run_cmd) return fb::run_command(run);
+    if (*ver_cmd) return fb::verify_command(ver);
+    if (*cmp_cmd) return fb::compare_command(cmp);
+    if (*info_cmd) return fb::info_command(info);
+    if (*merge_cmd) return fb::merge_command(merge);
+  } catch (const std::exception& e) {
+    std::cerr << "flashbench: " << e.what() << "\n";
+    return fb::kExitUsage;
+  }
+  return fb::kExitUsage;
+}

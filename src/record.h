@@ -1,0 +1,64 @@
+// Results are data: one Record per (case, kernel), and the run's metadata. This file and record.cpp
+// are the only place the results JSON schema is written and read (README "Results JSON" documents it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "case.h"
+
+namespace fb {
+
+inline constexpr const char* kSchemaVersion = "1.0.0";
+
+enum class Status { ok, skipped, failed };
+std::string_view to_string(Status s);
+std::optional<Status> parse_status(std::string_view s);
+
+struct TimeStats {
+  double median = 0, min = 0, max = 0, mean = 0, stddev = 0;  // milliseconds
+  int reps = 0;
+};
+TimeStats summarize(const std::vector<double>& times_ms);
+
+struct Record {
+  Case c;
+  std::string kernel;
+  Status status = Status::ok;
+  std::string reason;  // why skipped/failed; empty when ok
+  TimeStats time_ms;
+  double flops = 0, tflops = 0;
+  double bytes_moved = 0, gbps = 0;  // modelled bytes and achieved GB/s (1e9 bytes/s)
+  std::uint64_t peak_bytes = 0;
+  std::optional<double> max_abs_diff;     // vs naive (flash rows only)
+  std::optional<double> ref_max_abs_err;  // vs fp64 reference, max over output tensors
+  std::optional<bool> verified;
+  nlohmann::json errors = nlohmann::json::object();  // per tensor {"O": {"ref": .., "naive": ..}, ...}
+};
+
+struct Results {
+  std::string schema_version = kSchemaVersion;
+  nlohmann::json tool = nlohmann::json::object();      // {name, version, git}
+  std::string created;                                 // ISO 8601 UTC
+  std::string backend;                                 // "cpu" | "cuda"
+  nlohmann::json device = nlohmann::json::object();
+  nlohmann::json spec = nlohmann::json::object();      // as given
+  nlohmann::json settings = nlohmann::json::object();  // {warmup, reps, seed, verify, ...}
+  std::vector<Record> records;
+};
+
+nlohmann::json to_json(const Record& r);
+nlohmann::json to_json(const Results& r);
+// Throws std::runtime_error naming the field on malformed input.
+Record record_from_json(const nlohmann::json& j);
+Results results_from_json(const nlohmann::json& j);
+Results load_results(const std::string& path);  // throws std::runtime_error with path and reason
+
+// Writes atomically: a temporary file in the same folder, then rename.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace fb

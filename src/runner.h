@@ -1,0 +1,39 @@
+// Drives a Sweep over a Backend: for each case x kernel, measure, verify, and produce a Record.
+// Never formats output; a case that cannot run becomes a skipped/failed Record and the sweep goes on.
+#pragma once
+
+#include <functional>
+
+#include "backend/backend.h"
+#include "record.h"
+#include "spec.h"
+
+namespace fb {
+
+struct Progress {
+  std::size_t index = 0;  // 1-based case number
+  std::size_t total = 0;
+  double elapsed_s = 0;
+  double eta_s = 0;
+  const Case* c = nullptr;
+};
+
+// Error bound a kernel must meet against the fp64 reference (documented in README "Verification").
+//   naive (or no naive in the run): err <= dtype_tolerance(dtype)
+//   flash: err <= 2 * err(naive, same dtype) + rounding_floor(dtype) * max(1, max|ref|)
+double dtype_tolerance(Dtype t);
+double rounding_floor(Dtype t);
+
+struct RunnerOptions {
+  std::function<void(const Progress&)> on_case;  // called before each case
+  std::function<bool()> stop_requested;          // checked between cases
+  std::function<void(const std::vector<Record>&)> on_case_done;  // a case's records, as it finishes
+};
+
+// Runs the sweep; fills Results.records (and settings/spec/backend/device).
+Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opts = {});
+
+// Errors and verdicts for one case (records of that case, same order as kernels).
+void verify_case(Backend& backend, std::vector<Record>& records);
+
+}  // namespace fb

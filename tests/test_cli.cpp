@@ -1,0 +1,178 @@
+// The CLI end to end, as a user runs it: the real binary, real files, exit codes.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "catch.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+fs::path scratch_dir() {
+  fs::path d = fs::temp_directory_path() / ("flashbench-cli-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+Outcome flashbench(const std::string& args) {
+  const fs::path log = scratch_dir() / "out.txt";
+  const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && '" + FLASHBENCH_EXE + "' " +
+                          args + " > '" + log.string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  Outcome o;
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  o.out = ss.str();
+  return o;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string write_spec(const std::string& name, const std::string& text) {
+  const fs::path p = scratch_dir() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("run configs/quick.json on the CPU writes valid JSON and CSV", "[cli]") {
+  const fs::path json = scratch_dir() / "quick.json";
+  const fs::path csv = scratch_dir() / "quick.csv";
+  fs::remove(json);
+  fs::remove(csv);
+  Outcome o = flashbench("run configs/quick.json --backend cpu -o '" + json.string() + "' --csv '" +
+                         csv.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(fs::exists(json));
+  REQUIRE(fs::exists(csv));
+  std::ifstream in(json);
+  nlohmann::json j = nlohmann::json::parse(in);
+  REQUIRE(j["backend"] == "cpu");
+  REQUIRE(j["tool"]["name"] == "flashbench");
+  REQUIRE(j["results"].size() > 0);
+  bool saw_naive = false, saw_flash = false;
+  for (const auto& r : j["results"]) {
+    REQUIRE(r["status"] == "ok");
+    REQUIRE(r["verified"] == true);
+    REQUIRE(r["time_ms"]["median"].get<double>() > 0);
+    REQUIRE(r["memory"]["peak_bytes"].get<double>() > 0);
+    saw_naive |= r["kernel"] == "naive";
+    saw_flash |= r["kernel"] == "flash";
+  }
+  REQUIRE(saw_naive);
+  REQUIRE(saw_flash);
+  // The table is on stdout with both kernels named.
+  REQUIRE(contains(o.out, "naive"));
+  REQUIRE(contains(o.out, "flash"));
+
+  // The run compared with itself passes the gate.
+  Outcome same = flashbench("compare '" + json.string() + "' '" + json.string() + "'");
+  INFO(same.out);
+  REQUIRE(same.code == 0);
+}
+
+TEST_CASE("a bad spec exits 2, names the field, and writes no file", "[cli]") {
+  const fs::path json = scratch_dir() / "bad.json";
+  fs::remove(json);
+  const std::string spec = write_spec("bad-spec.json",
+                                      R"({"seq": [128], "batch": [1], "heads": [2], "head_dim": [64],
+                                          "dtype": ["fp33"]})");
+  Outcome o = flashbench("run '" + spec + "' --backend cpu -o '" + json.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "dtype"));
+  REQUIRE(!fs::exists(json));
+
+  const std::string broken = write_spec("broken.json", "{\n  \"seq\": [128,\n}");
+  o = flashbench("run '" + broken + "' --backend cpu -o '" + json.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "line"));
+  REQUIRE(!fs::exists(json));
+
+  o = flashbench("run does-not-exist.json --backend cpu");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "does-not-exist.json"));
+}
+
+TEST_CASE("usage errors exit 2 with the flag named", "[cli]") {
+  Outcome o = flashbench("run configs/quick.json --backend tpu");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "--backend"));
+  o = flashbench("verify --seq 0 --backend cpu");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "--seq"));
+  o = flashbench("frobnicate");
+  REQUIRE(o.code == 2);
+  o = flashbench("run configs/quick.json --backend cpu -o /nonexistent-dir/x.json");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "--output"));
+}
+
+TEST_CASE("--version prints version and git commit; --help lists the subcommands", "[cli]") {
+  Outcome o = flashbench("--version");
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "flashbench"));
+  REQUIRE(contains(o.out, "git"));
+  o = flashbench("--help");
+  REQUIRE(o.code == 0);
+  for (const char* sub : {"run", "verify", "compare", "info", "merge"}) REQUIRE(contains(o.out, sub));
+}
+
+TEST_CASE("verify on the CPU passes and prints a verdict per check", "[cli]") {
+  Outcome o = flashbench("verify --seq 300 --backend cpu --dtype all --causal both");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "[OK]"));
+  REQUIRE(!contains(o.out, "[FAIL]"));
+  REQUIRE(contains(o.out, "checks passed"));
+}
+
+TEST_CASE("info --json lists backend and kernels", "[cli]") {
+  Outcome o = flashbench("info --backend cpu --json");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  REQUIRE(j["backend"] == "cpu");
+  REQUIRE(j["kernels"].size() >= 2);
+}
+
+TEST_CASE("compare on fixtures: same 0, slower 1, missing 1, noise 0, bad file 2", "[cli]") {
+  const std::string dir = "tests/data/results/";
+  REQUIRE(flashbench("compare " + dir + "base.json " + dir + "same.json").code == 0);
+  REQUIRE(flashbench("compare " + dir + "base.json " + dir + "slower.json").code == 1);
+  REQUIRE(flashbench("compare " + dir + "base.json " + dir + "missing.json").code == 1);
+  REQUIRE(flashbench("compare " + dir + "base.json " + dir + "noisy.json").code == 0);
+  Outcome md = flashbench("compare " + dir + "base.json " + dir + "slower.json --format markdown");
+  REQUIRE(contains(md.out, "|"));
+  REQUIRE(flashbench("compare " + dir + "base.json no-such-file.json").code == 2);
+}
+
+TEST_CASE("merge joins files and refuses duplicates", "[cli]") {
+  const fs::path out = scratch_dir() / "merged.json";
+  fs::remove(out);
+  const std::string dir = "tests/data/results/";
+  Outcome o = flashbench("merge " + dir + "base.json " + dir + "base.json -o '" + out.string() + "'");
+  REQUIRE(o.code == 2);
+  REQUIRE(!fs::exists(out));
+  o = flashbench("merge " + dir + "base.json -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(fs::exists(out));
+}

@@ -1,0 +1,841 @@
+// The CPU backend: naive vs flash vs the fp64 reference, forward and backward, across shapes and
+// dtypes; finite differences; the tracking allocator; poisoning; seeded inputs; conversions.
+//
+// Tolerances. Every error is measured against the fp64 reference computed from the same
+// dtype-rounded inputs, so input rounding is not part of it. With u the unit roundoff of the
+// storage type (2^-53, 2^-24, 2^-11, 2^-8) and M = max(1, max |reference|) of the tensor:
+//   fp16, bf16: 16 u M. These runs compute in fp32, so the error comes from a few roundings to the
+//     storage type: naive rounds S (a score error of |s| u, and |s| stays below ~5 for standard
+//     normal inputs, turns into a relative error of up to 2 |s| u in P), P (and dP, dS in the
+//     backward) and the output: about (2*5 + 3) u, rounded up to 16 u. Flash rounds only the
+//     outputs.
+//   fp32, fp64: 4 sqrt(g N + d) u M: nothing is rounded to a narrower type, the error is the
+//     accumulation of sums of up to g N terms (dK/dV sum over the N queries of g heads) and of d
+//     terms (dot products), which grows like the square root of the length for random data; the
+//     factor 4 leaves room for that estimate's spread.
+// Measured errors sit at 0.5-3 u M for 16-bit types and 2-30 u M (N = 1000) for fp32/fp64.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_attention.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/numeric.h"
+#include "catch.h"
+#include "registry.h"
+
+using namespace fb;
+using namespace fb::cpu;
+
+namespace {
+
+constexpr int kTestThreads = 2;
+
+double unit_roundoff(Dtype t) {
+  switch (t) {
+    case Dtype::fp64: return std::ldexp(1.0, -53);
+    case Dtype::fp32: return std::ldexp(1.0, -24);
+    case Dtype::fp16: return std::ldexp(1.0, -11);
+    case Dtype::bf16: return std::ldexp(1.0, -8);
+  }
+  return 1;
+}
+
+// Error bound in units of u * M (see the top of the file).
+double tolerance_factor(Dtype t, int seq, int dim, int group) {
+  constexpr double kRoundingFactor = 16;  // 16-bit types: a few roundings, amplified by |s|
+  constexpr double kSpread = 4;           // fp32/fp64: room around the sqrt(length) estimate
+  if (t == Dtype::fp16 || t == Dtype::bf16) return kRoundingFactor;
+  return kSpread * std::sqrt(double(group) * seq + dim);
+}
+
+struct Shape {
+  int batch = 1, heads = 1, kv_heads = 1, seq = 1, dim = 16;
+  bool causal = false;
+  Tiles tiles{};
+};
+
+std::string describe(const Shape& s, Dtype t) {
+  return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads) + " kv" +
+         std::to_string(s.kv_heads) + " n" + std::to_string(s.seq) + " d" + std::to_string(s.dim) +
+         (s.causal ? " causal" : "") + " tiles " + std::to_string(s.tiles.br) + "x" +
+         std::to_string(s.tiles.bc) + " " + std::string(to_string(t));
+}
+
+// Raw storage of n elements of type t.
+struct Storage {
+  Dtype dtype = Dtype::fp64;
+  std::vector<std::byte> bytes;
+  Storage() = default;
+  Storage(Dtype t, std::int64_t n) : dtype(t), bytes(std::size_t(n) * dtype_bytes(t)) {}
+  void* data() { return bytes.data(); }
+  std::int64_t size() const { return std::int64_t(bytes.size() / dtype_bytes(dtype)); }
+  double at(std::int64_t i) const {
+    double v = 0;
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      v = to_double(reinterpret_cast<const T*>(bytes.data())[i]);
+    });
+    return v;
+  }
+};
+
+Dtype accum_of(Dtype t) { return t == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32; }
+
+// Standard normal inputs in dtype t, and their exact fp64 values.
+struct Problem {
+  Shape shape;
+  Dtype dtype;
+  AttentionParams params;  // pointers to the storage below, outputs unset
+  Storage q, k, v, dout;
+  std::vector<double> q64, k64, v64, do64;
+
+  Problem(const Shape& s, Dtype t, std::uint64_t seed) : shape(s), dtype(t) {
+    params.dtype = t;
+    params.batch = s.batch;
+    params.heads = s.heads;
+    params.kv_heads = s.kv_heads;
+    params.seq = s.seq;
+    params.head_dim = s.dim;
+    params.causal = s.causal;
+    params.scale = 1.0 / std::sqrt(double(s.dim));
+    std::mt19937_64 gen(seed);
+    fill(q, q64, params.q_elems(), gen);
+    fill(k, k64, params.kv_elems(), gen);
+    fill(v, v64, params.kv_elems(), gen);
+    fill(dout, do64, params.q_elems(), gen);
+    params.q = q.data();
+    params.k = k.data();
+    params.v = v.data();
+    params.dout = dout.data();
+  }
+  void fill(Storage& st, std::vector<double>& exact, std::int64_t n, std::mt19937_64& gen) {
+    std::normal_distribution<double> normal;
+    st = Storage(dtype, n);
+    exact.resize(n);
+    for (std::int64_t i = 0; i < n; ++i) exact[i] = round_to(dtype, normal(gen));
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for (std::int64_t i = 0; i < n; ++i)
+        reinterpret_cast<T*>(st.data())[i] = store<T>(static_cast<AccOf<T>>(exact[i]));
+    });
+  }
+  AttentionParams params64() {
+    AttentionParams p = params;
+    p.dtype = Dtype::fp64;
+    p.q = q64.data();
+    p.k = k64.data();
+    p.v = v64.data();
+    p.dout = do64.data();
+    return p;
+  }
+};
+
+struct Result {
+  Storage o, lse, dq, dk, dv;
+};
+
+// Runs `algo` forward (and backward when `backward`) on the problem.
+Result run_kernel(Algo algo, Problem& pr, bool backward, ThreadPool& pool, MemoryTracker& tracker) {
+  Result r{Storage(pr.dtype, pr.params.q_elems()), Storage(accum_of(pr.dtype), pr.params.rows()),
+           Storage(pr.dtype, pr.params.q_elems()), Storage(pr.dtype, pr.params.kv_elems()),
+           Storage(pr.dtype, pr.params.kv_elems())};
+  for (Storage* s : {&r.o, &r.lse, &r.dq, &r.dk, &r.dv}) poison(s->data(), s->dtype, s->size());
+  AttentionParams p = pr.params;
+  p.o = r.o.data();
+  p.lse = r.lse.data();
+  p.dq = r.dq.data();
+  p.dk = r.dk.data();
+  p.dv = r.dv.data();
+  const Context ctx{&tracker, &pool, pr.shape.tiles};
+  if (algo == Algo::naive) {
+    NaiveSaved saved;
+    naive_forward(p, ctx, &saved);
+    if (backward) naive_backward(p, ctx, saved);
+  } else {
+    flash_forward(p, ctx);
+    if (backward) flash_backward(p, ctx);
+  }
+  return r;
+}
+
+struct Reference {
+  std::vector<double> o, lse, dq, dk, dv;
+};
+
+Reference run_reference(Problem& pr, bool backward, ThreadPool& pool) {
+  Reference ref;
+  const AttentionParams p = pr.params64();
+  ref.o.resize(p.q_elems());
+  ref.lse.resize(p.rows());
+  const std::vector<int> rows = all_rows(p.seq);
+  reference_forward(p, rows, ref.o.data(), ref.lse.data(), pool);
+  if (backward) {
+    ref.dq.resize(p.q_elems());
+    ref.dk.resize(p.kv_elems());
+    ref.dv.resize(p.kv_elems());
+    reference_backward(p, rows, rows, ref.dq.data(), ref.dk.data(), ref.dv.data(), pool);
+  }
+  return ref;
+}
+
+// max |a - b|; +inf when a has a non-finite element.
+double max_err(const Storage& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == std::int64_t(b.size()));
+  double worst = 0;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double x = a.at(i);
+    if (!std::isfinite(x)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, std::abs(x - b[i]));
+  }
+  return worst;
+}
+
+double max_err(const Storage& a, const Storage& b) {
+  std::vector<double> bd(b.size());
+  for (std::int64_t i = 0; i < b.size(); ++i) bd[i] = b.at(i);
+  return max_err(a, bd);
+}
+
+double magnitude(const std::vector<double>& x) {
+  double m = 1;  // floor 1: an error bound relative to a tiny value would be meaningless
+  for (double v : x) m = std::max(m, std::abs(v));
+  return m;
+}
+
+struct Checked {
+  const char* name;
+  const Storage* naive;
+  const Storage* flash;
+  const std::vector<double>* ref;
+};
+
+// Naive and flash each within tolerance of the reference, within twice that of each other, and for
+// 16-bit types flash no worse than twice naive (plus one rounding of the output): flash keeps S and
+// P in fp32, so it should be the more accurate of the two.
+void check_against_reference(const Shape& s, Dtype t, const std::vector<Checked>& tensors) {
+  const double u = unit_roundoff(t);
+  const double factor = tolerance_factor(t, s.seq, s.dim, s.heads / s.kv_heads);
+  for (const Checked& c : tensors) {
+    const double m = magnitude(*c.ref);
+    const double tol = factor * u * m;
+    const double e_naive = max_err(*c.naive, *c.ref);
+    const double e_flash = max_err(*c.flash, *c.ref);
+    INFO(describe(s, t) << " " << c.name << ": naive " << e_naive << ", flash " << e_flash
+                        << ", tolerance " << tol);
+    CHECK(e_naive <= tol);
+    CHECK(e_flash <= tol);
+    CHECK(max_err(*c.flash, *c.naive) <= 2 * tol);
+    if (t == Dtype::fp16 || t == Dtype::bf16) CHECK(e_flash <= 2 * e_naive + u * m);
+  }
+}
+
+const std::vector<Dtype> kAllDtypes = {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16};
+
+// what() of the exception f throws ("" if none): matchers differ between Catch2 v2 and v3.
+template <class F> std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("cpu: half conversions round to nearest even and keep NaN/Inf", "[cpu]") {
+  REQUIRE(float_to_half_bits(1.0f) == 0x3c00);
+  REQUIRE(float_to_half_bits(-2.0f) == 0xc000);
+  REQUIRE(float_to_half_bits(0.0f) == 0x0000);
+  REQUIRE(float_to_half_bits(-0.0f) == 0x8000);
+  REQUIRE(float_to_half_bits(65504.0f) == 0x7bff);    // largest half
+  REQUIRE(float_to_half_bits(65519.996f) == 0x7bff);  // just below the halfway point
+  REQUIRE(float_to_half_bits(65520.0f) == 0x7c00);    // halfway: ties to even = Inf
+  REQUIRE(float_to_half_bits(0.1f) == 0x2e66);
+  REQUIRE(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);      // tie -> even 1.0
+  REQUIRE(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie -> even up
+  REQUIRE(float_to_half_bits(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)) == 0x3c01);
+  // Subnormals: 2^-24 is the smallest; 2^-25 ties to 0; 3 * 2^-25 ties to 2 * 2^-24.
+  REQUIRE(float_to_half_bits(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal
+  REQUIRE(float_to_half_bits(std::ldexp(1.0f, -24)) == 0x0001);
+  REQUIRE(float_to_half_bits(std::ldexp(1.0f, -25)) == 0x0000);
+  REQUIRE(float_to_half_bits(std::nextafter(std::ldexp(1.0f, -25), 1.0f)) == 0x0001);
+  REQUIRE(float_to_half_bits(3 * std::ldexp(1.0f, -25)) == 0x0002);
+  REQUIRE(float_to_half_bits(std::ldexp(1023.0f, -24)) == 0x03ff);
+  REQUIRE(float_to_half_bits(std::ldexp(1023.5f, -24)) == 0x0400);  // rounds up into the normals
+  REQUIRE(float_to_half_bits(-std::ldexp(1.0f, -24)) == 0x8001);
+  // Inf and NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  REQUIRE(float_to_half_bits(inf) == 0x7c00);
+  REQUIRE(float_to_half_bits(-inf) == 0xfc00);
+  REQUIRE(float_to_half_bits(1e10f) == 0x7c00);
+  const std::uint16_t qnan = float_to_half_bits(std::numeric_limits<float>::quiet_NaN());
+  REQUIRE((qnan & 0x7c00) == 0x7c00);
+  REQUIRE((qnan & 0x03ff) != 0);
+  // A NaN whose payload sits only in bits a half drops must not become Inf.
+  REQUIRE(std::isnan(half_bits_to_float(float_to_half_bits(detail::bits_float(0x7f800001u)))));
+
+  REQUIRE(half_bits_to_float(0x3c00) == 1.0f);
+  REQUIRE(half_bits_to_float(0x7bff) == 65504.0f);
+  REQUIRE(half_bits_to_float(0x0001) == std::ldexp(1.0f, -24));
+  REQUIRE(half_bits_to_float(0x03ff) == std::ldexp(1023.0f, -24));
+  REQUIRE(half_bits_to_float(0xfc00) == -inf);
+  REQUIRE(std::isnan(half_bits_to_float(0x7e00)));
+  REQUIRE(std::signbit(half_bits_to_float(0x8000)));
+
+  // Every half converts to float and back to itself (NaNs stay NaN).
+  int mismatches = 0;
+  for (std::uint32_t h = 0; h <= 0xffff; ++h) {
+    const float f = half_bits_to_float(static_cast<std::uint16_t>(h));
+    const std::uint16_t back = float_to_half_bits(f);
+    const bool is_nan = (h & 0x7c00) == 0x7c00 && (h & 0x03ff) != 0;
+    if (is_nan ? !std::isnan(half_bits_to_float(back)) : back != h) ++mismatches;
+  }
+  REQUIRE(mismatches == 0);
+}
+
+TEST_CASE("cpu: bfloat16 conversions round to nearest even and keep NaN/Inf", "[cpu]") {
+  REQUIRE(float_to_bf16_bits(1.0f) == 0x3f80);
+  REQUIRE(float_to_bf16_bits(-2.0f) == 0xc000);
+  REQUIRE(float_to_bf16_bits(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);      // tie -> even 1.0
+  REQUIRE(float_to_bf16_bits(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3f82);  // tie -> even up
+  REQUIRE(float_to_bf16_bits(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)) == 0x3f81);
+  REQUIRE(float_to_bf16_bits(std::numeric_limits<float>::max()) == 0x7f80);  // past the last bf16
+  REQUIRE(float_to_bf16_bits(std::numeric_limits<float>::infinity()) == 0x7f80);
+  REQUIRE(float_to_bf16_bits(-std::numeric_limits<float>::infinity()) == 0xff80);
+  REQUIRE(float_to_bf16_bits(std::numeric_limits<float>::denorm_min()) == 0x0000);
+  REQUIRE(float_to_bf16_bits(detail::bits_float(0x00010000u)) == 0x0001);  // a bf16 subnormal
+  REQUIRE(std::isnan(bf16_bits_to_float(float_to_bf16_bits(detail::bits_float(0x7f800001u)))));
+  REQUIRE(
+      std::isnan(bf16_bits_to_float(float_to_bf16_bits(std::numeric_limits<float>::quiet_NaN()))));
+  REQUIRE(bf16_bits_to_float(0x3f80) == 1.0f);
+  REQUIRE(bf16_bits_to_float(0x0001) == detail::bits_float(0x00010000u));
+
+  int mismatches = 0;
+  for (std::uint32_t b = 0; b <= 0xffff; ++b) {
+    const float f = bf16_bits_to_float(static_cast<std::uint16_t>(b));
+    const std::uint16_t back = float_to_bf16_bits(f);
+    if (std::isnan(f) ? !std::isnan(bf16_bits_to_float(back)) : back != b) ++mismatches;
+  }
+  REQUIRE(mismatches == 0);
+}
+
+TEST_CASE("cpu: flash equals naive to fp64 rounding (N=8, d=16, 2x2 tiles)", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  for (bool causal : {false, true}) {
+    Shape s;
+    s.seq = 8;
+    s.dim = 16;
+    s.causal = causal;
+    s.tiles = {2, 2};
+    Problem pr(s, Dtype::fp64, 7);
+    const Result naive = run_kernel(Algo::naive, pr, false, pool, tracker);
+    const Result flash = run_kernel(Algo::flash, pr, false, pool, tracker);
+    INFO("causal " << causal);
+    REQUIRE(max_err(flash.o, naive.o) <= 1e-13);
+    REQUIRE(max_err(flash.lse, naive.lse) <= 1e-13);
+  }
+}
+
+TEST_CASE("cpu: naive, flash and reference agree (forward)", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  // Tiles that do not divide N, one-row tiles, tiles larger than N, GQA and MQA, causal.
+  std::vector<Shape> shapes = {
+      {1, 1, 1, 1, 16, false, {64, 64}},   {1, 1, 1, 1, 16, true, {64, 64}},
+      {1, 2, 1, 7, 16, true, {3, 2}},      {2, 2, 2, 7, 64, false, {1, 1}},
+      {1, 4, 2, 97, 64, true, {16, 32}},   {1, 2, 1, 97, 128, false, {64, 64}},
+      {1, 1, 1, 128, 64, true, {32, 16}},  {2, 4, 1, 128, 16, false, {128, 128}},
+      {1, 2, 2, 1000, 64, true, {64, 64}}, {1, 1, 1, 1000, 16, false, {48, 80}},
+      {1, 2, 1, 33, 1, true, {8, 8}},      {1, 1, 1, 40, 5, false, {7, 64}},
+  };
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : shapes) {
+      Problem pr(s, t, 1000 + s.seq);
+      const Result naive = run_kernel(Algo::naive, pr, false, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, false, pool, tracker);
+      const Reference ref = run_reference(pr, false, pool);
+      check_against_reference(
+          s, t, {{"O", &naive.o, &flash.o, &ref.o}, {"LSE", &naive.lse, &flash.lse, &ref.lse}});
+    }
+  }
+}
+
+TEST_CASE("cpu: naive, flash and reference agree (backward)", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  std::vector<Shape> shapes = {
+      {1, 1, 1, 1, 16, false, {64, 64}},    {1, 2, 1, 7, 16, true, {3, 2}},
+      {2, 2, 2, 7, 64, false, {2, 5}},      {1, 4, 2, 97, 64, true, {16, 32}},
+      {1, 2, 1, 130, 128, false, {64, 64}}, {1, 3, 1, 200, 16, true, {64, 48}},
+      {1, 2, 1, 33, 1, true, {8, 8}},       {1, 1, 1, 40, 5, false, {7, 64}},
+  };
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : shapes) {
+      Problem pr(s, t, 2000 + s.seq);
+      const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+      const Reference ref = run_reference(pr, true, pool);
+      check_against_reference(s, t,
+                              {{"O", &naive.o, &flash.o, &ref.o},
+                               {"dQ", &naive.dq, &flash.dq, &ref.dq},
+                               {"dK", &naive.dk, &flash.dk, &ref.dk},
+                               {"dV", &naive.dv, &flash.dv, &ref.dv}});
+    }
+  }
+}
+
+TEST_CASE("cpu: backward matches finite differences (fp64)", "[cpu]") {
+  // L = sum(O o dO), so dL/dO = dO; central differences of L against each input element.
+  ThreadPool pool(1);
+  MemoryTracker tracker;
+  for (bool causal : {false, true}) {
+    Shape s{1, 2, 1, 5, 4, causal, {2, 3}};
+    Problem pr(s, Dtype::fp64, 99);
+    const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+    const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+    const Reference ref = run_reference(pr, true, pool);
+
+    auto loss = [&] {
+      const AttentionParams p = pr.params64();
+      std::vector<double> o(p.q_elems()), lse(p.rows());
+      reference_forward(p, all_rows(p.seq), o.data(), lse.data(), pool);
+      double l = 0;
+      for (std::size_t i = 0; i < o.size(); ++i) l += o[i] * pr.do64[i];
+      return l;
+    };
+    // Step: central differences err ~ h^2 * L''' (~1e-10), rounding ~ eps / h (~1e-11).
+    constexpr double kStep = 1e-5;
+    constexpr double kTol = 1e-8;
+    auto check = [&](std::vector<double>& input, const char* name, const Storage& n,
+                     const Storage& f, const std::vector<double>& r) {
+      for (std::size_t i = 0; i < input.size(); ++i) {
+        const double keep = input[i];
+        input[i] = keep + kStep;
+        const double up = loss();
+        input[i] = keep - kStep;
+        const double down = loss();
+        input[i] = keep;
+        const double fd = (up - down) / (2 * kStep);
+        INFO(name << "[" << i << "] causal " << causal << ": fd " << fd << " naive " << n.at(i)
+                  << " flash " << f.at(i) << " reference " << r[i]);
+        CHECK(std::abs(n.at(i) - fd) <= kTol);
+        CHECK(std::abs(f.at(i) - fd) <= kTol);
+        CHECK(std::abs(r[i] - fd) <= kTol);
+      }
+    };
+    check(pr.q64, "dQ", naive.dq, flash.dq, ref.dq);
+    check(pr.k64, "dK", naive.dk, flash.dk, ref.dk);
+    check(pr.v64, "dV", naive.dv, flash.dv, ref.dv);
+  }
+}
+
+TEST_CASE("cpu: sampled reference rows equal the full reference's", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  Shape s{1, 4, 2, 150, 16, true, {}};
+  Problem pr(s, Dtype::fp64, 5);
+  const Reference full = run_reference(pr, true, pool);
+  const std::vector<int> rows = sample_rows(s.seq, 20, 123);
+  REQUIRE(rows.size() == 20);
+  REQUIRE(rows.front() == 0);
+  REQUIRE(rows.back() == s.seq - 1);
+  REQUIRE(std::is_sorted(rows.begin(), rows.end()));
+  REQUIRE(sample_rows(s.seq, 20, 123) == rows);
+  REQUIRE(sample_rows(s.seq, 500, 123) == all_rows(s.seq));
+
+  const AttentionParams p = pr.params64();
+  const std::size_t nq = rows.size();
+  std::vector<double> o(p.batch * p.heads * nq * p.head_dim), lse(p.batch * p.heads * nq);
+  std::vector<double> dq(o.size()), dk(p.batch * p.kv_heads * nq * p.head_dim), dv(dk.size());
+  reference_forward(p, rows, o.data(), lse.data(), pool);
+  reference_backward(p, rows, rows, dq.data(), dk.data(), dv.data(), pool);
+  double worst = 0;
+  for (int g = 0; g < p.heads; ++g)
+    for (std::size_t x = 0; x < nq; ++x) {
+      const std::size_t full_row = std::size_t(g) * s.seq + rows[x], row = g * nq + x;
+      worst = std::max(worst, std::abs(lse[row] - full.lse[full_row]));
+      for (int c = 0; c < s.dim; ++c) {
+        worst = std::max(worst, std::abs(o[row * s.dim + c] - full.o[full_row * s.dim + c]));
+        worst = std::max(worst, std::abs(dq[row * s.dim + c] - full.dq[full_row * s.dim + c]));
+        if (g < p.kv_heads) {
+          worst = std::max(worst, std::abs(dk[row * s.dim + c] - full.dk[full_row * s.dim + c]));
+          worst = std::max(worst, std::abs(dv[row * s.dim + c] - full.dv[full_row * s.dim + c]));
+        }
+      }
+    }
+  // The same formulas on the same rows: identical up to summation order across blocks.
+  REQUIRE(worst <= 1e-14);
+}
+
+TEST_CASE("cpu: results do not depend on the thread count", "[cpu]") {
+  MemoryTracker tracker;
+  ThreadPool one(1), three(3);
+  for (Dtype t : {Dtype::fp32, Dtype::bf16}) {
+    Shape s{1, 2, 1, 150, 32, true, {32, 16}};
+    Problem pr(s, t, 11);
+    for (Algo a : {Algo::naive, Algo::flash}) {
+      const Result r1 = run_kernel(a, pr, true, one, tracker);
+      const Result r3 = run_kernel(a, pr, true, three, tracker);
+      for (auto [x, y] : {std::pair{&r1.o, &r3.o},
+                          {&r1.lse, &r3.lse},
+                          {&r1.dq, &r3.dq},
+                          {&r1.dk, &r3.dk},
+                          {&r1.dv, &r3.dv}})
+        CHECK((x->bytes == y->bytes));  // bit-identical
+    }
+  }
+}
+
+TEST_CASE("cpu: tracked peak memory grows as N^2 for naive and N for flash", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  auto peak = [&](Algo a, int seq, bool backward) {
+    MemoryTracker tracker;
+    Shape s{1, 8, 8, seq, 16, false, {}};
+    Problem pr(s, Dtype::fp32, 3);
+    // Outputs are charged too, as the backend does.
+    const std::int64_t out_elems =
+        pr.params.q_elems() * (backward ? 2 : 1) + (backward ? 2 * pr.params.kv_elems() : 0);
+    tracker.reset_peak();
+    Buffer outputs = make_buffer<float>(tracker, out_elems + pr.params.rows());
+    run_kernel(a, pr, backward, pool, tracker);
+    outputs.reset();
+    REQUIRE(tracker.current() == 0);  // every kernel buffer was released
+    return double(tracker.peak());
+  };
+  for (bool backward : {false, true}) {
+    INFO("backward " << backward);
+    const double naive_ratio = peak(Algo::naive, 512, backward) / peak(Algo::naive, 256, backward);
+    const double flash_ratio = peak(Algo::flash, 512, backward) / peak(Algo::flash, 256, backward);
+    INFO("naive peak ratio " << naive_ratio << ", flash peak ratio " << flash_ratio);
+    // Naive: two N x N arrays (S and P, or P and dS) dominate: ~4. Flash: outputs and per-thread
+    // tiles of fixed size: < 2, and well above 1.
+    CHECK(naive_ratio >= 3.5);
+    CHECK(naive_ratio <= 4.05);
+    CHECK(flash_ratio >= 1.3);
+    CHECK(flash_ratio <= 2.0);
+    // The naive peak is at least its N x N arrays.
+    AttentionParams p;
+    p.heads = 8;
+    p.seq = 512;
+    p.dtype = Dtype::fp32;
+    CHECK(peak(Algo::naive, 512, backward) >= double(naive_matrix_bytes(p)));
+  }
+}
+
+TEST_CASE("cpu: memory tracker counts current and peak across threads", "[cpu]") {
+  MemoryTracker tracker;
+  {
+    Buffer a(tracker, 1000);
+    REQUIRE(tracker.current() == 1000);
+    {
+      Buffer b(tracker, 500);
+      REQUIRE(tracker.peak() == 1500);
+    }
+    REQUIRE(tracker.current() == 1000);
+    tracker.reset_peak();
+    REQUIRE(tracker.peak() == 1000);
+    Buffer moved = std::move(a);
+    REQUIRE(tracker.current() == 1000);
+  }
+  REQUIRE(tracker.current() == 0);
+  tracker.reset_peak();
+  ThreadPool pool(4);
+  pool.parallel_for(64, [&](std::int64_t, int) { Buffer b(tracker, 64); });
+  REQUIRE(tracker.current() == 0);
+  REQUIRE(tracker.peak() >= 64);
+  REQUIRE(tracker.peak() <= 4 * 64);
+  tracker.set_limit(100);
+  REQUIRE_THROWS_AS(Buffer(tracker, 101), OutOfMemory);
+  REQUIRE(tracker.current() == 0);
+}
+
+TEST_CASE("cpu: thread pool runs every index once and rethrows", "[cpu]") {
+  ThreadPool pool(3);
+  // Catch2 assertions are not thread-safe: record, then check on this thread.
+  std::vector<int> hits(1000, 0), workers(1000, -1);
+  pool.parallel_for(1000, [&](std::int64_t i, int w) {
+    ++hits[i];
+    workers[i] = w;
+  });
+  REQUIRE(std::count(hits.begin(), hits.end(), 1) == 1000);
+  REQUIRE(*std::min_element(workers.begin(), workers.end()) >= 0);
+  REQUIRE(*std::max_element(workers.begin(), workers.end()) < pool.size());
+  REQUIRE_THROWS_WITH(pool.parallel_for(10,
+                                        [](std::int64_t i, int) {
+                                          if (i == 5) throw std::runtime_error("item 5 failed");
+                                        }),
+                      "item 5 failed");
+  // Usable after an exception, and nested calls run inline.
+  int sum = 0;
+  pool.parallel_for(1, [&](std::int64_t, int) {
+    pool.parallel_for(4, [&](std::int64_t i, int) { sum += int(i); });
+  });
+  REQUIRE(sum == 6);
+}
+
+TEST_CASE("cpu: FLASHBENCH_THREADS sets the thread count", "[cpu]") {
+  const char* kVar = "FLASHBENCH_THREADS";
+  const char* before = std::getenv(kVar);
+  const std::string saved = before ? before : "";
+  ::setenv(kVar, "3", 1);
+  CHECK(default_thread_count() == 3);
+  for (const char* bad : {"0", "-2", "two", "4x"}) {
+    ::setenv(kVar, bad, 1);
+    CHECK(contains(thrown_message([] { default_thread_count(); }), kVar));
+  }
+  ::unsetenv(kVar);
+  CHECK(default_thread_count() >= 1);
+  if (before) ::setenv(kVar, saved.c_str(), 1);
+}
+
+TEST_CASE("cpu: params are checked with the field named", "[cpu]") {
+  AttentionParams p;
+  p.heads = 4;
+  p.kv_heads = 3;
+  p.scale = 1;
+  REQUIRE(contains(thrown_message([&] { check_shape(p); }), "kv_heads"));
+  p.kv_heads = 2;
+  p.seq = 0;
+  REQUIRE(contains(thrown_message([&] { check_shape(p); }), "seq"));
+  p.seq = 4;
+  REQUIRE(contains(thrown_message([&] { check_shape(p, Tiles{0, 4}); }), "tiles"));
+  REQUIRE(contains(thrown_message([&] { check_params(p, Pass::fwd); }), "q, k, v"));
+  REQUIRE_THROWS_AS(check_shape(p, Tiles{0, 4}), std::invalid_argument);
+}
+
+// ---------------------------------------- the backend ----------------------------------------
+
+namespace {
+Case small_case(Dtype t, Pass pass, int seq = 100) {
+  Case c;
+  c.batch = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.seq = seq;
+  c.head_dim = 32;
+  c.dtype = t;
+  c.causal = true;
+  c.pass = pass;
+  return c;
+}
+
+const KernelInfo& kernel(const char* name) {
+  const KernelInfo* k = find_kernel(name);
+  REQUIRE(k != nullptr);
+  return *k;
+}
+
+std::vector<double> values(const TensorView& v) {
+  std::vector<double> out(v.count);
+  dispatch_dtype(v.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (std::int64_t i = 0; i < v.count; ++i) out[i] = to_double(static_cast<const T*>(v.data)[i]);
+  });
+  return out;
+}
+
+double error_of(const ErrorReport& r, const std::string& tensor) {
+  for (const auto& [name, e] : r.max_abs)
+    if (name == tensor) return e;
+  FAIL("no error for " << tensor);
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("cpu backend: prepare draws the same inputs for the same seed", "[cpu]") {
+  auto backend = make_cpu_backend(BackendOptions{kTestThreads, {}});
+  const Case c = small_case(Dtype::bf16, Pass::bwd);
+  const std::vector<std::string> names = {"Q", "K", "V", "dO"};
+  backend->prepare(c, 42);
+  std::vector<std::vector<double>> first;
+  for (const auto& name : names) first.push_back(values(*backend->input(name)));
+  backend->prepare(c, 42);
+  for (std::size_t i = 0; i < names.size(); ++i)
+    REQUIRE(values(*backend->input(names[i])) == first[i]);
+  backend->prepare(c, 43);
+  REQUIRE(values(*backend->input("Q")) != first[0]);
+  // The four tensors are different draws, and look standard normal.
+  REQUIRE(first[0] != first[3]);
+  REQUIRE(first[1] != first[2]);
+  for (const auto& x : first) {
+    double mean = 0, var = 0;
+    for (double e : x) {
+      REQUIRE(std::isfinite(e));
+      mean += e;
+    }
+    mean /= double(x.size());
+    for (double e : x) var += (e - mean) * (e - mean);
+    var /= double(x.size());
+    // 12800 or 6400 draws: the standard error of the mean is ~0.01, of the variance ~0.02.
+    CHECK(std::abs(mean) < 0.06);
+    CHECK(std::abs(var - 1) < 0.1);
+  }
+  // Forward cases have no dO.
+  backend->prepare(small_case(Dtype::fp32, Pass::fwd), 42);
+  REQUIRE_FALSE(backend->input("dO").has_value());
+}
+
+TEST_CASE("cpu backend: runs, verifies and reports memory for every pass and dtype", "[cpu]") {
+  auto backend = make_cpu_backend(BackendOptions{kTestThreads, {}});
+  REQUIRE(backend->name() == "cpu");
+  REQUIRE(backend->settings()["timer"] == "steady_clock");
+  REQUIRE(backend->device()["threads"] == kTestThreads);
+  for (Pass pass : {Pass::fwd, Pass::bwd, Pass::fwd_bwd}) {
+    for (Dtype t : kAllDtypes) {
+      const Case c = small_case(t, pass);
+      INFO(c.key());
+      backend->prepare(c, 1);
+      const KernelRun naive = backend->run(kernel("naive"), 1, 2);
+      const KernelRun flash = backend->run(kernel("flash"), 0, 3);
+      REQUIRE(naive.times_ms.size() == 2);
+      REQUIRE(flash.times_ms.size() == 3);
+      for (double ms : naive.times_ms) REQUIRE(ms >= 0);
+      // Naive holds at least its two N x N arrays; flash far less.
+      REQUIRE(naive.peak_bytes >= naive_matrix_bytes(c.params()));
+      REQUIRE(flash.peak_bytes < naive.peak_bytes);
+      REQUIRE(flash.peak_bytes > 0);
+      REQUIRE(flash.query_tile == Tiles{}.br);  // the byte model's K/V re-reads per query tile
+      backend->run_reference();
+
+      const std::vector<std::string> tensors =
+          pass == Pass::fwd ? std::vector<std::string>{"O", "LSE"}
+                            : std::vector<std::string>{"O", "LSE", "dQ", "dK", "dV"};
+      const double factor =
+          tolerance_factor(t, c.seq, c.head_dim, c.heads / c.kv_heads) * unit_roundoff(t);
+      auto tol = [&](const std::string& name) {
+        return factor * magnitude(values(*backend->kept_output("reference", name)));
+      };
+      for (const char* k : {"naive", "flash"}) {
+        const ErrorReport r = backend->compare(k, "reference");
+        INFO(k);
+        REQUIRE(r.nonfinite == 0);
+        REQUIRE(r.rows_compared == std::int64_t(c.batch) * c.heads * c.seq);
+        REQUIRE(r.max_abs.size() == tensors.size());
+        for (const auto& name : tensors) CHECK(error_of(r, name) <= tol(name));
+        // magnitude: max |reference| over the compared elements, per tensor.
+        REQUIRE(r.magnitude.size() == tensors.size());
+        for (const auto& [name, m] : r.magnitude) {
+          const std::vector<double> ref = values(*backend->kept_output("reference", name));
+          double expected = 0;
+          for (double x : ref) expected = std::max(expected, std::abs(x));
+          CHECK(m == expected);
+        }
+      }
+      const ErrorReport between = backend->compare("flash", "naive");
+      REQUIRE(between.max_abs.size() == tensors.size());
+      for (const auto& name : tensors) CHECK(error_of(between, name) <= 2 * tol(name));
+    }
+  }
+  backend->release();
+  REQUIRE(backend->tracker().current() == 0);
+}
+
+TEST_CASE("cpu backend: peak memory is measured above what is already held", "[cpu]") {
+  auto backend = make_cpu_backend(BackendOptions{kTestThreads, {}});
+  backend->prepare(small_case(Dtype::fp32, Pass::fwd, 256), 1);
+  const KernelRun first = backend->run(kernel("flash"), 0, 1);
+  backend->run(kernel("naive"), 0, 1);  // its kept outputs stay held
+  const KernelRun again = backend->run(kernel("flash"), 0, 1);
+  REQUIRE(again.peak_bytes == first.peak_bytes);
+}
+
+TEST_CASE("cpu backend: an unwritten (poisoned) output element is caught", "[cpu]") {
+  auto backend = make_cpu_backend(BackendOptions{kTestThreads, {}});
+  for (Dtype t : kAllDtypes) {
+    backend->prepare(small_case(t, Pass::bwd), 3);
+    backend->run(kernel("flash"), 0, 1);
+    backend->run_reference();
+    REQUIRE(backend->compare("flash", "reference").nonfinite == 0);
+    for (const char* tensor : {"O", "LSE", "dK"}) {
+      // Fresh outputs, then poison planted where a kernel that skipped one element would have
+      // left it.
+      backend->run(kernel("flash"), 0, 1);
+      const TensorView v = *backend->kept_output("flash", tensor);
+      poison(static_cast<std::byte*>(v.data) + (v.count - 1) * dtype_bytes(v.dtype), v.dtype, 1);
+      const ErrorReport r = backend->compare("flash", "reference");
+      INFO(to_string(t) << " " << tensor);
+      REQUIRE(r.nonfinite == 1);
+      REQUIRE(std::isinf(error_of(r, tensor)));
+      REQUIRE(std::isinf(r.worst()));
+    }
+  }
+  // poison() writes NaN in every dtype.
+  for (Dtype t : kAllDtypes) {
+    std::vector<std::byte> buf(4 * dtype_bytes(t));
+    poison(buf.data(), t, 4);
+    REQUIRE(std::isnan(values(TensorView{buf.data(), t, 4})[3]));
+  }
+}
+
+TEST_CASE("cpu backend: large cases compare a sample of rows", "[cpu]") {
+  // Budgets lowered so a small case samples: 64 rows' worth of work per tensor.
+  BackendOptions options{kTestThreads, {}};
+  const Case c = small_case(Dtype::fp32, Pass::bwd, 300);
+  const double work = double(c.batch) * c.heads * c.seq * c.seq * c.head_dim;
+  options.reference_work = work / c.seq * 64;
+  options.stats_work = work;
+  auto backend = make_cpu_backend(options);
+  backend->prepare(c, 8);
+  backend->run(kernel("flash"), 0, 1);
+  backend->run_reference();
+  const ErrorReport r = backend->compare("flash", "reference");
+  REQUIRE(r.rows_compared == std::int64_t(c.batch) * c.heads * 64);
+  REQUIRE(r.max_abs.size() == 5);
+  REQUIRE(r.nonfinite == 0);
+  const double factor = tolerance_factor(c.dtype, c.seq, c.head_dim, 2) * unit_roundoff(c.dtype);
+  for (const auto& [name, e] : r.max_abs)
+    CHECK(e <= factor * magnitude(values(*backend->kept_output("reference", name))));
+
+  // Past the statistics budget dK and dV are left out.
+  options.stats_work = work / 2;
+  auto lean = make_cpu_backend(options);
+  lean->prepare(c, 8);
+  lean->run(kernel("naive"), 0, 1);
+  lean->run_reference();
+  const ErrorReport r2 = lean->compare("naive", "reference");
+  REQUIRE(r2.max_abs.size() == 3);
+  for (const auto& [name, e] : r2.max_abs)
+    CHECK(e <= factor * magnitude(values(*lean->kept_output("reference", name))));
+}
+
+TEST_CASE("cpu backend: failures become BackendError with a reason", "[cpu]") {
+  BackendOptions options{kTestThreads, {}};
+  const Case c = small_case(Dtype::fp32, Pass::fwd, 512);
+  options.memory_limit = naive_matrix_bytes(c.params()) / 2;
+  auto backend = make_cpu_backend(options);
+  REQUIRE_THROWS_AS(backend->run(kernel("naive"), 0, 1), BackendError);  // before prepare
+  backend->prepare(c, 1);
+  REQUIRE(contains(thrown_message([&] { backend->run(kernel("naive"), 0, 1); }), "bytes"));
+  REQUIRE_THROWS_AS(backend->run(kernel("naive"), 0, 1), BackendError);
+  REQUIRE(backend->tracker().current() == 0);  // nothing leaked on the way out
+  backend->run(kernel("flash"), 0, 1);         // fits
+  REQUIRE_THROWS_AS(backend->compare("flash", "nonsense"), BackendError);
+  REQUIRE_THROWS_AS(backend->compare("naive", "flash"), BackendError);  // naive never ran
+  REQUIRE_THROWS_AS(backend->run(kernel("flash"), 0, 0), BackendError);
+
+  // check_fits: a naive case far beyond any memory is refused with the bytes; flash is not.
+  Case huge = c;
+  huge.heads = 64;
+  huge.kv_heads = 64;
+  huge.seq = 1 << 20;
+  huge.head_dim = 64;
+  const auto reason = backend->check_fits(huge, kernel("naive"));
+  REQUIRE(reason.has_value());
+  REQUIRE(contains(*reason, "GiB"));
+  REQUIRE(contains(*reason, "N x N"));
+  REQUIRE_FALSE(backend->check_fits(c, kernel("naive")).has_value());
+  REQUIRE_FALSE(backend->check_fits(c, kernel("flash")).has_value());
+}

@@ -1,0 +1,446 @@
+// GPU tests [gpu]: the CUDA backend, the naive/flash/reference kernels, and the utilities around them.
+// Run by gpu_main.cpp, which exits 77 (skipped) when no CUDA device is visible.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention.h"
+#include "backend/backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_resources.h"
+#include "catch.h"
+#include "registry.h"
+#include "runner.h"
+
+namespace {
+
+using namespace fb;
+
+constexpr std::uint64_t kSeed = 20240611;
+constexpr int kWarmup = 1;
+constexpr int kReps = 2;
+
+// One backend for the whole binary: creating a context, stream and cuBLAS handle per test costs more
+// than the tests themselves. Each test prepares its own case.
+CudaBackend& gpu() {
+  static CudaBackend backend(0);
+  return backend;
+}
+
+const KernelInfo& kernel(const char* name) {
+  const KernelInfo* k = find_kernel(name);
+  REQUIRE(k != nullptr);
+  return *k;
+}
+
+double error_of(const ErrorReport& r, const std::string& tensor) {
+  for (const auto& [name, e] : r.max_abs)
+    if (name == tensor) return e;
+  FAIL("no error reported for " << tensor);
+  return 0;
+}
+
+std::vector<std::string> tensors_of(Pass p) {
+  if (p == Pass::fwd) return {"O", "LSE"};
+  return {"O", "LSE", "dQ", "dK", "dV"};
+}
+
+Case make_case(int batch, int heads, int kv_heads, int seq, int dim, Dtype t, bool causal, Pass pass) {
+  Case c;
+  c.batch = batch;
+  c.heads = heads;
+  c.kv_heads = kv_heads;
+  c.seq = seq;
+  c.head_dim = dim;
+  c.dtype = t;
+  c.causal = causal;
+  c.pass = pass;
+  return c;
+}
+
+// Odd sequence lengths (1, primes, one past a power of two) and a long one; head dims, causal masking
+// and GQA rotate through them so every dtype meets each of them more than once.
+std::vector<Case> accuracy_cases() {
+  const int seqs[] = {1, 17, 97, 1000, 1025, 4096};
+  const Dtype dtypes[] = {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16};
+  struct Heads {
+    int heads, kv_heads;
+  };
+  const Heads head_layouts[] = {{4, 1}, {4, 2}, {2, 2}};  // MQA, GQA, MHA
+  constexpr int kHeadDims[] = {64, 128};
+  std::vector<Case> cases;
+  int i = 0;
+  for (Dtype t : dtypes) {
+    for (int n : seqs) {
+      const Heads h = head_layouts[i % 3];
+      const int batch = i % 5 == 0 ? 2 : 1;
+      const int dim = kHeadDims[i % 2];
+      const bool causal = (i / 2) % 2 == 1;
+      cases.push_back(make_case(batch, h.heads, h.kv_heads, n, dim, t, causal, Pass::fwd));
+      // Backward on the shorter lengths and one long low-precision case.
+      if (n != 4096 || t == Dtype::bf16)
+        cases.push_back(make_case(batch, h.heads, h.kv_heads, n, dim, t, !causal, Pass::bwd));
+      ++i;
+    }
+  }
+  // Forward and backward timed together, once per low-precision dtype.
+  cases.push_back(make_case(1, 4, 2, 1025, 64, Dtype::bf16, true, Pass::fwd_bwd));
+  cases.push_back(make_case(1, 4, 4, 97, 128, Dtype::fp16, false, Pass::fwd_bwd));
+  return cases;
+}
+
+Record ok_record(const Case& c, const std::string& name) {
+  Record r;
+  r.c = c;
+  r.kernel = name;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference",
+          "[gpu]") {
+  CudaBackend& b = gpu();
+  for (const Case& c : accuracy_cases()) {
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    std::vector<Record> records;
+    for (const char* name : {"naive", "flash"}) {
+      const KernelInfo& k = kernel(name);
+      // Every kernel in the registry must run these shapes (head dims 64/128) on the GPU.
+      const auto why = b.check_fits(c, k);
+      INFO(name << ": " << why.value_or("fits"));
+      REQUIRE_FALSE(why.has_value());
+      const KernelRun run = b.run(k, 0, 1);
+      REQUIRE(run.times_ms.size() == 1);
+      records.push_back(ok_record(c, name));
+    }
+    verify_case(b, records);  // the runner's own rule: runs the reference and compares
+
+    const ErrorReport naive = b.compare("naive", "reference");
+    const ErrorReport flash = b.compare("flash", "reference");
+    CHECK(naive.nonfinite == 0);
+    CHECK(flash.nonfinite == 0);
+    for (const std::string& t : tensors_of(c.pass)) {
+      INFO(t << ": err(naive) = " << error_of(naive, t) << ", err(flash) = " << error_of(flash, t));
+      CHECK(error_of(naive, t) <= dtype_tolerance(c.dtype));
+    }
+    for (const Record& r : records) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+    }
+    b.release();
+  }
+}
+
+TEST_CASE("the fp64 naive path and reference agree to fp64 rounding, gradients included", "[gpu]") {
+  // Two unrelated fp64 computations (cuBLAS + row kernels vs the tiled reference kernels) of the same
+  // function: their agreement far below any low-precision error checks both, GQA sums included.
+  constexpr double kFp64Agreement = 1e-11;
+  CudaBackend& b = gpu();
+  for (bool causal : {false, true}) {
+    const Case c = make_case(2, 6, 2, 131, 64, Dtype::fp64, causal, Pass::fwd_bwd);
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    b.run(kernel("naive"), 0, 1);
+    b.run_reference();
+    const ErrorReport e = b.compare("naive", "reference");
+    REQUIRE(e.nonfinite == 0);
+    for (const std::string& t : tensors_of(c.pass)) {
+      INFO(t << ": " << error_of(e, t));
+      CHECK(error_of(e, t) <= kFp64Agreement);
+    }
+    b.release();
+  }
+}
+
+// ---- a direct host computation of the same attention, for the reference itself ----
+namespace {
+
+struct HostGrads {
+  std::vector<double> o, lse, dq, dk, dv;
+};
+
+// Textbook attention and its gradients, in fp64 on the host (small shapes only).
+HostGrads host_attention(const Case& c, const std::vector<double>& q, const std::vector<double>& k,
+                         const std::vector<double>& v, const std::vector<double>& dout) {
+  const int n = c.seq, d = c.head_dim, g = c.heads / c.kv_heads;
+  const double scale = 1.0 / std::sqrt(double(d));
+  HostGrads r;
+  r.o.assign(q.size(), 0);
+  r.lse.assign(std::size_t(c.batch) * c.heads * n, 0);
+  r.dq.assign(q.size(), 0);
+  r.dk.assign(k.size(), 0);
+  r.dv.assign(v.size(), 0);
+  std::vector<double> p(n), dp(n);
+  for (int b = 0; b < c.batch; ++b)
+    for (int h = 0; h < c.heads; ++h) {
+      const std::size_t qh = (std::size_t(b) * c.heads + h) * n * d;
+      const std::size_t kh = (std::size_t(b) * c.kv_heads + h / g) * n * d;
+      for (int i = 0; i < n; ++i) {
+        const int keys = c.causal ? i + 1 : n;
+        double m = -std::numeric_limits<double>::infinity();
+        for (int j = 0; j < keys; ++j) {
+          double s = 0;
+          for (int x = 0; x < d; ++x) s += q[qh + i * d + x] * k[kh + j * d + x];
+          p[j] = s * scale;
+          m = std::max(m, p[j]);
+        }
+        double l = 0;
+        for (int j = 0; j < keys; ++j) l += (p[j] = std::exp(p[j] - m));
+        for (int j = 0; j < keys; ++j) p[j] /= l;
+        r.lse[(std::size_t(b) * c.heads + h) * n + i] = m + std::log(l);
+        for (int j = 0; j < keys; ++j)
+          for (int x = 0; x < d; ++x) r.o[qh + i * d + x] += p[j] * v[kh + j * d + x];
+        // Backward: D = dO.O, dS = P (dP - D).
+        double dd = 0;
+        for (int x = 0; x < d; ++x) dd += dout[qh + i * d + x] * r.o[qh + i * d + x];
+        for (int j = 0; j < keys; ++j) {
+          dp[j] = 0;
+          for (int x = 0; x < d; ++x) dp[j] += dout[qh + i * d + x] * v[kh + j * d + x];
+          const double ds = p[j] * (dp[j] - dd);
+          for (int x = 0; x < d; ++x) {
+            r.dq[qh + i * d + x] += scale * ds * k[kh + j * d + x];
+            r.dk[kh + j * d + x] += scale * ds * q[qh + i * d + x];
+            r.dv[kh + j * d + x] += p[j] * dout[qh + i * d + x];
+          }
+        }
+      }
+    }
+  return r;
+}
+
+struct Device {
+  void* p = nullptr;
+  explicit Device(std::size_t bytes) { FB_CUDA_CHECK(cudaMalloc(&p, bytes)); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  ~Device() { FB_CUDA_CHECK_NOTHROW(cudaFree(p)); }
+  double* d() const { return static_cast<double*>(p); }
+};
+
+std::vector<double> to_host(const Device& b, std::size_t n) {
+  std::vector<double> h(n);
+  FB_CUDA_CHECK(cudaMemcpy(h.data(), b.p, n * sizeof(double), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double e = std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i]));
+    if (!(e <= worst)) worst = e;  // NaN wins
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("the fp64 reference matches a host computation, gradients included", "[gpu]") {
+  constexpr double kHostAgreement = 1e-12;  // relative to max(1, |value|): fp64 rounding over d, N terms
+  for (bool causal : {false, true}) {
+    const Case c = make_case(1, 4, 2, 33, 64, Dtype::fp64, causal, Pass::fwd_bwd);
+    INFO("case " << c.key());
+    AttentionParams p = c.params();
+    const std::size_t nq = std::size_t(p.q_elems()), nkv = std::size_t(p.kv_elems()), rows = std::size_t(p.rows());
+    Device q(nq * 8), k(nkv * 8), v(nkv * 8), dout(nq * 8);
+    const cuda::Context ctx{};  // the default stream; the reference needs no cuBLAS handle
+    cuda::fill_normal(q.p, Dtype::fp64, p.q_elems(), kSeed, 0, ctx);
+    cuda::fill_normal(k.p, Dtype::fp64, p.kv_elems(), kSeed, 1, ctx);
+    cuda::fill_normal(v.p, Dtype::fp64, p.kv_elems(), kSeed, 2, ctx);
+    cuda::fill_normal(dout.p, Dtype::fp64, p.q_elems(), kSeed, 3, ctx);
+    FB_CUDA_CHECK(cudaDeviceSynchronize());
+    const HostGrads want =
+        host_attention(c, to_host(q, nq), to_host(k, nkv), to_host(v, nkv), to_host(dout, nq));
+
+    Device o(nq * 8), lse(rows * 8), dq(nq * 8), dk(nkv * 8), dv(nkv * 8);
+    Device ws(std::max<std::size_t>(8, cuda::workspace_bytes(Algo::reference, Pass::bwd, p)));
+    p.q = q.p, p.k = k.p, p.v = v.p, p.dout = dout.p;
+    p.o = o.p, p.lse = lse.p, p.dq = dq.p, p.dk = dk.p, p.dv = dv.p, p.workspace = ws.p;
+    cuda::forward(Algo::reference, p, ctx);
+    cuda::backward(Algo::reference, p, ctx);
+    FB_CUDA_CHECK(cudaDeviceSynchronize());
+    CHECK(max_rel_diff(to_host(o, nq), want.o) <= kHostAgreement);
+    CHECK(max_rel_diff(to_host(lse, rows), want.lse) <= kHostAgreement);
+    CHECK(max_rel_diff(to_host(dq, nq), want.dq) <= kHostAgreement);
+    CHECK(max_rel_diff(to_host(dk, nkv), want.dk) <= kHostAgreement);
+    CHECK(max_rel_diff(to_host(dv, nkv), want.dv) <= kHostAgreement);
+  }
+}
+
+TEST_CASE("outputs a run leaves unwritten are caught as non-finite", "[gpu]") {
+  CudaBackend& b = gpu();
+  SECTION("through the backend: a run with no reps leaves the poison in place") {
+    const Case c = make_case(1, 2, 2, 64, 64, Dtype::bf16, false, Pass::fwd);
+    b.prepare(c, kSeed);
+    b.run(kernel("naive"), 0, 0);  // poison only: nothing runs
+    b.run_reference();
+    const ErrorReport e = b.compare("naive", "reference");
+    const AttentionParams p = c.params();
+    CHECK(e.nonfinite == p.q_elems() + p.rows());  // every element of O and LSE
+    CHECK(std::isinf(e.worst()));
+    std::vector<Record> records{ok_record(c, "naive")};
+    verify_case(b, records);
+    REQUIRE(records[0].verified.has_value());
+    CHECK_FALSE(*records[0].verified);
+    b.release();
+  }
+  SECTION("at the comparison: a half-written buffer of every dtype") {
+    constexpr std::int64_t kElems = 1000;
+    const cuda::Context ctx{};
+    Device ref(kElems * sizeof(double));
+    cuda::fill_normal(ref.p, Dtype::fp64, kElems, kSeed, 0, ctx);
+    for (Dtype t : {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16}) {
+      INFO("dtype " << to_string(t));
+      Device a(kElems * dtype_bytes(t));
+      FB_CUDA_CHECK(cudaMemset(a.p, cuda::kPoisonByte, kElems * dtype_bytes(t)));
+      cuda::Diff d = cuda::max_abs_diff(a.p, t, ref.d(), kElems, ctx);
+      CHECK(d.nonfinite == kElems);
+      // Write the first half (the same values the reference holds, rounded to t).
+      cuda::fill_normal(a.p, t, kElems / 2, kSeed, 0, ctx);
+      d = cuda::max_abs_diff(a.p, t, ref.d(), kElems, ctx);
+      CHECK(d.nonfinite == kElems - kElems / 2);
+      CHECK(std::isfinite(d.max_abs));
+      // Typed comparison counts the same elements.
+      d = cuda::max_abs_diff_typed(a.p, t, a.p, t, kElems, ctx);
+      CHECK(d.nonfinite == kElems - kElems / 2);
+      CHECK(d.max_abs == 0.0);
+    }
+  }
+}
+
+TEST_CASE("fill_normal is deterministic, seeded and standard normal", "[gpu]") {
+  constexpr std::int64_t kElems = std::int64_t(1) << 20;
+  const cuda::Context ctx{};
+  Device a(kElems * 8), b(kElems * 8), c64(kElems * 8);
+  cuda::fill_normal(a.p, Dtype::fp32, kElems, kSeed, 0, ctx);
+  cuda::fill_normal(b.p, Dtype::fp32, kElems, kSeed, 0, ctx);
+  cuda::Diff same = cuda::max_abs_diff_typed(a.p, Dtype::fp32, b.p, Dtype::fp32, kElems, ctx);
+  CHECK(same.max_abs == 0.0);
+  CHECK(same.nonfinite == 0);
+
+  cuda::fill_normal(b.p, Dtype::fp32, kElems, kSeed + 1, 0, ctx);
+  CHECK(cuda::max_abs_diff_typed(a.p, Dtype::fp32, b.p, Dtype::fp32, kElems, ctx).max_abs > 1.0);
+  cuda::fill_normal(b.p, Dtype::fp32, kElems, kSeed, 1, ctx);
+  CHECK(cuda::max_abs_diff_typed(a.p, Dtype::fp32, b.p, Dtype::fp32, kElems, ctx).max_abs > 1.0);
+
+  // The same draw in every dtype: bf16 is the fp64 value rounded (8 significant bits).
+  cuda::fill_normal(c64.p, Dtype::fp64, kElems, kSeed, 0, ctx);
+  cuda::fill_normal(b.p, Dtype::bf16, kElems, kSeed, 0, ctx);
+  // Half a bf16 ulp for |x| < 8 (2^20 normal draws stay well inside that).
+  constexpr double kBf16HalfUlpBelow8 = 0x1p-6;
+  CHECK(cuda::max_abs_diff(b.p, Dtype::bf16, c64.d(), kElems, ctx).max_abs <= kBf16HalfUlpBelow8);
+
+  std::vector<float> h(kElems);
+  FB_CUDA_CHECK(cudaMemcpy(h.data(), a.p, kElems * sizeof(float), cudaMemcpyDeviceToHost));
+  double sum = 0, sq = 0;
+  std::int64_t zeros = 0;
+  for (float x : h) {
+    sum += x;
+    sq += double(x) * x;
+    zeros += x == 0.0f;
+  }
+  const double mean = sum / kElems, var = sq / kElems - mean * mean;
+  // Standard errors: 1/sqrt(n) ~ 1e-3 for the mean, sqrt(2/n) ~ 1.4e-3 for the variance; 6 sigma.
+  CHECK(std::abs(mean) < 6e-3);
+  CHECK(std::abs(var - 1.0) < 9e-3);
+  CHECK(zeros == 0);
+}
+
+TEST_CASE("the tracking allocator's peak is each kernel's own buffers", "[gpu]") {
+  CudaBackend& b = gpu();
+  for (Pass pass : {Pass::fwd, Pass::bwd}) {
+    // seq a multiple of 8: S and P rows need no padding, so the N x N model is exact.
+    const Case c = make_case(1, 4, 2, 1024, 64, Dtype::bf16, false, pass);
+    INFO("case " << c.key());
+    const AttentionParams p = c.params();
+    const std::uint64_t e = dtype_bytes(c.dtype);
+    std::uint64_t outputs = p.q_elems() * e + p.rows() * sizeof(float);
+    if (pass != Pass::fwd) outputs += p.q_elems() * e + 2 * p.kv_elems() * e;
+    const std::uint64_t nn = std::uint64_t(c.batch) * c.heads * c.seq * c.seq * e;  // one N x N array
+
+    b.prepare(c, kSeed);
+    const std::uint64_t inputs = b.tracked_bytes();
+    CHECK(inputs == input_bytes(c));
+
+    const KernelRun naive = b.run(kernel("naive"), kWarmup, kReps);
+    CHECK(naive.peak_bytes == outputs + 2 * nn);  // S and P (dP/dS reuse S's buffer)
+
+    const KernelRun flash = b.run(kernel("flash"), kWarmup, kReps);
+    const std::uint64_t flash_ws = cuda::workspace_bytes(Algo::flash, pass, p);
+    CHECK(flash.peak_bytes == outputs + flash_ws);
+    CHECK(flash_ws < nn);  // nothing N x N
+    b.release();
+    CHECK(b.tracked_bytes() == 0);
+  }
+}
+
+TEST_CASE("a case too large for the device is refused by check_fits and the next case still runs",
+          "[gpu]") {
+  CudaBackend& b = gpu();
+  // Inputs of 1.5 GiB, but naive's S and P would be 2 x 64 x 65536^2 x 2 bytes = 1 TiB.
+  const Case big = make_case(1, 64, 64, 65536, 64, Dtype::bf16, false, Pass::fwd);
+  b.prepare(big, kSeed);
+  const auto why = b.check_fits(big, kernel("naive"));
+  REQUIRE(why.has_value());
+  CHECK(why->find("bytes") != std::string::npos);
+  CHECK_FALSE(b.check_fits(big, kernel("flash")).has_value());  // O and LSE fit
+
+  // Run anyway: the allocation fails, the error names it, and nothing stays allocated.
+  const std::uint64_t held = b.tracked_bytes();
+  REQUIRE_THROWS_AS(b.run(kernel("naive"), 0, 1), BackendError);
+  CHECK(b.tracked_bytes() == held);
+  b.release();
+
+  const Case small = make_case(1, 2, 2, 256, 64, Dtype::bf16, true, Pass::fwd);
+  b.prepare(small, kSeed);
+  REQUIRE_FALSE(b.check_fits(small, kernel("naive")).has_value());
+  const KernelRun run = b.run(kernel("naive"), kWarmup, kReps);
+  CHECK(run.times_ms.size() == std::size_t(kReps));
+  b.run_reference();
+  CHECK(b.compare("naive", "reference").worst() <= dtype_tolerance(Dtype::bf16));
+  b.release();
+}
+
+TEST_CASE("naive's long-row softmax (rows beyond registers) is exact too", "[gpu]") {
+  // 33000 bf16 columns exceed what the one-pass kernel holds in registers (32768): the looped
+  // two-read path runs. One head keeps S and P at 2 x 2.2 GB and the fp64 reference at seconds.
+  CudaBackend& b = gpu();
+  const Case c = make_case(1, 1, 1, 33000, 64, Dtype::bf16, true, Pass::fwd);
+  b.prepare(c, kSeed);
+  b.run(kernel("naive"), 0, 1);
+  b.run_reference();
+  const ErrorReport e = b.compare("naive", "reference");
+  CHECK(e.nonfinite == 0);
+  CHECK(e.worst() <= dtype_tolerance(Dtype::bf16));
+  b.release();
+}
+
+TEST_CASE("timed runs report every rep; device and settings describe the GPU", "[gpu]") {
+  CudaBackend& b = gpu();
+  const Case c = make_case(1, 4, 4, 512, 128, Dtype::fp16, false, Pass::fwd_bwd);
+  b.prepare(c, kSeed);
+  constexpr int kMoreReps = 5;
+  const KernelRun run = b.run(kernel("naive"), kWarmup, kMoreReps);
+  REQUIRE(run.times_ms.size() == std::size_t(kMoreReps));
+  for (double t : run.times_ms) CHECK(t > 0);
+  b.release();
+
+  const nlohmann::json dev = b.device();
+  CHECK(dev.at("name").get<std::string>().size() > 0);
+  CHECK(dev.at("sm_count").get<int>() > 0);
+  CHECK(dev.at("memory").at("total_bytes").get<std::uint64_t>() > 0);
+  CHECK(dev.at("clocks").contains("sm_mhz"));
+  CHECK(dev.at("l2_bytes").get<std::int64_t>() > 0);
+  const nlohmann::json s = b.settings();
+  CHECK(s.at("timer") == "cuda events");
+  CHECK(s.at("l2_flush") == true);
+  CHECK(s.at("l2_flush_bytes").get<std::uint64_t>() >= 2 * dev.at("l2_bytes").get<std::uint64_t>());
+}

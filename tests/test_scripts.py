@@ -1,0 +1,771 @@
+#!/usr/bin/env python3
+"""Tests of scripts/: plot.py, peers.py (its torch-free parts), ncu_bytes.py (CSV parsing), sanitize.sh,
+and the spec/results readers they share. Plain unittest: `python3 tests/test_scripts.py`.
+
+Needs matplotlib (scripts/requirements.txt) for the plot tests; without it the other tests still run and
+the exit status is 77 (ctest: skipped) if they pass. PyTorch, ncu and compute-sanitizer are never
+needed: peers.py is tested up to the point where it imports torch, and the GPU tools are stand-ins.
+When FLASHBENCH_EXE names a built flashbench, a tiny CPU sweep checks that the Python spec expansion
+matches flashbench's and that plot.py reads what flashbench writes.
+
+Exit status: 0 all passed, 1 a test failed, 77 matplotlib missing (and nothing else failed).
+"""
+
+import importlib.util
+import json
+import math
+import os
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = os.path.join(ROOT, "scripts")
+RESULTS_FIXTURES = os.path.join(ROOT, "tests", "data", "results")
+PLOT_FIXTURES = os.path.join(ROOT, "tests", "data", "plots")
+sys.path.insert(0, SCRIPTS)
+
+import fbresults  # noqa: E402
+import fbspec  # noqa: E402
+import ncu_bytes  # noqa: E402
+import peers  # noqa: E402
+
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+if HAVE_MATPLOTLIB:
+    import plot  # noqa: E402
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+EXIT_SKIP = 77
+FLASHBENCH_EXE = os.environ.get("FLASHBENCH_EXE", "")
+
+
+def run_script(name, *args, env=None, cwd=None):
+    return subprocess.run([sys.executable, os.path.join(SCRIPTS, name), *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def png_size(path):
+    """(width, height) from a PNG's IHDR chunk; AssertionError if the file is not a PNG."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == PNG_SIGNATURE, f"{path}: not a PNG"
+    assert head[12:16] == b"IHDR", f"{path}: no IHDR chunk first"
+    return struct.unpack(">II", head[16:24])
+
+
+def fixture(*parts):
+    return os.path.join(*parts)
+
+
+# ---------------------------------------------------------------------------------------------------
+# plot.py
+
+
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed (pip install -r scripts/requirements.txt)")
+class PlotCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fb-plot-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def assert_every_figure(self, out, stdout, svg):
+        exts = ("png", "svg") if svg else ("png",)
+        expected = {f"{name}.{ext}" for name in plot.FIGURES for ext in exts}
+        self.assertEqual(set(os.listdir(out)), expected)
+        self.assertEqual({os.path.basename(p) for p in stdout.split()}, expected, "stdout lists the files written")
+        for name in expected:
+            path = os.path.join(out, name)
+            self.assertGreater(os.path.getsize(path), 0, name)
+            if name.endswith(".png"):
+                w, h = png_size(path)
+                self.assertGreater(w, 0, name)
+                self.assertGreater(h, 0, name)
+            else:
+                with open(path) as f:
+                    text = f.read()
+                self.assertIn("<svg", text, name)
+
+    def test_flashbench_and_peers_fixtures_give_every_figure(self):
+        out = os.path.join(self.tmp, "plots")
+        r = run_script("plot.py", fixture(RESULTS_FIXTURES, "base.json"), fixture(PLOT_FIXTURES, "peers.json"),
+                       "-o", out, "--svg", "--ceilings", fixture(PLOT_FIXTURES, "ceilings.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_every_figure(out, r.stdout, svg=True)
+
+    def test_overlapping_files_with_failed_records_plot(self):
+        # Two runs of the same cases (one with a failed record): every kernel appears in both files, so
+        # the lines carry file names, and the failed record is left out.
+        out = os.path.join(self.tmp, "plots")
+        r = run_script("plot.py", fixture(RESULTS_FIXTURES, "failed.json"), fixture(RESULTS_FIXTURES, "missing.json"),
+                       "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_every_figure(out, r.stdout, svg=False)
+
+    def test_figures_without_data_are_left_out_with_a_note(self):
+        # Peers only: no naive to divide by, no byte model: speedup, gbps and roofline have nothing.
+        out = os.path.join(self.tmp, "plots")
+        r = run_script("plot.py", fixture(PLOT_FIXTURES, "peers.json"), "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(set(os.listdir(out)), {"time_vs_n.png", "memory.png", "tflops.png", "error.png"})
+        for name in ("speedup", "gbps", "roofline"):
+            self.assertIn(f"no data for {name}", r.stderr)
+
+    def test_bad_input_exits_2_with_one_message_and_writes_nothing(self):
+        cases = {
+            "bad_major.json": "schema_version: '2.0.0' is not supported",
+            "no_ok.json": "no result with status ok",
+            "bad_field.json": "results[1].time_ms.median: expected a number",
+            "malformed.json": "malformed JSON",
+            "empty.json": "empty file",
+            "does-not-exist.json": "cannot open",
+        }
+        for name, message in cases.items():
+            with self.subTest(input=name):
+                out = os.path.join(self.tmp, "out-" + name)
+                path = fixture(PLOT_FIXTURES, name)
+                r = run_script("plot.py", path, "-o", out)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                lines = r.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, r.stderr)
+                self.assertIn(message, lines[0])
+                if name != "no_ok.json":
+                    self.assertIn(name, lines[0], "the message names the file")
+                self.assertEqual(r.stdout, "")
+                self.assertFalse(os.path.exists(out), "nothing written")
+
+    def test_one_bad_file_among_good_ones_writes_nothing(self):
+        out = os.path.join(self.tmp, "existing")
+        os.mkdir(out)
+        r = run_script("plot.py", fixture(RESULTS_FIXTURES, "base.json"), fixture(PLOT_FIXTURES, "bad_major.json"),
+                       "-o", out)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(os.listdir(out), [])
+
+    def test_output_path_that_is_a_file_is_refused(self):
+        path = os.path.join(self.tmp, "a-file")
+        open(path, "w").close()
+        r = run_script("plot.py", fixture(RESULTS_FIXTURES, "base.json"), "-o", path)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not a folder", r.stderr)
+
+    def test_bad_ceilings_file_is_refused(self):
+        r = run_script("plot.py", fixture(RESULTS_FIXTURES, "base.json"), "-o", os.path.join(self.tmp, "o"),
+                       "--ceilings", fixture(PLOT_FIXTURES, "peers.json"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--ceilings", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "o")))
+
+
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
+class PlotContent(unittest.TestCase):
+    """What the figures hold, read back from the matplotlib objects."""
+
+    @classmethod
+    def setUpClass(cls):
+        rows, ceilings = plot.load_rows([fixture(RESULTS_FIXTURES, "base.json"), fixture(PLOT_FIXTURES, "peers.json")])
+        ceilings = {dev: plot.read_ceilings_file(fixture(PLOT_FIXTURES, "ceilings.json")) for dev in ceilings or
+                    {r["device"] for r in rows}}
+        cls.figs, cls.plt = plot.build_figures(rows, ceilings)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.plt.close("all")
+
+    def labels(self, ax):
+        handles, labels = ax.get_legend_handles_labels()
+        return labels
+
+    def panel(self, fig, title_part):
+        axes = [ax for ax in fig.axes if ax.get_visible() and title_part in ax.get_title()]
+        self.assertTrue(axes, f"no panel titled with {title_part!r}")
+        return axes[0]
+
+    def test_speedup_band_drawn_on_every_panel(self):
+        for ax in (a for a in self.figs["speedup"].axes if a.get_visible()):
+            self.assertIn("seed's claim: 2-4x", self.labels(ax))
+            band = [p for p in ax.patches if p.get_label().startswith("seed's claim")]
+            self.assertEqual(len(band), 1)
+            # A data-space y span over the whole width: its extent in data coordinates is [2, 4].
+            box = band[0].get_path().get_extents(band[0].get_patch_transform())
+            self.assertAlmostEqual(box.y0, plot.SEED_SPEEDUP_BAND[0])
+            self.assertAlmostEqual(box.y1, plot.SEED_SPEEDUP_BAND[1])
+
+    def test_speedup_values_are_naive_over_kernel(self):
+        ax = self.panel(self.figs["speedup"], "bf16  d=128  full  fwd")
+        line = next(l for l in ax.get_lines() if l.get_label() == "flash")
+        with open(fixture(RESULTS_FIXTURES, "base.json")) as f:
+            recs = json.load(f)["results"]
+        t = {(r["kernel"], r["case"]["seq"]): r["time_ms"]["median"] for r in recs
+             if r["key"].endswith("-d128-bf16-full-fwd") and r["case"]["heads"] == 16 and r["status"] == "ok"}
+        for n, s in zip(line.get_xdata(), line.get_ydata()):
+            self.assertAlmostEqual(s, t[("naive", n)] / t[("flash", n)], places=9)
+
+    def test_memory_legend_gives_fitted_slopes(self):
+        ax = self.panel(self.figs["memory"], "bf16  d=128  full  fwd")
+        slopes = {l.split()[0]: float(l.split("slope ")[1]) for l in self.labels(ax)}
+        # Each legend slope is numpy's least-squares line through the ok points of the fixtures.
+        import numpy as np
+        points = {}
+        for path in (fixture(RESULTS_FIXTURES, "base.json"), fixture(PLOT_FIXTURES, "peers.json")):
+            for r in fbresults.load_results(path)["results"]:
+                if (r["status"] == "ok" and r["key"].startswith("b4-h16-kv16-")
+                        and r["key"].endswith("-d128-bf16-full-fwd")):
+                    points.setdefault(r["kernel"], []).append((r["case"]["seq"], r["peak_bytes"]))
+        self.assertEqual(set(slopes), set(points))
+        for kernel, pts in points.items():
+            fit = np.polyfit(np.log([n for n, _ in pts]), np.log([b for _, b in pts]), 1)[0]
+            self.assertAlmostEqual(slopes[kernel], fit, places=2, msg=kernel)
+        # Materialising N x N grows faster than tiling: the fixture's lines say so.
+        self.assertGreater(slopes["naive"], slopes["flash"] + 0.5)
+
+    def test_gemm_ceiling_only_on_tensor_core_dtypes(self):
+        bf16 = self.panel(self.figs["tflops"], "bf16")
+        self.assertIn("measured bf16 GEMM ceiling", self.labels(bf16))
+        fp64 = self.panel(self.figs["tflops"], "fp64")
+        self.assertNotIn("measured bf16 GEMM ceiling", self.labels(fp64))
+        self.assertIn("measured copy ceiling", self.labels(self.panel(self.figs["gbps"], "bf16")))
+
+    def test_tflops_axis_starts_at_zero(self):
+        for ax in (a for a in self.figs["tflops"].axes if a.get_visible()):
+            self.assertEqual(ax.get_ylim()[0], 0)
+
+    def test_nonfinite_and_zero_errors_are_marked_not_dropped(self):
+        bf16 = self.panel(self.figs["error"], "bf16  fwd")
+        self.assertIn("non-finite (inf/nan), off scale", self.labels(bf16))
+        nan_marks = [c for c in bf16.collections if c.get_label().startswith("non-finite")][0]
+        self.assertEqual([x for x, _ in nan_marks.get_offsets()], [8192])
+        fp64 = self.panel(self.figs["error"], "fp64  fwd")
+        zero_marks = [c for c in fp64.collections if c.get_label().startswith("exactly 0")][0]
+        self.assertEqual(sorted(x for x, _ in zero_marks.get_offsets()), [256, 512, 1024])
+        self.assertEqual(fp64.get_yscale(), "log")
+
+    def test_time_panels_are_log_log(self):
+        for ax in (a for a in self.figs["time_vs_n"].axes if a.get_visible()):
+            self.assertEqual((ax.get_xscale(), ax.get_yscale()), ("log", "log"))
+
+
+class PlotHelpers(unittest.TestCase):
+    @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
+    def test_fit_loglog_slope(self):
+        ns = [256, 512, 1024, 4096]
+        self.assertAlmostEqual(plot.fit_loglog_slope(ns, [3 * n * n for n in ns]), 2.0, places=12)
+        self.assertAlmostEqual(plot.fit_loglog_slope(ns, [7 * n + 0.0 for n in ns]), 1.0, places=12)
+        self.assertIsNone(plot.fit_loglog_slope([1024, 1024], [1, 2]), "one distinct N: no slope")
+        self.assertAlmostEqual(plot.fit_loglog_slope([0, 2, 4, 8], [5, 4, 16, math.nan]), 2.0, places=12)
+
+    @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
+    def test_speedups_pair_same_case_same_device_only(self):
+        def row(kernel, key, device, ms):
+            return {"kernel": kernel, "key": key, "device": device, "time_ms": {"median": ms}}
+        rows = [row("naive", "k1", "A", 4.0), row("flash", "k1", "A", 2.0), row("flash", "k1", "B", 1.0),
+                row("flash", "k2", "A", 1.0), row("torch-flash", "k1", "A", 1.0)]
+        got = {(r["kernel"], r["device"], r["key"]): s for r, s in plot.speedups(rows)}
+        self.assertEqual(got, {("flash", "A", "k1"): 2.0, ("torch-flash", "A", "k1"): 4.0})
+
+
+# ---------------------------------------------------------------------------------------------------
+# The results reader (shared by the scripts)
+
+
+def results_doc(records):
+    return {"schema_version": fbresults.SCHEMA_VERSION, "tool": {"name": "t", "version": "0", "git": "x"},
+            "created": "2025-01-01T00:00:00Z", "backend": "torch", "device": {}, "spec": {},
+            "settings": {"warmup": 0, "reps": 1}, "results": records}
+
+
+class ResultsReader(unittest.TestCase):
+
+    def test_every_committed_results_fixture_reads(self):
+        for name in sorted(os.listdir(RESULTS_FIXTURES)):
+            if name.endswith(".json"):
+                with self.subTest(fixture=name):
+                    self.assertTrue(fbresults.load_results(fixture(RESULTS_FIXTURES, name))["results"])
+
+    def test_nonfinite_strings_decode(self):
+        case = {"batch": 1, "heads": 1, "kv_heads": 1, "seq": 8, "head_dim": 32, "dtype": "fp16", "causal": True,
+                "pass": "fwd"}
+        rec = peers.make_record(case, "torch-flash", "ok", times_ms=[1.0], errors={"O": math.nan})
+        doc = fbresults.results_from_json(json.loads(json.dumps(results_doc([rec]))))
+        self.assertEqual(doc["results"][0]["ref_max_abs_err"], math.inf, "NaN anywhere counts as inf")
+        self.assertTrue(math.isnan(fbresults.decode_number("nan", "x")))
+
+    def test_refusals_name_the_field(self):
+        case = {"batch": 1, "heads": 1, "kv_heads": 1, "seq": 8, "head_dim": 32, "dtype": "fp16", "causal": False,
+                "pass": "fwd"}
+        good = peers.make_record(case, "torch-flash", "ok", times_ms=[1.0])
+        bad = [
+            (dict(good, key="b2-h1-kv1-n8-d32-fp16-full-fwd"), "results[0].key"),
+            (dict(good, flops=True), "results[0].flops: expected a number"),
+            (dict(good, status="done"), "results[0].status"),
+            (dict(good, case=dict(case, dtype="fp8")), "results[0].case.dtype"),
+            (dict(good, memory={"peak_bytes": -1}), "results[0].memory.peak_bytes"),
+            ({k: v for k, v in good.items() if k != "errors"}, "results[0].errors: missing"),
+        ]
+        for rec, message in bad:
+            with self.subTest(message=message):
+                with self.assertRaises(fbresults.ResultsError) as cm:
+                    fbresults.results_from_json(results_doc([rec]))
+                self.assertIn(message, str(cm.exception))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The spec mirror (scripts/fbspec.py vs src/spec.cpp)
+
+
+class Spec(unittest.TestCase):
+    BASE = {"seq": [512, 1024], "heads": 4, "head_dim": 64, "dtype": "bf16"}
+
+    def expand(self, **kw):
+        return fbspec.expand_spec(dict(self.BASE, **kw))
+
+    def test_tokens_give_batch_per_seq(self):
+        cases = self.expand(tokens=4096)["cases"]
+        self.assertEqual([(c["batch"], c["seq"]) for c in cases], [(8, 512), (4, 1024)])
+
+    def test_model_dim_gives_heads_per_head_dim(self):
+        spec = {k: v for k, v in self.BASE.items() if k != "heads"}
+        cases = fbspec.expand_spec(dict(spec, batch=1, model_dim=2048, head_dim=[64, 128], seq=1024))["cases"]
+        self.assertEqual([(c["head_dim"], c["heads"], c["kv_heads"]) for c in cases], [(64, 32, 32), (128, 16, 16)])
+        with self.assertRaises(fbspec.SpecError) as cm:
+            fbspec.expand_spec(dict(spec, batch=1, model_dim=2048, head_dim=[96]))
+        self.assertIn("spec.model_dim: 2048 is not a whole number of heads of 96", str(cm.exception))
+        with self.assertRaises(fbspec.SpecError) as cm:
+            self.expand(batch=1, model_dim=2048)
+        self.assertIn("give heads or model_dim, not both", str(cm.exception))
+
+    def test_product_order_and_defaults(self):
+        s = self.expand(batch=[1, 2], kv_heads=[4, 2], dtype=["fp16", "bf16"], causal=[False, True])
+        cases = s["cases"]
+        self.assertEqual(len(cases), 2 * 2 * 2 * 2 * 2)
+        # dtype outermost, then head_dim, causal, pass, batch, heads, kv_heads, seq innermost.
+        self.assertEqual([c["dtype"] for c in cases[:16]], ["fp16"] * 16)
+        self.assertEqual([c["seq"] for c in cases[:4]], [512, 1024, 512, 1024])
+        self.assertEqual([c["kv_heads"] for c in cases[:4]], [4, 4, 2, 2])
+        self.assertEqual([c["batch"] for c in cases[:8]], [1] * 4 + [2] * 4)
+        self.assertEqual((s["warmup"], s["reps"], s["seed"], s["verify"], s["kernels"]), (3, 10, 42, True, None))
+        self.assertTrue(all(c["pass"] == "fwd" for c in cases))
+        default = self.expand(batch=1)["cases"][0]
+        self.assertEqual((default["kv_heads"], default["causal"]), (4, False), "kv_heads defaults to heads")
+
+    def test_refusals_name_the_field(self):
+        bad = [
+            (dict(tokens=1000), "spec.tokens: 1000 tokens is not a whole number of sequences of 512"),
+            (dict(tokens=4096, batch=1), "give batch or tokens, not both"),
+            (dict(), "missing batch"),
+            (dict(batch=1, kv_heads=3), "spec.kv_heads: 3 does not divide"),
+            (dict(batch=1, haeds=2), "unknown key 'haeds'"),
+            (dict(batch=[]), "spec.batch: must list at least one value"),
+            (dict(batch=[1, 1]), "spec.batch[1]: duplicate value 1 (also at spec.batch[0])"),
+            (dict(batch=1, dtype=["bf16", "fp8"]), "spec.dtype[1]: unknown dtype 'fp8'"),
+            (dict(batch=1, reps=0), "spec.reps: must be a positive integer"),
+            (dict(batch=1, seq=[2 ** 40]), "is more than the cap"),
+            (dict(batch=1, seq=[1.5]), "spec.seq[0]: must be a positive integer"),
+            (dict(batch=True), "spec.batch: must be a positive integer, got true"),
+            (dict(batch=1, causal=["yes"]), "spec.causal[0]: must be true or false"),
+            (dict(batch=1, seq=list(range(1, 2000)), heads=list(range(1, 100))), "more than the cap 100000"),
+        ]
+        for kw, message in bad:
+            with self.subTest(message=message):
+                with self.assertRaises(fbspec.SpecError) as cm:
+                    self.expand(**kw)
+                self.assertIn(message, str(cm.exception))
+        with self.assertRaises(fbspec.SpecError) as cm:
+            fbspec.expand_spec({k: v for k, v in dict(self.BASE, batch=1).items() if k != "head_dim"})
+        self.assertIn("spec.head_dim: missing (required)", str(cm.exception))
+
+    def test_committed_configs_expand(self):
+        folder = os.path.join(ROOT, "configs")
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".json") and name != "spec.schema.json":
+                with self.subTest(config=name):
+                    self.assertTrue(fbspec.load_spec(os.path.join(folder, name))["cases"])
+        san = fbspec.load_spec(os.path.join(folder, "sanitize.json"))
+        self.assertEqual({c["dtype"] for c in san["cases"]}, set(fbspec.DTYPES))
+        self.assertEqual({c["pass"] for c in san["cases"]}, {"fwd", "bwd"})
+        self.assertEqual({c["causal"] for c in san["cases"]}, {False, True})
+        self.assertEqual((san["warmup"], san["reps"]), (0, 1))
+
+
+@unittest.skipUnless(FLASHBENCH_EXE and os.access(FLASHBENCH_EXE, os.X_OK), "FLASHBENCH_EXE not set")
+class AgainstFlashbench(unittest.TestCase):
+    """A tiny sweep on flashbench's CPU backend: its cases are the ones fbspec expands to, in the same
+    order, and plot.py reads its results file."""
+
+    def test_cpu_sweep(self):
+        spec = {"seq": [8, 16], "tokens": 32, "heads": 2, "kv_heads": [2, 1], "head_dim": 32, "dtype": "fp32",
+                "causal": [False, True], "kernels": ["naive", "flash"], "warmup": 0, "reps": 2}
+        with tempfile.TemporaryDirectory() as tmp:
+            spec_path, out = os.path.join(tmp, "spec.json"), os.path.join(tmp, "cpu.json")
+            with open(spec_path, "w") as f:
+                json.dump(spec, f)
+            r = subprocess.run([FLASHBENCH_EXE, "run", spec_path, "--backend", "cpu", "-q", "-o", out],
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            doc = fbresults.load_results(out)
+            expected = [fbresults.case_key(c) for c in fbspec.expand_spec(spec)["cases"]]
+            got = list(dict.fromkeys(rec["key"] for rec in doc["results"]))
+            self.assertEqual(got, expected)
+
+            # What peers.py writes, flashbench's own reader takes: merge it with the CPU run.
+            recs = [peers.make_record(c, "torch-flash", "ok", times_ms=[1.0, 1.5], peak_bytes=4096,
+                                      errors={"O": 1e-6}) for c in fbspec.expand_spec(spec)["cases"]]
+            recs.append(peers.make_record(fbspec.expand_spec(spec)["cases"][0], "torch-cudnn", "skipped",
+                                          "No available kernel. Aborting execution."))
+            peer_path, merged = os.path.join(tmp, "peers.json"), os.path.join(tmp, "merged.json")
+            with open(peer_path, "w") as f:
+                json.dump(results_doc(recs), f, allow_nan=False)
+            r = subprocess.run([FLASHBENCH_EXE, "merge", out, peer_path, "--force", "-o", merged],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            kernels = {rec["kernel"] for rec in fbresults.load_results(merged)["results"]}
+            self.assertEqual(kernels, {"naive", "flash", "torch-flash", "torch-cudnn"})
+            if HAVE_MATPLOTLIB:
+                p = run_script("plot.py", merged, "-o", os.path.join(tmp, "plots"))
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("time_vs_n.png", os.listdir(os.path.join(tmp, "plots")))
+
+
+    def test_ncu_bytes_end_to_end_with_a_stand_in_ncu(self):
+        """ncu_bytes.py's plumbing: its one-case specs run in flashbench, the modelled bytes come from the
+        results file, and the stand-in's CSV (the fixtures) is summed per case and kernel. The stand-in
+        runs flashbench on the CPU backend, since this machine has no GPU."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = os.path.join(tmp, "ncu")
+            with open(fake, "w") as f:
+                f.write(textwrap.dedent(f"""\
+                    #!{sys.executable}
+                    import json, subprocess, sys
+                    if sys.argv[1:] == ["--version"]:
+                        print("Version 9999.0 (stand-in)"); sys.exit(0)
+                    cmd = sys.argv[sys.argv.index("--metrics") + 2:]
+                    cmd[cmd.index("--backend") + 1] = "cpu"
+                    r = subprocess.run(cmd)
+                    kernel = json.load(open(cmd[2]))["kernels"][0]
+                    sys.stdout.write(open({PLOT_FIXTURES!r} + f"/ncu_{{kernel}}_fwd.csv").read())
+                    sys.exit(r.returncode)
+                    """))
+            os.chmod(fake, stat.S_IRWXU)
+            spec = os.path.join(tmp, "spec.json")
+            with open(spec, "w") as f:
+                json.dump({"seq": [64, 128], "batch": 1, "heads": 2, "head_dim": 64, "dtype": "bf16"}, f)
+            out = os.path.join(tmp, "ncu.json")
+            r = run_script("ncu_bytes.py", spec, "-o", out, "--ncu", fake, "--flashbench", FLASHBENCH_EXE)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                doc = json.load(f)
+            got = [(m["key"], m["kernel"], m["status"]) for m in doc["measurements"]]
+            self.assertEqual(got, [(k, kern, "ok") for k in ("b1-h2-kv2-n64-d64-bf16-full-fwd",
+                                                             "b1-h2-kv2-n128-d64-bf16-full-fwd")
+                                   for kern in ("naive", "flash")])
+            cpu = {(rec["key"], rec["kernel"]): rec["bytes_moved"] for rec in fbresults.load_results(
+                self.run_cpu(tmp, spec))["results"]}
+            for m in doc["measurements"]:
+                self.assertEqual(m["modelled_bytes"], cpu[(m["key"], m["kernel"])])
+                self.assertAlmostEqual(m["measured_over_modelled"], m["dram_bytes"] / m["modelled_bytes"])
+            self.assertEqual(doc["measurements"][1]["dram_bytes"], 1574912 + 540672, "the flash fixture's sum")
+            self.assertIn("--clock-control none", doc["measurements"][0]["command"])
+            self.assertNotIn(tmp, json.dumps(doc["measurements"]), "no temporary paths in the output")
+
+    def run_cpu(self, tmp, spec):
+        out = os.path.join(tmp, "cpu-bytes.json")
+        subprocess.run([FLASHBENCH_EXE, "run", spec, "--backend", "cpu", "-q", "-o", out], check=True,
+                       capture_output=True, timeout=600)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# peers.py, without torch
+
+
+def fake_torch(folder, body):
+    pkg = os.path.join(folder, "torch")
+    os.makedirs(pkg)
+    with open(os.path.join(pkg, "__init__.py"), "w") as f:
+        f.write(textwrap.dedent(body))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = folder + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+class Peers(unittest.TestCase):
+    SPEC = {"seq": [128, 256], "tokens": 1024, "heads": 4, "kv_heads": [4, 2], "head_dim": 64,
+            "dtype": ["bf16", "fp64"], "pass": ["fwd", "bwd"], "reps": 3}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fb-peers-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.spec = os.path.join(self.tmp, "spec.json")
+        with open(self.spec, "w") as f:
+            json.dump(self.SPEC, f)
+
+    def test_list_expands_the_spec_without_torch(self):
+        env = fake_torch(self.tmp, "raise ImportError('torch hidden by the test')\n")
+        r = run_script("peers.py", self.spec, "--list", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        expected = [fbresults.case_key(c) for c in fbspec.expand_spec(self.SPEC)["cases"]]
+        self.assertEqual(r.stdout.split(), expected)
+        self.assertEqual(len(expected), 2 * 2 * 2 * 2)
+        self.assertIn("b8-h4-kv2-n128-d64-bf16-full-bwd", expected)
+        self.assertIn("b4-h4-kv4-n256-d64-fp64-full-fwd", expected)
+
+    def test_without_torch_exits_2_with_a_message(self):
+        env = fake_torch(self.tmp, "raise ImportError('No module named torch (hidden by the test)')\n")
+        r = run_script("peers.py", self.spec, "-o", os.path.join(self.tmp, "out.json"), env=env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("PyTorch is not installed", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "out.json")))
+
+    def test_without_cuda_exits_2_with_a_message(self):
+        env = fake_torch(self.tmp, """
+            __version__ = "0.0-fake"
+            class cuda:
+                @staticmethod
+                def is_available():
+                    return False
+            """)
+        r = run_script("peers.py", self.spec, env=env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("sees no CUDA device", r.stderr)
+
+    def test_bad_spec_and_arguments_exit_2(self):
+        bad = os.path.join(self.tmp, "bad.json")
+        with open(bad, "w") as f:
+            json.dump(dict(self.SPEC, tokens=1000), f)
+        r = run_script("peers.py", bad, "--list")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("spec.tokens", r.stderr)
+        r = run_script("peers.py", self.spec, "--backends", "flash,xformers", "--list")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown backend 'xformers'", r.stderr)
+        r = run_script("peers.py", self.spec, "-o", os.path.join(self.tmp, "no-such-folder", "x.json"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("does not exist", r.stderr)
+
+    def test_importing_peers_does_not_import_torch(self):
+        env = fake_torch(self.tmp, "raise RuntimeError('peers.py imported torch at module level')\n")
+        r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import peers",
+                            SCRIPTS], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_backend_names(self):
+        self.assertEqual(peers.backend_names(None), list(peers.BACKENDS))
+        self.assertEqual(peers.backend_names("math, flash"), ["torch-flash", "torch-math"], "registry order")
+        self.assertEqual(peers.backend_names("torch-cudnn"), ["torch-cudnn"])
+        with self.assertRaises(ValueError):
+            peers.backend_names(",")
+
+    def test_summarize_matches_record_cpp(self):
+        s = peers.summarize([4.0, 1.0, 3.0, 2.0])
+        self.assertEqual((s["median"], s["min"], s["max"], s["mean"], s["reps"]), (2.5, 1.0, 4.0, 2.5, 4))
+        self.assertAlmostEqual(s["stddev"], math.sqrt(5.0 / 3.0), places=12)  # sample (n - 1) stddev
+        self.assertEqual(peers.summarize([2.0])["stddev"], 0.0)
+        self.assertEqual(peers.summarize([3.0, 1.0, 2.0])["median"], 2.0)
+
+    def test_record_follows_the_schema_and_flop_model(self):
+        case = {"batch": 2, "heads": 8, "kv_heads": 2, "seq": 1024, "head_dim": 128, "dtype": "bf16",
+                "causal": True, "pass": "fwd+bwd"}
+        rec = peers.make_record(case, "torch-cudnn", "ok", times_ms=[2.0, 2.0, 2.0], peak_bytes=1 << 20,
+                                errors={"O": 1e-3, "dQ": 4e-3, "dK": 2e-3, "dV": 3e-3})
+        expected_flops = 4.0 * 2 * 8 * 1024 * 1024 * 128 / 2 * 3.5
+        self.assertEqual(rec["flops"], expected_flops)
+        self.assertAlmostEqual(rec["tflops"], expected_flops / 2e-3 / 1e12)
+        self.assertEqual(rec["ref_max_abs_err"], 4e-3)
+        self.assertEqual(rec["errors"]["dQ"], {"ref": 4e-3})
+        self.assertEqual(rec["key"], "b2-h8-kv2-n1024-d128-bf16-causal-fwd+bwd")
+        skipped = peers.make_record(case, "torch-flash", "skipped", "No available kernel")
+        self.assertEqual((skipped["tflops"], skipped["time_ms"]["reps"], skipped["ref_max_abs_err"]), (0.0, 0, None))
+        doc = results_doc([rec, skipped])
+        fbresults.results_from_json(json.loads(json.dumps(doc, allow_nan=False)))
+
+    def test_math_estimate_and_reference_policy(self):
+        case = {"batch": 1, "heads": 16, "kv_heads": 16, "seq": 4096, "head_dim": 128, "dtype": "bf16",
+                "causal": False, "pass": "fwd"}
+        small, big = peers.math_bytes_estimate(case), peers.math_bytes_estimate(dict(case, seq=8192))
+        self.assertEqual(big, 4 * small, "N x N: doubling N quadruples it")
+        self.assertGreater(peers.math_bytes_estimate(dict(case, **{"pass": "bwd"})), small)
+        self.assertTrue(peers.wants_reference(case, 8192, True))
+        self.assertFalse(peers.wants_reference(dict(case, seq=16384), 8192, True))
+        self.assertFalse(peers.wants_reference(case, 8192, False))
+        self.assertEqual(peers.output_names("bwd"), ["dQ", "dK", "dV"])
+
+    def test_one_line_reasons(self):
+        self.assertEqual(peers.one_line("No available kernel.\n  Aborting   execution."),
+                         "No available kernel. Aborting execution.")
+        self.assertLessEqual(len(peers.one_line("x" * 10000)), peers.MAX_REASON)
+
+
+# ---------------------------------------------------------------------------------------------------
+# ncu_bytes.py
+
+
+class NcuCsv(unittest.TestCase):
+    def parse(self, name):
+        with open(fixture(PLOT_FIXTURES, name)) as f:
+            return ncu_bytes.parse_ncu_csv(f.read())
+
+    def test_naive_fixture(self):
+        launches = self.parse("ncu_naive_fwd.csv")
+        self.assertEqual([l["id"] for l in launches], list(range(6)))
+        self.assertEqual([ncu_bytes.family_of(l["kernel"]) for l in launches],
+                         ["setup"] * 3 + ["gemm", "softmax", "gemm"])
+        s = ncu_bytes.summarize_launches(launches)
+        # The fixture's counted launches: QK^T GEMM, softmax, PV GEMM (grouped thousands in the CSV).
+        self.assertEqual(s["dram_read_bytes"], 1050624 + 8389632 + 8913920)
+        self.assertEqual(s["dram_write_bytes"], 8388608 + 8404992 + 524288)
+        self.assertEqual(s["families"]["gemm"]["launches"], 2)
+        self.assertEqual(s["families"]["setup"]["write_bytes"], 3 * 524288, "listed, not counted")
+
+    def test_flash_fixture(self):
+        s = ncu_bytes.summarize_launches(self.parse("ncu_flash_fwd.csv"))
+        self.assertEqual(list(k for k in s["families"] if k not in ncu_bytes.NOT_COUNTED), ["flash"])
+        self.assertEqual(s["dram_bytes"], 1574912 + 540672)
+        flash = [k for k in s["kernels"] if k["family"] == "flash"]
+        self.assertEqual(len(flash), 1)
+        self.assertIn("FwdTraits<__nv_bfloat16, 64, 128, 64, 4>", flash[0]["name"], "commas inside quotes kept")
+
+    def test_units_and_values(self):
+        self.assertEqual(ncu_bytes.parse_value("1.5", "Mbyte", "x"), 1.5e6)
+        self.assertEqual(ncu_bytes.parse_value("2", "KiB", "x"), 2048)
+        self.assertEqual(ncu_bytes.parse_value("12,582,912", "byte", "x"), 12582912)
+        for value, unit in (("n/a", "byte"), ("1,5", "byte"), ("3", "cycle")):
+            with self.subTest(value=value, unit=unit), self.assertRaises(ncu_bytes.NcuCsvError):
+                ncu_bytes.parse_value(value, unit, "x")
+
+    def test_malformed_output(self):
+        with self.assertRaises(ncu_bytes.NcuCsvError) as cm:
+            ncu_bytes.parse_ncu_csv("==PROF== Connected to process 1\n==PROF== Disconnected from process 1\n")
+        self.assertIn("no CSV table", str(cm.exception))
+        header = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+        only_read = header + '"0","k","dram__bytes_read.sum","byte","10"\n'
+        with self.assertRaises(ncu_bytes.NcuCsvError) as cm:
+            ncu_bytes.parse_ncu_csv(only_read)
+        self.assertIn("dram__bytes_write.sum", str(cm.exception))
+        with self.assertRaises(ncu_bytes.NcuCsvError) as cm:
+            ncu_bytes.parse_ncu_csv('"ID","Kernel Name","Metric Value"\n"0","k","1"\n')
+        self.assertIn("Metric Name", str(cm.exception))
+        minimal = only_read + '"0","k","dram__bytes_write.sum","byte","5"\n"0","k","other__metric","x","9"\n'
+        self.assertEqual(ncu_bytes.parse_ncu_csv(minimal)[0]["metrics"],
+                         {"dram__bytes_read.sum": 10.0, "dram__bytes_write.sum": 5.0})
+
+    def test_one_case_spec_runs_exactly_that_case(self):
+        case = {"batch": 3, "heads": 8, "kv_heads": 2, "seq": 130, "head_dim": 64, "dtype": "fp16", "causal": True,
+                "pass": "fwd"}
+        s = fbspec.expand_spec(ncu_bytes.one_case_spec(case, "flash"))
+        self.assertEqual(s["cases"], [case])
+        self.assertEqual((s["kernels"], s["warmup"], s["reps"], s["verify"]), (["flash"], 0, 1, False))
+
+    def test_backward_specs_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = os.path.join(tmp, "s.json")
+            with open(spec, "w") as f:
+                json.dump({"seq": 64, "batch": 1, "heads": 1, "head_dim": 64, "dtype": "bf16", "pass": "bwd"}, f)
+            r = run_script("ncu_bytes.py", spec, "-o", os.path.join(tmp, "o.json"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("only fwd", r.stderr)
+
+
+# ---------------------------------------------------------------------------------------------------
+# sanitize.sh, with a stand-in compute-sanitizer
+
+
+FAKE_SANITIZER = """#!/bin/sh
+# Stand-in: prints what compute-sanitizer prints at the end of a run; the error count per tool comes from
+# FAKE_<tool>, "none" for no summary line at all. Runs the program so that its exit status counts.
+[ "$1" = "--version" ] && { echo "Version 9999.0 (stand-in)"; exit 0; }
+tool=""; code=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tool) tool=$2; shift 2 ;;
+    --error-exitcode) code=$2; shift 2 ;;
+    --*) shift 2 ;;
+    *) break ;;
+  esac
+done
+n=$(eval echo \\${FAKE_$tool:-0})
+echo "========= COMPUTE-SANITIZER"
+"$@" >/dev/null 2>&1; rc=$?
+[ "$n" = none ] && exit $rc
+echo "========= ERROR SUMMARY: $n errors"
+[ "$n" -gt 0 ] && exit $code
+exit $rc
+"""
+
+
+@unittest.skipUnless(shutil.which("bash"), "bash not installed")
+class Sanitize(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fb-san-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.fake = os.path.join(self.tmp, "compute-sanitizer")
+        with open(self.fake, "w") as f:
+            f.write(FAKE_SANITIZER)
+        os.chmod(self.fake, stat.S_IRWXU)
+
+    def run_sanitize(self, exe="/bin/true", tools=None, **fake_env):
+        env = dict(os.environ, **{f"FAKE_{k}": v for k, v in fake_env.items()})
+        summary = os.path.join(self.tmp, "sanitize.json")
+        args = ["bash", os.path.join(SCRIPTS, "sanitize.sh"), "-e", exe, "-c", self.fake]
+        if tools:
+            args += ["-t", tools]
+        r = subprocess.run(args + [summary], capture_output=True, text=True, env=env, timeout=120)
+        doc = None
+        if os.path.exists(summary):
+            with open(summary) as f:
+                doc = json.load(f)
+        return r, doc
+
+    def test_clean(self):
+        r, doc = self.run_sanitize()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(doc["clean"])
+        self.assertEqual(list(doc["tools"]), ["memcheck", "racecheck", "synccheck", "initcheck"])
+        for t in doc["tools"].values():
+            self.assertEqual((t["status"], t["errors"], t["exit_code"]), ("clean", 0, 0))
+            self.assertTrue(os.path.exists(os.path.join(self.tmp, t["log"])))
+        self.assertIn("--racecheck-report all", doc["tools"]["racecheck"]["command"])
+
+    def test_errors_found(self):
+        r, doc = self.run_sanitize(racecheck="3")
+        self.assertEqual(r.returncode, 1)
+        self.assertFalse(doc["clean"])
+        self.assertEqual((doc["tools"]["racecheck"]["status"], doc["tools"]["racecheck"]["errors"]), ("errors", 3))
+        self.assertEqual(doc["tools"]["memcheck"]["status"], "clean")
+
+    def test_missing_summary_and_failing_program_are_not_clean(self):
+        r, doc = self.run_sanitize(tools="memcheck", memcheck="none")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(doc["tools"]["memcheck"]["status"], "no-summary")
+        self.assertIsNone(doc["tools"]["memcheck"]["errors"])
+        r, doc = self.run_sanitize(exe="/bin/false", tools="synccheck")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual((doc["tools"]["synccheck"]["status"], doc["tools"]["synccheck"]["exit_code"]),
+                         ("program-failed", 1))
+
+    def test_bad_arguments(self):
+        r, doc = self.run_sanitize(tools="memcheck leakcheck")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown tool 'leakcheck'", r.stderr)
+        self.assertIsNone(doc)
+        r, doc = self.run_sanitize(exe=os.path.join(self.tmp, "no-such-flashbench"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not found", r.stderr)
+
+
+def main():
+    result = unittest.main(exit=False, verbosity=2).result
+    if not result.wasSuccessful():
+        return 1
+    if not HAVE_MATPLOTLIB:
+        print("test_scripts.py: matplotlib missing: plot tests skipped "
+              "(pip install -r scripts/requirements.txt)", file=sys.stderr)
+        return EXIT_SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
