@@ -27,7 +27,8 @@ enum class Pass { fwd, bwd, fwd_bwd };
 // The implementations. Names for users live in the registry (src/registry.h); this is what dispatch sees.
 enum class Algo {
   naive,      // materialises S = scale*Q*K^T and P = softmax(S) as N x N arrays
-  flash,      // tiled, online softmax, nothing N x N
+  flash,      // tiled, online softmax, nothing N x N (mma.sync tensor cores, sm_80+)
+  flash_sm90, // the same algorithm for Hopper: wgmma, TMA, warp-specialised (sm_90a only)
   reference,  // exact fp64 (inputs and outputs fp64), the yardstick for errors
 };
 
@@ -94,9 +95,9 @@ void forward(Algo algo, const AttentionParams& p, const Context& ctx);
 // dQ, dK, dV from Q, K, V, O, LSE, dO; a forward(algo, ...) with the same workspace must have run first.
 void backward(Algo algo, const AttentionParams& p, const Context& ctx);
 
-// Query rows per thread block of the flash kernel (for the modelled-bytes model: K and V are read
-// once per query tile).
-int flash_query_tile(const AttentionParams& p);
+// Query rows per thread block of a tiled kernel (for the modelled-bytes model: K and V are read
+// once per query tile); 0 for the others.
+int query_tile(Algo algo, const AttentionParams& p);
 
 // ---- utilities the CUDA backend uses around the kernels ----
 // Standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.

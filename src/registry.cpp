@@ -14,6 +14,10 @@ const std::vector<KernelInfo>& kernel_registry() {
       {"flash", Algo::flash,
        "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor cores for fp16/bf16)",
        {32, 64, 128}},
+      {"flash-sm90", Algo::flash_sm90,
+       "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer warpgroups; fp16/bf16, "
+       "CUDA backend only",
+       {64, 128}},
   };
   return kernels;
 }

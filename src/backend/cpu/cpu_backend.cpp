@@ -155,6 +155,8 @@ class CpuBackendImpl final : public CpuBackend {
   }
 
   std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) override {
+    if (kernel.algo != Algo::naive && kernel.algo != Algo::flash)
+      return fmt::format("kernel '{}' runs on the CUDA backend only", kernel.name);
     const auto available = meminfo_bytes("MemAvailable");
     // Cannot tell: let it try (an allocation failure still fails the case cleanly).
     if (!available) return std::nullopt;

@@ -282,7 +282,8 @@ struct CudaBackend::Impl {
     KernelRun result;
     for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
     result.peak_bytes = alloc.peak() - base;
-    if (kernel.algo == Algo::flash) result.query_tile = cuda::flash_query_tile(p);
+    if (kernel.algo == Algo::flash || kernel.algo == Algo::flash_sm90)
+      result.query_tile = cuda::query_tile(kernel.algo, p);
     kept[std::string(kernel.name)] = std::move(out);
     return result;
   }

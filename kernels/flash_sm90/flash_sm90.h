@@ -1,0 +1,17 @@
+// FlashAttention forward for Hopper (sm_90a) as kernels/dispatch.cu sees it (host-only declarations).
+#pragma once
+
+#include <cstddef>
+
+#include "attention.h"
+
+namespace fb::cuda::flash_sm90 {
+
+// nullptr when `pass` can run on these params on the current device, else why not.
+const char* unsupported(Pass pass, const AttentionParams& p);
+std::size_t workspace_bytes(Pass pass, const AttentionParams& p);
+void forward(const AttentionParams& p, const Context& ctx);
+void backward(const AttentionParams& p, const Context& ctx);
+int query_tile(const AttentionParams& p);
+
+}  // namespace fb::cuda::flash_sm90
