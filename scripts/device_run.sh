@@ -2,7 +2,8 @@
 # Runs on a GPU machine over a build made elsewhere: GPU tests, verify, the GPU sweeps, ceilings and
 # peers, writing everything under WORK (default ./out); when OUT is set (the device tool), one
 # bundle.tgz of it lands there (the tool brings back few files). Prints a short summary last.
-#   scripts/device_run.sh BUILD_DIR [step ...]     steps: tests verify fwd seed bwd peers ceilings
+#   scripts/device_run.sh BUILD_DIR [step ...]
+#   steps: tests ceilings verify verifybwd quick fwd fwd32 seed bwd peers peersbwd ncu sanitize
 set -uo pipefail
 build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
 shift
@@ -11,12 +12,12 @@ out=${WORK:-out}
 mkdir -p "$out"
 fb="$build/flashbench"
 summary=()
-step() {  # name, command...
+step() {  # name, command... (each step limited to STEP_TIMEOUT seconds, default 300)
   local name=$1
   shift
   local t0=$SECONDS
   echo "=== $name: $*" >&2
-  "$@" >"$out/$name.log" 2>&1
+  timeout "${STEP_TIMEOUT:-300}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   summary+=("$(printf '%-10s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
   tail -n 25 "$out/$name.log" >&2
@@ -25,10 +26,13 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 for s in $steps; do
   case $s in
     tests) step tests "$build/tests/flashbench_gpu_tests" ;;
-    ceilings) step ceilings "$fb" info --ceilings --json ;;
+    ceilings) step ceilings "$fb" info --ceilings --json ;;  # the log is the JSON
     verify) step verify "$fb" verify --seq 4096 -o "$out/verify-4096.json" ;;
     verifybwd) step verifybwd "$fb" verify --seq 4096 --pass bwd -o "$out/verify-4096-bwd.json" ;;
     quick) step quick "$fb" run configs/quick.json -o "$out/quick.json" ;;
+    fwd32) step fwd32 "$fb" run configs/h200-fwd-fp32.json -o "$out/h200-fwd-fp32.json" --csv "$out/h200-fwd-fp32.csv" ;;
+    ncu) step ncu python3 scripts/ncu_bytes.py configs/ncu-bytes.json -o "$out/ncu-bytes.json" --flashbench "$fb" ;;
+    sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" "$out/sanitize.json" ;;
     fwd) step fwd "$fb" run configs/h200-fwd.json -o "$out/h200-fwd.json" --csv "$out/h200-fwd.csv" ;;
     seed) step seed "$fb" run configs/seed-claims.json -o "$out/seed-claims.json" --csv "$out/seed-claims.csv" ;;
     bwd) step bwd "$fb" run configs/h200-bwd.json -o "$out/h200-bwd.json" --csv "$out/h200-bwd.csv" ;;
