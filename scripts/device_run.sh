@@ -32,7 +32,7 @@ for s in $steps; do
     quick) step quick "$fb" run configs/quick.json -o "$out/quick.json" ;;
     fwd32) step fwd32 "$fb" run configs/h200-fwd-fp32.json -o "$out/h200-fwd-fp32.json" --csv "$out/h200-fwd-fp32.csv" ;;
     ncu) step ncu python3 scripts/ncu_bytes.py configs/ncu-bytes.json -o "$out/ncu-bytes.json" --flashbench "$fb" ;;
-    sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" "$out/sanitize.json" ;;
+    sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" -t "${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}" "$out/sanitize.json" ;;
     fwd) step fwd "$fb" run configs/h200-fwd.json -o "$out/h200-fwd.json" --csv "$out/h200-fwd.csv" ;;
     seed) step seed "$fb" run configs/seed-claims.json -o "$out/seed-claims.json" --csv "$out/seed-claims.csv" ;;
     bwd) step bwd "$fb" run configs/h200-bwd.json -o "$out/h200-bwd.json" --csv "$out/h200-bwd.csv" ;;
