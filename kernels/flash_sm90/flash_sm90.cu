@@ -1,14 +1,180 @@
-// Placeholder until the Hopper kernel lands: every case reports unsupported (recorded as skipped).
+// The Hopper forward's host side: checks, tensor maps, and the one runtime -> template dispatch on
+// (dtype, head_dim).
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
+#include <string>
 
+#include <cuda.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "common/ptx_sm90.cuh"
 #include "flash_sm90/flash_sm90.h"
+#include "flash_sm90/flash_sm90_config.h"
+#include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::flash_sm90 {
 
-const char* unsupported(Pass, const AttentionParams&) { return "flash-sm90: not built in this version"; }
+// 1 in the image compiled for sm_90a, 0 in every other one: the host reads the copy of the image the
+// runtime loaded for the current device, which tells whether the kernels there have real bodies.
+__device__ int g_flash_sm90_device_code = FB_PTX_SM90A;
+
+namespace {
+
+// Calls f(FwdConfig<T, D>{}) for the runtime (dtype, head_dim); unsupported() vets both first.
+template <Dtype T, typename F> auto with_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 64: return f(FwdConfig<T, 64>{});
+    case 128: return f(FwdConfig<T, 128>{});
+    default: break;
+  }
+  throw std::invalid_argument("flash-sm90: head_dim " + std::to_string(head_dim) +
+                              " not supported (64, 128)");
+}
+template <typename F> auto with_config(const AttentionParams& p, F&& f) {
+  switch (p.dtype) {
+    case Dtype::fp16: return with_head_dim<Dtype::fp16>(p.head_dim, f);
+    case Dtype::bf16: return with_head_dim<Dtype::bf16>(p.head_dim, f);
+    default: break;
+  }
+  throw std::invalid_argument("flash-sm90: dtype must be fp16 or bf16");
+}
+
+// Grid limits: x counts (batch * heads) blocks, y the query tiles.
+constexpr long long kMaxGridX = std::numeric_limits<int>::max();
+constexpr long long kMaxGridY = 65535;
+// wgmma, TMA and setmaxnreg exist on compute capability 9.0 (sm_90a) only.
+constexpr int kArchMajor = 9;
+constexpr int kArchMinor = 0;
+// TMA global addresses must be 16-byte aligned.
+constexpr std::uintptr_t kTmaAlign = 16;
+
+// Whether the image loaded for `dev` carries the sm_90a kernels, asked once per device.
+constexpr int kMaxDevices = 64;
+enum : int { kUnknown = 0, kNoCode = 1, kHasCode = 2 };
+std::array<std::atomic<int>, kMaxDevices> g_device_code{};
+
+bool device_code_loaded(int dev) {
+  if (dev < 0 || dev >= kMaxDevices) return false;
+  int known = g_device_code[dev].load();
+  if (known == kUnknown) {
+    int flag = 0;
+    const cudaError_t err = cudaMemcpyFromSymbol(&flag, g_flash_sm90_device_code, sizeof(flag));
+    (void)cudaGetLastError();  // a failed query must not surface as the next launch's error
+    known = err == cudaSuccess && flag == 1 ? kHasCode : kNoCode;
+    g_device_code[dev].store(known);
+  }
+  return known == kHasCode;
+}
+
+bool misaligned(const void* ptr) {
+  return ptr != nullptr && reinterpret_cast<std::uintptr_t>(ptr) % kTmaAlign != 0;
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled_fn() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    constexpr unsigned kDriverApiVersion = 12000;  // the cuTensorMapEncodeTiled ABI introduced in 12.0
+    FB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, kDriverApiVersion,
+                                                   cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || f == nullptr)
+      throw CudaError("flash-sm90: the CUDA driver offers no cuTensorMapEncodeTiled (needs 12.0+)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+void encode_bhsd_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, int seq,
+                     std::int64_t planes, int box_cols, int box_rows) {
+  constexpr cuuint32_t kRank = 3;
+  const std::uint64_t elem = dtype_bytes(t);
+  const cuuint64_t dims[kRank] = {cuuint64_t(head_dim), cuuint64_t(seq), cuuint64_t(planes)};
+  // Byte strides of dimensions 1 and 2 (dimension 0 is contiguous).
+  const cuuint64_t strides[kRank - 1] = {cuuint64_t(head_dim) * elem,
+                                         cuuint64_t(head_dim) * cuuint64_t(seq) * elem};
+  const cuuint32_t box[kRank] = {cuuint32_t(box_cols), cuuint32_t(box_rows), 1};
+  const cuuint32_t element_strides[kRank] = {1, 1, 1};
+  const CUtensorMapDataType type =
+      t == Dtype::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r = encode_tiled_fn()(
+      map, type, kRank, const_cast<void*>(base), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // NONE = out-of-bounds elements read as zeros
+  if (r != CUDA_SUCCESS)
+    throw CudaError("flash-sm90: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
+                    ") for a [" + std::to_string(planes) + ", " + std::to_string(seq) + ", " +
+                    std::to_string(head_dim) + "] tensor");
+}
+
+const char* unsupported(Pass pass, const AttentionParams& p) {
+  if (pass != Pass::fwd) return "flash-sm90: forward only";
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
+    return "flash-sm90: dtype must be fp16 or bf16";
+  if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90: head_dim must be 64 or 128";
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1)
+    return "flash-sm90: batch, heads, kv_heads and seq must be at least 1";
+  if (p.heads % p.kv_heads != 0) return "flash-sm90: kv_heads must divide heads";
+  if (!(p.scale > 0.0) || !std::isfinite(p.scale))
+    return "flash-sm90: softmax scale must be positive and finite";
+  const int br = with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
+  if (static_cast<long long>(p.batch) * p.heads > kMaxGridX)
+    return "flash-sm90: batch * heads exceeds the grid limit";
+  if ((static_cast<long long>(p.seq) + br - 1) / br > kMaxGridY)
+    return "flash-sm90: seq exceeds the grid limit (65535 query tiles)";
+  if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o))
+    return "flash-sm90: q, k, v and o must be 16-byte aligned (TMA)";
+
+  int dev = 0, major = 0, minor = 0, smem_optin = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query must not surface as the next launch's error
+    return "flash-sm90: no CUDA device answered (needs compute capability 9.0)";
+  }
+  if (major != kArchMajor || minor != kArchMinor)
+    return "flash-sm90: needs a compute capability 9.0 GPU (H100/H200: wgmma, TMA, sm_90a)";
+  if (!device_code_loaded(dev))
+    return "flash-sm90: this build has no sm_90a device code (configure with "
+           "CMAKE_CUDA_ARCHITECTURES including 90a)";
+  const std::size_t smem =
+      with_config(p, [](auto cfg) { return std::size_t(decltype(cfg)::Traits::kSmemBytes); });
+  if (smem > static_cast<std::size_t>(smem_optin))
+    return "flash-sm90: this tile configuration needs more shared memory per block than the GPU "
+           "offers";
+  return nullptr;
+}
+
 std::size_t workspace_bytes(Pass, const AttentionParams&) { return 0; }
-void forward(const AttentionParams&, const Context&) { throw std::invalid_argument(unsupported(Pass::fwd, {})); }
-void backward(const AttentionParams&, const Context&) { throw std::invalid_argument(unsupported(Pass::bwd, {})); }
-int query_tile(const AttentionParams&) { return 128; }
+
+void forward(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = unsupported(Pass::fwd, p)) throw std::invalid_argument(why);
+  if (!p.q || !p.k || !p.v || !p.o || !p.lse)
+    throw std::invalid_argument("flash-sm90 forward: q, k, v, o and lse must be device pointers");
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  with_config(p, [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    run_fwd<Cfg::kDtype, Cfg::kHeadDim>(p, stream);
+  });
+}
+
+void backward(const AttentionParams&, const Context&) {
+  throw std::invalid_argument(unsupported(Pass::bwd, {}));
+}
+
+int query_tile(const AttentionParams& p) {
+  const bool configured = (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16) &&
+                          (p.head_dim == 64 || p.head_dim == 128);
+  return configured ? with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; }) : 0;
+}
 
 }  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,411 @@
+// FlashAttention forward for Hopper (sm_90a), FlashAttention-3 style: TMA loads, wgmma, a producer
+// warpgroup and two consumer warpgroups (flash_sm90_traits.h has the roles and sizes).
+//
+// One block per (batch * head, 128-row query tile). Per K/V tile j (kBc keys), per consumer warpgroup
+// (64 query rows):
+//   S_j = Q K_j^T          wgmma, Q and K from 128-byte-swizzled shared memory (both K-major)
+//   online softmax         in registers, base 2: p = exp2(s * scale*log2(e) - m)
+//   O += P_j V_j           P re-packed to 16 bits in registers as the A operand (the wgmma
+//                          accumulator layout of two n8 blocks is the A-fragment layout of one k16
+//                          step), V from shared memory read MN-major (transpose-B)
+// O is divided by the row sum once at the end, staged through the warpgroup's own Q rows and
+// written with a TMA store (rows past the sequence end are clipped by the tensor map).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only: nothing here links libcuda)
+#include <cuda_runtime.h>
+
+#include "common/ptx.cuh"
+#include "common/ptx_sm90.cuh"
+#include "flash/mask.cuh"
+#include "flash/softmax.cuh"
+#include "flash_sm90/flash_sm90_traits.h"
+
+namespace fb::cuda::flash_sm90 {
+
+// Everything the kernel reads, passed by value as a __grid_constant__ parameter (the TMA unit reads
+// the tensor maps from parameter space).
+struct FwdParams {
+  CUtensorMap tm_q;  // (d, seq, batch * heads), box (64, kBr, 1)
+  CUtensorMap tm_k;  // (d, seq, batch * kv_heads), box (64, kBc, 1)
+  CUtensorMap tm_v;  // (d, seq, batch * kv_heads), box (64, kBc, 1)
+  CUtensorMap tm_o;  // (d, seq, batch * heads), box (64, kWgRows, 1)
+  float* lse;        // [batch, heads, seq], natural log
+  int heads;
+  int kv_heads;
+  int group;         // query heads per K/V head
+  float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
+  flash::Mask mask;
+};
+
+// The mbarriers of one block: Q full; per ring stage K full, V full, K empty, V empty.
+template <typename Tr> struct Barriers {
+  std::uint32_t base;  // shared-window address of the first barrier
+  __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
+  __device__ __forceinline__ std::uint32_t q_full() const { return at(0); }
+  __device__ __forceinline__ std::uint32_t k_full(int s) const { return at(1 + s); }
+  __device__ __forceinline__ std::uint32_t v_full(int s) const { return at(1 + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t k_empty(int s) const {
+    return at(1 + 2 * Tr::kStages + s);
+  }
+  __device__ __forceinline__ std::uint32_t v_empty(int s) const {
+    return at(1 + 3 * Tr::kStages + s);
+  }
+};
+
+// Shared-memory addresses of one block's tiles (1024-byte aligned).
+template <typename Tr> struct SmemTiles {
+  std::uint32_t q;  // kChunks x (kBr, 64)
+  std::uint32_t k;  // kStages x kChunks x (kBc, 64)
+  std::uint32_t v;  // kStages x kChunks x (kBc, 64)
+};
+
+#if FB_PTX_SM90A
+
+// ---- producer: one thread issues every TMA copy ----
+template <typename Tr>
+__device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
+                                        const Barriers<Tr>& bars, int q0, int bh, int kv_bh,
+                                        int n_tiles) {
+  ptx::prefetch_tensormap(&prm.tm_q);
+  ptx::prefetch_tensormap(&prm.tm_k);
+  ptx::prefetch_tensormap(&prm.tm_v);
+
+  ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
+#pragma unroll
+  for (int c = 0; c < Tr::kChunks; ++c)
+    ptx::tma_load_3d(sm.q + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(), c * Tr::kChunkElems,
+                     q0, bh);
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int s = j % Tr::kStages;
+    // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
+    const std::uint32_t free_parity = ((j / Tr::kStages) & 1) ^ 1;
+    const int k0 = j * Tr::kBc;
+    ptx::mbar_wait(bars.k_empty(s), free_parity);
+    ptx::mbar_arrive_expect_tx(bars.k_full(s), Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(s),
+                       c * Tr::kChunkElems, k0, kv_bh);
+    ptx::mbar_wait(bars.v_empty(s), free_parity);
+    ptx::mbar_arrive_expect_tx(bars.v_full(s), Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bars.v_full(s),
+                       c * Tr::kChunkElems, k0, kv_bh);
+  }
+}
+
+// ---- consumer pieces ----
+
+// Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked, updates
+// the running max m (exp2 domain) and this lane's partial row sums l, turns s into P in place, and
+// returns in alpha the factor the O rows must be rescaled by. Index 0/1 = the thread's two rows
+// (r and r + 8 of its warp's 16).
+template <typename Tr>
+__device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2], const flash::Mask& mask,
+                                             bool need_mask, int row, int key0, float scale_log2) {
+  constexpr float kNegInf = -INFINITY;
+  if (need_mask) {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int r = row + ((i / 2) % 2) * 8;
+      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
+      if (!mask.visible(r, key)) s[i] = kNegInf;
+    }
+  }
+  // Row maxima: two independent chains per row keep the FMNMX latency off the critical path.
+  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    float& x = mx[(i / 2) % 2][(i / 4) % 2];
+    x = fmaxf(x, s[i]);
+  }
+  float m_sub[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float tile_max = flash::quad_max(fmaxf(mx[hf][0], mx[hf][1]));
+    const float m_new = fmaxf(m[hf], tile_max * scale_log2);  // scale_log2 > 0
+    m_sub[hf] = flash::safe_max(m_new);  // 0 while the row has seen only masked keys
+    alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);  // -inf - x -> 0: nothing to rescale yet
+    m[hf] = m_new;
+  }
+  float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    const int hf = (i / 2) % 2;
+    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+    sum[hf][(i / 4) % 2] += s[i];
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
+}
+
+template <typename Tr>
+__device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < Tr::kORegs; ++i) o[i] *= alpha[(i / 2) % 2];
+}
+
+// P (f32 accumulator layout) -> 16-bit pairs: register i packs columns 2i and 2i+1 of the
+// accumulator order, which makes p[4k .. 4k+3] the A fragment of k16 step k.
+template <typename Tr>
+__device__ __forceinline__ void pack_p(std::uint32_t (&p)[Tr::kPRegs],
+                                       const float (&s)[Tr::kSRegs]) {
+#pragma unroll
+  for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<typename Tr::Elem>(s[2 * i], s[2 * i + 1]);
+}
+
+// ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) ----
+template <typename Tr>
+__device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr>& sm,
+                                        const Barriers<Tr>& bars, int q0, int bh, int n_tiles,
+                                        int cw) {
+  using Elem = typename Tr::Elem;
+  constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
+
+  const int ctid = threadIdx.x % Tr::kWgThreads;
+  const int warp = ctid / Tr::kWarpSize;
+  const int lane = ctid % Tr::kWarpSize;
+  const int wg_row0 = cw * Tr::kWgRows;                           // first row in the block's tile
+  const int tile_row = wg_row0 + warp * Tr::kWarpRows + lane / 4;  // this thread's first row
+  const int row = q0 + tile_row;                                  // ... in the sequence
+  const int col_lane = 2 * (lane % 4);                            // first accumulator column
+  const int wg_first_row = q0 + wg_row0;
+  const int seq = prm.mask.seq;
+
+  // Descriptors of the k16 steps; step offsets are compile-time constants added to the start
+  // address field (16-byte units). Q: this warpgroup's 64 rows; K: K-major; V: MN-major, the two
+  // 64-column chunks of d = 128 kKVChunkBytes apart (LBO).
+  const std::uint64_t desc_q = ptx::make_desc_sw128(sm.q + cw * Tr::kWgQBytes, Tr::kUnitBytes,
+                                                    Tr::kAtomBytes);
+  const std::uint64_t desc_k = ptx::make_desc_sw128(sm.k, Tr::kUnitBytes, Tr::kAtomBytes);
+  const std::uint64_t desc_v = ptx::make_desc_sw128(sm.v, Tr::kKVChunkBytes, Tr::kAtomBytes);
+  constexpr auto units = [](int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+  auto gemm_qk = [&](float(&s)[Tr::kSRegs], int stage) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+      const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
+      const int chunk = kk / kStepsPerChunk;
+      ptx::wgmma_ss<Elem, Tr::kBc>(
+          s, desc_q + units(chunk * Tr::kQChunkBytes + in_row),
+          desc_k + units(stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
+    }
+  };
+  auto gemm_pv = [&](float(&o)[Tr::kORegs], const std::uint32_t(&p)[Tr::kPRegs], int stage) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+      const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
+                                                  p[4 * kk + 3]};
+      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
+          o, a, desc_v + units(stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
+    }
+  };
+  // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
+  // own, then passes the turn on. The last warpgroup's final pass-on is skipped, so that every
+  // arrival meets a wait.
+  auto turn_begin = [&] {
+    if constexpr (Tr::kPingPong) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kConsumerThreads);
+  };
+  auto turn_end = [&](bool last) {
+    if constexpr (Tr::kPingPong) {
+      if (!(last && cw == Tr::kConsumerWgs - 1))
+        ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kConsumerThreads);
+    }
+  };
+  // One arrival per consumer warp once its wgmma reads of the buffer are complete.
+  auto release = [&](std::uint32_t bar) {
+    if (lane == 0) ptx::mbar_arrive(bar);
+  };
+  auto stage_of = [](int j) { return j % Tr::kStages; };
+  auto parity_of = [](int j) { return std::uint32_t((j / Tr::kStages) & 1); };
+  auto need_mask = [&](int j) {
+    return prm.mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
+  };
+
+  float o[Tr::kORegs];
+#pragma unroll
+  for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY};  // running row max, exp2 domain
+  float l[2] = {0.f, 0.f};              // this lane's partial row sums
+  float alpha[2];
+  float s[Tr::kSRegs];
+  std::uint32_t p[Tr::kPRegs];
+
+  // The first warpgroup takes the first turn.
+  if constexpr (Tr::kPingPong) {
+    if (cw == Tr::kConsumerWgs - 1) ptx::named_bar_arrive(Tr::kBarTurn0, Tr::kConsumerThreads);
+  }
+  ptx::mbar_wait(bars.q_full(), 0);
+
+  if constexpr (Tr::kIntraOverlap) {
+    // Tile 0: S_0 alone.
+    ptx::mbar_wait(bars.k_full(0), 0);
+    turn_begin();
+    ptx::wgmma_fence();
+    gemm_qk(s, 0);
+    ptx::wgmma_commit();
+    turn_end(false);
+    ptx::wgmma_wait<0>();
+    ptx::fence_operands(s);
+    release(bars.k_empty(0));
+    softmax_step<Tr>(s, m, l, alpha, prm.mask, need_mask(0), row, col_lane, prm.scale_log2);
+    pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
+    // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
+    for (int j = 1; j < n_tiles; ++j) {
+      const int st = stage_of(j);
+      const int prev = stage_of(j - 1);
+      ptx::mbar_wait(bars.k_full(st), parity_of(j));
+      ptx::mbar_wait(bars.v_full(prev), parity_of(j - 1));
+      turn_begin();
+      ptx::wgmma_fence();
+      gemm_qk(s, st);
+      ptx::wgmma_commit();
+      gemm_pv(o, p, prev);
+      ptx::wgmma_commit();
+      turn_end(false);
+      ptx::wgmma_wait<1>();  // S_j done, P V may still run
+      ptx::fence_operands(s);
+      release(bars.k_empty(st));
+      softmax_step<Tr>(s, m, l, alpha, prm.mask, need_mask(j), row, j * Tr::kBc + col_lane,
+                       prm.scale_log2);
+      ptx::wgmma_wait<0>();
+      ptx::fence_operands(o);
+      ptx::fence_operands(p);
+      release(bars.v_empty(prev));
+      rescale_o<Tr>(o, alpha);
+      pack_p<Tr>(p, s);
+    }
+    const int last = stage_of(n_tiles - 1);
+    ptx::mbar_wait(bars.v_full(last), parity_of(n_tiles - 1));
+    turn_begin();
+    ptx::wgmma_fence();
+    gemm_pv(o, p, last);
+    ptx::wgmma_commit();
+    turn_end(true);
+    ptx::wgmma_wait<0>();
+    ptx::fence_operands(o);
+    ptx::fence_operands(p);
+    release(bars.v_empty(last));
+  } else {
+    for (int j = 0; j < n_tiles; ++j) {
+      const int st = stage_of(j);
+      ptx::mbar_wait(bars.k_full(st), parity_of(j));
+      turn_begin();
+      ptx::wgmma_fence();
+      gemm_qk(s, st);
+      ptx::wgmma_commit();
+      turn_end(false);
+      ptx::wgmma_wait<0>();
+      ptx::fence_operands(s);
+      release(bars.k_empty(st));
+      softmax_step<Tr>(s, m, l, alpha, prm.mask, need_mask(j), row, j * Tr::kBc + col_lane,
+                       prm.scale_log2);
+      rescale_o<Tr>(o, alpha);
+      pack_p<Tr>(p, s);
+      ptx::mbar_wait(bars.v_full(st), parity_of(j));
+      turn_begin();
+      ptx::wgmma_fence();
+      gemm_pv(o, p, st);
+      ptx::wgmma_commit();
+      turn_end(j == n_tiles - 1);
+      ptx::wgmma_wait<0>();
+      ptx::fence_operands(o);
+      ptx::fence_operands(p);
+      release(bars.v_empty(st));
+    }
+  }
+
+  // ---- epilogue: O /= row sum, LSE = (m + log2 sum) ln 2 ----
+  float inv[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float sum = flash::quad_sum(l[hf]);
+    // Every row sees key 0, so sum >= 1; rows past the end are never stored.
+    inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
+    const int r = row + hf * 8;
+    if (lane % 4 == 0 && r < seq)
+      prm.lse[std::int64_t(bh) * seq + r] =
+          sum > 0.f ? (m[hf] + log2f(sum)) * float(flash::kLn2) : -INFINITY;
+  }
+  // O into this warpgroup's own Q rows (only its own wgmmas ever read them, and those are done),
+  // in the 128-byte-swizzled layout the O tensor map expects.
+#pragma unroll
+  for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = tile_row + hf * 8;
+      const int col = nb * Tr::kMmaN + col_lane;
+      const int chunk = col / Tr::kChunkElems;
+      const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
+      const int within = (col * int(sizeof(Elem))) % Tr::kUnitBytes;
+      const std::uint32_t addr = sm.q + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
+                                 ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
+      ptx::st_shared_u32(addr, ptx::pack2<Elem>(o[4 * nb + 2 * hf] * inv[hf],
+                                                o[4 * nb + 2 * hf + 1] * inv[hf]));
+    }
+  }
+  ptx::fence_proxy_async_smem();  // the TMA store reads what these ordinary stores wrote
+  ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
+  if (ctid == 0 && wg_first_row < seq) {
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_store_3d(&prm.tm_o, sm.q + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
+                        c * Tr::kChunkElems, wg_first_row, bh);
+    ptx::bulk_commit_group();
+    ptx::bulk_wait_group_read_all();  // shared memory must outlive the store's reads
+  }
+}
+
+#endif  // FB_PTX_SM90A
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_sm90_fwd_kernel(const __grid_constant__ FwdParams prm) {
+#if FB_PTX_SM90A
+  extern __shared__ __align__(16) unsigned char fb_sm90_smem[];
+  const std::uint32_t base =
+      (ptx::smem_addr(fb_sm90_smem) + Tr::kAtomBytes - 1) & ~std::uint32_t(Tr::kAtomBytes - 1);
+  const SmemTiles<Tr> sm{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV};
+  const Barriers<Tr> bars{base + Tr::kOffBar};
+
+  // Query tiles run in reverse: with a causal mask the last tiles see the most keys, and starting
+  // the longest blocks first balances the tail of the grid.
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * Tr::kBr;
+  const int bh = blockIdx.x;
+  const int b = bh / prm.heads;
+  const int kv_bh = b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+  const int n_tiles = prm.mask.kv_tiles(q0, Tr::kBr, Tr::kBc);
+
+  if (threadIdx.x == 0) {
+    ptx::mbar_init(bars.q_full(), 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) {
+      ptx::mbar_init(bars.k_full(s), 1);  // the producer's arrive.expect_tx
+      ptx::mbar_init(bars.v_full(s), 1);
+      ptx::mbar_init(bars.k_empty(s), Tr::kConsumerWarps);
+      ptx::mbar_init(bars.v_empty(s), Tr::kConsumerWarps);
+    }
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / Tr::kWgThreads;
+  if (wg == 0) {
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    if (threadIdx.x == 0) produce<Tr>(prm, sm, bars, q0, bh, kv_bh, n_tiles);
+  } else {
+    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+    consume<Tr>(prm, sm, bars, q0, bh, n_tiles, wg - 1);
+  }
+#else
+  // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
+  __trap();
+#endif
+}
+
+}  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,110 @@
+// Tile configuration of the Hopper forward: every size the kernel and its launcher use is derived
+// here, once, and checked at compile time. Host and device code read it.
+#pragma once
+
+#include <cstddef>
+
+namespace fb::cuda::flash_sm90 {
+
+// Warp-specialised FlashAttention forward (FlashAttention-3 layout):
+//   warpgroup 0      producer: one thread issues the TMA copies (Q once, K/V tiles into a ring of
+//                    kStages buffers, full/empty mbarriers), the rest of it idles; few registers.
+//   warpgroups 1..   consumers: each owns kWgRows = 64 query rows (the wgmma M), computes
+//                    S = Q K^T (wgmma, both operands in shared memory), the online softmax in
+//                    registers, and O += P V (P from registers, V from shared memory).
+//   Elem             __half or __nv_bfloat16
+//   kHeadDim         d (64 or 128)
+//   kBc              keys per K/V tile (the N of S = Q K^T; a multiple of 16, at most 256)
+//   kIntraOverlap    issue S_{j+1} = Q K_{j+1}^T before O += P_j V_j, so that the softmax of
+//                    S_{j+1} runs while the tensor cores do P_j V_j (FlashAttention-3 algorithm 2)
+//   kPingPong        the consumer warpgroups take turns issuing their GEMMs (named barriers), so
+//                    that one warpgroup's softmax overlaps the other's GEMMs
+template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_>
+struct FwdTraits {
+  using Elem = Elem_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBc = kBc_;
+  static constexpr bool kIntraOverlap = kIntraOverlap_;
+  static constexpr bool kPingPong = kPingPong_;
+
+  // ---- threads ----
+  static constexpr int kWarpSize = 32;
+  static constexpr int kWgThreads = 128;  // a warpgroup: 4 consecutive warps
+  static constexpr int kWgWarps = kWgThreads / kWarpSize;
+  static constexpr int kConsumerWgs = 2;
+  static constexpr int kConsumerThreads = kConsumerWgs * kWgThreads;
+  static constexpr int kConsumerWarps = kConsumerWgs * kWgWarps;
+  static constexpr int kThreads = kWgThreads + kConsumerThreads;  // producer + consumers
+
+  // ---- wgmma shape: m64 nN k16; each warp of a warpgroup owns 16 rows ----
+  static constexpr int kWgRows = 64;
+  static constexpr int kWarpRows = kWgRows / kWgWarps;
+  static constexpr int kMmaK = 16;
+  static constexpr int kMmaN = 8;  // accumulator column block (the m16n8 C layout along N)
+  static constexpr int kBr = kConsumerWgs * kWgRows;  // query rows per block
+
+  // ---- accumulators per consumer thread ----
+  static constexpr int kSRegs = kWgRows * kBc / kWgThreads;       // S = Q K^T, f32
+  static constexpr int kORegs = kWgRows * kHeadDim / kWgThreads;  // O, f32
+  static constexpr int kPRegs = kSRegs / 2;                       // P, 16-bit pairs
+  static constexpr int kQKSteps = kHeadDim / kMmaK;               // k16 steps of Q K^T
+  static constexpr int kPVSteps = kBc / kMmaK;                    // k16 steps of P V
+  static constexpr int kPRegsPerStep = 4;                         // A fragment of one k16 step
+
+  // ---- shared memory: 128-byte swizzled tiles, as TMA writes them and wgmma reads them ----
+  // A tile (rows, d) is stored as d / 64 column chunks, each (rows, 64) with 128-byte rows; 8 rows
+  // form a 1024-byte swizzle atom (16-byte unit u of row r sits at unit u ^ (r % 8)).
+  static constexpr int kSwizzleBytes = 128;
+  static constexpr int kChunkElems = kSwizzleBytes / int(sizeof(Elem));  // 64
+  static constexpr int kChunks = kHeadDim / kChunkElems;
+  static constexpr int kAtomRows = 8;
+  static constexpr int kAtomBytes = kAtomRows * kSwizzleBytes;  // 1024: tile alignment, SBO
+  static constexpr int kUnitBytes = 16;                         // the swizzled unit
+  static constexpr int kMmaKBytes = kMmaK * int(sizeof(Elem));  // 32: one k16 step in a row
+
+  static constexpr int kQChunkBytes = kBr * kSwizzleBytes;
+  static constexpr int kKVChunkBytes = kBc * kSwizzleBytes;
+  static constexpr int kQBytes = kChunks * kQChunkBytes;    // (kBr, d)
+  static constexpr int kKVBytes = kChunks * kKVChunkBytes;  // (kBc, d), one K or V tile
+  static constexpr int kStages = 2;                         // K/V ring depth
+  static constexpr int kWgQBytes = kWgRows * kSwizzleBytes;  // a consumer's rows in one Q chunk
+
+  // Offsets from the 1024-aligned base. Barriers: Q full, then per stage K full, V full, K empty,
+  // V empty.
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffV = kOffK + kStages * kKVBytes;
+  static constexpr int kOffBar = kOffV + kStages * kKVBytes;
+  static constexpr int kBarBytes = 8;
+  static constexpr int kNumBars = 1 + 4 * kStages;
+  // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
+
+  // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
+  static constexpr int kRegFile = 64 * 1024;
+  static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;  // the cap __launch_bounds__ sets
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+
+  // ---- named barriers (0 is __syncthreads) ----
+  static constexpr int kBarTurn0 = 1;                       // + consumer index: whose turn it is
+  static constexpr int kBarEpilogue0 = kBarTurn0 + kConsumerWgs;  // + consumer index
+
+  static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
+  static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
+  static_assert(kBc % kMmaK == 0 && kBc % kAtomRows == 0 && kBc <= 256,
+                "K/V tile: whole k16 steps, whole swizzle atoms, one TMA box (<= 256 rows)");
+  static_assert(kBr <= 256, "Q tile: one TMA box (<= 256 rows)");
+  static_assert(kSRegs % (2 * kPRegsPerStep) == 0, "P splits into whole k16 fragments");
+  static_assert(kOffK % kAtomBytes == 0 && kOffV % kAtomBytes == 0 && kKVBytes % kAtomBytes == 0 &&
+                    kWgQBytes % kAtomBytes == 0,
+                "every tile and every warpgroup's Q rows start on a swizzle atom");
+  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
+                "the register file holds the producer and the consumers after setmaxnreg");
+  static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
+                "setmaxnreg lowers the producer and raises the consumers");
+  static_assert(kBarEpilogue0 + kConsumerWgs <= 16, "16 hardware named barriers");
+};
+
+}  // namespace fb::cuda::flash_sm90
