@@ -1,9 +1,12 @@
 // The CLI end to end, as a user runs it: the real binary, real files, exit codes.
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -175,4 +178,106 @@ TEST_CASE("merge joins files and refuses duplicates", "[cli]") {
   INFO(o.out);
   REQUIRE(o.code == 0);
   REQUIRE(fs::exists(out));
+}
+
+namespace {
+
+std::set<std::string> result_keys(const fs::path& json_path) {
+  std::ifstream in(json_path);
+  nlohmann::json j = nlohmann::json::parse(in);
+  std::set<std::string> keys;
+  for (const auto& r : j["results"]) keys.insert(r["key"].get<std::string>() + "/" + r["kernel"].get<std::string>());
+  return keys;
+}
+
+std::size_t line_count(const fs::path& p) {
+  std::ifstream in(p);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// A sweep slow enough on the CPU (a second or more) to be interrupted between cases.
+std::string slow_spec() {
+  return write_spec("slow.json", R"({"seq": [256, 320, 384, 448, 512, 576, 640, 704], "batch": 1, "heads": 4,
+                                     "head_dim": 64, "dtype": ["fp32", "bf16"], "reps": 2, "warmup": 0})");
+}
+
+}  // namespace
+
+TEST_CASE("--shard I/N splits the sweep; merged shards hold the single run's cases", "[cli]") {
+  const fs::path d = scratch_dir();
+  const std::string spec = "configs/quick.json";
+  for (const char* f : {"single.json", "s0.json", "s1.json", "s2.json", "merged.json"}) fs::remove(d / f);
+  REQUIRE(flashbench("run " + spec + " --backend cpu -q -o '" + (d / "single.json").string() + "'").code == 0);
+  for (int i = 0; i < 3; ++i) {
+    Outcome o = flashbench("run " + spec + " --backend cpu -q --shard " + std::to_string(i) + "/3 -o '" +
+                           (d / ("s" + std::to_string(i) + ".json")).string() + "'");
+    INFO(o.out);
+    REQUIRE(o.code == 0);
+  }
+  // Shards are disjoint and none is empty.
+  std::set<std::string> seen;
+  for (int i = 0; i < 3; ++i) {
+    auto keys = result_keys(d / ("s" + std::to_string(i) + ".json"));
+    REQUIRE(!keys.empty());
+    for (const auto& k : keys) REQUIRE(seen.insert(k).second);
+  }
+  Outcome m = flashbench("merge '" + (d / "s0.json").string() + "' '" + (d / "s1.json").string() + "' '" +
+                         (d / "s2.json").string() + "' -o '" + (d / "merged.json").string() + "'");
+  INFO(m.out);
+  REQUIRE(m.code == 0);
+  REQUIRE(result_keys(d / "merged.json") == result_keys(d / "single.json"));
+
+  REQUIRE(flashbench("run " + spec + " --backend cpu --shard 3/3").code == 2);
+  REQUIRE(flashbench("run " + spec + " --backend cpu --shard x").code == 2);
+}
+
+TEST_CASE("an interrupted run keeps its journal and --resume finishes it", "[cli]") {
+  const fs::path d = scratch_dir();
+  const fs::path out = d / "resumed.json";
+  const fs::path journal = d / "resumed.json.journal.jsonl";
+  const fs::path full = d / "uninterrupted.json";
+  for (const fs::path& p : {out, journal, full}) fs::remove(p);
+  const std::string spec = slow_spec();
+  REQUIRE(flashbench("run '" + spec + "' --backend cpu -q -o '" + full.string() + "'").code == 0);
+
+  // Start it, wait until two cases are journalled, then stop it: SIGTERM ends it after the current case.
+  const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && exec '" + FLASHBENCH_EXE +
+                          "' run '" + spec + "' --backend cpu -q -o '" + out.string() + "'";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Header + two cases of two kernels each.
+  for (int i = 0; i < 600 && line_count(journal) < 5; ++i) usleep(50 * 1000);
+  REQUIRE(line_count(journal) >= 5);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
+  REQUIRE(fs::exists(journal));  // kept for --resume
+  REQUIRE(fs::exists(out));       // what was done, written whole
+  const auto partial = result_keys(out);
+  const auto everything = result_keys(full);
+  REQUIRE(partial.size() < everything.size());
+
+  // A torn last line (the process died mid-write) is tolerated.
+  std::ofstream(journal, std::ios::app) << "{\"key\": \"b1-h4";
+  Outcome o = flashbench("run '" + spec + "' --backend cpu -o '" + out.string() + "' --resume");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "resuming"));
+  REQUIRE(result_keys(out) == everything);
+  REQUIRE(!fs::exists(journal));  // the final file holds everything now
+
+  // A journal of another sweep is refused, not mixed in.
+  std::ofstream(journal) << "{\"journal\": 1, \"fingerprint\": \"0000000000000000\"}\n";
+  o = flashbench("run '" + spec + "' --backend cpu -q -o '" + out.string() + "' --resume");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "different spec"));
+  REQUIRE(flashbench("run '" + spec + "' --backend cpu --resume").code == 2);  // needs -o
 }

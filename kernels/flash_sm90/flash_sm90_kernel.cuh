@@ -101,6 +101,47 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
 
 // ---- consumer pieces ----
 
+// The two GEMMs of one consumer warpgroup, as batches of k16 wgmmas (issued, not waited for).
+// Descriptors: Q = this warpgroup's 64 rows, K-major; K K-major; V MN-major with the 64-column
+// chunks of d = 128 kKVChunkBytes apart (LBO). A k16 step moves the start address by a
+// compile-time offset (in 16-byte units): 32 B along a 128-byte row for Q and K (a new chunk every
+// 4 steps), 16 rows for V.
+template <typename Tr> struct Gemms {
+  using Elem = typename Tr::Elem;
+  static constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
+  std::uint64_t desc_q, desc_k, desc_v;
+
+  __device__ __forceinline__ Gemms(const SmemTiles<Tr>& sm, int cw)
+      : desc_q(ptx::make_desc_sw128(sm.q + cw * Tr::kWgQBytes, Tr::kUnitBytes, Tr::kAtomBytes)),
+        desc_k(ptx::make_desc_sw128(sm.k, Tr::kUnitBytes, Tr::kAtomBytes)),
+        desc_v(ptx::make_desc_sw128(sm.v, Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
+
+  static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
+
+  // s = Q K^T for the K tile in ring stage `stage` (s's old contents are ignored).
+  __device__ __forceinline__ void qk(float (&s)[Tr::kSRegs], int stage) const {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+      const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
+      const int chunk = kk / kStepsPerChunk;
+      ptx::wgmma_ss<Elem, Tr::kBc>(
+          s, desc_q + units(chunk * Tr::kQChunkBytes + in_row),
+          desc_k + units(stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
+    }
+  }
+  // o += P V for the V tile in ring stage `stage`; p[4k .. 4k+3] is the A fragment of k16 step k.
+  __device__ __forceinline__ void pv(float (&o)[Tr::kORegs], const std::uint32_t (&p)[Tr::kPRegs],
+                                     int stage) const {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+      const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
+                                                  p[4 * kk + 3]};
+      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
+          o, a, desc_v + units(stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
+    }
+  }
+};
+
 // Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked, updates
 // the running max m (exp2 domain) and this lane's partial row sums l, turns s into P in place, and
 // returns in alpha the factor the O rows must be rescaled by. Index 0/1 = the thread's two rows
@@ -166,8 +207,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                                         const Barriers<Tr>& bars, int q0, int bh, int n_tiles,
                                         int cw) {
   using Elem = typename Tr::Elem;
-  constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
-
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
   const int lane = ctid % Tr::kWarpSize;
@@ -178,33 +217,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const int wg_first_row = q0 + wg_row0;
   const int seq = prm.mask.seq;
 
-  // Descriptors of the k16 steps; step offsets are compile-time constants added to the start
-  // address field (16-byte units). Q: this warpgroup's 64 rows; K: K-major; V: MN-major, the two
-  // 64-column chunks of d = 128 kKVChunkBytes apart (LBO).
-  const std::uint64_t desc_q = ptx::make_desc_sw128(sm.q + cw * Tr::kWgQBytes, Tr::kUnitBytes,
-                                                    Tr::kAtomBytes);
-  const std::uint64_t desc_k = ptx::make_desc_sw128(sm.k, Tr::kUnitBytes, Tr::kAtomBytes);
-  const std::uint64_t desc_v = ptx::make_desc_sw128(sm.v, Tr::kKVChunkBytes, Tr::kAtomBytes);
-  constexpr auto units = [](int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
-  auto gemm_qk = [&](float(&s)[Tr::kSRegs], int stage) {
-#pragma unroll
-    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
-      const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
-      const int chunk = kk / kStepsPerChunk;
-      ptx::wgmma_ss<Elem, Tr::kBc>(
-          s, desc_q + units(chunk * Tr::kQChunkBytes + in_row),
-          desc_k + units(stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
-    }
-  };
-  auto gemm_pv = [&](float(&o)[Tr::kORegs], const std::uint32_t(&p)[Tr::kPRegs], int stage) {
-#pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
-                                                  p[4 * kk + 3]};
-      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
-          o, a, desc_v + units(stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
-    }
-  };
+  const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on is skipped, so that every
   // arrival meets a wait.
@@ -247,7 +260,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::mbar_wait(bars.k_full(0), 0);
     turn_begin();
     ptx::wgmma_fence();
-    gemm_qk(s, 0);
+    gemm.qk(s, 0);
     ptx::wgmma_commit();
     turn_end(false);
     ptx::wgmma_wait<0>();
@@ -263,9 +276,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       ptx::mbar_wait(bars.v_full(prev), parity_of(j - 1));
       turn_begin();
       ptx::wgmma_fence();
-      gemm_qk(s, st);
+      gemm.qk(s, st);
       ptx::wgmma_commit();
-      gemm_pv(o, p, prev);
+      gemm.pv(o, p, prev);
       ptx::wgmma_commit();
       turn_end(false);
       ptx::wgmma_wait<1>();  // S_j done, P V may still run
@@ -284,7 +297,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::mbar_wait(bars.v_full(last), parity_of(n_tiles - 1));
     turn_begin();
     ptx::wgmma_fence();
-    gemm_pv(o, p, last);
+    gemm.pv(o, p, last);
     ptx::wgmma_commit();
     turn_end(true);
     ptx::wgmma_wait<0>();
@@ -297,7 +310,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       ptx::mbar_wait(bars.k_full(st), parity_of(j));
       turn_begin();
       ptx::wgmma_fence();
-      gemm_qk(s, st);
+      gemm.qk(s, st);
       ptx::wgmma_commit();
       turn_end(false);
       ptx::wgmma_wait<0>();
@@ -310,7 +323,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       ptx::mbar_wait(bars.v_full(st), parity_of(j));
       turn_begin();
       ptx::wgmma_fence();
-      gemm_pv(o, p, st);
+      gemm.pv(o, p, st);
       ptx::wgmma_commit();
       turn_end(j == n_tiles - 1);
       ptx::wgmma_wait<0>();
