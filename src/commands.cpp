@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend.h"
+#include "dump.h"
 #include "journal.h"
 #include "compare.h"
 #include "printers/printers.h"
@@ -99,11 +100,29 @@ bool any_failure(const Results& res) {
   return false;
 }
 
-Results execute(const Sweep& sweep, Backend& backend, bool progress,
+// --dump DIR: the folder is made up front, so a bad path stops the command before anything runs.
+std::optional<std::string> dump_problem(const std::string& dir) {
+  if (dir.empty()) return std::nullopt;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    return fmt::format("--dump {}: cannot create the folder ({})", dir, ec ? ec.message() : "not a folder");
+  return std::nullopt;
+}
+
+Results execute(const Sweep& sweep, Backend& backend, bool progress, const std::string& dump_dir = "",
                 std::function<void(const std::vector<Record>&)> on_case_done = {}) {
   install_stop_handlers();
   RunnerOptions opts;
   opts.on_case_done = std::move(on_case_done);
+  if (!dump_dir.empty())
+    opts.before_release = [dump_dir](const Case& c, Backend& b, const std::vector<Record>& records) {
+      try {
+        dump_case(dump_dir, b, c, records);
+      } catch (const std::exception& e) {  // a dump that fails must not stop the measurements
+        std::cerr << "flashbench: --dump: " << c.key() << ": " << e.what() << "\n";
+      }
+    };
   if (progress) opts.on_case = print_progress;
   opts.stop_requested = [] { return g_stop_signal.load() != 0; };
   Results res = run_sweep(sweep, backend, opts);
@@ -214,6 +233,10 @@ int run_command(const RunOptions& o) {
     }
     shard = *s;
   }
+  if (auto why = dump_problem(o.dump_dir)) {
+    std::cerr << "flashbench: " << *why << "\n";
+    return kExitUsage;
+  }
   if (o.resume && o.json_out.empty()) {
     std::cerr << "flashbench: --resume needs -o/--output (the journal lives next to it)\n";
     return kExitUsage;
@@ -256,7 +279,7 @@ int run_command(const RunOptions& o) {
   std::unique_ptr<Journal> journal;
   if (!jpath.empty()) journal = std::make_unique<Journal>(jpath, fingerprint, append);
 
-  Results res = execute(sweep, *backend, !o.quiet, [&](const std::vector<Record>& recs) {
+  Results res = execute(sweep, *backend, !o.quiet, o.dump_dir, [&](const std::vector<Record>& recs) {
     if (journal) journal->append(recs);
   });
   // Journal records first, then this run's, back in the sweep's case order.
@@ -312,12 +335,14 @@ int verify_command(const VerifyOptions& o) {
     std::cerr << "flashbench verify: " << e.what() << "\n";
     return kExitUsage;
   }
-  if (auto why = output_problem("--output", o.json_out)) {
-    std::cerr << "flashbench: " << *why << "\n";
-    return kExitUsage;
+  for (auto why : {output_problem("--output", o.json_out), dump_problem(o.dump_dir)}) {
+    if (why) {
+      std::cerr << "flashbench: " << *why << "\n";
+      return kExitUsage;
+    }
   }
 
-  Results res = execute(sweep, *backend, !o.quiet);
+  Results res = execute(sweep, *backend, !o.quiet, o.dump_dir);
   int checked = 0, passed = 0;
   for (const Record& r : res.records) {
     std::string detail;

@@ -22,6 +22,7 @@ struct RunOptions {
   bool resume = false;  // skip the cases already in the journal next to --output
   std::string shard;    // "I/N": run every N-th case starting at I
   std::vector<int> devices;  // one worker process per device, each a shard; merged at the end
+  std::string dump_dir;      // write each case's inputs and outputs as .npy here
 };
 int run_command(const RunOptions& o);
 
@@ -34,6 +35,7 @@ struct VerifyOptions {
   std::string backend = "auto";
   int device = 0;
   std::string json_out;
+  std::string dump_dir;
   bool quiet = false;
 };
 int verify_command(const VerifyOptions& o);

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
                     "continue an interrupted run: skip the cases in OUTPUT.journal.jsonl (needs -o)");
   run_cmd->add_option("--shard", run.shard,
                       "I/N: run only cases whose index % N == I (0 <= I < N), e.g. one per Slurm array task");
+  run_cmd->add_option("--dump", run.dump_dir, "write each case's inputs and outputs as .npy files here");
   run_cmd->add_option("--devices", run.devices,
                       "run one worker process per listed CUDA device (each a shard), then merge")
       ->delimiter(',')
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   ver_cmd->add_option("--backend", ver.backend, backend_help)->check(CLI::IsMember(backends));
   ver_cmd->add_option("--device", ver.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   ver_cmd->add_option("-o,--output", ver.json_out, "write results JSON here");
+  ver_cmd->add_option("--dump", ver.dump_dir, "write each case's inputs and outputs as .npy files here");
   ver_cmd->add_flag("-q,--quiet", ver.quiet, "print only the verdict lines");
 
   fb::CompareCliOptions cmp;

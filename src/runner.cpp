@@ -199,6 +199,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
           }
       }
     }
+    if (opts.before_release) opts.before_release(c, backend, records);
     try {
       backend.release();
     } catch (const std::exception&) {

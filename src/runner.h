@@ -28,6 +28,8 @@ struct RunnerOptions {
   std::function<void(const Progress&)> on_case;  // called before each case
   std::function<bool()> stop_requested;          // checked between cases
   std::function<void(const std::vector<Record>&)> on_case_done;  // a case's records, as it finishes
+  // After a case is measured and verified, while its inputs and outputs are still held (--dump).
+  std::function<void(const Case&, Backend&, const std::vector<Record>&)> before_release;
 };
 
 // Runs the sweep; fills Results.records (and settings/spec/backend/device).

@@ -3,7 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -280,4 +284,60 @@ TEST_CASE("an interrupted run keeps its journal and --resume finishes it", "[cli
   REQUIRE(o.code == 2);
   REQUIRE(contains(o.out, "different spec"));
   REQUIRE(flashbench("run '" + spec + "' --backend cpu --resume").code == 2);  // needs -o
+}
+
+namespace {
+
+// A minimal .npy reader for the test: the header text and the payload as raw bytes.
+struct Npy {
+  std::string header;
+  std::string payload;
+};
+
+Npy read_npy(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(all.size() >= 10);
+  REQUIRE(all.compare(0, 6, "\x93NUMPY") == 0);
+  const std::size_t len = std::uint8_t(all[8]) | (std::size_t(std::uint8_t(all[9])) << 8);
+  REQUIRE((10 + len) % 64 == 0);  // the format aligns the payload
+  return {all.substr(10, len), all.substr(10 + len)};
+}
+
+}  // namespace
+
+TEST_CASE("--dump writes inputs and outputs as .npy files", "[cli]") {
+  const fs::path dir = scratch_dir() / "dump";
+  fs::remove_all(dir);
+  const std::string spec = write_spec("dump.json", R"({"seq": 17, "batch": 1, "heads": 2, "head_dim": 64,
+                                                       "dtype": ["bf16", "fp64"], "reps": 1, "warmup": 0})");
+  Outcome o = flashbench("run '" + spec + "' --backend cpu -q --dump '" + dir.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  const fs::path bf16 = dir / "b1-h2-kv2-n17-d64-bf16-full-fwd";
+  for (const char* f : {"inputs.Q.npy", "inputs.K.npy", "inputs.V.npy", "naive.O.npy", "naive.LSE.npy",
+                        "flash.O.npy", "flash.LSE.npy", "reference.O.npy", "reference.LSE.npy"})
+    REQUIRE(fs::exists(bf16 / f));
+
+  Npy q = read_npy(bf16 / "inputs.Q.npy");
+  REQUIRE(contains(q.header, "'descr': '<f4'"));  // bf16 widened to fp32 (exact)
+  REQUIRE(contains(q.header, "'shape': (1, 2, 17, 64)"));
+  REQUIRE(q.payload.size() == 2 * 17 * 64 * sizeof(float));
+  Npy lse = read_npy(bf16 / "flash.LSE.npy");
+  REQUIRE(contains(lse.header, "'shape': (1, 2, 17)"));
+
+  // The dumped flash output agrees with the dumped fp64 reference to bf16 accuracy, element by element.
+  Npy fo = read_npy(dir / "b1-h2-kv2-n17-d64-fp64-full-fwd" / "flash.O.npy");
+  Npy ro = read_npy(dir / "b1-h2-kv2-n17-d64-fp64-full-fwd" / "reference.O.npy");
+  REQUIRE(contains(fo.header, "'descr': '<f8'"));
+  REQUIRE(fo.payload.size() == ro.payload.size());
+  std::vector<double> a(fo.payload.size() / 8), b(a.size());
+  std::memcpy(a.data(), fo.payload.data(), fo.payload.size());
+  std::memcpy(b.data(), ro.payload.data(), ro.payload.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  REQUIRE(worst < 1e-12);
+  REQUIRE(worst == worst);  // not NaN
+
+  REQUIRE(flashbench("run '" + spec + "' --backend cpu -q --dump /proc/nope").code == 2);
 }

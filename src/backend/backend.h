@@ -40,6 +40,15 @@ class BackendError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A tensor copied to the host (for --dump): values widened to double, exactly; `dtype` is how it is
+// stored on the backend; `shape` is row-major (e.g. {B, H, N, d}).
+struct HostTensor {
+  std::string name;  // "Q", "K", "V", "dO", "O", "LSE", "dQ", "dK", "dV"
+  Dtype dtype = Dtype::fp64;
+  std::vector<std::int64_t> shape;
+  std::vector<double> values;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -65,6 +74,10 @@ class Backend {
 
   // Errors of kept outputs `a` against kept outputs `b` (kernel names or "reference").
   virtual ErrorReport compare(const std::string& a, const std::string& b) = 0;
+
+  // Host copies of the prepared inputs (`what` = "inputs") or of the kept outputs of a kernel or of
+  // "reference" (empty when the reference holds only a sample of rows). Throws BackendError if none.
+  virtual std::vector<HostTensor> fetch(const std::string& what) = 0;
 
   // Frees the case's inputs and kept outputs.
   virtual void release() = 0;

@@ -380,6 +380,41 @@ class CpuBackendImpl final : public CpuBackend {
 
   const MemoryTracker& tracker() const override { return tracker_; }
 
+  std::vector<HostTensor> fetch(const std::string& what) override {
+    if (!case_) throw BackendError("cpu: fetch() before prepare()");
+    const Case& c = *case_;
+    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq, c.head_dim};
+    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq, c.head_dim};
+    auto host = [](const char* name, const void* data, Dtype t, std::vector<std::int64_t> shape) {
+      HostTensor h;
+      h.name = name;
+      h.dtype = t;
+      h.shape = std::move(shape);
+      Index n = 1;
+      for (std::int64_t s : h.shape) n *= Index(s);
+      h.values.resize(std::size_t(n));
+      to_double_n(data, t, 0, n, h.values.data());
+      return h;
+    };
+    std::vector<HostTensor> out;
+    if (what == "inputs") {
+      out.push_back(host("Q", q_.data(), c.dtype, qs));
+      out.push_back(host("K", k_.data(), c.dtype, kvs));
+      out.push_back(host("V", v_.data(), c.dtype, kvs));
+      if (!dout_.empty()) out.push_back(host("dO", dout_.data(), c.dtype, qs));
+      return out;
+    }
+    auto it = kept_.find(what);
+    if (it == kept_.end()) throw BackendError(fmt::format("cpu: no outputs kept under '{}'", what));
+    if (it->second.sampled) return out;  // a sample of rows: nothing whole to hand out
+    for (auto& [name, t] : it->second.tensors) {
+      std::vector<std::int64_t> shape = t.kv_side ? kvs : qs;
+      if (name == "LSE") shape.pop_back();
+      out.push_back(host(name.c_str(), t.data(), t.dtype, shape));
+    }
+    return out;
+  }
+
  private:
   std::vector<int> reference_rows(double work, int seq, std::uint64_t seed) const {
     if (work <= options_.reference_work) return all_rows(seq);

@@ -370,6 +370,43 @@ struct CudaBackend::Impl {
     return rep;
   }
 
+  HostTensor to_host(const char* name, const DeviceBuffer& buf, Dtype t, std::vector<std::int64_t> shape) {
+    HostTensor h;
+    h.name = name;
+    h.dtype = t;
+    h.shape = std::move(shape);
+    std::int64_t n = 1;
+    for (std::int64_t s : h.shape) n *= s;
+    DeviceBuffer wide = alloc.allocate(std::uint64_t(n) * sizeof(double), "fetch");
+    cuda::to_fp64(buf.get(), t, wide.as<double>(), n, ctx());
+    h.values.resize(std::size_t(n));
+    FB_CUDA_CHECK(cudaMemcpyAsync(h.values.data(), wide.get(), std::size_t(n) * sizeof(double),
+                                  cudaMemcpyDeviceToHost, stream.get()));
+    FB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    return h;
+  }
+
+  std::vector<HostTensor> fetch(const std::string& what) {
+    const Case& c = current_case();
+    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq, c.head_dim};
+    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq, c.head_dim};
+    std::vector<HostTensor> out;
+    if (what == "inputs") {
+      out.push_back(to_host("Q", q, c.dtype, qs));
+      out.push_back(to_host("K", k, c.dtype, kvs));
+      out.push_back(to_host("V", v, c.dtype, kvs));
+      if (dout) out.push_back(to_host("dO", dout, c.dtype, qs));
+      return out;
+    }
+    const Outputs& o = kept_outputs(what);
+    out.push_back(to_host("O", o.o, o.dtype, qs));
+    out.push_back(to_host("LSE", o.lse, lse_dtype(o.dtype), {c.batch, c.heads, c.seq}));
+    if (o.dq) out.push_back(to_host("dQ", o.dq, o.dtype, qs));
+    if (o.dk) out.push_back(to_host("dK", o.dk, o.dtype, kvs));
+    if (o.dv) out.push_back(to_host("dV", o.dv, o.dtype, kvs));
+    return out;
+  }
+
   nlohmann::json device_json() const {
     nlohmann::json j;
     j["name"] = props.name;
@@ -463,6 +500,10 @@ void CudaBackend::run_reference() {
 
 ErrorReport CudaBackend::compare(const std::string& a, const std::string& b) {
   return guarded([&] { return impl_->compare(a, b); });
+}
+
+std::vector<HostTensor> CudaBackend::fetch(const std::string& what) {
+  return guarded([&] { return impl_->fetch(what); });
 }
 
 void CudaBackend::release() {

@@ -24,6 +24,7 @@ class CudaBackend final : public Backend {
   KernelRun run(const KernelInfo& kernel, int warmup, int reps) override;
   void run_reference() override;
   ErrorReport compare(const std::string& a, const std::string& b) override;
+  std::vector<HostTensor> fetch(const std::string& what) override;
   void release() override;
 
   // Device bytes held through the tracking allocator right now (inputs + kept outputs).
