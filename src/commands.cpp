@@ -279,6 +279,12 @@ int run_command(const RunOptions& o) {
   std::unique_ptr<Journal> journal;
   if (!jpath.empty()) journal = std::make_unique<Journal>(jpath, fingerprint, append);
 
+  // The ceilings each result is set against (roofline %), measured on this device before the sweep.
+  nlohmann::json ceilings;
+#if FLASHBENCH_HAVE_CUDA
+  if (backend->name() == "cuda" && !o.no_ceilings) ceilings = measure_ceilings(o.device);
+#endif
+
   Results res = execute(sweep, *backend, !o.quiet, o.dump_dir, [&](const std::vector<Record>& recs) {
     if (journal) journal->append(recs);
   });
@@ -292,6 +298,7 @@ int run_command(const RunOptions& o) {
     });
     res.records = std::move(prior);
   }
+  if (!ceilings.is_null()) attach_ceilings(res, ceilings);
   if (!o.shard.empty()) res.settings["shard"] = o.shard;
   if (!o.quiet) print_table(std::cout, res);
   write_outputs(res, o.json_out, o.csv_out);

@@ -23,6 +23,7 @@ struct RunOptions {
   std::string shard;    // "I/N": run every N-th case starting at I
   std::vector<int> devices;  // one worker process per device, each a shard; merged at the end
   std::string dump_dir;      // write each case's inputs and outputs as .npy here
+  bool no_ceilings = false;  // CUDA: skip measuring copy bandwidth and GEMM peak before the sweep
 };
 int run_command(const RunOptions& o);
 

@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
                     "continue an interrupted run: skip the cases in OUTPUT.journal.jsonl (needs -o)");
   run_cmd->add_option("--shard", run.shard,
                       "I/N: run only cases whose index % N == I (0 <= I < N), e.g. one per Slurm array task");
+  run_cmd->add_flag("--no-ceilings", run.no_ceilings,
+                    "CUDA: do not measure copy bandwidth and GEMM peak first (results then carry no roofline %)");
   run_cmd->add_option("--dump", run.dump_dir, "write each case's inputs and outputs as .npy files here");
   run_cmd->add_option("--devices", run.devices,
                       "run one worker process per listed CUDA device (each a shard), then merge")

@@ -119,6 +119,7 @@ json to_json(const Record& r) {
   j["ref_max_abs_err"] = opt_num_to_json(r.ref_max_abs_err);
   j["verified"] = r.verified ? json(*r.verified) : json(nullptr);
   j["errors"] = encode_numbers(r.errors.is_null() ? json::object() : r.errors);
+  if (r.roofline.is_object() && !r.roofline.empty()) j["roofline"] = encode_numbers(r.roofline);
   return j;
 }
 
@@ -297,6 +298,7 @@ Record record_from(const json& j, const std::string& path) {
   rec.ref_max_abs_err = r.optional_number("ref_max_abs_err");
   rec.verified = r.optional_boolean("verified");
   rec.errors = r.object_json("errors");
+  if (j.contains("roofline")) rec.roofline = r.object_json("roofline");  // optional: CUDA runs only
   return rec;
 }
 

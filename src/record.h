@@ -38,6 +38,9 @@ struct Record {
   std::optional<double> ref_max_abs_err;  // vs fp64 reference, max over output tensors
   std::optional<bool> verified;
   nlohmann::json errors = nlohmann::json::object();  // per tensor {"O": {"ref": .., "naive": ..}, ...}
+  // Against the device's measured ceilings, when the run measured them (CUDA):
+  // {"pct_of_gemm_peak": tflops / cuBLAS bf16 GEMM peak, "pct_of_copy_bandwidth": gbps / copy GB/s}.
+  nlohmann::json roofline = nlohmann::json::object();
 };
 
 struct Results {

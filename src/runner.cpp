@@ -118,6 +118,17 @@ void verify_case(Backend& backend, std::vector<Record>& records) {
   }
 }
 
+void attach_ceilings(Results& results, const nlohmann::json& ceilings) {
+  results.device["ceilings"] = ceilings;
+  const double gemm = ceilings.value("gemm_bf16_tflops", 0.0);
+  const double copy = ceilings.value("copy_gbps", 0.0);
+  for (Record& r : results.records) {
+    if (r.status != Status::ok) continue;
+    if (gemm > 0) r.roofline["pct_of_gemm_peak"] = 100.0 * r.tflops / gemm;
+    if (copy > 0 && r.bytes_moved > 0) r.roofline["pct_of_copy_bandwidth"] = 100.0 * r.gbps / copy;
+  }
+}
+
 Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opts) {
   using clock = std::chrono::steady_clock;
   Results res;

@@ -32,6 +32,10 @@ struct RunnerOptions {
   std::function<void(const Case&, Backend&, const std::vector<Record>&)> before_release;
 };
 
+// Sets each ok record's roofline from measured ceilings {"gemm_bf16_tflops", "copy_gbps"} and keeps
+// the ceilings in results.device["ceilings"].
+void attach_ceilings(Results& results, const nlohmann::json& ceilings);
+
 // Runs the sweep; fills Results.records (and settings/spec/backend/device).
 Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opts = {});
 

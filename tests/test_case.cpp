@@ -3,6 +3,7 @@
 #include "case.h"
 #include "catch.h"
 #include "registry.h"
+#include "record.h"
 #include "runner.h"
 
 using namespace fb;
@@ -89,4 +90,24 @@ TEST_CASE("verification bounds tighten with precision", "[case]") {
   REQUIRE(dtype_tolerance(Dtype::fp16) < dtype_tolerance(Dtype::bf16));
   REQUIRE(rounding_floor(Dtype::fp64) < 1e-15);
   REQUIRE(rounding_floor(Dtype::bf16) > rounding_floor(Dtype::fp16));
+}
+
+TEST_CASE("ceilings give each ok result its roofline percentages, kept through JSON", "[case]") {
+  Results res;
+  Record ok;
+  ok.kernel = "flash";
+  ok.tflops = 395;
+  ok.gbps = 2128;
+  ok.bytes_moved = 1e9;
+  Record skipped = ok;
+  skipped.status = Status::skipped;
+  res.records = {ok, skipped};
+  attach_ceilings(res, {{"gemm_bf16_tflops", 790.0}, {"copy_gbps", 4256.0}});
+  REQUIRE(res.device["ceilings"]["copy_gbps"] == 4256.0);
+  REQUIRE(std::abs(res.records[0].roofline["pct_of_gemm_peak"].get<double>() - 50.0) < 1e-12);
+  REQUIRE(std::abs(res.records[0].roofline["pct_of_copy_bandwidth"].get<double>() - 50.0) < 1e-12);
+  REQUIRE(res.records[1].roofline.empty());
+  const Record back = record_from_json(to_json(res.records[0]));
+  REQUIRE(back.roofline == res.records[0].roofline);
+  REQUIRE(record_from_json(to_json(res.records[1])).roofline.empty());
 }
