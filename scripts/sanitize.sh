@@ -13,6 +13,7 @@
 #
 # Each tool's whole output goes to SUMMARY's name with "-TOOL.log" in place of ".json", next to it.
 # A tool counts as clean when its "ERROR SUMMARY" line says 0 errors AND flashbench exited 0 under it
+# AND the results show kernels that ran (ok_runs per kernel is in the summary)
 # (flashbench exits 1 when a verification fails: a kernel that computes wrong answers under the
 # sanitizer is not clean either). A log without an ERROR SUMMARY line (the sanitizer could not attach,
 # e.g. "Device not supported") is not clean.
@@ -74,7 +75,7 @@ fb_version="$("$exe" --version 2>/dev/null | head -n 1)"
 
 all_clean=1
 entries=""
-printf '%-10s %-8s %-10s %s\n' tool errors exit status
+printf '%-10s %-8s %-10s %-12s %s\n' tool errors exit status "ok runs per kernel"
 for tool in $tools; do
   log="${summary%.json}-$tool.log"
   extra=()
@@ -99,11 +100,21 @@ for tool in $tools; do
     status="clean"
     errors_json="$errors"
   fi
+  # How many kernel runs the tool actually watched: a clean summary over nothing proves nothing.
+  ran="$(python3 -c 'import json, sys, collections
+try:
+    rs = json.load(open(sys.argv[1]))["results"]
+except Exception:
+    print("{}"); sys.exit()
+ok = collections.Counter(r["kernel"] for r in rs if r["status"] == "ok")
+print(json.dumps(dict(sorted(ok.items()))))' "$workdir/$tool.json" 2>/dev/null)"
+  ran="${ran:-{\}}"
+  if [ "$status" = clean ] && [ "$ran" = "{}" ]; then status="nothing-ran"; fi
   [ "$status" = clean ] || all_clean=0
-  printf '%-10s %-8s %-10s %s\n' "$tool" "${errors:--}" "$rc" "$status"
+  printf '%-10s %-8s %-10s %-12s %s\n' "$tool" "${errors:--}" "$rc" "$status" "$ran"
   shown="$(basename "$sanitizer") --tool $tool --error-exitcode $SANITIZER_ERROR_EXIT${extra[*]:+ ${extra[*]}} flashbench run $(basename "$spec") --backend cuda -q"
   entries+="${entries:+,}
-    $(json_string "$tool"): {\"status\": \"$status\", \"errors\": $errors_json, \"exit_code\": $rc, \"log\": $(json_string "$(basename "$log")"), \"command\": $(json_string "$shown")}"
+    $(json_string "$tool"): {\"status\": \"$status\", \"errors\": $errors_json, \"exit_code\": $rc, \"ok_runs\": $ran, \"log\": $(json_string "$(basename "$log")"), \"command\": $(json_string "$shown")}"
 done
 
 clean_json=$([ "$all_clean" = 1 ] && echo true || echo false)

@@ -696,6 +696,18 @@ exit $rc
 """
 
 
+# Stand-in flashbench: writes a results file with two ok runs to the path after -o.
+FAKE_FLASHBENCH = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then
+    printf '{"results": [{"kernel": "naive", "status": "ok"}, {"kernel": "flash", "status": "ok"}]}' > "$2"
+  fi
+  shift
+done
+exit 0
+"""
+
+
 @unittest.skipUnless(shutil.which("bash"), "bash not installed")
 class Sanitize(unittest.TestCase):
     def setUp(self):
@@ -705,8 +717,13 @@ class Sanitize(unittest.TestCase):
         with open(self.fake, "w") as f:
             f.write(FAKE_SANITIZER)
         os.chmod(self.fake, stat.S_IRWXU)
+        self.fake_fb = os.path.join(self.tmp, "flashbench")
+        with open(self.fake_fb, "w") as f:
+            f.write(FAKE_FLASHBENCH)
+        os.chmod(self.fake_fb, stat.S_IRWXU)
 
-    def run_sanitize(self, exe="/bin/true", tools=None, **fake_env):
+    def run_sanitize(self, exe=None, tools=None, **fake_env):
+        exe = exe or self.fake_fb
         env = dict(os.environ, **{f"FAKE_{k}": v for k, v in fake_env.items()})
         summary = os.path.join(self.tmp, "sanitize.json")
         args = ["bash", os.path.join(SCRIPTS, "sanitize.sh"), "-e", exe, "-c", self.fake]
@@ -726,6 +743,7 @@ class Sanitize(unittest.TestCase):
         self.assertEqual(list(doc["tools"]), ["memcheck", "racecheck", "synccheck", "initcheck"])
         for t in doc["tools"].values():
             self.assertEqual((t["status"], t["errors"], t["exit_code"]), ("clean", 0, 0))
+            self.assertEqual(t["ok_runs"], {"flash": 1, "naive": 1})
             self.assertTrue(os.path.exists(os.path.join(self.tmp, t["log"])))
         self.assertIn("--racecheck-report all", doc["tools"]["racecheck"]["command"])
 
@@ -745,6 +763,12 @@ class Sanitize(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertEqual((doc["tools"]["synccheck"]["status"], doc["tools"]["synccheck"]["exit_code"]),
                          ("program-failed", 1))
+
+    def test_clean_over_nothing_is_not_clean(self):
+        # A program that ran no kernel (wrote no results) proves nothing, whatever the summary says.
+        r, doc = self.run_sanitize(exe="/bin/true", tools="memcheck")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(doc["tools"]["memcheck"]["status"], "nothing-ran")
 
     def test_bad_arguments(self):
         r, doc = self.run_sanitize(tools="memcheck leakcheck")
