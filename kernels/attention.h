@@ -100,9 +100,9 @@ void backward(Algo algo, const AttentionParams& p, const Context& ctx);
 int query_tile(Algo algo, const AttentionParams& p);
 
 // ---- utilities the CUDA backend uses around the kernels ----
-// Standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.
+// scale x standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.
 void fill_normal(void* dst, Dtype t, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
-                 const Context& ctx);
+                 const Context& ctx, double scale = 1.0);
 // dst[i] = double(src[i]).
 void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx);
 

@@ -14,8 +14,9 @@ and each peer backend decides for itself at run time.
 import json
 import math
 
+MAX_INPUT_SCALE = 1e4  # as src/spec.cpp
 KEYS = ("$schema", "name", "description", "seq", "batch", "tokens", "heads", "model_dim", "kv_heads",
-        "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps", "seed", "verify")
+        "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps", "seed", "verify", "input_scale")
 REQUIRED = ("seq", "head_dim", "dtype")
 DTYPES = ("fp64", "fp32", "fp16", "bf16")
 PASSES = ("fwd", "bwd", "fwd+bwd")
@@ -189,6 +190,13 @@ def expand_spec(spec):
         if not isinstance(_scalar(spec, "verify"), bool):
             raise SpecError(f"spec.verify: must be true or false, got {_describe(spec['verify'])}")
         out["verify"] = spec["verify"]
+    out["input_scale"] = 1.0
+    if "input_scale" in spec:
+        v = _scalar(spec, "input_scale")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= MAX_INPUT_SCALE):
+            raise SpecError(f"spec.input_scale: must be a number > 0 and at most {MAX_INPUT_SCALE}, "
+                            f"got {_describe(v)}")
+        out["input_scale"] = float(v)
 
     count = (len(dtype) * len(head_dim) * len(causal) * len(passes) * len(outer) * len(heads)
              * len(kv_heads) * len(seq))

@@ -268,7 +268,7 @@ class Peers:
 
     # ---- inputs and one run ----
 
-    def inputs(self, case, seed):
+    def inputs(self, case, seed, input_scale=1.0):
         t = self.torch
         g = t.Generator(device=self.dev)
         g.manual_seed(case_seed(seed, case_key(case)))
@@ -276,10 +276,12 @@ class Peers:
         b, h, kv, n, d = case["batch"], case["heads"], case["kv_heads"], case["seq"], case["head_dim"]
         grad = case["pass"] != "fwd"
 
-        def randn(heads):
-            return t.randn(b, heads, n, d, generator=g, device=self.dev, dtype=dt).requires_grad_(grad)
+        def randn(heads, scale=1.0):
+            x = t.randn(b, heads, n, d, generator=g, device=self.dev, dtype=t.float32) * scale
+            return x.to(dt).requires_grad_(grad)
 
-        q, k, v = randn(h), randn(kv), randn(kv)
+        # Q and K scaled like flashbench's (spec input_scale): scores grow as its square.
+        q, k, v = randn(h, input_scale), randn(kv, input_scale), randn(kv)
         do = t.randn(b, h, n, d, generator=g, device=self.dev, dtype=dt) if grad else None
         return q, k, v, do
 
@@ -494,7 +496,7 @@ def main(argv=None):
     records = []
     cases = sweep["cases"]
     for i, case in enumerate(cases, 1):
-        tensors = peers.inputs(case, sweep["seed"])
+        tensors = peers.inputs(case, sweep["seed"], sweep.get("input_scale", 1.0))
         ref_cache = {}
         for kernel in kernels:
             rec = peers.measure(case, kernel, tensors, ref_cache)

@@ -329,7 +329,7 @@ int verify_command(const VerifyOptions& o) {
 
   nlohmann::json spec = {{"seq", {base.seq}},       {"batch", {base.batch}},
                          {"heads", {base.heads}},   {"kv_heads", {base.kv_heads}},
-                         {"head_dim", {base.head_dim}}, {"warmup", 0},
+                         {"head_dim", {base.head_dim}}, {"warmup", 0}, {"input_scale", o.input_scale},
                          {"reps", 1},               {"verify", true}};
   spec["dtype"] = o.dtype == "all" ? nlohmann::json{"fp64", "fp32", "fp16", "bf16"}
                                    : nlohmann::json{o.dtype};

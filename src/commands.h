@@ -33,6 +33,7 @@ struct VerifyOptions {
   std::string dtype = "all";   // fp64|fp32|fp16|bf16|all
   std::string causal = "both"; // yes|no|both
   std::string pass = "fwd";    // fwd|bwd|all
+  double input_scale = 1.0;    // Q, K = scale x normal: scores grow as its square
   std::string backend = "auto";
   int device = 0;
   std::string json_out;

@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp64", "fp32", "fp16", "bf16", "all"}));
   ver_cmd->add_option("--causal", ver.causal, "yes|no|both")->check(CLI::IsMember({"yes", "no", "both"}));
   ver_cmd->add_option("--pass", ver.pass, "fwd|bwd|all")->check(CLI::IsMember({"fwd", "bwd", "all"}));
+  ver_cmd->add_option("--input-scale", ver.input_scale,
+                      "Q and K drawn as this x standard normal (scores grow as its square), e.g. 10 for "
+                      "scores that overflow an exp without max-subtraction")
+      ->check(CLI::Range(1e-4, 1e4));
   ver_cmd->add_option("--backend", ver.backend, backend_help)->check(CLI::IsMember(backends));
   ver_cmd->add_option("--device", ver.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   ver_cmd->add_option("-o,--output", ver.json_out, "write results JSON here");

@@ -101,7 +101,9 @@ void verify_case(Backend& backend, std::vector<Record>& records) {
     bool pass = mine.nonfinite == 0 && !mine.max_abs.empty();
     const bool relative_to_naive = naive != nullptr && &r != naive && naive_err->nonfinite == 0;
     for (const auto& [tensor, e] : mine.max_abs) {
-      double bound = dtype_tolerance(t);
+      // Both bounds are per unit of the reference's magnitude (at least 1): an LSE of 600 from scaled
+      // inputs carries 600x the absolute rounding of an LSE of 1.
+      double bound = dtype_tolerance(t) * magnitude_of(mine, tensor);
       if (relative_to_naive) {
         const double factor = is_gradient(tensor) ? kGradientFactor : kForwardFactor;
         bound = factor * error_of(*naive_err, tensor) + rounding_floor(t) * magnitude_of(mine, tensor);
@@ -140,6 +142,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
   res.settings["reps"] = sweep.reps;
   res.settings["seed"] = sweep.seed;
   res.settings["verify"] = sweep.verify;
+  res.settings["input_scale"] = sweep.input_scale;
 
   const auto start = clock::now();
   const std::size_t total = sweep.cases.size();
@@ -159,7 +162,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
     std::vector<Record> records;
     std::string prepare_error;
     try {
-      backend.prepare(c, sweep.seed);
+      backend.prepare(c, sweep.seed, sweep.input_scale);
     } catch (const std::exception& e) {
       prepare_error = std::string("preparing inputs failed: ") + e.what();
     }

@@ -19,7 +19,7 @@ struct Progress {
 };
 
 // Error bound a kernel must meet against the fp64 reference (documented in README "Verification").
-//   naive (or no naive in the run): err <= dtype_tolerance(dtype)
+//   naive (or no naive in the run): err <= dtype_tolerance(dtype) * max(1, max|ref|)
 //   flash: err <= 2 * err(naive, same dtype) + rounding_floor(dtype) * max(1, max|ref|)
 double dtype_tolerance(Dtype t);
 double rounding_floor(Dtype t);

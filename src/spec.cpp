@@ -39,6 +39,9 @@ constexpr std::int64_t kMaxWarmup = 100000;
 constexpr std::int64_t kMaxReps = 100000;
 // The largest integer a double holds exactly: the seed survives every JSON tool that reads results.
 constexpr std::int64_t kMaxSeed = (std::int64_t(1) << 53) - 1;
+// Q and K scaled by up to 1e4: scores of order 1e8, far past where an exp without max-subtraction
+// overflows even in fp64, yet every input stays finite in fp16 (max 65504) at the inputs' 5 sigma.
+constexpr double kMaxInputScale = 1e4;
 // The largest tensor the caps allow must not overflow the 64-bit element count computed below.
 static_assert(double(kMaxTokens) * double(kMaxHeads) * double(kMaxHeadDim) < 9.2e18,
               "caps too large for a 64-bit element count");
@@ -380,7 +383,7 @@ std::size_t mul_saturating(std::size_t a, std::size_t b) {
 const std::vector<std::string>& spec_keys() {
   static const std::vector<std::string> keys = {
       "$schema", "name",   "description", "seq",     "batch",  "tokens", "heads", "model_dim", "kv_heads", "head_dim",
-      "dtype",   "causal", "pass",        "kernels", "warmup", "reps",   "seed",  "verify"};
+      "dtype",   "causal", "pass",        "kernels", "warmup", "reps",   "seed",  "verify", "input_scale"};
   return keys;
 }
 
@@ -462,6 +465,16 @@ Sweep sweep_from_json(const nlohmann::json& j) {
   if (j.contains("reps")) sweep.reps = int(to_int(scalar_item(j, "reps"), 1, kMaxReps, "reps"));
   if (j.contains("seed")) sweep.seed = std::uint64_t(to_int(scalar_item(j, "seed"), 0, kMaxSeed, "seed"));
   if (j.contains("verify")) sweep.verify = to_bool(scalar_item(j, "verify"));
+  if (j.contains("input_scale")) {
+    const Item item = scalar_item(j, "input_scale");
+    const json& v = *item.value;
+    if (!v.is_number() || v.is_boolean())
+      fail(item.path, "must be a number, got " + describe(v));
+    const double x = v.get<double>();
+    if (!(x > 0 && x <= kMaxInputScale))
+      fail(item.path, fmt::format("must be > 0 and at most {}, got {}", kMaxInputScale, describe(v)));
+    sweep.input_scale = x;
+  }
 
   // ---- the case count, before any pairwise check or allocation (10^6+ cases never allocate) ----
   // Product order, outermost first: dtype, head_dim, causal, pass, batch|tokens, heads, kv_heads, seq.

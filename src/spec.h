@@ -27,6 +27,7 @@ struct Sweep {
   int reps = 10;
   std::uint64_t seed = 42;
   bool verify = true;
+  double input_scale = 1.0;  // Q and K are scale x standard normal: scores grow as its square
   nlohmann::json spec;  // the spec as given
 };
 

@@ -341,3 +341,16 @@ TEST_CASE("--dump writes inputs and outputs as .npy files", "[cli]") {
 
   REQUIRE(flashbench("run '" + spec + "' --backend cpu -q --dump /proc/nope").code == 2);
 }
+
+TEST_CASE("verify with large inputs: scores that overflow a plain exp still match fp64", "[cli]") {
+  // Q, K ~ 10 x N(0,1): scores of order +-500, exp overflows fp32 past 88 and fp64 past 709 without
+  // the running-max subtraction both kernels use.
+  Outcome o = flashbench("verify --seq 150 --backend cpu --dtype fp32 --causal both --input-scale 10");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  o = flashbench("verify --seq 150 --backend cpu --dtype fp64 --causal no --input-scale 100");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "2/2 checks passed"));
+  REQUIRE(flashbench("verify --seq 150 --backend cpu --input-scale 0").code == 2);
+}

@@ -266,6 +266,17 @@ TEST_CASE("spec: model_dim sets heads = model_dim / head_dim", "[spec]") {
   require_rejected(with(j, "heads", 4), {"spec", "heads", "model_dim", "not both"});
 }
 
+TEST_CASE("spec: input_scale is a positive number with a cap", "[spec]") {
+  CHECK(fb::parse_spec(base().dump()).input_scale == 1.0);
+  CHECK(fb::parse_spec(with(base(), "input_scale", 30).dump()).input_scale == 30.0);
+  CHECK(fb::parse_spec(with(base(), "input_scale", 0.25).dump()).input_scale == 0.25);
+  require_rejected(with(base(), "input_scale", 0), {"spec.input_scale", "> 0"});
+  require_rejected(with(base(), "input_scale", -2), {"spec.input_scale"});
+  require_rejected(with(base(), "input_scale", 1e5), {"spec.input_scale", "at most"});
+  require_rejected(with(base(), "input_scale", "big"), {"spec.input_scale", "number"});
+  require_rejected(with(base(), "input_scale", true), {"spec.input_scale", "number"});
+}
+
 TEST_CASE("spec: fixtures and every committed config load", "[spec]") {
   const fb::Sweep gqa = fb::load_spec((kFixtures / "gqa_tokens.json").string());
   // seq 6 x kv_heads 3 x head_dim 2 x dtype 2 x causal 2 x pass 2

@@ -60,10 +60,10 @@ template <> __device__ inline __nv_bfloat16 from_double<__nv_bfloat16>(double x)
 }
 
 template <typename T>
-__global__ void fill_normal_kernel(T* dst, std::int64_t n, std::uint64_t key) {
+__global__ void fill_normal_kernel(T* dst, std::int64_t n, std::uint64_t key, double scale) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    dst[i] = from_double<T>(normal_at(key, std::uint64_t(i)));
+    dst[i] = from_double<T>(scale * normal_at(key, std::uint64_t(i)));
 }
 
 template <typename T>
@@ -148,12 +148,12 @@ Diff reduce_diff(const TA* a, const TB* b, std::int64_t n, const Context& ctx) {
 }  // namespace
 
 void fill_normal(void* dst, Dtype t, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
-                 const Context& ctx) {
+                 const Context& ctx, double scale) {
   if (n <= 0) return;
   const std::uint64_t key = stream_key(seed, stream_id);
   dispatch_dtype(t, [&](auto traits) {
     using T = typename decltype(traits)::elem;
-    fill_normal_kernel<<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(static_cast<T*>(dst), n, key);
+    fill_normal_kernel<<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(static_cast<T*>(dst), n, key, scale);
     FB_CUDA_CHECK_LAUNCH();
   });
 }

@@ -80,9 +80,13 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled_fn() {
   static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void* f = nullptr;
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
     constexpr unsigned kDriverApiVersion = 12000;  // the cuTensorMapEncodeTiled ABI introduced in 12.0
     FB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, kDriverApiVersion,
                                                    cudaEnableDefault, &found));
+#else  // toolkits before 12.5 have only the unversioned query (deprecated since)
+    FB_CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &found));
+#endif
     if (found != cudaDriverEntryPointSuccess || f == nullptr)
       throw CudaError("flash-sm90: the CUDA driver offers no cuTensorMapEncodeTiled (needs 12.0+)");
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);

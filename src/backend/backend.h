@@ -62,7 +62,8 @@ class Backend {
   virtual std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) = 0;
 
   // Draws the case's inputs from `seed` (standard normal; never zeros) and drops all kept outputs.
-  virtual void prepare(const Case& c, std::uint64_t seed) = 0;
+  // Q and K are multiplied by `input_scale`, so scores grow as its square (extreme-value checks).
+  virtual void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) = 0;
 
   // Warm-up then `reps` timed runs of `kernel` on the prepared inputs, outputs poisoned (NaN) before
   // each run. Keeps the last outputs for compare(). For Pass::bwd the forward runs once untimed first.

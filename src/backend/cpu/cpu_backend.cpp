@@ -75,14 +75,14 @@ std::uint64_t mix(std::uint64_t x) {
 
 // n standard normal values from (seed, stream), rounded to T: Box-Muller on std::mt19937_64, whose
 // output the C++ standard fixes bit for bit (std::normal_distribution's algorithm is not fixed).
-template <class T> void fill_normal(T* dst, Index n, std::uint64_t seed, std::uint64_t stream) {
+template <class T> void fill_normal(T* dst, Index n, std::uint64_t seed, std::uint64_t stream, double scale = 1.0) {
   std::mt19937_64 gen(mix(seed ^ mix(stream)));
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   constexpr double kUnit = 1.0 / 9007199254740992.0;  // 2^-53
   for (Index i = 0; i < n; i += 2) {
     const double u1 = double((gen() >> 11) + 1) * kUnit;  // (0, 1]: log(u1) is finite
     const double u2 = double(gen() >> 11) * kUnit;        // [0, 1)
-    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double r = scale * std::sqrt(-2.0 * std::log(u1));
     dst[i] = store<T>(static_cast<AccOf<T>>(r * std::cos(kTwoPi * u2)));
     if (i + 1 < n) dst[i + 1] = store<T>(static_cast<AccOf<T>>(r * std::sin(kTwoPi * u2)));
   }
@@ -180,7 +180,7 @@ class CpuBackendImpl final : public CpuBackend {
         io / kGiB, limit);
   }
 
-  void prepare(const Case& c, std::uint64_t seed) override {
+  void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override {
     release();
     const AttentionParams p = c.params();
     try {
@@ -202,8 +202,8 @@ class CpuBackendImpl final : public CpuBackend {
     dispatch_dtype(c.dtype, [&](auto tag) {
       using T = decltype(tag);
       // One stream per tensor, so Q does not change when dO is added for a backward case.
-      fill_normal(reinterpret_cast<T*>(q_.data()), p.q_elems(), seed, 0);
-      fill_normal(reinterpret_cast<T*>(k_.data()), p.kv_elems(), seed, 1);
+      fill_normal(reinterpret_cast<T*>(q_.data()), p.q_elems(), seed, 0, input_scale);
+      fill_normal(reinterpret_cast<T*>(k_.data()), p.kv_elems(), seed, 1, input_scale);
       fill_normal(reinterpret_cast<T*>(v_.data()), p.kv_elems(), seed, 2);
       if (c.pass != Pass::fwd)
         fill_normal(reinterpret_cast<T*>(dout_.data()), p.q_elems(), seed, 3);

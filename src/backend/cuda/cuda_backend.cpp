@@ -191,7 +191,7 @@ struct CudaBackend::Impl {
     prepared.reset();
   }
 
-  void prepare(const Case& c, std::uint64_t seed) {
+  void prepare(const Case& c, std::uint64_t seed, double input_scale) {
     release();
     const AttentionParams p = c.params();
     const std::uint64_t e = dtype_bytes(c.dtype);
@@ -200,8 +200,8 @@ struct CudaBackend::Impl {
     v = alloc.allocate(std::uint64_t(p.kv_elems()) * e, "V");
     if (has_backward(c.pass)) dout = alloc.allocate(std::uint64_t(p.q_elems()) * e, "dO");
     const cuda::Context cx = ctx();
-    cuda::fill_normal(q.get(), c.dtype, p.q_elems(), seed, kStreamQ, cx);
-    cuda::fill_normal(k.get(), c.dtype, p.kv_elems(), seed, kStreamK, cx);
+    cuda::fill_normal(q.get(), c.dtype, p.q_elems(), seed, kStreamQ, cx, input_scale);
+    cuda::fill_normal(k.get(), c.dtype, p.kv_elems(), seed, kStreamK, cx, input_scale);
     cuda::fill_normal(v.get(), c.dtype, p.kv_elems(), seed, kStreamV, cx);
     if (dout) cuda::fill_normal(dout.get(), c.dtype, p.q_elems(), seed, kStreamDout, cx);
     stream.sync();
@@ -486,8 +486,8 @@ std::optional<std::string> CudaBackend::check_fits(const Case& c, const KernelIn
   return guarded([&] { return impl_->check_fits(c, kernel); });
 }
 
-void CudaBackend::prepare(const Case& c, std::uint64_t seed) {
-  guarded([&] { impl_->prepare(c, seed); });
+void CudaBackend::prepare(const Case& c, std::uint64_t seed, double input_scale) {
+  guarded([&] { impl_->prepare(c, seed, input_scale); });
 }
 
 KernelRun CudaBackend::run(const KernelInfo& kernel, int warmup, int reps) {

@@ -20,7 +20,7 @@ class CudaBackend final : public Backend {
   nlohmann::json device() const override;  // reads the current clocks on every call
   nlohmann::json settings() const override;
   std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) override;
-  void prepare(const Case& c, std::uint64_t seed) override;
+  void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override;
   KernelRun run(const KernelInfo& kernel, int warmup, int reps) override;
   void run_reference() override;
   ErrorReport compare(const std::string& a, const std::string& b) override;
