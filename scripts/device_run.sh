@@ -4,6 +4,7 @@
 # bundle.tgz of it lands there (the tool brings back few files). Prints a short summary last.
 #   scripts/device_run.sh BUILD_DIR [step ...]
 #   steps: tests ceilings verify verifybwd quick fwd fwd32 seed bwd peers peersbwd ncu sanitize
+#          sm90 peerssm90 extreme dump devices
 set -uo pipefail
 build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
 shift
@@ -33,6 +34,15 @@ for s in $steps; do
     fwd32) step fwd32 "$fb" run configs/h200-fwd-fp32.json -o "$out/h200-fwd-fp32.json" --csv "$out/h200-fwd-fp32.csv" ;;
     ncu) step ncu python3 scripts/ncu_bytes.py configs/ncu-bytes.json -o "$out/ncu-bytes.json" --flashbench "$fb" ;;
     sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" -t "${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}" "$out/sanitize.json" ;;
+    sm90) step sm90 "$fb" run configs/h200-fwd-sm90.json -o "$out/h200-fwd-sm90.json" --csv "$out/h200-fwd-sm90.csv" ;;
+    peerssm90) step peerssm90 python3 scripts/peers.py configs/h200-fwd-sm90.json --backends flash,cudnn -o "$out/peers-fwd-sm90.json" ;;
+    extreme) step extreme sh -c "'$fb' verify --seq 4096 --dtype fp32 --input-scale 10 -o '$out/verify-4096-scale10-fp32.json';
+                                 '$fb' verify --seq 4096 --dtype fp64 --input-scale 100 -o '$out/verify-4096-scale100-fp64.json';
+                                 '$fb' verify --seq 4096 --dtype fp16 --input-scale 10 -o '$out/verify-4096-scale10-fp16.json';
+                                 '$fb' verify --seq 4096 --dtype bf16 --input-scale 10 -o '$out/verify-4096-scale10-bf16.json'" ;;
+    dump) step dump sh -c "'$fb' run configs/quick.json --dump '$out/dump' -q -o '$out/dump-quick.json' &&
+                           python3 -c 'import numpy as np, glob; fs = sorted(glob.glob(\"$out/dump/*/*.npy\")); print(len(fs), \"npy files\"); a = np.load([f for f in fs if f.endswith(\"bf16-causal-fwd/flash.O.npy\")][0]); b = np.load([f for f in fs if f.endswith(\"bf16-causal-fwd/reference.O.npy\")][0]); print(a.shape, \"max |flash - ref|\", abs(a - b).max())' && rm -rf '$out/dump'" ;;
+    devices) step devices sh -c "'$fb' run configs/quick.json -q -o '$out/quick-single.json' && '$fb' run configs/quick.json -q --devices 0 -o '$out/quick-devices.json' && python3 -c 'import json; k = lambda f: sorted((r[\"key\"], r[\"kernel\"]) for r in json.load(open(f))[\"results\"]); a, b = k(\"$out/quick-single.json\"), k(\"$out/quick-devices.json\"); print(\"same cases:\", a == b, len(a))'" ;;
     fwd) step fwd "$fb" run configs/h200-fwd.json -o "$out/h200-fwd.json" --csv "$out/h200-fwd.csv" ;;
     seed) step seed "$fb" run configs/seed-claims.json -o "$out/seed-claims.json" --csv "$out/seed-claims.csv" ;;
     bwd) step bwd "$fb" run configs/h200-bwd.json -o "$out/h200-bwd.json" --csv "$out/h200-bwd.csv" ;;
