@@ -33,7 +33,7 @@ for s in $steps; do
     quick) step quick "$fb" run configs/quick.json -o "$out/quick.json" ;;
     fwd32) step fwd32 "$fb" run configs/h200-fwd-fp32.json -o "$out/h200-fwd-fp32.json" --csv "$out/h200-fwd-fp32.csv" ;;
     ncu) step ncu python3 scripts/ncu_bytes.py configs/ncu-bytes.json -o "$out/ncu-bytes.json" --flashbench "$fb" ;;
-    sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" -t "${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}" "$out/sanitize.json" ;;
+    sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" -s "${SANITIZE_SPEC:-configs/sanitize.json}" -t "${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}" "$out/sanitize.json" ;;
     sm90) step sm90 "$fb" run configs/h200-fwd-sm90.json -o "$out/h200-fwd-sm90.json" --csv "$out/h200-fwd-sm90.csv" ;;
     peerssm90) step peerssm90 python3 scripts/peers.py configs/h200-fwd-sm90.json --backends flash,cudnn -o "$out/peers-fwd-sm90.json" ;;
     extreme) step extreme sh -c "'$fb' verify --seq 4096 --dtype fp32 --input-scale 10 -o '$out/verify-4096-scale10-fp32.json';

@@ -82,7 +82,7 @@ for tool in $tools; do
   # racecheck: report every hazard it finds, not only its summary analysis.
   [ "$tool" = racecheck ] && extra=(--racecheck-report all)
   cmd=("$sanitizer" --tool "$tool" --error-exitcode "$SANITIZER_ERROR_EXIT" ${extra[@]+"${extra[@]}"}
-       "$exe" run "$spec" --backend cuda -q -o "$workdir/$tool.json")
+       "$exe" run "$spec" --backend cuda -q --no-ceilings -o "$workdir/$tool.json")
   "${cmd[@]}" >"$log" 2>&1
   rc=$?
   # "========= ERROR SUMMARY: 3 errors" (the last one, should the program print its own).
@@ -112,7 +112,7 @@ print(json.dumps(dict(sorted(ok.items()))))' "$workdir/$tool.json" 2>/dev/null)"
   if [ "$status" = clean ] && [ "$ran" = "{}" ]; then status="nothing-ran"; fi
   [ "$status" = clean ] || all_clean=0
   printf '%-10s %-8s %-10s %-12s %s\n' "$tool" "${errors:--}" "$rc" "$status" "$ran"
-  shown="$(basename "$sanitizer") --tool $tool --error-exitcode $SANITIZER_ERROR_EXIT${extra[*]:+ ${extra[*]}} flashbench run $(basename "$spec") --backend cuda -q"
+  shown="$(basename "$sanitizer") --tool $tool --error-exitcode $SANITIZER_ERROR_EXIT${extra[*]:+ ${extra[*]}} flashbench run $(basename "$spec") --backend cuda -q --no-ceilings"
   entries+="${entries:+,}
     $(json_string "$tool"): {\"status\": \"$status\", \"errors\": $errors_json, \"exit_code\": $rc, \"ok_runs\": $ran, \"log\": $(json_string "$(basename "$log")"), \"command\": $(json_string "$shown")}"
 done
