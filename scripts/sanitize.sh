@@ -87,6 +87,9 @@ for tool in $tools; do
   rc=$?
   # "========= ERROR SUMMARY: 3 errors" (the last one, should the program print its own).
   errors="$(grep -Eo 'ERROR SUMMARY: [0-9]+ error' "$log" | tail -n 1 | grep -Eo '[0-9]+')"
+  # racecheck ends with its own line: "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)".
+  [ -n "$errors" ] ||
+    errors="$(grep -Eo 'RACECHECK SUMMARY: .*\([0-9]+ error' "$log" | tail -n 1 | grep -Eo '\([0-9]+' | tr -d '(')"
   if [ -z "$errors" ]; then
     status="no-summary"
     errors_json=null

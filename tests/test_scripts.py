@@ -690,7 +690,11 @@ n=$(eval echo \\${FAKE_$tool:-0})
 echo "========= COMPUTE-SANITIZER"
 "$@" >/dev/null 2>&1; rc=$?
 [ "$n" = none ] && exit $rc
-echo "========= ERROR SUMMARY: $n errors"
+if [ "$tool" = racecheck ]; then
+  echo "========= RACECHECK SUMMARY: $n hazards displayed ($n errors, 0 warnings)"
+else
+  echo "========= ERROR SUMMARY: $n errors"
+fi
 [ "$n" -gt 0 ] && exit $code
 exit $rc
 """
