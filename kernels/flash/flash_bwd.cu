@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "common/types.cuh"
 #include "flash/flash_bwd.h"
 #include "flash/flash_bwd_common.cuh"
@@ -138,14 +139,9 @@ const char* backward_unsupported(const AttentionParams& p) {
     return "flash backward: batch * heads * seq exceeds the grid limit";
 
   // What the current device offers; skipped where no device answers (the launch would report it).
-  int dev = 0, major = 0, smem_optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-          cudaSuccess) {
-    (void)cudaGetLastError();  // a failed query must not surface as the next launch's error
-    return nullptr;
-  }
+  const auto caps = current_device_caps();
+  if (!caps) return nullptr;
+  const int major = caps->major, smem_optin = caps->smem_optin;
   const bool tensor_cores = p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16;
   if (tensor_cores && major < bwd::kTensorCoreMinMajor)
     return "flash backward: fp16/bf16 need compute capability 8.0 or newer";

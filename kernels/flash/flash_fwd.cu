@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "flash/flash.h"
 #include "flash/flash_fwd_config.h"
 
@@ -60,14 +61,9 @@ const char* unsupported_forward(const AttentionParams& p) {
     return "flash: seq exceeds the grid limit (65535 query tiles)";
 
   // What the current device offers; skipped where no device answers (the launch would report it).
-  int dev = 0, major = 0, smem_optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-          cudaSuccess) {
-    (void)cudaGetLastError();  // a failed query must not surface as the next launch's error
-    return nullptr;
-  }
+  const auto caps = current_device_caps();
+  if (!caps) return nullptr;
+  const int major = caps->major, smem_optin = caps->smem_optin;
   if (is_16bit(p.dtype) && major < kTensorCoreMinMajor)
     return "flash: fp16/bf16 need compute capability 8.0 or newer";
   const std::size_t smem =

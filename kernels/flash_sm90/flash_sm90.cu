@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "common/ptx_sm90.cuh"
 #include "flash_sm90/flash_sm90.h"
 #include "flash_sm90/flash_sm90_config.h"
@@ -136,15 +137,9 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o))
     return "flash-sm90: q, k, v and o must be 16-byte aligned (TMA)";
 
-  int dev = 0, major = 0, minor = 0, smem_optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-          cudaSuccess) {
-    (void)cudaGetLastError();  // a failed query must not surface as the next launch's error
-    return "flash-sm90: no CUDA device answered (needs compute capability 9.0)";
-  }
+  const auto caps = current_device_caps();
+  if (!caps) return "flash-sm90: no CUDA device answered (needs compute capability 9.0)";
+  const int dev = caps->device, major = caps->major, minor = caps->minor, smem_optin = caps->smem_optin;
   if (major != kArchMajor || minor != kArchMinor)
     return "flash-sm90: needs a compute capability 9.0 GPU (H100/H200: wgmma, TMA, sm_90a)";
   if (!device_code_loaded(dev))
