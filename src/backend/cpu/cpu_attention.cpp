@@ -163,6 +163,41 @@ template <class T> void rowsum_do_o(const AttentionParams& p, const Context& ctx
 
 // ================================ naive ================================
 
+// out[b, h, i, j] = alpha * (X[b, h] Y[b, h / group]^T)[i, j], or `fill` where (i, j) is masked and for
+// keys past the causal end of a row: one N x N array per (batch, head), as the naive path keeps them.
+// X is query-side ([batch, heads, N, d]: Q or dO), Y key-side ([batch, kv_heads, N, d]: K or V).
+template <class T>
+void masked_products(const Shape& s, const Context& ctx, const T* x, const T* y, AccOf<T> alpha,
+                     AccOf<T> fill, T* out) {
+  using A = AccOf<T>;
+  const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
+  const Index n = s.seq;
+  const int q_tiles = ceil_div(n, br);
+  ThreadPool& pool = *ctx.pool;
+  Scratch<A> scratch(*ctx.tracker, pool.size(), {Index(br) * d, Index(d) * bc, Index(br) * bc});
+  pool.parallel_for(Index(s.batch) * s.heads * q_tiles, [&](Index task, int w) {
+    const TaskId id = split_task(task, s.heads, q_tiles);
+    A* xs = scratch.get(w, 0);  // (br, d)
+    A* yt = scratch.get(w, 1);  // (d, bc)
+    A* pt = scratch.get(w, 2);  // (br, bc)
+    const Index i0 = Index(id.tile) * br;
+    const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+    const T* yh = y + s.kv_offset(id.b, id.h / s.group);
+    T* rows = out + s.nn_offset(id.b, id.h) + i0 * n;
+    load_tile(x + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, xs, d);
+    const Index key_end = s.key_end(i0, mr);
+    for (Index j0 = 0; j0 < key_end; j0 += bc) {
+      const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
+      load_tile_transposed(yh + j0 * d, d, nc, d, yt, bc);
+      gemm_nn(mr, nc, d, xs, d, yt, bc, pt, bc, false);
+      for (int r = 0; r < mr; ++r)
+        for (int c = 0; c < nc; ++c)
+          rows[r * n + j0 + c] = store<T>(s.masked(i0 + r, j0 + c) ? fill : alpha * pt[Index(r) * bc + c]);
+    }
+    for (int r = 0; r < mr; ++r) std::fill(rows + r * n + key_end, rows + (r + 1) * n, store<T>(fill));
+  });
+}
+
 template <class T>
 void naive_forward_t(const AttentionParams& p, const Context& ctx, NaiveSaved* saved) {
   using A = AccOf<T>;
@@ -188,32 +223,8 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, NaiveSaved* s
   const int q_tiles = ceil_div(n, br);
   const Index tasks = Index(s.batch) * s.heads * q_tiles;
 
-  {  // 1. S = scale * Q K^T; masked scores are -inf.
-    Scratch<A> scratch(mem, pool.size(), {Index(br) * d, Index(d) * bc, Index(br) * bc});
-    pool.parallel_for(tasks, [&](Index task, int w) {
-      const TaskId id = split_task(task, s.heads, q_tiles);
-      A* qs = scratch.get(w, 0);  // (br, d)
-      A* kt = scratch.get(w, 1);  // (d, bc)
-      A* st = scratch.get(w, 2);  // (br, bc)
-      const Index i0 = Index(id.tile) * br;
-      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
-      const T* kh = k + s.kv_offset(id.b, id.h / s.group);
-      T* srows = S + s.nn_offset(id.b, id.h) + i0 * n;
-      load_tile(q + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, qs, d);
-      const Index key_end = s.key_end(i0, mr);
-      for (Index j0 = 0; j0 < key_end; j0 += bc) {
-        const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
-        load_tile_transposed(kh + j0 * d, d, nc, d, kt, bc);
-        gemm_nn(mr, nc, d, qs, d, kt, bc, st, bc, false);
-        for (int r = 0; r < mr; ++r)
-          for (int c = 0; c < nc; ++c)
-            srows[r * n + j0 + c] =
-                store<T>(s.masked(i0 + r, j0 + c) ? neg_inf : scale * st[Index(r) * bc + c]);
-      }
-      for (int r = 0; r < mr; ++r)
-        std::fill(srows + r * n + key_end, srows + (r + 1) * n, store<T>(neg_inf));
-    });
-  }
+  // 1. S = scale * Q K^T; masked scores are -inf.
+  masked_products(s, ctx, q, k, scale, neg_inf, S);
 
   {  // 2. P = softmax(S) row by row (statistics in A, from the stored S); LSE = m + log(sum).
     Scratch<A> scratch(mem, pool.size(), {n});
@@ -298,32 +309,8 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const NaiveS
   const int q_tiles = ceil_div(n, br);
   const Index q_tasks = Index(s.batch) * s.heads * q_tiles;
 
-  {  // 1. dP = dO V^T (zero where masked).
-    Scratch<A> scratch(mem, pool.size(), {Index(br) * d, Index(d) * bc, Index(br) * bc});
-    pool.parallel_for(q_tasks, [&](Index task, int w) {
-      const TaskId id = split_task(task, s.heads, q_tiles);
-      A* dos = scratch.get(w, 0);  // (br, d)
-      A* vt = scratch.get(w, 1);   // (d, bc)
-      A* dpt = scratch.get(w, 2);  // (br, bc)
-      const Index i0 = Index(id.tile) * br;
-      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
-      const T* vh = v + s.kv_offset(id.b, id.h / s.group);
-      T* rows = dS + s.nn_offset(id.b, id.h) + i0 * n;
-      load_tile(dout + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, dos, d);
-      const Index key_end = s.key_end(i0, mr);
-      for (Index j0 = 0; j0 < key_end; j0 += bc) {
-        const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
-        load_tile_transposed(vh + j0 * d, d, nc, d, vt, bc);
-        gemm_nn(mr, nc, d, dos, d, vt, bc, dpt, bc, false);
-        for (int r = 0; r < mr; ++r)
-          for (int c = 0; c < nc; ++c)
-            rows[r * n + j0 + c] =
-                store<T>(s.masked(i0 + r, j0 + c) ? A(0) : dpt[Index(r) * bc + c]);
-      }
-      for (int r = 0; r < mr; ++r)
-        std::fill(rows + r * n + key_end, rows + (r + 1) * n, store<T>(A(0)));
-    });
-  }
+  // 1. dP = dO V^T (zero where masked).
+  masked_products(s, ctx, dout, v, A(1), A(0), dS);
 
   // 2. dS = P o (dP - D), in place; masked entries have P = 0 and stay 0.
   pool.parallel_for(q_tasks, [&](Index task, int) {
