@@ -140,6 +140,37 @@ TEST_CASE("naive meets its dtype tolerance and flash the naive-relative rule vs 
   }
 }
 
+TEST_CASE("flash-sm90 meets the naive-relative rule on Hopper, and says why not elsewhere", "[gpu]") {
+  CudaBackend& b = gpu();
+  const KernelInfo& sm90 = kernel("flash-sm90");
+  for (const Case& c : accuracy_cases()) {
+    INFO("case " << c.key());
+    const auto why = b.check_fits(c, sm90);
+    if (c.pass != Pass::fwd || (c.dtype != Dtype::fp16 && c.dtype != Dtype::bf16)) {
+      // Forward only, 16-bit only: refused with a reason, never a silent wrong answer.
+      REQUIRE(why.has_value());
+      continue;
+    }
+    if (why) {  // not a compute capability 9.0 device, or a build without sm_90a
+      WARN("flash-sm90 not run: " << *why);
+      continue;
+    }
+    b.prepare(c, kSeed);
+    std::vector<Record> records;
+    for (const KernelInfo* k : {&kernel("naive"), &sm90}) {
+      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, std::string(k->name)));
+    }
+    verify_case(b, records);
+    for (const Record& r : records) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+    }
+    b.release();
+  }
+}
+
 TEST_CASE("the fp64 naive path and reference agree to fp64 rounding, gradients included", "[gpu]") {
   // Two unrelated fp64 computations (cuBLAS + row kernels vs the tiled reference kernels) of the same
   // function: their agreement far below any low-precision error checks both, GQA sums included.
