@@ -196,6 +196,7 @@ static int run_on_devices(const RunOptions& o) {
   }
   if (first) return worst == kExitOk ? kExitFailed : worst;
   merged.settings["devices"] = o.devices;
+  merged.settings["argv"] = o.argv;
   std::map<std::string, std::size_t> order;
   for (std::size_t i = 0; i < sweep.cases.size(); ++i) order.emplace(sweep.cases[i].key(), i);
   std::stable_sort(merged.records.begin(), merged.records.end(), [&](const Record& a, const Record& b) {
@@ -300,6 +301,7 @@ int run_command(const RunOptions& o) {
   }
   if (!ceilings.is_null()) attach_ceilings(res, ceilings);
   if (!o.shard.empty()) res.settings["shard"] = o.shard;
+  res.settings["argv"] = o.argv;
   if (!o.quiet) print_table(std::cout, res);
   write_outputs(res, o.json_out, o.csv_out);
   if (int sig = g_stop_signal.load()) {
@@ -350,6 +352,7 @@ int verify_command(const VerifyOptions& o) {
   }
 
   Results res = execute(sweep, *backend, !o.quiet, o.dump_dir);
+  res.settings["argv"] = o.argv;
   int checked = 0, passed = 0;
   for (const Record& r : res.records) {
     std::string detail;

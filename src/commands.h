@@ -13,6 +13,7 @@ inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
 struct RunOptions {
+  std::vector<std::string> argv;  // the command line, kept in results.settings for reproduction
   std::string spec_path;
   std::string json_out;  // empty: no JSON file
   std::string csv_out;   // empty: no CSV file
@@ -28,6 +29,7 @@ struct RunOptions {
 int run_command(const RunOptions& o);
 
 struct VerifyOptions {
+  std::vector<std::string> argv;
   int seq = 0;
   std::optional<int> batch, heads, kv_heads, dim;
   std::string dtype = "all";   // fp64|fp32|fp16|bf16|all

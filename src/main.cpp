@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("-o,--output", merge.out, "merged results JSON")->required();
   merge_cmd->add_flag("--force", merge.force, "allow different devices or schema versions");
 
+  run.argv.assign(argv, argv + argc);
+  ver.argv = run.argv;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

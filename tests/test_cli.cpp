@@ -72,6 +72,8 @@ TEST_CASE("run configs/quick.json on the CPU writes valid JSON and CSV", "[cli]"
   nlohmann::json j = nlohmann::json::parse(in);
   REQUIRE(j["backend"] == "cpu");
   REQUIRE(j["tool"]["name"] == "flashbench");
+  REQUIRE(j["settings"]["argv"].size() >= 3);  // the command line, for reproduction
+  REQUIRE(j["settings"]["argv"][1] == "run");
   REQUIRE(j["results"].size() > 0);
   bool saw_naive = false, saw_flash = false;
   for (const auto& r : j["results"]) {
