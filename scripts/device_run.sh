@@ -4,7 +4,7 @@
 # bundle.tgz of it lands there (the tool brings back few files). Prints a short summary last.
 #   scripts/device_run.sh BUILD_DIR [step ...]
 #   steps: tests ceilings verify verifybwd quick fwd fwd32 seed bwd peers peersbwd ncu sanitize
-#          sm90 peerssm90 extreme dump devices
+#          sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices
 set -uo pipefail
 build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
 shift
@@ -36,6 +36,8 @@ for s in $steps; do
     sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" -s "${SANITIZE_SPEC:-configs/sanitize.json}" -t "${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}" "$out/sanitize.json" ;;
     sm90) step sm90 "$fb" run configs/h200-fwd-sm90.json -o "$out/h200-fwd-sm90.json" --csv "$out/h200-fwd-sm90.csv" ;;
     peerssm90) step peerssm90 python3 scripts/peers.py configs/h200-fwd-sm90.json --backends flash,cudnn -o "$out/peers-fwd-sm90.json" ;;
+    bwdsm90) step bwdsm90 "$fb" run configs/h200-bwd-sm90.json -o "$out/h200-bwd-sm90.json" --csv "$out/h200-bwd-sm90.csv" ;;
+    peersbwdsm90) step peersbwdsm90 python3 scripts/peers.py configs/h200-bwd-sm90.json --backends flash,cudnn -o "$out/peers-bwd-sm90.json" ;;
     extreme) step extreme sh -c "'$fb' verify --seq 4096 --dtype fp32 --input-scale 10 -o '$out/verify-4096-scale10-fp32.json';
                                  '$fb' verify --seq 4096 --dtype fp64 --input-scale 100 -o '$out/verify-4096-scale100-fp64.json';
                                  '$fb' verify --seq 4096 --dtype fp16 --input-scale 10 -o '$out/verify-4096-scale10-fp16.json';

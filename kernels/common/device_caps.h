@@ -11,6 +11,7 @@ struct DeviceCaps {
   int device = 0;
   int major = 0, minor = 0;  // compute capability
   int smem_optin = 0;        // bytes of shared memory a block may opt in to
+  int l2_bytes = 0;          // L2 cache size
 };
 
 // nullopt where no device answers; the failed query is cleared so that it does not surface as the
@@ -21,7 +22,8 @@ inline std::optional<DeviceCaps> current_device_caps() {
       cudaDeviceGetAttribute(&c.major, cudaDevAttrComputeCapabilityMajor, c.device) != cudaSuccess ||
       cudaDeviceGetAttribute(&c.minor, cudaDevAttrComputeCapabilityMinor, c.device) != cudaSuccess ||
       cudaDeviceGetAttribute(&c.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c.device) !=
-          cudaSuccess) {
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&c.l2_bytes, cudaDevAttrL2CacheSize, c.device) != cudaSuccess) {
     (void)cudaGetLastError();
     return std::nullopt;
   }

@@ -34,7 +34,8 @@ constexpr int kMinBlockN = 32;
 constexpr int kTensorCoreMinMajor = 8;
 
 // D = rowsum(dO o O) and LSE (times lse_mult) per query row, padded to seq_pad rows per (batch,
-// head) with D = 0, LSE = +inf; the dQ accumulator's real rows zeroed. One warp per padded row.
+// head) with D = 0, LSE = +inf; the dQ accumulator's real rows zeroed (when given). One warp per
+// padded row.
 template <typename Elem, typename Acc>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     bwd_prepass_kernel(const Elem* o, const Elem* dout, const Acc* lse, Acc* lse_pad, Acc* d_pad,
@@ -56,7 +57,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   Acc sum = 0;
   for (int c = lane; c < head_dim; c += 32) {
     sum += Acc(to_double(o[off + c])) * Acc(to_double(dout[off + c]));
-    dq_acc[off + c] = Acc(0);
+    if (dq_acc != nullptr) dq_acc[off + c] = Acc(0);
   }
   for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(kFullWarp, sum, s);
   if (lane == 0) {
@@ -166,6 +167,27 @@ std::size_t backward_workspace_bytes(const AttentionParams& p) {
   return bwd::workspace_layout(p).total;
 }
 
+int backward_padded_seq(int seq) { return bwd::padded_seq(seq); }
+
+void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void* dq_acc,
+                      bool lse_log2, const Context& ctx) {
+  using namespace bwd;
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+  dispatch_dtype(p.dtype, [&](auto traits) {
+    using Elem = typename decltype(traits)::elem;
+    using Acc = typename decltype(traits)::accum;
+    const int seq_pad = padded_seq(p.seq);
+    const Acc lse_mult = lse_log2 ? Acc(kLog2e) : Acc(1);
+    const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
+    const auto blocks = unsigned((padded_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    bwd_prepass_kernel<Elem, Acc><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
+        static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout),
+        static_cast<const Acc*>(p.lse), static_cast<Acc*>(lse_pad), static_cast<Acc*>(d_pad),
+        static_cast<Acc*>(dq_acc), padded_rows, p.seq, seq_pad, p.head_dim, lse_mult);
+    FB_CUDA_CHECK_LAUNCH();
+  });
+}
+
 void backward(const AttentionParams& p, const Context& ctx) {
   using namespace bwd;
   if (const char* why = backward_unsupported(p)) throw std::invalid_argument(why);
@@ -185,15 +207,8 @@ void backward(const AttentionParams& p, const Context& ctx) {
     Acc* dq_acc = reinterpret_cast<Acc*>(base + ws.dq);
     const int seq_pad = padded_seq(p.seq);
 
-    // The tensor-core kernel computes exp() as exp2(); fold log2(e) into its LSE copy here.
-    const Acc lse_mult = kTensorCores ? Acc(kLog2e) : Acc(1);
-    const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
-    const auto prepass_blocks = unsigned((padded_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    bwd_prepass_kernel<Elem, Acc><<<prepass_blocks, kWarpsPerBlock * 32, 0, stream>>>(
-        static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout),
-        static_cast<const Acc*>(p.lse), lse_pad, d_pad, dq_acc, padded_rows, p.seq, seq_pad,
-        p.head_dim, lse_mult);
-    FB_CUDA_CHECK_LAUNCH();
+    // The tensor-core kernel computes exp() as exp2(); its LSE copy is in the log2 domain.
+    backward_prepass(p, lse_pad, d_pad, dq_acc, kTensorCores, ctx);
 
     const MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
                      p.batch, p.heads, p.kv_heads, p.seq, seq_pad, p.causal, p.scale};

@@ -29,6 +29,16 @@ const char* backward_unsupported(const AttentionParams& p);
 // Bytes of p.workspace backward() needs (D, padded LSE, dQ accumulator).
 std::size_t backward_workspace_bytes(const AttentionParams& p);
 
+// The pre-pass every tiled backward starts with (one launch on ctx's stream): per query row,
+// D = rowsum(dO o O) and LSE (times log2(e) when lse_log2) into [batch * heads,
+// backward_padded_seq(seq)] arrays of the accumulator type (float; double for fp64), padding rows
+// D = 0 and LSE = +inf (so that P = 0 there); and dq_acc's [batch, heads, seq, head_dim] zeroed
+// when dq_acc is not null.
+void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void* dq_acc,
+                      bool lse_log2, const Context& ctx);
+// Rows per (batch, head) of the pre-pass arrays: seq rounded up to a multiple of 128.
+int backward_padded_seq(int seq);
+
 // Writes p.dq, p.dk, p.dv. Throws std::invalid_argument for unsupported params or a missing
 // workspace, fb::CudaError for a failed launch.
 void backward(const AttentionParams& p, const Context& ctx);

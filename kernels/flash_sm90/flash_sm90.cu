@@ -1,5 +1,5 @@
-// The Hopper forward's host side: checks, tensor maps, and the one runtime -> template dispatch on
-// (dtype, head_dim).
+// The Hopper kernels' host side: checks, tensor maps, and the forward's one runtime -> template
+// dispatch on (dtype, head_dim). The backward's launcher is flash_sm90_bwd.cu.
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -16,6 +16,7 @@
 #include "common/device_caps.h"
 #include "common/ptx_sm90.cuh"
 #include "flash_sm90/flash_sm90.h"
+#include "flash_sm90/flash_sm90_bwd.h"
 #include "flash_sm90/flash_sm90_config.h"
 #include "flash_sm90/flash_sm90_tma.h"
 
@@ -120,7 +121,10 @@ void encode_bhsd_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, 
 }
 
 const char* unsupported(Pass pass, const AttentionParams& p) {
-  if (pass != Pass::fwd) return "flash-sm90: forward only";
+  if (pass != Pass::fwd) {
+    if (const char* why = backward_unsupported(p)) return why;
+    if (misaligned(p.dout)) return "flash-sm90: dout must be 16-byte aligned (TMA)";
+  }
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
     return "flash-sm90: dtype must be fp16 or bf16";
   if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90: head_dim must be 64 or 128";
@@ -150,10 +154,16 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   if (smem > static_cast<std::size_t>(smem_optin))
     return "flash-sm90: this tile configuration needs more shared memory per block than the GPU "
            "offers";
+  if (pass != Pass::fwd && backward_smem_bytes(p) > static_cast<std::size_t>(smem_optin))
+    return "flash-sm90: the backward's tile configuration needs more shared memory per block than "
+           "the GPU offers";
   return nullptr;
 }
 
-std::size_t workspace_bytes(Pass, const AttentionParams&) { return 0; }
+// The forward writes LSE as an output and needs no scratch; the backward's is its own.
+std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
+  return pass == Pass::fwd ? 0 : backward_workspace_bytes(p);
+}
 
 void forward(const AttentionParams& p, const Context& ctx) {
   if (const char* why = unsupported(Pass::fwd, p)) throw std::invalid_argument(why);
@@ -166,8 +176,9 @@ void forward(const AttentionParams& p, const Context& ctx) {
   });
 }
 
-void backward(const AttentionParams&, const Context&) {
-  throw std::invalid_argument(unsupported(Pass::bwd, {}));
+void backward(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = unsupported(Pass::bwd, p)) throw std::invalid_argument(why);
+  run_backward(p, ctx);
 }
 
 int query_tile(const AttentionParams& p) {

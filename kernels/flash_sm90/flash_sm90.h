@@ -1,4 +1,4 @@
-// FlashAttention forward for Hopper (sm_90a) as kernels/dispatch.cu sees it (host-only declarations).
+// FlashAttention for Hopper (sm_90a) as kernels/dispatch.cu sees it (host-only declarations).
 #pragma once
 
 #include <cstddef>

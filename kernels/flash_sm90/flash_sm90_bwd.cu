@@ -1,0 +1,176 @@
+// The Hopper backward's host side: checks, workspace, the launch of the main kernel and the dQ
+// convert kernel (flash_sm90_bwd_kernel.cuh has the device side). The pre-pass (D = rowsum(dO o O)
+// and the padded LSE) is the portable flash backward's (flash/flash_bwd.h).
+//
+// dQ is summed in fp32 by bulk reductions in global memory, so its last bits may differ from run to
+// run; dK and dV are summed in a fixed order and repeat exactly.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "common/device_caps.h"
+#include "common/types.cuh"
+#include "flash/flash_bwd.h"
+#include "flash/softmax.cuh"
+#include "flash_sm90/flash_sm90_bwd.h"
+#include "flash_sm90/flash_sm90_bwd_kernel.cuh"
+#include "flash_sm90/flash_sm90_tma.h"
+
+namespace fb::cuda::flash_sm90 {
+namespace {
+
+constexpr int kHeadDim = 128;  // the one configured head_dim (see flash_sm90_bwd_traits.h)
+constexpr std::size_t kWsAlign = 256;
+constexpr int kConvertThreads = 256;
+constexpr std::int64_t kMaxConvertBlocks = 4096;
+constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
+
+template <typename F> auto with_traits(Dtype t, F&& f) {
+  switch (t) {
+    case Dtype::fp16: return f(BwdTraits<__half, kHeadDim>{});
+    case Dtype::bf16: return f(BwdTraits<__nv_bfloat16, kHeadDim>{});
+    default: break;
+  }
+  throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
+}
+
+struct Workspace {
+  std::size_t lse = 0, d = 0, dq = 0, total = 0;
+};
+constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
+
+Workspace workspace_layout(const AttentionParams& p) {
+  const std::size_t rows = std::size_t(p.batch) * p.heads * flash::backward_padded_seq(p.seq);
+  Workspace w;
+  w.d = align_up(rows * sizeof(float));
+  w.dq = w.d + align_up(rows * sizeof(float));
+  w.total = w.dq + align_up(rows * std::size_t(p.head_dim) * sizeof(float));
+  return w;
+}
+
+// dQ accumulator (wgmma register order, see flash_sm90_bwd_traits.h) -> dQ [batch, heads, seq, d].
+// One thread per output element: the writes are coalesced, the reads gather within 16 KB blocks.
+template <typename Tr>
+__global__ void __launch_bounds__(kConvertThreads)
+    bwd_convert_dq_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq,
+                          std::int64_t n, int seq, int n_qtiles) {
+  for (std::int64_t idx = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
+       idx += std::int64_t(gridDim.x) * blockDim.x) {
+    const int col = int(idx % Tr::kHeadDim);
+    const std::int64_t row = idx / Tr::kHeadDim;
+    const std::int64_t bh = row / seq;
+    const int q = int(row % seq);
+    const int cw = col / Tr::kDqCols, cc = col % Tr::kDqCols;
+    const int r = q % Tr::kBlockM;
+    const int warp = r / 16, rr = r % 16;
+    const int lane = (rr % 8) * 4 + (cc % Tr::kMmaN) / 2;
+    const int reg = 4 * (cc / Tr::kMmaN) + 2 * (rr / 8) + cc % 2;
+    const int tid = warp * 32 + lane;
+    const std::int64_t block = (bh * n_qtiles + q / Tr::kBlockM) * Tr::kConsumerWgs + cw;
+    dq[idx] = from_float<typename Tr::Elem>(
+        acc[block * Tr::kDqWgFloats + (reg / 4 * Tr::kWgThreads + tid) * 4 + reg % 4]);
+  }
+}
+
+// K/V planes whose blocks run together: as many as keep their Q, dO and dQ accumulator (the
+// group's query heads) within a third of L2 (the rest holds K, V and what other kernels left).
+int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
+  constexpr std::int64_t kBytesPerElem = 2 + 2 + 4;  // Q, dO (16-bit) and the fp32 dQ accumulator
+  constexpr int kL2Share = 3;
+  constexpr std::int64_t kFallbackL2 = 32 << 20;
+  const auto caps = current_device_caps();
+  const std::int64_t l2 = caps && caps->l2_bytes > 0 ? caps->l2_bytes : kFallbackL2;
+  const std::int64_t plane_bytes = std::int64_t(p.seq) * p.head_dim * p.group() * kBytesPerElem;
+  return int(std::clamp<std::int64_t>(l2 / kL2Share / plane_bytes, 1, kv_planes));
+}
+
+template <typename Tr>
+void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
+            cudaStream_t stream) {
+  const Dtype t = p.dtype;
+  const int seq_pad = flash::backward_padded_seq(p.seq);
+  BwdParams prm{};
+  const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
+  const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
+  encode_bhsd_map(&prm.tm_q, t, p.q, p.head_dim, p.seq, q_planes, Tr::kChunkElems, Tr::kBlockM);
+  encode_bhsd_map(&prm.tm_do, t, p.dout, p.head_dim, p.seq, q_planes, Tr::kChunkElems,
+                  Tr::kBlockM);
+  encode_bhsd_map(&prm.tm_k, t, p.k, p.head_dim, p.seq, kv_planes, Tr::kChunkElems, Tr::kBlockN);
+  encode_bhsd_map(&prm.tm_v, t, p.v, p.head_dim, p.seq, kv_planes, Tr::kChunkElems, Tr::kBlockN);
+  prm.lse = lse_pad;
+  prm.dsum = d_pad;
+  prm.dq_acc = dq_acc;
+  prm.dk = p.dk;
+  prm.dv = p.dv;
+  prm.heads = p.heads;
+  prm.kv_heads = p.kv_heads;
+  prm.group = p.group();
+  prm.seq_pad = seq_pad;
+  prm.kv_planes = int(kv_planes);
+  const std::int64_t key_tiles = (p.seq + Tr::kBlockN - 1) / Tr::kBlockN;
+  prm.key_tiles = int(key_tiles);
+  prm.plane_group = plane_group(p, kv_planes);
+  prm.scale_log2 = float(p.scale * flash::kLog2e);
+  prm.scale = float(p.scale);
+  prm.mask = flash::Mask{p.seq, p.causal};
+
+  const auto kernel = flash_sm90_bwd_kernel<Tr>;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(Tr::kSmemBytes)));
+  kernel<<<unsigned(key_tiles * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  FB_CUDA_CHECK_LAUNCH();
+
+  const std::int64_t n = p.q_elems();
+  const auto blocks = unsigned(
+      std::min<std::int64_t>((n + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
+  bwd_convert_dq_kernel<Tr><<<blocks, kConvertThreads, 0, stream>>>(
+      dq_acc, static_cast<typename Tr::Elem*>(p.dq), n, p.seq, seq_pad / Tr::kBlockM);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+const char* backward_unsupported(const AttentionParams& p) {
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
+    return "flash-sm90 backward: dtype must be fp16 or bf16";
+  if (p.head_dim != kHeadDim) return "flash-sm90 backward: head_dim must be 128";
+  const std::int64_t key_tiles = (std::int64_t(p.seq) + 127) / 128;
+  if (key_tiles * p.batch * p.kv_heads > kMaxGridX)
+    return "flash-sm90 backward: batch * kv_heads * seq exceeds the grid limit";
+  return nullptr;
+}
+
+std::size_t backward_smem_bytes(const AttentionParams& p) {
+  if (backward_unsupported(p) != nullptr) return 0;
+  return with_traits(p.dtype, [](auto tr) { return std::size_t(decltype(tr)::kSmemBytes); });
+}
+
+std::size_t backward_workspace_bytes(const AttentionParams& p) {
+  return workspace_layout(p).total;
+}
+
+void run_backward(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = backward_unsupported(p)) throw std::invalid_argument(why);
+  if (!p.q || !p.k || !p.v || !p.o || !p.lse || !p.dout || !p.dq || !p.dk || !p.dv)
+    throw std::invalid_argument(
+        "flash-sm90 backward: q, k, v, o, lse, dout, dq, dk and dv must be device pointers");
+  if (p.workspace == nullptr)
+    throw std::invalid_argument("flash-sm90 backward: params.workspace is null (needs " +
+                                std::to_string(backward_workspace_bytes(p)) + " bytes)");
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  const Workspace ws = workspace_layout(p);
+  auto* base = static_cast<unsigned char*>(p.workspace);
+  auto* lse_pad = reinterpret_cast<float*>(base + ws.lse);
+  auto* d_pad = reinterpret_cast<float*>(base + ws.d);
+  auto* dq_acc = reinterpret_cast<float*>(base + ws.dq);
+  FB_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, ws.total - ws.dq, stream));
+  flash::backward_prepass(p, lse_pad, d_pad, nullptr, /*lse_log2=*/true, ctx);
+  with_traits(p.dtype, [&](auto tr) { launch<decltype(tr)>(p, lse_pad, d_pad, dq_acc, stream); });
+}
+
+}  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,21 @@
+// The Hopper backward's host entry points, used by flash_sm90.cu (the kernel registry's
+// flash-sm90 answers for Pass::bwd and Pass::fwd_bwd).
+#pragma once
+
+#include <cstddef>
+
+#include "attention.h"
+
+namespace fb::cuda::flash_sm90 {
+
+// nullptr when the backward kernel can run these params (the device checks are the caller's), else
+// why not.
+const char* backward_unsupported(const AttentionParams& p);
+// Dynamic shared memory of the backward kernel for p's (dtype, head_dim); 0 when not configured.
+std::size_t backward_smem_bytes(const AttentionParams& p);
+// Bytes of p.workspace the backward needs: padded LSE and D, and the dQ accumulator.
+std::size_t backward_workspace_bytes(const AttentionParams& p);
+// Pre-pass (D, LSE), the main kernel, dQ convert; writes p.dq, p.dk, p.dv.
+void run_backward(const AttentionParams& p, const Context& ctx);
+
+}  // namespace fb::cuda::flash_sm90

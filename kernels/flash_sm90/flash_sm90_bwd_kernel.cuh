@@ -1,0 +1,389 @@
+// FlashAttention backward for Hopper (sm_90a): TMA loads, wgmma, a producer warpgroup and two
+// consumer warpgroups. The roles, tiles and the dQ accumulator's layout are described in
+// flash_sm90_bwd_traits.h; the host side (pre-pass, launch, dQ convert) is in flash_sm90_bwd.cu.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+#include <cuda_runtime.h>
+
+#include "common/ptx.cuh"
+#include "common/ptx_sm90.cuh"
+#include "flash/mask.cuh"
+#include "flash_sm90/flash_sm90_bwd_traits.h"
+
+namespace fb::cuda::flash_sm90 {
+
+// Everything the kernel reads, passed by value as a __grid_constant__ parameter.
+struct BwdParams {
+  CUtensorMap tm_q;    // (d, seq, batch * heads), box (64, kBlockM, 1)
+  CUtensorMap tm_do;   // same shape as Q
+  CUtensorMap tm_k;    // (d, seq, batch * kv_heads), box (64, kBlockN, 1)
+  CUtensorMap tm_v;
+  const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding rows
+  const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
+  float* dq_acc;       // [batch * heads, seq_pad / kBlockM, consumers, kDqWgFloats], zeroed
+  void* dk;            // [batch, kv_heads, seq, d]
+  void* dv;
+  int heads;
+  int kv_heads;
+  int group;
+  int seq_pad;
+  int kv_planes;       // batch * kv_heads
+  int key_tiles;       // ceil(seq / kBlockN)
+  int plane_group;     // K/V planes whose blocks run together (block order, see the kernel)
+  float scale_log2;    // softmax scale * log2(e)
+  float scale;
+  flash::Mask mask;
+};
+
+template <typename Tr> struct BwdBarriers {
+  std::uint32_t base;
+  __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
+  __device__ __forceinline__ std::uint32_t kv_full() const { return at(0); }
+  __device__ __forceinline__ std::uint32_t q_full(int s) const { return at(1 + s); }
+  __device__ __forceinline__ std::uint32_t do_full(int s) const { return at(1 + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t empty(int s) const {
+    return at(1 + 2 * Tr::kStages + s);
+  }
+};
+
+template <typename Tr> struct BwdSmem {
+  std::uint32_t base;  // 1024-byte aligned
+  __device__ __forceinline__ std::uint32_t k() const { return base + Tr::kOffK; }
+  __device__ __forceinline__ std::uint32_t v() const { return base + Tr::kOffV; }
+  __device__ __forceinline__ std::uint32_t q(int s) const { return base + Tr::kOffQ + s * Tr::kQBytes; }
+  __device__ __forceinline__ std::uint32_t dout(int s) const {
+    return base + Tr::kOffDo + s * Tr::kQBytes;
+  }
+  __device__ __forceinline__ std::uint32_t ds(int b) const {
+    return base + Tr::kOffDs + b * Tr::kDsBytes;
+  }
+  __device__ __forceinline__ std::uint32_t dq(int cw) const {
+    return base + Tr::kOffDq + cw * Tr::kDqWgBytes;
+  }
+  __device__ __forceinline__ std::uint32_t lse(int s) const {
+    return base + Tr::kOffLse + s * Tr::kRowVecBytes;
+  }
+  __device__ __forceinline__ std::uint32_t dsum(int s) const {
+    return base + Tr::kOffD + s * Tr::kRowVecBytes;
+  }
+};
+
+// The block's work: keys [n0, n0 + kBlockN) of K/V plane kv_bh; steps = the group's query heads
+// times their query tiles from m_begin on (causal: the tiles left of the keys see none of them).
+struct BwdWork {
+  int n0;
+  int kv_bh;
+  int q_bh0;     // first query plane of the group
+  int m_begin;   // first query tile
+  int per_head;  // query tiles per head
+  int steps;
+  __device__ __forceinline__ int q_bh(int step) const { return q_bh0 + step / per_head; }
+  __device__ __forceinline__ int m_tile(int step) const { return m_begin + step % per_head; }
+};
+
+#if FB_PTX_SM90A
+
+template <typename Tr>
+__device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                            const BwdBarriers<Tr>& bars, const BwdWork& w) {
+  ptx::prefetch_tensormap(&prm.tm_q);
+  ptx::prefetch_tensormap(&prm.tm_do);
+  ptx::prefetch_tensormap(&prm.tm_k);
+  ptx::prefetch_tensormap(&prm.tm_v);
+
+  ptx::mbar_arrive_expect_tx(bars.kv_full(), 2 * Tr::kKVBytes);
+#pragma unroll
+  for (int c = 0; c < Tr::kChunks; ++c) {
+    ptx::tma_load_3d(sm.k() + c * Tr::kKVChunkBytes, &prm.tm_k, bars.kv_full(),
+                     c * Tr::kChunkElems, w.n0, w.kv_bh);
+    ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(),
+                     c * Tr::kChunkElems, w.n0, w.kv_bh);
+  }
+  for (int it = 0; it < w.steps; ++it) {
+    const int s = it % Tr::kStages;
+    const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
+    const int bh = w.q_bh(it);
+    const int m0 = w.m_tile(it) * Tr::kBlockM;
+    const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+    ptx::mbar_wait(bars.empty(s), free_parity);
+    ptx::mbar_arrive_expect_tx(bars.q_full(s), Tr::kQBytes + Tr::kRowVecBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.q(s) + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(s),
+                       c * Tr::kChunkElems, m0, bh);
+    ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.q_full(s));
+    ptx::mbar_arrive_expect_tx(bars.do_full(s), Tr::kQBytes + Tr::kRowVecBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.dout(s) + c * Tr::kQChunkBytes, &prm.tm_do, bars.do_full(s),
+                       c * Tr::kChunkElems, m0, bh);
+    ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.do_full(s));
+  }
+}
+
+// The wgmma descriptors of one consumer (cw) and its five GEMMs. K-major operands step 32 bytes
+// along a 128-byte row per k16 (a new chunk every 4 steps); MN-major operands step 16 rows.
+template <typename Tr> struct BwdGemms {
+  using Elem = typename Tr::Elem;
+  static constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
+  std::uint64_t desc_k, desc_v;     // this consumer's 64 keys, K-major (A of S^T, dP^T)
+  std::uint64_t desc_q0, desc_do0;  // stage 0 of Q / dO, K-major (B of S^T, dP^T)
+  std::uint64_t desc_qt0, desc_dot0;  // stage 0 of Q / dO, MN-major (B of dK, dV)
+  std::uint64_t desc_ds0;           // dS^T buffer 0, MN-major (A of dQ)
+  std::uint64_t desc_kt;            // K's chunk of this consumer's dQ columns, MN-major (B of dQ)
+
+  static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
+
+  __device__ __forceinline__ BwdGemms(const BwdSmem<Tr>& sm, int cw)
+      : desc_k(ptx::make_desc_sw128(sm.k() + cw * Tr::kWgKVBytes, Tr::kUnitBytes, Tr::kAtomBytes)),
+        desc_v(ptx::make_desc_sw128(sm.v() + cw * Tr::kWgKVBytes, Tr::kUnitBytes, Tr::kAtomBytes)),
+        desc_q0(ptx::make_desc_sw128(sm.q(0), Tr::kUnitBytes, Tr::kAtomBytes)),
+        desc_do0(ptx::make_desc_sw128(sm.dout(0), Tr::kUnitBytes, Tr::kAtomBytes)),
+        desc_qt0(ptx::make_desc_sw128(sm.q(0), Tr::kQChunkBytes, Tr::kAtomBytes)),
+        desc_dot0(ptx::make_desc_sw128(sm.dout(0), Tr::kQChunkBytes, Tr::kAtomBytes)),
+        desc_ds0(ptx::make_desc_sw128(sm.ds(0), Tr::kDsBytes, Tr::kAtomBytes)),
+        desc_kt(ptx::make_desc_sw128(sm.k() + cw * Tr::kKVChunkBytes, Tr::kKVChunkBytes,
+                                     Tr::kAtomBytes)) {}
+
+  // acc = A B^T over d, A = this consumer's K or V rows, B = Q or dO of stage s (both K-major).
+  __device__ __forceinline__ static void nt(float (&acc)[Tr::kSRegs], std::uint64_t a,
+                                            std::uint64_t b, int s) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+      const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
+      const int chunk = kk / kStepsPerChunk;
+      ptx::wgmma_ss<Elem, Tr::kBlockM>(
+          acc, a + units(chunk * Tr::kKVChunkBytes + in_row),
+          b + units(s * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row), kk > 0);
+    }
+  }
+  __device__ __forceinline__ void s_t(float (&acc)[Tr::kSRegs], int s) const {
+    nt(acc, desc_k, desc_q0, s);
+  }
+  __device__ __forceinline__ void dp_t(float (&acc)[Tr::kSRegs], int s) const {
+    nt(acc, desc_v, desc_do0, s);
+  }
+  // acc += X^T B, X^T (keys x queries) from registers, B = dO or Q of stage s read MN-major.
+  __device__ __forceinline__ static void tn(float (&acc)[Tr::kDkvRegs],
+                                            const std::uint32_t (&x)[Tr::kPRegs], std::uint64_t b,
+                                            int s) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
+      const std::uint32_t a[4] = {x[4 * kk], x[4 * kk + 1], x[4 * kk + 2], x[4 * kk + 3]};
+      ptx::wgmma_rs<Elem, Tr::kHeadDim>(acc, a, b + units(s * Tr::kQBytes + kk * Tr::kMmaKRowsBytes),
+                                        1);
+    }
+  }
+  __device__ __forceinline__ void dv(float (&acc)[Tr::kDkvRegs], const std::uint32_t (&p)[Tr::kPRegs],
+                                     int s) const {
+    tn(acc, p, desc_dot0, s);
+  }
+  __device__ __forceinline__ void dk(float (&acc)[Tr::kDkvRegs],
+                                     const std::uint32_t (&ds)[Tr::kPRegs], int s) const {
+    tn(acc, ds, desc_qt0, s);
+  }
+  // acc = dS K[:, this consumer's columns], dS from dS^T buffer b (both operands MN-major).
+  __device__ __forceinline__ void dq(float (&acc)[Tr::kDqRegs], int b) const {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk)
+      ptx::wgmma_ss_tt<Elem, Tr::kDqCols>(acc,
+                                          desc_ds0 + units(b * Tr::kDsBytes + kk * Tr::kMmaKRowsBytes),
+                                          desc_kt + units(kk * Tr::kMmaKRowsBytes), kk > 0);
+  }
+};
+
+// Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64).
+template <typename Tr>
+__device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                            const BwdBarriers<Tr>& bars, const BwdWork& w, int cw) {
+  using Elem = typename Tr::Elem;
+  const int ctid = threadIdx.x % Tr::kWgThreads;
+  const int warp = ctid / Tr::kWarpSize;
+  const int lane = ctid % Tr::kWarpSize;
+  const int wg_key0 = w.n0 + cw * Tr::kWgKeys;
+  const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first row among the 64
+  const int col_lane = 2 * (lane % 4);                   // first accumulator column
+  const int seq = prm.mask.seq;
+  const int n_qtiles = prm.seq_pad / Tr::kBlockM;
+  const BwdGemms<Tr> gemm(sm, cw);
+
+  float dk[Tr::kDkvRegs], dv[Tr::kDkvRegs];
+#pragma unroll
+  for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
+  float s[Tr::kSRegs], dp[Tr::kSRegs], dq[Tr::kDqRegs];
+  std::uint32_t p[Tr::kPRegs], ds[Tr::kPRegs];
+
+  ptx::mbar_wait(bars.kv_full(), 0);
+  for (int it = 0; it < w.steps; ++it) {
+    const int st = it % Tr::kStages;
+    const std::uint32_t parity = (it / Tr::kStages) & 1;
+    const int m0 = w.m_tile(it) * Tr::kBlockM;
+
+    ptx::mbar_wait(bars.q_full(st), parity);
+    ptx::wgmma_fence();
+    gemm.s_t(s, st);
+    ptx::wgmma_commit();
+    ptx::mbar_wait(bars.do_full(st), parity);
+    ptx::wgmma_fence();
+    gemm.dp_t(dp, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+    ptx::fence_operands(s);
+
+    // P^T = exp2(S^T * scale log2 e - LSE log2 e); causal: 0 right of the diagonal.
+    const bool need_mask = prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0;
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+      const int col = j * Tr::kMmaN + col_lane;
+      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+#pragma unroll
+      for (int i = 4 * j; i < 4 * j + 4; ++i) {
+        const float l = i % 2 == 0 ? lse.x : lse.y;
+        float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, -l));
+        if (need_mask) {
+          const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
+          if (key > m0 + col + i % 2) x = 0.f;
+        }
+        s[i] = x;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
+    ptx::wgmma_fence();
+    gemm.dv(dv, p, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // dP^T done; dV may still run
+    ptx::fence_operands(dp);
+
+    // dS^T = P^T o (dP^T - D), into registers (A of dK) and into shared memory (A of dQ).
+    const int buf = it % Tr::kDsBuffers;
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+      const int col = j * Tr::kMmaN + col_lane;
+      const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = 4 * j + 2 * hf;
+        const std::uint32_t pair =
+            ptx::pack2<Elem>(s[i] * (dp[i] - dd.x), s[i + 1] * (dp[i + 1] - dd.y));
+        ds[2 * j + hf] = pair;
+        const int r = cw * Tr::kWgKeys + key_row + hf * 8;  // row of dS^T in the block's keys
+        const std::uint32_t addr = sm.ds(buf) + r * Tr::kSwizzleBytes +
+                                   ((j ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
+                                   col_lane * int(sizeof(Elem));
+        ptx::st_shared_u32(addr, pair);
+      }
+    }
+    ptx::wgmma_fence();
+    gemm.dk(dk, ds, st);
+    ptx::wgmma_commit();
+    ptx::fence_proxy_async_smem();  // dQ's wgmma reads what the stores above wrote
+    ptx::named_bar_sync(Tr::kBarDs, Tr::kConsumerThreads);
+    ptx::wgmma_fence();
+    gemm.dq(dq, buf);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();
+    ptx::fence_operands(dv);
+    ptx::fence_operands(dk);
+    ptx::fence_operands(dq);
+    ptx::fence_operands(p);
+    ptx::fence_operands(ds);
+    if (lane == 0) ptx::mbar_arrive(bars.empty(st));
+
+    // dQ += scale * dS K: stage this consumer's block, then one bulk reduction into global memory.
+    if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
+    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+#pragma unroll
+    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+      ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, dq[4 * g] * prm.scale,
+                           dq[4 * g + 1] * prm.scale, dq[4 * g + 2] * prm.scale,
+                           dq[4 * g + 3] * prm.scale);
+    ptx::fence_proxy_async_smem();
+    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+    if (ctid == 0) {
+      const std::int64_t tile = std::int64_t(w.q_bh(it)) * n_qtiles + m0 / Tr::kBlockM;
+      ptx::bulk_reduce_add_f32(prm.dq_acc + (tile * Tr::kConsumerWgs + cw) * Tr::kDqWgFloats,
+                               sm.dq(cw), Tr::kDqWgBytes);
+      ptx::bulk_commit_group();
+    }
+  }
+  if (ctid == 0) ptx::bulk_wait_group_all();
+
+  // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.
+  Elem* gdk = static_cast<Elem*>(prm.dk);
+  Elem* gdv = static_cast<Elem*>(prm.dv);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = wg_key0 + key_row + hf * 8;
+    if (key >= seq) continue;
+    const std::int64_t row = (std::int64_t(w.kv_bh) * seq + key) * Tr::kHeadDim;
+#pragma unroll
+    for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
+      const int i = 4 * j + 2 * hf;
+      const int col = j * Tr::kMmaN + col_lane;
+      *reinterpret_cast<std::uint32_t*>(gdk + row + col) =
+          ptx::pack2<Elem>(dk[i] * prm.scale, dk[i + 1] * prm.scale);
+      *reinterpret_cast<std::uint32_t*>(gdv + row + col) = ptx::pack2<Elem>(dv[i], dv[i + 1]);
+    }
+  }
+}
+
+#endif  // FB_PTX_SM90A
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_sm90_bwd_kernel(const __grid_constant__ BwdParams prm) {
+#if FB_PTX_SM90A
+  extern __shared__ __align__(16) unsigned char fb_sm90_bwd_smem[];
+  const std::uint32_t base = (ptx::smem_addr(fb_sm90_bwd_smem) + Tr::kAtomBytes - 1) &
+                             ~std::uint32_t(Tr::kAtomBytes - 1);
+  const BwdSmem<Tr> sm{base};
+  const BwdBarriers<Tr> bars{base + Tr::kOffBar};
+
+  // Block order: groups of plane_group K/V planes, and within a group key tiles outermost. The
+  // blocks that run at the same time then share a few planes' Q, dO and dQ accumulator, which stay
+  // in L2 (one plane per block would stream them from memory once per key tile); and with a causal
+  // mask the first key tiles, which see the most queries, start first, which balances the tail.
+  const int group_blocks = prm.plane_group * prm.key_tiles;
+  const int grp = blockIdx.x / group_blocks;
+  const int first_plane = grp * prm.plane_group;
+  const int planes_here = min(prm.plane_group, prm.kv_planes - first_plane);
+  const int within = blockIdx.x - grp * group_blocks;
+  BwdWork w;
+  w.n0 = within / planes_here * Tr::kBlockN;
+  w.kv_bh = first_plane + within % planes_here;
+  const int b = w.kv_bh / prm.kv_heads;
+  w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
+  w.m_begin = prm.mask.causal ? w.n0 / Tr::kBlockM : 0;
+  w.per_head = (prm.mask.seq + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
+  w.steps = w.per_head * prm.group;
+
+  if (threadIdx.x == 0) {
+    ptx::mbar_init(bars.kv_full(), 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) {
+      ptx::mbar_init(bars.q_full(s), 1);
+      ptx::mbar_init(bars.do_full(s), 1);
+      ptx::mbar_init(bars.empty(s), Tr::kConsumerWarps);
+    }
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / Tr::kWgThreads;
+  if (wg == 0) {
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    if (threadIdx.x == 0) bwd_produce<Tr>(prm, sm, bars, w);
+  } else {
+    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+    bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
+  }
+#else
+  __trap();
+#endif
+}
+
+}  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,125 @@
+// Tile configuration of the Hopper backward: every size its kernel and launcher use, derived once
+// and checked at compile time. Host and device code read it.
+#pragma once
+
+#include <cstddef>
+
+namespace fb::cuda::flash_sm90 {
+
+// Warp-specialised FlashAttention backward (the FlashAttention-3 layout of the work):
+//   one block per (tile of kBlockN keys, batch, K/V head); it loops over the group's query heads
+//   and their tiles of kBlockM queries, keeping dK and dV for its keys in registers.
+//   warpgroup 0      producer: one thread loads K and V once, then Q, dO, LSE and D per query
+//                    tile into a ring of kStages buffers (TMA and bulk copies, full/empty mbarriers).
+//   warpgroups 1, 2  consumers: each owns kWgKeys = 64 keys (the wgmma M) and computes, per query
+//                    tile, the transposed products, so that P^T and dS^T come out of the
+//                    accumulators in the register layout the next wgmma's A operand needs:
+//                      S^T  = K Q^T,  dP^T = V dO^T                 (both operands in shared memory)
+//                      P^T  = exp2(S^T * scale*log2 e - LSE*log2 e),  dS^T = P^T o (dP^T - D)
+//                      dV  += P^T dO, dK += dS^T Q                 (A from registers)
+//                      dQ   = dS K                                  (needs every consumer's dS^T:
+//                             through shared memory; each consumer computes half of d's columns)
+//                    and adds its dQ half into an fp32 accumulator in global memory with one bulk
+//                    reduction (cp.reduce.async.bulk .add.f32) per query tile.
+// The dQ accumulator is kept in the order the wgmma accumulator holds it (a 16 KB block per
+// (query tile, consumer), float4 groups of registers by thread), so that staging it through shared
+// memory is free of bank conflicts; the convert kernel maps it back to [batch, heads, seq, d].
+template <typename Elem_, int kHeadDim_> struct BwdTraits {
+  using Elem = Elem_;
+  static constexpr int kHeadDim = kHeadDim_;
+
+  // ---- threads ----
+  static constexpr int kWarpSize = 32;
+  static constexpr int kWgThreads = 128;
+  static constexpr int kWgWarps = kWgThreads / kWarpSize;
+  static constexpr int kConsumerWgs = 2;
+  static constexpr int kConsumerThreads = kConsumerWgs * kWgThreads;
+  static constexpr int kConsumerWarps = kConsumerWgs * kWgWarps;
+  static constexpr int kThreads = kWgThreads + kConsumerThreads;
+
+  // ---- tiles ----
+  static constexpr int kWgKeys = 64;                        // wgmma M of S^T, dP^T, dV, dK
+  static constexpr int kWarpKeys = kWgKeys / kWgWarps;      // 16
+  static constexpr int kBlockN = kConsumerWgs * kWgKeys;    // keys per block
+  static constexpr int kBlockM = 64;                        // queries per step (wgmma M of dQ)
+  static constexpr int kDqCols = kHeadDim / kConsumerWgs;   // dQ columns per consumer
+  static constexpr int kStages = 2;                         // Q/dO ring depth
+  static constexpr int kMmaK = 16;
+  static constexpr int kMmaN = 8;
+
+  // ---- accumulators per consumer thread ----
+  static constexpr int kSRegs = kWgKeys * kBlockM / kWgThreads;     // S^T and dP^T, f32
+  static constexpr int kPRegs = kSRegs / 2;                         // P^T, dS^T as 16-bit pairs
+  static constexpr int kDkvRegs = kWgKeys * kHeadDim / kWgThreads;  // dK and dV, f32 each
+  static constexpr int kDqRegs = kBlockM * kDqCols / kWgThreads;    // dQ, f32
+  static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k16 steps of S^T, dP^T
+  static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
+  static constexpr int kDqSteps = kBlockN / kMmaK;                  // of dQ
+
+  // ---- shared memory: 128-byte swizzled tiles (see flash_sm90_traits.h) ----
+  static constexpr int kSwizzleBytes = 128;
+  static constexpr int kChunkElems = kSwizzleBytes / int(sizeof(Elem));  // 64
+  static constexpr int kChunks = kHeadDim / kChunkElems;
+  static constexpr int kAtomRows = 8;
+  static constexpr int kAtomBytes = kAtomRows * kSwizzleBytes;  // 1024
+  static constexpr int kUnitBytes = 16;
+  static constexpr int kMmaKBytes = kMmaK * int(sizeof(Elem));  // a k16 step along a K-major row
+  static constexpr int kMmaKRowsBytes = kMmaK * kSwizzleBytes;   // ... along MN-major rows
+
+  static constexpr int kKVChunkBytes = kBlockN * kSwizzleBytes;
+  static constexpr int kKVBytes = kChunks * kKVChunkBytes;     // K or V
+  static constexpr int kWgKVBytes = kWgKeys * kSwizzleBytes;   // a consumer's rows in one chunk
+  static constexpr int kQChunkBytes = kBlockM * kSwizzleBytes;
+  static constexpr int kQBytes = kChunks * kQChunkBytes;       // Q or dO of one stage
+  static constexpr int kRowVecBytes = kBlockM * int(sizeof(float));  // LSE or D of one stage
+  // dS^T: kBlockN key rows of kBlockM queries (one 128-byte swizzled row each); two buffers, so
+  // that a consumer writes step i+1's while the other may still read step i's.
+  static constexpr int kDsBytes = kBlockN * kBlockM * int(sizeof(Elem));
+  static constexpr int kDsBuffers = 2;
+  static constexpr int kDqWgFloats = kBlockM * kDqCols;
+  static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ
+
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKVBytes;
+  static constexpr int kOffQ = kOffV + kKVBytes;
+  static constexpr int kOffDo = kOffQ + kStages * kQBytes;
+  static constexpr int kOffDs = kOffDo + kStages * kQBytes;
+  static constexpr int kOffDq = kOffDs + kDsBuffers * kDsBytes;
+  static constexpr int kOffLse = kOffDq + kConsumerWgs * kDqWgBytes;
+  static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
+  static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
+  static constexpr int kBarBytes = 8;
+  // K/V full; per stage Q full (Q, LSE), dO full (dO, D), empty.
+  static constexpr int kNumBars = 1 + 3 * kStages;
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
+
+  // ---- registers (setmaxnreg) ----
+  static constexpr int kRegFile = 64 * 1024;
+  static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+
+  // ---- named barriers (0 is __syncthreads) ----
+  static constexpr int kBarDs = 1;   // both consumers' dS^T are in shared memory
+  static constexpr int kBarDq0 = 2;  // + consumer index: its dQ staging buffer
+
+  static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
+  static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
+  static_assert(kDqCols == kChunkElems, "a consumer's dQ columns are one chunk of K (d = 128)");
+  static_assert(kBlockM * int(sizeof(Elem)) == kSwizzleBytes, "a dS^T row is one swizzled row");
+  static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
+  static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
+  static_assert(kOffV % kAtomBytes == 0 && kOffQ % kAtomBytes == 0 && kOffDo % kAtomBytes == 0 &&
+                    kOffDs % kAtomBytes == 0 && kQBytes % kAtomBytes == 0 &&
+                    kDsBytes % kAtomBytes == 0 && kWgKVBytes % kAtomBytes == 0,
+                "every wgmma operand starts on a swizzle atom");
+  static_assert(kOffDq % 16 == 0 && kOffLse % 16 == 0 && kOffD % 16 == 0 && kOffBar % 8 == 0,
+                "bulk copies need 16-byte aligned shared memory");
+  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
+                "the register file holds the producer and the consumers after setmaxnreg");
+  static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
+                "setmaxnreg lowers the producer and raises the consumers");
+};
+
+}  // namespace fb::cuda::flash_sm90
