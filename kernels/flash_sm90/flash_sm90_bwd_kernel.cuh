@@ -277,21 +277,18 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
         ptx::st_shared_u32(addr, pair);
       }
     }
-    ptx::wgmma_fence();
-    gemm.dk(dk, ds, st);
-    ptx::wgmma_commit();
     ptx::fence_proxy_async_smem();  // dQ's wgmma reads what the stores above wrote
     ptx::named_bar_sync(Tr::kBarDs, Tr::kConsumerThreads);
+    // dQ before dK: dQ is staged and sent off while the tensor cores compute dK.
     ptx::wgmma_fence();
     gemm.dq(dq, buf);
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
+    gemm.dk(dk, ds, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // dV, dQ done; dK may still run
     ptx::fence_operands(dv);
-    ptx::fence_operands(dk);
     ptx::fence_operands(dq);
     ptx::fence_operands(p);
-    ptx::fence_operands(ds);
-    if (lane == 0) ptx::mbar_arrive(bars.empty(st));
 
     // dQ += scale * dS K: stage this consumer's block, then one bulk reduction into global memory.
     if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
@@ -309,6 +306,10 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
                                sm.dq(cw), Tr::kDqWgBytes);
       ptx::bulk_commit_group();
     }
+    ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
+    ptx::fence_operands(dk);
+    ptx::fence_operands(ds);
+    if (lane == 0) ptx::mbar_arrive(bars.empty(st));
   }
   if (ctid == 0) ptx::bulk_wait_group_all();
 
