@@ -309,7 +309,9 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
     ptx::fence_operands(dk);
     ptx::fence_operands(ds);
-    if (lane == 0) ptx::mbar_arrive(bars.empty(st));
+    // Every consumer thread arrives: each has read this stage's LSE and D with ordinary loads, and
+    // its own arrival orders those reads before the producer's next copy into the stage.
+    ptx::mbar_arrive(bars.empty(st));
   }
   if (ctid == 0) ptx::bulk_wait_group_all();
 
@@ -368,7 +370,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.q_full(s), 1);
       ptx::mbar_init(bars.do_full(s), 1);
-      ptx::mbar_init(bars.empty(s), Tr::kConsumerWarps);
+      ptx::mbar_init(bars.empty(s), Tr::kConsumerThreads);
     }
     ptx::fence_mbar_init();
   }
