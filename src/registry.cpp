@@ -16,7 +16,7 @@ const std::vector<KernelInfo>& kernel_registry() {
        {32, 64, 128}},
       {"flash-sm90", Algo::flash_sm90,
        "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer warpgroups; fp16/bf16, "
-       "backward at head_dim 128; CUDA backend only",
+       "CUDA backend only",
        {64, 128}},
   };
   return kernels;

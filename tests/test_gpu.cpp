@@ -144,24 +144,27 @@ TEST_CASE("flash-sm90 meets the naive-relative rule on Hopper, and says why not 
   CudaBackend& b = gpu();
   const KernelInfo& sm90 = kernel("flash-sm90");
   std::vector<Case> cases = accuracy_cases();
-  // The backward at its one head_dim (128): odd lengths around the 64-query and 128-key tiles,
-  // causal or not, MQA/GQA/MHA (dK, dV summed over the group), both 16-bit types.
+  // The backward at both head dims (split dQ at 128, per-consumer dQ at 64): odd lengths around
+  // the 64-query and 128-key tiles, causal or not, MQA/GQA/MHA (dK, dV summed over the group), both
+  // 16-bit types.
   int i = 0;
   for (int n : {1, 17, 63, 130, 257, 1025}) {
     const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}};
     const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
-    cases.push_back(make_case(1 + i % 2, heads[i % 3][0], heads[i % 3][1], n, 128, t,
-                              (i / 2) % 2 == 0, Pass::bwd));
-    cases.push_back(make_case(1, heads[i % 3][0], heads[i % 3][1], n, 128, t, (i / 2) % 2 == 1,
-                              i % 2 == 0 ? Pass::bwd : Pass::fwd_bwd));
+    for (int dim : {64, 128}) {
+      cases.push_back(make_case(1 + i % 2, heads[i % 3][0], heads[i % 3][1], n, dim, t,
+                                (i / 2) % 2 == 0, Pass::bwd));
+      cases.push_back(make_case(1, heads[i % 3][0], heads[i % 3][1], n, dim, t, (i / 2) % 2 == 1,
+                                i % 2 == 0 ? Pass::bwd : Pass::fwd_bwd));
+    }
     ++i;
   }
   for (const Case& c : cases) {
     INFO("case " << c.key());
     const auto why = b.check_fits(c, sm90);
     const bool sixteen_bit = c.dtype == Dtype::fp16 || c.dtype == Dtype::bf16;
-    if (!sixteen_bit || (c.pass != Pass::fwd && c.head_dim != 128)) {
-      // 16-bit only, the backward at d = 128 only: refused with a reason, never a wrong answer.
+    if (!sixteen_bit) {
+      // 16-bit only: refused with a reason, never a wrong answer.
       REQUIRE(why.has_value());
       continue;
     }

@@ -24,16 +24,24 @@
 namespace fb::cuda::flash_sm90 {
 namespace {
 
-constexpr int kHeadDim = 128;  // the one configured head_dim (see flash_sm90_bwd_traits.h)
 constexpr std::size_t kWsAlign = 256;
 constexpr int kConvertThreads = 256;
 constexpr std::int64_t kMaxConvertBlocks = 4096;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
-template <typename F> auto with_traits(Dtype t, F&& f) {
-  switch (t) {
-    case Dtype::fp16: return f(BwdTraits<__half, kHeadDim>{});
-    case Dtype::bf16: return f(BwdTraits<__nv_bfloat16, kHeadDim>{});
+// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
+template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 64: return f(BwdTraits<Elem, 64>{});
+    case 128: return f(BwdTraits<Elem, 128>{});
+    default: break;
+  }
+  throw std::invalid_argument("flash-sm90 backward: head_dim must be 64 or 128");
+}
+template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
+  switch (p.dtype) {
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, f);
+    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -71,7 +79,7 @@ __global__ void __launch_bounds__(kConvertThreads)
     const int lane = (rr % 8) * 4 + (cc % Tr::kMmaN) / 2;
     const int reg = 4 * (cc / Tr::kMmaN) + 2 * (rr / 8) + cc % 2;
     const int tid = warp * 32 + lane;
-    const std::int64_t block = (bh * n_qtiles + q / Tr::kBlockM) * Tr::kConsumerWgs + cw;
+    const std::int64_t block = (bh * n_qtiles + q / Tr::kBlockM) * Tr::kDqBlocks + cw;
     dq[idx] = from_float<typename Tr::Elem>(
         acc[block * Tr::kDqWgFloats + (reg / 4 * Tr::kWgThreads + tid) * 4 + reg % 4]);
   }
@@ -138,7 +146,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
 const char* backward_unsupported(const AttentionParams& p) {
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
     return "flash-sm90 backward: dtype must be fp16 or bf16";
-  if (p.head_dim != kHeadDim) return "flash-sm90 backward: head_dim must be 128";
+  if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90 backward: head_dim must be 64 or 128";
   const std::int64_t key_tiles = (std::int64_t(p.seq) + 127) / 128;
   if (key_tiles * p.batch * p.kv_heads > kMaxGridX)
     return "flash-sm90 backward: batch * kv_heads * seq exceeds the grid limit";
@@ -147,7 +155,7 @@ const char* backward_unsupported(const AttentionParams& p) {
 
 std::size_t backward_smem_bytes(const AttentionParams& p) {
   if (backward_unsupported(p) != nullptr) return 0;
-  return with_traits(p.dtype, [](auto tr) { return std::size_t(decltype(tr)::kSmemBytes); });
+  return with_traits(p, [](auto tr) { return std::size_t(decltype(tr)::kSmemBytes); });
 }
 
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
@@ -170,7 +178,7 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   auto* dq_acc = reinterpret_cast<float*>(base + ws.dq);
   FB_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, ws.total - ws.dq, stream));
   flash::backward_prepass(p, lse_pad, d_pad, nullptr, /*lse_log2=*/true, ctx);
-  with_traits(p.dtype, [&](auto tr) { launch<decltype(tr)>(p, lse_pad, d_pad, dq_acc, stream); });
+  with_traits(p, [&](auto tr) { launch<decltype(tr)>(p, lse_pad, d_pad, dq_acc, stream); });
 }
 
 }  // namespace fb::cuda::flash_sm90

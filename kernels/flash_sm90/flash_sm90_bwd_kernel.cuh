@@ -23,7 +23,7 @@ struct BwdParams {
   CUtensorMap tm_v;
   const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding rows
   const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
-  float* dq_acc;       // [batch * heads, seq_pad / kBlockM, consumers, kDqWgFloats], zeroed
+  float* dq_acc;       // [batch * heads, seq_pad / kBlockM, kDqBlocks, kDqWgFloats], zeroed
   void* dk;            // [batch, kv_heads, seq, d]
   void* dv;
   int heads;
@@ -132,8 +132,10 @@ template <typename Tr> struct BwdGemms {
   std::uint64_t desc_k, desc_v;     // this consumer's 64 keys, K-major (A of S^T, dP^T)
   std::uint64_t desc_q0, desc_do0;  // stage 0 of Q / dO, K-major (B of S^T, dP^T)
   std::uint64_t desc_qt0, desc_dot0;  // stage 0 of Q / dO, MN-major (B of dK, dV)
-  std::uint64_t desc_ds0;           // dS^T buffer 0, MN-major (A of dQ)
-  std::uint64_t desc_kt;            // K's chunk of this consumer's dQ columns, MN-major (B of dQ)
+  std::uint64_t desc_dsq;           // A of dQ, MN-major: dS^T buffer 0 (split dQ) or this
+                                    // consumer's rows of it
+  std::uint64_t desc_kt;            // B of dQ, MN-major: K's chunk of this consumer's dQ columns
+                                    // (split dQ) or this consumer's rows of K
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
 
@@ -144,9 +146,11 @@ template <typename Tr> struct BwdGemms {
         desc_do0(ptx::make_desc_sw128(sm.dout(0), Tr::kUnitBytes, Tr::kAtomBytes)),
         desc_qt0(ptx::make_desc_sw128(sm.q(0), Tr::kQChunkBytes, Tr::kAtomBytes)),
         desc_dot0(ptx::make_desc_sw128(sm.dout(0), Tr::kQChunkBytes, Tr::kAtomBytes)),
-        desc_ds0(ptx::make_desc_sw128(sm.ds(0), Tr::kDsBytes, Tr::kAtomBytes)),
-        desc_kt(ptx::make_desc_sw128(sm.k() + cw * Tr::kKVChunkBytes, Tr::kKVChunkBytes,
-                                     Tr::kAtomBytes)) {}
+        desc_dsq(ptx::make_desc_sw128(sm.ds(0) + (Tr::kSplitDq ? 0 : cw * Tr::kWgKVBytes),
+                                      Tr::kDsBytes, Tr::kAtomBytes)),
+        desc_kt(ptx::make_desc_sw128(
+            sm.k() + (Tr::kSplitDq ? cw * Tr::kKVChunkBytes : cw * Tr::kWgKVBytes),
+            Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
 
   // acc = A B^T over d, A = this consumer's K or V rows, B = Q or dO of stage s (both K-major).
   __device__ __forceinline__ static void nt(float (&acc)[Tr::kSRegs], std::uint64_t a,
@@ -185,12 +189,13 @@ template <typename Tr> struct BwdGemms {
                                      const std::uint32_t (&ds)[Tr::kPRegs], int s) const {
     tn(acc, ds, desc_qt0, s);
   }
-  // acc = dS K[:, this consumer's columns], dS from dS^T buffer b (both operands MN-major).
+  // acc = dS K over the block's keys for this consumer's columns (split dQ), or over this
+  // consumer's keys for every column; dS from dS^T buffer b (both operands MN-major).
   __device__ __forceinline__ void dq(float (&acc)[Tr::kDqRegs], int b) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqSteps; ++kk)
       ptx::wgmma_ss_tt<Elem, Tr::kDqCols>(acc,
-                                          desc_ds0 + units(b * Tr::kDsBytes + kk * Tr::kMmaKRowsBytes),
+                                          desc_dsq + units(b * Tr::kDsBytes + kk * Tr::kMmaKRowsBytes),
                                           desc_kt + units(kk * Tr::kMmaKRowsBytes), kk > 0);
   }
 };
@@ -278,7 +283,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       }
     }
     ptx::fence_proxy_async_smem();  // dQ's wgmma reads what the stores above wrote
-    ptx::named_bar_sync(Tr::kBarDs, Tr::kConsumerThreads);
+    ptx::named_bar_sync(Tr::kBarDs0 + (Tr::kSplitDq ? 0 : cw), Tr::kBarDsThreads);
     // dQ before dK: dQ is staged and sent off while the tensor cores compute dK.
     ptx::wgmma_fence();
     gemm.dq(dq, buf);
@@ -302,7 +307,8 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
     if (ctid == 0) {
       const std::int64_t tile = std::int64_t(w.q_bh(it)) * n_qtiles + m0 / Tr::kBlockM;
-      ptx::bulk_reduce_add_f32(prm.dq_acc + (tile * Tr::kConsumerWgs + cw) * Tr::kDqWgFloats,
+      ptx::bulk_reduce_add_f32(prm.dq_acc + (tile * Tr::kDqBlocks + (Tr::kSplitDq ? cw : 0)) *
+                                                Tr::kDqWgFloats,
                                sm.dq(cw), Tr::kDqWgBytes);
       ptx::bulk_commit_group();
     }

@@ -17,16 +17,22 @@ namespace fb::cuda::flash_sm90 {
 //                      S^T  = K Q^T,  dP^T = V dO^T                 (both operands in shared memory)
 //                      P^T  = exp2(S^T * scale*log2 e - LSE*log2 e),  dS^T = P^T o (dP^T - D)
 //                      dV  += P^T dO, dK += dS^T Q                 (A from registers)
-//                      dQ   = dS K                                  (needs every consumer's dS^T:
-//                             through shared memory; each consumer computes half of d's columns)
-//                    and adds its dQ half into an fp32 accumulator in global memory with one bulk
-//                    reduction (cp.reduce.async.bulk .add.f32) per query tile.
+//                      dQ   = dS K                                  (dS^T through shared memory)
+//                    and adds its dQ part into an fp32 accumulator in global memory with one bulk
+//                    reduction (cp.reduce.async.bulk .add.f32) per query tile. How dQ is split
+//                    between the consumers depends on d (kSplitDq below).
 // The dQ accumulator is kept in the order the wgmma accumulator holds it (a 16 KB block per
 // (query tile, consumer), float4 groups of registers by thread), so that staging it through shared
 // memory is free of bank conflicts; the convert kernel maps it back to [batch, heads, seq, d].
+//   kSplitDq (d = 128) dQ over all the block's keys, each consumer computing 64 of d's 128 columns:
+//                    it needs both consumers' dS^T (a barrier between them every step);
+//            (d = 64)  each consumer computes dQ over its own 64 keys for all 64 columns: no barrier
+//                    between consumers, twice the reductions (the split would leave 32 columns, half
+//                    a 128-byte swizzle row, to each).
 template <typename Elem_, int kHeadDim_> struct BwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kSplitDq = kHeadDim == 128;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -42,7 +48,8 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kWarpKeys = kWgKeys / kWgWarps;      // 16
   static constexpr int kBlockN = kConsumerWgs * kWgKeys;    // keys per block
   static constexpr int kBlockM = 64;                        // queries per step (wgmma M of dQ)
-  static constexpr int kDqCols = kHeadDim / kConsumerWgs;   // dQ columns per consumer
+  static constexpr int kDqBlocks = kSplitDq ? kConsumerWgs : 1;  // dQ accumulator blocks per tile
+  static constexpr int kDqCols = kHeadDim / kDqBlocks;      // dQ columns per consumer
   static constexpr int kStages = 2;                         // Q/dO ring depth
   static constexpr int kMmaK = 16;
   static constexpr int kMmaN = 8;
@@ -54,7 +61,7 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kDqRegs = kBlockM * kDqCols / kWgThreads;    // dQ, f32
   static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k16 steps of S^T, dP^T
   static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
-  static constexpr int kDqSteps = kBlockN / kMmaK;                  // of dQ
+  static constexpr int kDqSteps = (kSplitDq ? kBlockN : kWgKeys) / kMmaK;  // of dQ
 
   // ---- shared memory: 128-byte swizzled tiles (see flash_sm90_traits.h) ----
   static constexpr int kSwizzleBytes = 128;
@@ -72,10 +79,10 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kQChunkBytes = kBlockM * kSwizzleBytes;
   static constexpr int kQBytes = kChunks * kQChunkBytes;       // Q or dO of one stage
   static constexpr int kRowVecBytes = kBlockM * int(sizeof(float));  // LSE or D of one stage
-  // dS^T: kBlockN key rows of kBlockM queries (one 128-byte swizzled row each); two buffers, so
-  // that a consumer writes step i+1's while the other may still read step i's.
+  // dS^T: kBlockN key rows of kBlockM queries (one 128-byte swizzled row each); with split dQ two
+  // buffers, so that a consumer writes step i+1's while the other may still read step i's.
   static constexpr int kDsBytes = kBlockN * kBlockM * int(sizeof(Elem));
-  static constexpr int kDsBuffers = 2;
+  static constexpr int kDsBuffers = kSplitDq ? 2 : 1;
   static constexpr int kDqWgFloats = kBlockM * kDqCols;
   static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ
 
@@ -101,12 +108,14 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kConsumerRegs = 240;
 
   // ---- named barriers (0 is __syncthreads) ----
-  static constexpr int kBarDs = 1;   // both consumers' dS^T are in shared memory
-  static constexpr int kBarDq0 = 2;  // + consumer index: its dQ staging buffer
+  // dS^T is in shared memory: both consumers' (split dQ) or this consumer's (+ consumer index).
+  static constexpr int kBarDs0 = 1;
+  static constexpr int kBarDsThreads = kSplitDq ? kConsumerThreads : kWgThreads;
+  static constexpr int kBarDq0 = kBarDs0 + kConsumerWgs;  // + consumer index: its dQ staging buffer
 
   static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
-  static_assert(kDqCols == kChunkElems, "a consumer's dQ columns are one chunk of K (d = 128)");
+  static_assert(kDqCols == kChunkElems, "a consumer's dQ columns are one 64-column chunk of K");
   static_assert(kBlockM * int(sizeof(Elem)) == kSwizzleBytes, "a dS^T row is one swizzled row");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
