@@ -34,13 +34,14 @@ constexpr int kMinBlockN = 32;
 constexpr int kTensorCoreMinMajor = 8;
 
 // D = rowsum(dO o O) and LSE (times lse_mult) per query row, padded to seq_pad rows per (batch,
-// head) with D = 0, LSE = +inf; the dQ accumulator's real rows zeroed (when given). One warp per
-// padded row.
+// head) with D = 0, LSE = +inf; the dQ accumulator zeroed when given: its real rows
+// ([batch * heads, seq, head_dim]) or, with dq_padded, all padded rows ([.., seq_pad, ..]). One
+// warp per padded row.
 template <typename Elem, typename Acc>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     bwd_prepass_kernel(const Elem* o, const Elem* dout, const Acc* lse, Acc* lse_pad, Acc* d_pad,
-                       Acc* dq_acc, std::int64_t padded_rows, int seq, int seq_pad, int head_dim,
-                       Acc lse_mult) {
+                       Acc* dq_acc, bool dq_padded, std::int64_t padded_rows, int seq, int seq_pad,
+                       int head_dim, Acc lse_mult) {
   const std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= padded_rows) return;
@@ -51,13 +52,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       d_pad[row] = Acc(0);
       lse_pad[row] = Acc(INFINITY);
     }
+    if (dq_acc != nullptr && dq_padded)
+      for (int c = lane; c < head_dim; c += 32) dq_acc[row * head_dim + c] = Acc(0);
     return;
   }
   const std::int64_t off = (bh * seq + i) * head_dim;
+  const std::int64_t dq_off = dq_padded ? row * head_dim : off;
   Acc sum = 0;
   for (int c = lane; c < head_dim; c += 32) {
     sum += Acc(to_double(o[off + c])) * Acc(to_double(dout[off + c]));
-    if (dq_acc != nullptr) dq_acc[off + c] = Acc(0);
+    if (dq_acc != nullptr) dq_acc[dq_off + c] = Acc(0);
   }
   for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(kFullWarp, sum, s);
   if (lane == 0) {
@@ -170,7 +174,7 @@ std::size_t backward_workspace_bytes(const AttentionParams& p) {
 int backward_padded_seq(int seq) { return bwd::padded_seq(seq); }
 
 void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void* dq_acc,
-                      bool lse_log2, const Context& ctx) {
+                      bool dq_padded, bool lse_log2, const Context& ctx) {
   using namespace bwd;
   auto stream = static_cast<cudaStream_t>(ctx.stream);
   dispatch_dtype(p.dtype, [&](auto traits) {
@@ -183,7 +187,7 @@ void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void
     bwd_prepass_kernel<Elem, Acc><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
         static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout),
         static_cast<const Acc*>(p.lse), static_cast<Acc*>(lse_pad), static_cast<Acc*>(d_pad),
-        static_cast<Acc*>(dq_acc), padded_rows, p.seq, seq_pad, p.head_dim, lse_mult);
+        static_cast<Acc*>(dq_acc), dq_padded, padded_rows, p.seq, seq_pad, p.head_dim, lse_mult);
     FB_CUDA_CHECK_LAUNCH();
   });
 }
@@ -208,7 +212,7 @@ void backward(const AttentionParams& p, const Context& ctx) {
     const int seq_pad = padded_seq(p.seq);
 
     // The tensor-core kernel computes exp() as exp2(); its LSE copy is in the log2 domain.
-    backward_prepass(p, lse_pad, d_pad, dq_acc, kTensorCores, ctx);
+    backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/false, kTensorCores, ctx);
 
     const MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
                      p.batch, p.heads, p.kv_heads, p.seq, seq_pad, p.causal, p.scale};

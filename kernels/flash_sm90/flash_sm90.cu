@@ -123,7 +123,8 @@ void encode_bhsd_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, 
 const char* unsupported(Pass pass, const AttentionParams& p) {
   if (pass != Pass::fwd) {
     if (const char* why = backward_unsupported(p)) return why;
-    if (misaligned(p.dout)) return "flash-sm90: dout must be 16-byte aligned (TMA)";
+    if (misaligned(p.dout) || misaligned(p.dq))
+      return "flash-sm90: dout and dq must be 16-byte aligned (TMA, vector stores)";
   }
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
     return "flash-sm90: dtype must be fp16 or bf16";

@@ -25,8 +25,6 @@ namespace fb::cuda::flash_sm90 {
 namespace {
 
 constexpr std::size_t kWsAlign = 256;
-constexpr int kConvertThreads = 256;
-constexpr std::int64_t kMaxConvertBlocks = 4096;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
@@ -62,26 +60,56 @@ Workspace workspace_layout(const AttentionParams& p) {
 }
 
 // dQ accumulator (wgmma register order, see flash_sm90_bwd_traits.h) -> dQ [batch, heads, seq, d].
-// One thread per output element: the writes are coalesced, the reads gather within 16 KB blocks.
+// One block per accumulator block (a query tile's kDqCols columns), one thread per wgmma thread:
+// float4 reads in the order the consumers staged them, a transpose through shared memory, and 16-byte
+// row-major writes, so both sides are coalesced.
+template <typename Tr> struct Convert {
+  static constexpr int kThreads = Tr::kWgThreads;
+  static constexpr int kRows = Tr::kBlockM;
+  static constexpr int kStride = Tr::kDqCols + 8;  // floats per shared row: 16-byte aligned rows
+  static constexpr int kVecElems = 8;              // 16-bit elements per 16-byte write
+  static constexpr int kVecsPerRow = Tr::kDqCols / kVecElems;
+  static_assert(kStride % 4 == 0 && Tr::kDqCols % kVecElems == 0, "16-byte rows and writes");
+};
+
 template <typename Tr>
-__global__ void __launch_bounds__(kConvertThreads)
-    bwd_convert_dq_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq,
-                          std::int64_t n, int seq, int n_qtiles) {
-  for (std::int64_t idx = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
-       idx += std::int64_t(gridDim.x) * blockDim.x) {
-    const int col = int(idx % Tr::kHeadDim);
-    const std::int64_t row = idx / Tr::kHeadDim;
-    const std::int64_t bh = row / seq;
-    const int q = int(row % seq);
-    const int cw = col / Tr::kDqCols, cc = col % Tr::kDqCols;
-    const int r = q % Tr::kBlockM;
-    const int warp = r / 16, rr = r % 16;
-    const int lane = (rr % 8) * 4 + (cc % Tr::kMmaN) / 2;
-    const int reg = 4 * (cc / Tr::kMmaN) + 2 * (rr / 8) + cc % 2;
-    const int tid = warp * 32 + lane;
-    const std::int64_t block = (bh * n_qtiles + q / Tr::kBlockM) * Tr::kDqBlocks + cw;
-    dq[idx] = from_float<typename Tr::Elem>(
-        acc[block * Tr::kDqWgFloats + (reg / 4 * Tr::kWgThreads + tid) * 4 + reg % 4]);
+__global__ void __launch_bounds__(Convert<Tr>::kThreads)
+    bwd_convert_dq_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq, int seq,
+                          int n_qtiles) {
+  using Cv = Convert<Tr>;
+  using Elem = typename Tr::Elem;
+  __shared__ __align__(16) float tile[Cv::kRows * Cv::kStride];
+  const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
+  const int cb = int(block % Tr::kDqBlocks);
+  const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
+  const std::int64_t bh = block / Tr::kDqBlocks / n_qtiles;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const float4* src = reinterpret_cast<const float4*>(acc + block * Tr::kDqWgFloats);
+#pragma unroll
+  for (int g = 0; g < Tr::kDqRegs / 4; ++g) {
+    // Registers 4g .. 4g+3: row r, columns c and c+1, then row r+8, the same columns.
+    const float4 v = src[g * Cv::kThreads + tid];
+    const int r = warp * 16 + lane / 4;
+    const int c = g * Tr::kMmaN + 2 * (lane % 4);
+    tile[r * Cv::kStride + c] = v.x;
+    tile[r * Cv::kStride + c + 1] = v.y;
+    tile[(r + 8) * Cv::kStride + c] = v.z;
+    tile[(r + 8) * Cv::kStride + c + 1] = v.w;
+  }
+  __syncthreads();
+  for (int k = tid; k < Cv::kRows * Cv::kVecsPerRow; k += Cv::kThreads) {
+    const int r = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
+    const int q = qtile * Tr::kBlockM + r;
+    if (q >= seq) continue;
+    const float* x = tile + r * Cv::kStride + vec * Cv::kVecElems;
+    uint4 out;
+    out.x = ptx::pack2<Elem>(x[0], x[1]);
+    out.y = ptx::pack2<Elem>(x[2], x[3]);
+    out.z = ptx::pack2<Elem>(x[4], x[5]);
+    out.w = ptx::pack2<Elem>(x[6], x[7]);
+    *reinterpret_cast<uint4*>(dq + (bh * seq + q) * Tr::kHeadDim + cb * Tr::kDqCols +
+                              vec * Cv::kVecElems) = out;
   }
 }
 
@@ -133,11 +161,10 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   kernel<<<unsigned(key_tiles * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
-  const std::int64_t n = p.q_elems();
-  const auto blocks = unsigned(
-      std::min<std::int64_t>((n + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
-  bwd_convert_dq_kernel<Tr><<<blocks, kConvertThreads, 0, stream>>>(
-      dq_acc, static_cast<typename Tr::Elem*>(p.dq), n, p.seq, seq_pad / Tr::kBlockM);
+  const int n_qtiles = seq_pad / Tr::kBlockM;
+  const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
+  bwd_convert_dq_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+      dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq, n_qtiles);
   FB_CUDA_CHECK_LAUNCH();
 }
 
@@ -150,6 +177,10 @@ const char* backward_unsupported(const AttentionParams& p) {
   const std::int64_t key_tiles = (std::int64_t(p.seq) + 127) / 128;
   if (key_tiles * p.batch * p.kv_heads > kMaxGridX)
     return "flash-sm90 backward: batch * kv_heads * seq exceeds the grid limit";
+  // The dQ convert: one block per (batch * head, 64-query tile, up to 2 column blocks).
+  const std::int64_t qtiles = flash::backward_padded_seq(p.seq) / 64;
+  if (qtiles * 2 * p.batch * p.heads > kMaxGridX)
+    return "flash-sm90 backward: batch * heads * seq exceeds the grid limit";
   return nullptr;
 }
 
@@ -176,8 +207,8 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   auto* lse_pad = reinterpret_cast<float*>(base + ws.lse);
   auto* d_pad = reinterpret_cast<float*>(base + ws.d);
   auto* dq_acc = reinterpret_cast<float*>(base + ws.dq);
-  FB_CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, ws.total - ws.dq, stream));
-  flash::backward_prepass(p, lse_pad, d_pad, nullptr, /*lse_log2=*/true, ctx);
+  // The pre-pass also zeroes the whole dQ accumulator (seq_pad rows per head: whole tiles).
+  flash::backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/true, /*lse_log2=*/true, ctx);
   with_traits(p, [&](auto tr) { launch<decltype(tr)>(p, lse_pad, d_pad, dq_acc, stream); });
 }
 
