@@ -108,19 +108,18 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
     const int bh = w.q_bh(it);
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+    // A (kBlockM, d) tile of Q or dO and its row vector (LSE or D) onto one full barrier.
+    auto load_rows = [&](const CUtensorMap* tmap, std::uint32_t dst, const float* vec,
+                         std::uint32_t vec_dst, std::uint32_t bar) {
+      ptx::mbar_arrive_expect_tx(bar, Tr::kQBytes + Tr::kRowVecBytes);
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c)
+        ptx::tma_load_3d(dst + c * Tr::kQChunkBytes, tmap, bar, c * Tr::kChunkElems, m0, bh);
+      ptx::bulk_load(vec_dst, vec + row0, Tr::kRowVecBytes, bar);
+    };
     ptx::mbar_wait(bars.empty(s), free_parity);
-    ptx::mbar_arrive_expect_tx(bars.q_full(s), Tr::kQBytes + Tr::kRowVecBytes);
-#pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(sm.q(s) + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(s),
-                       c * Tr::kChunkElems, m0, bh);
-    ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.q_full(s));
-    ptx::mbar_arrive_expect_tx(bars.do_full(s), Tr::kQBytes + Tr::kRowVecBytes);
-#pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(sm.dout(s) + c * Tr::kQChunkBytes, &prm.tm_do, bars.do_full(s),
-                       c * Tr::kChunkElems, m0, bh);
-    ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.do_full(s));
+    load_rows(&prm.tm_q, sm.q(s), prm.lse, sm.lse(s), bars.q_full(s));
+    load_rows(&prm.tm_do, sm.dout(s), prm.dsum, sm.dsum(s), bars.do_full(s));
   }
 }
 

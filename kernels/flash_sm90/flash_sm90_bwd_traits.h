@@ -21,9 +21,9 @@ namespace fb::cuda::flash_sm90 {
 //                    and adds its dQ part into an fp32 accumulator in global memory with one bulk
 //                    reduction (cp.reduce.async.bulk .add.f32) per query tile. How dQ is split
 //                    between the consumers depends on d (kSplitDq below).
-// The dQ accumulator is kept in the order the wgmma accumulator holds it (a 16 KB block per
-// (query tile, consumer), float4 groups of registers by thread), so that staging it through shared
-// memory is free of bank conflicts; the convert kernel maps it back to [batch, heads, seq, d].
+// The dQ accumulator is kept in the order the wgmma accumulator holds it (a 16 KB block per query
+// tile and 64-column block, float4 groups of registers by thread), so that staging it through
+// shared memory is free of bank conflicts; the convert kernel maps it back to [batch, heads, seq, d].
 //   kSplitDq (d = 128) dQ over all the block's keys, each consumer computing 64 of d's 128 columns:
 //                    it needs both consumers' dS^T (a barrier between them every step);
 //            (d = 64)  each consumer computes dQ over its own 64 keys for all 64 columns: no barrier
@@ -40,7 +40,6 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kWgWarps = kWgThreads / kWarpSize;
   static constexpr int kConsumerWgs = 2;
   static constexpr int kConsumerThreads = kConsumerWgs * kWgThreads;
-  static constexpr int kConsumerWarps = kConsumerWgs * kWgWarps;
   static constexpr int kThreads = kWgThreads + kConsumerThreads;
 
   // ---- tiles ----
