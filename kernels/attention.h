@@ -24,14 +24,6 @@ enum class Dtype { fp64, fp32, fp16, bf16 };
 // Which pass a run times. fwd_bwd times both.
 enum class Pass { fwd, bwd, fwd_bwd };
 
-// The implementations. Names for users live in the registry (src/registry.h); this is what dispatch sees.
-enum class Algo {
-  naive,      // materialises S = scale*Q*K^T and P = softmax(S) as N x N arrays
-  flash,      // tiled, online softmax, nothing N x N (mma.sync tensor cores, sm_80+)
-  flash_sm90, // the same algorithm for Hopper: wgmma, TMA, warp-specialised (sm_90a only)
-  reference,  // exact fp64 (inputs and outputs fp64), the yardstick for errors
-};
-
 constexpr std::size_t dtype_bytes(Dtype t) {
   return t == Dtype::fp64 ? 8 : t == Dtype::fp32 ? 4 : 2;
 }
@@ -83,21 +75,28 @@ struct Context {
   void* cublas = nullptr;  // cublasHandle_t, bound to `stream` (the naive path's GEMMs)
 };
 
-// nullptr when `algo` can run `pass` on these params, else why not (e.g. "head_dim 80 not supported").
-const char* unsupported(Algo algo, Pass pass, const AttentionParams& p);
+// One kernel family's entry points (a folder under kernels/). src/registry.cpp wraps each in a
+// Descriptor; nothing else dispatches on kernels.
+struct Ops {
+  // nullptr when `pass` can run on these params on the current device, else why not.
+  const char* (*unsupported)(Pass pass, const AttentionParams& p);
+  // Scratch bytes params.workspace must hold for `pass`. For Pass::bwd/fwd_bwd it covers what the
+  // forward keeps for the backward (the naive path's P) plus the backward's own scratch.
+  std::size_t (*workspace_bytes)(Pass pass, const AttentionParams& p);
+  // O and LSE from Q, K, V.
+  void (*forward)(const AttentionParams& p, const Context& ctx);
+  // dQ, dK, dV from Q, K, V, O, LSE, dO; a forward with the same workspace must have run first.
+  void (*backward)(const AttentionParams& p, const Context& ctx);
+  // Rows per tile along the dimension a tiled kernel loops over (query rows for the forward, key
+  // rows for the backward), for the byte model; nullptr for untiled kernels.
+  int (*tile)(Pass pass, const AttentionParams& p);
+};
 
-// Scratch bytes params.workspace must hold. For Pass::bwd/fwd_bwd it covers what the forward keeps for
-// the backward (the naive path's P) plus the backward's own scratch (D, fp32 dQ accumulator...).
-std::size_t workspace_bytes(Algo algo, Pass pass, const AttentionParams& p);
-
-// O and LSE from Q, K, V.
-void forward(Algo algo, const AttentionParams& p, const Context& ctx);
-// dQ, dK, dV from Q, K, V, O, LSE, dO; a forward(algo, ...) with the same workspace must have run first.
-void backward(Algo algo, const AttentionParams& p, const Context& ctx);
-
-// Query rows per thread block of a tiled kernel (for the modelled-bytes model: K and V are read
-// once per query tile); 0 for the others.
-int query_tile(Algo algo, const AttentionParams& p);
+// Defined in each family's folder.
+const Ops& naive_ops();       // kernels/naive
+const Ops& flash_ops();       // kernels/flash
+const Ops& flash_sm90_ops();  // kernels/flash_sm90
+const Ops& reference_ops();   // kernels/reference: exact fp64, the yardstick
 
 // ---- utilities the CUDA backend uses around the kernels ----
 // scale x standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.

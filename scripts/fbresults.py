@@ -12,7 +12,7 @@ import json
 import math
 import re
 
-SCHEMA_VERSION = "1.0.0"  # what peers.py writes; src/record.h kSchemaVersion
+SCHEMA_VERSION = "1.1.0"  # what peers.py writes; src/record.h kSchemaVersion
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
 DTYPES = ("fp64", "fp32", "fp16", "bf16")

@@ -77,41 +77,60 @@ std::uint64_t input_bytes(const Case& c) {
   return b;
 }
 
-double bytes_moved(const Case& c, Algo algo, int query_tile) {
-  if (algo == Algo::reference) return 0;
-  const double e = double(dtype_bytes(c.dtype));
-  const double a = double(accum_bytes(c.dtype));
-  const double n = c.seq;
-  const double q = double(c.batch) * c.heads * n * c.head_dim * e;     // Q, O, dO, dQ each
-  const double kv = double(c.batch) * c.kv_heads * n * c.head_dim * e;  // K, V, dK, dV each
-  const double rows = double(c.batch) * c.heads * n;
-  // Score-matrix elements actually touched (lower triangle when causal).
-  const double nn = double(c.batch) * c.heads * n * (c.causal ? (n + 1) / 2 : n);
-  // S and P are kept in the input dtype, except fp32 softmax statistics (fp64 for fp64).
-  const double s = e;
+namespace {
 
-  double fwd = 0, bwd = 0;
-  if (algo == Algo::naive) {
-    // Q, K, V in; S written, S read, P written, P read; O and LSE out.
-    fwd = q + 2 * kv + 4 * nn * s + q + rows * a;
-    // dV = P^T dO (read P, dO), dP = dO V^T (write dP), dS = P o (dP - D) (read P, dP; write dS),
-    // dQ = dS K, dK = dS^T Q (read dS twice); plus Q, K, V, O, dO reads and dQ, dK, dV writes.
-    bwd = (q + 2 * kv + 2 * q + rows * a) + nn * s * 7 + (q + 2 * kv);
-  } else {
-    const int br = query_tile > 0 ? query_tile : 1;
-    const double tiles = std::ceil(n / br);
-    // Causal: query tile t reads only the key tiles up to its diagonal, about half on average.
-    const double kv_reads = tiles * (c.causal ? 0.5 : 1.0);
-    fwd = q + 2 * kv * kv_reads + q + rows * a;
-    // Q, O, dO, LSE, D read; K, V read per query tile; dQ, dK, dV written.
-    bwd = 3 * q + 2 * rows * a + 2 * kv * kv_reads + q + 2 * kv;
-  }
+struct Sizes {
+  double q, kv, rows, acc;  // bytes of Q (= O, dO, dQ), of K (= V, dK, dV); rows; accumulator bytes
+  double n;
+};
+Sizes sizes_of(const Case& c) {
+  const double e = double(dtype_bytes(c.dtype));
+  const double n = c.seq;
+  return {double(c.batch) * c.heads * n * c.head_dim * e, double(c.batch) * c.kv_heads * n * c.head_dim * e,
+          double(c.batch) * c.heads * n, double(accum_bytes(c.dtype)), n};
+}
+
+double by_pass(const Case& c, double fwd, double bwd) {
   switch (c.pass) {
     case Pass::fwd: return fwd;
     case Pass::bwd: return bwd;
     case Pass::fwd_bwd: return fwd + bwd;
   }
   return fwd;
+}
+
+}  // namespace
+
+double naive_bytes(const Case& c, int) {
+  const Sizes z = sizes_of(c);
+  // cuBLAS computes and writes the whole N x N S even when causal (the mask is applied in the
+  // softmax, which still reads S and writes all of P), so causal moves as many bytes as full.
+  const double nn = double(c.batch) * c.heads * z.n * z.n * double(dtype_bytes(c.dtype));
+  // Q, K, V in; S written, S read, P written, P read; O and LSE out.
+  const double fwd = z.q + 2 * z.kv + 4 * nn + z.q + z.rows * z.acc;
+  // dV = P^T dO (read P, dO), dP = dO V^T (write dP), dS = P o (dP - D) (read P, dP; write dS),
+  // dQ = dS K, dK = dS^T Q (read dS twice); plus Q, K, V, O, dO reads and dQ, dK, dV writes.
+  const double bwd = (z.q + 2 * z.kv + 2 * z.q + z.rows * z.acc) + 7 * nn + (z.q + 2 * z.kv);
+  return by_pass(c, fwd, bwd);
+}
+
+double tiled_bytes(const Case& c, int tile) {
+  const Sizes z = sizes_of(c);
+  const double t = tile > 0 ? tile : 1;
+  const double tiles = std::ceil(z.n / t);
+  // Causal: a tile meets only the tiles on its side of the diagonal, about half on average.
+  const double share = c.causal ? 0.5 : 1.0;
+  // Forward, one block per query tile: Q read once, K and V once per query tile; O and LSE written.
+  const double fwd = z.q + 2 * z.kv * tiles * share + z.q + z.rows * z.acc;
+  // Backward, one block per key tile of `tile` rows: pre-pass reads O, dO and writes D; the main
+  // kernel reads K, V once and Q, dO, LSE, D once per key tile, writes dK, dV, and adds its dQ share
+  // to an fp32 accumulator per key tile (read-modify-write, counted as one write each); the convert
+  // reads the accumulator and writes dQ.
+  const double acc_q = z.q / double(dtype_bytes(c.dtype)) * z.acc;
+  const double pre = 2 * z.q + z.rows * z.acc;
+  const double main = 2 * z.kv + (2 * z.q + 2 * z.rows * z.acc + acc_q) * tiles * share + 2 * z.kv;
+  const double convert = acc_q + z.q;
+  return by_pass(c, fwd, pre + main + convert);
 }
 
 }  // namespace fb

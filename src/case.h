@@ -37,13 +37,16 @@ std::optional<Pass> parse_pass(std::string_view s);
 // fwd+bwd = 3.5 x fwd.
 double flops(const Case& c);
 
-// Modelled HBM traffic in bytes, the fewest bytes each algorithm must move:
-//   naive fwd : read Q, K, V; write S; read S, write P; read P and V; write O and LSE.
-//   flash fwd : read Q once, K and V once per query tile of `query_tile` rows; write O and LSE.
-//   reference : not modelled (0).
-// Backward models follow the same rules (naive: P and dP/dS round trips; flash: Q, K, V, O, dO, LSE,
-// dQ, dK, dV with K/V re-read per query tile).
-double bytes_moved(const Case& c, Algo algo, int query_tile);
+// Modelled HBM traffic in bytes, the fewest bytes each algorithm must move (case.cpp details them):
+//   naive : read Q, K, V; write S; read S, write P; read P and V; write O and LSE (all N x N even when
+//           causal: the GEMM writes every score). Backward: P and dP/dS round trips.
+//   tiled : forward reads K and V once per query tile; backward reads Q, dO, LSE and D once per key
+//           tile and accumulates dQ in fp32 per key tile. Causal halves the tile pairs.
+// The naive model (S and P round trips) and the tiled one (K/V re-read per query tile of
+// `query_tile` rows in the forward; Q, dO re-read per key tile in the backward): descriptors point at
+// these.
+double naive_bytes(const Case& c, int query_tile);
+double tiled_bytes(const Case& c, int query_tile);
 
 // Bytes of the inputs a case reads (Q, K, V, and dO for backward), allocated once per case.
 std::uint64_t input_bytes(const Case& c);

@@ -381,10 +381,21 @@ int verify_command(const VerifyOptions& o) {
 }
 
 int compare_command(const CompareCliOptions& o) {
-  Results base, next;
+  if (o.files.size() < 2) {
+    std::cerr << "flashbench compare: give at least one base file and the new file\n";
+    return kExitUsage;
+  }
+  if (!o.suspects_out.empty())
+    if (auto why = output_problem("--emit-suspects", o.suspects_out)) {
+      std::cerr << "flashbench compare: " << *why << "\n";
+      return kExitUsage;
+    }
+  std::vector<Results> history;
+  Results next, confirm;
   try {
-    base = load_results(o.base);
-    next = load_results(o.next);
+    for (std::size_t i = 0; i + 1 < o.files.size(); ++i) history.push_back(load_results(o.files[i]));
+    next = load_results(o.files.back());
+    if (!o.confirm.empty()) confirm = load_results(o.confirm);
   } catch (const std::exception& e) {
     std::cerr << "flashbench compare: " << e.what() << "\n";
     return kExitUsage;
@@ -392,11 +403,25 @@ int compare_command(const CompareCliOptions& o) {
   CompareOptions opts;
   opts.max_slowdown = o.max_slowdown;
   opts.max_error = o.max_error;
-  CompareReport rep = compare_results(base, next, opts);
+  opts.force = o.force;
+  CompareReport rep;
+  try {
+    rep = compare_results(history, next, opts, o.confirm.empty() ? nullptr : &confirm);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "flashbench compare: " << e.what() << "\n";
+    return kExitUsage;
+  }
   CompareFormat f = o.format == "markdown" ? CompareFormat::markdown
                     : o.format == "json"   ? CompareFormat::json
                                            : CompareFormat::table;
   print_comparison(std::cout, rep, f);
+  if (!o.suspects_out.empty()) {
+    // A regex over case keys for `run --filter`: ^(key1|key2)$ (keys hold only [a-z0-9+-]).
+    const auto keys = rep.suspects();
+    std::string regex;
+    if (!keys.empty()) regex = fmt::format("^({})$", fmt::join(keys, "|"));
+    write_file_atomic(o.suspects_out, regex + (regex.empty() ? "" : "\n"));
+  }
   return rep.failed() ? kExitFailed : kExitOk;
 }
 
@@ -408,8 +433,16 @@ int info_command(const InfoOptions& o) {
   j["device"] = backend->device();
   j["settings"] = backend->settings();
   j["kernels"] = nlohmann::json::array();
-  for (const auto& k : kernel_registry())
-    j["kernels"].push_back({{"name", k.name}, {"description", k.description}, {"head_dims", k.head_dims}});
+  for (const Descriptor* k : active_kernels().user_kernels()) {
+    std::vector<std::string> dtypes, passes, backends;
+    for (Dtype t : k->dtypes) dtypes.emplace_back(to_string(t));
+    for (Pass p : k->passes) passes.emplace_back(to_string(p));
+    for (BackendId b : k->backends()) backends.emplace_back(to_string(b));
+    j["kernels"].push_back({{"name", k->name}, {"description", k->description},
+                            {"role", std::string(to_string(k->role))}, {"dtypes", dtypes},
+                            {"head_dims", k->head_dims}, {"passes", passes}, {"backends", backends},
+                            {"origin", k->origin}});
+  }
   if (o.ceilings) {
 #if FLASHBENCH_HAVE_CUDA
     if (backend->name() != "cuda") {
@@ -429,7 +462,8 @@ int info_command(const InfoOptions& o) {
   std::cout << fmt::format("flashbench {} (git {})\nbackend: {}\ndevice:  {}\n", FLASHBENCH_VERSION,
                            FLASHBENCH_GIT, j["backend"].get<std::string>(), j["device"].dump());
   std::cout << "kernels:\n";
-  for (const auto& k : kernel_registry()) std::cout << fmt::format("  {:<8} {}\n", k.name, k.description);
+  for (const Descriptor* k : active_kernels().user_kernels())
+    std::cout << fmt::format("  {:<10} {}\n", k->name, k->description);
   if (j.contains("ceilings")) std::cout << "ceilings: " << j["ceilings"].dump() << "\n";
   return kExitOk;
 }
@@ -447,6 +481,7 @@ int merge_command(const MergeOptions& o) {
     return kExitUsage;
   }
   Results out = parts.front();
+  out.schema_version = kSchemaVersion;  // what we write
   out.records.clear();
   out.spec = nlohmann::json::array();
   std::set<std::string> seen;
@@ -459,7 +494,9 @@ int merge_command(const MergeOptions& o) {
                                o.inputs[i], d, o.inputs[0], device);
       return kExitUsage;
     }
-    if (!o.force && p.schema_version != out.schema_version) {
+    // A newer minor version only adds fields: the same major merges (and is written as ours).
+    const auto major = [](const std::string& v) { return v.substr(0, v.find('.')); };
+    if (!o.force && major(p.schema_version) != major(out.schema_version)) {
       std::cerr << fmt::format("flashbench merge: {} has schema {}, {} has {} (use --force to mix)\n",
                                o.inputs[i], p.schema_version, o.inputs[0], out.schema_version);
       return kExitUsage;

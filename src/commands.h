@@ -45,7 +45,10 @@ struct VerifyOptions {
 int verify_command(const VerifyOptions& o);
 
 struct CompareCliOptions {
-  std::string base, next;
+  std::vector<std::string> files;  // base runs (oldest first), then the new run
+  std::string confirm;             // optional re-measure of the suspects
+  std::string suspects_out;        // write the regressed case keys as a --filter regex
+  bool force = false;
   double max_slowdown = 0.05;
   std::optional<double> max_error;
   std::string format = "table";

@@ -1,31 +1,38 @@
 // The regression gate: pairs base and new results by case key + kernel and gives each pair a verdict.
 //
-// When is "slower" a regression? Both of these must hold:
-//   1. the threshold:  ratio = new median / base median > 1 + max_slowdown, and
-//   2. the noise:      new median - base median > kNoiseSigmas * sqrt(sd_base^2 + sd_new^2),
-// where sd is each run's recorded sample standard deviation of single repetitions (time_ms.stddev).
-// sqrt(sd_base^2 + sd_new^2) is the spread of the difference of one timing from each run, so the rule
-// asks that the medians moved further apart than two such timings usually do (two sigmas: under a
-// normal model one rep of each run differs by that much in this direction about 2% of the time). It
-// deliberately uses the spread of single reps, not the standard error of the median: repetitions
-// within one run are correlated (same clocks, same thermal state), and run-to-run drift is of the size
-// of the per-rep spread, not of the shrinking standard error. With one rep (sd = 0) only the threshold decides.
-// A slowdown past the threshold but inside the noise band is `slower_noise` (reported, not failing);
-// "faster" is the same rule mirrored. A NaN or non-positive median on an ok record, or a NaN spread,
-// never passes.
+// When is "slower" a regression? Timings on a GPU move between runs of the same binary (clocks,
+// thermal state, what ran before): up to ~8% on the H200, more than the spread of reps inside one
+// run shows. So the gate reads three things, all robust to a single slow rep:
+//   1. the ratio    r = median(new reps) / median(base medians)        (medians, not means)
+//   2. the history  drift = max_k |log(m_k / m_base)| over the base runs k given (several files:
+//                   the run-to-run spread of this very pair); the threshold is
+//                   max(max_slowdown, exp(2 drift) - 1): a change must exceed twice the largest
+//                   drift the history showed, and never less than max_slowdown.
+//   3. the interval a seeded percentile bootstrap of median(new) / median(base reps pooled over the
+//                   history), at `confidence` (99%).
+// regression    : the interval's lower end is above 1 + threshold (99% sure the slowdown exceeds it)
+// slower_noise  : r > 1 + max_slowdown but not a regression (reported, not failing)
+// faster        : the interval's upper end is below 1 - threshold
+// unconfirmed   : a regression that a re-measure of just that case (--confirm) did not repeat.
+// Reps beyond 5 robust sigmas of the new run's median are counted as outliers and reported; they
+// cannot widen anything (medians and MAD ignore them). Files without per-rep samples (schema 1.0)
+// use a normal approximation from the median and MAD (or stddev).
 //
-// Other verdicts, checked before timing:
-//   error_exceeded  --max-error is set and the new error vs fp64 is above it (or NaN), for every new ok
-//                   record, paired or added; or base was verified and new is not.
-//   now_failed      base ok, new skipped or failed.
-//   missing         base ok, no partner in new.
-//   added           in new only, or base skipped/failed and new ok: not a failure.
-// A base record that is skipped or failed measured nothing, so nothing about it can regress.
+// Status rules, checked before timing (any of them fails the gate):
+//   now_failed     base ok -> new skipped/failed; base skipped -> new failed.
+//   missing        base ok, no partner in new.
+//   unverified     an ok new row whose verification did not pass (false), or that is unverified
+//                  (null) when the base row was verified or the row is new: added kernels too.
+//   error_exceeded --max-error is set and the new error vs fp64 is above it (or NaN).
+// Refused outright (exit 2, unless --force): different device, backend or schema major; a verify
+// run's JSON (its single cold rep is not a benchmark time; never gated on, --force or not).
 #include "compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
+#include <random>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -34,13 +41,17 @@ namespace fb {
 
 namespace {
 
-constexpr double kNoiseSigmas = 2.0;
+constexpr double kDriftFactor = 2.0;     // a change must exceed twice the largest historical drift
+constexpr double kOutlierSigmas = 5.0;   // robust sigmas beyond which a rep is an outlier
+constexpr double kMadToSigma = 1.4826;   // MAD of a normal distribution -> its sigma
 
 std::string pair_key(const Record& r) { return r.c.key() + "|" + r.kernel; }
 
 bool positive_finite(double x) { return std::isfinite(x) && x > 0; }
 
 std::string format_err(double x) { return fmt::format("{:.3g}", x); }
+
+std::string pct(double ratio) { return fmt::format("{:+.1f}%", (ratio - 1) * 100); }
 
 // --max-error bounds every new ok record, paired or added; NaN exceeds every bound.
 std::optional<std::string> error_over_max(const Record& n, const CompareOptions& opts) {
@@ -50,64 +61,197 @@ std::optional<std::string> error_over_max(const Record& n, const CompareOptions&
                      format_err(*opts.max_error));
 }
 
-// Both ok: errors first (a wrong answer matters more than its speed), then timing.
-void judge_ok_pair(Comparison& row, const Record& b, const Record& n, const CompareOptions& opts) {
-  const TimeStats& tb = b.time_ms;
-  const TimeStats& tn = n.time_ms;
-  const bool timed = positive_finite(tb.median) && positive_finite(tn.median);
-  if (timed) row.ratio = tn.median / tb.median;
-
-  if (auto over = error_over_max(n, opts)) {
-    row.verdict = Verdict::error_exceeded;
-    row.note = *over;
-    return;
-  }
-  if (n.verified == false && b.verified == true) {
-    row.verdict = Verdict::error_exceeded;
-    row.note = n.ref_max_abs_err
-                   ? fmt::format("no longer verified (error vs fp64 {})", format_err(*n.ref_max_abs_err))
-                   : std::string("no longer verified");
-    return;
-  }
-
-  if (!timed) {
-    // An ok record without a usable median cannot vouch for the new code: fail rather than pass.
-    row.verdict = Verdict::regression;
-    row.note = fmt::format("cannot compare medians (base {}, new {} ms)", tb.median, tn.median);
-    return;
-  }
-
-  const double delta = tn.median - tb.median;
-  const double noise = kNoiseSigmas * std::sqrt(tb.stddev * tb.stddev + tn.stddev * tn.stddev);
-  // Written as !(... <= ...) so that a NaN spread cannot hide a slowdown.
-  const bool beyond_noise = !(std::abs(delta) <= noise);
-  if (row.ratio > 1 + opts.max_slowdown) {
-    row.verdict = beyond_noise ? Verdict::regression : Verdict::slower_noise;
-    row.note = fmt::format("+{:.3g} ms is {} noise ({:.3g} ms)", delta, beyond_noise ? "beyond" : "within",
-                           noise);
-  } else if (row.ratio < 1 - opts.max_slowdown && beyond_noise) {
-    row.verdict = Verdict::faster;
-  } else {
-    row.verdict = Verdict::same;
-  }
+// A verification problem of an ok new row, if any. `base_verified`: the paired base row's verdict
+// (nullopt for an added row).
+std::optional<std::string> verification_problem(const Record& n, const Record* base) {
+  if (n.status != Status::ok) return std::nullopt;
+  if (n.verified == false)
+    return n.ref_max_abs_err
+               ? fmt::format("failed verification (error vs fp64 {})", format_err(*n.ref_max_abs_err))
+               : std::string("failed verification");
+  if (!n.verified.has_value() && (!base || base->verified.has_value()))
+    return base ? std::string("not verified (the base row was)") : std::string("added, not verified");
+  return std::nullopt;
 }
 
-// A status that is not ok, with its reason, for notes.
 std::string status_note(const Record& r) {
   std::string s(to_string(r.status));
   if (!r.reason.empty()) s += ": " + r.reason;
   return s;
 }
 
+// The reps of a record, or a stand-in built from its summary (schema 1.0 files).
+struct Timing {
+  double median = 0;
+  std::vector<double> samples;  // empty: use median and spread
+  double spread = 0;            // robust sigma of single reps (ms)
+  int reps = 0;
+};
+
+Timing timing_of(const Record& r) {
+  Timing t;
+  t.median = r.time_ms.median;
+  t.reps = r.time_ms.reps;
+  if (!r.time_ms.samples.empty()) {
+    t.samples = r.time_ms.samples;
+    t.median = median_of(t.samples);
+    t.spread = kMadToSigma * mad_of(t.samples);
+    t.reps = int(t.samples.size());
+  } else {
+    t.spread = r.time_ms.mad > 0 ? kMadToSigma * r.time_ms.mad : r.time_ms.stddev;
+  }
+  return t;
+}
+
+double z_of(double confidence) {
+  // Two-sided normal quantile for the common confidences (no inverse erf in the standard library).
+  if (confidence >= 0.999) return 3.291;
+  if (confidence >= 0.99) return 2.576;
+  if (confidence >= 0.95) return 1.960;
+  return 1.645;
+}
+
+// Interval of median(next) / median(base): bootstrap when both have samples, else normal.
+std::pair<double, double> ratio_interval(const std::vector<Timing>& base, const Timing& next,
+                                         double base_median, const CompareOptions& opts) {
+  std::vector<double> pooled;
+  bool samples = !next.samples.empty();
+  for (const Timing& t : base) {
+    if (t.samples.empty()) samples = false;
+    pooled.insert(pooled.end(), t.samples.begin(), t.samples.end());
+  }
+  if (samples)
+    return bootstrap_ratio_interval(pooled, next.samples, opts.confidence, opts.bootstrap, opts.seed);
+  // Standard error of a median ~ 1.2533 sigma / sqrt(n); combined on the log scale.
+  const auto se_log = [](double spread, int n, double median) {
+    return n > 1 && median > 0 ? 1.2533 * spread / std::sqrt(double(n)) / median : 0.0;
+  };
+  double var = std::pow(se_log(next.spread, next.reps, next.median), 2);
+  double base_var = 0;
+  for (const Timing& t : base) base_var += std::pow(se_log(t.spread, t.reps, t.median), 2);
+  var += base_var / double(base.size() * base.size());
+  const double r = next.median / base_median;
+  const double h = z_of(opts.confidence) * std::sqrt(var);
+  return {r * std::exp(-h), r * std::exp(h)};
+}
+
+// Timing verdict of one ok pair against its history of ok base records.
+void judge_timing(Comparison& row, const std::vector<const Record*>& history, const Record& n,
+                  const CompareOptions& opts) {
+  std::vector<Timing> base;
+  std::vector<double> medians;
+  for (const Record* b : history) {
+    base.push_back(timing_of(*b));
+    medians.push_back(base.back().median);
+  }
+  const Timing next = timing_of(n);
+  row.history = int(base.size());
+  row.base_median = median_of(medians);
+  if (!positive_finite(row.base_median) || !positive_finite(next.median) ||
+      !std::all_of(medians.begin(), medians.end(), positive_finite)) {
+    // An ok record without a usable median cannot vouch for the new code: fail rather than pass.
+    row.verdict = Verdict::regression;
+    row.note = fmt::format("cannot compare medians (base {}, new {} ms)", row.base_median, next.median);
+    return;
+  }
+  row.ratio = next.median / row.base_median;
+
+  double drift = 0;
+  for (double m : medians) drift = std::max(drift, std::abs(std::log(m / row.base_median)));
+  row.threshold = std::max(opts.max_slowdown, std::exp(kDriftFactor * drift) - 1);
+
+  const auto [lo, hi] = ratio_interval(base, next, row.base_median, opts);
+  row.ci_lo = lo;
+  row.ci_hi = hi;
+
+  if (!next.samples.empty() && next.spread > 0)
+    for (double x : next.samples)
+      if (std::abs(x - next.median) > kOutlierSigmas * next.spread) ++row.outliers;
+
+  const std::string interval =
+      fmt::format("{} [{}, {}], threshold {}", pct(row.ratio), pct(lo), pct(hi), pct(1 + row.threshold));
+  if (lo > 1 + row.threshold) {
+    row.verdict = Verdict::regression;
+    row.note = interval;
+  } else if (hi < 1 - row.threshold) {
+    row.verdict = Verdict::faster;
+    row.note = interval;
+  } else if (row.ratio > 1 + opts.max_slowdown) {
+    row.verdict = Verdict::slower_noise;
+    row.note = interval + ": within noise";
+  } else {
+    row.verdict = Verdict::same;
+  }
+  if (row.outliers > 0) row.note += fmt::format("{}{} outlier rep{}", row.note.empty() ? "" : "; ",
+                                                row.outliers, row.outliers == 1 ? "" : "s");
+}
+
+std::string schema_major(const std::string& v) { return v.substr(0, v.find('.')); }
+
+// Why two files cannot be compared (nullopt: they can).
+std::optional<std::string> mismatch(const Results& a, const Results& b, const char* what) {
+  const std::string da = a.device.value("name", std::string()), db = b.device.value("name", std::string());
+  if (a.backend != b.backend)
+    return fmt::format("{} ran on backend '{}', the new file on '{}'", what, a.backend, b.backend);
+  if (da != db) return fmt::format("{} ran on device '{}', the new file on '{}'", what, da, db);
+  if (schema_major(a.schema_version) != schema_major(b.schema_version))
+    return fmt::format("{} has schema {}, the new file {}", what, a.schema_version, b.schema_version);
+  return std::nullopt;
+}
+
+bool is_verify_run(const Results& r) { return r.settings.value("timing", std::string()) == "verify-cold"; }
+
 }  // namespace
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t n = v.size();
+  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+  const double hi = v[n / 2];
+  if (n % 2 == 1) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + n / 2);
+  return 0.5 * (lo + hi);
+}
+
+double mad_of(const std::vector<double>& v) {
+  const double m = median_of(v);
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  for (double x : v) dev.push_back(std::abs(x - m));
+  return median_of(std::move(dev));
+}
+
+std::pair<double, double> bootstrap_ratio_interval(const std::vector<double>& base,
+                                                   const std::vector<double>& next, double confidence,
+                                                   int resamples, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<double> ratios;
+  ratios.reserve(std::size_t(std::max(resamples, 1)));
+  std::vector<double> a(base.size()), b(next.size());
+  std::uniform_int_distribution<std::size_t> pick_a(0, base.size() - 1), pick_b(0, next.size() - 1);
+  for (int i = 0; i < resamples; ++i) {
+    for (auto& x : a) x = base[pick_a(gen)];
+    for (auto& x : b) x = next[pick_b(gen)];
+    ratios.push_back(median_of(b) / median_of(a));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double tail = (1 - confidence) / 2;
+  const auto at = [&](double q) {
+    const std::size_t i = std::min(ratios.size() - 1, std::size_t(q * double(ratios.size())));
+    return ratios[i];
+  };
+  return {at(tail), at(1 - tail)};
+}
 
 std::string_view to_string(Verdict v) {
   switch (v) {
     case Verdict::same: return "same";
     case Verdict::faster: return "faster";
     case Verdict::slower_noise: return "slower_noise";
+    case Verdict::unconfirmed: return "unconfirmed";
     case Verdict::regression: return "regression";
     case Verdict::error_exceeded: return "error_exceeded";
+    case Verdict::unverified: return "unverified";
     case Verdict::now_failed: return "now_failed";
     case Verdict::missing: return "missing";
     case Verdict::added: return "added";
@@ -115,38 +259,91 @@ std::string_view to_string(Verdict v) {
   return "?";
 }
 
-bool CompareReport::failed() const {
-  for (const Comparison& r : rows) {
-    switch (r.verdict) {
-      case Verdict::regression:
-      case Verdict::error_exceeded:
-      case Verdict::now_failed:
-      case Verdict::missing: return true;
-      default: break;
-    }
+bool is_failure(Verdict v) {
+  switch (v) {
+    case Verdict::regression:
+    case Verdict::error_exceeded:
+    case Verdict::unverified:
+    case Verdict::now_failed:
+    case Verdict::missing: return true;
+    default: return false;
   }
-  return false;
+}
+
+bool CompareReport::failed() const {
+  return std::any_of(rows.begin(), rows.end(), [](const Comparison& r) { return is_failure(r.verdict); });
+}
+
+std::vector<std::string> CompareReport::suspects() const {
+  std::vector<std::string> keys;
+  for (const Comparison& r : rows)
+    if ((r.verdict == Verdict::regression || r.verdict == Verdict::unconfirmed) &&
+        std::find(keys.begin(), keys.end(), r.key) == keys.end())
+      keys.push_back(r.key);
+  return keys;
 }
 
 CompareReport compare_results(const Results& base, const Results& next, const CompareOptions& opts) {
-  if (!(opts.max_slowdown >= 0) || !std::isfinite(opts.max_slowdown))
-    throw std::runtime_error(fmt::format("max slowdown must be a finite fraction >= 0, not {}",
-                                         opts.max_slowdown));
-  if (opts.max_error && (!(*opts.max_error >= 0) || !std::isfinite(*opts.max_error)))
-    throw std::runtime_error(fmt::format("max error must be finite and >= 0, not {}", *opts.max_error));
+  return compare_results(std::vector<Results>{base}, next, opts);
+}
 
-  // A file may hold the same (case, kernel) more than once (a repeated axis value): pair the k-th
-  // occurrence in base with the k-th in next.
-  std::map<std::string, std::vector<const Record*>> partners_of;
-  for (const Record& r : next.records) partners_of[pair_key(r)].push_back(&r);
-  std::map<std::string, std::size_t> taken;
+CompareReport compare_results(const std::vector<Results>& history, const Results& next,
+                              const CompareOptions& opts, const Results* confirm) {
+  if (history.empty()) throw std::invalid_argument("compare needs at least one base file");
+  if (!(opts.max_slowdown >= 0) || !std::isfinite(opts.max_slowdown))
+    throw std::invalid_argument(fmt::format("--max-slowdown must be a finite fraction >= 0, not {}",
+                                            opts.max_slowdown));
+  if (opts.max_error && (!(*opts.max_error >= 0) || !std::isfinite(*opts.max_error)))
+    throw std::invalid_argument(fmt::format("--max-error must be finite and >= 0, not {}", *opts.max_error));
+  if (!(opts.confidence > 0.5 && opts.confidence < 1) || opts.bootstrap < 100)
+    throw std::invalid_argument("confidence must be in (0.5, 1) and bootstrap at least 100 resamples");
 
   CompareReport rep;
-  for (const Record& b : base.records) {
+  rep.history = int(history.size());
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    const std::string what = history.size() == 1 ? std::string("the base file") : fmt::format("base file {}", i + 1);
+    if (is_verify_run(history[i]))
+      throw std::invalid_argument(what + " is a `verify` run: its single cold rep is not a benchmark time");
+    if (auto why = mismatch(history[i], next, what.c_str())) {
+      if (!opts.force) throw std::invalid_argument(*why + " (use --force to compare anyway)");
+      rep.warnings.push_back(*why);
+    }
+  }
+  if (is_verify_run(next))
+    throw std::invalid_argument("the new file is a `verify` run: its single cold rep is not a benchmark time");
+  if (confirm && is_verify_run(*confirm))
+    throw std::invalid_argument("the --confirm file is a `verify` run: its single cold rep is not a benchmark time");
+  if (confirm) {
+    if (auto why = mismatch(*confirm, next, "the --confirm file")) {
+      if (!opts.force) throw std::invalid_argument(*why + " (use --force to compare anyway)");
+      rep.warnings.push_back(*why);
+    }
+  }
+
+  // Every base run's ok records by pair, for the timing history. A file may hold the same pair more
+  // than once (a repeated axis value): the k-th occurrence pairs with the k-th.
+  using Index = std::map<std::string, std::vector<const Record*>>;
+  const auto index = [](const Results& r) {
+    Index idx;
+    for (const Record& rec : r.records) idx[pair_key(rec)].push_back(&rec);
+    return idx;
+  };
+  std::vector<Index> base_idx;
+  for (const Results& h : history) base_idx.push_back(index(h));
+  const Index next_idx = index(next);
+  const Index confirm_idx = confirm ? index(*confirm) : Index{};
+  const auto occurrence = [](const Index& idx, const std::string& k, std::size_t i) -> const Record* {
+    auto it = idx.find(k);
+    return it != idx.end() && i < it->second.size() ? it->second[i] : nullptr;
+  };
+
+  const Results& latest = history.back();
+  std::map<std::string, std::size_t> seen_base;
+  double log_sum = 0;
+  for (const Record& b : latest.records) {
     const std::string k = pair_key(b);
-    const auto& partners = partners_of[k];
-    std::size_t& used = taken[k];
-    const Record* n = used < partners.size() ? partners[used++] : nullptr;
+    const std::size_t occ = seen_base[k]++;
+    const Record* n = occurrence(next_idx, k, occ);
 
     Comparison row;
     row.key = b.c.key();
@@ -154,41 +351,61 @@ CompareReport compare_results(const Results& base, const Results& next, const Co
     row.base = &b;
     row.next = n;
 
-    if (b.status != Status::ok) {
-      // The base never measured this pair, so nothing can have regressed.
-      if (!n) {
-        row.verdict = Verdict::same;
-        row.note = fmt::format("{} in base, absent in new", to_string(b.status));
-      } else if (n->status == Status::ok) {
-        row.verdict = Verdict::added;
-        row.note = fmt::format("base {}", status_note(b));
-        if (auto over = error_over_max(*n, opts)) {
-          row.verdict = Verdict::error_exceeded;
-          row.note = *over;
-        }
-      } else {
-        row.verdict = Verdict::same;
-        row.note = b.status == n->status ? std::string(to_string(n->status))
-                                         : fmt::format("{} -> {}", to_string(b.status), status_note(*n));
-      }
-    } else if (!n) {
-      row.verdict = Verdict::missing;
-      row.note = "ok in base, absent in new";
-    } else if (n->status != Status::ok) {
+    if (!n) {
+      row.verdict = b.status == Status::ok ? Verdict::missing : Verdict::same;
+      row.note = b.status == Status::ok ? "ok in base, absent in new"
+                                        : fmt::format("{} in base, absent in new", to_string(b.status));
+    } else if (b.status == Status::ok && n->status != Status::ok) {
       row.verdict = Verdict::now_failed;
       row.note = status_note(*n);
+    } else if (b.status == Status::skipped && n->status == Status::failed) {
+      row.verdict = Verdict::now_failed;
+      row.note = "skipped -> " + status_note(*n);
+    } else if (n->status != Status::ok) {
+      row.verdict = Verdict::same;
+      row.note = b.status == n->status ? std::string(to_string(n->status))
+                                       : fmt::format("{} -> {}", to_string(b.status), status_note(*n));
+    } else if (auto over = error_over_max(*n, opts)) {
+      row.verdict = Verdict::error_exceeded;
+      row.note = *over;
+    } else if (auto problem = verification_problem(*n, b.status == Status::ok ? &b : nullptr)) {
+      row.verdict = Verdict::unverified;
+      row.note = *problem;
+    } else if (b.status != Status::ok) {
+      row.verdict = Verdict::added;
+      row.note = fmt::format("base {}", status_note(b));
     } else {
-      judge_ok_pair(row, b, *n, opts);
+      std::vector<const Record*> hist;
+      for (const Index& idx : base_idx)
+        if (const Record* h = occurrence(idx, k, occ); h && h->status == Status::ok) hist.push_back(h);
+      judge_timing(row, hist, *n, opts);
+      if (row.verdict == Verdict::regression && confirm) {
+        if (const Record* again = occurrence(confirm_idx, k, 0); again && again->status == Status::ok) {
+          Comparison re = row;
+          judge_timing(re, hist, *again, opts);
+          if (re.verdict == Verdict::regression) {
+            row.note += fmt::format("; confirmed on re-measure ({})", pct(re.ratio));
+          } else {
+            row.verdict = Verdict::unconfirmed;
+            row.note += fmt::format("; not repeated on re-measure ({})", pct(re.ratio));
+          }
+        }
+      }
+      if (row.ratio > 0) {
+        log_sum += std::log(row.ratio);
+        ++rep.timed_pairs;
+      }
     }
     rep.rows.push_back(std::move(row));
   }
 
-  // What next has beyond its partners in base, in next's order: the first taken[k] occurrences of
-  // each key were paired above.
-  std::map<std::string, std::size_t> seen;
+  // What next has beyond its partners in the latest base, in next's order.
+  const Index latest_idx = index(latest);
+  std::map<std::string, std::size_t> seen_next;
   for (const Record& n : next.records) {
     const std::string k = pair_key(n);
-    if (seen[k]++ < taken[k]) continue;
+    const std::size_t occ = seen_next[k]++;
+    if (occurrence(latest_idx, k, occ)) continue;
     Comparison row;
     row.key = n.c.key();
     row.kernel = n.kernel;
@@ -198,9 +415,13 @@ CompareReport compare_results(const Results& base, const Results& next, const Co
     if (auto over = error_over_max(n, opts)) {
       row.verdict = Verdict::error_exceeded;
       row.note = *over;
+    } else if (auto problem = verification_problem(n, nullptr)) {
+      row.verdict = Verdict::unverified;
+      row.note = *problem;
     }
     rep.rows.push_back(std::move(row));
   }
+  if (rep.timed_pairs > 0) rep.geomean_ratio = std::exp(log_sum / rep.timed_pairs);
   return rep;
 }
 

@@ -64,11 +64,20 @@ int main(int argc, char** argv) {
   fb::CompareCliOptions cmp;
   auto* cmp_cmd = app.add_subcommand(
       "compare", "regression gate: exit 1 if NEW is slower beyond threshold and noise, less accurate, "
-                 "or lost a case");
-  cmp_cmd->add_option("base", cmp.base, "baseline results JSON")->required();
-  cmp_cmd->add_option("new", cmp.next, "new results JSON")->required();
+                 "unverified, or lost a case");
+  cmp_cmd->add_option("files", cmp.files,
+                      "BASE.json [BASE2.json ...] NEW.json: one or more base runs (their run-to-run "
+                      "spread widens the noise band), the new run last")
+      ->required()
+      ->expected(2, 1000);
   cmp_cmd->add_option("--max-slowdown", cmp.max_slowdown, "allowed slowdown fraction (default 0.05)")
       ->check(CLI::NonNegativeNumber);
+  cmp_cmd->add_option("--confirm", cmp.confirm,
+                      "a re-measure of the suspects (run --filter \"$(cat suspects)\"): a regression "
+                      "counts only if it repeats there");
+  cmp_cmd->add_option("--emit-suspects", cmp.suspects_out,
+                      "write a --filter regex of the regressed case keys here (empty file if none)");
+  cmp_cmd->add_flag("--force", cmp.force, "compare files of different devices, backends or schemas");
   cmp_cmd->add_option("--max-error", cmp.max_error, "fail if a kernel's error vs fp64 exceeds this")
       ->check(CLI::NonNegativeNumber);
   cmp_cmd->add_option("--format", cmp.format, "table|markdown|json")

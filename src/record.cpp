@@ -61,6 +61,11 @@ TimeStats summarize(const std::vector<double>& times_ms) {
   double sum = 0;
   for (double x : v) sum += x;
   t.mean = sum / double(n);
+  t.samples = times_ms;
+  std::vector<double> dev(n);
+  for (std::size_t i = 0; i < n; ++i) dev[i] = std::abs(v[i] - t.median);
+  std::sort(dev.begin(), dev.end());
+  t.mad = n % 2 == 1 ? dev[n / 2] : 0.5 * (dev[n / 2 - 1] + dev[n / 2]);
   if (n > 1) {
     // Two-pass sample variance (n - 1): the spread of single timings, not of the mean.
     double ss = 0;
@@ -109,7 +114,13 @@ json to_json(const Record& r) {
   j["reason"] = r.reason;
   j["time_ms"] = {{"median", num_to_json(r.time_ms.median)}, {"min", num_to_json(r.time_ms.min)},
                   {"max", num_to_json(r.time_ms.max)},       {"mean", num_to_json(r.time_ms.mean)},
-                  {"stddev", num_to_json(r.time_ms.stddev)}, {"reps", r.time_ms.reps}};
+                  {"stddev", num_to_json(r.time_ms.stddev)}, {"mad", num_to_json(r.time_ms.mad)},
+                  {"reps", r.time_ms.reps}};
+  {
+    json samples = json::array();
+    for (double x : r.time_ms.samples) samples.push_back(num_to_json(x));
+    j["time_ms"]["samples"] = std::move(samples);
+  }
   j["flops"] = num_to_json(r.flops);
   j["tflops"] = num_to_json(r.tflops);
   j["bytes_moved"] = num_to_json(r.bytes_moved);
@@ -288,6 +299,14 @@ Record record_from(const json& j, const std::string& path) {
   rec.time_ms.mean = t.number("mean");
   rec.time_ms.stddev = t.number("stddev");
   rec.time_ms.reps = int(t.integer("reps", 0, kIntMax));
+  // 1.1: the robust spread and every rep (absent in 1.0 files: the gate then uses the summary).
+  if (t.has_non_null("mad")) rec.time_ms.mad = t.number("mad");
+  if (t.has_non_null("samples")) {
+    const json& s = t.at("samples");
+    if (!s.is_array()) fail(child(t.path(), "samples"), "expected an array of numbers");
+    for (std::size_t i = 0; i < s.size(); ++i)
+      rec.time_ms.samples.push_back(Reader::number_from(s[i], fmt::format("{}.samples[{}]", t.path(), i)));
+  }
 
   rec.flops = r.number("flops");
   rec.tflops = r.number("tflops");

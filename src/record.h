@@ -13,7 +13,7 @@
 
 namespace fb {
 
-inline constexpr const char* kSchemaVersion = "1.0.0";
+inline constexpr const char* kSchemaVersion = "1.1.0";
 
 enum class Status { ok, skipped, failed };
 std::string_view to_string(Status s);
@@ -22,6 +22,8 @@ std::optional<Status> parse_status(std::string_view s);
 struct TimeStats {
   double median = 0, min = 0, max = 0, mean = 0, stddev = 0;  // milliseconds
   int reps = 0;
+  double mad = 0;  // median absolute deviation from the median (robust spread; ms)
+  std::vector<double> samples;  // every timed rep, in run order (empty in files before 1.1)
 };
 TimeStats summarize(const std::vector<double>& times_ms);
 

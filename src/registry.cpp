@@ -1,45 +1,254 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <mutex>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "backend/cpu/cpu_attention.h"
+
 namespace fb {
 
-const std::vector<KernelInfo>& kernel_registry() {
-  static const std::vector<KernelInfo> kernels = {
-      {"naive", Algo::naive,
-       "standard attention: S = scale*QK^T and P = softmax(S) materialised as N x N arrays (cuBLAS on GPU)",
-       {}},
-      {"flash", Algo::flash,
-       "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor cores for fp16/bf16)",
-       {32, 64, 128}},
-      {"flash-sm90", Algo::flash_sm90,
-       "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer warpgroups; fp16/bf16, "
-       "CUDA backend only",
-       {64, 128}},
-  };
-  return kernels;
+std::string_view to_string(Role r) {
+  switch (r) {
+    case Role::baseline: return "baseline";
+    case Role::tiled: return "tiled";
+    case Role::reference: return "reference";
+  }
+  return "?";
 }
 
-const KernelInfo* find_kernel(std::string_view name) {
-  for (const auto& k : kernel_registry())
+std::string_view to_string(BackendId b) { return b == BackendId::cpu ? "cpu" : "cuda"; }
+
+std::vector<BackendId> Descriptor::backends() const {
+  std::vector<BackendId> out;
+  for (BackendId b : {BackendId::cpu, BackendId::cuda})
+    if (runs_on(b)) out.push_back(b);
+  return out;
+}
+
+namespace {
+
+constexpr Dtype kAllDtypes[] = {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16};
+constexpr Pass kAllPasses[] = {Pass::fwd, Pass::bwd, Pass::fwd_bwd};
+
+std::vector<Dtype> all_dtypes() { return {std::begin(kAllDtypes), std::end(kAllDtypes)}; }
+std::vector<Pass> all_passes() { return {std::begin(kAllPasses), std::end(kAllPasses)}; }
+
+// ---- CPU entries: the algorithms of src/backend/cpu/cpu_attention.h ----
+
+std::optional<std::string> cpu_any_shape(Pass, const AttentionParams&) { return std::nullopt; }
+
+CpuEntry cpu_naive() {
+  CpuEntry e;
+  e.unsupported = cpu_any_shape;
+  e.workspace_bytes = [](Pass, const AttentionParams&) { return std::size_t(0); };
+  e.forward = [](const AttentionParams& p, const cpu::Context& ctx, cpu::Saved& saved) {
+    cpu::naive_forward(p, ctx, &saved);
+  };
+  e.backward = [](const AttentionParams& p, const cpu::Context& ctx, cpu::Saved& saved) {
+    cpu::naive_backward(p, ctx, saved);
+  };
+  return e;
+}
+
+CpuEntry cpu_flash() {
+  CpuEntry e;
+  e.unsupported = cpu_any_shape;
+  e.workspace_bytes = [](Pass, const AttentionParams&) { return std::size_t(0); };
+  e.forward = [](const AttentionParams& p, const cpu::Context& ctx, cpu::Saved&) {
+    cpu::flash_forward(p, ctx);
+  };
+  e.backward = [](const AttentionParams& p, const cpu::Context& ctx, cpu::Saved&) {
+    cpu::flash_backward(p, ctx);
+  };
+  // The CPU tiles are the backend's: query rows forward, key rows backward.
+  e.tile = [](Pass pass, const AttentionParams&, const cpu::Context& ctx) {
+    return pass == Pass::fwd ? ctx.tiles.br : ctx.tiles.bc;
+  };
+  return e;
+}
+
+// ---- CUDA entries: a family's Ops (kernels/attention.h) ----
+
+#if FLASHBENCH_HAVE_CUDA
+CudaEntry cuda_entry(const cuda::Ops& ops) {
+  CudaEntry e;
+  e.unsupported = [&ops](Pass pass, const AttentionParams& p) -> std::optional<std::string> {
+    if (const char* why = ops.unsupported(pass, p)) return std::string(why);
+    return std::nullopt;
+  };
+  e.workspace_bytes = [&ops](Pass pass, const AttentionParams& p) { return ops.workspace_bytes(pass, p); };
+  e.forward = [&ops](const AttentionParams& p, const cuda::Context& ctx, NoState&) { ops.forward(p, ctx); };
+  if (ops.backward)
+    e.backward = [&ops](const AttentionParams& p, const cuda::Context& ctx, NoState&) {
+      ops.backward(p, ctx);
+    };
+  if (ops.tile)
+    e.tile = [&ops](Pass pass, const AttentionParams& p, const cuda::Context&) { return ops.tile(pass, p); };
+  return e;
+}
+#define FB_CUDA_ENTRY(ops) cuda_entry(ops)
+#else
+#define FB_CUDA_ENTRY(ops) CudaEntry{}
+#endif
+
+std::vector<Descriptor> make_builtins() {
+  std::vector<Descriptor> list;
+  {
+    Descriptor d;
+    d.name = "naive";
+    d.description =
+        "standard attention: S = scale*QK^T and P = softmax(S) materialised as N x N arrays "
+        "(cuBLAS on GPU)";
+    d.role = Role::baseline;
+    d.dtypes = all_dtypes();
+    d.passes = all_passes();
+    d.bytes = naive_bytes;
+    d.cpu = cpu_naive();
+    d.cuda = FB_CUDA_ENTRY(cuda::naive_ops());
+    list.push_back(std::move(d));
+  }
+  {
+    Descriptor d;
+    d.name = "flash";
+    d.description =
+        "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor cores for "
+        "fp16/bf16, sm_80+)";
+    d.dtypes = all_dtypes();
+    d.head_dims = {32, 64, 128};
+    d.passes = all_passes();
+    d.bytes = tiled_bytes;
+    d.cpu = cpu_flash();
+    d.cuda = FB_CUDA_ENTRY(cuda::flash_ops());
+    list.push_back(std::move(d));
+  }
+  {
+    Descriptor d;
+    d.name = "flash-sm90";
+    d.description =
+        "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer warpgroups";
+    d.dtypes = {Dtype::fp16, Dtype::bf16};
+    d.head_dims = {64, 128};
+    d.passes = all_passes();
+    d.bytes = tiled_bytes;
+    d.cuda = FB_CUDA_ENTRY(cuda::flash_sm90_ops());
+    list.push_back(std::move(d));
+  }
+  {
+    Descriptor d;
+    d.name = "reference";
+    d.description = "exact fp64 attention, the yardstick every kernel's error is measured against";
+    d.role = Role::reference;
+    d.dtypes = {Dtype::fp64};
+    d.passes = all_passes();
+    d.cuda = FB_CUDA_ENTRY(cuda::reference_ops());
+    list.push_back(std::move(d));
+  }
+  return list;
+}
+
+std::mutex& active_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::shared_ptr<const KernelSet>& active_slot() {
+  static std::shared_ptr<const KernelSet> set;
+  return set;
+}
+
+template <class T> std::string join(const std::vector<T>& v) {
+  std::vector<std::string> parts;
+  for (const T& x : v) parts.emplace_back(fmt::format("{}", x));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+KernelSet::KernelSet(std::vector<Descriptor> kernels) {
+  for (auto& d : kernels) add(std::move(d));
+}
+
+void KernelSet::add(Descriptor d) {
+  if (d.name.empty()) throw std::invalid_argument("a kernel descriptor needs a name");
+  if (find(d.name))
+    throw std::invalid_argument(fmt::format("kernel '{}' is already registered", d.name));
+  if (d.dtypes.empty() || d.passes.empty())
+    throw std::invalid_argument(fmt::format("kernel '{}' lists no dtypes or no passes", d.name));
+  if (d.role != Role::reference && !d.bytes)
+    throw std::invalid_argument(fmt::format("kernel '{}' has no byte model", d.name));
+  kernels_.push_back(std::move(d));
+}
+
+const Descriptor* KernelSet::find(std::string_view name) const {
+  for (const auto& k : kernels_)
     if (k.name == name) return &k;
   return nullptr;
 }
 
-std::string kernel_names() {
-  std::string out;
-  for (const auto& k : kernel_registry()) out += (out.empty() ? "" : ", ") + std::string(k.name);
+const Descriptor* KernelSet::baseline() const {
+  for (const auto& k : kernels_)
+    if (k.role == Role::baseline) return &k;
+  return nullptr;
+}
+
+const Descriptor* KernelSet::reference() const {
+  for (const auto& k : kernels_)
+    if (k.role == Role::reference) return &k;
+  return nullptr;
+}
+
+std::vector<const Descriptor*> KernelSet::user_kernels() const {
+  std::vector<const Descriptor*> out;
+  for (const auto& k : kernels_)
+    if (k.role != Role::reference) out.push_back(&k);
   return out;
 }
 
-std::optional<std::string> unsupported_reason(const KernelInfo& k, const Case& c) {
-  if (!k.head_dims.empty() &&
-      std::find(k.head_dims.begin(), k.head_dims.end(), c.head_dim) == k.head_dims.end()) {
-    return fmt::format("kernel '{}' supports head_dim {}, not {}", k.name,
-                       fmt::join(k.head_dims, ", "), c.head_dim);
+std::string KernelSet::names() const {
+  std::string out;
+  for (const Descriptor* k : user_kernels()) out += (out.empty() ? "" : ", ") + k->name;
+  return out;
+}
+
+const KernelSet& builtin_kernels() {
+  static const KernelSet set(make_builtins());
+  return set;
+}
+
+const KernelSet& active_kernels() {
+  std::lock_guard<std::mutex> lock(active_mutex());
+  const auto& slot = active_slot();
+  return slot ? *slot : builtin_kernels();
+}
+
+void set_active_kernels(std::shared_ptr<const KernelSet> set) {
+  std::lock_guard<std::mutex> lock(active_mutex());
+  active_slot() = std::move(set);
+}
+
+const Descriptor* find_kernel(std::string_view name) { return active_kernels().find(name); }
+std::string kernel_names() { return active_kernels().names(); }
+
+std::optional<std::string> unsupported_head_dim(const Descriptor& k, int head_dim) {
+  if (k.head_dims.empty() ||
+      std::find(k.head_dims.begin(), k.head_dims.end(), head_dim) != k.head_dims.end())
+    return std::nullopt;
+  return fmt::format("kernel '{}' supports head_dim {}, not {}", k.name, join(k.head_dims), head_dim);
+}
+
+std::optional<std::string> unsupported_reason(const Descriptor& k, const Case& c) {
+  if (std::find(k.dtypes.begin(), k.dtypes.end(), c.dtype) == k.dtypes.end()) {
+    std::vector<std::string_view> names;
+    for (Dtype t : k.dtypes) names.push_back(to_string(t));
+    return fmt::format("kernel '{}' supports dtype {}, not {}", k.name, fmt::join(names, ", "),
+                       to_string(c.dtype));
   }
+  if (auto why = unsupported_head_dim(k, c.head_dim)) return why;
+  const auto has = [&](Pass p) { return std::find(k.passes.begin(), k.passes.end(), p) != k.passes.end(); };
+  const bool ok = c.pass == Pass::fwd_bwd ? has(Pass::fwd) && has(Pass::bwd) : has(c.pass);
+  if (!ok) return fmt::format("kernel '{}' does not run the {} pass", k.name, to_string(c.pass));
   return std::nullopt;
 }
 

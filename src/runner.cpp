@@ -1,5 +1,7 @@
 #include "runner.h"
 
+#include "judge.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,35 +11,17 @@ namespace fb {
 
 namespace {
 
-// Unit roundoff-based constants per dtype.
-double epsilon(Dtype t) {
-  switch (t) {
-    case Dtype::fp64: return std::numeric_limits<double>::epsilon();
-    case Dtype::fp32: return std::numeric_limits<float>::epsilon();
-    case Dtype::fp16: return 9.765625e-4;  // 2^-10
-    case Dtype::bf16: return 7.8125e-3;    // 2^-7
-  }
-  return 1.0;
-}
-
-bool is_gradient(const std::string& tensor) { return !tensor.empty() && tensor[0] == 'd'; }
-
-// err(kernel) <= kFactor * err(naive) + floor: 2x for forward outputs as FlashAttention's own tests
-// use; 3x for gradients, whose longer reduction chains amplify rounding differences.
-constexpr double kForwardFactor = 2.0;
-constexpr double kGradientFactor = 3.0;
-
-// max |ref| of a tensor (1 when unknown): rounding errors scale with the values rounded.
-double magnitude_of(const ErrorReport& rep, const std::string& tensor) {
-  for (const auto& [name, m] : rep.magnitude)
-    if (name == tensor && std::isfinite(m)) return std::max(1.0, m);
-  return 1.0;
-}
-
 double error_of(const ErrorReport& rep, const std::string& tensor) {
   for (const auto& [name, e] : rep.max_abs)
     if (name == tensor) return rep.nonfinite > 0 ? std::numeric_limits<double>::infinity() : e;
   return std::numeric_limits<double>::infinity();
+}
+
+// max |ref| of a tensor; NaN when unknown (then no bound holds).
+double magnitude_of(const ErrorReport& rep, const std::string& tensor) {
+  for (const auto& [name, m] : rep.magnitude)
+    if (name == tensor) return m;
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 // JSON has no inf/nan: the record layer writes them as strings; here we keep doubles.
@@ -46,39 +30,42 @@ nlohmann::json number(double v) {
   return std::isnan(v) ? "nan" : "inf";
 }
 
-}  // namespace
-
-// Absolute error bound vs the fp64 reference for standard-normal inputs, for a kernel with no naive
-// result to be compared with. S and P held in the input dtype dominate the low-precision errors.
-double dtype_tolerance(Dtype t) {
-  switch (t) {
-    case Dtype::fp64: return 1e-10;
-    case Dtype::fp32: return 1e-4;
-    case Dtype::fp16: return 2e-2;
-    case Dtype::bf16: return 1e-1;
+// Judges every tensor of `mine` under `rule`; writes errors[T] {ref, scale, bound} and returns the
+// verdict (false on any NaN).
+bool judge(Record& r, const ErrorReport& mine, Rule rule, const ErrorReport* baseline) {
+  bool pass = mine.nonfinite == 0 && !mine.max_abs.empty();
+  for (const auto& [tensor, e] : mine.max_abs) {
+    const double scale = magnitude_of(mine, tensor);
+    const double base_err = baseline ? error_of(*baseline, tensor) : 0.0;
+    const double bound = bound_for(rule, tensor, r.c.dtype, scale, base_err);
+    r.errors[tensor]["scale"] = number(scale);
+    r.errors[tensor]["bound"] = number(bound);
+    if (!(e <= bound)) pass = false;  // written so that NaN fails
   }
-  return 0;
+  r.errors["rule"] = std::string(to_string(rule));
+  return pass;
 }
 
-// Rounding of the output itself, per unit of the reference's magnitude: 2 eps covers the final
-// rounding (half an ulp) and the different summation order of a tiled reduction.
-double rounding_floor(Dtype t) { return 2 * epsilon(t); }
+}  // namespace
 
-void verify_case(Backend& backend, std::vector<Record>& records) {
+void verify_case(Backend& backend, std::vector<Record>& records, const KernelSet& kernels) {
   bool any_ok = std::any_of(records.begin(), records.end(),
                             [](const Record& r) { return r.status == Status::ok; });
   if (!any_ok) return;
   try {
     backend.run_reference();
   } catch (const std::exception& e) {
+    // Nothing to judge against: never success. The run exits 1 with this reason.
     for (auto& r : records)
-      if (r.status == Status::ok) r.errors["reference_failed"] = e.what();
+      if (r.status == Status::ok) {
+        r.verified = false;
+        r.errors["reference_failed"] = e.what();
+      }
     return;
   }
 
   std::vector<ErrorReport> vs_ref(records.size());
-  const Record* naive = nullptr;
-  const ErrorReport* naive_err = nullptr;
+  std::size_t baseline = records.size();
   for (std::size_t i = 0; i < records.size(); ++i) {
     Record& r = records[i];
     if (r.status != Status::ok) continue;
@@ -87,33 +74,24 @@ void verify_case(Backend& backend, std::vector<Record>& records) {
     for (const auto& [tensor, e] : vs_ref[i].max_abs) r.errors[tensor]["ref"] = number(e);
     if (vs_ref[i].nonfinite > 0) r.errors["nonfinite"] = vs_ref[i].nonfinite;
     r.errors["rows_compared"] = vs_ref[i].rows_compared;
-    if (r.kernel == "naive") {
-      naive = &r;
-      naive_err = &vs_ref[i];
-    }
+    const Descriptor* d = kernels.find(r.kernel);
+    if (d && d->role == Role::baseline && baseline == records.size()) baseline = i;
   }
 
-  const Dtype t = records.front().c.dtype;
+  // The baseline first: only a baseline that met its own tolerance may set the tiled kernels' bound.
+  const ErrorReport* base_err = nullptr;
+  if (baseline < records.size()) {
+    Record& b = records[baseline];
+    b.verified = judge(b, vs_ref[baseline], Rule::baseline, nullptr);
+    if (*b.verified) base_err = &vs_ref[baseline];
+  }
   for (std::size_t i = 0; i < records.size(); ++i) {
     Record& r = records[i];
-    if (r.status != Status::ok) continue;
-    const ErrorReport& mine = vs_ref[i];
-    bool pass = mine.nonfinite == 0 && !mine.max_abs.empty();
-    const bool relative_to_naive = naive != nullptr && &r != naive && naive_err->nonfinite == 0;
-    for (const auto& [tensor, e] : mine.max_abs) {
-      // Both bounds are per unit of the reference's magnitude (at least 1): an LSE of 600 from scaled
-      // inputs carries 600x the absolute rounding of an LSE of 1.
-      double bound = dtype_tolerance(t) * magnitude_of(mine, tensor);
-      if (relative_to_naive) {
-        const double factor = is_gradient(tensor) ? kGradientFactor : kForwardFactor;
-        bound = factor * error_of(*naive_err, tensor) + rounding_floor(t) * magnitude_of(mine, tensor);
-      }
-      r.errors[tensor]["bound"] = number(bound);
-      if (!(e <= bound)) pass = false;  // written so that NaN fails
-    }
-    r.verified = pass;
-    if (relative_to_naive) {
-      ErrorReport diff = backend.compare(r.kernel, naive->kernel);
+    if (r.status != Status::ok || i == baseline) continue;
+    const Rule rule = base_err ? Rule::relative : Rule::tiled_no_baseline;
+    r.verified = judge(r, vs_ref[i], rule, base_err);
+    if (baseline < records.size() && records[baseline].status == Status::ok) {
+      ErrorReport diff = backend.compare(r.kernel, records[baseline].kernel);
       r.max_abs_diff = diff.worst();
       for (const auto& [tensor, e] : diff.max_abs) r.errors[tensor]["naive"] = number(e);
     }
@@ -133,6 +111,7 @@ void attach_ceilings(Results& results, const nlohmann::json& ceilings) {
 
 Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opts) {
   using clock = std::chrono::steady_clock;
+  const KernelSet& kernels = opts.kernels ? *opts.kernels : active_kernels();
   Results res;
   res.backend = backend.name();
   res.device = backend.device();
@@ -171,7 +150,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
       r.c = c;
       r.kernel = name;
       r.flops = flops(c);
-      const KernelInfo* info = find_kernel(name);
+      const Descriptor* info = kernels.find(name);
       if (!info) {
         r.status = Status::failed;
         r.reason = "unknown kernel '" + name + "'";
@@ -189,7 +168,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
           KernelRun run = backend.run(*info, sweep.warmup, sweep.reps);
           r.time_ms = summarize(run.times_ms);
           r.peak_bytes = run.peak_bytes;
-          r.bytes_moved = bytes_moved(c, info->algo, run.query_tile);
+          r.bytes_moved = info->bytes ? info->bytes(c, run.tile) : 0.0;
           const double seconds = r.time_ms.median * 1e-3;
           if (seconds > 0) {
             r.tflops = r.flops / seconds / 1e12;
@@ -204,7 +183,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
     }
     if (sweep.verify) {
       try {
-        verify_case(backend, records);
+        verify_case(backend, records, kernels);
       } catch (const std::exception& e) {
         for (auto& r : records)
           if (r.status == Status::ok) {

@@ -18,13 +18,8 @@ struct Progress {
   const Case* c = nullptr;
 };
 
-// Error bound a kernel must meet against the fp64 reference (documented in README "Verification").
-//   naive (or no naive in the run): err <= dtype_tolerance(dtype) * max(1, max|ref|)
-//   flash: err <= 2 * err(naive, same dtype) + rounding_floor(dtype) * max(1, max|ref|)
-double dtype_tolerance(Dtype t);
-double rounding_floor(Dtype t);
-
 struct RunnerOptions {
+  const KernelSet* kernels = nullptr;             // the names a sweep may use (null: active_kernels())
   std::function<void(const Progress&)> on_case;  // called before each case
   std::function<bool()> stop_requested;          // checked between cases
   std::function<void(const std::vector<Record>&)> on_case_done;  // a case's records, as it finishes
@@ -39,7 +34,8 @@ void attach_ceilings(Results& results, const nlohmann::json& ceilings);
 // Runs the sweep; fills Results.records (and settings/spec/backend/device).
 Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opts = {});
 
-// Errors and verdicts for one case (records of that case, same order as kernels).
-void verify_case(Backend& backend, std::vector<Record>& records);
+// Errors and verdicts for one case (records of that case, same order as kernels), by the rule in
+// judge.h; `kernels` tells which record is the baseline.
+void verify_case(Backend& backend, std::vector<Record>& records, const KernelSet& kernels);
 
 }  // namespace fb

@@ -441,15 +441,15 @@ Sweep sweep_from_json(const nlohmann::json& j) {
   const Axis<Pass> pass = j.contains("pass") ? enum_axis<Pass>(j, "pass", spec_pass_names(), parse_pass)
                                              : Axis<Pass>{{Pass::fwd}, {"spec.pass"}};
 
-  std::vector<const KernelInfo*> kernels;
+  std::vector<const Descriptor*> kernels;
   if (j.contains("kernels")) {
     std::vector<std::string> registered;
-    for (const auto& k : kernel_registry()) registered.emplace_back(k.name);
+    for (const Descriptor* k : active_kernels().user_kernels()) registered.emplace_back(k->name);
     Axis<std::string> names;
     for (const Item& item : axis_items(j, "kernels")) {
       const std::string& s = to_str(item);
-      const KernelInfo* k = find_kernel(s);
-      if (!k)
+      const Descriptor* k = find_kernel(s);
+      if (!k || k->role == Role::reference)
         fail(item.path, fmt::format("unknown kernel {}{}; registered kernels: {}", in_quotes(s),
                                     suggestion(s, registered), kernel_names()));
       kernels.push_back(k);
@@ -458,7 +458,7 @@ Sweep sweep_from_json(const nlohmann::json& j) {
     }
     reject_duplicates(names, in_quotes);
   } else {
-    for (const auto& k : kernel_registry()) kernels.push_back(&k);
+    for (const Descriptor* k : active_kernels().user_kernels()) kernels.push_back(k);
   }
 
   if (j.contains("warmup")) sweep.warmup = int(to_int(scalar_item(j, "warmup"), 0, kMaxWarmup, "warmup"));
@@ -538,14 +538,9 @@ Sweep sweep_from_json(const nlohmann::json& j) {
   }
   // Head dims a listed kernel cannot run make the whole spec wrong; other combinations a kernel cannot
   // run (if a kernel ever has them) become skipped records at run time.
-  for (const KernelInfo* k : kernels) {
+  for (const Descriptor* k : kernels) {
     for (std::size_t d = 0; d < head_dim.size(); ++d) {
-      Case probe;
-      probe.head_dim = int(head_dim.values[d]);
-      probe.dtype = dtype.values[0];
-      probe.causal = causal.values[0];
-      probe.pass = pass.values[0];
-      if (const auto reason = unsupported_reason(*k, probe))
+      if (const auto reason = unsupported_head_dim(*k, int(head_dim.values[d])))
         fail(head_dim.paths[d],
              *reason + (j.contains("kernels") ? " (listed in spec.kernels)"
                                               : " (spec.kernels not given: every kernel runs)"));
@@ -592,7 +587,7 @@ Sweep sweep_from_json(const nlohmann::json& j) {
                   cs.seq = int(n);
                   sweep.cases.push_back(cs);
                 }
-  for (const KernelInfo* k : kernels) sweep.kernels.emplace_back(k->name);
+  for (const Descriptor* k : kernels) sweep.kernels.emplace_back(k->name);
   sweep.spec = j;
   return sweep;
 }

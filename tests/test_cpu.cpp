@@ -142,6 +142,7 @@ struct Result {
 };
 
 // Runs `algo` forward (and backward when `backward`) on the problem.
+enum class Algo { naive, flash };
 Result run_kernel(Algo algo, Problem& pr, bool backward, ThreadPool& pool, MemoryTracker& tracker) {
   Result r{Storage(pr.dtype, pr.params.q_elems()), Storage(accum_of(pr.dtype), pr.params.rows()),
            Storage(pr.dtype, pr.params.q_elems()), Storage(pr.dtype, pr.params.kv_elems()),
@@ -155,7 +156,7 @@ Result run_kernel(Algo algo, Problem& pr, bool backward, ThreadPool& pool, Memor
   p.dv = r.dv.data();
   const Context ctx{&tracker, &pool, pr.shape.tiles};
   if (algo == Algo::naive) {
-    NaiveSaved saved;
+    Saved saved;
     naive_forward(p, ctx, &saved);
     if (backward) naive_backward(p, ctx, saved);
   } else {
@@ -632,8 +633,8 @@ Case small_case(Dtype t, Pass pass, int seq = 100) {
   return c;
 }
 
-const KernelInfo& kernel(const char* name) {
-  const KernelInfo* k = find_kernel(name);
+const Descriptor& kernel(const char* name) {
+  const Descriptor* k = find_kernel(name);
   REQUIRE(k != nullptr);
   return *k;
 }
@@ -707,7 +708,7 @@ TEST_CASE("cpu backend: runs, verifies and reports memory for every pass and dty
       REQUIRE(naive.peak_bytes >= naive_matrix_bytes(c.params()));
       REQUIRE(flash.peak_bytes < naive.peak_bytes);
       REQUIRE(flash.peak_bytes > 0);
-      REQUIRE(flash.query_tile == Tiles{}.br);  // the byte model's K/V re-reads per query tile
+      REQUIRE(flash.tile == Tiles{}.br);  // the byte model's K/V re-reads per query tile
       backend->run_reference();
 
       const std::vector<std::string> tensors =

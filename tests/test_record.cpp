@@ -340,7 +340,7 @@ TEST_CASE("load_results: fixtures load, bad files name the path", "[record]") {
        {"base.json", "same.json", "slower.json", "noisy.json", "missing.json", "failed.json", "error.json"}) {
     INFO(name);
     const fb::Results r = fb::load_results(fixture(name));
-    CHECK(r.schema_version == fb::kSchemaVersion);
+    CHECK(r.schema_version == "1.0.0");  // fixtures of the first schema still read (no samples)
     CHECK_FALSE(r.records.empty());
     // Every fixture writes back to exactly what was read.
     CHECK(fb::to_json(fb::results_from_json(fb::to_json(r))) == fb::to_json(r));

@@ -95,7 +95,7 @@ std::string error_of_json(const json& j) {
 
 std::vector<std::string> registry_names() {
   std::vector<std::string> v;
-  for (const auto& k : fb::kernel_registry()) v.emplace_back(k.name);
+  for (const fb::Descriptor* k : fb::builtin_kernels().user_kernels()) v.emplace_back(k->name);
   return v;
 }
 
@@ -485,7 +485,7 @@ TEST_CASE("spec: unknown names list the valid ones", "[spec]") {
 
 TEST_CASE("spec: kernel support and GQA rules across fields", "[spec]") {
   // flash has a fixed set of head dims (registry); naive runs any.
-  const fb::KernelInfo* flash = fb::find_kernel("flash");
+  const fb::Descriptor* flash = fb::find_kernel("flash");
   REQUIRE(flash != nullptr);
   REQUIRE_FALSE(flash->head_dims.empty());
   int unsupported = 80;  // a head_dim some models use (e.g. 80 in Phi-2) but not a power of two

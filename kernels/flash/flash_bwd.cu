@@ -167,6 +167,22 @@ const char* backward_unsupported(const AttentionParams& p) {
   return nullptr;
 }
 
+int backward_key_tile(const AttentionParams& p) {
+  if (backward_unsupported(p) != nullptr) return 0;
+  int keys = 0;
+  dispatch_dtype(p.dtype, [&](auto traits) {
+    using Elem = typename decltype(traits)::elem;
+    bwd::with_head_dim(p.head_dim, [&](auto hd) {
+      if constexpr (sizeof(Elem) == 2) {
+        keys = bwd::main_tc_key_tile<Elem, decltype(hd)::value>();
+      } else {
+        keys = bwd::main_simt_key_tile<Elem, decltype(hd)::value>();
+      }
+    });
+  });
+  return keys;
+}
+
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
   return bwd::workspace_layout(p).total;
 }

@@ -40,6 +40,9 @@ void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void
 // Rows per (batch, head) of the pre-pass arrays: seq rounded up to a multiple of 128.
 int backward_padded_seq(int seq);
 
+// Keys per block of the main kernel for these params (the byte model's key tile).
+int backward_key_tile(const AttentionParams& p);
+
 // Writes p.dq, p.dk, p.dv. Throws std::invalid_argument for unsupported params or a missing
 // workspace, fb::CudaError for a failed launch.
 void backward(const AttentionParams& p, const Context& ctx);

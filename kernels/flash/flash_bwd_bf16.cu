@@ -9,5 +9,8 @@ template void run_main_tc<__nv_bfloat16, 128>(const MainArgs&, cudaStream_t);
 template int main_tc_smem_bytes<__nv_bfloat16, 32>();
 template int main_tc_smem_bytes<__nv_bfloat16, 64>();
 template int main_tc_smem_bytes<__nv_bfloat16, 128>();
+template int main_tc_key_tile<__nv_bfloat16, 32>();
+template int main_tc_key_tile<__nv_bfloat16, 64>();
+template int main_tc_key_tile<__nv_bfloat16, 128>();
 
 }  // namespace fb::cuda::flash::bwd

@@ -50,6 +50,9 @@ template <typename Elem, int kHeadDim> void run_main_simt(const MainArgs& a, cud
 // Dynamic shared memory per block of those kernels (for the capability check before a launch).
 template <typename Elem, int kHeadDim> int main_tc_smem_bytes();
 template <typename Elem, int kHeadDim> int main_simt_smem_bytes();
+// Keys per block of each main kernel.
+template <typename Elem, int kHeadDim> int main_tc_key_tile();
+template <typename Elem, int kHeadDim> int main_simt_key_tile();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.
 void set_smem_limit(const void* kernel, int bytes);

@@ -9,5 +9,8 @@ template void run_main_tc<__half, 128>(const MainArgs&, cudaStream_t);
 template int main_tc_smem_bytes<__half, 32>();
 template int main_tc_smem_bytes<__half, 64>();
 template int main_tc_smem_bytes<__half, 128>();
+template int main_tc_key_tile<__half, 32>();
+template int main_tc_key_tile<__half, 64>();
+template int main_tc_key_tile<__half, 128>();
 
 }  // namespace fb::cuda::flash::bwd

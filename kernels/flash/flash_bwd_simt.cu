@@ -211,6 +211,10 @@ __global__ void __launch_bounds__(Tr::kThreads) bwd_main_simt_kernel(const MainA
 
 }  // namespace
 
+template <typename Elem, int kHeadDim> int main_simt_key_tile() {
+  return SimtTraits<Elem, kHeadDim>::kBlockN;
+}
+
 template <typename Elem, int kHeadDim> int main_simt_smem_bytes() {
   return SimtTraits<Elem, kHeadDim>::kSmemBytes;
 }
@@ -237,5 +241,11 @@ template int main_simt_smem_bytes<float, 128>();
 template int main_simt_smem_bytes<double, 32>();
 template int main_simt_smem_bytes<double, 64>();
 template int main_simt_smem_bytes<double, 128>();
+template int main_simt_key_tile<float, 32>();
+template int main_simt_key_tile<float, 64>();
+template int main_simt_key_tile<float, 128>();
+template int main_simt_key_tile<double, 32>();
+template int main_simt_key_tile<double, 64>();
+template int main_simt_key_tile<double, 128>();
 
 }  // namespace fb::cuda::flash::bwd

@@ -423,6 +423,10 @@ template <typename Elem, int kHeadDim> int main_tc_smem_bytes() {
   return TcConfig<Elem, kHeadDim>::type::kSmemBytes;
 }
 
+template <typename Elem, int kHeadDim> int main_tc_key_tile() {
+  return TcConfig<Elem, kHeadDim>::type::kBlockN;
+}
+
 template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream) {
   using Tr = typename TcConfig<Elem, kHeadDim>::type;
   const void* kernel = reinterpret_cast<const void*>(&bwd_main_tc_kernel<Tr>);

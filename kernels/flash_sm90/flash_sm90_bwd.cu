@@ -189,6 +189,11 @@ std::size_t backward_smem_bytes(const AttentionParams& p) {
   return with_traits(p, [](auto tr) { return std::size_t(decltype(tr)::kSmemBytes); });
 }
 
+int backward_key_tile(const AttentionParams& p) {
+  if (backward_unsupported(p) != nullptr) return 0;
+  return with_traits(p, [](auto tr) { return int(decltype(tr)::kBlockN); });
+}
+
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
   return workspace_layout(p).total;
 }

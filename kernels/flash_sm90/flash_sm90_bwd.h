@@ -15,6 +15,8 @@ const char* backward_unsupported(const AttentionParams& p);
 std::size_t backward_smem_bytes(const AttentionParams& p);
 // Bytes of p.workspace the backward needs: padded LSE and D, and the dQ accumulator.
 std::size_t backward_workspace_bytes(const AttentionParams& p);
+// Keys per block (the byte model's key tile); 0 when unsupported.
+int backward_key_tile(const AttentionParams& p);
 // Pre-pass (D, LSE), the main kernel, dQ convert; writes p.dq, p.dk, p.dv.
 void run_backward(const AttentionParams& p, const Context& ctx);
 

@@ -20,7 +20,7 @@ struct KernelRun {
   std::vector<double> times_ms;   // one per rep, after warm-up
   std::uint64_t peak_bytes = 0;   // peak bytes the run allocated (outputs + workspace; inputs excluded),
                                   // measured by the backend's tracking allocator
-  int query_tile = 0;             // query rows per tile the kernel used (flash), for the byte model
+  int tile = 0;                   // rows per tile the kernel used (Entry::tile), for the byte model
 };
 
 // Max |a - b| per output tensor ("O", "LSE", "dQ", "dK", "dV") over the compared elements.
@@ -59,7 +59,7 @@ class Backend {
 
   // Why `kernel` cannot run `c` here (e.g. naive's N x N buffers need more than free memory, with
   // the bytes), nullopt if it may run.
-  virtual std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) = 0;
+  virtual std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) = 0;
 
   // Draws the case's inputs from `seed` (standard normal; never zeros) and drops all kept outputs.
   // Q and K are multiplied by `input_scale`, so scores grow as its square (extreme-value checks).
@@ -67,7 +67,7 @@ class Backend {
 
   // Warm-up then `reps` timed runs of `kernel` on the prepared inputs, outputs poisoned (NaN) before
   // each run. Keeps the last outputs for compare(). For Pass::bwd the forward runs once untimed first.
-  virtual KernelRun run(const KernelInfo& kernel, int warmup, int reps) = 0;
+  virtual KernelRun run(const Descriptor& kernel, int warmup, int reps) = 0;
 
   // Exact fp64 outputs for the prepared inputs, kept as "reference" (CPU: a sample of query rows for
   // large cases).

@@ -19,14 +19,10 @@ namespace {
 
 using namespace text;
 
-constexpr std::array kVerdicts = {Verdict::regression,   Verdict::error_exceeded, Verdict::now_failed,
-                                  Verdict::missing,      Verdict::slower_noise,   Verdict::faster,
-                                  Verdict::same,         Verdict::added};
-
-bool is_failure(Verdict v) {
-  return v == Verdict::regression || v == Verdict::error_exceeded || v == Verdict::now_failed ||
-         v == Verdict::missing;
-}
+constexpr std::array kVerdicts = {Verdict::regression,  Verdict::error_exceeded, Verdict::unverified,
+                                  Verdict::now_failed,  Verdict::missing,        Verdict::unconfirmed,
+                                  Verdict::slower_noise, Verdict::faster,        Verdict::same,
+                                  Verdict::added};
 
 // "1 regression" / "2 regressions", "10 unchanged", ...
 std::string count_phrase(Verdict v, std::size_t n) {
@@ -35,6 +31,8 @@ std::string count_phrase(Verdict v, std::size_t n) {
     case Verdict::regression: return fmt::format("{} regression{}", n, one ? "" : "s");
     case Verdict::error_exceeded: return fmt::format("{} over the error bound", n);
     case Verdict::now_failed: return fmt::format("{} now failing", n);
+    case Verdict::unverified: return fmt::format("{} not verified", n);
+    case Verdict::unconfirmed: return fmt::format("{} slower but not on re-measure", n);
     case Verdict::missing: return fmt::format("{} missing", n);
     case Verdict::slower_noise: return fmt::format("{} slower within noise", n);
     case Verdict::faster: return fmt::format("{} faster", n);
@@ -53,26 +51,30 @@ std::size_t count(const CompareReport& rep, Verdict v) {
 std::string summary(const CompareReport& rep, bool markdown) {
   if (rep.rows.empty()) return "nothing to compare";
   std::string out;
+  if (rep.timed_pairs > 0)
+    out = fmt::format("geomean new/base {:.3f}× over {} timed pairs ({} base run{}); ", rep.geomean_ratio,
+                      rep.timed_pairs, rep.history, rep.history == 1 ? "" : "s");
+  const std::size_t prefix = out.size();
   for (Verdict v : kVerdicts) {
     const std::size_t n = count(rep, v);
     if (n == 0) continue;
     std::string phrase = count_phrase(v, n);
     if (markdown && is_failure(v)) phrase = "**" + phrase + "**";
-    out += (out.empty() ? "" : ", ") + phrase;
+    out += (out.size() == prefix ? "" : ", ") + phrase;
   }
   return out;
 }
 
-std::string median_ms(const Record* r) {
+std::string median_ms(const Record* r, double history_median = 0) {
   if (!r) return "-";
   if (r->status != Status::ok) return std::string(to_string(r->status));
-  return format_significant(r->time_ms.median);
+  return format_significant(history_median > 0 ? history_median : r->time_ms.median);
 }
 
 std::string ratio_text(double ratio) { return ratio > 0 ? fmt::format("{:.2f}×", ratio) : "-"; }
 
 std::vector<std::string> row_cells(const Comparison& c) {
-  return {c.key, c.kernel, median_ms(c.base), median_ms(c.next), ratio_text(c.ratio),
+  return {c.key, c.kernel, median_ms(c.base, c.base_median), median_ms(c.next), ratio_text(c.ratio),
           std::string(to_string(c.verdict)), c.note};
 }
 
@@ -99,6 +101,7 @@ void print_text_table(std::ostream& os, const CompareReport& rep) {
     for (const auto& row : rows) print(row);
     os << '\n';
   }
+  for (const auto& w : rep.warnings) os << "warning: " << w << '\n';
   os << summary(rep, false) << (rep.failed() ? " - FAILED" : " - ok") << '\n';
 }
 
@@ -127,7 +130,8 @@ void print_md_rows(std::ostream& os, const std::vector<const Comparison*>& rows)
 }
 
 void print_markdown(std::ostream& os, const CompareReport& rep) {
-  os << summary(rep, true) << "\n";
+  os << (rep.failed() ? "**flashbench gate: FAILED** - " : "flashbench gate: ok - ") << summary(rep, true) << "\n";
+  for (const auto& w : rep.warnings) os << "\n> warning: " << md_cell(w) << "\n";
   std::vector<const Comparison*> changed, unchanged;
   for (const Comparison& c : rep.rows) (c.verdict == Verdict::same ? unchanged : changed).push_back(&c);
   if (!changed.empty()) {
@@ -154,6 +158,10 @@ nlohmann::json median_json(const Record* r) {
 void print_json(std::ostream& os, const CompareReport& rep) {
   nlohmann::json j;
   j["failed"] = rep.failed();
+  j["geomean_ratio"] = rep.timed_pairs > 0 ? json_number_or_null(rep.geomean_ratio) : nlohmann::json(nullptr);
+  j["timed_pairs"] = rep.timed_pairs;
+  j["history"] = rep.history;
+  j["warnings"] = rep.warnings;
   nlohmann::json counts = nlohmann::json::object();
   for (Verdict v : kVerdicts) counts[std::string(to_string(v))] = count(rep, v);
   j["counts"] = std::move(counts);
@@ -164,7 +172,11 @@ void print_json(std::ostream& os, const CompareReport& rep) {
                     {"verdict", std::string(to_string(c.verdict))},
                     {"failure", is_failure(c.verdict)},
                     {"ratio", c.ratio > 0 ? json_number_or_null(c.ratio) : nlohmann::json(nullptr)},
-                    {"base_median_ms", median_json(c.base)},
+                    {"base_median_ms", c.base_median > 0 ? json_number_or_null(c.base_median) : median_json(c.base)},
+                    {"interval", c.ci_lo > 0 ? nlohmann::json::array({c.ci_lo, c.ci_hi}) : nlohmann::json(nullptr)},
+                    {"threshold", c.threshold},
+                    {"history", c.history},
+                    {"outliers", c.outliers},
                     {"new_median_ms", median_json(c.next)},
                     {"note", c.note}});
   }

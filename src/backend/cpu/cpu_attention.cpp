@@ -199,7 +199,7 @@ void masked_products(const Shape& s, const Context& ctx, const T* x, const T* y,
 }
 
 template <class T>
-void naive_forward_t(const AttentionParams& p, const Context& ctx, NaiveSaved* saved) {
+void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved) {
   using A = AccOf<T>;
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
@@ -278,7 +278,7 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, NaiveSaved* s
 }
 
 template <class T>
-void naive_backward_t(const AttentionParams& p, const Context& ctx, const NaiveSaved& saved) {
+void naive_backward_t(const AttentionParams& p, const Context& ctx, const Saved& saved) {
   using A = AccOf<T>;
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
@@ -297,7 +297,7 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const NaiveS
   const Index nn = Index(s.batch) * s.heads * n * n;
   if (saved.p.empty() || saved.p.bytes() != static_cast<std::size_t>(nn) * sizeof(T))
     throw std::invalid_argument(
-        "naive_backward: no saved P of this shape (run naive_forward with a NaiveSaved first)");
+        "naive_backward: no saved P of this shape (run naive_forward with a Saved first)");
   const T* P = saved.p.as<T>();
 
   Buffer d_buf = make_buffer<A>(mem, Index(s.batch) * s.heads * n);  // D [batch, heads, N]
@@ -624,13 +624,13 @@ void check_context(const Context& ctx) {
 }
 }  // namespace
 
-void naive_forward(const AttentionParams& p, const Context& ctx, NaiveSaved* saved) {
+void naive_forward(const AttentionParams& p, const Context& ctx, Saved* saved) {
   check_params(p, Pass::fwd, ctx.tiles);
   check_context(ctx);
   dispatch_dtype(p.dtype, [&](auto t) { naive_forward_t<decltype(t)>(p, ctx, saved); });
 }
 
-void naive_backward(const AttentionParams& p, const Context& ctx, const NaiveSaved& saved) {
+void naive_backward(const AttentionParams& p, const Context& ctx, const Saved& saved) {
   check_params(p, Pass::bwd, ctx.tiles);
   check_context(ctx);
   dispatch_dtype(p.dtype, [&](auto t) { naive_backward_t<decltype(t)>(p, ctx, saved); });

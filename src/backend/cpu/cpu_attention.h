@@ -35,9 +35,9 @@ struct Context {
   Tiles tiles{};
 };
 
-// What naive_forward keeps for naive_backward: P = softmax(S), [batch, heads, seq, seq] in the
-// input dtype. Held by the caller between the two calls (its bytes stay charged to the tracker).
-struct NaiveSaved {
+// What a forward keeps for its backward, held by the caller between the two calls (its bytes stay
+// charged to the tracker). naive keeps P = softmax(S), [batch, heads, seq, seq] in the input dtype.
+struct Saved {
   Buffer p;
 };
 
@@ -54,12 +54,12 @@ std::uint64_t naive_matrix_bytes(const AttentionParams& p);
 // ---- naive: S = scale * Q K^T (N x N), P = softmax(S) (N x N), O = P V ----
 // Three passes over memory, like the GPU path's GEMM / softmax / GEMM. Writes O and LSE; when
 // `saved` is given, P is moved into it for naive_backward (anything it held is freed first).
-void naive_forward(const AttentionParams& p, const Context& ctx, NaiveSaved* saved = nullptr);
+void naive_forward(const AttentionParams& p, const Context& ctx, Saved* saved = nullptr);
 
 // dV = P^T dO, dP = dO V^T, dS = P o (dP - D) with D = rowsum(dO o O), dQ = scale dS K,
 // dK = scale dS^T Q (summed over the query heads that share a K/V head). Reads p.o and the P that
 // naive_forward saved.
-void naive_backward(const AttentionParams& p, const Context& ctx, const NaiveSaved& saved);
+void naive_backward(const AttentionParams& p, const Context& ctx, const Saved& saved);
 
 // ---- flash: Br x Bc tiles, online softmax ----
 // One task per (batch, head, query tile). Per KV tile: S = scale Q_i K_j^T, m' = max(m, rowmax S),

@@ -154,9 +154,9 @@ class CpuBackendImpl final : public CpuBackend {
             {"tiles", {{"br", tiles_.br}, {"bc", tiles_.bc}}}};
   }
 
-  std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) override {
-    if (kernel.algo != Algo::naive && kernel.algo != Algo::flash)
-      return fmt::format("kernel '{}' runs on the CUDA backend only", kernel.name);
+  std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) override {
+    if (!kernel.cpu) return fmt::format("kernel '{}' does not run on the CPU backend", kernel.name);
+    if (auto why = kernel.cpu.unsupported(c.pass, c.params())) return why;
     const auto available = meminfo_bytes("MemAvailable");
     // Cannot tell: let it try (an allocation failure still fails the case cleanly).
     if (!available) return std::nullopt;
@@ -165,7 +165,10 @@ class CpuBackendImpl final : public CpuBackend {
     double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
     if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
     const double io = double(input_bytes(c)) + outputs;
-    const double matrices = kernel.algo == Algo::naive ? double(naive_matrix_bytes(p)) : 0.0;
+    // The N x N arrays a baseline holds (its own scratch), or the workspace it asks for.
+    const double matrices = kernel.role == Role::baseline
+                                ? double(naive_matrix_bytes(p))
+                                : double(kernel.cpu.workspace_bytes(c.pass, p));
     const double usable = kUsableMemoryFraction * double(*available);
     if (io + matrices <= usable) return std::nullopt;
     const std::string limit = fmt::format("more than {:.0f}% of the {:.2f} GiB of memory available",
@@ -212,17 +215,17 @@ class CpuBackendImpl final : public CpuBackend {
     seed_ = seed;
   }
 
-  KernelRun run(const KernelInfo& kernel, int warmup, int reps) override {
+  KernelRun run(const Descriptor& kernel, int warmup, int reps) override {
     if (!case_) throw BackendError("cpu: run() before prepare()");
-    if (kernel.algo != Algo::naive && kernel.algo != Algo::flash)
-      throw BackendError(fmt::format("cpu: kernel '{}' is not a timed kernel", kernel.name));
+    if (!kernel.cpu)
+      throw BackendError(fmt::format("cpu: kernel '{}' does not run on the CPU backend", kernel.name));
     if (warmup < 0 || reps < 1)
       throw BackendError(
           fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}", warmup, reps));
     const std::string key(kernel.name);
     kept_.erase(key);  // its old outputs must not count against this run's memory
     try {
-      return run_kernel(kernel.algo, key, warmup, reps);
+      return run_kernel(kernel.cpu, key, warmup, reps);
     } catch (const OutOfMemory& e) {
       throw BackendError(fmt::format("cpu: {}: {}", kernel.name, e.what()));
     } catch (const std::bad_alloc&) {
@@ -234,6 +237,8 @@ class CpuBackendImpl final : public CpuBackend {
 
   void run_reference() override {
     if (!case_) throw BackendError("cpu: run_reference() before prepare()");
+    // The reference depends on the prepared inputs alone: computed once per prepare().
+    if (kept_.count(kReferenceName)) return;
     const Case& c = *case_;
     try {
       // The same dtype-rounded inputs the kernels read, widened to fp64.
@@ -453,7 +458,7 @@ class CpuBackendImpl final : public CpuBackend {
     return &it->second;
   }
 
-  KernelRun run_kernel(Algo algo, const std::string& key, int warmup, int reps) {
+  KernelRun run_kernel(const CpuEntry& entry, const std::string& key, int warmup, int reps) {
     const Case& c = *case_;
     const bool backward = c.pass != Pass::fwd;
     const Context ctx{&tracker_, &pool_, tiles_};
@@ -484,19 +489,14 @@ class CpuBackendImpl final : public CpuBackend {
       p.dv = out.find("dV")->data();
     }
 
-    NaiveSaved saved;  // naive's P between its forward and backward
-    auto forward = [&] {
-      if (algo == Algo::naive)
-        naive_forward(p, ctx, backward ? &saved : nullptr);
-      else
-        flash_forward(p, ctx);
-    };
-    auto backward_pass = [&] {
-      if (algo == Algo::naive)
-        naive_backward(p, ctx, saved);
-      else
-        flash_backward(p, ctx);
-    };
+    if (auto why = entry.unsupported(c.pass, p)) throw std::invalid_argument(*why);
+    if (backward && !entry.backward) throw std::invalid_argument("this kernel has no backward pass");
+    Buffer workspace(tracker_, entry.workspace_bytes ? entry.workspace_bytes(c.pass, p) : 0);
+    p.workspace = workspace.data();
+
+    Saved saved;  // what the forward keeps for the backward (naive's P)
+    auto forward = [&] { entry.forward(p, ctx, saved); };
+    auto backward_pass = [&] { entry.backward(p, ctx, saved); };
     auto poison_outputs = [&](bool fwd_outputs, bool bwd_outputs) {
       for (auto& [name, t] : out.tensors) {
         const bool is_fwd = name == "O" || name == "LSE";
@@ -528,7 +528,7 @@ class CpuBackendImpl final : public CpuBackend {
         result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
     result.peak_bytes = tracker_.peak() - baseline;
-    if (algo == Algo::flash) result.query_tile = tiles_.br;
+    if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, ctx);
     saved.p.reset();
     kept_[key] = std::move(out);
     return result;

@@ -208,11 +208,12 @@ struct CudaBackend::Impl {
     prepared = c;
   }
 
-  std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) {
+  std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) {
     const AttentionParams p = c.params();
-    if (const char* why = cuda::unsupported(kernel.algo, c.pass, p)) return std::string(why);
+    if (!kernel.cuda) return fmt::format("kernel '{}' does not run on the CUDA backend", kernel.name);
+    if (auto why = kernel.cuda.unsupported(c.pass, p)) return why;
     const std::uint64_t outputs = output_sizes(c, c.dtype).total();
-    const std::uint64_t workspace = cuda::workspace_bytes(kernel.algo, c.pass, p);
+    const std::uint64_t workspace = kernel.cuda.workspace_bytes(c.pass, p);
     const bool inputs_held = prepared && *prepared == c;
     const std::uint64_t inputs = inputs_held ? 0 : input_bytes(c);
     const std::uint64_t need = outputs + workspace + inputs;
@@ -230,20 +231,25 @@ struct CudaBackend::Impl {
         TrackingAllocator::gib(kFitMarginBytes));
   }
 
-  KernelRun run(const KernelInfo& kernel, int warmup, int reps) {
+  KernelRun run(const Descriptor& kernel, int warmup, int reps) {
     const Case& c = current_case();
     AttentionParams p = input_params();
-    if (const char* why = cuda::unsupported(kernel.algo, c.pass, p)) throw BackendError(why);
+    const CudaEntry& entry = kernel.cuda;
+    if (!entry) throw BackendError(fmt::format("kernel '{}' does not run on the CUDA backend", kernel.name));
+    if (auto why = entry.unsupported(c.pass, p)) throw BackendError(*why);
+    if (c.pass != Pass::fwd && !entry.backward)
+      throw BackendError(fmt::format("kernel '{}' has no backward pass", kernel.name));
     kept.erase(std::string(kernel.name));  // before the peak measurement starts
 
     alloc.reset_peak();
     const std::uint64_t base = alloc.current();  // inputs and other kernels' kept outputs
     Outputs out = allocate_outputs(alloc, c, c.dtype);
-    const DeviceBuffer ws = alloc.allocate(cuda::workspace_bytes(kernel.algo, c.pass, p), "workspace");
+    const DeviceBuffer ws = alloc.allocate(entry.workspace_bytes(c.pass, p), "workspace");
     bind_outputs(p, out);
     p.workspace = ws.get();
 
     const cuda::Context cx = ctx();
+    NoState state;
     const cudaStream_t s = stream.get();
     const auto poison_forward = [&] {
       cuda::poison(out.o, s);
@@ -259,7 +265,7 @@ struct CudaBackend::Impl {
     poison_forward();
     poison_backward();
     if (c.pass == Pass::bwd)  // the backward's inputs O and LSE (and the naive path's P), untimed
-      cuda::forward(kernel.algo, p, cx);
+      entry.forward(p, cx, state);
 
     std::vector<cuda::Event> starts, stops;
     starts.reserve(std::max(reps, 0));
@@ -272,8 +278,8 @@ struct CudaBackend::Impl {
         l2.flush(s);
         starts.emplace_back().record(s);
       }
-      if (c.pass != Pass::bwd) cuda::forward(kernel.algo, p, cx);
-      if (c.pass != Pass::fwd) cuda::backward(kernel.algo, p, cx);
+      if (c.pass != Pass::bwd) entry.forward(p, cx, state);
+      if (c.pass != Pass::fwd) entry.backward(p, cx, state);
       if (timed) stops.emplace_back().record(s);
     }
     stream.sync();
@@ -282,8 +288,7 @@ struct CudaBackend::Impl {
     KernelRun result;
     for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
     result.peak_bytes = alloc.peak() - base;
-    if (kernel.algo == Algo::flash || kernel.algo == Algo::flash_sm90)
-      result.query_tile = cuda::query_tile(kernel.algo, p);
+    if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, cx);
     kept[std::string(kernel.name)] = std::move(out);
     return result;
   }
@@ -293,7 +298,8 @@ struct CudaBackend::Impl {
     kept.erase(kReferenceName);
     AttentionParams p = input_params();
     p.dtype = Dtype::fp64;
-    if (const char* why = cuda::unsupported(Algo::reference, c.pass, p)) throw BackendError(why);
+    const cuda::Ops& reference = cuda::reference_ops();
+    if (const char* why = reference.unsupported(c.pass, p)) throw BackendError(why);
 
     const cuda::Context cx = ctx();
     // Inputs in fp64: the typed inputs converted exactly (fp64 inputs are used as they are).
@@ -314,13 +320,13 @@ struct CudaBackend::Impl {
       p.dout = dout64.get();
     }
     Outputs ref = allocate_outputs(alloc, c, Dtype::fp64);
-    const DeviceBuffer ws = alloc.allocate(cuda::workspace_bytes(Algo::reference, c.pass, p), "reference workspace");
+    const DeviceBuffer ws = alloc.allocate(reference.workspace_bytes(c.pass, p), "reference workspace");
     bind_outputs(p, ref);
     p.workspace = ws.get();
     const cudaStream_t s = stream.get();
     for (const DeviceBuffer* b : {&ref.o, &ref.lse, &ref.dq, &ref.dk, &ref.dv}) cuda::poison(*b, s);
-    cuda::forward(Algo::reference, p, cx);
-    if (has_backward(c.pass)) cuda::backward(Algo::reference, p, cx);
+    reference.forward(p, cx);
+    if (has_backward(c.pass)) reference.backward(p, cx);
     stream.sync();
     kept[kReferenceName] = std::move(ref);
   }
@@ -482,7 +488,7 @@ nlohmann::json CudaBackend::settings() const {
   };
 }
 
-std::optional<std::string> CudaBackend::check_fits(const Case& c, const KernelInfo& kernel) {
+std::optional<std::string> CudaBackend::check_fits(const Case& c, const Descriptor& kernel) {
   return guarded([&] { return impl_->check_fits(c, kernel); });
 }
 
@@ -490,7 +496,7 @@ void CudaBackend::prepare(const Case& c, std::uint64_t seed, double input_scale)
   guarded([&] { impl_->prepare(c, seed, input_scale); });
 }
 
-KernelRun CudaBackend::run(const KernelInfo& kernel, int warmup, int reps) {
+KernelRun CudaBackend::run(const Descriptor& kernel, int warmup, int reps) {
   return guarded([&] { return impl_->run(kernel, warmup, reps); });
 }
 

@@ -19,9 +19,9 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   nlohmann::json device() const override;  // reads the current clocks on every call
   nlohmann::json settings() const override;
-  std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) override;
+  std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) override;
   void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override;
-  KernelRun run(const KernelInfo& kernel, int warmup, int reps) override;
+  KernelRun run(const Descriptor& kernel, int warmup, int reps) override;
   void run_reference() override;
   ErrorReport compare(const std::string& a, const std::string& b) override;
   std::vector<HostTensor> fetch(const std::string& what) override;

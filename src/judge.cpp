@@ -1,0 +1,91 @@
+#include "judge.h"
+
+#include <cmath>
+#include <limits>
+
+namespace fb {
+
+std::string_view to_string(Rule r) {
+  switch (r) {
+    case Rule::baseline: return "baseline-tolerance";
+    case Rule::relative: return "2x-baseline";
+    case Rule::tiled_no_baseline: return "dtype-bound";
+  }
+  return "?";
+}
+
+namespace {
+
+double eps(Dtype t) {
+  switch (t) {
+    case Dtype::fp64: return std::numeric_limits<double>::epsilon();  // 2^-52
+    case Dtype::fp32: return std::numeric_limits<float>::epsilon();   // 2^-23
+    case Dtype::fp16: return 0x1p-10;
+    case Dtype::bf16: return 0x1p-7;
+  }
+  return 1.0;
+}
+
+bool is_gradient(const std::string& tensor) { return !tensor.empty() && tensor[0] == 'd'; }
+bool is_lse(const std::string& tensor) { return tensor == "LSE"; }
+
+}  // namespace
+
+double ulp_at(double m, Dtype storage) {
+  if (!(m > 0) || !std::isfinite(m)) return 0;
+  return eps(storage) * std::exp2(std::floor(std::log2(m)));
+}
+
+Dtype storage_of(const std::string& tensor, Dtype t) {
+  if (is_lse(tensor)) return t == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32;
+  return t;
+}
+
+// The baseline stores S and P in the dtype: a score of 5 carries 5 x eps/2 of absolute error into
+// the softmax (2% of an output in bf16 at N = 4096 on the H200; 0.2% in fp16). Its tolerance is a
+// sanity bound 4-6x above what it reaches, so that a broken baseline is caught and does not loosen
+// the tiled kernels' bound.
+double tol_baseline(const std::string& tensor, Dtype t) {
+  (void)tensor;
+  switch (t) {
+    case Dtype::fp64: return 1e-10;
+    case Dtype::fp32: return 0x1p-10;  // ~1e-3
+    case Dtype::fp16: return 0x1p-5;   // ~3%
+    case Dtype::bf16: return 0x1p-3;   // 12.5%
+  }
+  return 0;
+}
+
+// A tiled kernel keeps S in fp32 registers: in fp16/bf16 its error is the rounding of its outputs
+// (and of P for P.V), about one ulp at M, so 4-8 ulps (2^-5 M in bf16, 2^-8 M in fp16) leaves
+// margin while a missing 0.4% of the keys (16 of 4096) or a zeroed output fails. In fp32/fp64 its
+// error is accumulation over seq_k terms: 2^-13 M in fp32 (5e-6 M measured at N = 4096, so room to
+// N ~ 10^6), which a TF32 product (2^-11 relative per operand) does not meet.
+// LSE is a log of a sum of fp32 exponentials: 2^-16 M in fp32 storage.
+double tol_tiled(const std::string& tensor, Dtype t) {
+  if (is_lse(tensor)) return t == Dtype::fp64 ? 1e-12 : 0x1p-16;
+  switch (t) {
+    case Dtype::fp64: return 1e-12;
+    case Dtype::fp32: return 0x1p-13;
+    case Dtype::fp16: return 0x1p-8;
+    case Dtype::bf16: return 0x1p-5;
+  }
+  return 0;
+}
+
+double floor_of(const std::string& tensor, Dtype t, double magnitude) {
+  return kFloorUlps * ulp_at(magnitude, storage_of(tensor, t));
+}
+
+double relative_factor(const std::string& tensor) { return is_gradient(tensor) ? 3.0 : 2.0; }
+
+double bound_for(Rule rule, const std::string& tensor, Dtype t, double scale, double baseline_err) {
+  switch (rule) {
+    case Rule::baseline: return tol_baseline(tensor, t) * scale;
+    case Rule::relative: return relative_factor(tensor) * baseline_err + floor_of(tensor, t, scale);
+    case Rule::tiled_no_baseline: return tol_tiled(tensor, t) * scale;
+  }
+  return 0;
+}
+
+}  // namespace fb
