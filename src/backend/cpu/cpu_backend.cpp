@@ -160,12 +160,8 @@ class CpuBackendImpl final : public CpuBackend {
     const auto available = meminfo_bytes("MemAvailable");
     // Cannot tell: let it try (an allocation failure still fails the case cleanly).
     if (!available) return std::nullopt;
-    const AttentionParams p = c.params();
-    const double e = double(dtype_bytes(c.dtype)), a = double(accum_bytes(c.dtype));
-    double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
-    if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
-    const double io = double(input_bytes(c)) + outputs;
-    const double matrices = kernel.algo == Algo::naive ? double(naive_matrix_bytes(p)) : 0.0;
+    const auto [io, matrices] = planned_bytes(c, kernel.algo);
+    const double e = double(dtype_bytes(c.dtype));
     const double usable = kUsableMemoryFraction * double(*available);
     if (io + matrices <= usable) return std::nullopt;
     const std::string limit = fmt::format("more than {:.0f}% of the {:.2f} GiB of memory available",
@@ -178,6 +174,22 @@ class CpuBackendImpl final : public CpuBackend {
         "GiB of inputs and outputs, {}",
         kernel.name, (io + matrices) / kGiB, matrices / kGiB, c.batch, c.heads, c.seq, c.seq, e,
         io / kGiB, limit);
+  }
+
+  std::optional<std::uint64_t> bytes_needed(const Case& c, const KernelInfo& kernel) override {
+    const auto [io, matrices] = planned_bytes(c, kernel.algo);
+    return std::uint64_t(io + matrices);
+  }
+
+  // {inputs and outputs, naive's N x N arrays} in bytes: what check_fits() sets against free memory.
+  static std::pair<double, double> planned_bytes(const Case& c, Algo algo) {
+    const AttentionParams p = c.params();
+    const double e = double(dtype_bytes(c.dtype)), a = double(accum_bytes(c.dtype));
+    double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
+    if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
+    const double io = double(input_bytes(c)) + outputs;
+    const double matrices = algo == Algo::naive ? double(naive_matrix_bytes(p)) : 0.0;
+    return {io, matrices};
   }
 
   void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override {
@@ -212,17 +224,17 @@ class CpuBackendImpl final : public CpuBackend {
     seed_ = seed;
   }
 
-  KernelRun run(const KernelInfo& kernel, int warmup, int reps) override {
+  KernelRun run(const KernelInfo& kernel, const TimingPolicy& timing) override {
     if (!case_) throw BackendError("cpu: run() before prepare()");
     if (kernel.algo != Algo::naive && kernel.algo != Algo::flash)
       throw BackendError(fmt::format("cpu: kernel '{}' is not a timed kernel", kernel.name));
-    if (warmup < 0 || reps < 1)
-      throw BackendError(
-          fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}", warmup, reps));
+    if (timing.warmup < 0 || timing.reps < 1)
+      throw BackendError(fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}",
+                                     timing.warmup, timing.reps));
     const std::string key(kernel.name);
     kept_.erase(key);  // its old outputs must not count against this run's memory
     try {
-      return run_kernel(kernel.algo, key, warmup, reps);
+      return run_kernel(kernel.algo, key, timing);
     } catch (const OutOfMemory& e) {
       throw BackendError(fmt::format("cpu: {}: {}", kernel.name, e.what()));
     } catch (const std::bad_alloc&) {
@@ -453,7 +465,7 @@ class CpuBackendImpl final : public CpuBackend {
     return &it->second;
   }
 
-  KernelRun run_kernel(Algo algo, const std::string& key, int warmup, int reps) {
+  KernelRun run_kernel(Algo algo, const std::string& key, const TimingPolicy& timing) {
     const Case& c = *case_;
     const bool backward = c.pass != Pass::fwd;
     const Context ctx{&tracker_, &pool_, tiles_};
@@ -519,13 +531,22 @@ class CpuBackendImpl final : public CpuBackend {
       };
     }
     KernelRun result;
-    for (int i = 0; i < warmup + reps; ++i) {
+    using clock = std::chrono::steady_clock;
+    for (int i = 0; i < timing.warmup; ++i) {
       poison_outputs(c.pass != Pass::bwd, backward);
-      const auto t0 = std::chrono::steady_clock::now();
       timed();
-      const auto t1 = std::chrono::steady_clock::now();
-      if (i >= warmup)
+    }
+    double elapsed_s = 0;  // wall time of the timed runs, poisoning included (the adaptive cap)
+    for (int n; (n = next_batch(timing, result.times_ms, elapsed_s)) > 0;) {
+      const auto batch_start = clock::now();
+      for (int i = 0; i < n; ++i) {
+        poison_outputs(c.pass != Pass::bwd, backward);
+        const auto t0 = clock::now();
+        timed();
+        const auto t1 = clock::now();
         result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      elapsed_s += std::chrono::duration<double>(clock::now() - batch_start).count();
     }
     result.peak_bytes = tracker_.peak() - baseline;
     if (algo == Algo::flash) result.query_tile = tiles_.br;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -208,6 +209,12 @@ struct CudaBackend::Impl {
     prepared = c;
   }
 
+  // Outputs, workspace and inputs of `kernel` on `c`: what check_fits() sets against free memory.
+  std::uint64_t bytes_needed(const Case& c, const KernelInfo& kernel) const {
+    return output_sizes(c, c.dtype).total() + cuda::workspace_bytes(kernel.algo, c.pass, c.params()) +
+           input_bytes(c);
+  }
+
   std::optional<std::string> check_fits(const Case& c, const KernelInfo& kernel) {
     const AttentionParams p = c.params();
     if (const char* why = cuda::unsupported(kernel.algo, c.pass, p)) return std::string(why);
@@ -230,7 +237,7 @@ struct CudaBackend::Impl {
         TrackingAllocator::gib(kFitMarginBytes));
   }
 
-  KernelRun run(const KernelInfo& kernel, int warmup, int reps) {
+  KernelRun run(const KernelInfo& kernel, const TimingPolicy& timing) {
     const Case& c = current_case();
     AttentionParams p = input_params();
     if (const char* why = cuda::unsupported(kernel.algo, c.pass, p)) throw BackendError(why);
@@ -261,11 +268,7 @@ struct CudaBackend::Impl {
     if (c.pass == Pass::bwd)  // the backward's inputs O and LSE (and the naive path's P), untimed
       cuda::forward(kernel.algo, p, cx);
 
-    std::vector<cuda::Event> starts, stops;
-    starts.reserve(std::max(reps, 0));
-    stops.reserve(std::max(reps, 0));
-    for (int r = 0; r < warmup + reps; ++r) {
-      const bool timed = r >= warmup;
+    const auto launch = [&](bool timed, std::vector<cuda::Event>& starts, std::vector<cuda::Event>& stops) {
       if (c.pass != Pass::bwd) poison_forward();
       if (c.pass != Pass::fwd) poison_backward();
       if (timed) {
@@ -275,12 +278,27 @@ struct CudaBackend::Impl {
       if (c.pass != Pass::bwd) cuda::forward(kernel.algo, p, cx);
       if (c.pass != Pass::fwd) cuda::backward(kernel.algo, p, cx);
       if (timed) stops.emplace_back().record(s);
+    };
+    KernelRun result;
+    std::vector<cuda::Event> starts, stops;
+    for (int r = 0; r < timing.warmup; ++r) launch(false, starts, stops);
+    // Timed runs in batches, queued back to back; the stream syncs only between batches (one batch in
+    // fixed mode), when the policy looks at the samples so far.
+    double elapsed_s = 0;
+    for (int n; (n = next_batch(timing, result.times_ms, elapsed_s)) > 0;) {
+      const auto batch_start = std::chrono::steady_clock::now();
+      starts.clear();
+      stops.clear();
+      starts.reserve(std::size_t(n));
+      stops.reserve(std::size_t(n));
+      for (int r = 0; r < n; ++r) launch(true, starts, stops);
+      stream.sync();
+      for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
+      elapsed_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - batch_start).count();
     }
     stream.sync();
     FB_CUDA_CHECK(cudaGetLastError());
 
-    KernelRun result;
-    for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
     result.peak_bytes = alloc.peak() - base;
     if (kernel.algo == Algo::flash || kernel.algo == Algo::flash_sm90)
       result.query_tile = cuda::query_tile(kernel.algo, p);
@@ -486,12 +504,16 @@ std::optional<std::string> CudaBackend::check_fits(const Case& c, const KernelIn
   return guarded([&] { return impl_->check_fits(c, kernel); });
 }
 
+std::optional<std::uint64_t> CudaBackend::bytes_needed(const Case& c, const KernelInfo& kernel) {
+  return guarded([&] { return std::optional<std::uint64_t>(impl_->bytes_needed(c, kernel)); });
+}
+
 void CudaBackend::prepare(const Case& c, std::uint64_t seed, double input_scale) {
   guarded([&] { impl_->prepare(c, seed, input_scale); });
 }
 
-KernelRun CudaBackend::run(const KernelInfo& kernel, int warmup, int reps) {
-  return guarded([&] { return impl_->run(kernel, warmup, reps); });
+KernelRun CudaBackend::run(const KernelInfo& kernel, const TimingPolicy& timing) {
+  return guarded([&] { return impl_->run(kernel, timing); });
 }
 
 void CudaBackend::run_reference() {
