@@ -432,7 +432,7 @@ class AgainstFlashbench(unittest.TestCase):
     def test_ncu_bytes_end_to_end_with_a_stand_in_ncu(self):
         """ncu_bytes.py's plumbing: its one-case specs run in flashbench, the modelled bytes come from the
         results file, and the stand-in's CSV (the fixtures) is summed per case and kernel. The stand-in
-        runs flashbench on the CPU backend, since this machine has no GPU."""
+        runs flashbench on the CPU backend (without --device), since this machine has no GPU."""
         with tempfile.TemporaryDirectory() as tmp:
             fake = os.path.join(tmp, "ncu")
             with open(fake, "w") as f:
@@ -443,6 +443,8 @@ class AgainstFlashbench(unittest.TestCase):
                         print("Version 9999.0 (stand-in)"); sys.exit(0)
                     cmd = sys.argv[sys.argv.index("--metrics") + 2:]
                     cmd[cmd.index("--backend") + 1] = "cpu"
+                    at = cmd.index("--device")  # the CPU backend refuses a device index
+                    del cmd[at:at + 2]
                     r = subprocess.run(cmd)
                     kernel = json.load(open(cmd[2]))["kernels"][0]
                     sys.stdout.write(open({PLOT_FIXTURES!r} + f"/ncu_{{kernel}}_fwd.csv").read())
