@@ -212,13 +212,11 @@ std::optional<std::string> dump_problem(const std::string& dir) {
   return std::nullopt;
 }
 
-Results execute(const Sweep& sweep, Backend& backend, bool progress, const std::string& dump_dir = "",
-                std::function<void(const std::vector<Record>&)> on_case_done = {},
-                const TimingPolicy& timing = {}) {
+// What every sweep runs with: stop on a signal, --dump's writer, and (`progress`) the `[k/N] case` line on
+// stderr, rewritten in place on a terminal (clear it with clear_progress() when the sweep ends).
+RunnerOptions runner_options(bool progress, const std::string& dump_dir) {
   install_stop_handlers();
   RunnerOptions opts;
-  opts.timing = timing;
-  opts.on_case_done = std::move(on_case_done);
   if (!dump_dir.empty())
     opts.before_release = [dump_dir](const Case& c, Backend& b, const std::vector<Record>& records) {
       try {
@@ -227,9 +225,15 @@ Results execute(const Sweep& sweep, Backend& backend, bool progress, const std::
         std::cerr << "flashbench: --dump: " << c.key() << ": " << e.what() << "\n";
       }
     };
-  if (progress) opts.on_case = [](const Progress& p) { print_progress(p, false); };
+  const bool in_place = ::isatty(STDERR_FILENO);
+  if (progress) opts.on_case = [in_place](const Progress& p) { print_progress(p, in_place); };
   opts.stop_requested = [] { return g_stop_signal.load() != 0; };
+  return opts;
+}
+
+Results execute(const Sweep& sweep, Backend& backend, const RunnerOptions& opts) {
   Results res = run_sweep(sweep, backend, opts);
+  if (opts.on_case && ::isatty(STDERR_FILENO)) clear_progress();
   res.tool = tool_json();
   res.created = utc_now();
   return res;
@@ -492,19 +496,9 @@ int run_command(const RunOptions& o) {
   LiveTable table(std::cout, sweep.cases, sweep.kernels);
   std::size_t cases_done = 0;
   const std::size_t cases_total = sweep.cases.size();
-  install_stop_handlers();
-  RunnerOptions opts;
+  // The status line only on a terminal: elsewhere the plain result lines carry [k/N].
+  RunnerOptions opts = runner_options(status_line, o.dump_dir);
   opts.timing = timing;
-  opts.stop_requested = [] { return g_stop_signal.load() != 0; };
-  if (status_line) opts.on_case = [](const Progress& p) { print_progress(p, true); };
-  if (!o.dump_dir.empty())
-    opts.before_release = [&](const Case& c, Backend& b, const std::vector<Record>& records) {
-      try {
-        dump_case(o.dump_dir, b, c, records);
-      } catch (const std::exception& e) {  // a dump that fails must not stop the measurements
-        std::cerr << "flashbench: --dump: " << c.key() << ": " << e.what() << "\n";
-      }
-    };
   opts.on_case_done = [&](const std::vector<Record>& recs) {
     if (journal) journal->append(recs);
     ++cases_done;
@@ -517,10 +511,7 @@ int run_command(const RunOptions& o) {
         std::cout << fmt::format("[{}/{}] {}\n", cases_done, cases_total, record_line(r)) << std::flush;
     }
   };
-  Results res = run_sweep(sweep, *backend, opts);
-  res.tool = tool_json();
-  res.created = utc_now();
-  if (status_line) clear_progress();
+  Results res = execute(sweep, *backend, opts);
 
   // Journal records first, then this run's, back in the sweep's case order.
   if (!prior.empty()) {
@@ -623,7 +614,7 @@ int verify_command(const VerifyOptions& o) {
       applicable.push_back(name);
   sweep.kernels = applicable;
 
-  Results res = execute(sweep, *backend, !o.quiet, o.dump_dir);
+  Results res = execute(sweep, *backend, runner_options(!o.quiet, o.dump_dir));
   res.settings["argv"] = o.argv;
   res.complete = g_stop_signal.load() == 0;
   int checked = 0, passed = 0;
