@@ -289,6 +289,15 @@ TEST_CASE("an interrupted run keeps its journal and --resume finishes it", "[cli
   }
   Outcome note = flashbench("compare '" + full.string() + "' '" + out.string() + "'");
   REQUIRE(contains(note.out, "interrupted run"));
+  const fs::path merged = d / "merged-partial.json";
+  fs::remove(merged);
+  note = flashbench("merge '" + out.string() + "' -o '" + merged.string() + "'");
+  REQUIRE(note.code == 0);
+  REQUIRE(contains(note.out, "interrupted run"));
+  {
+    std::ifstream in(merged);
+    REQUIRE(nlohmann::json::parse(in)["complete"] == false);  // a merge of a partial run is partial
+  }
   // Starting over the unfinished run is refused without --resume or --fresh; nothing is touched.
   const std::size_t journalled = line_count(journal);
   Outcome refused = flashbench("run '" + spec + "' --backend cpu -q -o '" + out.string() + "'");
