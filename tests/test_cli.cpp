@@ -599,6 +599,22 @@ TEST_CASE("messages: one line naming the flag, exit 2, nothing written", "[cli]"
   REQUIRE(o.code == 2);
   REQUIRE(contains(o.out, "--fresh"));
   REQUIRE(!fs::exists(out));
+
+  // An unfinished run's journal (of any sweep) is kept unless --fresh says to replace it.
+  const fs::path journal = out.string() + ".journal.jsonl";
+  std::ofstream(journal) << "{\"journal\": 1, \"fingerprint\": \"0000000000000000\"}\n";
+  o = flashbench("run configs/quick.json --backend cpu -q --filter n64-d64-fp32-full -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 2);
+  REQUIRE(lines_of(o.out) == 1);
+  REQUIRE(contains(o.out, "unfinished run"));
+  REQUIRE(line_count(journal) == 1);
+  REQUIRE(!fs::exists(out));
+  o = flashbench("run configs/quick.json --backend cpu -q --fresh --filter n64-d64-fp32-full -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(fs::exists(out));
+  REQUIRE(!fs::exists(journal));
 }
 
 TEST_CASE("a sweep skipped for memory allocates no inputs", "[cli]") {
