@@ -4,7 +4,7 @@
 # bundle.tgz of it lands there (the tool brings back few files). Prints a short summary last.
 #   scripts/device_run.sh BUILD_DIR [step ...]
 #   steps: tests ceilings verify verifybwd quick fwd fwd32 seed bwd peers peersbwd ncu sanitize
-#          sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices
+#          sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices archs gpuquick adaptive
 set -uo pipefail
 build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
 shift
@@ -45,6 +45,9 @@ for s in $steps; do
     dump) step dump sh -c "'$fb' run configs/quick.json --dump '$out/dump' -q -o '$out/dump-quick.json' &&
                            python3 -c 'import numpy as np, glob; fs = sorted(glob.glob(\"$out/dump/*/*.npy\")); print(len(fs), \"npy files\"); a = np.load([f for f in fs if f.endswith(\"bf16-causal-fwd/flash.O.npy\")][0]); b = np.load([f for f in fs if f.endswith(\"bf16-causal-fwd/reference.O.npy\")][0]); print(a.shape, \"max |flash - ref|\", abs(a - b).max())' && rm -rf '$out/dump'" ;;
     devices) step devices sh -c "'$fb' run configs/quick.json -q -o '$out/quick-single.json' && '$fb' run configs/quick.json -q --devices 0 -o '$out/quick-devices.json' && python3 -c 'import json; k = lambda f: sorted((r[\"key\"], r[\"kernel\"]) for r in json.load(open(f))[\"results\"]); a, b = k(\"$out/quick-single.json\"), k(\"$out/quick-devices.json\"); print(\"same cases:\", a == b, len(a))'" ;;
+    archs) step archs sh -c "cmake -S . -B '$out/cfg-check' -DFLASHBENCH_TESTS=OFF | grep -i 'architectures'; rm -rf '$out/cfg-check'" ;;
+    gpuquick) step gpuquick "$fb" run configs/gpu-quick.json -o "$out/gpu-quick.json" --csv "$out/gpu-quick.csv" ;;
+    adaptive) step adaptive "$fb" run configs/gpu-quick.json --min-time 0.5 --max-noise 1 --max-time 5 -o "$out/gpu-quick-adaptive.json" ;;
     fwd) step fwd "$fb" run configs/h200-fwd.json -o "$out/h200-fwd.json" --csv "$out/h200-fwd.csv" ;;
     seed) step seed "$fb" run configs/seed-claims.json -o "$out/seed-claims.json" --csv "$out/seed-claims.csv" ;;
     bwd) step bwd "$fb" run configs/h200-bwd.json -o "$out/h200-bwd.json" --csv "$out/h200-bwd.csv" ;;

@@ -199,6 +199,9 @@ def results_from_json(doc):
     spec = _field(doc, "spec", "")
     if not isinstance(spec, (dict, list)):  # `flashbench merge` keeps one spec per input file
         raise ResultsError("spec: expected an object or an array")
+    complete = doc.get("complete", True)  # absent before schema 1.1: those runs were whole
+    if not isinstance(complete, bool):
+        raise ResultsError("complete: expected true or false")
     records = _field(doc, "results", "")
     if not isinstance(records, list):
         raise ResultsError("results: expected an array")
@@ -210,6 +213,7 @@ def results_from_json(doc):
         "device": _object(doc, "device", ""),
         "spec": spec,
         "settings": settings,
+        "complete": complete,
         "results": [_read_record(r, f"results[{i}]") for i, r in enumerate(records)],
     }
 

@@ -143,6 +143,7 @@ json to_json(const Results& r) {
   j["device"] = encode_numbers(r.device);
   j["spec"] = r.spec;
   j["settings"] = encode_numbers(r.settings);
+  j["complete"] = r.complete;
   json results = json::array();
   for (const Record& rec : r.records) results.push_back(to_json(rec));
   j["results"] = std::move(results);
@@ -373,6 +374,10 @@ Results results_from_json(const json& j) {
   settings.integer("warmup", 0, kIntMax);
   settings.integer("reps", 1, kIntMax);
   res.settings = r.at("settings");
+  if (j.contains("complete")) {
+    if (!j["complete"].is_boolean()) fail("complete", "expected true or false");
+    res.complete = j["complete"].get<bool>();
+  }
 
   const json& results = r.at("results");
   if (!results.is_array()) fail("results", "expected an array");

@@ -381,7 +381,7 @@ TEST_CASE("verdicts beyond timing", "[compare]") {
   }
   SECTION("a verify run's single cold rep is never gated on") {
     fb::Results v = results_of({timed(10, 0)});
-    v.settings["timing"] = "verify-cold";
+    v.settings["timing"] = {{"mode", "verify-cold"}};
     fb::CompareOptions force;
     force.force = true;
     CHECK_THROWS_AS(fb::compare_results(results_of({timed(10, 0.1)}), v, force), std::invalid_argument);

@@ -501,3 +501,32 @@ TEST_CASE("timed runs report every rep; device and settings describe the GPU", "
   CHECK(s.at("l2_flush") == true);
   CHECK(s.at("l2_flush_bytes").get<std::uint64_t>() >= 2 * dev.at("l2_bytes").get<std::uint64_t>());
 }
+
+TEST_CASE("adaptive timing on the GPU samples in batches until min time, and the memory model lists", "[gpu]") {
+  CudaBackend& b = gpu();
+  const Case c = make_case(1, 4, 4, 512, 64, Dtype::bf16, false, Pass::fwd);
+  b.prepare(c, kSeed);
+  TimingPolicy p;
+  p.warmup = 1;
+  p.reps = 3;
+  p.min_time_s = 0.02;  // far more than 3 reps of a 512-token forward
+  p.max_time_s = 5;
+  const KernelRun run = b.run(kernel("flash"), p);
+  double sum_ms = 0;
+  for (double t : run.times_ms) {
+    CHECK(t > 0);
+    sum_ms += t;
+  }
+  CHECK(run.times_ms.size() > 3);
+  CHECK(sum_ms >= 20.0);
+  // It stops soon after: the last batch is sized to reach min time, not far past it.
+  CHECK(sum_ms < 20.0 * 3);
+  // bytes_needed is what check_fits counts: naive's N x N arrays make it larger than flash's.
+  const auto naive = b.bytes_needed(c, kernel("naive"));
+  const auto flash = b.bytes_needed(c, kernel("flash"));
+  REQUIRE(naive.has_value());
+  REQUIRE(flash.has_value());
+  CHECK(*naive > *flash);
+  CHECK(*flash >= input_bytes(c));
+  b.release();
+}

@@ -340,7 +340,10 @@ TEST_CASE("load_results: fixtures load, bad files name the path", "[record]") {
        {"base.json", "same.json", "slower.json", "noisy.json", "missing.json", "failed.json", "error.json"}) {
     INFO(name);
     const fb::Results r = fb::load_results(fixture(name));
-    CHECK(r.schema_version == "1.0.0");  // fixtures of the first schema still read (no samples)
+    // The fixtures are 1.0 files: an older minor of the same major reads, and having no `complete`
+    // (added in 1.1) means a whole run.
+    CHECK(r.schema_version.substr(0, 2) == std::string(fb::kSchemaVersion).substr(0, 2));
+    CHECK(r.complete);
     CHECK_FALSE(r.records.empty());
     // Every fixture writes back to exactly what was read.
     CHECK(fb::to_json(fb::results_from_json(fb::to_json(r))) == fb::to_json(r));
@@ -474,4 +477,99 @@ TEST_CASE("table: aligned rows, reasons for skipped and failed, groups apart", "
   std::ostringstream empty;
   fb::print_table(empty, fb::Results{});
   CHECK(contains(empty.str(), "no results"));
+}
+
+TEST_CASE("results: complete is written, read back, and checked", "[record]") {
+  fb::Results res = sample_results();
+  res.complete = false;
+  const json j = fb::to_json(res);
+  CHECK(j.at("complete") == false);
+  CHECK_FALSE(fb::results_from_json(j).complete);
+  json bad = j;
+  bad["complete"] = "no";
+  CHECK(error_of([&] { fb::results_from_json(bad); }) == "complete: expected true or false");
+  json old = j;
+  old.erase("complete");  // a 1.0 file
+  CHECK(fb::results_from_json(old).complete);
+}
+
+namespace {
+
+fb::Record timed(const std::string& kernel, int seq, double median_ms) {
+  fb::Record r;
+  r.c.seq = seq;
+  r.kernel = kernel;
+  r.time_ms.median = r.time_ms.mean = median_ms;
+  r.time_ms.stddev = median_ms / 50;  // 2% noise
+  r.time_ms.reps = 10;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("printers: speed-ups are geomeans of baseline/kernel over cases where both ran", "[record]") {
+  fb::Results res;
+  res.records = {timed("naive", 64, 4.0), timed("flash", 64, 1.0),   // 4x
+                 timed("naive", 128, 9.0), timed("flash", 128, 9.0),  // 1x
+                 timed("flash", 256, 1.0)};                           // no naive: left out
+  fb::Record skipped = timed("naive", 256, 0);
+  skipped.status = fb::Status::skipped;
+  res.records.push_back(skipped);
+  const auto s = fb::speedups(res, "naive");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].kernel == "flash");
+  CHECK(s[0].cases == 2);
+  CHECK(std::abs(s[0].geomean - 2.0) < 1e-12);  // sqrt(4 * 1)
+  CHECK(s[0].min == 1.0);
+  CHECK(s[0].max == 4.0);
+
+  std::ostringstream os;
+  fb::print_summary(os, res, "naive", {"out.json"});
+  const std::string out = os.str();
+  INFO(out);
+  CHECK(contains(out, "6 results: 5 ok, 1 skipped, 0 failed"));
+  CHECK(contains(out, "flash ran 2.00x faster than naive (geomean of 2 cases"));
+  CHECK(contains(out, "wrote out.json"));
+  std::ostringstream none;
+  fb::print_summary(none, res, "naive", {});
+  CHECK(contains(none.str(), "not saved"));
+
+  res.records = {timed("naive", 64, 1.0), timed("flash", 64, 4.0)};
+  std::ostringstream slower;
+  fb::print_summary(slower, res, "naive", {});
+  CHECK(contains(slower.str(), "flash ran 4.00x slower than naive"));
+}
+
+TEST_CASE("printers: the noise column, the live table and the one-line form", "[record]") {
+  fb::Results res;
+  res.records = {timed("naive", 64, 4.0), timed("flash", 64, 1.0)};
+  std::ostringstream table;
+  fb::print_table(table, res);
+  CHECK(contains(table.str(), "noise"));
+  CHECK(contains(table.str(), "2.0%"));
+
+  std::ostringstream live;
+  std::vector<fb::Case> cases = {res.records[0].c};
+  fb::LiveTable lt(live, cases, {"naive", "flash"});
+  CHECK(live.str().empty());  // the header comes with the first row
+  lt.add(res.records[0]);
+  lt.add(res.records[1]);
+  const std::string out = live.str();
+  INFO(out);
+  std::istringstream lines(out);
+  std::string header, rule, a, b;
+  std::getline(lines, header);
+  std::getline(lines, rule);
+  std::getline(lines, a);
+  std::getline(lines, b);
+  CHECK(contains(header, "median ms"));
+  CHECK(a.find("naive") == b.find("flash"));  // the kernel column lines up
+  CHECK(a.size() == b.size());                // and so do the numbers after it
+
+  const std::string line = fb::record_line(res.records[1]);
+  CHECK(contains(line, "flash  ok  1.000 ms ±2.0% (10 reps)"));
+  fb::Record skipped = res.records[1];
+  skipped.status = fb::Status::skipped;
+  skipped.reason = "too big";
+  CHECK(contains(fb::record_line(skipped), "flash  skipped: too big"));
 }

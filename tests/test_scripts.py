@@ -97,13 +97,44 @@ class PlotCli(unittest.TestCase):
         self.assert_every_figure(out, r.stdout, svg=True)
 
     def test_overlapping_files_with_failed_records_plot(self):
-        # Two runs of the same cases (one with a failed record): every kernel appears in both files, so
-        # the lines carry file names, and the failed record is left out.
+        # Two runs of the same cases (one with a failed record): each (case, kernel) is drawn once, with
+        # a warning that names both files, and the failed record is left out.
         out = os.path.join(self.tmp, "plots")
         r = run_script("plot.py", fixture(RESULTS_FIXTURES, "failed.json"), fixture(RESULTS_FIXTURES, "missing.json"),
                        "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_every_figure(out, r.stdout, svg=False)
+        self.assertRegex(r.stderr, r"warning: \d+ results \(case, kernel\) of (failed|missing)\.json are also in")
+
+    def test_mixed_glob_skips_non_results_files_with_a_hint(self):
+        # `plot.py results/h200/*.json` also catches ceilings.json: skipped with a note, not refused.
+        out = os.path.join(self.tmp, "plots")
+        ceilings = fixture(PLOT_FIXTURES, "ceilings.json")
+        other = os.path.join(self.tmp, "notes.json")
+        with open(other, "w") as f:
+            json.dump({"measurements": []}, f)
+        r = run_script("plot.py", fixture(RESULTS_FIXTURES, "base.json"), ceilings, other, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_every_figure(out, r.stdout, svg=False)
+        self.assertIn(f"note: {ceilings}: holds ceilings, not results: pass it as --ceilings {ceilings}; skipped",
+                      r.stderr)
+        self.assertIn(f"note: {other}: not a results file", r.stderr)
+        # Nothing but such files: nothing to plot.
+        r = run_script("plot.py", ceilings, "-o", os.path.join(self.tmp, "none"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no results file among", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "none")))
+
+    def test_interrupted_run_is_drawn_with_a_note(self):
+        with open(fixture(RESULTS_FIXTURES, "base.json")) as f:
+            doc = json.load(f)
+        doc["complete"] = False
+        partial = os.path.join(self.tmp, "partial.json")
+        with open(partial, "w") as f:
+            json.dump(doc, f)
+        r = run_script("plot.py", partial, "-o", os.path.join(self.tmp, "plots"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("partial.json is an interrupted run", r.stderr)
 
     def test_figures_without_data_are_left_out_with_a_note(self):
         # Peers only: no naive to divide by, no byte model: speedup, gbps and roofline have nothing.
@@ -246,6 +277,45 @@ class PlotContent(unittest.TestCase):
     def test_time_panels_are_log_log(self):
         for ax in (a for a in self.figs["time_vs_n"].axes if a.get_visible()):
             self.assertEqual((ax.get_xscale(), ax.get_yscale()), ("log", "log"))
+
+    def test_one_legend_below_the_panels_and_a_caption(self):
+        for name, fig in self.figs.items():
+            with self.subTest(figure=name):
+                self.assertEqual(len(fig.legends), 1, "one figure legend")
+                self.assertTrue(all(ax.get_legend() is None for ax in fig.axes), "no legend over a panel")
+                legend_top = fig.legends[0].get_window_extent(fig.canvas.get_renderer()).y1
+                lowest_panel = min(ax.get_position().y0 for ax in fig.axes if ax.get_visible())
+                self.assertLessEqual(legend_top, lowest_panel * fig.bbox.height)
+                self.assertTrue(fig.texts, "a caption")
+        caption = " ".join(t.get_text() for t in self.figs["speedup"].texts)
+        self.assertIn("seed's claim", caption)
+        self.assertIn("1x", caption)
+        caption = " ".join(t.get_text() for t in self.figs["memory"].texts)
+        self.assertIn("N^2 (slope near 2)", caption)
+        labels = [t.get_text() for t in self.figs["memory"].legends[0].get_texts()]
+        self.assertTrue(any(l.startswith("naive") and "slope" in l for l in labels), labels)
+
+    def test_small_rates_use_smaller_units(self):
+        # A CPU run's TFLOP/s sit at a few hundredths: the axis says GFLOP/s and reads 10, 20.
+        rows, _ = plot.load_rows([fixture(RESULTS_FIXTURES, "base.json")])
+        top_tflops = max(x["tflops"] for x in rows)
+        top_gbps = max(x["gbps"] for x in rows)
+        for r in rows:
+            r["tflops"] *= 1e-3 / top_tflops  # at most 1 GFLOP/s
+            r["gbps"] *= 1e-3 / top_gbps
+        figs, plt = plot.build_figures(rows, {})
+        try:
+            ax = next(a for a in figs["tflops"].axes if a.get_visible())
+            self.assertEqual(ax.get_ylabel(), "GFLOP/s")
+            self.assertLessEqual(max(max(l.get_ydata()) for l in ax.get_lines()), 1.0 + 1e-9)
+            self.assertGreater(max(max(l.get_ydata()) for l in ax.get_lines()), 0.1)
+            self.assertEqual(next(a for a in figs["gbps"].axes if a.get_visible()).get_ylabel(), "MB/s")
+            caption = " ".join(" ".join(t.get_text().split()) for t in figs["roofline"].texts)
+            self.assertIn("No roof for", caption)
+        finally:
+            for f in figs.values():
+                if f is not None:
+                    plt.close(f)
 
 
 class PlotHelpers(unittest.TestCase):
@@ -432,7 +502,7 @@ class AgainstFlashbench(unittest.TestCase):
     def test_ncu_bytes_end_to_end_with_a_stand_in_ncu(self):
         """ncu_bytes.py's plumbing: its one-case specs run in flashbench, the modelled bytes come from the
         results file, and the stand-in's CSV (the fixtures) is summed per case and kernel. The stand-in
-        runs flashbench on the CPU backend, since this machine has no GPU."""
+        runs flashbench on the CPU backend (without --device), since this machine has no GPU."""
         with tempfile.TemporaryDirectory() as tmp:
             fake = os.path.join(tmp, "ncu")
             with open(fake, "w") as f:
@@ -443,6 +513,8 @@ class AgainstFlashbench(unittest.TestCase):
                         print("Version 9999.0 (stand-in)"); sys.exit(0)
                     cmd = sys.argv[sys.argv.index("--metrics") + 2:]
                     cmd[cmd.index("--backend") + 1] = "cpu"
+                    at = cmd.index("--device")  # the CPU backend refuses a device index
+                    del cmd[at:at + 2]
                     r = subprocess.run(cmd)
                     kernel = json.load(open(cmd[2]))["kernels"][0]
                     sys.stdout.write(open({PLOT_FIXTURES!r} + f"/ncu_{{kernel}}_fwd.csv").read())

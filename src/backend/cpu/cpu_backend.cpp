@@ -160,15 +160,8 @@ class CpuBackendImpl final : public CpuBackend {
     const auto available = meminfo_bytes("MemAvailable");
     // Cannot tell: let it try (an allocation failure still fails the case cleanly).
     if (!available) return std::nullopt;
-    const AttentionParams p = c.params();
-    const double e = double(dtype_bytes(c.dtype)), a = double(accum_bytes(c.dtype));
-    double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
-    if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
-    const double io = double(input_bytes(c)) + outputs;
-    // The N x N arrays a baseline holds (its own scratch), or the workspace it asks for.
-    const double matrices = kernel.role == Role::baseline
-                                ? double(naive_matrix_bytes(p))
-                                : double(kernel.cpu.workspace_bytes(c.pass, p));
+    const auto [io, matrices] = planned_bytes(c, kernel);
+    const double e = double(dtype_bytes(c.dtype));
     const double usable = kUsableMemoryFraction * double(*available);
     if (io + matrices <= usable) return std::nullopt;
     const std::string limit = fmt::format("more than {:.0f}% of the {:.2f} GiB of memory available",
@@ -181,6 +174,25 @@ class CpuBackendImpl final : public CpuBackend {
         "GiB of inputs and outputs, {}",
         kernel.name, (io + matrices) / kGiB, matrices / kGiB, c.batch, c.heads, c.seq, c.seq, e,
         io / kGiB, limit);
+  }
+
+  std::optional<std::uint64_t> bytes_needed(const Case& c, const Descriptor& kernel) override {
+    const auto [io, matrices] = planned_bytes(c, kernel);
+    return std::uint64_t(io + matrices);
+  }
+
+  // {inputs and outputs, naive's N x N arrays} in bytes: what check_fits() sets against free memory.
+  static std::pair<double, double> planned_bytes(const Case& c, const Descriptor& kernel) {
+    const AttentionParams p = c.params();
+    const double e = double(dtype_bytes(c.dtype)), a = double(accum_bytes(c.dtype));
+    double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
+    if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
+    const double io = double(input_bytes(c)) + outputs;
+    // The N x N arrays a baseline holds (its own scratch), or the workspace a kernel asks for.
+    const double matrices = kernel.role == Role::baseline ? double(naive_matrix_bytes(p))
+                            : kernel.cpu                  ? double(kernel.cpu.workspace_bytes(c.pass, p))
+                                                          : 0.0;
+    return {io, matrices};
   }
 
   void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override {
@@ -215,17 +227,17 @@ class CpuBackendImpl final : public CpuBackend {
     seed_ = seed;
   }
 
-  KernelRun run(const Descriptor& kernel, int warmup, int reps) override {
+  KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) override {
     if (!case_) throw BackendError("cpu: run() before prepare()");
     if (!kernel.cpu)
       throw BackendError(fmt::format("cpu: kernel '{}' does not run on the CPU backend", kernel.name));
-    if (warmup < 0 || reps < 1)
-      throw BackendError(
-          fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}", warmup, reps));
+    if (timing.warmup < 0 || timing.reps < 1)
+      throw BackendError(fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}",
+                                     timing.warmup, timing.reps));
     const std::string key(kernel.name);
     kept_.erase(key);  // its old outputs must not count against this run's memory
     try {
-      return run_kernel(kernel.cpu, key, warmup, reps);
+      return run_kernel(kernel.cpu, key, timing);
     } catch (const OutOfMemory& e) {
       throw BackendError(fmt::format("cpu: {}: {}", kernel.name, e.what()));
     } catch (const std::bad_alloc&) {
@@ -458,7 +470,7 @@ class CpuBackendImpl final : public CpuBackend {
     return &it->second;
   }
 
-  KernelRun run_kernel(const CpuEntry& entry, const std::string& key, int warmup, int reps) {
+  KernelRun run_kernel(const CpuEntry& entry, const std::string& key, const TimingPolicy& timing) {
     const Case& c = *case_;
     const bool backward = c.pass != Pass::fwd;
     const Context ctx{&tracker_, &pool_, tiles_};
@@ -519,13 +531,22 @@ class CpuBackendImpl final : public CpuBackend {
       };
     }
     KernelRun result;
-    for (int i = 0; i < warmup + reps; ++i) {
+    using clock = std::chrono::steady_clock;
+    for (int i = 0; i < timing.warmup; ++i) {
       poison_outputs(c.pass != Pass::bwd, backward);
-      const auto t0 = std::chrono::steady_clock::now();
       timed();
-      const auto t1 = std::chrono::steady_clock::now();
-      if (i >= warmup)
+    }
+    double elapsed_s = 0;  // wall time of the timed runs, poisoning included (the adaptive cap)
+    for (int n; (n = next_batch(timing, result.times_ms, elapsed_s)) > 0;) {
+      const auto batch_start = clock::now();
+      for (int i = 0; i < n; ++i) {
+        poison_outputs(c.pass != Pass::bwd, backward);
+        const auto t0 = clock::now();
+        timed();
+        const auto t1 = clock::now();
         result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      elapsed_s += std::chrono::duration<double>(clock::now() - batch_start).count();
     }
     result.peak_bytes = tracker_.peak() - baseline;
     if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, ctx);
