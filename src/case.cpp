@@ -38,7 +38,9 @@ std::optional<Pass> parse_pass(std::string_view s) {
 }
 
 std::string Case::key() const {
-  return fmt::format("b{}-h{}-kv{}-n{}-d{}-{}-{}-{}", batch, heads, kv_heads, seq, head_dim,
+  const std::string len =
+      square() ? fmt::format("n{}", seq_q) : fmt::format("q{}-k{}", seq_q, seq_k);
+  return fmt::format("b{}-h{}-kv{}-{}-d{}-{}-{}-{}", batch, heads, kv_heads, len, head_dim,
                      to_string(dtype), causal ? "causal" : "full", to_string(pass));
 }
 
@@ -48,7 +50,8 @@ AttentionParams Case::params() const {
   p.batch = batch;
   p.heads = heads;
   p.kv_heads = kv_heads;
-  p.seq = seq;
+  p.seq_q = seq_q;
+  p.seq_k = seq_k;
   p.head_dim = head_dim;
   p.causal = causal;
   p.scale = 1.0 / std::sqrt(double(head_dim));
@@ -62,16 +65,16 @@ double pass_factor(Pass p) { return p == Pass::fwd ? 1.0 : p == Pass::bwd ? 2.5 
 }  // namespace
 
 double flops(const Case& c) {
-  const double n = c.seq;
-  double f = 4.0 * c.batch * c.heads * n * n * c.head_dim;
-  if (c.causal) f /= 2;
+  const double pairs = double(c.seq_q) * c.seq_k;
+  double f = 4.0 * c.batch * c.heads * pairs * c.head_dim;
+  if (c.causal) f *= c.square() ? 0.5 : c.params().mask().visible_pairs() / pairs;
   return f * pass_factor(c.pass);
 }
 
 std::uint64_t input_bytes(const Case& c) {
   const std::uint64_t e = dtype_bytes(c.dtype);
-  const std::uint64_t q = std::uint64_t(c.batch) * c.heads * c.seq * c.head_dim * e;
-  const std::uint64_t kv = std::uint64_t(c.batch) * c.kv_heads * c.seq * c.head_dim * e;
+  const std::uint64_t q = std::uint64_t(c.batch) * c.heads * c.seq_q * c.head_dim * e;
+  const std::uint64_t kv = std::uint64_t(c.batch) * c.kv_heads * c.seq_k * c.head_dim * e;
   std::uint64_t b = q + 2 * kv;
   if (c.pass != Pass::fwd) b += q;  // dO
   return b;
@@ -81,12 +84,13 @@ double bytes_moved(const Case& c, Algo algo, int query_tile) {
   if (algo == Algo::reference) return 0;
   const double e = double(dtype_bytes(c.dtype));
   const double a = double(accum_bytes(c.dtype));
-  const double n = c.seq;
-  const double q = double(c.batch) * c.heads * n * c.head_dim * e;     // Q, O, dO, dQ each
-  const double kv = double(c.batch) * c.kv_heads * n * c.head_dim * e;  // K, V, dK, dV each
-  const double rows = double(c.batch) * c.heads * n;
-  // Score-matrix elements actually touched (lower triangle when causal).
-  const double nn = double(c.batch) * c.heads * n * (c.causal ? (n + 1) / 2 : n);
+  const CausalMask mask = c.params().mask();
+  const double nq = c.seq_q;
+  const double q = double(c.batch) * c.heads * nq * c.head_dim * e;          // Q, O, dO, dQ each
+  const double kv = double(c.batch) * c.kv_heads * c.seq_k * c.head_dim * e;  // K, V, dK, dV each
+  const double rows = double(c.batch) * c.heads * nq;
+  // Score-matrix elements actually touched (the visible pairs when causal).
+  const double nn = double(c.batch) * c.heads * mask.visible_pairs();
   // S and P are kept in the input dtype, except fp32 softmax statistics (fp64 for fp64).
   const double s = e;
 
@@ -99,9 +103,17 @@ double bytes_moved(const Case& c, Algo algo, int query_tile) {
     bwd = (q + 2 * kv + 2 * q + rows * a) + nn * s * 7 + (q + 2 * kv);
   } else {
     const int br = query_tile > 0 ? query_tile : 1;
-    const double tiles = std::ceil(n / br);
-    // Causal: query tile t reads only the key tiles up to its diagonal, about half on average.
-    const double kv_reads = tiles * (c.causal ? 0.5 : 1.0);
+    const int tiles = (c.seq_q + br - 1) / br;
+    // Causal: query tile t reads only the keys its last row sees. Square: about half on average
+    // (the figure results had before seq_q/seq_k); otherwise summed tile by tile (decode shapes are
+    // far from half: one query tile of seq_q = 1 reads every key).
+    double kv_reads = tiles;
+    if (c.causal && c.square()) {
+      kv_reads = 0.5 * tiles;
+    } else if (c.causal) {
+      kv_reads = 0;
+      for (int t = 0; t < tiles; ++t) kv_reads += double(mask.key_end(t * br, br)) / c.seq_k;
+    }
     fwd = q + 2 * kv * kv_reads + q + rows * a;
     // Q, O, dO, LSE, D read; K, V read per query tile; dQ, dK, dV written.
     bwd = 3 * q + 2 * rows * a + 2 * kv * kv_reads + q + 2 * kv;

@@ -79,9 +79,10 @@ std::optional<std::string> output_problem(const std::string& flag, const std::st
 }
 
 std::string case_label(const Case& c) {
-  return fmt::format("B={} H={}{} N={} d={} {} {} {}", c.batch, c.heads,
-                     c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "", c.seq, c.head_dim,
-                     to_string(c.dtype), c.causal ? "causal" : "full", to_string(c.pass));
+  return fmt::format("B={} H={}{} {} d={} {} {} {}", c.batch, c.heads,
+                     c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "",
+                     c.square() ? fmt::format("N={}", c.seq_q) : fmt::format("Nq={} Nk={}", c.seq_q, c.seq_k),
+                     c.head_dim, to_string(c.dtype), c.causal ? "causal" : "full", to_string(c.pass));
 }
 
 void print_progress(const Progress& p) {
@@ -323,13 +324,20 @@ int verify_command(const VerifyOptions& o) {
   base.heads = o.heads.value_or(gpu ? 32 : 1);
   base.kv_heads = o.kv_heads.value_or(base.heads);
   base.head_dim = o.dim.value_or(gpu ? 128 : 64);
-  base.seq = o.seq;
+  // --seq sets both lengths; --seq-q / --seq-k override either (decode: --seq-q 1 --seq-k 4096).
+  if (!o.seq && !(o.seq_q && o.seq_k)) {
+    std::cerr << "flashbench verify: give --seq, or --seq-q and --seq-k (--seq alone sets both)\n";
+    return kExitUsage;
+  }
+  base.seq_q = o.seq_q.value_or(o.seq.value_or(0));
+  base.seq_k = o.seq_k.value_or(o.seq.value_or(0));
   if (base.heads % base.kv_heads != 0) {
     std::cerr << fmt::format("flashbench: --kv-heads {} must divide --heads {}\n", base.kv_heads, base.heads);
     return kExitUsage;
   }
 
-  nlohmann::json spec = {{"seq", {base.seq}},       {"batch", {base.batch}},
+  nlohmann::json spec = {{"seq_q", {base.seq_q}},   {"seq_k", {base.seq_k}},
+                         {"batch", {base.batch}},
                          {"heads", {base.heads}},   {"kv_heads", {base.kv_heads}},
                          {"head_dim", {base.head_dim}}, {"warmup", 0}, {"input_scale", o.input_scale},
                          {"reps", 1},               {"verify", true}};

@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
   fb::VerifyOptions ver;
   auto* ver_cmd = app.add_subcommand(
       "verify", "flash vs naive vs an fp64 reference; exit 1 if any check fails");
-  ver_cmd->add_option("--seq", ver.seq, "sequence length N")->required()->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--seq", ver.seq, "sequence length N (seq_q = seq_k = N)")->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--seq-q", ver.seq_q, "query rows (default --seq; e.g. 1 for decode)")
+      ->check(CLI::PositiveNumber);
+  ver_cmd->add_option("--seq-k", ver.seq_k, "key rows (default --seq)")->check(CLI::PositiveNumber);
   ver_cmd->add_option("--batch", ver.batch, "batch (default 1)")->check(CLI::PositiveNumber);
   ver_cmd->add_option("--heads", ver.heads, "heads (default: 32 on a GPU, 1 on the CPU)")
       ->check(CLI::PositiveNumber);

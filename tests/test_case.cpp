@@ -13,7 +13,7 @@ TEST_CASE("FLOPs follow FlashAttention's convention", "[case]") {
   c.batch = 2;
   c.heads = 16;
   c.kv_heads = 16;
-  c.seq = 4096;
+  c.set_seq(4096);
   c.head_dim = 128;
   const double fwd = 4.0 * 2 * 16 * 4096.0 * 4096.0 * 128;
   REQUIRE(flops(c) == fwd);
@@ -31,7 +31,7 @@ TEST_CASE("modelled bytes: naive grows as N^2, flash as N^2/Br", "[case]") {
   c.heads = c.kv_heads = 32;
   c.head_dim = 128;
   c.dtype = Dtype::bf16;
-  c.seq = 4096;
+  c.set_seq(4096);
   const double naive = bytes_moved(c, Algo::naive, 0);
   const double flash = bytes_moved(c, Algo::flash, 128);
   // Naive moves S and P four times (N^2 elements of 2 bytes each): 32*4096^2*2*4 bytes at least.
@@ -41,7 +41,7 @@ TEST_CASE("modelled bytes: naive grows as N^2, flash as N^2/Br", "[case]") {
   REQUIRE(std::abs(flash / naive - 128.0 / (2 * 128)) < 0.05);
   // Doubling N nearly quadruples naive: the N^2 terms dominate.
   Case c2 = c;
-  c2.seq = 8192;
+  c2.set_seq(8192);
   REQUIRE(std::abs(bytes_moved(c2, Algo::naive, 0) / naive - 4.0) < 0.1);  // + linear Q/K/V/O terms
   REQUIRE(bytes_moved(c, Algo::reference, 0) == 0);
 }
@@ -51,7 +51,7 @@ TEST_CASE("case keys are stable and distinguish every field", "[case]") {
   a.batch = 1;
   a.heads = 16;
   a.kv_heads = 4;
-  a.seq = 1024;
+  a.set_seq(1024);
   a.head_dim = 64;
   a.dtype = Dtype::fp16;
   a.causal = true;

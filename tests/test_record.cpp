@@ -67,7 +67,7 @@ fb::Record sample_record() {
   r.c.batch = 2;
   r.c.heads = 8;
   r.c.kv_heads = 2;
-  r.c.seq = 1024;
+  r.c.set_seq(1024);
   r.c.head_dim = 128;
   r.c.dtype = fb::Dtype::fp16;
   r.c.causal = true;
@@ -120,7 +120,8 @@ void check_same_record(const fb::Record& a, const fb::Record& b) {
   CHECK(a.c.batch == b.c.batch);
   CHECK(a.c.heads == b.c.heads);
   CHECK(a.c.kv_heads == b.c.kv_heads);
-  CHECK(a.c.seq == b.c.seq);
+  CHECK(a.c.seq_q == b.c.seq_q);
+  CHECK(a.c.seq_k == b.c.seq_k);
   CHECK(a.c.head_dim == b.c.head_dim);
   CHECK(a.c.dtype == b.c.dtype);
   CHECK(a.c.causal == b.c.causal);
@@ -412,7 +413,8 @@ TEST_CASE("CSV: header, one row per record, RFC 4180 quoting", "[record]") {
   REQUIRE(lines.size() == 3);
 
   const std::string& header = lines[0];
-  CHECK(header.rfind("key,batch,heads,kv_heads,seq,head_dim,dtype,causal,pass,kernel,status,reason,", 0) == 0);
+  CHECK(header.rfind("key,batch,heads,kv_heads,seq,seq_q,seq_k,head_dim,dtype,causal,pass,kernel,status,reason,",
+                     0) == 0);
   for (const char* col : {"median_ms", "stddev_ms", "reps", "tflops", "gbps", "peak_bytes", "max_abs_diff",
                           "ref_max_abs_err", "verified"})
     CHECK(contains(header, col));

@@ -107,7 +107,7 @@ TEST_CASE("spec: defaults fill what the spec leaves out", "[spec]") {
   const fb::Sweep s = fb::parse_spec(base().dump());
   REQUIRE(s.cases.size() == 1);
   const fb::Case& c = s.cases[0];
-  CHECK(c.seq == 64);
+  CHECK(c.seq_q == 64);
   CHECK(c.batch == 1);
   CHECK(c.heads == 1);
   CHECK(c.kv_heads == 1);  // kv_heads defaults to heads
@@ -147,7 +147,7 @@ TEST_CASE("spec: scalars and settings are read as given", "[spec]") {
   j["head_dim"] = 128.0;  // an integral float is an integer, as in JSON Schema
   const fb::Sweep s = fb::parse_spec(j.dump());
   REQUIRE(s.cases.size() == 1);
-  CHECK(s.cases[0].seq == 128);
+  CHECK(s.cases[0].seq_q == 128);
   CHECK(s.cases[0].head_dim == 128);
   CHECK(s.cases[0].dtype == fb::Dtype::bf16);
   CHECK(s.cases[0].causal);
@@ -205,7 +205,7 @@ TEST_CASE("spec: the product's size and order", "[spec]") {
     CHECK(c.batch == batches[at[4]]);
     CHECK(c.heads == heads[at[5]]);
     CHECK(c.kv_heads == kv_heads[at[6]]);
-    CHECK(c.seq == seqs[at[7]]);
+    CHECK(c.seq_q == seqs[at[7]]);
     keys.insert(c.key());
   }
   CHECK(keys.size() == total);  // no case twice
@@ -220,7 +220,7 @@ TEST_CASE("spec: tokens set batch = tokens / seq", "[spec]") {
   CHECK(s.cases[0].batch == 32);
   CHECK(s.cases[1].batch == 1);
   CHECK(s.cases[2].batch == 16);
-  for (const fb::Case& c : s.cases) CHECK(std::int64_t(c.batch) * c.seq == 16384);
+  for (const fb::Case& c : s.cases) CHECK(std::int64_t(c.batch) * c.seq_q == 16384);
 
   j["tokens"] = {4096, 8192};  // a list of token counts is an axis in batch's place
   j["seq"] = {1024, 2048};
@@ -282,7 +282,7 @@ TEST_CASE("spec: fixtures and every committed config load", "[spec]") {
   // seq 6 x kv_heads 3 x head_dim 2 x dtype 2 x causal 2 x pass 2
   REQUIRE(gqa.cases.size() == 6 * 3 * 2 * 2 * 2 * 2);
   for (const fb::Case& c : gqa.cases) {
-    CHECK(std::int64_t(c.batch) * c.seq == 16384);
+    CHECK(std::int64_t(c.batch) * c.seq_q == 16384);
     CHECK(c.heads % c.kv_heads == 0);
   }
   CHECK(gqa.reps == 20);
@@ -294,7 +294,7 @@ TEST_CASE("spec: fixtures and every committed config load", "[spec]") {
   for (const fb::Case& c : quick.cases) {
     dtypes.insert(c.dtype);
     causal.insert(c.causal);
-    seqs.insert(c.seq);
+    seqs.insert(c.seq_q);
     CHECK(c.batch == 1);
     CHECK(c.heads <= 2);
   }
@@ -560,7 +560,8 @@ TEST_CASE("spec: configs/spec.schema.json matches the parser", "[spec]") {
     for (const auto& alt : group.at("oneOf")) alts.insert(alt.at("required").at(0).get<std::string>());
     one_of.insert(alts);
   }
-  CHECK(one_of == std::set<std::set<std::string>>{{"batch", "tokens"}, {"heads", "model_dim"}});
+  CHECK(one_of ==
+        std::set<std::set<std::string>>{{"seq", "seq_q"}, {"batch", "tokens"}, {"heads", "model_dim"}});
   require_rejected(without(base(), "heads"), {"heads", "model_dim"});
 
   // Defaults equal the parser's.

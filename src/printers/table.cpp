@@ -43,7 +43,7 @@ std::vector<std::string> cells(const Record& r) {
   std::vector<std::string> row = {
       fmt::format("{}", c.batch),
       fmt::format("{}/{}", c.heads, c.kv_heads),
-      fmt::format("{}", c.seq),
+      c.square() ? fmt::format("{}", c.seq_q) : fmt::format("{}/{}", c.seq_q, c.seq_k),  // N or Nq/Nk
       fmt::format("{}", c.head_dim),
       std::string(to_string(c.dtype)),
       c.causal ? "yes" : "no",
