@@ -73,7 +73,7 @@ struct AttentionParams {
   void* workspace = nullptr;
 
   int group() const { return heads / kv_heads; }
-  CausalMask mask() const { return CausalMask{seq_q, seq_k, causal}; }
+  FB_HOST_DEVICE CausalMask mask() const { return CausalMask{seq_q, seq_k, causal}; }
   std::int64_t q_elems() const { return std::int64_t(batch) * heads * seq_q * head_dim; }
   std::int64_t kv_elems() const { return std::int64_t(batch) * kv_heads * seq_k * head_dim; }
   std::int64_t rows() const { return std::int64_t(batch) * heads * seq_q; }
