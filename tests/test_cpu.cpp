@@ -850,3 +850,202 @@ TEST_CASE("cpu backend: failures become BackendError with a reason", "[cpu]") {
   REQUIRE_FALSE(backend->check_fits(c, kernel("naive")).has_value());
   REQUIRE_FALSE(backend->check_fits(c, kernel("flash")).has_value());
 }
+
+// ---------------------------------------- seq_q != seq_k ----------------------------------------
+
+namespace {
+// Decode-like (seq_q = 1 against odd key lengths), seq_q < seq_k and seq_q > seq_k (causal: the first
+// seq_q - seq_k rows see no key), with GQA, MQA and tiles that do not divide either length.
+// {batch, heads, kv_heads, seq_q, dim, causal, tiles, seq_k}
+const std::vector<Shape> kUnequalShapes = {
+    {1, 4, 1, 1, 16, false, {64, 64}, 1},      {1, 4, 1, 1, 16, true, {64, 64}, 2},
+    {1, 4, 2, 1, 16, true, {16, 32}, 63},      {2, 4, 2, 1, 32, false, {16, 32}, 65},
+    {1, 8, 2, 1, 64, true, {64, 64}, 1000},    {1, 2, 1, 1, 16, true, {64, 48}, 4999},
+    {1, 2, 2, 7, 16, true, {3, 2}, 20},        {1, 4, 2, 33, 16, true, {16, 32}, 100},
+    {1, 2, 1, 100, 32, false, {16, 16}, 257},  {1, 2, 1, 16, 16, true, {64, 64}, 5},
+    {1, 2, 1, 20, 16, true, {3, 2}, 7},        {1, 4, 2, 100, 32, true, {16, 32}, 33},
+    {2, 2, 1, 130, 16, true, {64, 48}, 1},     {1, 2, 2, 65, 16, false, {16, 16}, 3},
+};
+
+// Query rows of one (batch, head) that see no key.
+int empty_rows(const Shape& s) { return s.causal ? std::max(0, s.seq - s.keys()) : 0; }
+}  // namespace
+
+TEST_CASE("cpu: seq_q != seq_k: naive, flash and reference agree (forward)", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : kUnequalShapes) {
+      Problem pr(s, t, 3000 + s.seq + s.keys());
+      const Result naive = run_kernel(Algo::naive, pr, false, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, false, pool, tracker);
+      const Reference ref = run_reference(pr, false, pool);
+      check_against_reference(
+          s, t, {{"O", &naive.o, &flash.o, &ref.o}, {"LSE", &naive.lse, &flash.lse, &ref.lse}});
+    }
+  }
+}
+
+TEST_CASE("cpu: seq_q != seq_k: naive, flash and reference agree (backward)", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : kUnequalShapes) {
+      if (s.keys() > 1000) continue;  // the backward's reference is quadratic: the forward covers it
+      Problem pr(s, t, 4000 + s.seq + s.keys());
+      const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+      const Reference ref = run_reference(pr, true, pool);
+      check_against_reference(s, t,
+                              {{"O", &naive.o, &flash.o, &ref.o},
+                               {"dQ", &naive.dq, &flash.dq, &ref.dq},
+                               {"dK", &naive.dk, &flash.dk, &ref.dk},
+                               {"dV", &naive.dv, &flash.dv, &ref.dv}});
+    }
+  }
+}
+
+TEST_CASE("cpu: a query row with no visible key has O = 0, LSE = -inf and dQ = 0 everywhere", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : kUnequalShapes) {
+      const int empty = empty_rows(s);
+      if (empty == 0 || s.keys() > 1000) continue;
+      Problem pr(s, t, 5000 + s.seq);
+      const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+      const Reference ref = run_reference(pr, true, pool);
+      INFO(describe(s, t) << ": " << empty << " empty rows per head");
+      const int groups = s.batch * s.heads;
+      for (int g = 0; g < groups; ++g)
+        for (int i = 0; i < s.seq; ++i) {
+          const std::int64_t row = std::int64_t(g) * s.seq + i;
+          const bool is_empty = i < empty;
+          for (const Result* r : {&naive, &flash}) {
+            CHECK((r->lse.at(row) == minus_inf) == is_empty);
+            CHECK((ref.lse[row] == minus_inf) == is_empty);
+            for (int c = 0; c < s.dim; ++c) {
+              const std::int64_t e = row * s.dim + c;
+              if (is_empty) {
+                CHECK(r->o.at(e) == 0.0);
+                CHECK(r->dq.at(e) == 0.0);
+                CHECK(ref.o[e] == 0.0);
+                CHECK(ref.dq[e] == 0.0);
+              } else {
+                CHECK(std::isfinite(r->o.at(e)));
+                CHECK(std::isfinite(r->dq.at(e)));
+              }
+            }
+          }
+        }
+      // dK and dV stay finite: empty rows add nothing.
+      for (const Result* r : {&naive, &flash})
+        for (std::int64_t e = 0; e < r->dk.size(); ++e) {
+          CHECK(std::isfinite(r->dk.at(e)));
+          CHECK(std::isfinite(r->dv.at(e)));
+        }
+    }
+  }
+}
+
+TEST_CASE("cpu: seq_q != seq_k backward matches finite differences (fp64)", "[cpu]") {
+  ThreadPool pool(1);
+  MemoryTracker tracker;
+  // seq_q < seq_k and seq_q > seq_k (two empty rows), causal and not, GQA.
+  const std::vector<Shape> shapes = {
+      {1, 2, 1, 3, 4, true, {2, 3}, 7},
+      {1, 2, 1, 6, 4, true, {2, 3}, 4},
+      {1, 2, 1, 1, 4, false, {2, 3}, 5},
+  };
+  for (const Shape& s : shapes) {
+    Problem pr(s, Dtype::fp64, 77);
+    const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+    const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+    const Reference ref = run_reference(pr, true, pool);
+    auto loss = [&] {
+      const AttentionParams p = pr.params64();
+      std::vector<double> o(p.q_elems()), lse(p.rows());
+      reference_forward(p, all_rows(p.seq_q), o.data(), lse.data(), pool);
+      double l = 0;
+      for (std::size_t i = 0; i < o.size(); ++i) l += o[i] * pr.do64[i];
+      return l;
+    };
+    constexpr double kStep = 1e-5;
+    constexpr double kTol = 1e-8;
+    auto check = [&](std::vector<double>& input, const char* name, const Storage& n,
+                     const Storage& f, const std::vector<double>& r) {
+      for (std::size_t i = 0; i < input.size(); ++i) {
+        const double keep = input[i];
+        input[i] = keep + kStep;
+        const double up = loss();
+        input[i] = keep - kStep;
+        const double down = loss();
+        input[i] = keep;
+        const double fd = (up - down) / (2 * kStep);
+        INFO(describe(s, Dtype::fp64) << " " << name << "[" << i << "]: fd " << fd << " naive "
+                                      << n.at(i) << " flash " << f.at(i) << " reference " << r[i]);
+        CHECK(std::abs(n.at(i) - fd) <= kTol);
+        CHECK(std::abs(f.at(i) - fd) <= kTol);
+        CHECK(std::abs(r[i] - fd) <= kTol);
+      }
+    };
+    check(pr.q64, "dQ", naive.dq, flash.dq, ref.dq);
+    check(pr.k64, "dK", naive.dk, flash.dk, ref.dk);
+    check(pr.v64, "dV", naive.dv, flash.dv, ref.dv);
+  }
+}
+
+TEST_CASE("cpu backend: seq_q != seq_k cases verify, -inf LSE matches only -inf", "[cpu]") {
+  auto backend = make_cpu_backend(BackendOptions{kTestThreads, {}});
+  for (Pass pass : {Pass::fwd, Pass::bwd}) {
+    for (auto [nq, nk] : {std::pair{1, 333}, std::pair{17, 100}, std::pair{100, 17}}) {
+      Case c = small_case(Dtype::fp32, pass);
+      c.seq_q = nq;
+      c.seq_k = nk;
+      INFO(c.key());
+      backend->prepare(c, 5);
+      REQUIRE(values(*backend->input("Q")).size() == std::size_t(c.batch) * c.heads * nq * c.head_dim);
+      REQUIRE(values(*backend->input("K")).size() == std::size_t(c.batch) * c.kv_heads * nk * c.head_dim);
+      backend->run(kernel("naive"), 0, 1);
+      backend->run(kernel("flash"), 0, 1);
+      backend->run_reference();
+      const double factor =
+          tolerance_factor(c.dtype, nk, c.head_dim, c.heads / c.kv_heads) * unit_roundoff(c.dtype);
+      for (const char* k : {"naive", "flash"}) {
+        const ErrorReport r = backend->compare(k, "reference");
+        REQUIRE(r.nonfinite == 0);
+        REQUIRE(r.rows_compared == std::int64_t(c.batch) * c.heads * nq);
+        for (const auto& [name, e] : r.max_abs) {
+          INFO(k << " " << name);
+          REQUIRE(std::isfinite(e));  // matching -inf LSEs count as 0, not NaN
+          CHECK(e <= factor * magnitude(values(*backend->kept_output("reference", name))));
+        }
+      }
+      // The whole outputs hand out with their own lengths (what --dump writes).
+      for (const HostTensor& h : backend->fetch("flash")) {
+        const bool kv = h.name == "dK" || h.name == "dV";
+        REQUIRE(h.shape.at(2) == (kv ? nk : nq));
+      }
+    }
+  }
+  // One-sided -inf fails: a finite LSE where the reference has -inf (an empty row), and -inf where it
+  // is finite.
+  Case c = small_case(Dtype::fp32, Pass::fwd);
+  c.seq_q = 20;
+  c.seq_k = 5;  // rows 0..14 of each head are empty
+  backend->prepare(c, 6);
+  backend->run(kernel("flash"), 0, 1);
+  backend->run_reference();
+  REQUIRE(error_of(backend->compare("flash", "reference"), "LSE") <= 1e-5);
+  float* lse = static_cast<float*>(backend->kept_output("flash", "LSE")->data);
+  REQUIRE(lse[0] == -std::numeric_limits<float>::infinity());
+  lse[0] = 0.f;
+  REQUIRE(std::isinf(error_of(backend->compare("flash", "reference"), "LSE")));
+  lse[0] = -std::numeric_limits<float>::infinity();
+  lse[19] = -std::numeric_limits<float>::infinity();  // the last row sees every key
+  const ErrorReport bad = backend->compare("flash", "reference");
+  REQUIRE(std::isinf(error_of(bad, "LSE")));
+  REQUIRE(bad.nonfinite == 1);
+}
