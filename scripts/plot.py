@@ -306,6 +306,8 @@ def faceted(plt, styles, rows, title, ylabel, value, logy=True, decorate=None, a
             ax.plot([p["seq"] for p in pts], [value(p) for p in pts], label=label + extra, linewidth=1.4,
                     markersize=4, **styles.of(label, var[label]))
         log2_x(ax, [r["seq"] for r in rs])
+        if key[6] is not None:  # a query length of its own (decode): x is the key length
+            ax.set_xlabel("keys N_k")
         if logy:
             ax.set_yscale("log")
         ax.set_ylabel(ylabel)
