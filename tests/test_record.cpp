@@ -477,3 +477,42 @@ TEST_CASE("table: aligned rows, reasons for skipped and failed, groups apart", "
   fb::print_table(empty, fb::Results{});
   CHECK(contains(empty.str(), "no results"));
 }
+
+TEST_CASE("results JSON: seq_q and seq_k, seq kept when equal, old files with seq alone read", "[record]") {
+  fb::Results res = sample_results();
+  res.records[0].c.seq_q = 1;
+  res.records[0].c.seq_k = 4097;
+  const json j = fb::to_json(res);
+  const json& decode = j["results"][0]["case"];
+  CHECK(decode["seq_q"] == 1);
+  CHECK(decode["seq_k"] == 4097);
+  CHECK_FALSE(decode.contains("seq"));  // a reader that knows only seq must not misread it
+  CHECK(j["results"][0]["key"] == "b2-h8-kv2-q1-k4097-d128-fp16-causal-fwd+bwd");
+  const json& square = j["results"][1]["case"];
+  CHECK(square["seq"] == 1024);
+  CHECK(square["seq_q"] == 1024);
+  CHECK(square["seq_k"] == 1024);
+  const fb::Results back = round_trip(res);
+  check_same_record(back.records[0], res.records[0]);
+  check_same_record(back.records[1], res.records[1]);
+
+  // A file from before seq_q/seq_k: seq alone.
+  json old = j;
+  for (auto& r : old["results"]) {
+    r["case"].erase("seq_q");
+    r["case"].erase("seq_k");
+  }
+  old["results"].erase(0);
+  const fb::Results read_old = fb::results_from_json(old);
+  CHECK(read_old.records[0].c.seq_q == 1024);
+  CHECK(read_old.records[0].c.seq_k == 1024);
+  CHECK(read_old.records[0].c.key() == "b2-h8-kv2-n1024-d128-fp16-causal-fwd+bwd");
+
+  // seq beside unequal lengths, or one of the pair alone, is refused naming the field.
+  json bad = j;
+  bad["results"][0]["case"]["seq"] = 1;
+  CHECK(error_of([&] { fb::results_from_json(bad); }).rfind("results[0].case.seq: 1 does not match", 0) == 0);
+  bad = j;
+  bad["results"][0]["case"].erase("seq_k");
+  CHECK(error_of([&] { fb::results_from_json(bad); }) == "results[0].case.seq_k: missing");
+}

@@ -703,3 +703,42 @@ TEST_CASE("spec: hostile and mutated specs parse or throw SpecError, nothing els
   CHECK(parsed > 0);
   CHECK(rejected > 0);
 }
+
+TEST_CASE("spec: seq_q and seq_k in place of seq", "[spec]") {
+  const json split = with(with(without(base(), "seq"), "seq_q", {1, 16}), "seq_k", {4096, 8192, 31});
+  const fb::Sweep s = fb::parse_spec(split.dump());
+  REQUIRE(s.cases.size() == 6);
+  // seq_q outer, seq_k innermost, values in the order given.
+  const int want[][2] = {{1, 4096}, {1, 8192}, {1, 31}, {16, 4096}, {16, 8192}, {16, 31}};
+  for (std::size_t i = 0; i < 6; ++i) {
+    CHECK(s.cases[i].seq_q == want[i][0]);
+    CHECK(s.cases[i].seq_k == want[i][1]);
+  }
+  CHECK(s.cases[0].key() == "b1-h1-kv1-q1-k4096-d64-fp32-full-fwd");
+  // seq is the shorthand: the same cases as seq_q = seq_k, with the keys results had before.
+  const fb::Sweep square = fb::parse_spec(with(base(), "seq", {64, 128}).dump());
+  REQUIRE(square.cases.size() == 2);
+  CHECK(square.cases[1].seq_q == 128);
+  CHECK(square.cases[1].seq_k == 128);
+  CHECK(square.cases[1].key() == "b1-h1-kv1-n128-d64-fp32-full-fwd");
+  const fb::Sweep same = fb::parse_spec(with(with(without(base(), "seq"), "seq_q", 64), "seq_k", 64).dump());
+  CHECK(same.cases[0].key() == fb::parse_spec(base().dump()).cases[0].key());
+  // tokens count query tokens: batch = tokens / seq_q.
+  const json tokens = with(without(split, "batch"), "tokens", 64);
+  const fb::Sweep t = fb::parse_spec(tokens.dump());
+  CHECK(t.cases[0].batch == 64);
+  CHECK(t.cases[3].batch == 4);
+
+  // One message naming the field.
+  require_rejected(with(split, "seq", {64}), {"spec", "give seq", "seq_q and seq_k, not both"});
+  require_rejected(without(split, "seq_k"), {"spec.seq_k", "missing", "seq_q needs seq_k"});
+  require_rejected(without(split, "seq_q"), {"spec.seq_q", "missing", "seq_k needs seq_q"});
+  require_rejected(without(base(), "seq"), {"spec.seq", "missing", "seq_q and seq_k"});
+  require_rejected(with(split, "seq_k", {8, 0}), {"spec.seq_k[1]", "positive"});
+  require_rejected(with(split, "seq_q", {1, 1}), {"spec.seq_q[1]", "duplicate"});
+  require_rejected(with(split, "seq_k", 1048577), {"spec.seq_k", "cap 1048576"});
+  require_rejected(with(without(split, "batch"), "tokens", 24), {"spec.tokens", "tokens / seq_q", "spec.seq_q[1]"});
+  // The tensor cap looks at the longer of the two: K with 2^20 keys x 2^12 heads x 2^9 dims.
+  require_rejected(with(with(with(with(split, "seq_k", 1048576), "heads", 4096), "head_dim", 512), "kernels", "naive"),
+                   {"spec", "max(seq_q, seq_k)", "cap"});
+}
