@@ -310,9 +310,15 @@ class Peers:
             return {"is_causal": False}
         if nq == nk:
             return {"is_causal": True}
-        # is_causal aligns top-left; the lower-right causal bias is what flashbench computes.
-        from torch.nn.attention.bias import causal_lower_right
-        return {"attn_mask": causal_lower_right(nq, nk)}
+        # is_causal aligns top-left; the lower-right causal bias is what flashbench computes (PyTorch
+        # >= 2.3; before it, the same rule as a boolean mask, which fewer backends take).
+        try:
+            from torch.nn.attention.bias import causal_lower_right
+            return {"attn_mask": causal_lower_right(nq, nk)}
+        except ImportError:
+            t = self.torch
+            keep = t.ones(nq, nk, dtype=t.bool, device=self.dev).tril(diagonal=nk - nq)
+            return {"attn_mask": keep}
 
     def forward(self, case, q, k, v):
         return self.F.scaled_dot_product_attention(

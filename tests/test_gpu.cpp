@@ -520,8 +520,8 @@ std::vector<Case> unequal_cases() {
   struct Len {
     int q, k;
   };
-  const Len lengths[] = {{1, 1},     {1, 7},      {1, 63},     {1, 129},   {1, 1000},  {1, 4097},
-                         {2, 4099},  {16, 4099},  {5, 300},    {100, 1000}, {257, 300}, {1025, 4096},
+  const Len lengths[] = {{1, 1},     {1, 7},      {1, 63},     {1, 129},     {1, 1000},  {1, 4097},
+                         {2, 4099},  {16, 4099},  {5, 300},    {100, 1000},  {257, 300}, {1025, 4096},
                          {300, 100}, {1000, 1},   {129, 64},   {4096, 1025}, {300, 17}};
   const Dtype dtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64};
   std::vector<Case> cases;
@@ -533,11 +533,23 @@ std::vector<Case> unequal_cases() {
     const Dtype t = dtypes[i % 4];
     const bool causal = i % 3 != 2;  // mostly causal: that is where the alignment matters
     cases.push_back(make_case_qk(1 + i % 2, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::fwd));
-    // Backward on 16-bit everywhere, on fp32/fp64 for the shorter lengths.
-    if (t == Dtype::bf16 || t == Dtype::fp16 || l.q * std::int64_t(l.k) <= 300000)
-      cases.push_back(make_case_qk(1, heads, kv_heads, l.q, l.k, dim, t, !causal || l.q > l.k, Pass::bwd));
+    // Backward with both masks on 16-bit (the offset of the causal diagonal against the tiles is what
+    // differs from seq_q = seq_k), with the forward's mask on fp32/fp64 for the shorter lengths.
+    if (t == Dtype::bf16 || t == Dtype::fp16) {
+      cases.push_back(make_case_qk(1, heads, kv_heads, l.q, l.k, dim, t, true, Pass::bwd));
+      cases.push_back(make_case_qk(2, heads, kv_heads, l.q, l.k, dim, t, false, Pass::bwd));
+    } else if (l.q * std::int64_t(l.k) <= 300000) {
+      cases.push_back(make_case_qk(1, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::bwd));
+    }
     ++i;
   }
+  // Causal diagonals that cut the 64/128-row and -key tiles at odd offsets, both 16-bit types (every
+  // kernel, flash-sm90 included), forward and backward.
+  const Len offsets[] = {{63, 130}, {190, 257}, {130, 63}, {64, 192}, {16, 40}};
+  for (const Len& l : offsets)
+    for (Dtype t : {Dtype::bf16, Dtype::fp16})
+      for (Pass p : {Pass::fwd, Pass::bwd})
+        cases.push_back(make_case_qk(1, 4, 2, l.q, l.k, t == Dtype::bf16 ? 128 : 64, t, true, p));
   return cases;
 }
 
