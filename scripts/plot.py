@@ -122,6 +122,10 @@ def load_rows(paths, notes=None):
             ceilings[device] = c
         for r in doc["results"]:
             row = dict(r["case"])
+            # x axis: the key length (N itself for self-attention). A query length that differs from it
+            # (decode: seq_q of 1 against a long KV cache) gets its own panels (facet_of).
+            row["seq"] = row["seq_k"]
+            row["q_len"] = row["seq_q"] if row["seq_q"] != row["seq_k"] else None
             row.update({k: v for k, v in r.items() if k != "case"})
             row["file"] = os.path.basename(path)
             row["device"] = device
@@ -223,12 +227,12 @@ def mask_name(causal):
 
 
 def facet_of(r):
-    return (r["dtype"], r["head_dim"], r["causal"], r["pass"], r["heads"], r["kv_heads"])
+    return (r["dtype"], r["head_dim"], r["causal"], r["pass"], r["heads"], r["kv_heads"], r.get("q_len"))
 
 
 def facet_order(r):
     return (DTYPE_ORDER.index(r["dtype"]), r["head_dim"], r["causal"], PASS_ORDER.index(r["pass"]),
-            r["heads"], r["kv_heads"])
+            r["heads"], r["kv_heads"], r.get("q_len") or 0)
 
 
 def facet_titles(keys):
@@ -239,6 +243,8 @@ def facet_titles(keys):
         t = f"{k[0]}  d={k[1]}  {mask_name(k[2])}  {k[3]}"
         if show_heads:
             t += f"  H={k[4]}" + (f"/{k[5]}" if k[5] != k[4] else "")
+        if k[6] is not None:  # seq_q != seq_k: x is the key length
+            t += f"  Nq={n_label(k[6])}"
         titles[k] = t
     return titles
 
@@ -397,6 +403,8 @@ def faceted(plt, styles, rows, title, ylabel, value, logy=True, decorate=None, a
             ax.plot([p["seq"] for p in pts], [value(p) for p in pts], label=label + extra, linewidth=1.4,
                     markersize=4, **styles.of(label, var[label]))
         log2_x(ax, [r["seq"] for r in rs])
+        if key[6] is not None:  # a query length of its own (decode): x is the key length
+            ax.set_xlabel("keys N_k")
         if logy:
             ax.set_yscale("log")
             if plain_ticks:

@@ -91,9 +91,10 @@ std::optional<std::string> output_problem(const std::string& flag, const std::st
 }
 
 std::string case_label(const Case& c) {
-  return fmt::format("B={} H={}{} N={} d={} {} {} {}", c.batch, c.heads,
-                     c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "", c.seq, c.head_dim,
-                     to_string(c.dtype), c.causal ? "causal" : "full", to_string(c.pass));
+  return fmt::format("B={} H={}{} {} d={} {} {} {}", c.batch, c.heads,
+                     c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "",
+                     c.square() ? fmt::format("N={}", c.seq_q) : fmt::format("Nq={} Nk={}", c.seq_q, c.seq_k),
+                     c.head_dim, to_string(c.dtype), c.causal ? "causal" : "full", to_string(c.pass));
 }
 
 // `in_place`: one status line on a terminal, rewritten for each case (cleared by clear_progress()).
@@ -125,7 +126,7 @@ bool kernel_applies(Backend& backend, const Descriptor& k, const std::vector<Cas
   for (const Case& c : cases) {
     Case probe = c;
     probe.batch = probe.heads = probe.kv_heads = 1;
-    probe.seq = kProbeSeq;
+    probe.set_seq(kProbeSeq);
     if (!tried.insert(probe.key()).second) continue;
     if (unsupported_reason(k, probe)) continue;
     try {
@@ -565,7 +566,13 @@ int verify_command(const VerifyOptions& o) {
   base.heads = o.heads.value_or(gpu ? 32 : 1);
   base.kv_heads = o.kv_heads.value_or(base.heads);
   base.head_dim = o.dim.value_or(gpu ? 128 : 64);
-  base.seq = o.seq;
+  // --seq sets both lengths; --seq-q / --seq-k override either (decode: --seq-q 1 --seq-k 4096).
+  if (!o.seq && !(o.seq_q && o.seq_k)) {
+    std::cerr << "flashbench verify: give --seq, or --seq-q and --seq-k (--seq alone sets both)\n";
+    return kExitUsage;
+  }
+  base.seq_q = o.seq_q.value_or(o.seq.value_or(0));
+  base.seq_k = o.seq_k.value_or(o.seq.value_or(0));
   if (base.heads % base.kv_heads != 0) {
     std::cerr << fmt::format("flashbench: --kv-heads {} must divide --heads {}\n", base.kv_heads, base.heads);
     return kExitUsage;
@@ -581,7 +588,8 @@ int verify_command(const VerifyOptions& o) {
     }
   }
 
-  nlohmann::json spec = {{"seq", {base.seq}},       {"batch", {base.batch}},
+  nlohmann::json spec = {{"seq_q", {base.seq_q}},   {"seq_k", {base.seq_k}},
+                         {"batch", {base.batch}},
                          {"heads", {base.heads}},   {"kv_heads", {base.kv_heads}},
                          {"head_dim", {base.head_dim}}, {"warmup", 0}, {"input_scale", o.input_scale},
                          {"reps", 1},               {"verify", true}};
@@ -735,7 +743,7 @@ struct KernelSupport {
 KernelSupport kernel_support(Backend& backend, const Descriptor& k) {
   constexpr int kProbeSeq = 128;
   Case probe;
-  probe.seq = kProbeSeq;
+  probe.set_seq(kProbeSeq);
   probe.head_dim = k.head_dims.empty() ? 64 : k.head_dims.front();
   KernelSupport out;
   if (auto why = unavailable_on(k, backend.name())) {

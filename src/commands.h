@@ -38,7 +38,7 @@ int run_command(const RunOptions& o);
 
 struct VerifyOptions {
   std::vector<std::string> argv;
-  int seq = 0;
+  std::optional<int> seq, seq_q, seq_k;  // --seq sets both; --seq-q/--seq-k override one
   std::optional<int> batch, heads, kv_heads, dim;
   std::string dtype = "all";   // fp64|fp32|fp16|bf16|all
   std::string causal = "both"; // yes|no|both

@@ -109,11 +109,17 @@ int main(int argc, char** argv) {
   fb::VerifyOptions ver;
   auto* ver_cmd = app.add_subcommand(
       "verify", "flash vs naive vs an fp64 reference; exit 1 if any check fails");
-  ver_cmd->add_option("--seq", ver.seq, "sequence length N")->required()->check(int_at_least(1));
+  ver_cmd->add_option("--seq", ver.seq, "sequence length N (seq_q = seq_k = N)")->check(int_at_least(1));
+  ver_cmd->add_option("--seq-q", ver.seq_q, "query rows (default --seq; e.g. 1 for decode)")
+      ->check(int_at_least(1));
+  ver_cmd->add_option("--seq-k", ver.seq_k, "key rows (default --seq)")->check(int_at_least(1));
   ver_cmd->add_option("--batch", ver.batch, "batch (default 1)")->check(int_at_least(1));
-  ver_cmd->add_option("--heads", ver.heads, "heads (default: 32 on a GPU, 1 on the CPU)")->check(int_at_least(1));
-  ver_cmd->add_option("--kv-heads", ver.kv_heads, "K/V heads for GQA (default: heads)")->check(int_at_least(1));
-  ver_cmd->add_option("--dim", ver.dim, "head dim (default: 128 on a GPU, 64 on the CPU)")->check(int_at_least(1));
+  ver_cmd->add_option("--heads", ver.heads, "heads (default: 32 on a GPU, 1 on the CPU)")
+      ->check(int_at_least(1));
+  ver_cmd->add_option("--kv-heads", ver.kv_heads, "K/V heads for GQA (default: heads)")
+      ->check(int_at_least(1));
+  ver_cmd->add_option("--dim", ver.dim, "head dim (default: 128 on a GPU, 64 on the CPU)")
+      ->check(int_at_least(1));
   ver_cmd->add_option("--dtype", ver.dtype, "fp64|fp32|fp16|bf16|all")
       ->check(CLI::IsMember({"fp64", "fp32", "fp16", "bf16", "all"}));
   ver_cmd->add_option("--causal", ver.causal, "yes|no|both")->check(CLI::IsMember({"yes", "no", "both"}));

@@ -52,7 +52,7 @@ std::string print(const fb::CompareReport& rep, fb::CompareFormat f) {
 // One ok record with the given timing statistics.
 fb::Record timed(double median, double stddev, const std::string& kernel = "flash") {
   fb::Record r;
-  r.c.seq = 512;
+  r.c.set_seq(512);
   r.kernel = kernel;
   r.time_ms.median = r.time_ms.mean = median;
   r.time_ms.min = median - stddev;

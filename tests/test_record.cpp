@@ -67,7 +67,7 @@ fb::Record sample_record() {
   r.c.batch = 2;
   r.c.heads = 8;
   r.c.kv_heads = 2;
-  r.c.seq = 1024;
+  r.c.set_seq(1024);
   r.c.head_dim = 128;
   r.c.dtype = fb::Dtype::fp16;
   r.c.causal = true;
@@ -120,7 +120,8 @@ void check_same_record(const fb::Record& a, const fb::Record& b) {
   CHECK(a.c.batch == b.c.batch);
   CHECK(a.c.heads == b.c.heads);
   CHECK(a.c.kv_heads == b.c.kv_heads);
-  CHECK(a.c.seq == b.c.seq);
+  CHECK(a.c.seq_q == b.c.seq_q);
+  CHECK(a.c.seq_k == b.c.seq_k);
   CHECK(a.c.head_dim == b.c.head_dim);
   CHECK(a.c.dtype == b.c.dtype);
   CHECK(a.c.causal == b.c.causal);
@@ -415,7 +416,8 @@ TEST_CASE("CSV: header, one row per record, RFC 4180 quoting", "[record]") {
   REQUIRE(lines.size() == 3);
 
   const std::string& header = lines[0];
-  CHECK(header.rfind("key,batch,heads,kv_heads,seq,head_dim,dtype,causal,pass,kernel,status,reason,", 0) == 0);
+  CHECK(header.rfind("key,batch,heads,kv_heads,seq,seq_q,seq_k,head_dim,dtype,causal,pass,kernel,status,reason,",
+                     0) == 0);
   for (const char* col : {"median_ms", "stddev_ms", "reps", "tflops", "gbps", "peak_bytes", "max_abs_diff",
                           "ref_max_abs_err", "verified"})
     CHECK(contains(header, col));
@@ -497,7 +499,7 @@ namespace {
 
 fb::Record timed(const std::string& kernel, int seq, double median_ms) {
   fb::Record r;
-  r.c.seq = seq;
+  r.c.set_seq(seq);
   r.kernel = kernel;
   r.time_ms.median = r.time_ms.mean = median_ms;
   r.time_ms.stddev = median_ms / 50;  // 2% noise
@@ -572,4 +574,43 @@ TEST_CASE("printers: the noise column, the live table and the one-line form", "[
   skipped.status = fb::Status::skipped;
   skipped.reason = "too big";
   CHECK(contains(fb::record_line(skipped), "flash  skipped: too big"));
+}
+
+TEST_CASE("results JSON: seq_q and seq_k, seq kept when equal, old files with seq alone read", "[record]") {
+  fb::Results res = sample_results();
+  res.records[0].c.seq_q = 1;
+  res.records[0].c.seq_k = 4097;
+  const json j = fb::to_json(res);
+  const json& decode = j["results"][0]["case"];
+  CHECK(decode["seq_q"] == 1);
+  CHECK(decode["seq_k"] == 4097);
+  CHECK_FALSE(decode.contains("seq"));  // a reader that knows only seq must not misread it
+  CHECK(j["results"][0]["key"] == "b2-h8-kv2-q1-k4097-d128-fp16-causal-fwd+bwd");
+  const json& square = j["results"][1]["case"];
+  CHECK(square["seq"] == 1024);
+  CHECK(square["seq_q"] == 1024);
+  CHECK(square["seq_k"] == 1024);
+  const fb::Results back = round_trip(res);
+  check_same_record(back.records[0], res.records[0]);
+  check_same_record(back.records[1], res.records[1]);
+
+  // A file from before seq_q/seq_k: seq alone.
+  json old = j;
+  for (auto& r : old["results"]) {
+    r["case"].erase("seq_q");
+    r["case"].erase("seq_k");
+  }
+  old["results"].erase(0);
+  const fb::Results read_old = fb::results_from_json(old);
+  CHECK(read_old.records[0].c.seq_q == 1024);
+  CHECK(read_old.records[0].c.seq_k == 1024);
+  CHECK(read_old.records[0].c.key() == "b2-h8-kv2-n1024-d128-fp16-causal-fwd+bwd");
+
+  // seq beside unequal lengths, or one of the pair alone, is refused naming the field.
+  json bad = j;
+  bad["results"][0]["case"]["seq"] = 1;
+  CHECK(error_of([&] { fb::results_from_json(bad); }).rfind("results[0].case.seq: 1 does not match", 0) == 0);
+  bad = j;
+  bad["results"][0]["case"].erase("seq_k");
+  CHECK(error_of([&] { fb::results_from_json(bad); }) == "results[0].case.seq_k: missing");
 }

@@ -62,7 +62,7 @@ TEST_CASE("timing: the CPU backend follows the policy", "[timing]") {
   opts.threads = 1;
   auto backend = cpu::make_cpu_backend(opts);
   Case c;
-  c.seq = 32;
+  c.set_seq(32);
   c.head_dim = 32;
   backend->prepare(c, 1);
   TimingPolicy p;

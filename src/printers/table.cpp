@@ -46,7 +46,7 @@ std::vector<std::string> cells(const Record& r) {
   std::vector<std::string> row = {
       fmt::format("{}", c.batch),
       fmt::format("{}/{}", c.heads, c.kv_heads),
-      fmt::format("{}", c.seq),
+      c.square() ? fmt::format("{}", c.seq_q) : fmt::format("{}/{}", c.seq_q, c.seq_k),  // N or Nq/Nk
       fmt::format("{}", c.head_dim),
       std::string(to_string(c.dtype)),
       c.causal ? "yes" : "no",
@@ -155,8 +155,11 @@ void LiveTable::add(const Record& r) {
 
 std::string record_line(const Record& r) {
   const Case& c = r.c;
-  std::string line = fmt::format("B={} H={}{} N={} d={} {} {} {}  {}  {}", c.batch, c.heads,
-                                 c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "", c.seq, c.head_dim,
+  std::string line = fmt::format("B={} H={}{} {} d={} {} {} {}  {}  {}", c.batch, c.heads,
+                                 c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "",
+                                 c.square() ? fmt::format("N={}", c.seq_q)
+                                            : fmt::format("Nq={} Nk={}", c.seq_q, c.seq_k),
+                                 c.head_dim,
                                  to_string(c.dtype), c.causal ? "causal" : "full", to_string(c.pass), r.kernel,
                                  to_string(r.status));
   if (r.status != Status::ok) return line + ": " + (r.reason.empty() ? "-" : r.reason);

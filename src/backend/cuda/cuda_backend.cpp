@@ -412,8 +412,8 @@ struct CudaBackend::Impl {
 
   std::vector<HostTensor> fetch(const std::string& what) {
     const Case& c = current_case();
-    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq, c.head_dim};
-    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq, c.head_dim};
+    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq_q, c.head_dim};
+    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq_k, c.head_dim};
     std::vector<HostTensor> out;
     if (what == "inputs") {
       out.push_back(to_host("Q", q, c.dtype, qs));
@@ -424,7 +424,7 @@ struct CudaBackend::Impl {
     }
     const Outputs& o = kept_outputs(what);
     out.push_back(to_host("O", o.o, o.dtype, qs));
-    out.push_back(to_host("LSE", o.lse, lse_dtype(o.dtype), {c.batch, c.heads, c.seq}));
+    out.push_back(to_host("LSE", o.lse, lse_dtype(o.dtype), {c.batch, c.heads, c.seq_q}));
     if (o.dq) out.push_back(to_host("dQ", o.dq, o.dtype, qs));
     if (o.dk) out.push_back(to_host("dK", o.dk, o.dtype, kvs));
     if (o.dv) out.push_back(to_host("dV", o.dv, o.dtype, kvs));
