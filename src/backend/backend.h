@@ -73,11 +73,12 @@ class Backend {
   // outputs poisoned (NaN) before each run. Keeps the last outputs for compare(). For Pass::bwd the
   // forward runs once untimed first.
   virtual KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) = 0;
-  // A fixed count: `warmup` untimed runs, then exactly `reps` timed ones.
+  // A fixed count: `warmup` untimed runs (no time-based warm-up), then exactly `reps` timed ones.
   KernelRun run(const Descriptor& kernel, int warmup, int reps) {
     TimingPolicy fixed;
     fixed.warmup = warmup;
     fixed.reps = reps;
+    fixed.warmup_min_s = 0;  // exactly `warmup` untimed runs
     return run(kernel, fixed);
   }
 
