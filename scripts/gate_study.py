@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 FAILING = {"regression", "error_exceeded", "unverified", "now_failed", "missing"}
 
 
-def compare(exe, history, new, confirm=None, max_slowdown=0.03):
+def compare(exe, history, new, confirm=None, max_slowdown=0.05):
     cmd = [exe, "compare", *history, new, "--format", "json", "--max-slowdown", str(max_slowdown)]
     if confirm:
         cmd += ["--confirm", confirm]
@@ -56,8 +56,8 @@ def main():
     ap.add_argument("--base", nargs="+", required=True)
     ap.add_argument("--slow", nargs="+", required=True)
     ap.add_argument("--history", type=int, default=3)
-    ap.add_argument("--max-slowdown", type=float, default=0.03,
-                    help="compare --max-slowdown: what the CI job (README) passes with a 3-run history")
+    ap.add_argument("--max-slowdown", type=float, default=0.05,
+                    help="compare --max-slowdown (the default, as the README CI job runs it)")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
     ap.add_argument("--min-slowdown", type=float, default=0.05,
@@ -96,9 +96,11 @@ def main():
     per_row = {}  # injected row -> {mode: [detected, compares]}
     for (kind, hist, new, confirm), rep in zip(jobs, reports):
         s = summary.setdefault(kind, {"compares": 0, "failed_compares": 0, "false_alarm_rows": 0,
-                                      "injected": 0, "detected": 0, "rows": 0})
+                                      "injected": 0, "detected": 0, "rows": 0, "compares_detecting": 0})
         s["compares"] += 1
         s["failed_compares"] += int(rep["failed"])
+        s["compares_detecting"] += int(any(
+            row["verdict"] == "regression" and injected((row["key"], row["kernel"])) for row in rep["rows"]))
         for row in rep["rows"]:
             s["rows"] += 1
             is_injected = kind.startswith("injected") and injected((row["key"], row["kernel"]))
@@ -141,11 +143,14 @@ def main():
         "compares": unchanged["compares"],
         "false_alarms": unchanged["failed_compares"],
         "false_alarm_rows": unchanged["false_alarm_rows"],
-        "injected": inj["injected"],
-        "detected": inj["detected"],
-        "detection_rate": inj["detected"] / inj["injected"] if inj["injected"] else None,
+        # A compare of a slowed run detects the slowdown when it fails on an injected row.
+        "injected": inj["compares"],
+        "detected": inj["compares_detecting"],
         "injected_compares_failed": inj["failed_compares"],
-        "injected_compares": inj["compares"],
+        # Row by row: every injected row (true slowdown >= min_true_slowdown_counted) of every compare.
+        "injected_rows": inj["injected"],
+        "detected_rows": inj["detected"],
+        "row_detection_rate": inj["detected"] / inj["injected"] if inj["injected"] else None,
         "true_slowdown": true_slowdown,
         "detection_by_row": per_row,
         "by_mode": summary,
@@ -158,7 +163,8 @@ def main():
     for kind, s in summary.items():
         rate = f", detected {s['detected']}/{s['injected']}" if s["injected"] else ""
         print(f"  {kind:24s} compares {s['compares']:4d}  failed {s['failed_compares']:4d}  "
-              f"false-alarm rows {s['false_alarm_rows']:4d}{rate}")
+              f"false-alarm rows {s['false_alarm_rows']:4d}{rate}"
+              + (f", compares detecting {s['compares_detecting']}" if kind.startswith("injected") else ""))
     sl = sorted(true_slowdown.values())
     if sl:
         print(f"  true slowdown of the injected rows: {100 * sl[0]:.1f}% .. {100 * sl[-1]:.1f}%")
