@@ -128,7 +128,9 @@ void set_smem_limit(const void* kernel, int bytes) {
 
 }  // namespace bwd
 
-const char* backward_unsupported(const AttentionParams& p) {
+const char* backward_unsupported(const AttentionParams& p, Fp32Math math) {
+  if (const char* why = fp32_math_unsupported(p.dtype, math)) return why;
+  if (math == Fp32Math::tf32x1) return "flash (1xTF32): forward only";
   if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
     return "flash backward: head_dim must be 32, 64 or 128";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1)
@@ -183,6 +185,10 @@ int backward_key_tile(const AttentionParams& p) {
   return keys;
 }
 
+const char* backward_unsupported(const AttentionParams& p) {
+  return backward_unsupported(p, Fp32Math::tf32x3);
+}
+
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
   return bwd::workspace_layout(p).total;
 }
@@ -208,9 +214,11 @@ void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void
   });
 }
 
-void backward(const AttentionParams& p, const Context& ctx) {
+void backward(const AttentionParams& p, const Context& ctx) { backward(p, ctx, Fp32Math::tf32x3); }
+
+void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
   using namespace bwd;
-  if (const char* why = backward_unsupported(p)) throw std::invalid_argument(why);
+  if (const char* why = backward_unsupported(p, math)) throw std::invalid_argument(why);
   if (p.workspace == nullptr)
     throw std::invalid_argument("flash backward: params.workspace is null (needs " +
                                 std::to_string(backward_workspace_bytes(p)) + " bytes)");

@@ -20,11 +20,13 @@
 #include <cstddef>
 
 #include "attention.h"
+#include "flash/fp32_math.h"
 
 namespace fb::cuda::flash {
 
-// nullptr when backward() can run these params, else why not.
+// nullptr when backward() can run these params, else why not. Without Fp32Math: fp32 as tf32x3.
 const char* backward_unsupported(const AttentionParams& p);
+const char* backward_unsupported(const AttentionParams& p, Fp32Math math);
 
 // Bytes of p.workspace backward() needs (D, padded LSE, dQ accumulator).
 std::size_t backward_workspace_bytes(const AttentionParams& p);
@@ -46,5 +48,6 @@ int backward_key_tile(const AttentionParams& p);
 // Writes p.dq, p.dk, p.dv. Throws std::invalid_argument for unsupported params or a missing
 // workspace, fb::CudaError for a failed launch.
 void backward(const AttentionParams& p, const Context& ctx);
+void backward(const AttentionParams& p, const Context& ctx, Fp32Math math);
 
 }  // namespace fb::cuda::flash

@@ -6,6 +6,7 @@
 
 #include "common/types.cuh"
 #include "flash/flash_fwd_traits.h"
+#include "flash/fp32_math.h"
 
 namespace fb::cuda::flash {
 
@@ -24,6 +25,16 @@ template <> struct TcTiles<128> { static constexpr int kBr = 128, kBc = 32, kWar
 template <typename Elem> struct SimtTiles { static constexpr int kBr = 32, kBc = 32; };
 template <> struct SimtTiles<double> { static constexpr int kBr = 32, kBc = 16; };
 
+// TF32 tensor-core tiles (fp32 with Fp32Math::tf32x3 / tf32x1): the 16-bit kernel's shapes, 32 query
+// rows per warp (every K/V fragment, split once, feeds two m16 blocks). Not tuned on a GPU yet.
+template <int D> struct Tf32Tiles;
+template <> struct Tf32Tiles<32> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; };
+template <> struct Tf32Tiles<64> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; };
+template <> struct Tf32Tiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; };
+
+template <int D>
+using Tf32FwdConfig = Tf32FwdTraits<D, Tf32Tiles<D>::kBr, Tf32Tiles<D>::kBc, Tf32Tiles<D>::kWarps>;
+
 template <Dtype T, int D>
 struct FwdConfig {
   static constexpr Dtype kDtype = T;
@@ -39,5 +50,7 @@ struct FwdConfig {
 // One launch of the forward for (T, D); defined in flash_fwd_launch.cuh, instantiated in the
 // flash_fwd_*.cu files (one group per file, so they compile in parallel).
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream);
+// The fp32 forward on TF32 tensor cores (flash_fwd_tf32.cuh), instantiated in flash_fwd_tf32*.cu.
+template <int D, Fp32Math M> void run_fwd_tf32(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace fb::cuda::flash
