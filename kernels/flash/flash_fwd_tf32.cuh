@@ -18,6 +18,12 @@
 //               accumulator registers (c0, c2, c1, c3) are then exactly (a0, a1, a2, a3), no shuffles.
 //               V (B) takes the same permutation: b0 = V[2t][g], b1 = V[2t + 1][g], read as scalars
 //               (ldmatrix cannot transpose 32-bit elements).
+// Accumulation: the tensor core adds its products into the accumulator with truncation (round toward
+// zero), not round-to-nearest. Over a long sum that bias adds up: O accumulated across all N/8 k steps
+// inside the tensor core would lose ~N/16 units in the last place. So nothing accumulates inside the
+// tensor core for long: each tile's P V starts from zeros and joins O through an fp32 FMA (which also
+// applies the online-softmax rescale: no extra instruction), and S is summed in chunks of
+// kSChunkSteps k8 steps added in fp32.
 // Shared rows are padded by 4 floats (16 bytes): the ldmatrix row addresses land in distinct bank
 // groups, and the scalar V reads (rows 2t, 2t + 1; columns g) hit 32 distinct banks.
 #pragma once
@@ -48,6 +54,7 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const std::uint32_t (&a_
   ptx::mma_m16n8k8_tf32(d, a_hi, b_hi);
 }
 
+// The fp32 values of ldmatrix'd registers.
 // hi (and, when split, lo) TF32 parts of n fp32 values.
 template <bool kSplit, int N>
 __device__ __forceinline__ void tf32_parts(const float (&x)[N], std::uint32_t (&hi)[N],
@@ -61,6 +68,15 @@ __device__ __forceinline__ void tf32_parts(const float (&x)[N], std::uint32_t (&
       lo[i] = 0;
     }
   }
+}
+
+// hi (and lo) TF32 parts of 4 fp32 values that arrived as raw bits (ldmatrix).
+template <bool kSplit>
+__device__ __forceinline__ void tf32_parts_bits(const std::uint32_t (&bits)[4], std::uint32_t (&hi)[4],
+                                                std::uint32_t (&lo)[4]) {
+  const float x[4] = {__uint_as_float(bits[0]), __uint_as_float(bits[1]), __uint_as_float(bits[2]),
+                      __uint_as_float(bits[3])};
+  tf32_parts<kSplit>(x, hi, lo);
 }
 
 template <typename Tr, Fp32Math kMath>
@@ -111,7 +127,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr int kEB = sizeof(float);
   constexpr int kRowBytes = Tr::kRowStride * kEB;
   constexpr int kKVTileBytes = Tr::kKVTileElems * kEB;
-  constexpr int kBlockBytes = Tr::kChunkBytes;  // one 4-float column block
+  constexpr int kBlockBytes = Tr::kChunkBytes;            // one 4-float column block
+  constexpr int kKStepBytes = Tr::kMmaK * int(sizeof(float));  // one k8 step along d
   const int a_row = lane % 16, a_col = lane / 16;
   const int k_row = (lane / 16) * 8 + lane % 8, k_col = (lane / 8) % 2;
   const std::uint32_t q_lane =
@@ -163,41 +180,51 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       ptx::cp_async_commit();
     }
 
-    // ---- S = Q K^T: (kWarpRows, kBc) per warp ----
+    // ---- S = Q K^T: (kWarpRows, kBc) per warp, in chunks of kSChunkSteps k steps ----
+    // Each chunk accumulates inside the tensor core into zeros, and the chunks are added in fp32
+    // (round to nearest): the tensor core's own accumulation truncates, and over all of d that bias
+    // would add up (see the top).
     float s[kMT][Tr::kSNTiles][4];
 #pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
+    for (int c = 0; c < Tr::kQKSteps; c += Tr::kSChunkSteps) {
+      float part[kMT][Tr::kSNTiles][4];
 #pragma unroll
-      for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+      for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
 #pragma unroll
-    for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
-      std::uint32_t qa_hi[kMT][4], qa_lo[kMT][4];
+          for (int e = 0; e < 4; ++e) part[mt][nt][e] = 0.f;
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        std::uint32_t raw[4];
-        ptx::ldmatrix_x4(raw, q_lane + (mt * Tr::kMmaM * kRowBytes + ks * kBlockBytes * 2));
-        const float x[4] = {__uint_as_float(raw[0]), __uint_as_float(raw[1]),
-                            __uint_as_float(raw[2]), __uint_as_float(raw[3])};
-        tf32_parts<kSplit>(x, qa_hi[mt], qa_lo[mt]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
-        std::uint32_t raw[4];
-        ptx::ldmatrix_x4(raw, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * kBlockBytes * 2));
-        const float x[4] = {__uint_as_float(raw[0]), __uint_as_float(raw[1]),
-                            __uint_as_float(raw[2]), __uint_as_float(raw[3])};
-        std::uint32_t kb_hi[4], kb_lo[4];
-        tf32_parts<kSplit>(x, kb_hi, kb_lo);
-        const std::uint32_t b0_hi[2] = {kb_hi[0], kb_hi[1]}, b0_lo[2] = {kb_lo[0], kb_lo[1]};
-        const std::uint32_t b1_hi[2] = {kb_hi[2], kb_hi[3]}, b1_lo[2] = {kb_lo[2], kb_lo[3]};
+      for (int ks = c; ks < c + Tr::kSChunkSteps; ++ks) {
+        std::uint32_t qa_hi[kMT][4], qa_lo[kMT][4];
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
-          mma_tf32<kSplit>(s[mt][nt], qa_hi[mt], qa_lo[mt], b0_hi, b0_lo);
-          mma_tf32<kSplit>(s[mt][nt + 1], qa_hi[mt], qa_lo[mt], b1_hi, b1_lo);
+          std::uint32_t raw[4];
+          ptx::ldmatrix_x4(raw, q_lane + (mt * Tr::kMmaM * kRowBytes + ks * kKStepBytes));
+          tf32_parts_bits<kSplit>(raw, qa_hi[mt], qa_lo[mt]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
+          std::uint32_t raw[4];
+          ptx::ldmatrix_x4(raw, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * kKStepBytes));
+          std::uint32_t kb_hi[4], kb_lo[4];
+          tf32_parts_bits<kSplit>(raw, kb_hi, kb_lo);
+          const std::uint32_t b0_hi[2] = {kb_hi[0], kb_hi[1]}, b0_lo[2] = {kb_lo[0], kb_lo[1]};
+          const std::uint32_t b1_hi[2] = {kb_hi[2], kb_hi[3]}, b1_lo[2] = {kb_lo[2], kb_lo[3]};
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            mma_tf32<kSplit>(part[mt][nt], qa_hi[mt], qa_lo[mt], b0_hi, b0_lo);
+            mma_tf32<kSplit>(part[mt][nt + 1], qa_hi[mt], qa_lo[mt], b1_hi, b1_lo);
+          }
         }
       }
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s[mt][nt][e] = c == 0 ? part[mt][nt][e] : s[mt][nt][e] + part[mt][nt][e];
     }
 
     // ---- mask: only the diagonal tiles (causal) and the tile past the sequence end ----
@@ -214,7 +241,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
           }
     }
 
-    // ---- online softmax: new row maxima, rescale O and the sums, P = exp2(S*c - m) ----
+    // ---- online softmax: new row maxima, rescale the sums, P = exp2(S*c - m) ----
+    float row_alpha[kMT][2];
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -238,35 +266,47 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
             tile_sum += p;
           }
         row_sum[mt][hf] = row_sum[mt][hf] * alpha + tile_sum;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kONTiles; ++nt) {
-          acc_o[mt][nt][2 * hf] *= alpha;
-          acc_o[mt][nt][2 * hf + 1] *= alpha;
-        }
+        row_alpha[mt][hf] = alpha;  // O is rescaled as the tile's P V is added
       }
 
     // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
     ptx::cp_async_wait<2>();
     __syncthreads();
 
-    // ---- O += P V, k step kk = keys [8kk, 8kk + 8) in the permuted order (see the top) ----
+    // ---- O = alpha O + P V, k step kk = keys [8kk, 8kk + 8) in the permuted order (see the top) ----
+    // P's TF32 parts for the whole tile; then per n8 block of O the tile's P V accumulates inside the
+    // tensor core into zeros and joins O through one fp32 FMA (round to nearest) that also applies
+    // the rescale: O never accumulates inside the tensor core across tiles.
+    std::uint32_t pa_hi[kMT][Tr::kPVSteps][4], pa_lo[kMT][Tr::kPVSteps][4];
 #pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      std::uint32_t pa_hi[kMT][4], pa_lo[kMT][4];
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
+      for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
         const float x[4] = {s[mt][kk][0], s[mt][kk][2], s[mt][kk][1], s[mt][kk][3]};
-        tf32_parts<kSplit>(x, pa_hi[mt], pa_lo[mt]);
+        tf32_parts<kSplit>(x, pa_hi[mt][kk], pa_lo[mt][kk]);
       }
 #pragma unroll
-      for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+    for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+      float part[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part[mt][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
         const float* v = v_stage + kk * Tr::kMmaK * Tr::kRowStride + nt * Tr::kMmaN;
         const float x[2] = {v[0], v[Tr::kRowStride]};  // keys 8kk + 2t, 8kk + 2t + 1; column g
         std::uint32_t vb_hi[2], vb_lo[2];
         tf32_parts<kSplit>(x, vb_hi, vb_lo);
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) mma_tf32<kSplit>(acc_o[mt][nt], pa_hi[mt], pa_lo[mt], vb_hi, vb_lo);
+        for (int mt = 0; mt < kMT; ++mt)
+          mma_tf32<kSplit>(part[mt], pa_hi[mt][kk], pa_lo[mt][kk], vb_hi, vb_lo);
       }
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          acc_o[mt][nt][e] = fmaf(acc_o[mt][nt][e], row_alpha[mt][e / 2], part[mt][e]);
     }
   }
 

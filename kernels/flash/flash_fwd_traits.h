@@ -68,13 +68,16 @@ struct FwdTraits {
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
-template <int kHeadDim_, int kBr_, int kBc_, int kWarps_, int kMinBlocksPerSm_ = 1>
+//   kSChunkSteps : k8 steps of S = Q K^T accumulated inside the tensor core before the chunk is added
+//                  to S in fp32 (the tensor core truncates; chunks keep that bias to a few products)
+template <int kHeadDim_, int kBr_, int kBc_, int kWarps_, int kSChunkSteps_, int kMinBlocksPerSm_ = 1>
 struct Tf32FwdTraits {
   using Elem = float;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBr = kBr_;
   static constexpr int kBc = kBc_;
   static constexpr int kWarps = kWarps_;
+  static constexpr int kSChunkSteps = kSChunkSteps_;
   static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
 
   static constexpr int kThreads = kWarps * 32;
@@ -106,6 +109,7 @@ struct Tf32FwdTraits {
   static_assert(kBr % kWarps == 0 && kWarpRows % kMmaM == 0, "warps own whole m16 row blocks");
   static_assert(kHeadDim % kMmaK == 0 && kBc % kMmaK == 0, "k8 steps tile d and Bc");
   static_assert(kSNTiles % 2 == 0, "one ldmatrix.x4 of K feeds two n8 column blocks");
+  static_assert(kQKSteps % kSChunkSteps == 0, "S chunks of whole k8 steps");
   static_assert((kRowStride * sizeof(Elem) / kChunkBytes) % 2 == 1,
                 "odd row stride in 16-byte chunks keeps ldmatrix conflict-free");
   static_assert(kRowStride % 32 == 4,
