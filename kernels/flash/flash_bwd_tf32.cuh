@@ -417,13 +417,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   }
 }
 
-// Tiles per head_dim, chosen to fit the A100's 164 KB of shared memory as well as the H100's and to
-// stay clear of spills (fp32 tiles take twice the bytes of the 16-bit ones): 32 queries per step; 64
-// keys (4 warps) at d = 128 and 32, 128 keys (8 warps) at d = 64. Not tuned on a GPU yet.
+// Tiles per head_dim, chosen to fit the A100's 164 KB of shared memory as well as the H100's (fp32
+// tiles take twice the bytes of the 16-bit ones) and to keep spills small: 64 keys (4 warps) at d = 128
+// and 32, 128 keys (8 warps) at d = 64; 32 queries per step, 16 at d = 128 (dK and dV alone hold 128
+// registers a thread there: ptxas spilled 164 bytes with 32 queries, 92 with 16). S^T, dP^T and dQ in
+// chunks of 2 k8 steps. Not tuned on a GPU yet.
 template <int kHeadDim> struct Tf32BwdConfig;
-template <> struct Tf32BwdConfig<128> { using type = Tf32BwdTraits<128, 64, 32, 4, 1>; };
-template <> struct Tf32BwdConfig<64> { using type = Tf32BwdTraits<64, 128, 32, 4, 1>; };
-template <> struct Tf32BwdConfig<32> { using type = Tf32BwdTraits<32, 64, 32, 4, 1>; };
+template <> struct Tf32BwdConfig<128> { using type = Tf32BwdTraits<128, 64, 16, 2, 1>; };
+template <> struct Tf32BwdConfig<64> { using type = Tf32BwdTraits<64, 128, 32, 2, 1>; };
+template <> struct Tf32BwdConfig<32> { using type = Tf32BwdTraits<32, 64, 32, 2, 1>; };
 
 template <int kHeadDim> int main_tf32_smem_bytes() { return Tf32BwdConfig<kHeadDim>::type::kSmemBytes; }
 template <int kHeadDim> int main_tf32_key_tile() { return Tf32BwdConfig<kHeadDim>::type::kBlockN; }

@@ -26,14 +26,16 @@ template <typename Elem> struct SimtTiles { static constexpr int kBr = 32, kBc =
 template <> struct SimtTiles<double> { static constexpr int kBr = 32, kBc = 16; };
 
 // TF32 tensor-core tiles (fp32 with Fp32Math::tf32x3 / tf32x1). kBc = 32: P's TF32 parts for the
-// whole tile (2 x 4 registers per k8 step and m16 block) live in registers during P V. S in chunks of 4
-// k8 steps (32 products). d <= 64: 32 query rows per warp (every K/V fragment, split once, feeds two
-// m16 blocks); d = 128: 16 rows per warp and 8 warps (O alone would take 128 registers at 32 rows;
-// ptxas spilled 168 bytes with 4 warps of 32 rows, none with this). Not tuned on a GPU yet.
+// whole tile (2 x 4 registers per k8 step and m16 block) live in registers during P V. S in chunks of 2
+// k8 steps (16 products; in a rounding model of the tensor core, chunks of 4 left half the margin to
+// the FP32 rule at d = 128 and one chunk over all of d failed it). d <= 64: 32 query rows per warp
+// (every K/V fragment, split once, feeds two m16 blocks); d = 128: 16 rows per warp and 8 warps (O
+// alone would take 128 registers at 32 rows; ptxas spilled 168 bytes with 4 warps of 32 rows, 8 with
+// this). Not tuned on a GPU yet.
 template <int D> struct Tf32Tiles;
-template <> struct Tf32Tiles<32> { static constexpr int kBr = 128, kBc = 32, kWarps = 4, kSChunk = 4; };
-template <> struct Tf32Tiles<64> { static constexpr int kBr = 128, kBc = 32, kWarps = 4, kSChunk = 4; };
-template <> struct Tf32Tiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 8, kSChunk = 4; };
+template <> struct Tf32Tiles<32> { static constexpr int kBr = 128, kBc = 32, kWarps = 4, kSChunk = 2; };
+template <> struct Tf32Tiles<64> { static constexpr int kBr = 128, kBc = 32, kWarps = 4, kSChunk = 2; };
+template <> struct Tf32Tiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 8, kSChunk = 2; };
 
 template <int D>
 using Tf32FwdConfig = Tf32FwdTraits<D, Tf32Tiles<D>::kBr, Tf32Tiles<D>::kBc, Tf32Tiles<D>::kWarps,
