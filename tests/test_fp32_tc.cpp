@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attention.h"
@@ -259,4 +260,57 @@ TEST_CASE("fp32 modes refuse the dtypes they do not apply to, with a reason", "[
   // A refused call throws instead of launching.
   CHECK_THROWS_AS(flash::forward(params_of(s, Dtype::bf16), cuda::Context{}, Fp32Math::exact),
                   std::invalid_argument);
+}
+
+// Hidden (run it by its tag): times every variant at the issue's headline shape, forward and
+// backward, and prints TFLOP/s, for docs/perf-notes.md before the variants are registered as kernels.
+// The one thing it asserts is the split's price: 3xTF32 cannot be faster than 1xTF32.
+TEST_CASE("fp32 on tensor cores: time every variant", "[.][fp32tc-speed]") {
+  if (!has_tf32_tensor_cores()) return;
+  constexpr int kWarm = 2, kReps = 10;
+  const Cublas cublas;
+  const cuda::Context ctx{nullptr, cublas.get()};
+  const std::vector<Variant> vs = variants();
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      // 16k tokens, model dim 2048 (configs/h200-fp32-tc.json at N = 4096).
+      const Shape s{4, 2048 / d, 2048 / d, 4096, d, causal};
+      AttentionParams p = params_of(s, Dtype::fp32);
+      const std::int64_t nq = p.q_elems(), nkv = p.kv_elems(), rows = p.rows();
+      DeviceMem q(nq * 4), k(nkv * 4), v(nkv * 4), dout(nq * 4), o(nq * 4), lse(rows * 4), dq(nq * 4),
+          dk(nkv * 4), dv(nkv * 4);
+      DeviceMem ws(std::max(cuda::naive::workspace_bytes(Pass::bwd, p), flash::workspace_bytes(Pass::bwd, p)));
+      for (auto [ptr, n, id] : {std::tuple{q.p, nq, 0}, {k.p, nkv, 1}, {v.p, nkv, 2}, {dout.p, nq, 3}})
+        cuda::fill_normal(ptr, Dtype::fp32, n, kSeed, std::uint64_t(id), ctx);
+      p.q = q.p, p.k = k.p, p.v = v.p, p.dout = dout.p;
+      p.o = o.p, p.lse = lse.p, p.dq = dq.p, p.dk = dk.p, p.dv = dv.p, p.workspace = ws.p;
+      // 4 N^2 d per head forward (2 GEMMs), 2.5x that backward (FlashAttention's convention); causal half.
+      const double fwd_flop = 4.0 * s.batch * s.heads * double(s.seq) * s.seq * d * (causal ? 0.5 : 1.0);
+      std::map<std::string, double> fwd_ms;
+      for (const Variant& var : vs) {
+        cudaEvent_t e0, e1;
+        FB_CUDA_CHECK(cudaEventCreate(&e0));
+        FB_CUDA_CHECK(cudaEventCreate(&e1));
+        auto time_ms = [&](auto&& fn) {
+          for (int i = 0; i < kWarm; ++i) fn();
+          FB_CUDA_CHECK(cudaEventRecord(e0));
+          for (int i = 0; i < kReps; ++i) fn();
+          FB_CUDA_CHECK(cudaEventRecord(e1));
+          FB_CUDA_CHECK(cudaEventSynchronize(e1));
+          float ms = 0;
+          FB_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+          return double(ms) / kReps;
+        };
+        const double f = time_ms([&] { var.forward(p, ctx); });
+        const double b = var.backward ? time_ms([&] { var.backward(p, ctx); }) : 0.0;
+        FB_CUDA_CHECK(cudaEventDestroy(e0));
+        FB_CUDA_CHECK(cudaEventDestroy(e1));
+        fwd_ms[var.name] = f;
+        std::printf("fp32-tc-speed %-24s %-12s fwd %8.3f ms %6.1f TFLOP/s | bwd %8.3f ms %6.1f TFLOP/s\n",
+                    s.key().c_str(), var.name.c_str(), f, fwd_flop / f * 1e-9, b,
+                    b > 0 ? 2.5 * fwd_flop / b * 1e-9 : 0.0);
+        CHECK(f > 0);
+      }
+      CHECK(fwd_ms.at("flash tf32x1") < fwd_ms.at("flash tf32x3"));
+    }
 }
