@@ -16,7 +16,7 @@
 //                                       2t + 1), then fp32 atomics as in the 16-bit kernel.
 // Nothing accumulates inside the tensor core for long (it truncates): dK and dV join their fp32
 // registers once per query tile (a fresh tensor-core sum over kBlockM queries, then an fp32 add); S^T,
-// dP^T and this block's dQ share are summed in chunks of kChunkSteps k8 steps added in fp32.
+// dP^T and this block's dQ share are summed in chunks of kChunkSteps k8 steps (one) added in fp32.
 #pragma once
 
 #include <cmath>
@@ -227,6 +227,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     // ---- S^T = K Q^T and dP^T = V dO^T: (16 keys, kBlockM queries) per warp ----
     float acc_s[kNTilesM][4], acc_dp[kNTilesM][4];
 #pragma unroll
+    for (int j = 0; j < kNTilesM; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_s[j][e] = acc_dp[j][e] = 0.f;
+    // Unrolled by 2 only: fully unrolled, ptxas hoists later chunks' ldmatrix and spills.
+#pragma unroll 2
     for (int ch = 0; ch < Tr::kQKSteps; ch += Tr::kChunkSteps) {
       float part_s[kNTilesM][4], part_dp[kNTilesM][4];
 #pragma unroll
@@ -258,8 +263,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       for (int j = 0; j < kNTilesM; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          acc_s[j][e] = ch == 0 ? part_s[j][e] : acc_s[j][e] + part_s[j][e];
-          acc_dp[j][e] = ch == 0 ? part_dp[j][e] : acc_dp[j][e] + part_dp[j][e];
+          acc_s[j][e] += part_s[j][e];
+          acc_dp[j][e] += part_dp[j][e];
         }
     }
 
@@ -337,6 +342,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       const float* k_b = sK + (2 * c) * kRS + wn * Tr::kDqCols + g;
       float acc_dq[kDqNTiles][4];
 #pragma unroll
+      for (int j = 0; j < kDqNTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dq[j][e] = 0.f;
+#pragma unroll 2
       for (int ch = 0; ch < Tr::kNSteps; ch += Tr::kChunkSteps) {
         float part[kDqNTiles][4];
 #pragma unroll
@@ -360,7 +369,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int j = 0; j < kDqNTiles; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) acc_dq[j][e] = ch == 0 ? part[j][e] : acc_dq[j][e] + part[j][e];
+          for (int e = 0; e < 4; ++e) acc_dq[j][e] += part[j][e];
       }
       // Lanes c and c^1 swap halves so each holds 4 consecutive columns of one row (as the 16-bit
       // kernel): one 16-byte reduction per lane and n8 tile.
@@ -420,12 +429,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 // Tiles per head_dim, chosen to fit the A100's 164 KB of shared memory as well as the H100's (fp32
 // tiles take twice the bytes of the 16-bit ones) and to keep spills small: 64 keys (4 warps) at d = 128
 // and 32, 128 keys (8 warps) at d = 64; 32 queries per step, 16 at d = 128 (dK and dV alone hold 128
-// registers a thread there: ptxas spilled 164 bytes with 32 queries, 92 with 16). S^T, dP^T and dQ in
-// chunks of 2 k8 steps. Not tuned on a GPU yet.
+// registers a thread there: ptxas spilled 164 bytes with 32 queries, 36 with 16). S^T, dP^T and dQ
+// added in fp32 after every k8 step. Not tuned on a GPU yet.
 template <int kHeadDim> struct Tf32BwdConfig;
-template <> struct Tf32BwdConfig<128> { using type = Tf32BwdTraits<128, 64, 16, 2, 1>; };
-template <> struct Tf32BwdConfig<64> { using type = Tf32BwdTraits<64, 128, 32, 2, 1>; };
-template <> struct Tf32BwdConfig<32> { using type = Tf32BwdTraits<32, 64, 32, 2, 1>; };
+template <> struct Tf32BwdConfig<128> { using type = Tf32BwdTraits<128, 64, 16, 1, 1>; };
+template <> struct Tf32BwdConfig<64> { using type = Tf32BwdTraits<64, 128, 32, 1, 1>; };
+template <> struct Tf32BwdConfig<32> { using type = Tf32BwdTraits<32, 64, 32, 1, 1>; };
 
 template <int kHeadDim> int main_tf32_smem_bytes() { return Tf32BwdConfig<kHeadDim>::type::kSmemBytes; }
 template <int kHeadDim> int main_tf32_key_tile() { return Tf32BwdConfig<kHeadDim>::type::kBlockN; }

@@ -23,7 +23,7 @@
 // inside the tensor core would lose ~N/16 units in the last place. So nothing accumulates inside the
 // tensor core for long: each tile's P V starts from zeros and joins O through an fp32 FMA (which also
 // applies the online-softmax rescale: no extra instruction), and S is summed in chunks of
-// kSChunkSteps k8 steps added in fp32.
+// kSChunkSteps k8 steps (one: 3 MMAs, 24 products) added in fp32.
 // Shared rows are padded by 4 floats (16 bytes): the ldmatrix row addresses land in distinct bank
 // groups, and the scalar V reads (rows 2t, 2t + 1; columns g) hit 32 distinct banks.
 #pragma once
@@ -186,6 +186,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     // would add up (see the top).
     float s[kMT][Tr::kSNTiles][4];
 #pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+    // Unrolled by 2 only: fully unrolled, ptxas hoisted later chunks' ldmatrix and spilled (52 bytes).
+#pragma unroll 2
     for (int c = 0; c < Tr::kQKSteps; c += Tr::kSChunkSteps) {
       float part[kMT][Tr::kSNTiles][4];
 #pragma unroll
@@ -224,7 +231,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         for (int nt = 0; nt < Tr::kSNTiles; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e)
-            s[mt][nt][e] = c == 0 ? part[mt][nt][e] : s[mt][nt][e] + part[mt][nt][e];
+            s[mt][nt][e] += part[mt][nt][e];
     }
 
     // ---- mask: only the diagonal tiles (causal) and the tile past the sequence end ----

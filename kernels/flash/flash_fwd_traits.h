@@ -68,8 +68,8 @@ struct FwdTraits {
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
-//   kSChunkSteps : k8 steps of S = Q K^T accumulated inside the tensor core before the chunk is added
-//                  to S in fp32 (the tensor core truncates; chunks keep that bias to a few products)
+//   kSChunkSteps : k8 steps of S = Q K^T summed inside the tensor core (from zeros) before the chunk
+//                  is added to S in fp32: the tensor core truncates, so its sums are kept short
 template <int kHeadDim_, int kBr_, int kBc_, int kWarps_, int kSChunkSteps_, int kMinBlocksPerSm_ = 1>
 struct Tf32FwdTraits {
   using Elem = float;
