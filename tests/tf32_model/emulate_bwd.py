@@ -1,8 +1,8 @@
 # Emulates bwd_main_tf32_kernel's index logic (all blocks and warps, float64, no TF32 rounding) against
 # textbook attention gradients.
 # A line-by-line NumPy transliteration of kernels/flash/flash_bwd_tf32.cuh, ldmatrix and
-# mma.m16n8k8 (TF32) emulated from the PTX ISA fragment tables; asserts fp64-level agreement. Not run by ctest (slow, and
-# it must be kept in step with the kernel by hand): python3 tests/tf32_model/emulate_bwd.py
+# mma.m16n8k8 (TF32) emulated from the PTX ISA fragment tables; asserts fp64-level agreement. Not run by
+# ctest (slow, and kept in step with the kernel by hand): python3 tests/tf32_model/emulate_bwd.py
 import numpy as np, sys
 rng = np.random.default_rng(0)
 lanes = np.arange(32); G = lanes // 4; C = lanes % 4

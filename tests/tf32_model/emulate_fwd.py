@@ -1,8 +1,8 @@
 # Emulates flash_fwd_tf32_kernel's index logic for one block (all warps), in float64 (no TF32 rounding):
 # checks fragment layouts, permutations, masks and the online softmax against plain attention.
 # A line-by-line NumPy transliteration of kernels/flash/flash_fwd_tf32.cuh, ldmatrix and
-# mma.m16n8k8 (TF32) emulated from the PTX ISA fragment tables; asserts fp64-level agreement. Not run by ctest (slow, and
-# it must be kept in step with the kernel by hand): python3 tests/tf32_model/emulate_fwd.py
+# mma.m16n8k8 (TF32) emulated from the PTX ISA fragment tables; asserts fp64-level agreement. Not run by
+# ctest (slow, and kept in step with the kernel by hand): python3 tests/tf32_model/emulate_fwd.py
 import numpy as np
 rng = np.random.default_rng(0)
 lanes = np.arange(32); G = lanes // 4; T = lanes % 4
