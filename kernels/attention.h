@@ -4,9 +4,14 @@
 // AttentionParams, so the runner does not care which one it runs.
 //
 // Layout (all tensors contiguous, "BHSD"):
-//   Q, O, dO, dQ : [batch, heads,    seq, head_dim]
-//   K, V, dK, dV : [batch, kv_heads, seq, head_dim]
-//   LSE, D       : [batch, heads, seq]   natural-log log-sum-exp of the scaled scores; accumulator type
+//   Q, O, dO, dQ : [batch, heads,    seq_q, head_dim]
+//   K, V, dK, dV : [batch, kv_heads, seq_k, head_dim]
+//   LSE, D       : [batch, heads, seq_q]   natural-log log-sum-exp of the scaled scores; accumulator type
+// Causal masking with seq_q != seq_k is aligned bottom-right (FlashAttention >= 2.1): query i sees keys
+// j <= i + seq_k - seq_q (kernels/common/mask.h, the one definition every implementation uses). With
+// seq_q > seq_k the first seq_q - seq_k query rows see no key: for such an empty row every
+// implementation writes O = 0 and LSE = -inf, and the backward gives it dQ = 0 (it adds nothing to dK
+// and dV). Comparisons count a -inf LSE matched by -inf as error 0.
 // Query head h reads key/value head h / (heads / kv_heads) (GQA/MQA). BHSD keeps the g = heads/kv_heads
 // query heads that share one K/V head contiguous, so the naive path can run them as one GEMM.
 //
@@ -16,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include "common/mask.h"
 
 namespace fb {
 
@@ -35,7 +42,8 @@ struct AttentionParams {
   int batch = 1;
   int heads = 1;
   int kv_heads = 1;  // divides heads
-  int seq = 1;       // seq_q == seq_k; causal masks key j > query i
+  int seq_q = 1;     // query rows: Q, O, dO, dQ, LSE
+  int seq_k = 1;     // key rows: K, V, dK, dV
   int head_dim = 64;
   bool causal = false;
   double scale = 0.0;  // softmax scale, 1/sqrt(head_dim) unless set
@@ -57,9 +65,10 @@ struct AttentionParams {
   void* workspace = nullptr;
 
   int group() const { return heads / kv_heads; }
-  std::int64_t q_elems() const { return std::int64_t(batch) * heads * seq * head_dim; }
-  std::int64_t kv_elems() const { return std::int64_t(batch) * kv_heads * seq * head_dim; }
-  std::int64_t rows() const { return std::int64_t(batch) * heads * seq; }
+  FB_HOST_DEVICE CausalMask mask() const { return CausalMask{seq_q, seq_k, causal}; }
+  std::int64_t q_elems() const { return std::int64_t(batch) * heads * seq_q * head_dim; }
+  std::int64_t kv_elems() const { return std::int64_t(batch) * kv_heads * seq_k * head_dim; }
+  std::int64_t rows() const { return std::int64_t(batch) * heads * seq_q; }
 };
 
 }  // namespace fb

@@ -3,8 +3,9 @@
 # peers, writing everything under WORK (default ./out); when OUT is set (the device tool), one
 # bundle.tgz of it lands there (the tool brings back few files). Prints a short summary last.
 #   scripts/device_run.sh BUILD_DIR [step ...]
-#   steps: tests ceilings verify verifybwd quick fwd fwd32 tests32 fp32tc fp32tcspeed seed bwd peers peersbwd ncu sanitize
-#          sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices
+#   steps: tests ceilings verify verifybwd quick fwd fwd32 tests32 fp32tc fp32tcspeed seed bwd peers
+#          peersbwd ncu sanitize sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices archs gpuquick
+#          adaptive verifyall decode gatestudy
 set -uo pipefail
 build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
 shift
@@ -48,6 +49,23 @@ for s in $steps; do
     dump) step dump sh -c "'$fb' run configs/quick.json --dump '$out/dump' -q -o '$out/dump-quick.json' &&
                            python3 -c 'import numpy as np, glob; fs = sorted(glob.glob(\"$out/dump/*/*.npy\")); print(len(fs), \"npy files\"); a = np.load([f for f in fs if f.endswith(\"bf16-causal-fwd/flash.O.npy\")][0]); b = np.load([f for f in fs if f.endswith(\"bf16-causal-fwd/reference.O.npy\")][0]); print(a.shape, \"max |flash - ref|\", abs(a - b).max())' && rm -rf '$out/dump'" ;;
     devices) step devices sh -c "'$fb' run configs/quick.json -q -o '$out/quick-single.json' && '$fb' run configs/quick.json -q --devices 0 -o '$out/quick-devices.json' && python3 -c 'import json; k = lambda f: sorted((r[\"key\"], r[\"kernel\"]) for r in json.load(open(f))[\"results\"]); a, b = k(\"$out/quick-single.json\"), k(\"$out/quick-devices.json\"); print(\"same cases:\", a == b, len(a))'" ;;
+    archs) step archs sh -c "cmake -S . -B '$out/cfg-check' -DFLASHBENCH_TESTS=OFF | grep -i 'architectures'; rm -rf '$out/cfg-check'" ;;
+    gpuquick) step gpuquick "$fb" run configs/gpu-quick.json -o "$out/gpu-quick.json" --csv "$out/gpu-quick.csv" ;;
+    adaptive) step adaptive "$fb" run configs/gpu-quick.json --min-time 0.5 --max-noise 1 --max-time 5 -o "$out/gpu-quick-adaptive.json" ;;
+    verifyall) step verifyall sh -c "'$fb' verify --seq 4096 --dtype all --pass fwd -o '$out/verify-4096.json';
+                                     '$fb' verify --seq 4096 --dtype all --pass bwd -o '$out/verify-4096-bwd.json'" ;;
+    decode) step decode sh -c "'$fb' verify --seq-q 1 --seq-k 4097 --kv-heads 8 --dtype all --causal both --pass all -o '$out/verify-decode.json';
+                               '$fb' verify --seq-q 1000 --seq-k 257 --kv-heads 8 --dtype bf16 --causal yes --pass all -o '$out/verify-q1000-k257.json';
+                               '$fb' verify --seq-q 257 --seq-k 3001 --kv-heads 4 --dtype all --causal both --pass all -o '$out/verify-q257-k3001.json';
+                               '$fb' run configs/decode.json -q -o '$out/decode.json'" ;;
+    # The gate's false-alarm and detection rates (results/h200/gate-study.json): GATE_RUNS runs of this
+    # binary, then GATE_SLOW runs of a build with tests/data/gate-slowdown.patch applied (reverted after).
+    gatestudy) step gatestudy sh -c "set -e; mkdir -p '$out/gate';
+        for i in \$(seq 1 ${GATE_RUNS:-6}); do '$fb' run configs/gate-study.json -q -o '$out/gate/base-'\$i.json; done;
+        git apply tests/data/gate-slowdown.patch; cmake --build '$build' -j\$(nproc) --target flashbench >/dev/null;
+        for i in \$(seq 1 ${GATE_SLOW:-3}); do '$fb' run configs/gate-study.json -q -o '$out/gate/slow-'\$i.json; done;
+        git apply -R tests/data/gate-slowdown.patch; cmake --build '$build' -j\$(nproc) --target flashbench >/dev/null;
+        python3 scripts/gate_study.py --exe '$fb' --base '$out'/gate/base-*.json --slow '$out'/gate/slow-*.json -o '$out/gate-study.json'" ;;
     fwd) step fwd "$fb" run configs/h200-fwd.json -o "$out/h200-fwd.json" --csv "$out/h200-fwd.csv" ;;
     seed) step seed "$fb" run configs/seed-claims.json -o "$out/seed-claims.json" --csv "$out/seed-claims.csv" ;;
     bwd) step bwd "$fb" run configs/h200-bwd.json -o "$out/h200-bwd.json" --csv "$out/h200-bwd.csv" ;;

@@ -30,19 +30,54 @@ class ResultsError(Exception):
     """A results file that cannot be used; str() is one line naming the file and the field."""
 
 
+def seq_lengths(case):
+    """(seq_q, seq_k) of a case dict that has seq_q and seq_k, or seq alone (self-attention)."""
+    if "seq_q" in case or "seq_k" in case:
+        return case["seq_q"], case["seq_k"]
+    return case["seq"], case["seq"]
+
+
 def case_key(case):
-    """The key src/case.cpp Case::key() writes, e.g. "b1-h16-kv16-n4096-d128-bf16-causal-fwd"."""
-    return "b{batch}-h{heads}-kv{kv_heads}-n{seq}-d{head_dim}-{dtype}-{mask}-{pass_}".format(
-        mask="causal" if case["causal"] else "full", pass_=case["pass"], **case)
+    """The key src/case.cpp Case::key() writes: "b1-h16-kv16-n4096-d128-bf16-causal-fwd" when
+    seq_q == seq_k, "b1-h32-kv8-q1-k4096-d128-bf16-causal-fwd" otherwise."""
+    nq, nk = seq_lengths(case)
+    length = f"n{nq}" if nq == nk else f"q{nq}-k{nk}"
+    return "b{batch}-h{heads}-kv{kv_heads}-{length}-d{head_dim}-{dtype}-{mask}-{pass_}".format(
+        length=length, batch=case["batch"], heads=case["heads"], kv_heads=case["kv_heads"],
+        head_dim=case["head_dim"], dtype=case["dtype"], mask="causal" if case["causal"] else "full",
+        pass_=case["pass"])
+
+
+def visible_pairs(seq_q, seq_k, causal):
+    """(query, key) pairs a causal mask aligned bottom-right leaves visible (kernels/common/mask.h):
+    query i sees keys j <= i + seq_k - seq_q."""
+    if not causal:
+        return seq_q * seq_k
+    off = seq_k - seq_q
+    return sum(min(seq_k, max(0, i + off + 1)) for i in range(seq_q))
 
 
 def case_flops(case):
-    """Model FLOPs of one case: 4*B*H*N^2*d for the forward, halved when causal, times the pass factor."""
-    n = case["seq"]
-    f = 4.0 * case["batch"] * case["heads"] * n * n * case["head_dim"]
+    """Model FLOPs of one case (src/case.cpp flops()): 4*B*H*seq_q*seq_k*d for the forward, times the
+    pass factor; causal halves it when seq_q == seq_k (FlashAttention's figure) and otherwise counts
+    the visible pairs exactly."""
+    nq, nk = seq_lengths(case)
+    pairs = float(nq) * nk
     if case["causal"]:
-        f /= 2
+        pairs = pairs / 2 if nq == nk else float(visible_pairs(nq, nk, True))
+    f = 4.0 * case["batch"] * case["heads"] * pairs * case["head_dim"]
     return f * PASS_FLOP_FACTOR[case["pass"]]
+
+
+def case_json(case):
+    """The "case" object the schema writes: seq_q and seq_k, plus seq when they are equal."""
+    nq, nk = seq_lengths(case)
+    out = {k: case[k] for k in ("batch", "heads", "kv_heads")}
+    out.update({"seq_q": nq, "seq_k": nk})
+    if nq == nk:
+        out["seq"] = nq
+    out.update({k: case[k] for k in ("head_dim", "dtype", "causal", "pass")})
+    return out
 
 
 def encode_number(x):
@@ -124,11 +159,21 @@ def schema_major(version, path="schema_version"):
 
 
 def _read_case(obj, path):
+    # seq_q and seq_k, or (files from before they existed) seq alone; seq beside them must agree.
+    if "seq_q" in obj or "seq_k" in obj:
+        nq, nk = _integer(obj, "seq_q", path, 1), _integer(obj, "seq_k", path, 1)
+        if "seq" in obj and _integer(obj, "seq", path, 1) != nq or "seq" in obj and nq != nk:
+            raise ResultsError(f"{path}.seq: {obj['seq']} does not match seq_q {nq} and seq_k {nk} "
+                               "(seq is given only when they are equal)")
+    else:
+        nq = nk = _integer(obj, "seq", path, 1)
     c = {
         "batch": _integer(obj, "batch", path, 1),
         "heads": _integer(obj, "heads", path, 1),
         "kv_heads": _integer(obj, "kv_heads", path, 1),
-        "seq": _integer(obj, "seq", path, 1),
+        "seq": nq if nq == nk else None,  # N of self-attention; None when the lengths differ
+        "seq_q": nq,
+        "seq_k": nk,
         "head_dim": _integer(obj, "head_dim", path, 1),
         "dtype": _string(obj, "dtype", path),
         "causal": _boolean(obj, "causal", path),
@@ -199,6 +244,9 @@ def results_from_json(doc):
     spec = _field(doc, "spec", "")
     if not isinstance(spec, (dict, list)):  # `flashbench merge` keeps one spec per input file
         raise ResultsError("spec: expected an object or an array")
+    complete = doc.get("complete", True)  # absent before schema 1.1: those runs were whole
+    if not isinstance(complete, bool):
+        raise ResultsError("complete: expected true or false")
     records = _field(doc, "results", "")
     if not isinstance(records, list):
         raise ResultsError("results: expected an array")
@@ -210,6 +258,7 @@ def results_from_json(doc):
         "device": _object(doc, "device", ""),
         "spec": spec,
         "settings": settings,
+        "complete": complete,
         "results": [_read_record(r, f"results[{i}]") for i, r in enumerate(records)],
     }
 

@@ -3,8 +3,9 @@
 Mirrors src/spec.cpp so that peers.py and ncu_bytes.py run exactly the cases `flashbench run` runs on the
 same spec: the same keys, required fields, defaults (kv_heads = heads, causal false, pass fwd, warmup 3,
 reps 10, seed 42), caps, and product order (outermost first: dtype, head_dim, causal, pass, batch|tokens,
-heads|model_dim, kv_heads, seq), with batch = tokens / seq when the spec gives tokens and heads =
-model_dim / head_dim when it gives model_dim. Every rejection is a
+heads|model_dim, kv_heads, seq or seq_q then seq_k), with batch = tokens / seq_q when the spec gives tokens
+and heads = model_dim / head_dim when it gives model_dim. `seq` is the shorthand for seq_q = seq_k; a spec
+gives seq, or both seq_q and seq_k. Every rejection is a
 SpecError whose text starts with the path of the field at fault ("spec.head_dim[1]: ...").
 
 Which kernels can run a case is not checked here: flashbench's registry decides that for its kernels,
@@ -15,9 +16,10 @@ import json
 import math
 
 MAX_INPUT_SCALE = 1e4  # as src/spec.cpp
-KEYS = ("$schema", "name", "description", "seq", "batch", "tokens", "heads", "model_dim", "kv_heads",
-        "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps", "seed", "verify", "input_scale")
-REQUIRED = ("seq", "head_dim", "dtype")
+KEYS = ("$schema", "name", "description", "seq", "seq_q", "seq_k", "batch", "tokens", "heads", "model_dim",
+        "kv_heads", "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps", "seed", "verify",
+        "input_scale")
+REQUIRED = ("head_dim", "dtype")  # and seq, or seq_q and seq_k
 DTYPES = ("fp64", "fp32", "fp16", "bf16")
 PASSES = ("fwd", "bwd", "fwd+bwd")
 
@@ -139,13 +141,22 @@ def expand_spec(spec):
     if unknown:
         raise SpecError(f"spec: unknown key{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(repr(k) for k in unknown)}; valid keys: {', '.join(KEYS)}")
+    split_seq = "seq_q" in spec or "seq_k" in spec
+    if split_seq and "seq" in spec:
+        raise SpecError("spec: give seq (seq_q = seq_k), or seq_q and seq_k, not both")
+    if not split_seq and "seq" not in spec:
+        raise SpecError("spec.seq: missing (required), or give seq_q and seq_k")
+    if split_seq and "seq_q" not in spec:
+        raise SpecError("spec.seq_q: missing: seq_k needs seq_q (or give seq for both)")
+    if split_seq and "seq_k" not in spec:
+        raise SpecError("spec.seq_k: missing: seq_q needs seq_k (or give seq for both)")
     for key in REQUIRED:
         if key not in spec:
             raise SpecError(f"spec.{key}: missing (required)")
     by_tokens = "tokens" in spec
     if by_tokens == ("batch" in spec):
-        raise SpecError("spec: give batch or tokens, not both (batch = tokens / seq)" if by_tokens
-                        else "spec: missing batch (or tokens, with batch = tokens / seq)")
+        raise SpecError("spec: give batch or tokens, not both (batch = tokens / seq_q)" if by_tokens
+                        else "spec: missing batch (or tokens, with batch = tokens / seq_q)")
     by_model_dim = "model_dim" in spec
     if by_model_dim == ("heads" in spec):
         raise SpecError("spec: give heads or model_dim, not both (heads = model_dim / head_dim)" if by_model_dim
@@ -154,7 +165,9 @@ def expand_spec(spec):
         if key in spec and not isinstance(_scalar(spec, key), str):
             raise SpecError(f"spec.{key}: must be a string, got {_describe(spec[key])}")
 
-    seq, _ = _int_axis(spec, "seq", 1, MAX_SEQ)
+    # seq is the query axis; the key lengths pair with it one to one (seq) or as a product (seq_k).
+    seq, _ = _int_axis(spec, "seq_q" if split_seq else "seq", 1, MAX_SEQ)
+    seq_k = _int_axis(spec, "seq_k", 1, MAX_SEQ)[0] if split_seq else None
     if by_tokens:
         outer, outer_paths = _int_axis(spec, "tokens", 1, MAX_TOKENS)
     else:
@@ -199,7 +212,7 @@ def expand_spec(spec):
         out["input_scale"] = float(v)
 
     count = (len(dtype) * len(head_dim) * len(causal) * len(passes) * len(outer) * len(heads)
-             * len(kv_heads) * len(seq))
+             * len(kv_heads) * len(seq) * (len(seq_k) if split_seq else 1))
     if count > MAX_CASES:
         raise SpecError(f"spec: the sweep has {count} cases, more than the cap {MAX_CASES}")
 
@@ -223,16 +236,19 @@ def expand_spec(spec):
                         raise SpecError(f"{kp}: {kv} does not divide "
                                         f"{'heads (model_dim / head_dim)' if by_model_dim else hp} = "
                                         f"{heads_of(h, d)} (each K/V head serves heads / kv_heads query heads)")
+    per = "seq_q" if split_seq else "seq"
     if by_tokens:
         for t, tp in zip(outer, outer_paths):
             for n in seq:
                 if t % n != 0:
                     raise SpecError(f"{tp}: {t} tokens is not a whole number of sequences of {n} "
-                                    "(batch = tokens / seq must divide exactly)")
+                                    f"(batch = tokens / {per} must divide exactly)")
                 if t // n > MAX_BATCH:
-                    raise SpecError(f"{tp}: batch = tokens / seq = {t} / {n} = {t // n} is more than the "
+                    raise SpecError(f"{tp}: batch = tokens / {per} = {t} / {n} = {t // n} is more than the "
                                     f"cap {MAX_BATCH} on batch")
-    rows = max(outer) if by_tokens else max(outer) * max(seq)
+    # Rows of Q (batch * seq_q) or K (batch * seq_k), whichever is larger (src/spec.cpp).
+    max_batch = max(outer) // min(seq) if by_tokens else max(outer)
+    rows = max(max(outer) if by_tokens else max_batch * max(seq), max_batch * max(seq_k or seq))
     max_heads = max(heads) // min(head_dim) if by_model_dim else max(heads)
     if rows * max_heads * max(head_dim) > MAX_TENSOR_ELEMS:
         raise SpecError(f"spec: {rows * max_heads * max(head_dim)} elements in one tensor (B*H*N*d), "
@@ -247,10 +263,12 @@ def expand_spec(spec):
                         for h in heads:
                             for kv in kv_heads:
                                 for n in seq:
-                                    nh = heads_of(h, d)
-                                    cases.append({"batch": b // n if by_tokens else b, "heads": nh,
-                                                  "kv_heads": nh if kv is None else kv, "seq": n,
-                                                  "head_dim": d, "dtype": t, "causal": c, "pass": p})
+                                    for nk in (seq_k if split_seq else [n]):
+                                        nh = heads_of(h, d)
+                                        cases.append({"batch": b // n if by_tokens else b, "heads": nh,
+                                                      "kv_heads": nh if kv is None else kv,
+                                                      "seq": n if n == nk else None, "seq_q": n, "seq_k": nk,
+                                                      "head_dim": d, "dtype": t, "causal": c, "pass": p})
     out["cases"] = cases
     return out
 

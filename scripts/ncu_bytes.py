@@ -45,7 +45,7 @@ from collections import OrderedDict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fbresults import ResultsError, case_key, load_results  # noqa: E402
+from fbresults import ResultsError, case_key, load_results, seq_lengths  # noqa: E402
 from fbspec import SpecError, load_spec  # noqa: E402
 
 PROG = "ncu_bytes.py"
@@ -158,10 +158,16 @@ def summarize_launches(launches):
 
 def one_case_spec(case, kernel):
     """A spec that runs exactly `case` with `kernel`, once, without verification."""
-    return {"name": f"ncu-bytes {case_key(case)} {kernel}", "seq": [case["seq"]], "batch": [case["batch"]],
+    spec = {"name": f"ncu-bytes {case_key(case)} {kernel}", "batch": [case["batch"]],
             "heads": [case["heads"]], "kv_heads": [case["kv_heads"]], "head_dim": [case["head_dim"]],
             "dtype": [case["dtype"]], "causal": [case["causal"]], "pass": [case["pass"]], "kernels": [kernel],
             "warmup": 0, "reps": 1, "verify": False}
+    nq, nk = seq_lengths(case)
+    if nq == nk:
+        spec["seq"] = [nq]
+    else:
+        spec.update({"seq_q": [nq], "seq_k": [nk]})
+    return spec
 
 
 def tool_version(cmd):

@@ -14,8 +14,12 @@ Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
 
 What is measured, the way flashbench measures it:
   * cases: the spec's Cartesian product, expanded exactly as `flashbench run` expands it
-    (scripts/fbspec.py mirrors src/spec.cpp); layout (B, H, N, d) = flashbench's BHSD; GQA through
-    enable_gqa=True; scale 1/sqrt(d); causal = is_causal (top-left aligned, seq_q == seq_k);
+    (scripts/fbspec.py mirrors src/spec.cpp); layout (B, H, N, d) = flashbench's BHSD (Q, dO with seq_q
+    rows, K, V with seq_k); GQA through enable_gqa=True; scale 1/sqrt(d); causal: is_causal when
+    seq_q == seq_k, no mask when seq_q == 1 (the one row sees every key), and otherwise PyTorch's
+    causal_lower_right bias, since is_causal aligns top-left and flashbench bottom-right (query i sees keys
+    j <= i + seq_k - seq_q). Causal with seq_q > seq_k is skipped: SDPA leaves rows with no visible key
+    undefined (NaN), flashbench defines them as O = 0;
   * inputs: standard normal from torch's generator seeded by the spec's seed and the case key (the
     same distribution as flashbench's inputs, not the same numbers);
   * time: CUDA events around each rep after the warm-up; before each rep the L2 cache is flushed by
@@ -24,11 +28,13 @@ What is measured, the way flashbench measures it:
     forward (retain_graph, so each rep redoes only the backward); fwd+bwd times both;
   * memory: torch.cuda.max_memory_allocated() over one untimed run, minus what was allocated before it
     (the inputs, dO and the L2 flush buffer), after reset_peak_memory_stats();
-  * FLOPs: 4*B*H*N^2*d for the forward, halved when causal; bwd 2.5x, fwd+bwd 3.5x (src/case.cpp);
+  * FLOPs: 4*B*H*seq_q*seq_k*d for the forward, halved when causal and seq_q == seq_k (the visible pairs
+    counted exactly otherwise); bwd 2.5x, fwd+bwd 3.5x (src/case.cpp);
     bytes_moved and gbps are 0: PyTorch's kernels have no byte model here;
   * accuracy: max |x - x_ref| per output (O for fwd; dQ, dK, dV for bwd; all four for fwd+bwd) against
     an fp64 evaluation of softmax(Q K^T * scale) V on the same inputs (and its fp64 autograd gradients),
-    computed on the GPU in blocks of query rows. Only for N <= --ref-max-seq (default 8192) and when
+    computed on the GPU in blocks of query rows. Only for max(seq_q, seq_k) <= --ref-max-seq (default 8192)
+    and when
     the spec does not say "verify": false; above it ref_max_abs_err is null. A non-finite output gives
     an error of inf. `verified` is null: the peers are measured, not judged.
 
@@ -54,7 +60,7 @@ from collections import OrderedDict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fbresults import SCHEMA_VERSION, case_flops, case_key, encode_number  # noqa: E402
+from fbresults import SCHEMA_VERSION, case_flops, case_json, case_key, encode_number, seq_lengths  # noqa: E402
 from fbspec import SpecError, load_spec  # noqa: E402
 
 PROG = "peers.py"
@@ -129,15 +135,26 @@ def math_bytes_estimate(case):
     """Bytes torch-math needs beyond its inputs: N x N scores and probabilities (computed in fp32 for
     fp16/bf16 inputs, PyTorch's default), their gradients for a backward, and K/V expanded to every
     query head for GQA. An estimate for deciding whether to try, not a measurement."""
-    b, h, n, d = case["batch"], case["heads"], case["seq"], case["head_dim"]
+    b, h, d = case["batch"], case["heads"], case["head_dim"]
+    nq, nk = seq_lengths(case)
     elem = 8 if case["dtype"] == "fp64" else 4
     nn_tensors = 3 if case["pass"] == "fwd" else 6
-    gqa = 2 * b * h * n * d * elem if case["kv_heads"] != h else 0
-    return b * h * n * n * elem * nn_tensors + gqa
+    gqa = 2 * b * h * nk * d * elem if case["kv_heads"] != h else 0
+    return b * h * nq * nk * elem * nn_tensors + gqa
 
 
 def wants_reference(case, ref_max_seq, verify):
-    return verify and case["seq"] <= ref_max_seq
+    return verify and max(seq_lengths(case)) <= ref_max_seq
+
+
+def mask_refusal(case):
+    """Why the peers do not run a case (None when they do): causal with seq_q > seq_k has query rows
+    that see no key, which SDPA leaves undefined (NaN) while flashbench defines O = 0 there."""
+    nq, nk = seq_lengths(case)
+    if case["causal"] and nq > nk:
+        return (f"causal with seq_q {nq} > seq_k {nk}: SDPA leaves the {nq - nk} query rows that see no "
+                "key undefined (flashbench: O = 0, LSE = -inf)")
+    return None
 
 
 def output_names(pass_):
@@ -156,7 +173,7 @@ def make_record(case, kernel, status, reason="", times_ms=(), peak_bytes=0, erro
             ref = math.inf
     return {
         "key": case_key(case),
-        "case": dict(case),
+        "case": case_json(case),
         "kernel": kernel,
         "status": status,
         "reason": reason,
@@ -273,22 +290,40 @@ class Peers:
         g = t.Generator(device=self.dev)
         g.manual_seed(case_seed(seed, case_key(case)))
         dt = getattr(t, TORCH_DTYPES[case["dtype"]])
-        b, h, kv, n, d = case["batch"], case["heads"], case["kv_heads"], case["seq"], case["head_dim"]
+        b, h, kv, d = case["batch"], case["heads"], case["kv_heads"], case["head_dim"]
+        nq, nk = seq_lengths(case)
         grad = case["pass"] != "fwd"
 
-        def randn(heads, scale=1.0):
+        def randn(heads, n, scale=1.0):
             x = t.randn(b, heads, n, d, generator=g, device=self.dev, dtype=t.float32) * scale
             return x.to(dt).requires_grad_(grad)
 
         # Q and K scaled like flashbench's (spec input_scale): scores grow as its square.
-        q, k, v = randn(h, input_scale), randn(kv, input_scale), randn(kv)
-        do = t.randn(b, h, n, d, generator=g, device=self.dev, dtype=dt) if grad else None
+        q, k, v = randn(h, nq, input_scale), randn(kv, nk, input_scale), randn(kv, nk)
+        do = t.randn(b, h, nq, d, generator=g, device=self.dev, dtype=dt) if grad else None
         return q, k, v, do
+
+    def mask_args(self, case):
+        """SDPA's masking arguments for flashbench's causal rule (bottom-right aligned)."""
+        nq, nk = seq_lengths(case)
+        if not case["causal"] or nq == 1:  # one query row sees every key: no mask at all
+            return {"is_causal": False}
+        if nq == nk:
+            return {"is_causal": True}
+        # is_causal aligns top-left; the lower-right causal bias is what flashbench computes (PyTorch
+        # >= 2.3; before it, the same rule as a boolean mask, which fewer backends take).
+        try:
+            from torch.nn.attention.bias import causal_lower_right
+            return {"attn_mask": causal_lower_right(nq, nk)}
+        except ImportError:
+            t = self.torch
+            keep = t.ones(nq, nk, dtype=t.bool, device=self.dev).tril(diagonal=nk - nq)
+            return {"attn_mask": keep}
 
     def forward(self, case, q, k, v):
         return self.F.scaled_dot_product_attention(
-            q, k, v, is_causal=case["causal"], scale=1.0 / math.sqrt(case["head_dim"]),
-            enable_gqa=case["heads"] != case["kv_heads"])
+            q, k, v, scale=1.0 / math.sqrt(case["head_dim"]),
+            enable_gqa=case["heads"] != case["kv_heads"], **self.mask_args(case))
 
     def runner(self, case, q, k, v, do):
         """(prepare, timed): prepare() runs untimed before the reps; timed() is one rep and returns the
@@ -324,7 +359,9 @@ class Peers:
         at once. Each block covers one (batch, K/V head) with its group of query heads, so dK and dV
         add up over the blocks of rows."""
         t = self.torch
-        b, h, kv, n, d = case["batch"], case["heads"], case["kv_heads"], case["seq"], case["head_dim"]
+        b, h, kv, d = case["batch"], case["heads"], case["kv_heads"], case["head_dim"]
+        nq, n = seq_lengths(case)  # n: keys, the columns of the score blocks
+        offset = n - nq  # causal: query i sees keys j <= i + offset
         group = h // kv
         scale = 1.0 / math.sqrt(d)
         grad = case["pass"] != "fwd"
@@ -333,20 +370,20 @@ class Peers:
         out = {"O": t.empty_like(q64)} if case["pass"] != "bwd" else {}
         if grad:
             out.update({"dQ": t.empty_like(q64), "dK": t.zeros_like(k64), "dV": t.zeros_like(v64)})
-        rows = max(1, min(n, REF_BLOCK_BUDGET // (REF_TEMPS * 8 * group * n)))
+        rows = max(1, min(nq, REF_BLOCK_BUDGET // (REF_TEMPS * 8 * group * n)))
         cols = t.arange(n, device=self.dev)
         for bi in range(b):
             for kh in range(kv):
                 hs = slice(kh * group, (kh + 1) * group)
                 kk = k64[bi, kh].detach().requires_grad_(grad)  # (N, d)
                 vv = v64[bi, kh].detach().requires_grad_(grad)
-                for r0 in range(0, n, rows):
-                    r1 = min(n, r0 + rows)
+                for r0 in range(0, nq, rows):
+                    r1 = min(nq, r0 + rows)
                     qq = q64[bi, hs, r0:r1].detach().requires_grad_(grad)  # (group, rows, d)
                     with t.set_grad_enabled(grad):
                         s = (qq @ kk.transpose(0, 1)) * scale  # (group, rows, N)
                         if case["causal"]:
-                            masked = cols[None, :] > t.arange(r0, r1, device=self.dev)[:, None]
+                            masked = cols[None, :] > t.arange(r0, r1, device=self.dev)[:, None] + offset
                             s = s.masked_fill(masked, -math.inf)
                         o = t.softmax(s, dim=-1) @ vv  # (group, rows, d)
                     if "O" in out:
@@ -374,6 +411,9 @@ class Peers:
     def measure(self, case, kernel, tensors, ref_cache):
         t = self.torch
         q, k, v, do = tensors
+        why = mask_refusal(case)
+        if why:
+            return make_record(case, kernel, "skipped", why)
         if kernel == "torch-math":
             need = math_bytes_estimate(case)
             t.cuda.empty_cache()  # memory the caching allocator holds but does not use counts as free
@@ -518,6 +558,7 @@ def main(argv=None):
                      "verify": sweep["verify"], "timer": "cuda-events", "l2_flush": True,
                      "l2_flush_bytes": peers.flush_buf.numel(), "ref_max_seq": args.ref_max_seq,
                      "backends": kernels},
+        "complete": True,  # peers.py has no interruption handling: a file it writes is whole
         "results": records,
     }
     print(format_table(records))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-step set-up for a fresh Debian/Ubuntu machine (README's first two commands).
-#   scripts/setup.sh run    install what is missing, build (Release), run configs/quick.json
+#   scripts/setup.sh run    install what is missing, build (Release), run the default sweep:
+#                           configs/gpu-quick.json when flashbench finds a GPU, else configs/quick.json
 #   scripts/setup.sh test   install what is missing, build (Release), run every test through ctest
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
 set -euo pipefail
@@ -37,7 +38,11 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(comman
 cmake --build "$build" -j "$jobs"
 
 if [ "$mode" = run ]; then
-  exec "$build/flashbench" run configs/quick.json -o "$build/quick.json" --csv "$build/quick.csv" "$@"
+  # The backend `run` picks by itself (auto): CUDA when this build has it and a GPU is visible. On a GPU
+  # the CPU's smoke sweep would only time microsecond launches; gpu-quick shows naive vs tiled in seconds.
+  spec=quick
+  if "$build/flashbench" info --json 2>/dev/null | grep -q '"backend": "cuda"'; then spec=gpu-quick; fi
+  exec "$build/flashbench" run "configs/$spec.json" -o "$build/$spec.json" --csv "$build/$spec.csv" "$@"
 fi
 
 # The plot and peers scripts are tested too: they need the pinned Python packages.

@@ -38,7 +38,9 @@ std::optional<Pass> parse_pass(std::string_view s) {
 }
 
 std::string Case::key() const {
-  return fmt::format("b{}-h{}-kv{}-n{}-d{}-{}-{}-{}", batch, heads, kv_heads, seq, head_dim,
+  const std::string len =
+      square() ? fmt::format("n{}", seq_q) : fmt::format("q{}-k{}", seq_q, seq_k);
+  return fmt::format("b{}-h{}-kv{}-{}-d{}-{}-{}-{}", batch, heads, kv_heads, len, head_dim,
                      to_string(dtype), causal ? "causal" : "full", to_string(pass));
 }
 
@@ -48,7 +50,8 @@ AttentionParams Case::params() const {
   p.batch = batch;
   p.heads = heads;
   p.kv_heads = kv_heads;
-  p.seq = seq;
+  p.seq_q = seq_q;
+  p.seq_k = seq_k;
   p.head_dim = head_dim;
   p.causal = causal;
   p.scale = 1.0 / std::sqrt(double(head_dim));
@@ -62,16 +65,16 @@ double pass_factor(Pass p) { return p == Pass::fwd ? 1.0 : p == Pass::bwd ? 2.5 
 }  // namespace
 
 double flops(const Case& c) {
-  const double n = c.seq;
-  double f = 4.0 * c.batch * c.heads * n * n * c.head_dim;
-  if (c.causal) f /= 2;
+  const double pairs = double(c.seq_q) * c.seq_k;
+  double f = 4.0 * c.batch * c.heads * pairs * c.head_dim;
+  if (c.causal) f *= c.square() ? 0.5 : c.params().mask().visible_pairs() / pairs;
   return f * pass_factor(c.pass);
 }
 
 std::uint64_t input_bytes(const Case& c) {
   const std::uint64_t e = dtype_bytes(c.dtype);
-  const std::uint64_t q = std::uint64_t(c.batch) * c.heads * c.seq * c.head_dim * e;
-  const std::uint64_t kv = std::uint64_t(c.batch) * c.kv_heads * c.seq * c.head_dim * e;
+  const std::uint64_t q = std::uint64_t(c.batch) * c.heads * c.seq_q * c.head_dim * e;
+  const std::uint64_t kv = std::uint64_t(c.batch) * c.kv_heads * c.seq_k * c.head_dim * e;
   std::uint64_t b = q + 2 * kv;
   if (c.pass != Pass::fwd) b += q;  // dO
   return b;
@@ -80,14 +83,13 @@ std::uint64_t input_bytes(const Case& c) {
 namespace {
 
 struct Sizes {
-  double q, kv, rows, acc;  // bytes of Q (= O, dO, dQ), of K (= V, dK, dV); rows; accumulator bytes
-  double n;
+  double q, kv, rows, acc;  // bytes of Q (= O, dO, dQ), of K (= V, dK, dV); query rows; accumulator bytes
 };
 Sizes sizes_of(const Case& c) {
   const double e = double(dtype_bytes(c.dtype));
-  const double n = c.seq;
-  return {double(c.batch) * c.heads * n * c.head_dim * e, double(c.batch) * c.kv_heads * n * c.head_dim * e,
-          double(c.batch) * c.heads * n, double(accum_bytes(c.dtype)), n};
+  return {double(c.batch) * c.heads * c.seq_q * c.head_dim * e,
+          double(c.batch) * c.kv_heads * c.seq_k * c.head_dim * e, double(c.batch) * c.heads * c.seq_q,
+          double(accum_bytes(c.dtype))};
 }
 
 double by_pass(const Case& c, double fwd, double bwd) {
@@ -103,9 +105,9 @@ double by_pass(const Case& c, double fwd, double bwd) {
 
 double naive_bytes(const Case& c, int) {
   const Sizes z = sizes_of(c);
-  // cuBLAS computes and writes the whole N x N S even when causal (the mask is applied in the
-  // softmax, which still reads S and writes all of P), so causal moves as many bytes as full.
-  const double nn = double(c.batch) * c.heads * z.n * z.n * double(dtype_bytes(c.dtype));
+  // cuBLAS computes and writes the whole seq_q x seq_k S even when causal (the mask is applied in
+  // the softmax, which still reads S and writes all of P), so causal moves as many bytes as full.
+  const double nn = double(c.batch) * c.heads * c.seq_q * double(c.seq_k) * double(dtype_bytes(c.dtype));
   // Q, K, V in; S written, S read, P written, P read; O and LSE out.
   const double fwd = z.q + 2 * z.kv + 4 * nn + z.q + z.rows * z.acc;
   // dV = P^T dO (read P, dO), dP = dO V^T (write dP), dS = P o (dP - D) (read P, dP; write dS),
@@ -116,19 +118,30 @@ double naive_bytes(const Case& c, int) {
 
 double tiled_bytes(const Case& c, int tile) {
   const Sizes z = sizes_of(c);
-  const double t = tile > 0 ? tile : 1;
-  const double tiles = std::ceil(z.n / t);
-  // Causal: a tile meets only the tiles on its side of the diagonal, about half on average.
-  const double share = c.causal ? 0.5 : 1.0;
-  // Forward, one block per query tile: Q read once, K and V once per query tile; O and LSE written.
-  const double fwd = z.q + 2 * z.kv * tiles * share + z.q + z.rows * z.acc;
-  // Backward, one block per key tile of `tile` rows: pre-pass reads O, dO and writes D; the main
-  // kernel reads K, V once and Q, dO, LSE, D once per key tile, writes dK, dV, and adds its dQ share
-  // to an fp32 accumulator per key tile (read-modify-write, counted as one write each); the convert
-  // reads the accumulator and writes dQ.
+  const int t = tile > 0 ? tile : 1;
+  const CausalMask mask = c.params().mask();
+  // Forward, one block per query tile of t rows: Q read once, K and V once per query tile (causal:
+  // the keys its last row sees; about half on average when square); O and LSE written.
+  const int q_tiles = (c.seq_q + t - 1) / t;
+  double kv_reads = q_tiles;  // in units of all of K and V
+  if (c.causal) {
+    kv_reads = 0;
+    for (int i = 0; i < q_tiles; ++i) kv_reads += double(mask.key_end(i * t, t)) / c.seq_k;
+  }
+  const double fwd = z.q + 2 * z.kv * kv_reads + z.q + z.rows * z.acc;
+  // Backward, one block per key tile of t keys: the pre-pass reads O, dO and writes D; the main
+  // kernel reads K, V once and Q, dO, LSE, D once per key tile (causal: the rows that see the tile),
+  // writes dK, dV, and adds its dQ share to an fp32 accumulator per key tile (read-modify-write,
+  // counted once); the convert reads the accumulator and writes dQ.
+  const int k_tiles = (c.seq_k + t - 1) / t;
+  double q_reads = k_tiles;  // in units of all query rows
+  if (c.causal) {
+    q_reads = 0;
+    for (int j = 0; j < k_tiles; ++j) q_reads += double(c.seq_q - mask.first_row(j * t)) / c.seq_q;
+  }
   const double acc_q = z.q / double(dtype_bytes(c.dtype)) * z.acc;
   const double pre = 2 * z.q + z.rows * z.acc;
-  const double main = 2 * z.kv + (2 * z.q + 2 * z.rows * z.acc + acc_q) * tiles * share + 2 * z.kv;
+  const double main = 2 * z.kv + (2 * z.q + 2 * z.rows * z.acc + acc_q) * q_reads + 2 * z.kv;
   const double convert = acc_q + z.q;
   return by_pass(c, fwd, pre + main + convert);
 }

@@ -14,13 +14,19 @@ struct Case {
   int batch = 1;
   int heads = 1;
   int kv_heads = 1;
-  int seq = 1;
+  int seq_q = 1;  // query rows (Q, O, dO, dQ, LSE)
+  int seq_k = 1;  // key rows (K, V, dK, dV); causal aligns bottom-right (kernels/common/mask.h)
   int head_dim = 64;
   Dtype dtype = Dtype::fp32;
   bool causal = false;
   Pass pass = Pass::fwd;
 
-  // A stable key ("b1-h16-kv16-n4096-d128-bf16-causal-fwd") for pairing results across files.
+  // Sets seq_q = seq_k = n (self-attention).
+  void set_seq(int n) { seq_q = seq_k = n; }
+  bool square() const { return seq_q == seq_k; }
+
+  // A stable key for pairing results across files: "b1-h16-kv16-n4096-d128-bf16-causal-fwd" when
+  // seq_q == seq_k (the key results had before seq_q/seq_k existed), else "...-q1-k4096-...".
   std::string key() const;
   // Params with shapes and scale filled in, pointers null.
   AttentionParams params() const;
@@ -33,8 +39,10 @@ std::string_view to_string(Pass p);
 std::optional<Dtype> parse_dtype(std::string_view s);
 std::optional<Pass> parse_pass(std::string_view s);
 
-// FlashAttention's convention: fwd = 4*B*H*N^2*d (two GEMMs), halved when causal; bwd = 2.5 x fwd;
-// fwd+bwd = 3.5 x fwd.
+// FlashAttention's convention: fwd = 4*B*H*seq_q*seq_k*d (two GEMMs); bwd = 2.5 x fwd; fwd+bwd =
+// 3.5 x fwd. Causal: halved when seq_q == seq_k (FlashAttention's figure, so square results stay
+// comparable with its papers and with earlier runs), else scaled by the exact fraction of visible
+// (query, key) pairs (CausalMask::visible_pairs), since halving would be far off for decode shapes.
 double flops(const Case& c);
 
 // Modelled HBM traffic in bytes, the fewest bytes each algorithm must move (case.cpp details them):

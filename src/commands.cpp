@@ -2,17 +2,21 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <set>
 #include <algorithm>
+#include <limits>
 #include <functional>
 #include <sstream>
 
@@ -23,6 +27,7 @@
 #include "journal.h"
 #include "compare.h"
 #include "printers/printers.h"
+#include "printers/text.h"
 #include "record.h"
 #include "registry.h"
 #include "runner.h"
@@ -75,18 +80,119 @@ std::optional<std::string> output_problem(const std::string& flag, const std::st
   if (!fs::is_directory(dir, ec))
     return fmt::format("{} {}: folder '{}' does not exist", flag, path, dir.string());
   if (fs::is_directory(path, ec)) return fmt::format("{} {}: is a folder, not a file", flag, path);
+  // The folder exists, yet it may take no files (/proc, read-only, no permission): try, as the final
+  // write will (a temporary next to it), and leave nothing behind.
+  const std::string probe = fmt::format("{}.tmp.{}", path, ::getpid());
+  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  if (!f) return fmt::format("{} {}: cannot create a file there ({})", flag, path, std::strerror(errno));
+  std::fclose(f);
+  std::remove(probe.c_str());
   return std::nullopt;
 }
 
 std::string case_label(const Case& c) {
-  return fmt::format("B={} H={}{} N={} d={} {} {} {}", c.batch, c.heads,
-                     c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "", c.seq, c.head_dim,
-                     to_string(c.dtype), c.causal ? "causal" : "full", to_string(c.pass));
+  return fmt::format("B={} H={}{} {} d={} {} {} {}", c.batch, c.heads,
+                     c.kv_heads != c.heads ? fmt::format("/{}", c.kv_heads) : "",
+                     c.square() ? fmt::format("N={}", c.seq_q) : fmt::format("Nq={} Nk={}", c.seq_q, c.seq_k),
+                     c.head_dim, to_string(c.dtype), c.causal ? "causal" : "full", to_string(c.pass));
 }
 
-void print_progress(const Progress& p) {
-  std::cerr << fmt::format("[{}/{}] {}  elapsed {:.0f}s  ETA {:.0f}s\n", p.index, p.total,
-                           case_label(*p.c), p.elapsed_s, p.eta_s);
+// `in_place`: one status line on a terminal, rewritten for each case (cleared by clear_progress()).
+void print_progress(const Progress& p, bool in_place) {
+  const std::string line = fmt::format("[{}/{}] {}  elapsed {:.0f}s  ETA {:.0f}s", p.index, p.total,
+                                       case_label(*p.c), p.elapsed_s, p.eta_s);
+  if (in_place)
+    std::cerr << "\r\033[K" << line << std::flush;
+  else
+    std::cerr << line << "\n";
+}
+
+void clear_progress() { std::cerr << "\r\033[K" << std::flush; }
+
+// The kernel the tiled kernels' speed-ups are quoted against (run's summary).
+// The baseline the summary's speed-ups are over: the descriptor with Role::baseline.
+std::string baseline_kernel() {
+  const Descriptor* b = active_kernels().baseline();
+  return b ? b->name : std::string();
+}
+
+// Whether `k` can run any case of the sweep on this backend, leaving memory aside: each distinct
+// (dtype, head_dim, causal, pass) of the sweep is tried as a small case (B=1, H=1, N=128) against
+// unsupported_reason and the backend's check_fits. A sweep that does not name its kernels runs only
+// these, so the CPU does not list flash-sm90 as skipped on every row.
+bool kernel_applies(Backend& backend, const Descriptor& k, const std::vector<Case>& cases) {
+  constexpr int kProbeSeq = 128;
+  std::set<std::string> tried;
+  for (const Case& c : cases) {
+    Case probe = c;
+    probe.batch = probe.heads = probe.kv_heads = 1;
+    probe.set_seq(kProbeSeq);
+    if (!tried.insert(probe.key()).second) continue;
+    if (unsupported_reason(k, probe)) continue;
+    try {
+      if (!backend.check_fits(probe, k)) return true;
+    } catch (const std::exception&) {
+      // a backend that cannot even judge a tiny case cannot run it
+    }
+  }
+  return false;
+}
+
+// `run --list`: the cases the spec expands to and, per kernel, the memory it would need or why it
+// would not run. Nothing is allocated or written.
+void print_list(const std::string& spec_path, const Sweep& sweep, Backend& backend) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"#", "case"};
+  for (const std::string& k : sweep.kernels) header.push_back(k);
+  rows.push_back(header);
+  std::vector<std::string> notes;
+  std::map<std::string, std::size_t> note_index;
+  for (std::size_t i = 0; i < sweep.cases.size(); ++i) {
+    const Case& c = sweep.cases[i];
+    std::vector<std::string> row = {fmt::format("{}", i + 1), c.key()};
+    for (const std::string& name : sweep.kernels) {
+      const Descriptor* k = find_kernel(name);
+      std::optional<std::string> why =
+          k ? unavailable_on(*k, backend.name()) : std::optional<std::string>("unknown kernel");
+      if (!why) why = unsupported_reason(*k, c);
+      if (!why) why = backend.check_fits(c, *k);
+      std::string cell;
+      std::optional<std::uint64_t> bytes;
+      if (k) {
+        try {
+          bytes = backend.bytes_needed(c, *k);
+        } catch (const std::exception&) {
+        }
+      }
+      if (bytes && k && k->runs_on(backend.name() == "cuda" ? BackendId::cuda : BackendId::cpu))
+        cell = text::format_bytes(*bytes);
+      if (why) {  // the same reason (e.g. "CUDA backend only") is listed once, by number
+        const auto [it, added] = note_index.emplace(*why, notes.size() + 1);
+        if (added) notes.push_back(*why);
+        cell = fmt::format("{}skip [{}]", bytes ? cell + " " : "", it->second);
+      }
+      row.push_back(cell.empty() ? "runs" : cell);
+    }
+    rows.push_back(row);
+  }
+  std::vector<std::size_t> width(header.size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::cout << fmt::format("{}: {} case{} x {} kernel{} on {} ({}); memory each kernel needs "
+                           "(inputs, outputs, workspace):\n",
+                           spec_path, sweep.cases.size(), sweep.cases.size() == 1 ? "" : "s",
+                           sweep.kernels.size(), sweep.kernels.size() == 1 ? "" : "s", backend.name(),
+                           backend.device().value("name", std::string("?")));
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i)
+      line += (i ? "  " : "") + (i < 2 ? fmt::format("{:<{}}", row[i], width[i])
+                                        : fmt::format("{:>{}}", row[i], width[i]));
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
+  for (std::size_t i = 0; i < notes.size(); ++i) std::cout << fmt::format("[{}] {}\n", i + 1, notes[i]);
+  std::cout << "(nothing was run; drop --list to run)\n";
 }
 
 void write_outputs(const Results& res, const std::string& json_out, const std::string& csv_out) {
@@ -110,11 +216,11 @@ std::optional<std::string> dump_problem(const std::string& dir) {
   return std::nullopt;
 }
 
-Results execute(const Sweep& sweep, Backend& backend, bool progress, const std::string& dump_dir = "",
-                std::function<void(const std::vector<Record>&)> on_case_done = {}) {
+// What every sweep runs with: stop on a signal, --dump's writer, and (`progress`) the `[k/N] case` line on
+// stderr, rewritten in place on a terminal (clear it with clear_progress() when the sweep ends).
+RunnerOptions runner_options(bool progress, const std::string& dump_dir) {
   install_stop_handlers();
   RunnerOptions opts;
-  opts.on_case_done = std::move(on_case_done);
   if (!dump_dir.empty())
     opts.before_release = [dump_dir](const Case& c, Backend& b, const std::vector<Record>& records) {
       try {
@@ -123,9 +229,15 @@ Results execute(const Sweep& sweep, Backend& backend, bool progress, const std::
         std::cerr << "flashbench: --dump: " << c.key() << ": " << e.what() << "\n";
       }
     };
-  if (progress) opts.on_case = print_progress;
+  const bool in_place = ::isatty(STDERR_FILENO);
+  if (progress) opts.on_case = [in_place](const Progress& p) { print_progress(p, in_place); };
   opts.stop_requested = [] { return g_stop_signal.load() != 0; };
+  return opts;
+}
+
+Results execute(const Sweep& sweep, Backend& backend, const RunnerOptions& opts) {
   Results res = run_sweep(sweep, backend, opts);
+  if (opts.on_case && ::isatty(STDERR_FILENO)) clear_progress();
   res.tool = tool_json();
   res.created = utc_now();
   return res;
@@ -143,11 +255,17 @@ static int run_on_devices(const RunOptions& o) {
     std::cerr << "flashbench: --devices cannot be combined with --shard or --resume\n";
     return kExitUsage;
   }
+  if (!o.kernels.empty() || !o.filter.empty() || o.warmup || o.reps || o.list || o.fresh ||
+      TimingPolicy{0, 1, o.min_time_s, o.max_noise_pct, o.max_time_s}.adaptive()) {
+    std::cerr << "flashbench: --devices does not pass --kernels, --filter, --warmup, --reps, --list, --fresh "
+                 "or adaptive timing on to its workers yet: put them in the spec\n";
+    return kExitUsage;
+  }
   Sweep sweep;
   try {
     sweep = load_spec(o.spec_path);  // bad specs stop here, before any worker starts
   } catch (const SpecError& e) {
-    std::cerr << "flashbench: " << o.spec_path << ": " << e.what() << "\n";
+    std::cerr << "flashbench: " << e.what() << "\n";  // what() starts with the path
     return kExitUsage;
   }
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -192,9 +310,11 @@ static int run_on_devices(const RunOptions& o) {
       first = false;
     }
     merged.device["workers"].push_back(r.device);
+    if (!r.complete) merged.complete = false;
     merged.records.insert(merged.records.end(), r.records.begin(), r.records.end());
   }
   if (first) return worst == kExitOk ? kExitFailed : worst;
+  merged.complete = worst == kExitOk || worst == kExitFailed;  // a worker that was stopped or died: partial
   merged.settings["devices"] = o.devices;
   merged.settings["argv"] = o.argv;
   std::map<std::string, std::size_t> order;
@@ -210,61 +330,148 @@ static int run_on_devices(const RunOptions& o) {
 
 static std::string journal_path(const std::string& json_out) { return json_out + ".journal.jsonl"; }
 
+// The backend a command asked for, refusing device flags the CPU backend would silently ignore.
+static std::unique_ptr<Backend> backend_for(const std::string& name, const std::optional<int>& device,
+                                     bool devices_given, std::string& error) {
+  const BackendKind kind = *parse_backend(name);
+  const bool cpu = kind == BackendKind::cpu || (kind == BackendKind::automatic && !cuda_device_available());
+  if (cpu && (device || devices_given)) {
+    const std::string flag = device ? fmt::format("--device {}", *device) : std::string("--devices");
+    error = fmt::format("{}: the CPU backend has no devices ({}); drop the flag, or use a GPU build "
+                        "with a visible device", flag,
+                        kind == BackendKind::cpu ? "--backend cpu" : "no GPU visible, so auto chose the CPU");
+    return nullptr;
+  }
+  if (devices_given) return nullptr;  // the workers make their own
+  return make_backend(kind, device.value_or(0));
+}
+
 int run_command(const RunOptions& o) {
+  const auto usage = [](const std::string& why) {
+    std::cerr << "flashbench: " << why << "\n";
+    return kExitUsage;
+  };
   Sweep sweep;
   try {
     sweep = load_spec(o.spec_path);
   } catch (const SpecError& e) {
-    std::cerr << "flashbench: " << o.spec_path << ": " << e.what() << "\n";
-    return kExitUsage;
+    return usage(e.what());  // what() starts with the path
   }
-  for (auto [flag, path] : {std::pair{"--output", o.json_out}, std::pair{"--csv", o.csv_out}}) {
-    if (auto why = output_problem(flag, path)) {
-      std::cerr << "flashbench: " << *why << "\n";
-      return kExitUsage;
+  if (!o.list) {
+    for (auto [flag, path] : {std::pair{"--output", o.json_out}, std::pair{"--csv", o.csv_out}}) {
+      if (auto why = output_problem(flag, path)) return usage(*why);
     }
   }
+  if (o.resume && o.fresh) return usage("--resume and --fresh contradict each other: choose one");
+  std::string backend_error;
+  std::unique_ptr<Backend> backend = backend_for(o.backend, o.device, !o.devices.empty(), backend_error);
+  if (!backend_error.empty()) return usage(backend_error);
   if (!o.devices.empty()) return run_on_devices(o);
+
+  // ---- the spec's cases and kernels, as the flags narrow or replace them ----
+  nlohmann::json overrides = nlohmann::json::object();
+  if (!o.kernels.empty()) {
+    std::set<std::string> seen;
+    for (const std::string& name : o.kernels) {
+      if (!find_kernel(name))
+        return usage(fmt::format("--kernels {}: unknown kernel '{}'; registered kernels: {}",
+                                 fmt::join(o.kernels, ","), name, kernel_names()));
+      if (!seen.insert(name).second)
+        return usage(fmt::format("--kernels {}: '{}' is listed twice", fmt::join(o.kernels, ","), name));
+    }
+    sweep.kernels = o.kernels;
+    overrides["kernels"] = o.kernels;
+  } else if (!sweep.spec.contains("kernels")) {
+    std::vector<std::string> applicable;
+    for (const std::string& name : sweep.kernels)
+      if (const Descriptor* k = find_kernel(name); k && kernel_applies(*backend, *k, sweep.cases))
+        applicable.push_back(name);
+    sweep.kernels = applicable;
+  }
+  if (o.warmup) {
+    sweep.warmup = *o.warmup;
+    overrides["warmup"] = *o.warmup;
+  }
+  if (o.reps) {
+    sweep.reps = *o.reps;
+    overrides["reps"] = *o.reps;
+  }
+  if (!o.filter.empty()) {
+    std::regex re;
+    try {
+      re = std::regex(o.filter, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return usage(fmt::format("--filter {}: not a valid regular expression ({})", o.filter, e.what()));
+    }
+    std::vector<Case> kept;
+    for (const Case& c : sweep.cases)
+      if (std::regex_search(c.key(), re)) kept.push_back(c);
+    if (kept.empty())
+      return usage(fmt::format("--filter {}: matches none of the {} case keys (they look like {}; "
+                               "--list shows them all)",
+                               o.filter, sweep.cases.size(), sweep.cases.front().key()));
+    sweep.cases = kept;
+    overrides["filter"] = o.filter;
+  }
   Shard shard;
   if (!o.shard.empty()) {
     auto s = parse_shard(o.shard);
-    if (!s) {
-      std::cerr << "flashbench: --shard " << o.shard << ": expected I/N with 0 <= I < N, e.g. 0/4\n";
-      return kExitUsage;
-    }
+    if (!s) return usage(fmt::format("--shard {}: expected I/N with 0 <= I < N, e.g. 0/4", o.shard));
     shard = *s;
-  }
-  if (auto why = dump_problem(o.dump_dir)) {
-    std::cerr << "flashbench: " << *why << "\n";
-    return kExitUsage;
-  }
-  if (o.resume && o.json_out.empty()) {
-    std::cerr << "flashbench: --resume needs -o/--output (the journal lives next to it)\n";
-    return kExitUsage;
   }
   const std::vector<Case> all_cases = shard_cases(sweep.cases, shard);
   sweep.cases = all_cases;
+  if (sweep.kernels.empty())
+    return usage(fmt::format("{}: none of its kernels runs on the {} backend (see flashbench info)",
+                             o.spec_path, backend->name()));
+  if (o.list) {
+    print_list(o.spec_path, sweep, *backend);
+    return kExitOk;
+  }
 
-  auto backend = make_backend(*parse_backend(o.backend), o.device);
-  const std::string fingerprint = sweep_fingerprint(sweep.spec, backend->name(), o.shard);
+  TimingPolicy timing;
+  timing.min_time_s = o.min_time_s;
+  timing.max_noise_pct = o.max_noise_pct;
+  timing.max_time_s = o.max_time_s;
 
-  // Resume: the journal's cases are done; run the rest.
+  if (auto why = dump_problem(o.dump_dir)) return usage(*why);
+  if (o.resume && o.json_out.empty()) return usage("--resume needs -o/--output (the journal lives next to it)");
+  if (o.fresh && o.json_out.empty()) return usage("--fresh needs -o/--output (the journal lives next to it)");
+  if (o.quiet && o.json_out.empty() && o.csv_out.empty())
+    std::cerr << "flashbench: warning: -q without -o/--csv: the results are printed nowhere and saved nowhere\n";
+
+  // The journal's fingerprint covers what changes the results: the spec, the backend, the shard and
+  // the flags that replace spec fields.
+  nlohmann::json identity = sweep.spec;
+  if (!overrides.empty()) identity["_overrides"] = overrides;
+  const std::string fingerprint = sweep_fingerprint(identity, backend->name(), o.shard);
+
+  // Resume: the journal's cases are done; run the rest. Without --resume or --fresh an unfinished
+  // run's journal is never overwritten.
   std::vector<Record> prior;
   const std::string jpath = o.json_out.empty() ? "" : journal_path(o.json_out);
   bool append = false;
+  if (!jpath.empty() && !o.resume && !o.fresh && std::filesystem::exists(jpath)) {
+    std::size_t finished = 0;
+    try {
+      finished = read_journal(jpath).records.size();
+    } catch (const std::exception&) {
+    }
+    return usage(fmt::format("-o {}: {} holds {} results of an unfinished run: add --resume to finish it, "
+                             "or --fresh to start over (the journal is then replaced)",
+                             o.json_out, jpath, finished));
+  }
   if (o.resume && std::filesystem::exists(jpath)) {
     JournalContents jc;
     try {
       jc = read_journal(jpath);
     } catch (const std::exception& e) {
-      std::cerr << "flashbench: --resume: " << e.what() << "\n";
-      return kExitUsage;
+      return usage(std::string("--resume: ") + e.what());
     }
-    if (jc.fingerprint != fingerprint) {
-      std::cerr << "flashbench: --resume: " << jpath
-                << " belongs to a different spec, backend or shard; remove it or run without --resume\n";
-      return kExitUsage;
-    }
+    if (jc.fingerprint != fingerprint)
+      return usage(fmt::format("--resume: {} belongs to a different spec, backend, shard or override flags; "
+                               "use --fresh to replace it",
+                               jpath));
     std::set<std::string> done;
     for (const Record& r : jc.records) done.insert(r.c.key());
     std::vector<Case> todo;
@@ -283,12 +490,33 @@ int run_command(const RunOptions& o) {
   // The ceilings each result is set against (roofline %), measured on this device before the sweep.
   nlohmann::json ceilings;
 #if FLASHBENCH_HAVE_CUDA
-  if (backend->name() == "cuda" && !o.no_ceilings) ceilings = measure_ceilings(o.device);
+  if (backend->name() == "cuda" && !o.no_ceilings) ceilings = measure_ceilings(o.device.value_or(0));
 #endif
 
-  Results res = execute(sweep, *backend, !o.quiet, o.dump_dir, [&](const std::vector<Record>& recs) {
+  // Rows as cases finish: an aligned table on a terminal (the status line on stderr rewritten in
+  // place), one plain line per result otherwise (logs, CI).
+  const bool live = !o.quiet && ::isatty(STDOUT_FILENO);
+  const bool status_line = !o.quiet && ::isatty(STDERR_FILENO);
+  LiveTable table(std::cout, sweep.cases, sweep.kernels);
+  std::size_t cases_done = 0;
+  const std::size_t cases_total = sweep.cases.size();
+  // The status line only on a terminal: elsewhere the plain result lines carry [k/N].
+  RunnerOptions opts = runner_options(status_line, o.dump_dir);
+  opts.timing = timing;
+  opts.on_case_done = [&](const std::vector<Record>& recs) {
     if (journal) journal->append(recs);
-  });
+    ++cases_done;
+    if (o.quiet) return;
+    if (status_line) clear_progress();
+    for (const Record& r : recs) {
+      if (live)
+        table.add(r);
+      else
+        std::cout << fmt::format("[{}/{}] {}\n", cases_done, cases_total, record_line(r)) << std::flush;
+    }
+  };
+  Results res = execute(sweep, *backend, opts);
+
   // Journal records first, then this run's, back in the sweep's case order.
   if (!prior.empty()) {
     std::map<std::string, std::size_t> order;
@@ -301,12 +529,22 @@ int run_command(const RunOptions& o) {
   }
   if (!ceilings.is_null()) attach_ceilings(res, ceilings);
   if (!o.shard.empty()) res.settings["shard"] = o.shard;
+  if (!overrides.empty()) res.settings["overrides"] = overrides;
   res.settings["argv"] = o.argv;
-  if (!o.quiet) print_table(std::cout, res);
+  const int sig = g_stop_signal.load();
+  res.complete = sig == 0;
   write_outputs(res, o.json_out, o.csv_out);
-  if (int sig = g_stop_signal.load()) {
-    std::cerr << fmt::format("flashbench: stopped by signal {}; {} results written, journal {} kept: "
-                             "run again with --resume to finish\n", sig, res.records.size(), jpath);
+  std::vector<std::string> written;
+  for (const std::string& path : {o.json_out, o.csv_out})
+    if (!path.empty()) written.push_back(path);
+  if (!o.quiet) print_summary(std::cout, res, baseline_kernel(), written);
+  if (sig) {
+    if (jpath.empty())
+      std::cerr << fmt::format("flashbench: stopped by signal {} after {} results\n", sig, res.records.size());
+    else
+      std::cerr << fmt::format("flashbench: stopped by signal {}; {} results written (marked \"complete\": "
+                               "false), journal {} kept: run again with --resume to finish\n",
+                               sig, res.records.size(), jpath);
     return 128 + sig;
   }
   journal.reset();
@@ -315,7 +553,12 @@ int run_command(const RunOptions& o) {
 }
 
 int verify_command(const VerifyOptions& o) {
-  auto backend = make_backend(*parse_backend(o.backend), o.device);
+  std::string backend_error;
+  auto backend = backend_for(o.backend, o.device, false, backend_error);
+  if (!backend) {
+    std::cerr << "flashbench verify: " << backend_error << "\n";
+    return kExitUsage;
+  }
   const bool gpu = backend->name() == "cuda";
   // The CPU defaults keep `verify --seq 4096` to seconds on two cores (README "Verification").
   Case base;
@@ -323,13 +566,30 @@ int verify_command(const VerifyOptions& o) {
   base.heads = o.heads.value_or(gpu ? 32 : 1);
   base.kv_heads = o.kv_heads.value_or(base.heads);
   base.head_dim = o.dim.value_or(gpu ? 128 : 64);
-  base.seq = o.seq;
+  // --seq sets both lengths; --seq-q / --seq-k override either (decode: --seq-q 1 --seq-k 4096).
+  if (!o.seq && !(o.seq_q && o.seq_k)) {
+    std::cerr << "flashbench verify: give --seq, or --seq-q and --seq-k (--seq alone sets both)\n";
+    return kExitUsage;
+  }
+  base.seq_q = o.seq_q.value_or(o.seq.value_or(0));
+  base.seq_k = o.seq_k.value_or(o.seq.value_or(0));
   if (base.heads % base.kv_heads != 0) {
     std::cerr << fmt::format("flashbench: --kv-heads {} must divide --heads {}\n", base.kv_heads, base.heads);
     return kExitUsage;
   }
+  // Every kernel verifies, so --dim must be one they all support; said in the flag's terms, not the
+  // spec's (the spec below is built from the flags).
+  for (const Descriptor* k : active_kernels().user_kernels()) {
+    if (!k->runs_on(backend->name() == "cuda" ? BackendId::cuda : BackendId::cpu)) continue;
+    if (auto why = o.dim ? unsupported_head_dim(*k, *o.dim) : std::nullopt) {
+      std::cerr << fmt::format("flashbench verify: --dim {}: {}; verify runs every kernel, so give a head "
+                               "dim they all support\n", *o.dim, *why);
+      return kExitUsage;
+    }
+  }
 
-  nlohmann::json spec = {{"seq", {base.seq}},       {"batch", {base.batch}},
+  nlohmann::json spec = {{"seq_q", {base.seq_q}},   {"seq_k", {base.seq_k}},
+                         {"batch", {base.batch}},
                          {"heads", {base.heads}},   {"kv_heads", {base.kv_heads}},
                          {"head_dim", {base.head_dim}}, {"warmup", 0}, {"input_scale", o.input_scale},
                          {"reps", 1},               {"verify", true}};
@@ -341,7 +601,14 @@ int verify_command(const VerifyOptions& o) {
   try {
     sweep = sweep_from_json(spec);
   } catch (const SpecError& e) {
-    std::cerr << "flashbench verify: " << e.what() << "\n";
+    // The spec was built from the flags: name the flag, not the spec field.
+    std::string what = e.what();
+    for (auto [field, flag] : {std::pair{"spec.seq[0]", "--seq"}, std::pair{"spec.batch[0]", "--batch"},
+                               std::pair{"spec.heads[0]", "--heads"}, std::pair{"spec.kv_heads[0]", "--kv-heads"},
+                               std::pair{"spec.head_dim[0]", "--dim"}, std::pair{"spec.input_scale", "--input-scale"}})
+      for (std::size_t at; (at = what.find(field)) != std::string::npos;)
+        what.replace(at, std::strlen(field), flag);
+    std::cerr << "flashbench verify: " << what << "\n";
     return kExitUsage;
   }
   for (auto why : {output_problem("--output", o.json_out), dump_problem(o.dump_dir)}) {
@@ -351,16 +618,47 @@ int verify_command(const VerifyOptions& o) {
     }
   }
 
-  Results res = execute(sweep, *backend, !o.quiet, o.dump_dir);
+  // Only the kernels that run on this backend (the CPU has no flash-sm90), as `run` does for a spec
+  // without a kernel list.
+  std::vector<std::string> applicable;
+  for (const std::string& name : sweep.kernels)
+    if (const Descriptor* k = find_kernel(name); k && kernel_applies(*backend, *k, sweep.cases))
+      applicable.push_back(name);
+  sweep.kernels = applicable;
+
+  Results res = execute(sweep, *backend, runner_options(!o.quiet, o.dump_dir));
   res.settings["argv"] = o.argv;
+  // One cold rep per kernel: its time is no benchmark, and `compare` refuses to gate on it.
+  res.settings["timing"] = {{"mode", "verify-cold"}, {"warmup", sweep.warmup}, {"reps", sweep.reps},
+                            {"note", "one cold rep per kernel for verification; not a benchmark time"}};
+  res.complete = g_stop_signal.load() == 0;
   int checked = 0, passed = 0;
+  std::size_t kernel_width = 0;
+  for (const std::string& k : sweep.kernels) kernel_width = std::max(kernel_width, k.size());
   for (const Record& r : res.records) {
+    // One line per case: the tensor closest to its bound (every tensor over it on failure), errors
+    // to 3 significant digits, and the rule that judged it.
     std::string detail;
+    double worst = -1;
+    std::string worst_text, over;
+    const auto num = [](const nlohmann::json& v) {
+      return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+    };
     for (const auto& [tensor, e] : r.errors.items()) {
-      if (!e.is_object() || !e.contains("ref")) continue;
-      detail += fmt::format("  {} err {} (bound {})", tensor, e["ref"].dump(),
-                            e.contains("bound") ? e["bound"].dump() : "-");
+      if (!e.is_object() || !e.contains("ref") || !e.contains("bound")) continue;
+      const double err = num(e["ref"]), bound = num(e["bound"]);
+      const double share = bound > 0 ? err / bound : std::numeric_limits<double>::infinity();
+      if (!(err <= bound)) over += fmt::format("  {} {:.3g} > {:.3g}", tensor, err, bound);
+      if (!(share <= worst)) {
+        worst = std::isnan(share) ? std::numeric_limits<double>::infinity() : share;
+        worst_text = fmt::format("  worst {} {:.3g} <= {:.3g} ({:.0f}% of bound)", tensor, err, bound,
+                                 100 * share);
+      }
     }
+    const std::string rule = r.errors.value("rule", std::string());
+    detail = (over.empty() ? worst_text : over) + (rule.empty() ? "" : "  [" + rule + "]");
+    if (r.errors.contains("reference_failed"))
+      detail = "  reference could not run: " + r.errors["reference_failed"].get<std::string>();
     std::string verdict;
     if (r.status != Status::ok) {
       verdict = r.status == Status::skipped ? "[SKIP]" : "[FAIL]";
@@ -372,7 +670,9 @@ int verify_command(const VerifyOptions& o) {
       passed += ok;
       verdict = ok ? "[OK]  " : "[FAIL]";
     }
-    std::cout << fmt::format("{} {:<6} {}{}\n", verdict, r.kernel, case_label(r.c), detail);
+    const bool failed = verdict == "[FAIL]";
+    if (!o.quiet || failed)
+      std::cout << fmt::format("{} {:<{}} {}{}\n", verdict, r.kernel, kernel_width, case_label(r.c), detail);
   }
   std::cout << fmt::format("verify: {}/{} checks passed on {} ({})\n", passed, checked, res.backend,
                            res.device.value("name", std::string("?")));
@@ -400,6 +700,12 @@ int compare_command(const CompareCliOptions& o) {
     std::cerr << "flashbench compare: " << e.what() << "\n";
     return kExitUsage;
   }
+  for (std::size_t i = 0; i < o.files.size(); ++i) {
+    const Results& r = i + 1 < o.files.size() ? history[i] : next;
+    if (!r.complete)
+      std::cerr << fmt::format("flashbench compare: note: {} is an interrupted run (\"complete\": false): "
+                               "the cases it did not reach are missing from it\n", o.files[i]);
+  }
   CompareOptions opts;
   opts.max_slowdown = o.max_slowdown;
   opts.max_error = o.max_error;
@@ -425,23 +731,111 @@ int compare_command(const CompareCliOptions& o) {
   return rep.failed() ? kExitFailed : kExitOk;
 }
 
+namespace {
+
+// What a kernel runs on this backend, found by asking it (check_fits on small cases) rather than
+// restating each kernel's limits here: dtypes and passes at its first supported head dim.
+struct KernelSupport {
+  std::vector<std::string> dtypes, passes;
+  std::string why_not;  // when nothing runs: the backend's reason for the first probe
+};
+
+KernelSupport kernel_support(Backend& backend, const Descriptor& k) {
+  constexpr int kProbeSeq = 128;
+  Case probe;
+  probe.set_seq(kProbeSeq);
+  probe.head_dim = k.head_dims.empty() ? 64 : k.head_dims.front();
+  KernelSupport out;
+  if (auto why = unavailable_on(k, backend.name())) {
+    out.why_not = *why;
+    return out;
+  }
+  const auto runs = [&](const Case& c) {
+    if (auto why = unsupported_reason(k, c)) {
+      if (out.why_not.empty()) out.why_not = *why;
+      return false;
+    }
+    try {
+      if (auto why = backend.check_fits(c, k)) {
+        if (out.why_not.empty()) out.why_not = *why;
+        return false;
+      }
+    } catch (const std::exception& e) {
+      if (out.why_not.empty()) out.why_not = e.what();
+      return false;
+    }
+    return true;
+  };
+  std::optional<Dtype> first;
+  for (const std::string& name : spec_dtype_names()) {
+    probe.dtype = *parse_dtype(name);
+    if (runs(probe)) {
+      out.dtypes.push_back(name);
+      if (!first) first = probe.dtype;
+    }
+  }
+  if (!first) return out;
+  probe.dtype = *first;
+  for (const std::string& name : spec_pass_names()) {
+    probe.pass = *parse_pass(name);
+    if (runs(probe)) out.passes.push_back(name);
+  }
+  out.why_not.clear();
+  return out;
+}
+
+// A device or settings object as "key  value" lines; nested objects as "parent.key"; sizes in bytes
+// (keys ending in _bytes) in binary units.
+void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  for (const auto& [key, v] : j.items()) {
+    const std::string name = prefix.empty() ? key : prefix + "." + key;
+    if (v.is_object()) {
+      flatten(v, name, out);
+    } else if (v.is_string()) {
+      out.emplace_back(name, v.get<std::string>());
+    } else if (v.is_number() && key.size() > 6 && key.compare(key.size() - 6, 6, "_bytes") == 0) {
+      out.emplace_back(name, fmt::format("{:.1f} GiB", v.get<double>() / double(1ull << 30)));
+    } else {
+      out.emplace_back(name, v.dump());
+    }
+  }
+}
+
+}  // namespace
+
 int info_command(const InfoOptions& o) {
-  auto backend = make_backend(*parse_backend(o.backend), o.device);
+  std::string backend_error;
+  auto backend = backend_for(o.backend, o.device, false, backend_error);
+  if (!backend) {
+    std::cerr << "flashbench info: " << backend_error << "\n";
+    return kExitUsage;
+  }
   nlohmann::json j;
   j["tool"] = tool_json();
   j["backend"] = backend->name();
   j["device"] = backend->device();
   j["settings"] = backend->settings();
   j["kernels"] = nlohmann::json::array();
-  for (const Descriptor* k : active_kernels().user_kernels()) {
-    std::vector<std::string> dtypes, passes, backends;
-    for (Dtype t : k->dtypes) dtypes.emplace_back(to_string(t));
-    for (Pass p : k->passes) passes.emplace_back(to_string(p));
+  std::vector<KernelSupport> support;
+  const std::vector<const Descriptor*> kernels = active_kernels().user_kernels();
+  for (const Descriptor* k : kernels) {
+    support.push_back(kernel_support(*backend, *k));
+    std::vector<std::string> all_dtypes, all_passes, backends;
+    for (Dtype t : k->dtypes) all_dtypes.emplace_back(to_string(t));
+    for (Pass p : k->passes) all_passes.emplace_back(to_string(p));
     for (BackendId b : k->backends()) backends.emplace_back(to_string(b));
-    j["kernels"].push_back({{"name", k->name}, {"description", k->description},
-                            {"role", std::string(to_string(k->role))}, {"dtypes", dtypes},
-                            {"head_dims", k->head_dims}, {"passes", passes}, {"backends", backends},
-                            {"origin", k->origin}});
+    nlohmann::json entry = {{"name", k->name},
+                            {"description", k->description},
+                            {"role", std::string(to_string(k->role))},
+                            {"head_dims", k->head_dims},
+                            {"dtypes", support.back().dtypes},
+                            {"passes", support.back().passes},
+                            {"all_dtypes", all_dtypes},
+                            {"all_passes", all_passes},
+                            {"backends", backends},
+                            {"origin", k->origin}};
+    if (!support.back().why_not.empty()) entry["unavailable"] = support.back().why_not;
+    j["kernels"].push_back(entry);
   }
   if (o.ceilings) {
 #if FLASHBENCH_HAVE_CUDA
@@ -449,7 +843,7 @@ int info_command(const InfoOptions& o) {
       std::cerr << "flashbench info --ceilings: needs the CUDA backend (no GPU visible)\n";
       return kExitUsage;
     }
-    j["ceilings"] = measure_ceilings(o.device);
+    j["ceilings"] = measure_ceilings(o.device.value_or(0));
 #else
     std::cerr << "flashbench info --ceilings: this build has no CUDA backend\n";
     return kExitUsage;
@@ -459,12 +853,39 @@ int info_command(const InfoOptions& o) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  std::cout << fmt::format("flashbench {} (git {})\nbackend: {}\ndevice:  {}\n", FLASHBENCH_VERSION,
-                           FLASHBENCH_GIT, j["backend"].get<std::string>(), j["device"].dump());
-  std::cout << "kernels:\n";
-  for (const Descriptor* k : active_kernels().user_kernels())
-    std::cout << fmt::format("  {:<10} {}\n", k->name, k->description);
-  if (j.contains("ceilings")) std::cout << "ceilings: " << j["ceilings"].dump() << "\n";
+
+  std::cout << fmt::format("flashbench {} (git {}), backend {}\n", FLASHBENCH_VERSION, FLASHBENCH_GIT,
+                           backend->name());
+  for (const char* section : {"device", "settings", "ceilings"}) {
+    if (!j.contains(section)) continue;
+    std::vector<std::pair<std::string, std::string>> lines;
+    flatten(j[section], "", lines);
+    std::size_t w = 0;
+    for (const auto& [k, v] : lines) w = std::max(w, k.size());
+    std::cout << "\n" << section << ":\n";
+    for (const auto& [k, v] : lines) std::cout << fmt::format("  {:<{}}  {}\n", k, w, v);
+  }
+
+  // Kernels: what each runs here, then its one-line description.
+  std::vector<std::vector<std::string>> rows = {{"kernel", "dtypes", "head dims", "passes"}};
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Descriptor& k = *kernels[i];
+    const KernelSupport& ks = support[i];
+    const std::string dims = k.head_dims.empty() ? "any" : fmt::format("{}", fmt::join(k.head_dims, " "));
+    if (ks.dtypes.empty())
+      rows.push_back({std::string(k.name), "-", dims, "- (" + ks.why_not + ")"});
+    else
+      rows.push_back({std::string(k.name), fmt::format("{}", fmt::join(ks.dtypes, " ")), dims,
+                      fmt::format("{}", fmt::join(ks.passes, " "))});
+  }
+  std::vector<std::size_t> w(4, 0);
+  for (const auto& r : rows)
+    for (std::size_t c = 0; c + 1 < r.size(); ++c) w[c] = std::max(w[c], r[c].size());
+  std::cout << fmt::format("\nkernels on this backend ({}):\n", backend->name());
+  for (const auto& r : rows)
+    std::cout << fmt::format("  {:<{}}  {:<{}}  {:<{}}  {}\n", r[0], w[0], r[1], w[1], r[2], w[2], r[3]);
+  std::cout << "\n";
+  for (const Descriptor* k : kernels) std::cout << fmt::format("  {:<{}}  {}\n", k->name, w[0], k->description);
   return kExitOk;
 }
 
@@ -502,6 +923,11 @@ int merge_command(const MergeOptions& o) {
       return kExitUsage;
     }
     out.spec.push_back(p.spec);
+    if (!p.complete) {  // a merge of partial runs is partial too
+      out.complete = false;
+      std::cerr << fmt::format("flashbench merge: note: {} is an interrupted run (\"complete\": false)\n",
+                               o.inputs[i]);
+    }
     for (const Record& r : p.records) {
       const std::string key = r.c.key() + "/" + r.kernel;
       if (!seen.insert(key).second) {

@@ -18,26 +18,34 @@ struct RunOptions {
   std::string json_out;  // empty: no JSON file
   std::string csv_out;   // empty: no CSV file
   std::string backend = "auto";
-  int device = 0;
+  std::optional<int> device;  // CUDA device; refused on the CPU backend, which has none
   bool quiet = false;
   bool resume = false;  // skip the cases already in the journal next to --output
+  bool fresh = false;   // replace an unfinished run's journal instead of refusing to start
   std::string shard;    // "I/N": run every N-th case starting at I
   std::vector<int> devices;  // one worker process per device, each a shard; merged at the end
   std::string dump_dir;      // write each case's inputs and outputs as .npy here
   bool no_ceilings = false;  // CUDA: skip measuring copy bandwidth and GEMM peak before the sweep
+  // Overrides of the spec, recorded in results.settings.overrides.
+  std::optional<int> warmup, reps;
+  std::vector<std::string> kernels;  // replaces spec.kernels
+  std::string filter;                // regex (ECMAScript, searched) on case keys
+  bool list = false;                 // print the cases and each kernel's memory; run nothing
+  // Adaptive timing (TimingPolicy); all 0: fixed reps.
+  double min_time_s = 0, max_noise_pct = 0, max_time_s = 0;
 };
 int run_command(const RunOptions& o);
 
 struct VerifyOptions {
   std::vector<std::string> argv;
-  int seq = 0;
+  std::optional<int> seq, seq_q, seq_k;  // --seq sets both; --seq-q/--seq-k override one
   std::optional<int> batch, heads, kv_heads, dim;
   std::string dtype = "all";   // fp64|fp32|fp16|bf16|all
   std::string causal = "both"; // yes|no|both
   std::string pass = "fwd";    // fwd|bwd|all
   double input_scale = 1.0;    // Q, K = scale x normal: scores grow as its square
   std::string backend = "auto";
-  int device = 0;
+  std::optional<int> device;
   std::string json_out;
   std::string dump_dir;
   bool quiet = false;
@@ -57,7 +65,7 @@ int compare_command(const CompareCliOptions& o);
 
 struct InfoOptions {
   std::string backend = "auto";
-  int device = 0;
+  std::optional<int> device;
   bool ceilings = false;
   bool json = false;
 };

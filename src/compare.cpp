@@ -199,7 +199,13 @@ std::optional<std::string> mismatch(const Results& a, const Results& b, const ch
   return std::nullopt;
 }
 
-bool is_verify_run(const Results& r) { return r.settings.value("timing", std::string()) == "verify-cold"; }
+// `verify` marks its results settings.timing.mode = "verify-cold".
+bool is_verify_run(const Results& r) {
+  const auto it = r.settings.find("timing");
+  if (it == r.settings.end()) return false;
+  if (it->is_string()) return *it == "verify-cold";
+  return it->is_object() && it->value("mode", std::string()) == "verify-cold";
+}
 
 }  // namespace
 

@@ -106,9 +106,12 @@ json to_json(const Record& r) {
   json j;
   j["key"] = c.key();
   j["case"] = {{"batch", c.batch},       {"heads", c.heads},
-               {"kv_heads", c.kv_heads}, {"seq", c.seq},
-               {"head_dim", c.head_dim}, {"dtype", std::string(to_string(c.dtype))},
+               {"kv_heads", c.kv_heads}, {"seq_q", c.seq_q},
+               {"seq_k", c.seq_k},       {"head_dim", c.head_dim},
+               {"dtype", std::string(to_string(c.dtype))},
                {"causal", c.causal},     {"pass", std::string(to_string(c.pass))}};
+  // `seq` as well when the lengths are equal: readers from before seq_q/seq_k still read the file.
+  if (c.square()) j["case"]["seq"] = c.seq_q;
   j["kernel"] = r.kernel;
   j["status"] = std::string(to_string(r.status));
   j["reason"] = r.reason;
@@ -143,6 +146,7 @@ json to_json(const Results& r) {
   j["device"] = encode_numbers(r.device);
   j["spec"] = r.spec;
   j["settings"] = encode_numbers(r.settings);
+  j["complete"] = r.complete;
   json results = json::array();
   for (const Record& rec : r.records) results.push_back(to_json(rec));
   j["results"] = std::move(results);
@@ -260,7 +264,20 @@ Case case_from(const Reader& r) {
   c.batch = int(r.integer("batch", 1, kIntMax));
   c.heads = int(r.integer("heads", 1, kIntMax));
   c.kv_heads = int(r.integer("kv_heads", 1, kIntMax));
-  c.seq = int(r.integer("seq", 1, kIntMax));
+  // seq_q and seq_k, or (files from before they existed) seq alone; seq beside them must agree.
+  if (r.has_non_null("seq_q") || r.has_non_null("seq_k")) {
+    c.seq_q = int(r.integer("seq_q", 1, kIntMax));
+    c.seq_k = int(r.integer("seq_k", 1, kIntMax));
+    if (r.has_non_null("seq")) {
+      const std::int64_t n = r.integer("seq", 1, kIntMax);
+      if (n != c.seq_q || n != c.seq_k)
+        fail(child(r.path(), "seq"),
+             fmt::format("{} does not match seq_q {} and seq_k {} (seq is given only when they are equal)",
+                         n, c.seq_q, c.seq_k));
+    }
+  } else {
+    c.set_seq(int(r.integer("seq", 1, kIntMax)));
+  }
   c.head_dim = int(r.integer("head_dim", 1, kIntMax));
   const std::string dtype = r.string("dtype");
   auto d = parse_dtype(dtype);
@@ -373,6 +390,10 @@ Results results_from_json(const json& j) {
   settings.integer("warmup", 0, kIntMax);
   settings.integer("reps", 1, kIntMax);
   res.settings = r.at("settings");
+  if (j.contains("complete")) {
+    if (!j["complete"].is_boolean()) fail("complete", "expected true or false");
+    res.complete = j["complete"].get<bool>();
+  }
 
   const json& results = r.at("results");
   if (!results.is_array()) fail("results", "expected an array");

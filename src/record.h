@@ -13,6 +13,7 @@
 
 namespace fb {
 
+// 1.1: `complete` (false when a run was interrupted).
 inline constexpr const char* kSchemaVersion = "1.1.0";
 
 enum class Status { ok, skipped, failed };
@@ -53,6 +54,7 @@ struct Results {
   nlohmann::json device = nlohmann::json::object();
   nlohmann::json spec = nlohmann::json::object();      // as given
   nlohmann::json settings = nlohmann::json::object();  // {warmup, reps, seed, verify, ...}
+  bool complete = true;  // false: the run was stopped before its last case (files before 1.1: true)
   std::vector<Record> records;
 };
 

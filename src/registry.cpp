@@ -231,6 +231,13 @@ void set_active_kernels(std::shared_ptr<const KernelSet> set) {
 const Descriptor* find_kernel(std::string_view name) { return active_kernels().find(name); }
 std::string kernel_names() { return active_kernels().names(); }
 
+std::optional<std::string> unavailable_on(const Descriptor& k, std::string_view backend) {
+  const BackendId b = backend == "cuda" ? BackendId::cuda : BackendId::cpu;
+  if (k.runs_on(b)) return std::nullopt;
+  return fmt::format("kernel '{}' does not run on the {} backend", k.name,
+                     b == BackendId::cuda ? "CUDA" : "CPU");
+}
+
 std::optional<std::string> unsupported_head_dim(const Descriptor& k, int head_dim) {
   if (k.head_dims.empty() ||
       std::find(k.head_dims.begin(), k.head_dims.end(), head_dim) != k.head_dims.end())

@@ -101,6 +101,8 @@ void set_active_kernels(std::shared_ptr<const KernelSet> set);  // nullptr: back
 const Descriptor* find_kernel(std::string_view name);
 std::string kernel_names();
 
+// Why a kernel has no entry on a backend ("cpu" | "cuda"), nullopt if it has one.
+std::optional<std::string> unavailable_on(const Descriptor& k, std::string_view backend);
 // Why a kernel cannot run a head dim at all (spec validation refuses it), nullopt if it may.
 std::optional<std::string> unsupported_head_dim(const Descriptor& k, int head_dim);
 // Why a kernel cannot run a case on any backend (dtype, head dim, pass), nullopt if it may.

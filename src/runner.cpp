@@ -117,8 +117,12 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
   res.device = backend.device();
   res.spec = sweep.spec;
   res.settings = backend.settings();
+  TimingPolicy timing = opts.timing;
+  timing.warmup = sweep.warmup;
+  timing.reps = sweep.reps;
   res.settings["warmup"] = sweep.warmup;
   res.settings["reps"] = sweep.reps;
+  res.settings["timing"] = timing.to_json();
   res.settings["seed"] = sweep.seed;
   res.settings["verify"] = sweep.verify;
   res.settings["input_scale"] = sweep.input_scale;
@@ -139,13 +143,26 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
     }
 
     std::vector<Record> records;
+    // What cannot run is known before the inputs exist (check_fits counts them when not held): a case
+    // whose every kernel is skipped allocates nothing.
+    std::vector<std::optional<std::string>> skip(sweep.kernels.size());
+    bool any_runs = false;
+    for (std::size_t k = 0; k < sweep.kernels.size(); ++k) {
+      const Descriptor* info = kernels.find(sweep.kernels[k]);
+      if (!info) continue;
+      skip[k] = unavailable_on(*info, backend.name());
+      if (!skip[k]) skip[k] = unsupported_reason(*info, c);
+      if (!skip[k]) skip[k] = backend.check_fits(c, *info);
+      any_runs |= !skip[k];
+    }
     std::string prepare_error;
     try {
-      backend.prepare(c, sweep.seed, sweep.input_scale);
+      if (any_runs) backend.prepare(c, sweep.seed, sweep.input_scale);
     } catch (const std::exception& e) {
       prepare_error = std::string("preparing inputs failed: ") + e.what();
     }
-    for (const std::string& name : sweep.kernels) {
+    for (std::size_t k = 0; k < sweep.kernels.size(); ++k) {
+      const std::string& name = sweep.kernels[k];
       Record r;
       r.c = c;
       r.kernel = name;
@@ -154,18 +171,18 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
       if (!info) {
         r.status = Status::failed;
         r.reason = "unknown kernel '" + name + "'";
+      } else if (skip[k]) {
+        r.status = Status::skipped;
+        r.reason = *skip[k];
       } else if (!prepare_error.empty()) {
         r.status = Status::failed;
         r.reason = prepare_error;
-      } else if (auto why = unsupported_reason(*info, c)) {
-        r.status = Status::skipped;
-        r.reason = *why;
-      } else if (auto why_not = backend.check_fits(c, *info)) {
+      } else if (auto why_not = backend.check_fits(c, *info)) {  // again: inputs and kept outputs held now
         r.status = Status::skipped;
         r.reason = *why_not;
       } else {
         try {
-          KernelRun run = backend.run(*info, sweep.warmup, sweep.reps);
+          KernelRun run = backend.run(*info, timing);
           r.time_ms = summarize(run.times_ms);
           r.peak_bytes = run.peak_bytes;
           r.bytes_moved = info->bytes ? info->bytes(c, run.tile) : 0.0;

@@ -25,6 +25,9 @@ struct RunnerOptions {
   std::function<void(const std::vector<Record>&)> on_case_done;  // a case's records, as it finishes
   // After a case is measured and verified, while its inputs and outputs are still held (--dump).
   std::function<void(const Case&, Backend&, const std::vector<Record>&)> before_release;
+  // Adaptive timing targets (TimingPolicy's min_time_s, max_noise_pct, max_time_s); warm-up and reps
+  // come from the sweep. All zero: a fixed rep count.
+  TimingPolicy timing;
 };
 
 // Sets each ok record's roofline from measured ceilings {"gemm_bf16_tflops", "copy_gbps"} and keeps

@@ -32,7 +32,7 @@ constexpr std::int64_t kMaxSeq = std::int64_t(1) << 20;
 constexpr std::int64_t kMaxBatch = std::int64_t(1) << 16;
 constexpr std::int64_t kMaxHeads = 4096;
 constexpr std::int64_t kMaxHeadDim = 512;
-constexpr std::int64_t kMaxTokens = kMaxBatch * kMaxSeq;  // tokens = batch * seq
+constexpr std::int64_t kMaxTokens = kMaxBatch * kMaxSeq;  // tokens = batch * seq_q
 constexpr int kTensorElemsLog2 = 40;
 constexpr std::uint64_t kMaxTensorElems = std::uint64_t(1) << kTensorElemsLog2;  // B*H*N*d of one tensor
 constexpr std::int64_t kMaxWarmup = 100000;
@@ -55,7 +55,7 @@ constexpr std::size_t kMaxSuggestDistance = 2;                // "did you mean" 
 constexpr std::size_t kMaxEcho = 40;                          // user text echoed back in a message
 constexpr std::size_t kMaxEchoLong = 200;                     // paths and parser messages
 
-constexpr const char* kRequired[] = {"seq", "head_dim", "dtype"};
+constexpr const char* kRequired[] = {"head_dim", "dtype"};  // and seq, or seq_q and seq_k
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw SpecError(path + ": " + what);
@@ -382,8 +382,9 @@ std::size_t mul_saturating(std::size_t a, std::size_t b) {
 
 const std::vector<std::string>& spec_keys() {
   static const std::vector<std::string> keys = {
-      "$schema", "name",   "description", "seq",     "batch",  "tokens", "heads", "model_dim", "kv_heads", "head_dim",
-      "dtype",   "causal", "pass",        "kernels", "warmup", "reps",   "seed",  "verify", "input_scale"};
+      "$schema", "name",   "description", "seq",     "seq_q",  "seq_k",  "batch", "tokens", "heads",
+      "model_dim", "kv_heads", "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps",
+      "seed",    "verify", "input_scale"};
   return keys;
 }
 
@@ -408,12 +409,21 @@ const std::vector<std::string>& spec_pass_names() {
 Sweep sweep_from_json(const nlohmann::json& j) {
   if (!j.is_object()) fail("spec", "must be a JSON object { ... }, got " + describe(j));
   check_keys(j);
+  // Sequence lengths: `seq` (self-attention, seq_q = seq_k) or both of seq_q and seq_k.
+  const bool split_seq = j.contains("seq_q") || j.contains("seq_k");
+  if (split_seq && j.contains("seq"))
+    fail("spec", "give seq (seq_q = seq_k), or seq_q and seq_k, not both");
+  if (!split_seq && !j.contains("seq")) fail("spec.seq", "missing (required), or give seq_q and seq_k");
+  if (split_seq && !j.contains("seq_q"))
+    fail("spec.seq_q", "missing: seq_k needs seq_q (or give seq for both)");
+  if (split_seq && !j.contains("seq_k"))
+    fail("spec.seq_k", "missing: seq_q needs seq_k (or give seq for both)");
   for (const char* key : kRequired)
     if (!j.contains(key)) fail(std::string("spec.") + key, "missing (required)");
   const bool by_tokens = j.contains("tokens");
   if (by_tokens == j.contains("batch"))
-    fail("spec", by_tokens ? "give batch or tokens, not both (batch = tokens / seq)"
-                           : "missing batch (or tokens, with batch = tokens / seq)");
+    fail("spec", by_tokens ? "give batch or tokens, not both (batch = tokens / seq_q)"
+                           : "missing batch (or tokens, with batch = tokens / seq_q)");
 
   const bool by_model_dim = j.contains("model_dim");
   if (by_model_dim == j.contains("heads"))
@@ -426,7 +436,9 @@ Sweep sweep_from_json(const nlohmann::json& j) {
     if (j.contains(key)) to_str(scalar_item(j, key));
 
   // ---- each field on its own: types, bounds, duplicates (linear in the spec's size) ----
-  const Axis<std::int64_t> seq = int_axis(j, "seq", 1, kMaxSeq);
+  // seq is the query axis then; the key lengths pair with it one to one (seq) or as a product.
+  const Axis<std::int64_t> seq = int_axis(j, split_seq ? "seq_q" : "seq", 1, kMaxSeq);
+  const Axis<std::int64_t> seq_k = split_seq ? int_axis(j, "seq_k", 1, kMaxSeq) : seq;
   const Axis<std::int64_t> batch_or_tokens =
       by_tokens ? int_axis(j, "tokens", 1, kMaxTokens) : int_axis(j, "batch", 1, kMaxBatch);
   // With model_dim (the FlashAttention papers hold it at 2048 while d varies) heads = model_dim / d.
@@ -477,20 +489,25 @@ Sweep sweep_from_json(const nlohmann::json& j) {
   }
 
   // ---- the case count, before any pairwise check or allocation (10^6+ cases never allocate) ----
-  // Product order, outermost first: dtype, head_dim, causal, pass, batch|tokens, heads, kv_heads, seq.
-  // Consecutive cases then differ in seq only: each printed block is a time-vs-N series.
+  // Product order, outermost first: dtype, head_dim, causal, pass, batch|tokens, heads, kv_heads, seq
+  // (or seq_q, then seq_k). Consecutive cases then differ in seq (seq_k) only: each printed block is
+  // a time-vs-N series.
   const std::size_t kv_count = kv_given ? kv_heads.size() : 1;  // default: kv_heads = heads
-  const std::size_t sizes[] = {dtype.size(),           head_dim.size(), causal.size(), pass.size(),
-                               batch_or_tokens.size(), heads.size(),    kv_count,      seq.size()};
+  const std::size_t seqk_count = split_seq ? seq_k.size() : 1;  // seq: seq_k = seq_q
+  const std::size_t sizes[] = {dtype.size(), head_dim.size(), causal.size(), pass.size(), batch_or_tokens.size(),
+                               heads.size(), kv_count,        seq.size(),    seqk_count};
   std::size_t count = 1;
   for (const std::size_t n : sizes) count = mul_saturating(count, n);
   if (count > kMaxCases)
     fail("spec",
          fmt::format("the sweep has {}{} cases (dtype {} x head_dim {} x causal {} x pass {} x {} {} x "
-                     "heads {} x kv_heads {} x seq {}), more than the cap {} (kMaxCases)",
+                     "heads {} x kv_heads {} x {}), more than the cap {} (kMaxCases)",
                      count == std::numeric_limits<std::size_t>::max() ? "more than " : "", count, sizes[0],
                      sizes[1], sizes[2], sizes[3], by_tokens ? "tokens" : "batch", sizes[4], sizes[5],
-                     sizes[6], sizes[7], kMaxCases));
+                     sizes[6],
+                     split_seq ? fmt::format("seq_q {} x seq_k {}", sizes[7], sizes[8])
+                               : fmt::format("seq {}", sizes[7]),
+                     kMaxCases));
 
   // ---- rules across fields (each loop is bounded by the case count) ----
   // Query heads of (heads or model_dim value h, head_dim value d).
@@ -524,15 +541,16 @@ Sweep sweep_from_json(const nlohmann::json& j) {
     for (std::size_t t = 0; t < batch_or_tokens.size(); ++t) {
       for (std::size_t n = 0; n < seq.size(); ++n) {
         const std::int64_t tokens = batch_or_tokens.values[t], len = seq.values[n];
+        const char* per = split_seq ? "seq_q" : "seq";
         if (tokens % len != 0)
           fail(batch_or_tokens.paths[t],
-               fmt::format("{} tokens is not a whole number of sequences of {} = {} (batch = tokens / seq "
+               fmt::format("{} tokens is not a whole number of sequences of {} = {} (batch = tokens / {} "
                            "must divide exactly)",
-                           tokens, seq.paths[n], len));
+                           tokens, seq.paths[n], len, per));
         if (tokens / len > kMaxBatch)
           fail(batch_or_tokens.paths[t],
-               fmt::format("batch = tokens / seq = {} / {} = {} (with {}) is more than the cap {} on batch",
-                           tokens, len, tokens / len, seq.paths[n], kMaxBatch));
+               fmt::format("batch = tokens / {} = {} / {} = {} (with {}) is more than the cap {} on batch",
+                           per, tokens, len, tokens / len, seq.paths[n], kMaxBatch));
       }
     }
   }
@@ -550,8 +568,14 @@ Sweep sweep_from_json(const nlohmann::json& j) {
   const auto max_of = [](const Axis<std::int64_t>& a) {
     return std::uint64_t(*std::max_element(a.values.begin(), a.values.end()));
   };
-  const std::uint64_t rows_tokens =
-      by_tokens ? max_of(batch_or_tokens) : max_of(batch_or_tokens) * max_of(seq);
+  const auto min_of = [](const Axis<std::int64_t>& a) {
+    return std::uint64_t(*std::min_element(a.values.begin(), a.values.end()));
+  };
+  // Rows of Q (batch * seq_q) or of K (batch * seq_k), whichever is larger; with tokens, batch is at
+  // most max(tokens) / min(seq_q), itself at most kMaxBatch (checked above).
+  const std::uint64_t max_batch = by_tokens ? max_of(batch_or_tokens) / min_of(seq) : max_of(batch_or_tokens);
+  const std::uint64_t q_rows = by_tokens ? max_of(batch_or_tokens) : max_batch * max_of(seq);
+  const std::uint64_t rows_tokens = std::max(q_rows, max_batch * max_of(seq_k));
   const std::uint64_t max_heads =
       by_model_dim ? max_of(heads) / *std::min_element(head_dim.values.begin(), head_dim.values.end())
                    : max_of(heads);
@@ -560,8 +584,9 @@ Sweep sweep_from_json(const nlohmann::json& j) {
     const std::string sizes_text =
         by_tokens
             ? fmt::format("tokens {} x heads {} x head_dim {}", rows_tokens, max_heads, max_of(head_dim))
-            : fmt::format("batch {} x heads {} x seq {} x head_dim {}", max_of(batch_or_tokens),
-                          max_heads, max_of(seq), max_of(head_dim));
+            : fmt::format("batch {} x heads {} x {} {} x head_dim {}", max_of(batch_or_tokens), max_heads,
+                          split_seq ? "max(seq_q, seq_k)" : "seq", std::max(max_of(seq), max_of(seq_k)),
+                          max_of(head_dim));
     fail("spec", fmt::format("{} = {} elements in one tensor (B*H*N*d), more than the cap {} (2^{})",
                              sizes_text, elems, kMaxTensorElems, kTensorElemsLog2));
   }
@@ -575,18 +600,20 @@ Sweep sweep_from_json(const nlohmann::json& j) {
           for (const std::int64_t b : batch_or_tokens.values)
             for (const std::int64_t h : heads.values)
               for (std::size_t k = 0; k < kv_count; ++k)
-                for (const std::int64_t n : seq.values) {
-                  Case cs;
-                  cs.dtype = t;
-                  cs.head_dim = int(d);
-                  cs.causal = c;
-                  cs.pass = p;
-                  cs.batch = int(by_tokens ? b / n : b);
-                  cs.heads = int(heads_of(h, d));
-                  cs.kv_heads = int(kv_given ? kv_heads.values[k] : cs.heads);
-                  cs.seq = int(n);
-                  sweep.cases.push_back(cs);
-                }
+                for (const std::int64_t n : seq.values)
+                  for (std::size_t nk = 0; nk < seqk_count; ++nk) {
+                    Case cs;
+                    cs.dtype = t;
+                    cs.head_dim = int(d);
+                    cs.causal = c;
+                    cs.pass = p;
+                    cs.batch = int(by_tokens ? b / n : b);
+                    cs.heads = int(heads_of(h, d));
+                    cs.kv_heads = int(kv_given ? kv_heads.values[k] : cs.heads);
+                    cs.seq_q = int(n);
+                    cs.seq_k = split_seq ? int(seq_k.values[nk]) : int(n);
+                    sweep.cases.push_back(cs);
+                  }
   for (const Descriptor* k : kernels) sweep.kernels.emplace_back(k->name);
   sweep.spec = j;
   return sweep;

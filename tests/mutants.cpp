@@ -21,31 +21,33 @@ using Index = std::int64_t;
 constexpr int kKeyTile = 64;
 
 struct Geometry {
-  int batch, heads, kv_heads, seq, dim, group;
+  int batch, heads, kv_heads, seq_q, seq_k, dim, group;
   bool causal;
-  Index q_off(int b, int h) const { return (Index(b) * heads + h) * seq * dim; }
-  Index kv_off(int b, int g) const { return (Index(b) * kv_heads + g) * seq * dim; }
-  Index row_off(int b, int h) const { return (Index(b) * heads + h) * seq; }
+  Index q_off(int b, int h) const { return (Index(b) * heads + h) * seq_q * dim; }
+  Index kv_off(int b, int g) const { return (Index(b) * kv_heads + g) * seq_k * dim; }
+  Index row_off(int b, int h) const { return (Index(b) * heads + h) * seq_q; }
 };
 
 Geometry geometry(const AttentionParams& p) {
-  return {p.batch, p.heads, p.kv_heads, p.seq, p.head_dim, p.group(), p.causal};
+  return {p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.head_dim, p.group(), p.causal};
 }
 
 int kv_head_of(Bug bug, const Geometry& g, int h) {
   return bug == Bug::gqa_modulo ? h % g.kv_heads : h / g.group;
 }
 
-// Keys [0, end) query i sees.
+// Keys [0, end) query i sees (causal: bottom-right aligned, j <= i + seq_k - seq_q).
 int visible_end(Bug bug, const Geometry& g, int i) {
-  int end = g.seq;
+  int end = g.seq_k;
   if (g.causal) {
-    end = i + 1;
-    if (bug == Bug::causal_plus_one) end = std::min(g.seq, i + 2);
-    if (bug == Bug::causal_minus_one) end = i;
+    const int last = i + g.seq_k - g.seq_q;  // the last visible key
+    end = last + 1;
+    if (bug == Bug::causal_plus_one) end = last + 2;
+    if (bug == Bug::causal_minus_one) end = last;
+    end = std::max(0, std::min(g.seq_k, end));
   }
-  if (bug == Bug::skip_last_16) end = std::min(end, std::max(0, g.seq - 16));
-  if (bug == Bug::skip_last_tile) end = std::min(end, (g.seq - 1) / kKeyTile * kKeyTile);
+  if (bug == Bug::skip_last_16) end = std::min(end, std::max(0, g.seq_k - 16));
+  if (bug == Bug::skip_last_tile) end = std::min(end, (g.seq_k - 1) / kKeyTile * kKeyTile);
   return end;
 }
 
@@ -68,11 +70,11 @@ template <class T> void forward_t(Bug bug, const AttentionParams& p, const cpu::
   const A* v = vw.data();
   T* o = static_cast<T*>(p.o);
   A* lse = static_cast<A*>(p.lse);
-  const Index rows = Index(g.batch) * g.heads * g.seq;
+  const Index rows = Index(g.batch) * g.heads * g.seq_q;
   ctx.pool->parallel_for(rows, [&](Index task, int) {
-    const int i = int(task % g.seq);
-    const int h = int(task / g.seq % g.heads);
-    const int b = int(task / g.seq / g.heads);
+    const int i = int(task % g.seq_q);
+    const int h = int(task / g.seq_q % g.heads);
+    const int b = int(task / g.seq_q / g.heads);
     const int hk = kv_head_of(bug, g, h);
     const A* qrow = q + g.q_off(b, h) + Index(i) * g.dim;
     const A* kb = k + g.kv_off(b, hk);
@@ -105,8 +107,10 @@ template <class T> void forward_t(Bug bug, const AttentionParams& p, const cpu::
       m = m_new;
     }
     T* oi = o + g.q_off(b, h) + Index(i) * g.dim;
-    for (int c = 0; c < g.dim; ++c) oi[c] = store<T>(bug == Bug::zero_output ? A(0) : acc[c] / l);
-    A value = m + std::log(l);
+    // A row with no visible key: O = 0, LSE = -inf (kernels/attention.h).
+    for (int c = 0; c < g.dim; ++c)
+      oi[c] = store<T>(bug == Bug::zero_output || l == 0 ? A(0) : acc[c] / l);
+    A value = l == 0 ? -std::numeric_limits<A>::infinity() : m + std::log(l);
     if (bug == Bug::lse_base2) value *= A(1.4426950408889634);
     lse[g.row_off(b, h) + i] = value;
   });
@@ -128,7 +132,7 @@ template <class T> void backward_t(Bug bug, const AttentionParams& p, const cpu:
   T* dq = static_cast<T*>(p.dq);
   T* dk = static_cast<T*>(p.dk);
   T* dv = static_cast<T*>(p.dv);
-  const Index rows = Index(g.batch) * g.heads * g.seq;
+  const Index rows = Index(g.batch) * g.heads * g.seq_q;
 
   // D = rowsum(dO o O) per query row.
   std::vector<A> d(rows, A(0));
@@ -153,9 +157,9 @@ template <class T> void backward_t(Bug bug, const AttentionParams& p, const cpu:
 
   // dQ_i = scale sum_j dS_ij K_j, one task per query row.
   ctx.pool->parallel_for(rows, [&](Index task, int) {
-    const int i = int(task % g.seq);
-    const int h = int(task / g.seq % g.heads);
-    const int b = int(task / g.seq / g.heads);
+    const int i = int(task % g.seq_q);
+    const int h = int(task / g.seq_q % g.heads);
+    const int b = int(task / g.seq_q / g.heads);
     const int hk = kv_head_of(bug, g, h);
     const A* qi = q + g.q_off(b, h) + Index(i) * g.dim;
     const A* doi = dout + g.q_off(b, h) + Index(i) * g.dim;
@@ -173,17 +177,17 @@ template <class T> void backward_t(Bug bug, const AttentionParams& p, const cpu:
   });
 
   // dK_j, dV_j: one task per (batch, K/V head, key row), over the query heads that read that K/V head.
-  const Index kv_rows = Index(g.batch) * g.kv_heads * g.seq;
+  const Index kv_rows = Index(g.batch) * g.kv_heads * g.seq_k;
   ctx.pool->parallel_for(kv_rows, [&](Index task, int) {
-    const int j = int(task % g.seq);
-    const int hk = int(task / g.seq % g.kv_heads);
-    const int b = int(task / g.seq / g.kv_heads);
+    const int j = int(task % g.seq_k);
+    const int hk = int(task / g.seq_k % g.kv_heads);
+    const int b = int(task / g.seq_k / g.kv_heads);
     const A* kj = k + g.kv_off(b, hk) + Index(j) * g.dim;
     const A* vj = v + g.kv_off(b, hk) + Index(j) * g.dim;
     std::vector<A> acc_k(g.dim, A(0)), acc_v(g.dim, A(0));
     for (int h = 0; h < g.heads; ++h) {
       if (kv_head_of(bug, g, h) != hk) continue;
-      for (int i = 0; i < g.seq; ++i) {
+      for (int i = 0; i < g.seq_q; ++i) {
         if (j >= visible_end(bug, g, i)) continue;
         const Index row = g.row_off(b, h) + i;
         const A* qi = q + g.q_off(b, h) + Index(i) * g.dim;

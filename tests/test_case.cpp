@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "case.h"
@@ -14,7 +15,7 @@ TEST_CASE("FLOPs follow FlashAttention's convention", "[case]") {
   c.batch = 2;
   c.heads = 16;
   c.kv_heads = 16;
-  c.seq = 4096;
+  c.set_seq(4096);
   c.head_dim = 128;
   const double fwd = 4.0 * 2 * 16 * 4096.0 * 4096.0 * 128;
   REQUIRE(flops(c) == fwd);
@@ -32,7 +33,7 @@ TEST_CASE("modelled bytes: naive grows as N^2, flash as N^2/Br", "[case]") {
   c.heads = c.kv_heads = 32;
   c.head_dim = 128;
   c.dtype = Dtype::bf16;
-  c.seq = 4096;
+  c.set_seq(4096);
   const double naive = naive_bytes(c, 0);
   const double flash = tiled_bytes(c, 128);
   // Naive moves S and P four times (N^2 elements of 2 bytes each): 32*4096^2*2*4 bytes at least.
@@ -42,7 +43,7 @@ TEST_CASE("modelled bytes: naive grows as N^2, flash as N^2/Br", "[case]") {
   REQUIRE(std::abs(flash / naive - 128.0 / (2 * 128)) < 0.05);
   // Doubling N nearly quadruples naive: the N^2 terms dominate.
   Case c2 = c;
-  c2.seq = 8192;
+  c2.set_seq(8192);
   REQUIRE(std::abs(naive_bytes(c2, 0) / naive - 4.0) < 0.1);  // + linear Q/K/V/O terms
   // Causal: naive still writes every score (cuBLAS has no mask), the tiled kernel skips half the tiles.
   Case causal = c;
@@ -56,7 +57,7 @@ TEST_CASE("modelled bytes: the tiled backward re-reads Q and dO once per key til
   c.heads = c.kv_heads = 16;
   c.head_dim = 128;
   c.dtype = Dtype::bf16;
-  c.seq = 8192;
+  c.set_seq(8192);
   c.pass = Pass::bwd;
   const double q_bytes = 16.0 * 8192 * 128 * 2;
   // Halving the key tile doubles the per-tile re-reads of Q and dO (2 tensors x N/tile tiles).
@@ -69,7 +70,7 @@ TEST_CASE("case keys are stable and distinguish every field", "[case]") {
   a.batch = 1;
   a.heads = 16;
   a.kv_heads = 4;
-  a.seq = 1024;
+  a.set_seq(1024);
   a.head_dim = 64;
   a.dtype = Dtype::fp16;
   a.causal = true;
@@ -154,4 +155,116 @@ TEST_CASE("ceilings give each ok result its roofline percentages, kept through J
   const Record back = record_from_json(to_json(res.records[0]));
   REQUIRE(back.roofline == res.records[0].roofline);
   REQUIRE(record_from_json(to_json(res.records[1])).roofline.empty());
+}
+
+// ---- seq_q != seq_k ----
+
+namespace {
+// The causal rule written out directly (bottom-right aligned), for the mask's unit tests.
+bool sees(int seq_q, int seq_k, bool causal, int i, int j) {
+  return j >= 0 && j < seq_k && (!causal || j <= i + (seq_k - seq_q));
+}
+}  // namespace
+
+TEST_CASE("causal mask: bottom-right aligned, with its tile helpers, against brute force", "[case]") {
+  const int lengths[] = {1, 2, 3, 7, 16, 17, 40};
+  const int tiles[] = {1, 3, 8, 16};
+  for (int nq : lengths)
+    for (int nk : lengths)
+      for (bool causal : {false, true}) {
+        const CausalMask m{nq, nk, causal};
+        INFO("seq_q " << nq << " seq_k " << nk << " causal " << causal);
+        double pairs = 0;
+        for (int i = 0; i < nq; ++i) {
+          int end = 0;
+          for (int j = 0; j < nk; ++j) {
+            REQUIRE(m.visible(i, j) == sees(nq, nk, causal, i, j));
+            if (sees(nq, nk, causal, i, j)) end = j + 1, ++pairs;
+          }
+          REQUIRE(m.key_end(i) == end);  // visible keys are a prefix [0, end)
+          REQUIRE(m.row_empty(i) == (end == 0));
+        }
+        REQUIRE(m.visible_pairs() == pairs);
+        // The last query row sees every key; the first row that sees key j sees every key before it.
+        REQUIRE(m.key_end(nq - 1) == nk);
+        for (int j = 0; j < nk; ++j) {
+          const int first = m.first_row(j);
+          REQUIRE(first < nq);
+          REQUIRE(sees(nq, nk, causal, first, j));
+          if (first > 0) REQUIRE_FALSE(sees(nq, nk, causal, first - 1, j));
+        }
+        for (int br : tiles)
+          for (int bc : tiles)
+            for (int q0 = 0; q0 < nq; q0 += br) {
+              int end = 0;  // one past the last key any row of the tile sees
+              for (int i = q0; i < std::min(q0 + br, nq); ++i) end = std::max(end, m.key_end(i));
+              REQUIRE(m.key_end(q0, br) == end);
+              REQUIRE(m.kv_tiles(q0, br, bc) == (end + bc - 1) / bc);
+              for (int k0 = 0; k0 < nk; k0 += bc) {
+                bool hides = false;  // some (row, key) of the tile masked, real rows or padded ones
+                for (int i = q0; i < q0 + br; ++i)
+                  for (int j = k0; j < k0 + bc; ++j) hides |= !sees(nq, nk, causal, i, j);
+                // tile_needs_mask may be conservative, never wrong.
+                if (hides) REQUIRE(m.tile_needs_mask(q0, k0, bc));
+              }
+            }
+        // first_q_tile: tiles before it hold no row that sees any key at or after k0.
+        for (int br : tiles)
+          for (int k0 = 0; k0 < nk; ++k0) {
+            const int t = m.first_q_tile(k0, br);
+            for (int i = 0; i < std::min(t * br, nq); ++i) REQUIRE(m.key_end(i) <= k0);
+          }
+      }
+}
+
+TEST_CASE("seq_q != seq_k: case key, params, FLOPs and bytes", "[case]") {
+  Case c;
+  c.heads = 32;
+  c.kv_heads = 8;
+  c.head_dim = 128;
+  c.dtype = Dtype::bf16;
+  c.seq_q = 1;
+  c.seq_k = 4096;
+  REQUIRE(c.key() == "b1-h32-kv8-q1-k4096-d128-bf16-full-fwd");
+  c.causal = true;
+  REQUIRE(c.key() == "b1-h32-kv8-q1-k4096-d128-bf16-causal-fwd");
+  Case square = c;
+  square.set_seq(4096);
+  REQUIRE(square.key() == "b1-h32-kv8-n4096-d128-bf16-causal-fwd");  // the key results had before
+  REQUIRE(!(square == c));
+
+  const AttentionParams p = c.params();
+  REQUIRE(p.seq_q == 1);
+  REQUIRE(p.seq_k == 4096);
+  REQUIRE(p.q_elems() == 32 * 128);
+  REQUIRE(p.kv_elems() == 8 * 4096 * 128);
+  REQUIRE(p.rows() == 32);
+  REQUIRE(input_bytes(c) == std::uint64_t(32 * 128 + 2 * 8 * 4096 * 128) * 2);
+
+  // Decode: the one query row sees every key, causal or not: no halving.
+  const double full = 4.0 * 32 * 1 * 4096 * 128;
+  REQUIRE(flops(c) == full);
+  // seq_q < seq_k causal: exact visible pairs, e.g. 2 x 5: rows see 4 and 5 keys.
+  c.seq_q = 2;
+  c.seq_k = 5;
+  REQUIRE(flops(c) == 4.0 * 32 * 9 * 128);
+  // seq_q > seq_k causal: 5 x 2: rows 0-2 see nothing, rows 3 and 4 see 1 and 2 keys.
+  c.seq_q = 5;
+  c.seq_k = 2;
+  REQUIRE(flops(c) == 4.0 * 32 * 3 * 128);
+  c.causal = false;
+  REQUIRE(flops(c) == 4.0 * 32 * 10 * 128);
+  // Square causal keeps FlashAttention's halving.
+  REQUIRE(flops(square) == 4.0 * 32 * 4096.0 * 4096 * 128 / 2);
+
+  // Bytes: decode flash reads K and V once (one query tile), Q and writes O once.
+  Case dec = c;
+  dec.seq_q = 1;
+  dec.seq_k = 4096;
+  dec.causal = true;
+  const double e = 2, kv = 8.0 * 4096 * 128 * e, q = 32.0 * 128 * e;
+  REQUIRE(std::abs(tiled_bytes(dec, 128) - (2 * q + 2 * kv + 32 * 4.0)) < 1);
+  // Naive decode: S and P are 1 x seq_k per head.
+  REQUIRE(naive_bytes(dec, 0) >= 4.0 * 32 * 4096 * e);
+  REQUIRE(naive_bytes(dec, 0) < naive_bytes(square, 0) / 100);
 }

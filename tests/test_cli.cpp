@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +38,21 @@ Outcome flashbench(const std::string& args) {
   const fs::path log = scratch_dir() / "out.txt";
   const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && '" + FLASHBENCH_EXE + "' " +
                           args + " > '" + log.string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  Outcome o;
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  o.out = ss.str();
+  return o;
+}
+
+// A shell command line as given (for limits such as ulimit), output captured like flashbench().
+Outcome flashbench_shell(const std::string& command) {
+  const fs::path log = scratch_dir() / "out.txt";
+  const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && (" + command + ") > '" +
+                          log.string() + "' 2>&1";
   const int status = std::system(cmd.c_str());
   Outcome o;
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -153,6 +169,26 @@ TEST_CASE("verify on the CPU passes and prints a verdict per check", "[cli]") {
   REQUIRE(contains(o.out, "checks passed"));
 }
 
+TEST_CASE("verify --seq-q/--seq-k: decode and rows with no visible key pass; one length alone is refused",
+          "[cli]") {
+  for (const char* lengths : {"--seq-q 1 --seq-k 333", "--seq-q 90 --seq-k 31", "--seq 64 --seq-q 8"}) {
+    Outcome o = flashbench(std::string("verify ") + lengths + " --backend cpu --kv-heads 1 --heads 2 "
+                           "--dtype bf16 --causal both --pass all");
+    INFO(lengths << "\n" << o.out);
+    REQUIRE(o.code == 0);
+    REQUIRE(!contains(o.out, "[FAIL]"));
+    REQUIRE(contains(o.out, "checks passed"));
+  }
+  REQUIRE(contains(flashbench("verify --seq-q 1 --seq-k 333 --backend cpu --dtype fp32 --causal yes").out,
+                   "Nq=1 Nk=333"));
+  Outcome o = flashbench("verify --seq-q 4 --backend cpu");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "--seq-k"));
+  o = flashbench("verify --seq-k 0 --seq-q 1 --backend cpu");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "--seq-k"));
+}
+
 TEST_CASE("info --json lists backend and kernels", "[cli]") {
   Outcome o = flashbench("info --backend cpu --json");
   INFO(o.out);
@@ -266,7 +302,31 @@ TEST_CASE("an interrupted run keeps its journal and --resume finishes it", "[cli
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
   REQUIRE(fs::exists(journal));  // kept for --resume
-  REQUIRE(fs::exists(out));       // what was done, written whole
+  REQUIRE(fs::exists(out));       // what was done, written whole, and marked partial
+  {
+    std::ifstream in(out);
+    REQUIRE(nlohmann::json::parse(in)["complete"] == false);
+  }
+  Outcome note = flashbench("compare '" + full.string() + "' '" + out.string() + "'");
+  REQUIRE(contains(note.out, "interrupted run"));
+  const fs::path merged = d / "merged-partial.json";
+  fs::remove(merged);
+  note = flashbench("merge '" + out.string() + "' -o '" + merged.string() + "'");
+  REQUIRE(note.code == 0);
+  REQUIRE(contains(note.out, "interrupted run"));
+  {
+    std::ifstream in(merged);
+    REQUIRE(nlohmann::json::parse(in)["complete"] == false);  // a merge of a partial run is partial
+  }
+  // Starting over the unfinished run is refused without --resume or --fresh; nothing is touched.
+  const std::size_t journalled = line_count(journal);
+  Outcome refused = flashbench("run '" + spec + "' --backend cpu -q -o '" + out.string() + "'");
+  INFO(refused.out);
+  REQUIRE(refused.code == 2);
+  REQUIRE(contains(refused.out, "--resume"));
+  REQUIRE(contains(refused.out, "--fresh"));
+  REQUIRE(std::count(refused.out.begin(), refused.out.end(), '\n') == 1);
+  REQUIRE(line_count(journal) == journalled);
   const auto partial = result_keys(out);
   const auto everything = result_keys(full);
   REQUIRE(partial.size() < everything.size());
@@ -279,6 +339,10 @@ TEST_CASE("an interrupted run keeps its journal and --resume finishes it", "[cli
   REQUIRE(contains(o.out, "resuming"));
   REQUIRE(result_keys(out) == everything);
   REQUIRE(!fs::exists(journal));  // the final file holds everything now
+  {
+    std::ifstream in(out);
+    REQUIRE(nlohmann::json::parse(in)["complete"] == true);
+  }
 
   // A journal of another sweep is refused, not mixed in.
   std::ofstream(journal) << "{\"journal\": 1, \"fingerprint\": \"0000000000000000\"}\n";
@@ -357,22 +421,260 @@ TEST_CASE("verify with large inputs: scores that overflow a plain exp still matc
   REQUIRE(flashbench("verify --seq 150 --backend cpu --input-scale 0").code == 2);
 }
 
-TEST_CASE("--devices runs one worker per device and merges them into the single run's cases", "[cli]") {
-  // On the CPU backend the device index is ignored: two workers split the sweep and run side by side.
-  const fs::path d = scratch_dir();
-  const fs::path single = d / "devices-single.json", merged = d / "devices-merged.json";
-  fs::remove(single);
-  fs::remove(merged);
-  REQUIRE(flashbench("run configs/quick.json --backend cpu -q -o '" + single.string() + "'").code == 0);
-  Outcome o = flashbench("run configs/quick.json --backend cpu -q --devices 0,1 -o '" + merged.string() + "'");
+TEST_CASE("--devices and --device on the CPU backend are refused, not ignored", "[cli]") {
+  // The CPU backend has no devices: a flag that would change nothing is an error (the worker-and-merge
+  // path of --devices runs on a GPU: scripts/device_run.sh's `devices` step).
+  const fs::path out = scratch_dir() / "devices.json";
+  fs::remove(out);
+  for (const char* flags : {"--devices 0,1", "--device 3"}) {
+    Outcome o = flashbench(std::string("run configs/quick.json --backend cpu -q ") + flags + " -o '" +
+                           out.string() + "'");
+    INFO(o.out);
+    REQUIRE(o.code == 2);
+    REQUIRE(contains(o.out, std::string(flags).substr(0, std::string(flags).find(' '))));
+    REQUIRE(contains(o.out, "CPU backend has no devices"));
+    REQUIRE(std::count(o.out.begin(), o.out.end(), '\n') == 1);
+    REQUIRE(!fs::exists(out));
+  }
+  Outcome v = flashbench("verify --seq 64 --backend cpu --device 1");
+  REQUIRE(v.code == 2);
+  REQUIRE(contains(v.out, "--device 1"));
+  REQUIRE(flashbench("info --backend cpu --device 2").code == 2);
+}
+
+namespace {
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+std::size_t lines_of(const std::string& s) { return std::size_t(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("run overrides: --reps, --warmup, --kernels, --filter, recorded in settings", "[cli]") {
+  const fs::path out = scratch_dir() / "overrides.json";
+  fs::remove(out);
+  Outcome o = flashbench("run configs/quick.json --backend cpu -q --reps 2 --warmup 0 --kernels flash "
+                         "--filter 'n(64|128)-d64-fp32' -o '" + out.string() + "'");
   INFO(o.out);
   REQUIRE(o.code == 0);
-  REQUIRE(result_keys(merged) == result_keys(single));
-  for (const auto& entry : fs::directory_iterator(d))  // worker parts are cleaned up
-    REQUIRE(entry.path().filename().string().find("devices-merged.json.part") == std::string::npos);
-  // Results come back in the sweep's case order, as a single run writes them.
-  std::ifstream a(single), b(merged);
-  const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
-  for (std::size_t i = 0; i < ja["results"].size(); ++i) REQUIRE(ja["results"][i]["key"] == jb["results"][i]["key"]);
-  REQUIRE(flashbench("run configs/quick.json --backend cpu --devices 0,1").code == 2);  // needs -o
+  const nlohmann::json j = read_json(out);
+  REQUIRE(j["settings"]["reps"] == 2);
+  REQUIRE(j["settings"]["warmup"] == 0);
+  REQUIRE(j["settings"]["overrides"]["kernels"] == nlohmann::json{"flash"});
+  REQUIRE(j["settings"]["overrides"]["filter"] == "n(64|128)-d64-fp32");
+  REQUIRE(j["settings"]["overrides"]["reps"] == 2);
+  REQUIRE(j["results"].size() == 4);  // N 64 and 128, causal and not, fp32 only; flash only
+  for (const auto& r : j["results"]) {
+    REQUIRE(r["kernel"] == "flash");
+    REQUIRE(r["time_ms"]["reps"] == 2);
+    REQUIRE(r["case"]["dtype"] == "fp32");
+  }
+
+  // Each bad value: exit 2, one line naming the flag, nothing written.
+  fs::remove(out);
+  for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
+           {"--kernels flash,nope", "--kernels"},
+           {"--kernels flash,flash", "--kernels"},
+           {"--filter 'n(64'", "--filter"},
+           {"--filter n999999", "--filter"},
+           {"--reps 0", "--reps"},
+           {"--warmup -1", "--warmup"},
+           {"--max-noise 0", "--max-noise"},
+           {"--min-time -2", "--min-time"},
+       }) {
+    Outcome bad = flashbench("run configs/quick.json --backend cpu -q " + flags + " -o '" + out.string() + "'");
+    INFO(flags << "\n" << bad.out);
+    REQUIRE(bad.code == 2);
+    REQUIRE(contains(bad.out, named));
+    REQUIRE(lines_of(bad.out) == 1);
+    REQUIRE(!fs::exists(out));
+  }
+}
+
+TEST_CASE("run --list shows the cases and each kernel's memory, runs and writes nothing", "[cli]") {
+  const fs::path out = scratch_dir() / "listed.json";
+  fs::remove(out);
+  Outcome o = flashbench("run configs/quick.json --backend cpu --list --filter bf16 -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "8 cases x 2 kernels"));
+  REQUIRE(contains(o.out, "b1-h2-kv2-n512-d64-bf16-causal-fwd"));
+  REQUIRE(!contains(o.out, "fp32"));
+  REQUIRE(contains(o.out, "KiB"));  // the memory each kernel needs
+  REQUIRE(contains(o.out, "nothing was run"));
+  REQUIRE(!fs::exists(out));
+  REQUIRE(!fs::exists(out.string() + ".journal.jsonl"));
+
+  // A kernel that cannot run a case here says why, once, by number.
+  o = flashbench("run configs/quick.json --backend cpu --list --kernels naive,flash-sm90 --filter n64-");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "skip [1]"));
+  REQUIRE(contains(o.out, "[1] kernel 'flash-sm90' does not run on the CPU backend"));
+}
+
+TEST_CASE("adaptive timing samples past the minimum reps and records its policy", "[cli]") {
+  const fs::path out = scratch_dir() / "adaptive.json";
+  fs::remove(out);
+  const std::string spec = write_spec("adaptive-spec.json", R"({"seq": 64, "batch": 1, "heads": 1, "head_dim": 64,
+                                                                "dtype": "fp32", "kernels": ["flash"],
+                                                                "reps": 3, "warmup": 0})");
+  // A 64x64 flash forward takes well under a millisecond: 20 ms of kernel time needs many more than 3.
+  Outcome o = flashbench("run '" + spec + "' --backend cpu -q --min-time 0.02 --max-time 2 -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  const nlohmann::json j = read_json(out);
+  REQUIRE(j["settings"]["timing"]["mode"] == "adaptive");
+  REQUIRE(j["settings"]["timing"]["min_time_s"] == 0.02);
+  REQUIRE(j["settings"]["timing"]["max_time_s"] == 2.0);
+  REQUIRE(j["settings"]["timing"]["noise"] == "cv");
+  const auto& t = j["results"][0]["time_ms"];
+  REQUIRE(t["reps"].get<int>() > 3);
+  // It stopped once the samples added up to min-time (2 s of wall time, the cap, is far away).
+  REQUIRE(t["reps"].get<double>() * t["mean"].get<double>() >= 0.02 * 1e3 * 0.99);
+}
+
+TEST_CASE("run prints rows as cases finish and closes with a summary", "[cli]") {
+  const fs::path out = scratch_dir() / "summary.json";
+  fs::remove(out);
+  Outcome o = flashbench("run configs/quick.json --backend cpu --filter 'n64-' -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  // Not a terminal: one plain line per result, numbered by case.
+  REQUIRE(contains(o.out, "[1/4] B=1 H=2 N=64 d=64 fp32 full fwd  naive  ok"));
+  REQUIRE(contains(o.out, "[4/4] B=1 H=2 N=64 d=64 bf16 causal fwd  flash  ok"));
+  REQUIRE(contains(o.out, "reps)"));
+  REQUIRE(contains(o.out, "8 results: 8 ok, 0 skipped, 0 failed"));
+  REQUIRE(contains(o.out, "than naive (geomean of 4 cases"));
+  REQUIRE(contains(o.out, "wrote " + out.string()));
+
+  // -q without -o: a warning that nothing is kept.
+  Outcome q = flashbench("run configs/quick.json --backend cpu -q --filter 'n64-d64-fp32-full'");
+  REQUIRE(q.code == 0);
+  REQUIRE(contains(q.out, "saved nowhere"));
+}
+
+TEST_CASE("a spec without kernels runs only the kernels of this backend", "[cli]") {
+  const fs::path out = scratch_dir() / "applicable.json";
+  fs::remove(out);
+  const std::string spec = write_spec("no-kernels.json", R"({"seq": 64, "batch": 1, "heads": 1, "head_dim": 64,
+                                                             "dtype": "bf16", "reps": 1, "warmup": 0})");
+  Outcome o = flashbench("run '" + spec + "' --backend cpu -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(!contains(o.out, "flash-sm90"));
+  REQUIRE(!contains(o.out, "skipped: "));
+  std::set<std::string> kernels;
+  const nlohmann::json j = read_json(out);
+  for (const auto& r : j["results"]) kernels.insert(r["kernel"].get<std::string>());
+  REQUIRE(kernels == std::set<std::string>{"naive", "flash"});
+
+  // verify likewise; -q prints only failures and the summary line.
+  Outcome v = flashbench("verify --seq 64 --backend cpu --dtype bf16 -q");
+  INFO(v.out);
+  REQUIRE(v.code == 0);
+  REQUIRE(lines_of(v.out) == 1);
+  REQUIRE(contains(v.out, "4/4 checks passed"));
+  REQUIRE(!contains(v.out, "[SKIP]"));
+}
+
+TEST_CASE("messages: one line naming the flag, exit 2, nothing written", "[cli]") {
+  const fs::path out = scratch_dir() / "messages.json";
+  fs::remove(out);
+
+  Outcome o = flashbench("run no-such-spec.json --backend cpu -o '" + out.string() + "'");
+  REQUIRE(o.code == 2);
+  REQUIRE(lines_of(o.out) == 1);
+  REQUIRE(o.out.find("no-such-spec.json") == o.out.rfind("no-such-spec.json"));  // the path once
+
+  o = flashbench("verify --seq 0 --backend cpu");
+  INFO(o.out);
+  REQUIRE(o.code == 2);
+  REQUIRE(lines_of(o.out) == 1);
+  REQUIRE(contains(o.out, "--seq: must be at least 1, got 0"));
+  REQUIRE(o.out.size() < 120);  // no DBL_MAX in 309 digits
+
+  o = flashbench("verify --seq 128 --dim 48 --backend cpu");
+  INFO(o.out);
+  REQUIRE(o.code == 2);
+  REQUIRE(lines_of(o.out) == 1);
+  REQUIRE(contains(o.out, "--dim 48: "));
+  REQUIRE(!contains(o.out, "spec."));
+
+  o = flashbench("verify --seq 4000000000 --backend cpu");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "--seq"));
+
+  o = flashbench("run configs/quick.json --backend cpu -o /proc/nope.json");
+  INFO(o.out);
+  REQUIRE(o.code == 2);
+  REQUIRE(lines_of(o.out) == 1);
+  REQUIRE(contains(o.out, "--output /proc/nope.json"));
+  REQUIRE(!contains(o.out, "journal"));
+
+  o = flashbench("run configs/quick.json --backend cpu --resume --fresh -o '" + out.string() + "'");
+  REQUIRE(o.code == 2);
+  REQUIRE(contains(o.out, "--fresh"));
+  REQUIRE(!fs::exists(out));
+
+  // An unfinished run's journal (of any sweep) is kept unless --fresh says to replace it.
+  const fs::path journal = out.string() + ".journal.jsonl";
+  std::ofstream(journal) << "{\"journal\": 1, \"fingerprint\": \"0000000000000000\"}\n";
+  o = flashbench("run configs/quick.json --backend cpu -q --filter n64-d64-fp32-full -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 2);
+  REQUIRE(lines_of(o.out) == 1);
+  REQUIRE(contains(o.out, "unfinished run"));
+  REQUIRE(line_count(journal) == 1);
+  REQUIRE(!fs::exists(out));
+  o = flashbench("run configs/quick.json --backend cpu -q --fresh --filter n64-d64-fp32-full -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(fs::exists(out));
+  REQUIRE(!fs::exists(journal));
+}
+
+TEST_CASE("a sweep skipped for memory allocates no inputs", "[cli]") {
+  // Naive's N x N arrays at N = 65536, 32 heads, fp32 need far more than any test machine has, so every
+  // case is skipped. The inputs alone are 1.5 GiB; under a 1 GiB address-space limit, allocating them
+  // would fail the case instead of skipping it.
+  const fs::path out = scratch_dir() / "too-big.json";
+  fs::remove(out);
+  const std::string spec = write_spec("too-big.json", R"({"seq": 65536, "batch": 1, "heads": 32, "head_dim": 64,
+                                                          "dtype": "fp32", "kernels": ["naive"]})");
+  // One worker thread: a pool of one per core would reserve stacks and malloc arenas past the limit on
+  // a many-core machine before anything is measured.
+  const std::string cmd = "ulimit -v 1048576 && FLASHBENCH_THREADS=1 '" + std::string(FLASHBENCH_EXE) + "' run '" + spec +
+                          "' --backend cpu -q -o '" + out.string() + "'";
+  Outcome o = flashbench_shell(cmd);
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  const nlohmann::json j = read_json(out);
+  REQUIRE(j["results"].size() == 1);
+  REQUIRE(j["results"][0]["status"] == "skipped");
+  REQUIRE(contains(j["results"][0]["reason"].get<std::string>(), "seq_q x seq_k arrays"));
+}
+
+TEST_CASE("info prints a text block with an aligned kernel table", "[cli]") {
+  Outcome o = flashbench("info --backend cpu");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(!contains(o.out, "{"));  // no raw JSON
+  std::istringstream lines(o.out);
+  std::string header, naive, flash;
+  for (std::string line; std::getline(lines, line);) {
+    if (contains(line, "kernel") && contains(line, "dtypes")) header = line;
+    if (line.rfind("  naive ", 0) == 0 && naive.empty()) naive = line;
+    if (line.rfind("  flash ", 0) == 0 && flash.empty()) flash = line;
+  }
+  REQUIRE(!header.empty());
+  REQUIRE(contains(naive, "fp64 fp32 fp16 bf16"));
+  REQUIRE(contains(flash, "32 64 128"));
+  REQUIRE(contains(flash, "fwd bwd"));
+  REQUIRE(header.find("dtypes") == naive.find("fp64"));
+  REQUIRE(naive.find("fp64") == flash.find("fp64"));
+  REQUIRE(contains(o.out, "does not run on the CPU backend"));  // flash-sm90's line says why it is not here
 }

@@ -52,7 +52,7 @@ std::string print(const fb::CompareReport& rep, fb::CompareFormat f) {
 // One ok record with the given timing statistics.
 fb::Record timed(double median, double stddev, const std::string& kernel = "flash") {
   fb::Record r;
-  r.c.seq = 512;
+  r.c.set_seq(512);
   r.kernel = kernel;
   r.time_ms.median = r.time_ms.mean = median;
   r.time_ms.min = median - stddev;
@@ -381,7 +381,7 @@ TEST_CASE("verdicts beyond timing", "[compare]") {
   }
   SECTION("a verify run's single cold rep is never gated on") {
     fb::Results v = results_of({timed(10, 0)});
-    v.settings["timing"] = "verify-cold";
+    v.settings["timing"] = {{"mode", "verify-cold"}};
     fb::CompareOptions force;
     force.force = true;
     CHECK_THROWS_AS(fb::compare_results(results_of({timed(10, 0.1)}), v, force), std::invalid_argument);

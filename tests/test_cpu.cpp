@@ -56,14 +56,17 @@ double tolerance_factor(Dtype t, int seq, int dim, int group) {
 }
 
 struct Shape {
-  int batch = 1, heads = 1, kv_heads = 1, seq = 1, dim = 16;
+  int batch = 1, heads = 1, kv_heads = 1, seq = 1, dim = 16;  // seq: query rows (seq_q)
   bool causal = false;
   Tiles tiles{};
+  int seq_k = 0;  // key rows; 0: seq_k = seq
+  int keys() const { return seq_k > 0 ? seq_k : seq; }
 };
 
 std::string describe(const Shape& s, Dtype t) {
   return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads) + " kv" +
-         std::to_string(s.kv_heads) + " n" + std::to_string(s.seq) + " d" + std::to_string(s.dim) +
+         std::to_string(s.kv_heads) + " q" + std::to_string(s.seq) + " k" + std::to_string(s.keys()) +
+         " d" + std::to_string(s.dim) +
          (s.causal ? " causal" : "") + " tiles " + std::to_string(s.tiles.br) + "x" +
          std::to_string(s.tiles.bc) + " " + std::string(to_string(t));
 }
@@ -101,7 +104,8 @@ struct Problem {
     params.batch = s.batch;
     params.heads = s.heads;
     params.kv_heads = s.kv_heads;
-    params.seq = s.seq;
+    params.seq_q = s.seq;
+    params.seq_k = s.keys();
     params.head_dim = s.dim;
     params.causal = s.causal;
     params.scale = 1.0 / std::sqrt(double(s.dim));
@@ -175,23 +179,26 @@ Reference run_reference(Problem& pr, bool backward, ThreadPool& pool) {
   const AttentionParams p = pr.params64();
   ref.o.resize(p.q_elems());
   ref.lse.resize(p.rows());
-  const std::vector<int> rows = all_rows(p.seq);
+  const std::vector<int> rows = all_rows(p.seq_q), kv_rows = all_rows(p.seq_k);
   reference_forward(p, rows, ref.o.data(), ref.lse.data(), pool);
   if (backward) {
     ref.dq.resize(p.q_elems());
     ref.dk.resize(p.kv_elems());
     ref.dv.resize(p.kv_elems());
-    reference_backward(p, rows, rows, ref.dq.data(), ref.dk.data(), ref.dv.data(), pool);
+    reference_backward(p, rows, kv_rows, ref.dq.data(), ref.dk.data(), ref.dv.data(), pool);
   }
   return ref;
 }
 
-// max |a - b|; +inf when a has a non-finite element.
+// max |a - b|; +inf when a has a non-finite element, except -inf matched by -inf (the LSE of a row
+// with no visible key, attention.h).
 double max_err(const Storage& a, const std::vector<double>& b) {
   REQUIRE(a.size() == std::int64_t(b.size()));
+  constexpr double kMinusInf = -std::numeric_limits<double>::infinity();
   double worst = 0;
   for (std::int64_t i = 0; i < a.size(); ++i) {
     const double x = a.at(i);
+    if (x == kMinusInf && b[i] == kMinusInf) continue;
     if (!std::isfinite(x)) return std::numeric_limits<double>::infinity();
     worst = std::max(worst, std::abs(x - b[i]));
   }
@@ -206,7 +213,8 @@ double max_err(const Storage& a, const Storage& b) {
 
 double magnitude(const std::vector<double>& x) {
   double m = 1;  // floor 1: an error bound relative to a tiny value would be meaningless
-  for (double v : x) m = std::max(m, std::abs(v));
+  for (double v : x)
+    if (std::isfinite(v)) m = std::max(m, std::abs(v));
   return m;
 }
 
@@ -222,7 +230,7 @@ struct Checked {
 // P in fp32, so it should be the more accurate of the two.
 void check_against_reference(const Shape& s, Dtype t, const std::vector<Checked>& tensors) {
   const double u = unit_roundoff(t);
-  const double factor = tolerance_factor(t, s.seq, s.dim, s.heads / s.kv_heads);
+  const double factor = tolerance_factor(t, std::max(s.seq, s.keys()), s.dim, s.heads / s.kv_heads);
   for (const Checked& c : tensors) {
     const double m = magnitude(*c.ref);
     const double tol = factor * u * m;
@@ -413,7 +421,7 @@ TEST_CASE("cpu: backward matches finite differences (fp64)", "[cpu]") {
     auto loss = [&] {
       const AttentionParams p = pr.params64();
       std::vector<double> o(p.q_elems()), lse(p.rows());
-      reference_forward(p, all_rows(p.seq), o.data(), lse.data(), pool);
+      reference_forward(p, all_rows(p.seq_q), o.data(), lse.data(), pool);
       double l = 0;
       for (std::size_t i = 0; i < o.size(); ++i) l += o[i] * pr.do64[i];
       return l;
@@ -530,7 +538,7 @@ TEST_CASE("cpu: tracked peak memory grows as N^2 for naive and N for flash", "[c
     // The naive peak is at least its N x N arrays.
     AttentionParams p;
     p.heads = 8;
-    p.seq = 512;
+    p.seq_q = p.seq_k = 512;
     p.dtype = Dtype::fp32;
     CHECK(peak(Algo::naive, 512, backward) >= double(naive_matrix_bytes(p)));
   }
@@ -609,9 +617,12 @@ TEST_CASE("cpu: params are checked with the field named", "[cpu]") {
   p.scale = 1;
   REQUIRE(contains(thrown_message([&] { check_shape(p); }), "kv_heads"));
   p.kv_heads = 2;
-  p.seq = 0;
-  REQUIRE(contains(thrown_message([&] { check_shape(p); }), "seq"));
-  p.seq = 4;
+  p.seq_q = 0;
+  REQUIRE(contains(thrown_message([&] { check_shape(p); }), "seq_q"));
+  p.seq_q = 4;
+  p.seq_k = 0;
+  REQUIRE(contains(thrown_message([&] { check_shape(p); }), "seq_k"));
+  p.seq_k = 4;
   REQUIRE(contains(thrown_message([&] { check_shape(p, Tiles{0, 4}); }), "tiles"));
   REQUIRE(contains(thrown_message([&] { check_params(p, Pass::fwd); }), "q, k, v"));
   REQUIRE_THROWS_AS(check_shape(p, Tiles{0, 4}), std::invalid_argument);
@@ -625,7 +636,7 @@ Case small_case(Dtype t, Pass pass, int seq = 100) {
   c.batch = 2;
   c.heads = 4;
   c.kv_heads = 2;
-  c.seq = seq;
+  c.set_seq(seq);
   c.head_dim = 32;
   c.dtype = t;
   c.causal = true;
@@ -715,7 +726,7 @@ TEST_CASE("cpu backend: runs, verifies and reports memory for every pass and dty
           pass == Pass::fwd ? std::vector<std::string>{"O", "LSE"}
                             : std::vector<std::string>{"O", "LSE", "dQ", "dK", "dV"};
       const double factor =
-          tolerance_factor(t, c.seq, c.head_dim, c.heads / c.kv_heads) * unit_roundoff(t);
+          tolerance_factor(t, c.seq_k, c.head_dim, c.heads / c.kv_heads) * unit_roundoff(t);
       auto tol = [&](const std::string& name) {
         return factor * magnitude(values(*backend->kept_output("reference", name)));
       };
@@ -723,7 +734,7 @@ TEST_CASE("cpu backend: runs, verifies and reports memory for every pass and dty
         const ErrorReport r = backend->compare(k, "reference");
         INFO(k);
         REQUIRE(r.nonfinite == 0);
-        REQUIRE(r.rows_compared == std::int64_t(c.batch) * c.heads * c.seq);
+        REQUIRE(r.rows_compared == std::int64_t(c.batch) * c.heads * c.seq_q);
         REQUIRE(r.max_abs.size() == tensors.size());
         for (const auto& name : tensors) CHECK(error_of(r, name) <= tol(name));
         // magnitude: max |reference| over the compared elements, per tensor.
@@ -785,8 +796,8 @@ TEST_CASE("cpu backend: large cases compare a sample of rows", "[cpu]") {
   // Budgets lowered so a small case samples: 64 rows' worth of work per tensor.
   BackendOptions options{kTestThreads, {}};
   const Case c = small_case(Dtype::fp32, Pass::bwd, 300);
-  const double work = double(c.batch) * c.heads * c.seq * c.seq * c.head_dim;
-  options.reference_work = work / c.seq * 64;
+  const double work = double(c.batch) * c.heads * c.seq_q * c.seq_k * c.head_dim;
+  options.reference_work = work / c.seq_q * 64;
   options.stats_work = work;
   auto backend = make_cpu_backend(options);
   backend->prepare(c, 8);
@@ -796,7 +807,7 @@ TEST_CASE("cpu backend: large cases compare a sample of rows", "[cpu]") {
   REQUIRE(r.rows_compared == std::int64_t(c.batch) * c.heads * 64);
   REQUIRE(r.max_abs.size() == 5);
   REQUIRE(r.nonfinite == 0);
-  const double factor = tolerance_factor(c.dtype, c.seq, c.head_dim, 2) * unit_roundoff(c.dtype);
+  const double factor = tolerance_factor(c.dtype, c.seq_k, c.head_dim, 2) * unit_roundoff(c.dtype);
   for (const auto& [name, e] : r.max_abs)
     CHECK(e <= factor * magnitude(values(*backend->kept_output("reference", name))));
 
@@ -831,12 +842,211 @@ TEST_CASE("cpu backend: failures become BackendError with a reason", "[cpu]") {
   Case huge = c;
   huge.heads = 64;
   huge.kv_heads = 64;
-  huge.seq = 1 << 20;
+  huge.set_seq(1 << 20);
   huge.head_dim = 64;
   const auto reason = backend->check_fits(huge, kernel("naive"));
   REQUIRE(reason.has_value());
   REQUIRE(contains(*reason, "GiB"));
-  REQUIRE(contains(*reason, "N x N"));
+  REQUIRE(contains(*reason, "seq_q x seq_k"));
   REQUIRE_FALSE(backend->check_fits(c, kernel("naive")).has_value());
   REQUIRE_FALSE(backend->check_fits(c, kernel("flash")).has_value());
+}
+
+// ---------------------------------------- seq_q != seq_k ----------------------------------------
+
+namespace {
+// Decode-like (seq_q = 1 against odd key lengths), seq_q < seq_k and seq_q > seq_k (causal: the first
+// seq_q - seq_k rows see no key), with GQA, MQA and tiles that do not divide either length.
+// {batch, heads, kv_heads, seq_q, dim, causal, tiles, seq_k}
+const std::vector<Shape> kUnequalShapes = {
+    {1, 4, 1, 1, 16, false, {64, 64}, 1},      {1, 4, 1, 1, 16, true, {64, 64}, 2},
+    {1, 4, 2, 1, 16, true, {16, 32}, 63},      {2, 4, 2, 1, 32, false, {16, 32}, 65},
+    {1, 8, 2, 1, 64, true, {64, 64}, 1000},    {1, 2, 1, 1, 16, true, {64, 48}, 4999},
+    {1, 2, 2, 7, 16, true, {3, 2}, 20},        {1, 4, 2, 33, 16, true, {16, 32}, 100},
+    {1, 2, 1, 100, 32, false, {16, 16}, 257},  {1, 2, 1, 16, 16, true, {64, 64}, 5},
+    {1, 2, 1, 20, 16, true, {3, 2}, 7},        {1, 4, 2, 100, 32, true, {16, 32}, 33},
+    {2, 2, 1, 130, 16, true, {64, 48}, 1},     {1, 2, 2, 65, 16, false, {16, 16}, 3},
+};
+
+// Query rows of one (batch, head) that see no key.
+int empty_rows(const Shape& s) { return s.causal ? std::max(0, s.seq - s.keys()) : 0; }
+}  // namespace
+
+TEST_CASE("cpu: seq_q != seq_k: naive, flash and reference agree (forward)", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : kUnequalShapes) {
+      Problem pr(s, t, 3000 + s.seq + s.keys());
+      const Result naive = run_kernel(Algo::naive, pr, false, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, false, pool, tracker);
+      const Reference ref = run_reference(pr, false, pool);
+      check_against_reference(
+          s, t, {{"O", &naive.o, &flash.o, &ref.o}, {"LSE", &naive.lse, &flash.lse, &ref.lse}});
+    }
+  }
+}
+
+TEST_CASE("cpu: seq_q != seq_k: naive, flash and reference agree (backward)", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : kUnequalShapes) {
+      if (s.keys() > 1000) continue;  // the backward's reference is quadratic: the forward covers it
+      Problem pr(s, t, 4000 + s.seq + s.keys());
+      const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+      const Reference ref = run_reference(pr, true, pool);
+      check_against_reference(s, t,
+                              {{"O", &naive.o, &flash.o, &ref.o},
+                               {"dQ", &naive.dq, &flash.dq, &ref.dq},
+                               {"dK", &naive.dk, &flash.dk, &ref.dk},
+                               {"dV", &naive.dv, &flash.dv, &ref.dv}});
+    }
+  }
+}
+
+TEST_CASE("cpu: a query row with no visible key has O = 0, LSE = -inf and dQ = 0 everywhere", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  for (Dtype t : kAllDtypes) {
+    for (const Shape& s : kUnequalShapes) {
+      const int empty = empty_rows(s);
+      if (empty == 0 || s.keys() > 1000) continue;
+      Problem pr(s, t, 5000 + s.seq);
+      const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+      const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+      const Reference ref = run_reference(pr, true, pool);
+      INFO(describe(s, t) << ": " << empty << " empty rows per head");
+      const int groups = s.batch * s.heads;
+      for (int g = 0; g < groups; ++g)
+        for (int i = 0; i < s.seq; ++i) {
+          const std::int64_t row = std::int64_t(g) * s.seq + i;
+          const bool is_empty = i < empty;
+          for (const Result* r : {&naive, &flash}) {
+            CHECK((r->lse.at(row) == minus_inf) == is_empty);
+            CHECK((ref.lse[row] == minus_inf) == is_empty);
+            for (int c = 0; c < s.dim; ++c) {
+              const std::int64_t e = row * s.dim + c;
+              if (is_empty) {
+                CHECK(r->o.at(e) == 0.0);
+                CHECK(r->dq.at(e) == 0.0);
+                CHECK(ref.o[e] == 0.0);
+                CHECK(ref.dq[e] == 0.0);
+              } else {
+                CHECK(std::isfinite(r->o.at(e)));
+                CHECK(std::isfinite(r->dq.at(e)));
+              }
+            }
+          }
+        }
+      // dK and dV stay finite: empty rows add nothing.
+      for (const Result* r : {&naive, &flash})
+        for (std::int64_t e = 0; e < r->dk.size(); ++e) {
+          CHECK(std::isfinite(r->dk.at(e)));
+          CHECK(std::isfinite(r->dv.at(e)));
+        }
+    }
+  }
+}
+
+TEST_CASE("cpu: seq_q != seq_k backward matches finite differences (fp64)", "[cpu]") {
+  ThreadPool pool(1);
+  MemoryTracker tracker;
+  // seq_q < seq_k and seq_q > seq_k (two empty rows), causal and not, GQA.
+  const std::vector<Shape> shapes = {
+      {1, 2, 1, 3, 4, true, {2, 3}, 7},
+      {1, 2, 1, 6, 4, true, {2, 3}, 4},
+      {1, 2, 1, 1, 4, false, {2, 3}, 5},
+  };
+  for (const Shape& s : shapes) {
+    Problem pr(s, Dtype::fp64, 77);
+    const Result naive = run_kernel(Algo::naive, pr, true, pool, tracker);
+    const Result flash = run_kernel(Algo::flash, pr, true, pool, tracker);
+    const Reference ref = run_reference(pr, true, pool);
+    auto loss = [&] {
+      const AttentionParams p = pr.params64();
+      std::vector<double> o(p.q_elems()), lse(p.rows());
+      reference_forward(p, all_rows(p.seq_q), o.data(), lse.data(), pool);
+      double l = 0;
+      for (std::size_t i = 0; i < o.size(); ++i) l += o[i] * pr.do64[i];
+      return l;
+    };
+    constexpr double kStep = 1e-5;
+    constexpr double kTol = 1e-8;
+    auto check = [&](std::vector<double>& input, const char* name, const Storage& n,
+                     const Storage& f, const std::vector<double>& r) {
+      for (std::size_t i = 0; i < input.size(); ++i) {
+        const double keep = input[i];
+        input[i] = keep + kStep;
+        const double up = loss();
+        input[i] = keep - kStep;
+        const double down = loss();
+        input[i] = keep;
+        const double fd = (up - down) / (2 * kStep);
+        INFO(describe(s, Dtype::fp64) << " " << name << "[" << i << "]: fd " << fd << " naive "
+                                      << n.at(i) << " flash " << f.at(i) << " reference " << r[i]);
+        CHECK(std::abs(n.at(i) - fd) <= kTol);
+        CHECK(std::abs(f.at(i) - fd) <= kTol);
+        CHECK(std::abs(r[i] - fd) <= kTol);
+      }
+    };
+    check(pr.q64, "dQ", naive.dq, flash.dq, ref.dq);
+    check(pr.k64, "dK", naive.dk, flash.dk, ref.dk);
+    check(pr.v64, "dV", naive.dv, flash.dv, ref.dv);
+  }
+}
+
+TEST_CASE("cpu backend: seq_q != seq_k cases verify, -inf LSE matches only -inf", "[cpu]") {
+  auto backend = make_cpu_backend(BackendOptions{kTestThreads, {}});
+  for (Pass pass : {Pass::fwd, Pass::bwd}) {
+    for (auto [nq, nk] : {std::pair{1, 333}, std::pair{17, 100}, std::pair{100, 17}}) {
+      Case c = small_case(Dtype::fp32, pass);
+      c.seq_q = nq;
+      c.seq_k = nk;
+      INFO(c.key());
+      backend->prepare(c, 5);
+      REQUIRE(values(*backend->input("Q")).size() == std::size_t(c.batch) * c.heads * nq * c.head_dim);
+      REQUIRE(values(*backend->input("K")).size() == std::size_t(c.batch) * c.kv_heads * nk * c.head_dim);
+      backend->run(kernel("naive"), 0, 1);
+      backend->run(kernel("flash"), 0, 1);
+      backend->run_reference();
+      const double factor =
+          tolerance_factor(c.dtype, nk, c.head_dim, c.heads / c.kv_heads) * unit_roundoff(c.dtype);
+      for (const char* k : {"naive", "flash"}) {
+        const ErrorReport r = backend->compare(k, "reference");
+        REQUIRE(r.nonfinite == 0);
+        REQUIRE(r.rows_compared == std::int64_t(c.batch) * c.heads * nq);
+        for (const auto& [name, e] : r.max_abs) {
+          INFO(k << " " << name);
+          REQUIRE(std::isfinite(e));  // matching -inf LSEs count as 0, not NaN
+          CHECK(e <= factor * magnitude(values(*backend->kept_output("reference", name))));
+        }
+      }
+      // The whole outputs hand out with their own lengths (what --dump writes).
+      for (const HostTensor& h : backend->fetch("flash")) {
+        const bool kv = h.name == "dK" || h.name == "dV";
+        REQUIRE(h.shape.at(2) == (kv ? nk : nq));
+      }
+    }
+  }
+  // One-sided -inf fails: a finite LSE where the reference has -inf (an empty row), and -inf where it
+  // is finite.
+  Case c = small_case(Dtype::fp32, Pass::fwd);
+  c.seq_q = 20;
+  c.seq_k = 5;  // rows 0..14 of each head are empty
+  backend->prepare(c, 6);
+  backend->run(kernel("flash"), 0, 1);
+  backend->run_reference();
+  REQUIRE(error_of(backend->compare("flash", "reference"), "LSE") <= 1e-5);
+  float* lse = static_cast<float*>(backend->kept_output("flash", "LSE")->data);
+  REQUIRE(lse[0] == -std::numeric_limits<float>::infinity());
+  lse[0] = 0.f;
+  REQUIRE(std::isinf(error_of(backend->compare("flash", "reference"), "LSE")));
+  lse[0] = -std::numeric_limits<float>::infinity();
+  lse[19] = -std::numeric_limits<float>::infinity();  // the last row sees every key
+  const ErrorReport bad = backend->compare("flash", "reference");
+  REQUIRE(std::isinf(error_of(bad, "LSE")));
+  REQUIRE(bad.nonfinite == 1);
 }

@@ -64,11 +64,19 @@ Case make_case(int batch, int heads, int kv_heads, int seq, int dim, Dtype t, bo
   c.batch = batch;
   c.heads = heads;
   c.kv_heads = kv_heads;
-  c.seq = seq;
+  c.set_seq(seq);
   c.head_dim = dim;
   c.dtype = t;
   c.causal = causal;
   c.pass = pass;
+  return c;
+}
+
+// A case with seq_q query rows against seq_k keys (causal: bottom-right aligned).
+Case make_case_qk(int batch, int heads, int kv_heads, int seq_q, int seq_k, int dim, Dtype t, bool causal,
+                  Pass pass) {
+  Case c = make_case(batch, heads, kv_heads, seq_q, dim, t, causal, pass);
+  c.seq_k = seq_k;
   return c;
 }
 
@@ -227,7 +235,7 @@ struct HostGrads {
 // Textbook attention and its gradients, in fp64 on the host (small shapes only).
 HostGrads host_attention(const Case& c, const std::vector<double>& q, const std::vector<double>& k,
                          const std::vector<double>& v, const std::vector<double>& dout) {
-  const int n = c.seq, d = c.head_dim, g = c.heads / c.kv_heads;
+  const int n = c.seq_q, nk = c.seq_k, d = c.head_dim, g = c.heads / c.kv_heads;
   const double scale = 1.0 / std::sqrt(double(d));
   HostGrads r;
   r.o.assign(q.size(), 0);
@@ -235,13 +243,19 @@ HostGrads host_attention(const Case& c, const std::vector<double>& q, const std:
   r.dq.assign(q.size(), 0);
   r.dk.assign(k.size(), 0);
   r.dv.assign(v.size(), 0);
-  std::vector<double> p(n), dp(n);
+  std::vector<double> p(nk), dp(nk);
   for (int b = 0; b < c.batch; ++b)
     for (int h = 0; h < c.heads; ++h) {
       const std::size_t qh = (std::size_t(b) * c.heads + h) * n * d;
-      const std::size_t kh = (std::size_t(b) * c.kv_heads + h / g) * n * d;
+      const std::size_t kh = (std::size_t(b) * c.kv_heads + h / g) * nk * d;
       for (int i = 0; i < n; ++i) {
-        const int keys = c.causal ? i + 1 : n;
+        // Causal, bottom-right aligned: query i sees keys j <= i + nk - n (none, for the first
+        // n - nk rows when n > nk: O = 0, LSE = -inf, no gradient).
+        const int keys = c.causal ? std::clamp(i + nk - n + 1, 0, nk) : nk;
+        if (keys == 0) {
+          r.lse[(std::size_t(b) * c.heads + h) * n + i] = -std::numeric_limits<double>::infinity();
+          continue;
+        }
         double m = -std::numeric_limits<double>::infinity();
         for (int j = 0; j < keys; ++j) {
           double s = 0;
@@ -291,6 +305,7 @@ std::vector<double> to_host(const Device& b, std::size_t n) {
 double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i]) continue;  // includes -inf == -inf (the LSE of a row with no visible key)
     const double e = std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i]));
     if (!(e <= worst)) worst = e;  // NaN wins
   }
@@ -301,8 +316,11 @@ double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) 
 
 TEST_CASE("the fp64 reference matches a host computation, gradients included", "[gpu]") {
   constexpr double kHostAgreement = 1e-12;  // relative to max(1, |value|): fp64 rounding over d, N terms
-  for (bool causal : {false, true}) {
-    const Case c = make_case(1, 4, 2, 33, 64, Dtype::fp64, causal, Pass::fwd_bwd);
+  // Square, seq_q < seq_k and seq_q > seq_k (causal: 19 rows with no visible key), decode.
+  const int lengths[][2] = {{33, 33}, {17, 70}, {40, 21}, {1, 45}};
+  for (bool causal : {false, true})
+  for (const auto& len : lengths) {
+    const Case c = make_case_qk(1, 4, 2, len[0], len[1], 64, Dtype::fp64, causal, Pass::fwd_bwd);
     INFO("case " << c.key());
     AttentionParams p = c.params();
     const std::size_t nq = std::size_t(p.q_elems()), nkv = std::size_t(p.kv_elems()), rows = std::size_t(p.rows());
@@ -420,7 +438,7 @@ TEST_CASE("the tracking allocator's peak is each kernel's own buffers", "[gpu]")
     const std::uint64_t e = dtype_bytes(c.dtype);
     std::uint64_t outputs = p.q_elems() * e + p.rows() * sizeof(float);
     if (pass != Pass::fwd) outputs += p.q_elems() * e + 2 * p.kv_elems() * e;
-    const std::uint64_t nn = std::uint64_t(c.batch) * c.heads * c.seq * c.seq * e;  // one N x N array
+    const std::uint64_t nn = std::uint64_t(c.batch) * c.heads * c.seq_q * c.seq_k * e;  // one N x N array
 
     b.prepare(c, kSeed);
     const std::uint64_t inputs = b.tracked_bytes();
@@ -500,4 +518,135 @@ TEST_CASE("timed runs report every rep; device and settings describe the GPU", "
   CHECK(s.at("timer") == "cuda events");
   CHECK(s.at("l2_flush") == true);
   CHECK(s.at("l2_flush_bytes").get<std::uint64_t>() >= 2 * dev.at("l2_bytes").get<std::uint64_t>());
+}
+
+TEST_CASE("adaptive timing on the GPU samples in batches until min time, and the memory model lists", "[gpu]") {
+  CudaBackend& b = gpu();
+  const Case c = make_case(1, 4, 4, 512, 64, Dtype::bf16, false, Pass::fwd);
+  b.prepare(c, kSeed);
+  TimingPolicy p;
+  p.warmup = 1;
+  p.reps = 3;
+  p.min_time_s = 0.02;  // far more than 3 reps of a 512-token forward
+  p.max_time_s = 5;
+  const KernelRun run = b.run(kernel("flash"), p);
+  double sum_ms = 0;
+  for (double t : run.times_ms) {
+    CHECK(t > 0);
+    sum_ms += t;
+  }
+  CHECK(run.times_ms.size() > 3);
+  CHECK(sum_ms >= 20.0);
+  // It stops soon after: the last batch is sized to reach min time, not far past it.
+  CHECK(sum_ms < 20.0 * 3);
+  // bytes_needed is what check_fits counts: naive's N x N arrays make it larger than flash's.
+  const auto naive = b.bytes_needed(c, kernel("naive"));
+  const auto flash = b.bytes_needed(c, kernel("flash"));
+  REQUIRE(naive.has_value());
+  REQUIRE(flash.has_value());
+  CHECK(*naive > *flash);
+  CHECK(*flash >= input_bytes(c));
+  b.release();
+}
+
+// ---- seq_q != seq_k ----
+namespace {
+
+// Decode (seq_q of 1 to 16 against odd key lengths), seq_q < seq_k and seq_q > seq_k (causal: the
+// first seq_q - seq_k rows see no key), GQA 32/8 and 8/2, head dims 64 and 128, 16-bit and fp32/fp64.
+std::vector<Case> unequal_cases() {
+  struct Len {
+    int q, k;
+  };
+  const Len lengths[] = {{1, 1},     {1, 7},      {1, 63},     {1, 129},     {1, 1000},  {1, 4097},
+                         {2, 4099},  {16, 4099},  {5, 300},    {100, 1000},  {257, 300}, {1025, 4096},
+                         {300, 100}, {1000, 1},   {129, 64},   {4096, 1025}, {300, 17}};
+  const Dtype dtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64};
+  std::vector<Case> cases;
+  int i = 0;
+  for (const Len& l : lengths) {
+    const bool decode = l.q <= 16;
+    const int heads = decode ? 32 : 8, kv_heads = decode ? 8 : 2;
+    const int dim = i % 2 == 0 ? 128 : 64;
+    const Dtype t = dtypes[i % 4];
+    const bool causal = i % 3 != 2;  // mostly causal: that is where the alignment matters
+    cases.push_back(make_case_qk(1 + i % 2, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::fwd));
+    // Backward with both masks on 16-bit (the offset of the causal diagonal against the tiles is what
+    // differs from seq_q = seq_k), with the forward's mask on fp32/fp64 for the shorter lengths.
+    if (t == Dtype::bf16 || t == Dtype::fp16) {
+      cases.push_back(make_case_qk(1, heads, kv_heads, l.q, l.k, dim, t, true, Pass::bwd));
+      cases.push_back(make_case_qk(2, heads, kv_heads, l.q, l.k, dim, t, false, Pass::bwd));
+    } else if (l.q * std::int64_t(l.k) <= 300000) {
+      cases.push_back(make_case_qk(1, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::bwd));
+    }
+    ++i;
+  }
+  // Causal diagonals that cut the 64/128-row and -key tiles at odd offsets, both 16-bit types (every
+  // kernel, flash-sm90 included), forward and backward.
+  const Len offsets[] = {{63, 130}, {190, 257}, {130, 63}, {64, 192}, {16, 40}};
+  for (const Len& l : offsets)
+    for (Dtype t : {Dtype::bf16, Dtype::fp16})
+      for (Pass p : {Pass::fwd, Pass::bwd})
+        cases.push_back(make_case_qk(1, 4, 2, l.q, l.k, t == Dtype::bf16 ? 128 : 64, t, true, p));
+  return cases;
+}
+
+// The outputs of `name` that belong to query rows with no visible key hold exactly O = 0,
+// LSE = -inf and dQ = 0; every other element is finite.
+void check_empty_rows(CudaBackend& b, const Case& c, const std::string& name) {
+  const int empty = c.causal ? std::max(0, c.seq_q - c.seq_k) : 0;
+  for (const HostTensor& t : b.fetch(name)) {
+    INFO(name << " " << t.name << ", " << empty << " empty rows per head");
+    if (t.name == "dK" || t.name == "dV") {
+      for (double x : t.values) REQUIRE(std::isfinite(x));
+      continue;
+    }
+    const std::size_t width = t.name == "LSE" ? 1 : std::size_t(c.head_dim);
+    const std::size_t rows = t.values.size() / width;
+    REQUIRE(rows == std::size_t(c.batch) * c.heads * c.seq_q);
+    std::size_t bad = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const bool is_empty = int(r % std::size_t(c.seq_q)) < empty;
+      for (std::size_t x = 0; x < width; ++x) {
+        const double v = t.values[r * width + x];
+        const bool ok = is_empty ? (t.name == "LSE" ? v == -std::numeric_limits<double>::infinity() : v == 0.0)
+                                 : std::isfinite(v);
+        bad += !ok;
+      }
+    }
+    CHECK(bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("seq_q != seq_k: naive, flash and flash-sm90 verify, rows with no key are O = 0, LSE = -inf",
+          "[gpu]") {
+  CudaBackend& b = gpu();
+  for (const Case& c : unequal_cases()) {
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    std::vector<Record> records;
+    for (const char* name : {"naive", "flash", "flash-sm90"}) {
+      const Descriptor& k = kernel(name);
+      if (const auto why = b.check_fits(c, k)) {
+        // flash-sm90 is 16-bit and Hopper only; everything else must run these shapes.
+        const bool sm90_elsewhere = std::string(name) == "flash-sm90";
+        INFO(name << ": " << *why);
+        REQUIRE(sm90_elsewhere);
+        continue;
+      }
+      REQUIRE(b.run(k, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, name));
+    }
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+      check_empty_rows(b, c, r.kernel);
+    }
+    check_empty_rows(b, c, "reference");
+    b.release();
+  }
 }

@@ -38,7 +38,7 @@ Case mutation_case(Dtype t, int seq, bool causal, Pass pass) {
   c.batch = 1;
   c.heads = 4;
   c.kv_heads = 2;
-  c.seq = seq;
+  c.set_seq(seq);
   c.head_dim = 32;
   c.dtype = t;
   c.causal = causal;
@@ -75,7 +75,7 @@ void run_case(cpu::CpuBackend& backend, const KernelSet& set, const Case& c,
     for (const Record& r : all)
       if (with_baseline || r.kernel != "naive") records.push_back(r);
     verify_case(backend, records, set);
-    const std::string config = fmt::format("{} N={} {}", to_string(c.dtype), c.seq,
+    const std::string config = fmt::format("{} N={} {}", to_string(c.dtype), c.seq_q,
                                            with_baseline ? "with naive" : "without naive");
     for (const Record& r : records) {
       REQUIRE(r.verified.has_value());

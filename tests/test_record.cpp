@@ -67,7 +67,7 @@ fb::Record sample_record() {
   r.c.batch = 2;
   r.c.heads = 8;
   r.c.kv_heads = 2;
-  r.c.seq = 1024;
+  r.c.set_seq(1024);
   r.c.head_dim = 128;
   r.c.dtype = fb::Dtype::fp16;
   r.c.causal = true;
@@ -120,7 +120,8 @@ void check_same_record(const fb::Record& a, const fb::Record& b) {
   CHECK(a.c.batch == b.c.batch);
   CHECK(a.c.heads == b.c.heads);
   CHECK(a.c.kv_heads == b.c.kv_heads);
-  CHECK(a.c.seq == b.c.seq);
+  CHECK(a.c.seq_q == b.c.seq_q);
+  CHECK(a.c.seq_k == b.c.seq_k);
   CHECK(a.c.head_dim == b.c.head_dim);
   CHECK(a.c.dtype == b.c.dtype);
   CHECK(a.c.causal == b.c.causal);
@@ -340,7 +341,10 @@ TEST_CASE("load_results: fixtures load, bad files name the path", "[record]") {
        {"base.json", "same.json", "slower.json", "noisy.json", "missing.json", "failed.json", "error.json"}) {
     INFO(name);
     const fb::Results r = fb::load_results(fixture(name));
-    CHECK(r.schema_version == "1.0.0");  // fixtures of the first schema still read (no samples)
+    // The fixtures are 1.0 files: an older minor of the same major reads, and having no `complete`
+    // (added in 1.1) means a whole run.
+    CHECK(r.schema_version.substr(0, 2) == std::string(fb::kSchemaVersion).substr(0, 2));
+    CHECK(r.complete);
     CHECK_FALSE(r.records.empty());
     // Every fixture writes back to exactly what was read.
     CHECK(fb::to_json(fb::results_from_json(fb::to_json(r))) == fb::to_json(r));
@@ -412,7 +416,8 @@ TEST_CASE("CSV: header, one row per record, RFC 4180 quoting", "[record]") {
   REQUIRE(lines.size() == 3);
 
   const std::string& header = lines[0];
-  CHECK(header.rfind("key,batch,heads,kv_heads,seq,head_dim,dtype,causal,pass,kernel,status,reason,", 0) == 0);
+  CHECK(header.rfind("key,batch,heads,kv_heads,seq,seq_q,seq_k,head_dim,dtype,causal,pass,kernel,status,reason,",
+                     0) == 0);
   for (const char* col : {"median_ms", "stddev_ms", "reps", "tflops", "gbps", "peak_bytes", "max_abs_diff",
                           "ref_max_abs_err", "verified"})
     CHECK(contains(header, col));
@@ -474,4 +479,138 @@ TEST_CASE("table: aligned rows, reasons for skipped and failed, groups apart", "
   std::ostringstream empty;
   fb::print_table(empty, fb::Results{});
   CHECK(contains(empty.str(), "no results"));
+}
+
+TEST_CASE("results: complete is written, read back, and checked", "[record]") {
+  fb::Results res = sample_results();
+  res.complete = false;
+  const json j = fb::to_json(res);
+  CHECK(j.at("complete") == false);
+  CHECK_FALSE(fb::results_from_json(j).complete);
+  json bad = j;
+  bad["complete"] = "no";
+  CHECK(error_of([&] { fb::results_from_json(bad); }) == "complete: expected true or false");
+  json old = j;
+  old.erase("complete");  // a 1.0 file
+  CHECK(fb::results_from_json(old).complete);
+}
+
+namespace {
+
+fb::Record timed(const std::string& kernel, int seq, double median_ms) {
+  fb::Record r;
+  r.c.set_seq(seq);
+  r.kernel = kernel;
+  r.time_ms.median = r.time_ms.mean = median_ms;
+  r.time_ms.stddev = median_ms / 50;  // 2% noise
+  r.time_ms.reps = 10;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("printers: speed-ups are geomeans of baseline/kernel over cases where both ran", "[record]") {
+  fb::Results res;
+  res.records = {timed("naive", 64, 4.0), timed("flash", 64, 1.0),   // 4x
+                 timed("naive", 128, 9.0), timed("flash", 128, 9.0),  // 1x
+                 timed("flash", 256, 1.0)};                           // no naive: left out
+  fb::Record skipped = timed("naive", 256, 0);
+  skipped.status = fb::Status::skipped;
+  res.records.push_back(skipped);
+  const auto s = fb::speedups(res, "naive");
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].kernel == "flash");
+  CHECK(s[0].cases == 2);
+  CHECK(std::abs(s[0].geomean - 2.0) < 1e-12);  // sqrt(4 * 1)
+  CHECK(s[0].min == 1.0);
+  CHECK(s[0].max == 4.0);
+
+  std::ostringstream os;
+  fb::print_summary(os, res, "naive", {"out.json"});
+  const std::string out = os.str();
+  INFO(out);
+  CHECK(contains(out, "6 results: 5 ok, 1 skipped, 0 failed"));
+  CHECK(contains(out, "flash ran 2.00x faster than naive (geomean of 2 cases"));
+  CHECK(contains(out, "wrote out.json"));
+  std::ostringstream none;
+  fb::print_summary(none, res, "naive", {});
+  CHECK(contains(none.str(), "not saved"));
+
+  res.records = {timed("naive", 64, 1.0), timed("flash", 64, 4.0)};
+  std::ostringstream slower;
+  fb::print_summary(slower, res, "naive", {});
+  CHECK(contains(slower.str(), "flash ran 4.00x slower than naive"));
+}
+
+TEST_CASE("printers: the noise column, the live table and the one-line form", "[record]") {
+  fb::Results res;
+  res.records = {timed("naive", 64, 4.0), timed("flash", 64, 1.0)};
+  std::ostringstream table;
+  fb::print_table(table, res);
+  CHECK(contains(table.str(), "noise"));
+  CHECK(contains(table.str(), "2.0%"));
+
+  std::ostringstream live;
+  std::vector<fb::Case> cases = {res.records[0].c};
+  fb::LiveTable lt(live, cases, {"naive", "flash"});
+  CHECK(live.str().empty());  // the header comes with the first row
+  lt.add(res.records[0]);
+  lt.add(res.records[1]);
+  const std::string out = live.str();
+  INFO(out);
+  std::istringstream lines(out);
+  std::string header, rule, a, b;
+  std::getline(lines, header);
+  std::getline(lines, rule);
+  std::getline(lines, a);
+  std::getline(lines, b);
+  CHECK(contains(header, "median ms"));
+  CHECK(a.find("naive") == b.find("flash"));  // the kernel column lines up
+  CHECK(a.size() == b.size());                // and so do the numbers after it
+
+  const std::string line = fb::record_line(res.records[1]);
+  CHECK(contains(line, "flash  ok  1.000 ms ±2.0% (10 reps)"));
+  fb::Record skipped = res.records[1];
+  skipped.status = fb::Status::skipped;
+  skipped.reason = "too big";
+  CHECK(contains(fb::record_line(skipped), "flash  skipped: too big"));
+}
+
+TEST_CASE("results JSON: seq_q and seq_k, seq kept when equal, old files with seq alone read", "[record]") {
+  fb::Results res = sample_results();
+  res.records[0].c.seq_q = 1;
+  res.records[0].c.seq_k = 4097;
+  const json j = fb::to_json(res);
+  const json& decode = j["results"][0]["case"];
+  CHECK(decode["seq_q"] == 1);
+  CHECK(decode["seq_k"] == 4097);
+  CHECK_FALSE(decode.contains("seq"));  // a reader that knows only seq must not misread it
+  CHECK(j["results"][0]["key"] == "b2-h8-kv2-q1-k4097-d128-fp16-causal-fwd+bwd");
+  const json& square = j["results"][1]["case"];
+  CHECK(square["seq"] == 1024);
+  CHECK(square["seq_q"] == 1024);
+  CHECK(square["seq_k"] == 1024);
+  const fb::Results back = round_trip(res);
+  check_same_record(back.records[0], res.records[0]);
+  check_same_record(back.records[1], res.records[1]);
+
+  // A file from before seq_q/seq_k: seq alone.
+  json old = j;
+  for (auto& r : old["results"]) {
+    r["case"].erase("seq_q");
+    r["case"].erase("seq_k");
+  }
+  old["results"].erase(0);
+  const fb::Results read_old = fb::results_from_json(old);
+  CHECK(read_old.records[0].c.seq_q == 1024);
+  CHECK(read_old.records[0].c.seq_k == 1024);
+  CHECK(read_old.records[0].c.key() == "b2-h8-kv2-n1024-d128-fp16-causal-fwd+bwd");
+
+  // seq beside unequal lengths, or one of the pair alone, is refused naming the field.
+  json bad = j;
+  bad["results"][0]["case"]["seq"] = 1;
+  CHECK(error_of([&] { fb::results_from_json(bad); }).rfind("results[0].case.seq: 1 does not match", 0) == 0);
+  bad = j;
+  bad["results"][0]["case"].erase("seq_k");
+  CHECK(error_of([&] { fb::results_from_json(bad); }) == "results[0].case.seq_k: missing");
 }

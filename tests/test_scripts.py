@@ -97,13 +97,44 @@ class PlotCli(unittest.TestCase):
         self.assert_every_figure(out, r.stdout, svg=True)
 
     def test_overlapping_files_with_failed_records_plot(self):
-        # Two runs of the same cases (one with a failed record): every kernel appears in both files, so
-        # the lines carry file names, and the failed record is left out.
+        # Two runs of the same cases (one with a failed record): each (case, kernel) is drawn once, with
+        # a warning that names both files, and the failed record is left out.
         out = os.path.join(self.tmp, "plots")
         r = run_script("plot.py", fixture(RESULTS_FIXTURES, "failed.json"), fixture(RESULTS_FIXTURES, "missing.json"),
                        "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_every_figure(out, r.stdout, svg=False)
+        self.assertRegex(r.stderr, r"warning: \d+ results \(case, kernel\) of (failed|missing)\.json are also in")
+
+    def test_mixed_glob_skips_non_results_files_with_a_hint(self):
+        # `plot.py results/h200/*.json` also catches ceilings.json: skipped with a note, not refused.
+        out = os.path.join(self.tmp, "plots")
+        ceilings = fixture(PLOT_FIXTURES, "ceilings.json")
+        other = os.path.join(self.tmp, "notes.json")
+        with open(other, "w") as f:
+            json.dump({"measurements": []}, f)
+        r = run_script("plot.py", fixture(RESULTS_FIXTURES, "base.json"), ceilings, other, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_every_figure(out, r.stdout, svg=False)
+        self.assertIn(f"note: {ceilings}: holds ceilings, not results: pass it as --ceilings {ceilings}; skipped",
+                      r.stderr)
+        self.assertIn(f"note: {other}: not a results file", r.stderr)
+        # Nothing but such files: nothing to plot.
+        r = run_script("plot.py", ceilings, "-o", os.path.join(self.tmp, "none"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no results file among", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "none")))
+
+    def test_interrupted_run_is_drawn_with_a_note(self):
+        with open(fixture(RESULTS_FIXTURES, "base.json")) as f:
+            doc = json.load(f)
+        doc["complete"] = False
+        partial = os.path.join(self.tmp, "partial.json")
+        with open(partial, "w") as f:
+            json.dump(doc, f)
+        r = run_script("plot.py", partial, "-o", os.path.join(self.tmp, "plots"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("partial.json is an interrupted run", r.stderr)
 
     def test_figures_without_data_are_left_out_with_a_note(self):
         # Peers only: no naive to divide by, no byte model: speedup, gbps and roofline have nothing.
@@ -247,6 +278,45 @@ class PlotContent(unittest.TestCase):
         for ax in (a for a in self.figs["time_vs_n"].axes if a.get_visible()):
             self.assertEqual((ax.get_xscale(), ax.get_yscale()), ("log", "log"))
 
+    def test_one_legend_below_the_panels_and_a_caption(self):
+        for name, fig in self.figs.items():
+            with self.subTest(figure=name):
+                self.assertEqual(len(fig.legends), 1, "one figure legend")
+                self.assertTrue(all(ax.get_legend() is None for ax in fig.axes), "no legend over a panel")
+                legend_top = fig.legends[0].get_window_extent(fig.canvas.get_renderer()).y1
+                lowest_panel = min(ax.get_position().y0 for ax in fig.axes if ax.get_visible())
+                self.assertLessEqual(legend_top, lowest_panel * fig.bbox.height)
+                self.assertTrue(fig.texts, "a caption")
+        caption = " ".join(t.get_text() for t in self.figs["speedup"].texts)
+        self.assertIn("seed's claim", caption)
+        self.assertIn("1x", caption)
+        caption = " ".join(t.get_text() for t in self.figs["memory"].texts)
+        self.assertIn("N^2 (slope near 2)", caption)
+        labels = [t.get_text() for t in self.figs["memory"].legends[0].get_texts()]
+        self.assertTrue(any(l.startswith("naive") and "slope" in l for l in labels), labels)
+
+    def test_small_rates_use_smaller_units(self):
+        # A CPU run's TFLOP/s sit at a few hundredths: the axis says GFLOP/s and reads 10, 20.
+        rows, _ = plot.load_rows([fixture(RESULTS_FIXTURES, "base.json")])
+        top_tflops = max(x["tflops"] for x in rows)
+        top_gbps = max(x["gbps"] for x in rows)
+        for r in rows:
+            r["tflops"] *= 1e-3 / top_tflops  # at most 1 GFLOP/s
+            r["gbps"] *= 1e-3 / top_gbps
+        figs, plt = plot.build_figures(rows, {})
+        try:
+            ax = next(a for a in figs["tflops"].axes if a.get_visible())
+            self.assertEqual(ax.get_ylabel(), "GFLOP/s")
+            self.assertLessEqual(max(max(l.get_ydata()) for l in ax.get_lines()), 1.0 + 1e-9)
+            self.assertGreater(max(max(l.get_ydata()) for l in ax.get_lines()), 0.1)
+            self.assertEqual(next(a for a in figs["gbps"].axes if a.get_visible()).get_ylabel(), "MB/s")
+            caption = " ".join(" ".join(t.get_text().split()) for t in figs["roofline"].texts)
+            self.assertIn("No roof for", caption)
+        finally:
+            for f in figs.values():
+                if f is not None:
+                    plt.close(f)
+
 
 class PlotHelpers(unittest.TestCase):
     @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is not installed")
@@ -304,6 +374,8 @@ class ResultsReader(unittest.TestCase):
             (dict(good, case=dict(case, dtype="fp8")), "results[0].case.dtype"),
             (dict(good, memory={"peak_bytes": -1}), "results[0].memory.peak_bytes"),
             ({k: v for k, v in good.items() if k != "errors"}, "results[0].errors: missing"),
+            (dict(good, case=dict(case, seq_q=8, seq_k=9)), "results[0].case.seq: 8 does not match"),
+            (dict(good, case={k: v for k, v in case.items() if k != "seq"}), "results[0].case.seq: missing"),
         ]
         for rec, message in bad:
             with self.subTest(message=message):
@@ -377,6 +449,38 @@ class Spec(unittest.TestCase):
             fbspec.expand_spec({k: v for k, v in dict(self.BASE, batch=1).items() if k != "head_dim"})
         self.assertIn("spec.head_dim: missing (required)", str(cm.exception))
 
+    def test_seq_q_and_seq_k(self):
+        base = {k: v for k, v in self.BASE.items() if k != "seq"}
+        s = fbspec.expand_spec(dict(base, batch=1, seq_q=[1, 16], seq_k=[4096, 8192], kv_heads=2))
+        # seq_q outer, seq_k innermost; seq only when the lengths are equal.
+        self.assertEqual([(c["seq_q"], c["seq_k"], c["seq"]) for c in s["cases"]],
+                         [(1, 4096, None), (1, 8192, None), (16, 4096, None), (16, 8192, None)])
+        self.assertEqual(fbresults.case_key(s["cases"][0]), "b1-h4-kv2-q1-k4096-d64-bf16-full-fwd")
+        same = fbspec.expand_spec(dict(base, batch=1, seq_q=64, seq_k=64))["cases"][0]
+        self.assertEqual(fbresults.case_key(same), "b1-h4-kv4-n64-d64-bf16-full-fwd")
+        # tokens divide by seq_q (query tokens).
+        self.assertEqual([c["batch"] for c in fbspec.expand_spec(dict(base, tokens=64, seq_q=[1, 16], seq_k=32))["cases"]],
+                         [64, 4])
+        bad = [
+            (dict(self.BASE, batch=1, seq_q=1, seq_k=2), "spec: give seq (seq_q = seq_k), or seq_q and seq_k, not both"),
+            (dict(base, batch=1, seq_q=1), "spec.seq_k: missing"),
+            (dict(base, batch=1, seq_k=1), "spec.seq_q: missing"),
+            (dict(base, batch=1), "spec.seq: missing (required), or give seq_q and seq_k"),
+            (dict(base, batch=1, seq_q=[1, 0], seq_k=8), "spec.seq_q[1]: must be a positive integer"),
+            (dict(base, batch=1, seq_q=1, seq_k=[8, 8]), "spec.seq_k[1]: duplicate value 8"),
+            (dict(base, tokens=10, seq_q=4, seq_k=8), "batch = tokens / seq_q must divide exactly"),
+        ]
+        for spec, message in bad:
+            with self.subTest(message=message):
+                with self.assertRaises(fbspec.SpecError) as cm:
+                    fbspec.expand_spec(spec)
+                self.assertIn(message, str(cm.exception))
+        # FLOPs: causal counts visible pairs exactly unless square (FlashAttention's halving).
+        c = dict(same, causal=True)
+        self.assertEqual(fbresults.case_flops(c), 4.0 * 4 * 64 * 64 * 64 / 2)
+        self.assertEqual(fbresults.case_flops(dict(c, seq=None, seq_q=5, seq_k=2)), 4.0 * 4 * 3 * 64)
+        self.assertEqual(fbresults.case_flops(dict(c, seq=None, seq_q=2, seq_k=5)), 4.0 * 4 * 9 * 64)
+
     def test_committed_configs_expand(self):
         folder = os.path.join(ROOT, "configs")
         for name in sorted(os.listdir(folder)):
@@ -429,10 +533,38 @@ class AgainstFlashbench(unittest.TestCase):
                 self.assertIn("time_vs_n.png", os.listdir(os.path.join(tmp, "plots")))
 
 
+    def test_cpu_sweep_seq_q_seq_k(self):
+        # Decode (seq_q 1), seq_q < seq_k and seq_q > seq_k (causal: rows with no visible key), GQA.
+        spec = {"seq_q": [1, 5, 40], "seq_k": [17, 33], "batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 32,
+                "dtype": "fp32", "causal": [False, True], "pass": ["fwd", "bwd"], "kernels": ["naive", "flash"],
+                "warmup": 0, "reps": 1}
+        with tempfile.TemporaryDirectory() as tmp:
+            spec_path, out = os.path.join(tmp, "spec.json"), os.path.join(tmp, "cpu.json")
+            with open(spec_path, "w") as f:
+                json.dump(spec, f)
+            r = subprocess.run([FLASHBENCH_EXE, "run", spec_path, "--backend", "cpu", "-q", "-o", out],
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            doc = fbresults.load_results(out)
+            cases = fbspec.expand_spec(spec)["cases"]
+            self.assertEqual(len(cases), 3 * 2 * 2 * 2)
+            expected = [fbresults.case_key(c) for c in cases]
+            got = list(dict.fromkeys(rec["key"] for rec in doc["results"]))
+            self.assertEqual(got, expected)
+            self.assertIn("b2-h4-kv2-q40-k17-d32-fp32-causal-bwd", got)
+            for rec in doc["results"]:
+                self.assertEqual(rec["status"], "ok", rec["reason"])
+                self.assertTrue(rec["verified"], rec["errors"])
+                self.assertEqual(rec["flops"], fbresults.case_flops(rec["case"]))
+            if HAVE_MATPLOTLIB:
+                p = run_script("plot.py", out, "-o", os.path.join(tmp, "plots"))
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("time_vs_n.png", os.listdir(os.path.join(tmp, "plots")))
+
     def test_ncu_bytes_end_to_end_with_a_stand_in_ncu(self):
         """ncu_bytes.py's plumbing: its one-case specs run in flashbench, the modelled bytes come from the
         results file, and the stand-in's CSV (the fixtures) is summed per case and kernel. The stand-in
-        runs flashbench on the CPU backend, since this machine has no GPU."""
+        runs flashbench on the CPU backend (without --device), since this machine has no GPU."""
         with tempfile.TemporaryDirectory() as tmp:
             fake = os.path.join(tmp, "ncu")
             with open(fake, "w") as f:
@@ -443,6 +575,8 @@ class AgainstFlashbench(unittest.TestCase):
                         print("Version 9999.0 (stand-in)"); sys.exit(0)
                     cmd = sys.argv[sys.argv.index("--metrics") + 2:]
                     cmd[cmd.index("--backend") + 1] = "cpu"
+                    at = cmd.index("--device")  # the CPU backend refuses a device index
+                    del cmd[at:at + 2]
                     r = subprocess.run(cmd)
                     kernel = json.load(open(cmd[2]))["kernels"][0]
                     sys.stdout.write(open({PLOT_FIXTURES!r} + f"/ncu_{{kernel}}_fwd.csv").read())
@@ -593,6 +727,30 @@ class Peers(unittest.TestCase):
         self.assertFalse(peers.wants_reference(case, 8192, False))
         self.assertEqual(peers.output_names("bwd"), ["dQ", "dK", "dV"])
 
+    def test_seq_q_seq_k_records_masks_and_estimates(self):
+        decode = {"batch": 1, "heads": 32, "kv_heads": 8, "seq": None, "seq_q": 1, "seq_k": 4096, "head_dim": 128,
+                  "dtype": "bf16", "causal": True, "pass": "fwd"}
+        rec = peers.make_record(decode, "torch-flash", "ok", times_ms=[1.0], errors={"O": 1e-3})
+        self.assertEqual(rec["key"], "b1-h32-kv8-q1-k4096-d128-bf16-causal-fwd")
+        self.assertEqual(rec["flops"], 4.0 * 32 * 4096 * 128)  # one row sees every key: no halving
+        self.assertEqual((rec["case"]["seq_q"], rec["case"]["seq_k"]), (1, 4096))
+        self.assertNotIn("seq", rec["case"])  # seq only when the lengths are equal
+        back = fbresults.results_from_json(json.loads(json.dumps(results_doc([rec]), allow_nan=False)))
+        self.assertEqual(back["results"][0]["case"]["seq_q"], 1)
+        # The peers run seq_q <= seq_k causal (bottom-right bias) and refuse rows with no visible key.
+        self.assertIsNone(peers.mask_refusal(decode))
+        self.assertIsNone(peers.mask_refusal(dict(decode, seq_q=100, causal=True)))
+        self.assertIsNone(peers.mask_refusal(dict(decode, seq_q=9000, causal=False)))
+        why = peers.mask_refusal(dict(decode, seq_q=5000))
+        self.assertIn("seq_q 5000 > seq_k 4096", why)
+        self.assertIn("O = 0", why)
+        # The math estimate scales with seq_q * seq_k; the reference policy looks at the longer one.
+        square = dict(decode, seq=4096, seq_q=4096, seq_k=4096)
+        self.assertEqual(peers.math_bytes_estimate(square) - peers.math_bytes_estimate(decode),
+                         32 * (4096 * 4096 - 4096) * 4 * 3)
+        self.assertFalse(peers.wants_reference(dict(decode, seq_k=16384), 8192, True))
+        self.assertTrue(peers.wants_reference(decode, 8192, True))
+
     def test_one_line_reasons(self):
         self.assertEqual(peers.one_line("No available kernel.\n  Aborting   execution."),
                          "No available kernel. Aborting execution.")
@@ -656,8 +814,11 @@ class NcuCsv(unittest.TestCase):
         case = {"batch": 3, "heads": 8, "kv_heads": 2, "seq": 130, "head_dim": 64, "dtype": "fp16", "causal": True,
                 "pass": "fwd"}
         s = fbspec.expand_spec(ncu_bytes.one_case_spec(case, "flash"))
-        self.assertEqual(s["cases"], [case])
+        self.assertEqual(s["cases"], [dict(case, seq_q=130, seq_k=130)])
         self.assertEqual((s["kernels"], s["warmup"], s["reps"], s["verify"]), (["flash"], 0, 1, False))
+        decode = dict(case, seq=None, seq_q=1, seq_k=4097)
+        s = fbspec.expand_spec(ncu_bytes.one_case_spec(decode, "flash"))
+        self.assertEqual(s["cases"], [decode])
 
     def test_backward_specs_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -107,7 +107,7 @@ TEST_CASE("spec: defaults fill what the spec leaves out", "[spec]") {
   const fb::Sweep s = fb::parse_spec(base().dump());
   REQUIRE(s.cases.size() == 1);
   const fb::Case& c = s.cases[0];
-  CHECK(c.seq == 64);
+  CHECK(c.seq_q == 64);
   CHECK(c.batch == 1);
   CHECK(c.heads == 1);
   CHECK(c.kv_heads == 1);  // kv_heads defaults to heads
@@ -147,7 +147,7 @@ TEST_CASE("spec: scalars and settings are read as given", "[spec]") {
   j["head_dim"] = 128.0;  // an integral float is an integer, as in JSON Schema
   const fb::Sweep s = fb::parse_spec(j.dump());
   REQUIRE(s.cases.size() == 1);
-  CHECK(s.cases[0].seq == 128);
+  CHECK(s.cases[0].seq_q == 128);
   CHECK(s.cases[0].head_dim == 128);
   CHECK(s.cases[0].dtype == fb::Dtype::bf16);
   CHECK(s.cases[0].causal);
@@ -205,7 +205,7 @@ TEST_CASE("spec: the product's size and order", "[spec]") {
     CHECK(c.batch == batches[at[4]]);
     CHECK(c.heads == heads[at[5]]);
     CHECK(c.kv_heads == kv_heads[at[6]]);
-    CHECK(c.seq == seqs[at[7]]);
+    CHECK(c.seq_q == seqs[at[7]]);
     keys.insert(c.key());
   }
   CHECK(keys.size() == total);  // no case twice
@@ -220,7 +220,7 @@ TEST_CASE("spec: tokens set batch = tokens / seq", "[spec]") {
   CHECK(s.cases[0].batch == 32);
   CHECK(s.cases[1].batch == 1);
   CHECK(s.cases[2].batch == 16);
-  for (const fb::Case& c : s.cases) CHECK(std::int64_t(c.batch) * c.seq == 16384);
+  for (const fb::Case& c : s.cases) CHECK(std::int64_t(c.batch) * c.seq_q == 16384);
 
   j["tokens"] = {4096, 8192};  // a list of token counts is an axis in batch's place
   j["seq"] = {1024, 2048};
@@ -282,7 +282,7 @@ TEST_CASE("spec: fixtures and every committed config load", "[spec]") {
   // seq 6 x kv_heads 3 x head_dim 2 x dtype 2 x causal 2 x pass 2
   REQUIRE(gqa.cases.size() == 6 * 3 * 2 * 2 * 2 * 2);
   for (const fb::Case& c : gqa.cases) {
-    CHECK(std::int64_t(c.batch) * c.seq == 16384);
+    CHECK(std::int64_t(c.batch) * c.seq_q == 16384);
     CHECK(c.heads % c.kv_heads == 0);
   }
   CHECK(gqa.reps == 20);
@@ -294,7 +294,7 @@ TEST_CASE("spec: fixtures and every committed config load", "[spec]") {
   for (const fb::Case& c : quick.cases) {
     dtypes.insert(c.dtype);
     causal.insert(c.causal);
-    seqs.insert(c.seq);
+    seqs.insert(c.seq_q);
     CHECK(c.batch == 1);
     CHECK(c.heads <= 2);
   }
@@ -560,7 +560,8 @@ TEST_CASE("spec: configs/spec.schema.json matches the parser", "[spec]") {
     for (const auto& alt : group.at("oneOf")) alts.insert(alt.at("required").at(0).get<std::string>());
     one_of.insert(alts);
   }
-  CHECK(one_of == std::set<std::set<std::string>>{{"batch", "tokens"}, {"heads", "model_dim"}});
+  CHECK(one_of ==
+        std::set<std::set<std::string>>{{"seq", "seq_q"}, {"batch", "tokens"}, {"heads", "model_dim"}});
   require_rejected(without(base(), "heads"), {"heads", "model_dim"});
 
   // Defaults equal the parser's.
@@ -701,4 +702,43 @@ TEST_CASE("spec: hostile and mutated specs parse or throw SpecError, nothing els
   // Both outcomes occur, so the mutations exercise the parser rather than only its first check.
   CHECK(parsed > 0);
   CHECK(rejected > 0);
+}
+
+TEST_CASE("spec: seq_q and seq_k in place of seq", "[spec]") {
+  const json split = with(with(without(base(), "seq"), "seq_q", {1, 16}), "seq_k", {4096, 8192, 31});
+  const fb::Sweep s = fb::parse_spec(split.dump());
+  REQUIRE(s.cases.size() == 6);
+  // seq_q outer, seq_k innermost, values in the order given.
+  const int want[][2] = {{1, 4096}, {1, 8192}, {1, 31}, {16, 4096}, {16, 8192}, {16, 31}};
+  for (std::size_t i = 0; i < 6; ++i) {
+    CHECK(s.cases[i].seq_q == want[i][0]);
+    CHECK(s.cases[i].seq_k == want[i][1]);
+  }
+  CHECK(s.cases[0].key() == "b1-h1-kv1-q1-k4096-d64-fp32-full-fwd");
+  // seq is the shorthand: the same cases as seq_q = seq_k, with the keys results had before.
+  const fb::Sweep square = fb::parse_spec(with(base(), "seq", {64, 128}).dump());
+  REQUIRE(square.cases.size() == 2);
+  CHECK(square.cases[1].seq_q == 128);
+  CHECK(square.cases[1].seq_k == 128);
+  CHECK(square.cases[1].key() == "b1-h1-kv1-n128-d64-fp32-full-fwd");
+  const fb::Sweep same = fb::parse_spec(with(with(without(base(), "seq"), "seq_q", 64), "seq_k", 64).dump());
+  CHECK(same.cases[0].key() == fb::parse_spec(base().dump()).cases[0].key());
+  // tokens count query tokens: batch = tokens / seq_q.
+  const json tokens = with(without(split, "batch"), "tokens", 64);
+  const fb::Sweep t = fb::parse_spec(tokens.dump());
+  CHECK(t.cases[0].batch == 64);
+  CHECK(t.cases[3].batch == 4);
+
+  // One message naming the field.
+  require_rejected(with(split, "seq", {64}), {"spec", "give seq", "seq_q and seq_k, not both"});
+  require_rejected(without(split, "seq_k"), {"spec.seq_k", "missing", "seq_q needs seq_k"});
+  require_rejected(without(split, "seq_q"), {"spec.seq_q", "missing", "seq_k needs seq_q"});
+  require_rejected(without(base(), "seq"), {"spec.seq", "missing", "seq_q and seq_k"});
+  require_rejected(with(split, "seq_k", {8, 0}), {"spec.seq_k[1]", "positive"});
+  require_rejected(with(split, "seq_q", {1, 1}), {"spec.seq_q[1]", "duplicate"});
+  require_rejected(with(split, "seq_k", 1048577), {"spec.seq_k", "cap 1048576"});
+  require_rejected(with(without(split, "batch"), "tokens", 24), {"spec.tokens", "tokens / seq_q", "spec.seq_q[1]"});
+  // The tensor cap looks at the longer of the two: K with 2^20 keys x 2^12 heads x 2^9 dims.
+  require_rejected(with(with(with(with(split, "seq_k", 1048576), "heads", 4096), "head_dim", 512), "kernels", "naive"),
+                   {"spec", "max(seq_q, seq_k)", "cap"});
 }

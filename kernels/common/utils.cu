@@ -92,6 +92,9 @@ __global__ void max_abs_diff_kernel(const TA* a, const TB* b, std::int64_t n, Di
     const double va = to_double(a[i]);
     const double vb = to_double(b[i]);
     if (isfinite(vb)) local_b = fabs(vb) > local_b ? fabs(vb) : local_b;
+    // -inf on both sides is the LSE of a row with no visible key (attention.h): a match, error 0.
+    // -inf on one side only falls through to the checks below and fails.
+    if (va == -INFINITY && vb == -INFINITY) continue;
     if (!isfinite(va)) {
       ++local_bad;  // unwritten poison (NaN) or an overflow: counted, never dropped
       continue;

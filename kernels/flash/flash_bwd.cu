@@ -29,26 +29,28 @@ constexpr int kConvertThreads = 256;
 constexpr std::size_t kWsAlign = 256;    // workspace sections start on 256-byte boundaries
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 // Keys per block of the main kernels (the tensor-core and CUDA-core configurations); the grid counts
-// ceil(seq / it) * batch * kv_heads blocks.
+// ceil(seq_k / it) * batch * kv_heads blocks.
 constexpr int kMinBlockN = 32;
 // mma.sync with bf16 operands, ldmatrix and cp.async need sm_80.
 constexpr int kTensorCoreMinMajor = 8;
 
 // D = rowsum(dO o O) and LSE (times lse_mult) per query row, padded to seq_pad rows per (batch,
 // head) with D = 0, LSE = +inf; the dQ accumulator zeroed when given: its real rows
-// ([batch * heads, seq, head_dim]) or, with dq_padded, all padded rows ([.., seq_pad, ..]). One
-// warp per padded row.
+// ([batch * heads, seq_q, head_dim]) or, with dq_padded, all padded rows ([.., seq_pad, ..]). One
+// warp per padded row. A row with no visible key (LSE = -inf, O = 0) is written like a padding row:
+// LSE +inf makes every P = exp(s - LSE) of it 0 whatever the mask, so it adds nothing to dK, dV and
+// its dQ stays 0.
 template <typename Elem, typename Acc>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     bwd_prepass_kernel(const Elem* o, const Elem* dout, const Acc* lse, Acc* lse_pad, Acc* d_pad,
-                       Acc* dq_acc, bool dq_padded, std::int64_t padded_rows, int seq, int seq_pad,
+                       Acc* dq_acc, bool dq_padded, std::int64_t padded_rows, int seq_q, int seq_pad,
                        int head_dim, Acc lse_mult) {
   const std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= padded_rows) return;
   const std::int64_t bh = row / seq_pad;
   const int i = int(row % seq_pad);
-  if (i >= seq) {
+  if (i >= seq_q) {
     if (lane == 0) {
       d_pad[row] = Acc(0);
       lse_pad[row] = Acc(INFINITY);
@@ -57,7 +59,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       for (int c = lane; c < head_dim; c += 32) dq_acc[row * head_dim + c] = Acc(0);
     return;
   }
-  const std::int64_t off = (bh * seq + i) * head_dim;
+  const std::int64_t off = (bh * seq_q + i) * head_dim;
   const std::int64_t dq_off = dq_padded ? row * head_dim : off;
   Acc sum = 0;
   for (int c = lane; c < head_dim; c += 32) {
@@ -67,7 +69,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(kFullWarp, sum, s);
   if (lane == 0) {
     d_pad[row] = sum;
-    lse_pad[row] = lse[bh * seq + i] * lse_mult;
+    const Acc row_lse = lse[bh * seq_q + i];
+    lse_pad[row] = row_lse == Acc(-INFINITY) ? Acc(INFINITY) : row_lse * lse_mult;
   }
 }
 
@@ -86,7 +89,7 @@ __global__ void bwd_convert_dq_kernel(const Acc* dq_acc, Elem* dq, std::int64_t 
 struct WorkspaceLayout {
   std::size_t lse = 0;  // Acc [batch*heads, seq_pad]
   std::size_t d = 0;    // Acc [batch*heads, seq_pad]
-  std::size_t dq = 0;   // Acc [batch, heads, seq, head_dim]
+  std::size_t dq = 0;   // Acc [batch, heads, seq_q, head_dim]
   std::size_t total = 0;
 };
 
@@ -94,7 +97,7 @@ constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsA
 
 WorkspaceLayout workspace_layout(const AttentionParams& p) {
   const std::size_t acc = accum_bytes(p.dtype);
-  const std::size_t padded_rows = std::size_t(p.batch) * p.heads * padded_seq(p.seq);
+  const std::size_t padded_rows = std::size_t(p.batch) * p.heads * padded_seq(p.seq_q);
   WorkspaceLayout w;
   w.lse = 0;
   w.d = align_up(w.lse + padded_rows * acc);
@@ -133,17 +136,17 @@ const char* backward_unsupported(const AttentionParams& p, Fp32Math math) {
   if (const char* why = fp32_math_unsupported(p.dtype, math)) return why;
   if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
     return "flash backward: head_dim must be 32, 64 or 128";
-  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1)
-    return "flash backward: batch, heads, kv_heads and seq must be at least 1";
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
+    return "flash backward: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash backward: kv_heads must divide heads";
   if (!(p.scale > 0.0) || !std::isfinite(p.scale))
     return "flash backward: softmax scale must be positive and finite";
-  const std::int64_t kv_tiles = (std::int64_t(p.seq) + bwd::kMinBlockN - 1) / bwd::kMinBlockN;
+  const std::int64_t kv_tiles = (std::int64_t(p.seq_k) + bwd::kMinBlockN - 1) / bwd::kMinBlockN;
   if (kv_tiles * p.batch * p.kv_heads > bwd::kMaxGridX)
-    return "flash backward: batch * kv_heads * seq exceeds the grid limit";
-  const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * bwd::padded_seq(p.seq);
+    return "flash backward: batch * kv_heads * seq_k exceeds the grid limit";
+  const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * bwd::padded_seq(p.seq_q);
   if ((padded_rows + bwd::kWarpsPerBlock - 1) / bwd::kWarpsPerBlock > bwd::kMaxGridX)
-    return "flash backward: batch * heads * seq exceeds the grid limit";
+    return "flash backward: batch * heads * seq_q exceeds the grid limit";
 
   // What the current device offers; skipped where no device answers (the launch would report it).
   const auto caps = current_device_caps();
@@ -213,14 +216,14 @@ void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void
   dispatch_dtype(p.dtype, [&](auto traits) {
     using Elem = typename decltype(traits)::elem;
     using Acc = typename decltype(traits)::accum;
-    const int seq_pad = padded_seq(p.seq);
+    const int seq_pad = padded_seq(p.seq_q);
     const Acc lse_mult = lse_log2 ? Acc(kLog2e) : Acc(1);
     const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
     const auto blocks = unsigned((padded_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
     bwd_prepass_kernel<Elem, Acc><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(
         static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout),
         static_cast<const Acc*>(p.lse), static_cast<Acc*>(lse_pad), static_cast<Acc*>(d_pad),
-        static_cast<Acc*>(dq_acc), dq_padded, padded_rows, p.seq, seq_pad, p.head_dim, lse_mult);
+        static_cast<Acc*>(dq_acc), dq_padded, padded_rows, p.seq_q, seq_pad, p.head_dim, lse_mult);
     FB_CUDA_CHECK_LAUNCH();
   });
 }
@@ -245,13 +248,13 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     Acc* lse_pad = reinterpret_cast<Acc*>(base + ws.lse);
     Acc* d_pad = reinterpret_cast<Acc*>(base + ws.d);
     Acc* dq_acc = reinterpret_cast<Acc*>(base + ws.dq);
-    const int seq_pad = padded_seq(p.seq);
+    const int seq_pad = padded_seq(p.seq_q);
 
     // The tensor-core kernels compute exp() as exp2(); their LSE copy is in the log2 domain.
     backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/false, kTensorCores || tf32, ctx);
 
     const MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
-                     p.batch, p.heads, p.kv_heads, p.seq, seq_pad, p.causal, p.scale};
+                     p.batch, p.heads, p.kv_heads, p.mask(), seq_pad, p.scale};
     with_head_dim(p.head_dim, [&](auto hd) {
       constexpr int kD = decltype(hd)::value;
       if constexpr (kTensorCores) {

@@ -35,13 +35,13 @@ std::size_t backward_workspace_bytes(const AttentionParams& p);
 
 // The pre-pass every tiled backward starts with (one launch on ctx's stream): per query row,
 // D = rowsum(dO o O) and LSE (times log2(e) when lse_log2) into [batch * heads,
-// backward_padded_seq(seq)] arrays of the accumulator type (float; double for fp64), padding rows
-// D = 0 and LSE = +inf (so that P = 0 there); and, when dq_acc is not null, zeros into dq_acc:
-// [batch * heads, seq, head_dim] elements, or [batch * heads, backward_padded_seq(seq), head_dim]
-// with dq_padded.
+// backward_padded_seq(seq_q)] arrays of the accumulator type (float; double for fp64), padding rows
+// and rows with no visible key D = 0 and LSE = +inf (so that P = 0 there); and, when dq_acc is not
+// null, zeros into dq_acc: [batch * heads, seq_q, head_dim] elements, or [batch * heads,
+// backward_padded_seq(seq_q), head_dim] with dq_padded.
 void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void* dq_acc,
                       bool dq_padded, bool lse_log2, const Context& ctx);
-// Rows per (batch, head) of the pre-pass arrays: seq rounded up to a multiple of 128.
+// Rows per (batch, head) of the pre-pass arrays: seq (seq_q) rounded up to a multiple of 128.
 int backward_padded_seq(int seq);
 
 // Keys per block of the main kernel for these params (the byte model's key tile).

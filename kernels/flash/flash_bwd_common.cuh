@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "common/mask.h"
 #include "flash/fp32_math.h"
 
 namespace fb::cuda::flash::bwd {
@@ -24,21 +25,20 @@ constexpr int padded_seq(int seq) {
 
 // Arguments of the main kernel. Acc below is float for fp16/bf16/fp32 and double for fp64.
 struct MainArgs {
-  const void* q;     // [batch, heads,    seq, head_dim] element type
-  const void* k;     // [batch, kv_heads, seq, head_dim]
-  const void* v;     // [batch, kv_heads, seq, head_dim]
-  const void* dout;  // [batch, heads,    seq, head_dim]
-  void* dk;          // [batch, kv_heads, seq, head_dim]
-  void* dv;          // [batch, kv_heads, seq, head_dim]
+  const void* q;     // [batch, heads,    seq_q, head_dim] element type
+  const void* k;     // [batch, kv_heads, seq_k, head_dim]
+  const void* v;     // [batch, kv_heads, seq_k, head_dim]
+  const void* dout;  // [batch, heads,    seq_q, head_dim]
+  void* dk;          // [batch, kv_heads, seq_k, head_dim]
+  void* dv;          // [batch, kv_heads, seq_k, head_dim]
   const void* lse;   // Acc [batch*heads, seq_pad]: LSE (tensor-core kernels: LSE * log2(e))
   const void* d;     // Acc [batch*heads, seq_pad]: rowsum(dO * O)
-  void* dq_acc;      // Acc [batch, heads, seq, head_dim], zeroed; scale * dS * K is added here
+  void* dq_acc;      // Acc [batch, heads, seq_q, head_dim], zeroed; scale * dS * K is added here
   int batch;
   int heads;
   int kv_heads;
-  int seq;
-  int seq_pad;
-  bool causal;
+  CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
+  int seq_pad;       // padded_seq(seq_q)
   double scale;
 };
 

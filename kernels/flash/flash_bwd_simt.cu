@@ -13,7 +13,7 @@
 
 #include "common/check.h"
 #include "flash/flash_bwd_common.cuh"
-#include "flash/mask.cuh"
+#include "common/mask.h"
 
 namespace fb::cuda::flash::bwd {
 
@@ -43,7 +43,6 @@ template <typename T, int kHeadDim_> struct SimtTraits {
   static_assert(kThreads % kBlockN == 0 && kBlockM % kSQueryStride == 0, "step 1 thread map");
   static_assert(kHeadDim % 32 == 0, "head_dim: whole warps of columns");
   static_assert(kBlockN % kWarps == 0 && kBlockM % kWarps == 0, "steps 2-3 thread map");
-  static_assert(kBlockN % kBlockM == 0, "causal start: a K/V tile starts on a query-tile boundary");
   static_assert(kSeqPadMultiple % kBlockM == 0, "LSE/D tiles stay inside the padded rows");
 };
 
@@ -82,43 +81,47 @@ __global__ void __launch_bounds__(Tr::kThreads) bwd_main_simt_kernel(const MainA
   const int warp = tid / 32;
 
   // Block -> (batch, K/V head, K/V tile); see the tensor-core kernel for the order's reasons.
-  const int n_tiles = (a.seq + Tr::kBlockN - 1) / Tr::kBlockN;
+  const CausalMask mask = a.mask;
+  const int seq_q = mask.seq_q, seq_k = mask.seq_k;
+  const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   const int n_bkv = a.batch * a.kv_heads;
-  const int tile = a.causal ? blockIdx.x / n_bkv : blockIdx.x % n_tiles;
-  const int bkv = a.causal ? blockIdx.x % n_bkv : blockIdx.x / n_tiles;
+  const int tile = mask.causal ? blockIdx.x / n_bkv : blockIdx.x % n_tiles;
+  const int bkv = mask.causal ? blockIdx.x % n_bkv : blockIdx.x / n_tiles;
   const int b = bkv / a.kv_heads;
   const int hk = bkv % a.kv_heads;
   const int group = a.heads / a.kv_heads;
   const int n0 = tile * Tr::kBlockN;
-  const int m_tiles = (a.seq + Tr::kBlockM - 1) / Tr::kBlockM;
-  const int m_begin = a.causal ? n0 / Tr::kBlockM : 0;
+  const int m_tiles = (seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  // Causal: from the query tile of the first row that sees key n0 (the last row sees every key, so
+  // per_head >= 1).
+  const int m_begin = mask.first_q_tile(n0, Tr::kBlockM);
   const int per_head = m_tiles - m_begin;
-  const int m_rot = a.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
+  const int m_rot = mask.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
 
   const T scale = T(a.scale);
-  const std::int64_t kv_off = (std::int64_t(bkv) * a.seq + n0) * D;
-  load_tile<Tr>(sK, static_cast<const T*>(a.k) + kv_off, Tr::kBlockN, a.seq - n0, tid);
-  load_tile<Tr>(sV, static_cast<const T*>(a.v) + kv_off, Tr::kBlockN, a.seq - n0, tid);
+  const std::int64_t kv_off = (std::int64_t(bkv) * seq_k + n0) * D;
+  load_tile<Tr>(sK, static_cast<const T*>(a.k) + kv_off, Tr::kBlockN, seq_k - n0, tid);
+  load_tile<Tr>(sV, static_cast<const T*>(a.v) + kv_off, Tr::kBlockN, seq_k - n0, tid);
 
   T acc_dk[Tr::kRowsKPerThread][Tr::kColsPerLane] = {};
   T acc_dv[Tr::kRowsKPerThread][Tr::kColsPerLane] = {};
 
-  const Mask mask{a.seq, a.causal};
   for (int it = 0; it < group * per_head; ++it) {
     const std::int64_t bh = std::int64_t(b) * a.heads + hk * group + it / per_head;
     const int m0 = (m_begin + (m_rot + it % per_head) % per_head) * Tr::kBlockM;
-    const std::int64_t q_off = (bh * a.seq + m0) * D;
+    const std::int64_t q_off = (bh * seq_q + m0) * D;
 
     __syncthreads();  // the previous step's readers of sQ, sDo, sP, sDs are done
-    load_tile<Tr>(sQ, static_cast<const T*>(a.q) + q_off, Tr::kBlockM, a.seq - m0, tid);
-    load_tile<Tr>(sDo, static_cast<const T*>(a.dout) + q_off, Tr::kBlockM, a.seq - m0, tid);
+    load_tile<Tr>(sQ, static_cast<const T*>(a.q) + q_off, Tr::kBlockM, seq_q - m0, tid);
+    load_tile<Tr>(sDo, static_cast<const T*>(a.dout) + q_off, Tr::kBlockM, seq_q - m0, tid);
     if (tid < Tr::kBlockM) {
       sLse[tid] = static_cast<const T*>(a.lse)[bh * a.seq_pad + m0 + tid];
       sD[tid] = static_cast<const T*>(a.d)[bh * a.seq_pad + m0 + tid];
     }
     __syncthreads();
 
-    // 1. One key row per thread, kSPerThread queries. Padded query rows have LSE = +inf -> P = 0.
+    // 1. One key row per thread, kSPerThread queries. Padded query rows and rows with no visible key
+    //    have LSE = +inf -> P = 0.
     {
       const bool need_mask = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
       const int kr = tid / Tr::kSQueryStride;
@@ -185,7 +188,7 @@ __global__ void __launch_bounds__(Tr::kThreads) bwd_main_simt_kernel(const MainA
 #pragma unroll
       for (int i = 0; i < Tr::kRowsQPerThread; ++i) {
         const int qr = warp + Tr::kWarps * i;
-        if (m0 + qr < a.seq) {
+        if (m0 + qr < seq_q) {
 #pragma unroll
           for (int j = 0; j < Tr::kColsPerLane; ++j)
             atomicAdd(dq + qr * D + lane + 32 * j, scale * acc_dq[i][j]);
@@ -199,7 +202,7 @@ __global__ void __launch_bounds__(Tr::kThreads) bwd_main_simt_kernel(const MainA
 #pragma unroll
   for (int i = 0; i < Tr::kRowsKPerThread; ++i) {
     const int kr = warp + Tr::kWarps * i;
-    if (n0 + kr < a.seq) {
+    if (n0 + kr < seq_k) {
 #pragma unroll
       for (int j = 0; j < Tr::kColsPerLane; ++j) {
         dk[kr * D + lane + 32 * j] = scale * acc_dk[i][j];
@@ -224,7 +227,7 @@ template <typename Elem, int kHeadDim> void run_main_simt(const MainArgs& a, cud
   const void* kernel = reinterpret_cast<const void*>(&bwd_main_simt_kernel<Tr>);
   set_smem_limit(kernel, Tr::kSmemBytes);
   const std::int64_t blocks =
-      std::int64_t((a.seq + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
+      std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
   bwd_main_simt_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   FB_CUDA_CHECK_LAUNCH();
 }

@@ -21,7 +21,7 @@
 #include "common/check.h"
 #include "common/ptx.cuh"
 #include "flash/flash_bwd_common.cuh"
-#include "flash/mask.cuh"
+#include "common/mask.h"
 #include "flash/softmax.cuh"
 
 namespace fb::cuda::flash::bwd {
@@ -71,7 +71,6 @@ struct TcTraits {
 
   static_assert(kHeadDim % (2 * kMmaK) == 0, "head_dim: whole pairs of 16-wide fragments");
   static_assert(kBlockN % kMmaM == 0 && kWarps >= 1, "kBlockN: 16 keys per warp");
-  static_assert(kBlockN % kBlockM == 0, "causal start: a K/V tile starts on a query-tile boundary");
   static_assert(kSeqPadMultiple % kBlockM == 0, "LSE/D tiles stay inside the padded rows");
   static_assert(kBlockM % kChunkM == 0 && kChunkM % (2 * kMmaN) == 0, "chunks of whole k16 steps");
   static_assert(kWarps % kDqWarpsM == 0, "dQ warp grid");
@@ -140,10 +139,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
   // Block -> (batch, K/V head, K/V tile). Causal: tile-major, so the tiles with the most query tiles
   // (the first ones) start first. Otherwise head-major, so the tiles of one head run together and
   // share its Q and dO in L2.
-  const int n_tiles = (a.seq + Tr::kBlockN - 1) / Tr::kBlockN;
+  const CausalMask mask = a.mask;
+  const int seq_q = mask.seq_q, seq_k = mask.seq_k;
+  const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   const int n_bkv = a.batch * a.kv_heads;
   int tile, bkv;
-  if (a.causal) {
+  if (mask.causal) {
     tile = blockIdx.x / n_bkv;
     bkv = blockIdx.x % n_bkv;
   } else {
@@ -155,20 +156,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
   const int group = a.heads / a.kv_heads;
   const int n0 = tile * Tr::kBlockN;
 
-  // Query tiles: causal skips those wholly above the diagonal (all their keys are masked). Without
-  // causal, each K/V tile starts at its own diagonal query tile and wraps around, so blocks of one
-  // head do not all add into the same dQ rows at the same time.
-  const int m_tiles = (a.seq + Tr::kBlockM - 1) / Tr::kBlockM;
-  const int m_begin = a.causal ? n0 / Tr::kBlockM : 0;
+  // Query tiles: causal skips those before the first row that sees key n0 (all their keys are
+  // masked); the last query row sees every key, so at least one tile remains. Without causal, each
+  // K/V tile starts at its own diagonal query tile and wraps around, so blocks of one head do not all
+  // add into the same dQ rows at the same time.
+  const int m_tiles = (seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  const int m_begin = mask.first_q_tile(n0, Tr::kBlockM);
   const int per_head = m_tiles - m_begin;
-  const int m_rot = a.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
+  const int m_rot = mask.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
   const int n_iters = group * per_head;
 
   const Elem* q = static_cast<const Elem*>(a.q);
   const Elem* dout = static_cast<const Elem*>(a.dout);
   const float* lse = static_cast<const float*>(a.lse);
   const float* dvec = static_cast<const float*>(a.d);
-  const std::int64_t kv_off = (std::int64_t(bkv) * a.seq + n0) * D;
+  const std::int64_t kv_off = (std::int64_t(bkv) * seq_k + n0) * D;
 
   // (query head, query tile) of main-loop step `it`.
   auto head_of = [&](int it) { return hk * group + it / per_head; };
@@ -177,11 +179,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
   auto load_q_tile = [&](int it, int buf) {
     const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
     const int m0 = mtile_of(it) * Tr::kBlockM;
-    const std::int64_t q_off = (bh * a.seq + m0) * D;
+    const std::int64_t q_off = (bh * seq_q + m0) * D;
     detail::load_rows<Tr>(sQ + buf * Tr::kBlockM * Tr::kRowStride, q + q_off, Tr::kBlockM,
-                          a.seq - m0, tid);
+                          seq_q - m0, tid);
     detail::load_rows<Tr>(sDo + buf * Tr::kBlockM * Tr::kRowStride, dout + q_off, Tr::kBlockM,
-                          a.seq - m0, tid);
+                          seq_q - m0, tid);
     constexpr int kVecs = Tr::kBlockM * int(sizeof(float)) / 16;
     const std::int64_t row_off = bh * a.seq_pad + m0;
     if (tid < kVecs) {
@@ -191,8 +193,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
     }
   };
 
-  detail::load_rows<Tr>(sK, static_cast<const Elem*>(a.k) + kv_off, Tr::kBlockN, a.seq - n0, tid);
-  detail::load_rows<Tr>(sV, static_cast<const Elem*>(a.v) + kv_off, Tr::kBlockN, a.seq - n0, tid);
+  detail::load_rows<Tr>(sK, static_cast<const Elem*>(a.k) + kv_off, Tr::kBlockN, seq_k - n0, tid);
+  detail::load_rows<Tr>(sV, static_cast<const Elem*>(a.v) + kv_off, Tr::kBlockN, seq_k - n0, tid);
   load_q_tile(0, 0);
   ptx::cp_async_commit();
 
@@ -209,8 +211,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
   const int key_lo = n0 + warp * Tr::kMmaM + g;  // this thread's fragment keys: key_lo, key_lo + 8
   const Elem* sKw = sK + warp * Tr::kMmaM * Tr::kRowStride;
   const Elem* sVw = sV + warp * Tr::kMmaM * Tr::kRowStride;
-  const Mask mask{a.seq, a.causal};
-
   for (int it = 0; it < n_iters; ++it) {
     const int buf = it & 1;
     // Prefetch the next step's tiles into the other buffer: its last readers finished before the
@@ -221,8 +221,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
     __syncthreads();
 
     const int m0 = mtile_of(it) * Tr::kBlockM;
-    // Only tiles on the diagonal (causal) or holding padded keys need a mask. Padded query rows
-    // need none: their LSE is +inf, so P = 0 there.
+    // Only tiles on the diagonal (causal) or holding padded keys need a mask. Padded query rows and
+    // rows with no visible key need none: their LSE is +inf, so P = 0 there.
     const bool need_mask = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
     const Elem* sQb = sQ + buf * Tr::kBlockM * Tr::kRowStride;
     const Elem* sDob = sDo + buf * Tr::kBlockM * Tr::kRowStride;
@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
       const bool odd = c & 1;
       const int row = m0 + wm * Tr::kMmaM + g + (odd ? 8 : 0);
       const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
-      float* dq_row = static_cast<float*>(a.dq_acc) + (bh * a.seq + row) * D + wn * Tr::kDqCols +
+      float* dq_row = static_cast<float*>(a.dq_acc) + (bh * seq_q + row) * D + wn * Tr::kDqCols +
                       2 * (c & ~1);
 #pragma unroll
       for (int j = 0; j < kDqNTiles; ++j) {
@@ -357,7 +357,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
         const float send1 = odd ? acc_dq[j][1] : acc_dq[j][3];
         const float recv0 = __shfl_xor_sync(0xffffffffu, send0, 1);
         const float recv1 = __shfl_xor_sync(0xffffffffu, send1, 1);
-        if (row < a.seq) {
+        if (row < seq_q) {
           if (odd) {
             detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
                                 scale * acc_dq[j][2], scale * acc_dq[j][3]);
@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
   for (int i = tid; i < Tr::kBlockN * Tr::kVecsPerRow; i += Tr::kThreads) {
     const int r = i / Tr::kVecsPerRow;
     const int col = (i % Tr::kVecsPerRow) * Tr::kVecElems;
-    if (n0 + r < a.seq) {
+    if (n0 + r < seq_k) {
       *reinterpret_cast<uint4*>(dk + std::int64_t(r) * D + col) =
           *reinterpret_cast<const uint4*>(sK + r * Tr::kRowStride + col);
       *reinterpret_cast<uint4*>(dv + std::int64_t(r) * D + col) =
@@ -432,7 +432,7 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
   const void* kernel = reinterpret_cast<const void*>(&bwd_main_tc_kernel<Tr>);
   set_smem_limit(kernel, Tr::kSmemBytes);
   const std::int64_t blocks =
-      std::int64_t((a.seq + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
+      std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
   bwd_main_tc_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   FB_CUDA_CHECK_LAUNCH();
 }

@@ -23,12 +23,12 @@
 #include <cstdint>
 
 #include "common/check.h"
+#include "common/mask.h"
 #include "common/ptx.cuh"
 #include "flash/flash_bwd_common.cuh"
 #include "flash/flash_bwd_tc.cuh"  // detail::load_rows, detail::atomic_add4
 #include "flash/flash_fwd_tf32.cuh"  // mma_tf32, tf32_parts
 #include "flash/fp32_math.h"
-#include "flash/mask.cuh"
 #include "flash/softmax.cuh"
 
 namespace fb::cuda::flash::bwd {
@@ -82,7 +82,6 @@ struct Tf32BwdTraits {
 
   static_assert(kHeadDim % (2 * kMmaN) == 0, "head_dim: whole pairs of n8 tiles");
   static_assert(kBlockN % kMmaM == 0 && kWarps >= 1, "kBlockN: 16 keys per warp");
-  static_assert(kBlockN % kBlockM == 0, "causal start: a K/V tile starts on a query-tile boundary");
   static_assert(kSeqPadMultiple % kBlockM == 0, "LSE/D tiles stay inside the padded rows");
   static_assert(kBlockM % (2 * kMmaN) == 0, "one ldmatrix.x4 of Q / dO feeds two n8 query tiles");
   static_assert(kQKSteps % kChunkSteps == 0 && kNSteps % kChunkSteps == 0, "whole chunks");
@@ -135,10 +134,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int c = lane % 4;  // fragment column pair / k index
 
   // Block -> (batch, K/V head, K/V tile): as the 16-bit kernel (causal tile-major, longest first).
-  const int n_tiles = (a.seq + Tr::kBlockN - 1) / Tr::kBlockN;
+  const CausalMask mask = a.mask;
+  const int seq_q = mask.seq_q, seq_k = mask.seq_k;
+  const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   const int n_bkv = a.batch * a.kv_heads;
   int tile, bkv;
-  if (a.causal) {
+  if (mask.causal) {
     tile = blockIdx.x / n_bkv;
     bkv = blockIdx.x % n_bkv;
   } else {
@@ -150,17 +151,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int group = a.heads / a.kv_heads;
   const int n0 = tile * Tr::kBlockN;
 
-  const int m_tiles = (a.seq + Tr::kBlockM - 1) / Tr::kBlockM;
-  const int m_begin = a.causal ? n0 / Tr::kBlockM : 0;
+  // Query tiles: causal skips those before the first row that sees key n0 (the last query row sees
+  // every key, so at least one remains); otherwise each K/V tile starts at its own diagonal query
+  // tile and wraps around (as the 16-bit kernel).
+  const int m_tiles = (seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  const int m_begin = mask.first_q_tile(n0, Tr::kBlockM);
   const int per_head = m_tiles - m_begin;
-  const int m_rot = a.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
+  const int m_rot = mask.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
   const int n_iters = group * per_head;
 
   const float* q = static_cast<const float*>(a.q);
   const float* dout = static_cast<const float*>(a.dout);
   const float* lse = static_cast<const float*>(a.lse);
   const float* dvec = static_cast<const float*>(a.d);
-  const std::int64_t kv_off = (std::int64_t(bkv) * a.seq + n0) * D;
+  const std::int64_t kv_off = (std::int64_t(bkv) * seq_k + n0) * D;
 
   auto head_of = [&](int it) { return hk * group + it / per_head; };
   auto mtile_of = [&](int it) { return m_begin + (m_rot + it % per_head) % per_head; };
@@ -168,9 +172,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   auto load_q_tile = [&](int it, int buf) {
     const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
     const int m0 = mtile_of(it) * Tr::kBlockM;
-    const std::int64_t q_off = (bh * a.seq + m0) * D;
-    detail::load_rows<Tr>(sQ + buf * Tr::kBlockM * kRS, q + q_off, Tr::kBlockM, a.seq - m0, tid);
-    detail::load_rows<Tr>(sDo + buf * Tr::kBlockM * kRS, dout + q_off, Tr::kBlockM, a.seq - m0, tid);
+    const std::int64_t q_off = (bh * seq_q + m0) * D;
+    detail::load_rows<Tr>(sQ + buf * Tr::kBlockM * kRS, q + q_off, Tr::kBlockM, seq_q - m0, tid);
+    detail::load_rows<Tr>(sDo + buf * Tr::kBlockM * kRS, dout + q_off, Tr::kBlockM, seq_q - m0, tid);
     constexpr int kVecs = Tr::kBlockM * 4 / 16;
     const std::int64_t row_off = bh * a.seq_pad + m0;
     if (tid < kVecs) {
@@ -180,8 +184,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     }
   };
 
-  detail::load_rows<Tr>(sK, static_cast<const float*>(a.k) + kv_off, Tr::kBlockN, a.seq - n0, tid);
-  detail::load_rows<Tr>(sV, static_cast<const float*>(a.v) + kv_off, Tr::kBlockN, a.seq - n0, tid);
+  detail::load_rows<Tr>(sK, static_cast<const float*>(a.k) + kv_off, Tr::kBlockN, seq_k - n0, tid);
+  detail::load_rows<Tr>(sV, static_cast<const float*>(a.v) + kv_off, Tr::kBlockN, seq_k - n0, tid);
   load_q_tile(0, 0);
   ptx::cp_async_commit();
 
@@ -208,7 +212,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const std::uint32_t do_b = ptx::smem_addr(sDo) + qb_row * kRowBytes + qb_blk * 16;
 
   const int key_lo = n0 + warp * Tr::kMmaM + g;  // this thread's accumulator keys: key_lo, key_lo + 8
-  const Mask mask{a.seq, a.causal};
 
   for (int it = 0; it < n_iters; ++it) {
     const int buf = it & 1;
@@ -376,7 +379,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       const bool odd = c & 1;
       const int row = m0 + wm * Tr::kMmaM + g + (odd ? 8 : 0);
       const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
-      float* dq_row = static_cast<float*>(a.dq_acc) + (bh * a.seq + row) * D + wn * Tr::kDqCols +
+      float* dq_row = static_cast<float*>(a.dq_acc) + (bh * seq_q + row) * D + wn * Tr::kDqCols +
                       2 * (c & ~1);
 #pragma unroll
       for (int j = 0; j < kDqNTiles; ++j) {
@@ -384,7 +387,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         const float send1 = odd ? acc_dq[j][1] : acc_dq[j][3];
         const float recv0 = __shfl_xor_sync(kFullWarp, send0, 1);
         const float recv1 = __shfl_xor_sync(kFullWarp, send1, 1);
-        if (row < a.seq) {
+        if (row < seq_q) {
           if (odd) {
             detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
                                 scale * acc_dq[j][2], scale * acc_dq[j][3]);
@@ -417,7 +420,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   for (int i = tid; i < Tr::kBlockN * Tr::kVecsPerRow; i += Tr::kThreads) {
     const int r = i / Tr::kVecsPerRow;
     const int col = (i % Tr::kVecsPerRow) * Tr::kVecElems;
-    if (n0 + r < a.seq) {
+    if (n0 + r < seq_k) {
       *reinterpret_cast<float4*>(dk + std::int64_t(r) * D + col) =
           *reinterpret_cast<const float4*>(sK + r * kRS + col);
       *reinterpret_cast<float4*>(dv + std::int64_t(r) * D + col) =
@@ -444,7 +447,7 @@ template <int kHeadDim, Fp32Math kMath> void run_main_tf32(const MainArgs& a, cu
   const void* kernel = reinterpret_cast<const void*>(&bwd_main_tf32_kernel<Tr, kMath>);
   set_smem_limit(kernel, Tr::kSmemBytes);
   const std::int64_t blocks =
-      std::int64_t((a.seq + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
+      std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
   bwd_main_tf32_kernel<Tr, kMath><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   FB_CUDA_CHECK_LAUNCH();
 }

@@ -78,8 +78,8 @@ std::size_t tf32_smem_bytes(int head_dim) {
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
     return "flash: head_dim must be 32, 64 or 128";
-  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1)
-    return "flash: batch, heads, kv_heads and seq must be at least 1";
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
+    return "flash: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash: kv_heads must divide heads";
   if (!(p.scale > 0.0) || !std::isfinite(p.scale))
     return "flash: softmax scale must be positive and finite";
@@ -87,8 +87,8 @@ const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   const int br = query_tile(p, math);
   if (static_cast<long long>(p.batch) * p.heads > kMaxGridX)
     return "flash: batch * heads exceeds the grid limit";
-  if ((static_cast<long long>(p.seq) + br - 1) / br > kMaxGridY)
-    return "flash: seq exceeds the grid limit (65535 query tiles)";
+  if ((static_cast<long long>(p.seq_q) + br - 1) / br > kMaxGridY)
+    return "flash: seq_q exceeds the grid limit (65535 query tiles)";
 
   // What the current device offers; skipped where no device answers (the launch would report it).
   const auto caps = current_device_caps();

@@ -5,24 +5,24 @@
 #include <cstdint>
 
 #include "attention.h"
-#include "flash/mask.cuh"
+#include "common/mask.h"
 #include "flash/softmax.cuh"
 
 namespace fb::cuda::flash {
 
 template <typename Elem, typename Accum>
 struct FwdArgs {
-  const Elem* q;  // [batch, heads, seq, d]
-  const Elem* k;  // [batch, kv_heads, seq, d]
-  const Elem* v;  // [batch, kv_heads, seq, d]
-  Elem* o;        // [batch, heads, seq, d]
-  Accum* lse;     // [batch, heads, seq], natural log
+  const Elem* q;  // [batch, heads, seq_q, d]
+  const Elem* k;  // [batch, kv_heads, seq_k, d]
+  const Elem* v;  // [batch, kv_heads, seq_k, d]
+  Elem* o;        // [batch, heads, seq_q, d]
+  Accum* lse;     // [batch, heads, seq_q], natural log (-inf for a row with no visible key)
   int heads;
   int kv_heads;
   int group;         // query heads per K/V head
   Accum scale;       // softmax scale
   Accum scale_log2;  // scale * log2(e): scores go straight into exp2
-  Mask mask;
+  CausalMask mask;  // also carries seq_q and seq_k
 };
 
 template <typename Elem, typename Accum>
@@ -38,7 +38,7 @@ FwdArgs<Elem, Accum> make_fwd_args(const AttentionParams& p) {
   a.group = p.group();
   a.scale = Accum(p.scale);
   a.scale_log2 = Accum(p.scale * kLog2e);
-  a.mask = Mask{p.seq, p.causal};
+  a.mask = p.mask();
   return a;
 }
 
@@ -53,11 +53,10 @@ __device__ __forceinline__ HeadOffsets head_offsets(const Args& a, int bh, int h
   const int b = bh / a.heads;
   const int h = bh - b * a.heads;
   const int kvh = h / a.group;
-  const std::int64_t seq = a.mask.seq;
   HeadOffsets off;
-  off.row = std::int64_t(bh) * seq;
+  off.row = std::int64_t(bh) * a.mask.seq_q;
   off.q = off.row * head_dim;
-  off.kv = (std::int64_t(b) * a.kv_heads + kvh) * seq * head_dim;
+  off.kv = (std::int64_t(b) * a.kv_heads + kvh) * a.mask.seq_k * head_dim;
   return off;
 }
 

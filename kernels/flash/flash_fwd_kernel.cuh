@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // starting the longest blocks first balances the tail of the grid.
   const int q_tile = gridDim.y - 1 - blockIdx.y;
   const int q0 = q_tile * Tr::kBr;
-  const int seq = a.mask.seq;
+  const int seq_q = a.mask.seq_q, seq_k = a.mask.seq_k;
   const HeadOffsets off = head_offsets(a, blockIdx.x, D);
   const Elem* gQ = a.q + off.q + std::int64_t(q0) * D;
   const Elem* gK = a.k + off.kv;
@@ -69,14 +69,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   Elem* sV = sK + Tr::kStages * Tr::kKVTileElems;     // kStages x (kBc, D)
   const int warp_row0 = warp * Tr::kWarpRows;          // first row of this warp in the tile
 
-  const int n_tiles = a.mask.kv_tiles(q0, Tr::kBr, Tr::kBc);
+  // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
+  // fully masked, which leaves its sums at 0 (O = 0, LSE = -inf) and keeps the cp.async group count
+  // the same as every other block's.
+  const int n_tiles = max(a.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
 
   // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it).
-  load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq - q0, tid);
+  load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
   ptx::cp_async_commit();
-  load_tile_async<Tr, Tr::kBc>(sK, gK, seq, tid);
+  load_tile_async<Tr, Tr::kBc>(sK, gK, seq_k, tid);
   ptx::cp_async_commit();
-  load_tile_async<Tr, Tr::kBc>(sV, gV, seq, tid);
+  load_tile_async<Tr, Tr::kBc>(sV, gV, seq_k, tid);
   ptx::cp_async_commit();
 
   // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
@@ -144,12 +147,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       const int next_stage = next % Tr::kStages;
       if (next < n_tiles)
         load_tile_async<Tr, Tr::kBc>(sK + next_stage * Tr::kKVTileElems,
-                                     gK + std::int64_t(next) * Tr::kBc * D, seq - next * Tr::kBc,
+                                     gK + std::int64_t(next) * Tr::kBc * D, seq_k - next * Tr::kBc,
                                      tid);
       ptx::cp_async_commit();  // possibly empty: keeps the group count uniform
       if (next < n_tiles)
         load_tile_async<Tr, Tr::kBc>(sV + next_stage * Tr::kKVTileElems,
-                                     gV + std::int64_t(next) * Tr::kBc * D, seq - next * Tr::kBc,
+                                     gV + std::int64_t(next) * Tr::kBc * D, seq_k - next * Tr::kBc,
                                      tid);
       ptx::cp_async_commit();
     }
@@ -188,7 +191,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       }
     }
 
-    // ---- mask: only the diagonal tiles (causal) and the tile past the sequence end ----
+    // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
     if (a.mask.tile_needs_mask(q0, k0, Tr::kBc)) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -274,7 +277,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
       const float sum = quad_sum(row_sum[mt][hf]);
-      // Every real row sees key 0, so sum >= 1; rows past the end are never stored.
+      // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0 and
+      // gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
       const int row = warp_row0 + mt * Tr::kMmaM + g + hf * 8;
 #pragma unroll
@@ -282,7 +286,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         *reinterpret_cast<std::uint32_t*>(sQ + row * Tr::kRowStride + nt * Tr::kMmaN + 2 * t) =
             ptx::pack2<Elem>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
       }
-      if (t == 0 && q0 + row < seq) {
+      if (t == 0 && q0 + row < seq_q) {
         a.lse[off.row + q0 + row] =
             sum > 0.f ? float((row_max[mt][hf] + log2f(sum)) * float(kLn2)) : kNegInf;
       }
@@ -295,7 +299,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     const int c = lane + i * 32;
     const int row = warp_row0 + c / Tr::kRowChunks;
     const int col = (c % Tr::kRowChunks) * Tr::kChunkElems;
-    if (q0 + row < seq)
+    if (q0 + row < seq_q)
       *reinterpret_cast<uint4*>(gO + std::int64_t(row) * D + col) =
           *reinterpret_cast<const uint4*>(sQ + row * Tr::kRowStride + col);
   }
@@ -311,7 +315,7 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream) {
                                        int(Tr::kSmemBytes)));
   }
   const dim3 grid(unsigned(p.batch) * unsigned(p.heads),
-                  unsigned((p.seq + Tr::kBr - 1) / Tr::kBr));
+                  unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
   kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();
 }

@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
   // Reverse query-tile order: longest causal blocks first.
   const int q_tile = gridDim.y - 1 - blockIdx.y;
   const int q0 = q_tile * Tr::kBr;
-  const int seq = a.mask.seq;
+  const int seq_q = a.mask.seq_q, seq_k = a.mask.seq_k;
   const HeadOffsets off = head_offsets(a, blockIdx.x, D);
   const T* gQ = a.q + off.q + std::int64_t(q0) * D;
   const T* gK = a.k + off.kv;
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
 
   for (int e = tid; e < Tr::kBr * D; e += Tr::kThreads) {
     const int r = e / D, c = e % D;
-    sQ[r * Tr::kQStride + c] = q0 + r < seq ? gQ[std::int64_t(r) * D + c] : T(0);
+    sQ[r * Tr::kQStride + c] = q0 + r < seq_q ? gQ[std::int64_t(r) * D + c] : T(0);
   }
 
   T acc_o[Tr::kColsPerThread];  // columns (sub + kQuad * cc) * kVec + w of this row
@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(Tr::kThreads)
     __syncthreads();  // everyone is done with the previous tile (and sQ is written)
     for (int e = tid; e < Tr::kBc * D; e += Tr::kThreads) {
       const int key = e / D, c = e % D;
-      const bool valid = k0 + key < seq;
+      const bool valid = k0 + key < seq_k;
       const std::int64_t src = std::int64_t(k0 + key) * D + c;
       sKt[c * Tr::kKtStride + key] = valid ? gK[src] : T(0);
       sV[key * Tr::kVStride + c] = valid ? gV[src] : T(0);
@@ -147,18 +147,19 @@ __global__ void __launch_bounds__(Tr::kThreads)
 
   // ---- epilogue: O /= sum (a true division: exact to the last bit for the fp64 check) ----
   const T sum = quad_sum(row_sum);
-  if (q0 + row < seq) {
+  if (q0 + row < seq_q) {
     T* gO = a.o + off.q + std::int64_t(q0 + row) * D;
+    // A row that sees no key (causal, seq_q > seq_k) has sum 0: O = 0 and LSE = -inf (attention.h).
+    const bool empty = sum == T(0);
 #pragma unroll
     for (int cc = 0; cc < Tr::kColChunks; ++cc) {
       V16 out;
       T* outs = reinterpret_cast<T*>(&out);
 #pragma unroll
-      for (int x = 0; x < kVec; ++x) outs[x] = acc_o[cc * kVec + x] / sum;
+      for (int x = 0; x < kVec; ++x) outs[x] = empty ? T(0) : acc_o[cc * kVec + x] / sum;
       *reinterpret_cast<V16*>(gO + (sub + kQuad * cc) * kVec) = out;
     }
-    // Every real row sees key 0, so sum >= 1.
-    if (sub == 0) a.lse[off.row + q0 + row] = row_max + log(sum);
+    if (sub == 0) a.lse[off.row + q0 + row] = empty ? kNegInf : row_max + log(sum);
   }
 }
 
@@ -173,7 +174,7 @@ void launch_fwd_simt(const AttentionParams& p, cudaStream_t stream) {
                                        int(Tr::kSmemBytes)));
   }
   const dim3 grid(unsigned(p.batch) * unsigned(p.heads),
-                  unsigned((p.seq + Tr::kBr - 1) / Tr::kBr));
+                  unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
   kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();
 }

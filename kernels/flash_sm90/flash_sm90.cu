@@ -129,16 +129,16 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
     return "flash-sm90: dtype must be fp16 or bf16";
   if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90: head_dim must be 64 or 128";
-  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1)
-    return "flash-sm90: batch, heads, kv_heads and seq must be at least 1";
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
+    return "flash-sm90: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash-sm90: kv_heads must divide heads";
   if (!(p.scale > 0.0) || !std::isfinite(p.scale))
     return "flash-sm90: softmax scale must be positive and finite";
   const int br = with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
   if (static_cast<long long>(p.batch) * p.heads > kMaxGridX)
     return "flash-sm90: batch * heads exceeds the grid limit";
-  if ((static_cast<long long>(p.seq) + br - 1) / br > kMaxGridY)
-    return "flash-sm90: seq exceeds the grid limit (65535 query tiles)";
+  if ((static_cast<long long>(p.seq_q) + br - 1) / br > kMaxGridY)
+    return "flash-sm90: seq_q exceeds the grid limit (65535 query tiles)";
   if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o))
     return "flash-sm90: q, k, v and o must be 16-byte aligned (TMA)";
 

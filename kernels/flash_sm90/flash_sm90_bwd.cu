@@ -51,7 +51,7 @@ struct Workspace {
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
 Workspace workspace_layout(const AttentionParams& p) {
-  const std::size_t rows = std::size_t(p.batch) * p.heads * flash::backward_padded_seq(p.seq);
+  const std::size_t rows = std::size_t(p.batch) * p.heads * flash::backward_padded_seq(p.seq_q);
   Workspace w;
   w.d = align_up(rows * sizeof(float));
   w.dq = w.d + align_up(rows * sizeof(float));
@@ -59,7 +59,7 @@ Workspace workspace_layout(const AttentionParams& p) {
   return w;
 }
 
-// dQ accumulator (wgmma register order, see flash_sm90_bwd_traits.h) -> dQ [batch, heads, seq, d].
+// dQ accumulator (wgmma register order, see flash_sm90_bwd_traits.h) -> dQ [batch, heads, seq_q, d].
 // One block per accumulator block (a query tile's kDqCols columns), one thread per wgmma thread:
 // float4 reads in the order the consumers staged them, a transpose through shared memory, and 16-byte
 // row-major writes, so both sides are coalesced.
@@ -121,7 +121,7 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
   constexpr std::int64_t kFallbackL2 = 32 << 20;
   const auto caps = current_device_caps();
   const std::int64_t l2 = caps && caps->l2_bytes > 0 ? caps->l2_bytes : kFallbackL2;
-  const std::int64_t plane_bytes = std::int64_t(p.seq) * p.head_dim * p.group() * kBytesPerElem;
+  const std::int64_t plane_bytes = std::int64_t(p.seq_q) * p.head_dim * p.group() * kBytesPerElem;
   return int(std::clamp<std::int64_t>(l2 / kL2Share / plane_bytes, 1, kv_planes));
 }
 
@@ -129,15 +129,15 @@ template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
             cudaStream_t stream) {
   const Dtype t = p.dtype;
-  const int seq_pad = flash::backward_padded_seq(p.seq);
+  const int seq_pad = flash::backward_padded_seq(p.seq_q);
   BwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
-  encode_bhsd_map(&prm.tm_q, t, p.q, p.head_dim, p.seq, q_planes, Tr::kChunkElems, Tr::kBlockM);
-  encode_bhsd_map(&prm.tm_do, t, p.dout, p.head_dim, p.seq, q_planes, Tr::kChunkElems,
+  encode_bhsd_map(&prm.tm_q, t, p.q, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kBlockM);
+  encode_bhsd_map(&prm.tm_do, t, p.dout, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems,
                   Tr::kBlockM);
-  encode_bhsd_map(&prm.tm_k, t, p.k, p.head_dim, p.seq, kv_planes, Tr::kChunkElems, Tr::kBlockN);
-  encode_bhsd_map(&prm.tm_v, t, p.v, p.head_dim, p.seq, kv_planes, Tr::kChunkElems, Tr::kBlockN);
+  encode_bhsd_map(&prm.tm_k, t, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
+  encode_bhsd_map(&prm.tm_v, t, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
   prm.lse = lse_pad;
   prm.dsum = d_pad;
   prm.dq_acc = dq_acc;
@@ -148,12 +148,12 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   prm.group = p.group();
   prm.seq_pad = seq_pad;
   prm.kv_planes = int(kv_planes);
-  const std::int64_t key_tiles = (p.seq + Tr::kBlockN - 1) / Tr::kBlockN;
+  const std::int64_t key_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   prm.key_tiles = int(key_tiles);
   prm.plane_group = plane_group(p, kv_planes);
   prm.scale_log2 = float(p.scale * flash::kLog2e);
   prm.scale = float(p.scale);
-  prm.mask = flash::Mask{p.seq, p.causal};
+  prm.mask = p.mask();
 
   const auto kernel = flash_sm90_bwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -164,7 +164,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const int n_qtiles = seq_pad / Tr::kBlockM;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
   bwd_convert_dq_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
-      dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq, n_qtiles);
+      dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   FB_CUDA_CHECK_LAUNCH();
 }
 
@@ -174,13 +174,13 @@ const char* backward_unsupported(const AttentionParams& p) {
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
     return "flash-sm90 backward: dtype must be fp16 or bf16";
   if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90 backward: head_dim must be 64 or 128";
-  const std::int64_t key_tiles = (std::int64_t(p.seq) + 127) / 128;
+  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + 127) / 128;
   if (key_tiles * p.batch * p.kv_heads > kMaxGridX)
-    return "flash-sm90 backward: batch * kv_heads * seq exceeds the grid limit";
+    return "flash-sm90 backward: batch * kv_heads * seq_k exceeds the grid limit";
   // The dQ convert: one block per (batch * head, 64-query tile, up to 2 column blocks).
-  const std::int64_t qtiles = flash::backward_padded_seq(p.seq) / 64;
+  const std::int64_t qtiles = flash::backward_padded_seq(p.seq_q) / 64;
   if (qtiles * 2 * p.batch * p.heads > kMaxGridX)
-    return "flash-sm90 backward: batch * heads * seq exceeds the grid limit";
+    return "flash-sm90 backward: batch * heads * seq_q exceeds the grid limit";
   return nullptr;
 }
 

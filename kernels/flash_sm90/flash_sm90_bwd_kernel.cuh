@@ -10,32 +10,33 @@
 
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
-#include "flash/mask.cuh"
+#include "common/mask.h"
 #include "flash_sm90/flash_sm90_bwd_traits.h"
 
 namespace fb::cuda::flash_sm90 {
 
 // Everything the kernel reads, passed by value as a __grid_constant__ parameter.
 struct BwdParams {
-  CUtensorMap tm_q;    // (d, seq, batch * heads), box (64, kBlockM, 1)
+  CUtensorMap tm_q;    // (d, seq_q, batch * heads), box (64, kBlockM, 1)
   CUtensorMap tm_do;   // same shape as Q
-  CUtensorMap tm_k;    // (d, seq, batch * kv_heads), box (64, kBlockN, 1)
+  CUtensorMap tm_k;    // (d, seq_k, batch * kv_heads), box (64, kBlockN, 1)
   CUtensorMap tm_v;
-  const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding rows
+  const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding rows and rows
+                       // with no visible key (P = 0 there)
   const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
   float* dq_acc;       // [batch * heads, seq_pad / kBlockM, kDqBlocks, kDqWgFloats], zeroed
-  void* dk;            // [batch, kv_heads, seq, d]
+  void* dk;            // [batch, kv_heads, seq_k, d]
   void* dv;
   int heads;
   int kv_heads;
   int group;
-  int seq_pad;
+  int seq_pad;         // padded_seq(seq_q)
   int kv_planes;       // batch * kv_heads
-  int key_tiles;       // ceil(seq / kBlockN)
+  int key_tiles;       // ceil(seq_k / kBlockN)
   int plane_group;     // K/V planes whose blocks run together (block order, see the kernel)
   float scale_log2;    // softmax scale * log2(e)
   float scale;
-  flash::Mask mask;
+  CausalMask mask;     // seq_q, seq_k and the causal rule (kernels/common/mask.h)
 };
 
 template <typename Tr> struct BwdBarriers {
@@ -72,7 +73,8 @@ template <typename Tr> struct BwdSmem {
 };
 
 // The block's work: keys [n0, n0 + kBlockN) of K/V plane kv_bh; steps = the group's query heads
-// times their query tiles from m_begin on (causal: the tiles left of the keys see none of them).
+// times their query tiles from m_begin on (causal: the tiles before the first row that sees key n0
+// see none of the keys).
 struct BwdWork {
   int n0;
   int kv_bh;
@@ -210,7 +212,8 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   const int wg_key0 = w.n0 + cw * Tr::kWgKeys;
   const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first row among the 64
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
-  const int seq = prm.mask.seq;
+  const int seq_k = prm.mask.seq_k;
+  const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
   const int n_qtiles = prm.seq_pad / Tr::kBlockM;
   const BwdGemms<Tr> gemm(sm, cw);
 
@@ -237,8 +240,9 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     ptx::wgmma_wait<1>();
     ptx::fence_operands(s);
 
-    // P^T = exp2(S^T * scale log2 e - LSE log2 e); causal: 0 right of the diagonal.
-    const bool need_mask = prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0;
+    // P^T = exp2(S^T * scale log2 e - LSE log2 e); causal: 0 right of the (bottom-right aligned)
+    // diagonal. Keys past seq_k need no mask: they are zeros, and their dK/dV rows are never stored.
+    const bool need_mask = prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset;
 #pragma unroll
     for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
       const int col = j * Tr::kMmaN + col_lane;
@@ -249,7 +253,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
         float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, -l));
         if (need_mask) {
           const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
-          if (key > m0 + col + i % 2) x = 0.f;
+          if (key > m0 + col + i % 2 + offset) x = 0.f;
         }
         s[i] = x;
       }
@@ -326,8 +330,8 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     const int key = wg_key0 + key_row + hf * 8;
-    if (key >= seq) continue;
-    const std::int64_t row = (std::int64_t(w.kv_bh) * seq + key) * Tr::kHeadDim;
+    if (key >= seq_k) continue;
+    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim;
 #pragma unroll
     for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
       const int i = 4 * j + 2 * hf;
@@ -365,8 +369,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   w.kv_bh = first_plane + within % planes_here;
   const int b = w.kv_bh / prm.kv_heads;
   w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
-  w.m_begin = prm.mask.causal ? w.n0 / Tr::kBlockM : 0;
-  w.per_head = (prm.mask.seq + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
+  // The last query row sees every key, so per_head >= 1.
+  w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
+  w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
   w.steps = w.per_head * prm.group;
 
   if (threadIdx.x == 0) {

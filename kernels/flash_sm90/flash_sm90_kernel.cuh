@@ -19,7 +19,7 @@
 
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
-#include "flash/mask.cuh"
+#include "common/mask.h"
 #include "flash/softmax.cuh"
 #include "flash_sm90/flash_sm90_traits.h"
 
@@ -28,16 +28,16 @@ namespace fb::cuda::flash_sm90 {
 // Everything the kernel reads, passed by value as a __grid_constant__ parameter (the TMA unit reads
 // the tensor maps from parameter space).
 struct FwdParams {
-  CUtensorMap tm_q;  // (d, seq, batch * heads), box (64, kBr, 1)
-  CUtensorMap tm_k;  // (d, seq, batch * kv_heads), box (64, kBc, 1)
-  CUtensorMap tm_v;  // (d, seq, batch * kv_heads), box (64, kBc, 1)
-  CUtensorMap tm_o;  // (d, seq, batch * heads), box (64, kWgRows, 1)
-  float* lse;        // [batch, heads, seq], natural log
+  CUtensorMap tm_q;  // (d, seq_q, batch * heads), box (64, kBr, 1)
+  CUtensorMap tm_k;  // (d, seq_k, batch * kv_heads), box (64, kBc, 1)
+  CUtensorMap tm_v;  // (d, seq_k, batch * kv_heads), box (64, kBc, 1)
+  CUtensorMap tm_o;  // (d, seq_q, batch * heads), box (64, kWgRows, 1)
+  float* lse;        // [batch, heads, seq_q], natural log (-inf for a row with no visible key)
   int heads;
   int kv_heads;
   int group;         // query heads per K/V head
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
-  flash::Mask mask;
+  CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
 };
 
 // The mbarriers of one block: Q full; per ring stage K full, V full, K empty, V empty.
@@ -148,7 +148,7 @@ template <typename Tr> struct Gemms {
 // (r and r + 8 of its warp's 16).
 template <typename Tr>
 __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
-                                             float (&alpha)[2], const flash::Mask& mask,
+                                             float (&alpha)[2], const CausalMask& mask,
                                              bool need_mask, int row, int key0, float scale_log2) {
   constexpr float kNegInf = -INFINITY;
   if (need_mask) {
@@ -215,7 +215,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const int row = q0 + tile_row;                                  // ... in the sequence
   const int col_lane = 2 * (lane % 4);                            // first accumulator column
   const int wg_first_row = q0 + wg_row0;
-  const int seq = prm.mask.seq;
+  const int seq_q = prm.mask.seq_q;
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -338,11 +338,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     const float sum = flash::quad_sum(l[hf]);
-    // Every row sees key 0, so sum >= 1; rows past the end are never stored.
+    // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0 and
+    // gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
     inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
     const int r = row + hf * 8;
-    if (lane % 4 == 0 && r < seq)
-      prm.lse[std::int64_t(bh) * seq + r] =
+    if (lane % 4 == 0 && r < seq_q)
+      prm.lse[std::int64_t(bh) * seq_q + r] =
           sum > 0.f ? (m[hf] + log2f(sum)) * float(flash::kLn2) : -INFINITY;
   }
   // O into this warpgroup's own Q rows (only its own wgmmas ever read them, and those are done),
@@ -364,7 +365,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   }
   ptx::fence_proxy_async_smem();  // the TMA store reads what these ordinary stores wrote
   ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
-  if (ctid == 0 && wg_first_row < seq) {
+  if (ctid == 0 && wg_first_row < seq_q) {
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
       ptx::tma_store_3d(&prm.tm_o, sm.q + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
@@ -392,7 +393,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int bh = blockIdx.x;
   const int b = bh / prm.heads;
   const int kv_bh = b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
-  const int n_tiles = prm.mask.kv_tiles(q0, Tr::kBr, Tr::kBc);
+  // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
+  // fully masked (sums stay 0: O = 0, LSE = -inf), so producer and consumers keep one schedule.
+  const int n_tiles = max(prm.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.q_full(), 1);

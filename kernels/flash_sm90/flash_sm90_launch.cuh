@@ -17,21 +17,21 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
-  encode_bhsd_map(&prm.tm_q, t, p.q, p.head_dim, p.seq, q_planes, Tr::kChunkElems, Tr::kBr);
-  encode_bhsd_map(&prm.tm_k, t, p.k, p.head_dim, p.seq, kv_planes, Tr::kChunkElems, Tr::kBc);
-  encode_bhsd_map(&prm.tm_v, t, p.v, p.head_dim, p.seq, kv_planes, Tr::kChunkElems, Tr::kBc);
-  encode_bhsd_map(&prm.tm_o, t, p.o, p.head_dim, p.seq, q_planes, Tr::kChunkElems, Tr::kWgRows);
+  encode_bhsd_map(&prm.tm_q, t, p.q, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kBr);
+  encode_bhsd_map(&prm.tm_k, t, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
+  encode_bhsd_map(&prm.tm_v, t, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
+  encode_bhsd_map(&prm.tm_o, t, p.o, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kWgRows);
   prm.lse = static_cast<float*>(p.lse);
   prm.heads = p.heads;
   prm.kv_heads = p.kv_heads;
   prm.group = p.group();
   prm.scale_log2 = float(p.scale * flash::kLog2e);
-  prm.mask = flash::Mask{p.seq, p.causal};
+  prm.mask = p.mask();
 
   const auto kernel = flash_sm90_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  const dim3 grid(unsigned(q_planes), unsigned((p.seq + Tr::kBr - 1) / Tr::kBr));
+  const dim3 grid(unsigned(q_planes), unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
   kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 }

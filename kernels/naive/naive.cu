@@ -64,9 +64,9 @@ void gemm(cublasHandle_t h, Dtype t, bool tf32, cublasOperation_t op_a, cublasOp
 }
 
 struct Views {
-  int n, d, rows_g, batch;  // N, head_dim, G = g*N, batch * kv_heads
+  int n, d, rows_g, batch;  // seq_k, head_dim, G = g*seq_q, batch * kv_heads
   int ld;
-  long long q_stride, kv_stride, s_stride;  // elements per batch entry: G*d, N*d, G*ld
+  long long q_stride, kv_stride, s_stride;  // elements per batch entry: G*d, seq_k*d, G*ld
   char* p;
   char* s;
 };
@@ -74,9 +74,9 @@ struct Views {
 Views views(const AttentionParams& prm) {
   const Layout lay = layout(prm);
   Views v;
-  v.n = prm.seq;
+  v.n = prm.seq_k;
   v.d = prm.head_dim;
-  v.rows_g = prm.group() * prm.seq;
+  v.rows_g = prm.group() * prm.seq_q;
   v.batch = prm.batch * prm.kv_heads;
   v.ld = int(lay.ld);
   v.q_stride = (long long)v.rows_g * v.d;
@@ -100,8 +100,8 @@ Layout layout(const AttentionParams& p) {
   Layout lay;
   const std::size_t e = dtype_bytes(p.dtype);
   const std::int64_t per_vec = std::int64_t(kVecBytes / e);
-  lay.ld = (std::int64_t(p.seq) + per_vec - 1) / per_vec * per_vec;
-  const std::size_t nn = std::size_t(p.batch) * p.heads * p.seq * lay.ld * e;
+  lay.ld = (std::int64_t(p.seq_k) + per_vec - 1) / per_vec * per_vec;
+  const std::size_t nn = std::size_t(p.batch) * p.heads * p.seq_q * lay.ld * e;
   lay.p_offset = 0;
   lay.s_offset = align_up(nn, kBufferAlign);
   lay.bytes = lay.s_offset + nn;
@@ -109,12 +109,13 @@ Layout layout(const AttentionParams& p) {
 }
 
 const char* unsupported(Pass, const AttentionParams& p) {
-  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1 || p.head_dim < 1)
-    return "naive: batch, heads, kv_heads, seq and head_dim must be >= 1";
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1 || p.head_dim < 1)
+    return "naive: batch, heads, kv_heads, seq_q, seq_k and head_dim must be >= 1";
   if (p.heads % p.kv_heads != 0) return "naive: heads must be a multiple of kv_heads";
   // cuBLAS takes row counts and leading dimensions as int.
-  if (std::int64_t(p.group()) * p.seq > INT32_MAX || std::int64_t(p.batch) * p.kv_heads > INT32_MAX)
-    return "naive: heads/kv_heads * seq exceeds cuBLAS's int dimensions";
+  if (std::int64_t(p.group()) * p.seq_q > INT32_MAX || std::int64_t(p.batch) * p.kv_heads > INT32_MAX ||
+      std::int64_t(p.seq_k) + 64 > INT32_MAX)
+    return "naive: heads/kv_heads * seq_q or seq_k exceeds cuBLAS's int dimensions";
   return nullptr;
 }
 
@@ -125,7 +126,8 @@ namespace {
 void run_forward(const AttentionParams& p, const Context& ctx, bool tf32) {
   cublasHandle_t h = bound_handle(ctx);
   const Views v = views(p);
-  // S = scale * Q K^T:  S^T (N x G) = K (N x d) * Q^T (d x G); K's view is (d x N), hence op T.
+  // S = scale * Q K^T:  S^T (seq_k x G) = K (seq_k x d) * Q^T (d x G); K's view is (d x seq_k), hence
+  // op T. One GEMM per K/V head covers the G = group * seq_q query rows that share it.
   gemm(h, p.dtype, tf32, CUBLAS_OP_T, CUBLAS_OP_N, v.n, v.rows_g, v.d, p.scale, {p.k, v.d, v.kv_stride},
        {p.q, v.d, v.q_stride}, v.s, v.ld, v.s_stride, v.batch);
   softmax_rows(p, v.s, v.p, v.ld, static_cast<cudaStream_t>(ctx.stream));

@@ -24,9 +24,9 @@ namespace fb::cuda::naive {
 // Where S and P live in the workspace. Rows are padded to a multiple of 16 bytes so that every row
 // starts 16-byte aligned (vector loads in the row kernels, aligned leading dimensions for cuBLAS).
 struct Layout {
-  std::int64_t ld = 0;         // row stride of S and P in elements (>= seq)
-  std::size_t p_offset = 0;    // P: [batch, heads, seq, ld], kept from the forward for the backward
-  std::size_t s_offset = 0;    // S, then dP and dS in the backward: [batch, heads, seq, ld]
+  std::int64_t ld = 0;         // row stride of S and P in elements (>= seq_k)
+  std::size_t p_offset = 0;    // P: [batch, heads, seq_q, ld], kept from the forward for the backward
+  std::size_t s_offset = 0;    // S, then dP and dS in the backward: [batch, heads, seq_q, ld]
   std::size_t bytes = 0;       // total workspace
 };
 Layout layout(const AttentionParams& p);
@@ -45,8 +45,9 @@ void forward_tf32(const AttentionParams& p, const Context& ctx);
 void backward_tf32(const AttentionParams& p, const Context& ctx);
 
 // ---- row kernels (softmax.cu) ----
-// P = softmax(S) over each row's first `seq` columns (keys j <= i only when causal, the rest 0), and
-// LSE = max + log(sum exp(s - max)). S and P are [rows, ld] of the input dtype; LSE is the accumulator type.
+// P = softmax(S) over each row's visible keys (CausalMask: the first seq_k columns, or when causal
+// j <= i + seq_k - seq_q; the rest 0), and LSE = max + log(sum exp(s - max)); a row with no visible
+// key gets P = 0 and LSE = -inf. S and P are [rows, ld] of the input dtype; LSE is the accumulator type.
 void softmax_rows(const AttentionParams& p, const void* s, void* prob, std::int64_t ld, cudaStream_t stream);
 // ds[r, j] = prob[r, j] * (ds[r, j] - D[r]) in place, D[r] = sum_k dO[r, k] * O[r, k].
 void softmax_backward_rows(const AttentionParams& p, const void* prob, void* ds, std::int64_t ld,

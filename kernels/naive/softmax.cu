@@ -70,10 +70,11 @@ __device__ Acc row_reduce(Acc v, Op op, Acc* scratch /* [kMaxRowsPerBlock][kWarp
 }
 
 struct RowGeometry {
-  std::int64_t rows;  // batch * heads * seq
-  std::int64_t ld;    // row stride in elements, a multiple of the vector width
-  int seq;
-  bool causal;
+  std::int64_t rows;  // batch * heads * seq_q
+  std::int64_t ld;    // row stride in elements (>= seq_k), a multiple of the vector width
+  CausalMask mask;    // row i of a head sees keys [0, mask.key_end(i)) (none: an empty row)
+  // Keys row `row` (over batch * heads * seq_q) sees: j < valid take part, the rest get P = 0.
+  __device__ int valid(std::int64_t row) const { return mask.key_end(int(row % mask.seq_q)); }
 };
 
 // One pass: the row's vectors live in registers between the max, the sum and the store.
@@ -85,8 +86,7 @@ softmax_rows_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restri
   __shared__ Acc scratch[kMaxRowsPerBlock * kWarp];
   const std::int64_t row = std::int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool active = row < g.rows;  // inactive threads still join the reductions' barriers
-  const int i = active ? int(row % g.seq) : 0;
-  const int valid = g.causal ? i + 1 : g.seq;  // keys j < valid take part; the rest get P = 0
+  const int valid = active ? g.valid(row) : 0;  // keys j < valid take part; the rest get P = 0
   const int nvec = int(g.ld / V);
   const auto* src = reinterpret_cast<const Pack<T>*>(s + (active ? row : 0) * g.ld);
 
@@ -108,19 +108,22 @@ softmax_rows_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restri
     for (int e = 0; e < V; ++e) m = MaxOp{}(m, x[v][e]);
   }
   m = row_reduce(m, MaxOp{}, scratch);
+  // A row with no visible key (valid == 0) has m = -inf: subtract 0 so that exp(-inf) gives 0, not
+  // exp(-inf + inf) = NaN; it then writes P = 0 and LSE = -inf (attention.h).
+  const Acc m_sub = valid == 0 ? Acc(0) : m;
 
   Acc sum = 0;
 #pragma unroll
   for (int v = 0; v < VPT; ++v)
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      x[v][e] = exp_acc(x[v][e] - m);  // masked: exp(-inf) = 0
+      x[v][e] = exp_acc(x[v][e] - m_sub);  // masked: exp(-inf) = 0
       sum += x[v][e];
     }
   sum = row_reduce(sum, AddOp{}, scratch);
   if (!active) return;
 
-  const Acc inv = Acc(1) / sum;
+  const Acc inv = valid == 0 ? Acc(0) : Acc(1) / sum;
   auto* dst = reinterpret_cast<Pack<T>*>(prob + row * g.ld);
 #pragma unroll
   for (int v = 0; v < VPT; ++v) {
@@ -132,7 +135,7 @@ softmax_rows_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restri
       dst[vi] = out;
     }
   }
-  if (threadIdx.x == 0) lse[row] = m + log_acc(sum);
+  if (threadIdx.x == 0) lse[row] = valid == 0 ? Acc(-INFINITY) : m + log_acc(sum);
 }
 
 // Rows too long for registers: an online (max, sum) pass over S, then a second read of S to write P.
@@ -144,8 +147,7 @@ softmax_rows_looped_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* _
   constexpr int V = Pack<T>::n;
   __shared__ Acc scratch[kMaxRowsPerBlock * kWarp];
   const std::int64_t row = blockIdx.x;
-  const int i = int(row % g.seq);
-  const int valid = g.causal ? i + 1 : g.seq;
+  const int valid = g.valid(row);
   const int nvec = int(g.ld / V);
   const auto* src = reinterpret_cast<const Pack<T>*>(s + row * g.ld);
 
@@ -167,7 +169,7 @@ softmax_rows_looped_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* _
   const Acc row_max = row_reduce(m, MaxOp{}, scratch);
   // Threads that saw no column have m = -inf and l = 0: they add 0.
   const Acc sum = row_reduce(m == Acc(-INFINITY) ? Acc(0) : l * exp_acc(m - row_max), AddOp{}, scratch);
-  const Acc inv = Acc(1) / sum;
+  const Acc inv = valid == 0 ? Acc(0) : Acc(1) / sum;  // an empty row: P = 0, LSE = -inf
 
   auto* dst = reinterpret_cast<Pack<T>*>(prob + row * g.ld);
   for (int vi = threadIdx.x; vi < nvec; vi += blockDim.x) {
@@ -184,7 +186,7 @@ softmax_rows_looped_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* _
     }
     dst[vi] = out;
   }
-  if (threadIdx.x == 0) lse[row] = row_max + log_acc(sum);
+  if (threadIdx.x == 0) lse[row] = valid == 0 ? Acc(-INFINITY) : row_max + log_acc(sum);
 }
 
 // dS = P o (dP - D) in place over dP, with D = rowsum(dO o O) reduced first by the row's threads.
@@ -204,8 +206,7 @@ softmax_backward_rows_kernel(const T* __restrict__ prob, T* __restrict__ ds, con
   const Acc d_row = row_reduce(dot, AddOp{}, scratch);
   if (!active) return;
 
-  const int i = int(row % g.seq);
-  const int valid = g.causal ? i + 1 : g.seq;
+  const int valid = g.valid(row);
   const int nvec = int(g.ld / V);
   const auto* p_row = reinterpret_cast<const Pack<T>*>(prob + row * g.ld);
   auto* ds_row = reinterpret_cast<Pack<T>*>(ds + row * g.ld);
@@ -277,7 +278,7 @@ void launch_softmax(const T* s, T* prob, Acc* lse, RowGeometry g, cudaStream_t s
 }
 
 RowGeometry geometry(const AttentionParams& p, std::int64_t ld) {
-  return RowGeometry{p.rows(), ld, p.seq, p.causal};
+  return RowGeometry{p.rows(), ld, p.mask()};
 }
 
 }  // namespace

@@ -60,19 +60,20 @@ __device__ double row_sum16(double v) {
 
 // Where one (batch, head) starts in Q-like and K-like tensors.
 struct HeadPtrs {
-  std::int64_t q;   // offset of query head (b, h) in [B, H, N, d]
-  std::int64_t kv;  // offset of its kv head in [B, Hkv, N, d]
-  std::int64_t row; // first row of (b, h) in [B, H, N]
+  std::int64_t q;   // offset of query head (b, h) in [B, H, seq_q, d]
+  std::int64_t kv;  // offset of its kv head in [B, Hkv, seq_k, d]
+  std::int64_t row; // first row of (b, h) in [B, H, seq_q]
 };
 __device__ HeadPtrs head_ptrs(const AttentionParams& p, int b, int h) {
   const int kvh = h / (p.heads / p.kv_heads);
-  const std::int64_t n = p.seq, d = p.head_dim;
-  return {(std::int64_t(b) * p.heads + h) * n * d, (std::int64_t(b) * p.kv_heads + kvh) * n * d,
-          (std::int64_t(b) * p.heads + h) * n};
+  const std::int64_t nq = p.seq_q, nk = p.seq_k, d = p.head_dim;
+  return {(std::int64_t(b) * p.heads + h) * nq * d, (std::int64_t(b) * p.kv_heads + kvh) * nk * d,
+          (std::int64_t(b) * p.heads + h) * nq};
 }
 
+// The shared causal rule (kernels/common/mask.h), bottom-right aligned when seq_q != seq_k.
 __device__ bool visible(const AttentionParams& p, int qi, int kj) {
-  return qi < p.seq && kj < p.seq && (!p.causal || kj <= qi);
+  return qi < p.seq_q && p.mask().visible(qi, kj);
 }
 
 // ---- forward: grid (query tiles, heads, batch) ----
@@ -92,17 +93,17 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(AttentionParams p) {
   const double* k = static_cast<const double*>(p.k) + hp.kv;
   const double* v = static_cast<const double*>(p.v) + hp.kv;
   const int tr = threadIdx.x / kBc, tc = threadIdx.x % kBc, qi = q0 + tr;
-  // Causal: keys past the tile's last row are masked for every row of the tile.
-  const int key_end = p.causal ? min(p.seq, q0 + kBr) : p.seq;
+  // Causal: keys past the tile's last row's last key are masked for every row of the tile.
+  const int key_end = p.mask().key_end(q0, kBr);
 
-  load_tile(qs, q, q0, kBr, p.seq, d);
+  load_tile(qs, q, q0, kBr, p.seq_q, d);
   for (int o = threadIdx.x; o < kBr * d; o += kThreads) oacc[o] = 0.0;
 
   // Pass 1: row max of the scaled scores.
   double m = -INFINITY;
   for (int kt = 0; kt < key_end; kt += kBc) {
     __syncthreads();  // the previous tile's readers are done
-    load_tile(ks, k, kt, kBc, p.seq, d);
+    load_tile(ks, k, kt, kBc, p.seq_k, d);
     __syncthreads();
     if (visible(p, qi, kt + tc)) {
       const double s = p.scale * dot(qs + tr * ldt, ks + tc * ldt, d);
@@ -115,8 +116,8 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(AttentionParams p) {
   double l = 0.0;
   for (int kt = 0; kt < key_end; kt += kBc) {
     __syncthreads();
-    load_tile(ks, k, kt, kBc, p.seq, d);
-    load_tile(vs, v, kt, kBc, p.seq, d);
+    load_tile(ks, k, kt, kBc, p.seq_k, d);
+    load_tile(vs, v, kt, kBc, p.seq_k, d);
     __syncthreads();
     double pr = 0.0;
     if (visible(p, qi, kt + tc)) pr = exp(p.scale * dot(qs + tr * ldt, ks + tc * ldt, d) - m);
@@ -131,15 +132,16 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(AttentionParams p) {
     }
   }
   l = row_sum16(l);
+  // A row with no visible key has l = 0: O = 0 and LSE = -inf (attention.h).
   if (tc == 0) {
     row_l[tr] = l;
-    if (qi < p.seq) static_cast<double*>(p.lse)[hp.row + qi] = m + log(l);
+    if (qi < p.seq_q) static_cast<double*>(p.lse)[hp.row + qi] = l > 0.0 ? m + log(l) : -INFINITY;
   }
   __syncthreads();
   double* out = static_cast<double*>(p.o) + hp.q;
   for (int o = threadIdx.x; o < kBr * d; o += kThreads) {
     const int r = o / d, kk = o - r * d;
-    if (q0 + r < p.seq) out[std::int64_t(q0 + r) * d + kk] = oacc[o] / row_l[r];
+    if (q0 + r < p.seq_q) out[std::int64_t(q0 + r) * d + kk] = row_l[r] > 0.0 ? oacc[o] / row_l[r] : 0.0;
   }
 }
 
@@ -169,13 +171,13 @@ __device__ PdS p_ds(const AttentionParams& p, bool vis, const double* qrow, cons
   return {pr, pr * (dot(dorow, vrow, d) - dd)};
 }
 
-// Loads LSE and D of rows [row0, row0 + kBr) of one head (0 past seq).
+// Loads LSE and D of rows [row0, row0 + kBr) of one head (0 past seq_q).
 __device__ void load_row_stats(double* lse_s, double* d_s, const AttentionParams& p, const double* dd,
                                std::int64_t head_row, int row0) {
   if (threadIdx.x < kBr) {
     const int r = row0 + threadIdx.x;
-    lse_s[threadIdx.x] = r < p.seq ? static_cast<const double*>(p.lse)[head_row + r] : 0.0;
-    d_s[threadIdx.x] = r < p.seq ? dd[head_row + r] : 0.0;
+    lse_s[threadIdx.x] = r < p.seq_q ? static_cast<const double*>(p.lse)[head_row + r] : 0.0;
+    d_s[threadIdx.x] = r < p.seq_q ? dd[head_row + r] : 0.0;
   }
 }
 
@@ -195,17 +197,17 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(AttentionParams p, const d
   const int q0 = blockIdx.x * kBr;
   const HeadPtrs hp = head_ptrs(p, blockIdx.z, blockIdx.y);
   const int tr = threadIdx.x / kBc, tc = threadIdx.x % kBc, qi = q0 + tr;
-  const int key_end = p.causal ? min(p.seq, q0 + kBr) : p.seq;
+  const int key_end = p.mask().key_end(q0, kBr);  // 0: every row empty, dQ = 0
 
-  load_tile(qs, static_cast<const double*>(p.q) + hp.q, q0, kBr, p.seq, d);
-  load_tile(dos, static_cast<const double*>(p.dout) + hp.q, q0, kBr, p.seq, d);
+  load_tile(qs, static_cast<const double*>(p.q) + hp.q, q0, kBr, p.seq_q, d);
+  load_tile(dos, static_cast<const double*>(p.dout) + hp.q, q0, kBr, p.seq_q, d);
   load_row_stats(lse_s, d_s, p, dd, hp.row, q0);
   for (int o = threadIdx.x; o < kBr * d; o += kThreads) dqacc[o] = 0.0;
 
   for (int kt = 0; kt < key_end; kt += kBc) {
     __syncthreads();
-    load_tile(ks, static_cast<const double*>(p.k) + hp.kv, kt, kBc, p.seq, d);
-    load_tile(vs, static_cast<const double*>(p.v) + hp.kv, kt, kBc, p.seq, d);
+    load_tile(ks, static_cast<const double*>(p.k) + hp.kv, kt, kBc, p.seq_k, d);
+    load_tile(vs, static_cast<const double*>(p.v) + hp.kv, kt, kBc, p.seq_k, d);
     __syncthreads();
     const PdS r = p_ds(p, visible(p, qi, kt + tc), qs + tr * ldt, dos + tr * ldt, ks + tc * ldt,
                        vs + tc * ldt, lse_s[tr], d_s[tr]);
@@ -221,7 +223,7 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(AttentionParams p, const d
   double* dq = static_cast<double*>(p.dq) + hp.q;
   for (int o = threadIdx.x; o < kBr * d; o += kThreads) {
     const int row = o / d, kk = o - row * d;
-    if (q0 + row < p.seq) dq[std::int64_t(q0 + row) * d + kk] = p.scale * dqacc[o];
+    if (q0 + row < p.seq_q) dq[std::int64_t(q0 + row) * d + kk] = p.scale * dqacc[o];
   }
 }
 
@@ -243,20 +245,20 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(AttentionParams p, const 
   const int k0 = blockIdx.x * kBc, kvh = blockIdx.y, b = blockIdx.z;
   const int group = p.heads / p.kv_heads;
   const int tr = threadIdx.x / kBc, tc = threadIdx.x % kBc, kj = k0 + tc;
-  const std::int64_t kv_off = (std::int64_t(b) * p.kv_heads + kvh) * p.seq * d;
+  const std::int64_t kv_off = (std::int64_t(b) * p.kv_heads + kvh) * p.seq_k * d;
 
-  load_tile(ks, static_cast<const double*>(p.k) + kv_off, k0, kBc, p.seq, d);
-  load_tile(vs, static_cast<const double*>(p.v) + kv_off, k0, kBc, p.seq, d);
+  load_tile(ks, static_cast<const double*>(p.k) + kv_off, k0, kBc, p.seq_k, d);
+  load_tile(vs, static_cast<const double*>(p.v) + kv_off, k0, kBc, p.seq_k, d);
   for (int o = threadIdx.x; o < kBc * d; o += kThreads) dkacc[o] = dvacc[o] = 0.0;
-  // Causal: query rows before k0 see none of these keys.
-  const int q_first = p.causal ? k0 / kBr * kBr : 0;
+  // Causal: query rows before mask.first_row(k0) see none of these keys.
+  const int q_first = p.mask().first_q_tile(k0, kBr) * kBr;
 
   for (int hh = 0; hh < group; ++hh) {
     const HeadPtrs hp = head_ptrs(p, b, kvh * group + hh);
-    for (int qt = q_first; qt < p.seq; qt += kBr) {
+    for (int qt = q_first; qt < p.seq_q; qt += kBr) {
       __syncthreads();
-      load_tile(qs, static_cast<const double*>(p.q) + hp.q, qt, kBr, p.seq, d);
-      load_tile(dos, static_cast<const double*>(p.dout) + hp.q, qt, kBr, p.seq, d);
+      load_tile(qs, static_cast<const double*>(p.q) + hp.q, qt, kBr, p.seq_q, d);
+      load_tile(dos, static_cast<const double*>(p.dout) + hp.q, qt, kBr, p.seq_q, d);
       load_row_stats(lse_s, d_s, p, dd, hp.row, qt);
       __syncthreads();
       const PdS r = p_ds(p, visible(p, qt + tr, kj), qs + tr * ldt, dos + tr * ldt, ks + tc * ldt,
@@ -280,7 +282,7 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(AttentionParams p, const 
   double* dv = static_cast<double*>(p.dv) + kv_off;
   for (int o = threadIdx.x; o < kBc * d; o += kThreads) {
     const int c = o / d, kk = o - c * d;
-    if (k0 + c < p.seq) {
+    if (k0 + c < p.seq_k) {
       dk[std::int64_t(k0 + c) * d + kk] = p.scale * dkacc[o];
       dv[std::int64_t(k0 + c) * d + kk] = dvacc[o];
     }
@@ -316,8 +318,8 @@ constexpr int kMaxGridYZ = 65535;
 
 const char* unsupported(Pass pass, const AttentionParams& p) {
   if (p.dtype != Dtype::fp64) return "reference: takes fp64 inputs only";
-  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq < 1 || p.head_dim < 1)
-    return "reference: batch, heads, kv_heads, seq and head_dim must be >= 1";
+  if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1 || p.head_dim < 1)
+    return "reference: batch, heads, kv_heads, seq_q, seq_k and head_dim must be >= 1";
   if (p.heads % p.kv_heads != 0) return "reference: heads must be a multiple of kv_heads";
   if (p.heads > kMaxGridYZ || p.batch > kMaxGridYZ) return "reference: heads and batch must be <= 65535";
   if (smem_bytes(pass, p.head_dim) > device_smem_limit())
@@ -330,7 +332,7 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
 }
 
 void forward(const AttentionParams& p, const Context& ctx) {
-  const dim3 grid((p.seq + kBr - 1) / kBr, p.heads, p.batch);
+  const dim3 grid((p.seq_q + kBr - 1) / kBr, p.heads, p.batch);
   launch(forward_kernel, grid, fwd_smem_doubles(p.head_dim) * sizeof(double),
          static_cast<cudaStream_t>(ctx.stream), p);
 }
@@ -343,9 +345,9 @@ void backward(const AttentionParams& p, const Context& ctx) {
   d_kernel<<<unsigned((rows + kRowsPerBlockD - 1) / kRowsPerBlockD), kRowsPerBlockD * kWarp, 0, stream>>>(
       static_cast<const double*>(p.dout), static_cast<const double*>(p.o), dd, rows, p.head_dim);
   FB_CUDA_CHECK_LAUNCH();
-  launch(dq_kernel, dim3((p.seq + kBr - 1) / kBr, p.heads, p.batch),
+  launch(dq_kernel, dim3((p.seq_q + kBr - 1) / kBr, p.heads, p.batch),
          dq_smem_doubles(p.head_dim) * sizeof(double), stream, p, static_cast<const double*>(dd));
-  launch(dkv_kernel, dim3((p.seq + kBc - 1) / kBc, p.kv_heads, p.batch),
+  launch(dkv_kernel, dim3((p.seq_k + kBc - 1) / kBc, p.kv_heads, p.batch),
          dkv_smem_doubles(p.head_dim) * sizeof(double), stream, p, static_cast<const double*>(dd));
 }
 

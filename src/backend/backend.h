@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/timing.h"
 #include "case.h"
 #include "registry.h"
 
@@ -60,14 +61,25 @@ class Backend {
   // Why `kernel` cannot run `c` here (e.g. naive's N x N buffers need more than free memory, with
   // the bytes), nullopt if it may run.
   virtual std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) = 0;
+  // The bytes check_fits() counts for `kernel` on `c` (inputs included, as if none were held):
+  // what `run --list` shows. nullopt where the backend has no model.
+  virtual std::optional<std::uint64_t> bytes_needed(const Case&, const Descriptor&) { return std::nullopt; }
 
   // Draws the case's inputs from `seed` (standard normal; never zeros) and drops all kept outputs.
   // Q and K are multiplied by `input_scale`, so scores grow as its square (extreme-value checks).
   virtual void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) = 0;
 
-  // Warm-up then `reps` timed runs of `kernel` on the prepared inputs, outputs poisoned (NaN) before
-  // each run. Keeps the last outputs for compare(). For Pass::bwd the forward runs once untimed first.
-  virtual KernelRun run(const Descriptor& kernel, int warmup, int reps) = 0;
+  // Warm-up then timed runs of `kernel` on the prepared inputs, as many as `timing` asks (next_batch),
+  // outputs poisoned (NaN) before each run. Keeps the last outputs for compare(). For Pass::bwd the
+  // forward runs once untimed first.
+  virtual KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) = 0;
+  // A fixed count: `warmup` untimed runs, then exactly `reps` timed ones.
+  KernelRun run(const Descriptor& kernel, int warmup, int reps) {
+    TimingPolicy fixed;
+    fixed.warmup = warmup;
+    fixed.reps = reps;
+    return run(kernel, fixed);
+  }
 
   // Exact fp64 outputs for the prepared inputs, kept as "reference" (CPU: a sample of query rows for
   // large cases).

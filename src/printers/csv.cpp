@@ -39,7 +39,8 @@ std::string opt_num(const std::optional<double>& x) { return x ? num(*x) : std::
 std::string boolean(bool b) { return b ? "true" : "false"; }
 
 const std::vector<const char*> kHeader = {
-    "key",       "batch",     "heads",          "kv_heads", "seq",        "head_dim",    "dtype",
+    "key",       "batch",     "heads",          "kv_heads", "seq",        "seq_q",       "seq_k",
+    "head_dim",  "dtype",
     "causal",    "pass",      "kernel",         "status",   "reason",     "median_ms",   "min_ms",
     "max_ms",    "mean_ms",   "stddev_ms",      "reps",     "flops",      "tflops",      "bytes_moved",
     "gbps",      "peak_bytes", "max_abs_diff",  "ref_max_abs_err", "verified",
@@ -62,7 +63,9 @@ void write_csv(std::ostream& os, const Results& res) {
                       std::to_string(c.batch),
                       std::to_string(c.heads),
                       std::to_string(c.kv_heads),
-                      std::to_string(c.seq),
+                      c.square() ? std::to_string(c.seq_q) : std::string(),  // seq: only when equal
+                      std::to_string(c.seq_q),
+                      std::to_string(c.seq_k),
                       std::to_string(c.head_dim),
                       std::string(to_string(c.dtype)),
                       boolean(c.causal),

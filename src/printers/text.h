@@ -60,6 +60,14 @@ inline std::string format_error(const std::optional<double>& x) {
   return fmt::format("{:.2e}", *x);
 }
 
+// Relative noise of the timed samples: the coefficient of variation (stddev / mean), in percent, the
+// measure adaptive timing (--max-noise) stops on. "-" for a single sample.
+inline std::string format_noise(double stddev, double mean, int reps) {
+  if (reps < 2 || !(mean > 0)) return "-";
+  const double pct = 100.0 * stddev / mean;
+  return fmt::format(pct < 10 ? "{:.1f}%" : "{:.0f}%", pct);
+}
+
 // Binary units, one decimal: 1.5 KiB, 12.0 MiB, 3.2 GiB.
 inline std::string format_bytes(std::uint64_t bytes) {
   constexpr double kStep = 1024.0;

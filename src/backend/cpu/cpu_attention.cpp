@@ -4,7 +4,7 @@
 // Both algorithms are built from the same pieces: tile loads that convert the storage type to the
 // accumulator type (A = double for fp64, float otherwise), three small row-major GEMMs whose inner
 // loop runs over contiguous memory (so the compiler vectorises them without reassociating sums),
-// and the causal rule `key j masked when j > query i`.
+// and the one causal rule of kernels/common/mask.h (bottom-right aligned when seq_q != seq_k).
 #include "backend/cpu/cpu_attention.h"
 
 #include <algorithm>
@@ -29,20 +29,27 @@ constexpr int kBackwardTasks = 16;
 
 // Shapes of one call and the BHSD offsets derived from them.
 struct Shape {
-  int batch, heads, kv_heads, seq, dim, group;
+  int batch, heads, kv_heads, seq_q, seq_k, dim, group;
   bool causal;
+  CausalMask mask;
 
-  Index q_offset(int b, int h) const { return (Index(b) * heads + h) * seq * dim; }
-  Index kv_offset(int b, int hk) const { return (Index(b) * kv_heads + hk) * seq * dim; }
-  Index row_offset(int b, int h) const { return (Index(b) * heads + h) * seq; }  // LSE, D
-  Index nn_offset(int b, int h) const { return (Index(b) * heads + h) * seq * seq; }
-  // Keys a block of queries [i0, i0 + rows) sees: all, or those up to its last row when causal.
-  Index key_end(Index i0, int rows) const { return causal ? i0 + rows : seq; }
-  bool masked(Index query, Index key) const { return causal && key > query; }
+  Index q_offset(int b, int h) const { return (Index(b) * heads + h) * seq_q * dim; }
+  Index kv_offset(int b, int hk) const { return (Index(b) * kv_heads + hk) * seq_k * dim; }
+  Index row_offset(int b, int h) const { return (Index(b) * heads + h) * seq_q; }  // LSE, D
+  // S, P, dP, dS: [batch, heads, seq_q, seq_k].
+  Index nn_offset(int b, int h) const { return (Index(b) * heads + h) * seq_q * seq_k; }
+  // Keys a block of queries [i0, i0 + rows) sees: [0, key_end) (0 when every row is empty).
+  Index key_end(Index i0, int rows) const { return mask.key_end(static_cast<int>(i0), rows); }
+  // Keys query i sees: [0, keys(i)).
+  Index keys(Index i) const { return mask.key_end(static_cast<int>(i)); }
+  bool masked(Index query, Index key) const {
+    return !mask.visible(static_cast<int>(query), static_cast<int>(key));
+  }
 };
 
 Shape shape_of(const AttentionParams& p) {
-  return Shape{p.batch, p.heads, p.kv_heads, p.seq, p.head_dim, p.group(), p.causal};
+  return Shape{p.batch, p.heads,    p.kv_heads, p.seq_q,  p.seq_k,
+               p.head_dim, p.group(), p.causal,   p.mask()};
 }
 
 int ceil_div(Index a, Index b) { return static_cast<int>((a + b - 1) / b); }
@@ -147,11 +154,11 @@ template <class T> void rowsum_do_o(const AttentionParams& p, const Context& ctx
   const T* o = static_cast<const T*>(p.o);
   const T* dout = static_cast<const T*>(p.dout);
   const int rows_per_task = ctx.tiles.br;
-  const int tiles = ceil_div(s.seq, rows_per_task);
+  const int tiles = ceil_div(s.seq_q, rows_per_task);
   ctx.pool->parallel_for(Index(s.batch) * s.heads * tiles, [&](Index task, int) {
     const TaskId id = split_task(task, s.heads, tiles);
     const Index i0 = Index(id.tile) * rows_per_task;
-    const int mr = static_cast<int>(std::min<Index>(rows_per_task, s.seq - i0));
+    const int mr = static_cast<int>(std::min<Index>(rows_per_task, s.seq_q - i0));
     for (int r = 0; r < mr; ++r) {
       const Index e = s.q_offset(id.b, id.h) + (i0 + r) * s.dim;
       A sum = 0;
@@ -164,15 +171,16 @@ template <class T> void rowsum_do_o(const AttentionParams& p, const Context& ctx
 // ================================ naive ================================
 
 // out[b, h, i, j] = alpha * (X[b, h] Y[b, h / group]^T)[i, j], or `fill` where (i, j) is masked and for
-// keys past the causal end of a row: one N x N array per (batch, head), as the naive path keeps them.
-// X is query-side ([batch, heads, N, d]: Q or dO), Y key-side ([batch, kv_heads, N, d]: K or V).
+// keys past the causal end of a row: one seq_q x seq_k array per (batch, head), as the naive path
+// keeps them. X is query-side ([batch, heads, seq_q, d]: Q or dO), Y key-side ([batch, kv_heads,
+// seq_k, d]: K or V).
 template <class T>
 void masked_products(const Shape& s, const Context& ctx, const T* x, const T* y, AccOf<T> alpha,
                      AccOf<T> fill, T* out) {
   using A = AccOf<T>;
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
-  const Index n = s.seq;
-  const int q_tiles = ceil_div(n, br);
+  const Index nq = s.seq_q, n = s.seq_k;  // n: row stride of the score arrays
+  const int q_tiles = ceil_div(nq, br);
   ThreadPool& pool = *ctx.pool;
   Scratch<A> scratch(*ctx.tracker, pool.size(), {Index(br) * d, Index(d) * bc, Index(br) * bc});
   pool.parallel_for(Index(s.batch) * s.heads * q_tiles, [&](Index task, int w) {
@@ -181,7 +189,7 @@ void masked_products(const Shape& s, const Context& ctx, const T* x, const T* y,
     A* yt = scratch.get(w, 1);  // (d, bc)
     A* pt = scratch.get(w, 2);  // (br, bc)
     const Index i0 = Index(id.tile) * br;
-    const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+    const int mr = static_cast<int>(std::min<Index>(br, nq - i0));
     const T* yh = y + s.kv_offset(id.b, id.h / s.group);
     T* rows = out + s.nn_offset(id.b, id.h) + i0 * n;
     load_tile(x + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, xs, d);
@@ -203,7 +211,7 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved)
   using A = AccOf<T>;
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
-  const Index n = s.seq;
+  const Index nq = s.seq_q, n = s.seq_k;  // n: row stride of S and P
   const A scale = static_cast<A>(p.scale);
   const A neg_inf = -std::numeric_limits<A>::infinity();
   const T* q = static_cast<const T*>(p.q);
@@ -215,12 +223,12 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved)
   MemoryTracker& mem = *ctx.tracker;
 
   if (saved != nullptr) saved->p.reset();
-  const Index nn = Index(s.batch) * s.heads * n * n;
-  Buffer s_buf = make_buffer<T>(mem, nn);  // S [batch, heads, N, N]
-  Buffer p_buf = make_buffer<T>(mem, nn);  // P [batch, heads, N, N]
+  const Index nn = Index(s.batch) * s.heads * nq * n;
+  Buffer s_buf = make_buffer<T>(mem, nn);  // S [batch, heads, seq_q, seq_k]
+  Buffer p_buf = make_buffer<T>(mem, nn);  // P [batch, heads, seq_q, seq_k]
   T* S = s_buf.as<T>();
   T* P = p_buf.as<T>();
-  const int q_tiles = ceil_div(n, br);
+  const int q_tiles = ceil_div(nq, br);
   const Index tasks = Index(s.batch) * s.heads * q_tiles;
 
   // 1. S = scale * Q K^T; masked scores are -inf.
@@ -230,13 +238,18 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved)
     Scratch<A> scratch(mem, pool.size(), {n});
     pool.parallel_for(tasks, [&](Index task, int w) {
       const TaskId id = split_task(task, s.heads, q_tiles);
-      A* e = scratch.get(w, 0);  // (N): exp(s - m) of one row
+      A* e = scratch.get(w, 0);  // (seq_k): exp(s - m) of one row
       const Index i0 = Index(id.tile) * br;
-      const Index i1 = std::min<Index>(i0 + br, n);
+      const Index i1 = std::min<Index>(i0 + br, nq);
       for (Index i = i0; i < i1; ++i) {
         const T* srow = S + s.nn_offset(id.b, id.h) + i * n;
         T* prow = P + s.nn_offset(id.b, id.h) + i * n;
-        const Index cols = s.causal ? i + 1 : n;
+        const Index cols = s.keys(i);
+        if (cols == 0) {  // an empty row (causal, seq_q > seq_k): P = 0, O = 0, LSE = -inf
+          std::fill(prow, prow + n, store<T>(A(0)));
+          lse[s.row_offset(id.b, id.h) + i] = neg_inf;
+          continue;
+        }
         A m = neg_inf;
         for (Index j = 0; j < cols; ++j) m = std::max(m, load(srow[j]));
         A sum = 0;
@@ -261,10 +274,11 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved)
       A* vs = scratch.get(w, 1);    // (bc, d)
       A* oacc = scratch.get(w, 2);  // (br, d)
       const Index i0 = Index(id.tile) * br;
-      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+      const int mr = static_cast<int>(std::min<Index>(br, nq - i0));
       const T* vh = v + s.kv_offset(id.b, id.h / s.group);
       const T* prows = P + s.nn_offset(id.b, id.h) + i0 * n;
       const Index key_end = s.key_end(i0, mr);
+      if (key_end == 0) std::fill(oacc, oacc + Index(mr) * d, A(0));  // every row empty
       for (Index j0 = 0; j0 < key_end; j0 += bc) {
         const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
         load_tile(prows + j0, n, mr, nc, ps, bc);
@@ -282,7 +296,7 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const Saved&
   using A = AccOf<T>;
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
-  const Index n = s.seq;
+  const Index nq = s.seq_q, n = s.seq_k;  // n: row stride of P, dP and dS
   const A scale = static_cast<A>(p.scale);
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
@@ -294,19 +308,19 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const Saved&
   ThreadPool& pool = *ctx.pool;
   MemoryTracker& mem = *ctx.tracker;
 
-  const Index nn = Index(s.batch) * s.heads * n * n;
+  const Index nn = Index(s.batch) * s.heads * nq * n;
   if (saved.p.empty() || saved.p.bytes() != static_cast<std::size_t>(nn) * sizeof(T))
     throw std::invalid_argument(
         "naive_backward: no saved P of this shape (run naive_forward with a Saved first)");
   const T* P = saved.p.as<T>();
 
-  Buffer d_buf = make_buffer<A>(mem, Index(s.batch) * s.heads * n);  // D [batch, heads, N]
+  Buffer d_buf = make_buffer<A>(mem, Index(s.batch) * s.heads * nq);  // D [batch, heads, seq_q]
   A* D = d_buf.as<A>();
   rowsum_do_o<T>(p, ctx, D);
 
-  Buffer ds_buf = make_buffer<T>(mem, nn);  // dP, then dS in place [batch, heads, N, N]
+  Buffer ds_buf = make_buffer<T>(mem, nn);  // dP, then dS in place [batch, heads, seq_q, seq_k]
   T* dS = ds_buf.as<T>();
-  const int q_tiles = ceil_div(n, br);
+  const int q_tiles = ceil_div(nq, br);
   const Index q_tasks = Index(s.batch) * s.heads * q_tiles;
 
   // 1. dP = dO V^T (zero where masked).
@@ -316,12 +330,12 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const Saved&
   pool.parallel_for(q_tasks, [&](Index task, int) {
     const TaskId id = split_task(task, s.heads, q_tiles);
     const Index i0 = Index(id.tile) * br;
-    const Index i1 = std::min<Index>(i0 + br, n);
+    const Index i1 = std::min<Index>(i0 + br, nq);
     for (Index i = i0; i < i1; ++i) {
       const T* prow = P + s.nn_offset(id.b, id.h) + i * n;
       T* row = dS + s.nn_offset(id.b, id.h) + i * n;
       const A di = D[s.row_offset(id.b, id.h) + i];
-      const Index cols = s.causal ? i + 1 : n;
+      const Index cols = s.keys(i);
       for (Index j = 0; j < cols; ++j) row[j] = store<T>(load(prow[j]) * (load(row[j]) - di));
     }
   });
@@ -334,10 +348,11 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const Saved&
       A* ks = scratch.get(w, 1);     // (bc, d)
       A* dqacc = scratch.get(w, 2);  // (br, d)
       const Index i0 = Index(id.tile) * br;
-      const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+      const int mr = static_cast<int>(std::min<Index>(br, nq - i0));
       const T* kh = k + s.kv_offset(id.b, id.h / s.group);
       const T* rows = dS + s.nn_offset(id.b, id.h) + i0 * n;
       const Index key_end = s.key_end(i0, mr);
+      if (key_end == 0) std::fill(dqacc, dqacc + Index(mr) * d, A(0));  // every row empty
       for (Index j0 = 0; j0 < key_end; j0 += bc) {
         const int nc = static_cast<int>(std::min<Index>(bc, key_end - j0));
         load_tile(rows + j0, n, mr, nc, dss, bc);
@@ -363,13 +378,13 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const Saved&
       const int nc = static_cast<int>(std::min<Index>(bc, n - j0));
       std::fill(dvacc, dvacc + Index(bc) * d, A(0));
       std::fill(dkacc, dkacc + Index(bc) * d, A(0));
-      // Causal: query rows before j0 see none of these keys.
-      const int first_q_tile = s.causal ? static_cast<int>(j0 / br) : 0;
+      // Causal: query rows before mask.first_row(j0) see none of these keys.
+      const int first_q_tile = s.mask.first_q_tile(static_cast<int>(j0), br);
       for (int t = 0; t < s.group; ++t) {
         const int h = id.h * s.group + t;
         for (int it = first_q_tile; it < q_tiles; ++it) {
           const Index i0 = Index(it) * br;
-          const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+          const int mr = static_cast<int>(std::min<Index>(br, nq - i0));
           const Index at = s.nn_offset(id.b, h) + i0 * n + j0;
           load_tile(P + at, n, mr, nc, tile, bc);
           load_tile(dout + s.q_offset(id.b, h) + i0 * d, d, mr, d, rows, d);
@@ -392,7 +407,7 @@ template <class T> void flash_forward_t(const AttentionParams& p, const Context&
   using A = AccOf<T>;
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
-  const Index n = s.seq;
+  const Index nq = s.seq_q;
   const A scale = static_cast<A>(p.scale);
   const A neg_inf = -std::numeric_limits<A>::infinity();
   const T* q = static_cast<const T*>(p.q);
@@ -402,7 +417,7 @@ template <class T> void flash_forward_t(const AttentionParams& p, const Context&
   A* lse = static_cast<A*>(p.lse);
   ThreadPool& pool = *ctx.pool;
 
-  const int q_tiles = ceil_div(n, br);
+  const int q_tiles = ceil_div(nq, br);
   Scratch<A> scratch(
       *ctx.tracker, pool.size(),
       {Index(br) * d, Index(d) * bc, Index(bc) * d, Index(br) * bc, Index(br) * d, br, br});
@@ -416,7 +431,7 @@ template <class T> void flash_forward_t(const AttentionParams& p, const Context&
     A* m = scratch.get(w, 5);     // (br): running row max
     A* l = scratch.get(w, 6);     // (br): running row sum of exp(s - m)
     const Index i0 = Index(id.tile) * br;
-    const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+    const int mr = static_cast<int>(std::min<Index>(br, nq - i0));
     const T* kh = k + s.kv_offset(id.b, id.h / s.group);
     const T* vh = v + s.kv_offset(id.b, id.h / s.group);
     load_tile(q + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, qs, d);
@@ -431,8 +446,8 @@ template <class T> void flash_forward_t(const AttentionParams& p, const Context&
       load_tile_transposed(kh + j0 * d, d, nc, d, kt, bc);
       load_tile(vh + j0 * d, d, nc, d, vs, d);
       gemm_nn(mr, nc, d, qs, d, kt, bc, st, bc, false);  // S = Q_i K_j^T
-      // Only a tile that reaches past the first query row holds masked entries.
-      const bool diagonal = s.causal && j0 + nc - 1 > i0;
+      // Only a tile that reaches past the first query row's last key holds masked entries.
+      const bool diagonal = s.mask.tile_needs_mask(static_cast<int>(i0), static_cast<int>(j0), nc);
       for (int r = 0; r < mr; ++r) {
         A* sr = st + Index(r) * bc;
         A row_max = neg_inf;
@@ -460,9 +475,10 @@ template <class T> void flash_forward_t(const AttentionParams& p, const Context&
     }
     T* orows = o + s.q_offset(id.b, id.h) + i0 * d;
     for (int r = 0; r < mr; ++r) {
-      const A inv = A(1) / l[r];
+      // An empty row (no visible key) has l = 0: O = 0 and LSE = -inf (attention.h).
+      const A inv = l[r] > A(0) ? A(1) / l[r] : A(0);
       for (int c = 0; c < d; ++c) orows[Index(r) * d + c] = store<T>(oacc[Index(r) * d + c] * inv);
-      lse[s.row_offset(id.b, id.h) + i0 + r] = m[r] + std::log(l[r]);
+      lse[s.row_offset(id.b, id.h) + i0 + r] = l[r] > A(0) ? m[r] + std::log(l[r]) : neg_inf;
     }
   });
 }
@@ -471,7 +487,7 @@ template <class T> void flash_backward_t(const AttentionParams& p, const Context
   using A = AccOf<T>;
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
-  const Index n = s.seq;
+  const Index nq = s.seq_q, n = s.seq_k;
   const A scale = static_cast<A>(p.scale);
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
@@ -484,19 +500,19 @@ template <class T> void flash_backward_t(const AttentionParams& p, const Context
   ThreadPool& pool = *ctx.pool;
   MemoryTracker& mem = *ctx.tracker;
 
-  const Index rows = Index(s.batch) * s.heads * n;
-  Buffer d_buf = make_buffer<A>(mem, rows);  // D [batch, heads, N]
+  const Index rows = Index(s.batch) * s.heads * nq;
+  Buffer d_buf = make_buffer<A>(mem, rows);  // D [batch, heads, seq_q]
   A* D = d_buf.as<A>();
   rowsum_do_o<T>(p, ctx, D);
 
   const int slices = flash_backward_slices(p, ctx.tiles);
   const Index q_size = rows * d;
-  // Per slice: unscaled dQ [batch, heads, N, d].
+  // Per slice: unscaled dQ [batch, heads, seq_q, d].
   Buffer dq_buf = make_buffer<A>(mem, slices * q_size);
   A* dq_acc = dq_buf.as<A>();
   std::fill(dq_acc, dq_acc + slices * q_size, A(0));
 
-  const int q_tiles = ceil_div(n, br);
+  const int q_tiles = ceil_div(nq, br);
   const int kv_tiles = ceil_div(n, bc);
   {
     Scratch<A> scratch(mem, pool.size(),
@@ -527,15 +543,15 @@ template <class T> void flash_backward_t(const AttentionParams& p, const Context
         load_tile_transposed(vh + j0 * d, d, nc, d, vt, bc);
         std::fill(dkacc, dkacc + Index(bc) * d, A(0));
         std::fill(dvacc, dvacc + Index(bc) * d, A(0));
-        // Causal: query rows before j0 see none of these keys.
-        const int first_q_tile = s.causal ? static_cast<int>(j0 / br) : 0;
+        // Causal: query rows before mask.first_row(j0) see none of these keys.
+        const int first_q_tile = s.mask.first_q_tile(static_cast<int>(j0), br);
         for (int t = 0; t < s.group; ++t) {
           const int h = id.h * s.group + t;
           const A* lse_h = lse + s.row_offset(id.b, h);
           const A* d_h = D + s.row_offset(id.b, h);
           for (int it = first_q_tile; it < q_tiles; ++it) {
             const Index i0 = Index(it) * br;
-            const int mr = static_cast<int>(std::min<Index>(br, n - i0));
+            const int mr = static_cast<int>(std::min<Index>(br, nq - i0));
             load_tile(q + s.q_offset(id.b, h) + i0 * d, d, mr, d, qs, d);
             load_tile(dout + s.q_offset(id.b, h) + i0 * d, d, mr, d, dos, d);
             gemm_nn(mr, nc, d, qs, d, kt, bc, pt, bc, false);    // S = Q_i K_j^T
@@ -566,7 +582,7 @@ template <class T> void flash_backward_t(const AttentionParams& p, const Context
   pool.parallel_for(Index(s.batch) * s.heads * q_tiles, [&](Index task, int) {
     const TaskId id = split_task(task, s.heads, q_tiles);
     const Index i0 = Index(id.tile) * br;
-    const Index i1 = std::min<Index>(i0 + br, n);
+    const Index i1 = std::min<Index>(i0 + br, nq);
     const Index e0 = s.q_offset(id.b, id.h) + i0 * d, e1 = s.q_offset(id.b, id.h) + i1 * d;
     for (Index e = e0; e < e1; ++e) {
       A sum = dq_acc[e];
@@ -589,7 +605,8 @@ void check_shape(const AttentionParams& p, const Tiles& tiles) {
   if (p.kv_heads < 1 || p.heads % p.kv_heads != 0)
     fail("kv_heads must divide heads (" + std::to_string(p.heads) + "), got " +
          std::to_string(p.kv_heads));
-  if (p.seq < 1) fail("seq must be >= 1, got " + std::to_string(p.seq));
+  if (p.seq_q < 1) fail("seq_q must be >= 1, got " + std::to_string(p.seq_q));
+  if (p.seq_k < 1) fail("seq_k must be >= 1, got " + std::to_string(p.seq_k));
   if (p.head_dim < 1) fail("head_dim must be >= 1, got " + std::to_string(p.head_dim));
   if (!std::isfinite(p.scale) || p.scale == 0) fail("scale must be finite and non-zero");
   if (tiles.br < 1 || tiles.bc < 1)
@@ -606,13 +623,13 @@ void check_params(const AttentionParams& p, Pass pass, const Tiles& tiles) {
 }
 
 std::uint64_t naive_matrix_bytes(const AttentionParams& p) {
-  const std::uint64_t n = static_cast<std::uint64_t>(p.seq);
-  return 2 * std::uint64_t(p.batch) * std::uint64_t(p.heads) * n * n * dtype_bytes(p.dtype);
+  const std::uint64_t nq = static_cast<std::uint64_t>(p.seq_q), nk = static_cast<std::uint64_t>(p.seq_k);
+  return 2 * std::uint64_t(p.batch) * std::uint64_t(p.heads) * nq * nk * dtype_bytes(p.dtype);
 }
 
 int flash_backward_slices(const AttentionParams& p, const Tiles& tiles) {
   const int groups = p.batch * p.kv_heads;
-  const int kv_tiles = ceil_div(p.seq, tiles.bc);
+  const int kv_tiles = ceil_div(p.seq_k, tiles.bc);
   const int wanted = (kBackwardTasks + groups - 1) / groups;
   return std::max(1, std::min(kv_tiles, wanted));
 }

@@ -99,6 +99,12 @@ void to_double_n(const void* src, Dtype t, Index offset, Index n, double* out) {
 
 Dtype accum_dtype(Dtype t) { return t == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32; }
 
+// A row with no visible key has LSE = -inf by definition (attention.h): -inf against -inf is a match
+// (error 0); -inf on one side only still fails, as any non-finite value does.
+bool both_minus_inf(double a, double b) {
+  return a == -std::numeric_limits<double>::infinity() && b == a;
+}
+
 // ---- kept outputs ----
 
 // One output tensor: `groups` (batch*heads or batch*kv_heads) blocks of `rows` rows of `width`.
@@ -160,15 +166,8 @@ class CpuBackendImpl final : public CpuBackend {
     const auto available = meminfo_bytes("MemAvailable");
     // Cannot tell: let it try (an allocation failure still fails the case cleanly).
     if (!available) return std::nullopt;
-    const AttentionParams p = c.params();
-    const double e = double(dtype_bytes(c.dtype)), a = double(accum_bytes(c.dtype));
-    double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
-    if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
-    const double io = double(input_bytes(c)) + outputs;
-    // The N x N arrays a baseline holds (its own scratch), or the workspace it asks for.
-    const double matrices = kernel.role == Role::baseline
-                                ? double(naive_matrix_bytes(p))
-                                : double(kernel.cpu.workspace_bytes(c.pass, p));
+    const auto [io, matrices] = planned_bytes(c, kernel);
+    const double e = double(dtype_bytes(c.dtype));
     const double usable = kUsableMemoryFraction * double(*available);
     if (io + matrices <= usable) return std::nullopt;
     const std::string limit = fmt::format("more than {:.0f}% of the {:.2f} GiB of memory available",
@@ -177,10 +176,29 @@ class CpuBackendImpl final : public CpuBackend {
       return fmt::format("{} needs {:.2f} GiB of inputs and outputs, {}", kernel.name, io / kGiB,
                          limit);
     return fmt::format(
-        "{} needs {:.2f} GiB: {:.2f} GiB of N x N arrays (2 x {}x{}x{}x{} x {} bytes) and {:.2f} "
-        "GiB of inputs and outputs, {}",
-        kernel.name, (io + matrices) / kGiB, matrices / kGiB, c.batch, c.heads, c.seq, c.seq, e,
+        "{} needs {:.2f} GiB: {:.2f} GiB of seq_q x seq_k arrays (2 x {}x{}x{}x{} x {} bytes) and "
+        "{:.2f} GiB of inputs and outputs, {}",
+        kernel.name, (io + matrices) / kGiB, matrices / kGiB, c.batch, c.heads, c.seq_q, c.seq_k, e,
         io / kGiB, limit);
+  }
+
+  std::optional<std::uint64_t> bytes_needed(const Case& c, const Descriptor& kernel) override {
+    const auto [io, matrices] = planned_bytes(c, kernel);
+    return std::uint64_t(io + matrices);
+  }
+
+  // {inputs and outputs, naive's N x N arrays} in bytes: what check_fits() sets against free memory.
+  static std::pair<double, double> planned_bytes(const Case& c, const Descriptor& kernel) {
+    const AttentionParams p = c.params();
+    const double e = double(dtype_bytes(c.dtype)), a = double(accum_bytes(c.dtype));
+    double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
+    if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
+    const double io = double(input_bytes(c)) + outputs;
+    // The N x N arrays a baseline holds (its own scratch), or the workspace a kernel asks for.
+    const double matrices = kernel.role == Role::baseline ? double(naive_matrix_bytes(p))
+                            : kernel.cpu                  ? double(kernel.cpu.workspace_bytes(c.pass, p))
+                                                          : 0.0;
+    return {io, matrices};
   }
 
   void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override {
@@ -215,17 +233,17 @@ class CpuBackendImpl final : public CpuBackend {
     seed_ = seed;
   }
 
-  KernelRun run(const Descriptor& kernel, int warmup, int reps) override {
+  KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) override {
     if (!case_) throw BackendError("cpu: run() before prepare()");
     if (!kernel.cpu)
       throw BackendError(fmt::format("cpu: kernel '{}' does not run on the CPU backend", kernel.name));
-    if (warmup < 0 || reps < 1)
-      throw BackendError(
-          fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}", warmup, reps));
+    if (timing.warmup < 0 || timing.reps < 1)
+      throw BackendError(fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}",
+                                     timing.warmup, timing.reps));
     const std::string key(kernel.name);
     kept_.erase(key);  // its old outputs must not count against this run's memory
     try {
-      return run_kernel(kernel.cpu, key, warmup, reps);
+      return run_kernel(kernel.cpu, key, timing);
     } catch (const OutOfMemory& e) {
       throw BackendError(fmt::format("cpu: {}: {}", kernel.name, e.what()));
     } catch (const std::bad_alloc&) {
@@ -252,11 +270,11 @@ class CpuBackendImpl final : public CpuBackend {
       p.k = k.data();
       p.v = v.data();
 
-      const double work = double(c.batch) * c.heads * double(c.seq) * c.seq * c.head_dim;
+      const double work = double(c.batch) * c.heads * double(c.seq_q) * c.seq_k * c.head_dim;
       const std::uint64_t sample_seed = seed_ ^ kSampleSeedSalt;
       Outputs out;
-      out.q_rows = reference_rows(work, c.seq, mix(sample_seed));
-      out.sampled = static_cast<int>(out.q_rows.size()) < c.seq;
+      out.q_rows = reference_rows(work, c.seq_q, mix(sample_seed));
+      out.sampled = static_cast<int>(out.q_rows.size()) < c.seq_q;
       const Index nq = Index(out.q_rows.size());
       const int bh = c.batch * c.heads, bkv = c.batch * c.kv_heads;
 
@@ -271,9 +289,9 @@ class CpuBackendImpl final : public CpuBackend {
         to_double_n(dout_.data(), c.dtype, 0, p.q_elems(), dout.data());
         p.dout = dout.data();
         if (work <= options_.stats_work)
-          out.kv_rows = reference_rows(work, c.seq, mix(sample_seed + 1));
+          out.kv_rows = reference_rows(work, c.seq_k, mix(sample_seed + 1));
         out.sampled =
-            out.sampled || (!out.kv_rows.empty() && static_cast<int>(out.kv_rows.size()) < c.seq);
+            out.sampled || (!out.kv_rows.empty() && static_cast<int>(out.kv_rows.size()) < c.seq_k);
         const Index nkv = Index(out.kv_rows.size());
         Tensor dq = fp64_tensor(bh, c.head_dim, nq, false);
         Tensor dk = fp64_tensor(bkv, c.head_dim, nkv, true);
@@ -303,9 +321,9 @@ class CpuBackendImpl final : public CpuBackend {
     if (a->sampled && b->sampled && (a->q_rows != b->q_rows || a->kv_rows != b->kv_rows))
       throw BackendError(fmt::format("cpu: '{}' and '{}' hold different rows", a_name, b_name));
     const Outputs& rows_from = b->sampled ? *b : *a;
-    const std::vector<int> all = all_rows(c.seq);
-    const std::vector<int>& q_rows = rows_from.sampled ? rows_from.q_rows : all;
-    const std::vector<int>& kv_rows = rows_from.sampled ? rows_from.kv_rows : all;
+    const std::vector<int> all_q = all_rows(c.seq_q), all_kv = all_rows(c.seq_k);
+    const std::vector<int>& q_rows = rows_from.sampled ? rows_from.q_rows : all_q;
+    const std::vector<int>& kv_rows = rows_from.sampled ? rows_from.kv_rows : all_kv;
 
     ErrorReport report;
     report.rows_compared = Index(c.batch) * c.heads * Index(q_rows.size());
@@ -318,6 +336,7 @@ class CpuBackendImpl final : public CpuBackend {
             fmt::format("cpu: '{}' has no {} to compare with '{}'", a_name, name, b_name));
       }
       const std::vector<int>& rows = tb.kv_side ? kv_rows : q_rows;
+      const Index seq = tb.kv_side ? c.seq_k : c.seq_q;
       double worst = 0, scale = 0;
       for (int g = 0; g < tb.groups; ++g) {
         for (std::size_t x = 0; x < rows.size(); ++x) {
@@ -325,12 +344,14 @@ class CpuBackendImpl final : public CpuBackend {
           // holds every row, x when it holds exactly the compared rows.
           const Index ia = a->sampled ? Index(x) : rows[x];
           const Index ib = b->sampled ? Index(x) : rows[x];
-          const Index held_a = a->sampled ? Index(rows.size()) : c.seq;
-          const Index held_b = b->sampled ? Index(rows.size()) : c.seq;
+          const Index held_a = a->sampled ? Index(rows.size()) : seq;
+          const Index held_b = b->sampled ? Index(rows.size()) : seq;
           to_double_n(ta->data(), ta->dtype, (g * held_a + ia) * ta->width, ta->width, ra.data());
           to_double_n(tb.data(), tb.dtype, (g * held_b + ib) * tb.width, tb.width, rb.data());
           for (int col = 0; col < tb.width; ++col) {
-            if (!std::isfinite(ra[col])) {
+            if (both_minus_inf(ra[col], rb[col])) {
+              continue;  // the LSE of a row with no visible key, on both sides: error 0
+            } else if (!std::isfinite(ra[col])) {
               ++report.nonfinite;
               worst = std::numeric_limits<double>::infinity();
             } else if (!std::isfinite(rb[col])) {
@@ -364,8 +385,8 @@ class CpuBackendImpl final : public CpuBackend {
     Tensor* t = it->second.find(tensor);
     if (t == nullptr) return std::nullopt;
     const Index rows = t->kv_side
-                           ? (it->second.sampled ? Index(it->second.kv_rows.size()) : case_->seq)
-                           : (it->second.sampled ? Index(it->second.q_rows.size()) : case_->seq);
+                           ? (it->second.sampled ? Index(it->second.kv_rows.size()) : case_->seq_k)
+                           : (it->second.sampled ? Index(it->second.q_rows.size()) : case_->seq_q);
     return TensorView{t->data(), t->dtype, Index(t->groups) * rows * t->width};
   }
 
@@ -388,8 +409,8 @@ class CpuBackendImpl final : public CpuBackend {
   std::vector<HostTensor> fetch(const std::string& what) override {
     if (!case_) throw BackendError("cpu: fetch() before prepare()");
     const Case& c = *case_;
-    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq, c.head_dim};
-    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq, c.head_dim};
+    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq_q, c.head_dim};
+    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq_k, c.head_dim};
     auto host = [](const char* name, const void* data, Dtype t, std::vector<std::int64_t> shape) {
       HostTensor h;
       h.name = name;
@@ -446,7 +467,8 @@ class CpuBackendImpl final : public CpuBackend {
     out.groups = groups;
     out.width = width;
     out.kv_side = kv_side;
-    out.owned = Buffer(tracker_, std::size_t(groups) * case_->seq * width * dtype_bytes(t));
+    const std::size_t rows = std::size_t(kv_side ? case_->seq_k : case_->seq_q);
+    out.owned = Buffer(tracker_, std::size_t(groups) * rows * width * dtype_bytes(t));
     return out;
   }
 
@@ -458,7 +480,7 @@ class CpuBackendImpl final : public CpuBackend {
     return &it->second;
   }
 
-  KernelRun run_kernel(const CpuEntry& entry, const std::string& key, int warmup, int reps) {
+  KernelRun run_kernel(const CpuEntry& entry, const std::string& key, const TimingPolicy& timing) {
     const Case& c = *case_;
     const bool backward = c.pass != Pass::fwd;
     const Context ctx{&tracker_, &pool_, tiles_};
@@ -519,13 +541,22 @@ class CpuBackendImpl final : public CpuBackend {
       };
     }
     KernelRun result;
-    for (int i = 0; i < warmup + reps; ++i) {
+    using clock = std::chrono::steady_clock;
+    for (int i = 0; i < timing.warmup; ++i) {
       poison_outputs(c.pass != Pass::bwd, backward);
-      const auto t0 = std::chrono::steady_clock::now();
       timed();
-      const auto t1 = std::chrono::steady_clock::now();
-      if (i >= warmup)
+    }
+    double elapsed_s = 0;  // wall time of the timed runs, poisoning included (the adaptive cap)
+    for (int n; (n = next_batch(timing, result.times_ms, elapsed_s)) > 0;) {
+      const auto batch_start = clock::now();
+      for (int i = 0; i < n; ++i) {
+        poison_outputs(c.pass != Pass::bwd, backward);
+        const auto t0 = clock::now();
+        timed();
+        const auto t1 = clock::now();
         result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+      elapsed_s += std::chrono::duration<double>(clock::now() - batch_start).count();
     }
     result.peak_bytes = tracker_.peak() - baseline;
     if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, ctx);

@@ -54,6 +54,7 @@ struct TensorView {
 
 class CpuBackend : public Backend {
  public:
+  using Backend::run;
   // A kept output of `kernel` ("naive", "flash", "reference") named `tensor` ("O", "LSE", "dQ",
   // "dK", "dV"), nullopt when there is none. Writable, so tests can plant a bad element.
   virtual std::optional<TensorView> kept_output(const std::string& kernel,

@@ -1,7 +1,8 @@
 // The fp64 reference, row by row: the yardstick every kernel's error is measured against.
 // Plain formulas with no tiling and no online softmax, so it shares no code (and no bug) with the
-// kernels it checks; only the causal rule (key j masked when j > query i) is the same by
-// definition.
+// kernels it checks; only the causal rule (kernels/common/mask.h: key j masked when
+// j > i + seq_k - seq_q) is the same by definition. A query row with no visible key gets O = 0 and
+// LSE = -inf, and dQ = 0 (attention.h).
 //
 // Accuracy: every sum over the sequence (softmax denominators, P V, the gradient sums) is
 // Kahan-compensated, so its error stays near one rounding instead of growing like sqrt(N) u; that
@@ -83,29 +84,32 @@ struct Rows {
 };
 
 struct RefShape {
-  int batch, heads, kv_heads, seq, dim, group;
+  int batch, heads, kv_heads, seq_q, seq_k, dim, group;
   bool causal;
   double scale;
+  CausalMask mask;
   Index qgroup(int b, int h) const { return Index(b) * heads + h; }              // Q, dO, LSE
   Index kvgroup(int b, int h) const { return Index(b) * kv_heads + h / group; }  // K, V of head h
-  Index keys(Index i) const { return causal ? i + 1 : seq; }  // keys query i sees: [0, keys(i))
+  // Keys query i sees: [0, keys(i)) (none for an empty row).
+  Index keys(Index i) const { return mask.key_end(static_cast<int>(i)); }
 };
 
 RefShape ref_shape(const AttentionParams& p) {
   if (p.dtype != Dtype::fp64) throw std::invalid_argument("reference: params must be fp64");
   check_shape(p);
   if (!p.q || !p.k || !p.v) throw std::invalid_argument("reference: q, k and v must be set");
-  return RefShape{p.batch, p.heads, p.kv_heads, p.seq, p.head_dim, p.group(), p.causal, p.scale};
+  return RefShape{p.batch,    p.heads,  p.kv_heads, p.seq_q, p.seq_k,
+                  p.head_dim, p.group(), p.causal,  p.scale, p.mask()};
 }
 
 void check_rows(const std::vector<int>& rows, int seq, const char* what) {
   for (std::size_t r = 0; r < rows.size(); ++r)
     if (rows[r] < 0 || rows[r] >= seq || (r > 0 && rows[r] <= rows[r - 1]))
       throw std::invalid_argument(std::string("reference: ") + what +
-                                  " must be sorted, distinct and in [0, seq)");
+                                  " must be sorted, distinct and in [0, " + std::to_string(seq) + ")");
 }
 
-// A block of query rows of one (batch, head) and their scaled scores s [count, seq] (row x valid
+// A block of query rows of one (batch, head) and their scaled scores s [count, seq_k] (row x valid
 // on [0, keys(rows[x]))), with each row's LSE.
 struct QueryBlock {
   int b = 0, h = 0, count = 0;
@@ -116,7 +120,7 @@ struct QueryBlock {
 };
 
 void scores(const RefShape& r, const Rows& q, const Rows& k, QueryBlock& blk) {
-  blk.s.resize(std::size_t(blk.count) * r.seq);
+  blk.s.resize(std::size_t(blk.count) * r.seq_k);
   blk.lse.resize(blk.count);
   blk.from.assign(blk.count, 0);
   blk.to.resize(blk.count);
@@ -128,7 +132,7 @@ void scores(const RefShape& r, const Rows& q, const Rows& k, QueryBlock& blk) {
   k.products(blk.x.data(), blk.from.data(), blk.to.data(), blk.count, r.kvgroup(blk.b, blk.h),
              blk.s.data());
   for (int x = 0; x < blk.count; ++x) {
-    double* s = blk.s.data() + Index(x) * r.seq;
+    double* s = blk.s.data() + Index(x) * r.seq_k;
     double m = -std::numeric_limits<double>::infinity();
     for (Index j = 0; j < blk.to[x]; ++j) {
       s[j] *= r.scale;
@@ -136,7 +140,8 @@ void scores(const RefShape& r, const Rows& q, const Rows& k, QueryBlock& blk) {
     }
     double l = 0, comp = 0;
     for (Index j = 0; j < blk.to[x]; ++j) kahan_add(l, comp, std::exp(s[j] - m));
-    blk.lse[x] = m + std::log(l);
+    // An empty row has no score: LSE = -inf, and outputs() leaves its O at 0.
+    blk.lse[x] = blk.to[x] == 0 ? -std::numeric_limits<double>::infinity() : m + std::log(l);
   }
 }
 
@@ -150,7 +155,7 @@ void outputs(const RefShape& r, const Rows& v, const QueryBlock& blk, double* o,
     const double* vj = v.row(r.kvgroup(blk.b, blk.h), j);
     for (int x = 0; x < blk.count; ++x) {
       if (j >= blk.to[x]) continue;
-      const double pj = std::exp(blk.s[Index(x) * r.seq + j] - blk.lse[x]);
+      const double pj = std::exp(blk.s[Index(x) * r.seq_k + j] - blk.lse[x]);
       double* ox = o + x * o_stride;
       double* cx = comp.data() + Index(x) * r.dim;
       for (int c = 0; c < r.dim; ++c) kahan_add(ox[c], cx[c], pj * vj[c]);
@@ -189,10 +194,10 @@ std::vector<int> sample_rows(int seq, int count, std::uint64_t seed) {
 void reference_forward(const AttentionParams& p, const std::vector<int>& rows, double* o,
                        double* lse, ThreadPool& pool) {
   const RefShape r = ref_shape(p);
-  check_rows(rows, r.seq, "rows");
-  const Rows q(static_cast<const double*>(p.q), 0, r.seq, r.dim);  // rows only, no transpose
-  const Rows k(static_cast<const double*>(p.k), Index(r.batch) * r.kv_heads, r.seq, r.dim);
-  const Rows v(static_cast<const double*>(p.v), 0, r.seq, r.dim);
+  check_rows(rows, r.seq_q, "rows");
+  const Rows q(static_cast<const double*>(p.q), 0, r.seq_q, r.dim);  // rows only, no transpose
+  const Rows k(static_cast<const double*>(p.k), Index(r.batch) * r.kv_heads, r.seq_k, r.dim);
+  const Rows v(static_cast<const double*>(p.v), 0, r.seq_k, r.dim);
   const Index nrows = Index(rows.size());
   for_blocks(r.batch, r.heads, rows.size(), pool, [&](int b, int h, Index x0, Index x1) {
     thread_local QueryBlock blk;
@@ -212,22 +217,22 @@ void reference_backward(const AttentionParams& p, const std::vector<int>& q_rows
                         ThreadPool& pool) {
   const RefShape r = ref_shape(p);
   if (p.dout == nullptr) throw std::invalid_argument("reference: dout must be set for backward");
-  check_rows(q_rows, r.seq, "q_rows");
-  check_rows(kv_rows, r.seq, "kv_rows");
+  check_rows(q_rows, r.seq_q, "q_rows");
+  check_rows(kv_rows, r.seq_k, "kv_rows");
   const Index q_groups = Index(r.batch) * r.heads, kv_groups = Index(r.batch) * r.kv_heads;
   // Transposes only where a sweep needs them: K and V for rows of dQ, Q and dO for rows of dK/dV.
   const bool want_kv = !kv_rows.empty();
-  const Rows q(static_cast<const double*>(p.q), want_kv ? q_groups : 0, r.seq, r.dim);
-  const Rows dout(static_cast<const double*>(p.dout), want_kv ? q_groups : 0, r.seq, r.dim);
-  const Rows k(static_cast<const double*>(p.k), kv_groups, r.seq, r.dim);
-  const Rows v(static_cast<const double*>(p.v), kv_groups, r.seq, r.dim);
+  const Rows q(static_cast<const double*>(p.q), want_kv ? q_groups : 0, r.seq_q, r.dim);
+  const Rows dout(static_cast<const double*>(p.dout), want_kv ? q_groups : 0, r.seq_q, r.dim);
+  const Rows k(static_cast<const double*>(p.k), kv_groups, r.seq_k, r.dim);
+  const Rows v(static_cast<const double*>(p.v), kv_groups, r.seq_k, r.dim);
 
   // Statistics per query row: LSE and D = dO . O (from the reference's own O). dK/dV rows sum over
   // every query row, so then all rows need them; dQ alone needs only its own rows.
-  const std::vector<int> stat_rows = want_kv ? all_rows(r.seq) : q_rows;
-  std::vector<double> lse(q_groups * r.seq, std::numeric_limits<double>::quiet_NaN());
-  std::vector<double> dsum(q_groups * r.seq, std::numeric_limits<double>::quiet_NaN());
-  auto stat = [&](int b, int h, Index i) { return r.qgroup(b, h) * r.seq + i; };
+  const std::vector<int> stat_rows = want_kv ? all_rows(r.seq_q) : q_rows;
+  std::vector<double> lse(q_groups * r.seq_q, std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> dsum(q_groups * r.seq_q, std::numeric_limits<double>::quiet_NaN());
+  auto stat = [&](int b, int h, Index i) { return r.qgroup(b, h) * r.seq_q + i; };
   for_blocks(r.batch, r.heads, stat_rows.size(), pool, [&](int b, int h, Index x0, Index x1) {
     thread_local QueryBlock blk;
     thread_local std::vector<double> o;
@@ -259,7 +264,7 @@ void reference_backward(const AttentionParams& p, const std::vector<int>& q_rows
     blk.count = static_cast<int>(x1 - x0);
     scores(r, q, k, blk);
     for (int x = 0; x < blk.count; ++x) blk.x[x] = dout.row(r.qgroup(b, h), blk.rows[x]);
-    dp.resize(std::size_t(blk.count) * r.seq);
+    dp.resize(std::size_t(blk.count) * r.seq_k);
     v.products(blk.x.data(), blk.from.data(), blk.to.data(), blk.count, r.kvgroup(b, h), dp.data());
     double* out = dq + (r.qgroup(b, h) * nq + x0) * r.dim;
     std::fill(out, out + Index(blk.count) * r.dim, 0.0);
@@ -270,7 +275,7 @@ void reference_backward(const AttentionParams& p, const std::vector<int>& q_rows
       const double* kj = k.row(r.kvgroup(b, h), j);
       for (int x = 0; x < blk.count; ++x) {
         if (j >= blk.to[x]) continue;
-        const Index i = blk.rows[x], e = Index(x) * r.seq + j;
+        const Index i = blk.rows[x], e = Index(x) * r.seq_k + j;
         const double ds = std::exp(blk.s[e] - lse[stat(b, h, i)]) * (dp[e] - dsum[stat(b, h, i)]);
         double* ox = out + Index(x) * r.dim;
         double* cx = comp.data() + Index(x) * r.dim;
@@ -290,15 +295,15 @@ void reference_backward(const AttentionParams& p, const std::vector<int>& q_rows
     thread_local std::vector<const double*> kx, vx;
     const int count = static_cast<int>(x1 - x0);
     const Index kvg = Index(b) * r.kv_heads + hk;
-    s.resize(std::size_t(count) * r.seq);
-    dp.resize(std::size_t(count) * r.seq);
+    s.resize(std::size_t(count) * r.seq_q);
+    dp.resize(std::size_t(count) * r.seq_q);
     from.resize(count);
-    to.assign(count, r.seq);
+    to.assign(count, r.seq_q);
     kx.resize(count);
     vx.resize(count);
     for (int x = 0; x < count; ++x) {
       const Index j = kv_rows[x0 + x];
-      from[x] = r.causal ? j : 0;  // queries before j do not see key j
+      from[x] = r.mask.first_row(static_cast<int>(j));  // queries before it do not see key j
       kx[x] = k.row(kvg, j);
       vx[x] = v.row(kvg, j);
     }
@@ -314,13 +319,13 @@ void reference_backward(const AttentionParams& p, const std::vector<int>& q_rows
       const int h = hk * r.group + t;
       q.products(kx.data(), from.data(), to.data(), count, r.qgroup(b, h), s.data());
       dout.products(vx.data(), from.data(), to.data(), count, r.qgroup(b, h), dp.data());
-      for (Index i = first; i < r.seq; ++i) {
+      for (Index i = first; i < r.seq_q; ++i) {
         const double* qi = q.row(r.qgroup(b, h), i);
         const double* doi = dout.row(r.qgroup(b, h), i);
         const double row_lse = lse[stat(b, h, i)], row_d = dsum[stat(b, h, i)];
         for (int x = 0; x < count; ++x) {
           if (i < from[x]) continue;
-          const Index e = Index(x) * r.seq + i;
+          const Index e = Index(x) * r.seq_q + i;
           const double pij = std::exp(r.scale * s[e] - row_lse);
           const double ds = pij * (dp[e] - row_d);
           double* dvx = dv_out + Index(x) * r.dim;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -208,6 +209,12 @@ struct CudaBackend::Impl {
     prepared = c;
   }
 
+  // Outputs, workspace and inputs of `kernel` on `c`: what check_fits() sets against free memory.
+  std::uint64_t bytes_needed(const Case& c, const Descriptor& kernel) const {
+    const std::uint64_t workspace = kernel.cuda ? kernel.cuda.workspace_bytes(c.pass, c.params()) : 0;
+    return output_sizes(c, c.dtype).total() + workspace + input_bytes(c);
+  }
+
   std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) {
     const AttentionParams p = c.params();
     if (!kernel.cuda) return fmt::format("kernel '{}' does not run on the CUDA backend", kernel.name);
@@ -231,7 +238,7 @@ struct CudaBackend::Impl {
         TrackingAllocator::gib(kFitMarginBytes));
   }
 
-  KernelRun run(const Descriptor& kernel, int warmup, int reps) {
+  KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) {
     const Case& c = current_case();
     AttentionParams p = input_params();
     const CudaEntry& entry = kernel.cuda;
@@ -267,11 +274,7 @@ struct CudaBackend::Impl {
     if (c.pass == Pass::bwd)  // the backward's inputs O and LSE (and the naive path's P), untimed
       entry.forward(p, cx, state);
 
-    std::vector<cuda::Event> starts, stops;
-    starts.reserve(std::max(reps, 0));
-    stops.reserve(std::max(reps, 0));
-    for (int r = 0; r < warmup + reps; ++r) {
-      const bool timed = r >= warmup;
+    const auto launch = [&](bool timed, std::vector<cuda::Event>& starts, std::vector<cuda::Event>& stops) {
       if (c.pass != Pass::bwd) poison_forward();
       if (c.pass != Pass::fwd) poison_backward();
       if (timed) {
@@ -281,12 +284,27 @@ struct CudaBackend::Impl {
       if (c.pass != Pass::bwd) entry.forward(p, cx, state);
       if (c.pass != Pass::fwd) entry.backward(p, cx, state);
       if (timed) stops.emplace_back().record(s);
+    };
+    KernelRun result;
+    std::vector<cuda::Event> starts, stops;
+    for (int r = 0; r < timing.warmup; ++r) launch(false, starts, stops);
+    // Timed runs in batches, queued back to back; the stream syncs only between batches (one batch in
+    // fixed mode), when the policy looks at the samples so far.
+    double elapsed_s = 0;
+    for (int n; (n = next_batch(timing, result.times_ms, elapsed_s)) > 0;) {
+      const auto batch_start = std::chrono::steady_clock::now();
+      starts.clear();
+      stops.clear();
+      starts.reserve(std::size_t(n));
+      stops.reserve(std::size_t(n));
+      for (int r = 0; r < n; ++r) launch(true, starts, stops);
+      stream.sync();
+      for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
+      elapsed_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - batch_start).count();
     }
     stream.sync();
     FB_CUDA_CHECK(cudaGetLastError());
 
-    KernelRun result;
-    for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
     result.peak_bytes = alloc.peak() - base;
     if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, cx);
     kept[std::string(kernel.name)] = std::move(out);
@@ -394,8 +412,8 @@ struct CudaBackend::Impl {
 
   std::vector<HostTensor> fetch(const std::string& what) {
     const Case& c = current_case();
-    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq, c.head_dim};
-    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq, c.head_dim};
+    const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq_q, c.head_dim};
+    const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq_k, c.head_dim};
     std::vector<HostTensor> out;
     if (what == "inputs") {
       out.push_back(to_host("Q", q, c.dtype, qs));
@@ -406,7 +424,7 @@ struct CudaBackend::Impl {
     }
     const Outputs& o = kept_outputs(what);
     out.push_back(to_host("O", o.o, o.dtype, qs));
-    out.push_back(to_host("LSE", o.lse, lse_dtype(o.dtype), {c.batch, c.heads, c.seq}));
+    out.push_back(to_host("LSE", o.lse, lse_dtype(o.dtype), {c.batch, c.heads, c.seq_q}));
     if (o.dq) out.push_back(to_host("dQ", o.dq, o.dtype, qs));
     if (o.dk) out.push_back(to_host("dK", o.dk, o.dtype, kvs));
     if (o.dv) out.push_back(to_host("dV", o.dv, o.dtype, kvs));
@@ -492,12 +510,16 @@ std::optional<std::string> CudaBackend::check_fits(const Case& c, const Descript
   return guarded([&] { return impl_->check_fits(c, kernel); });
 }
 
+std::optional<std::uint64_t> CudaBackend::bytes_needed(const Case& c, const Descriptor& kernel) {
+  return guarded([&] { return std::optional<std::uint64_t>(impl_->bytes_needed(c, kernel)); });
+}
+
 void CudaBackend::prepare(const Case& c, std::uint64_t seed, double input_scale) {
   guarded([&] { impl_->prepare(c, seed, input_scale); });
 }
 
-KernelRun CudaBackend::run(const Descriptor& kernel, int warmup, int reps) {
-  return guarded([&] { return impl_->run(kernel, warmup, reps); });
+KernelRun CudaBackend::run(const Descriptor& kernel, const TimingPolicy& timing) {
+  return guarded([&] { return impl_->run(kernel, timing); });
 }
 
 void CudaBackend::run_reference() {

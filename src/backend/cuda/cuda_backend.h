@@ -20,8 +20,10 @@ class CudaBackend final : public Backend {
   nlohmann::json device() const override;  // reads the current clocks on every call
   nlohmann::json settings() const override;
   std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) override;
+  std::optional<std::uint64_t> bytes_needed(const Case& c, const Descriptor& kernel) override;
   void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override;
-  KernelRun run(const Descriptor& kernel, int warmup, int reps) override;
+  using Backend::run;
+  KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) override;
   void run_reference() override;
   ErrorReport compare(const std::string& a, const std::string& b) override;
   std::vector<HostTensor> fetch(const std::string& what) override;
