@@ -31,17 +31,19 @@ def ldmatrix_x4(smem, addr):
             r[l, i] = smem[row_addr + l % 4]
     return r
 
-def run(D, kBr, kBc, kWarps, chunk, seq, causal, q_tile):
+def run(D, kBr, kBc, kWarps, chunk, seq_q, seq_k, causal, q_tile):
+    off_c = seq_k - seq_q  # bottom-right causal: row i sees keys j <= i + off_c
     kWarpRows = kBr // kWarps; kMT = kWarpRows // 16
     RS = D + 4
-    Q = rng.standard_normal((seq, D)); K = rng.standard_normal((seq, D)); V = rng.standard_normal((seq, D))
+    Q = rng.standard_normal((seq_q, D)); K = rng.standard_normal((seq_k, D)); V = rng.standard_normal((seq_k, D))
     scale = 1 / np.sqrt(D)
     q0 = q_tile * kBr
     sQ = np.zeros(kBr * RS)
     for r in range(kBr):
-        if q0 + r < seq: sQ[r*RS:r*RS+D] = Q[q0 + r]
-    key_end = min(q0 + kBr, seq) if causal else seq
-    n_tiles = (key_end + kBc - 1) // kBc
+        if q0 + r < seq_q: sQ[r*RS:r*RS+D] = Q[q0 + r]
+    last = min(q0 + kBr, seq_q) - 1
+    key_end = max(0, min(last + off_c + 1, seq_k)) if causal else seq_k
+    n_tiles = max((key_end + kBc - 1) // kBc, 1)
     out = np.zeros((kBr, D)); lse_out = np.zeros(kBr)
     for warp in range(kWarps):
         wr0 = warp * kWarpRows
@@ -55,7 +57,7 @@ def run(D, kBr, kBc, kWarps, chunk, seq, causal, q_tile):
             k0 = j * kBc
             sK = np.zeros(kBc * RS); sV = np.zeros(kBc * RS)
             for r in range(kBc):
-                if k0 + r < seq:
+                if k0 + r < seq_k:
                     sK[r*RS:r*RS+D] = K[k0 + r]; sV[r*RS:r*RS+D] = V[k0 + r]
             s = np.zeros((kMT, kBc // 8, 32, 4))
             for c in range(0, D // 8, chunk):
@@ -74,7 +76,7 @@ def run(D, kBr, kBc, kWarps, chunk, seq, causal, q_tile):
                     for e in range(4):
                         row = q0 + wr0 + mt * 16 + G + (e // 2) * 8
                         key = k0 + nt * 8 + 2 * T + e % 2
-                        vis = (key < seq) & ~(causal & (key > row))
+                        vis = (key < seq_k) & ~(causal & (key > row + off_c))
                         s[mt, nt, :, e] = np.where(vis, s[mt, nt, :, e], -np.inf)
             sl2 = scale * np.log2(np.e)
             alpha = np.zeros((kMT, 2, 32))
@@ -108,19 +110,29 @@ def run(D, kBr, kBc, kWarps, chunk, seq, causal, q_tile):
                 row = wr0 + mt * 16 + G + hf * 8
                 for nt in range(D // 8):
                     for x in range(2):
-                        out[row, nt * 8 + 2 * T + x] = acc_o[mt, nt, :, 2 * hf + x] / sm
-                lse_out[row] = row_max[mt, hf] * np.log(2) + np.log(sm)
+                        out[row, nt * 8 + 2 * T + x] = np.where(sm > 0, acc_o[mt, nt, :, 2 * hf + x] / np.where(sm > 0, sm, 1), 0)
+                with np.errstate(divide='ignore'):
+                    lse_out[row] = np.where(sm > 0, row_max[mt, hf] * np.log(2) + np.log(sm), -np.inf)
     # reference
     S = Q @ K.T * scale
-    if causal: S = np.where(np.tril(np.ones((seq, seq))) > 0, S, -np.inf)
-    m = S.max(1, keepdims=True); P = np.exp(S - m); l = P.sum(1, keepdims=True)
-    O = (P / l) @ V; L = (m + np.log(l))[:, 0]
-    rows = slice(q0, min(q0 + kBr, seq)); nv = rows.stop - rows.start
-    eo = np.abs(out[:nv] - O[rows]).max(); el = np.abs(lse_out[:nv] - L[rows]).max()
-    print(f"D={D} kBr={kBr} kBc={kBc} warps={kWarps} seq={seq} causal={causal} tile={q_tile}: O err {eo:.2e} LSE err {el:.2e}")
+    if causal: S = np.where(np.arange(seq_k)[None, :] <= np.arange(seq_q)[:, None] + off_c, S, -np.inf)
+    m = S.max(1, keepdims=True); empty = np.isinf(m[:, 0])
+    P = np.where(empty[:, None], 0.0, np.exp(S - np.where(empty[:, None], 0.0, m))); l = P.sum(1, keepdims=True)
+    O = np.where(empty[:, None], 0.0, P / np.where(l > 0, l, 1)) @ V
+    with np.errstate(divide='ignore'):
+        L = np.where(empty, -np.inf, (m[:, 0] + np.log(np.where(l[:, 0] > 0, l[:, 0], 1))))
+    rows = slice(q0, min(q0 + kBr, seq_q)); nv = rows.stop - rows.start
+    eo = np.abs(out[:nv] - O[rows]).max()
+    a, b = lse_out[:nv], L[rows]; same_inf = np.isinf(a) & np.isinf(b) & (a == b)
+    with np.errstate(invalid='ignore'):
+        el = np.abs(np.where(same_inf, 0, a - b)).max()
+    print(f"D={D} kBr={kBr} kBc={kBc} warps={kWarps} seq_q={seq_q} seq_k={seq_k} causal={causal} tile={q_tile}: O err {eo:.2e} LSE err {el:.2e}")
     assert eo < 1e-10 and el < 1e-10
 
-run(64, 128, 32, 4, 1, 77, False, 0)
-run(64, 128, 32, 4, 4, 200, True, 1)
-run(128, 128, 32, 8, 1, 150, True, 1)
-run(32, 128, 32, 4, 4, 130, False, 1)
+run(64, 128, 32, 4, 1, 77, 77, False, 0)
+run(64, 128, 32, 4, 1, 200, 200, True, 1)
+run(128, 128, 32, 8, 1, 150, 150, True, 1)
+run(32, 128, 32, 4, 1, 130, 130, False, 1)
+run(64, 128, 32, 4, 1, 77, 300, True, 0)    # fewer queries than keys
+run(128, 128, 32, 8, 1, 300, 77, True, 1)   # rows 0..222 see no key; tile 1 = rows 128..255
+run(64, 128, 32, 4, 1, 300, 77, True, 0)    # a tile of empty rows only
