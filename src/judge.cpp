@@ -1,6 +1,7 @@
 #include "judge.h"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
 
 namespace fb {
@@ -73,16 +74,25 @@ double tol_tiled(const std::string& tensor, Dtype t) {
   return 0;
 }
 
-double floor_of(const std::string& tensor, Dtype t, double magnitude) {
-  return kFloorUlps * ulp_at(magnitude, storage_of(tensor, t));
+double floor_of(const std::string& tensor, Dtype t, double magnitude, int seq_k) {
+  const Dtype acc = t == Dtype::fp64 ? Dtype::fp64 : Dtype::fp32;
+  return kFloorUlps * ulp_at(magnitude, storage_of(tensor, t)) +
+         eps(acc) * std::sqrt(double(std::max(seq_k, 1))) * magnitude;
+}
+
+double judged_scale(const std::string& tensor, double own, double dv_scale) {
+  if ((tensor == "dQ" || tensor == "dK") && std::isfinite(dv_scale))
+    return std::max(own, kCancelledGradientShare * dv_scale);
+  return own;
 }
 
 double relative_factor(const std::string& tensor) { return is_gradient(tensor) ? 3.0 : 2.0; }
 
-double bound_for(Rule rule, const std::string& tensor, Dtype t, double scale, double baseline_err) {
+double bound_for(Rule rule, const std::string& tensor, Dtype t, double scale, double baseline_err,
+                 int seq_k) {
   switch (rule) {
     case Rule::baseline: return tol_baseline(tensor, t) * scale;
-    case Rule::relative: return relative_factor(tensor) * baseline_err + floor_of(tensor, t, scale);
+    case Rule::relative: return relative_factor(tensor) * baseline_err + floor_of(tensor, t, scale, seq_k);
     case Rule::tiled_no_baseline: return tol_tiled(tensor, t) * scale;
   }
   return 0;

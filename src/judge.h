@@ -9,11 +9,15 @@
 //   tiled, baseline ok    err <= f * err(baseline) + floor,   f = 2 (O, LSE), 3 (gradients),
 //                         floor = 2 ulps of T's storage type at M     ("2x naive", FlashAttention's
 //                         own test rule: its fwd_atol is about one ulp of out + 0.3)
+//                               + eps(accumulator) * sqrt(seq_k) * M  (a sum of seq_k terms in
+//                         another order: what separates two correct fp32 kernels, nothing in 16 bits)
 //   tiled, no baseline    err <= tol_tiled(dtype) * M
 //     (absent, or failed) the bound a kernel that keeps S in fp32 meets: a few ulps of the dtype at M
 //                         (16-bit), accumulation over seq_k terms (fp32/fp64).
 // LSE is stored in fp32 (fp64 for fp64 cases) whatever the input dtype: its floor and its tiled
 // tolerance are those of that storage, not of the inputs.
+// dQ and dK are judged at no less than 1/16 of dV's magnitude: with one visible key (seq_k = 1)
+// they vanish exactly (dS = P o (dP - D) = 0), and what any kernel returns is the rounding of dP - D.
 // NaN or Inf in a kernel's output, or in the reference, never passes. A reference that could not run
 // leaves the kernel unverified and makes the run fail (never success).
 #pragma once
@@ -41,7 +45,7 @@ Dtype storage_of(const std::string& tensor, Dtype t);
 
 double tol_baseline(const std::string& tensor, Dtype t);
 double tol_tiled(const std::string& tensor, Dtype t);
-double floor_of(const std::string& tensor, Dtype t, double magnitude);
+double floor_of(const std::string& tensor, Dtype t, double magnitude, int seq_k = 1);
 constexpr double kFloorUlps = 2.0;
 double relative_factor(const std::string& tensor);  // 2 forward, 3 gradients
 
@@ -52,6 +56,10 @@ struct TensorJudgement {
 };
 
 // The bound for one tensor under `rule` (baseline_err used by Rule::relative only).
-double bound_for(Rule rule, const std::string& tensor, Dtype t, double scale, double baseline_err);
+double bound_for(Rule rule, const std::string& tensor, Dtype t, double scale, double baseline_err,
+                 int seq_k = 1);
+// The scale a tensor is judged at: its own max |ref|, and for dQ, dK at least dV's / 16.
+double judged_scale(const std::string& tensor, double own, double dv_scale);
+constexpr double kCancelledGradientShare = 1.0 / 16;
 
 }  // namespace fb

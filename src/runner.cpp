@@ -34,10 +34,11 @@ nlohmann::json number(double v) {
 // verdict (false on any NaN).
 bool judge(Record& r, const ErrorReport& mine, Rule rule, const ErrorReport* baseline) {
   bool pass = mine.nonfinite == 0 && !mine.max_abs.empty();
+  const double dv_scale = magnitude_of(mine, "dV");
   for (const auto& [tensor, e] : mine.max_abs) {
-    const double scale = magnitude_of(mine, tensor);
+    const double scale = judged_scale(tensor, magnitude_of(mine, tensor), dv_scale);
     const double base_err = baseline ? error_of(*baseline, tensor) : 0.0;
-    const double bound = bound_for(rule, tensor, r.c.dtype, scale, base_err);
+    const double bound = bound_for(rule, tensor, r.c.dtype, scale, base_err, r.c.seq_k);
     r.errors[tensor]["scale"] = number(scale);
     r.errors[tensor]["bound"] = number(bound);
     if (!(e <= bound)) pass = false;  // written so that NaN fails
