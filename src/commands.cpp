@@ -431,6 +431,7 @@ int run_command(const RunOptions& o) {
 
   TimingPolicy timing;
   timing.min_time_s = o.min_time_s;
+  timing.warmup_min_s = o.warmup_time_s;
   timing.max_noise_pct = o.max_noise_pct;
   timing.max_time_s = o.max_time_s;
 

@@ -33,6 +33,7 @@ struct RunOptions {
   bool list = false;                 // print the cases and each kernel's memory; run nothing
   // Adaptive timing (TimingPolicy); all 0: fixed reps.
   double min_time_s = 0, max_noise_pct = 0, max_time_s = 0;
+  double warmup_time_s = 0.1;  // CUDA: time-based warm-up after the warm-up reps (TimingPolicy)
 };
 int run_command(const RunOptions& o);
 

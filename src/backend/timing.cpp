@@ -9,10 +9,11 @@ namespace fb {
 double TimingPolicy::time_cap_s() const { return max_time_s > 0 ? max_time_s : kDefaultMaxTimeS; }
 
 nlohmann::json TimingPolicy::to_json() const {
-  if (!adaptive()) return {{"mode", "fixed"}, {"warmup", warmup}, {"reps", reps}};
-  return {{"mode", "adaptive"},       {"warmup", warmup},         {"min_reps", reps},
-          {"min_time_s", min_time_s}, {"max_noise_pct", max_noise_pct}, {"max_time_s", time_cap_s()},
-          {"noise", "cv"}};
+  if (!adaptive())
+    return {{"mode", "fixed"}, {"warmup", warmup}, {"warmup_min_s", warmup_min_s}, {"reps", reps}};
+  return {{"mode", "adaptive"},       {"warmup", warmup},         {"warmup_min_s", warmup_min_s},
+          {"min_reps", reps},         {"min_time_s", min_time_s}, {"max_noise_pct", max_noise_pct},
+          {"max_time_s", time_cap_s()}, {"noise", "cv"}};
 }
 
 double noise_pct(const std::vector<double>& t) {

@@ -10,6 +10,9 @@
 
 namespace fb {
 
+// Default time-based warm-up on a GPU (seconds of kernel runs before timing).
+inline constexpr double kDefaultWarmupS = 0.1;
+
 struct TimingPolicy {
   int warmup = 3;  // untimed runs first
   int reps = 10;   // fixed mode: exactly this many; adaptive: at least this many
@@ -18,6 +21,11 @@ struct TimingPolicy {
   double min_time_s = 0;     // keep sampling until the samples add up to this much kernel time
   double max_noise_pct = 0;  // ... and the noise is at most this (0: no noise target)
   double max_time_s = 0;     // stop once this much wall time went by in timed runs (0: kDefaultMaxTime)
+  // CUDA: after the warm-up runs, keep the device busy until it has run this long. An H200 that idled
+  // between cases (inputs drawn, buffers allocated) comes back at lower clocks and steps up over
+  // ~50-100 ms: 20 reps of a 3 ms kernel straight after idle drift 12% down the staircase
+  // (results/h200/gate-study.json). 0 turns it off; the CPU backend has no such ramp and ignores it.
+  double warmup_min_s = kDefaultWarmupS;
 
   bool adaptive() const { return min_time_s > 0 || max_noise_pct > 0 || max_time_s > 0; }
   // The cap on wall time in adaptive mode: max_time_s, or kDefaultMaxTimeS when not given.

@@ -22,6 +22,9 @@
 namespace fb {
 namespace {
 
+// The time-based warm-up stops after this many runs whatever the time (a kernel of microseconds).
+constexpr int kMaxWarmupRuns = 20000;
+
 using cuda::DeviceBuffer;
 using cuda::TrackingAllocator;
 
@@ -288,6 +291,20 @@ struct CudaBackend::Impl {
     KernelRun result;
     std::vector<cuda::Event> starts, stops;
     for (int r = 0; r < timing.warmup; ++r) launch(false, starts, stops);
+    // Then by time (TimingPolicy::warmup_min_s): clocks step up for ~100 ms after the device idled.
+    if (timing.warmup_min_s > 0) {
+      stream.sync();
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+      int chunk = 1, done = 0;
+      for (double t = 0; t < timing.warmup_min_s && done < kMaxWarmupRuns; t = since()) {
+        for (int r = 0; r < chunk; ++r) launch(false, starts, stops);
+        stream.sync();
+        done += chunk;
+        const double per_run = since() / done;
+        chunk = int(std::clamp((timing.warmup_min_s - since()) / std::max(per_run, 1e-6) / 2, 1.0, 1000.0));
+      }
+    }
     // Timed runs in batches, queued back to back; the stream syncs only between batches (one batch in
     // fixed mode), when the policy looks at the samples so far.
     double elapsed_s = 0;
