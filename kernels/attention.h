@@ -106,6 +106,10 @@ const Ops& naive_ops();       // kernels/naive
 const Ops& flash_ops();       // kernels/flash
 const Ops& flash_sm90_ops();  // kernels/flash_sm90
 const Ops& reference_ops();   // kernels/reference: exact fp64, the yardstick
+// Variants for fp32 (kernels/flash/fp32_math.h); flash_ops() runs fp32 as 3xTF32 on tensor cores.
+const Ops& flash_exact_ops();   // fp32 and fp64 on CUDA cores, exact arithmetic (refuses fp16/bf16)
+const Ops& flash_tf32x1_ops();  // fp32 only, operands rounded to TF32 once: the diagnostic
+const Ops& naive_tf32_ops();    // fp32 only, cuBLAS TF32 GEMMs (CUBLAS_COMPUTE_32F_FAST_TF32)
 
 // ---- utilities the CUDA backend uses around the kernels ----
 // scale x standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.

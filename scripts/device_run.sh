@@ -3,9 +3,9 @@
 # peers, writing everything under WORK (default ./out); when OUT is set (the device tool), one
 # bundle.tgz of it lands there (the tool brings back few files). Prints a short summary last.
 #   scripts/device_run.sh BUILD_DIR [step ...]
-#   steps: tests ceilings verify verifybwd quick fwd fwd32 seed bwd peers peersbwd ncu sanitize
-#          sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices archs gpuquick adaptive
-#          verifyall decode gatestudy
+#   steps: tests ceilings verify verifybwd quick fwd fwd32 tests32 fp32tc fp32tcspeed seed bwd peers
+#          peersbwd ncu sanitize sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices archs gpuquick
+#          adaptive verifyall decode gatestudy
 set -uo pipefail
 build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
 shift
@@ -32,6 +32,9 @@ for s in $steps; do
     verify) step verify "$fb" verify --seq 4096 -o "$out/verify-4096.json" ;;
     verifybwd) step verifybwd "$fb" verify --seq 4096 --pass bwd -o "$out/verify-4096-bwd.json" ;;
     quick) step quick "$fb" run configs/quick.json -o "$out/quick.json" ;;
+    tests32) step tests32 "$build/tests/flashbench_gpu_tests" "[fp32tc]" ;;
+    fp32tc) step fp32tc "$fb" run configs/h200-fp32-tc.json -o "$out/h200-fp32-tc.json" --csv "$out/h200-fp32-tc.csv" ;;
+    fp32tcspeed) step fp32tcspeed "$build/tests/flashbench_gpu_tests" "[fp32tc-speed]" ;;
     fwd32) step fwd32 "$fb" run configs/h200-fwd-fp32.json -o "$out/h200-fwd-fp32.json" --csv "$out/h200-fwd-fp32.csv" ;;
     ncu) step ncu python3 scripts/ncu_bytes.py configs/ncu-bytes.json -o "$out/ncu-bytes.json" --flashbench "$fb" ;;
     sanitize) step sanitize bash scripts/sanitize.sh -e "$fb" -s "${SANITIZE_SPEC:-configs/sanitize.json}" -t "${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}" "$out/sanitize.json" ;;

@@ -64,6 +64,38 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t 
   Mma<Elem>::run(d, a, b);
 }
 
+// ---- TF32 tensor cores: D(16x8,f32) += A(16x8) * B(8x8), mma.sync m16n8k8 (sm_80+) ----
+// Fragments (PTX ISA "Matrix Fragments for mma.m16n8k8", .tf32), g = lane / 4, t = lane % 4:
+//   A: a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+//   B: b0 (row/k t, col/n g), b1 (t + 4, g)
+//   C: the m16n8 layout above (rows g, g + 8; columns 2t, 2t + 1).
+// ldmatrix of fp32 data viewed as b16 pairs hands lane l the fp32 element (row l / 4, col l % 4) of
+// an 8x4 block: exactly the A layout (and the B layout of a row-major [n][k] tile), so A and B load
+// as in the 16-bit kernels, with 4-column instead of 8-column blocks.
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4],
+                                                 const std::uint32_t (&b)[2]) {
+  asm(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// x rounded to TF32 (10 mantissa bits, round to nearest, ties away), as the 32-bit pattern the
+// mma takes (low 13 bits zero). Without it the tensor core would truncate.
+__device__ __forceinline__ std::uint32_t to_tf32(float x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// The 3xTF32 split: hi = tf32(x), lo = tf32(x - hi). x - hi is exact in fp32, so hi + lo carries 22
+// of x's 24 significant bits (the rest is below what the products' fp32 accumulation keeps).
+__device__ __forceinline__ void split_tf32(float x, std::uint32_t& hi, std::uint32_t& lo) {
+  hi = to_tf32(x);
+  lo = to_tf32(x - __uint_as_float(hi));
+}
+
 // ---- ldmatrix: 8x8 16-bit tiles from shared memory into fragments ----
 // Lanes 8*i .. 8*i+7 give the 8 row addresses (16 bytes each) of tile i; tile i lands in r[i].
 // .trans transposes each 8x8 tile on the way (for the B operand from a row-major [k][n] tile).

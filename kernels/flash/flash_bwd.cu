@@ -1,7 +1,8 @@
 // The flash backward's host side: checks, workspace layout, the pre-pass and dQ-convert kernels, and
-// the one runtime -> template dispatch on (dtype, head_dim). The main kernels live in
-// flash_bwd_tc.cuh (fp16/bf16, instantiated in flash_bwd_fp16.cu / flash_bwd_bf16.cu) and
-// flash_bwd_simt.cu (fp32/fp64).
+// the one runtime -> template dispatch on (dtype, head_dim, fp32 math). The main kernels live in
+// flash_bwd_tc.cuh (fp16/bf16, instantiated in flash_bwd_fp16.cu / flash_bwd_bf16.cu),
+// flash_bwd_tf32.cuh (fp32 on TF32 tensor cores, flash_bwd_tf32x3.cu / flash_bwd_tf32x1.cu) and
+// flash_bwd_simt.cu (fp32 exact, fp64).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -131,7 +132,8 @@ void set_smem_limit(const void* kernel, int bytes) {
 
 }  // namespace bwd
 
-const char* backward_unsupported(const AttentionParams& p) {
+const char* backward_unsupported(const AttentionParams& p, Fp32Math math) {
+  if (const char* why = fp32_math_unsupported(p.dtype, math)) return why;
   if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
     return "flash backward: head_dim must be 32, 64 or 128";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
@@ -153,11 +155,17 @@ const char* backward_unsupported(const AttentionParams& p) {
   const bool tensor_cores = p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16;
   if (tensor_cores && major < bwd::kTensorCoreMinMajor)
     return "flash backward: fp16/bf16 need compute capability 8.0 or newer";
+  const bool tf32 = uses_tf32(p.dtype, math);
+  if (tf32 && major < bwd::kTensorCoreMinMajor)
+    return "flash backward: fp32 on TF32 tensor cores needs compute capability 8.0 or newer (the "
+           "exact CUDA-core path runs anywhere)";
   int smem = 0;
   dispatch_dtype(p.dtype, [&](auto traits) {
     using Elem = typename decltype(traits)::elem;
     bwd::with_head_dim(p.head_dim, [&](auto hd) {
-      if constexpr (sizeof(Elem) == 2) {
+      if (tf32) {
+        smem = bwd::main_tf32_smem_bytes<decltype(hd)::value>();
+      } else if constexpr (sizeof(Elem) == 2) {
         smem = bwd::main_tc_smem_bytes<Elem, decltype(hd)::value>();
       } else {
         smem = bwd::main_simt_smem_bytes<Elem, decltype(hd)::value>();
@@ -170,13 +178,18 @@ const char* backward_unsupported(const AttentionParams& p) {
   return nullptr;
 }
 
-int backward_key_tile(const AttentionParams& p) {
-  if (backward_unsupported(p) != nullptr) return 0;
+int backward_key_tile(const AttentionParams& p) { return backward_key_tile(p, Fp32Math::tf32x3); }
+
+int backward_key_tile(const AttentionParams& p, Fp32Math math) {
+  if (backward_unsupported(p, math) != nullptr) return 0;
   int keys = 0;
+  const bool tf32 = uses_tf32(p.dtype, math);
   dispatch_dtype(p.dtype, [&](auto traits) {
     using Elem = typename decltype(traits)::elem;
     bwd::with_head_dim(p.head_dim, [&](auto hd) {
-      if constexpr (sizeof(Elem) == 2) {
+      if (tf32) {
+        keys = bwd::main_tf32_key_tile<decltype(hd)::value>();
+      } else if constexpr (sizeof(Elem) == 2) {
         keys = bwd::main_tc_key_tile<Elem, decltype(hd)::value>();
       } else {
         keys = bwd::main_simt_key_tile<Elem, decltype(hd)::value>();
@@ -184,6 +197,10 @@ int backward_key_tile(const AttentionParams& p) {
     });
   });
   return keys;
+}
+
+const char* backward_unsupported(const AttentionParams& p) {
+  return backward_unsupported(p, Fp32Math::tf32x3);
 }
 
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
@@ -211,9 +228,11 @@ void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void
   });
 }
 
-void backward(const AttentionParams& p, const Context& ctx) {
+void backward(const AttentionParams& p, const Context& ctx) { backward(p, ctx, Fp32Math::tf32x3); }
+
+void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
   using namespace bwd;
-  if (const char* why = backward_unsupported(p)) throw std::invalid_argument(why);
+  if (const char* why = backward_unsupported(p, math)) throw std::invalid_argument(why);
   if (p.workspace == nullptr)
     throw std::invalid_argument("flash backward: params.workspace is null (needs " +
                                 std::to_string(backward_workspace_bytes(p)) + " bytes)");
@@ -225,19 +244,27 @@ void backward(const AttentionParams& p, const Context& ctx) {
     using Elem = typename decltype(traits)::elem;
     using Acc = typename decltype(traits)::accum;
     constexpr bool kTensorCores = sizeof(Elem) == 2;
+    const bool tf32 = uses_tf32(p.dtype, math);
     Acc* lse_pad = reinterpret_cast<Acc*>(base + ws.lse);
     Acc* d_pad = reinterpret_cast<Acc*>(base + ws.d);
     Acc* dq_acc = reinterpret_cast<Acc*>(base + ws.dq);
     const int seq_pad = padded_seq(p.seq_q);
 
-    // The tensor-core kernel computes exp() as exp2(); its LSE copy is in the log2 domain.
-    backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/false, kTensorCores, ctx);
+    // The tensor-core kernels compute exp() as exp2(); their LSE copy is in the log2 domain.
+    backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/false, kTensorCores || tf32, ctx);
 
     const MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
                      p.batch, p.heads, p.kv_heads, p.mask(), seq_pad, p.scale};
     with_head_dim(p.head_dim, [&](auto hd) {
+      constexpr int kD = decltype(hd)::value;
       if constexpr (kTensorCores) {
-        run_main_tc<Elem, decltype(hd)::value>(a, stream);
+        run_main_tc<Elem, kD>(a, stream);
+      } else if (tf32) {
+        if (math == Fp32Math::tf32x1) {
+          run_main_tf32<kD, Fp32Math::tf32x1>(a, stream);
+        } else {
+          run_main_tf32<kD, Fp32Math::tf32x3>(a, stream);
+        }
       } else {
         run_main_simt<Elem, decltype(hd)::value>(a, stream);
       }

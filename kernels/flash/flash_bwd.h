@@ -11,7 +11,9 @@
 //      share the K/V head (so dK/dV need no atomics), and adds its dQ share into the accumulator with
 //      atomics (fp32 for fp16/bf16/fp32, fp64 for fp64);
 //   3. convert: dQ accumulator -> dQ in the element type.
-// fp16/bf16 run on tensor cores (mma.sync m16n8k16, fp32 accumulation); fp32 and fp64 on CUDA cores.
+// fp16/bf16 run on tensor cores (mma.sync m16n8k16, fp32 accumulation); fp32 on TF32 tensor cores
+// (mma.sync m16n8k8) with the 3xTF32 split unless Fp32Math says otherwise (flash/fp32_math.h); fp64,
+// and fp32 with Fp32Math::exact, on CUDA cores.
 //
 // dQ through atomics makes the summation order, and so the last bits of dQ, vary between runs; dK
 // and dV are summed in a fixed order and repeat exactly.
@@ -20,11 +22,13 @@
 #include <cstddef>
 
 #include "attention.h"
+#include "flash/fp32_math.h"
 
 namespace fb::cuda::flash {
 
-// nullptr when backward() can run these params, else why not.
+// nullptr when backward() can run these params, else why not. Without Fp32Math: fp32 as tf32x3.
 const char* backward_unsupported(const AttentionParams& p);
+const char* backward_unsupported(const AttentionParams& p, Fp32Math math);
 
 // Bytes of p.workspace backward() needs (D, padded LSE, dQ accumulator).
 std::size_t backward_workspace_bytes(const AttentionParams& p);
@@ -42,9 +46,11 @@ int backward_padded_seq(int seq);
 
 // Keys per block of the main kernel for these params (the byte model's key tile).
 int backward_key_tile(const AttentionParams& p);
+int backward_key_tile(const AttentionParams& p, Fp32Math math);
 
 // Writes p.dq, p.dk, p.dv. Throws std::invalid_argument for unsupported params or a missing
 // workspace, fb::CudaError for a failed launch.
 void backward(const AttentionParams& p, const Context& ctx);
+void backward(const AttentionParams& p, const Context& ctx, Fp32Math math);
 
 }  // namespace fb::cuda::flash

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "common/mask.h"
+#include "flash/fp32_math.h"
 
 namespace fb::cuda::flash::bwd {
 
@@ -48,12 +49,18 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
 // CUDA cores: Elem is float or double (Acc = Elem); LSE natural log.
 template <typename Elem, int kHeadDim> void run_main_simt(const MainArgs& a, cudaStream_t stream);
 
+// fp32 on TF32 tensor cores (kMath tf32x3 or tf32x1; flash_bwd_tf32.cuh); LSE in the log2 domain.
+template <int kHeadDim, Fp32Math kMath> void run_main_tf32(const MainArgs& a, cudaStream_t stream);
+
 // Dynamic shared memory per block of those kernels (for the capability check before a launch).
 template <typename Elem, int kHeadDim> int main_tc_smem_bytes();
 template <typename Elem, int kHeadDim> int main_simt_smem_bytes();
+template <int kHeadDim> int main_tf32_smem_bytes();
+
 // Keys per block of each main kernel.
 template <typename Elem, int kHeadDim> int main_tc_key_tile();
 template <typename Elem, int kHeadDim> int main_simt_key_tile();
+template <int kHeadDim> int main_tf32_key_tile();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.
 void set_smem_limit(const void* kernel, int bytes);

@@ -1,8 +1,10 @@
-// The forward's host side: checks, and the one runtime -> template dispatch on (dtype, head_dim).
+// The forward's host side: checks, and the one runtime -> template dispatch on (dtype, head_dim,
+// fp32 math).
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -44,9 +46,36 @@ constexpr int kTensorCoreMinMajor = 8;
 
 bool is_16bit(Dtype t) { return t == Dtype::fp16 || t == Dtype::bf16; }
 
+// Calls f(integral_constant<int, D>, integral_constant<Fp32Math, M>) for the TF32 kernels.
+template <typename F> auto with_tf32(int head_dim, Fp32Math math, F&& f) {
+  auto with_d = [&](auto m) {
+    switch (head_dim) {
+      case 32: return f(std::integral_constant<int, 32>{}, m);
+      case 64: return f(std::integral_constant<int, 64>{}, m);
+      case 128: return f(std::integral_constant<int, 128>{}, m);
+      default: break;
+    }
+    throw std::invalid_argument("flash forward: head_dim " + std::to_string(head_dim) +
+                                " not supported (32, 64, 128)");
+  };
+  if (math == Fp32Math::tf32x1)
+    return with_d(std::integral_constant<Fp32Math, Fp32Math::tf32x1>{});
+  return with_d(std::integral_constant<Fp32Math, Fp32Math::tf32x3>{});
+}
+
+int tf32_query_tile(int head_dim) {
+  return with_tf32(head_dim, Fp32Math::tf32x3,
+                   [](auto d, auto) { return Tf32FwdConfig<decltype(d)::value>::kBr; });
+}
+std::size_t tf32_smem_bytes(int head_dim) {
+  return with_tf32(head_dim, Fp32Math::tf32x3, [](auto d, auto) {
+    return std::size_t(Tf32FwdConfig<decltype(d)::value>::kSmemBytes);
+  });
+}
+
 }  // namespace
 
-const char* unsupported_forward(const AttentionParams& p) {
+const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
     return "flash: head_dim must be 32, 64 or 128";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
@@ -54,7 +83,8 @@ const char* unsupported_forward(const AttentionParams& p) {
   if (p.heads % p.kv_heads != 0) return "flash: kv_heads must divide heads";
   if (!(p.scale > 0.0) || !std::isfinite(p.scale))
     return "flash: softmax scale must be positive and finite";
-  const int br = with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
+  if (const char* why = fp32_math_unsupported(p.dtype, math)) return why;
+  const int br = query_tile(p, math);
   if (static_cast<long long>(p.batch) * p.heads > kMaxGridX)
     return "flash: batch * heads exceeds the grid limit";
   if ((static_cast<long long>(p.seq_q) + br - 1) / br > kMaxGridY)
@@ -66,26 +96,43 @@ const char* unsupported_forward(const AttentionParams& p) {
   const int major = caps->major, smem_optin = caps->smem_optin;
   if (is_16bit(p.dtype) && major < kTensorCoreMinMajor)
     return "flash: fp16/bf16 need compute capability 8.0 or newer";
-  const std::size_t smem =
-      with_config(p, [](auto cfg) { return std::size_t(decltype(cfg)::Traits::kSmemBytes); });
+  if (uses_tf32(p.dtype, math) && major < kTensorCoreMinMajor)
+    return "flash: fp32 on TF32 tensor cores needs compute capability 8.0 or newer (the exact "
+           "CUDA-core path runs anywhere)";
+  const std::size_t smem = uses_tf32(p.dtype, math) ? tf32_smem_bytes(p.head_dim)
+                                              : with_config(p, [](auto cfg) {
+                                                  return std::size_t(decltype(cfg)::Traits::kSmemBytes);
+                                                });
   if (smem > static_cast<std::size_t>(smem_optin))
     return "flash: this tile configuration needs more shared memory per block than the GPU offers";
   return nullptr;
 }
-
-int query_tile(const AttentionParams& p) {
-  return with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
+const char* unsupported_forward(const AttentionParams& p) {
+  return unsupported_forward(p, Fp32Math::tf32x3);
 }
 
-void forward(const AttentionParams& p, const Context& ctx) {
-  if (const char* why = unsupported_forward(p)) throw std::invalid_argument(why);
+int query_tile(const AttentionParams& p, Fp32Math math) {
+  if (uses_tf32(p.dtype, math)) return tf32_query_tile(p.head_dim);
+  return with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
+}
+int query_tile(const AttentionParams& p) { return query_tile(p, Fp32Math::tf32x3); }
+
+void forward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
+  if (const char* why = unsupported_forward(p, math)) throw std::invalid_argument(why);
   if (!p.q || !p.k || !p.v || !p.o || !p.lse)
     throw std::invalid_argument("flash forward: q, k, v, o and lse must be device pointers");
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (uses_tf32(p.dtype, math)) {
+    with_tf32(p.head_dim, math, [&](auto d, auto m) {
+      run_fwd_tf32<decltype(d)::value, decltype(m)::value>(p, stream);
+    });
+    return;
+  }
   with_config(p, [&](auto cfg) {
     using Cfg = decltype(cfg);
     run_fwd<Cfg::kDtype, Cfg::kHeadDim>(p, stream);
   });
 }
+void forward(const AttentionParams& p, const Context& ctx) { forward(p, ctx, Fp32Math::tf32x3); }
 
 }  // namespace fb::cuda::flash

@@ -6,6 +6,7 @@
 
 #include "common/types.cuh"
 #include "flash/flash_fwd_traits.h"
+#include "flash/fp32_math.h"
 
 namespace fb::cuda::flash {
 
@@ -24,6 +25,24 @@ template <> struct TcTiles<128> { static constexpr int kBr = 128, kBc = 32, kWar
 template <typename Elem> struct SimtTiles { static constexpr int kBr = 32, kBc = 32; };
 template <> struct SimtTiles<double> { static constexpr int kBr = 32, kBc = 16; };
 
+// TF32 tensor-core tiles (fp32 with Fp32Math::tf32x3 / tf32x1). kBc = 32: P's TF32 parts for the
+// whole tile (2 x 4 registers per k8 step and m16 block) live in registers during P V. S is added in
+// fp32 after every k8 step (kSChunk = 1): in a rounding model of the tensor core (TF32 inputs, each
+// MMA's sum truncated to fp32) O's error at d = 64/128, N = 1024..2048 was 1.4e-7 this way against
+// 1.2-3.1e-7 with chunks of 2 and 2.2-4.6e-7 with chunks of 4 (N up to 4099), the FP32 rule's bound
+// being 2.6-6.5e-7.
+// d <= 64: 32 query rows per warp (every K/V fragment, split once, feeds two m16 blocks); d = 128: 16
+// rows per warp and 8 warps (O alone would take 128 registers at 32 rows; ptxas spilled 168 bytes with
+// 4 warps of 32 rows, none with this). Not tuned on a GPU yet.
+template <int D> struct Tf32Tiles;
+template <> struct Tf32Tiles<32> { static constexpr int kBr = 128, kBc = 32, kWarps = 4, kSChunk = 1; };
+template <> struct Tf32Tiles<64> { static constexpr int kBr = 128, kBc = 32, kWarps = 4, kSChunk = 1; };
+template <> struct Tf32Tiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 8, kSChunk = 1; };
+
+template <int D>
+using Tf32FwdConfig = Tf32FwdTraits<D, Tf32Tiles<D>::kBr, Tf32Tiles<D>::kBc, Tf32Tiles<D>::kWarps,
+                                    Tf32Tiles<D>::kSChunk>;
+
 template <Dtype T, int D>
 struct FwdConfig {
   static constexpr Dtype kDtype = T;
@@ -39,5 +58,7 @@ struct FwdConfig {
 // One launch of the forward for (T, D); defined in flash_fwd_launch.cuh, instantiated in the
 // flash_fwd_*.cu files (one group per file, so they compile in parallel).
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream);
+// The fp32 forward on TF32 tensor cores (flash_fwd_tf32.cuh), instantiated in flash_fwd_tf32*.cu.
+template <int D, Fp32Math M> void run_fwd_tf32(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace fb::cuda::flash

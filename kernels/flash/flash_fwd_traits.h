@@ -66,6 +66,59 @@ struct FwdTraits {
   static_assert((kWarpRows * kRowChunks) % 32 == 0, "each warp stores its O rows in whole steps");
 };
 
+// TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
+// parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
+//   kSChunkSteps : k8 steps of S = Q K^T summed inside the tensor core (from zeros) before the chunk
+//                  is added to S in fp32: the tensor core truncates, so its sums are kept short
+template <int kHeadDim_, int kBr_, int kBc_, int kWarps_, int kSChunkSteps_, int kMinBlocksPerSm_ = 1>
+struct Tf32FwdTraits {
+  using Elem = float;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBr = kBr_;
+  static constexpr int kBc = kBc_;
+  static constexpr int kWarps = kWarps_;
+  static constexpr int kSChunkSteps = kSChunkSteps_;
+  static constexpr int kMinBlocksPerSm = kMinBlocksPerSm_;
+
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kWarpRows = kBr / kWarps;
+
+  // mma.sync.m16n8k8 (TF32) shape.
+  static constexpr int kMmaM = 16;
+  static constexpr int kMmaN = 8;
+  static constexpr int kMmaK = 8;
+
+  static constexpr int kMTiles = kWarpRows / kMmaM;  // m16 row blocks per warp
+  static constexpr int kSNTiles = kBc / kMmaN;       // n8 column blocks of S = Q K^T
+  static constexpr int kQKSteps = kHeadDim / kMmaK;  // k8 steps of Q K^T
+  static constexpr int kPVSteps = kBc / kMmaK;       // k8 steps of P V
+  static constexpr int kONTiles = kHeadDim / kMmaN;  // n8 column blocks of O
+
+  // Global -> shared copies move 16 bytes (one cp.async) per thread and step.
+  static constexpr int kChunkBytes = 16;
+  static constexpr int kChunkElems = kChunkBytes / int(sizeof(Elem));
+  static constexpr int kRowChunks = kHeadDim / kChunkElems;
+
+  static constexpr int kRowStride = kHeadDim + kChunkElems;  // floats
+  static constexpr int kQTileElems = kBr * kRowStride;       // (kBr, kHeadDim) + padding
+  static constexpr int kKVTileElems = kBc * kRowStride;      // (kBc, kHeadDim) + padding
+  static constexpr int kStages = 2;                          // K/V double buffering
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kQTileElems + 2 * kStages * kKVTileElems) * sizeof(Elem);
+
+  static_assert(kBr % kWarps == 0 && kWarpRows % kMmaM == 0, "warps own whole m16 row blocks");
+  static_assert(kHeadDim % kMmaK == 0 && kBc % kMmaK == 0, "k8 steps tile d and Bc");
+  static_assert(kSNTiles % 2 == 0, "one ldmatrix.x4 of K feeds two n8 column blocks");
+  static_assert(kQKSteps % kSChunkSteps == 0, "S chunks of whole k8 steps");
+  static_assert((kRowStride * sizeof(Elem) / kChunkBytes) % 2 == 1,
+                "odd row stride in 16-byte chunks keeps ldmatrix conflict-free");
+  static_assert(kRowStride % 32 == 4,
+                "rows 2t of the V reads start 8 banks apart: 4 rows x 8 columns, 32 banks");
+  static_assert((kBr * kRowChunks) % kThreads == 0 && (kBc * kRowChunks) % kThreads == 0,
+                "every thread copies the same number of chunks per tile");
+  static_assert((kWarpRows * kRowChunks) % 32 == 0, "each warp stores its O rows in whole steps");
+};
+
 // CUDA-core forward (fp32/fp64, exact arithmetic).
 // Four consecutive lanes (a quad) share one query row: each computes kKeysPerThread scores of a
 // KV tile and owns kHeadDim / 4 columns of the row's O accumulator.

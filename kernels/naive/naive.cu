@@ -26,7 +26,9 @@ struct GemmTypes {
   cublasComputeType_t compute;
 };
 
-GemmTypes gemm_types(Dtype t) {
+GemmTypes gemm_types(Dtype t, bool tf32) {
+  // TF32 peer: fp32 data, tensor cores with inputs rounded to TF32 and fp32 accumulation.
+  if (tf32 && t == Dtype::fp32) return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
   switch (t) {
     // fp16/bf16: tensor cores, fp32 accumulation, output rounded to the input dtype (as frameworks do).
     case Dtype::bf16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
@@ -47,9 +49,10 @@ struct Operand {
   long long stride;
 };
 
-void gemm(cublasHandle_t h, Dtype t, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k,
-          double alpha, Operand a, Operand b, void* c, int ldc, long long stride_c, int batch) {
-  const GemmTypes ty = gemm_types(t);
+// tf32: fp32 GEMMs on TF32 tensor cores (the TF32 peer); ignored for other dtypes.
+void gemm(cublasHandle_t h, Dtype t, bool tf32, cublasOperation_t op_a, cublasOperation_t op_b, int m,
+          int n, int k, double alpha, Operand a, Operand b, void* c, int ldc, long long stride_c, int batch) {
+  const GemmTypes ty = gemm_types(t, tf32);
   const float alpha_f = float(alpha), beta_f = 0.0f;
   const double beta_d = 0.0;
   const bool fp64_scalars = ty.compute == CUBLAS_COMPUTE_64F;
@@ -118,38 +121,58 @@ const char* unsupported(Pass, const AttentionParams& p) {
 
 std::size_t workspace_bytes(Pass, const AttentionParams& p) { return layout(p).bytes; }
 
-void forward(const AttentionParams& p, const Context& ctx) {
+namespace {
+
+void run_forward(const AttentionParams& p, const Context& ctx, bool tf32) {
   cublasHandle_t h = bound_handle(ctx);
   const Views v = views(p);
   // S = scale * Q K^T:  S^T (seq_k x G) = K (seq_k x d) * Q^T (d x G); K's view is (d x seq_k), hence
   // op T. One GEMM per K/V head covers the G = group * seq_q query rows that share it.
-  gemm(h, p.dtype, CUBLAS_OP_T, CUBLAS_OP_N, v.n, v.rows_g, v.d, p.scale, {p.k, v.d, v.kv_stride},
+  gemm(h, p.dtype, tf32, CUBLAS_OP_T, CUBLAS_OP_N, v.n, v.rows_g, v.d, p.scale, {p.k, v.d, v.kv_stride},
        {p.q, v.d, v.q_stride}, v.s, v.ld, v.s_stride, v.batch);
   softmax_rows(p, v.s, v.p, v.ld, static_cast<cudaStream_t>(ctx.stream));
   // O = P V:  O^T (d x G) = V^T (d x N) * P^T (N x G).
-  gemm(h, p.dtype, CUBLAS_OP_N, CUBLAS_OP_N, v.d, v.rows_g, v.n, 1.0, {p.v, v.d, v.kv_stride},
+  gemm(h, p.dtype, tf32, CUBLAS_OP_N, CUBLAS_OP_N, v.d, v.rows_g, v.n, 1.0, {p.v, v.d, v.kv_stride},
        {v.p, v.ld, v.s_stride}, p.o, v.d, v.q_stride, v.batch);
 }
 
-void backward(const AttentionParams& p, const Context& ctx) {
+void run_backward(const AttentionParams& p, const Context& ctx, bool tf32) {
   cublasHandle_t h = bound_handle(ctx);
   const Views v = views(p);
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   // dV = P^T dO, summed over the group by the G-long inner dimension:
   //   dV^T (d x N) = dO^T (d x G) * P (G x N), P's view being (N x G) -> transposed.
-  gemm(h, p.dtype, CUBLAS_OP_N, CUBLAS_OP_T, v.d, v.n, v.rows_g, 1.0, {p.dout, v.d, v.q_stride},
+  gemm(h, p.dtype, tf32, CUBLAS_OP_N, CUBLAS_OP_T, v.d, v.n, v.rows_g, 1.0, {p.dout, v.d, v.q_stride},
        {v.p, v.ld, v.s_stride}, p.dv, v.d, v.kv_stride, v.batch);
   // dP = dO V^T into the S buffer: the same shape as S = Q K^T.
-  gemm(h, p.dtype, CUBLAS_OP_T, CUBLAS_OP_N, v.n, v.rows_g, v.d, 1.0, {p.v, v.d, v.kv_stride},
+  gemm(h, p.dtype, tf32, CUBLAS_OP_T, CUBLAS_OP_N, v.n, v.rows_g, v.d, 1.0, {p.v, v.d, v.kv_stride},
        {p.dout, v.d, v.q_stride}, v.s, v.ld, v.s_stride, v.batch);
   // dS = P o (dP - rowsum(dO o O)), in place.
   softmax_backward_rows(p, v.p, v.s, v.ld, stream);
   // dQ = scale * dS K: the same shape as O = P V.
-  gemm(h, p.dtype, CUBLAS_OP_N, CUBLAS_OP_N, v.d, v.rows_g, v.n, p.scale, {p.k, v.d, v.kv_stride},
+  gemm(h, p.dtype, tf32, CUBLAS_OP_N, CUBLAS_OP_N, v.d, v.rows_g, v.n, p.scale, {p.k, v.d, v.kv_stride},
        {v.s, v.ld, v.s_stride}, p.dq, v.d, v.q_stride, v.batch);
   // dK = scale * dS^T Q, summed over the group: the same shape as dV = P^T dO.
-  gemm(h, p.dtype, CUBLAS_OP_N, CUBLAS_OP_T, v.d, v.n, v.rows_g, p.scale, {p.q, v.d, v.q_stride},
+  gemm(h, p.dtype, tf32, CUBLAS_OP_N, CUBLAS_OP_T, v.d, v.n, v.rows_g, p.scale, {p.q, v.d, v.q_stride},
        {v.s, v.ld, v.s_stride}, p.dk, v.d, v.kv_stride, v.batch);
+}
+
+}  // namespace
+
+void forward(const AttentionParams& p, const Context& ctx) { run_forward(p, ctx, false); }
+void backward(const AttentionParams& p, const Context& ctx) { run_backward(p, ctx, false); }
+
+const char* unsupported_tf32(Pass pass, const AttentionParams& p) {
+  if (p.dtype != Dtype::fp32) return "naive (TF32): fp32 only (TF32 GEMMs are an fp32 mode)";
+  return unsupported(pass, p);
+}
+void forward_tf32(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = unsupported_tf32(Pass::fwd, p)) throw std::invalid_argument(why);
+  run_forward(p, ctx, true);
+}
+void backward_tf32(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = unsupported_tf32(Pass::bwd, p)) throw std::invalid_argument(why);
+  run_backward(p, ctx, true);
 }
 
 }  // namespace fb::cuda::naive

@@ -37,6 +37,13 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p);
 void forward(const AttentionParams& p, const Context& ctx);
 void backward(const AttentionParams& p, const Context& ctx);
 
+// The TF32 peer, fp32 only: the same computation with the GEMMs on TF32 tensor cores
+// (CUBLAS_COMPUTE_32F_FAST_TF32: inputs rounded to TF32, fp32 accumulation), which is what a framework
+// user gets with TF32 allowed (PyTorch's allow_tf32). The softmax stays fp32. Same workspace as above.
+const char* unsupported_tf32(Pass pass, const AttentionParams& p);
+void forward_tf32(const AttentionParams& p, const Context& ctx);
+void backward_tf32(const AttentionParams& p, const Context& ctx);
+
 // ---- row kernels (softmax.cu) ----
 // P = softmax(S) over each row's visible keys (CausalMask: the first seq_k columns, or when causal
 // j <= i + seq_k - seq_q; the rest 0), and LSE = max + log(sum exp(s - max)); a row with no visible
