@@ -114,14 +114,52 @@ std::vector<Descriptor> make_builtins() {
     Descriptor d;
     d.name = "flash";
     d.description =
-        "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor cores for "
-        "fp16/bf16, sm_80+)";
+        "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor cores: fp16/bf16, "
+        "and fp32 as 3xTF32; sm_80+)";
     d.dtypes = all_dtypes();
     d.head_dims = {32, 64, 128};
     d.passes = all_passes();
     d.bytes = tiled_bytes;
     d.cpu = cpu_flash();
     d.cuda = FB_CUDA_ENTRY(cuda::flash_ops());
+    list.push_back(std::move(d));
+  }
+  {
+    Descriptor d;
+    d.name = "flash-exact";
+    d.description =
+        "flash with fp32/fp64 on CUDA cores in exact arithmetic (no TF32): the reference-grade fp32 path";
+    d.dtypes = {Dtype::fp64, Dtype::fp32};
+    d.head_dims = {32, 64, 128};
+    d.passes = all_passes();
+    d.bytes = tiled_bytes;
+    // The CPU's `flash` is already exact: no second CPU entry.
+    d.cuda = FB_CUDA_ENTRY(cuda::flash_exact_ops());
+    list.push_back(std::move(d));
+  }
+  {
+    Descriptor d;
+    d.name = "flash-tf32x1";
+    d.description =
+        "diagnostic: flash fp32 with operands rounded to TF32 once (no split); fails the FP32 rule by "
+        "design";
+    d.dtypes = {Dtype::fp32};
+    d.head_dims = {32, 64, 128};
+    d.passes = all_passes();
+    d.bytes = tiled_bytes;
+    d.cuda = FB_CUDA_ENTRY(cuda::flash_tf32x1_ops());
+    list.push_back(std::move(d));
+  }
+  {
+    Descriptor d;
+    d.name = "naive-tf32";
+    d.description =
+        "naive with cuBLAS TF32 GEMMs for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32): what PyTorch gives with "
+        "allow_tf32";
+    d.dtypes = {Dtype::fp32};
+    d.passes = all_passes();
+    d.bytes = naive_bytes;
+    d.cuda = FB_CUDA_ENTRY(cuda::naive_tf32_ops());
     list.push_back(std::move(d));
   }
   {
