@@ -88,6 +88,16 @@ double judged_scale(const std::string& tensor, double own, double dv_scale) {
 
 double relative_factor(const std::string& tensor) { return is_gradient(tensor) ? 3.0 : 2.0; }
 
+TensorBound tensor_bound(Rule rule, const std::string& tensor, Dtype t, double own_scale, double dv_scale,
+                         double baseline_err, int seq_k) {
+  TensorBound b;
+  b.scale = judged_scale(tensor, own_scale, dv_scale);
+  b.cancelled = b.scale > own_scale;
+  b.rule = b.cancelled && rule == Rule::relative ? Rule::tiled_no_baseline : rule;
+  b.bound = bound_for(b.rule, tensor, t, b.scale, baseline_err, seq_k);
+  return b;
+}
+
 double bound_for(Rule rule, const std::string& tensor, Dtype t, double scale, double baseline_err,
                  int seq_k) {
   switch (rule) {

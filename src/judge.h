@@ -18,6 +18,8 @@
 // tolerance are those of that storage, not of the inputs.
 // dQ and dK are judged at no less than 1/16 of dV's magnitude: with one visible key (seq_k = 1)
 // they vanish exactly (dS = P o (dP - D) = 0), and what any kernel returns is the rounding of dP - D.
+// Such a cancelled tensor of a tiled kernel meets the dtype's own bound at that scale even when a
+// baseline is there: the baseline's cancellation noise says nothing about another algorithm's.
 // NaN or Inf in a kernel's output, or in the reference, never passes. A reference that could not run
 // leaves the kernel unverified and makes the run fail (never success).
 #pragma once
@@ -58,6 +60,14 @@ struct TensorJudgement {
 // The bound for one tensor under `rule` (baseline_err used by Rule::relative only).
 double bound_for(Rule rule, const std::string& tensor, Dtype t, double scale, double baseline_err,
                  int seq_k = 1);
+// One tensor's judgement: the scale it is judged at, its bound, and the rule that set it.
+struct TensorBound {
+  double scale = 0, bound = 0;
+  Rule rule = Rule::baseline;
+  bool cancelled = false;  // dQ/dK below dV's scale / 16
+};
+TensorBound tensor_bound(Rule rule, const std::string& tensor, Dtype t, double own_scale, double dv_scale,
+                         double baseline_err, int seq_k);
 // The scale a tensor is judged at: its own max |ref|, and for dQ, dK at least dV's / 16.
 double judged_scale(const std::string& tensor, double own, double dv_scale);
 constexpr double kCancelledGradientShare = 1.0 / 16;

@@ -36,12 +36,13 @@ bool judge(Record& r, const ErrorReport& mine, Rule rule, const ErrorReport* bas
   bool pass = mine.nonfinite == 0 && !mine.max_abs.empty();
   const double dv_scale = magnitude_of(mine, "dV");
   for (const auto& [tensor, e] : mine.max_abs) {
-    const double scale = judged_scale(tensor, magnitude_of(mine, tensor), dv_scale);
     const double base_err = baseline ? error_of(*baseline, tensor) : 0.0;
-    const double bound = bound_for(rule, tensor, r.c.dtype, scale, base_err, r.c.seq_k);
-    r.errors[tensor]["scale"] = number(scale);
-    r.errors[tensor]["bound"] = number(bound);
-    if (!(e <= bound)) pass = false;  // written so that NaN fails
+    const TensorBound b =
+        tensor_bound(rule, tensor, r.c.dtype, magnitude_of(mine, tensor), dv_scale, base_err, r.c.seq_k);
+    r.errors[tensor]["scale"] = number(b.scale);
+    r.errors[tensor]["bound"] = number(b.bound);
+    if (b.rule != rule) r.errors[tensor]["rule"] = std::string(to_string(b.rule)) + " (cancelled)";
+    if (!(e <= b.bound)) pass = false;  // written so that NaN fails
   }
   r.errors["rule"] = std::string(to_string(rule));
   return pass;

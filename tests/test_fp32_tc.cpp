@@ -175,8 +175,10 @@ double judged(const Errors& e, const std::string& tensor) {
 }
 // The FP32 rule's bound for `tensor` given naive fp32's error (the runner's judge).
 double fp32_bound(const Errors& e, const std::string& tensor, int seq_k) {
-  return bound_for(Rule::relative, tensor, Dtype::fp32, judged(e, tensor), e.err.at("naive").at(tensor),
-                   seq_k);
+  const auto dv = e.magnitude.find("dV");
+  return tensor_bound(Rule::relative, tensor, Dtype::fp32, e.magnitude.at(tensor),
+                      dv == e.magnitude.end() ? 0.0 : dv->second, e.err.at("naive").at(tensor), seq_k)
+      .bound;
 }
 
 std::vector<Shape> shapes() {
