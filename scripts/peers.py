@@ -49,6 +49,7 @@ Exit status: 0 done, 1 a case failed, 2 bad spec or arguments, or no PyTorch wit
 import argparse
 import datetime
 import json
+import time
 import math
 import os
 import re
@@ -267,6 +268,7 @@ class Peers:
         torch.cuda.set_device(self.dev)
         self.props = torch.cuda.get_device_properties(self.dev)
         self.warmup, self.reps = warmup, reps
+        self.warmup_time_s = 0.1  # flashbench run's default --warmup-time
         self.ref_max_seq, self.verify = ref_max_seq, verify
         l2 = int(getattr(self.props, "L2_cache_size", 0)) or 64 * MIB  # older torch: assume a large L2
         self.flush_buf = torch.empty(L2_FLUSH_FACTOR * l2, dtype=torch.uint8, device=self.dev)
@@ -445,6 +447,14 @@ class Peers:
                 del outputs
                 for _ in range(self.warmup):
                     timed()
+                # Then by time, as flashbench run does (--warmup-time, 0.1 s): an H200 that idled
+                # comes back at lower clocks and steps up over ~100 ms.
+                t.cuda.synchronize(self.dev)
+                t0 = time.perf_counter()
+                while time.perf_counter() - t0 < self.warmup_time_s:
+                    for _ in range(4):
+                        timed()
+                    t.cuda.synchronize(self.dev)
                 events = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True))
                           for _ in range(self.reps)]
                 for start, end in events:
@@ -554,7 +564,7 @@ def main(argv=None):
         "backend": "torch",
         "device": peers.device_json(),
         "spec": sweep["spec"],
-        "settings": {"warmup": sweep["warmup"], "reps": sweep["reps"], "seed": sweep["seed"],
+        "settings": {"warmup": sweep["warmup"], "warmup_min_s": 0.1, "reps": sweep["reps"], "seed": sweep["seed"],
                      "verify": sweep["verify"], "timer": "cuda-events", "l2_flush": True,
                      "l2_flush_bytes": peers.flush_buf.numel(), "ref_max_seq": args.ref_max_seq,
                      "backends": kernels},

@@ -30,6 +30,8 @@
 // run's JSON (its single cold rep is not a benchmark time; never gated on, --force or not).
 #include "compare.h"
 
+#include "registry.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -66,7 +68,7 @@ std::optional<std::string> error_over_max(const Record& n, const CompareOptions&
 // A verification problem of an ok new row, if any. `base_verified`: the paired base row's verdict
 // (nullopt for an added row).
 std::optional<std::string> verification_problem(const Record& n, const Record* base) {
-  if (n.status != Status::ok) return std::nullopt;
+  if (n.status != Status::ok || is_peer(n.kernel)) return std::nullopt;
   if (n.verified == false)
     return n.ref_max_abs_err
                ? fmt::format("failed verification (error vs fp64 {})", format_err(*n.ref_max_abs_err))

@@ -15,6 +15,7 @@ std::string_view to_string(Role r) {
     case Role::baseline: return "baseline";
     case Role::tiled: return "tiled";
     case Role::reference: return "reference";
+    case Role::peer: return "peer";
   }
   return "?";
 }
@@ -140,6 +141,7 @@ std::vector<Descriptor> make_builtins() {
   {
     Descriptor d;
     d.name = "flash-tf32x1";
+    d.role = Role::peer;
     d.description =
         "diagnostic: flash fp32 with operands rounded to TF32 once (no split); fails the FP32 rule by "
         "design";
@@ -153,6 +155,7 @@ std::vector<Descriptor> make_builtins() {
   {
     Descriptor d;
     d.name = "naive-tf32";
+    d.role = Role::peer;
     d.description =
         "naive with cuBLAS TF32 GEMMs for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32): what PyTorch gives with "
         "allow_tf32";
@@ -244,6 +247,13 @@ std::vector<const Descriptor*> KernelSet::user_kernels() const {
   return out;
 }
 
+std::vector<const Descriptor*> KernelSet::default_kernels() const {
+  std::vector<const Descriptor*> out;
+  for (const auto& k : kernels_)
+    if (k.role != Role::reference && k.role != Role::peer) out.push_back(&k);
+  return out;
+}
+
 std::string KernelSet::names() const {
   std::string out;
   for (const Descriptor* k : user_kernels()) out += (out.empty() ? "" : ", ") + k->name;
@@ -267,6 +277,10 @@ void set_active_kernels(std::shared_ptr<const KernelSet> set) {
 }
 
 const Descriptor* find_kernel(std::string_view name) { return active_kernels().find(name); }
+bool is_peer(std::string_view name) {
+  const Descriptor* d = find_kernel(name);
+  return d && d->role == Role::peer;
+}
 std::string kernel_names() { return active_kernels().names(); }
 
 std::optional<std::string> unavailable_on(const Descriptor& k, std::string_view backend) {

@@ -26,8 +26,10 @@ struct Saved;
 }  // namespace cpu
 
 // What a kernel is for. The runner judges tiled kernels against the baseline's error (verification
-// rule, README) and reports speed-ups over the baseline; the reference is the fp64 yardstick.
-enum class Role { baseline, tiled, reference };
+// rule, README) and reports speed-ups over the baseline; the reference is the fp64 yardstick. A peer
+// (a labelled comparison point or a diagnostic, e.g. TF32 GEMMs in an fp32 sweep) runs only when named,
+// is judged and reported like any kernel, but its verdict does not fail `run`, `verify` or the gate.
+enum class Role { baseline, tiled, reference, peer };
 std::string_view to_string(Role r);
 
 enum class BackendId { cpu, cuda };
@@ -85,6 +87,7 @@ class KernelSet {
   const Descriptor* baseline() const;   // the first kernel with Role::baseline, if any
   const Descriptor* reference() const;  // the fp64 reference
   std::vector<const Descriptor*> user_kernels() const;  // every role but reference, in order
+  std::vector<const Descriptor*> default_kernels() const;  // what runs when none are named: no peers
   std::string names() const;  // "naive, flash, flash-sm90" for messages (user kernels)
 
  private:
@@ -99,6 +102,7 @@ void set_active_kernels(std::shared_ptr<const KernelSet> set);  // nullptr: back
 
 // Shorthands over active_kernels().
 const Descriptor* find_kernel(std::string_view name);
+bool is_peer(std::string_view name);  // a peer's verdict never fails run, verify or compare
 std::string kernel_names();
 
 // Why a kernel has no entry on a backend ("cpu" | "cuda"), nullopt if it has one.

@@ -470,7 +470,7 @@ Sweep sweep_from_json(const nlohmann::json& j) {
     }
     reject_duplicates(names, in_quotes);
   } else {
-    for (const Descriptor* k : active_kernels().user_kernels()) kernels.push_back(k);
+    for (const Descriptor* k : active_kernels().default_kernels()) kernels.push_back(k);
   }
 
   if (j.contains("warmup")) sweep.warmup = int(to_int(scalar_item(j, "warmup"), 0, kMaxWarmup, "warmup"));

@@ -95,7 +95,7 @@ std::string error_of_json(const json& j) {
 
 std::vector<std::string> registry_names() {
   std::vector<std::string> v;
-  for (const fb::Descriptor* k : fb::builtin_kernels().user_kernels()) v.emplace_back(k->name);
+  for (const fb::Descriptor* k : fb::builtin_kernels().default_kernels()) v.emplace_back(k->name);
   return v;
 }
 
