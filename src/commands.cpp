@@ -25,6 +25,7 @@
 #include "backend/backend.h"
 #include "dump.h"
 #include "journal.h"
+#include "plugin.h"
 #include "compare.h"
 #include "printers/printers.h"
 #include "printers/text.h"
@@ -279,6 +280,10 @@ static int run_on_devices(const RunOptions& o) {
     std::vector<std::string> args = {self, "run", o.spec_path, "--backend", o.backend, "--device",
                                      std::to_string(o.devices[i]), "--shard", fmt::format("{}/{}", i, n),
                                      "-o", parts.back(), "--quiet"};
+    for (const std::string& lib : o.kernel_libs) {
+      args.push_back("--kernel-lib");
+      args.push_back(lib);
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -330,6 +335,17 @@ static int run_on_devices(const RunOptions& o) {
   return worst != kExitOk ? worst : any_failure(merged) ? kExitFailed : kExitOk;
 }
 
+// --kernel-lib: the libraries' kernels join the built-ins before anything reads the kernel list (the
+// spec's kernels, --kernels, verify's kernels, info). A library that cannot be used stops the command.
+static std::optional<std::string> load_kernel_libs(const std::vector<std::string>& paths) {
+  try {
+    activate_kernel_libraries(paths);
+  } catch (const PluginError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
 static std::string journal_path(const std::string& json_out) { return json_out + ".journal.jsonl"; }
 
 // The backend a command asked for, refusing device flags the CPU backend would silently ignore.
@@ -353,6 +369,7 @@ int run_command(const RunOptions& o) {
     std::cerr << "flashbench: " << why << "\n";
     return kExitUsage;
   };
+  if (auto why = load_kernel_libs(o.kernel_libs)) return usage(*why);
   Sweep sweep;
   try {
     sweep = load_spec(o.spec_path);
@@ -534,6 +551,7 @@ int run_command(const RunOptions& o) {
   if (!o.shard.empty()) res.settings["shard"] = o.shard;
   if (!overrides.empty()) res.settings["overrides"] = overrides;
   res.settings["argv"] = o.argv;
+  if (!o.kernel_libs.empty()) res.settings["kernel_libs"] = o.kernel_libs;
   const int sig = g_stop_signal.load();
   res.complete = sig == 0;
   write_outputs(res, o.json_out, o.csv_out);
@@ -556,6 +574,10 @@ int run_command(const RunOptions& o) {
 }
 
 int verify_command(const VerifyOptions& o) {
+  if (auto why = load_kernel_libs(o.kernel_libs)) {
+    std::cerr << "flashbench verify: " << *why << "\n";
+    return kExitUsage;
+  }
   std::string backend_error;
   auto backend = backend_for(o.backend, o.device, false, backend_error);
   if (!backend) {
@@ -810,6 +832,10 @@ void flatten(const nlohmann::json& j, const std::string& prefix, std::vector<std
 }  // namespace
 
 int info_command(const InfoOptions& o) {
+  if (auto why = load_kernel_libs(o.kernel_libs)) {
+    std::cerr << "flashbench info: " << *why << "\n";
+    return kExitUsage;
+  }
   std::string backend_error;
   auto backend = backend_for(o.backend, o.device, false, backend_error);
   if (!backend) {

@@ -14,6 +14,7 @@ inline constexpr int kExitUsage = 2;
 
 struct RunOptions {
   std::vector<std::string> argv;  // the command line, kept in results.settings for reproduction
+  std::vector<std::string> kernel_libs;  // plug-in libraries whose kernels join the built-ins
   std::string spec_path;
   std::string json_out;  // empty: no JSON file
   std::string csv_out;   // empty: no CSV file
@@ -39,6 +40,7 @@ int run_command(const RunOptions& o);
 
 struct VerifyOptions {
   std::vector<std::string> argv;
+  std::vector<std::string> kernel_libs;
   std::optional<int> seq, seq_q, seq_k;  // --seq sets both; --seq-q/--seq-k override one
   std::optional<int> batch, heads, kv_heads, dim;
   std::string dtype = "all";   // fp64|fp32|fp16|bf16|all
@@ -65,6 +67,7 @@ struct CompareCliOptions {
 int compare_command(const CompareCliOptions& o);
 
 struct InfoOptions {
+  std::vector<std::string> kernel_libs;
   std::string backend = "auto";
   std::optional<int> device;
   bool ceilings = false;

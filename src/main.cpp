@@ -108,7 +108,11 @@ int main(int argc, char** argv) {
                       "CUDA: after the warm-up runs, keep running until this many seconds passed (clocks "
                       "step up after idle; default 0.1, 0 for none)")
       ->check(number_in(0, false, 60, "0 to 60 seconds"));
-  run_cmd->footer("kernels: " + fb::kernel_names());
+  const std::string lib_help =
+      "load kernels from this plug-in library (repeatable; include/flashbench/plugin.h): specs and "
+      "--kernels then name them like built-in kernels";
+  run_cmd->add_option("--kernel-lib", run.kernel_libs, lib_help)->allow_extra_args(false);
+  run_cmd->footer("kernels: " + fb::kernel_names() + " (and those of --kernel-lib libraries)");
 
   fb::VerifyOptions ver;
   auto* ver_cmd = app.add_subcommand(
@@ -137,6 +141,7 @@ int main(int argc, char** argv) {
   ver_cmd->add_option("-o,--output", ver.json_out, "write results JSON here");
   ver_cmd->add_option("--dump", ver.dump_dir, "write each case's inputs and outputs as .npy files here");
   ver_cmd->add_flag("-q,--quiet", ver.quiet, "print only the failed checks and the summary line");
+  ver_cmd->add_option("--kernel-lib", ver.kernel_libs, lib_help)->allow_extra_args(false);
 
   fb::CompareCliOptions cmp;
   auto* cmp_cmd = app.add_subcommand(
@@ -167,6 +172,7 @@ int main(int argc, char** argv) {
   info_cmd->add_flag("--ceilings", info.ceilings,
                      "measure copy bandwidth and cuBLAS bf16 GEMM peak on this device");
   info_cmd->add_flag("--json", info.json, "print JSON instead of text");
+  info_cmd->add_option("--kernel-lib", info.kernel_libs, lib_help)->allow_extra_args(false);
 
   fb::MergeOptions merge;
   auto* merge_cmd = app.add_subcommand("merge", "join results files of one device into one file");
