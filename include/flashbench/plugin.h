@@ -87,7 +87,7 @@ typedef enum fb_dtype { FB_FP64 = 0, FB_FP32 = 1, FB_FP16 = 2, FB_BF16 = 3 } fb_
 #define FB_ALL_DTYPES (FB_DTYPE_BIT(FB_FP64) | FB_DTYPE_BIT(FB_FP32) | FB_DTYPE_BIT(FB_FP16) | FB_DTYPE_BIT(FB_BF16))
 
 /* Passes, as bits: fb_kernel.passes lists what a kernel implements (FB_PASS_BWD needs backward != NULL);
- * fb_params.pass says which a case times (FB_PASS_FWD | FB_PASS_BWD: forward then backward). */
+ * fb_params.pass says what the case runs (see there). */
 #define FB_PASS_FWD 1u
 #define FB_PASS_BWD 2u
 
@@ -98,7 +98,8 @@ typedef enum fb_device { FB_DEVICE_CPU = 0, FB_DEVICE_CUDA = 1 } fb_device;
  * pointers and the workspace). Valid for the duration of the call only: do not keep the pointer. */
 typedef struct fb_params {
   uint32_t struct_size; /* sizeof(fb_params) in the flashbench that filled it */
-  uint32_t pass;        /* FB_PASS_FWD, FB_PASS_BWD or both: what the case runs (workspace must cover it) */
+  uint32_t pass;        /* FB_PASS_FWD for a forward-only case; FB_PASS_FWD | FB_PASS_BWD for a case with a
+                           backward (its forward runs first, with the same workspace, which must serve both) */
   int32_t dtype;        /* fb_dtype of Q, K, V, O, dO, dQ, dK, dV */
   int32_t batch;
   int32_t heads;    /* query heads */

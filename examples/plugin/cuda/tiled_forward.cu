@@ -8,7 +8,9 @@
 //
 // One thread block per (batch, head, tile of kBr query rows), one thread per query row. K and V are
 // staged in shared memory kBc rows at a time; each thread keeps its q row, its O accumulator and the
-// online-softmax statistics (m = running max, l = running sum of exp(s - m)) in registers.
+// online-softmax statistics (m = running max, l = running sum of exp(s - m)) in registers. That is
+// 2 x d floats per thread: at d = 128 some spill to local memory. A fast kernel splits a row over
+// several threads and uses tensor cores (kernels/flash); this one is written to be read.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
