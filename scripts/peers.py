@@ -4,13 +4,28 @@ and writes flashbench's results schema, so that `flashbench compare`, `flashbenc
 scripts/plot.py put the peers beside `naive` and `flash`.
 
     python3 scripts/peers.py SPEC.json -o results/peers.json [--backends flash,cudnn,efficient,math]
-                             [--device K] [--ref-max-seq N] [--list]
+                             [--callable MODULE:FUNCTION [--name NAME]] [--device K] [--ref-max-seq N] [--list]
 
 Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
   torch-flash      SDPBackend.FLASH_ATTENTION      (FlashAttention-2 inside PyTorch)
   torch-cudnn      SDPBackend.CUDNN_ATTENTION
   torch-efficient  SDPBackend.EFFICIENT_ATTENTION  (memory-efficient attention, xFormers' kernel)
   torch-math       SDPBackend.MATH                 (plain PyTorch ops, N x N scores in memory)
+
+Your own kernel (Triton, CuTe's Python DSL, torch, ...): --callable MODULE:FUNCTION (repeatable) imports
+FUNCTION from MODULE (an importable module name, or a path to a .py file) and runs it as
+    FUNCTION(q, k, v, is_causal=bool, scale=float) -> O
+with SDPA's signature: q (B, H, seq_q, d), k and v (B, kv_heads, seq_k, d), O like q, all in the case's
+dtype on the GPU. Note where it differs from SDPA: causal is flashbench's bottom-right rule (query i sees keys
+j <= i + seq_k - seq_q; the same as SDPA's is_causal when seq_q == seq_k) and k, v keep their kv_heads heads
+(GQA when fewer than H). Its kernel name is FUNCTION (or --name, with one --callable). An exception on its
+first call (e.g. a dtype or head dim it does not take) records the case `skipped` with the message; the
+backward runs through torch.autograd, so a forward-only callable (an output without grad_fn) is skipped
+on bwd cases. Without --backends, only the callables run. Unlike the SDPA peers, a callable is judged:
+`verified` by flashbench's relative rule (src/judge.h) against a plain attention in the case's dtype
+(S and P stored in it, flashbench's naive): err(T) <= f * err_plain(T) + 2 ulps of T's dtype at M
++ eps(fp32) * sqrt(seq_k) * M, f = 2 for O and 3 for gradients, M = max |T_ref| (dQ, dK: at least
+max |dV_ref| / 16); the bound and the rule are kept in the record's errors, as flashbench keeps them.
 
 What is measured, the way flashbench measures it:
   * cases: the spec's Cartesian product, expanded exactly as `flashbench run` expands it
@@ -43,11 +58,15 @@ or runs out of memory is recorded `skipped` with the reason on one line; so is t
 estimated N x N memory exceeds the device's free memory. An exception after a first call that worked is
 recorded `failed`, and the exit status is then 1.
 
-Exit status: 0 done, 1 a case failed, 2 bad spec or arguments, or no PyTorch with CUDA here.
+Exit status: 0 done, 1 a case failed or a --callable failed verification, 2 bad spec or arguments, or no
+PyTorch with CUDA here.
 """
 
 import argparse
+import contextlib
 import datetime
+import importlib
+import importlib.util
 import json
 import time
 import math
@@ -113,6 +132,105 @@ def backend_names(arg):
     return [k for k in BACKENDS if k in wanted]
 
 
+# flashbench's relative verification rule (src/judge.h, judge.cpp), for --callable kernels.
+DTYPE_EPS = {"fp64": 2.0 ** -52, "fp32": 2.0 ** -23, "fp16": 2.0 ** -10, "bf16": 2.0 ** -7}
+FLOOR_ULPS = 2.0
+TOL_TILED = {"fp64": 1e-12, "fp32": 2.0 ** -13, "fp16": 2.0 ** -8, "bf16": 2.0 ** -5}  # no plain baseline
+CANCELLED_GRADIENT_SHARE = 1.0 / 16
+KERNEL_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+
+def parse_callable(arg):
+    """--callable "module:function" (module: a dotted name or a path to a .py file; function: a name, or
+    dotted attributes such as Class.method) -> (module, function). ValueError with the flag's name."""
+    module, sep, function = arg.rpartition(":")
+    if not sep or not module or not function:
+        raise ValueError(f"--callable {arg}: expected MODULE:FUNCTION, e.g. mykernels:attention or "
+                         "examples/python/triton_attention.py:attention")
+    if not all(part.isidentifier() for part in function.split(".")):
+        raise ValueError(f"--callable {arg}: '{function}' is not a Python name")
+    return module, function
+
+
+def callable_kernel_names(specs, name=None):
+    """Kernel names of the --callable specs [(module, function)]: the function's name, or --name (only
+    with one callable). ValueError if a name is taken twice, is an SDPA backend's, or has characters
+    flashbench's kernel names do not."""
+    if name is not None and len(specs) != 1:
+        raise ValueError(f"--name {name}: give it with exactly one --callable (got {len(specs)})")
+    names = [name] if name is not None else [function.split(".")[-1] for _, function in specs]
+    for n in names:
+        flag = "--name" if name is not None else "--callable"
+        if not KERNEL_NAME.match(n):
+            raise ValueError(f"{flag}: kernel name '{n}' may hold only A-Z a-z 0-9 _ . + -")
+        if n in BACKENDS:
+            raise ValueError(f"{flag}: kernel name '{n}' is an SDPA backend's; choose another with --name")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"--callable: two callables named '{dup[0]}'; run them one at a time with --name")
+    return names
+
+
+def load_callable(module, function):
+    """Imports `function` from `module` (a .py path or a module name). ValueError saying what failed."""
+    where = f"--callable {module}:{function}"
+    try:
+        if module.endswith(".py") or os.sep in module:
+            if not os.path.isfile(module):
+                raise ValueError(f"{where}: no such file '{module}'")
+            name = "fb_callable_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(module))[0])
+            spec = importlib.util.spec_from_file_location(name, module)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod  # decorators such as triton.jit look their module up here
+            spec.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(module)
+    except ValueError:
+        raise
+    except Exception as e:  # ImportError, and whatever the module raises while importing
+        raise ValueError(f"{where}: importing it failed ({type(e).__name__}: {one_line(e, 200)})") from None
+    obj = mod
+    for attr in function.split("."):
+        if not hasattr(obj, attr):
+            raise ValueError(f"{where}: {module} has no '{function}'")
+        obj = getattr(obj, attr)
+    if not callable(obj):
+        raise ValueError(f"{where}: '{function}' is a {type(obj).__name__}, not a function")
+    return obj
+
+
+def ulp_at(m, dtype):
+    """Spacing of `dtype`'s numbers at magnitude m (judge.cpp's ulp_at)."""
+    if not (m > 0) or not math.isfinite(m):
+        return 0.0
+    return DTYPE_EPS[dtype] * 2.0 ** math.floor(math.log2(m))
+
+
+def judge_callable(case, errors, magnitudes, plain_errors):
+    """flashbench's verdict for a callable's outputs (module docstring): errors, magnitudes (max |ref|)
+    and plain_errors (the plain attention's errors, or None when it could not run) per tensor name ->
+    (verified, {name: bound}, rule)."""
+    dtype = case["dtype"]
+    _, seq_k = seq_lengths(case)
+    acc = "fp64" if dtype == "fp64" else "fp32"
+    dv_scale = magnitudes.get("dV", math.nan)
+    bounds = {}
+    rule = "2x-baseline" if plain_errors is not None and all(
+        math.isfinite(plain_errors.get(t, math.nan)) for t in errors) else "dtype-bound"
+    for t, err in errors.items():
+        m = magnitudes[t]
+        if t in ("dQ", "dK") and math.isfinite(dv_scale):
+            m = max(m, CANCELLED_GRADIENT_SHARE * dv_scale)
+        if rule == "2x-baseline":
+            f = 3.0 if t.startswith("d") else 2.0
+            bounds[t] = (f * plain_errors[t] + FLOOR_ULPS * ulp_at(m, dtype)
+                         + DTYPE_EPS[acc] * math.sqrt(max(seq_k, 1)) * m)
+        else:
+            bounds[t] = TOL_TILED[dtype] * m
+    verified = bool(errors) and all(err <= bounds[t] for t, err in errors.items())  # NaN never passes
+    return verified, bounds, rule
+
+
 def one_line(text, limit=MAX_REASON):
     """An exception's text as one line: whitespace runs folded, cut at `limit` characters."""
     s = re.sub(r"\s+", " ", str(text)).strip()
@@ -162,8 +280,9 @@ def output_names(pass_):
     return {"fwd": ["O"], "bwd": ["dQ", "dK", "dV"], "fwd+bwd": ["O", "dQ", "dK", "dV"]}[pass_]
 
 
-def make_record(case, kernel, status, reason="", times_ms=(), peak_bytes=0, errors=None):
-    """One results record in the schema src/record.cpp writes."""
+def make_record(case, kernel, status, reason="", times_ms=(), peak_bytes=0, errors=None, verdict=None):
+    """One results record in the schema src/record.cpp writes. `verdict`: judge_callable's (verified,
+    bounds, rule) for a judged kernel; None leaves `verified` null (the SDPA peers are measured only)."""
     flops = case_flops(case)
     t = summarize(list(times_ms)) if status == "ok" else summarize([])
     tflops = flops / (t["median"] * 1e-3) / 1e12 if status == "ok" and t["median"] > 0 else 0.0
@@ -186,9 +305,20 @@ def make_record(case, kernel, status, reason="", times_ms=(), peak_bytes=0, erro
         "memory": {"peak_bytes": int(peak_bytes)},
         "max_abs_diff": None,
         "ref_max_abs_err": encode_number(ref),
-        "verified": None,
-        "errors": {name: {"ref": encode_number(e)} for name, e in (errors or {}).items()},
+        "verified": verdict[0] if verdict else None,
+        "errors": errors_json(errors, verdict),
     }
+
+
+def errors_json(errors, verdict):
+    out = {}
+    for name, e in (errors or {}).items():
+        out[name] = {"ref": encode_number(e)}
+        if verdict:
+            out[name]["bound"] = encode_number(verdict[1][name])
+    if verdict:
+        out["rule"] = verdict[2]
+    return out
 
 
 def tool_info():
@@ -259,6 +389,17 @@ def import_torch(device_index):
     return torch, SDPBackend, sdpa_kernel
 
 
+class UserKernel:
+    """A --callable: its kernel name, where it came from ("module:function") and the function."""
+
+    def __init__(self, name, origin, fn):
+        self.name, self.origin, self.fn = name, origin, fn
+
+
+def kernel_name(kernel):
+    return kernel.name if isinstance(kernel, UserKernel) else kernel
+
+
 class Peers:
     def __init__(self, torch, SDPBackend, sdpa_kernel, device_index, warmup, reps, ref_max_seq, verify):
         import torch.nn.functional as F
@@ -327,20 +468,26 @@ class Peers:
             q, k, v, scale=1.0 / math.sqrt(case["head_dim"]),
             enable_gqa=case["heads"] != case["kv_heads"], **self.mask_args(case))
 
-    def runner(self, case, q, k, v, do):
+    def runner(self, case, q, k, v, do, forward):
         """(prepare, timed): prepare() runs untimed before the reps; timed() is one rep and returns the
-        outputs {name: tensor}."""
+        outputs {name: tensor}. forward(case, q, k, v) -> O."""
         t = self.torch
+
+        def differentiable(o):
+            if not o.requires_grad:  # e.g. a Triton forward with no autograd.Function around it
+                raise NotImplementedError("the callable's output has no grad_fn: it is forward only")
+            return o
+
         if case["pass"] == "fwd":
             def timed():
                 with t.no_grad():
-                    return {"O": self.forward(case, q, k, v)}
+                    return {"O": forward(case, q, k, v)}
             return (lambda: None), timed
         if case["pass"] == "bwd":
             state = {}
 
             def prepare():
-                state["o"] = self.forward(case, q, k, v)
+                state["o"] = differentiable(forward(case, q, k, v))
 
             def timed():
                 dq, dk, dv = t.autograd.grad(state["o"], (q, k, v), do, retain_graph=True)
@@ -348,7 +495,7 @@ class Peers:
             return prepare, timed
 
         def timed():
-            o = self.forward(case, q, k, v)
+            o = differentiable(forward(case, q, k, v))
             dq, dk, dv = t.autograd.grad(o, (q, k, v), do)
             return {"O": o.detach(), "dQ": dq, "dK": dk, "dV": dv}
         return (lambda: None), timed
@@ -397,6 +544,43 @@ class Peers:
                         out["dV"][bi, kh] += gv
         return out
 
+    def plain(self, case, q, k, v, do):
+        """Plain attention in the case's dtype, S and P stored in it (flashbench's naive): the yardstick
+        a callable's error is set against. Outputs {name: tensor}, like reference()."""
+        t = self.torch
+        h, kv = case["heads"], case["kv_heads"]
+        nq, nk = seq_lengths(case)
+        grad = case["pass"] != "fwd"
+        qq, kk, vv = (x.detach().requires_grad_(grad) for x in (q, k, v))
+        with t.set_grad_enabled(grad):
+            ke = kk.repeat_interleave(h // kv, dim=1)  # (B, H, seq_k, d)
+            ve = vv.repeat_interleave(h // kv, dim=1)
+            s = (qq @ ke.transpose(-2, -1)) * (1.0 / math.sqrt(case["head_dim"]))  # (B, H, seq_q, seq_k)
+            if case["causal"]:
+                rows = t.arange(nq, device=self.dev)[:, None]
+                s = s.masked_fill(t.arange(nk, device=self.dev)[None, :] > rows + (nk - nq), -math.inf)
+            o = t.softmax(s, dim=-1) @ ve
+        out = {"O": o.detach()} if case["pass"] != "bwd" else {}
+        if grad:
+            dq, dk, dv = t.autograd.grad(o, (qq, kk, vv), do)
+            out.update({"dQ": dq, "dK": dk, "dV": dv})
+        return out
+
+    def verdict(self, case, errs, tensors, ref_cache):
+        """judge_callable's verdict, with the plain attention's errors computed once per case (None, and
+        the dtype's own bound, if it does not fit in memory)."""
+        t = self.torch
+        ref = ref_cache["ref"]
+        if "plain" not in ref_cache:
+            try:
+                ref_cache["plain"] = self.errors(self.plain(case, *tensors), ref)
+            except t.cuda.OutOfMemoryError:
+                t.cuda.empty_cache()
+                ref_cache["plain"] = None
+        mags = {name: float(ref[name].abs().max()) for name in ref}
+        plain = ref_cache["plain"]
+        return judge_callable(case, errs, mags, {n: plain[n] for n in errs} if plain else None)
+
     def errors(self, outputs, ref):
         t = self.torch
         errs = {}
@@ -411,8 +595,11 @@ class Peers:
     # ---- one case x backend ----
 
     def measure(self, case, kernel, tensors, ref_cache):
+        """One record of `kernel` (an SDPA backend's name or a UserKernel) on the case."""
         t = self.torch
         q, k, v, do = tensors
+        user = kernel if isinstance(kernel, UserKernel) else None
+        kernel = kernel_name(kernel)
         why = mask_refusal(case)
         if why:
             return make_record(case, kernel, "skipped", why)
@@ -424,9 +611,20 @@ class Peers:
                 return make_record(case, kernel, "skipped",
                                    f"math backend needs about {need / 2**30:.1f} GiB for its N x N tensors "
                                    f"(estimate), {free / 2**30:.1f} GiB free")
-        backend = getattr(self.SDPBackend, BACKENDS[kernel])
-        prepare, timed = self.runner(case, q, k, v, do)
-        with self.sdpa_kernel([backend]):
+        if user:
+            scale = 1.0 / math.sqrt(case["head_dim"])
+
+            def forward(case_, q_, k_, v_):
+                return user.fn(q_, k_, v_, is_causal=bool(case_["causal"]), scale=scale)
+            context = contextlib.nullcontext()
+        else:
+            forward = self.forward
+            context = self.sdpa_kernel([getattr(self.SDPBackend, BACKENDS[kernel])])
+        # Whatever a user's function raises is its refusal (first call) or failure (later): Triton's
+        # compilation errors, assertions on shapes, ...
+        refusals = (Exception,) if user else REFUSALS
+        prepare, timed = self.runner(case, q, k, v, do, forward)
+        with context:
             # First call: does the backend take the case at all, and how much memory does it use.
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -440,9 +638,12 @@ class Peers:
                     peak = t.cuda.max_memory_allocated(self.dev) - base
                 except t.cuda.OutOfMemoryError as e:
                     return self._skip(case, kernel, "out of memory: " + one_line(e))
-                except REFUSALS as e:
+                except refusals as e:
                     why = [one_line(w.message, 120) for w in caught]
                     return self._skip(case, kernel, one_line(e) + (f" ({'; '.join(why)})" if why else ""))
+            if user and "O" in outputs and tuple(outputs["O"].shape) != tuple(q.shape):
+                return make_record(case, kernel, "failed", f"the callable returned O of shape "
+                                   f"{tuple(outputs['O'].shape)}, not q's {tuple(q.shape)}")
             try:
                 del outputs
                 for _ in range(self.warmup):
@@ -466,7 +667,7 @@ class Peers:
                 times = [s.elapsed_time(e) for s, e in events]
             except t.cuda.OutOfMemoryError as e:
                 return self._skip(case, kernel, "out of memory: " + one_line(e))
-            except REFUSALS as e:
+            except refusals as e:
                 t.cuda.empty_cache()
                 return make_record(case, kernel, "failed", one_line(e))
         errs = None
@@ -475,7 +676,9 @@ class Peers:
                 ref_cache["ref"] = self.reference(case, q, k, v, do)
             errs = self.errors(outputs, ref_cache["ref"])
         del outputs
-        return make_record(case, kernel, "ok", times_ms=times, peak_bytes=max(0, peak), errors=errs)
+        verdict = self.verdict(case, errs, tensors, ref_cache) if user and errs is not None else None
+        return make_record(case, kernel, "ok", times_ms=times, peak_bytes=max(0, peak), errors=errs,
+                           verdict=verdict)
 
     def _skip(self, case, kernel, reason):
         self.torch.cuda.synchronize(self.dev)
@@ -494,6 +697,10 @@ def parse_args(argv):
     p.add_argument("-o", "--output", help="write results JSON here")
     p.add_argument("--backends", help="comma-separated subset of: " +
                    ", ".join(k[len("torch-"):] for k in BACKENDS) + " (default: all)")
+    p.add_argument("--callable", dest="callables", action="append", default=[], metavar="MODULE:FUNCTION",
+                   help="time and verify your own attention function, called like SDPA: FUNCTION(q, k, v, "
+                   "is_causal=..., scale=...) (repeatable; MODULE may be a .py path)")
+    p.add_argument("--name", help="kernel name of the one --callable in the results (default: the function's name)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
                    help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
@@ -518,7 +725,12 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         sweep = load_spec(args.spec)
-        kernels = backend_names(args.backends)
+        specs = [parse_callable(c) for c in args.callables]
+        names = callable_kernel_names(specs, args.name) if specs else []
+        if args.name is not None and not specs:
+            raise ValueError("--name: names a --callable; give one")
+        # With callables, the SDPA backends run only when asked for.
+        kernels = backend_names(args.backends) if args.backends is not None or not specs else []
     except (SpecError, ValueError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -540,6 +752,12 @@ def main(argv=None):
     except Unavailable as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    try:  # after torch: a user's module imports torch or triton itself
+        for (module, function), name in zip(specs, names):
+            kernels.append(UserKernel(name, f"{module}:{function}", load_callable(module, function)))
+    except ValueError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_USAGE
 
     peers = Peers(torch, SDPBackend, sdpa_kernel, args.device, sweep["warmup"], sweep["reps"],
                   args.ref_max_seq, sweep["verify"])
@@ -553,7 +771,7 @@ def main(argv=None):
             records.append(rec)
             what = (f"{rec['time_ms']['median']:.4f} ms" if rec["status"] == "ok"
                     else f"{rec['status']}: {one_line(rec['reason'], 100)}")
-            print(f"[{i}/{len(cases)}] {rec['key']} {kernel}: {what}", file=sys.stderr, flush=True)
+            print(f"[{i}/{len(cases)}] {rec['key']} {rec['kernel']}: {what}", file=sys.stderr, flush=True)
         del tensors, ref_cache
         torch.cuda.empty_cache()
 
@@ -567,7 +785,9 @@ def main(argv=None):
         "settings": {"warmup": sweep["warmup"], "warmup_min_s": 0.1, "reps": sweep["reps"], "seed": sweep["seed"],
                      "verify": sweep["verify"], "timer": "cuda-events", "l2_flush": True,
                      "l2_flush_bytes": peers.flush_buf.numel(), "ref_max_seq": args.ref_max_seq,
-                     "backends": kernels},
+                     "backends": [k for k in kernels if not isinstance(k, UserKernel)],
+                     "callables": [{"name": k.name, "callable": k.origin} for k in kernels
+                                   if isinstance(k, UserKernel)]},
         "complete": True,  # peers.py has no interruption handling: a file it writes is whole
         "results": records,
     }
@@ -575,7 +795,8 @@ def main(argv=None):
     if args.output:
         write_atomic(args.output, json.dumps(results, indent=2, allow_nan=False) + "\n")
         print(f"{PROG}: {len(records)} results -> {args.output}", file=sys.stderr)
-    return EXIT_FAILED if any(r["status"] == "failed" for r in records) else EXIT_OK
+    # A judged kernel (a callable) that fails verification fails the run, as in `flashbench run`.
+    return EXIT_FAILED if any(r["status"] == "failed" or r["verified"] is False for r in records) else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -494,6 +494,130 @@ class Spec(unittest.TestCase):
         self.assertEqual((san["warmup"], san["reps"]), (0, 1))
 
 
+class PeersCallable(unittest.TestCase):
+    """peers.py --callable MODULE:FUNCTION, up to where torch is needed: argument handling, importing the
+    user's function, naming, the verification rule mirrored from src/judge.h, and the record it makes."""
+
+    CASE = {"batch": 1, "heads": 2, "kv_heads": 1, "seq": 256, "head_dim": 64, "dtype": "bf16", "causal": False,
+            "pass": "fwd"}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fb-callable-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.spec = os.path.join(self.tmp, "spec.json")
+        with open(self.spec, "w") as f:
+            json.dump({"seq": [128], "batch": 1, "heads": 2, "head_dim": 64, "dtype": "bf16"}, f)
+        self.module = os.path.join(self.tmp, "mykernels.py")
+        with open(self.module, "w") as f:
+            f.write("VALUE = 3\n\nclass Ops:\n    @staticmethod\n    def attn(q, k, v, is_causal=False, scale=None):\n"
+                    "        return q\n\ndef attention(q, k, v, is_causal=False, scale=None):\n    return q\n")
+        self.broken = os.path.join(self.tmp, "broken.py")
+        with open(self.broken, "w") as f:
+            f.write("import no_such_module_for_flashbench_tests\n")
+
+    def test_parse_callable(self):
+        self.assertEqual(peers.parse_callable("mykernels:attention"), ("mykernels", "attention"))
+        self.assertEqual(peers.parse_callable("a/b.py:Ops.attn"), ("a/b.py", "Ops.attn"))
+        self.assertEqual(peers.parse_callable("C:/x.py:f"), ("C:/x.py", "f"), "the last colon splits")
+        for bad, says in [("attention", "expected MODULE:FUNCTION"), (":f", "expected MODULE:FUNCTION"),
+                          ("m:", "expected MODULE:FUNCTION"), ("m:not-a-name", "'not-a-name' is not a Python name")]:
+            with self.subTest(arg=bad):
+                with self.assertRaises(ValueError) as cm:
+                    peers.parse_callable(bad)
+                self.assertIn(says, str(cm.exception))
+                self.assertIn(f"--callable {bad}", str(cm.exception))
+
+    def test_kernel_names(self):
+        self.assertEqual(peers.callable_kernel_names([("m", "attention"), ("n", "Ops.attn")]), ["attention", "attn"])
+        self.assertEqual(peers.callable_kernel_names([("m", "attention")], "triton-v2"), ["triton-v2"])
+        for specs, name, says in [
+                ([("m", "f"), ("n", "f")], None, "two callables named 'f'"),
+                ([("m", "f"), ("n", "g")], "x", "exactly one --callable"),
+                ([("m", "f")], "torch-flash", "is an SDPA backend's"),
+                ([("m", "f")], "my kernel", "may hold only")]:
+            with self.subTest(says=says):
+                with self.assertRaises(ValueError) as cm:
+                    peers.callable_kernel_names(specs, name)
+                self.assertIn(says, str(cm.exception))
+
+    def test_load_callable(self):
+        fn = peers.load_callable(self.module, "attention")
+        self.assertEqual(fn(1, 2, 3, is_causal=True, scale=0.5), 1)
+        self.assertEqual(peers.load_callable(self.module, "Ops.attn")(4, 5, 6), 4)
+        sys.path.insert(0, self.tmp)
+        self.addCleanup(sys.path.remove, self.tmp)
+        self.assertEqual(peers.load_callable("mykernels", "attention")(7, 8, 9), 7, "by module name")
+        for module, function, says in [
+                (os.path.join(self.tmp, "none.py"), "f", "no such file"),
+                (self.module, "missing", "has no 'missing'"),
+                (self.module, "VALUE", "is a int, not a function"),
+                (self.broken, "f", "importing it failed (ModuleNotFoundError"),
+                ("no_such_module_for_flashbench_tests", "f", "importing it failed")]:
+            with self.subTest(says=says):
+                with self.assertRaises(ValueError) as cm:
+                    peers.load_callable(module, function)
+                self.assertIn(says, str(cm.exception))
+                self.assertIn(f"--callable {module}:{function}", str(cm.exception))
+
+    def test_judge_mirrors_flashbench_relative_rule(self):
+        m = 2.0  # max |O_ref|; bf16 ulp at 2 is 2^-7 * 2
+        plain = 3e-3
+        floor = 2 * 2.0 ** -6 + 2.0 ** -23 * math.sqrt(256) * m
+        ok, bounds, rule = peers.judge_callable(self.CASE, {"O": 2 * plain + floor * 0.99}, {"O": m}, {"O": plain})
+        self.assertEqual(rule, "2x-baseline")
+        self.assertAlmostEqual(bounds["O"], 2 * plain + floor)
+        self.assertTrue(ok)
+        self.assertFalse(peers.judge_callable(self.CASE, {"O": 2 * plain + floor * 1.01}, {"O": m}, {"O": plain})[0])
+        self.assertFalse(peers.judge_callable(self.CASE, {"O": math.nan}, {"O": m}, {"O": plain})[0], "NaN fails")
+        self.assertFalse(peers.judge_callable(self.CASE, {"O": math.inf}, {"O": m}, {"O": plain})[0])
+        # Gradients: factor 3; dQ judged at no less than dV's scale / 16.
+        bwd = dict(self.CASE, **{"pass": "bwd"})
+        errs, mags = {"dQ": 0.0, "dK": 0.0, "dV": 0.0}, {"dQ": 1e-9, "dK": 1.0, "dV": 32.0}
+        _, b, _ = peers.judge_callable(bwd, errs, mags, {"dQ": 1e-3, "dK": 1e-3, "dV": 1e-3})
+        self.assertGreater(b["dQ"], 3e-3 + 2 * peers.ulp_at(2.0, "bf16") * 0.99, "dQ at dV / 16 = 2")
+        # No plain baseline (out of memory): the dtype's own bound at M.
+        ok, bounds, rule = peers.judge_callable(self.CASE, {"O": 1e-3}, {"O": m}, None)
+        self.assertEqual((rule, bounds["O"]), ("dtype-bound", 2.0 ** -5 * m))
+        self.assertTrue(ok)
+
+    def test_judged_record_reads_back_with_its_bound_and_rule(self):
+        verdict = peers.judge_callable(self.CASE, {"O": 1e-3}, {"O": 2.0}, {"O": 1e-3})
+        rec = peers.make_record(self.CASE, "triton-example", "ok", times_ms=[1.0, 1.1], errors={"O": 1e-3},
+                                verdict=verdict)
+        self.assertIs(rec["verified"], True)
+        self.assertEqual(rec["errors"]["rule"], "2x-baseline")
+        self.assertAlmostEqual(rec["errors"]["O"]["bound"], verdict[1]["O"])
+        doc = fbresults.results_from_json(json.loads(json.dumps(results_doc([rec]), allow_nan=False)))
+        self.assertIs(doc["results"][0]["verified"], True)
+        failed = peers.make_record(self.CASE, "triton-example", "ok", times_ms=[1.0], errors={"O": 1.0},
+                                   verdict=peers.judge_callable(self.CASE, {"O": 1.0}, {"O": 2.0}, {"O": 1e-3}))
+        self.assertIs(failed["verified"], False)
+
+    def test_cli_refuses_bad_callables_before_needing_torch(self):
+        env = fake_torch(self.tmp, "raise ImportError('No module named torch (hidden by the test)')\n")
+        for args, says in [(["--callable", "attention"], "expected MODULE:FUNCTION"),
+                           (["--name", "x"], "--name: names a --callable"),
+                           (["--callable", "a:f", "--callable", "b:f"], "two callables named 'f'")]:
+            with self.subTest(args=args):
+                r = run_script("peers.py", self.spec, *args, env=env)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(says, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        # A well-formed callable gets as far as torch.
+        r = run_script("peers.py", self.spec, "--callable", f"{self.module}:attention", env=env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("PyTorch is not installed", r.stderr)
+
+    def test_triton_example_is_valid_python_and_imports_where_triton_is(self):
+        path = os.path.join(ROOT, "examples", "python", "triton_attention.py")
+        with open(path) as f:
+            compile(f.read(), path, "exec")
+        if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
+            self.skipTest("torch or triton not installed: the example is checked on the GPU machine")
+        fn = peers.load_callable(path, "attention")
+        self.assertTrue(callable(fn))
+
+
 @unittest.skipUnless(FLASHBENCH_EXE and os.access(FLASHBENCH_EXE, os.X_OK), "FLASHBENCH_EXE not set")
 class AgainstFlashbench(unittest.TestCase):
     """A tiny sweep on flashbench's CPU backend: its cases are the ones fbspec expands to, in the same
