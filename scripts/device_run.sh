@@ -5,7 +5,7 @@
 #   scripts/device_run.sh BUILD_DIR [step ...]
 #   steps: tests ceilings verify verifybwd quick fwd fwd32 tests32 fp32tc fp32tcspeed seed bwd peers
 #          peersbwd ncu sanitize sm90 peerssm90 bwdsm90 peersbwdsm90 extreme dump devices archs gpuquick
-#          adaptive verifyall decode gatestudy
+#          adaptive verifyall decode gatestudy plugin triton
 set -uo pipefail
 build=${1:?usage: scripts/device_run.sh BUILD_DIR [steps]}
 shift
@@ -66,6 +66,21 @@ for s in $steps; do
         for i in \$(seq 1 ${GATE_SLOW:-3}); do '$fb' run configs/gate-study.json -q -o '$out/gate/slow-'\$i.json; done;
         git apply -R tests/data/gate-slowdown.patch; cmake --build '$build' -j\$(nproc) --target flashbench >/dev/null;
         python3 scripts/gate_study.py --exe '$fb' --base '$out'/gate/base-*.json --slow '$out'/gate/slow-*.json -o '$out/gate-study.json'" ;;
+    # The example plug-ins (examples/plugin, --kernel-lib): the CUDA one's GPU test, then both through the CLI
+    # (the CPU one on the CPU backend), square and decode shapes, verified beside the built-ins.
+    plugin) step plugin sh -c "set -e; cuda_lib='$build/examples/plugin/libfb_example_cuda.so';
+        '$build/tests/flashbench_gpu_tests' 'the example CUDA plug-in*';
+        '$fb' run configs/gpu-quick.json --kernel-lib \$cuda_lib --kernels naive,flash,flash-sm90,example-cuda -o '$out/plugin-gpu-quick.json';
+        '$fb' run configs/decode.json --kernel-lib \$cuda_lib --kernels naive,flash,flash-sm90,example-cuda --filter '^b1-' -q -o '$out/plugin-decode.json';
+        '$fb' verify --seq-q 130 --seq-k 70 --kv-heads 8 --dtype all --causal both --kernel-lib \$cuda_lib -o '$out/plugin-verify-q130-k70.json';
+        '$fb' run examples/plugin/spec.json --backend cpu --kernel-lib '$build/examples/plugin/libfb_example_cpu.so' -o '$out/plugin-cpu.json'" ;;
+    # peers.py --callable: the Triton example (examples/python) beside flashbench's rows, merged and plotted.
+    triton) step triton sh -c "set -e; f=examples/python/triton_attention.py:attention;
+        python3 scripts/peers.py configs/gpu-quick.json --callable \$f --name triton-example -o '$out/triton-gpu-quick.json';
+        python3 scripts/peers.py configs/decode.json --callable \$f --name triton-example -o '$out/triton-decode.json';
+        '$fb' run configs/gpu-quick.json -q -o '$out/gpu-quick-for-triton.json';
+        '$fb' merge '$out/gpu-quick-for-triton.json' '$out/triton-gpu-quick.json' --force -o '$out/triton-merged.json';
+        python3 scripts/plot.py '$out/triton-merged.json' -o '$out/triton-plots'" ;;
     fwd) step fwd "$fb" run configs/h200-fwd.json -o "$out/h200-fwd.json" --csv "$out/h200-fwd.csv" ;;
     seed) step seed "$fb" run configs/seed-claims.json -o "$out/seed-claims.json" --csv "$out/seed-claims.csv" ;;
     bwd) step bwd "$fb" run configs/h200-bwd.json -o "$out/h200-bwd.json" --csv "$out/h200-bwd.csv" ;;
