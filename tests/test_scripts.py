@@ -563,7 +563,7 @@ class PeersCallable(unittest.TestCase):
         m = 2.0  # max |O_ref|; bf16 ulp at 2 is 2^-7 * 2
         plain = 3e-3
         floor = 2 * 2.0 ** -6 + 2.0 ** -23 * math.sqrt(256) * m
-        ok, bounds, rule = peers.judge_callable(self.CASE, {"O": 2 * plain + floor * 0.99}, {"O": m}, {"O": plain})
+        ok, bounds, rule, _ = peers.judge_callable(self.CASE, {"O": 2 * plain + floor * 0.99}, {"O": m}, {"O": plain})
         self.assertEqual(rule, "2x-baseline")
         self.assertAlmostEqual(bounds["O"], 2 * plain + floor)
         self.assertTrue(ok)
@@ -573,10 +573,16 @@ class PeersCallable(unittest.TestCase):
         # Gradients: factor 3; dQ judged at no less than dV's scale / 16.
         bwd = dict(self.CASE, **{"pass": "bwd"})
         errs, mags = {"dQ": 0.0, "dK": 0.0, "dV": 0.0}, {"dQ": 1e-9, "dK": 1.0, "dV": 32.0}
-        _, b, _ = peers.judge_callable(bwd, errs, mags, {"dQ": 1e-3, "dK": 1e-3, "dV": 1e-3})
-        self.assertGreater(b["dQ"], 3e-3 + 2 * peers.ulp_at(2.0, "bf16") * 0.99, "dQ at dV / 16 = 2")
+        _, b, rule, details = peers.judge_callable(bwd, errs, mags, {"dQ": 1e-3, "dK": 1e-3, "dV": 1e-3})
+        # dQ cancelled (1e-9 < 32 / 16): the dtype's own bound at dV's / 16, even beside the baseline;
+        # dK (1 < 2) too; dV by the relative rule.
+        self.assertEqual(rule, "2x-baseline")
+        self.assertEqual(details["dQ"], (2.0, "dtype-bound (cancelled)"))
+        self.assertEqual(b["dQ"], 2.0 ** -5 * 2.0)
+        self.assertEqual(details["dV"], (32.0, None))
+        self.assertAlmostEqual(b["dV"], 3e-3 + 2 * peers.ulp_at(32.0, "bf16") + 2.0 ** -23 * 16 * 32.0)
         # No plain baseline (out of memory): the dtype's own bound at M.
-        ok, bounds, rule = peers.judge_callable(self.CASE, {"O": 1e-3}, {"O": m}, None)
+        ok, bounds, rule, _ = peers.judge_callable(self.CASE, {"O": 1e-3}, {"O": m}, None)
         self.assertEqual((rule, bounds["O"]), ("dtype-bound", 2.0 ** -5 * m))
         self.assertTrue(ok)
 
@@ -587,6 +593,7 @@ class PeersCallable(unittest.TestCase):
         self.assertIs(rec["verified"], True)
         self.assertEqual(rec["errors"]["rule"], "2x-baseline")
         self.assertAlmostEqual(rec["errors"]["O"]["bound"], verdict[1]["O"])
+        self.assertEqual(rec["errors"]["O"]["scale"], 2.0)
         doc = fbresults.results_from_json(json.loads(json.dumps(results_doc([rec]), allow_nan=False)))
         self.assertIs(doc["results"][0]["verified"], True)
         failed = peers.make_record(self.CASE, "triton-example", "ok", times_ms=[1.0], errors={"O": 1.0},
