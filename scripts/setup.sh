@@ -41,7 +41,10 @@ if [ "$mode" = run ]; then
   # The backend `run` picks by itself (auto): CUDA when this build has it and a GPU is visible. On a GPU
   # the CPU's smoke sweep would only time microsecond launches; gpu-quick shows naive vs tiled in seconds.
   spec=quick
-  if "$build/flashbench" info --json 2>/dev/null | grep -q '"backend": "cuda"'; then spec=gpu-quick; fi
+  # Read all of info's output first: `info | grep -q` under pipefail fails when grep stops reading
+  # early and info, still writing (its JSON is larger on a GPU), dies of SIGPIPE.
+  info=$("$build/flashbench" info --json 2>/dev/null || true)
+  if grep -q '"backend": "cuda"' <<<"$info"; then spec=gpu-quick; fi
   exec "$build/flashbench" run "configs/$spec.json" -o "$build/$spec.json" --csv "$build/$spec.csv" "$@"
 fi
 
