@@ -460,10 +460,12 @@ int run_command(const RunOptions& o) {
   if (o.quiet && o.json_out.empty() && o.csv_out.empty())
     std::cerr << "flashbench: warning: -q without -o/--csv: the results are printed nowhere and saved nowhere\n";
 
-  // The journal's fingerprint covers what changes the results: the spec, the backend, the shard and
-  // the flags that replace spec fields.
+  // The journal's fingerprint covers what changes the results: the spec, the backend, the shard, the
+  // flags that replace spec fields and the plug-in libraries (by path: a rebuilt library at the same
+  // path is the user's to --fresh).
   nlohmann::json identity = sweep.spec;
   if (!overrides.empty()) identity["_overrides"] = overrides;
+  if (!o.kernel_libs.empty()) identity["_kernel_libs"] = o.kernel_libs;
   const std::string fingerprint = sweep_fingerprint(identity, backend->name(), o.shard);
 
   // Resume: the journal's cases are done; run the rest. Without --resume or --fresh an unfinished

@@ -95,98 +95,63 @@ CudaEntry cuda_entry(const cuda::Ops& ops) {
 #define FB_CUDA_ENTRY(ops) CudaEntry{}
 #endif
 
+// One descriptor, every field named at its place in the list below.
+struct Spec {
+  const char* name;
+  Role role;
+  std::vector<Dtype> dtypes;
+  std::vector<int> head_dims;  // empty: any
+  ByteModel bytes;
+  CpuEntry cpu;
+  CudaEntry cuda;
+  const char* description;
+};
+
+Descriptor describe(Spec s) {
+  Descriptor d;
+  d.name = s.name;
+  d.role = s.role;
+  d.dtypes = std::move(s.dtypes);
+  d.head_dims = std::move(s.head_dims);
+  d.passes = all_passes();
+  d.bytes = std::move(s.bytes);
+  d.cpu = std::move(s.cpu);
+  d.cuda = std::move(s.cuda);
+  d.description = s.description;
+  return d;
+}
+
 std::vector<Descriptor> make_builtins() {
+  const std::vector<Dtype> fp16_bf16 = {Dtype::fp16, Dtype::bf16};
   std::vector<Descriptor> list;
-  {
-    Descriptor d;
-    d.name = "naive";
-    d.description =
-        "standard attention: S = scale*QK^T and P = softmax(S) materialised as N x N arrays "
-        "(cuBLAS on GPU)";
-    d.role = Role::baseline;
-    d.dtypes = all_dtypes();
-    d.passes = all_passes();
-    d.bytes = naive_bytes;
-    d.cpu = cpu_naive();
-    d.cuda = FB_CUDA_ENTRY(cuda::naive_ops());
-    list.push_back(std::move(d));
-  }
-  {
-    Descriptor d;
-    d.name = "flash";
-    d.description =
-        "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor cores: fp16/bf16, "
-        "and fp32 as 3xTF32; sm_80+)";
-    d.dtypes = all_dtypes();
-    d.head_dims = {32, 64, 128};
-    d.passes = all_passes();
-    d.bytes = tiled_bytes;
-    d.cpu = cpu_flash();
-    d.cuda = FB_CUDA_ENTRY(cuda::flash_ops());
-    list.push_back(std::move(d));
-  }
-  {
-    Descriptor d;
-    d.name = "flash-exact";
-    d.description =
-        "flash with fp32/fp64 on CUDA cores in exact arithmetic (no TF32): the reference-grade fp32 path";
-    d.dtypes = {Dtype::fp64, Dtype::fp32};
-    d.head_dims = {32, 64, 128};
-    d.passes = all_passes();
-    d.bytes = tiled_bytes;
-    // The CPU's `flash` is already exact: no second CPU entry.
-    d.cuda = FB_CUDA_ENTRY(cuda::flash_exact_ops());
-    list.push_back(std::move(d));
-  }
-  {
-    Descriptor d;
-    d.name = "flash-tf32x1";
-    d.role = Role::peer;
-    d.description =
-        "diagnostic: flash fp32 with operands rounded to TF32 once (no split); fails the FP32 rule by "
-        "design";
-    d.dtypes = {Dtype::fp32};
-    d.head_dims = {32, 64, 128};
-    d.passes = all_passes();
-    d.bytes = tiled_bytes;
-    d.cuda = FB_CUDA_ENTRY(cuda::flash_tf32x1_ops());
-    list.push_back(std::move(d));
-  }
-  {
-    Descriptor d;
-    d.name = "naive-tf32";
-    d.role = Role::peer;
-    d.description =
-        "naive with cuBLAS TF32 GEMMs for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32): what PyTorch gives with "
-        "allow_tf32";
-    d.dtypes = {Dtype::fp32};
-    d.passes = all_passes();
-    d.bytes = naive_bytes;
-    d.cuda = FB_CUDA_ENTRY(cuda::naive_tf32_ops());
-    list.push_back(std::move(d));
-  }
-  {
-    Descriptor d;
-    d.name = "flash-sm90";
-    d.description =
-        "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer warpgroups";
-    d.dtypes = {Dtype::fp16, Dtype::bf16};
-    d.head_dims = {64, 128};
-    d.passes = all_passes();
-    d.bytes = tiled_bytes;
-    d.cuda = FB_CUDA_ENTRY(cuda::flash_sm90_ops());
-    list.push_back(std::move(d));
-  }
-  {
-    Descriptor d;
-    d.name = "reference";
-    d.description = "exact fp64 attention, the yardstick every kernel's error is measured against";
-    d.role = Role::reference;
-    d.dtypes = {Dtype::fp64};
-    d.passes = all_passes();
-    d.cuda = FB_CUDA_ENTRY(cuda::reference_ops());
-    list.push_back(std::move(d));
-  }
+  list.push_back(describe({"naive", Role::baseline, all_dtypes(), {}, naive_bytes, cpu_naive(),
+                           FB_CUDA_ENTRY(cuda::naive_ops()),
+                           "standard attention: S = scale*QK^T and P = softmax(S) materialised as N x N "
+                           "arrays (cuBLAS on GPU)"}));
+  list.push_back(describe({"flash", Role::tiled, all_dtypes(), {32, 64, 128}, tiled_bytes, cpu_flash(),
+                           FB_CUDA_ENTRY(cuda::flash_ops()),
+                           "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor "
+                           "cores: fp16/bf16, and fp32 as 3xTF32; sm_80+)"}));
+  // The CPU's `flash` is already exact: no second CPU entry.
+  list.push_back(describe({"flash-exact", Role::tiled, {Dtype::fp64, Dtype::fp32}, {32, 64, 128}, tiled_bytes,
+                           {}, FB_CUDA_ENTRY(cuda::flash_exact_ops()),
+                           "flash with fp32/fp64 on CUDA cores in exact arithmetic (no TF32): the "
+                           "reference-grade fp32 path"}));
+  list.push_back(describe({"flash-tf32x1", Role::peer, {Dtype::fp32}, {32, 64, 128}, tiled_bytes, {},
+                           FB_CUDA_ENTRY(cuda::flash_tf32x1_ops()),
+                           "diagnostic: flash fp32 with operands rounded to TF32 once (no split); fails "
+                           "the FP32 rule by design"}));
+  list.push_back(describe({"naive-tf32", Role::peer, {Dtype::fp32}, {}, naive_bytes, {},
+                           FB_CUDA_ENTRY(cuda::naive_tf32_ops()),
+                           "naive with cuBLAS TF32 GEMMs for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32): what "
+                           "PyTorch gives with allow_tf32"}));
+  list.push_back(describe({"flash-sm90", Role::tiled, fp16_bf16, {64, 128}, tiled_bytes, {},
+                           FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
+                           "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer "
+                           "warpgroups"}));
+  list.push_back(describe({"reference", Role::reference, {Dtype::fp64}, {}, {}, {},
+                           FB_CUDA_ENTRY(cuda::reference_ops()),
+                           "exact fp64 attention, the yardstick every kernel's error is measured against"}));
   return list;
 }
 
