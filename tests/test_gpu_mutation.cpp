@@ -15,6 +15,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#include "common/check.h"
 #include "registry.h"
 #include "runner.h"
 
@@ -23,10 +24,6 @@ using namespace fb;
 namespace {
 
 constexpr std::uint64_t kSeed = 20261130;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(e)));
-}
 
 enum class GpuBug { zero_output, scale_one_over_d, lse_base2, dkdv_other_head };
 
@@ -43,17 +40,17 @@ const char* slug(GpuBug b) {
 // LSE (fp32, or fp64 for fp64 cases) times log2(e), through the host.
 void lse_to_base2(const AttentionParams& p, cudaStream_t s) {
   const std::size_t n = std::size_t(p.rows());
-  check(cudaStreamSynchronize(s), "sync");
+  FB_CUDA_CHECK(cudaStreamSynchronize(s));
   if (p.dtype == Dtype::fp64) {
     std::vector<double> h(n);
-    check(cudaMemcpy(h.data(), p.lse, n * 8, cudaMemcpyDeviceToHost), "lse down");
+    FB_CUDA_CHECK(cudaMemcpy(h.data(), p.lse, n * 8, cudaMemcpyDeviceToHost));
     for (double& x : h) x *= 1.4426950408889634;
-    check(cudaMemcpy(p.lse, h.data(), n * 8, cudaMemcpyHostToDevice), "lse up");
+    FB_CUDA_CHECK(cudaMemcpy(p.lse, h.data(), n * 8, cudaMemcpyHostToDevice));
   } else {
     std::vector<float> h(n);
-    check(cudaMemcpy(h.data(), p.lse, n * 4, cudaMemcpyDeviceToHost), "lse down");
+    FB_CUDA_CHECK(cudaMemcpy(h.data(), p.lse, n * 4, cudaMemcpyDeviceToHost));
     for (float& x : h) x *= 1.44269504f;
-    check(cudaMemcpy(p.lse, h.data(), n * 4, cudaMemcpyHostToDevice), "lse up");
+    FB_CUDA_CHECK(cudaMemcpy(p.lse, h.data(), n * 4, cudaMemcpyHostToDevice));
   }
 }
 
@@ -62,19 +59,18 @@ void rotate_kv_heads(const AttentionParams& p, cudaStream_t s) {
   const std::size_t head = std::size_t(p.seq_k) * p.head_dim * dtype_bytes(p.dtype);
   const std::size_t per_batch = head * p.kv_heads;
   void* tmp = nullptr;
-  check(cudaMalloc(&tmp, per_batch), "alloc");
+  FB_CUDA_CHECK(cudaMalloc(&tmp, per_batch));
   for (void* t : {p.dk, p.dv}) {
     for (int b = 0; b < p.batch; ++b) {
       char* base = static_cast<char*>(t) + std::size_t(b) * per_batch;
-      check(cudaMemcpyAsync(tmp, base, per_batch, cudaMemcpyDeviceToDevice, s), "copy");
+      FB_CUDA_CHECK(cudaMemcpyAsync(tmp, base, per_batch, cudaMemcpyDeviceToDevice, s));
       for (int g = 0; g < p.kv_heads; ++g)
-        check(cudaMemcpyAsync(base + ((g + 1) % p.kv_heads) * head, static_cast<char*>(tmp) + g * head, head,
-                              cudaMemcpyDeviceToDevice, s),
-              "rotate");
+        FB_CUDA_CHECK(cudaMemcpyAsync(base + ((g + 1) % p.kv_heads) * head, static_cast<char*>(tmp) + g * head,
+                                      head, cudaMemcpyDeviceToDevice, s));
     }
   }
-  check(cudaStreamSynchronize(s), "sync");
-  check(cudaFree(tmp), "free");
+  FB_CUDA_CHECK(cudaStreamSynchronize(s));
+  FB_CUDA_CHECK(cudaFree(tmp));
 }
 
 Descriptor gpu_mutant(const Descriptor& real, GpuBug bug) {
@@ -93,7 +89,7 @@ Descriptor gpu_mutant(const Descriptor& real, GpuBug bug) {
     fwd(mutated(p), ctx, st);
     const auto s = static_cast<cudaStream_t>(ctx.stream);
     if (bug == GpuBug::zero_output)
-      check(cudaMemsetAsync(p.o, 0, std::size_t(p.q_elems()) * dtype_bytes(p.dtype), s), "zero O");
+      FB_CUDA_CHECK(cudaMemsetAsync(p.o, 0, std::size_t(p.q_elems()) * dtype_bytes(p.dtype), s));
     if (bug == GpuBug::lse_base2) lse_to_base2(p, s);
   };
   d.cuda.backward = [bwd, bug, mutated](const AttentionParams& p, const cuda::Context& ctx, NoState& st) {
