@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "common/mask.h"
 #include "registry.h"
 
 namespace fb {
@@ -46,6 +47,7 @@ constexpr double kMaxInputScale = 1e4;
 static_assert(double(kMaxTokens) * double(kMaxHeads) * double(kMaxHeadDim) < 9.2e18,
               "caps too large for a 64-bit element count");
 static_assert(kMaxSeq <= INT32_MAX && kMaxBatch <= INT32_MAX, "Case holds sizes in int");
+static_assert(kMaxSeq <= CausalMask::kMaxSeq, "the mask's 32-bit arithmetic is exact for every sequence");
 
 // A valid spec nests two levels (an object of lists). nlohmann's DOM copies, dumps and compares
 // recursively, so deeper input is refused by a bracket scan before nlohmann ever sees it.

@@ -18,7 +18,12 @@
 
 namespace fb {
 
+// All index arithmetic is 32-bit: kernels evaluate it per tile and per score, where 64-bit integer
+// operations cost (on the GPU they are pairs of instructions). It is exact for seq_q, seq_k <= kMaxSeq
+// (every intermediate stays within [-2^30, 2^31)): spec validation keeps sequences far below it.
 struct CausalMask {
+  static constexpr int kMaxSeq = 1 << 30;
+
   int seq_q = 0;
   int seq_k = 0;
   bool causal = false;
@@ -32,15 +37,15 @@ struct CausalMask {
   // One past the last key row `row` sees: it sees keys [0, key_end(row)); 0 for an empty row.
   FB_HOST_DEVICE int key_end(int row) const {
     if (!causal) return seq_k;
-    const long long end = static_cast<long long>(row) + offset() + 1;
-    return end < 0 ? 0 : end > seq_k ? seq_k : static_cast<int>(end);
+    const int end = row + offset() + 1;
+    return end < 0 ? 0 : end > seq_k ? seq_k : end;
   }
   FB_HOST_DEVICE bool row_empty(int row) const { return key_end(row) == 0; }
   // First query row that sees key `key` (seq_q when none does); rows after it see it too.
   FB_HOST_DEVICE int first_row(int key) const {
     if (!causal) return 0;
-    const long long r = static_cast<long long>(key) - offset();
-    return r < 0 ? 0 : r > seq_q ? seq_q : static_cast<int>(r);
+    const int r = key - offset();
+    return r < 0 ? 0 : r > seq_q ? seq_q : r;
   }
 
   // ---- tiles: rows [q0, q0 + rows) against keys [k0, k0 + cols) ----
@@ -60,7 +65,7 @@ struct CausalMask {
   // Whether keys [k0, k0 + cols) hide anything from some row in [q0, ...): past the end of the keys,
   // or (causal) right of the first row's last visible key. Only such tiles pay for the mask.
   FB_HOST_DEVICE bool tile_needs_mask(int q0, int k0, int cols) const {
-    return k0 + cols > seq_k || (causal && static_cast<long long>(k0) + cols - 1 > static_cast<long long>(q0) + offset());
+    return k0 + cols > seq_k || (causal && k0 + cols - 1 > q0 + offset());
   }
 
   // (query, key) pairs that are visible: the work a causal pass does.

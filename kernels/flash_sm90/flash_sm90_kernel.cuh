@@ -142,21 +142,23 @@ template <typename Tr> struct Gemms {
   }
 };
 
-// Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked, updates
+// Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked (keys from
+// key_end[hf] on are hidden from row hf), updates
 // the running max m (exp2 domain) and this lane's partial row sums l, turns s into P in place, and
 // returns in alpha the factor the O rows must be rescaled by. Index 0/1 = the thread's two rows
 // (r and r + 8 of its warp's 16).
 template <typename Tr>
 __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
-                                             float (&alpha)[2], const CausalMask& mask,
-                                             bool need_mask, int row, int key0, float scale_log2) {
+                                             float (&alpha)[2], const int (&key_end)[2],
+                                             bool need_mask, int key0, float scale_log2) {
   constexpr float kNegInf = -INFINITY;
   if (need_mask) {
+    // One compare per score: key_end[hf] = CausalMask::key_end(row) of the thread's two rows (the
+    // causal limit and seq_k in one bound), computed once per block.
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int r = row + ((i / 2) % 2) * 8;
       const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
-      if (!mask.visible(r, key)) s[i] = kNegInf;
+      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
     }
   }
   // Row maxima: two independent chains per row keep the FMNMX latency off the critical path.
@@ -215,19 +217,24 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const int row = q0 + tile_row;                                  // ... in the sequence
   const int col_lane = 2 * (lane % 4);                            // first accumulator column
   const int wg_first_row = q0 + wg_row0;
-  const int seq_q = prm.mask.seq_q;
+  // The mask in registers, read from parameter space once: the wgmma asm statements clobber memory,
+  // which would otherwise reload its fields at every use.
+  const CausalMask mask = prm.mask;
+  const int seq_q = mask.seq_q;
+  const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
+  const float scale_log2 = prm.scale_log2;
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on is skipped, so that every
   // arrival meets a wait.
   auto turn_begin = [&] {
-    if constexpr (Tr::kPingPong) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kConsumerThreads);
+    if constexpr (Tr::kPingPong) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kTurnThreads);
   };
   auto turn_end = [&](bool last) {
     if constexpr (Tr::kPingPong) {
       if (!(last && cw == Tr::kConsumerWgs - 1))
-        ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kConsumerThreads);
+        ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kTurnThreads);
     }
   };
   // One arrival per consumer warp once its wgmma reads of the buffer are complete.
@@ -237,7 +244,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto stage_of = [](int j) { return j % Tr::kStages; };
   auto parity_of = [](int j) { return std::uint32_t((j / Tr::kStages) & 1); };
   auto need_mask = [&](int j) {
-    return prm.mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
+    return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
   };
 
   float o[Tr::kORegs];
@@ -251,7 +258,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
   // The first warpgroup takes the first turn.
   if constexpr (Tr::kPingPong) {
-    if (cw == Tr::kConsumerWgs - 1) ptx::named_bar_arrive(Tr::kBarTurn0, Tr::kConsumerThreads);
+    if (cw == Tr::kConsumerWgs - 1) ptx::named_bar_arrive(Tr::kBarTurn0, Tr::kTurnThreads);
   }
   ptx::mbar_wait(bars.q_full(), 0);
 
@@ -266,7 +273,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::wgmma_wait<0>();
     ptx::fence_operands(s);
     release(bars.k_empty(0));
-    softmax_step<Tr>(s, m, l, alpha, prm.mask, need_mask(0), row, col_lane, prm.scale_log2);
+    softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
     pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
     // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
     for (int j = 1; j < n_tiles; ++j) {
@@ -284,8 +291,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       ptx::wgmma_wait<1>();  // S_j done, P V may still run
       ptx::fence_operands(s);
       release(bars.k_empty(st));
-      softmax_step<Tr>(s, m, l, alpha, prm.mask, need_mask(j), row, j * Tr::kBc + col_lane,
-                       prm.scale_log2);
+      softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+                       scale_log2);
       ptx::wgmma_wait<0>();
       ptx::fence_operands(o);
       ptx::fence_operands(p);
@@ -316,8 +323,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       ptx::wgmma_wait<0>();
       ptx::fence_operands(s);
       release(bars.k_empty(st));
-      softmax_step<Tr>(s, m, l, alpha, prm.mask, need_mask(j), row, j * Tr::kBc + col_lane,
-                       prm.scale_log2);
+      softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+                       scale_log2);
       rescale_o<Tr>(o, alpha);
       pack_p<Tr>(p, s);
       ptx::mbar_wait(bars.v_full(st), parity_of(j));

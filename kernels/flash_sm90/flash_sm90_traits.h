@@ -19,7 +19,11 @@ namespace fb::cuda::flash_sm90 {
 //                    S_{j+1} runs while the tensor cores do P_j V_j (FlashAttention-3 algorithm 2)
 //   kPingPong        the consumer warpgroups take turns issuing their GEMMs (named barriers), so
 //                    that one warpgroup's softmax overlaps the other's GEMMs
-template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_>
+//   kConsumerWgs     consumer warpgroups per block (query rows per block = 64 x this): more rows
+//                    share each K/V tile and hide more of one another's softmax, at fewer registers
+//                    each (the register file is split among all of them)
+template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_,
+          int kConsumerWgs_ = 2>
 struct FwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -31,7 +35,7 @@ struct FwdTraits {
   static constexpr int kWarpSize = 32;
   static constexpr int kWgThreads = 128;  // a warpgroup: 4 consecutive warps
   static constexpr int kWgWarps = kWgThreads / kWarpSize;
-  static constexpr int kConsumerWgs = 2;
+  static constexpr int kConsumerWgs = kConsumerWgs_;
   static constexpr int kConsumerThreads = kConsumerWgs * kWgThreads;
   static constexpr int kConsumerWarps = kConsumerWgs * kWgWarps;
   static constexpr int kThreads = kWgThreads + kConsumerThreads;  // producer + consumers
@@ -85,13 +89,19 @@ struct FwdTraits {
   static constexpr int kRegFile = 64 * 1024;
   static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;  // the cap __launch_bounds__ sets
   static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = 240;
+  // What is left after the producer, shared evenly, in setmaxnreg's steps of 8; 240 at most (the
+  // instruction's limit is 256, and 240 is what two consumer warpgroups get).
+  static constexpr int kConsumerRegsLeft =
+      (kRegFile - kProducerRegs * kWgThreads) / kConsumerThreads / 8 * 8;
+  static constexpr int kConsumerRegs = kConsumerRegsLeft < 240 ? kConsumerRegsLeft : 240;
 
   // ---- named barriers (0 is __syncthreads) ----
   static constexpr int kBarTurn0 = 1;                       // + consumer index: whose turn it is
+  static constexpr int kTurnThreads = 2 * kWgThreads;       // its owner waits, the one before arrives
   static constexpr int kBarEpilogue0 = kBarTurn0 + kConsumerWgs;  // + consumer index
 
   static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
+  static_assert(kConsumerWgs >= 1 && kConsumerWgs <= 3, "a block of at most 4 warpgroups");
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kBc % kMmaK == 0 && kBc % kAtomRows == 0 && kBc <= 256,
                 "K/V tile: whole k16 steps, whole swizzle atoms, one TMA box (<= 256 rows)");
