@@ -12,6 +12,7 @@ struct DeviceCaps {
   int major = 0, minor = 0;  // compute capability
   int smem_optin = 0;        // bytes of shared memory a block may opt in to
   int l2_bytes = 0;          // L2 cache size
+  int sm_count = 0;          // streaming multiprocessors
 };
 
 // nullopt where no device answers; the failed query is cleared so that it does not surface as the
@@ -23,7 +24,8 @@ inline std::optional<DeviceCaps> current_device_caps() {
       cudaDeviceGetAttribute(&c.minor, cudaDevAttrComputeCapabilityMinor, c.device) != cudaSuccess ||
       cudaDeviceGetAttribute(&c.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c.device) !=
           cudaSuccess ||
-      cudaDeviceGetAttribute(&c.l2_bytes, cudaDevAttrL2CacheSize, c.device) != cudaSuccess) {
+      cudaDeviceGetAttribute(&c.l2_bytes, cudaDevAttrL2CacheSize, c.device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&c.sm_count, cudaDevAttrMultiProcessorCount, c.device) != cudaSuccess) {
     (void)cudaGetLastError();
     return std::nullopt;
   }

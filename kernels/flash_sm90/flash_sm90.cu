@@ -47,9 +47,8 @@ template <typename F> auto with_config(const AttentionParams& p, F&& f) {
   throw std::invalid_argument("flash-sm90: dtype must be fp16 or bf16");
 }
 
-// Grid limits: x counts (batch * heads) blocks, y the query tiles.
-constexpr long long kMaxGridX = std::numeric_limits<int>::max();
-constexpr long long kMaxGridY = 65535;
+// The forward numbers its work tiles (batch * heads * query tiles) in an int.
+constexpr long long kMaxWorkTiles = std::numeric_limits<int>::max();
 // wgmma, TMA and setmaxnreg exist on compute capability 9.0 (sm_90a) only.
 constexpr int kArchMajor = 9;
 constexpr int kArchMinor = 0;
@@ -135,10 +134,9 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   if (!(p.scale > 0.0) || !std::isfinite(p.scale))
     return "flash-sm90: softmax scale must be positive and finite";
   const int br = with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
-  if (static_cast<long long>(p.batch) * p.heads > kMaxGridX)
-    return "flash-sm90: batch * heads exceeds the grid limit";
-  if ((static_cast<long long>(p.seq_q) + br - 1) / br > kMaxGridY)
-    return "flash-sm90: seq_q exceeds the grid limit (65535 query tiles)";
+  if (static_cast<long long>(p.batch) * p.heads * ((static_cast<long long>(p.seq_q) + br - 1) / br) >
+      kMaxWorkTiles)
+    return "flash-sm90: batch * heads * query tiles exceeds 2^31 - 1 (the work-tile index)";
   if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o))
     return "flash-sm90: q, k, v and o must be 16-byte aligned (TMA)";
 

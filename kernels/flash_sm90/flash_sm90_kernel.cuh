@@ -1,15 +1,16 @@
 // FlashAttention forward for Hopper (sm_90a), FlashAttention-3 style: TMA loads, wgmma, a producer
-// warpgroup and two consumer warpgroups (flash_sm90_traits.h has the roles and sizes).
+// warpgroup and two or three consumer warpgroups (flash_sm90_traits.h has the roles and sizes).
 //
-// One block per (batch * head, 128-row query tile). Per K/V tile j (kBc keys), per consumer warpgroup
-// (64 query rows):
+// Persistent: one block per SM runs work tiles (batch * head, kBr-row query tile) round-robin,
+// longest first; the producer loads the next tile's Q and K/V while the consumers finish the last
+// one. Per K/V tile j (kBc keys), per consumer warpgroup (64 query rows):
 //   S_j = Q K_j^T          wgmma, Q and K from 128-byte-swizzled shared memory (both K-major)
 //   online softmax         in registers, base 2: p = exp2(s * scale*log2(e) - m)
 //   O += P_j V_j           P re-packed to 16 bits in registers as the A operand (the wgmma
 //                          accumulator layout of two n8 blocks is the A-fragment layout of one k16
 //                          step), V from shared memory read MN-major (transpose-B)
-// O is divided by the row sum once at the end, staged through the warpgroup's own Q rows and
-// written with a TMA store (rows past the sequence end are clipped by the tensor map).
+// O is divided by the row sum once at the end, staged in shared memory and written with a TMA store
+// (rows past the sequence end are clipped by the tensor map).
 #pragma once
 
 #include <cstdint>
@@ -36,11 +37,13 @@ struct FwdParams {
   int heads;
   int kv_heads;
   int group;         // query heads per K/V head
+  int planes;        // batch * heads
+  int q_tiles;       // query tiles per plane: work tiles = planes * q_tiles
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
   CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
 };
 
-// The mbarriers of one block: Q full; per ring stage K full, V full, K empty, V empty.
+// The mbarriers of one block: Q full; per ring stage K full, V full, K empty, V empty; Q empty.
 template <typename Tr> struct Barriers {
   std::uint32_t base;  // shared-window address of the first barrier
   __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
@@ -53,6 +56,7 @@ template <typename Tr> struct Barriers {
   __device__ __forceinline__ std::uint32_t v_empty(int s) const {
     return at(1 + 3 * Tr::kStages + s);
   }
+  __device__ __forceinline__ std::uint32_t q_empty() const { return at(1 + 4 * Tr::kStages); }
 };
 
 // Shared-memory addresses of one block's tiles (1024-byte aligned).
@@ -60,42 +64,69 @@ template <typename Tr> struct SmemTiles {
   std::uint32_t q;  // kChunks x (kBr, 64)
   std::uint32_t k;  // kStages x kChunks x (kBc, 64)
   std::uint32_t v;  // kStages x kChunks x (kBc, 64)
+  std::uint32_t o;  // kChunks x (kBr, 64): O staged for its TMA store, so that the next Q can land
 };
+
+// One work tile: query rows [q0, q0 + kBr) of plane bh (= batch * heads + head). Tiles are numbered
+// so that the longest come first (causal: the last query tiles see the most keys), and the blocks
+// take them round-robin: block b runs tiles b, b + gridDim.x, ... The ring counters run on across a
+// block's tiles, so producer and consumers derive every stage and parity from the same sequence.
+struct WorkTile {
+  int q0, bh, n_tiles;
+};
+template <typename Tr>
+__device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
+  WorkTile w;
+  w.bh = t % prm.planes;
+  w.q0 = (prm.q_tiles - 1 - t / prm.planes) * Tr::kBr;
+  // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
+  // fully masked (sums stay 0: O = 0, LSE = -inf), so producer and consumers keep one schedule.
+  w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);
+  return w;
+}
 
 #if FB_PTX_SM90A
 
 // ---- producer: one thread issues every TMA copy ----
 template <typename Tr>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
-                                        const Barriers<Tr>& bars, int q0, int bh, int kv_bh,
-                                        int n_tiles) {
+                                        const Barriers<Tr>& bars, const CausalMask& mask,
+                                        int n_work) {
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
 
-  ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
+  int it = 0;  // K/V tiles issued so far (ring position)
+  for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
+    const WorkTile w = work_tile<Tr>(prm, mask, t);
+    const int b = w.bh / prm.heads;
+    const int kv_bh = b * prm.kv_heads + (w.bh - b * prm.heads) / prm.group;
+    // Q: the previous tile's consumers must be done with it (the first wait passes: an empty
+    // barrier's phase before the first counts as completed).
+    ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
+    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
 #pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c)
-    ptx::tma_load_3d(sm.q + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(), c * Tr::kChunkElems,
-                     q0, bh);
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.q + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(), c * Tr::kChunkElems,
+                       w.q0, w.bh);
 
-  for (int j = 0; j < n_tiles; ++j) {
-    const int s = j % Tr::kStages;
-    // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
-    const std::uint32_t free_parity = ((j / Tr::kStages) & 1) ^ 1;
-    const int k0 = j * Tr::kBc;
-    ptx::mbar_wait(bars.k_empty(s), free_parity);
-    ptx::mbar_arrive_expect_tx(bars.k_full(s), Tr::kKVBytes);
+    for (int j = 0; j < w.n_tiles; ++j, ++it) {
+      const int s = it % Tr::kStages;
+      const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
+      const int k0 = j * Tr::kBc;
+      ptx::mbar_wait(bars.k_empty(s), free_parity);
+      ptx::mbar_arrive_expect_tx(bars.k_full(s), Tr::kKVBytes);
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(s),
-                       c * Tr::kChunkElems, k0, kv_bh);
-    ptx::mbar_wait(bars.v_empty(s), free_parity);
-    ptx::mbar_arrive_expect_tx(bars.v_full(s), Tr::kKVBytes);
+      for (int c = 0; c < Tr::kChunks; ++c)
+        ptx::tma_load_3d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k,
+                         bars.k_full(s), c * Tr::kChunkElems, k0, kv_bh);
+      ptx::mbar_wait(bars.v_empty(s), free_parity);
+      ptx::mbar_arrive_expect_tx(bars.v_full(s), Tr::kKVBytes);
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bars.v_full(s),
-                       c * Tr::kChunkElems, k0, kv_bh);
+      for (int c = 0; c < Tr::kChunks; ++c)
+        ptx::tma_load_3d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v,
+                         bars.v_full(s), c * Tr::kChunkElems, k0, kv_bh);
+    }
   }
 }
 
@@ -203,31 +234,25 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&p)[Tr::kPRegs],
   for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<typename Tr::Elem>(s[2 * i], s[2 * i + 1]);
 }
 
-// ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) ----
+// ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) of each of its tiles ----
 template <typename Tr>
 __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr>& sm,
-                                        const Barriers<Tr>& bars, int q0, int bh, int n_tiles,
-                                        int cw) {
+                                        const Barriers<Tr>& bars, const CausalMask& mask,
+                                        int n_work, int cw) {
   using Elem = typename Tr::Elem;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
   const int lane = ctid % Tr::kWarpSize;
   const int wg_row0 = cw * Tr::kWgRows;                           // first row in the block's tile
   const int tile_row = wg_row0 + warp * Tr::kWarpRows + lane / 4;  // this thread's first row
-  const int row = q0 + tile_row;                                  // ... in the sequence
   const int col_lane = 2 * (lane % 4);                            // first accumulator column
-  const int wg_first_row = q0 + wg_row0;
-  // The mask in registers, read from parameter space once: the wgmma asm statements clobber memory,
-  // which would otherwise reload its fields at every use.
-  const CausalMask mask = prm.mask;
   const int seq_q = mask.seq_q;
-  const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
   const float scale_log2 = prm.scale_log2;
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
-  // own, then passes the turn on. The last warpgroup's final pass-on is skipped, so that every
-  // arrival meets a wait.
+  // own, then passes the turn on. The last warpgroup's final pass-on (of the block's last tile) is
+  // skipped, so that every arrival meets a wait.
   auto turn_begin = [&] {
     if constexpr (Tr::kPingPong) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kTurnThreads);
   };
@@ -241,18 +266,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) ptx::mbar_arrive(bar);
   };
-  auto stage_of = [](int j) { return j % Tr::kStages; };
-  auto parity_of = [](int j) { return std::uint32_t((j / Tr::kStages) & 1); };
-  auto need_mask = [&](int j) {
-    return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
-  };
+  auto stage_of = [](int i) { return i % Tr::kStages; };
+  auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
 
   float o[Tr::kORegs];
-#pragma unroll
-  for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY};  // running row max, exp2 domain
-  float l[2] = {0.f, 0.f};              // this lane's partial row sums
-  float alpha[2];
+  float m[2], l[2], alpha[2];
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
 
@@ -260,125 +278,150 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   if constexpr (Tr::kPingPong) {
     if (cw == Tr::kConsumerWgs - 1) ptx::named_bar_arrive(Tr::kBarTurn0, Tr::kTurnThreads);
   }
-  ptx::mbar_wait(bars.q_full(), 0);
 
-  if constexpr (Tr::kIntraOverlap) {
-    // Tile 0: S_0 alone.
-    ptx::mbar_wait(bars.k_full(0), 0);
-    turn_begin();
-    ptx::wgmma_fence();
-    gemm.qk(s, 0);
-    ptx::wgmma_commit();
-    turn_end(false);
-    ptx::wgmma_wait<0>();
-    ptx::fence_operands(s);
-    release(bars.k_empty(0));
-    softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
-    pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
-    // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
-    for (int j = 1; j < n_tiles; ++j) {
-      const int st = stage_of(j);
-      const int prev = stage_of(j - 1);
-      ptx::mbar_wait(bars.k_full(st), parity_of(j));
-      ptx::mbar_wait(bars.v_full(prev), parity_of(j - 1));
+  int it = 0;  // K/V tiles consumed so far (ring position, as the producer counts them)
+  for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
+    const WorkTile w = work_tile<Tr>(prm, mask, t);
+    const bool last_work = t + int(gridDim.x) >= n_work;
+    const int row = w.q0 + tile_row;  // this thread's first row in the sequence
+    const int wg_first_row = w.q0 + wg_row0;
+    const int n_tiles = w.n_tiles;
+    // Keys from key_end[hf] on are hidden from the thread's row hf (causal limit and seq_k in one).
+    const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
+    auto need_mask = [&](int j) { return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
+
+#pragma unroll
+    for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
+    m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
+    l[0] = l[1] = 0.f;        // this lane's partial row sums
+
+    ptx::mbar_wait(bars.q_full(), tn & 1);
+
+    if constexpr (Tr::kIntraOverlap) {
+      // Tile 0: S_0 alone.
+      ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
       turn_begin();
       ptx::wgmma_fence();
-      gemm.qk(s, st);
-      ptx::wgmma_commit();
-      gemm.pv(o, p, prev);
-      ptx::wgmma_commit();
-      turn_end(false);
-      ptx::wgmma_wait<1>();  // S_j done, P V may still run
-      ptx::fence_operands(s);
-      release(bars.k_empty(st));
-      softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
-                       scale_log2);
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(o);
-      ptx::fence_operands(p);
-      release(bars.v_empty(prev));
-      rescale_o<Tr>(o, alpha);
-      pack_p<Tr>(p, s);
-    }
-    const int last = stage_of(n_tiles - 1);
-    ptx::mbar_wait(bars.v_full(last), parity_of(n_tiles - 1));
-    turn_begin();
-    ptx::wgmma_fence();
-    gemm.pv(o, p, last);
-    ptx::wgmma_commit();
-    turn_end(true);
-    ptx::wgmma_wait<0>();
-    ptx::fence_operands(o);
-    ptx::fence_operands(p);
-    release(bars.v_empty(last));
-  } else {
-    for (int j = 0; j < n_tiles; ++j) {
-      const int st = stage_of(j);
-      ptx::mbar_wait(bars.k_full(st), parity_of(j));
-      turn_begin();
-      ptx::wgmma_fence();
-      gemm.qk(s, st);
+      gemm.qk(s, stage_of(it));
       ptx::wgmma_commit();
       turn_end(false);
       ptx::wgmma_wait<0>();
       ptx::fence_operands(s);
-      release(bars.k_empty(st));
-      softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
-                       scale_log2);
-      rescale_o<Tr>(o, alpha);
-      pack_p<Tr>(p, s);
-      ptx::mbar_wait(bars.v_full(st), parity_of(j));
+      release(bars.k_empty(stage_of(it)));
+      softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
+      pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
+      // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
+      for (int j = 1; j < n_tiles; ++j) {
+        const int st = stage_of(it + j);
+        const int prev = stage_of(it + j - 1);
+        ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
+        ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.qk(s, st);
+        ptx::wgmma_commit();
+        gemm.pv(o, p, prev);
+        ptx::wgmma_commit();
+        turn_end(false);
+        ptx::wgmma_wait<1>();  // S_j done, P V may still run
+        ptx::fence_operands(s);
+        release(bars.k_empty(st));
+        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+                         scale_log2);
+        ptx::wgmma_wait<0>();
+        ptx::fence_operands(o);
+        ptx::fence_operands(p);
+        release(bars.v_empty(prev));
+        rescale_o<Tr>(o, alpha);
+        pack_p<Tr>(p, s);
+      }
+      // Every S of this tile is done: Q may be replaced by the next tile's.
+      release(bars.q_empty());
+      const int last = stage_of(it + n_tiles - 1);
+      ptx::mbar_wait(bars.v_full(last), parity_of(it + n_tiles - 1));
       turn_begin();
       ptx::wgmma_fence();
-      gemm.pv(o, p, st);
+      gemm.pv(o, p, last);
       ptx::wgmma_commit();
-      turn_end(j == n_tiles - 1);
+      turn_end(last_work);
       ptx::wgmma_wait<0>();
       ptx::fence_operands(o);
       ptx::fence_operands(p);
-      release(bars.v_empty(st));
+      release(bars.v_empty(last));
+    } else {
+      for (int j = 0; j < n_tiles; ++j) {
+        const int st = stage_of(it + j);
+        ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.qk(s, st);
+        ptx::wgmma_commit();
+        turn_end(false);
+        ptx::wgmma_wait<0>();
+        ptx::fence_operands(s);
+        release(bars.k_empty(st));
+        if (j == n_tiles - 1) release(bars.q_empty());
+        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+                         scale_log2);
+        rescale_o<Tr>(o, alpha);
+        pack_p<Tr>(p, s);
+        ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.pv(o, p, st);
+        ptx::wgmma_commit();
+        turn_end(last_work && j == n_tiles - 1);
+        ptx::wgmma_wait<0>();
+        ptx::fence_operands(o);
+        ptx::fence_operands(p);
+        release(bars.v_empty(st));
+      }
     }
-  }
+    it += n_tiles;
 
-  // ---- epilogue: O /= row sum, LSE = (m + log2 sum) ln 2 ----
-  float inv[2];
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    const float sum = flash::quad_sum(l[hf]);
-    // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0 and
-    // gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
-    inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
-    const int r = row + hf * 8;
-    if (lane % 4 == 0 && r < seq_q)
-      prm.lse[std::int64_t(bh) * seq_q + r] =
-          sum > 0.f ? (m[hf] + log2f(sum)) * float(flash::kLn2) : -INFINITY;
-  }
-  // O into this warpgroup's own Q rows (only its own wgmmas ever read them, and those are done),
-  // in the 128-byte-swizzled layout the O tensor map expects.
-#pragma unroll
-  for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
+    // ---- epilogue: O /= row sum, LSE = (m + log2 sum) ln 2 ----
+    float inv[2];
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      const int r = tile_row + hf * 8;
-      const int col = nb * Tr::kMmaN + col_lane;
-      const int chunk = col / Tr::kChunkElems;
-      const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
-      const int within = (col * int(sizeof(Elem))) % Tr::kUnitBytes;
-      const std::uint32_t addr = sm.q + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
-                                 ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
-      ptx::st_shared_u32(addr, ptx::pack2<Elem>(o[4 * nb + 2 * hf] * inv[hf],
-                                                o[4 * nb + 2 * hf + 1] * inv[hf]));
+      const float sum = flash::quad_sum(l[hf]);
+      // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
+      // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
+      inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
+      const int r = row + hf * 8;
+      if (lane % 4 == 0 && r < seq_q)
+        prm.lse[std::int64_t(w.bh) * seq_q + r] =
+            sum > 0.f ? (m[hf] + log2f(sum)) * float(flash::kLn2) : -INFINITY;
     }
-  }
-  ptx::fence_proxy_async_smem();  // the TMA store reads what these ordinary stores wrote
-  ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
-  if (ctid == 0 && wg_first_row < seq_q) {
+    // The previous tile's TMA store must have read the staging rows before they are overwritten
+    // (its issuing thread waited for that before reaching this barrier).
+    ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
+    // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
+    // tensor map expects.
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_store_3d(&prm.tm_o, sm.q + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
-                        c * Tr::kChunkElems, wg_first_row, bh);
-    ptx::bulk_commit_group();
-    ptx::bulk_wait_group_read_all();  // shared memory must outlive the store's reads
+    for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = tile_row + hf * 8;
+        const int col = nb * Tr::kMmaN + col_lane;
+        const int chunk = col / Tr::kChunkElems;
+        const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
+        const int within = (col * int(sizeof(Elem))) % Tr::kUnitBytes;
+        const std::uint32_t addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
+                                   ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
+        ptx::st_shared_u32(addr, ptx::pack2<Elem>(o[4 * nb + 2 * hf] * inv[hf],
+                                                  o[4 * nb + 2 * hf + 1] * inv[hf]));
+      }
+    }
+    ptx::fence_proxy_async_smem();  // the TMA store reads what these ordinary stores wrote
+    ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
+    if (ctid == 0 && wg_first_row < seq_q) {
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c)
+        ptx::tma_store_3d(&prm.tm_o, sm.o + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
+                          c * Tr::kChunkElems, wg_first_row, w.bh);
+      ptx::bulk_commit_group();
+      ptx::bulk_wait_group_read_all();  // the staging rows are rewritten by the next tile
+    }
   }
 }
 
@@ -391,21 +434,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   extern __shared__ __align__(16) unsigned char fb_sm90_smem[];
   const std::uint32_t base =
       (ptx::smem_addr(fb_sm90_smem) + Tr::kAtomBytes - 1) & ~std::uint32_t(Tr::kAtomBytes - 1);
-  const SmemTiles<Tr> sm{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV};
+  const SmemTiles<Tr> sm{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV, base + Tr::kOffO};
   const Barriers<Tr> bars{base + Tr::kOffBar};
-
-  // Query tiles run in reverse: with a causal mask the last tiles see the most keys, and starting
-  // the longest blocks first balances the tail of the grid.
-  const int q0 = (gridDim.y - 1 - blockIdx.y) * Tr::kBr;
-  const int bh = blockIdx.x;
-  const int b = bh / prm.heads;
-  const int kv_bh = b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
-  // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
-  // fully masked (sums stay 0: O = 0, LSE = -inf), so producer and consumers keep one schedule.
-  const int n_tiles = max(prm.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
+  // The mask in registers, read from parameter space once: the wgmma asm statements clobber memory,
+  // which would otherwise reload its fields at every use.
+  const CausalMask mask = prm.mask;
+  const int n_work = prm.planes * prm.q_tiles;  // the launcher keeps it below 2^31
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.q_full(), 1);
+    ptx::mbar_init(bars.q_empty(), Tr::kConsumerWarps);
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.k_full(s), 1);  // the producer's arrive.expect_tx
@@ -420,10 +458,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int wg = threadIdx.x / Tr::kWgThreads;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) produce<Tr>(prm, sm, bars, q0, bh, kv_bh, n_tiles);
+    if (threadIdx.x == 0) produce<Tr>(prm, sm, bars, mask, n_work);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    consume<Tr>(prm, sm, bars, q0, bh, n_tiles, wg - 1);
+    consume<Tr>(prm, sm, bars, mask, n_work, wg - 1);
   }
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.

@@ -2,15 +2,31 @@
 // instantiation files flash_sm90_hdim*.cu (and by out-of-tree harnesses that time other traits).
 #pragma once
 
+#include <algorithm>
+
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "flash/softmax.cuh"
 #include "flash_sm90/flash_sm90_config.h"
 #include "flash_sm90/flash_sm90_kernel.cuh"
 #include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::flash_sm90 {
+
+// Blocks for n_work work tiles. Persistent (one block per SM, tiles taken round-robin, longest
+// first: flash_sm90_kernel.cuh) hides each tile's prologue and epilogue under the next one's loads:
+// 7-17% less kernel time at N <= 1024 on the H200 (docs/perf-notes.md). A static round-robin
+// balances a causal triangle worse than the hardware's block scheduler, though, and once the longest
+// tile spans kLongCausalKvTiles K/V tiles that costs more than it saves (d = 128 causal, N = 8192:
+// +3%), so long causal passes launch one block per tile. `longest_kv_tiles` is 0 without causal.
+inline long long fwd_blocks(long long n_work, int longest_kv_tiles) {
+  constexpr int kLongCausalKvTiles = 48;
+  if (longest_kv_tiles >= kLongCausalKvTiles) return n_work;
+  const auto caps = current_device_caps();
+  return caps && caps->sm_count > 0 ? std::min<long long>(n_work, caps->sm_count) : n_work;
+}
 
 // One launch of the forward with traits Tr on `stream` (unsupported() has vetted p).
 template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream) {
@@ -27,12 +43,15 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   prm.group = p.group();
   prm.scale_log2 = float(p.scale * flash::kLog2e);
   prm.mask = p.mask();
+  prm.planes = int(q_planes);
+  prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
 
   const auto kernel = flash_sm90_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  const dim3 grid(unsigned(q_planes), unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  const int longest = p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0;
+  const long long blocks = fwd_blocks(q_planes * prm.q_tiles, longest);
+  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 }
 

@@ -74,13 +74,14 @@ struct FwdTraits {
   static constexpr int kWgQBytes = kWgRows * kSwizzleBytes;  // a consumer's rows in one Q chunk
 
   // Offsets from the 1024-aligned base. Barriers: Q full, then per stage K full, V full, K empty,
-  // V empty.
+  // V empty, then Q empty.
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
-  static constexpr int kOffBar = kOffV + kStages * kKVBytes;
+  static constexpr int kOffO = kOffV + kStages * kKVBytes;  // O staging, shaped like Q
+  static constexpr int kOffBar = kOffO + kQBytes;
   static constexpr int kBarBytes = 8;
-  static constexpr int kNumBars = 1 + 4 * kStages;
+  static constexpr int kNumBars = 2 + 4 * kStages;
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
@@ -107,7 +108,7 @@ struct FwdTraits {
                 "K/V tile: whole k16 steps, whole swizzle atoms, one TMA box (<= 256 rows)");
   static_assert(kBr <= 256, "Q tile: one TMA box (<= 256 rows)");
   static_assert(kSRegs % (2 * kPRegsPerStep) == 0, "P splits into whole k16 fragments");
-  static_assert(kOffK % kAtomBytes == 0 && kOffV % kAtomBytes == 0 && kKVBytes % kAtomBytes == 0 &&
+  static_assert(kOffK % kAtomBytes == 0 && kOffV % kAtomBytes == 0 && kOffO % kAtomBytes == 0 && kKVBytes % kAtomBytes == 0 &&
                     kWgQBytes % kAtomBytes == 0,
                 "every tile and every warpgroup's Q rows start on a swizzle atom");
   static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
