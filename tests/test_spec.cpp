@@ -609,7 +609,7 @@ TEST_CASE("spec: configs/spec.schema.json matches the parser", "[spec]") {
     require_rejected(spec_with(hi + 1), {"spec." + key});
     ++checked;
   }
-  CHECK(checked == 10);  // seq batch tokens heads model_dim kv_heads head_dim warmup reps seed
+  CHECK(checked == 11);  // seq batch tokens heads model_dim kv_heads head_dim splits warmup reps seed
 }
 
 TEST_CASE("spec: hostile and mutated specs parse or throw SpecError, nothing else", "[spec]") {
