@@ -9,6 +9,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#include "common/splitkv.h"
 #include "registry.h"
 #include "runner.h"
 
