@@ -47,6 +47,9 @@ struct AttentionParams {
   int head_dim = 64;
   bool causal = false;
   double scale = 0.0;  // softmax scale, 1/sqrt(head_dim) unless set
+  // KV splits of a split-KV kernel (flash-decode): 0 = the kernel chooses from the shape and the
+  // device; other kernels ignore it (kernels/common/splitkv.h).
+  int kv_splits = 0;
 
   // Forward.
   const void* q = nullptr;
@@ -105,6 +108,7 @@ struct Ops {
 const Ops& naive_ops();       // kernels/naive
 const Ops& flash_ops();       // kernels/flash
 const Ops& flash_sm90_ops();  // kernels/flash_sm90
+const Ops& flash_decode_ops();  // kernels/flash_decode: split-KV decode (seq_q small, long KV)
 const Ops& reference_ops();   // kernels/reference: exact fp64, the yardstick
 // Variants for fp32 (kernels/flash/fp32_math.h); flash_ops() runs fp32 as 3xTF32 on tensor cores.
 const Ops& flash_exact_ops();   // fp32 and fp64 on CUDA cores, exact arithmetic (refuses fp16/bf16)

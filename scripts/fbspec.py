@@ -18,7 +18,7 @@ import math
 MAX_INPUT_SCALE = 1e4  # as src/spec.cpp
 KEYS = ("$schema", "name", "description", "seq", "seq_q", "seq_k", "batch", "tokens", "heads", "model_dim",
         "kv_heads", "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps", "seed", "verify",
-        "input_scale")
+        "input_scale", "splits", "max_kv_bytes")
 REQUIRED = ("head_dim", "dtype")  # and seq, or seq_q and seq_k
 DTYPES = ("fp64", "fp32", "fp16", "bf16")
 PASSES = ("fwd", "bwd", "fwd+bwd")
@@ -254,6 +254,14 @@ def expand_spec(spec):
         raise SpecError(f"spec: {rows * max_heads * max(head_dim)} elements in one tensor (B*H*N*d), "
                         f"more than the cap {MAX_TENSOR_ELEMS} (2^40)")
 
+    # splits only concerns flashbench's split-KV kernels (flash-decode): the cases here are its splits = 0
+    # rows. max_kv_bytes leaves out cases whose K and V hold more bytes (src/spec.cpp).
+    max_kv = spec.get("max_kv_bytes")
+    if max_kv is not None and (isinstance(max_kv, bool) or not isinstance(max_kv, (int, float))
+                               or not max_kv >= 1 or max_kv != max_kv or max_kv == float("inf")):
+        raise SpecError(f"spec.max_kv_bytes: must be a number of bytes >= 1, got {max_kv!r}")
+    elem_bytes = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2}
+
     cases = []
     for t in dtype:
         for d in head_dim:
@@ -265,6 +273,10 @@ def expand_spec(spec):
                                 for n in seq:
                                     for nk in (seq_k if split_seq else [n]):
                                         nh = heads_of(h, d)
+                                        nkv = nh if kv is None else kv
+                                        bb = b // n if by_tokens else b
+                                        if max_kv is not None and 2 * bb * nkv * nk * d * elem_bytes[t] > max_kv:
+                                            continue
                                         cases.append({"batch": b // n if by_tokens else b, "heads": nh,
                                                       "kv_heads": nh if kv is None else kv,
                                                       "seq": n if n == nk else None, "seq_q": n, "seq_k": nk,

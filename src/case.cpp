@@ -40,8 +40,10 @@ std::optional<Pass> parse_pass(std::string_view s) {
 std::string Case::key() const {
   const std::string len =
       square() ? fmt::format("n{}", seq_q) : fmt::format("q{}-k{}", seq_q, seq_k);
-  return fmt::format("b{}-h{}-kv{}-{}-d{}-{}-{}-{}", batch, heads, kv_heads, len, head_dim,
-                     to_string(dtype), causal ? "causal" : "full", to_string(pass));
+  std::string k = fmt::format("b{}-h{}-kv{}-{}-d{}-{}-{}-{}", batch, heads, kv_heads, len, head_dim,
+                              to_string(dtype), causal ? "causal" : "full", to_string(pass));
+  if (splits != 0) k += fmt::format("-s{}", splits);
+  return k;
 }
 
 AttentionParams Case::params() const {
@@ -55,6 +57,7 @@ AttentionParams Case::params() const {
   p.head_dim = head_dim;
   p.causal = causal;
   p.scale = 1.0 / std::sqrt(double(head_dim));
+  p.kv_splits = splits;
   return p;
 }
 
@@ -144,6 +147,27 @@ double tiled_bytes(const Case& c, int tile) {
   const double main = 2 * z.kv + (2 * z.q + 2 * z.rows * z.acc + acc_q) * q_reads + 2 * z.kv;
   const double convert = acc_q + z.q;
   return by_pass(c, fwd, pre + main + convert);
+}
+
+int splits_used(const Case& c, int keys_per_split) {
+  if (c.splits > 0) return c.splits;
+  const int per = keys_per_split > 0 ? keys_per_split : c.seq_k;
+  return (c.seq_k + per - 1) / per;
+}
+
+double splitkv_bytes(const Case& c, int keys_per_split) {
+  const Sizes z = sizes_of(c);
+  // Q in, K and V once (each CTA streams its own key range for every query row of the GQA group),
+  // O and LSE out.
+  double b = z.q + 2 * z.kv + z.q + z.rows * z.acc;
+  const int splits = splits_used(c, keys_per_split);
+  if (splits > 1) {
+    // Partial O [splits, rows, d] and LSE [splits, rows] in fp32: written by the split kernel, read
+    // by the combine.
+    const double partial = double(splits) * z.rows * (double(c.head_dim) + 1) * 4;
+    b += 2 * partial;
+  }
+  return b;
 }
 
 }  // namespace fb

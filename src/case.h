@@ -20,13 +20,17 @@ struct Case {
   Dtype dtype = Dtype::fp32;
   bool causal = false;
   Pass pass = Pass::fwd;
+  // KV splits asked of a split-KV kernel (flash-decode): 0 = the kernel chooses (kernels/common/
+  // splitkv.h). Kernels that do not split the keys run only splits = 0 (the descriptor's kv_splits).
+  int splits = 0;
 
   // Sets seq_q = seq_k = n (self-attention).
   void set_seq(int n) { seq_q = seq_k = n; }
   bool square() const { return seq_q == seq_k; }
 
   // A stable key for pairing results across files: "b1-h16-kv16-n4096-d128-bf16-causal-fwd" when
-  // seq_q == seq_k (the key results had before seq_q/seq_k existed), else "...-q1-k4096-...".
+  // seq_q == seq_k (the key results had before seq_q/seq_k existed), else "...-q1-k4096-...";
+  // "-s16" at the end when splits != 0 (auto keeps the key it had before splits existed).
   std::string key() const;
   // Params with shapes and scale filled in, pointers null.
   AttentionParams params() const;
@@ -55,6 +59,13 @@ double flops(const Case& c);
 // these.
 double naive_bytes(const Case& c, int query_tile);
 double tiled_bytes(const Case& c, int query_tile);
+// Split-KV decode (forward only): Q, K and V read once, O and LSE written, and with more than one
+// split each split's partial O (fp32) and LSE written and read back by the combine. `keys_per_split`
+// is the kernel's tile (the KV range one CTA streams); the split count is c.splits, or (auto)
+// ceil(seq_k / keys_per_split).
+double splitkv_bytes(const Case& c, int keys_per_split);
+// The split count a split-KV kernel ran with: c.splits, or (auto) from the keys per split it reported.
+int splits_used(const Case& c, int keys_per_split);
 
 // Bytes of the inputs a case reads (Q, K, V, and dO for backward), allocated once per case.
 std::uint64_t input_bytes(const Case& c);

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend.h"
+#include "common/splitkv.h"
 #include "dump.h"
 #include "journal.h"
 #include "plugin.h"
@@ -258,9 +259,9 @@ static int run_on_devices(const RunOptions& o) {
     std::cerr << "flashbench: --devices cannot be combined with --shard or --resume\n";
     return kExitUsage;
   }
-  if (!o.kernels.empty() || !o.filter.empty() || o.warmup || o.reps || o.list || o.fresh ||
+  if (!o.kernels.empty() || !o.filter.empty() || !o.splits.empty() || o.warmup || o.reps || o.list || o.fresh ||
       TimingPolicy{0, 1, o.min_time_s, o.max_noise_pct, o.max_time_s}.adaptive()) {
-    std::cerr << "flashbench: --devices does not pass --kernels, --filter, --warmup, --reps, --list, --fresh "
+    std::cerr << "flashbench: --devices does not pass --kernels, --filter, --splits, --warmup, --reps, --list, --fresh "
                  "or adaptive timing on to its workers yet: put them in the spec\n";
     return kExitUsage;
   }
@@ -406,6 +407,28 @@ int run_command(const RunOptions& o) {
       if (const Descriptor* k = find_kernel(name); k && kernel_applies(*backend, *k, sweep.cases))
         applicable.push_back(name);
     sweep.kernels = applicable;
+  }
+  if (!o.splits.empty()) {
+    const std::string shown = fmt::format("--splits {}", fmt::join(o.splits, ","));
+    std::set<int> seen;
+    for (const int s : o.splits) {
+      if (s < 0 || s > kMaxKvSplits)
+        return usage(fmt::format("{}: each value must be 0 (auto) .. {}, got {}", shown, kMaxKvSplits, s));
+      if (!seen.insert(s).second) return usage(fmt::format("{}: {} is listed twice", shown, s));
+    }
+    // The spec's cases without their splits (once each, in order), crossed with the flag's values.
+    std::vector<Case> cases;
+    std::set<std::string> keys;
+    for (Case c : sweep.cases) {
+      c.splits = 0;
+      if (!keys.insert(c.key()).second) continue;
+      for (const int s : o.splits) {
+        c.splits = s;
+        cases.push_back(c);
+      }
+    }
+    sweep.cases = cases;
+    overrides["splits"] = o.splits;
   }
   if (o.warmup) {
     sweep.warmup = *o.warmup;

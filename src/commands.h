@@ -30,6 +30,7 @@ struct RunOptions {
   // Overrides of the spec, recorded in results.settings.overrides.
   std::optional<int> warmup, reps;
   std::vector<std::string> kernels;  // replaces spec.kernels
+  std::vector<int> splits;           // replaces spec.splits (split-KV kernels; 0 = auto)
   std::string filter;                // regex (ECMAScript, searched) on case keys
   bool list = false;                 // print the cases and each kernel's memory; run nothing
   // Adaptive timing (TimingPolicy); all 0: fixed reps.

@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
       ->check(int_at_least(1));
   run_cmd->add_option("--kernels", run.kernels, "kernels to run, e.g. naive,flash (overrides spec.kernels)")
       ->delimiter(',');
+  run_cmd->add_option("--splits", run.splits,
+                      "KV splits of split-KV kernels (flash-decode), e.g. 0,4,16 with 0 = auto (overrides spec.splits)")
+      ->delimiter(',');
   run_cmd->add_option("--filter", run.filter,
                       "run only cases whose key matches this regular expression (ECMAScript, searched), "
                       "e.g. 'n4096' or 'bf16-causal'; --list shows the keys");

@@ -112,6 +112,8 @@ json to_json(const Record& r) {
                {"causal", c.causal},     {"pass", std::string(to_string(c.pass))}};
   // `seq` as well when the lengths are equal: readers from before seq_q/seq_k still read the file.
   if (c.square()) j["case"]["seq"] = c.seq_q;
+  // The split count asked of a split-KV kernel, when not auto (the key carries it too).
+  if (c.splits != 0) j["case"]["splits"] = c.splits;
   j["kernel"] = r.kernel;
   j["status"] = std::string(to_string(r.status));
   j["reason"] = r.reason;
@@ -129,6 +131,8 @@ json to_json(const Record& r) {
   j["bytes_moved"] = num_to_json(r.bytes_moved);
   j["gbps"] = num_to_json(r.gbps);
   j["memory"] = {{"peak_bytes", r.peak_bytes}};
+  // Split-KV kernels: the split count the kernel ran with (auto resolved).
+  if (r.kv_splits) j["kv_splits"] = *r.kv_splits;
   j["max_abs_diff"] = opt_num_to_json(r.max_abs_diff);
   j["ref_max_abs_err"] = opt_num_to_json(r.ref_max_abs_err);
   j["verified"] = r.verified ? json(*r.verified) : json(nullptr);
@@ -288,6 +292,7 @@ Case case_from(const Reader& r) {
   auto p = parse_pass(pass);
   if (!p) fail(child(r.path(), "pass"), fmt::format("unknown pass '{}'", pass));
   c.pass = *p;
+  if (r.has_non_null("splits")) c.splits = int(r.integer("splits", 0, kIntMax));
   return c;
 }
 
@@ -330,6 +335,7 @@ Record record_from(const json& j, const std::string& path) {
   rec.bytes_moved = r.number("bytes_moved");
   rec.gbps = r.number("gbps");
   rec.peak_bytes = r.object("memory").unsigned_integer("peak_bytes");
+  if (r.has_non_null("kv_splits")) rec.kv_splits = int(r.integer("kv_splits", 1, kIntMax));
   rec.max_abs_diff = r.optional_number("max_abs_diff");
   rec.ref_max_abs_err = r.optional_number("ref_max_abs_err");
   rec.verified = r.optional_boolean("verified");

@@ -37,6 +37,7 @@ struct Record {
   double flops = 0, tflops = 0;
   double bytes_moved = 0, gbps = 0;  // modelled bytes and achieved GB/s (1e9 bytes/s)
   std::uint64_t peak_bytes = 0;
+  std::optional<int> kv_splits;  // split-KV kernels: splits run (case.splits, or auto resolved)
   std::optional<double> max_abs_diff;     // vs naive (flash rows only)
   std::optional<double> ref_max_abs_err;  // vs fp64 reference, max over output tensors
   std::optional<bool> verified;

@@ -71,6 +71,24 @@ CpuEntry cpu_flash() {
   return e;
 }
 
+CpuEntry cpu_flash_decode() {
+  CpuEntry e;
+  e.unsupported = [](Pass pass, const AttentionParams& p) -> std::optional<std::string> {
+    if (pass != Pass::fwd)
+      return std::string("flash-decode is forward-only (a decode step has no backward); the backward "
+                         "runs on flash");
+    if (p.seq_q > cpu::kDecodeMaxSeqQ)
+      return fmt::format("flash-decode is for decoding, seq_q <= {} query rows against the KV cache, got "
+                         "seq_q {}; longer query blocks run on flash",
+                         cpu::kDecodeMaxSeqQ, p.seq_q);
+    return std::nullopt;
+  };
+  e.workspace_bytes = [](Pass, const AttentionParams& p) { return cpu::decode_workspace_bytes(p); };
+  e.forward = [](const AttentionParams& p, const cpu::Context& ctx, cpu::Saved&) { cpu::decode_forward(p, ctx); };
+  e.tile = [](Pass, const AttentionParams& p, const cpu::Context&) { return cpu::decode_plan(p).keys_per_split; };
+  return e;
+}
+
 // ---- CUDA entries: a family's Ops (kernels/attention.h) ----
 
 #if FLASHBENCH_HAVE_CUDA
@@ -105,6 +123,8 @@ struct Spec {
   CpuEntry cpu;
   CudaEntry cuda;
   const char* description;
+  std::vector<Pass> passes = {};  // empty: every pass
+  bool kv_splits = false;         // Descriptor::kv_splits
 };
 
 Descriptor describe(Spec s) {
@@ -113,7 +133,8 @@ Descriptor describe(Spec s) {
   d.role = s.role;
   d.dtypes = std::move(s.dtypes);
   d.head_dims = std::move(s.head_dims);
-  d.passes = all_passes();
+  d.passes = s.passes.empty() ? all_passes() : std::move(s.passes);
+  d.kv_splits = s.kv_splits;
   d.bytes = std::move(s.bytes);
   d.cpu = std::move(s.cpu);
   d.cuda = std::move(s.cuda);
@@ -149,6 +170,12 @@ std::vector<Descriptor> make_builtins() {
                            FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
                            "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer "
                            "warpgroups"}));
+  list.push_back(describe({"flash-decode", Role::tiled, fp16_bf16, {64, 128}, splitkv_bytes, cpu_flash_decode(),
+                           FB_CUDA_ENTRY(cuda::flash_decode_ops()),
+                           "split-KV decode (flash-decoding): a few query rows against a long KV cache, "
+                           "keys split across CTAs, each K/V tile read once for every query row of the "
+                           "GQA group, splits merged exactly; forward only, seq_q <= 64; sm_80+",
+                           {Pass::fwd}, true}));
   list.push_back(describe({"reference", Role::reference, {Dtype::fp64}, {}, {}, {},
                            FB_CUDA_ENTRY(cuda::reference_ops()),
                            "exact fp64 attention, the yardstick every kernel's error is measured against"}));
@@ -273,6 +300,10 @@ std::optional<std::string> unsupported_reason(const Descriptor& k, const Case& c
   const auto has = [&](Pass p) { return std::find(k.passes.begin(), k.passes.end(), p) != k.passes.end(); };
   const bool ok = c.pass == Pass::fwd_bwd ? has(Pass::fwd) && has(Pass::bwd) : has(c.pass);
   if (!ok) return fmt::format("kernel '{}' does not run the {} pass", k.name, to_string(c.pass));
+  if (c.splits != 0 && !k.kv_splits)
+    return fmt::format("kernel '{}' does not split the KV range: splits = {} applies to split-KV kernels "
+                       "(it runs at splits = 0)",
+                       k.name, c.splits);
   return std::nullopt;
 }
 

@@ -70,6 +70,9 @@ struct Descriptor {
   CpuEntry cpu;    // empty: not on the CPU backend
   CudaEntry cuda;  // empty: not on the CUDA backend (or this build has no CUDA)
   std::string origin = "built-in";  // or the plug-in library's path
+  // Honours Case::splits (split-KV kernels): its tile is then keys per split. Other kernels are
+  // recorded skipped for splits != 0 (they run at splits = 0 only).
+  bool kv_splits = false;
 
   bool runs_on(BackendId b) const { return b == BackendId::cpu ? bool(cpu) : bool(cuda); }
   std::vector<BackendId> backends() const;

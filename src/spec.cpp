@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "common/mask.h"
+#include "common/splitkv.h"
 #include "registry.h"
 
 namespace fb {
@@ -386,7 +387,7 @@ const std::vector<std::string>& spec_keys() {
   static const std::vector<std::string> keys = {
       "$schema", "name",   "description", "seq",     "seq_q",  "seq_k",  "batch", "tokens", "heads",
       "model_dim", "kv_heads", "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps",
-      "seed",    "verify", "input_scale"};
+      "seed",    "verify", "input_scale", "splits", "max_kv_bytes"};
   return keys;
 }
 
@@ -454,6 +455,19 @@ Sweep sweep_from_json(const nlohmann::json& j) {
       j.contains("causal") ? bool_axis(j, "causal") : Axis<bool>{{false}, {"spec.causal"}};
   const Axis<Pass> pass = j.contains("pass") ? enum_axis<Pass>(j, "pass", spec_pass_names(), parse_pass)
                                              : Axis<Pass>{{Pass::fwd}, {"spec.pass"}};
+  // KV splits of split-KV kernels (0 = the kernel chooses); other kernels run splits = 0 only.
+  const Axis<std::int64_t> splits =
+      j.contains("splits") ? int_axis(j, "splits", 0, kMaxKvSplits) : Axis<std::int64_t>{{0}, {"spec.splits"}};
+  // Cases whose K and V together hold more bytes than this are left out of the product (decode sweeps
+  // cross batch with seq_k and keep the KV cache to what one case should allocate).
+  double max_kv_bytes = 0;
+  if (j.contains("max_kv_bytes")) {
+    const Item item = scalar_item(j, "max_kv_bytes");
+    const json& v = *item.value;
+    if (!v.is_number() || v.is_boolean() || !(v.get<double>() >= 1) || !std::isfinite(v.get<double>()))
+      fail(item.path, "must be a number of bytes >= 1, got " + describe(v));
+    max_kv_bytes = v.get<double>();
+  }
 
   std::vector<const Descriptor*> kernels;
   if (j.contains("kernels")) {
@@ -497,19 +511,19 @@ Sweep sweep_from_json(const nlohmann::json& j) {
   const std::size_t kv_count = kv_given ? kv_heads.size() : 1;  // default: kv_heads = heads
   const std::size_t seqk_count = split_seq ? seq_k.size() : 1;  // seq: seq_k = seq_q
   const std::size_t sizes[] = {dtype.size(), head_dim.size(), causal.size(), pass.size(), batch_or_tokens.size(),
-                               heads.size(), kv_count,        seq.size(),    seqk_count};
+                               heads.size(), kv_count,        seq.size(),    seqk_count,  splits.size()};
   std::size_t count = 1;
   for (const std::size_t n : sizes) count = mul_saturating(count, n);
   if (count > kMaxCases)
     fail("spec",
          fmt::format("the sweep has {}{} cases (dtype {} x head_dim {} x causal {} x pass {} x {} {} x "
-                     "heads {} x kv_heads {} x {}), more than the cap {} (kMaxCases)",
+                     "heads {} x kv_heads {} x {}{}), more than the cap {} (kMaxCases)",
                      count == std::numeric_limits<std::size_t>::max() ? "more than " : "", count, sizes[0],
                      sizes[1], sizes[2], sizes[3], by_tokens ? "tokens" : "batch", sizes[4], sizes[5],
                      sizes[6],
                      split_seq ? fmt::format("seq_q {} x seq_k {}", sizes[7], sizes[8])
                                : fmt::format("seq {}", sizes[7]),
-                     kMaxCases));
+                     sizes[9] > 1 ? fmt::format(" x splits {}", sizes[9]) : std::string(), kMaxCases));
 
   // ---- rules across fields (each loop is bounded by the case count) ----
   // Query heads of (heads or model_dim value h, head_dim value d).
@@ -614,8 +628,17 @@ Sweep sweep_from_json(const nlohmann::json& j) {
                     cs.kv_heads = int(kv_given ? kv_heads.values[k] : cs.heads);
                     cs.seq_q = int(n);
                     cs.seq_k = split_seq ? int(seq_k.values[nk]) : int(n);
-                    sweep.cases.push_back(cs);
+                    const double kv_bytes = 2.0 * cs.batch * cs.kv_heads * double(cs.seq_k) * cs.head_dim *
+                                            double(dtype_bytes(cs.dtype));
+                    if (max_kv_bytes > 0 && kv_bytes > max_kv_bytes) continue;
+                    for (const std::int64_t sp : splits.values) {
+                      cs.splits = int(sp);
+                      sweep.cases.push_back(cs);
+                    }
                   }
+  if (sweep.cases.empty())
+    fail("spec.max_kv_bytes", fmt::format("{} leaves no case: every combination holds more K/V bytes",
+                                          describe(j.at("max_kv_bytes"))));
   for (const Descriptor* k : kernels) sweep.kernels.emplace_back(k->name);
   sweep.spec = j;
   return sweep;

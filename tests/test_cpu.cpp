@@ -1050,3 +1050,148 @@ TEST_CASE("cpu backend: seq_q != seq_k cases verify, -inf LSE matches only -inf"
   REQUIRE(std::isinf(error_of(bad, "LSE")));
   REQUIRE(bad.nonfinite == 1);
 }
+
+// ---- flash-decode: split-KV forward and the exact combine ----
+
+namespace {
+
+// Runs the CPU split-KV decode with `splits` (0 = auto) on the problem; the workspace as asked.
+Result run_decode(Problem& pr, int splits, ThreadPool& pool, MemoryTracker& tracker) {
+  Result r{Storage(pr.dtype, pr.params.q_elems()), Storage(accum_of(pr.dtype), pr.params.rows()), {}, {}, {}};
+  for (Storage* s : {&r.o, &r.lse}) poison(s->data(), s->dtype, s->size());
+  AttentionParams p = pr.params;
+  p.kv_splits = splits;
+  p.o = r.o.data();
+  p.lse = r.lse.data();
+  std::vector<std::byte> ws(decode_workspace_bytes(p));
+  p.workspace = ws.empty() ? nullptr : ws.data();
+  decode_forward(p, Context{&tracker, &pool, pr.shape.tiles});
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cpu: split plan: forced counts exactly, auto fills the tasks with whole tiles", "[cpu]") {
+  // Forced: exactly N splits, even when that leaves splits past the keys (empty).
+  const SplitPlan forced = plan_splits(5, 7, 1, 64, 64, 64);
+  REQUIRE(forced.splits == 7);
+  CHECK(forced.key_begin(5, 5) == 5);
+  CHECK(forced.key_end(6, 5) == 5);  // split 6 covers no key
+  const SplitPlan seven = plan_splits(1000, 7, 1, 64, 64, 64);
+  CHECK(seven.splits == 7);
+  CHECK(seven.key_end(6, 1000) == 1000);
+  // Auto: enough splits for the target, each >= min keys and whole tiles, the ranges covering seq_k.
+  const SplitPlan a = plan_splits(4099, 0, 2, 64, 64, 64);
+  CHECK(a.splits > 1);
+  CHECK(a.keys_per_split % 64 == 0);
+  CHECK(a.key_end(a.splits - 1, 4099) == 4099);
+  CHECK(a.key_begin(a.splits - 1, 4099) < 4099);
+  // Many (batch, K/V head) tasks already fill the target: one split, no combine.
+  CHECK(plan_splits(4096, 0, 1024, 64, 64, 64).splits == 1);
+  // Few keys: never below the minimum per split.
+  CHECK(plan_splits(100, 0, 1, 64, 64, 64).splits == 2);
+  CHECK(plan_splits(1, 0, 1, 64, 64, 64).splits == 1);
+}
+
+TEST_CASE("cpu: flash-decode equals the fp64 reference exactly in fp64 (splits 1, 2, 7, auto, more than keys)",
+          "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  // GQA 32/8 and 64/8, query rows 1..16, key counts that are multiples of nothing, causal and not,
+  // and seq_q > seq_k causal (the first rows see no key: O = 0, LSE = -inf).
+  std::vector<Shape> shapes;
+  for (int heads : {32, 64})
+    for (int seq_q : {1, 3, 16})
+      for (int seq_k : {1, 17, 1000})
+        for (bool causal : {false, true}) {
+          Shape s;
+          s.heads = heads;
+          s.kv_heads = 8;
+          s.seq = seq_q;
+          s.seq_k = seq_k;
+          s.dim = 16;
+          s.causal = causal;
+          shapes.push_back(s);
+        }
+  Shape wide;  // two batches, a key count past several auto splits
+  wide.batch = 2;
+  wide.heads = 4;
+  wide.kv_heads = 2;
+  wide.seq = 5;
+  wide.seq_k = 4099;
+  wide.dim = 8;
+  wide.causal = true;
+  shapes.push_back(wide);
+  for (const Shape& s : shapes) {
+    Problem pr(s, Dtype::fp64, 77 + s.seq * 31 + s.keys());
+    const Reference ref = run_reference(pr, false, pool);
+    for (int splits : {1, 2, 7, 0, std::min(s.keys() + 3, kMaxKvSplits)}) {
+      const Result r = run_decode(pr, splits, pool, tracker);
+      INFO(describe(s, Dtype::fp64) << " splits " << splits);
+      REQUIRE(max_err(r.o, ref.o) <= 1e-12);
+      REQUIRE(max_err(r.lse, ref.lse) <= 1e-12);
+    }
+  }
+  // Empty rows: seq_q 16 against 5 keys, causal: rows 0..10 of every head see nothing.
+  Shape empty;
+  empty.heads = 8;
+  empty.kv_heads = 2;
+  empty.seq = 16;
+  empty.seq_k = 5;
+  empty.dim = 16;
+  empty.causal = true;
+  Problem pr(empty, Dtype::fp64, 5);
+  for (int splits : {1, 3, 0}) {
+    const Result r = run_decode(pr, splits, pool, tracker);
+    INFO("splits " << splits);
+    for (std::int64_t row = 0; row < pr.params.rows(); ++row) {
+      const bool is_empty = row % 16 < 11;
+      if (is_empty) {
+        REQUIRE(r.lse.at(row) == -std::numeric_limits<double>::infinity());
+        for (int c = 0; c < 16; ++c) REQUIRE(r.o.at(row * 16 + c) == 0.0);
+      } else {
+        REQUIRE(std::isfinite(r.lse.at(row)));
+      }
+    }
+  }
+}
+
+TEST_CASE("cpu: flash-decode in 16-bit stays within 2x flash's error; refusals name the reason", "[cpu]") {
+  ThreadPool pool(kTestThreads);
+  MemoryTracker tracker;
+  for (Dtype t : {Dtype::bf16, Dtype::fp16, Dtype::fp32}) {
+    Shape s;
+    s.heads = 32;
+    s.kv_heads = 8;
+    s.seq = 4;
+    s.seq_k = 1000;
+    s.dim = 64;
+    s.causal = true;
+    Problem pr(s, t, 11);
+    const Reference ref = run_reference(pr, false, pool);
+    const Result flash = run_kernel(Algo::flash, pr, false, pool, tracker);
+    const double flash_err = max_err(flash.o, ref.o);
+    const double floor = 2 * unit_roundoff(t) * magnitude(ref.o);
+    for (int splits : {1, 7, 0}) {
+      const Result r = run_decode(pr, splits, pool, tracker);
+      INFO(to_string(t) << " splits " << splits);
+      CHECK(max_err(r.o, ref.o) <= 2 * flash_err + floor);
+      CHECK(max_err(r.lse, ref.lse) <= 1e-4);
+    }
+  }
+  // Square shapes are not decode: refused with the reason, as is the backward.
+  const Descriptor* d = builtin_kernels().find("flash-decode");
+  REQUIRE(d);
+  AttentionParams p;
+  p.dtype = Dtype::bf16;
+  p.seq_q = p.seq_k = 128;
+  p.scale = 0.125;
+  const auto why = d->cpu.unsupported(Pass::fwd, p);
+  REQUIRE(why);
+  CHECK(why->find("seq_q") != std::string::npos);
+  p.seq_q = 1;
+  CHECK_FALSE(d->cpu.unsupported(Pass::fwd, p));
+  const auto bwd = d->cpu.unsupported(Pass::bwd, p);
+  REQUIRE(bwd);
+  CHECK(bwd->find("forward-only") != std::string::npos);
+}

@@ -609,7 +609,7 @@ TEST_CASE("spec: configs/spec.schema.json matches the parser", "[spec]") {
     require_rejected(spec_with(hi + 1), {"spec." + key});
     ++checked;
   }
-  CHECK(checked == 10);  // seq batch tokens heads model_dim kv_heads head_dim warmup reps seed
+  CHECK(checked == 11);  // seq batch tokens heads model_dim kv_heads head_dim splits warmup reps seed
 }
 
 TEST_CASE("spec: hostile and mutated specs parse or throw SpecError, nothing else", "[spec]") {
@@ -741,4 +741,34 @@ TEST_CASE("spec: seq_q and seq_k in place of seq", "[spec]") {
   // The tensor cap looks at the longer of the two: K with 2^20 keys x 2^12 heads x 2^9 dims.
   require_rejected(with(with(with(with(split, "seq_k", 1048576), "heads", 4096), "head_dim", 512), "kernels", "naive"),
                    {"spec", "max(seq_q, seq_k)", "cap"});
+}
+
+TEST_CASE("spec: splits is the innermost axis, in the key when forced; max_kv_bytes leaves big cases out",
+          "[spec]") {
+  json j = base();
+  j.erase("seq");
+  j["seq_q"] = {1};
+  j["seq_k"] = {100, 1000};
+  j["splits"] = {0, 4};
+  const fb::Sweep s = fb::parse_spec(j.dump());
+  REQUIRE(s.cases.size() == 4);
+  CHECK(s.cases[0].splits == 0);
+  CHECK(s.cases[1].splits == 4);
+  CHECK(s.cases[1].seq_k == 100);
+  CHECK(s.cases[0].key().find("-s") == std::string::npos);  // auto keeps the key it had
+  CHECK(s.cases[1].key().size() > 3);
+  CHECK(s.cases[1].key().substr(s.cases[1].key().size() - 3) == "-s4");
+  CHECK(s.cases[1].params().kv_splits == 4);
+
+  CHECK(error_of_json(with(j, "splits", {0, -1})).find("spec.splits[1]") != std::string::npos);
+  CHECK(error_of_json(with(j, "splits", {2000})).find("spec.splits") != std::string::npos);
+  CHECK(error_of_json(with(j, "splits", {4, 4})).find("duplicate") != std::string::npos);
+
+  // K and V of fp32, d = 64, one head: 2 * 4 * 64 * seq_k bytes; 100 keys fit in 60000, 1000 do not.
+  json capped = with(j, "max_kv_bytes", 60000);
+  const fb::Sweep c = fb::parse_spec(capped.dump());
+  REQUIRE(c.cases.size() == 2);
+  CHECK(c.cases[0].seq_k == 100);
+  CHECK(error_of_json(with(j, "max_kv_bytes", 10)).find("spec.max_kv_bytes") != std::string::npos);
+  CHECK(error_of_json(with(j, "max_kv_bytes", "big")).find("spec.max_kv_bytes") != std::string::npos);
 }

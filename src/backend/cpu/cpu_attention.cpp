@@ -592,6 +592,120 @@ template <class T> void flash_backward_t(const AttentionParams& p, const Context
   });
 }
 
+// ================================ flash-decode ================================
+
+template <class T> void decode_forward_t(const AttentionParams& p, const Context& ctx) {
+  using A = AccOf<T>;
+  const Shape s = shape_of(p);
+  const int d = s.dim, bc = kDecodeTileKeys;
+  const int rows = s.group * s.seq_q;  // query rows of one (batch, K/V head), contiguous in BHSD
+  const Index total_rows = Index(s.batch) * s.heads * s.seq_q;
+  const SplitPlan plan = decode_plan(p);
+  const A scale = static_cast<A>(p.scale);
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  T* o = static_cast<T*>(p.o);
+  A* lse = static_cast<A*>(p.lse);
+  const bool direct = plan.splits == 1;
+  if (!direct && p.workspace == nullptr)
+    throw std::invalid_argument("flash-decode: params.workspace is null (decode_workspace_bytes asks for it)");
+  A* part_o = static_cast<A*>(p.workspace);                                  // [splits, total_rows, d]
+  A* part_lse = direct ? nullptr : part_o + Index(plan.splits) * total_rows * d;  // [splits, total_rows]
+  ThreadPool& pool = *ctx.pool;
+
+  Scratch<A> scratch(*ctx.tracker, pool.size(),
+                     {Index(rows) * d, Index(d) * bc, Index(bc) * d, Index(rows) * bc, Index(rows) * d, rows, rows});
+  const Index groups = Index(s.batch) * s.kv_heads;
+  pool.parallel_for(groups * plan.splits, [&](Index task, int w) {
+    const Index bkv = task / plan.splits;
+    const int split = static_cast<int>(task % plan.splits);
+    A* qs = scratch.get(w, 0);    // (rows, d)
+    A* kt = scratch.get(w, 1);    // (d, bc)
+    A* vs = scratch.get(w, 2);    // (bc, d)
+    A* st = scratch.get(w, 3);    // (rows, bc): S, then P
+    A* oacc = scratch.get(w, 4);  // (rows, d)
+    A* m = scratch.get(w, 5);     // (rows)
+    A* l = scratch.get(w, 6);     // (rows)
+    const Index row0 = bkv * rows;  // first global query row of the group
+    const int k_lo = plan.key_begin(split, s.seq_k), k_hi = plan.key_end(split, s.seq_k);
+    load_tile(q + row0 * d, d, rows, d, qs, d);
+    std::fill(m, m + rows, neg_inf);
+    std::fill(l, l + rows, A(0));
+    std::fill(oacc, oacc + Index(rows) * d, A(0));
+    const T* kh = k + bkv * s.seq_k * d;
+    const T* vh = v + bkv * s.seq_k * d;
+    // Each K/V tile is loaded once and applied to all rows of the group.
+    for (int j0 = k_lo; j0 < k_hi; j0 += bc) {
+      const int nc = std::min(bc, k_hi - j0);
+      load_tile_transposed(kh + Index(j0) * d, d, nc, d, kt, bc);
+      load_tile(vh + Index(j0) * d, d, nc, d, vs, d);
+      gemm_nn(rows, nc, d, qs, d, kt, bc, st, bc, false);  // S = Q K^T
+      for (int r = 0; r < rows; ++r) {
+        const int key_end = s.mask.key_end(r % s.seq_q);  // rows run over heads, then positions
+        A* sr = st + Index(r) * bc;
+        A row_max = neg_inf;
+        for (int c = 0; c < nc; ++c) {
+          sr[c] = j0 + c < key_end ? scale * sr[c] : neg_inf;
+          row_max = std::max(row_max, sr[c]);
+        }
+        const A m_new = std::max(m[r], row_max);
+        if (m_new == neg_inf) {  // nothing visible yet: adds nothing
+          std::fill(sr, sr + nc, A(0));
+          continue;
+        }
+        const A alpha = std::exp(m[r] - m_new);
+        A sum = 0;
+        for (int c = 0; c < nc; ++c) {
+          sr[c] = std::exp(sr[c] - m_new);
+          sum += sr[c];
+        }
+        l[r] = alpha * l[r] + sum;
+        m[r] = m_new;
+        A* orow = oacc + Index(r) * d;
+        for (int c = 0; c < d; ++c) orow[c] *= alpha;
+      }
+      gemm_nn(rows, d, nc, st, bc, vs, d, oacc, d, true);  // O += P V
+    }
+    for (int r = 0; r < rows; ++r) {
+      // No visible key in this split (or at all): l = 0, O = 0, LSE = -inf.
+      const A inv = l[r] > A(0) ? A(1) / l[r] : A(0);
+      const A row_lse = l[r] > A(0) ? m[r] + std::log(l[r]) : neg_inf;
+      const A* orow = oacc + Index(r) * d;
+      if (direct) {
+        for (int c = 0; c < d; ++c) o[(row0 + r) * d + c] = store<T>(orow[c] * inv);
+        lse[row0 + r] = row_lse;
+      } else {
+        const Index prow = Index(split) * total_rows + row0 + r;
+        for (int c = 0; c < d; ++c) part_o[prow * d + c] = orow[c] * inv;
+        part_lse[prow] = row_lse;
+      }
+    }
+  });
+  if (direct) return;
+
+  // Combine: splits in index order, so the result does not depend on the thread count.
+  pool.parallel_for(total_rows, [&](Index row, int) {
+    A top = neg_inf;
+    for (int sp = 0; sp < plan.splits; ++sp) top = std::max(top, part_lse[Index(sp) * total_rows + row]);
+    const A sub = top == neg_inf ? A(0) : top;
+    A w_sum = 0;
+    T* orow = o + row * d;
+    std::vector<A> acc(std::size_t(d), A(0));
+    for (int sp = 0; sp < plan.splits; ++sp) {
+      const Index prow = Index(sp) * total_rows + row;
+      const A w = std::exp(part_lse[prow] - sub);  // 0 for a split that showed the row no key
+      if (w == A(0)) continue;
+      w_sum += w;
+      for (int c = 0; c < d; ++c) acc[std::size_t(c)] += w * part_o[prow * d + c];
+    }
+    const A inv = w_sum > A(0) ? A(1) / w_sum : A(0);
+    for (int c = 0; c < d; ++c) orow[c] = store<T>(acc[std::size_t(c)] * inv);
+    lse[row] = w_sum > A(0) ? sub + std::log(w_sum) : neg_inf;
+  });
+}
+
 }  // namespace
 
 // ================================ entry points ================================
@@ -657,6 +771,29 @@ void flash_forward(const AttentionParams& p, const Context& ctx) {
   check_params(p, Pass::fwd, ctx.tiles);
   check_context(ctx);
   dispatch_dtype(p.dtype, [&](auto t) { flash_forward_t<decltype(t)>(p, ctx); });
+}
+
+SplitPlan decode_plan(const AttentionParams& p) {
+  return plan_splits(p.seq_k, p.kv_splits, static_cast<long long>(p.batch) * p.kv_heads, kDecodeTargetTasks,
+                     kDecodeTileKeys, kDecodeTileKeys);
+}
+
+std::size_t decode_workspace_bytes(const AttentionParams& p) {
+  const SplitPlan plan = decode_plan(p);
+  if (plan.splits <= 1) return 0;
+  return std::size_t(plan.splits) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * accum_bytes(p.dtype);
+}
+
+void decode_forward(const AttentionParams& p, const Context& ctx) {
+  check_params(p, Pass::fwd, ctx.tiles);
+  check_context(ctx);
+  if (p.seq_q > kDecodeMaxSeqQ)
+    throw std::invalid_argument("flash-decode: seq_q must be at most " + std::to_string(kDecodeMaxSeqQ) +
+                                ", got " + std::to_string(p.seq_q));
+  if (p.kv_splits < 0 || p.kv_splits > kMaxKvSplits)
+    throw std::invalid_argument("flash-decode: kv_splits must be 0 (auto) .. " + std::to_string(kMaxKvSplits) +
+                                ", got " + std::to_string(p.kv_splits));
+  dispatch_dtype(p.dtype, [&](auto t) { decode_forward_t<decltype(t)>(p, ctx); });
 }
 
 void flash_backward(const AttentionParams& p, const Context& ctx) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "common/splitkv.h"
 #include "backend/cpu/memory.h"
 #include "backend/cpu/parallel.h"
 
@@ -78,6 +79,24 @@ void flash_backward(const AttentionParams& p, const Context& ctx);
 // How many KV-tile slices flash_backward splits each (batch, K/V head) into (exposed for tests and
 // for the memory model: it holds that many fp32/fp64 dQ accumulators).
 int flash_backward_slices(const AttentionParams& p, const Tiles& tiles);
+
+// ---- flash-decode: split-KV (flash-decoding), forward only ----
+// The algorithm of the CUDA kernel (kernels/flash_decode), with the same split rule (common/splitkv.h):
+// one task per (batch, K/V head, split) streams the split's keys in tiles of kDecodeTileKeys and
+// applies each tile to every query row of the GQA group (group x seq_q rows, online softmax). With
+// one split it writes O and LSE; with more, each split writes its partial O (normalised by its own sum)
+// and LSE (natural log, -inf when the split shows the row no key) into p.workspace, and a combine pass
+// merges them exactly: L = max LSE_s, w_s = exp(LSE_s - L), O = sum w_s O_s / sum w_s,
+// LSE = L + log sum w_s (O = 0, LSE = -inf when every w_s is 0).
+inline constexpr int kDecodeMaxSeqQ = 64;  // as the CUDA kernel: longer query blocks are not decode
+inline constexpr int kDecodeTileKeys = 64;
+// The CPU's "device" for the automatic split count: this many tasks (a constant rather than the thread
+// count, so results do not depend on the machine), each split at least kDecodeTileKeys keys.
+inline constexpr int kDecodeTargetTasks = 64;
+SplitPlan decode_plan(const AttentionParams& p);
+// Partial O and LSE (accumulator type) of every split when there is more than one, else 0.
+std::size_t decode_workspace_bytes(const AttentionParams& p);
+void decode_forward(const AttentionParams& p, const Context& ctx);
 
 // ---- exact fp64 reference (p.dtype must be fp64, all pointers double) ----
 // Query rows of every (batch, head) a reference computes: sorted, distinct, in [0, seq).

@@ -1,0 +1,65 @@
+// Split-KV decode: support checks, the split plan and the runtime -> configuration dispatch.
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/check.h"
+#include "common/device_caps.h"
+#include "flash_decode/flash_decode.h"
+#include "flash_decode/flash_decode_traits.h"
+
+namespace fb::cuda::decode {
+
+Shape shape_for(const AttentionParams& p) {
+  // The table of flash_decode_launch.cuh: rows per CTA and keys per tile of Cfg16 .. Cfg128.
+  const int rows = p.group() * p.seq_q;
+  if (rows <= 16) return {16, 64};
+  if (rows <= 32) return {32, 64};
+  if (rows <= 64) return {64, 32};
+  return {128, 32};
+}
+
+const char* unsupported(Pass pass, const AttentionParams& p) {
+  if (pass != Pass::fwd)
+    return "flash-decode is forward-only (a decode step has no backward); the backward runs on flash / "
+           "flash-sm90";
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) return "flash-decode runs fp16 and bf16 only";
+  if (p.head_dim != 64 && p.head_dim != 128) return "flash-decode supports head_dim 64 and 128";
+  if (p.seq_q > kMaxSeqQ)
+    return "flash-decode is for decoding, seq_q <= 64 query rows against the KV cache; longer query "
+           "blocks run on flash / flash-sm90";
+  if (p.kv_splits < 0 || p.kv_splits > kMaxKvSplits) return "flash-decode: splits must be 0 (auto) .. 1024";
+  const auto caps = current_device_caps();
+  if (!caps) return "flash-decode: no CUDA device answers";
+  if (caps->major < 8) return "flash-decode needs sm_80 or newer (mma.sync bf16, cp.async)";
+  return nullptr;
+}
+
+SplitPlan plan(const AttentionParams& p) {
+  int device = 0, sms = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&device));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const Shape s = shape_for(p);
+  const long long rows = static_cast<long long>(p.group()) * p.seq_q;
+  const long long base = static_cast<long long>(p.batch) * p.kv_heads * ((rows + s.rows_per_cta - 1) / s.rows_per_cta);
+  const long long target = static_cast<long long>(kTargetWaves) * kCtasPerSm * sms;
+  return plan_splits(p.seq_k, p.kv_splits, base, target, kMinKeysPerSplit, s.tile_keys);
+}
+
+std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
+  if (pass != Pass::fwd || unsupported(pass, p)) return 0;
+  const SplitPlan sp = plan(p);
+  if (sp.splits <= 1) return 0;
+  // Partial O [splits, rows, d] and LSE [splits, rows], fp32.
+  return std::size_t(sp.splits) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * sizeof(float);
+}
+
+void forward(const AttentionParams& p, const Context& ctx) {
+  const SplitPlan sp = plan(p);
+  if (sp.splits > 1 && p.workspace == nullptr)
+    throw std::invalid_argument("flash-decode: params.workspace is null (workspace_bytes() asks for it)");
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (p.head_dim == 64) launch_hdim64(p, sp, stream);
+  else launch_hdim128(p, sp, stream);
+}
+
+}  // namespace fb::cuda::decode

@@ -1,0 +1,11 @@
+// Decode kernels for head dim 64 (one head dim per file keeps compile times down).
+#include "flash_decode/flash_decode_launch.cuh"
+
+namespace fb::cuda::decode {
+
+void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, cudaStream_t stream) {
+  if (p.dtype == Dtype::fp16) launch_impl<__half, 64>(p, plan, stream);
+  else launch_impl<__nv_bfloat16, 64>(p, plan, stream);
+}
+
+}  // namespace fb::cuda::decode

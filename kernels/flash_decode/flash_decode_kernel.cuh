@@ -1,0 +1,360 @@
+// Split-KV decode (flash-decoding), fp16/bf16, mma.sync (sm_80+).
+//
+// Split kernel: grid (batch x K/V head, KV split, row chunk). A CTA streams its split's keys through a
+// cp.async ring of kStages K/V tiles and applies each tile to all kRows query rows it holds (every
+// query head of the GQA group, every query position): K and V are read from HBM once.
+//   S = Q K^T        Q (A) and K (B) via ldmatrix from shared memory
+//   online softmax   in registers, base 2 (p = exp2(s * scale*log2(e) - m))
+//   O += P V         P re-packed to 16 bits as the A operand, V via ldmatrix.trans
+// Warps split the rows, or (few rows) the keys of each tile; key groups merge through shared memory.
+// With one split the CTA writes O and LSE; with more it writes a partial O (fp32, normalised by its
+// own sum) and its LSE, and the combine kernel merges the splits exactly:
+//   L = max_s LSE_s,  w_s = exp(LSE_s - L),  O = sum_s w_s O_s / sum_s w_s,  LSE = L + log sum_s w_s
+// A split (or a row) that sees no key has LSE_s = -inf, weight 0; a row that sees no key in any split
+// gets O = 0, LSE = -inf (attention.h).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "common/ptx.cuh"
+#include "common/splitkv.h"
+#include "flash_decode/flash_decode_traits.h"
+
+namespace fb::cuda::decode {
+
+template <typename Elem> struct DecodeArgs {
+  const Elem* q;    // [batch, heads, seq_q, D]: the rows of one (batch, K/V head) are contiguous
+  const Elem* k;    // [batch, kv_heads, seq_k, D]
+  const Elem* v;
+  Elem* o;          // [batch, heads, seq_q, D]
+  float* lse;       // [batch, heads, seq_q], natural log
+  float* part_o;    // [splits, total_rows, D] (splits > 1)
+  float* part_lse;  // [splits, total_rows]
+  long long total_rows;  // batch * heads * seq_q
+  int rows;              // query rows per (batch, K/V head): group * seq_q
+  CausalMask mask;
+  SplitPlan plan;
+  float scale_log2;  // softmax scale * log2(e)
+};
+
+inline constexpr float kLn2 = 0.69314718055994530942f;
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Rows [0, kRows) of a (kRows, D) tile from global (row stride D) into shared (row stride
+// kRowStride); rows >= rows_valid are zero-filled and never read from global.
+template <typename Tr, int kRows>
+__device__ __forceinline__ void load_rows_async(typename Tr::Elem* smem, const typename Tr::Elem* gmem,
+                                                int rows_valid, int tid) {
+  constexpr int kChunks = kRows * Tr::kRowChunks;
+#pragma unroll
+  for (int c = tid; c < kChunks; c += Tr::kThreads) {
+    const int row = c / Tr::kRowChunks;
+    const int col = (c % Tr::kRowChunks) * Tr::kChunkElems;
+    const bool valid = row < rows_valid;
+    const auto* src = gmem + (valid ? std::int64_t(row) * Tr::kHeadDim + col : 0);
+    ptx::cp_async_16_zfill(smem + row * Tr::kRowStride + col, src, valid);
+  }
+}
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, kCtasPerSm) decode_split_kernel(const DecodeArgs<typename Tr::Elem> a) {
+  using Elem = typename Tr::Elem;
+  constexpr int D = Tr::kHeadDim;
+  constexpr int RT = Tr::kRowTiles;
+  constexpr int Bc = Tr::kBc;
+  constexpr float kNegInf = -INFINITY;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;  // m16n8 accumulator: rows g, g + 8; columns 2t, 2t + 1
+  const int wk = warp % Tr::kKeyGroups;  // which keys of each tile this warp takes
+  const int wr = warp / Tr::kKeyGroups;  // which rows
+  const long long bkv = blockIdx.x;      // batch * kv_heads + K/V head
+  const int split = blockIdx.y;
+  const int r0 = blockIdx.z * Tr::kRows;
+  const int seq_k = a.mask.seq_k, seq_q = a.mask.seq_q;
+  const int k_lo = a.plan.key_begin(split, seq_k), k_hi = a.plan.key_end(split, seq_k);
+  const int n_tiles = (k_hi - k_lo + Bc - 1) / Bc;  // 0 for a split past the keys
+
+  const Elem* gQ = a.q + (bkv * a.rows + r0) * D;
+  const Elem* gK = a.k + (bkv * seq_k + k_lo) * D;
+  const Elem* gV = a.v + (bkv * seq_k + k_lo) * D;
+  Elem* sQ = reinterpret_cast<Elem*>(smem_raw);  // (kRows, D)
+  Elem* sK = sQ + Tr::kQElems;                    // kStages x (Bc, D)
+  Elem* sV = sK + Tr::kStages * Tr::kKVTileElems;  // kStages x (Bc, D)
+
+  auto load_kv = [&](int tile) {
+    const int stage = tile % Tr::kStages;
+    const std::int64_t off = std::int64_t(tile) * Bc * D;
+    const int valid = k_hi - (k_lo + tile * Bc);
+    load_rows_async<Tr, Bc>(sK + stage * Tr::kKVTileElems, gK + off, valid, tid);
+    load_rows_async<Tr, Bc>(sV + stage * Tr::kKVTileElems, gV + off, valid, tid);
+  };
+  // Prologue: group 0 = Q and tile 0, groups 1 .. kStages - 2 = the next tiles (possibly empty groups,
+  // so that every thread counts the same groups).
+  load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
+#pragma unroll
+  for (int s = 0; s < Tr::kStages - 1; ++s) {
+    if (s < n_tiles) load_kv(s);
+    ptx::cp_async_commit();
+  }
+
+  // ldmatrix row addresses of this lane (as in the flash forward): A from Q, B from K, B^T from V.
+  const int a_row = lane % 16, a_col = (lane / 16) * 8;
+  const int k_row = (lane / 16) * 8 + lane % 8, k_col = ((lane / 8) % 2) * 8;
+  const int v_row = ((lane / 8) % 2) * 8 + lane % 8, v_col = (lane / 16) * 8;
+  constexpr int kEB = sizeof(Elem);
+  constexpr int kRowBytes = Tr::kRowStride * kEB;
+  constexpr int kKVTileBytes = Tr::kKVTileElems * kEB;
+  const int warp_row0 = wr * Tr::kWarpRows;  // first CTA row of this warp
+  const int warp_key0 = wk * Tr::kWarpKeys;  // first key of this warp within a tile
+  const std::uint32_t q_lane = ptx::smem_addr(sQ) + (warp_row0 + a_row) * kRowBytes + a_col * kEB;
+  const std::uint32_t k_lane = ptx::smem_addr(sK) + (warp_key0 + k_row) * kRowBytes + k_col * kEB;
+  const std::uint32_t v_lane = ptx::smem_addr(sV) + (warp_key0 + v_row) * kRowBytes + v_col * kEB;
+
+  // The keys each of this lane's rows sees in this split: [k_lo, key_lim). A row's query position
+  // is its index modulo seq_q (rows run over heads, then positions); rows past the end see none.
+  int key_lim[RT][2];
+#pragma unroll
+  for (int mt = 0; mt < RT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = r0 + warp_row0 + mt * Tr::kMmaM + g + hf * 8;
+      const int end = r < a.rows ? a.mask.key_end(r % seq_q) : 0;
+      key_lim[mt][hf] = end < k_hi ? end : k_hi;
+    }
+
+  float acc_o[RT][Tr::kONTiles][4];
+  float row_max[RT][2], row_sum[RT][2];  // row_max in the exp2 domain; row_sum this lane's share
+#pragma unroll
+  for (int mt = 0; mt < RT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < Tr::kONTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      row_max[mt][hf] = kNegInf;
+      row_sum[mt][hf] = 0.f;
+    }
+  }
+
+  for (int j = 0; j < n_tiles; ++j) {
+    // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
+    // prefetch below refills.
+    ptx::cp_async_wait<Tr::kStages - 2>();
+    __syncthreads();
+    if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
+    ptx::cp_async_commit();
+
+    const int stage = j % Tr::kStages;
+    const int k0 = k_lo + j * Bc + warp_key0;  // first key of this warp's share
+    const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
+    const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
+
+    // ---- S = Q K^T: (kWarpRows, kWarpKeys) per warp ----
+    float s[RT][Tr::kSNTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < RT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
+      std::uint32_t qa[RT][4];
+#pragma unroll
+      for (int mt = 0; mt < RT; ++mt)
+        ptx::ldmatrix_x4(qa[mt], q_lane + (mt * Tr::kMmaM * kRowBytes + ks * Tr::kMmaK * kEB));
+#pragma unroll
+      for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
+        std::uint32_t kb[4];
+        ptx::ldmatrix_x4(kb, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
+        const std::uint32_t b0[2] = {kb[0], kb[1]};
+        const std::uint32_t b1[2] = {kb[2], kb[3]};
+#pragma unroll
+        for (int mt = 0; mt < RT; ++mt) {
+          ptx::mma_m16n8k16<Elem>(s[mt][nt], qa[mt], b0);
+          ptx::mma_m16n8k16<Elem>(s[mt][nt + 1], qa[mt], b1);
+        }
+      }
+    }
+    // ---- mask: the split's tail tile and (causal) the last seq_q keys only ----
+    if (k0 + Tr::kWarpKeys > k_hi || a.mask.tile_needs_mask(0, k0, Tr::kWarpKeys)) {
+#pragma unroll
+      for (int mt = 0; mt < RT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + nt * Tr::kMmaN + 2 * t + e % 2;
+            if (key >= key_lim[mt][e / 2]) s[mt][nt][e] = kNegInf;
+          }
+    }
+    // ---- online softmax ----
+#pragma unroll
+    for (int mt = 0; mt < RT; ++mt)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float tile_max = kNegInf;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+          tile_max = fmaxf(tile_max, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
+        tile_max = quad_max(tile_max);
+        const float new_max = fmaxf(row_max[mt][hf], tile_max * a.scale_log2);
+        // Every key so far masked: subtract 0 so that exp2(-inf - 0) = 0 rather than NaN.
+        const float sub = new_max == kNegInf ? 0.f : new_max;
+        const float alpha = ptx::exp2_approx(row_max[mt][hf] - sub);
+        row_max[mt][hf] = new_max;
+        float tile_sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+          for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+            const float p = ptx::exp2_approx(fmaf(s[mt][nt][e], a.scale_log2, -sub));
+            s[mt][nt][e] = p;
+            tile_sum += p;
+          }
+        row_sum[mt][hf] = row_sum[mt][hf] * alpha + tile_sum;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+          acc_o[mt][nt][2 * hf] *= alpha;
+          acc_o[mt][nt][2 * hf + 1] *= alpha;
+        }
+      }
+    // ---- O += P V ----
+#pragma unroll
+    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+      std::uint32_t pa[RT][4];
+#pragma unroll
+      for (int mt = 0; mt < RT; ++mt) {
+        pa[mt][0] = ptx::pack2<Elem>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = ptx::pack2<Elem>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = ptx::pack2<Elem>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = ptx::pack2<Elem>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < Tr::kONTiles; nt += 2) {
+        std::uint32_t vb[4];
+        ptx::ldmatrix_x4_trans(vb, v_stage + (kk * Tr::kMmaK * kRowBytes + nt * Tr::kMmaN * kEB));
+        const std::uint32_t b0[2] = {vb[0], vb[1]};
+        const std::uint32_t b1[2] = {vb[2], vb[3]};
+#pragma unroll
+        for (int mt = 0; mt < RT; ++mt) {
+          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt], pa[mt], b0);
+          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt], b1);
+        }
+      }
+    }
+  }
+
+  // ---- merge the key groups through shared memory (the pipeline's space, now idle) ----
+  ptx::cp_async_wait<0>();
+  __syncthreads();
+  float* sO = reinterpret_cast<float*>(sK);                           // (kKeyGroups, kRows, kMergeStride)
+  float* sM = sO + Tr::kKeyGroups * Tr::kRows * Tr::kMergeStride;      // (kKeyGroups, kRows)
+  float* sL = sM + Tr::kKeyGroups * Tr::kRows;
+#pragma unroll
+  for (int mt = 0; mt < RT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int lr = wk * Tr::kRows + warp_row0 + mt * Tr::kMmaM + g + hf * 8;
+      const float sum = quad_sum(row_sum[mt][hf]);
+      if (t == 0) {
+        sM[lr] = row_max[mt][hf];
+        sL[lr] = sum;
+      }
+#pragma unroll
+      for (int nt = 0; nt < Tr::kONTiles; ++nt)
+        *reinterpret_cast<float2*>(sO + lr * Tr::kMergeStride + nt * Tr::kMmaN + 2 * t) =
+            make_float2(acc_o[mt][nt][2 * hf], acc_o[mt][nt][2 * hf + 1]);
+    }
+  __syncthreads();
+  constexpr int kQuads = D / 4;  // float4 columns per row
+  const bool direct = a.plan.splits == 1;
+  for (int idx = tid; idx < Tr::kRows * kQuads; idx += Tr::kThreads) {
+    const int lr = idx / kQuads, c = (idx % kQuads) * 4;
+    const int r = r0 + lr;
+    if (r >= a.rows) continue;
+    float m = kNegInf;
+#pragma unroll
+    for (int w = 0; w < Tr::kKeyGroups; ++w) m = fmaxf(m, sM[w * Tr::kRows + lr]);
+    const float sub = m == kNegInf ? 0.f : m;
+    float l = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < Tr::kKeyGroups; ++w) {
+      const int wl = w * Tr::kRows + lr;
+      const float f = ptx::exp2_approx(sM[wl] - sub);
+      l += f * sL[wl];
+      const float4 x = *reinterpret_cast<const float4*>(sO + wl * Tr::kMergeStride + c);
+      o.x += f * x.x;
+      o.y += f * x.y;
+      o.z += f * x.z;
+      o.w += f * x.w;
+    }
+    // A row with no visible key here has l = 0: O = 0, LSE = -inf.
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float lse = l > 0.f ? (m + log2f(l)) * kLn2 : kNegInf;
+    const long long row = bkv * a.rows + r;
+    if (direct) {
+      const std::uint32_t packed[2] = {ptx::pack2<Elem>(o.x * inv, o.y * inv), ptx::pack2<Elem>(o.z * inv, o.w * inv)};
+      *reinterpret_cast<uint2*>(a.o + row * D + c) = make_uint2(packed[0], packed[1]);
+      if (c == 0) a.lse[row] = lse;
+    } else {
+      const long long prow = split * a.total_rows + row;
+      *reinterpret_cast<float4*>(a.part_o + prow * D + c) = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
+      if (c == 0) a.part_lse[prow] = lse;
+    }
+  }
+}
+
+// One warp per query row: merges the splits' partial O and LSE (see the top of this file).
+template <typename Elem, int D>
+__global__ void __launch_bounds__(128) decode_combine_kernel(const DecodeArgs<Elem> a) {
+  constexpr int kPerLane = D / 32;
+  static_assert(D % 64 == 0, "two or more columns per lane, packed in pairs");
+  const int lane = threadIdx.x % 32;
+  const long long row = blockIdx.x * 4ll + threadIdx.x / 32;
+  if (row >= a.total_rows) return;
+  const int splits = a.plan.splits;
+  float m = -INFINITY;
+  for (int s = lane; s < splits; s += 32) m = fmaxf(m, a.part_lse[s * a.total_rows + row]);
+#pragma unroll
+  for (int x = 16; x > 0; x /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
+  const float sub = m == -INFINITY ? 0.f : m;
+  float acc[kPerLane] = {};
+  float w_sum = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const long long prow = s * a.total_rows + row;
+    const float w = __expf(a.part_lse[prow] - sub);  // 0 for a split with no visible key
+    if (w == 0.f) continue;
+    w_sum += w;
+    const float* src = a.part_o + prow * D + lane * kPerLane;
+#pragma unroll
+    for (int i = 0; i < kPerLane; i += 2) {
+      const float2 x = *reinterpret_cast<const float2*>(src + i);
+      acc[i] += w * x.x;
+      acc[i + 1] += w * x.y;
+    }
+  }
+  const float inv = w_sum > 0.f ? 1.f / w_sum : 0.f;
+  Elem* dst = a.o + row * D + lane * kPerLane;
+#pragma unroll
+  for (int i = 0; i < kPerLane; i += 2)
+    *reinterpret_cast<std::uint32_t*>(dst + i) = ptx::pack2<Elem>(acc[i] * inv, acc[i + 1] * inv);
+  if (lane == 0) a.lse[row] = w_sum > 0.f ? sub + logf(w_sum) : -INFINITY;
+}
+
+}  // namespace fb::cuda::decode

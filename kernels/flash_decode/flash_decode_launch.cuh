@@ -1,0 +1,56 @@
+// Host side of the decode kernels for one head dim: the runtime rows -> configuration switch and the
+// launches. Included by one instantiation file per head dim.
+#pragma once
+
+#include "common/check.h"
+#include "flash_decode/flash_decode.h"
+#include "flash_decode/flash_decode_kernel.cuh"
+
+namespace fb::cuda::decode {
+
+// The configurations, by query rows per (batch, K/V head) = group * seq_q. Few rows: the warps split
+// each tile's keys (one m16 block holds every row); more rows: the warps split the rows, and past 64
+// each warp holds two m16 blocks with shorter tiles (registers). flash_decode.cu's shape_for() must
+// agree with this table.
+template <typename Elem, int D> using Cfg16 = DecodeTraits<Elem, D, 1, 4, 64, 3>;
+template <typename Elem, int D> using Cfg32 = DecodeTraits<Elem, D, 1, 2, 64, 3>;
+template <typename Elem, int D> using Cfg64 = DecodeTraits<Elem, D, 1, 1, 32, 4>;
+template <typename Elem, int D> using Cfg128 = DecodeTraits<Elem, D, 2, 1, 32, 4>;
+
+template <typename Tr>
+void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, cudaStream_t stream) {
+  const auto kernel = decode_split_kernel<Tr>;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
+  const dim3 grid(unsigned(p.batch) * unsigned(p.kv_heads), unsigned(args.plan.splits),
+                  unsigned((args.rows + Tr::kRows - 1) / Tr::kRows));
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+template <typename Elem, int D>
+void launch_impl(const AttentionParams& p, const SplitPlan& plan, cudaStream_t stream) {
+  DecodeArgs<Elem> a;
+  a.q = static_cast<const Elem*>(p.q);
+  a.k = static_cast<const Elem*>(p.k);
+  a.v = static_cast<const Elem*>(p.v);
+  a.o = static_cast<Elem*>(p.o);
+  a.lse = static_cast<float*>(p.lse);
+  a.total_rows = p.rows();
+  a.rows = p.group() * p.seq_q;
+  a.part_o = static_cast<float*>(p.workspace);
+  a.part_lse = plan.splits > 1 ? a.part_o + std::int64_t(plan.splits) * a.total_rows * D : nullptr;
+  a.mask = p.mask();
+  a.plan = plan;
+  a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
+  if (a.rows <= 16) launch_split<Cfg16<Elem, D>>(a, p, stream);
+  else if (a.rows <= 32) launch_split<Cfg32<Elem, D>>(a, p, stream);
+  else if (a.rows <= 64) launch_split<Cfg64<Elem, D>>(a, p, stream);
+  else launch_split<Cfg128<Elem, D>>(a, p, stream);
+  if (plan.splits > 1) {
+    const unsigned blocks = unsigned((a.total_rows + 3) / 4);  // a warp per row
+    decode_combine_kernel<Elem, D><<<blocks, 128, 0, stream>>>(a);
+    FB_CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace fb::cuda::decode

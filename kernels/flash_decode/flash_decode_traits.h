@@ -1,0 +1,74 @@
+// Tile configurations of the split-KV decode kernel: every size it uses is derived here and checked.
+#pragma once
+
+#include <cstddef>
+
+namespace fb::cuda::decode {
+
+// One CTA = one (batch, K/V head, KV split, chunk of kRows query rows). The query rows of a GQA group
+// (group x seq_q of them, contiguous in BHSD) share every K/V tile the CTA loads: K/V are read once.
+//   Elem        : __half or __nv_bfloat16
+//   kHeadDim    : d
+//   kRowTiles   : m16 row blocks per warp
+//   kKeyGroups  : warps that split each K/V tile's keys between them (their partial softmax states
+//                 are merged through shared memory at the end); the other warps split the rows
+//   kBc         : keys per K/V tile (one pipeline stage)
+//   kStages     : K/V tiles in shared memory at once (kStages - 1 in flight while one is consumed)
+template <typename Elem_, int kHeadDim_, int kRowTiles_, int kKeyGroups_, int kBc_, int kStages_>
+struct DecodeTraits {
+  using Elem = Elem_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kRowTiles = kRowTiles_;
+  static constexpr int kKeyGroups = kKeyGroups_;
+  static constexpr int kBc = kBc_;
+  static constexpr int kStages = kStages_;
+
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kRowWarps = kWarps / kKeyGroups;
+  static constexpr int kMmaM = 16, kMmaN = 8, kMmaK = 16;  // mma.sync m16n8k16
+  static constexpr int kWarpRows = kRowTiles * kMmaM;
+  static constexpr int kRows = kWarpRows * kRowWarps;      // query rows per CTA
+  static constexpr int kWarpKeys = kBc / kKeyGroups;       // keys of a tile one warp handles
+  static constexpr int kSNTiles = kWarpKeys / kMmaN;       // n8 blocks of S per warp
+  static constexpr int kQKSteps = kHeadDim / kMmaK;
+  static constexpr int kPVSteps = kWarpKeys / kMmaK;
+  static constexpr int kONTiles = kHeadDim / kMmaN;
+
+  static constexpr int kChunkBytes = 16;  // one cp.async
+  static constexpr int kChunkElems = kChunkBytes / int(sizeof(Elem));
+  static constexpr int kRowChunks = kHeadDim / kChunkElems;
+  // One 16-byte chunk of padding per row: ldmatrix's 8 row addresses land in 8 different bank groups.
+  static constexpr int kRowStride = kHeadDim + kChunkElems;
+  static constexpr int kQElems = kRows * kRowStride;
+  static constexpr int kKVTileElems = kBc * kRowStride;
+  static constexpr std::size_t kQBytes = std::size_t(kQElems) * sizeof(Elem);
+  static constexpr std::size_t kPipeBytes = std::size_t(kStages) * 2 * kKVTileElems * sizeof(Elem);
+  // The end-of-loop merge of the key groups, in the pipeline's space: O (fp32, rows padded by 4 floats
+  // against bank conflicts), row max and row sum per key group.
+  static constexpr int kMergeStride = kHeadDim + 4;
+  static constexpr std::size_t kMergeBytes =
+      std::size_t(kKeyGroups) * kRows * (kMergeStride + 2) * sizeof(float);
+  static constexpr std::size_t kSmemBytes = kQBytes + (kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes);
+
+  static_assert(sizeof(Elem) == 2, "tensor-core path: 16-bit elements");
+  static_assert(kWarps % kKeyGroups == 0, "warps split into whole key groups");
+  static_assert(kWarpKeys % kMmaK == 0 && kSNTiles % 2 == 0, "one ldmatrix.x4 feeds two n8 blocks");
+  static_assert(kHeadDim % kMmaK == 0 && kONTiles % 2 == 0, "k16 steps tile d");
+  static_assert((kRowStride * sizeof(Elem) / kChunkBytes) % 2 == 1, "odd row stride in chunks");
+  static_assert(kStages >= 2, "at least one tile in flight");
+  static_assert(kMergeStride % 4 == 0, "float4 reads of the merge rows");
+  // Two CTAs per SM (227 KiB usable per SM on sm_90, 163 KiB on sm_80 keeps one): the auto split
+  // count counts on two.
+  static_assert(kSmemBytes <= 113 * 1024, "two CTAs per SM on sm_90");
+};
+
+// CTAs per SM the configurations above are sized for (the auto split count's wave arithmetic).
+inline constexpr int kCtasPerSm = 2;
+// Waves of CTAs the auto split count aims for: a partial last wave costs less the more waves there are.
+inline constexpr int kTargetWaves = 4;
+// Fewest keys an auto split gets: below that the per-CTA fixed cost (Q load, merge, partial write)
+// outweighs the parallelism.
+inline constexpr int kMinKeysPerSplit = 128;
+
+}  // namespace fb::cuda::decode

@@ -1,0 +1,149 @@
+// GPU tests [gpu][decode]: the split-KV decode kernel (flash-decode) against the fp64 reference on odd
+// shapes and forced split counts, with outputs poisoned before every run (gpu_main.cpp skips without a
+// device).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "catch.h"
+#include "common/splitkv.h"
+#include "registry.h"
+#include "runner.h"
+
+namespace {
+
+using namespace fb;
+
+constexpr std::uint64_t kSeed = 20261130;
+
+CudaBackend& backend() {
+  static CudaBackend b(0);
+  return b;
+}
+
+const Descriptor& kernel(const char* name) {
+  const Descriptor* k = find_kernel(name);
+  REQUIRE(k != nullptr);
+  return *k;
+}
+
+Record ok_record(const Case& c, const std::string& name) {
+  Record r;
+  r.c = c;
+  r.kernel = name;
+  return r;
+}
+
+// Decode shapes: 1, 17, 1000 and 40000 keys against 1, 3 and 16 query rows; GQA 32/8 and 64/8, d 64
+// and 128, bf16 and fp16, causal and not rotating through them; splits auto, 1, 7, and more splits than
+// K/V tiles (most of them empty).
+std::vector<Case> decode_cases() {
+  std::vector<Case> cases;
+  int i = 0;
+  for (int seq_k : {1, 17, 1000, 40000})
+    for (int seq_q : {1, 3, 16}) {
+      Case c;
+      c.batch = i % 3 == 0 ? 2 : 1;
+      c.heads = i % 2 ? 64 : 32;
+      c.kv_heads = 8;
+      c.seq_q = seq_q;
+      c.seq_k = seq_k;
+      c.head_dim = (i / 2) % 2 ? 64 : 128;
+      c.dtype = i % 2 ? Dtype::fp16 : Dtype::bf16;
+      c.causal = (i / 3) % 2 == 1;
+      c.pass = Pass::fwd;
+      for (int splits : {0, 1, 7, std::min(kMaxKvSplits, seq_k / 32 + 9)}) {
+        c.splits = splits;
+        cases.push_back(c);
+      }
+      ++i;
+    }
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more splits than tiles",
+          "[gpu][decode]") {
+  CudaBackend& b = backend();
+  const Descriptor& decode = kernel("flash-decode");
+  const Descriptor& naive = kernel("naive");
+  for (const Case& c : decode_cases()) {
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    std::vector<Record> records;
+    if (c.splits == 0) {  // naive runs splits = 0 only; its error sets flash-decode's bound
+      REQUIRE_FALSE(b.check_fits(c, naive).has_value());
+      REQUIRE(b.run(naive, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, "naive"));
+    }
+    const auto why = b.check_fits(c, decode);
+    INFO("flash-decode: " << why.value_or("fits"));
+    REQUIRE_FALSE(why.has_value());
+    const KernelRun run = b.run(decode, 0, 1);
+    REQUIRE(run.times_ms.size() == 1);
+    REQUIRE(run.tile >= 1);  // keys per split
+    if (c.splits > 0) CHECK(splits_used(c, run.tile) == c.splits);
+    records.push_back(ok_record(c, "flash-decode"));
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+    }
+    b.release();
+  }
+}
+
+TEST_CASE("flash-decode: rows with no key are O = 0, LSE = -inf; unwritten outputs never pass",
+          "[gpu][decode]") {
+  CudaBackend& b = backend();
+  const Descriptor& decode = kernel("flash-decode");
+  Case c;
+  c.heads = 32;
+  c.kv_heads = 8;
+  c.seq_q = 16;
+  c.seq_k = 5;  // causal: the first 11 query rows of every head see no key
+  c.head_dim = 128;
+  c.dtype = Dtype::bf16;
+  c.causal = true;
+  for (int splits : {1, 3, 0}) {
+    c.splits = splits;
+    INFO("splits " << splits);
+    b.prepare(c, kSeed);
+    REQUIRE(b.run(decode, 0, 1).times_ms.size() == 1);
+    for (const HostTensor& t : b.fetch("flash-decode")) {
+      const std::size_t width = t.name == "LSE" ? 1 : std::size_t(c.head_dim);
+      std::size_t bad = 0;
+      for (std::size_t r = 0; r < t.values.size() / width; ++r) {
+        const bool empty = int(r % std::size_t(c.seq_q)) < c.seq_q - c.seq_k;
+        for (std::size_t x = 0; x < width; ++x) {
+          const double v = t.values[r * width + x];
+          bad += !(empty ? (t.name == "LSE" ? v == -std::numeric_limits<double>::infinity() : v == 0.0)
+                         : std::isfinite(v));
+        }
+      }
+      INFO(t.name);
+      CHECK(bad == 0);
+    }
+    std::vector<Record> records{ok_record(c, "flash-decode")};
+    verify_case(b, records, builtin_kernels());
+    REQUIRE(records[0].verified.has_value());
+    CHECK(*records[0].verified);
+    b.release();
+  }
+  // Poison only (no rep runs): the NaN left in O and LSE must fail verification.
+  c.causal = false;
+  c.seq_k = 1000;
+  c.splits = 4;
+  b.prepare(c, kSeed);
+  b.run(decode, 0, 0);
+  std::vector<Record> records{ok_record(c, "flash-decode")};
+  verify_case(b, records, builtin_kernels());
+  REQUIRE(records[0].verified.has_value());
+  CHECK_FALSE(*records[0].verified);
+  b.release();
+}
