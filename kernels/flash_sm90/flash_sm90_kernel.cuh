@@ -64,7 +64,7 @@ template <typename Tr> struct SmemTiles {
   std::uint32_t q;  // kChunks x (kBr, 64)
   std::uint32_t k;  // kStages x kChunks x (kBc, 64)
   std::uint32_t v;  // kStages x kChunks x (kBc, 64)
-  std::uint32_t o;  // kChunks x (kBr, 64): O staged for its TMA store, so that the next Q can land
+  std::uint32_t o;  // kChunks x (kBr, 64): O staged for its TMA store (Tr::kSeparateO: apart from Q)
 };
 
 // One work tile: query rows [q0, q0 + kBr) of plane bh (= batch * heads + head). Tiles are numbered
@@ -335,8 +335,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         rescale_o<Tr>(o, alpha);
         pack_p<Tr>(p, s);
       }
-      // Every S of this tile is done: Q may be replaced by the next tile's.
-      release(bars.q_empty());
+      // Every S of this tile is done: Q may be replaced by the next tile's (unless O is staged there).
+      if constexpr (Tr::kSeparateO) release(bars.q_empty());
       const int last = stage_of(it + n_tiles - 1);
       ptx::mbar_wait(bars.v_full(last), parity_of(it + n_tiles - 1));
       turn_begin();
@@ -360,7 +360,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
         release(bars.k_empty(st));
-        if (j == n_tiles - 1) release(bars.q_empty());
+        if (Tr::kSeparateO && j == n_tiles - 1) release(bars.q_empty());
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
                          scale_log2);
         rescale_o<Tr>(o, alpha);
@@ -421,6 +421,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                           c * Tr::kChunkElems, wg_first_row, w.bh);
       ptx::bulk_commit_group();
       ptx::bulk_wait_group_read_all();  // the staging rows are rewritten by the next tile
+    }
+    if constexpr (!Tr::kSeparateO) {
+      // O was staged in Q's rows: the next Q may land once every warpgroup's store has read them.
+      ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
+      release(bars.q_empty());
     }
   }
 }

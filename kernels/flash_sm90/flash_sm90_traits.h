@@ -78,10 +78,17 @@ struct FwdTraits {
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
-  static constexpr int kOffO = kOffV + kStages * kKVBytes;  // O staging, shaped like Q
-  static constexpr int kOffBar = kOffO + kQBytes;
   static constexpr int kBarBytes = 8;
   static constexpr int kNumBars = 2 + 4 * kStages;
+  // O is staged for its TMA store in a tile of its own when that fits in the 227 KB a block may
+  // opt in to (then the next work tile's Q loads during the epilogue); otherwise in the Q tile, each
+  // warpgroup in its own rows (then the next Q waits until the stores have read them).
+  static constexpr int kSmemOptIn = 227 * 1024;
+  static constexpr int kKVEnd = kOffV + kStages * kKVBytes;
+  static constexpr bool kSeparateO =
+      kKVEnd + kQBytes + kNumBars * kBarBytes + kAtomBytes <= kSmemOptIn;
+  static constexpr int kOffO = kSeparateO ? kKVEnd : kOffQ;  // O staging, shaped like Q
+  static constexpr int kOffBar = kKVEnd + (kSeparateO ? kQBytes : 0);
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
@@ -111,6 +118,7 @@ struct FwdTraits {
   static_assert(kOffK % kAtomBytes == 0 && kOffV % kAtomBytes == 0 && kOffO % kAtomBytes == 0 && kKVBytes % kAtomBytes == 0 &&
                     kWgQBytes % kAtomBytes == 0,
                 "every tile and every warpgroup's Q rows start on a swizzle atom");
+  static_assert(kSmemBytes <= std::size_t(kSmemOptIn), "one block's tiles fit in shared memory");
   static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
                 "the register file holds the producer and the consumers after setmaxnreg");
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
