@@ -114,6 +114,8 @@ const Ops& reference_ops();   // kernels/reference: exact fp64, the yardstick
 const Ops& flash_exact_ops();   // fp32 and fp64 on CUDA cores, exact arithmetic (refuses fp16/bf16)
 const Ops& flash_tf32x1_ops();  // fp32 only, operands rounded to TF32 once: the diagnostic
 const Ops& naive_tf32_ops();    // fp32 only, cuBLAS TF32 GEMMs (CUBLAS_COMPUTE_32F_FAST_TF32)
+// flash_sm90_ops() runs the fp32 forward as 3xTF32 on wgmma; this is its 1xTF32 diagnostic (forward only).
+const Ops& flash_sm90_tf32x1_ops();
 
 // ---- utilities the CUDA backend uses around the kernels ----
 // scale x standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.

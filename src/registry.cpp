@@ -143,7 +143,6 @@ Descriptor describe(Spec s) {
 }
 
 std::vector<Descriptor> make_builtins() {
-  const std::vector<Dtype> fp16_bf16 = {Dtype::fp16, Dtype::bf16};
   std::vector<Descriptor> list;
   list.push_back(describe({"naive", Role::baseline, all_dtypes(), {}, naive_bytes, cpu_naive(),
                            FB_CUDA_ENTRY(cuda::naive_ops()),
@@ -166,10 +165,15 @@ std::vector<Descriptor> make_builtins() {
                            FB_CUDA_ENTRY(cuda::naive_tf32_ops()),
                            "naive with cuBLAS TF32 GEMMs for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32): what "
                            "PyTorch gives with allow_tf32"}));
-  list.push_back(describe({"flash-sm90", Role::tiled, fp16_bf16, {64, 128}, tiled_bytes, {},
-                           FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
+  list.push_back(describe({"flash-sm90", Role::tiled, {Dtype::fp16, Dtype::bf16, Dtype::fp32}, {64, 128},
+                           tiled_bytes, {}, FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
                            "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer "
-                           "warpgroups"}));
+                           "warpgroups; fp32 forward as 3xTF32 on wgmma, fp32 backward = flash's "
+                           "3xTF32 on mma.sync"}));
+  list.push_back(describe({"flash-sm90-tf32x1", Role::peer, {Dtype::fp32}, {64, 128}, tiled_bytes, {},
+                           FB_CUDA_ENTRY(cuda::flash_sm90_tf32x1_ops()),
+                           "diagnostic: flash-sm90's fp32 forward with operands rounded to TF32 once "
+                           "(no split); forward only; fails the FP32 rule by design"}));
   list.push_back(describe({"flash-decode", Role::tiled, fp16_bf16, {64, 128}, splitkv_bytes, cpu_flash_decode(),
                            FB_CUDA_ENTRY(cuda::flash_decode_ops()),
                            "split-KV decode (flash-decoding): a few query rows against a long KV cache, "

@@ -99,8 +99,11 @@ TEST_CASE("registry: names unique, head_dim, dtype and role from the descriptor"
   Case fp32;
   fp32.head_dim = 64;
   fp32.dtype = Dtype::fp32;
-  REQUIRE(unsupported_reason(*find_kernel("flash-sm90"), fp32).has_value());
+  REQUIRE(!unsupported_reason(*find_kernel("flash-sm90"), fp32).has_value());  // 3xTF32 on wgmma
   REQUIRE(!unsupported_reason(*find_kernel("flash"), fp32).has_value());
+  Case fp64 = fp32;
+  fp64.dtype = Dtype::fp64;
+  REQUIRE(unsupported_reason(*find_kernel("flash-sm90"), fp64).has_value());
   KernelSet set;
   Descriptor d = *find_kernel("flash");
   set.add(d);

@@ -22,6 +22,7 @@
 #include "catch.h"
 #include "common/check.h"
 #include "flash/flash.h"
+#include "flash_sm90/flash_sm90.h"
 #include "judge.h"
 #include "naive/naive.h"
 #include "reference/reference.h"
@@ -88,6 +89,8 @@ const char* const kTensors[] = {"O", "LSE", "dQ", "dK", "dV"};
 struct Variant {
   std::string name;
   std::function<void(const AttentionParams&, const cuda::Context&)> forward, backward;
+  // Null: runs every shape; else a reason for shapes (or devices) it cannot run, which it skips.
+  std::function<const char*(const AttentionParams&)> unsupported;
 };
 
 std::vector<Variant> variants() {
@@ -105,6 +108,11 @@ std::vector<Variant> variants() {
       flash_mode(Fp32Math::tf32x3, true),
       flash_mode(Fp32Math::exact, true),
       flash_mode(Fp32Math::tf32x1, true),
+      // flash-sm90's fp32 forward (3xTF32 on wgmma) and its 1xTF32 diagnostic; sm_90a, d 64/128.
+      {"sm90 tf32x3", &cuda::flash_sm90::forward, nullptr,
+       [](const AttentionParams& p) { return cuda::flash_sm90::unsupported(Pass::fwd, p); }},
+      {"sm90 tf32x1", &cuda::flash_sm90::forward_tf32x1, nullptr,
+       [](const AttentionParams& p) { return cuda::flash_sm90::unsupported_tf32x1(Pass::fwd, p); }},
   };
 }
 
@@ -152,6 +160,7 @@ Errors run_shape(const Shape& s, const std::vector<Variant>& vs, cublasHandle_t 
   p.o = o.p, p.lse = lse.p, p.dq = dq.p, p.dk = dk.p, p.dv = dv.p, p.workspace = ws.p;
   void* outs[] = {o.p, lse.p, dq.p, dk.p, dv.p};
   for (const Variant& var : vs) {
+    if (var.unsupported && var.unsupported(p)) continue;
     // NaN poison (0xff bytes) first: an output a kernel leaves unwritten counts as non-finite.
     for (int i = 0; i < 5; ++i) FB_CUDA_CHECK(cudaMemset(outs[i], 0xff, std::size_t(counts[i]) * 4));
     var.forward(p, ctx);
@@ -195,6 +204,9 @@ std::vector<Shape> shapes() {
         ++i;
       }
   out.push_back({1, 4, 2, 77, 77, 32, true});  // head_dim 32 has its own tiles too
+  // Fewer keys than one K/V tile of either kernel, both head dims.
+  out.push_back({1, 4, 2, 17, 17, 64, true});
+  out.push_back({2, 4, 1, 17, 17, 128, false});
   // seq_q != seq_k, causal aligned bottom-right: fewer queries than keys (decode-like), and more (the
   // first 923 rows see no key: O = 0, LSE = -inf, no gradient).
   out.push_back({1, 4, 1, 77, 1000, 64, true});
@@ -227,7 +239,7 @@ TEST_CASE("fp32 on tensor cores: 3xTF32 meets the FP32 rule, 1xTF32 fails it", "
       if (!e.magnitude.count(t)) continue;
       std::printf("fp32-tc %-28s %-3s bound %.2e |", s.key().c_str(), t, fp32_bound(e, t, s.seq_k));
       for (const Variant& v : vs)
-        if (e.err.at(v.name).count(t)) std::printf(" %s %.2e", v.name.c_str(), e.err.at(v.name).at(t));
+        if (e.err.count(v.name) && e.err.at(v.name).count(t)) std::printf(" %s %.2e", v.name.c_str(), e.err.at(v.name).at(t));
       std::printf("\n");
     }
     for (const char* t : kTensors) {
@@ -237,6 +249,14 @@ TEST_CASE("fp32 on tensor cores: 3xTF32 meets the FP32 rule, 1xTF32 fails it", "
       CHECK(e.err.at("naive").at(t) <= bound_for(Rule::baseline, t, Dtype::fp32, judged(e, t), 0));
       CHECK(e.err.at("flash tf32x3").at(t) <= bound);
       CHECK(e.err.at("flash exact").at(t) <= bound);
+      if (e.err.count("sm90 tf32x3") && e.err.at("sm90 tf32x3").count(t)) {
+        const double x3 = e.err.at("sm90 tf32x3").at(t), x1 = e.err.at("sm90 tf32x1").at(t);
+        INFO("sm90: 3xTF32 " << x3 << ", 1xTF32 " << x1);
+        CHECK(x3 <= bound);
+        CHECK(std::isfinite(x1));
+        CHECK(x1 > bound);
+        CHECK(x1 > kTf32x1Margin * x3);
+      }
       if (e.err.at("flash tf32x1").count(t)) {
         const double x1 = e.err.at("flash tf32x1").at(t), x3 = e.err.at("flash tf32x3").at(t);
         INFO("1xTF32 " << x1 << ", 3xTF32 " << x3);
@@ -301,6 +321,7 @@ TEST_CASE("fp32 on tensor cores: time every variant", "[.][fp32tc-speed]") {
       const double fwd_flop = 4.0 * s.batch * s.heads * p.mask().visible_pairs() * d;
       std::map<std::string, double> fwd_ms;
       for (const Variant& var : vs) {
+        if (var.unsupported && var.unsupported(p)) continue;
         cudaEvent_t e0, e1;
         FB_CUDA_CHECK(cudaEventCreate(&e0));
         FB_CUDA_CHECK(cudaEventCreate(&e1));

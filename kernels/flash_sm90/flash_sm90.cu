@@ -17,7 +17,9 @@
 #include "common/ptx_sm90.cuh"
 #include "flash_sm90/flash_sm90.h"
 #include "flash_sm90/flash_sm90_bwd.h"
+#include "flash/flash.h"
 #include "flash_sm90/flash_sm90_config.h"
+#include "flash_sm90/flash_sm90_tf32.h"
 #include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -49,6 +51,9 @@ template <typename F> auto with_config(const AttentionParams& p, F&& f) {
 
 // The forward numbers its work tiles (batch * heads * query tiles) in an int.
 constexpr long long kMaxWorkTiles = std::numeric_limits<int>::max();
+// The fp32 forward's grid: x counts (batch * heads) blocks, y the query tiles.
+constexpr long long kMaxGridX = std::numeric_limits<int>::max();
+constexpr long long kMaxGridY = 65535;
 // wgmma, TMA and setmaxnreg exist on compute capability 9.0 (sm_90a) only.
 constexpr int kArchMajor = 9;
 constexpr int kArchMinor = 0;
@@ -107,8 +112,9 @@ void encode_bhsd_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, 
                                          cuuint64_t(head_dim) * cuuint64_t(seq) * elem};
   const cuuint32_t box[kRank] = {cuuint32_t(box_cols), cuuint32_t(box_rows), 1};
   const cuuint32_t element_strides[kRank] = {1, 1, 1};
-  const CUtensorMapDataType type =
-      t == Dtype::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapDataType type = t == Dtype::bf16   ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                   : t == Dtype::fp32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const CUresult r = encode_tiled_fn()(
       map, type, kRank, const_cast<void*>(base), dims, strides, box, element_strides,
       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -119,24 +125,72 @@ void encode_bhsd_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, 
                     std::to_string(head_dim) + "] tensor");
 }
 
+namespace {
+
+// Query rows per block and shared memory of the forward for p's dtype and head_dim (vetted).
+int forward_query_tile(const AttentionParams& p) {
+  if (p.dtype == Dtype::fp32) return tf32_query_tile(p.head_dim);
+  return with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
+}
+std::size_t forward_smem_bytes(const AttentionParams& p) {
+  if (p.dtype == Dtype::fp32) return tf32_smem_bytes(p.head_dim);
+  return with_config(p, [](auto cfg) { return std::size_t(decltype(cfg)::Traits::kSmemBytes); });
+}
+
+// The checks of the forward kernels (every dtype); tf32x1 names the diagnostic in messages.
+const char* forward_unsupported(const AttentionParams& p, bool tf32x1);
+
+}  // namespace
+
+// fp32: the forward is 3xTF32 on wgmma (flash_sm90_tf32_kernel.cuh); the backward is `flash`'s
+// 3xTF32 on mma.sync (no wgmma fp32 backward yet), so its limits are flash's.
 const char* unsupported(Pass pass, const AttentionParams& p) {
+  if (pass != Pass::fwd && p.dtype == Dtype::fp32) {
+    if (const char* why = flash::unsupported(Pass::bwd, p)) return why;
+    return forward_unsupported(p, false);
+  }
   if (pass != Pass::fwd) {
     if (const char* why = backward_unsupported(p)) return why;
     if (misaligned(p.dout) || misaligned(p.dq))
       return "flash-sm90: dout and dq must be 16-byte aligned (TMA, vector stores)";
   }
-  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
-    return "flash-sm90: dtype must be fp16 or bf16";
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp32)
+    return "flash-sm90: dtype must be fp16, bf16 or fp32";
+  if (const char* why = forward_unsupported(p, false)) return why;
+  const auto caps = current_device_caps();  // present: forward_unsupported asked for it
+  if (pass != Pass::fwd && caps && backward_smem_bytes(p) > static_cast<std::size_t>(caps->smem_optin))
+    return "flash-sm90: the backward's tile configuration needs more shared memory per block than "
+           "the GPU offers";
+  return nullptr;
+}
+
+const char* unsupported_tf32x1(Pass pass, const AttentionParams& p) {
+  if (p.dtype != Dtype::fp32)
+    return "flash-sm90-tf32x1: fp32 only (a diagnostic mode of the fp32 wgmma forward)";
+  if (pass != Pass::fwd) return "flash-sm90-tf32x1: forward only (a diagnostic)";
+  return forward_unsupported(p, true);
+}
+
+namespace {
+
+const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp32)
+    return "flash-sm90: dtype must be fp16, bf16 or fp32";
   if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90: head_dim must be 64 or 128";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
     return "flash-sm90: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash-sm90: kv_heads must divide heads";
   if (!(p.scale > 0.0) || !std::isfinite(p.scale))
     return "flash-sm90: softmax scale must be positive and finite";
-  const int br = with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
-  if (static_cast<long long>(p.batch) * p.heads * ((static_cast<long long>(p.seq_q) + br - 1) / br) >
-      kMaxWorkTiles)
+  const int br = forward_query_tile(p);
+  const long long q_tiles = (static_cast<long long>(p.seq_q) + br - 1) / br;
+  if (p.dtype == Dtype::fp32) {  // one block per (plane, query tile)
+    if (static_cast<long long>(p.batch) * p.heads > kMaxGridX)
+      return "flash-sm90: batch * heads exceeds the grid limit";
+    if (q_tiles > kMaxGridY) return "flash-sm90: seq_q exceeds the grid limit (65535 query tiles)";
+  } else if (static_cast<long long>(p.batch) * p.heads * q_tiles > kMaxWorkTiles) {
     return "flash-sm90: batch * heads * query tiles exceeds 2^31 - 1 (the work-tile index)";
+  }
   if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o))
     return "flash-sm90: q, k, v and o must be 16-byte aligned (TMA)";
 
@@ -148,20 +202,20 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   if (!device_code_loaded(dev))
     return "flash-sm90: this build has no sm_90a device code (configure with "
            "CMAKE_CUDA_ARCHITECTURES including 90a)";
-  const std::size_t smem =
-      with_config(p, [](auto cfg) { return std::size_t(decltype(cfg)::Traits::kSmemBytes); });
-  if (smem > static_cast<std::size_t>(smem_optin))
-    return "flash-sm90: this tile configuration needs more shared memory per block than the GPU "
-           "offers";
-  if (pass != Pass::fwd && backward_smem_bytes(p) > static_cast<std::size_t>(smem_optin))
-    return "flash-sm90: the backward's tile configuration needs more shared memory per block than "
-           "the GPU offers";
+  if (forward_smem_bytes(p) > static_cast<std::size_t>(smem_optin))
+    return tf32x1 ? "flash-sm90-tf32x1: the tile configuration needs more shared memory per block "
+                    "than the GPU offers"
+                  : "flash-sm90: this tile configuration needs more shared memory per block than "
+                    "the GPU offers";
   return nullptr;
 }
 
+}  // namespace
+
 // The forward writes LSE as an output and needs no scratch; the backward's is its own.
 std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
-  return pass == Pass::fwd ? 0 : backward_workspace_bytes(p);
+  if (pass == Pass::fwd) return 0;
+  return p.dtype == Dtype::fp32 ? flash::workspace_bytes(Pass::bwd, p) : backward_workspace_bytes(p);
 }
 
 void forward(const AttentionParams& p, const Context& ctx) {
@@ -169,6 +223,11 @@ void forward(const AttentionParams& p, const Context& ctx) {
   if (!p.q || !p.k || !p.v || !p.o || !p.lse)
     throw std::invalid_argument("flash-sm90 forward: q, k, v, o and lse must be device pointers");
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (p.dtype == Dtype::fp32) {
+    if (p.head_dim == 64) run_tf32_fwd<64, true>(p, stream);
+    else run_tf32_fwd<128, true>(p, stream);
+    return;
+  }
   with_config(p, [&](auto cfg) {
     using Cfg = decltype(cfg);
     run_fwd<Cfg::kDtype, Cfg::kHeadDim>(p, stream);
@@ -177,13 +236,23 @@ void forward(const AttentionParams& p, const Context& ctx) {
 
 void backward(const AttentionParams& p, const Context& ctx) {
   if (const char* why = unsupported(Pass::bwd, p)) throw std::invalid_argument(why);
+  if (p.dtype == Dtype::fp32) return flash::backward(p, ctx);  // mma.sync 3xTF32 (see unsupported)
   run_backward(p, ctx);
 }
 
 int query_tile(const AttentionParams& p) {
-  const bool configured = (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16) &&
+  const bool configured = (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16 || p.dtype == Dtype::fp32) &&
                           (p.head_dim == 64 || p.head_dim == 128);
-  return configured ? with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; }) : 0;
+  return configured ? forward_query_tile(p) : 0;
+}
+
+void forward_tf32x1(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = unsupported_tf32x1(Pass::fwd, p)) throw std::invalid_argument(why);
+  if (!p.q || !p.k || !p.v || !p.o || !p.lse)
+    throw std::invalid_argument("flash-sm90-tf32x1 forward: q, k, v, o and lse must be device pointers");
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (p.head_dim == 64) run_tf32_fwd<64, false>(p, stream);
+  else run_tf32_fwd<128, false>(p, stream);
 }
 
 }  // namespace fb::cuda::flash_sm90

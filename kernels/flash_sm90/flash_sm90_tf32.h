@@ -1,0 +1,25 @@
+// The Hopper fp32 forward on TF32 wgmma (3xTF32, and the 1xTF32 diagnostic): host-side facts and
+// the launch declarations (definitions in flash_sm90_tf32_launch.cuh, one head_dim per file).
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+#include "attention.h"
+#include "flash_sm90/flash_sm90_tf32_traits.h"
+
+namespace fb::cuda::flash_sm90 {
+
+template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream);
+
+// Query rows per block and dynamic shared memory of the fp32 forward for head_dim d (64 or 128).
+inline int tf32_query_tile(int) { return Tf32FwdConfig<128, true>::Traits::kBr; }
+inline std::size_t tf32_smem_bytes(int d) {
+  return d == 64 ? Tf32FwdConfig<64, true>::Traits::kSmemBytes
+                 : Tf32FwdConfig<128, true>::Traits::kSmemBytes;
+}
+static_assert(Tf32FwdConfig<64, true>::Traits::kBr == Tf32FwdConfig<128, true>::Traits::kBr,
+              "one query tile for every head_dim");
+
+}  // namespace fb::cuda::flash_sm90

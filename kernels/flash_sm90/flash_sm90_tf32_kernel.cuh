@@ -1,0 +1,483 @@
+// FlashAttention forward for Hopper (sm_90a) with fp32 inputs on TF32 tensor cores: the 3xTF32
+// split (hi*hi + hi*lo + lo*hi, fp32 accumulators) on wgmma. Roles and sizes: flash_sm90_tf32_traits.h.
+//
+// One block per (batch * head, 128-row query tile). Per K/V tile j (kBc keys), per consumer
+// warpgroup (64 query rows):
+//   S_j = Q K_j^T              wgmma m64n{kBc}k8, A = Q's TF32 hi/lo fragments built in registers
+//                              from the raw Q tile, B = K_hi / K_lo (K-major, as TMA loads K)
+//   online softmax             in registers, base 2, fp32
+//   O_tile = P_j V_j           wgmma m64n{d}k8, A = P's hi/lo in registers, B = Vt_hi / Vt_lo
+//   O = alpha O + O_tile       one fp32 FMA per element
+//
+// P without shuffles: the accumulator gives thread (g, t) keys 2t, 2t+1 of each group of 8, the
+// TF32 A fragment wants k = t, t+4. The sum over keys does not care about their order, so P V runs
+// each group of 8 keys in the order k = t <-> key 2t, k = t+4 <-> key 2t+1: the accumulator
+// registers (d0, d2, d1, d3) of an n8 block are the A fragment of that k8 step, and the producer
+// writes Vt with the same permutation (Vt position p of a group holds key 2p for p < 4, 2(p-4)+1
+// for p >= 4).
+//
+// Accuracy (docs/perf-notes.md, "flash-sm90 fp32"): operands are rounded to TF32 with cvt.rna
+// (the tensor core would truncate), lo = tf32(x - hi) (x - hi is exact); the tensor core truncates
+// every sum it adds into an accumulator, so small products go first into an accumulator of their
+// own, S's hi*hi chain is cut in two, and O is never accumulated in the tensor core across tiles.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+#include <cuda_runtime.h>
+
+#include "common/mask.h"
+#include "common/ptx.cuh"
+#include "common/ptx_sm90.cuh"
+#include "common/ptx_sm90_tf32.cuh"
+#include "flash/softmax.cuh"
+#include "flash_sm90/flash_sm90_tf32_traits.h"
+
+namespace fb::cuda::flash_sm90 {
+
+struct Tf32FwdParams {
+  CUtensorMap tm_q;  // (d, seq_q, batch * heads) fp32, box (32, kBr, 1)
+  CUtensorMap tm_k;  // (d, seq_k, batch * kv_heads) fp32, box (32, kBc, 1)
+  CUtensorMap tm_v;  // same as tm_k
+  float* o;          // [batch, heads, seq_q, d]
+  float* lse;        // [batch, heads, seq_q], natural log (-inf for a row with no visible key)
+  int heads;
+  int kv_heads;
+  int group;         // query heads per K/V head
+  float scale_log2;  // softmax scale * log2(e)
+  CausalMask mask;
+};
+
+// Byte offset of element (row, col) of a (rows, 32)-float chunk in the 128-byte swizzled layout
+// (the chunk starts 1024-byte aligned).
+__host__ __device__ constexpr std::uint32_t sw128_offset(int row, int col) {
+  return std::uint32_t(row * 128 + (((col / 4) ^ (row % 8)) * 16) + (col % 4) * 4);
+}
+
+// Logical position p (0..7) of a k8 step of P V -> key inside the group of 8 (see the top).
+__host__ __device__ constexpr int pv_key_of_position(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
+
+template <typename Tr> struct Tf32Barriers {
+  std::uint32_t base;
+  __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
+  __device__ __forceinline__ std::uint32_t q_full() const { return at(0); }
+  __device__ __forceinline__ std::uint32_t v_full() const { return at(1); }
+  __device__ __forceinline__ std::uint32_t k_full(int s) const { return at(2 + s); }
+  __device__ __forceinline__ std::uint32_t k_ready(int s) const { return at(2 + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t k_empty(int s) const { return at(2 + 2 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t vt_ready(int s) const { return at(2 + 3 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t vt_empty(int s) const { return at(2 + 4 * Tr::kStages + s); }
+};
+
+template <typename Tr> struct Tf32Smem {
+  std::uint32_t base;  // 1024-aligned
+  __device__ __forceinline__ std::uint32_t q() const { return base + Tr::kOffQ; }
+  __device__ __forceinline__ std::uint32_t k_hi(int s) const { return base + Tr::kOffK + s * 2 * Tr::kKVBytes; }
+  __device__ __forceinline__ std::uint32_t k_lo(int s) const { return k_hi(s) + Tr::kKVBytes; }
+  __device__ __forceinline__ std::uint32_t v_raw() const { return base + Tr::kOffVraw; }
+  __device__ __forceinline__ std::uint32_t vt_hi(int s) const { return base + Tr::kOffVt + s * 2 * Tr::kVtBytes; }
+  __device__ __forceinline__ std::uint32_t vt_lo(int s) const { return vt_hi(s) + Tr::kVtBytes; }
+};
+
+#if FB_PTX_SM90A
+
+// ---- tile preparation (the producer warpgroup's 128 threads; also used by the unit probe) ----
+
+// K tile (kBc, d) as TMA wrote it -> hi = tf32(K) in place and lo = tf32(K - hi) at `lo`: the two
+// keep the swizzled layout, so the split is elementwise on 16-byte units.
+template <typename Tr>
+__device__ __forceinline__ void split_k_tile(std::uint32_t hi, std::uint32_t lo, int ptid) {
+#pragma unroll 4
+  for (int u = ptid; u < Tr::kKUnits; u += Tr::kWgThreads) {
+    const std::uint32_t off = std::uint32_t(u * Tr::kUnitBytes);
+    const float4 x = ptx::ld_shared_f32x4(hi + off);
+    std::uint32_t h[4], l[4];
+    ptx::split_tf32(x.x, h[0], l[0]);
+    ptx::split_tf32(x.y, h[1], l[1]);
+    ptx::split_tf32(x.z, h[2], l[2]);
+    ptx::split_tf32(x.w, h[3], l[3]);
+    ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
+    if constexpr (Tr::kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
+  }
+}
+
+// V tile (kBc, d) as TMA wrote it (d / 32 swizzled column chunks) -> Vt (d, kBc), K-major for the
+// B operand of P V (kBc / 32 swizzled key chunks), keys permuted inside each group of 8, split into
+// hi and lo. One work item = one column n and one group of 8 keys: 8 scalar reads (a warp reads 32
+// columns of one key row: conflict-free), two 16-byte writes per part (a warp writes 32 rows).
+template <typename Tr>
+__device__ __forceinline__ void transpose_split_v_tile(std::uint32_t raw, std::uint32_t hi,
+                                                       std::uint32_t lo, int ptid) {
+#pragma unroll 2
+  for (int item = ptid; item < Tr::kVItems; item += Tr::kWgThreads) {
+    const int n = item % Tr::kHeadDim;
+    const int grp = item / Tr::kHeadDim;
+    const std::uint32_t src =
+        raw + std::uint32_t((n / Tr::kChunkElems) * Tr::kKVChunkBytes);
+    float x[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      x[e] = ptx::ld_shared_f32(src + sw128_offset(grp * 8 + e, n % Tr::kChunkElems));
+    // Keys 8 grp + {0, 2, 4, 6} fill positions 0..3, {1, 3, 5, 7} positions 4..7.
+    const int kk = grp * 8;  // first position, in the (d, kBc) Vt
+    const std::uint32_t dst = std::uint32_t((kk / Tr::kChunkElems) * Tr::kVtChunkBytes);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const std::uint32_t off = dst + sw128_offset(n, kk % Tr::kChunkElems + half * 4);
+      std::uint32_t h[4], l[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[pv_key_of_position(half * 4 + i)], h[i], l[i]);
+      ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
+      if constexpr (Tr::kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
+    }
+  }
+}
+
+// ---- consumer pieces ----
+
+// A fragment of k8 step kk of this thread's rows of the raw Q tile (chunk-major, this warpgroup's
+// 64 rows starting at `q_rows` in each chunk): a[0] (row, k t), a[1] (row + 8, k t), a[2] (row,
+// k t + 4), a[3] (row + 8, k t + 4); row = 16 warp + g.
+template <typename Tr>
+__device__ __forceinline__ void load_q_fragment(float (&x)[4], std::uint32_t q_rows, int warp,
+                                                int lane, int kk) {
+  const int g = lane / 4, t = lane % 4;
+  const int row = warp * Tr::kWarpRows + g;
+  const int col = (kk % Tr::kStepsPerChunk) * Tr::kMmaK + t;
+  const std::uint32_t base = q_rows + std::uint32_t((kk / Tr::kStepsPerChunk) * Tr::kQChunkBytes);
+  x[0] = ptx::ld_shared_f32(base + sw128_offset(row, col));
+  x[1] = ptx::ld_shared_f32(base + sw128_offset(row + 8, col));
+  x[2] = ptx::ld_shared_f32(base + sw128_offset(row, col + 4));
+  x[3] = ptx::ld_shared_f32(base + sw128_offset(row + 8, col + 4));
+}
+
+// The P fragment of k8 step kk from P's accumulator-layout registers (the permuted key order).
+__device__ __forceinline__ void p_fragment(std::uint32_t (&a)[4], const std::uint32_t* p, int kk) {
+  a[0] = p[4 * kk];
+  a[1] = p[4 * kk + 2];
+  a[2] = p[4 * kk + 1];
+  a[3] = p[4 * kk + 3];
+}
+
+template <typename Tr>
+__device__ __forceinline__ std::uint64_t kmajor_desc(std::uint32_t addr) {
+  return ptx::make_desc_sw128(addr, Tr::kUnitBytes, Tr::kAtomBytes);
+}
+// Start of k8 step kk in a K-major tile of chunks `chunk_bytes` apart.
+template <typename Tr>
+__device__ __forceinline__ std::uint32_t kstep_addr(std::uint32_t tile, int chunk_bytes, int kk) {
+  return tile + std::uint32_t((kk / Tr::kStepsPerChunk) * chunk_bytes +
+                              (kk % Tr::kStepsPerChunk) * Tr::kMmaKBytes);
+}
+
+// S = Q K^T into two accumulators (their sum is S): sa takes hi*hi of the first half of d's k8
+// steps; sb first every small product (lo_q*hi_k, hi_q*lo_k), then hi*hi of the second half.
+// 1xTF32: everything hi*hi into sa (sb is zeroed).
+template <typename Tr>
+__device__ __forceinline__ void gemm_qk(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs],
+                                        std::uint32_t q_rows, std::uint32_t k_hi, std::uint32_t k_lo,
+                                        int warp, int lane) {
+  auto issue_group = [&](int first, auto&& body) {
+#pragma unroll
+    for (int kk = first; kk < first + Tr::kQKGroup; ++kk) {
+      float x[4];
+      load_q_fragment<Tr>(x, q_rows, warp, lane, kk);
+      std::uint32_t hi[4], lo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
+      ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+      body(kk, hi, lo);
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // bounds the fragments in flight to two groups
+  };
+  if constexpr (Tr::kSplit) {
+#pragma unroll
+    for (int g0 = 0; g0 < Tr::kQKSteps; g0 += Tr::kQKGroup)
+      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&lo)[4]) {
+        const std::uint64_t dkh = kmajor_desc<Tr>(kstep_addr<Tr>(k_hi, Tr::kKVChunkBytes, kk));
+        const std::uint64_t dkl = kmajor_desc<Tr>(kstep_addr<Tr>(k_lo, Tr::kKVChunkBytes, kk));
+        ptx::wgmma_rs_tf32<Tr::kBc>(sb, lo, dkh, kk > 0);
+        ptx::wgmma_rs_tf32<Tr::kBc>(sb, hi, dkl, 1);
+        if (kk < Tr::kQKHalf) ptx::wgmma_rs_tf32<Tr::kBc>(sa, hi, dkh, kk > 0);
+      });
+#pragma unroll
+    for (int g0 = Tr::kQKHalf; g0 < Tr::kQKSteps; g0 += Tr::kQKGroup)
+      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+        const std::uint64_t dkh = kmajor_desc<Tr>(kstep_addr<Tr>(k_hi, Tr::kKVChunkBytes, kk));
+        ptx::wgmma_rs_tf32<Tr::kBc>(sb, hi, dkh, 1);
+      });
+  } else {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) sb[i] = 0.f;
+#pragma unroll
+    for (int g0 = 0; g0 < Tr::kQKSteps; g0 += Tr::kQKGroup)
+      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+        const std::uint64_t dkh = kmajor_desc<Tr>(kstep_addr<Tr>(k_hi, Tr::kKVChunkBytes, kk));
+        ptx::wgmma_rs_tf32<Tr::kBc>(sa, hi, dkh, kk > 0);
+      });
+  }
+  ptx::wgmma_wait<0>();
+  ptx::fence_operands(sa);
+  ptx::fence_operands(sb);
+}
+
+// O_tile = P V (fresh): small products first (lo_p*hi_v, hi_p*lo_v), then hi*hi.
+template <typename Tr>
+__device__ __forceinline__ void gemm_pv(float (&ot)[Tr::kORegs], const std::uint32_t (&ph)[Tr::kSRegs],
+                                        const std::uint32_t (&pl)[Tr::kSRegs], std::uint32_t vt_hi,
+                                        std::uint32_t vt_lo) {
+  ptx::wgmma_fence();
+  if constexpr (Tr::kSplit) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+      std::uint32_t a[4];
+      p_fragment(a, pl, kk);
+      ptx::wgmma_rs_tf32<Tr::kHeadDim>(
+          ot, a, kmajor_desc<Tr>(kstep_addr<Tr>(vt_hi, Tr::kVtChunkBytes, kk)), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+      std::uint32_t a[4];
+      p_fragment(a, ph, kk);
+      ptx::wgmma_rs_tf32<Tr::kHeadDim>(
+          ot, a, kmajor_desc<Tr>(kstep_addr<Tr>(vt_lo, Tr::kVtChunkBytes, kk)), 1);
+    }
+  }
+#pragma unroll
+  for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+    std::uint32_t a[4];
+    p_fragment(a, ph, kk);
+    ptx::wgmma_rs_tf32<Tr::kHeadDim>(
+        ot, a, kmajor_desc<Tr>(kstep_addr<Tr>(vt_hi, Tr::kVtChunkBytes, kk)),
+        Tr::kSplit || kk > 0);
+  }
+  ptx::wgmma_commit();
+  ptx::wgmma_wait<0>();
+  ptx::fence_operands(ot);
+}
+
+// Online-softmax step on S (accumulator layout; index 0/1 = the thread's rows r, r + 8): masks when
+// asked, updates the running max m (exp2 domain) and the lane's partial sums l, turns s into P in
+// place, returns the factor alpha the O rows are rescaled by.
+template <typename Tr>
+__device__ __forceinline__ void tf32_softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
+                                                  float (&alpha)[2], const CausalMask& mask,
+                                                  bool need_mask, int row, int key0, float scale_log2) {
+  constexpr float kNegInf = -INFINITY;
+  if (need_mask) {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int r = row + ((i / 2) % 2) * 8;
+      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
+      if (!mask.visible(r, key)) s[i] = kNegInf;
+    }
+  }
+  float mx[2] = {kNegInf, kNegInf};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+  float m_sub[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float tile_max = flash::quad_max(mx[hf]);
+    const float m_new = fmaxf(m[hf], tile_max * scale_log2);  // scale_log2 > 0
+    m_sub[hf] = flash::safe_max(m_new);
+    alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);
+    m[hf] = m_new;
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    const int hf = (i / 2) % 2;
+    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+    sum[hf] += s[i];
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + sum[hf];
+}
+
+// ---- producer warpgroup ----
+template <typename Tr>
+__device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf32Smem<Tr>& sm,
+                                             const Tf32Barriers<Tr>& bars, int q0, int bh, int kv_bh,
+                                             int n_tiles, int ptid) {
+  const bool leader = ptid == 0;
+  auto load_k = [&](int j) {
+    const int s = j % Tr::kStages;
+    // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
+    ptx::mbar_wait(bars.k_empty(s), ((j / Tr::kStages) & 1) ^ 1);
+    ptx::mbar_arrive_expect_tx(bars.k_full(s), Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.k_hi(s) + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(s),
+                       c * Tr::kChunkElems, j * Tr::kBc, kv_bh);
+  };
+  auto load_v = [&](int j) {
+    ptx::mbar_arrive_expect_tx(bars.v_full(), Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.v_raw() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.v_full(),
+                       c * Tr::kChunkElems, j * Tr::kBc, kv_bh);
+  };
+  if (leader) {
+    ptx::prefetch_tensormap(&prm.tm_q);
+    ptx::prefetch_tensormap(&prm.tm_k);
+    ptx::prefetch_tensormap(&prm.tm_v);
+    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.q() + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(), c * Tr::kChunkElems,
+                       q0, bh);
+    load_k(0);
+    load_v(0);
+  }
+  for (int j = 0; j < n_tiles; ++j) {
+    const int s = j % Tr::kStages;
+    const std::uint32_t phase = (j / Tr::kStages) & 1;
+    // K_j: split in place, then hand it to the consumers.
+    ptx::mbar_wait(bars.k_full(s), phase);
+    split_k_tile<Tr>(sm.k_hi(s), sm.k_lo(s), ptid);
+    ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
+    ptx::mbar_arrive(bars.k_ready(s));
+    // V_j: transpose + split into Vt once the consumers are done with the stage's last tile.
+    ptx::mbar_wait(bars.v_full(), std::uint32_t(j & 1));
+    ptx::mbar_wait(bars.vt_empty(s), phase ^ 1);
+    transpose_split_v_tile<Tr>(sm.v_raw(), sm.vt_hi(s), sm.vt_lo(s), ptid);
+    ptx::fence_proxy_async_smem();
+    ptx::mbar_arrive(bars.vt_ready(s));
+    // Every thread has read the staging buffer: the next V may land there.
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
+    if (leader && j + 1 < n_tiles) {
+      ptx::fence_proxy_async_smem();  // the staging reads (generic proxy) before TMA rewrites it
+      load_v(j + 1);
+      load_k(j + 1);  // waits until every consumer warp is done with S of the stage's last tile
+    }
+  }
+}
+
+// ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) ----
+template <typename Tr>
+__device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf32Smem<Tr>& sm,
+                                             const Tf32Barriers<Tr>& bars, int q0, int bh,
+                                             int n_tiles, int cw) {
+  const int ctid = threadIdx.x % Tr::kWgThreads;
+  const int warp = ctid / Tr::kWarpSize;
+  const int lane = ctid % Tr::kWarpSize;
+  const int wg_row0 = cw * Tr::kWgRows;
+  const int row = q0 + wg_row0 + warp * Tr::kWarpRows + lane / 4;  // this thread's first row
+  const int col_lane = 2 * (lane % 4);
+  const int wg_first_row = q0 + wg_row0;
+  const int seq_q = prm.mask.seq_q;
+  const std::uint32_t q_rows = sm.q() + std::uint32_t(cw * Tr::kWgQBytes);
+
+  float o[Tr::kORegs];
+#pragma unroll
+  for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY};
+  float l[2] = {0.f, 0.f};
+
+  ptx::mbar_wait(bars.q_full(), 0);
+  for (int j = 0; j < n_tiles; ++j) {
+    const int s = j % Tr::kStages;
+    const std::uint32_t phase = (j / Tr::kStages) & 1;
+    float sa[Tr::kSRegs], sb[Tr::kSRegs];
+    ptx::mbar_wait(bars.k_ready(s), phase);
+    gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane);
+    if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];
+    float alpha[2];
+    tf32_softmax_step<Tr>(sa, m, l, alpha, prm.mask,
+                          prm.mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc), row,
+                          j * Tr::kBc + col_lane, prm.scale_log2);
+    std::uint32_t ph[Tr::kSRegs], pl[Tr::kSRegs];
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) ptx::split_tf32(sa[i], ph[i], pl[i]);
+    float ot[Tr::kORegs];
+    ptx::mbar_wait(bars.vt_ready(s), phase);
+    gemm_pv<Tr>(ot, ph, pl, sm.vt_hi(s), sm.vt_lo(s));
+    ptx::fence_operands(ph);
+    ptx::fence_operands(pl);
+    if (lane == 0) ptx::mbar_arrive(bars.vt_empty(s));
+#pragma unroll
+    for (int i = 0; i < Tr::kORegs; ++i) o[i] = fmaf(o[i], alpha[(i / 2) % 2], ot[i]);
+  }
+
+  // ---- epilogue: O / row sum straight to global memory (8-byte pairs), LSE ----
+  float inv[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float sum = flash::quad_sum(l[hf]);
+    inv[hf] = sum > 0.f ? 1.f / sum : 0.f;  // a row that sees no key: O = 0, LSE = -inf
+    const int r = row + hf * 8;
+    if (lane % 4 == 0 && r < seq_q)
+      prm.lse[std::int64_t(bh) * seq_q + r] =
+          sum > 0.f ? (m[hf] + log2f(sum)) * float(flash::kLn2) : -INFINITY;
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int r = row + hf * 8;
+    if (r >= seq_q) continue;
+    float* out = prm.o + (std::int64_t(bh) * seq_q + r) * Tr::kHeadDim + col_lane;
+#pragma unroll
+    for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb)
+      *reinterpret_cast<float2*>(out + nb * Tr::kMmaN) =
+          make_float2(o[4 * nb + 2 * hf] * inv[hf], o[4 * nb + 2 * hf + 1] * inv[hf]);
+  }
+}
+
+#endif  // FB_PTX_SM90A
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_sm90_tf32_fwd_kernel(const __grid_constant__ Tf32FwdParams prm) {
+#if FB_PTX_SM90A
+  extern __shared__ __align__(16) unsigned char fb_sm90_tf32_smem[];
+  const std::uint32_t base = (ptx::smem_addr(fb_sm90_tf32_smem) + Tr::kAtomBytes - 1) &
+                             ~std::uint32_t(Tr::kAtomBytes - 1);
+  const Tf32Smem<Tr> sm{base};
+  const Tf32Barriers<Tr> bars{base + Tr::kOffBar};
+
+  if (threadIdx.x == 0) {
+    ptx::mbar_init(bars.q_full(), 1);
+    ptx::mbar_init(bars.v_full(), 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) {
+      ptx::mbar_init(bars.k_full(s), 1);                     // the leader's arrive.expect_tx
+      ptx::mbar_init(bars.k_ready(s), Tr::kWgThreads);       // every producer thread
+      ptx::mbar_init(bars.k_empty(s), Tr::kConsumerWarps);   // one per consumer warp
+      ptx::mbar_init(bars.vt_ready(s), Tr::kWgThreads);
+      ptx::mbar_init(bars.vt_empty(s), Tr::kConsumerWarps);
+    }
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  // The block's coordinates are computed after setmaxnreg, in each role: values live across it
+  // would be held under the launch's register cap.
+  auto coords = [&](int& q0, int& bh, int& n_tiles) {
+    q0 = (gridDim.y - 1 - blockIdx.y) * Tr::kBr;  // longest query tiles first (causal)
+    bh = blockIdx.x;
+    // At least one tile: a tile whose rows see no key runs tile 0 fully masked (O = 0, LSE = -inf).
+    n_tiles = max(prm.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
+  };
+  int q0, bh, n_tiles;
+  const int wg = threadIdx.x / Tr::kWgThreads;
+  if (wg == 0) {
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    coords(q0, bh, n_tiles);
+    const int b = bh / prm.heads;
+    const int kv_bh = b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+    tf32_produce<Tr>(prm, sm, bars, q0, bh, kv_bh, n_tiles, threadIdx.x);
+  } else {
+    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+    coords(q0, bh, n_tiles);
+    tf32_consume<Tr>(prm, sm, bars, q0, bh, n_tiles, wg - 1);
+  }
+#else
+  __trap();
+#endif
+}
+
+}  // namespace fb::cuda::flash_sm90

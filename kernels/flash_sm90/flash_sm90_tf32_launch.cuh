@@ -1,0 +1,42 @@
+// Launcher of the Hopper fp32 (TF32 wgmma) forward for one traits configuration; included only by
+// the instantiation files flash_sm90_tf32_hdim*.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "flash/softmax.cuh"
+#include "flash_sm90/flash_sm90_tf32.h"
+#include "flash_sm90/flash_sm90_tf32_kernel.cuh"
+#include "flash_sm90/flash_sm90_tma.h"
+
+namespace fb::cuda::flash_sm90 {
+
+template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
+  Tf32FwdParams prm{};
+  const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
+  const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
+  encode_bhsd_map(&prm.tm_q, Dtype::fp32, p.q, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kBr);
+  encode_bhsd_map(&prm.tm_k, Dtype::fp32, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
+  encode_bhsd_map(&prm.tm_v, Dtype::fp32, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
+  prm.o = static_cast<float*>(p.o);
+  prm.lse = static_cast<float*>(p.lse);
+  prm.heads = p.heads;
+  prm.kv_heads = p.kv_heads;
+  prm.group = p.group();
+  prm.scale_log2 = float(p.scale * flash::kLog2e);
+  prm.mask = p.mask();
+
+  const auto kernel = flash_sm90_tf32_fwd_kernel<Tr>;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(Tr::kSmemBytes)));
+  const dim3 grid(unsigned(q_planes), unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
+  launch_tf32_fwd<typename Tf32FwdConfig<D, kSplit>::Traits>(p, stream);
+}
+
+}  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,138 @@
+// Tile configuration of the Hopper fp32 forward (3xTF32 on wgmma): every size the kernel, its
+// launcher and its tests use is derived here and checked at compile time. Host and device code read it.
+#pragma once
+
+#include <cstddef>
+
+namespace fb::cuda::flash_sm90 {
+
+// Warp-specialised forward for fp32 inputs on TF32 tensor cores (flash_sm90_tf32_kernel.cuh):
+//   warpgroup 0      producer: one thread issues the TMA copies (Q once; K tiles into a ring of
+//                    kStages buffers; each V tile into one staging buffer); all 128 threads then
+//                    prepare the tiles for wgmma: K is split in place into hi = tf32(K) plus a
+//                    K_lo buffer, V is transposed (wgmma TF32 takes B only K-major, i.e. keys
+//                    contiguous), its keys permuted inside each group of 8 (see below) and split
+//                    into Vt_hi / Vt_lo.
+//   warpgroups 1, 2  consumers: 64 query rows each. S = Q K^T with Q's TF32 fragments built in
+//                    registers from the raw Q tile (RS wgmma: no Q_hi/Q_lo copies in shared memory)
+//                    and K_hi/K_lo from shared memory; online softmax in registers; P split into
+//                    hi/lo in registers as the A operand of O_tile = P V (fresh per K/V tile,
+//                    added to O in fp32).
+//   kHeadDim         d (64 or 128)
+//   kBc              keys per K/V tile (the N of S; a multiple of 32: whole 128-byte key rows of Vt)
+//   kStages          depth of the K ring and of the Vt ring
+//   kSplit           true: 3xTF32 (hi*hi + hi*lo + lo*hi); false: 1xTF32 (hi*hi only), a diagnostic
+//                    that must fail the FP32 rule
+template <int kHeadDim_, int kBc_, int kStages_, bool kSplit_>
+struct Tf32FwdTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBc = kBc_;
+  static constexpr int kStages = kStages_;
+  static constexpr bool kSplit = kSplit_;
+
+  // ---- threads ----
+  static constexpr int kWarpSize = 32;
+  static constexpr int kWgThreads = 128;
+  static constexpr int kWgWarps = kWgThreads / kWarpSize;
+  static constexpr int kConsumerWgs = 2;
+  static constexpr int kConsumerThreads = kConsumerWgs * kWgThreads;
+  static constexpr int kConsumerWarps = kConsumerWgs * kWgWarps;
+  static constexpr int kThreads = kWgThreads + kConsumerThreads;
+
+  // ---- wgmma m64nNk8 (TF32): each warp of a warpgroup owns 16 rows ----
+  static constexpr int kWgRows = 64;
+  static constexpr int kWarpRows = kWgRows / kWgWarps;
+  static constexpr int kMmaK = 8;
+  static constexpr int kMmaN = 8;  // accumulator column block
+  static constexpr int kBr = kConsumerWgs * kWgRows;
+  static constexpr int kFragRegs = 4;  // A fragment of one k8 step, per thread
+
+  // ---- accumulators per consumer thread ----
+  static constexpr int kSRegs = kWgRows * kBc / kWgThreads;       // S (and P), f32
+  static constexpr int kORegs = kWgRows * kHeadDim / kWgThreads;  // O and O_tile, f32
+  static constexpr int kQKSteps = kHeadDim / kMmaK;
+  static constexpr int kPVSteps = kBc / kMmaK;
+  // S's hi*hi products go to two accumulators, the first half of d's k8 steps and the second (the
+  // latter after all the small products): the tensor core truncates each sum it adds into an
+  // accumulator, and a chain of d/8 such sums at |S|'s scale would cost more than fp32 rounding.
+  static constexpr int kQKHalf = kQKSteps / 2;
+  static constexpr int kQKGroup = 4;  // k8 steps per wgmma commit group (bounds live Q fragments)
+
+  // ---- shared memory: 128-byte swizzled tiles ----
+  // A (rows, d) fp32 tile is d / 32 column chunks of (rows, 32) with 128-byte rows; 8 rows form a
+  // 1024-byte swizzle atom (16-byte unit u of row r sits at unit u ^ (r % 8)). Vt, the transposed
+  // V tile (d, kBc), is kBc / 32 key chunks of (d, 32) in the same form.
+  static constexpr int kSwizzleBytes = 128;
+  static constexpr int kChunkElems = kSwizzleBytes / 4;  // 32 floats
+  static constexpr int kChunks = kHeadDim / kChunkElems;
+  static constexpr int kAtomRows = 8;
+  static constexpr int kAtomBytes = kAtomRows * kSwizzleBytes;
+  static constexpr int kUnitBytes = 16;
+  static constexpr int kUnitElems = kUnitBytes / 4;
+  static constexpr int kMmaKBytes = kMmaK * 4;  // 32: one k8 step inside a 128-byte row
+  static constexpr int kStepsPerChunk = kChunkElems / kMmaK;
+
+  static constexpr int kQChunkBytes = kBr * kSwizzleBytes;
+  static constexpr int kQBytes = kChunks * kQChunkBytes;
+  static constexpr int kWgQBytes = kWgRows * kSwizzleBytes;  // a consumer's rows in one Q chunk
+  static constexpr int kKVChunkBytes = kBc * kSwizzleBytes;
+  static constexpr int kKVBytes = kChunks * kKVChunkBytes;  // one (kBc, d) tile
+  static constexpr int kVtChunks = kBc / kChunkElems;
+  static constexpr int kVtChunkBytes = kHeadDim * kSwizzleBytes;
+  static constexpr int kVtBytes = kVtChunks * kVtChunkBytes;  // one (d, kBc) tile
+
+  // Layout from the 1024-aligned base: Q | per stage K_hi, K_lo | V staging | per stage Vt_hi,
+  // Vt_lo | barriers. (The 1xTF32 diagnostic leaves the lo buffers unused.)
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffVraw = kOffK + kStages * 2 * kKVBytes;
+  static constexpr int kOffVt = kOffVraw + kKVBytes;
+  static constexpr int kOffBar = kOffVt + kStages * 2 * kVtBytes;
+  static constexpr int kBarBytes = 8;
+  // q_full, v_full (staging), then per stage: k_full, k_ready, k_empty, vt_ready, vt_empty.
+  static constexpr int kNumBars = 2 + 5 * kStages;
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
+  static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
+
+  // ---- producer work items ----
+  static constexpr int kKUnits = kKVBytes / kUnitBytes;              // float4s of a K tile
+  static constexpr int kVItems = kHeadDim * (kBc / kMmaK);           // (column, 8-key group)
+
+  // ---- registers (setmaxnreg) ----
+  static constexpr int kRegFile = 64 * 1024;
+  static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = 232;
+
+  static constexpr int kBarProducer = 1;  // named barrier of the producer warpgroup
+
+  static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
+  static_assert(kBc % kChunkElems == 0 && kBc <= 256, "K/V tile: whole Vt key chunks, one TMA box");
+  static_assert(kBc == 64 || kBc == 128, "wgmma wrappers exist for N = 64 and 128");
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers exist for N = 64 and 128");
+  static_assert(kQKSteps % kQKGroup == 0 && kQKHalf % kQKGroup == 0, "whole commit groups");
+  static_assert(kKUnits % kWgThreads == 0 && kVItems % kWgThreads == 0,
+                "the producer's 128 threads share the tile preparation evenly");
+  static_assert(kOffK % kAtomBytes == 0 && kOffVraw % kAtomBytes == 0 && kOffVt % kAtomBytes == 0 &&
+                    kKVBytes % kAtomBytes == 0 && kVtBytes % kAtomBytes == 0,
+                "every tile starts on a swizzle atom");
+  static_assert(kSmemBytes <= kMaxSmemOptin, "fits the 227 KB a block may opt in to");
+  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
+                "the register file holds the producer and the consumers after setmaxnreg");
+  static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
+                "setmaxnreg lowers the producer and raises the consumers");
+};
+
+// The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
+// V staging (32 KB) + one stage of Vt_hi/Vt_lo (64 KB) = 224 KB, the most that fits; d = 64 has
+// room for two stages.
+template <int D, bool kSplit> struct Tf32FwdConfig;
+template <bool kSplit> struct Tf32FwdConfig<64, kSplit> {
+  using Traits = Tf32FwdTraits<64, 64, 2, kSplit>;
+};
+template <bool kSplit> struct Tf32FwdConfig<128, kSplit> {
+  using Traits = Tf32FwdTraits<128, 64, 1, kSplit>;
+};
+
+}  // namespace fb::cuda::flash_sm90

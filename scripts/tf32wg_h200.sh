@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# flash-sm90's fp32 forward (3xTF32 on wgmma) on an H200, in about three minutes, over a build made
+# with CMAKE_CUDA_ARCHITECTURES including 90a:
+#   scripts/tf32wg_h200.sh OUTDIR [BUILD_DIR=build]
+# 1. GPU tests: the one-tile TF32 wgmma probe ([sm90tf32]: fragment layouts, K split, permuted V^T)
+#    and the fp32 tensor-core suite ([fp32tc]: every fp32 variant, flash-sm90's included, against
+#    fp64 under the FP32 rule, odd N, causal, GQA, NaN-poisoned outputs).
+# 2. `flashbench verify --dtype fp32` at d 64 and 128 (every registered fp32 kernel).
+# 3. configs/h200-fp32-sm90.json (naive, flash, flash-sm90, flash-sm90-tf32x1; N 1k-8k, d 64/128,
+#    causal or not; forward) into OUTDIR/h200-fp32-sm90.json, then a table of TFLOP/s and speed-ups.
+# Each step's log is OUTDIR/<step>.log; the exit status is the number of failed steps.
+set -uo pipefail
+out=${1:?usage: scripts/tf32wg_h200.sh OUTDIR [BUILD_DIR]}
+build=${2:-build}
+mkdir -p "$out"
+fb="$build/flashbench"
+failed=0
+step() {  # name, command...
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "=== $name: $*"
+  timeout "${STEP_TIMEOUT:-240}" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "--- $name rc=$rc $((SECONDS - t0))s"
+  grep -E "sm90-tf32-probe|^fp32-tc .*(O|LSE) |passed|failed|FAILED|error" "$out/$name.log" | tail -n 40
+  [ "$rc" -eq 0 ] || failed=$((failed + 1))
+}
+nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
+git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
+step probe "$build/tests/flashbench_gpu_tests" "[sm90tf32]" -s
+step fp32tc "$build/tests/flashbench_gpu_tests" "[fp32tc]"
+step verify64 "$fb" verify --dtype fp32 --dim 64 --seq 1000 --heads 8 --kv-heads 2 --causal both \
+  -o "$out/verify-fp32-d64.json"
+step verify128 "$fb" verify --dtype fp32 --dim 128 --seq 4099 --heads 8 --causal both \
+  -o "$out/verify-fp32-d128.json"
+step run "$fb" run configs/h200-fp32-sm90.json -o "$out/h200-fp32-sm90.json" --csv "$out/h200-fp32-sm90.csv"
+python3 - "$out/h200-fp32-sm90.json" <<'PY' | tee "$out/table.txt"
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"no results to tabulate: {e}")
+cells = {}
+for r in doc["results"]:
+    c = r["case"]
+    key = (c["head_dim"], c["causal"], c["seq"])
+    o = r.get("errors", {}).get("O", {})
+    cells.setdefault(key, {})[r["kernel"]] = (r["status"], r.get("tflops"), r.get("time_ms", {}).get("median"),
+                                              o.get("ref"), o.get("bound"), r.get("verified"))
+kernels = ["naive", "flash", "flash-sm90", "flash-sm90-tf32x1"]
+print("TFLOP/s (O error vs fp64 / bound); x = naive time / flash-sm90 time")
+print(f"{'d':>3} {'causal':>6} {'N':>5} | " + " | ".join(f"{k:>26}" for k in kernels) + " |   x sm90 | x flash")
+for key in sorted(cells):
+    row = cells[key]
+    def fmt(k):
+        if k not in row:
+            return f"{'-':>26}"
+        st, tf, ms, err, bound, ver = row[k]
+        if st != "ok" or tf is None:
+            return f"{st:>26}"
+        e = f"{err:.1e}/{bound:.1e}" if err is not None and bound is not None else ""
+        return f"{tf:7.1f} {e:>18}"
+    def speedup(k):
+        try:
+            return f"{row['naive'][2] / row[k][2]:7.2f}x"
+        except (KeyError, TypeError, ZeroDivisionError):
+            return f"{'-':>8}"
+    print(f"{key[0]:>3} {str(key[1]):>6} {key[2]:>5} | " + " | ".join(fmt(k) for k in kernels) +
+          f" | {speedup('flash-sm90')} | {speedup('flash')}")
+bad = [(r["key"], r["kernel"], r["status"], r.get("reason", "")) for r in doc["results"]
+       if r["kernel"] != "flash-sm90-tf32x1" and r["status"] != "ok"]
+for b in bad:
+    print("NOT OK:", *b)
+PY
+echo "failed steps: $failed"
+exit "$failed"

@@ -1,0 +1,109 @@
+// GPU tests [gpu][sm90tf32] of the TF32 wgmma pieces of flash-sm90's fp32 forward, one tile at a
+// time (tests/sm90_tf32_probe.cu runs the kernel's own device functions): the TF32 A-fragment layout
+// of the Q fragments, the K split, the V transpose with the key permutation that makes P's
+// accumulator registers the A fragment of P V. A wrong layout or permutation gives errors of the
+// size of the values themselves; the split's residue is ~2^-22 of the products' magnitudes.
+// The whole kernel against the fp64 reference: tests/test_fp32_tc.cpp (variants "sm90 ...").
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "catch.h"
+#include "common/check.h"
+#include "sm90_tf32_probe.h"
+
+namespace {
+
+using namespace fb::test;
+
+struct Buf {
+  float* p = nullptr;
+  explicit Buf(std::size_t n) { FB_CUDA_CHECK(cudaMalloc(&p, n * sizeof(float))); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  ~Buf() { FB_CUDA_CHECK_NOTHROW(cudaFree(p)); }
+};
+
+struct ProbeResult {
+  double s_err = 0, s_scale = 0, o_err = 0, o_scale = 0;  // max |x - ref|, max sum |a b|
+  bool ran = false;
+};
+
+ProbeResult probe(bool split) {
+  constexpr int R = kProbeRows, B = kProbeKeys, D = kProbeDim;
+  std::mt19937 gen(20261201);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_real_distribution<float> unit(0.f, 1.f);
+  std::vector<float> q(R * D), k(B * D), v(B * D), p(R * B);
+  for (float& x : q) x = normal(gen);
+  for (float& x : k) x = normal(gen);
+  for (float& x : v) x = normal(gen);
+  for (float& x : p) x = unit(gen);  // softmax probabilities are in [0, 1]
+  Buf dq(q.size()), dk(k.size()), dv(v.size()), dp(p.size()), ds(R * B), dout(R * D);
+  FB_CUDA_CHECK(cudaMemcpy(dq.p, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
+  FB_CUDA_CHECK(cudaMemcpy(dk.p, k.data(), k.size() * 4, cudaMemcpyHostToDevice));
+  FB_CUDA_CHECK(cudaMemcpy(dv.p, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+  FB_CUDA_CHECK(cudaMemcpy(dp.p, p.data(), p.size() * 4, cudaMemcpyHostToDevice));
+  // NaN poison: an element the probe does not write fails.
+  FB_CUDA_CHECK(cudaMemset(ds.p, 0xff, R * B * 4));
+  FB_CUDA_CHECK(cudaMemset(dout.p, 0xff, R * D * 4));
+  ProbeResult r;
+  r.ran = run_sm90_tf32_probe(dq.p, dk.p, dv.p, dp.p, ds.p, dout.p, split);
+  if (!r.ran) return r;
+  std::vector<float> s(R * B), o(R * D);
+  FB_CUDA_CHECK(cudaMemcpy(s.data(), ds.p, s.size() * 4, cudaMemcpyDeviceToHost));
+  FB_CUDA_CHECK(cudaMemcpy(o.data(), dout.p, o.size() * 4, cudaMemcpyDeviceToHost));
+  auto err = [](double x, double ref) { return std::isfinite(x) ? std::abs(x - ref) : INFINITY; };
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < B; ++j) {
+      double ref = 0, mag = 0;
+      for (int c = 0; c < D; ++c) {
+        ref += double(q[i * D + c]) * k[j * D + c];
+        mag += std::abs(double(q[i * D + c]) * k[j * D + c]);
+      }
+      r.s_err = std::max(r.s_err, err(s[i * B + j], ref));
+      r.s_scale = std::max(r.s_scale, mag);
+    }
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < D; ++c) {
+      double ref = 0, mag = 0;
+      for (int j = 0; j < B; ++j) {
+        ref += double(p[i * B + j]) * v[j * D + c];
+        mag += std::abs(double(p[i * B + j]) * v[j * D + c]);
+      }
+      r.o_err = std::max(r.o_err, err(o[i * D + c], ref));
+      r.o_scale = std::max(r.o_scale, mag);
+    }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("sm90 TF32 wgmma: fragment layouts, K split, permuted V^T on one tile", "[gpu][sm90tf32]") {
+  const ProbeResult x3 = probe(true);
+  if (!x3.ran) {
+    WARN("no sm_90a device code or device: TF32 wgmma probe not run");
+    return;
+  }
+  const ProbeResult x1 = probe(false);
+  std::printf("sm90-tf32-probe 3xTF32: S err %.2e (scale %.2e), O err %.2e (scale %.2e)\n", x3.s_err,
+              x3.s_scale, x3.o_err, x3.o_scale);
+  std::printf("sm90-tf32-probe 1xTF32: S err %.2e, O err %.2e\n", x1.s_err, x1.o_err);
+  // 3xTF32: each product exact to ~2^-21 relative, sums truncated in fp32: far below 2^-18 of the
+  // magnitude sum. A wrong fragment layout or key order gives errors of the order of the values.
+  constexpr double kX3Rel = 0x1p-18;
+  CHECK(x3.s_err <= kX3Rel * x3.s_scale);
+  CHECK(x3.o_err <= kX3Rel * x3.o_scale);
+  // 1xTF32: right layout (errors ~2^-11 of the magnitudes, well under 2^-7), and visibly worse than
+  // the split (the split's lo terms are really added).
+  constexpr double kX1Rel = 0x1p-7;
+  CHECK(x1.s_err <= kX1Rel * x1.s_scale);
+  CHECK(x1.o_err <= kX1Rel * x1.o_scale);
+  CHECK(x1.s_err > 16 * x3.s_err);
+  CHECK(x1.o_err > 16 * x3.o_err);
+}
