@@ -174,7 +174,7 @@ std::vector<Descriptor> make_builtins() {
                            FB_CUDA_ENTRY(cuda::flash_sm90_tf32x1_ops()),
                            "diagnostic: flash-sm90's fp32 forward with operands rounded to TF32 once "
                            "(no split); forward only; fails the FP32 rule by design"}));
-  list.push_back(describe({"flash-decode", Role::tiled, fp16_bf16, {64, 128}, splitkv_bytes, cpu_flash_decode(),
+  list.push_back(describe({"flash-decode", Role::tiled, {Dtype::fp16, Dtype::bf16}, {64, 128}, splitkv_bytes, cpu_flash_decode(),
                            FB_CUDA_ENTRY(cuda::flash_decode_ops()),
                            "split-KV decode (flash-decoding): a few query rows against a long KV cache, "
                            "keys split across CTAs, each K/V tile read once for every query row of the "
