@@ -35,10 +35,11 @@ template <Dtype T, typename F> auto with_head_dim(int head_dim, F&& f) {
   switch (head_dim) {
     case 64: return f(FwdConfig<T, 64>{});
     case 128: return f(FwdConfig<T, 128>{});
+    case 256: return f(FwdConfig<T, 256>{});
     default: break;
   }
   throw std::invalid_argument("flash-sm90: head_dim " + std::to_string(head_dim) +
-                              " not supported (64, 128)");
+                              " not supported (64, 128, 256)");
 }
 template <typename F> auto with_config(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
@@ -76,6 +77,12 @@ bool device_code_loaded(int dev) {
     g_device_code[dev].store(known);
   }
   return known == kHasCode;
+}
+
+bool configured_head_dim(int head_dim) {
+  for (int d : kHeadDims)
+    if (d == head_dim) return true;
+  return false;
 }
 
 bool misaligned(const void* ptr) {
@@ -176,7 +183,9 @@ namespace {
 const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp32)
     return "flash-sm90: dtype must be fp16, bf16 or fp32";
-  if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90: head_dim must be 64 or 128";
+  if (!configured_head_dim(p.head_dim)) return "flash-sm90: head_dim must be 64, 128 or 256";
+  if (p.dtype == Dtype::fp32 && p.head_dim == 256)
+    return "flash-sm90: head_dim 256 runs fp16/bf16 only (the fp32 forward's tiles stop at 128)";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
     return "flash-sm90: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash-sm90: kv_heads must divide heads";
@@ -241,8 +250,9 @@ void backward(const AttentionParams& p, const Context& ctx) {
 }
 
 int query_tile(const AttentionParams& p) {
-  const bool configured = (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16 || p.dtype == Dtype::fp32) &&
-                          (p.head_dim == 64 || p.head_dim == 128);
+  const bool configured = configured_head_dim(p.head_dim) &&
+                          (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16 ||
+                           (p.dtype == Dtype::fp32 && p.head_dim != 256));
   return configured ? forward_query_tile(p) : 0;
 }
 

@@ -25,6 +25,18 @@ template <> struct TileConfig<128> {
   static constexpr bool kIntraOverlap = true, kPingPong = true;
   static constexpr int kConsumerWgs = 2;
 };
+// d = 256: O alone takes 128 of a consumer's 240 registers, so K/V tiles are 80 keys (S 40, P 20
+// registers; FlashAttention-3's choice for d = 256), and shared memory is nearly full: Q 64 KB +
+// 2 stages x (K, V) x 40 KB = 224 KB of the 227 KB a block may opt into.
+template <> struct TileConfig<256> {
+  static constexpr int kBc = 80;
+  static constexpr bool kIntraOverlap = true, kPingPong = true;
+  // Two: a third warpgroup would leave each consumer 160 registers, and O alone takes 128.
+  static constexpr int kConsumerWgs = 2;
+};
+
+// The head dims with an instantiation (flash_sm90_hdim*.cu); dispatch and checks read this list.
+inline constexpr int kHeadDims[] = {64, 128, 256};
 
 template <Dtype T, int D> struct FwdConfig {
   static constexpr Dtype kDtype = T;

@@ -13,7 +13,7 @@ namespace fb::cuda::flash_sm90 {
 //                    S = Q K^T (wgmma, both operands in shared memory), the online softmax in
 //                    registers, and O += P V (P from registers, V from shared memory).
 //   Elem             __half or __nv_bfloat16
-//   kHeadDim         d (64 or 128)
+//   kHeadDim         d (64, 128 or 256: whole 64-column chunks; O += P V is one wgmma N = d <= 256)
 //   kBc              keys per K/V tile (the N of S = Q K^T; a multiple of 16, at most 256)
 //   kIntraOverlap    issue S_{j+1} = Q K_{j+1}^T before O += P_j V_j, so that the softmax of
 //                    S_{j+1} runs while the tensor cores do P_j V_j (FlashAttention-3 algorithm 2)
@@ -114,6 +114,7 @@ struct FwdTraits {
   static_assert(kBc % kMmaK == 0 && kBc % kAtomRows == 0 && kBc <= 256,
                 "K/V tile: whole k16 steps, whole swizzle atoms, one TMA box (<= 256 rows)");
   static_assert(kBr <= 256, "Q tile: one TMA box (<= 256 rows)");
+  static_assert(kHeadDim <= 256, "O += P V is one wgmma: N = d <= 256");
   static_assert(kSRegs % (2 * kPRegsPerStep) == 0, "P splits into whole k16 fragments");
   static_assert(kOffK % kAtomBytes == 0 && kOffV % kAtomBytes == 0 && kOffO % kAtomBytes == 0 && kKVBytes % kAtomBytes == 0 &&
                     kWgQBytes % kAtomBytes == 0,

@@ -1,0 +1,9 @@
+// Hopper forward instantiations for head_dim 256 (fp16, bf16).
+#include "flash_sm90/flash_sm90_launch.cuh"
+
+namespace fb::cuda::flash_sm90 {
+
+template void run_fwd<Dtype::fp16, 256>(const AttentionParams&, cudaStream_t);
+template void run_fwd<Dtype::bf16, 256>(const AttentionParams&, cudaStream_t);
+
+}  // namespace fb::cuda::flash_sm90
