@@ -23,10 +23,13 @@ template <Dtype T, typename F> auto with_head_dim(int head_dim, F&& f) {
     case 32: return f(FwdConfig<T, 32>{});
     case 64: return f(FwdConfig<T, 64>{});
     case 128: return f(FwdConfig<T, 128>{});
+    case 256:  // tensor cores only (kTcHeadDims): no CUDA-core instantiation exists
+      if constexpr (FwdConfig<T, 256>::kTensorCores) return f(FwdConfig<T, 256>{});
+      break;
     default: break;
   }
   throw std::invalid_argument("flash forward: head_dim " + std::to_string(head_dim) +
-                              " not supported (32, 64, 128)");
+                              " not supported for this dtype");
 }
 template <typename F> auto with_config(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
@@ -45,6 +48,12 @@ constexpr long long kMaxGridY = 65535;
 constexpr int kTensorCoreMinMajor = 8;
 
 bool is_16bit(Dtype t) { return t == Dtype::fp16 || t == Dtype::bf16; }
+
+template <std::size_t n> bool listed(const int (&dims)[n], int head_dim) {
+  for (int d : dims)
+    if (d == head_dim) return true;
+  return false;
+}
 
 // Calls f(integral_constant<int, D>, integral_constant<Fp32Math, M>) for the TF32 kernels.
 template <typename F> auto with_tf32(int head_dim, Fp32Math math, F&& f) {
@@ -76,8 +85,9 @@ std::size_t tf32_smem_bytes(int head_dim) {
 }  // namespace
 
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
-  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
-    return "flash: head_dim must be 32, 64 or 128";
+  if (!listed(kTcHeadDims, p.head_dim)) return "flash: head_dim must be 32, 64, 128 or 256";
+  if (!is_16bit(p.dtype) && !listed(kFp32HeadDims, p.head_dim))
+    return "flash: head_dim 256 runs fp16/bf16 only (the fp32/fp64 tiles stop at 128)";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
     return "flash: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash: kv_heads must divide heads";
