@@ -134,11 +134,12 @@ void set_smem_limit(const void* kernel, int bytes) {
 
 const char* backward_unsupported(const AttentionParams& p, Fp32Math math) {
   if (const char* why = fp32_math_unsupported(p.dtype, math)) return why;
-  // Not d = 256: a warp keeps dK and dV of its 16 keys in registers, 2 x 128 f32 a thread at
-  // d = 256 (over the 255 a thread can have); that takes another split of the work, not a new tile.
+  // The forward's d = 96 and 256 have no backward. At 256 a warp would keep dK and dV of its 16 keys
+  // in registers, 2 x 128 f32 a thread (over the 255 a thread can have): that takes another split of
+  // the work, not a new tile. 96 is not instantiated (not tuned or tested).
   if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 128)
-    return "flash backward: head_dim must be 32, 64 or 128 (at d = 256 dK and dV alone would need "
-           "256 registers a thread)";
+    return "flash backward: head_dim must be 32, 64 or 128 (d = 96 and 256 are forward only; at 256 dK "
+           "and dV alone would need 256 registers a thread)";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
     return "flash backward: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash backward: kv_heads must divide heads";

@@ -23,7 +23,11 @@ template <Dtype T, typename F> auto with_head_dim(int head_dim, F&& f) {
     case 32: return f(FwdConfig<T, 32>{});
     case 64: return f(FwdConfig<T, 64>{});
     case 128: return f(FwdConfig<T, 128>{});
-    case 256:  // tensor cores only (kTcHeadDims): no CUDA-core instantiation exists
+    // Tensor cores only (kTcHeadDims): no CUDA-core instantiation exists for these.
+    case 96:
+      if constexpr (FwdConfig<T, 96>::kTensorCores) return f(FwdConfig<T, 96>{});
+      break;
+    case 256:
       if constexpr (FwdConfig<T, 256>::kTensorCores) return f(FwdConfig<T, 256>{});
       break;
     default: break;
@@ -85,9 +89,9 @@ std::size_t tf32_smem_bytes(int head_dim) {
 }  // namespace
 
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
-  if (!listed(kTcHeadDims, p.head_dim)) return "flash: head_dim must be 32, 64, 128 or 256";
+  if (!listed(kTcHeadDims, p.head_dim)) return "flash: head_dim must be 32, 64, 96, 128 or 256";
   if (!is_16bit(p.dtype) && !listed(kFp32HeadDims, p.head_dim))
-    return "flash: head_dim 256 runs fp16/bf16 only (the fp32/fp64 tiles stop at 128)";
+    return "flash: head_dim 96 and 256 run fp16/bf16 only (the fp32/fp64 tiles are 32, 64, 128)";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
     return "flash: batch, heads, kv_heads, seq_q and seq_k must be at least 1";
   if (p.heads % p.kv_heads != 0) return "flash: kv_heads must divide heads";

@@ -18,6 +18,8 @@ namespace fb::cuda::flash {
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
 template <> struct TcTiles<64> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+// d = 96 as d = 128 (O 96 registers a thread at 32 rows per warp; Q in registers would add 48).
+template <> struct TcTiles<96> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
 template <> struct TcTiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
@@ -26,7 +28,7 @@ template <> struct TcTiles<256> { static constexpr int kBr = 128, kBc = 32, kWar
 
 // Head dims with a tensor-core instantiation (flash_fwd_hdim*.cu) and those the fp32/fp64 paths
 // (TF32 and CUDA-core tiles) have too.
-inline constexpr int kTcHeadDims[] = {32, 64, 128, 256};
+inline constexpr int kTcHeadDims[] = {32, 64, 96, 128, 256};
 inline constexpr int kFp32HeadDims[] = {32, 64, 128};
 
 // CUDA-core tiles (fp32/fp64): kBr rows of 4 lanes each; kBc keys per tile (fewer for fp64, whose
