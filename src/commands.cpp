@@ -627,15 +627,26 @@ int verify_command(const VerifyOptions& o) {
     std::cerr << fmt::format("flashbench: --kv-heads {} must divide --heads {}\n", base.kv_heads, base.heads);
     return kExitUsage;
   }
-  // Every kernel verifies, so --dim must be one they all support; said in the flag's terms, not the
-  // spec's (the spec below is built from the flags).
+  // Every kernel that runs here and lists --dim verifies; one that does not list it (d = 256: the
+  // fp32/fp64-only kernels) is left out with a note. --dim is refused, in the flag's terms rather than
+  // the spec's (the spec below is built from the flags), when no tiled kernel is left to verify.
+  const BackendId here = gpu ? BackendId::cuda : BackendId::cpu;
+  std::vector<std::string> left_out;
+  std::optional<std::string> first_refusal;
+  bool tiled_left = false;
   for (const Descriptor* k : active_kernels().user_kernels()) {
-    if (!k->runs_on(backend->name() == "cuda" ? BackendId::cuda : BackendId::cpu)) continue;
-    if (auto why = o.dim ? unsupported_head_dim(*k, *o.dim) : std::nullopt) {
-      std::cerr << fmt::format("flashbench verify: --dim {}: {}; verify runs every kernel, so give a head "
-                               "dim they all support\n", *o.dim, *why);
-      return kExitUsage;
+    if (!k->runs_on(here)) continue;
+    if (auto why = unsupported_head_dim(*k, base.head_dim)) {
+      if (k->role != Role::peer) left_out.push_back(k->name);  // peers run only when asked for
+      if (!first_refusal) first_refusal = why;
+      continue;
     }
+    tiled_left = tiled_left || k->role == Role::tiled;
+  }
+  if (!tiled_left && first_refusal) {
+    std::cerr << fmt::format("flashbench verify: --dim {}: {}; no tiled kernel runs it\n", base.head_dim,
+                             *first_refusal);
+    return kExitUsage;
   }
 
   nlohmann::json spec = {{"seq_q", {base.seq_q}},   {"seq_k", {base.seq_k}},
@@ -647,6 +658,22 @@ int verify_command(const VerifyOptions& o) {
                                    : nlohmann::json{o.dtype};
   spec["causal"] = o.causal == "both" ? nlohmann::json{false, true} : nlohmann::json{o.causal == "yes"};
   spec["pass"] = o.pass == "all" ? nlohmann::json{"fwd", "bwd"} : nlohmann::json{o.pass};
+  // A spec without kernels names every default kernel, of every backend, and refuses a head dim any of
+  // them lacks: list the ones that run here and take it.
+  std::vector<std::string> verify_kernels;
+  bool all_take_it = true;
+  for (const Descriptor* k : active_kernels().default_kernels()) {
+    const bool takes_it = !unsupported_head_dim(*k, base.head_dim);
+    all_take_it = all_take_it && takes_it;
+    if (k->runs_on(here) && takes_it) verify_kernels.push_back(k->name);
+  }
+  if (!all_take_it) spec["kernels"] = verify_kernels;
+  if (!left_out.empty()) {
+    std::string names;
+    for (const std::string& n : left_out) names += (names.empty() ? "" : ", ") + n;
+    std::cerr << fmt::format("flashbench verify: --dim {}: not run by {} (their head dims do not include it)\n",
+                             base.head_dim, names);
+  }
   Sweep sweep;
   try {
     sweep = sweep_from_json(spec);

@@ -148,7 +148,7 @@ std::vector<Descriptor> make_builtins() {
                            FB_CUDA_ENTRY(cuda::naive_ops()),
                            "standard attention: S = scale*QK^T and P = softmax(S) materialised as N x N "
                            "arrays (cuBLAS on GPU)"}));
-  list.push_back(describe({"flash", Role::tiled, all_dtypes(), {32, 64, 128}, tiled_bytes, cpu_flash(),
+  list.push_back(describe({"flash", Role::tiled, all_dtypes(), {32, 64, 96, 128, 256}, tiled_bytes, cpu_flash(),
                            FB_CUDA_ENTRY(cuda::flash_ops()),
                            "FlashAttention: Q/K/V tiles on chip, online softmax, nothing N x N (tensor "
                            "cores: fp16/bf16, and fp32 as 3xTF32; sm_80+)"}));
@@ -165,7 +165,7 @@ std::vector<Descriptor> make_builtins() {
                            FB_CUDA_ENTRY(cuda::naive_tf32_ops()),
                            "naive with cuBLAS TF32 GEMMs for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32): what "
                            "PyTorch gives with allow_tf32"}));
-  list.push_back(describe({"flash-sm90", Role::tiled, {Dtype::fp16, Dtype::bf16, Dtype::fp32}, {64, 128},
+  list.push_back(describe({"flash-sm90", Role::tiled, {Dtype::fp16, Dtype::bf16, Dtype::fp32}, {64, 128, 256},
                            tiled_bytes, {}, FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
                            "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer "
                            "warpgroups; fp32 forward as 3xTF32 on wgmma, fp32 backward = flash's "

@@ -169,6 +169,18 @@ TEST_CASE("verify on the CPU passes and prints a verdict per check", "[cli]") {
   REQUIRE(contains(o.out, "checks passed"));
 }
 
+TEST_CASE("verify --dim 256 runs the kernels that list it, both passes", "[cli]") {
+  // flash-exact (CUDA only) does not list 256: the CPU run must not be refused for it.
+  Outcome o = flashbench("verify --seq 40 --dim 256 --heads 2 --kv-heads 1 --backend cpu --dtype bf16 --causal both "
+                         "--pass all");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "[OK]   flash"));
+  REQUIRE(contains(o.out, "[OK]   naive"));
+  REQUIRE(!contains(o.out, "[FAIL]"));
+  REQUIRE(contains(o.out, "8/8 checks passed"));
+}
+
 TEST_CASE("verify --seq-q/--seq-k: decode and rows with no visible key pass; one length alone is refused",
           "[cli]") {
   for (const char* lengths : {"--seq-q 1 --seq-k 333", "--seq-q 90 --seq-k 31", "--seq 64 --seq-q 8"}) {

@@ -1195,3 +1195,47 @@ TEST_CASE("cpu: flash-decode in 16-bit stays within 2x flash's error; refusals n
   REQUIRE(bwd);
   CHECK(bwd->find("forward-only") != std::string::npos);
 }
+
+TEST_CASE("cpu backend: head dims 256 and 96 run and verify for naive and flash, both passes", "[cpu]") {
+  // The registry lists d = 256 for naive (any), flash and flash-sm90, d = 96 for naive and flash; the
+  // CPU backend runs naive and flash at any head dim, so such a sweep has CPU rows too.
+  auto listed = [](const char* name, int dim) {
+    const auto& dims = kernel(name).head_dims;
+    return std::find(dims.begin(), dims.end(), dim) != dims.end();
+  };
+  CHECK(listed("flash", 256));
+  CHECK(listed("flash-sm90", 256));
+  CHECK(listed("flash", 96));
+  CHECK_FALSE(listed("flash-sm90", 96));
+  auto backend = make_cpu_backend(BackendOptions{kTestThreads, {}});
+  for (int dim : {256, 96})
+  for (Pass pass : {Pass::fwd, Pass::bwd}) {
+    for (Dtype t : {Dtype::bf16, Dtype::fp32}) {
+      Case c = small_case(t, pass, 37);
+      c.head_dim = dim;
+      INFO(c.key());
+      for (const char* k : {"naive", "flash"}) {
+        const auto why = backend->check_fits(c, kernel(k));
+        INFO(k << ": " << why.value_or("fits"));
+        REQUIRE_FALSE(why.has_value());
+      }
+      backend->prepare(c, 7);
+      backend->run(kernel("naive"), 0, 1);
+      backend->run(kernel("flash"), 0, 1);
+      backend->run_reference();
+      const double factor =
+          tolerance_factor(c.dtype, c.seq_k, c.head_dim, c.heads / c.kv_heads) * unit_roundoff(c.dtype);
+      for (const char* k : {"naive", "flash"}) {
+        const ErrorReport r = backend->compare(k, "reference");
+        INFO(k);
+        REQUIRE(r.nonfinite == 0);
+        REQUIRE(r.max_abs.size() == (pass == Pass::fwd ? 2u : 5u));
+        for (const auto& [tensor, e] : r.max_abs) {
+          INFO(tensor);
+          CHECK(e <= factor * magnitude(values(*backend->kept_output("reference", tensor))));
+        }
+      }
+    }
+  }
+  backend->release();
+}

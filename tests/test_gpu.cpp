@@ -651,3 +651,89 @@ TEST_CASE("seq_q != seq_k: naive, flash and flash-sm90 verify, rows with no key 
     b.release();
   }
 }
+
+// ---- head dim 256 ----
+namespace {
+
+// Odd lengths around the tiles (flash 128 x 32, flash-sm90 128 x 80), seq_q != seq_k with and
+// without empty rows, MQA/GQA/MHA, both 16-bit types, causal or not. d = 96 (flash only) on the same.
+std::vector<Case> hdim256_cases() {
+  struct Len {
+    int q, k;
+  };
+  const Len lengths[] = {{1, 1}, {17, 17}, {1000, 1000}, {4099, 4099}, {17, 1000}, {1000, 17}, {130, 63}};
+  const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}};
+  std::vector<Case> cases;
+  int i = 0;
+  for (int dim : {256, 96})
+    for (const Len& l : lengths)
+      for (bool causal : {false, true}) {
+        const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
+        cases.push_back(make_case_qk(1 + i % 2, heads[i % 3][0], heads[i % 3][1], l.q, l.k, dim, t, causal,
+                                     Pass::fwd));
+        ++i;
+      }
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("head dims 256 and 96: naive, flash and flash-sm90 forwards verify; poisoned outputs all written",
+          "[gpu][hdim256]") {
+  CudaBackend& b = gpu();
+  for (const Case& c : hdim256_cases()) {
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    std::vector<Record> records;
+    for (const char* name : {"naive", "flash", "flash-sm90"}) {
+      const Descriptor& k = kernel(name);
+      if (const auto why = b.check_fits(c, k)) {
+        // Only flash-sm90 may be refused: always at d = 96 (not in its head dims), at d = 256 on a
+        // device that is not compute capability 9.0 or a build without sm_90a code.
+        INFO(name << ": " << *why);
+        REQUIRE(std::string(name) == "flash-sm90");
+        if (c.head_dim == 256) WARN("flash-sm90 not run: " << *why);
+        continue;
+      }
+      // The backend fills every output with NaN before the run: an element a kernel leaves
+      // unwritten fails verification and check_empty_rows.
+      REQUIRE(b.run(k, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, name));
+    }
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+      check_empty_rows(b, c, r.kernel);
+    }
+    b.release();
+  }
+}
+
+TEST_CASE("head dims 256 and 96: the naive backward verifies; the tiled backwards say why they do not run",
+          "[gpu][hdim256]") {
+  CudaBackend& b = gpu();
+  const Case cases[] = {make_case_qk(1, 4, 2, 17, 17, 256, Dtype::bf16, true, Pass::bwd),
+                        make_case_qk(1, 2, 1, 17, 1000, 96, Dtype::fp16, true, Pass::bwd),
+                        make_case_qk(2, 2, 2, 1000, 1000, 256, Dtype::fp16, false, Pass::fwd_bwd),
+                        make_case_qk(1, 4, 1, 130, 63, 256, Dtype::bf16, true, Pass::bwd)};
+  for (const Case& c : cases) {
+    INFO("case " << c.key());
+    for (const char* name : {"flash", "flash-sm90"}) {
+      const auto why = b.check_fits(c, kernel(name));
+      REQUIRE(why.has_value());
+      INFO(name << ": " << *why);
+      CHECK(why->find(std::to_string(c.head_dim)) != std::string::npos);
+    }
+    b.prepare(c, kSeed);
+    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+    std::vector<Record> records{ok_record(c, "naive")};
+    verify_case(b, records, builtin_kernels());
+    INFO("naive errors " << records[0].errors.dump());
+    REQUIRE(records[0].verified.has_value());
+    CHECK(*records[0].verified);
+    check_empty_rows(b, c, "naive");
+    b.release();
+  }
+}
