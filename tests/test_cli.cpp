@@ -684,7 +684,7 @@ TEST_CASE("info prints a text block with an aligned kernel table", "[cli]") {
   }
   REQUIRE(!header.empty());
   REQUIRE(contains(naive, "fp64 fp32 fp16 bf16"));
-  REQUIRE(contains(flash, "32 64 128"));
+  REQUIRE(contains(flash, "32 64 96 128 256"));
   REQUIRE(contains(flash, "fwd bwd"));
   REQUIRE(header.find("dtypes") == naive.find("fp64"));
   REQUIRE(naive.find("fp64") == flash.find("fp64"));

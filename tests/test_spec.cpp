@@ -351,7 +351,7 @@ TEST_CASE("spec: load_spec names the file", "[spec]") {
       INFO(msg);
       CHECK(msg.find("bad_head_dim.json: spec.head_dim[1]") != std::string::npos);
       CHECK(msg.find("flash") != std::string::npos);
-      CHECK(msg.find("96") != std::string::npos);
+      CHECK(msg.find("80") != std::string::npos);
     }
   }
   SECTION("malformed: line and column") {
