@@ -176,9 +176,11 @@ const char* backward_unsupported(const AttentionParams& p) {
   // d = 256 is not built: a consumer's dK and dV for its 64 keys would take 2 x 128 f32 registers a
   // thread, over the 240 it has; it needs another split of the work (both consumers on the same keys,
   // each holding half of d, as FlashAttention-3 does), not a new tile size.
+  if (p.head_dim == 256)
+    return "flash-sm90 backward: head_dim 256 runs forward only (dK and dV alone would need 256 "
+           "registers a thread)";
   if (p.head_dim != 64 && p.head_dim != 128)
-    return "flash-sm90 backward: head_dim must be 64 or 128 (at d = 256 dK and dV alone would need "
-           "256 registers a thread)";
+    return "flash-sm90 backward: head_dim must be 64 or 128";
   const std::int64_t key_tiles = (std::int64_t(p.seq_k) + 127) / 128;
   if (key_tiles * p.batch * p.kv_heads > kMaxGridX)
     return "flash-sm90 backward: batch * kv_heads * seq_k exceeds the grid limit";
