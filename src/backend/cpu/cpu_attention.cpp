@@ -127,6 +127,30 @@ template <class A> void gemm_tn(int m, int n, int k, const A* __restrict__ a, in
   }
 }
 
+// One row of a tile's online-softmax step (the flash forward and the split-KV decode): sr holds the
+// row's nc scaled scores, -inf where the mask hides a key. Turns them into exp(s - m_new), folds their
+// sum into the running sum l, and rescales the row's O accumulator by exp(m - m_new); a row that has
+// seen no visible key yet adds nothing (its P stays 0, m stays -inf).
+template <class A> void online_softmax_row(A* sr, int nc, A& m, A& l, A* orow, int d) {
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  A row_max = neg_inf;
+  for (int c = 0; c < nc; ++c) row_max = std::max(row_max, sr[c]);
+  const A m_new = std::max(m, row_max);
+  if (m_new == neg_inf) {
+    std::fill(sr, sr + nc, A(0));
+    return;
+  }
+  const A alpha = std::exp(m - m_new);  // 0 on the first visited tile (m = -inf)
+  A sum = 0;
+  for (int c = 0; c < nc; ++c) {
+    sr[c] = std::exp(sr[c] - m_new);
+    sum += sr[c];
+  }
+  l = alpha * l + sum;
+  m = m_new;
+  for (int c = 0; c < d; ++c) orow[c] *= alpha;
+}
+
 // Per-thread scratch arrays of A: one Buffer per worker, charged to the tracker, holding arrays of
 // the given element counts (each starting on a cache line).
 template <class A> class Scratch {
@@ -450,26 +474,8 @@ template <class T> void flash_forward_t(const AttentionParams& p, const Context&
       const bool diagonal = s.mask.tile_needs_mask(static_cast<int>(i0), static_cast<int>(j0), nc);
       for (int r = 0; r < mr; ++r) {
         A* sr = st + Index(r) * bc;
-        A row_max = neg_inf;
-        for (int c = 0; c < nc; ++c) {
-          sr[c] = (diagonal && s.masked(i0 + r, j0 + c)) ? neg_inf : scale * sr[c];
-          row_max = std::max(row_max, sr[c]);
-        }
-        const A m_new = std::max(m[r], row_max);
-        if (m_new == neg_inf) {  // every key so far masked for this row: nothing to add
-          std::fill(sr, sr + nc, A(0));
-          continue;
-        }
-        const A alpha = std::exp(m[r] - m_new);  // 0 on the first visited tile (m = -inf)
-        A sum = 0;
-        for (int c = 0; c < nc; ++c) {
-          sr[c] = std::exp(sr[c] - m_new);
-          sum += sr[c];
-        }
-        l[r] = alpha * l[r] + sum;
-        m[r] = m_new;
-        A* orow = oacc + Index(r) * d;
-        for (int c = 0; c < d; ++c) orow[c] *= alpha;
+        for (int c = 0; c < nc; ++c) sr[c] = (diagonal && s.masked(i0 + r, j0 + c)) ? neg_inf : scale * sr[c];
+        online_softmax_row(sr, nc, m[r], l[r], oacc + Index(r) * d, d);
       }
       gemm_nn(mr, d, nc, st, bc, vs, d, oacc, d, true);  // O += P V_j
     }
@@ -645,26 +651,8 @@ template <class T> void decode_forward_t(const AttentionParams& p, const Context
       for (int r = 0; r < rows; ++r) {
         const int key_end = s.mask.key_end(r % s.seq_q);  // rows run over heads, then positions
         A* sr = st + Index(r) * bc;
-        A row_max = neg_inf;
-        for (int c = 0; c < nc; ++c) {
-          sr[c] = j0 + c < key_end ? scale * sr[c] : neg_inf;
-          row_max = std::max(row_max, sr[c]);
-        }
-        const A m_new = std::max(m[r], row_max);
-        if (m_new == neg_inf) {  // nothing visible yet: adds nothing
-          std::fill(sr, sr + nc, A(0));
-          continue;
-        }
-        const A alpha = std::exp(m[r] - m_new);
-        A sum = 0;
-        for (int c = 0; c < nc; ++c) {
-          sr[c] = std::exp(sr[c] - m_new);
-          sum += sr[c];
-        }
-        l[r] = alpha * l[r] + sum;
-        m[r] = m_new;
-        A* orow = oacc + Index(r) * d;
-        for (int c = 0; c < d; ++c) orow[c] *= alpha;
+        for (int c = 0; c < nc; ++c) sr[c] = j0 + c < key_end ? scale * sr[c] : neg_inf;
+        online_softmax_row(sr, nc, m[r], l[r], oacc + Index(r) * d, d);
       }
       gemm_nn(rows, d, nc, st, bc, vs, d, oacc, d, true);  // O += P V
     }
