@@ -28,12 +28,15 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/numeric.h"
 #include "catch.h"
+#include "support.h"
 #include "registry.h"
 
 using namespace fb;
 using namespace fb::cpu;
 
 namespace {
+
+using namespace fb::test;
 
 constexpr int kTestThreads = 2;
 
@@ -642,12 +645,6 @@ Case small_case(Dtype t, Pass pass, int seq = 100) {
   c.causal = true;
   c.pass = pass;
   return c;
-}
-
-const Descriptor& kernel(const char* name) {
-  const Descriptor* k = find_kernel(name);
-  REQUIRE(k != nullptr);
-  return *k;
 }
 
 std::vector<double> values(const TensorView& v) {

@@ -15,30 +15,20 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_resources.h"
 #include "catch.h"
+#include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
 #include "runner.h"
 
 namespace {
 
+using namespace fb::test;
+
 using namespace fb;
 
 constexpr std::uint64_t kSeed = 20240611;
 constexpr int kWarmup = 1;
 constexpr int kReps = 2;
-
-// One backend for the whole binary: creating a context, stream and cuBLAS handle per test costs more
-// than the tests themselves. Each test prepares its own case.
-CudaBackend& gpu() {
-  static CudaBackend backend(0);
-  return backend;
-}
-
-const Descriptor& kernel(const char* name) {
-  const Descriptor* k = find_kernel(name);
-  REQUIRE(k != nullptr);
-  return *k;
-}
 
 double error_of(const ErrorReport& r, const std::string& tensor) {
   for (const auto& [name, e] : r.max_abs)
@@ -109,13 +99,6 @@ std::vector<Case> accuracy_cases() {
   cases.push_back(make_case(1, 4, 2, 1025, 64, Dtype::bf16, true, Pass::fwd_bwd));
   cases.push_back(make_case(1, 4, 4, 97, 128, Dtype::fp16, false, Pass::fwd_bwd));
   return cases;
-}
-
-Record ok_record(const Case& c, const std::string& name) {
-  Record r;
-  r.c = c;
-  r.kernel = name;
-  return r;
 }
 
 }  // namespace

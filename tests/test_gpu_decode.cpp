@@ -9,33 +9,18 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#include "gpu_support.h"
 #include "common/splitkv.h"
 #include "registry.h"
 #include "runner.h"
 
 namespace {
 
+using namespace fb::test;
+
 using namespace fb;
 
 constexpr std::uint64_t kSeed = 20261130;
-
-CudaBackend& backend() {
-  static CudaBackend b(0);
-  return b;
-}
-
-const Descriptor& kernel(const char* name) {
-  const Descriptor* k = find_kernel(name);
-  REQUIRE(k != nullptr);
-  return *k;
-}
-
-Record ok_record(const Case& c, const std::string& name) {
-  Record r;
-  r.c = c;
-  r.kernel = name;
-  return r;
-}
 
 // Decode shapes: 1, 17, 1000 and 40000 keys against 1, 3 and 16 query rows; GQA 32/8 and 64/8, d 64
 // and 128, bf16 and fp16, causal and not rotating through them; splits auto, 1, 7, and more splits than
@@ -68,7 +53,7 @@ std::vector<Case> decode_cases() {
 
 TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more splits than tiles",
           "[gpu][decode]") {
-  CudaBackend& b = backend();
+  CudaBackend& b = gpu();
   const Descriptor& decode = kernel("flash-decode");
   const Descriptor& naive = kernel("naive");
   for (const Case& c : decode_cases()) {
@@ -100,7 +85,7 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
 
 TEST_CASE("flash-decode: rows with no key are O = 0, LSE = -inf; unwritten outputs never pass",
           "[gpu][decode]") {
-  CudaBackend& b = backend();
+  CudaBackend& b = gpu();
   const Descriptor& decode = kernel("flash-decode");
   Case c;
   c.heads = 32;

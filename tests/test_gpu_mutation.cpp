@@ -15,6 +15,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#include "support.h"
 #include "common/check.h"
 #include "registry.h"
 #include "runner.h"
@@ -22,6 +23,8 @@
 using namespace fb;
 
 namespace {
+
+using namespace fb::test;
 
 constexpr std::uint64_t kSeed = 20261130;
 
@@ -97,13 +100,6 @@ Descriptor gpu_mutant(const Descriptor& real, GpuBug bug) {
     if (bug == GpuBug::dkdv_other_head) rotate_kv_heads(p, static_cast<cudaStream_t>(ctx.stream));
   };
   return d;
-}
-
-Record ok_record(const Case& c, const std::string& kernel) {
-  Record r;
-  r.c = c;
-  r.kernel = kernel;
-  return r;
 }
 
 }  // namespace

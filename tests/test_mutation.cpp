@@ -12,6 +12,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "catch.h"
+#include "support.h"
 #include "mutants.h"
 #include "registry.h"
 #include "runner.h"
@@ -20,6 +21,8 @@ using namespace fb;
 using namespace fb::test;
 
 namespace {
+
+using namespace fb::test;
 
 constexpr std::uint64_t kSeed = 20261130;
 
@@ -44,13 +47,6 @@ Case mutation_case(Dtype t, int seq, bool causal, Pass pass) {
   c.causal = causal;
   c.pass = pass;
   return c;
-}
-
-Record ok_record(const Case& c, const std::string& kernel) {
-  Record r;
-  r.c = c;
-  r.kernel = kernel;
-  return r;
 }
 
 struct Tally {
