@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/mma_pv.cuh"
 #include "common/ptx.cuh"
 #include "flash/flash_fwd_args.cuh"
 #include "flash/flash_fwd_traits.h"
@@ -243,30 +244,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     __syncthreads();
 
     // ---- O += P V ----
-#pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      // Keys [16kk, 16kk + 16) of P as the A operand: n8 blocks 2kk and 2kk + 1 side by side.
-      std::uint32_t pa[kMT][4];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        pa[mt][0] = ptx::pack2<Elem>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = ptx::pack2<Elem>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = ptx::pack2<Elem>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = ptx::pack2<Elem>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < Tr::kONTiles; nt += 2) {
-        std::uint32_t vb[4];
-        ptx::ldmatrix_x4_trans(vb, v_stage + (kk * Tr::kMmaK * kRowBytes + nt * Tr::kMmaN * kEB));
-        const std::uint32_t b0[2] = {vb[0], vb[1]};
-        const std::uint32_t b1[2] = {vb[2], vb[3]};
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt], pa[mt], b0);
-          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt], b1);
-        }
-      }
-    }
+    mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
   }
 
   // ---- epilogue: O /= row sum, LSE = ln(sum) + max; O staged in this warp's own sQ rows ----

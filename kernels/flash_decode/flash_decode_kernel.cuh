@@ -19,6 +19,7 @@
 
 #include <cuda_runtime.h>
 
+#include "common/mma_pv.cuh"
 #include "common/ptx.cuh"
 #include "common/splitkv.h"
 #include "flash_decode/flash_decode_traits.h"
@@ -234,29 +235,7 @@ __global__ void __launch_bounds__(Tr::kThreads, kCtasPerSm) decode_split_kernel(
         }
       }
     // ---- O += P V ----
-#pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      std::uint32_t pa[RT][4];
-#pragma unroll
-      for (int mt = 0; mt < RT; ++mt) {
-        pa[mt][0] = ptx::pack2<Elem>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = ptx::pack2<Elem>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = ptx::pack2<Elem>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = ptx::pack2<Elem>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < Tr::kONTiles; nt += 2) {
-        std::uint32_t vb[4];
-        ptx::ldmatrix_x4_trans(vb, v_stage + (kk * Tr::kMmaK * kRowBytes + nt * Tr::kMmaN * kEB));
-        const std::uint32_t b0[2] = {vb[0], vb[1]};
-        const std::uint32_t b1[2] = {vb[2], vb[3]};
-#pragma unroll
-        for (int mt = 0; mt < RT; ++mt) {
-          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt], pa[mt], b0);
-          ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt], b1);
-        }
-      }
-    }
+    mma_pv<Elem, RT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
   }
 
   // ---- merge the key groups through shared memory (the pipeline's space, now idle) ----
