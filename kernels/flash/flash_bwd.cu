@@ -18,7 +18,7 @@
 #include "common/types.cuh"
 #include "flash/flash_bwd.h"
 #include "flash/flash_bwd_common.cuh"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 
 namespace fb::cuda::flash {
 namespace bwd {

@@ -22,7 +22,7 @@
 #include "common/ptx.cuh"
 #include "flash/flash_bwd_common.cuh"
 #include "common/mask.h"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 
 namespace fb::cuda::flash::bwd {
 

@@ -29,7 +29,7 @@
 #include "flash/flash_bwd_tc.cuh"  // detail::load_rows, detail::atomic_add4
 #include "flash/flash_fwd_tf32.cuh"  // mma_tf32, tf32_parts
 #include "flash/fp32_math.h"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 
 namespace fb::cuda::flash::bwd {
 

@@ -6,7 +6,7 @@
 
 #include "attention.h"
 #include "common/mask.h"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 
 namespace fb::cuda::flash {
 

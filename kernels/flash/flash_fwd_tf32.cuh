@@ -257,25 +257,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        float tile_max = kNegInf;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-          tile_max = fmaxf(tile_max, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
-        tile_max = quad_max(tile_max);
-        const float new_max = fmaxf(row_max[mt][hf], tile_max * a.scale_log2);
-        const float sub = safe_max(new_max);
-        const float alpha = ptx::exp2_approx(row_max[mt][hf] - sub);
-        row_max[mt][hf] = new_max;
-        float tile_sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-#pragma unroll
-          for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-            const float p = ptx::exp2_approx(fmaf(s[mt][nt][e], a.scale_log2, -sub));
-            s[mt][nt][e] = p;
-            tile_sum += p;
-          }
-        row_sum[mt][hf] = row_sum[mt][hf] * alpha + tile_sum;
+        const float alpha = online_softmax_row(s[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
         row_alpha[mt][hf] = alpha;  // O is rescaled as the tile's P V is added
       }
 

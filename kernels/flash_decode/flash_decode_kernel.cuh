@@ -21,6 +21,7 @@
 
 #include "common/mma_pv.cuh"
 #include "common/ptx.cuh"
+#include "common/softmax.cuh"
 #include "common/splitkv.h"
 #include "flash_decode/flash_decode_traits.h"
 
@@ -40,17 +41,6 @@ template <typename Elem> struct DecodeArgs {
   SplitPlan plan;
   float scale_log2;  // softmax scale * log2(e)
 };
-
-inline constexpr float kLn2 = 0.69314718055994530942f;
-
-__device__ __forceinline__ float quad_max(float x) {
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
 
 // Rows [0, kRows) of a (kRows, D) tile from global (row stride D) into shared (row stride
 // kRowStride); rows >= rows_valid are zero-filled and never read from global.
@@ -208,26 +198,7 @@ __global__ void __launch_bounds__(Tr::kThreads, kCtasPerSm) decode_split_kernel(
     for (int mt = 0; mt < RT; ++mt)
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        float tile_max = kNegInf;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-          tile_max = fmaxf(tile_max, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
-        tile_max = quad_max(tile_max);
-        const float new_max = fmaxf(row_max[mt][hf], tile_max * a.scale_log2);
-        // Every key so far masked: subtract 0 so that exp2(-inf - 0) = 0 rather than NaN.
-        const float sub = new_max == kNegInf ? 0.f : new_max;
-        const float alpha = ptx::exp2_approx(row_max[mt][hf] - sub);
-        row_max[mt][hf] = new_max;
-        float tile_sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-#pragma unroll
-          for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-            const float p = ptx::exp2_approx(fmaf(s[mt][nt][e], a.scale_log2, -sub));
-            s[mt][nt][e] = p;
-            tile_sum += p;
-          }
-        row_sum[mt][hf] = row_sum[mt][hf] * alpha + tile_sum;
+        const float alpha = online_softmax_row(s[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
 #pragma unroll
         for (int nt = 0; nt < Tr::kONTiles; ++nt) {
           acc_o[mt][nt][2 * hf] *= alpha;
@@ -285,7 +256,7 @@ __global__ void __launch_bounds__(Tr::kThreads, kCtasPerSm) decode_split_kernel(
     }
     // A row with no visible key here has l = 0: O = 0, LSE = -inf.
     const float inv = l > 0.f ? 1.f / l : 0.f;
-    const float lse = l > 0.f ? (m + log2f(l)) * kLn2 : kNegInf;
+    const float lse = l > 0.f ? (m + log2f(l)) * float(kLn2) : kNegInf;
     const long long row = bkv * a.rows + r;
     if (direct) {
       const std::uint32_t packed[2] = {ptx::pack2<Elem>(o.x * inv, o.y * inv), ptx::pack2<Elem>(o.z * inv, o.w * inv)};

@@ -16,7 +16,7 @@
 #include "common/device_caps.h"
 #include "common/types.cuh"
 #include "flash/flash_bwd.h"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_bwd.h"
 #include "flash_sm90/flash_sm90_bwd_kernel.cuh"
 #include "flash_sm90/flash_sm90_tma.h"
@@ -151,7 +151,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const std::int64_t key_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   prm.key_tiles = int(key_tiles);
   prm.plane_group = plane_group(p, kv_planes);
-  prm.scale_log2 = float(p.scale * flash::kLog2e);
+  prm.scale_log2 = float(p.scale * kLog2e);
   prm.scale = float(p.scale);
   prm.mask = p.mask();
 

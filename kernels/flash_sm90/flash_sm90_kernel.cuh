@@ -21,7 +21,7 @@
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/mask.h"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_traits.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -202,9 +202,9 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   float m_sub[2];
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const float tile_max = flash::quad_max(fmaxf(mx[hf][0], mx[hf][1]));
+    const float tile_max = quad_max(fmaxf(mx[hf][0], mx[hf][1]));
     const float m_new = fmaxf(m[hf], tile_max * scale_log2);  // scale_log2 > 0
-    m_sub[hf] = flash::safe_max(m_new);  // 0 while the row has seen only masked keys
+    m_sub[hf] = safe_max(m_new);  // 0 while the row has seen only masked keys
     alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);  // -inf - x -> 0: nothing to rescale yet
     m[hf] = m_new;
   }
@@ -383,14 +383,14 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     float inv[2];
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      const float sum = flash::quad_sum(l[hf]);
+      const float sum = quad_sum(l[hf]);
       // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
       // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
       inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
       const int r = row + hf * 8;
       if (lane % 4 == 0 && r < seq_q)
         prm.lse[std::int64_t(w.bh) * seq_q + r] =
-            sum > 0.f ? (m[hf] + log2f(sum)) * float(flash::kLn2) : -INFINITY;
+            sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
     }
     // The previous tile's TMA store must have read the staging rows before they are overwritten
     // (its issuing thread waited for that before reaching this barrier).

@@ -8,7 +8,7 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_config.h"
 #include "flash_sm90/flash_sm90_kernel.cuh"
 #include "flash_sm90/flash_sm90_tma.h"
@@ -41,7 +41,7 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   prm.heads = p.heads;
   prm.kv_heads = p.kv_heads;
   prm.group = p.group();
-  prm.scale_log2 = float(p.scale * flash::kLog2e);
+  prm.scale_log2 = float(p.scale * kLog2e);
   prm.mask = p.mask();
   prm.planes = int(q_planes);
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;

@@ -31,7 +31,7 @@
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/ptx_sm90_tf32.cuh"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_tf32_traits.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -280,9 +280,9 @@ __device__ __forceinline__ void tf32_softmax_step(float (&s)[Tr::kSRegs], float 
   float m_sub[2];
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const float tile_max = flash::quad_max(mx[hf]);
+    const float tile_max = quad_max(mx[hf]);
     const float m_new = fmaxf(m[hf], tile_max * scale_log2);  // scale_log2 > 0
-    m_sub[hf] = flash::safe_max(m_new);
+    m_sub[hf] = safe_max(m_new);
     alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);
     m[hf] = m_new;
   }
@@ -408,12 +408,12 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
   float inv[2];
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const float sum = flash::quad_sum(l[hf]);
+    const float sum = quad_sum(l[hf]);
     inv[hf] = sum > 0.f ? 1.f / sum : 0.f;  // a row that sees no key: O = 0, LSE = -inf
     const int r = row + hf * 8;
     if (lane % 4 == 0 && r < seq_q)
       prm.lse[std::int64_t(bh) * seq_q + r] =
-          sum > 0.f ? (m[hf] + log2f(sum)) * float(flash::kLn2) : -INFINITY;
+          sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
   }
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.h"
-#include "flash/softmax.cuh"
+#include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_tf32.h"
 #include "flash_sm90/flash_sm90_tf32_kernel.cuh"
 #include "flash_sm90/flash_sm90_tma.h"
@@ -24,7 +24,7 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   prm.heads = p.heads;
   prm.kv_heads = p.kv_heads;
   prm.group = p.group();
-  prm.scale_log2 = float(p.scale * flash::kLog2e);
+  prm.scale_log2 = float(p.scale * kLog2e);
   prm.mask = p.mask();
 
   const auto kernel = flash_sm90_tf32_fwd_kernel<Tr>;
