@@ -15,8 +15,22 @@
 // Query head h reads key/value head h / (heads / kv_heads) (GQA/MQA). BHSD keeps the g = heads/kv_heads
 // query heads that share one K/V head contiguous, so the naive path can run them as one GEMM.
 //
-// Element types: fp64 -> double, fp32 -> float, fp16 -> IEEE half, bf16 -> bfloat16 (16-bit storage).
+// Element types: fp64 -> double, fp32 -> float, fp16 -> IEEE half, bf16 -> bfloat16 (16-bit storage),
+// fp8 -> OCP e4m3 (kernels/common/fp8.h) for Q, K, V only: an fp8 case writes O in bf16
+// (output_dtype) and runs the forward only.
 // Accumulator type (LSE, D, softmax statistics): double for fp64, float for everything else.
+//
+// FP8 (e4m3) with per-tensor scales: the caller quantises each of Q, K, V as x8 = e4m3(x / s_x)
+// with s_x = amax(x) / 448 (1 when x is all zero) and passes s_q, s_k, s_v as the descale factors:
+// the real tensor is x8 * s_x. A kernel dequantises exactly (e4m3 values are exact in fp32):
+//   S = (scale * descale_q * descale_k) * Q8 K8^T                     fp32
+//   P = exp(S - m) in [0, 1];  P8 = e4m3(P * p_scale)                  P quantised for P.V
+//   O = (descale_v / p_scale) * (P8 V8) / rowsum(P)                    fp32, then rounded to bf16
+// with the row sum taken from the fp32 P (as FlashAttention-3 does), LSE from the fp32 S. A tiled
+// kernel quantises P per tile against its running max m; the naive path quantises the normalised P
+// it stores (m = LSE, no division afterwards).
+// p_scale = 2^8 (kFp8PScale): a power of two, so scaling is exact; P = 1 maps to 256 <= 448, and P
+// down to 2^-14 stays normal in e4m3 (3 mantissa bits: relative rounding <= 2^-4).
 #pragma once
 
 #include <cstddef>
@@ -26,14 +40,18 @@
 
 namespace fb {
 
-enum class Dtype { fp64, fp32, fp16, bf16 };
+enum class Dtype { fp64, fp32, fp16, bf16, fp8 };
 
 // Which pass a run times. fwd_bwd times both.
 enum class Pass { fwd, bwd, fwd_bwd };
 
 constexpr std::size_t dtype_bytes(Dtype t) {
-  return t == Dtype::fp64 ? 8 : t == Dtype::fp32 ? 4 : 2;
+  return t == Dtype::fp64 ? 8 : t == Dtype::fp32 ? 4 : t == Dtype::fp8 ? 1 : 2;
 }
+// Element type of O (and of dO, dQ, dK, dV where a pass has them): the inputs' own, bf16 for fp8.
+constexpr Dtype output_dtype(Dtype t) { return t == Dtype::fp8 ? Dtype::bf16 : t; }
+// Scale P is multiplied by before its e4m3 rounding for P.V (see above).
+constexpr float kFp8PScale = 256.0f;
 // Bytes of the accumulator type (LSE and softmax statistics).
 constexpr std::size_t accum_bytes(Dtype t) { return t == Dtype::fp64 ? 8 : 4; }
 
@@ -50,12 +68,18 @@ struct AttentionParams {
   // KV splits of a split-KV kernel (flash-decode): 0 = the kernel chooses from the shape and the
   // device; other kernels ignore it (kernels/common/splitkv.h).
   int kv_splits = 0;
+  // fp8 only (see above): Q, K, V hold e4m3 codes whose real values are code * descale_*; P is
+  // quantised as e4m3(P * p_scale). Other dtypes ignore them.
+  float descale_q = 1.0f;
+  float descale_k = 1.0f;
+  float descale_v = 1.0f;
+  float p_scale = kFp8PScale;
 
   // Forward.
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
-  void* o = nullptr;
+  void* o = nullptr;    // output_dtype(dtype)
   void* lse = nullptr;  // accumulator type
 
   // Backward (the forward's O and LSE are inputs then).

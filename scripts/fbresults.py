@@ -15,8 +15,8 @@ import re
 SCHEMA_VERSION = "1.1.0"  # what peers.py writes; src/record.h kSchemaVersion
 SCHEMA_MAJOR = int(SCHEMA_VERSION.split(".")[0])
 
-DTYPES = ("fp64", "fp32", "fp16", "bf16")
-DTYPE_BYTES = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2}
+DTYPES = ("fp64", "fp32", "fp16", "bf16", "fp8")
+DTYPE_BYTES = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}  # fp8: e4m3 Q, K, V (O is bf16)
 PASSES = ("fwd", "bwd", "fwd+bwd")
 STATUSES = ("ok", "skipped", "failed")
 

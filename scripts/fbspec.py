@@ -20,7 +20,7 @@ KEYS = ("$schema", "name", "description", "seq", "seq_q", "seq_k", "batch", "tok
         "kv_heads", "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps", "seed", "verify",
         "input_scale", "splits", "max_kv_bytes")
 REQUIRED = ("head_dim", "dtype")  # and seq, or seq_q and seq_k
-DTYPES = ("fp64", "fp32", "fp16", "bf16")
+DTYPES = ("fp64", "fp32", "fp16", "bf16", "fp8")
 PASSES = ("fwd", "bwd", "fwd+bwd")
 
 # The caps of src/spec.cpp (far above any real run: a typo fails here, not in an allocator).
@@ -260,7 +260,7 @@ def expand_spec(spec):
     if max_kv is not None and (isinstance(max_kv, bool) or not isinstance(max_kv, (int, float))
                                or not max_kv >= 1 or max_kv != max_kv or max_kv == float("inf")):
         raise SpecError(f"spec.max_kv_bytes: must be a number of bytes >= 1, got {max_kv!r}")
-    elem_bytes = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2}
+    elem_bytes = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
     cases = []
     for t in dtype:

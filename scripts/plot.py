@@ -69,7 +69,7 @@ X_MARGIN = 1.4  # factor of blank x range either side of a panel's extreme N
 GIGA, TERA = 1e9, 1e12
 
 FIGURES = ("time_vs_n", "speedup", "memory", "tflops", "gbps", "roofline", "error")
-DTYPE_ORDER = ("fp64", "fp32", "fp16", "bf16")
+DTYPE_ORDER = ("fp64", "fp32", "fp16", "bf16", "fp8")
 PASS_ORDER = ("fwd", "bwd", "fwd+bwd")
 
 

@@ -12,6 +12,7 @@ std::string_view to_string(Dtype t) {
     case Dtype::fp32: return "fp32";
     case Dtype::fp16: return "fp16";
     case Dtype::bf16: return "bf16";
+    case Dtype::fp8: return "fp8";
   }
   return "?";
 }
@@ -26,7 +27,7 @@ std::string_view to_string(Pass p) {
 }
 
 std::optional<Dtype> parse_dtype(std::string_view s) {
-  for (Dtype t : {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16})
+  for (Dtype t : kDtypes)
     if (s == to_string(t)) return t;
   return std::nullopt;
 }
@@ -87,12 +88,13 @@ namespace {
 
 struct Sizes {
   double q, kv, rows, acc;  // bytes of Q (= O, dO, dQ), of K (= V, dK, dV); query rows; accumulator bytes
+  double o;                 // bytes of O: q, except fp8 (e4m3 Q, bf16 O)
 };
 Sizes sizes_of(const Case& c) {
   const double e = double(dtype_bytes(c.dtype));
-  return {double(c.batch) * c.heads * c.seq_q * c.head_dim * e,
-          double(c.batch) * c.kv_heads * c.seq_k * c.head_dim * e, double(c.batch) * c.heads * c.seq_q,
-          double(accum_bytes(c.dtype))};
+  const double q_elems = double(c.batch) * c.heads * c.seq_q * c.head_dim;
+  return {q_elems * e, double(c.batch) * c.kv_heads * c.seq_k * c.head_dim * e, double(c.batch) * c.heads * c.seq_q,
+          double(accum_bytes(c.dtype)), q_elems * double(dtype_bytes(output_dtype(c.dtype)))};
 }
 
 double by_pass(const Case& c, double fwd, double bwd) {
@@ -110,9 +112,12 @@ double naive_bytes(const Case& c, int) {
   const Sizes z = sizes_of(c);
   // cuBLAS computes and writes the whole seq_q x seq_k S even when causal (the mask is applied in
   // the softmax, which still reads S and writes all of P), so causal moves as many bytes as full.
-  const double nn = double(c.batch) * c.heads * c.seq_q * double(c.seq_k) * double(dtype_bytes(c.dtype));
+  const double pairs = double(c.batch) * c.heads * c.seq_q * double(c.seq_k);
+  const double nn = pairs * double(dtype_bytes(c.dtype));
+  // fp8: S in fp32, P in e4m3 (kernels/attention.h).
+  const double s_bytes = c.dtype == Dtype::fp8 ? pairs * double(dtype_bytes(Dtype::fp32)) : nn;
   // Q, K, V in; S written, S read, P written, P read; O and LSE out.
-  const double fwd = z.q + 2 * z.kv + 4 * nn + z.q + z.rows * z.acc;
+  const double fwd = z.q + 2 * z.kv + 2 * s_bytes + 2 * nn + z.o + z.rows * z.acc;
   // dV = P^T dO (read P, dO), dP = dO V^T (write dP), dS = P o (dP - D) (read P, dP; write dS),
   // dQ = dS K, dK = dS^T Q (read dS twice); plus Q, K, V, O, dO reads and dQ, dK, dV writes.
   const double bwd = (z.q + 2 * z.kv + 2 * z.q + z.rows * z.acc) + 7 * nn + (z.q + 2 * z.kv);
@@ -131,7 +136,7 @@ double tiled_bytes(const Case& c, int tile) {
     kv_reads = 0;
     for (int i = 0; i < q_tiles; ++i) kv_reads += double(mask.key_end(i * t, t)) / c.seq_k;
   }
-  const double fwd = z.q + 2 * z.kv * kv_reads + z.q + z.rows * z.acc;
+  const double fwd = z.q + 2 * z.kv * kv_reads + z.o + z.rows * z.acc;
   // Backward, one block per key tile of t keys: the pre-pass reads O, dO and writes D; the main
   // kernel reads K, V once and Q, dO, LSE, D once per key tile (causal: the rows that see the tile),
   // writes dK, dV, and adds its dQ share to an fp32 accumulator per key tile (read-modify-write,
@@ -159,7 +164,7 @@ double splitkv_bytes(const Case& c, int keys_per_split) {
   const Sizes z = sizes_of(c);
   // Q in, K and V once (each CTA streams its own key range for every query row of the GQA group),
   // O and LSE out.
-  double b = z.q + 2 * z.kv + z.q + z.rows * z.acc;
+  double b = z.q + 2 * z.kv + z.o + z.rows * z.acc;
   const int splits = splits_used(c, keys_per_split);
   if (splits > 1) {
     // Partial O [splits, rows, d] and LSE [splits, rows] in fp32: written by the split kernel, read

@@ -38,6 +38,9 @@ struct Case {
 
 bool operator==(const Case& a, const Case& b);
 
+// Every dtype, in the order listings show them.
+inline constexpr Dtype kDtypes[] = {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8};
+
 std::string_view to_string(Dtype t);
 std::string_view to_string(Pass p);
 std::optional<Dtype> parse_dtype(std::string_view s);

@@ -654,8 +654,7 @@ int verify_command(const VerifyOptions& o) {
                          {"heads", {base.heads}},   {"kv_heads", {base.kv_heads}},
                          {"head_dim", {base.head_dim}}, {"warmup", 0}, {"input_scale", o.input_scale},
                          {"reps", 1},               {"verify", true}};
-  spec["dtype"] = o.dtype == "all" ? nlohmann::json{"fp64", "fp32", "fp16", "bf16"}
-                                   : nlohmann::json{o.dtype};
+  spec["dtype"] = o.dtype == "all" ? nlohmann::json(spec_dtype_names()) : nlohmann::json{o.dtype};
   spec["causal"] = o.causal == "both" ? nlohmann::json{false, true} : nlohmann::json{o.causal == "yes"};
   spec["pass"] = o.pass == "all" ? nlohmann::json{"fwd", "bwd"} : nlohmann::json{o.pass};
   // A spec without kernels names every default kernel, of every backend, and refuses a head dim any of

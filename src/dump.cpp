@@ -19,7 +19,8 @@ const char* npy_descr(Dtype t) {
     case Dtype::fp64: return "<f8";
     case Dtype::fp16: return "<f2";
     case Dtype::fp32:
-    case Dtype::bf16: return "<f4";
+    case Dtype::bf16:
+    case Dtype::fp8: return "<f4";  // e4m3 values (dequantised) and bf16 are exact in float
   }
   return "<f8";
 }
@@ -51,7 +52,8 @@ void write_npy(const std::string& path, const HostTensor& t) {
       case Dtype::fp64: put(out, v); break;
       case Dtype::fp16: put(out, cpu::float_to_half_bits(float(v))); break;
       case Dtype::fp32:
-      case Dtype::bf16: put(out, float(v)); break;
+      case Dtype::bf16:
+      case Dtype::fp8: put(out, float(v)); break;
     }
   }
   if (!out) throw std::runtime_error(fmt::format("--dump: write failed: {}", path));

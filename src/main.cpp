@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "registry.h"
+#include "spec.h"
 #include "version.h"
 
 namespace {
@@ -131,8 +132,10 @@ int main(int argc, char** argv) {
       ->check(int_at_least(1));
   ver_cmd->add_option("--dim", ver.dim, "head dim (default: 128 on a GPU, 64 on the CPU)")
       ->check(int_at_least(1));
-  ver_cmd->add_option("--dtype", ver.dtype, "fp64|fp32|fp16|bf16|all")
-      ->check(CLI::IsMember({"fp64", "fp32", "fp16", "bf16", "all"}));
+  std::vector<std::string> dtype_choices = fb::spec_dtype_names();
+  dtype_choices.push_back("all");
+  ver_cmd->add_option("--dtype", ver.dtype, "fp64|fp32|fp16|bf16|fp8|all (fp8: e4m3 Q, K, V, forward only)")
+      ->check(CLI::IsMember(dtype_choices));
   ver_cmd->add_option("--causal", ver.causal, "yes|no|both")->check(CLI::IsMember({"yes", "no", "both"}));
   ver_cmd->add_option("--pass", ver.pass, "fwd|bwd|all")->check(CLI::IsMember({"fwd", "bwd", "all"}));
   ver_cmd->add_option("--input-scale", ver.input_scale,

@@ -31,6 +31,7 @@ int32_t to_abi(Dtype t) {
     case Dtype::fp32: return FB_FP32;
     case Dtype::fp16: return FB_FP16;
     case Dtype::bf16: return FB_BF16;
+    case Dtype::fp8: break;  // not in plug-in ABI v1: a plug-in cannot declare fp8
   }
   return -1;
 }

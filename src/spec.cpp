@@ -394,7 +394,7 @@ const std::vector<std::string>& spec_keys() {
 const std::vector<std::string>& spec_dtype_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (Dtype t : {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16}) v.emplace_back(to_string(t));
+    for (Dtype t : kDtypes) v.emplace_back(to_string(t));
     return v;
   }();
   return names;

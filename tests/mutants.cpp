@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_attention.h"
@@ -59,16 +61,25 @@ template <class T> std::vector<AccOf<T>> widen(const void* data, Index n) {
   return out;
 }
 
+// fp8 (kernels/attention.h): the e4m3 codes are loaded unscaled (exact in fp32), Q's and K's descales
+// go into the score scale and V's into O, as an FP8 kernel does; P is rounded to e4m3 at p_scale, O to
+// bf16. The backward is not built for fp8.
+template <class T> constexpr bool kIsFp8 = std::is_same_v<T, cpu::Fp8E4m3>;
+template <class T> using OutOf = std::conditional_t<kIsFp8<T>, cpu::BFloat16, T>;
+
 template <class T> void forward_t(Bug bug, const AttentionParams& p, const cpu::Context& ctx) {
   using A = AccOf<T>;
   const Geometry g = geometry(p);
-  const A scale = bug == Bug::scale_one_over_d ? A(1) / A(g.dim) : A(p.scale);
+  A scale = bug == Bug::scale_one_over_d ? A(1) / A(g.dim) : A(p.scale);
+  if constexpr (kIsFp8<T>) scale *= p.descale_q * p.descale_k;
+  const A p_scale = kIsFp8<T> ? A(p.p_scale) : A(1);
+  const A v_scale = kIsFp8<T> ? A(p.descale_v) : A(1);
   const std::vector<A> qw = widen<T>(p.q, p.q_elems()), kw = widen<T>(p.k, p.kv_elems()),
                        vw = widen<T>(p.v, p.kv_elems());
   const A* q = qw.data();
   const A* k = kw.data();
   const A* v = vw.data();
-  T* o = static_cast<T*>(p.o);
+  OutOf<T>* o = static_cast<OutOf<T>*>(p.o);
   A* lse = static_cast<A*>(p.lse);
   const Index rows = Index(g.batch) * g.heads * g.seq_q;
   ctx.pool->parallel_for(rows, [&](Index task, int) {
@@ -100,16 +111,16 @@ template <class T> void forward_t(Bug bug, const AttentionParams& p, const cpu::
       for (int j = 0; j < n; ++j) {
         const A pj = std::exp(s[j] - m_new);
         l += pj;
-        const A pr = load(store<T>(pj));  // P in the input dtype for P.V, as on tensor cores
+        const A pr = load(store<T>(pj * p_scale));  // P in the input dtype for P.V, as on tensor cores
         const A* vj = vb + Index(j0 + j) * g.dim;
         for (int c = 0; c < g.dim; ++c) acc[c] += pr * vj[c];
       }
       m = m_new;
     }
-    T* oi = o + g.q_off(b, h) + Index(i) * g.dim;
+    OutOf<T>* oi = o + g.q_off(b, h) + Index(i) * g.dim;
     // A row with no visible key: O = 0, LSE = -inf (kernels/attention.h).
     for (int c = 0; c < g.dim; ++c)
-      oi[c] = store<T>(bug == Bug::zero_output || l == 0 ? A(0) : acc[c] / l);
+      oi[c] = store<OutOf<T>>(bug == Bug::zero_output || l == 0 ? A(0) : acc[c] * v_scale / (p_scale * l));
     A value = l == 0 ? -std::numeric_limits<A>::infinity() : m + std::log(l);
     if (bug == Bug::lse_base2) value *= A(1.4426950408889634);
     lse[g.row_off(b, h) + i] = value;
@@ -251,18 +262,23 @@ Descriptor mutant_descriptor(const Mutant& m) {
   d.name = m.name;
   d.description = "test mutant: " + slug(m.bug);
   d.role = Role::tiled;
-  d.dtypes = {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16};
+  d.dtypes = {std::begin(kDtypes), std::end(kDtypes)};
   d.passes = {Pass::fwd, Pass::bwd, Pass::fwd_bwd};
   d.bytes = tiled_bytes;
   d.origin = "tests/mutants.cpp";
   const Bug bug = m.bug;
-  d.cpu.unsupported = [](Pass, const AttentionParams&) -> std::optional<std::string> { return std::nullopt; };
+  d.cpu.unsupported = [](Pass pass, const AttentionParams& p) -> std::optional<std::string> {
+    if (p.dtype == Dtype::fp8 && pass != Pass::fwd) return std::string("fp8 runs the forward only");
+    return std::nullopt;
+  };
   d.cpu.workspace_bytes = [](Pass, const AttentionParams&) { return std::size_t(0); };
   d.cpu.forward = [bug](const AttentionParams& p, const cpu::Context& ctx, cpu::Saved&) {
     cpu::dispatch_dtype(p.dtype, [&](auto tag) { forward_t<decltype(tag)>(bug, p, ctx); });
   };
   d.cpu.backward = [bug](const AttentionParams& p, const cpu::Context& ctx, cpu::Saved&) {
-    cpu::dispatch_dtype(p.dtype, [&](auto tag) { backward_t<decltype(tag)>(bug, p, ctx); });
+    cpu::dispatch_dtype(p.dtype, [&](auto tag) {
+      if constexpr (!kIsFp8<decltype(tag)>) backward_t<decltype(tag)>(bug, p, ctx);
+    });
   };
   return d;
 }

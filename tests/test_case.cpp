@@ -85,10 +85,11 @@ TEST_CASE("case keys are stable and distinguish every field", "[case]") {
 }
 
 TEST_CASE("dtype and pass names round-trip", "[case]") {
-  for (Dtype t : {Dtype::fp64, Dtype::fp32, Dtype::fp16, Dtype::bf16})
-    REQUIRE(parse_dtype(to_string(t)) == t);
+  for (Dtype t : kDtypes) REQUIRE(parse_dtype(to_string(t)) == t);
   for (Pass p : {Pass::fwd, Pass::bwd, Pass::fwd_bwd}) REQUIRE(parse_pass(to_string(p)) == p);
-  REQUIRE(!parse_dtype("fp8"));
+  REQUIRE(parse_dtype("fp8") == Dtype::fp8);
+  REQUIRE(!parse_dtype("e5m2"));
+  REQUIRE(!parse_dtype("FP8"));
   REQUIRE(!parse_pass("both"));
 }
 

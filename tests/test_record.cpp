@@ -283,8 +283,8 @@ TEST_CASE("strict reading names the field that is wrong", "[record]") {
         "results[0].case.batch: must be at most 2147483647");
   CHECK(read_error_after([](json& j) { j["results"][0]["memory"]["peak_bytes"] = -1; }) ==
         "results[0].memory.peak_bytes: must not be negative");
-  CHECK(read_error_after([](json& j) { j["results"][0]["case"]["dtype"] = "fp8"; }) ==
-        "results[0].case.dtype: unknown dtype 'fp8'");
+  CHECK(read_error_after([](json& j) { j["results"][0]["case"]["dtype"] = "e5m2"; }) ==
+        "results[0].case.dtype: unknown dtype 'e5m2'");
   CHECK(read_error_after([](json& j) { j["results"][0]["case"]["pass"] = "both"; }) ==
         "results[0].case.pass: unknown pass 'both'");
   CHECK(read_error_after([](json& j) { j["results"][0]["case"]["causal"] = 1; }) ==

@@ -371,7 +371,7 @@ class ResultsReader(unittest.TestCase):
             (dict(good, key="b2-h1-kv1-n8-d32-fp16-full-fwd"), "results[0].key"),
             (dict(good, flops=True), "results[0].flops: expected a number"),
             (dict(good, status="done"), "results[0].status"),
-            (dict(good, case=dict(case, dtype="fp8")), "results[0].case.dtype"),
+            (dict(good, case=dict(case, dtype="e5m2")), "results[0].case.dtype"),
             (dict(good, memory={"peak_bytes": -1}), "results[0].memory.peak_bytes"),
             ({k: v for k, v in good.items() if k != "errors"}, "results[0].errors: missing"),
             (dict(good, case=dict(case, seq_q=8, seq_k=9)), "results[0].case.seq: 8 does not match"),
@@ -432,7 +432,7 @@ class Spec(unittest.TestCase):
             (dict(batch=1, haeds=2), "unknown key 'haeds'"),
             (dict(batch=[]), "spec.batch: must list at least one value"),
             (dict(batch=[1, 1]), "spec.batch[1]: duplicate value 1 (also at spec.batch[0])"),
-            (dict(batch=1, dtype=["bf16", "fp8"]), "spec.dtype[1]: unknown dtype 'fp8'"),
+            (dict(batch=1, dtype=["bf16", "e5m2"]), "spec.dtype[1]: unknown dtype 'e5m2'"),
             (dict(batch=1, reps=0), "spec.reps: must be a positive integer"),
             (dict(batch=1, seq=[2 ** 40]), "is more than the cap"),
             (dict(batch=1, seq=[1.5]), "spec.seq[0]: must be a positive integer"),
@@ -488,7 +488,8 @@ class Spec(unittest.TestCase):
                 with self.subTest(config=name):
                     self.assertTrue(fbspec.load_spec(os.path.join(folder, name))["cases"])
         san = fbspec.load_spec(os.path.join(folder, "sanitize.json"))
-        self.assertEqual({c["dtype"] for c in san["cases"]}, set(fbspec.DTYPES))
+        # fp8 has no CUDA kernel yet (every one refuses it): nothing for the sanitizer to run.
+        self.assertEqual({c["dtype"] for c in san["cases"]}, set(fbspec.DTYPES) - {"fp8"})
         self.assertEqual({c["pass"] for c in san["cases"]}, {"fwd", "bwd"})
         self.assertEqual({c["causal"] for c in san["cases"]}, {False, True})
         self.assertEqual((san["warmup"], san["reps"]), (0, 1))

@@ -475,8 +475,8 @@ TEST_CASE("spec: duplicates within an axis", "[spec]") {
 }
 
 TEST_CASE("spec: unknown names list the valid ones", "[spec]") {
-  require_rejected(with(base(), "dtype", {"fp32", "fp8"}),
-                   {"spec.dtype[1]", "'fp8'", "fp64, fp32, fp16, bf16"});
+  require_rejected(with(base(), "dtype", {"fp32", "e5m2"}),
+                   {"spec.dtype[1]", "'e5m2'", "fp64, fp32, fp16, bf16, fp8"});
   require_rejected(with(base(), "dtype", "FP16"), {"spec.dtype", "did you mean 'fp16'"});
   require_rejected(with(base(), "pass", "forward"), {"spec.pass", "'forward'", "fwd, bwd, fwd+bwd"});
   require_rejected(with(base(), "kernels", {"naive", "flsh"}),

@@ -41,6 +41,7 @@ template <typename F> auto with_config(const AttentionParams& p, F&& f) {
     case Dtype::fp32: return with_head_dim<Dtype::fp32>(p.head_dim, f);
     case Dtype::fp16: return with_head_dim<Dtype::fp16>(p.head_dim, f);
     case Dtype::bf16: return with_head_dim<Dtype::bf16>(p.head_dim, f);
+    case Dtype::fp8: break;  // refused by unsupported()
   }
   throw std::invalid_argument("flash forward: unknown dtype");
 }

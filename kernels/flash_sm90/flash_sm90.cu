@@ -152,6 +152,7 @@ const char* forward_unsupported(const AttentionParams& p, bool tf32x1);
 // fp32: the forward is 3xTF32 on wgmma (flash_sm90_tf32_kernel.cuh); the backward is `flash`'s
 // 3xTF32 on mma.sync (no wgmma fp32 backward yet), so its limits are flash's.
 const char* unsupported(Pass pass, const AttentionParams& p) {
+  if (p.dtype == Dtype::fp8) return "flash-sm90: fp8 is not built yet (FP8 wgmma forward: issue 14)";
   if (pass != Pass::fwd && p.dtype == Dtype::fp32) {
     if (const char* why = flash::unsupported(Pass::bwd, p)) return why;
     return forward_unsupported(p, false);

@@ -38,6 +38,7 @@ GemmTypes gemm_types(Dtype t, bool tf32) {
     case Dtype::fp32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC};
     // fp64 arithmetic (DMMA or FMA) is exact IEEE fp64; emulation would need a math mode we never set.
     case Dtype::fp64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    case Dtype::fp8: break;  // refused by unsupported(): FP8 GEMMs are cuBLASLt's
   }
   throw std::invalid_argument("naive: unknown dtype");
 }
@@ -109,6 +110,7 @@ Layout layout(const AttentionParams& p) {
 }
 
 const char* unsupported(Pass, const AttentionParams& p) {
+  if (p.dtype == Dtype::fp8) return "naive: fp8 is not built yet (it needs cuBLASLt FP8 GEMMs)";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1 || p.head_dim < 1)
     return "naive: batch, heads, kv_heads, seq_q, seq_k and head_dim must be >= 1";
   if (p.heads % p.kv_heads != 0) return "naive: heads must be a multiple of kv_heads";

@@ -13,6 +13,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "backend/cpu/numeric.h"
 
@@ -62,6 +63,31 @@ TaskId split_task(Index task, int heads, int tiles) {
   const int tile = static_cast<int>(task % tiles);
   const Index bh = task / tiles;
   return TaskId{static_cast<int>(bh / heads), static_cast<int>(bh % heads), tile};
+}
+
+// ---- fp8 (e4m3 inputs with per-tensor descales, kernels/attention.h) ----
+
+template <class T> constexpr bool kIsFp8 = std::is_same_v<T, Fp8E4m3>;
+// Element type of O: T itself, bf16 for fp8.
+template <class T> using OutOf = std::conditional_t<kIsFp8<T>, BFloat16, T>;
+// Factor on Q K^T: the softmax scale, times the descales of Q and K for fp8 (its codes are loaded
+// unscaled, exactly).
+template <class T> AccOf<T> score_scale(const AttentionParams& p) {
+  if constexpr (kIsFp8<T>) return AccOf<T>(p.scale) * p.descale_q * p.descale_k;
+  return static_cast<AccOf<T>>(p.scale);
+}
+// P as P.V reads it: fp8 rounds P * p_scale to e4m3 (P.V then carries p_scale, out_scale removes
+// it); other dtypes keep P as it is.
+template <class T> AccOf<T> quantise_p(AccOf<T> x, const AttentionParams& p) {
+  if constexpr (kIsFp8<T>) return fp8_e4m3_round(x * p.p_scale);
+  (void)p;
+  return x;
+}
+// Factor on the P.V accumulator: descale_v / p_scale for fp8, 1 otherwise.
+template <class T> AccOf<T> out_scale(const AttentionParams& p) {
+  if constexpr (kIsFp8<T>) return p.descale_v / p.p_scale;
+  (void)p;
+  return AccOf<T>(1);
 }
 
 // ---- tile moves: storage type T <-> accumulator type A ----
@@ -198,9 +224,9 @@ template <class T> void rowsum_do_o(const AttentionParams& p, const Context& ctx
 // keys past the causal end of a row: one seq_q x seq_k array per (batch, head), as the naive path
 // keeps them. X is query-side ([batch, heads, seq_q, d]: Q or dO), Y key-side ([batch, kv_heads,
 // seq_k, d]: K or V).
-template <class T>
+template <class T, class Out = T>
 void masked_products(const Shape& s, const Context& ctx, const T* x, const T* y, AccOf<T> alpha,
-                     AccOf<T> fill, T* out) {
+                     AccOf<T> fill, Out* out) {
   using A = AccOf<T>;
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
   const Index nq = s.seq_q, n = s.seq_k;  // n: row stride of the score arrays
@@ -215,7 +241,7 @@ void masked_products(const Shape& s, const Context& ctx, const T* x, const T* y,
     const Index i0 = Index(id.tile) * br;
     const int mr = static_cast<int>(std::min<Index>(br, nq - i0));
     const T* yh = y + s.kv_offset(id.b, id.h / s.group);
-    T* rows = out + s.nn_offset(id.b, id.h) + i0 * n;
+    Out* rows = out + s.nn_offset(id.b, id.h) + i0 * n;
     load_tile(x + s.q_offset(id.b, id.h) + i0 * d, d, mr, d, xs, d);
     const Index key_end = s.key_end(i0, mr);
     for (Index j0 = 0; j0 < key_end; j0 += bc) {
@@ -224,33 +250,35 @@ void masked_products(const Shape& s, const Context& ctx, const T* x, const T* y,
       gemm_nn(mr, nc, d, xs, d, yt, bc, pt, bc, false);
       for (int r = 0; r < mr; ++r)
         for (int c = 0; c < nc; ++c)
-          rows[r * n + j0 + c] = store<T>(s.masked(i0 + r, j0 + c) ? fill : alpha * pt[Index(r) * bc + c]);
+          rows[r * n + j0 + c] = store<Out>(s.masked(i0 + r, j0 + c) ? fill : alpha * pt[Index(r) * bc + c]);
     }
-    for (int r = 0; r < mr; ++r) std::fill(rows + r * n + key_end, rows + (r + 1) * n, store<T>(fill));
+    for (int r = 0; r < mr; ++r) std::fill(rows + r * n + key_end, rows + (r + 1) * n, store<Out>(fill));
   });
 }
 
+// fp8: S in fp32 (what an FP8 GEMM with fp32 output writes), P stored as e4m3(P * p_scale), O in bf16.
 template <class T>
 void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved) {
   using A = AccOf<T>;
+  using TS = std::conditional_t<kIsFp8<T>, float, T>;  // storage of S
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
   const Index nq = s.seq_q, n = s.seq_k;  // n: row stride of S and P
-  const A scale = static_cast<A>(p.scale);
+  const A scale = score_scale<T>(p);
   const A neg_inf = -std::numeric_limits<A>::infinity();
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
-  T* o = static_cast<T*>(p.o);
+  OutOf<T>* o = static_cast<OutOf<T>*>(p.o);
   A* lse = static_cast<A*>(p.lse);
   ThreadPool& pool = *ctx.pool;
   MemoryTracker& mem = *ctx.tracker;
 
   if (saved != nullptr) saved->p.reset();
   const Index nn = Index(s.batch) * s.heads * nq * n;
-  Buffer s_buf = make_buffer<T>(mem, nn);  // S [batch, heads, seq_q, seq_k]
-  Buffer p_buf = make_buffer<T>(mem, nn);  // P [batch, heads, seq_q, seq_k]
-  T* S = s_buf.as<T>();
+  Buffer s_buf = make_buffer<TS>(mem, nn);  // S [batch, heads, seq_q, seq_k]
+  Buffer p_buf = make_buffer<T>(mem, nn);   // P [batch, heads, seq_q, seq_k]
+  TS* S = s_buf.as<TS>();
   T* P = p_buf.as<T>();
   const int q_tiles = ceil_div(nq, br);
   const Index tasks = Index(s.batch) * s.heads * q_tiles;
@@ -266,7 +294,7 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved)
       const Index i0 = Index(id.tile) * br;
       const Index i1 = std::min<Index>(i0 + br, nq);
       for (Index i = i0; i < i1; ++i) {
-        const T* srow = S + s.nn_offset(id.b, id.h) + i * n;
+        const TS* srow = S + s.nn_offset(id.b, id.h) + i * n;
         T* prow = P + s.nn_offset(id.b, id.h) + i * n;
         const Index cols = s.keys(i);
         if (cols == 0) {  // an empty row (causal, seq_q > seq_k): P = 0, O = 0, LSE = -inf
@@ -282,7 +310,7 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved)
           sum += e[j];
         }
         const A inv = A(1) / sum;
-        for (Index j = 0; j < cols; ++j) prow[j] = store<T>(e[j] * inv);
+        for (Index j = 0; j < cols; ++j) prow[j] = store<T>(kIsFp8<T> ? e[j] * inv * p.p_scale : e[j] * inv);
         std::fill(prow + cols, prow + n, store<T>(A(0)));
         lse[s.row_offset(id.b, id.h) + i] = m + std::log(sum);
       }
@@ -309,7 +337,7 @@ void naive_forward_t(const AttentionParams& p, const Context& ctx, Saved* saved)
         load_tile(vh + j0 * d, d, nc, d, vs, d);
         gemm_nn(mr, d, nc, ps, bc, vs, d, oacc, d, j0 > 0);
       }
-      store_tile(oacc, d, mr, d, A(1), o + s.q_offset(id.b, id.h) + i0 * d, d);
+      store_tile(oacc, d, mr, d, out_scale<T>(p), o + s.q_offset(id.b, id.h) + i0 * d, d);
     });
   }
   if (saved != nullptr) saved->p = std::move(p_buf);
@@ -427,17 +455,20 @@ void naive_backward_t(const AttentionParams& p, const Context& ctx, const Saved&
 
 // ================================ flash ================================
 
+// fp8: P = exp(S - m) of each tile rounded to e4m3 (times p_scale) for P.V, after its fp32 values
+// went into the row sum l (as FlashAttention-3 does); O in bf16.
 template <class T> void flash_forward_t(const AttentionParams& p, const Context& ctx) {
   using A = AccOf<T>;
   const Shape s = shape_of(p);
   const int br = ctx.tiles.br, bc = ctx.tiles.bc, d = s.dim;
   const Index nq = s.seq_q;
-  const A scale = static_cast<A>(p.scale);
+  const A scale = score_scale<T>(p);
+  const A o_scale = out_scale<T>(p);
   const A neg_inf = -std::numeric_limits<A>::infinity();
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
-  T* o = static_cast<T*>(p.o);
+  OutOf<T>* o = static_cast<OutOf<T>*>(p.o);
   A* lse = static_cast<A*>(p.lse);
   ThreadPool& pool = *ctx.pool;
 
@@ -476,14 +507,16 @@ template <class T> void flash_forward_t(const AttentionParams& p, const Context&
         A* sr = st + Index(r) * bc;
         for (int c = 0; c < nc; ++c) sr[c] = (diagonal && s.masked(i0 + r, j0 + c)) ? neg_inf : scale * sr[c];
         online_softmax_row(sr, nc, m[r], l[r], oacc + Index(r) * d, d);
+        if constexpr (kIsFp8<T>)
+          for (int c = 0; c < nc; ++c) sr[c] = quantise_p<T>(sr[c], p);
       }
       gemm_nn(mr, d, nc, st, bc, vs, d, oacc, d, true);  // O += P V_j
     }
-    T* orows = o + s.q_offset(id.b, id.h) + i0 * d;
+    OutOf<T>* orows = o + s.q_offset(id.b, id.h) + i0 * d;
     for (int r = 0; r < mr; ++r) {
       // An empty row (no visible key) has l = 0: O = 0 and LSE = -inf (attention.h).
-      const A inv = l[r] > A(0) ? A(1) / l[r] : A(0);
-      for (int c = 0; c < d; ++c) orows[Index(r) * d + c] = store<T>(oacc[Index(r) * d + c] * inv);
+      const A inv = l[r] > A(0) ? o_scale / l[r] : A(0);
+      for (int c = 0; c < d; ++c) orows[Index(r) * d + c] = store<OutOf<T>>(oacc[Index(r) * d + c] * inv);
       lse[s.row_offset(id.b, id.h) + i0 + r] = l[r] > A(0) ? m[r] + std::log(l[r]) : neg_inf;
     }
   });
@@ -726,7 +759,10 @@ void check_params(const AttentionParams& p, Pass pass, const Tiles& tiles) {
 
 std::uint64_t naive_matrix_bytes(const AttentionParams& p) {
   const std::uint64_t nq = static_cast<std::uint64_t>(p.seq_q), nk = static_cast<std::uint64_t>(p.seq_k);
-  return 2 * std::uint64_t(p.batch) * std::uint64_t(p.heads) * nq * nk * dtype_bytes(p.dtype);
+  // S and P in the dtype; fp8 keeps S in fp32 and P in e4m3.
+  const std::uint64_t per = p.dtype == Dtype::fp8 ? dtype_bytes(Dtype::fp32) + dtype_bytes(Dtype::fp8)
+                                                  : 2 * dtype_bytes(p.dtype);
+  return std::uint64_t(p.batch) * std::uint64_t(p.heads) * nq * nk * per;
 }
 
 int flash_backward_slices(const AttentionParams& p, const Tiles& tiles) {
@@ -737,6 +773,7 @@ int flash_backward_slices(const AttentionParams& p, const Tiles& tiles) {
 }
 
 namespace {
+constexpr const char* kNoFp8Backward = "fp8 runs the forward only (no fp8 backward is built)";
 void check_context(const Context& ctx) {
   if (ctx.tracker == nullptr || ctx.pool == nullptr)
     throw std::invalid_argument("cpu attention: context needs a tracker and a pool");
@@ -752,7 +789,10 @@ void naive_forward(const AttentionParams& p, const Context& ctx, Saved* saved) {
 void naive_backward(const AttentionParams& p, const Context& ctx, const Saved& saved) {
   check_params(p, Pass::bwd, ctx.tiles);
   check_context(ctx);
-  dispatch_dtype(p.dtype, [&](auto t) { naive_backward_t<decltype(t)>(p, ctx, saved); });
+  dispatch_dtype(p.dtype, [&](auto t) {
+    if constexpr (kIsFp8<decltype(t)>) throw std::invalid_argument(kNoFp8Backward);
+    else naive_backward_t<decltype(t)>(p, ctx, saved);
+  });
 }
 
 void flash_forward(const AttentionParams& p, const Context& ctx) {
@@ -781,13 +821,19 @@ void decode_forward(const AttentionParams& p, const Context& ctx) {
   if (p.kv_splits < 0 || p.kv_splits > kMaxKvSplits)
     throw std::invalid_argument("flash-decode: kv_splits must be 0 (auto) .. " + std::to_string(kMaxKvSplits) +
                                 ", got " + std::to_string(p.kv_splits));
-  dispatch_dtype(p.dtype, [&](auto t) { decode_forward_t<decltype(t)>(p, ctx); });
+  dispatch_dtype(p.dtype, [&](auto t) {
+    if constexpr (kIsFp8<decltype(t)>) throw std::invalid_argument("flash-decode: fp8 is not built");
+    else decode_forward_t<decltype(t)>(p, ctx);
+  });
 }
 
 void flash_backward(const AttentionParams& p, const Context& ctx) {
   check_params(p, Pass::bwd, ctx.tiles);
   check_context(ctx);
-  dispatch_dtype(p.dtype, [&](auto t) { flash_backward_t<decltype(t)>(p, ctx); });
+  dispatch_dtype(p.dtype, [&](auto t) {
+    if constexpr (kIsFp8<decltype(t)>) throw std::invalid_argument(kNoFp8Backward);
+    else flash_backward_t<decltype(t)>(p, ctx);
+  });
 }
 
 }  // namespace fb::cpu

@@ -49,7 +49,7 @@ void check_shape(const AttentionParams& p, const Tiles& tiles = {});
 void check_params(const AttentionParams& p, Pass pass, const Tiles& tiles = {});
 
 // Bytes of the N x N arrays naive holds at once: 2 * batch * heads * seq^2 * dtype_bytes (S and P
-// in the forward; P and dP/dS in the backward).
+// in the forward; P and dP/dS in the backward); fp8: S in fp32 and P in e4m3.
 std::uint64_t naive_matrix_bytes(const AttentionParams& p);
 
 // ---- naive: S = scale * Q K^T (N x N), P = softmax(S) (N x N), O = P V ----

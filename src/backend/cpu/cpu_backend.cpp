@@ -2,6 +2,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -88,12 +89,26 @@ template <class T> void fill_normal(T* dst, Index n, std::uint64_t seed, std::ui
   }
 }
 
+// fp8 (kernels/attention.h): n values drawn as fill_normal draws them (in fp32), quantised with their
+// own per-tensor scale s = amax / 448 (1 when all are zero): dst = e4m3(x / s). Returns s, the
+// descale factor (the real tensor is dst * s).
+float fill_normal_fp8(Fp8E4m3* dst, Index n, std::uint64_t seed, std::uint64_t stream, double scale = 1.0) {
+  std::vector<float> x(static_cast<std::size_t>(n));
+  fill_normal(x.data(), n, seed, stream, scale);
+  float amax = 0;
+  for (float v : x) amax = std::max(amax, std::abs(v));
+  const float s = amax > 0 ? amax / kFp8E4m3Max : 1.0f;
+  for (Index i = 0; i < n; ++i) dst[i] = store<Fp8E4m3>(x[std::size_t(i)] / s);
+  return s;
+}
+
 // Converts n elements of type t at `src` + offset to double.
-void to_double_n(const void* src, Dtype t, Index offset, Index n, double* out) {
+// `factor` multiplies each (an fp8 tensor's descale).
+void to_double_n(const void* src, Dtype t, Index offset, Index n, double* out, double factor = 1.0) {
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     const T* s = static_cast<const T*>(src) + offset;
-    for (Index i = 0; i < n; ++i) out[i] = to_double(s[i]);
+    for (Index i = 0; i < n; ++i) out[i] = to_double(s[i]) * factor;
   });
 }
 
@@ -191,7 +206,7 @@ class CpuBackendImpl final : public CpuBackend {
   static std::pair<double, double> planned_bytes(const Case& c, const Descriptor& kernel) {
     const AttentionParams p = c.params();
     const double e = double(dtype_bytes(c.dtype)), a = double(accum_bytes(c.dtype));
-    double outputs = double(p.q_elems()) * e + double(p.rows()) * a;
+    double outputs = double(p.q_elems()) * double(dtype_bytes(output_dtype(c.dtype))) + double(p.rows()) * a;
     if (c.pass != Pass::fwd) outputs += double(p.q_elems() + 2 * p.kv_elems()) * e;
     const double io = double(input_bytes(c)) + outputs;
     // The N x N arrays a baseline holds (its own scratch), or the workspace a kernel asks for.
@@ -220,8 +235,15 @@ class CpuBackendImpl final : public CpuBackend {
       throw BackendError(fmt::format("cpu: out of memory allocating {} bytes of inputs for {}",
                                      input_bytes(c), c.key()));
     }
+    descale_ = {1, 1, 1};
     dispatch_dtype(c.dtype, [&](auto tag) {
       using T = decltype(tag);
+      if constexpr (std::is_same_v<T, Fp8E4m3>) {  // forward only: no dO
+        descale_[0] = fill_normal_fp8(reinterpret_cast<T*>(q_.data()), p.q_elems(), seed, 0, input_scale);
+        descale_[1] = fill_normal_fp8(reinterpret_cast<T*>(k_.data()), p.kv_elems(), seed, 1, input_scale);
+        descale_[2] = fill_normal_fp8(reinterpret_cast<T*>(v_.data()), p.kv_elems(), seed, 2);
+        return;
+      }
       // One stream per tensor, so Q does not change when dO is added for a backward case.
       fill_normal(reinterpret_cast<T*>(q_.data()), p.q_elems(), seed, 0, input_scale);
       fill_normal(reinterpret_cast<T*>(k_.data()), p.kv_elems(), seed, 1, input_scale);
@@ -263,9 +285,11 @@ class CpuBackendImpl final : public CpuBackend {
       AttentionParams p = c.params();
       p.dtype = Dtype::fp64;
       std::vector<double> q(p.q_elems()), k(p.kv_elems()), v(p.kv_elems()), dout;
-      to_double_n(q_.data(), c.dtype, 0, p.q_elems(), q.data());
-      to_double_n(k_.data(), c.dtype, 0, p.kv_elems(), k.data());
-      to_double_n(v_.data(), c.dtype, 0, p.kv_elems(), v.data());
+      // fp8: the same e4m3 codes times their descales, exact in fp64 (4 x 24 significant bits), so
+      // the error measured is the kernel's, not the quantisation of its inputs.
+      to_double_n(q_.data(), c.dtype, 0, p.q_elems(), q.data(), descale_[0]);
+      to_double_n(k_.data(), c.dtype, 0, p.kv_elems(), k.data(), descale_[1]);
+      to_double_n(v_.data(), c.dtype, 0, p.kv_elems(), v.data(), descale_[2]);
       p.q = q.data();
       p.k = k.data();
       p.v = v.data();
@@ -411,7 +435,8 @@ class CpuBackendImpl final : public CpuBackend {
     const Case& c = *case_;
     const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq_q, c.head_dim};
     const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq_k, c.head_dim};
-    auto host = [](const char* name, const void* data, Dtype t, std::vector<std::int64_t> shape) {
+    auto host = [](const char* name, const void* data, Dtype t, std::vector<std::int64_t> shape,
+                   double factor = 1.0) {
       HostTensor h;
       h.name = name;
       h.dtype = t;
@@ -419,14 +444,15 @@ class CpuBackendImpl final : public CpuBackend {
       Index n = 1;
       for (std::int64_t s : h.shape) n *= Index(s);
       h.values.resize(std::size_t(n));
-      to_double_n(data, t, 0, n, h.values.data());
+      to_double_n(data, t, 0, n, h.values.data(), factor);
       return h;
     };
     std::vector<HostTensor> out;
     if (what == "inputs") {
-      out.push_back(host("Q", q_.data(), c.dtype, qs));
-      out.push_back(host("K", k_.data(), c.dtype, kvs));
-      out.push_back(host("V", v_.data(), c.dtype, kvs));
+      // fp8: the real values, codes times descales.
+      out.push_back(host("Q", q_.data(), c.dtype, qs, descale_[0]));
+      out.push_back(host("K", k_.data(), c.dtype, kvs, descale_[1]));
+      out.push_back(host("V", v_.data(), c.dtype, kvs, descale_[2]));
       if (!dout_.empty()) out.push_back(host("dO", dout_.data(), c.dtype, qs));
       return out;
     }
@@ -491,7 +517,7 @@ class CpuBackendImpl final : public CpuBackend {
 
     const int bh = c.batch * c.heads, bkv = c.batch * c.kv_heads;
     Outputs out;
-    out.tensors.emplace_back("O", output_tensor(c.dtype, bh, c.head_dim, false));
+    out.tensors.emplace_back("O", output_tensor(output_dtype(c.dtype), bh, c.head_dim, false));
     out.tensors.emplace_back("LSE", output_tensor(accum_dtype(c.dtype), bh, 1, false));
     if (backward) {
       out.tensors.emplace_back("dQ", output_tensor(c.dtype, bh, c.head_dim, false));
@@ -499,6 +525,9 @@ class CpuBackendImpl final : public CpuBackend {
       out.tensors.emplace_back("dV", output_tensor(c.dtype, bkv, c.head_dim, true));
     }
     AttentionParams p = c.params();
+    p.descale_q = descale_[0];
+    p.descale_k = descale_[1];
+    p.descale_v = descale_[2];
     p.q = q_.data();
     p.k = k_.data();
     p.v = v_.data();
@@ -571,6 +600,7 @@ class CpuBackendImpl final : public CpuBackend {
   ThreadPool pool_;
   std::optional<Case> case_;
   std::uint64_t seed_ = 0;
+  std::array<float, 3> descale_{1, 1, 1};  // fp8: the descales of Q, K, V (1 for other dtypes)
   std::vector<std::byte> q_, k_, v_,
       dout_;  // inputs in the case dtype (not tracked: not the run's)
   std::map<std::string, Outputs> kept_;

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "attention.h"
+#include "common/fp8.h"
 
 namespace fb::cpu {
 
@@ -96,12 +97,17 @@ inline float bf16_bits_to_float(std::uint16_t b) {
   return detail::bits_float(std::uint32_t(b) << 16);
 }
 
-// Storage types. Arithmetic always goes through float (compute type for fp16/bf16).
+// Storage types. Arithmetic always goes through float (compute type for fp16/bf16/fp8).
 struct Half {
   std::uint16_t bits = 0;
 };
 struct BFloat16 {
   std::uint16_t bits = 0;
+};
+// e4m3 code (kernels/common/fp8.h): the unscaled value; a tensor's descale factor lives in
+// AttentionParams, so load() gives the code's exact value and the kernels apply the descales.
+struct Fp8E4m3 {
+  std::uint8_t bits = 0;
 };
 
 // Traits: the accumulator type for each storage type (double for fp64, float otherwise).
@@ -122,16 +128,22 @@ template <> struct ElemTraits<BFloat16> {
   using Acc = float;
   static constexpr Dtype dtype = Dtype::bf16;
 };
+template <> struct ElemTraits<Fp8E4m3> {
+  using Acc = float;
+  static constexpr Dtype dtype = Dtype::fp8;
+};
 template <class T> using AccOf = typename ElemTraits<T>::Acc;
 
 inline double to_double(double x) { return x; }
 inline double to_double(float x) { return x; }
 inline double to_double(Half x) { return half_bits_to_float(x.bits); }
 inline double to_double(BFloat16 x) { return bf16_bits_to_float(x.bits); }
+inline double to_double(Fp8E4m3 x) { return fp8_e4m3_to_float(x.bits); }
 
 inline float to_float(float x) { return x; }
 inline float to_float(Half x) { return half_bits_to_float(x.bits); }
 inline float to_float(BFloat16 x) { return bf16_bits_to_float(x.bits); }
+inline float to_float(Fp8E4m3 x) { return fp8_e4m3_to_float(x.bits); }
 
 // Load into the accumulator type.
 template <class T> inline AccOf<T> load(T x) {
@@ -148,6 +160,8 @@ template <class T> inline T store(AccOf<T> x) {
     return Half{float_to_half_bits(x)};
   } else if constexpr (std::is_same_v<T, BFloat16>) {
     return BFloat16{float_to_bf16_bits(x)};
+  } else if constexpr (std::is_same_v<T, Fp8E4m3>) {
+    return Fp8E4m3{fp8_e4m3_from_float(x)};  // saturating: never NaN from a finite x
   } else {
     return x;
   }
@@ -160,6 +174,7 @@ inline double round_to(Dtype t, double x) {
     case Dtype::fp32: return static_cast<float>(x);
     case Dtype::fp16: return half_bits_to_float(float_to_half_bits(static_cast<float>(x)));
     case Dtype::bf16: return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(x)));
+    case Dtype::fp8: return fp8_e4m3_round(static_cast<float>(x));
   }
   return x;
 }
@@ -171,6 +186,7 @@ template <class F> decltype(auto) dispatch_dtype(Dtype t, F&& f) {
     case Dtype::fp32: return f(float{});
     case Dtype::fp16: return f(Half{});
     case Dtype::bf16: return f(BFloat16{});
+    case Dtype::fp8: return f(Fp8E4m3{});
   }
   return f(float{});  // unreachable: every Dtype is handled above
 }
