@@ -16,6 +16,9 @@
 //                         (16-bit), accumulation over seq_k terms (fp32/fp64).
 // LSE is stored in fp32 (fp64 for fp64 cases) whatever the input dtype: its floor and its tiled
 // tolerance are those of that storage, not of the inputs.
+// fp8 (e4m3 Q, K, V; forward only) writes O in bf16: O's floor is bf16's; tol_baseline and tol_tiled
+// come from P's rounding to e4m3 for P.V (judge.cpp derives them). The reference reads the same
+// quantised inputs, so the error judged is the kernel's, not the inputs' quantisation.
 // dQ and dK are judged at no less than 1/16 of dV's magnitude: with one visible key (seq_k = 1)
 // they vanish exactly (dS = P o (dP - D) = 0), and what any kernel returns is the rounding of dP - D.
 // Such a cancelled tensor of a tiled kernel meets the dtype's own bound at that scale even when a

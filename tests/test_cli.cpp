@@ -167,6 +167,30 @@ TEST_CASE("verify on the CPU passes and prints a verdict per check", "[cli]") {
   REQUIRE(contains(o.out, "[OK]"));
   REQUIRE(!contains(o.out, "[FAIL]"));
   REQUIRE(contains(o.out, "checks passed"));
+  REQUIRE(contains(o.out, "[OK]   flash B=1 H=1 N=300 d=64 fp8 causal fwd"));  // all includes fp8
+}
+
+TEST_CASE("verify --dtype fp8 on the CPU: the forward passes, the backward is skipped with the reason", "[cli]") {
+  const fs::path json = scratch_dir() / "verify-fp8.json";
+  fs::remove(json);
+  Outcome o = flashbench("verify --seq-q 37 --seq-k 300 --heads 4 --kv-heads 2 --backend cpu --dtype fp8 "
+                         "--causal both --pass all -o '" + json.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "[OK]   naive B=1 H=4/2 Nq=37 Nk=300 d=64 fp8 full fwd"));
+  REQUIRE(contains(o.out, "[OK]   flash B=1 H=4/2 Nq=37 Nk=300 d=64 fp8 causal fwd"));
+  REQUIRE(!contains(o.out, "[FAIL]"));
+  REQUIRE(contains(o.out, "[SKIP] flash B=1 H=4/2 Nq=37 Nk=300 d=64 fp8 causal bwd  fp8 runs the forward only"));
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  int skipped = 0;
+  for (const auto& r : j["results"])
+    if (r["case"]["pass"] == "bwd") {
+      REQUIRE(r["status"] == "skipped");
+      REQUIRE(contains(r["reason"].get<std::string>(), "fp8 runs the forward only"));
+      ++skipped;
+    }
+  REQUIRE(skipped > 0);
 }
 
 TEST_CASE("verify --dim 256 runs the kernels that list it, both passes", "[cli]") {

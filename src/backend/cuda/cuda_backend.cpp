@@ -109,7 +109,7 @@ struct OutputSizes {
 
 OutputSizes output_sizes(const Case& c, Dtype dtype) {
   const AttentionParams p = c.params();
-  const std::uint64_t e = dtype_bytes(dtype);
+  const std::uint64_t e = dtype_bytes(output_dtype(dtype));  // fp8: O in bf16
   OutputSizes s{std::uint64_t(p.q_elems()) * e, std::uint64_t(p.rows()) * dtype_bytes(lse_dtype(dtype)), 0, 0};
   if (has_backward(c.pass)) {
     s.dq = std::uint64_t(p.q_elems()) * e;
@@ -197,6 +197,9 @@ struct CudaBackend::Impl {
 
   void prepare(const Case& c, std::uint64_t seed, double input_scale) {
     release();
+    // Every CUDA kernel refuses fp8 (unsupported()), so a sweep skips such a case before it gets here;
+    // the device has no quantising fill nor descales to hand over yet.
+    if (c.dtype == Dtype::fp8) throw BackendError("cuda backend: fp8 inputs are not built yet (CPU backend only)");
     const AttentionParams p = c.params();
     const std::uint64_t e = dtype_bytes(c.dtype);
     q = alloc.allocate(std::uint64_t(p.q_elems()) * e, "Q");
