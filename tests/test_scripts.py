@@ -743,6 +743,92 @@ class AgainstFlashbench(unittest.TestCase):
         return out
 
 
+class NcuAB(unittest.TestCase):
+    """ncu_ab.py's plumbing with stand-ins: two "builds" (wrappers that run flashbench on the CPU) under a
+    stand-in ncu that answers each launch flashbench times with a CSV row, B 10% slower than A."""
+
+    SPEC = {"seq": [64, 96], "batch": 1, "heads": 2, "head_dim": 32, "dtype": "fp32", "kernels": ["flash"],
+            "warmup": 2, "reps": 3, "verify": False}
+
+    def setUp(self):
+        if not FLASHBENCH_EXE:
+            self.skipTest("FLASHBENCH_EXE not set")
+        self.tmp = tempfile.mkdtemp(prefix="fb-ncuab-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.spec = os.path.join(self.tmp, "spec.json")
+        with open(self.spec, "w") as f:
+            json.dump(self.SPEC, f)
+        self.exes = {}
+        for side in ("a", "b"):
+            exe = os.path.join(self.tmp, f"fb-{side}")
+            with open(exe, "w") as f:
+                f.write(f"#!/bin/sh\nexec {shlex_quote(FLASHBENCH_EXE)} \"$@\" $( [ \"$1\" = run ] && [ \"$2\" != --help ] && echo --backend cpu )\n")
+            os.chmod(exe, stat.S_IRWXU)
+            self.exes[side] = exe
+
+    def fake_ncu(self, grids_per_launch=None):
+        fake = os.path.join(self.tmp, "ncu")
+        with open(fake, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                #!{sys.executable}
+                import json, subprocess, sys
+                cmd = sys.argv[sys.argv.index("--csv") + 1:]
+                r = subprocess.run(cmd)
+                out = cmd[cmd.index("-o") + 1]
+                slow = 1.1 if cmd[0].endswith("fb-b") else 1.0
+                launches = {self.SPEC["warmup"] + self.SPEC["reps"]}
+                print('"ID","Kernel Name","Grid Size","Metric Name","Metric Unit","Metric Value"')
+                n = 0
+                for i, rec in enumerate(json.load(open(out))["results"]):
+                    for j in range(launches):
+                        grid = {grids_per_launch!r} or f"({{i + 1}}, 1, 1)"
+                        if isinstance(grid, list): grid = grid[n % len(grid)]
+                        ns = (1000 * (i + 1) + (5000 if j < {self.SPEC["warmup"]} else j)) * slow
+                        print(f'"{{n}}","flash_fwd_kernel<{{i}}>","{{grid}}","gpu__time_duration.sum","ns","{{ns:,.0f}}"')
+                        n += 1
+                sys.exit(r.returncode)
+                """))
+        os.chmod(fake, stat.S_IRWXU)
+        return fake
+
+    def test_cases_medians_and_ratio(self):
+        out = os.path.join(self.tmp, "ab.json")
+        r = run_script("ncu_ab.py", self.exes["a"], self.exes["b"], self.spec, "--kernel", "flash",
+                       "--kernel-regex", "flash_fwd", "-o", out, "--ncu", self.fake_ncu())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual([c["key"] for c in doc["cases"]], ["b1-h2-kv2-n64-d32-fp32-full-fwd",
+                                                             "b1-h2-kv2-n96-d32-fp32-full-fwd"])
+        # The warm-up launches (5000 ns more) are left out: medians of reps j = 2, 3, 4 are 1003 and 2003 ns.
+        self.assertAlmostEqual(doc["cases"][0]["a_us"], 1.003)
+        self.assertAlmostEqual(doc["cases"][1]["a_us"], 2.003)
+        for c in doc["cases"]:
+            self.assertAlmostEqual(c["ratio"], 1.1, places=3)
+        self.assertAlmostEqual(doc["geomean_ratio"], 1.1, places=3)
+        self.assertIn("--warmup-time", doc["commands"]["a"], "both sides launch warmup + reps times")
+
+    def test_mixed_launches_in_a_case_stop_the_comparison(self):
+        out = os.path.join(self.tmp, "ab.json")
+        r = run_script("ncu_ab.py", self.exes["a"], self.exes["b"], self.spec, "--kernel", "flash",
+                       "--kernel-regex", "flash_fwd", "-o", out,
+                       "--ncu", self.fake_ncu(grids_per_launch=["(1, 1, 1)", "(2, 1, 1)"]))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("mix kernels or grids", r.stderr)
+        self.assertFalse(os.path.exists(out), "nothing written when the chunking fails")
+
+    def test_bad_spec_exits_2(self):
+        r = run_script("ncu_ab.py", self.exes["a"], self.exes["b"], os.path.join(self.tmp, "none.json"),
+                       "--kernel", "flash", "--kernel-regex", "x", "-o", os.path.join(self.tmp, "o.json"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("spec", r.stderr)
+
+
+def shlex_quote(s):
+    import shlex
+    return shlex.quote(s)
+
+
 # ---------------------------------------------------------------------------------------------------
 # peers.py, without torch
 
