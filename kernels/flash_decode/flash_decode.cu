@@ -35,9 +35,7 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
 }
 
 SplitPlan plan(const AttentionParams& p) {
-  int device = 0, sms = 0;
-  FB_CUDA_CHECK(cudaGetDevice(&device));
-  FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = current_sm_count();
   const Shape s = shape_for(p);
   const long long rows = static_cast<long long>(p.group()) * p.seq_q;
   const long long base = static_cast<long long>(p.batch) * p.kv_heads * ((rows + s.rows_per_cta - 1) / s.rows_per_cta);

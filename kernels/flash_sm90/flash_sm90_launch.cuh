@@ -24,8 +24,7 @@ namespace fb::cuda::flash_sm90 {
 inline long long fwd_blocks(long long n_work, int longest_kv_tiles) {
   constexpr int kLongCausalKvTiles = 48;
   if (longest_kv_tiles >= kLongCausalKvTiles) return n_work;
-  const auto caps = current_device_caps();
-  return caps && caps->sm_count > 0 ? std::min<long long>(n_work, caps->sm_count) : n_work;
+  return std::min<long long>(n_work, current_sm_count());
 }
 
 // One launch of the forward with traits Tr on `stream` (unsupported() has vetted p).
