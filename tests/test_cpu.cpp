@@ -1086,6 +1086,11 @@ TEST_CASE("cpu: split plan: forced counts exactly, auto fills the tasks with who
   CHECK(a.key_begin(a.splits - 1, 4099) < 4099);
   // Many (batch, K/V head) tasks already fill the target: one split, no combine.
   CHECK(plan_splits(4096, 0, 1024, 64, 64, 64).splits == 1);
+  // Never more CTAs than the target: 264 / 128 leaves 2 splits (not 3, a partial second wave); 264 / 8
+  // gives 33 when the keys allow it.
+  CHECK(plan_splits(1 << 20, 0, 128, 264, 512, 64).splits == 2);
+  CHECK(plan_splits(1 << 20, 0, 8, 264, 512, 64).splits == 33);
+  CHECK(plan_splits(4096, 0, 8, 264, 512, 64).splits == 8);  // 512 keys each at the least
   // Few keys: never below the minimum per split.
   CHECK(plan_splits(100, 0, 1, 64, 64, 64).splits == 2);
   CHECK(plan_splits(1, 0, 1, 64, 64, 64).splits == 1);
