@@ -63,12 +63,15 @@ struct DecodeTraits {
   static_assert(kSmemBytes <= 113 * 1024, "two CTAs per SM on sm_90");
 };
 
-// CTAs per SM the configurations above are sized for (the auto split count's wave arithmetic).
+// CTAs per SM the configurations above are sized for (two fit in shared memory).
 inline constexpr int kCtasPerSm = 2;
-// Waves of CTAs the auto split count fills: one. Measured on the H200 (decode-splits.json, batch 1,
-// 8 K/V heads): a split count that fills one wave (32 splits at 32k and 128k keys) ran 1.3-1.7x faster
-// than four waves of shorter splits; each CTA pays its pipeline fill, the Q load and the partial write.
-inline constexpr int kTargetWaves = 1;
+// CTAs the auto split count launches, per SM: one, as many as there are SMs, never more (plan_splits
+// stops at the target). Measured on the H200 (results/h200/s5/decode-splits2.json, one query row,
+// 8 K/V heads): at batch 1 and 4 the count that gives 128 CTAs (16 and 4 splits) was the fastest of
+// 2..64 at 32k and 128k keys; one wave at two CTAs per SM ran 4-11% slower, four waves (the first
+// rule) 1.3-1.7x slower. Each CTA pays its pipeline fill, the Q load and the partial write; the
+// second CTA slot of an SM then serves the other splits' tails.
+inline constexpr int kAutoCtasPerSm = 1;
 // Fewest keys an auto split gets: below that the per-CTA fixed cost outweighs the parallelism
 // (4k keys at batch 1: 8 splits of 512 keys beat 32 of 128 by 1.24x).
 inline constexpr int kMinKeysPerSplit = 512;
