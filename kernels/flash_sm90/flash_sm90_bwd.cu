@@ -117,12 +117,8 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
 // group's query heads) within a third of L2 (the rest holds K, V and what other kernels left).
 int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
   constexpr std::int64_t kBytesPerElem = 2 + 2 + 4;  // Q, dO (16-bit) and the fp32 dQ accumulator
-  constexpr int kL2Share = 3;
-  constexpr std::int64_t kFallbackL2 = 32 << 20;
-  const auto caps = current_device_caps();
-  const std::int64_t l2 = caps && caps->l2_bytes > 0 ? caps->l2_bytes : kFallbackL2;
   const std::int64_t plane_bytes = std::int64_t(p.seq_q) * p.head_dim * p.group() * kBytesPerElem;
-  return int(std::clamp<std::int64_t>(l2 / kL2Share / plane_bytes, 1, kv_planes));
+  return l2_plane_group(plane_bytes, kv_planes);
 }
 
 template <typename Tr>
