@@ -224,27 +224,23 @@ __device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N 
 // untouched until the caller's wgmma_wait.
 template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo>
 __device__ __forceinline__ void gemm_frag_a(float (&c)[N / 2], Frag&& frag, DescHi&& b_hi, DescLo&& b_lo) {
+  // Every fragment first, then the fence: registers written after wgmma.fence may not be read by
+  // the wgmmas it orders (for accumulator registers this is only renaming).
+  std::uint32_t ah[kSteps][4], al[kSteps][4];
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) {
+    frag(kk, 0, ah[kk]);
+    if constexpr (kSplit) frag(kk, 1, al[kk]);
+  }
   ptx::wgmma_fence();
   if constexpr (kSplit) {
 #pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk) {
-      std::uint32_t a[4];
-      frag(kk, 1, a);
-      ptx::wgmma_rs_tf32<N>(c, a, b_hi(kk), kk > 0);
-    }
+    for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c, al[kk], b_hi(kk), kk > 0);
 #pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk) {
-      std::uint32_t a[4];
-      frag(kk, 0, a);
-      ptx::wgmma_rs_tf32<N>(c, a, b_lo(kk), 1);
-    }
+    for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c, ah[kk], b_lo(kk), 1);
   }
 #pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) {
-    std::uint32_t a[4];
-    frag(kk, 0, a);
-    ptx::wgmma_rs_tf32<N>(c, a, b_hi(kk), kSplit || kk > 0);
-  }
+  for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c, ah[kk], b_hi(kk), kSplit || kk > 0);
   ptx::wgmma_commit();
 }
 
