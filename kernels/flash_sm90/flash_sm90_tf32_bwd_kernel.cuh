@@ -73,6 +73,7 @@ template <typename Tr> struct Tf32BwdSmem {
     return stage(s) + Tr::kStOffDot + part * Tr::kQtBytes;
   }
   __device__ __forceinline__ std::uint32_t ds(int part) const { return base + Tr::kOffDs + part * Tr::kDsBytes; }
+  __device__ __forceinline__ std::uint32_t p(int part) const { return base + Tr::kOffP + part * Tr::kDsBytes; }
   __device__ __forceinline__ std::uint32_t lse(int s) const { return base + Tr::kOffLse + s * Tr::kRowVecBytes; }
   __device__ __forceinline__ std::uint32_t dsum(int s) const { return base + Tr::kOffD + s * Tr::kRowVecBytes; }
 };
@@ -146,21 +147,28 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
   }
 }
 
-// ---- consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64) ----
+// ---- consumer warpgroup cw (flash_sm90_tf32_bwd_traits.h: its keys, queries and parts of d) ----
 template <typename Tr>
 __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm0,
                                                  const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
                                                  int cw) {
+  constexpr bool kShare = Tr::kShareKeys;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
   const int lane = ctid % Tr::kWarpSize;
-  const int wg_key0 = w.n0 + cw * Tr::kWgKeys;
+  const int wg_keys = kShare ? 0 : cw * Tr::kWgKeys;      // first of this consumer's keys in the block
+  const int wg_key0 = w.n0 + wg_keys;
+  const int wg_q0 = kShare ? cw * Tr::kWgQueries : 0;     // first of its S^T columns in the tile
+  const int part0 = kShare ? cw : 0;                      // first of its 64-column parts of d
   const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
   const int seq_q = prm.mask.seq_q;
   const int seq_k = prm.mask.seq_k;
   const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
-  const std::uint32_t ds_keys = cw * Tr::kWgDsBytes;  // this consumer's chunks of dS
+  const std::uint32_t ds_keys = std::uint32_t((wg_keys / Tr::kChunkElems) * Tr::kDsChunkBytes);
+  // Named barrier over the consumers that share P and dS (all of them with shared keys).
+  const int bar_ps = kShare ? Tr::kBarConsumers : Tr::kBarConsumer0 + cw;
+  constexpr int kBarPsThreads = kShare ? Tr::kConsumerThreads : Tr::kWgThreads;
 
   float dk[Tr::kDkvRegs], dv[Tr::kDkvRegs];
 #pragma unroll
@@ -174,15 +182,16 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     const int bh = w.q_bh(it);
     ptx::mbar_wait(bars.ready(st), parity);
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
-    const std::uint32_t k_rows = sm.k() + cw * Tr::kWgKVBytes;
-    const std::uint32_t v_rows = sm.v() + cw * Tr::kWgKVBytes;
+    const std::uint32_t k_rows = sm.k() + wg_keys * Tr::kRowBytes;
+    const std::uint32_t v_rows = sm.v() + wg_keys * Tr::kRowBytes;
+    const std::uint32_t q_cols = std::uint32_t(wg_q0 * Tr::kRowBytes);  // its rows of Q, dO
 
-    // S^T = K Q^T and dP^T = V dO^T, each as the sum of two accumulators.
+    // S^T = K Q^T and dP^T = V dO^T (its kWgQueries columns), each as the sum of two accumulators.
     float s[Tr::kSRegs], dp[Tr::kSRegs];
     {
       float sb[Tr::kSRegs];
-      const std::uint32_t q_hi = sm.q(st, 0), q_lo = sm.q(st, 1);
-      tf32::gemm_split_rs<Tr::kBlockM, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
+      const std::uint32_t q_hi = sm.q(st, 0) + q_cols, q_lo = sm.q(st, 1) + q_cols;
+      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
           s, sb,
           [&](int kk, float (&x)[4]) {
             tf32::load_kmajor_fragment(x, k_rows, Tr::kKVChunkBytes, warp, lane, kk);
@@ -194,8 +203,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     {
       float db[Tr::kSRegs];
-      const std::uint32_t do_hi = sm.dout(st, 0), do_lo = sm.dout(st, 1);
-      tf32::gemm_split_rs<Tr::kBlockM, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
+      const std::uint32_t do_hi = sm.dout(st, 0) + q_cols, do_lo = sm.dout(st, 1) + q_cols;
+      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
           dp, db,
           [&](int kk, float (&x)[4]) {
             tf32::load_kmajor_fragment(x, v_rows, Tr::kKVChunkBytes, warp, lane, kk);
@@ -208,13 +217,13 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 
     // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where masked (causal, or keys past seq_k: their
     // zero rows of K would otherwise give P = exp2(-LSE)); dS^T = P^T o (dP^T - D). Register i:
-    // key key_row + 8 ((i / 2) % 2), query 8 (i / 4) + col_lane + i % 2.
+    // key key_row + 8 ((i / 2) % 2), query wg_q0 + 8 (i / 4) + col_lane + i % 2.
     const bool need_mask = (prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset) ||
                            wg_key0 + Tr::kWgKeys > seq_k;
     std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs], ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
 #pragma unroll
-    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-      const int col = j * Tr::kMmaN + col_lane;
+    for (int j = 0; j < Tr::kWgQueries / Tr::kMmaN; ++j) {
+      const int col = wg_q0 + j * Tr::kMmaN + col_lane;
       const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
       const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
 #pragma unroll
@@ -230,43 +239,54 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       }
     }
 
-    // dS (queries x keys, K-major along keys) into shared memory: B of dQ^T. The barrier first:
-    // every warp of this consumer is past the previous tile's dQ^T, which read the buffer.
-    ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+    // dS (and with shared keys P) as queries x keys, K-major along keys, into shared memory: B of
+    // dQ^T, and read back transposed as the A fragments of dK (and dV). The barrier first: every
+    // consumer that reads the buffers is past the previous tile's dQ^T.
+    ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) {
       const int key = key_row + ((i / 2) % 2) * 8;  // among this consumer's 64
-      const int q = (i / 4) * Tr::kMmaN + col_lane + i % 2;
+      const int q = wg_q0 + (i / 4) * Tr::kMmaN + col_lane + i % 2;
       const std::uint32_t off = ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
                                 tf32::sw128_offset(q, key % Tr::kChunkElems);
       ptx::st_shared_u32(sm.ds(0) + off, ds_hi[i]);
       if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + off, ds_lo[i]);
+      if constexpr (kShare) {
+        ptx::st_shared_u32(sm.p(0) + off, p_hi[i]);
+        if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + off, p_lo[i]);
+      }
     }
     ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
-    __syncwarp();                   // dK's A fragments read them too (this warp's keys)
+    // dK's (and dV's) A fragments read them too: with own keys only this warp's (__syncwarp orders
+    // them), with shared keys every consumer's.
+    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);
+    else __syncwarp();
 
     // dV += P^T dO and dK += dS^T Q, per 64-column part: a fresh tensor-core sum added in fp32.
-    // kPairParts: dV's part and dK's in flight together, so that the fp32 adds of one overlap the
-    // other's wgmmas; else one at a time (registers).
+    // A fragments in the permuted query order of Q^T / dO^T. kPairParts: dV's part and dK's in
+    // flight together, so that the fp32 adds of one overlap the other's wgmmas; else one at a time.
     auto dv_part = [&](float (&t)[Tr::kPartRegs], int part) {
       const std::uint32_t off = std::uint32_t(part * Tr::kPartBytes);
       const std::uint32_t hi = sm.dot(st, 0) + off, lo = sm.dot(st, 1) + off;
       tf32::gemm_frag_a<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
-          t, [&](int kk, int lo_part, std::uint32_t(&a)[4]) { tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk); },
+          t,
+          [&](int kk, int lo_part, std::uint32_t(&a)[4]) {
+            if constexpr (kShare)
+              tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
+            else
+              tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
+          },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
     };
-    // dS^T's fragments from the split dS in shared memory (this warp's 16 keys: written by this
-    // warp, so __syncwarp orders them), which frees its registers before the dV / dK GEMMs; in
-    // the permuted query order of Q^T.
     auto dk_part = [&](float (&t)[Tr::kPartRegs], int part) {
       const std::uint32_t off = std::uint32_t(part * Tr::kPartBytes);
       const std::uint32_t hi = sm.qt(st, 0) + off, lo = sm.qt(st, 1) + off;
       tf32::gemm_frag_a<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
           t,
           [&](int kk, int lo_part, std::uint32_t(&a)[4]) {
-            tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, cw * Tr::kWgKeys,
-                                              warp, lane, kk);
+            tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp, lane,
+                                              kk);
           },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
@@ -278,10 +298,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     };
     if constexpr (Tr::kPairParts) {
 #pragma unroll
-      for (int part = 0; part < Tr::kParts; ++part) {
+      for (int part = 0; part < Tr::kWgParts; ++part) {
         float tv[Tr::kPartRegs], tk[Tr::kPartRegs];
-        dv_part(tv, part);
-        dk_part(tk, part);
+        dv_part(tv, part0 + part);
+        dk_part(tk, part0 + part);
         ptx::wgmma_wait<1>();
         add_part(dv, tv, part);
         ptx::wgmma_wait<0>();
@@ -289,16 +309,16 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       }
     } else {
 #pragma unroll
-      for (int part = 0; part < Tr::kParts; ++part) {
+      for (int part = 0; part < Tr::kWgParts; ++part) {
         float t[Tr::kPartRegs];
-        dv_part(t, part);
+        dv_part(t, part0 + part);
         ptx::wgmma_wait<0>();
         add_part(dv, t, part);
       }
 #pragma unroll
-      for (int part = 0; part < Tr::kParts; ++part) {
+      for (int part = 0; part < Tr::kWgParts; ++part) {
         float t[Tr::kPartRegs];
-        dk_part(t, part);
+        dk_part(t, part0 + part);
         ptx::wgmma_wait<0>();
         add_part(dk, t, part);
       }
@@ -309,18 +329,19 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     // wgmmas on Q, dO and their transposes are complete.
     ptx::mbar_arrive(bars.empty(st));
 
-    // dQ^T = K^T dS^T over this consumer's keys, per 64-row part of d; dQ += scale * dQ^T.
-    ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);  // all of dS is written
+    // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), per 64-row part
+    // of d; dQ += scale * dQ^T.
+    if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
     const std::uint32_t ds_hi_b = sm.ds(0) + ds_keys, ds_lo_b = sm.ds(1) + ds_keys;
     float* dq_rows = prm.dq + std::int64_t(bh) * seq_q * Tr::kHeadDim;
 #pragma unroll 1  // unrolled, ptxas interleaves the parts and spills at d = 128
-    for (int part = 0; part < Tr::kParts; ++part) {
+    for (int part = part0; part < part0 + Tr::kWgParts; ++part) {
       float qa[Tr::kDqRegs], qb[Tr::kDqRegs];
       tf32::gemm_split_rs<Tr::kBlockM, Tr::kDqSteps, Tr::kGroup, Tr::kSplit>(
           qa, qb,
           [&](int kk, float (&x)[4]) {
-            tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, cw * Tr::kWgKeys, part * Tr::kPart,
-                                        warp, lane, kk);
+            tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part * Tr::kPart, warp, lane,
+                                        kk);
           },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
@@ -334,14 +355,14 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
   }
 
-  // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.
+  // dK (times the softmax scale) and dV for this consumer's keys and columns, from the accumulators.
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     const int key = wg_key0 + key_row + hf * 8;
     if (key >= seq_k) continue;
-    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim;
+    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
 #pragma unroll
-    for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
+    for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
       const int i = 4 * j + 2 * hf;
       const int col = j * Tr::kMmaN + col_lane;
       *reinterpret_cast<float2*>(prm.dk + row + col) = make_float2(dk[i] * prm.scale, dk[i + 1] * prm.scale);

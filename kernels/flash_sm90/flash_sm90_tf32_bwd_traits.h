@@ -16,28 +16,37 @@ namespace fb::cuda::flash_sm90 {
 //                    of dK and dV, which sum over queries) are written transposed, each group of 8
 //                    queries permuted (see kernels/common/tf32_tiles.cuh) and split into hi / lo;
 //                    then Q and dO are split in place (hi) and into a lo buffer.
-//   consumers        kConsumerWgs warpgroups of kWgKeys = 64 keys each (the wgmma M):
+//   consumers        kConsumerWgs warpgroups; each computes, for 64 keys (the wgmma M):
 //                      S^T  = K Q^T, dP^T = V dO^T      A: K / V fragments from the raw tiles,
 //                                                       split in registers; B: Q / dO hi, lo
 //                      P^T  = exp2(S^T scale log2 e - LSE log2 e), dS^T = P^T o (dP^T - D)
-//                      dV  += P^T dO, dK += dS^T Q      A: P^T / dS^T hi, lo from the
-//                                                       accumulators; B: dO^T / Q^T hi, lo;
-//                                                       a fresh sum per query tile in 64-column
-//                                                       parts, added to dV / dK in fp32
-//                      dQ^T = K^T dS^T over its keys    A: K^T fragments from the raw K tile;
+//                      dV  += P^T dO, dK += dS^T Q      A: P^T / dS^T hi, lo; B: dO^T / Q^T hi,
+//                                                       lo; a fresh sum per query tile in
+//                                                       64-column parts, added to dV / dK in fp32
+//                      dQ^T = K^T dS^T                  A: K^T fragments from the raw K tile;
 //                                                       B: dS (queries x keys, K-major) hi, lo,
-//                                                       written to shared memory by the consumer
+//                                                       written to shared memory by the consumers
 //                    and adds scale * dQ^T into dQ (fp32, the output itself, zeroed by the
-//                    pre-pass) with one red.global.add per element.
+//                    pre-pass) with one red.global.add per element. The work splits between the
+//                    consumers one of two ways:
+//   kShareKeys false each consumer its own 64 keys (kBlockN = 64 x consumers): all the query tile's
+//                    columns of S^T, dP^T; all of d for dV, dK (P^T's A fragments straight from
+//                    its accumulators), dQ^T over its own keys. No barrier between consumers.
+//   kShareKeys true  the consumers share 64 keys (kBlockN = 64) and split the rest: consumer c
+//                    computes S^T, dP^T for queries [c q, c q + q), q = kBlockM / consumers, and
+//                    dV, dK, dQ^T for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a
+//                    thread instead of 128 at d = 128. P and dS go through shared memory (a
+//                    barrier between the consumers per tile), and dV's A fragments come from there.
+// dK's A fragments are always read back from dS in shared memory (freeing its registers early).
 // fp32 takes twice the shared memory of 16-bit data and each operand two parts, so the query tile
-// is 32 (and the key tile 64 at d = 128). 1xTF32 (kSplit = false) is the diagnostic that must fail
-// the FP32 rule: hi*hi only.
-template <int kHeadDim_, int kConsumerWgs_, int kBlockM_, int kStages_, bool kSplit_>
+// is 32. 1xTF32 (kSplit = false) is the diagnostic that must fail the FP32 rule: hi*hi only.
+template <int kHeadDim_, int kConsumerWgs_, int kBlockM_, int kStages_, bool kShareKeys_, bool kSplit_>
 struct Tf32BwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kConsumerWgs = kConsumerWgs_;
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kStages = kStages_;
+  static constexpr bool kShareKeys = kShareKeys_;
   static constexpr bool kSplit = kSplit_;
 
   // ---- threads ----
@@ -50,24 +59,26 @@ struct Tf32BwdTraits {
   // ---- tiles ----
   static constexpr int kWgKeys = 64;                      // wgmma M of S^T, dP^T, dK, dV
   static constexpr int kWarpKeys = kWgKeys / kWgWarps;    // 16
-  static constexpr int kBlockN = kConsumerWgs * kWgKeys;  // keys per block
+  static constexpr int kBlockN = kShareKeys ? kWgKeys : kConsumerWgs * kWgKeys;  // keys per block
   static constexpr int kMmaK = 8;
   static constexpr int kMmaN = 8;
   static constexpr int kPart = 64;                        // N of one dK / dV (and M of one dQ^T) GEMM
   static constexpr int kParts = kHeadDim / kPart;
+  static constexpr int kWgParts = kShareKeys ? 1 : kParts;          // a consumer's parts of d
+  static constexpr int kWgQueries = kShareKeys ? kBlockM / kConsumerWgs : kBlockM;  // N of S^T
 
   // ---- accumulators per consumer thread ----
-  static constexpr int kSRegs = kWgKeys * kBlockM / kWgThreads;    // S^T, dP^T (each of 2 parts)
-  static constexpr int kDkvRegs = kWgKeys * kHeadDim / kWgThreads; // dK, dV
-  static constexpr int kPartRegs = kWgKeys * kPart / kWgThreads;   // one part's fresh sum
-  static constexpr int kDqRegs = kPart * kBlockM / kWgThreads;     // one part of dQ^T (of 2 parts)
-  static constexpr int kQKSteps = kHeadDim / kMmaK;                // k8 steps of S^T, dP^T
-  static constexpr int kKVSteps = kBlockM / kMmaK;                 // of dV, dK
-  static constexpr int kDqSteps = kWgKeys / kMmaK;                 // of dQ^T
+  static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T, dP^T (each of 2 parts)
+  static constexpr int kPartRegs = kWgKeys * kPart / kWgThreads;    // one part's fresh sum
+  static constexpr int kDkvRegs = kWgParts * kPartRegs;             // dK, dV
+  static constexpr int kDqRegs = kPart * kBlockM / kWgThreads;      // one part of dQ^T (of 2 parts)
+  static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k8 steps of S^T, dP^T
+  static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
+  static constexpr int kDqSteps = kWgKeys / kMmaK;                  // of dQ^T
   // k8 steps per commit group of the split GEMMs (two groups in flight: 16 fragment registers a
-  // step) and whether dV's and dK's fresh parts are in flight together (32 registers each): at
-  // d = 128, dK and dV hold 128 registers and the consumer has 255, so both are halved.
-  static constexpr bool kWide = kHeadDim > 64;
+  // step) and whether dV's and dK's fresh parts are in flight together (32 registers each): when a
+  // consumer holds all 128 columns of dK and dV at d = 128, it has 255 registers, so both are halved.
+  static constexpr bool kWide = kDkvRegs > 32;
   static constexpr int kGroup = kWide ? 1 : 4;
   static constexpr bool kPairParts = !kWide;
 
@@ -100,7 +111,8 @@ struct Tf32BwdTraits {
   static constexpr int kOffV = kOffK + kKVBytes;
   static constexpr int kOffStage = kOffV + kKVBytes;
   static constexpr int kOffDs = kOffStage + kStages * kStageBytes;  // dS hi, lo
-  static constexpr int kOffLse = kOffDs + 2 * kDsBytes;             // per stage
+  static constexpr int kOffP = kOffDs + 2 * kDsBytes;               // kShareKeys: P hi, lo
+  static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per stage
   static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
   static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
   static constexpr int kBarBytes = 8;
@@ -120,9 +132,13 @@ struct Tf32BwdTraits {
   // ---- named barriers (0 is __syncthreads) ----
   static constexpr int kBarProducer = 1;
   static constexpr int kBarConsumer0 = 2;  // + consumer index: its dS rows are written / free
+  static constexpr int kBarConsumers = kBarConsumer0 + kConsumerWgs;  // kShareKeys: P, dS of all
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers: d is one or two 64-wide parts");
-  static_assert(kBlockM == 32 || kBlockM == 64, "TF32 wgmma wrappers exist for N = 32 and 64");
+  static_assert(kWgQueries == 16 || kWgQueries == 32 || kWgQueries == 64,
+                "TF32 wgmma wrappers exist for N = 16, 32 and 64");
+  static_assert(!kShareKeys || (kParts == kConsumerWgs && kWgQueries % 8 == 0),
+                "shared keys: one 64-column part of d per consumer; query slices on swizzle atoms");
   static_assert(kBlockM % kChunkElems == 0 && kBlockN <= 256 && kBlockM <= 256,
                 "whole transposed chunks; one TMA box per chunk");
   static_assert(kQKSteps % kGroup == 0 && (kQKSteps / 2) % kGroup == 0 && kDqSteps % kGroup == 0 &&
@@ -137,15 +153,16 @@ struct Tf32BwdTraits {
                 "setmaxnreg lowers the producer and raises the consumers within the register file");
 };
 
-// The fp32 backward's tiles per head_dim. d = 64: two consumers (128 keys), two stages:
-// K, V 64 KB + 2 x 64 KB + dS 32 KB = 224 KB (+ LSE, D, barriers, alignment slack). d = 128: one consumer (64 keys: dK and dV alone take
-// 128 registers a thread), one stage: 64 + 128 + 16 = 208 KB.
+// The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
+// under the 227 KB): d = 64: two consumers with their own keys (128), two stages: K, V 64 KB +
+// 2 x 64 KB + dS 32 KB = 224 KB. d = 128: two consumers sharing 64 keys (each 16 queries of S^T and
+// half of d), one stage: K, V 64 KB + 128 KB + dS and P 32 KB = 224 KB.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
-  using Traits = Tf32BwdTraits<64, 2, 32, 2, kSplit>;
+  using Traits = Tf32BwdTraits<64, 2, 32, 2, false, kSplit>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
-  using Traits = Tf32BwdTraits<128, 1, 32, 1, kSplit>;
+  using Traits = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
 };
 
 }  // namespace fb::cuda::flash_sm90
