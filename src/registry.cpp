@@ -171,12 +171,11 @@ std::vector<Descriptor> make_builtins() {
   list.push_back(describe({"flash-sm90", Role::tiled, {Dtype::fp16, Dtype::bf16, Dtype::fp32}, {64, 128, 256},
                            tiled_bytes, {}, FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
                            "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer "
-                           "warpgroups; fp32 forward as 3xTF32 on wgmma, fp32 backward = flash's "
-                           "3xTF32 on mma.sync"}));
+                           "warpgroups; fp32 forward and backward as 3xTF32 on wgmma"}));
   list.push_back(describe({"flash-sm90-tf32x1", Role::peer, {Dtype::fp32}, {64, 128}, tiled_bytes, {},
                            FB_CUDA_ENTRY(cuda::flash_sm90_tf32x1_ops()),
-                           "diagnostic: flash-sm90's fp32 forward with operands rounded to TF32 once "
-                           "(no split); forward only; fails the FP32 rule by design"}));
+                           "diagnostic: flash-sm90's fp32 forward and backward with operands rounded to "
+                           "TF32 once (no split); fails the FP32 rule by design"}));
   list.push_back(describe({"flash-decode", Role::tiled, {Dtype::fp16, Dtype::bf16}, {64, 128}, splitkv_bytes, cpu_flash_decode(),
                            FB_CUDA_ENTRY(cuda::flash_decode_ops()),
                            "split-KV decode (flash-decoding): a few query rows against a long KV cache, "

@@ -17,7 +17,6 @@
 #include "common/ptx_sm90.cuh"
 #include "flash_sm90/flash_sm90.h"
 #include "flash_sm90/flash_sm90_bwd.h"
-#include "flash/flash.h"
 #include "flash_sm90/flash_sm90_config.h"
 #include "flash_sm90/flash_sm90_tf32.h"
 #include "flash_sm90/flash_sm90_tma.h"
@@ -146,17 +145,16 @@ std::size_t forward_smem_bytes(const AttentionParams& p) {
 
 // The checks of the forward kernels (every dtype); tf32x1 names the diagnostic in messages.
 const char* forward_unsupported(const AttentionParams& p, bool tf32x1);
+// The fp32 backward's (its forward runs first, so the forward's checks too).
+const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1);
 
 }  // namespace
 
-// fp32: the forward is 3xTF32 on wgmma (flash_sm90_tf32_kernel.cuh); the backward is `flash`'s
-// 3xTF32 on mma.sync (no wgmma fp32 backward yet), so its limits are flash's.
+// fp32: the forward and the backward are 3xTF32 on wgmma (flash_sm90_tf32_kernel.cuh,
+// flash_sm90_tf32_bwd_kernel.cuh).
 const char* unsupported(Pass pass, const AttentionParams& p) {
   if (p.dtype == Dtype::fp8) return "flash-sm90: fp8 is not built yet (FP8 wgmma forward: issue 14)";
-  if (pass != Pass::fwd && p.dtype == Dtype::fp32) {
-    if (const char* why = flash::unsupported(Pass::bwd, p)) return why;
-    return forward_unsupported(p, false);
-  }
+  if (pass != Pass::fwd && p.dtype == Dtype::fp32) return fp32_backward_unsupported(p, false);
   if (pass != Pass::fwd) {
     if (const char* why = backward_unsupported(p)) return why;
     if (misaligned(p.dout) || misaligned(p.dq))
@@ -174,8 +172,8 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
 
 const char* unsupported_tf32x1(Pass pass, const AttentionParams& p) {
   if (p.dtype != Dtype::fp32)
-    return "flash-sm90-tf32x1: fp32 only (a diagnostic mode of the fp32 wgmma forward)";
-  if (pass != Pass::fwd) return "flash-sm90-tf32x1: forward only (a diagnostic)";
+    return "flash-sm90-tf32x1: fp32 only (a diagnostic mode of the fp32 wgmma kernels)";
+  if (pass != Pass::fwd) return fp32_backward_unsupported(p, true);
   return forward_unsupported(p, true);
 }
 
@@ -220,12 +218,23 @@ const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
   return nullptr;
 }
 
+const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1) {
+  if (const char* why = forward_unsupported(p, tf32x1)) return why;
+  if (const char* why = tf32_backward_unsupported(p)) return why;
+  if (misaligned(p.dout)) return "flash-sm90: dout must be 16-byte aligned (TMA)";
+  const auto caps = current_device_caps();  // present: forward_unsupported asked for it
+  if (caps && tf32_backward_smem_bytes(p.head_dim) > static_cast<std::size_t>(caps->smem_optin))
+    return "flash-sm90: the fp32 backward's tile configuration needs more shared memory per block "
+           "than the GPU offers";
+  return nullptr;
+}
+
 }  // namespace
 
 // The forward writes LSE as an output and needs no scratch; the backward's is its own.
 std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (pass == Pass::fwd) return 0;
-  return p.dtype == Dtype::fp32 ? flash::workspace_bytes(Pass::bwd, p) : backward_workspace_bytes(p);
+  return p.dtype == Dtype::fp32 ? tf32_backward_workspace_bytes(p) : backward_workspace_bytes(p);
 }
 
 void forward(const AttentionParams& p, const Context& ctx) {
@@ -246,7 +255,7 @@ void forward(const AttentionParams& p, const Context& ctx) {
 
 void backward(const AttentionParams& p, const Context& ctx) {
   if (const char* why = unsupported(Pass::bwd, p)) throw std::invalid_argument(why);
-  if (p.dtype == Dtype::fp32) return flash::backward(p, ctx);  // mma.sync 3xTF32 (see unsupported)
+  if (p.dtype == Dtype::fp32) return run_tf32_backward(p, ctx, /*split=*/true);
   run_backward(p, ctx);
 }
 
@@ -264,6 +273,11 @@ void forward_tf32x1(const AttentionParams& p, const Context& ctx) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (p.head_dim == 64) run_tf32_fwd<64, false>(p, stream);
   else run_tf32_fwd<128, false>(p, stream);
+}
+
+void backward_tf32x1(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = unsupported_tf32x1(Pass::bwd, p)) throw std::invalid_argument(why);
+  run_tf32_backward(p, ctx, /*split=*/false);
 }
 
 }  // namespace fb::cuda::flash_sm90
