@@ -145,8 +145,14 @@ const Ops& flash_sm90_tf32x1_ops();
 // scale x standard normal values from (seed, stream_id), a counter-based RNG: same seed -> same tensor.
 void fill_normal(void* dst, Dtype t, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
                  const Context& ctx, double scale = 1.0);
-// dst[i] = double(src[i]).
-void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx);
+// fp8 (see above): values drawn as fill_normal draws fp32 ones (same seed, stream and scale), quantised
+// with their own per-tensor scale s = amax / 448 (1 when all are zero): dst = e4m3(x / s), the CPU
+// backend's rule. Returns s, the descale; synchronises the stream (s is read back).
+float fill_normal_fp8(void* dst, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
+                      const Context& ctx, double scale = 1.0);
+// dst[i] = double(src[i]); for fp8, the code's value times `factor` (its descale: the real tensor).
+// Other dtypes take factor 1.
+void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx, double factor = 1.0);
 
 struct Diff {
   double max_abs = 0.0;        // max |a - b| over finite pairs

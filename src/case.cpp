@@ -116,8 +116,10 @@ double naive_bytes(const Case& c, int) {
   const double nn = pairs * double(dtype_bytes(c.dtype));
   // fp8: S in fp32, P in e4m3 (kernels/attention.h).
   const double s_bytes = c.dtype == Dtype::fp8 ? pairs * double(dtype_bytes(Dtype::fp32)) : nn;
+  // fp8: cuBLASLt's FP8 GEMMs take both operands K-major, so V is transposed first (read, written).
+  const double v_turn = c.dtype == Dtype::fp8 ? 2 * z.kv : 0;
   // Q, K, V in; S written, S read, P written, P read; O and LSE out.
-  const double fwd = z.q + 2 * z.kv + 2 * s_bytes + 2 * nn + z.o + z.rows * z.acc;
+  const double fwd = z.q + 2 * z.kv + 2 * s_bytes + 2 * nn + z.o + z.rows * z.acc + v_turn;
   // dV = P^T dO (read P, dO), dP = dO V^T (write dP), dS = P o (dP - D) (read P, dP; write dS),
   // dQ = dS K, dK = dS^T Q (read dS twice); plus Q, K, V, O, dO reads and dQ, dK, dV writes.
   const double bwd = (z.q + 2 * z.kv + 2 * z.q + z.rows * z.acc) + 7 * nn + (z.q + 2 * z.kv);

@@ -3,9 +3,11 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 
 #include "attention.h"
 #include "common/check.h"
+#include "common/fp8.h"
 #include "common/types.cuh"
 
 namespace fb::cuda {
@@ -64,6 +66,36 @@ __global__ void fill_normal_kernel(T* dst, std::int64_t n, std::uint64_t key, do
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
     dst[i] = from_double<T>(scale * normal_at(key, std::uint64_t(i)));
+}
+
+// ---- fp8 inputs: values drawn as fill_normal draws fp32 ones, quantised per tensor ----
+// Non-negative floats order like their bits read as unsigned integers: atomicMax on the bits.
+__global__ void amax_normal_kernel(std::int64_t n, std::uint64_t key, double scale, unsigned* amax_bits) {
+  unsigned local = 0;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const unsigned bits = __float_as_uint(fabsf(float(scale * normal_at(key, std::uint64_t(i)))));
+    local = bits > local ? bits : local;
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    const unsigned o = __shfl_down_sync(0xffffffffu, local, off);
+    local = o > local ? o : local;
+  }
+  if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, local);
+}
+
+// The counter-based RNG gives the same x again, so nothing is kept between the amax and this pass.
+__global__ void quantise_normal_kernel(std::uint8_t* dst, std::int64_t n, std::uint64_t key, double scale,
+                                       float s) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    dst[i] = fp8_e4m3_from_float(__fdiv_rn(float(scale * normal_at(key, std::uint64_t(i))), s));
+}
+
+__global__ void fp8_to_fp64_kernel(const std::uint8_t* src, double* dst, std::int64_t n, double factor) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    dst[i] = double(fp8_e4m3_to_float(src[i])) * factor;  // exact: 4 x 24 significant bits
 }
 
 template <typename T>
@@ -161,8 +193,39 @@ void fill_normal(void* dst, Dtype t, std::int64_t n, std::uint64_t seed, std::ui
   });
 }
 
-void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx) {
+float fill_normal_fp8(void* dst, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
+                      const Context& ctx, double scale) {
+  if (n <= 0) return 1.0f;
+  const std::uint64_t key = stream_key(seed, stream_id);
+  const cudaStream_t s = stream_of(ctx);
+  void* raw = nullptr;
+  FB_CUDA_CHECK(cudaMalloc(&raw, sizeof(unsigned)));
+  std::unique_ptr<void, DeviceFree> amax_dev(raw);
+  FB_CUDA_CHECK(cudaMemsetAsync(raw, 0, sizeof(unsigned), s));
+  amax_normal_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, key, scale, static_cast<unsigned*>(raw));
+  FB_CUDA_CHECK_LAUNCH();
+  unsigned bits = 0;
+  FB_CUDA_CHECK(cudaMemcpyAsync(&bits, raw, sizeof bits, cudaMemcpyDeviceToHost, s));
+  FB_CUDA_CHECK(cudaStreamSynchronize(s));
+  float amax = 0;
+  std::memcpy(&amax, &bits, sizeof amax);
+  // The same rule as the CPU backend (attention.h): s = amax / 448, 1 for an all-zero tensor.
+  const float descale = amax > 0 ? amax / kFp8E4m3Max : 1.0f;
+  quantise_normal_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<std::uint8_t*>(dst), n, key, scale,
+                                                             descale);
+  FB_CUDA_CHECK_LAUNCH();
+  return descale;
+}
+
+void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx, double factor) {
   if (n <= 0) return;
+  if (t == Dtype::fp8) {
+    fp8_to_fp64_kernel<<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(static_cast<const std::uint8_t*>(src),
+                                                                        dst, n, factor);
+    FB_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  if (factor != 1.0) throw std::invalid_argument("to_fp64: a factor applies to fp8 codes only");
   dispatch_dtype(t, [&](auto traits) {
     using T = typename decltype(traits)::elem;
     to_fp64_kernel<<<blocks_for(n), kThreads, 0, stream_of(ctx)>>>(static_cast<const T*>(src), dst, n);

@@ -38,7 +38,7 @@ GemmTypes gemm_types(Dtype t, bool tf32) {
     case Dtype::fp32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC};
     // fp64 arithmetic (DMMA or FMA) is exact IEEE fp64; emulation would need a math mode we never set.
     case Dtype::fp64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
-    case Dtype::fp8: break;  // refused by unsupported(): FP8 GEMMs are cuBLASLt's
+    case Dtype::fp8: break;  // FP8 GEMMs are cuBLASLt's: fp8.cu, never through here
   }
   throw std::invalid_argument("naive: unknown dtype");
 }
@@ -100,17 +100,24 @@ cublasHandle_t bound_handle(const Context& ctx) {
 Layout layout(const AttentionParams& p) {
   Layout lay;
   const std::size_t e = dtype_bytes(p.dtype);
-  const std::int64_t per_vec = std::int64_t(kVecBytes / e);
+  const std::int64_t per_vec = std::int64_t(kVecBytes / e);  // fp8: 16 codes, cuBLASLt's ld rule too
   lay.ld = (std::int64_t(p.seq_k) + per_vec - 1) / per_vec * per_vec;
-  const std::size_t nn = std::size_t(p.batch) * p.heads * p.seq_q * lay.ld * e;
+  const std::size_t pairs = std::size_t(p.batch) * p.heads * p.seq_q * lay.ld;
+  const std::size_t nn = pairs * e;
   lay.p_offset = 0;
   lay.s_offset = align_up(nn, kBufferAlign);
-  lay.bytes = lay.s_offset + nn;
+  if (p.dtype != Dtype::fp8) {
+    lay.bytes = lay.s_offset + nn;
+    return lay;
+  }
+  // fp8: S in fp32, then V^T, then cuBLASLt's workspace.
+  lay.vt_offset = align_up(lay.s_offset + pairs * dtype_bytes(Dtype::fp32), kBufferAlign);
+  lay.lt_offset = align_up(lay.vt_offset + std::size_t(p.kv_elems()), kBufferAlign);
+  lay.bytes = lay.lt_offset + kFp8LtWorkspaceBytes;
   return lay;
 }
 
-const char* unsupported(Pass, const AttentionParams& p) {
-  if (p.dtype == Dtype::fp8) return "naive: fp8 is not built yet (it needs cuBLASLt FP8 GEMMs)";
+const char* unsupported(Pass pass, const AttentionParams& p) {
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1 || p.head_dim < 1)
     return "naive: batch, heads, kv_heads, seq_q, seq_k and head_dim must be >= 1";
   if (p.heads % p.kv_heads != 0) return "naive: heads must be a multiple of kv_heads";
@@ -118,6 +125,7 @@ const char* unsupported(Pass, const AttentionParams& p) {
   if (std::int64_t(p.group()) * p.seq_q > INT32_MAX || std::int64_t(p.batch) * p.kv_heads > INT32_MAX ||
       std::int64_t(p.seq_k) + 64 > INT32_MAX)
     return "naive: heads/kv_heads * seq_q or seq_k exceeds cuBLAS's int dimensions";
+  if (p.dtype == Dtype::fp8) return unsupported_fp8(pass, p);
   return nullptr;
 }
 
@@ -126,6 +134,7 @@ std::size_t workspace_bytes(Pass, const AttentionParams& p) { return layout(p).b
 namespace {
 
 void run_forward(const AttentionParams& p, const Context& ctx, bool tf32) {
+  if (p.dtype == Dtype::fp8) return forward_fp8(p, ctx);  // cuBLASLt, fp8.cu
   cublasHandle_t h = bound_handle(ctx);
   const Views v = views(p);
   // S = scale * Q K^T:  S^T (seq_k x G) = K (seq_k x d) * Q^T (d x G); K's view is (d x seq_k), hence

@@ -10,6 +10,13 @@
 //   dP = dO V^T          into the S buffer (S is dead after the forward's softmax)
 //   dS = P o (dP - D)    in place, D = rowsum(dO o O) computed by the same row kernel
 //   dQ = scale * dS K,  dK = scale * dS^T Q   (again summed over the group by the GEMM)
+// fp8 (fp8.cu; e4m3 Q, K, V with per-tensor descales, attention.h), forward only, cuBLASLt FP8 GEMMs:
+//   S  = (scale dq dk) Q8 K8^T       fp32 accumulate, fp32 out: S kept as exactly as the CPU emulation
+//                                    keeps it, so naive stays the accuracy baseline
+//   P8 = e4m3(softmax(S) p_scale)    row kernel, LSE from the fp32 S
+//   O  = (dv / p_scale) P8 V8        fp32 accumulate, bf16 out; V8 transposed first (V^T in the workspace)
+// The scales are folded into the GEMMs' alpha (host scalars: one fp32 multiply of the fp32 accumulator,
+// as the CPU emulation applies them); no scale pointers, so nothing else lives in device memory.
 #pragma once
 
 #include <cstddef>
@@ -23,12 +30,17 @@ namespace fb::cuda::naive {
 
 // Where S and P live in the workspace. Rows are padded to a multiple of 16 bytes so that every row
 // starts 16-byte aligned (vector loads in the row kernels, aligned leading dimensions for cuBLAS).
+// fp8: S is fp32 and P e4m3 (same ld in elements); V^T and cuBLASLt's own workspace follow.
 struct Layout {
   std::int64_t ld = 0;         // row stride of S and P in elements (>= seq_k)
   std::size_t p_offset = 0;    // P: [batch, heads, seq_q, ld], kept from the forward for the backward
   std::size_t s_offset = 0;    // S, then dP and dS in the backward: [batch, heads, seq_q, ld]
+  std::size_t vt_offset = 0;   // fp8: V^T [batch, kv_heads, head_dim, seq_k] (e4m3), for the TN P.V GEMM
+  std::size_t lt_offset = 0;   // fp8: cuBLASLt's workspace, kFp8LtWorkspaceBytes
   std::size_t bytes = 0;       // total workspace
 };
+// Scratch the FP8 GEMMs may use (split-K and the like); in the tracked workspace, not cuBLAS's own.
+constexpr std::size_t kFp8LtWorkspaceBytes = std::size_t(4) << 20;
 Layout layout(const AttentionParams& p);
 
 const char* unsupported(Pass pass, const AttentionParams& p);
@@ -44,11 +56,20 @@ const char* unsupported_tf32(Pass pass, const AttentionParams& p);
 void forward_tf32(const AttentionParams& p, const Context& ctx);
 void backward_tf32(const AttentionParams& p, const Context& ctx);
 
+// ---- fp8 (fp8.cu) ----
+// Why fp8 cannot run (forward only; head_dim and seq_k multiples of 16, cuBLASLt FP8's alignment;
+// a device with FP8 tensor cores, sm_89+), nullptr when it can.
+const char* unsupported_fp8(Pass pass, const AttentionParams& p);
+void forward_fp8(const AttentionParams& p, const Context& ctx);
+
 // ---- row kernels (softmax.cu) ----
 // P = softmax(S) over each row's visible keys (CausalMask: the first seq_k columns, or when causal
 // j <= i + seq_k - seq_q; the rest 0), and LSE = max + log(sum exp(s - max)); a row with no visible
 // key gets P = 0 and LSE = -inf. S and P are [rows, ld] of the input dtype; LSE is the accumulator type.
 void softmax_rows(const AttentionParams& p, const void* s, void* prob, std::int64_t ld, cudaStream_t stream);
+// fp8: the same from an fp32 S, P stored as e4m3 codes of P * p.p_scale (padding columns 0).
+void softmax_rows_fp8(const AttentionParams& p, const float* s, std::uint8_t* prob, std::int64_t ld,
+                      cudaStream_t stream);
 // ds[r, j] = prob[r, j] * (ds[r, j] - D[r]) in place, D[r] = sum_k dO[r, k] * O[r, k].
 void softmax_backward_rows(const AttentionParams& p, const void* prob, void* ds, std::int64_t ld,
                            cudaStream_t stream);

@@ -3,9 +3,14 @@
 // a row spread over one warp (short rows, several rows per block) up to a 1024-thread block, and for
 // the forward the whole row held in registers so S is read once (rows too long for that fall back to
 // a loop that reads S twice).
+// The forward kernels take S and P types apart (TS, TP): the same for fp64/fp32/fp16/bf16; fp8 reads
+// an fp32 S and writes P as e4m3 codes of P * p_scale (std::uint8_t; attention.h). The vector width
+// is S's (16 bytes); P's vector holds as many elements (4 bytes for fp8).
+#include <cstdint>
 #include <type_traits>
 
 #include "common/check.h"
+#include "common/fp8.h"
 #include "common/types.cuh"
 #include "naive/naive.h"
 
@@ -39,6 +44,16 @@ template <typename T, typename Acc> __device__ inline T from_acc(Acc x) {
   if constexpr (std::is_same_v<Acc, double>) return x;  // fp64 in, fp64 out
   else return from_float<T>(x);
 }
+// P as stored: the element type itself, or for fp8 (TP = std::uint8_t) the e4m3 code of P * p_scale
+// (P <= 1 and p_scale = 2^8: never near e4m3's 448).
+template <typename TP, typename Acc> __device__ inline TP store_p(Acc x, float p_scale) {
+  if constexpr (std::is_same_v<TP, std::uint8_t>) return fp8_e4m3_from_float(x * p_scale);
+  else return from_acc<TP>(x);
+}
+// N elements of T stored as one aligned access (a Pack when 16 bytes; 4 bytes for N = 4 fp8 codes).
+template <typename T, int N> struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
 __device__ inline float exp_acc(float x) { return expf(x); }
 __device__ inline double exp_acc(double x) { return exp(x); }
 __device__ inline float log_acc(float x) { return logf(x); }
@@ -73,22 +88,24 @@ struct RowGeometry {
   std::int64_t rows;  // batch * heads * seq_q
   std::int64_t ld;    // row stride in elements (>= seq_k), a multiple of the vector width
   CausalMask mask;    // row i of a head sees keys [0, mask.key_end(i)) (none: an empty row)
+  float p_scale;      // fp8 only: P is stored as e4m3(P * p_scale)
   // Keys row `row` (over batch * heads * seq_q) sees: j < valid take part, the rest get P = 0.
   __device__ int valid(std::int64_t row) const { return mask.key_end(int(row % mask.seq_q)); }
 };
 
 // One pass: the row's vectors live in registers between the max, the sum and the store.
 // Block (threads per row, rows per block); each thread holds VPT vectors.
-template <typename T, typename Acc, int VPT>
+template <typename TS, typename TP, typename Acc, int VPT>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
-softmax_rows_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restrict__ lse, RowGeometry g) {
-  constexpr int V = Pack<T>::n;
+softmax_rows_kernel(const TS* __restrict__ s, TP* __restrict__ prob, Acc* __restrict__ lse, RowGeometry g) {
+  constexpr int V = Pack<TS>::n;
+  using PVec = Vec<TP, V>;
   __shared__ Acc scratch[kMaxRowsPerBlock * kWarp];
   const std::int64_t row = std::int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool active = row < g.rows;  // inactive threads still join the reductions' barriers
   const int valid = active ? g.valid(row) : 0;  // keys j < valid take part; the rest get P = 0
   const int nvec = int(g.ld / V);
-  const auto* src = reinterpret_cast<const Pack<T>*>(s + (active ? row : 0) * g.ld);
+  const auto* src = reinterpret_cast<const Pack<TS>*>(s + (active ? row : 0) * g.ld);
 
   Acc x[VPT][V];
   Acc m = -INFINITY;
@@ -97,7 +114,7 @@ softmax_rows_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restri
     const int vi = threadIdx.x + v * blockDim.x;
     const int col0 = vi * V;
     if (active && col0 < valid) {  // causal: vectors past the diagonal are never read
-      const Pack<T> pk = src[vi];
+      const Pack<TS> pk = src[vi];
 #pragma unroll
       for (int e = 0; e < V; ++e) x[v][e] = col0 + e < valid ? to_acc<Acc>(pk.v[e]) : Acc(-INFINITY);
     } else {
@@ -124,14 +141,14 @@ softmax_rows_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restri
   if (!active) return;
 
   const Acc inv = valid == 0 ? Acc(0) : Acc(1) / sum;
-  auto* dst = reinterpret_cast<Pack<T>*>(prob + row * g.ld);
+  auto* dst = reinterpret_cast<PVec*>(prob + row * g.ld);
 #pragma unroll
   for (int v = 0; v < VPT; ++v) {
     const int vi = threadIdx.x + v * blockDim.x;
     if (vi < nvec) {  // includes the row's padding columns, written as 0
-      Pack<T> out;
+      PVec out;
 #pragma unroll
-      for (int e = 0; e < V; ++e) out.v[e] = from_acc<T>(x[v][e] * inv);
+      for (int e = 0; e < V; ++e) out.v[e] = store_p<TP>(x[v][e] * inv, g.p_scale);
       dst[vi] = out;
     }
   }
@@ -140,20 +157,21 @@ softmax_rows_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restri
 
 // Rows too long for registers: an online (max, sum) pass over S, then a second read of S to write P.
 // One row per block of blockDim.x threads.
-template <typename T, typename Acc>
+template <typename TS, typename TP, typename Acc>
 __global__ void __launch_bounds__(kMaxThreadsPerRow, 1)
-softmax_rows_looped_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* __restrict__ lse,
+softmax_rows_looped_kernel(const TS* __restrict__ s, TP* __restrict__ prob, Acc* __restrict__ lse,
                            RowGeometry g) {
-  constexpr int V = Pack<T>::n;
+  constexpr int V = Pack<TS>::n;
+  using PVec = Vec<TP, V>;
   __shared__ Acc scratch[kMaxRowsPerBlock * kWarp];
   const std::int64_t row = blockIdx.x;
   const int valid = g.valid(row);
   const int nvec = int(g.ld / V);
-  const auto* src = reinterpret_cast<const Pack<T>*>(s + row * g.ld);
+  const auto* src = reinterpret_cast<const Pack<TS>*>(s + row * g.ld);
 
   Acc m = -INFINITY, l = 0;  // running max and sum of exp(x - m) of this thread's columns
   for (int vi = threadIdx.x; vi * V < valid; vi += blockDim.x) {
-    const Pack<T> pk = src[vi];
+    const Pack<TS> pk = src[vi];
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       if (vi * V + e >= valid) break;
@@ -171,18 +189,19 @@ softmax_rows_looped_kernel(const T* __restrict__ s, T* __restrict__ prob, Acc* _
   const Acc sum = row_reduce(m == Acc(-INFINITY) ? Acc(0) : l * exp_acc(m - row_max), AddOp{}, scratch);
   const Acc inv = valid == 0 ? Acc(0) : Acc(1) / sum;  // an empty row: P = 0, LSE = -inf
 
-  auto* dst = reinterpret_cast<Pack<T>*>(prob + row * g.ld);
+  auto* dst = reinterpret_cast<PVec*>(prob + row * g.ld);
   for (int vi = threadIdx.x; vi < nvec; vi += blockDim.x) {
     const int col0 = vi * V;
-    Pack<T> out;
+    PVec out;
     if (col0 < valid) {
-      const Pack<T> pk = src[vi];
+      const Pack<TS> pk = src[vi];
 #pragma unroll
       for (int e = 0; e < V; ++e)
-        out.v[e] = from_acc<T>(col0 + e < valid ? exp_acc(to_acc<Acc>(pk.v[e]) - row_max) * inv : Acc(0));
+        out.v[e] = store_p<TP>(col0 + e < valid ? exp_acc(to_acc<Acc>(pk.v[e]) - row_max) * inv : Acc(0),
+                               g.p_scale);
     } else {
 #pragma unroll
-      for (int e = 0; e < V; ++e) out.v[e] = from_acc<T>(Acc(0));
+      for (int e = 0; e < V; ++e) out.v[e] = store_p<TP>(Acc(0), g.p_scale);
     }
     dst[vi] = out;
   }
@@ -241,9 +260,9 @@ int rows_per_block(int threads_per_row) {
 
 unsigned grid_for(std::int64_t rows, int rpb) { return unsigned((rows + rpb - 1) / rpb); }
 
-template <typename T, typename Acc>
-void launch_softmax(const T* s, T* prob, Acc* lse, RowGeometry g, cudaStream_t stream) {
-  constexpr int V = Pack<T>::n;
+template <typename TS, typename TP, typename Acc>
+void launch_softmax(const TS* s, TP* prob, Acc* lse, RowGeometry g, cudaStream_t stream) {
+  constexpr int V = Pack<TS>::n;
   // Vectors a thread may hold: kHeldRegisters 32-bit registers of accumulators.
   constexpr int max_vpt = kHeldRegisters * 4 / (V * int(sizeof(Acc)));
   static_assert(max_vpt >= 1 && max_vpt <= 8, "held vectors per thread out of the instantiated range");
@@ -259,7 +278,7 @@ void launch_softmax(const T* s, T* prob, Acc* lse, RowGeometry g, cudaStream_t s
   }
 
   if (vpt == 0) {  // too long for registers
-    softmax_rows_looped_kernel<T, Acc><<<unsigned(g.rows), kMaxThreadsPerRow, 0, stream>>>(s, prob, lse, g);
+    softmax_rows_looped_kernel<TS, TP, Acc><<<unsigned(g.rows), kMaxThreadsPerRow, 0, stream>>>(s, prob, lse, g);
     FB_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -267,18 +286,18 @@ void launch_softmax(const T* s, T* prob, Acc* lse, RowGeometry g, cudaStream_t s
   const dim3 block(tpr, rpb);
   const unsigned grid = grid_for(g.rows, rpb);
   switch (vpt) {
-    case 1: softmax_rows_kernel<T, Acc, 1><<<grid, block, 0, stream>>>(s, prob, lse, g); break;
-    case 2: softmax_rows_kernel<T, Acc, 2><<<grid, block, 0, stream>>>(s, prob, lse, g); break;
-    case 4: softmax_rows_kernel<T, Acc, 4><<<grid, block, 0, stream>>>(s, prob, lse, g); break;
+    case 1: softmax_rows_kernel<TS, TP, Acc, 1><<<grid, block, 0, stream>>>(s, prob, lse, g); break;
+    case 2: softmax_rows_kernel<TS, TP, Acc, 2><<<grid, block, 0, stream>>>(s, prob, lse, g); break;
+    case 4: softmax_rows_kernel<TS, TP, Acc, 4><<<grid, block, 0, stream>>>(s, prob, lse, g); break;
     case 8:
-      if constexpr (max_vpt >= 8) softmax_rows_kernel<T, Acc, 8><<<grid, block, 0, stream>>>(s, prob, lse, g);
+      if constexpr (max_vpt >= 8) softmax_rows_kernel<TS, TP, Acc, 8><<<grid, block, 0, stream>>>(s, prob, lse, g);
       break;
   }
   FB_CUDA_CHECK_LAUNCH();
 }
 
 RowGeometry geometry(const AttentionParams& p, std::int64_t ld) {
-  return RowGeometry{p.rows(), ld, p.mask()};
+  return RowGeometry{p.rows(), ld, p.mask(), p.p_scale};
 }
 
 }  // namespace
@@ -287,9 +306,14 @@ void softmax_rows(const AttentionParams& p, const void* s, void* prob, std::int6
   dispatch_dtype(p.dtype, [&](auto traits) {
     using T = typename decltype(traits)::elem;
     using Acc = typename decltype(traits)::accum;
-    launch_softmax<T, Acc>(static_cast<const T*>(s), static_cast<T*>(prob), static_cast<Acc*>(p.lse),
-                           geometry(p, ld), stream);
+    launch_softmax<T, T, Acc>(static_cast<const T*>(s), static_cast<T*>(prob), static_cast<Acc*>(p.lse),
+                              geometry(p, ld), stream);
   });
+}
+
+void softmax_rows_fp8(const AttentionParams& p, const float* s, std::uint8_t* prob, std::int64_t ld,
+                      cudaStream_t stream) {
+  launch_softmax<float, std::uint8_t, float>(s, prob, static_cast<float*>(p.lse), geometry(p, ld), stream);
 }
 
 void softmax_backward_rows(const AttentionParams& p, const void* prob, void* ds, std::int64_t ld,

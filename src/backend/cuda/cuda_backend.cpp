@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -168,6 +169,7 @@ struct CudaBackend::Impl {
 
   std::optional<Case> prepared;
   DeviceBuffer q, k, v, dout;
+  std::array<float, 3> descale{1, 1, 1};  // fp8: the descales of Q, K, V (attention.h); 1 otherwise
   std::map<std::string, Outputs> kept;
 
   cuda::Context ctx() const { return cuda::Context{stream.get(), cublas.get()}; }
@@ -183,6 +185,9 @@ struct CudaBackend::Impl {
     p.k = k.get();
     p.v = v.get();
     p.dout = dout.get();
+    p.descale_q = descale[0];
+    p.descale_k = descale[1];
+    p.descale_v = descale[2];
     return p;
   }
 
@@ -192,24 +197,30 @@ struct CudaBackend::Impl {
     k = DeviceBuffer();
     v = DeviceBuffer();
     dout = DeviceBuffer();
+    descale = {1, 1, 1};
     prepared.reset();
   }
 
   void prepare(const Case& c, std::uint64_t seed, double input_scale) {
     release();
-    // Every CUDA kernel refuses fp8 (unsupported()), so a sweep skips such a case before it gets here;
-    // the device has no quantising fill nor descales to hand over yet.
-    if (c.dtype == Dtype::fp8) throw BackendError("cuda backend: fp8 inputs are not built yet (CPU backend only)");
     const AttentionParams p = c.params();
     const std::uint64_t e = dtype_bytes(c.dtype);
+    const bool fp8 = c.dtype == Dtype::fp8;
     q = alloc.allocate(std::uint64_t(p.q_elems()) * e, "Q");
     k = alloc.allocate(std::uint64_t(p.kv_elems()) * e, "K");
     v = alloc.allocate(std::uint64_t(p.kv_elems()) * e, "V");
-    if (has_backward(c.pass)) dout = alloc.allocate(std::uint64_t(p.q_elems()) * e, "dO");
+    // fp8 runs the forward only (attention.h): no dO, as on the CPU backend; kernels refuse its backward.
+    if (has_backward(c.pass) && !fp8) dout = alloc.allocate(std::uint64_t(p.q_elems()) * e, "dO");
     const cuda::Context cx = ctx();
-    cuda::fill_normal(q.get(), c.dtype, p.q_elems(), seed, kStreamQ, cx, input_scale);
-    cuda::fill_normal(k.get(), c.dtype, p.kv_elems(), seed, kStreamK, cx, input_scale);
-    cuda::fill_normal(v.get(), c.dtype, p.kv_elems(), seed, kStreamV, cx);
+    if (fp8) {  // e4m3 codes with per-tensor descales, drawn from the same streams as the other dtypes
+      descale[0] = cuda::fill_normal_fp8(q.get(), p.q_elems(), seed, kStreamQ, cx, input_scale);
+      descale[1] = cuda::fill_normal_fp8(k.get(), p.kv_elems(), seed, kStreamK, cx, input_scale);
+      descale[2] = cuda::fill_normal_fp8(v.get(), p.kv_elems(), seed, kStreamV, cx);
+    } else {
+      cuda::fill_normal(q.get(), c.dtype, p.q_elems(), seed, kStreamQ, cx, input_scale);
+      cuda::fill_normal(k.get(), c.dtype, p.kv_elems(), seed, kStreamK, cx, input_scale);
+      cuda::fill_normal(v.get(), c.dtype, p.kv_elems(), seed, kStreamV, cx);
+    }
     if (dout) cuda::fill_normal(dout.get(), c.dtype, p.q_elems(), seed, kStreamDout, cx);
     stream.sync();
     prepared = c;
@@ -340,18 +351,20 @@ struct CudaBackend::Impl {
     if (const char* why = reference.unsupported(c.pass, p)) throw BackendError(why);
 
     const cuda::Context cx = ctx();
-    // Inputs in fp64: the typed inputs converted exactly (fp64 inputs are used as they are).
+    // Inputs in fp64: the typed inputs converted exactly (fp64 inputs are used as they are). fp8: the
+    // same e4m3 codes times their descales, exact in fp64, so the error measured is the kernel's, not
+    // the quantisation of its inputs.
     DeviceBuffer q64, k64, v64, dout64;
     if (c.dtype != Dtype::fp64) {
-      const auto widen = [&](const DeviceBuffer& src, std::int64_t n, const char* what) {
+      const auto widen = [&](const DeviceBuffer& src, std::int64_t n, const char* what, float factor) {
         DeviceBuffer dst = alloc.allocate(std::uint64_t(n) * sizeof(double), std::string(what) + " (fp64)");
-        cuda::to_fp64(src.get(), c.dtype, dst.as<double>(), n, cx);
+        cuda::to_fp64(src.get(), c.dtype, dst.as<double>(), n, cx, factor);
         return dst;
       };
-      q64 = widen(q, p.q_elems(), "Q");
-      k64 = widen(k, p.kv_elems(), "K");
-      v64 = widen(v, p.kv_elems(), "V");
-      if (dout) dout64 = widen(dout, p.q_elems(), "dO");
+      q64 = widen(q, p.q_elems(), "Q", descale[0]);
+      k64 = widen(k, p.kv_elems(), "K", descale[1]);
+      v64 = widen(v, p.kv_elems(), "V", descale[2]);
+      if (dout) dout64 = widen(dout, p.q_elems(), "dO", 1.0f);
       p.q = q64.get();
       p.k = k64.get();
       p.v = v64.get();
@@ -388,14 +401,16 @@ struct CudaBackend::Impl {
       Dtype ta, tb;
       std::int64_t n;
     };
+    // O, dQ, dK, dV are stored in output_dtype (bf16 for fp8); LSE in the accumulator type.
+    const Dtype oa = output_dtype(a.dtype), ob = output_dtype(b.dtype);
     std::vector<Tensor> tensors = {
-        {"O", &a.o, &b.o, a.dtype, b.dtype, p.q_elems()},
+        {"O", &a.o, &b.o, oa, ob, p.q_elems()},
         {"LSE", &a.lse, &b.lse, lse_dtype(a.dtype), lse_dtype(b.dtype), p.rows()},
     };
     if (has_backward(c.pass)) {
-      tensors.push_back({"dQ", &a.dq, &b.dq, a.dtype, b.dtype, p.q_elems()});
-      tensors.push_back({"dK", &a.dk, &b.dk, a.dtype, b.dtype, p.kv_elems()});
-      tensors.push_back({"dV", &a.dv, &b.dv, a.dtype, b.dtype, p.kv_elems()});
+      tensors.push_back({"dQ", &a.dq, &b.dq, oa, ob, p.q_elems()});
+      tensors.push_back({"dK", &a.dk, &b.dk, oa, ob, p.kv_elems()});
+      tensors.push_back({"dV", &a.dv, &b.dv, oa, ob, p.kv_elems()});
     }
     const cuda::Context cx = ctx();
     ErrorReport rep;
@@ -414,7 +429,9 @@ struct CudaBackend::Impl {
     return rep;
   }
 
-  HostTensor to_host(const char* name, const DeviceBuffer& buf, Dtype t, std::vector<std::int64_t> shape) {
+  // factor: an fp8 tensor's descale (its real values are code * factor).
+  HostTensor to_host(const char* name, const DeviceBuffer& buf, Dtype t, std::vector<std::int64_t> shape,
+                     float factor = 1.0f) {
     HostTensor h;
     h.name = name;
     h.dtype = t;
@@ -422,7 +439,7 @@ struct CudaBackend::Impl {
     std::int64_t n = 1;
     for (std::int64_t s : h.shape) n *= s;
     DeviceBuffer wide = alloc.allocate(std::uint64_t(n) * sizeof(double), "fetch");
-    cuda::to_fp64(buf.get(), t, wide.as<double>(), n, ctx());
+    cuda::to_fp64(buf.get(), t, wide.as<double>(), n, ctx(), factor);
     h.values.resize(std::size_t(n));
     FB_CUDA_CHECK(cudaMemcpyAsync(h.values.data(), wide.get(), std::size_t(n) * sizeof(double),
                                   cudaMemcpyDeviceToHost, stream.get()));
@@ -436,18 +453,20 @@ struct CudaBackend::Impl {
     const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq_k, c.head_dim};
     std::vector<HostTensor> out;
     if (what == "inputs") {
-      out.push_back(to_host("Q", q, c.dtype, qs));
-      out.push_back(to_host("K", k, c.dtype, kvs));
-      out.push_back(to_host("V", v, c.dtype, kvs));
+      // fp8: the real values, codes times descales.
+      out.push_back(to_host("Q", q, c.dtype, qs, descale[0]));
+      out.push_back(to_host("K", k, c.dtype, kvs, descale[1]));
+      out.push_back(to_host("V", v, c.dtype, kvs, descale[2]));
       if (dout) out.push_back(to_host("dO", dout, c.dtype, qs));
       return out;
     }
     const Outputs& o = kept_outputs(what);
-    out.push_back(to_host("O", o.o, o.dtype, qs));
+    const Dtype ot = output_dtype(o.dtype);  // bf16 for fp8
+    out.push_back(to_host("O", o.o, ot, qs));
     out.push_back(to_host("LSE", o.lse, lse_dtype(o.dtype), {c.batch, c.heads, c.seq_q}));
-    if (o.dq) out.push_back(to_host("dQ", o.dq, o.dtype, qs));
-    if (o.dk) out.push_back(to_host("dK", o.dk, o.dtype, kvs));
-    if (o.dv) out.push_back(to_host("dV", o.dv, o.dtype, kvs));
+    if (o.dq) out.push_back(to_host("dQ", o.dq, ot, qs));
+    if (o.dk) out.push_back(to_host("dK", o.dk, ot, kvs));
+    if (o.dv) out.push_back(to_host("dV", o.dv, ot, kvs));
     return out;
   }
 
