@@ -83,13 +83,14 @@ TEST_CASE("naive fp8 on CUDA verifies against fp64 through the runner", "[gpu][f
     INFO("errors " << records[0].errors.dump());
     REQUIRE(records[0].verified.has_value());
     CHECK(*records[0].verified);
-    // P quantised to e4m3 is visible (an fp32 P would be ~2^-8 M, bf16's rounding of O alone) and stays
-    // within what one P rounding can cost (2^-4 M; judge.cpp).
+    // P quantised to e4m3 shows (an unquantised P would leave ~2^-8 M, bf16's rounding of O; the CPU
+    // emulation measures 3-4e-2 M at N = 1024), well inside naive's fp8 tolerance (2^-2 M, judge.cpp).
     const double m = records[0].errors.at("O").at("scale").get<double>();
     std::printf("naive fp8 %s: O error %.3e = %.2e of max|O|, LSE error %.3e\n", c.key().c_str(),
                 error_of(records[0], "ref"), error_of(records[0], "ref") / m,
                 records[0].errors.at("LSE").at("ref").get<double>());
-    CHECK(error_of(records[0], "ref") <= 0x1p-4 * m);
+    CHECK(error_of(records[0], "ref") > 0x1p-7 * m);
+    CHECK(error_of(records[0], "ref") <= 0x1p-3 * m);
     b.release();
   }
 }
