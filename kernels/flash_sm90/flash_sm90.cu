@@ -221,7 +221,8 @@ const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
 const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1) {
   if (const char* why = forward_unsupported(p, tf32x1)) return why;
   if (const char* why = tf32_backward_unsupported(p)) return why;
-  if (misaligned(p.dout)) return "flash-sm90: dout must be 16-byte aligned (TMA)";
+  if (misaligned(p.dout) || misaligned(p.dq) || misaligned(p.dk) || misaligned(p.dv))
+    return "flash-sm90: dout, dq, dk and dv must be 16-byte aligned (TMA, vector stores and reductions)";
   const auto caps = current_device_caps();  // present: forward_unsupported asked for it
   if (caps && tf32_backward_smem_bytes(p.head_dim) > static_cast<std::size_t>(caps->smem_optin))
     return "flash-sm90: the fp32 backward's tile configuration needs more shared memory per block "

@@ -126,8 +126,8 @@ struct Tf32BwdTraits {
   static constexpr int kRegFile = 64 * 1024;
   static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;
   static constexpr bool kSetMaxNreg = kConsumerWgs > 1;
-  static constexpr int kProducerRegs = 48;
-  static constexpr int kConsumerRegs = 232;
+  static constexpr int kProducerRegs = 56;
+  static constexpr int kConsumerRegs = 224;
 
   // ---- named barriers (0 is __syncthreads) ----
   static constexpr int kBarProducer = 1;
@@ -148,9 +148,13 @@ struct Tf32BwdTraits {
                     kDsBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0,
                 "every wgmma operand starts on a swizzle atom");
   static_assert(kSmemBytes <= kMaxSmemOptin, "fits the 227 KB a block may opt in to");
-  static_assert(!kSetMaxNreg || (kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile &&
-                                 kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs),
-                "setmaxnreg lowers the producer and raises the consumers within the register file");
+  // setmaxnreg.inc takes registers only from what the block's own setmaxnreg.dec released: the
+  // block's launch allocation (kLaunchRegs a thread), not the whole register file, is the budget.
+  // Over it, the consumers' setmaxnreg.inc waits forever.
+  static_assert(!kSetMaxNreg ||
+                    (kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads &&
+                     kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs),
+                "setmaxnreg lowers the producer and raises the consumers within the block's registers");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack

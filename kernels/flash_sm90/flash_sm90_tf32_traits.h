@@ -118,7 +118,8 @@ struct Tf32FwdTraits {
                     kKVBytes % kAtomBytes == 0 && kVtBytes % kAtomBytes == 0,
                 "every tile starts on a swizzle atom");
   static_assert(kSmemBytes <= kMaxSmemOptin, "fits the 227 KB a block may opt in to");
-  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
+  // setmaxnreg.inc draws only on what the block's setmaxnreg.dec released (the launch allocation).
+  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads,
                 "the register file holds the producer and the consumers after setmaxnreg");
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
                 "setmaxnreg lowers the producer and raises the consumers");
