@@ -240,15 +240,10 @@ __device__ __forceinline__ void fp8_pack_p(std::uint32_t (&p)[Tr::kPRegs],
                                            const float (&s)[Tr::kSRegs]) {
 #pragma unroll
   for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-    const int b = kk * Tr::kSRegsPerStep;  // accumulator index of block 4kk
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {     // blocks (4kk, 4kk+1) or (4kk+2, 4kk+3)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {         // row g or g + 8
-        const int i0 = b + 8 * half + 2 * hf;  // block 4kk + 2 half, row half hf
-        p[4 * kk + 2 * half + hf] = ptx::pack_e4m3x4(s[i0], s[i0 + 1], s[i0 + 4], s[i0 + 5]);
-      }
-    }
+    for (int r = 0; r < Tr::kPRegsPerStep; ++r)
+      p[4 * kk + r] = ptx::pack_e4m3x4(s[fp8_p_acc_index(kk, r, 0)], s[fp8_p_acc_index(kk, r, 1)],
+                                       s[fp8_p_acc_index(kk, r, 2)], s[fp8_p_acc_index(kk, r, 3)]);
   }
 }
 

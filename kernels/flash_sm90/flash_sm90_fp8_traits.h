@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "common/mask.h"  // FB_HOST_DEVICE
+
 namespace fb::cuda::flash_sm90 {
 
 // The roles are the 16-bit forward's (flash_sm90_traits.h): warpgroup 0 is the TMA producer, the
@@ -126,8 +128,17 @@ struct Fp8FwdTraits {
 // 8 (i / 2) + 2t + i % 2 at position 4t + i, so V^T is stored in that order and P needs no shuffle:
 //   positions 0..15 -> keys 0 1 8 9 2 3 10 11 4 5 12 13 6 7 14 15, and the same + 16 for 16..31.
 constexpr int kVPermutationGroup = 32;
-__host__ __device__ constexpr int v_key_of_position(int k) {
+FB_HOST_DEVICE constexpr int v_key_of_position(int k) {
   return (k & 16) | ((k & 2) << 2) | (((k >> 2) & 3) << 1) | (k & 1);
+}
+
+// The S accumulator register (index into the thread's kSRegs) that byte `byte` of P register `reg`
+// of k32 step kk takes (fp8_pack_p): a[reg] holds row g + 8 (reg % 2) and n8 blocks
+// 4kk + 2 (reg / 2) and the next, two columns of each; accumulator 4j + 2 hf + c is block j, row
+// g + 8 hf, column 2t + c (ptx_sm90.cuh). tests/test_fp8_sm90_layout.cpp checks that this and
+// v_key_of_position put the same key at every position of the A fragment.
+FB_HOST_DEVICE constexpr int fp8_p_acc_index(int kk, int reg, int byte) {
+  return 16 * kk + 8 * (reg / 2) + 2 * (reg % 2) + 4 * (byte / 2) + byte % 2;
 }
 
 }  // namespace fb::cuda::flash_sm90
