@@ -134,6 +134,10 @@ const Ops& flash_ops();       // kernels/flash
 const Ops& flash_sm90_ops();  // kernels/flash_sm90
 const Ops& flash_decode_ops();  // kernels/flash_decode: split-KV decode (seq_q small, long KV)
 const Ops& reference_ops();   // kernels/reference: exact fp64, the yardstick
+// kernels/cudnn, built only when configure found cuDNN (FLASHBENCH_HAVE_CUDNN): cuDNN's fused SDPA
+// through its backend graph API, and the library's cudnnGetVersion() (e.g. 91400 for 9.14.0).
+const Ops& cudnn_ops();
+std::size_t cudnn_version();
 // Variants for fp32 (kernels/flash/fp32_math.h); flash_ops() runs fp32 as 3xTF32 on tensor cores.
 const Ops& flash_exact_ops();   // fp32 and fp64 on CUDA cores, exact arithmetic (refuses fp16/bf16)
 const Ops& flash_tf32x1_ops();  // fp32 only, operands rounded to TF32 once: the diagnostic

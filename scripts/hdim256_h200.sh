@@ -38,7 +38,7 @@ step() {  # name, command...
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "[hdim256]"
 # Odd lengths, GQA, both masks, both passes, every dtype (flash at d = 256 is 16-bit only: its fp32/fp64
-# rows are skipped with the reason; the tiled backwards are skipped at d = 256), and seq_q != seq_k.
+# rows are skipped with the reason; flash's backward is skipped at d = 256), and seq_q != seq_k.
 step verify sh -c "'$fb' verify --seq 4099 --dim 256 --heads 8 --kv-heads 2 --dtype all --causal both --pass all -o '$out/verify-4099-d256.json' &&
                    '$fb' verify --seq-q 17 --seq-k 1000 --dim 256 --heads 8 --kv-heads 2 --dtype bf16 --causal both -o '$out/verify-q17-k1000-d256.json'"
 step run "$fb" run configs/hdim256.json -o "$out/hdim256.json" --csv "$out/hdim256.csv"

@@ -116,6 +116,27 @@ CudaEntry cuda_entry(const cuda::Ops& ops) {
 #define FB_CUDA_ENTRY(ops) CudaEntry{}
 #endif
 
+// cuDNN's fused attention when configure found cuDNN; else an entry that says why it is not here, so
+// that `info` and a spec naming it give the reason and the run records it as skipped.
+CudaEntry cudnn_entry() {
+#if FLASHBENCH_HAVE_CUDA && FLASHBENCH_HAVE_CUDNN
+  return cuda_entry(cuda::cudnn_ops());
+#elif FLASHBENCH_HAVE_CUDA
+  CudaEntry e;
+  const std::string why = "built without cuDNN (configure found no cuDNN 9, or FLASHBENCH_CUDNN=OFF)";
+  e.unsupported = [why](Pass, const AttentionParams&) -> std::optional<std::string> { return why; };
+  e.workspace_bytes = [](Pass, const AttentionParams&) { return std::size_t(0); };
+  e.forward = [why](const AttentionParams&, const cuda::Context&, NoState&) { throw std::runtime_error(why); };
+  return e;
+#else
+  return CudaEntry{};
+#endif
+}
+
+// cuDNN does not say its tiles: its bytes are the compulsory traffic, every tensor moved once (the
+// tiled model with one tile spanning all query rows forward and all keys backward).
+double cudnn_bytes(const Case& c, int) { return tiled_bytes(c, std::max(c.seq_q, c.seq_k)); }
+
 // One descriptor, every field named at its place in the list below.
 struct Spec {
   const char* name;
@@ -171,18 +192,21 @@ std::vector<Descriptor> make_builtins() {
   list.push_back(describe({"flash-sm90", Role::tiled, {Dtype::fp16, Dtype::bf16, Dtype::fp32, Dtype::fp8}, {64, 128, 256},
                            tiled_bytes, {}, FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
                            "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer "
-                           "warpgroups; fp32 forward as 3xTF32 on wgmma, fp32 backward = flash's "
-                           "3xTF32 on mma.sync"}));
+                           "warpgroups; fp32 forward and backward as 3xTF32 on wgmma"}));
   list.push_back(describe({"flash-sm90-tf32x1", Role::peer, {Dtype::fp32}, {64, 128}, tiled_bytes, {},
                            FB_CUDA_ENTRY(cuda::flash_sm90_tf32x1_ops()),
-                           "diagnostic: flash-sm90's fp32 forward with operands rounded to TF32 once "
-                           "(no split); forward only; fails the FP32 rule by design"}));
+                           "diagnostic: flash-sm90's fp32 forward and backward with operands rounded to "
+                           "TF32 once (no split); fails the FP32 rule by design"}));
   list.push_back(describe({"flash-decode", Role::tiled, {Dtype::fp16, Dtype::bf16}, {64, 128}, splitkv_bytes, cpu_flash_decode(),
                            FB_CUDA_ENTRY(cuda::flash_decode_ops()),
                            "split-KV decode (flash-decoding): a few query rows against a long KV cache, "
                            "keys split across CTAs, each K/V tile read once for every query row of the "
                            "GQA group, splits merged exactly; forward only, seq_q <= 64; sm_80+",
                            {Pass::fwd}, true}));
+  list.push_back(describe({"cudnn", Role::peer, {Dtype::fp16, Dtype::bf16}, {}, cudnn_bytes, {}, cudnn_entry(),
+                           "cuDNN's fused flash attention (backend graph API: matmul, mask, softmax, "
+                           "matmul as one engine), forward and backward, GQA, bottom-right causal; the "
+                           "vendor peer in the same binary, timed and verified like the others"}));
   list.push_back(describe({"reference", Role::reference, {Dtype::fp64}, {}, {}, {},
                            FB_CUDA_ENTRY(cuda::reference_ops()),
                            "exact fp64 attention, the yardstick every kernel's error is measured against"}));

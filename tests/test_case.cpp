@@ -120,6 +120,33 @@ TEST_CASE("registry: names unique, head_dim, dtype and role from the descriptor"
   REQUIRE(!unsupported_reason(*find_kernel("flash"), c).has_value());
 }
 
+TEST_CASE("registry: cudnn is a CUDA-only peer in fp16/bf16, named but never run by default", "[case]") {
+  const Descriptor* k = find_kernel("cudnn");
+  REQUIRE(k != nullptr);
+  CHECK(k->role == Role::peer);
+  CHECK(is_peer("cudnn"));
+  for (const Descriptor* d : builtin_kernels().default_kernels()) CHECK(d->name != "cudnn");
+  CHECK_FALSE(k->runs_on(BackendId::cpu));
+  CHECK(unavailable_on(*k, "cpu").has_value());
+  Case c;
+  c.head_dim = 128;
+  c.set_seq(4096);
+  c.dtype = Dtype::bf16;
+  CHECK_FALSE(unsupported_reason(*k, c).has_value());
+  c.dtype = Dtype::fp32;
+  CHECK(unsupported_reason(*k, c).has_value());
+  // Its bytes: every tensor once (Q, K, V, O in bf16 and the fp32 LSE), whatever the length.
+  c.dtype = Dtype::bf16;
+  const double tensor = double(c.batch) * c.heads * c.seq_q * c.head_dim * 2;
+  CHECK(k->bytes(c, 0) == tensor * 4 + double(c.batch) * c.heads * c.seq_q * 4);
+#if FLASHBENCH_HAVE_CUDA && !FLASHBENCH_HAVE_CUDNN
+  // A CUDA build without cuDNN still lists it, and says why it cannot run.
+  const auto why = k->cuda.unsupported(Pass::fwd, c.params());
+  REQUIRE(why.has_value());
+  CHECK(why->find("built without cuDNN") != std::string::npos);
+#endif
+}
+
 TEST_CASE("verification bounds are at the tensor's own scale", "[case]") {
   // No max(1, .): a tensor of magnitude 0.06 is judged at 0.06.
   REQUIRE(bound_for(Rule::tiled_no_baseline, "O", Dtype::bf16, 0.06, 0) < 0.06 / 16);

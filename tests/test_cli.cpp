@@ -232,6 +232,23 @@ TEST_CASE("info --json lists backend and kernels", "[cli]") {
   nlohmann::json j = nlohmann::json::parse(o.out);
   REQUIRE(j["backend"] == "cpu");
   REQUIRE(j["kernels"].size() >= 2);
+  // cudnn is listed in every build (a peer on CUDA only), with why it does not run here.
+  bool cudnn = false;
+  for (const auto& k : j["kernels"])
+    if (k["name"] == "cudnn") {
+      cudnn = true;
+      CHECK(k["role"] == "peer");
+      CHECK(k["dtypes"].empty());
+      CHECK(k["unavailable"].get<std::string>().find("CPU backend") != std::string::npos);
+    }
+  CHECK(cudnn);
+}
+
+TEST_CASE("a spec naming cudnn on the CPU backend runs the rest and records it skipped with why", "[cli]") {
+  Outcome o = flashbench("run configs/quick.json --backend cpu --list --kernels naive,cudnn --filter n64-");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  REQUIRE(contains(o.out, "kernel 'cudnn' does not run on the CPU backend"));
 }
 
 TEST_CASE("compare on fixtures: same 0, slower 1, missing 1, noise 0, bad file 2", "[cli]") {

@@ -27,6 +27,7 @@
 #include "backend/cpu/cpu_attention.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/numeric.h"
+#include "common/tile_order.h"
 #include "catch.h"
 #include "support.h"
 #include "registry.h"
@@ -1069,6 +1070,38 @@ Result run_decode(Problem& pr, int splits, ThreadPool& pool, MemoryTracker& trac
 
 }  // namespace
 
+TEST_CASE("tile order: every work tile once, plane groups one after another, longest first in a group",
+          "[cpu]") {
+  for (const int planes : {1, 5, 16, 33})
+    for (const int q_tiles : {1, 3, 16})
+      for (const int group : {1, 2, 4, 7, 64}) {
+        const int g = std::min(group, planes);
+        std::vector<int> seen(std::size_t(planes) * q_tiles, 0);
+        int prev_grp = 0, prev_q = q_tiles;
+        for (int t = 0; t < planes * q_tiles; ++t) {
+          const PlaneTile pt = grouped_tile(t, planes, q_tiles, g);
+          REQUIRE(pt.bh >= 0);
+          REQUIRE(pt.bh < planes);
+          REQUIRE(pt.q_tile >= 0);
+          REQUIRE(pt.q_tile < q_tiles);
+          ++seen[std::size_t(pt.bh) * q_tiles + pt.q_tile];
+          const int grp = pt.bh / g;
+          REQUIRE(grp >= prev_grp);  // groups in order, never revisited
+          if (grp != prev_grp) prev_q = q_tiles;
+          REQUIRE(pt.q_tile <= prev_q);  // within a group: query tiles never grow (longest first)
+          prev_grp = grp;
+          prev_q = pt.q_tile;
+        }
+        for (int n : seen) REQUIRE(n == 1);
+      }
+  // One group of every plane: the last query tile of each plane first (the order before groups).
+  CHECK(grouped_tile(1, 4, 8, 4).bh == 1);
+  CHECK(grouped_tile(1, 4, 8, 4).q_tile == 7);
+  // Groups of one plane: head-major.
+  CHECK(grouped_tile(1, 4, 8, 1).bh == 0);
+  CHECK(grouped_tile(1, 4, 8, 1).q_tile == 6);
+}
+
 TEST_CASE("cpu: split plan: forced counts exactly, auto fills the tasks with whole tiles", "[cpu]") {
   // Forced: exactly N splits, even when that leaves splits past the keys (empty).
   const SplitPlan forced = plan_splits(5, 7, 1, 64, 64, 64);
@@ -1086,6 +1119,11 @@ TEST_CASE("cpu: split plan: forced counts exactly, auto fills the tasks with who
   CHECK(a.key_begin(a.splits - 1, 4099) < 4099);
   // Many (batch, K/V head) tasks already fill the target: one split, no combine.
   CHECK(plan_splits(4096, 0, 1024, 64, 64, 64).splits == 1);
+  // Never more CTAs than the target: 264 / 128 leaves 2 splits (not 3, a partial second wave); 264 / 8
+  // gives 33 when the keys allow it.
+  CHECK(plan_splits(1 << 20, 0, 128, 264, 512, 64).splits == 2);
+  CHECK(plan_splits(1 << 20, 0, 8, 264, 512, 64).splits == 33);
+  CHECK(plan_splits(4096, 0, 8, 264, 512, 64).splits == 8);  // 512 keys each at the least
   // Few keys: never below the minimum per split.
   CHECK(plan_splits(100, 0, 1, 64, 64, 64).splits == 2);
   CHECK(plan_splits(1, 0, 1, 64, 64, 64).splits == 1);

@@ -108,11 +108,12 @@ std::vector<Variant> variants() {
       flash_mode(Fp32Math::tf32x3, true),
       flash_mode(Fp32Math::exact, true),
       flash_mode(Fp32Math::tf32x1, true),
-      // flash-sm90's fp32 forward (3xTF32 on wgmma) and its 1xTF32 diagnostic; sm_90a, d 64/128.
-      {"sm90 tf32x3", &cuda::flash_sm90::forward, nullptr,
-       [](const AttentionParams& p) { return cuda::flash_sm90::unsupported(Pass::fwd, p); }},
-      {"sm90 tf32x1", &cuda::flash_sm90::forward_tf32x1, nullptr,
-       [](const AttentionParams& p) { return cuda::flash_sm90::unsupported_tf32x1(Pass::fwd, p); }},
+      // flash-sm90's fp32 forward and backward (3xTF32 on wgmma) and its 1xTF32 diagnostic; sm_90a,
+      // d 64/128.
+      {"sm90 tf32x3", &cuda::flash_sm90::forward, &cuda::flash_sm90::backward,
+       [](const AttentionParams& p) { return cuda::flash_sm90::unsupported(Pass::bwd, p); }},
+      {"sm90 tf32x1", &cuda::flash_sm90::forward_tf32x1, &cuda::flash_sm90::backward_tf32x1,
+       [](const AttentionParams& p) { return cuda::flash_sm90::unsupported_tf32x1(Pass::bwd, p); }},
   };
 }
 
@@ -154,7 +155,8 @@ Errors run_shape(const Shape& s, const std::vector<Variant>& vs, cublasHandle_t 
   Errors out;
   DeviceMem o(nq * 4), lse(rows * 4), dq(nq * 4), dk(nkv * 4), dv(nkv * 4);
   const std::size_t ws_bytes = std::max({cuda::naive::workspace_bytes(Pass::bwd, p),
-                                         flash::workspace_bytes(Pass::bwd, p)});
+                                         flash::workspace_bytes(Pass::bwd, p),
+                                         cuda::flash_sm90::workspace_bytes(Pass::bwd, p)});
   DeviceMem ws(ws_bytes);
   p.q = q.p, p.k = k.p, p.v = v.p, p.dout = dout.p;
   p.o = o.p, p.lse = lse.p, p.dq = dq.p, p.dk = dk.p, p.dv = dv.p, p.workspace = ws.p;
@@ -311,7 +313,8 @@ TEST_CASE("fp32 on tensor cores: time every variant", "[.][fp32tc-speed]") {
       const std::int64_t nq = p.q_elems(), nkv = p.kv_elems(), rows = p.rows();
       DeviceMem q(nq * 4), k(nkv * 4), v(nkv * 4), dout(nq * 4), o(nq * 4), lse(rows * 4), dq(nq * 4),
           dk(nkv * 4), dv(nkv * 4);
-      DeviceMem ws(std::max(cuda::naive::workspace_bytes(Pass::bwd, p), flash::workspace_bytes(Pass::bwd, p)));
+      DeviceMem ws(std::max({cuda::naive::workspace_bytes(Pass::bwd, p), flash::workspace_bytes(Pass::bwd, p),
+                             cuda::flash_sm90::workspace_bytes(Pass::bwd, p)}));
       for (auto [ptr, n, id] : {std::tuple{q.p, nq, 0}, {k.p, nkv, 1}, {v.p, nkv, 2}, {dout.p, nq, 3}})
         cuda::fill_normal(ptr, Dtype::fp32, n, kSeed, std::uint64_t(id), ctx);
       p.q = q.p, p.k = k.p, p.v = v.p, p.dout = dout.p;

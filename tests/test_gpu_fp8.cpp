@@ -1,6 +1,7 @@
 // GPU tests [gpu][fp8]: naive's fp8 forward (cuBLASLt FP8 GEMMs, kernels/naive/fp8.cu) through the
 // runner's path against the fp64 reference, and against the CPU backend's emulation of the same
-// roundings on the same e4m3 inputs (gpu_main.cpp skips without a device).
+// roundings on the same e4m3 inputs: the same error against fp64, not the same bits (the FP8 MMAs
+// accumulate with fewer bits than fp32; see the last test). gpu_main.cpp skips without a device.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -83,13 +84,14 @@ TEST_CASE("naive fp8 on CUDA verifies against fp64 through the runner", "[gpu][f
     INFO("errors " << records[0].errors.dump());
     REQUIRE(records[0].verified.has_value());
     CHECK(*records[0].verified);
-    // P quantised to e4m3 is visible (an fp32 P would be ~2^-8 M, bf16's rounding of O alone) and stays
-    // within what one P rounding can cost (2^-4 M; judge.cpp).
+    // P quantised to e4m3 shows (an unquantised P would leave ~2^-8 M, bf16's rounding of O; the CPU
+    // emulation measures 3-4e-2 M at N = 1024), well inside naive's fp8 tolerance (2^-2 M, judge.cpp).
     const double m = records[0].errors.at("O").at("scale").get<double>();
     std::printf("naive fp8 %s: O error %.3e = %.2e of max|O|, LSE error %.3e\n", c.key().c_str(),
                 error_of(records[0], "ref"), error_of(records[0], "ref") / m,
                 records[0].errors.at("LSE").at("ref").get<double>());
-    CHECK(error_of(records[0], "ref") <= 0x1p-4 * m);
+    CHECK(error_of(records[0], "ref") > 0x1p-7 * m);
+    CHECK(error_of(records[0], "ref") <= 0x1p-3 * m);
     b.release();
   }
 }
@@ -279,20 +281,24 @@ Fp8Outputs run_reference(const Fp8Inputs& in, cpu::ThreadPool& pool) {
 }
 
 struct Agreement {
-  double max_abs = 0;         // max |a - b| (+inf where one side is not finite and the other is)
-  double differing = 0;       // share of elements whose values differ at all
+  double max_abs = 0;    // max |a - b| (+inf where one side is not finite and the other is)
+  double mean_abs = 0;   // mean |a - b| over finite pairs
+  double differing = 0;  // share of elements whose values differ at all
 };
 Agreement agreement(const std::vector<double>& a, const std::vector<double>& b) {
   Agreement g;
   std::size_t diff = 0;
+  double sum = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i] == b[i]) continue;  // includes -inf == -inf (a row with no key)
     ++diff;
     const double d = std::isfinite(a[i]) && std::isfinite(b[i]) ? std::abs(a[i] - b[i])
                                                                  : std::numeric_limits<double>::infinity();
     g.max_abs = d > g.max_abs ? d : g.max_abs;
+    if (std::isfinite(d)) sum += d;
   }
   g.differing = a.empty() ? 0 : double(diff) / double(a.size());
+  g.mean_abs = a.empty() ? 0 : sum / double(a.size());
   return g;
 }
 
@@ -320,29 +326,36 @@ TEST_CASE("naive fp8 on CUDA matches the CPU emulation on the same e4m3 inputs; 
     const Fp8Outputs cpu8 = run_cpu(in, pool);
     const Fp8Outputs gpu8 = run_cuda(in, kFp8PScale);
     const double m = max_abs_finite(ref.o);
-    const double err_cpu = agreement(cpu8.o, ref.o).max_abs, err_gpu = agreement(gpu8.o, ref.o).max_abs;
+    const Agreement cpu_err = agreement(cpu8.o, ref.o), gpu_err = agreement(gpu8.o, ref.o);
     const Agreement o_same = agreement(gpu8.o, cpu8.o), lse_same = agreement(gpu8.lse, cpu8.lse);
     const double ulp = ulp_at(m, Dtype::bf16);
-    std::printf("fp8 cuda vs cpu emulation %s: O error %.3e vs %.3e (max|O| %.3e); O differs at %.4f%% of "
-                "elements, by <= %.3e (bf16 ulp at max|O| %.3e); LSE by <= %.3e\n",
-                c.key().c_str(), err_gpu, err_cpu, m, 100 * o_same.differing, o_same.max_abs, ulp,
-                lse_same.max_abs);
-    // The same roundings in the same places: the error against fp64 is the emulation's, give or take
-    // a rounding of O; most bf16 outputs agree bit for bit (the rest differ where fp32 summation order
-    // or an exp ulp moved a value across a rounding boundary of P8 or of O).
-    CHECK(err_gpu <= 1.25 * err_cpu + ulp);
-    CHECK(o_same.max_abs <= 2 * ulp);
-    CHECK(o_same.differing < 0.02);
-    CHECK(lse_same.max_abs <= 1e-5 * (1 + max_abs_finite(cpu8.lse)));
+    const double lse_m = max_abs_finite(cpu8.lse);
+    std::printf("fp8 cuda vs cpu emulation %s: O error %.3e vs %.3e (mean %.3e vs %.3e; max|O| %.3e); O "
+                "differs at %.4f%% of elements, by <= %.3e, mean %.3e (bf16 ulp at max|O| %.3e); LSE by <= "
+                "%.3e\n",
+                c.key().c_str(), gpu_err.max_abs, cpu_err.max_abs, gpu_err.mean_abs, cpu_err.mean_abs, m,
+                100 * o_same.differing, o_same.max_abs, o_same.mean_abs, ulp, lse_same.max_abs);
+    // Not bit for bit: Hopper's FP8 MMAs accumulate with fewer bits than fp32 (about 14; cuBLASLt's
+    // promotion to fp32 comes every few k-blocks, and k = head_dim is only a few), so S and LSE differ
+    // from the fp32 emulation by ~2^-14 |S| (H200: LSE by 2-3e-4), and such an S difference moves P * 2^8
+    // across an e4m3 rounding boundary now and then (one step is 6-12% of that P). On the H200 the bf16
+    // outputs then differ at 2-20% of the elements, by 1.5-7 ulps at max|O|: what a P rounding at max|O|
+    // costs (2^-4 M), not more. What must hold is what the verification rule uses: the error against
+    // fp64 is the emulation's, within the rounding noise.
+    CHECK(gpu_err.max_abs <= 1.25 * cpu_err.max_abs + 2 * ulp);
+    CHECK(o_same.max_abs <= 0x1p-4 * m);
+    CHECK(o_same.differing < 0.5);
+    CHECK(lse_same.max_abs <= 0x1p-12 * (1 + lse_m));
 
     // Mutants: P quantised at the wrong scale (1: small P falls into e4m3's subnormals; 2^16: P
-    // saturates at 448) differ from the emulation far beyond that agreement.
+    // saturates at 448) depart from the emulation at most elements (H200: 27-100%, against 2-20% above).
     for (float wrong : {1.0f, 65536.0f}) {
       INFO("p_scale " << wrong);
       const Agreement mutant = agreement(run_cuda(in, wrong).o, cpu8.o);
-      std::printf("  mutant p_scale %g: O differs at %.2f%% of elements, by <= %.3e\n", double(wrong),
-                  100 * mutant.differing, mutant.max_abs);
-      CHECK((mutant.max_abs > 2 * ulp || mutant.differing >= 0.02));
+      std::printf("  mutant p_scale %g: O differs at %.2f%% of elements, by <= %.3e, mean %.3e\n",
+                  double(wrong), 100 * mutant.differing, mutant.max_abs, mutant.mean_abs);
+      CHECK(mutant.differing > 2 * o_same.differing);
+      CHECK(mutant.mean_abs > 2 * o_same.mean_abs);
     }
   }
 }

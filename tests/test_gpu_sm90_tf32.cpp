@@ -3,7 +3,8 @@
 // of the Q fragments, the K split, the V transpose with the key permutation that makes P's
 // accumulator registers the A fragment of P V. A wrong layout or permutation gives errors of the
 // size of the values themselves; the split's residue is ~2^-22 of the products' magnitudes.
-// The whole kernel against the fp64 reference: tests/test_fp32_tc.cpp (variants "sm90 ...").
+// The whole kernels against the fp64 reference: tests/test_fp32_tc.cpp (variants "sm90 ..."), and
+// below the fp32 backward through the runner's own verification (the FP32 rule of src/judge.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 
 #include "catch.h"
 #include "common/check.h"
+#include "gpu_support.h"
+#include "runner.h"
 #include "sm90_tf32_probe.h"
 
 namespace {
@@ -106,4 +109,66 @@ TEST_CASE("sm90 TF32 wgmma: fragment layouts, K split, permuted V^T on one tile"
   CHECK(x1.o_err <= kX1Rel * x1.o_scale);
   CHECK(x1.s_err > 16 * x3.s_err);
   CHECK(x1.o_err > 16 * x3.o_err);
+}
+
+namespace {
+
+using namespace fb;
+
+struct BwdShape {
+  int batch, heads, kv_heads, seq_q, seq_k, head_dim;
+  bool causal;
+};
+
+}  // namespace
+
+// flash-sm90's fp32 backward (3xTF32 on wgmma) judged as `flashbench verify --pass bwd` judges it:
+// every tensor (O, LSE, dQ, dK, dV) against the fp64 reference under the FP32 rule (naive's exact
+// FP32 error as the yardstick). The 1xTF32 diagnostic, the same kernel with hi*hi only, must fail
+// the same rule, or the rule could not tell TF32 from FP32. Shapes: both head dims, causal or not,
+// odd lengths (one key or query tile and a bit, a tile multiple plus one), GQA / MQA / MHA, batch 2,
+// seq_q != seq_k both ways (causal bottom-right: with seq_q > seq_k the first rows see no key).
+TEST_CASE("sm90 fp32 backward (3xTF32 wgmma) meets the FP32 rule, 1xTF32 fails it", "[gpu][sm90tf32]") {
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  const Descriptor& x1 = kernel("flash-sm90-tf32x1");
+  const BwdShape shapes[] = {
+      {1, 4, 2, 1000, 1000, 64, false}, {2, 4, 1, 77, 77, 128, true},   {1, 4, 4, 257, 257, 128, false},
+      {1, 8, 2, 1025, 1025, 64, true},  {1, 2, 2, 300, 1111, 128, false}, {1, 4, 2, 1000, 77, 64, true},
+      {1, 4, 1, 77, 1000, 128, true},   {1, 2, 1, 4099, 4099, 128, true}, {1, 2, 2, 1, 1, 64, false},
+  };
+  for (const BwdShape& sh : shapes) {
+    Case c;
+    c.batch = sh.batch;
+    c.heads = sh.heads;
+    c.kv_heads = sh.kv_heads;
+    c.seq_q = sh.seq_q;
+    c.seq_k = sh.seq_k;
+    c.head_dim = sh.head_dim;
+    c.dtype = Dtype::fp32;
+    c.causal = sh.causal;
+    c.pass = Pass::bwd;  // O and LSE from each kernel's own untimed forward, gradients from its backward
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, sm90)) {  // not an sm_90a build or device
+      WARN("flash-sm90 fp32 backward not run: " << *why);
+      return;
+    }
+    REQUIRE_FALSE(b.check_fits(c, x1).has_value());
+    b.prepare(c, 20261201);
+    std::vector<Record> records;
+    for (const Descriptor* k : {&kernel("naive"), &sm90, &x1}) {
+      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, std::string(k->name)));
+    }
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      std::printf("sm90-fp32-bwd %-34s %-18s %s %s\n", c.key().c_str(), r.kernel.c_str(),
+                  r.verified.value_or(false) ? "verified" : "FAILED", r.errors.dump().c_str());
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      if (r.kernel == x1.name) CHECK_FALSE(*r.verified);
+      else CHECK(*r.verified);
+    }
+    b.release();
+  }
 }

@@ -29,9 +29,11 @@ struct SplitPlan {
 inline constexpr int kMaxKvSplits = 1024;
 
 // The split plan for `requested` splits (> 0: exactly that many, the keys shared as evenly as whole
-// keys allow; 0: automatic). Automatic: enough CTAs for `target_ctas` (the caller's "two waves" of its
-// device) counting `base_ctas` = CTAs the kernel launches per split, with each split at least
-// `min_keys` keys, its key range rounded up to whole tiles of `tile_keys`.
+// keys allow; 0: automatic). Automatic: the most splits whose CTAs fit in `target_ctas` (the caller's
+// one wave of its device), counting `base_ctas` = CTAs the kernel launches per split (at least one
+// split, so work that already fills the target is not split), with each split at least `min_keys`
+// keys, its key range rounded up to whole tiles of `tile_keys`. Never more than fit: a partial second
+// wave of short CTAs costs more than it spreads (results/h200/s4-final/decode-splits.json).
 inline SplitPlan plan_splits(int seq_k, int requested, long long base_ctas, long long target_ctas,
                              int min_keys, int tile_keys) {
   SplitPlan p;
@@ -41,7 +43,7 @@ inline SplitPlan plan_splits(int seq_k, int requested, long long base_ctas, long
     if (p.keys_per_split < 1) p.keys_per_split = 1;
     return p;
   }
-  long long want = base_ctas > 0 ? (target_ctas + base_ctas - 1) / base_ctas : 1;
+  long long want = base_ctas > 0 ? target_ctas / base_ctas : 1;
   const long long most = (seq_k + min_keys - 1) / min_keys;  // each split >= min_keys keys
   if (want > most) want = most;
   if (want > kMaxKvSplits) want = kMaxKvSplits;

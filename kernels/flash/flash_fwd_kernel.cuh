@@ -56,12 +56,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const int g = lane / 4;
   const int t = lane % 4;
 
-  // Query tiles run in reverse: with a causal mask the last tiles see the most keys, and
-  // starting the longest blocks first balances the tail of the grid.
-  const int q_tile = gridDim.y - 1 - blockIdx.y;
+  // Tile order (common/tile_order.h): plane groups sized for L2, within a group the longest causal
+  // tiles (the last ones: they see the most keys) first, which balances the tail of the grid.
+  const PlaneTile tile = grouped_tile(int(blockIdx.x), a.planes, a.q_tiles, a.plane_group);
+  const int q_tile = tile.q_tile;
   const int q0 = q_tile * Tr::kBr;
   const int seq_q = a.mask.seq_q, seq_k = a.mask.seq_k;
-  const HeadOffsets off = head_offsets(a, blockIdx.x, D);
+  const HeadOffsets off = head_offsets(a, tile.bh, D);
   const Elem* gQ = a.q + off.q + std::int64_t(q0) * D;
   const Elem* gK = a.k + off.kv;
   const Elem* gV = a.v + off.kv;
@@ -269,15 +270,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 // Host side: one launch of the tensor-core forward with traits Tr on `stream`.
 template <typename Tr>
 void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream) {
-  const auto args = make_fwd_args<typename Tr::Elem, float>(p);
+  auto args = make_fwd_args<typename Tr::Elem, float>(p);
   const auto kernel = flash_fwd_tc_kernel<Tr>;
   if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {
     FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(Tr::kSmemBytes)));
   }
-  const dim3 grid(unsigned(p.batch) * unsigned(p.heads),
-                  unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+  const unsigned blocks = set_tile_order(args, p, Tr::kBr);
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();
 }
 

@@ -41,11 +41,12 @@ __global__ void __launch_bounds__(Tr::kThreads)
   const int sub = tid % kQuad;  // position in the quad
   const int quad_lane0 = lane - sub;
 
-  // Reverse query-tile order: longest causal blocks first.
-  const int q_tile = gridDim.y - 1 - blockIdx.y;
+  // Tile order (common/tile_order.h): plane groups sized for L2, longest causal tiles first.
+  const PlaneTile tile = grouped_tile(int(blockIdx.x), a.planes, a.q_tiles, a.plane_group);
+  const int q_tile = tile.q_tile;
   const int q0 = q_tile * Tr::kBr;
   const int seq_q = a.mask.seq_q, seq_k = a.mask.seq_k;
-  const HeadOffsets off = head_offsets(a, blockIdx.x, D);
+  const HeadOffsets off = head_offsets(a, tile.bh, D);
   const T* gQ = a.q + off.q + std::int64_t(q0) * D;
   const T* gK = a.k + off.kv;
   const T* gV = a.v + off.kv;
@@ -167,15 +168,14 @@ __global__ void __launch_bounds__(Tr::kThreads)
 template <typename Tr>
 void launch_fwd_simt(const AttentionParams& p, cudaStream_t stream) {
   using T = typename Tr::Elem;
-  const auto args = make_fwd_args<T, T>(p);
+  auto args = make_fwd_args<T, T>(p);
   const auto kernel = flash_fwd_simt_kernel<Tr>;
   if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {
     FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(Tr::kSmemBytes)));
   }
-  const dim3 grid(unsigned(p.batch) * unsigned(p.heads),
-                  unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+  const unsigned blocks = set_tile_order(args, p, Tr::kBr);
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();
 }
 

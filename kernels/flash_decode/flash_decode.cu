@@ -39,7 +39,7 @@ SplitPlan plan(const AttentionParams& p) {
   const Shape s = shape_for(p);
   const long long rows = static_cast<long long>(p.group()) * p.seq_q;
   const long long base = static_cast<long long>(p.batch) * p.kv_heads * ((rows + s.rows_per_cta - 1) / s.rows_per_cta);
-  const long long target = static_cast<long long>(kTargetWaves) * kCtasPerSm * sms;
+  const long long target = static_cast<long long>(auto_ctas_per_sm(s.rows_per_cta)) * sms;
   return plan_splits(p.seq_k, p.kv_splits, base, target, kMinKeysPerSplit, s.tile_keys);
 }
 

@@ -63,12 +63,20 @@ struct DecodeTraits {
   static_assert(kSmemBytes <= 113 * 1024, "two CTAs per SM on sm_90");
 };
 
-// CTAs per SM the configurations above are sized for (the auto split count's wave arithmetic).
+// CTAs per SM the configurations above are sized for (two fit in shared memory).
 inline constexpr int kCtasPerSm = 2;
-// Waves of CTAs the auto split count aims for: a partial last wave costs less the more waves there are.
-inline constexpr int kTargetWaves = 4;
-// Fewest keys an auto split gets: below that the per-CTA fixed cost (Q load, merge, partial write)
-// outweighs the parallelism.
-inline constexpr int kMinKeysPerSplit = 128;
+// CTAs the auto split count launches per SM (plan_splits never launches more than that many a wave):
+// one for the configurations of one m16 row block per warp (kRows <= 16: one query row of a GQA
+// group of up to 16 — pure streaming), two for the others. Measured on the H200, one query row, 8 K/V
+// heads (results/h200/s5/decode-splits-h200.json): at batch 1 and 4 the split count that gives 128
+// CTAs (16 and 4 splits) was the fastest of 2..64 at 32k and 128k keys, and one CTA per SM came within
+// 2.2% of the best forced count everywhere; the first rule (four waves of two) ran 1.3-1.7x slower at
+// batch 1. Each CTA pays its pipeline fill, the Q load and the partial write. Sixteen query rows
+// (64-128 rows a CTA, mma work on every key tile) ran 3-22% slower at one CTA per SM than at two
+// (results/h200/s5/decode-core.json against results/h200/s5/one-wave/decode-core.json).
+constexpr int auto_ctas_per_sm(int rows_per_cta) { return rows_per_cta <= 16 ? 1 : kCtasPerSm; }
+// Fewest keys an auto split gets: below that the per-CTA fixed cost outweighs the parallelism
+// (4k keys at batch 1: 8 splits of 512 keys beat 32 of 128 by 1.24x).
+inline constexpr int kMinKeysPerSplit = 512;
 
 }  // namespace fb::cuda::decode

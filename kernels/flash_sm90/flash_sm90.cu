@@ -17,7 +17,6 @@
 #include "common/ptx_sm90.cuh"
 #include "flash_sm90/flash_sm90.h"
 #include "flash_sm90/flash_sm90_bwd.h"
-#include "flash/flash.h"
 #include "flash_sm90/flash_sm90_config.h"
 #include "flash_sm90/flash_sm90_fp8.h"
 #include "flash_sm90/flash_sm90_tf32.h"
@@ -168,21 +167,20 @@ std::size_t forward_smem_bytes(const AttentionParams& p) {
 
 // The checks of the forward kernels (every dtype); tf32x1 names the diagnostic in messages.
 const char* forward_unsupported(const AttentionParams& p, bool tf32x1);
+// The fp32 backward's (its forward runs first, so the forward's checks too).
+const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1);
 
 }  // namespace
 
-// fp32: the forward is 3xTF32 on wgmma (flash_sm90_tf32_kernel.cuh); the backward is `flash`'s
-// 3xTF32 on mma.sync (no wgmma fp32 backward yet), so its limits are flash's.
+// fp32: the forward and the backward are 3xTF32 on wgmma (flash_sm90_tf32_kernel.cuh,
+// flash_sm90_tf32_bwd_kernel.cuh).
 // fp8: the forward only, on e4m3 wgmma (flash_sm90_fp8_kernel.cuh), d = 64 or 128.
 const char* unsupported(Pass pass, const AttentionParams& p) {
   if (p.dtype == Dtype::fp8) {
     if (pass != Pass::fwd) return "flash-sm90: fp8 runs the forward only (no fp8 backward is built)";
     return forward_unsupported(p, false);
   }
-  if (pass != Pass::fwd && p.dtype == Dtype::fp32) {
-    if (const char* why = flash::unsupported(Pass::bwd, p)) return why;
-    return forward_unsupported(p, false);
-  }
+  if (pass != Pass::fwd && p.dtype == Dtype::fp32) return fp32_backward_unsupported(p, false);
   if (pass != Pass::fwd) {
     if (const char* why = backward_unsupported(p)) return why;
     if (misaligned(p.dout) || misaligned(p.dq))
@@ -200,8 +198,8 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
 
 const char* unsupported_tf32x1(Pass pass, const AttentionParams& p) {
   if (p.dtype != Dtype::fp32)
-    return "flash-sm90-tf32x1: fp32 only (a diagnostic mode of the fp32 wgmma forward)";
-  if (pass != Pass::fwd) return "flash-sm90-tf32x1: forward only (a diagnostic)";
+    return "flash-sm90-tf32x1: fp32 only (a diagnostic mode of the fp32 wgmma kernels)";
+  if (pass != Pass::fwd) return fp32_backward_unsupported(p, true);
   return forward_unsupported(p, true);
 }
 
@@ -259,6 +257,17 @@ const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
   return nullptr;
 }
 
+const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1) {
+  if (const char* why = forward_unsupported(p, tf32x1)) return why;
+  if (const char* why = tf32_backward_unsupported(p)) return why;
+  if (misaligned(p.dout)) return "flash-sm90: dout must be 16-byte aligned (TMA)";
+  const auto caps = current_device_caps();  // present: forward_unsupported asked for it
+  if (caps && tf32_backward_smem_bytes(p.head_dim) > static_cast<std::size_t>(caps->smem_optin))
+    return "flash-sm90: the fp32 backward's tile configuration needs more shared memory per block "
+           "than the GPU offers";
+  return nullptr;
+}
+
 }  // namespace
 
 // The forward writes LSE as an output and needs no scratch (fp8: V transposed, flash_sm90_fp8.h);
@@ -266,7 +275,7 @@ const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
 std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (p.dtype == Dtype::fp8) return fp8_head_dim(p.head_dim) ? fp8_workspace_bytes(p) : 0;
   if (pass == Pass::fwd) return 0;
-  return p.dtype == Dtype::fp32 ? flash::workspace_bytes(Pass::bwd, p) : backward_workspace_bytes(p);
+  return p.dtype == Dtype::fp32 ? tf32_backward_workspace_bytes(p) : backward_workspace_bytes(p);
 }
 
 void forward(const AttentionParams& p, const Context& ctx) {
@@ -294,7 +303,7 @@ void forward(const AttentionParams& p, const Context& ctx) {
 
 void backward(const AttentionParams& p, const Context& ctx) {
   if (const char* why = unsupported(Pass::bwd, p)) throw std::invalid_argument(why);
-  if (p.dtype == Dtype::fp32) return flash::backward(p, ctx);  // mma.sync 3xTF32 (see unsupported)
+  if (p.dtype == Dtype::fp32) return run_tf32_backward(p, ctx, /*split=*/true);
   run_backward(p, ctx);
 }
 
@@ -313,6 +322,11 @@ void forward_tf32x1(const AttentionParams& p, const Context& ctx) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (p.head_dim == 64) run_tf32_fwd<64, false>(p, stream);
   else run_tf32_fwd<128, false>(p, stream);
+}
+
+void backward_tf32x1(const AttentionParams& p, const Context& ctx) {
+  if (const char* why = unsupported_tf32x1(Pass::bwd, p)) throw std::invalid_argument(why);
+  run_tf32_backward(p, ctx, /*split=*/false);
 }
 
 }  // namespace fb::cuda::flash_sm90

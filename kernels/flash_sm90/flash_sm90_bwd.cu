@@ -32,9 +32,10 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
   switch (head_dim) {
     case 64: return f(BwdTraits<Elem, 64>{});
     case 128: return f(BwdTraits<Elem, 128>{});
+    case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
   }
-  throw std::invalid_argument("flash-sm90 backward: head_dim must be 64 or 128");
+  throw std::invalid_argument("flash-sm90 backward: head_dim must be 64, 128 or 256");
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
@@ -117,12 +118,8 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
 // group's query heads) within a third of L2 (the rest holds K, V and what other kernels left).
 int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
   constexpr std::int64_t kBytesPerElem = 2 + 2 + 4;  // Q, dO (16-bit) and the fp32 dQ accumulator
-  constexpr int kL2Share = 3;
-  constexpr std::int64_t kFallbackL2 = 32 << 20;
-  const auto caps = current_device_caps();
-  const std::int64_t l2 = caps && caps->l2_bytes > 0 ? caps->l2_bytes : kFallbackL2;
   const std::int64_t plane_bytes = std::int64_t(p.seq_q) * p.head_dim * p.group() * kBytesPerElem;
-  return int(std::clamp<std::int64_t>(l2 / kL2Share / plane_bytes, 1, kv_planes));
+  return l2_plane_group(plane_bytes, kv_planes);
 }
 
 template <typename Tr>
@@ -173,20 +170,16 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
 const char* backward_unsupported(const AttentionParams& p) {
   if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16)
     return "flash-sm90 backward: dtype must be fp16 or bf16";
-  // d = 256 is not built: a consumer's dK and dV for its 64 keys would take 2 x 128 f32 registers a
-  // thread, over the 240 it has; it needs another split of the work (both consumers on the same keys,
-  // each holding half of d, as FlashAttention-3 does), not a new tile size.
-  if (p.head_dim == 256)
-    return "flash-sm90 backward: head_dim 256 runs forward only (dK and dV alone would need 256 "
-           "registers a thread)";
-  if (p.head_dim != 64 && p.head_dim != 128)
-    return "flash-sm90 backward: head_dim must be 64 or 128";
-  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + 127) / 128;
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    return "flash-sm90 backward: head_dim must be 64, 128 or 256";
+  // d = 256 takes 64 keys per block (both consumers on the same keys, flash_sm90_bwd_traits.h).
+  const int key_tile = p.head_dim == 256 ? 64 : 128;
+  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + key_tile - 1) / key_tile;
   if (key_tiles * p.batch * p.kv_heads > kMaxGridX)
     return "flash-sm90 backward: batch * kv_heads * seq_k exceeds the grid limit";
-  // The dQ convert: one block per (batch * head, 64-query tile, up to 2 column blocks).
+  // The dQ convert: one block per (batch * head, 64-query tile, 64-column block).
   const std::int64_t qtiles = flash::backward_padded_seq(p.seq_q) / 64;
-  if (qtiles * 2 * p.batch * p.heads > kMaxGridX)
+  if (qtiles * (p.head_dim / 64) * p.batch * p.heads > kMaxGridX)
     return "flash-sm90 backward: batch * heads * seq_q exceeds the grid limit";
   return nullptr;
 }

@@ -46,7 +46,11 @@ template <typename Tr> struct BwdBarriers {
   __device__ __forceinline__ std::uint32_t q_full(int s) const { return at(1 + s); }
   __device__ __forceinline__ std::uint32_t do_full(int s) const { return at(1 + Tr::kStages + s); }
   __device__ __forceinline__ std::uint32_t empty(int s) const {
-    return at(1 + 2 * Tr::kStages + s);
+    return at(1 + Tr::kStages + Tr::kDoStages + s);
+  }
+  // Split head only: dO stage s is free (Q's stage frees with empty()).
+  __device__ __forceinline__ std::uint32_t do_empty(int s) const {
+    return at(1 + 2 * Tr::kStages + Tr::kDoStages + s);
   }
 };
 
@@ -60,6 +64,9 @@ template <typename Tr> struct BwdSmem {
   }
   __device__ __forceinline__ std::uint32_t ds(int b) const {
     return base + Tr::kOffDs + b * Tr::kDsBytes;
+  }
+  __device__ __forceinline__ std::uint32_t p(int b) const {
+    return base + Tr::kOffP + b * Tr::kDsBytes;
   }
   __device__ __forceinline__ std::uint32_t dq(int cw) const {
     return base + Tr::kOffDq + cw * Tr::kDqWgBytes;
@@ -107,6 +114,7 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   for (int it = 0; it < w.steps; ++it) {
     const int s = it % Tr::kStages;
     const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
+    const int sd = it % Tr::kDoStages;  // == s unless split head
     const int bh = w.q_bh(it);
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
@@ -121,7 +129,9 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
     };
     ptx::mbar_wait(bars.empty(s), free_parity);
     load_rows(&prm.tm_q, sm.q(s), prm.lse, sm.lse(s), bars.q_full(s));
-    load_rows(&prm.tm_do, sm.dout(s), prm.dsum, sm.dsum(s), bars.do_full(s));
+    if constexpr (Tr::kSplitHead)
+      ptx::mbar_wait(bars.do_empty(sd), ((it / Tr::kDoStages) & 1) ^ 1);
+    load_rows(&prm.tm_do, sm.dout(sd), prm.dsum, sm.dsum(sd), bars.do_full(sd));
   }
 }
 
@@ -343,6 +353,215 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   }
 }
 
+// Split head (d = 256, see flash_sm90_bwd_traits.h): both consumers on the block's 64 keys.
+// Consumer cw computes S^T and dP^T for query columns [32 cw, 32 cw + 32) of each tile, and dK, dV,
+// dQ for columns [128 cw, 128 cw + 128) of d. P^T and dS^T meet in shared memory.
+template <typename Tr>
+__device__ __forceinline__ void bwd_consume_split_head(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                                       const BwdBarriers<Tr>& bars,
+                                                       const BwdWork& w, int cw) {
+  using Elem = typename Tr::Elem;
+  constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
+  constexpr int kColChunks = Tr::kWgCols / Tr::kChunkElems;  // d chunks per consumer
+  auto units = [](int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+  const int ctid = threadIdx.x % Tr::kWgThreads;
+  const int warp = ctid / Tr::kWarpSize;
+  const int lane = ctid % Tr::kWarpSize;
+  const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first row among the 64
+  const int col_lane = 2 * (lane % 4);                   // first accumulator column
+  const int q_half = cw * Tr::kWgQueries;                // first query column of S^T, dP^T
+  const int chunk0 = cw * kColChunks;                    // first d chunk of dK, dV, dQ
+  const int seq_k = prm.mask.seq_k;
+  const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
+  const int n_qtiles = prm.seq_pad / Tr::kBlockM;
+
+  // K-major operands step 32 bytes along a 128-byte row per k16; MN-major ones 16 rows.
+  const std::uint64_t desc_k = ptx::make_desc_sw128(sm.k(), Tr::kUnitBytes, Tr::kAtomBytes);
+  const std::uint64_t desc_v = ptx::make_desc_sw128(sm.v(), Tr::kUnitBytes, Tr::kAtomBytes);
+  // B of S^T / dP^T: this consumer's 32 rows of Q / dO (4 atoms into each chunk), K-major.
+  const std::uint64_t desc_q = ptx::make_desc_sw128(sm.q(0) + q_half * Tr::kSwizzleBytes,
+                                                    Tr::kUnitBytes, Tr::kAtomBytes);
+  const std::uint64_t desc_do = ptx::make_desc_sw128(sm.dout(0) + q_half * Tr::kSwizzleBytes,
+                                                     Tr::kUnitBytes, Tr::kAtomBytes);
+  // B of dK / dV: Q / dO, N = this consumer's 128 columns (two chunks, LBO apart), MN-major.
+  const std::uint64_t desc_qt = ptx::make_desc_sw128(sm.q(0) + chunk0 * Tr::kQChunkBytes,
+                                                     Tr::kQChunkBytes, Tr::kAtomBytes);
+  const std::uint64_t desc_dot = ptx::make_desc_sw128(sm.dout(0) + chunk0 * Tr::kQChunkBytes,
+                                                      Tr::kQChunkBytes, Tr::kAtomBytes);
+  // A of dV / dK: P^T / dS^T (keys x queries), K-major; A of dQ: dS^T read as dS, MN-major.
+  const std::uint64_t desc_p = ptx::make_desc_sw128(sm.p(0), Tr::kUnitBytes, Tr::kAtomBytes);
+  const std::uint64_t desc_ds = ptx::make_desc_sw128(sm.ds(0), Tr::kUnitBytes, Tr::kAtomBytes);
+  const std::uint64_t desc_dsq = ptx::make_desc_sw128(sm.ds(0), Tr::kDsBytes, Tr::kAtomBytes);
+  // B of dQ: chunk (chunk0 + piece) of K, MN-major.
+  const std::uint64_t desc_kt = ptx::make_desc_sw128(sm.k() + chunk0 * Tr::kKVChunkBytes,
+                                                     Tr::kKVChunkBytes, Tr::kAtomBytes);
+
+  float dk[Tr::kDkvRegs], dv[Tr::kDkvRegs];
+#pragma unroll
+  for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
+  float s[Tr::kSRegs], dp[Tr::kSRegs];
+  float dq[Tr::kDqPieces][Tr::kDqRegs];
+
+  // acc = A B^T over d: A = K or V (all 64 keys), B = this consumer's rows of Q or dO (stage s).
+  auto nt = [&](float (&acc)[Tr::kSRegs], std::uint64_t a, std::uint64_t b, int stage_bytes) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+      const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
+      const int chunk = kk / kStepsPerChunk;
+      ptx::wgmma_ss<Elem, Tr::kWgQueries>(
+          acc, a + units(chunk * Tr::kKVChunkBytes + in_row),
+          b + units(stage_bytes + chunk * Tr::kQChunkBytes + in_row), kk > 0);
+    }
+  };
+  // acc += X^T B: X^T (keys x queries) from buffer b, B = dO or Q (stage) over this consumer's columns.
+  auto tn = [&](float (&acc)[Tr::kDkvRegs], std::uint64_t x, std::uint64_t b, int buf_bytes,
+                int stage_bytes) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kKVSteps; ++kk)
+      ptx::wgmma_ss_bt<Elem, Tr::kWgCols>(acc, x + units(buf_bytes + kk * Tr::kMmaKBytes),
+                                          b + units(stage_bytes + kk * Tr::kMmaKRowsBytes), 1);
+  };
+  // dQ block `piece` of this consumer = dS K over the block's 64 keys.
+  auto dq_gemm = [&](float (&acc)[Tr::kDqRegs], int piece, int buf_bytes) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk)
+      ptx::wgmma_ss_tt<Elem, Tr::kDqCols>(
+          acc, desc_dsq + units(buf_bytes + kk * Tr::kMmaKRowsBytes),
+          desc_kt + units(piece * Tr::kKVChunkBytes + kk * Tr::kMmaKRowsBytes), kk > 0);
+  };
+  // Stage dQ block `piece` (times the scale) and reduce it into the accumulator in global memory.
+  auto send_dq = [&](const float (&acc)[Tr::kDqRegs], int piece, std::int64_t tile) {
+    if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
+    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+#pragma unroll
+    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+      ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, acc[4 * g] * prm.scale,
+                           acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale,
+                           acc[4 * g + 3] * prm.scale);
+    ptx::fence_proxy_async_smem();
+    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+    if (ctid == 0) {
+      ptx::bulk_reduce_add_f32(
+          prm.dq_acc + (tile * Tr::kDqBlocks + cw * Tr::kDqPieces + piece) * Tr::kDqWgFloats,
+          sm.dq(cw), Tr::kDqWgBytes);
+      ptx::bulk_commit_group();
+    }
+  };
+
+  ptx::mbar_wait(bars.kv_full(), 0);
+  for (int it = 0; it < w.steps; ++it) {
+    const int st = it % Tr::kStages;
+    const std::uint32_t parity = (it / Tr::kStages) & 1;
+    const int sd = it % Tr::kDoStages;
+    const std::uint32_t do_parity = (it / Tr::kDoStages) & 1;
+    const int m0 = w.m_tile(it) * Tr::kBlockM;
+    const int buf = it % Tr::kDsBuffers;
+
+    ptx::mbar_wait(bars.q_full(st), parity);
+    ptx::wgmma_fence();
+    nt(s, desc_k, desc_q, st * Tr::kQBytes);
+    ptx::wgmma_commit();
+    ptx::mbar_wait(bars.do_full(sd), do_parity);
+    ptx::wgmma_fence();
+    nt(dp, desc_v, desc_do, sd * Tr::kQBytes);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+    ptx::fence_operands(s);
+
+    // P^T = exp2(S^T * scale log2 e - LSE log2 e); causal: 0 right of the (bottom-right aligned)
+    // diagonal. Keys past seq_k are zeros (no dK/dV rows stored; their dQ terms are times K = 0).
+    const bool need_mask = prm.mask.causal && w.n0 + Tr::kBlockN - 1 > m0 + q_half + offset;
+#pragma unroll
+    for (int j = 0; j < Tr::kWgQueries / Tr::kMmaN; ++j) {
+      const int col = q_half + j * Tr::kMmaN + col_lane;  // query within the tile
+      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+#pragma unroll
+      for (int i = 4 * j; i < 4 * j + 4; ++i) {
+        const float l = i % 2 == 0 ? lse.x : lse.y;
+        float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, -l));
+        if (need_mask) {
+          const int key = w.n0 + key_row + ((i / 2) % 2) * 8;
+          if (key > m0 + col + i % 2 + offset) x = 0.f;
+        }
+        s[i] = x;
+      }
+    }
+    ptx::wgmma_wait<0>();
+    ptx::fence_operands(dp);
+
+    // P^T and dS^T = P^T o (dP^T - D) into this consumer's columns of the 128-byte swizzled rows.
+#pragma unroll
+    for (int j = 0; j < Tr::kWgQueries / Tr::kMmaN; ++j) {
+      const int col = q_half + j * Tr::kMmaN + col_lane;
+      const int unit = col / Tr::kMmaN;  // 16-byte unit of the row
+      const float2 dd = ptx::ld_shared_f32x2(sm.dsum(sd) + col * int(sizeof(float)));
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = 4 * j + 2 * hf;
+        const int r = key_row + hf * 8;
+        const std::uint32_t at = r * Tr::kSwizzleBytes + ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
+                                 col_lane * int(sizeof(Elem));
+        ptx::st_shared_u32(sm.p(buf) + at, ptx::pack2<Elem>(s[i], s[i + 1]));
+        ptx::st_shared_u32(sm.ds(buf) + at,
+                           ptx::pack2<Elem>(s[i] * (dp[i] - dd.x), s[i + 1] * (dp[i + 1] - dd.y)));
+      }
+    }
+    ptx::fence_proxy_async_smem();  // the wgmmas below read what the stores above wrote
+    ptx::named_bar_sync(Tr::kBarDs0, Tr::kBarDsThreads);  // both halves are in
+
+    const int buf_bytes = buf * Tr::kDsBytes;
+    ptx::wgmma_fence();
+    dq_gemm(dq[0], 0, buf_bytes);
+    ptx::wgmma_commit();
+    tn(dv, desc_p, desc_dot, buf_bytes, sd * Tr::kQBytes);
+    ptx::wgmma_commit();
+#pragma unroll
+    for (int pc = 1; pc < Tr::kDqPieces; ++pc) {
+      dq_gemm(dq[pc], pc, buf_bytes);
+      ptx::wgmma_commit();
+    }
+    tn(dk, desc_ds, desc_qt, buf_bytes, st * Tr::kQBytes);
+    ptx::wgmma_commit();
+
+    const std::int64_t tile = std::int64_t(w.q_bh(it)) * n_qtiles + m0 / Tr::kBlockM;
+    ptx::wgmma_wait<Tr::kDqPieces + 1>();  // dQ block 0 done
+    ptx::fence_operands(dq[0]);
+    send_dq(dq[0], 0, tile);
+    ptx::wgmma_wait<1>();  // dV and every dQ block done; dK may still run
+    ptx::fence_operands(dv);
+    // Every consumer thread arrives: each has read D with ordinary loads, and its own arrival
+    // orders those reads before the producer's next copy into the stage.
+    ptx::mbar_arrive(bars.do_empty(sd));
+#pragma unroll
+    for (int pc = 1; pc < Tr::kDqPieces; ++pc) {
+      ptx::fence_operands(dq[pc]);
+      send_dq(dq[pc], pc, tile);
+    }
+    ptx::wgmma_wait<0>();  // dK done: Q of this stage is free
+    ptx::fence_operands(dk);
+    ptx::mbar_arrive(bars.empty(st));
+  }
+  if (ctid == 0) ptx::bulk_wait_group_all();
+
+  // dK (times the softmax scale) and dV for the block's keys, this consumer's columns.
+  Elem* gdk = static_cast<Elem*>(prm.dk);
+  Elem* gdv = static_cast<Elem*>(prm.dv);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = w.n0 + key_row + hf * 8;
+    if (key >= seq_k) continue;
+    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim;
+#pragma unroll
+    for (int j = 0; j < Tr::kWgCols / Tr::kMmaN; ++j) {
+      const int i = 4 * j + 2 * hf;
+      const int col = chunk0 * Tr::kChunkElems + j * Tr::kMmaN + col_lane;
+      *reinterpret_cast<std::uint32_t*>(gdk + row + col) =
+          ptx::pack2<Elem>(dk[i] * prm.scale, dk[i + 1] * prm.scale);
+      *reinterpret_cast<std::uint32_t*>(gdv + row + col) = ptx::pack2<Elem>(dv[i], dv[i + 1]);
+    }
+  }
+}
+
 #endif  // FB_PTX_SM90A
 
 template <typename Tr>
@@ -379,8 +598,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.q_full(s), 1);
-      ptx::mbar_init(bars.do_full(s), 1);
       ptx::mbar_init(bars.empty(s), Tr::kConsumerThreads);
+    }
+#pragma unroll
+    for (int s = 0; s < Tr::kDoStages; ++s) {
+      ptx::mbar_init(bars.do_full(s), 1);
+      if constexpr (Tr::kSplitHead) ptx::mbar_init(bars.do_empty(s), Tr::kConsumerThreads);
     }
     ptx::fence_mbar_init();
   }
@@ -392,7 +615,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (threadIdx.x == 0) bwd_produce<Tr>(prm, sm, bars, w);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
+    if constexpr (Tr::kSplitHead)
+      bwd_consume_split_head<Tr>(prm, sm, bars, w, wg - 1);
+    else
+      bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
   }
 #else
   __trap();

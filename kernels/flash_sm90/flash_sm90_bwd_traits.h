@@ -29,10 +29,25 @@ namespace fb::cuda::flash_sm90 {
 //            (d = 64)  each consumer computes dQ over its own 64 keys for all 64 columns: no barrier
 //                    between consumers, twice the reductions (the split would leave 32 columns, half
 //                    a 128-byte swizzle row, to each).
+//
+// kSplitHead (d = 256): a consumer's dK and dV for 64 keys over all of d would take 2 x 128 f32
+// registers a thread, over the 240 it has. So both consumers work on the SAME 64 keys (kBlockN = 64)
+// and split the rest:
+//   S^T, dP^T  each consumer computes 32 of the tile's 64 query columns (wgmma N = 32, A = all of K
+//              or V), and writes its half of P^T and dS^T to shared memory (16-bit, swizzled);
+//   dV, dK     each consumer accumulates 128 of d's 256 columns (64 + 64 registers), reading the
+//              whole P^T / dS^T from shared memory (A, K-major) and dO / Q MN-major (B);
+//   dQ         each consumer computes its 128 columns as two 64-column blocks (32 registers each),
+//              staged one at a time through one 16 KB buffer and bulk-reduced.
+//   Shared memory is what limits it: K and V (64 KB), Q in two stages (64 KB), dO in one (32 KB, its
+//   own empty barrier: it is free once dV is done, half a step before Q), P^T and dS^T twice (32 KB,
+//   so that a consumer writes step i+1's while the other still reads step i's), and the two dQ
+//   staging buffers (32 KB): 224 KB of the 227 KB a block may have.
 template <typename Elem_, int kHeadDim_> struct BwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kSplitDq = kHeadDim == 128;
+  static constexpr bool kSplitHead = kHeadDim == 256;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -45,22 +60,27 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   // ---- tiles ----
   static constexpr int kWgKeys = 64;                        // wgmma M of S^T, dP^T, dV, dK
   static constexpr int kWarpKeys = kWgKeys / kWgWarps;      // 16
-  static constexpr int kBlockN = kConsumerWgs * kWgKeys;    // keys per block
+  static constexpr int kBlockN = kSplitHead ? kWgKeys : kConsumerWgs * kWgKeys;  // keys per block
   static constexpr int kBlockM = 64;                        // queries per step (wgmma M of dQ)
-  static constexpr int kDqBlocks = kSplitDq ? kConsumerWgs : 1;  // dQ accumulator blocks per tile
-  static constexpr int kDqCols = kHeadDim / kDqBlocks;      // dQ columns per consumer
-  static constexpr int kStages = 2;                         // Q/dO ring depth
+  static constexpr int kWgQueries = kSplitHead ? kBlockM / kConsumerWgs : kBlockM;  // S^T columns
+  static constexpr int kWgCols = kSplitHead ? kHeadDim / kConsumerWgs : kHeadDim;   // dK, dV columns
+  // dQ accumulator blocks per tile, each kDqCols columns; a consumer computes kDqPieces of them.
+  static constexpr int kDqBlocks = kSplitDq ? kConsumerWgs : kSplitHead ? kHeadDim / 64 : 1;
+  static constexpr int kDqCols = kHeadDim / kDqBlocks;
+  static constexpr int kDqPieces = kSplitHead ? kDqBlocks / kConsumerWgs : 1;
+  static constexpr int kStages = 2;                         // Q ring depth
+  static constexpr int kDoStages = kSplitHead ? 1 : kStages;  // dO ring depth
   static constexpr int kMmaK = 16;
   static constexpr int kMmaN = 8;
 
   // ---- accumulators per consumer thread ----
-  static constexpr int kSRegs = kWgKeys * kBlockM / kWgThreads;     // S^T and dP^T, f32
+  static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T and dP^T, f32
   static constexpr int kPRegs = kSRegs / 2;                         // P^T, dS^T as 16-bit pairs
-  static constexpr int kDkvRegs = kWgKeys * kHeadDim / kWgThreads;  // dK and dV, f32 each
-  static constexpr int kDqRegs = kBlockM * kDqCols / kWgThreads;    // dQ, f32
+  static constexpr int kDkvRegs = kWgKeys * kWgCols / kWgThreads;   // dK and dV, f32 each
+  static constexpr int kDqRegs = kBlockM * kDqCols / kWgThreads;    // dQ (one block), f32
   static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k16 steps of S^T, dP^T
   static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
-  static constexpr int kDqSteps = (kSplitDq ? kBlockN : kWgKeys) / kMmaK;  // of dQ
+  static constexpr int kDqSteps = (kSplitDq || kSplitHead ? kBlockN : kWgKeys) / kMmaK;  // of dQ
 
   // ---- shared memory: 128-byte swizzled tiles (see flash_sm90_traits.h) ----
   static constexpr int kSwizzleBytes = 128;
@@ -78,25 +98,29 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kQChunkBytes = kBlockM * kSwizzleBytes;
   static constexpr int kQBytes = kChunks * kQChunkBytes;       // Q or dO of one stage
   static constexpr int kRowVecBytes = kBlockM * int(sizeof(float));  // LSE or D of one stage
-  // dS^T: kBlockN key rows of kBlockM queries (one 128-byte swizzled row each); with split dQ two
-  // buffers, so that a consumer writes step i+1's while the other may still read step i's.
+  // dS^T: kBlockN key rows of kBlockM queries (one 128-byte swizzled row each); when both
+  // consumers read it (split dQ, split head) two buffers, so that a consumer writes step i+1's while
+  // the other may still read step i's. Split head keeps P^T the same way.
   static constexpr int kDsBytes = kBlockN * kBlockM * int(sizeof(Elem));
-  static constexpr int kDsBuffers = kSplitDq ? 2 : 1;
+  static constexpr int kDsBuffers = kSplitDq || kSplitHead ? 2 : 1;
+  static constexpr int kPBuffers = kSplitHead ? kDsBuffers : 0;
   static constexpr int kDqWgFloats = kBlockM * kDqCols;
-  static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ
+  static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ block
 
   static constexpr int kOffK = 0;
   static constexpr int kOffV = kOffK + kKVBytes;
   static constexpr int kOffQ = kOffV + kKVBytes;
   static constexpr int kOffDo = kOffQ + kStages * kQBytes;
-  static constexpr int kOffDs = kOffDo + kStages * kQBytes;
-  static constexpr int kOffDq = kOffDs + kDsBuffers * kDsBytes;
+  static constexpr int kOffDs = kOffDo + kDoStages * kQBytes;
+  static constexpr int kOffP = kOffDs + kDsBuffers * kDsBytes;
+  static constexpr int kOffDq = kOffP + kPBuffers * kDsBytes;
   static constexpr int kOffLse = kOffDq + kConsumerWgs * kDqWgBytes;
   static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
-  static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
+  static constexpr int kOffBar = kOffD + kDoStages * kRowVecBytes;
   static constexpr int kBarBytes = 8;
-  // K/V full; per stage Q full (Q, LSE), dO full (dO, D), empty.
-  static constexpr int kNumBars = 1 + 3 * kStages;
+  // K/V full; per Q stage Q full (Q, LSE); per dO stage dO full (dO, D); per Q stage empty (for
+  // both Q and dO unless split head); split head: per dO stage dO empty.
+  static constexpr int kNumBars = 1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0);
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
 
@@ -107,9 +131,10 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kConsumerRegs = 240;
 
   // ---- named barriers (0 is __syncthreads) ----
-  // dS^T is in shared memory: both consumers' (split dQ) or this consumer's (+ consumer index).
+  // dS^T is in shared memory: both consumers' (split dQ, split head: P^T too) or this consumer's
+  // (+ consumer index).
   static constexpr int kBarDs0 = 1;
-  static constexpr int kBarDsThreads = kSplitDq ? kConsumerThreads : kWgThreads;
+  static constexpr int kBarDsThreads = kSplitDq || kSplitHead ? kConsumerThreads : kWgThreads;
   static constexpr int kBarDq0 = kBarDs0 + kConsumerWgs;  // + consumer index: its dQ staging buffer
 
   static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
@@ -118,8 +143,12 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static_assert(kBlockM * int(sizeof(Elem)) == kSwizzleBytes, "a dS^T row is one swizzled row");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
+  static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
+  static_assert(!kSplitHead || (kWgQueries % 8 == 0 && kWgCols % kChunkElems == 0 &&
+                                kDqPieces * kConsumerWgs == kDqBlocks),
+                "split head: whole 16-byte units of P^T per consumer, whole chunks of d");
   static_assert(kOffV % kAtomBytes == 0 && kOffQ % kAtomBytes == 0 && kOffDo % kAtomBytes == 0 &&
-                    kOffDs % kAtomBytes == 0 && kQBytes % kAtomBytes == 0 &&
+                    kOffDs % kAtomBytes == 0 && kOffP % kAtomBytes == 0 && kQBytes % kAtomBytes == 0 &&
                     kDsBytes % kAtomBytes == 0 && kWgKVBytes % kAtomBytes == 0,
                 "every wgmma operand starts on a swizzle atom");
   static_assert(kOffDq % 16 == 0 && kOffLse % 16 == 0 && kOffD % 16 == 0 && kOffBar % 8 == 0,
@@ -128,6 +157,8 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
                 "the register file holds the producer and the consumers after setmaxnreg");
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
                 "setmaxnreg lowers the producer and raises the consumers");
+  static constexpr std::size_t kSmemOptin = 227 * 1024;  // per block on sm_90 (H100, H200)
+  static_assert(kSmemBytes <= kSmemOptin, "fits one block's shared memory on sm_90");
 };
 
 }  // namespace fb::cuda::flash_sm90

@@ -21,6 +21,7 @@
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/mask.h"
+#include "common/tile_order.h"
 #include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_traits.h"
 
@@ -39,6 +40,7 @@ struct FwdParams {
   int group;         // query heads per K/V head
   int planes;        // batch * heads
   int q_tiles;       // query tiles per plane: work tiles = planes * q_tiles
+  int plane_group;   // query planes scheduled together (work_tile), their K/V sized to stay in L2
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
   CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
 };
@@ -68,17 +70,18 @@ template <typename Tr> struct SmemTiles {
 };
 
 // One work tile: query rows [q0, q0 + kBr) of plane bh (= batch * heads + head). Tiles are numbered
-// so that the longest come first (causal: the last query tiles see the most keys), and the blocks
-// take them round-robin: block b runs tiles b, b + gridDim.x, ... The ring counters run on across a
+// by groups of planes (work_tile), within a group so that the longest come first (causal: the last
+// query tiles see the most keys), and the blocks take them round-robin: block b runs tiles b, b + gridDim.x, ... The ring counters run on across a
 // block's tiles, so producer and consumers derive every stage and parity from the same sequence.
 struct WorkTile {
   int q0, bh, n_tiles;
 };
 template <typename Tr>
 __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
+  const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
   WorkTile w;
-  w.bh = t % prm.planes;
-  w.q0 = (prm.q_tiles - 1 - t / prm.planes) * Tr::kBr;
+  w.bh = pt.bh;
+  w.q0 = pt.q_tile * Tr::kBr;
   // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
   // fully masked (sums stay 0: O = 0, LSE = -inf), so producer and consumers keep one schedule.
   w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);

@@ -44,6 +44,10 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   prm.mask = p.mask();
   prm.planes = int(q_planes);
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
+  // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
+  // 2 x seq_k x d elements.
+  const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
+  prm.plane_group = int(std::min<std::int64_t>(std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group(), q_planes));
 
   const auto kernel = flash_sm90_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

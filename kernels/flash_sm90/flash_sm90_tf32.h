@@ -1,5 +1,6 @@
-// The Hopper fp32 forward on TF32 wgmma (3xTF32, and the 1xTF32 diagnostic): host-side facts and
-// the launch declarations (definitions in flash_sm90_tf32_launch.cuh, one head_dim per file).
+// The Hopper fp32 forward and backward on TF32 wgmma (3xTF32, and the 1xTF32 diagnostic): host-side
+// facts and the launch declarations (forward: flash_sm90_tf32_launch.cuh, one head_dim per file;
+// backward: flash_sm90_tf32_bwd.cu).
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,14 @@ inline std::size_t tf32_smem_bytes(int d) {
   return d == 64 ? Tf32FwdConfig<64, true>::Traits::kSmemBytes
                  : Tf32FwdConfig<128, true>::Traits::kSmemBytes;
 }
+// The fp32 backward on TF32 wgmma (flash_sm90_tf32_bwd.cu): split = false is the 1xTF32
+// diagnostic. nullptr when the kernel can run p (dtype, device and alignment are the caller's).
+const char* tf32_backward_unsupported(const AttentionParams& p);
+std::size_t tf32_backward_workspace_bytes(const AttentionParams& p);
+int tf32_backward_key_tile(int head_dim);
+std::size_t tf32_backward_smem_bytes(int head_dim);
+void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split);
+
 static_assert(Tf32FwdConfig<64, true>::Traits::kBr == Tf32FwdConfig<128, true>::Traits::kBr,
               "one query tile for every head_dim");
 

@@ -32,6 +32,7 @@
 #include "common/ptx_sm90.cuh"
 #include "common/ptx_sm90_tf32.cuh"
 #include "common/softmax.cuh"
+#include "common/tf32_tiles.cuh"
 #include "flash_sm90/flash_sm90_tf32_traits.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -49,14 +50,9 @@ struct Tf32FwdParams {
   CausalMask mask;
 };
 
-// Byte offset of element (row, col) of a (rows, 32)-float chunk in the 128-byte swizzled layout
-// (the chunk starts 1024-byte aligned).
-__host__ __device__ constexpr std::uint32_t sw128_offset(int row, int col) {
-  return std::uint32_t(row * 128 + (((col / 4) ^ (row % 8)) * 16) + (col % 4) * 4);
-}
-
-// Logical position p (0..7) of a k8 step of P V -> key inside the group of 8 (see the top).
-__host__ __device__ constexpr int pv_key_of_position(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
+// The fp32 tile layout and the permuted key order of P V (kernels/common/tf32_tiles.cuh).
+using tf32::pv_key_of_position;
+using tf32::sw128_offset;
 
 template <typename Tr> struct Tf32Barriers {
   std::uint32_t base;
@@ -84,143 +80,33 @@ template <typename Tr> struct Tf32Smem {
 
 // ---- tile preparation (the producer warpgroup's 128 threads; also used by the unit probe) ----
 
-// K tile (kBc, d) as TMA wrote it -> hi = tf32(K) in place and lo = tf32(K - hi) at `lo`: the two
-// keep the swizzled layout, so the split is elementwise on 16-byte units.
+// K tile (kBc, d) as TMA wrote it -> hi = tf32(K) in place and lo = tf32(K - hi) at `lo`.
 template <typename Tr>
 __device__ __forceinline__ void split_k_tile(std::uint32_t hi, std::uint32_t lo, int ptid) {
-#pragma unroll 4
-  for (int u = ptid; u < Tr::kKUnits; u += Tr::kWgThreads) {
-    const std::uint32_t off = std::uint32_t(u * Tr::kUnitBytes);
-    const float4 x = ptx::ld_shared_f32x4(hi + off);
-    std::uint32_t h[4], l[4];
-    ptx::split_tf32(x.x, h[0], l[0]);
-    ptx::split_tf32(x.y, h[1], l[1]);
-    ptx::split_tf32(x.z, h[2], l[2]);
-    ptx::split_tf32(x.w, h[3], l[3]);
-    ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
-    if constexpr (Tr::kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
-  }
+  tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(hi, lo, ptid);
 }
 
-// V tile (kBc, d) as TMA wrote it (d / 32 swizzled column chunks) -> Vt (d, kBc), K-major for the
-// B operand of P V (kBc / 32 swizzled key chunks), keys permuted inside each group of 8, split into
-// hi and lo. One work item = one column n and one group of 8 keys: 8 scalar reads (a warp reads 32
-// columns of one key row: conflict-free), two 16-byte writes per part (a warp writes 32 rows).
+// V tile (kBc, d) as TMA wrote it -> Vt (d, kBc), K-major for the B operand of P V, keys permuted
+// inside each group of 8 (see the top), split into hi and lo.
 template <typename Tr>
 __device__ __forceinline__ void transpose_split_v_tile(std::uint32_t raw, std::uint32_t hi,
                                                        std::uint32_t lo, int ptid) {
-#pragma unroll 2
-  for (int item = ptid; item < Tr::kVItems; item += Tr::kWgThreads) {
-    const int n = item % Tr::kHeadDim;
-    const int grp = item / Tr::kHeadDim;
-    const std::uint32_t src =
-        raw + std::uint32_t((n / Tr::kChunkElems) * Tr::kKVChunkBytes);
-    float x[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      x[e] = ptx::ld_shared_f32(src + sw128_offset(grp * 8 + e, n % Tr::kChunkElems));
-    // Keys 8 grp + {0, 2, 4, 6} fill positions 0..3, {1, 3, 5, 7} positions 4..7.
-    const int kk = grp * 8;  // first position, in the (d, kBc) Vt
-    const std::uint32_t dst = std::uint32_t((kk / Tr::kChunkElems) * Tr::kVtChunkBytes);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const std::uint32_t off = dst + sw128_offset(n, kk % Tr::kChunkElems + half * 4);
-      std::uint32_t h[4], l[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[pv_key_of_position(half * 4 + i)], h[i], l[i]);
-      ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
-      if constexpr (Tr::kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
-    }
-  }
+  tf32::transpose_split_tile<Tr::kBc, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(raw, hi, lo, ptid);
 }
 
 // ---- consumer pieces ----
 
-// A fragment of k8 step kk of this thread's rows of the raw Q tile (chunk-major, this warpgroup's
-// 64 rows starting at `q_rows` in each chunk): a[0] (row, k t), a[1] (row + 8, k t), a[2] (row,
-// k t + 4), a[3] (row + 8, k t + 4); row = 16 warp + g.
-template <typename Tr>
-__device__ __forceinline__ void load_q_fragment(float (&x)[4], std::uint32_t q_rows, int warp,
-                                                int lane, int kk) {
-  const int g = lane / 4, t = lane % 4;
-  const int row = warp * Tr::kWarpRows + g;
-  const int col = (kk % Tr::kStepsPerChunk) * Tr::kMmaK + t;
-  const std::uint32_t base = q_rows + std::uint32_t((kk / Tr::kStepsPerChunk) * Tr::kQChunkBytes);
-  x[0] = ptx::ld_shared_f32(base + sw128_offset(row, col));
-  x[1] = ptx::ld_shared_f32(base + sw128_offset(row + 8, col));
-  x[2] = ptx::ld_shared_f32(base + sw128_offset(row, col + 4));
-  x[3] = ptx::ld_shared_f32(base + sw128_offset(row + 8, col + 4));
-}
-
-// The P fragment of k8 step kk from P's accumulator-layout registers (the permuted key order).
-__device__ __forceinline__ void p_fragment(std::uint32_t (&a)[4], const std::uint32_t* p, int kk) {
-  a[0] = p[4 * kk];
-  a[1] = p[4 * kk + 2];
-  a[2] = p[4 * kk + 1];
-  a[3] = p[4 * kk + 3];
-}
-
-template <typename Tr>
-__device__ __forceinline__ std::uint64_t kmajor_desc(std::uint32_t addr) {
-  return ptx::make_desc_sw128(addr, Tr::kUnitBytes, Tr::kAtomBytes);
-}
-// Start of k8 step kk in a K-major tile of chunks `chunk_bytes` apart.
-template <typename Tr>
-__device__ __forceinline__ std::uint32_t kstep_addr(std::uint32_t tile, int chunk_bytes, int kk) {
-  return tile + std::uint32_t((kk / Tr::kStepsPerChunk) * chunk_bytes +
-                              (kk % Tr::kStepsPerChunk) * Tr::kMmaKBytes);
-}
-
-// S = Q K^T into two accumulators (their sum is S): sa takes hi*hi of the first half of d's k8
-// steps; sb first every small product (lo_q*hi_k, hi_q*lo_k), then hi*hi of the second half.
-// 1xTF32: everything hi*hi into sa (sb is zeroed).
+// S = Q K^T into two accumulators (their sum is S; see tf32::gemm_split_rs): A = Q's fragments from
+// the raw Q tile (this warpgroup's 64 rows from `q_rows` in each chunk), split in registers.
 template <typename Tr>
 __device__ __forceinline__ void gemm_qk(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs],
                                         std::uint32_t q_rows, std::uint32_t k_hi, std::uint32_t k_lo,
                                         int warp, int lane) {
-  auto issue_group = [&](int first, auto&& body) {
-#pragma unroll
-    for (int kk = first; kk < first + Tr::kQKGroup; ++kk) {
-      float x[4];
-      load_q_fragment<Tr>(x, q_rows, warp, lane, kk);
-      std::uint32_t hi[4], lo[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
-      ptx::wgmma_fence();  // the fragments were written by ordinary instructions
-      body(kk, hi, lo);
-    }
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<1>();  // bounds the fragments in flight to two groups
-  };
-  if constexpr (Tr::kSplit) {
-#pragma unroll
-    for (int g0 = 0; g0 < Tr::kQKSteps; g0 += Tr::kQKGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&lo)[4]) {
-        const std::uint64_t dkh = kmajor_desc<Tr>(kstep_addr<Tr>(k_hi, Tr::kKVChunkBytes, kk));
-        const std::uint64_t dkl = kmajor_desc<Tr>(kstep_addr<Tr>(k_lo, Tr::kKVChunkBytes, kk));
-        ptx::wgmma_rs_tf32<Tr::kBc>(sb, lo, dkh, kk > 0);
-        ptx::wgmma_rs_tf32<Tr::kBc>(sb, hi, dkl, 1);
-        if (kk < Tr::kQKHalf) ptx::wgmma_rs_tf32<Tr::kBc>(sa, hi, dkh, kk > 0);
-      });
-#pragma unroll
-    for (int g0 = Tr::kQKHalf; g0 < Tr::kQKSteps; g0 += Tr::kQKGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
-        const std::uint64_t dkh = kmajor_desc<Tr>(kstep_addr<Tr>(k_hi, Tr::kKVChunkBytes, kk));
-        ptx::wgmma_rs_tf32<Tr::kBc>(sb, hi, dkh, 1);
-      });
-  } else {
-#pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) sb[i] = 0.f;
-#pragma unroll
-    for (int g0 = 0; g0 < Tr::kQKSteps; g0 += Tr::kQKGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
-        const std::uint64_t dkh = kmajor_desc<Tr>(kstep_addr<Tr>(k_hi, Tr::kKVChunkBytes, kk));
-        ptx::wgmma_rs_tf32<Tr::kBc>(sa, hi, dkh, kk > 0);
-      });
-  }
-  ptx::wgmma_wait<0>();
-  ptx::fence_operands(sa);
-  ptx::fence_operands(sb);
+  tf32::gemm_split_rs<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit>(
+      sa, sb,
+      [&](int kk, float (&x)[4]) { tf32::load_kmajor_fragment(x, q_rows, Tr::kQChunkBytes, warp, lane, kk); },
+      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_hi, Tr::kKVChunkBytes, kk)); },
+      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk)); });
 }
 
 // O_tile = P V (fresh): small products first (lo_p*hi_v, hi_p*lo_v), then hi*hi.
@@ -228,32 +114,10 @@ template <typename Tr>
 __device__ __forceinline__ void gemm_pv(float (&ot)[Tr::kORegs], const std::uint32_t (&ph)[Tr::kSRegs],
                                         const std::uint32_t (&pl)[Tr::kSRegs], std::uint32_t vt_hi,
                                         std::uint32_t vt_lo) {
-  ptx::wgmma_fence();
-  if constexpr (Tr::kSplit) {
-#pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      std::uint32_t a[4];
-      p_fragment(a, pl, kk);
-      ptx::wgmma_rs_tf32<Tr::kHeadDim>(
-          ot, a, kmajor_desc<Tr>(kstep_addr<Tr>(vt_hi, Tr::kVtChunkBytes, kk)), kk > 0);
-    }
-#pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      std::uint32_t a[4];
-      p_fragment(a, ph, kk);
-      ptx::wgmma_rs_tf32<Tr::kHeadDim>(
-          ot, a, kmajor_desc<Tr>(kstep_addr<Tr>(vt_lo, Tr::kVtChunkBytes, kk)), 1);
-    }
-  }
-#pragma unroll
-  for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-    std::uint32_t a[4];
-    p_fragment(a, ph, kk);
-    ptx::wgmma_rs_tf32<Tr::kHeadDim>(
-        ot, a, kmajor_desc<Tr>(kstep_addr<Tr>(vt_hi, Tr::kVtChunkBytes, kk)),
-        Tr::kSplit || kk > 0);
-  }
-  ptx::wgmma_commit();
+  tf32::gemm_frag_a<Tr::kHeadDim, Tr::kPVSteps, Tr::kSplit>(
+      ot, [&](int kk, int lo, std::uint32_t(&a)[4]) { tf32::acc_fragment(a, lo ? pl : ph, kk); },
+      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(vt_hi, Tr::kVtChunkBytes, kk)); },
+      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(vt_lo, Tr::kVtChunkBytes, kk)); });
   ptx::wgmma_wait<0>();
   ptx::fence_operands(ot);
 }

@@ -507,6 +507,13 @@ struct CudaBackend::Impl {
     FB_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &min));
     FB_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &patch));
     j["cublas_version"] = fmt::format("{}.{}.{}", maj, min, patch);
+#if FLASHBENCH_HAVE_CUDNN
+    // The library loaded at run time (major * 10000 + minor * 100 + patch since cuDNN 9).
+    constexpr std::size_t kCudnnMajor = 10000, kCudnnMinor = 100;
+    const std::size_t cudnn = cuda::cudnn_version();
+    j["cudnn_version"] = fmt::format("{}.{}.{}", cudnn / kCudnnMajor, cudnn / kCudnnMinor % kCudnnMinor,
+                                     cudnn % kCudnnMinor);
+#endif
     return j;
   }
 };

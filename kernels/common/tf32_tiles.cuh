@@ -1,0 +1,249 @@
+// Shared-memory tiles of the Hopper fp32 (3xTF32 wgmma) kernels: the layout TMA writes for fp32,
+// the split of a tile into TF32 hi/lo, the transposition that makes an MN-major operand K-major
+// (wgmma TF32 takes both operands K-major only), the TF32 A fragments built from a tile or from an
+// accumulator, and the split GEMM both the forward (S = Q K^T) and the backward (S^T, dP^T, dQ^T)
+// issue. Used by flash_sm90_tf32_kernel.cuh (forward) and flash_sm90_tf32_bwd_kernel.cuh.
+//
+// Layout: an fp32 (rows, cols) tile is cols / 32 column chunks of (rows, 32 floats): 128-byte rows,
+// 8-row swizzle atoms of 1024 bytes (16-byte unit u of row r sits at unit u ^ (r % 8)), chunks
+// `chunk_bytes` apart (rows * 128 when packed).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/ptx.cuh"
+#include "common/ptx_sm90.cuh"
+#include "common/ptx_sm90_tf32.cuh"
+
+namespace fb::cuda::tf32 {
+
+inline constexpr int kChunkElems = 32;   // floats per 128-byte row
+inline constexpr int kRowBytes = 128;
+inline constexpr int kAtomBytes = 1024;  // 8 rows
+inline constexpr int kUnitBytes = 16;
+inline constexpr int kMmaK = 8;          // wgmma m64nNk8
+inline constexpr int kMmaKBytes = kMmaK * 4;
+inline constexpr int kStepsPerChunk = kChunkElems / kMmaK;
+
+// Byte offset of element (row, col) of a (rows, 32)-float chunk (the chunk starts 1024-aligned).
+__host__ __device__ constexpr std::uint32_t sw128_offset(int row, int col) {
+  return std::uint32_t(row * kRowBytes + (((col / 4) ^ (row % 8)) * kUnitBytes) + (col % 4) * 4);
+}
+
+// A GEMM whose A operand comes from an accumulator (P, dS) runs each group of 8 reduction indices
+// in the order k = t <-> index 2t, k = t + 4 <-> index 2t + 1 (the accumulator gives thread t
+// columns 2t, 2t + 1; the TF32 A fragment wants k = t, t + 4). Position p (0..7) of such a k8 step
+// holds index pv_key_of_position(p) of its group; the B operand is written in the same order.
+__host__ __device__ constexpr int pv_key_of_position(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
+
+#if FB_PTX_SM90A
+
+// x, as a value the compiler cannot see through: addresses derived from it inside a loop body are
+// not hoisted out of the loop (every k8 step's descriptor and fragment address of every GEMM is
+// loop-invariant when the tiles do not move; hoisted, they would take a register each).
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
+  std::uint32_t r;
+  asm volatile("mov.b32 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
+}
+
+// Start of k8 step kk in a K-major tile whose chunks are `chunk_bytes` apart.
+__device__ __forceinline__ std::uint32_t kstep_addr(std::uint32_t tile, int chunk_bytes, int kk) {
+  return tile + std::uint32_t((kk / kStepsPerChunk) * chunk_bytes + (kk % kStepsPerChunk) * kMmaKBytes);
+}
+__device__ __forceinline__ std::uint64_t kmajor_desc(std::uint32_t addr) {
+  return ptx::make_desc_sw128(addr, kUnitBytes, kAtomBytes);
+}
+
+// A tile of kBytes as TMA wrote it -> hi = tf32(x) in place and lo = tf32(x - hi) at `lo` (same
+// layout: the split is elementwise on 16-byte units), by kThreads threads.
+template <int kBytes, int kThreads, bool kSplit>
+__device__ __forceinline__ void split_tile(std::uint32_t hi, std::uint32_t lo, int tid) {
+  constexpr int kUnits = kBytes / kUnitBytes;
+  static_assert(kUnits % kThreads == 0, "the threads share the tile evenly");
+#pragma unroll 4
+  for (int u = tid; u < kUnits; u += kThreads) {
+    const std::uint32_t off = std::uint32_t(u * kUnitBytes);
+    const float4 x = ptx::ld_shared_f32x4(hi + off);
+    std::uint32_t h[4], l[4];
+    ptx::split_tf32(x.x, h[0], l[0]);
+    ptx::split_tf32(x.y, h[1], l[1]);
+    ptx::split_tf32(x.z, h[2], l[2]);
+    ptx::split_tf32(x.w, h[3], l[3]);
+    ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
+    if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
+  }
+}
+
+// A (kRows, kCols) tile as TMA wrote it (kCols / 32 chunks of kRows rows) -> its transpose
+// (kCols, kRows), K-major along the rows for a GEMM that sums over them (kRows / 32 chunks of kCols
+// rows), each group of 8 rows permuted (pv_key_of_position) and split into hi and lo. One work item
+// = one column n and one group of 8 rows: 8 scalar reads (a warp reads 32 columns of one row:
+// conflict-free), two 16-byte writes per part.
+template <int kRows, int kCols, int kThreads, bool kSplit>
+__device__ __forceinline__ void transpose_split_tile(std::uint32_t raw, std::uint32_t hi,
+                                                     std::uint32_t lo, int tid) {
+  constexpr int kItems = kCols * (kRows / 8);
+  constexpr int kSrcChunkBytes = kRows * kRowBytes;
+  constexpr int kDstChunkBytes = kCols * kRowBytes;
+  static_assert(kItems % kThreads == 0 && kCols % kChunkElems == 0 && kRows % kChunkElems == 0,
+                "whole chunks, shared evenly");
+#pragma unroll 2
+  for (int item = tid; item < kItems; item += kThreads) {
+    const int n = item % kCols;
+    const int grp = item / kCols;
+    const std::uint32_t src = raw + std::uint32_t((n / kChunkElems) * kSrcChunkBytes);
+    float x[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) x[e] = ptx::ld_shared_f32(src + sw128_offset(grp * 8 + e, n % kChunkElems));
+    const int kk = grp * 8;  // first position in the transposed tile
+    const std::uint32_t dst = std::uint32_t((kk / kChunkElems) * kDstChunkBytes);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const std::uint32_t off = dst + sw128_offset(n, kk % kChunkElems + half * 4);
+      std::uint32_t h[4], l[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[pv_key_of_position(half * 4 + i)], h[i], l[i]);
+      ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
+      if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
+    }
+  }
+}
+
+// The TF32 A fragment of k8 step kk, read from a K-major fp32 tile (raw values; the caller splits):
+// rows = this warpgroup's first row in each chunk; a[0] (row, k t), a[1] (row + 8, k t),
+// a[2] (row, k t + 4), a[3] (row + 8, k t + 4), row = 16 warp + g.
+__device__ __forceinline__ void load_kmajor_fragment(float (&x)[4], std::uint32_t rows, int chunk_bytes,
+                                                     int warp, int lane, int kk) {
+  const int g = lane / 4, t = lane % 4;
+  const int row = warp * 16 + g;
+  const int col = (kk % kStepsPerChunk) * kMmaK + t;
+  const std::uint32_t base = rows + std::uint32_t((kk / kStepsPerChunk) * chunk_bytes);
+  x[0] = ptx::ld_shared_f32(base + sw128_offset(row, col));
+  x[1] = ptx::ld_shared_f32(base + sw128_offset(row + 8, col));
+  x[2] = ptx::ld_shared_f32(base + sw128_offset(row, col + 4));
+  x[3] = ptx::ld_shared_f32(base + sw128_offset(row + 8, col + 4));
+}
+
+// The same fragment of the transposed tile: A = X^T for a tile X (K rows, M columns) stored as
+// above; `col0` = this warpgroup's first column of X (a multiple of 64), k8 step kk over X's rows
+// from `row0` (a multiple of 8). a[0] = X[row0 + 8 kk + t][col0 + 16 warp + g], a[1] the column
+// + 8, a[2] the row + 4, a[3] both. A row's swizzle depends on it mod 8 (t or t + 4) only, so the
+// four addresses are per-thread bases plus offsets the compiler folds into immediates (written out
+// so: hoisted per step, they would hold 4 registers a step). kPermuted: X's rows in the order of
+// acc_fragment (k = t <-> row 2t, k = t + 4 <-> row 2t + 1), for a B operand written permuted.
+template <bool kPermuted = false, typename T>
+__device__ __forceinline__ void load_mnmajor_fragment(T (&x)[4], std::uint32_t tile, int chunk_bytes,
+                                                      int row0, int col0, int warp, int lane, int kk) {
+  static_assert(sizeof(T) == 4, "fp32 values or TF32 bit patterns");
+  const int g = lane / 4, t = lane % 4;
+  const int col = warp * 16 + g;  // inside a 64-column block: col and col + 8 share a chunk
+  const std::uint32_t base = tile + std::uint32_t((col0 / kChunkElems + col / kChunkElems) * chunk_bytes +
+                                                  (row0 + kk * kMmaK) * kRowBytes);
+  const int c = col % kChunkElems;
+  const int r0 = kPermuted ? 2 * t : t, r1 = kPermuted ? 2 * t + 1 : t + 4;
+  const std::uint32_t off[4] = {sw128_offset(r0, c), sw128_offset(r0, c + 8), sw128_offset(r1, c),
+                                sw128_offset(r1, c + 8)};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float v = ptx::ld_shared_f32(base + off[i]);
+    if constexpr (std::is_same_v<T, float>) x[i] = v;
+    else x[i] = __float_as_uint(v);
+  }
+}
+
+// The A fragment of k8 step kk from accumulator-layout registers (the permuted order above).
+template <int kRegs>
+__device__ __forceinline__ void acc_fragment(std::uint32_t (&a)[4], const std::uint32_t (&p)[kRegs], int kk) {
+  a[0] = p[4 * kk];
+  a[1] = p[4 * kk + 2];
+  a[2] = p[4 * kk + 1];
+  a[3] = p[4 * kk + 3];
+}
+
+// C = A B^T with A's fragments built in registers (load(kk, x) gives the raw fp32 fragment of k8
+// step kk; it is split here) and B's hi / lo parts in shared memory (b_hi(kk), b_lo(kk): the
+// K-major descriptors of step kk), into two accumulators whose sum is C: ca takes hi*hi of the first
+// half of the steps; cb first every small product (lo_a*hi_b, hi_a*lo_b), then hi*hi of the second
+// half. The tensor core truncates each sum it adds into an accumulator; a chain of kSteps such sums
+// at |C|'s scale would cost more than fp32 rounding. kSplit = false (1xTF32): hi*hi into ca, cb = 0.
+// Groups of kGroup steps are committed with one group in flight (bounds the live fragments).
+// Returns with every wgmma complete.
+template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
+                                              DescHi&& b_hi, DescLo&& b_lo) {
+  constexpr int kHalf = kSteps / 2;
+  static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
+  auto issue_group = [&](int first, auto&& body) {
+#pragma unroll
+    for (int kk = first; kk < first + kGroup; ++kk) {
+      float x[4];
+      load(kk, x);
+      std::uint32_t hi[4], lo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
+      ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+      body(kk, hi, lo);
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+  };
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int g0 = 0; g0 < kSteps; g0 += kGroup)
+      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&lo)[4]) {
+        const std::uint64_t dh = b_hi(kk);
+        ptx::wgmma_rs_tf32<N>(cb, lo, dh, kk > 0);
+        ptx::wgmma_rs_tf32<N>(cb, hi, b_lo(kk), 1);
+        if (kk < kHalf) ptx::wgmma_rs_tf32<N>(ca, hi, dh, kk > 0);
+      });
+#pragma unroll
+    for (int g0 = kHalf; g0 < kSteps; g0 += kGroup)
+      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+        ptx::wgmma_rs_tf32<N>(cb, hi, b_hi(kk), 1);
+      });
+  } else {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) cb[i] = 0.f;
+#pragma unroll
+    for (int g0 = 0; g0 < kSteps; g0 += kGroup)
+      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+        ptx::wgmma_rs_tf32<N>(ca, hi, b_hi(kk), kk > 0);
+      });
+  }
+  ptx::wgmma_wait<0>();
+  ptx::fence_operands(ca);
+  ptx::fence_operands(cb);
+}
+
+// C = A B^T, fresh, with A's TF32 hi / lo fragments from frag(kk, part, a) (part 0 = hi, 1 = lo;
+// from accumulator-layout registers or from split tiles) and B's in shared memory: small products
+// first (lo_a*hi_b, hi_a*lo_b), then hi*hi, so that the truncated sums stay at the small products'
+// scale as long as possible. Issued and committed, not waited for: the fragments must stay
+// untouched until the caller's wgmma_wait.
+template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_frag_a(float (&c)[N / 2], Frag&& frag, DescHi&& b_hi, DescLo&& b_lo) {
+  // Every fragment first, then the fence: registers written after wgmma.fence may not be read by
+  // the wgmmas it orders (for accumulator registers this is only renaming).
+  std::uint32_t ah[kSteps][4], al[kSteps][4];
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) {
+    frag(kk, 0, ah[kk]);
+    if constexpr (kSplit) frag(kk, 1, al[kk]);
+  }
+  ptx::wgmma_fence();
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c, al[kk], b_hi(kk), kk > 0);
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c, ah[kk], b_lo(kk), 1);
+  }
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c, ah[kk], b_hi(kk), kSplit || kk > 0);
+  ptx::wgmma_commit();
+}
+
+#endif  // FB_PTX_SM90A
+
+}  // namespace fb::cuda::tf32

@@ -1,0 +1,287 @@
+// Planning and running the SDPA graphs (cudnn_sdpa.h): one cuDNN handle per device, one plan per
+// (device, pass, shape), both kept for the life of the process.
+#include "cudnn/cudnn_sdpa.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include <cuda_runtime.h>
+
+#include "cudnn/sdpa_graph.h"
+
+namespace fb::cuda::cudnn_sdpa {
+namespace {
+
+// cuDNN versions (cudnnGetVersion: major * 10000 + minor * 100 + patch) whose behaviour we follow.
+constexpr std::size_t kNegInfFromVersion = 91000;       // earlier: masked scores as the lowest float
+constexpr std::size_t kBwdAnyKeysFromVersion = 91600;   // earlier: the backward needs s_k % 128 == 0
+constexpr std::int64_t kBwdKeyMultiple = 128;
+// The fused engines' head-dim range (fp16/bf16, Hopper): multiples of 8 up to 256.
+constexpr int kHeadDimMultiple = 8, kMaxHeadDim = 256;
+// Each workspace part starts on this boundary.
+constexpr std::size_t kWorkspaceAlign = 256;
+
+std::size_t align_up(std::size_t n) { return (n + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
+
+enum class Which { fwd, bwd };
+
+struct Key {
+  int device;
+  Which which;
+  Shape shape;
+  bool operator<(const Key& o) const {
+    return std::tie(device, which) < std::tie(o.device, o.which) ||
+           (std::tie(device, which) == std::tie(o.device, o.which) && shape < o.shape);
+  }
+};
+
+// A planned graph, or why cuDNN would not plan it.
+struct Plan {
+  Graph graph;
+  std::optional<BackendDesc> plan;
+  std::size_t plan_workspace = 0;  // bytes the plan asks for
+  std::string why_not;             // empty when `plan` is set
+};
+
+// The state shared by every call: the mutex serialises planning and execution (a handle is bound to
+// one stream at a time; the runner calls from one thread, but nothing here relies on it).
+struct State {
+  std::mutex mutex;
+  std::map<int, cudnnHandle_t> handles;  // by device
+  std::map<Key, std::unique_ptr<Plan>> plans;
+};
+// Never destroyed: handles and plans live until the process ends, when destroying them after the
+// CUDA runtime's own teardown would fail.
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+
+int current_device() {
+  int device = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+cudnnHandle_t handle_for(State& st, int device) {
+  auto it = st.handles.find(device);
+  if (it != st.handles.end()) return it->second;
+  cudnnHandle_t h = nullptr;
+  FB_CUDNN_CHECK(cudnnCreate(&h));
+  st.handles.emplace(device, h);
+  return h;
+}
+
+std::string version_string(std::size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+// Heuristics (mode A, then the fallback list), then the first engine configuration that finalises.
+void plan_graph(Plan& out, cudnnHandle_t handle) {
+  const cudnnBackendDescriptor_t graph = out.graph.descs.emplace_back(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR).get();
+  FB_CUDNN_SET(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               std::int64_t(out.graph.ops.size()), out.graph.ops.data());
+  FB_CUDNN_SET(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(graph));
+
+  std::string refusals;  // what each attempt said, for the reason when none works
+  const auto note = [&](const char* what, cudnnStatus_t st) {
+    const std::string detail = cudnn_detail::last_error();
+    refusals += std::string(refusals.empty() ? "" : "; ") + what + ": " + cudnnGetErrorString(st) +
+                (detail.empty() ? "" : " (" + detail + ")");
+  };
+  for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    BackendDesc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    FB_CUDNN_SET(heur.get(), CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
+    FB_CUDNN_SET(heur.get(), CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    const char* heur_name = mode == CUDNN_HEUR_MODE_A ? "heuristics mode A" : "fallback heuristics";
+    if (const cudnnStatus_t st = cudnnBackendFinalize(heur.get()); st != CUDNN_STATUS_SUCCESS) {
+      note(heur_name, st);
+      continue;
+    }
+    std::int64_t count = 0;
+    FB_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+    if (count == 0) {
+      refusals += std::string(refusals.empty() ? "" : "; ") + heur_name + ": no engine configuration";
+      continue;
+    }
+    std::vector<BackendDesc> configs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (std::int64_t i = 0; i < count; ++i) raw.push_back(configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR).get());
+    std::int64_t got = 0;
+    FB_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()));
+    for (std::int64_t i = 0; i < got; ++i) {
+      BackendDesc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      FB_CUDNN_SET(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+      FB_CUDNN_SET(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i]);
+      if (const cudnnStatus_t st = cudnnBackendFinalize(plan.get()); st != CUDNN_STATUS_SUCCESS) {
+        note("engine configuration", st);
+        continue;
+      }
+      std::int64_t workspace = 0, returned = 0;
+      FB_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                              CUDNN_TYPE_INT64, 1, &returned, &workspace));
+      out.plan_workspace = std::size_t(workspace);
+      out.graph.descs.push_back(std::move(configs[std::size_t(i)]));  // the plan refers to its configuration
+      out.plan.emplace(std::move(plan));
+      return;
+    }
+  }
+  out.why_not = "cuDNN " + version_string(cudnnGetVersion()) + " has no engine for this attention graph: " + refusals;
+}
+
+// Checks of ours before cuDNN is asked (what its fused engines are documented to refuse, and what the
+// graph cannot express).
+const char* refused_shape(Which which, const AttentionParams& p) {
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) return "cudnn runs fp16 and bf16";
+  if (p.head_dim % kHeadDimMultiple != 0 || p.head_dim > kMaxHeadDim)
+    return "cuDNN's fused attention needs head_dim a multiple of 8, at most 256";
+  if (p.causal && p.seq_q > p.seq_k)
+    return "cuDNN's bottom-right causal mask needs seq_q <= seq_k (query rows that see no key are not "
+           "expressible in its graph)";
+  if (which == Which::bwd) {
+    if (p.seq_q == 1 && p.seq_k == 1) return "cuDNN's attention backward refuses seq_q = seq_k = 1";
+    if (cudnnGetVersion() < kBwdAnyKeysFromVersion && p.seq_k % kBwdKeyMultiple != 0)
+      return "cuDNN < 9.16's attention backward is wrong for seq_k not a multiple of 128 without a padding "
+             "mask (cudnn-frontend adds one as a workaround; not built here)";
+  }
+  return nullptr;
+}
+
+// The plan for (current device, which, shape), planned on first use. Never null; see why_not.
+const Plan& plan_for(Which which, const AttentionParams& p) {
+  State& st = state();
+  const Key key{current_device(), which, shape_of(p)};
+  auto it = st.plans.find(key);
+  if (it != st.plans.end()) return *it->second;
+  auto plan = std::make_unique<Plan>();
+  try {
+    const cudnnHandle_t h = handle_for(st, key.device);
+    if (which == Which::fwd)
+      build_forward(plan->graph, key.shape);
+    else
+      build_backward(plan->graph, key.shape);
+    plan_graph(*plan, h);
+  } catch (const std::exception& e) {
+    // A refusal while building the graph (a node cuDNN does not take) is cuDNN's answer too.
+    plan->plan.reset();
+    plan->why_not = std::string("cuDNN refused the attention graph: ") + e.what();
+  }
+  return *st.plans.emplace(key, std::move(plan)).first->second;
+}
+
+std::size_t backward_workspace(const Plan& bwd, const Shape& s) {
+  return align_up(bwd.plan_workspace) + align_up(row_dot_bytes(s)) + dq_accum_bytes(s);
+}
+
+// Host values of the by-value scalars, alive during cudnnBackendExecute.
+struct Scalars {
+  float scale, neg_inf, one;
+  std::int32_t seq_q, seq_k;
+  explicit Scalars(const AttentionParams& p)
+      : scale(float(p.scale)),
+        neg_inf(cudnnGetVersion() < kNegInfFromVersion ? std::numeric_limits<float>::lowest()
+                                                        : -std::numeric_limits<float>::infinity()),
+        one(1.0f),
+        seq_q(p.seq_q),
+        seq_k(p.seq_k) {}
+};
+
+void execute(Which which, const AttentionParams& p, const Context& ctx) {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  const Plan& plan = plan_for(which, p);
+  if (!plan.plan) throw CudaError(plan.why_not);
+  const Shape s = shape_of(p);
+  const Scalars scalars(p);
+  char* ws = static_cast<char*>(p.workspace);
+  void* plan_ws = ws;
+  void* row_dot = nullptr;
+  void* dq_accum = nullptr;
+  if (which == Which::bwd) {
+    row_dot = ws + align_up(plan.plan_workspace);
+    dq_accum = ws + align_up(plan.plan_workspace) + align_up(row_dot_bytes(s));
+  }
+  std::vector<void*> ptrs;
+  for (const std::int64_t uid : plan.graph.uids) {
+    switch (uid) {
+      case kQ: ptrs.push_back(const_cast<void*>(p.q)); break;
+      case kK: ptrs.push_back(const_cast<void*>(p.k)); break;
+      case kV: ptrs.push_back(const_cast<void*>(p.v)); break;
+      case kO: ptrs.push_back(p.o); break;
+      case kStats: ptrs.push_back(p.lse); break;
+      case kDout: ptrs.push_back(const_cast<void*>(p.dout)); break;
+      case kDq: ptrs.push_back(p.dq); break;
+      case kDk: ptrs.push_back(p.dk); break;
+      case kDv: ptrs.push_back(p.dv); break;
+      case kRowDot: ptrs.push_back(row_dot); break;
+      case kDqAccum: ptrs.push_back(dq_accum); break;
+      case kScale: ptrs.push_back(const_cast<float*>(&scalars.scale)); break;
+      case kNegInf: ptrs.push_back(const_cast<float*>(&scalars.neg_inf)); break;
+      case kOne: ptrs.push_back(const_cast<float*>(&scalars.one)); break;
+      case kSeqQ: ptrs.push_back(const_cast<std::int32_t*>(&scalars.seq_q)); break;
+      case kSeqK: ptrs.push_back(const_cast<std::int32_t*>(&scalars.seq_k)); break;
+      default: throw CudaError("cudnn: graph tensor uid " + std::to_string(uid) + " has no buffer");
+    }
+  }
+  const cudnnHandle_t h = handle_for(st, current_device());
+  FB_CUDNN_CHECK(cudnnSetStream(h, static_cast<cudaStream_t>(ctx.stream)));
+  BackendDesc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  FB_CUDNN_SET(pack.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(plan.graph.uids.size()),
+               plan.graph.uids.data());
+  FB_CUDNN_SET(pack.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(ptrs.size()),
+               ptrs.data());
+  FB_CUDNN_SET(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &plan_ws);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(pack.get()));
+  FB_CUDNN_CHECK(cudnnBackendExecute(h, plan.plan->get(), pack.get()));
+}
+
+}  // namespace
+
+const char* unsupported(Pass pass, const AttentionParams& p) {
+  const bool bwd = pass != Pass::fwd;
+  if (const char* why = refused_shape(Which::fwd, p)) return why;
+  if (bwd)
+    if (const char* why = refused_shape(Which::bwd, p)) return why;
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  try {
+    const Plan& fwd = plan_for(Which::fwd, p);
+    if (!fwd.plan) return fwd.why_not.c_str();
+    if (bwd) {
+      const Plan& b = plan_for(Which::bwd, p);
+      if (!b.plan) return b.why_not.c_str();
+    }
+  } catch (const std::exception& e) {
+    // No device to plan on (cudaGetDevice failed): say so rather than throw from a support query.
+    static thread_local std::string why;
+    why = std::string("cudnn cannot plan here: ") + e.what();
+    return why.c_str();
+  }
+  return nullptr;
+}
+
+std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
+  if (unsupported(pass, p)) return 0;
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  const std::size_t fwd = plan_for(Which::fwd, p).plan_workspace;
+  if (pass == Pass::fwd) return fwd;
+  // One workspace serves the forward (run first, for O and LSE) and the backward.
+  return std::max(fwd, backward_workspace(plan_for(Which::bwd, p), shape_of(p)));
+}
+
+void forward(const AttentionParams& p, const Context& ctx) { execute(Which::fwd, p, ctx); }
+void backward(const AttentionParams& p, const Context& ctx) { execute(Which::bwd, p, ctx); }
+
+std::size_t library_version() { return cudnnGetVersion(); }
+
+}  // namespace fb::cuda::cudnn_sdpa

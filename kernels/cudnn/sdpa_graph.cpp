@@ -1,0 +1,272 @@
+// The SDPA graphs of sdpa_graph.h, node by node.
+#include "cudnn/sdpa_graph.h"
+
+#include <cstdio>
+#include <tuple>
+
+namespace fb::cuda::cudnn_sdpa {
+
+BackendDesc::BackendDesc(cudnnBackendDescriptorType_t type) {
+  FB_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_));
+}
+
+BackendDesc::~BackendDesc() {
+  if (!d_) return;
+  const cudnnStatus_t st = cudnnBackendDestroyDescriptor(d_);
+  if (st != CUDNN_STATUS_SUCCESS)
+    std::fprintf(stderr, "flashbench: cudnnBackendDestroyDescriptor: %s\n", cudnnGetErrorString(st));
+}
+
+bool Shape::operator<(const Shape& o) const {
+  const auto tie = [](const Shape& s) {
+    return std::tie(s.dtype, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.causal);
+  };
+  return tie(*this) < tie(o);
+}
+
+Shape shape_of(const AttentionParams& p) {
+  Shape s;
+  s.dtype = p.dtype;
+  s.batch = p.batch;
+  s.heads = p.heads;
+  s.kv_heads = p.kv_heads;
+  s.seq_q = p.seq_q;
+  s.seq_k = p.seq_k;
+  s.head_dim = p.head_dim;
+  s.causal = p.causal;
+  return s;
+}
+
+std::size_t row_dot_bytes(const Shape& s) { return std::size_t(s.batch * s.heads * s.seq_q) * sizeof(float); }
+std::size_t dq_accum_bytes(const Shape& s) { return row_dot_bytes(s) * std::size_t(s.head_dim); }
+
+namespace {
+
+using Tensor = cudnnBackendDescriptor_t;
+
+// Dimensions and strides of a 4-d tensor.
+struct Layout {
+  std::array<std::int64_t, 4> dim, stride;
+};
+// Contiguous [a, b, c, e].
+Layout packed(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t e) {
+  return {{a, b, c, e}, {b * c * e, c * e, e, 1}};
+}
+// The last two dimensions swapped, the memory untouched (K as K^T).
+Layout transposed(Layout l) {
+  std::swap(l.dim[2], l.dim[3]);
+  std::swap(l.stride[2], l.stride[3]);
+  return l;
+}
+const Layout kScalar = {{1, 1, 1, 1}, {1, 1, 1, 1}};
+
+cudnnDataType_t io_type(Dtype t) { return t == Dtype::fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
+constexpr cudnnDataType_t kF32 = CUDNN_DATA_FLOAT;
+constexpr cudnnDataType_t kI32 = CUDNN_DATA_INT32;
+constexpr cudnnDataType_t kBool = CUDNN_DATA_BOOLEAN;
+// Every tensor 16-byte aligned: the runner's allocations are, and cudnn-frontend declares the same.
+constexpr std::int64_t kAlignment = 16;
+
+cudnnBackendDescriptor_t make(Graph& g, cudnnBackendDescriptorType_t type) {
+  g.descs.emplace_back(type);
+  return g.descs.back().get();
+}
+
+Tensor tensor(Graph& g, std::int64_t uid, cudnnDataType_t type, const Layout& l, bool is_virtual,
+              bool by_value = false) {
+  const Tensor t = make(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  FB_CUDNN_SET(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  FB_CUDNN_SET(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, l.dim.data());
+  FB_CUDNN_SET(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, l.stride.data());
+  FB_CUDNN_SET(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  FB_CUDNN_SET(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kAlignment);
+  FB_CUDNN_SET(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+  if (by_value) FB_CUDNN_SET(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(t));
+  if (!is_virtual) g.uids.push_back(uid);
+  return t;
+}
+Tensor io(Graph& g, Uid uid, cudnnDataType_t type, const Layout& l) { return tensor(g, uid, type, l, false); }
+Tensor virt(Graph& g, cudnnDataType_t type, const Layout& l) { return tensor(g, g.next_virtual++, type, l, true); }
+Tensor scalar(Graph& g, Uid uid, cudnnDataType_t type) { return tensor(g, uid, type, kScalar, false, true); }
+
+// c = a b (batched over the first two dimensions; a K/V head broadcast over its query heads).
+Tensor matmul(Graph& g, Tensor a, Tensor b, Tensor c) {
+  const auto m = make(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  FB_CUDNN_SET(m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &kF32);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(m));
+  const auto op = make(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &m);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(op));
+  g.ops.push_back(op);
+  return c;
+}
+
+struct Pointwise {
+  cudnnPointwiseMode_t mode;
+  cudnnDataType_t math = kF32;
+  std::int64_t axis = -1;  // GEN_INDEX only
+};
+// y = mode(x[, b[, t]]), broadcasting size-1 dimensions.
+Tensor pointwise(Graph& g, Pointwise pw, Tensor y, Tensor x, Tensor b = nullptr, Tensor t = nullptr) {
+  const auto d = make(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  FB_CUDNN_SET(d, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &pw.mode);
+  FB_CUDNN_SET(d, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &pw.math);
+  if (pw.mode == CUDNN_POINTWISE_GEN_INDEX)
+    FB_CUDNN_SET(d, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &pw.axis);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(d));
+  const auto op = make(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  if (b) FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+  if (t) FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  const float one = 1.0f;
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &one);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &one);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(op));
+  g.ops.push_back(op);
+  return y;
+}
+
+// y = reduce(x) over the dimensions where y is smaller (size 1, or a GQA group of heads).
+Tensor reduction(Graph& g, cudnnReduceTensorOp_t how, Tensor y, Tensor x) {
+  const auto d = make(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+  FB_CUDNN_SET(d, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how);
+  FB_CUDNN_SET(d, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &kF32);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(d));
+  const auto op = make(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &d);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(op));
+  g.ops.push_back(op);
+  return y;
+}
+
+// y = x seen with other dimensions/strides (a transpose of a virtual tensor).
+Tensor reshape(Graph& g, Tensor y, Tensor x) {
+  const auto op = make(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+  FB_CUDNN_SET(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  FB_CUDNN_CHECK(cudnnBackendFinalize(op));
+  g.ops.push_back(op);
+  return y;
+}
+
+// The layouts one graph uses.
+struct Layouts {
+  Layout q, kv, kt, scores, scores_t, rows, q_full_kv;
+  explicit Layouts(const Shape& s)
+      : q(packed(s.batch, s.heads, s.seq_q, s.head_dim)),
+        kv(packed(s.batch, s.kv_heads, s.seq_k, s.head_dim)),
+        kt(transposed(kv)),
+        scores(packed(s.batch, s.heads, s.seq_q, s.seq_k)),                 // (s_q, s_k) per head
+        scores_t(transposed(scores)),                                       // the same, seen as (s_k, s_q)
+        rows(packed(s.batch, s.heads, s.seq_q, 1)),                         // one value per query row
+        q_full_kv(packed(s.batch, s.heads, s.seq_k, s.head_dim)) {}         // dK/dV per query head (GQA)
+};
+
+// Scores a causal query row must not see become -inf: key j is visible to row i when
+// j <= i + (s_k - s_q), flashbench's bottom-right alignment (common/mask.h). Square shapes need no
+// shift (top-left and bottom-right coincide), which is the cheaper graph cuDNN has long matched.
+Tensor causal_mask(Graph& g, const Shape& s, const Layouts& l, Tensor scores) {
+  Tensor row = pointwise(g, {CUDNN_POINTWISE_GEN_INDEX, kF32, 2}, virt(g, kI32, l.scores), scores);
+  const Tensor col = pointwise(g, {CUDNN_POINTWISE_GEN_INDEX, kF32, 3}, virt(g, kI32, l.scores), scores);
+  if (s.seq_q != s.seq_k) {
+    row = pointwise(g, {CUDNN_POINTWISE_ADD, kI32}, virt(g, kI32, l.scores), row, scalar(g, kSeqK, kI32));
+    row = pointwise(g, {CUDNN_POINTWISE_SUB, kI32}, virt(g, kI32, l.scores), row, scalar(g, kSeqQ, kI32));
+  }
+  const Tensor visible = pointwise(g, {CUDNN_POINTWISE_CMP_GE, kBool}, virt(g, kBool, l.scores), row, col);
+  return pointwise(g, {CUDNN_POINTWISE_BINARY_SELECT}, virt(g, kF32, l.scores), scores,
+                   scalar(g, kNegInf, kF32), visible);
+}
+
+}  // namespace
+
+void build_forward(Graph& g, const Shape& s) {
+  const Layouts l(s);
+  const cudnnDataType_t t = io_type(s.dtype);
+  const Tensor q = io(g, kQ, t, l.q);
+  const Tensor kt = io(g, kK, t, l.kt);
+  const Tensor v = io(g, kV, t, l.kv);
+  const Tensor o = io(g, kO, t, l.q);
+  const Tensor lse = io(g, kStats, kF32, l.rows);
+  const Tensor scale = scalar(g, kScale, kF32);
+
+  // S = scale * Q K^T, masked.
+  Tensor S = matmul(g, q, kt, virt(g, kF32, l.scores));
+  S = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), S, scale);
+  if (s.causal) S = causal_mask(g, s, l, S);
+  // Softmax with its statistics: m = rowmax S, E = exp(S - m), r = rowsum E, LSE = m + log r, P = E / r.
+  const Tensor m = reduction(g, CUDNN_REDUCE_TENSOR_MAX, virt(g, kF32, l.rows), S);
+  const Tensor shifted = pointwise(g, {CUDNN_POINTWISE_SUB}, virt(g, kF32, l.scores), S, m);
+  const Tensor E = pointwise(g, {CUDNN_POINTWISE_EXP}, virt(g, kF32, l.scores), shifted);
+  const Tensor r = reduction(g, CUDNN_REDUCE_TENSOR_ADD, virt(g, kF32, l.rows), E);
+  const Tensor log_r = pointwise(g, {CUDNN_POINTWISE_LOG}, virt(g, kF32, l.rows), r);
+  pointwise(g, {CUDNN_POINTWISE_ADD}, lse, m, log_r);
+  // P in the inputs' type: the engine feeds it to the second GEMM as it would a stored operand.
+  const Tensor P = pointwise(g, {CUDNN_POINTWISE_DIV}, virt(g, t, l.scores), E, r);
+  // O = P V.
+  matmul(g, P, v, o);
+}
+
+void build_backward(Graph& g, const Shape& s) {
+  const Layouts l(s);
+  const cudnnDataType_t t = io_type(s.dtype);
+  const bool grouped = s.heads != s.kv_heads;
+  const Tensor q = io(g, kQ, t, l.q);
+  const Tensor kt = io(g, kK, t, l.kt);
+  const Tensor vt = io(g, kV, t, l.kt);
+  const Tensor o = io(g, kO, t, l.q);
+  const Tensor lse = io(g, kStats, kF32, l.rows);
+  const Tensor dout = io(g, kDout, t, l.q);
+  const Tensor dq = io(g, kDq, t, l.q);
+  const Tensor dk = io(g, kDk, t, l.kv);
+  const Tensor dv = io(g, kDv, t, l.kv);
+  const Tensor row_dot = io(g, kRowDot, kF32, l.rows);
+  const Tensor dq_accum = io(g, kDqAccum, kF32, l.q);
+  const Tensor scale = scalar(g, kScale, kF32);
+
+  // D = rowsum(dO * O), the softmax backward's row term (times 1: the graph's dropout-free form).
+  const Tensor dout_o = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.q), dout, o);
+  const Tensor d_sum = reduction(g, CUDNN_REDUCE_TENSOR_ADD, virt(g, kF32, l.rows), dout_o);
+  pointwise(g, {CUDNN_POINTWISE_MUL}, row_dot, d_sum, scalar(g, kOne, kF32));
+
+  // P = exp(scale * Q K^T - LSE), masked: recomputed from the forward's statistics.
+  Tensor S = matmul(g, q, kt, virt(g, kF32, l.scores));
+  S = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), S, scale);
+  if (s.causal) S = causal_mask(g, s, l, S);
+  S = pointwise(g, {CUDNN_POINTWISE_SUB}, virt(g, kF32, l.scores), S, lse);
+  const Tensor P = pointwise(g, {CUDNN_POINTWISE_EXP}, virt(g, kF32, l.scores), S);
+
+  // dV = P^T dO (per query head, then summed over the GQA group).
+  const Tensor Pt = reshape(g, virt(g, t, l.scores_t), P);
+  if (grouped)
+    reduction(g, CUDNN_REDUCE_TENSOR_ADD, dv, matmul(g, Pt, dout, virt(g, t, l.q_full_kv)));
+  else
+    matmul(g, Pt, dout, dv);
+
+  // dS = scale * P o (dO V^T - D).
+  Tensor dS = matmul(g, dout, vt, virt(g, kF32, l.scores));
+  dS = pointwise(g, {CUDNN_POINTWISE_SUB}, virt(g, kF32, l.scores), dS, row_dot);
+  dS = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), dS, P);
+  dS = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), dS, scale);
+
+  // dK = dS^T Q (per query head, then summed over the GQA group).
+  const Tensor dSt = reshape(g, virt(g, t, l.scores_t), dS);
+  if (grouped)
+    reduction(g, CUDNN_REDUCE_TENSOR_ADD, dk, matmul(g, dSt, q, virt(g, t, l.q_full_kv)));
+  else
+    matmul(g, dSt, q, dk);
+
+  // dQ = dS K, accumulated in fp32 (the workspace), then converted.
+  const Tensor k = reshape(g, virt(g, t, l.kv), kt);
+  matmul(g, dS, k, dq_accum);
+  pointwise(g, {CUDNN_POINTWISE_IDENTITY}, dq, dq_accum);
+}
+
+}  // namespace fb::cuda::cudnn_sdpa

@@ -1,0 +1,113 @@
+// The Hopper fp32 backward's host side (3xTF32 on wgmma, and the 1xTF32 diagnostic): checks,
+// workspace, the pre-pass and the launch of flash_sm90_tf32_bwd_kernel.cuh. The pre-pass
+// (D = rowsum(dO o O), the padded LSE, dQ zeroed) is the portable flash backward's
+// (flash/flash_bwd.h); the kernel adds dQ into p.dq itself (fp32 atomics), so no convert pass.
+//
+// dQ is summed by atomics in global memory, so its last bits may differ from run to run; dK and dV
+// are summed in a fixed order and repeat exactly.
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "common/softmax.cuh"
+#include "flash/flash_bwd.h"
+#include "flash_sm90/flash_sm90_tf32.h"
+#include "flash_sm90/flash_sm90_tf32_bwd_kernel.cuh"
+#include "flash_sm90/flash_sm90_tma.h"
+
+namespace fb::cuda::flash_sm90 {
+namespace {
+
+constexpr std::size_t kWsAlign = 256;
+constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
+
+constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
+std::size_t padded_rows(const AttentionParams& p) {
+  return std::size_t(p.batch) * p.heads * flash::backward_padded_seq(p.seq_q);
+}
+
+template <typename Tr> void launch(const AttentionParams& p, const float* lse_pad, const float* d_pad,
+                                   cudaStream_t stream) {
+  Tf32BwdParams prm{};
+  const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
+  const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
+  encode_bhsd_map(&prm.tm_q, Dtype::fp32, p.q, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kBlockM);
+  encode_bhsd_map(&prm.tm_do, Dtype::fp32, p.dout, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems,
+                  Tr::kBlockM);
+  encode_bhsd_map(&prm.tm_k, Dtype::fp32, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
+  encode_bhsd_map(&prm.tm_v, Dtype::fp32, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
+  prm.lse = lse_pad;
+  prm.dsum = d_pad;
+  prm.dq = static_cast<float*>(p.dq);
+  prm.dk = static_cast<float*>(p.dk);
+  prm.dv = static_cast<float*>(p.dv);
+  prm.heads = p.heads;
+  prm.kv_heads = p.kv_heads;
+  prm.group = p.group();
+  prm.seq_pad = flash::backward_padded_seq(p.seq_q);
+  prm.kv_planes = int(kv_planes);
+  prm.scale_log2 = float(p.scale * kLog2e);
+  prm.scale = float(p.scale);
+  prm.mask = p.mask();
+
+  const std::int64_t key_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
+  const auto kernel = flash_sm90_tf32_bwd_kernel<Tr>;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(Tr::kSmemBytes)));
+  kernel<<<unsigned(key_tiles * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kSplit>
+void run(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
+  if (p.head_dim == 64) launch<typename Tf32BwdConfig<64, kSplit>::Traits>(p, lse_pad, d_pad, stream);
+  else launch<typename Tf32BwdConfig<128, kSplit>::Traits>(p, lse_pad, d_pad, stream);
+}
+
+}  // namespace
+
+int tf32_backward_key_tile(int head_dim) {
+  return head_dim == 64 ? Tf32BwdConfig<64, true>::Traits::kBlockN : Tf32BwdConfig<128, true>::Traits::kBlockN;
+}
+
+std::size_t tf32_backward_smem_bytes(int head_dim) {
+  return head_dim == 64 ? Tf32BwdConfig<64, true>::Traits::kSmemBytes
+                        : Tf32BwdConfig<128, true>::Traits::kSmemBytes;
+}
+
+const char* tf32_backward_unsupported(const AttentionParams& p) {
+  if (p.head_dim != 64 && p.head_dim != 128) return "flash-sm90 fp32 backward: head_dim must be 64 or 128";
+  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + tf32_backward_key_tile(p.head_dim) - 1) /
+                                 tf32_backward_key_tile(p.head_dim);
+  if (key_tiles * p.batch * p.kv_heads > kMaxGridX)
+    return "flash-sm90 fp32 backward: batch * kv_heads * seq_k exceeds the grid limit";
+  return nullptr;
+}
+
+std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
+  return 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
+}
+
+void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split) {
+  if (const char* why = tf32_backward_unsupported(p)) throw std::invalid_argument(why);
+  if (!p.q || !p.k || !p.v || !p.o || !p.lse || !p.dout || !p.dq || !p.dk || !p.dv)
+    throw std::invalid_argument(
+        "flash-sm90 fp32 backward: q, k, v, o, lse, dout, dq, dk and dv must be device pointers");
+  if (p.workspace == nullptr)
+    throw std::invalid_argument("flash-sm90 fp32 backward: params.workspace is null (needs " +
+                                std::to_string(tf32_backward_workspace_bytes(p)) + " bytes)");
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  auto* base = static_cast<unsigned char*>(p.workspace);
+  auto* lse_pad = reinterpret_cast<float*>(base);
+  auto* d_pad = reinterpret_cast<float*>(base + align_up(padded_rows(p) * sizeof(float)));
+  // The pre-pass also zeroes p.dq ([batch, heads, seq_q, d]): the kernel adds into it.
+  flash::backward_prepass(p, lse_pad, d_pad, p.dq, /*dq_padded=*/false, /*lse_log2=*/true, ctx);
+  if (split) run<true>(p, lse_pad, d_pad, stream);
+  else run<false>(p, lse_pad, d_pad, stream);
+}
+
+}  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,426 @@
+// FlashAttention backward for Hopper (sm_90a) with fp32 inputs on TF32 tensor cores: the 3xTF32
+// split (hi*hi + hi*lo + lo*hi, fp32 accumulators) on wgmma. Roles, tiles and the shared-memory
+// layout: flash_sm90_tf32_bwd_traits.h; the host side: flash_sm90_tf32_bwd.cu.
+//
+// Accuracy (as the forward, flash_sm90_tf32_kernel.cuh): operands rounded to TF32 with cvt.rna;
+// the tensor core truncates each sum it adds into an accumulator, so S^T, dP^T and dQ^T go to two
+// accumulators each (tf32::gemm_split_rs), and dK, dV are never summed inside the tensor core
+// across query tiles: each tile's part starts from zeros (small products first) and joins dK / dV
+// in fp32.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>  // CUtensorMap (a type only)
+#include <cuda_runtime.h>
+
+#include "common/mask.h"
+#include "common/ptx.cuh"
+#include "common/ptx_sm90.cuh"
+#include "common/ptx_sm90_tf32.cuh"
+#include "common/tf32_tiles.cuh"
+#include "flash_sm90/flash_sm90_tf32_bwd_traits.h"
+
+namespace fb::cuda::flash_sm90 {
+
+struct Tf32BwdParams {
+  CUtensorMap tm_q;    // (d, seq_q, batch * heads) fp32, box (32, kBlockM, 1)
+  CUtensorMap tm_do;   // same as Q
+  CUtensorMap tm_k;    // (d, seq_k, batch * kv_heads) fp32, box (32, kBlockN, 1)
+  CUtensorMap tm_v;
+  const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding and empty rows
+  const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
+  float* dq;           // [batch, heads, seq_q, d], zeroed: the consumers add into it
+  float* dk;           // [batch, kv_heads, seq_k, d]
+  float* dv;
+  int heads;
+  int kv_heads;
+  int group;
+  int seq_pad;         // flash::backward_padded_seq(seq_q)
+  int kv_planes;       // batch * kv_heads
+  float scale_log2;    // softmax scale * log2(e)
+  float scale;
+  CausalMask mask;
+};
+
+template <typename Tr> struct Tf32BwdBarriers {
+  std::uint32_t base;
+  __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
+  __device__ __forceinline__ std::uint32_t kv_full() const { return at(0); }
+  __device__ __forceinline__ std::uint32_t raw_full(int s) const { return at(1 + s); }
+  __device__ __forceinline__ std::uint32_t ready(int s) const { return at(1 + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t empty(int s) const { return at(1 + 2 * Tr::kStages + s); }
+};
+
+template <typename Tr> struct Tf32BwdSmem {
+  std::uint32_t base;  // 1024-byte aligned
+  __device__ __forceinline__ std::uint32_t k() const { return base + Tr::kOffK; }
+  __device__ __forceinline__ std::uint32_t v() const { return base + Tr::kOffV; }
+  __device__ __forceinline__ std::uint32_t stage(int s) const {
+    return base + Tr::kOffStage + s * Tr::kStageBytes;
+  }
+  // part 0 = hi (where TMA lands the raw tile), 1 = lo
+  __device__ __forceinline__ std::uint32_t q(int s, int part) const {
+    return stage(s) + Tr::kStOffQ + part * Tr::kQBytes;
+  }
+  __device__ __forceinline__ std::uint32_t dout(int s, int part) const {
+    return stage(s) + Tr::kStOffDo + part * Tr::kQBytes;
+  }
+  __device__ __forceinline__ std::uint32_t qt(int s, int part) const {
+    return stage(s) + Tr::kStOffQt + part * Tr::kQtBytes;
+  }
+  __device__ __forceinline__ std::uint32_t dot(int s, int part) const {
+    return stage(s) + Tr::kStOffDot + part * Tr::kQtBytes;
+  }
+  __device__ __forceinline__ std::uint32_t ds(int part) const { return base + Tr::kOffDs + part * Tr::kDsBytes; }
+  __device__ __forceinline__ std::uint32_t p(int part) const { return base + Tr::kOffP + part * Tr::kDsBytes; }
+  __device__ __forceinline__ std::uint32_t lse(int s) const { return base + Tr::kOffLse + s * Tr::kRowVecBytes; }
+  __device__ __forceinline__ std::uint32_t dsum(int s) const { return base + Tr::kOffD + s * Tr::kRowVecBytes; }
+};
+
+// The block's work: keys [n0, n0 + kBlockN) of K/V plane kv_bh; steps = the group's query heads
+// times their query tiles from m_begin on (causal: earlier tiles see none of the keys).
+struct Tf32BwdWork {
+  int n0;
+  int kv_bh;
+  int q_bh0;
+  int m_begin;
+  int per_head;
+  int steps;
+  __device__ __forceinline__ int q_bh(int step) const { return q_bh0 + step / per_head; }
+  __device__ __forceinline__ int m_tile(int step) const { return m_begin + step % per_head; }
+};
+
+#if FB_PTX_SM90A
+
+// ---- producer warpgroup (ptid = its thread index) ----
+template <typename Tr>
+__device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm,
+                                                 const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
+                                                 int ptid) {
+  const bool leader = ptid == 0;
+  if (leader) {
+    ptx::prefetch_tensormap(&prm.tm_q);
+    ptx::prefetch_tensormap(&prm.tm_do);
+    ptx::prefetch_tensormap(&prm.tm_k);
+    ptx::prefetch_tensormap(&prm.tm_v);
+    ptx::mbar_arrive_expect_tx(bars.kv_full(), 2 * Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::tma_load_3d(sm.k() + c * Tr::kKVChunkBytes, &prm.tm_k, bars.kv_full(), c * Tr::kChunkElems,
+                       w.n0, w.kv_bh);
+      ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(), c * Tr::kChunkElems,
+                       w.n0, w.kv_bh);
+    }
+  }
+  for (int it = 0; it < w.steps; ++it) {
+    const int s = it % Tr::kStages;
+    const std::uint32_t phase = (it / Tr::kStages) & 1;
+    // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
+    ptx::mbar_wait(bars.empty(s), phase ^ 1);
+    if (leader) {
+      const int bh = w.q_bh(it);
+      const int m0 = w.m_tile(it) * Tr::kBlockM;
+      const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+      ptx::mbar_arrive_expect_tx(bars.raw_full(s), 2 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_load_3d(sm.q(s, 0) + c * Tr::kQChunkBytes, &prm.tm_q, bars.raw_full(s),
+                         c * Tr::kChunkElems, m0, bh);
+        ptx::tma_load_3d(sm.dout(s, 0) + c * Tr::kQChunkBytes, &prm.tm_do, bars.raw_full(s),
+                         c * Tr::kChunkElems, m0, bh);
+      }
+      ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
+      ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
+    }
+    ptx::mbar_wait(bars.raw_full(s), phase);
+    // Transposes first (they read the raw tiles), then the in-place splits.
+    tf32::transpose_split_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.q(s, 0), sm.qt(s, 0), sm.qt(s, 1), ptid);
+    tf32::transpose_split_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.dout(s, 0), sm.dot(s, 0), sm.dot(s, 1), ptid);
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.q(s, 0), sm.q(s, 1), ptid);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.dout(s, 0), sm.dout(s, 1), ptid);
+    ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
+    ptx::mbar_arrive(bars.ready(s));
+  }
+}
+
+// ---- consumer warpgroup cw (flash_sm90_tf32_bwd_traits.h: its keys, queries and parts of d) ----
+template <typename Tr>
+__device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm0,
+                                                 const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
+                                                 int cw) {
+  constexpr bool kShare = Tr::kShareKeys;
+  const int ctid = threadIdx.x % Tr::kWgThreads;
+  const int warp = ctid / Tr::kWarpSize;
+  const int lane = ctid % Tr::kWarpSize;
+  const int wg_keys = kShare ? 0 : cw * Tr::kWgKeys;      // first of this consumer's keys in the block
+  const int wg_key0 = w.n0 + wg_keys;
+  const int wg_q0 = kShare ? cw * Tr::kWgQueries : 0;     // first of its S^T columns in the tile
+  const int part0 = kShare ? cw : 0;                      // first of its 64-column parts of d
+  const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
+  const int col_lane = 2 * (lane % 4);                   // first accumulator column
+  const int seq_q = prm.mask.seq_q;
+  const int seq_k = prm.mask.seq_k;
+  const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
+  const std::uint32_t ds_keys = std::uint32_t((wg_keys / Tr::kChunkElems) * Tr::kDsChunkBytes);
+  // Named barrier over the consumers that share P and dS (all of them with shared keys).
+  const int bar_ps = kShare ? Tr::kBarConsumers : Tr::kBarConsumer0 + cw;
+  constexpr int kBarPsThreads = kShare ? Tr::kConsumerThreads : Tr::kWgThreads;
+
+  float dk[Tr::kDkvRegs], dv[Tr::kDkvRegs];
+#pragma unroll
+  for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
+
+  ptx::mbar_wait(bars.kv_full(), 0);
+  for (int it = 0; it < w.steps; ++it) {
+    const int st = it % Tr::kStages;
+    const std::uint32_t parity = (it / Tr::kStages) & 1;
+    const int m0 = w.m_tile(it) * Tr::kBlockM;
+    const int bh = w.q_bh(it);
+    ptx::mbar_wait(bars.ready(st), parity);
+    const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
+    const std::uint32_t k_rows = sm.k() + wg_keys * Tr::kRowBytes;
+    const std::uint32_t v_rows = sm.v() + wg_keys * Tr::kRowBytes;
+    const std::uint32_t q_cols = std::uint32_t(wg_q0 * Tr::kRowBytes);  // its rows of Q, dO
+
+    // S^T = K Q^T and dP^T = V dO^T (its kWgQueries columns), each as the sum of two accumulators.
+    float s[Tr::kSRegs], dp[Tr::kSRegs];
+    {
+      float sb[Tr::kSRegs];
+      const std::uint32_t q_hi = sm.q(st, 0) + q_cols, q_lo = sm.q(st, 1) + q_cols;
+      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
+          s, sb,
+          [&](int kk, float (&x)[4]) {
+            tf32::load_kmajor_fragment(x, k_rows, Tr::kKVChunkBytes, warp, lane, kk);
+          },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(q_hi, Tr::kQChunkBytes, kk)); },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(q_lo, Tr::kQChunkBytes, kk)); });
+#pragma unroll
+      for (int i = 0; i < Tr::kSRegs; ++i) s[i] += sb[i];
+    }
+    {
+      float db[Tr::kSRegs];
+      const std::uint32_t do_hi = sm.dout(st, 0) + q_cols, do_lo = sm.dout(st, 1) + q_cols;
+      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
+          dp, db,
+          [&](int kk, float (&x)[4]) {
+            tf32::load_kmajor_fragment(x, v_rows, Tr::kKVChunkBytes, warp, lane, kk);
+          },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(do_hi, Tr::kQChunkBytes, kk)); },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(do_lo, Tr::kQChunkBytes, kk)); });
+#pragma unroll
+      for (int i = 0; i < Tr::kSRegs; ++i) dp[i] += db[i];
+    }
+
+    // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where masked (causal, or keys past seq_k: their
+    // zero rows of K would otherwise give P = exp2(-LSE)); dS^T = P^T o (dP^T - D). Register i:
+    // key key_row + 8 ((i / 2) % 2), query wg_q0 + 8 (i / 4) + col_lane + i % 2.
+    const bool need_mask = (prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset) ||
+                           wg_key0 + Tr::kWgKeys > seq_k;
+    std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs], ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
+#pragma unroll
+    for (int j = 0; j < Tr::kWgQueries / Tr::kMmaN; ++j) {
+      const int col = wg_q0 + j * Tr::kMmaN + col_lane;
+      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+      const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
+#pragma unroll
+      for (int i = 4 * j; i < 4 * j + 4; ++i) {
+        float pv = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, -(i % 2 == 0 ? lse.x : lse.y)));
+        if (need_mask) {
+          const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
+          if (!prm.mask.visible(m0 + col + i % 2, key)) pv = 0.f;
+        }
+        const float dsv = pv * (dp[i] - (i % 2 == 0 ? dd.x : dd.y));
+        ptx::split_tf32(pv, p_hi[i], p_lo[i]);
+        ptx::split_tf32(dsv, ds_hi[i], ds_lo[i]);
+      }
+    }
+
+    // dS (and with shared keys P) as queries x keys, K-major along keys, into shared memory: B of
+    // dQ^T, and read back transposed as the A fragments of dK (and dV). The barrier first: every
+    // consumer that reads the buffers is past the previous tile's dQ^T.
+    ptx::named_bar_sync(bar_ps, kBarPsThreads);
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int key = key_row + ((i / 2) % 2) * 8;  // among this consumer's 64
+      const int q = wg_q0 + (i / 4) * Tr::kMmaN + col_lane + i % 2;
+      const std::uint32_t off = ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
+                                tf32::sw128_offset(q, key % Tr::kChunkElems);
+      ptx::st_shared_u32(sm.ds(0) + off, ds_hi[i]);
+      if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + off, ds_lo[i]);
+      if constexpr (kShare) {
+        ptx::st_shared_u32(sm.p(0) + off, p_hi[i]);
+        if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + off, p_lo[i]);
+      }
+    }
+    ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
+    // dK's (and dV's) A fragments read them too: with own keys only this warp's (__syncwarp orders
+    // them), with shared keys every consumer's.
+    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);
+    else __syncwarp();
+
+    // dV += P^T dO and dK += dS^T Q, per 64-column part: a fresh tensor-core sum added in fp32.
+    // A fragments in the permuted query order of Q^T / dO^T. kPairParts: dV's part and dK's in
+    // flight together, so that the fp32 adds of one overlap the other's wgmmas; else one at a time.
+    auto dv_part = [&](float (&t)[Tr::kPartRegs], int part) {
+      const std::uint32_t off = std::uint32_t(part * Tr::kPartBytes);
+      const std::uint32_t hi = sm.dot(st, 0) + off, lo = sm.dot(st, 1) + off;
+      tf32::gemm_frag_a<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
+          t,
+          [&](int kk, int lo_part, std::uint32_t(&a)[4]) {
+            if constexpr (kShare)
+              tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
+            else
+              tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
+          },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
+    };
+    auto dk_part = [&](float (&t)[Tr::kPartRegs], int part) {
+      const std::uint32_t off = std::uint32_t(part * Tr::kPartBytes);
+      const std::uint32_t hi = sm.qt(st, 0) + off, lo = sm.qt(st, 1) + off;
+      tf32::gemm_frag_a<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
+          t,
+          [&](int kk, int lo_part, std::uint32_t(&a)[4]) {
+            tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp, lane,
+                                              kk);
+          },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
+    };
+    auto add_part = [](float (&acc)[Tr::kDkvRegs], float (&t)[Tr::kPartRegs], int part) {
+      ptx::fence_operands(t);
+#pragma unroll
+      for (int i = 0; i < Tr::kPartRegs; ++i) acc[part * Tr::kPartRegs + i] += t[i];
+    };
+    if constexpr (Tr::kPairParts) {
+#pragma unroll
+      for (int part = 0; part < Tr::kWgParts; ++part) {
+        float tv[Tr::kPartRegs], tk[Tr::kPartRegs];
+        dv_part(tv, part0 + part);
+        dk_part(tk, part0 + part);
+        ptx::wgmma_wait<1>();
+        add_part(dv, tv, part);
+        ptx::wgmma_wait<0>();
+        add_part(dk, tk, part);
+      }
+    } else {
+#pragma unroll
+      for (int part = 0; part < Tr::kWgParts; ++part) {
+        float t[Tr::kPartRegs];
+        dv_part(t, part0 + part);
+        ptx::wgmma_wait<0>();
+        add_part(dv, t, part);
+      }
+#pragma unroll
+      for (int part = 0; part < Tr::kWgParts; ++part) {
+        float t[Tr::kPartRegs];
+        dk_part(t, part0 + part);
+        ptx::wgmma_wait<0>();
+        add_part(dk, t, part);
+      }
+    }
+    ptx::fence_operands(p_hi);
+    ptx::fence_operands(p_lo);
+    // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and its
+    // wgmmas on Q, dO and their transposes are complete.
+    ptx::mbar_arrive(bars.empty(st));
+
+    // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), per 64-row part
+    // of d; dQ += scale * dQ^T.
+    if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
+    const std::uint32_t ds_hi_b = sm.ds(0) + ds_keys, ds_lo_b = sm.ds(1) + ds_keys;
+    float* dq_rows = prm.dq + std::int64_t(bh) * seq_q * Tr::kHeadDim;
+#pragma unroll 1  // unrolled, ptxas interleaves the parts and spills at d = 128
+    for (int part = part0; part < part0 + Tr::kWgParts; ++part) {
+      float qa[Tr::kDqRegs], qb[Tr::kDqRegs];
+      tf32::gemm_split_rs<Tr::kBlockM, Tr::kDqSteps, Tr::kGroup, Tr::kSplit>(
+          qa, qb,
+          [&](int kk, float (&x)[4]) {
+            tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part * Tr::kPart, warp, lane,
+                                        kk);
+          },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+      // Register i: column (of d) part * 64 + key_row + 8 ((i / 2) % 2), query 8 (i / 4) + col_lane + i % 2.
+#pragma unroll
+      for (int i = 0; i < Tr::kDqRegs; ++i) {
+        const int q = m0 + (i / 4) * Tr::kMmaN + col_lane + i % 2;
+        const int c = part * Tr::kPart + key_row + ((i / 2) % 2) * 8;
+        if (q < seq_q) atomicAdd(dq_rows + std::int64_t(q) * Tr::kHeadDim + c, (qa[i] + qb[i]) * prm.scale);
+      }
+    }
+  }
+
+  // dK (times the softmax scale) and dV for this consumer's keys and columns, from the accumulators.
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = wg_key0 + key_row + hf * 8;
+    if (key >= seq_k) continue;
+    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
+#pragma unroll
+    for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
+      const int i = 4 * j + 2 * hf;
+      const int col = j * Tr::kMmaN + col_lane;
+      *reinterpret_cast<float2*>(prm.dk + row + col) = make_float2(dk[i] * prm.scale, dk[i + 1] * prm.scale);
+      *reinterpret_cast<float2*>(prm.dv + row + col) = make_float2(dv[i], dv[i + 1]);
+    }
+  }
+}
+
+#endif  // FB_PTX_SM90A
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_sm90_tf32_bwd_kernel(const __grid_constant__ Tf32BwdParams prm) {
+#if FB_PTX_SM90A
+  extern __shared__ __align__(16) unsigned char fb_sm90_tf32_bwd_smem[];
+  const std::uint32_t base = (ptx::smem_addr(fb_sm90_tf32_bwd_smem) + Tr::kAtomBytes - 1) &
+                             ~std::uint32_t(Tr::kAtomBytes - 1);
+  const Tf32BwdSmem<Tr> sm{base};
+  const Tf32BwdBarriers<Tr> bars{base + Tr::kOffBar};
+
+  if (threadIdx.x == 0) {
+    ptx::mbar_init(bars.kv_full(), 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) {
+      ptx::mbar_init(bars.raw_full(s), 1);                   // the leader's arrive.expect_tx
+      ptx::mbar_init(bars.ready(s), Tr::kWgThreads);         // every producer thread
+      ptx::mbar_init(bars.empty(s), Tr::kConsumerThreads);   // every consumer thread
+    }
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  // The block's work, computed after setmaxnreg in each role (values live across it would be held
+  // under the launch's register cap). Key tiles outermost: with a causal mask the first key tiles
+  // see the most queries and start first.
+  auto work = [&]() {
+    Tf32BwdWork w;
+    w.kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
+    w.n0 = int(blockIdx.x / unsigned(prm.kv_planes)) * Tr::kBlockN;
+    const int b = w.kv_bh / prm.kv_heads;
+    w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
+    // The last query row sees every key, so per_head >= 1.
+    w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
+    w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
+    w.steps = w.per_head * prm.group;
+    return w;
+  };
+  const int wg = threadIdx.x / Tr::kWgThreads;
+  if (wg == 0) {
+    if constexpr (Tr::kSetMaxNreg) ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    tf32_bwd_produce<Tr>(prm, sm, bars, work(), threadIdx.x);
+  } else {
+    if constexpr (Tr::kSetMaxNreg) ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+    tf32_bwd_consume<Tr>(prm, sm, bars, work(), wg - 1);
+  }
+#else
+  __trap();
+#endif
+}
+
+}  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,168 @@
+// Tile configuration of the Hopper fp32 backward (3xTF32 on wgmma): every size the kernel and its
+// launcher use, derived once and checked at compile time. Host and device code read it.
+#pragma once
+
+#include <cstddef>
+
+namespace fb::cuda::flash_sm90 {
+
+// The work of the 16-bit backward (flash_sm90_bwd_traits.h): one block per (tile of kBlockN keys,
+// batch, K/V head), looping over the group's query heads and their tiles of kBlockM queries, dK and
+// dV for its keys in registers. Each GEMM is hi*hi + hi*lo + lo*hi on TF32 wgmma (m64nNk8), whose
+// operands in shared memory must both be K-major (no transpose for TF32):
+//   warpgroup 0      producer: one thread loads K and V once (raw fp32: the consumers build their
+//                    A fragments from them), then per query tile Q, dO, LSE and D (TMA and bulk
+//                    copies). All 128 threads then prepare the tile: Q^T and dO^T (the B operands
+//                    of dK and dV, which sum over queries) are written transposed, each group of 8
+//                    queries permuted (see kernels/common/tf32_tiles.cuh) and split into hi / lo;
+//                    then Q and dO are split in place (hi) and into a lo buffer.
+//   consumers        kConsumerWgs warpgroups; each computes, for 64 keys (the wgmma M):
+//                      S^T  = K Q^T, dP^T = V dO^T      A: K / V fragments from the raw tiles,
+//                                                       split in registers; B: Q / dO hi, lo
+//                      P^T  = exp2(S^T scale log2 e - LSE log2 e), dS^T = P^T o (dP^T - D)
+//                      dV  += P^T dO, dK += dS^T Q      A: P^T / dS^T hi, lo; B: dO^T / Q^T hi,
+//                                                       lo; a fresh sum per query tile in
+//                                                       64-column parts, added to dV / dK in fp32
+//                      dQ^T = K^T dS^T                  A: K^T fragments from the raw K tile;
+//                                                       B: dS (queries x keys, K-major) hi, lo,
+//                                                       written to shared memory by the consumers
+//                    and adds scale * dQ^T into dQ (fp32, the output itself, zeroed by the
+//                    pre-pass) with one red.global.add per element. The work splits between the
+//                    consumers one of two ways:
+//   kShareKeys false each consumer its own 64 keys (kBlockN = 64 x consumers): all the query tile's
+//                    columns of S^T, dP^T; all of d for dV, dK (P^T's A fragments straight from
+//                    its accumulators), dQ^T over its own keys. No barrier between consumers.
+//   kShareKeys true  the consumers share 64 keys (kBlockN = 64) and split the rest: consumer c
+//                    computes S^T, dP^T for queries [c q, c q + q), q = kBlockM / consumers, and
+//                    dV, dK, dQ^T for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a
+//                    thread instead of 128 at d = 128. P and dS go through shared memory (a
+//                    barrier between the consumers per tile), and dV's A fragments come from there.
+// dK's A fragments are always read back from dS in shared memory (freeing its registers early).
+// fp32 takes twice the shared memory of 16-bit data and each operand two parts, so the query tile
+// is 32. 1xTF32 (kSplit = false) is the diagnostic that must fail the FP32 rule: hi*hi only.
+template <int kHeadDim_, int kConsumerWgs_, int kBlockM_, int kStages_, bool kShareKeys_, bool kSplit_>
+struct Tf32BwdTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kConsumerWgs = kConsumerWgs_;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kStages = kStages_;
+  static constexpr bool kShareKeys = kShareKeys_;
+  static constexpr bool kSplit = kSplit_;
+
+  // ---- threads ----
+  static constexpr int kWarpSize = 32;
+  static constexpr int kWgThreads = 128;
+  static constexpr int kWgWarps = kWgThreads / kWarpSize;
+  static constexpr int kConsumerThreads = kConsumerWgs * kWgThreads;
+  static constexpr int kThreads = kWgThreads + kConsumerThreads;
+
+  // ---- tiles ----
+  static constexpr int kWgKeys = 64;                      // wgmma M of S^T, dP^T, dK, dV
+  static constexpr int kWarpKeys = kWgKeys / kWgWarps;    // 16
+  static constexpr int kBlockN = kShareKeys ? kWgKeys : kConsumerWgs * kWgKeys;  // keys per block
+  static constexpr int kMmaK = 8;
+  static constexpr int kMmaN = 8;
+  static constexpr int kPart = 64;                        // N of one dK / dV (and M of one dQ^T) GEMM
+  static constexpr int kParts = kHeadDim / kPart;
+  static constexpr int kWgParts = kShareKeys ? 1 : kParts;          // a consumer's parts of d
+  static constexpr int kWgQueries = kShareKeys ? kBlockM / kConsumerWgs : kBlockM;  // N of S^T
+
+  // ---- accumulators per consumer thread ----
+  static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T, dP^T (each of 2 parts)
+  static constexpr int kPartRegs = kWgKeys * kPart / kWgThreads;    // one part's fresh sum
+  static constexpr int kDkvRegs = kWgParts * kPartRegs;             // dK, dV
+  static constexpr int kDqRegs = kPart * kBlockM / kWgThreads;      // one part of dQ^T (of 2 parts)
+  static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k8 steps of S^T, dP^T
+  static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
+  static constexpr int kDqSteps = kWgKeys / kMmaK;                  // of dQ^T
+  // k8 steps per commit group of the split GEMMs (two groups in flight: 16 fragment registers a
+  // step) and whether dV's and dK's fresh parts are in flight together (32 registers each): when a
+  // consumer holds all 128 columns of dK and dV at d = 128, it has 255 registers, so both are halved.
+  static constexpr bool kWide = kDkvRegs > 32;
+  static constexpr int kGroup = kWide ? 1 : 4;
+  static constexpr bool kPairParts = !kWide;
+
+  // ---- shared memory: fp32 tiles in 32-float column chunks, 128-byte swizzle (tf32_tiles.cuh) ----
+  static constexpr int kRowBytes = 128;
+  static constexpr int kChunkElems = 32;
+  static constexpr int kChunks = kHeadDim / kChunkElems;
+  static constexpr int kAtomBytes = 1024;
+  static constexpr int kKVChunkBytes = kBlockN * kRowBytes;
+  static constexpr int kKVBytes = kChunks * kKVChunkBytes;   // K or V, raw
+  static constexpr int kWgKVBytes = kWgKeys * kRowBytes;     // a consumer's rows in one chunk
+  static constexpr int kQChunkBytes = kBlockM * kRowBytes;
+  static constexpr int kQBytes = kChunks * kQChunkBytes;     // one part of Q or dO
+  static constexpr int kQtChunkBytes = kHeadDim * kRowBytes;
+  static constexpr int kQtBytes = (kBlockM / kChunkElems) * kQtChunkBytes;  // one part of Q^T
+  static constexpr int kPartBytes = kPart * kRowBytes;       // 64 rows of Q^T / dO^T
+  static constexpr int kDsChunkBytes = kBlockM * kRowBytes;
+  static constexpr int kDsBytes = (kBlockN / kChunkElems) * kDsChunkBytes;  // one part of dS
+  static constexpr int kWgDsBytes = (kWgKeys / kChunkElems) * kDsChunkBytes;
+  static constexpr int kRowVecBytes = kBlockM * int(sizeof(float));
+
+  // A stage: Q hi, lo | dO hi, lo | Q^T hi, lo | dO^T hi, lo; its LSE and D apart (after dS).
+  static constexpr int kStOffQ = 0;
+  static constexpr int kStOffDo = kStOffQ + 2 * kQBytes;
+  static constexpr int kStOffQt = kStOffDo + 2 * kQBytes;
+  static constexpr int kStOffDot = kStOffQt + 2 * kQtBytes;
+  static constexpr int kStageBytes = kStOffDot + 2 * kQtBytes;
+
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKVBytes;
+  static constexpr int kOffStage = kOffV + kKVBytes;
+  static constexpr int kOffDs = kOffStage + kStages * kStageBytes;  // dS hi, lo
+  static constexpr int kOffP = kOffDs + 2 * kDsBytes;               // kShareKeys: P hi, lo
+  static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per stage
+  static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
+  static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
+  static constexpr int kBarBytes = 8;
+  // K/V full; per stage: raw (TMA) full, ready (prepared), empty.
+  static constexpr int kNumBars = 1 + 3 * kStages;
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
+  static constexpr std::size_t kMaxSmemOptin = 232448;          // 227 KB per block on sm_90
+
+  // ---- registers (setmaxnreg; one consumer needs none: 256 threads have 256 registers each) ----
+  static constexpr int kRegFile = 64 * 1024;
+  static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;
+  static constexpr bool kSetMaxNreg = kConsumerWgs > 1;
+  static constexpr int kProducerRegs = 48;
+  static constexpr int kConsumerRegs = 232;
+
+  // ---- named barriers (0 is __syncthreads) ----
+  static constexpr int kBarProducer = 1;
+  static constexpr int kBarConsumer0 = 2;  // + consumer index: its dS rows are written / free
+  static constexpr int kBarConsumers = kBarConsumer0 + kConsumerWgs;  // kShareKeys: P, dS of all
+
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers: d is one or two 64-wide parts");
+  static_assert(kWgQueries == 16 || kWgQueries == 32 || kWgQueries == 64,
+                "TF32 wgmma wrappers exist for N = 16, 32 and 64");
+  static_assert(!kShareKeys || (kParts == kConsumerWgs && kWgQueries % 8 == 0),
+                "shared keys: one 64-column part of d per consumer; query slices on swizzle atoms");
+  static_assert(kBlockM % kChunkElems == 0 && kBlockN <= 256 && kBlockM <= 256,
+                "whole transposed chunks; one TMA box per chunk");
+  static_assert(kQKSteps % kGroup == 0 && (kQKSteps / 2) % kGroup == 0 && kDqSteps % kGroup == 0 &&
+                    (kDqSteps / 2) % kGroup == 0,
+                "whole commit groups");
+  static_assert(kQBytes % kAtomBytes == 0 && kQtBytes % kAtomBytes == 0 && kKVBytes % kAtomBytes == 0 &&
+                    kDsBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0,
+                "every wgmma operand starts on a swizzle atom");
+  static_assert(kSmemBytes <= kMaxSmemOptin, "fits the 227 KB a block may opt in to");
+  static_assert(!kSetMaxNreg || (kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile &&
+                                 kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs),
+                "setmaxnreg lowers the producer and raises the consumers within the register file");
+};
+
+// The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
+// under the 227 KB): d = 64: two consumers with their own keys (128), two stages: K, V 64 KB +
+// 2 x 64 KB + dS 32 KB = 224 KB. d = 128: two consumers sharing 64 keys (each 16 queries of S^T and
+// half of d), one stage: K, V 64 KB + 128 KB + dS and P 32 KB = 224 KB.
+template <int D, bool kSplit> struct Tf32BwdConfig;
+template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
+  using Traits = Tf32BwdTraits<64, 2, 32, 2, false, kSplit>;
+};
+template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
+  using Traits = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
+};
+
+}  // namespace fb::cuda::flash_sm90
