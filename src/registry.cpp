@@ -189,7 +189,7 @@ std::vector<Descriptor> make_builtins() {
                            FB_CUDA_ENTRY(cuda::naive_tf32_ops()),
                            "naive with cuBLAS TF32 GEMMs for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32): what "
                            "PyTorch gives with allow_tf32"}));
-  list.push_back(describe({"flash-sm90", Role::tiled, {Dtype::fp16, Dtype::bf16, Dtype::fp32}, {64, 128, 256},
+  list.push_back(describe({"flash-sm90", Role::tiled, {Dtype::fp16, Dtype::bf16, Dtype::fp32, Dtype::fp8}, {64, 128, 256},
                            tiled_bytes, {}, FB_CUDA_ENTRY(cuda::flash_sm90_ops()),
                            "FlashAttention for Hopper (sm_90a): TMA loads, wgmma, producer/consumer "
                            "warpgroups; fp32 forward and backward as 3xTF32 on wgmma"}));

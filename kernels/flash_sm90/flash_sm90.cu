@@ -18,6 +18,7 @@
 #include "flash_sm90/flash_sm90.h"
 #include "flash_sm90/flash_sm90_bwd.h"
 #include "flash_sm90/flash_sm90_config.h"
+#include "flash_sm90/flash_sm90_fp8.h"
 #include "flash_sm90/flash_sm90_tf32.h"
 #include "flash_sm90/flash_sm90_tma.h"
 
@@ -131,15 +132,36 @@ void encode_bhsd_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, 
                     std::to_string(head_dim) + "] tensor");
 }
 
+void encode_u8_map(CUtensorMap* map, const void* base, std::int64_t cols, std::int64_t rows,
+                   std::int64_t planes, int box_cols, int box_rows, int swizzle_bytes) {
+  constexpr cuuint32_t kRank = 3;
+  const cuuint64_t dims[kRank] = {cuuint64_t(cols), cuuint64_t(rows), cuuint64_t(planes)};
+  const cuuint64_t strides[kRank - 1] = {cuuint64_t(cols), cuuint64_t(cols) * cuuint64_t(rows)};
+  const cuuint32_t box[kRank] = {cuuint32_t(box_cols), cuuint32_t(box_rows), 1};
+  const cuuint32_t element_strides[kRank] = {1, 1, 1};
+  const CUtensorMapSwizzle swizzle =
+      swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  const CUresult r = encode_tiled_fn()(
+      map, CU_TENSOR_MAP_DATA_TYPE_UINT8, kRank, const_cast<void*>(base), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw CudaError("flash-sm90: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
+                    ") for an e4m3 [" + std::to_string(planes) + ", " + std::to_string(rows) + ", " +
+                    std::to_string(cols) + "] tensor");
+}
+
 namespace {
 
 // Query rows per block and shared memory of the forward for p's dtype and head_dim (vetted).
 int forward_query_tile(const AttentionParams& p) {
   if (p.dtype == Dtype::fp32) return tf32_query_tile(p.head_dim);
+  if (p.dtype == Dtype::fp8) return fp8_query_tile(p.head_dim);
   return with_config(p, [](auto cfg) { return decltype(cfg)::Traits::kBr; });
 }
 std::size_t forward_smem_bytes(const AttentionParams& p) {
   if (p.dtype == Dtype::fp32) return tf32_smem_bytes(p.head_dim);
+  if (p.dtype == Dtype::fp8) return fp8_smem_bytes(p.head_dim);
   return with_config(p, [](auto cfg) { return std::size_t(decltype(cfg)::Traits::kSmemBytes); });
 }
 
@@ -152,8 +174,12 @@ const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1);
 
 // fp32: the forward and the backward are 3xTF32 on wgmma (flash_sm90_tf32_kernel.cuh,
 // flash_sm90_tf32_bwd_kernel.cuh).
+// fp8: the forward only, on e4m3 wgmma (flash_sm90_fp8_kernel.cuh), d = 64 or 128.
 const char* unsupported(Pass pass, const AttentionParams& p) {
-  if (p.dtype == Dtype::fp8) return "flash-sm90: fp8 is not built yet (FP8 wgmma forward: issue 14)";
+  if (p.dtype == Dtype::fp8) {
+    if (pass != Pass::fwd) return "flash-sm90: fp8 runs the forward only (no fp8 backward is built)";
+    return forward_unsupported(p, false);
+  }
   if (pass != Pass::fwd && p.dtype == Dtype::fp32) return fp32_backward_unsupported(p, false);
   if (pass != Pass::fwd) {
     if (const char* why = backward_unsupported(p)) return why;
@@ -180,9 +206,21 @@ const char* unsupported_tf32x1(Pass pass, const AttentionParams& p) {
 namespace {
 
 const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
-  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp32)
-    return "flash-sm90: dtype must be fp16, bf16 or fp32";
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp32 &&
+      p.dtype != Dtype::fp8)
+    return "flash-sm90: dtype must be fp16, bf16, fp32 or fp8";
   if (!configured_head_dim(p.head_dim)) return "flash-sm90: head_dim must be 64, 128 or 256";
+  if (p.dtype == Dtype::fp8) {
+    if (!fp8_head_dim(p.head_dim))
+      return "flash-sm90: fp8 runs head_dim 64 and 128 only (a Q/K row is one swizzle row)";
+    // P' = exp2(s - m + log2 p_scale) is P * p_scale exactly only for a power of two.
+    int exp = 0;
+    if (!(p.p_scale > 0.f) || !std::isfinite(p.p_scale) || std::frexp(p.p_scale, &exp) != 0.5f)
+      return "flash-sm90: fp8 needs p_scale to be a power of two";
+    if (!(p.descale_q > 0.f && p.descale_k > 0.f && p.descale_v > 0.f) ||
+        !std::isfinite(p.descale_q * p.descale_k) || !std::isfinite(p.descale_v))
+      return "flash-sm90: fp8 descales must be positive and finite";
+  }
   if (p.dtype == Dtype::fp32 && p.head_dim == 256)
     return "flash-sm90: head_dim 256 runs fp16/bf16 only (the fp32 forward's tiles stop at 128)";
   if (p.batch < 1 || p.heads < 1 || p.kv_heads < 1 || p.seq_q < 1 || p.seq_k < 1)
@@ -199,8 +237,9 @@ const char* forward_unsupported(const AttentionParams& p, bool tf32x1) {
   } else if (static_cast<long long>(p.batch) * p.heads * q_tiles > kMaxWorkTiles) {
     return "flash-sm90: batch * heads * query tiles exceeds 2^31 - 1 (the work-tile index)";
   }
-  if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o))
-    return "flash-sm90: q, k, v and o must be 16-byte aligned (TMA)";
+  if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o) ||
+      (p.dtype == Dtype::fp8 && misaligned(p.workspace)))
+    return "flash-sm90: q, k, v, o (and fp8's workspace) must be 16-byte aligned (TMA)";
 
   const auto caps = current_device_caps();
   if (!caps) return "flash-sm90: no CUDA device answered (needs compute capability 9.0)";
@@ -232,8 +271,10 @@ const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1) {
 
 }  // namespace
 
-// The forward writes LSE as an output and needs no scratch; the backward's is its own.
+// The forward writes LSE as an output and needs no scratch (fp8: V transposed, flash_sm90_fp8.h);
+// the backward's is its own.
 std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
+  if (p.dtype == Dtype::fp8) return fp8_head_dim(p.head_dim) ? fp8_workspace_bytes(p) : 0;
   if (pass == Pass::fwd) return 0;
   return p.dtype == Dtype::fp32 ? tf32_backward_workspace_bytes(p) : backward_workspace_bytes(p);
 }
@@ -246,6 +287,13 @@ void forward(const AttentionParams& p, const Context& ctx) {
   if (p.dtype == Dtype::fp32) {
     if (p.head_dim == 64) run_tf32_fwd<64, true>(p, stream);
     else run_tf32_fwd<128, true>(p, stream);
+    return;
+  }
+  if (p.dtype == Dtype::fp8) {
+    if (!p.workspace)
+      throw std::invalid_argument("flash-sm90 forward: fp8 needs its workspace (V transposed)");
+    if (p.head_dim == 64) run_fp8_fwd<64>(p, stream);
+    else run_fp8_fwd<128>(p, stream);
     return;
   }
   with_config(p, [&](auto cfg) {
@@ -263,7 +311,8 @@ void backward(const AttentionParams& p, const Context& ctx) {
 int query_tile(const AttentionParams& p) {
   const bool configured = configured_head_dim(p.head_dim) &&
                           (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16 ||
-                           (p.dtype == Dtype::fp32 && p.head_dim != 256));
+                           (p.dtype == Dtype::fp32 && p.head_dim != 256) ||
+                           (p.dtype == Dtype::fp8 && fp8_head_dim(p.head_dim)));
   return configured ? forward_query_tile(p) : 0;
 }
 

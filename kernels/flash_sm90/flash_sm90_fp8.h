@@ -1,0 +1,45 @@
+// The Hopper fp8 (e4m3) forward: host-side facts and the launch declaration (definition in
+// flash_sm90_fp8_launch.cuh, one head_dim per file).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "attention.h"
+#include "flash_sm90/flash_sm90_fp8_traits.h"
+
+namespace fb::cuda::flash_sm90 {
+
+// Tile configuration per head_dim (the one table to edit when tuning the fp8 forward).
+template <int D> struct Fp8TileConfig;
+template <> struct Fp8TileConfig<64> {
+  // Three consumer warpgroups, as the 16-bit forward at d = 64: short GEMMs against the softmax.
+  using Traits = Fp8FwdTraits<64, 128, 3, 2>;
+};
+template <> struct Fp8TileConfig<128> {
+  using Traits = Fp8FwdTraits<128, 128, 2, 2>;
+};
+
+template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream);
+
+inline bool fp8_head_dim(int d) { return d == 64 || d == 128; }
+inline int fp8_query_tile(int d) {
+  return d == 64 ? Fp8TileConfig<64>::Traits::kBr : Fp8TileConfig<128>::Traits::kBr;
+}
+inline std::size_t fp8_smem_bytes(int d) {
+  return d == 64 ? Fp8TileConfig<64>::Traits::kSmemBytes : Fp8TileConfig<128>::Traits::kSmemBytes;
+}
+// Keys per row of the transposed V in the workspace: seq_k rounded up to the permutation group
+// (which also keeps TMA's row stride a multiple of 16 bytes).
+inline std::int64_t fp8_seq_k_pad(int seq_k) {
+  return (std::int64_t(seq_k) + kVPermutationGroup - 1) / kVPermutationGroup * kVPermutationGroup;
+}
+// The workspace of the fp8 forward: V transposed, [batch * kv_heads][d][seq_k_pad] e4m3.
+inline std::size_t fp8_workspace_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch) * std::size_t(p.kv_heads) * std::size_t(p.head_dim) *
+         std::size_t(fp8_seq_k_pad(p.seq_k));
+}
+
+}  // namespace fb::cuda::flash_sm90

@@ -1,0 +1,62 @@
+// Definition of run_fp8_fwd<D>: the V transpose into the workspace, then the fp8 forward. Included
+// only by the instantiation files flash_sm90_fp8_hdim*.cu.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include <cuda_runtime.h>
+
+#include "common/check.h"
+#include "common/softmax.cuh"
+#include "flash_sm90/flash_sm90_fp8.h"
+#include "flash_sm90/flash_sm90_fp8_kernel.cuh"
+#include "flash_sm90/flash_sm90_launch.cuh"  // fwd_blocks
+#include "flash_sm90/flash_sm90_tma.h"
+
+namespace fb::cuda::flash_sm90 {
+
+template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
+  using Tr = typename Fp8TileConfig<D>::Traits;
+  const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
+  const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
+  const std::int64_t seq_k_pad = fp8_seq_k_pad(p.seq_k);
+  auto* vt = static_cast<std::uint8_t*>(p.workspace);
+
+  // V^T with permuted keys (flash_sm90_fp8_kernel.cuh). Planes on x (up to 2^31 - 1), key blocks on
+  // y, which the kernel strides over when there are more than the grid's 65535.
+  {
+    constexpr long long kMaxGridY = 65535;
+    const long long key_blocks = (seq_k_pad + kVtPrepKeys - 1) / kVtPrepKeys;
+    const dim3 grid(unsigned(kv_planes), unsigned(std::min(key_blocks, kMaxGridY)));
+    fp8_transpose_v_kernel<D><<<grid, kVtPrepThreads, 0, stream>>>(
+        static_cast<const std::uint8_t*>(p.v), vt, p.seq_k, int(seq_k_pad));
+    FB_CUDA_CHECK_LAUNCH();
+  }
+
+  Fp8FwdParams prm{};
+  encode_u8_map(&prm.tm_q, p.q, D, p.seq_q, q_planes, D, Tr::kBr, Tr::kQKRowBytes);
+  encode_u8_map(&prm.tm_k, p.k, D, p.seq_k, kv_planes, D, Tr::kBc, Tr::kQKRowBytes);
+  encode_u8_map(&prm.tm_vt, vt, seq_k_pad, D, kv_planes, Tr::kVtChunkKeys, D, Tr::kVtRowBytes);
+  encode_bhsd_map(&prm.tm_o, Dtype::bf16, p.o, D, p.seq_q, q_planes, Tr::kOChunkElems, Tr::kWgRows);
+  prm.lse = static_cast<float*>(p.lse);
+  prm.heads = p.heads;
+  prm.kv_heads = p.kv_heads;
+  prm.group = p.group();
+  prm.scale_log2 = float(p.scale * double(p.descale_q) * double(p.descale_k) * kLog2e);
+  prm.p_scale_log2 = std::log2(p.p_scale);  // an integer: unsupported() checks
+  prm.descale_v = p.descale_v;
+  prm.mask = p.mask();
+  prm.planes = int(q_planes);
+  prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
+
+  const auto kernel = flash_sm90_fp8_fwd_kernel<Tr>;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(Tr::kSmemBytes)));
+  const int longest = p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0;
+  const long long blocks = fwd_blocks(q_planes * prm.q_tiles, longest);
+  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fb::cuda::flash_sm90
