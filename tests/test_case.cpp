@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/backend.h"
 #include "case.h"
 #include "catch.h"
 #include "judge.h"
@@ -144,6 +145,27 @@ TEST_CASE("registry: cudnn is a CUDA-only peer in fp16/bf16, named but never run
   const auto why = k->cuda.unsupported(Pass::fwd, c.params());
   REQUIRE(why.has_value());
   CHECK(why->find("built without cuDNN") != std::string::npos);
+#elif FLASHBENCH_HAVE_CUDA && FLASHBENCH_HAVE_CUDNN
+  // What the graph cannot express is refused before cuDNN is asked (no device needed).
+  Case wide = c;
+  wide.seq_q = 256;
+  wide.seq_k = 128;
+  wide.causal = true;
+  auto why = k->cuda.unsupported(Pass::fwd, wide.params());
+  REQUIRE(why.has_value());
+  CHECK(why->find("seq_q <= seq_k") != std::string::npos);
+  Case odd_dim = c;
+  odd_dim.head_dim = 36;
+  why = k->cuda.unsupported(Pass::fwd, odd_dim.params());
+  REQUIRE(why.has_value());
+  CHECK(why->find("head_dim") != std::string::npos);
+  // A shape it would plan: on a machine without a GPU the answer is a reason, never a throw.
+  if (!cuda_device_available()) {
+    why = k->cuda.unsupported(Pass::fwd_bwd, c.params());
+    REQUIRE(why.has_value());
+    CHECK(why->find("cuDNN") != std::string::npos);
+    CHECK(k->cuda.workspace_bytes(Pass::fwd_bwd, c.params()) == 0);
+  }
 #endif
 }
 

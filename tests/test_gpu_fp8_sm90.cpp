@@ -6,9 +6,9 @@
 //      magnitude);
 //    - the CPU backend's flash emulation (the spec of the fp8 roundings: P quantised per tile against
 //      the running max, row sum from the fp32 P, O in bf16) run with the kernel's K/V tile of 128
-//      keys, so both quantise P against the same running maxima: they differ only by fp32 summation
-//      order, the exp approximation and bf16 rounding, far below 2^-6 of the output magnitude; a
-//      misapplied descale or p_scale, or a key order that differs between P and V^T, is of the
+//      keys, so both quantise P against the same running maxima: the kernel's error must stay within
+//      2x the emulation's (Hopper's ~14-bit FP8 accumulation keeps them from agreeing bit for bit);
+//      a misapplied descale or p_scale, or a key order that differs between P and V^T, is of the
 //      order of the output itself.
 //    LSE depends on S alone, so an LSE failure points at Q K^T (descriptors, swizzle), an O failure
 //    with LSE right at P V (the e4m3 A fragment, the V transpose and its key permutation).
@@ -79,6 +79,7 @@ Quantised quantise_normal(std::size_t n, std::mt19937& gen) {
 
 struct Outputs {
   std::vector<double> o, lse;
+  double s_abs = 0;  // reference only: max over (row, key) of scale * descales * sum_c |q_c k_c|
 };
 
 // Exact attention in fp64 of the real inputs (codes x descales).
@@ -102,11 +103,16 @@ Outputs reference(const AttentionParams& p, const Quantised& q, const Quantised&
         }
         double mx = -std::numeric_limits<double>::infinity();
         for (int j = 0; j < end; ++j) {
-          double acc = 0;
-          for (int c = 0; c < d; ++c)
-            acc += double(fp8_e4m3_to_float(q.codes[qoff + std::size_t(i) * d + c])) *
-                   double(fp8_e4m3_to_float(k.codes[kvoff + std::size_t(j) * d + c]));
-          s[j] = acc * p.scale * double(q.descale) * double(k.descale);
+          double acc = 0, mag = 0;
+          for (int c = 0; c < d; ++c) {
+            const double x = double(fp8_e4m3_to_float(q.codes[qoff + std::size_t(i) * d + c])) *
+                             double(fp8_e4m3_to_float(k.codes[kvoff + std::size_t(j) * d + c]));
+            acc += x;
+            mag += std::abs(x);
+          }
+          const double f = p.scale * double(q.descale) * double(k.descale);
+          s[j] = acc * f;
+          out.s_abs = std::max(out.s_abs, mag * f);
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
@@ -248,9 +254,17 @@ TEST_CASE("flash-sm90 fp8 forward matches the fp64 reference and the CPU emulati
                 lse_ref.scale > 0 ? lse_ref.max_abs / lse_ref.scale : 0.0);
     REQUIRE(o_ref.finite);
     REQUIRE(lse_ref.finite);
+    // O: the bound verify applies to a tiled fp8 kernel without a baseline, and the 2x-baseline rule
+    // with the CPU emulation as the baseline (plus two bf16 ulps at M). Not a bound on the distance to
+    // the emulation: Hopper's FP8 MMAs accumulate S with ~14 bits (fp8naive measured LSE 2-3e-4
+    // off the fp32 emulation), which moves some P * 2^8 across an e4m3 rounding boundary, each such
+    // flip worth 2^-4 of that key's share of the row. A wrong descale, p_scale or key order is of
+    // the order of M.
     CHECK(o_ref.max_abs <= tol_tiled("O", Dtype::fp8) * o_ref.scale);
-    CHECK(lse_ref.max_abs <= tol_tiled("LSE", Dtype::fp8) * lse_ref.scale);
-    CHECK(o_emu.max_abs <= 0x1p-6 * o_ref.scale);
+    CHECK(o_ref.max_abs <= 2 * emu_ref.max_abs + 2 * ulp_at(o_ref.scale, Dtype::bf16));
+    // LSE: fp32's 2^-16 of the magnitude, plus the S error of that accumulation, 2^-11 (8 x 2^-14)
+    // of the largest |score| magnitude sum (the LSE moves by at most the largest S error).
+    CHECK(lse_ref.max_abs <= tol_tiled("LSE", Dtype::fp8) * lse_ref.scale + 0x1p-11 * ref.s_abs);
   }
 }
 

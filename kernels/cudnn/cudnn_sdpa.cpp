@@ -185,8 +185,16 @@ Plan& plan_for(Which which, const AttentionParams& p) {
   auto it = st.plans.find(key);
   if (it != st.plans.end()) return *it->second;
   auto plan = std::make_unique<Plan>();
+  cudnnHandle_t h = nullptr;
   try {
-    const cudnnHandle_t h = handle_for(st, key.device);
+    h = handle_for(st, key.device);
+  } catch (const std::exception& e) {
+    // Not cached: a handle may be had later (memory freed).
+    static thread_local Plan failed;
+    failed.why_not = "cuDNN could not start on device " + std::to_string(key.device) + ": " + e.what();
+    return failed;
+  }
+  try {
     if (which == Which::fwd)
       build_forward(plan->graph, key.shape);
     else
@@ -289,7 +297,7 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   } catch (const std::exception& e) {
     // No device to plan on (cudaGetDevice failed): say so rather than throw from a support query.
     static thread_local std::string why;
-    why = std::string("cudnn cannot plan here: ") + e.what();
+    why = std::string("cuDNN cannot plan here: ") + e.what();
     return why.c_str();
   }
   return nullptr;
