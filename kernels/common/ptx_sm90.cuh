@@ -213,63 +213,77 @@ template <typename Elem, int N> struct WgmmaSSBT;
 // m64nN accumulator as N/2 "+f" operands. The macros below spell the operand lists once: FB_WG_D<n>
 // the accumulator operands d[0..n), FB_WG_S<n> their "%0, ..., %n-1" in the asm string. The scalar
 // operands follow the accumulators, so their numbers (n, n + 1, ...) are written at each use.
-#define FB_WG_D8(i)                                                                              \
+// ptx_sm90_tf32.cuh and ptx_sm90_fp8.cuh build their wrappers from the same FB_WGMMA_*_BODY.
+#define FB_WG_DBLK(i)                                                                            \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),      \
       "+f"(d[i + 6]), "+f"(d[i + 7])
-#define FB_WG_D16 FB_WG_D8(0), FB_WG_D8(8)
-#define FB_WG_D32 FB_WG_D16, FB_WG_D8(16), FB_WG_D8(24)
-#define FB_WG_D40 FB_WG_D32, FB_WG_D8(32)
-#define FB_WG_D64 FB_WG_D32, FB_WG_D8(32), FB_WG_D8(40), FB_WG_D8(48), FB_WG_D8(56)
+#define FB_WG_D8 FB_WG_DBLK(0)
+#define FB_WG_D16 FB_WG_D8, FB_WG_DBLK(8)
+#define FB_WG_D32 FB_WG_D16, FB_WG_DBLK(16), FB_WG_DBLK(24)
+#define FB_WG_D40 FB_WG_D32, FB_WG_DBLK(32)
+#define FB_WG_D64 FB_WG_D32, FB_WG_DBLK(32), FB_WG_DBLK(40), FB_WG_DBLK(48), FB_WG_DBLK(56)
 #define FB_WG_D128                                                                               \
-  FB_WG_D64, FB_WG_D8(64), FB_WG_D8(72), FB_WG_D8(80), FB_WG_D8(88), FB_WG_D8(96), FB_WG_D8(104),  \
-      FB_WG_D8(112), FB_WG_D8(120)
-#define FB_WG_S8_0 "%0, %1, %2, %3, %4, %5, %6, %7"
-#define FB_WG_S8_1 "%8, %9, %10, %11, %12, %13, %14, %15"
-#define FB_WG_S8_2 "%16, %17, %18, %19, %20, %21, %22, %23"
-#define FB_WG_S8_3 "%24, %25, %26, %27, %28, %29, %30, %31"
-#define FB_WG_S8_4 "%32, %33, %34, %35, %36, %37, %38, %39"
-#define FB_WG_S8_5 "%40, %41, %42, %43, %44, %45, %46, %47"
-#define FB_WG_S8_6 "%48, %49, %50, %51, %52, %53, %54, %55"
-#define FB_WG_S8_7 "%56, %57, %58, %59, %60, %61, %62, %63"
-#define FB_WG_S8_8 "%64, %65, %66, %67, %68, %69, %70, %71"
-#define FB_WG_S8_9 "%72, %73, %74, %75, %76, %77, %78, %79"
-#define FB_WG_S8_10 "%80, %81, %82, %83, %84, %85, %86, %87"
-#define FB_WG_S8_11 "%88, %89, %90, %91, %92, %93, %94, %95"
-#define FB_WG_S8_12 "%96, %97, %98, %99, %100, %101, %102, %103"
-#define FB_WG_S8_13 "%104, %105, %106, %107, %108, %109, %110, %111"
-#define FB_WG_S8_14 "%112, %113, %114, %115, %116, %117, %118, %119"
-#define FB_WG_S8_15 "%120, %121, %122, %123, %124, %125, %126, %127"
-#define FB_WG_S16 FB_WG_S8_0 ", " FB_WG_S8_1
-#define FB_WG_S32 FB_WG_S16 ", " FB_WG_S8_2 ", " FB_WG_S8_3
-#define FB_WG_S40 FB_WG_S32 ", " FB_WG_S8_4
-#define FB_WG_S64 FB_WG_S32 ", " FB_WG_S8_4 ", " FB_WG_S8_5 ", " FB_WG_S8_6 ", " FB_WG_S8_7
+  FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80), FB_WG_DBLK(88), FB_WG_DBLK(96),       \
+      FB_WG_DBLK(104), FB_WG_DBLK(112), FB_WG_DBLK(120)
+#define FB_WG_SBLK_0 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define FB_WG_SBLK_1 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define FB_WG_SBLK_2 "%16, %17, %18, %19, %20, %21, %22, %23"
+#define FB_WG_SBLK_3 "%24, %25, %26, %27, %28, %29, %30, %31"
+#define FB_WG_SBLK_4 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define FB_WG_SBLK_5 "%40, %41, %42, %43, %44, %45, %46, %47"
+#define FB_WG_SBLK_6 "%48, %49, %50, %51, %52, %53, %54, %55"
+#define FB_WG_SBLK_7 "%56, %57, %58, %59, %60, %61, %62, %63"
+#define FB_WG_SBLK_8 "%64, %65, %66, %67, %68, %69, %70, %71"
+#define FB_WG_SBLK_9 "%72, %73, %74, %75, %76, %77, %78, %79"
+#define FB_WG_SBLK_10 "%80, %81, %82, %83, %84, %85, %86, %87"
+#define FB_WG_SBLK_11 "%88, %89, %90, %91, %92, %93, %94, %95"
+#define FB_WG_SBLK_12 "%96, %97, %98, %99, %100, %101, %102, %103"
+#define FB_WG_SBLK_13 "%104, %105, %106, %107, %108, %109, %110, %111"
+#define FB_WG_SBLK_14 "%112, %113, %114, %115, %116, %117, %118, %119"
+#define FB_WG_SBLK_15 "%120, %121, %122, %123, %124, %125, %126, %127"
+#define FB_WG_S8 FB_WG_SBLK_0
+#define FB_WG_S16 FB_WG_S8 ", " FB_WG_SBLK_1
+#define FB_WG_S32 FB_WG_S16 ", " FB_WG_SBLK_2 ", " FB_WG_SBLK_3
+#define FB_WG_S40 FB_WG_S32 ", " FB_WG_SBLK_4
+#define FB_WG_S64 FB_WG_S32 ", " FB_WG_SBLK_4 ", " FB_WG_SBLK_5 ", " FB_WG_SBLK_6 ", " FB_WG_SBLK_7
 #define FB_WG_S128                                                                               \
-  FB_WG_S64 ", " FB_WG_S8_8 ", " FB_WG_S8_9 ", " FB_WG_S8_10 ", " FB_WG_S8_11 ", " FB_WG_S8_12 \
-            ", " FB_WG_S8_13 ", " FB_WG_S8_14 ", " FB_WG_S8_15
+  FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10 ", " FB_WG_SBLK_11 ", "           \
+      FB_WG_SBLK_12 ", " FB_WG_SBLK_13 ", " FB_WG_SBLK_14 ", " FB_WG_SBLK_15
 
-// A and B from shared memory (descriptors); TA, TB: transpose (MN-major) bits of A and B.
+// The body of a wrapper: run() with NREG accumulators. SHAPE is the instruction's shape and types
+// ("m64n128k16.f32.bf16.bf16"), A and B the operand numbers of the A and B operands as written in the
+// asm ("%64" or "{%64, %65, %66, %67}"), P the number of `accumulate`, IMM the immediates after the
+// predicate (scale-a, scale-b and, for 16-bit types, the transpose bits).
+// A and B from shared memory (descriptors).
+#define FB_WGMMA_SS_BODY(NREG, SHAPE, A, B, P, IMM)                                                  \
+  __device__ __forceinline__ static void run(float (&d)[NREG], std::uint64_t desc_a,               \
+                                             std::uint64_t desc_b, std::uint32_t accumulate) {      \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                    \
+                 "wgmma.mma_async.sync.aligned." SHAPE " {" FB_WG_S##NREG "}, " A ", " B ", p, " IMM \
+                 ";\n}\n"                                                                           \
+                 : FB_WG_D##NREG                                                                    \
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                      \
+  }
+// A from registers (four 32-bit fragments), B from shared memory.
+#define FB_WGMMA_RS_BODY(NREG, SHAPE, A, B, P, IMM)                                                  \
+  __device__ __forceinline__ static void run(float (&d)[NREG], const std::uint32_t (&a)[4],        \
+                                             std::uint64_t desc_b, std::uint32_t accumulate) {      \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                    \
+                 "wgmma.mma_async.sync.aligned." SHAPE " {" FB_WG_S##NREG "}, " A ", " B ", p, " IMM \
+                 ";\n}\n"                                                                           \
+                 : FB_WG_D##NREG                                                                    \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));       \
+  }
+
+// 16-bit types (k16): TA, TB are the transpose (MN-major) bits of A and B; A from registers is
+// never transposed, B is (V stored [key][d]).
 #define FB_WGMMA_SS(NAME, ELEM, T, N, NREG, A, B, P, TA, TB)                                        \
   template <> struct NAME<ELEM, N> {                                                               \
-    __device__ __forceinline__ static void run(float (&d)[NREG], std::uint64_t desc_a,             \
-                                               std::uint64_t desc_b, std::uint32_t accumulate) {    \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                  \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T " {" FB_WG_S##NREG    \
-                   "}, " A ", " B ", p, 1, 1, " #TA ", " #TB ";\n}\n"                                \
-                   : FB_WG_D##NREG                                                                  \
-                   : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                    \
-    }                                                                                              \
+    FB_WGMMA_SS_BODY(NREG, "m64n" #N "k16.f32." T "." T, A, B, P, "1, 1, " #TA ", " #TB)          \
   };
-// A from registers (four 32-bit fragments), B from shared memory, MN-major (transpose-B = 1).
 #define FB_WGMMA_RS(ELEM, T, N, NREG, A, B, P)                                                       \
   template <> struct WgmmaRS<ELEM, N> {                                                            \
-    __device__ __forceinline__ static void run(float (&d)[NREG], const std::uint32_t (&a)[4],      \
-                                               std::uint64_t desc_b, std::uint32_t accumulate) {    \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                  \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." T "." T " {" FB_WG_S##NREG    \
-                   "}, " A ", " B ", p, 1, 1, 1;\n}\n"                                               \
-                   : FB_WG_D##NREG                                                                  \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));     \
-    }                                                                                              \
+    FB_WGMMA_RS_BODY(NREG, "m64n" #N "k16.f32." T "." T, A, B, P, "1, 1, 1")                      \
   };
 
 // Q K^T: N = kBc (flash_sm90_config.h: 128 at d = 64/128, 80 at d = 256); the backward's S^T, dP^T
