@@ -153,8 +153,11 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
                 "every wgmma operand starts on a swizzle atom");
   static_assert(kOffDq % 16 == 0 && kOffLse % 16 == 0 && kOffD % 16 == 0 && kOffBar % 8 == 0,
                 "bulk copies need 16-byte aligned shared memory");
-  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
-                "the register file holds the producer and the consumers after setmaxnreg");
+  // setmaxnreg.inc draws only on what the block's own setmaxnreg.dec released: the budget is the
+  // block's launch allocation (kLaunchRegs a thread), not the register file (a split 1024 registers
+  // over it hung the fp32 backward's consumers in session 5).
+  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads,
+                "the launch allocation holds the producer and the consumers after setmaxnreg");
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
                 "setmaxnreg lowers the producer and raises the consumers");
   static constexpr std::size_t kSmemOptin = 227 * 1024;  // per block on sm_90 (H100, H200)

@@ -120,8 +120,11 @@ struct FwdTraits {
                     kWgQBytes % kAtomBytes == 0,
                 "every tile and every warpgroup's Q rows start on a swizzle atom");
   static_assert(kSmemBytes <= std::size_t(kSmemOptIn), "one block's tiles fit in shared memory");
-  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kRegFile,
-                "the register file holds the producer and the consumers after setmaxnreg");
+  // setmaxnreg.inc draws only on what the block's own setmaxnreg.dec released: the budget is the
+  // block's launch allocation (kLaunchRegs a thread), not the register file (a split 1024 registers
+  // over it hung the fp32 backward's consumers in session 5).
+  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads,
+                "the launch allocation holds the producer and the consumers after setmaxnreg");
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
                 "setmaxnreg lowers the producer and raises the consumers");
   static_assert(kBarEpilogue0 + kConsumerWgs <= 16, "16 hardware named barriers");
