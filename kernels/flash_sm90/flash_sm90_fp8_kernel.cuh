@@ -28,6 +28,7 @@
 #include "common/ptx_sm90.cuh"
 #include "common/ptx_sm90_fp8.cuh"
 #include "common/softmax.cuh"
+#include "flash_sm90/flash_sm90_block.cuh"
 #include "flash_sm90/flash_sm90_fp8_traits.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -93,28 +94,10 @@ __global__ void __launch_bounds__(kVtPrepThreads)
   }
 }
 
-template <typename Tr> struct Fp8Barriers {
-  std::uint32_t base;
-  __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
-  __device__ __forceinline__ std::uint32_t q_full() const { return at(0); }
-  __device__ __forceinline__ std::uint32_t k_full(int s) const { return at(1 + s); }
-  __device__ __forceinline__ std::uint32_t v_full(int s) const { return at(1 + Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t k_empty(int s) const { return at(1 + 2 * Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t v_empty(int s) const { return at(1 + 3 * Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t q_empty() const { return at(1 + 4 * Tr::kStages); }
-};
-
-template <typename Tr> struct Fp8Smem {
-  std::uint32_t q, k, v, o;
-};
-
-struct Fp8WorkTile {
-  int q0, bh, n_tiles;
-};
 template <typename Tr>
-__device__ __forceinline__ Fp8WorkTile fp8_work_tile(const Fp8FwdParams& prm, const CausalMask& mask,
-                                                     int t) {
-  Fp8WorkTile w;
+__device__ __forceinline__ WorkTile fp8_work_tile(const Fp8FwdParams& prm, const CausalMask& mask,
+                                                  int t) {
+  WorkTile w;
   w.bh = t % prm.planes;
   w.q0 = (prm.q_tiles - 1 - t / prm.planes) * Tr::kBr;
   w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);  // see flash_sm90_kernel.cuh
@@ -124,15 +107,15 @@ __device__ __forceinline__ Fp8WorkTile fp8_work_tile(const Fp8FwdParams& prm, co
 #if FB_PTX_SM90A
 
 template <typename Tr>
-__device__ __forceinline__ void fp8_produce(const Fp8FwdParams& prm, const Fp8Smem<Tr>& sm,
-                                            const Fp8Barriers<Tr>& bars, const CausalMask& mask,
+__device__ __forceinline__ void fp8_produce(const Fp8FwdParams& prm, const SmemTiles<Tr>& sm,
+                                            const Barriers<Tr>& bars, const CausalMask& mask,
                                             int n_work) {
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_vt);
   int it = 0;
   for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
-    const Fp8WorkTile w = fp8_work_tile<Tr>(prm, mask, t);
+    const WorkTile w = fp8_work_tile<Tr>(prm, mask, t);
     const int b = w.bh / prm.heads;
     const int kv_bh = b * prm.kv_heads + (w.bh - b * prm.heads) / prm.group;
     ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
@@ -160,7 +143,7 @@ template <typename Tr> struct Fp8Gemms {
   static constexpr int kStepsPerVtChunk = Tr::kVtRowBytes / Tr::kMmaKBytes;  // 4
   std::uint64_t desc_q, desc_k, desc_v;
 
-  __device__ __forceinline__ Fp8Gemms(const Fp8Smem<Tr>& sm, int cw)
+  __device__ __forceinline__ Fp8Gemms(const SmemTiles<Tr>& sm, int cw)
       : desc_q(ptx::make_desc_kmajor(sm.q + cw * Tr::kWgQBytes, Tr::kQKRowBytes)),
         desc_k(ptx::make_desc_kmajor(sm.k, Tr::kQKRowBytes)),
         desc_v(ptx::make_desc_kmajor(sm.v, Tr::kVtRowBytes)) {}
@@ -254,8 +237,8 @@ __device__ __forceinline__ void fp8_rescale_o(float (&o)[Tr::kORegs], const floa
 }
 
 template <typename Tr>
-__device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const Fp8Smem<Tr>& sm,
-                                            const Fp8Barriers<Tr>& bars, const CausalMask& mask,
+__device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemTiles<Tr>& sm,
+                                            const Barriers<Tr>& bars, const CausalMask& mask,
                                             int n_work, int cw) {
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -288,7 +271,7 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const Fp8Sm
 
   int it = 0;
   for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
-    const Fp8WorkTile w = fp8_work_tile<Tr>(prm, mask, t);
+    const WorkTile w = fp8_work_tile<Tr>(prm, mask, t);
     const bool last_work = t + int(gridDim.x) >= n_work;
     const int row = w.q0 + tile_row;
     const int wg_first_row = w.q0 + wg_row0;
@@ -404,33 +387,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   extern __shared__ __align__(16) unsigned char fb_sm90_fp8_smem[];
   const std::uint32_t base =
       (ptx::smem_addr(fb_sm90_fp8_smem) + Tr::kAlign - 1) & ~std::uint32_t(Tr::kAlign - 1);
-  const Fp8Smem<Tr> sm{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV, base + Tr::kOffO};
-  const Fp8Barriers<Tr> bars{base + Tr::kOffBar};
+  const SmemTiles<Tr> sm{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV, base + Tr::kOffO};
+  const Barriers<Tr> bars{base + Tr::kOffBar};
   const CausalMask mask = prm.mask;
   const int n_work = prm.planes * prm.q_tiles;
 
-  if (threadIdx.x == 0) {
-    ptx::mbar_init(bars.q_full(), 1);
-    ptx::mbar_init(bars.q_empty(), Tr::kConsumerWarps);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) {
-      ptx::mbar_init(bars.k_full(s), 1);
-      ptx::mbar_init(bars.v_full(s), 1);
-      ptx::mbar_init(bars.k_empty(s), Tr::kConsumerWarps);
-      ptx::mbar_init(bars.v_empty(s), Tr::kConsumerWarps);
-    }
-    ptx::fence_mbar_init();
-  }
-  __syncthreads();
-
-  const int wg = threadIdx.x / Tr::kWgThreads;
-  if (wg == 0) {
-    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) fp8_produce<Tr>(prm, sm, bars, mask, n_work);
-  } else {
-    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    fp8_consume<Tr>(prm, sm, bars, mask, n_work, wg - 1);
-  }
+  init_barriers<Tr>(bars);
+  run_roles<Tr>([&] { fp8_produce<Tr>(prm, sm, bars, mask, n_work); },
+                [&](int cw) { fp8_consume<Tr>(prm, sm, bars, mask, n_work, cw); });
 #else
   __trap();
 #endif

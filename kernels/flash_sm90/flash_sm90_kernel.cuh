@@ -23,6 +23,7 @@
 #include "common/mask.h"
 #include "common/tile_order.h"
 #include "common/softmax.cuh"
+#include "flash_sm90/flash_sm90_block.cuh"
 #include "flash_sm90/flash_sm90_traits.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -45,37 +46,11 @@ struct FwdParams {
   CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
 };
 
-// The mbarriers of one block: Q full; per ring stage K full, V full, K empty, V empty; Q empty.
-template <typename Tr> struct Barriers {
-  std::uint32_t base;  // shared-window address of the first barrier
-  __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
-  __device__ __forceinline__ std::uint32_t q_full() const { return at(0); }
-  __device__ __forceinline__ std::uint32_t k_full(int s) const { return at(1 + s); }
-  __device__ __forceinline__ std::uint32_t v_full(int s) const { return at(1 + Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t k_empty(int s) const {
-    return at(1 + 2 * Tr::kStages + s);
-  }
-  __device__ __forceinline__ std::uint32_t v_empty(int s) const {
-    return at(1 + 3 * Tr::kStages + s);
-  }
-  __device__ __forceinline__ std::uint32_t q_empty() const { return at(1 + 4 * Tr::kStages); }
-};
-
-// Shared-memory addresses of one block's tiles (1024-byte aligned).
-template <typename Tr> struct SmemTiles {
-  std::uint32_t q;  // kChunks x (kBr, 64)
-  std::uint32_t k;  // kStages x kChunks x (kBc, 64)
-  std::uint32_t v;  // kStages x kChunks x (kBc, 64)
-  std::uint32_t o;  // kChunks x (kBr, 64): O staged for its TMA store (Tr::kSeparateO: apart from Q)
-};
-
-// One work tile: query rows [q0, q0 + kBr) of plane bh (= batch * heads + head). Tiles are numbered
-// by groups of planes (work_tile), within a group so that the longest come first (causal: the last
-// query tiles see the most keys), and the blocks take them round-robin: block b runs tiles b, b + gridDim.x, ... The ring counters run on across a
-// block's tiles, so producer and consumers derive every stage and parity from the same sequence.
-struct WorkTile {
-  int q0, bh, n_tiles;
-};
+// Work tile t (WorkTile, flash_sm90_block.cuh): tiles are numbered by groups of planes, within a
+// group so that the longest come first (causal: the last query tiles see the most keys), and the
+// blocks take them round-robin: block b runs tiles b, b + gridDim.x, ... The ring counters run on
+// across a block's tiles, so producer and consumers derive every stage and parity from the same
+// sequence.
 template <typename Tr>
 __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
   const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
@@ -449,28 +424,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const CausalMask mask = prm.mask;
   const int n_work = prm.planes * prm.q_tiles;  // the launcher keeps it below 2^31
 
-  if (threadIdx.x == 0) {
-    ptx::mbar_init(bars.q_full(), 1);
-    ptx::mbar_init(bars.q_empty(), Tr::kConsumerWarps);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) {
-      ptx::mbar_init(bars.k_full(s), 1);  // the producer's arrive.expect_tx
-      ptx::mbar_init(bars.v_full(s), 1);
-      ptx::mbar_init(bars.k_empty(s), Tr::kConsumerWarps);
-      ptx::mbar_init(bars.v_empty(s), Tr::kConsumerWarps);
-    }
-    ptx::fence_mbar_init();
-  }
-  __syncthreads();
-
-  const int wg = threadIdx.x / Tr::kWgThreads;
-  if (wg == 0) {
-    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) produce<Tr>(prm, sm, bars, mask, n_work);
-  } else {
-    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    consume<Tr>(prm, sm, bars, mask, n_work, wg - 1);
-  }
+  init_barriers<Tr>(bars);
+  run_roles<Tr>([&] { produce<Tr>(prm, sm, bars, mask, n_work); },
+                [&](int cw) { consume<Tr>(prm, sm, bars, mask, n_work, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();
