@@ -76,6 +76,39 @@ __device__ __forceinline__ void run_roles(Produce&& produce, Consume&& consume) 
   }
 }
 
+// The producer's ring, run by one thread: for each of the block's work tiles (t = blockIdx.x,
+// + gridDim.x, ...: tile_of(t) -> WorkTile) wait until the consumers are done with Q and load it
+// (load_q(w, bar)), then each of its K/V tiles into the next ring stage, K and V each once its stage
+// is free (load_k / load_v(w, kv_bh, k0, stage, bar), each moving k_bytes / v_bytes). The ring
+// position runs on across tiles, so producer and consumers derive every stage and parity from the
+// same sequence; the first wait on an empty barrier passes (the phase before the first counts as
+// completed). kv_plane(bh): the K/V plane of query plane bh (GQA), read per tile as the kernels
+// did before this was shared (same code).
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV>
+__device__ __forceinline__ void produce_ring(const Barriers<Tr>& bars, int n_work, std::uint32_t k_bytes,
+                                             std::uint32_t v_bytes, TileOf&& tile_of, KvPlane&& kv_plane,
+                                             LoadQ&& load_q, LoadK&& load_k, LoadV&& load_v) {
+  int it = 0;  // K/V tiles issued so far (ring position)
+  for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
+    const WorkTile w = tile_of(t);
+    const int kv_bh = kv_plane(w.bh);
+    ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
+    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
+    load_q(w, bars.q_full());
+    for (int j = 0; j < w.n_tiles; ++j, ++it) {
+      const int s = it % Tr::kStages;
+      const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
+      const int k0 = j * Tr::kBc;
+      ptx::mbar_wait(bars.k_empty(s), free_parity);
+      ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
+      load_k(kv_bh, k0, s, bars.k_full(s));
+      ptx::mbar_wait(bars.v_empty(s), free_parity);
+      ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
+      load_v(kv_bh, k0, s, bars.v_full(s));
+    }
+  }
+}
+
 #endif  // FB_PTX_SM90A
 
 }  // namespace fb::cuda::flash_sm90

@@ -113,29 +113,22 @@ __device__ __forceinline__ void fp8_produce(const Fp8FwdParams& prm, const SmemT
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_vt);
-  int it = 0;
-  for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
-    const WorkTile w = fp8_work_tile<Tr>(prm, mask, t);
-    const int b = w.bh / prm.heads;
-    const int kv_bh = b * prm.kv_heads + (w.bh - b * prm.heads) / prm.group;
-    ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
-    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
-    ptx::tma_load_3d(sm.q, &prm.tm_q, bars.q_full(), 0, w.q0, w.bh);
-    for (int j = 0; j < w.n_tiles; ++j, ++it) {
-      const int s = it % Tr::kStages;
-      const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
-      const int k0 = j * Tr::kBc;
-      ptx::mbar_wait(bars.k_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.k_full(s), Tr::kKBytes);
-      ptx::tma_load_3d(sm.k + s * Tr::kKBytes, &prm.tm_k, bars.k_full(s), 0, k0, kv_bh);
-      ptx::mbar_wait(bars.v_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.v_full(s), Tr::kVtBytes);
+  produce_ring<Tr>(
+      bars, n_work, Tr::kKBytes, Tr::kVtBytes, [&](int t) { return fp8_work_tile<Tr>(prm, mask, t); },
+      [&](int bh) {
+        const int b = bh / prm.heads;
+        return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+      },
+      [&](const WorkTile& w, std::uint32_t bar) { ptx::tma_load_3d(sm.q, &prm.tm_q, bar, 0, w.q0, w.bh); },
+      [&](int kv_bh, int k0, int s, std::uint32_t bar) {
+        ptx::tma_load_3d(sm.k + s * Tr::kKBytes, &prm.tm_k, bar, 0, k0, kv_bh);
+      },
+      [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
-      for (int c = 0; c < Tr::kVtChunks; ++c)
-        ptx::tma_load_3d(sm.v + s * Tr::kVtBytes + c * Tr::kVtChunkBytes, &prm.tm_vt, bars.v_full(s),
-                         k0 + c * Tr::kVtChunkKeys, 0, kv_bh);
-    }
-  }
+        for (int c = 0; c < Tr::kVtChunks; ++c)
+          ptx::tma_load_3d(sm.v + s * Tr::kVtBytes + c * Tr::kVtChunkBytes, &prm.tm_vt, bar,
+                           k0 + c * Tr::kVtChunkKeys, 0, kv_bh);
+      });
 }
 
 // The two GEMMs of one consumer warpgroup as batches of k32 wgmmas (issued, not waited for).

@@ -74,38 +74,29 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
 
-  int it = 0;  // K/V tiles issued so far (ring position)
-  for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
-    const WorkTile w = work_tile<Tr>(prm, mask, t);
-    const int b = w.bh / prm.heads;
-    const int kv_bh = b * prm.kv_heads + (w.bh - b * prm.heads) / prm.group;
-    // Q: the previous tile's consumers must be done with it (the first wait passes: an empty
-    // barrier's phase before the first counts as completed).
-    ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
-    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
+  produce_ring<Tr>(
+      bars, n_work, Tr::kKVBytes, Tr::kKVBytes, [&](int t) { return work_tile<Tr>(prm, mask, t); },
+      [&](int bh) {
+        const int b = bh / prm.heads;
+        return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+      },
+      [&](const WorkTile& w, std::uint32_t bar) {
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(sm.q + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(), c * Tr::kChunkElems,
-                       w.q0, w.bh);
-
-    for (int j = 0; j < w.n_tiles; ++j, ++it) {
-      const int s = it % Tr::kStages;
-      const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
-      const int k0 = j * Tr::kBc;
-      ptx::mbar_wait(bars.k_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.k_full(s), Tr::kKVBytes);
+        for (int c = 0; c < Tr::kChunks; ++c)
+          ptx::tma_load_3d(sm.q + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh);
+      },
+      [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c)
-        ptx::tma_load_3d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k,
-                         bars.k_full(s), c * Tr::kChunkElems, k0, kv_bh);
-      ptx::mbar_wait(bars.v_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.v_full(s), Tr::kKVBytes);
+        for (int c = 0; c < Tr::kChunks; ++c)
+          ptx::tma_load_3d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar,
+                           c * Tr::kChunkElems, k0, kv_bh);
+      },
+      [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c)
-        ptx::tma_load_3d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v,
-                         bars.v_full(s), c * Tr::kChunkElems, k0, kv_bh);
-    }
-  }
+        for (int c = 0; c < Tr::kChunks; ++c)
+          ptx::tma_load_3d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar,
+                           c * Tr::kChunkElems, k0, kv_bh);
+      });
 }
 
 // ---- consumer pieces ----
