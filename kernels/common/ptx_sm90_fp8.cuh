@@ -62,9 +62,6 @@ template <> struct WgmmaSSFp8<64> {
 template <> struct WgmmaSSFp8<128> {
   FB_WGMMA_SS_BODY(64, "m64n128k32.f32.e4m3.e4m3", "%64", "%65", "%66", "1, 1")
 };
-template <> struct WgmmaSSFp8<256> {
-  FB_WGMMA_SS_BODY(128, "m64n256k32.f32.e4m3.e4m3", "%128", "%129", "%130", "1, 1")
-};
 template <> struct WgmmaRSFp8<64> {
   FB_WGMMA_RS_BODY(32, "m64n64k32.f32.e4m3.e4m3", "{%32, %33, %34, %35}", "%36", "%37", "1, 1")
 };

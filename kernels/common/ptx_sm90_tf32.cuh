@@ -46,8 +46,6 @@ __device__ __forceinline__ void st_shared_u32x4(std::uint32_t addr, std::uint32_
 
 // A from registers (the layout above), B from shared memory (K-major descriptor).
 template <int N> struct WgmmaRSTf32;
-// A and B from shared memory (both K-major descriptors).
-template <int N> struct WgmmaSSTf32;
 
 template <> struct WgmmaRSTf32<16> {
   FB_WGMMA_RS_BODY(8, "m64n16k8.f32.tf32.tf32", "{%8, %9, %10, %11}", "%12", "%13", "1, 1")
@@ -61,19 +59,11 @@ template <> struct WgmmaRSTf32<64> {
 template <> struct WgmmaRSTf32<128> {
   FB_WGMMA_RS_BODY(64, "m64n128k8.f32.tf32.tf32", "{%64, %65, %66, %67}", "%68", "%69", "1, 1")
 };
-template <> struct WgmmaSSTf32<64> {
-  FB_WGMMA_SS_BODY(32, "m64n64k8.f32.tf32.tf32", "%32", "%33", "%34", "1, 1")
-};
 
 template <int N>
 __device__ __forceinline__ void wgmma_rs_tf32(float (&d)[N / 2], const std::uint32_t (&a)[4],
                                               std::uint64_t desc_b, std::uint32_t accumulate) {
   WgmmaRSTf32<N>::run(d, a, desc_b, accumulate);
-}
-template <int N>
-__device__ __forceinline__ void wgmma_ss_tf32(float (&d)[N / 2], std::uint64_t desc_a,
-                                              std::uint64_t desc_b, std::uint32_t accumulate) {
-  WgmmaSSTf32<N>::run(d, desc_a, desc_b, accumulate);
 }
 
 #endif  // FB_PTX_SM90A
