@@ -211,6 +211,27 @@ template <typename Tr> struct BwdGemms {
   }
 };
 
+// Stage consumer cw's dQ block (times the softmax scale) in its shared buffer and add it into the fp32
+// accumulator at dst_of() with one bulk reduction: first wait until the previous reduction has read
+// the buffer. dst_of is evaluated by the issuing thread only.
+template <typename Tr, typename DstOf>
+__device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
+                                              const float (&acc)[Tr::kDqRegs], DstOf&& dst_of) {
+  if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
+  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+#pragma unroll
+  for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+    ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, acc[4 * g] * prm.scale,
+                         acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale,
+                         acc[4 * g + 3] * prm.scale);
+  ptx::fence_proxy_async_smem();
+  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+  if (ctid == 0) {
+    ptx::bulk_reduce_add_f32(dst_of(), sm.dq(cw), Tr::kDqWgBytes);
+    ptx::bulk_commit_group();
+  }
+}
+
 // Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64).
 template <typename Tr>
 __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<Tr>& sm,
@@ -309,22 +330,10 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     ptx::fence_operands(p);
 
     // dQ += scale * dS K: stage this consumer's block, then one bulk reduction into global memory.
-    if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
-    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-#pragma unroll
-    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
-      ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, dq[4 * g] * prm.scale,
-                           dq[4 * g + 1] * prm.scale, dq[4 * g + 2] * prm.scale,
-                           dq[4 * g + 3] * prm.scale);
-    ptx::fence_proxy_async_smem();
-    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-    if (ctid == 0) {
+    send_dq_block<Tr>(prm, sm, cw, ctid, dq, [&] {
       const std::int64_t tile = std::int64_t(w.q_bh(it)) * n_qtiles + m0 / Tr::kBlockM;
-      ptx::bulk_reduce_add_f32(prm.dq_acc + (tile * Tr::kDqBlocks + (Tr::kSplitDq ? cw : 0)) *
-                                                Tr::kDqWgFloats,
-                               sm.dq(cw), Tr::kDqWgBytes);
-      ptx::bulk_commit_group();
-    }
+      return prm.dq_acc + (tile * Tr::kDqBlocks + (Tr::kSplitDq ? cw : 0)) * Tr::kDqWgFloats;
+    });
     ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
     ptx::fence_operands(dk);
     ptx::fence_operands(ds);
@@ -429,23 +438,11 @@ __device__ __forceinline__ void bwd_consume_split_head(const BwdParams& prm, con
           acc, desc_dsq + units(buf_bytes + kk * Tr::kMmaKRowsBytes),
           desc_kt + units(piece * Tr::kKVChunkBytes + kk * Tr::kMmaKRowsBytes), kk > 0);
   };
-  // Stage dQ block `piece` (times the scale) and reduce it into the accumulator in global memory.
+  // Stage dQ block `piece` and reduce it into the accumulator in global memory.
   auto send_dq = [&](const float (&acc)[Tr::kDqRegs], int piece, std::int64_t tile) {
-    if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
-    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-#pragma unroll
-    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
-      ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, acc[4 * g] * prm.scale,
-                           acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale,
-                           acc[4 * g + 3] * prm.scale);
-    ptx::fence_proxy_async_smem();
-    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-    if (ctid == 0) {
-      ptx::bulk_reduce_add_f32(
-          prm.dq_acc + (tile * Tr::kDqBlocks + cw * Tr::kDqPieces + piece) * Tr::kDqWgFloats,
-          sm.dq(cw), Tr::kDqWgBytes);
-      ptx::bulk_commit_group();
-    }
+    send_dq_block<Tr>(prm, sm, cw, ctid, acc, [&] {
+      return prm.dq_acc + (tile * Tr::kDqBlocks + cw * Tr::kDqPieces + piece) * Tr::kDqWgFloats;
+    });
   };
 
   ptx::mbar_wait(bars.kv_full(), 0);
