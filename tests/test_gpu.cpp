@@ -49,25 +49,10 @@ std::vector<std::string> tensors_of(Pass p) {
   return {"O", "LSE", "dQ", "dK", "dV"};
 }
 
+// A square case (seq_q = seq_k = seq); make_case (tests/support.h) takes the two apart.
+using fb::test::make_case;
 Case make_case(int batch, int heads, int kv_heads, int seq, int dim, Dtype t, bool causal, Pass pass) {
-  Case c;
-  c.batch = batch;
-  c.heads = heads;
-  c.kv_heads = kv_heads;
-  c.set_seq(seq);
-  c.head_dim = dim;
-  c.dtype = t;
-  c.causal = causal;
-  c.pass = pass;
-  return c;
-}
-
-// A case with seq_q query rows against seq_k keys (causal: bottom-right aligned).
-Case make_case_qk(int batch, int heads, int kv_heads, int seq_q, int seq_k, int dim, Dtype t, bool causal,
-                  Pass pass) {
-  Case c = make_case(batch, heads, kv_heads, seq_q, dim, t, causal, pass);
-  c.seq_k = seq_k;
-  return c;
+  return make_case(batch, heads, kv_heads, seq, seq, dim, t, causal, pass);
 }
 
 // Odd sequence lengths (1, primes, one past a power of two) and a long one; head dims, causal masking
@@ -304,7 +289,7 @@ TEST_CASE("the fp64 reference matches a host computation, gradients included", "
   const int lengths[][2] = {{33, 33}, {17, 70}, {40, 21}, {1, 45}};
   for (bool causal : {false, true})
   for (const auto& len : lengths) {
-    const Case c = make_case_qk(1, 4, 2, len[0], len[1], 64, Dtype::fp64, causal, Pass::fwd_bwd);
+    const Case c = make_case(1, 4, 2, len[0], len[1], 64, Dtype::fp64, causal, Pass::fwd_bwd);
     INFO("case " << c.key());
     AttentionParams p = c.params();
     const std::size_t nq = std::size_t(p.q_elems()), nkv = std::size_t(p.kv_elems()), rows = std::size_t(p.rows());
@@ -554,14 +539,14 @@ std::vector<Case> unequal_cases() {
     const int dim = i % 2 == 0 ? 128 : 64;
     const Dtype t = dtypes[i % 4];
     const bool causal = i % 3 != 2;  // mostly causal: that is where the alignment matters
-    cases.push_back(make_case_qk(1 + i % 2, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::fwd));
+    cases.push_back(make_case(1 + i % 2, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::fwd));
     // Backward with both masks on 16-bit (the offset of the causal diagonal against the tiles is what
     // differs from seq_q = seq_k), with the forward's mask on fp32/fp64 for the shorter lengths.
     if (t == Dtype::bf16 || t == Dtype::fp16) {
-      cases.push_back(make_case_qk(1, heads, kv_heads, l.q, l.k, dim, t, true, Pass::bwd));
-      cases.push_back(make_case_qk(2, heads, kv_heads, l.q, l.k, dim, t, false, Pass::bwd));
+      cases.push_back(make_case(1, heads, kv_heads, l.q, l.k, dim, t, true, Pass::bwd));
+      cases.push_back(make_case(2, heads, kv_heads, l.q, l.k, dim, t, false, Pass::bwd));
     } else if (l.q * std::int64_t(l.k) <= 300000) {
-      cases.push_back(make_case_qk(1, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::bwd));
+      cases.push_back(make_case(1, heads, kv_heads, l.q, l.k, dim, t, causal, Pass::bwd));
     }
     ++i;
   }
@@ -571,7 +556,7 @@ std::vector<Case> unequal_cases() {
   for (const Len& l : offsets)
     for (Dtype t : {Dtype::bf16, Dtype::fp16})
       for (Pass p : {Pass::fwd, Pass::bwd})
-        cases.push_back(make_case_qk(1, 4, 2, l.q, l.k, t == Dtype::bf16 ? 128 : 64, t, true, p));
+        cases.push_back(make_case(1, 4, 2, l.q, l.k, t == Dtype::bf16 ? 128 : 64, t, true, p));
   return cases;
 }
 
@@ -652,7 +637,7 @@ std::vector<Case> hdim256_cases() {
     for (const Len& l : lengths)
       for (bool causal : {false, true}) {
         const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
-        cases.push_back(make_case_qk(1 + i % 2, heads[i % 3][0], heads[i % 3][1], l.q, l.k, dim, t, causal,
+        cases.push_back(make_case(1 + i % 2, heads[i % 3][0], heads[i % 3][1], l.q, l.k, dim, t, causal,
                                      Pass::fwd));
         ++i;
       }
@@ -714,7 +699,7 @@ std::vector<Case> hdim256_bwd_cases() {
     for (bool causal : {false, true}) {
       const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
       const Pass pass = i % 5 == 4 ? Pass::fwd_bwd : Pass::bwd;
-      cases.push_back(make_case_qk(1 + (i / 2) % 2, heads[i % 4][0], heads[i % 4][1], l.q, l.k, 256, t,
+      cases.push_back(make_case(1 + (i / 2) % 2, heads[i % 4][0], heads[i % 4][1], l.q, l.k, 256, t,
                                    causal, pass));
       ++i;
     }
@@ -766,8 +751,8 @@ TEST_CASE("head dim 256: the flash-sm90 backward verifies beside naive; poisoned
 TEST_CASE("head dim 96: the naive backward verifies; the tiled backwards say why they do not run",
           "[gpu][hdim256]") {
   CudaBackend& b = gpu();
-  const Case cases[] = {make_case_qk(1, 2, 1, 17, 1000, 96, Dtype::fp16, true, Pass::bwd),
-                        make_case_qk(2, 2, 2, 130, 63, 96, Dtype::bf16, false, Pass::fwd_bwd)};
+  const Case cases[] = {make_case(1, 2, 1, 17, 1000, 96, Dtype::fp16, true, Pass::bwd),
+                        make_case(2, 2, 2, 130, 63, 96, Dtype::bf16, false, Pass::fwd_bwd)};
   for (const Case& c : cases) {
     INFO("case " << c.key());
     for (const char* name : {"flash", "flash-sm90"}) {

@@ -36,17 +36,7 @@ using namespace fb::test;
 constexpr std::uint64_t kSeed = 20261130;
 
 Case fp8_case(int batch, int heads, int kv_heads, int seq_q, int seq_k, int dim, bool causal) {
-  Case c;
-  c.batch = batch;
-  c.heads = heads;
-  c.kv_heads = kv_heads;
-  c.seq_q = seq_q;
-  c.seq_k = seq_k;
-  c.head_dim = dim;
-  c.dtype = Dtype::fp8;
-  c.causal = causal;
-  c.pass = Pass::fwd;
-  return c;
+  return make_case(batch, heads, kv_heads, seq_q, seq_k, dim, Dtype::fp8, causal, Pass::fwd);
 }
 
 // Square and not, causal and not, MHA/GQA/MQA, d 64 and 128, decode-like and rows that see no key.
