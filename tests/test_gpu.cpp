@@ -130,9 +130,9 @@ TEST_CASE("flash-sm90 meets the naive-relative rule on Hopper, and says why not 
   CudaBackend& b = gpu();
   const Descriptor& sm90 = kernel("flash-sm90");
   std::vector<Case> cases = accuracy_cases();
-  // The backward at both head dims (split dQ at 128, per-consumer dQ at 64): odd lengths around
-  // the 64-query and 128-key tiles, causal or not, MQA/GQA/MHA (dK, dV summed over the group), both
-  // 16-bit types.
+  // The backward at both head dims (dQ split by columns at 128, by query rows at 64): odd lengths
+  // around the 64/128-query and 128-key tiles, causal or not, MQA/GQA/MHA (dK, dV summed over the
+  // group), both 16-bit types.
   int i = 0;
   for (int n : {1, 17, 63, 130, 257, 1025}) {
     const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}};
@@ -771,6 +771,69 @@ TEST_CASE("head dim 96: the naive backward verifies; the tiled backwards say why
     REQUIRE(records[0].verified.has_value());
     CHECK(*records[0].verified);
     check_empty_rows(b, c, "naive");
+    b.release();
+  }
+}
+
+// ---- head dim 64 backward (flash-sm90: 128 queries per step, dQ split by query rows) ----
+namespace {
+
+// Odd lengths around the d = 64 backward's 128-key blocks and 128-query steps (each consumer's dQ is
+// one 64-row half of the step: a half swapped or sent to the wrong tile fails dQ), seq_q != seq_k
+// both ways (causal: rows with no key, and diagonals that cut the 128 x 128 tiles at odd offsets),
+// MQA/GQA/MHA (dK, dV summed over the group's heads), both masks, both 16-bit types, bwd and fwd_bwd.
+std::vector<Case> hdim64_bwd_cases() {
+  struct Len {
+    int q, k;
+  };
+  const Len lengths[] = {{1, 1},     {17, 17},   {65, 65},   {127, 127}, {129, 129},  {255, 257},
+                         {1000, 1000}, {1025, 1025}, {17, 1000}, {1000, 17}, {130, 63}, {63, 130},
+                         {190, 257}, {64, 192},  {1, 4099},  {4099, 1000}};
+  const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}, {8, 2}};
+  std::vector<Case> cases;
+  int i = 0;
+  for (const Len& l : lengths)
+    for (bool causal : {false, true}) {
+      const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
+      const Pass pass = i % 5 == 4 ? Pass::fwd_bwd : Pass::bwd;
+      cases.push_back(make_case(1 + (i / 2) % 2, heads[i % 4][0], heads[i % 4][1], l.q, l.k, 64, t,
+                                causal, pass));
+      ++i;
+    }
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("head dim 64: the flash-sm90 backward verifies beside naive; poisoned gradients all written",
+          "[gpu][bwd64]") {
+  CudaBackend& b = gpu();
+  for (const Case& c : hdim64_bwd_cases()) {
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    std::vector<Record> records;
+    for (const char* name : {"naive", "flash-sm90"}) {
+      if (const auto why = b.check_fits(c, kernel(name))) {
+        // Only flash-sm90 may be refused, and only off Hopper or in a build without sm_90a code.
+        INFO(name << ": " << *why);
+        REQUIRE(std::string(name) == "flash-sm90");
+        CHECK((why->find("compute capability 9.0") != std::string::npos ||
+               why->find("sm_90a") != std::string::npos));
+        WARN("flash-sm90 not run: " << *why);
+        continue;
+      }
+      // The backend fills every output with NaN before the run: a gradient element the kernel
+      // leaves unwritten fails verification and check_empty_rows.
+      REQUIRE(b.run(kernel(name), 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, name));
+    }
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+      check_empty_rows(b, c, r.kernel);
+    }
     b.release();
   }
 }

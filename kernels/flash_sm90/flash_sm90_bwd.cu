@@ -61,12 +61,12 @@ Workspace workspace_layout(const AttentionParams& p) {
 }
 
 // dQ accumulator (wgmma register order, see flash_sm90_bwd_traits.h) -> dQ [batch, heads, seq_q, d].
-// One block per accumulator block (a query tile's kDqCols columns), one thread per wgmma thread:
+// One block per accumulator block (a 64-row tile's kDqCols columns), one thread per wgmma thread:
 // float4 reads in the order the consumers staged them, a transpose through shared memory, and 16-byte
 // row-major writes, so both sides are coalesced.
 template <typename Tr> struct Convert {
   static constexpr int kThreads = Tr::kWgThreads;
-  static constexpr int kRows = Tr::kBlockM;
+  static constexpr int kRows = Tr::kDqRows;
   static constexpr int kStride = Tr::kDqCols + 8;  // floats per shared row: 16-byte aligned rows
   static constexpr int kVecElems = 8;              // 16-bit elements per 16-byte write
   static constexpr int kVecsPerRow = Tr::kDqCols / kVecElems;
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   __syncthreads();
   for (int k = tid; k < Cv::kRows * Cv::kVecsPerRow; k += Cv::kThreads) {
     const int r = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
-    const int q = qtile * Tr::kBlockM + r;
+    const int q = qtile * Tr::kDqRows + r;
     if (q >= seq) continue;
     const float* x = tile + r * Cv::kStride + vec * Cv::kVecElems;
     uint4 out;
@@ -158,7 +158,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   kernel<<<unsigned(key_tiles * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
-  const int n_qtiles = seq_pad / Tr::kBlockM;
+  const int n_qtiles = seq_pad / Tr::kDqRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
   bwd_convert_dq_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
       dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);

@@ -24,7 +24,7 @@ struct BwdParams {
   const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding rows and rows
                        // with no visible key (P = 0 there)
   const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
-  float* dq_acc;       // [batch * heads, seq_pad / kBlockM, kDqBlocks, kDqWgFloats], zeroed
+  float* dq_acc;       // [batch * heads, seq_pad / kDqRows, kDqBlocks, kDqWgFloats], zeroed
   void* dk;            // [batch, kv_heads, seq_k, d]
   void* dv;
   int heads;
@@ -143,10 +143,10 @@ template <typename Tr> struct BwdGemms {
   std::uint64_t desc_k, desc_v;     // this consumer's 64 keys, K-major (A of S^T, dP^T)
   std::uint64_t desc_q0, desc_do0;  // stage 0 of Q / dO, K-major (B of S^T, dP^T)
   std::uint64_t desc_qt0, desc_dot0;  // stage 0 of Q / dO, MN-major (B of dK, dV)
-  std::uint64_t desc_dsq;           // A of dQ, MN-major: dS^T buffer 0 (split dQ) or this
-                                    // consumer's rows of it
+  std::uint64_t desc_dsq;           // A of dQ, MN-major: dS^T buffer 0 (split dQ), its chunk of this
+                                    // consumer's query rows (split dQ rows) or this consumer's rows
   std::uint64_t desc_kt;            // B of dQ, MN-major: K's chunk of this consumer's dQ columns
-                                    // (split dQ) or this consumer's rows of K
+                                    // (split dQ), all of K (split dQ rows) or this consumer's rows
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
 
@@ -157,11 +157,14 @@ template <typename Tr> struct BwdGemms {
         desc_do0(ptx::make_desc_sw128(sm.dout(0), Tr::kUnitBytes, Tr::kAtomBytes)),
         desc_qt0(ptx::make_desc_sw128(sm.q(0), Tr::kQChunkBytes, Tr::kAtomBytes)),
         desc_dot0(ptx::make_desc_sw128(sm.dout(0), Tr::kQChunkBytes, Tr::kAtomBytes)),
-        desc_dsq(ptx::make_desc_sw128(sm.ds(0) + (Tr::kSplitDq ? 0 : cw * Tr::kWgKVBytes),
+        desc_dsq(ptx::make_desc_sw128(sm.ds(0) + (Tr::kSplitDq       ? 0
+                                                  : Tr::kSplitDqRows ? cw * Tr::kDsChunkBytes
+                                                                     : cw * Tr::kWgKVBytes),
                                       Tr::kDsBytes, Tr::kAtomBytes)),
-        desc_kt(ptx::make_desc_sw128(
-            sm.k() + (Tr::kSplitDq ? cw * Tr::kKVChunkBytes : cw * Tr::kWgKVBytes),
-            Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
+        desc_kt(ptx::make_desc_sw128(sm.k() + (Tr::kSplitDq       ? cw * Tr::kKVChunkBytes
+                                               : Tr::kSplitDqRows ? 0
+                                                                  : cw * Tr::kWgKVBytes),
+                                     Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
 
   // acc = A B^T over d, A = this consumer's K or V rows, B = Q or dO of stage s (both K-major).
   __device__ __forceinline__ static void nt(float (&acc)[Tr::kSRegs], std::uint64_t a,
@@ -200,8 +203,9 @@ template <typename Tr> struct BwdGemms {
                                      const std::uint32_t (&ds)[Tr::kPRegs], int s) const {
     tn(acc, ds, desc_qt0, s);
   }
-  // acc = dS K over the block's keys for this consumer's columns (split dQ), or over this
-  // consumer's keys for every column; dS from dS^T buffer b (both operands MN-major).
+  // acc = dS K over the block's keys for this consumer's columns (split dQ) or its 64 query rows
+  // (split dQ rows), or over this consumer's keys for every column; dS from dS^T buffer b (both
+  // operands MN-major).
   __device__ __forceinline__ void dq(float (&acc)[Tr::kDqRegs], int b) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqSteps; ++kk)
@@ -245,7 +249,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
   const int seq_k = prm.mask.seq_k;
   const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
-  const int n_qtiles = prm.seq_pad / Tr::kBlockM;
+  const int n_dq_tiles = prm.seq_pad / Tr::kDqRows;
   const BwdGemms<Tr> gemm(sm, cw);
 
   float dk[Tr::kDkvRegs], dv[Tr::kDkvRegs];
@@ -259,6 +263,12 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     const int st = it % Tr::kStages;
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
+    // This step's first dQ accumulator block. Split dQ rows computes it here: in the send below, the
+    // division in q_bh() kept its operands live across the step (ptxas spilled them at d = 64).
+    auto dq_block_of = [&] {
+      return (std::int64_t(w.q_bh(it)) * n_dq_tiles + m0 / Tr::kDqRows) * Tr::kDqBlocks;
+    };
+    const std::int64_t dq_block_early = Tr::kSplitDqRows ? dq_block_of() : 0;
 
     ptx::mbar_wait(bars.q_full(st), parity);
     ptx::wgmma_fence();
@@ -289,12 +299,20 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
         s[i] = x;
       }
     }
+    if constexpr (!Tr::kSplitDqRows) {
+      // dV runs while dS^T is computed: P^T (packed), S^T and dP^T live at once.
 #pragma unroll
-    for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
-    ptx::wgmma_fence();
-    gemm.dv(dv, p, st);
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<1>();  // dP^T done; dV may still run
+      for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
+      ptx::wgmma_fence();
+      gemm.dv(dv, p, st);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<1>();  // dP^T done; dV may still run
+    } else {
+      // 128 queries: S^T and dP^T are 64 registers each, dK and dV 32 each. P^T is packed in the
+      // dS^T loop below, as S^T dies, and dV is issued after it (packing first and issuing dV here
+      // would keep 224 accumulator registers live: ptxas spilled and serialised the wgmmas).
+      ptx::wgmma_wait<0>();
+    }
     ptx::fence_operands(dp);
 
     // dS^T = P^T o (dP^T - D), into registers (A of dK) and into shared memory (A of dQ).
@@ -309,15 +327,23 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
         const std::uint32_t pair =
             ptx::pack2<Elem>(s[i] * (dp[i] - dd.x), s[i + 1] * (dp[i + 1] - dd.y));
         ds[2 * j + hf] = pair;
+        if constexpr (Tr::kSplitDqRows) p[2 * j + hf] = ptx::pack2<Elem>(s[i], s[i + 1]);
         const int r = cw * Tr::kWgKeys + key_row + hf * 8;  // row of dS^T in the block's keys
-        const std::uint32_t addr = sm.ds(buf) + r * Tr::kSwizzleBytes +
-                                   ((j ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
+        const int unit = j % Tr::kAtomRows;                  // 16-byte unit of the chunk's row
+        const std::uint32_t addr = sm.ds(buf) + (j / Tr::kAtomRows) * Tr::kDsChunkBytes +
+                                   r * Tr::kSwizzleBytes +
+                                   ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
                                    col_lane * int(sizeof(Elem));
         ptx::st_shared_u32(addr, pair);
       }
     }
+    if constexpr (Tr::kSplitDqRows) {  // dV runs across the barrier
+      ptx::wgmma_fence();
+      gemm.dv(dv, p, st);
+      ptx::wgmma_commit();
+    }
     ptx::fence_proxy_async_smem();  // dQ's wgmma reads what the stores above wrote
-    ptx::named_bar_sync(Tr::kBarDs0 + (Tr::kSplitDq ? 0 : cw), Tr::kBarDsThreads);
+    ptx::named_bar_sync(Tr::kBarDs0 + (Tr::kSharedDs ? 0 : cw), Tr::kBarDsThreads);
     // dQ before dK: dQ is staged and sent off while the tensor cores compute dK.
     ptx::wgmma_fence();
     gemm.dq(dq, buf);
@@ -331,8 +357,9 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
 
     // dQ += scale * dS K: stage this consumer's block, then one bulk reduction into global memory.
     send_dq_block<Tr>(prm, sm, cw, ctid, dq, [&] {
-      const std::int64_t tile = std::int64_t(w.q_bh(it)) * n_qtiles + m0 / Tr::kBlockM;
-      return prm.dq_acc + (tile * Tr::kDqBlocks + (Tr::kSplitDq ? cw : 0)) * Tr::kDqWgFloats;
+      // split dQ: this consumer's column block; split dQ rows: its 64-row tile.
+      const std::int64_t dq_block = Tr::kSplitDqRows ? dq_block_early : dq_block_of();
+      return prm.dq_acc + (dq_block + (Tr::kSplitDq || Tr::kSplitDqRows ? cw : 0)) * Tr::kDqWgFloats;
     });
     ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
     ptx::fence_operands(dk);

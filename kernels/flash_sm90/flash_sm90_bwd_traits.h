@@ -25,10 +25,16 @@ namespace fb::cuda::flash_sm90 {
 // tile and 64-column block, float4 groups of registers by thread), so that staging it through
 // shared memory is free of bank conflicts; the convert kernel maps it back to [batch, heads, seq, d].
 //   kSplitDq (d = 128) dQ over all the block's keys, each consumer computing 64 of d's 128 columns:
-//                    it needs both consumers' dS^T (a barrier between them every step);
-//            (d = 64)  each consumer computes dQ over its own 64 keys for all 64 columns: no barrier
-//                    between consumers, twice the reductions (the split would leave 32 columns, half
-//                    a 128-byte swizzle row, to each).
+//                    it needs both consumers' dS^T (a barrier between them every step).
+//   kSplitDqRows (d = 64) 128 queries per step (FlashAttention-3's 128 x 128 tile at this head dim):
+//                    dQ over all the block's keys, each consumer computing 64 of the step's 128 query
+//                    rows for all 64 columns (a split by columns would leave 32, half a 128-byte
+//                    swizzle row, to each). Against 64 queries per step with dQ per consumer over its
+//                    own keys (the first d = 64 version): half the dQ reductions per FLOP, S^T and
+//                    dP^T as m64n128 (a third less shared-memory traffic per FLOP for those), half
+//                    the per-step waits and barriers per FLOP; dS^T rows are two 128-byte chunks.
+//   neither (kept to compare against, d = 64 before): 64 queries per step, each consumer computes
+//                    dQ over its own 64 keys for all 64 columns: no barrier, twice the reductions.
 //
 // kSplitHead (d = 256): a consumer's dK and dV for 64 keys over all of d would take 2 x 128 f32
 // registers a thread, over the 240 it has. So both consumers work on the SAME 64 keys (kBlockN = 64)
@@ -47,7 +53,10 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kSplitDq = kHeadDim == 128;
+  static constexpr bool kSplitDqRows = kHeadDim == 64;
   static constexpr bool kSplitHead = kHeadDim == 256;
+  // Both consumers read dS^T from shared memory (a barrier between them every step).
+  static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -61,10 +70,12 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kWgKeys = 64;                        // wgmma M of S^T, dP^T, dV, dK
   static constexpr int kWarpKeys = kWgKeys / kWgWarps;      // 16
   static constexpr int kBlockN = kSplitHead ? kWgKeys : kConsumerWgs * kWgKeys;  // keys per block
-  static constexpr int kBlockM = 64;                        // queries per step (wgmma M of dQ)
+  static constexpr int kBlockM = kSplitDqRows ? 128 : 64;   // queries per step
+  static constexpr int kDqRows = 64;                        // wgmma M of dQ: rows of a dQ block
   static constexpr int kWgQueries = kSplitHead ? kBlockM / kConsumerWgs : kBlockM;  // S^T columns
   static constexpr int kWgCols = kSplitHead ? kHeadDim / kConsumerWgs : kHeadDim;   // dK, dV columns
-  // dQ accumulator blocks per tile, each kDqCols columns; a consumer computes kDqPieces of them.
+  // dQ accumulator blocks per 64-row tile, each kDqCols columns; a consumer computes kDqPieces of
+  // them (split dQ rows: one block of each of the step's two tiles).
   static constexpr int kDqBlocks = kSplitDq ? kConsumerWgs : kSplitHead ? kHeadDim / 64 : 1;
   static constexpr int kDqCols = kHeadDim / kDqBlocks;
   static constexpr int kDqPieces = kSplitHead ? kDqBlocks / kConsumerWgs : 1;
@@ -77,10 +88,10 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T and dP^T, f32
   static constexpr int kPRegs = kSRegs / 2;                         // P^T, dS^T as 16-bit pairs
   static constexpr int kDkvRegs = kWgKeys * kWgCols / kWgThreads;   // dK and dV, f32 each
-  static constexpr int kDqRegs = kBlockM * kDqCols / kWgThreads;    // dQ (one block), f32
+  static constexpr int kDqRegs = kDqRows * kDqCols / kWgThreads;    // dQ (one block), f32
   static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k16 steps of S^T, dP^T
   static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
-  static constexpr int kDqSteps = (kSplitDq || kSplitHead ? kBlockN : kWgKeys) / kMmaK;  // of dQ
+  static constexpr int kDqSteps = (kSharedDs ? kBlockN : kWgKeys) / kMmaK;  // of dQ
 
   // ---- shared memory: 128-byte swizzled tiles (see flash_sm90_traits.h) ----
   static constexpr int kSwizzleBytes = 128;
@@ -98,13 +109,15 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   static constexpr int kQChunkBytes = kBlockM * kSwizzleBytes;
   static constexpr int kQBytes = kChunks * kQChunkBytes;       // Q or dO of one stage
   static constexpr int kRowVecBytes = kBlockM * int(sizeof(float));  // LSE or D of one stage
-  // dS^T: kBlockN key rows of kBlockM queries (one 128-byte swizzled row each); when both
-  // consumers read it (split dQ, split head) two buffers, so that a consumer writes step i+1's while
-  // the other may still read step i's. Split head keeps P^T the same way.
+  // dS^T: kBlockN key rows of kBlockM queries, as kBlockM / 64 chunks of kBlockN 128-byte swizzled
+  // rows (a chunk is the A operand of one consumer's dQ at split dQ rows); when both consumers read
+  // it two buffers, so that a consumer writes step i+1's while the other may still read step i's.
+  // Split head keeps P^T the same way.
+  static constexpr int kDsChunkBytes = kBlockN * kSwizzleBytes;
   static constexpr int kDsBytes = kBlockN * kBlockM * int(sizeof(Elem));
-  static constexpr int kDsBuffers = kSplitDq || kSplitHead ? 2 : 1;
+  static constexpr int kDsBuffers = kSharedDs ? 2 : 1;
   static constexpr int kPBuffers = kSplitHead ? kDsBuffers : 0;
-  static constexpr int kDqWgFloats = kBlockM * kDqCols;
+  static constexpr int kDqWgFloats = kDqRows * kDqCols;
   static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ block
 
   static constexpr int kOffK = 0;
@@ -134,13 +147,16 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
   // dS^T is in shared memory: both consumers' (split dQ, split head: P^T too) or this consumer's
   // (+ consumer index).
   static constexpr int kBarDs0 = 1;
-  static constexpr int kBarDsThreads = kSplitDq || kSplitHead ? kConsumerThreads : kWgThreads;
+  static constexpr int kBarDsThreads = kSharedDs ? kConsumerThreads : kWgThreads;
   static constexpr int kBarDq0 = kBarDs0 + kConsumerWgs;  // + consumer index: its dQ staging buffer
 
   static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kDqCols == kChunkElems, "a consumer's dQ columns are one 64-column chunk of K");
-  static_assert(kBlockM * int(sizeof(Elem)) == kSwizzleBytes, "a dS^T row is one swizzled row");
+  static_assert(kBlockM % kChunkElems == 0, "a dS^T row is whole 128-byte swizzled chunks");
+  static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqRows,
+                "split dQ rows: one 64-row dQ block per consumer; else one per step");
+  static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
@@ -149,7 +165,8 @@ template <typename Elem_, int kHeadDim_> struct BwdTraits {
                 "split head: whole 16-byte units of P^T per consumer, whole chunks of d");
   static_assert(kOffV % kAtomBytes == 0 && kOffQ % kAtomBytes == 0 && kOffDo % kAtomBytes == 0 &&
                     kOffDs % kAtomBytes == 0 && kOffP % kAtomBytes == 0 && kQBytes % kAtomBytes == 0 &&
-                    kDsBytes % kAtomBytes == 0 && kWgKVBytes % kAtomBytes == 0,
+                    kDsBytes % kAtomBytes == 0 && kDsChunkBytes % kAtomBytes == 0 &&
+                    kWgKVBytes % kAtomBytes == 0,
                 "every wgmma operand starts on a swizzle atom");
   static_assert(kOffDq % 16 == 0 && kOffLse % 16 == 0 && kOffD % 16 == 0 && kOffBar % 8 == 0,
                 "bulk copies need 16-byte aligned shared memory");

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The flash-sm90 backward at head dim 64 on an H100/H200 (issue 13), everything into OUTDIR, ~1 minute:
+#   the GPU tests tagged [bwd64], `flashbench verify --pass bwd` on odd d = 64 shapes (GQA/MQA, both
+#   masks, both 16-bit types, seq_q != seq_k both ways), then configs/bwd64-h200.json (bf16, N 1k/4k/8k,
+#   causal and not: flash-sm90 beside the in-binary cudnn) and last a TFLOP/s table with the ratio
+#   flash-sm90 / cudnn.
+#     BUILD=build-h200 scripts/bwd64_h200.sh OUTDIR
+# BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
+# not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 120).
+set -uo pipefail
+out=${1:?usage: scripts/bwd64_h200.sh OUTDIR}
+build=${BUILD:-build-h200}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+
+if [ ! -x "$build/flashbench" ] || [ ! -x "$build/tests/flashbench_gpu_tests" ]; then
+  cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
+    cmake --build "$build" -j"$(nproc)" --target flashbench flashbench_gpu_tests >>"$out/build.log" 2>&1 ||
+    { tail -n 30 "$out/build.log" >&2; echo "bwd64_h200.sh: the build failed ($out/build.log)" >&2; exit 1; }
+fi
+fb="$build/flashbench"
+
+failed=0
+summary=()
+step() {  # name, command...
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "=== $name: $*" >&2
+  timeout "${STEP_TIMEOUT:-120}" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  [ "$rc" -eq 0 ] || failed=1
+  summary+=("$(printf '%-8s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
+  tail -n 6 "$out/$name.log" >&2
+}
+
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
+step tests "$build/tests/flashbench_gpu_tests" "[bwd64]"
+step verify sh -c "'$fb' verify --seq 4099 --dim 64 --heads 8 --kv-heads 2 --dtype bf16 --causal both --pass bwd -o '$out/verify-4099-d64.json' &&
+                   '$fb' verify --seq-q 17 --seq-k 1000 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o '$out/verify-q17-k1000-d64.json' &&
+                   '$fb' verify --seq-q 1000 --seq-k 130 --batch 2 --dim 64 --heads 4 --kv-heads 1 --dtype bf16 --causal both --pass all -o '$out/verify-q1000-k130-d64.json'"
+step run "$fb" run configs/bwd64-h200.json --no-ceilings -o "$out/bwd64-h200.json" --csv "$out/bwd64-h200.csv"
+
+# TFLOP/s per case (median time), flash-sm90 / cudnn in the last column.
+python3 - "$out/bwd64-h200.json" <<'PY' | tee "$out/table.txt"
+import json, sys
+rows, kernels = {}, ["flash-sm90", "cudnn"]
+try:
+    results = json.load(open(sys.argv[1]))["results"]
+except (OSError, ValueError, KeyError) as e:
+    print(f"({sys.argv[1]}: {e})")
+    results = []
+for r in results:
+    c = r["case"]
+    key = (c["dtype"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")), c["head_dim"])
+    rows.setdefault(key, {})[r["kernel"]] = f'{r["tflops"]:.0f}' if r["status"] == "ok" else r["status"]
+print(f'{"dtype":5} {"mask":6} {"N":>6} {"d":>4} ' + " ".join(f"{k:>11}" for k in kernels) + "  sm90/cudnn")
+for key in sorted(rows):
+    v = rows[key]
+    try:
+        ratio = f'{float(v["flash-sm90"]) / float(v["cudnn"]):.2f}x'
+    except (KeyError, ValueError, ZeroDivisionError):
+        ratio = "-"
+    print(f"{key[0]:5} {key[1]:6} {key[2]:>6} {key[3]:>4} " + " ".join(f'{v.get(k, ""):>11}' for k in kernels) + f"  {ratio:>10}")
+PY
+printf '%s\n' "${summary[@]}"
+exit "$failed"
