@@ -6,6 +6,7 @@
 // run; dK and dV are summed in a fixed order and repeat exactly.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -27,10 +28,22 @@ namespace {
 constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
+// FB_SM90_BWD64=per-consumer-dq runs the first d = 64 kernel (64 queries per step, dQ per consumer
+// over its own keys) instead of the 128-query one: an A/B of the two in one binary and one device call.
+bool per_consumer_dq64() {
+  static const bool on = [] {
+    const char* v = std::getenv("FB_SM90_BWD64");
+    return v != nullptr && std::string(v) == "per-consumer-dq";
+  }();
+  return on;
+}
+
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
 template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
   switch (head_dim) {
-    case 64: return f(BwdTraits<Elem, 64>{});
+    case 64:
+      if (per_consumer_dq64()) return f(BwdTraits<Elem, 64, true>{});
+      return f(BwdTraits<Elem, 64>{});
     case 128: return f(BwdTraits<Elem, 128>{});
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
