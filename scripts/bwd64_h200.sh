@@ -2,9 +2,10 @@
 # The flash-sm90 backward at head dim 64 on an H100/H200 (issue 13), everything into OUTDIR, ~1 minute:
 #   the GPU tests tagged [bwd64], `flashbench verify --pass bwd` on odd d = 64 shapes (GQA/MQA, both
 #   masks, both 16-bit types, seq_q != seq_k both ways), then configs/bwd64-h200.json (bf16, N 1k/4k/8k,
-#   causal and not: flash-sm90 beside the in-binary cudnn), the same for flash-sm90 alone with
-#   FB_SM90_BWD64=per-consumer-dq (the previous d = 64 kernel, column sm90-old; one of its verify
-#   shapes too), and last a TFLOP/s table with the ratios flash-sm90 / cudnn and flash-sm90 / sm90-old.
+#   causal and not: flash-sm90 beside the in-binary cudnn), the same for flash-sm90 alone with each
+#   FB_SM90_BWD64 variant (per-consumer-dq: the previous d = 64 kernel, column old; dv-halves,
+#   dvdk-halves: flash_sm90_bwd_traits.h), each verified on one shape first, and last a TFLOP/s table
+#   with the ratios flash-sm90 / cudnn, flash-sm90 / old and best variant / cudnn.
 #     BUILD=build-h200 scripts/bwd64_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 120).
@@ -41,15 +42,23 @@ step tests "$build/tests/flashbench_gpu_tests" "[bwd64]"
 step verify sh -c "'$fb' verify --seq 4099 --dim 64 --heads 8 --kv-heads 2 --dtype bf16 --causal both --pass bwd -o '$out/verify-4099-d64.json' &&
                    '$fb' verify --seq-q 17 --seq-k 1000 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o '$out/verify-q17-k1000-d64.json' &&
                    '$fb' verify --seq-q 1000 --seq-k 130 --batch 2 --dim 64 --heads 4 --kv-heads 1 --dtype bf16 --causal both --pass all -o '$out/verify-q1000-k130-d64.json'"
-step verify-old env FB_SM90_BWD64=per-consumer-dq "$fb" verify --seq 1025 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o "$out/verify-old-1025-d64.json"
 step run "$fb" run configs/bwd64-h200.json --no-ceilings -o "$out/bwd64-h200.json" --csv "$out/bwd64-h200.csv"
-step run-old env FB_SM90_BWD64=per-consumer-dq "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-old.json"
+for v in per-consumer-dq dv-halves dvdk-halves; do
+  step "verify-$v" env FB_SM90_BWD64=$v "$fb" verify --seq 1025 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o "$out/verify-$v-1025-d64.json"
+  step "run-$v" env FB_SM90_BWD64=$v "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-$v.json"
+done
 
-# TFLOP/s per case (median time); flash-sm90 / cudnn and flash-sm90 / sm90-old in the last columns.
-python3 - "$out/bwd64-h200.json" "$out/bwd64-h200-old.json" <<'PY' | tee "$out/table.txt"
-import json, sys
-rows, kernels = {}, ["flash-sm90", "cudnn", "sm90-old"]
-for path, rename in ((sys.argv[1], {}), (sys.argv[2], {"flash-sm90": "sm90-old"})):
+# TFLOP/s per case (median time); flash-sm90 / cudnn, flash-sm90 / old (the previous d = 64 kernel) and
+# the best of the new variants / cudnn in the last columns.
+python3 - "$out" <<'PY' | tee "$out/table.txt"
+import json, os, sys
+out = sys.argv[1]
+files = (("bwd64-h200.json", None), ("bwd64-h200-per-consumer-dq.json", "old"),
+         ("bwd64-h200-dv-halves.json", "dv-halves"), ("bwd64-h200-dvdk-halves.json", "dvdk-halves"))
+kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves"]
+rows = {}
+for name, rename in files:
+    path = os.path.join(out, name)
     try:
         results = json.load(open(path))["results"]
     except (OSError, ValueError, KeyError) as e:
@@ -58,18 +67,23 @@ for path, rename in ((sys.argv[1], {}), (sys.argv[2], {"flash-sm90": "sm90-old"}
     for r in results:
         c = r["case"]
         key = (c["dtype"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")), c["head_dim"])
-        name = rename.get(r["kernel"], r["kernel"])
-        rows.setdefault(key, {})[name] = f'{r["tflops"]:.0f}' if r["status"] == "ok" else r["status"]
-def ratio(v, a, b):
+        k = rename if rename and r["kernel"] == "flash-sm90" else r["kernel"]
+        rows.setdefault(key, {})[k] = f'{r["tflops"]:.0f}' if r["status"] == "ok" else r["status"]
+def num(v, k):
     try:
-        return f"{float(v[a]) / float(v[b]):.2f}x"
-    except (KeyError, ValueError, ZeroDivisionError):
-        return "-"
-print(f'{"dtype":5} {"mask":6} {"N":>6} {"d":>4} ' + " ".join(f"{k:>11}" for k in kernels) + "  sm90/cudnn  sm90/old")
+        return float(v[k])
+    except (KeyError, ValueError):
+        return None
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else "-"
+print(f'{"dtype":5} {"mask":6} {"N":>6} {"d":>4} ' + " ".join(f"{k:>11}" for k in kernels) +
+      "  sm90/cudnn  sm90/old  best/cudnn")
 for key in sorted(rows):
     v = rows[key]
+    best = max((x for x in (num(v, "flash-sm90"), num(v, "dv-halves"), num(v, "dvdk-halves")) if x), default=None)
     print(f"{key[0]:5} {key[1]:6} {key[2]:>6} {key[3]:>4} " + " ".join(f'{v.get(k, ""):>11}' for k in kernels) +
-          f"  {ratio(v, 'flash-sm90', 'cudnn'):>10}  {ratio(v, 'flash-sm90', 'sm90-old'):>8}")
+          f"  {ratio(num(v, 'flash-sm90'), num(v, 'cudnn')):>10}  {ratio(num(v, 'flash-sm90'), num(v, 'old')):>8}"
+          f"  {ratio(best, num(v, 'cudnn')):>10}")
 PY
 printf '%s\n' "${summary[@]}"
 exit "$failed"

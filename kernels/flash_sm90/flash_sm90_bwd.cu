@@ -28,22 +28,31 @@ namespace {
 constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
-// FB_SM90_BWD64=per-consumer-dq runs the first d = 64 kernel (64 queries per step, dQ per consumer
-// over its own keys) instead of the 128-query one: an A/B of the two in one binary and one device call.
-bool per_consumer_dq64() {
-  static const bool on = [] {
-    const char* v = std::getenv("FB_SM90_BWD64");
-    return v != nullptr && std::string(v) == "per-consumer-dq";
+// FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
+// device call: per-consumer-dq (the first d = 64 kernel), dv-halves, dvdk-halves; unset or anything
+// else: the default.
+int bwd64_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("FB_SM90_BWD64");
+    const std::string s = e != nullptr ? e : "";
+    if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
+    if (s == "dv-halves") return kBwd64DvHalves;
+    if (s == "dvdk-halves") return kBwd64DvDkHalves;
+    return kBwd64Default;
   }();
-  return on;
+  return v;
 }
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
 template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
   switch (head_dim) {
     case 64:
-      if (per_consumer_dq64()) return f(BwdTraits<Elem, 64, true>{});
-      return f(BwdTraits<Elem, 64>{});
+      switch (bwd64_variant()) {
+        case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
+        case kBwd64DvHalves: return f(BwdTraits<Elem, 64, kBwd64DvHalves>{});
+        case kBwd64DvDkHalves: return f(BwdTraits<Elem, 64, kBwd64DvDkHalves>{});
+        default: return f(BwdTraits<Elem, 64>{});
+      }
     case 128: return f(BwdTraits<Elem, 128>{});
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;

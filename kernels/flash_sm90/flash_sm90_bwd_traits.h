@@ -49,13 +49,22 @@ namespace fb::cuda::flash_sm90 {
 //   own empty barrier: it is free once dV is done, half a step before Q), P^T and dS^T twice (32 KB,
 //   so that a consumer writes step i+1's while the other still reads step i's), and the two dQ
 //   staging buffers (32 KB): 224 KB of the 227 KB a block may have.
-// kPerConsumerDq64 selects the first d = 64 version (64 queries per step, dQ per consumer over its
-// own keys) for A/B runs in one binary (FB_SM90_BWD64=per-consumer-dq, flash_sm90_bwd.cu).
-template <typename Elem_, int kHeadDim_, bool kPerConsumerDq64 = false> struct BwdTraits {
+// d = 64 variants, for A/B runs in one binary (FB_SM90_BWD64, flash_sm90_bwd.cu):
+//   kBwd64Default       split dQ rows; P^T and dS^T in one loop, then dV; barrier; dQ, dK.
+//   kBwd64PerConsumerDq the first d = 64 version (64 queries per step, dQ per consumer over its keys).
+//   kBwd64DvHalves      the loop in two halves of 64 queries, dV's k16 steps of a half issued after
+//                       it (the tensor cores run half of dV while the second half is computed).
+//   kBwd64DvDkHalves    the same with dK's steps too (dK before the barrier, dQ alone after it).
+constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd64DvHalves = 2, kBwd64DvDkHalves = 3;
+
+template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kSplitDq = kHeadDim == 128;
-  static constexpr bool kSplitDqRows = kHeadDim == 64 && !kPerConsumerDq64;
+  static constexpr bool kSplitDqRows = kHeadDim == 64 && kVariant64 != kBwd64PerConsumerDq;
+  // Split dQ rows: the P^T / dS^T loop in kDsHalves parts, dV (and dK) issued per part.
+  static constexpr int kDsHalves = kSplitDqRows && kVariant64 >= kBwd64DvHalves ? 2 : 1;
+  static constexpr bool kDkBeforeBarrier = kSplitDqRows && kVariant64 == kBwd64DvDkHalves;
   static constexpr bool kSplitHead = kHeadDim == 256;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
@@ -159,7 +168,8 @@ template <typename Elem_, int kHeadDim_, bool kPerConsumerDq64 = false> struct B
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
-  static_assert(!kPerConsumerDq64 || kHeadDim == 64, "the per-consumer dQ variant is d = 64's");
+  static_assert(kVariant64 == kBwd64Default || kHeadDim == 64, "the variants are d = 64's");
+  static_assert(kBlockM / kMmaN % kDsHalves == 0 && kKVSteps % kDsHalves == 0, "whole halves");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
