@@ -4,8 +4,9 @@
 #   masks, both 16-bit types, seq_q != seq_k both ways), then configs/bwd64-h200.json (bf16, N 1k/4k/8k,
 #   causal and not: flash-sm90 beside the in-binary cudnn), the same for flash-sm90 alone with each
 #   FB_SM90_BWD64 variant (per-consumer-dq: the previous d = 64 kernel, column old; dv-halves,
-#   dvdk-halves: flash_sm90_bwd_traits.h), each verified on one shape first, and last a TFLOP/s table
-#   with the ratios flash-sm90 / cudnn, flash-sm90 / old and best variant / cudnn.
+#   dvdk-halves: flash_sm90_bwd_traits.h), each verified on one shape first, the default with
+#   FB_SM90_BWD_PERSIST=off (one block per tile) and =on (causal cases), and last a TFLOP/s table with
+#   the ratios flash-sm90 / cudnn, flash-sm90 / old and best column / cudnn.
 #     BUILD=build-h200 scripts/bwd64_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 120).
@@ -47,15 +48,21 @@ for v in per-consumer-dq dv-halves dvdk-halves; do
   step "verify-$v" env FB_SM90_BWD64=$v "$fb" verify --seq 1025 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o "$out/verify-$v-1025-d64.json"
   step "run-$v" env FB_SM90_BWD64=$v "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-$v.json"
 done
+# The default variant with one block per tile (not persistent), and persistent forced on the long causal
+# pass (verified where blocks loop over several tiles: 33 key tiles x 16 K/V planes, GQA 2:1).
+step verify-persist-on env FB_SM90_BWD_PERSIST=on "$fb" verify --seq 4099 --batch 2 --dim 64 --heads 16 --kv-heads 8 --dtype bf16 --causal both --pass bwd -o "$out/verify-persist-on-4099-d64.json"
+step run-persist-off env FB_SM90_BWD_PERSIST=off "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-persist-off.json"
+step run-persist-on env FB_SM90_BWD_PERSIST=on "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 --filter causal -o "$out/bwd64-h200-persist-on.json"
 
 # TFLOP/s per case (median time); flash-sm90 / cudnn, flash-sm90 / old (the previous d = 64 kernel) and
-# the best of the new variants / cudnn in the last columns.
+# the best new column / cudnn last.
 python3 - "$out" <<'PY' | tee "$out/table.txt"
 import json, os, sys
 out = sys.argv[1]
 files = (("bwd64-h200.json", None), ("bwd64-h200-per-consumer-dq.json", "old"),
-         ("bwd64-h200-dv-halves.json", "dv-halves"), ("bwd64-h200-dvdk-halves.json", "dvdk-halves"))
-kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves"]
+         ("bwd64-h200-dv-halves.json", "dv-halves"), ("bwd64-h200-dvdk-halves.json", "dvdk-halves"),
+         ("bwd64-h200-persist-off.json", "persist-off"), ("bwd64-h200-persist-on.json", "persist-on"))
+kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves", "persist-off", "persist-on"]
 rows = {}
 for name, rename in files:
     path = os.path.join(out, name)
@@ -80,7 +87,7 @@ print(f'{"dtype":5} {"mask":6} {"N":>6} {"d":>4} ' + " ".join(f"{k:>11}" for k i
       "  sm90/cudnn  sm90/old  best/cudnn")
 for key in sorted(rows):
     v = rows[key]
-    best = max((x for x in (num(v, "flash-sm90"), num(v, "dv-halves"), num(v, "dvdk-halves")) if x), default=None)
+    best = max((x for x in (num(v, k) for k in kernels if k not in ("cudnn", "old")) if x), default=None)
     print(f"{key[0]:5} {key[1]:6} {key[2]:>6} {key[3]:>4} " + " ".join(f'{v.get(k, ""):>11}' for k in kernels) +
           f"  {ratio(num(v, 'flash-sm90'), num(v, 'cudnn')):>10}  {ratio(num(v, 'flash-sm90'), num(v, 'old')):>8}"
           f"  {ratio(best, num(v, 'cudnn')):>10}")

@@ -778,7 +778,7 @@ TEST_CASE("head dim 96: the naive backward verifies; the tiled backwards say why
 // ---- head dim 64 backward (flash-sm90: 128 queries per step, dQ split by query rows) ----
 namespace {
 
-// Odd lengths around the d = 64 backward's 128-key blocks and 128-query steps (each consumer's dQ is
+// Odd lengths around the d = 64 backward's 128-key tiles and 128-query steps (each consumer's dQ is
 // one 64-row half of the step: a half swapped or sent to the wrong tile fails dQ), seq_q != seq_k
 // both ways (causal: rows with no key, and diagonals that cut the 128 x 128 tiles at odd offsets),
 // MQA/GQA/MHA (dK, dV summed over the group's heads), both masks, both 16-bit types, bwd and fwd_bwd.
@@ -800,6 +800,12 @@ std::vector<Case> hdim64_bwd_cases() {
                                 causal, pass));
       ++i;
     }
+  // More work tiles (128 keys x K/V head) than an H100/H200 has SMs, so that the persistent kernel's
+  // blocks each loop over several tiles (ring slots, K/V and dS^T buffers carried from one to the next):
+  // 9 key tiles x 32 K/V planes, and 17 x 2 x 8 with GQA 4:1 and seq_q != seq_k.
+  cases.push_back(make_case(2, 16, 16, 1025, 1025, 64, Dtype::bf16, false, Pass::bwd));
+  cases.push_back(make_case(2, 16, 16, 1025, 1025, 64, Dtype::fp16, true, Pass::bwd));
+  cases.push_back(make_case(2, 32, 8, 1500, 2100, 64, Dtype::bf16, true, Pass::bwd));
   return cases;
 }
 

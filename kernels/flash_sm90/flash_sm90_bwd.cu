@@ -136,6 +136,23 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   }
 }
 
+// Blocks of a persistent backward (BwdTraits::kPersistent) for n_tiles work tiles: one per SM, each
+// looping over tiles round-robin, which takes the block launch and each tile's dK/dV stores off the
+// critical path (a third of the d = 64 time at N = 1024 was independent of N). A static round-robin
+// balances a causal triangle worse than the hardware's block scheduler (the forward measured +3% at
+// 48 K/V tiles and more: flash_sm90_launch.cuh), so long causal passes (a tile of kLongCausalSteps
+// steps or more) take one block per tile. FB_SM90_BWD_PERSIST=off or on overrides this for A/B runs.
+long long bwd_blocks(long long n_tiles, bool causal, int longest_steps) {
+  constexpr int kLongCausalSteps = 48;
+  static const int forced = [] {  // 0 auto, 1 on, -1 off
+    const char* e = std::getenv("FB_SM90_BWD_PERSIST");
+    const std::string v = e != nullptr ? e : "";
+    return v == "on" ? 1 : v == "off" ? -1 : 0;
+  }();
+  const bool persistent = forced != 0 ? forced > 0 : !causal || longest_steps < kLongCausalSteps;
+  return persistent ? std::min<long long>(n_tiles, current_sm_count()) : n_tiles;
+}
+
 // K/V planes whose blocks run together: as many as keep their Q, dO and dQ accumulator (the
 // group's query heads) within a third of L2 (the rest holds K, V and what other kernels left).
 int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
@@ -174,10 +191,15 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   prm.scale = float(p.scale);
   prm.mask = p.mask();
 
+  prm.n_tiles = int(key_tiles * kv_planes);
+
   const auto kernel = flash_sm90_bwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  kernel<<<unsigned(key_tiles * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
+  const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
+                                           : prm.n_tiles;
+  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
   const int n_qtiles = seq_pad / Tr::kDqRows;

@@ -37,6 +37,7 @@ struct BwdParams {
   float scale_log2;    // softmax scale * log2(e)
   float scale;
   CausalMask mask;     // seq_q, seq_k and the causal rule (kernels/common/mask.h)
+  int n_tiles;         // key_tiles * kv_planes work tiles (persistent: a block takes several)
 };
 
 template <typename Tr> struct BwdBarriers {
@@ -52,6 +53,8 @@ template <typename Tr> struct BwdBarriers {
   __device__ __forceinline__ std::uint32_t do_empty(int s) const {
     return at(1 + 2 * Tr::kStages + Tr::kDoStages + s);
   }
+  // Persistent only: the consumers are done with this tile's K and V.
+  __device__ __forceinline__ std::uint32_t kv_empty() const { return at(Tr::kNumBars - 1); }
 };
 
 template <typename Tr> struct BwdSmem {
@@ -95,14 +98,33 @@ struct BwdWork {
 
 #if FB_PTX_SM90A
 
+// Work tile `tile` (blockIdx.x, or the persistent loop's index). Order: groups of plane_group K/V
+// planes, and within a group key tiles outermost. The tiles that run at the same time then share a
+// few planes' Q, dO and dQ accumulator, which stay in L2 (one plane per block would stream them from
+// memory once per key tile); and with a causal mask the first key tiles, which see the most queries,
+// start first, which balances the tail.
 template <typename Tr>
-__device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<Tr>& sm,
-                                            const BwdBarriers<Tr>& bars, const BwdWork& w) {
-  ptx::prefetch_tensormap(&prm.tm_q);
-  ptx::prefetch_tensormap(&prm.tm_do);
-  ptx::prefetch_tensormap(&prm.tm_k);
-  ptx::prefetch_tensormap(&prm.tm_v);
+__device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile) {
+  const int group_blocks = prm.plane_group * prm.key_tiles;
+  const int grp = tile / group_blocks;  // unsigned division, as blockIdx.x
+  const int first_plane = grp * prm.plane_group;
+  const int planes_here = min(prm.plane_group, prm.kv_planes - first_plane);
+  const int within = tile - grp * group_blocks;
+  BwdWork w;
+  w.n0 = within / planes_here * Tr::kBlockN;
+  w.kv_bh = first_plane + within % planes_here;
+  const int b = w.kv_bh / prm.kv_heads;
+  w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
+  // The last query row sees every key, so per_head >= 1.
+  w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
+  w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
+  w.steps = w.per_head * prm.group;
+  return w;
+}
 
+template <typename Tr>
+__device__ __forceinline__ void bwd_produce_kv(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                               const BwdBarriers<Tr>& bars, const BwdWork& w) {
   ptx::mbar_arrive_expect_tx(bars.kv_full(), 2 * Tr::kKVBytes);
 #pragma unroll
   for (int c = 0; c < Tr::kChunks; ++c) {
@@ -111,27 +133,59 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
     ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(),
                      c * Tr::kChunkElems, w.n0, w.kv_bh);
   }
-  for (int it = 0; it < w.steps; ++it) {
-    const int s = it % Tr::kStages;
-    const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
-    const int sd = it % Tr::kDoStages;  // == s unless split head
-    const int bh = w.q_bh(it);
-    const int m0 = w.m_tile(it) * Tr::kBlockM;
-    const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
-    // A (kBlockM, d) tile of Q or dO and its row vector (LSE or D) onto one full barrier.
-    auto load_rows = [&](const CUtensorMap* tmap, std::uint32_t dst, const float* vec,
-                         std::uint32_t vec_dst, std::uint32_t bar) {
-      ptx::mbar_arrive_expect_tx(bar, Tr::kQBytes + Tr::kRowVecBytes);
+}
+
+// Q, dO, LSE and D of step `it` of w into ring slot g (g = it unless persistent: the block's steps
+// counted over its tiles).
+template <typename Tr>
+__device__ __forceinline__ void bwd_produce_step(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                                 const BwdBarriers<Tr>& bars, const BwdWork& w, int it,
+                                                 int g) {
+  const int s = g % Tr::kStages;
+  const std::uint32_t free_parity = ((g / Tr::kStages) & 1) ^ 1;
+  const int sd = g % Tr::kDoStages;  // == s unless split head
+  const int bh = w.q_bh(it);
+  const int m0 = w.m_tile(it) * Tr::kBlockM;
+  const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+  // A (kBlockM, d) tile of Q or dO and its row vector (LSE or D) onto one full barrier.
+  auto load_rows = [&](const CUtensorMap* tmap, std::uint32_t dst, const float* vec,
+                       std::uint32_t vec_dst, std::uint32_t bar) {
+    ptx::mbar_arrive_expect_tx(bar, Tr::kQBytes + Tr::kRowVecBytes);
 #pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c)
-        ptx::tma_load_3d(dst + c * Tr::kQChunkBytes, tmap, bar, c * Tr::kChunkElems, m0, bh);
-      ptx::bulk_load(vec_dst, vec + row0, Tr::kRowVecBytes, bar);
-    };
-    ptx::mbar_wait(bars.empty(s), free_parity);
-    load_rows(&prm.tm_q, sm.q(s), prm.lse, sm.lse(s), bars.q_full(s));
-    if constexpr (Tr::kSplitHead)
-      ptx::mbar_wait(bars.do_empty(sd), ((it / Tr::kDoStages) & 1) ^ 1);
-    load_rows(&prm.tm_do, sm.dout(sd), prm.dsum, sm.dsum(sd), bars.do_full(sd));
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(dst + c * Tr::kQChunkBytes, tmap, bar, c * Tr::kChunkElems, m0, bh);
+    ptx::bulk_load(vec_dst, vec + row0, Tr::kRowVecBytes, bar);
+  };
+  ptx::mbar_wait(bars.empty(s), free_parity);
+  load_rows(&prm.tm_q, sm.q(s), prm.lse, sm.lse(s), bars.q_full(s));
+  if constexpr (Tr::kSplitHead)
+    ptx::mbar_wait(bars.do_empty(sd), ((g / Tr::kDoStages) & 1) ^ 1);
+  load_rows(&prm.tm_do, sm.dout(sd), prm.dsum, sm.dsum(sd), bars.do_full(sd));
+}
+
+// w: the block's tile (unless persistent: then the loop below finds each).
+template <typename Tr>
+__device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                            const BwdBarriers<Tr>& bars, const BwdWork& w0) {
+  ptx::prefetch_tensormap(&prm.tm_q);
+  ptx::prefetch_tensormap(&prm.tm_do);
+  ptx::prefetch_tensormap(&prm.tm_k);
+  ptx::prefetch_tensormap(&prm.tm_v);
+  if constexpr (!Tr::kPersistent) {
+    bwd_produce_kv<Tr>(prm, sm, bars, w0);
+    for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
+  } else {
+    int g = 0;  // ring slot of the next step
+    int i = 0;  // tiles done
+    for (int tile = blockIdx.x; tile < prm.n_tiles; tile += gridDim.x, ++i) {
+      const BwdWork w = bwd_work<Tr>(prm, tile);
+      // The first step's Q and dO load while the consumers finish the previous tile; its K and V
+      // once they are done with the previous ones (the first wait passes at once).
+      bwd_produce_step<Tr>(prm, sm, bars, w, 0, g++);
+      ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
+      bwd_produce_kv<Tr>(prm, sm, bars, w);
+      for (int it = 1; it < w.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w, it, g++);
+    }
   }
 }
 
@@ -238,10 +292,12 @@ __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSme
   }
 }
 
-// Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64).
+// Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64). g0: ring slot of the tile's first step,
+// tile_i: tiles this block has done before (both 0 unless persistent).
 template <typename Tr>
 __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<Tr>& sm,
-                                            const BwdBarriers<Tr>& bars, const BwdWork& w, int cw) {
+                                            const BwdBarriers<Tr>& bars, const BwdWork& w, int cw,
+                                            int g0 = 0, int tile_i = 0) {
   using Elem = typename Tr::Elem;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -260,10 +316,11 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   float s[Tr::kSRegs], dp[Tr::kSRegs], dq[Tr::kDqRegs];
   std::uint32_t p[Tr::kPRegs], ds[Tr::kPRegs];
 
-  ptx::mbar_wait(bars.kv_full(), 0);
+  ptx::mbar_wait(bars.kv_full(), tile_i & 1);
   for (int it = 0; it < w.steps; ++it) {
-    const int st = it % Tr::kStages;
-    const std::uint32_t parity = (it / Tr::kStages) & 1;
+    const int g = g0 + it;  // ring slot
+    const int st = g % Tr::kStages;
+    const std::uint32_t parity = (g / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     // This step's first dQ accumulator block. Split dQ rows computes it here: in the send below, the
     // division in q_bh() kept its operands live across the step (ptxas spilled them at d = 64).
@@ -318,7 +375,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     ptx::fence_operands(dp);
 
     // dS^T = P^T o (dP^T - D), into registers (A of dK) and into shared memory (A of dQ).
-    const int buf = it % Tr::kDsBuffers;
+    const int buf = g % Tr::kDsBuffers;
     constexpr int kJPerHalf = Tr::kBlockM / Tr::kMmaN / Tr::kDsHalves;
     constexpr int kKPerHalf = Tr::kKVSteps / Tr::kDsHalves;
 #pragma unroll
@@ -386,7 +443,13 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     // its own arrival orders those reads before the producer's next copy into the stage.
     ptx::mbar_arrive(bars.empty(st));
   }
-  if (ctid == 0) ptx::bulk_wait_group_all();
+  if constexpr (Tr::kPersistent) {
+    // Every GEMM that reads K or V is done (the last step waited for all): the producer may load
+    // the next tile's while this one's dK and dV are stored. The caller waits for the reductions.
+    ptx::mbar_arrive(bars.kv_empty());
+  } else {
+    if (ctid == 0) ptx::bulk_wait_group_all();
+  }
 
   // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.
   Elem* gdk = static_cast<Elem*>(prm.dk);
@@ -615,25 +678,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                              ~std::uint32_t(Tr::kAtomBytes - 1);
   const BwdSmem<Tr> sm{base};
   const BwdBarriers<Tr> bars{base + Tr::kOffBar};
-
-  // Block order: groups of plane_group K/V planes, and within a group key tiles outermost. The
-  // blocks that run at the same time then share a few planes' Q, dO and dQ accumulator, which stay
-  // in L2 (one plane per block would stream them from memory once per key tile); and with a causal
-  // mask the first key tiles, which see the most queries, start first, which balances the tail.
-  const int group_blocks = prm.plane_group * prm.key_tiles;
-  const int grp = blockIdx.x / group_blocks;
-  const int first_plane = grp * prm.plane_group;
-  const int planes_here = min(prm.plane_group, prm.kv_planes - first_plane);
-  const int within = blockIdx.x - grp * group_blocks;
-  BwdWork w;
-  w.n0 = within / planes_here * Tr::kBlockN;
-  w.kv_bh = first_plane + within % planes_here;
-  const int b = w.kv_bh / prm.kv_heads;
-  w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
-  // The last query row sees every key, so per_head >= 1.
-  w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
-  w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
-  w.steps = w.per_head * prm.group;
+  const BwdWork w = bwd_work<Tr>(prm, blockIdx.x);  // persistent: the first tile
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);
@@ -647,6 +692,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       ptx::mbar_init(bars.do_full(s), 1);
       if constexpr (Tr::kSplitHead) ptx::mbar_init(bars.do_empty(s), Tr::kConsumerThreads);
     }
+    if constexpr (Tr::kPersistent) ptx::mbar_init(bars.kv_empty(), Tr::kConsumerThreads);
     ptx::fence_mbar_init();
   }
   __syncthreads();
@@ -657,10 +703,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (threadIdx.x == 0) bwd_produce<Tr>(prm, sm, bars, w);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    if constexpr (Tr::kSplitHead)
+    if constexpr (Tr::kPersistent) {
+      int g = 0;  // ring slot of the tile's first step
+      int i = 0;  // tiles done
+      for (int tile = blockIdx.x; tile < prm.n_tiles; tile += gridDim.x, ++i) {
+        const BwdWork w = bwd_work<Tr>(prm, tile);
+        bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i);
+        g += w.steps;
+      }
+      if (threadIdx.x % Tr::kWgThreads == 0) ptx::bulk_wait_group_all();
+    } else if constexpr (Tr::kSplitHead) {
       bwd_consume_split_head<Tr>(prm, sm, bars, w, wg - 1);
-    else
+    } else {
       bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
+    }
   }
 #else
   __trap();

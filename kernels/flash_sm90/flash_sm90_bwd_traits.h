@@ -65,6 +65,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // Split dQ rows: the P^T / dS^T loop in kDsHalves parts, dV (and dK) issued per part.
   static constexpr int kDsHalves = kSplitDqRows && kVariant64 >= kBwd64DvHalves ? 2 : 1;
   static constexpr bool kDkBeforeBarrier = kSplitDqRows && kVariant64 == kBwd64DvDkHalves;
+  // Persistent (split dQ rows only): a block loops over work tiles (blockIdx.x, + gridDim.x, ...);
+  // the producer loads a tile's first Q/dO stage, then its K and V once the consumers are done with
+  // the previous tile's (kv_empty), so that the previous tile's dK/dV stores and the block launch
+  // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
+  static constexpr bool kPersistent = kSplitDqRows;
   static constexpr bool kSplitHead = kHeadDim == 256;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
@@ -143,8 +148,10 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kOffBar = kOffD + kDoStages * kRowVecBytes;
   static constexpr int kBarBytes = 8;
   // K/V full; per Q stage Q full (Q, LSE); per dO stage dO full (dO, D); per Q stage empty (for
-  // both Q and dO unless split head); split head: per dO stage dO empty.
-  static constexpr int kNumBars = 1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0);
+  // both Q and dO unless split head); split head: per dO stage dO empty; persistent: K/V empty.
+  // Persistent: + K/V empty.
+  static constexpr int kNumBars =
+      1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) + (kPersistent ? 1 : 0);
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
 
