@@ -54,6 +54,20 @@ step verify-persist-on env FB_SM90_BWD_PERSIST=on "$fb" verify --seq 4099 --batc
 step run-persist-off env FB_SM90_BWD_PERSIST=off "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-persist-off.json"
 step run-persist-on env FB_SM90_BWD_PERSIST=on "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 --filter causal -o "$out/bwd64-h200-persist-on.json"
 
+# Where the N-independent time goes: each backward kernel (pre-pass, main, dQ convert) of one launch at
+# N = 1024 and 8192 under Nsight Compute (clocks locked by ncu: compare within, not with the table).
+if command -v ncu >/dev/null 2>&1; then
+  step ncu ncu --csv --metrics gpu__time_duration.sum -k regex:bwd "$fb" run configs/bwd64-h200.json --no-ceilings \
+    --kernels flash-sm90 --filter 'n(1024|8192)-d64-bf16-full' --warmup 0 --reps 1 --warmup-time 0 -q
+  python3 - "$out/ncu.log" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')) if len(r) > 14]
+for r in rows[1:]:
+    name = r[4].split("(")[0].split("<")[0].split("::")[-1][:40]
+    print(f"ncu {name:40} grid {r[8]:>16}  {r[14]:>10} {r[13]}")
+PY
+fi
+
 # TFLOP/s per case (median time); flash-sm90 / cudnn, flash-sm90 / old (the previous d = 64 kernel) and
 # the best new column / cudnn last.
 python3 - "$out" <<'PY' | tee "$out/table.txt"
