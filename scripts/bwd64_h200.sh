@@ -5,8 +5,10 @@
 #   causal and not: flash-sm90 beside the in-binary cudnn), the same for flash-sm90 alone with each
 #   FB_SM90_BWD64 variant (per-consumer-dq: the previous d = 64 kernel, column old; dv-halves,
 #   dvdk-halves: flash_sm90_bwd_traits.h), each verified on one shape first, the default with
-#   FB_SM90_BWD_PERSIST=off (one block per tile) and =on (causal cases), and last a TFLOP/s table with
-#   the ratios flash-sm90 / cudnn, flash-sm90 / old and best column / cudnn.
+#   FB_SM90_BWD_PERSIST=off (one block per tile) and =on (causal cases) and FB_SM90_BWD_PREPASS=portable
+#   (pp-portable), this file's pre-pass verified at d = 128 and 256, the backward's kernels under ncu
+#   (if on PATH), and last a TFLOP/s table with the ratios flash-sm90 / cudnn, flash-sm90 / old and
+#   best column / cudnn.
 #     BUILD=build-h200 scripts/bwd64_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 120).
@@ -53,6 +55,10 @@ done
 step verify-persist-on env FB_SM90_BWD_PERSIST=on "$fb" verify --seq 4099 --batch 2 --dim 64 --heads 16 --kv-heads 8 --dtype bf16 --causal both --pass bwd -o "$out/verify-persist-on-4099-d64.json"
 step run-persist-off env FB_SM90_BWD_PERSIST=off "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-persist-off.json"
 step run-persist-on env FB_SM90_BWD_PERSIST=on "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 --filter causal -o "$out/bwd64-h200-persist-on.json"
+# The portable pre-pass at d = 64 (timed), and this file's pre-pass forced at d = 128 and 256 (verified only).
+step run-prepass-portable env FB_SM90_BWD_PREPASS=portable "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-prepass-portable.json"
+step verify-prepass-own env FB_SM90_BWD_PREPASS=own sh -c "'$fb' verify --seq 1025 --dim 128 --heads 8 --kv-heads 2 --dtype bf16 --causal both --pass bwd -o '$out/verify-prepass-own-d128.json' &&
+                   '$fb' verify --seq-q 130 --seq-k 1000 --dim 256 --heads 4 --kv-heads 1 --dtype fp16 --causal both --pass bwd -o '$out/verify-prepass-own-d256.json'"
 
 # Where the N-independent time goes: each backward kernel (pre-pass, main, dQ convert) of one launch at
 # N = 1024 and 8192 under Nsight Compute (clocks locked by ncu: compare within, not with the table).
@@ -75,8 +81,9 @@ import json, os, sys
 out = sys.argv[1]
 files = (("bwd64-h200.json", None), ("bwd64-h200-per-consumer-dq.json", "old"),
          ("bwd64-h200-dv-halves.json", "dv-halves"), ("bwd64-h200-dvdk-halves.json", "dvdk-halves"),
-         ("bwd64-h200-persist-off.json", "persist-off"), ("bwd64-h200-persist-on.json", "persist-on"))
-kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves", "persist-off", "persist-on"]
+         ("bwd64-h200-persist-off.json", "persist-off"), ("bwd64-h200-persist-on.json", "persist-on"),
+         ("bwd64-h200-prepass-portable.json", "pp-portable"))
+kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves", "persist-off", "persist-on", "pp-portable"]
 rows = {}
 for name, rename in files:
     path = os.path.join(out, name)

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -153,6 +154,78 @@ long long bwd_blocks(long long n_tiles, bool causal, int longest_steps) {
   return persistent ? std::min<long long>(n_tiles, current_sm_count()) : n_tiles;
 }
 
+// The pre-pass of the 16-bit backward: D = rowsum(dO o O) and LSE * log2(e) per query row, padded to
+// seq_pad rows per plane (padding rows and rows with no visible key: D = 0, LSE = +inf, so that every
+// P of them is 0), and the whole dQ accumulator zeroed. The portable backward's pre-pass
+// (flash::backward_prepass) does the same with a warp per row and 2-byte loads, which keeps ~16 KB in
+// flight per SM; here each thread loads 16 bytes of O and of dO (kHeadDim / 8 threads a row) and zeroes
+// its share of the accumulator with 16-byte stores, flat over the buffer. At 16k tokens x 2048 model
+// dim it moves 268 MB (O, dO, the accumulator), a fixed cost beside the main kernel at every N.
+template <typename Elem, int kHeadDim> struct Prepass {
+  static constexpr int kVec = 8;                           // 16-bit elements per 16-byte load
+  static constexpr int kThreadsPerRow = kHeadDim / kVec;   // 8, 16 or 32
+  static constexpr int kThreads = 256;
+  static constexpr int kRowsPerBlock = kThreads / kThreadsPerRow;
+  static constexpr int kZeroF4PerThread = kHeadDim / 4 / kThreadsPerRow;  // float4 of dQ acc: 2
+  static_assert(kHeadDim % (kVec * 4) == 0 && kThreadsPerRow <= 32, "whole 16-byte loads, a row per warp at most");
+};
+
+template <typename Elem> __device__ __forceinline__ float2 unpack2(std::uint32_t w);
+template <> __device__ __forceinline__ float2 unpack2<__half>(std::uint32_t w) {
+  __half2 h;
+  memcpy(&h, &w, sizeof(w));
+  return __half22float2(h);
+}
+template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(std::uint32_t w) {
+  __nv_bfloat162 h;
+  memcpy(&h, &w, sizeof(w));
+  return __bfloat1622float2(h);
+}
+
+template <typename Elem, int kHeadDim>
+__global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
+    bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
+                            const float* __restrict__ lse, float* __restrict__ lse_pad,
+                            float* __restrict__ d_pad, float4* __restrict__ dq_acc,
+                            std::int64_t padded_rows, int seq_q, int seq_pad) {
+  using Pp = Prepass<Elem, kHeadDim>;
+  const std::int64_t t = std::int64_t(blockIdx.x) * Pp::kThreads + threadIdx.x;
+  const std::int64_t row = t / Pp::kThreadsPerRow;
+  const int part = int(t % Pp::kThreadsPerRow);
+  // No early return: every lane of a warp reaches the shuffles (padded_rows is a multiple of 128,
+  // so no warp is partly past the end anyway).
+  const bool in_range = row < padded_rows;
+  if (in_range) {
+#pragma unroll
+    for (int z = 0; z < Pp::kZeroF4PerThread; ++z)
+      dq_acc[t * Pp::kZeroF4PerThread + z] = make_float4(0.f, 0.f, 0.f, 0.f);  // flat: padded_rows x d
+  }
+  const std::int64_t bh = row / seq_pad;
+  const int i = int(row % seq_pad);
+  float sum = 0.f;
+  if (in_range && i < seq_q) {  // the whole group of a row takes the same branch
+    const std::int64_t off = (bh * seq_q + i) * kHeadDim + part * Pp::kVec;
+    const uint4 ov = *reinterpret_cast<const uint4*>(o + off);
+    const uint4 dv = *reinterpret_cast<const uint4*>(dout + off);
+    const std::uint32_t ow[4] = {ov.x, ov.y, ov.z, ov.w};
+    const std::uint32_t dw[4] = {dv.x, dv.y, dv.z, dv.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 a = unpack2<Elem>(ow[k]);
+      const float2 b = unpack2<Elem>(dw[k]);
+      sum = fmaf(a.x, b.x, sum);
+      sum = fmaf(a.y, b.y, sum);
+    }
+  }
+#pragma unroll
+  for (int s = Pp::kThreadsPerRow / 2; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+  if (in_range && part == 0) {
+    const float row_lse = i < seq_q ? lse[bh * seq_q + i] : -INFINITY;
+    d_pad[row] = i < seq_q ? sum : 0.f;
+    lse_pad[row] = row_lse == -INFINITY ? INFINITY : row_lse * float(kLog2e);
+  }
+}
+
 // K/V planes whose blocks run together: as many as keep their Q, dO and dQ accumulator (the
 // group's query heads) within a third of L2 (the rest holds K, V and what other kernels left).
 int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
@@ -209,6 +282,31 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// Which pre-pass: this file's at d = 64 (measured there), the portable one at d = 128 and 256 (as
+// before); FB_SM90_BWD_PREPASS=own or =portable picks one for every head dim (A/B runs).
+bool own_prepass(int head_dim) {
+  static const int forced = [] {  // 0 by head dim, 1 own, -1 portable
+    const char* e = std::getenv("FB_SM90_BWD_PREPASS");
+    const std::string v = e != nullptr ? e : "";
+    return v == "own" ? 1 : v == "portable" ? -1 : 0;
+  }();
+  return forced != 0 ? forced > 0 : head_dim == 64;
+}
+
+template <typename Tr>
+void launch_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
+                    cudaStream_t stream) {
+  using Elem = typename Tr::Elem;
+  using Pp = Prepass<Elem, Tr::kHeadDim>;
+  const int seq_pad = flash::backward_padded_seq(p.seq_q);
+  const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
+  const std::int64_t blocks = (padded_rows + Pp::kRowsPerBlock - 1) / Pp::kRowsPerBlock;
+  bwd_prepass_sm90_kernel<Elem, Tr::kHeadDim><<<unsigned(blocks), Pp::kThreads, 0, stream>>>(
+      static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout), static_cast<const float*>(p.lse),
+      lse_pad, d_pad, reinterpret_cast<float4*>(dq_acc), padded_rows, p.seq_q, seq_pad);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 const char* backward_unsupported(const AttentionParams& p) {
@@ -257,8 +355,14 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   auto* d_pad = reinterpret_cast<float*>(base + ws.d);
   auto* dq_acc = reinterpret_cast<float*>(base + ws.dq);
   // The pre-pass also zeroes the whole dQ accumulator (seq_pad rows per head: whole tiles).
-  flash::backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/true, /*lse_log2=*/true, ctx);
-  with_traits(p, [&](auto tr) { launch<decltype(tr)>(p, lse_pad, d_pad, dq_acc, stream); });
+  with_traits(p, [&](auto tr) {
+    using Tr = decltype(tr);
+    if (own_prepass(Tr::kHeadDim))
+      launch_prepass<Tr>(p, lse_pad, d_pad, dq_acc, stream);
+    else
+      flash::backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/true, /*lse_log2=*/true, ctx);
+    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream);
+  });
 }
 
 }  // namespace fb::cuda::flash_sm90
