@@ -60,6 +60,14 @@ step run-prepass-portable env FB_SM90_BWD_PREPASS=portable "$fb" run configs/bwd
 step verify-prepass-own env FB_SM90_BWD_PREPASS=own sh -c "'$fb' verify --seq 1025 --dim 128 --heads 8 --kv-heads 2 --dtype bf16 --causal both --pass bwd -o '$out/verify-prepass-own-d128.json' &&
                    '$fb' verify --seq-q 130 --seq-k 1000 --dim 256 --heads 4 --kv-heads 1 --dtype fp16 --causal both --pass bwd -o '$out/verify-prepass-own-d256.json'"
 
+# d = 128: FB_SM90_BWD128=persistent and this file's pre-pass, alone and together, beside the default and
+# cudnn (verified first where persistent blocks loop over several tiles: 33 key tiles x 16 K/V planes).
+step verify-128-persistent env FB_SM90_BWD128=persistent FB_SM90_BWD_PERSIST=on FB_SM90_BWD_PREPASS=own "$fb" verify --seq 4099 --batch 2 --dim 128 --heads 16 --kv-heads 8 --dtype bf16 --causal both --pass bwd -o "$out/verify-128-persistent-4099.json"
+step run-128 "$fb" run configs/bwd128-h200.json --no-ceilings -o "$out/bwd128-h200.json"
+step run-128-persistent env FB_SM90_BWD128=persistent "$fb" run configs/bwd128-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd128-h200-persistent.json"
+step run-128-pp-own env FB_SM90_BWD_PREPASS=own "$fb" run configs/bwd128-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd128-h200-pp-own.json"
+step run-128-both env FB_SM90_BWD128=persistent FB_SM90_BWD_PREPASS=own "$fb" run configs/bwd128-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd128-h200-both.json"
+
 # Where the N-independent time goes: each backward kernel (pre-pass, main, dQ convert) of one launch at
 # N = 1024 and 8192 under Nsight Compute (clocks locked by ncu: compare within, not with the table).
 if command -v ncu >/dev/null 2>&1; then
@@ -82,8 +90,11 @@ out = sys.argv[1]
 files = (("bwd64-h200.json", None), ("bwd64-h200-per-consumer-dq.json", "old"),
          ("bwd64-h200-dv-halves.json", "dv-halves"), ("bwd64-h200-dvdk-halves.json", "dvdk-halves"),
          ("bwd64-h200-persist-off.json", "persist-off"), ("bwd64-h200-persist-on.json", "persist-on"),
-         ("bwd64-h200-prepass-portable.json", "pp-portable"))
-kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves", "persist-off", "persist-on", "pp-portable"]
+         ("bwd64-h200-prepass-portable.json", "pp-portable"), ("bwd128-h200.json", None),
+         ("bwd128-h200-persistent.json", "p128"), ("bwd128-h200-pp-own.json", "pp-own"),
+         ("bwd128-h200-both.json", "p128+pp"))
+kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves", "persist-off", "persist-on", "pp-portable",
+           "p128", "pp-own", "p128+pp"]
 rows = {}
 for name, rename in files:
     path = os.path.join(out, name)
@@ -104,14 +115,17 @@ def num(v, k):
         return None
 def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
-print(f'{"dtype":5} {"mask":6} {"N":>6} {"d":>4} ' + " ".join(f"{k:>11}" for k in kernels) +
-      "  sm90/cudnn  sm90/old  best/cudnn")
-for key in sorted(rows):
-    v = rows[key]
-    best = max((x for x in (num(v, k) for k in kernels if k not in ("cudnn", "old")) if x), default=None)
-    print(f"{key[0]:5} {key[1]:6} {key[2]:>6} {key[3]:>4} " + " ".join(f'{v.get(k, ""):>11}' for k in kernels) +
-          f"  {ratio(num(v, 'flash-sm90'), num(v, 'cudnn')):>10}  {ratio(num(v, 'flash-sm90'), num(v, 'old')):>8}"
-          f"  {ratio(best, num(v, 'cudnn')):>10}")
+for d in sorted({key[3] for key in rows}):
+    keys = [key for key in sorted(rows) if key[3] == d]
+    cols = [k for k in kernels if any(k in rows[key] for key in keys)]
+    print(f'{"dtype":5} {"mask":6} {"N":>6} {"d":>4} ' + " ".join(f"{k:>11}" for k in cols) +
+          "  sm90/cudnn  sm90/old  best/cudnn")
+    for key in keys:
+        v = rows[key]
+        best = max((x for x in (num(v, k) for k in cols if k not in ("cudnn", "old")) if x), default=None)
+        print(f"{key[0]:5} {key[1]:6} {key[2]:>6} {key[3]:>4} " + " ".join(f'{v.get(k, ""):>11}' for k in cols) +
+              f"  {ratio(num(v, 'flash-sm90'), num(v, 'cudnn')):>10}  {ratio(num(v, 'flash-sm90'), num(v, 'old')):>8}"
+              f"  {ratio(best, num(v, 'cudnn')):>10}")
 PY
 printf '%s\n' "${summary[@]}"
 exit "$failed"

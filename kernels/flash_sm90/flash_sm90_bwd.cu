@@ -44,6 +44,15 @@ int bwd64_variant() {
   return v;
 }
 
+// FB_SM90_BWD128=persistent runs the d = 128 kernel persistent (an A/B; the default is unchanged).
+bool persistent128() {
+  static const bool on = [] {
+    const char* e = std::getenv("FB_SM90_BWD128");
+    return e != nullptr && std::string(e) == "persistent";
+  }();
+  return on;
+}
+
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
 template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
   switch (head_dim) {
@@ -54,7 +63,9 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd64DvDkHalves: return f(BwdTraits<Elem, 64, kBwd64DvDkHalves>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
-    case 128: return f(BwdTraits<Elem, 128>{});
+    case 128:
+      if (persistent128()) return f(BwdTraits<Elem, 128, kBwd128Persistent>{});
+      return f(BwdTraits<Elem, 128>{});
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
   }

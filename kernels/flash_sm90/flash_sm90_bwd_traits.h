@@ -55,7 +55,10 @@ namespace fb::cuda::flash_sm90 {
 //   kBwd64DvHalves      the loop in two halves of 64 queries, dV's k16 steps of a half issued after
 //                       it (the tensor cores run half of dV while the second half is computed).
 //   kBwd64DvDkHalves    the same with dK's steps too (dK before the barrier, dQ alone after it).
+// and at d = 128 (FB_SM90_BWD128):
+//   kBwd128Persistent   the split-dQ kernel made persistent (kPersistent below), for an A/B.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd64DvHalves = 2, kBwd64DvDkHalves = 3;
+constexpr int kBwd128Persistent = 4;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -69,7 +72,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // the producer loads a tile's first Q/dO stage, then its K and V once the consumers are done with
   // the previous tile's (kv_empty), so that the previous tile's dK/dV stores and the block launch
   // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
-  static constexpr bool kPersistent = kSplitDqRows;
+  static constexpr bool kPersistent =
+      kSplitDqRows || (kHeadDim == 128 && kVariant64 == kBwd128Persistent);
   static constexpr bool kSplitHead = kHeadDim == 256;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
@@ -175,7 +179,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
-  static_assert(kVariant64 == kBwd64Default || kHeadDim == 64, "the variants are d = 64's");
+  static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
+                    (kHeadDim == 128 && kVariant64 == kBwd128Persistent),
+                "the variants are d = 64's, and one of d = 128");
   static_assert(kBlockM / kMmaN % kDsHalves == 0 && kKVSteps % kDsHalves == 0, "whole halves");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
