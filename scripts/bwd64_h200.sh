@@ -2,13 +2,14 @@
 # The flash-sm90 backward at head dim 64 on an H100/H200 (issue 13), everything into OUTDIR, ~1 minute:
 #   the GPU tests tagged [bwd64], `flashbench verify --pass bwd` on odd d = 64 shapes (GQA/MQA, both
 #   masks, both 16-bit types, seq_q != seq_k both ways), then configs/bwd64-h200.json (bf16, N 1k/4k/8k,
-#   causal and not: flash-sm90 beside the in-binary cudnn), the same for flash-sm90 alone with each
-#   FB_SM90_BWD64 variant (per-consumer-dq: the previous d = 64 kernel, column old; dv-halves,
-#   dvdk-halves: flash_sm90_bwd_traits.h), each verified on one shape first, the default with
-#   FB_SM90_BWD_PERSIST=off (one block per tile) and =on (causal cases) and FB_SM90_BWD_PREPASS=portable
-#   (pp-portable), this file's pre-pass verified at d = 128 and 256, the backward's kernels under ncu
-#   (if on PATH), and last a TFLOP/s table with the ratios flash-sm90 / cudnn, flash-sm90 / old and
-#   best column / cudnn.
+#   causal and not: flash-sm90 beside the in-binary cudnn), then flash-sm90 alone with the previous d = 64
+#   kernel (FB_SM90_BWD64=per-consumer-dq, column old), one block per tile (FB_SM90_BWD_PERSIST=off),
+#   persistent on every causal pass (=on), the portable pre-pass (FB_SM90_BWD_PREPASS=portable); at
+#   d = 128 (configs/bwd128-h200.json) the default and cudnn, and flash-sm90 persistent
+#   (FB_SM90_BWD128=persistent), with this file's pre-pass (FB_SM90_BWD_PREPASS=own), and both; each
+#   variant verified on one shape first; under ncu (if on PATH) each backward kernel at N = 1024 and
+#   8192; and last a TFLOP/s table per head dim with the ratios flash-sm90 / cudnn, flash-sm90 / old
+#   and best column / cudnn.
 #     BUILD=build-h200 scripts/bwd64_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 120).
@@ -46,12 +47,10 @@ step verify sh -c "'$fb' verify --seq 4099 --dim 64 --heads 8 --kv-heads 2 --dty
                    '$fb' verify --seq-q 17 --seq-k 1000 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o '$out/verify-q17-k1000-d64.json' &&
                    '$fb' verify --seq-q 1000 --seq-k 130 --batch 2 --dim 64 --heads 4 --kv-heads 1 --dtype bf16 --causal both --pass all -o '$out/verify-q1000-k130-d64.json'"
 step run "$fb" run configs/bwd64-h200.json --no-ceilings -o "$out/bwd64-h200.json" --csv "$out/bwd64-h200.csv"
-for v in per-consumer-dq dv-halves dvdk-halves; do
-  step "verify-$v" env FB_SM90_BWD64=$v "$fb" verify --seq 1025 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o "$out/verify-$v-1025-d64.json"
-  step "run-$v" env FB_SM90_BWD64=$v "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-$v.json"
-done
-# The default variant with one block per tile (not persistent), and persistent forced on the long causal
-# pass (verified where blocks loop over several tiles: 33 key tiles x 16 K/V planes, GQA 2:1).
+step verify-old env FB_SM90_BWD64=per-consumer-dq "$fb" verify --seq 1025 --dim 64 --heads 8 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o "$out/verify-old-1025-d64.json"
+step run-old env FB_SM90_BWD64=per-consumer-dq "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-per-consumer-dq.json"
+# The default with one block per tile (not persistent), and persistent forced on every causal pass
+# (verified where blocks loop over several tiles: 33 key tiles x 16 K/V planes, GQA 2:1).
 step verify-persist-on env FB_SM90_BWD_PERSIST=on "$fb" verify --seq 4099 --batch 2 --dim 64 --heads 16 --kv-heads 8 --dtype bf16 --causal both --pass bwd -o "$out/verify-persist-on-4099-d64.json"
 step run-persist-off env FB_SM90_BWD_PERSIST=off "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 -o "$out/bwd64-h200-persist-off.json"
 step run-persist-on env FB_SM90_BWD_PERSIST=on "$fb" run configs/bwd64-h200.json --no-ceilings --kernels flash-sm90 --filter causal -o "$out/bwd64-h200-persist-on.json"
@@ -74,10 +73,13 @@ if command -v ncu >/dev/null 2>&1; then
   step ncu ncu --csv --metrics gpu__time_duration.sum -k regex:bwd "$fb" run configs/bwd64-h200.json --no-ceilings \
     --kernels flash-sm90 --filter 'n(1024|8192)-d64-bf16-full' --warmup 0 --reps 1 --warmup-time 0 -q
   python3 - "$out/ncu.log" <<'PY'
-import csv, sys
+import csv, re, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')) if len(r) > 14]
-for r in rows[1:]:
-    name = r[4].split("(")[0].split("<")[0].split("::")[-1][:40]
+for r in rows:
+    if r[0] == "ID":
+        continue
+    m = re.search(r"(\w+)[<(]", r[4])
+    name = (m.group(1) if m else r[4])[:40]
     print(f"ncu {name:40} grid {r[8]:>16}  {r[14]:>10} {r[13]}")
 PY
 fi
@@ -88,12 +90,11 @@ python3 - "$out" <<'PY' | tee "$out/table.txt"
 import json, os, sys
 out = sys.argv[1]
 files = (("bwd64-h200.json", None), ("bwd64-h200-per-consumer-dq.json", "old"),
-         ("bwd64-h200-dv-halves.json", "dv-halves"), ("bwd64-h200-dvdk-halves.json", "dvdk-halves"),
          ("bwd64-h200-persist-off.json", "persist-off"), ("bwd64-h200-persist-on.json", "persist-on"),
          ("bwd64-h200-prepass-portable.json", "pp-portable"), ("bwd128-h200.json", None),
          ("bwd128-h200-persistent.json", "p128"), ("bwd128-h200-pp-own.json", "pp-own"),
          ("bwd128-h200-both.json", "p128+pp"))
-kernels = ["flash-sm90", "cudnn", "old", "dv-halves", "dvdk-halves", "persist-off", "persist-on", "pp-portable",
+kernels = ["flash-sm90", "cudnn", "old", "persist-off", "persist-on", "pp-portable",
            "p128", "pp-own", "p128+pp"]
 rows = {}
 for name, rename in files:

@@ -30,15 +30,12 @@ constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
-// device call: per-consumer-dq (the first d = 64 kernel), dv-halves, dvdk-halves; unset or anything
-// else: the default.
+// device call: per-consumer-dq (the first d = 64 kernel); unset or anything else: the default.
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
     const std::string s = e != nullptr ? e : "";
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
-    if (s == "dv-halves") return kBwd64DvHalves;
-    if (s == "dvdk-halves") return kBwd64DvDkHalves;
     return kBwd64Default;
   }();
   return v;
@@ -59,8 +56,6 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
     case 64:
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
-        case kBwd64DvHalves: return f(BwdTraits<Elem, 64, kBwd64DvHalves>{});
-        case kBwd64DvDkHalves: return f(BwdTraits<Elem, 64, kBwd64DvDkHalves>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
@@ -151,11 +146,12 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
 // Blocks of a persistent backward (BwdTraits::kPersistent) for n_tiles work tiles: one per SM, each
 // looping over tiles round-robin, which takes the block launch and each tile's dK/dV stores off the
 // critical path (a third of the d = 64 time at N = 1024 was independent of N). A static round-robin
-// balances a causal triangle worse than the hardware's block scheduler (the forward measured +3% at
-// 48 K/V tiles and more: flash_sm90_launch.cuh), so long causal passes (a tile of kLongCausalSteps
-// steps or more) take one block per tile. FB_SM90_BWD_PERSIST=off or on overrides this for A/B runs.
+// balances a causal triangle worse than the hardware's block scheduler, so long causal passes (a tile
+// of kLongCausalSteps steps or more) take one block per tile: at d = 64 causal, persistent measured
+// +7% at N = 1024 (8 steps), -0.5 to -1% at 4096 (32 steps), -1.5% at 8192 (docs/perf-notes.md).
+// FB_SM90_BWD_PERSIST=off or on overrides this for A/B runs.
 long long bwd_blocks(long long n_tiles, bool causal, int longest_steps) {
-  constexpr int kLongCausalSteps = 48;
+  constexpr int kLongCausalSteps = 32;
   static const int forced = [] {  // 0 auto, 1 on, -1 off
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
     const std::string v = e != nullptr ? e : "";

@@ -239,25 +239,23 @@ template <typename Tr> struct BwdGemms {
     nt(acc, desc_v, desc_do0, s);
   }
   // acc += X^T B, X^T (keys x queries) from registers, B = dO or Q of stage s read MN-major.
-  // k16 steps [k0, k1) of it (default: all).
   __device__ __forceinline__ static void tn(float (&acc)[Tr::kDkvRegs],
                                             const std::uint32_t (&x)[Tr::kPRegs], std::uint64_t b,
-                                            int s, int k0 = 0, int k1 = Tr::kKVSteps) {
+                                            int s) {
 #pragma unroll
-    for (int kk = k0; kk < k1; ++kk) {
+    for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
       const std::uint32_t a[4] = {x[4 * kk], x[4 * kk + 1], x[4 * kk + 2], x[4 * kk + 3]};
       ptx::wgmma_rs<Elem, Tr::kHeadDim>(acc, a, b + units(s * Tr::kQBytes + kk * Tr::kMmaKRowsBytes),
                                         1);
     }
   }
   __device__ __forceinline__ void dv(float (&acc)[Tr::kDkvRegs], const std::uint32_t (&p)[Tr::kPRegs],
-                                     int s, int k0 = 0, int k1 = Tr::kKVSteps) const {
-    tn(acc, p, desc_dot0, s, k0, k1);
+                                     int s) const {
+    tn(acc, p, desc_dot0, s);
   }
   __device__ __forceinline__ void dk(float (&acc)[Tr::kDkvRegs],
-                                     const std::uint32_t (&ds)[Tr::kPRegs], int s, int k0 = 0,
-                                     int k1 = Tr::kKVSteps) const {
-    tn(acc, ds, desc_qt0, s, k0, k1);
+                                     const std::uint32_t (&ds)[Tr::kPRegs], int s) const {
+    tn(acc, ds, desc_qt0, s);
   }
   // acc = dS K over the block's keys for this consumer's columns (split dQ) or its 64 query rows
   // (split dQ rows), or over this consumer's keys for every column; dS from dS^T buffer b (both
@@ -376,12 +374,8 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
 
     // dS^T = P^T o (dP^T - D), into registers (A of dK) and into shared memory (A of dQ).
     const int buf = g % Tr::kDsBuffers;
-    constexpr int kJPerHalf = Tr::kBlockM / Tr::kMmaN / Tr::kDsHalves;
-    constexpr int kKPerHalf = Tr::kKVSteps / Tr::kDsHalves;
 #pragma unroll
-    for (int half = 0; half < Tr::kDsHalves; ++half) {
-#pragma unroll
-    for (int j = half * kJPerHalf; j < (half + 1) * kJPerHalf; ++j) {
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
       const int col = j * Tr::kMmaN + col_lane;
       const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
 #pragma unroll
@@ -400,32 +394,20 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
         ptx::st_shared_u32(addr, pair);
       }
     }
-    if constexpr (Tr::kSplitDqRows) {  // this half's dV (and dK) steps run on
+    if constexpr (Tr::kSplitDqRows) {  // dV runs across the barrier
       ptx::wgmma_fence();
-      gemm.dv(dv, p, st, half * kKPerHalf, (half + 1) * kKPerHalf);
-      if constexpr (Tr::kDkBeforeBarrier) gemm.dk(dk, ds, st, half * kKPerHalf, (half + 1) * kKPerHalf);
+      gemm.dv(dv, p, st);
       ptx::wgmma_commit();
-    }
     }
     ptx::fence_proxy_async_smem();  // dQ's wgmma reads what the stores above wrote
     ptx::named_bar_sync(Tr::kBarDs0 + (Tr::kSharedDs ? 0 : cw), Tr::kBarDsThreads);
-    if constexpr (Tr::kDkBeforeBarrier) {
-      // dK is queued already: dQ alone, then everything is done before the staging.
-      ptx::wgmma_fence();
-      gemm.dq(dq, buf);
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(dk);
-      ptx::fence_operands(ds);
-    } else {
-      // dQ before dK: dQ is staged and sent off while the tensor cores compute dK.
-      ptx::wgmma_fence();
-      gemm.dq(dq, buf);
-      ptx::wgmma_commit();
-      gemm.dk(dk, ds, st);
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<1>();  // dV, dQ done; dK may still run
-    }
+    // dQ before dK: dQ is staged and sent off while the tensor cores compute dK.
+    ptx::wgmma_fence();
+    gemm.dq(dq, buf);
+    ptx::wgmma_commit();
+    gemm.dk(dk, ds, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // dV, dQ done; dK may still run
     ptx::fence_operands(dv);
     ptx::fence_operands(dq);
     ptx::fence_operands(p);

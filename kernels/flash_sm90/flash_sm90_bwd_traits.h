@@ -49,25 +49,19 @@ namespace fb::cuda::flash_sm90 {
 //   own empty barrier: it is free once dV is done, half a step before Q), P^T and dS^T twice (32 KB,
 //   so that a consumer writes step i+1's while the other still reads step i's), and the two dQ
 //   staging buffers (32 KB): 224 KB of the 227 KB a block may have.
-// d = 64 variants, for A/B runs in one binary (FB_SM90_BWD64, flash_sm90_bwd.cu):
-//   kBwd64Default       split dQ rows; P^T and dS^T in one loop, then dV; barrier; dQ, dK.
-//   kBwd64PerConsumerDq the first d = 64 version (64 queries per step, dQ per consumer over its keys).
-//   kBwd64DvHalves      the loop in two halves of 64 queries, dV's k16 steps of a half issued after
-//                       it (the tensor cores run half of dV while the second half is computed).
-//   kBwd64DvDkHalves    the same with dK's steps too (dK before the barrier, dQ alone after it).
-// and at d = 128 (FB_SM90_BWD128):
-//   kBwd128Persistent   the split-dQ kernel made persistent (kPersistent below), for an A/B.
-constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd64DvHalves = 2, kBwd64DvDkHalves = 3;
-constexpr int kBwd128Persistent = 4;
+// Variants, for A/B runs in one binary (flash_sm90_bwd.cu):
+//   kBwd64Default       d = 64: split dQ rows, persistent; P^T and dS^T in one loop, then dV; barrier;
+//                       dQ, dK. Issuing dV (and dK) per 64-query half of that loop measured 1-3% slower.
+//   kBwd64PerConsumerDq d = 64, FB_SM90_BWD64=per-consumer-dq: the first d = 64 version (64 queries per
+//                       step, dQ per consumer over its own keys).
+//   kBwd128Persistent   d = 128, FB_SM90_BWD128=persistent: the split-dQ kernel made persistent.
+constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kSplitDq = kHeadDim == 128;
   static constexpr bool kSplitDqRows = kHeadDim == 64 && kVariant64 != kBwd64PerConsumerDq;
-  // Split dQ rows: the P^T / dS^T loop in kDsHalves parts, dV (and dK) issued per part.
-  static constexpr int kDsHalves = kSplitDqRows && kVariant64 >= kBwd64DvHalves ? 2 : 1;
-  static constexpr bool kDkBeforeBarrier = kSplitDqRows && kVariant64 == kBwd64DvDkHalves;
   // Persistent (split dQ rows only): a block loops over work tiles (blockIdx.x, + gridDim.x, ...);
   // the producer loads a tile's first Q/dO stage, then its K and V once the consumers are done with
   // the previous tile's (kv_empty), so that the previous tile's dK/dV stores and the block launch
@@ -182,7 +176,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
                     (kHeadDim == 128 && kVariant64 == kBwd128Persistent),
                 "the variants are d = 64's, and one of d = 128");
-  static_assert(kBlockM / kMmaN % kDsHalves == 0 && kKVSteps % kDsHalves == 0, "whole halves");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
