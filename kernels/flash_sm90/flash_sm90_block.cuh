@@ -76,14 +76,33 @@ __device__ __forceinline__ void run_roles(Produce&& produce, Consume&& consume) 
   }
 }
 
-// The producer's ring, run by one thread: for each of the block's work tiles (t = blockIdx.x,
-// + gridDim.x, ...: tile_of(t) -> WorkTile) wait until the consumers are done with Q and load it
-// (load_q(w, bar)), then each of its K/V tiles into the next ring stage, K and V each once its stage
-// is free (load_k / load_v(w, kv_bh, k0, stage, bar), each moving k_bytes / v_bytes). The ring
-// position runs on across tiles, so producer and consumers derive every stage and parity from the
-// same sequence; the first wait on an empty barrier passes (the phase before the first counts as
-// completed). kv_plane(bh): the K/V plane of query plane bh (GQA), read per tile as the kernels
-// did before this was shared (same code).
+// The K/V tiles of one work tile w into the producer's ring: each into the next ring stage, K and V
+// each once its stage is free (load_k / load_v(kv_bh, k0, stage, bar), each moving k_bytes / v_bytes).
+// `it` is the ring position (K/V tiles issued so far); it runs on across work tiles, so producer and
+// consumers derive every stage and parity from the same sequence; the first wait on an empty barrier
+// passes (the phase before the first counts as completed).
+template <typename Tr, typename LoadK, typename LoadV>
+__device__ __forceinline__ void produce_kv_tiles(const Barriers<Tr>& bars, const WorkTile& w, int kv_bh,
+                                                 int& it, std::uint32_t k_bytes, std::uint32_t v_bytes,
+                                                 LoadK&& load_k, LoadV&& load_v) {
+  for (int j = 0; j < w.n_tiles; ++j, ++it) {
+    const int s = it % Tr::kStages;
+    const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
+    const int k0 = j * Tr::kBc;
+    ptx::mbar_wait(bars.k_empty(s), free_parity);
+    ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
+    load_k(kv_bh, k0, s, bars.k_full(s));
+    ptx::mbar_wait(bars.v_empty(s), free_parity);
+    ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
+    load_v(kv_bh, k0, s, bars.v_full(s));
+  }
+}
+
+// The producer's ring, run by one thread, with a static schedule: the block's work tiles are
+// t = blockIdx.x, + gridDim.x, ... (tile_of(t) -> WorkTile). For each, wait until the consumers are
+// done with Q and load it (load_q(w, bar)), then its K/V tiles (produce_kv_tiles). kv_plane(bh): the
+// K/V plane of query plane bh (GQA), read per tile as the kernels did before this was shared (same
+// code).
 template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV>
 __device__ __forceinline__ void produce_ring(const Barriers<Tr>& bars, int n_work, std::uint32_t k_bytes,
                                              std::uint32_t v_bytes, TileOf&& tile_of, KvPlane&& kv_plane,
@@ -95,19 +114,76 @@ __device__ __forceinline__ void produce_ring(const Barriers<Tr>& bars, int n_wor
     ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
     ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
     load_q(w, bars.q_full());
-    for (int j = 0; j < w.n_tiles; ++j, ++it) {
-      const int s = it % Tr::kStages;
-      const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
-      const int k0 = j * Tr::kBc;
-      ptx::mbar_wait(bars.k_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
-      load_k(kv_bh, k0, s, bars.k_full(s));
-      ptx::mbar_wait(bars.v_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
-      load_v(kv_bh, k0, s, bars.v_full(s));
-    }
+    produce_kv_tiles<Tr>(bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v);
   }
 }
+
+// ---- dynamic schedule: work tiles handed out by a tile counter in global memory ----
+// A static round-robin gives every block the same number of tiles; with a causal mask their lengths
+// differ (the last query tiles see the most keys), and the blocks that drew long ones finish last
+// (docs/perf-notes.md, session 4: +2-5% kernel time at causal N >= 8192 against one block per tile).
+// Here each block takes its first tile statically (t = blockIdx.x) and every further one from a
+// counter: ticket = atomicAdd(counter, 1), tile = gridDim.x + ticket, so a block that finished early
+// takes the next tile in order (tiles are numbered longest first within each L2 group).
+//
+// The counter needs no reset between launches: a launch issues exactly n_work tickets (one per tile
+// a block ran, the block's last one past the end), numbered 0 .. n_work - 1, so the block that draws
+// ticket n_work - 1 knows every other ticket is out and sets the counter back to 0 for the next
+// launch. The launcher gives concurrent launches different counters (kTileCounters slots).
+//
+// The producer passes each tile index to the consumers through a shared-memory word written before
+// its arrive on Q's full barrier (mbarrier.arrive releases, the consumers' wait acquires); -1 (with
+// a plain arrive, no bytes) tells them the block is done. The word is rewritten only after Q's empty
+// barrier, i.e. after every consumer warp has read it.
+__device__ __forceinline__ int ld_shared_s32(std::uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_s32(std::uint32_t addr, int v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+inline constexpr int kNoMoreWork = -1;
+
+// The producer's ring with the dynamic schedule (as produce_ring otherwise); tile_word: the
+// shared-memory word that carries the tile index; counter: this launch's tile counter, or nullptr
+// for the static round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher).
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV>
+__device__ __forceinline__ void produce_ring_dynamic(const Barriers<Tr>& bars, std::uint32_t tile_word,
+                                                     unsigned* counter, int n_work, std::uint32_t k_bytes,
+                                                     std::uint32_t v_bytes, TileOf&& tile_of,
+                                                     KvPlane&& kv_plane, LoadQ&& load_q, LoadK&& load_k,
+                                                     LoadV&& load_v) {
+  int it = 0;  // K/V tiles issued so far (ring position)
+  // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
+  unsigned t = blockIdx.x;
+  for (int tn = 0;; ++tn) {
+    ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
+    if (t >= unsigned(n_work)) {
+      st_shared_s32(tile_word, kNoMoreWork);
+      ptx::mbar_arrive(bars.q_full());
+      break;
+    }
+    st_shared_s32(tile_word, int(t));
+    const WorkTile w = tile_of(int(t));
+    const int kv_bh = kv_plane(w.bh);
+    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
+    load_q(w, bars.q_full());
+    // The next tile's ticket now: the atomic's round trip to L2 overlaps this tile's loads.
+    const unsigned ticket = counter ? atomicAdd(counter, 1u) : 0u;
+    produce_kv_tiles<Tr>(bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v);
+    if (!counter) {
+      t += gridDim.x;
+      continue;
+    }
+    if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
+    t = gridDim.x + ticket;
+  }
+}
+
+// The consumers' side: the index of the block's tn-th work tile (kNoMoreWork when done), once Q's
+// full barrier of that tile has completed (the caller waits).
+__device__ __forceinline__ int read_tile_word(std::uint32_t tile_word) { return ld_shared_s32(tile_word); }
 
 #endif  // FB_PTX_SM90A
 

@@ -1,9 +1,10 @@
 // FlashAttention forward for Hopper (sm_90a), FlashAttention-3 style: TMA loads, wgmma, a producer
 // warpgroup and two or three consumer warpgroups (flash_sm90_traits.h has the roles and sizes).
 //
-// Persistent: one block per SM runs work tiles (batch * head, kBr-row query tile) round-robin,
-// longest first; the producer loads the next tile's Q and K/V while the consumers finish the last
-// one. Per K/V tile j (kBc keys), per consumer warpgroup (64 query rows):
+// Persistent: one block per SM runs work tiles (batch * head, kBr-row query tile), longest first,
+// each block taking the next tile from a tile counter when it is done with one (dynamic schedule,
+// flash_sm90_block.cuh); the producer loads the next tile's Q and K/V while the consumers finish the
+// last one. Per K/V tile j (kBc keys), per consumer warpgroup (64 query rows):
 //   S_j = Q K_j^T          wgmma, Q and K from 128-byte-swizzled shared memory (both K-major)
 //   online softmax         in registers, base 2: p = exp2(s * scale*log2(e) - m)
 //   O += P_j V_j           P re-packed to 16 bits in registers as the A operand (the wgmma
@@ -44,13 +45,28 @@ struct FwdParams {
   int plane_group;   // query planes scheduled together (work_tile), their K/V sized to stay in L2
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
   CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
+  int tile_counter;  // this launch's slot of g_tile_counters (the launcher keeps concurrent ones
+                     // apart); -1: the static round-robin instead (a timing probe)
+};
+
+// The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
+// instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
+// the launcher gives consecutive launches consecutive slots, so that launches on other streams that
+// run at the same time (fewer than kTileCounters of them) never share one.
+inline constexpr int kTileCounters = 64;
+namespace {
+__device__ unsigned g_tile_counters[kTileCounters];
+}  // namespace
+
+// A block's shared-memory tiles and the word that names its next work tile.
+template <typename Tr> struct FwdSmem : SmemTiles<Tr> {
+  std::uint32_t tile_word;
 };
 
 // Work tile t (WorkTile, flash_sm90_block.cuh): tiles are numbered by groups of planes, within a
-// group so that the longest come first (causal: the last query tiles see the most keys), and the
-// blocks take them round-robin: block b runs tiles b, b + gridDim.x, ... The ring counters run on
-// across a block's tiles, so producer and consumers derive every stage and parity from the same
-// sequence.
+// group so that the longest come first (causal: the last query tiles see the most keys); block b
+// runs tile b first, then whichever the tile counter hands it. The ring counters run on across a
+// block's tiles, so producer and consumers derive every stage and parity from the same sequence.
 template <typename Tr>
 __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
   const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
@@ -67,15 +83,16 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
 
 // ---- producer: one thread issues every TMA copy ----
 template <typename Tr>
-__device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
+__device__ __forceinline__ void produce(const FwdParams& prm, const FwdSmem<Tr>& sm,
                                         const Barriers<Tr>& bars, const CausalMask& mask,
                                         int n_work) {
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
 
-  produce_ring<Tr>(
-      bars, n_work, Tr::kKVBytes, Tr::kKVBytes, [&](int t) { return work_tile<Tr>(prm, mask, t); },
+  produce_ring_dynamic<Tr>(
+      bars, sm.tile_word, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
+      [&](int t) { return work_tile<Tr>(prm, mask, t); },
       [&](int bh) {
         const int b = bh / prm.heads;
         return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
@@ -205,9 +222,8 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&p)[Tr::kPRegs],
 
 // ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) of each of its tiles ----
 template <typename Tr>
-__device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr>& sm,
-                                        const Barriers<Tr>& bars, const CausalMask& mask,
-                                        int n_work, int cw) {
+__device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>& sm,
+                                        const Barriers<Tr>& bars, const CausalMask& mask, int cw) {
   using Elem = typename Tr::Elem;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -220,16 +236,15 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
-  // own, then passes the turn on. The last warpgroup's final pass-on (of the block's last tile) is
-  // skipped, so that every arrival meets a wait.
+  // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
+  // first warpgroup takes it when the block is done, so that every arrival meets a wait (a block
+  // does not know its last tile in advance: the tile counter decides).
   auto turn_begin = [&] {
     if constexpr (Tr::kPingPong) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kTurnThreads);
   };
-  auto turn_end = [&](bool last) {
-    if constexpr (Tr::kPingPong) {
-      if (!(last && cw == Tr::kConsumerWgs - 1))
-        ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kTurnThreads);
-    }
+  auto turn_end = [&] {
+    if constexpr (Tr::kPingPong)
+      ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kTurnThreads);
   };
   // One arrival per consumer warp once its wgmma reads of the buffer are complete.
   auto release = [&](std::uint32_t bar) {
@@ -249,9 +264,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   }
 
   int it = 0;  // K/V tiles consumed so far (ring position, as the producer counts them)
-  for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
+  for (int tn = 0;; ++tn) {
+    // Q of the tile (and the word naming it) has landed; kNoMoreWork: the block is done.
+    ptx::mbar_wait(bars.q_full(), tn & 1);
+    const int t = read_tile_word(sm.tile_word);
+    if (t == kNoMoreWork) break;
     const WorkTile w = work_tile<Tr>(prm, mask, t);
-    const bool last_work = t + int(gridDim.x) >= n_work;
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;
     const int n_tiles = w.n_tiles;
@@ -264,8 +282,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
-    ptx::mbar_wait(bars.q_full(), tn & 1);
-
     if constexpr (Tr::kIntraOverlap) {
       // Tile 0: S_0 alone.
       ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
@@ -273,7 +289,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       ptx::wgmma_fence();
       gemm.qk(s, stage_of(it));
       ptx::wgmma_commit();
-      turn_end(false);
+      turn_end();
       ptx::wgmma_wait<0>();
       ptx::fence_operands(s);
       release(bars.k_empty(stage_of(it)));
@@ -291,7 +307,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::wgmma_commit();
         gemm.pv(o, p, prev);
         ptx::wgmma_commit();
-        turn_end(false);
+        turn_end();
         ptx::wgmma_wait<1>();  // S_j done, P V may still run
         ptx::fence_operands(s);
         release(bars.k_empty(st));
@@ -312,7 +328,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       ptx::wgmma_fence();
       gemm.pv(o, p, last);
       ptx::wgmma_commit();
-      turn_end(last_work);
+      turn_end();
       ptx::wgmma_wait<0>();
       ptx::fence_operands(o);
       ptx::fence_operands(p);
@@ -325,7 +341,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::wgmma_fence();
         gemm.qk(s, st);
         ptx::wgmma_commit();
-        turn_end(false);
+        turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
         release(bars.k_empty(st));
@@ -339,7 +355,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::wgmma_fence();
         gemm.pv(o, p, st);
         ptx::wgmma_commit();
-        turn_end(last_work && j == n_tiles - 1);
+        turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(o);
         ptx::fence_operands(p);
@@ -397,6 +413,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       release(bars.q_empty());
     }
   }
+  // The last warpgroup's final pass-on (see turn_end).
+  if constexpr (Tr::kPingPong) {
+    if (cw == 0) ptx::named_bar_sync(Tr::kBarTurn0, Tr::kTurnThreads);
+  }
 }
 
 #endif  // FB_PTX_SM90A
@@ -408,7 +428,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   extern __shared__ __align__(16) unsigned char fb_sm90_smem[];
   const std::uint32_t base =
       (ptx::smem_addr(fb_sm90_smem) + Tr::kAtomBytes - 1) & ~std::uint32_t(Tr::kAtomBytes - 1);
-  const SmemTiles<Tr> sm{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV, base + Tr::kOffO};
+  const FwdSmem<Tr> sm{{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV, base + Tr::kOffO},
+                       base + Tr::kOffTileWord};
   const Barriers<Tr> bars{base + Tr::kOffBar};
   // The mask in registers, read from parameter space once: the wgmma asm statements clobber memory,
   // which would otherwise reload its fields at every use.
@@ -417,7 +438,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   init_barriers<Tr>(bars);
   run_roles<Tr>([&] { produce<Tr>(prm, sm, bars, mask, n_work); },
-                [&](int cw) { consume<Tr>(prm, sm, bars, mask, n_work, cw); });
+                [&](int cw) { consume<Tr>(prm, sm, bars, mask, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -15,8 +18,8 @@
 
 namespace fb::cuda::flash_sm90 {
 
-// Blocks for n_work work tiles. Persistent (one block per SM, tiles taken round-robin, longest
-// first: flash_sm90_kernel.cuh) hides each tile's prologue and epilogue under the next one's loads:
+// Blocks for n_work work tiles with the static round-robin schedule (produce_ring; the fp8 forward):
+// persistent (one block per SM) hides each tile's prologue and epilogue under the next one's loads:
 // 7-17% less kernel time at N <= 1024 on the H200 (docs/perf-notes.md). A static round-robin
 // balances a causal triangle worse than the hardware's block scheduler, though, and once the longest
 // tile spans kLongCausalKvTiles K/V tiles that costs more than it saves (d = 128 causal, N = 8192:
@@ -25,6 +28,31 @@ inline long long fwd_blocks(long long n_work, int longest_kv_tiles) {
   constexpr int kLongCausalKvTiles = 48;
   if (longest_kv_tiles >= kLongCausalKvTiles) return n_work;
   return std::min<long long>(n_work, current_sm_count());
+}
+
+// Blocks for n_work work tiles with the dynamic schedule (produce_ring_dynamic; the 16-bit forward):
+// persistent at every shape, the blocks taking tiles from a tile counter, which balances the causal
+// triangle's tiles of unequal length (session 6; until then the 16-bit forward used the rule above).
+inline long long fwd_blocks_dynamic(long long n_work) {
+  return std::min<long long>(n_work, current_sm_count());
+}
+
+// FB_SM90_FWD_SCHEDULE=static: the schedule before the tile counter (static round-robin, and one
+// block per tile for long causal passes), so that one binary times both in the same device call.
+// Read once; anything else (or unset) is the tile counter.
+inline bool static_schedule_probe() {
+  static const bool on = [] {
+    const char* env = std::getenv("FB_SM90_FWD_SCHEDULE");
+    return env != nullptr && std::string(env) == "static";
+  }();
+  return on;
+}
+
+// Consecutive launches take consecutive tile counters (kTileCounters of them per instantiation file),
+// so launches on different streams that overlap in time use different ones.
+inline int next_tile_counter() {
+  static std::atomic<unsigned> launches{0};
+  return int(launches.fetch_add(1u, std::memory_order_relaxed) % unsigned(kTileCounters));
 }
 
 // One launch of the forward with traits Tr on `stream` (unsupported() has vetted p).
@@ -52,8 +80,15 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   const auto kernel = flash_sm90_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  const int longest = p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0;
-  const long long blocks = fwd_blocks(q_planes * prm.q_tiles, longest);
+  const long long n_work = q_planes * prm.q_tiles;
+  long long blocks = 0;
+  if (static_schedule_probe()) {
+    prm.tile_counter = -1;
+    blocks = fwd_blocks(n_work, p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0);
+  } else {
+    prm.tile_counter = next_tile_counter();
+    blocks = fwd_blocks_dynamic(n_work);
+  }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 }

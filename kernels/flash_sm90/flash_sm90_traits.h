@@ -85,13 +85,16 @@ struct FwdTraits {
   // warpgroup in its own rows (then the next Q waits until the stores have read them).
   static constexpr int kSmemOptIn = 227 * 1024;
   static constexpr int kKVEnd = kOffV + kStages * kKVBytes;
+  // After the barriers, the word through which the producer tells the consumers their next work
+  // tile (flash_sm90_block.cuh, produce_ring_dynamic); 8 bytes keep the layout 8-byte aligned.
+  static constexpr int kTileWordBytes = 8;
   static constexpr bool kSeparateO =
-      kKVEnd + kQBytes + kNumBars * kBarBytes + kAtomBytes <= kSmemOptIn;
+      kKVEnd + kQBytes + kNumBars * kBarBytes + kTileWordBytes + kAtomBytes <= kSmemOptIn;
   static constexpr int kOffO = kSeparateO ? kKVEnd : kOffQ;  // O staging, shaped like Q
   static constexpr int kOffBar = kKVEnd + (kSeparateO ? kQBytes : 0);
+  static constexpr int kOffTileWord = kOffBar + kNumBars * kBarBytes;
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
-  static constexpr std::size_t kSmemBytes =
-      std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
+  static constexpr std::size_t kSmemBytes = std::size_t(kOffTileWord + kTileWordBytes + kAtomBytes);
 
   // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
   static constexpr int kRegFile = 64 * 1024;

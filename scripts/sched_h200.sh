@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# flash-sm90's 16-bit forward with the tile counter (dynamic schedule, issue 13) on an H100/H200,
+# everything into OUTDIR:
+#   the GPU tests of flash-sm90 ([sched]: many tiles per block, repeated launches; the sm90 accuracy and
+#   seq_q != seq_k tests), `flashbench verify` on odd causal shapes (seq_q != seq_k, GQA), then
+#   configs/fwd-bf16-h200.json (24 cases: d 64/128, N 512-16k, causal or not) with flash-sm90 beside the
+#   in-binary cudnn peer, and flash-sm90 again with FB_SM90_FWD_SCHEDULE=static (the schedule before the
+#   counter: static round-robin, one block per tile for long causal passes). Last, a table of TFLOP/s
+#   with flash-sm90 / cudnn and dynamic / static.
+#     BUILD=build-h200 scripts/sched_h200.sh OUTDIR
+# BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each
+# step is limited to STEP_TIMEOUT seconds (default 60).
+set -uo pipefail
+out=${1:?usage: scripts/sched_h200.sh OUTDIR}
+build=${BUILD:-build-h200}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/.."
+fb="$build/flashbench"
+[ -x "$fb" ] && [ -x "$build/tests/flashbench_gpu_tests" ] ||
+  { echo "sched_h200.sh: $build has no flashbench or tests/flashbench_gpu_tests" >&2; exit 2; }
+
+failed=0
+summary=()
+step() {  # name, command...
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "=== $name: $*" >&2
+  timeout "${STEP_TIMEOUT:-60}" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  [ "$rc" -eq 0 ] || failed=1
+  summary+=("$(printf '%-8s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
+  tail -n 4 "$out/$name.log" >&2
+}
+
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
+step tests "$build/tests/flashbench_gpu_tests" "[sched],flash-sm90*,*seq_q*"
+# Odd causal shapes: seq_q < seq_k and seq_q > seq_k (rows with no key), GQA, both 16-bit types, d 64/128.
+step verify sh -c "'$fb' verify --seq-q 1000 --seq-k 3000 --batch 2 --heads 32 --kv-heads 8 --dim 128 --dtype bf16 --causal both -q -o '$out/verify-q1000-k3000-d128.json' &&
+                   '$fb' verify --seq-q 3000 --seq-k 1100 --batch 2 --heads 16 --kv-heads 2 --dim 64 --dtype fp16 --causal both -q -o '$out/verify-q3000-k1100-d64.json' &&
+                   '$fb' verify --seq 4099 --heads 16 --kv-heads 4 --dim 64 --dtype bf16 --causal yes -q -o '$out/verify-4099-d64.json'"
+step dynamic "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90,cudnn --no-ceilings -q -o "$out/fwd-bf16.json"
+FB_SM90_FWD_SCHEDULE=static step static "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
+  -o "$out/fwd-bf16-static.json"
+
+# TFLOP/s per case (median time): flash-sm90 (counter), flash-sm90 (static), cudnn; ratios last.
+python3 - "$out/fwd-bf16.json" "$out/fwd-bf16-static.json" <<'PY' | tee "$out/table.txt"
+import json, math, sys
+rows = {}
+for path, tag in zip(sys.argv[1:], ["", " static"]):
+    try:
+        results = json.load(open(path))["results"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"({path}: {e})")
+        continue
+    for r in results:
+        c = r["case"]
+        key = (c["head_dim"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")))
+        ok = r["status"] == "ok" and r.get("verified", True) is not False
+        rows.setdefault(key, {})[r["kernel"] + tag] = r["tflops"] if ok else float("nan")
+cols = ["flash-sm90", "flash-sm90 static", "cudnn"]
+print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>17}" for k in cols) + "  sm90/cudnn  dyn/static")
+logs = []
+for key in sorted(rows):
+    v = rows[key]
+    get = lambda k: v.get(k, float("nan"))
+    a, s, c = get("flash-sm90"), get("flash-sm90 static"), get("cudnn")
+    if a > 0 and c > 0:
+        logs.append(math.log(a / c))
+    print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{get(k):>17.0f}" for k in cols) +
+          f"  {a / c if c else float('nan'):>9.2f}x  {a / s if s else float('nan'):>9.3f}x")
+if logs:
+    r = [math.exp(x) for x in logs]
+    print(f"flash-sm90 / cudnn over {len(r)} rows: {min(r):.2f}-{max(r):.2f}x, geomean {math.exp(sum(logs) / len(logs)):.3f}")
+PY
+printf '%s\n' "${summary[@]}"
+exit "$failed"
