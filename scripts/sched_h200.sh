@@ -4,9 +4,10 @@
 #   the GPU tests of flash-sm90 ([sched]: many tiles per block, repeated launches; the sm90 accuracy and
 #   seq_q != seq_k tests), `flashbench verify` on odd causal shapes (seq_q != seq_k, GQA), then
 #   configs/fwd-bf16-h200.json (24 cases: d 64/128, N 512-16k, causal or not) with flash-sm90 beside the
-#   in-binary cudnn peer, and flash-sm90 again with FB_SM90_FWD_SCHEDULE=static (the schedule before the
-#   counter: static round-robin, one block per tile for long causal passes). Last, a table of TFLOP/s
-#   with flash-sm90 / cudnn and dynamic / static.
+#   in-binary cudnn peer, and flash-sm90 twice more with timing probes (flash_sm90_launch.cuh):
+#   FB_SM90_FWD_PROBE=noskip (the counter without the warpgroups' skip of unseen K/V tiles) and =old (the
+#   forward before session 6: static round-robin, one block per tile for long causal passes, no skip).
+#   Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old and noskip / old.
 #     BUILD=build-h200 scripts/sched_h200.sh OUTDIR
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each
 # step is limited to STEP_TIMEOUT seconds (default 60).
@@ -40,15 +41,18 @@ step tests "$build/tests/flashbench_gpu_tests" "[sched],flash-sm90*,*seq_q*"
 step verify sh -c "'$fb' verify --seq-q 1000 --seq-k 3000 --batch 2 --heads 32 --kv-heads 8 --dim 128 --dtype bf16 --causal both -q -o '$out/verify-q1000-k3000-d128.json' &&
                    '$fb' verify --seq-q 3000 --seq-k 1100 --batch 2 --heads 16 --kv-heads 2 --dim 64 --dtype fp16 --causal both -q -o '$out/verify-q3000-k1100-d64.json' &&
                    '$fb' verify --seq 4099 --heads 16 --kv-heads 4 --dim 64 --dtype bf16 --causal yes -q -o '$out/verify-4099-d64.json'"
-step dynamic "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90,cudnn --no-ceilings -q -o "$out/fwd-bf16.json"
-FB_SM90_FWD_SCHEDULE=static step static "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
-  -o "$out/fwd-bf16-static.json"
+step ship "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90,cudnn --no-ceilings -q -o "$out/fwd-bf16.json"
+FB_SM90_FWD_PROBE=noskip step noskip "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
+  -o "$out/fwd-bf16-noskip.json"
+FB_SM90_FWD_PROBE=old step old "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
+  -o "$out/fwd-bf16-old.json"
 
-# TFLOP/s per case (median time): flash-sm90 (counter), flash-sm90 (static), cudnn; ratios last.
-python3 - "$out/fwd-bf16.json" "$out/fwd-bf16-static.json" <<'PY' | tee "$out/table.txt"
+# TFLOP/s per case (median time): flash-sm90 as shipped, without the skip, as before session 6, cudnn;
+# ratios last.
+python3 - "$out/fwd-bf16.json" "$out/fwd-bf16-noskip.json" "$out/fwd-bf16-old.json" <<'PY' | tee "$out/table.txt"
 import json, math, sys
 rows = {}
-for path, tag in zip(sys.argv[1:], ["", " static"]):
+for path, tag in zip(sys.argv[1:], ["", " noskip", " old"]):
     try:
         results = json.load(open(path))["results"]
     except (OSError, ValueError, KeyError) as e:
@@ -59,17 +63,19 @@ for path, tag in zip(sys.argv[1:], ["", " static"]):
         key = (c["head_dim"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")))
         ok = r["status"] == "ok" and r.get("verified", True) is not False
         rows.setdefault(key, {})[r["kernel"] + tag] = r["tflops"] if ok else float("nan")
-cols = ["flash-sm90", "flash-sm90 static", "cudnn"]
-print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>17}" for k in cols) + "  sm90/cudnn  dyn/static")
+cols = ["flash-sm90", "flash-sm90 noskip", "flash-sm90 old", "cudnn"]
+names = ["ship", "noskip", "old", "cudnn"]
+print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>7}" for k in names) + "  ship/cudnn  ship/old  noskip/old")
 logs = []
+nan = float("nan")
 for key in sorted(rows):
     v = rows[key]
-    get = lambda k: v.get(k, float("nan"))
-    a, s, c = get("flash-sm90"), get("flash-sm90 static"), get("cudnn")
+    a, n, o, c = (v.get(k, nan) for k in cols)
     if a > 0 and c > 0:
         logs.append(math.log(a / c))
-    print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{get(k):>17.0f}" for k in cols) +
-          f"  {a / c if c else float('nan'):>9.2f}x  {a / s if s else float('nan'):>9.3f}x")
+    div = lambda x, y: x / y if y else nan
+    print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{x:>7.0f}" for x in (a, n, o, c)) +
+          f"  {div(a, c):>9.3f}x {div(a, o):>8.3f}x {div(n, o):>10.3f}x")
 if logs:
     r = [math.exp(x) for x in logs]
     print(f"flash-sm90 / cudnn over {len(r)} rows: {min(r):.2f}-{max(r):.2f}x, geomean {math.exp(sum(logs) / len(logs)):.3f}")

@@ -47,6 +47,8 @@ struct FwdParams {
   CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
   int tile_counter;  // this launch's slot of g_tile_counters (the launcher keeps concurrent ones
                      // apart); -1: the static round-robin instead (a timing probe)
+  int skip_unseen;   // 1: warpgroups skip K/V tiles none of their rows sees (Tr::kSkipUnseen); 0: a
+                     // timing probe
 };
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
@@ -233,6 +235,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
   const int col_lane = 2 * (lane % 4);                            // first accumulator column
   const int seq_q = mask.seq_q;
   const float scale_log2 = prm.scale_log2;
+  const bool skip_unseen = Tr::kSkipUnseen && prm.skip_unseen != 0;
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -283,56 +286,83 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
     if constexpr (Tr::kIntraOverlap) {
-      // Tile 0: S_0 alone.
-      ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
-      turn_begin();
-      ptx::wgmma_fence();
-      gemm.qk(s, stage_of(it));
-      ptx::wgmma_commit();
-      turn_end();
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(s);
-      release(bars.k_empty(stage_of(it)));
-      softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
-      pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
-      // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
-      for (int j = 1; j < n_tiles; ++j) {
-        const int st = stage_of(it + j);
-        const int prev = stage_of(it + j - 1);
-        ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
-        ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
+      // The K/V tiles this warpgroup's rows see: the block's first wg_tiles (none for rows past the
+      // sequence end; fewer than n_tiles near a causal diagonal that cuts the block's rows, e.g. the
+      // first warpgroups of a 192-row tile). The rest are skipped below: at d = 64 (192-row tiles)
+      // that is a quarter of the GEMM and softmax work at causal N <= 1024, a ninth non-causal.
+      int wg_tiles = n_tiles;
+      if (skip_unseen)
+        wg_tiles = wg_first_row >= seq_q ? 0 : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
+      if (wg_tiles > 0) {
+        // Tile 0: S_0 alone.
+        ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
         turn_begin();
         ptx::wgmma_fence();
-        gemm.qk(s, st);
-        ptx::wgmma_commit();
-        gemm.pv(o, p, prev);
+        gemm.qk(s, stage_of(it));
         ptx::wgmma_commit();
         turn_end();
-        ptx::wgmma_wait<1>();  // S_j done, P V may still run
+        ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
-        release(bars.k_empty(st));
-        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
-                         scale_log2);
+        release(bars.k_empty(stage_of(it)));
+        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
+        pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
+        // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
+        for (int j = 1; j < wg_tiles; ++j) {
+          const int st = stage_of(it + j);
+          const int prev = stage_of(it + j - 1);
+          ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
+          ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
+          turn_begin();
+          ptx::wgmma_fence();
+          gemm.qk(s, st);
+          ptx::wgmma_commit();
+          gemm.pv(o, p, prev);
+          ptx::wgmma_commit();
+          turn_end();
+          ptx::wgmma_wait<1>();  // S_j done, P V may still run
+          ptx::fence_operands(s);
+          release(bars.k_empty(st));
+          softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+                           scale_log2);
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          release(bars.v_empty(prev));
+          rescale_o<Tr>(o, alpha);
+          pack_p<Tr>(p, s);
+        }
+        // Every S of this tile is done: Q may be replaced by the next tile's (unless O is staged there).
+        if constexpr (Tr::kSeparateO) release(bars.q_empty());
+        const int last = stage_of(it + wg_tiles - 1);
+        ptx::mbar_wait(bars.v_full(last), parity_of(it + wg_tiles - 1));
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.pv(o, p, last);
+        ptx::wgmma_commit();
+        turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(o);
         ptx::fence_operands(p);
-        release(bars.v_empty(prev));
-        rescale_o<Tr>(o, alpha);
-        pack_p<Tr>(p, s);
+        release(bars.v_empty(last));
+      } else {
+        // No tile: O = 0 and the row sums stay 0 (rows past the end are not stored; a row with no key
+        // gets O = 0, LSE = -inf). The one turn stands for the final P V's.
+        if constexpr (Tr::kSeparateO) release(bars.q_empty());
+        turn_begin();
+        turn_end();
       }
-      // Every S of this tile is done: Q may be replaced by the next tile's (unless O is staged there).
-      if constexpr (Tr::kSeparateO) release(bars.q_empty());
-      const int last = stage_of(it + n_tiles - 1);
-      ptx::mbar_wait(bars.v_full(last), parity_of(it + n_tiles - 1));
-      turn_begin();
-      ptx::wgmma_fence();
-      gemm.pv(o, p, last);
-      ptx::wgmma_commit();
-      turn_end();
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(o);
-      ptx::fence_operands(p);
-      release(bars.v_empty(last));
+      // Tiles the rows do not see: each stage is released once it has landed (an arrival before then
+      // would count towards the stage's previous use), and each takes its turn, so that every
+      // warpgroup takes n_tiles + 1 turns per work tile and the rotation stays in step.
+      for (int j = wg_tiles; j < n_tiles; ++j) {
+        const int st = stage_of(it + j);
+        ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
+        release(bars.k_empty(st));
+        ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
+        release(bars.v_empty(st));
+        turn_begin();
+        turn_end();
+      }
     } else {
       for (int j = 0; j < n_tiles; ++j) {
         const int st = stage_of(it + j);

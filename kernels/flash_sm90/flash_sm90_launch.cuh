@@ -37,15 +37,26 @@ inline long long fwd_blocks_dynamic(long long n_work) {
   return std::min<long long>(n_work, current_sm_count());
 }
 
-// FB_SM90_FWD_SCHEDULE=static: the schedule before the tile counter (static round-robin, and one
-// block per tile for long causal passes), so that one binary times both in the same device call.
-// Read once; anything else (or unset) is the tile counter.
-inline bool static_schedule_probe() {
-  static const bool on = [] {
-    const char* env = std::getenv("FB_SM90_FWD_SCHEDULE");
-    return env != nullptr && std::string(env) == "static";
+// Timing probes, so that one binary times the steps of session 6 in the same device call:
+// FB_SM90_FWD_PROBE=static   the schedule before the tile counter (static round-robin; one block per
+//                            tile for long causal passes, fwd_blocks),
+//                  =noskip   warpgroups run every K/V tile of their block (no kSkipUnseen),
+//                  =old      both: the forward as it was before session 6.
+// Read once; unset (or anything else) is the shipping forward.
+struct FwdProbe {
+  bool static_schedule = false;
+  bool no_skip = false;
+};
+inline FwdProbe fwd_probe() {
+  static const FwdProbe probe = [] {
+    FwdProbe f;
+    const char* env = std::getenv("FB_SM90_FWD_PROBE");
+    const std::string v = env ? env : "";
+    f.static_schedule = v == "static" || v == "old";
+    f.no_skip = v == "noskip" || v == "old";
+    return f;
   }();
-  return on;
+  return probe;
 }
 
 // Consecutive launches take consecutive tile counters (kTileCounters of them per instantiation file),
@@ -82,7 +93,9 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
                                      int(Tr::kSmemBytes)));
   const long long n_work = q_planes * prm.q_tiles;
   long long blocks = 0;
-  if (static_schedule_probe()) {
+  const FwdProbe probe = fwd_probe();
+  prm.skip_unseen = probe.no_skip ? 0 : 1;
+  if (probe.static_schedule) {
     prm.tile_counter = -1;
     blocks = fwd_blocks(n_work, p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0);
   } else {

@@ -22,14 +22,18 @@ namespace fb::cuda::flash_sm90 {
 //   kConsumerWgs     consumer warpgroups per block (query rows per block = 64 x this): more rows
 //                    share each K/V tile and hide more of one another's softmax, at fewer registers
 //                    each (the register file is split among all of them)
+//   kSkipUnseen      a consumer warpgroup skips the GEMMs and softmax of K/V tiles none of its rows
+//                    sees (a causal diagonal that cuts the block's rows, rows past the sequence end);
+//                    with kIntraOverlap only
 template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_,
-          int kConsumerWgs_ = 2>
+          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false>
 struct FwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBc = kBc_;
   static constexpr bool kIntraOverlap = kIntraOverlap_;
   static constexpr bool kPingPong = kPingPong_;
+  static constexpr bool kSkipUnseen = kSkipUnseen_ && kIntraOverlap_;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
