@@ -5,9 +5,10 @@
 #   seq_q != seq_k tests), `flashbench verify` on odd causal shapes (seq_q != seq_k, GQA), then
 #   configs/fwd-bf16-h200.json (24 cases: d 64/128, N 512-16k, causal or not) with flash-sm90 beside the
 #   in-binary cudnn peer, and flash-sm90 twice more with timing probes (flash_sm90_launch.cuh):
-#   FB_SM90_FWD_PROBE=noskip (the counter without the warpgroups' skip of unseen K/V tiles) and =old (the
-#   forward before session 6: static round-robin, one block per tile for long causal passes, no skip).
-#   Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old and noskip / old.
+#   FB_SM90_FWD_PROBE=noskip (without the warpgroups' skip of unseen K/V tiles) and =old (the forward
+#   before session 6: static round-robin, one block per tile for long causal passes, no skip, O's store
+#   waited for at once). Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old (all of session
+#   6), shipped / noskip (the skip) and noskip / old (the tile counter and the deferred store wait).
 #     BUILD=build-h200 scripts/sched_h200.sh OUTDIR
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each
 # step is limited to STEP_TIMEOUT seconds (default 60).
@@ -65,7 +66,7 @@ for path, tag in zip(sys.argv[1:], ["", " noskip", " old"]):
         rows.setdefault(key, {})[r["kernel"] + tag] = r["tflops"] if ok else float("nan")
 cols = ["flash-sm90", "flash-sm90 noskip", "flash-sm90 old", "cudnn"]
 names = ["ship", "noskip", "old", "cudnn"]
-print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>7}" for k in names) + "  ship/cudnn  ship/old  noskip/old")
+print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>7}" for k in names) + "  ship/cudnn  ship/old ship/noskip noskip/old")
 logs = []
 nan = float("nan")
 for key in sorted(rows):
@@ -75,7 +76,7 @@ for key in sorted(rows):
         logs.append(math.log(a / c))
     div = lambda x, y: x / y if y else nan
     print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{x:>7.0f}" for x in (a, n, o, c)) +
-          f"  {div(a, c):>9.3f}x {div(a, o):>8.3f}x {div(n, o):>10.3f}x")
+          f"  {div(a, c):>9.3f}x {div(a, o):>8.3f}x {div(a, n):>10.3f}x {div(n, o):>9.3f}x")
 if logs:
     r = [math.exp(x) for x in logs]
     print(f"flash-sm90 / cudnn over {len(r)} rows: {min(r):.2f}-{max(r):.2f}x, geomean {math.exp(sum(logs) / len(logs)):.3f}")

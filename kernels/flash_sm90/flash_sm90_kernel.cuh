@@ -49,6 +49,7 @@ struct FwdParams {
                      // apart); -1: the static round-robin instead (a timing probe)
   int skip_unseen;   // 1: warpgroups skip K/V tiles none of their rows sees (Tr::kSkipUnseen); 0: a
                      // timing probe
+  int eager_store_wait;  // 1: O's TMA store is waited for right after it is issued (a timing probe)
 };
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
@@ -236,6 +237,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
   const int seq_q = mask.seq_q;
   const float scale_log2 = prm.scale_log2;
   const bool skip_unseen = Tr::kSkipUnseen && prm.skip_unseen != 0;
+  const bool eager_store_wait = prm.eager_store_wait != 0;
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -407,8 +409,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
         prm.lse[std::int64_t(w.bh) * seq_q + r] =
             sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
     }
-    // The previous tile's TMA store must have read the staging rows before they are overwritten
-    // (its issuing thread waited for that before reaching this barrier).
+    // The previous tile's TMA store must have read the staging rows before they are overwritten. Its
+    // issuing thread waits for that here rather than right after issuing it, so that the store's
+    // read of the rows overlaps this tile's main loop instead of holding up the warpgroup's first
+    // GEMM of it (with O staged in Q's rows it has waited already, below).
+    if (Tr::kSeparateO && !eager_store_wait && ctid == 0) ptx::bulk_wait_group_read_all();
     ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
     // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
     // tensor map expects.
@@ -435,7 +440,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
         ptx::tma_store_3d(&prm.tm_o, sm.o + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
                           c * Tr::kChunkElems, wg_first_row, w.bh);
       ptx::bulk_commit_group();
-      ptx::bulk_wait_group_read_all();  // the staging rows are rewritten by the next tile
+      if (!Tr::kSeparateO || eager_store_wait) ptx::bulk_wait_group_read_all();  // Q lands there next
     }
     if constexpr (!Tr::kSeparateO) {
       // O was staged in Q's rows: the next Q may land once every warpgroup's store has read them.
@@ -443,6 +448,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
       release(bars.q_empty());
     }
   }
+  // The block's shared memory must outlive the last TMA store's read of it.
+  if (ctid == 0) ptx::bulk_wait_group_read_all();
   // The last warpgroup's final pass-on (see turn_end).
   if constexpr (Tr::kPingPong) {
     if (cw == 0) ptx::named_bar_sync(Tr::kBarTurn0, Tr::kTurnThreads);

@@ -37,23 +37,29 @@ inline long long fwd_blocks_dynamic(long long n_work) {
   return std::min<long long>(n_work, current_sm_count());
 }
 
-// Timing probes, so that one binary times the steps of session 6 in the same device call:
-// FB_SM90_FWD_PROBE=static   the schedule before the tile counter (static round-robin; one block per
-//                            tile for long causal passes, fwd_blocks),
-//                  =noskip   warpgroups run every K/V tile of their block (no kSkipUnseen),
-//                  =old      both: the forward as it was before session 6.
-// Read once; unset (or anything else) is the shipping forward.
+// Timing probes, so that one binary times the steps of session 6 in the same device call.
+// FB_SM90_FWD_PROBE is a comma-separated list of:
+//   static   the schedule before the tile counter (static round-robin; one block per tile for long
+//            causal passes, fwd_blocks)
+//   noskip   warpgroups run every K/V tile of their block (no kSkipUnseen)
+//   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
+//   old      all three: the forward as it was before session 6.
+// Read once; unset (or no known word) is the shipping forward.
 struct FwdProbe {
   bool static_schedule = false;
   bool no_skip = false;
+  bool eager_store_wait = false;
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
     FwdProbe f;
     const char* env = std::getenv("FB_SM90_FWD_PROBE");
-    const std::string v = env ? env : "";
-    f.static_schedule = v == "static" || v == "old";
-    f.no_skip = v == "noskip" || v == "old";
+    const std::string v = "," + std::string(env ? env : "") + ",";
+    const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
+    const bool old = has("old");
+    f.static_schedule = old || has("static");
+    f.no_skip = old || has("noskip");
+    f.eager_store_wait = old || has("eager");
     return f;
   }();
   return probe;
@@ -95,6 +101,7 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   long long blocks = 0;
   const FwdProbe probe = fwd_probe();
   prm.skip_unseen = probe.no_skip ? 0 : 1;
+  prm.eager_store_wait = probe.eager_store_wait ? 1 : 0;
   if (probe.static_schedule) {
     prm.tile_counter = -1;
     blocks = fwd_blocks(n_work, p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0);
