@@ -4,11 +4,11 @@
 #   the GPU tests of flash-sm90 ([sched]: many tiles per block, repeated launches; the sm90 accuracy and
 #   seq_q != seq_k tests), `flashbench verify` on odd causal shapes (seq_q != seq_k, GQA), then
 #   configs/fwd-bf16-h200.json (24 cases: d 64/128, N 512-16k, causal or not) with flash-sm90 beside the
-#   in-binary cudnn peer, and flash-sm90 twice more with timing probes (flash_sm90_launch.cuh):
-#   FB_SM90_FWD_PROBE=noskip (without the warpgroups' skip of unseen K/V tiles) and =old (the forward
-#   before session 6: static round-robin, one block per tile for long causal passes, no skip, O's store
-#   waited for at once). Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old (all of session
-#   6), shipped / noskip (the skip) and noskip / old (the tile counter and the deferred store wait).
+#   in-binary cudnn peer, and flash-sm90 again with timing probes (FB_SM90_FWD_PROBE, flash_sm90_launch.cuh):
+#   noskip (no skip of unseen K/V tiles) and oneq (one Q tile) on N <= 2048, old (the forward before session
+#   6: static round-robin, one block per tile for long causal passes, no skip, O's store waited for at once,
+#   one Q tile) on every case. Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old (all of
+#   session 6), shipped / noskip and shipped / oneq (one step each).
 #     BUILD=build-h200 scripts/sched_h200.sh OUTDIR
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each
 # step is limited to STEP_TIMEOUT seconds (default 60).
@@ -43,17 +43,22 @@ step verify sh -c "'$fb' verify --seq-q 1000 --seq-k 3000 --batch 2 --heads 32 -
                    '$fb' verify --seq-q 3000 --seq-k 1100 --batch 2 --heads 16 --kv-heads 2 --dim 64 --dtype fp16 --causal both -q -o '$out/verify-q3000-k1100-d64.json' &&
                    '$fb' verify --seq 4099 --heads 16 --kv-heads 4 --dim 64 --dtype bf16 --causal yes -q -o '$out/verify-4099-d64.json'"
 step ship "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90,cudnn --no-ceilings -q -o "$out/fwd-bf16.json"
+# The probes that take one step off at a time, on the short sequences (where each step is predicted to
+# matter); then the forward as before session 6 on every case.
+short='n(512|1024|2048)-d'
 FB_SM90_FWD_PROBE=noskip step noskip "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
-  -o "$out/fwd-bf16-noskip.json"
+  --filter "$short" -o "$out/fwd-bf16-noskip.json"
+FB_SM90_FWD_PROBE=oneq step oneq "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
+  --filter "$short" -o "$out/fwd-bf16-oneq.json"
 FB_SM90_FWD_PROBE=old step old "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
   -o "$out/fwd-bf16-old.json"
 
 # TFLOP/s per case (median time): flash-sm90 as shipped, without the skip, as before session 6, cudnn;
 # ratios last.
-python3 - "$out/fwd-bf16.json" "$out/fwd-bf16-noskip.json" "$out/fwd-bf16-old.json" <<'PY' | tee "$out/table.txt"
+python3 - "$out/fwd-bf16.json" "$out/fwd-bf16-noskip.json" "$out/fwd-bf16-oneq.json" "$out/fwd-bf16-old.json" <<'PY' | tee "$out/table.txt"
 import json, math, sys
 rows = {}
-for path, tag in zip(sys.argv[1:], ["", " noskip", " old"]):
+for path, tag in zip(sys.argv[1:], ["", " noskip", " oneq", " old"]):
     try:
         results = json.load(open(path))["results"]
     except (OSError, ValueError, KeyError) as e:
@@ -64,19 +69,20 @@ for path, tag in zip(sys.argv[1:], ["", " noskip", " old"]):
         key = (c["head_dim"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")))
         ok = r["status"] == "ok" and r.get("verified", True) is not False
         rows.setdefault(key, {})[r["kernel"] + tag] = r["tflops"] if ok else float("nan")
-cols = ["flash-sm90", "flash-sm90 noskip", "flash-sm90 old", "cudnn"]
-names = ["ship", "noskip", "old", "cudnn"]
-print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>7}" for k in names) + "  ship/cudnn  ship/old ship/noskip noskip/old")
+cols = ["flash-sm90", "flash-sm90 noskip", "flash-sm90 oneq", "flash-sm90 old", "cudnn"]
+names = ["ship", "noskip", "oneq", "old", "cudnn"]
+print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>6}" for k in names) +
+      "  ship/cudnn ship/old ship/noskip ship/oneq")
 logs = []
 nan = float("nan")
 for key in sorted(rows):
     v = rows[key]
-    a, n, o, c = (v.get(k, nan) for k in cols)
+    a, n, q, o, c = (v.get(k, nan) for k in cols)
     if a > 0 and c > 0:
         logs.append(math.log(a / c))
     div = lambda x, y: x / y if y else nan
-    print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{x:>7.0f}" for x in (a, n, o, c)) +
-          f"  {div(a, c):>9.3f}x {div(a, o):>8.3f}x {div(a, n):>10.3f}x {div(n, o):>9.3f}x")
+    print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{x:>6.0f}" for x in (a, n, q, o, c)) +
+          f"  {div(a, c):>9.3f}x {div(a, o):>7.3f}x {div(a, n):>10.3f}x {div(a, q):>8.3f}x")
 if logs:
     r = [math.exp(x) for x in logs]
     print(f"flash-sm90 / cudnn over {len(r)} rows: {min(r):.2f}-{max(r):.2f}x, geomean {math.exp(sum(logs) / len(logs)):.3f}")

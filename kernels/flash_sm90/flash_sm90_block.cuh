@@ -131,10 +131,10 @@ __device__ __forceinline__ void produce_ring(const Barriers<Tr>& bars, int n_wor
 // ticket n_work - 1 knows every other ticket is out and sets the counter back to 0 for the next
 // launch. The launcher gives concurrent launches different counters (kTileCounters slots).
 //
-// The producer passes each tile index to the consumers through a shared-memory word written before
-// its arrive on Q's full barrier (mbarrier.arrive releases, the consumers' wait acquires); -1 (with
-// a plain arrive, no bytes) tells them the block is done. The word is rewritten only after Q's empty
-// barrier, i.e. after every consumer warp has read it.
+// The producer passes each tile index to the consumers through a shared-memory word (one per Q slot,
+// QRing) written before its arrive on the slot's Q full barrier (mbarrier.arrive releases, the
+// consumers' wait acquires); -1 (with a plain arrive, no bytes) tells them the block is done. A word
+// is rewritten only after its slot's Q empty barrier, i.e. after every consumer warp has read it.
 __device__ __forceinline__ int ld_shared_s32(std::uint32_t addr) {
   int v;
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
@@ -145,33 +145,66 @@ __device__ __forceinline__ void st_shared_s32(std::uint32_t addr, int v) {
 }
 inline constexpr int kNoMoreWork = -1;
 
-// The producer's ring with the dynamic schedule (as produce_ring otherwise); tile_word: the
-// shared-memory word that carries the tile index; counter: this launch's tile counter, or nullptr
-// for the static round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher).
+// The Q tiles of a block with the dynamic schedule: 2^log2_slots of them in turn (work tile tn of the
+// block in slot tn % slots), so that with two the producer loads the next tile's Q while the
+// consumers still work on this one. Slot 0 uses the Barriers' Q full/empty barriers; slot 1 the two
+// after them (Tr::kNumBars counts them), initialised by init_q_ring. Each slot has its tile word.
+template <typename Tr> struct QRing {
+  Barriers<Tr> bars;
+  std::uint32_t q;     // slot 0's Q tile; slot i at q + i * Tr::kQBytes
+  std::uint32_t word;  // slot 0's tile word; slot i at word + 4 i
+  int log2_slots;      // 0 or 1
+
+  __device__ __forceinline__ int slot(int tn) const { return tn & ((1 << log2_slots) - 1); }
+  // Parity of tile tn's phase on its slot's barriers (each slot's uses count 0, 1, 2, ...).
+  __device__ __forceinline__ std::uint32_t parity(int tn) const { return std::uint32_t(tn >> log2_slots) & 1u; }
+  __device__ __forceinline__ std::uint32_t full(int slot) const {
+    return slot == 0 ? bars.q_full() : bars.at(2 + 4 * Tr::kStages);
+  }
+  __device__ __forceinline__ std::uint32_t empty(int slot) const {
+    return slot == 0 ? bars.q_empty() : bars.at(3 + 4 * Tr::kStages);
+  }
+  __device__ __forceinline__ std::uint32_t q_tile(int slot) const { return q + std::uint32_t(slot) * Tr::kQBytes; }
+  __device__ __forceinline__ std::uint32_t tile_word(int slot) const { return word + 4u * std::uint32_t(slot); }
+};
+
+// Thread 0 initialises the second Q slot's barriers; call before init_barriers (its fence and block
+// barrier publish them too).
+template <typename Tr> __device__ __forceinline__ void init_q_ring(const QRing<Tr>& qr) {
+  if (Tr::kQStages > 1 && threadIdx.x == 0) {
+    ptx::mbar_init(qr.full(1), 1);
+    ptx::mbar_init(qr.empty(1), Tr::kConsumerWarps);
+  }
+}
+
+// The producer's ring with the dynamic schedule (as produce_ring otherwise): Q tiles through qr
+// (load_q(w, q_tile, bar)); counter: this launch's tile counter, or nullptr for the static
+// round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher).
 template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV>
-__device__ __forceinline__ void produce_ring_dynamic(const Barriers<Tr>& bars, std::uint32_t tile_word,
-                                                     unsigned* counter, int n_work, std::uint32_t k_bytes,
-                                                     std::uint32_t v_bytes, TileOf&& tile_of,
-                                                     KvPlane&& kv_plane, LoadQ&& load_q, LoadK&& load_k,
-                                                     LoadV&& load_v) {
+__device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsigned* counter, int n_work,
+                                                     std::uint32_t k_bytes, std::uint32_t v_bytes,
+                                                     TileOf&& tile_of, KvPlane&& kv_plane, LoadQ&& load_q,
+                                                     LoadK&& load_k, LoadV&& load_v) {
   int it = 0;  // K/V tiles issued so far (ring position)
   // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
   unsigned t = blockIdx.x;
   for (int tn = 0;; ++tn) {
-    ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
+    const int slot = qr.slot(tn);
+    // The slot's previous tile (tn - slots) is done with its Q and has read its tile word.
+    ptx::mbar_wait(qr.empty(slot), qr.parity(tn) ^ 1u);
     if (t >= unsigned(n_work)) {
-      st_shared_s32(tile_word, kNoMoreWork);
-      ptx::mbar_arrive(bars.q_full());
+      st_shared_s32(qr.tile_word(slot), kNoMoreWork);
+      ptx::mbar_arrive(qr.full(slot));
       break;
     }
-    st_shared_s32(tile_word, int(t));
+    st_shared_s32(qr.tile_word(slot), int(t));
     const WorkTile w = tile_of(int(t));
     const int kv_bh = kv_plane(w.bh);
-    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
-    load_q(w, bars.q_full());
+    ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
+    load_q(w, qr.q_tile(slot), qr.full(slot));
     // The next tile's ticket now: the atomic's round trip to L2 overlaps this tile's loads.
     const unsigned ticket = counter ? atomicAdd(counter, 1u) : 0u;
-    produce_kv_tiles<Tr>(bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v);
+    produce_kv_tiles<Tr>(qr.bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v);
     if (!counter) {
       t += gridDim.x;
       continue;
@@ -181,8 +214,8 @@ __device__ __forceinline__ void produce_ring_dynamic(const Barriers<Tr>& bars, s
   }
 }
 
-// The consumers' side: the index of the block's tn-th work tile (kNoMoreWork when done), once Q's
-// full barrier of that tile has completed (the caller waits).
+// The consumers' side: the index of the block's work tile in Q slot `slot` (kNoMoreWork when done),
+// once that slot's full barrier has completed (the caller waits).
 __device__ __forceinline__ int read_tile_word(std::uint32_t tile_word) { return ld_shared_s32(tile_word); }
 
 #endif  // FB_PTX_SM90A

@@ -50,6 +50,7 @@ struct FwdParams {
   int skip_unseen;   // 1: warpgroups skip K/V tiles none of their rows sees (Tr::kSkipUnseen); 0: a
                      // timing probe
   int eager_store_wait;  // 1: O's TMA store is waited for right after it is issued (a timing probe)
+  int q_slots_log2;      // 1: two Q tiles in turn (Tr::kQStages == 2); 0: one (a timing probe)
 };
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
@@ -60,11 +61,6 @@ inline constexpr int kTileCounters = 64;
 namespace {
 __device__ unsigned g_tile_counters[kTileCounters];
 }  // namespace
-
-// A block's shared-memory tiles and the word that names its next work tile.
-template <typename Tr> struct FwdSmem : SmemTiles<Tr> {
-  std::uint32_t tile_word;
-};
 
 // Work tile t (WorkTile, flash_sm90_block.cuh): tiles are numbered by groups of planes, within a
 // group so that the longest come first (causal: the last query tiles see the most keys); block b
@@ -86,24 +82,23 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
 
 // ---- producer: one thread issues every TMA copy ----
 template <typename Tr>
-__device__ __forceinline__ void produce(const FwdParams& prm, const FwdSmem<Tr>& sm,
-                                        const Barriers<Tr>& bars, const CausalMask& mask,
-                                        int n_work) {
+__device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
+                                        const QRing<Tr>& qr, const CausalMask& mask, int n_work) {
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
 
   produce_ring_dynamic<Tr>(
-      bars, sm.tile_word, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
+      qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
       [&](int t) { return work_tile<Tr>(prm, mask, t); },
       [&](int bh) {
         const int b = bh / prm.heads;
         return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
       },
-      [&](const WorkTile& w, std::uint32_t bar) {
+      [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
-          ptx::tma_load_3d(sm.q + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh);
+          ptx::tma_load_3d(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh);
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
@@ -138,14 +133,15 @@ template <typename Tr> struct Gemms {
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
 
-  // s = Q K^T for the K tile in ring stage `stage` (s's old contents are ignored).
-  __device__ __forceinline__ void qk(float (&s)[Tr::kSRegs], int stage) const {
+  // s = Q K^T for the Q tile in slot q_slot and the K tile in ring stage `stage` (s's old contents
+  // are ignored).
+  __device__ __forceinline__ void qk(float (&s)[Tr::kSRegs], int q_slot, int stage) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
       const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
       const int chunk = kk / kStepsPerChunk;
       ptx::wgmma_ss<Elem, Tr::kBc>(
-          s, desc_q + units(chunk * Tr::kQChunkBytes + in_row),
+          s, desc_q + units(q_slot * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row),
           desc_k + units(stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
     }
   }
@@ -225,8 +221,9 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&p)[Tr::kPRegs],
 
 // ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) of each of its tiles ----
 template <typename Tr>
-__device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>& sm,
-                                        const Barriers<Tr>& bars, const CausalMask& mask, int cw) {
+__device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr>& sm,
+                                        const Barriers<Tr>& bars, const QRing<Tr>& qr, const CausalMask& mask,
+                                        int cw) {
   using Elem = typename Tr::Elem;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -271,8 +268,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
   int it = 0;  // K/V tiles consumed so far (ring position, as the producer counts them)
   for (int tn = 0;; ++tn) {
     // Q of the tile (and the word naming it) has landed; kNoMoreWork: the block is done.
-    ptx::mbar_wait(bars.q_full(), tn & 1);
-    const int t = read_tile_word(sm.tile_word);
+    const int q_slot = qr.slot(tn);
+    ptx::mbar_wait(qr.full(q_slot), qr.parity(tn));
+    const int t = read_tile_word(qr.tile_word(q_slot));
     if (t == kNoMoreWork) break;
     const WorkTile w = work_tile<Tr>(prm, mask, t);
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
@@ -300,7 +298,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
         ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
         turn_begin();
         ptx::wgmma_fence();
-        gemm.qk(s, stage_of(it));
+        gemm.qk(s, q_slot, stage_of(it));
         ptx::wgmma_commit();
         turn_end();
         ptx::wgmma_wait<0>();
@@ -316,7 +314,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
           ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
           turn_begin();
           ptx::wgmma_fence();
-          gemm.qk(s, st);
+          gemm.qk(s, q_slot, st);
           ptx::wgmma_commit();
           gemm.pv(o, p, prev);
           ptx::wgmma_commit();
@@ -333,8 +331,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
           rescale_o<Tr>(o, alpha);
           pack_p<Tr>(p, s);
         }
-        // Every S of this tile is done: Q may be replaced by the next tile's (unless O is staged there).
-        if constexpr (Tr::kSeparateO) release(bars.q_empty());
+        // Every S of this tile is done: its Q slot may take a later tile's Q (unless O is staged there).
+        if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
         const int last = stage_of(it + wg_tiles - 1);
         ptx::mbar_wait(bars.v_full(last), parity_of(it + wg_tiles - 1));
         turn_begin();
@@ -349,7 +347,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
       } else {
         // No tile: O = 0 and the row sums stay 0 (rows past the end are not stored; a row with no key
         // gets O = 0, LSE = -inf). The one turn stands for the final P V's.
-        if constexpr (Tr::kSeparateO) release(bars.q_empty());
+        if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
         turn_begin();
         turn_end();
       }
@@ -371,13 +369,13 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
         ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
         turn_begin();
         ptx::wgmma_fence();
-        gemm.qk(s, st);
+        gemm.qk(s, q_slot, st);
         ptx::wgmma_commit();
         turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
         release(bars.k_empty(st));
-        if (Tr::kSeparateO && j == n_tiles - 1) release(bars.q_empty());
+        if (Tr::kSeparateO && j == n_tiles - 1) release(qr.empty(q_slot));
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
                          scale_log2);
         rescale_o<Tr>(o, alpha);
@@ -445,7 +443,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const FwdSmem<Tr>&
     if constexpr (!Tr::kSeparateO) {
       // O was staged in Q's rows: the next Q may land once every warpgroup's store has read them.
       ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
-      release(bars.q_empty());
+      release(qr.empty(q_slot));
     }
   }
   // The block's shared memory must outlive the last TMA store's read of it.
@@ -465,17 +463,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   extern __shared__ __align__(16) unsigned char fb_sm90_smem[];
   const std::uint32_t base =
       (ptx::smem_addr(fb_sm90_smem) + Tr::kAtomBytes - 1) & ~std::uint32_t(Tr::kAtomBytes - 1);
-  const FwdSmem<Tr> sm{{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV, base + Tr::kOffO},
-                       base + Tr::kOffTileWord};
+  const SmemTiles<Tr> sm{base + Tr::kOffQ, base + Tr::kOffK, base + Tr::kOffV, base + Tr::kOffO};
   const Barriers<Tr> bars{base + Tr::kOffBar};
   // The mask in registers, read from parameter space once: the wgmma asm statements clobber memory,
   // which would otherwise reload its fields at every use.
   const CausalMask mask = prm.mask;
   const int n_work = prm.planes * prm.q_tiles;  // the launcher keeps it below 2^31
 
+  const QRing<Tr> qr{bars, base + Tr::kOffQ, base + Tr::kOffTileWord, Tr::kQStages > 1 ? prm.q_slots_log2 : 0};
+
+  init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
-  run_roles<Tr>([&] { produce<Tr>(prm, sm, bars, mask, n_work); },
-                [&](int cw) { consume<Tr>(prm, sm, bars, mask, cw); });
+  run_roles<Tr>([&] { produce<Tr>(prm, sm, qr, mask, n_work); },
+                [&](int cw) { consume<Tr>(prm, sm, bars, qr, mask, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();
