@@ -80,12 +80,14 @@ __device__ __forceinline__ void run_roles(Produce&& produce, Consume&& consume) 
 // each once its stage is free (load_k / load_v(kv_bh, k0, stage, bar), each moving k_bytes / v_bytes).
 // `it` is the ring position (K/V tiles issued so far); it runs on across work tiles, so producer and
 // consumers derive every stage and parity from the same sequence; the first wait on an empty barrier
-// passes (the phase before the first counts as completed).
-template <typename Tr, typename LoadK, typename LoadV>
+// passes (the phase before the first counts as completed). at_last() runs just before the last K/V
+// tile's loads (nothing for the static schedule; the dynamic one takes its next ticket there).
+template <typename Tr, typename LoadK, typename LoadV, typename AtLast>
 __device__ __forceinline__ void produce_kv_tiles(const Barriers<Tr>& bars, const WorkTile& w, int kv_bh,
                                                  int& it, std::uint32_t k_bytes, std::uint32_t v_bytes,
-                                                 LoadK&& load_k, LoadV&& load_v) {
+                                                 LoadK&& load_k, LoadV&& load_v, AtLast&& at_last) {
   for (int j = 0; j < w.n_tiles; ++j, ++it) {
+    if (j == w.n_tiles - 1) at_last();
     const int s = it % Tr::kStages;
     const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
     const int k0 = j * Tr::kBc;
@@ -114,7 +116,7 @@ __device__ __forceinline__ void produce_ring(const Barriers<Tr>& bars, int n_wor
     ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
     ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
     load_q(w, bars.q_full());
-    produce_kv_tiles<Tr>(bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v);
+    produce_kv_tiles<Tr>(bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v, [] {});
   }
 }
 
@@ -202,9 +204,14 @@ __device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsign
     const int kv_bh = kv_plane(w.bh);
     ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
     load_q(w, qr.q_tile(slot), qr.full(slot));
-    // The next tile's ticket now: the atomic's round trip to L2 overlaps this tile's loads.
-    const unsigned ticket = counter ? atomicAdd(counter, 1u) : 0u;
-    produce_kv_tiles<Tr>(qr.bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v);
+    // The next tile's ticket is taken before the last K/V tile's loads: late enough that the block
+    // claims its next tile about when it finishes this one (a ticket taken as the tile starts made
+    // every block reserve a tile one whole tile ahead, which balances long causal tiles worse), early
+    // enough that the atomic's round trip overlaps the waits for the last stages.
+    unsigned ticket = 0;
+    produce_kv_tiles<Tr>(qr.bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v, [&] {
+      if (counter) ticket = atomicAdd(counter, 1u);
+    });
     if (!counter) {
       t += gridDim.x;
       continue;
