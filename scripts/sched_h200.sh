@@ -8,7 +8,8 @@
 #   noskip (no skip of unseen K/V tiles) and oneq (one Q tile) on N <= 2048, old (the forward before session
 #   6: static round-robin, one block per tile for long causal passes, no skip, O's store waited for at once,
 #   one Q tile) on every case. Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old (all of
-#   session 6), shipped / noskip and shipped / oneq (one step each).
+#   session 6), shipped / noskip and shipped / oneq (one step each); before it, the same for the forward
+#   cases of configs/gqa-h200.json (32 or 8 query heads on 8 or 1 K/V heads, d = 128, N 1k/4k/16k).
 #     BUILD=build-h200 scripts/sched_h200.sh OUTDIR
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each
 # step is limited to STEP_TIMEOUT seconds (default 60).
@@ -52,6 +53,34 @@ FB_SM90_FWD_PROBE=oneq step oneq "$fb" run configs/fwd-bf16-h200.json --kernels 
   --filter "$short" -o "$out/fwd-bf16-oneq.json"
 FB_SM90_FWD_PROBE=old step old "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
   -o "$out/fwd-bf16-old.json"
+# GQA/MQA shapes of real models (configs/gqa-h200.json's forward cases): shipped with cudnn, and old.
+step gqa "$fb" run configs/gqa-h200.json --kernels flash-sm90,cudnn --filter 'fwd$' --no-ceilings -q \
+  -o "$out/gqa-fwd.json"
+FB_SM90_FWD_PROBE=old step gqa-old "$fb" run configs/gqa-h200.json --kernels flash-sm90 --filter 'fwd$' --no-ceilings -q \
+  -o "$out/gqa-fwd-old.json"
+
+python3 - "$out/gqa-fwd.json" "$out/gqa-fwd-old.json" <<'PY' | tee "$out/table-gqa.txt"
+import json, math, sys
+rows = {}
+for path, tag in zip(sys.argv[1:], ["", " old"]):
+    try:
+        results = json.load(open(path))["results"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"({path}: {e})")
+        continue
+    for r in results:
+        c = r["case"]
+        key = (c["heads"], c["kv_heads"], "causal" if c["causal"] else "full", c["seq_q"])
+        ok = r["status"] == "ok" and r.get("verified", True) is not False
+        rows.setdefault(key, {})[r["kernel"] + tag] = r["tflops"] if ok else float("nan")
+nan = float("nan")
+print(f'{"h":>3} {"kv":>3} {"mask":6} {"N":>6} {"ship":>6} {"old":>6} {"cudnn":>6}  ship/cudnn ship/old')
+for key in sorted(rows):
+    v = rows[key]
+    a, o, c = (v.get(k, nan) for k in ["flash-sm90", "flash-sm90 old", "cudnn"])
+    div = lambda x, y: x / y if y else nan
+    print(f"{key[0]:>3} {key[1]:>3} {key[2]:6} {key[3]:>6} {a:>6.0f} {o:>6.0f} {c:>6.0f}  {div(a, c):>9.3f}x {div(a, o):>7.3f}x")
+PY
 
 # TFLOP/s per case (median time): flash-sm90 as shipped, without the skip, as before session 6, cudnn;
 # ratios last.
