@@ -5,10 +5,10 @@
 #   seq_q != seq_k tests), `flashbench verify` on odd causal shapes (seq_q != seq_k, GQA), then
 #   configs/fwd-bf16-h200.json (24 cases: d 64/128, N 512-16k, causal or not) with flash-sm90 beside the
 #   in-binary cudnn peer, and flash-sm90 again with timing probes (FB_SM90_FWD_PROBE, flash_sm90_launch.cuh):
-#   noskip (no skip of unseen K/V tiles) and oneq (one Q tile) on N <= 2048, rescale (O rescaled at every
-#   K/V tile) on N >= 4096, old (the forward before session 6: static round-robin, one block per tile for
-#   long causal passes, no skip, O's store waited for at once, one Q tile, O always rescaled) on every case. Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old (all of
-#   session 6), shipped / noskip, / oneq and / rescale (one step each); before it, the same for the forward
+#   noskip (no skip of unseen K/V tiles) and oneq (one Q tile) on N <= 2048, old (the forward before session
+#   6: static round-robin, one block per tile for long causal passes, no skip, O's store waited for at once,
+#   one Q tile) on every case. Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old (all of
+#   session 6), shipped / noskip and shipped / oneq (one step each); before it, the same for the forward
 #   cases of configs/gqa-h200.json (32 or 8 query heads on 8 or 1 K/V heads, d = 128, N 1k/4k/16k).
 #     BUILD=build-h200 scripts/sched_h200.sh OUTDIR
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each
@@ -51,8 +51,6 @@ FB_SM90_FWD_PROBE=noskip step noskip "$fb" run configs/fwd-bf16-h200.json --kern
   --filter "$short" -o "$out/fwd-bf16-noskip.json"
 FB_SM90_FWD_PROBE=oneq step oneq "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
   --filter "$short" -o "$out/fwd-bf16-oneq.json"
-FB_SM90_FWD_PROBE=rescale step rescale "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
-  --filter 'n(4096|8192|16384)-d' -o "$out/fwd-bf16-rescale.json"
 FB_SM90_FWD_PROBE=old step old "$fb" run configs/fwd-bf16-h200.json --kernels flash-sm90 --no-ceilings -q \
   -o "$out/fwd-bf16-old.json"
 # GQA/MQA shapes of real models (configs/gqa-h200.json's forward cases): shipped with cudnn, and old.
@@ -86,10 +84,10 @@ PY
 
 # TFLOP/s per case (median time): flash-sm90 as shipped, without the skip, as before session 6, cudnn;
 # ratios last.
-python3 - "$out/fwd-bf16.json" "$out/fwd-bf16-noskip.json" "$out/fwd-bf16-oneq.json" "$out/fwd-bf16-rescale.json" "$out/fwd-bf16-old.json" <<'PY' | tee "$out/table.txt"
+python3 - "$out/fwd-bf16.json" "$out/fwd-bf16-noskip.json" "$out/fwd-bf16-oneq.json" "$out/fwd-bf16-old.json" <<'PY' | tee "$out/table.txt"
 import json, math, sys
 rows = {}
-for path, tag in zip(sys.argv[1:], ["", " noskip", " oneq", " rescale", " old"]):
+for path, tag in zip(sys.argv[1:], ["", " noskip", " oneq", " old"]):
     try:
         results = json.load(open(path))["results"]
     except (OSError, ValueError, KeyError) as e:
@@ -100,20 +98,20 @@ for path, tag in zip(sys.argv[1:], ["", " noskip", " oneq", " rescale", " old"])
         key = (c["head_dim"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")))
         ok = r["status"] == "ok" and r.get("verified", True) is not False
         rows.setdefault(key, {})[r["kernel"] + tag] = r["tflops"] if ok else float("nan")
-cols = ["flash-sm90", "flash-sm90 noskip", "flash-sm90 oneq", "flash-sm90 rescale", "flash-sm90 old", "cudnn"]
-names = ["ship", "noskip", "oneq", "rescal", "old", "cudnn"]
+cols = ["flash-sm90", "flash-sm90 noskip", "flash-sm90 oneq", "flash-sm90 old", "cudnn"]
+names = ["ship", "noskip", "oneq", "old", "cudnn"]
 print(f'{"d":>4} {"mask":6} {"N":>6} ' + " ".join(f"{k:>6}" for k in names) +
-      "  ship/cudnn ship/old ship/noskip ship/oneq ship/rescale")
+      "  ship/cudnn ship/old ship/noskip ship/oneq")
 logs = []
 nan = float("nan")
 for key in sorted(rows):
     v = rows[key]
-    a, n, q, r, o, c = (v.get(k, nan) for k in cols)
+    a, n, q, o, c = (v.get(k, nan) for k in cols)
     if a > 0 and c > 0:
         logs.append(math.log(a / c))
     div = lambda x, y: x / y if y else nan
-    print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{x:>6.0f}" for x in (a, n, q, r, o, c)) +
-          f"  {div(a, c):>9.3f}x {div(a, o):>7.3f}x {div(a, n):>10.3f}x {div(a, q):>8.3f}x {div(a, r):>11.3f}x")
+    print(f"{key[0]:>4} {key[1]:6} {key[2]:>6} " + " ".join(f"{x:>6.0f}" for x in (a, n, q, o, c)) +
+          f"  {div(a, c):>9.3f}x {div(a, o):>7.3f}x {div(a, n):>10.3f}x {div(a, q):>8.3f}x")
 if logs:
     r = [math.exp(x) for x in logs]
     print(f"flash-sm90 / cudnn over {len(r)} rows: {min(r):.2f}-{max(r):.2f}x, geomean {math.exp(sum(logs) / len(logs)):.3f}")

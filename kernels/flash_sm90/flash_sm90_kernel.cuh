@@ -51,7 +51,6 @@ struct FwdParams {
                      // timing probe
   int eager_store_wait;  // 1: O's TMA store is waited for right after it is issued (a timing probe)
   int q_slots_log2;      // 1: two Q tiles in turn (Tr::kQStages == 2); 0: one (a timing probe)
-  int lazy_rescale;      // 1: a warp skips O's rescale when no row's max grew; 0: always (a probe)
 };
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
@@ -236,7 +235,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const float scale_log2 = prm.scale_log2;
   const bool skip_unseen = Tr::kSkipUnseen && prm.skip_unseen != 0;
   const bool eager_store_wait = prm.eager_store_wait != 0;
-  const bool lazy_rescale = prm.lazy_rescale != 0;
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -330,11 +328,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::fence_operands(o);
           ptx::fence_operands(p);
           release(bars.v_empty(prev));
-          // O needs rescaling only where a row's running max grew (alpha < 1); over long rows that
-          // soon becomes rare, so a warp in which no row's max grew skips the multiplies (exact:
-          // alpha = exp2(0) = 1 there).
-          if (!lazy_rescale || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-            rescale_o<Tr>(o, alpha);
+          rescale_o<Tr>(o, alpha);
           pack_p<Tr>(p, s);
         }
         // Every S of this tile is done: its Q slot may take a later tile's Q (unless O is staged there).

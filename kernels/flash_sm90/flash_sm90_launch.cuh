@@ -44,15 +44,13 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   noskip   warpgroups run every K/V tile of their block (no kSkipUnseen)
 //   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
 //   oneq     one Q tile (the next tile's Q loads once the consumers are done with this one's)
-//   rescale  O rescaled at every K/V tile (not only when some row's max grew)
-//   old      all five: the forward as it was before session 6.
+//   old      all four: the forward as it was before session 6.
 // Read once; unset (or no known word) is the shipping forward.
 struct FwdProbe {
   bool static_schedule = false;
   bool no_skip = false;
   bool eager_store_wait = false;
   bool one_q = false;
-  bool always_rescale = false;
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -65,7 +63,6 @@ inline FwdProbe fwd_probe() {
     f.no_skip = old || has("noskip");
     f.eager_store_wait = old || has("eager");
     f.one_q = old || has("oneq");
-    f.always_rescale = old || has("rescale");
     return f;
   }();
   return probe;
@@ -109,7 +106,6 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   prm.skip_unseen = probe.no_skip ? 0 : 1;
   prm.eager_store_wait = probe.eager_store_wait ? 1 : 0;
   prm.q_slots_log2 = Tr::kQStages > 1 && !probe.one_q ? 1 : 0;
-  prm.lazy_rescale = probe.always_rescale ? 0 : 1;
   if (probe.static_schedule) {
     prm.tile_counter = -1;
     blocks = fwd_blocks(n_work, p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0);
