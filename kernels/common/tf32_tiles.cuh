@@ -244,6 +244,118 @@ __device__ __forceinline__ void gemm_frag_a(float (&c)[N / 2], Frag&& frag, Desc
   ptx::wgmma_commit();
 }
 
+// kGemms independent split GEMMs C_g = A_g B_g^T issued interleaved, each into kAccs separate
+// accumulators (c[g][0..kAccs)), so that no wgmma waits for the one issued just before it: small
+// wgmmas (N 16, 32) chained on one accumulator are bound by the tensor pipe's latency, not its rate.
+// Per GEMM: c[g][0] = hi*hi of the first half of the steps, c[g][1] = hi*hi of the second half (each
+// chain at |C|'s scale is as long as gemm_split_rs's), c[g][2] = lo_a*hi_b and, with kAccs = 4,
+// c[g][3] = hi_a*lo_b (kAccs = 3: both small products in c[g][2]). sum_split_accs adds them, the small
+// ones first. load(g, kk, x): A's raw fp32 fragment of step kk (split here); b_hi(g, kk), b_lo(g, kk):
+// B's K-major descriptors. Groups of kGroup steps (every GEMM's fragments built first, one
+// wgmma_fence) with one group in flight. kSplit = false (1xTF32): hi*hi into c[g][0], the rest 0.
+// Returns with every wgmma complete.
+template <int N, int kSteps, int kGroup, bool kSplit, int kGemms, int kAccs, typename Load, typename DescHi,
+          typename DescLo>
+__device__ __forceinline__ void gemm_split_rs_multi(float (&c)[kGemms][kAccs][N / 2], Load&& load,
+                                                    DescHi&& b_hi, DescLo&& b_lo) {
+  constexpr int kHalf = kSteps / 2;
+  constexpr int kLoHi = 2, kHiLo = kAccs - 1;
+  static_assert(kAccs == 3 || kAccs == 4, "hi*hi in two halves, the small products in one or two");
+  static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
+  if constexpr (!kSplit) {
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+      for (int a = 1; a < kAccs; ++a)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) c[g][a][i] = 0.f;
+  }
+#pragma unroll
+  for (int g0 = 0; g0 < kSteps; g0 += kGroup) {
+    std::uint32_t hi[kGroup][kGemms][4], lo[kGroup][kGemms][4];
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s)
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) {
+        float x[4];
+        load(g, g0 + s, x);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[s][g][i], lo[s][g][i]);
+      }
+    ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s) {
+      const int kk = g0 + s;
+      const int hh = kk < kHalf ? 0 : 1;
+      const bool hh_acc = kk != 0 && kk != kHalf;
+      if constexpr (kSplit) {
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g) ptx::wgmma_rs_tf32<N>(c[g][kLoHi], lo[s][g], b_hi(g, kk), kk > 0);
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g) ptx::wgmma_rs_tf32<N>(c[g][hh], hi[s][g], b_hi(g, kk), hh_acc);
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g)
+          ptx::wgmma_rs_tf32<N>(c[g][kHiLo], hi[s][g], b_lo(g, kk), kAccs == 3 || kk > 0);
+      } else {
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g) ptx::wgmma_rs_tf32<N>(c[g][0], hi[s][g], b_hi(g, kk), kk > 0);
+      }
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+  }
+  ptx::wgmma_wait<0>();
+#pragma unroll
+  for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+    for (int a = 0; a < kAccs; ++a) ptx::fence_operands(c[g][a]);
+}
+
+// C = the sum of gemm_split_rs_multi's accumulators of one GEMM, small products first, into acc[0].
+template <int kAccs, int kRegs> __device__ __forceinline__ void sum_split_accs(float (&acc)[kAccs][kRegs]) {
+#pragma unroll
+  for (int i = 0; i < kRegs; ++i) {
+    float small = acc[2][i];
+    if constexpr (kAccs == 4) small += acc[3][i];
+    acc[0][i] = (small + acc[1][i]) + acc[0][i];
+  }
+}
+
+// Two gemm_frag_a GEMMs (fresh C_g = A_g B_g^T, A's hi / lo fragments from frag(g, kk, part, a))
+// issued interleaved, so that neither waits for its own previous wgmma; the same order of products
+// per GEMM as gemm_frag_a (small first). Issued and committed as one group, not waited for.
+template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)[N / 2], Frag&& frag,
+                                                 DescHi&& b_hi, DescLo&& b_lo) {
+  std::uint32_t ah[2][kSteps][4], al[2][kSteps][4];
+#pragma unroll
+  for (int g = 0; g < 2; ++g)
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      frag(g, kk, 0, ah[g][kk]);
+      if constexpr (kSplit) frag(g, kk, 1, al[g][kk]);
+    }
+  ptx::wgmma_fence();
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      ptx::wgmma_rs_tf32<N>(c0, al[0][kk], b_hi(0, kk), kk > 0);
+      ptx::wgmma_rs_tf32<N>(c1, al[1][kk], b_hi(1, kk), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      ptx::wgmma_rs_tf32<N>(c0, ah[0][kk], b_lo(0, kk), 1);
+      ptx::wgmma_rs_tf32<N>(c1, ah[1][kk], b_lo(1, kk), 1);
+    }
+  }
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) {
+    ptx::wgmma_rs_tf32<N>(c0, ah[0][kk], b_hi(0, kk), kSplit || kk > 0);
+    ptx::wgmma_rs_tf32<N>(c1, ah[1][kk], b_hi(1, kk), kSplit || kk > 0);
+  }
+  ptx::wgmma_commit();
+}
+
 #endif  // FB_PTX_SM90A
 
 }  // namespace fb::cuda::tf32

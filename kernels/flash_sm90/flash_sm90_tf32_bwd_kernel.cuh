@@ -154,14 +154,14 @@ __device__ __forceinline__ float pick4(const float (&v)[4], int idx) {
   return idx == 0 ? v[0] : idx == 1 ? v[1] : idx == 2 ? v[2] : v[3];
 }
 
-// dQ += scale * (qa + qb) for one 64-row part of dQ^T (accumulator layout: register 4j + k is d's
+// dQ += scale * qa for one 64-row part of dQ^T (accumulator layout: register 4j + k is d's
 // column part * 64 + 16 warp + g + 8 (k / 2), query m0 + 8 j + 2 t + k % 2). Lanes g = 4a + b
 // (b = 0..3) of one t hold 4 consecutive columns of the same queries: a 4 x 4 transpose over them
 // (3 shuffles) gives lane b the 4 columns of combination k = b, added with one 16-byte
 // red.global.add.v4.f32 instead of four scalar atomics (a quarter of the L2 reduction operations).
 template <typename Tr>
-__device__ __forceinline__ void add_dq_part(float* dq_rows, const float (&qa)[Tr::kDqRegs],
-                                            const float (&qb)[Tr::kDqRegs], int part, int m0, int seq_q,
+__device__ __forceinline__ void add_dq_part(float* dq_rows, const float (&qa)[Tr::kDqRegs], int part, int m0,
+                                            int seq_q,
                                             float scale, int warp, int lane) {
   const int g = lane / 4, t = lane % 4;
   const int b = g % 4;
@@ -170,7 +170,7 @@ __device__ __forceinline__ void add_dq_part(float* dq_rows, const float (&qa)[Tr
   for (int j = 0; j < Tr::kDqRegs / 4; ++j) {
     float v[4], y[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = (qa[4 * j + k] + qb[4 * j + k]) * scale;
+    for (int k = 0; k < 4; ++k) v[k] = qa[4 * j + k] * scale;
     y[0] = pick4(v, b);  // y[s] = lane (b ^ s)'s v[b]
 #pragma unroll
     for (int sft = 1; sft < 4; ++sft) y[sft] = __shfl_xor_sync(0xffffffffu, pick4(v, b ^ sft), 4 * sft);
@@ -223,34 +223,28 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     const std::uint32_t v_rows = sm.v() + wg_keys * Tr::kRowBytes;
     const std::uint32_t q_cols = std::uint32_t(wg_q0 * Tr::kRowBytes);  // its rows of Q, dO
 
-    // S^T = K Q^T and dP^T = V dO^T (its kWgQueries columns), each as the sum of two accumulators.
-    float s[Tr::kSRegs], dp[Tr::kSRegs];
+    // S^T = K Q^T and dP^T = V dO^T (its kWgQueries columns), issued interleaved, each as the sum of
+    // its accumulators.
+    float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
     {
-      float sb[Tr::kSRegs];
       const std::uint32_t q_hi = sm.q(st, 0) + q_cols, q_lo = sm.q(st, 1) + q_cols;
-      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
-          s, sb,
-          [&](int kk, float (&x)[4]) {
-            tf32::load_kmajor_fragment(x, k_rows, Tr::kKVChunkBytes, warp, lane, kk);
-          },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(q_hi, Tr::kQChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(q_lo, Tr::kQChunkBytes, kk)); });
-#pragma unroll
-      for (int i = 0; i < Tr::kSRegs; ++i) s[i] += sb[i];
-    }
-    {
-      float db[Tr::kSRegs];
       const std::uint32_t do_hi = sm.dout(st, 0) + q_cols, do_lo = sm.dout(st, 1) + q_cols;
-      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
-          dp, db,
-          [&](int kk, float (&x)[4]) {
-            tf32::load_kmajor_fragment(x, v_rows, Tr::kKVChunkBytes, warp, lane, kk);
+      tf32::gemm_split_rs_multi<Tr::kWgQueries, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs>(
+          sdp,
+          [&](int g, int kk, float (&x)[4]) {
+            tf32::load_kmajor_fragment(x, g == 0 ? k_rows : v_rows, Tr::kKVChunkBytes, warp, lane, kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(do_hi, Tr::kQChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(do_lo, Tr::kQChunkBytes, kk)); });
-#pragma unroll
-      for (int i = 0; i < Tr::kSRegs; ++i) dp[i] += db[i];
+          [&](int g, int kk) {
+            return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk));
+          },
+          [&](int g, int kk) {
+            return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk));
+          });
+      tf32::sum_split_accs(sdp[0]);
+      tf32::sum_split_accs(sdp[1]);
     }
+    const float(&s)[Tr::kSRegs] = sdp[0][0];
+    const float(&dp)[Tr::kSRegs] = sdp[1][0];
 
     // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where masked (causal, or keys past seq_k: their
     // zero rows of K would otherwise give P = exp2(-LSE)); dS^T = P^T o (dP^T - D). Register i:
@@ -334,14 +328,32 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       for (int i = 0; i < Tr::kPartRegs; ++i) acc[part * Tr::kPartRegs + i] += t[i];
     };
     if constexpr (Tr::kPairParts) {
+      // dV's part and dK's issued interleaved (neither waits for its own previous wgmma).
 #pragma unroll
       for (int part = 0; part < Tr::kWgParts; ++part) {
+        const std::uint32_t off = std::uint32_t((part0 + part) * Tr::kPartBytes);
+        const std::uint32_t bh0 = sm.dot(st, 0) + off, bl0 = sm.dot(st, 1) + off;
+        const std::uint32_t bh1 = sm.qt(st, 0) + off, bl1 = sm.qt(st, 1) + off;
         float tv[Tr::kPartRegs], tk[Tr::kPartRegs];
-        dv_part(tv, part0 + part);
-        dk_part(tk, part0 + part);
-        ptx::wgmma_wait<1>();
-        add_part(dv, tv, part);
+        tf32::gemm_frag_a_pair<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
+            tv, tk,
+            [&](int g, int kk, int lo_part, std::uint32_t(&a)[4]) {
+              if (g == 1)
+                tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp,
+                                                  lane, kk);
+              else if constexpr (kShare)
+                tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
+              else
+                tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk));
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk));
+            });
         ptx::wgmma_wait<0>();
+        add_part(dv, tv, part);
         add_part(dk, tk, part);
       }
     } else {
@@ -373,16 +385,17 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     float* dq_rows = prm.dq + std::int64_t(bh) * seq_q * Tr::kHeadDim;
 #pragma unroll 1  // unrolled, ptxas interleaves the parts and spills at d = 128
     for (int part = part0; part < part0 + Tr::kWgParts; ++part) {
-      float qa[Tr::kDqRegs], qb[Tr::kDqRegs];
-      tf32::gemm_split_rs<Tr::kBlockM, Tr::kDqSteps, Tr::kGroup, Tr::kSplit>(
-          qa, qb,
-          [&](int kk, float (&x)[4]) {
+      float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs>(
+          qacc,
+          [&](int, int kk, float (&x)[4]) {
             tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part * Tr::kPart, warp, lane,
                                         kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
-      add_dq_part<Tr>(dq_rows, qa, qb, part, m0, seq_q, prm.scale, warp, lane);
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+      tf32::sum_split_accs(qacc[0]);
+      add_dq_part<Tr>(dq_rows, qacc[0][0], part, m0, seq_q, prm.scale, warp, lane);
     }
   }
 

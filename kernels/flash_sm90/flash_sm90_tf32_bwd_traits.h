@@ -81,6 +81,15 @@ struct Tf32BwdTraits {
   static constexpr bool kWide = kDkvRegs > 32;
   static constexpr int kGroup = kWide ? 1 : 4;
   static constexpr bool kPairParts = !kWide;
+  // Small wgmmas (N 16, 32) chained on one accumulator wait for the tensor pipe's latency, so the
+  // backward's split GEMMs use tf32::gemm_split_rs_multi: S^T and dP^T issued interleaved, each into
+  // kSdpAccs accumulators, kSdpGroup k8 steps per commit group; dQ^T into kDqAccs, kDqGroup steps a
+  // group. Chosen by ptxas -v (0 spills under the consumers' 224 registers): S^T/dP^T's accumulators
+  // (2 x kSdpAccs x kSRegs) and two groups of fragments (16 registers per step) live beside dK, dV.
+  static constexpr int kSdpAccs = kSRegs > 8 ? 3 : 4;
+  static constexpr int kSdpGroup = 1;
+  static constexpr int kDqAccs = 4;
+  static constexpr int kDqGroup = kHeadDim == 64 ? 1 : 4;
 
   // ---- shared memory: fp32 tiles in 32-float column chunks, 128-byte swizzle (tf32_tiles.cuh) ----
   static constexpr int kRowBytes = 128;
@@ -141,6 +150,9 @@ struct Tf32BwdTraits {
                 "shared keys: one 64-column part of d per consumer; query slices on swizzle atoms");
   static_assert(kBlockM % kChunkElems == 0 && kBlockN <= 256 && kBlockM <= 256,
                 "whole transposed chunks; one TMA box per chunk");
+  static_assert(kQKSteps % kSdpGroup == 0 && (kQKSteps / 2) % kSdpGroup == 0 && kDqSteps % kDqGroup == 0 &&
+                    (kDqSteps / 2) % kDqGroup == 0,
+                "whole commit groups");
   static_assert(kQKSteps % kGroup == 0 && (kQKSteps / 2) % kGroup == 0 && kDqSteps % kGroup == 0 &&
                     (kDqSteps / 2) % kGroup == 0,
                 "whole commit groups");
