@@ -26,6 +26,11 @@ step() {  # name, command...
   echo "--- $name rc=$rc $((SECONDS - t0))s"
   grep -E "sm90-fp32-bwd|flash-sm90|passed|failed|FAILED|error" "$out/$name.log" | tail -n 30
   [ "$rc" -eq 0 ] || failed=$((failed + 1))
+  # A hang (timeout) would hang every later step too: stop there.
+  if [ "$rc" -eq 124 ]; then
+    echo "$name timed out: stopping (failed steps: $((failed)))"
+    exit "$failed"
+  fi
 }
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 step tests "$build/tests/flashbench_gpu_tests" "[sm90tf32]"

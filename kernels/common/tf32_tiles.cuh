@@ -111,6 +111,42 @@ __device__ __forceinline__ void transpose_split_tile(std::uint32_t raw, std::uin
   }
 }
 
+// transpose_split_tile's transposition of a tile already split (hi, and with kSplit lo, in the
+// layout TMA writes): the same permuted K-major transpose of each part, copied without rounding.
+// Lets the split run first (its operands are needed first) and the transposition later.
+template <int kRows, int kCols, int kThreads, bool kSplit>
+__device__ __forceinline__ void transpose_parts_tile(std::uint32_t src_hi, std::uint32_t src_lo,
+                                                     std::uint32_t hi, std::uint32_t lo, int tid) {
+  constexpr int kItems = kCols * (kRows / 8);
+  constexpr int kSrcChunkBytes = kRows * kRowBytes;
+  constexpr int kDstChunkBytes = kCols * kRowBytes;
+  static_assert(kItems % kThreads == 0 && kCols % kChunkElems == 0 && kRows % kChunkElems == 0,
+                "whole chunks, shared evenly");
+#pragma unroll 2
+  for (int item = tid; item < kItems; item += kThreads) {
+    const int n = item % kCols;
+    const int grp = item / kCols;
+    const std::uint32_t src = std::uint32_t((n / kChunkElems) * kSrcChunkBytes);
+    const int kk = grp * 8;  // first position in the transposed tile
+    const std::uint32_t dst = std::uint32_t((kk / kChunkElems) * kDstChunkBytes);
+#pragma unroll
+    for (int part = 0; part < (kSplit ? 2 : 1); ++part) {
+      const std::uint32_t from = (part == 0 ? src_hi : src_lo) + src;
+      const std::uint32_t to = part == 0 ? hi : lo;
+      std::uint32_t x[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        x[e] = __float_as_uint(ptx::ld_shared_f32(from + sw128_offset(grp * 8 + e, n % kChunkElems)));
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const std::uint32_t off = dst + sw128_offset(n, kk % kChunkElems + half * 4);
+        ptx::st_shared_u32x4(to + off, x[pv_key_of_position(half * 4)], x[pv_key_of_position(half * 4 + 1)],
+                             x[pv_key_of_position(half * 4 + 2)], x[pv_key_of_position(half * 4 + 3)]);
+      }
+    }
+  }
+}
+
 // The TF32 A fragment of k8 step kk, read from a K-major fp32 tile (raw values; the caller splits):
 // rows = this warpgroup's first row in each chunk; a[0] (row, k t), a[1] (row + 8, k t),
 // a[2] (row, k t + 4), a[3] (row + 8, k t + 4), row = 16 warp + g.

@@ -47,9 +47,13 @@ template <typename Tr> struct Tf32BwdBarriers {
   std::uint32_t base;
   __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
   __device__ __forceinline__ std::uint32_t kv_full() const { return at(0); }
+  // Per stage: the raw tiles landed (TMA); Q, dO split (S^T, dP^T may start); Q^T, dO^T written
+  // (dV, dK may start); and the consumers done with Q, dO (and LSE, D) / with Q^T, dO^T.
   __device__ __forceinline__ std::uint32_t raw_full(int s) const { return at(1 + s); }
-  __device__ __forceinline__ std::uint32_t ready(int s) const { return at(1 + Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t empty(int s) const { return at(1 + 2 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t qd_ready(int s) const { return at(1 + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t t_ready(int s) const { return at(1 + 2 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t qd_empty(int s) const { return at(1 + 3 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t t_empty(int s) const { return at(1 + 4 * Tr::kStages + s); }
 };
 
 template <typename Tr> struct Tf32BwdSmem {
@@ -113,11 +117,17 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
                        w.n0, w.kv_bh);
     }
   }
+  // A stage is refilled in two halves, so that one stage still overlaps the loads with the consumers:
+  // Q and dO (TMA, then split in place) as soon as the consumers are past S^T, dP^T and the softmax
+  // of the stage's previous tile; Q^T and dO^T (transposed from the split tiles) once they are past
+  // its dV, dK.
   for (int it = 0; it < w.steps; ++it) {
     const int s = it % Tr::kStages;
     const std::uint32_t phase = (it / Tr::kStages) & 1;
     // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
-    ptx::mbar_wait(bars.empty(s), phase ^ 1);
+    ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
+    // Every producer thread is past its reads of the stage's previous Q, dO (the transposes).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
     if (leader) {
       const int bh = w.q_bh(it);
       const int m0 = w.m_tile(it) * Tr::kBlockM;
@@ -134,16 +144,20 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
       ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
     }
     ptx::mbar_wait(bars.raw_full(s), phase);
-    // Transposes first (they read the raw tiles), then the in-place splits.
-    tf32::transpose_split_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-        sm.q(s, 0), sm.qt(s, 0), sm.qt(s, 1), ptid);
-    tf32::transpose_split_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-        sm.dout(s, 0), sm.dot(s, 0), sm.dot(s, 1), ptid);
-    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
     tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.q(s, 0), sm.q(s, 1), ptid);
     tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.dout(s, 0), sm.dout(s, 1), ptid);
     ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
-    ptx::mbar_arrive(bars.ready(s));
+    ptx::mbar_arrive(bars.qd_ready(s));
+    ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
+    // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
+    // does not order them among the producer's threads).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
+    ptx::fence_proxy_async_smem();
+    ptx::mbar_arrive(bars.t_ready(s));
   }
 }
 
@@ -217,7 +231,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const int bh = w.q_bh(it);
-    ptx::mbar_wait(bars.ready(st), parity);
+    ptx::mbar_wait(bars.qd_ready(st), parity);
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
     const std::uint32_t k_rows = sm.k() + wg_keys * Tr::kRowBytes;
     const std::uint32_t v_rows = sm.v() + wg_keys * Tr::kRowBytes;
@@ -269,6 +283,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         ptx::split_tf32(dsv, ds_hi[i], ds_lo[i]);
       }
     }
+
+    // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and its
+    // wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
+    ptx::mbar_arrive(bars.qd_empty(st));
 
     // dS (and with shared keys P) as queries x keys, K-major along keys, into shared memory: B of
     // dQ^T, and read back transposed as the A fragments of dK (and dV). The barrier first: every
@@ -327,6 +345,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
       for (int i = 0; i < Tr::kPartRegs; ++i) acc[part * Tr::kPartRegs + i] += t[i];
     };
+    ptx::mbar_wait(bars.t_ready(st), parity);
     if constexpr (Tr::kPairParts) {
       // dV's part and dK's issued interleaved (neither waits for its own previous wgmma).
 #pragma unroll
@@ -374,9 +393,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     ptx::fence_operands(p_hi);
     ptx::fence_operands(p_lo);
-    // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and its
-    // wgmmas on Q, dO and their transposes are complete.
-    ptx::mbar_arrive(bars.empty(st));
+    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
+    ptx::mbar_arrive(bars.t_empty(st));
 
     // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), per 64-row part
     // of d; dQ += scale * dQ^T.
@@ -432,8 +450,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.raw_full(s), 1);                   // the leader's arrive.expect_tx
-      ptx::mbar_init(bars.ready(s), Tr::kWgThreads);         // every producer thread
-      ptx::mbar_init(bars.empty(s), Tr::kConsumerThreads);   // every consumer thread
+      ptx::mbar_init(bars.qd_ready(s), Tr::kWgThreads);      // every producer thread
+      ptx::mbar_init(bars.t_ready(s), Tr::kWgThreads);
+      ptx::mbar_init(bars.qd_empty(s), Tr::kConsumerThreads);  // every consumer thread
+      ptx::mbar_init(bars.t_empty(s), Tr::kConsumerThreads);
     }
     ptx::fence_mbar_init();
   }

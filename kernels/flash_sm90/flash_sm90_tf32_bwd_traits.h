@@ -125,8 +125,8 @@ struct Tf32BwdTraits {
   static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
   static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
   static constexpr int kBarBytes = 8;
-  // K/V full; per stage: raw (TMA) full, ready (prepared), empty.
-  static constexpr int kNumBars = 1 + 3 * kStages;
+  // K/V full; per stage: raw (TMA) full, Q/dO ready, Q^T/dO^T ready, Q/dO empty, Q^T/dO^T empty.
+  static constexpr int kNumBars = 1 + 5 * kStages;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
   static constexpr std::size_t kMaxSmemOptin = 232448;          // 227 KB per block on sm_90
