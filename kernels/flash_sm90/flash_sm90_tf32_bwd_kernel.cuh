@@ -209,7 +209,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   const int lane = ctid % Tr::kWarpSize;
   const int wg_keys = kShare ? 0 : cw * Tr::kWgKeys;      // first of this consumer's keys in the block
   const int wg_key0 = w.n0 + wg_keys;
-  const int wg_q0 = kShare ? cw * Tr::kWgQueries : 0;     // first of its S^T columns in the tile
   const int part0 = kShare ? cw : 0;                      // first of its 64-column parts of d
   const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
@@ -235,15 +234,35 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
     const std::uint32_t k_rows = sm.k() + wg_keys * Tr::kRowBytes;
     const std::uint32_t v_rows = sm.v() + wg_keys * Tr::kRowBytes;
-    const std::uint32_t q_cols = std::uint32_t(wg_q0 * Tr::kRowBytes);  // its rows of Q, dO
 
-    // S^T = K Q^T and dP^T = V dO^T (its kWgQueries columns), issued interleaved, each as the sum of
-    // its accumulators.
-    float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
-    {
-      const std::uint32_t q_hi = sm.q(st, 0) + q_cols, q_lo = sm.q(st, 1) + q_cols;
-      const std::uint32_t do_hi = sm.dout(st, 0) + q_cols, do_lo = sm.dout(st, 1) + q_cols;
-      tf32::gemm_split_rs_multi<Tr::kWgQueries, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs>(
+    // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where masked (causal, or keys past seq_k: their
+    // zero rows of K would otherwise give P = exp2(-LSE)); dS^T = P^T o (dP^T - D). Accumulator
+    // register i: key key_row + 8 ((i / 2) % 2), query 8 (i / 4) + col_lane + i % 2.
+    const bool need_mask = (prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset) ||
+                           wg_key0 + Tr::kWgKeys > seq_k;
+    auto probability = [&](float sv, int i, float lse) {
+      float pv = ptx::exp2_approx(fmaf(sv, prm.scale_log2, -lse));
+      if (need_mask) {
+        const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
+        if (!prm.mask.visible(m0 + (i / 4) * Tr::kMmaN + col_lane + i % 2, key)) pv = 0.f;
+      }
+      return pv;
+    };
+    // Register i's offset in a (queries x keys, K-major along keys) tile of dS or P: B of dQ^T, and
+    // read back transposed as the A fragments of dK (and with shared keys dV).
+    auto qk_offset = [&](int i) {
+      const int key = key_row + ((i / 2) % 2) * 8;  // among this consumer's 64
+      const int q = (i / 4) * Tr::kMmaN + col_lane + i % 2;
+      return ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
+             tf32::sw128_offset(q, key % Tr::kChunkElems);
+    };
+    const std::uint32_t q_hi = sm.q(st, 0), q_lo = sm.q(st, 1);
+    const std::uint32_t do_hi = sm.dout(st, 0), do_lo = sm.dout(st, 1);
+    std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs];
+    if constexpr (!kShare) {
+      // S^T = K Q^T and dP^T = V dO^T, issued interleaved, each the sum of its accumulators.
+      float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs>(
           sdp,
           [&](int g, int kk, float (&x)[4]) {
             tf32::load_kmajor_fragment(x, g == 0 ? k_rows : v_rows, Tr::kKVChunkBytes, warp, lane, kk);
@@ -256,60 +275,105 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           });
       tf32::sum_split_accs(sdp[0]);
       tf32::sum_split_accs(sdp[1]);
-    }
-    const float(&s)[Tr::kSRegs] = sdp[0][0];
-    const float(&dp)[Tr::kSRegs] = sdp[1][0];
-
-    // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where masked (causal, or keys past seq_k: their
-    // zero rows of K would otherwise give P = exp2(-LSE)); dS^T = P^T o (dP^T - D). Register i:
-    // key key_row + 8 ((i / 2) % 2), query wg_q0 + 8 (i / 4) + col_lane + i % 2.
-    const bool need_mask = (prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset) ||
-                           wg_key0 + Tr::kWgKeys > seq_k;
-    std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs], ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
+      const float(&s)[Tr::kSRegs] = sdp[0][0];
+      const float(&dp)[Tr::kSRegs] = sdp[1][0];
+      std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
 #pragma unroll
-    for (int j = 0; j < Tr::kWgQueries / Tr::kMmaN; ++j) {
-      const int col = wg_q0 + j * Tr::kMmaN + col_lane;
-      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
-      const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+        const int col = j * Tr::kMmaN + col_lane;
+        const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+        const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
 #pragma unroll
-      for (int i = 4 * j; i < 4 * j + 4; ++i) {
-        float pv = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, -(i % 2 == 0 ? lse.x : lse.y)));
-        if (need_mask) {
-          const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
-          if (!prm.mask.visible(m0 + col + i % 2, key)) pv = 0.f;
+        for (int i = 4 * j; i < 4 * j + 4; ++i) {
+          const float pv = probability(s[i], i, i % 2 == 0 ? lse.x : lse.y);
+          const float dsv = pv * (dp[i] - (i % 2 == 0 ? dd.x : dd.y));
+          ptx::split_tf32(pv, p_hi[i], p_lo[i]);
+          ptx::split_tf32(dsv, ds_hi[i], ds_lo[i]);
         }
-        const float dsv = pv * (dp[i] - (i % 2 == 0 ? dd.x : dd.y));
-        ptx::split_tf32(pv, p_hi[i], p_lo[i]);
-        ptx::split_tf32(dsv, ds_hi[i], ds_lo[i]);
       }
-    }
-
-    // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and its
-    // wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
-    ptx::mbar_arrive(bars.qd_empty(st));
-
-    // dS (and with shared keys P) as queries x keys, K-major along keys, into shared memory: B of
-    // dQ^T, and read back transposed as the A fragments of dK (and dV). The barrier first: every
-    // consumer that reads the buffers is past the previous tile's dQ^T.
-    ptx::named_bar_sync(bar_ps, kBarPsThreads);
+      // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and
+      // its wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
+      ptx::mbar_arrive(bars.qd_empty(st));
+      // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T.
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int key = key_row + ((i / 2) % 2) * 8;  // among this consumer's 64
-      const int q = wg_q0 + (i / 4) * Tr::kMmaN + col_lane + i % 2;
-      const std::uint32_t off = ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
-                                tf32::sw128_offset(q, key % Tr::kChunkElems);
-      ptx::st_shared_u32(sm.ds(0) + off, ds_hi[i]);
-      if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + off, ds_lo[i]);
-      if constexpr (kShare) {
-        ptx::st_shared_u32(sm.p(0) + off, p_hi[i]);
-        if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + off, p_lo[i]);
+      for (int i = 0; i < Tr::kSRegs; ++i) {
+        ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
+        if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
       }
+      ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
+      __syncwarp();                   // dK's A fragments: this warp's own rows
+    } else {
+      // Shared keys: consumer 0 computes S^T = K Q^T, consumer 1 dP^T = V dO^T, each for the whole
+      // query tile (one GEMM of N = kBlockM rather than two of half the width each: half the
+      // wgmmas and A fragments). P goes to consumer 1 through shared memory.
+      const bool is_dp = cw == 1;
+      float acc[1][Tr::kSdpAccs][Tr::kSRegs];
+      const std::uint32_t a_rows = is_dp ? v_rows : k_rows;
+      const std::uint32_t b_hi = is_dp ? do_hi : q_hi, b_lo = is_dp ? do_lo : q_lo;
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 1, Tr::kSdpAccs>(
+          acc,
+          [&](int, int kk, float (&x)[4]) {
+            tf32::load_kmajor_fragment(x, a_rows, Tr::kKVChunkBytes, warp, lane, kk);
+          },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_hi, Tr::kQChunkBytes, kk)); },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_lo, Tr::kQChunkBytes, kk)); });
+      tf32::sum_split_accs(acc[0]);
+      float(&v)[Tr::kSRegs] = acc[0][0];  // S^T (consumer 0) or dP^T (consumer 1)
+      // Consumer 0's raw P, in its accumulator order (conflict-free 16-byte rows per thread), goes
+      // through dS's lo buffer: free until consumer 1 writes dS there, after reading it.
+      const std::uint32_t xchg = sm.ds(1) + std::uint32_t(ctid * 16);
+      if (!is_dp) {
+#pragma unroll
+        for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+          const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
+#pragma unroll
+          for (int i = 4 * j; i < 4 * j + 4; ++i) v[i] = probability(v[i], i, i % 2 == 0 ? lse.x : lse.y);
+        }
+        ptx::mbar_arrive(bars.qd_empty(st));  // LSE read, wgmmas on Q complete
+        // The barrier first: both consumers are past the previous tile's dV and dQ^T (P, dS).
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);
+#pragma unroll
+        for (int j = 0; j < Tr::kSRegs / 4; ++j)
+          ptx::st_shared_u32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16), __float_as_uint(v[4 * j]),
+                               __float_as_uint(v[4 * j + 1]), __float_as_uint(v[4 * j + 2]),
+                               __float_as_uint(v[4 * j + 3]));
+#pragma unroll
+        for (int i = 0; i < Tr::kSRegs; ++i) {
+          ptx::split_tf32(v[i], p_hi[i], p_lo[i]);
+          ptx::st_shared_u32(sm.p(0) + qk_offset(i), p_hi[i]);
+          if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + qk_offset(i), p_lo[i]);
+        }
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
+      } else {
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
+        std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
+#pragma unroll
+        for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+          const float4 pv = ptx::ld_shared_f32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16));
+          const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
+          const float pj[4] = {pv.x, pv.y, pv.z, pv.w};
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const int i = 4 * j + k;
+            ptx::split_tf32(pj[k] * (v[i] - (k % 2 == 0 ? dd.x : dd.y)), ds_hi[i], ds_lo[i]);
+          }
+        }
+        ptx::mbar_arrive(bars.qd_empty(st));  // D read, wgmmas on dO complete
+        // Consumer 1's threads are all past their reads of the exchanged P before dS lo replaces it.
+        ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+#pragma unroll
+        for (int i = 0; i < Tr::kSRegs; ++i) {
+          ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
+          if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < Tr::kSRegs; ++i) p_hi[i] = p_lo[i] = 0u;
+      }
+      ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads P, dS
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);  // dV's and dK's A fragments: both consumers' rows
     }
-    ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
-    // dK's (and dV's) A fragments read them too: with own keys only this warp's (__syncwarp orders
-    // them), with shared keys every consumer's.
-    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);
-    else __syncwarp();
 
     // dV += P^T dO and dK += dS^T Q, per 64-column part: a fresh tensor-core sum added in fp32.
     // A fragments in the permuted query order of Q^T / dO^T. kPairParts: dV's part and dK's in

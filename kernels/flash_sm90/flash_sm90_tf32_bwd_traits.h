@@ -12,10 +12,11 @@ namespace fb::cuda::flash_sm90 {
 // operands in shared memory must both be K-major (no transpose for TF32):
 //   warpgroup 0      producer: one thread loads K and V once (raw fp32: the consumers build their
 //                    A fragments from them), then per query tile Q, dO, LSE and D (TMA and bulk
-//                    copies). All 128 threads then prepare the tile: Q^T and dO^T (the B operands
-//                    of dK and dV, which sum over queries) are written transposed, each group of 8
-//                    queries permuted (see kernels/common/tf32_tiles.cuh) and split into hi / lo;
-//                    then Q and dO are split in place (hi) and into a lo buffer.
+//                    copies). All 128 threads then prepare the tile in two halves, each as soon as
+//                    the consumers free its space: Q and dO split in place (hi) and into a lo
+//                    buffer (the operands of S^T, dP^T); then Q^T and dO^T (the B operands of dK
+//                    and dV, which sum over queries) transposed from the split tiles, each group
+//                    of 8 queries permuted (see kernels/common/tf32_tiles.cuh).
 //   consumers        kConsumerWgs warpgroups; each computes, for 64 keys (the wgmma M):
 //                      S^T  = K Q^T, dP^T = V dO^T      A: K / V fragments from the raw tiles,
 //                                                       split in registers; B: Q / dO hi, lo
@@ -32,11 +33,12 @@ namespace fb::cuda::flash_sm90 {
 //   kShareKeys false each consumer its own 64 keys (kBlockN = 64 x consumers): all the query tile's
 //                    columns of S^T, dP^T; all of d for dV, dK (P^T's A fragments straight from
 //                    its accumulators), dQ^T over its own keys. No barrier between consumers.
-//   kShareKeys true  the consumers share 64 keys (kBlockN = 64) and split the rest: consumer c
-//                    computes S^T, dP^T for queries [c q, c q + q), q = kBlockM / consumers, and
-//                    dV, dK, dQ^T for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a
-//                    thread instead of 128 at d = 128. P and dS go through shared memory (a
-//                    barrier between the consumers per tile), and dV's A fragments come from there.
+//   kShareKeys true  two consumers share 64 keys (kBlockN = 64) and split the rest: consumer 0
+//                    computes S^T and P, consumer 1 dP^T and dS (P passed through shared memory),
+//                    each for the whole query tile (wgmma N = kBlockM), and consumer c dV, dK, dQ^T
+//                    for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a thread
+//                    instead of 128 at d = 128. P and dS go through shared memory (barriers
+//                    between the consumers per tile), and dV's A fragments come from there.
 // dK's A fragments are always read back from dS in shared memory (freeing its registers early).
 // fp32 takes twice the shared memory of 16-bit data and each operand two parts, so the query tile
 // is 32. 1xTF32 (kSplit = false) is the diagnostic that must fail the FP32 rule: hi*hi only.
@@ -65,7 +67,7 @@ struct Tf32BwdTraits {
   static constexpr int kPart = 64;                        // N of one dK / dV (and M of one dQ^T) GEMM
   static constexpr int kParts = kHeadDim / kPart;
   static constexpr int kWgParts = kShareKeys ? 1 : kParts;          // a consumer's parts of d
-  static constexpr int kWgQueries = kShareKeys ? kBlockM / kConsumerWgs : kBlockM;  // N of S^T
+  static constexpr int kWgQueries = kBlockM;                        // N of S^T, dP^T
 
   // ---- accumulators per consumer thread ----
   static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T, dP^T (each of 2 parts)
@@ -86,8 +88,9 @@ struct Tf32BwdTraits {
   // kSdpAccs accumulators, kSdpGroup k8 steps per commit group; dQ^T into kDqAccs, kDqGroup steps a
   // group. Chosen by ptxas -v (0 spills under the consumers' 224 registers): S^T/dP^T's accumulators
   // (2 x kSdpAccs x kSRegs) and two groups of fragments (16 registers per step) live beside dK, dV.
-  static constexpr int kSdpAccs = kSRegs > 8 ? 3 : 4;
-  static constexpr int kSdpGroup = 1;
+  static constexpr int kSdpGemms = kShareKeys ? 1 : 2;  // shared keys: S^T or dP^T per consumer
+  static constexpr int kSdpAccs = kSdpGemms == 1 || kSRegs <= 8 ? 4 : 3;
+  static constexpr int kSdpGroup = kSdpGemms == 1 ? 2 : 1;
   static constexpr int kDqAccs = 4;
   static constexpr int kDqGroup = kHeadDim == 64 ? 1 : 4;
 
@@ -146,8 +149,8 @@ struct Tf32BwdTraits {
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers: d is one or two 64-wide parts");
   static_assert(kWgQueries == 16 || kWgQueries == 32 || kWgQueries == 64,
                 "TF32 wgmma wrappers exist for N = 16, 32 and 64");
-  static_assert(!kShareKeys || (kParts == kConsumerWgs && kWgQueries % 8 == 0),
-                "shared keys: one 64-column part of d per consumer; query slices on swizzle atoms");
+  static_assert(!kShareKeys || (kParts == kConsumerWgs && kConsumerWgs == 2),
+                "shared keys: one 64-column part of d per consumer; one computes S^T, the other dP^T");
   static_assert(kBlockM % kChunkElems == 0 && kBlockN <= 256 && kBlockM <= 256,
                 "whole transposed chunks; one TMA box per chunk");
   static_assert(kQKSteps % kSdpGroup == 0 && (kQKSteps / 2) % kSdpGroup == 0 && kDqSteps % kDqGroup == 0 &&
