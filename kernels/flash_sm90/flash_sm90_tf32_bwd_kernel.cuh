@@ -28,9 +28,10 @@ struct Tf32BwdParams {
   CUtensorMap tm_do;   // same as Q
   CUtensorMap tm_k;    // (d, seq_k, batch * kv_heads) fp32, box (32, kBlockN, 1)
   CUtensorMap tm_v;
+  CUtensorMap tm_dq;   // (d, seq_q, batch * heads) fp32 over dq, box (32, kBlockM, 1): reductions
   const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding and empty rows
   const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
-  float* dq;           // [batch, heads, seq_q, d], zeroed: the consumers add into it
+  float* dq;           // [batch, heads, seq_q, d], zeroed: the consumers add into it (tm_dq)
   float* dk;           // [batch, kv_heads, seq_k, d]
   float* dv;
   int heads;
@@ -108,6 +109,7 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
     ptx::prefetch_tensormap(&prm.tm_do);
     ptx::prefetch_tensormap(&prm.tm_k);
     ptx::prefetch_tensormap(&prm.tm_v);
+    ptx::prefetch_tensormap(&prm.tm_dq);
     ptx::mbar_arrive_expect_tx(bars.kv_full(), 2 * Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c) {
@@ -163,38 +165,33 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
 
 // ---- consumer pieces ----
 
-// Register v[idx] of four, idx known at run time only (selects, not local memory).
-__device__ __forceinline__ float pick4(const float (&v)[4], int idx) {
-  return idx == 0 ? v[0] : idx == 1 ? v[1] : idx == 2 ? v[2] : v[3];
+// TMA reduce-add of a shared-memory box into the tensor of `tmap` (elements outside it are skipped);
+// part of the thread's bulk group.
+__device__ __forceinline__ void tma_reduce_add_3d(const void* tmap, std::uint32_t src, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          tmap),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
 }
 
-// dQ += scale * qa for one 64-row part of dQ^T (accumulator layout: register 4j + k is d's
-// column part * 64 + 16 warp + g + 8 (k / 2), query m0 + 8 j + 2 t + k % 2). Lanes g = 4a + b
-// (b = 0..3) of one t hold 4 consecutive columns of the same queries: a 4 x 4 transpose over them
-// (3 shuffles) gives lane b the 4 columns of combination k = b, added with one 16-byte
-// red.global.add.v4.f32 instead of four scalar atomics (a quarter of the L2 reduction operations).
+// scale * dQ^T (one 64-row part of d, accumulator layout: register 4j + k is the part's column
+// 16 warp + g + 8 (k / 2), query 8 j + 2 t + k % 2) into `stage` as the (queries x 64) box pair of
+// tm_dq: two 32-column chunks, 128-byte swizzle (conflict-free: a warp's 8 columns x 4 rows of a
+// store cover 8 distinct 16-byte units). The memory system then adds the box into dq with one TMA
+// reduction per chunk, instead of red.global per element from registers (which needed a 4 x 4
+// shuffle transpose, ~100 instructions per 4 registers).
 template <typename Tr>
-__device__ __forceinline__ void add_dq_part(float* dq_rows, const float (&qa)[Tr::kDqRegs], int part, int m0,
-                                            int seq_q,
-                                            float scale, int warp, int lane) {
+__device__ __forceinline__ void stage_dq_part(std::uint32_t stage, const float (&acc)[Tr::kDqRegs], float scale,
+                                              int warp, int lane) {
   const int g = lane / 4, t = lane % 4;
-  const int b = g % 4;
-  const int col = part * Tr::kPart + warp * 16 + (g / 4) * 4 + (b / 2) * 8;
 #pragma unroll
-  for (int j = 0; j < Tr::kDqRegs / 4; ++j) {
-    float v[4], y[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = qa[4 * j + k] * scale;
-    y[0] = pick4(v, b);  // y[s] = lane (b ^ s)'s v[b]
-#pragma unroll
-    for (int sft = 1; sft < 4; ++sft) y[sft] = __shfl_xor_sync(0xffffffffu, pick4(v, b ^ sft), 4 * sft);
-    const int q = m0 + j * Tr::kMmaN + 2 * t + b % 2;
-    if (q < seq_q) {
-      float* dst = dq_rows + std::int64_t(q) * Tr::kHeadDim + col;
-      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(pick4(y, b)),
-                   "f"(pick4(y, 1 ^ b)), "f"(pick4(y, 2 ^ b)), "f"(pick4(y, 3 ^ b))
-                   : "memory");
-    }
+  for (int i = 0; i < Tr::kDqRegs; ++i) {
+    const int col = warp * 16 + g + 8 * ((i % 4) / 2);
+    const int q = (i / 4) * Tr::kMmaN + 2 * t + i % 2;
+    ptx::st_shared_u32(stage + std::uint32_t((col / Tr::kChunkElems) * Tr::kDsChunkBytes) +
+                           tf32::sw128_offset(q, col % Tr::kChunkElems),
+                       __float_as_uint(acc[i] * scale));
   }
 }
 
@@ -212,7 +209,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   const int part0 = kShare ? cw : 0;                      // first of its 64-column parts of d
   const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
-  const int seq_q = prm.mask.seq_q;
   const int seq_k = prm.mask.seq_k;
   const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
   const std::uint32_t ds_keys = std::uint32_t((wg_keys / Tr::kChunkElems) * Tr::kDsChunkBytes);
@@ -294,7 +290,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and
       // its wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
       ptx::mbar_arrive(bars.qd_empty(st));
-      // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T.
+      // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
+      // and its dQ reductions have read their staging box (part of dS).
+      if (ctid == 0) ptx::bulk_wait_group_read_all();
       ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
       for (int i = 0; i < Tr::kSRegs; ++i) {
@@ -331,7 +329,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           for (int i = 4 * j; i < 4 * j + 4; ++i) v[i] = probability(v[i], i, i % 2 == 0 ? lse.x : lse.y);
         }
         ptx::mbar_arrive(bars.qd_empty(st));  // LSE read, wgmmas on Q complete
-        // The barrier first: both consumers are past the previous tile's dV and dQ^T (P, dS).
+        // The barrier first: both consumers are past the previous tile's dV and dQ^T (P, dS) and
+        // their dQ reductions have read their staging boxes (P).
+        if (ctid == 0) ptx::bulk_wait_group_read_all();
         ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
         for (int j = 0; j < Tr::kSRegs / 4; ++j)
@@ -346,6 +346,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         }
         ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
       } else {
+        if (ctid == 0) ptx::bulk_wait_group_read_all();
         ptx::named_bar_sync(bar_ps, kBarPsThreads);
         ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
         std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
@@ -460,26 +461,38 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
     ptx::mbar_arrive(bars.t_empty(st));
 
-    // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), per 64-row part
-    // of d; dQ += scale * dQ^T.
+    // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), for its 64-row
+    // part of d; dQ += scale * dQ^T by TMA reductions from a staging box: the consumer's own part of
+    // dS's hi buffer (own keys: free once dQ^T's wgmmas are done), or with shared keys P's hi (c 0)
+    // or lo (c 1) buffer, free once both consumers are past dV (one more barrier).
+    static_assert(Tr::kWgParts == 1 && Tr::kPart * Tr::kBlockM * int(sizeof(float)) <= Tr::kDsBytes / (kShare ? 1 : Tr::kConsumerWgs),
+                  "one 64-column part of dQ per consumer, staged in 8 KB of dS or P");
     if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
     const std::uint32_t ds_hi_b = sm.ds(0) + ds_keys, ds_lo_b = sm.ds(1) + ds_keys;
-    float* dq_rows = prm.dq + std::int64_t(bh) * seq_q * Tr::kHeadDim;
-#pragma unroll 1  // unrolled, ptxas interleaves the parts and spills at d = 128
-    for (int part = part0; part < part0 + Tr::kWgParts; ++part) {
-      float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
-      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs>(
-          qacc,
-          [&](int, int kk, float (&x)[4]) {
-            tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part * Tr::kPart, warp, lane,
-                                        kk);
-          },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
-      tf32::sum_split_accs(qacc[0]);
-      add_dq_part<Tr>(dq_rows, qacc[0][0], part, m0, seq_q, prm.scale, warp, lane);
+    float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
+    tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs>(
+        qacc,
+        [&](int, int kk, float (&x)[4]) {
+          tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part0 * Tr::kPart, warp, lane, kk);
+        },
+        [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
+        [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+    tf32::sum_split_accs(qacc[0]);
+    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)
+    const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
+    stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
+    ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
+    ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+    if (ctid == 0) {
+#pragma unroll
+      for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)
+        tma_reduce_add_3d(&prm.tm_dq, dq_stage + std::uint32_t(c * Tr::kDsChunkBytes),
+                          part0 * Tr::kPart + c * Tr::kChunkElems, m0, bh);
+      ptx::bulk_commit_group();
     }
   }
+  // The last reductions must have read the staging box before the block's shared memory goes.
+  if (ctid == 0) ptx::bulk_wait_group_all();
 
   // dK (times the softmax scale) and dV for this consumer's keys and columns, from the accumulators.
 #pragma unroll

@@ -28,8 +28,8 @@ namespace fb::cuda::flash_sm90 {
 //                                                       B: dS (queries x keys, K-major) hi, lo,
 //                                                       written to shared memory by the consumers
 //                    and adds scale * dQ^T into dQ (fp32, the output itself, zeroed by the
-//                    pre-pass) with one red.global.add per element. The work splits between the
-//                    consumers one of two ways:
+//                    pre-pass): staged in shared memory as tm_dq's boxes, added by TMA
+//                    reductions. The work splits between the consumers one of two ways:
 //   kShareKeys false each consumer its own 64 keys (kBlockN = 64 x consumers): all the query tile's
 //                    columns of S^T, dP^T; all of d for dV, dK (P^T's A fragments straight from
 //                    its accumulators), dQ^T over its own keys. No barrier between consumers.
@@ -91,7 +91,7 @@ struct Tf32BwdTraits {
   static constexpr int kSdpGemms = kShareKeys ? 1 : 2;  // shared keys: S^T or dP^T per consumer
   static constexpr int kSdpAccs = kSdpGemms == 1 || kSRegs <= 8 ? 4 : 3;
   static constexpr int kSdpGroup = kSdpGemms == 1 ? 2 : 1;
-  static constexpr int kDqAccs = 4;
+  static constexpr int kDqAccs = kHeadDim == 64 ? 3 : 4;
   static constexpr int kDqGroup = kHeadDim == 64 ? 1 : 4;
 
   // ---- shared memory: fp32 tiles in 32-float column chunks, 128-byte swizzle (tf32_tiles.cuh) ----
