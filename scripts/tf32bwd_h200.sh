@@ -24,10 +24,11 @@ step() {  # name, command...
   timeout "${STEP_TIMEOUT:-60}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   echo "--- $name rc=$rc $((SECONDS - t0))s"
-  grep -E "sm90-fp32-bwd|flash-sm90|passed|failed|FAILED|error" "$out/$name.log" | tail -n 30
+  grep -E "sm90-fp32-bwd|flash-sm90|passed|failed|FAILED|error" "$out/$name.log" | tail -n 30 | cut -c1-180
   [ "$rc" -eq 0 ] || failed=$((failed + 1))
-  # A hang (timeout) would hang every later step too: stop there.
-  if [ "$rc" -eq 124 ]; then
+  # A hang (timeout) of the kernel would hang every later step too: stop there (a slow profile is
+  # no hang).
+  if [ "$rc" -eq 124 ] && [ "${name#ncu}" = "$name" ]; then
     echo "$name timed out: stopping (failed steps: $((failed)))"
     exit "$failed"
   fi
@@ -39,6 +40,24 @@ step verify64 "$fb" verify --dtype fp32 --pass bwd --dim 64 --seq 300 --heads 4 
 step verify128 "$fb" verify --dtype fp32 --pass bwd --dim 128 --seq-q 300 --seq-k 1111 --heads 8 \
   --kv-heads 2 --causal both -o "$out/verify-bwd-d128.json"
 step time "$fb" run configs/h200-fp32-bwd-quick.json -o "$out/fp32-bwd.json"
+# 4. NCU=1 (default when ncu is on PATH): one Nsight Compute profile (--set full, source counters) of
+#    the backward kernel per head dim (configs/h200-fp32-bwd-profile.json), exported as CSV: details
+#    (OUTDIR/ncu-dD-details.csv), every metric (-raw.csv) and per-SASS-instruction stall samples
+#    (-source.csv); a few headline metrics printed.
+ncu_bin=${NCU_BIN:-ncu}
+if [ "${NCU:-1}" = 1 ] && command -v "$ncu_bin" >/dev/null 2>&1; then
+  for d in 64 128; do
+    STEP_TIMEOUT=${NCU_TIMEOUT:-90} step "ncu-d$d" "$ncu_bin" --set full --import-source yes -k regex:flash_sm90_tf32_bwd -c 1 -f \
+      -o "$out/ncu-d$d" "$fb" run configs/h200-fp32-bwd-profile.json --filter "d$d-" -o "$out/prof-d$d.json"
+    "$ncu_bin" -i "$out/ncu-d$d.ncu-rep" --page details --csv >"$out/ncu-d$d-details.csv" 2>&1
+    "$ncu_bin" -i "$out/ncu-d$d.ncu-rep" --page raw --csv >"$out/ncu-d$d-raw.csv" 2>&1
+    "$ncu_bin" -i "$out/ncu-d$d.ncu-rep" --page source --csv --print-source sass >"$out/ncu-d$d-source.csv" 2>&1
+    grep -E '"(Duration|Issue Slots Busy|Issued Ipc Active|No Eligible|Warp Cycles Per Issued Instruction|Active Warps Per Scheduler|Eligible Warps Per Scheduler|Executed Ipc Active|Registers Per Thread|Achieved Occupancy)"' \
+      "$out/ncu-d$d-details.csv" | awk -F'","' '{print "ncu d'"$d"':", $(NF-2), $(NF-1), $NF}' | head -n 20
+  done
+else
+  echo "ncu step skipped (NCU=${NCU:-1}, $ncu_bin on PATH: $(command -v "$ncu_bin" || echo no))"
+fi
 python3 - "$out/fp32-bwd.json" <<'PY' | tee "$out/table.txt"
 import json, sys
 try:
