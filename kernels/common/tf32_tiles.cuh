@@ -392,6 +392,105 @@ __device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)
   ptx::wgmma_commit();
 }
 
+// TF32 wgmma with A and B from shared memory, both K-major (TF32 has no transpose bits).
+template <int N> struct WgmmaSSTf32;
+template <> struct WgmmaSSTf32<32> {
+  FB_WGMMA_SS_BODY(16, "m64n32k8.f32.tf32.tf32", "%16", "%17", "%18", "1, 1")
+};
+template <> struct WgmmaSSTf32<64> {
+  FB_WGMMA_SS_BODY(32, "m64n64k8.f32.tf32.tf32", "%32", "%33", "%34", "1, 1")
+};
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                                         std::uint32_t accumulate) {
+  WgmmaSSTf32<N>::run(d, desc_a, desc_b, accumulate);
+}
+
+// gemm_split_rs_multi's products and accumulators (c[g][0..kAccs)) with A's hi / lo parts already
+// split in shared memory (K-major): a(g, kk, part) gives A's descriptor of step kk (part 0 = hi,
+// 1 = lo), b(g, kk, part) B's. No A fragments in registers, so every step is issued before one
+// commit. Returns with every wgmma complete.
+template <int N, int kSteps, bool kSplit, int kGemms, int kAccs, typename DescA, typename DescB>
+__device__ __forceinline__ void gemm_split_ss_multi(float (&c)[kGemms][kAccs][N / 2], DescA&& a, DescB&& b) {
+  constexpr int kHalf = kSteps / 2;
+  constexpr int kLoHi = 2, kHiLo = kAccs - 1;
+  static_assert(kAccs == 3 || kAccs == 4, "hi*hi in two halves, the small products in one or two");
+  if constexpr (!kSplit) {
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+      for (int x = 1; x < kAccs; ++x)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) c[g][x][i] = 0.f;
+  }
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) {
+    const int hh = kk < kHalf ? 0 : 1;
+    const bool hh_acc = kk != 0 && kk != kHalf;
+    if constexpr (kSplit) {
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][kLoHi], a(g, kk, 1), b(g, kk, 0), kk > 0);
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][hh], a(g, kk, 0), b(g, kk, 0), hh_acc);
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][kHiLo], a(g, kk, 0), b(g, kk, 1), kAccs == 3 || kk > 0);
+    } else {
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][0], a(g, kk, 0), b(g, kk, 0), kk > 0);
+    }
+  }
+  ptx::wgmma_commit();
+  ptx::wgmma_wait<0>();
+#pragma unroll
+  for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+    for (int x = 0; x < kAccs; ++x) ptx::fence_operands(c[g][x]);
+}
+
+// gemm_split_rs_multi with A's hi / lo fragments read already split (frag(kk, part, a): part 0 =
+// hi, 1 = lo; e.g. load_mnmajor_fragment from split tiles) instead of split in registers; one GEMM.
+template <int N, int kSteps, int kGroup, bool kSplit, int kAccs, typename Frag, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_split_rs_parts(float (&c)[1][kAccs][N / 2], Frag&& frag, DescHi&& b_hi,
+                                                    DescLo&& b_lo) {
+  constexpr int kHalf = kSteps / 2;
+  constexpr int kLoHi = 2, kHiLo = kAccs - 1;
+  static_assert(kAccs == 3 || kAccs == 4, "hi*hi in two halves, the small products in one or two");
+  static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
+  if constexpr (!kSplit) {
+#pragma unroll
+    for (int x = 1; x < kAccs; ++x)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) c[0][x][i] = 0.f;
+  }
+#pragma unroll
+  for (int g0 = 0; g0 < kSteps; g0 += kGroup) {
+    std::uint32_t hi[kGroup][4], lo[kGroup][4];
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s) {
+      frag(g0 + s, 0, hi[s]);
+      if constexpr (kSplit) frag(g0 + s, 1, lo[s]);
+    }
+    ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s) {
+      const int kk = g0 + s;
+      if constexpr (kSplit) {
+        ptx::wgmma_rs_tf32<N>(c[0][kLoHi], lo[s], b_hi(kk), kk > 0);
+        ptx::wgmma_rs_tf32<N>(c[0][kk < kHalf ? 0 : 1], hi[s], b_hi(kk), kk != 0 && kk != kHalf);
+        ptx::wgmma_rs_tf32<N>(c[0][kHiLo], hi[s], b_lo(kk), kAccs == 3 || kk > 0);
+      } else {
+        ptx::wgmma_rs_tf32<N>(c[0][0], hi[s], b_hi(kk), kk > 0);
+      }
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+  }
+  ptx::wgmma_wait<0>();
+#pragma unroll
+  for (int x = 0; x < kAccs; ++x) ptx::fence_operands(c[0][x]);
+}
+
 #endif  // FB_PTX_SM90A
 
 }  // namespace fb::cuda::tf32

@@ -55,12 +55,16 @@ template <typename Tr> struct Tf32BwdBarriers {
   __device__ __forceinline__ std::uint32_t t_ready(int s) const { return at(1 + 2 * Tr::kStages + s); }
   __device__ __forceinline__ std::uint32_t qd_empty(int s) const { return at(1 + 3 * Tr::kStages + s); }
   __device__ __forceinline__ std::uint32_t t_empty(int s) const { return at(1 + 4 * Tr::kStages + s); }
+  // kPresplit: K and V split into hi / lo (by every producer thread).
+  __device__ __forceinline__ std::uint32_t kv_split() const { return at(1 + 5 * Tr::kStages); }
 };
 
 template <typename Tr> struct Tf32BwdSmem {
   std::uint32_t base;  // 1024-byte aligned
   __device__ __forceinline__ std::uint32_t k() const { return base + Tr::kOffK; }
   __device__ __forceinline__ std::uint32_t v() const { return base + Tr::kOffV; }
+  __device__ __forceinline__ std::uint32_t k_lo() const { return base + Tr::kOffKLo; }  // kPresplit
+  __device__ __forceinline__ std::uint32_t v_lo() const { return base + Tr::kOffVLo; }
   __device__ __forceinline__ std::uint32_t stage(int s) const {
     return base + Tr::kOffStage + s * Tr::kStageBytes;
   }
@@ -145,6 +149,16 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
       ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
       ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
     }
+    if constexpr (Tr::kPresplit) {
+      // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
+      if (it == 0) {
+        ptx::mbar_wait(bars.kv_full(), 0);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(sm.k(), sm.k_lo(), ptid);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(sm.v(), sm.v_lo(), ptid);
+        ptx::fence_proxy_async_smem();
+        ptx::mbar_arrive(bars.kv_split());
+      }
+    }
     ptx::mbar_wait(bars.raw_full(s), phase);
     tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.q(s, 0), sm.q(s, 1), ptid);
     tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.dout(s, 0), sm.dout(s, 1), ptid);
@@ -220,7 +234,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
   for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
 
-  ptx::mbar_wait(bars.kv_full(), 0);
+  if constexpr (Tr::kPresplit) ptx::mbar_wait(bars.kv_split(), 0);
+  else ptx::mbar_wait(bars.kv_full(), 0);
   for (int it = 0; it < w.steps; ++it) {
     const int st = it % Tr::kStages;
     const std::uint32_t parity = (it / Tr::kStages) & 1;
@@ -258,17 +273,33 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     if constexpr (!kShare) {
       // S^T = K Q^T and dP^T = V dO^T, issued interleaved, each the sum of its accumulators.
       float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
-      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs>(
-          sdp,
-          [&](int g, int kk, float (&x)[4]) {
-            tf32::load_kmajor_fragment(x, g == 0 ? k_rows : v_rows, Tr::kKVChunkBytes, warp, lane, kk);
-          },
-          [&](int g, int kk) {
-            return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk));
-          },
-          [&](int g, int kk) {
-            return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk));
-          });
+      if constexpr (Tr::kPresplit) {
+        // A (K, V hi / lo) from shared memory: no fragments to build.
+        const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
+        const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
+        tf32::gemm_split_ss_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSplit, 2, Tr::kSdpAccs>(
+            sdp,
+            [&](int g, int kk, int part) {
+              const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
+              return tf32::kmajor_desc(tf32::kstep_addr(rows, Tr::kKVChunkBytes, kk));
+            },
+            [&](int g, int kk, int part) {
+              const std::uint32_t tile = g == 0 ? (part ? q_lo : q_hi) : (part ? do_lo : do_hi);
+              return tf32::kmajor_desc(tf32::kstep_addr(tile, Tr::kQChunkBytes, kk));
+            });
+      } else {
+        tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs>(
+            sdp,
+            [&](int g, int kk, float (&x)[4]) {
+              tf32::load_kmajor_fragment(x, g == 0 ? k_rows : v_rows, Tr::kKVChunkBytes, warp, lane, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk));
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk));
+            });
+      }
       tf32::sum_split_accs(sdp[0]);
       tf32::sum_split_accs(sdp[1]);
       const float(&s)[Tr::kSRegs] = sdp[0][0];
@@ -470,13 +501,25 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
     const std::uint32_t ds_hi_b = sm.ds(0) + ds_keys, ds_lo_b = sm.ds(1) + ds_keys;
     float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
-    tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs>(
-        qacc,
-        [&](int, int kk, float (&x)[4]) {
-          tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part0 * Tr::kPart, warp, lane, kk);
-        },
-        [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
-        [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+    if constexpr (Tr::kPresplit) {
+      tf32::gemm_split_rs_parts<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, Tr::kDqAccs>(
+          qacc,
+          [&](int kk, int part, std::uint32_t(&a)[4]) {
+            tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
+                                        part0 * Tr::kPart, warp, lane, kk);
+          },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
+          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+    } else {
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs>(
+          qacc,
+          [&](int, int kk, float (&x)[4]) {
+            tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part0 * Tr::kPart, warp, lane,
+                                        kk);
+          },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+    }
     tf32::sum_split_accs(qacc[0]);
     if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
@@ -524,6 +567,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);
+    ptx::mbar_init(bars.kv_split(), Tr::kWgThreads);  // kPresplit: every producer thread
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.raw_full(s), 1);                   // the leader's arrive.expect_tx

@@ -42,7 +42,11 @@ namespace fb::cuda::flash_sm90 {
 // dK's A fragments are always read back from dS in shared memory (freeing its registers early).
 // fp32 takes twice the shared memory of 16-bit data and each operand two parts, so the query tile
 // is 32. 1xTF32 (kSplit = false) is the diagnostic that must fail the FP32 rule: hi*hi only.
-template <int kHeadDim_, int kConsumerWgs_, int kBlockM_, int kStages_, bool kShareKeys_, bool kSplit_>
+// kPresplit: K and V are split into hi / lo in shared memory once per block (by the producer), so
+// that S^T and dP^T run with A from shared memory (wgmma SS: no fragments built per tile) and dQ^T
+// reads K^T's hi / lo fragments without splitting them; it costs a second copy of K and V.
+template <int kHeadDim_, int kConsumerWgs_, int kBlockM_, int kStages_, bool kShareKeys_, bool kSplit_,
+          bool kPresplit_ = false>
 struct Tf32BwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kConsumerWgs = kConsumerWgs_;
@@ -50,6 +54,7 @@ struct Tf32BwdTraits {
   static constexpr int kStages = kStages_;
   static constexpr bool kShareKeys = kShareKeys_;
   static constexpr bool kSplit = kSplit_;
+  static constexpr bool kPresplit = kPresplit_;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -89,7 +94,7 @@ struct Tf32BwdTraits {
   // group. Chosen by ptxas -v (0 spills under the consumers' 224 registers): S^T/dP^T's accumulators
   // (2 x kSdpAccs x kSRegs) and two groups of fragments (16 registers per step) live beside dK, dV.
   static constexpr int kSdpGemms = kShareKeys ? 1 : 2;  // shared keys: S^T or dP^T per consumer
-  static constexpr int kSdpAccs = kSdpGemms == 1 || kSRegs <= 8 ? 4 : 3;
+  static constexpr int kSdpAccs = kSdpGemms == 1 || kSRegs <= 8 || kPresplit ? 4 : 3;
   static constexpr int kSdpGroup = kSdpGemms == 1 ? 2 : 1;
   static constexpr int kDqAccs = kHeadDim == 64 ? 3 : 4;
   static constexpr int kDqGroup = kHeadDim == 64 ? 1 : 4;
@@ -121,7 +126,9 @@ struct Tf32BwdTraits {
 
   static constexpr int kOffK = 0;
   static constexpr int kOffV = kOffK + kKVBytes;
-  static constexpr int kOffStage = kOffV + kKVBytes;
+  static constexpr int kOffKLo = kOffV + kKVBytes;                   // kPresplit: K lo, V lo
+  static constexpr int kOffVLo = kOffKLo + (kPresplit ? kKVBytes : 0);
+  static constexpr int kOffStage = kOffVLo + (kPresplit ? kKVBytes : 0);
   static constexpr int kOffDs = kOffStage + kStages * kStageBytes;  // dS hi, lo
   static constexpr int kOffP = kOffDs + 2 * kDsBytes;               // kShareKeys: P hi, lo
   static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per stage
@@ -129,7 +136,7 @@ struct Tf32BwdTraits {
   static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
   static constexpr int kBarBytes = 8;
   // K/V full; per stage: raw (TMA) full, Q/dO ready, Q^T/dO^T ready, Q/dO empty, Q^T/dO^T empty.
-  static constexpr int kNumBars = 1 + 5 * kStages;
+  static constexpr int kNumBars = 2 + 5 * kStages;  // + K/V split (kPresplit)
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
   static constexpr std::size_t kMaxSmemOptin = 232448;          // 227 KB per block on sm_90
@@ -147,6 +154,7 @@ struct Tf32BwdTraits {
   static constexpr int kBarConsumers = kBarConsumer0 + kConsumerWgs;  // kShareKeys: P, dS of all
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers: d is one or two 64-wide parts");
+  static_assert(!kPresplit || !kShareKeys, "presplit K/V: each consumer computes S^T and dP^T (own keys)");
   static_assert(kWgQueries == 16 || kWgQueries == 32 || kWgQueries == 64,
                 "TF32 wgmma wrappers exist for N = 16, 32 and 64");
   static_assert(!kShareKeys || (kParts == kConsumerWgs && kConsumerWgs == 2),
@@ -173,12 +181,14 @@ struct Tf32BwdTraits {
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
-// under the 227 KB): d = 64: two consumers with their own keys (128), two stages: K, V 64 KB +
-// 2 x 64 KB + dS 32 KB = 224 KB. d = 128: two consumers sharing 64 keys (each 16 queries of S^T and
-// half of d), one stage: K, V 64 KB + 128 KB + dS and P 32 KB = 224 KB.
+// under the 227 KB): d = 64: two consumers with their own keys (128), K and V split once (hi, lo:
+// 128 KB), one stage (64 KB; refilled in two halves, flash_sm90_tf32_bwd_kernel.cuh) + dS 32 KB =
+// 224 KB. d = 128: two consumers sharing 64 keys (consumer 0 S^T, consumer 1 dP^T; each half of d
+// for dV, dK, dQ^T), one stage: K, V 64 KB (raw: no room for a split copy) + 128 KB + dS and P
+// 32 KB = 224 KB.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
-  using Traits = Tf32BwdTraits<64, 2, 32, 2, false, kSplit>;
+  using Traits = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
   using Traits = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
