@@ -111,6 +111,42 @@ __device__ __forceinline__ void transpose_split_tile(std::uint32_t raw, std::uin
   }
 }
 
+// transpose_split_tile's transposition of a tile already split (hi, and with kSplit lo, in the
+// layout TMA writes): the same permuted K-major transpose of each part, copied without rounding.
+// Lets the split run first (its operands are needed first) and the transposition later.
+template <int kRows, int kCols, int kThreads, bool kSplit>
+__device__ __forceinline__ void transpose_parts_tile(std::uint32_t src_hi, std::uint32_t src_lo,
+                                                     std::uint32_t hi, std::uint32_t lo, int tid) {
+  constexpr int kItems = kCols * (kRows / 8);
+  constexpr int kSrcChunkBytes = kRows * kRowBytes;
+  constexpr int kDstChunkBytes = kCols * kRowBytes;
+  static_assert(kItems % kThreads == 0 && kCols % kChunkElems == 0 && kRows % kChunkElems == 0,
+                "whole chunks, shared evenly");
+#pragma unroll 2
+  for (int item = tid; item < kItems; item += kThreads) {
+    const int n = item % kCols;
+    const int grp = item / kCols;
+    const std::uint32_t src = std::uint32_t((n / kChunkElems) * kSrcChunkBytes);
+    const int kk = grp * 8;  // first position in the transposed tile
+    const std::uint32_t dst = std::uint32_t((kk / kChunkElems) * kDstChunkBytes);
+#pragma unroll
+    for (int part = 0; part < (kSplit ? 2 : 1); ++part) {
+      const std::uint32_t from = (part == 0 ? src_hi : src_lo) + src;
+      const std::uint32_t to = part == 0 ? hi : lo;
+      std::uint32_t x[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        x[e] = __float_as_uint(ptx::ld_shared_f32(from + sw128_offset(grp * 8 + e, n % kChunkElems)));
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const std::uint32_t off = dst + sw128_offset(n, kk % kChunkElems + half * 4);
+        ptx::st_shared_u32x4(to + off, x[pv_key_of_position(half * 4)], x[pv_key_of_position(half * 4 + 1)],
+                             x[pv_key_of_position(half * 4 + 2)], x[pv_key_of_position(half * 4 + 3)]);
+      }
+    }
+  }
+}
+
 // The TF32 A fragment of k8 step kk, read from a K-major fp32 tile (raw values; the caller splits):
 // rows = this warpgroup's first row in each chunk; a[0] (row, k t), a[1] (row + 8, k t),
 // a[2] (row, k t + 4), a[3] (row + 8, k t + 4), row = 16 warp + g.
@@ -242,6 +278,217 @@ __device__ __forceinline__ void gemm_frag_a(float (&c)[N / 2], Frag&& frag, Desc
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c, ah[kk], b_hi(kk), kSplit || kk > 0);
   ptx::wgmma_commit();
+}
+
+// kGemms independent split GEMMs C_g = A_g B_g^T issued interleaved, each into kAccs separate
+// accumulators (c[g][0..kAccs)), so that no wgmma waits for the one issued just before it: small
+// wgmmas (N 16, 32) chained on one accumulator are bound by the tensor pipe's latency, not its rate.
+// Per GEMM: c[g][0] = hi*hi of the first half of the steps, c[g][1] = hi*hi of the second half (each
+// chain at |C|'s scale is as long as gemm_split_rs's), c[g][2] = lo_a*hi_b and, with kAccs = 4,
+// c[g][3] = hi_a*lo_b (kAccs = 3: both small products in c[g][2]). sum_split_accs adds them, the small
+// ones first. load(g, kk, x): A's raw fp32 fragment of step kk (split here); b_hi(g, kk), b_lo(g, kk):
+// B's K-major descriptors. Groups of kGroup steps (every GEMM's fragments built first, one
+// wgmma_fence) with one group in flight. kSplit = false (1xTF32): hi*hi into c[g][0], the rest 0.
+// Returns with every wgmma complete.
+template <int N, int kSteps, int kGroup, bool kSplit, int kGemms, int kAccs, typename Load, typename DescHi,
+          typename DescLo>
+__device__ __forceinline__ void gemm_split_rs_multi(float (&c)[kGemms][kAccs][N / 2], Load&& load,
+                                                    DescHi&& b_hi, DescLo&& b_lo) {
+  constexpr int kHalf = kSteps / 2;
+  constexpr int kLoHi = 2, kHiLo = kAccs - 1;
+  static_assert(kAccs == 3 || kAccs == 4, "hi*hi in two halves, the small products in one or two");
+  static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
+  if constexpr (!kSplit) {
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+      for (int a = 1; a < kAccs; ++a)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) c[g][a][i] = 0.f;
+  }
+#pragma unroll
+  for (int g0 = 0; g0 < kSteps; g0 += kGroup) {
+    std::uint32_t hi[kGroup][kGemms][4], lo[kGroup][kGemms][4];
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s)
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) {
+        float x[4];
+        load(g, g0 + s, x);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[s][g][i], lo[s][g][i]);
+      }
+    ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s) {
+      const int kk = g0 + s;
+      const int hh = kk < kHalf ? 0 : 1;
+      const bool hh_acc = kk != 0 && kk != kHalf;
+      if constexpr (kSplit) {
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g) ptx::wgmma_rs_tf32<N>(c[g][kLoHi], lo[s][g], b_hi(g, kk), kk > 0);
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g) ptx::wgmma_rs_tf32<N>(c[g][hh], hi[s][g], b_hi(g, kk), hh_acc);
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g)
+          ptx::wgmma_rs_tf32<N>(c[g][kHiLo], hi[s][g], b_lo(g, kk), kAccs == 3 || kk > 0);
+      } else {
+#pragma unroll
+        for (int g = 0; g < kGemms; ++g) ptx::wgmma_rs_tf32<N>(c[g][0], hi[s][g], b_hi(g, kk), kk > 0);
+      }
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+  }
+  ptx::wgmma_wait<0>();
+#pragma unroll
+  for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+    for (int a = 0; a < kAccs; ++a) ptx::fence_operands(c[g][a]);
+}
+
+// C = the sum of gemm_split_rs_multi's accumulators of one GEMM, small products first, into acc[0].
+template <int kAccs, int kRegs> __device__ __forceinline__ void sum_split_accs(float (&acc)[kAccs][kRegs]) {
+#pragma unroll
+  for (int i = 0; i < kRegs; ++i) {
+    float small = acc[2][i];
+    if constexpr (kAccs == 4) small += acc[3][i];
+    acc[0][i] = (small + acc[1][i]) + acc[0][i];
+  }
+}
+
+// Two gemm_frag_a GEMMs (fresh C_g = A_g B_g^T, A's hi / lo fragments from frag(g, kk, part, a))
+// issued interleaved, so that neither waits for its own previous wgmma; the same order of products
+// per GEMM as gemm_frag_a (small first). Issued and committed as one group, not waited for.
+template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)[N / 2], Frag&& frag,
+                                                 DescHi&& b_hi, DescLo&& b_lo) {
+  std::uint32_t ah[2][kSteps][4], al[2][kSteps][4];
+#pragma unroll
+  for (int g = 0; g < 2; ++g)
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      frag(g, kk, 0, ah[g][kk]);
+      if constexpr (kSplit) frag(g, kk, 1, al[g][kk]);
+    }
+  ptx::wgmma_fence();
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      ptx::wgmma_rs_tf32<N>(c0, al[0][kk], b_hi(0, kk), kk > 0);
+      ptx::wgmma_rs_tf32<N>(c1, al[1][kk], b_hi(1, kk), kk > 0);
+    }
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk) {
+      ptx::wgmma_rs_tf32<N>(c0, ah[0][kk], b_lo(0, kk), 1);
+      ptx::wgmma_rs_tf32<N>(c1, ah[1][kk], b_lo(1, kk), 1);
+    }
+  }
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) {
+    ptx::wgmma_rs_tf32<N>(c0, ah[0][kk], b_hi(0, kk), kSplit || kk > 0);
+    ptx::wgmma_rs_tf32<N>(c1, ah[1][kk], b_hi(1, kk), kSplit || kk > 0);
+  }
+  ptx::wgmma_commit();
+}
+
+// TF32 wgmma with A and B from shared memory, both K-major (TF32 has no transpose bits).
+template <int N> struct WgmmaSSTf32;
+template <> struct WgmmaSSTf32<32> {
+  FB_WGMMA_SS_BODY(16, "m64n32k8.f32.tf32.tf32", "%16", "%17", "%18", "1, 1")
+};
+template <> struct WgmmaSSTf32<64> {
+  FB_WGMMA_SS_BODY(32, "m64n64k8.f32.tf32.tf32", "%32", "%33", "%34", "1, 1")
+};
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                                         std::uint32_t accumulate) {
+  WgmmaSSTf32<N>::run(d, desc_a, desc_b, accumulate);
+}
+
+// gemm_split_rs_multi's products and accumulators (c[g][0..kAccs)) with A's hi / lo parts already
+// split in shared memory (K-major): a(g, kk, part) gives A's descriptor of step kk (part 0 = hi,
+// 1 = lo), b(g, kk, part) B's. No A fragments in registers, so every step is issued before one
+// commit. Returns with every wgmma complete.
+template <int N, int kSteps, bool kSplit, int kGemms, int kAccs, typename DescA, typename DescB>
+__device__ __forceinline__ void gemm_split_ss_multi(float (&c)[kGemms][kAccs][N / 2], DescA&& a, DescB&& b) {
+  constexpr int kHalf = kSteps / 2;
+  constexpr int kLoHi = 2, kHiLo = kAccs - 1;
+  static_assert(kAccs == 3 || kAccs == 4, "hi*hi in two halves, the small products in one or two");
+  if constexpr (!kSplit) {
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+      for (int x = 1; x < kAccs; ++x)
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) c[g][x][i] = 0.f;
+  }
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk) {
+    const int hh = kk < kHalf ? 0 : 1;
+    const bool hh_acc = kk != 0 && kk != kHalf;
+    if constexpr (kSplit) {
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][kLoHi], a(g, kk, 1), b(g, kk, 0), kk > 0);
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][hh], a(g, kk, 0), b(g, kk, 0), hh_acc);
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][kHiLo], a(g, kk, 0), b(g, kk, 1), kAccs == 3 || kk > 0);
+    } else {
+#pragma unroll
+      for (int g = 0; g < kGemms; ++g) wgmma_ss<N>(c[g][0], a(g, kk, 0), b(g, kk, 0), kk > 0);
+    }
+  }
+  ptx::wgmma_commit();
+  ptx::wgmma_wait<0>();
+#pragma unroll
+  for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+    for (int x = 0; x < kAccs; ++x) ptx::fence_operands(c[g][x]);
+}
+
+// gemm_split_rs_multi with A's hi / lo fragments read already split (frag(kk, part, a): part 0 =
+// hi, 1 = lo; e.g. load_mnmajor_fragment from split tiles) instead of split in registers; one GEMM.
+template <int N, int kSteps, int kGroup, bool kSplit, int kAccs, typename Frag, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_split_rs_parts(float (&c)[1][kAccs][N / 2], Frag&& frag, DescHi&& b_hi,
+                                                    DescLo&& b_lo) {
+  constexpr int kHalf = kSteps / 2;
+  constexpr int kLoHi = 2, kHiLo = kAccs - 1;
+  static_assert(kAccs == 3 || kAccs == 4, "hi*hi in two halves, the small products in one or two");
+  static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
+  if constexpr (!kSplit) {
+#pragma unroll
+    for (int x = 1; x < kAccs; ++x)
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) c[0][x][i] = 0.f;
+  }
+#pragma unroll
+  for (int g0 = 0; g0 < kSteps; g0 += kGroup) {
+    std::uint32_t hi[kGroup][4], lo[kGroup][4];
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s) {
+      frag(g0 + s, 0, hi[s]);
+      if constexpr (kSplit) frag(g0 + s, 1, lo[s]);
+    }
+    ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+#pragma unroll
+    for (int s = 0; s < kGroup; ++s) {
+      const int kk = g0 + s;
+      if constexpr (kSplit) {
+        ptx::wgmma_rs_tf32<N>(c[0][kLoHi], lo[s], b_hi(kk), kk > 0);
+        ptx::wgmma_rs_tf32<N>(c[0][kk < kHalf ? 0 : 1], hi[s], b_hi(kk), kk != 0 && kk != kHalf);
+        ptx::wgmma_rs_tf32<N>(c[0][kHiLo], hi[s], b_lo(kk), kAccs == 3 || kk > 0);
+      } else {
+        ptx::wgmma_rs_tf32<N>(c[0][0], hi[s], b_hi(kk), kk > 0);
+      }
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+  }
+  ptx::wgmma_wait<0>();
+#pragma unroll
+  for (int x = 0; x < kAccs; ++x) ptx::fence_operands(c[0][x]);
 }
 
 #endif  // FB_PTX_SM90A

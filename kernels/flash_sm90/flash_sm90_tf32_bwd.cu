@@ -1,9 +1,10 @@
 // The Hopper fp32 backward's host side (3xTF32 on wgmma, and the 1xTF32 diagnostic): checks,
 // workspace, the pre-pass and the launch of flash_sm90_tf32_bwd_kernel.cuh. The pre-pass
 // (D = rowsum(dO o O), the padded LSE, dQ zeroed) is the portable flash backward's
-// (flash/flash_bwd.h); the kernel adds dQ into p.dq itself (fp32 atomics), so no convert pass.
+// (flash/flash_bwd.h); the kernel adds dQ into p.dq itself (TMA reduce-add of staged boxes), so no
+// convert pass.
 //
-// dQ is summed by atomics in global memory, so its last bits may differ from run to run; dK and dV
+// dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
 #include <limits>
@@ -38,6 +39,7 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
   encode_bhsd_map(&prm.tm_q, Dtype::fp32, p.q, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kBlockM);
   encode_bhsd_map(&prm.tm_do, Dtype::fp32, p.dout, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems,
                   Tr::kBlockM);
+  encode_bhsd_map(&prm.tm_dq, Dtype::fp32, p.dq, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kBlockM);
   encode_bhsd_map(&prm.tm_k, Dtype::fp32, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
   encode_bhsd_map(&prm.tm_v, Dtype::fp32, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
   prm.lse = lse_pad;

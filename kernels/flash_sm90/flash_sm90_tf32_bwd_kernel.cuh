@@ -28,9 +28,10 @@ struct Tf32BwdParams {
   CUtensorMap tm_do;   // same as Q
   CUtensorMap tm_k;    // (d, seq_k, batch * kv_heads) fp32, box (32, kBlockN, 1)
   CUtensorMap tm_v;
+  CUtensorMap tm_dq;   // (d, seq_q, batch * heads) fp32 over dq, box (32, kBlockM, 1): reductions
   const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding and empty rows
   const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
-  float* dq;           // [batch, heads, seq_q, d], zeroed: the consumers add into it
+  float* dq;           // [batch, heads, seq_q, d], zeroed: the consumers add into it (tm_dq)
   float* dk;           // [batch, kv_heads, seq_k, d]
   float* dv;
   int heads;
@@ -47,15 +48,23 @@ template <typename Tr> struct Tf32BwdBarriers {
   std::uint32_t base;
   __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
   __device__ __forceinline__ std::uint32_t kv_full() const { return at(0); }
+  // Per stage: the raw tiles landed (TMA); Q, dO split (S^T, dP^T may start); Q^T, dO^T written
+  // (dV, dK may start); and the consumers done with Q, dO (and LSE, D) / with Q^T, dO^T.
   __device__ __forceinline__ std::uint32_t raw_full(int s) const { return at(1 + s); }
-  __device__ __forceinline__ std::uint32_t ready(int s) const { return at(1 + Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t empty(int s) const { return at(1 + 2 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t qd_ready(int s) const { return at(1 + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t t_ready(int s) const { return at(1 + 2 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t qd_empty(int s) const { return at(1 + 3 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t t_empty(int s) const { return at(1 + 4 * Tr::kStages + s); }
+  // kPresplit: K and V split into hi / lo (by every producer thread).
+  __device__ __forceinline__ std::uint32_t kv_split() const { return at(1 + 5 * Tr::kStages); }
 };
 
 template <typename Tr> struct Tf32BwdSmem {
   std::uint32_t base;  // 1024-byte aligned
   __device__ __forceinline__ std::uint32_t k() const { return base + Tr::kOffK; }
   __device__ __forceinline__ std::uint32_t v() const { return base + Tr::kOffV; }
+  __device__ __forceinline__ std::uint32_t k_lo() const { return base + Tr::kOffKLo; }  // kPresplit
+  __device__ __forceinline__ std::uint32_t v_lo() const { return base + Tr::kOffVLo; }
   __device__ __forceinline__ std::uint32_t stage(int s) const {
     return base + Tr::kOffStage + s * Tr::kStageBytes;
   }
@@ -104,6 +113,7 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
     ptx::prefetch_tensormap(&prm.tm_do);
     ptx::prefetch_tensormap(&prm.tm_k);
     ptx::prefetch_tensormap(&prm.tm_v);
+    ptx::prefetch_tensormap(&prm.tm_dq);
     ptx::mbar_arrive_expect_tx(bars.kv_full(), 2 * Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c) {
@@ -113,11 +123,17 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
                        w.n0, w.kv_bh);
     }
   }
+  // A stage is refilled in two halves, so that one stage still overlaps the loads with the consumers:
+  // Q and dO (TMA, then split in place) as soon as the consumers are past S^T, dP^T and the softmax
+  // of the stage's previous tile; Q^T and dO^T (transposed from the split tiles) once they are past
+  // its dV, dK.
   for (int it = 0; it < w.steps; ++it) {
     const int s = it % Tr::kStages;
     const std::uint32_t phase = (it / Tr::kStages) & 1;
     // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
-    ptx::mbar_wait(bars.empty(s), phase ^ 1);
+    ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
+    // Every producer thread is past its reads of the stage's previous Q, dO (the transposes).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
     if (leader) {
       const int bh = w.q_bh(it);
       const int m0 = w.m_tile(it) * Tr::kBlockM;
@@ -133,54 +149,63 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
       ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
       ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
     }
+    if constexpr (Tr::kPresplit) {
+      // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
+      if (it == 0) {
+        ptx::mbar_wait(bars.kv_full(), 0);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(sm.k(), sm.k_lo(), ptid);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(sm.v(), sm.v_lo(), ptid);
+        ptx::fence_proxy_async_smem();
+        ptx::mbar_arrive(bars.kv_split());
+      }
+    }
     ptx::mbar_wait(bars.raw_full(s), phase);
-    // Transposes first (they read the raw tiles), then the in-place splits.
-    tf32::transpose_split_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-        sm.q(s, 0), sm.qt(s, 0), sm.qt(s, 1), ptid);
-    tf32::transpose_split_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-        sm.dout(s, 0), sm.dot(s, 0), sm.dot(s, 1), ptid);
-    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
     tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.q(s, 0), sm.q(s, 1), ptid);
     tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.dout(s, 0), sm.dout(s, 1), ptid);
     ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
-    ptx::mbar_arrive(bars.ready(s));
+    ptx::mbar_arrive(bars.qd_ready(s));
+    ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
+    // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
+    // does not order them among the producer's threads).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
+    ptx::fence_proxy_async_smem();
+    ptx::mbar_arrive(bars.t_ready(s));
   }
 }
 
 // ---- consumer pieces ----
 
-// Register v[idx] of four, idx known at run time only (selects, not local memory).
-__device__ __forceinline__ float pick4(const float (&v)[4], int idx) {
-  return idx == 0 ? v[0] : idx == 1 ? v[1] : idx == 2 ? v[2] : v[3];
+// TMA reduce-add of a shared-memory box into the tensor of `tmap` (elements outside it are skipped);
+// part of the thread's bulk group.
+__device__ __forceinline__ void tma_reduce_add_3d(const void* tmap, std::uint32_t src, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          tmap),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
 }
 
-// dQ += scale * (qa + qb) for one 64-row part of dQ^T (accumulator layout: register 4j + k is d's
-// column part * 64 + 16 warp + g + 8 (k / 2), query m0 + 8 j + 2 t + k % 2). Lanes g = 4a + b
-// (b = 0..3) of one t hold 4 consecutive columns of the same queries: a 4 x 4 transpose over them
-// (3 shuffles) gives lane b the 4 columns of combination k = b, added with one 16-byte
-// red.global.add.v4.f32 instead of four scalar atomics (a quarter of the L2 reduction operations).
+// scale * dQ^T (one 64-row part of d, accumulator layout: register 4j + k is the part's column
+// 16 warp + g + 8 (k / 2), query 8 j + 2 t + k % 2) into `stage` as the (queries x 64) box pair of
+// tm_dq: two 32-column chunks, 128-byte swizzle (conflict-free: a warp's 8 columns x 4 rows of a
+// store cover 8 distinct 16-byte units). The memory system then adds the box into dq with one TMA
+// reduction per chunk, instead of red.global per element from registers (which needed a 4 x 4
+// shuffle transpose, ~100 instructions per 4 registers).
 template <typename Tr>
-__device__ __forceinline__ void add_dq_part(float* dq_rows, const float (&qa)[Tr::kDqRegs],
-                                            const float (&qb)[Tr::kDqRegs], int part, int m0, int seq_q,
-                                            float scale, int warp, int lane) {
+__device__ __forceinline__ void stage_dq_part(std::uint32_t stage, const float (&acc)[Tr::kDqRegs], float scale,
+                                              int warp, int lane) {
   const int g = lane / 4, t = lane % 4;
-  const int b = g % 4;
-  const int col = part * Tr::kPart + warp * 16 + (g / 4) * 4 + (b / 2) * 8;
 #pragma unroll
-  for (int j = 0; j < Tr::kDqRegs / 4; ++j) {
-    float v[4], y[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = (qa[4 * j + k] + qb[4 * j + k]) * scale;
-    y[0] = pick4(v, b);  // y[s] = lane (b ^ s)'s v[b]
-#pragma unroll
-    for (int sft = 1; sft < 4; ++sft) y[sft] = __shfl_xor_sync(0xffffffffu, pick4(v, b ^ sft), 4 * sft);
-    const int q = m0 + j * Tr::kMmaN + 2 * t + b % 2;
-    if (q < seq_q) {
-      float* dst = dq_rows + std::int64_t(q) * Tr::kHeadDim + col;
-      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(pick4(y, b)),
-                   "f"(pick4(y, 1 ^ b)), "f"(pick4(y, 2 ^ b)), "f"(pick4(y, 3 ^ b))
-                   : "memory");
-    }
+  for (int i = 0; i < Tr::kDqRegs; ++i) {
+    const int col = warp * 16 + g + 8 * ((i % 4) / 2);
+    const int q = (i / 4) * Tr::kMmaN + 2 * t + i % 2;
+    ptx::st_shared_u32(stage + std::uint32_t((col / Tr::kChunkElems) * Tr::kDsChunkBytes) +
+                           tf32::sw128_offset(q, col % Tr::kChunkElems),
+                       __float_as_uint(acc[i] * scale));
   }
 }
 
@@ -195,11 +220,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   const int lane = ctid % Tr::kWarpSize;
   const int wg_keys = kShare ? 0 : cw * Tr::kWgKeys;      // first of this consumer's keys in the block
   const int wg_key0 = w.n0 + wg_keys;
-  const int wg_q0 = kShare ? cw * Tr::kWgQueries : 0;     // first of its S^T columns in the tile
   const int part0 = kShare ? cw : 0;                      // first of its 64-column parts of d
   const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
-  const int seq_q = prm.mask.seq_q;
   const int seq_k = prm.mask.seq_k;
   const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
   const std::uint32_t ds_keys = std::uint32_t((wg_keys / Tr::kChunkElems) * Tr::kDsChunkBytes);
@@ -211,93 +234,178 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
   for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
 
-  ptx::mbar_wait(bars.kv_full(), 0);
+  if constexpr (Tr::kPresplit) ptx::mbar_wait(bars.kv_split(), 0);
+  else ptx::mbar_wait(bars.kv_full(), 0);
   for (int it = 0; it < w.steps; ++it) {
     const int st = it % Tr::kStages;
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const int bh = w.q_bh(it);
-    ptx::mbar_wait(bars.ready(st), parity);
+    ptx::mbar_wait(bars.qd_ready(st), parity);
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
     const std::uint32_t k_rows = sm.k() + wg_keys * Tr::kRowBytes;
     const std::uint32_t v_rows = sm.v() + wg_keys * Tr::kRowBytes;
-    const std::uint32_t q_cols = std::uint32_t(wg_q0 * Tr::kRowBytes);  // its rows of Q, dO
-
-    // S^T = K Q^T and dP^T = V dO^T (its kWgQueries columns), each as the sum of two accumulators.
-    float s[Tr::kSRegs], dp[Tr::kSRegs];
-    {
-      float sb[Tr::kSRegs];
-      const std::uint32_t q_hi = sm.q(st, 0) + q_cols, q_lo = sm.q(st, 1) + q_cols;
-      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
-          s, sb,
-          [&](int kk, float (&x)[4]) {
-            tf32::load_kmajor_fragment(x, k_rows, Tr::kKVChunkBytes, warp, lane, kk);
-          },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(q_hi, Tr::kQChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(q_lo, Tr::kQChunkBytes, kk)); });
-#pragma unroll
-      for (int i = 0; i < Tr::kSRegs; ++i) s[i] += sb[i];
-    }
-    {
-      float db[Tr::kSRegs];
-      const std::uint32_t do_hi = sm.dout(st, 0) + q_cols, do_lo = sm.dout(st, 1) + q_cols;
-      tf32::gemm_split_rs<Tr::kWgQueries, Tr::kQKSteps, Tr::kGroup, Tr::kSplit>(
-          dp, db,
-          [&](int kk, float (&x)[4]) {
-            tf32::load_kmajor_fragment(x, v_rows, Tr::kKVChunkBytes, warp, lane, kk);
-          },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(do_hi, Tr::kQChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(do_lo, Tr::kQChunkBytes, kk)); });
-#pragma unroll
-      for (int i = 0; i < Tr::kSRegs; ++i) dp[i] += db[i];
-    }
 
     // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where masked (causal, or keys past seq_k: their
-    // zero rows of K would otherwise give P = exp2(-LSE)); dS^T = P^T o (dP^T - D). Register i:
-    // key key_row + 8 ((i / 2) % 2), query wg_q0 + 8 (i / 4) + col_lane + i % 2.
+    // zero rows of K would otherwise give P = exp2(-LSE)); dS^T = P^T o (dP^T - D). Accumulator
+    // register i: key key_row + 8 ((i / 2) % 2), query 8 (i / 4) + col_lane + i % 2.
     const bool need_mask = (prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset) ||
                            wg_key0 + Tr::kWgKeys > seq_k;
-    std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs], ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
-#pragma unroll
-    for (int j = 0; j < Tr::kWgQueries / Tr::kMmaN; ++j) {
-      const int col = wg_q0 + j * Tr::kMmaN + col_lane;
-      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
-      const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
-#pragma unroll
-      for (int i = 4 * j; i < 4 * j + 4; ++i) {
-        float pv = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, -(i % 2 == 0 ? lse.x : lse.y)));
-        if (need_mask) {
-          const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
-          if (!prm.mask.visible(m0 + col + i % 2, key)) pv = 0.f;
-        }
-        const float dsv = pv * (dp[i] - (i % 2 == 0 ? dd.x : dd.y));
-        ptx::split_tf32(pv, p_hi[i], p_lo[i]);
-        ptx::split_tf32(dsv, ds_hi[i], ds_lo[i]);
+    auto probability = [&](float sv, int i, float lse) {
+      float pv = ptx::exp2_approx(fmaf(sv, prm.scale_log2, -lse));
+      if (need_mask) {
+        const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
+        if (!prm.mask.visible(m0 + (i / 4) * Tr::kMmaN + col_lane + i % 2, key)) pv = 0.f;
       }
-    }
-
-    // dS (and with shared keys P) as queries x keys, K-major along keys, into shared memory: B of
-    // dQ^T, and read back transposed as the A fragments of dK (and dV). The barrier first: every
-    // consumer that reads the buffers is past the previous tile's dQ^T.
-    ptx::named_bar_sync(bar_ps, kBarPsThreads);
-#pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) {
+      return pv;
+    };
+    // Register i's offset in a (queries x keys, K-major along keys) tile of dS or P: B of dQ^T, and
+    // read back transposed as the A fragments of dK (and with shared keys dV).
+    auto qk_offset = [&](int i) {
       const int key = key_row + ((i / 2) % 2) * 8;  // among this consumer's 64
-      const int q = wg_q0 + (i / 4) * Tr::kMmaN + col_lane + i % 2;
-      const std::uint32_t off = ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
-                                tf32::sw128_offset(q, key % Tr::kChunkElems);
-      ptx::st_shared_u32(sm.ds(0) + off, ds_hi[i]);
-      if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + off, ds_lo[i]);
-      if constexpr (kShare) {
-        ptx::st_shared_u32(sm.p(0) + off, p_hi[i]);
-        if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + off, p_lo[i]);
+      const int q = (i / 4) * Tr::kMmaN + col_lane + i % 2;
+      return ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
+             tf32::sw128_offset(q, key % Tr::kChunkElems);
+    };
+    const std::uint32_t q_hi = sm.q(st, 0), q_lo = sm.q(st, 1);
+    const std::uint32_t do_hi = sm.dout(st, 0), do_lo = sm.dout(st, 1);
+    std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs];
+    if constexpr (!kShare) {
+      // S^T = K Q^T and dP^T = V dO^T, issued interleaved, each the sum of its accumulators.
+      float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
+      if constexpr (Tr::kPresplit) {
+        // A (K, V hi / lo) from shared memory: no fragments to build.
+        const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
+        const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
+        tf32::gemm_split_ss_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSplit, 2, Tr::kSdpAccs>(
+            sdp,
+            [&](int g, int kk, int part) {
+              const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
+              return tf32::kmajor_desc(tf32::kstep_addr(rows, Tr::kKVChunkBytes, kk));
+            },
+            [&](int g, int kk, int part) {
+              const std::uint32_t tile = g == 0 ? (part ? q_lo : q_hi) : (part ? do_lo : do_hi);
+              return tf32::kmajor_desc(tf32::kstep_addr(tile, Tr::kQChunkBytes, kk));
+            });
+      } else {
+        tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs>(
+            sdp,
+            [&](int g, int kk, float (&x)[4]) {
+              tf32::load_kmajor_fragment(x, g == 0 ? k_rows : v_rows, Tr::kKVChunkBytes, warp, lane, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk));
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk));
+            });
       }
+      tf32::sum_split_accs(sdp[0]);
+      tf32::sum_split_accs(sdp[1]);
+      const float(&s)[Tr::kSRegs] = sdp[0][0];
+      const float(&dp)[Tr::kSRegs] = sdp[1][0];
+      std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+        const int col = j * Tr::kMmaN + col_lane;
+        const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+        const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
+#pragma unroll
+        for (int i = 4 * j; i < 4 * j + 4; ++i) {
+          const float pv = probability(s[i], i, i % 2 == 0 ? lse.x : lse.y);
+          const float dsv = pv * (dp[i] - (i % 2 == 0 ? dd.x : dd.y));
+          ptx::split_tf32(pv, p_hi[i], p_lo[i]);
+          ptx::split_tf32(dsv, ds_hi[i], ds_lo[i]);
+        }
+      }
+      // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and
+      // its wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
+      ptx::mbar_arrive(bars.qd_empty(st));
+      // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
+      // and its dQ reductions have read their staging box (part of dS).
+      if (ctid == 0) ptx::bulk_wait_group_read_all();
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);
+#pragma unroll
+      for (int i = 0; i < Tr::kSRegs; ++i) {
+        ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
+        if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
+      }
+      ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
+      __syncwarp();                   // dK's A fragments: this warp's own rows
+    } else {
+      // Shared keys: consumer 0 computes S^T = K Q^T, consumer 1 dP^T = V dO^T, each for the whole
+      // query tile (one GEMM of N = kBlockM rather than two of half the width each: half the
+      // wgmmas and A fragments). P goes to consumer 1 through shared memory.
+      const bool is_dp = cw == 1;
+      float acc[1][Tr::kSdpAccs][Tr::kSRegs];
+      const std::uint32_t a_rows = is_dp ? v_rows : k_rows;
+      const std::uint32_t b_hi = is_dp ? do_hi : q_hi, b_lo = is_dp ? do_lo : q_lo;
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 1, Tr::kSdpAccs>(
+          acc,
+          [&](int, int kk, float (&x)[4]) {
+            tf32::load_kmajor_fragment(x, a_rows, Tr::kKVChunkBytes, warp, lane, kk);
+          },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_hi, Tr::kQChunkBytes, kk)); },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_lo, Tr::kQChunkBytes, kk)); });
+      tf32::sum_split_accs(acc[0]);
+      float(&v)[Tr::kSRegs] = acc[0][0];  // S^T (consumer 0) or dP^T (consumer 1)
+      // Consumer 0's raw P, in its accumulator order (conflict-free 16-byte rows per thread), goes
+      // through dS's lo buffer: free until consumer 1 writes dS there, after reading it.
+      const std::uint32_t xchg = sm.ds(1) + std::uint32_t(ctid * 16);
+      if (!is_dp) {
+#pragma unroll
+        for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+          const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
+#pragma unroll
+          for (int i = 4 * j; i < 4 * j + 4; ++i) v[i] = probability(v[i], i, i % 2 == 0 ? lse.x : lse.y);
+        }
+        ptx::mbar_arrive(bars.qd_empty(st));  // LSE read, wgmmas on Q complete
+        // The barrier first: both consumers are past the previous tile's dV and dQ^T (P, dS) and
+        // their dQ reductions have read their staging boxes (P).
+        if (ctid == 0) ptx::bulk_wait_group_read_all();
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);
+#pragma unroll
+        for (int j = 0; j < Tr::kSRegs / 4; ++j)
+          ptx::st_shared_u32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16), __float_as_uint(v[4 * j]),
+                               __float_as_uint(v[4 * j + 1]), __float_as_uint(v[4 * j + 2]),
+                               __float_as_uint(v[4 * j + 3]));
+#pragma unroll
+        for (int i = 0; i < Tr::kSRegs; ++i) {
+          ptx::split_tf32(v[i], p_hi[i], p_lo[i]);
+          ptx::st_shared_u32(sm.p(0) + qk_offset(i), p_hi[i]);
+          if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + qk_offset(i), p_lo[i]);
+        }
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
+      } else {
+        if (ctid == 0) ptx::bulk_wait_group_read_all();
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
+        std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
+#pragma unroll
+        for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+          const float4 pv = ptx::ld_shared_f32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16));
+          const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
+          const float pj[4] = {pv.x, pv.y, pv.z, pv.w};
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const int i = 4 * j + k;
+            ptx::split_tf32(pj[k] * (v[i] - (k % 2 == 0 ? dd.x : dd.y)), ds_hi[i], ds_lo[i]);
+          }
+        }
+        ptx::mbar_arrive(bars.qd_empty(st));  // D read, wgmmas on dO complete
+        // Consumer 1's threads are all past their reads of the exchanged P before dS lo replaces it.
+        ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+#pragma unroll
+        for (int i = 0; i < Tr::kSRegs; ++i) {
+          ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
+          if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < Tr::kSRegs; ++i) p_hi[i] = p_lo[i] = 0u;
+      }
+      ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads P, dS
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);  // dV's and dK's A fragments: both consumers' rows
     }
-    ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
-    // dK's (and dV's) A fragments read them too: with own keys only this warp's (__syncwarp orders
-    // them), with shared keys every consumer's.
-    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);
-    else __syncwarp();
 
     // dV += P^T dO and dK += dS^T Q, per 64-column part: a fresh tensor-core sum added in fp32.
     // A fragments in the permuted query order of Q^T / dO^T. kPairParts: dV's part and dK's in
@@ -333,15 +441,34 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
       for (int i = 0; i < Tr::kPartRegs; ++i) acc[part * Tr::kPartRegs + i] += t[i];
     };
+    ptx::mbar_wait(bars.t_ready(st), parity);
     if constexpr (Tr::kPairParts) {
+      // dV's part and dK's issued interleaved (neither waits for its own previous wgmma).
 #pragma unroll
       for (int part = 0; part < Tr::kWgParts; ++part) {
+        const std::uint32_t off = std::uint32_t((part0 + part) * Tr::kPartBytes);
+        const std::uint32_t bh0 = sm.dot(st, 0) + off, bl0 = sm.dot(st, 1) + off;
+        const std::uint32_t bh1 = sm.qt(st, 0) + off, bl1 = sm.qt(st, 1) + off;
         float tv[Tr::kPartRegs], tk[Tr::kPartRegs];
-        dv_part(tv, part0 + part);
-        dk_part(tk, part0 + part);
-        ptx::wgmma_wait<1>();
-        add_part(dv, tv, part);
+        tf32::gemm_frag_a_pair<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
+            tv, tk,
+            [&](int g, int kk, int lo_part, std::uint32_t(&a)[4]) {
+              if (g == 1)
+                tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp,
+                                                  lane, kk);
+              else if constexpr (kShare)
+                tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
+              else
+                tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk));
+            },
+            [&](int g, int kk) {
+              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk));
+            });
         ptx::wgmma_wait<0>();
+        add_part(dv, tv, part);
         add_part(dk, tk, part);
       }
     } else {
@@ -362,29 +489,53 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     ptx::fence_operands(p_hi);
     ptx::fence_operands(p_lo);
-    // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and its
-    // wgmmas on Q, dO and their transposes are complete.
-    ptx::mbar_arrive(bars.empty(st));
+    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
+    ptx::mbar_arrive(bars.t_empty(st));
 
-    // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), per 64-row part
-    // of d; dQ += scale * dQ^T.
+    // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), for its 64-row
+    // part of d; dQ += scale * dQ^T by TMA reductions from a staging box: the consumer's own part of
+    // dS's hi buffer (own keys: free once dQ^T's wgmmas are done), or with shared keys P's hi (c 0)
+    // or lo (c 1) buffer, free once both consumers are past dV (one more barrier).
+    static_assert(Tr::kWgParts == 1 && Tr::kPart * Tr::kBlockM * int(sizeof(float)) <= Tr::kDsBytes / (kShare ? 1 : Tr::kConsumerWgs),
+                  "one 64-column part of dQ per consumer, staged in 8 KB of dS or P");
     if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
     const std::uint32_t ds_hi_b = sm.ds(0) + ds_keys, ds_lo_b = sm.ds(1) + ds_keys;
-    float* dq_rows = prm.dq + std::int64_t(bh) * seq_q * Tr::kHeadDim;
-#pragma unroll 1  // unrolled, ptxas interleaves the parts and spills at d = 128
-    for (int part = part0; part < part0 + Tr::kWgParts; ++part) {
-      float qa[Tr::kDqRegs], qb[Tr::kDqRegs];
-      tf32::gemm_split_rs<Tr::kBlockM, Tr::kDqSteps, Tr::kGroup, Tr::kSplit>(
-          qa, qb,
-          [&](int kk, float (&x)[4]) {
-            tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part * Tr::kPart, warp, lane,
-                                        kk);
+    float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
+    if constexpr (Tr::kPresplit) {
+      tf32::gemm_split_rs_parts<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, Tr::kDqAccs>(
+          qacc,
+          [&](int kk, int part, std::uint32_t(&a)[4]) {
+            tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
+                                        part0 * Tr::kPart, warp, lane, kk);
           },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
           [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
-      add_dq_part<Tr>(dq_rows, qa, qb, part, m0, seq_q, prm.scale, warp, lane);
+    } else {
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs>(
+          qacc,
+          [&](int, int kk, float (&x)[4]) {
+            tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part0 * Tr::kPart, warp, lane,
+                                        kk);
+          },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
+          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+    }
+    tf32::sum_split_accs(qacc[0]);
+    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)
+    const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
+    stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
+    ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
+    ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+    if (ctid == 0) {
+#pragma unroll
+      for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)
+        tma_reduce_add_3d(&prm.tm_dq, dq_stage + std::uint32_t(c * Tr::kDsChunkBytes),
+                          part0 * Tr::kPart + c * Tr::kChunkElems, m0, bh);
+      ptx::bulk_commit_group();
     }
   }
+  // The last reductions must have read the staging box before the block's shared memory goes.
+  if (ctid == 0) ptx::bulk_wait_group_all();
 
   // dK (times the softmax scale) and dV for this consumer's keys and columns, from the accumulators.
 #pragma unroll
@@ -416,11 +567,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);
+    ptx::mbar_init(bars.kv_split(), Tr::kWgThreads);  // kPresplit: every producer thread
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.raw_full(s), 1);                   // the leader's arrive.expect_tx
-      ptx::mbar_init(bars.ready(s), Tr::kWgThreads);         // every producer thread
-      ptx::mbar_init(bars.empty(s), Tr::kConsumerThreads);   // every consumer thread
+      ptx::mbar_init(bars.qd_ready(s), Tr::kWgThreads);      // every producer thread
+      ptx::mbar_init(bars.t_ready(s), Tr::kWgThreads);
+      ptx::mbar_init(bars.qd_empty(s), Tr::kConsumerThreads);  // every consumer thread
+      ptx::mbar_init(bars.t_empty(s), Tr::kConsumerThreads);
     }
     ptx::fence_mbar_init();
   }

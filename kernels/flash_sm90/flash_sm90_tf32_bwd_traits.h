@@ -12,10 +12,11 @@ namespace fb::cuda::flash_sm90 {
 // operands in shared memory must both be K-major (no transpose for TF32):
 //   warpgroup 0      producer: one thread loads K and V once (raw fp32: the consumers build their
 //                    A fragments from them), then per query tile Q, dO, LSE and D (TMA and bulk
-//                    copies). All 128 threads then prepare the tile: Q^T and dO^T (the B operands
-//                    of dK and dV, which sum over queries) are written transposed, each group of 8
-//                    queries permuted (see kernels/common/tf32_tiles.cuh) and split into hi / lo;
-//                    then Q and dO are split in place (hi) and into a lo buffer.
+//                    copies). All 128 threads then prepare the tile in two halves, each as soon as
+//                    the consumers free its space: Q and dO split in place (hi) and into a lo
+//                    buffer (the operands of S^T, dP^T); then Q^T and dO^T (the B operands of dK
+//                    and dV, which sum over queries) transposed from the split tiles, each group
+//                    of 8 queries permuted (see kernels/common/tf32_tiles.cuh).
 //   consumers        kConsumerWgs warpgroups; each computes, for 64 keys (the wgmma M):
 //                      S^T  = K Q^T, dP^T = V dO^T      A: K / V fragments from the raw tiles,
 //                                                       split in registers; B: Q / dO hi, lo
@@ -27,20 +28,25 @@ namespace fb::cuda::flash_sm90 {
 //                                                       B: dS (queries x keys, K-major) hi, lo,
 //                                                       written to shared memory by the consumers
 //                    and adds scale * dQ^T into dQ (fp32, the output itself, zeroed by the
-//                    pre-pass) with one red.global.add per element. The work splits between the
-//                    consumers one of two ways:
+//                    pre-pass): staged in shared memory as tm_dq's boxes, added by TMA
+//                    reductions. The work splits between the consumers one of two ways:
 //   kShareKeys false each consumer its own 64 keys (kBlockN = 64 x consumers): all the query tile's
 //                    columns of S^T, dP^T; all of d for dV, dK (P^T's A fragments straight from
 //                    its accumulators), dQ^T over its own keys. No barrier between consumers.
-//   kShareKeys true  the consumers share 64 keys (kBlockN = 64) and split the rest: consumer c
-//                    computes S^T, dP^T for queries [c q, c q + q), q = kBlockM / consumers, and
-//                    dV, dK, dQ^T for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a
-//                    thread instead of 128 at d = 128. P and dS go through shared memory (a
-//                    barrier between the consumers per tile), and dV's A fragments come from there.
+//   kShareKeys true  two consumers share 64 keys (kBlockN = 64) and split the rest: consumer 0
+//                    computes S^T and P, consumer 1 dP^T and dS (P passed through shared memory),
+//                    each for the whole query tile (wgmma N = kBlockM), and consumer c dV, dK, dQ^T
+//                    for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a thread
+//                    instead of 128 at d = 128. P and dS go through shared memory (barriers
+//                    between the consumers per tile), and dV's A fragments come from there.
 // dK's A fragments are always read back from dS in shared memory (freeing its registers early).
 // fp32 takes twice the shared memory of 16-bit data and each operand two parts, so the query tile
 // is 32. 1xTF32 (kSplit = false) is the diagnostic that must fail the FP32 rule: hi*hi only.
-template <int kHeadDim_, int kConsumerWgs_, int kBlockM_, int kStages_, bool kShareKeys_, bool kSplit_>
+// kPresplit: K and V are split into hi / lo in shared memory once per block (by the producer), so
+// that S^T and dP^T run with A from shared memory (wgmma SS: no fragments built per tile) and dQ^T
+// reads K^T's hi / lo fragments without splitting them; it costs a second copy of K and V.
+template <int kHeadDim_, int kConsumerWgs_, int kBlockM_, int kStages_, bool kShareKeys_, bool kSplit_,
+          bool kPresplit_ = false>
 struct Tf32BwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kConsumerWgs = kConsumerWgs_;
@@ -48,6 +54,7 @@ struct Tf32BwdTraits {
   static constexpr int kStages = kStages_;
   static constexpr bool kShareKeys = kShareKeys_;
   static constexpr bool kSplit = kSplit_;
+  static constexpr bool kPresplit = kPresplit_;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -65,7 +72,7 @@ struct Tf32BwdTraits {
   static constexpr int kPart = 64;                        // N of one dK / dV (and M of one dQ^T) GEMM
   static constexpr int kParts = kHeadDim / kPart;
   static constexpr int kWgParts = kShareKeys ? 1 : kParts;          // a consumer's parts of d
-  static constexpr int kWgQueries = kShareKeys ? kBlockM / kConsumerWgs : kBlockM;  // N of S^T
+  static constexpr int kWgQueries = kBlockM;                        // N of S^T, dP^T
 
   // ---- accumulators per consumer thread ----
   static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T, dP^T (each of 2 parts)
@@ -81,6 +88,16 @@ struct Tf32BwdTraits {
   static constexpr bool kWide = kDkvRegs > 32;
   static constexpr int kGroup = kWide ? 1 : 4;
   static constexpr bool kPairParts = !kWide;
+  // Small wgmmas (N 16, 32) chained on one accumulator wait for the tensor pipe's latency, so the
+  // backward's split GEMMs use tf32::gemm_split_rs_multi: S^T and dP^T issued interleaved, each into
+  // kSdpAccs accumulators, kSdpGroup k8 steps per commit group; dQ^T into kDqAccs, kDqGroup steps a
+  // group. Chosen by ptxas -v (0 spills under the consumers' 224 registers): S^T/dP^T's accumulators
+  // (2 x kSdpAccs x kSRegs) and two groups of fragments (16 registers per step) live beside dK, dV.
+  static constexpr int kSdpGemms = kShareKeys ? 1 : 2;  // shared keys: S^T or dP^T per consumer
+  static constexpr int kSdpAccs = kSdpGemms == 1 || kSRegs <= 8 || kPresplit ? 4 : 3;
+  static constexpr int kSdpGroup = kSdpGemms == 1 ? 2 : 1;
+  static constexpr int kDqAccs = kHeadDim == 64 ? 3 : 4;
+  static constexpr int kDqGroup = kHeadDim == 64 ? 1 : 4;
 
   // ---- shared memory: fp32 tiles in 32-float column chunks, 128-byte swizzle (tf32_tiles.cuh) ----
   static constexpr int kRowBytes = 128;
@@ -109,15 +126,17 @@ struct Tf32BwdTraits {
 
   static constexpr int kOffK = 0;
   static constexpr int kOffV = kOffK + kKVBytes;
-  static constexpr int kOffStage = kOffV + kKVBytes;
+  static constexpr int kOffKLo = kOffV + kKVBytes;                   // kPresplit: K lo, V lo
+  static constexpr int kOffVLo = kOffKLo + (kPresplit ? kKVBytes : 0);
+  static constexpr int kOffStage = kOffVLo + (kPresplit ? kKVBytes : 0);
   static constexpr int kOffDs = kOffStage + kStages * kStageBytes;  // dS hi, lo
   static constexpr int kOffP = kOffDs + 2 * kDsBytes;               // kShareKeys: P hi, lo
   static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per stage
   static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
   static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
   static constexpr int kBarBytes = 8;
-  // K/V full; per stage: raw (TMA) full, ready (prepared), empty.
-  static constexpr int kNumBars = 1 + 3 * kStages;
+  // K/V full; per stage: raw (TMA) full, Q/dO ready, Q^T/dO^T ready, Q/dO empty, Q^T/dO^T empty.
+  static constexpr int kNumBars = 2 + 5 * kStages;  // + K/V split (kPresplit)
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
   static constexpr std::size_t kMaxSmemOptin = 232448;          // 227 KB per block on sm_90
@@ -135,12 +154,16 @@ struct Tf32BwdTraits {
   static constexpr int kBarConsumers = kBarConsumer0 + kConsumerWgs;  // kShareKeys: P, dS of all
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers: d is one or two 64-wide parts");
+  static_assert(!kPresplit || !kShareKeys, "presplit K/V: each consumer computes S^T and dP^T (own keys)");
   static_assert(kWgQueries == 16 || kWgQueries == 32 || kWgQueries == 64,
                 "TF32 wgmma wrappers exist for N = 16, 32 and 64");
-  static_assert(!kShareKeys || (kParts == kConsumerWgs && kWgQueries % 8 == 0),
-                "shared keys: one 64-column part of d per consumer; query slices on swizzle atoms");
+  static_assert(!kShareKeys || (kParts == kConsumerWgs && kConsumerWgs == 2),
+                "shared keys: one 64-column part of d per consumer; one computes S^T, the other dP^T");
   static_assert(kBlockM % kChunkElems == 0 && kBlockN <= 256 && kBlockM <= 256,
                 "whole transposed chunks; one TMA box per chunk");
+  static_assert(kQKSteps % kSdpGroup == 0 && (kQKSteps / 2) % kSdpGroup == 0 && kDqSteps % kDqGroup == 0 &&
+                    (kDqSteps / 2) % kDqGroup == 0,
+                "whole commit groups");
   static_assert(kQKSteps % kGroup == 0 && (kQKSteps / 2) % kGroup == 0 && kDqSteps % kGroup == 0 &&
                     (kDqSteps / 2) % kGroup == 0,
                 "whole commit groups");
@@ -158,12 +181,14 @@ struct Tf32BwdTraits {
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
-// under the 227 KB): d = 64: two consumers with their own keys (128), two stages: K, V 64 KB +
-// 2 x 64 KB + dS 32 KB = 224 KB. d = 128: two consumers sharing 64 keys (each 16 queries of S^T and
-// half of d), one stage: K, V 64 KB + 128 KB + dS and P 32 KB = 224 KB.
+// under the 227 KB): d = 64: two consumers with their own keys (128), K and V split once (hi, lo:
+// 128 KB), one stage (64 KB; refilled in two halves, flash_sm90_tf32_bwd_kernel.cuh) + dS 32 KB =
+// 224 KB. d = 128: two consumers sharing 64 keys (consumer 0 S^T, consumer 1 dP^T; each half of d
+// for dV, dK, dQ^T), one stage: K, V 64 KB (raw: no room for a split copy) + 128 KB + dS and P
+// 32 KB = 224 KB.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
-  using Traits = Tf32BwdTraits<64, 2, 32, 2, false, kSplit>;
+  using Traits = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
   using Traits = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
