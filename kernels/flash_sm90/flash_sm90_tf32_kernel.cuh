@@ -1,7 +1,7 @@
 // FlashAttention forward for Hopper (sm_90a) with fp32 inputs on TF32 tensor cores: the 3xTF32
 // split (hi*hi + hi*lo + lo*hi, fp32 accumulators) on wgmma. Roles and sizes: flash_sm90_tf32_traits.h.
 //
-// One block per (batch * head, 128-row query tile). Per K/V tile j (kBc keys), per consumer
+// One block per (batch * head, 128-row query tile), in the L2-grouped order of common/tile_order.h. Per K/V tile j (kBc keys), per consumer
 // warpgroup (64 query rows):
 //   S_j = Q K_j^T              wgmma m64n{kBc}k8, A = Q's TF32 hi/lo fragments built in registers
 //                              from the raw Q tile, B = K_hi / K_lo (K-major, as TMA loads K)
@@ -33,6 +33,7 @@
 #include "common/ptx_sm90_tf32.cuh"
 #include "common/softmax.cuh"
 #include "common/tf32_tiles.cuh"
+#include "common/tile_order.h"
 #include "flash_sm90/flash_sm90_tf32_traits.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -47,6 +48,9 @@ struct Tf32FwdParams {
   int kv_heads;
   int group;         // query heads per K/V head
   float scale_log2;  // softmax scale * log2(e)
+  int planes;        // batch * heads
+  int q_tiles;       // query tiles per plane: blocks = planes * q_tiles
+  int plane_group;   // planes whose tiles run together (common/tile_order.h), sized for L2
   CausalMask mask;
 };
 
@@ -321,8 +325,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // The block's coordinates are computed after setmaxnreg, in each role: values live across it
   // would be held under the launch's register cap.
   auto coords = [&](int& q0, int& bh, int& n_tiles) {
-    q0 = (gridDim.y - 1 - blockIdx.y) * Tr::kBr;  // longest query tiles first (causal)
-    bh = blockIdx.x;
+    // Block t of the 1-D grid: groups of plane_group planes, the longest query tiles first in each.
+    const PlaneTile pt = grouped_tile(int(blockIdx.x), prm.planes, prm.q_tiles, prm.plane_group);
+    q0 = pt.q_tile * Tr::kBr;
+    bh = pt.bh;
     // At least one tile: a tile whose rows see no key runs tile 0 fully masked (O = 0, LSE = -inf).
     n_tiles = max(prm.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
   };

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_tf32.h"
 #include "flash_sm90/flash_sm90_tf32_kernel.cuh"
@@ -26,12 +27,23 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   prm.group = p.group();
   prm.scale_log2 = float(p.scale * kLog2e);
   prm.mask = p.mask();
+  // Block order (common/tile_order.h): non-causal, groups of query planes whose K/V planes (group()
+  // query planes share one; K and V, seq_k x d fp32 each) stay within a third of L2 (fp32 K/V of
+  // every head at 16k tokens x 2048 model dim is 256 MB; plane-major, the 132 blocks running at a time
+  // read ~all of it per query tile). Causal: one group, every plane's longest tiles first, which
+  // balances the SMs at the end of the grid (the portable forward measured groups 3-10% slower there,
+  // docs/perf-notes.md, session 5).
+  prm.planes = int(q_planes);
+  prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
+  const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(float));
+  const std::int64_t group = std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group();
+  prm.plane_group = int(p.causal || group > q_planes ? q_planes : group);
 
   const auto kernel = flash_sm90_tf32_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  const dim3 grid(unsigned(q_planes), unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  const unsigned blocks = unsigned(q_planes * prm.q_tiles);
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 }
 
