@@ -61,13 +61,14 @@ using tf32::sw128_offset;
 template <typename Tr> struct Tf32Barriers {
   std::uint32_t base;
   __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
+  static constexpr int kRing = 1 + Tr::kVStages;  // first per-stage barrier
   __device__ __forceinline__ std::uint32_t q_full() const { return at(0); }
-  __device__ __forceinline__ std::uint32_t v_full() const { return at(1); }
-  __device__ __forceinline__ std::uint32_t k_full(int s) const { return at(2 + s); }
-  __device__ __forceinline__ std::uint32_t k_ready(int s) const { return at(2 + Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t k_empty(int s) const { return at(2 + 2 * Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t vt_ready(int s) const { return at(2 + 3 * Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t vt_empty(int s) const { return at(2 + 4 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t v_full(int v) const { return at(1 + v); }
+  __device__ __forceinline__ std::uint32_t k_full(int s) const { return at(kRing + s); }
+  __device__ __forceinline__ std::uint32_t k_ready(int s) const { return at(kRing + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t k_empty(int s) const { return at(kRing + 2 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t vt_ready(int s) const { return at(kRing + 3 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t vt_empty(int s) const { return at(kRing + 4 * Tr::kStages + s); }
 };
 
 template <typename Tr> struct Tf32Smem {
@@ -75,7 +76,7 @@ template <typename Tr> struct Tf32Smem {
   __device__ __forceinline__ std::uint32_t q() const { return base + Tr::kOffQ; }
   __device__ __forceinline__ std::uint32_t k_hi(int s) const { return base + Tr::kOffK + s * 2 * Tr::kKVBytes; }
   __device__ __forceinline__ std::uint32_t k_lo(int s) const { return k_hi(s) + Tr::kKVBytes; }
-  __device__ __forceinline__ std::uint32_t v_raw() const { return base + Tr::kOffVraw; }
+  __device__ __forceinline__ std::uint32_t v_raw(int v) const { return base + Tr::kOffVraw + v * Tr::kKVBytes; }
   __device__ __forceinline__ std::uint32_t vt_hi(int s) const { return base + Tr::kOffVt + s * 2 * Tr::kVtBytes; }
   __device__ __forceinline__ std::uint32_t vt_lo(int s) const { return vt_hi(s) + Tr::kVtBytes; }
 };
@@ -181,11 +182,13 @@ __device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf3
       ptx::tma_load_3d(sm.k_hi(s) + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(s),
                        c * Tr::kChunkElems, j * Tr::kBc, kv_bh);
   };
+  // V_j into staging buffer j % kVStages, which the caller knows to be free.
   auto load_v = [&](int j) {
-    ptx::mbar_arrive_expect_tx(bars.v_full(), Tr::kKVBytes);
+    const int v = j % Tr::kVStages;
+    ptx::mbar_arrive_expect_tx(bars.v_full(v), Tr::kKVBytes);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(sm.v_raw() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.v_full(),
+      ptx::tma_load_3d(sm.v_raw(v) + c * Tr::kKVChunkBytes, &prm.tm_v, bars.v_full(v),
                        c * Tr::kChunkElems, j * Tr::kBc, kv_bh);
   };
   if (leader) {
@@ -197,8 +200,9 @@ __device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf3
     for (int c = 0; c < Tr::kChunks; ++c)
       ptx::tma_load_3d(sm.q() + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(), c * Tr::kChunkElems,
                        q0, bh);
-    load_k(0);
-    load_v(0);
+    // The first tiles of both rings: their buffers start free.
+    for (int j = 0; j < Tr::kStages && j < n_tiles; ++j) load_k(j);
+    for (int j = 0; j < Tr::kVStages && j < n_tiles; ++j) load_v(j);
   }
   for (int j = 0; j < n_tiles; ++j) {
     const int s = j % Tr::kStages;
@@ -209,17 +213,22 @@ __device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf3
     ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
     ptx::mbar_arrive(bars.k_ready(s));
     // V_j: transpose + split into Vt once the consumers are done with the stage's last tile.
-    ptx::mbar_wait(bars.v_full(), std::uint32_t(j & 1));
+    const int v = j % Tr::kVStages;
+    ptx::mbar_wait(bars.v_full(v), std::uint32_t((j / Tr::kVStages) & 1));
     ptx::mbar_wait(bars.vt_empty(s), phase ^ 1);
-    transpose_split_v_tile<Tr>(sm.v_raw(), sm.vt_hi(s), sm.vt_lo(s), ptid);
+    transpose_split_v_tile<Tr>(sm.v_raw(v), sm.vt_hi(s), sm.vt_lo(s), ptid);
     ptx::fence_proxy_async_smem();
     ptx::mbar_arrive(bars.vt_ready(s));
-    // Every thread has read the staging buffer: the next V may land there.
+    // Every thread has read the staging buffer: the next V of that buffer may land there.
     ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-    if (leader && j + 1 < n_tiles) {
-      ptx::fence_proxy_async_smem();  // the staging reads (generic proxy) before TMA rewrites it
-      load_v(j + 1);
-      load_k(j + 1);  // waits until every consumer warp is done with S of the stage's last tile
+    if (leader) {
+      if (j + Tr::kVStages < n_tiles) {
+        ptx::fence_proxy_async_smem();  // the staging reads (generic proxy) before TMA rewrites it
+        load_v(j + Tr::kVStages);
+      }
+      // Waits until every consumer warp is done with S_j (the stage's tile). The other producer
+      // threads go on preparing K_{j+1}, which has landed already when kStages > 1.
+      if (j + Tr::kStages < n_tiles) load_k(j + Tr::kStages);
     }
   }
 }
@@ -309,7 +318,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.q_full(), 1);
-    ptx::mbar_init(bars.v_full(), 1);
+#pragma unroll
+    for (int v = 0; v < Tr::kVStages; ++v) ptx::mbar_init(bars.v_full(v), 1);
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.k_full(s), 1);                     // the leader's arrive.expect_tx

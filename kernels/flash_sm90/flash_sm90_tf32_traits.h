@@ -8,7 +8,8 @@ namespace fb::cuda::flash_sm90 {
 
 // Warp-specialised forward for fp32 inputs on TF32 tensor cores (flash_sm90_tf32_kernel.cuh):
 //   warpgroup 0      producer: one thread issues the TMA copies (Q once; K tiles into a ring of
-//                    kStages buffers; each V tile into one staging buffer); all 128 threads then
+//                    kStages buffers; V tiles into a ring of kVStages staging buffers, each
+//                    copy issued as soon as its buffer is free); all 128 threads then
 //                    prepare the tiles for wgmma: K is split in place into hi = tf32(K) plus a
 //                    K_lo buffer, V is transposed (wgmma TF32 takes B only K-major, i.e. keys
 //                    contiguous), its keys permuted inside each group of 8 (see below) and split
@@ -21,13 +22,16 @@ namespace fb::cuda::flash_sm90 {
 //   kHeadDim         d (64 or 128)
 //   kBc              keys per K/V tile (the N of S; a multiple of 32: whole 128-byte key rows of Vt)
 //   kStages          depth of the K ring and of the Vt ring
+//   kVStages         depth of the raw V staging ring (the TMA copies in flight ahead of the
+//                    transposition: with 1, V_{j+1} is requested only once V_j is transposed)
 //   kSplit           true: 3xTF32 (hi*hi + hi*lo + lo*hi); false: 1xTF32 (hi*hi only), a diagnostic
 //                    that must fail the FP32 rule
-template <int kHeadDim_, int kBc_, int kStages_, bool kSplit_>
+template <int kHeadDim_, int kBc_, int kStages_, int kVStages_, bool kSplit_>
 struct Tf32FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBc = kBc_;
   static constexpr int kStages = kStages_;
+  static constexpr int kVStages = kVStages_;
   static constexpr bool kSplit = kSplit_;
 
   // ---- threads ----
@@ -81,16 +85,16 @@ struct Tf32FwdTraits {
   static constexpr int kVtChunkBytes = kHeadDim * kSwizzleBytes;
   static constexpr int kVtBytes = kVtChunks * kVtChunkBytes;  // one (d, kBc) tile
 
-  // Layout from the 1024-aligned base: Q | per stage K_hi, K_lo | V staging | per stage Vt_hi,
-  // Vt_lo | barriers. (The 1xTF32 diagnostic leaves the lo buffers unused.)
+  // Layout from the 1024-aligned base: Q | per stage K_hi, K_lo | kVStages V staging buffers | per
+  // stage Vt_hi, Vt_lo | barriers. (The 1xTF32 diagnostic leaves the lo buffers unused.)
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
   static constexpr int kOffVraw = kOffK + kStages * 2 * kKVBytes;
-  static constexpr int kOffVt = kOffVraw + kKVBytes;
+  static constexpr int kOffVt = kOffVraw + kVStages * kKVBytes;
   static constexpr int kOffBar = kOffVt + kStages * 2 * kVtBytes;
   static constexpr int kBarBytes = 8;
-  // q_full, v_full (staging), then per stage: k_full, k_ready, k_empty, vt_ready, vt_empty.
-  static constexpr int kNumBars = 2 + 5 * kStages;
+  // q_full, per staging buffer v_full, then per stage: k_full, k_ready, k_empty, vt_ready, vt_empty.
+  static constexpr int kNumBars = 1 + kVStages + 5 * kStages;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
@@ -102,14 +106,17 @@ struct Tf32FwdTraits {
   // ---- registers (setmaxnreg) ----
   static constexpr int kRegFile = 64 * 1024;
   static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = 232;
+  // A V ring of more than one buffer adds loop state to the producer: 40 registers spilled there
+  // (d = 64), so it takes 56 and the consumers 224 (d = 64's consumers use ~170).
+  static constexpr int kProducerRegs = kVStages > 1 ? 56 : 40;
+  static constexpr int kConsumerRegs = kVStages > 1 ? 224 : 232;
 
   static constexpr int kBarProducer = 1;  // named barrier of the producer warpgroup
 
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kBc % kChunkElems == 0 && kBc <= 256, "K/V tile: whole Vt key chunks, one TMA box");
   static_assert(kBc == 64 || kBc == 128, "wgmma wrappers exist for N = 64 and 128");
+  static_assert(kStages >= 1 && kVStages >= 1, "at least one buffer of each ring");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers exist for N = 64 and 128");
   static_assert(kQKSteps % kQKGroup == 0 && kQKHalf % kQKGroup == 0, "whole commit groups");
   static_assert(kKUnits % kWgThreads == 0 && kVItems % kWgThreads == 0,
@@ -127,13 +134,14 @@ struct Tf32FwdTraits {
 
 // The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
 // V staging (32 KB) + one stage of Vt_hi/Vt_lo (64 KB) = 224 KB, the most that fits; d = 64 has
-// room for two stages.
+// room for two stages and two V staging buffers (32 + 64 + 32 + 64 = 192 KB): K_{j+2} and V_{j+2}
+// are requested while tile j is prepared, so a copy's latency overlaps a whole tile.
 template <int D, bool kSplit> struct Tf32FwdConfig;
 template <bool kSplit> struct Tf32FwdConfig<64, kSplit> {
-  using Traits = Tf32FwdTraits<64, 64, 2, kSplit>;
+  using Traits = Tf32FwdTraits<64, 64, 2, 2, kSplit>;
 };
 template <bool kSplit> struct Tf32FwdConfig<128, kSplit> {
-  using Traits = Tf32FwdTraits<128, 64, 1, kSplit>;
+  using Traits = Tf32FwdTraits<128, 64, 1, 1, kSplit>;
 };
 
 }  // namespace fb::cuda::flash_sm90
