@@ -19,7 +19,7 @@ step() {  # name, command...
   shift
   local t0=$SECONDS
   echo "=== $name: $*"
-  timeout "${STEP_TIMEOUT:-120}" "$@" >"$out/$name.log" 2>&1
+  timeout "${STEP_TIMEOUT:-75}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   echo "--- $name rc=$rc $((SECONDS - t0))s"
   grep -E "passed|failed|FAILED|error|FAIL" "$out/$name.log" | tail -n 15
