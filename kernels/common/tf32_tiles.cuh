@@ -169,15 +169,18 @@ __device__ __forceinline__ void acc_fragment(std::uint32_t (&a)[4], const std::u
 // half. The tensor core truncates each sum it adds into an accumulator; a chain of kSteps such sums
 // at |C|'s scale would cost more than fp32 rounding. kSplit = false (1xTF32): hi*hi into ca, cb = 0.
 // Groups of kGroup steps are committed with one group in flight (bounds the live fragments).
-// Returns with every wgmma complete.
-template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo>
-__device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
-                                              DescHi&& b_hi, DescLo&& b_lo) {
+// Returns with every wgmma complete. gate(kk) runs before the first wgmma that reads B's step kk
+// (gemm_split_rs_gated: B arriving in parts, e.g. per TMA box, is waited for part by part).
+template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo,
+          typename Gate>
+__device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
+                                                    DescHi&& b_hi, DescLo&& b_lo, Gate&& gate) {
   constexpr int kHalf = kSteps / 2;
   static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
   auto issue_group = [&](int first, auto&& body) {
 #pragma unroll
     for (int kk = first; kk < first + kGroup; ++kk) {
+      if (body.first_pass) gate(kk);
       float x[4];
       load(kk, x);
       std::uint32_t hi[4], lo[4];
@@ -189,32 +192,49 @@ __device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N 
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();
   };
+  // The step bodies: first_pass says whether a body is the first to read its steps of B.
+  auto step_body = [](bool first, auto&& f) {
+    struct Body {
+      bool first_pass;
+      std::remove_reference_t<decltype(f)> f;
+      __device__ __forceinline__ void operator()(int kk, const std::uint32_t (&hi)[4],
+                                                 const std::uint32_t (&lo)[4]) { f(kk, hi, lo); }
+    };
+    return Body{first, f};
+  };
   if constexpr (kSplit) {
 #pragma unroll
     for (int g0 = 0; g0 < kSteps; g0 += kGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&lo)[4]) {
+      issue_group(g0, step_body(true, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&lo)[4]) {
         const std::uint64_t dh = b_hi(kk);
         ptx::wgmma_rs_tf32<N>(cb, lo, dh, kk > 0);
         ptx::wgmma_rs_tf32<N>(cb, hi, b_lo(kk), 1);
         if (kk < kHalf) ptx::wgmma_rs_tf32<N>(ca, hi, dh, kk > 0);
-      });
+      }));
 #pragma unroll
     for (int g0 = kHalf; g0 < kSteps; g0 += kGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+      issue_group(g0, step_body(false, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
         ptx::wgmma_rs_tf32<N>(cb, hi, b_hi(kk), 1);
-      });
+      }));
   } else {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) cb[i] = 0.f;
 #pragma unroll
     for (int g0 = 0; g0 < kSteps; g0 += kGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+      issue_group(g0, step_body(true, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
         ptx::wgmma_rs_tf32<N>(ca, hi, b_hi(kk), kk > 0);
-      });
+      }));
   }
   ptx::wgmma_wait<0>();
   ptx::fence_operands(ca);
   ptx::fence_operands(cb);
+}
+
+// gemm_split_rs_gated with B wholly in place before the call.
+template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
+                                              DescHi&& b_hi, DescLo&& b_lo) {
+  gemm_split_rs_gated<N, kSteps, kGroup, kSplit>(ca, cb, load, b_hi, b_lo, [](int) {});
 }
 
 // C = A B^T, fresh, with A's TF32 hi / lo fragments from frag(kk, part, a) (part 0 = hi, 1 = lo;

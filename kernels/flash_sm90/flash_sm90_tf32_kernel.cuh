@@ -61,14 +61,17 @@ using tf32::sw128_offset;
 template <typename Tr> struct Tf32Barriers {
   std::uint32_t base;
   __device__ __forceinline__ std::uint32_t at(int i) const { return base + i * Tr::kBarBytes; }
-  static constexpr int kRing = 1 + Tr::kVStages;  // first per-stage barrier
+  static constexpr int kKBars = 1 + Tr::kVStages;               // k_full, k_ready per (stage, chunk)
+  static constexpr int kRing = kKBars + 2 * Tr::kStages * Tr::kChunks;  // per-stage barriers
   __device__ __forceinline__ std::uint32_t q_full() const { return at(0); }
   __device__ __forceinline__ std::uint32_t v_full(int v) const { return at(1 + v); }
-  __device__ __forceinline__ std::uint32_t k_full(int s) const { return at(kRing + s); }
-  __device__ __forceinline__ std::uint32_t k_ready(int s) const { return at(kRing + Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t k_empty(int s) const { return at(kRing + 2 * Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t vt_ready(int s) const { return at(kRing + 3 * Tr::kStages + s); }
-  __device__ __forceinline__ std::uint32_t vt_empty(int s) const { return at(kRing + 4 * Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t k_full(int s, int c) const { return at(kKBars + s * Tr::kChunks + c); }
+  __device__ __forceinline__ std::uint32_t k_ready(int s, int c) const {
+    return at(kKBars + (Tr::kStages + s) * Tr::kChunks + c);
+  }
+  __device__ __forceinline__ std::uint32_t k_empty(int s) const { return at(kRing + s); }
+  __device__ __forceinline__ std::uint32_t vt_ready(int s) const { return at(kRing + Tr::kStages + s); }
+  __device__ __forceinline__ std::uint32_t vt_empty(int s) const { return at(kRing + 2 * Tr::kStages + s); }
 };
 
 template <typename Tr> struct Tf32Smem {
@@ -85,10 +88,11 @@ template <typename Tr> struct Tf32Smem {
 
 // ---- tile preparation (the producer warpgroup's 128 threads; also used by the unit probe) ----
 
-// K tile (kBc, d) as TMA wrote it -> hi = tf32(K) in place and lo = tf32(K - hi) at `lo`.
+// One column chunk (kBc, 32) of a K tile as TMA wrote it -> hi = tf32(K) in place and
+// lo = tf32(K - hi) at `lo`.
 template <typename Tr>
-__device__ __forceinline__ void split_k_tile(std::uint32_t hi, std::uint32_t lo, int ptid) {
-  tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(hi, lo, ptid);
+__device__ __forceinline__ void split_k_chunk(std::uint32_t hi, std::uint32_t lo, int ptid) {
+  tf32::split_tile<Tr::kKVChunkBytes, Tr::kWgThreads, Tr::kSplit>(hi, lo, ptid);
 }
 
 // V tile (kBc, d) as TMA wrote it -> Vt (d, kBc), K-major for the B operand of P V, keys permuted
@@ -103,15 +107,20 @@ __device__ __forceinline__ void transpose_split_v_tile(std::uint32_t raw, std::u
 
 // S = Q K^T into two accumulators (their sum is S; see tf32::gemm_split_rs): A = Q's fragments from
 // the raw Q tile (this warpgroup's 64 rows from `q_rows` in each chunk), split in registers.
-template <typename Tr>
+// wait_chunk(c) runs before the first wgmma that reads K's column chunk c (the kernel waits for
+// that chunk's k_ready there; the unit probe has the whole tile in place).
+template <typename Tr, typename WaitChunk>
 __device__ __forceinline__ void gemm_qk(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs],
                                         std::uint32_t q_rows, std::uint32_t k_hi, std::uint32_t k_lo,
-                                        int warp, int lane) {
-  tf32::gemm_split_rs<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit>(
+                                        int warp, int lane, WaitChunk&& wait_chunk) {
+  tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit>(
       sa, sb,
       [&](int kk, float (&x)[4]) { tf32::load_kmajor_fragment(x, q_rows, Tr::kQChunkBytes, warp, lane, kk); },
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_hi, Tr::kKVChunkBytes, kk)); },
-      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk)); });
+      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk)); },
+      [&](int kk) {
+        if (kk % Tr::kStepsPerChunk == 0) wait_chunk(kk / Tr::kStepsPerChunk);
+      });
 }
 
 // O_tile = P V (fresh): small products first (lo_p*hi_v, hi_p*lo_v), then hi*hi.
@@ -176,11 +185,12 @@ __device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf3
     const int s = j % Tr::kStages;
     // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
     ptx::mbar_wait(bars.k_empty(s), ((j / Tr::kStages) & 1) ^ 1);
-    ptx::mbar_arrive_expect_tx(bars.k_full(s), Tr::kKVBytes);
 #pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(sm.k_hi(s) + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(s),
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::mbar_arrive_expect_tx(bars.k_full(s, c), Tr::kKVChunkBytes);
+      ptx::tma_load_3d(sm.k_hi(s) + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(s, c),
                        c * Tr::kChunkElems, j * Tr::kBc, kv_bh);
+    }
   };
   // V_j into staging buffer j % kVStages, which the caller knows to be free.
   auto load_v = [&](int j) {
@@ -207,11 +217,14 @@ __device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf3
   for (int j = 0; j < n_tiles; ++j) {
     const int s = j % Tr::kStages;
     const std::uint32_t phase = (j / Tr::kStages) & 1;
-    // K_j: split in place, then hand it to the consumers.
-    ptx::mbar_wait(bars.k_full(s), phase);
-    split_k_tile<Tr>(sm.k_hi(s), sm.k_lo(s), ptid);
-    ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
-    ptx::mbar_arrive(bars.k_ready(s));
+    // K_j: split in place chunk by chunk, each handed to the consumers as it is done.
+#pragma unroll 1
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::mbar_wait(bars.k_full(s, c), phase);
+      split_k_chunk<Tr>(sm.k_hi(s) + c * Tr::kKVChunkBytes, sm.k_lo(s) + c * Tr::kKVChunkBytes, ptid);
+      ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
+      ptx::mbar_arrive(bars.k_ready(s, c));
+    }
     // V_j: transpose + split into Vt once the consumers are done with the stage's last tile.
     const int v = j % Tr::kVStages;
     ptx::mbar_wait(bars.v_full(v), std::uint32_t((j / Tr::kVStages) & 1));
@@ -259,8 +272,8 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     const int s = j % Tr::kStages;
     const std::uint32_t phase = (j / Tr::kStages) & 1;
     float sa[Tr::kSRegs], sb[Tr::kSRegs];
-    ptx::mbar_wait(bars.k_ready(s), phase);
-    gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane);
+    gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane,
+                [&](int c) { ptx::mbar_wait(bars.k_ready(s, c), phase); });
     if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];
@@ -322,8 +335,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int v = 0; v < Tr::kVStages; ++v) ptx::mbar_init(bars.v_full(v), 1);
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
-      ptx::mbar_init(bars.k_full(s), 1);                     // the leader's arrive.expect_tx
-      ptx::mbar_init(bars.k_ready(s), Tr::kWgThreads);       // every producer thread
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::mbar_init(bars.k_full(s, c), 1);                // the leader's arrive.expect_tx
+        ptx::mbar_init(bars.k_ready(s, c), Tr::kWgThreads);  // every producer thread
+      }
       ptx::mbar_init(bars.k_empty(s), Tr::kConsumerWarps);   // one per consumer warp
       ptx::mbar_init(bars.vt_ready(s), Tr::kWgThreads);
       ptx::mbar_init(bars.vt_empty(s), Tr::kConsumerWarps);

@@ -93,14 +93,16 @@ struct Tf32FwdTraits {
   static constexpr int kOffVt = kOffVraw + kVStages * kKVBytes;
   static constexpr int kOffBar = kOffVt + kStages * 2 * kVtBytes;
   static constexpr int kBarBytes = 8;
-  // q_full, per staging buffer v_full, then per stage: k_full, k_ready, k_empty, vt_ready, vt_empty.
-  static constexpr int kNumBars = 1 + kVStages + 5 * kStages;
+  // q_full, per staging buffer v_full, per stage and column chunk k_full and k_ready (a K tile is
+  // copied, split and handed over chunk by chunk: S's first k8 steps start before the last chunk
+  // lands), then per stage k_empty, vt_ready, vt_empty.
+  static constexpr int kNumBars = 1 + kVStages + kStages * (2 * kChunks + 3);
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
 
   // ---- producer work items ----
-  static constexpr int kKUnits = kKVBytes / kUnitBytes;              // float4s of a K tile
+  static constexpr int kKUnits = kKVChunkBytes / kUnitBytes;         // float4s of a K chunk
   static constexpr int kVItems = kHeadDim * (kBc / kMmaK);           // (column, 8-key group)
 
   // ---- registers (setmaxnreg) ----
@@ -119,6 +121,7 @@ struct Tf32FwdTraits {
   static_assert(kStages >= 1 && kVStages >= 1, "at least one buffer of each ring");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers exist for N = 64 and 128");
   static_assert(kQKSteps % kQKGroup == 0 && kQKHalf % kQKGroup == 0, "whole commit groups");
+  static_assert(kStepsPerChunk % kQKGroup == 0, "a commit group reads one K chunk");
   static_assert(kKUnits % kWgThreads == 0 && kVItems % kWgThreads == 0,
                 "the producer's 128 threads share the tile preparation evenly");
   static_assert(kOffK % kAtomBytes == 0 && kOffVraw % kAtomBytes == 0 && kOffVt % kAtomBytes == 0 &&
