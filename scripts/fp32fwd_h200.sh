@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Quick check of flash-sm90's fp32 forward (3xTF32 on wgmma) on an H200, under ~90 s:
 #   scripts/fp32fwd_h200.sh OUTDIR [BUILD_DIR=build]
-# 1. GPU tests [sm90tf32] (TF32 wgmma probe, the fp32 backward) and [fp32tc] (every fp32 variant against
+# 1. `flashbench verify --dtype fp32 --pass fwd` at d 64 (GQA) and d 128 (seq_q != seq_k), causal and not
+#    (30 s each; the script stops if either fails).
+# 2. GPU tests [sm90tf32] (TF32 wgmma probe, the fp32 backward) and [fp32tc] (every fp32 variant against
 #    fp64 under the FP32 rule; 1xTF32 must fail it).
-# 2. `flashbench verify --dtype fp32 --pass fwd` at d 64 (GQA) and d 128 (seq_q != seq_k), causal and not.
 # 3. The forward of configs/h200-fp32-sm90.json at N 1024 and 4096, d 64/128, causal or not: naive (exact
 #    FP32), flash-sm90 (3xTF32) and flash-sm90-tf32x1 (1xTF32, the diagnostic that must fail), then a
 #    table of TFLOP/s and speed-ups over naive (printed last).
@@ -26,11 +27,16 @@ step() {  # name, command...
   [ "$rc" -eq 0 ] || failed=$((failed + 1))
 }
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
+# verify first, with a short limit: a kernel that hangs or is wrong stops the script here.
+STEP_TIMEOUT=30 step verify64 "$fb" verify --dtype fp32 --pass fwd --dim 64 --seq 1000 --heads 8 --kv-heads 2 \
+  --causal both -o "$out/verify-fp32-d64.json"
+STEP_TIMEOUT=30 step verify128 "$fb" verify --dtype fp32 --pass fwd --dim 128 --seq-q 300 --seq-k 1111 \
+  --heads 8 --kv-heads 2 --causal both -o "$out/verify-fp32-d128.json"
+if [ "$failed" -ne 0 ]; then
+  echo "verify failed: stopping (logs in $out)"
+  exit "$failed"
+fi
 step tests "$build/tests/flashbench_gpu_tests" "[sm90tf32],[fp32tc]"
-step verify64 "$fb" verify --dtype fp32 --pass fwd --dim 64 --seq 1000 --heads 8 --kv-heads 2 --causal both \
-  -o "$out/verify-fp32-d64.json"
-step verify128 "$fb" verify --dtype fp32 --pass fwd --dim 128 --seq-q 300 --seq-k 1111 --heads 8 \
-  --kv-heads 2 --causal both -o "$out/verify-fp32-d128.json"
 step run "$fb" run configs/h200-fp32-sm90.json --filter 'n(1024|4096)-d(64|128)-fp32-(full|causal)-fwd' \
   --kernels naive,flash-sm90,flash-sm90-tf32x1 --warmup 2 --reps 5 --no-ceilings -q \
   -o "$out/fwd.json"
