@@ -105,22 +105,32 @@ __device__ __forceinline__ void transpose_split_v_tile(std::uint32_t raw, std::u
 
 // ---- consumer pieces ----
 
-// S = Q K^T into two accumulators (their sum is S; see tf32::gemm_split_rs): A = Q's fragments from
-// the raw Q tile (this warpgroup's 64 rows from `q_rows` in each chunk), split in registers.
-// wait_chunk(c) runs before the first wgmma that reads K's column chunk c (the kernel waits for
-// that chunk's k_ready there; the unit probe has the whole tile in place).
-template <typename Tr, typename WaitChunk>
-__device__ __forceinline__ void gemm_qk(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs],
-                                        std::uint32_t q_rows, std::uint32_t k_hi, std::uint32_t k_lo,
-                                        int warp, int lane, WaitChunk&& wait_chunk) {
+// S = Q K^T into two accumulators (their sum is S; see tf32::gemm_split_rs): A = Q's raw fp32
+// fragments from load_q(kk, x), split in registers. wait_chunk(c) runs before the first wgmma that
+// reads K's column chunk c (the kernel waits for that chunk's k_ready there; the unit probe has the
+// whole tile in place).
+template <typename Tr, typename LoadQ, typename WaitChunk>
+__device__ __forceinline__ void gemm_qk_from(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs], LoadQ&& load_q,
+                                             std::uint32_t k_hi, std::uint32_t k_lo, WaitChunk&& wait_chunk) {
   tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit>(
-      sa, sb,
-      [&](int kk, float (&x)[4]) { tf32::load_kmajor_fragment(x, q_rows, Tr::kQChunkBytes, warp, lane, kk); },
+      sa, sb, load_q,
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_hi, Tr::kKVChunkBytes, kk)); },
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk)); },
       [&](int kk) {
         if (kk % Tr::kStepsPerChunk == 0) wait_chunk(kk / Tr::kStepsPerChunk);
       });
+}
+
+// The same with Q's fragments read from the raw Q tile (this warpgroup's 64 rows from `q_rows` in
+// each chunk).
+template <typename Tr, typename WaitChunk>
+__device__ __forceinline__ void gemm_qk(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs],
+                                        std::uint32_t q_rows, std::uint32_t k_hi, std::uint32_t k_lo,
+                                        int warp, int lane, WaitChunk&& wait_chunk) {
+  gemm_qk_from<Tr>(
+      sa, sb,
+      [&](int kk, float (&x)[4]) { tf32::load_kmajor_fragment(x, q_rows, Tr::kQChunkBytes, warp, lane, kk); },
+      k_hi, k_lo, wait_chunk);
 }
 
 // O_tile = P V (fresh): small products first (lo_p*hi_v, hi_p*lo_v), then hi*hi.
@@ -268,12 +278,29 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
   float l[2] = {0.f, 0.f};
 
   ptx::mbar_wait(bars.q_full(), 0);
+  // Q's raw fragments, read once when the registers allow (Tr::kQInRegs); else per K/V tile.
+  float qr[Tr::kQInRegs ? Tr::kQKSteps : 1][4];
+  if constexpr (Tr::kQInRegs) {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk)
+      tf32::load_kmajor_fragment(qr[kk], q_rows, Tr::kQChunkBytes, warp, lane, kk);
+  }
   for (int j = 0; j < n_tiles; ++j) {
     const int s = j % Tr::kStages;
     const std::uint32_t phase = (j / Tr::kStages) & 1;
     float sa[Tr::kSRegs], sb[Tr::kSRegs];
-    gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane,
-                [&](int c) { ptx::mbar_wait(bars.k_ready(s, c), phase); });
+    const auto wait_k = [&](int c) { ptx::mbar_wait(bars.k_ready(s, c), phase); };
+    if constexpr (Tr::kQInRegs) {
+      gemm_qk_from<Tr>(
+          sa, sb,
+          [&](int kk, float (&x)[4]) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) x[e] = qr[kk][e];
+          },
+          sm.k_hi(s), sm.k_lo(s), wait_k);
+    } else {
+      gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane, wait_k);
+    }
     if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];

@@ -61,6 +61,10 @@ struct Tf32FwdTraits {
   // accumulator, and a chain of d/8 such sums at |S|'s scale would cost more than fp32 rounding.
   static constexpr int kQKHalf = kQKSteps / 2;
   static constexpr int kQKGroup = 4;  // k8 steps per wgmma commit group (bounds live Q fragments)
+  // Q's raw A fragments (4 registers per k8 step) held across the K/V tiles instead of re-read
+  // from shared memory per tile: d = 64 (32 registers; its consumers used ~170 of 224); at d = 128
+  // (64 registers) they would not fit beside O, O_tile and P's hi/lo.
+  static constexpr bool kQInRegs = kHeadDim == 64;
 
   // ---- shared memory: 128-byte swizzled tiles ----
   // A (rows, d) fp32 tile is d / 32 column chunks of (rows, 32) with 128-byte rows; 8 rows form a
