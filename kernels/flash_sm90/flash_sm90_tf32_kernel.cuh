@@ -133,17 +133,25 @@ __device__ __forceinline__ void gemm_qk(float (&sa)[Tr::kSRegs], float (&sb)[Tr:
       k_hi, k_lo, wait_chunk);
 }
 
-// O_tile = P V (fresh): small products first (lo_p*hi_v, hi_p*lo_v), then hi*hi.
-template <typename Tr>
+// O_tile = P V (fresh): small products first (lo_p*hi_v, hi_p*lo_v), then hi*hi. issued() runs
+// once every wgmma is issued, before they are waited for.
+template <typename Tr, typename Issued>
 __device__ __forceinline__ void gemm_pv(float (&ot)[Tr::kORegs], const std::uint32_t (&ph)[Tr::kSRegs],
                                         const std::uint32_t (&pl)[Tr::kSRegs], std::uint32_t vt_hi,
-                                        std::uint32_t vt_lo) {
+                                        std::uint32_t vt_lo, Issued&& issued) {
   tf32::gemm_frag_a<Tr::kHeadDim, Tr::kPVSteps, Tr::kSplit>(
       ot, [&](int kk, int lo, std::uint32_t(&a)[4]) { tf32::acc_fragment(a, lo ? pl : ph, kk); },
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(vt_hi, Tr::kVtChunkBytes, kk)); },
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(vt_lo, Tr::kVtChunkBytes, kk)); });
+  issued();
   ptx::wgmma_wait<0>();
   ptx::fence_operands(ot);
+}
+template <typename Tr>
+__device__ __forceinline__ void gemm_pv(float (&ot)[Tr::kORegs], const std::uint32_t (&ph)[Tr::kSRegs],
+                                        const std::uint32_t (&pl)[Tr::kSRegs], std::uint32_t vt_hi,
+                                        std::uint32_t vt_lo) {
+  gemm_pv<Tr>(ot, ph, pl, vt_hi, vt_lo, [] {});
 }
 
 // Online-softmax step on S (accumulator layout; index 0/1 = the thread's rows r, r + 8): masks when
@@ -277,6 +285,24 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
   float m[2] = {-INFINITY, -INFINITY};
   float l[2] = {0.f, 0.f};
 
+  // Ping-pong (Tr::kPingPong): the consumers take turns on the tensor cores, S_j of warpgroup 0,
+  // S_j of 1, P_j V_j of 0, P_j V_j of 1, ..., so that one's softmax runs under the other's GEMM
+  // (in lockstep both would run their softmax at once, the tensor cores idle). A turn holds S until
+  // it is complete (its groups are issued between waits) and P V until it is issued. The last
+  // warpgroup's final pass-on is skipped, so that every arrival meets a wait.
+  auto turn_begin = [&] {
+    if constexpr (Tr::kPingPong) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kConsumerThreads);
+  };
+  auto turn_end = [&](bool last) {
+    if constexpr (Tr::kPingPong) {
+      if (!(last && cw == Tr::kConsumerWgs - 1))
+        ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kConsumerThreads);
+    }
+  };
+  if constexpr (Tr::kPingPong) {
+    if (cw == Tr::kConsumerWgs - 1) ptx::named_bar_arrive(Tr::kBarTurn0, Tr::kConsumerThreads);
+  }
+
   ptx::mbar_wait(bars.q_full(), 0);
   // Q's raw fragments, read once when the registers allow (Tr::kQInRegs); else per K/V tile.
   float qr[Tr::kQInRegs ? Tr::kQKSteps : 1][4];
@@ -290,6 +316,7 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     const std::uint32_t phase = (j / Tr::kStages) & 1;
     float sa[Tr::kSRegs], sb[Tr::kSRegs];
     const auto wait_k = [&](int c) { ptx::mbar_wait(bars.k_ready(s, c), phase); };
+    turn_begin();
     if constexpr (Tr::kQInRegs) {
       gemm_qk_from<Tr>(
           sa, sb,
@@ -301,6 +328,7 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     } else {
       gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane, wait_k);
     }
+    turn_end(false);
     if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];
@@ -313,7 +341,8 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     for (int i = 0; i < Tr::kSRegs; ++i) ptx::split_tf32(sa[i], ph[i], pl[i]);
     float ot[Tr::kORegs];
     ptx::mbar_wait(bars.vt_ready(s), phase);
-    gemm_pv<Tr>(ot, ph, pl, sm.vt_hi(s), sm.vt_lo(s));
+    turn_begin();
+    gemm_pv<Tr>(ot, ph, pl, sm.vt_hi(s), sm.vt_lo(s), [&] { turn_end(j == n_tiles - 1); });
     ptx::fence_operands(ph);
     ptx::fence_operands(pl);
     if (lane == 0) ptx::mbar_arrive(bars.vt_empty(s));

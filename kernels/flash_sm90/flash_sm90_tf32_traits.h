@@ -118,11 +118,16 @@ struct Tf32FwdTraits {
   static constexpr int kConsumerRegs = kVStages > 1 ? 224 : 232;
 
   static constexpr int kBarProducer = 1;  // named barrier of the producer warpgroup
+  // The consumers take turns on the tensor cores (ping-pong, see tf32_consume): named barriers
+  // kBarTurn0 + cw, one per consumer warpgroup.
+  static constexpr bool kPingPong = true;
+  static constexpr int kBarTurn0 = 2;
 
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kBc % kChunkElems == 0 && kBc <= 256, "K/V tile: whole Vt key chunks, one TMA box");
   static_assert(kBc == 64 || kBc == 128, "wgmma wrappers exist for N = 64 and 128");
   static_assert(kStages >= 1 && kVStages >= 1, "at least one buffer of each ring");
+  static_assert(kBarTurn0 + kConsumerWgs <= 16, "sm_90 has 16 named barriers");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers exist for N = 64 and 128");
   static_assert(kQKSteps % kQKGroup == 0 && kQKHalf % kQKGroup == 0, "whole commit groups");
   static_assert(kStepsPerChunk % kQKGroup == 0, "a commit group reads one K chunk");
