@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(128, 1)
 
   const int row = warp * 16 + lane / 4, col = 2 * (lane % 4);
   float sa[Tr::kSRegs], sb[Tr::kSRegs];
-  gemm_qk<Tr>(sa, sb, sm.q(), sm.k_hi(0), sm.k_lo(0), warp, lane, [](int) {});
+  gemm_qk<Tr>(sa, sb, sm.q(), sm.k_hi(0), sm.k_lo(0), warp, lane, [](int) {}, [] {});
   // Accumulator layout: register i = row + 8 ((i / 2) % 2), column 8 (i / 4) + col + i % 2.
   for (int i = 0; i < Tr::kSRegs; ++i)
     s_out[(row + 8 * ((i / 2) % 2)) * Bc + 8 * (i / 4) + col + i % 2] = sa[i] + sb[i];

@@ -169,12 +169,15 @@ __device__ __forceinline__ void acc_fragment(std::uint32_t (&a)[4], const std::u
 // half. The tensor core truncates each sum it adds into an accumulator; a chain of kSteps such sums
 // at |C|'s scale would cost more than fp32 rounding. kSplit = false (1xTF32): hi*hi into ca, cb = 0.
 // Groups of kGroup steps are committed with one group in flight (bounds the live fragments).
-// Returns with every wgmma complete. gate(kk) runs before the first wgmma that reads B's step kk
-// (gemm_split_rs_gated: B arriving in parts, e.g. per TMA box, is waited for part by part).
+// Returns with every wgmma complete. gemm_split_rs_gated, for B arriving and leaving in parts (e.g.
+// per TMA box): gate(kk) runs before the first wgmma that reads B's step kk; retired(kk_end) runs
+// once every wgmma of the first pass over steps [0, kk_end) is complete (B's parts that only the
+// first pass reads, lo and hi of the first half of the steps, may then be replaced).
 template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo,
-          typename Gate>
+          typename Gate, typename Retired>
 __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
-                                                    DescHi&& b_hi, DescLo&& b_lo, Gate&& gate) {
+                                                    DescHi&& b_hi, DescLo&& b_lo, Gate&& gate,
+                                                    Retired&& retired) {
   constexpr int kHalf = kSteps / 2;
   static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
   auto issue_group = [&](int first, auto&& body) {
@@ -191,6 +194,7 @@ __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&
     }
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();
+    if (body.first_pass) retired(first);  // every group before this one is complete
   };
   // The step bodies: first_pass says whether a body is the first to read its steps of B.
   auto step_body = [](bool first, auto&& f) {
@@ -234,7 +238,7 @@ __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&
 template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo>
 __device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
                                               DescHi&& b_hi, DescLo&& b_lo) {
-  gemm_split_rs_gated<N, kSteps, kGroup, kSplit>(ca, cb, load, b_hi, b_lo, [](int) {});
+  gemm_split_rs_gated<N, kSteps, kGroup, kSplit>(ca, cb, load, b_hi, b_lo, [](int) {}, [](int) {});
 }
 
 // C = A B^T, fresh, with A's TF32 hi / lo fragments from frag(kk, part, a) (part 0 = hi, 1 = lo;

@@ -72,6 +72,8 @@ template <typename Tr> struct Tf32Barriers {
   __device__ __forceinline__ std::uint32_t k_empty(int s) const { return at(kRing + s); }
   __device__ __forceinline__ std::uint32_t vt_ready(int s) const { return at(kRing + Tr::kStages + s); }
   __device__ __forceinline__ std::uint32_t vt_empty(int s) const { return at(kRing + 2 * Tr::kStages + s); }
+  // The K stage's first half of column chunks released early (Tr::kEarlyKRelease).
+  __device__ __forceinline__ std::uint32_t k_empty_half(int s) const { return at(kRing + 3 * Tr::kStages + s); }
 };
 
 template <typename Tr> struct Tf32Smem {
@@ -109,28 +111,34 @@ __device__ __forceinline__ void transpose_split_v_tile(std::uint32_t raw, std::u
 // fragments from load_q(kk, x), split in registers. wait_chunk(c) runs before the first wgmma that
 // reads K's column chunk c (the kernel waits for that chunk's k_ready there; the unit probe has the
 // whole tile in place).
-template <typename Tr, typename LoadQ, typename WaitChunk>
+template <typename Tr, typename LoadQ, typename WaitChunk, typename HalfFree>
 __device__ __forceinline__ void gemm_qk_from(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs], LoadQ&& load_q,
-                                             std::uint32_t k_hi, std::uint32_t k_lo, WaitChunk&& wait_chunk) {
+                                             std::uint32_t k_hi, std::uint32_t k_lo, WaitChunk&& wait_chunk,
+                                             HalfFree&& half_free) {
   tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit>(
       sa, sb, load_q,
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_hi, Tr::kKVChunkBytes, kk)); },
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk)); },
       [&](int kk) {
         if (kk % Tr::kStepsPerChunk == 0) wait_chunk(kk / Tr::kStepsPerChunk);
+      },
+      // Only the first pass reads K's first half of steps (lo and hi): once it is complete there,
+      // that half of the stage may be refilled.
+      [&](int kk_end) {
+        if (kk_end == Tr::kQKHalf) half_free();
       });
 }
 
 // The same with Q's fragments read from the raw Q tile (this warpgroup's 64 rows from `q_rows` in
 // each chunk).
-template <typename Tr, typename WaitChunk>
+template <typename Tr, typename WaitChunk, typename HalfFree>
 __device__ __forceinline__ void gemm_qk(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs],
                                         std::uint32_t q_rows, std::uint32_t k_hi, std::uint32_t k_lo,
-                                        int warp, int lane, WaitChunk&& wait_chunk) {
+                                        int warp, int lane, WaitChunk&& wait_chunk, HalfFree&& half_free) {
   gemm_qk_from<Tr>(
       sa, sb,
       [&](int kk, float (&x)[4]) { tf32::load_kmajor_fragment(x, q_rows, Tr::kQChunkBytes, warp, lane, kk); },
-      k_hi, k_lo, wait_chunk);
+      k_hi, k_lo, wait_chunk, half_free);
 }
 
 // O_tile = P V (fresh): small products first (lo_p*hi_v, hi_p*lo_v), then hi*hi. issued() runs
@@ -202,9 +210,15 @@ __device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf3
   auto load_k = [&](int j) {
     const int s = j % Tr::kStages;
     // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
-    ptx::mbar_wait(bars.k_empty(s), ((j / Tr::kStages) & 1) ^ 1);
+    const std::uint32_t empty_parity = ((j / Tr::kStages) & 1) ^ 1;
+    if constexpr (!Tr::kEarlyKRelease) ptx::mbar_wait(bars.k_empty(s), empty_parity);
 #pragma unroll
     for (int c = 0; c < Tr::kChunks; ++c) {
+      if constexpr (Tr::kEarlyKRelease) {
+        // The first half of the chunks once the consumers' first pass is past them, the rest once S is done.
+        if (c == 0) ptx::mbar_wait(bars.k_empty_half(s), empty_parity);
+        if (c == Tr::kQKHalf / Tr::kStepsPerChunk) ptx::mbar_wait(bars.k_empty(s), empty_parity);
+      }
       ptx::mbar_arrive_expect_tx(bars.k_full(s, c), Tr::kKVChunkBytes);
       ptx::tma_load_3d(sm.k_hi(s) + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(s, c),
                        c * Tr::kChunkElems, j * Tr::kBc, kv_bh);
@@ -316,17 +330,27 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     const std::uint32_t phase = (j / Tr::kStages) & 1;
     float sa[Tr::kSRegs], sb[Tr::kSRegs];
     const auto wait_k = [&](int c) { ptx::mbar_wait(bars.k_ready(s, c), phase); };
+    const auto half_free = [&] {
+      if constexpr (Tr::kEarlyKRelease) {
+        if (lane == 0) ptx::mbar_arrive(bars.k_empty_half(s));
+      }
+    };
     turn_begin();
     if constexpr (Tr::kQInRegs) {
       gemm_qk_from<Tr>(
           sa, sb,
           [&](int kk, float (&x)[4]) {
+            // Through opaque(): the split then runs per tile, not hoisted out of the loop. Hoisted,
+            // Q's TF32 fragments became loop-invariant wgmma A registers, and ptxas (CUDA 13.0)
+            // gave those same registers to P's fragments of P V in the 1xTF32 kernel: from the
+            // second K/V tile on, S was computed from the previous tile's P (O error 0.6 on the
+            // device, session 6; SASS: no write of the S HGMMAs' A registers inside the loop).
 #pragma unroll
-            for (int e = 0; e < 4; ++e) x[e] = qr[kk][e];
+            for (int e = 0; e < 4; ++e) x[e] = __uint_as_float(tf32::opaque(__float_as_uint(qr[kk][e])));
           },
-          sm.k_hi(s), sm.k_lo(s), wait_k);
+          sm.k_hi(s), sm.k_lo(s), wait_k, half_free);
     } else {
-      gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane, wait_k);
+      gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane, wait_k, half_free);
     }
     turn_end(false);
     if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
@@ -399,6 +423,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       ptx::mbar_init(bars.k_empty(s), Tr::kConsumerWarps);   // one per consumer warp
       ptx::mbar_init(bars.vt_ready(s), Tr::kWgThreads);
       ptx::mbar_init(bars.vt_empty(s), Tr::kConsumerWarps);
+      ptx::mbar_init(bars.k_empty_half(s), Tr::kConsumerWarps);
     }
     ptx::fence_mbar_init();
   }

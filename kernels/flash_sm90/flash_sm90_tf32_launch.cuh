@@ -2,6 +2,9 @@
 // the instantiation files flash_sm90_tf32_hdim*.cu.
 #pragma once
 
+#include <cstdlib>
+#include <string>
+
 #include <cuda_runtime.h>
 
 #include "common/check.h"
@@ -12,6 +15,34 @@
 #include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::flash_sm90 {
+
+// Timing probes, so that one binary times session 6's steps apart in one device call.
+// FB_SM90_FP32_FWD_PROBE is a comma-separated list of:
+//   lockstep  the consumers without ping-pong turns
+//   plane     non-causal blocks plane-major (one plane group), the order before session 6
+//   grouped   causal blocks in L2 plane groups too
+//   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
+// Read once; unset (or no known word) is the shipping forward.
+struct Tf32FwdProbe {
+  bool lockstep = false;
+  bool plane_major = false;
+  bool causal_groups = false;
+  bool k_halves = false;
+};
+inline Tf32FwdProbe tf32_fwd_probe() {
+  static const Tf32FwdProbe probe = [] {
+    Tf32FwdProbe f;
+    const char* env = std::getenv("FB_SM90_FP32_FWD_PROBE");
+    const std::string v = "," + std::string(env ? env : "") + ",";
+    const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
+    f.lockstep = has("lockstep");
+    f.plane_major = has("plane");
+    f.causal_groups = has("grouped");
+    f.k_halves = has("khalf");
+    return f;
+  }();
+  return probe;
+}
 
 template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
   Tf32FwdParams prm{};
@@ -37,7 +68,9 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(float));
   const std::int64_t group = std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group();
-  prm.plane_group = int(p.causal || group > q_planes ? q_planes : group);
+  const Tf32FwdProbe probe = tf32_fwd_probe();
+  const bool one_group = p.causal ? !probe.causal_groups : probe.plane_major;
+  prm.plane_group = int(one_group || group > q_planes ? q_planes : group);
 
   const auto kernel = flash_sm90_tf32_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -48,7 +81,12 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
 }
 
 template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
-  launch_tf32_fwd<typename Tf32FwdConfig<D, kSplit>::Traits>(p, stream);
+  using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
+  const Tf32FwdProbe probe = tf32_fwd_probe();
+  if (probe.lockstep && probe.k_halves) launch_tf32_fwd<Tf32Lockstep<Tf32KHalves<Tr>>>(p, stream);
+  else if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tr>>(p, stream);
+  else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
+  else launch_tf32_fwd<Tr>(p, stream);
 }
 
 }  // namespace fb::cuda::flash_sm90

@@ -99,8 +99,11 @@ struct Tf32FwdTraits {
   static constexpr int kBarBytes = 8;
   // q_full, per staging buffer v_full, per stage and column chunk k_full and k_ready (a K tile is
   // copied, split and handed over chunk by chunk: S's first k8 steps start before the last chunk
-  // lands), then per stage k_empty, vt_ready, vt_empty.
-  static constexpr int kNumBars = 1 + kVStages + kStages * (2 * kChunks + 3);
+  // lands), then per stage k_empty, vt_ready, vt_empty, k_empty_half.
+  static constexpr int kNumBars = 1 + kVStages + kStages * (2 * kChunks + 4);
+  // true: the consumers release the K stage's first half of column chunks (read by S's first pass
+  // only) as soon as that pass is past it, and the producer refills it before S is done.
+  static constexpr bool kEarlyKRelease = false;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
@@ -131,6 +134,7 @@ struct Tf32FwdTraits {
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers exist for N = 64 and 128");
   static_assert(kQKSteps % kQKGroup == 0 && kQKHalf % kQKGroup == 0, "whole commit groups");
   static_assert(kStepsPerChunk % kQKGroup == 0, "a commit group reads one K chunk");
+  static_assert(kQKHalf % kStepsPerChunk == 0, "S's halves of k8 steps are whole K chunks");
   static_assert(kKUnits % kWgThreads == 0 && kVItems % kWgThreads == 0,
                 "the producer's 128 threads share the tile preparation evenly");
   static_assert(kOffK % kAtomBytes == 0 && kOffVraw % kAtomBytes == 0 && kOffVt % kAtomBytes == 0 &&
@@ -142,6 +146,18 @@ struct Tf32FwdTraits {
                 "the register file holds the producer and the consumers after setmaxnreg");
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
                 "setmaxnreg lowers the producer and raises the consumers");
+};
+
+// The same forward without ping-pong turns (the consumers in lockstep): a timing probe
+// (FB_SM90_FP32_FWD_PROBE=lockstep, flash_sm90_tf32_launch.cuh).
+template <typename Tr> struct Tf32Lockstep : Tr {
+  static constexpr bool kPingPong = false;
+};
+
+// The same forward with the K stage refilled in halves (kEarlyKRelease): a timing probe
+// (FB_SM90_FP32_FWD_PROBE=khalf).
+template <typename Tr> struct Tf32KHalves : Tr {
+  static constexpr bool kEarlyKRelease = true;
 };
 
 // The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
