@@ -76,6 +76,26 @@ __device__ __forceinline__ void split_tile(std::uint32_t hi, std::uint32_t lo, i
   }
 }
 
+// The same split out of place: the tile at `src` (kBytes as TMA wrote it) -> hi = tf32(x) at `hi`,
+// lo = tf32(x - hi) at `lo`; `src` is only read.
+template <int kBytes, int kThreads, bool kSplit>
+__device__ __forceinline__ void split_tile_from(std::uint32_t src, std::uint32_t hi, std::uint32_t lo, int tid) {
+  constexpr int kUnits = kBytes / kUnitBytes;
+  static_assert(kUnits % kThreads == 0, "the threads share the tile evenly");
+#pragma unroll 4
+  for (int u = tid; u < kUnits; u += kThreads) {
+    const std::uint32_t off = std::uint32_t(u * kUnitBytes);
+    const float4 x = ptx::ld_shared_f32x4(src + off);
+    std::uint32_t h[4], l[4];
+    ptx::split_tf32(x.x, h[0], l[0]);
+    ptx::split_tf32(x.y, h[1], l[1]);
+    ptx::split_tf32(x.z, h[2], l[2]);
+    ptx::split_tf32(x.w, h[3], l[3]);
+    ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
+    if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
+  }
+}
+
 // A (kRows, kCols) tile as TMA wrote it (kCols / 32 chunks of kRows rows) -> its transpose
 // (kCols, kRows), K-major along the rows for a GEMM that sums over them (kRows / 32 chunks of kCols
 // rows), each group of 8 rows permuted (pv_key_of_position) and split into hi and lo. One work item
@@ -194,7 +214,10 @@ __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&
     }
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();
-    if (body.first_pass) retired(first);  // every group before this one is complete
+    // Every group before this one is complete: first-pass steps [0, first), or, after the second
+    // pass's first group, all of them (reported once).
+    if (body.first_pass) retired(first);
+    else if (first == kHalf) retired(kSteps);
   };
   // The step bodies: first_pass says whether a body is the first to read its steps of B.
   auto step_body = [](bool first, auto&& f) {

@@ -125,7 +125,7 @@ __device__ __forceinline__ void gemm_qk_from(float (&sa)[Tr::kSRegs], float (&sb
       // Only the first pass reads K's first half of steps (lo and hi): once it is complete there,
       // that half of the stage may be refilled.
       [&](int kk_end) {
-        if (kk_end == Tr::kQKHalf) half_free();
+        if (kk_end == (Tr::kSharedLo ? Tr::kQKSteps : Tr::kQKHalf)) half_free();
       });
 }
 
@@ -278,6 +278,76 @@ __device__ __forceinline__ void tf32_produce(const Tf32FwdParams& prm, const Tf3
   }
 }
 
+// ---- producer warpgroup, Tr::kSharedLo (one stage): K tiles land in the staging buffer and are
+// split out of place into K_hi / K_lo; V tiles land in K_lo's space once S's first pass (the only
+// reader of K_lo) is complete, and are transposed out of it before the next K split writes K_lo.
+// So K_{j+1} is requested as soon as K_j is split (a whole tile ahead), V_{j+1} during S_j.
+template <typename Tr>
+__device__ __forceinline__ void tf32_produce_shared_lo(const Tf32FwdParams& prm, const Tf32Smem<Tr>& sm,
+                                                       const Tf32Barriers<Tr>& bars, int q0, int bh, int kv_bh,
+                                                       int n_tiles, int ptid) {
+  static_assert(Tr::kStages == 1 && Tr::kVStages == 1, "one stage: the staging buffer holds K");
+  const bool leader = ptid == 0;
+  const std::uint32_t k_raw = sm.v_raw(0);
+  const std::uint32_t v_land = sm.k_lo(0);
+  auto load_k = [&](int j) {
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::mbar_arrive_expect_tx(bars.k_full(0, c), Tr::kKVChunkBytes);
+      ptx::tma_load_3d(k_raw + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(0, c), c * Tr::kChunkElems,
+                       j * Tr::kBc, kv_bh);
+    }
+  };
+  auto load_v = [&](int j) {
+    ptx::mbar_arrive_expect_tx(bars.v_full(0), Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(v_land + c * Tr::kKVChunkBytes, &prm.tm_v, bars.v_full(0), c * Tr::kChunkElems,
+                       j * Tr::kBc, kv_bh);
+  };
+  if (leader) {
+    ptx::prefetch_tensormap(&prm.tm_q);
+    ptx::prefetch_tensormap(&prm.tm_k);
+    ptx::prefetch_tensormap(&prm.tm_v);
+    ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      ptx::tma_load_3d(sm.q() + c * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(), c * Tr::kChunkElems,
+                       q0, bh);
+    load_k(0);
+    load_v(0);
+  }
+  for (int j = 0; j < n_tiles; ++j) {
+    const std::uint32_t parity = j & 1;  // tile j's completion of each barrier
+    // V_j (in K_lo's space) -> Vt once P_{j-1} V_{j-1} is done.
+    ptx::mbar_wait(bars.v_full(0), parity);
+    ptx::mbar_wait(bars.vt_empty(0), parity ^ 1);
+    transpose_split_v_tile<Tr>(v_land, sm.vt_hi(0), sm.vt_lo(0), ptid);
+    ptx::fence_proxy_async_smem();
+    ptx::mbar_arrive(bars.vt_ready(0));
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);  // V_j read: K_lo may be written
+    // K_j: split out of place chunk by chunk, once S_{j-1} is done with K_hi.
+    ptx::mbar_wait(bars.k_empty(0), parity ^ 1);
+#pragma unroll 1
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::mbar_wait(bars.k_full(0, c), parity);
+      tf32::split_tile_from<Tr::kKVChunkBytes, Tr::kWgThreads, Tr::kSplit>(
+          k_raw + c * Tr::kKVChunkBytes, sm.k_hi(0) + c * Tr::kKVChunkBytes, sm.k_lo(0) + c * Tr::kKVChunkBytes,
+          ptid);
+      ptx::fence_proxy_async_smem();
+      ptx::mbar_arrive(bars.k_ready(0, c));
+    }
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);  // K_j read: the staging buffer is free
+    if (leader && j + 1 < n_tiles) {
+      ptx::fence_proxy_async_smem();  // the generic reads of the buffers before TMA rewrites them
+      load_k(j + 1);
+      // V_{j+1} into K_lo's space once S_j's first pass is complete.
+      ptx::mbar_wait(bars.k_empty_half(0), parity);
+      load_v(j + 1);
+    }
+  }
+}
+
 // ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) ----
 template <typename Tr>
 __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf32Smem<Tr>& sm,
@@ -330,8 +400,11 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     const std::uint32_t phase = (j / Tr::kStages) & 1;
     float sa[Tr::kSRegs], sb[Tr::kSRegs];
     const auto wait_k = [&](int c) { ptx::mbar_wait(bars.k_ready(s, c), phase); };
+    // kEarlyKRelease: K's first half of chunks is free once S's first pass is past it.
+    // kSharedLo: K_lo (which only the first pass reads) is free once that pass is complete; the next
+    // V tile lands there.
     const auto half_free = [&] {
-      if constexpr (Tr::kEarlyKRelease) {
+      if constexpr (Tr::kEarlyKRelease || Tr::kSharedLo) {
         if (lane == 0) ptx::mbar_arrive(bars.k_empty_half(s));
       }
     };
@@ -353,6 +426,7 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
       gemm_qk<Tr>(sa, sb, q_rows, sm.k_hi(s), sm.k_lo(s), warp, lane, wait_k, half_free);
     }
     turn_end(false);
+    if constexpr (Tr::kSharedLo && !Tr::kSplit) half_free();  // 1xTF32 never reads K_lo
     if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];
@@ -446,7 +520,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     coords(q0, bh, n_tiles);
     const int b = bh / prm.heads;
     const int kv_bh = b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
-    tf32_produce<Tr>(prm, sm, bars, q0, bh, kv_bh, n_tiles, threadIdx.x);
+    if constexpr (Tr::kSharedLo) tf32_produce_shared_lo<Tr>(prm, sm, bars, q0, bh, kv_bh, n_tiles, threadIdx.x);
+    else tf32_produce<Tr>(prm, sm, bars, q0, bh, kv_bh, n_tiles, threadIdx.x);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
     coords(q0, bh, n_tiles);

@@ -22,12 +22,15 @@ namespace fb::cuda::flash_sm90 {
 //   plane     non-causal blocks plane-major (one plane group), the order before session 6
 //   grouped   causal blocks in L2 plane groups too
 //   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
+//   shared    d = 128, 3xTF32: K lands in the staging buffer, V in K_lo's space (Tf32SharedLo); not
+//             with khalf
 // Read once; unset (or no known word) is the shipping forward.
 struct Tf32FwdProbe {
   bool lockstep = false;
   bool plane_major = false;
   bool causal_groups = false;
   bool k_halves = false;
+  bool shared_lo = false;
 };
 inline Tf32FwdProbe tf32_fwd_probe() {
   static const Tf32FwdProbe probe = [] {
@@ -39,6 +42,7 @@ inline Tf32FwdProbe tf32_fwd_probe() {
     f.plane_major = has("plane");
     f.causal_groups = has("grouped");
     f.k_halves = has("khalf");
+    f.shared_lo = has("shared");
     return f;
   }();
   return probe;
@@ -83,6 +87,13 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
 template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
   const Tf32FwdProbe probe = tf32_fwd_probe();
+  if constexpr (kSplit && Tr::kStages == 1 && Tr::kVStages == 1) {
+    if (probe.shared_lo) {
+      if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tf32SharedLo<Tr>>>(p, stream);
+      else launch_tf32_fwd<Tf32SharedLo<Tr>>(p, stream);
+      return;
+    }
+  }
   if (probe.lockstep && probe.k_halves) launch_tf32_fwd<Tf32Lockstep<Tf32KHalves<Tr>>>(p, stream);
   else if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tr>>(p, stream);
   else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);

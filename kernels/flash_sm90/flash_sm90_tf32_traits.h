@@ -104,6 +104,9 @@ struct Tf32FwdTraits {
   // true: the consumers release the K stage's first half of column chunks (read by S's first pass
   // only) as soon as that pass is past it, and the producer refills it before S is done.
   static constexpr bool kEarlyKRelease = false;
+  // true (one stage only): K tiles land in the staging buffer and are split out of place; V tiles
+  // land in K_lo's space once S's first pass is done with it (tf32_produce_shared_lo).
+  static constexpr bool kSharedLo = false;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
@@ -158,6 +161,13 @@ template <typename Tr> struct Tf32Lockstep : Tr {
 // (FB_SM90_FP32_FWD_PROBE=khalf).
 template <typename Tr> struct Tf32KHalves : Tr {
   static constexpr bool kEarlyKRelease = true;
+};
+
+// The same forward with K landing in the staging buffer and V in K_lo's space (kSharedLo, one
+// stage): a timing probe (FB_SM90_FP32_FWD_PROBE=shared).
+template <typename Tr> struct Tf32SharedLo : Tr {
+  static_assert(Tr::kStages == 1 && Tr::kVStages == 1, "one stage: the staging buffer holds K");
+  static constexpr bool kSharedLo = true;
 };
 
 // The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
