@@ -193,24 +193,42 @@ __device__ __forceinline__ void acc_fragment(std::uint32_t (&a)[4], const std::u
 // per TMA box): gate(kk) runs before the first wgmma that reads B's step kk; retired(kk_end) runs
 // once every wgmma of the first pass over steps [0, kk_end) is complete (B's parts that only the
 // first pass reads, lo and hi of the first half of the steps, may then be replaced).
-template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo,
-          typename Gate, typename Retired>
+// kBatched: a group's fragments are all built before one wgmma.fence and its wgmmas, so that they
+// form one batch in SASS (a fence per step makes every wgmma a batch of its own, and waiting for all
+// but the last group then drains the tensor pipe to one wgmma); the same registers live either way.
+template <int N, int kSteps, int kGroup, bool kSplit, bool kBatched = false, typename Load, typename DescHi,
+          typename DescLo, typename Gate, typename Retired>
 __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
                                                     DescHi&& b_hi, DescLo&& b_lo, Gate&& gate,
                                                     Retired&& retired) {
   constexpr int kHalf = kSteps / 2;
   static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
   auto issue_group = [&](int first, auto&& body) {
+    if constexpr (kBatched) {
+      std::uint32_t hi[kGroup][4], lo[kGroup][4];
 #pragma unroll
-    for (int kk = first; kk < first + kGroup; ++kk) {
-      if (body.first_pass) gate(kk);
-      float x[4];
-      load(kk, x);
-      std::uint32_t hi[4], lo[4];
+      for (int g = 0; g < kGroup; ++g) {
+        if (body.first_pass) gate(first + g);
+        float x[4];
+        load(first + g, x);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
+        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[g][i], lo[g][i]);
+      }
       ptx::wgmma_fence();  // the fragments were written by ordinary instructions
-      body(kk, hi, lo);
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) body(first + g, hi[g], lo[g]);
+    } else {
+#pragma unroll
+      for (int kk = first; kk < first + kGroup; ++kk) {
+        if (body.first_pass) gate(kk);
+        float x[4];
+        load(kk, x);
+        std::uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
+        ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+        body(kk, hi, lo);
+      }
     }
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();

@@ -115,7 +115,7 @@ template <typename Tr, typename LoadQ, typename WaitChunk, typename HalfFree>
 __device__ __forceinline__ void gemm_qk_from(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs], LoadQ&& load_q,
                                              std::uint32_t k_hi, std::uint32_t k_lo, WaitChunk&& wait_chunk,
                                              HalfFree&& half_free) {
-  tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit>(
+  tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit, Tr::kBatchedS>(
       sa, sb, load_q,
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_hi, Tr::kKVChunkBytes, kk)); },
       [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk)); },

@@ -24,6 +24,8 @@ namespace fb::cuda::flash_sm90 {
 //   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
 //   shared    d = 128, 3xTF32: K lands in the staging buffer, V in K_lo's space (Tf32SharedLo); not
 //             with khalf
+//   batch     S's commit groups as one SASS batch each, 2 k8 steps a group (Tf32BatchedS); with
+//             lockstep or shared, not with khalf
 // Read once; unset (or no known word) is the shipping forward.
 struct Tf32FwdProbe {
   bool lockstep = false;
@@ -31,6 +33,7 @@ struct Tf32FwdProbe {
   bool causal_groups = false;
   bool k_halves = false;
   bool shared_lo = false;
+  bool batched_s = false;
 };
 inline Tf32FwdProbe tf32_fwd_probe() {
   static const Tf32FwdProbe probe = [] {
@@ -43,6 +46,7 @@ inline Tf32FwdProbe tf32_fwd_probe() {
     f.causal_groups = has("grouped");
     f.k_halves = has("khalf");
     f.shared_lo = has("shared");
+    f.batched_s = has("batch");
     return f;
   }();
   return probe;
@@ -84,9 +88,9 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   FB_CUDA_CHECK_LAUNCH();
 }
 
-template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
-  using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
-  const Tf32FwdProbe probe = tf32_fwd_probe();
+// Traits Tr with the lockstep / shared probes applied (batch and khalf are applied by the caller).
+template <bool kSplit, typename Tr>
+void launch_tf32_fwd_probed(const Tf32FwdProbe& probe, const AttentionParams& p, cudaStream_t stream) {
   if constexpr (kSplit && Tr::kStages == 1 && Tr::kVStages == 1) {
     if (probe.shared_lo) {
       if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tf32SharedLo<Tr>>>(p, stream);
@@ -94,10 +98,17 @@ template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaSt
       return;
     }
   }
-  if (probe.lockstep && probe.k_halves) launch_tf32_fwd<Tf32Lockstep<Tf32KHalves<Tr>>>(p, stream);
-  else if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tr>>(p, stream);
-  else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
+  if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tr>>(p, stream);
   else launch_tf32_fwd<Tr>(p, stream);
+}
+
+template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
+  using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
+  const Tf32FwdProbe probe = tf32_fwd_probe();
+  if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<Tr>>(probe, p, stream);
+  else if (probe.k_halves && probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tf32KHalves<Tr>>>(p, stream);
+  else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
+  else launch_tf32_fwd_probed<kSplit, Tr>(probe, p, stream);
 }
 
 }  // namespace fb::cuda::flash_sm90

@@ -107,6 +107,8 @@ struct Tf32FwdTraits {
   // true (one stage only): K tiles land in the staging buffer and are split out of place; V tiles
   // land in K_lo's space once S's first pass is done with it (tf32_produce_shared_lo).
   static constexpr bool kSharedLo = false;
+  // true: S's commit groups built fragments first, then one fence (tf32::gemm_split_rs_gated).
+  static constexpr bool kBatchedS = false;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
@@ -168,6 +170,15 @@ template <typename Tr> struct Tf32KHalves : Tr {
 template <typename Tr> struct Tf32SharedLo : Tr {
   static_assert(Tr::kStages == 1 && Tr::kVStages == 1, "one stage: the staging buffer holds K");
   static constexpr bool kSharedLo = true;
+};
+
+// The same forward with S's commit groups issued as one batch each (kBatchedS), groups of 2 k8 steps
+// (the fragments of the group in flight and of the next one: the registers of today's group of 4):
+// a timing probe (FB_SM90_FP32_FWD_PROBE=batch).
+template <typename Tr> struct Tf32BatchedS : Tr {
+  static constexpr bool kBatchedS = true;
+  static constexpr int kQKGroup = 2;
+  static_assert(Tr::kStepsPerChunk % kQKGroup == 0 && Tr::kQKHalf % kQKGroup == 0, "whole groups");
 };
 
 // The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
