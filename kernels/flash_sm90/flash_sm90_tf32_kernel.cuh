@@ -369,9 +369,9 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
   float m[2] = {-INFINITY, -INFINITY};
   float l[2] = {0.f, 0.f};
 
-  // Ping-pong (Tr::kPingPong): the consumers take turns on the tensor cores, S_j of warpgroup 0,
-  // S_j of 1, P_j V_j of 0, P_j V_j of 1, ..., so that one's softmax runs under the other's GEMM
-  // (in lockstep both would run their softmax at once, the tensor cores idle). A turn holds S until
+  // Ping-pong (Tr::kPingPong, off by default: see the traits): the consumers take turns on the
+  // tensor cores, S_j of warpgroup 0, S_j of 1, P_j V_j of 0, P_j V_j of 1, ..., so that one's
+  // softmax runs under the other's GEMM (in lockstep both run their softmax at once). A turn holds S until
   // it is complete (its groups are issued between waits) and P V until it is issued. The last
   // warpgroup's final pass-on is skipped, so that every arrival meets a wait.
   auto turn_begin = [&] {

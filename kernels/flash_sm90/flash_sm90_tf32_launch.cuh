@@ -18,17 +18,17 @@ namespace fb::cuda::flash_sm90 {
 
 // Timing probes, so that one binary times session 6's steps apart in one device call.
 // FB_SM90_FP32_FWD_PROBE is a comma-separated list of:
-//   lockstep  the consumers without ping-pong turns
+//   pingpong  the consumers take ping-pong turns (the default until call F of session 6)
 //   plane     non-causal blocks plane-major (one plane group), the order before session 6
 //   grouped   causal blocks in L2 plane groups too
 //   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
 //   shared    d = 128, 3xTF32: K lands in the staging buffer, V in K_lo's space (Tf32SharedLo); not
 //             with khalf
 //   batch     S's commit groups as one SASS batch each, 2 k8 steps a group (Tf32BatchedS); with
-//             lockstep or shared, not with khalf
+//             pingpong or shared, not with khalf
 // Read once; unset (or no known word) is the shipping forward.
 struct Tf32FwdProbe {
-  bool lockstep = false;
+  bool ping_pong = false;
   bool plane_major = false;
   bool causal_groups = false;
   bool k_halves = false;
@@ -41,7 +41,7 @@ inline Tf32FwdProbe tf32_fwd_probe() {
     const char* env = std::getenv("FB_SM90_FP32_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
-    f.lockstep = has("lockstep");
+    f.ping_pong = has("pingpong");
     f.plane_major = has("plane");
     f.causal_groups = has("grouped");
     f.k_halves = has("khalf");
@@ -88,17 +88,17 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// Traits Tr with the lockstep / shared probes applied (batch and khalf are applied by the caller).
+// Traits Tr with the pingpong / shared probes applied (batch and khalf are applied by the caller).
 template <bool kSplit, typename Tr>
 void launch_tf32_fwd_probed(const Tf32FwdProbe& probe, const AttentionParams& p, cudaStream_t stream) {
   if constexpr (kSplit && Tr::kStages == 1 && Tr::kVStages == 1) {
     if (probe.shared_lo) {
-      if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tf32SharedLo<Tr>>>(p, stream);
+      if (probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32SharedLo<Tr>>>(p, stream);
       else launch_tf32_fwd<Tf32SharedLo<Tr>>(p, stream);
       return;
     }
   }
-  if (probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tr>>(p, stream);
+  if (probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tr>>(p, stream);
   else launch_tf32_fwd<Tr>(p, stream);
 }
 
@@ -106,7 +106,7 @@ template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaSt
   using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
   const Tf32FwdProbe probe = tf32_fwd_probe();
   if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<Tr>>(probe, p, stream);
-  else if (probe.k_halves && probe.lockstep) launch_tf32_fwd<Tf32Lockstep<Tf32KHalves<Tr>>>(p, stream);
+  else if (probe.k_halves && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32KHalves<Tr>>>(p, stream);
   else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
   else launch_tf32_fwd_probed<kSplit, Tr>(probe, p, stream);
 }

@@ -126,9 +126,12 @@ struct Tf32FwdTraits {
   static constexpr int kConsumerRegs = kVStages > 1 ? 224 : 232;
 
   static constexpr int kBarProducer = 1;  // named barrier of the producer warpgroup
-  // The consumers take turns on the tensor cores (ping-pong, see tf32_consume): named barriers
-  // kBarTurn0 + cw, one per consumer warpgroup.
-  static constexpr bool kPingPong = true;
+  // true: the consumers take turns on the tensor cores (ping-pong, see tf32_consume; named barriers
+  // kBarTurn0 + cw, one per consumer warpgroup). Off: measured (session 6, call F) the consumers in
+  // lockstep ran 1-10% faster (d = 128 non-causal N = 4096: 85.9 against 78.0 TFLOP/s); a turn holds
+  // S until it is complete, and S's fragments are built between its wgmma groups, so the other
+  // warpgroup's tensor work no longer fills those gaps.
+  static constexpr bool kPingPong = false;
   static constexpr int kBarTurn0 = 2;
 
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
@@ -153,10 +156,10 @@ struct Tf32FwdTraits {
                 "setmaxnreg lowers the producer and raises the consumers");
 };
 
-// The same forward without ping-pong turns (the consumers in lockstep): a timing probe
-// (FB_SM90_FP32_FWD_PROBE=lockstep, flash_sm90_tf32_launch.cuh).
-template <typename Tr> struct Tf32Lockstep : Tr {
-  static constexpr bool kPingPong = false;
+// The same forward with ping-pong turns between the consumers: a timing probe
+// (FB_SM90_FP32_FWD_PROBE=pingpong, flash_sm90_tf32_launch.cuh).
+template <typename Tr> struct Tf32PingPong : Tr {
+  static constexpr bool kPingPong = true;
 };
 
 // The same forward with the K stage refilled in halves (kEarlyKRelease): a timing probe
