@@ -36,17 +36,18 @@ __global__ void __launch_bounds__(128, 1)
   for (int i = tid; i < Rows * D; i += 128) put(sm.q(), Tr::kQChunkBytes, i / D, i % D, q[i]);
   for (int i = tid; i < Bc * D; i += 128) {
     put(sm.k_hi(0), Tr::kKVChunkBytes, i / D, i % D, k[i]);
-    put(sm.v_raw(), Tr::kKVChunkBytes, i / D, i % D, v[i]);
+    put(sm.v_raw(0), Tr::kKVChunkBytes, i / D, i % D, v[i]);
   }
   __syncthreads();
-  split_k_tile<Tr>(sm.k_hi(0), sm.k_lo(0), tid);
-  transpose_split_v_tile<Tr>(sm.v_raw(), sm.vt_hi(0), sm.vt_lo(0), tid);
+  for (int c = 0; c < Tr::kChunks; ++c)
+    split_k_chunk<Tr>(sm.k_hi(0) + c * Tr::kKVChunkBytes, sm.k_lo(0) + c * Tr::kKVChunkBytes, tid);
+  transpose_split_v_tile<Tr>(sm.v_raw(0), sm.vt_hi(0), sm.vt_lo(0), tid);
   ptx::fence_proxy_async_smem();
   __syncthreads();
 
   const int row = warp * 16 + lane / 4, col = 2 * (lane % 4);
   float sa[Tr::kSRegs], sb[Tr::kSRegs];
-  gemm_qk<Tr>(sa, sb, sm.q(), sm.k_hi(0), sm.k_lo(0), warp, lane);
+  gemm_qk<Tr>(sa, sb, sm.q(), sm.k_hi(0), sm.k_lo(0), warp, lane, [](int) {}, [] {});
   // Accumulator layout: register i = row + 8 ((i / 2) % 2), column 8 (i / 4) + col + i % 2.
   for (int i = 0; i < Tr::kSRegs; ++i)
     s_out[(row + 8 * ((i / 2) % 2)) * Bc + 8 * (i / 4) + col + i % 2] = sa[i] + sb[i];
@@ -80,8 +81,8 @@ bool run_sm90_tf32_probe(const float* q, const float* k, const float* v, const f
     (void)cudaGetLastError();
     return false;
   }
-  if (split) launch<Tf32FwdTraits<kProbeDim, kProbeKeys, 1, true>>(q, k, v, p, s, o);
-  else launch<Tf32FwdTraits<kProbeDim, kProbeKeys, 1, false>>(q, k, v, p, s, o);
+  if (split) launch<Tf32FwdTraits<kProbeDim, kProbeKeys, 1, 1, true>>(q, k, v, p, s, o);
+  else launch<Tf32FwdTraits<kProbeDim, kProbeKeys, 1, 1, false>>(q, k, v, p, s, o);
   return true;
 }
 

@@ -76,6 +76,26 @@ __device__ __forceinline__ void split_tile(std::uint32_t hi, std::uint32_t lo, i
   }
 }
 
+// The same split out of place: the tile at `src` (kBytes as TMA wrote it) -> hi = tf32(x) at `hi`,
+// lo = tf32(x - hi) at `lo`; `src` is only read.
+template <int kBytes, int kThreads, bool kSplit>
+__device__ __forceinline__ void split_tile_from(std::uint32_t src, std::uint32_t hi, std::uint32_t lo, int tid) {
+  constexpr int kUnits = kBytes / kUnitBytes;
+  static_assert(kUnits % kThreads == 0, "the threads share the tile evenly");
+#pragma unroll 4
+  for (int u = tid; u < kUnits; u += kThreads) {
+    const std::uint32_t off = std::uint32_t(u * kUnitBytes);
+    const float4 x = ptx::ld_shared_f32x4(src + off);
+    std::uint32_t h[4], l[4];
+    ptx::split_tf32(x.x, h[0], l[0]);
+    ptx::split_tf32(x.y, h[1], l[1]);
+    ptx::split_tf32(x.z, h[2], l[2]);
+    ptx::split_tf32(x.w, h[3], l[3]);
+    ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
+    if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
+  }
+}
+
 // A (kRows, kCols) tile as TMA wrote it (kCols / 32 chunks of kRows rows) -> its transpose
 // (kCols, kRows), K-major along the rows for a GEMM that sums over them (kRows / 32 chunks of kCols
 // rows), each group of 8 rows permuted (pv_key_of_position) and split into hi and lo. One work item
@@ -205,52 +225,97 @@ __device__ __forceinline__ void acc_fragment(std::uint32_t (&a)[4], const std::u
 // half. The tensor core truncates each sum it adds into an accumulator; a chain of kSteps such sums
 // at |C|'s scale would cost more than fp32 rounding. kSplit = false (1xTF32): hi*hi into ca, cb = 0.
 // Groups of kGroup steps are committed with one group in flight (bounds the live fragments).
-// Returns with every wgmma complete.
-template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo>
-__device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
-                                              DescHi&& b_hi, DescLo&& b_lo) {
+// Returns with every wgmma complete. gemm_split_rs_gated, for B arriving and leaving in parts (e.g.
+// per TMA box): gate(kk) runs before the first wgmma that reads B's step kk; retired(kk_end) runs
+// once every wgmma of the first pass over steps [0, kk_end) is complete (B's parts that only the
+// first pass reads, lo and hi of the first half of the steps, may then be replaced).
+// kBatched: a group's fragments are all built before one wgmma.fence and its wgmmas, so that they
+// form one batch in SASS (a fence per step makes every wgmma a batch of its own, and waiting for all
+// but the last group then drains the tensor pipe to one wgmma); the same registers live either way.
+template <int N, int kSteps, int kGroup, bool kSplit, bool kBatched = false, typename Load, typename DescHi,
+          typename DescLo, typename Gate, typename Retired>
+__device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
+                                                    DescHi&& b_hi, DescLo&& b_lo, Gate&& gate,
+                                                    Retired&& retired) {
   constexpr int kHalf = kSteps / 2;
   static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
   auto issue_group = [&](int first, auto&& body) {
+    if constexpr (kBatched) {
+      std::uint32_t hi[kGroup][4], lo[kGroup][4];
 #pragma unroll
-    for (int kk = first; kk < first + kGroup; ++kk) {
-      float x[4];
-      load(kk, x);
-      std::uint32_t hi[4], lo[4];
+      for (int g = 0; g < kGroup; ++g) {
+        if (body.first_pass) gate(first + g);
+        float x[4];
+        load(first + g, x);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
+        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[g][i], lo[g][i]);
+      }
       ptx::wgmma_fence();  // the fragments were written by ordinary instructions
-      body(kk, hi, lo);
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) body(first + g, hi[g], lo[g]);
+    } else {
+#pragma unroll
+      for (int kk = first; kk < first + kGroup; ++kk) {
+        if (body.first_pass) gate(kk);
+        float x[4];
+        load(kk, x);
+        std::uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
+        ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+        body(kk, hi, lo);
+      }
     }
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();
+    // Every group before this one is complete: first-pass steps [0, first), or, after the second
+    // pass's first group, all of them (reported once).
+    if (body.first_pass) retired(first);
+    else if (first == kHalf) retired(kSteps);
+  };
+  // The step bodies: first_pass says whether a body is the first to read its steps of B.
+  auto step_body = [](bool first, auto&& f) {
+    struct Body {
+      bool first_pass;
+      std::remove_reference_t<decltype(f)> f;
+      __device__ __forceinline__ void operator()(int kk, const std::uint32_t (&hi)[4],
+                                                 const std::uint32_t (&lo)[4]) { f(kk, hi, lo); }
+    };
+    return Body{first, f};
   };
   if constexpr (kSplit) {
 #pragma unroll
     for (int g0 = 0; g0 < kSteps; g0 += kGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&lo)[4]) {
+      issue_group(g0, step_body(true, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&lo)[4]) {
         const std::uint64_t dh = b_hi(kk);
         ptx::wgmma_rs_tf32<N>(cb, lo, dh, kk > 0);
         ptx::wgmma_rs_tf32<N>(cb, hi, b_lo(kk), 1);
         if (kk < kHalf) ptx::wgmma_rs_tf32<N>(ca, hi, dh, kk > 0);
-      });
+      }));
 #pragma unroll
     for (int g0 = kHalf; g0 < kSteps; g0 += kGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+      issue_group(g0, step_body(false, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
         ptx::wgmma_rs_tf32<N>(cb, hi, b_hi(kk), 1);
-      });
+      }));
   } else {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) cb[i] = 0.f;
 #pragma unroll
     for (int g0 = 0; g0 < kSteps; g0 += kGroup)
-      issue_group(g0, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
+      issue_group(g0, step_body(true, [&](int kk, const std::uint32_t(&hi)[4], const std::uint32_t(&)[4]) {
         ptx::wgmma_rs_tf32<N>(ca, hi, b_hi(kk), kk > 0);
-      });
+      }));
   }
   ptx::wgmma_wait<0>();
   ptx::fence_operands(ca);
   ptx::fence_operands(cb);
+}
+
+// gemm_split_rs_gated with B wholly in place before the call.
+template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo>
+__device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
+                                              DescHi&& b_hi, DescLo&& b_lo) {
+  gemm_split_rs_gated<N, kSteps, kGroup, kSplit>(ca, cb, load, b_hi, b_lo, [](int) {}, [](int) {});
 }
 
 // C = A B^T, fresh, with A's TF32 hi / lo fragments from frag(kk, part, a) (part 0 = hi, 1 = lo;

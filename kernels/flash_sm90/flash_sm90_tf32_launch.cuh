@@ -2,15 +2,55 @@
 // the instantiation files flash_sm90_tf32_hdim*.cu.
 #pragma once
 
+#include <cstdlib>
+#include <string>
+
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_tf32.h"
 #include "flash_sm90/flash_sm90_tf32_kernel.cuh"
 #include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::flash_sm90 {
+
+// Timing probes, so that one binary times session 6's steps apart in one device call.
+// FB_SM90_FP32_FWD_PROBE is a comma-separated list of:
+//   pingpong  the consumers take ping-pong turns (the default until call F of session 6)
+//   plane     non-causal blocks plane-major (one plane group), the order before session 6
+//   grouped   causal blocks in L2 plane groups too
+//   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
+//   shared    d = 128, 3xTF32: K lands in the staging buffer, V in K_lo's space (Tf32SharedLo); not
+//             with khalf
+//   batch     S's commit groups as one SASS batch each, 2 k8 steps a group (Tf32BatchedS); with
+//             pingpong or shared, not with khalf
+// Read once; unset (or no known word) is the shipping forward.
+struct Tf32FwdProbe {
+  bool ping_pong = false;
+  bool plane_major = false;
+  bool causal_groups = false;
+  bool k_halves = false;
+  bool shared_lo = false;
+  bool batched_s = false;
+};
+inline Tf32FwdProbe tf32_fwd_probe() {
+  static const Tf32FwdProbe probe = [] {
+    Tf32FwdProbe f;
+    const char* env = std::getenv("FB_SM90_FP32_FWD_PROBE");
+    const std::string v = "," + std::string(env ? env : "") + ",";
+    const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
+    f.ping_pong = has("pingpong");
+    f.plane_major = has("plane");
+    f.causal_groups = has("grouped");
+    f.k_halves = has("khalf");
+    f.shared_lo = has("shared");
+    f.batched_s = has("batch");
+    return f;
+  }();
+  return probe;
+}
 
 template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
   Tf32FwdParams prm{};
@@ -26,17 +66,49 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   prm.group = p.group();
   prm.scale_log2 = float(p.scale * kLog2e);
   prm.mask = p.mask();
+  // Block order (common/tile_order.h): non-causal, groups of query planes whose K/V planes (group()
+  // query planes share one; K and V, seq_k x d fp32 each) stay within a third of L2 (fp32 K/V of
+  // every head at 16k tokens x 2048 model dim is 256 MB; plane-major, the 132 blocks running at a time
+  // read ~all of it per query tile). Causal: one group, every plane's longest tiles first, which
+  // balances the SMs at the end of the grid (the portable forward measured groups 3-10% slower there,
+  // docs/perf-notes.md, session 5).
+  prm.planes = int(q_planes);
+  prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
+  const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(float));
+  const std::int64_t group = std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group();
+  const Tf32FwdProbe probe = tf32_fwd_probe();
+  const bool one_group = p.causal ? !probe.causal_groups : probe.plane_major;
+  prm.plane_group = int(one_group || group > q_planes ? q_planes : group);
 
   const auto kernel = flash_sm90_tf32_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  const dim3 grid(unsigned(q_planes), unsigned((p.seq_q + Tr::kBr - 1) / Tr::kBr));
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  const unsigned blocks = unsigned(q_planes * prm.q_tiles);
+  kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// Traits Tr with the pingpong / shared probes applied (batch and khalf are applied by the caller).
+template <bool kSplit, typename Tr>
+void launch_tf32_fwd_probed(const Tf32FwdProbe& probe, const AttentionParams& p, cudaStream_t stream) {
+  if constexpr (kSplit && Tr::kStages == 1 && Tr::kVStages == 1) {
+    if (probe.shared_lo) {
+      if (probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32SharedLo<Tr>>>(p, stream);
+      else launch_tf32_fwd<Tf32SharedLo<Tr>>(p, stream);
+      return;
+    }
+  }
+  if (probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tr>>(p, stream);
+  else launch_tf32_fwd<Tr>(p, stream);
+}
+
 template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
-  launch_tf32_fwd<typename Tf32FwdConfig<D, kSplit>::Traits>(p, stream);
+  using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
+  const Tf32FwdProbe probe = tf32_fwd_probe();
+  if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<Tr>>(probe, p, stream);
+  else if (probe.k_halves && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32KHalves<Tr>>>(p, stream);
+  else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
+  else launch_tf32_fwd_probed<kSplit, Tr>(probe, p, stream);
 }
 
 }  // namespace fb::cuda::flash_sm90

@@ -8,7 +8,8 @@ namespace fb::cuda::flash_sm90 {
 
 // Warp-specialised forward for fp32 inputs on TF32 tensor cores (flash_sm90_tf32_kernel.cuh):
 //   warpgroup 0      producer: one thread issues the TMA copies (Q once; K tiles into a ring of
-//                    kStages buffers; each V tile into one staging buffer); all 128 threads then
+//                    kStages buffers; V tiles into a ring of kVStages staging buffers, each
+//                    copy issued as soon as its buffer is free); all 128 threads then
 //                    prepare the tiles for wgmma: K is split in place into hi = tf32(K) plus a
 //                    K_lo buffer, V is transposed (wgmma TF32 takes B only K-major, i.e. keys
 //                    contiguous), its keys permuted inside each group of 8 (see below) and split
@@ -21,13 +22,16 @@ namespace fb::cuda::flash_sm90 {
 //   kHeadDim         d (64 or 128)
 //   kBc              keys per K/V tile (the N of S; a multiple of 32: whole 128-byte key rows of Vt)
 //   kStages          depth of the K ring and of the Vt ring
+//   kVStages         depth of the raw V staging ring (the TMA copies in flight ahead of the
+//                    transposition: with 1, V_{j+1} is requested only once V_j is transposed)
 //   kSplit           true: 3xTF32 (hi*hi + hi*lo + lo*hi); false: 1xTF32 (hi*hi only), a diagnostic
 //                    that must fail the FP32 rule
-template <int kHeadDim_, int kBc_, int kStages_, bool kSplit_>
+template <int kHeadDim_, int kBc_, int kStages_, int kVStages_, bool kSplit_>
 struct Tf32FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBc = kBc_;
   static constexpr int kStages = kStages_;
+  static constexpr int kVStages = kVStages_;
   static constexpr bool kSplit = kSplit_;
 
   // ---- threads ----
@@ -57,6 +61,10 @@ struct Tf32FwdTraits {
   // accumulator, and a chain of d/8 such sums at |S|'s scale would cost more than fp32 rounding.
   static constexpr int kQKHalf = kQKSteps / 2;
   static constexpr int kQKGroup = 4;  // k8 steps per wgmma commit group (bounds live Q fragments)
+  // Q's raw A fragments (4 registers per k8 step) held across the K/V tiles instead of re-read
+  // from shared memory per tile: d = 64 (32 registers; its consumers used ~170 of 224); at d = 128
+  // (64 registers) they would not fit beside O, O_tile and P's hi/lo.
+  static constexpr bool kQInRegs = kHeadDim == 64;
 
   // ---- shared memory: 128-byte swizzled tiles ----
   // A (rows, d) fp32 tile is d / 32 column chunks of (rows, 32) with 128-byte rows; 8 rows form a
@@ -81,37 +89,60 @@ struct Tf32FwdTraits {
   static constexpr int kVtChunkBytes = kHeadDim * kSwizzleBytes;
   static constexpr int kVtBytes = kVtChunks * kVtChunkBytes;  // one (d, kBc) tile
 
-  // Layout from the 1024-aligned base: Q | per stage K_hi, K_lo | V staging | per stage Vt_hi,
-  // Vt_lo | barriers. (The 1xTF32 diagnostic leaves the lo buffers unused.)
+  // Layout from the 1024-aligned base: Q | per stage K_hi, K_lo | kVStages V staging buffers | per
+  // stage Vt_hi, Vt_lo | barriers. (The 1xTF32 diagnostic leaves the lo buffers unused.)
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
   static constexpr int kOffVraw = kOffK + kStages * 2 * kKVBytes;
-  static constexpr int kOffVt = kOffVraw + kKVBytes;
+  static constexpr int kOffVt = kOffVraw + kVStages * kKVBytes;
   static constexpr int kOffBar = kOffVt + kStages * 2 * kVtBytes;
   static constexpr int kBarBytes = 8;
-  // q_full, v_full (staging), then per stage: k_full, k_ready, k_empty, vt_ready, vt_empty.
-  static constexpr int kNumBars = 2 + 5 * kStages;
+  // q_full, per staging buffer v_full, per stage and column chunk k_full and k_ready (a K tile is
+  // copied, split and handed over chunk by chunk: S's first k8 steps start before the last chunk
+  // lands), then per stage k_empty, vt_ready, vt_empty, k_empty_half.
+  static constexpr int kNumBars = 1 + kVStages + kStages * (2 * kChunks + 4);
+  // true: the consumers release the K stage's first half of column chunks (read by S's first pass
+  // only) as soon as that pass is past it, and the producer refills it before S is done.
+  static constexpr bool kEarlyKRelease = false;
+  // true (one stage only): K tiles land in the staging buffer and are split out of place; V tiles
+  // land in K_lo's space once S's first pass is done with it (tf32_produce_shared_lo).
+  static constexpr bool kSharedLo = false;
+  // true: S's commit groups built fragments first, then one fence (tf32::gemm_split_rs_gated).
+  static constexpr bool kBatchedS = false;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
 
   // ---- producer work items ----
-  static constexpr int kKUnits = kKVBytes / kUnitBytes;              // float4s of a K tile
+  static constexpr int kKUnits = kKVChunkBytes / kUnitBytes;         // float4s of a K chunk
   static constexpr int kVItems = kHeadDim * (kBc / kMmaK);           // (column, 8-key group)
 
   // ---- registers (setmaxnreg) ----
   static constexpr int kRegFile = 64 * 1024;
   static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = 232;
+  // A V ring of more than one buffer adds loop state to the producer: 40 registers spilled there
+  // (d = 64), so it takes 56 and the consumers 224 (d = 64's consumers use ~170).
+  static constexpr int kProducerRegs = kVStages > 1 ? 56 : 40;
+  static constexpr int kConsumerRegs = kVStages > 1 ? 224 : 232;
 
   static constexpr int kBarProducer = 1;  // named barrier of the producer warpgroup
+  // true: the consumers take turns on the tensor cores (ping-pong, see tf32_consume; named barriers
+  // kBarTurn0 + cw, one per consumer warpgroup). Off: measured (session 6, call F) the consumers in
+  // lockstep ran 1-10% faster (d = 128 non-causal N = 4096: 85.9 against 78.0 TFLOP/s); a turn holds
+  // S until it is complete, and S's fragments are built between its wgmma groups, so the other
+  // warpgroup's tensor work no longer fills those gaps.
+  static constexpr bool kPingPong = false;
+  static constexpr int kBarTurn0 = 2;
 
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kBc % kChunkElems == 0 && kBc <= 256, "K/V tile: whole Vt key chunks, one TMA box");
   static_assert(kBc == 64 || kBc == 128, "wgmma wrappers exist for N = 64 and 128");
+  static_assert(kStages >= 1 && kVStages >= 1, "at least one buffer of each ring");
+  static_assert(kBarTurn0 + kConsumerWgs <= 16, "sm_90 has 16 named barriers");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers exist for N = 64 and 128");
   static_assert(kQKSteps % kQKGroup == 0 && kQKHalf % kQKGroup == 0, "whole commit groups");
+  static_assert(kStepsPerChunk % kQKGroup == 0, "a commit group reads one K chunk");
+  static_assert(kQKHalf % kStepsPerChunk == 0, "S's halves of k8 steps are whole K chunks");
   static_assert(kKUnits % kWgThreads == 0 && kVItems % kWgThreads == 0,
                 "the producer's 128 threads share the tile preparation evenly");
   static_assert(kOffK % kAtomBytes == 0 && kOffVraw % kAtomBytes == 0 && kOffVt % kAtomBytes == 0 &&
@@ -125,15 +156,44 @@ struct Tf32FwdTraits {
                 "setmaxnreg lowers the producer and raises the consumers");
 };
 
+// The same forward with ping-pong turns between the consumers: a timing probe
+// (FB_SM90_FP32_FWD_PROBE=pingpong, flash_sm90_tf32_launch.cuh).
+template <typename Tr> struct Tf32PingPong : Tr {
+  static constexpr bool kPingPong = true;
+};
+
+// The same forward with the K stage refilled in halves (kEarlyKRelease): a timing probe
+// (FB_SM90_FP32_FWD_PROBE=khalf).
+template <typename Tr> struct Tf32KHalves : Tr {
+  static constexpr bool kEarlyKRelease = true;
+};
+
+// The same forward with K landing in the staging buffer and V in K_lo's space (kSharedLo, one
+// stage): a timing probe (FB_SM90_FP32_FWD_PROBE=shared).
+template <typename Tr> struct Tf32SharedLo : Tr {
+  static_assert(Tr::kStages == 1 && Tr::kVStages == 1, "one stage: the staging buffer holds K");
+  static constexpr bool kSharedLo = true;
+};
+
+// The same forward with S's commit groups issued as one batch each (kBatchedS), groups of 2 k8 steps
+// (the fragments of the group in flight and of the next one: the registers of today's group of 4):
+// a timing probe (FB_SM90_FP32_FWD_PROBE=batch).
+template <typename Tr> struct Tf32BatchedS : Tr {
+  static constexpr bool kBatchedS = true;
+  static constexpr int kQKGroup = 2;
+  static_assert(Tr::kStepsPerChunk % kQKGroup == 0 && Tr::kQKHalf % kQKGroup == 0, "whole groups");
+};
+
 // The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
 // V staging (32 KB) + one stage of Vt_hi/Vt_lo (64 KB) = 224 KB, the most that fits; d = 64 has
-// room for two stages.
+// room for two stages and two V staging buffers (32 + 64 + 32 + 64 = 192 KB): K_{j+2} and V_{j+2}
+// are requested while tile j is prepared, so a copy's latency overlaps a whole tile.
 template <int D, bool kSplit> struct Tf32FwdConfig;
 template <bool kSplit> struct Tf32FwdConfig<64, kSplit> {
-  using Traits = Tf32FwdTraits<64, 64, 2, kSplit>;
+  using Traits = Tf32FwdTraits<64, 64, 2, 2, kSplit>;
 };
 template <bool kSplit> struct Tf32FwdConfig<128, kSplit> {
-  using Traits = Tf32FwdTraits<128, 64, 1, kSplit>;
+  using Traits = Tf32FwdTraits<128, 64, 1, 1, kSplit>;
 };
 
 }  // namespace fb::cuda::flash_sm90
