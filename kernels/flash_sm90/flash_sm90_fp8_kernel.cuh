@@ -28,6 +28,7 @@
 #include "common/ptx_sm90.cuh"
 #include "common/ptx_sm90_fp8.cuh"
 #include "common/softmax.cuh"
+#include "common/tile_order.h"
 #include "flash_sm90/flash_sm90_block.cuh"
 #include "flash_sm90/flash_sm90_fp8_traits.h"
 
@@ -44,6 +45,7 @@ struct Fp8FwdParams {
   int group;
   int planes;
   int q_tiles;
+  int plane_group;     // query planes scheduled together (common/tile_order.h), K/V sized for L2
   float scale_log2;    // scale * descale_q * descale_k * log2(e)
   float p_scale_log2;  // log2(p_scale), an integer
   float descale_v;     // O = descale_v x (P8 V) / (p_scale x row sum)
@@ -97,9 +99,10 @@ __global__ void __launch_bounds__(kVtPrepThreads)
 template <typename Tr>
 __device__ __forceinline__ WorkTile fp8_work_tile(const Fp8FwdParams& prm, const CausalMask& mask,
                                                   int t) {
+  const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
   WorkTile w;
-  w.bh = t % prm.planes;
-  w.q0 = (prm.q_tiles - 1 - t / prm.planes) * Tr::kBr;
+  w.bh = pt.bh;
+  w.q0 = pt.q_tile * Tr::kBr;
   w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);  // see flash_sm90_kernel.cuh
   return w;
 }

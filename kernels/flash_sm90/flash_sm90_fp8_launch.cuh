@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_fp8.h"
 #include "flash_sm90/flash_sm90_fp8_kernel.cuh"
@@ -49,6 +50,10 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
   prm.mask = p.mask();
   prm.planes = int(q_planes);
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
+  // Query planes per L2 group (as the 16-bit forward): each K/V plane is K and V^T, d x seq_k bytes.
+  const std::int64_t kv_plane_bytes = 2 * seq_k_pad * D;
+  prm.plane_group = int(std::min<std::int64_t>(
+      std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group(), q_planes));
 
   const auto kernel = flash_sm90_fp8_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
