@@ -23,6 +23,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "common/exp2_poly.h"
 #include "common/mask.h"
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
@@ -169,7 +170,9 @@ template <typename Tr> struct Fp8Gemms {
 
 // Online-softmax step (flash_sm90_kernel.cuh's softmax_step) with p' = P * p_scale: the subtrahend
 // is lowered by log2 p_scale, so exp2 returns the scaled value directly (exact: a power of two),
-// and l sums p' (p_scale times the fp32 row sum; the epilogue divides it back out).
+// and l sums p' (p_scale times the fp32 row sum; the epilogue divides it back out). Scores i with
+// i % 8 < kExp2PolyEighths take exp2_poly (FMA pipe, common/exp2_poly.h), the rest ex2.approx (MUFU
+// pipe): at d = 128 the MUFU pipe alone would need the whole tile's GEMM time for the exponentials.
 template <typename Tr>
 __device__ __forceinline__ void fp8_softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
                                                  float (&alpha)[2], const int (&key_end)[2],
@@ -203,7 +206,8 @@ __device__ __forceinline__ void fp8_softmax_step(float (&s)[Tr::kSRegs], float (
 #pragma unroll
   for (int i = 0; i < Tr::kSRegs; ++i) {
     const int hf = (i / 2) % 2;
-    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+    const float x = fmaf(s[i], scale_log2, -m_sub[hf]);
+    s[i] = (i % 8 < Tr::kExp2PolyEighths) ? exp2_poly(x) : ptx::exp2_approx(x);
     sum[hf][(i / 4) % 2] += s[i];
   }
 #pragma unroll

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -17,8 +20,8 @@
 
 namespace fb::cuda::flash_sm90 {
 
-template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
-  using Tr = typename Fp8TileConfig<D>::Traits;
+template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
+  constexpr int D = Tr::kHeadDim;
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
   const std::int64_t seq_k_pad = fp8_seq_k_pad(p.seq_k);
@@ -62,6 +65,33 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
   const long long blocks = fwd_blocks(q_planes * prm.q_tiles, longest);
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
+}
+
+// A timing probe, not a setting: FB_FP8_EXP2_POLY (eighths of the exponentials on the FMA pipe, one
+// of kExp2PolyProbes) runs that compiled instance instead of Fp8TileConfig's kExp2Poly, so one device
+// call can time the shares side by side. Unset or empty: the configured share.
+inline constexpr int kExp2PolyProbes[] = {0, 1, 2, 3, 4};
+inline int fp8_exp2_poly_eighths(int configured) {
+  const char* env = std::getenv("FB_FP8_EXP2_POLY");
+  if (env == nullptr || *env == '\0') return configured;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (end != env && *end == '\0')
+    for (const int e : kExp2PolyProbes)
+      if (v == e) return e;
+  throw std::runtime_error(std::string("FB_FP8_EXP2_POLY must be one of 0, 1, 2, 3, 4 (eighths of the ") +
+                           "fp8 forward's exponentials on the FMA pipe), got '" + env + "'");
+}
+
+template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
+  using Config = Fp8TileConfig<D>;
+  switch (fp8_exp2_poly_eighths(Config::kExp2Poly)) {
+    case 0: return launch_fp8_fwd<typename Config::template TraitsWith<0>>(p, stream);
+    case 1: return launch_fp8_fwd<typename Config::template TraitsWith<1>>(p, stream);
+    case 2: return launch_fp8_fwd<typename Config::template TraitsWith<2>>(p, stream);
+    case 3: return launch_fp8_fwd<typename Config::template TraitsWith<3>>(p, stream);
+    default: return launch_fp8_fwd<typename Config::template TraitsWith<4>>(p, stream);
+  }
 }
 
 }  // namespace fb::cuda::flash_sm90

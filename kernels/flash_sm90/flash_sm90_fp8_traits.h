@@ -23,9 +23,12 @@ namespace fb::cuda::flash_sm90 {
 //   kBc            keys per K/V tile, a multiple of 128 (one V^T chunk is 128 keys = one swizzle row)
 //   kConsumerWgs   consumer warpgroups per block (64 query rows each)
 //   kStages        K/V ring depth
-template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_>
+//   kExp2PolyEighths  eighths of the scores whose exponential is computed on the FMA pipe
+//                  (common/exp2_poly.h) instead of the MUFU pipe (ex2.approx): 0 = all on MUFU
+template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_, int kExp2PolyEighths_>
 struct Fp8FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kExp2PolyEighths = kExp2PolyEighths_;
   static constexpr int kBc = kBc_;
   static constexpr bool kIntraOverlap = true;  // flash_sm90_traits.h: both overlaps, always on here
   static constexpr bool kPingPong = true;
@@ -105,6 +108,8 @@ struct Fp8FwdTraits {
   static constexpr int kTurnThreads = 2 * kWgThreads;
   static constexpr int kBarEpilogue0 = kBarTurn0 + kConsumerWgs;
 
+  static_assert(kExp2PolyEighths >= 0 && kExp2PolyEighths <= 8, "a share of eighths");
+  static_assert(kSRegs % 8 == 0, "the FMA-pipe share is taken as s[i], i % 8 < kExp2PolyEighths");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "a Q/K row is one 64- or 128-byte swizzle row");
   static_assert(kBc % kVtChunkKeys == 0 && kBc <= 256, "whole V^T chunks; one wgmma N <= 256");
   static_assert(kBr <= 256, "Q tile: one TMA box (<= 256 rows)");
