@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # flash-sm90's fp8 forward on an H100/H200 (issue 14 part 2), one device call of ~1 minute:
-#   the GPU tests [fp8sm90] (shipping configuration), `flashbench verify --dtype fp8` on odd shapes
-#   (shipping, and FB_FP8_EXP2_POLY=4: half the exponentials on the FMA pipe), then the kernel-only
-#   timing test [fp8sm90perf] once per FMA-pipe share FB_FP8_EXP2_POLY = 0..4 eighths
-#   (flash_sm90_fp8_launch.cuh), printed last as one TFLOP/s table: a row per case, a column per share.
+#   the GPU tests [fp8sm90] and `flashbench verify --dtype fp8` on odd shapes, as shipped and with the
+#   probe variants (FB_FP8_BC / FB_FP8_STAGES / FB_FP8_EXP2_POLY, flash_sm90_fp8_launch.cuh), then the
+#   kernel-only timing test [fp8sm90perf] once per variant, printed last as one TFLOP/s table: a row
+#   per case, a column per variant.
 #     BUILD=build-h200 scripts/fp8_h200.sh OUTDIR
 # BUILD must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each step has a timeout.
 set -uo pipefail
@@ -30,28 +30,34 @@ step() {  # name, seconds, command...
 }
 
 step tests 40 "$tests" "[fp8sm90]"
+# The probe variants furthest from the shipping one, all at once: 192-key tiles, 3 stages, 4/8 on FMA.
+step tests-b192s3p4 40 env FB_FP8_BC=192 FB_FP8_STAGES=3 FB_FP8_EXP2_POLY=4 "$tests" "[fp8sm90]"
 step verify 20 "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 3001 --heads 8 --kv-heads 2 --dim 128 --causal both \
   -o "$out/verify-q1000-k3001-d128.json"
-step verify-poly4 20 env FB_FP8_EXP2_POLY=4 "$fb" verify --dtype fp8 --seq 777 --heads 4 --kv-heads 1 --dim 64 \
-  --causal both -o "$out/verify-777-d64-poly4.json"
-for e in 0 1 2 3 4; do
-  step "perf-poly$e" 30 env FB_FP8_EXP2_POLY=$e "$tests" "[fp8sm90perf]"
+step verify-b192p4 20 env FB_FP8_BC=192 FB_FP8_EXP2_POLY=4 "$fb" verify --dtype fp8 --seq 777 --heads 4 \
+  --kv-heads 1 --dim 128 --causal both -o "$out/verify-777-d128-b192p4.json"
+# Timing variants: label = (keys per tile, ring stages, eighths of exp2 on the FMA pipe).
+variants=(b128s2p0 b128s2p1 b128s2p2 b128s2p3 b128s2p4 b128s3p2 b192s2p0 b192s2p2 b192s2p4 b192s3p2)
+for v in "${variants[@]}"; do
+  bc=${v:1:3} st=${v:5:1} e=${v:7:1}
+  step "perf-$v" 30 env FB_FP8_BC=$bc FB_FP8_STAGES=$st FB_FP8_EXP2_POLY=$e "$tests" "[fp8sm90perf]"
 done
 
 printf '%s\n' "${summary[@]}"
-# fp8 TFLOP/s per case (16k tokens, model dim 2048; the V transpose included) per eighths on the FMA pipe.
-echo "fp8 flash-sm90 TFLOP/s by FB_FP8_EXP2_POLY (eighths of exp2 on the FMA pipe; bf16 beside)"
-for e in 0 1 2 3 4; do
-  grep -h '^fp8-sm90-perf' "$out/perf-poly$e.log" | awk -v e="$e" '{print e, $2, $3, $4, $5, $(NF-1)}'
-done | awk '
+# fp8 TFLOP/s per case (16k tokens, model dim 2048; the V transpose included) per variant: bBc sStages pE
+# (E eighths of exp2 on the FMA pipe); shipping b128s2p2. d = 64 ignores FB_FP8_BC (128 only). bf16 last.
+for v in "${variants[@]}"; do
+  grep -h '^fp8-sm90-perf' "$out/perf-$v.log" | awk -v v="$v" '{print v, $2, $3, $4, $5, $(NF-1)}'
+done | awk -v cols="${variants[*]}" '
+  BEGIN { nv = split(cols, vs, " ") }
   { key = $3 " " $4 " " $5; if (!(key in seen)) { seen[key] = 1; order[++n] = key }
     if ($2 == "fp8") tf[key, $1] = $6; else bf[key] = $6 }
   END {
-    printf "%-22s %7s %7s %7s %7s %7s %7s\n", "case", "0/8", "1/8", "2/8", "3/8", "4/8", "bf16"
+    printf "%-19s", "case"; for (j = 1; j <= nv; ++j) printf " %8s", vs[j]; printf " %8s\n", "bf16"
     for (i = 1; i <= n; ++i) {
-      k = order[i]; printf "%-22s", k
-      for (e = 0; e <= 4; ++e) printf " %7s", ((k, e) in tf) ? tf[k, e] : "-"
-      printf " %7s\n", (k in bf) ? bf[k] : "-"
+      k = order[i]; printf "%-19s", k
+      for (j = 1; j <= nv; ++j) printf " %8s", ((k, vs[j]) in tf) ? tf[k, vs[j]] : "-"
+      printf " %8s\n", (k in bf) ? bf[k] : "-"
     }
   }'
 exit "$failed"

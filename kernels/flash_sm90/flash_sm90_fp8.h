@@ -14,18 +14,18 @@ namespace fb::cuda::flash_sm90 {
 
 // Tile configuration per head_dim (the one table to edit when tuning the fp8 forward).
 template <int D> struct Fp8TileConfig;
-// kExp2Poly: eighths of the exponentials on the FMA pipe (Fp8FwdTraits). At d = 64 a score costs half
-// the tensor time of d = 128 against the same exponential, so the MUFU pipe is the tighter bound there.
+// kExp2Poly: eighths of the exponentials on the FMA pipe (Fp8FwdTraits). TraitsWith<Bc, Stages, E> are
+// the variants the launcher's timing probe can pick (flash_sm90_fp8_launch.cuh); Traits is what ships.
 template <> struct Fp8TileConfig<64> {
   // Three consumer warpgroups, as the 16-bit forward at d = 64: short GEMMs against the softmax.
-  static constexpr int kExp2Poly = 2;
-  template <int E> using TraitsWith = Fp8FwdTraits<64, 128, 3, 2, E>;
-  using Traits = TraitsWith<kExp2Poly>;
+  static constexpr int kBc = 128, kStages = 2, kExp2Poly = 2;
+  template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<64, Bc, 3, Stages, E>;
+  using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
 template <> struct Fp8TileConfig<128> {
-  static constexpr int kExp2Poly = 2;
-  template <int E> using TraitsWith = Fp8FwdTraits<128, 128, 2, 2, E>;
-  using Traits = TraitsWith<kExp2Poly>;
+  static constexpr int kBc = 128, kStages = 2, kExp2Poly = 2;
+  template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<128, Bc, 2, Stages, E>;
+  using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
 
 template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream);

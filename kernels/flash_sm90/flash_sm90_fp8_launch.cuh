@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -67,31 +68,52 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// A timing probe, not a setting: FB_FP8_EXP2_POLY (eighths of the exponentials on the FMA pipe, one
-// of kExp2PolyProbes) runs that compiled instance instead of Fp8TileConfig's kExp2Poly, so one device
-// call can time the shares side by side. Unset or empty: the configured share.
-inline constexpr int kExp2PolyProbes[] = {0, 1, 2, 3, 4};
-inline int fp8_exp2_poly_eighths(int configured) {
-  const char* env = std::getenv("FB_FP8_EXP2_POLY");
+// A timing probe, not a setting: environment variables pick a compiled variant other than
+// Fp8TileConfig's Traits, so one device call can time them side by side (unset or empty: as shipped):
+//   FB_FP8_EXP2_POLY  eighths of the exponentials on the FMA pipe, 0..4
+//   FB_FP8_BC         keys per K/V tile, 128 or 192 (d = 128 only)
+//   FB_FP8_STAGES     K/V ring depth, 2 or 3
+inline int fp8_probe_choice(const char* name, int configured, std::initializer_list<int> allowed) {
+  const char* env = std::getenv(name);
   if (env == nullptr || *env == '\0') return configured;
   char* end = nullptr;
   const long v = std::strtol(env, &end, 10);
-  if (end != env && *end == '\0')
-    for (const int e : kExp2PolyProbes)
-      if (v == e) return e;
-  throw std::runtime_error(std::string("FB_FP8_EXP2_POLY must be one of 0, 1, 2, 3, 4 (eighths of the ") +
-                           "fp8 forward's exponentials on the FMA pipe), got '" + env + "'");
+  std::string list;
+  for (const int a : allowed) {
+    if (end != env && *end == '\0' && v == a) return a;
+    list += (list.empty() ? "" : ", ") + std::to_string(a);
+  }
+  throw std::runtime_error(std::string(name) + " (a timing probe of flash-sm90's fp8 forward) must be one of " +
+                           list + ", got '" + env + "'");
+}
+
+template <int D, int Bc, int Stages>
+void run_fp8_fwd_poly(const AttentionParams& p, cudaStream_t stream, int poly) {
+  using Config = Fp8TileConfig<D>;
+  switch (poly) {
+    case 0: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 0>>(p, stream);
+    case 1: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 1>>(p, stream);
+    case 2: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 2>>(p, stream);
+    case 3: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 3>>(p, stream);
+    default: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 4>>(p, stream);
+  }
 }
 
 template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = Fp8TileConfig<D>;
-  switch (fp8_exp2_poly_eighths(Config::kExp2Poly)) {
-    case 0: return launch_fp8_fwd<typename Config::template TraitsWith<0>>(p, stream);
-    case 1: return launch_fp8_fwd<typename Config::template TraitsWith<1>>(p, stream);
-    case 2: return launch_fp8_fwd<typename Config::template TraitsWith<2>>(p, stream);
-    case 3: return launch_fp8_fwd<typename Config::template TraitsWith<3>>(p, stream);
-    default: return launch_fp8_fwd<typename Config::template TraitsWith<4>>(p, stream);
+  const int poly = fp8_probe_choice("FB_FP8_EXP2_POLY", Config::kExp2Poly, {0, 1, 2, 3, 4});
+  const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192});
+  const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
+  if constexpr (D == 128) {
+    if (bc == 192) {
+      if (stages == 2) return run_fp8_fwd_poly<D, 192, 2>(p, stream, poly);
+      return run_fp8_fwd_poly<D, 192, 3>(p, stream, poly);
+    }
   }
+  // d = 64 runs 128-key tiles whatever FB_FP8_BC says: three consumers have 160 registers each, and
+  // S (96) + P (24) + O (32) of a 192-key tile spill.
+  if (stages == 2) return run_fp8_fwd_poly<D, 128, 2>(p, stream, poly);
+  return run_fp8_fwd_poly<D, 128, 3>(p, stream, poly);
 }
 
 }  // namespace fb::cuda::flash_sm90
