@@ -37,7 +37,7 @@ TEST_CASE("exp2_poly: relative error <= 2^-13 wherever the result is a normal fl
     INFO("j " << j);
     CHECK(fb::exp2_poly(float(j)) == std::ldexp(1.0f, j));  // p(0) = 1: exact powers of two
     CHECK(rel_err(float(j) + 0.5f) <= std::ldexp(1.0, -13));  // ties: j rounds to even
-    CHECK(rel_err(float(j) - 0.5f) <= std::ldexp(1.0, -13));
+    if (j > -126) CHECK(rel_err(float(j) - 0.5f) <= std::ldexp(1.0, -13));  // -126.5: below normal
   }
   CHECK(fb::exp2_poly(8.f) == 256.f);  // the fp8 forward's largest p' is exact, as with ex2
 }
