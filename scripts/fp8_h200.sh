@@ -26,26 +26,31 @@ step() {  # name, seconds, command...
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   [ "$rc" -eq 0 ] || failed=1
-  summary+=("$(printf '%-14s rc=%-3s %3ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E 'passed|failed|PASS|FAIL' "$out/$name.log" | tail -n 1)")")
+  summary+=("$(printf '%-18s rc=%-3s %3ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E 'passed|failed|PASS|FAIL' "$out/$name.log" | tail -n 1)")")
 }
 
 step tests 40 "$tests" "[fp8sm90]"
-# The probe variants furthest from the shipping one, all at once: 192-key tiles, 3 stages, 4/8 on FMA.
-step tests-b192s3p4 40 env FB_FP8_BC=192 FB_FP8_STAGES=3 FB_FP8_EXP2_POLY=4 "$tests" "[fp8sm90]"
+# The probe variants furthest from the shipping one, all at once: 192-key tiles, 3 stages, 4/8 on FMA,
+# O rescaled every tile.
+step tests-b192s3p4A 40 env FB_FP8_BC=192 FB_FP8_STAGES=3 FB_FP8_EXP2_POLY=4 FB_FP8_RESCALE=always "$tests" "[fp8sm90]"
 step verify 20 "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 3001 --heads 8 --kv-heads 2 --dim 128 --causal both \
   -o "$out/verify-q1000-k3001-d128.json"
 step verify-b192p4 20 env FB_FP8_BC=192 FB_FP8_EXP2_POLY=4 "$fb" verify --dtype fp8 --seq 777 --heads 4 \
   --kv-heads 1 --dim 128 --causal both -o "$out/verify-777-d128-b192p4.json"
-# Timing variants: label = (keys per tile, ring stages, eighths of exp2 on the FMA pipe).
-variants=(b128s2p0 b128s2p1 b128s2p2 b128s2p3 b128s2p4 b128s3p2 b192s2p0 b192s2p2 b192s2p4 b192s3p2)
+# Timing variants: bBc sStages pE = keys per tile, ring stages, eighths of exp2 on the FMA pipe; a
+# trailing A rescales O after every tile (b128s2p0A: session 5's kernel with the L2 tile order).
+variants=(b128s2p0A b128s2p0 b128s2p1 b128s2p2 b128s2p3 b128s2p4 b128s3p2 b192s2p0 b192s2p2 b192s2p4)
 for v in "${variants[@]}"; do
-  bc=${v:1:3} st=${v:5:1} e=${v:7:1}
-  step "perf-$v" 30 env FB_FP8_BC=$bc FB_FP8_STAGES=$st FB_FP8_EXP2_POLY=$e "$tests" "[fp8sm90perf]"
+  bc=${v:1:3} st=${v:5:1} e=${v:7:1} resc=grown
+  [ "${v:8:1}" = A ] && resc=always
+  step "perf-$v" 30 env FB_FP8_BC=$bc FB_FP8_STAGES=$st FB_FP8_EXP2_POLY=$e FB_FP8_RESCALE=$resc \
+    "$tests" "[fp8sm90perf]"
 done
 
 printf '%s\n' "${summary[@]}"
 # fp8 TFLOP/s per case (16k tokens, model dim 2048; the V transpose included) per variant: bBc sStages pE
-# (E eighths of exp2 on the FMA pipe); shipping b128s2p2. d = 64 ignores FB_FP8_BC (128 only). bf16 last.
+# (E eighths of exp2 on the FMA pipe; A: O rescaled every tile); shipping b128s2p2. d = 64 ignores FB_FP8_BC
+# (128 only). bf16 last.
 for v in "${variants[@]}"; do
   grep -h '^fp8-sm90-perf' "$out/perf-$v.log" | awk -v v="$v" '{print v, $2, $3, $4, $5, $(NF-1)}'
 done | awk -v cols="${variants[*]}" '
@@ -53,11 +58,11 @@ done | awk -v cols="${variants[*]}" '
   { key = $3 " " $4 " " $5; if (!(key in seen)) { seen[key] = 1; order[++n] = key }
     if ($2 == "fp8") tf[key, $1] = $6; else bf[key] = $6 }
   END {
-    printf "%-19s", "case"; for (j = 1; j <= nv; ++j) printf " %8s", vs[j]; printf " %8s\n", "bf16"
+    printf "%-19s", "case"; for (j = 1; j <= nv; ++j) printf " %9s", vs[j]; printf " %9s\n", "bf16"
     for (i = 1; i <= n; ++i) {
       k = order[i]; printf "%-19s", k
-      for (j = 1; j <= nv; ++j) printf " %8s", ((k, vs[j]) in tf) ? tf[k, vs[j]] : "-"
-      printf " %8s\n", (k in bf) ? bf[k] : "-"
+      for (j = 1; j <= nv; ++j) printf " %9s", ((k, vs[j]) in tf) ? tf[k, vs[j]] : "-"
+      printf " %9s\n", (k in bf) ? bf[k] : "-"
     }
   }'
 exit "$failed"

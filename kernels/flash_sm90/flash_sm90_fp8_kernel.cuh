@@ -51,6 +51,7 @@ struct Fp8FwdParams {
   float p_scale_log2;  // log2(p_scale), an integer
   float descale_v;     // O = descale_v x (P8 V) / (p_scale x row sum)
   CausalMask mask;
+  bool rescale_always;  // timing probe (FB_FP8_RESCALE=always): rescale O every tile, as session 5
 };
 
 // ---- the V transpose (one pass before the kernel, into the workspace) ----
@@ -320,7 +321,10 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemT
       ptx::fence_operands(o);
       ptx::fence_operands(p);
       release(bars.v_empty(prev));
-      fp8_rescale_o<Tr>(o, alpha);
+      // alpha == 1 (no row of the warp raised its max: after the first tiles, most of them) makes
+      // the multiply an identity, so a warp skips it whole (exact; the branch is warp-uniform).
+      if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+        fp8_rescale_o<Tr>(o, alpha);
       fp8_pack_p<Tr>(p, s);
     }
     // Every S of this tile is done: Q may be replaced (O is staged apart from it).

@@ -21,6 +21,16 @@
 
 namespace fb::cuda::flash_sm90 {
 
+// Timing probe: FB_FP8_RESCALE=always rescales O after every tile (session 5's kernel), =grown (as
+// shipped) only in warps where some row's running max grew.
+inline bool fp8_rescale_always() {
+  const char* env = std::getenv("FB_FP8_RESCALE");
+  if (env == nullptr || *env == '\0' || std::string(env) == "grown") return false;
+  if (std::string(env) == "always") return true;
+  throw std::runtime_error(std::string("FB_FP8_RESCALE (a timing probe of flash-sm90's fp8 forward) must be ") +
+                           "'always' or 'grown', got '" + env + "'");
+}
+
 template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
   constexpr int D = Tr::kHeadDim;
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
@@ -52,6 +62,7 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
   prm.p_scale_log2 = std::log2(p.p_scale);  // an integer: unsupported() checks
   prm.descale_v = p.descale_v;
   prm.mask = p.mask();
+  prm.rescale_always = fp8_rescale_always();
   prm.planes = int(q_planes);
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
   // Query planes per L2 group (as the 16-bit forward): each K/V plane is K and V^T, d x seq_k bytes.
@@ -73,6 +84,7 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
 //   FB_FP8_EXP2_POLY  eighths of the exponentials on the FMA pipe, 0..4
 //   FB_FP8_BC         keys per K/V tile, 128 or 192 (d = 128 only)
 //   FB_FP8_STAGES     K/V ring depth, 2 or 3
+//   FB_FP8_RESCALE    always | grown (fp8_rescale_always above)
 inline int fp8_probe_choice(const char* name, int configured, std::initializer_list<int> allowed) {
   const char* env = std::getenv(name);
   if (env == nullptr || *env == '\0') return configured;
