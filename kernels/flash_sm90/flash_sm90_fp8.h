@@ -16,14 +16,17 @@ namespace fb::cuda::flash_sm90 {
 template <int D> struct Fp8TileConfig;
 // kExp2Poly: eighths of the exponentials on the FMA pipe (Fp8FwdTraits). TraitsWith<Bc, Stages, E> are
 // the variants the launcher's timing probe can pick (flash_sm90_fp8_launch.cuh); Traits is what ships.
+// Chosen from session 6's device call (docs/perf-notes.md, fp8 section): a third K/V stage paid at both
+// head dims (+4-7%), 192-key tiles at d = 128 (+2-3%; with the third stage +7% at N >= 8k), and exp2 on
+// the FMA pipe only a little at d = 128 with 192-key tiles (2/8: +1%; at 128 keys and at d = 64 it cost).
 template <> struct Fp8TileConfig<64> {
   // Three consumer warpgroups, as the 16-bit forward at d = 64: short GEMMs against the softmax.
-  static constexpr int kBc = 128, kStages = 2, kExp2Poly = 2;
+  static constexpr int kBc = 128, kStages = 3, kExp2Poly = 0;
   template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<64, Bc, 3, Stages, E>;
   using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
 template <> struct Fp8TileConfig<128> {
-  static constexpr int kBc = 128, kStages = 2, kExp2Poly = 2;
+  static constexpr int kBc = 192, kStages = 3, kExp2Poly = 2;
   template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<128, Bc, 2, Stages, E>;
   using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
@@ -33,6 +36,11 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
 inline bool fp8_head_dim(int d) { return d == 64 || d == 128; }
 inline int fp8_query_tile(int d) {
   return d == 64 ? Fp8TileConfig<64>::Traits::kBr : Fp8TileConfig<128>::Traits::kBr;
+}
+// Keys per K/V tile as shipped (the running maxima P is quantised against change with it: the GPU
+// tests emulate the same tiles on the CPU).
+inline int fp8_key_tile(int d) {
+  return d == 64 ? Fp8TileConfig<64>::Traits::kBc : Fp8TileConfig<128>::Traits::kBc;
 }
 inline std::size_t fp8_smem_bytes(int d) {
   return d == 64 ? Fp8TileConfig<64>::Traits::kSmemBytes : Fp8TileConfig<128>::Traits::kSmemBytes;
