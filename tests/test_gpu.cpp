@@ -774,3 +774,48 @@ TEST_CASE("head dim 96: the naive backward verifies; the tiled backwards say why
     b.release();
   }
 }
+
+// ---- flash-sm90's dynamic tile schedule (a tile counter in global memory) ----
+// Enough work tiles that every block runs several (at least two per SM even at 192-row tiles), causal
+// and not, seq_q != seq_k (empty rows too), GQA/MHA, d = 64/128/256, both 16-bit types. Each case runs
+// three warm-ups and three timed launches back to back on one stream and verifies the last: outputs
+// are poisoned before every launch, so a launch that saw a counter left over from the one before it
+// (its blocks would stop early) leaves NaN rows and fails.
+TEST_CASE("flash-sm90's tile counter: many tiles per block, repeated launches verify", "[gpu][sched]") {
+  CudaBackend& b = gpu();
+  int device = 0, sms = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  const Case cases[] = {
+      make_case(2, 32, 8, 1000, 1000, 128, Dtype::bf16, true, Pass::fwd),
+      make_case(2, 24, 24, 1500, 2100, 64, Dtype::fp16, true, Pass::fwd),
+      make_case(3, 24, 4, 700, 700, 128, Dtype::fp16, false, Pass::fwd),
+      make_case(1, 32, 8, 2100, 700, 64, Dtype::bf16, true, Pass::fwd),
+      make_case(2, 32, 2, 900, 900, 256, Dtype::bf16, true, Pass::fwd),
+      make_case(4, 16, 16, 1024, 1024, 64, Dtype::bf16, false, Pass::fwd),
+  };
+  const Descriptor& sm90 = kernel("flash-sm90");
+  for (const Case& c : cases) {
+    INFO("case " << c.key());
+    // The premise: more tiles than two per SM at the largest query tile (192 rows).
+    constexpr int kLargestQueryTile = 192;
+    REQUIRE(std::int64_t(c.batch) * c.heads * ((c.seq_q + kLargestQueryTile - 1) / kLargestQueryTile) >=
+            2 * std::int64_t(sms));
+    if (const auto why = b.check_fits(c, sm90)) {
+      WARN("flash-sm90 not run: " << *why);
+      continue;
+    }
+    b.prepare(c, kSeed);
+    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+    REQUIRE(b.run(sm90, 3, 3).times_ms.size() == 3);
+    std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "flash-sm90")};
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+      check_empty_rows(b, c, r.kernel);
+    }
+    b.release();
+  }
+}

@@ -76,14 +76,35 @@ __device__ __forceinline__ void run_roles(Produce&& produce, Consume&& consume) 
   }
 }
 
-// The producer's ring, run by one thread: for each of the block's work tiles (t = blockIdx.x,
-// + gridDim.x, ...: tile_of(t) -> WorkTile) wait until the consumers are done with Q and load it
-// (load_q(w, bar)), then each of its K/V tiles into the next ring stage, K and V each once its stage
-// is free (load_k / load_v(w, kv_bh, k0, stage, bar), each moving k_bytes / v_bytes). The ring
-// position runs on across tiles, so producer and consumers derive every stage and parity from the
-// same sequence; the first wait on an empty barrier passes (the phase before the first counts as
-// completed). kv_plane(bh): the K/V plane of query plane bh (GQA), read per tile as the kernels
-// did before this was shared (same code).
+// The K/V tiles of one work tile w into the producer's ring: each into the next ring stage, K and V
+// each once its stage is free (load_k / load_v(kv_bh, k0, stage, bar), each moving k_bytes / v_bytes).
+// `it` is the ring position (K/V tiles issued so far); it runs on across work tiles, so producer and
+// consumers derive every stage and parity from the same sequence; the first wait on an empty barrier
+// passes (the phase before the first counts as completed). at_last() runs just before the last K/V
+// tile's loads (nothing for the static schedule; the dynamic one takes its next ticket there).
+template <typename Tr, typename LoadK, typename LoadV, typename AtLast>
+__device__ __forceinline__ void produce_kv_tiles(const Barriers<Tr>& bars, const WorkTile& w, int kv_bh,
+                                                 int& it, std::uint32_t k_bytes, std::uint32_t v_bytes,
+                                                 LoadK&& load_k, LoadV&& load_v, AtLast&& at_last) {
+  for (int j = 0; j < w.n_tiles; ++j, ++it) {
+    if (j == w.n_tiles - 1) at_last();
+    const int s = it % Tr::kStages;
+    const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
+    const int k0 = j * Tr::kBc;
+    ptx::mbar_wait(bars.k_empty(s), free_parity);
+    ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
+    load_k(kv_bh, k0, s, bars.k_full(s));
+    ptx::mbar_wait(bars.v_empty(s), free_parity);
+    ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
+    load_v(kv_bh, k0, s, bars.v_full(s));
+  }
+}
+
+// The producer's ring, run by one thread, with a static schedule: the block's work tiles are
+// t = blockIdx.x, + gridDim.x, ... (tile_of(t) -> WorkTile). For each, wait until the consumers are
+// done with Q and load it (load_q(w, bar)), then its K/V tiles (produce_kv_tiles). kv_plane(bh): the
+// K/V plane of query plane bh (GQA), read per tile as the kernels did before this was shared (same
+// code).
 template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV>
 __device__ __forceinline__ void produce_ring(const Barriers<Tr>& bars, int n_work, std::uint32_t k_bytes,
                                              std::uint32_t v_bytes, TileOf&& tile_of, KvPlane&& kv_plane,
@@ -95,19 +116,114 @@ __device__ __forceinline__ void produce_ring(const Barriers<Tr>& bars, int n_wor
     ptx::mbar_wait(bars.q_empty(), (tn & 1) ^ 1);
     ptx::mbar_arrive_expect_tx(bars.q_full(), Tr::kQBytes);
     load_q(w, bars.q_full());
-    for (int j = 0; j < w.n_tiles; ++j, ++it) {
-      const int s = it % Tr::kStages;
-      const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
-      const int k0 = j * Tr::kBc;
-      ptx::mbar_wait(bars.k_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
-      load_k(kv_bh, k0, s, bars.k_full(s));
-      ptx::mbar_wait(bars.v_empty(s), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
-      load_v(kv_bh, k0, s, bars.v_full(s));
-    }
+    produce_kv_tiles<Tr>(bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v, [] {});
   }
 }
+
+// ---- dynamic schedule: work tiles handed out by a tile counter in global memory ----
+// A static round-robin gives every block the same number of tiles; with a causal mask their lengths
+// differ (the last query tiles see the most keys), and the blocks that drew long ones finish last
+// (docs/perf-notes.md, session 4: +2-5% kernel time at causal N >= 8192 against one block per tile).
+// Here each block takes its first tile statically (t = blockIdx.x) and every further one from a
+// counter: ticket = atomicAdd(counter, 1), tile = gridDim.x + ticket, so a block that finished early
+// takes the next tile in order (tiles are numbered longest first within each L2 group).
+//
+// The counter needs no reset between launches: a launch issues exactly n_work tickets (one per tile
+// a block ran, the block's last one past the end), numbered 0 .. n_work - 1, so the block that draws
+// ticket n_work - 1 knows every other ticket is out and sets the counter back to 0 for the next
+// launch. The launcher gives concurrent launches different counters (kTileCounters slots).
+//
+// The producer passes each tile index to the consumers through a shared-memory word (one per Q slot,
+// QRing) written before its arrive on the slot's Q full barrier (mbarrier.arrive releases, the
+// consumers' wait acquires); -1 (with a plain arrive, no bytes) tells them the block is done. A word
+// is rewritten only after its slot's Q empty barrier, i.e. after every consumer warp has read it.
+__device__ __forceinline__ int ld_shared_s32(std::uint32_t addr) {
+  int v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_s32(std::uint32_t addr, int v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+inline constexpr int kNoMoreWork = -1;
+
+// The Q tiles of a block with the dynamic schedule: 2^log2_slots of them in turn (work tile tn of the
+// block in slot tn % slots), so that with two the producer loads the next tile's Q while the
+// consumers still work on this one. Slot 0 uses the Barriers' Q full/empty barriers; slot 1 the two
+// after them (Tr::kNumBars counts them), initialised by init_q_ring. Each slot has its tile word.
+template <typename Tr> struct QRing {
+  Barriers<Tr> bars;
+  std::uint32_t q;     // slot 0's Q tile; slot i at q + i * Tr::kQBytes
+  std::uint32_t word;  // slot 0's tile word; slot i at word + 4 i
+  int log2_slots;      // 0 or 1
+
+  __device__ __forceinline__ int slot(int tn) const { return tn & ((1 << log2_slots) - 1); }
+  // Parity of tile tn's phase on its slot's barriers (each slot's uses count 0, 1, 2, ...).
+  __device__ __forceinline__ std::uint32_t parity(int tn) const { return std::uint32_t(tn >> log2_slots) & 1u; }
+  __device__ __forceinline__ std::uint32_t full(int slot) const {
+    return slot == 0 ? bars.q_full() : bars.at(2 + 4 * Tr::kStages);
+  }
+  __device__ __forceinline__ std::uint32_t empty(int slot) const {
+    return slot == 0 ? bars.q_empty() : bars.at(3 + 4 * Tr::kStages);
+  }
+  __device__ __forceinline__ std::uint32_t q_tile(int slot) const { return q + std::uint32_t(slot) * Tr::kQBytes; }
+  __device__ __forceinline__ std::uint32_t tile_word(int slot) const { return word + 4u * std::uint32_t(slot); }
+};
+
+// Thread 0 initialises the second Q slot's barriers; call before init_barriers (its fence and block
+// barrier publish them too).
+template <typename Tr> __device__ __forceinline__ void init_q_ring(const QRing<Tr>& qr) {
+  if (Tr::kQStages > 1 && threadIdx.x == 0) {
+    ptx::mbar_init(qr.full(1), 1);
+    ptx::mbar_init(qr.empty(1), Tr::kConsumerWarps);
+  }
+}
+
+// The producer's ring with the dynamic schedule (as produce_ring otherwise): Q tiles through qr
+// (load_q(w, q_tile, bar)); counter: this launch's tile counter, or nullptr for the static
+// round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher).
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV>
+__device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsigned* counter, int n_work,
+                                                     std::uint32_t k_bytes, std::uint32_t v_bytes,
+                                                     TileOf&& tile_of, KvPlane&& kv_plane, LoadQ&& load_q,
+                                                     LoadK&& load_k, LoadV&& load_v) {
+  int it = 0;  // K/V tiles issued so far (ring position)
+  // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
+  unsigned t = blockIdx.x;
+  for (int tn = 0;; ++tn) {
+    const int slot = qr.slot(tn);
+    // The slot's previous tile (tn - slots) is done with its Q and has read its tile word.
+    ptx::mbar_wait(qr.empty(slot), qr.parity(tn) ^ 1u);
+    if (t >= unsigned(n_work)) {
+      st_shared_s32(qr.tile_word(slot), kNoMoreWork);
+      ptx::mbar_arrive(qr.full(slot));
+      break;
+    }
+    st_shared_s32(qr.tile_word(slot), int(t));
+    const WorkTile w = tile_of(int(t));
+    const int kv_bh = kv_plane(w.bh);
+    ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
+    load_q(w, qr.q_tile(slot), qr.full(slot));
+    // The next tile's ticket is taken before the last K/V tile's loads: late enough that the block
+    // claims its next tile about when it finishes this one (a ticket taken as the tile starts made
+    // every block reserve a tile one whole tile ahead, which balances long causal tiles worse), early
+    // enough that the atomic's round trip overlaps the waits for the last stages.
+    unsigned ticket = 0;
+    produce_kv_tiles<Tr>(qr.bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v, [&] {
+      if (counter) ticket = atomicAdd(counter, 1u);
+    });
+    if (!counter) {
+      t += gridDim.x;
+      continue;
+    }
+    if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
+    t = gridDim.x + ticket;
+  }
+}
+
+// The consumers' side: the index of the block's work tile in Q slot `slot` (kNoMoreWork when done),
+// once that slot's full barrier has completed (the caller waits).
+__device__ __forceinline__ int read_tile_word(std::uint32_t tile_word) { return ld_shared_s32(tile_word); }
 
 #endif  // FB_PTX_SM90A
 

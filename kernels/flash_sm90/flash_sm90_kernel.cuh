@@ -1,9 +1,10 @@
 // FlashAttention forward for Hopper (sm_90a), FlashAttention-3 style: TMA loads, wgmma, a producer
 // warpgroup and two or three consumer warpgroups (flash_sm90_traits.h has the roles and sizes).
 //
-// Persistent: one block per SM runs work tiles (batch * head, kBr-row query tile) round-robin,
-// longest first; the producer loads the next tile's Q and K/V while the consumers finish the last
-// one. Per K/V tile j (kBc keys), per consumer warpgroup (64 query rows):
+// Persistent: one block per SM runs work tiles (batch * head, kBr-row query tile), longest first,
+// each block taking the next tile from a tile counter when it is done with one (dynamic schedule,
+// flash_sm90_block.cuh); the producer loads the next tile's Q and K/V while the consumers finish the
+// last one. Per K/V tile j (kBc keys), per consumer warpgroup (64 query rows):
 //   S_j = Q K_j^T          wgmma, Q and K from 128-byte-swizzled shared memory (both K-major)
 //   online softmax         in registers, base 2: p = exp2(s * scale*log2(e) - m)
 //   O += P_j V_j           P re-packed to 16 bits in registers as the A operand (the wgmma
@@ -44,13 +45,27 @@ struct FwdParams {
   int plane_group;   // query planes scheduled together (work_tile), their K/V sized to stay in L2
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
   CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
+  int tile_counter;  // this launch's slot of g_tile_counters (the launcher keeps concurrent ones
+                     // apart); -1: the static round-robin instead (a timing probe)
+  int skip_unseen;   // 1: warpgroups skip K/V tiles none of their rows sees (Tr::kSkipUnseen); 0: a
+                     // timing probe
+  int eager_store_wait;  // 1: O's TMA store is waited for right after it is issued (a timing probe)
+  int q_slots_log2;      // 1: two Q tiles in turn (Tr::kQStages == 2); 0: one (a timing probe)
 };
 
+// The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
+// instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
+// the launcher gives consecutive launches consecutive slots, so that launches on other streams that
+// run at the same time (fewer than kTileCounters of them) never share one.
+inline constexpr int kTileCounters = 64;
+namespace {
+__device__ unsigned g_tile_counters[kTileCounters];
+}  // namespace
+
 // Work tile t (WorkTile, flash_sm90_block.cuh): tiles are numbered by groups of planes, within a
-// group so that the longest come first (causal: the last query tiles see the most keys), and the
-// blocks take them round-robin: block b runs tiles b, b + gridDim.x, ... The ring counters run on
-// across a block's tiles, so producer and consumers derive every stage and parity from the same
-// sequence.
+// group so that the longest come first (causal: the last query tiles see the most keys); block b
+// runs tile b first, then whichever the tile counter hands it. The ring counters run on across a
+// block's tiles, so producer and consumers derive every stage and parity from the same sequence.
 template <typename Tr>
 __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
   const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
@@ -68,22 +83,22 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
 // ---- producer: one thread issues every TMA copy ----
 template <typename Tr>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
-                                        const Barriers<Tr>& bars, const CausalMask& mask,
-                                        int n_work) {
+                                        const QRing<Tr>& qr, const CausalMask& mask, int n_work) {
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
 
-  produce_ring<Tr>(
-      bars, n_work, Tr::kKVBytes, Tr::kKVBytes, [&](int t) { return work_tile<Tr>(prm, mask, t); },
+  produce_ring_dynamic<Tr>(
+      qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
+      [&](int t) { return work_tile<Tr>(prm, mask, t); },
       [&](int bh) {
         const int b = bh / prm.heads;
         return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
       },
-      [&](const WorkTile& w, std::uint32_t bar) {
+      [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
-          ptx::tma_load_3d(sm.q + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh);
+          ptx::tma_load_3d(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh);
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
@@ -118,14 +133,15 @@ template <typename Tr> struct Gemms {
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
 
-  // s = Q K^T for the K tile in ring stage `stage` (s's old contents are ignored).
-  __device__ __forceinline__ void qk(float (&s)[Tr::kSRegs], int stage) const {
+  // s = Q K^T for the Q tile in slot q_slot and the K tile in ring stage `stage` (s's old contents
+  // are ignored).
+  __device__ __forceinline__ void qk(float (&s)[Tr::kSRegs], int q_slot, int stage) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
       const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
       const int chunk = kk / kStepsPerChunk;
       ptx::wgmma_ss<Elem, Tr::kBc>(
-          s, desc_q + units(chunk * Tr::kQChunkBytes + in_row),
+          s, desc_q + units(q_slot * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row),
           desc_k + units(stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
     }
   }
@@ -206,8 +222,8 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&p)[Tr::kPRegs],
 // ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) of each of its tiles ----
 template <typename Tr>
 __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr>& sm,
-                                        const Barriers<Tr>& bars, const CausalMask& mask,
-                                        int n_work, int cw) {
+                                        const Barriers<Tr>& bars, const QRing<Tr>& qr, const CausalMask& mask,
+                                        int cw) {
   using Elem = typename Tr::Elem;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -217,19 +233,20 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const int col_lane = 2 * (lane % 4);                            // first accumulator column
   const int seq_q = mask.seq_q;
   const float scale_log2 = prm.scale_log2;
+  const bool skip_unseen = Tr::kSkipUnseen && prm.skip_unseen != 0;
+  const bool eager_store_wait = prm.eager_store_wait != 0;
 
   const Gemms<Tr> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
-  // own, then passes the turn on. The last warpgroup's final pass-on (of the block's last tile) is
-  // skipped, so that every arrival meets a wait.
+  // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
+  // first warpgroup takes it when the block is done, so that every arrival meets a wait (a block
+  // does not know its last tile in advance: the tile counter decides).
   auto turn_begin = [&] {
     if constexpr (Tr::kPingPong) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kTurnThreads);
   };
-  auto turn_end = [&](bool last) {
-    if constexpr (Tr::kPingPong) {
-      if (!(last && cw == Tr::kConsumerWgs - 1))
-        ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kTurnThreads);
-    }
+  auto turn_end = [&] {
+    if constexpr (Tr::kPingPong)
+      ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kTurnThreads);
   };
   // One arrival per consumer warp once its wgmma reads of the buffer are complete.
   auto release = [&](std::uint32_t bar) {
@@ -249,9 +266,13 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   }
 
   int it = 0;  // K/V tiles consumed so far (ring position, as the producer counts them)
-  for (int t = blockIdx.x, tn = 0; t < n_work; t += gridDim.x, ++tn) {
+  for (int tn = 0;; ++tn) {
+    // Q of the tile (and the word naming it) has landed; kNoMoreWork: the block is done.
+    const int q_slot = qr.slot(tn);
+    ptx::mbar_wait(qr.full(q_slot), qr.parity(tn));
+    const int t = read_tile_word(qr.tile_word(q_slot));
+    if (t == kNoMoreWork) break;
     const WorkTile w = work_tile<Tr>(prm, mask, t);
-    const bool last_work = t + int(gridDim.x) >= n_work;
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;
     const int n_tiles = w.n_tiles;
@@ -264,72 +285,97 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
-    ptx::mbar_wait(bars.q_full(), tn & 1);
-
     if constexpr (Tr::kIntraOverlap) {
-      // Tile 0: S_0 alone.
-      ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
-      turn_begin();
-      ptx::wgmma_fence();
-      gemm.qk(s, stage_of(it));
-      ptx::wgmma_commit();
-      turn_end(false);
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(s);
-      release(bars.k_empty(stage_of(it)));
-      softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
-      pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
-      // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
-      for (int j = 1; j < n_tiles; ++j) {
-        const int st = stage_of(it + j);
-        const int prev = stage_of(it + j - 1);
-        ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
-        ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
+      // The K/V tiles this warpgroup's rows see: the block's first wg_tiles (none for rows past the
+      // sequence end; fewer than n_tiles near a causal diagonal that cuts the block's rows, e.g. the
+      // first warpgroups of a 192-row tile). The rest are skipped below: at d = 64 (192-row tiles)
+      // that is a quarter of the GEMM and softmax work at causal N <= 1024, a ninth non-causal.
+      int wg_tiles = n_tiles;
+      if (skip_unseen)
+        wg_tiles = wg_first_row >= seq_q ? 0 : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
+      if (wg_tiles > 0) {
+        // Tile 0: S_0 alone.
+        ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
         turn_begin();
         ptx::wgmma_fence();
-        gemm.qk(s, st);
+        gemm.qk(s, q_slot, stage_of(it));
         ptx::wgmma_commit();
-        gemm.pv(o, p, prev);
-        ptx::wgmma_commit();
-        turn_end(false);
-        ptx::wgmma_wait<1>();  // S_j done, P V may still run
+        turn_end();
+        ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
-        release(bars.k_empty(st));
-        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
-                         scale_log2);
+        release(bars.k_empty(stage_of(it)));
+        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
+        pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
+        // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
+        for (int j = 1; j < wg_tiles; ++j) {
+          const int st = stage_of(it + j);
+          const int prev = stage_of(it + j - 1);
+          ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
+          ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
+          turn_begin();
+          ptx::wgmma_fence();
+          gemm.qk(s, q_slot, st);
+          ptx::wgmma_commit();
+          gemm.pv(o, p, prev);
+          ptx::wgmma_commit();
+          turn_end();
+          ptx::wgmma_wait<1>();  // S_j done, P V may still run
+          ptx::fence_operands(s);
+          release(bars.k_empty(st));
+          softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+                           scale_log2);
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          release(bars.v_empty(prev));
+          rescale_o<Tr>(o, alpha);
+          pack_p<Tr>(p, s);
+        }
+        // Every S of this tile is done: its Q slot may take a later tile's Q (unless O is staged there).
+        if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
+        const int last = stage_of(it + wg_tiles - 1);
+        ptx::mbar_wait(bars.v_full(last), parity_of(it + wg_tiles - 1));
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.pv(o, p, last);
+        ptx::wgmma_commit();
+        turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(o);
         ptx::fence_operands(p);
-        release(bars.v_empty(prev));
-        rescale_o<Tr>(o, alpha);
-        pack_p<Tr>(p, s);
+        release(bars.v_empty(last));
+      } else {
+        // No tile: O = 0 and the row sums stay 0 (rows past the end are not stored; a row with no key
+        // gets O = 0, LSE = -inf). The one turn stands for the final P V's.
+        if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
+        turn_begin();
+        turn_end();
       }
-      // Every S of this tile is done: Q may be replaced by the next tile's (unless O is staged there).
-      if constexpr (Tr::kSeparateO) release(bars.q_empty());
-      const int last = stage_of(it + n_tiles - 1);
-      ptx::mbar_wait(bars.v_full(last), parity_of(it + n_tiles - 1));
-      turn_begin();
-      ptx::wgmma_fence();
-      gemm.pv(o, p, last);
-      ptx::wgmma_commit();
-      turn_end(last_work);
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(o);
-      ptx::fence_operands(p);
-      release(bars.v_empty(last));
+      // Tiles the rows do not see: each stage is released once it has landed (an arrival before then
+      // would count towards the stage's previous use), and each takes its turn, so that every
+      // warpgroup takes n_tiles + 1 turns per work tile and the rotation stays in step.
+      for (int j = wg_tiles; j < n_tiles; ++j) {
+        const int st = stage_of(it + j);
+        ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
+        release(bars.k_empty(st));
+        ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
+        release(bars.v_empty(st));
+        turn_begin();
+        turn_end();
+      }
     } else {
       for (int j = 0; j < n_tiles; ++j) {
         const int st = stage_of(it + j);
         ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
         turn_begin();
         ptx::wgmma_fence();
-        gemm.qk(s, st);
+        gemm.qk(s, q_slot, st);
         ptx::wgmma_commit();
-        turn_end(false);
+        turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
         release(bars.k_empty(st));
-        if (Tr::kSeparateO && j == n_tiles - 1) release(bars.q_empty());
+        if (Tr::kSeparateO && j == n_tiles - 1) release(qr.empty(q_slot));
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
                          scale_log2);
         rescale_o<Tr>(o, alpha);
@@ -339,7 +385,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::wgmma_fence();
         gemm.pv(o, p, st);
         ptx::wgmma_commit();
-        turn_end(last_work && j == n_tiles - 1);
+        turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(o);
         ptx::fence_operands(p);
@@ -361,8 +407,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         prm.lse[std::int64_t(w.bh) * seq_q + r] =
             sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
     }
-    // The previous tile's TMA store must have read the staging rows before they are overwritten
-    // (its issuing thread waited for that before reaching this barrier).
+    // The previous tile's TMA store must have read the staging rows before they are overwritten. Its
+    // issuing thread waits for that here rather than right after issuing it, so that the store's
+    // read of the rows overlaps this tile's main loop instead of holding up the warpgroup's first
+    // GEMM of it (with O staged in Q's rows it has waited already, below).
+    if (Tr::kSeparateO && !eager_store_wait && ctid == 0) ptx::bulk_wait_group_read_all();
     ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
     // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
     // tensor map expects.
@@ -389,13 +438,19 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::tma_store_3d(&prm.tm_o, sm.o + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
                           c * Tr::kChunkElems, wg_first_row, w.bh);
       ptx::bulk_commit_group();
-      ptx::bulk_wait_group_read_all();  // the staging rows are rewritten by the next tile
+      if (!Tr::kSeparateO || eager_store_wait) ptx::bulk_wait_group_read_all();  // Q lands there next
     }
     if constexpr (!Tr::kSeparateO) {
       // O was staged in Q's rows: the next Q may land once every warpgroup's store has read them.
       ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
-      release(bars.q_empty());
+      release(qr.empty(q_slot));
     }
+  }
+  // The block's shared memory must outlive the last TMA store's read of it.
+  if (ctid == 0) ptx::bulk_wait_group_read_all();
+  // The last warpgroup's final pass-on (see turn_end).
+  if constexpr (Tr::kPingPong) {
+    if (cw == 0) ptx::named_bar_sync(Tr::kBarTurn0, Tr::kTurnThreads);
   }
 }
 
@@ -415,9 +470,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const CausalMask mask = prm.mask;
   const int n_work = prm.planes * prm.q_tiles;  // the launcher keeps it below 2^31
 
+  const QRing<Tr> qr{bars, base + Tr::kOffQ, base + Tr::kOffTileWord, Tr::kQStages > 1 ? prm.q_slots_log2 : 0};
+
+  init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
-  run_roles<Tr>([&] { produce<Tr>(prm, sm, bars, mask, n_work); },
-                [&](int cw) { consume<Tr>(prm, sm, bars, mask, n_work, cw); });
+  run_roles<Tr>([&] { produce<Tr>(prm, sm, qr, mask, n_work); },
+                [&](int cw) { consume<Tr>(prm, sm, bars, qr, mask, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();

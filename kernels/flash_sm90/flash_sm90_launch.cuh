@@ -3,6 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -15,8 +18,8 @@
 
 namespace fb::cuda::flash_sm90 {
 
-// Blocks for n_work work tiles. Persistent (one block per SM, tiles taken round-robin, longest
-// first: flash_sm90_kernel.cuh) hides each tile's prologue and epilogue under the next one's loads:
+// Blocks for n_work work tiles with the static round-robin schedule (produce_ring; the fp8 forward):
+// persistent (one block per SM) hides each tile's prologue and epilogue under the next one's loads:
 // 7-17% less kernel time at N <= 1024 on the H200 (docs/perf-notes.md). A static round-robin
 // balances a causal triangle worse than the hardware's block scheduler, though, and once the longest
 // tile spans kLongCausalKvTiles K/V tiles that costs more than it saves (d = 128 causal, N = 8192:
@@ -25,6 +28,51 @@ inline long long fwd_blocks(long long n_work, int longest_kv_tiles) {
   constexpr int kLongCausalKvTiles = 48;
   if (longest_kv_tiles >= kLongCausalKvTiles) return n_work;
   return std::min<long long>(n_work, current_sm_count());
+}
+
+// Blocks for n_work work tiles with the dynamic schedule (produce_ring_dynamic; the 16-bit forward):
+// persistent at every shape, the blocks taking tiles from a tile counter, which balances the causal
+// triangle's tiles of unequal length (session 6; until then the 16-bit forward used the rule above).
+inline long long fwd_blocks_dynamic(long long n_work) {
+  return std::min<long long>(n_work, current_sm_count());
+}
+
+// Timing probes, so that one binary times the steps of session 6 in the same device call.
+// FB_SM90_FWD_PROBE is a comma-separated list of:
+//   static   the schedule before the tile counter (static round-robin; one block per tile for long
+//            causal passes, fwd_blocks)
+//   noskip   warpgroups run every K/V tile of their block (no kSkipUnseen)
+//   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
+//   oneq     one Q tile (the next tile's Q loads once the consumers are done with this one's)
+//   old      all four: the forward as it was before session 6.
+// Read once; unset (or no known word) is the shipping forward.
+struct FwdProbe {
+  bool static_schedule = false;
+  bool no_skip = false;
+  bool eager_store_wait = false;
+  bool one_q = false;
+};
+inline FwdProbe fwd_probe() {
+  static const FwdProbe probe = [] {
+    FwdProbe f;
+    const char* env = std::getenv("FB_SM90_FWD_PROBE");
+    const std::string v = "," + std::string(env ? env : "") + ",";
+    const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
+    const bool old = has("old");
+    f.static_schedule = old || has("static");
+    f.no_skip = old || has("noskip");
+    f.eager_store_wait = old || has("eager");
+    f.one_q = old || has("oneq");
+    return f;
+  }();
+  return probe;
+}
+
+// Consecutive launches take consecutive tile counters (kTileCounters of them per instantiation file),
+// so launches on different streams that overlap in time use different ones.
+inline int next_tile_counter() {
+  static std::atomic<unsigned> launches{0};
+  return int(launches.fetch_add(1u, std::memory_order_relaxed) % unsigned(kTileCounters));
 }
 
 // One launch of the forward with traits Tr on `stream` (unsupported() has vetted p).
@@ -52,8 +100,19 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   const auto kernel = flash_sm90_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  const int longest = p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0;
-  const long long blocks = fwd_blocks(q_planes * prm.q_tiles, longest);
+  const long long n_work = q_planes * prm.q_tiles;
+  long long blocks = 0;
+  const FwdProbe probe = fwd_probe();
+  prm.skip_unseen = probe.no_skip ? 0 : 1;
+  prm.eager_store_wait = probe.eager_store_wait ? 1 : 0;
+  prm.q_slots_log2 = Tr::kQStages > 1 && !probe.one_q ? 1 : 0;
+  if (probe.static_schedule) {
+    prm.tile_counter = -1;
+    blocks = fwd_blocks(n_work, p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0);
+  } else {
+    prm.tile_counter = next_tile_counter();
+    blocks = fwd_blocks_dynamic(n_work);
+  }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 }

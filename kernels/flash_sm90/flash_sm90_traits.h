@@ -22,14 +22,18 @@ namespace fb::cuda::flash_sm90 {
 //   kConsumerWgs     consumer warpgroups per block (query rows per block = 64 x this): more rows
 //                    share each K/V tile and hide more of one another's softmax, at fewer registers
 //                    each (the register file is split among all of them)
+//   kSkipUnseen      a consumer warpgroup skips the GEMMs and softmax of K/V tiles none of its rows
+//                    sees (a causal diagonal that cuts the block's rows, rows past the sequence end);
+//                    with kIntraOverlap only
 template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_,
-          int kConsumerWgs_ = 2>
+          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false>
 struct FwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBc = kBc_;
   static constexpr bool kIntraOverlap = kIntraOverlap_;
   static constexpr bool kPingPong = kPingPong_;
+  static constexpr bool kSkipUnseen = kSkipUnseen_ && kIntraOverlap_;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -73,25 +77,37 @@ struct FwdTraits {
   static constexpr int kStages = 2;                         // K/V ring depth
   static constexpr int kWgQBytes = kWgRows * kSwizzleBytes;  // a consumer's rows in one Q chunk
 
-  // Offsets from the 1024-aligned base. Barriers: Q full, then per stage K full, V full, K empty,
-  // V empty, then Q empty.
-  static constexpr int kOffQ = 0;
-  static constexpr int kOffK = kOffQ + kQBytes;
-  static constexpr int kOffV = kOffK + kStages * kKVBytes;
+  // Q tiles: two where they fit beside the K/V ring and a separate O staging tile (d <= 128), so
+  // that the next work tile's Q loads during this one's main loop (flash_sm90_block.cuh, QRing);
+  // otherwise one (d = 256), and the next Q waits until the consumers are done with this one.
+  static constexpr int kSmemOptIn = 227 * 1024;
   static constexpr int kBarBytes = 8;
-  static constexpr int kNumBars = 2 + 4 * kStages;
+  static constexpr int kTileWordBytes = 8;  // one 4-byte word per Q tile (see below)
+  static constexpr int kQStages =
+      3 * kQBytes + 2 * kStages * kKVBytes + (8 + 4 * kStages) * kBarBytes + kTileWordBytes + kAtomBytes <=
+              kSmemOptIn
+          ? 2
+          : 1;
+
+  // Offsets from the 1024-aligned base. Barriers: Q full, then per stage K full, V full, K empty,
+  // V empty, then Q empty; with two Q tiles, the second one's full and empty barriers after those.
+  static constexpr int kOffQ = 0;  // kQStages Q tiles
+  static constexpr int kOffK = kOffQ + kQStages * kQBytes;
+  static constexpr int kOffV = kOffK + kStages * kKVBytes;
+  static constexpr int kNumBars = 2 * kQStages + 4 * kStages;
   // O is staged for its TMA store in a tile of its own when that fits in the 227 KB a block may
   // opt in to (then the next work tile's Q loads during the epilogue); otherwise in the Q tile, each
   // warpgroup in its own rows (then the next Q waits until the stores have read them).
-  static constexpr int kSmemOptIn = 227 * 1024;
   static constexpr int kKVEnd = kOffV + kStages * kKVBytes;
   static constexpr bool kSeparateO =
-      kKVEnd + kQBytes + kNumBars * kBarBytes + kAtomBytes <= kSmemOptIn;
+      kKVEnd + kQBytes + kNumBars * kBarBytes + kTileWordBytes + kAtomBytes <= kSmemOptIn;
   static constexpr int kOffO = kSeparateO ? kKVEnd : kOffQ;  // O staging, shaped like Q
   static constexpr int kOffBar = kKVEnd + (kSeparateO ? kQBytes : 0);
+  // After the barriers, the words through which the producer tells the consumers their next work
+  // tile (flash_sm90_block.cuh, produce_ring_dynamic), one per Q tile.
+  static constexpr int kOffTileWord = kOffBar + kNumBars * kBarBytes;
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
-  static constexpr std::size_t kSmemBytes =
-      std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
+  static constexpr std::size_t kSmemBytes = std::size_t(kOffTileWord + kTileWordBytes + kAtomBytes);
 
   // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
   static constexpr int kRegFile = 64 * 1024;
@@ -120,6 +136,8 @@ struct FwdTraits {
                     kWgQBytes % kAtomBytes == 0,
                 "every tile and every warpgroup's Q rows start on a swizzle atom");
   static_assert(kSmemBytes <= std::size_t(kSmemOptIn), "one block's tiles fit in shared memory");
+  static_assert(kQStages == 1 || kSeparateO, "O is staged in the Q tile only with one Q tile");
+  static_assert(kTileWordBytes >= 4 * kQStages, "a tile word per Q tile");
   // setmaxnreg.inc draws only on what the block's own setmaxnreg.dec released: the budget is the
   // block's launch allocation (kLaunchRegs a thread), not the register file (a split 1024 registers
   // over it hung the fp32 backward's consumers in session 5).
