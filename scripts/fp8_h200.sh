@@ -34,6 +34,7 @@ step tests 40 "$tests" "[fp8sm90]"
 # O rescaled every tile.
 step tests-b128s2p4A 40 env FB_FP8_BC=128 FB_FP8_STAGES=2 FB_FP8_EXP2_POLY=4 FB_FP8_RESCALE=always \
   "$tests" "[fp8sm90]"
+step tests-b224s2p0 40 env FB_FP8_BC=224 FB_FP8_STAGES=2 FB_FP8_EXP2_POLY=0 "$tests" "[fp8sm90]"
 step verify 20 "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 3001 --heads 8 --kv-heads 2 --dim 128 --causal both \
   -o "$out/verify-q1000-k3001-d128.json"
 step verify-d64 20 "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 2048 --heads 8 --kv-heads 2 --dim 64 --causal both \
@@ -46,8 +47,9 @@ step verify-777-p0 20 env FB_FP8_EXP2_POLY=0 "$fb" verify --dtype fp8 --seq 777 
   --causal both -o "$out/verify-777-d128-p0.json"
 # Timing variants: bBc sStages pE = keys per tile, ring stages, eighths of exp2 on the FMA pipe; a
 # trailing A rescales O after every tile. Shipping: b192s3p2 (d = 128), s3p0 (d = 64, which ignores
-# FB_FP8_BC). b192s2p2 and b192s3p2A were timed in the first call (controls).
-variants=(b192s2p2 b192s3p2A b192s3p2 b192s3p0 b192s3p1 b192s3p4 b128s3p0 b128s2p0)
+# FB_FP8_BC). b192s2p2 and b192s3p2A were timed in the first call (controls); b224: FlashAttention-3's
+# fp8 tile at d = 128 (two stages only).
+variants=(b192s2p2 b192s3p2A b192s3p2 b192s3p0 b192s3p1 b192s3p4 b128s3p0 b128s2p0 b224s2p0 b224s2p2)
 for v in "${variants[@]}"; do
   bc=${v:1:3} st=${v:5:1} e=${v:7:1} resc=grown
   [ "${v:8:1}" = A ] && resc=always

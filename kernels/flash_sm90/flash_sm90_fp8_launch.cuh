@@ -82,7 +82,7 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
 // A timing probe, not a setting: environment variables pick a compiled variant other than
 // Fp8TileConfig's Traits, so one device call can time them side by side (unset or empty: as shipped):
 //   FB_FP8_EXP2_POLY  eighths of the exponentials on the FMA pipe, 0..4
-//   FB_FP8_BC         keys per K/V tile, 128 or 192 (d = 128 only)
+//   FB_FP8_BC         keys per K/V tile, 128, 192 or 224 (d = 128 only; 224 with 2 stages)
 //   FB_FP8_STAGES     K/V ring depth, 2 or 3
 //   FB_FP8_RESCALE    always | grown (fp8_rescale_always above)
 inline int fp8_probe_choice(const char* name, int configured, std::initializer_list<int> allowed) {
@@ -114,13 +114,15 @@ void run_fp8_fwd_poly(const AttentionParams& p, cudaStream_t stream, int poly) {
 template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = Fp8TileConfig<D>;
   const int poly = fp8_probe_choice("FB_FP8_EXP2_POLY", Config::kExp2Poly, {0, 1, 2, 3, 4});
-  const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192});
+  const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192, 224});
   const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
   if constexpr (D == 128) {
     if (bc == 192) {
       if (stages == 2) return run_fp8_fwd_poly<D, 192, 2>(p, stream, poly);
       return run_fp8_fwd_poly<D, 192, 3>(p, stream, poly);
     }
+    // 224 keys (FlashAttention-3's fp8 tile at d = 128): two stages only (three need 228 KB).
+    if (bc == 224) return run_fp8_fwd_poly<D, 224, 2>(p, stream, poly);
   }
   // d = 64 runs 128-key tiles whatever FB_FP8_BC says: three consumers have 160 registers each, and
   // S (96) + P (24) + O (32) of a 192-key tile spill.
