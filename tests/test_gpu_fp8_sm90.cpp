@@ -6,7 +6,7 @@
 //      magnitude);
 //    - the CPU backend's flash emulation (the spec of the fp8 roundings: P quantised per tile against
 //      the running max, row sum from the fp32 P, O in bf16) run with the kernel's K/V tile
-//      (fp8_key_tile: 192 keys at d = 128, 128 at d = 64), so both quantise P against the same
+//      (fp8_key_tile: 224 keys at d = 128, 128 at d = 64), so both quantise P against the same
 //      running maxima: the kernel's error must stay within 2x the emulation's (Hopper's ~14-bit FP8
 //      accumulation keeps them from agreeing bit for bit); a misapplied descale or p_scale, or a
 //      key order that differs between P and V^T, is of the order of the output itself.

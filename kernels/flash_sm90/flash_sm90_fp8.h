@@ -16,9 +16,9 @@ namespace fb::cuda::flash_sm90 {
 template <int D> struct Fp8TileConfig;
 // kExp2Poly: eighths of the exponentials on the FMA pipe (Fp8FwdTraits). TraitsWith<Bc, Stages, E> are
 // the variants the launcher's timing probe can pick (flash_sm90_fp8_launch.cuh); Traits is what ships.
-// Chosen from session 6's device call (docs/perf-notes.md, fp8 section): a third K/V stage paid at both
-// head dims (+4-7%), 192-key tiles at d = 128 (+2-3%; with the third stage +7% at N >= 8k), and exp2 on
-// the FMA pipe only a little at d = 128 with 192-key tiles (2/8: +1%; at 128 keys and at d = 64 it cost).
+// Chosen from session 6's two device calls (docs/perf-notes.md, fp8 section): at d = 128 224-key tiles
+// with two stages (FlashAttention-3's fp8 tile; 918 / 952 TFLOP/s at 8k / 16k, +7% over 192 keys with
+// three stages), at d = 64 a third K/V stage (+1-2%); exp2 on the FMA pipe cost everywhere (0/8).
 template <> struct Fp8TileConfig<64> {
   // Three consumer warpgroups, as the 16-bit forward at d = 64: short GEMMs against the softmax.
   static constexpr int kBc = 128, kStages = 3, kExp2Poly = 0;
@@ -26,7 +26,7 @@ template <> struct Fp8TileConfig<64> {
   using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
 template <> struct Fp8TileConfig<128> {
-  static constexpr int kBc = 192, kStages = 3, kExp2Poly = 2;
+  static constexpr int kBc = 224, kStages = 2, kExp2Poly = 0;
   template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<128, Bc, 2, Stages, E>;
   using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
