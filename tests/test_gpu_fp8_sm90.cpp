@@ -5,11 +5,11 @@
 //      for a tiled fp8 kernel without a baseline (judge.cpp's tol_tiled: O 2^-4, LSE 2^-16 of the
 //      magnitude);
 //    - the CPU backend's flash emulation (the spec of the fp8 roundings: P quantised per tile against
-//      the running max, row sum from the fp32 P, O in bf16) run with the kernel's K/V tile of 128
-//      keys, so both quantise P against the same running maxima: the kernel's error must stay within
-//      2x the emulation's (Hopper's ~14-bit FP8 accumulation keeps them from agreeing bit for bit);
-//      a misapplied descale or p_scale, or a key order that differs between P and V^T, is of the
-//      order of the output itself.
+//      the running max, row sum from the fp32 P, O in bf16) run with the kernel's K/V tile
+//      (fp8_key_tile: 224 keys at d = 128, 128 at d = 64), so both quantise P against the same
+//      running maxima: the kernel's error must stay within 2x the emulation's (Hopper's ~14-bit FP8
+//      accumulation keeps them from agreeing bit for bit); a misapplied descale or p_scale, or a
+//      key order that differs between P and V^T, is of the order of the output itself.
 //    LSE depends on S alone, so an LSE failure points at Q K^T (descriptors, swizzle), an O failure
 //    with LSE right at P V (the e4m3 A fragment, the V transpose and its key permutation).
 // 2. The same kernel through the CUDA backend and verify (the runner's path), on the backend's fp8
@@ -34,6 +34,7 @@
 #include "catch.h"
 #include "common/check.h"
 #include "common/fp8.h"
+#include "flash_sm90/flash_sm90_fp8.h"  // fp8_key_tile
 #include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
@@ -249,7 +250,7 @@ TEST_CASE("flash-sm90 fp8 forward matches the fp64 reference and the CPU emulati
     for (float x : lse) got.lse.push_back(x);
 
     const Outputs ref = reference(p, q, k, v);
-    const Outputs emu = emulate(p, q, k, v, 128);
+    const Outputs emu = emulate(p, q, k, v, cuda::flash_sm90::fp8_key_tile(sh.dim));
     const Err o_ref = compare(got.o, ref.o), lse_ref = compare(got.lse, ref.lse);
     const Err o_emu = compare(got.o, emu.o), emu_ref = compare(emu.o, ref.o);
     std::printf("fp8-sm90 %-32s O err %.3e (M %.3e, %.2e M; CPU emulation %.2e M; vs emulation %.2e M)  "

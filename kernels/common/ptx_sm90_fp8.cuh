@@ -62,6 +62,18 @@ template <> struct WgmmaSSFp8<64> {
 template <> struct WgmmaSSFp8<128> {
   FB_WGMMA_SS_BODY(64, "m64n128k32.f32.e4m3.e4m3", "%64", "%65", "%66", "1, 1")
 };
+// N = 192 (a K/V tile of 192 keys, Fp8FwdTraits): 96 accumulators; the operand lists extend
+// ptx_sm90.cuh's (which stop at 64 and 128).
+#define FB_WG_D96 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80), FB_WG_DBLK(88)
+#define FB_WG_S96 FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10 ", " FB_WG_SBLK_11
+template <> struct WgmmaSSFp8<192> {
+  FB_WGMMA_SS_BODY(96, "m64n192k32.f32.e4m3.e4m3", "%96", "%97", "%98", "1, 1")
+};
+#define FB_WG_D112 FB_WG_D96, FB_WG_DBLK(96), FB_WG_DBLK(104)
+#define FB_WG_S112 FB_WG_S96 ", " FB_WG_SBLK_12 ", " FB_WG_SBLK_13
+template <> struct WgmmaSSFp8<224> {
+  FB_WGMMA_SS_BODY(112, "m64n224k32.f32.e4m3.e4m3", "%112", "%113", "%114", "1, 1")
+};
 template <> struct WgmmaRSFp8<64> {
   FB_WGMMA_RS_BODY(32, "m64n64k32.f32.e4m3.e4m3", "{%32, %33, %34, %35}", "%36", "%37", "1, 1")
 };

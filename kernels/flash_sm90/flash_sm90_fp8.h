@@ -14,12 +14,21 @@ namespace fb::cuda::flash_sm90 {
 
 // Tile configuration per head_dim (the one table to edit when tuning the fp8 forward).
 template <int D> struct Fp8TileConfig;
+// kExp2Poly: eighths of the exponentials on the FMA pipe (Fp8FwdTraits). TraitsWith<Bc, Stages, E> are
+// the variants the launcher's timing probe can pick (flash_sm90_fp8_launch.cuh); Traits is what ships.
+// Chosen from session 6's two device calls (docs/perf-notes.md, fp8 section): at d = 128 224-key tiles
+// with two stages (FlashAttention-3's fp8 tile; 918 / 952 TFLOP/s at 8k / 16k, +7% over 192 keys with
+// three stages), at d = 64 a third K/V stage (+1-2%); exp2 on the FMA pipe cost everywhere (0/8).
 template <> struct Fp8TileConfig<64> {
   // Three consumer warpgroups, as the 16-bit forward at d = 64: short GEMMs against the softmax.
-  using Traits = Fp8FwdTraits<64, 128, 3, 2>;
+  static constexpr int kBc = 128, kStages = 3, kExp2Poly = 0;
+  template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<64, Bc, 3, Stages, E>;
+  using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
 template <> struct Fp8TileConfig<128> {
-  using Traits = Fp8FwdTraits<128, 128, 2, 2>;
+  static constexpr int kBc = 224, kStages = 2, kExp2Poly = 0;
+  template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<128, Bc, 2, Stages, E>;
+  using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
 };
 
 template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream);
@@ -27,6 +36,11 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
 inline bool fp8_head_dim(int d) { return d == 64 || d == 128; }
 inline int fp8_query_tile(int d) {
   return d == 64 ? Fp8TileConfig<64>::Traits::kBr : Fp8TileConfig<128>::Traits::kBr;
+}
+// Keys per K/V tile as shipped (the running maxima P is quantised against change with it: the GPU
+// tests emulate the same tiles on the CPU).
+inline int fp8_key_tile(int d) {
+  return d == 64 ? Fp8TileConfig<64>::Traits::kBc : Fp8TileConfig<128>::Traits::kBc;
 }
 inline std::size_t fp8_smem_bytes(int d) {
   return d == 64 ? Fp8TileConfig<64>::Traits::kSmemBytes : Fp8TileConfig<128>::Traits::kSmemBytes;

@@ -23,11 +23,13 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "common/exp2_poly.h"
 #include "common/mask.h"
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/ptx_sm90_fp8.cuh"
 #include "common/softmax.cuh"
+#include "common/tile_order.h"
 #include "flash_sm90/flash_sm90_block.cuh"
 #include "flash_sm90/flash_sm90_fp8_traits.h"
 
@@ -44,10 +46,12 @@ struct Fp8FwdParams {
   int group;
   int planes;
   int q_tiles;
+  int plane_group;     // query planes scheduled together (common/tile_order.h), K/V sized for L2
   float scale_log2;    // scale * descale_q * descale_k * log2(e)
   float p_scale_log2;  // log2(p_scale), an integer
   float descale_v;     // O = descale_v x (P8 V) / (p_scale x row sum)
   CausalMask mask;
+  bool rescale_always;  // timing probe (FB_FP8_RESCALE=always): rescale O every tile, as session 5
 };
 
 // ---- the V transpose (one pass before the kernel, into the workspace) ----
@@ -97,9 +101,10 @@ __global__ void __launch_bounds__(kVtPrepThreads)
 template <typename Tr>
 __device__ __forceinline__ WorkTile fp8_work_tile(const Fp8FwdParams& prm, const CausalMask& mask,
                                                   int t) {
+  const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
   WorkTile w;
-  w.bh = t % prm.planes;
-  w.q0 = (prm.q_tiles - 1 - t / prm.planes) * Tr::kBr;
+  w.bh = pt.bh;
+  w.q0 = pt.q_tile * Tr::kBr;
   w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);  // see flash_sm90_kernel.cuh
   return w;
 }
@@ -166,7 +171,9 @@ template <typename Tr> struct Fp8Gemms {
 
 // Online-softmax step (flash_sm90_kernel.cuh's softmax_step) with p' = P * p_scale: the subtrahend
 // is lowered by log2 p_scale, so exp2 returns the scaled value directly (exact: a power of two),
-// and l sums p' (p_scale times the fp32 row sum; the epilogue divides it back out).
+// and l sums p' (p_scale times the fp32 row sum; the epilogue divides it back out). Scores i with
+// i % 8 < kExp2PolyEighths take exp2_poly (FMA pipe, common/exp2_poly.h), the rest ex2.approx (MUFU
+// pipe): at d = 128 the MUFU pipe alone would need the whole tile's GEMM time for the exponentials.
 template <typename Tr>
 __device__ __forceinline__ void fp8_softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
                                                  float (&alpha)[2], const int (&key_end)[2],
@@ -200,7 +207,8 @@ __device__ __forceinline__ void fp8_softmax_step(float (&s)[Tr::kSRegs], float (
 #pragma unroll
   for (int i = 0; i < Tr::kSRegs; ++i) {
     const int hf = (i / 2) % 2;
-    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+    const float x = fmaf(s[i], scale_log2, -m_sub[hf]);
+    s[i] = (i % 8 < Tr::kExp2PolyEighths) ? exp2_poly(x) : ptx::exp2_approx(x);
     sum[hf][(i / 4) % 2] += s[i];
   }
 #pragma unroll
@@ -313,7 +321,10 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemT
       ptx::fence_operands(o);
       ptx::fence_operands(p);
       release(bars.v_empty(prev));
-      fp8_rescale_o<Tr>(o, alpha);
+      // alpha == 1 (no row of the warp raised its max: after the first tiles, most of them) makes
+      // the multiply an identity, so a warp skips it whole (exact; the branch is warp-uniform).
+      if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+        fp8_rescale_o<Tr>(o, alpha);
       fp8_pack_p<Tr>(p, s);
     }
     // Every S of this tile is done: Q may be replaced (O is staged apart from it).

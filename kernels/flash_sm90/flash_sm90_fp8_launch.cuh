@@ -4,10 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
 
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_fp8.h"
 #include "flash_sm90/flash_sm90_fp8_kernel.cuh"
@@ -16,8 +21,18 @@
 
 namespace fb::cuda::flash_sm90 {
 
-template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
-  using Tr = typename Fp8TileConfig<D>::Traits;
+// Timing probe: FB_FP8_RESCALE=always rescales O after every tile (session 5's kernel), =grown (as
+// shipped) only in warps where some row's running max grew.
+inline bool fp8_rescale_always() {
+  const char* env = std::getenv("FB_FP8_RESCALE");
+  if (env == nullptr || *env == '\0' || std::string(env) == "grown") return false;
+  if (std::string(env) == "always") return true;
+  throw std::runtime_error(std::string("FB_FP8_RESCALE (a timing probe of flash-sm90's fp8 forward) must be ") +
+                           "'always' or 'grown', got '" + env + "'");
+}
+
+template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
+  constexpr int D = Tr::kHeadDim;
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
   const std::int64_t seq_k_pad = fp8_seq_k_pad(p.seq_k);
@@ -47,8 +62,13 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
   prm.p_scale_log2 = std::log2(p.p_scale);  // an integer: unsupported() checks
   prm.descale_v = p.descale_v;
   prm.mask = p.mask();
+  prm.rescale_always = fp8_rescale_always();
   prm.planes = int(q_planes);
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
+  // Query planes per L2 group (as the 16-bit forward): each K/V plane is K and V^T, d x seq_k bytes.
+  const std::int64_t kv_plane_bytes = 2 * seq_k_pad * D;
+  prm.plane_group = int(std::min<std::int64_t>(
+      std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group(), q_planes));
 
   const auto kernel = flash_sm90_fp8_fwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -57,6 +77,57 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
   const long long blocks = fwd_blocks(q_planes * prm.q_tiles, longest);
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
+}
+
+// A timing probe, not a setting: environment variables pick a compiled variant other than
+// Fp8TileConfig's Traits, so one device call can time them side by side (unset or empty: as shipped):
+//   FB_FP8_EXP2_POLY  eighths of the exponentials on the FMA pipe, 0..4
+//   FB_FP8_BC         keys per K/V tile, 128, 192 or 224 (d = 128 only; 224 with 2 stages)
+//   FB_FP8_STAGES     K/V ring depth, 2 or 3
+//   FB_FP8_RESCALE    always | grown (fp8_rescale_always above)
+inline int fp8_probe_choice(const char* name, int configured, std::initializer_list<int> allowed) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return configured;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  std::string list;
+  for (const int a : allowed) {
+    if (end != env && *end == '\0' && v == a) return a;
+    list += (list.empty() ? "" : ", ") + std::to_string(a);
+  }
+  throw std::runtime_error(std::string(name) + " (a timing probe of flash-sm90's fp8 forward) must be one of " +
+                           list + ", got '" + env + "'");
+}
+
+template <int D, int Bc, int Stages>
+void run_fp8_fwd_poly(const AttentionParams& p, cudaStream_t stream, int poly) {
+  using Config = Fp8TileConfig<D>;
+  switch (poly) {
+    case 0: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 0>>(p, stream);
+    case 1: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 1>>(p, stream);
+    case 2: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 2>>(p, stream);
+    case 3: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 3>>(p, stream);
+    default: return launch_fp8_fwd<typename Config::template TraitsWith<Bc, Stages, 4>>(p, stream);
+  }
+}
+
+template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
+  using Config = Fp8TileConfig<D>;
+  const int poly = fp8_probe_choice("FB_FP8_EXP2_POLY", Config::kExp2Poly, {0, 1, 2, 3, 4});
+  const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192, 224});
+  const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
+  if constexpr (D == 128) {
+    if (bc == 192) {
+      if (stages == 2) return run_fp8_fwd_poly<D, 192, 2>(p, stream, poly);
+      return run_fp8_fwd_poly<D, 192, 3>(p, stream, poly);
+    }
+    // 224 keys (FlashAttention-3's fp8 tile at d = 128): two stages only (three need 228 KB).
+    if (bc == 224) return run_fp8_fwd_poly<D, 224, 2>(p, stream, poly);
+  }
+  // d = 64 runs 128-key tiles whatever FB_FP8_BC says: three consumers have 160 registers each, and
+  // S (96) + P (24) + O (32) of a 192-key tile spill.
+  if (stages == 2) return run_fp8_fwd_poly<D, 128, 2>(p, stream, poly);
+  return run_fp8_fwd_poly<D, 128, 3>(p, stream, poly);
 }
 
 }  // namespace fb::cuda::flash_sm90

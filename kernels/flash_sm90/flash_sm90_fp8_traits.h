@@ -16,16 +16,21 @@ namespace fb::cuda::flash_sm90 {
 //     and the kernel loads tiles of it (d rows of kBc keys);
 //   - a Q or K row is d bytes: 128-byte swizzle at d = 128, 64-byte swizzle at d = 64 (one
 //     swizzle row either way, so a K step is a start-address offset of 32 bytes);
-//   - a V^T tile is kBc / 128 column chunks of (d rows, 128 keys), 128-byte swizzled;
+//   - a V^T tile is kBc / 128 column chunks of (d rows, 128 keys), 128-byte swizzled (kBc = 192, 224:
+//     three and four chunks of 64 keys, 64-byte swizzled);
 //   - O is bf16: staged as d / 64 chunks of (kBr, 64) bf16 with 128-byte rows, as the 16-bit kernel
 //     does, and stored by TMA.
 //   kHeadDim       64 or 128
-//   kBc            keys per K/V tile, a multiple of 128 (one V^T chunk is 128 keys = one swizzle row)
+//   kBc            keys per K/V tile: 128, 192 or 224 (one V^T chunk is one swizzle row: 128 keys, or 64
+//                  otherwise; 256 spills at d = 128, see docs/perf-notes.md)
 //   kConsumerWgs   consumer warpgroups per block (64 query rows each)
 //   kStages        K/V ring depth
-template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_>
+//   kExp2PolyEighths  eighths of the scores whose exponential is computed on the FMA pipe
+//                  (common/exp2_poly.h) instead of the MUFU pipe (ex2.approx): 0 = all on MUFU
+template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_, int kExp2PolyEighths_>
 struct Fp8FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kExp2PolyEighths = kExp2PolyEighths_;
   static constexpr int kBc = kBc_;
   static constexpr bool kIntraOverlap = true;  // flash_sm90_traits.h: both overlaps, always on here
   static constexpr bool kPingPong = true;
@@ -59,9 +64,12 @@ struct Fp8FwdTraits {
   static constexpr int kAtomRows = 8;
   static constexpr int kQKRowBytes = kHeadDim;  // e4m3: one byte per element, one swizzle row
   static constexpr int kQKAtomBytes = kAtomRows * kQKRowBytes;
-  static constexpr int kVtRowBytes = 128;       // 128 keys of one d row
+  // 128 keys of one d row (128-byte swizzle), or 64 (64-byte swizzle) when kBc is not a multiple of 128
+  static constexpr int kVtRowBytes = kBc_ % 128 == 0 ? 128 : 64;
   static constexpr int kVtChunkKeys = kVtRowBytes;
-  static constexpr int kVtChunks = kBc / kVtChunkKeys;
+  // Whole chunks: at kBc = 224 the last 64-key chunk is half used (its other 32 keys are the next
+  // tile's, loaded again then), since a 32-key chunk would need 32-byte swizzle.
+  static constexpr int kVtChunks = (kBc + kVtChunkKeys - 1) / kVtChunkKeys;
   static constexpr int kVtChunkBytes = kHeadDim * kVtRowBytes;
   static constexpr int kAlign = 1024;           // 128-byte swizzle atoms (64-byte ones need 512)
   static constexpr int kUnitBytes = 16;
@@ -70,7 +78,7 @@ struct Fp8FwdTraits {
   static constexpr int kQBytes = kBr * kHeadDim;
   static constexpr int kWgQBytes = kWgRows * kHeadDim;  // one consumer's rows of Q
   static constexpr int kKBytes = kBc * kHeadDim;
-  static constexpr int kVtBytes = kBc * kHeadDim;
+  static constexpr int kVtBytes = kVtChunks * kVtChunkBytes;
   static constexpr int kStages = kStages_;
 
   // O staging (bf16): chunks of 64 columns, 128-byte rows, as flash_sm90_kernel.cuh's epilogue.
@@ -105,8 +113,12 @@ struct Fp8FwdTraits {
   static constexpr int kTurnThreads = 2 * kWgThreads;
   static constexpr int kBarEpilogue0 = kBarTurn0 + kConsumerWgs;
 
+  static_assert(kExp2PolyEighths >= 0 && kExp2PolyEighths <= 8, "a share of eighths");
+  static_assert(kSRegs % 8 == 0, "the FMA-pipe share is taken as s[i], i % 8 < kExp2PolyEighths");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "a Q/K row is one 64- or 128-byte swizzle row");
-  static_assert(kBc % kVtChunkKeys == 0 && kBc <= 256, "whole V^T chunks; one wgmma N <= 256");
+  static_assert(kBc % kMmaK == 0 && kBc <= 256, "whole k32 steps; one wgmma N <= 256");
+  static_assert(kBc == 128 || kBc == 192 || kBc == 224,
+                "ptx_sm90_fp8.cuh has the S wgmma for N = 128, 192 and 224");
   static_assert(kBr <= 256, "Q tile: one TMA box (<= 256 rows)");
   static_assert(kConsumerWgs >= 1 && kConsumerWgs <= 3, "a block of at most 4 warpgroups");
   static_assert(kSRegs % kSRegsPerStep == 0, "P splits into whole k32 fragments");
