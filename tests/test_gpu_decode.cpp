@@ -83,6 +83,42 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
   }
 }
 
+// The K/V ring (flash_decode.h's Ring) is picked from the grid: at most one CTA per SM takes the deep
+// ring on sm_90 (the cases above at batch <= 2 and <= 64 splits), more takes the two-per-SM ring (the
+// forced 1024 splits above, and these). Every key count here leaves a partial tail tile, whose rows
+// past the split's end the bulk path zeroes instead of copying. (scripts/decode_ring_h200.sh also runs
+// this file with FB_DECODE_RING=cpasync: the cp.async ring on the same cases.)
+TEST_CASE("flash-decode: one query row, grids past one CTA per SM, keys not a multiple of the tile",
+          "[gpu][decode]") {
+  CudaBackend& b = gpu();
+  const Descriptor& decode = kernel("flash-decode");
+  for (int d : {128, 64})
+    for (int batch : {24, 160}) {
+      Case c;
+      c.batch = batch;
+      c.heads = 32;
+      c.kv_heads = 8;
+      c.seq_q = 1;
+      c.seq_k = batch == 24 ? 3001 : 777;
+      c.head_dim = d;
+      c.dtype = d == 64 ? Dtype::fp16 : Dtype::bf16;
+      c.causal = true;
+      c.pass = Pass::fwd;
+      for (int splits : {0, 5}) {
+        c.splits = splits;
+        INFO("case " << c.key());
+        b.prepare(c, kSeed);
+        REQUIRE_FALSE(b.check_fits(c, decode).has_value());
+        REQUIRE(b.run(decode, 0, 1).times_ms.size() == 1);
+        std::vector<Record> records{ok_record(c, "flash-decode")};
+        verify_case(b, records, builtin_kernels());
+        REQUIRE(records[0].verified.has_value());
+        CHECK(*records[0].verified);
+        b.release();
+      }
+    }
+}
+
 TEST_CASE("flash-decode: rows with no key are O = 0, LSE = -inf; unwritten outputs never pass",
           "[gpu][decode]") {
   CudaBackend& b = gpu();

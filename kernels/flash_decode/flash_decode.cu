@@ -1,5 +1,11 @@
 // Split-KV decode: support checks, the split plan and the runtime -> configuration dispatch.
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <cuda_fp16.h>
 #include <stdexcept>
 
 #include "common/check.h"
@@ -51,13 +57,53 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   return std::size_t(sp.splits) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * sizeof(float);
 }
 
+Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
+  // Read once: an A/B switch for a whole run, not a per-case setting.
+  static const std::string forced = [] {
+    const char* v = std::getenv("FB_DECODE_RING");
+    return std::string(v ? v : "");
+  }();
+  if (forced == "cpasync") return Ring::cp_async;
+  // The device's answers, once per device (this runs on every forward, between timing events).
+  struct Known {
+    int major = 0;
+    int smem_optin = 0;
+    int sms = 0;
+  };
+  static std::mutex mu;
+  static std::map<int, Known> known;
+  int device = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&device));
+  Known k;
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    auto it = known.find(device);
+    if (it == known.end()) {
+      const auto caps = current_device_caps();
+      if (caps) it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count()}).first;
+    }
+    if (it != known.end()) k = it->second;
+  }
+  if (k.major < 9) return Ring::cp_async;
+  if (forced == "bulk") return Ring::bulk;
+  // The deep ring holds one CTA per SM: only where the grid is one wave of one CTA per SM anyway
+  // (what the auto split count aims at for up to sixteen rows), and where its shared memory fits.
+  const Shape s = shape_for(p);
+  if (s.rows_per_cta > 16) return Ring::bulk;
+  const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
+  const std::size_t deep_bytes = p.head_dim == 64 ? CfgDeep<__half, 64>::kSmemBytes : CfgDeep<__half, 128>::kSmemBytes;
+  if (ctas > k.sms || std::size_t(k.smem_optin) < deep_bytes) return Ring::bulk;
+  return Ring::bulk_deep;
+}
+
 void forward(const AttentionParams& p, const Context& ctx) {
   const SplitPlan sp = plan(p);
   if (sp.splits > 1 && p.workspace == nullptr)
     throw std::invalid_argument("flash-decode: params.workspace is null (workspace_bytes() asks for it)");
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
-  if (p.head_dim == 64) launch_hdim64(p, sp, stream);
-  else launch_hdim128(p, sp, stream);
+  const Ring ring = ring_for(p, sp);
+  if (p.head_dim == 64) launch_hdim64(p, sp, ring, stream);
+  else launch_hdim128(p, sp, ring, stream);
 }
 
 }  // namespace fb::cuda::decode

@@ -30,8 +30,17 @@ struct Shape {
 };
 Shape shape_for(const AttentionParams& p);
 
+// How the split kernel fills its K/V ring: cp.async (sm_80+), bulk copies (sm_90a; the cp.async code
+// runs where the binary's device pass is not sm_90a), or bulk copies into the deep ring (CfgDeep: up
+// to sixteen query rows, at most one CTA per SM, sm_90's shared memory).
+enum class Ring { cp_async, bulk, bulk_deep };
+// The ring forward() launches: bulk_deep where it applies, else bulk on sm_90+, else cp_async. The
+// environment variable FB_DECODE_RING = cpasync | bulk forces that ring (A/B runs of one binary;
+// bulk still runs cp.async below sm_90).
+Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
+
 // Per head dim (flash_decode_hdim*.cu), fp16 or bf16: the split kernel and, with splits > 1, the combine.
-void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, cudaStream_t stream);
-void launch_hdim128(const AttentionParams& p, const SplitPlan& plan, cudaStream_t stream);
+void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream);
+void launch_hdim128(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream);
 
 }  // namespace fb::cuda::decode

@@ -1,8 +1,11 @@
 // Split-KV decode (flash-decoding), fp16/bf16, mma.sync (sm_80+).
 //
 // Split kernel: grid (batch x K/V head, KV split, row chunk). A CTA streams its split's keys through a
-// cp.async ring of kStages K/V tiles and applies each tile to all kRows query rows it holds (every
-// query head of the GQA group, every query position): K and V are read from HBM once.
+// ring of kStages K/V tiles and applies each tile to all kRows query rows it holds (every query head
+// of the GQA group, every query position): K and V are read from HBM once. The ring is filled by
+// cp.async (16 bytes a thread, sm_80+) or, on sm_90a, by bulk copies (cp.async.bulk, one per K or V
+// row, completing on the stage's mbarrier): one warp issues a whole tile through the TMA unit instead
+// of every thread issuing 16-byte loads through the LSU, and the ring's padded rows stay as they are.
 //   S = Q K^T        Q (A) and K (B) via ldmatrix from shared memory
 //   online softmax   in registers, base 2 (p = exp2(s * scale*log2(e) - m))
 //   O += P V         P re-packed to 16 bits as the A operand, V via ldmatrix.trans
@@ -21,6 +24,7 @@
 
 #include "common/mma_pv.cuh"
 #include "common/ptx.cuh"
+#include "common/ptx_sm90.cuh"
 #include "common/softmax.cuh"
 #include "common/splitkv.h"
 #include "flash_decode/flash_decode_traits.h"
@@ -58,8 +62,44 @@ __device__ __forceinline__ void load_rows_async(typename Tr::Elem* smem, const t
   }
 }
 
-template <typename Tr>
-__global__ void __launch_bounds__(Tr::kThreads, kCtasPerSm) decode_split_kernel(const DecodeArgs<typename Tr::Elem> a) {
+// The bulk path's barrier and copy operations under names every device pass has: their bodies exist
+// only for sm_90a, where alone the kernel calls them (kBulk below).
+namespace bulk {
+__device__ __forceinline__ void init(std::uint32_t bar) {
+#if FB_PTX_SM90A
+  ptx::mbar_init(bar, 1);
+#endif
+}
+__device__ __forceinline__ void fence_init() {
+#if FB_PTX_SM90A
+  ptx::fence_mbar_init();
+#endif
+}
+__device__ __forceinline__ void expect(std::uint32_t bar, std::uint32_t bytes) {
+#if FB_PTX_SM90A
+  ptx::mbar_arrive_expect_tx(bar, bytes);
+#endif
+}
+__device__ __forceinline__ void copy(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
+#if FB_PTX_SM90A
+  ptx::bulk_load(dst, src, bytes, bar);
+#endif
+}
+__device__ __forceinline__ void wait(std::uint32_t bar, std::uint32_t parity) {
+#if FB_PTX_SM90A
+  ptx::mbar_wait(bar, parity);
+#endif
+}
+}  // namespace bulk
+
+// kBulkReq: fill the ring with bulk copies where the device pass is sm_90a (elsewhere cp.async).
+template <typename Tr, bool kBulkReq>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const DecodeArgs<typename Tr::Elem> a) {
+#if FB_PTX_SM90A
+  constexpr bool kBulk = kBulkReq;
+#else
+  constexpr bool kBulk = false;
+#endif
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
   constexpr int RT = Tr::kRowTiles;
@@ -92,13 +132,60 @@ __global__ void __launch_bounds__(Tr::kThreads, kCtasPerSm) decode_split_kernel(
     load_rows_async<Tr, Bc>(sK + stage * Tr::kKVTileElems, gK + off, valid, tid);
     load_rows_async<Tr, Bc>(sV + stage * Tr::kKVTileElems, gV + off, valid, tid);
   };
-  // Prologue: group 0 = Q and tile 0, groups 1 .. kStages - 2 = the next tiles (possibly empty groups,
-  // so that every thread counts the same groups).
-  load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
+  // Bulk path: warp 0 fills a tile's stage, one copy per K or V row of the tile; the stage's mbarrier
+  // (one arrival, the bytes announced first) completes when every row has landed. Rows past the
+  // split's end are zeroed instead (V's must be finite: P = 0 there, and 0 x NaN is NaN); consumers
+  // see those stores through the block barrier at the top of every iteration that precedes the use.
+  constexpr int kRowBytesG = D * int(sizeof(Elem));
+  const std::uint32_t bar0 = ptx::smem_addr(smem_raw + Tr::kBarOffset);
+  auto issue_bulk = [&](int tile) {
+    const int stage = tile % Tr::kStages;
+    const int valid = min(Bc, k_hi - (k_lo + tile * Bc));
+    const std::uint32_t bar = bar0 + stage * 8;
+    if (lane == 0) bulk::expect(bar, std::uint32_t(2 * valid * kRowBytesG));
+    __syncwarp();
+    const std::int64_t off = std::int64_t(tile) * Bc * D;
+    const std::uint32_t k_dst = ptx::smem_addr(sK + stage * Tr::kKVTileElems);
+    const std::uint32_t v_dst = ptx::smem_addr(sV + stage * Tr::kKVTileElems);
 #pragma unroll
-  for (int s = 0; s < Tr::kStages - 1; ++s) {
-    if (s < n_tiles) load_kv(s);
+    for (int r = lane; r < Bc; r += 32) {
+      const std::uint32_t row = r * Tr::kRowStride * sizeof(Elem);
+      if (r < valid) {
+        bulk::copy(k_dst + row, gK + off + std::int64_t(r) * D, kRowBytesG, bar);
+        bulk::copy(v_dst + row, gV + off + std::int64_t(r) * D, kRowBytesG, bar);
+      } else {
+        uint4* zk = reinterpret_cast<uint4*>(sK + stage * Tr::kKVTileElems + r * Tr::kRowStride);
+        uint4* zv = reinterpret_cast<uint4*>(sV + stage * Tr::kKVTileElems + r * Tr::kRowStride);
+#pragma unroll
+        for (int c = 0; c < Tr::kRowChunks; ++c) zk[c] = zv[c] = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+  };
+
+  // Prologue. cp.async: group 0 = Q and tile 0, groups 1 .. kStages - 2 = the next tiles (possibly
+  // empty groups, so that every thread counts the same groups). Bulk: barriers set up, tiles
+  // 0 .. kStages - 2 issued, Q (cp.async) waited for before the first block barrier.
+  if constexpr (kBulk) {
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < Tr::kStages; ++s) bulk::init(bar0 + s * 8);
+      bulk::fence_init();
+    }
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll 1
+      for (int s = 0; s < Tr::kStages - 1 && s < n_tiles; ++s) issue_bulk(s);
+    }
+    load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
     ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+  } else {
+    load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages - 1; ++s) {
+      if (s < n_tiles) load_kv(s);
+      ptx::cp_async_commit();
+    }
   }
 
   // ldmatrix row addresses of this lane (as in the flash forward): A from Q, B from K, B^T from V.
@@ -142,14 +229,21 @@ __global__ void __launch_bounds__(Tr::kThreads, kCtasPerSm) decode_split_kernel(
   }
 
   for (int j = 0; j < n_tiles; ++j) {
-    // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
-    // prefetch below refills.
-    ptx::cp_async_wait<Tr::kStages - 2>();
-    __syncthreads();
-    if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
-    ptx::cp_async_commit();
-
     const int stage = j % Tr::kStages;
+    if constexpr (kBulk) {
+      // Every warp is done with tile j - 1, whose stage warp 0 refills; then tile j's bytes landed.
+      __syncthreads();
+      if (warp == 0 && j + Tr::kStages - 1 < n_tiles) issue_bulk(j + Tr::kStages - 1);
+      bulk::wait(bar0 + stage * 8, std::uint32_t(j / Tr::kStages) & 1u);
+    } else {
+      // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
+      // prefetch below refills.
+      ptx::cp_async_wait<Tr::kStages - 2>();
+      __syncthreads();
+      if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
+      ptx::cp_async_commit();
+    }
+
     const int k0 = k_lo + j * Bc + warp_key0;  // first key of this warp's share
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;

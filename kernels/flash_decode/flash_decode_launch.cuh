@@ -12,14 +12,15 @@ namespace fb::cuda::decode {
 // each tile's keys (one m16 block holds every row); more rows: the warps split the rows, and past 64
 // each warp holds two m16 blocks with shorter tiles (registers). flash_decode.cu's shape_for() must
 // agree with this table.
-template <typename Elem, int D> using Cfg16 = DecodeTraits<Elem, D, 1, 4, 64, 3>;
-template <typename Elem, int D> using Cfg32 = DecodeTraits<Elem, D, 1, 2, 64, 3>;
+// At d = 64 a tile is half the bytes: twice the stages keep as many bytes in flight.
+template <typename Elem, int D> using Cfg16 = DecodeTraits<Elem, D, 1, 4, 64, D == 64 ? 6 : 3>;
+template <typename Elem, int D> using Cfg32 = DecodeTraits<Elem, D, 1, 2, 64, D == 64 ? 6 : 3>;
 template <typename Elem, int D> using Cfg64 = DecodeTraits<Elem, D, 1, 1, 32, 4>;
 template <typename Elem, int D> using Cfg128 = DecodeTraits<Elem, D, 2, 1, 32, 4>;
 
-template <typename Tr>
+template <typename Tr, bool kBulk>
 void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, cudaStream_t stream) {
-  const auto kernel = decode_split_kernel<Tr>;
+  const auto kernel = decode_split_kernel<Tr, kBulk>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
   const dim3 grid(unsigned(p.batch) * unsigned(p.kv_heads), unsigned(args.plan.splits),
                   unsigned((args.rows + Tr::kRows - 1) / Tr::kRows));
@@ -27,8 +28,14 @@ void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionPara
   FB_CUDA_CHECK_LAUNCH();
 }
 
+template <typename Tr>
+void launch_ring(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, Ring ring, cudaStream_t stream) {
+  if (ring == Ring::cp_async) launch_split<Tr, false>(args, p, stream);
+  else launch_split<Tr, true>(args, p, stream);
+}
+
 template <typename Elem, int D>
-void launch_impl(const AttentionParams& p, const SplitPlan& plan, cudaStream_t stream) {
+void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream) {
   DecodeArgs<Elem> a;
   a.q = static_cast<const Elem*>(p.q);
   a.k = static_cast<const Elem*>(p.k);
@@ -42,10 +49,11 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, cudaStream_t s
   a.mask = p.mask();
   a.plan = plan;
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
-  if (a.rows <= 16) launch_split<Cfg16<Elem, D>>(a, p, stream);
-  else if (a.rows <= 32) launch_split<Cfg32<Elem, D>>(a, p, stream);
-  else if (a.rows <= 64) launch_split<Cfg64<Elem, D>>(a, p, stream);
-  else launch_split<Cfg128<Elem, D>>(a, p, stream);
+  if (a.rows <= 16 && ring == Ring::bulk_deep) launch_split<CfgDeep<Elem, D>, true>(a, p, stream);
+  else if (a.rows <= 16) launch_ring<Cfg16<Elem, D>>(a, p, ring, stream);
+  else if (a.rows <= 32) launch_ring<Cfg32<Elem, D>>(a, p, ring, stream);
+  else if (a.rows <= 64) launch_ring<Cfg64<Elem, D>>(a, p, ring, stream);
+  else launch_ring<Cfg128<Elem, D>>(a, p, ring, stream);
   if (plan.splits > 1) {
     const unsigned blocks = unsigned((a.total_rows + 3) / 4);  // a warp per row
     decode_combine_kernel<Elem, D><<<blocks, 128, 0, stream>>>(a);

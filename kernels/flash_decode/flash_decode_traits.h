@@ -14,7 +14,10 @@ namespace fb::cuda::decode {
 //                 are merged through shared memory at the end); the other warps split the rows
 //   kBc         : keys per K/V tile (one pipeline stage)
 //   kStages     : K/V tiles in shared memory at once (kStages - 1 in flight while one is consumed)
-template <typename Elem_, int kHeadDim_, int kRowTiles_, int kKeyGroups_, int kBc_, int kStages_>
+//   kCtas       : CTAs per SM the configuration is sized for (2: <= 113 KiB of shared memory; 1: a deep
+//                 ring that fills an sm_90 SM's 227 KiB, launched only when one wave of one CTA per SM
+//                 covers the grid)
+template <typename Elem_, int kHeadDim_, int kRowTiles_, int kKeyGroups_, int kBc_, int kStages_, int kCtas_ = 2>
 struct DecodeTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -22,6 +25,7 @@ struct DecodeTraits {
   static constexpr int kKeyGroups = kKeyGroups_;
   static constexpr int kBc = kBc_;
   static constexpr int kStages = kStages_;
+  static constexpr int kCtas = kCtas_;
 
   static constexpr int kWarps = 4;
   static constexpr int kThreads = kWarps * 32;
@@ -49,7 +53,9 @@ struct DecodeTraits {
   static constexpr int kMergeStride = kHeadDim + 4;
   static constexpr std::size_t kMergeBytes =
       std::size_t(kKeyGroups) * kRows * (kMergeStride + 2) * sizeof(float);
-  static constexpr std::size_t kSmemBytes = kQBytes + (kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes);
+  // sm_90a's bulk-copy path: one mbarrier per stage ("tile landed"), after everything else.
+  static constexpr std::size_t kBarOffset = kQBytes + (kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes);
+  static constexpr std::size_t kSmemBytes = kBarOffset + std::size_t(kStages) * 8;
 
   static_assert(sizeof(Elem) == 2, "tensor-core path: 16-bit elements");
   static_assert(kWarps % kKeyGroups == 0, "warps split into whole key groups");
@@ -58,9 +64,11 @@ struct DecodeTraits {
   static_assert((kRowStride * sizeof(Elem) / kChunkBytes) % 2 == 1, "odd row stride in chunks");
   static_assert(kStages >= 2, "at least one tile in flight");
   static_assert(kMergeStride % 4 == 0, "float4 reads of the merge rows");
+  static_assert(kBarOffset % 8 == 0 && (kRowStride * sizeof(Elem)) % 16 == 0, "mbarrier and bulk-copy alignment");
   // Two CTAs per SM (227 KiB usable per SM on sm_90, 163 KiB on sm_80 keeps one): the auto split
-  // count counts on two.
-  static_assert(kSmemBytes <= 113 * 1024, "two CTAs per SM on sm_90");
+  // count counts on two. A one-CTA configuration fits sm_90's 227 KiB opt-in.
+  static_assert(kCtas == 1 || kCtas == 2, "one or two CTAs per SM");
+  static_assert(kSmemBytes <= (kCtas == 2 ? 113 : 227) * 1024, "kCtas CTAs per SM on sm_90");
 };
 
 // CTAs per SM the configurations above are sized for (two fit in shared memory).
@@ -75,6 +83,15 @@ inline constexpr int kCtasPerSm = 2;
 // (64-128 rows a CTA, mma work on every key tile) ran 3-22% slower at one CTA per SM than at two
 // (results/h200/s5/decode-core.json against results/h200/s5/one-wave/decode-core.json).
 constexpr int auto_ctas_per_sm(int rows_per_cta) { return rows_per_cta <= 16 ? 1 : kCtasPerSm; }
+// Stages of the deep ring (one CTA per SM, sm_90): as many 64-key tiles as fit in `budget` bytes of
+// shared memory besides Q (sixteen rows) and the barriers.
+template <typename Elem, int D> constexpr int deep_stages(std::size_t budget = 224 * 1024) {
+  constexpr std::size_t row = (D + 16 / sizeof(Elem)) * sizeof(Elem);
+  return int((budget - 16 * row) / (2 * 64 * row));
+}
+// The deep-ring configuration for up to sixteen query rows (Cfg16's tiles and warps, every stage that
+// fits in an sm_90 SM): launched with the bulk-copy path when the grid is at most one CTA per SM.
+template <typename Elem, int D> using CfgDeep = DecodeTraits<Elem, D, 1, 4, 64, deep_stages<Elem, D>(), 1>;
 // Fewest keys an auto split gets: below that the per-CTA fixed cost outweighs the parallelism
 // (4k keys at batch 1: 8 splits of 512 keys beat 32 of 128 by 1.24x).
 inline constexpr int kMinKeysPerSplit = 512;

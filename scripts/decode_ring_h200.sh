@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The K/V ring A/B of flash-decode on one GPU (issue 14 part 1), over a CUDA build made beforehand:
+# the [decode] GPU tests (auto ring, then every ring forced to cp.async), one `flashbench verify` of a
+# decode shape, then configs/decode-ring-h200.json three times in one process tree: FB_DECODE_RING =
+# cpasync (session 5's ring), bulk (sm_90a bulk copies, same ring), auto (bulk, deep ring where the grid
+# is one CTA per SM). Prints last a table: time, GB/s and % of the copy ceiling per ring, and naive.
+#   BUILD=build scripts/decode_ring_h200.sh OUTDIR
+set -uo pipefail
+out=${1:?usage: BUILD=build scripts/decode_ring_h200.sh OUTDIR}
+build=${BUILD:-build}
+fb="$build/flashbench"
+mkdir -p "$out"
+rc=0
+timeout 60 "$build/tests/flashbench_gpu_tests" "[decode]" >"$out/tests-auto.log" 2>&1 || rc=1
+FB_DECODE_RING=cpasync timeout 60 "$build/tests/flashbench_gpu_tests" "[decode]" >"$out/tests-cpasync.log" 2>&1 || rc=1
+timeout 60 "$fb" verify --seq-q 1 --seq-k 5001 --batch 3 --heads 64 --kv-heads 8 --dim 128 --dtype bf16 \
+  --causal both -q >"$out/verify.log" 2>&1 || rc=1
+spec=configs/decode-ring-h200.json
+FB_DECODE_RING=cpasync timeout 120 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings -o "$out/ring-cpasync.json" \
+  >"$out/ring-cpasync.log" 2>&1 || rc=1
+FB_DECODE_RING=bulk timeout 120 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings -o "$out/ring-bulk.json" \
+  >"$out/ring-bulk.log" 2>&1 || rc=1
+timeout 180 "$fb" run "$spec" -q -o "$out/ring-auto.json" >"$out/ring-auto.log" 2>&1 || rc=1
+for f in tests-auto tests-cpasync verify; do echo "$f: $(tail -n 2 "$out/$f.log" | tr '\n' ' ')"; done
+python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def load(name):
+    p = os.path.join(out, name)
+    return json.load(open(p)) if os.path.exists(p) else {"results": []}
+docs = {r: load(f"ring-{r}.json") for r in ("cpasync", "bulk", "auto")}
+copy = (docs["auto"].get("device", {}).get("ceilings") or {}).get("copy_gbps", 0)
+rows = {}
+for ring, doc in docs.items():
+    for r in doc["results"]:
+        if r["status"] == "ok":
+            name = r["kernel"] if r["kernel"] == "naive" else ring
+            rows.setdefault(r["key"], {})[name] = r
+print(f"copy ceiling {copy:.0f} GB/s; us (GB/s, % of copy) on flash-decode's modelled bytes; * = unverified")
+print(f"{'case':44s} {'naive':>7s} {'cpasync':>22s} {'bulk':>22s} {'auto':>22s} {'auto/cp':>7s}")
+def cell(r):
+    if not r:
+        return f"{'-':>22s}"
+    t = r["time_ms"]["median"] * 1e3
+    pct = 100 * r["gbps"] / copy if copy else float("nan")
+    return f"{t:8.1f} ({r['gbps']:5.0f},{pct:4.0f}%){'' if r.get('verified') else '*'}"
+for key, ks in rows.items():
+    nv = ks.get("naive")
+    a, c = ks.get("auto"), ks.get("cpasync")
+    ratio = c["time_ms"]["median"] / a["time_ms"]["median"] if a and c else float("nan")
+    print(f"{key:44s} {nv['time_ms']['median'] * 1e3 if nv else float('nan'):7.1f} {cell(c)} {cell(ks.get('bulk'))} {cell(a)} {ratio:7.3f}")
+PY
+exit $rc
