@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -62,6 +63,21 @@ __device__ __forceinline__ void load_rows_async(typename Tr::Elem* smem, const t
   }
 }
 
+// Programmatic dependent launch (sm_90+): the split kernel lets the combine grid launch while it still
+// runs (its CTAs become resident and wait), and the combine waits until the split grid has completed
+// and its writes are visible. Without it (earlier device passes, or the attribute not set) the stream
+// orders the two as usual: both calls are then no-ops.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait_primary() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // The bulk path's barrier and copy operations under names every device pass has: their bodies exist
 // only for sm_90a, where alone the kernel calls them (kBulk below).
 namespace bulk {
@@ -103,6 +119,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
   constexpr int RT = Tr::kRowTiles;
+  pdl_launch_dependents();  // the combine grid (if any) may become resident now; it waits for this one
   constexpr int Bc = Tr::kBc;
   constexpr float kNegInf = -INFINITY;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -364,11 +381,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   }
 }
 
-// One warp per query row: merges the splits' partial O and LSE (see the top of this file).
+// One warp per query row: merges the splits' partial O and LSE (see the top of this file). Lane s % 32
+// holds split s's weight; the partial O rows are then read kUnroll splits at a time with no branch
+// between the loads, so that several are in flight (one split after the other, each waiting on its
+// LSE, was ~2 L2 round trips per split: the tail of a batch-1 decode).
 template <typename Elem, int D>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const DecodeArgs<Elem> a) {
   constexpr int kPerLane = D / 32;
-  static_assert(D % 64 == 0, "two or more columns per lane, packed in pairs");
+  constexpr int kUnroll = 8;
+  static_assert(kPerLane == 2 || kPerLane == 4, "a float2 or float4 of columns per lane");
+  using Vec = std::conditional_t<kPerLane == 4, float4, float2>;
+  pdl_wait_primary();
   const int lane = threadIdx.x % 32;
   const long long row = blockIdx.x * 4ll + threadIdx.x / 32;
   if (row >= a.total_rows) return;
@@ -380,19 +403,36 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const DecodeArgs<El
   const float sub = m == -INFINITY ? 0.f : m;
   float acc[kPerLane] = {};
   float w_sum = 0.f;
-  for (int s = 0; s < splits; ++s) {
-    const long long prow = s * a.total_rows + row;
-    const float w = __expf(a.part_lse[prow] - sub);  // 0 for a split with no visible key
-    if (w == 0.f) continue;
-    w_sum += w;
-    const float* src = a.part_o + prow * D + lane * kPerLane;
+  const float* col = a.part_o + row * D + lane * kPerLane;
+  const long long split_stride = a.total_rows * D;
+  for (int base = 0; base < splits; base += 32) {
+    const int n = min(32, splits - base);
+    // 0 for a split with no visible key (its partial O is 0 too).
+    const float w_mine = lane < n ? __expf(a.part_lse[(base + lane) * a.total_rows + row] - sub) : 0.f;
+    w_sum += w_mine;
+    int i = 0;
+    for (; i + kUnroll <= n; i += kUnroll) {
+      Vec x[kUnroll];
 #pragma unroll
-    for (int i = 0; i < kPerLane; i += 2) {
-      const float2 x = *reinterpret_cast<const float2*>(src + i);
-      acc[i] += w * x.x;
-      acc[i + 1] += w * x.y;
+      for (int u = 0; u < kUnroll; ++u) x[u] = *reinterpret_cast<const Vec*>(col + (base + i + u) * split_stride);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const float w = __shfl_sync(0xffffffffu, w_mine, i + u);
+        const float* v = reinterpret_cast<const float*>(&x[u]);
+#pragma unroll
+        for (int e = 0; e < kPerLane; ++e) acc[e] += w * v[e];
+      }
+    }
+    for (; i < n; ++i) {
+      const Vec x = *reinterpret_cast<const Vec*>(col + (base + i) * split_stride);
+      const float w = __shfl_sync(0xffffffffu, w_mine, i);
+      const float* v = reinterpret_cast<const float*>(&x);
+#pragma unroll
+      for (int e = 0; e < kPerLane; ++e) acc[e] += w * v[e];
     }
   }
+#pragma unroll
+  for (int x = 16; x > 0; x /= 2) w_sum += __shfl_xor_sync(0xffffffffu, w_sum, x);
   const float inv = w_sum > 0.f ? 1.f / w_sum : 0.f;
   Elem* dst = a.o + row * D + lane * kPerLane;
 #pragma unroll

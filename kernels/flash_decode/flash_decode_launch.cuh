@@ -34,6 +34,33 @@ void launch_ring(const DecodeArgs<typename Tr::Elem>& args, const AttentionParam
   else launch_split<Tr, true>(args, p, stream);
 }
 
+// The combine, launched as a programmatic dependent of the split kernel where its code waits for it
+// (compiled for sm_90+: griddepcontrol.wait): its launch then overlaps the split kernel's run instead
+// of following its end. Elsewhere an ordinary launch.
+template <typename Elem, int D> void launch_combine(const DecodeArgs<Elem>& a, cudaStream_t stream) {
+  const auto kernel = decode_combine_kernel<Elem, D>;
+  static const bool pdl = [&] {  // the code this device runs (checked once: one device type a process)
+    cudaFuncAttributes fa{};
+    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
+      (void)cudaGetLastError();  // not this launch's error: an ordinary launch follows
+      return false;
+    }
+    return fa.ptxVersion >= 90;
+  }();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned((a.total_rows + 3) / 4));  // a warp per row
+  cfg.blockDim = dim3(128);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+  FB_CUDA_CHECK_LAUNCH();
+}
+
 template <typename Elem, int D>
 void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream) {
   DecodeArgs<Elem> a;
@@ -54,11 +81,7 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   else if (a.rows <= 32) launch_ring<Cfg32<Elem, D>>(a, p, ring, stream);
   else if (a.rows <= 64) launch_ring<Cfg64<Elem, D>>(a, p, ring, stream);
   else launch_ring<Cfg128<Elem, D>>(a, p, ring, stream);
-  if (plan.splits > 1) {
-    const unsigned blocks = unsigned((a.total_rows + 3) / 4);  // a warp per row
-    decode_combine_kernel<Elem, D><<<blocks, 128, 0, stream>>>(a);
-    FB_CUDA_CHECK_LAUNCH();
-  }
+  if (plan.splits > 1) launch_combine<Elem, D>(a, stream);
 }
 
 }  // namespace fb::cuda::decode
