@@ -21,6 +21,10 @@ FB_DECODE_RING=cpasync timeout 120 "$fb" run "$spec" -q --kernels flash-decode -
 FB_DECODE_RING=bulk timeout 120 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings -o "$out/ring-bulk.json" \
   >"$out/ring-bulk.log" 2>&1 || rc=1
 timeout 180 "$fb" run "$spec" -q -o "$out/ring-auto.json" >"$out/ring-auto.log" 2>&1 || rc=1
+# Batch 1, d = 128: forced split counts on the auto rings (past 16 splits the grid exceeds one CTA per
+# SM and takes the two-per-SM ring).
+timeout 90 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings --filter '^b1-.*-d128-' --splits 0,8,16,32,64 \
+  -o "$out/splits-b1.json" >"$out/splits-b1.log" 2>&1 || rc=1
 for f in tests-auto tests-cpasync verify; do echo "$f: $(tail -n 2 "$out/$f.log" | tr '\n' ' ')"; done
 python3 - "$out" <<'PY'
 import json, os, sys
@@ -33,7 +37,7 @@ copy = (docs["auto"].get("device", {}).get("ceilings") or {}).get("copy_gbps", 0
 rows = {}
 for ring, doc in docs.items():
     for r in doc["results"]:
-        if r["status"] == "ok":
+        if r["status"] == "ok" and r["kernel"] in ("naive", "flash-decode"):
             name = r["kernel"] if r["kernel"] == "naive" else ring
             rows.setdefault(r["key"], {})[name] = r
 print(f"copy ceiling {copy:.0f} GB/s; us (GB/s, % of copy) on flash-decode's modelled bytes; * = unverified")
@@ -44,6 +48,13 @@ def cell(r):
     t = r["time_ms"]["median"] * 1e3
     pct = 100 * r["gbps"] / copy if copy else float("nan")
     return f"{t:8.1f} ({r['gbps']:5.0f},{pct:4.0f}%){'' if r.get('verified') else '*'}"
+sp = {}
+for r in load("splits-b1.json")["results"]:
+    if r["status"] == "ok":
+        sp.setdefault(r["case"]["seq_k"] if "case" in r and "seq_k" in r["case"] else r["key"], []).append(
+            (r.get("kv_splits", 0), r["time_ms"]["median"] * 1e3, r.get("verified")))
+for k, v in sp.items():
+    print(f"b1 d128 seq_k {k}: " + ", ".join(f"{n} splits {t:.1f} us{'' if ok else '*'}" for n, t, ok in sorted(v)))
 for key, ks in rows.items():
     nv = ks.get("naive")
     a, c = ks.get("auto"), ks.get("cpasync")
