@@ -92,7 +92,9 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
   if (s.rows_per_cta > 16) return Ring::bulk;
   const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
   const std::size_t deep_bytes = p.head_dim == 64 ? CfgDeep<__half, 64>::kSmemBytes : CfgDeep<__half, 128>::kSmemBytes;
-  if (ctas > k.sms || std::size_t(k.smem_optin) < deep_bytes) return Ring::bulk;
+  if (std::size_t(k.smem_optin) < deep_bytes) return Ring::bulk;
+  if (forced == "deep") return Ring::bulk_deep;  // any grid: one CTA per SM over several waves
+  if (ctas > k.sms) return Ring::bulk;
   return Ring::bulk_deep;
 }
 

@@ -35,8 +35,8 @@ Shape shape_for(const AttentionParams& p);
 // to sixteen query rows, at most one CTA per SM, sm_90's shared memory).
 enum class Ring { cp_async, bulk, bulk_deep };
 // The ring forward() launches: bulk_deep where it applies, else bulk on sm_90+, else cp_async. The
-// environment variable FB_DECODE_RING = cpasync | bulk forces that ring (A/B runs of one binary;
-// bulk still runs cp.async below sm_90).
+// environment variable FB_DECODE_RING = cpasync | bulk | deep forces that ring (A/B runs of one
+// binary; bulk still runs cp.async below sm_90; deep applies to up to sixteen rows, on any grid).
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
 
 // Per head dim (flash_decode_hdim*.cu), fp16 or bf16: the split kernel and, with splits > 1, the combine.
