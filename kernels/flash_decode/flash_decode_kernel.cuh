@@ -396,8 +396,10 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const DecodeArgs<El
   const long long row = blockIdx.x * 4ll + threadIdx.x / 32;
   if (row >= a.total_rows) return;
   const int splits = a.plan.splits;
-  float m = -INFINITY;
-  for (int s = lane; s < splits; s += 32) m = fmaxf(m, a.part_lse[s * a.total_rows + row]);
+  // Splits 0..31's LSEs stay in the lanes for their weights (one L2 round trip fewer up to 32 splits).
+  const float lse_first = lane < splits ? a.part_lse[lane * a.total_rows + row] : -INFINITY;
+  float m = lse_first;
+  for (int s = lane + 32; s < splits; s += 32) m = fmaxf(m, a.part_lse[s * a.total_rows + row]);
 #pragma unroll
   for (int x = 16; x > 0; x /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
   const float sub = m == -INFINITY ? 0.f : m;
@@ -408,7 +410,8 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const DecodeArgs<El
   for (int base = 0; base < splits; base += 32) {
     const int n = min(32, splits - base);
     // 0 for a split with no visible key (its partial O is 0 too).
-    const float w_mine = lane < n ? __expf(a.part_lse[(base + lane) * a.total_rows + row] - sub) : 0.f;
+    const float lse = base == 0 ? lse_first : lane < n ? a.part_lse[(base + lane) * a.total_rows + row] : -INFINITY;
+    const float w_mine = __expf(lse - sub);
     w_sum += w_mine;
     int i = 0;
     for (; i + kUnroll <= n; i += kUnroll) {
