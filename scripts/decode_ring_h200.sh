@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The K/V ring A/B of flash-decode on one GPU (issue 14 part 1), over a CUDA build made beforehand:
 # the [decode] GPU tests (auto ring, then every ring forced to cp.async), one `flashbench verify` of a
-# decode shape, then configs/decode-ring-h200.json three times in one process tree: FB_DECODE_RING =
-# cpasync (session 5's ring), bulk (sm_90a bulk copies, same ring), auto (bulk, deep ring where the grid
-# is one CTA per SM), and deep forced at batch 256. Prints last a table: time, GB/s and % of the copy
-# ceiling per ring, and naive.
+# decode shape, then configs/decode-ring-h200.json once per setting: FB_DECODE_RING = cpasync (session
+# 5's ring), bulk (sm_90a bulk copies, same ring), auto (bulk, the deep ring where the grid is one CTA
+# per SM; naive beside it), auto with FB_DECODE_L2PF=2 (d = 128), deep forced at batch 256, and batch-1
+# forced split counts. Prints last a table: time, GB/s and % of the copy ceiling per setting.
 #   BUILD=build scripts/decode_ring_h200.sh OUTDIR
 set -uo pipefail
 out=${1:?usage: BUILD=build scripts/decode_ring_h200.sh OUTDIR}
@@ -22,6 +22,9 @@ FB_DECODE_RING=cpasync timeout 120 "$fb" run "$spec" -q --kernels flash-decode -
 FB_DECODE_RING=bulk timeout 120 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings -o "$out/ring-bulk.json" \
   >"$out/ring-bulk.log" 2>&1 || rc=1
 timeout 180 "$fb" run "$spec" -q -o "$out/ring-auto.json" >"$out/ring-auto.log" 2>&1 || rc=1
+# L2 prefetch 2 tiles past the ring's newest (auto rings, d = 128).
+FB_DECODE_L2PF=2 timeout 60 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings --filter 'd128' \
+  -o "$out/ring-l2pf.json" >"$out/ring-l2pf.log" 2>&1 || rc=1
 # The deep ring forced where auto does not take it (batch 256: one CTA per SM over several waves).
 FB_DECODE_RING=deep timeout 60 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings --filter '^b256-' \
   -o "$out/ring-deep.json" >"$out/ring-deep.log" 2>&1 || rc=1
@@ -36,7 +39,7 @@ out = sys.argv[1]
 def load(name):
     p = os.path.join(out, name)
     return json.load(open(p)) if os.path.exists(p) else {"results": []}
-docs = {r: load(f"ring-{r}.json") for r in ("cpasync", "bulk", "auto", "deep")}
+docs = {r: load(f"ring-{r}.json") for r in ("cpasync", "bulk", "auto", "l2pf", "deep")}
 copy = (docs["auto"].get("device", {}).get("ceilings") or {}).get("copy_gbps", 0)
 rows = {}
 for ring, doc in docs.items():
@@ -45,7 +48,7 @@ for ring, doc in docs.items():
             name = r["kernel"] if r["kernel"] == "naive" else ring
             rows.setdefault(r["key"], {})[name] = r
 print(f"copy ceiling {copy:.0f} GB/s; us (GB/s, % of copy) on flash-decode's modelled bytes; * = unverified")
-print(f"{'case':44s} {'naive':>7s} {'cpasync':>22s} {'bulk':>22s} {'auto':>22s} {'auto/cp':>7s} {'deep (forced)':>22s}")
+print(f"{'case':44s} {'naive':>7s} {'cpasync':>22s} {'bulk':>22s} {'auto':>22s} {'auto/cp':>7s} {'auto+L2 prefetch 2':>22s} {'deep (forced)':>22s}")
 def cell(r):
     if not r:
         return f"{'-':>22s}"
@@ -64,6 +67,6 @@ for key, ks in rows.items():
     a, c = ks.get("auto"), ks.get("cpasync")
     ratio = c["time_ms"]["median"] / a["time_ms"]["median"] if a and c else float("nan")
     print(f"{key:44s} {nv['time_ms']['median'] * 1e3 if nv else float('nan'):7.1f} {cell(c)} {cell(ks.get('bulk'))} {cell(a)} {ratio:7.3f}"
-          + (f" {cell(ks['deep'])}" if "deep" in ks else ""))
+          + f" {cell(ks.get('l2pf'))}" + (f" {cell(ks['deep'])}" if "deep" in ks else ""))
 PY
 exit $rc

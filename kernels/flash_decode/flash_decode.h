@@ -38,6 +38,9 @@ enum class Ring { cp_async, bulk, bulk_deep };
 // environment variable FB_DECODE_RING = cpasync | bulk | deep forces that ring (A/B runs of one
 // binary; bulk still runs cp.async below sm_90; deep applies to up to sixteen rows, on any grid).
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
+// Bulk rings: tiles ahead of the one issued that are also prefetched into L2 (bytes in flight beyond
+// what shared memory holds). FB_DECODE_L2PF = N sets it (A/B runs); default 0.
+int l2_prefetch_tiles();
 
 // Per head dim (flash_decode_hdim*.cu), fp16 or bf16: the split kernel and, with splits > 1, the combine.
 void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream);

@@ -45,6 +45,7 @@ template <typename Elem> struct DecodeArgs {
   CausalMask mask;
   SplitPlan plan;
   float scale_log2;  // softmax scale * log2(e)
+  int l2_prefetch;   // bulk path: with each tile issued, prefetch tile + l2_prefetch into L2 (0: none)
 };
 
 // Rows [0, kRows) of a (kRows, D) tile from global (row stride D) into shared (row stride
@@ -106,6 +107,13 @@ __device__ __forceinline__ void wait(std::uint32_t bar, std::uint32_t parity) {
   ptx::mbar_wait(bar, parity);
 #endif
 }
+// Asks the memory system to bring `bytes` (a multiple of 16) at `src` into L2; nothing lands in shared
+// memory and nothing waits for it.
+__device__ __forceinline__ void prefetch_l2(const void* src, std::uint32_t bytes) {
+#if FB_PTX_SM90A
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+#endif
+}
 }  // namespace bulk
 
 // kBulkReq: fill the ring with bulk copies where the device pass is sm_90a (elsewhere cp.async).
@@ -162,6 +170,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
     if (lane == 0) bulk::expect(bar, std::uint32_t(2 * valid * kRowBytesG));
     __syncwarp();
     const std::int64_t off = std::int64_t(tile) * Bc * D;
+    // A tile's K (and V) rows are contiguous in global memory: one prefetch each covers it.
+    const int pf = tile + a.l2_prefetch;
+    if (a.l2_prefetch > 0 && lane == 0 && pf < n_tiles) {
+      const std::uint32_t pf_bytes = std::uint32_t(min(Bc, k_hi - (k_lo + pf * Bc)) * kRowBytesG);
+      bulk::prefetch_l2(gK + std::int64_t(pf) * Bc * D, pf_bytes);
+      bulk::prefetch_l2(gV + std::int64_t(pf) * Bc * D, pf_bytes);
+    }
     const std::uint32_t k_dst = ptx::smem_addr(sK + stage * Tr::kKVTileElems);
     const std::uint32_t v_dst = ptx::smem_addr(sV + stage * Tr::kKVTileElems);
 #pragma unroll

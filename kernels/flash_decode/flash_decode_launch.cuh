@@ -76,6 +76,7 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   a.mask = p.mask();
   a.plan = plan;
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
+  a.l2_prefetch = l2_prefetch_tiles();
   if (a.rows <= 16 && ring == Ring::bulk_deep) launch_split<CfgDeep<Elem, D>, true>(a, p, stream);
   else if (a.rows <= 16) launch_ring<Cfg16<Elem, D>>(a, p, ring, stream);
   else if (a.rows <= 32) launch_ring<Cfg32<Elem, D>>(a, p, ring, stream);
