@@ -83,11 +83,10 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
   }
 }
 
-// The K/V ring (flash_decode.h's Ring) is picked from the grid: at most one CTA per SM takes the deep
-// ring on sm_90 (the cases above at batch <= 2 and <= 64 splits), more takes the two-per-SM ring (the
-// forced 1024 splits above, and these). Every key count here leaves a partial tail tile, whose rows
-// past the split's end the bulk path zeroes instead of copying. (scripts/decode_ring_h200.sh also runs
-// this file with FB_DECODE_RING=cpasync: the cp.async ring on the same cases.)
+// One query row on grids past one CTA per SM (batch 24 and 160 x 8 K/V heads), every key count leaving
+// a partial tail tile. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING=deepall and
+// FB_DECODE_L2PF=2 (flash_decode.h): the deep ring and the L2 prefetch on every case of up to sixteen
+// rows, these included.
 TEST_CASE("flash-decode: one query row, grids past one CTA per SM, keys not a multiple of the tile",
           "[gpu][decode]") {
   CudaBackend& b = gpu();

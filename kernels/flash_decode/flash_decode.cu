@@ -18,7 +18,7 @@ namespace fb::cuda::decode {
 Shape shape_for(const AttentionParams& p) {
   // The table of flash_decode_launch.cuh: rows per CTA and keys per tile of Cfg16 .. Cfg128.
   const int rows = p.group() * p.seq_q;
-  if (rows <= 16) return {16, 64};
+  if (rows <= 16) return {16, p.head_dim == 64 ? kTileKeys16<64> : kTileKeys16<128>};
   if (rows <= 32) return {32, 64};
   if (rows <= 64) return {64, 32};
   return {128, 32};
@@ -63,10 +63,10 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
     const char* v = std::getenv("FB_DECODE_RING");
     return std::string(v ? v : "");
   }();
-  if (forced == "cpasync") return Ring::cp_async;
+  if (forced != "deep" && forced != "deepall") return Ring::standard;
+  if (shape_for(p).rows_per_cta > 16) return Ring::standard;
   // The device's answers, once per device (this runs on every forward, between timing events).
   struct Known {
-    int major = 0;
     int smem_optin = 0;
     int sms = 0;
   };
@@ -80,22 +80,15 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
     auto it = known.find(device);
     if (it == known.end()) {
       const auto caps = current_device_caps();
-      if (caps) it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count()}).first;
+      if (caps) it = known.emplace(device, Known{caps->smem_optin, current_sm_count()}).first;
     }
     if (it != known.end()) k = it->second;
   }
-  if (k.major < 9) return Ring::cp_async;
-  if (forced == "bulk") return Ring::bulk;
-  // The deep ring holds one CTA per SM: only where the grid is one wave of one CTA per SM anyway
-  // (what the auto split count aims at for up to sixteen rows), and where its shared memory fits.
-  const Shape s = shape_for(p);
-  if (s.rows_per_cta > 16) return Ring::bulk;
-  const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
   const std::size_t deep_bytes = p.head_dim == 64 ? CfgDeep<__half, 64>::kSmemBytes : CfgDeep<__half, 128>::kSmemBytes;
-  if (std::size_t(k.smem_optin) < deep_bytes) return Ring::bulk;
-  if (forced == "deep") return Ring::bulk_deep;  // any grid: one CTA per SM over several waves
-  if (ctas > k.sms) return Ring::bulk;
-  return Ring::bulk_deep;
+  if (std::size_t(k.smem_optin) < deep_bytes) return Ring::standard;
+  const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
+  if (forced == "deep" && ctas > k.sms) return Ring::standard;
+  return Ring::deep;
 }
 
 int l2_prefetch_tiles() {

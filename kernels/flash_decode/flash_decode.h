@@ -30,16 +30,15 @@ struct Shape {
 };
 Shape shape_for(const AttentionParams& p);
 
-// How the split kernel fills its K/V ring: cp.async (sm_80+), bulk copies (sm_90a; the cp.async code
-// runs where the binary's device pass is not sm_90a), or bulk copies into the deep ring (CfgDeep: up
-// to sixteen query rows, at most one CTA per SM, sm_90's shared memory).
-enum class Ring { cp_async, bulk, bulk_deep };
-// The ring forward() launches: bulk_deep where it applies, else bulk on sm_90+, else cp_async. The
-// environment variable FB_DECODE_RING = cpasync | bulk | deep forces that ring (A/B runs of one
-// binary; bulk still runs cp.async below sm_90; deep applies to up to sixteen rows, on any grid).
+// The K/V ring of the configurations for up to sixteen query rows: Cfg16's three 64-key stages (two CTAs
+// per SM), or the deep ring (CfgDeep: every stage that fits an sm_90 SM, one CTA per SM).
+enum class Ring { standard, deep };
+// The ring forward() launches: standard, unless FB_DECODE_RING (read once a process, for A/B runs of
+// one binary) says `deep` (where the grid is at most one CTA per SM) or `deepall` (any grid); the deep
+// ring only where the device's shared memory holds it.
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
-// Bulk rings: tiles ahead of the one issued that are also prefetched into L2 (bytes in flight beyond
-// what shared memory holds). FB_DECODE_L2PF = N sets it (A/B runs); default 0.
+// Tiles past the one issued that each K/V tile load also prefetches into L2 (sm_90a; bytes in flight
+// beyond what shared memory holds). FB_DECODE_L2PF = N sets it (A/B runs); default 0.
 int l2_prefetch_tiles();
 
 // Per head dim (flash_decode_hdim*.cu), fp16 or bf16: the split kernel and, with splits > 1, the combine.

@@ -1,11 +1,10 @@
 // Split-KV decode (flash-decoding), fp16/bf16, mma.sync (sm_80+).
 //
 // Split kernel: grid (batch x K/V head, KV split, row chunk). A CTA streams its split's keys through a
-// ring of kStages K/V tiles and applies each tile to all kRows query rows it holds (every query head
-// of the GQA group, every query position): K and V are read from HBM once. The ring is filled by
-// cp.async (16 bytes a thread, sm_80+) or, on sm_90a, by bulk copies (cp.async.bulk, one per K or V
-// row, completing on the stage's mbarrier): one warp issues a whole tile through the TMA unit instead
-// of every thread issuing 16-byte loads through the LSU, and the ring's padded rows stay as they are.
+// cp.async ring of kStages K/V tiles and applies each tile to all kRows query rows it holds (every
+// query head of the GQA group, every query position): K and V are read from HBM once. Optionally
+// (sm_90a, DecodeArgs::l2_prefetch) each tile issued also prefetches a later tile into L2 with one bulk
+// prefetch per K and V range: bytes in flight beyond what the ring's shared memory holds.
 //   S = Q K^T        Q (A) and K (B) via ldmatrix from shared memory
 //   online softmax   in registers, base 2 (p = exp2(s * scale*log2(e) - m))
 //   O += P V         P re-packed to 16 bits as the A operand, V via ldmatrix.trans
@@ -45,7 +44,7 @@ template <typename Elem> struct DecodeArgs {
   CausalMask mask;
   SplitPlan plan;
   float scale_log2;  // softmax scale * log2(e)
-  int l2_prefetch;   // bulk path: with each tile issued, prefetch tile + l2_prefetch into L2 (0: none)
+  int l2_prefetch;   // with each tile issued, prefetch tile + l2_prefetch into L2 (0: none; sm_90a)
 };
 
 // Rows [0, kRows) of a (kRows, D) tile from global (row stride D) into shared (row stride
@@ -79,51 +78,16 @@ __device__ __forceinline__ void pdl_wait_primary() {
 #endif
 }
 
-// The bulk path's barrier and copy operations under names every device pass has: their bodies exist
-// only for sm_90a, where alone the kernel calls them (kBulk below).
-namespace bulk {
-__device__ __forceinline__ void init(std::uint32_t bar) {
-#if FB_PTX_SM90A
-  ptx::mbar_init(bar, 1);
-#endif
-}
-__device__ __forceinline__ void fence_init() {
-#if FB_PTX_SM90A
-  ptx::fence_mbar_init();
-#endif
-}
-__device__ __forceinline__ void expect(std::uint32_t bar, std::uint32_t bytes) {
-#if FB_PTX_SM90A
-  ptx::mbar_arrive_expect_tx(bar, bytes);
-#endif
-}
-__device__ __forceinline__ void copy(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar) {
-#if FB_PTX_SM90A
-  ptx::bulk_load(dst, src, bytes, bar);
-#endif
-}
-__device__ __forceinline__ void wait(std::uint32_t bar, std::uint32_t parity) {
-#if FB_PTX_SM90A
-  ptx::mbar_wait(bar, parity);
-#endif
-}
-// Asks the memory system to bring `bytes` (a multiple of 16) at `src` into L2; nothing lands in shared
-// memory and nothing waits for it.
+// Asks the memory system to bring `bytes` (a multiple of 16) at `src` into L2: nothing lands in shared
+// memory and nothing waits for it. A no-op in device passes other than sm_90a.
 __device__ __forceinline__ void prefetch_l2(const void* src, std::uint32_t bytes) {
 #if FB_PTX_SM90A
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 #endif
 }
-}  // namespace bulk
 
-// kBulkReq: fill the ring with bulk copies where the device pass is sm_90a (elsewhere cp.async).
-template <typename Tr, bool kBulkReq>
+template <typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const DecodeArgs<typename Tr::Elem> a) {
-#if FB_PTX_SM90A
-  constexpr bool kBulk = kBulkReq;
-#else
-  constexpr bool kBulk = false;
-#endif
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
   constexpr int RT = Tr::kRowTiles;
@@ -150,74 +114,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   Elem* sK = sQ + Tr::kQElems;                    // kStages x (Bc, D)
   Elem* sV = sK + Tr::kStages * Tr::kKVTileElems;  // kStages x (Bc, D)
 
+  constexpr int kRowBytesG = D * int(sizeof(Elem));
   auto load_kv = [&](int tile) {
     const int stage = tile % Tr::kStages;
     const std::int64_t off = std::int64_t(tile) * Bc * D;
     const int valid = k_hi - (k_lo + tile * Bc);
     load_rows_async<Tr, Bc>(sK + stage * Tr::kKVTileElems, gK + off, valid, tid);
     load_rows_async<Tr, Bc>(sV + stage * Tr::kKVTileElems, gV + off, valid, tid);
-  };
-  // Bulk path: warp 0 fills a tile's stage, one copy per K or V row of the tile; the stage's mbarrier
-  // (one arrival, the bytes announced first) completes when every row has landed. Rows past the
-  // split's end are zeroed instead (V's must be finite: P = 0 there, and 0 x NaN is NaN); consumers
-  // see those stores through the block barrier at the top of every iteration that precedes the use.
-  constexpr int kRowBytesG = D * int(sizeof(Elem));
-  const std::uint32_t bar0 = ptx::smem_addr(smem_raw + Tr::kBarOffset);
-  auto issue_bulk = [&](int tile) {
-    const int stage = tile % Tr::kStages;
-    const int valid = min(Bc, k_hi - (k_lo + tile * Bc));
-    const std::uint32_t bar = bar0 + stage * 8;
-    if (lane == 0) bulk::expect(bar, std::uint32_t(2 * valid * kRowBytesG));
-    __syncwarp();
-    const std::int64_t off = std::int64_t(tile) * Bc * D;
-    // A tile's K (and V) rows are contiguous in global memory: one prefetch each covers it.
+    // A tile's K rows (and its V rows) are one contiguous range: one prefetch each.
     const int pf = tile + a.l2_prefetch;
-    if (a.l2_prefetch > 0 && lane == 0 && pf < n_tiles) {
-      const std::uint32_t pf_bytes = std::uint32_t(min(Bc, k_hi - (k_lo + pf * Bc)) * kRowBytesG);
-      bulk::prefetch_l2(gK + std::int64_t(pf) * Bc * D, pf_bytes);
-      bulk::prefetch_l2(gV + std::int64_t(pf) * Bc * D, pf_bytes);
-    }
-    const std::uint32_t k_dst = ptx::smem_addr(sK + stage * Tr::kKVTileElems);
-    const std::uint32_t v_dst = ptx::smem_addr(sV + stage * Tr::kKVTileElems);
-#pragma unroll
-    for (int r = lane; r < Bc; r += 32) {
-      const std::uint32_t row = r * Tr::kRowStride * sizeof(Elem);
-      if (r < valid) {
-        bulk::copy(k_dst + row, gK + off + std::int64_t(r) * D, kRowBytesG, bar);
-        bulk::copy(v_dst + row, gV + off + std::int64_t(r) * D, kRowBytesG, bar);
-      } else {
-        uint4* zk = reinterpret_cast<uint4*>(sK + stage * Tr::kKVTileElems + r * Tr::kRowStride);
-        uint4* zv = reinterpret_cast<uint4*>(sV + stage * Tr::kKVTileElems + r * Tr::kRowStride);
-#pragma unroll
-        for (int c = 0; c < Tr::kRowChunks; ++c) zk[c] = zv[c] = make_uint4(0u, 0u, 0u, 0u);
-      }
+    if (a.l2_prefetch > 0 && tid == 0 && pf < n_tiles) {
+      const std::uint32_t bytes = std::uint32_t(min(Bc, k_hi - (k_lo + pf * Bc)) * kRowBytesG);
+      prefetch_l2(gK + std::int64_t(pf) * Bc * D, bytes);
+      prefetch_l2(gV + std::int64_t(pf) * Bc * D, bytes);
     }
   };
-
-  // Prologue. cp.async: group 0 = Q and tile 0, groups 1 .. kStages - 2 = the next tiles (possibly
-  // empty groups, so that every thread counts the same groups). Bulk: barriers set up, tiles
-  // 0 .. kStages - 2 issued, Q (cp.async) waited for before the first block barrier.
-  if constexpr (kBulk) {
-    if (tid == 0) {
+  // Prologue: group 0 = Q and tile 0, groups 1 .. kStages - 2 = the next tiles (possibly empty groups,
+  // so that every thread counts the same groups).
+  load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
 #pragma unroll
-      for (int s = 0; s < Tr::kStages; ++s) bulk::init(bar0 + s * 8);
-      bulk::fence_init();
-    }
-    __syncthreads();
-    if (warp == 0) {
-#pragma unroll 1
-      for (int s = 0; s < Tr::kStages - 1 && s < n_tiles; ++s) issue_bulk(s);
-    }
-    load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
+  for (int s = 0; s < Tr::kStages - 1; ++s) {
+    if (s < n_tiles) load_kv(s);
     ptx::cp_async_commit();
-    ptx::cp_async_wait<0>();
-  } else {
-    load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages - 1; ++s) {
-      if (s < n_tiles) load_kv(s);
-      ptx::cp_async_commit();
-    }
   }
 
   // ldmatrix row addresses of this lane (as in the flash forward): A from Q, B from K, B^T from V.
@@ -261,21 +179,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   }
 
   for (int j = 0; j < n_tiles; ++j) {
-    const int stage = j % Tr::kStages;
-    if constexpr (kBulk) {
-      // Every warp is done with tile j - 1, whose stage warp 0 refills; then tile j's bytes landed.
-      __syncthreads();
-      if (warp == 0 && j + Tr::kStages - 1 < n_tiles) issue_bulk(j + Tr::kStages - 1);
-      bulk::wait(bar0 + stage * 8, std::uint32_t(j / Tr::kStages) & 1u);
-    } else {
-      // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
-      // prefetch below refills.
-      ptx::cp_async_wait<Tr::kStages - 2>();
-      __syncthreads();
-      if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
-      ptx::cp_async_commit();
-    }
+    // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
+    // prefetch below refills.
+    ptx::cp_async_wait<Tr::kStages - 2>();
+    __syncthreads();
+    if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
+    ptx::cp_async_commit();
 
+    const int stage = j % Tr::kStages;
     const int k0 = k_lo + j * Bc + warp_key0;  // first key of this warp's share
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;

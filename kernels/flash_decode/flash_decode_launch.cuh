@@ -12,26 +12,22 @@ namespace fb::cuda::decode {
 // each tile's keys (one m16 block holds every row); more rows: the warps split the rows, and past 64
 // each warp holds two m16 blocks with shorter tiles (registers). flash_decode.cu's shape_for() must
 // agree with this table.
-// At d = 64 a tile is half the bytes: twice the stages keep as many bytes in flight.
-template <typename Elem, int D> using Cfg16 = DecodeTraits<Elem, D, 1, 4, 64, D == 64 ? 6 : 3>;
+// At d = 64, Cfg16's tiles are 128 keys: the bytes of a d = 128 tile, so that the per-tile costs (wait,
+// block barrier, softmax, merge) are spread over as many bytes (session 6: 64-key tiles read at 77-79%
+// of the copy ceiling at batch 16, slower than naive). Cfg32 keeps 64 keys with twice the stages.
+template <typename Elem, int D> using Cfg16 = DecodeTraits<Elem, D, 1, 4, kTileKeys16<D>, 3>;
 template <typename Elem, int D> using Cfg32 = DecodeTraits<Elem, D, 1, 2, 64, D == 64 ? 6 : 3>;
 template <typename Elem, int D> using Cfg64 = DecodeTraits<Elem, D, 1, 1, 32, 4>;
 template <typename Elem, int D> using Cfg128 = DecodeTraits<Elem, D, 2, 1, 32, 4>;
 
-template <typename Tr, bool kBulk>
+template <typename Tr>
 void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, cudaStream_t stream) {
-  const auto kernel = decode_split_kernel<Tr, kBulk>;
+  const auto kernel = decode_split_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
   const dim3 grid(unsigned(p.batch) * unsigned(p.kv_heads), unsigned(args.plan.splits),
                   unsigned((args.rows + Tr::kRows - 1) / Tr::kRows));
   kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();
-}
-
-template <typename Tr>
-void launch_ring(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, Ring ring, cudaStream_t stream) {
-  if (ring == Ring::cp_async) launch_split<Tr, false>(args, p, stream);
-  else launch_split<Tr, true>(args, p, stream);
 }
 
 // The combine, launched as a programmatic dependent of the split kernel where its code waits for it
@@ -77,11 +73,11 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   a.plan = plan;
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
   a.l2_prefetch = l2_prefetch_tiles();
-  if (a.rows <= 16 && ring == Ring::bulk_deep) launch_split<CfgDeep<Elem, D>, true>(a, p, stream);
-  else if (a.rows <= 16) launch_ring<Cfg16<Elem, D>>(a, p, ring, stream);
-  else if (a.rows <= 32) launch_ring<Cfg32<Elem, D>>(a, p, ring, stream);
-  else if (a.rows <= 64) launch_ring<Cfg64<Elem, D>>(a, p, ring, stream);
-  else launch_ring<Cfg128<Elem, D>>(a, p, ring, stream);
+  if (a.rows <= 16 && ring == Ring::deep) launch_split<CfgDeep<Elem, D>>(a, p, stream);
+  else if (a.rows <= 16) launch_split<Cfg16<Elem, D>>(a, p, stream);
+  else if (a.rows <= 32) launch_split<Cfg32<Elem, D>>(a, p, stream);
+  else if (a.rows <= 64) launch_split<Cfg64<Elem, D>>(a, p, stream);
+  else launch_split<Cfg128<Elem, D>>(a, p, stream);
   if (plan.splits > 1) launch_combine<Elem, D>(a, stream);
 }
 

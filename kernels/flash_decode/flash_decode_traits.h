@@ -53,9 +53,7 @@ struct DecodeTraits {
   static constexpr int kMergeStride = kHeadDim + 4;
   static constexpr std::size_t kMergeBytes =
       std::size_t(kKeyGroups) * kRows * (kMergeStride + 2) * sizeof(float);
-  // sm_90a's bulk-copy path: one mbarrier per stage ("tile landed"), after everything else.
-  static constexpr std::size_t kBarOffset = kQBytes + (kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes);
-  static constexpr std::size_t kSmemBytes = kBarOffset + std::size_t(kStages) * 8;
+  static constexpr std::size_t kSmemBytes = kQBytes + (kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes);
 
   static_assert(sizeof(Elem) == 2, "tensor-core path: 16-bit elements");
   static_assert(kWarps % kKeyGroups == 0, "warps split into whole key groups");
@@ -64,7 +62,6 @@ struct DecodeTraits {
   static_assert((kRowStride * sizeof(Elem) / kChunkBytes) % 2 == 1, "odd row stride in chunks");
   static_assert(kStages >= 2, "at least one tile in flight");
   static_assert(kMergeStride % 4 == 0, "float4 reads of the merge rows");
-  static_assert(kBarOffset % 8 == 0 && (kRowStride * sizeof(Elem)) % 16 == 0, "mbarrier and bulk-copy alignment");
   // Two CTAs per SM (227 KiB usable per SM on sm_90, 163 KiB on sm_80 keeps one): the auto split
   // count counts on two. A one-CTA configuration fits sm_90's 227 KiB opt-in.
   static_assert(kCtas == 1 || kCtas == 2, "one or two CTAs per SM");
@@ -83,15 +80,19 @@ inline constexpr int kCtasPerSm = 2;
 // (64-128 rows a CTA, mma work on every key tile) ran 3-22% slower at one CTA per SM than at two
 // (results/h200/s5/decode-core.json against results/h200/s5/one-wave/decode-core.json).
 constexpr int auto_ctas_per_sm(int rows_per_cta) { return rows_per_cta <= 16 ? 1 : kCtasPerSm; }
-// Stages of the deep ring (one CTA per SM, sm_90): as many 64-key tiles as fit in `budget` bytes of
-// shared memory besides Q (sixteen rows) and the barriers.
+// Keys per tile of the configurations for up to sixteen query rows (Cfg16, CfgDeep): 64 at d = 128,
+// 128 at d = 64 (the same bytes a tile).
+template <int D> inline constexpr int kTileKeys16 = D == 64 ? 128 : 64;
+// Stages of the deep ring (one CTA per SM, sm_90): as many tiles as fit in `budget` bytes of shared
+// memory besides Q (sixteen rows).
 template <typename Elem, int D> constexpr int deep_stages(std::size_t budget = 224 * 1024) {
   constexpr std::size_t row = (D + 16 / sizeof(Elem)) * sizeof(Elem);
-  return int((budget - 16 * row) / (2 * 64 * row));
+  return int((budget - 16 * row) / (2 * std::size_t(kTileKeys16<D>) * row));
 }
-// The deep-ring configuration for up to sixteen query rows (Cfg16's tiles and warps, every stage that
-// fits in an sm_90 SM): launched with the bulk-copy path when the grid is at most one CTA per SM.
-template <typename Elem, int D> using CfgDeep = DecodeTraits<Elem, D, 1, 4, 64, deep_stages<Elem, D>(), 1>;
+// The deep-ring configuration for up to sixteen query rows: Cfg16's tiles and warps with every stage
+// that fits an sm_90 SM's shared memory (flash_decode.h: Ring).
+template <typename Elem, int D>
+using CfgDeep = DecodeTraits<Elem, D, 1, 4, kTileKeys16<D>, deep_stages<Elem, D>(), 1>;
 // Fewest keys an auto split gets: below that the per-CTA fixed cost outweighs the parallelism
 // (4k keys at batch 1: 8 splits of 512 keys beat 32 of 128 by 1.24x).
 inline constexpr int kMinKeysPerSplit = 512;
