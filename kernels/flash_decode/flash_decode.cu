@@ -63,10 +63,12 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
     const char* v = std::getenv("FB_DECODE_RING");
     return std::string(v ? v : "");
   }();
-  if (forced != "deep" && forced != "deepall") return Ring::standard;
+  const bool tma = forced == "tma" || forced == "tmadeep";
+  if (forced != "deep" && forced != "deepall" && !tma) return Ring::standard;
   if (shape_for(p).rows_per_cta > 16) return Ring::standard;
   // The device's answers, once per device (this runs on every forward, between timing events).
   struct Known {
+    int major = 0;
     int smem_optin = 0;
     int sms = 0;
   };
@@ -80,15 +82,17 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
     auto it = known.find(device);
     if (it == known.end()) {
       const auto caps = current_device_caps();
-      if (caps) it = known.emplace(device, Known{caps->smem_optin, current_sm_count()}).first;
+      if (caps) it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count()}).first;
     }
     if (it != known.end()) k = it->second;
   }
+  if (tma && k.major < 9) return Ring::standard;
+  if (forced == "tma") return Ring::tma;
   const std::size_t deep_bytes = p.head_dim == 64 ? CfgDeep<__half, 64>::kSmemBytes : CfgDeep<__half, 128>::kSmemBytes;
-  if (std::size_t(k.smem_optin) < deep_bytes) return Ring::standard;
   const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
-  if (forced == "deep" && ctas > k.sms) return Ring::standard;
-  return Ring::deep;
+  if (std::size_t(k.smem_optin) < deep_bytes || (forced != "deepall" && ctas > k.sms))
+    return tma ? Ring::tma : Ring::standard;
+  return tma ? Ring::tma_deep : Ring::deep;
 }
 
 int l2_prefetch_tiles() {

@@ -30,12 +30,13 @@ struct Shape {
 };
 Shape shape_for(const AttentionParams& p);
 
-// The K/V ring of the configurations for up to sixteen query rows: Cfg16's three 64-key stages (two CTAs
-// per SM), or the deep ring (CfgDeep: every stage that fits an sm_90 SM, one CTA per SM).
-enum class Ring { standard, deep };
+// The K/V ring of the configurations for up to sixteen query rows: Cfg16's three stages (two CTAs per
+// SM) or the deep ring (CfgDeep: every stage that fits an sm_90 SM, one CTA per SM), each filled by
+// every thread's cp.async into padded rows or (sm_90a) by TMA boxes into 128-byte-swizzled rows.
+enum class Ring { standard, deep, tma, tma_deep };
 // The ring forward() launches: standard, unless FB_DECODE_RING (read once a process, for A/B runs of
-// one binary) says `deep` (where the grid is at most one CTA per SM) or `deepall` (any grid); the deep
-// ring only where the device's shared memory holds it.
+// one binary) says `deep` / `tmadeep` (where the grid is at most one CTA per SM), `deepall` (any
+// grid) or `tma`; deep rings only where the device's shared memory holds them, TMA on sm_90 only.
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
 // Tiles past the one issued that each K/V tile load also prefetches into L2 (sm_90a; bytes in flight
 // beyond what shared memory holds). FB_DECODE_L2PF = N sets it (A/B runs); default 0.

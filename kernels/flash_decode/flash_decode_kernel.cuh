@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cuda.h>  // CUtensorMap (a type only)
 #include <cuda_runtime.h>
 
 #include "common/mma_pv.cuh"
@@ -45,6 +46,9 @@ template <typename Elem> struct DecodeArgs {
   SplitPlan plan;
   float scale_log2;  // softmax scale * log2(e)
   int l2_prefetch;   // with each tile issued, prefetch tile + l2_prefetch into L2 (0: none; sm_90a)
+  // The TMA ring only: K and V as (d, seq_k, batch * kv_heads), boxes (64, kBc, 1), 128-byte swizzle.
+  CUtensorMap tm_k;
+  CUtensorMap tm_v;
 };
 
 // Rows [0, kRows) of a (kRows, D) tile from global (row stride D) into shared (row stride
@@ -86,8 +90,44 @@ __device__ __forceinline__ void prefetch_l2(const void* src, std::uint32_t bytes
 #endif
 }
 
-template <typename Tr>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const DecodeArgs<typename Tr::Elem> a) {
+// The TMA ring's barrier and copy operations under names every device pass has: bodies only for sm_90a,
+// the one pass that runs a kTma kernel (elsewhere such a kernel traps at its start).
+namespace tma {
+__device__ __forceinline__ void init(std::uint32_t bar) {
+#if FB_PTX_SM90A
+  ptx::mbar_init(bar, 1);
+#endif
+}
+__device__ __forceinline__ void fence_init() {
+#if FB_PTX_SM90A
+  ptx::fence_mbar_init();
+#endif
+}
+__device__ __forceinline__ void expect(std::uint32_t bar, std::uint32_t bytes) {
+#if FB_PTX_SM90A
+  ptx::mbar_arrive_expect_tx(bar, bytes);
+#endif
+}
+__device__ __forceinline__ void load(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int col, int row,
+                                     int plane) {
+#if FB_PTX_SM90A
+  ptx::tma_load_3d(dst, map, bar, col, row, plane);
+#endif
+}
+__device__ __forceinline__ void wait(std::uint32_t bar, std::uint32_t parity) {
+#if FB_PTX_SM90A
+  ptx::mbar_wait(bar, parity);
+#endif
+}
+}  // namespace tma
+
+// kTma: the K/V ring is filled by TMA (one thread issues each tile's boxes; swizzled, unpadded rows) and
+// read with swizzled ldmatrix addresses; else by every thread's cp.async into padded rows.
+template <typename Tr, bool kTma>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const __grid_constant__ DecodeArgs<typename Tr::Elem> a) {
+#if !FB_PTX_SM90A
+  if constexpr (kTma) __trap();  // never launched: the host picks the TMA ring on sm_90a devices only
+#endif
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
   constexpr int RT = Tr::kRowTiles;
@@ -111,8 +151,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   const Elem* gK = a.k + (bkv * seq_k + k_lo) * D;
   const Elem* gV = a.v + (bkv * seq_k + k_lo) * D;
   Elem* sQ = reinterpret_cast<Elem*>(smem_raw);  // (kRows, D)
-  Elem* sK = sQ + Tr::kQElems;                    // kStages x (Bc, D)
-  Elem* sV = sK + Tr::kStages * Tr::kKVTileElems;  // kStages x (Bc, D)
+  // TMA: the ring on the next 1024-byte boundary after Q (stage s: K's boxes, then V's), then barriers.
+  const std::uint32_t ring_off =
+      kTma ? ((ptx::smem_addr(smem_raw) + std::uint32_t(Tr::kQBytes) + 1023u) & ~1023u) - ptx::smem_addr(smem_raw)
+           : std::uint32_t(Tr::kQBytes);
+  Elem* sK = reinterpret_cast<Elem*>(smem_raw + ring_off);  // kStages x (Bc, D); TMA: merge space only
+  Elem* sV = sK + Tr::kStages * Tr::kKVTileElems;            // kStages x (Bc, D) (cp.async ring)
+  const std::uint32_t ring = ptx::smem_addr(smem_raw) + ring_off;
+  const std::uint32_t bar0 = ring + std::uint32_t(Tr::kTmaBarOffset);
 
   constexpr int kRowBytesG = D * int(sizeof(Elem));
   auto load_kv = [&](int tile) {
@@ -129,13 +175,53 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
       prefetch_l2(gV + std::int64_t(pf) * Bc * D, bytes);
     }
   };
-  // Prologue: group 0 = Q and tile 0, groups 1 .. kStages - 2 = the next tiles (possibly empty groups,
-  // so that every thread counts the same groups).
-  load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
+  // TMA: thread 0 issues a tile's K and V boxes on its stage's barrier. Rows past seq_k read as zeros;
+  // rows past the split's end but inside seq_k are real keys, masked like any key past key_lim.
+  const int plane = int(bkv);
+  auto issue_tma = [&](int tile) {
+    const int stage = tile % Tr::kStages;
+    const std::uint32_t bar = bar0 + stage * 8;
+    const std::uint32_t k_dst = ring + std::uint32_t(stage * 2 * Tr::kTmaTileBytes);
+    const std::uint32_t v_dst = k_dst + std::uint32_t(Tr::kTmaTileBytes);
+    tma::expect(bar, std::uint32_t(2 * Tr::kTmaTileBytes));
+    const int row = k_lo + tile * Bc;
 #pragma unroll
-  for (int s = 0; s < Tr::kStages - 1; ++s) {
-    if (s < n_tiles) load_kv(s);
+    for (int b = 0; b < Tr::kBoxes; ++b) {
+      tma::load(k_dst + std::uint32_t(b * Tr::kBoxBytes), &a.tm_k, bar, b * Tr::kBoxCols, row, plane);
+      tma::load(v_dst + std::uint32_t(b * Tr::kBoxBytes), &a.tm_v, bar, b * Tr::kBoxCols, row, plane);
+    }
+    const int pf = tile + a.l2_prefetch;
+    if (a.l2_prefetch > 0 && pf < n_tiles) {
+      const std::uint32_t bytes = std::uint32_t(min(Bc, k_hi - (k_lo + pf * Bc)) * kRowBytesG);
+      prefetch_l2(gK + std::int64_t(pf) * Bc * D, bytes);
+      prefetch_l2(gV + std::int64_t(pf) * Bc * D, bytes);
+    }
+  };
+
+  // Prologue. cp.async: group 0 = Q and tile 0, groups 1 .. kStages - 2 = the next tiles (possibly
+  // empty groups, so that every thread counts the same groups). TMA: barriers set up, tiles
+  // 0 .. kStages - 2 issued, Q (cp.async) waited for before the loop's first block barrier.
+  if constexpr (kTma) {
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < Tr::kStages; ++s) tma::init(bar0 + s * 8);
+      tma::fence_init();
+    }
+    __syncthreads();
+    if (tid == 0) {
+#pragma unroll 1
+      for (int s = 0; s < Tr::kStages - 1 && s < n_tiles; ++s) issue_tma(s);
+    }
+    load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
     ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+  } else {
+    load_rows_async<Tr, Tr::kRows>(sQ, gQ, a.rows - r0, tid);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages - 1; ++s) {
+      if (s < n_tiles) load_kv(s);
+      ptx::cp_async_commit();
+    }
   }
 
   // ldmatrix row addresses of this lane (as in the flash forward): A from Q, B from K, B^T from V.
@@ -150,6 +236,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   const std::uint32_t q_lane = ptx::smem_addr(sQ) + (warp_row0 + a_row) * kRowBytes + a_col * kEB;
   const std::uint32_t k_lane = ptx::smem_addr(sK) + (warp_key0 + k_row) * kRowBytes + k_col * kEB;
   const std::uint32_t v_lane = ptx::smem_addr(sV) + (warp_key0 + v_row) * kRowBytes + v_col * kEB;
+  // TMA ring: rows of a box are 128 bytes, and 16-byte chunk c of row r sits at chunk c ^ (r % 8). Every
+  // row this lane addresses is lane % 8 modulo 8, and the chunk it adds (K: (lane / 8) % 2, V: lane / 16)
+  // to an even chunk index never carries, so the XOR is one per-lane constant.
+  const std::uint32_t k_lane_t = ring + (warp_key0 + k_row) * 128;
+  const std::uint32_t v_lane_t = ring + std::uint32_t(Tr::kTmaTileBytes) + (warp_key0 + v_row) * 128;
+  const std::uint32_t k_x = std::uint32_t(((lane / 8) % 2) ^ (lane % 8));
+  const std::uint32_t v_x = std::uint32_t((lane / 16) ^ (lane % 8));
 
   // The keys each of this lane's rows sees in this split: [k_lo, key_lim). A row's query position
   // is its index modulo seq_q (rows run over heads, then positions); rows past the end see none.
@@ -179,14 +272,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   }
 
   for (int j = 0; j < n_tiles; ++j) {
-    // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
-    // prefetch below refills.
-    ptx::cp_async_wait<Tr::kStages - 2>();
-    __syncthreads();
-    if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
-    ptx::cp_async_commit();
-
     const int stage = j % Tr::kStages;
+    if constexpr (kTma) {
+      // Every warp is done with tile j - 1, whose stage thread 0 refills; then tile j's bytes landed.
+      __syncthreads();
+      if (tid == 0 && j + Tr::kStages - 1 < n_tiles) issue_tma(j + Tr::kStages - 1);
+      tma::wait(bar0 + stage * 8, std::uint32_t(j / Tr::kStages) & 1u);
+    } else {
+      // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
+      // prefetch below refills.
+      ptx::cp_async_wait<Tr::kStages - 2>();
+      __syncthreads();
+      if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
+      ptx::cp_async_commit();
+    }
     const int k0 = k_lo + j * Bc + warp_key0;  // first key of this warp's share
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
@@ -208,7 +307,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
 #pragma unroll
       for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
         std::uint32_t kb[4];
-        ptx::ldmatrix_x4(kb, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
+        if constexpr (kTma) {
+          const int kChunk = 2 * ks;  // first 16-byte chunk of this k16 step
+          ptx::ldmatrix_x4(kb, k_lane_t + std::uint32_t(stage * 2 * Tr::kTmaTileBytes) +
+                                   std::uint32_t((kChunk / 8) * Tr::kBoxBytes + nt * Tr::kMmaN * 128) +
+                                   ((std::uint32_t(kChunk % 8) ^ k_x) << 4));
+        } else {
+          ptx::ldmatrix_x4(kb, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
+        }
         const std::uint32_t b0[2] = {kb[0], kb[1]};
         const std::uint32_t b1[2] = {kb[2], kb[3]};
 #pragma unroll
@@ -243,7 +349,35 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
         }
       }
     // ---- O += P V ----
-    mma_pv<Elem, RT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
+    if constexpr (kTma) {
+      const std::uint32_t v_st = v_lane_t + std::uint32_t(stage * 2 * Tr::kTmaTileBytes);
+#pragma unroll
+      for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+        std::uint32_t pa[RT][4];
+#pragma unroll
+        for (int mt = 0; mt < RT; ++mt) {
+          pa[mt][0] = ptx::pack2<Elem>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = ptx::pack2<Elem>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = ptx::pack2<Elem>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = ptx::pack2<Elem>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < Tr::kONTiles; nt += 2) {  // 16-byte chunk nt (+ lane / 16) of V's rows
+          std::uint32_t vb[4];
+          ptx::ldmatrix_x4_trans(vb, v_st + std::uint32_t((nt / 8) * Tr::kBoxBytes + kk * Tr::kMmaK * 128) +
+                                         ((std::uint32_t(nt % 8) ^ v_x) << 4));
+          const std::uint32_t b0[2] = {vb[0], vb[1]};
+          const std::uint32_t b1[2] = {vb[2], vb[3]};
+#pragma unroll
+          for (int mt = 0; mt < RT; ++mt) {
+            ptx::mma_m16n8k16<Elem>(acc_o[mt][nt], pa[mt], b0);
+            ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt], b1);
+          }
+        }
+      }
+    } else {
+      mma_pv<Elem, RT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
+    }
   }
 
   // ---- merge the key groups through shared memory (the pipeline's space, now idle) ----

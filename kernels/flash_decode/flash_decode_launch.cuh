@@ -5,6 +5,7 @@
 #include "common/check.h"
 #include "flash_decode/flash_decode.h"
 #include "flash_decode/flash_decode_kernel.cuh"
+#include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::decode {
 
@@ -20,13 +21,22 @@ template <typename Elem, int D> using Cfg32 = DecodeTraits<Elem, D, 1, 2, 64, D 
 template <typename Elem, int D> using Cfg64 = DecodeTraits<Elem, D, 1, 1, 32, 4>;
 template <typename Elem, int D> using Cfg128 = DecodeTraits<Elem, D, 2, 1, 32, 4>;
 
-template <typename Tr>
+template <typename Tr, bool kTma = false>
 void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, cudaStream_t stream) {
-  const auto kernel = decode_split_kernel<Tr>;
-  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
+  const auto kernel = decode_split_kernel<Tr, kTma>;
+  constexpr std::size_t smem = kTma ? Tr::kTmaSmemBytes : Tr::kSmemBytes;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(unsigned(p.batch) * unsigned(p.kv_heads), unsigned(args.plan.splits),
                   unsigned((args.rows + Tr::kRows - 1) / Tr::kRows));
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+  if constexpr (kTma) {
+    DecodeArgs<typename Tr::Elem> a = args;
+    const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
+    flash_sm90::encode_bhsd_map(&a.tm_k, p.dtype, p.k, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
+    flash_sm90::encode_bhsd_map(&a.tm_v, p.dtype, p.v, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
+  } else {
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(args);
+  }
   FB_CUDA_CHECK_LAUNCH();
 }
 
@@ -74,6 +84,8 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
   a.l2_prefetch = l2_prefetch_tiles();
   if (a.rows <= 16 && ring == Ring::deep) launch_split<CfgDeep<Elem, D>>(a, p, stream);
+  else if (a.rows <= 16 && ring == Ring::tma) launch_split<Cfg16<Elem, D>, true>(a, p, stream);
+  else if (a.rows <= 16 && ring == Ring::tma_deep) launch_split<CfgDeep<Elem, D>, true>(a, p, stream);
   else if (a.rows <= 16) launch_split<Cfg16<Elem, D>>(a, p, stream);
   else if (a.rows <= 32) launch_split<Cfg32<Elem, D>>(a, p, stream);
   else if (a.rows <= 64) launch_split<Cfg64<Elem, D>>(a, p, stream);

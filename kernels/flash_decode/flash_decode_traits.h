@@ -54,6 +54,16 @@ struct DecodeTraits {
   static constexpr std::size_t kMergeBytes =
       std::size_t(kKeyGroups) * kRows * (kMergeStride + 2) * sizeof(float);
   static constexpr std::size_t kSmemBytes = kQBytes + (kPipeBytes > kMergeBytes ? kPipeBytes : kMergeBytes);
+  // The TMA ring (sm_90a): K and V tiles as the tensor maps' boxes of 64 columns (128 bytes, 128-byte
+  // swizzle, no padding), each box kBc rows; the ring starts on a 1024-byte boundary (the swizzle's
+  // period; up to 1024 bytes lost aligning it); one mbarrier per stage after it.
+  static constexpr int kBoxCols = 64;
+  static constexpr int kBoxes = kHeadDim / kBoxCols;
+  static constexpr std::size_t kBoxBytes = std::size_t(kBc) * kBoxCols * sizeof(Elem);
+  static constexpr std::size_t kTmaTileBytes = kBoxes * kBoxBytes;
+  static constexpr std::size_t kTmaRingBytes = std::size_t(kStages) * 2 * kTmaTileBytes;
+  static constexpr std::size_t kTmaBarOffset = kTmaRingBytes > kMergeBytes ? kTmaRingBytes : kMergeBytes;
+  static constexpr std::size_t kTmaSmemBytes = kQBytes + 1024 + kTmaBarOffset + std::size_t(kStages) * 8;
 
   static_assert(sizeof(Elem) == 2, "tensor-core path: 16-bit elements");
   static_assert(kWarps % kKeyGroups == 0, "warps split into whole key groups");
@@ -65,6 +75,8 @@ struct DecodeTraits {
   // Two CTAs per SM (227 KiB usable per SM on sm_90, 163 KiB on sm_80 keeps one): the auto split
   // count counts on two. A one-CTA configuration fits sm_90's 227 KiB opt-in.
   static_assert(kCtas == 1 || kCtas == 2, "one or two CTAs per SM");
+  static_assert(kHeadDim % kBoxCols == 0 && kBoxBytes % 1024 == 0, "TMA boxes keep the swizzle's period");
+  static_assert(kTmaSmemBytes <= kSmemBytes + 1024, "the TMA ring fits where the padded one does");
   static_assert(kSmemBytes <= (kCtas == 2 ? 113 : 227) * 1024, "kCtas CTAs per SM on sm_90");
 };
 
