@@ -1,54 +1,61 @@
 #!/usr/bin/env bash
-# The K/V ring A/B of flash-decode on one GPU (issue 14 part 1), over a CUDA build made beforehand: the
-# [decode] GPU tests three times (default; the deep cp.async ring on every grid with the L2 prefetch; the
-# TMA rings with the L2 prefetch), one `flashbench verify` of a decode shape, then
-# configs/decode-ring-h200.json once per setting (flash_decode.h):
-#   std       the standard ring (Cfg16: three 64-key stages, two CTAs per SM), naive beside it
-#   pf2, pf4  std with FB_DECODE_L2PF = 2 / 4 (each tile load also prefetches tile + N into L2)
+# The K/V ring A/B of flash-decode on one GPU (issue 14 part 1), over a CUDA build made beforehand
+# (flash_decode.h: FB_DECODE_RING). Settings, each a run of configs/decode-ring-h200.json:
+#   std       the standard cp.async ring (Cfg16: three 64-key stages, two CTAs per SM), naive beside it
 #   deep      FB_DECODE_RING=deep: the deep cp.async ring where the grid is at most one CTA per SM
 #   tma       FB_DECODE_RING=tma: std's stages filled by TMA boxes (128-byte swizzle)
 #   tmadeep   FB_DECODE_RING=tmadeep: the deep ring filled by TMA where the grid is <= one CTA per SM
-#   tdeeppf2  tmadeep with FB_DECODE_L2PF=2
-# then batch 256 with FB_DECODE_RING=deepall, and batch-1 forced split counts on std. Prints last a
-# table: time in us (% of the copy ceiling) per setting.
-#   BUILD=build scripts/decode_ring_h200.sh OUTDIR
+#   deepall   FB_DECODE_RING=deepall at batch 256 (the deep ring over several waves)
+# Before them the [decode] GPU tests (default, deepall, tmadeep, tma) and one `flashbench verify`; after
+# them batch-1 forced split counts on std. MODE=tma runs only the TMA tests and std/tma/tmadeep at
+# d = 128 (~60 s). Prints last a table: time in us (% of the copy ceiling) per setting.
+#   BUILD=build [MODE=tma] scripts/decode_ring_h200.sh OUTDIR
 set -uo pipefail
-out=${1:?usage: BUILD=build scripts/decode_ring_h200.sh OUTDIR}
+out=${1:?usage: BUILD=build [MODE=tma] scripts/decode_ring_h200.sh OUTDIR}
 build=${BUILD:-build}
+mode=${MODE:-full}
 fb="$build/flashbench"
 mkdir -p "$out"
 rc=0
 spec=configs/decode-ring-h200.json
-timeout 60 "$build/tests/flashbench_gpu_tests" "[decode]" >"$out/tests-std.log" 2>&1 || rc=1
-FB_DECODE_RING=deepall FB_DECODE_L2PF=2 timeout 60 "$build/tests/flashbench_gpu_tests" "[decode]" \
-  >"$out/tests-deep.log" 2>&1 || rc=1
-FB_DECODE_RING=tmadeep FB_DECODE_L2PF=2 timeout 60 "$build/tests/flashbench_gpu_tests" "[decode]" \
-  >"$out/tests-tma.log" 2>&1 || rc=1
-timeout 60 "$fb" verify --seq-q 1 --seq-k 5001 --batch 3 --heads 64 --kv-heads 8 --dim 128 --dtype bf16 \
-  --causal both -q >"$out/verify.log" 2>&1 || rc=1
+tests() {  # tests NAME [RING]
+  FB_DECODE_RING=${2:-} timeout 60 "$build/tests/flashbench_gpu_tests" "[decode]" >"$out/tests-$1.log" 2>&1 || rc=1
+  echo "tests-$1: $(tail -n 2 "$out/tests-$1.log" | tr '\n' ' ')"
+}
 fd() {  # fd NAME [flashbench run options...]: flash-decode only, no ceilings
   local name=$1
   shift
   timeout 90 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings -o "$out/ring-$name.json" "$@" \
     >"$out/ring-$name.log" 2>&1 || rc=1
 }
-timeout 180 "$fb" run "$spec" -q -o "$out/ring-std.json" >"$out/ring-std.log" 2>&1 || rc=1
-FB_DECODE_L2PF=2 fd pf2
-FB_DECODE_L2PF=4 fd pf4 --filter 'd128'
-FB_DECODE_RING=deep fd deep
-FB_DECODE_RING=tma fd tma
-FB_DECODE_RING=tmadeep fd tmadeep
-FB_DECODE_RING=tmadeep FB_DECODE_L2PF=2 fd tdeeppf2 --filter 'd128'
-FB_DECODE_RING=deepall fd deepall --filter '^b256-'
-fd splits --filter '^b1-.*-d128-' --splits 0,8,16,32,64
-for f in tests-std tests-deep tests-tma verify; do echo "$f: $(tail -n 2 "$out/$f.log" | tr '\n' ' ')"; done
+if [ "$mode" = tma ]; then
+  tests tmadeep tmadeep
+  tests tma tma
+  timeout 90 "$fb" run "$spec" -q --filter 'd128' -o "$out/ring-std.json" >"$out/ring-std.log" 2>&1 || rc=1
+  FB_DECODE_RING=tma fd tma --filter 'd128'
+  FB_DECODE_RING=tmadeep fd tmadeep --filter 'd128'
+else
+  tests std
+  tests deepall deepall
+  tests tmadeep tmadeep
+  tests tma tma
+  timeout 60 "$fb" verify --seq-q 1 --seq-k 5001 --batch 3 --heads 64 --kv-heads 8 --dim 128 --dtype bf16 \
+    --causal both -q >"$out/verify.log" 2>&1 || rc=1
+  echo "verify: $(tail -n 1 "$out/verify.log")"
+  timeout 180 "$fb" run "$spec" -q -o "$out/ring-std.json" >"$out/ring-std.log" 2>&1 || rc=1
+  FB_DECODE_RING=deep fd deep
+  FB_DECODE_RING=tma fd tma
+  FB_DECODE_RING=tmadeep fd tmadeep
+  FB_DECODE_RING=deepall fd deepall --filter '^b256-'
+  fd splits --filter '^b1-.*-d128-' --splits 0,8,16,32,64
+fi
 python3 - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 def load(name):
     p = os.path.join(out, f"ring-{name}.json")
     return json.load(open(p)) if os.path.exists(p) else {"results": []}
-cols = ["std", "pf2", "pf4", "deep", "tma", "tmadeep", "tdeeppf2", "deepall"]
+cols = ["std", "deep", "tma", "tmadeep", "deepall"]
 docs = {c: load(c) for c in cols}
 copy = (docs["std"].get("device", {}).get("ceilings") or {}).get("copy_gbps", 0)
 rows = {}

@@ -84,10 +84,9 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
 }
 
 // One query row on grids past one CTA per SM (batch 24 and 160 x 8 K/V heads), every key count leaving
-// a partial tail tile. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING=deepall and
-// with FB_DECODE_RING=tmadeep, both with FB_DECODE_L2PF=2 (flash_decode.h): the deep ring, the TMA rings
-// (deep up to one CTA per SM, standard past it: these cases) and the L2 prefetch on every case of up to
-// sixteen rows.
+// a partial tail tile. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING = deepall,
+// tmadeep and tma (flash_decode.h): the deep cp.async ring and the TMA rings (deep up to one CTA per SM,
+// standard past it: these cases) on every case of up to sixteen rows.
 TEST_CASE("flash-decode: one query row, grids past one CTA per SM, keys not a multiple of the tile",
           "[gpu][decode]") {
   CudaBackend& b = gpu();

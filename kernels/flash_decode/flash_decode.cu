@@ -95,15 +95,6 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
   return tma ? Ring::tma_deep : Ring::deep;
 }
 
-int l2_prefetch_tiles() {
-  static const int tiles = [] {
-    const char* v = std::getenv("FB_DECODE_L2PF");
-    const int n = v ? std::atoi(v) : 0;
-    return n < 0 ? 0 : n;
-  }();
-  return tiles;
-}
-
 void forward(const AttentionParams& p, const Context& ctx) {
   const SplitPlan sp = plan(p);
   if (sp.splits > 1 && p.workspace == nullptr)

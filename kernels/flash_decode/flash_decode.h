@@ -38,9 +38,6 @@ enum class Ring { standard, deep, tma, tma_deep };
 // one binary) says `deep` / `tmadeep` (where the grid is at most one CTA per SM), `deepall` (any
 // grid) or `tma`; deep rings only where the device's shared memory holds them, TMA on sm_90 only.
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
-// Tiles past the one issued that each K/V tile load also prefetches into L2 (sm_90a; bytes in flight
-// beyond what shared memory holds). FB_DECODE_L2PF = N sets it (A/B runs); default 0.
-int l2_prefetch_tiles();
 
 // Per head dim (flash_decode_hdim*.cu), fp16 or bf16: the split kernel and, with splits > 1, the combine.
 void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream);

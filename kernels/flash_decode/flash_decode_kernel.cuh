@@ -2,9 +2,8 @@
 //
 // Split kernel: grid (batch x K/V head, KV split, row chunk). A CTA streams its split's keys through a
 // cp.async ring of kStages K/V tiles and applies each tile to all kRows query rows it holds (every
-// query head of the GQA group, every query position): K and V are read from HBM once. Optionally
-// (sm_90a, DecodeArgs::l2_prefetch) each tile issued also prefetches a later tile into L2 with one bulk
-// prefetch per K and V range: bytes in flight beyond what the ring's shared memory holds.
+// query head of the GQA group, every query position): K and V are read from HBM once. On sm_90a the
+// ring may instead be filled by TMA (kTma: 2-D boxes, 128-byte swizzle; an A/B option, flash_decode.h).
 //   S = Q K^T        Q (A) and K (B) via ldmatrix from shared memory
 //   online softmax   in registers, base 2 (p = exp2(s * scale*log2(e) - m))
 //   O += P V         P re-packed to 16 bits as the A operand, V via ldmatrix.trans
@@ -45,7 +44,6 @@ template <typename Elem> struct DecodeArgs {
   CausalMask mask;
   SplitPlan plan;
   float scale_log2;  // softmax scale * log2(e)
-  int l2_prefetch;   // with each tile issued, prefetch tile + l2_prefetch into L2 (0: none; sm_90a)
   // The TMA ring only: K and V as (d, seq_k, batch * kv_heads), boxes (64, kBc, 1), 128-byte swizzle.
   CUtensorMap tm_k;
   CUtensorMap tm_v;
@@ -79,14 +77,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 __device__ __forceinline__ void pdl_wait_primary() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-// Asks the memory system to bring `bytes` (a multiple of 16) at `src` into L2: nothing lands in shared
-// memory and nothing waits for it. A no-op in device passes other than sm_90a.
-__device__ __forceinline__ void prefetch_l2(const void* src, std::uint32_t bytes) {
-#if FB_PTX_SM90A
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 #endif
 }
 
@@ -160,20 +150,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   const std::uint32_t ring = ptx::smem_addr(smem_raw) + ring_off;
   const std::uint32_t bar0 = ring + std::uint32_t(Tr::kTmaBarOffset);
 
-  constexpr int kRowBytesG = D * int(sizeof(Elem));
   auto load_kv = [&](int tile) {
     const int stage = tile % Tr::kStages;
     const std::int64_t off = std::int64_t(tile) * Bc * D;
     const int valid = k_hi - (k_lo + tile * Bc);
     load_rows_async<Tr, Bc>(sK + stage * Tr::kKVTileElems, gK + off, valid, tid);
     load_rows_async<Tr, Bc>(sV + stage * Tr::kKVTileElems, gV + off, valid, tid);
-    // A tile's K rows (and its V rows) are one contiguous range: one prefetch each.
-    const int pf = tile + a.l2_prefetch;
-    if (a.l2_prefetch > 0 && tid == 0 && pf < n_tiles) {
-      const std::uint32_t bytes = std::uint32_t(min(Bc, k_hi - (k_lo + pf * Bc)) * kRowBytesG);
-      prefetch_l2(gK + std::int64_t(pf) * Bc * D, bytes);
-      prefetch_l2(gV + std::int64_t(pf) * Bc * D, bytes);
-    }
   };
   // TMA: thread 0 issues a tile's K and V boxes on its stage's barrier. Rows past seq_k read as zeros;
   // rows past the split's end but inside seq_k are real keys, masked like any key past key_lim.
@@ -189,12 +171,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
     for (int b = 0; b < Tr::kBoxes; ++b) {
       tma::load(k_dst + std::uint32_t(b * Tr::kBoxBytes), &a.tm_k, bar, b * Tr::kBoxCols, row, plane);
       tma::load(v_dst + std::uint32_t(b * Tr::kBoxBytes), &a.tm_v, bar, b * Tr::kBoxCols, row, plane);
-    }
-    const int pf = tile + a.l2_prefetch;
-    if (a.l2_prefetch > 0 && pf < n_tiles) {
-      const std::uint32_t bytes = std::uint32_t(min(Bc, k_hi - (k_lo + pf * Bc)) * kRowBytesG);
-      prefetch_l2(gK + std::int64_t(pf) * Bc * D, bytes);
-      prefetch_l2(gV + std::int64_t(pf) * Bc * D, bytes);
     }
   };
 

@@ -82,7 +82,6 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   a.mask = p.mask();
   a.plan = plan;
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
-  a.l2_prefetch = l2_prefetch_tiles();
   if (a.rows <= 16 && ring == Ring::deep) launch_split<CfgDeep<Elem, D>>(a, p, stream);
   else if (a.rows <= 16 && ring == Ring::tma) launch_split<Cfg16<Elem, D>, true>(a, p, stream);
   else if (a.rows <= 16 && ring == Ring::tma_deep) launch_split<CfgDeep<Elem, D>, true>(a, p, stream);
