@@ -3,10 +3,10 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include <cuda_fp16.h>
-#include <stdexcept>
 
 #include "common/check.h"
 #include "common/device_caps.h"
