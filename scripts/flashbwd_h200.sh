@@ -2,7 +2,8 @@
 # The portable flash backward on an H100/H200 (issue 13), everything into OUTDIR (~90 s on a built tree):
 #   the GPU tests that check flash's backward (accuracy cases, seq_q != seq_k), `flashbench verify
 #   --pass bwd` on odd shapes (GQA/MQA, both masks, both 16-bit types, seq_q != seq_k both ways), then
-#   configs/flashbwd-h200.json timed and a TFLOP/s table printed last.
+#   configs/flashbwd-h200.json timed, the main-kernel variants of tests/flash_bwd_variants.cu timed and
+#   cross-checked, and a TFLOP/s table printed last.
 #     BUILD=build-h200 scripts/flashbwd_h200.sh OUTDIR
 # BUILD must hold flashbench and tests/flashbench_gpu_tests (sm_90a or sm_80 build). Each step is
 # limited to STEP_TIMEOUT seconds (default 60).
@@ -37,6 +38,16 @@ step verify sh -c "'$fb' verify -q --seq 1000 --batch 2 --heads 4 --kv-heads 2 -
                    '$fb' verify -q --seq 4099 --heads 4 --kv-heads 2 --dim 128 --dtype fp16 --causal both --pass bwd &&
                    '$fb' verify -q --seq-q 200 --seq-k 700 --heads 4 --kv-heads 2 --dim 128 --dtype bf16 --causal both --pass bwd &&
                    '$fb' verify -q --seq-q 700 --seq-k 130 --heads 2 --dim 64 --dtype bf16 --causal both --pass bwd"
+# Main-kernel variants (tests/flash_bwd_variants.cu): timed and cross-checked in one process. VARIANTS=0
+# skips them (the nvcc compile takes ~15 s).
+if [ "${VARIANTS:-1}" = 1 ]; then
+  tmp=$(mktemp -d)
+  nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+  step variants sh -c "'$nvcc' -std=c++17 -O3 -arch=${VARIANTS_ARCH:-sm_90a} --expt-relaxed-constexpr -Ikernels \
+                       tests/flash_bwd_variants.cu -o '$tmp/flash_bwd_variants' && '$tmp/flash_bwd_variants'"
+  cat "$out/variants.log"
+  rm -rf "$tmp"
+fi
 step run "$fb" run configs/flashbwd-h200.json --no-ceilings -q -o "$out/flashbwd-h200.json"
 
 # TFLOP/s per case (median time).

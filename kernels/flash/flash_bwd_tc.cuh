@@ -416,8 +416,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // operands of dV and dK and (transposed) of dQ. Per warp and step at d = 128 that is ~72 KB of ldmatrix
 // traffic plus 4 KB of stores against ~92 KB for the 16-keys-per-warp layout, for the same 320 MMAs.
 // Causal diagonal tiles skip a warp's fully masked S blocks and k16 steps of dV/dK and dQ.
+// kPInRegs: the dV/dK warp takes the A fragments of its own S^T block's queries from registers (the
+// same 32 keys) and reads only the rest from sP/sDs; costs kSCols / 2 registers a thread.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
-          int kDqWarpsM_>
+          int kDqWarpsM_, bool kPInRegs_ = true>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -427,6 +429,7 @@ struct TcGridTraits {
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMinBlocks = 1;
   static constexpr bool kWarpGrid = true;  // runs bwd_main_tc_grid_kernel
+  static constexpr bool kPInRegs = kPInRegs_;
 
   static constexpr int kMmaM = 16;
   static constexpr int kMmaN = 8;
@@ -595,6 +598,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     const float* sLseb = sLse + buf * Tr::kBlockM;
     const float* sDb = sD + buf * Tr::kBlockM;
 
+    // This warp's P^T and dS^T as A fragments of dV/dK (m = keys, k = its kSCols queries): the dV/dK
+    // warp of the same 32 keys uses them from registers and reads only the other warps' from sP/sDs.
+    std::uint32_t own_p[2][kSN / 2][4], own_ds[2][kSN / 2][4];
+
     // ---- S^T = K Q^T, dP^T = V dO^T: (32 keys, kSCols queries) per warp ----
     {
       float acc_s[2][kSN][4];
@@ -675,24 +682,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
           *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
           *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(ds[2], ds[3]);
+          // The m16n8 accumulators of n8 tiles 2s and 2s + 1 are the A fragment of k16 step s.
+          if constexpr (Tr::kPInRegs) {
+            own_p[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(p[0], p[1]);
+            own_p[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(p[2], p[3]);
+            own_ds[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(ds[0], ds[1]);
+            own_ds[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(ds[2], ds[3]);
+          }
         }
       }
     }
     __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
 
     // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
-#pragma unroll
-    for (int kq = 0; kq < Tr::kBlockM; kq += Tr::kMmaK) {
-      // Causal diagonal tiles: queries [kq, kq + 16) see none of this warp's keys: P = dS = 0.
-      if (need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys)) continue;
-      std::uint32_t ap[2][4], ads[2][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        // A = P^T / dS^T (m = keys, k = queries), stored [key][query]: plain ldmatrix.
-        const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
-        ptx::ldmatrix_x4(ap[i], sP + off);
-        ptx::ldmatrix_x4(ads[i], sDs + off);
-      }
+    static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
+    auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4]) {
       const int row = kq + lane % 16;
 #pragma unroll
       for (int j = 0; j < kKvN; j += 2) {
@@ -708,6 +712,41 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
           ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
         }
+      }
+    };
+    // Causal diagonal tiles: queries [kq, kq + 16) that see none of this warp's keys (P = dS = 0).
+    auto kv_step_hidden = [&](int kq) {
+      return need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys);
+    };
+    // This warp's own queries: A fragments from registers.
+#pragma unroll
+    for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
+      const int kq = s_q + t * Tr::kMmaK;
+      if (kv_step_hidden(kq)) continue;
+      const std::uint32_t ap[2][4] = {{own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
+                                      {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
+      const std::uint32_t ads[2][4] = {
+          {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
+          {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
+      kv_step(kq, ap, ads);
+    }
+    // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
+    // plain ldmatrix.
+#pragma unroll
+    for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
+      const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
+#pragma unroll
+      for (int t = 0; t < kSN / 2; ++t) {
+        const int kq = q_base + t * Tr::kMmaK;
+        if (kv_step_hidden(kq)) continue;
+        std::uint32_t ap[2][4], ads[2][4];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
+          ptx::ldmatrix_x4(ap[i], sP + off);
+          ptx::ldmatrix_x4(ads[i], sDs + off);
+        }
+        kv_step(kq, ap, ads);
       }
     }
 
