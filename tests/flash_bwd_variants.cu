@@ -62,18 +62,7 @@ struct Buffers {
   float *lse, *d, *dq;
 };
 
-template <typename Tr> void launch(const MainArgs& a) {
-  const std::int64_t blocks =
-      std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
-  if constexpr (Tr::kWarpGrid) {
-    set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_grid_kernel<Tr>), Tr::kSmemBytes);
-    bwd_main_tc_grid_kernel<Tr><<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes>>>(a);
-  } else {
-    set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_kernel<Tr>), Tr::kSmemBytes);
-    bwd_main_tc_kernel<Tr><<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes>>>(a);
-  }
-  FB_CUDA_CHECK(cudaGetLastError());
-}
+template <typename Tr> void launch(const MainArgs& a) { launch_main_tc<Tr>(a, cudaStream_t{}); }
 
 struct Outputs {
   std::vector<Bf16> dk, dv;

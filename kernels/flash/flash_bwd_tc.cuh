@@ -15,6 +15,7 @@
 // atomics win on speed at the price of run-to-run bit differences in dQ (dK, dV are deterministic).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -844,33 +845,42 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   }
 }
 
-// Tile choice per head_dim (H100/H200: 227 KB shared memory and 64K registers per SM):
+// Tile choice per head_dim. `type` is the fast choice for Hopper (227 KB of shared memory a block);
+// `fallback` runs where a block gets less (A100: 163 KB): the 16-keys-per-warp kernel, as fast as it
+// was there before the warp-grid kernel (which needs 173 KB at d=128, 178 KB at d=64).
 //   d=128: 128 keys x 64 queries, 8 warps, warp grids 4x2 (S^T), 4x2 (dV/dK), 2x4 (dQ); dK+dV take
-//          128 registers a thread, S+dP 64. The 16-keys-per-warp kernel with the same tile ran
-//          205-236 TFLOP/s on the H200 (docs/perf-notes.md, "flash backward").
+//          128 registers a thread, S+dP 64. fallback: 128 x 64 in one chunk (155 KB; it ran 205-236
+//          TFLOP/s on the H200, docs/perf-notes.md, "flash backward").
 //   d=64:  128 keys x 128 queries, 8 warps, warp grids 4x2, 4x2, 4x2 (S+dP 128 registers, dK+dV 64).
+//          fallback: 128 x 128 in chunks of 64 (144 KB).
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
 template <typename Elem, int kHeadDim> struct TcConfig;
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2>;
+  using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4>;
+  using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
+  using fallback = type;
 };
 
+// The least shared memory a block of the (dtype, head_dim) backward needs: the capability check.
 template <typename Elem, int kHeadDim> int main_tc_smem_bytes() {
-  return TcConfig<Elem, kHeadDim>::type::kSmemBytes;
+  using Cfg = TcConfig<Elem, kHeadDim>;
+  return std::min(Cfg::type::kSmemBytes, Cfg::fallback::kSmemBytes);
 }
 
 template <typename Elem, int kHeadDim> int main_tc_key_tile() {
-  return TcConfig<Elem, kHeadDim>::type::kBlockN;
+  using Cfg = TcConfig<Elem, kHeadDim>;
+  static_assert(Cfg::type::kBlockN == Cfg::fallback::kBlockN, "one key tile per head_dim");
+  return Cfg::type::kBlockN;
 }
 
-template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream) {
-  using Tr = typename TcConfig<Elem, kHeadDim>::type;
+template <typename Tr> void launch_main_tc(const MainArgs& a, cudaStream_t stream) {
   const std::int64_t blocks =
       std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
   if constexpr (Tr::kWarpGrid) {
@@ -881,6 +891,18 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
     bwd_main_tc_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   }
   FB_CUDA_CHECK_LAUNCH();
+}
+
+template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream) {
+  using Cfg = TcConfig<Elem, kHeadDim>;
+  int dev = 0, optin = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&dev));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (Cfg::type::kSmemBytes <= optin) {
+    launch_main_tc<typename Cfg::type>(a, stream);
+  } else {
+    launch_main_tc<typename Cfg::fallback>(a, stream);
+  }
 }
 
 }  // namespace fb::cuda::flash::bwd
