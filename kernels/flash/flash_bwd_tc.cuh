@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/check.h"
 #include "common/ptx.cuh"
@@ -419,8 +420,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // Causal diagonal tiles skip a warp's fully masked S blocks and k16 steps of dV/dK and dQ.
 // kPInRegs: the dV/dK warp takes the A fragments of its own S^T block's queries from registers (the
 // same 32 keys) and reads only the rest from sP/sDs; costs kSCols / 2 registers a thread.
+// kEarlyOwn (with kPInRegs): those own-query dV/dK MMAs run before the barrier that publishes sP/sDs,
+// so a warp done with its exponentials keeps the tensor cores busy while the others finish theirs.
+// kSplitMasked: the step is compiled twice, and the copy for tiles that need no mask (all but the
+// causal diagonal and the last key tile) carries no mask arithmetic or skip tests.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
-          int kDqWarpsM_, bool kPInRegs_ = true>
+          int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -431,6 +436,8 @@ struct TcGridTraits {
   static constexpr int kMinBlocks = 1;
   static constexpr bool kWarpGrid = true;  // runs bwd_main_tc_grid_kernel
   static constexpr bool kPInRegs = kPInRegs_;
+  static constexpr bool kEarlyOwn = kEarlyOwn_ && kPInRegs_;
+  static constexpr bool kSplitMasked = kSplitMasked_;
 
   static constexpr int kMmaM = 16;
   static constexpr int kMmaN = 8;
@@ -593,221 +600,230 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     ptx::cp_async_commit();
 
     const int m0 = mtile_of(it) * Tr::kBlockM;
-    const bool need_mask = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
-    const Elem* sQb = sQ + buf * Tr::kBlockM * Tr::kRowStride;
-    const Elem* sDob = sDo + buf * Tr::kBlockM * Tr::kRowStride;
-    const float* sLseb = sLse + buf * Tr::kBlockM;
-    const float* sDb = sD + buf * Tr::kBlockM;
+    const bool tile_masked = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
+    auto step = [&](auto masked_tag) {
+      const bool need_mask = Tr::kSplitMasked ? bool(decltype(masked_tag)::value) : tile_masked;
+      const Elem* sQb = sQ + buf * Tr::kBlockM * Tr::kRowStride;
+      const Elem* sDob = sDo + buf * Tr::kBlockM * Tr::kRowStride;
+      const float* sLseb = sLse + buf * Tr::kBlockM;
+      const float* sDb = sD + buf * Tr::kBlockM;
 
-    // This warp's P^T and dS^T as A fragments of dV/dK (m = keys, k = its kSCols queries): the dV/dK
-    // warp of the same 32 keys uses them from registers and reads only the other warps' from sP/sDs.
-    std::uint32_t own_p[2][kSN / 2][4], own_ds[2][kSN / 2][4];
+      // This warp's P^T and dS^T as A fragments of dV/dK (m = keys, k = its kSCols queries): the dV/dK
+      // warp of the same 32 keys uses them from registers and reads only the other warps' from sP/sDs.
+      std::uint32_t own_p[2][kSN / 2][4], own_ds[2][kSN / 2][4];
 
-    // ---- S^T = K Q^T, dP^T = V dO^T: (32 keys, kSCols queries) per warp ----
-    {
-      float acc_s[2][kSN][4];
-      float acc_dp[2][kSN][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < kSN; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc_s[i][j][e] = acc_dp[i][j][e] = 0.f;
+      // ---- S^T = K Q^T, dP^T = V dO^T: (32 keys, kSCols queries) per warp ----
+      {
+        float acc_s[2][kSN][4];
+        float acc_dp[2][kSN][4];
+  #pragma unroll
+        for (int i = 0; i < 2; ++i)
+  #pragma unroll
+          for (int j = 0; j < kSN; ++j)
+  #pragma unroll
+            for (int e = 0; e < 4; ++e) acc_s[i][j][e] = acc_dp[i][j][e] = 0.f;
 
-      // The most permissive pair of the block (its last query, its first key) hidden: all are.
-      const bool skip = need_mask && !mask.visible(m0 + s_q + Tr::kSCols - 1, n0 + s_keys);
-      if (!skip) {
-#pragma unroll
-        for (int kk = 0; kk < D; kk += Tr::kMmaK) {
-          std::uint32_t ak[2][4];
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
-                                        (lane / 16) * 8);
-#pragma unroll
-          for (int j = 0; j < kSN; j += 2) {
-            // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
-            std::uint32_t bq[4];
-            ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
-                                           Tr::kRowStride +
-                                     kk + ((lane / 8) % 2) * 8);
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              ptx::mma_m16n8k16<Elem>(acc_s[i][j], ak[i], {bq[0], bq[1]});
-              ptx::mma_m16n8k16<Elem>(acc_s[i][j + 1], ak[i], {bq[2], bq[3]});
+        // The most permissive pair of the block (its last query, its first key) hidden: all are.
+        const bool skip = need_mask && !mask.visible(m0 + s_q + Tr::kSCols - 1, n0 + s_keys);
+        if (!skip) {
+  #pragma unroll
+          for (int kk = 0; kk < D; kk += Tr::kMmaK) {
+            std::uint32_t ak[2][4];
+  #pragma unroll
+            for (int i = 0; i < 2; ++i)
+              ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
+                                          (lane / 16) * 8);
+  #pragma unroll
+            for (int j = 0; j < kSN; j += 2) {
+              // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
+              std::uint32_t bq[4];
+              ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
+                                             Tr::kRowStride +
+                                       kk + ((lane / 8) % 2) * 8);
+  #pragma unroll
+              for (int i = 0; i < 2; ++i) {
+                ptx::mma_m16n8k16<Elem>(acc_s[i][j], ak[i], {bq[0], bq[1]});
+                ptx::mma_m16n8k16<Elem>(acc_s[i][j + 1], ak[i], {bq[2], bq[3]});
+              }
+            }
+            std::uint32_t av[2][4];
+  #pragma unroll
+            for (int i = 0; i < 2; ++i)
+              ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
+                                          (lane / 16) * 8);
+  #pragma unroll
+            for (int j = 0; j < kSN; j += 2) {
+              std::uint32_t bo[4];
+              ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
+                                              Tr::kRowStride +
+                                        kk + ((lane / 8) % 2) * 8);
+  #pragma unroll
+              for (int i = 0; i < 2; ++i) {
+                ptx::mma_m16n8k16<Elem>(acc_dp[i][j], av[i], {bo[0], bo[1]});
+                ptx::mma_m16n8k16<Elem>(acc_dp[i][j + 1], av[i], {bo[2], bo[3]});
+              }
             }
           }
-          std::uint32_t av[2][4];
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
-                                        (lane / 16) * 8);
-#pragma unroll
-          for (int j = 0; j < kSN; j += 2) {
-            std::uint32_t bo[4];
-            ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
-                                            Tr::kRowStride +
-                                      kk + ((lane / 8) % 2) * 8);
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              ptx::mma_m16n8k16<Elem>(acc_dp[i][j], av[i], {bo[0], bo[1]});
-              ptx::mma_m16n8k16<Elem>(acc_dp[i][j + 1], av[i], {bo[2], bo[3]});
+        }
+
+        // P^T = exp2(S^T * scale*log2e - LSE*log2e); dS^T = P^T o (dP^T - D); both to shared memory
+        // as (keys, queries). A skipped block writes zeros (its P is 0).
+  #pragma unroll
+        for (int j = 0; j < kSN; ++j) {
+          const int ql = s_q + j * Tr::kMmaN + 2 * c;  // local query of elements 0 and 2
+          const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
+          const float2 dd = *reinterpret_cast<const float2*>(sDb + ql);
+  #pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            float p[4], ds[4];
+  #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int key = n0 + s_keys + i * Tr::kMmaM + g + (e / 2) * 8;
+              const int query = m0 + ql + (e % 2);
+              p[e] = skip || (need_mask && !mask.visible(query, key))
+                         ? 0.f
+                         : ptx::exp2_approx(fmaf(acc_s[i][j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
+              ds[e] = p[e] * (acc_dp[i][j][e] - ((e % 2) ? dd.y : dd.x));
+            }
+            const int row = s_keys + i * Tr::kMmaM + g;
+            Elem* p_lo = sP + row * Tr::kPStride + ql;
+            Elem* ds_lo = sDs + row * Tr::kPStride + ql;
+            *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
+            *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
+            *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
+            *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(ds[2], ds[3]);
+            // The m16n8 accumulators of n8 tiles 2s and 2s + 1 are the A fragment of k16 step s.
+            if constexpr (Tr::kPInRegs) {
+              own_p[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(p[0], p[1]);
+              own_p[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(p[2], p[3]);
+              own_ds[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(ds[0], ds[1]);
+              own_ds[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(ds[2], ds[3]);
             }
           }
         }
       }
+      if constexpr (!Tr::kEarlyOwn) __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
 
-      // P^T = exp2(S^T * scale*log2e - LSE*log2e); dS^T = P^T o (dP^T - D); both to shared memory
-      // as (keys, queries). A skipped block writes zeros (its P is 0).
-#pragma unroll
-      for (int j = 0; j < kSN; ++j) {
-        const int ql = s_q + j * Tr::kMmaN + 2 * c;  // local query of elements 0 and 2
-        const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
-        const float2 dd = *reinterpret_cast<const float2*>(sDb + ql);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          float p[4], ds[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int key = n0 + s_keys + i * Tr::kMmaM + g + (e / 2) * 8;
-            const int query = m0 + ql + (e % 2);
-            p[e] = skip || (need_mask && !mask.visible(query, key))
-                       ? 0.f
-                       : ptx::exp2_approx(fmaf(acc_s[i][j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
-            ds[e] = p[e] * (acc_dp[i][j][e] - ((e % 2) ? dd.y : dd.x));
-          }
-          const int row = s_keys + i * Tr::kMmaM + g;
-          Elem* p_lo = sP + row * Tr::kPStride + ql;
-          Elem* ds_lo = sDs + row * Tr::kPStride + ql;
-          *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
-          *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
-          *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
-          *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(ds[2], ds[3]);
-          // The m16n8 accumulators of n8 tiles 2s and 2s + 1 are the A fragment of k16 step s.
-          if constexpr (Tr::kPInRegs) {
-            own_p[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(p[0], p[1]);
-            own_p[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(p[2], p[3]);
-            own_ds[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(ds[0], ds[1]);
-            own_ds[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(ds[2], ds[3]);
+      // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
+      static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
+      auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4]) {
+        const int row = kq + lane % 16;
+  #pragma unroll
+        for (int j = 0; j < kKvN; j += 2) {
+          // B = dO / Q (k = queries, n = head_dim), stored [query][dim]: transposing ldmatrix.
+          const int col = kv_d + j * Tr::kMmaN + (lane / 16) * 8;
+          std::uint32_t bo[4], bq[4];
+          ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
+          ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
+  #pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
+            ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
+            ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
+            ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
           }
         }
-      }
-    }
-    __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
-
-    // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
-    static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
-    auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4]) {
-      const int row = kq + lane % 16;
-#pragma unroll
-      for (int j = 0; j < kKvN; j += 2) {
-        // B = dO / Q (k = queries, n = head_dim), stored [query][dim]: transposing ldmatrix.
-        const int col = kv_d + j * Tr::kMmaN + (lane / 16) * 8;
-        std::uint32_t bo[4], bq[4];
-        ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
-        ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
-          ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
-          ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
-          ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
-        }
-      }
-    };
-    // Causal diagonal tiles: queries [kq, kq + 16) that see none of this warp's keys (P = dS = 0).
-    auto kv_step_hidden = [&](int kq) {
-      return need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys);
-    };
-    // This warp's own queries: A fragments from registers.
-#pragma unroll
-    for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
-      const int kq = s_q + t * Tr::kMmaK;
-      if (kv_step_hidden(kq)) continue;
-      const std::uint32_t ap[2][4] = {{own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
-                                      {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
-      const std::uint32_t ads[2][4] = {
-          {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
-          {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
-      kv_step(kq, ap, ads);
-    }
-    // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
-    // plain ldmatrix.
-#pragma unroll
-    for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
-      const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
-#pragma unroll
-      for (int t = 0; t < kSN / 2; ++t) {
-        const int kq = q_base + t * Tr::kMmaK;
+      };
+      // Causal diagonal tiles: queries [kq, kq + 16) that see none of this warp's keys (P = dS = 0).
+      auto kv_step_hidden = [&](int kq) {
+        return need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys);
+      };
+      // This warp's own queries: A fragments from registers.
+  #pragma unroll
+      for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
+        const int kq = s_q + t * Tr::kMmaK;
         if (kv_step_hidden(kq)) continue;
-        std::uint32_t ap[2][4], ads[2][4];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
-          ptx::ldmatrix_x4(ap[i], sP + off);
-          ptx::ldmatrix_x4(ads[i], sDs + off);
-        }
+        const std::uint32_t ap[2][4] = {{own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
+                                        {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
+        const std::uint32_t ads[2][4] = {
+            {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
+            {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
         kv_step(kq, ap, ads);
       }
-    }
-
-    // ---- dQ share = scale * dS K: (32 queries, kDqCols) per warp, k = keys ----
-    {
-      float acc_dq[2][kDqN][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < kDqN; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc_dq[i][j][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < Tr::kBlockN; kk += Tr::kMmaK) {
-        // Causal diagonal tiles: keys [kk, kk + 16) hidden from all of this warp's queries.
-        if (need_mask && !mask.visible(m0 + dq_q + Tr::kWarpRows - 1, n0 + kk)) continue;
-        std::uint32_t ads[2][4];
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-          // A = dS (m = queries, k = keys), stored transposed as (keys, queries): transposing ldmatrix.
-          ptx::ldmatrix_x4_trans(ads[i], sDs + (kk + (lane / 16) * 8 + lane % 8) * Tr::kPStride +
-                                             dq_q + i * Tr::kMmaM + ((lane / 8) % 2) * 8);
-#pragma unroll
-        for (int j = 0; j < kDqN; j += 2) {
-          // B = K (k = keys, n = head_dim), stored [key][dim]: transposing ldmatrix.
-          std::uint32_t bk[4];
-          ptx::ldmatrix_x4_trans(bk, sK + (kk + lane % 16) * Tr::kRowStride + dq_d + j * Tr::kMmaN +
-                                         (lane / 16) * 8);
-#pragma unroll
+      if constexpr (Tr::kEarlyOwn) __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
+      // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
+      // plain ldmatrix.
+  #pragma unroll
+      for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
+        const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
+  #pragma unroll
+        for (int t = 0; t < kSN / 2; ++t) {
+          const int kq = q_base + t * Tr::kMmaK;
+          if (kv_step_hidden(kq)) continue;
+          std::uint32_t ap[2][4], ads[2][4];
+  #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            ptx::mma_m16n8k16<Elem>(acc_dq[i][j], ads[i], {bk[0], bk[1]});
-            ptx::mma_m16n8k16<Elem>(acc_dq[i][j + 1], ads[i], {bk[2], bk[3]});
+            const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
+            ptx::ldmatrix_x4(ap[i], sP + off);
+            ptx::ldmatrix_x4(ads[i], sDs + off);
           }
+          kv_step(kq, ap, ads);
         }
       }
-      // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile.
-      const bool odd = c & 1;
-      const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = m0 + dq_q + i * Tr::kMmaM + g + (odd ? 8 : 0);
-        float* dq_row =
-            static_cast<float*>(a.dq_acc) + (bh * seq_q + row) * D + dq_d + 2 * (c & ~1);
-#pragma unroll
-        for (int j = 0; j < kDqN; ++j) {
-          const float send0 = odd ? acc_dq[i][j][0] : acc_dq[i][j][2];
-          const float send1 = odd ? acc_dq[i][j][1] : acc_dq[i][j][3];
-          const float recv0 = __shfl_xor_sync(0xffffffffu, send0, 1);
-          const float recv1 = __shfl_xor_sync(0xffffffffu, send1, 1);
-          if (row < seq_q) {
-            if (odd) {
-              detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
-                                  scale * acc_dq[i][j][2], scale * acc_dq[i][j][3]);
-            } else {
-              detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * acc_dq[i][j][0],
-                                  scale * acc_dq[i][j][1], scale * recv0, scale * recv1);
+
+      // ---- dQ share = scale * dS K: (32 queries, kDqCols) per warp, k = keys ----
+      {
+        float acc_dq[2][kDqN][4];
+  #pragma unroll
+        for (int i = 0; i < 2; ++i)
+  #pragma unroll
+          for (int j = 0; j < kDqN; ++j)
+  #pragma unroll
+            for (int e = 0; e < 4; ++e) acc_dq[i][j][e] = 0.f;
+  #pragma unroll
+        for (int kk = 0; kk < Tr::kBlockN; kk += Tr::kMmaK) {
+          // Causal diagonal tiles: keys [kk, kk + 16) hidden from all of this warp's queries.
+          if (need_mask && !mask.visible(m0 + dq_q + Tr::kWarpRows - 1, n0 + kk)) continue;
+          std::uint32_t ads[2][4];
+  #pragma unroll
+          for (int i = 0; i < 2; ++i)
+            // A = dS (m = queries, k = keys), stored transposed as (keys, queries): transposing ldmatrix.
+            ptx::ldmatrix_x4_trans(ads[i], sDs + (kk + (lane / 16) * 8 + lane % 8) * Tr::kPStride +
+                                               dq_q + i * Tr::kMmaM + ((lane / 8) % 2) * 8);
+  #pragma unroll
+          for (int j = 0; j < kDqN; j += 2) {
+            // B = K (k = keys, n = head_dim), stored [key][dim]: transposing ldmatrix.
+            std::uint32_t bk[4];
+            ptx::ldmatrix_x4_trans(bk, sK + (kk + lane % 16) * Tr::kRowStride + dq_d + j * Tr::kMmaN +
+                                           (lane / 16) * 8);
+  #pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              ptx::mma_m16n8k16<Elem>(acc_dq[i][j], ads[i], {bk[0], bk[1]});
+              ptx::mma_m16n8k16<Elem>(acc_dq[i][j + 1], ads[i], {bk[2], bk[3]});
+            }
+          }
+        }
+        // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile.
+        const bool odd = c & 1;
+        const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
+  #pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int row = m0 + dq_q + i * Tr::kMmaM + g + (odd ? 8 : 0);
+          float* dq_row =
+              static_cast<float*>(a.dq_acc) + (bh * seq_q + row) * D + dq_d + 2 * (c & ~1);
+  #pragma unroll
+          for (int j = 0; j < kDqN; ++j) {
+            const float send0 = odd ? acc_dq[i][j][0] : acc_dq[i][j][2];
+            const float send1 = odd ? acc_dq[i][j][1] : acc_dq[i][j][3];
+            const float recv0 = __shfl_xor_sync(0xffffffffu, send0, 1);
+            const float recv1 = __shfl_xor_sync(0xffffffffu, send1, 1);
+            if (row < seq_q) {
+              if (odd) {
+                detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
+                                    scale * acc_dq[i][j][2], scale * acc_dq[i][j][3]);
+              } else {
+                detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * acc_dq[i][j][0],
+                                    scale * acc_dq[i][j][1], scale * recv0, scale * recv1);
+              }
             }
           }
         }
       }
+    };
+    if (Tr::kSplitMasked && tile_masked) {
+      step(std::true_type{});
+    } else {
+      step(std::false_type{});
     }
   }
 
