@@ -182,7 +182,8 @@ int main() {
         run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, false, false>>("grid 128x64 (call A)", s128, b, &ref);
         run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, true, false>>("grid +early-own", s128, b, &ref);
         run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, false, true>>("grid +split-masked", s128, b, &ref);
-        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, true, true>>("grid +both (TcConfig)", s128, b, &ref);
+        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, true, true>>("grid +both", s128, b, &ref);
+        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, true, true, true>>("grid +both +defer-dq (TcConfig)", s128, b, &ref);
       });
       const Shape s64{16384 / seq, 32, seq, 64, causal};
       with_shape<64>(s64, [&](const Buffers& b, Outputs& ref) {
@@ -190,7 +191,8 @@ int main() {
         run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, false, false>>("grid 128x128 (call A)", s64, b, &ref);
         run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, true, false>>("grid +early-own", s64, b, &ref);
         run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, false, true>>("grid +split-masked", s64, b, &ref);
-        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, true, true>>("grid +both (TcConfig)", s64, b, &ref);
+        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, true, true>>("grid +both", s64, b, &ref);
+        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, true, true, true>>("grid +both +defer-dq (TcConfig)", s64, b, &ref);
       });
     }
   }

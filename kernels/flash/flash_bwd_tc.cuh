@@ -114,6 +114,11 @@ __device__ __forceinline__ void atomic_add4(float* dst, float v0, float v1, floa
 #endif
 }
 
+// bar.sync on named barrier `id` (1..15; __syncthreads uses 0) for `threads` threads, whole warps.
+__device__ __forceinline__ void bar_sync_threads(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 }  // namespace detail
 
 template <typename Tr>
@@ -424,8 +429,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // so a warp done with its exponentials keeps the tensor cores busy while the others finish theirs.
 // kSplitMasked: the step is compiled twice, and the copy for tiles that need no mask (all but the
 // causal diagonal and the last key tile) carries no mask arithmetic or skip tests.
+// kDeferDq (with kEarlyOwn): dQ of step i is computed in step i + 1 from a second dS^T buffer, after
+// the warp's own-query dV/dK; the step's only block-wide barrier is then the one at its top, and the
+// other-query dV/dK waits only for the warp holding the same keys (a 64-thread named barrier).
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
-          int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true>
+          int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
+          bool kDeferDq_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -438,6 +447,8 @@ struct TcGridTraits {
   static constexpr bool kPInRegs = kPInRegs_;
   static constexpr bool kEarlyOwn = kEarlyOwn_ && kPInRegs_;
   static constexpr bool kSplitMasked = kSplitMasked_;
+  static constexpr bool kDeferDq = kDeferDq_ && kEarlyOwn;
+  static constexpr int kDsBufs = kDeferDq ? 2 : 1;
 
   static constexpr int kMmaM = 16;
   static constexpr int kMmaN = 8;
@@ -469,7 +480,7 @@ struct TcGridTraits {
   static constexpr int kOffDo = kOffQ + 2 * kQTileBytes;  // 2 buffers
   static constexpr int kOffP = kOffDo + 2 * kQTileBytes;
   static constexpr int kOffDs = kOffP + kPTileBytes;
-  static constexpr int kOffLse = kOffDs + kPTileBytes;                       // 2 buffers
+  static constexpr int kOffLse = kOffDs + kDsBufs * kPTileBytes;            // 2 buffers
   static constexpr int kOffD = kOffLse + 2 * kBlockM * int(sizeof(float));  // 2 buffers
   static constexpr int kSmemBytes = kOffD + 2 * kBlockM * int(sizeof(float));
 
@@ -590,10 +601,73 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_dk[i][j][e] = acc_dv[i][j][e] = 0.f;
 
+  // ---- dQ share of step `step` = scale * dS K: (32 queries, kDqCols) per warp, k = keys; dS^T from
+  // sDs_step ----
+  auto dq_reduce = [&](int step, const Elem* sDs_step) {
+    const int m0 = mtile_of(step) * Tr::kBlockM;
+    const bool need_mask = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
+    float acc_dq[2][kDqN][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < kDqN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dq[i][j][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockN; kk += Tr::kMmaK) {
+      // Causal diagonal tiles: keys [kk, kk + 16) hidden from all of this warp's queries.
+      if (need_mask && !mask.visible(m0 + dq_q + Tr::kWarpRows - 1, n0 + kk)) continue;
+      std::uint32_t ads[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        // A = dS (m = queries, k = keys), stored transposed as (keys, queries): transposing ldmatrix.
+        ptx::ldmatrix_x4_trans(ads[i], sDs_step + (kk + (lane / 16) * 8 + lane % 8) * Tr::kPStride +
+                                           dq_q + i * Tr::kMmaM + ((lane / 8) % 2) * 8);
+#pragma unroll
+      for (int j = 0; j < kDqN; j += 2) {
+        // B = K (k = keys, n = head_dim), stored [key][dim]: transposing ldmatrix.
+        std::uint32_t bk[4];
+        ptx::ldmatrix_x4_trans(bk, sK + (kk + lane % 16) * Tr::kRowStride + dq_d + j * Tr::kMmaN +
+                                       (lane / 16) * 8);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          ptx::mma_m16n8k16<Elem>(acc_dq[i][j], ads[i], {bk[0], bk[1]});
+          ptx::mma_m16n8k16<Elem>(acc_dq[i][j + 1], ads[i], {bk[2], bk[3]});
+        }
+      }
+    }
+    // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile.
+    const bool odd = c & 1;
+    const std::int64_t bh = std::int64_t(b) * a.heads + head_of(step);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = m0 + dq_q + i * Tr::kMmaM + g + (odd ? 8 : 0);
+      float* dq_row =
+          static_cast<float*>(a.dq_acc) + (bh * seq_q + row) * D + dq_d + 2 * (c & ~1);
+#pragma unroll
+      for (int j = 0; j < kDqN; ++j) {
+        const float send0 = odd ? acc_dq[i][j][0] : acc_dq[i][j][2];
+        const float send1 = odd ? acc_dq[i][j][1] : acc_dq[i][j][3];
+        const float recv0 = __shfl_xor_sync(0xffffffffu, send0, 1);
+        const float recv1 = __shfl_xor_sync(0xffffffffu, send1, 1);
+        if (row < seq_q) {
+          if (odd) {
+            detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
+                                scale * acc_dq[i][j][2], scale * acc_dq[i][j][3]);
+          } else {
+            detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * acc_dq[i][j][0],
+                                scale * acc_dq[i][j][1], scale * recv0, scale * recv1);
+          }
+        }
+      }
+    }
+  };
+
   for (int it = 0; it < n_iters; ++it) {
     const int buf = it & 1;
     // This step's tiles have landed, and every warp is done with the previous step (its sQ/sdO
-    // buffer, the other one, and sP/sdS): prefetch the next step's tiles into that buffer.
+    // buffer, the other one, and sP/sdS; kDeferDq: the dS^T buffer of the step before it): prefetch
+    // the next step's tiles into that buffer.
     ptx::cp_async_wait<0>();
     __syncthreads();
     if (it + 1 < n_iters) load_q_tile(it + 1, buf ^ 1);
@@ -607,6 +681,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       const Elem* sDob = sDo + buf * Tr::kBlockM * Tr::kRowStride;
       const float* sLseb = sLse + buf * Tr::kBlockM;
       const float* sDb = sD + buf * Tr::kBlockM;
+      Elem* sDsW = sDs + (Tr::kDeferDq ? buf * Tr::kBlockN * Tr::kPStride : 0);  // this step's dS^T
 
       // This warp's P^T and dS^T as A fragments of dV/dK (m = keys, k = its kSCols queries): the dV/dK
       // warp of the same 32 keys uses them from registers and reads only the other warps' from sP/sDs.
@@ -616,48 +691,48 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       {
         float acc_s[2][kSN][4];
         float acc_dp[2][kSN][4];
-  #pragma unroll
+#pragma unroll
         for (int i = 0; i < 2; ++i)
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < kSN; ++j)
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < 4; ++e) acc_s[i][j][e] = acc_dp[i][j][e] = 0.f;
 
         // The most permissive pair of the block (its last query, its first key) hidden: all are.
         const bool skip = need_mask && !mask.visible(m0 + s_q + Tr::kSCols - 1, n0 + s_keys);
         if (!skip) {
-  #pragma unroll
+#pragma unroll
           for (int kk = 0; kk < D; kk += Tr::kMmaK) {
             std::uint32_t ak[2][4];
-  #pragma unroll
+#pragma unroll
             for (int i = 0; i < 2; ++i)
               ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
                                           (lane / 16) * 8);
-  #pragma unroll
+#pragma unroll
             for (int j = 0; j < kSN; j += 2) {
               // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
               std::uint32_t bq[4];
               ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
                                              Tr::kRowStride +
                                        kk + ((lane / 8) % 2) * 8);
-  #pragma unroll
+#pragma unroll
               for (int i = 0; i < 2; ++i) {
                 ptx::mma_m16n8k16<Elem>(acc_s[i][j], ak[i], {bq[0], bq[1]});
                 ptx::mma_m16n8k16<Elem>(acc_s[i][j + 1], ak[i], {bq[2], bq[3]});
               }
             }
             std::uint32_t av[2][4];
-  #pragma unroll
+#pragma unroll
             for (int i = 0; i < 2; ++i)
               ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
                                           (lane / 16) * 8);
-  #pragma unroll
+#pragma unroll
             for (int j = 0; j < kSN; j += 2) {
               std::uint32_t bo[4];
               ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
                                               Tr::kRowStride +
                                         kk + ((lane / 8) % 2) * 8);
-  #pragma unroll
+#pragma unroll
               for (int i = 0; i < 2; ++i) {
                 ptx::mma_m16n8k16<Elem>(acc_dp[i][j], av[i], {bo[0], bo[1]});
                 ptx::mma_m16n8k16<Elem>(acc_dp[i][j + 1], av[i], {bo[2], bo[3]});
@@ -668,15 +743,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
         // P^T = exp2(S^T * scale*log2e - LSE*log2e); dS^T = P^T o (dP^T - D); both to shared memory
         // as (keys, queries). A skipped block writes zeros (its P is 0).
-  #pragma unroll
+#pragma unroll
         for (int j = 0; j < kSN; ++j) {
           const int ql = s_q + j * Tr::kMmaN + 2 * c;  // local query of elements 0 and 2
           const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
           const float2 dd = *reinterpret_cast<const float2*>(sDb + ql);
-  #pragma unroll
+#pragma unroll
           for (int i = 0; i < 2; ++i) {
             float p[4], ds[4];
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int key = n0 + s_keys + i * Tr::kMmaM + g + (e / 2) * 8;
               const int query = m0 + ql + (e % 2);
@@ -687,7 +762,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             }
             const int row = s_keys + i * Tr::kMmaM + g;
             Elem* p_lo = sP + row * Tr::kPStride + ql;
-            Elem* ds_lo = sDs + row * Tr::kPStride + ql;
+            Elem* ds_lo = sDsW + row * Tr::kPStride + ql;
             *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
             *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
             *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
@@ -708,14 +783,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
       auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4]) {
         const int row = kq + lane % 16;
-  #pragma unroll
+#pragma unroll
         for (int j = 0; j < kKvN; j += 2) {
           // B = dO / Q (k = queries, n = head_dim), stored [query][dim]: transposing ldmatrix.
           const int col = kv_d + j * Tr::kMmaN + (lane / 16) * 8;
           std::uint32_t bo[4], bq[4];
           ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
           ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
-  #pragma unroll
+#pragma unroll
           for (int i = 0; i < 2; ++i) {
             ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
             ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
@@ -729,7 +804,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         return need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys);
       };
       // This warp's own queries: A fragments from registers.
-  #pragma unroll
+#pragma unroll
       for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
         const int kq = s_q + t * Tr::kMmaK;
         if (kv_step_hidden(kq)) continue;
@@ -740,91 +815,46 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
         kv_step(kq, ap, ads);
       }
-      if constexpr (Tr::kEarlyOwn) __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
+      if constexpr (Tr::kDeferDq) {
+        // The previous step's dQ (every warp's dS^T of it landed before this step's first barrier),
+        // then the partner warp's P^T, dS^T of this step.
+        if (it > 0) dq_reduce(it - 1, sDs + (buf ^ 1) * Tr::kBlockN * Tr::kPStride);
+        detail::bar_sync_threads(1 + warp % Tr::kSWarpsN, 32 * Tr::kSWarpsM);
+      } else if constexpr (Tr::kEarlyOwn) {
+        __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
+      }
       // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
       // plain ldmatrix.
-  #pragma unroll
+#pragma unroll
       for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
         const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
-  #pragma unroll
+#pragma unroll
         for (int t = 0; t < kSN / 2; ++t) {
           const int kq = q_base + t * Tr::kMmaK;
           if (kv_step_hidden(kq)) continue;
           std::uint32_t ap[2][4], ads[2][4];
-  #pragma unroll
+#pragma unroll
           for (int i = 0; i < 2; ++i) {
             const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
             ptx::ldmatrix_x4(ap[i], sP + off);
-            ptx::ldmatrix_x4(ads[i], sDs + off);
+            ptx::ldmatrix_x4(ads[i], sDsW + off);
           }
           kv_step(kq, ap, ads);
         }
       }
 
-      // ---- dQ share = scale * dS K: (32 queries, kDqCols) per warp, k = keys ----
-      {
-        float acc_dq[2][kDqN][4];
-  #pragma unroll
-        for (int i = 0; i < 2; ++i)
-  #pragma unroll
-          for (int j = 0; j < kDqN; ++j)
-  #pragma unroll
-            for (int e = 0; e < 4; ++e) acc_dq[i][j][e] = 0.f;
-  #pragma unroll
-        for (int kk = 0; kk < Tr::kBlockN; kk += Tr::kMmaK) {
-          // Causal diagonal tiles: keys [kk, kk + 16) hidden from all of this warp's queries.
-          if (need_mask && !mask.visible(m0 + dq_q + Tr::kWarpRows - 1, n0 + kk)) continue;
-          std::uint32_t ads[2][4];
-  #pragma unroll
-          for (int i = 0; i < 2; ++i)
-            // A = dS (m = queries, k = keys), stored transposed as (keys, queries): transposing ldmatrix.
-            ptx::ldmatrix_x4_trans(ads[i], sDs + (kk + (lane / 16) * 8 + lane % 8) * Tr::kPStride +
-                                               dq_q + i * Tr::kMmaM + ((lane / 8) % 2) * 8);
-  #pragma unroll
-          for (int j = 0; j < kDqN; j += 2) {
-            // B = K (k = keys, n = head_dim), stored [key][dim]: transposing ldmatrix.
-            std::uint32_t bk[4];
-            ptx::ldmatrix_x4_trans(bk, sK + (kk + lane % 16) * Tr::kRowStride + dq_d + j * Tr::kMmaN +
-                                           (lane / 16) * 8);
-  #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-              ptx::mma_m16n8k16<Elem>(acc_dq[i][j], ads[i], {bk[0], bk[1]});
-              ptx::mma_m16n8k16<Elem>(acc_dq[i][j + 1], ads[i], {bk[2], bk[3]});
-            }
-          }
-        }
-        // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile.
-        const bool odd = c & 1;
-        const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
-  #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int row = m0 + dq_q + i * Tr::kMmaM + g + (odd ? 8 : 0);
-          float* dq_row =
-              static_cast<float*>(a.dq_acc) + (bh * seq_q + row) * D + dq_d + 2 * (c & ~1);
-  #pragma unroll
-          for (int j = 0; j < kDqN; ++j) {
-            const float send0 = odd ? acc_dq[i][j][0] : acc_dq[i][j][2];
-            const float send1 = odd ? acc_dq[i][j][1] : acc_dq[i][j][3];
-            const float recv0 = __shfl_xor_sync(0xffffffffu, send0, 1);
-            const float recv1 = __shfl_xor_sync(0xffffffffu, send1, 1);
-            if (row < seq_q) {
-              if (odd) {
-                detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
-                                    scale * acc_dq[i][j][2], scale * acc_dq[i][j][3]);
-              } else {
-                detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * acc_dq[i][j][0],
-                                    scale * acc_dq[i][j][1], scale * recv0, scale * recv1);
-              }
-            }
-          }
-        }
-      }
+      if constexpr (!Tr::kDeferDq) dq_reduce(it, sDsW);
     };
     if (Tr::kSplitMasked && tile_masked) {
       step(std::true_type{});
     } else {
       step(std::false_type{});
     }
+  }
+
+  if constexpr (Tr::kDeferDq) {
+    __syncthreads();  // every warp's dS^T of the last step is in its buffer
+    dq_reduce(n_iters - 1, sDs + ((n_iters - 1) & 1) * Tr::kBlockN * Tr::kPStride);
   }
 
   // dK (times scale) and dV through shared memory (sK and sV, once every warp is done reading sK) for
@@ -863,20 +893,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
 // Tile choice per head_dim. `type` is the fast choice for Hopper (227 KB of shared memory a block);
 // `fallback` runs where a block gets less (A100: 163 KB): the 16-keys-per-warp kernel, as fast as it
-// was there before the warp-grid kernel (which needs 173 KB at d=128, 178 KB at d=64).
+// was there before the warp-grid kernel (which needs 191 KB at d=128, 212 KB at d=64).
 //   d=128: 128 keys x 64 queries, 8 warps, warp grids 4x2 (S^T), 4x2 (dV/dK), 2x4 (dQ); dK+dV take
-//          128 registers a thread, S+dP 64. fallback: 128 x 64 in one chunk (155 KB; it ran 205-236
-//          TFLOP/s on the H200, docs/perf-notes.md, "flash backward").
-//   d=64:  128 keys x 128 queries, 8 warps, warp grids 4x2, 4x2, 4x2 (S+dP 128 registers, dK+dV 64).
-//          fallback: 128 x 128 in chunks of 64 (144 KB).
+//          128 registers a thread, S+dP 64; own-query P in registers, early own dV/dK, split masked
+//          steps, deferred dQ. fallback: 128 x 64 in one chunk (155 KB; 205-236 TFLOP/s on the H200).
+//   d=64:  128 keys x 128 queries, 8 warps, warp grids 4x2, 4x2, 4x2 (S+dP 128 registers, dK+dV 64),
+//          the same options. fallback: 128 x 128 in chunks of 64 (144 KB).
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
+// Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
 template <typename Elem> struct TcConfig<Elem, 128> {
-  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2>;
+  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, true, true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4>;
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, true, true, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
