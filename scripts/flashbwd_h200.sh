@@ -39,11 +39,11 @@ step verify sh -c "'$fb' verify -q --seq 1000 --batch 2 --heads 4 --kv-heads 2 -
                    '$fb' verify -q --seq-q 200 --seq-k 700 --heads 4 --kv-heads 2 --dim 128 --dtype bf16 --causal both --pass bwd &&
                    '$fb' verify -q --seq-q 700 --seq-k 130 --heads 2 --dim 64 --dtype bf16 --causal both --pass bwd"
 # Main-kernel variants (tests/flash_bwd_variants.cu): timed and cross-checked in one process. VARIANTS=0
-# skips them (the nvcc compile takes ~15 s).
+# skips them (the nvcc compile takes ~30 s, the runs ~30 s; limit VARIANTS_TIMEOUT, default 150 s).
 if [ "${VARIANTS:-1}" = 1 ]; then
   tmp=$(mktemp -d)
   nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-  step variants sh -c "'$nvcc' -std=c++17 -O3 -arch=${VARIANTS_ARCH:-sm_90a} --expt-relaxed-constexpr -Ikernels \
+  STEP_TIMEOUT=${VARIANTS_TIMEOUT:-150} step variants sh -c "'$nvcc' -std=c++17 -O3 -arch=${VARIANTS_ARCH:-sm_90a} --expt-relaxed-constexpr -Ikernels \
                        tests/flash_bwd_variants.cu -o '$tmp/flash_bwd_variants' && '$tmp/flash_bwd_variants'"
   cat "$out/variants.log"
   rm -rf "$tmp"
