@@ -429,9 +429,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // so a warp done with its exponentials keeps the tensor cores busy while the others finish theirs.
 // kSplitMasked: the step is compiled twice, and the copy for tiles that need no mask (all but the
 // causal diagonal and the last key tile) carries no mask arithmetic or skip tests.
-// kDeferDq (with kEarlyOwn): dQ of step i is computed in step i + 1 from a second dS^T buffer, after
-// the warp's own-query dV/dK; the step's only block-wide barrier is then the one at its top, and the
-// other-query dV/dK waits only for the warp holding the same keys (a 64-thread named barrier).
+// kDeferDq: dQ of step i is computed in step i + 1 from a second dS^T buffer, after S^T/dP^T (and the
+// own-query dV/dK with kEarlyOwn); the step's only block-wide barrier is then the one at its top, and
+// dV/dK from the other warp's queries waits only for that warp (a 64-thread named barrier).
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false>
@@ -447,7 +447,7 @@ struct TcGridTraits {
   static constexpr bool kPInRegs = kPInRegs_;
   static constexpr bool kEarlyOwn = kEarlyOwn_ && kPInRegs_;
   static constexpr bool kSplitMasked = kSplitMasked_;
-  static constexpr bool kDeferDq = kDeferDq_ && kEarlyOwn;
+  static constexpr bool kDeferDq = kDeferDq_;
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
 
   static constexpr int kMmaM = 16;
@@ -603,9 +603,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   // ---- dQ share of step `step` = scale * dS K: (32 queries, kDqCols) per warp, k = keys; dS^T from
   // sDs_step ----
-  auto dq_reduce = [&](int step, const Elem* sDs_step) {
+  // masked_tag: as the step's (below); std::false_type only where the step's tile needs no mask.
+  auto dq_reduce = [&](int step, const Elem* sDs_step, auto masked_tag) {
     const int m0 = mtile_of(step) * Tr::kBlockM;
-    const bool need_mask = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
+    const bool need_mask = Tr::kSplitMasked ? bool(decltype(masked_tag)::value)
+                                            : mask.tile_needs_mask(m0, n0, Tr::kBlockN);
     float acc_dq[2][kDqN][4];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
@@ -636,30 +638,36 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         }
       }
     }
-    // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile.
+    // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile
+    // (even lanes: row g, odd lanes: row g + 8), here with selects instead of branches.
     const bool odd = c & 1;
     const std::int64_t bh = std::int64_t(b) * a.heads + head_of(step);
+    const int row0 = m0 + dq_q + g + (odd ? 8 : 0);
+    float* dq_base =
+        static_cast<float*>(a.dq_acc) + (bh * seq_q + row0) * D + dq_d + 2 * (c & ~1);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int row = m0 + dq_q + i * Tr::kMmaM + g + (odd ? 8 : 0);
-      float* dq_row =
-          static_cast<float*>(a.dq_acc) + (bh * seq_q + row) * D + dq_d + 2 * (c & ~1);
+      const bool row_ok = row0 + i * Tr::kMmaM < seq_q;
 #pragma unroll
       for (int j = 0; j < kDqN; ++j) {
-        const float send0 = odd ? acc_dq[i][j][0] : acc_dq[i][j][2];
-        const float send1 = odd ? acc_dq[i][j][1] : acc_dq[i][j][3];
-        const float recv0 = __shfl_xor_sync(0xffffffffu, send0, 1);
-        const float recv1 = __shfl_xor_sync(0xffffffffu, send1, 1);
-        if (row < seq_q) {
-          if (odd) {
-            detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * recv0, scale * recv1,
-                                scale * acc_dq[i][j][2], scale * acc_dq[i][j][3]);
-          } else {
-            detail::atomic_add4(dq_row + j * Tr::kMmaN, scale * acc_dq[i][j][0],
-                                scale * acc_dq[i][j][1], scale * recv0, scale * recv1);
-          }
-        }
+        const float* v = acc_dq[i][j];
+        const float recv0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 1);
+        const float recv1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 1);
+        if (row_ok)
+          detail::atomic_add4(dq_base + i * Tr::kMmaM * D + j * Tr::kMmaN,
+                              scale * (odd ? recv0 : v[0]), scale * (odd ? recv1 : v[1]),
+                              scale * (odd ? v[2] : recv0), scale * (odd ? v[3] : recv1));
       }
+    }
+  };
+
+  // kDeferDq: dQ of step `step` from its dS^T buffer, masked as its tile needs.
+  auto dq_reduce_step = [&](int step) {
+    const Elem* sDs_step = sDs + (step & 1) * Tr::kBlockN * Tr::kPStride;
+    if (mask.tile_needs_mask(mtile_of(step) * Tr::kBlockM, n0, Tr::kBlockN)) {
+      dq_reduce(step, sDs_step, std::true_type{});
+    } else {
+      dq_reduce(step, sDs_step, std::false_type{});
     }
   };
 
@@ -777,7 +785,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           }
         }
       }
-      if constexpr (!Tr::kEarlyOwn) __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
+      // Before dV/dK reads another warp's P^T, dS^T: without kDeferDq a block-wide barrier; with it,
+      // the previous step's dQ (every warp's dS^T of it landed before this step's first barrier),
+      // then a barrier of the two warps that hold the same keys.
+      auto publish = [&] {
+        if constexpr (Tr::kDeferDq) {
+          if (it > 0) dq_reduce_step(it - 1);
+          detail::bar_sync_threads(1 + warp % Tr::kSWarpsN, 32 * Tr::kSWarpsM);
+        } else {
+          __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
+        }
+      };
+      if constexpr (!Tr::kEarlyOwn) publish();
 
       // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
       static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
@@ -815,14 +834,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
         kv_step(kq, ap, ads);
       }
-      if constexpr (Tr::kDeferDq) {
-        // The previous step's dQ (every warp's dS^T of it landed before this step's first barrier),
-        // then the partner warp's P^T, dS^T of this step.
-        if (it > 0) dq_reduce(it - 1, sDs + (buf ^ 1) * Tr::kBlockN * Tr::kPStride);
-        detail::bar_sync_threads(1 + warp % Tr::kSWarpsN, 32 * Tr::kSWarpsM);
-      } else if constexpr (Tr::kEarlyOwn) {
-        __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
-      }
+      if constexpr (Tr::kEarlyOwn) publish();
       // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
       // plain ldmatrix.
 #pragma unroll
@@ -843,7 +855,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         }
       }
 
-      if constexpr (!Tr::kDeferDq) dq_reduce(it, sDsW);
+      if constexpr (!Tr::kDeferDq) dq_reduce(it, sDsW, masked_tag);
     };
     if (Tr::kSplitMasked && tile_masked) {
       step(std::true_type{});
@@ -854,7 +866,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   if constexpr (Tr::kDeferDq) {
     __syncthreads();  // every warp's dS^T of the last step is in its buffer
-    dq_reduce(n_iters - 1, sDs + ((n_iters - 1) & 1) * Tr::kBlockN * Tr::kPStride);
+    dq_reduce_step(n_iters - 1);
   }
 
   // dK (times scale) and dV through shared memory (sK and sV, once every warp is done reading sK) for
@@ -895,19 +907,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 // `fallback` runs where a block gets less (A100: 163 KB): the 16-keys-per-warp kernel, as fast as it
 // was there before the warp-grid kernel (which needs 191 KB at d=128, 212 KB at d=64).
 //   d=128: 128 keys x 64 queries, 8 warps, warp grids 4x2 (S^T), 4x2 (dV/dK), 2x4 (dQ); dK+dV take
-//          128 registers a thread, S+dP 64; own-query P in registers, early own dV/dK, split masked
-//          steps, deferred dQ. fallback: 128 x 64 in one chunk (155 KB; 205-236 TFLOP/s on the H200).
+//          128 registers a thread, S+dP 64; own-query P in registers, split masked steps,
+//          deferred dQ (early own dV/dK: -2-3% on the H200). fallback: 128 x 64 in one chunk
+//          (155 KB; 205-236 TFLOP/s on the H200).
 //   d=64:  128 keys x 128 queries, 8 warps, warp grids 4x2, 4x2, 4x2 (S+dP 128 registers, dK+dV 64),
 //          the same options. fallback: 128 x 128 in chunks of 64 (144 KB).
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
 // Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
 template <typename Elem> struct TcConfig<Elem, 128> {
-  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, true, true, true>;
+  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, true, true, true>;
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
