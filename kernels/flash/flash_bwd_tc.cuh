@@ -1,4 +1,7 @@
-// Flash backward main kernel on tensor cores (fp16/bf16, mma.sync m16n8k16, fp32 accumulation).
+// Flash backward main kernels on tensor cores (fp16/bf16, mma.sync m16n8k16, fp32 accumulation): the
+// 16-keys-per-warp kernel (bwd_main_tc_kernel, described here; d = 32, and the fallback where a block
+// gets less than ~200 KB of shared memory) and the warp-grid kernel (bwd_main_tc_grid_kernel, further
+// down; d = 64 and 128 on Hopper). Both compute the same products in the same orientation.
 //
 // One block per (batch, K/V head, tile of kBlockN keys); warp w owns keys [16w, 16w+16) of the tile,
 // so each warp computes its rows of the transposed products directly:
