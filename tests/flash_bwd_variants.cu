@@ -179,16 +179,14 @@ int main() {
       const Shape s128{16384 / seq, 16, seq, 128, causal};
       with_shape<128>(s128, [&](const Buffers& b, Outputs& ref) {
         run_variant<TcTraits<Bf16, 128, 128, 64, 64, 1>>("v2 16 keys/warp 128x64", s128, b, &ref);
-        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, false, true, false>>("grid split-masked", s128, b, &ref);
-        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, false, true, true>>("grid split +defer-dq (TcConfig)", s128, b, &ref);
-        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, true, true, true>>("grid split +defer-dq +early-own", s128, b, &ref);
+        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, false, true, false>>("grid split-masked (TcConfig)", s128, b, &ref);
+        run_variant<TcGridTraits<Bf16, 128, 128, 64, 4, 4, 2, true, false, true, true>>("grid split +defer-dq", s128, b, &ref);
       });
       const Shape s64{16384 / seq, 32, seq, 64, causal};
       with_shape<64>(s64, [&](const Buffers& b, Outputs& ref) {
         run_variant<TcTraits<Bf16, 64, 128, 128, 64, 1>>("v2 16 keys/warp 128x128", s64, b, &ref);
-        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, false, true, false>>("grid split-masked", s64, b, &ref);
-        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, false, true, true>>("grid split +defer-dq (TcConfig)", s64, b, &ref);
-        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, true, true, true>>("grid split +defer-dq +early-own", s64, b, &ref);
+        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, false, true, false>>("grid split-masked (TcConfig)", s64, b, &ref);
+        run_variant<TcGridTraits<Bf16, 64, 128, 128, 4, 4, 4, true, false, true, true>>("grid split +defer-dq", s64, b, &ref);
       });
     }
   }

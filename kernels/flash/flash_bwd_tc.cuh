@@ -908,22 +908,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
 // Tile choice per head_dim. `type` is the fast choice for Hopper (227 KB of shared memory a block);
 // `fallback` runs where a block gets less (A100: 163 KB): the 16-keys-per-warp kernel, as fast as it
-// was there before the warp-grid kernel (which needs 191 KB at d=128, 212 KB at d=64).
+// was there before the warp-grid kernel (which needs 173 KB at d=128, 178 KB at d=64).
 //   d=128: 128 keys x 64 queries, 8 warps, warp grids 4x2 (S^T), 4x2 (dV/dK), 2x4 (dQ); dK+dV take
-//          128 registers a thread, S+dP 64; own-query P in registers, split masked steps,
-//          deferred dQ (early own dV/dK: -2-3% on the H200). fallback: 128 x 64 in one chunk
-//          (155 KB; 205-236 TFLOP/s on the H200).
+//          128 registers a thread, S+dP 64; own-query P in registers, split masked steps. On the
+//          H200 (main kernel alone) early-own lost 1-3% and deferred dQ 4-8%, so both are off.
+//          fallback: 128 x 64 in one chunk (155 KB; 205-236 TFLOP/s on the H200).
 //   d=64:  128 keys x 128 queries, 8 warps, warp grids 4x2, 4x2, 4x2 (S+dP 128 registers, dK+dV 64),
 //          the same options. fallback: 128 x 128 in chunks of 64 (144 KB).
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
 // Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
 template <typename Elem> struct TcConfig<Elem, 128> {
-  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, true>;
+  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, true>;
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
