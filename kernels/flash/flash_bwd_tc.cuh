@@ -1,4 +1,7 @@
-// Flash backward main kernel on tensor cores (fp16/bf16, mma.sync m16n8k16, fp32 accumulation).
+// Flash backward main kernels on tensor cores (fp16/bf16, mma.sync m16n8k16, fp32 accumulation): the
+// 16-keys-per-warp kernel (bwd_main_tc_kernel, described here; d = 32, and the fallback where a block
+// gets less than ~200 KB of shared memory) and the warp-grid kernel (bwd_main_tc_grid_kernel, further
+// down; d = 64 and 128 on Hopper). Both compute the same products in the same orientation.
 //
 // One block per (batch, K/V head, tile of kBlockN keys); warp w owns keys [16w, 16w+16) of the tile,
 // so each warp computes its rows of the transposed products directly:
@@ -15,8 +18,10 @@
 // atomics win on speed at the price of run-to-run bit differences in dQ (dK, dV are deterministic).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/check.h"
 #include "common/ptx.cuh"
@@ -37,6 +42,7 @@ struct TcTraits {
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kChunkM = kChunkM_;
   static constexpr int kMinBlocks = kMinBlocks_;
+  static constexpr bool kWarpGrid = false;  // runs bwd_main_tc_kernel
 
   static constexpr int kMmaM = 16;  // mma.m16n8k16
   static constexpr int kMmaN = 8;
@@ -109,6 +115,11 @@ __device__ __forceinline__ void atomic_add4(float* dst, float v0, float v1, floa
   atomicAdd(dst + 2, v2);
   atomicAdd(dst + 3, v3);
 #endif
+}
+
+// bar.sync on named barrier `id` (1..15; __syncthreads uses 0) for `threads` threads, whole warps.
+__device__ __forceinline__ void bar_sync_threads(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 }  // namespace detail
@@ -402,39 +413,559 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
   }
 }
 
-// Tile choice per head_dim (H100/H200: 227 KB shared memory and 64K registers per SM), from timing
-// variants on an H200 (bf16, N = 4096; docs/perf-notes.md, "flash backward"):
-//   d=128: 128 keys x 64 queries in one chunk, 8 warps: dK+dV take 128 registers a thread, S+dP 64;
-//          ptxas spills 40 bytes, yet it ran ~4% faster than chunks of 32 (no spills).
-//   d=64:  128 keys x 128 queries in one chunk, 8 warps; ~8% faster than 64 queries.
-//   d=32:  64 keys x 64 queries in one chunk, 2 blocks of 4 warps per SM (not tuned).
+// ---- Warp-grid kernel (d = 64, 128): P^T and dS^T through shared memory ----
+//
+// The kernel above gives each warp 16 keys and every query of the step, so each warp reads the whole
+// Q and dO tiles twice per step with ldmatrix and every fragment feeds one m16 block. Here each of the
+// three products has its own warp grid, chosen so that every ldmatrix'd fragment feeds two m16 blocks
+// (FlashAttention-2's backward uses the same three layouts, 8 warps, 128 keys x 64 queries at d = 128):
+//   S^T, dP^T: kSWarpsN x kSWarpsM warps over (keys x queries), each (32 keys, kBlockM / kSWarpsM);
+//   dV, dK:    kKvWarpsN x kKvWarpsD warps over (keys x head_dim), each (32 keys, D / kKvWarpsD);
+//   dQ:        kDqWarpsM x kDqWarpsD warps over (queries x head_dim), each (32 queries, ...).
+// P^T and dS^T (keys x queries) go to shared memory once, as bf16/fp16, and are read back as the A
+// operands of dV and dK and (transposed) of dQ. Per warp and step at d = 128 that is ~72 KB of ldmatrix
+// traffic plus 4 KB of stores against ~92 KB for the 16-keys-per-warp layout, for the same 320 MMAs.
+// Causal diagonal tiles skip a warp's fully masked S blocks and k16 steps of dV/dK and dQ.
+// kPInRegs: the dV/dK warp takes the A fragments of its own S^T block's queries from registers (the
+// same 32 keys) and reads only the rest from sP/sDs; costs kSCols / 2 registers a thread.
+// kEarlyOwn (with kPInRegs): those own-query dV/dK MMAs run before the barrier that publishes sP/sDs,
+// so a warp done with its exponentials keeps the tensor cores busy while the others finish theirs.
+// kSplitMasked: the step is compiled twice, and the copy for tiles that need no mask (all but the
+// causal diagonal and the last key tile) carries no mask arithmetic or skip tests.
+// kDeferDq: dQ of step i is computed in step i + 1 from a second dS^T buffer, after S^T/dP^T (and the
+// own-query dV/dK with kEarlyOwn); the step's only block-wide barrier is then the one at its top, and
+// dV/dK from the other warp's queries waits only for that warp (a 64-thread named barrier).
+template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
+          int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
+          bool kDeferDq_ = false>
+struct TcGridTraits {
+  using Elem = Elem_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockN = kBlockN_;  // keys per block
+  static constexpr int kBlockM = kBlockM_;  // queries per step
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kMinBlocks = 1;
+  static constexpr bool kWarpGrid = true;  // runs bwd_main_tc_grid_kernel
+  static constexpr bool kPInRegs = kPInRegs_;
+  static constexpr bool kEarlyOwn = kEarlyOwn_ && kPInRegs_;
+  static constexpr bool kSplitMasked = kSplitMasked_;
+  static constexpr bool kDeferDq = kDeferDq_;
+  static constexpr int kDsBufs = kDeferDq ? 2 : 1;
+
+  static constexpr int kMmaM = 16;
+  static constexpr int kMmaN = 8;
+  static constexpr int kMmaK = 16;
+  static constexpr int kWarpRows = 2 * kMmaM;  // two m16 blocks per warp in every product
+
+  static constexpr int kSWarpsN = kSWarpsN_;
+  static constexpr int kSWarpsM = kWarps / kSWarpsN;
+  static constexpr int kSCols = kBlockM / kSWarpsM;  // queries per warp in S^T, dP^T
+  static constexpr int kKvWarpsN = kKvWarpsN_;
+  static constexpr int kKvWarpsD = kWarps / kKvWarpsN;
+  static constexpr int kKvCols = kHeadDim / kKvWarpsD;  // head_dim columns per warp in dV, dK
+  static constexpr int kDqWarpsM = kDqWarpsM_;
+  static constexpr int kDqWarpsD = kWarps / kDqWarpsM;
+  static constexpr int kDqCols = kHeadDim / kDqWarpsD;
+
+  static constexpr int kPad = 16 / int(sizeof(Elem));
+  static constexpr int kRowStride = kHeadDim + kPad;  // sK, sV, sQ, sdO rows
+  static constexpr int kPStride = kBlockM + kPad;     // sP, sdS rows (keys x queries)
+  static constexpr int kVecElems = 16 / int(sizeof(Elem));
+  static constexpr int kVecsPerRow = kHeadDim / kVecElems;
+
+  static constexpr int kKvTileBytes = kBlockN * kRowStride * int(sizeof(Elem));
+  static constexpr int kQTileBytes = kBlockM * kRowStride * int(sizeof(Elem));
+  static constexpr int kPTileBytes = kBlockN * kPStride * int(sizeof(Elem));
+  static constexpr int kOffK = 0;
+  static constexpr int kOffV = kOffK + kKvTileBytes;
+  static constexpr int kOffQ = kOffV + kKvTileBytes;      // 2 buffers
+  static constexpr int kOffDo = kOffQ + 2 * kQTileBytes;  // 2 buffers
+  static constexpr int kOffP = kOffDo + 2 * kQTileBytes;
+  static constexpr int kOffDs = kOffP + kPTileBytes;
+  static constexpr int kOffLse = kOffDs + kDsBufs * kPTileBytes;            // 2 buffers
+  static constexpr int kOffD = kOffLse + 2 * kBlockM * int(sizeof(float));  // 2 buffers
+  static constexpr int kSmemBytes = kOffD + 2 * kBlockM * int(sizeof(float));
+
+  static_assert(kSWarpsN * kWarpRows == kBlockN && kKvWarpsN * kWarpRows == kBlockN,
+                "S and dK/dV warps: 32 keys each across the key tile");
+  static_assert(kDqWarpsM * kWarpRows == kBlockM, "dQ warps: 32 queries each across the step");
+  static_assert(kWarps % kSWarpsN == 0 && kWarps % kKvWarpsN == 0 && kWarps % kDqWarpsM == 0,
+                "warp grids");
+  static_assert(kSCols % (2 * kMmaN) == 0 && kKvCols % (2 * kMmaN) == 0 &&
+                    kDqCols % (2 * kMmaN) == 0,
+                "warp columns: pairs of n8 tiles");
+  static_assert(kHeadDim % kMmaK == 0 && kBlockM % kMmaK == 0, "whole k16 steps");
+  static_assert(kSeqPadMultiple % kBlockM == 0, "LSE/D tiles stay inside the padded rows");
+  static_assert((kBlockM * sizeof(float)) % 16 == 0 && 2 * kBlockM / 4 <= kThreads,
+                "LSE/D tiles in 16-byte copies, one per thread");
+  static_assert(kOffQ % 16 == 0 && kOffDo % 16 == 0 && kOffP % 16 == 0 && kOffDs % 16 == 0 &&
+                    kOffLse % 16 == 0,
+                "16-byte aligned shared tiles");
+};
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
+    bwd_main_tc_grid_kernel(const MainArgs a) {
+  using Elem = typename Tr::Elem;
+  constexpr int D = Tr::kHeadDim;
+  constexpr int kSN = Tr::kSCols / Tr::kMmaN;     // n8 tiles of a warp's S^T block (queries)
+  constexpr int kKvN = Tr::kKvCols / Tr::kMmaN;   // n8 tiles of a warp's dV/dK block (head_dim)
+  constexpr int kDqN = Tr::kDqCols / Tr::kMmaN;   // n8 tiles of a warp's dQ block (head_dim)
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  Elem* sK = reinterpret_cast<Elem*>(smem + Tr::kOffK);    // (kBlockN, kRowStride)
+  Elem* sV = reinterpret_cast<Elem*>(smem + Tr::kOffV);    // (kBlockN, kRowStride)
+  Elem* sQ = reinterpret_cast<Elem*>(smem + Tr::kOffQ);    // 2 x (kBlockM, kRowStride)
+  Elem* sDo = reinterpret_cast<Elem*>(smem + Tr::kOffDo);  // 2 x (kBlockM, kRowStride)
+  Elem* sP = reinterpret_cast<Elem*>(smem + Tr::kOffP);    // (kBlockN, kPStride): P^T
+  Elem* sDs = reinterpret_cast<Elem*>(smem + Tr::kOffDs);  // (kBlockN, kPStride): dS^T
+  float* sLse = reinterpret_cast<float*>(smem + Tr::kOffLse);  // 2 x (kBlockM)
+  float* sD = reinterpret_cast<float*>(smem + Tr::kOffD);      // 2 x (kBlockM)
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int g = lane / 4;
+  const int c = lane % 4;
+
+  // Block -> (batch, K/V head, K/V tile), query-tile order: as bwd_main_tc_kernel.
+  const CausalMask mask = a.mask;
+  const int seq_q = mask.seq_q, seq_k = mask.seq_k;
+  const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
+  const int n_bkv = a.batch * a.kv_heads;
+  int tile, bkv;
+  if (mask.causal) {
+    tile = blockIdx.x / n_bkv;
+    bkv = blockIdx.x % n_bkv;
+  } else {
+    tile = blockIdx.x % n_tiles;
+    bkv = blockIdx.x / n_tiles;
+  }
+  const int b = bkv / a.kv_heads;
+  const int hk = bkv % a.kv_heads;
+  const int group = a.heads / a.kv_heads;
+  const int n0 = tile * Tr::kBlockN;
+
+  const int m_tiles = (seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  const int m_begin = mask.first_q_tile(n0, Tr::kBlockM);
+  const int per_head = m_tiles - m_begin;
+  const int m_rot = mask.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
+  const int n_iters = group * per_head;
+
+  const Elem* q = static_cast<const Elem*>(a.q);
+  const Elem* dout = static_cast<const Elem*>(a.dout);
+  const float* lse = static_cast<const float*>(a.lse);
+  const float* dvec = static_cast<const float*>(a.d);
+  const std::int64_t kv_off = (std::int64_t(bkv) * seq_k + n0) * D;
+
+  auto head_of = [&](int it) { return hk * group + it / per_head; };
+  auto mtile_of = [&](int it) { return m_begin + (m_rot + it % per_head) % per_head; };
+
+  auto load_q_tile = [&](int it, int buf) {
+    const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
+    const int m0 = mtile_of(it) * Tr::kBlockM;
+    const std::int64_t q_off = (bh * seq_q + m0) * D;
+    detail::load_rows<Tr>(sQ + buf * Tr::kBlockM * Tr::kRowStride, q + q_off, Tr::kBlockM,
+                          seq_q - m0, tid);
+    detail::load_rows<Tr>(sDo + buf * Tr::kBlockM * Tr::kRowStride, dout + q_off, Tr::kBlockM,
+                          seq_q - m0, tid);
+    constexpr int kVecs = Tr::kBlockM * int(sizeof(float)) / 16;
+    const std::int64_t row_off = bh * a.seq_pad + m0;
+    if (tid < kVecs) {
+      ptx::cp_async_16(sLse + buf * Tr::kBlockM + 4 * tid, lse + row_off + 4 * tid);
+    } else if (tid < 2 * kVecs) {
+      ptx::cp_async_16(sD + buf * Tr::kBlockM + 4 * (tid - kVecs), dvec + row_off + 4 * (tid - kVecs));
+    }
+  };
+
+  detail::load_rows<Tr>(sK, static_cast<const Elem*>(a.k) + kv_off, Tr::kBlockN, seq_k - n0, tid);
+  detail::load_rows<Tr>(sV, static_cast<const Elem*>(a.v) + kv_off, Tr::kBlockN, seq_k - n0, tid);
+  load_q_tile(0, 0);
+  ptx::cp_async_commit();
+
+  const float scale = float(a.scale);
+  const float scale_log2 = float(a.scale * kLog2e);
+
+  // This warp's place in each grid.
+  const int s_keys = (warp % Tr::kSWarpsN) * Tr::kWarpRows;     // S^T rows (local keys)
+  const int s_q = (warp / Tr::kSWarpsN) * Tr::kSCols;           // S^T columns (local queries)
+  const int kv_keys = (warp % Tr::kKvWarpsN) * Tr::kWarpRows;   // dV/dK rows (local keys)
+  const int kv_d = (warp / Tr::kKvWarpsN) * Tr::kKvCols;        // dV/dK columns
+  const int dq_q = (warp % Tr::kDqWarpsM) * Tr::kWarpRows;      // dQ rows (local queries)
+  const int dq_d = (warp / Tr::kDqWarpsM) * Tr::kDqCols;        // dQ columns
+
+  float acc_dk[2][kKvN][4];  // (32 keys, kKvCols) per warp
+  float acc_dv[2][kKvN][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < kKvN; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_dk[i][j][e] = acc_dv[i][j][e] = 0.f;
+
+  // ---- dQ share of step `step` = scale * dS K: (32 queries, kDqCols) per warp, k = keys; dS^T from
+  // sDs_step ----
+  // masked_tag: as the step's (below); std::false_type only where the step's tile needs no mask.
+  auto dq_reduce = [&](int step, const Elem* sDs_step, auto masked_tag) {
+    const int m0 = mtile_of(step) * Tr::kBlockM;
+    const bool need_mask = Tr::kSplitMasked ? bool(decltype(masked_tag)::value)
+                                            : mask.tile_needs_mask(m0, n0, Tr::kBlockN);
+    float acc_dq[2][kDqN][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < kDqN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_dq[i][j][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < Tr::kBlockN; kk += Tr::kMmaK) {
+      // Causal diagonal tiles: keys [kk, kk + 16) hidden from all of this warp's queries.
+      if (need_mask && !mask.visible(m0 + dq_q + Tr::kWarpRows - 1, n0 + kk)) continue;
+      std::uint32_t ads[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        // A = dS (m = queries, k = keys), stored transposed as (keys, queries): transposing ldmatrix.
+        ptx::ldmatrix_x4_trans(ads[i], sDs_step + (kk + (lane / 16) * 8 + lane % 8) * Tr::kPStride +
+                                           dq_q + i * Tr::kMmaM + ((lane / 8) % 2) * 8);
+#pragma unroll
+      for (int j = 0; j < kDqN; j += 2) {
+        // B = K (k = keys, n = head_dim), stored [key][dim]: transposing ldmatrix.
+        std::uint32_t bk[4];
+        ptx::ldmatrix_x4_trans(bk, sK + (kk + lane % 16) * Tr::kRowStride + dq_d + j * Tr::kMmaN +
+                                       (lane / 16) * 8);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          ptx::mma_m16n8k16<Elem>(acc_dq[i][j], ads[i], {bk[0], bk[1]});
+          ptx::mma_m16n8k16<Elem>(acc_dq[i][j + 1], ads[i], {bk[2], bk[3]});
+        }
+      }
+    }
+    // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile
+    // (even lanes: row g, odd lanes: row g + 8), here with selects instead of branches.
+    const bool odd = c & 1;
+    const std::int64_t bh = std::int64_t(b) * a.heads + head_of(step);
+    const int row0 = m0 + dq_q + g + (odd ? 8 : 0);
+    float* dq_base =
+        static_cast<float*>(a.dq_acc) + (bh * seq_q + row0) * D + dq_d + 2 * (c & ~1);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const bool row_ok = row0 + i * Tr::kMmaM < seq_q;
+#pragma unroll
+      for (int j = 0; j < kDqN; ++j) {
+        const float* v = acc_dq[i][j];
+        const float recv0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 1);
+        const float recv1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 1);
+        if (row_ok)
+          detail::atomic_add4(dq_base + i * Tr::kMmaM * D + j * Tr::kMmaN,
+                              scale * (odd ? recv0 : v[0]), scale * (odd ? recv1 : v[1]),
+                              scale * (odd ? v[2] : recv0), scale * (odd ? v[3] : recv1));
+      }
+    }
+  };
+
+  // kDeferDq: dQ of step `step` from its dS^T buffer, masked as its tile needs.
+  auto dq_reduce_step = [&](int step) {
+    const Elem* sDs_step = sDs + (step & 1) * Tr::kBlockN * Tr::kPStride;
+    if (mask.tile_needs_mask(mtile_of(step) * Tr::kBlockM, n0, Tr::kBlockN)) {
+      dq_reduce(step, sDs_step, std::true_type{});
+    } else {
+      dq_reduce(step, sDs_step, std::false_type{});
+    }
+  };
+
+  for (int it = 0; it < n_iters; ++it) {
+    const int buf = it & 1;
+    // This step's tiles have landed, and every warp is done with the previous step (its sQ/sdO
+    // buffer, the other one, and sP/sdS; kDeferDq: the dS^T buffer of the step before it): prefetch
+    // the next step's tiles into that buffer.
+    ptx::cp_async_wait<0>();
+    __syncthreads();
+    if (it + 1 < n_iters) load_q_tile(it + 1, buf ^ 1);
+    ptx::cp_async_commit();
+
+    const int m0 = mtile_of(it) * Tr::kBlockM;
+    const bool tile_masked = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
+    auto step = [&](auto masked_tag) {
+      const bool need_mask = Tr::kSplitMasked ? bool(decltype(masked_tag)::value) : tile_masked;
+      const Elem* sQb = sQ + buf * Tr::kBlockM * Tr::kRowStride;
+      const Elem* sDob = sDo + buf * Tr::kBlockM * Tr::kRowStride;
+      const float* sLseb = sLse + buf * Tr::kBlockM;
+      const float* sDb = sD + buf * Tr::kBlockM;
+      Elem* sDsW = sDs + (Tr::kDeferDq ? buf * Tr::kBlockN * Tr::kPStride : 0);  // this step's dS^T
+
+      // This warp's P^T and dS^T as A fragments of dV/dK (m = keys, k = its kSCols queries): the dV/dK
+      // warp of the same 32 keys uses them from registers and reads only the other warps' from sP/sDs.
+      std::uint32_t own_p[2][kSN / 2][4], own_ds[2][kSN / 2][4];
+
+      // ---- S^T = K Q^T, dP^T = V dO^T: (32 keys, kSCols queries) per warp ----
+      {
+        float acc_s[2][kSN][4];
+        float acc_dp[2][kSN][4];
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int j = 0; j < kSN; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc_s[i][j][e] = acc_dp[i][j][e] = 0.f;
+
+        // The most permissive pair of the block (its last query, its first key) hidden: all are.
+        const bool skip = need_mask && !mask.visible(m0 + s_q + Tr::kSCols - 1, n0 + s_keys);
+        if (!skip) {
+#pragma unroll
+          for (int kk = 0; kk < D; kk += Tr::kMmaK) {
+            std::uint32_t ak[2][4];
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+              ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
+                                          (lane / 16) * 8);
+#pragma unroll
+            for (int j = 0; j < kSN; j += 2) {
+              // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
+              std::uint32_t bq[4];
+              ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
+                                             Tr::kRowStride +
+                                       kk + ((lane / 8) % 2) * 8);
+#pragma unroll
+              for (int i = 0; i < 2; ++i) {
+                ptx::mma_m16n8k16<Elem>(acc_s[i][j], ak[i], {bq[0], bq[1]});
+                ptx::mma_m16n8k16<Elem>(acc_s[i][j + 1], ak[i], {bq[2], bq[3]});
+              }
+            }
+            std::uint32_t av[2][4];
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+              ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
+                                          (lane / 16) * 8);
+#pragma unroll
+            for (int j = 0; j < kSN; j += 2) {
+              std::uint32_t bo[4];
+              ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
+                                              Tr::kRowStride +
+                                        kk + ((lane / 8) % 2) * 8);
+#pragma unroll
+              for (int i = 0; i < 2; ++i) {
+                ptx::mma_m16n8k16<Elem>(acc_dp[i][j], av[i], {bo[0], bo[1]});
+                ptx::mma_m16n8k16<Elem>(acc_dp[i][j + 1], av[i], {bo[2], bo[3]});
+              }
+            }
+          }
+        }
+
+        // P^T = exp2(S^T * scale*log2e - LSE*log2e); dS^T = P^T o (dP^T - D); both to shared memory
+        // as (keys, queries). A skipped block writes zeros (its P is 0).
+#pragma unroll
+        for (int j = 0; j < kSN; ++j) {
+          const int ql = s_q + j * Tr::kMmaN + 2 * c;  // local query of elements 0 and 2
+          const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
+          const float2 dd = *reinterpret_cast<const float2*>(sDb + ql);
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            float p[4], ds[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int key = n0 + s_keys + i * Tr::kMmaM + g + (e / 2) * 8;
+              const int query = m0 + ql + (e % 2);
+              p[e] = skip || (need_mask && !mask.visible(query, key))
+                         ? 0.f
+                         : ptx::exp2_approx(fmaf(acc_s[i][j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
+              ds[e] = p[e] * (acc_dp[i][j][e] - ((e % 2) ? dd.y : dd.x));
+            }
+            const int row = s_keys + i * Tr::kMmaM + g;
+            Elem* p_lo = sP + row * Tr::kPStride + ql;
+            Elem* ds_lo = sDsW + row * Tr::kPStride + ql;
+            *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
+            *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
+            *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
+            *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(ds[2], ds[3]);
+            // The m16n8 accumulators of n8 tiles 2s and 2s + 1 are the A fragment of k16 step s.
+            if constexpr (Tr::kPInRegs) {
+              own_p[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(p[0], p[1]);
+              own_p[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(p[2], p[3]);
+              own_ds[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(ds[0], ds[1]);
+              own_ds[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(ds[2], ds[3]);
+            }
+          }
+        }
+      }
+      // Before dV/dK reads another warp's P^T, dS^T: without kDeferDq a block-wide barrier; with it,
+      // the previous step's dQ (every warp's dS^T of it landed before this step's first barrier),
+      // then a barrier of the two warps that hold the same keys.
+      auto publish = [&] {
+        if constexpr (Tr::kDeferDq) {
+          if (it > 0) dq_reduce_step(it - 1);
+          detail::bar_sync_threads(1 + warp % Tr::kSWarpsN, 32 * Tr::kSWarpsM);
+        } else {
+          __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
+        }
+      };
+      if constexpr (!Tr::kEarlyOwn) publish();
+
+      // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
+      static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
+      auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4]) {
+        const int row = kq + lane % 16;
+#pragma unroll
+        for (int j = 0; j < kKvN; j += 2) {
+          // B = dO / Q (k = queries, n = head_dim), stored [query][dim]: transposing ldmatrix.
+          const int col = kv_d + j * Tr::kMmaN + (lane / 16) * 8;
+          std::uint32_t bo[4], bq[4];
+          ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
+          ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
+            ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
+            ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
+            ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
+          }
+        }
+      };
+      // Causal diagonal tiles: queries [kq, kq + 16) that see none of this warp's keys (P = dS = 0).
+      auto kv_step_hidden = [&](int kq) {
+        return need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys);
+      };
+      // This warp's own queries: A fragments from registers.
+#pragma unroll
+      for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
+        const int kq = s_q + t * Tr::kMmaK;
+        if (kv_step_hidden(kq)) continue;
+        const std::uint32_t ap[2][4] = {{own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
+                                        {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
+        const std::uint32_t ads[2][4] = {
+            {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
+            {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
+        kv_step(kq, ap, ads);
+      }
+      if constexpr (Tr::kEarlyOwn) publish();
+      // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
+      // plain ldmatrix.
+#pragma unroll
+      for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
+        const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
+#pragma unroll
+        for (int t = 0; t < kSN / 2; ++t) {
+          const int kq = q_base + t * Tr::kMmaK;
+          if (kv_step_hidden(kq)) continue;
+          std::uint32_t ap[2][4], ads[2][4];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
+            ptx::ldmatrix_x4(ap[i], sP + off);
+            ptx::ldmatrix_x4(ads[i], sDsW + off);
+          }
+          kv_step(kq, ap, ads);
+        }
+      }
+
+      if constexpr (!Tr::kDeferDq) dq_reduce(it, sDsW, masked_tag);
+    };
+    if (Tr::kSplitMasked && tile_masked) {
+      step(std::true_type{});
+    } else {
+      step(std::false_type{});
+    }
+  }
+
+  if constexpr (Tr::kDeferDq) {
+    __syncthreads();  // every warp's dS^T of the last step is in its buffer
+    dq_reduce_step(n_iters - 1);
+  }
+
+  // dK (times scale) and dV through shared memory (sK and sV, once every warp is done reading sK) for
+  // 16-byte coalesced stores.
+  ptx::cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < kKvN; ++j) {
+      const int col = kv_d + j * Tr::kMmaN + 2 * c;
+      const int r = kv_keys + i * Tr::kMmaM + g;
+      *reinterpret_cast<std::uint32_t*>(sK + r * Tr::kRowStride + col) =
+          ptx::pack2<Elem>(scale * acc_dk[i][j][0], scale * acc_dk[i][j][1]);
+      *reinterpret_cast<std::uint32_t*>(sK + (r + 8) * Tr::kRowStride + col) =
+          ptx::pack2<Elem>(scale * acc_dk[i][j][2], scale * acc_dk[i][j][3]);
+      *reinterpret_cast<std::uint32_t*>(sV + r * Tr::kRowStride + col) =
+          ptx::pack2<Elem>(acc_dv[i][j][0], acc_dv[i][j][1]);
+      *reinterpret_cast<std::uint32_t*>(sV + (r + 8) * Tr::kRowStride + col) =
+          ptx::pack2<Elem>(acc_dv[i][j][2], acc_dv[i][j][3]);
+    }
+  __syncthreads();
+  Elem* dk = static_cast<Elem*>(a.dk) + kv_off;
+  Elem* dv = static_cast<Elem*>(a.dv) + kv_off;
+  for (int idx = tid; idx < Tr::kBlockN * Tr::kVecsPerRow; idx += Tr::kThreads) {
+    const int r = idx / Tr::kVecsPerRow;
+    const int col = (idx % Tr::kVecsPerRow) * Tr::kVecElems;
+    if (n0 + r < seq_k) {
+      *reinterpret_cast<uint4*>(dk + std::int64_t(r) * D + col) =
+          *reinterpret_cast<const uint4*>(sK + r * Tr::kRowStride + col);
+      *reinterpret_cast<uint4*>(dv + std::int64_t(r) * D + col) =
+          *reinterpret_cast<const uint4*>(sV + r * Tr::kRowStride + col);
+    }
+  }
+}
+
+// Tile choice per head_dim. `type` is the fast choice for Hopper (227 KB of shared memory a block);
+// `fallback` runs where a block gets less (A100: 163 KB): the 16-keys-per-warp kernel, as fast as it
+// was there before the warp-grid kernel (which needs 173 KB at d=128, 178 KB at d=64).
+//   d=128: 128 keys x 64 queries, 8 warps, warp grids 4x2 (S^T), 4x2 (dV/dK), 2x4 (dQ); dK+dV take
+//          128 registers a thread, S+dP 64; own-query P in registers, split masked steps. On the
+//          H200 (main kernel alone) early-own lost 1-3% and deferred dQ 4-8%, so both are off.
+//          fallback: 128 x 64 in one chunk (155 KB; 205-236 TFLOP/s on the H200).
+//   d=64:  128 keys x 128 queries, 8 warps, warp grids 4x2, 4x2, 4x2 (S+dP 128 registers, dK+dV 64),
+//          the same options. fallback: 128 x 128 in chunks of 64 (144 KB).
+//   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
+// Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
 template <typename Elem> struct TcConfig<Elem, 128> {
-  using type = TcTraits<Elem, 128, 128, 64, 64, 1>;
+  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false>;
+  using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcTraits<Elem, 64, 128, 128, 64, 1>;
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false>;
+  using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
+  using fallback = type;
 };
 
+// The least shared memory a block of the (dtype, head_dim) backward needs: the capability check.
 template <typename Elem, int kHeadDim> int main_tc_smem_bytes() {
-  return TcConfig<Elem, kHeadDim>::type::kSmemBytes;
+  using Cfg = TcConfig<Elem, kHeadDim>;
+  return std::min(Cfg::type::kSmemBytes, Cfg::fallback::kSmemBytes);
 }
 
 template <typename Elem, int kHeadDim> int main_tc_key_tile() {
-  return TcConfig<Elem, kHeadDim>::type::kBlockN;
+  using Cfg = TcConfig<Elem, kHeadDim>;
+  static_assert(Cfg::type::kBlockN == Cfg::fallback::kBlockN, "one key tile per head_dim");
+  return Cfg::type::kBlockN;
+}
+
+template <typename Tr> void launch_main_tc(const MainArgs& a, cudaStream_t stream) {
+  const std::int64_t blocks =
+      std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
+  if constexpr (Tr::kWarpGrid) {
+    set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_grid_kernel<Tr>), Tr::kSmemBytes);
+    bwd_main_tc_grid_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  } else {
+    set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_kernel<Tr>), Tr::kSmemBytes);
+    bwd_main_tc_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+  }
+  FB_CUDA_CHECK_LAUNCH();
 }
 
 template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream) {
-  using Tr = typename TcConfig<Elem, kHeadDim>::type;
-  const void* kernel = reinterpret_cast<const void*>(&bwd_main_tc_kernel<Tr>);
-  set_smem_limit(kernel, Tr::kSmemBytes);
-  const std::int64_t blocks =
-      std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
-  bwd_main_tc_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
-  FB_CUDA_CHECK_LAUNCH();
+  using Cfg = TcConfig<Elem, kHeadDim>;
+  int dev = 0, optin = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&dev));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (Cfg::type::kSmemBytes <= optin) {
+    launch_main_tc<typename Cfg::type>(a, stream);
+  } else {
+    launch_main_tc<typename Cfg::fallback>(a, stream);
+  }
 }
 
 }  // namespace fb::cuda::flash::bwd
