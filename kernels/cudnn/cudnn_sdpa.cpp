@@ -3,6 +3,7 @@
 #include "cudnn/cudnn_sdpa.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cudnn/fp8_out.h"
 #include "cudnn/sdpa_graph.h"
 
 namespace fb::cuda::cudnn_sdpa {
@@ -25,6 +27,15 @@ constexpr std::size_t kBwdAnyKeysFromVersion = 91600;   // earlier: the backward
 constexpr std::int64_t kBwdKeyMultiple = 128;
 // The fused engines' head-dim range (fp16/bf16, Hopper): multiples of 8 up to 256.
 constexpr int kHeadDimMultiple = 8, kMaxHeadDim = 256;
+// FP8 (cudnn-frontend's support checks): from 9.1, not 9.10.0; head dims multiples of 16 up to 256.
+constexpr std::size_t kFp8FromVersion = 90100;
+constexpr std::size_t kFp8BrokenVersion = 91000;
+constexpr int kFp8HeadDimMultiple = 16;
+// An e4m3 O is stored as O * kFp8OHeadroom / descale_v: |O| <= max|V| = 448 descale_v, plus what P's
+// rounding adds to a row's weights (up to 2^-4), stays below e4m3's 448 with room; relative precision
+// is the same anywhere in e4m3's normal range, so the headroom costs nothing. A power of two keeps
+// the widening (times descale_v / kFp8OHeadroom) to one rounding, to bf16.
+constexpr float kFp8OHeadroom = 0.5f;
 // Each workspace part starts on this boundary.
 constexpr std::size_t kWorkspaceAlign = 256;
 
@@ -58,12 +69,30 @@ struct Scalars {
   }
 };
 
+// The fp8 forward's per-tensor factors, in Uid order from kDescaleQ, then the two amax outputs.
+constexpr int kFp8Factors = kScaleO - kDescaleQ + 1;
+constexpr int kFp8DeviceScalars = kAmaxO - kDescaleQ + 1;
+struct Fp8Factors {
+  std::array<float, kFp8Factors> values;
+  explicit Fp8Factors(const AttentionParams& p, bool o_e4m3)
+      : values{p.descale_q, p.descale_k, p.descale_v, 1.0f / p.p_scale, p.p_scale,
+               o_e4m3 ? kFp8OHeadroom / p.descale_v : 1.0f} {}
+  bool operator==(const Fp8Factors& o) const { return values == o.values; }
+};
+
 // A planned graph, or why cuDNN would not plan it.
 struct Plan {
   Graph graph;
   std::optional<BackendDesc> plan;
   std::size_t plan_workspace = 0;  // bytes the plan asks for
   std::string why_not;             // empty when `plan` is set
+  // fp8 forward: O stored in e4m3 in the workspace (after the plan's part), then widened to bf16.
+  bool o_e4m3 = false;
+  // fp8 forward: the kFp8DeviceScalars fp32 values cuDNN reads (and writes: the amaxes) from device
+  // memory. Ours, not the runner's (32 bytes, allocated with the plan's first run, never freed, as
+  // the plan is not): in the workspace they would have to be uploaded inside every timed call.
+  float* device_scalars = nullptr;
+  std::optional<Fp8Factors> uploaded;  // what device_scalars holds
   // The last variant pack and what it binds. The runner repeats a call with the same buffers: building
   // the pack again would put host work between the timing events, counted as kernel time.
   std::optional<BackendDesc> pack;
@@ -163,7 +192,19 @@ void plan_graph(Plan& out, cudnnHandle_t handle) {
 // Checks of ours before cuDNN is asked (what its fused engines are documented to refuse, and what the
 // graph cannot express).
 const char* refused_shape(Which which, const AttentionParams& p) {
-  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) return "cudnn runs fp16 and bf16";
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp8) return "cudnn runs fp16, bf16 and fp8";
+  if (p.dtype == Dtype::fp8) {
+    if (which == Which::bwd) return "cudnn's fp8 runs the forward only (flashbench's fp8 has no backward)";
+    const std::size_t v = cudnnGetVersion();
+    if (v < kFp8FromVersion) return "cuDNN's FP8 attention needs cuDNN >= 9.1";
+    if (v == kFp8BrokenVersion) return "cuDNN 9.10.0's FP8 attention forward is known broken (cudnn-frontend refuses it)";
+    if (p.head_dim % kFp8HeadDimMultiple != 0 || p.head_dim > kMaxHeadDim)
+      return "cuDNN's FP8 attention needs head_dim a multiple of 16, at most 256";
+    if (p.causal && p.seq_q != p.seq_k && p.seq_q > 1)
+      return "cuDNN's FP8 attention on Hopper has only the top-left causal mask; flashbench's causal is "
+             "bottom-right, the same only for seq_q == seq_k or one query row (bottom-right FP8 is "
+             "Blackwell-only in cuDNN)";
+  }
   if (p.head_dim % kHeadDimMultiple != 0 || p.head_dim > kMaxHeadDim)
     return "cuDNN's fused attention needs head_dim a multiple of 8, at most 256";
   if (p.causal && p.seq_q > p.seq_k)
@@ -194,18 +235,39 @@ Plan& plan_for(Which which, const AttentionParams& p) {
     failed.why_not = "cuDNN could not start on device " + std::to_string(key.device) + ": " + e.what();
     return failed;
   }
-  try {
-    if (which == Which::fwd)
-      build_forward(plan->graph, key.shape);
-    else
-      build_backward(plan->graph, key.shape);
-    plan_graph(*plan, h);
-  } catch (const std::exception& e) {
-    // A refusal while building the graph (a node cuDNN does not take) is cuDNN's answer too.
-    plan->plan.reset();
-    plan->why_not = std::string("cuDNN refused the attention graph: ") + e.what();
+  const auto attempt = [&](Plan& out, auto build) {
+    try {
+      build(out.graph);
+      plan_graph(out, h);
+    } catch (const std::exception& e) {
+      // A refusal while building the graph (a node cuDNN does not take) is cuDNN's answer too.
+      out.plan.reset();
+      out.why_not = std::string("cuDNN refused the attention graph: ") + e.what();
+    }
+  };
+  if (which == Which::bwd) {
+    attempt(*plan, [&](Graph& g) { build_backward(g, key.shape); });
+  } else if (key.shape.dtype != Dtype::fp8) {
+    attempt(*plan, [&](Graph& g) { build_forward(g, key.shape); });
+  } else {
+    // O in bf16 if cuDNN's FP8 engine stores it so here, else in e4m3 and widened (fp8_out.h).
+    attempt(*plan, [&](Graph& g) { build_forward_fp8(g, key.shape, Fp8Out::bf16); });
+    if (!plan->plan) {
+      const std::string bf16_why = plan->why_not;
+      plan = std::make_unique<Plan>();
+      plan->o_e4m3 = true;
+      attempt(*plan, [&](Graph& g) { build_forward_fp8(g, key.shape, Fp8Out::e4m3); });
+      if (!plan->plan) plan->why_not += " (and with O in bf16: " + bf16_why + ")";
+    }
   }
   return *st.plans.emplace(key, std::move(plan)).first->second;
+}
+
+// The e4m3 O of an fp8 forward, one byte an element.
+std::size_t fp8_o_bytes(const Shape& s) { return std::size_t(s.batch * s.heads * s.seq_q * s.head_dim); }
+
+std::size_t forward_workspace(const Plan& fwd, const Shape& s) {
+  return fwd.o_e4m3 ? align_up(fwd.plan_workspace) + fp8_o_bytes(s) : fwd.plan_workspace;
 }
 
 std::size_t backward_workspace(const Plan& bwd, const Shape& s) {
@@ -221,16 +283,35 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   char* ws = static_cast<char*>(p.workspace);
   void* row_dot = nullptr;
   void* dq_accum = nullptr;
+  void* o = p.o;
   if (which == Which::bwd) {
     row_dot = ws + align_up(plan.plan_workspace);
     dq_accum = ws + align_up(plan.plan_workspace) + align_up(row_dot_bytes(s));
+  }
+  if (plan.o_e4m3) o = ws + align_up(plan.plan_workspace);
+  const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  if (p.dtype == Dtype::fp8) {
+    if (!plan.device_scalars) {
+      void* d = nullptr;
+      FB_CUDA_CHECK(cudaMalloc(&d, kFp8DeviceScalars * sizeof(float)));
+      plan.device_scalars = static_cast<float*>(d);
+    }
+    // Uploaded when they change (a new case), not on every call: the timed calls repeat the same.
+    const Fp8Factors factors(p, plan.o_e4m3);
+    if (!plan.uploaded || !(factors == *plan.uploaded)) {
+      plan.uploaded = factors;  // stored first: the copy reads from here
+      FB_CUDA_CHECK(cudaMemcpyAsync(plan.device_scalars, plan.uploaded->values.data(), sizeof(float) * kFp8Factors,
+                                    cudaMemcpyHostToDevice, stream));
+      // Pageable source: make sure the copy is done before the values can change again.
+      FB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
   }
   const auto device_buffer = [&](std::int64_t uid) -> void* {
     switch (uid) {
       case kQ: return const_cast<void*>(p.q);
       case kK: return const_cast<void*>(p.k);
       case kV: return const_cast<void*>(p.v);
-      case kO: return p.o;
+      case kO: return o;
       case kStats: return p.lse;
       case kDout: return const_cast<void*>(p.dout);
       case kDq: return p.dq;
@@ -238,6 +319,14 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
       case kDv: return p.dv;
       case kRowDot: return row_dot;
       case kDqAccum: return dq_accum;
+      case kDescaleQ:
+      case kDescaleK:
+      case kDescaleV:
+      case kDescaleS:
+      case kScaleS:
+      case kScaleO:
+      case kAmaxS:
+      case kAmaxO: return plan.device_scalars + (uid - kDescaleQ);
       default: return nullptr;  // a by-value scalar
     }
   };
@@ -274,8 +363,10 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
     plan.pack_buffers = std::move(buffers);
   }
   const cudnnHandle_t h = handle_for(st, current_device());
-  FB_CUDNN_CHECK(cudnnSetStream(h, static_cast<cudaStream_t>(ctx.stream)));
+  FB_CUDNN_CHECK(cudnnSetStream(h, stream));
   FB_CUDNN_CHECK(cudnnBackendExecute(h, plan.plan->get(), plan.pack->get()));
+  // Part of the kernel's time: flashbench's fp8 O is bf16.
+  if (plan.o_e4m3) e4m3_to_bf16(o, p.o, p.q_elems(), p.descale_v / kFp8OHeadroom, ctx.stream);
 }
 
 }  // namespace
@@ -307,7 +398,7 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (unsupported(pass, p)) return 0;
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
-  const std::size_t fwd = plan_for(Which::fwd, p).plan_workspace;
+  const std::size_t fwd = forward_workspace(plan_for(Which::fwd, p), shape_of(p));
   if (pass == Pass::fwd) return fwd;
   // One workspace serves the forward (run first, for O and LSE) and the backward.
   return std::max(fwd, backward_workspace(plan_for(Which::bwd, p), shape_of(p)));
@@ -315,6 +406,13 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
 
 void forward(const AttentionParams& p, const Context& ctx) { execute(Which::fwd, p, ctx); }
 void backward(const AttentionParams& p, const Context& ctx) { execute(Which::bwd, p, ctx); }
+
+int fp8_o_bits(const AttentionParams& p) {
+  if (p.dtype != Dtype::fp8 || unsupported(Pass::fwd, p)) return 0;
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  return plan_for(Which::fwd, p).o_e4m3 ? 8 : 16;
+}
 
 std::size_t library_version() { return cudnnGetVersion(); }
 

@@ -64,6 +64,7 @@ cudnnDataType_t io_type(Dtype t) { return t == Dtype::fp16 ? CUDNN_DATA_HALF : C
 constexpr cudnnDataType_t kF32 = CUDNN_DATA_FLOAT;
 constexpr cudnnDataType_t kI32 = CUDNN_DATA_INT32;
 constexpr cudnnDataType_t kBool = CUDNN_DATA_BOOLEAN;
+constexpr cudnnDataType_t kE4m3 = CUDNN_DATA_FP8_E4M3;
 // Every tensor 16-byte aligned: the runner's allocations are, and cudnn-frontend declares the same.
 constexpr std::int64_t kAlignment = 16;
 
@@ -185,6 +186,18 @@ Tensor causal_mask(Graph& g, const Shape& s, const Layouts& l, Tensor scores) {
                    scalar(g, kNegInf, kF32), visible);
 }
 
+// Softmax with its statistics: m = rowmax S, E = exp(S - m), r = rowsum E, LSE = m + log r (into
+// `lse`); returns P = E / r as `p_type`.
+Tensor softmax(Graph& g, const Layouts& l, Tensor S, Tensor lse, cudnnDataType_t p_type) {
+  const Tensor m = reduction(g, CUDNN_REDUCE_TENSOR_MAX, virt(g, kF32, l.rows), S);
+  const Tensor shifted = pointwise(g, {CUDNN_POINTWISE_SUB}, virt(g, kF32, l.scores), S, m);
+  const Tensor E = pointwise(g, {CUDNN_POINTWISE_EXP}, virt(g, kF32, l.scores), shifted);
+  const Tensor r = reduction(g, CUDNN_REDUCE_TENSOR_ADD, virt(g, kF32, l.rows), E);
+  const Tensor log_r = pointwise(g, {CUDNN_POINTWISE_LOG}, virt(g, kF32, l.rows), r);
+  pointwise(g, {CUDNN_POINTWISE_ADD}, lse, m, log_r);
+  return pointwise(g, {CUDNN_POINTWISE_DIV}, virt(g, p_type, l.scores), E, r);
+}
+
 }  // namespace
 
 void build_forward(Graph& g, const Shape& s) {
@@ -201,17 +214,47 @@ void build_forward(Graph& g, const Shape& s) {
   Tensor S = matmul(g, q, kt, virt(g, kF32, l.scores));
   S = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), S, scale);
   if (s.causal) S = causal_mask(g, s, l, S);
-  // Softmax with its statistics: m = rowmax S, E = exp(S - m), r = rowsum E, LSE = m + log r, P = E / r.
-  const Tensor m = reduction(g, CUDNN_REDUCE_TENSOR_MAX, virt(g, kF32, l.rows), S);
-  const Tensor shifted = pointwise(g, {CUDNN_POINTWISE_SUB}, virt(g, kF32, l.scores), S, m);
-  const Tensor E = pointwise(g, {CUDNN_POINTWISE_EXP}, virt(g, kF32, l.scores), shifted);
-  const Tensor r = reduction(g, CUDNN_REDUCE_TENSOR_ADD, virt(g, kF32, l.rows), E);
-  const Tensor log_r = pointwise(g, {CUDNN_POINTWISE_LOG}, virt(g, kF32, l.rows), r);
-  pointwise(g, {CUDNN_POINTWISE_ADD}, lse, m, log_r);
   // P in the inputs' type: the engine feeds it to the second GEMM as it would a stored operand.
-  const Tensor P = pointwise(g, {CUDNN_POINTWISE_DIV}, virt(g, t, l.scores), E, r);
+  const Tensor P = softmax(g, l, S, lse, t);
   // O = P V.
   matmul(g, P, v, o);
+}
+
+void build_forward_fp8(Graph& g, const Shape& s, Fp8Out out) {
+  const Layouts l(s);
+  const Tensor q = io(g, kQ, kE4m3, l.q);
+  const Tensor kt = io(g, kK, kE4m3, l.kt);
+  const Tensor v = io(g, kV, kE4m3, l.kv);
+  const Tensor o = io(g, kO, out == Fp8Out::bf16 ? CUDNN_DATA_BFLOAT16 : kE4m3, l.q);
+  const Tensor lse = io(g, kStats, kF32, l.rows);
+  const Tensor scale = scalar(g, kScale, kF32);
+  const Tensor descale_q = io(g, kDescaleQ, kF32, kScalar);
+  const Tensor descale_k = io(g, kDescaleK, kF32, kScalar);
+  const Tensor descale_v = io(g, kDescaleV, kF32, kScalar);
+  const Tensor descale_s = io(g, kDescaleS, kF32, kScalar);
+  const Tensor scale_s = io(g, kScaleS, kF32, kScalar);
+  const Tensor scale_o = io(g, kScaleO, kF32, kScalar);
+  const Tensor amax_s = io(g, kAmaxS, kF32, kScalar);
+  const Tensor amax_o = io(g, kAmaxO, kF32, kScalar);
+
+  // S = scale * descale_q * descale_k * Q8 K8^T (the products are exact in fp32), masked. The three
+  // factors are separate nodes in cudnn-frontend's order (scale, then Q's, then K's): cuDNN matches
+  // the pattern, not the arithmetic.
+  Tensor S = matmul(g, q, kt, virt(g, kF32, l.scores));
+  S = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), S, scale);
+  S = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), S, descale_q);
+  S = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.scores), S, descale_k);
+  if (s.causal && s.seq_q > 1) S = causal_mask(g, s, l, S);
+  const Tensor P = softmax(g, l, S, lse, kF32);
+  reduction(g, CUDNN_REDUCE_TENSOR_AMAX, amax_s, P);
+  // P8 = e4m3(P * scale_s), the A operand of the second GEMM.
+  const Tensor P8 = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kE4m3, l.scores), P, scale_s);
+  // O = (P8 V8) * descale_s * descale_v, stored times scale_o; amax of the unscaled O.
+  Tensor O = matmul(g, P8, v, virt(g, kF32, l.q));
+  O = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.q), O, descale_s);
+  O = pointwise(g, {CUDNN_POINTWISE_MUL}, virt(g, kF32, l.q), O, descale_v);
+  pointwise(g, {CUDNN_POINTWISE_MUL}, o, O, scale_o);
+  reduction(g, CUDNN_REDUCE_TENSOR_AMAX, amax_o, O);
 }
 
 void build_backward(Graph& g, const Shape& s) {

@@ -53,6 +53,16 @@ enum Uid : std::int64_t {
   kOne,      // 1 (fp32 by value)
   kSeqQ,     // s_q (int32 by value), bottom-right causal only
   kSeqK,     // s_k (int32 by value), bottom-right causal only
+  // fp8 forward only: per-tensor factors (fp32 [1,1,1,1] in device memory, as cudnn-frontend binds
+  // them) and the two amax outputs cuDNN's FP8 pattern ends in (written, never read here).
+  kDescaleQ,
+  kDescaleK,
+  kDescaleV,
+  kDescaleS,  // 1 / scale_s: undoes P's scale after P.V
+  kScaleS,    // P is multiplied by this before its e4m3 rounding (flashbench's p_scale)
+  kScaleO,    // O is multiplied by this before it is stored (1 for a bf16 O)
+  kAmaxS,
+  kAmaxO,
   kFirstVirtual = 100,
 };
 
@@ -76,6 +86,16 @@ struct Graph {
 
 // O and LSE from Q, K, V.
 void build_forward(Graph& g, const Shape& s);
+
+// Element type of the fp8 forward's O: what cuDNN's FP8 engine stores. Hopper's takes e4m3 only
+// (cudnn-frontend: a 16-bit O is Blackwell with cuDNN >= 9.13); bf16 is asked first in case it is.
+enum class Fp8Out { bf16, e4m3 };
+// The fp8 forward (kernels/attention.h's definition, dtype fp8): e4m3 Q, K, V; S = Q K^T times
+// scale, descale_q and descale_k in fp32; softmax as build_forward's (LSE from the fp32 S); P times
+// scale_s rounded to e4m3; O = (P V) descale_s descale_v scale_o, stored as `out`; amax of P and of
+// the unscaled O. Masks: none, or causal when seq_q == seq_k (top-left and bottom-right coincide;
+// the caller refuses other causal shapes) or seq_q == 1 (the one row sees every key: no mask).
+void build_forward_fp8(Graph& g, const Shape& s, Fp8Out out);
 // dQ, dK, dV from Q, K, V, O, LSE, dO (and the two workspace tensors kRowDot, kDqAccum).
 void build_backward(Graph& g, const Shape& s);
 
