@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cuDNN's FP8 attention forward as the `cudnn` kernel's fp8 (issue 14 parts 2 and 4) on an H100/H200,
-# everything into OUTDIR, about a minute: the GPU tests tagged [cudnn] (fp8 and the 16-bit graphs),
+# everything into OUTDIR, about a minute: the GPU tests tagged [cudnn] (fp8, the 16-bit graphs, and the
+# backward for seq_k not a multiple of 128 through the padding-mask workaround on cuDNN < 9.16),
 # then configs/cudnn-fp8-h200.json (fp8, d = 128, N 2k/8k, causal and not: naive, flash-sm90, cudnn,
 # all verified) with a table (TFLOP/s, O error / bound, LSE error, verdict per kernel and case), then
 # configs/cudnn-decode-h200.json (decode timing: cudnn beside flash-decode; DECODE=0 skips it).
@@ -31,7 +32,7 @@ step() {  # name, command...
 step tests "$build/tests/flashbench_gpu_tests" "[cudnn]"
 # What a failing test said, and the warnings (which O type cuDNN stored, what it refused).
 grep -E -A3 "FAILED|warning:|REQUIRE|CHECK\(|with expansion|errors \{|test cases" "$out/tests.log" | tail -n 60 >&2
-step run "$fb" run configs/cudnn-fp8-h200.json --no-ceilings -o "$out/cudnn-fp8-h200.json" --csv "$out/cudnn-fp8-h200.csv"
+step run "$fb" run configs/cudnn-fp8-h200.json --backend cuda --no-ceilings -o "$out/cudnn-fp8-h200.json" --csv "$out/cudnn-fp8-h200.csv"
 tail -n 5 "$out/run.log" >&2
 
 # Per case: TFLOP/s (median), O error / its bound, verdict; cudnn / flash-sm90 last.
@@ -64,7 +65,7 @@ for key in sorted(rows):
 PY
 # Decode (DECODE=0 skips): cudnn beside flash-decode, us and % of the copy ceiling per case.
 if [ "${DECODE:-1}" != 0 ]; then
-  step decode "$fb" run configs/cudnn-decode-h200.json -o "$out/cudnn-decode-h200.json"
+  step decode "$fb" run configs/cudnn-decode-h200.json --backend cuda -o "$out/cudnn-decode-h200.json"
   python3 - "$out/cudnn-decode-h200.json" <<'PY' | tee "$out/decode.txt"
 import json, sys
 try:

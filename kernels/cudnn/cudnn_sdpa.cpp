@@ -23,7 +23,9 @@ namespace {
 
 // cuDNN versions (cudnnGetVersion: major * 10000 + minor * 100 + patch) whose behaviour we follow.
 constexpr std::size_t kNegInfFromVersion = 91000;       // earlier: masked scores as the lowest float
-constexpr std::size_t kBwdAnyKeysFromVersion = 91600;   // earlier: the backward needs s_k % 128 == 0
+// Earlier, the backward is wrong for s_k % 128 != 0 unless the graph has a padding mask (cuDNN's bug;
+// cudnn-frontend's workaround, built here: Shape::padding_mask).
+constexpr std::size_t kBwdAnyKeysFromVersion = 91600;
 constexpr std::int64_t kBwdKeyMultiple = 128;
 // The fused engines' head-dim range (fp16/bf16, Hopper): multiples of 8 up to 256.
 constexpr int kHeadDimMultiple = 8, kMaxHeadDim = 256;
@@ -93,6 +95,9 @@ struct Plan {
   // the plan is not): in the workspace they would have to be uploaded inside every timed call.
   float* device_scalars = nullptr;
   std::optional<Fp8Factors> uploaded;  // what device_scalars holds
+  // Backward with Shape::padding_mask: the lengths, b seq_q values then b seq_k values (int32),
+  // ours as device_scalars are, uploaded once (they are the plan's shape).
+  std::int32_t* device_seq_lens = nullptr;
   // The last variant pack and what it binds. The runner repeats a call with the same buffers: building
   // the pack again would put host work between the timing events, counted as kernel time.
   std::optional<BackendDesc> pack;
@@ -210,19 +215,22 @@ const char* refused_shape(Which which, const AttentionParams& p) {
   if (p.causal && p.seq_q > p.seq_k)
     return "cuDNN's bottom-right causal mask needs seq_q <= seq_k (query rows that see no key are not "
            "expressible in its graph)";
-  if (which == Which::bwd) {
-    if (p.seq_q == 1 && p.seq_k == 1) return "cuDNN's attention backward refuses seq_q = seq_k = 1";
-    if (cudnnGetVersion() < kBwdAnyKeysFromVersion && p.seq_k % kBwdKeyMultiple != 0)
-      return "cuDNN < 9.16's attention backward is wrong for seq_k not a multiple of 128 without a padding "
-             "mask (cudnn-frontend adds one as a workaround; not built here)";
-  }
+  if (which == Which::bwd && p.seq_q == 1 && p.seq_k == 1) return "cuDNN's attention backward refuses seq_q = seq_k = 1";
   return nullptr;
+}
+
+// The graph's shape for `which`: shape_of(p), and for the backward on cuDNN < 9.16 with seq_k not a
+// multiple of 128 the padding-mask workaround.
+Shape shape_for(Which which, const AttentionParams& p) {
+  Shape s = shape_of(p);
+  s.padding_mask = which == Which::bwd && cudnnGetVersion() < kBwdAnyKeysFromVersion && p.seq_k % kBwdKeyMultiple != 0;
+  return s;
 }
 
 // The plan for (current device, which, shape), planned on first use. Never null; see why_not.
 Plan& plan_for(Which which, const AttentionParams& p) {
   State& st = state();
-  const Key key{current_device(), which, shape_of(p)};
+  const Key key{current_device(), which, shape_for(which, p)};
   auto it = st.plans.find(key);
   if (it != st.plans.end()) return *it->second;
   auto plan = std::make_unique<Plan>();
@@ -247,6 +255,9 @@ Plan& plan_for(Which which, const AttentionParams& p) {
   };
   if (which == Which::bwd) {
     attempt(*plan, [&](Graph& g) { build_backward(g, key.shape); });
+    if (!plan->plan && key.shape.padding_mask)
+      plan->why_not = "cuDNN < 9.16's attention backward needs a padding mask for seq_k not a multiple of 128 "
+                      "(cudnn-frontend's workaround, built here), and refused it: " + plan->why_not;
   } else if (key.shape.dtype != Dtype::fp8) {
     attempt(*plan, [&](Graph& g) { build_forward(g, key.shape); });
   } else {
@@ -290,6 +301,16 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   }
   if (plan.o_e4m3) o = ws + align_up(plan.plan_workspace);
   const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
+  if (which == Which::bwd && shape_for(which, p).padding_mask && !plan.device_seq_lens) {
+    std::vector<std::int32_t> lengths(std::size_t(2 * p.batch), p.seq_k);
+    std::fill_n(lengths.begin(), p.batch, p.seq_q);
+    void* d = nullptr;
+    FB_CUDA_CHECK(cudaMalloc(&d, lengths.size() * sizeof(std::int32_t)));
+    FB_CUDA_CHECK(cudaMemcpyAsync(d, lengths.data(), lengths.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                                  stream));
+    FB_CUDA_CHECK(cudaStreamSynchronize(stream));  // `lengths` is about to go
+    plan.device_seq_lens = static_cast<std::int32_t*>(d);
+  }
   if (p.dtype == Dtype::fp8) {
     if (!plan.device_scalars) {
       void* d = nullptr;
@@ -327,6 +348,8 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
       case kScaleO:
       case kAmaxS:
       case kAmaxO: return plan.device_scalars + (uid - kDescaleQ);
+      case kSeqLenQ: return plan.device_seq_lens;
+      case kSeqLenKv: return plan.device_seq_lens + p.batch;
       default: return nullptr;  // a by-value scalar
     }
   };

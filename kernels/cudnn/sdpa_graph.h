@@ -63,6 +63,10 @@ enum Uid : std::int64_t {
   kScaleO,    // O is multiplied by this before it is stored (1 for a bf16 O)
   kAmaxS,
   kAmaxO,
+  // backward with the padding-mask workaround (Shape::padding_mask): every sequence's full length,
+  // int32 [b, 1, 1, 1] in device memory.
+  kSeqLenQ,
+  kSeqLenKv,
   kFirstVirtual = 100,
 };
 
@@ -71,6 +75,10 @@ struct Shape {
   Dtype dtype = Dtype::bf16;
   std::int64_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_k = 1, head_dim = 64;
   bool causal = false;
+  // Backward only: a padding mask at the full lengths and the GEMM size overrides that go with it.
+  // It masks nothing; it is cudnn-frontend's workaround for cuDNN < 9.16, whose backward without one
+  // is wrong when seq_k is not a multiple of 128.
+  bool padding_mask = false;
   bool operator<(const Shape& o) const;
 };
 Shape shape_of(const AttentionParams& p);
@@ -96,7 +104,8 @@ enum class Fp8Out { bf16, e4m3 };
 // the unscaled O. Masks: none, or causal when seq_q == seq_k (top-left and bottom-right coincide;
 // the caller refuses other causal shapes) or seq_q == 1 (the one row sees every key: no mask).
 void build_forward_fp8(Graph& g, const Shape& s, Fp8Out out);
-// dQ, dK, dV from Q, K, V, O, LSE, dO (and the two workspace tensors kRowDot, kDqAccum).
+// dQ, dK, dV from Q, K, V, O, LSE, dO (and the two workspace tensors kRowDot, kDqAccum; with
+// s.padding_mask also kSeqLenQ and kSeqLenKv).
 void build_backward(Graph& g, const Shape& s);
 
 // Bytes of the backward's workspace tensors.
