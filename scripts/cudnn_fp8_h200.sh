@@ -4,6 +4,7 @@
 # backward for seq_k not a multiple of 128 through the padding-mask workaround on cuDNN < 9.16),
 # then configs/cudnn-fp8-h200.json (fp8, d = 128, N 2k/8k, causal and not: naive, flash-sm90, cudnn,
 # all verified) with a table (TFLOP/s, O error / bound, LSE error, verdict per kernel and case), then
+# the fp8 workspace-guard A/B on N = 2048 (FB_CUDNN_WS_GUARD=0, FB_CUDNN_FP8_SENTINEL=1), then
 # configs/cudnn-decode-h200.json (decode timing: cudnn beside flash-decode; DECODE=0 skips it).
 #     BUILD=build-h200 scripts/cudnn_fp8_h200.sh OUTDIR
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built with cuDNN.
@@ -26,7 +27,7 @@ step() {  # name, command...
   timeout "${STEP_TIMEOUT:-120}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   [ "$rc" -eq 0 ] || failed=1
-  summary+=("$(printf '%-6s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
+  summary+=("$(printf '%-9s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
 }
 
 step tests "$build/tests/flashbench_gpu_tests" "[cudnn]"
@@ -63,6 +64,15 @@ for key in sorted(rows):
         ratio = f'{v["cudnn"][1] / v["flash-sm90"][1]:.2f}x'
     print(f"{key[0]:<6} {key[1]:<6} " + "".join(f'{v.get(k, ("-", None))[0]:<40}' for k in kernels) + ratio)
 PY
+# The fp8 workspace guard A/B (cudnn_sdpa.cpp, fp8_guard_bytes) on the shape that needed it: without
+# the guard, then without it and with NaN codes in the e4m3 O before each call (elements cuDNN never
+# writes come out NaN: verification then fails on non-finite values instead of large errors).
+diag=(--backend cuda --no-ceilings --kernels naive,cudnn --filter 'n2048-d128-fp8-full' --reps 3 --warmup 1)
+step noguard env FB_CUDNN_WS_GUARD=0 "$fb" run configs/cudnn-fp8-h200.json "${diag[@]}" -o "$out/noguard.json"
+step sentinel env FB_CUDNN_WS_GUARD=0 FB_CUDNN_FP8_SENTINEL=1 "$fb" run configs/cudnn-fp8-h200.json "${diag[@]}" -o "$out/sentinel.json"
+step guardsent env FB_CUDNN_FP8_SENTINEL=1 "$fb" run configs/cudnn-fp8-h200.json "${diag[@]}" -o "$out/guardsent.json"
+for f in noguard sentinel guardsent; do grep -E "cudnn +(ok|FAIL)|cudnn .*err" "$out/$f.log" | sed "s/^/$f: /" >&2; done
+
 # Decode (DECODE=0 skips): cudnn beside flash-decode, us and % of the copy ceiling per case.
 if [ "${DECODE:-1}" != 0 ]; then
   step decode "$fb" run configs/cudnn-decode-h200.json --backend cuda -o "$out/cudnn-decode-h200.json"

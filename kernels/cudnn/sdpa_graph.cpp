@@ -89,7 +89,11 @@ Tensor tensor(Graph& g, std::int64_t uid, cudnnDataType_t type, const Layout& l,
 }
 Tensor io(Graph& g, Uid uid, cudnnDataType_t type, const Layout& l) { return tensor(g, uid, type, l, false); }
 Tensor virt(Graph& g, cudnnDataType_t type, const Layout& l) { return tensor(g, g.next_virtual++, type, l, true); }
-Tensor scalar(Graph& g, Uid uid, cudnnDataType_t type) { return tensor(g, uid, type, kScalar, false, true); }
+Tensor scalar(Graph& g, Uid uid, cudnnDataType_t type) {
+  const auto it = g.scalars.find(uid);
+  if (it != g.scalars.end()) return it->second;
+  return g.scalars[uid] = tensor(g, uid, type, kScalar, false, true);
+}
 
 // Per-batch sizes of a GEMM (int32 [b, 1, 1, 1] tensors) where they may be below the tensors' own:
 // what the padding mask comes with. Null: the tensors' size.

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,9 @@ struct Graph {
   std::vector<cudnnBackendDescriptor_t> ops;
   std::vector<std::int64_t> uids;
   std::int64_t next_virtual = kFirstVirtual;
+  // By-value scalars made so far: one tensor per uid however many nodes read it (the variant pack
+  // refuses a uid twice).
+  std::map<std::int64_t, cudnnBackendDescriptor_t> scalars;
 };
 
 // O and LSE from Q, K, V.
