@@ -282,7 +282,7 @@ Plan& plan_for(Which which, const AttentionParams& p) {
 std::size_t fp8_o_bytes(const Shape& s) { return std::size_t(s.batch * s.heads * s.seq_q * s.head_dim); }
 
 // Diagnostics of the fp8 forward, read once from the environment (scripts/cudnn_fp8_h200.sh A/Bs them):
-// FB_CUDNN_WS_GUARD=0 drops the guard below; FB_CUDNN_FP8_SENTINEL=1 fills the e4m3 O with NaN codes
+// FB_CUDNN_WS_GUARD=0 drops the guards (the workspace's below, the scalar buffer's room); FB_CUDNN_FP8_SENTINEL=1 fills the e4m3 O with NaN codes
 // before every call, so that elements cuDNN does not write come out NaN instead of stale.
 bool env_flag(const char* name, bool fallback) {
   const char* v = std::getenv(name);
@@ -343,7 +343,7 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
     if (!plan.device_scalars) {
       void* d = nullptr;
       // Room past the 8 floats, for the same reason as the workspace guard (fp8_guard_bytes).
-      FB_CUDA_CHECK(cudaMalloc(&d, kFp8ScalarBytes));
+      FB_CUDA_CHECK(cudaMalloc(&d, fp8_ws_guard() ? kFp8ScalarBytes : kFp8DeviceScalars * sizeof(float)));
       plan.device_scalars = static_cast<float*>(d);
     }
     // Uploaded when they change (a new case), not on every call: the timed calls repeat the same.
