@@ -282,8 +282,9 @@ Plan& plan_for(Which which, const AttentionParams& p) {
 std::size_t fp8_o_bytes(const Shape& s) { return std::size_t(s.batch * s.heads * s.seq_q * s.head_dim); }
 
 // Diagnostics of the fp8 forward, read once from the environment (scripts/cudnn_fp8_h200.sh A/Bs them):
-// FB_CUDNN_WS_GUARD=0 drops the guards (the workspace's below, the scalar buffer's room); FB_CUDNN_FP8_SENTINEL=1 fills the e4m3 O with NaN codes
-// before every call, so that elements cuDNN does not write come out NaN instead of stale.
+// FB_CUDNN_WS_GUARD=0 drops the guards (the workspace's below, the scalar buffer's room);
+// FB_CUDNN_FP8_SENTINEL=1 fills the e4m3 O with NaN codes before every call, so that elements cuDNN does
+// not write come out NaN instead of stale.
 bool env_flag(const char* name, bool fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) != "0" : fallback;
