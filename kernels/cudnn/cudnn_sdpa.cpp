@@ -206,7 +206,8 @@ const char* refused_shape(Which which, const AttentionParams& p) {
     if (which == Which::bwd) return "cudnn's fp8 runs the forward only (flashbench's fp8 has no backward)";
     const std::size_t v = cudnnGetVersion();
     if (v < kFp8FromVersion) return "cuDNN's FP8 attention needs cuDNN >= 9.1";
-    if (v == kFp8BrokenVersion) return "cuDNN 9.10.0's FP8 attention forward is known broken (cudnn-frontend refuses it)";
+    if (v == kFp8BrokenVersion)
+      return "cuDNN 9.10.0's FP8 attention forward is known broken (cudnn-frontend refuses it)";
     if (p.head_dim % kFp8HeadDimMultiple != 0 || p.head_dim > kMaxHeadDim)
       return "cuDNN's FP8 attention needs head_dim a multiple of 16, at most 256";
     if (p.causal && p.seq_q != p.seq_k && p.seq_q > 1)
@@ -219,7 +220,8 @@ const char* refused_shape(Which which, const AttentionParams& p) {
   if (p.causal && p.seq_q > p.seq_k)
     return "cuDNN's bottom-right causal mask needs seq_q <= seq_k (query rows that see no key are not "
            "expressible in its graph)";
-  if (which == Which::bwd && p.seq_q == 1 && p.seq_k == 1) return "cuDNN's attention backward refuses seq_q = seq_k = 1";
+  if (which == Which::bwd && p.seq_q == 1 && p.seq_k == 1)
+    return "cuDNN's attention backward refuses seq_q = seq_k = 1";
   return nullptr;
 }
 
