@@ -66,12 +66,14 @@ for key in sorted(rows):
 PY
 # The fp8 workspace guard A/B (cudnn_sdpa.cpp, fp8_guard_bytes) on the shape that needed it: without
 # the guard, then without it and with NaN codes in the e4m3 O before each call (elements cuDNN never
-# writes come out NaN: verification then fails on non-finite values instead of large errors).
+# writes come out NaN: verification then fails on non-finite values instead of large errors), then
+# with cuDNN's next engine configuration instead of the first (FB_CUDNN_ENGINE_SKIP=1), no guard.
 diag=(--backend cuda --no-ceilings --kernels naive,cudnn --filter 'n2048-d128-fp8-full' --reps 3 --warmup 1)
 step noguard env FB_CUDNN_WS_GUARD=0 "$fb" run configs/cudnn-fp8-h200.json "${diag[@]}" -o "$out/noguard.json"
 step sentinel env FB_CUDNN_WS_GUARD=0 FB_CUDNN_FP8_SENTINEL=1 "$fb" run configs/cudnn-fp8-h200.json "${diag[@]}" -o "$out/sentinel.json"
 step guardsent env FB_CUDNN_FP8_SENTINEL=1 "$fb" run configs/cudnn-fp8-h200.json "${diag[@]}" -o "$out/guardsent.json"
-for f in noguard sentinel guardsent; do grep -E "cudnn +(ok|FAIL)|cudnn .*err" "$out/$f.log" | sed "s/^/$f: /" >&2; done
+step skip1 env FB_CUDNN_WS_GUARD=0 FB_CUDNN_ENGINE_SKIP=1 "$fb" run configs/cudnn-fp8-h200.json "${diag[@]}" -o "$out/skip1.json"
+for f in noguard sentinel guardsent skip1; do grep -E "fwd +cudnn " "$out/$f.log" | sed "s/^/$f: /" >&2; done
 
 # Decode (DECODE=0 skips): cudnn beside flash-decode, us and % of the copy ceiling per case.
 if [ "${DECODE:-1}" != 0 ]; then

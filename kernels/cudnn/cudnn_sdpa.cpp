@@ -142,6 +142,16 @@ std::string version_string(std::size_t v) {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
+// Diagnostic (scripts/cudnn_fp8_h200.sh): FB_CUDNN_ENGINE_SKIP=n passes over the first n engine
+// configurations that finalise, to tell an engine's bug from ours.
+int engine_skip() {
+  static const int n = [] {
+    const char* v = std::getenv("FB_CUDNN_ENGINE_SKIP");
+    return v && *v ? std::max(0, std::atoi(v)) : 0;
+  }();
+  return n;
+}
+
 // Heuristics (mode A, then the fallback list), then the first engine configuration that finalises.
 void plan_graph(Plan& out, cudnnHandle_t handle) {
   const cudnnBackendDescriptor_t graph = out.graph.descs.emplace_back(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR).get();
@@ -151,6 +161,7 @@ void plan_graph(Plan& out, cudnnHandle_t handle) {
   FB_CUDNN_CHECK(cudnnBackendFinalize(graph));
 
   std::string refusals;  // what each attempt said, for the reason when none works
+  int to_skip = engine_skip();
   const auto note = [&](const char* what, cudnnStatus_t st) {
     const std::string detail = cudnn_detail::last_error();
     refusals += std::string(refusals.empty() ? "" : "; ") + what + ": " + cudnnGetErrorString(st) +
@@ -184,6 +195,11 @@ void plan_graph(Plan& out, cudnnHandle_t handle) {
       FB_CUDNN_SET(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i]);
       if (const cudnnStatus_t st = cudnnBackendFinalize(plan.get()); st != CUDNN_STATUS_SUCCESS) {
         note("engine configuration", st);
+        continue;
+      }
+      if (to_skip > 0) {
+        --to_skip;
+        refusals += std::string(refusals.empty() ? "" : "; ") + "a configuration skipped (FB_CUDNN_ENGINE_SKIP)";
         continue;
       }
       std::int64_t workspace = 0, returned = 0;
