@@ -203,10 +203,12 @@ std::vector<Descriptor> make_builtins() {
                            "keys split across CTAs, each K/V tile read once for every query row of the "
                            "GQA group, splits merged exactly; forward only, seq_q <= 64; sm_80+",
                            {Pass::fwd}, true}));
-  list.push_back(describe({"cudnn", Role::peer, {Dtype::fp16, Dtype::bf16}, {}, cudnn_bytes, {}, cudnn_entry(),
+  list.push_back(describe({"cudnn", Role::peer, {Dtype::fp16, Dtype::bf16, Dtype::fp8}, {}, cudnn_bytes, {},
+                           cudnn_entry(),
                            "cuDNN's fused flash attention (backend graph API: matmul, mask, softmax, "
-                           "matmul as one engine), forward and backward, GQA, bottom-right causal; the "
-                           "vendor peer in the same binary, timed and verified like the others"}));
+                           "matmul as one engine), forward and backward, GQA, bottom-right causal; fp8 "
+                           "forward (per-tensor scales; on Hopper cuDNN stores O in e4m3, widened to bf16); "
+                           "the vendor peer in the same binary, timed and verified like the others"}));
   list.push_back(describe({"reference", Role::reference, {Dtype::fp64}, {}, {}, {},
                            FB_CUDA_ENTRY(cuda::reference_ops()),
                            "exact fp64 attention, the yardstick every kernel's error is measured against"}));

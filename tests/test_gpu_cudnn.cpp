@@ -1,13 +1,18 @@
 // GPU tests [gpu][cudnn]: cuDNN's fused attention (the `cudnn` peer) through the normal runner path —
 // outputs poisoned, run, then judged against the fp64 reference by the same rule as every kernel (its
-// error at most 2x naive's, per tensor). gpu_main.cpp skips without a device; in a build without
-// cuDNN the kernel must say so.
+// error at most 2x naive's, per tensor), fp8 included (with what cuDNN's e4m3 O adds on Hopper, see
+// check_fp8_records). gpu_main.cpp skips without a device; in a build without cuDNN the kernel must
+// say so.
 #include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#if FLASHBENCH_HAVE_CUDNN
+#include "cudnn/cudnn_sdpa.h"
+#endif
 #include "gpu_support.h"
+#include "judge.h"
 #include "registry.h"
 #include "runner.h"
 
@@ -42,7 +47,34 @@ std::vector<Record> run_and_verify(const Case& c, int cudnn_reps = 1) {
 
 #if FLASHBENCH_HAVE_CUDNN
 
-TEST_CASE("cudnn is a peer: listed, named only, forward and backward in fp16/bf16", "[gpu][cudnn]") {
+namespace {
+
+// naive's and cudnn's fp8 records of one case. naive and LSE: flashbench's verdict. cudnn's O: the
+// verdict too when cuDNN stores O in bf16; when it stores e4m3 (Hopper), that rounding (half an e4m3
+// ulp at the output's magnitude, up to 2^-4 of it) comes on top of what the 2x-naive rule allows,
+// which it can exceed on its own: then the O error must stay within the rule's bound plus that
+// rounding (a missing or wrong factor is of the order of the output), and the verdict is logged.
+void check_fp8_records(const std::vector<Record>& records, int o_bits) {
+  for (const Record& r : records) {
+    INFO(r.kernel << " errors " << r.errors.dump());
+    REQUIRE(r.verified.has_value());
+    if (r.kernel != "cudnn" || o_bits != 8 || *r.verified) {
+      CHECK(*r.verified);
+      continue;
+    }
+    const auto& o = r.errors.at("O");
+    const auto& lse = r.errors.at("LSE");
+    CHECK(lse.at("ref").get<double>() <= lse.at("bound").get<double>());
+    const double e4m3_rounding = ulp_at(o.at("scale").get<double>(), Dtype::fp8) / 2;
+    CHECK(o.at("ref").get<double>() <= o.at("bound").get<double>() + e4m3_rounding);
+    WARN("cudnn fp8 " << r.c.key() << ": O error " << o.at("ref").get<double>() << " over the 2x-naive bound "
+                      << o.at("bound").get<double>() << " (cuDNN's e4m3 O: half an ulp is " << e4m3_rounding << ")");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cudnn is a peer: listed, named only, forward and backward in fp16/bf16, fp8 forward", "[gpu][cudnn]") {
   const Descriptor& k = kernel("cudnn");
   CHECK(k.role == Role::peer);
   CHECK(k.runs_on(BackendId::cuda));
@@ -51,7 +83,8 @@ TEST_CASE("cudnn is a peer: listed, named only, forward and backward in fp16/bf1
 }
 
 TEST_CASE("cudnn verifies against fp64: plain, causal square and bottom-right, GQA/MQA, decode", "[gpu][cudnn]") {
-  // Backward shapes keep seq_k a multiple of 128 (cuDNN < 9.16 refuses others: see the next test).
+  // Backward shapes keep seq_k a multiple of 128 (cuDNN < 9.16 needs a workaround otherwise: see the
+  // next test).
   const std::vector<Case> cases = {
       make_case(2, 8, 8, 256, 256, 64, Dtype::bf16, false, Pass::fwd_bwd),
       make_case(1, 8, 8, 384, 384, 128, Dtype::fp16, true, Pass::fwd_bwd),
@@ -67,6 +100,32 @@ TEST_CASE("cudnn verifies against fp64: plain, causal square and bottom-right, G
   };
   for (const Case& c : cases) {
     INFO("case " << c.key());
+    for (const Record& r : run_and_verify(c)) {
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+    }
+  }
+}
+
+TEST_CASE("cudnn backward with seq_k not a multiple of 128 (the padding-mask workaround before cuDNN 9.16)",
+          "[gpu][cudnn]") {
+  // On cuDNN < 9.16 the backward graph carries a padding mask at the full lengths (masks nothing):
+  // without it that cuDNN is wrong here. Verified, or refused with cuDNN's reason.
+  const std::vector<Case> cases = {
+      make_case(1, 8, 8, 1000, 1000, 128, Dtype::bf16, false, Pass::fwd_bwd),
+      make_case(1, 8, 2, 300, 333, 64, Dtype::fp16, true, Pass::fwd_bwd),     // GQA, bottom-right causal
+      make_case(2, 4, 4, 200, 200, 128, Dtype::bf16, true, Pass::bwd),
+      make_case(1, 16, 1, 64, 1000, 64, Dtype::fp16, false, Pass::fwd_bwd),   // MQA, seq_q < seq_k
+  };
+  CudaBackend& b = gpu();
+  for (const Case& c : cases) {
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, kernel("cudnn"))) {
+      WARN("cudnn refuses " << c.key() << ": " << *why);
+      CHECK(why->find("cuDNN") != std::string::npos);
+      continue;
+    }
     for (const Record& r : run_and_verify(c)) {
       INFO(r.kernel << " errors " << r.errors.dump());
       REQUIRE(r.verified.has_value());
@@ -124,6 +183,89 @@ TEST_CASE("cudnn: outputs it never writes fail verification (poison), the worksp
   // The backward keeps an fp32 dQ accumulator in flashbench's workspace.
   const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
   CHECK(ws >= std::size_t(c.params().q_elems()) * sizeof(float));
+  const KernelRun run = b.run(cudnn, 0, 0);  // poisoned, never run
+  CHECK(run.peak_bytes >= ws);
+  std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "cudnn")};
+  verify_case(b, records, builtin_kernels());
+  REQUIRE(records[1].verified.has_value());
+  CHECK_FALSE(*records[1].verified);
+  b.release();
+}
+
+// fp8 (e4m3 Q, K, V with per-tensor descales, O in bf16; kernels/attention.h): the same runner path
+// and rule as above (naive's fp8 path the baseline, cudnn's O and LSE within 2x its error plus the
+// floor). On Hopper cuDNN stores O in e4m3 and the kernel widens it: the log says which.
+TEST_CASE("cudnn fp8 forward verifies against fp64: d 128 and 64, causal square, GQA; odd lengths, decode",
+          "[gpu][cudnn]") {
+  // Shapes cuDNN's FP8 engine must take on Hopper (d a multiple of 16, causal only where top-left and
+  // bottom-right coincide).
+  const std::vector<Case> cases = {
+      make_case(2, 8, 8, 1024, 1024, 128, Dtype::fp8, false, Pass::fwd),
+      make_case(1, 8, 8, 1024, 1024, 128, Dtype::fp8, true, Pass::fwd),   // causal square
+      make_case(2, 8, 8, 512, 512, 64, Dtype::fp8, false, Pass::fwd),
+      make_case(1, 8, 8, 768, 768, 64, Dtype::fp8, true, Pass::fwd),      // d 64, causal
+      make_case(1, 16, 4, 512, 512, 128, Dtype::fp8, true, Pass::fwd),    // GQA 4:1, causal
+      make_case(2, 8, 2, 256, 1024, 128, Dtype::fp8, false, Pass::fwd),   // GQA, seq_q < seq_k, no mask
+      // The configs/cudnn-fp8-h200.json shape whose O had corrupted elements on the H200 before the
+      // workspace guard (cudnn_sdpa.cpp, fp8_guard_bytes): b x h = 128.
+      make_case(8, 16, 16, 2048, 2048, 128, Dtype::fp8, false, Pass::fwd),
+      make_case(8, 16, 16, 2048, 2048, 128, Dtype::fp8, true, Pass::fwd),
+  };
+  CudaBackend& b = gpu();
+  const int o_bits = cuda::cudnn_sdpa::fp8_o_bits(cases.front().params());
+  WARN("cudnn " << cuda::cudnn_version() << ": fp8 O stored by cuDNN in "
+                << (o_bits == 8 ? "e4m3 (widened to bf16)" : o_bits == 16 ? "bf16" : "? (no plan)"));
+  for (const Case& c : cases) {
+    INFO("case " << c.key());
+    INFO("cudnn: " << b.check_fits(c, kernel("cudnn")).value_or("fits"));
+    check_fp8_records(run_and_verify(c), o_bits);
+  }
+  // Decode, and odd lengths naive's FP8 path takes (seq_k a multiple of 16): verified where cuDNN's FP8
+  // engine takes them, else refused with cuDNN's reason.
+  for (const Case& c : {make_case(1, 8, 8, 200, 1008, 128, Dtype::fp8, false, Pass::fwd),
+                        make_case(2, 16, 4, 333, 1008, 64, Dtype::fp8, false, Pass::fwd),  // GQA, d 64
+                        make_case(4, 32, 8, 1, 4096, 128, Dtype::fp8, true, Pass::fwd)}) {  // the row sees all
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, kernel("cudnn"))) {
+      WARN("cudnn refuses " << c.key() << ": " << *why);
+      CHECK(why->find("cuDNN") != std::string::npos);
+      continue;
+    }
+    check_fp8_records(run_and_verify(c), o_bits);
+  }
+}
+
+TEST_CASE("cudnn fp8 refuses what cuDNN's FP8 engine cannot do, naming why", "[gpu][cudnn]") {
+  CudaBackend& b = gpu();
+  const Descriptor& cudnn = kernel("cudnn");
+  // Bottom-right causal with seq_q < seq_k: Hopper's FP8 engine masks top-left only.
+  auto why = b.check_fits(make_case(1, 4, 4, 128, 512, 128, Dtype::fp8, true, Pass::fwd), cudnn);
+  REQUIRE(why.has_value());
+  CHECK(why->find("top-left") != std::string::npos);
+  // seq_q > seq_k causal.
+  why = b.check_fits(make_case(1, 4, 4, 512, 128, 128, Dtype::fp8, true, Pass::fwd), cudnn);
+  REQUIRE(why.has_value());
+  // A head dim off the FP8 grid (a multiple of 8 that the 16-bit graphs take).
+  why = b.check_fits(make_case(1, 4, 4, 128, 128, 40, Dtype::fp8, false, Pass::fwd), cudnn);
+  REQUIRE(why.has_value());
+  CHECK(why->find("multiple of 16") != std::string::npos);
+  // No fp8 backward.
+  why = b.check_fits(make_case(1, 4, 4, 128, 128, 128, Dtype::fp8, false, Pass::fwd_bwd), cudnn);
+  REQUIRE(why.has_value());
+  CHECK(why->find("forward only") != std::string::npos);
+  CHECK(cuda::cudnn_sdpa::fp8_o_bits(make_case(1, 4, 4, 128, 512, 128, Dtype::fp8, true, Pass::fwd).params()) == 0);
+}
+
+TEST_CASE("cudnn fp8: an O it never writes fails verification (poison), the e4m3 O is in the workspace",
+          "[gpu][cudnn]") {
+  CudaBackend& b = gpu();
+  const Case c = make_case(1, 8, 8, 512, 512, 128, Dtype::fp8, false, Pass::fwd);
+  b.prepare(c, kSeed);
+  const Descriptor& cudnn = kernel("cudnn");
+  REQUIRE_FALSE(b.check_fits(c, cudnn).has_value());
+  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+  const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
+  if (cuda::cudnn_sdpa::fp8_o_bits(c.params()) == 8) CHECK(ws >= std::size_t(c.params().q_elems()));
   const KernelRun run = b.run(cudnn, 0, 0);  // poisoned, never run
   CHECK(run.peak_bytes >= ws);
   std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "cudnn")};

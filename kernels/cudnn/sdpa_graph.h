@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,20 @@ enum Uid : std::int64_t {
   kOne,      // 1 (fp32 by value)
   kSeqQ,     // s_q (int32 by value), bottom-right causal only
   kSeqK,     // s_k (int32 by value), bottom-right causal only
+  // fp8 forward only: per-tensor factors (fp32 [1,1,1,1] in device memory, as cudnn-frontend binds
+  // them) and the two amax outputs cuDNN's FP8 pattern ends in (written, never read here).
+  kDescaleQ,
+  kDescaleK,
+  kDescaleV,
+  kDescaleS,  // 1 / scale_s: undoes P's scale after P.V
+  kScaleS,    // P is multiplied by this before its e4m3 rounding (flashbench's p_scale)
+  kScaleO,    // O is multiplied by this before it is stored (1 for a bf16 O)
+  kAmaxS,
+  kAmaxO,
+  // backward with the padding-mask workaround (Shape::padding_mask): every sequence's full length,
+  // int32 [b, 1, 1, 1] in device memory.
+  kSeqLenQ,
+  kSeqLenKv,
   kFirstVirtual = 100,
 };
 
@@ -61,6 +76,10 @@ struct Shape {
   Dtype dtype = Dtype::bf16;
   std::int64_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_k = 1, head_dim = 64;
   bool causal = false;
+  // Backward only: a padding mask at the full lengths and the GEMM size overrides that go with it.
+  // It masks nothing; it is cudnn-frontend's workaround for cuDNN < 9.16, whose backward without one
+  // is wrong when seq_k is not a multiple of 128.
+  bool padding_mask = false;
   bool operator<(const Shape& o) const;
 };
 Shape shape_of(const AttentionParams& p);
@@ -72,11 +91,25 @@ struct Graph {
   std::vector<cudnnBackendDescriptor_t> ops;
   std::vector<std::int64_t> uids;
   std::int64_t next_virtual = kFirstVirtual;
+  // By-value scalars made so far: one tensor per uid however many nodes read it (the variant pack
+  // refuses a uid twice).
+  std::map<std::int64_t, cudnnBackendDescriptor_t> scalars;
 };
 
 // O and LSE from Q, K, V.
 void build_forward(Graph& g, const Shape& s);
-// dQ, dK, dV from Q, K, V, O, LSE, dO (and the two workspace tensors kRowDot, kDqAccum).
+
+// Element type of the fp8 forward's O: what cuDNN's FP8 engine stores. Hopper's takes e4m3 only
+// (cudnn-frontend: a 16-bit O is Blackwell with cuDNN >= 9.13); bf16 is asked first in case it is.
+enum class Fp8Out { bf16, e4m3 };
+// The fp8 forward (kernels/attention.h's definition, dtype fp8): e4m3 Q, K, V; S = Q K^T times
+// scale, descale_q and descale_k in fp32; softmax as build_forward's (LSE from the fp32 S); P times
+// scale_s rounded to e4m3; O = (P V) descale_s descale_v scale_o, stored as `out`; amax of P and of
+// the unscaled O. Masks: none, or causal when seq_q == seq_k (top-left and bottom-right coincide;
+// the caller refuses other causal shapes) or seq_q == 1 (the one row sees every key: no mask).
+void build_forward_fp8(Graph& g, const Shape& s, Fp8Out out);
+// dQ, dK, dV from Q, K, V, O, LSE, dO (and the two workspace tensors kRowDot, kDqAccum; with
+// s.padding_mask also kSeqLenQ and kSeqLenKv).
 void build_backward(Graph& g, const Shape& s);
 
 // Bytes of the backward's workspace tensors.
