@@ -17,18 +17,8 @@ out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 fb="$build/flashbench"
 
-failed=0
-summary=()
-step() {  # name, command...
-  local name=$1
-  shift
-  local t0=$SECONDS
-  echo "=== $name: $*" >&2
-  timeout "${STEP_TIMEOUT:-120}" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  [ "$rc" -eq 0 ] || failed=1
-  summary+=("$(printf '%-9s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
-}
+step_timeout=120 step_tail=0 step_name_width=9
+. scripts/h200_step.sh
 
 step tests "$build/tests/flashbench_gpu_tests" "[cudnn]"
 # What a failing test said, and the warnings (which O type cuDNN stored, what it refused).

@@ -17,19 +17,8 @@ fb="$build/flashbench"
 [ -x "$fb" ] && [ -x "$build/tests/flashbench_gpu_tests" ] ||
   { echo "flashbwd_h200.sh: $build has no flashbench or tests/flashbench_gpu_tests" >&2; exit 2; }
 
-failed=0
-summary=()
-step() {  # name, command...
-  local name=$1
-  shift
-  local t0=$SECONDS
-  echo "=== $name: $*" >&2
-  timeout "${STEP_TIMEOUT:-60}" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  [ "$rc" -eq 0 ] || failed=1
-  summary+=("$(printf '%-8s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
-  tail -n 4 "$out/$name.log" >&2
-}
+step_timeout=60 step_tail=4
+. scripts/h200_step.sh
 
 step tests "$build/tests/flashbench_gpu_tests" \
   "naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*"

@@ -23,19 +23,8 @@ if [ ! -x "$build/flashbench" ] || [ ! -x "$build/tests/flashbench_gpu_tests" ];
 fi
 fb="$build/flashbench"
 
-failed=0
-summary=()
-step() {  # name, command...
-  local name=$1
-  shift
-  local t0=$SECONDS
-  echo "=== $name: $*" >&2
-  timeout "${STEP_TIMEOUT:-240}" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  [ "$rc" -eq 0 ] || failed=1
-  summary+=("$(printf '%-8s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
-  tail -n 8 "$out/$name.log" >&2
-}
+step_timeout=240 step_tail=8
+. scripts/h200_step.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "[hdim256]"
