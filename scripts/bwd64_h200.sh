@@ -20,15 +20,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 
-if [ ! -x "$build/flashbench" ] || [ ! -x "$build/tests/flashbench_gpu_tests" ]; then
-  cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
-    cmake --build "$build" -j"$(nproc)" --target flashbench flashbench_gpu_tests >>"$out/build.log" 2>&1 ||
-    { tail -n 30 "$out/build.log" >&2; echo "bwd64_h200.sh: the build failed ($out/build.log)" >&2; exit 1; }
-fi
 fb="$build/flashbench"
 
 step_timeout=120 step_tail=6
 . scripts/h200_step.sh
+ensure_build bwd64_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "[bwd64]"

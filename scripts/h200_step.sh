@@ -4,6 +4,9 @@
 # the script's step_timeout, else 60 s), adds "NAME rc=.. Ns" to the summary array, sets failed=1 when the
 # command fails or times out, and shows the log's last step_tail lines (default 4; 0 shows none) on stderr.
 # A failing step never stops the script: the rest still run, and the summary says which failed.
+#   ensure_build SCRIPT
+# configures and builds $build for sm_90a (flashbench and the GPU tests, log in $out/build.log) when it has
+# no flashbench or GPU test binary yet; a failed build ends the script (exit 1), naming SCRIPT.
 failed=0
 summary=()
 step() {  # name, command...
@@ -17,4 +20,12 @@ step() {  # name, command...
   summary+=("$(printf "%-${step_name_width:-8}s rc=%-3s %4ss" "$name" "$rc" "$((SECONDS - t0))")")
   if [ "${step_tail:-4}" -gt 0 ]; then tail -n "${step_tail:-4}" "$out/$name.log" >&2; fi
   return 0
+}
+
+ensure_build() {  # script name
+  if [ ! -x "$build/flashbench" ] || [ ! -x "$build/tests/flashbench_gpu_tests" ]; then
+    cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
+      cmake --build "$build" -j"$(nproc)" --target flashbench flashbench_gpu_tests >>"$out/build.log" 2>&1 ||
+      { tail -n 30 "$out/build.log" >&2; echo "$1: the build failed ($out/build.log)" >&2; exit 1; }
+  fi
 }
