@@ -56,28 +56,9 @@ __device__ __forceinline__ std::uint64_t kmajor_desc(std::uint32_t addr) {
   return ptx::make_desc_sw128(addr, kUnitBytes, kAtomBytes);
 }
 
-// A tile of kBytes as TMA wrote it -> hi = tf32(x) in place and lo = tf32(x - hi) at `lo` (same
-// layout: the split is elementwise on 16-byte units), by kThreads threads.
-template <int kBytes, int kThreads, bool kSplit>
-__device__ __forceinline__ void split_tile(std::uint32_t hi, std::uint32_t lo, int tid) {
-  constexpr int kUnits = kBytes / kUnitBytes;
-  static_assert(kUnits % kThreads == 0, "the threads share the tile evenly");
-#pragma unroll 4
-  for (int u = tid; u < kUnits; u += kThreads) {
-    const std::uint32_t off = std::uint32_t(u * kUnitBytes);
-    const float4 x = ptx::ld_shared_f32x4(hi + off);
-    std::uint32_t h[4], l[4];
-    ptx::split_tf32(x.x, h[0], l[0]);
-    ptx::split_tf32(x.y, h[1], l[1]);
-    ptx::split_tf32(x.z, h[2], l[2]);
-    ptx::split_tf32(x.w, h[3], l[3]);
-    ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
-    if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
-  }
-}
-
-// The same split out of place: the tile at `src` (kBytes as TMA wrote it) -> hi = tf32(x) at `hi`,
-// lo = tf32(x - hi) at `lo`; `src` is only read.
+// The split out of place: the tile at `src` (kBytes as TMA wrote it) -> hi = tf32(x) at `hi`,
+// lo = tf32(x - hi) at `lo` (same layout: the split is elementwise on 16-byte units), by kThreads
+// threads; `src` is only read.
 template <int kBytes, int kThreads, bool kSplit>
 __device__ __forceinline__ void split_tile_from(std::uint32_t src, std::uint32_t hi, std::uint32_t lo, int tid) {
   constexpr int kUnits = kBytes / kUnitBytes;
@@ -94,6 +75,12 @@ __device__ __forceinline__ void split_tile_from(std::uint32_t src, std::uint32_t
     ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
     if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
   }
+}
+
+// The same split in place: the tile at `hi` becomes hi = tf32(x), lo = tf32(x - hi) goes to `lo`.
+template <int kBytes, int kThreads, bool kSplit>
+__device__ __forceinline__ void split_tile(std::uint32_t hi, std::uint32_t lo, int tid) {
+  split_tile_from<kBytes, kThreads, kSplit>(hi, hi, lo, tid);
 }
 
 // A (kRows, kCols) tile as TMA wrote it (kCols / 32 chunks of kRows rows) -> its transpose
