@@ -22,13 +22,17 @@
 namespace fb::cuda::flash_sm90 {
 
 // Timing probe: FB_FP8_RESCALE=always rescales O after every tile (session 5's kernel), =grown (as
-// shipped) only in warps where some row's running max grew.
+// shipped) only in warps where some row's running max grew. Read once per process, as the other
+// probes are (a bad value throws on every launch).
 inline bool fp8_rescale_always() {
-  const char* env = std::getenv("FB_FP8_RESCALE");
-  if (env == nullptr || *env == '\0' || std::string(env) == "grown") return false;
-  if (std::string(env) == "always") return true;
-  throw std::runtime_error(std::string("FB_FP8_RESCALE (a timing probe of flash-sm90's fp8 forward) must be ") +
-                           "'always' or 'grown', got '" + env + "'");
+  static const bool always = [] {
+    const char* env = std::getenv("FB_FP8_RESCALE");
+    if (env == nullptr || *env == '\0' || std::string(env) == "grown") return false;
+    if (std::string(env) == "always") return true;
+    throw std::runtime_error(std::string("FB_FP8_RESCALE (a timing probe of flash-sm90's fp8 forward) must be ") +
+                             "'always' or 'grown', got '" + env + "'");
+  }();
+  return always;
 }
 
 template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
@@ -113,9 +117,10 @@ void run_fp8_fwd_poly(const AttentionParams& p, cudaStream_t stream, int poly) {
 
 template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = Fp8TileConfig<D>;
-  const int poly = fp8_probe_choice("FB_FP8_EXP2_POLY", Config::kExp2Poly, {0, 1, 2, 3, 4});
-  const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192, 224});
-  const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
+  // Read once per process (a bad value throws on every launch: a throwing initialiser runs again).
+  static const int poly = fp8_probe_choice("FB_FP8_EXP2_POLY", Config::kExp2Poly, {0, 1, 2, 3, 4});
+  static const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192, 224});
+  static const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
   if constexpr (D == 128) {
     if (bc == 192) {
       if (stages == 2) return run_fp8_fwd_poly<D, 192, 2>(p, stream, poly);
