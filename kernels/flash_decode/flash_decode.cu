@@ -40,12 +40,42 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   return nullptr;
 }
 
+const Probes& probes() {
+  static const Probes read = [] {
+    const auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return std::string(v ? v : "");
+    };
+    const auto bad = [](const char* name, const std::string& v, const char* allowed) {
+      return std::invalid_argument(std::string(name) + " (a timing probe of flash-decode) must be " + allowed +
+                                   ", got '" + v + "'");
+    };
+    Probes pr;
+    const std::string sync = env("FB_DECODE_SYNC");
+    if (sync == "warp") pr.warp_ring = true;
+    else if (!sync.empty() && sync != "block") throw bad("FB_DECODE_SYNC", sync, "'block' or 'warp'");
+    const std::string l2 = env("FB_DECODE_L2");
+    if (l2 == "128") pr.l2 = L2Hint::p128;
+    else if (l2 == "256") pr.l2 = L2Hint::p256;
+    else if (l2 == "ef256") pr.l2 = L2Hint::evict256;
+    else if (!l2.empty() && l2 != "0") throw bad("FB_DECODE_L2", l2, "0, 128, 256 or ef256");
+    const std::string ctas = env("FB_DECODE_CTAS");
+    if (!ctas.empty()) {
+      if (ctas.size() != 1 || ctas[0] < '0' || ctas[0] > '8') throw bad("FB_DECODE_CTAS", ctas, "0 .. 8");
+      pr.ctas_per_sm = ctas[0] - '0';
+    }
+    return pr;
+  }();
+  return read;
+}
+
 SplitPlan plan(const AttentionParams& p) {
   const int sms = current_sm_count();
   const Shape s = shape_for(p);
   const long long rows = static_cast<long long>(p.group()) * p.seq_q;
   const long long base = static_cast<long long>(p.batch) * p.kv_heads * ((rows + s.rows_per_cta - 1) / s.rows_per_cta);
-  const long long target = static_cast<long long>(auto_ctas_per_sm(s.rows_per_cta)) * sms;
+  const int forced = s.rows_per_cta <= 16 ? probes().ctas_per_sm : 0;
+  const long long target = static_cast<long long>(forced > 0 ? forced : auto_ctas_per_sm(s.rows_per_cta)) * sms;
   return plan_splits(p.seq_k, p.kv_splits, base, target, kMinKeysPerSplit, s.tile_keys);
 }
 
@@ -64,8 +94,9 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
     return std::string(v ? v : "");
   }();
   const bool tma = forced == "tma" || forced == "tmadeep";
-  if (forced != "deep" && forced != "deepall" && !tma) return Ring::standard;
   if (shape_for(p).rows_per_cta > 16) return Ring::standard;
+  if (forced == "small") return Ring::small;
+  if (forced != "deep" && forced != "deepall" && !tma) return Ring::standard;
   // The device's answers, once per device (this runs on every forward, between timing events).
   struct Known {
     int major = 0;

@@ -8,6 +8,7 @@
 
 #include "attention.h"
 #include "common/splitkv.h"
+#include "flash_decode/flash_decode_traits.h"
 
 namespace fb::cuda::decode {
 
@@ -33,11 +34,28 @@ Shape shape_for(const AttentionParams& p);
 // The K/V ring of the configurations for up to sixteen query rows: Cfg16's three stages (two CTAs per
 // SM) or the deep ring (CfgDeep: every stage that fits an sm_90 SM, one CTA per SM), each filled by
 // every thread's cp.async into padded rows or (sm_90a) by TMA boxes into 128-byte-swizzled rows.
-enum class Ring { standard, deep, tma, tma_deep };
+enum class Ring { standard, deep, tma, tma_deep, small };
 // The ring forward() launches: standard, unless FB_DECODE_RING (read once a process, for A/B runs of
 // one binary) says `deep` / `tmadeep` (where the grid is at most one CTA per SM), `deepall` (any
-// grid) or `tma`; deep rings only where the device's shared memory holds them, TMA on sm_90 only.
+// grid) or `tma`; deep rings only where the device's shared memory holds them, TMA on sm_90 only;
+// `small` (a probe): CfgSmall, a two-stage ring at three CTAs per SM (with FB_DECODE_CTAS=3 the auto
+// split count fills them).
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
+
+// Timing probes of the configurations for up to sixteen query rows (one decode row of a GQA group; the
+// standard and deep cp.async rings), read once a process for A/B runs of one binary; a bad value
+// throws (on every forward) naming the variable:
+//   FB_DECODE_SYNC=block|warp  block (default): the CTA's warps share each K/V tile, a block barrier per
+//                              tile; warp: each warp loads and waits for its own keys of every tile
+//                              (its cp.async groups and __syncwarp), no block barrier in the loop
+//   FB_DECODE_L2=0|128|256|ef256  the ring's L2Hint (flash_decode_traits.h; default 0: none)
+//   FB_DECODE_CTAS=0|1..8      CTAs per SM the auto split count aims at (0: auto_ctas_per_sm)
+struct Probes {
+  bool warp_ring = false;
+  L2Hint l2 = L2Hint::none;
+  int ctas_per_sm = 0;
+};
+const Probes& probes();
 
 // Per head dim (flash_decode_hdim*.cu), fp16 or bf16: the split kernel and, with splits > 1, the combine.
 void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream);

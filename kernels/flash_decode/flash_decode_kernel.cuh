@@ -49,19 +49,40 @@ template <typename Elem> struct DecodeArgs {
   CUtensorMap tm_v;
 };
 
+// One 16-byte cp.async of the K/V ring (zero-filled when !valid) with the L2 hint of FB_DECODE_L2
+// (flash_decode.h): a prefetch size, optionally under an evict-first policy.
+template <L2Hint kL2>
+__device__ __forceinline__ void cp_async_kv(void* smem_dst, const void* gmem_src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  const std::uint32_t dst = ptx::smem_addr(smem_dst);
+  if constexpr (kL2 == L2Hint::p128) {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(src_bytes));
+  } else if constexpr (kL2 == L2Hint::p256) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(src_bytes));
+  } else if constexpr (kL2 == L2Hint::evict256) {
+    std::uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
+                 "l"(gmem_src), "r"(src_bytes), "l"(policy));
+  } else {
+    ptx::cp_async_16_zfill(smem_dst, gmem_src, valid);
+  }
+}
+
 // Rows [0, kRows) of a (kRows, D) tile from global (row stride D) into shared (row stride
-// kRowStride); rows >= rows_valid are zero-filled and never read from global.
-template <typename Tr, int kRows>
+// kRowStride); rows >= rows_valid are zero-filled and never read from global. Issued by kIssuers
+// threads, `idx` being this thread's index among them (the CTA's threads, or one warp's lanes).
+template <typename Tr, int kRows, int kIssuers = Tr::kThreads, L2Hint kL2 = L2Hint::none>
 __device__ __forceinline__ void load_rows_async(typename Tr::Elem* smem, const typename Tr::Elem* gmem,
-                                                int rows_valid, int tid) {
+                                                int rows_valid, int idx) {
   constexpr int kChunks = kRows * Tr::kRowChunks;
 #pragma unroll
-  for (int c = tid; c < kChunks; c += Tr::kThreads) {
+  for (int c = idx; c < kChunks; c += kIssuers) {
     const int row = c / Tr::kRowChunks;
     const int col = (c % Tr::kRowChunks) * Tr::kChunkElems;
     const bool valid = row < rows_valid;
     const auto* src = gmem + (valid ? std::int64_t(row) * Tr::kHeadDim + col : 0);
-    ptx::cp_async_16_zfill(smem + row * Tr::kRowStride + col, src, valid);
+    cp_async_kv<kL2>(smem + row * Tr::kRowStride + col, src, valid);
   }
 }
 
@@ -113,8 +134,13 @@ __device__ __forceinline__ void wait(std::uint32_t bar, std::uint32_t parity) {
 
 // kTma: the K/V ring is filled by TMA (one thread issues each tile's boxes; swizzled, unpadded rows) and
 // read with swizzled ldmatrix addresses; else by every thread's cp.async into padded rows.
-template <typename Tr, bool kTma>
+// kWarpRing (cp.async ring, warps splitting each tile's keys): each warp loads its own keys of every
+// tile and waits for them alone (cp.async groups + __syncwarp): no block barrier in the key loop, so a
+// warp whose loads landed computes while another still waits. kL2: the ring's L2 hint.
+template <typename Tr, bool kTma, bool kWarpRing = false, L2Hint kL2 = L2Hint::none>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const __grid_constant__ DecodeArgs<typename Tr::Elem> a) {
+  static_assert(!kWarpRing || (!kTma && Tr::kKeyGroups == Tr::kWarps),
+                "a warp-private ring needs every warp on its own keys of each tile (and cp.async)");
 #if !FB_PTX_SM90A
   if constexpr (kTma) __trap();  // never launched: the host picks the TMA ring on sm_90a devices only
 #endif
@@ -150,12 +176,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   const std::uint32_t ring = ptx::smem_addr(smem_raw) + ring_off;
   const std::uint32_t bar0 = ring + std::uint32_t(Tr::kTmaBarOffset);
 
+  const int warp_key0 = wk * Tr::kWarpKeys;  // first key of this warp within a tile
   auto load_kv = [&](int tile) {
     const int stage = tile % Tr::kStages;
-    const std::int64_t off = std::int64_t(tile) * Bc * D;
-    const int valid = k_hi - (k_lo + tile * Bc);
-    load_rows_async<Tr, Bc>(sK + stage * Tr::kKVTileElems, gK + off, valid, tid);
-    load_rows_async<Tr, Bc>(sV + stage * Tr::kKVTileElems, gV + off, valid, tid);
+    if constexpr (kWarpRing) {  // this warp's kWarpKeys rows of the tile, by its lanes
+      const std::int64_t off = (std::int64_t(tile) * Bc + warp_key0) * D;
+      const int valid = k_hi - (k_lo + tile * Bc + warp_key0);
+      const int soff = stage * Tr::kKVTileElems + warp_key0 * Tr::kRowStride;
+      load_rows_async<Tr, Tr::kWarpKeys, 32, kL2>(sK + soff, gK + off, valid, lane);
+      load_rows_async<Tr, Tr::kWarpKeys, 32, kL2>(sV + soff, gV + off, valid, lane);
+    } else {
+      const std::int64_t off = std::int64_t(tile) * Bc * D;
+      const int valid = k_hi - (k_lo + tile * Bc);
+      load_rows_async<Tr, Bc, Tr::kThreads, kL2>(sK + stage * Tr::kKVTileElems, gK + off, valid, tid);
+      load_rows_async<Tr, Bc, Tr::kThreads, kL2>(sV + stage * Tr::kKVTileElems, gV + off, valid, tid);
+    }
   };
   // TMA: thread 0 issues a tile's K and V boxes on its stage's barrier. Rows past seq_k read as zeros;
   // rows past the split's end but inside seq_k are real keys, masked like any key past key_lim.
@@ -208,7 +243,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
   constexpr int kRowBytes = Tr::kRowStride * kEB;
   constexpr int kKVTileBytes = Tr::kKVTileElems * kEB;
   const int warp_row0 = wr * Tr::kWarpRows;  // first CTA row of this warp
-  const int warp_key0 = wk * Tr::kWarpKeys;  // first key of this warp within a tile
   const std::uint32_t q_lane = ptx::smem_addr(sQ) + (warp_row0 + a_row) * kRowBytes + a_col * kEB;
   const std::uint32_t k_lane = ptx::smem_addr(sK) + (warp_key0 + k_row) * kRowBytes + k_col * kEB;
   const std::uint32_t v_lane = ptx::smem_addr(sV) + (warp_key0 + v_row) * kRowBytes + v_col * kEB;
@@ -256,9 +290,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
       tma::wait(bar0 + stage * 8, std::uint32_t(j / Tr::kStages) & 1u);
     } else {
       // Tile j landed for every thread, and every warp is done with tile j - 1, whose stage the
-      // prefetch below refills.
+      // prefetch below refills. Warp ring: the same for this warp's keys, which only it reads and
+      // writes; Q (every thread's first group) still needs the block barrier once, before tile 0.
       ptx::cp_async_wait<Tr::kStages - 2>();
-      __syncthreads();
+      if (!kWarpRing || j == 0) __syncthreads();
+      else __syncwarp();
       if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
       ptx::cp_async_commit();
     }

@@ -21,9 +21,9 @@ template <typename Elem, int D> using Cfg32 = DecodeTraits<Elem, D, 1, 2, 64, D 
 template <typename Elem, int D> using Cfg64 = DecodeTraits<Elem, D, 1, 1, 32, 4>;
 template <typename Elem, int D> using Cfg128 = DecodeTraits<Elem, D, 2, 1, 32, 4>;
 
-template <typename Tr, bool kTma = false>
+template <typename Tr, bool kTma = false, bool kWarpRing = false, L2Hint kL2 = L2Hint::none>
 void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, cudaStream_t stream) {
-  const auto kernel = decode_split_kernel<Tr, kTma>;
+  const auto kernel = decode_split_kernel<Tr, kTma, kWarpRing, kL2>;
   constexpr std::size_t smem = kTma ? Tr::kTmaSmemBytes : Tr::kSmemBytes;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid(unsigned(p.batch) * unsigned(p.kv_heads), unsigned(args.plan.splits),
@@ -67,6 +67,35 @@ template <typename Elem, int D> void launch_combine(const DecodeArgs<Elem>& a, c
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// The cp.async rings of up to sixteen rows under the probes of flash_decode.h (FB_DECODE_SYNC,
+// FB_DECODE_L2); the deep and small rings take the warp ring only (no L2 hint instances: fewer kernels
+// to build).
+template <typename Tr, bool kWarpRing>
+void launch_probed_l2(const DecodeArgs<typename Tr::Elem>& a, const AttentionParams& p, L2Hint l2, cudaStream_t stream) {
+  switch (l2) {
+    case L2Hint::p128: return launch_split<Tr, false, kWarpRing, L2Hint::p128>(a, p, stream);
+    case L2Hint::p256: return launch_split<Tr, false, kWarpRing, L2Hint::p256>(a, p, stream);
+    case L2Hint::evict256: return launch_split<Tr, false, kWarpRing, L2Hint::evict256>(a, p, stream);
+    case L2Hint::none: break;
+  }
+  launch_split<Tr, false, kWarpRing>(a, p, stream);
+}
+template <typename Elem, int D>
+void launch_probed(const DecodeArgs<Elem>& a, const AttentionParams& p, Ring ring, cudaStream_t stream) {
+  const Probes& pr = probes();
+  if (ring == Ring::deep) {
+    if (pr.warp_ring) launch_split<CfgDeep<Elem, D>, false, true>(a, p, stream);
+    else launch_split<CfgDeep<Elem, D>>(a, p, stream);
+  } else if (ring == Ring::small) {
+    if (pr.warp_ring) launch_split<CfgSmall<Elem, D>, false, true>(a, p, stream);
+    else launch_split<CfgSmall<Elem, D>>(a, p, stream);
+  } else if (pr.warp_ring) {
+    launch_probed_l2<Cfg16<Elem, D>, true>(a, p, pr.l2, stream);
+  } else {
+    launch_probed_l2<Cfg16<Elem, D>, false>(a, p, pr.l2, stream);
+  }
+}
+
 template <typename Elem, int D>
 void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream) {
   DecodeArgs<Elem> a;
@@ -82,10 +111,9 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   a.mask = p.mask();
   a.plan = plan;
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
-  if (a.rows <= 16 && ring == Ring::deep) launch_split<CfgDeep<Elem, D>>(a, p, stream);
-  else if (a.rows <= 16 && ring == Ring::tma) launch_split<Cfg16<Elem, D>, true>(a, p, stream);
+  if (a.rows <= 16 && ring == Ring::tma) launch_split<Cfg16<Elem, D>, true>(a, p, stream);
   else if (a.rows <= 16 && ring == Ring::tma_deep) launch_split<CfgDeep<Elem, D>, true>(a, p, stream);
-  else if (a.rows <= 16) launch_split<Cfg16<Elem, D>>(a, p, stream);
+  else if (a.rows <= 16) launch_probed<Elem, D>(a, p, ring, stream);
   else if (a.rows <= 32) launch_split<Cfg32<Elem, D>>(a, p, stream);
   else if (a.rows <= 64) launch_split<Cfg64<Elem, D>>(a, p, stream);
   else launch_split<Cfg128<Elem, D>>(a, p, stream);

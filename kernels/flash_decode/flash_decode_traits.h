@@ -16,7 +16,7 @@ namespace fb::cuda::decode {
 //   kStages     : K/V tiles in shared memory at once (kStages - 1 in flight while one is consumed)
 //   kCtas       : CTAs per SM the configuration is sized for (2: <= 113 KiB of shared memory; 1: a deep
 //                 ring that fills an sm_90 SM's 227 KiB, launched only when one wave of one CTA per SM
-//                 covers the grid)
+//                 covers the grid; 3: a two-stage ring of <= 75 KiB, sm_90's 228 KiB less 1 KiB a CTA)
 template <typename Elem_, int kHeadDim_, int kRowTiles_, int kKeyGroups_, int kBc_, int kStages_, int kCtas_ = 2>
 struct DecodeTraits {
   using Elem = Elem_;
@@ -74,10 +74,10 @@ struct DecodeTraits {
   static_assert(kMergeStride % 4 == 0, "float4 reads of the merge rows");
   // Two CTAs per SM (227 KiB usable per SM on sm_90, 163 KiB on sm_80 keeps one): the auto split
   // count counts on two. A one-CTA configuration fits sm_90's 227 KiB opt-in.
-  static_assert(kCtas == 1 || kCtas == 2, "one or two CTAs per SM");
+  static_assert(kCtas >= 1 && kCtas <= 3, "one to three CTAs per SM");
   static_assert(kHeadDim % kBoxCols == 0 && kBoxBytes % 1024 == 0, "TMA boxes keep the swizzle's period");
   static_assert(kTmaSmemBytes <= kSmemBytes + 1024, "the TMA ring fits where the padded one does");
-  static_assert(kSmemBytes <= (kCtas == 2 ? 113 : 227) * 1024, "kCtas CTAs per SM on sm_90");
+  static_assert(kSmemBytes <= (kCtas == 3 ? 75 : kCtas == 2 ? 113 : 227) * 1024, "kCtas CTAs per SM on sm_90");
 };
 
 // CTAs per SM the configurations above are sized for (two fit in shared memory).
@@ -105,6 +105,14 @@ template <typename Elem, int D> constexpr int deep_stages(std::size_t budget = 2
 // that fits an sm_90 SM's shared memory (flash_decode.h: Ring).
 template <typename Elem, int D>
 using CfgDeep = DecodeTraits<Elem, D, 1, 4, kTileKeys16<D>, deep_stages<Elem, D>(), 1>;
+// L2 hints on the K/V ring's cp.async (a probe, FB_DECODE_L2 in flash_decode.h): none, the 128- or
+// 256-byte L2 prefetch-size hint (the L2 fetches that much around each 16-byte request), or 256 bytes
+// under an evict-first cache policy (K/V are read once).
+enum class L2Hint { none, p128, p256, evict256 };
+// A probe (FB_DECODE_RING=small): Cfg16's tiles in a two-stage ring, three CTAs per SM on sm_90 (12
+// warps issuing loads, against 8 for the standard ring).
+template <typename Elem, int D>
+using CfgSmall = DecodeTraits<Elem, D, 1, 4, kTileKeys16<D>, 2, 3>;
 // Fewest keys an auto split gets: below that the per-CTA fixed cost outweighs the parallelism
 // (4k keys at batch 1: 8 splits of 512 keys beat 32 of 128 by 1.24x).
 inline constexpr int kMinKeysPerSplit = 512;
