@@ -5,11 +5,12 @@
 #   FB_DECODE_L2=128|256|ef256   L2 prefetch-size hint (ef256: with an evict-first policy) on the ring
 #   FB_DECODE_CTAS=N      the auto split count aims at N CTAs per SM (default 1 for one row)
 #   FB_DECODE_RING=small  a two-stage ring at three CTAs per SM; tma / tmadeep: the TMA rings
-# Steps: the [decode] GPU tests (default, and two runs with the probes on), configs/decode-ab-h200.json
-# with flash-decode + the in-binary cudnn, scripts/peers.py on the same spec (torch-cudnn, torch-flash),
-# then flash-decode alone under each setting (GQA 32/8 cases) while time is left (likeliest first). Prints
-# last: us per case and setting, then per setting the ratio better torch peer / setting (min, geomean)
-# and % of the copy ceiling.
+#   FB_DECODE_STREAMK=1   stream-K: all heads' keys end to end, one equal range per CTA
+# Steps: the [decode] GPU tests (default, and two runs with the probes on; every setting's run below
+# verifies too), configs/decode-ab-h200.json with flash-decode + the in-binary cudnn, scripts/peers.py
+# on the same spec (torch-cudnn, torch-flash), then flash-decode alone under each setting (GQA 32/8
+# cases) while time is left (likeliest first). Prints last: us per case and setting, then per setting
+# the ratio better torch peer / setting (min, geomean) and % of the copy ceiling at large KV.
 #   BUILD=build scripts/decode_ab_h200.sh OUTDIR
 set -uo pipefail
 out=${1:?usage: BUILD=build scripts/decode_ab_h200.sh OUTDIR}
@@ -23,29 +24,31 @@ t0=$SECONDS
 tests() {  # tests NAME [VAR=VALUE...]
   local name=$1
   shift
-  env "$@" timeout 20 "$build/tests/flashbench_gpu_tests" "[decode]" >"$out/tests-$name.log" 2>&1 || rc=1
-  echo "tests-$name ($*): $(tail -n 2 "$out/tests-$name.log" | tr '\n' ' ')"
+  env "$@" timeout 15 "$build/tests/flashbench_gpu_tests" "[decode]" >"$out/tests-$name.log" 2>&1 || rc=1
+  echo "tests-$name ($*), at $((SECONDS - t0)) s: $(tail -n 2 "$out/tests-$name.log" | tr '\n' ' ')"
 }
 tests std
-tests warp FB_DECODE_SYNC=warp FB_DECODE_L2=256 FB_DECODE_CTAS=2
-tests small FB_DECODE_RING=small FB_DECODE_SYNC=warp FB_DECODE_CTAS=3 FB_DECODE_L2=ef256
+tests sk FB_DECODE_STREAMK=1
+tests sk_small FB_DECODE_STREAMK=1 FB_DECODE_RING=small FB_DECODE_SYNC=warp FB_DECODE_CTAS=3
 timeout 25 "$fb" run "$spec" -q -o "$out/ab-std.json" >"$out/ab-std.log" 2>&1 || rc=1
 timeout 25 python3 scripts/peers.py "$spec" -o "$out/peers.json" --backends flash,cudnn --ref-max-seq 0 \
   >"$out/peers.log" 2>&1 || rc=1
 settings=(
+  "sk FB_DECODE_STREAMK=1"
   "warp FB_DECODE_SYNC=warp"
   "ctas2 FB_DECODE_CTAS=2"
   "tma FB_DECODE_RING=tma"
   "l2_256 FB_DECODE_L2=256"
   "small3 FB_DECODE_RING=small FB_DECODE_CTAS=3"
-  "w_ctas2 FB_DECODE_SYNC=warp FB_DECODE_CTAS=2"
+  "w_sk FB_DECODE_STREAMK=1 FB_DECODE_SYNC=warp"
+  "sk_small FB_DECODE_STREAMK=1 FB_DECODE_RING=small FB_DECODE_CTAS=3"
   "w_small3 FB_DECODE_RING=small FB_DECODE_CTAS=3 FB_DECODE_SYNC=warp"
   "w_256 FB_DECODE_SYNC=warp FB_DECODE_L2=256"
   "tmadeep FB_DECODE_RING=tmadeep"
   "ef256 FB_DECODE_L2=ef256"
-  "l2_128 FB_DECODE_L2=128"
+  "sk_deep FB_DECODE_STREAMK=1 FB_DECODE_RING=deepall FB_DECODE_CTAS=1"
   "ctas4 FB_DECODE_CTAS=4"
-  "w_deep FB_DECODE_RING=deep FB_DECODE_SYNC=warp"
+  "l2_128 FB_DECODE_L2=128"
 )
 filter=${FILTER:--h32-}  # the settings on GQA 32/8 only (64/8 streams the same K/V bytes)
 skipped=()

@@ -86,7 +86,10 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
 // One query row on grids past one CTA per SM (batch 24 and 160 x 8 K/V heads), every key count leaving
 // a partial tail tile. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING = deepall,
 // tmadeep and tma (flash_decode.h): the deep cp.async ring and the TMA rings (deep up to one CTA per SM,
-// standard past it: these cases) on every case of up to sixteen rows.
+// standard past it: these cases) on every case of up to sixteen rows; scripts/decode_ab_h200.sh with
+// the probes FB_DECODE_SYNC=warp, FB_DECODE_L2, FB_DECODE_CTAS, FB_DECODE_RING=small and
+// FB_DECODE_STREAMK=1 (stream-K: here a CTA's key range runs across several heads' keys, 777 and 3001
+// not being multiples of it, so pieces begin and end mid-head and mid-tile).
 TEST_CASE("flash-decode: one query row, grids past one CTA per SM, keys not a multiple of the tile",
           "[gpu][decode]") {
   CudaBackend& b = gpu();
@@ -166,4 +169,44 @@ TEST_CASE("flash-decode: rows with no key are O = 0, LSE = -inf; unwritten outpu
   REQUIRE(records[0].verified.has_value());
   CHECK_FALSE(*records[0].verified);
   b.release();
+}
+
+// Sixteen rows a K/V head (GQA group 4 x 4 query positions, Cfg16's one row block) with causal rows that
+// see no key (seq_k 2: positions 0 and 1) or only part of the last tile, on 37 x 8 heads: with
+// FB_DECODE_STREAMK=1 the auto split runs stream-K pieces that hold such rows.
+TEST_CASE("flash-decode: sixteen rows a head, empty causal rows, pieces across heads", "[gpu][decode]") {
+  CudaBackend& b = gpu();
+  const Descriptor& decode = kernel("flash-decode");
+  Case c;
+  c.batch = 37;
+  c.heads = 32;
+  c.kv_heads = 8;
+  c.seq_q = 4;
+  c.head_dim = 128;
+  c.dtype = Dtype::bf16;
+  c.causal = true;
+  c.pass = Pass::fwd;
+  for (int seq_k : {2, 130, 4099})
+    for (int splits : {0, 3}) {
+      c.seq_k = seq_k;
+      c.splits = splits;
+      INFO("case " << c.key());
+      b.prepare(c, kSeed);
+      REQUIRE_FALSE(b.check_fits(c, decode).has_value());
+      REQUIRE(b.run(decode, 0, 1).times_ms.size() == 1);
+      for (const HostTensor& t : b.fetch("flash-decode")) {
+        if (t.name != "LSE") continue;
+        std::size_t bad = 0;
+        for (std::size_t r = 0; r < t.values.size(); ++r) {
+          const bool empty = int(r % std::size_t(c.seq_q)) < c.seq_q - c.seq_k;
+          bad += empty ? t.values[r] != -std::numeric_limits<double>::infinity() : !std::isfinite(t.values[r]);
+        }
+        CHECK(bad == 0);
+      }
+      std::vector<Record> records{ok_record(c, "flash-decode")};
+      verify_case(b, records, builtin_kernels());
+      REQUIRE(records[0].verified.has_value());
+      CHECK(*records[0].verified);
+      b.release();
+    }
 }

@@ -59,6 +59,9 @@ const Probes& probes() {
     else if (l2 == "256") pr.l2 = L2Hint::p256;
     else if (l2 == "ef256") pr.l2 = L2Hint::evict256;
     else if (!l2.empty() && l2 != "0") throw bad("FB_DECODE_L2", l2, "0, 128, 256 or ef256");
+    const std::string sk = env("FB_DECODE_STREAMK");
+    if (sk == "1") pr.stream_k = true;
+    else if (!sk.empty() && sk != "0") throw bad("FB_DECODE_STREAMK", sk, "0 or 1");
     const std::string ctas = env("FB_DECODE_CTAS");
     if (!ctas.empty()) {
       if (ctas.size() != 1 || ctas[0] < '0' || ctas[0] > '8') throw bad("FB_DECODE_CTAS", ctas, "0 .. 8");
@@ -79,8 +82,30 @@ SplitPlan plan(const AttentionParams& p) {
   return plan_splits(p.seq_k, p.kv_splits, base, target, kMinKeysPerSplit, s.tile_keys);
 }
 
+StreamPlan stream_plan(const AttentionParams& p) {
+  StreamPlan sk;
+  const Shape s = shape_for(p);
+  if (!probes().stream_k || p.kv_splits != 0 || s.rows_per_cta > 16) return sk;
+  const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.seq_k;
+  const long long per_sm = probes().ctas_per_sm > 0 ? probes().ctas_per_sm : 2;
+  const long long ctas = per_sm * current_sm_count();
+  long long per = (total + ctas - 1) / ctas;
+  if (per < kMinKeysPerSplit) per = kMinKeysPerSplit;
+  per = (per + s.tile_keys - 1) / s.tile_keys * s.tile_keys;
+  sk.keys_per_cta = per;
+  sk.ctas = static_cast<int>((total + per - 1) / per);
+  // A run of seq_k keys meets at most ceil(seq_k / per) + 1 ranges of per keys.
+  const long long pieces = (p.seq_k + per - 1) / per + 1;
+  sk.max_pieces = static_cast<int>(pieces < sk.ctas ? pieces : sk.ctas);
+  return sk;
+}
+
 std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (pass != Pass::fwd || unsupported(pass, p)) return 0;
+  const StreamPlan sk = stream_plan(p);
+  if (sk.keys_per_cta > 0)
+    return sk.max_pieces <= 1 ? 0
+                              : std::size_t(sk.max_pieces) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * sizeof(float);
   const SplitPlan sp = plan(p);
   if (sp.splits <= 1) return 0;
   // Partial O [splits, rows, d] and LSE [splits, rows], fp32.
@@ -128,12 +153,13 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
 
 void forward(const AttentionParams& p, const Context& ctx) {
   const SplitPlan sp = plan(p);
-  if (sp.splits > 1 && p.workspace == nullptr)
+  const StreamPlan sk = stream_plan(p);
+  if ((sk.keys_per_cta > 0 ? sk.max_pieces : sp.splits) > 1 && p.workspace == nullptr)
     throw std::invalid_argument("flash-decode: params.workspace is null (workspace_bytes() asks for it)");
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   const Ring ring = ring_for(p, sp);
-  if (p.head_dim == 64) launch_hdim64(p, sp, ring, stream);
-  else launch_hdim128(p, sp, ring, stream);
+  if (p.head_dim == 64) launch_hdim64(p, sp, sk, ring, stream);
+  else launch_hdim128(p, sp, sk, ring, stream);
 }
 
 }  // namespace fb::cuda::decode

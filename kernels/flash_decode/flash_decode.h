@@ -50,15 +50,30 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
 //                              (its cp.async groups and __syncwarp), no block barrier in the loop
 //   FB_DECODE_L2=0|128|256|ef256  the ring's L2Hint (flash_decode_traits.h; default 0: none)
 //   FB_DECODE_CTAS=0|1..8      CTAs per SM the auto split count aims at (0: auto_ctas_per_sm)
+//   FB_DECODE_STREAMK=0|1      1: stream-K (auto splits only): the batch x K/V heads x seq_k keys laid
+//                              end to end and cut into one equal range per CTA (FB_DECODE_CTAS per SM,
+//                              default 2), each CTA running the heads' pieces its range meets; no CTA
+//                              idles for want of a whole split, at any batch
 struct Probes {
   bool warp_ring = false;
   L2Hint l2 = L2Hint::none;
   int ctas_per_sm = 0;
+  bool stream_k = false;
 };
 const Probes& probes();
 
+// The stream-K plan of p (keys_per_cta = 0: not stream-K, the SplitPlan runs).
+struct StreamPlan {
+  long long keys_per_cta = 0;  // a multiple of the tile, >= kMinKeysPerSplit
+  int ctas = 0;
+  int max_pieces = 0;          // partial slots a head may need
+};
+StreamPlan stream_plan(const AttentionParams& p);
+
 // Per head dim (flash_decode_hdim*.cu), fp16 or bf16: the split kernel and, with splits > 1, the combine.
-void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream);
-void launch_hdim128(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream);
+void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, const StreamPlan& sk, Ring ring,
+                   cudaStream_t stream);
+void launch_hdim128(const AttentionParams& p, const SplitPlan& plan, const StreamPlan& sk, Ring ring,
+                    cudaStream_t stream);
 
 }  // namespace fb::cuda::decode

@@ -3,9 +3,10 @@
 
 namespace fb::cuda::decode {
 
-void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream) {
-  if (p.dtype == Dtype::fp16) launch_impl<__half, 64>(p, plan, ring, stream);
-  else launch_impl<__nv_bfloat16, 64>(p, plan, ring, stream);
+void launch_hdim64(const AttentionParams& p, const SplitPlan& plan, const StreamPlan& sk, Ring ring,
+                   cudaStream_t stream) {
+  if (p.dtype == Dtype::fp16) launch_impl<__half, 64>(p, plan, sk, ring, stream);
+  else launch_impl<__nv_bfloat16, 64>(p, plan, sk, ring, stream);
 }
 
 }  // namespace fb::cuda::decode

@@ -44,10 +44,26 @@ template <typename Elem> struct DecodeArgs {
   CausalMask mask;
   SplitPlan plan;
   float scale_log2;  // softmax scale * log2(e)
+  // Stream-K (stream_keys > 0): keys a CTA takes of the kv_planes * seq_k (K/V head, key) pairs; the
+  // partial slots of a head are its pieces (stream_pieces), a.plan is unused.
+  long long kv_planes = 0;  // batch * kv_heads
+  long long stream_keys = 0;
   // The TMA ring only: K and V as (d, seq_k, batch * kv_heads), boxes (64, kBc, 1), 128-byte swizzle.
   CUtensorMap tm_k;
   CUtensorMap tm_v;
 };
+
+// Stream-K: the CTAs whose key ranges meet K/V head `bkv`'s keys, first .. first + count - 1; CTA
+// first + j writes the head's partial slot j (count == 1: the one CTA writes O and LSE itself).
+struct StreamPieces {
+  long long first;
+  int count;
+};
+__host__ __device__ __forceinline__ StreamPieces stream_pieces(long long bkv, int seq_k, long long keys_per_cta) {
+  const long long first = bkv * seq_k / keys_per_cta;
+  const long long last = ((bkv + 1) * seq_k - 1) / keys_per_cta;
+  return {first, int(last - first + 1)};
+}
 
 // One 16-byte cp.async of the K/V ring (zero-filled when !valid) with the L2 hint of FB_DECODE_L2
 // (flash_decode.h): a prefetch size, optionally under an evict-first policy.
@@ -132,35 +148,25 @@ __device__ __forceinline__ void wait(std::uint32_t bar, std::uint32_t parity) {
 }
 }  // namespace tma
 
+// One work item of the split kernel: keys [k_lo, k_hi) of K/V head `bkv` (batch * kv_heads + head)
+// against its query rows r0 .. r0 + kRows (r0 from blockIdx.z), from the pipeline's prologue to the
+// merge of the key groups; the result goes to O and LSE (slot < 0) or to partial slot `slot`.
 // kTma: the K/V ring is filled by TMA (one thread issues each tile's boxes; swizzled, unpadded rows) and
 // read with swizzled ldmatrix addresses; else by every thread's cp.async into padded rows.
-// kWarpRing (cp.async ring, warps splitting each tile's keys): each warp loads its own keys of every
-// tile and waits for them alone (cp.async groups + __syncwarp): no block barrier in the key loop, so a
-// warp whose loads landed computes while another still waits. kL2: the ring's L2 hint.
-template <typename Tr, bool kTma, bool kWarpRing = false, L2Hint kL2 = L2Hint::none>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const __grid_constant__ DecodeArgs<typename Tr::Elem> a) {
-  static_assert(!kWarpRing || (!kTma && Tr::kKeyGroups == Tr::kWarps),
-                "a warp-private ring needs every warp on its own keys of each tile (and cp.async)");
-#if !FB_PTX_SM90A
-  if constexpr (kTma) __trap();  // never launched: the host picks the TMA ring on sm_90a devices only
-#endif
+template <typename Tr, bool kTma, bool kWarpRing, L2Hint kL2>
+__device__ __forceinline__ void split_item(const DecodeArgs<typename Tr::Elem>& a, unsigned char* smem_raw,
+                                           long long bkv, int k_lo, int k_hi, int slot) {
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
   constexpr int RT = Tr::kRowTiles;
-  pdl_launch_dependents();  // the combine grid (if any) may become resident now; it waits for this one
   constexpr int Bc = Tr::kBc;
   constexpr float kNegInf = -INFINITY;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;  // m16n8 accumulator: rows g, g + 8; columns 2t, 2t + 1
   const int wk = warp % Tr::kKeyGroups;  // which keys of each tile this warp takes
   const int wr = warp / Tr::kKeyGroups;  // which rows
-  const long long bkv = blockIdx.x;      // batch * kv_heads + K/V head
-  const int split = blockIdx.y;
   const int r0 = blockIdx.z * Tr::kRows;
   const int seq_k = a.mask.seq_k, seq_q = a.mask.seq_q;
-  const int k_lo = a.plan.key_begin(split, seq_k), k_hi = a.plan.key_end(split, seq_k);
   const int n_tiles = (k_hi - k_lo + Bc - 1) / Bc;  // 0 for a split past the keys
 
   const Elem* gQ = a.q + (bkv * a.rows + r0) * D;
@@ -415,7 +421,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
     }
   __syncthreads();
   constexpr int kQuads = D / 4;  // float4 columns per row
-  const bool direct = a.plan.splits == 1;
+  const bool direct = slot < 0;
   for (int idx = tid; idx < Tr::kRows * kQuads; idx += Tr::kThreads) {
     const int lr = idx / kQuads, c = (idx % kQuads) * 4;
     const int r = r0 + lr;
@@ -446,10 +452,50 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(c
       *reinterpret_cast<uint2*>(a.o + row * D + c) = make_uint2(packed[0], packed[1]);
       if (c == 0) a.lse[row] = lse;
     } else {
-      const long long prow = split * a.total_rows + row;
+      const long long prow = slot * a.total_rows + row;
       *reinterpret_cast<float4*>(a.part_o + prow * D + c) = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
       if (c == 0) a.part_lse[prow] = lse;
     }
+  }
+}
+
+// kWarpRing (cp.async ring, warps splitting each tile's keys): each warp loads its own keys of every
+// tile and waits for them alone (cp.async groups + __syncwarp): no block barrier in the key loop, so a
+// warp whose loads landed computes while another still waits. kL2: the ring's L2 hint. kStreamK (up
+// to sixteen rows, cp.async): CTA c takes keys [c * L, (c + 1) * L) of all (K/V head, key) pairs laid
+// end to end, L = a.stream_keys, i.e. a piece of one or more heads' keys, each a work item (see
+// stream_pieces); otherwise the grid is (batch x K/V head, split, row chunk), one item a CTA.
+template <typename Tr, bool kTma, bool kWarpRing = false, L2Hint kL2 = L2Hint::none, bool kStreamK = false>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const __grid_constant__ DecodeArgs<typename Tr::Elem> a) {
+  static_assert(!kWarpRing || (!kTma && Tr::kKeyGroups == Tr::kWarps),
+                "a warp-private ring needs every warp on its own keys of each tile (and cp.async)");
+  static_assert(!kStreamK || !kTma, "stream-K items run the cp.async ring (the TMA ring's barriers are per launch)");
+#if !FB_PTX_SM90A
+  if constexpr (kTma) __trap();  // never launched: the host picks the TMA ring on sm_90a devices only
+#endif
+  pdl_launch_dependents();  // the combine grid (if any) may become resident now; it waits for this one
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  if constexpr (kStreamK) {
+    const int seq_k = a.mask.seq_k;
+    const long long total = a.kv_planes * seq_k;
+    const long long f_lo = blockIdx.x * a.stream_keys;
+    const long long f_hi = f_lo + a.stream_keys < total ? f_lo + a.stream_keys : total;
+    for (long long f = f_lo; f < f_hi;) {
+      const long long bkv = f / seq_k;
+      const long long base = bkv * seq_k;
+      const int k_lo = int(f - base);
+      const int k_hi = f_hi - base < seq_k ? int(f_hi - base) : seq_k;
+      const StreamPieces pc = stream_pieces(bkv, seq_k, a.stream_keys);
+      if (f != f_lo) __syncthreads();  // the last item's merge read the ring's space this one refills
+      split_item<Tr, kTma, kWarpRing, kL2>(a, smem_raw, bkv, k_lo, k_hi,
+                                           pc.count == 1 ? -1 : int(blockIdx.x - pc.first));
+      f = base + seq_k;
+    }
+  } else {
+    const int split = blockIdx.y;
+    const int seq_k = a.mask.seq_k;
+    split_item<Tr, kTma, kWarpRing, kL2>(a, smem_raw, blockIdx.x, a.plan.key_begin(split, seq_k),
+                                         a.plan.key_end(split, seq_k), a.plan.splits == 1 ? -1 : split);
   }
 }
 
@@ -467,7 +513,11 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const DecodeArgs<El
   const int lane = threadIdx.x % 32;
   const long long row = blockIdx.x * 4ll + threadIdx.x / 32;
   if (row >= a.total_rows) return;
-  const int splits = a.plan.splits;
+  int splits = a.plan.splits;
+  if (a.stream_keys > 0) {  // this row's head: its pieces, or none to merge (its one CTA wrote O)
+    splits = stream_pieces(row / a.rows, a.mask.seq_k, a.stream_keys).count;
+    if (splits == 1) return;
+  }
   // Splits 0..31's LSEs stay in the lanes for their weights (one L2 round trip fewer up to 32 splits).
   const float lse_first = lane < splits ? a.part_lse[lane * a.total_rows + row] : -INFINITY;
   float m = lse_first;

@@ -21,13 +21,14 @@ template <typename Elem, int D> using Cfg32 = DecodeTraits<Elem, D, 1, 2, 64, D 
 template <typename Elem, int D> using Cfg64 = DecodeTraits<Elem, D, 1, 1, 32, 4>;
 template <typename Elem, int D> using Cfg128 = DecodeTraits<Elem, D, 2, 1, 32, 4>;
 
-template <typename Tr, bool kTma = false, bool kWarpRing = false, L2Hint kL2 = L2Hint::none>
+template <typename Tr, bool kTma = false, bool kWarpRing = false, L2Hint kL2 = L2Hint::none, bool kStreamK = false>
 void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionParams& p, cudaStream_t stream) {
-  const auto kernel = decode_split_kernel<Tr, kTma, kWarpRing, kL2>;
+  const auto kernel = decode_split_kernel<Tr, kTma, kWarpRing, kL2, kStreamK>;
   constexpr std::size_t smem = kTma ? Tr::kTmaSmemBytes : Tr::kSmemBytes;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  const dim3 grid(unsigned(p.batch) * unsigned(p.kv_heads), unsigned(args.plan.splits),
-                  unsigned((args.rows + Tr::kRows - 1) / Tr::kRows));
+  const dim3 grid = kStreamK ? dim3(unsigned((args.kv_planes * p.seq_k + args.stream_keys - 1) / args.stream_keys))
+                             : dim3(unsigned(p.batch) * unsigned(p.kv_heads), unsigned(args.plan.splits),
+                                    unsigned((args.rows + Tr::kRows - 1) / Tr::kRows));
   if constexpr (kTma) {
     DecodeArgs<typename Tr::Elem> a = args;
     const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
@@ -80,10 +81,20 @@ void launch_probed_l2(const DecodeArgs<typename Tr::Elem>& a, const AttentionPar
   }
   launch_split<Tr, false, kWarpRing>(a, p, stream);
 }
+template <typename Tr>
+void launch_stream_k(const DecodeArgs<typename Tr::Elem>& a, const AttentionParams& p, bool warp_ring,
+                     cudaStream_t stream) {
+  if (warp_ring) launch_split<Tr, false, true, L2Hint::none, true>(a, p, stream);
+  else launch_split<Tr, false, false, L2Hint::none, true>(a, p, stream);
+}
 template <typename Elem, int D>
 void launch_probed(const DecodeArgs<Elem>& a, const AttentionParams& p, Ring ring, cudaStream_t stream) {
   const Probes& pr = probes();
-  if (ring == Ring::deep) {
+  if (a.stream_keys > 0) {  // stream-K: no L2 hint instances
+    if (ring == Ring::deep) launch_stream_k<CfgDeep<Elem, D>>(a, p, pr.warp_ring, stream);
+    else if (ring == Ring::small) launch_stream_k<CfgSmall<Elem, D>>(a, p, pr.warp_ring, stream);
+    else launch_stream_k<Cfg16<Elem, D>>(a, p, pr.warp_ring, stream);
+  } else if (ring == Ring::deep) {
     if (pr.warp_ring) launch_split<CfgDeep<Elem, D>, false, true>(a, p, stream);
     else launch_split<CfgDeep<Elem, D>>(a, p, stream);
   } else if (ring == Ring::small) {
@@ -97,7 +108,8 @@ void launch_probed(const DecodeArgs<Elem>& a, const AttentionParams& p, Ring rin
 }
 
 template <typename Elem, int D>
-void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cudaStream_t stream) {
+void launch_impl(const AttentionParams& p, const SplitPlan& plan, const StreamPlan& sk, Ring ring,
+                 cudaStream_t stream) {
   DecodeArgs<Elem> a;
   a.q = static_cast<const Elem*>(p.q);
   a.k = static_cast<const Elem*>(p.k);
@@ -107,7 +119,11 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   a.total_rows = p.rows();
   a.rows = p.group() * p.seq_q;
   a.part_o = static_cast<float*>(p.workspace);
-  a.part_lse = plan.splits > 1 ? a.part_o + std::int64_t(plan.splits) * a.total_rows * D : nullptr;
+  const int slots = sk.keys_per_cta > 0 ? sk.max_pieces : plan.splits;
+  a.part_lse = slots > 1 ? a.part_o + std::int64_t(slots) * a.total_rows * D : nullptr;
+  a.kv_planes = static_cast<long long>(p.batch) * p.kv_heads;
+  // Stream-K on the cp.async rings of up to sixteen rows only (stream_plan() checked the rows).
+  a.stream_keys = ring == Ring::tma || ring == Ring::tma_deep ? 0 : sk.keys_per_cta;
   a.mask = p.mask();
   a.plan = plan;
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
@@ -117,7 +133,7 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, Ring ring, cud
   else if (a.rows <= 32) launch_split<Cfg32<Elem, D>>(a, p, stream);
   else if (a.rows <= 64) launch_split<Cfg64<Elem, D>>(a, p, stream);
   else launch_split<Cfg128<Elem, D>>(a, p, stream);
-  if (plan.splits > 1) launch_combine<Elem, D>(a, stream);
+  if ((a.stream_keys > 0 ? sk.max_pieces : plan.splits) > 1) launch_combine<Elem, D>(a, stream);
 }
 
 }  // namespace fb::cuda::decode

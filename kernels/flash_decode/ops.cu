@@ -5,8 +5,13 @@
 namespace fb::cuda {
 namespace {
 
-// The byte model's tile: keys per split (the KV range one CTA streams).
-int tile(Pass, const AttentionParams& p) { return decode::plan(p).keys_per_split; }
+// The byte model's tile: keys per split (the KV range one CTA streams; stream-K: its range, at most
+// the head's keys).
+int tile(Pass, const AttentionParams& p) {
+  const decode::StreamPlan sk = decode::stream_plan(p);
+  if (sk.keys_per_cta > 0) return static_cast<int>(sk.keys_per_cta < p.seq_k ? sk.keys_per_cta : p.seq_k);
+  return decode::plan(p).keys_per_split;
+}
 
 }  // namespace
 
