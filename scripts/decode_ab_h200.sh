@@ -35,6 +35,7 @@ timeout 25 python3 scripts/peers.py "$spec" -o "$out/peers.json" --backends flas
   >"$out/peers.log" 2>&1 || rc=1
 settings=(
   "sk FB_DECODE_STREAMK=1"
+  "sk1 FB_DECODE_STREAMK=1 FB_DECODE_CTAS=1"
   "warp FB_DECODE_SYNC=warp"
   "ctas2 FB_DECODE_CTAS=2"
   "tma FB_DECODE_RING=tma"

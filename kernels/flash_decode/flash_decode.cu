@@ -89,9 +89,10 @@ StreamPlan stream_plan(const AttentionParams& p) {
   const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.seq_k;
   const long long per_sm = probes().ctas_per_sm > 0 ? probes().ctas_per_sm : 2;
   const long long ctas = per_sm * current_sm_count();
+  // Not rounded to whole tiles: that would leave up to a tile's worth of CTAs a wave idle (1024-key
+  // ranges at batch 1, 32k keys: 256 CTAs for 264 places); a range's partial end tiles are masked.
   long long per = (total + ctas - 1) / ctas;
   if (per < kMinKeysPerSplit) per = kMinKeysPerSplit;
-  per = (per + s.tile_keys - 1) / s.tile_keys * s.tile_keys;
   sk.keys_per_cta = per;
   sk.ctas = static_cast<int>((total + per - 1) / per);
   // A run of seq_k keys meets at most ceil(seq_k / per) + 1 ranges of per keys.

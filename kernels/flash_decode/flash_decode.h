@@ -64,7 +64,7 @@ const Probes& probes();
 
 // The stream-K plan of p (keys_per_cta = 0: not stream-K, the SplitPlan runs).
 struct StreamPlan {
-  long long keys_per_cta = 0;  // a multiple of the tile, >= kMinKeysPerSplit
+  long long keys_per_cta = 0;  // >= kMinKeysPerSplit
   int ctas = 0;
   int max_pieces = 0;          // partial slots a head may need
 };
