@@ -6,7 +6,7 @@
 #   FB_DECODE_CTAS=N      the auto split count aims at N CTAs per SM (default 1 for one row)
 #   FB_DECODE_RING=small  a two-stage ring at three CTAs per SM; tma / tmadeep: the TMA rings
 #   FB_DECODE_STREAMK=1   stream-K: all heads' keys end to end, one equal range per CTA
-# Steps: the [decode] GPU tests (default, and two runs with the probes on; every setting's run below
+# Steps: the [decode] GPU tests (default, and stream-K with the warp ring; every setting's run below
 # verifies too), configs/decode-ab-h200.json with flash-decode + the in-binary cudnn, scripts/peers.py
 # on the same spec (torch-cudnn, torch-flash), then flash-decode alone under each setting (GQA 32/8
 # cases) while time is left (likeliest first). Prints last: us per case and setting, then per setting
@@ -28,24 +28,24 @@ tests() {  # tests NAME [VAR=VALUE...]
   echo "tests-$name ($*), at $((SECONDS - t0)) s: $(tail -n 2 "$out/tests-$name.log" | tr '\n' ' ')"
 }
 tests std
-tests sk FB_DECODE_STREAMK=1
-tests sk_small FB_DECODE_STREAMK=1 FB_DECODE_RING=small FB_DECODE_SYNC=warp FB_DECODE_CTAS=3
-timeout 25 "$fb" run "$spec" -q -o "$out/ab-std.json" >"$out/ab-std.log" 2>&1 || rc=1
-timeout 25 python3 scripts/peers.py "$spec" -o "$out/peers.json" --backends flash,cudnn --ref-max-seq 0 \
+tests probes FB_DECODE_STREAMK=1 FB_DECODE_SYNC=warp
+wt=(--warmup-time 0.05)  # back-to-back runs: the clocks are up already
+timeout 25 "$fb" run "$spec" -q "${wt[@]}" -o "$out/ab-std.json" >"$out/ab-std.log" 2>&1 || rc=1
+timeout 30 python3 scripts/peers.py "$spec" -o "$out/peers.json" --backends flash,cudnn --ref-max-seq 0 \
   >"$out/peers.log" 2>&1 || rc=1
 settings=(
   "sk FB_DECODE_STREAMK=1"
   "sk1 FB_DECODE_STREAMK=1 FB_DECODE_CTAS=1"
   "warp FB_DECODE_SYNC=warp"
-  "ctas2 FB_DECODE_CTAS=2"
   "tma FB_DECODE_RING=tma"
+  "ctas2 FB_DECODE_CTAS=2"
+  "w_sk FB_DECODE_STREAMK=1 FB_DECODE_SYNC=warp"
   "l2_256 FB_DECODE_L2=256"
   "small3 FB_DECODE_RING=small FB_DECODE_CTAS=3"
-  "w_sk FB_DECODE_STREAMK=1 FB_DECODE_SYNC=warp"
   "sk_small FB_DECODE_STREAMK=1 FB_DECODE_RING=small FB_DECODE_CTAS=3"
+  "tmadeep FB_DECODE_RING=tmadeep"
   "w_small3 FB_DECODE_RING=small FB_DECODE_CTAS=3 FB_DECODE_SYNC=warp"
   "w_256 FB_DECODE_SYNC=warp FB_DECODE_L2=256"
-  "tmadeep FB_DECODE_RING=tmadeep"
   "ef256 FB_DECODE_L2=ef256"
   "sk_deep FB_DECODE_STREAMK=1 FB_DECODE_RING=deepall FB_DECODE_CTAS=1"
   "ctas4 FB_DECODE_CTAS=4"
@@ -60,7 +60,7 @@ for s in "${settings[@]}"; do
     continue
   fi
   # shellcheck disable=SC2086  # vars: VAR=VALUE words
-  env $vars timeout 12 "$fb" run "$spec" -q --kernels flash-decode --no-ceilings --filter "$filter" \
+  env $vars timeout 12 "$fb" run "$spec" -q "${wt[@]}" --kernels flash-decode --no-ceilings --filter "$filter" \
     -o "$out/ab-$name.json" >"$out/ab-$name.log" 2>&1 || rc=1
 done
 [ ${#skipped[@]} -eq 0 ] || echo "out of time, not run: ${skipped[*]}"
