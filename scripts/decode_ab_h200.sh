@@ -51,7 +51,8 @@ settings=(
   "ctas4 FB_DECODE_CTAS=4"
   "l2_128 FB_DECODE_L2=128"
 )
-filter=${FILTER:--h32-}  # the settings on GQA 32/8 only (64/8 streams the same K/V bytes)
+: >"$out/order.txt"
+filter=${FILTER:-h32-kv}  # the settings on GQA 32/8 only (64/8 streams the same K/V bytes)
 skipped=()
 for s in "${settings[@]}"; do
   read -r name vars <<<"$s"
@@ -59,14 +60,15 @@ for s in "${settings[@]}"; do
     skipped+=("$name")
     continue
   fi
+  echo "$name" >>"$out/order.txt"
   # shellcheck disable=SC2086  # vars: VAR=VALUE words
   env $vars timeout 12 "$fb" run "$spec" -q "${wt[@]}" --kernels flash-decode --no-ceilings --filter "$filter" \
     -o "$out/ab-$name.json" >"$out/ab-$name.log" 2>&1 || rc=1
 done
 [ ${#skipped[@]} -eq 0 ] || echo "out of time, not run: ${skipped[*]}"
-python3 - "$out" <<'PY'
-import glob, json, math, os, sys
-out = sys.argv[1]
+python3 - "$out" "$filter" <<'PY'
+import json, math, os, re, sys
+out, filt = sys.argv[1], sys.argv[2]
 def load(p):
     try:
         return json.load(open(p))
@@ -74,8 +76,8 @@ def load(p):
         return {"results": []}
 std = load(os.path.join(out, "ab-std.json"))
 copy = (std.get("device", {}).get("ceilings") or {}).get("copy_gbps", 0)
-names = ["std"] + [os.path.basename(p)[3:-5] for p in sorted(glob.glob(os.path.join(out, "ab-*.json")))
-                   if not p.endswith("ab-std.json")]
+names = ["std"] + [n for n in open(os.path.join(out, "order.txt")).read().split()
+                   if os.path.exists(os.path.join(out, f"ab-{n}.json"))]
 t, nbytes, ok = {}, {}, {}
 for n in names:
     for r in load(os.path.join(out, f"ab-{n}.json"))["results"]:
@@ -92,7 +94,8 @@ for r in load(os.path.join(out, "peers.json"))["results"]:
 peers = ["torch-cudnn", "torch-flash", "cudnn"]
 cols = peers + names
 short = lambda k: k.replace("-bf16-causal-fwd", "").replace("-d128", "")
-print(f"copy ceiling {copy:.0f} GB/s; us per case (* = unverified); ratio = better torch peer's time / setting's")
+print(f"copy ceiling {copy:.0f} GB/s; us per case (* = unverified); ratio = better torch peer's time / setting's, "
+      f"over the cases matching '{filt}'")
 print(f"{'case':24s} " + " ".join(f"{c[:8]:>8s}" for c in cols))
 stats = {n: [] for n in names}
 for key, row in t.items():
@@ -102,10 +105,13 @@ for key, row in t.items():
         cells.append(f"{'-':>8s}" if v is None else f"{v:7.1f}{'' if ok.get((key, c), True) else '*'}".rjust(8))
     print(f"{short(key):24s} " + " ".join(cells))
     best = min([row[p] for p in ("torch-cudnn", "torch-flash") if p in row], default=None)
+    if not re.search(filt, key):  # the settings' cases only, std included, so that the rows compare
+        continue
     for n in names:
         if n in row and best:
             gbps = nbytes.get(key, 0) / (row[n] * 1e-6) / 1e9
             stats[n].append((best / row[n], 100 * gbps / copy if copy else float("nan"), gbps, key))
+print("ratio per case, in the table's order (" + ", ".join(short(x[3]) for x in stats["std"]) + ")")
 for n in names:
     s = stats[n]
     if not s:
@@ -115,7 +121,8 @@ for n in names:
     worst = min(s)
     big = [x for x in s if "k4096" not in x[3] or x[3].startswith("b256")]  # large KV: >= 32k keys or batch 256
     pct = ", ".join(f"{x[1]:.0f}" for x in big)
-    print(f"{n:9s} ratio min {worst[0]:.3f} ({short(worst[3])}) geomean {gm:.3f}; large-KV % of copy: {pct}")
+    each = " ".join(f"{x[0]:.2f}" for x in s)
+    print(f"{n:9s} ratio {each} | min {worst[0]:.3f} geomean {gm:.3f} | large-KV % of copy: {pct}")
 PY
 echo "elapsed $((SECONDS - t0)) s, rc=$rc"
 exit $rc
