@@ -6,11 +6,13 @@
 #   FB_DECODE_CTAS=N      the auto split count aims at N CTAs per SM (default 1 for one row)
 #   FB_DECODE_RING=small  a two-stage ring at three CTAs per SM; tma / tmadeep: the TMA rings
 #   FB_DECODE_STREAMK=1   stream-K: all heads' keys end to end, one equal range per CTA
-# Steps: the [decode] GPU tests (default, and stream-K with the warp ring; every setting's run below
-# verifies too), configs/decode-ab-h200.json with flash-decode + the in-binary cudnn, scripts/peers.py
-# on the same spec (torch-cudnn, torch-flash), then flash-decode alone under each setting (GQA 32/8
-# cases) while time is left (likeliest first). Prints last: us per case and setting, then per setting
-# the ratio better torch peer / setting (min, geomean) and % of the copy ceiling at large KV.
+#   FB_DECODE_ROTATE=1    each CTA starts its tiles at a hashed offset (scattered DRAM addresses)
+# Steps: the [decode] GPU tests (default, stream-K with the warp ring, rotation; every setting's run
+# below verifies too), configs/decode-ab-h200.json with flash-decode + the in-binary cudnn,
+# scripts/peers.py on the same spec (torch-cudnn, torch-flash), then flash-decode alone under each
+# setting (GQA 32/8 cases) while time is left (likeliest first). Prints last: us per case and setting,
+# then per setting the ratio better torch peer / setting per case, min, geomean, and % of the copy
+# ceiling at large KV.
 #   BUILD=build scripts/decode_ab_h200.sh OUTDIR
 set -uo pipefail
 out=${1:?usage: BUILD=build scripts/decode_ab_h200.sh OUTDIR}
@@ -28,16 +30,19 @@ tests() {  # tests NAME [VAR=VALUE...]
   echo "tests-$name ($*), at $((SECONDS - t0)) s: $(tail -n 2 "$out/tests-$name.log" | tr '\n' ' ')"
 }
 tests std
-tests probes FB_DECODE_STREAMK=1 FB_DECODE_SYNC=warp
+tests sk_warp FB_DECODE_STREAMK=1 FB_DECODE_SYNC=warp
+tests rotate FB_DECODE_ROTATE=1
 wt=(--warmup-time 0.05)  # back-to-back runs: the clocks are up already
 timeout 25 "$fb" run "$spec" -q "${wt[@]}" -o "$out/ab-std.json" >"$out/ab-std.log" 2>&1 || rc=1
 timeout 30 python3 scripts/peers.py "$spec" -o "$out/peers.json" --backends flash,cudnn --ref-max-seq 0 \
   >"$out/peers.log" 2>&1 || rc=1
 settings=(
   "sk FB_DECODE_STREAMK=1"
+  "rot FB_DECODE_ROTATE=1"
   "sk1 FB_DECODE_STREAMK=1 FB_DECODE_CTAS=1"
   "warp FB_DECODE_SYNC=warp"
   "tma FB_DECODE_RING=tma"
+  "rot_ctas2 FB_DECODE_ROTATE=1 FB_DECODE_CTAS=2"
   "ctas2 FB_DECODE_CTAS=2"
   "w_sk FB_DECODE_STREAMK=1 FB_DECODE_SYNC=warp"
   "l2_256 FB_DECODE_L2=256"

@@ -87,9 +87,9 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
 // a partial tail tile. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING = deepall,
 // tmadeep and tma (flash_decode.h): the deep cp.async ring and the TMA rings (deep up to one CTA per SM,
 // standard past it: these cases) on every case of up to sixteen rows; scripts/decode_ab_h200.sh with
-// the probes FB_DECODE_SYNC=warp, FB_DECODE_L2, FB_DECODE_CTAS, FB_DECODE_RING=small and
-// FB_DECODE_STREAMK=1 (stream-K: here a CTA's key range runs across several heads' keys, 777 and 3001
-// not being multiples of it, so pieces begin and end mid-head and mid-tile).
+// the probes FB_DECODE_SYNC=warp, FB_DECODE_STREAMK=1 (stream-K: here a CTA's key range runs across
+// several heads' keys, 777 and 3001 not being multiples of it, so pieces begin and end mid-head and
+// mid-tile) and FB_DECODE_ROTATE=1 (the partial tail tile then comes mid-loop).
 TEST_CASE("flash-decode: one query row, grids past one CTA per SM, keys not a multiple of the tile",
           "[gpu][decode]") {
   CudaBackend& b = gpu();

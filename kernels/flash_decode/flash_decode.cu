@@ -62,6 +62,9 @@ const Probes& probes() {
     const std::string sk = env("FB_DECODE_STREAMK");
     if (sk == "1") pr.stream_k = true;
     else if (!sk.empty() && sk != "0") throw bad("FB_DECODE_STREAMK", sk, "0 or 1");
+    const std::string rot = env("FB_DECODE_ROTATE");
+    if (rot == "1") pr.rotate = true;
+    else if (!rot.empty() && rot != "0") throw bad("FB_DECODE_ROTATE", rot, "0 or 1");
     const std::string ctas = env("FB_DECODE_CTAS");
     if (!ctas.empty()) {
       if (ctas.size() != 1 || ctas[0] < '0' || ctas[0] > '8') throw bad("FB_DECODE_CTAS", ctas, "0 .. 8");
@@ -104,9 +107,10 @@ StreamPlan stream_plan(const AttentionParams& p) {
 std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (pass != Pass::fwd || unsupported(pass, p)) return 0;
   const StreamPlan sk = stream_plan(p);
-  if (sk.keys_per_cta > 0)
-    return sk.max_pieces <= 1 ? 0
-                              : std::size_t(sk.max_pieces) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * sizeof(float);
+  if (sk.keys_per_cta > 0) {
+    if (sk.max_pieces <= 1) return 0;
+    return std::size_t(sk.max_pieces) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * sizeof(float);
+  }
   const SplitPlan sp = plan(p);
   if (sp.splits <= 1) return 0;
   // Partial O [splits, rows, d] and LSE [splits, rows], fp32.

@@ -54,11 +54,15 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
 //                              end to end and cut into one equal range per CTA (FB_DECODE_CTAS per SM,
 //                              default 2), each CTA running the heads' pieces its range meets; no CTA
 //                              idles for want of a whole split, at any batch
+//   FB_DECODE_ROTATE=0|1       1: each CTA runs its tiles from a hashed start, wrapping around (every
+//                              configuration and ring): CTAs that start together read scattered
+//                              offsets, not the same offset of K/V ranges a power of two apart
 struct Probes {
   bool warp_ring = false;
   L2Hint l2 = L2Hint::none;
   int ctas_per_sm = 0;
   bool stream_k = false;
+  bool rotate = false;
 };
 const Probes& probes();
 

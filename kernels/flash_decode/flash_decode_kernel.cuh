@@ -48,6 +48,7 @@ template <typename Elem> struct DecodeArgs {
   // partial slots of a head are its pieces (stream_pieces), a.plan is unused.
   long long kv_planes = 0;  // batch * kv_heads
   long long stream_keys = 0;
+  int rotate = 0;  // FB_DECODE_ROTATE: each item's tiles in a rotated order (split_item)
   // The TMA ring only: K and V as (d, seq_k, batch * kv_heads), boxes (64, kBc, 1), 128-byte swizzle.
   CUtensorMap tm_k;
   CUtensorMap tm_v;
@@ -183,17 +184,26 @@ __device__ __forceinline__ void split_item(const DecodeArgs<typename Tr::Elem>& 
   const std::uint32_t bar0 = ring + std::uint32_t(Tr::kTmaBarOffset);
 
   const int warp_key0 = wk * Tr::kWarpKeys;  // first key of this warp within a tile
+  // FB_DECODE_ROTATE (a.rotate): the item's tiles run in the order rot, rot + 1, .., n_tiles - 1, 0, ..,
+  // rot - 1, rot a hash of the item (softmax and the masks do not depend on the order): CTAs that start
+  // together then read at scattered offsets of their K/V ranges, not at the same offset of ranges a
+  // power of two apart. `tile` below is the position in the ring, phys(tile) the tile of the keys.
+  const int rot = a.rotate && n_tiles > 1
+                      ? int(((unsigned(bkv) * 64u + unsigned(k_lo / Bc)) * 2654435761u >> 8) % unsigned(n_tiles))
+                      : 0;
+  auto phys = [&](int tile) { return tile + rot < n_tiles ? tile + rot : tile + rot - n_tiles; };
   auto load_kv = [&](int tile) {
     const int stage = tile % Tr::kStages;
+    const int pt = phys(tile);
     if constexpr (kWarpRing) {  // this warp's kWarpKeys rows of the tile, by its lanes
-      const std::int64_t off = (std::int64_t(tile) * Bc + warp_key0) * D;
-      const int valid = k_hi - (k_lo + tile * Bc + warp_key0);
+      const std::int64_t off = (std::int64_t(pt) * Bc + warp_key0) * D;
+      const int valid = k_hi - (k_lo + pt * Bc + warp_key0);
       const int soff = stage * Tr::kKVTileElems + warp_key0 * Tr::kRowStride;
       load_rows_async<Tr, Tr::kWarpKeys, 32, kL2>(sK + soff, gK + off, valid, lane);
       load_rows_async<Tr, Tr::kWarpKeys, 32, kL2>(sV + soff, gV + off, valid, lane);
     } else {
-      const std::int64_t off = std::int64_t(tile) * Bc * D;
-      const int valid = k_hi - (k_lo + tile * Bc);
+      const std::int64_t off = std::int64_t(pt) * Bc * D;
+      const int valid = k_hi - (k_lo + pt * Bc);
       load_rows_async<Tr, Bc, Tr::kThreads, kL2>(sK + stage * Tr::kKVTileElems, gK + off, valid, tid);
       load_rows_async<Tr, Bc, Tr::kThreads, kL2>(sV + stage * Tr::kKVTileElems, gV + off, valid, tid);
     }
@@ -207,7 +217,7 @@ __device__ __forceinline__ void split_item(const DecodeArgs<typename Tr::Elem>& 
     const std::uint32_t k_dst = ring + std::uint32_t(stage * 2 * Tr::kTmaTileBytes);
     const std::uint32_t v_dst = k_dst + std::uint32_t(Tr::kTmaTileBytes);
     tma::expect(bar, std::uint32_t(2 * Tr::kTmaTileBytes));
-    const int row = k_lo + tile * Bc;
+    const int row = k_lo + phys(tile) * Bc;
 #pragma unroll
     for (int b = 0; b < Tr::kBoxes; ++b) {
       tma::load(k_dst + std::uint32_t(b * Tr::kBoxBytes), &a.tm_k, bar, b * Tr::kBoxCols, row, plane);
@@ -304,7 +314,7 @@ __device__ __forceinline__ void split_item(const DecodeArgs<typename Tr::Elem>& 
       if (j + Tr::kStages - 1 < n_tiles) load_kv(j + Tr::kStages - 1);
       ptx::cp_async_commit();
     }
-    const int k0 = k_lo + j * Bc + warp_key0;  // first key of this warp's share
+    const int k0 = k_lo + phys(j) * Bc + warp_key0;  // first key of this warp's share
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
 

@@ -72,7 +72,8 @@ template <typename Elem, int D> void launch_combine(const DecodeArgs<Elem>& a, c
 // FB_DECODE_L2); the deep and small rings take the warp ring only (no L2 hint instances: fewer kernels
 // to build).
 template <typename Tr, bool kWarpRing>
-void launch_probed_l2(const DecodeArgs<typename Tr::Elem>& a, const AttentionParams& p, L2Hint l2, cudaStream_t stream) {
+void launch_probed_l2(const DecodeArgs<typename Tr::Elem>& a, const AttentionParams& p, L2Hint l2,
+                      cudaStream_t stream) {
   switch (l2) {
     case L2Hint::p128: return launch_split<Tr, false, kWarpRing, L2Hint::p128>(a, p, stream);
     case L2Hint::p256: return launch_split<Tr, false, kWarpRing, L2Hint::p256>(a, p, stream);
@@ -124,6 +125,7 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, const StreamPl
   a.kv_planes = static_cast<long long>(p.batch) * p.kv_heads;
   // Stream-K on the cp.async rings of up to sixteen rows only (stream_plan() checked the rows).
   a.stream_keys = ring == Ring::tma || ring == Ring::tma_deep ? 0 : sk.keys_per_cta;
+  a.rotate = probes().rotate ? 1 : 0;
   a.mask = p.mask();
   a.plan = plan;
   a.scale_log2 = float(p.scale * 1.4426950408889634);  // log2(e): the kernel works in base 2
