@@ -50,21 +50,22 @@ const Probes& probes() {
       return std::invalid_argument(std::string(name) + " (a timing probe of flash-decode) must be " + allowed +
                                    ", got '" + v + "'");
     };
-    Probes pr;
+    Probes pr;  // unset variables keep the defaults of flash_decode.h
     const std::string sync = env("FB_DECODE_SYNC");
-    if (sync == "warp") pr.warp_ring = true;
-    else if (!sync.empty() && sync != "block") throw bad("FB_DECODE_SYNC", sync, "'block' or 'warp'");
+    if (sync == "warp" || sync == "block") pr.warp_ring = sync == "warp";
+    else if (!sync.empty()) throw bad("FB_DECODE_SYNC", sync, "'block' or 'warp'");
     const std::string l2 = env("FB_DECODE_L2");
     if (l2 == "128") pr.l2 = L2Hint::p128;
     else if (l2 == "256") pr.l2 = L2Hint::p256;
     else if (l2 == "ef256") pr.l2 = L2Hint::evict256;
-    else if (!l2.empty() && l2 != "0") throw bad("FB_DECODE_L2", l2, "0, 128, 256 or ef256");
+    else if (l2 == "0") pr.l2 = L2Hint::none;
+    else if (!l2.empty()) throw bad("FB_DECODE_L2", l2, "0, 128, 256 or ef256");
     const std::string sk = env("FB_DECODE_STREAMK");
-    if (sk == "1") pr.stream_k = true;
-    else if (!sk.empty() && sk != "0") throw bad("FB_DECODE_STREAMK", sk, "0 or 1");
+    if (sk == "1" || sk == "0") pr.stream_k = sk == "1";
+    else if (!sk.empty()) throw bad("FB_DECODE_STREAMK", sk, "0 or 1");
     const std::string rot = env("FB_DECODE_ROTATE");
-    if (rot == "1") pr.rotate = true;
-    else if (!rot.empty() && rot != "0") throw bad("FB_DECODE_ROTATE", rot, "0 or 1");
+    if (rot == "1" || rot == "0") pr.rotate = rot == "1";
+    else if (!rot.empty()) throw bad("FB_DECODE_ROTATE", rot, "0 or 1");
     const std::string ctas = env("FB_DECODE_CTAS");
     if (!ctas.empty()) {
       if (ctas.size() != 1 || ctas[0] < '0' || ctas[0] > '8') throw bad("FB_DECODE_CTAS", ctas, "0 .. 8");

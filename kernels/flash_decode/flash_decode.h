@@ -43,8 +43,8 @@ enum class Ring { standard, deep, tma, tma_deep, small };
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
 
 // Timing probes of the configurations for up to sixteen query rows (one decode row of a GQA group; the
-// standard and deep cp.async rings), read once a process for A/B runs of one binary; a bad value
-// throws (on every forward) naming the variable:
+// standard and deep cp.async rings), read once a process for A/B runs of one binary; an unset variable
+// keeps the default below, a bad value throws (on every forward) naming the variable:
 //   FB_DECODE_SYNC=block|warp  block (default): the CTA's warps share each K/V tile, a block barrier per
 //                              tile; warp: each warp loads and waits for its own keys of every tile
 //                              (its cp.async groups and __syncwarp), no block barrier in the loop
