@@ -299,15 +299,16 @@ __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&
   ptx::fence_operands(cb);
 }
 
-// gemm_split_rs_gated's products in one pass over the steps, into three accumulators: ca = hi*hi of the
-// first half of the steps, cb = hi*hi of the second half, cc = every small product (lo_a*hi_b,
-// hi_a*lo_b); C = (cc + cb) + ca (sum_split3). The chains at |C|'s scale are as long as the two-pass
-// form's (kSteps / 2 each), but each step's fragment is built and split once (the two-pass form
-// rebuilds the second half's for its hi*hi pass: 4 loads and 4 splits a step) and no step is issued
-// alone. Every group of kGroup steps is built first, then one wgmma.fence and its 3 * kGroup wgmmas
-// (one batch), with one group in flight. gate / retired as in gemm_split_rs_gated (retired(kk_end):
-// every wgmma of steps [0, kk_end) is complete). kSplit = false: gemm_split_rs_gated, cc = 0.
-// Returns with every wgmma complete.
+// gemm_split_rs_gated's products in one pass over the steps, into three accumulators: ca = hi*hi of
+// the first half of the steps, cb = hi*hi of the second half, cc = every small product (lo_a*hi_b,
+// hi_a*lo_b); the caller sums C = (cc + cb) + ca. The chains at |C|'s scale are as long as the
+// two-pass form's (kSteps / 2 each), but each step's fragment is built and split once (the two-pass
+// form rebuilds the second half's for its hi*hi pass: 4 loads and 4 splits a step) and no step is
+// issued alone. Every group of kGroup steps is built first, then one wgmma.fence and its 3 * kGroup
+// wgmmas (one batch), with one group in flight; the next group's raw fragments are loaded before
+// that wait. gate / retired as in gemm_split_rs_gated (retired(kk_end): every wgmma of steps
+// [0, kk_end) is complete). kSplit = false: gemm_split_rs_gated, cc = 0. Returns with every wgmma
+// complete.
 template <int N, int kSteps, int kGroup, bool kSplit, bool kRn, typename Load, typename DescHi, typename DescLo,
           typename Gate, typename Retired>
 __device__ __forceinline__ void gemm_split_rs_gated3(float (&ca)[N / 2], float (&cb)[N / 2], float (&cc)[N / 2],
@@ -320,16 +321,19 @@ __device__ __forceinline__ void gemm_split_rs_gated3(float (&ca)[N / 2], float (
   } else {
     constexpr int kHalf = kSteps / 2;
     static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
+    // The raw fragments of the next group are loaded before the wait for the group in flight, so
+    // that their latency overlaps it (a wait orders memory: loads after it would start only then).
+    float x[kGroup][4];
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) load(g, x[g]);
 #pragma unroll
     for (int g0 = 0; g0 < kSteps; g0 += kGroup) {
       std::uint32_t hi[kGroup][4], lo[kGroup][4];
 #pragma unroll
       for (int g = 0; g < kGroup; ++g) {
         gate(g0 + g);
-        float x[4];
-        load(g0 + g, x);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) ptx::split_tf32_as<kRn>(x[i], hi[g][i], lo[g][i]);
+        for (int i = 0; i < 4; ++i) ptx::split_tf32_as<kRn>(x[g][i], hi[g][i], lo[g][i]);
       }
       ptx::wgmma_fence();  // the fragments were written by ordinary instructions
 #pragma unroll
@@ -343,6 +347,10 @@ __device__ __forceinline__ void gemm_split_rs_gated3(float (&ca)[N / 2], float (
         ptx::wgmma_rs_tf32<N>(cc, hi[g], b_lo(kk), 1);
       }
       ptx::wgmma_commit();
+      if (g0 + kGroup < kSteps) {
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g) load(g0 + kGroup + g, x[g]);
+      }
       ptx::wgmma_wait<1>();
       retired(g0);
     }

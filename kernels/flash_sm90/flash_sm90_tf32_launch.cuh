@@ -29,7 +29,7 @@ namespace fb::cuda::flash_sm90 {
 //   onepass   S in one pass into three accumulators, groups of 2 steps as one batch (Tf32OnePassS);
 //             alone or with rn (the other words are then ignored)
 //   rn        every TF32 split by cvt.rn, one SASS instruction, instead of cvt.rna's three (Tf32Rn);
-//             alone, with batch or with onepass (the other words are then ignored)
+//             alone, with batch, with onepass or with onepass,pingpong (other words are then ignored)
 // Read once; unset (or no known word) is the shipping forward.
 struct Tf32FwdProbe {
   bool ping_pong = false;
@@ -115,7 +115,8 @@ template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaSt
   const Tf32FwdProbe probe = tf32_fwd_probe();
   // The session-7 probes (onepass, rn) instantiate only these combinations.
   if (probe.rn) {
-    if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<Tf32Rn<Tr>>>(p, stream);
+    if (probe.one_pass_s && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32OnePassS<Tf32Rn<Tr>>>>(p, stream);
+    else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<Tf32Rn<Tr>>>(p, stream);
     else if (probe.batched_s) launch_tf32_fwd<Tf32BatchedS<Tf32Rn<Tr>>>(p, stream);
     else launch_tf32_fwd<Tf32Rn<Tr>>(p, stream);
   } else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<Tr>>(p, stream);
