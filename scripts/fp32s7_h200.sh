@@ -2,17 +2,18 @@
 # flash-sm90's fp32 (3xTF32 on wgmma, issue 15) variants of session 7 on an H200, in about a minute:
 #   scripts/fp32s7_h200.sh OUTDIR [BUILD_DIR=build]
 # 1. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must
-#    fail it) three times: the default, rn (forward and backward) and rn,onepass (the probes are read
-#    once per process, so one test process per setting).
+#    fail it) three times: the default, rn (forward and backward) and rn,onepass,desc (the probes are
+#    read once per process, so one test process per setting).
 # 2. Forward, configs/h200-fp32-sm90.json at N 1024/4096/8192, d 64/128, causal or not: naive (exact
 #    FP32) and flash-sm90, then flash-sm90 under each FB_SM90_FP32_FWD_PROBE variant.
 # 3. Backward, configs/h200-fp32-bwd-quick.json (N 1024/4096): naive and flash-sm90, then flash-sm90
 #    under FB_SM90_FP32_BWD_PROBE=rn.
-# Last: one table per pass, TFLOP/s per column (1p = onepass, pp = pingpong) and naive time / kernel time
+# Last: one table per pass, TFLOP/s per column (1p = onepass, pp = pingpong, d = desc) and naive time / kernel time
 # for the default and the best variant; * = not ok (every forward row is verified against fp64).
 # Variants (kernels/flash_sm90/flash_sm90_tf32_launch.cuh, flash_sm90_tf32_bwd.cu): rn = splits by
 # cvt.rn (1 SASS instruction) instead of cvt.rna (3); onepass = S in one pass, 3 accumulators;
-# pingpong = the consumers' turns on the tensor cores; batch = S's groups as one batch each.
+# pingpong = the consumers' turns on the tensor cores; desc = wgmma descriptors as the tile's plus a
+# constant; batch = S's groups as one batch each.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s7_h200.sh OUTDIR [BUILD_DIR]}
@@ -27,11 +28,11 @@ source scripts/h200_step.sh
 ensure_build fp32s7_h200.sh
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 
-fwd_probes="rn rn,onepass rn,onepass,pingpong onepass batch"
+fwd_probes="rn rn,onepass rn,onepass,pingpong rn,onepass,desc rn,onepass,pingpong,desc batch"
 tests="$build/tests/flashbench_gpu_tests"
 step tests "$tests" "[sm90tf32],[fp32tc]"
 FB_SM90_FP32_FWD_PROBE=rn FB_SM90_FP32_BWD_PROBE=rn step tests-rn "$tests" "[sm90tf32],[fp32tc]"
-FB_SM90_FP32_FWD_PROBE=rn,onepass step tests-rn1pass "$tests" "[sm90tf32],[fp32tc]"
+FB_SM90_FP32_FWD_PROBE=rn,onepass,desc step tests-rn1pdesc "$tests" "[sm90tf32],[fp32tc]"
 
 fwd_filter='n(1024|4096|8192)-d(64|128)-fp32-(full|causal)-fwd'
 run_fwd() {  # name, kernels
@@ -68,7 +69,7 @@ def table(title, base, probes):
                     r["status"], r.get("tflops"), r.get("time_ms", {}).get("median"))
     cols = ["naive", "flash-sm90"] + probes
     print(title)
-    short = lambda c: "default" if c == "flash-sm90" else c.replace("onepass", "1p").replace("pingpong", "pp")
+    short = lambda c: "default" if c == "flash-sm90" else c.replace("onepass", "1p").replace("pingpong", "pp").replace("desc", "d")
     print(f"{'d':>3} {'causal':>6} {'N':>5} | " + " | ".join(f"{short(c)[:10]:>10}" for c in cols) +
           " | x default | x best (variant)")
     for key in sorted(cells):

@@ -56,6 +56,18 @@ __device__ __forceinline__ std::uint64_t kmajor_desc(std::uint32_t addr) {
   return ptx::make_desc_sw128(addr, kUnitBytes, kAtomBytes);
 }
 
+// kmajor_desc(tile + byte_off) from kmajor_desc(tile): one 32-bit add into the start-address field
+// (bits 0-13, in 16-byte units) instead of rebuilding the descriptor (shift, mask, or, moves: ~6
+// uniform instructions per wgmma). No carry leaves the field: shared-memory addresses stay below
+// 228 KB, i.e. below 2^14 units. byte_off: a multiple of 16.
+__device__ __forceinline__ std::uint64_t desc_add(std::uint64_t desc, std::uint32_t byte_off) {
+  return (desc & 0xFFFFFFFF00000000ull) | std::uint32_t(std::uint32_t(desc) + (byte_off >> 4));
+}
+// Byte offset of k8 step kk in a K-major tile whose chunks are `chunk_bytes` apart (see kstep_addr).
+__host__ __device__ constexpr std::uint32_t kstep_off(int chunk_bytes, int kk) {
+  return std::uint32_t((kk / kStepsPerChunk) * chunk_bytes + (kk % kStepsPerChunk) * kMmaKBytes);
+}
+
 // The split out of place: the tile at `src` (kBytes as TMA wrote it) -> hi = tf32(x) at `hi`,
 // lo = tf32(x - hi) at `lo` (same layout: the split is elementwise on 16-byte units), by kThreads
 // threads; `src` is only read. kRn: rounding by cvt.rn (ptx::split_tf32_as).

@@ -115,6 +115,9 @@ struct Tf32FwdTraits {
   // true: every TF32 split rounds with cvt.rn (one SASS instruction, ptx::to_tf32_rn) instead of
   // cvt.rna (three): Q's fragments, P, and the producer's K and V^T splits.
   static constexpr bool kRn = false;
+  // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::desc_add: one
+  // uniform add) instead of rebuilt from its address (~6 uniform instructions per wgmma).
+  static constexpr bool kDescBase = false;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
@@ -202,6 +205,12 @@ template <typename Tr> struct Tf32OnePassS : Tr {
 // The same forward with cvt.rn splits (kRn): a timing probe (FB_SM90_FP32_FWD_PROBE=rn).
 template <typename Tr> struct Tf32Rn : Tr {
   static constexpr bool kRn = true;
+};
+
+// The same forward with descriptors from a per-tile base (kDescBase): a timing probe
+// (FB_SM90_FP32_FWD_PROBE=desc).
+template <typename Tr> struct Tf32DescBase : Tr {
+  static constexpr bool kDescBase = true;
 };
 
 // The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
