@@ -7,7 +7,7 @@
 # 2. Forward, configs/h200-fp32-sm90.json at N 1024/4096/8192, d 64/128, causal or not: naive (exact
 #    FP32) and flash-sm90, then flash-sm90 under each FB_SM90_FP32_FWD_PROBE variant.
 # 3. Backward, configs/h200-fp32-bwd-quick.json (N 1024/4096): naive and flash-sm90, then flash-sm90
-#    under FB_SM90_FP32_BWD_PROBE=rn.
+#    under FB_SM90_FP32_BWD_PROBE = rn and rn,desc.
 # Last: one table per pass, TFLOP/s per column (1p = onepass, pp = pingpong, d = desc) and naive time / kernel time
 # for the default and the best variant; * = not ok (every forward row is verified against fp64).
 # Variants (kernels/flash_sm90/flash_sm90_tf32_launch.cuh, flash_sm90_tf32_bwd.cu): rn = splits by
@@ -28,11 +28,12 @@ source scripts/h200_step.sh
 ensure_build fp32s7_h200.sh
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 
+bwd_probes="rn rn,desc"
 fwd_probes="rn rn,onepass rn,onepass,pingpong rn,onepass,desc rn,onepass,pingpong,desc batch"
 tests="$build/tests/flashbench_gpu_tests"
 step tests "$tests" "[sm90tf32],[fp32tc]"
 FB_SM90_FP32_FWD_PROBE=rn FB_SM90_FP32_BWD_PROBE=rn step tests-rn "$tests" "[sm90tf32],[fp32tc]"
-FB_SM90_FP32_FWD_PROBE=rn,onepass,desc step tests-rn1pdesc "$tests" "[sm90tf32],[fp32tc]"
+FB_SM90_FP32_FWD_PROBE=rn,onepass,desc FB_SM90_FP32_BWD_PROBE=rn,desc step tests-rn1pdesc "$tests" "[sm90tf32],[fp32tc]"
 
 fwd_filter='n(1024|4096|8192)-d(64|128)-fp32-(full|causal)-fwd'
 run_fwd() {  # name, kernels
@@ -44,14 +45,16 @@ for pr in $fwd_probes; do
   FB_SM90_FP32_FWD_PROBE=$pr run_fwd "fwd-$pr" flash-sm90
 done
 step bwd "$fb" run configs/h200-fp32-bwd-quick.json --kernels naive,flash-sm90 -q -o "$out/bwd.json"
-FB_SM90_FP32_BWD_PROBE=rn step bwd-rn "$fb" run configs/h200-fp32-bwd-quick.json --kernels flash-sm90 -q \
-  -o "$out/bwd-rn.json"
+for pr in $bwd_probes; do
+  FB_SM90_FP32_BWD_PROBE=$pr step "bwd-$pr" "$fb" run configs/h200-fp32-bwd-quick.json --kernels flash-sm90 -q \
+    -o "$out/bwd-$pr.json"
+done
 
 printf '%s\n' "${summary[@]}"
 for t in "$out"/tests*.log; do echo "$(basename "$t" .log): $(grep -hE "test cases" "$t" | tail -n 1)"; done
-python3 - "$out" "$fwd_probes" <<'PY' | tee "$out/table.txt"
+python3 - "$out" "$fwd_probes" "$bwd_probes" <<'PY' | tee "$out/table.txt"
 import json, os, sys
-out, fwd_probes = sys.argv[1], sys.argv[2].split()
+out, fwd_probes, bwd_probes = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 def load(name):
     try:
         return json.load(open(os.path.join(out, name + ".json")))["results"]
@@ -95,7 +98,7 @@ def table(title, base, probes):
                 print("NOT OK:", name, r.get("key"), r["kernel"], r["status"], r.get("reason", ""))
 table("fp32 forward TFLOP/s: naive (exact FP32), flash-sm90 default, flash-sm90 under FB_SM90_FP32_FWD_PROBE=...",
       "fwd", fwd_probes)
-table("fp32 backward TFLOP/s: naive, flash-sm90 default, flash-sm90 under FB_SM90_FP32_BWD_PROBE=rn", "bwd", ["rn"])
+table("fp32 backward TFLOP/s: naive, flash-sm90 default, flash-sm90 under FB_SM90_FP32_BWD_PROBE=...", "bwd", bwd_probes)
 PY
 echo "failed steps: $failed"
 exit "$failed"

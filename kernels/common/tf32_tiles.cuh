@@ -67,6 +67,14 @@ __device__ __forceinline__ std::uint64_t desc_add(std::uint64_t desc, std::uint3
 __host__ __device__ constexpr std::uint32_t kstep_off(int chunk_bytes, int kk) {
   return std::uint32_t((kk / kStepsPerChunk) * chunk_bytes + (kk % kStepsPerChunk) * kMmaKBytes);
 }
+// The descriptor of k8 step kk of a K-major tile: kBase = true from the tile's descriptor plus a
+// constant (desc_add; the tile's descriptor is common to every step, computed once), false rebuilt
+// from the step's address.
+template <bool kBase>
+__device__ __forceinline__ std::uint64_t kstep_desc(std::uint32_t tile, int chunk_bytes, int kk) {
+  if constexpr (kBase) return desc_add(kmajor_desc(tile), kstep_off(chunk_bytes, kk));
+  else return kmajor_desc(kstep_addr(tile, chunk_bytes, kk));
+}
 
 // The split out of place: the tile at `src` (kBytes as TMA wrote it) -> hi = tf32(x) at `hi`,
 // lo = tf32(x - hi) at `lo` (same layout: the split is elementwise on 16-byte units), by kThreads

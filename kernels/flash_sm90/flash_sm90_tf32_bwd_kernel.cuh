@@ -281,11 +281,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             sdp,
             [&](int g, int kk, int part) {
               const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
-              return tf32::kmajor_desc(tf32::kstep_addr(rows, Tr::kKVChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(rows, Tr::kKVChunkBytes, kk);
             },
             [&](int g, int kk, int part) {
               const std::uint32_t tile = g == 0 ? (part ? q_lo : q_hi) : (part ? do_lo : do_hi);
-              return tf32::kmajor_desc(tf32::kstep_addr(tile, Tr::kQChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(tile, Tr::kQChunkBytes, kk);
             });
       } else {
         tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs, Tr::kRn>(
@@ -294,10 +294,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
               tf32::load_kmajor_fragment(x, g == 0 ? k_rows : v_rows, Tr::kKVChunkBytes, warp, lane, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk);
             });
       }
       tf32::sum_split_accs(sdp[0]);
@@ -345,8 +345,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk, float (&x)[4]) {
             tf32::load_kmajor_fragment(x, a_rows, Tr::kKVChunkBytes, warp, lane, kk);
           },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_hi, Tr::kQChunkBytes, kk)); },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_lo, Tr::kQChunkBytes, kk)); });
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_hi, Tr::kQChunkBytes, kk); },
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_lo, Tr::kQChunkBytes, kk); });
       tf32::sum_split_accs(acc[0]);
       float(&v)[Tr::kSRegs] = acc[0][0];  // S^T (consumer 0) or dP^T (consumer 1)
       // Consumer 0's raw P, in its accumulator order (conflict-free 16-byte rows per thread), goes
@@ -421,8 +421,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             else
               tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(hi, Tr::kQtChunkBytes, kk); },
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(lo, Tr::kQtChunkBytes, kk); });
     };
     auto dk_part = [&](float (&t)[Tr::kPartRegs], int part) {
       const std::uint32_t off = std::uint32_t(part * Tr::kPartBytes);
@@ -433,8 +433,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp, lane,
                                               kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(hi, Tr::kQtChunkBytes, kk); },
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(lo, Tr::kQtChunkBytes, kk); });
     };
     auto add_part = [](float (&acc)[Tr::kDkvRegs], float (&t)[Tr::kPartRegs], int part) {
       ptx::fence_operands(t);
@@ -462,10 +462,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
                 tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk);
             });
         ptx::wgmma_wait<0>();
         add_part(dv, tv, part);
@@ -508,8 +508,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
                                         part0 * Tr::kPart, warp, lane, kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     } else {
       tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs, Tr::kRn>(
           qacc,
@@ -517,8 +517,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part0 * Tr::kPart, warp, lane,
                                         kk);
           },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
     tf32::sum_split_accs(qacc[0]);
     if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)

@@ -116,16 +116,9 @@ template <typename Tr, typename LoadQ, typename WaitChunk, typename HalfFree>
 __device__ __forceinline__ void gemm_qk_from(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs], LoadQ&& load_q,
                                              std::uint32_t k_hi, std::uint32_t k_lo, WaitChunk&& wait_chunk,
                                              HalfFree&& half_free) {
-  // Tr::kDescBase: each step's descriptor is the tile's plus a constant (tf32::desc_add).
-  const std::uint64_t k_hi_desc = tf32::kmajor_desc(k_hi), k_lo_desc = tf32::kmajor_desc(k_lo);
-  const auto desc_hi = [&](int kk) {
-    if constexpr (Tr::kDescBase) return tf32::desc_add(k_hi_desc, tf32::kstep_off(Tr::kKVChunkBytes, kk));
-    else return tf32::kmajor_desc(tf32::kstep_addr(k_hi, Tr::kKVChunkBytes, kk));
-  };
-  const auto desc_lo = [&](int kk) {
-    if constexpr (Tr::kDescBase) return tf32::desc_add(k_lo_desc, tf32::kstep_off(Tr::kKVChunkBytes, kk));
-    else return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk));
-  };
+  // Tr::kDescBase: each step's descriptor is the tile's plus a constant (tf32::kstep_desc).
+  const auto desc_hi = [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(k_hi, Tr::kKVChunkBytes, kk); };
+  const auto desc_lo = [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(k_lo, Tr::kKVChunkBytes, kk); };
   const auto gate = [&](int kk) {
     if (kk % Tr::kStepsPerChunk == 0) wait_chunk(kk / Tr::kStepsPerChunk);
   };
@@ -164,17 +157,10 @@ template <typename Tr, typename Issued>
 __device__ __forceinline__ void gemm_pv(float (&ot)[Tr::kORegs], const std::uint32_t (&ph)[Tr::kSRegs],
                                         const std::uint32_t (&pl)[Tr::kSRegs], std::uint32_t vt_hi,
                                         std::uint32_t vt_lo, Issued&& issued) {
-  const std::uint64_t vt_hi_desc = tf32::kmajor_desc(vt_hi), vt_lo_desc = tf32::kmajor_desc(vt_lo);
   tf32::gemm_frag_a<Tr::kHeadDim, Tr::kPVSteps, Tr::kSplit>(
       ot, [&](int kk, int lo, std::uint32_t(&a)[4]) { tf32::acc_fragment(a, lo ? pl : ph, kk); },
-      [&](int kk) {
-        if constexpr (Tr::kDescBase) return tf32::desc_add(vt_hi_desc, tf32::kstep_off(Tr::kVtChunkBytes, kk));
-        else return tf32::kmajor_desc(tf32::kstep_addr(vt_hi, Tr::kVtChunkBytes, kk));
-      },
-      [&](int kk) {
-        if constexpr (Tr::kDescBase) return tf32::desc_add(vt_lo_desc, tf32::kstep_off(Tr::kVtChunkBytes, kk));
-        else return tf32::kmajor_desc(tf32::kstep_addr(vt_lo, Tr::kVtChunkBytes, kk));
-      });
+      [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(vt_hi, Tr::kVtChunkBytes, kk); },
+      [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(vt_lo, Tr::kVtChunkBytes, kk); });
   issued();
   ptx::wgmma_wait<0>();
   ptx::fence_operands(ot);
