@@ -8,8 +8,9 @@
 #    FP32) and flash-sm90, then flash-sm90 under each FB_SM90_FP32_FWD_PROBE variant.
 # 3. Backward, configs/h200-fp32-bwd-quick.json (N 1024/4096): naive and flash-sm90, then flash-sm90
 #    under FB_SM90_FP32_BWD_PROBE = rn and rn,desc.
-# Last: one table per pass, TFLOP/s per column (1p = onepass, pp = pingpong, d = desc) and naive time / kernel time
-# for the default and the best variant; * = not ok (every forward row is verified against fp64).
+# Last: one table per pass, TFLOP/s per column (1p = onepass, pp = pingpong, d = desc, kh = khalf) and
+# naive time / kernel time for the default and the best variant; * = not ok (every forward row is
+# verified against fp64).
 # Variants (kernels/flash_sm90/flash_sm90_tf32_launch.cuh, flash_sm90_tf32_bwd.cu): rn = splits by
 # cvt.rn (1 SASS instruction) instead of cvt.rna (3); onepass = S in one pass, 3 accumulators;
 # pingpong = the consumers' turns on the tensor cores; desc = wgmma descriptors as the tile's plus a
@@ -29,7 +30,7 @@ ensure_build fp32s7_h200.sh
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 
 bwd_probes="rn rn,desc"
-fwd_probes="rn rn,onepass rn,onepass,pingpong rn,onepass,desc rn,onepass,pingpong,desc batch"
+fwd_probes="rn rn,onepass rn,onepass,pingpong rn,onepass,desc rn,onepass,pingpong,desc rn,onepass,desc,khalf batch"
 tests="$build/tests/flashbench_gpu_tests"
 step tests "$tests" "[sm90tf32],[fp32tc]"
 FB_SM90_FP32_FWD_PROBE=rn FB_SM90_FP32_BWD_PROBE=rn step tests-rn "$tests" "[sm90tf32],[fp32tc]"
@@ -72,7 +73,7 @@ def table(title, base, probes):
                     r["status"], r.get("tflops"), r.get("time_ms", {}).get("median"))
     cols = ["naive", "flash-sm90"] + probes
     print(title)
-    short = lambda c: "default" if c == "flash-sm90" else c.replace("onepass", "1p").replace("pingpong", "pp").replace("desc", "d")
+    short = lambda c: "default" if c == "flash-sm90" else c.replace("onepass", "1p").replace("pingpong", "pp").replace("desc", "d").replace("khalf", "kh")
     print(f"{'d':>3} {'causal':>6} {'N':>5} | " + " | ".join(f"{short(c)[:10]:>10}" for c in cols) +
           " | x default | x best (variant)")
     for key in sorted(cells):

@@ -30,8 +30,8 @@ namespace fb::cuda::flash_sm90 {
 //             alone or with rn (the other words are then ignored)
 //   rn        every TF32 split by cvt.rn, one SASS instruction, instead of cvt.rna's three (Tf32Rn);
 //             alone, with batch, with onepass or with onepass,pingpong (other words are then ignored)
-//   desc      with rn (and onepass, pingpong): each wgmma descriptor = the tile's + a constant
-//             (Tf32DescBase)
+//   desc      with rn (and onepass, pingpong or khalf): each wgmma descriptor = the tile's + a
+//             constant (Tf32DescBase)
 // Read once; unset (or no known word) is the shipping forward.
 struct Tf32FwdProbe {
   bool ping_pong = false;
@@ -120,7 +120,8 @@ template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaSt
   // The session-7 probes (onepass, rn, desc) instantiate only these combinations.
   if (probe.rn && probe.desc) {
     using R = Tf32DescBase<Tf32Rn<Tr>>;
-    if (probe.one_pass_s && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32OnePassS<R>>>(p, stream);
+    if (probe.one_pass_s && probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tf32OnePassS<R>>>(p, stream);
+    else if (probe.one_pass_s && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32OnePassS<R>>>(p, stream);
     else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<R>>(p, stream);
     else launch_tf32_fwd<R>(p, stream);
   } else if (probe.rn) {
