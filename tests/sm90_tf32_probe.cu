@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(128, 1)
   float pr[Tr::kSRegs];
   for (int i = 0; i < Tr::kSRegs; ++i) pr[i] = p[(row + 8 * ((i / 2) % 2)) * Bc + 8 * (i / 4) + col + i % 2];
   std::uint32_t ph[Tr::kSRegs], pl[Tr::kSRegs];
-  for (int i = 0; i < Tr::kSRegs; ++i) ptx::split_tf32(pr[i], ph[i], pl[i]);
+  for (int i = 0; i < Tr::kSRegs; ++i) ptx::split_tf32_as<Tr::kRn>(pr[i], ph[i], pl[i]);
   float ot[Tr::kORegs];
   gemm_pv<Tr>(ot, ph, pl, sm.vt_hi(0), sm.vt_lo(0));
   for (int i = 0; i < Tr::kORegs; ++i)
@@ -72,17 +72,46 @@ template <typename Tr> void launch(const float* q, const float* k, const float* 
   FB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-}  // namespace
+// The splits of ptx::split_tf32_as<true> (cvt.rn) of n values, one per thread.
+__global__ void rn_split_kernel(const float* x, std::uint32_t* hi, std::uint32_t* lo, int n) {
+#if FB_PTX_SM90A
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) ptx::split_tf32_as<true>(x[i], hi[i], lo[i]);
+#endif
+}
 
-bool run_sm90_tf32_probe(const float* q, const float* k, const float* v, const float* p, float* s,
-                         float* o, bool split) {
+bool has_sm90a_code() {
   int has = 0;
   if (cudaMemcpyFromSymbol(&has, g_probe_has_code, sizeof(has)) != cudaSuccess || has != 1) {
     (void)cudaGetLastError();
     return false;
   }
-  if (split) launch<Tf32FwdTraits<kProbeDim, kProbeKeys, 1, 1, true>>(q, k, v, p, s, o);
-  else launch<Tf32FwdTraits<kProbeDim, kProbeKeys, 1, 1, false>>(q, k, v, p, s, o);
+  return true;
+}
+
+}  // namespace
+
+bool run_sm90_tf32_probe(const float* q, const float* k, const float* v, const float* p, float* s,
+                         float* o, bool split, bool session7) {
+  if (!has_sm90a_code()) return false;
+  using X3 = Tf32FwdTraits<kProbeDim, kProbeKeys, 1, 1, true>;
+  using X1 = Tf32FwdTraits<kProbeDim, kProbeKeys, 1, 1, false>;
+  if (session7) {
+    if (split) launch<Tf32DescBase<Tf32OnePassS<Tf32Rn<X3>>>>(q, k, v, p, s, o);
+    else launch<Tf32DescBase<Tf32OnePassS<Tf32Rn<X1>>>>(q, k, v, p, s, o);
+  } else if (split) {
+    launch<X3>(q, k, v, p, s, o);
+  } else {
+    launch<X1>(q, k, v, p, s, o);
+  }
+  return true;
+}
+
+bool run_sm90_tf32_rn_split(const float* x, std::uint32_t* hi, std::uint32_t* lo, int n) {
+  if (!has_sm90a_code()) return false;
+  rn_split_kernel<<<(n + 255) / 256, 256>>>(x, hi, lo, n);
+  FB_CUDA_CHECK_LAUNCH();
+  FB_CUDA_CHECK(cudaDeviceSynchronize());
   return true;
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 
 namespace fb::cuda::ptx {
@@ -42,6 +43,29 @@ __device__ __forceinline__ void st_shared_u32x4(std::uint32_t addr, std::uint32_
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c),
                "r"(d)
                : "memory");
+}
+
+// x rounded to TF32 with cvt.rn (nearest, ties to even; sm_90+): one F2FP.TF32 in SASS, where
+// cvt.rna (ptx::to_tf32, the sm_80 form) has no SASS instruction and expands to three (FSETP for
+// Inf/NaN, IADD of 0x1000, LOP3 mask). The result is an fp32 bit pattern with the low 13 bits zero
+// (CUTLASS's tfloat32_t conversion reads it so on sm_90). Ties to even differ from ties away only on
+// exact ties and are unbiased, so the 3xTF32 error model (perf-notes, "flash fp32") is unchanged.
+__device__ __forceinline__ std::uint32_t to_tf32_rn(float x) {
+  std::uint32_t r;
+  asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// The 3xTF32 split, rounding chosen at compile time: kRn = true cvt.rn (3 SASS instructions per
+// element: F2FP, FADD, F2FP), false cvt.rna (ptx::split_tf32: 7).
+template <bool kRn>
+__device__ __forceinline__ void split_tf32_as(float x, std::uint32_t& hi, std::uint32_t& lo) {
+  if constexpr (kRn) {
+    hi = to_tf32_rn(x);
+    lo = to_tf32_rn(x - __uint_as_float(hi));
+  } else {
+    split_tf32(x, hi, lo);
+  }
 }
 
 // A from registers (the layout above), B from shared memory (K-major descriptor).

@@ -56,31 +56,51 @@ __device__ __forceinline__ std::uint64_t kmajor_desc(std::uint32_t addr) {
   return ptx::make_desc_sw128(addr, kUnitBytes, kAtomBytes);
 }
 
+// kmajor_desc(tile + byte_off) from kmajor_desc(tile): one 32-bit add into the start-address field
+// (bits 0-13, in 16-byte units) instead of rebuilding the descriptor (shift, mask, or, moves: ~6
+// uniform instructions per wgmma). No carry leaves the field: shared-memory addresses stay below
+// 228 KB, i.e. below 2^14 units. byte_off: a multiple of 16.
+__device__ __forceinline__ std::uint64_t desc_add(std::uint64_t desc, std::uint32_t byte_off) {
+  return (desc & 0xFFFFFFFF00000000ull) | std::uint32_t(std::uint32_t(desc) + (byte_off >> 4));
+}
+// Byte offset of k8 step kk in a K-major tile whose chunks are `chunk_bytes` apart (see kstep_addr).
+__host__ __device__ constexpr std::uint32_t kstep_off(int chunk_bytes, int kk) {
+  return std::uint32_t((kk / kStepsPerChunk) * chunk_bytes + (kk % kStepsPerChunk) * kMmaKBytes);
+}
+// The descriptor of k8 step kk of a K-major tile: kBase = true from the tile's descriptor plus a
+// constant (desc_add; the tile's descriptor is common to every step, computed once), false rebuilt
+// from the step's address.
+template <bool kBase>
+__device__ __forceinline__ std::uint64_t kstep_desc(std::uint32_t tile, int chunk_bytes, int kk) {
+  if constexpr (kBase) return desc_add(kmajor_desc(tile), kstep_off(chunk_bytes, kk));
+  else return kmajor_desc(kstep_addr(tile, chunk_bytes, kk));
+}
+
 // The split out of place: the tile at `src` (kBytes as TMA wrote it) -> hi = tf32(x) at `hi`,
 // lo = tf32(x - hi) at `lo` (same layout: the split is elementwise on 16-byte units), by kThreads
-// threads; `src` is only read.
-template <int kBytes, int kThreads, bool kSplit>
+// threads; `src` is only read. kRn: rounding by cvt.rn (ptx::split_tf32_as).
+template <int kBytes, int kThreads, bool kSplit, bool kRn = false>
 __device__ __forceinline__ void split_tile_from(std::uint32_t src, std::uint32_t hi, std::uint32_t lo, int tid) {
   constexpr int kUnits = kBytes / kUnitBytes;
   static_assert(kUnits % kThreads == 0, "the threads share the tile evenly");
-#pragma unroll 4
+#pragma unroll (kRn ? 2 : 4)
   for (int u = tid; u < kUnits; u += kThreads) {
     const std::uint32_t off = std::uint32_t(u * kUnitBytes);
     const float4 x = ptx::ld_shared_f32x4(src + off);
     std::uint32_t h[4], l[4];
-    ptx::split_tf32(x.x, h[0], l[0]);
-    ptx::split_tf32(x.y, h[1], l[1]);
-    ptx::split_tf32(x.z, h[2], l[2]);
-    ptx::split_tf32(x.w, h[3], l[3]);
+    ptx::split_tf32_as<kRn>(x.x, h[0], l[0]);
+    ptx::split_tf32_as<kRn>(x.y, h[1], l[1]);
+    ptx::split_tf32_as<kRn>(x.z, h[2], l[2]);
+    ptx::split_tf32_as<kRn>(x.w, h[3], l[3]);
     ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
     if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
   }
 }
 
 // The same split in place: the tile at `hi` becomes hi = tf32(x), lo = tf32(x - hi) goes to `lo`.
-template <int kBytes, int kThreads, bool kSplit>
+template <int kBytes, int kThreads, bool kSplit, bool kRn = false>
 __device__ __forceinline__ void split_tile(std::uint32_t hi, std::uint32_t lo, int tid) {
-  split_tile_from<kBytes, kThreads, kSplit>(hi, hi, lo, tid);
+  split_tile_from<kBytes, kThreads, kSplit, kRn>(hi, hi, lo, tid);
 }
 
 // A (kRows, kCols) tile as TMA wrote it (kCols / 32 chunks of kRows rows) -> its transpose
@@ -88,7 +108,7 @@ __device__ __forceinline__ void split_tile(std::uint32_t hi, std::uint32_t lo, i
 // rows), each group of 8 rows permuted (pv_key_of_position) and split into hi and lo. One work item
 // = one column n and one group of 8 rows: 8 scalar reads (a warp reads 32 columns of one row:
 // conflict-free), two 16-byte writes per part.
-template <int kRows, int kCols, int kThreads, bool kSplit>
+template <int kRows, int kCols, int kThreads, bool kSplit, bool kRn = false>
 __device__ __forceinline__ void transpose_split_tile(std::uint32_t raw, std::uint32_t hi,
                                                      std::uint32_t lo, int tid) {
   constexpr int kItems = kCols * (kRows / 8);
@@ -96,7 +116,7 @@ __device__ __forceinline__ void transpose_split_tile(std::uint32_t raw, std::uin
   constexpr int kDstChunkBytes = kCols * kRowBytes;
   static_assert(kItems % kThreads == 0 && kCols % kChunkElems == 0 && kRows % kChunkElems == 0,
                 "whole chunks, shared evenly");
-#pragma unroll 2
+#pragma unroll (kRn ? 1 : 2)
   for (int item = tid; item < kItems; item += kThreads) {
     const int n = item % kCols;
     const int grp = item / kCols;
@@ -111,7 +131,7 @@ __device__ __forceinline__ void transpose_split_tile(std::uint32_t raw, std::uin
       const std::uint32_t off = dst + sw128_offset(n, kk % kChunkElems + half * 4);
       std::uint32_t h[4], l[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) ptx::split_tf32(x[pv_key_of_position(half * 4 + i)], h[i], l[i]);
+      for (int i = 0; i < 4; ++i) ptx::split_tf32_as<kRn>(x[pv_key_of_position(half * 4 + i)], h[i], l[i]);
       ptx::st_shared_u32x4(hi + off, h[0], h[1], h[2], h[3]);
       if constexpr (kSplit) ptx::st_shared_u32x4(lo + off, l[0], l[1], l[2], l[3]);
     }
@@ -216,11 +236,12 @@ __device__ __forceinline__ void acc_fragment(std::uint32_t (&a)[4], const std::u
 // per TMA box): gate(kk) runs before the first wgmma that reads B's step kk; retired(kk_end) runs
 // once every wgmma of the first pass over steps [0, kk_end) is complete (B's parts that only the
 // first pass reads, lo and hi of the first half of the steps, may then be replaced).
+// kRn: the splits round by cvt.rn (ptx::split_tf32_as).
 // kBatched: a group's fragments are all built before one wgmma.fence and its wgmmas, so that they
 // form one batch in SASS (a fence per step makes every wgmma a batch of its own, and waiting for all
 // but the last group then drains the tensor pipe to one wgmma); the same registers live either way.
-template <int N, int kSteps, int kGroup, bool kSplit, bool kBatched = false, typename Load, typename DescHi,
-          typename DescLo, typename Gate, typename Retired>
+template <int N, int kSteps, int kGroup, bool kSplit, bool kBatched = false, bool kRn = false, typename Load,
+          typename DescHi, typename DescLo, typename Gate, typename Retired>
 __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
                                                     DescHi&& b_hi, DescLo&& b_lo, Gate&& gate,
                                                     Retired&& retired) {
@@ -235,7 +256,7 @@ __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&
         float x[4];
         load(first + g, x);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[g][i], lo[g][i]);
+        for (int i = 0; i < 4; ++i) ptx::split_tf32_as<kRn>(x[i], hi[g][i], lo[g][i]);
       }
       ptx::wgmma_fence();  // the fragments were written by ordinary instructions
 #pragma unroll
@@ -248,7 +269,7 @@ __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&
         load(kk, x);
         std::uint32_t hi[4], lo[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[i], lo[i]);
+        for (int i = 0; i < 4; ++i) ptx::split_tf32_as<kRn>(x[i], hi[i], lo[i]);
         ptx::wgmma_fence();  // the fragments were written by ordinary instructions
         body(kk, hi, lo);
       }
@@ -298,6 +319,69 @@ __device__ __forceinline__ void gemm_split_rs_gated(float (&ca)[N / 2], float (&
   ptx::fence_operands(cb);
 }
 
+// gemm_split_rs_gated's products in one pass over the steps, into three accumulators: ca = hi*hi of
+// the first half of the steps, cb = hi*hi of the second half, cc = every small product (lo_a*hi_b,
+// hi_a*lo_b); the caller sums C = (cc + cb) + ca. The chains at |C|'s scale are as long as the
+// two-pass form's (kSteps / 2 each), but each step's fragment is built and split once (the two-pass
+// form rebuilds the second half's for its hi*hi pass: 4 loads and 4 splits a step) and no step is
+// issued alone. Every group of kGroup steps is built first, then one wgmma.fence and its 3 * kGroup
+// wgmmas (one batch), with one group in flight; the next group's raw fragments are loaded before
+// that wait. gate / retired as in gemm_split_rs_gated (retired(kk_end): every wgmma of steps
+// [0, kk_end) is complete). kSplit = false: gemm_split_rs_gated, cc = 0. Returns with every wgmma
+// complete.
+template <int N, int kSteps, int kGroup, bool kSplit, bool kRn, typename Load, typename DescHi, typename DescLo,
+          typename Gate, typename Retired>
+__device__ __forceinline__ void gemm_split_rs_gated3(float (&ca)[N / 2], float (&cb)[N / 2], float (&cc)[N / 2],
+                                                     Load&& load, DescHi&& b_hi, DescLo&& b_lo, Gate&& gate,
+                                                     Retired&& retired) {
+  if constexpr (!kSplit) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) cc[i] = 0.f;
+    gemm_split_rs_gated<N, kSteps, kGroup, kSplit, true, kRn>(ca, cb, load, b_hi, b_lo, gate, retired);
+  } else {
+    constexpr int kHalf = kSteps / 2;
+    static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
+    // The raw fragments of the next group are loaded before the wait for the group in flight, so
+    // that their latency overlaps it (a wait orders memory: loads after it would start only then).
+    float x[kGroup][4];
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) load(g, x[g]);
+#pragma unroll
+    for (int g0 = 0; g0 < kSteps; g0 += kGroup) {
+      std::uint32_t hi[kGroup][4], lo[kGroup][4];
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        gate(g0 + g);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ptx::split_tf32_as<kRn>(x[g][i], hi[g][i], lo[g][i]);
+      }
+      ptx::wgmma_fence();  // the fragments were written by ordinary instructions
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        const int kk = g0 + g;
+        const std::uint64_t dh = b_hi(kk);
+        // Interleaved so that no wgmma depends on the one issued just before it.
+        ptx::wgmma_rs_tf32<N>(cc, lo[g], dh, kk > 0);
+        if (kk < kHalf) ptx::wgmma_rs_tf32<N>(ca, hi[g], dh, kk > 0);
+        else ptx::wgmma_rs_tf32<N>(cb, hi[g], dh, kk > kHalf);
+        ptx::wgmma_rs_tf32<N>(cc, hi[g], b_lo(kk), 1);
+      }
+      ptx::wgmma_commit();
+      if (g0 + kGroup < kSteps) {
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g) load(g0 + kGroup + g, x[g]);
+      }
+      ptx::wgmma_wait<1>();
+      retired(g0);
+    }
+    ptx::wgmma_wait<0>();
+    retired(kSteps);
+    ptx::fence_operands(ca);
+    ptx::fence_operands(cb);
+    ptx::fence_operands(cc);
+  }
+}
+
 // gemm_split_rs_gated with B wholly in place before the call.
 template <int N, int kSteps, int kGroup, bool kSplit, typename Load, typename DescHi, typename DescLo>
 __device__ __forceinline__ void gemm_split_rs(float (&ca)[N / 2], float (&cb)[N / 2], Load&& load,
@@ -342,8 +426,8 @@ __device__ __forceinline__ void gemm_frag_a(float (&c)[N / 2], Frag&& frag, Desc
 // B's K-major descriptors. Groups of kGroup steps (every GEMM's fragments built first, one
 // wgmma_fence) with one group in flight. kSplit = false (1xTF32): hi*hi into c[g][0], the rest 0.
 // Returns with every wgmma complete.
-template <int N, int kSteps, int kGroup, bool kSplit, int kGemms, int kAccs, typename Load, typename DescHi,
-          typename DescLo>
+template <int N, int kSteps, int kGroup, bool kSplit, int kGemms, int kAccs, bool kRn = false, typename Load,
+          typename DescHi, typename DescLo>
 __device__ __forceinline__ void gemm_split_rs_multi(float (&c)[kGemms][kAccs][N / 2], Load&& load,
                                                     DescHi&& b_hi, DescLo&& b_lo) {
   constexpr int kHalf = kSteps / 2;
@@ -368,7 +452,7 @@ __device__ __forceinline__ void gemm_split_rs_multi(float (&c)[kGemms][kAccs][N 
         float x[4];
         load(g, g0 + s, x);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) ptx::split_tf32(x[i], hi[s][g][i], lo[s][g][i]);
+        for (int i = 0; i < 4; ++i) ptx::split_tf32_as<kRn>(x[i], hi[s][g][i], lo[s][g][i]);
       }
     ptx::wgmma_fence();  // the fragments were written by ordinary instructions
 #pragma unroll

@@ -7,6 +7,7 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -64,10 +65,40 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// Timing probes, so that one binary times variants apart in one device call. FB_SM90_FP32_BWD_PROBE
+// is a comma-separated list of:
+//   rn   every TF32 split by cvt.rn, one SASS instruction, instead of cvt.rna's three (Tf32BwdRn)
+//   desc with rn: each wgmma descriptor = the tile's + a constant (Tf32BwdDescBase)
+// Read once; unset (or no known word) is the shipping backward.
+struct Tf32BwdProbe {
+  bool rn = false;
+  bool desc = false;
+};
+Tf32BwdProbe tf32_bwd_probe() {
+  static const Tf32BwdProbe probe = [] {
+    Tf32BwdProbe f;
+    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
+    const std::string v = "," + std::string(env ? env : "") + ",";
+    f.rn = v.find(",rn,") != std::string::npos;
+    f.desc = v.find(",desc,") != std::string::npos;
+    return f;
+  }();
+  return probe;
+}
+
+template <int D, bool kSplit>
+void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
+  using Tr = typename Tf32BwdConfig<D, kSplit>::Traits;
+  const Tf32BwdProbe probe = tf32_bwd_probe();
+  if (probe.rn && probe.desc) launch<Tf32BwdDescBase<Tf32BwdRn<Tr>>>(p, lse_pad, d_pad, stream);
+  else if (probe.rn) launch<Tf32BwdRn<Tr>>(p, lse_pad, d_pad, stream);
+  else launch<Tr>(p, lse_pad, d_pad, stream);
+}
+
 template <bool kSplit>
 void run(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
-  if (p.head_dim == 64) launch<typename Tf32BwdConfig<64, kSplit>::Traits>(p, lse_pad, d_pad, stream);
-  else launch<typename Tf32BwdConfig<128, kSplit>::Traits>(p, lse_pad, d_pad, stream);
+  if (p.head_dim == 64) run_d<64, kSplit>(p, lse_pad, d_pad, stream);
+  else run_d<128, kSplit>(p, lse_pad, d_pad, stream);
 }
 
 }  // namespace

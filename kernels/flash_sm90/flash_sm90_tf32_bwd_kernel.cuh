@@ -153,15 +153,15 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
       // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
       if (it == 0) {
         ptx::mbar_wait(bars.kv_full(), 0);
-        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(sm.k(), sm.k_lo(), ptid);
-        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit>(sm.v(), sm.v_lo(), ptid);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.k(), sm.k_lo(), ptid);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.v(), sm.v_lo(), ptid);
         ptx::fence_proxy_async_smem();
         ptx::mbar_arrive(bars.kv_split());
       }
     }
     ptx::mbar_wait(bars.raw_full(s), phase);
-    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.q(s, 0), sm.q(s, 1), ptid);
-    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit>(sm.dout(s, 0), sm.dout(s, 1), ptid);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.q(s, 0), sm.q(s, 1), ptid);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.dout(s, 0), sm.dout(s, 1), ptid);
     ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
     ptx::mbar_arrive(bars.qd_ready(s));
     ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
@@ -281,23 +281,23 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             sdp,
             [&](int g, int kk, int part) {
               const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
-              return tf32::kmajor_desc(tf32::kstep_addr(rows, Tr::kKVChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(rows, Tr::kKVChunkBytes, kk);
             },
             [&](int g, int kk, int part) {
               const std::uint32_t tile = g == 0 ? (part ? q_lo : q_hi) : (part ? do_lo : do_hi);
-              return tf32::kmajor_desc(tf32::kstep_addr(tile, Tr::kQChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(tile, Tr::kQChunkBytes, kk);
             });
       } else {
-        tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs>(
+        tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs, Tr::kRn>(
             sdp,
             [&](int g, int kk, float (&x)[4]) {
               tf32::load_kmajor_fragment(x, g == 0 ? k_rows : v_rows, Tr::kKVChunkBytes, warp, lane, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_hi : do_hi, Tr::kQChunkBytes, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk);
             });
       }
       tf32::sum_split_accs(sdp[0]);
@@ -314,8 +314,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         for (int i = 4 * j; i < 4 * j + 4; ++i) {
           const float pv = probability(s[i], i, i % 2 == 0 ? lse.x : lse.y);
           const float dsv = pv * (dp[i] - (i % 2 == 0 ? dd.x : dd.y));
-          ptx::split_tf32(pv, p_hi[i], p_lo[i]);
-          ptx::split_tf32(dsv, ds_hi[i], ds_lo[i]);
+          ptx::split_tf32_as<Tr::kRn>(pv, p_hi[i], p_lo[i]);
+          ptx::split_tf32_as<Tr::kRn>(dsv, ds_hi[i], ds_lo[i]);
         }
       }
       // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and
@@ -340,13 +340,13 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       float acc[1][Tr::kSdpAccs][Tr::kSRegs];
       const std::uint32_t a_rows = is_dp ? v_rows : k_rows;
       const std::uint32_t b_hi = is_dp ? do_hi : q_hi, b_lo = is_dp ? do_lo : q_lo;
-      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 1, Tr::kSdpAccs>(
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 1, Tr::kSdpAccs, Tr::kRn>(
           acc,
           [&](int, int kk, float (&x)[4]) {
             tf32::load_kmajor_fragment(x, a_rows, Tr::kKVChunkBytes, warp, lane, kk);
           },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_hi, Tr::kQChunkBytes, kk)); },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(b_lo, Tr::kQChunkBytes, kk)); });
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_hi, Tr::kQChunkBytes, kk); },
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_lo, Tr::kQChunkBytes, kk); });
       tf32::sum_split_accs(acc[0]);
       float(&v)[Tr::kSRegs] = acc[0][0];  // S^T (consumer 0) or dP^T (consumer 1)
       // Consumer 0's raw P, in its accumulator order (conflict-free 16-byte rows per thread), goes
@@ -371,7 +371,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
                                __float_as_uint(v[4 * j + 3]));
 #pragma unroll
         for (int i = 0; i < Tr::kSRegs; ++i) {
-          ptx::split_tf32(v[i], p_hi[i], p_lo[i]);
+          ptx::split_tf32_as<Tr::kRn>(v[i], p_hi[i], p_lo[i]);
           ptx::st_shared_u32(sm.p(0) + qk_offset(i), p_hi[i]);
           if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + qk_offset(i), p_lo[i]);
         }
@@ -389,7 +389,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
             const int i = 4 * j + k;
-            ptx::split_tf32(pj[k] * (v[i] - (k % 2 == 0 ? dd.x : dd.y)), ds_hi[i], ds_lo[i]);
+            ptx::split_tf32_as<Tr::kRn>(pj[k] * (v[i] - (k % 2 == 0 ? dd.x : dd.y)), ds_hi[i], ds_lo[i]);
           }
         }
         ptx::mbar_arrive(bars.qd_empty(st));  // D read, wgmmas on dO complete
@@ -421,8 +421,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             else
               tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(hi, Tr::kQtChunkBytes, kk); },
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(lo, Tr::kQtChunkBytes, kk); });
     };
     auto dk_part = [&](float (&t)[Tr::kPartRegs], int part) {
       const std::uint32_t off = std::uint32_t(part * Tr::kPartBytes);
@@ -433,8 +433,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp, lane,
                                               kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(hi, Tr::kQtChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(lo, Tr::kQtChunkBytes, kk)); });
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(hi, Tr::kQtChunkBytes, kk); },
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(lo, Tr::kQtChunkBytes, kk); });
     };
     auto add_part = [](float (&acc)[Tr::kDkvRegs], float (&t)[Tr::kPartRegs], int part) {
       ptx::fence_operands(t);
@@ -462,10 +462,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
                 tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk);
             },
             [&](int g, int kk) {
-              return tf32::kmajor_desc(tf32::kstep_addr(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk));
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk);
             });
         ptx::wgmma_wait<0>();
         add_part(dv, tv, part);
@@ -508,17 +508,17 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
                                         part0 * Tr::kPart, warp, lane, kk);
           },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
-          [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
+          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     } else {
-      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs>(
+      tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, 1, Tr::kDqAccs, Tr::kRn>(
           qacc,
           [&](int, int kk, float (&x)[4]) {
             tf32::load_mnmajor_fragment(x, sm.k(), Tr::kKVChunkBytes, wg_keys, part0 * Tr::kPart, warp, lane,
                                         kk);
           },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_hi_b, Tr::kDsChunkBytes, kk)); },
-          [&](int, int kk) { return tf32::kmajor_desc(tf32::kstep_addr(ds_lo_b, Tr::kDsChunkBytes, kk)); });
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
     tf32::sum_split_accs(qacc[0]);
     if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)

@@ -55,6 +55,11 @@ struct Tf32BwdTraits {
   static constexpr bool kShareKeys = kShareKeys_;
   static constexpr bool kSplit = kSplit_;
   static constexpr bool kPresplit = kPresplit_;
+  // true: every TF32 split rounds with cvt.rn (one SASS instruction, ptx::to_tf32_rn) instead of
+  // cvt.rna (three): the producer's K, V, Q, dO splits and the consumers' fragments, P and dS.
+  static constexpr bool kRn = false;
+  // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
+  static constexpr bool kDescBase = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -178,6 +183,17 @@ struct Tf32BwdTraits {
                     (kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads &&
                      kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs),
                 "setmaxnreg lowers the producer and raises the consumers within the block's registers");
+};
+
+// The same backward with cvt.rn splits (kRn): a timing probe (FB_SM90_FP32_BWD_PROBE=rn).
+template <typename Tr> struct Tf32BwdRn : Tr {
+  static constexpr bool kRn = true;
+};
+
+// The same backward with descriptors from a per-tile base (kDescBase): a timing probe
+// (FB_SM90_FP32_BWD_PROBE=desc).
+template <typename Tr> struct Tf32BwdDescBase : Tr {
+  static constexpr bool kDescBase = true;
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack

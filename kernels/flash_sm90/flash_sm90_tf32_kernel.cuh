@@ -94,7 +94,7 @@ template <typename Tr> struct Tf32Smem {
 // lo = tf32(K - hi) at `lo`.
 template <typename Tr>
 __device__ __forceinline__ void split_k_chunk(std::uint32_t hi, std::uint32_t lo, int ptid) {
-  tf32::split_tile<Tr::kKVChunkBytes, Tr::kWgThreads, Tr::kSplit>(hi, lo, ptid);
+  tf32::split_tile<Tr::kKVChunkBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(hi, lo, ptid);
 }
 
 // V tile (kBc, d) as TMA wrote it -> Vt (d, kBc), K-major for the B operand of P V, keys permuted
@@ -102,7 +102,7 @@ __device__ __forceinline__ void split_k_chunk(std::uint32_t hi, std::uint32_t lo
 template <typename Tr>
 __device__ __forceinline__ void transpose_split_v_tile(std::uint32_t raw, std::uint32_t hi,
                                                        std::uint32_t lo, int ptid) {
-  tf32::transpose_split_tile<Tr::kBc, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(raw, hi, lo, ptid);
+  tf32::transpose_split_tile<Tr::kBc, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(raw, hi, lo, ptid);
 }
 
 // ---- consumer pieces ----
@@ -111,22 +111,32 @@ __device__ __forceinline__ void transpose_split_v_tile(std::uint32_t raw, std::u
 // fragments from load_q(kk, x), split in registers. wait_chunk(c) runs before the first wgmma that
 // reads K's column chunk c (the kernel waits for that chunk's k_ready there; the unit probe has the
 // whole tile in place).
+// Tr::kOnePassS: one pass into three accumulators (tf32::gemm_split_rs_gated3), summed into sa here.
 template <typename Tr, typename LoadQ, typename WaitChunk, typename HalfFree>
 __device__ __forceinline__ void gemm_qk_from(float (&sa)[Tr::kSRegs], float (&sb)[Tr::kSRegs], LoadQ&& load_q,
                                              std::uint32_t k_hi, std::uint32_t k_lo, WaitChunk&& wait_chunk,
                                              HalfFree&& half_free) {
-  tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit, Tr::kBatchedS>(
-      sa, sb, load_q,
-      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_hi, Tr::kKVChunkBytes, kk)); },
-      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(k_lo, Tr::kKVChunkBytes, kk)); },
-      [&](int kk) {
-        if (kk % Tr::kStepsPerChunk == 0) wait_chunk(kk / Tr::kStepsPerChunk);
-      },
-      // Only the first pass reads K's first half of steps (lo and hi): once it is complete there,
-      // that half of the stage may be refilled.
-      [&](int kk_end) {
-        if (kk_end == (Tr::kSharedLo ? Tr::kQKSteps : Tr::kQKHalf)) half_free();
-      });
+  // Tr::kDescBase: each step's descriptor is the tile's plus a constant (tf32::kstep_desc).
+  const auto desc_hi = [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(k_hi, Tr::kKVChunkBytes, kk); };
+  const auto desc_lo = [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(k_lo, Tr::kKVChunkBytes, kk); };
+  const auto gate = [&](int kk) {
+    if (kk % Tr::kStepsPerChunk == 0) wait_chunk(kk / Tr::kStepsPerChunk);
+  };
+  // Only the first pass reads K's first half of steps (lo and hi): once it is complete there,
+  // that half of the stage may be refilled.
+  const auto retired = [&](int kk_end) {
+    if (kk_end == (Tr::kSharedLo ? Tr::kQKSteps : Tr::kQKHalf)) half_free();
+  };
+  if constexpr (Tr::kOnePassS) {
+    float sc[Tr::kSRegs];
+    tf32::gemm_split_rs_gated3<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit, Tr::kRn>(
+        sa, sb, sc, load_q, desc_hi, desc_lo, gate, retired);
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) sa[i] = (sc[i] + sb[i]) + sa[i];  // the small products first
+  } else {
+    tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit, Tr::kBatchedS, Tr::kRn>(
+        sa, sb, load_q, desc_hi, desc_lo, gate, retired);
+  }
 }
 
 // The same with Q's fragments read from the raw Q tile (this warpgroup's 64 rows from `q_rows` in
@@ -149,8 +159,8 @@ __device__ __forceinline__ void gemm_pv(float (&ot)[Tr::kORegs], const std::uint
                                         std::uint32_t vt_lo, Issued&& issued) {
   tf32::gemm_frag_a<Tr::kHeadDim, Tr::kPVSteps, Tr::kSplit>(
       ot, [&](int kk, int lo, std::uint32_t(&a)[4]) { tf32::acc_fragment(a, lo ? pl : ph, kk); },
-      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(vt_hi, Tr::kVtChunkBytes, kk)); },
-      [&](int kk) { return tf32::kmajor_desc(tf32::kstep_addr(vt_lo, Tr::kVtChunkBytes, kk)); });
+      [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(vt_hi, Tr::kVtChunkBytes, kk); },
+      [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(vt_lo, Tr::kVtChunkBytes, kk); });
   issued();
   ptx::wgmma_wait<0>();
   ptx::fence_operands(ot);
@@ -331,7 +341,7 @@ __device__ __forceinline__ void tf32_produce_shared_lo(const Tf32FwdParams& prm,
 #pragma unroll 1
     for (int c = 0; c < Tr::kChunks; ++c) {
       ptx::mbar_wait(bars.k_full(0, c), parity);
-      tf32::split_tile_from<Tr::kKVChunkBytes, Tr::kWgThreads, Tr::kSplit>(
+      tf32::split_tile_from<Tr::kKVChunkBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(
           k_raw + c * Tr::kKVChunkBytes, sm.k_hi(0) + c * Tr::kKVChunkBytes, sm.k_lo(0) + c * Tr::kKVChunkBytes,
           ptid);
       ptx::fence_proxy_async_smem();
@@ -428,15 +438,17 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     turn_end(false);
     if constexpr (Tr::kSharedLo && !Tr::kSplit) half_free();  // 1xTF32 never reads K_lo
     if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
+    if constexpr (!Tr::kOnePassS) {  // (the one-pass form returns S in sa)
 #pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];
+      for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];
+    }
     float alpha[2];
     tf32_softmax_step<Tr>(sa, m, l, alpha, prm.mask,
                           prm.mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc), row,
                           j * Tr::kBc + col_lane, prm.scale_log2);
     std::uint32_t ph[Tr::kSRegs], pl[Tr::kSRegs];
 #pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) ptx::split_tf32(sa[i], ph[i], pl[i]);
+    for (int i = 0; i < Tr::kSRegs; ++i) ptx::split_tf32_as<Tr::kRn>(sa[i], ph[i], pl[i]);
     float ot[Tr::kORegs];
     ptx::mbar_wait(bars.vt_ready(s), phase);
     turn_begin();

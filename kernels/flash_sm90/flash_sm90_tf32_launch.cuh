@@ -26,6 +26,12 @@ namespace fb::cuda::flash_sm90 {
 //             with khalf
 //   batch     S's commit groups as one SASS batch each, 2 k8 steps a group (Tf32BatchedS); with
 //             pingpong or shared, not with khalf
+//   onepass   S in one pass into three accumulators, groups of 2 steps as one batch (Tf32OnePassS);
+//             alone or with rn (the other words are then ignored)
+//   rn        every TF32 split by cvt.rn, one SASS instruction, instead of cvt.rna's three (Tf32Rn);
+//             alone, with batch, with onepass or with onepass,pingpong (other words are then ignored)
+//   desc      with rn (and onepass, pingpong or khalf): each wgmma descriptor = the tile's + a
+//             constant (Tf32DescBase)
 // Read once; unset (or no known word) is the shipping forward.
 struct Tf32FwdProbe {
   bool ping_pong = false;
@@ -34,6 +40,9 @@ struct Tf32FwdProbe {
   bool k_halves = false;
   bool shared_lo = false;
   bool batched_s = false;
+  bool one_pass_s = false;
+  bool rn = false;
+  bool desc = false;
 };
 inline Tf32FwdProbe tf32_fwd_probe() {
   static const Tf32FwdProbe probe = [] {
@@ -47,6 +56,9 @@ inline Tf32FwdProbe tf32_fwd_probe() {
     f.k_halves = has("khalf");
     f.shared_lo = has("shared");
     f.batched_s = has("batch");
+    f.one_pass_s = has("onepass");
+    f.rn = has("rn");
+    f.desc = has("desc");
     return f;
   }();
   return probe;
@@ -105,7 +117,20 @@ void launch_tf32_fwd_probed(const Tf32FwdProbe& probe, const AttentionParams& p,
 template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
   const Tf32FwdProbe probe = tf32_fwd_probe();
-  if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<Tr>>(probe, p, stream);
+  // The session-7 probes (onepass, rn, desc) instantiate only these combinations.
+  if (probe.rn && probe.desc) {
+    using R = Tf32DescBase<Tf32Rn<Tr>>;
+    if (probe.one_pass_s && probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tf32OnePassS<R>>>(p, stream);
+    else if (probe.one_pass_s && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32OnePassS<R>>>(p, stream);
+    else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<R>>(p, stream);
+    else launch_tf32_fwd<R>(p, stream);
+  } else if (probe.rn) {
+    if (probe.one_pass_s && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32OnePassS<Tf32Rn<Tr>>>>(p, stream);
+    else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<Tf32Rn<Tr>>>(p, stream);
+    else if (probe.batched_s) launch_tf32_fwd<Tf32BatchedS<Tf32Rn<Tr>>>(p, stream);
+    else launch_tf32_fwd<Tf32Rn<Tr>>(p, stream);
+  } else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<Tr>>(p, stream);
+  else if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<Tr>>(probe, p, stream);
   else if (probe.k_halves && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32KHalves<Tr>>>(p, stream);
   else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
   else launch_tf32_fwd_probed<kSplit, Tr>(probe, p, stream);

@@ -109,6 +109,15 @@ struct Tf32FwdTraits {
   static constexpr bool kSharedLo = false;
   // true: S's commit groups built fragments first, then one fence (tf32::gemm_split_rs_gated).
   static constexpr bool kBatchedS = false;
+  // true: S in one pass over d's steps into three accumulators (tf32::gemm_split_rs_gated3): every Q
+  // fragment built and split once per tile (the two-pass form builds the second half's twice).
+  static constexpr bool kOnePassS = false;
+  // true: every TF32 split rounds with cvt.rn (one SASS instruction, ptx::to_tf32_rn) instead of
+  // cvt.rna (three): Q's fragments, P, and the producer's K and V^T splits.
+  static constexpr bool kRn = false;
+  // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::desc_add: one
+  // uniform add) instead of rebuilt from its address (~6 uniform instructions per wgmma).
+  static constexpr bool kDescBase = false;
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
   static constexpr std::size_t kMaxSmemOptin = 232448;  // 227 KB per block on sm_90
@@ -182,6 +191,26 @@ template <typename Tr> struct Tf32BatchedS : Tr {
   static constexpr bool kBatchedS = true;
   static constexpr int kQKGroup = 2;
   static_assert(Tr::kStepsPerChunk % kQKGroup == 0 && Tr::kQKHalf % kQKGroup == 0, "whole groups");
+};
+
+// The same forward with S in one pass, three accumulators, groups of 2 k8 steps issued as one batch
+// each (kOnePassS; with a third 32-register accumulator the group in flight and the one being built
+// must stay at 2 steps): a timing probe (FB_SM90_FP32_FWD_PROBE=onepass).
+template <typename Tr> struct Tf32OnePassS : Tr {
+  static constexpr bool kOnePassS = true;
+  static constexpr int kQKGroup = 2;
+  static_assert(Tr::kStepsPerChunk % kQKGroup == 0 && Tr::kQKHalf % kQKGroup == 0, "whole groups");
+};
+
+// The same forward with cvt.rn splits (kRn): a timing probe (FB_SM90_FP32_FWD_PROBE=rn).
+template <typename Tr> struct Tf32Rn : Tr {
+  static constexpr bool kRn = true;
+};
+
+// The same forward with descriptors from a per-tile base (kDescBase): a timing probe
+// (FB_SM90_FP32_FWD_PROBE=desc).
+template <typename Tr> struct Tf32DescBase : Tr {
+  static constexpr bool kDescBase = true;
 };
 
 // The fp32 forward's tiles per head_dim. d = 128: Q (64 KB) + one stage of K_hi/K_lo (64 KB) +
