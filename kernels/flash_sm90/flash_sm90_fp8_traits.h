@@ -27,10 +27,15 @@ namespace fb::cuda::flash_sm90 {
 //   kStages        K/V ring depth
 //   kExp2PolyEighths  eighths of the scores whose exponential is computed on the FMA pipe
 //                  (common/exp2_poly.h) instead of the MUFU pipe (ex2.approx): 0 = all on MUFU
-template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_, int kExp2PolyEighths_>
+//   kStageO        true: O staged in shared memory (bf16, swizzled) and stored by TMA, as the 16-bit
+//                  kernel; false: each thread stores its bf16 pairs straight to global memory, which
+//                  frees the staging tile (32 KB at d = 128) for a third K/V stage of 224 keys
+template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_, int kExp2PolyEighths_,
+          bool kStageO_ = true>
 struct Fp8FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kExp2PolyEighths = kExp2PolyEighths_;
+  static constexpr bool kStageO = kStageO_;
   static constexpr int kBc = kBc_;
   static constexpr bool kIntraOverlap = true;  // flash_sm90_traits.h: both overlaps, always on here
   static constexpr bool kPingPong = true;
@@ -88,7 +93,7 @@ struct Fp8FwdTraits {
   static constexpr int kOChunks = kHeadDim / kOChunkElems;
   static constexpr int kOChunkBytes = kBr * kOSwizzleBytes;
   static constexpr int kWgOBytes = kWgRows * kOSwizzleBytes;  // one consumer's rows of an O chunk
-  static constexpr int kOBytes = kOChunks * kOChunkBytes;
+  static constexpr int kOBytes = kStageO ? kOChunks * kOChunkBytes : 0;
 
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
