@@ -385,14 +385,32 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemT
       release(bars.k_empty(st));
       fp8_softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2,
                            p_scale_log2);
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(o);
-      ptx::fence_operands(p);
-      release(bars.v_empty(prev));
       // alpha == 1 (no row of the warp raised its max: after the first tiles, most of them) makes
       // the multiply an identity, so a warp skips it whole (exact; the branch is warp-uniform).
-      if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-        fp8_rescale_o<Tr>(o, alpha);
+      if constexpr (Tr::kPinSoftmax) {
+        // The wait for P_{j-1} V_{j-1} sits in both arms of the rescale branch, whose condition
+        // comes from the softmax: ptxas cannot then hoist it above the softmax. In one basic block
+        // with it (the else below) it did, in every instance: the softmax started only after P V had
+        // finished, so S_j and P_{j-1} V_{j-1} no longer overlapped inside the warpgroup.
+        if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          fp8_rescale_o<Tr>(o, alpha);
+        } else {
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+        }
+        release(bars.v_empty(prev));
+      } else {
+        ptx::wgmma_wait<0>();
+        ptx::fence_operands(o);
+        ptx::fence_operands(p);
+        release(bars.v_empty(prev));
+        if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+          fp8_rescale_o<Tr>(o, alpha);
+      }
       fp8_pack_p<Tr>(p, s);
     }
     // Every S of this tile is done: Q may be replaced (O is staged apart from it).

@@ -113,6 +113,9 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
 //                     bf16 pairs to global memory); direct is compiled with exp2 all on MUFU only
 //   FB_FP8_RESCALE    always | grown (fp8_rescale_always above)
 //   FB_FP8_VTPREP     1 | 2, the V transpose's version (fp8_transpose_version above)
+//   FB_FP8_WAIT       pinned (as shipped) | late: session 6's loop, where ptxas hoisted the wait for
+//                     P V above the softmax (Fp8FwdTraits::kPinSoftmax); late is compiled for the
+//                     shipped tile only (the other probes unset)
 inline int fp8_probe_choice(const char* name, int configured, std::initializer_list<int> allowed) {
   const char* env = std::getenv(name);
   if (env == nullptr || *env == '\0') return configured;
@@ -125,6 +128,14 @@ inline int fp8_probe_choice(const char* name, int configured, std::initializer_l
   }
   throw std::runtime_error(std::string(name) + " (a timing probe of flash-sm90's fp8 forward) must be one of " +
                            list + ", got '" + env + "'");
+}
+// FB_FP8_WAIT: true = pinned (the softmax between the two waits).
+inline bool fp8_probe_pin_softmax() {
+  const char* env = std::getenv("FB_FP8_WAIT");
+  if (env == nullptr || *env == '\0' || std::string(env) == "pinned") return true;
+  if (std::string(env) == "late") return false;
+  throw std::runtime_error(std::string("FB_FP8_WAIT (a timing probe of flash-sm90's fp8 forward) must be ") +
+                           "'pinned' or 'late', got '" + env + "'");
 }
 // FB_FP8_OSTORE: true = O staged and stored by TMA.
 inline bool fp8_probe_stage_o(bool configured) {
@@ -172,6 +183,14 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
   static const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192, 224});
   static const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
   static const bool stage_o = fp8_probe_stage_o(Config::kStageO);
+  static const bool pin = fp8_probe_pin_softmax();
+  if (!pin) {
+    if (poly != Config::kExp2Poly || bc != Config::kBc || stages != Config::kStages || stage_o != Config::kStageO)
+      throw std::runtime_error("flash-sm90 fp8: FB_FP8_WAIT=late is compiled for the shipped tile only (unset "
+                               "FB_FP8_EXP2_POLY, FB_FP8_BC, FB_FP8_STAGES and FB_FP8_OSTORE)");
+    return launch_fp8_fwd<typename Config::template TraitsWith<Config::kBc, Config::kStages, Config::kExp2Poly,
+                                                               Config::kStageO, false>>(p, stream);
+  }
   // 224 keys with three stages fit only without the O staging tile (228 KB with it).
   const bool direct = !stage_o || (D == 128 && bc == 224 && stages == 3);
   if (direct) {

@@ -30,9 +30,12 @@ namespace fb::cuda::flash_sm90 {
 //   kStageO        true: O staged in shared memory (bf16, swizzled) and stored by TMA, as the 16-bit
 //                  kernel; false: each thread stores its bf16 pairs straight to global memory, which
 //                  frees the staging tile (32 KB at d = 128) for a third K/V stage of 224 keys
+//   kPinSoftmax    true: the wait for P V is placed where ptxas cannot hoist it above the softmax
+//                  (flash_sm90_fp8_kernel.cuh); false: session 6's code, where it did
 template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_, int kExp2PolyEighths_,
-          bool kStageO_ = true>
+          bool kStageO_ = true, bool kPinSoftmax_ = true>
 struct Fp8FwdTraits {
+  static constexpr bool kPinSoftmax = kPinSoftmax_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kExp2PolyEighths = kExp2PolyEighths_;
   static constexpr bool kStageO = kStageO_;
