@@ -388,19 +388,22 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemT
       // alpha == 1 (no row of the warp raised its max: after the first tiles, most of them) makes
       // the multiply an identity, so a warp skips it whole (exact; the branch is warp-uniform).
       if constexpr (Tr::kPinSoftmax) {
-        // The wait for P_{j-1} V_{j-1} sits in both arms of the rescale branch, whose condition
-        // comes from the softmax: ptxas cannot then hoist it above the softmax. In one basic block
-        // with it (the else below) it did, in every instance: the softmax started only after P V had
-        // finished, so S_j and P_{j-1} V_{j-1} no longer overlapped inside the warpgroup.
-        if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+        // The wait for P_{j-1} V_{j-1} sits in both arms of a branch after the softmax, so ptxas
+        // cannot hoist it above the softmax. In one basic block with it (the else below, session 6)
+        // it did, in every instance: the softmax started only after P V had finished, so S_j and
+        // P_{j-1} V_{j-1} never overlapped inside the warpgroup. The branch is on a kernel parameter:
+        // every warp of the warpgroup must take the same wgmma.wait_group (.aligned).
+        if (prm.rescale_always) {
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);
           fp8_rescale_o<Tr>(o, alpha);
         } else {
+          const bool grown = __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);
+          if (grown) fp8_rescale_o<Tr>(o, alpha);
         }
         release(bars.v_empty(prev));
       } else {
