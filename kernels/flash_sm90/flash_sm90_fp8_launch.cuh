@@ -110,7 +110,8 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
 //   FB_FP8_STAGES     K/V ring depth, 2 or 3 (224 keys with 3 stages only with O stored directly:
 //                     the staging tile leaves no room for the third stage)
 //   FB_FP8_OSTORE     tma (O staged in shared memory, stored by TMA) | direct (each thread stores its
-//                     bf16 pairs to global memory); direct is compiled with exp2 all on MUFU only
+//                     bf16 pairs to global memory); direct is compiled with exp2 all on MUFU (and with
+//                     FB_FP8_EXP2_POLY 1, 2 at 224 keys, 3 stages)
 //   FB_FP8_RESCALE    always | grown (fp8_rescale_always above)
 //   FB_FP8_VTPREP     1 | 2, the V transpose's version (fp8_transpose_version above)
 //   FB_FP8_WAIT       pinned (as shipped) | late: session 6's loop, where ptxas hoisted the wait for
@@ -159,12 +160,16 @@ void run_fp8_fwd_poly(const AttentionParams& p, cudaStream_t stream, int poly) {
   }
 }
 
-// O stored directly (no staging tile): exp2 all on MUFU, the variants worth timing.
-template <int D> void run_fp8_fwd_direct_o(const AttentionParams& p, cudaStream_t stream, int bc, int stages) {
+// O stored directly (no staging tile): exp2 all on MUFU, and at 224 keys with 3 stages also 1/8 or 2/8
+// on the FMA pipe (the softmax now overlaps P V, which changes the balance session 6 measured).
+template <int D>
+void run_fp8_fwd_direct_o(const AttentionParams& p, cudaStream_t stream, int bc, int stages, int poly) {
   using Config = Fp8TileConfig<D>;
   if constexpr (D == 128) {
     if (bc == 224) {
       if (stages == 2) return launch_fp8_fwd<typename Config::template TraitsWith<224, 2, 0, false>>(p, stream);
+      if (poly == 1) return launch_fp8_fwd<typename Config::template TraitsWith<224, 3, 1, false>>(p, stream);
+      if (poly == 2) return launch_fp8_fwd<typename Config::template TraitsWith<224, 3, 2, false>>(p, stream);
       return launch_fp8_fwd<typename Config::template TraitsWith<224, 3, 0, false>>(p, stream);
     }
     if (bc == 192) {
@@ -194,10 +199,11 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
   // 224 keys with three stages fit only without the O staging tile (228 KB with it).
   const bool direct = !stage_o || (D == 128 && bc == 224 && stages == 3);
   if (direct) {
-    if (poly != 0)
+    const bool poly_compiled = poly == 0 || (D == 128 && bc == 224 && stages == 3 && poly <= 2);
+    if (!poly_compiled)
       throw std::runtime_error("flash-sm90 fp8: O stored directly (FB_FP8_OSTORE=direct, or 224 keys with 3 "
-                               "stages) is compiled with FB_FP8_EXP2_POLY=0 only");
-    return run_fp8_fwd_direct_o<D>(p, stream, bc, stages);
+                               "stages) is compiled with FB_FP8_EXP2_POLY=0 only (and 1, 2 at 224 keys, 3 stages)");
+    return run_fp8_fwd_direct_o<D>(p, stream, bc, stages, poly);
   }
   if constexpr (D == 128) {
     if (bc == 192) {
