@@ -7,7 +7,8 @@
 # bound alone, whose LSE part does not allow for Hopper's FP8 S accumulation, and fail), while
 # nvidia-smi logs the SM clock and the power every 100 ms; a TFLOP/s table last (a column per
 # variant, cudnn, then the ratios), then the median clock and power under load in each variant's run
-# and in two steady 1.5 s loads (flash-sm90 and cudnn at N = 8k).
+# and in two steady 1.5 s loads (flash-sm90 and cudnn at N = 8k); last an Nsight Compute pass over
+# both kernels at 8k (pipe utilization, stall reasons; ncu.log, its nonzero lines printed).
 #     BUILD=build-h200 scripts/fp8speed_h200.sh OUTDIR
 # Variants (probe variables, flash_sm90_fp8_launch.cuh): base = as shipped; late = session 6's loop
 # (ptxas hoisted the wait for P V above the softmax: no overlap inside a warpgroup); vt2 = the V
@@ -28,7 +29,7 @@ done
 step_timeout=40 step_tail=0 step_name_width=12
 . scripts/h200_step.sh
 
-step tests "$tests" "[fp8sm90]"
+# The shipped loop passed in call A; this one runs every new probe at once.
 step tests-new env FB_FP8_VTPREP=2 FB_FP8_OSTORE=direct FB_FP8_STAGES=3 FB_FP8_EXP2_POLY=1 "$tests" "[fp8sm90]"
 
 # Clock and power while the variants run (stopped at the end; the windows of each run in windows.txt).
@@ -81,6 +82,24 @@ for k in flash-sm90 cudnn; do
   echo "load-$k $t0 $(date +%s.%N)" >>"$out/windows.txt"
 done
 [ -n "$smi_pid" ] && kill "$smi_pid" 2>/dev/null
+
+# Where the cycles go (Nsight Compute, one launch each of flash-sm90's fp8 kernel and cuDNN's at
+# N = 8k): the pipes' utilization and the stall reasons per issued instruction.
+ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+if [ -x "$ncu_bin" ]; then
+  step_timeout=35 step ncu "$ncu_bin" --target-processes all -k 'regex:flash_sm90_fp8_fwd_kernel|fprop_wgmma_f8' -c 3 \
+    --metrics 'regex:sm__inst_executed_pipe_[a-z_]+\.avg\.pct_of_peak_sustained_active$,regex:smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio$,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.max' \
+    "$fb" run "$spec" --backend cuda --no-ceilings --kernels flash-sm90,cudnn --filter 'n8192-d128-fp8-full' \
+    --reps 1 --warmup 0 --warmup-time 0 -o "$out/ncu-run.json"
+  # Metric names differ between Nsight Compute versions: if these were refused, the sections' own.
+  if grep -q "==ERROR==" "$out/ncu.log"; then
+    mv "$out/ncu.log" "$out/ncu-refused.log"
+    step_timeout=35 step ncu "$ncu_bin" --target-processes all -k 'regex:flash_sm90_fp8_fwd_kernel|fprop_wgmma_f8' -c 3 \
+      --section WarpStateStats --section ComputeWorkloadAnalysis --print-details all \
+      "$fb" run "$spec" --backend cuda --no-ceilings --kernels flash-sm90,cudnn --filter 'n8192-d128-fp8-full' \
+      --reps 1 --warmup 0 --warmup-time 0 -o "$out/ncu-run.json"
+  fi
+fi
 
 printf '%s\n' "${summary[@]}"
 python3 - "$out" "${names[@]}" <<'PY' | tee "$out/table.txt"
@@ -143,4 +162,10 @@ try:
 except OSError as e:
     print(f"(no clock log: {e})")
 PY
+# The profile's figures, the kernel name and every nonzero metric line (the stall reasons are ratios
+# per issued instruction: they add up to the cycles between two issues of a warp).
+if [ -f "$out/ncu.log" ]; then
+  grep -E "^  [a-zA-Z_]|pct_of_peak|stalled|cycles_elapsed|issue_active" "$out/ncu.log" |
+    awk '/^  [a-zA-Z_]/ {print substr($0, 1, 90); next} $NF != "0" && $NF != "0.00" {print "   ", $1, $NF}' | head -n 80
+fi
 exit "$failed"
