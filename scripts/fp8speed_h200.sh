@@ -84,9 +84,9 @@ done
 [ -n "$smi_pid" ] && kill "$smi_pid" 2>/dev/null
 
 # Where the cycles go (Nsight Compute, one launch each of flash-sm90's fp8 kernel and cuDNN's at
-# N = 8k): the pipes' utilization and the stall reasons per issued instruction.
+# N = 8k): the pipes' utilization and the stall reasons per issued instruction. NCU=0 skips it.
 ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-if [ -x "$ncu_bin" ]; then
+if [ "${NCU:-1}" != 0 ] && [ -x "$ncu_bin" ]; then
   step_timeout=35 step ncu "$ncu_bin" --target-processes all -k 'regex:flash_sm90_fp8_fwd_kernel|fprop_wgmma_f8' -c 3 \
     --metrics 'regex:sm__inst_executed_pipe_[a-z_]+\.avg\.pct_of_peak_sustained_active$,regex:smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio$,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.max' \
     "$fb" run "$spec" --backend cuda --no-ceilings --kernels flash-sm90,cudnn --filter 'n8192-d128-fp8-full' \
