@@ -106,7 +106,8 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
 // A timing probe, not a setting: environment variables pick a compiled variant other than
 // Fp8TileConfig's Traits, so one device call can time them side by side (unset or empty: as shipped):
 //   FB_FP8_EXP2_POLY  eighths of the exponentials on the FMA pipe, 0..4
-//   FB_FP8_BC         keys per K/V tile, 128, 192 or 224 (d = 128 only)
+//   FB_FP8_BC         keys per K/V tile, 128, 192 or 224 (d = 128 only); 96 = three consumer warpgroups
+//                     with 96-key tiles (d = 128, O staged; FB_FP8_OSTORE=direct for O stored directly)
 //   FB_FP8_STAGES     K/V ring depth, 2 or 3 (224 keys with 3 stages only with O stored directly:
 //                     the staging tile leaves no room for the third stage)
 //   FB_FP8_OSTORE     tma (O staged in shared memory, stored by TMA) | direct (each thread stores its
@@ -166,6 +167,10 @@ template <int D>
 void run_fp8_fwd_direct_o(const AttentionParams& p, cudaStream_t stream, int bc, int stages, int poly) {
   using Config = Fp8TileConfig<D>;
   if constexpr (D == 128) {
+    if (bc == 96) {  // three consumer warpgroups (run_fp8_fwd)
+      if (stages == 2) return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 2, 0, false>>(p, stream);
+      return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 3, 0, false>>(p, stream);
+    }
     if (bc == 224) {
       if (stages == 2) return launch_fp8_fwd<typename Config::template TraitsWith<224, 2, 0, false>>(p, stream);
       if (poly == 1) return launch_fp8_fwd<typename Config::template TraitsWith<224, 3, 1, false>>(p, stream);
@@ -185,7 +190,7 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
   using Config = Fp8TileConfig<D>;
   // Read once per process (a bad value throws on every launch: a throwing initialiser runs again).
   static const int poly = fp8_probe_choice("FB_FP8_EXP2_POLY", Config::kExp2Poly, {0, 1, 2, 3, 4});
-  static const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192, 224});
+  static const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {96, 128, 192, 224});
   static const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
   static const bool stage_o = fp8_probe_stage_o(Config::kStageO);
   static const bool pin = fp8_probe_pin_softmax();
@@ -206,6 +211,13 @@ template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream)
     return run_fp8_fwd_direct_o<D>(p, stream, bc, stages, poly);
   }
   if constexpr (D == 128) {
+    if (bc == 96) {
+      // Three consumer warpgroups (192 query rows; 160 registers each): a third warp per scheduler
+      // for the softmax, as at d = 64. Exp2 all on MUFU.
+      if (poly != 0) throw std::runtime_error("flash-sm90 fp8: FB_FP8_BC=96 is compiled with FB_FP8_EXP2_POLY=0 only");
+      if (stages == 2) return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 2, 0, true>>(p, stream);
+      return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 3, 0, true>>(p, stream);
+    }
     if (bc == 192) {
       if (stages == 2) return run_fp8_fwd_poly<D, 192, 2>(p, stream, poly);
       return run_fp8_fwd_poly<D, 192, 3>(p, stream, poly);

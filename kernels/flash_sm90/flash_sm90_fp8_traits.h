@@ -21,8 +21,9 @@ namespace fb::cuda::flash_sm90 {
 //   - O is bf16: staged as d / 64 chunks of (kBr, 64) bf16 with 128-byte rows, as the 16-bit kernel
 //     does, and stored by TMA.
 //   kHeadDim       64 or 128
-//   kBc            keys per K/V tile: 128, 192 or 224 (one V^T chunk is one swizzle row: 128 keys, or 64
-//                  otherwise; 256 spills at d = 128, see docs/perf-notes.md)
+//   kBc            keys per K/V tile: 96, 128, 192 or 224 (one V^T chunk is one swizzle row: 128 keys, or
+//                  64 otherwise; 256 spills at d = 128, see docs/perf-notes.md; 96 is for three
+//                  consumer warpgroups at d = 128, whose 160 registers hold S 48 + P 12 + O 64)
 //   kConsumerWgs   consumer warpgroups per block (64 query rows each)
 //   kStages        K/V ring depth
 //   kExp2PolyEighths  eighths of the scores whose exponential is computed on the FMA pipe
@@ -125,8 +126,8 @@ struct Fp8FwdTraits {
   static_assert(kSRegs % 8 == 0, "the FMA-pipe share is taken as s[i], i % 8 < kExp2PolyEighths");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "a Q/K row is one 64- or 128-byte swizzle row");
   static_assert(kBc % kMmaK == 0 && kBc <= 256, "whole k32 steps; one wgmma N <= 256");
-  static_assert(kBc == 128 || kBc == 192 || kBc == 224,
-                "ptx_sm90_fp8.cuh has the S wgmma for N = 128, 192 and 224");
+  static_assert(kBc == 96 || kBc == 128 || kBc == 192 || kBc == 224,
+                "ptx_sm90_fp8.cuh has the S wgmma for N = 96, 128, 192 and 224");
   static_assert(kBr <= 256, "Q tile: one TMA box (<= 256 rows)");
   static_assert(kConsumerWgs >= 1 && kConsumerWgs <= 3, "a block of at most 4 warpgroups");
   static_assert(kSRegs % kSRegsPerStep == 0, "P splits into whole k32 fragments");
