@@ -62,6 +62,12 @@ template <> struct WgmmaSSFp8<64> {
 template <> struct WgmmaSSFp8<128> {
   FB_WGMMA_SS_BODY(64, "m64n128k32.f32.e4m3.e4m3", "%64", "%65", "%66", "1, 1")
 };
+// N = 96 (96-key tiles with three consumer warpgroups at d = 128): 48 accumulators.
+#define FB_WG_D48 FB_WG_D40, FB_WG_DBLK(40)
+#define FB_WG_S48 FB_WG_S40 ", " FB_WG_SBLK_5
+template <> struct WgmmaSSFp8<96> {
+  FB_WGMMA_SS_BODY(48, "m64n96k32.f32.e4m3.e4m3", "%48", "%49", "%50", "1, 1")
+};
 // N = 192 (a K/V tile of 192 keys, Fp8FwdTraits): 96 accumulators; the operand lists extend
 // ptx_sm90.cuh's (which stop at 64 and 128).
 #define FB_WG_D96 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80), FB_WG_DBLK(88)

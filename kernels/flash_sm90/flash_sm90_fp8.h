@@ -14,7 +14,8 @@ namespace fb::cuda::flash_sm90 {
 
 // Tile configuration per head_dim (the one table to edit when tuning the fp8 forward).
 template <int D> struct Fp8TileConfig;
-// kExp2Poly: eighths of the exponentials on the FMA pipe (Fp8FwdTraits). TraitsWith<Bc, Stages, E> are
+// kExp2Poly: eighths of the exponentials on the FMA pipe, kStageO: O staged for a TMA store
+// (Fp8FwdTraits). TraitsWith<Bc, Stages, E, StageO, Pin> are
 // the variants the launcher's timing probe can pick (flash_sm90_fp8_launch.cuh); Traits is what ships.
 // Chosen from session 6's two device calls (docs/perf-notes.md, fp8 section): at d = 128 224-key tiles
 // with two stages (FlashAttention-3's fp8 tile; 918 / 952 TFLOP/s at 8k / 16k, +7% over 192 keys with
@@ -22,13 +23,17 @@ template <int D> struct Fp8TileConfig;
 template <> struct Fp8TileConfig<64> {
   // Three consumer warpgroups, as the 16-bit forward at d = 64: short GEMMs against the softmax.
   static constexpr int kBc = 128, kStages = 3, kExp2Poly = 0;
-  template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<64, Bc, 3, Stages, E>;
-  using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
+  static constexpr bool kStageO = true;
+  template <int Bc, int Stages, int E, bool StageO = true, bool Pin = true>
+  using TraitsWith = Fp8FwdTraits<64, Bc, 3, Stages, E, StageO, Pin>;
+  using Traits = TraitsWith<kBc, kStages, kExp2Poly, kStageO>;
 };
 template <> struct Fp8TileConfig<128> {
   static constexpr int kBc = 224, kStages = 2, kExp2Poly = 0;
-  template <int Bc, int Stages, int E> using TraitsWith = Fp8FwdTraits<128, Bc, 2, Stages, E>;
-  using Traits = TraitsWith<kBc, kStages, kExp2Poly>;
+  static constexpr bool kStageO = true;
+  template <int Bc, int Stages, int E, bool StageO = true, bool Pin = true>
+  using TraitsWith = Fp8FwdTraits<128, Bc, 2, Stages, E, StageO, Pin>;
+  using Traits = TraitsWith<kBc, kStages, kExp2Poly, kStageO>;
 };
 
 template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream);

@@ -40,6 +40,7 @@ struct Fp8FwdParams {
   CUtensorMap tm_k;   // e4m3 (d, seq_k, batch * kv_heads), box (d, kBc, 1)
   CUtensorMap tm_vt;  // e4m3 (seq_k_pad, d, batch * kv_heads), box (128, d, 1): V^T, permuted keys
   CUtensorMap tm_o;   // bf16 (d, seq_q, batch * heads), box (64, 64, 1)
+  __nv_bfloat16* o;   // the same O, for the direct stores (Tr::kStageO false)
   float* lse;
   int heads;
   int kv_heads;
@@ -93,6 +94,73 @@ __global__ void __launch_bounds__(kVtPrepThreads)
         packed |= std::uint32_t(tile[key][n]) << (8 * b);
       }
       *reinterpret_cast<std::uint32_t*>(dst + std::int64_t(n) * seq_k_pad + k0 + 4 * w) = packed;
+    }
+    __syncthreads();  // the next block of keys overwrites the tile
+  }
+}
+
+// The same transpose, with 4 x 4 byte blocks: a thread reads one 32-bit word (4 d values) of each of
+// the 4 keys of one output word, transposes them with 8 byte permutes and writes 4 output words (4 d
+// rows), so a warp's store is 128 contiguous bytes of a row. (The first version above gathers single
+// bytes and is bound by its integer instructions: ~1 TB/s in Nsight Compute.) Shared memory holds
+// kVt2Keys keys, rows of D / 4 + 1 words; the lanes of a warp read the 32 keys of one word each, which
+// differ in key bits 1, 2, 4 (8 values mod 32 at either row stride) and 5, 6 (the 32-key group g): the
+// group offsets {0, 1, 8, 9} words put the four groups on disjoint banks, so the reads are
+// conflict-free, as the row-wise writes of the load are.
+constexpr int kVt2Keys = 128;
+constexpr int kVt2Threads = 256;
+__device__ __forceinline__ int fp8_vt2_group_offset(int key) {
+  const int g = (key / kVPermutationGroup) & 3;
+  return (g & 1) + 8 * (g >> 1);
+}
+template <int D>
+__global__ void __launch_bounds__(kVt2Threads)
+    fp8_transpose_v_kernel_v2(const std::uint8_t* __restrict__ v, std::uint8_t* __restrict__ vt,
+                              int seq_k, int seq_k_pad) {
+  constexpr int kRowWords = D / 4 + 1;
+  constexpr int kUnits = D / 16;  // uint4 per row of V
+  __shared__ std::uint32_t tile[kVt2Keys * kRowWords + 16];
+  const std::int64_t plane = blockIdx.x;
+  const std::uint8_t* src = v + plane * std::int64_t(seq_k) * D;
+  std::uint8_t* dst = vt + plane * std::int64_t(D) * seq_k_pad;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int key_blocks = (seq_k_pad + kVt2Keys - 1) / kVt2Keys;
+  for (int kb = blockIdx.y; kb < key_blocks; kb += gridDim.y) {
+    const int k0 = kb * kVt2Keys;
+    for (int i = threadIdx.x; i < kVt2Keys * kUnits; i += kVt2Threads) {
+      const int r = i / kUnits, u = i % kUnits;
+      const int key = k0 + r;
+      uint4 x = make_uint4(0, 0, 0, 0);  // keys past seq_k transpose to zeros (see above)
+      if (key < seq_k) x = *reinterpret_cast<const uint4*>(src + std::int64_t(key) * D + 16 * u);
+      std::uint32_t* row = tile + r * kRowWords + fp8_vt2_group_offset(r) + 4 * u;
+      row[0] = x.x;
+      row[1] = x.y;
+      row[2] = x.z;
+      row[3] = x.w;
+    }
+    __syncthreads();
+    // Lane = output word (4 positions) of the block's 128 keys; warps stride over the d quads.
+    const int w = lane;
+    if (k0 + 4 * w < seq_k_pad) {  // seq_k_pad is a multiple of 32: a word is wholly in or out
+      int rows[4];
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const int pos = 4 * w + b;
+        const int r = (pos & ~(kVPermutationGroup - 1)) + v_key_of_position(pos % kVPermutationGroup);
+        rows[b] = r * kRowWords + fp8_vt2_group_offset(r);
+      }
+      for (int n4 = warp; n4 < D / 4; n4 += kVt2Threads / 32) {
+        const std::uint32_t w0 = tile[rows[0] + n4], w1 = tile[rows[1] + n4];
+        const std::uint32_t w2 = tile[rows[2] + n4], w3 = tile[rows[3] + n4];
+        // out[j] = byte j of w0, w1, w2, w3 (lowest first): a 4 x 4 byte transpose.
+        const std::uint32_t t0 = __byte_perm(w0, w1, 0x5140), t1 = __byte_perm(w0, w1, 0x7362);
+        const std::uint32_t t2 = __byte_perm(w2, w3, 0x5140), t3 = __byte_perm(w2, w3, 0x7362);
+        const std::uint32_t out[4] = {__byte_perm(t0, t2, 0x5410), __byte_perm(t0, t2, 0x7632),
+                                      __byte_perm(t1, t3, 0x5410), __byte_perm(t1, t3, 0x7632)};
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          *reinterpret_cast<std::uint32_t*>(dst + std::int64_t(4 * n4 + j) * seq_k_pad + k0 + 4 * w) = out[j];
+      }
     }
     __syncthreads();  // the next block of keys overwrites the tile
   }
@@ -317,14 +385,35 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemT
       release(bars.k_empty(st));
       fp8_softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2,
                            p_scale_log2);
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(o);
-      ptx::fence_operands(p);
-      release(bars.v_empty(prev));
       // alpha == 1 (no row of the warp raised its max: after the first tiles, most of them) makes
       // the multiply an identity, so a warp skips it whole (exact; the branch is warp-uniform).
-      if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-        fp8_rescale_o<Tr>(o, alpha);
+      if constexpr (Tr::kPinSoftmax) {
+        // The wait for P_{j-1} V_{j-1} sits in both arms of a branch after the softmax, so ptxas
+        // cannot hoist it above the softmax. In one basic block with it (the else below, session 6)
+        // it did, in every instance: the softmax started only after P V had finished, so S_j and
+        // P_{j-1} V_{j-1} never overlapped inside the warpgroup. The branch is on a kernel parameter:
+        // every warp of the warpgroup must take the same wgmma.wait_group (.aligned).
+        if (prm.rescale_always) {
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          fp8_rescale_o<Tr>(o, alpha);
+        } else {
+          const bool grown = __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f);
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          if (grown) fp8_rescale_o<Tr>(o, alpha);
+        }
+        release(bars.v_empty(prev));
+      } else {
+        ptx::wgmma_wait<0>();
+        ptx::fence_operands(o);
+        ptx::fence_operands(p);
+        release(bars.v_empty(prev));
+        if (prm.rescale_always || __any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+          fp8_rescale_o<Tr>(o, alpha);
+      }
       fp8_pack_p<Tr>(p, s);
     }
     // Every S of this tile is done: Q may be replaced (O is staged apart from it).
@@ -352,6 +441,23 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemT
       if (lane % 4 == 0 && r < seq_q)
         prm.lse[std::int64_t(w.bh) * seq_q + r] =
             sum > 0.f ? (m[hf] + (log2f(sum) - p_scale_log2)) * float(kLn2) : -INFINITY;
+    }
+    if constexpr (!Tr::kStageO) {
+      // Straight to global memory: one 32-bit store (columns 8 nb + 2t, + 1) per n8 block and row, a
+      // warp's store covering 8 rows x 16 bytes. O is a few percent of the bytes the forward moves,
+      // so the half-filled sectors cost less than the staging tile's shared memory does (a K/V stage).
+      __nv_bfloat16* o_plane = prm.o + std::int64_t(w.bh) * seq_q * Tr::kHeadDim;
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = row + hf * 8;
+        if (r >= seq_q) continue;
+        auto* dst = reinterpret_cast<std::uint32_t*>(o_plane + std::int64_t(r) * Tr::kHeadDim + col_lane);
+#pragma unroll
+        for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb)
+          dst[nb * Tr::kMmaN / 2] = ptx::pack2<__nv_bfloat16>(o[4 * nb + 2 * hf] * inv[hf],
+                                                             o[4 * nb + 2 * hf + 1] * inv[hf]);
+      }
+      continue;
     }
     ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
 #pragma unroll

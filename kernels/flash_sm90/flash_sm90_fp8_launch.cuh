@@ -35,6 +35,19 @@ inline bool fp8_rescale_always() {
   return always;
 }
 
+// Timing probe: FB_FP8_VTPREP=1 runs the V transpose that gathers single bytes (as shipped), =2 the
+// one with 4 x 4 byte blocks (fp8_transpose_v_kernel_v2). Read once per process.
+inline int fp8_transpose_version() {
+  static const int version = [] {
+    const char* env = std::getenv("FB_FP8_VTPREP");
+    if (env == nullptr || *env == '\0' || std::string(env) == "1") return 1;
+    if (std::string(env) == "2") return 2;
+    throw std::runtime_error(std::string("FB_FP8_VTPREP (a timing probe of flash-sm90's fp8 forward) must be ") +
+                             "1 or 2, got '" + env + "'");
+  }();
+  return version;
+}
+
 template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
   constexpr int D = Tr::kHeadDim;
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
@@ -46,10 +59,16 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
   // y, which the kernel strides over when there are more than the grid's 65535.
   {
     constexpr long long kMaxGridY = 65535;
-    const long long key_blocks = (seq_k_pad + kVtPrepKeys - 1) / kVtPrepKeys;
+    const bool v2 = fp8_transpose_version() == 2;
+    const int block_keys = v2 ? kVt2Keys : kVtPrepKeys;
+    const long long key_blocks = (seq_k_pad + block_keys - 1) / block_keys;
     const dim3 grid(unsigned(kv_planes), unsigned(std::min(key_blocks, kMaxGridY)));
-    fp8_transpose_v_kernel<D><<<grid, kVtPrepThreads, 0, stream>>>(
-        static_cast<const std::uint8_t*>(p.v), vt, p.seq_k, int(seq_k_pad));
+    if (v2)
+      fp8_transpose_v_kernel_v2<D><<<grid, kVt2Threads, 0, stream>>>(
+          static_cast<const std::uint8_t*>(p.v), vt, p.seq_k, int(seq_k_pad));
+    else
+      fp8_transpose_v_kernel<D><<<grid, kVtPrepThreads, 0, stream>>>(
+          static_cast<const std::uint8_t*>(p.v), vt, p.seq_k, int(seq_k_pad));
     FB_CUDA_CHECK_LAUNCH();
   }
 
@@ -58,6 +77,7 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
   encode_u8_map(&prm.tm_k, p.k, D, p.seq_k, kv_planes, D, Tr::kBc, Tr::kQKRowBytes);
   encode_u8_map(&prm.tm_vt, vt, seq_k_pad, D, kv_planes, Tr::kVtChunkKeys, D, Tr::kVtRowBytes);
   encode_bhsd_map(&prm.tm_o, Dtype::bf16, p.o, D, p.seq_q, q_planes, Tr::kOChunkElems, Tr::kWgRows);
+  prm.o = static_cast<__nv_bfloat16*>(p.o);
   prm.lse = static_cast<float*>(p.lse);
   prm.heads = p.heads;
   prm.kv_heads = p.kv_heads;
@@ -86,9 +106,18 @@ template <typename Tr> void launch_fp8_fwd(const AttentionParams& p, cudaStream_
 // A timing probe, not a setting: environment variables pick a compiled variant other than
 // Fp8TileConfig's Traits, so one device call can time them side by side (unset or empty: as shipped):
 //   FB_FP8_EXP2_POLY  eighths of the exponentials on the FMA pipe, 0..4
-//   FB_FP8_BC         keys per K/V tile, 128, 192 or 224 (d = 128 only; 224 with 2 stages)
-//   FB_FP8_STAGES     K/V ring depth, 2 or 3
+//   FB_FP8_BC         keys per K/V tile, 128, 192 or 224 (d = 128 only); 96 = three consumer warpgroups
+//                     with 96-key tiles (d = 128, O staged; FB_FP8_OSTORE=direct for O stored directly)
+//   FB_FP8_STAGES     K/V ring depth, 2 or 3 (224 keys with 3 stages only with O stored directly:
+//                     the staging tile leaves no room for the third stage)
+//   FB_FP8_OSTORE     tma (O staged in shared memory, stored by TMA) | direct (each thread stores its
+//                     bf16 pairs to global memory); direct is compiled with exp2 all on MUFU (and with
+//                     FB_FP8_EXP2_POLY 1, 2 at 224 keys, 3 stages)
 //   FB_FP8_RESCALE    always | grown (fp8_rescale_always above)
+//   FB_FP8_VTPREP     1 | 2, the V transpose's version (fp8_transpose_version above)
+//   FB_FP8_WAIT       pinned (as shipped) | late: session 6's loop, where ptxas hoisted the wait for
+//                     P V above the softmax (Fp8FwdTraits::kPinSoftmax); late is compiled for the
+//                     shipped tile only (the other probes unset)
 inline int fp8_probe_choice(const char* name, int configured, std::initializer_list<int> allowed) {
   const char* env = std::getenv(name);
   if (env == nullptr || *env == '\0') return configured;
@@ -101,6 +130,23 @@ inline int fp8_probe_choice(const char* name, int configured, std::initializer_l
   }
   throw std::runtime_error(std::string(name) + " (a timing probe of flash-sm90's fp8 forward) must be one of " +
                            list + ", got '" + env + "'");
+}
+// FB_FP8_WAIT: true = pinned (the softmax between the two waits).
+inline bool fp8_probe_pin_softmax() {
+  const char* env = std::getenv("FB_FP8_WAIT");
+  if (env == nullptr || *env == '\0' || std::string(env) == "pinned") return true;
+  if (std::string(env) == "late") return false;
+  throw std::runtime_error(std::string("FB_FP8_WAIT (a timing probe of flash-sm90's fp8 forward) must be ") +
+                           "'pinned' or 'late', got '" + env + "'");
+}
+// FB_FP8_OSTORE: true = O staged and stored by TMA.
+inline bool fp8_probe_stage_o(bool configured) {
+  const char* env = std::getenv("FB_FP8_OSTORE");
+  if (env == nullptr || *env == '\0') return configured;
+  if (std::string(env) == "tma") return true;
+  if (std::string(env) == "direct") return false;
+  throw std::runtime_error(std::string("FB_FP8_OSTORE (a timing probe of flash-sm90's fp8 forward) must be ") +
+                           "'tma' or 'direct', got '" + env + "'");
 }
 
 template <int D, int Bc, int Stages>
@@ -115,18 +161,68 @@ void run_fp8_fwd_poly(const AttentionParams& p, cudaStream_t stream, int poly) {
   }
 }
 
+// O stored directly (no staging tile): exp2 all on MUFU, and at 224 keys with 3 stages also 1/8 or 2/8
+// on the FMA pipe (the softmax now overlaps P V, which changes the balance session 6 measured).
+template <int D>
+void run_fp8_fwd_direct_o(const AttentionParams& p, cudaStream_t stream, int bc, int stages, int poly) {
+  using Config = Fp8TileConfig<D>;
+  if constexpr (D == 128) {
+    if (bc == 96) {  // three consumer warpgroups (run_fp8_fwd)
+      if (stages == 2) return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 2, 0, false>>(p, stream);
+      return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 3, 0, false>>(p, stream);
+    }
+    if (bc == 224) {
+      if (stages == 2) return launch_fp8_fwd<typename Config::template TraitsWith<224, 2, 0, false>>(p, stream);
+      if (poly == 1) return launch_fp8_fwd<typename Config::template TraitsWith<224, 3, 1, false>>(p, stream);
+      if (poly == 2) return launch_fp8_fwd<typename Config::template TraitsWith<224, 3, 2, false>>(p, stream);
+      return launch_fp8_fwd<typename Config::template TraitsWith<224, 3, 0, false>>(p, stream);
+    }
+    if (bc == 192) {
+      if (stages == 2) return launch_fp8_fwd<typename Config::template TraitsWith<192, 2, 0, false>>(p, stream);
+      return launch_fp8_fwd<typename Config::template TraitsWith<192, 3, 0, false>>(p, stream);
+    }
+  }
+  if (stages == 2) return launch_fp8_fwd<typename Config::template TraitsWith<128, 2, 0, false>>(p, stream);
+  return launch_fp8_fwd<typename Config::template TraitsWith<128, 3, 0, false>>(p, stream);
+}
+
 template <int D> void run_fp8_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Config = Fp8TileConfig<D>;
   // Read once per process (a bad value throws on every launch: a throwing initialiser runs again).
   static const int poly = fp8_probe_choice("FB_FP8_EXP2_POLY", Config::kExp2Poly, {0, 1, 2, 3, 4});
-  static const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {128, 192, 224});
+  static const int bc = fp8_probe_choice("FB_FP8_BC", Config::kBc, {96, 128, 192, 224});
   static const int stages = fp8_probe_choice("FB_FP8_STAGES", Config::kStages, {2, 3});
+  static const bool stage_o = fp8_probe_stage_o(Config::kStageO);
+  static const bool pin = fp8_probe_pin_softmax();
+  if (!pin) {
+    if (poly != Config::kExp2Poly || bc != Config::kBc || stages != Config::kStages || stage_o != Config::kStageO)
+      throw std::runtime_error("flash-sm90 fp8: FB_FP8_WAIT=late is compiled for the shipped tile only (unset "
+                               "FB_FP8_EXP2_POLY, FB_FP8_BC, FB_FP8_STAGES and FB_FP8_OSTORE)");
+    return launch_fp8_fwd<typename Config::template TraitsWith<Config::kBc, Config::kStages, Config::kExp2Poly,
+                                                               Config::kStageO, false>>(p, stream);
+  }
+  // 224 keys with three stages fit only without the O staging tile (228 KB with it).
+  const bool direct = !stage_o || (D == 128 && bc == 224 && stages == 3);
+  if (direct) {
+    const bool poly_compiled = poly == 0 || (D == 128 && bc == 224 && stages == 3 && poly <= 2);
+    if (!poly_compiled)
+      throw std::runtime_error("flash-sm90 fp8: O stored directly (FB_FP8_OSTORE=direct, or 224 keys with 3 "
+                               "stages) is compiled with FB_FP8_EXP2_POLY=0 only (and 1, 2 at 224 keys, 3 stages)");
+    return run_fp8_fwd_direct_o<D>(p, stream, bc, stages, poly);
+  }
   if constexpr (D == 128) {
+    if (bc == 96) {
+      // Three consumer warpgroups (192 query rows; 160 registers each): a third warp per scheduler
+      // for the softmax, as at d = 64. Exp2 all on MUFU.
+      if (poly != 0) throw std::runtime_error("flash-sm90 fp8: FB_FP8_BC=96 is compiled with FB_FP8_EXP2_POLY=0 only");
+      if (stages == 2) return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 2, 0, true>>(p, stream);
+      return launch_fp8_fwd<Fp8FwdTraits<128, 96, 3, 3, 0, true>>(p, stream);
+    }
     if (bc == 192) {
       if (stages == 2) return run_fp8_fwd_poly<D, 192, 2>(p, stream, poly);
       return run_fp8_fwd_poly<D, 192, 3>(p, stream, poly);
     }
-    // 224 keys (FlashAttention-3's fp8 tile at d = 128): two stages only (three need 228 KB).
+    // 224 keys (FlashAttention-3's fp8 tile at d = 128) with O staged: two stages only.
     if (bc == 224) return run_fp8_fwd_poly<D, 224, 2>(p, stream, poly);
   }
   // d = 64 runs 128-key tiles whatever FB_FP8_BC says: three consumers have 160 registers each, and

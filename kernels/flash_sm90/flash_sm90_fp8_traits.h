@@ -21,16 +21,25 @@ namespace fb::cuda::flash_sm90 {
 //   - O is bf16: staged as d / 64 chunks of (kBr, 64) bf16 with 128-byte rows, as the 16-bit kernel
 //     does, and stored by TMA.
 //   kHeadDim       64 or 128
-//   kBc            keys per K/V tile: 128, 192 or 224 (one V^T chunk is one swizzle row: 128 keys, or 64
-//                  otherwise; 256 spills at d = 128, see docs/perf-notes.md)
+//   kBc            keys per K/V tile: 96, 128, 192 or 224 (one V^T chunk is one swizzle row: 128 keys, or
+//                  64 otherwise; 256 spills at d = 128, see docs/perf-notes.md; 96 is for three
+//                  consumer warpgroups at d = 128, whose 160 registers hold S 48 + P 12 + O 64)
 //   kConsumerWgs   consumer warpgroups per block (64 query rows each)
 //   kStages        K/V ring depth
 //   kExp2PolyEighths  eighths of the scores whose exponential is computed on the FMA pipe
 //                  (common/exp2_poly.h) instead of the MUFU pipe (ex2.approx): 0 = all on MUFU
-template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_, int kExp2PolyEighths_>
+//   kStageO        true: O staged in shared memory (bf16, swizzled) and stored by TMA, as the 16-bit
+//                  kernel; false: each thread stores its bf16 pairs straight to global memory, which
+//                  frees the staging tile (32 KB at d = 128) for a third K/V stage of 224 keys
+//   kPinSoftmax    true: the wait for P V is placed where ptxas cannot hoist it above the softmax
+//                  (flash_sm90_fp8_kernel.cuh); false: session 6's code, where it did
+template <int kHeadDim_, int kBc_, int kConsumerWgs_, int kStages_, int kExp2PolyEighths_,
+          bool kStageO_ = true, bool kPinSoftmax_ = true>
 struct Fp8FwdTraits {
+  static constexpr bool kPinSoftmax = kPinSoftmax_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kExp2PolyEighths = kExp2PolyEighths_;
+  static constexpr bool kStageO = kStageO_;
   static constexpr int kBc = kBc_;
   static constexpr bool kIntraOverlap = true;  // flash_sm90_traits.h: both overlaps, always on here
   static constexpr bool kPingPong = true;
@@ -88,7 +97,7 @@ struct Fp8FwdTraits {
   static constexpr int kOChunks = kHeadDim / kOChunkElems;
   static constexpr int kOChunkBytes = kBr * kOSwizzleBytes;
   static constexpr int kWgOBytes = kWgRows * kOSwizzleBytes;  // one consumer's rows of an O chunk
-  static constexpr int kOBytes = kOChunks * kOChunkBytes;
+  static constexpr int kOBytes = kStageO ? kOChunks * kOChunkBytes : 0;
 
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
@@ -117,8 +126,8 @@ struct Fp8FwdTraits {
   static_assert(kSRegs % 8 == 0, "the FMA-pipe share is taken as s[i], i % 8 < kExp2PolyEighths");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "a Q/K row is one 64- or 128-byte swizzle row");
   static_assert(kBc % kMmaK == 0 && kBc <= 256, "whole k32 steps; one wgmma N <= 256");
-  static_assert(kBc == 128 || kBc == 192 || kBc == 224,
-                "ptx_sm90_fp8.cuh has the S wgmma for N = 128, 192 and 224");
+  static_assert(kBc == 96 || kBc == 128 || kBc == 192 || kBc == 224,
+                "ptx_sm90_fp8.cuh has the S wgmma for N = 96, 128, 192 and 224");
   static_assert(kBr <= 256, "Q tile: one TMA box (<= 256 rows)");
   static_assert(kConsumerWgs >= 1 && kConsumerWgs <= 3, "a block of at most 4 warpgroups");
   static_assert(kSRegs % kSRegsPerStep == 0, "P splits into whole k32 fragments");
