@@ -116,7 +116,9 @@ int head_split(const AttentionParams& p) {
     return e != nullptr ? std::atoi(e) : 0;
   }();
   const int group = p.group();
-  if (group <= 1 || (p.head_dim != 64 && p.head_dim != 128)) return 1;
+  if (group <= 1 || (p.head_dim != 64 && p.head_dim != 128) ||
+      (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
+    return 1;
   // The split variant exists for the default kernels only.
   if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && persistent128()))
     return 1;
