@@ -3,8 +3,8 @@
 #   the GPU tests tagged [bwd_gqa], `flashbench verify --pass bwd` with the query-head split forced to
 #   4 (FB_SM90_BWD_SPLIT, d 64 and 128, MQA and GQA, both masks), then configs/mqabwd-h200.json (bf16,
 #   8/32 q heads over 1/8 K/V heads, N 1k/4k/16k, d 64/128, causal and not: flash-sm90 beside the
-#   in-binary cudnn), then flash-sm90 alone on the 1-K/V-head d = 128 cases with the split forced to 1 (off: the
-#   previous kernel), 2, 4 and 8; last a TFLOP/s table with the ratios flash-sm90 / cudnn.
+#   in-binary cudnn), then flash-sm90 alone on the causal 1-K/V-head cases with the split forced to 1 (off:
+#   the previous kernel), 2, 4, 8 and (32 heads) 16; last a TFLOP/s table with the ratios flash-sm90 / cudnn.
 #     BUILD=build-h200 scripts/mqabwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 60).
@@ -26,9 +26,11 @@ step verify-s4 env FB_SM90_BWD_SPLIT=4 sh -c "
   '$fb' verify --seq 1025 --dim 128 --heads 8 --kv-heads 1 --dtype bf16 --causal both --pass bwd -o '$out/verify-s4-d128.json' &&
   '$fb' verify --seq-q 700 --seq-k 1300 --batch 2 --dim 64 --heads 16 --kv-heads 2 --dtype fp16 --causal both --pass bwd -o '$out/verify-s4-d64.json'"
 step run "$fb" run configs/mqabwd-h200.json --no-ceilings -q -o "$out/mqabwd-h200.json"
-for s in 1 2 4 8; do
+for s in 1 2 4 8 16; do
+  filter='kv1-.*causal'
+  [ "$s" = 16 ] && filter='h32-kv1-.*causal'  # 16 divides only the 32-head group
   step "run-s$s" env FB_SM90_BWD_SPLIT=$s "$fb" run configs/mqabwd-h200.json --no-ceilings -q --kernels flash-sm90 \
-    --filter 'kv1-.*d128' --warmup 2 --reps 5 -o "$out/mqabwd-h200-s$s.json"
+    --filter "$filter" --warmup 2 --reps 5 -o "$out/mqabwd-h200-s$s.json"
 done
 
 # TFLOP/s per case (median); auto = the default (the launcher's split), s1..s8 forced splits.
@@ -44,9 +46,9 @@ def load(name, col):
         if r.get("tflops") is not None:
             cols.setdefault(r["key"], {})[col if r["kernel"] == "flash-sm90" else r["kernel"]] = r["tflops"]
 load("mqabwd-h200.json", "auto")
-for s in (1, 2, 4, 8):
+for s in (1, 2, 4, 8, 16):
     load(f"mqabwd-h200-s{s}.json", f"s{s}")
-names = ["auto", "cudnn", "s1", "s2", "s4", "s8"]
+names = ["auto", "cudnn", "s1", "s2", "s4", "s8", "s16"]
 print(f"{'case (TFLOP/s)':40}" + "".join(f"{n:>7}" for n in names) + "  auto/cudnn  auto/s1")
 ratios = []
 for key in cols:

@@ -102,15 +102,20 @@ template <typename F> auto with_default_tiles(int head_dim, F&& f) {
 // 1 (no split: the default kernel) unless a split shortens the modelled time by 5% or more. The model
 // is the hardware's block scheduling: units in launch order (key tiles outermost), each to the SM
 // that frees first, a unit costing its query-tile steps plus kUnitOverhead steps (its launch, K/V
-// load, pipeline fill and dK/dV reductions). Only GQA/MQA at d = 64 or 128 with few K/V tiles per SM
-// are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets (1: off) where N
-// divides the group, for A/B runs.
+// load, pipeline fill and dK/dV reductions). Of the splits within kNearBest of the best modelled time
+// it takes the largest: measured (session 7 call A, d = 128 causal MQA, splits 1/2/4/8 forced), long
+// units cost more than the model says (32 q / 1 kv head at N = 4096: 8 subsets 431 TFLOP/s, 2 subsets
+// 395, modelled equal), and short ones more overhead than 2 steps (8 / 1 at N = 1024: 8 subsets 233,
+// 2 subsets 291). kUnitOverhead = 4, kNearBest = 5% and at most 8 subsets picked the measured best or
+// within 1% of it on all 12 MQA cases (non-causal: no split). Only GQA/MQA at d = 64 or 128 with few
+// K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
+// (1: off) where N divides the group, for A/B runs.
 int head_split(const AttentionParams& p) {
-  constexpr int kMaxSplit = 16;
+  constexpr int kMaxSplit = 8;
   constexpr std::int64_t kFewTilesPerSm = 8;
-  constexpr double kUnitOverhead = 2.0;
+  constexpr double kUnitOverhead = 4.0;
   constexpr double kMinGain = 0.05;
-  constexpr double kNearBest = 0.02;
+  constexpr double kNearBest = 0.05;
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_SPLIT");
     return e != nullptr ? std::atoi(e) : 0;
@@ -165,9 +170,7 @@ int head_split(const AttentionParams& p) {
     }
     return end;
   };
-  // The fewest subsets within kNearBest of the best modelled time: each unit more costs what the
-  // model leaves out (its partial dK/dV reductions, Q/dO re-read by fewer blocks per head).
-  std::vector<std::pair<int, double>> times;
+  std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
   double fastest = std::numeric_limits<double>::max();
   for (int split = 1; split <= std::min(group, kMaxSplit); ++split) {
     if (group % split != 0) continue;
@@ -176,10 +179,7 @@ int head_split(const AttentionParams& p) {
   }
   int best = 1;
   for (const auto& [split, t] : times)
-    if (t <= (1.0 + kNearBest) * fastest) {
-      best = t <= (1.0 - kMinGain) * times.front().second ? split : 1;
-      break;
-    }
+    if (t <= (1.0 + kNearBest) * fastest && t <= (1.0 - kMinGain) * times.front().second) best = split;
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, best);
   return best;
