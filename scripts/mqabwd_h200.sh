@@ -4,9 +4,7 @@
 #   4 (FB_SM90_BWD_SPLIT, d 64 and 128, MQA and GQA, both masks), then configs/mqabwd-h200.json (bf16,
 #   8/32 q heads over 1/8 K/V heads, N 1k/4k/16k, d 64/128, causal and not: flash-sm90 beside the
 #   in-binary cudnn), then flash-sm90 alone on the causal 1-K/V-head cases with the split forced to 1 (off:
-#   the previous kernel), 2, 4, 8 and (32 heads) 16; then at d = 128 (configs/bwd128-h200.json) the default
-#   beside cudnn and the early-S^T probe (FB_SM90_BWD128=early-s, verified first); last a TFLOP/s table with
-#   the ratios flash-sm90 / cudnn.
+#   the previous kernel), 2, 4, 8 and (32 heads) 16; last a TFLOP/s table with the ratios flash-sm90 / cudnn.
 #     BUILD=build-h200 scripts/mqabwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 60).
@@ -34,17 +32,8 @@ for s in 1 2 4 8 16; do
   step "run-s$s" env FB_SM90_BWD_SPLIT=$s "$fb" run configs/mqabwd-h200.json --no-ceilings -q --kernels flash-sm90 \
     --filter "$filter" --warmup 2 --reps 5 -o "$out/mqabwd-h200-s$s.json"
 done
-# d = 128 (MHA, configs/bwd128-h200.json): the default beside cudnn, and the early-S^T probe
-# (FB_SM90_BWD128=early-s), verified first on odd GQA and MHA shapes.
-step verify-es env FB_SM90_BWD128=early-s sh -c "
-  '$fb' verify --seq 1025 --dim 128 --heads 8 --kv-heads 2 --dtype bf16 --causal both --pass bwd -o '$out/verify-es-1025.json' &&
-  '$fb' verify --seq-q 700 --seq-k 1300 --batch 2 --dim 128 --heads 4 --dtype fp16 --causal both --pass all -o '$out/verify-es-700-1300.json'"
-step run-128 "$fb" run configs/bwd128-h200.json --no-ceilings -q -o "$out/bwd128-h200.json"
-step run-128-es env FB_SM90_BWD128=early-s "$fb" run configs/bwd128-h200.json --no-ceilings -q --kernels flash-sm90 \
-  -o "$out/bwd128-h200-es.json"
 
-# TFLOP/s per case (median); auto = the default (the launcher's split), s1..s16 forced splits, es the
-# early-S^T probe.
+# TFLOP/s per case (median); auto = the default (the launcher's split), s1..s8 forced splits.
 python3 - "$out" <<'PY' | tee "$out/table.txt"
 import json, os, sys
 out = sys.argv[1]
@@ -59,20 +48,17 @@ def load(name, col):
 load("mqabwd-h200.json", "auto")
 for s in (1, 2, 4, 8, 16):
     load(f"mqabwd-h200-s{s}.json", f"s{s}")
-load("bwd128-h200.json", "auto")
-load("bwd128-h200-es.json", "es")
-names = ["auto", "cudnn", "s1", "s2", "s4", "s8", "s16", "es"]
-print(f"{'case (TFLOP/s)':40}" + "".join(f"{n:>7}" for n in names) + "  auto/cudnn  auto/s1  es/auto")
+names = ["auto", "cudnn", "s1", "s2", "s4", "s8", "s16"]
+print(f"{'case (TFLOP/s)':40}" + "".join(f"{n:>7}" for n in names) + "  auto/cudnn  auto/s1")
 ratios = []
 for key in cols:
     c = cols[key]
     cells = "".join(f"{c[n]:7.0f}" if n in c else f"{'-':>7}" for n in names)
     rc = c["auto"] / c["cudnn"] if "auto" in c and "cudnn" in c else None
     r1 = c["auto"] / c["s1"] if "auto" in c and "s1" in c else None
-    re = c["es"] / c["auto"] if "auto" in c and "es" in c else None
     if rc:
         ratios.append(rc)
-    print(f"{key:40}{cells}  {rc or 0:10.2f}  {r1 or 0:7.2f}  {re or 0:7.2f}")
+    print(f"{key:40}{cells}  {rc or 0:10.2f}  {r1 or 0:7.2f}")
 if ratios:
     import math
     print(f"flash-sm90/cudnn: min {min(ratios):.2f} max {max(ratios):.2f} geomean "

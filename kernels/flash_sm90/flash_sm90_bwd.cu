@@ -47,19 +47,14 @@ int bwd64_variant() {
   return v;
 }
 
-// FB_SM90_BWD128 picks a d = 128 variant for A/B runs: persistent (the kernel made persistent) or
-// early-s (the next step's S^T issued early); unset or anything else: the default.
-int bwd128_variant() {
-  static const int v = [] {
+// FB_SM90_BWD128=persistent runs the d = 128 kernel persistent (an A/B; the default is unchanged).
+bool persistent128() {
+  static const bool on = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
-    const std::string s = e != nullptr ? e : "";
-    if (s == "persistent") return kBwd128Persistent;
-    if (s == "early-s") return kBwd128EarlyS;
-    return kBwd64Default;
+    return e != nullptr && std::string(e) == "persistent";
   }();
-  return v;
+  return on;
 }
-bool persistent128() { return bwd128_variant() == kBwd128Persistent; }
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
 template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
@@ -71,7 +66,6 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
       }
     case 128:
       if (persistent128()) return f(BwdTraits<Elem, 128, kBwd128Persistent>{});
-      if (bwd128_variant() == kBwd128EarlyS) return f(BwdTraits<Elem, 128, kBwd128EarlyS>{});
       return f(BwdTraits<Elem, 128>{});
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
@@ -131,8 +125,7 @@ int head_split(const AttentionParams& p) {
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return 1;
   // The split variant exists for the default kernels only.
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
-      (p.head_dim == 128 && bwd128_variant() != kBwd64Default))
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && persistent128()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no

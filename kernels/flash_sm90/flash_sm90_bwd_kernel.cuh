@@ -361,12 +361,10 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     };
     const std::int64_t dq_block_early = Tr::kSplitDqRows ? dq_block_of() : 0;
 
-    if (!Tr::kEarlyS || it == 0) {  // early S^T: the previous step issued this one's
-      ptx::mbar_wait(bars.q_full(st), parity);
-      ptx::wgmma_fence();
-      gemm.s_t(s, st);
-      ptx::wgmma_commit();
-    }
+    ptx::mbar_wait(bars.q_full(st), parity);
+    ptx::wgmma_fence();
+    gemm.s_t(s, st);
+    ptx::wgmma_commit();
     ptx::mbar_wait(bars.do_full(st), parity);
     ptx::wgmma_fence();
     gemm.dp_t(dp, st);
@@ -447,18 +445,6 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     ptx::fence_operands(dv);
     ptx::fence_operands(dq);
     ptx::fence_operands(p);
-    bool next_s = false;
-    if constexpr (Tr::kEarlyS) {
-      // The next step's S^T into s (dead since dS^T): its Q stage is the other one, loaded while
-      // this step ran.
-      if (it + 1 < w.steps) {
-        ptx::mbar_wait(bars.q_full((g + 1) % Tr::kStages), ((g + 1) / Tr::kStages) & 1);
-        ptx::wgmma_fence();
-        gemm.s_t(s, (g + 1) % Tr::kStages);
-        ptx::wgmma_commit();
-        next_s = true;
-      }
-    }
 
     // dQ += scale * dS K: stage this consumer's block, then one bulk reduction into global memory.
     send_dq_block<Tr>(prm, sm, cw, ctid, dq, [&] {
@@ -466,11 +452,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       const std::int64_t dq_block = Tr::kSplitDqRows ? dq_block_early : dq_block_of();
       return prm.dq_acc + (dq_block + (Tr::kSplitDq || Tr::kSplitDqRows ? cw : 0)) * Tr::kDqWgFloats;
     });
-    if (next_s) {
-      ptx::wgmma_wait<1>();  // dK done: Q and dO of this stage are free (the next S^T may run)
-    } else {
-      ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
-    }
+    ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
     ptx::fence_operands(dk);
     ptx::fence_operands(ds);
     // Every consumer thread arrives: each has read this stage's LSE and D with ordinary loads, and

@@ -65,11 +65,7 @@ namespace fb::cuda::flash_sm90 {
 //                       A unit's dK, dV are partial sums: staged through the dQ buffer and added into
 //                       fp32 accumulators in global memory with bulk reductions, as dQ, then converted.
 //                       The launcher picks the split (or none) per shape (flash_sm90_bwd.cu).
-//   kBwd128EarlyS       d = 128, FB_SM90_BWD128=early-s: the next step's S^T GEMM issued as soon as this
-//                       step's dQ is done (before dQ is staged and dK finishes), so that the tensor cores
-//                       have it across the dQ send and the step boundary.
-constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8,
-              kBwd128EarlyS = 16;
+constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -85,7 +81,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
       (kSplitDqRows && kVariant64 != kBwdHeadSplit) || (kHeadDim == 128 && kVariant64 == kBwd128Persistent);
   static constexpr bool kSplitHead = kHeadDim == 256;
   static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
-  static constexpr bool kEarlyS = kHeadDim == 128 && kVariant64 == kBwd128EarlyS;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -191,8 +186,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
-                    (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit || kEarlyS)),
-                "the variants are d = 64's, and three of d = 128");
+                    (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit)),
+                "the variants are d = 64's, and two of d = 128");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
