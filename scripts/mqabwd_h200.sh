@@ -4,7 +4,8 @@
 #   4 (FB_SM90_BWD_SPLIT, d 64 and 128, MQA and GQA, both masks), then configs/mqabwd-h200.json (bf16,
 #   8/32 q heads over 1/8 K/V heads, N 1k/4k/16k, d 64/128, causal and not: flash-sm90 beside the
 #   in-binary cudnn), then flash-sm90 alone on the causal 1-K/V-head cases with the split forced to 1 (off:
-#   the previous kernel), 2, 4, 8 and (32 heads) 16; last a TFLOP/s table with the ratios flash-sm90 / cudnn.
+#   the previous kernel), 2, 4, 8 and (32 heads) 16; under ncu (if on PATH) the main kernel at 32 q heads
+#   over 1 and over 8 K/V heads, causal N = 16k; last a TFLOP/s table with the ratios flash-sm90 / cudnn.
 #     BUILD=build-h200 scripts/mqabwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 60).
@@ -32,8 +33,17 @@ for s in 1 2 4 8 16; do
   step "run-s$s" env FB_SM90_BWD_SPLIT=$s "$fb" run configs/mqabwd-h200.json --no-ceilings -q --kernels flash-sm90 \
     --filter "$filter" --warmup 2 --reps 5 -o "$out/mqabwd-h200-s$s.json"
 done
+# Where MQA causal at N = 16k loses to the 8-K/V-head case: the main kernel of one launch each (the split
+# one at 32 q / 1 kv, the unsplit one at 32 / 8) under Nsight Compute, if on PATH.
+if command -v ncu >/dev/null 2>&1; then
+  step ncu ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
+    -k regex:flash_sm90_bwd_kernel "$fb" run configs/mqabwd-h200.json --no-ceilings --kernels flash-sm90 \
+    --filter 'b1-h32-kv(1|8)-n16384-d128-bf16-causal' --warmup 0 --reps 1 --warmup-time 0 -q
+  grep -E "flash_sm90_bwd_kernel|Duration|Compute \(SM\) Throughput|DRAM Throughput|L2 Hit Rate|Grid Size" \
+    "$out/ncu.log" | sed 's/(flash_sm90::BwdParams).*//' >&2
+fi
 
-# TFLOP/s per case (median); auto = the default (the launcher's split), s1..s8 forced splits.
+# TFLOP/s per case (median); auto = the default (the launcher's split), s1..s16 forced splits.
 python3 - "$out" <<'PY' | tee "$out/table.txt"
 import json, os, sys
 out = sys.argv[1]
