@@ -3,13 +3,19 @@
 // and the padded LSE) is the portable flash backward's (flash/flash_bwd.h).
 //
 // dQ is summed in fp32 by bulk reductions in global memory, so its last bits may differ from run to
-// run; dK and dV are summed in a fixed order and repeat exactly.
+// run; dK and dV are summed in a fixed order and repeat exactly, except under a head split (GQA/MQA,
+// head_split() below), where they are summed as dQ is.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <queue>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -75,8 +81,112 @@ template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
 }
 
+// f(BwdTraits<Elem, D, kBwdHeadSplit>{}): the head-split kernel, d = 64 or 128 (head_split() is 1
+// elsewhere).
+template <typename Elem, typename F> auto with_split_head_dim(int head_dim, F&& f) {
+  if (head_dim == 64) return f(BwdTraits<Elem, 64, kBwdHeadSplit>{});
+  return f(BwdTraits<Elem, 128, kBwdHeadSplit>{});
+}
+template <typename F> auto with_split_traits(const AttentionParams& p, F&& f) {
+  if (p.dtype == Dtype::fp16) return with_split_head_dim<__half>(p.head_dim, f);
+  return with_split_head_dim<__nv_bfloat16>(p.head_dim, f);
+}
+
+// Keys per block and queries per step of the default kernel at this head dim.
+template <typename F> auto with_default_tiles(int head_dim, F&& f) {
+  if (head_dim == 64) return f(BwdTraits<__half, 64>{});
+  return f(BwdTraits<__half, 128>{});
+}
+
+// How many subsets a K/V plane's query heads are split into (kBwdHeadSplit, flash_sm90_bwd_traits.h):
+// 1 (no split: the default kernel) unless a split shortens the modelled time by 5% or more. The model
+// is the hardware's block scheduling: units in launch order (key tiles outermost), each to the SM
+// that frees first, a unit costing its query-tile steps plus kUnitOverhead steps (its launch, K/V
+// load, pipeline fill and dK/dV reductions). Of the splits within kNearBest of the best modelled time
+// it takes the largest: measured (session 7 call A, d = 128 causal MQA, splits 1/2/4/8 forced), long
+// units cost more than the model says (32 q / 1 kv head at N = 4096: 8 subsets 431 TFLOP/s, 2 subsets
+// 395, modelled equal), and short ones more overhead than 2 steps (8 / 1 at N = 1024: 8 subsets 233,
+// 2 subsets 291). kUnitOverhead = 4, kNearBest = 5% and at most 8 subsets picked the measured best or
+// within 1% of it on all 12 MQA cases (non-causal: no split). Only GQA/MQA at d = 64 or 128 with few
+// K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
+// (1: off) where N divides the group, for A/B runs.
+int head_split(const AttentionParams& p) {
+  constexpr int kMaxSplit = 8;
+  constexpr std::int64_t kFewTilesPerSm = 8;
+  constexpr double kUnitOverhead = 4.0;
+  constexpr double kMinGain = 0.05;
+  constexpr double kNearBest = 0.05;
+  static const int forced = [] {
+    const char* e = std::getenv("FB_SM90_BWD_SPLIT");
+    return e != nullptr ? std::atoi(e) : 0;
+  }();
+  const int group = p.group();
+  if (group <= 1 || (p.head_dim != 64 && p.head_dim != 128) ||
+      (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
+    return 1;
+  // The split variant exists for the default kernels only.
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && persistent128()))
+    return 1;
+  if (forced > 0) return group % forced == 0 ? forced : 1;
+  // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no
+  // device, no split (nothing runs there).
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  const auto [block_n, block_m] = with_default_tiles(
+      p.head_dim, [](auto tr) { return std::pair<int, int>(decltype(tr)::kBlockN, decltype(tr)::kBlockM); });
+  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + block_n - 1) / block_n;
+  const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
+  if (key_tiles * planes >= kFewTilesPerSm * sms) return 1;
+
+  using Key = std::tuple<int, int, int, int, int, int, bool, int>;
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.head_dim, p.causal, sms};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const auto mask = p.mask();
+  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
+  std::vector<double> per_head(static_cast<std::size_t>(key_tiles));
+  for (std::int64_t j = 0; j < key_tiles; ++j)
+    per_head[std::size_t(j)] = q_tiles - mask.first_q_tile(int(j * block_n), block_m);
+  auto makespan = [&](int split) {
+    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+    for (int i = 0; i < sms; ++i) free_at.push(0.0);
+    double end = 0.0;
+    for (std::int64_t j = 0; j < key_tiles; ++j) {
+      const double cost = per_head[std::size_t(j)] * (group / split) + kUnitOverhead;
+      for (std::int64_t u = 0; u < planes * split; ++u) {
+        const double t = free_at.top() + cost;
+        free_at.pop();
+        free_at.push(t);
+        end = std::max(end, t);
+      }
+    }
+    return end;
+  };
+  std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
+  double fastest = std::numeric_limits<double>::max();
+  for (int split = 1; split <= std::min(group, kMaxSplit); ++split) {
+    if (group % split != 0) continue;
+    times.emplace_back(split, makespan(split));
+    fastest = std::min(fastest, times.back().second);
+  }
+  int best = 1;
+  for (const auto& [split, t] : times)
+    if (t <= (1.0 + kNearBest) * fastest && t <= (1.0 - kMinGain) * times.front().second) best = split;
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, best);
+  return best;
+}
+
 struct Workspace {
-  std::size_t lse = 0, d = 0, dq = 0, total = 0;
+  std::size_t lse = 0, d = 0, dq = 0, dkv = 0, total = 0;
 };
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
@@ -86,6 +196,13 @@ Workspace workspace_layout(const AttentionParams& p) {
   w.d = align_up(rows * sizeof(float));
   w.dq = w.d + align_up(rows * sizeof(float));
   w.total = w.dq + align_up(rows * std::size_t(p.head_dim) * sizeof(float));
+  if (head_split(p) > 1) {
+    // fp32 dK and dV accumulators over whole key tiles (the largest key tile: 128).
+    constexpr std::size_t kKeyTile = 128;
+    const std::size_t keys = (std::size_t(p.seq_k) + kKeyTile - 1) / kKeyTile * kKeyTile;
+    w.dkv = w.total;
+    w.total = w.dkv + 2 * align_up(std::size_t(p.batch) * p.kv_heads * keys * p.head_dim * sizeof(float));
+  }
   return w;
 }
 
@@ -241,9 +358,10 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
   return l2_plane_group(plane_bytes, kv_planes);
 }
 
+// split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
 template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
-            cudaStream_t stream) {
+            cudaStream_t stream, int split = 1, float* dkv_acc = nullptr) {
   const Dtype t = p.dtype;
   const int seq_pad = flash::backward_padded_seq(p.seq_q);
   BwdParams prm{};
@@ -272,6 +390,17 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   prm.mask = p.mask();
 
   prm.n_tiles = int(key_tiles * kv_planes);
+  if constexpr (Tr::kHeadSplit) {
+    // Virtual K/V heads (a head and a subset of its query heads), all in one plane group: key tiles
+    // outermost, so that under a causal mask the longest units start first.
+    prm.kv_heads = p.kv_heads * split;
+    prm.group = p.group() / split;
+    prm.kv_planes = int(kv_planes * split);
+    prm.plane_group = prm.kv_planes;
+    prm.n_tiles = int(key_tiles * prm.kv_planes);
+    prm.head_split = split;
+    prm.dkv_acc = dkv_acc;
+  }
 
   const auto kernel = flash_sm90_bwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -287,6 +416,18 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   bwd_convert_dq_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
       dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   FB_CUDA_CHECK_LAUNCH();
+  if constexpr (Tr::kHeadSplit) {
+    // dK and dV from their accumulators: the same block layout as dQ's, per K/V plane and 64 keys.
+    const int n_ktiles = int(key_tiles * (Tr::kBlockN / Tr::kDqRows));
+    const std::int64_t kv_blocks = kv_planes * n_ktiles * Tr::kDqBlocks;
+    const std::int64_t acc_floats = kv_blocks * Tr::kDqWgFloats;
+    bwd_convert_dq_kernel<Tr><<<unsigned(kv_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+        dkv_acc, static_cast<typename Tr::Elem*>(p.dk), p.seq_k, n_ktiles);
+    FB_CUDA_CHECK_LAUNCH();
+    bwd_convert_dq_kernel<Tr><<<unsigned(kv_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+        dkv_acc + acc_floats, static_cast<typename Tr::Elem*>(p.dv), p.seq_k, n_ktiles);
+    FB_CUDA_CHECK_LAUNCH();
+  }
 }
 
 // Which pre-pass: this file's at d = 64 and 128 (measured: 68 us against the portable one's 186 at
@@ -363,12 +504,26 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   auto* d_pad = reinterpret_cast<float*>(base + ws.d);
   auto* dq_acc = reinterpret_cast<float*>(base + ws.dq);
   // The pre-pass also zeroes the whole dQ accumulator (seq_pad rows per head: whole tiles).
-  with_traits(p, [&](auto tr) {
+  auto prepass = [&](auto tr) {
     using Tr = decltype(tr);
     if (own_prepass(Tr::kHeadDim))
       launch_prepass<Tr>(p, lse_pad, d_pad, dq_acc, stream);
     else
       flash::backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/true, /*lse_log2=*/true, ctx);
+  };
+  if (const int split = head_split(p); split > 1) {
+    auto* dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
+    FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, ws.total - ws.dkv, stream));
+    with_split_traits(p, [&](auto tr) {
+      using Tr = decltype(tr);
+      prepass(tr);
+      launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, split, dkv_acc);
+    });
+    return;
+  }
+  with_traits(p, [&](auto tr) {
+    using Tr = decltype(tr);
+    prepass(tr);
     launch<Tr>(p, lse_pad, d_pad, dq_acc, stream);
   });
 }

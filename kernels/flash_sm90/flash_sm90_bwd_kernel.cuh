@@ -38,6 +38,12 @@ struct BwdParams {
   float scale;
   CausalMask mask;     // seq_q, seq_k and the causal rule (kernels/common/mask.h)
   int n_tiles;         // key_tiles * kv_planes work tiles (persistent: a block takes several)
+  // Head split (kHeadSplit, flash_sm90_bwd_traits.h): each K/V plane's query heads are split into
+  // head_split subsets, and kv_heads, group, kv_planes above count virtual K/V heads and planes (a plane
+  // and a subset; plane = virtual / head_split). Fields added after n_tiles keep the parameter block
+  // of the other variants at 640 bytes.
+  int head_split;
+  float* dkv_acc;      // [kv planes, key_tiles * kBlockN / 64, kDqBlocks, kDqWgFloats] of dK, then dV's
 };
 
 template <typename Tr> struct BwdBarriers {
@@ -84,7 +90,7 @@ template <typename Tr> struct BwdSmem {
 
 // The block's work: keys [n0, n0 + kBlockN) of K/V plane kv_bh; steps = the group's query heads
 // times their query tiles from m_begin on (causal: the tiles before the first row that sees key n0
-// see none of the keys).
+// see none of the keys). Head split: kv_bh is the virtual plane, kv_plane() the one K/V come from.
 struct BwdWork {
   int n0;
   int kv_bh;
@@ -95,6 +101,12 @@ struct BwdWork {
   __device__ __forceinline__ int q_bh(int step) const { return q_bh0 + step / per_head; }
   __device__ __forceinline__ int m_tile(int step) const { return m_begin + step % per_head; }
 };
+
+template <typename Tr>
+__device__ __forceinline__ int kv_plane(const BwdParams& prm, const BwdWork& w) {
+  if constexpr (Tr::kHeadSplit) return w.kv_bh / prm.head_split;
+  return w.kv_bh;
+}
 
 #if FB_PTX_SM90A
 
@@ -129,9 +141,9 @@ __device__ __forceinline__ void bwd_produce_kv(const BwdParams& prm, const BwdSm
 #pragma unroll
   for (int c = 0; c < Tr::kChunks; ++c) {
     ptx::tma_load_3d(sm.k() + c * Tr::kKVChunkBytes, &prm.tm_k, bars.kv_full(),
-                     c * Tr::kChunkElems, w.n0, w.kv_bh);
+                     c * Tr::kChunkElems, w.n0, kv_plane<Tr>(prm, w));
     ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(),
-                     c * Tr::kChunkElems, w.n0, w.kv_bh);
+                     c * Tr::kChunkElems, w.n0, kv_plane<Tr>(prm, w));
   }
 }
 
@@ -290,6 +302,28 @@ __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSme
   }
 }
 
+// Head split: registers [r0, r0 + kDqRegs) of a dK or dV accumulator (one 64-column block: the
+// m64nN accumulator holds its n8 column groups in order), times mul, added into the fp32 block at dst
+// as send_dq_block adds a dQ block (the same staging buffer, after its last reduction has read it).
+template <typename Tr, int kRegs>
+__device__ __forceinline__ void send_acc_block(const BwdSmem<Tr>& sm, int cw, int ctid,
+                                               const float (&acc)[kRegs], int r0, float mul,
+                                               float* dst) {
+  if (ctid == 0) ptx::bulk_wait_group_read_all();
+  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+#pragma unroll
+  for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+    ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, acc[r0 + 4 * g] * mul,
+                         acc[r0 + 4 * g + 1] * mul, acc[r0 + 4 * g + 2] * mul,
+                         acc[r0 + 4 * g + 3] * mul);
+  ptx::fence_proxy_async_smem();
+  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+  if (ctid == 0) {
+    ptx::bulk_reduce_add_f32(dst, sm.dq(cw), Tr::kDqWgBytes);
+    ptx::bulk_commit_group();
+  }
+}
+
 // Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64). g0: ring slot of the tile's first step,
 // tile_i: tiles this block has done before (both 0 unless persistent).
 template <typename Tr>
@@ -429,10 +463,30 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     // Every GEMM that reads K or V is done (the last step waited for all): the producer may load
     // the next tile's while this one's dK and dV are stored. The caller waits for the reductions.
     ptx::mbar_arrive(bars.kv_empty());
-  } else {
+  } else if constexpr (!Tr::kHeadSplit) {  // split: send_acc_block waits for what it needs
     if (ctid == 0) ptx::bulk_wait_group_all();
   }
 
+  if constexpr (Tr::kHeadSplit) {
+    // Partial dK (times the softmax scale) and dV of this unit's heads: each 64-column block staged
+    // as a dQ block and added into the fp32 accumulators (the convert kernel writes dK and dV).
+    const std::int64_t planes = prm.kv_planes / prm.head_split;
+    const std::int64_t key_tiles64 = std::int64_t(prm.key_tiles) * (Tr::kBlockN / Tr::kWgKeys);
+    const std::int64_t block0 =
+        (std::int64_t(kv_plane<Tr>(prm, w)) * key_tiles64 + wg_key0 / Tr::kWgKeys) * Tr::kDqBlocks;
+    float* const acc_dv = prm.dkv_acc + planes * key_tiles64 * Tr::kDqBlocks * Tr::kDqWgFloats;
+#pragma unroll
+    for (int c = 0; c < Tr::kDqBlocks; ++c) {
+      send_acc_block<Tr>(sm, cw, ctid, dk, c * Tr::kDqRegs, prm.scale,
+                         prm.dkv_acc + (block0 + c) * Tr::kDqWgFloats);
+      send_acc_block<Tr>(sm, cw, ctid, dv, c * Tr::kDqRegs, 1.f,
+                         acc_dv + (block0 + c) * Tr::kDqWgFloats);
+    }
+    // Persistent: the kernel waits for the reductions after its last unit.
+    if constexpr (!Tr::kPersistent)
+      if (ctid == 0) ptx::bulk_wait_group_all();
+    return;
+  }
   // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);

@@ -55,7 +55,17 @@ namespace fb::cuda::flash_sm90 {
 //   kBwd64PerConsumerDq d = 64, FB_SM90_BWD64=per-consumer-dq: the first d = 64 version (64 queries per
 //                       step, dQ per consumer over its own keys).
 //   kBwd128Persistent   d = 128, FB_SM90_BWD128=persistent: the split-dQ kernel made persistent.
-constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4;
+//   kBwdHeadSplit       d = 64 or 128, GQA/MQA: the default kernel with a K/V tile's query heads split
+//                       over several blocks (work units), one block per unit. A group's heads looped in
+//                       one block leave batch * kv_heads * key tiles blocks, as few as one per SM for
+//                       MQA, and under a causal mask the first key tile has twice the average work, so
+//                       the slowest block set the time (0.56-0.77x cuDNN at 8 or 32 q heads / 1 kv head).
+//                       Units: (key tile, K/V plane, head subset), key tiles outermost (longest first
+//                       under a causal mask; the hardware hands the next unit to the first free SM).
+//                       A unit's dK, dV are partial sums: staged through the dQ buffer and added into
+//                       fp32 accumulators in global memory with bulk reductions, as dQ, then converted.
+//                       The launcher picks the split (or none) per shape (flash_sm90_bwd.cu).
+constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -66,9 +76,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // the producer loads a tile's first Q/dO stage, then its K and V once the consumers are done with
   // the previous tile's (kv_empty), so that the previous tile's dK/dV stores and the block launch
   // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
+  // Head split: a block per unit (the launcher models the hardware's scheduling of them).
   static constexpr bool kPersistent =
-      kSplitDqRows || (kHeadDim == 128 && kVariant64 == kBwd128Persistent);
+      (kSplitDqRows && kVariant64 != kBwdHeadSplit) || (kHeadDim == 128 && kVariant64 == kBwd128Persistent);
   static constexpr bool kSplitHead = kHeadDim == 256;
+  static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -174,8 +186,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
-                    (kHeadDim == 128 && kVariant64 == kBwd128Persistent),
-                "the variants are d = 64's, and one of d = 128");
+                    (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit)),
+                "the variants are d = 64's, and two of d = 128");
+  static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
