@@ -45,12 +45,22 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
 //   oneq     one Q tile (the next tile's Q loads once the consumers are done with this one's)
 //   old      all four: the forward as it was before session 6.
+// Session 7's variants (issue 13; d = 64 and 128, other head dims ignore them):
+//   desc     wgmma descriptors advanced by 32-bit adds (kOptDescLo32, flash_sm90_kernel.cuh)
+//   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
+//   stages3  a 3-stage K/V ring (d = 128: then one Q tile and O staged in Q's rows, which is what
+//            fits in shared memory; d = 64: all of it fits)
+//   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
 // Read once; unset (or no known word) is the shipping forward.
 struct FwdProbe {
   bool static_schedule = false;
   bool no_skip = false;
   bool eager_store_wait = false;
   bool one_q = false;
+  bool desc_lo32 = false;
+  bool early_rescale = false;
+  bool stages3 = false;
+  bool l2_small = false;
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -63,6 +73,10 @@ inline FwdProbe fwd_probe() {
     f.no_skip = old || has("noskip");
     f.eager_store_wait = old || has("eager");
     f.one_q = old || has("oneq");
+    f.desc_lo32 = has("desc");
+    f.early_rescale = has("early");
+    f.stages3 = has("stages3");
+    f.l2_small = has("l2small");
     return f;
   }();
   return probe;
@@ -75,8 +89,9 @@ inline int next_tile_counter() {
   return int(launches.fetch_add(1u, std::memory_order_relaxed) % unsigned(kTileCounters));
 }
 
-// One launch of the forward with traits Tr on `stream` (unsupported() has vetted p).
-template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+// One launch of the forward with traits Tr and consumer variant kOpt (flash_sm90_kernel.cuh) on
+// `stream` (unsupported() has vetted p).
+template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
@@ -95,14 +110,16 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
-  prm.plane_group = int(std::min<std::int64_t>(std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group(), q_planes));
+  const FwdProbe probe = fwd_probe();
+  const int l2_share = probe.l2_small ? 6 : 3;
+  prm.plane_group = int(std::min<std::int64_t>(
+      std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
 
-  const auto kernel = flash_sm90_fwd_kernel<Tr>;
+  const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
   const long long n_work = q_planes * prm.q_tiles;
   long long blocks = 0;
-  const FwdProbe probe = fwd_probe();
   prm.skip_unseen = probe.no_skip ? 0 : 1;
   prm.eager_store_wait = probe.eager_store_wait ? 1 : 0;
   prm.q_slots_log2 = Tr::kQStages > 1 && !probe.one_q ? 1 : 0;
@@ -117,8 +134,29 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// The consumer variant's bits from the probe (kOpt of the kernel).
+template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  const FwdProbe probe = fwd_probe();
+  const unsigned opt = (probe.desc_lo32 ? kOptDescLo32 : 0u) | (probe.early_rescale ? kOptEarlyRescale : 0u);
+  switch (opt) {
+    case kOptDescLo32: launch_fwd<Tr, kOptDescLo32>(p, t, stream); break;
+    case kOptEarlyRescale: launch_fwd<Tr, kOptEarlyRescale>(p, t, stream); break;
+    case kOptDescLo32 | kOptEarlyRescale: launch_fwd<Tr, kOptDescLo32 | kOptEarlyRescale>(p, t, stream); break;
+    default: launch_fwd<Tr, 0>(p, t, stream); break;
+  }
+}
+
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
-  launch_fwd<typename FwdConfig<T, D>::Traits>(p, T, stream);
+  using Tr = typename FwdConfig<T, D>::Traits;
+  if constexpr (D == 64 || D == 128) {
+    // The probes' variants are instantiated for the head dims session 7 tunes (issue 13).
+    using Tr3 = FwdTraits<typename Tr::Elem, D, Tr::kBc, Tr::kIntraOverlap, Tr::kPingPong, Tr::kConsumerWgs,
+                          Tr::kSkipUnseen, 3>;
+    if (fwd_probe().stages3) launch_fwd_opt<Tr3>(p, T, stream);
+    else launch_fwd_opt<Tr>(p, T, stream);
+  } else {
+    launch_fwd<Tr>(p, T, stream);
+  }
 }
 
 }  // namespace fb::cuda::flash_sm90
