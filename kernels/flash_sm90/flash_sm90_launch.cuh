@@ -51,6 +51,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   stages3  a 3-stage K/V ring (d = 128: then one Q tile and O staged in Q's rows, which is what
 //            fits in shared memory; d = 64: all of it fits)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
+//   d64wide  d = 64 only: two consumer warpgroups (128-row query tiles) on K/V tiles of 192 keys
+//            instead of three on 128 (each tile's fixed costs, the waits, the turn, the row maxima's
+//            shuffles and the wgmma issue, spread over 1.5x the keys; the d = 64 loop is near one
+//            instruction per cycle per scheduler with three warpgroups)
 // Read once; unset (or no known word) is the shipping forward.
 struct FwdProbe {
   bool static_schedule = false;
@@ -61,6 +65,7 @@ struct FwdProbe {
   bool early_rescale = false;
   bool stages3 = false;
   bool l2_small = false;
+  bool d64_wide = false;
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -77,6 +82,7 @@ inline FwdProbe fwd_probe() {
     f.early_rescale = has("early");
     f.stages3 = has("stages3");
     f.l2_small = has("l2small");
+    f.d64_wide = has("d64wide");
     return f;
   }();
   return probe;
@@ -152,7 +158,17 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
     // The probes' variants are instantiated for the head dims session 7 tunes (issue 13).
     using Tr3 = FwdTraits<typename Tr::Elem, D, Tr::kBc, Tr::kIntraOverlap, Tr::kPingPong, Tr::kConsumerWgs,
                           Tr::kSkipUnseen, 3>;
-    if (fwd_probe().stages3) launch_fwd_opt<Tr3>(p, T, stream);
+    const FwdProbe probe = fwd_probe();
+    if constexpr (D == 64) {
+      using TrW = FwdTraits<typename Tr::Elem, D, 192, true, true, 2, true, 2>;
+      using TrW3 = FwdTraits<typename Tr::Elem, D, 192, true, true, 2, true, 3>;
+      if (probe.d64_wide) {
+        if (probe.stages3) launch_fwd_opt<TrW3>(p, T, stream);
+        else launch_fwd_opt<TrW>(p, T, stream);
+        return;
+      }
+    }
+    if (probe.stages3) launch_fwd_opt<Tr3>(p, T, stream);
     else launch_fwd_opt<Tr>(p, T, stream);
   } else {
     launch_fwd<Tr>(p, T, stream);
