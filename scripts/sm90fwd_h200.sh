@@ -2,23 +2,25 @@
 # flash-sm90's 16-bit forward, session 7 (issue 13): A/B of its timing probes in one device call, everything
 # into OUTDIR:
 #   the GPU tests of the forward's schedule and odd shapes ([sched], seq_q != seq_k) as shipped, with every new
-#   variant on at once (FB_SM90_FWD_PROBE=desc,early,stages3,l2small,d64wide) and with desc,d64wide (the wide
-#   d = 64 tiles on the 2-stage ring); then
+#   variant on at once (FB_SM90_FWD_PROBE=desc,order,early,stages3,l2small,d64wide) and with desc,order,d64wide
+#   (the wide d = 64 tiles on the 2-stage ring); then
 #   configs/sm90fwd-ab.json (d 64/128 x N 1k/4k/16k x causal or not, bf16) with flash-sm90 beside the
 #   in-binary cudnn, verified; then flash-sm90 alone once per VARIANT (a comma-separated FB_SM90_FWD_PROBE
 #   value; "ship" = unset), unverified (the tests above check the code paths), and the shipped forward once
 #   more at the end (the device's drift between the first and last run). Last, a table: TFLOP/s per case and
 #   variant, each variant / ship, ship / cudnn.
 #     BUILD=build-h200 scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]
-# Default variants: desc desc,d64wide desc,stages3 desc,early desc,l2small (desc, the cheaper descriptor
-# arithmetic, under all: the others are measured on top of it). BUILD (default build-h200) must hold
+# Default variants: order desc,order desc d64wide,desc,order stages3,desc,order early,desc,order
+# l2small,desc,order (order restores the intra-warpgroup overlap, desc is the cheaper descriptor arithmetic;
+# the others are measured on top of both). BUILD (default build-h200) must hold
 # flashbench and tests/flashbench_gpu_tests built for sm_90a. A variant run starts only while the script has
 # run under BUDGET_S seconds (default 52), so that the call stays within its slot; the table says which ran.
 set -uo pipefail
 out=${1:?usage: scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]}
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(desc desc,d64wide desc,stages3 desc,early desc,l2small)
+[ ${#variants[@]} -gt 0 ] ||
+  variants=(order desc,order desc d64wide,desc,order stages3,desc,order early,desc,order l2small,desc,order)
 build=${BUILD:-build-h200}
 budget=${BUDGET_S:-52}
 mkdir -p "$out"
@@ -34,8 +36,9 @@ t_start=$SECONDS
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
-FB_SM90_FWD_PROBE=desc,early,stages3,l2small,d64wide step tests-variants "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
-FB_SM90_FWD_PROBE=desc,d64wide step tests-wide "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
+FB_SM90_FWD_PROBE=desc,order,early,stages3,l2small,d64wide step tests-variants "$build/tests/flashbench_gpu_tests" \
+  "[sched],*seq_q*"
+FB_SM90_FWD_PROBE=desc,order,d64wide step tests-wide "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
 step ship "$fb" run configs/sm90fwd-ab.json --no-ceilings -q -o "$out/ship.json"
 # The variants' runs: the same cases unverified.
 python3 - configs/sm90fwd-ab.json "$out/ab-noverify.json" <<'PY'

@@ -78,8 +78,14 @@ struct FwdParams {
 //                     S_{j+1}'s wgmmas are issued and before P_j V_j's (FlashAttention-3's order),
 //                     so the multiplies run while the tensor cores do S_{j+1}, not between P_{j-1}
 //                     V_{j-1}'s completion and the warpgroup's next turn
+//   kOptOrder         with kIntraOverlap: the softmax of S_j is kept before the wait for P_{j-1} V_{j-1}
+//                     (see softmax_done below); without it ptxas (CUDA 13.0) schedules that wait
+//                     (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after the one for S_j, so the softmax ran
+//                     after P_{j-1} V_{j-1} had completed: the SASS of 43640ef had no intra-warpgroup
+//                     overlap at all, at d = 64 or 128
 inline constexpr unsigned kOptDescLo32 = 1u;
 inline constexpr unsigned kOptEarlyRescale = 2u;
+inline constexpr unsigned kOptOrder = 4u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -247,6 +253,15 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
 }
 
+// An ordering point for ptxas after a softmax step: a branch on the row sums, the step's last
+// results (they depend on every exponential of the tile). ptxas does not move the wgmma wait that
+// follows (which has no operands, and fence_operand's empty asm leaves nothing in the PTX to order
+// it by) above a branch, so the softmax stays where it overlaps the P V GEMM in flight. The sums are
+// never negative (exp2 values and factors >= 0; NaN compares false), so the trap never runs.
+__device__ __forceinline__ void softmax_done(const float (&l)[2]) {
+  if (l[0] < 0.f || l[1] < 0.f) __trap();
+}
+
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -280,6 +295,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const bool eager_store_wait = prm.eager_store_wait != 0;
 
   constexpr bool kEarlyRescale = Tr::kIntraOverlap && (kOpt & kOptEarlyRescale) != 0;
+  constexpr bool kOrder = (kOpt & kOptOrder) != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -376,6 +392,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           release(bars.k_empty(st));
           softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
                            scale_log2);
+          if constexpr (kOrder) softmax_done(l);
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);

@@ -47,6 +47,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   old      all four: the forward as it was before session 6.
 // Session 7's variants (issue 13; d = 64 and 128, other head dims ignore them):
 //   desc     wgmma descriptors advanced by 32-bit adds (kOptDescLo32, flash_sm90_kernel.cuh)
+//   order    the softmax kept ahead of the wait for the P V GEMM in flight (kOptOrder: restores the
+//            intra-warpgroup overlap, which ptxas's schedule had undone)
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
 //   stages3  a 3-stage K/V ring (d = 128: then one Q tile and O staged in Q's rows, which is what
 //            fits in shared memory; d = 64: all of it fits)
@@ -62,6 +64,7 @@ struct FwdProbe {
   bool eager_store_wait = false;
   bool one_q = false;
   bool desc_lo32 = false;
+  bool order = false;
   bool early_rescale = false;
   bool stages3 = false;
   bool l2_small = false;
@@ -79,6 +82,7 @@ inline FwdProbe fwd_probe() {
     f.eager_store_wait = old || has("eager");
     f.one_q = old || has("oneq");
     f.desc_lo32 = has("desc");
+    f.order = has("order");
     f.early_rescale = has("early");
     f.stages3 = has("stages3");
     f.l2_small = has("l2small");
@@ -143,11 +147,17 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
 // The consumer variant's bits from the probe (kOpt of the kernel).
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
-  const unsigned opt = (probe.desc_lo32 ? kOptDescLo32 : 0u) | (probe.early_rescale ? kOptEarlyRescale : 0u);
+  const unsigned opt = (probe.desc_lo32 ? kOptDescLo32 : 0u) | (probe.early_rescale ? kOptEarlyRescale : 0u) |
+                       (probe.order ? kOptOrder : 0u);
+  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kO = kOptOrder;
   switch (opt) {
-    case kOptDescLo32: launch_fwd<Tr, kOptDescLo32>(p, t, stream); break;
-    case kOptEarlyRescale: launch_fwd<Tr, kOptEarlyRescale>(p, t, stream); break;
-    case kOptDescLo32 | kOptEarlyRescale: launch_fwd<Tr, kOptDescLo32 | kOptEarlyRescale>(p, t, stream); break;
+    case kD: launch_fwd<Tr, kD>(p, t, stream); break;
+    case kE: launch_fwd<Tr, kE>(p, t, stream); break;
+    case kD | kE: launch_fwd<Tr, kD | kE>(p, t, stream); break;
+    case kO: launch_fwd<Tr, kO>(p, t, stream); break;
+    case kD | kO: launch_fwd<Tr, kD | kO>(p, t, stream); break;
+    case kE | kO: launch_fwd<Tr, kE | kO>(p, t, stream); break;
+    case kD | kE | kO: launch_fwd<Tr, kD | kE | kO>(p, t, stream); break;
     default: launch_fwd<Tr, 0>(p, t, stream); break;
   }
 }
