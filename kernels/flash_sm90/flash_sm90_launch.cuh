@@ -57,7 +57,20 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            instead of three on 128 (each tile's fixed costs, the waits, the turn, the row maxima's
 //            shuffles and the wgmma issue, spread over 1.5x the keys; the d = 64 loop is near one
 //            instruction per cycle per scheduler with three warpgroups)
+// Each of these six also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
+// s6 turns all six off (session 6's forward); old implies s6.
 // Read once; unset (or no known word) is the shipping forward.
+
+// Session 7's variants in the shipping forward (each flipped on only after a measured win;
+// docs/perf-notes.md, "Session 7").
+struct FwdDefaults {
+  static constexpr bool kDescLo32 = false;
+  static constexpr bool kOrder = false;
+  static constexpr bool kEarlyRescale = false;
+  static constexpr bool kStages3 = false;
+  static constexpr bool kL2Small = false;
+  static constexpr bool kD64Wide = false;
+};
 struct FwdProbe {
   bool static_schedule = false;
   bool no_skip = false;
@@ -81,12 +94,19 @@ inline FwdProbe fwd_probe() {
     f.no_skip = old || has("noskip");
     f.eager_store_wait = old || has("eager");
     f.one_q = old || has("oneq");
-    f.desc_lo32 = has("desc");
-    f.order = has("order");
-    f.early_rescale = has("early");
-    f.stages3 = has("stages3");
-    f.l2_small = has("l2small");
-    f.d64_wide = has("d64wide");
+    const bool s6 = old || has("s6");
+    // word: on; no<word>: off; else the default (off under s6).
+    const auto pick = [&](const char* w, bool def) {
+      if (has(w)) return true;
+      if (has((std::string("no") + w).c_str())) return false;
+      return s6 ? false : def;
+    };
+    f.desc_lo32 = pick("desc", FwdDefaults::kDescLo32);
+    f.order = pick("order", FwdDefaults::kOrder);
+    f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
+    f.stages3 = pick("stages3", FwdDefaults::kStages3);
+    f.l2_small = pick("l2small", FwdDefaults::kL2Small);
+    f.d64_wide = pick("d64wide", FwdDefaults::kD64Wide);
     return f;
   }();
   return probe;
