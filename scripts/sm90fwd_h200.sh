@@ -2,17 +2,18 @@
 # flash-sm90's 16-bit forward, session 7 (issue 13): A/B of its timing probes in one device call, everything
 # into OUTDIR:
 #   the GPU tests of the forward's schedule and odd shapes ([sched], seq_q != seq_k) as shipped, with every new
-#   variant on at once (FB_SM90_FWD_PROBE=desc,order,early,stages3,l2small,d64wide) and with desc,order,d64wide
-#   (the wide d = 64 tiles on the 2-stage ring); then
+#   variant on at once (FB_SM90_FWD_PROBE=desc,order,early,stages3,l2small,d64wide) and with
+#   desc,order,d64wide,bc176 (the wide d = 64 tiles on the 2-stage ring, d = 128 on 176-key tiles); then
 #   configs/sm90fwd-ab.json (d 64/128 x N 1k/4k/16k x causal or not, bf16) with flash-sm90 beside the
 #   in-binary cudnn, verified; then flash-sm90 alone once per VARIANT (a comma-separated FB_SM90_FWD_PROBE
 #   value; "ship" = unset), unverified (the tests above check the code paths), and the shipped forward once
 #   more at the end (the device's drift between the first and last run). Last, a table: TFLOP/s per case and
 #   variant, each variant / ship, ship / cudnn.
 #     BUILD=build-h200 scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]
-# Default variants: order desc,order desc d64wide,desc,order stages3,desc,order early,desc,order
-# l2small,desc,order (order restores the intra-warpgroup overlap, desc is the cheaper descriptor arithmetic;
-# the others are measured on top of both). BUILD (default build-h200) must hold
+# Default variants: order desc,order d64wide,desc,order bc176,desc,order desc stages3,desc,order
+# early,desc,order l2small,desc,order (order restores the intra-warpgroup overlap, desc is the cheaper
+# descriptor arithmetic; the others are measured on top of both; d64wide runs only the d = 64 cases, bc176
+# only the d = 128 ones). BUILD (default build-h200) must hold
 # flashbench and tests/flashbench_gpu_tests built for sm_90a. A variant run starts only while the script has
 # run under BUDGET_S seconds (default 52), so that the call stays within its slot; the table says which ran.
 set -uo pipefail
@@ -20,7 +21,8 @@ out=${1:?usage: scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]}
 shift
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] ||
-  variants=(order desc,order desc d64wide,desc,order stages3,desc,order early,desc,order l2small,desc,order)
+  variants=(order desc,order d64wide,desc,order bc176,desc,order desc stages3,desc,order early,desc,order
+            l2small,desc,order)
 build=${BUILD:-build-h200}
 budget=${BUDGET_S:-52}
 mkdir -p "$out"
@@ -38,7 +40,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 step tests "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
 FB_SM90_FWD_PROBE=desc,order,early,stages3,l2small,d64wide step tests-variants "$build/tests/flashbench_gpu_tests" \
   "[sched],*seq_q*"
-FB_SM90_FWD_PROBE=desc,order,d64wide step tests-wide "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
+FB_SM90_FWD_PROBE=desc,order,d64wide,bc176 step tests-wide "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
 step ship "$fb" run configs/sm90fwd-ab.json --no-ceilings -q -o "$out/ship.json"
 # The variants' runs: the same cases unverified.
 python3 - configs/sm90fwd-ab.json "$out/ab-noverify.json" <<'PY'
@@ -58,6 +60,7 @@ for v in "${variants[@]}" ship; do
   [ "$v" = ship ] && name=ship-again && v=
   filter=()
   [[ $v == *d64wide* ]] && filter=(--filter '-d64-')  # d = 64 only: other head dims ignore it
+  [[ $v == *bc176* ]] && filter=(--filter '-d128-')   # d = 128 only
   FB_SM90_FWD_PROBE=$v step "$name" "$fb" run "$out/ab-noverify.json" --kernels flash-sm90 --no-ceilings -q \
     "${filter[@]}" -o "$out/$name.json"
   ran+=("$name")

@@ -57,7 +57,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            instead of three on 128 (each tile's fixed costs, the waits, the turn, the row maxima's
 //            shuffles and the wgmma issue, spread over 1.5x the keys; the d = 64 loop is near one
 //            instruction per cycle per scheduler with three warpgroups)
-// Each of these six also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
+//   bc176    d = 128 only: K/V tiles of 176 keys (FlashAttention-3's d = 128 forward tile) instead of 128
+// Each of these seven also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
 // s6 turns all six off (session 6's forward); old implies s6.
 // Read once; unset (or no known word) is the shipping forward.
 
@@ -70,6 +71,7 @@ struct FwdDefaults {
   static constexpr bool kStages3 = false;
   static constexpr bool kL2Small = false;
   static constexpr bool kD64Wide = false;
+  static constexpr bool kBc176 = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -82,6 +84,7 @@ struct FwdProbe {
   bool stages3 = false;
   bool l2_small = false;
   bool d64_wide = false;
+  bool bc176 = false;
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -107,6 +110,7 @@ inline FwdProbe fwd_probe() {
     f.stages3 = pick("stages3", FwdDefaults::kStages3);
     f.l2_small = pick("l2small", FwdDefaults::kL2Small);
     f.d64_wide = pick("d64wide", FwdDefaults::kD64Wide);
+    f.bc176 = pick("bc176", FwdDefaults::kBc176);
     return f;
   }();
   return probe;
@@ -195,6 +199,14 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       if (probe.d64_wide) {
         if (probe.stages3) launch_fwd_opt<TrW3>(p, T, stream);
         else launch_fwd_opt<TrW>(p, T, stream);
+        return;
+      }
+    }
+    if constexpr (D == 128) {
+      // 176-key tiles: S 88 and P 44 registers beside O's 64; two stages (three do not fit).
+      using TrB = FwdTraits<typename Tr::Elem, D, 176, true, true, 2, true, 2>;
+      if (probe.bc176) {
+        launch_fwd_opt<TrB>(p, T, stream);
         return;
       }
     }
