@@ -10,6 +10,7 @@
 #   more at the end (the device's drift between the first and last run). Last, a table: TFLOP/s per case and
 #   variant, each variant / ship, ship / cudnn.
 #     BUILD=build-h200 scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]
+# CONFIG (default configs/sm90fwd-ab.json) names another config with flash-sm90 and cudnn in it.
 # Default variants: order desc,order d64wide,desc,order bc176,desc,order desc stages3,desc,order
 # early,desc,order l2small,desc,order (order restores the intra-warpgroup overlap, desc is the cheaper
 # descriptor arithmetic; the others are measured on top of both; d64wide runs only the d = 64 cases, bc176
@@ -25,6 +26,7 @@ variants=("$@")
             l2small,desc,order)
 build=${BUILD:-build-h200}
 budget=${BUDGET_S:-52}
+config=${CONFIG:-configs/sm90fwd-ab.json}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
@@ -41,9 +43,9 @@ step tests "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
 FB_SM90_FWD_PROBE=desc,order,early,stages3,l2small,d64wide step tests-variants "$build/tests/flashbench_gpu_tests" \
   "[sched],*seq_q*"
 FB_SM90_FWD_PROBE=desc,order,d64wide,bc176 step tests-wide "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
-step ship "$fb" run configs/sm90fwd-ab.json --no-ceilings -q -o "$out/ship.json"
+step ship "$fb" run "$config" --kernels flash-sm90,cudnn --no-ceilings -q -o "$out/ship.json"
 # The variants' runs: the same cases unverified.
-python3 - configs/sm90fwd-ab.json "$out/ab-noverify.json" <<'PY'
+python3 - "$config" "$out/ab-noverify.json" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
 spec["verify"] = False
@@ -81,7 +83,7 @@ def load(path, tag, kernels):
         if r["kernel"] not in kernels:
             continue
         c = r["case"]
-        key = (c["head_dim"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")))
+        key = (c["dtype"], c["head_dim"], "causal" if c["causal"] else "full", c.get("seq_q", c.get("seq")))
         ok = r["status"] == "ok" and r.get("verified", True) is not False
         col = tag if r["kernel"] == "flash-sm90" else r["kernel"]
         rows.setdefault(key, {})[col] = r["tflops"] if ok else nan
@@ -93,7 +95,7 @@ for n in names:
 var = [c for c in cols if c not in ("ship", "cudnn")]
 div = lambda x, y: x / y if y and y == y and x == x else nan
 short = lambda c: c.replace("ship-again", "again")[:11]
-print(f'{"d":>3} {"mask":6} {"N":>5} {"ship":>5} {"cudnn":>5} {"s/cud":>6} ' + " ".join(f"{short(c):>11}" for c in var))
+print(f'{"dtype":5} {"d":>3} {"mask":6} {"N":>5} {"ship":>5} {"cudnn":>5} {"s/cud":>6} ' + " ".join(f"{short(c):>11}" for c in var))
 logs = {c: [] for c in var + ["cudnn"]}
 for key in sorted(rows):
     v = rows[key]
@@ -107,7 +109,7 @@ for key in sorted(rows):
     r = div(s, cu)
     if r == r:
         logs["cudnn"].append(math.log(r))
-    print(f"{key[0]:>3} {key[1]:6} {key[2]:>5} {s:>5.0f} {cu:>5.0f} {r:>5.3f}x " + " ".join(cells))
+    print(f"{key[0]:5} {key[1]:>3} {key[2]:6} {key[3]:>5} {s:>5.0f} {cu:>5.0f} {r:>5.3f}x " + " ".join(cells))
 gm = lambda l: math.exp(sum(l) / len(l)) if l else nan
 print("geomean variant/ship: " + ", ".join(f"{c} {gm(logs[c]):.3f}x" for c in var))
 print(f"ship / cudnn: geomean {gm(logs['cudnn']):.3f}x over {len(logs['cudnn'])} rows")
