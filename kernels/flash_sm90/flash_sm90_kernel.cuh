@@ -29,13 +29,6 @@
 
 #if FB_PTX_SM90A
 namespace fb::cuda::ptx {
-// Q K^T over K/V tiles of 192 keys (the d = 64 probe `d64wide`, flash_sm90_launch.cuh): 96
-// accumulators. ptx_sm90.cuh's 16-bit wrappers stop at N = 128; the operand lists are the ones
-// ptx_sm90_fp8.cuh spells (token for token, so whichever header comes first defines them).
-#ifndef FB_WG_D96
-#define FB_WG_D96 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80), FB_WG_DBLK(88)
-#define FB_WG_S96 FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10 ", " FB_WG_SBLK_11
-#endif
 // N = 176 (the d = 128 probe `bc176`, FlashAttention-3's K/V tile at d = 128): 88 accumulators.
 #define FB_WG_D88 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80)
 #define FB_WG_S88 FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10
@@ -47,12 +40,6 @@ template <> struct WgmmaSS<__nv_bfloat16, 176> {
 };
 #undef FB_WG_D88
 #undef FB_WG_S88
-template <> struct WgmmaSS<__half, 192> {
-  FB_WGMMA_SS_BODY(96, "m64n192k16.f32.f16.f16", "%96", "%97", "%98", "1, 1, 0, 0")
-};
-template <> struct WgmmaSS<__nv_bfloat16, 192> {
-  FB_WGMMA_SS_BODY(96, "m64n192k16.f32.bf16.bf16", "%96", "%97", "%98", "1, 1, 0, 0")
-};
 }  // namespace fb::cuda::ptx
 #endif  // FB_PTX_SM90A
 

@@ -50,27 +50,20 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   order    the softmax kept ahead of the wait for the P V GEMM in flight (kOptOrder: restores the
 //            intra-warpgroup overlap, which ptxas's schedule had undone)
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
-//   stages3  a 3-stage K/V ring (d = 128: then one Q tile and O staged in Q's rows, which is what
-//            fits in shared memory; d = 64: all of it fits)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
-//   d64wide  d = 64 only: two consumer warpgroups (128-row query tiles) on K/V tiles of 192 keys
-//            instead of three on 128 (each tile's fixed costs, the waits, the turn, the row maxima's
-//            shuffles and the wgmma issue, spread over 1.5x the keys; the d = 64 loop is near one
-//            instruction per cycle per scheduler with three warpgroups)
 //   bc176    d = 128 only: K/V tiles of 176 keys (FlashAttention-3's d = 128 forward tile) instead of 128
-// Each of these seven also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
-// s6 turns all six off (session 6's forward); old implies s6.
+// Each of these five also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
+// s6 turns all five off (session 6's forward); old implies s6. (Call A also timed a 3-stage K/V ring
+// and d = 64 on two warpgroups x 192-key tiles: both slower, removed; docs/perf-notes.md.)
 // Read once; unset (or no known word) is the shipping forward.
 
 // Session 7's variants in the shipping forward (each flipped on only after a measured win;
 // docs/perf-notes.md, "Session 7").
 struct FwdDefaults {
-  static constexpr bool kDescLo32 = false;
+  static constexpr bool kDescLo32 = true;  // call A: 1.016x geomean, d = 64 1.03-1.07x
   static constexpr bool kOrder = false;
   static constexpr bool kEarlyRescale = false;
-  static constexpr bool kStages3 = false;
   static constexpr bool kL2Small = false;
-  static constexpr bool kD64Wide = false;
   static constexpr bool kBc176 = false;
 };
 struct FwdProbe {
@@ -81,9 +74,7 @@ struct FwdProbe {
   bool desc_lo32 = false;
   bool order = false;
   bool early_rescale = false;
-  bool stages3 = false;
   bool l2_small = false;
-  bool d64_wide = false;
   bool bc176 = false;
 };
 inline FwdProbe fwd_probe() {
@@ -107,9 +98,7 @@ inline FwdProbe fwd_probe() {
     f.desc_lo32 = pick("desc", FwdDefaults::kDescLo32);
     f.order = pick("order", FwdDefaults::kOrder);
     f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
-    f.stages3 = pick("stages3", FwdDefaults::kStages3);
     f.l2_small = pick("l2small", FwdDefaults::kL2Small);
-    f.d64_wide = pick("d64wide", FwdDefaults::kD64Wide);
     f.bc176 = pick("bc176", FwdDefaults::kBc176);
     return f;
   }();
@@ -190,28 +179,16 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
   using Tr = typename FwdConfig<T, D>::Traits;
   if constexpr (D == 64 || D == 128) {
     // The probes' variants are instantiated for the head dims session 7 tunes (issue 13).
-    using Tr3 = FwdTraits<typename Tr::Elem, D, Tr::kBc, Tr::kIntraOverlap, Tr::kPingPong, Tr::kConsumerWgs,
-                          Tr::kSkipUnseen, 3>;
-    const FwdProbe probe = fwd_probe();
-    if constexpr (D == 64) {
-      using TrW = FwdTraits<typename Tr::Elem, D, 192, true, true, 2, true, 2>;
-      using TrW3 = FwdTraits<typename Tr::Elem, D, 192, true, true, 2, true, 3>;
-      if (probe.d64_wide) {
-        if (probe.stages3) launch_fwd_opt<TrW3>(p, T, stream);
-        else launch_fwd_opt<TrW>(p, T, stream);
-        return;
-      }
-    }
     if constexpr (D == 128) {
-      // 176-key tiles: S 88 and P 44 registers beside O's 64; two stages (three do not fit).
+      // 176-key tiles: S 88 and P 44 registers beside O's 64; two stages, one Q tile, O staged in Q
+      // (what fits in shared memory).
       using TrB = FwdTraits<typename Tr::Elem, D, 176, true, true, 2, true, 2>;
-      if (probe.bc176) {
+      if (fwd_probe().bc176) {
         launch_fwd_opt<TrB>(p, T, stream);
         return;
       }
     }
-    if (probe.stages3) launch_fwd_opt<Tr3>(p, T, stream);
-    else launch_fwd_opt<Tr>(p, T, stream);
+    launch_fwd_opt<Tr>(p, T, stream);
   } else {
     launch_fwd<Tr>(p, T, stream);
   }
