@@ -390,6 +390,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           release(bars.k_empty(st));
           softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
                            scale_log2);
+          // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
+          // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
+          // only; pinning it here (kOrder) measured 2-6% slower (docs/perf-notes.md, session 7).
           if constexpr (kOrder) softmax_done(l);
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
