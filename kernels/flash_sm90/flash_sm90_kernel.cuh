@@ -83,7 +83,11 @@ struct FwdParams {
 //                     overlap at all, at d = 64 or 128
 inline constexpr unsigned kOptDescLo32 = 1u;
 inline constexpr unsigned kOptEarlyRescale = 2u;
+//   kOptLean          ring stage and parity in unsigned arithmetic (the signed % and / cost sign
+//                     fix-ups), and "does tile j need the mask" as one compare against a threshold
+//                     computed once per work tile instead of CausalMask::tile_needs_mask per tile
 inline constexpr unsigned kOptOrder = 4u;
+inline constexpr unsigned kOptLean = 8u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -310,8 +314,15 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) ptx::mbar_arrive(bar);
   };
-  auto stage_of = [](int i) { return i % Tr::kStages; };
-  auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
+  constexpr bool kLean = (kOpt & kOptLean) != 0;
+  auto stage_of = [](int i) {
+    if constexpr (kLean) return int(unsigned(i) % unsigned(Tr::kStages));  // i >= 0
+    else return i % Tr::kStages;
+  };
+  auto parity_of = [](int i) {
+    if constexpr (kLean) return (unsigned(i) / unsigned(Tr::kStages)) & 1u;
+    else return std::uint32_t((i / Tr::kStages) & 1);
+  };
 
   float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
@@ -343,7 +354,14 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int n_tiles = w.n_tiles;
     // Keys from key_end[hf] on are hidden from the thread's row hf (causal limit and seq_k in one).
     const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
-    auto need_mask = [&](int j) { return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
+    // kLean: tile_needs_mask(q0, k0, cols) is k0 + cols > seq_k || (causal && k0 + cols - 1 > q0 + offset),
+    // i.e. k0 > mask_above with the threshold below (no overflow: q0 + offset < seq_k).
+    const int mask_above =
+        kLean ? (mask.causal ? min(mask.seq_k, wg_first_row + mask.offset() + 1) : mask.seq_k) - Tr::kBc : 0;
+    auto need_mask = [&](int j) {
+      if constexpr (kLean) return j * Tr::kBc > mask_above;
+      else return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
+    };
 
 #pragma unroll
     for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;

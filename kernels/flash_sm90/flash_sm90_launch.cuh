@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -50,10 +51,11 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   order    the softmax kept ahead of the wait for the P V GEMM in flight (kOptOrder: restores the
 //            intra-warpgroup overlap, which ptxas's schedule had undone)
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
+//   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
 //   bc176    d = 128 only: K/V tiles of 176 keys (FlashAttention-3's d = 128 forward tile) instead of 128
-// Each of these five also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
-// s6 turns all five off (session 6's forward); old implies s6. (Call A also timed a 3-stage K/V ring
+// Each of these six also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
+// s6 turns all six off (session 6's forward); old implies s6. (Call A also timed a 3-stage K/V ring
 // and d = 64 on two warpgroups x 192-key tiles: both slower, removed; docs/perf-notes.md.)
 // Read once; unset (or no known word) is the shipping forward.
 
@@ -63,6 +65,7 @@ struct FwdDefaults {
   static constexpr bool kDescLo32 = true;  // call A: 1.016x geomean, d = 64 1.03-1.07x
   static constexpr bool kOrder = false;
   static constexpr bool kEarlyRescale = false;
+  static constexpr bool kLean = false;
   static constexpr bool kL2Small = false;
   static constexpr bool kBc176 = false;
 };
@@ -74,6 +77,7 @@ struct FwdProbe {
   bool desc_lo32 = false;
   bool order = false;
   bool early_rescale = false;
+  bool lean = false;
   bool l2_small = false;
   bool bc176 = false;
 };
@@ -98,6 +102,7 @@ inline FwdProbe fwd_probe() {
     f.desc_lo32 = pick("desc", FwdDefaults::kDescLo32);
     f.order = pick("order", FwdDefaults::kOrder);
     f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
+    f.lean = pick("lean", FwdDefaults::kLean);
     f.l2_small = pick("l2small", FwdDefaults::kL2Small);
     f.bc176 = pick("bc176", FwdDefaults::kBc176);
     return f;
@@ -161,9 +166,11 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
   const unsigned opt = (probe.desc_lo32 ? kOptDescLo32 : 0u) | (probe.early_rescale ? kOptEarlyRescale : 0u) |
-                       (probe.order ? kOptOrder : 0u);
-  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kO = kOptOrder;
+                       (probe.order ? kOptOrder : 0u) | (probe.lean ? kOptLean : 0u);
+  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kO = kOptOrder, kL = kOptLean;
+  // The combinations the probes time (each one more kernel per traits): lean only with desc.
   switch (opt) {
+    case 0: launch_fwd<Tr, 0>(p, t, stream); break;
     case kD: launch_fwd<Tr, kD>(p, t, stream); break;
     case kE: launch_fwd<Tr, kE>(p, t, stream); break;
     case kD | kE: launch_fwd<Tr, kD | kE>(p, t, stream); break;
@@ -171,7 +178,10 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     case kD | kO: launch_fwd<Tr, kD | kO>(p, t, stream); break;
     case kE | kO: launch_fwd<Tr, kE | kO>(p, t, stream); break;
     case kD | kE | kO: launch_fwd<Tr, kD | kE | kO>(p, t, stream); break;
-    default: launch_fwd<Tr, 0>(p, t, stream); break;
+    case kD | kL: launch_fwd<Tr, kD | kL>(p, t, stream); break;
+    case kD | kL | kE: launch_fwd<Tr, kD | kL | kE>(p, t, stream); break;
+    default:
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: lean is timed only with desc (and early), not with order");
   }
 }
 
