@@ -2,7 +2,7 @@
 # flash-sm90's 16-bit forward, session 7 (issue 13): A/B of its timing probes in one device call, everything
 # into OUTDIR:
 #   the GPU tests of the forward ([sched]: many tiles per block, GQA, causal, fp16/bf16; seq_q != seq_k) as shipped, then
-#   [sched] and seq_q != seq_k again with every variant on at once (FB_SM90_FWD_PROBE=lean,early,l2small,bc176);
+#   [sched] and seq_q != seq_k again with the variants on (FB_SM90_FWD_PROBE=lean,early,l2small,bc176, then nopp);
 #   CONFIG (default configs/sm90fwd-b.json: bf16 and fp16, d 64/128, N 512..16k, causal or not) with flash-sm90
 #   beside the in-binary cudnn, verified; then flash-sm90 alone, unverified (the tests check the code paths):
 #   shipped, once per VARIANT (a FB_SM90_FWD_PROBE value, comma-separated words), shipped again. Last, a table:
@@ -10,15 +10,15 @@
 #   (the geometric mean of the two unverified shipped runs: call A showed that verified and unverified runs
 #   differ in clocks).
 #     BUILD=build-h200 scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]
-# Default variants: nodesc lean early bc176 l2small lean,early,l2small (nodesc: session 6's main loop; bc176
-# runs only the d = 128 cases). BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for
+# Default variants: nodesc lean early bc176 l2small nopp (nodesc: session 6's main loop; bc176 runs only the
+# d = 128 cases). BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for
 # sm_90a. A variant run starts only while the script has run under BUDGET_S seconds (default 60); the summary
 # says which were skipped.
 set -uo pipefail
 out=${1:?usage: scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]}
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(nodesc lean early bc176 l2small lean,early,l2small)
+[ ${#variants[@]} -gt 0 ] || variants=(nodesc lean early bc176 l2small nopp)
 build=${BUILD:-build-h200}
 budget=${BUDGET_S:-60}
 config=${CONFIG:-configs/sm90fwd-b.json}
@@ -36,6 +36,7 @@ t_start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
 FB_SM90_FWD_PROBE=lean,early,l2small,bc176 step tests-variants "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
+FB_SM90_FWD_PROBE=nopp step tests-nopp "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
 step ship "$fb" run "$config" --kernels flash-sm90,cudnn --no-ceilings -q -o "$out/ship.json"
 # The variants' runs: the same cases unverified.
 python3 - "$config" "$out/ab-noverify.json" <<'PY'

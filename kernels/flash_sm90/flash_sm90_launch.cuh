@@ -54,8 +54,11 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
 //   bc176    d = 128 only: K/V tiles of 176 keys (FlashAttention-3's d = 128 forward tile) instead of 128
-// Each of these six also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
-// s6 turns all six off (session 6's forward); old implies s6. (Call A also timed a 3-stage K/V ring
+//   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (with the
+//            shipped code variant only; session 1 had it level with ping-pong, when the intra-warpgroup
+//            overlap was still in the SASS)
+// Each of these seven also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
+// s6 turns all seven off (session 6's forward); old implies s6. (Call A also timed a 3-stage K/V ring
 // and d = 64 on two warpgroups x 192-key tiles: both slower, removed; docs/perf-notes.md.)
 // Read once; unset (or no known word) is the shipping forward.
 
@@ -68,6 +71,7 @@ struct FwdDefaults {
   static constexpr bool kLean = false;
   static constexpr bool kL2Small = false;
   static constexpr bool kBc176 = false;
+  static constexpr bool kNoPingPong = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -80,6 +84,7 @@ struct FwdProbe {
   bool lean = false;
   bool l2_small = false;
   bool bc176 = false;
+  bool no_ping_pong = false;
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -105,6 +110,7 @@ inline FwdProbe fwd_probe() {
     f.lean = pick("lean", FwdDefaults::kLean);
     f.l2_small = pick("l2small", FwdDefaults::kL2Small);
     f.bc176 = pick("bc176", FwdDefaults::kBc176);
+    f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     return f;
   }();
   return probe;
@@ -197,6 +203,11 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
         launch_fwd_opt<TrB>(p, T, stream);
         return;
       }
+    }
+    if (fwd_probe().no_ping_pong) {
+      using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
+      launch_fwd<TrN, kOptDescLo32>(p, T, stream);
+      return;
     }
     launch_fwd_opt<Tr>(p, T, stream);
   } else {
