@@ -27,6 +27,22 @@
 #include "flash_sm90/flash_sm90_block.cuh"
 #include "flash_sm90/flash_sm90_traits.h"
 
+#if FB_PTX_SM90A
+namespace fb::cuda::ptx {
+// N = 176 (the d = 128 probe `bc176`, FlashAttention-3's K/V tile at d = 128): 88 accumulators.
+#define FB_WG_D88 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80)
+#define FB_WG_S88 FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10
+template <> struct WgmmaSS<__half, 176> {
+  FB_WGMMA_SS_BODY(88, "m64n176k16.f32.f16.f16", "%88", "%89", "%90", "1, 1, 0, 0")
+};
+template <> struct WgmmaSS<__nv_bfloat16, 176> {
+  FB_WGMMA_SS_BODY(88, "m64n176k16.f32.bf16.bf16", "%88", "%89", "%90", "1, 1, 0, 0")
+};
+#undef FB_WG_D88
+#undef FB_WG_S88
+}  // namespace fb::cuda::ptx
+#endif  // FB_PTX_SM90A
+
 namespace fb::cuda::flash_sm90 {
 
 // Everything the kernel reads, passed by value as a __grid_constant__ parameter (the TMA unit reads
@@ -52,6 +68,26 @@ struct FwdParams {
   int eager_store_wait;  // 1: O's TMA store is waited for right after it is issued (a timing probe)
   int q_slots_log2;      // 1: two Q tiles in turn (Tr::kQStages == 2); 0: one (a timing probe)
 };
+
+// Code variants of the consumers, one kernel instantiation each (the bits of kernel's kOpt), which
+// the launcher picks per launch from its timing probes (flash_sm90_launch.cuh):
+//   kOptDescLo32      descriptors advanced by 32-bit adds (Gemms' kLo32)
+//   kOptEarlyRescale  with kIntraOverlap: O is rescaled by the last softmax's alpha right after
+//                     S_{j+1}'s wgmmas are issued and before P_j V_j's (FlashAttention-3's order),
+//                     so the multiplies run while the tensor cores do S_{j+1}, not between P_{j-1}
+//                     V_{j-1}'s completion and the warpgroup's next turn
+//   kOptOrder         with kIntraOverlap: the softmax of S_j is kept before the wait for P_{j-1} V_{j-1}
+//                     (see softmax_done below); without it ptxas (CUDA 13.0) schedules that wait
+//                     (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after the one for S_j, so the softmax ran
+//                     after P_{j-1} V_{j-1} had completed: the SASS of 43640ef had no intra-warpgroup
+//                     overlap at all, at d = 64 or 128
+inline constexpr unsigned kOptDescLo32 = 1u;
+inline constexpr unsigned kOptEarlyRescale = 2u;
+//   kOptLean          ring stage and parity in unsigned arithmetic (the signed % and / cost sign
+//                     fix-ups), and "does tile j need the mask" as one compare against a threshold
+//                     computed once per work tile instead of CausalMask::tile_needs_mask per tile
+inline constexpr unsigned kOptOrder = 4u;
+inline constexpr unsigned kOptLean = 8u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -121,7 +157,13 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
 // chunks of d = 128 kKVChunkBytes apart (LBO). A k16 step moves the start address by a
 // compile-time offset (in 16-byte units): 32 B along a 128-byte row for Q and K (a new chunk every
 // 4 steps), 16 rows for V.
-template <typename Tr> struct Gemms {
+//
+// kLo32: each wgmma's descriptor is the base's high word and its low word plus the offset, a 32-bit
+// add (the start address, bits 0-13, is a shared-window address / 16 < 2^14, so the sum never
+// carries into bit 14 and beyond). Without it the offsets were added as 64-bit numbers, which ptxas
+// emitted as IADD3 + IMAD.X + moves per wgmma: ~130 integer instructions of the 630 in the d = 128
+// main loop (SASS of 43640ef), all between a warpgroup's turn and its last wgmma.
+template <typename Tr, bool kLo32 = false> struct Gemms {
   using Elem = typename Tr::Elem;
   static constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
   std::uint64_t desc_q, desc_k, desc_v;
@@ -132,6 +174,15 @@ template <typename Tr> struct Gemms {
         desc_v(ptx::make_desc_sw128(sm.v, Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
+  // desc advanced by `bytes` (>= 0, a multiple of 16; see kLo32).
+  static __device__ __forceinline__ std::uint64_t at(std::uint64_t desc, int bytes) {
+    if constexpr (kLo32) {
+      const std::uint32_t lo = std::uint32_t(desc) + (std::uint32_t(bytes) >> 4);
+      return (desc & 0xFFFFFFFF00000000ull) | lo;
+    } else {
+      return desc + units(bytes);
+    }
+  }
 
   // s = Q K^T for the Q tile in slot q_slot and the K tile in ring stage `stage` (s's old contents
   // are ignored).
@@ -141,8 +192,8 @@ template <typename Tr> struct Gemms {
       const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
       const int chunk = kk / kStepsPerChunk;
       ptx::wgmma_ss<Elem, Tr::kBc>(
-          s, desc_q + units(q_slot * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row),
-          desc_k + units(stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
+          s, at(desc_q, q_slot * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row),
+          at(desc_k, stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
     }
   }
   // o += P V for the V tile in ring stage `stage`; p[4k .. 4k+3] is the A fragment of k16 step k.
@@ -153,7 +204,7 @@ template <typename Tr> struct Gemms {
       const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
                                                   p[4 * kk + 3]};
       ptx::wgmma_rs<Elem, Tr::kHeadDim>(
-          o, a, desc_v + units(stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
+          o, a, at(desc_v, stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
     }
   }
 };
@@ -204,6 +255,15 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
 }
 
+// An ordering point for ptxas after a softmax step: a branch on the row sums, the step's last
+// results (they depend on every exponential of the tile). ptxas does not move the wgmma wait that
+// follows (which has no operands, and fence_operand's empty asm leaves nothing in the PTX to order
+// it by) above a branch, so the softmax stays where it overlaps the P V GEMM in flight. The sums are
+// never negative (exp2 values and factors >= 0; NaN compares false), so the trap never runs.
+__device__ __forceinline__ void softmax_done(const float (&l)[2]) {
+  if (l[0] < 0.f || l[1] < 0.f) __trap();
+}
+
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -220,7 +280,7 @@ __device__ __forceinline__ void pack_p(std::uint32_t (&p)[Tr::kPRegs],
 }
 
 // ---- consumer warpgroup `cw`: query rows [q0 + 64 cw, q0 + 64 cw + 64) of each of its tiles ----
-template <typename Tr>
+template <typename Tr, unsigned kOpt>
 __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr>& sm,
                                         const Barriers<Tr>& bars, const QRing<Tr>& qr, const CausalMask& mask,
                                         int cw) {
@@ -236,7 +296,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const bool skip_unseen = Tr::kSkipUnseen && prm.skip_unseen != 0;
   const bool eager_store_wait = prm.eager_store_wait != 0;
 
-  const Gemms<Tr> gemm(sm, cw);
+  constexpr bool kEarlyRescale = Tr::kIntraOverlap && (kOpt & kOptEarlyRescale) != 0;
+  constexpr bool kOrder = (kOpt & kOptOrder) != 0;
+  const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
   // first warpgroup takes it when the block is done, so that every arrival meets a wait (a block
@@ -252,13 +314,27 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) ptx::mbar_arrive(bar);
   };
-  auto stage_of = [](int i) { return i % Tr::kStages; };
-  auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
+  constexpr bool kLean = (kOpt & kOptLean) != 0;
+  auto stage_of = [](int i) {
+    if constexpr (kLean) return int(unsigned(i) % unsigned(Tr::kStages));  // i >= 0
+    else return i % Tr::kStages;
+  };
+  auto parity_of = [](int i) {
+    if constexpr (kLean) return (unsigned(i) / unsigned(Tr::kStages)) & 1u;
+    else return std::uint32_t((i / Tr::kStages) & 1);
+  };
 
   float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
+  // kEarlyRescale: O *= alpha of the last softmax step, then the fence a wgmma needs after its
+  // accumulators were written (fence_operands first, so the multiplies cannot sink below it).
+  auto rescale_then_fence = [&] {
+    rescale_o<Tr>(o, alpha);
+    ptx::fence_operands(o);
+    ptx::wgmma_fence();
+  };
 
   // The first warpgroup takes the first turn.
   if constexpr (Tr::kPingPong) {
@@ -278,7 +354,14 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int n_tiles = w.n_tiles;
     // Keys from key_end[hf] on are hidden from the thread's row hf (causal limit and seq_k in one).
     const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
-    auto need_mask = [&](int j) { return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
+    // kLean: tile_needs_mask(q0, k0, cols) is k0 + cols > seq_k || (causal && k0 + cols - 1 > q0 + offset),
+    // i.e. k0 > mask_above with the threshold below (no overflow: q0 + offset < seq_k).
+    const int mask_above =
+        kLean ? (mask.causal ? min(mask.seq_k, wg_first_row + mask.offset() + 1) : mask.seq_k) - Tr::kBc : 0;
+    auto need_mask = [&](int j) {
+      if constexpr (kLean) return j * Tr::kBc > mask_above;
+      else return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
+    };
 
 #pragma unroll
     for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
@@ -316,6 +399,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_fence();
           gemm.qk(s, q_slot, st);
           ptx::wgmma_commit();
+          if constexpr (kEarlyRescale) rescale_then_fence();  // under S_j's wgmmas
           gemm.pv(o, p, prev);
           ptx::wgmma_commit();
           turn_end();
@@ -324,11 +408,15 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           release(bars.k_empty(st));
           softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
                            scale_log2);
+          // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
+          // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
+          // only; pinning it here (kOrder) measured 2-6% slower (docs/perf-notes.md, session 7).
+          if constexpr (kOrder) softmax_done(l);
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);
           release(bars.v_empty(prev));
-          rescale_o<Tr>(o, alpha);
+          if constexpr (!kEarlyRescale) rescale_o<Tr>(o, alpha);
           pack_p<Tr>(p, s);
         }
         // Every S of this tile is done: its Q slot may take a later tile's Q (unless O is staged there).
@@ -336,7 +424,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         const int last = stage_of(it + wg_tiles - 1);
         ptx::mbar_wait(bars.v_full(last), parity_of(it + wg_tiles - 1));
         turn_begin();
-        ptx::wgmma_fence();
+        if constexpr (kEarlyRescale) rescale_then_fence();
+        else ptx::wgmma_fence();
         gemm.pv(o, p, last);
         ptx::wgmma_commit();
         turn_end();
@@ -456,7 +545,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
 #endif  // FB_PTX_SM90A
 
-template <typename Tr>
+template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_sm90_fwd_kernel(const __grid_constant__ FwdParams prm) {
 #if FB_PTX_SM90A
@@ -475,7 +564,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
   run_roles<Tr>([&] { produce<Tr>(prm, sm, qr, mask, n_work); },
-                [&](int cw) { consume<Tr>(prm, sm, bars, qr, mask, cw); });
+                [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();

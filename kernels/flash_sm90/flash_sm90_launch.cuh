@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -45,12 +46,45 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
 //   oneq     one Q tile (the next tile's Q loads once the consumers are done with this one's)
 //   old      all four: the forward as it was before session 6.
+// Session 7's variants (issue 13; d = 64 and 128, other head dims ignore them):
+//   desc     wgmma descriptors advanced by 32-bit adds (kOptDescLo32, flash_sm90_kernel.cuh)
+//   order    the softmax kept ahead of the wait for the P V GEMM in flight (kOptOrder: restores the
+//            intra-warpgroup overlap, which ptxas's schedule had undone)
+//   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
+//   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
+//   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
+//   bc176    d = 128 only: K/V tiles of 176 keys (FlashAttention-3's d = 128 forward tile) instead of 128
+//   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (with the
+//            shipped code variant only; session 1 had it level with ping-pong, when the intra-warpgroup
+//            overlap was still in the SASS)
+// Each of these seven also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
+// s6 turns all seven off (session 6's forward); old implies s6. (Call A also timed a 3-stage K/V ring
+// and d = 64 on two warpgroups x 192-key tiles: both slower, removed; docs/perf-notes.md.)
 // Read once; unset (or no known word) is the shipping forward.
+
+// Session 7's variants in the shipping forward (each flipped on only after a measured win;
+// docs/perf-notes.md, "Session 7").
+struct FwdDefaults {
+  static constexpr bool kDescLo32 = true;  // call A: 1.016x geomean, d = 64 1.03-1.07x
+  static constexpr bool kOrder = false;
+  static constexpr bool kEarlyRescale = false;
+  static constexpr bool kLean = false;
+  static constexpr bool kL2Small = false;
+  static constexpr bool kBc176 = false;
+  static constexpr bool kNoPingPong = false;
+};
 struct FwdProbe {
   bool static_schedule = false;
   bool no_skip = false;
   bool eager_store_wait = false;
   bool one_q = false;
+  bool desc_lo32 = false;
+  bool order = false;
+  bool early_rescale = false;
+  bool lean = false;
+  bool l2_small = false;
+  bool bc176 = false;
+  bool no_ping_pong = false;
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -63,6 +97,20 @@ inline FwdProbe fwd_probe() {
     f.no_skip = old || has("noskip");
     f.eager_store_wait = old || has("eager");
     f.one_q = old || has("oneq");
+    const bool s6 = old || has("s6");
+    // word: on; no<word>: off; else the default (off under s6).
+    const auto pick = [&](const char* w, bool def) {
+      if (has(w)) return true;
+      if (has((std::string("no") + w).c_str())) return false;
+      return s6 ? false : def;
+    };
+    f.desc_lo32 = pick("desc", FwdDefaults::kDescLo32);
+    f.order = pick("order", FwdDefaults::kOrder);
+    f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
+    f.lean = pick("lean", FwdDefaults::kLean);
+    f.l2_small = pick("l2small", FwdDefaults::kL2Small);
+    f.bc176 = pick("bc176", FwdDefaults::kBc176);
+    f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     return f;
   }();
   return probe;
@@ -75,8 +123,9 @@ inline int next_tile_counter() {
   return int(launches.fetch_add(1u, std::memory_order_relaxed) % unsigned(kTileCounters));
 }
 
-// One launch of the forward with traits Tr on `stream` (unsupported() has vetted p).
-template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+// One launch of the forward with traits Tr and consumer variant kOpt (flash_sm90_kernel.cuh) on
+// `stream` (unsupported() has vetted p).
+template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
@@ -95,14 +144,16 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
-  prm.plane_group = int(std::min<std::int64_t>(std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes)) * p.group(), q_planes));
+  const FwdProbe probe = fwd_probe();
+  const int l2_share = probe.l2_small ? 6 : 3;
+  prm.plane_group = int(std::min<std::int64_t>(
+      std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
 
-  const auto kernel = flash_sm90_fwd_kernel<Tr>;
+  const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
   const long long n_work = q_planes * prm.q_tiles;
   long long blocks = 0;
-  const FwdProbe probe = fwd_probe();
   prm.skip_unseen = probe.no_skip ? 0 : 1;
   prm.eager_store_wait = probe.eager_store_wait ? 1 : 0;
   prm.q_slots_log2 = Tr::kQStages > 1 && !probe.one_q ? 1 : 0;
@@ -117,8 +168,51 @@ template <typename Tr> void launch_fwd(const AttentionParams& p, Dtype t, cudaSt
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// The consumer variant's bits from the probe (kOpt of the kernel).
+template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  const FwdProbe probe = fwd_probe();
+  const unsigned opt = (probe.desc_lo32 ? kOptDescLo32 : 0u) | (probe.early_rescale ? kOptEarlyRescale : 0u) |
+                       (probe.order ? kOptOrder : 0u) | (probe.lean ? kOptLean : 0u);
+  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kO = kOptOrder, kL = kOptLean;
+  // The combinations the probes time (each one more kernel per traits): lean only with desc.
+  switch (opt) {
+    case 0: launch_fwd<Tr, 0>(p, t, stream); break;
+    case kD: launch_fwd<Tr, kD>(p, t, stream); break;
+    case kE: launch_fwd<Tr, kE>(p, t, stream); break;
+    case kD | kE: launch_fwd<Tr, kD | kE>(p, t, stream); break;
+    case kO: launch_fwd<Tr, kO>(p, t, stream); break;
+    case kD | kO: launch_fwd<Tr, kD | kO>(p, t, stream); break;
+    case kE | kO: launch_fwd<Tr, kE | kO>(p, t, stream); break;
+    case kD | kE | kO: launch_fwd<Tr, kD | kE | kO>(p, t, stream); break;
+    case kD | kL: launch_fwd<Tr, kD | kL>(p, t, stream); break;
+    case kD | kL | kE: launch_fwd<Tr, kD | kL | kE>(p, t, stream); break;
+    default:
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: lean is timed only with desc (and early), not with order");
+  }
+}
+
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
-  launch_fwd<typename FwdConfig<T, D>::Traits>(p, T, stream);
+  using Tr = typename FwdConfig<T, D>::Traits;
+  if constexpr (D == 64 || D == 128) {
+    // The probes' variants are instantiated for the head dims session 7 tunes (issue 13).
+    if constexpr (D == 128) {
+      // 176-key tiles: S 88 and P 44 registers beside O's 64; two stages, one Q tile, O staged in Q
+      // (what fits in shared memory).
+      using TrB = FwdTraits<typename Tr::Elem, D, 176, true, true, 2, true, 2>;
+      if (fwd_probe().bc176) {
+        launch_fwd_opt<TrB>(p, T, stream);
+        return;
+      }
+    }
+    if (fwd_probe().no_ping_pong) {
+      using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
+      launch_fwd<TrN, kOptDescLo32>(p, T, stream);
+      return;
+    }
+    launch_fwd_opt<Tr>(p, T, stream);
+  } else {
+    launch_fwd<Tr>(p, T, stream);
+  }
 }
 
 }  // namespace fb::cuda::flash_sm90

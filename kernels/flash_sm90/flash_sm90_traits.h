@@ -25,8 +25,10 @@ namespace fb::cuda::flash_sm90 {
 //   kSkipUnseen      a consumer warpgroup skips the GEMMs and softmax of K/V tiles none of its rows
 //                    sees (a causal diagonal that cuts the block's rows, rows past the sequence end);
 //                    with kIntraOverlap only
+//   kStages          K/V ring depth: more stages cover more of a K/V load's latency (L2 misses), at
+//                    the cost of the second Q tile and the separate O tile where they no longer fit
 template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_,
-          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false>
+          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false, int kStages_ = 2>
 struct FwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -74,7 +76,7 @@ struct FwdTraits {
   static constexpr int kKVChunkBytes = kBc * kSwizzleBytes;
   static constexpr int kQBytes = kChunks * kQChunkBytes;    // (kBr, d)
   static constexpr int kKVBytes = kChunks * kKVChunkBytes;  // (kBc, d), one K or V tile
-  static constexpr int kStages = 2;                         // K/V ring depth
+  static constexpr int kStages = kStages_;                  // K/V ring depth
   static constexpr int kWgQBytes = kWgRows * kSwizzleBytes;  // a consumer's rows in one Q chunk
 
   // Q tiles: two where they fit beside the K/V ring and a separate O staging tile (d <= 128), so
@@ -126,6 +128,7 @@ struct FwdTraits {
 
   static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
   static_assert(kConsumerWgs >= 1 && kConsumerWgs <= 3, "a block of at most 4 warpgroups");
+  static_assert(kStages >= 2, "a K/V ring of at least two stages (loads overlap the GEMMs)");
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kBc % kMmaK == 0 && kBc % kAtomRows == 0 && kBc <= 256,
                 "K/V tile: whole k16 steps, whole swizzle atoms, one TMA box (<= 256 rows)");
