@@ -77,13 +77,28 @@ struct Scalars {
 constexpr int kFp8Factors = kScaleO - kDescaleQ + 1;
 constexpr int kFp8DeviceScalars = kAmaxO - kDescaleQ + 1;
 constexpr std::size_t kFp8ScalarBytes = 4096;
-static_assert(kFp8DeviceScalars * sizeof(float) <= kFp8ScalarBytes);
+// Diagnostics (cudnn_sdpa.h); read and written under State::mutex.
+Fp8Probe& probe() {
+  static Fp8Probe p;
+  return p;
+}
+Fp8Last& last_fp8() {
+  static Fp8Last l;
+  return l;
+}
+// Floats between two consecutive device scalars: packed, or (Fp8Probe::scalars_apart) 256 bytes.
+constexpr int kScalarsApart = 64;
+static_assert(kFp8DeviceScalars * kScalarsApart * sizeof(float) <= kFp8ScalarBytes);
+int scalar_stride() { return probe().scalars_apart ? kScalarsApart : 1; }
+
 struct Fp8Factors {
   std::array<float, kFp8Factors> values;
+  int stride;  // scalar_stride() they were laid out with
   explicit Fp8Factors(const AttentionParams& p, bool o_e4m3)
       : values{p.descale_q, p.descale_k, p.descale_v, 1.0f / p.p_scale, p.p_scale,
-               o_e4m3 ? kFp8OHeadroom / p.descale_v : 1.0f} {}
-  bool operator==(const Fp8Factors& o) const { return values == o.values; }
+               o_e4m3 ? kFp8OHeadroom / p.descale_v * probe().o_scale_factor : 1.0f},
+        stride(scalar_stride()) {}
+  bool operator==(const Fp8Factors& o) const { return values == o.values && stride == o.stride; }
 };
 
 // A planned graph, or why cuDNN would not plan it.
@@ -246,6 +261,7 @@ const char* refused_shape(Which which, const AttentionParams& p) {
 Shape shape_for(Which which, const AttentionParams& p) {
   Shape s = shape_of(p);
   s.padding_mask = which == Which::bwd && cudnnGetVersion() < kBwdAnyKeysFromVersion && p.seq_k % kBwdKeyMultiple != 0;
+  s.o_bshd = which == Which::fwd && p.dtype == Dtype::fp8 && probe().o_bshd;
   return s;
 }
 
@@ -300,7 +316,7 @@ Plan& plan_for(Which which, const AttentionParams& p) {
 std::size_t fp8_o_bytes(const Shape& s) { return std::size_t(s.batch * s.heads * s.seq_q * s.head_dim); }
 
 // Diagnostics of the fp8 forward, read once from the environment (scripts/cudnn_fp8_h200.sh A/Bs them):
-// FB_CUDNN_WS_GUARD=0 drops the guards (the workspace's below, the scalar buffer's room);
+// FB_CUDNN_WS_GUARD=0 drops the workspace guard below;
 // FB_CUDNN_FP8_SENTINEL=1 fills the e4m3 O with NaN codes before every call, so that elements cuDNN does
 // not write come out NaN instead of stale.
 bool env_flag(const char* name, bool fallback) {
@@ -337,7 +353,8 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   std::lock_guard<std::mutex> lock(st.mutex);
   Plan& plan = plan_for(which, p);
   if (!plan.plan) throw CudaError(plan.why_not);
-  const Shape s = shape_of(p);
+  const Shape s = shape_for(which, p);
+  const Fp8Probe& pr = probe();
   char* ws = static_cast<char*>(p.workspace);
   void* row_dot = nullptr;
   void* dq_accum = nullptr;
@@ -346,7 +363,7 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
     row_dot = ws + align_up(plan.plan_workspace);
     dq_accum = ws + align_up(plan.plan_workspace) + align_up(row_dot_bytes(s));
   }
-  if (plan.o_e4m3) o = ws + fp8_o_offset(plan, s);
+  if (plan.o_e4m3) o = pr.o_e4m3 ? pr.o_e4m3 : ws + fp8_o_offset(plan, s);
   const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   if (which == Which::bwd && shape_for(which, p).padding_mask && !plan.device_seq_lens) {
     std::vector<std::int32_t> lengths(std::size_t(2 * p.batch), p.seq_k);
@@ -361,17 +378,19 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   if (p.dtype == Dtype::fp8) {
     if (!plan.device_scalars) {
       void* d = nullptr;
-      // Room past the 8 floats, for the same reason as the workspace guard (fp8_guard_bytes).
-      FB_CUDA_CHECK(cudaMalloc(&d, fp8_ws_guard() ? kFp8ScalarBytes : kFp8DeviceScalars * sizeof(float)));
+      // Room past the 8 floats (the workspace guard's reason, fp8_guard_bytes; Fp8Probe::scalars_apart).
+      FB_CUDA_CHECK(cudaMalloc(&d, kFp8ScalarBytes));
       plan.device_scalars = static_cast<float*>(d);
     }
     // Uploaded when they change (a new case), not on every call: the timed calls repeat the same.
     const Fp8Factors factors(p, plan.o_e4m3);
     if (!plan.uploaded || !(factors == *plan.uploaded)) {
-      plan.uploaded = factors;  // stored first: the copy reads from here
-      FB_CUDA_CHECK(cudaMemcpyAsync(plan.device_scalars, plan.uploaded->values.data(), sizeof(float) * kFp8Factors,
+      plan.uploaded = factors;
+      std::vector<float> laid_out(std::size_t(kFp8DeviceScalars * factors.stride), 0.0f);
+      for (int i = 0; i < kFp8Factors; ++i) laid_out[std::size_t(i * factors.stride)] = factors.values[std::size_t(i)];
+      FB_CUDA_CHECK(cudaMemcpyAsync(plan.device_scalars, laid_out.data(), laid_out.size() * sizeof(float),
                                     cudaMemcpyHostToDevice, stream));
-      // Pageable source: make sure the copy is done before the values can change again.
+      // Pageable source: make sure the copy is done before `laid_out` goes.
       FB_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
   }
@@ -395,7 +414,7 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
       case kScaleS:
       case kScaleO:
       case kAmaxS:
-      case kAmaxO: return plan.device_scalars + (uid - kDescaleQ);
+      case kAmaxO: return plan.device_scalars + (uid - kDescaleQ) * scalar_stride();
       case kSeqLenQ: return plan.device_seq_lens;
       case kSeqLenKv: return plan.device_seq_lens + p.batch;
       default: return nullptr;  // a by-value scalar
@@ -437,9 +456,23 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   FB_CUDNN_CHECK(cudnnSetStream(h, stream));
   if (plan.o_e4m3 && fp8_sentinel())
     FB_CUDA_CHECK(cudaMemsetAsync(o, kFp8E4m3NaN, fp8_o_bytes(s), stream));
+  if (plan.o_e4m3 && pr.sentinel >= 0) FB_CUDA_CHECK(cudaMemsetAsync(o, pr.sentinel & 0xff, fp8_o_bytes(s), stream));
+  float* const amax = plan.device_scalars ? plan.device_scalars + (kAmaxS - kDescaleQ) * scalar_stride() : nullptr;
+  if (plan.o_e4m3 && pr.zero_scratch) {
+    if (plan.plan_workspace) FB_CUDA_CHECK(cudaMemsetAsync(ws, 0, plan.plan_workspace, stream));
+    FB_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
+    FB_CUDA_CHECK(cudaMemsetAsync(amax + scalar_stride(), 0, sizeof(float), stream));
+  }
   FB_CUDNN_CHECK(cudnnBackendExecute(h, plan.plan->get(), plan.pack->get()));
+  if (!plan.o_e4m3) return;
+  if (pr.sync_before_widen) FB_CUDA_CHECK(cudaDeviceSynchronize());
   // Part of the kernel's time: flashbench's fp8 O is bf16.
-  if (plan.o_e4m3) e4m3_to_bf16(o, p.o, p.q_elems(), p.descale_v / kFp8OHeadroom, ctx.stream);
+  const float factor = p.descale_v / kFp8OHeadroom / pr.o_scale_factor;
+  if (s.o_bshd)
+    e4m3_bshd_to_bf16_bhsd(o, p.o, p.q_elems(), p.heads, p.seq_q, p.head_dim, factor, ctx.stream);
+  else
+    e4m3_to_bf16(o, p.o, p.q_elems(), factor, ctx.stream);
+  last_fp8() = Fp8Last{o, amax, amax + scalar_stride(), factor, s.o_bshd};
 }
 
 }  // namespace
@@ -485,6 +518,18 @@ int fp8_o_bits(const AttentionParams& p) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
   return plan_for(Which::fwd, p).o_e4m3 ? 8 : 16;
+}
+
+void set_fp8_probe(const Fp8Probe& p) {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  probe() = p;
+}
+
+Fp8Last fp8_last() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  return last_fp8();
 }
 
 std::size_t library_version() { return cudnnGetVersion(); }

@@ -19,7 +19,8 @@ BackendDesc::~BackendDesc() {
 
 bool Shape::operator<(const Shape& o) const {
   const auto tie = [](const Shape& s) {
-    return std::tie(s.dtype, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.causal, s.padding_mask);
+    return std::tie(s.dtype, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.causal, s.padding_mask,
+                    s.o_bshd);
   };
   return tie(*this) < tie(o);
 }
@@ -253,7 +254,11 @@ void build_forward_fp8(Graph& g, const Shape& s, Fp8Out out) {
   const Tensor q = io(g, kQ, kE4m3, l.q);
   const Tensor kt = io(g, kK, kE4m3, l.kt);
   const Tensor v = io(g, kV, kE4m3, l.kv);
-  const Tensor o = io(g, kO, out == Fp8Out::bf16 ? CUDNN_DATA_BFLOAT16 : kE4m3, l.q);
+  // O's dimensions are Q's; an e4m3 O may be strided as [b, s_q, h, d] in memory (Shape::o_bshd).
+  const Layout o_layout = out == Fp8Out::e4m3 && s.o_bshd
+                              ? Layout{l.q.dim, {s.seq_q * s.heads * s.head_dim, s.head_dim, s.heads * s.head_dim, 1}}
+                              : l.q;
+  const Tensor o = io(g, kO, out == Fp8Out::bf16 ? CUDNN_DATA_BFLOAT16 : kE4m3, o_layout);
   const Tensor lse = io(g, kStats, kF32, l.rows);
   const Tensor scale = scalar(g, kScale, kF32);
   const Tensor descale_q = io(g, kDescaleQ, kF32, kScalar);
