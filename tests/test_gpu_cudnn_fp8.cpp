@@ -9,7 +9,7 @@
 //   with a reason.
 // [.cudnnfp8diag] (hidden; scripts/cudnn_fp8_diag_h200.sh runs it): where the bad elements are
 //   (batch, head, row, column), whether they change from call to call, and what changes them (cuDNN's
-//   Fp8Probe: NaN codes over O before each call, a device sync before the widening, scale_o x1/4 and
+//   Fp8Probe: NaN codes, zeros or an ordinary value over O before each call, a device sync before the widening, scale_o x1/4 and
 //   x4, the per-tensor factors 256 bytes apart, cuDNN's workspace and amax zeroed, O outside the
 //   workspace, O laid out BSHD), on batch 1/2/4/8, causal, and N 8192 as the control.
 #include <cuda_runtime.h>
@@ -339,6 +339,14 @@ TEST_CASE("cudnn fp8 diagnostic: where cuDNN's e4m3 O goes wrong and what change
     pr = {};
     pr.sentinel = kFp8E4m3NaN;
     record(c, "nan-sentinel", variant(s, "nan-sentinel", pr, 3));
+    // The same memset with an ordinary value (72, as the stale bytes) and with zeros: does the
+    // sentinel's content matter, or only that O is written before cuDNN runs?
+    pr = {};
+    pr.sentinel = 0x5a;
+    record(c, "value-sentinel", variant(s, "value-sentinel", pr, 2));
+    pr = {};
+    pr.sentinel = 0;
+    record(c, "zero-sentinel", variant(s, "zero-sentinel", pr, 2));
     pr = {};
     pr.sync_before_widen = true;
     record(c, "sync", variant(s, "sync", pr, 2));
