@@ -11,7 +11,7 @@
 //   (batch, head, row, column), whether they change from call to call, and what changes them (cuDNN's
 //   Fp8Probe: NaN codes, zeros or an ordinary value over O before each call, a device sync before the widening, scale_o x1/4 and
 //   x4, the per-tensor factors 256 bytes apart, cuDNN's workspace and amax zeroed, O outside the
-//   workspace, O laid out BSHD), on batch 1/2/4/8, causal, and N 8192 as the control.
+//   workspace, O laid out BSHD, Q/K/V and O laid out BSHD), on batch 1/2/4/8, causal, and N 8192 as the control.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -139,6 +139,33 @@ struct Setup {
     ref_lse = to_host<float>(rl.get(), std::size_t(p.rows()));
     have_ref = true;
   }
+
+  // Q, K, V copied into [b, s, h, d] order (Fp8Probe::qkv_bshd), made on first use.
+  Dev qb, kb, vb;
+  AttentionParams bshd_params() {
+    const auto reorder = [](const void* src, int b, int h, int n, int d) {
+      const auto in = to_host<std::uint8_t>(src, std::size_t(b) * h * n * d);
+      std::vector<std::uint8_t> out(in.size());
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::size_t e = i % std::size_t(d), row = i / std::size_t(d), sq = row % std::size_t(n),
+                          bh = row / std::size_t(n), hh = bh % std::size_t(h), bb = bh / std::size_t(h);
+        out[((bb * std::size_t(n) + sq) * std::size_t(h) + hh) * std::size_t(d) + e] = in[i];
+      }
+      Dev dst = dev_alloc(out.size());
+      FB_CUDA_CHECK(cudaMemcpy(dst.get(), out.data(), out.size(), cudaMemcpyHostToDevice));
+      return dst;
+    };
+    if (!qb) {
+      qb = reorder(p.q, p.batch, p.heads, p.seq_q, p.head_dim);
+      kb = reorder(p.k, p.batch, p.kv_heads, p.seq_k, p.head_dim);
+      vb = reorder(p.v, p.batch, p.kv_heads, p.seq_k, p.head_dim);
+    }
+    AttentionParams r = p;
+    r.q = qb.get();
+    r.k = kb.get();
+    r.v = vb.get();
+    return r;
+  }
 };
 
 // What one cuDNN call left: the e4m3 codes (BHSD order), the widened O, LSE and the amaxes.
@@ -149,8 +176,8 @@ struct Call {
   float factor = 0, amax_s = 0, amax_o = 0;
 };
 
-Call run_cudnn(Setup& s, void* workspace) {
-  AttentionParams p = s.p;
+Call run_cudnn(Setup& s, const AttentionParams& params, void* workspace) {
+  AttentionParams p = params;
   p.workspace = workspace;
   cuda::cudnn_ops().forward(p, s.ctx);
   FB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -252,8 +279,9 @@ Outcome variant(Setup& s, const char* name, sdpa::Fp8Probe probe, int calls, std
   FB_CUDA_CHECK(cudaMemset(ws.get(), stale, ws_bytes));
   Outcome out;
   Call prev;
+  const AttentionParams params = probe.qkv_bshd ? s.bshd_params() : s.p;
   for (int r = 0; r < calls; ++r) {
-    Call c = run_cudnn(s, ws.get());
+    Call c = run_cudnn(s, params, ws.get());
     const Verdict v = judge(s, c, r ? &prev : nullptr);
     std::printf("cudnnfp8diag %-22s %-14s call %d: bad %lld nan %lld max_err %.3g lse_err %.2g amax_o %.4g amax_s %.4g "
                 "differs_from_prev %lld widen_mismatch %lld %s\n",
@@ -369,6 +397,9 @@ TEST_CASE("cudnn fp8 diagnostic: where cuDNN's e4m3 O goes wrong and what change
     pr.o_bshd = true;
     pr.sentinel = kFp8E4m3NaN;
     record(c, "o-bshd+nan", variant(s, "o-bshd+nan", pr, 3));
+    // Everything [b, s, h, d], as cuDNN's own FP8 tests lay it out.
+    pr.qkv_bshd = true;
+    record(c, "all-bshd+nan", variant(s, "all-bshd+nan", pr, 3));
   }
   {
     const Case8 c{8, 16, 2048, 128, true};
@@ -381,6 +412,8 @@ TEST_CASE("cudnn fp8 diagnostic: where cuDNN's e4m3 O goes wrong and what change
     record(c, "nan-sentinel", variant(s, "nan-sentinel", pr, 2));
     pr.o_bshd = true;
     record(c, "o-bshd+nan", variant(s, "o-bshd+nan", pr, 2));
+    pr.qkv_bshd = true;
+    record(c, "all-bshd+nan", variant(s, "all-bshd+nan", pr, 2));
   }
   for (const Case8& c : {Case8{1, 16, 2048, 128, false}, Case8{2, 16, 2048, 128, false},
                          Case8{4, 16, 2048, 128, false}, Case8{4, 16, 4096, 128, false},

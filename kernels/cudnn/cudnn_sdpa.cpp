@@ -262,6 +262,7 @@ Shape shape_for(Which which, const AttentionParams& p) {
   Shape s = shape_of(p);
   s.padding_mask = which == Which::bwd && cudnnGetVersion() < kBwdAnyKeysFromVersion && p.seq_k % kBwdKeyMultiple != 0;
   s.o_bshd = which == Which::fwd && p.dtype == Dtype::fp8 && probe().o_bshd;
+  s.qkv_bshd = which == Which::fwd && p.dtype == Dtype::fp8 && probe().qkv_bshd;
   return s;
 }
 

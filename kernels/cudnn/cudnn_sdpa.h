@@ -42,6 +42,7 @@ struct Fp8Probe {
   bool scalars_apart = false;      // each per-tensor factor and amax 256 bytes apart (else 4 bytes)
   bool zero_scratch = false;       // cuDNN's workspace part and the two amax outputs zeroed before each call
   void* o_e4m3 = nullptr;          // the caller's buffer for the e4m3 O instead of the workspace
+  bool qkv_bshd = false;           // the graph takes Q, K, V laid out [b, s, h, d]: the caller passes them so
 };
 void set_fp8_probe(const Fp8Probe& probe);
 // The last fp8 call with an e4m3 O: where O's codes and the amax outputs are (device pointers),
