@@ -3,15 +3,16 @@
 // against fp64 elsewhere; a few hundredths off at these shapes, so anything past the threshold below
 // is cuDNN's O gone wrong, not rounding).
 //
-// [gpu][cudnn]: at the shapes where session 6 saw a few O elements off by 5-10 on the H200 (b 8,
-//   h 16, N 2048, d 128: batch >= 4 and N <= 4096), three calls in a row on a workspace full of stale
-//   bytes must each give an O with no element past the threshold, or cudnn must refuse the shape
-//   with a reason.
-// [.cudnnfp8diag] (hidden; scripts/cudnn_fp8_diag_h200.sh runs it): where the bad elements are
-//   (batch, head, row, column), whether they change from call to call, and what changes them (cuDNN's
-//   Fp8Probe: NaN codes, zeros or an ordinary value over O before each call, a device sync before the widening, scale_o x1/4 and
-//   x4, the per-tensor factors 256 bytes apart, cuDNN's workspace and amax zeroed, O outside the
-//   workspace, O laid out BSHD, Q/K/V and O laid out BSHD), on batch 1/2/4/8, causal, and N 8192 as the control.
+// [gpu][cudnn]: where cuDNN's Hopper FP8 engine races (cudnn_sdpa.cpp, fp8_race_shape: b 8, h 16,
+//   N 2048 and the like, where session 6 saw O elements off by 5-10), cudnn refuses with the reason by
+//   default, and with the split every call is right and bit-identical to the one before.
+// [.cudnnfp8diag] (hidden; scripts/cudnn_fp8_diag_h200.sh runs it): the whole launch (run anyway) and
+//   the split side by side, per call: how many O elements are far off and where (batch, head, row,
+//   column), NaN codes left, elements changed since the call before, cuDNN's amax of O; and the split's
+//   cost (median ms). Session 7 call A ran the same harness over cuDNN's Fp8Probe variants (NaN codes,
+//   zeros or an ordinary value over O before each call, a device sync before the widening, scale_o
+//   x1/4 and x4, the per-tensor factors apart, cuDNN's workspace and amax zeroed, O outside the
+//   workspace, O and Q/K/V in BSHD): none removed the far-off rows; fewer tiles per launch did.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -168,7 +169,8 @@ struct Setup {
   }
 };
 
-// What one cuDNN call left: the e4m3 codes (BHSD order), the widened O, LSE and the amaxes.
+// What one cuDNN call left: the e4m3 codes (BHSD order; none when the call ran split, as several
+// launches sharing one e4m3 buffer), the widened O, LSE and the (last launch's) amaxes.
 struct Call {
   std::vector<std::uint8_t> codes;
   std::vector<std::uint16_t> o;
@@ -184,8 +186,8 @@ Call run_cudnn(Setup& s, const AttentionParams& params, void* workspace) {
   const sdpa::Fp8Last last = sdpa::fp8_last();
   Call c;
   const std::size_t n = std::size_t(p.q_elems());
-  auto raw = to_host<std::uint8_t>(last.o_e4m3, n);
-  if (last.o_bshd) {  // into BHSD order
+  auto raw = last.split ? std::vector<std::uint8_t>() : to_host<std::uint8_t>(last.o_e4m3, n);
+  if (last.o_bshd && !last.split) {  // into BHSD order
     c.codes.resize(n);
     const std::size_t H = std::size_t(p.heads), S = std::size_t(p.seq_q), D = std::size_t(p.head_dim);
     for (std::size_t i = 0; i < n; ++i) {
@@ -218,12 +220,13 @@ Verdict judge(const Setup& s, const Call& c, const Call* prev) {
   std::int64_t row_min = S, row_max = -1;
   std::ostringstream first;
   int shown = 0;
-  for (std::size_t i = 0; i < c.codes.size(); ++i) {
-    const float got = fp8_e4m3_to_float(c.codes[i]) * c.factor;
+  const bool codes = !c.codes.empty();
+  for (std::size_t i = 0; i < c.o.size(); ++i) {
     const float widened = bf16_to_float(c.o[i]);
+    const float got = codes ? fp8_e4m3_to_float(c.codes[i]) * c.factor : widened;
     const float want_widened = bf16_round(got);
     if (!(widened == want_widened || (std::isnan(widened) && std::isnan(want_widened)))) ++v.widen_mismatch;
-    if (prev && prev->codes[i] != c.codes[i]) ++v.differ_prev;
+    if (prev && (codes && !prev->codes.empty() ? prev->codes[i] != c.codes[i] : prev->o[i] != c.o[i])) ++v.differ_prev;
     if (std::isnan(got)) {
       ++v.nan_codes;
       continue;
@@ -242,7 +245,7 @@ Verdict judge(const Setup& s, const Call& c, const Call* prev) {
     if (shown++ < 4) {
       char buf[160];
       std::snprintf(buf, sizeof buf, " (b%lld h%lld r%lld c%lld code 0x%02x got %.4g ref %.4g)", (long long)(bh / H),
-                    (long long)(bh % H), (long long)sq, (long long)d, unsigned(c.codes[i]), double(got), ref);
+                    (long long)(bh % H), (long long)sq, (long long)d, codes ? unsigned(c.codes[i]) : 0u, double(got), ref);
       first << buf;
     }
   }
@@ -304,131 +307,137 @@ struct StreamGuard {
   ~StreamGuard() { FB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s)); }
 };
 
-// cuDNN stores O in e4m3 here (else this file has nothing to test) and flash-sm90 can be the yardstick.
-bool usable(const Setup& s) {
+// cuDNN stores O in e4m3 here (else this file has nothing to test) and flash-sm90 can be the yardstick,
+// under `probe` (set first: whether cudnn takes the shape depends on it).
+bool usable(const Setup& s, const sdpa::Fp8Probe& probe) {
+  sdpa::set_fp8_probe(probe);
+  const char* why = cuda::cudnn_ops().unsupported(Pass::fwd, s.p);
+  const int bits = why ? 0 : sdpa::fp8_o_bits(s.p);
+  sdpa::set_fp8_probe({});
   if (!s.have_ref) {
     WARN("no yardstick: flash-sm90 refuses " << s.why_no_ref);
     return false;
   }
-  if (const char* why = cuda::cudnn_ops().unsupported(Pass::fwd, s.p)) {
+  if (why) {
     WARN("cudnn refuses fp8 here: " << why);
     return false;
   }
-  if (sdpa::fp8_o_bits(s.p) != 8) {
+  if (bits != 8) {
     WARN("cuDNN stores the fp8 O in bf16 here: nothing of the e4m3 path to test");
     return false;
   }
   return true;
 }
 
+AttentionParams params_of(const Case8& c) {
+  AttentionParams p;
+  p.dtype = Dtype::fp8;
+  p.batch = c.batch;
+  p.heads = p.kv_heads = c.heads;
+  p.seq_q = p.seq_k = c.n;
+  p.head_dim = c.dim;
+  p.causal = c.causal;
+  p.scale = 1.0 / std::sqrt(double(c.dim));
+  return p;
+}
+
+sdpa::Fp8Probe split_probe(int split) {
+  sdpa::Fp8Probe p;
+  p.split = split;
+  return p;
+}
+
+// Median time of one cudnn fp8 forward (cuDNN and the widening; split or whole per `probe`), by events.
+double median_ms(Setup& s, const sdpa::Fp8Probe& probe, int reps) {
+  sdpa::set_fp8_probe(probe);
+  const std::size_t ws_bytes = cuda::cudnn_ops().workspace_bytes(Pass::fwd, s.p);
+  Dev ws = dev_alloc(ws_bytes);
+  AttentionParams p = s.p;
+  p.workspace = ws.get();
+  const auto stream = static_cast<cudaStream_t>(s.ctx.stream);
+  for (int r = 0; r < 3; ++r) cuda::cudnn_ops().forward(p, s.ctx);
+  std::vector<float> ms;
+  cudaEvent_t a, b;
+  FB_CUDA_CHECK(cudaEventCreate(&a));
+  FB_CUDA_CHECK(cudaEventCreate(&b));
+  for (int r = 0; r < reps; ++r) {
+    FB_CUDA_CHECK(cudaEventRecord(a, stream));
+    cuda::cudnn_ops().forward(p, s.ctx);
+    FB_CUDA_CHECK(cudaEventRecord(b, stream));
+    FB_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    FB_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  FB_CUDA_CHECK(cudaEventDestroy(a));
+  FB_CUDA_CHECK(cudaEventDestroy(b));
+  sdpa::set_fp8_probe({});
+  std::sort(ms.begin(), ms.end());
+  return double(ms[ms.size() / 2]);
+}
+
 }  // namespace
 
-TEST_CASE("cudnn fp8 O at batch >= 4, N <= 4096: no element far off over repeated calls, or refused",
+// Where cuDNN's Hopper FP8 engine races (cudnn_sdpa.cpp, fp8_race_shape): refused with the reason by
+// default; with the split (Fp8Probe::split, FB_CUDNN_FP8_SPLIT=1) every call far from no element and
+// the same bits call after call. Without the split and the refusal (the shipped path before), these
+// shapes had far-off rows in most calls.
+TEST_CASE("cudnn fp8 where cuDNN's engine races: refused with the reason, or split and right every call",
           "[gpu][cudnn]") {
   StreamGuard stream;
-  for (const Case8& c : {Case8{8, 16, 2048, 128, false}, Case8{8, 16, 2048, 128, true}}) {
+  for (const Case8& c : {Case8{8, 16, 2048, 128, false}, Case8{8, 16, 2048, 128, true},
+                         Case8{4, 16, 4096, 128, true}}) {
     INFO("case " << c.name());
-    const AttentionParams probe_params = [&] {
-      AttentionParams p;
-      p.dtype = Dtype::fp8;
-      p.batch = c.batch;
-      p.heads = p.kv_heads = c.heads;
-      p.seq_q = p.seq_k = c.n;
-      p.head_dim = c.dim;
-      p.causal = c.causal;
-      return p;
-    }();
-    if (const char* why = cuda::cudnn_ops().unsupported(Pass::fwd, probe_params)) {
-      // A refusal must say why (cuDNN's or ours).
-      WARN("cudnn refuses " << c.name() << ": " << why);
-      CHECK(std::string(why).find("cuDNN") != std::string::npos);
+    const AttentionParams p = params_of(c);
+    sdpa::set_fp8_probe(split_probe(1));
+    const bool e4m3 = !cuda::cudnn_ops().unsupported(Pass::fwd, p) && sdpa::fp8_o_bits(p) == 8;
+    sdpa::set_fp8_probe(split_probe(0));
+    const char* refused = cuda::cudnn_ops().unsupported(Pass::fwd, p);
+    sdpa::set_fp8_probe({});
+    if (!e4m3) {
+      WARN("cudnn's fp8 O is not cuDNN's e4m3 here (or refused): " << (refused ? refused : "bf16 O"));
       continue;
     }
+    REQUIRE(refused != nullptr);
+    CHECK(std::string(refused).find("race inside cuDNN's kernel") != std::string::npos);
+    CHECK(std::string(refused).find("FB_CUDNN_FP8_SPLIT") != std::string::npos);
     Setup s(c, stream.s, 20261130);
-    if (!usable(s)) continue;
-    const Outcome out = variant(s, "shipped", {}, 3);
+    if (!usable(s, split_probe(1))) continue;
+    const Outcome out = variant(s, "split", split_probe(1), 3);
     CHECK(out.bad_calls == 0);
     CHECK(out.nan_calls == 0);
+    CHECK(out.nondeterministic == 0);
   }
 }
 
-TEST_CASE("cudnn fp8 diagnostic: where cuDNN's e4m3 O goes wrong and what changes it", "[.cudnnfp8diag]") {
+// Session 7 call B: the split where cuDNN races (every call right, the same bits each call?) and what it
+// costs (median ms, whole vs split), beside the whole launch run anyway (Fp8Probe::split = 2).
+TEST_CASE("cudnn fp8 diagnostic: cuDNN's race, the split, its cost", "[.cudnnfp8diag]") {
   StreamGuard stream;
   std::printf("cudnnfp8diag cuDNN %zu\n", cuda::cudnn_version());
   std::map<std::string, Outcome> summary;
-  const auto record = [&](const Case8& c, const char* name, const Outcome& o) { summary[c.name() + " " + name] = o; };
-  {
-    const Case8 c{8, 16, 2048, 128, false};
+  std::vector<std::string> timings;
+  for (const Case8& c : {Case8{8, 16, 2048, 128, false}, Case8{8, 16, 2048, 128, true},
+                         Case8{16, 16, 1024, 128, false}, Case8{16, 16, 1024, 128, true},
+                         Case8{4, 16, 4096, 128, false}, Case8{4, 16, 4096, 128, true},
+                         Case8{2, 16, 8192, 128, true}}) {
     Setup s(c, stream.s, 42);
-    REQUIRE(usable(s));
-    std::printf("cudnnfp8diag == %s descale_v %.4g\n", c.name().c_str(), double(s.p.descale_v));
-    sdpa::Fp8Probe pr;
-    record(c, "shipped", variant(s, "shipped", pr, 4));
-    pr = {};
-    pr.sentinel = kFp8E4m3NaN;
-    record(c, "nan-sentinel", variant(s, "nan-sentinel", pr, 3));
-    // The same memset with an ordinary value (72, as the stale bytes) and with zeros: does the
-    // sentinel's content matter, or only that O is written before cuDNN runs?
-    pr = {};
-    pr.sentinel = 0x5a;
-    record(c, "value-sentinel", variant(s, "value-sentinel", pr, 2));
-    pr = {};
-    pr.sentinel = 0;
-    record(c, "zero-sentinel", variant(s, "zero-sentinel", pr, 2));
-    pr = {};
-    pr.sync_before_widen = true;
-    record(c, "sync", variant(s, "sync", pr, 2));
-    pr = {};
-    pr.o_scale_factor = 0.25f;
-    record(c, "scale_o/4", variant(s, "scale_o/4", pr, 2));
-    pr = {};
-    pr.o_scale_factor = 4.0f;
-    record(c, "scale_o*4", variant(s, "scale_o*4", pr, 2));
-    pr = {};
-    pr.scalars_apart = true;
-    record(c, "scalars-apart", variant(s, "scalars-apart", pr, 2));
-    pr = {};
-    pr.zero_scratch = true;
-    record(c, "zero-scratch", variant(s, "zero-scratch", pr, 2));
-    pr = {};
-    pr.o_e4m3 = reinterpret_cast<void*>(1);  // variant() puts a buffer of its own there
-    record(c, "o-own-buffer", variant(s, "o-own-buffer", pr, 2));
-    pr = {};
-    pr.o_bshd = true;
-    pr.sentinel = kFp8E4m3NaN;
-    record(c, "o-bshd+nan", variant(s, "o-bshd+nan", pr, 3));
-    // Everything [b, s, h, d], as cuDNN's own FP8 tests lay it out.
-    pr.qkv_bshd = true;
-    record(c, "all-bshd+nan", variant(s, "all-bshd+nan", pr, 3));
-  }
-  {
-    const Case8 c{8, 16, 2048, 128, true};
-    Setup s(c, stream.s, 42);
-    REQUIRE(usable(s));
+    if (!usable(s, split_probe(2))) continue;
     std::printf("cudnnfp8diag == %s\n", c.name().c_str());
-    record(c, "shipped", variant(s, "shipped", {}, 2));
-    sdpa::Fp8Probe pr;
-    pr.sentinel = kFp8E4m3NaN;
-    record(c, "nan-sentinel", variant(s, "nan-sentinel", pr, 2));
-    pr.o_bshd = true;
-    record(c, "o-bshd+nan", variant(s, "o-bshd+nan", pr, 2));
-    pr.qkv_bshd = true;
-    record(c, "all-bshd+nan", variant(s, "all-bshd+nan", pr, 2));
-  }
-  for (const Case8& c : {Case8{1, 16, 2048, 128, false}, Case8{2, 16, 2048, 128, false},
-                         Case8{4, 16, 2048, 128, false}, Case8{4, 16, 4096, 128, false},
-                         Case8{2, 16, 8192, 128, false}}) {
-    Setup s(c, stream.s, 42);
-    if (!usable(s)) continue;
-    std::printf("cudnnfp8diag == %s\n", c.name().c_str());
-    sdpa::Fp8Probe pr;
-    pr.sentinel = kFp8E4m3NaN;
-    record(c, "nan-sentinel", variant(s, "nan-sentinel", pr, 2));
+    summary[c.name() + " whole"] = variant(s, "whole", split_probe(2), 2);
+    if (!usable(s, split_probe(1))) continue;
+    summary[c.name() + " split"] = variant(s, "split", split_probe(1), 4);
+    const double whole = median_ms(s, split_probe(2), 20), split = median_ms(s, split_probe(1), 20);
+    char line[200];
+    std::snprintf(line, sizeof line, "%-26s whole %.4f ms  split %.4f ms  split/whole %.3f", c.name().c_str(), whole,
+                  split, split / whole);
+    timings.push_back(line);
   }
   std::printf("cudnnfp8diag SUMMARY (calls with bad elements / with NaN codes left / differing from the call before)\n");
   for (const auto& [name, o] : summary)
     std::printf("cudnnfp8diag   %-40s bad %lld nan %lld nondet %lld\n", name.c_str(), (long long)o.bad_calls,
                 (long long)o.nan_calls, (long long)o.nondeterministic);
+  for (const std::string& t : timings) std::printf("cudnnfp8diag   time %s\n", t.c_str());
   std::fflush(stdout);
 }
 
