@@ -412,7 +412,7 @@ TEST_CASE("cudnn fp8 where cuDNN's engine races: refused with the reason, or spl
 
 // Session 7 call B: the split where cuDNN races (every call right, the same bits each call?) and what it
 // costs (median ms, whole vs split), beside the whole launch run anyway (Fp8Probe::split = 2).
-TEST_CASE("cudnn fp8 diagnostic: cuDNN's race, the split, its cost", "[.cudnnfp8diag]") {
+TEST_CASE("diagnostic of cudnn's fp8 forward: cuDNN's race, the split, its cost", "[.cudnnfp8diag]") {
   StreamGuard stream;
   std::printf("cudnnfp8diag cuDNN %zu\n", cuda::cudnn_version());
   std::map<std::string, Outcome> summary;
