@@ -40,6 +40,8 @@ constexpr int kFp8HeadDimMultiple = 16;
 // is the same anywhere in e4m3's normal range, so the headroom costs nothing. A power of two keeps
 // the widening (times descale_v / kFp8OHeadroom) to one rounding, to bf16.
 constexpr float kFp8OHeadroom = 0.5f;
+// Variant packs kept per plan (Plan::packs).
+constexpr std::size_t kMaxPacks = 8;
 // Each workspace part starts on this boundary.
 constexpr std::size_t kWorkspaceAlign = 256;
 
@@ -77,13 +79,28 @@ struct Scalars {
 constexpr int kFp8Factors = kScaleO - kDescaleQ + 1;
 constexpr int kFp8DeviceScalars = kAmaxO - kDescaleQ + 1;
 constexpr std::size_t kFp8ScalarBytes = 4096;
-static_assert(kFp8DeviceScalars * sizeof(float) <= kFp8ScalarBytes);
+// Diagnostics (cudnn_sdpa.h); read and written under State::mutex.
+Fp8Probe& probe() {
+  static Fp8Probe p;
+  return p;
+}
+Fp8Last& last_fp8() {
+  static Fp8Last l;
+  return l;
+}
+// Floats between two consecutive device scalars: packed, or (Fp8Probe::scalars_apart) 256 bytes.
+constexpr int kScalarsApart = 64;
+static_assert(kFp8DeviceScalars * kScalarsApart * sizeof(float) <= kFp8ScalarBytes);
+int scalar_stride() { return probe().scalars_apart ? kScalarsApart : 1; }
+
 struct Fp8Factors {
   std::array<float, kFp8Factors> values;
+  int stride;  // scalar_stride() they were laid out with
   explicit Fp8Factors(const AttentionParams& p, bool o_e4m3)
       : values{p.descale_q, p.descale_k, p.descale_v, 1.0f / p.p_scale, p.p_scale,
-               o_e4m3 ? kFp8OHeadroom / p.descale_v : 1.0f} {}
-  bool operator==(const Fp8Factors& o) const { return values == o.values; }
+               o_e4m3 ? kFp8OHeadroom / p.descale_v * probe().o_scale_factor : 1.0f},
+        stride(scalar_stride()) {}
+  bool operator==(const Fp8Factors& o) const { return values == o.values && stride == o.stride; }
 };
 
 // A planned graph, or why cuDNN would not plan it.
@@ -102,11 +119,15 @@ struct Plan {
   // Backward with Shape::padding_mask: the lengths, b seq_q values then b seq_k values (int32),
   // ours as device_scalars are, uploaded once (they are the plan's shape).
   std::int32_t* device_seq_lens = nullptr;
-  // The last variant pack and what it binds. The runner repeats a call with the same buffers: building
-  // the pack again would put host work between the timing events, counted as kernel time.
-  std::optional<BackendDesc> pack;
-  std::vector<void*> pack_buffers;  // device pointers, then the workspace
-  std::optional<Scalars> pack_scalars;
+  // Variant packs by the buffers they bind (device pointers, then the workspace). The runner repeats a
+  // call with the same buffers, and a split fp8 forward (fp8_chunks) takes turns between a few:
+  // building a pack again would put host work between the timing events, counted as kernel time.
+  struct Pack {
+    explicit Pack(const Scalars& v) : scalars(v) {}
+    Scalars scalars;  // the pack points at these
+    BackendDesc desc{CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR};
+  };
+  std::map<std::vector<void*>, std::unique_ptr<Pack>> packs;
 };
 
 // The state shared by every call: the mutex serialises planning and execution (a handle is bound to
@@ -246,6 +267,8 @@ const char* refused_shape(Which which, const AttentionParams& p) {
 Shape shape_for(Which which, const AttentionParams& p) {
   Shape s = shape_of(p);
   s.padding_mask = which == Which::bwd && cudnnGetVersion() < kBwdAnyKeysFromVersion && p.seq_k % kBwdKeyMultiple != 0;
+  s.o_bshd = which == Which::fwd && p.dtype == Dtype::fp8 && probe().o_bshd;
+  s.qkv_bshd = which == Which::fwd && p.dtype == Dtype::fp8 && probe().qkv_bshd;
   return s;
 }
 
@@ -299,45 +322,110 @@ Plan& plan_for(Which which, const AttentionParams& p) {
 // The e4m3 O of an fp8 forward, one byte an element.
 std::size_t fp8_o_bytes(const Shape& s) { return std::size_t(s.batch * s.heads * s.seq_q * s.head_dim); }
 
-// Diagnostics of the fp8 forward, read once from the environment (scripts/cudnn_fp8_h200.sh A/Bs them):
-// FB_CUDNN_WS_GUARD=0 drops the guards (the workspace's below, the scalar buffer's room);
-// FB_CUDNN_FP8_SENTINEL=1 fills the e4m3 O with NaN codes before every call, so that elements cuDNN does
-// not write come out NaN instead of stale.
-bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) != "0" : fallback;
-}
-bool fp8_ws_guard() {
-  static const bool on = env_flag("FB_CUDNN_WS_GUARD", true);
-  return on;
-}
-bool fp8_sentinel() {
-  static const bool on = env_flag("FB_CUDNN_FP8_SENTINEL", false);
-  return on;
-}
-// Bytes kept free between cuDNN's workspace and the e4m3 O: one fp32 per query row. On the H200
-// (cuDNN 9.14) the fp8 forward at b8 h16 N 2048 corrupted some O elements deterministically while
-// smaller b x h did not, with cuDNN's workspace (<= 256 bytes asked) directly before O: the guess
-// is that the engine writes past what it asks (per-head partial maxima would be b x h floats).
-std::size_t fp8_guard_bytes(const Shape& s) {
-  return fp8_ws_guard() ? align_up(std::size_t(s.batch * s.heads * s.seq_q) * sizeof(float)) : 0;
-}
-std::size_t fp8_o_offset(const Plan& fwd, const Shape& s) { return align_up(fwd.plan_workspace) + fp8_guard_bytes(s); }
+// Where the e4m3 O starts in the workspace: after the plan's part.
+std::size_t fp8_o_offset(const Plan& fwd) { return align_up(fwd.plan_workspace); }
 
 std::size_t forward_workspace(const Plan& fwd, const Shape& s) {
-  return fwd.o_e4m3 ? fp8_o_offset(fwd, s) + fp8_o_bytes(s) : fwd.plan_workspace;
+  return fwd.o_e4m3 ? fp8_o_offset(fwd) + fp8_o_bytes(s) : fwd.plan_workspace;
 }
 
 std::size_t backward_workspace(const Plan& bwd, const Shape& s) {
   return align_up(bwd.plan_workspace) + align_up(row_dot_bytes(s)) + dq_accum_bytes(s);
 }
 
+// cuDNN's Hopper FP8 forward (the e4m3-O engine; cuDNN 9.14 on the H200) races inside its kernel
+// when one launch has many query tiles and a short key loop: with the same inputs, O rows differ from
+// call to call and some come out far off (whole rows, errors up to ~10 against |O| < 0.4, while its own
+// amax of O is right: the O it computed was right, the rows it stored were not). The same with every
+// layout (Q/K/V/O in BSHD as cuDNN's own tests), scale_o, scratch and O placement and a device sync
+// before the widening (tests/test_gpu_cudnn_fp8.cpp [cudnnfp8diag], session 7 call A). Seen at 2048
+// query tiles of 128 rows with seq_k 1024-4096 (N 4096 full: calls differ, none far off yet); not at
+// 1024 tiles or fewer, nor at 2048 with seq_k 8192 or 16384 (deterministic, verified).
+constexpr std::int64_t kFp8TileRows = 128;
+constexpr std::int64_t kFp8SafeTiles = 1024;   // query tiles per launch seen race-free
+constexpr int kFp8RaceFreeKeys = 8192;         // seq_k from which 2048 tiles were race-free
+std::int64_t fp8_tiles_per_batch(const AttentionParams& p) {
+  return std::int64_t(p.heads) * ((p.seq_q + kFp8TileRows - 1) / kFp8TileRows);
+}
+// (Fp8Probe::split = 2, diagnostics: no shape is, so that the whole launch runs anyway.)
+bool fp8_race_shape(const AttentionParams& p) {
+  return p.dtype == Dtype::fp8 && p.batch * fp8_tiles_per_batch(p) > kFp8SafeTiles && p.seq_k < kFp8RaceFreeKeys &&
+         probe().split != 2;
+}
+// FB_CUDNN_FP8_SPLIT=1 (read once; Fp8Probe::split overrides): run such shapes as several launches of
+// at most kFp8SafeTiles tiles (whole batches each) instead of refusing them.
+bool fp8_split() {
+  static const bool env = [] {
+    const char* v = std::getenv("FB_CUDNN_FP8_SPLIT");
+    return v && *v && std::string(v) != "0";
+  }();
+  return probe().split >= 0 ? probe().split == 1 : env;
+}
+// The launches of a split fp8 forward: consecutive batches (contiguous in every tensor, BHSD), as
+// equal as can be (at most two shapes, two plans); empty when one batch alone is over the limit.
+std::vector<AttentionParams> fp8_chunks(const AttentionParams& p) {
+  const std::int64_t per_batch = fp8_tiles_per_batch(p);
+  if (per_batch > kFp8SafeTiles) return {};
+  const int max_batches = int(kFp8SafeTiles / per_batch);
+  const int n = (p.batch + max_batches - 1) / max_batches;
+  const auto at = [](const void* base, std::int64_t bytes) -> const char* {
+    return base ? static_cast<const char*>(base) + bytes : nullptr;
+  };
+  const std::int64_t q_batch = std::int64_t(p.heads) * p.seq_q * p.head_dim;
+  const std::int64_t kv_batch = std::int64_t(p.kv_heads) * p.seq_k * p.head_dim;
+  std::vector<AttentionParams> chunks;
+  int b0 = 0;
+  for (int i = 0; i < n; ++i) {
+    AttentionParams c = p;
+    c.batch = p.batch / n + (i < p.batch % n ? 1 : 0);
+    c.q = at(p.q, b0 * q_batch);  // e4m3: a byte an element
+    c.k = at(p.k, b0 * kv_batch);
+    c.v = at(p.v, b0 * kv_batch);
+    c.o = const_cast<char*>(at(p.o, b0 * q_batch * 2));  // bf16
+    c.lse = const_cast<char*>(at(p.lse, b0 * std::int64_t(p.heads) * p.seq_q * std::int64_t(sizeof(float))));
+    chunks.push_back(c);
+    b0 += c.batch;
+  }
+  return chunks;
+}
+// Whether the fp8 forward of p runs split (else whole), on a plan already made for p.
+bool runs_split(const Plan& fwd, const AttentionParams& p) {
+  return fwd.o_e4m3 && fp8_race_shape(p) && fp8_split() && !fp8_chunks(p).empty();
+}
+std::string fp8_race_reason(const AttentionParams& p) {
+  return "cuDNN " + version_string(cudnnGetVersion()) +
+         "'s Hopper FP8 forward (O in e4m3) is wrong at this shape: with more than " +
+         std::to_string(kFp8SafeTiles) + " query tiles of 128 rows in one launch (here " +
+         std::to_string(p.batch * fp8_tiles_per_batch(p)) + ") and seq_k < " + std::to_string(kFp8RaceFreeKeys) +
+         ", O rows differ from call to call on the same inputs and some come out far off (a race inside "
+         "cuDNN's kernel, measured on the H200); FB_CUDNN_FP8_SPLIT=1 runs it as launches of at most " +
+         std::to_string(kFp8SafeTiles) + " tiles";
+}
+
+void execute_one(Which which, const AttentionParams& p, const Context& ctx);
+
 void execute(Which which, const AttentionParams& p, const Context& ctx) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
+  if (which == Which::fwd && p.dtype == Dtype::fp8) {
+    const Plan& whole = plan_for(which, p);
+    if (whole.plan && whole.o_e4m3 && fp8_race_shape(p)) {
+      if (!runs_split(whole, p)) throw CudaError(fp8_race_reason(p));
+      for (const AttentionParams& c : fp8_chunks(p)) execute_one(which, c, ctx);
+      last_fp8().split = true;
+      return;
+    }
+  }
+  execute_one(which, p, ctx);
+}
+
+// One launch of cuDNN's plan for p (and the widening of an e4m3 O); State::mutex held.
+void execute_one(Which which, const AttentionParams& p, const Context& ctx) {
+  State& st = state();
   Plan& plan = plan_for(which, p);
   if (!plan.plan) throw CudaError(plan.why_not);
-  const Shape s = shape_of(p);
+  const Shape s = shape_for(which, p);
+  const Fp8Probe& pr = probe();
   char* ws = static_cast<char*>(p.workspace);
   void* row_dot = nullptr;
   void* dq_accum = nullptr;
@@ -346,7 +434,7 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
     row_dot = ws + align_up(plan.plan_workspace);
     dq_accum = ws + align_up(plan.plan_workspace) + align_up(row_dot_bytes(s));
   }
-  if (plan.o_e4m3) o = ws + fp8_o_offset(plan, s);
+  if (plan.o_e4m3) o = pr.o_e4m3 ? pr.o_e4m3 : ws + fp8_o_offset(plan);
   const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream);
   if (which == Which::bwd && shape_for(which, p).padding_mask && !plan.device_seq_lens) {
     std::vector<std::int32_t> lengths(std::size_t(2 * p.batch), p.seq_k);
@@ -361,17 +449,19 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   if (p.dtype == Dtype::fp8) {
     if (!plan.device_scalars) {
       void* d = nullptr;
-      // Room past the 8 floats, for the same reason as the workspace guard (fp8_guard_bytes).
-      FB_CUDA_CHECK(cudaMalloc(&d, fp8_ws_guard() ? kFp8ScalarBytes : kFp8DeviceScalars * sizeof(float)));
+      // Room for Fp8Probe::scalars_apart.
+      FB_CUDA_CHECK(cudaMalloc(&d, kFp8ScalarBytes));
       plan.device_scalars = static_cast<float*>(d);
     }
     // Uploaded when they change (a new case), not on every call: the timed calls repeat the same.
     const Fp8Factors factors(p, plan.o_e4m3);
     if (!plan.uploaded || !(factors == *plan.uploaded)) {
-      plan.uploaded = factors;  // stored first: the copy reads from here
-      FB_CUDA_CHECK(cudaMemcpyAsync(plan.device_scalars, plan.uploaded->values.data(), sizeof(float) * kFp8Factors,
+      plan.uploaded = factors;
+      std::vector<float> laid_out(std::size_t(kFp8DeviceScalars * factors.stride), 0.0f);
+      for (int i = 0; i < kFp8Factors; ++i) laid_out[std::size_t(i * factors.stride)] = factors.values[std::size_t(i)];
+      FB_CUDA_CHECK(cudaMemcpyAsync(plan.device_scalars, laid_out.data(), laid_out.size() * sizeof(float),
                                     cudaMemcpyHostToDevice, stream));
-      // Pageable source: make sure the copy is done before the values can change again.
+      // Pageable source: make sure the copy is done before `laid_out` goes.
       FB_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
   }
@@ -395,7 +485,7 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
       case kScaleS:
       case kScaleO:
       case kAmaxS:
-      case kAmaxO: return plan.device_scalars + (uid - kDescaleQ);
+      case kAmaxO: return plan.device_scalars + (uid - kDescaleQ) * scalar_stride();
       case kSeqLenQ: return plan.device_seq_lens;
       case kSeqLenKv: return plan.device_seq_lens + p.batch;
       default: return nullptr;  // a by-value scalar
@@ -405,10 +495,12 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   for (const std::int64_t uid : plan.graph.uids) buffers.push_back(device_buffer(uid));
   buffers.push_back(ws);
   const Scalars scalars(p);
-  if (!plan.pack || buffers != plan.pack_buffers || !(scalars == *plan.pack_scalars)) {
-    plan.pack.reset();
-    plan.pack_scalars = scalars;  // stored first: the pack points at these values
-    const Scalars& v = *plan.pack_scalars;
+  auto found = plan.packs.find(buffers);
+  if (found == plan.packs.end() || !(found->second->scalars == scalars)) {
+    // Packs of earlier cases are never used again: a few are kept, not all.
+    if (plan.packs.size() >= kMaxPacks) plan.packs.clear();
+    auto pack = std::make_unique<Plan::Pack>(scalars);
+    const Scalars& v = pack->scalars;
     std::vector<void*> ptrs;
     for (const std::int64_t uid : plan.graph.uids) {
       switch (uid) {
@@ -423,23 +515,33 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
       }
     }
     void* plan_ws = ws;
-    BackendDesc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    FB_CUDNN_SET(pack.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-                 std::int64_t(plan.graph.uids.size()), plan.graph.uids.data());
-    FB_CUDNN_SET(pack.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(ptrs.size()),
-                 ptrs.data());
-    FB_CUDNN_SET(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &plan_ws);
-    FB_CUDNN_CHECK(cudnnBackendFinalize(pack.get()));
-    plan.pack.emplace(std::move(pack));
-    plan.pack_buffers = std::move(buffers);
+    const cudnnBackendDescriptor_t d = pack->desc.get();
+    FB_CUDNN_SET(d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(plan.graph.uids.size()),
+                 plan.graph.uids.data());
+    FB_CUDNN_SET(d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(ptrs.size()), ptrs.data());
+    FB_CUDNN_SET(d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &plan_ws);
+    FB_CUDNN_CHECK(cudnnBackendFinalize(d));
+    found = plan.packs.insert_or_assign(std::move(buffers), std::move(pack)).first;
   }
   const cudnnHandle_t h = handle_for(st, current_device());
   FB_CUDNN_CHECK(cudnnSetStream(h, stream));
-  if (plan.o_e4m3 && fp8_sentinel())
-    FB_CUDA_CHECK(cudaMemsetAsync(o, kFp8E4m3NaN, fp8_o_bytes(s), stream));
-  FB_CUDNN_CHECK(cudnnBackendExecute(h, plan.plan->get(), plan.pack->get()));
+  if (plan.o_e4m3 && pr.sentinel >= 0) FB_CUDA_CHECK(cudaMemsetAsync(o, pr.sentinel & 0xff, fp8_o_bytes(s), stream));
+  float* const amax = plan.device_scalars ? plan.device_scalars + (kAmaxS - kDescaleQ) * scalar_stride() : nullptr;
+  if (plan.o_e4m3 && pr.zero_scratch) {
+    if (plan.plan_workspace) FB_CUDA_CHECK(cudaMemsetAsync(ws, 0, plan.plan_workspace, stream));
+    FB_CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
+    FB_CUDA_CHECK(cudaMemsetAsync(amax + scalar_stride(), 0, sizeof(float), stream));
+  }
+  FB_CUDNN_CHECK(cudnnBackendExecute(h, plan.plan->get(), found->second->desc.get()));
+  if (!plan.o_e4m3) return;
+  if (pr.sync_before_widen) FB_CUDA_CHECK(cudaDeviceSynchronize());
   // Part of the kernel's time: flashbench's fp8 O is bf16.
-  if (plan.o_e4m3) e4m3_to_bf16(o, p.o, p.q_elems(), p.descale_v / kFp8OHeadroom, ctx.stream);
+  const float factor = p.descale_v / kFp8OHeadroom / pr.o_scale_factor;
+  if (s.o_bshd)
+    e4m3_bshd_to_bf16_bhsd(o, p.o, p.q_elems(), p.heads, p.seq_q, p.head_dim, factor, ctx.stream);
+  else
+    e4m3_to_bf16(o, p.o, p.q_elems(), factor, ctx.stream);
+  last_fp8() = Fp8Last{o, amax, amax + scalar_stride(), factor, s.o_bshd, false};
 }
 
 }  // namespace
@@ -454,6 +556,14 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
   try {
     const Plan& fwd = plan_for(Which::fwd, p);
     if (!fwd.plan) return fwd.why_not.c_str();
+    if (fwd.o_e4m3 && fp8_race_shape(p)) {
+      static thread_local std::string race;
+      if (!runs_split(fwd, p)) return (race = fp8_race_reason(p)).c_str();
+      for (const AttentionParams& c : fp8_chunks(p)) {
+        const Plan& part = plan_for(Which::fwd, c);
+        if (!part.plan) return part.why_not.c_str();
+      }
+    }
     if (bwd) {
       const Plan& b = plan_for(Which::bwd, p);
       if (!b.plan) return b.why_not.c_str();
@@ -471,7 +581,9 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (unsupported(pass, p)) return 0;
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
-  const std::size_t fwd = forward_workspace(plan_for(Which::fwd, p), shape_of(p));
+  std::size_t fwd = forward_workspace(plan_for(Which::fwd, p), shape_of(p));
+  if (runs_split(plan_for(Which::fwd, p), p))  // the launches share the workspace, one after the other
+    for (const AttentionParams& c : fp8_chunks(p)) fwd = std::max(fwd, forward_workspace(plan_for(Which::fwd, c), shape_of(c)));
   if (pass == Pass::fwd) return fwd;
   // One workspace serves the forward (run first, for O and LSE) and the backward.
   return std::max(fwd, backward_workspace(plan_for(Which::bwd, p), shape_of(p)));
@@ -485,6 +597,18 @@ int fp8_o_bits(const AttentionParams& p) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
   return plan_for(Which::fwd, p).o_e4m3 ? 8 : 16;
+}
+
+void set_fp8_probe(const Fp8Probe& p) {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  probe() = p;
+}
+
+Fp8Last fp8_last() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  return last_fp8();
 }
 
 std::size_t library_version() { return cudnnGetVersion(); }

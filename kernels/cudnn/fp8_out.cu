@@ -17,11 +17,24 @@ constexpr int kThreads = 256;
 // Enough blocks to fill any current GPU several times over; the loop strides past them.
 constexpr std::int64_t kMaxBlocks = 4096;
 
+// Where destination chunk i (BHSD) is in the source: itself, or (bshd) its [b, s, h, d] position.
+struct SourceLayout {
+  bool bshd = false;
+  std::int64_t heads = 1, seq = 1, dim_chunks = 1;  // dim_chunks: head_dim / 16
+  __device__ std::int64_t operator()(std::int64_t i) const {
+    if (!bshd) return i;
+    const std::int64_t c = i % dim_chunks, row = i / dim_chunks;  // row = (b heads + h) seq + s
+    const std::int64_t s = row % seq, bh = row / seq;
+    const std::int64_t h = bh % heads, b = bh / heads;
+    return ((b * seq + s) * heads + h) * dim_chunks + c;
+  }
+};
+
 __global__ void e4m3_to_bf16_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::int64_t chunks,
-                                    float factor) {
+                                    float factor, SourceLayout layout) {
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride) {
-    const uint4 in = src[i];
+    const uint4 in = src[layout(i)];
     const unsigned words[4] = {in.x, in.y, in.z, in.w};
     unsigned out[8];  // two bf16 each, lower address in the low half
 #pragma unroll
@@ -42,15 +55,24 @@ __global__ void e4m3_to_bf16_kernel(const uint4* __restrict__ src, uint4* __rest
   }
 }
 
-}  // namespace
-
-void e4m3_to_bf16(const void* src, void* dst, std::int64_t n, float factor, void* stream) {
+void launch(const void* src, void* dst, std::int64_t n, float factor, SourceLayout layout, void* stream) {
   const std::int64_t chunks = n / kE4m3ToBf16Multiple;
   if (chunks == 0) return;
   const auto blocks = static_cast<unsigned>(std::min(kMaxBlocks, (chunks + kThreads - 1) / kThreads));
   e4m3_to_bf16_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const uint4*>(src), static_cast<uint4*>(dst), chunks, factor);
+      static_cast<const uint4*>(src), static_cast<uint4*>(dst), chunks, factor, layout);
   FB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void e4m3_to_bf16(const void* src, void* dst, std::int64_t n, float factor, void* stream) {
+  launch(src, dst, n, factor, SourceLayout{}, stream);
+}
+
+void e4m3_bshd_to_bf16_bhsd(const void* src, void* dst, std::int64_t n, std::int64_t heads, std::int64_t seq,
+                            std::int64_t dim, float factor, void* stream) {
+  launch(src, dst, n, factor, SourceLayout{true, heads, seq, dim / kE4m3ToBf16Multiple}, stream);
 }
 
 }  // namespace fb::cuda::cudnn_sdpa

@@ -10,5 +10,9 @@ namespace fb::cuda::cudnn_sdpa {
 // multiple of kE4m3ToBf16Multiple; src and dst 16-byte aligned.
 constexpr std::int64_t kE4m3ToBf16Multiple = 16;
 void e4m3_to_bf16(const void* src, void* dst, std::int64_t n, float factor, void* stream);
+// The same from src laid out [b, s, h, d] into dst laid out [b, h, s, d] (n = b h s d elements):
+// d must be a multiple of kE4m3ToBf16Multiple.
+void e4m3_bshd_to_bf16_bhsd(const void* src, void* dst, std::int64_t n, std::int64_t heads, std::int64_t seq,
+                            std::int64_t dim, float factor, void* stream);
 
 }  // namespace fb::cuda::cudnn_sdpa

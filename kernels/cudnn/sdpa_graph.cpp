@@ -19,7 +19,8 @@ BackendDesc::~BackendDesc() {
 
 bool Shape::operator<(const Shape& o) const {
   const auto tie = [](const Shape& s) {
-    return std::tie(s.dtype, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.causal, s.padding_mask);
+    return std::tie(s.dtype, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.causal, s.padding_mask,
+                    s.o_bshd, s.qkv_bshd);
   };
   return tie(*this) < tie(o);
 }
@@ -250,10 +251,17 @@ void build_forward(Graph& g, const Shape& s) {
 
 void build_forward_fp8(Graph& g, const Shape& s, Fp8Out out) {
   const Layouts l(s);
-  const Tensor q = io(g, kQ, kE4m3, l.q);
-  const Tensor kt = io(g, kK, kE4m3, l.kt);
-  const Tensor v = io(g, kV, kE4m3, l.kv);
-  const Tensor o = io(g, kO, out == Fp8Out::bf16 ? CUDNN_DATA_BFLOAT16 : kE4m3, l.q);
+  // [b, h, s, d] seen in [b, s, h, d] memory (Shape::o_bshd, Shape::qkv_bshd).
+  const auto bshd = [](std::int64_t b, std::int64_t h, std::int64_t n, std::int64_t d) {
+    return Layout{{b, h, n, d}, {n * h * d, d, h * d, 1}};
+  };
+  const Layout q_layout = s.qkv_bshd ? bshd(s.batch, s.heads, s.seq_q, s.head_dim) : l.q;
+  const Layout kv_layout = s.qkv_bshd ? bshd(s.batch, s.kv_heads, s.seq_k, s.head_dim) : l.kv;
+  const Tensor q = io(g, kQ, kE4m3, q_layout);
+  const Tensor kt = io(g, kK, kE4m3, transposed(kv_layout));
+  const Tensor v = io(g, kV, kE4m3, kv_layout);
+  const Layout o_layout = out == Fp8Out::e4m3 && s.o_bshd ? bshd(s.batch, s.heads, s.seq_q, s.head_dim) : l.q;
+  const Tensor o = io(g, kO, out == Fp8Out::bf16 ? CUDNN_DATA_BFLOAT16 : kE4m3, o_layout);
   const Tensor lse = io(g, kStats, kF32, l.rows);
   const Tensor scale = scalar(g, kScale, kF32);
   const Tensor descale_q = io(g, kDescaleQ, kF32, kScalar);

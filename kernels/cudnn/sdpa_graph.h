@@ -80,6 +80,11 @@ struct Shape {
   // It masks nothing; it is cudnn-frontend's workaround for cuDNN < 9.16, whose backward without one
   // is wrong when seq_k is not a multiple of 128.
   bool padding_mask = false;
+  // fp8 forward with an e4m3 O only: that O (ours, in the workspace) laid out [b, s_q, h, d] as in
+  // cudnn-frontend's FP8 samples, instead of the BHSD of every other tensor (the widening reorders).
+  bool o_bshd = false;
+  // fp8 forward, diagnostics only (cudnn_sdpa.h, Fp8Probe): Q, K, V laid out [b, s, h, d] by the caller.
+  bool qkv_bshd = false;
   bool operator<(const Shape& o) const;
 };
 Shape shape_of(const AttentionParams& p);
