@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,18 @@ template <typename F> void with_head_dim(int head_dim, F&& f) {
 }
 
 }  // namespace
+
+GridVariant grid_variant() {
+  static const GridVariant v = [] {
+    const char* e = std::getenv("FB_FLASH_BWD");
+    const std::string s = e != nullptr ? e : "";
+    if (s.empty() || s == "standard") return GridVariant::standard;
+    if (s == "s6") return GridVariant::s6;
+    if (s == "lean-v4") return GridVariant::lean_v4;
+    throw std::invalid_argument("FB_FLASH_BWD: '" + s + "' is not a flash backward variant (s6, lean-v4, standard)");
+  }();
+  return v;
+}
 
 void set_smem_limit(const void* kernel, int bytes) {
   int dev = 0, optin = 0;
