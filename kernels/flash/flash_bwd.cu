@@ -128,7 +128,10 @@ GridVariant grid_variant() {
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "s6") return GridVariant::s6;
     if (s == "lean-v4") return GridVariant::lean_v4;
-    throw std::invalid_argument("FB_FLASH_BWD: '" + s + "' is not a flash backward variant (s6, lean-v4, standard)");
+    if (s == "split") return GridVariant::split;
+    if (s == "stm") return GridVariant::stm;
+    throw std::invalid_argument("FB_FLASH_BWD: '" + s +
+                                "' is not a flash backward variant (standard, s6, lean-v4, split, stm)");
   }();
   return v;
 }

@@ -129,6 +129,27 @@ __device__ __forceinline__ void atomic_add2(float* dst, float v0, float v1) {
 #endif
 }
 
+// Stores a 16 x 16 tile of 16-bit values held as an mma A fragment (r[0]: rows 0-7, columns 0-7;
+// r[1]: rows 8-15; r[2]: rows 0-7, columns 8-15; r[3]: rows 8-15, columns 8-15; lane (g, c) holding
+// row g, columns 2c and 2c + 1 of each) at `tile` (row stride `stride` elements, rows 16-byte
+// aligned): one stmatrix.x4 on sm_90 (each lane gives one row address), four 4-byte stores elsewhere.
+template <typename Elem>
+__device__ __forceinline__ void store_tile16(Elem* tile, int stride, const std::uint32_t (&r)[4],
+                                             int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const Elem* row = tile + (((lane / 8) % 2) * 8 + lane % 8) * stride + (lane / 16) * 8;
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   ptx::smem_addr(row)),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#else
+  const int g = lane / 4, c = lane % 4;
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+    *reinterpret_cast<std::uint32_t*>(tile + (g + (m % 2) * 8) * stride + (m / 2) * 8 + 2 * c) = r[m];
+#endif
+}
+
 // kRows rows of a tile into a padded shared tile, unrolled: the thread copies the same 16-byte column
 // of rows ld_row, ld_row + kThreads / kVecsPerRow, ..., so its shared and global addresses are one
 // base plus compile-time offsets (no index arithmetic per copy). smem_t / gmem_t: the tile's bases
@@ -484,9 +505,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // and dQ's reductions test rows only on a head's last query tile. Same products, same order.
 // kDqRed2 (with kLean): dQ reduced with red.v2 from each lane's own accumulator pairs (16 a thread a
 // step at d = 128) instead of a lane-pair exchange (2 shuffles and 6 selects per n8 tile) and red.v4.
+// kSplitS: S^T/dP^T in two halves of the warp's queries, each over the whole head_dim, so the first
+// half's exponentials do not wait for the second half's MMAs (ptxas may interleave them); K and V
+// fragments are read twice (+32 ldmatrix a warp a step at d = 128).
+// kStMatrix (with kPInRegs): P^T and dS^T go to shared memory with one stmatrix.x4 per 16 x 16 block
+// (sm_90) instead of four 4-byte stores.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
-          bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false>
+          bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
+          bool kStMatrix_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -502,6 +529,8 @@ struct TcGridTraits {
   static constexpr bool kDeferDq = kDeferDq_;
   static constexpr bool kLean = kLean_;
   static constexpr bool kDqRed2 = kDqRed2_ && kLean_;
+  static constexpr bool kSplitS = kSplitS_;
+  static constexpr bool kStMatrix = kStMatrix_ && kPInRegs_;
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
 
   static constexpr int kMmaM = 16;
@@ -854,7 +883,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
         // The most permissive pair of the block (its last query, its first key) hidden: all are.
         const bool skip = need_mask && !mask.visible(m0 + s_q + Tr::kSCols - 1, n0 + s_keys);
+        constexpr int kHalves = Tr::kSplitS ? 2 : 1;
+        constexpr int kSNHalf = kSN / kHalves;  // n8 tiles of queries per half
+        static_assert(kSNHalf % 2 == 0, "halves of whole n16 query blocks");
         if (!skip) {
+#pragma unroll
+          for (int hf = 0; hf < kHalves; ++hf)
 #pragma unroll
           for (int kk = 0; kk < D; kk += Tr::kMmaK) {
             std::uint32_t ak[2][4];
@@ -863,7 +897,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
                                           (lane / 16) * 8);
 #pragma unroll
-            for (int j = 0; j < kSN; j += 2) {
+            for (int j = hf * kSNHalf; j < (hf + 1) * kSNHalf; j += 2) {
               // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
               std::uint32_t bq[4];
               ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
@@ -881,7 +915,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
                                           (lane / 16) * 8);
 #pragma unroll
-            for (int j = 0; j < kSN; j += 2) {
+            for (int j = hf * kSNHalf; j < (hf + 1) * kSNHalf; j += 2) {
               std::uint32_t bo[4];
               ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
                                               Tr::kRowStride +
@@ -918,13 +952,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               ds[e] = Tr::kLean ? p[e] * fmaf(acc_dp[i][j][e], scale, -d_e)
                                 : p[e] * (acc_dp[i][j][e] - d_e);
             }
-            const int row = s_keys + i * Tr::kMmaM + g;
-            Elem* p_lo = sP + row * Tr::kPStride + ql;
-            Elem* ds_lo = sDsW + row * Tr::kPStride + ql;
-            *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
-            *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
-            *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
-            *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(ds[2], ds[3]);
+            if constexpr (!Tr::kStMatrix) {
+              const int row = s_keys + i * Tr::kMmaM + g;
+              Elem* p_lo = sP + row * Tr::kPStride + ql;
+              Elem* ds_lo = sDsW + row * Tr::kPStride + ql;
+              *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
+              *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
+              *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
+              *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) =
+                  ptx::pack2<Elem>(ds[2], ds[3]);
+            }
             // The m16n8 accumulators of n8 tiles 2s and 2s + 1 are the A fragment of k16 step s.
             if constexpr (Tr::kPInRegs) {
               own_p[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(p[0], p[1]);
@@ -933,6 +970,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               own_ds[i][j / 2][(j % 2) * 2 + 1] = ptx::pack2<Elem>(ds[2], ds[3]);
             }
           }
+        }
+        if constexpr (Tr::kStMatrix) {
+          // The A fragments are the 16 x 16 blocks (keys, queries) as stmatrix wants them.
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int t = 0; t < kSN / 2; ++t) {
+              const int off = (s_keys + i * Tr::kMmaM) * Tr::kPStride + s_q + t * Tr::kMmaK;
+              detail::store_tile16(sP + off, Tr::kPStride, own_p[i][t], lane);
+              detail::store_tile16(sDsW + off, Tr::kPStride, own_ds[i][t], lane);
+            }
         }
       }
       // Before dV/dK reads another warp's P^T, dS^T: without kDeferDq a block-wide barrier; with it,
@@ -1068,18 +1116,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
 // Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
-// Session 7: kLean and kDqRed2 on (`type`); `s6` (session 6's loop) and `lean_v4` (kLean with the
-// red.v4 exchange) stay for FB_FLASH_BWD A/B runs (grid_variant(), flash_bwd_common.cuh).
+// Session 7: kLean and kDqRed2 on (`type`); for FB_FLASH_BWD A/B runs (grid_variant(),
+// flash_bwd_common.cuh): `s6` (session 6's loop), `split` (+ kSplitS), `stm` (+ kStMatrix).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
   using s6 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, false, false>;
   using lean_v4 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, false>;
+  using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true>;
+  using stm = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
   using s6 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, false, false>;
   using lean_v4 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, false>;
+  using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true>;
+  using stm = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
@@ -1122,6 +1174,8 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
       switch (grid_variant()) {
         case GridVariant::s6: launch_main_tc<typename Cfg::s6>(a, stream); return;
         case GridVariant::lean_v4: launch_main_tc<typename Cfg::lean_v4>(a, stream); return;
+        case GridVariant::split: launch_main_tc<typename Cfg::split>(a, stream); return;
+        case GridVariant::stm: launch_main_tc<typename Cfg::stm>(a, stream); return;
         case GridVariant::standard: break;
       }
     }
