@@ -130,8 +130,9 @@ GridVariant grid_variant() {
     if (s == "lean-v4") return GridVariant::lean_v4;
     if (s == "split") return GridVariant::split;
     if (s == "stm") return GridVariant::stm;
-    throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, s6, lean-v4, split, stm)");
+    if (s == "dqfirst") return GridVariant::dqfirst;
+    throw std::invalid_argument(
+        "FB_FLASH_BWD: '" + s + "' is not a flash backward variant (standard, s6, lean-v4, split, stm, dqfirst)");
   }();
   return v;
 }

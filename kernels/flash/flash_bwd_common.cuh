@@ -65,8 +65,9 @@ template <int kHeadDim> int main_tf32_key_tile();
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
 // process, for A/B runs in one binary: `s6` (session 6's loop), `lean-v4` (session 7's lean loop with
 // the red.v4 dQ exchange), `split` (S^T/dP^T in two query halves), `stm` (P^T/dS^T stored with
-// stmatrix); unset: the standard one. Anything else is refused (std::invalid_argument).
-enum class GridVariant { standard, s6, lean_v4, split, stm };
+// stmatrix), `dqfirst` (dQ before dV/dK); unset: the standard one. Anything else is refused
+// (std::invalid_argument).
+enum class GridVariant { standard, s6, lean_v4, split, stm, dqfirst };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

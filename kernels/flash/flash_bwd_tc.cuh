@@ -510,10 +510,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // fragments are read twice (+32 ldmatrix a warp a step at d = 128).
 // kStMatrix (with kPInRegs): P^T and dS^T go to shared memory with one stmatrix.x4 per 16 x 16 block
 // (sm_90) instead of four 4-byte stores.
+// kDqFirst: dQ (and its reductions) right after the barrier that publishes dS^T, before dV/dK, so
+// the reductions leave while the dV/dK MMAs run rather than just before the next step's barrier.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
-          bool kStMatrix_ = false>
+          bool kStMatrix_ = false, bool kDqFirst_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -531,6 +533,7 @@ struct TcGridTraits {
   static constexpr bool kDqRed2 = kDqRed2_ && kLean_;
   static constexpr bool kSplitS = kSplitS_;
   static constexpr bool kStMatrix = kStMatrix_ && kPInRegs_;
+  static constexpr bool kDqFirst = kDqFirst_ && !kDeferDq_ && !kEarlyOwn_;
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
 
   static constexpr int kMmaM = 16;
@@ -995,6 +998,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         }
       };
       if constexpr (!Tr::kEarlyOwn) publish();
+      if constexpr (Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
 
       // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
       static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
@@ -1053,7 +1057,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         }
       }
 
-      if constexpr (!Tr::kDeferDq) dq_reduce(pos, sDsW, masked_tag);
+      if constexpr (!Tr::kDeferDq && !Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
     };
     if (Tr::kSplitMasked && tile_masked) {
       step(std::true_type{});
@@ -1117,13 +1121,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 // Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
 // Session 7: kLean and kDqRed2 on (`type`); for FB_FLASH_BWD A/B runs (grid_variant(),
-// flash_bwd_common.cuh): `s6` (session 6's loop), `split` (+ kSplitS), `stm` (+ kStMatrix).
+// flash_bwd_common.cuh): `s6` (session 6's loop), `split` (+ kSplitS), `stm` (+ kStMatrix), `dqfirst`
+// (+ kDqFirst).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
   using s6 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, false, false>;
   using lean_v4 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, false>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true>;
   using stm = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false, true>;
+  using dqfirst =
+      TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false, false, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
@@ -1132,6 +1139,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using lean_v4 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, false>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true>;
   using stm = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false, true>;
+  using dqfirst =
+      TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false, false, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
@@ -1176,6 +1185,7 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
         case GridVariant::lean_v4: launch_main_tc<typename Cfg::lean_v4>(a, stream); return;
         case GridVariant::split: launch_main_tc<typename Cfg::split>(a, stream); return;
         case GridVariant::stm: launch_main_tc<typename Cfg::stm>(a, stream); return;
+        case GridVariant::dqfirst: launch_main_tc<typename Cfg::dqfirst>(a, stream); return;
         case GridVariant::standard: break;
       }
     }
