@@ -127,12 +127,12 @@ GridVariant grid_variant() {
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "s6") return GridVariant::s6;
-    if (s == "lean-v4") return GridVariant::lean_v4;
-    if (s == "split") return GridVariant::split;
-    if (s == "stm") return GridVariant::stm;
+    if (s == "lean") return GridVariant::lean;
     if (s == "dqfirst") return GridVariant::dqfirst;
-    throw std::invalid_argument(
-        "FB_FLASH_BWD: '" + s + "' is not a flash backward variant (standard, s6, lean-v4, split, stm, dqfirst)");
+    if (s == "hm") return GridVariant::hm;
+    if (s == "desc") return GridVariant::desc;
+    throw std::invalid_argument("FB_FLASH_BWD: '" + s +
+                                "' is not a flash backward variant (standard, s6, lean, dqfirst, hm, desc)");
   }();
   return v;
 }

@@ -63,11 +63,11 @@ template <typename Elem, int kHeadDim> int main_simt_key_tile();
 template <int kHeadDim> int main_tf32_key_tile();
 
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
-// process, for A/B runs in one binary: `s6` (session 6's loop), `lean-v4` (session 7's lean loop with
-// the red.v4 dQ exchange), `split` (S^T/dP^T in two query halves), `stm` (P^T/dS^T stored with
-// stmatrix), `dqfirst` (dQ before dV/dK); unset: the standard one. Anything else is refused
+// process, for A/B runs in one binary: `s6` (session 6's loop), `lean` (session 7's call A default:
+// kLean + kDqRed2), `dqfirst` (dQ before dV/dK), `hm` (causal grids head-major), `desc` (hm and
+// query tiles walked from the last down); unset or `standard`: the default. Anything else is refused
 // (std::invalid_argument).
-enum class GridVariant { standard, s6, lean_v4, split, stm, dqfirst };
+enum class GridVariant { standard, s6, lean, dqfirst, hm, desc };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

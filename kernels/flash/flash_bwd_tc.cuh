@@ -512,10 +512,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // (sm_90) instead of four 4-byte stores.
 // kDqFirst: dQ (and its reductions) right after the barrier that publishes dS^T, before dV/dK, so
 // the reductions leave while the dV/dK MMAs run rather than just before the next step's barrier.
+// kHeadMajorCausal: causal grids head-major as the non-causal ones (key tile 0, the longest, first
+// within each head) instead of tile-major: the blocks in flight then share one or two heads' Q, dO
+// and dQ in L2 (tile-major spreads them over every head: at N = 16k, d = 128 that is 16 heads x
+// 16 MB against a 50 MB L2).
+// kDescend (with kLean): every block walks its query tiles from the last down to its first, with no
+// rotation (FlashAttention-2's order): the blocks of a head read the same Q/dO tile at about the
+// same time, and add into the same dQ rows.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
-          bool kStMatrix_ = false, bool kDqFirst_ = false>
+          bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
+          bool kDescend_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -534,6 +542,9 @@ struct TcGridTraits {
   static constexpr bool kSplitS = kSplitS_;
   static constexpr bool kStMatrix = kStMatrix_ && kPInRegs_;
   static constexpr bool kDqFirst = kDqFirst_ && !kDeferDq_ && !kEarlyOwn_;
+  static constexpr bool kHeadMajorCausal = kHeadMajorCausal_;
+  static constexpr bool kDescend = kDescend_;
+  static_assert(!kDescend_ || kLean_, "kDescend walks with kLean's cursor");
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
 
   static constexpr int kMmaM = 16;
@@ -618,7 +629,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   const int n_bkv = a.batch * a.kv_heads;
   int tile, bkv;
-  if (mask.causal) {
+  if (mask.causal && !Tr::kHeadMajorCausal) {
     tile = blockIdx.x / n_bkv;
     bkv = blockIdx.x % n_bkv;
   } else {
@@ -651,17 +662,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   };
   auto pos_of = [&](int it) { return StepPos{head_of(it), mtile_of(it) * Tr::kBlockM}; };
   // kLean: the same walk as a cursor. r is the step's place in its head's rotated tile order (query
-  // tile m_begin + r); after per_head steps r is back at m_rot and the next head starts.
+  // tile m_begin + r); after per_head steps r is back where it started and the next head starts.
+  // kDescend: r runs from per_head - 1 down to 0, wrapping the same way.
   struct Cursor {
     int r;
     int head;
   };
+  const int r_start = Tr::kDescend ? per_head - 1 : m_rot;
   auto advance = [&](Cursor cur) {
-    const int r = cur.r + 1 == per_head ? 0 : cur.r + 1;
-    return Cursor{r, cur.head + (r == m_rot ? 1 : 0)};
+    const int r = Tr::kDescend ? (cur.r == 0 ? per_head : cur.r) - 1
+                               : (cur.r + 1 == per_head ? 0 : cur.r + 1);
+    return Cursor{r, cur.head + (r == r_start ? 1 : 0)};
   };
   auto pos_at = [&](Cursor cur) { return StepPos{cur.head, (m_begin + cur.r) * Tr::kBlockM}; };
-  const Cursor first{m_rot, hk * group};
+  const Cursor first{r_start, hk * group};
 
   // kLean: this thread's Q/dO copies, rows ld_row + k * (kThreads / kVecsPerRow) of column ld_col.
   const int ld_row = tid / Tr::kVecsPerRow;
@@ -1120,27 +1134,32 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
 // Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
-// Session 7: kLean and kDqRed2 on (`type`); for FB_FLASH_BWD A/B runs (grid_variant(),
-// flash_bwd_common.cuh): `s6` (session 6's loop), `split` (+ kSplitS), `stm` (+ kStMatrix), `dqfirst`
-// (+ kDqFirst).
+// Session 7 (`type`): kLean, kDqRed2, kSplitS, kStMatrix (call A, H200: lean + red.v2 +5-9% over s6,
+// split and stmatrix +0-2% each on top). For FB_FLASH_BWD A/B runs (grid_variant(),
+// flash_bwd_common.cuh): `s6` (session 6's loop), `lean` (kLean + kDqRed2 alone), `dqfirst`, `hm`,
+// `desc` (`type` plus kDqFirst / kHeadMajorCausal / kHeadMajorCausal + kDescend).
 template <typename Elem> struct TcConfig<Elem, 128> {
-  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
+  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true>;
+  using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
   using s6 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, false, false>;
-  using lean_v4 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, false>;
-  using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true>;
-  using stm = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false, true>;
   using dqfirst =
-      TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false, false, true>;
+      TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, true>;
+  using hm = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
+                          true>;
+  using desc = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
+                            true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true>;
+  using lean = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
   using s6 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, false, false>;
-  using lean_v4 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, false>;
-  using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true>;
-  using stm = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false, true>;
   using dqfirst =
-      TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false, false, true>;
+      TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, true>;
+  using hm = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
+                          true>;
+  using desc = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
+                            true, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
@@ -1182,10 +1201,10 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
     if constexpr (Cfg::type::kWarpGrid) {
       switch (grid_variant()) {
         case GridVariant::s6: launch_main_tc<typename Cfg::s6>(a, stream); return;
-        case GridVariant::lean_v4: launch_main_tc<typename Cfg::lean_v4>(a, stream); return;
-        case GridVariant::split: launch_main_tc<typename Cfg::split>(a, stream); return;
-        case GridVariant::stm: launch_main_tc<typename Cfg::stm>(a, stream); return;
         case GridVariant::dqfirst: launch_main_tc<typename Cfg::dqfirst>(a, stream); return;
+        case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
+        case GridVariant::hm: launch_main_tc<typename Cfg::hm>(a, stream); return;
+        case GridVariant::desc: launch_main_tc<typename Cfg::desc>(a, stream); return;
         case GridVariant::standard: break;
       }
     }
