@@ -131,8 +131,9 @@ GridVariant grid_variant() {
     if (s == "dqfirst") return GridVariant::dqfirst;
     if (s == "hm") return GridVariant::hm;
     if (s == "desc") return GridVariant::desc;
+    if (s == "late") return GridVariant::late;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, s6, lean, dqfirst, hm, desc)");
+                                "' is not a flash backward variant (standard, s6, lean, dqfirst, hm, desc, late)");
   }();
   return v;
 }

@@ -519,11 +519,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // kDescend (with kLean): every block walks its query tiles from the last down to its first, with no
 // rotation (FlashAttention-2's order): the blocks of a head read the same Q/dO tile at about the
 // same time, and add into the same dQ rows.
+// kLatePrefetch: the next step's Q/dO/LSE/D copies are issued after S^T/dP^T (while the exponentials
+// run, when issue slots are free) instead of right after the step's first barrier, where their ~75
+// instructions delay the first MMAs; they still have ~2/3 of a step to land.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
           bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
-          bool kDescend_ = false>
+          bool kDescend_ = false, bool kLatePrefetch_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -545,6 +548,7 @@ struct TcGridTraits {
   static constexpr bool kHeadMajorCausal = kHeadMajorCausal_;
   static constexpr bool kDescend = kDescend_;
   static_assert(!kDescend_ || kLean_, "kDescend walks with kLean's cursor");
+  static constexpr bool kLatePrefetch = kLatePrefetch_ && !kDeferDq_;
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
 
   static constexpr int kMmaM = 16;
@@ -870,8 +874,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     // the next step's tiles into that buffer.
     ptx::cp_async_wait<0>();
     __syncthreads();
-    if (it + 1 < n_iters) load_q_tile(Tr::kLean ? pos_at(next) : pos_of(it + 1), buf ^ 1);
-    ptx::cp_async_commit();
+    auto prefetch = [&] {
+      if (it + 1 < n_iters) load_q_tile(Tr::kLean ? pos_at(next) : pos_of(it + 1), buf ^ 1);
+      ptx::cp_async_commit();
+    };
+    if constexpr (!Tr::kLatePrefetch) prefetch();
 
     const int m0 = pos.m0;
     const bool tile_masked = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
@@ -1003,6 +1010,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       // Before dV/dK reads another warp's P^T, dS^T: without kDeferDq a block-wide barrier; with it,
       // the previous step's dQ (every warp's dS^T of it landed before this step's first barrier),
       // then a barrier of the two warps that hold the same keys.
+      if constexpr (Tr::kLatePrefetch) prefetch();
       auto publish = [&] {
         if constexpr (Tr::kDeferDq) {
           if (it > 0) dq_reduce_step(it - 1, pos_prev);
@@ -1137,7 +1145,8 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // Session 7 (`type`): kLean, kDqRed2, kSplitS, kStMatrix (call A, H200: lean + red.v2 +5-9% over s6,
 // split and stmatrix +0-2% each on top). For FB_FLASH_BWD A/B runs (grid_variant(),
 // flash_bwd_common.cuh): `s6` (session 6's loop), `lean` (kLean + kDqRed2 alone), `dqfirst`, `hm`,
-// `desc` (`type` plus kDqFirst / kHeadMajorCausal / kHeadMajorCausal + kDescend).
+// `desc`, `late` (`type` plus kDqFirst / kHeadMajorCausal / kHeadMajorCausal + kDescend /
+// kLatePrefetch).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true>;
   using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
@@ -1148,6 +1157,8 @@ template <typename Elem> struct TcConfig<Elem, 128> {
                           true>;
   using desc = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
                             true, true>;
+  using late = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
+                            false, false, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
@@ -1160,6 +1171,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
                           true>;
   using desc = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
                             true, true>;
+  using late = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
+                            false, false, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
@@ -1205,6 +1218,7 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
         case GridVariant::hm: launch_main_tc<typename Cfg::hm>(a, stream); return;
         case GridVariant::desc: launch_main_tc<typename Cfg::desc>(a, stream); return;
+        case GridVariant::late: launch_main_tc<typename Cfg::late>(a, stream); return;
         case GridVariant::standard: break;
       }
     }
