@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,23 @@ template <typename F> void with_head_dim(int head_dim, F&& f) {
 }
 
 }  // namespace
+
+GridVariant grid_variant() {
+  static const GridVariant v = [] {
+    const char* e = std::getenv("FB_FLASH_BWD");
+    const std::string s = e != nullptr ? e : "";
+    if (s.empty() || s == "standard") return GridVariant::standard;
+    if (s == "s6") return GridVariant::s6;
+    if (s == "lean") return GridVariant::lean;
+    if (s == "dqfirst") return GridVariant::dqfirst;
+    if (s == "hm") return GridVariant::hm;
+    if (s == "desc") return GridVariant::desc;
+    if (s == "late") return GridVariant::late;
+    throw std::invalid_argument("FB_FLASH_BWD: '" + s +
+                                "' is not a flash backward variant (standard, s6, lean, dqfirst, hm, desc, late)");
+  }();
+  return v;
+}
 
 void set_smem_limit(const void* kernel, int bytes) {
   int dev = 0, optin = 0;

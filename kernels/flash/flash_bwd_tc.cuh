@@ -117,6 +117,68 @@ __device__ __forceinline__ void atomic_add4(float* dst, float v0, float v1, floa
 #endif
 }
 
+// dst[0..2) += v (dst 8-byte aligned): red.global.add.v2.f32 on sm_90, else two scalar atomics.
+// The four lanes of an mma accumulator row cover one 32-byte sector with it, so no lane exchange is
+// needed to keep the reductions whole sectors.
+__device__ __forceinline__ void atomic_add2(float* dst, float v0, float v1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(v0), "f"(v1) : "memory");
+#else
+  atomicAdd(dst + 0, v0);
+  atomicAdd(dst + 1, v1);
+#endif
+}
+
+// Stores a 16 x 16 tile of 16-bit values held as an mma A fragment (r[0]: rows 0-7, columns 0-7;
+// r[1]: rows 8-15; r[2]: rows 0-7, columns 8-15; r[3]: rows 8-15, columns 8-15; lane (g, c) holding
+// row g, columns 2c and 2c + 1 of each) at `tile` (row stride `stride` elements, rows 16-byte
+// aligned): one stmatrix.x4 on sm_90 (each lane gives one row address), four 4-byte stores elsewhere.
+template <typename Elem>
+__device__ __forceinline__ void store_tile16(Elem* tile, int stride, const std::uint32_t (&r)[4],
+                                             int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const Elem* row = tile + (((lane / 8) % 2) * 8 + lane % 8) * stride + (lane / 16) * 8;
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   ptx::smem_addr(row)),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+#else
+  const int g = lane / 4, c = lane % 4;
+#pragma unroll
+  for (int m = 0; m < 4; ++m)
+    *reinterpret_cast<std::uint32_t*>(tile + (g + (m % 2) * 8) * stride + (m / 2) * 8 + 2 * c) = r[m];
+#endif
+}
+
+// kRows rows of a tile into a padded shared tile, unrolled: the thread copies the same 16-byte column
+// of rows ld_row, ld_row + kThreads / kVecsPerRow, ..., so its shared and global addresses are one
+// base plus compile-time offsets (no index arithmetic per copy). smem_t / gmem_t: the tile's bases
+// already moved to the thread's (ld_row, column); gmem_tile: the tile's base (a valid address for the
+// zero-filled copies). `full`: every row exists (no bounds tests); else rows at or past valid_rows
+// are zero-filled.
+template <typename Tr, int kRows>
+__device__ __forceinline__ void load_rows_unrolled(typename Tr::Elem* smem_t,
+                                                   const typename Tr::Elem* gmem_t,
+                                                   const typename Tr::Elem* gmem_tile, int ld_row,
+                                                   bool full, int valid_rows) {
+  constexpr int kRowsPerPass = Tr::kThreads / Tr::kVecsPerRow;
+  static_assert(Tr::kThreads % Tr::kVecsPerRow == 0 && kRows % kRowsPerPass == 0,
+                "whole passes of the block over the tile");
+  if (full) {
+#pragma unroll
+    for (int k = 0; k < kRows / kRowsPerPass; ++k)
+      ptx::cp_async_16(smem_t + k * kRowsPerPass * Tr::kRowStride,
+                       gmem_t + k * kRowsPerPass * Tr::kHeadDim);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kRows / kRowsPerPass; ++k) {
+      const bool valid = ld_row + k * kRowsPerPass < valid_rows;
+      ptx::cp_async_16_zfill(smem_t + k * kRowsPerPass * Tr::kRowStride,
+                             valid ? gmem_t + k * kRowsPerPass * Tr::kHeadDim : gmem_tile, valid);
+    }
+  }
+}
+
 // bar.sync on named barrier `id` (1..15; __syncthreads uses 0) for `threads` threads, whole warps.
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
@@ -435,9 +497,36 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // kDeferDq: dQ of step i is computed in step i + 1 from a second dS^T buffer, after S^T/dP^T (and the
 // own-query dV/dK with kEarlyOwn); the step's only block-wide barrier is then the one at its top, and
 // dV/dK from the other warp's queries waits only for that warp (a 64-thread named barrier).
+// kLean (session 7): the per-step bookkeeping without divisions or loops. The step's (query head,
+// query tile) advance by a cursor (the s6 loop divided by per_head three times a step, ~25
+// instructions each), Q/dO tiles load through load_rows_unrolled (compile-time offsets; bounds tests
+// only on the last query tile; s6: a loop with 64-bit index arithmetic and spill reloads per copy),
+// the softmax scale goes into dS^T once (so dQ's reductions and dK's epilogue do not multiply by it),
+// and dQ's reductions test rows only on a head's last query tile. Same products, same order.
+// kDqRed2 (with kLean): dQ reduced with red.v2 from each lane's own accumulator pairs (16 a thread a
+// step at d = 128) instead of a lane-pair exchange (2 shuffles and 6 selects per n8 tile) and red.v4.
+// kSplitS: S^T/dP^T in two halves of the warp's queries, each over the whole head_dim, so the first
+// half's exponentials do not wait for the second half's MMAs (ptxas may interleave them); K and V
+// fragments are read twice (+32 ldmatrix a warp a step at d = 128).
+// kStMatrix (with kPInRegs): P^T and dS^T go to shared memory with one stmatrix.x4 per 16 x 16 block
+// (sm_90) instead of four 4-byte stores.
+// kDqFirst: dQ (and its reductions) right after the barrier that publishes dS^T, before dV/dK, so
+// the reductions leave while the dV/dK MMAs run rather than just before the next step's barrier.
+// kHeadMajorCausal: causal grids head-major as the non-causal ones (key tile 0, the longest, first
+// within each head) instead of tile-major: the blocks in flight then share one or two heads' Q, dO
+// and dQ in L2 (tile-major spreads them over every head: at N = 16k, d = 128 that is 16 heads x
+// 16 MB against a 50 MB L2).
+// kDescend (with kLean): every block walks its query tiles from the last down to its first, with no
+// rotation (FlashAttention-2's order): the blocks of a head read the same Q/dO tile at about the
+// same time, and add into the same dQ rows.
+// kLatePrefetch: the next step's Q/dO/LSE/D copies are issued after S^T/dP^T (while the exponentials
+// run, when issue slots are free) instead of right after the step's first barrier, where their ~75
+// instructions delay the first MMAs; they still have ~2/3 of a step to land.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
-          bool kDeferDq_ = false>
+          bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
+          bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
+          bool kDescend_ = false, bool kLatePrefetch_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -451,6 +540,15 @@ struct TcGridTraits {
   static constexpr bool kEarlyOwn = kEarlyOwn_ && kPInRegs_;
   static constexpr bool kSplitMasked = kSplitMasked_;
   static constexpr bool kDeferDq = kDeferDq_;
+  static constexpr bool kLean = kLean_;
+  static constexpr bool kDqRed2 = kDqRed2_ && kLean_;
+  static constexpr bool kSplitS = kSplitS_;
+  static constexpr bool kStMatrix = kStMatrix_ && kPInRegs_;
+  static constexpr bool kDqFirst = kDqFirst_ && !kDeferDq_ && !kEarlyOwn_;
+  static constexpr bool kHeadMajorCausal = kHeadMajorCausal_;
+  static constexpr bool kDescend = kDescend_;
+  static_assert(!kDescend_ || kLean_, "kDescend walks with kLean's cursor");
+  static constexpr bool kLatePrefetch = kLatePrefetch_ && !kDeferDq_;
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
 
   static constexpr int kMmaM = 16;
@@ -535,7 +633,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   const int n_bkv = a.batch * a.kv_heads;
   int tile, bkv;
-  if (mask.causal) {
+  if (mask.causal && !Tr::kHeadMajorCausal) {
     tile = blockIdx.x / n_bkv;
     bkv = blockIdx.x % n_bkv;
   } else {
@@ -561,15 +659,50 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   auto head_of = [&](int it) { return hk * group + it / per_head; };
   auto mtile_of = [&](int it) { return m_begin + (m_rot + it % per_head) % per_head; };
+  // A main-loop step's place: its query head and first query row.
+  struct StepPos {
+    int head;
+    int m0;
+  };
+  auto pos_of = [&](int it) { return StepPos{head_of(it), mtile_of(it) * Tr::kBlockM}; };
+  // kLean: the same walk as a cursor. r is the step's place in its head's rotated tile order (query
+  // tile m_begin + r); after per_head steps r is back where it started and the next head starts.
+  // kDescend: r runs from per_head - 1 down to 0, wrapping the same way.
+  struct Cursor {
+    int r;
+    int head;
+  };
+  const int r_start = Tr::kDescend ? per_head - 1 : m_rot;
+  auto advance = [&](Cursor cur) {
+    const int r = Tr::kDescend ? (cur.r == 0 ? per_head : cur.r) - 1
+                               : (cur.r + 1 == per_head ? 0 : cur.r + 1);
+    return Cursor{r, cur.head + (r == r_start ? 1 : 0)};
+  };
+  auto pos_at = [&](Cursor cur) { return StepPos{cur.head, (m_begin + cur.r) * Tr::kBlockM}; };
+  const Cursor first{r_start, hk * group};
 
-  auto load_q_tile = [&](int it, int buf) {
-    const std::int64_t bh = std::int64_t(b) * a.heads + head_of(it);
-    const int m0 = mtile_of(it) * Tr::kBlockM;
+  // kLean: this thread's Q/dO copies, rows ld_row + k * (kThreads / kVecsPerRow) of column ld_col.
+  const int ld_row = tid / Tr::kVecsPerRow;
+  const int ld_col = (tid % Tr::kVecsPerRow) * Tr::kVecElems;
+
+  auto load_q_tile = [&](StepPos pos, int buf) {
+    const std::int64_t bh = std::int64_t(b) * a.heads + pos.head;
+    const int m0 = pos.m0;
     const std::int64_t q_off = (bh * seq_q + m0) * D;
-    detail::load_rows<Tr>(sQ + buf * Tr::kBlockM * Tr::kRowStride, q + q_off, Tr::kBlockM,
-                          seq_q - m0, tid);
-    detail::load_rows<Tr>(sDo + buf * Tr::kBlockM * Tr::kRowStride, dout + q_off, Tr::kBlockM,
-                          seq_q - m0, tid);
+    if constexpr (Tr::kLean) {
+      const bool full = m0 + Tr::kBlockM <= seq_q;  // all but the last query tile of a head
+      const int s_off = (buf * Tr::kBlockM + ld_row) * Tr::kRowStride + ld_col;
+      const std::int64_t g_off = q_off + ld_row * D + ld_col;
+      detail::load_rows_unrolled<Tr, Tr::kBlockM>(sQ + s_off, q + g_off, q + q_off, ld_row, full,
+                                                  seq_q - m0);
+      detail::load_rows_unrolled<Tr, Tr::kBlockM>(sDo + s_off, dout + g_off, dout + q_off, ld_row,
+                                                  full, seq_q - m0);
+    } else {
+      detail::load_rows<Tr>(sQ + buf * Tr::kBlockM * Tr::kRowStride, q + q_off, Tr::kBlockM,
+                            seq_q - m0, tid);
+      detail::load_rows<Tr>(sDo + buf * Tr::kBlockM * Tr::kRowStride, dout + q_off, Tr::kBlockM,
+                            seq_q - m0, tid);
+    }
     constexpr int kVecs = Tr::kBlockM * int(sizeof(float)) / 16;
     const std::int64_t row_off = bh * a.seq_pad + m0;
     if (tid < kVecs) {
@@ -581,7 +714,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
   detail::load_rows<Tr>(sK, static_cast<const Elem*>(a.k) + kv_off, Tr::kBlockN, seq_k - n0, tid);
   detail::load_rows<Tr>(sV, static_cast<const Elem*>(a.v) + kv_off, Tr::kBlockN, seq_k - n0, tid);
-  load_q_tile(0, 0);
+  load_q_tile(Tr::kLean ? pos_at(first) : pos_of(0), 0);
   ptx::cp_async_commit();
 
   const float scale = float(a.scale);
@@ -607,8 +740,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   // ---- dQ share of step `step` = scale * dS K: (32 queries, kDqCols) per warp, k = keys; dS^T from
   // sDs_step ----
   // masked_tag: as the step's (below); std::false_type only where the step's tile needs no mask.
-  auto dq_reduce = [&](int step, const Elem* sDs_step, auto masked_tag) {
-    const int m0 = mtile_of(step) * Tr::kBlockM;
+  auto dq_reduce = [&](StepPos pos, const Elem* sDs_step, auto masked_tag) {
+    const int m0 = pos.m0;
     const bool need_mask = Tr::kSplitMasked ? bool(decltype(masked_tag)::value)
                                             : mask.tile_needs_mask(m0, n0, Tr::kBlockN);
     float acc_dq[2][kDqN][4];
@@ -641,50 +774,113 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         }
       }
     }
-    // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile
-    // (even lanes: row g, odd lanes: row g + 8), here with selects instead of branches.
-    const bool odd = c & 1;
-    const std::int64_t bh = std::int64_t(b) * a.heads + head_of(step);
-    const int row0 = m0 + dq_q + g + (odd ? 8 : 0);
-    float* dq_base =
-        static_cast<float*>(a.dq_acc) + (bh * seq_q + row0) * D + dq_d + 2 * (c & ~1);
+    const std::int64_t bh = std::int64_t(b) * a.heads + pos.head;
+    if constexpr (Tr::kDqRed2) {
+      // Each lane its own pairs: (row g, columns 2c, 2c + 1) and (row g + 8, the same columns); the
+      // four lanes of a row cover one 32-byte sector. dS^T carries the scale (kLean).
+      const int row0 = m0 + dq_q + g;
+      float* dq_base = static_cast<float*>(a.dq_acc) + (bh * seq_q + row0) * D + dq_d + 2 * c;
+      auto reduce = [&](auto checked) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const bool row_ok = row0 + i * Tr::kMmaM < seq_q;
+        for (int i = 0; i < 2; ++i)
 #pragma unroll
-      for (int j = 0; j < kDqN; ++j) {
-        const float* v = acc_dq[i][j];
-        const float recv0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 1);
-        const float recv1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 1);
-        if (row_ok)
-          detail::atomic_add4(dq_base + i * Tr::kMmaM * D + j * Tr::kMmaN,
-                              scale * (odd ? recv0 : v[0]), scale * (odd ? recv1 : v[1]),
-                              scale * (odd ? v[2] : recv0), scale * (odd ? v[3] : recv1));
+          for (int h = 0; h < 2; ++h) {
+            const int r = i * Tr::kMmaM + h * 8;
+            if (decltype(checked)::value && row0 + r >= seq_q) continue;
+#pragma unroll
+            for (int j = 0; j < kDqN; ++j)
+              detail::atomic_add2(dq_base + r * D + j * Tr::kMmaN, acc_dq[i][j][2 * h],
+                                  acc_dq[i][j][2 * h + 1]);
+          }
+      };
+      // kLean: only a head's last query tile has rows past seq_q, so one uniform test picks the
+      // copy with row tests (a test per reduction costs a branch each: ptxas does not predicate
+      // them).
+      if (m0 + dq_q + Tr::kWarpRows <= seq_q) {
+        reduce(std::false_type{});
+      } else {
+        reduce(std::true_type{});
+      }
+    } else if constexpr (Tr::kLean) {
+      // As below, without the scale (dS^T carries it) and with row tests only on a head's last query
+      // tile (as above).
+      const bool odd = c & 1;
+      const int row0 = m0 + dq_q + g + (odd ? 8 : 0);
+      float* dq_base =
+          static_cast<float*>(a.dq_acc) + (bh * seq_q + row0) * D + dq_d + 2 * (c & ~1);
+      auto reduce = [&](auto checked) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const bool row_ok = !decltype(checked)::value || row0 + i * Tr::kMmaM < seq_q;
+#pragma unroll
+          for (int j = 0; j < kDqN; ++j) {
+            const float* v = acc_dq[i][j];
+            const float recv0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 1);
+            const float recv1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 1);
+            if (row_ok)
+              detail::atomic_add4(dq_base + i * Tr::kMmaM * D + j * Tr::kMmaN, odd ? recv0 : v[0],
+                                  odd ? recv1 : v[1], odd ? v[2] : recv0, odd ? v[3] : recv1);
+          }
+        }
+      };
+      if (m0 + dq_q + Tr::kWarpRows <= seq_q) {
+        reduce(std::false_type{});
+      } else {
+        reduce(std::true_type{});
+      }
+    } else {
+      // As bwd_main_tc_kernel: lanes c and c^1 swap halves, one 16-byte reduction per lane and tile
+      // (even lanes: row g, odd lanes: row g + 8), here with selects instead of branches.
+      const bool odd = c & 1;
+      const int row0 = m0 + dq_q + g + (odd ? 8 : 0);
+      float* dq_base =
+          static_cast<float*>(a.dq_acc) + (bh * seq_q + row0) * D + dq_d + 2 * (c & ~1);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const bool row_ok = row0 + i * Tr::kMmaM < seq_q;
+#pragma unroll
+        for (int j = 0; j < kDqN; ++j) {
+          const float* v = acc_dq[i][j];
+          const float recv0 = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[2], 1);
+          const float recv1 = __shfl_xor_sync(0xffffffffu, odd ? v[1] : v[3], 1);
+          if (row_ok)
+            detail::atomic_add4(dq_base + i * Tr::kMmaM * D + j * Tr::kMmaN,
+                                scale * (odd ? recv0 : v[0]), scale * (odd ? recv1 : v[1]),
+                                scale * (odd ? v[2] : recv0), scale * (odd ? v[3] : recv1));
+        }
       }
     }
   };
 
   // kDeferDq: dQ of step `step` from its dS^T buffer, masked as its tile needs.
-  auto dq_reduce_step = [&](int step) {
+  // step: its index in the loop (its dS^T buffer is step & 1); pos: its place.
+  auto dq_reduce_step = [&](int step, StepPos pos) {
     const Elem* sDs_step = sDs + (step & 1) * Tr::kBlockN * Tr::kPStride;
-    if (mask.tile_needs_mask(mtile_of(step) * Tr::kBlockM, n0, Tr::kBlockN)) {
-      dq_reduce(step, sDs_step, std::true_type{});
+    if (mask.tile_needs_mask(pos.m0, n0, Tr::kBlockN)) {
+      dq_reduce(pos, sDs_step, std::true_type{});
     } else {
-      dq_reduce(step, sDs_step, std::false_type{});
+      dq_reduce(pos, sDs_step, std::false_type{});
     }
   };
 
+  Cursor cur = first;  // kLean: step it's place
+  StepPos pos_prev{};  // kDeferDq: step it - 1's place
   for (int it = 0; it < n_iters; ++it) {
     const int buf = it & 1;
+    const StepPos pos = Tr::kLean ? pos_at(cur) : pos_of(it);
+    const Cursor next = advance(cur);
     // This step's tiles have landed, and every warp is done with the previous step (its sQ/sdO
     // buffer, the other one, and sP/sdS; kDeferDq: the dS^T buffer of the step before it): prefetch
     // the next step's tiles into that buffer.
     ptx::cp_async_wait<0>();
     __syncthreads();
-    if (it + 1 < n_iters) load_q_tile(it + 1, buf ^ 1);
-    ptx::cp_async_commit();
+    auto prefetch = [&] {
+      if (it + 1 < n_iters) load_q_tile(Tr::kLean ? pos_at(next) : pos_of(it + 1), buf ^ 1);
+      ptx::cp_async_commit();
+    };
+    if constexpr (!Tr::kLatePrefetch) prefetch();
 
-    const int m0 = mtile_of(it) * Tr::kBlockM;
+    const int m0 = pos.m0;
     const bool tile_masked = mask.tile_needs_mask(m0, n0, Tr::kBlockN);
     auto step = [&](auto masked_tag) {
       const bool need_mask = Tr::kSplitMasked ? bool(decltype(masked_tag)::value) : tile_masked;
@@ -711,7 +907,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
         // The most permissive pair of the block (its last query, its first key) hidden: all are.
         const bool skip = need_mask && !mask.visible(m0 + s_q + Tr::kSCols - 1, n0 + s_keys);
+        constexpr int kHalves = Tr::kSplitS ? 2 : 1;
+        constexpr int kSNHalf = kSN / kHalves;  // n8 tiles of queries per half
+        static_assert(kSNHalf % 2 == 0, "halves of whole n16 query blocks");
         if (!skip) {
+#pragma unroll
+          for (int hf = 0; hf < kHalves; ++hf)
 #pragma unroll
           for (int kk = 0; kk < D; kk += Tr::kMmaK) {
             std::uint32_t ak[2][4];
@@ -720,7 +921,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
                                           (lane / 16) * 8);
 #pragma unroll
-            for (int j = 0; j < kSN; j += 2) {
+            for (int j = hf * kSNHalf; j < (hf + 1) * kSNHalf; j += 2) {
               // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
               std::uint32_t bq[4];
               ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
@@ -738,7 +939,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
                                           (lane / 16) * 8);
 #pragma unroll
-            for (int j = 0; j < kSN; j += 2) {
+            for (int j = hf * kSNHalf; j < (hf + 1) * kSNHalf; j += 2) {
               std::uint32_t bo[4];
               ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
                                               Tr::kRowStride +
@@ -758,7 +959,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         for (int j = 0; j < kSN; ++j) {
           const int ql = s_q + j * Tr::kMmaN + 2 * c;  // local query of elements 0 and 2
           const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
-          const float2 dd = *reinterpret_cast<const float2*>(sDb + ql);
+          const float2 d_raw = *reinterpret_cast<const float2*>(sDb + ql);
+          // kLean: dS^T = P^T o (scale dP^T - scale D) carries the softmax scale for dQ and dK.
+          const float2 dd = Tr::kLean ? make_float2(scale * d_raw.x, scale * d_raw.y) : d_raw;
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             float p[4], ds[4];
@@ -769,15 +972,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
               p[e] = skip || (need_mask && !mask.visible(query, key))
                          ? 0.f
                          : ptx::exp2_approx(fmaf(acc_s[i][j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
-              ds[e] = p[e] * (acc_dp[i][j][e] - ((e % 2) ? dd.y : dd.x));
+              const float d_e = (e % 2) ? dd.y : dd.x;
+              ds[e] = Tr::kLean ? p[e] * fmaf(acc_dp[i][j][e], scale, -d_e)
+                                : p[e] * (acc_dp[i][j][e] - d_e);
             }
-            const int row = s_keys + i * Tr::kMmaM + g;
-            Elem* p_lo = sP + row * Tr::kPStride + ql;
-            Elem* ds_lo = sDsW + row * Tr::kPStride + ql;
-            *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
-            *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
-            *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
-            *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(ds[2], ds[3]);
+            if constexpr (!Tr::kStMatrix) {
+              const int row = s_keys + i * Tr::kMmaM + g;
+              Elem* p_lo = sP + row * Tr::kPStride + ql;
+              Elem* ds_lo = sDsW + row * Tr::kPStride + ql;
+              *reinterpret_cast<std::uint32_t*>(p_lo) = ptx::pack2<Elem>(p[0], p[1]);
+              *reinterpret_cast<std::uint32_t*>(p_lo + 8 * Tr::kPStride) = ptx::pack2<Elem>(p[2], p[3]);
+              *reinterpret_cast<std::uint32_t*>(ds_lo) = ptx::pack2<Elem>(ds[0], ds[1]);
+              *reinterpret_cast<std::uint32_t*>(ds_lo + 8 * Tr::kPStride) =
+                  ptx::pack2<Elem>(ds[2], ds[3]);
+            }
             // The m16n8 accumulators of n8 tiles 2s and 2s + 1 are the A fragment of k16 step s.
             if constexpr (Tr::kPInRegs) {
               own_p[i][j / 2][(j % 2) * 2] = ptx::pack2<Elem>(p[0], p[1]);
@@ -787,19 +995,32 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             }
           }
         }
+        if constexpr (Tr::kStMatrix) {
+          // The A fragments are the 16 x 16 blocks (keys, queries) as stmatrix wants them.
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int t = 0; t < kSN / 2; ++t) {
+              const int off = (s_keys + i * Tr::kMmaM) * Tr::kPStride + s_q + t * Tr::kMmaK;
+              detail::store_tile16(sP + off, Tr::kPStride, own_p[i][t], lane);
+              detail::store_tile16(sDsW + off, Tr::kPStride, own_ds[i][t], lane);
+            }
+        }
       }
       // Before dV/dK reads another warp's P^T, dS^T: without kDeferDq a block-wide barrier; with it,
       // the previous step's dQ (every warp's dS^T of it landed before this step's first barrier),
       // then a barrier of the two warps that hold the same keys.
+      if constexpr (Tr::kLatePrefetch) prefetch();
       auto publish = [&] {
         if constexpr (Tr::kDeferDq) {
-          if (it > 0) dq_reduce_step(it - 1);
+          if (it > 0) dq_reduce_step(it - 1, pos_prev);
           detail::bar_sync_threads(1 + warp % Tr::kSWarpsN, 32 * Tr::kSWarpsM);
         } else {
           __syncthreads();  // every warp's P^T and dS^T are in sP, sDs
         }
       };
       if constexpr (!Tr::kEarlyOwn) publish();
+      if constexpr (Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
 
       // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
       static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
@@ -858,24 +1079,27 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         }
       }
 
-      if constexpr (!Tr::kDeferDq) dq_reduce(it, sDsW, masked_tag);
+      if constexpr (!Tr::kDeferDq && !Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
     };
     if (Tr::kSplitMasked && tile_masked) {
       step(std::true_type{});
     } else {
       step(std::false_type{});
     }
+    pos_prev = pos;
+    cur = next;
   }
 
   if constexpr (Tr::kDeferDq) {
     __syncthreads();  // every warp's dS^T of the last step is in its buffer
-    dq_reduce_step(n_iters - 1);
+    dq_reduce_step(n_iters - 1, pos_prev);
   }
 
-  // dK (times scale) and dV through shared memory (sK and sV, once every warp is done reading sK) for
-  // 16-byte coalesced stores.
+  // dK (times scale; kLean: dS^T carried it) and dV through shared memory (sK and sV, once every warp
+  // is done reading sK) for 16-byte coalesced stores.
   ptx::cp_async_wait<0>();
   __syncthreads();
+  const float dk_scale = Tr::kLean ? 1.f : scale;
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -883,9 +1107,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       const int col = kv_d + j * Tr::kMmaN + 2 * c;
       const int r = kv_keys + i * Tr::kMmaM + g;
       *reinterpret_cast<std::uint32_t*>(sK + r * Tr::kRowStride + col) =
-          ptx::pack2<Elem>(scale * acc_dk[i][j][0], scale * acc_dk[i][j][1]);
+          ptx::pack2<Elem>(dk_scale * acc_dk[i][j][0], dk_scale * acc_dk[i][j][1]);
       *reinterpret_cast<std::uint32_t*>(sK + (r + 8) * Tr::kRowStride + col) =
-          ptx::pack2<Elem>(scale * acc_dk[i][j][2], scale * acc_dk[i][j][3]);
+          ptx::pack2<Elem>(dk_scale * acc_dk[i][j][2], dk_scale * acc_dk[i][j][3]);
       *reinterpret_cast<std::uint32_t*>(sV + r * Tr::kRowStride + col) =
           ptx::pack2<Elem>(acc_dv[i][j][0], acc_dv[i][j][1]);
       *reinterpret_cast<std::uint32_t*>(sV + (r + 8) * Tr::kRowStride + col) =
@@ -918,12 +1142,37 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
 // Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
+// Session 7 (`type`): kLean, kDqRed2, kSplitS, kStMatrix (call A, H200: lean + red.v2 +5-9% over s6,
+// split and stmatrix +0-2% each on top). For FB_FLASH_BWD A/B runs (grid_variant(),
+// flash_bwd_common.cuh): `s6` (session 6's loop), `lean` (kLean + kDqRed2 alone), `dqfirst`, `hm`,
+// `desc`, `late` (`type` plus kDqFirst / kHeadMajorCausal / kHeadMajorCausal + kDescend /
+// kLatePrefetch).
 template <typename Elem> struct TcConfig<Elem, 128> {
-  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false>;
+  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true>;
+  using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
+  using s6 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, false, false>;
+  using dqfirst =
+      TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, true>;
+  using hm = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
+                          true>;
+  using desc = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
+                            true, true>;
+  using late = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
+                            false, false, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false>;
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true>;
+  using lean = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
+  using s6 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, false, false>;
+  using dqfirst =
+      TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, true>;
+  using hm = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
+                          true>;
+  using desc = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
+                            true, true>;
+  using late = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
+                            false, false, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
@@ -962,6 +1211,17 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
   FB_CUDA_CHECK(cudaGetDevice(&dev));
   FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (Cfg::type::kSmemBytes <= optin) {
+    if constexpr (Cfg::type::kWarpGrid) {
+      switch (grid_variant()) {
+        case GridVariant::s6: launch_main_tc<typename Cfg::s6>(a, stream); return;
+        case GridVariant::dqfirst: launch_main_tc<typename Cfg::dqfirst>(a, stream); return;
+        case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
+        case GridVariant::hm: launch_main_tc<typename Cfg::hm>(a, stream); return;
+        case GridVariant::desc: launch_main_tc<typename Cfg::desc>(a, stream); return;
+        case GridVariant::late: launch_main_tc<typename Cfg::late>(a, stream); return;
+        case GridVariant::standard: break;
+      }
+    }
     launch_main_tc<typename Cfg::type>(a, stream);
   } else {
     launch_main_tc<typename Cfg::fallback>(a, stream);
