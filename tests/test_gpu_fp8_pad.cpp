@@ -323,11 +323,12 @@ TEST_CASE("naive fp8 on CUDA at unaligned head_dim and seq_k matches the CPU emu
     // to a row's sum per key: at seq_k 17 against 15 of them, or a seq_k of 777 against 7, far more.
     CHECK(lse_same.max_abs <= 0x1p-12 * (1 + lse_m));
     // O: the emulation's error against fp64, up to the P roundings that accumulation flips (2x, the
-    // rule verify applies), and close to the emulation element by element (a misplaced or uncropped
-    // column is of the order of M).
+    // rule verify applies), and close to the emulation element by element: one flipped P8 rounding is
+    // one e4m3 step, up to 2^-3 of that key's P |V|, which at seq_k 17 can approach 2^-3 M; a
+    // misplaced or uncropped column, or a NaN from unwritten padding, is of the order of M or more.
     CHECK(gpu_err.max_abs <= 2 * cpu_err.max_abs + 2 * ulp);
     CHECK(gpu_err.mean_abs <= 1.25 * cpu_err.mean_abs + ulp / 64);
-    CHECK(o_same.max_abs <= 0x1p-3 * m);
+    CHECK(o_same.max_abs <= 0x1p-2 * m);
   }
 }
 
