@@ -10,59 +10,93 @@
 //   O^T (d x G)     = V8^T (col-major seq_k x d, op T) * P8^T (col-major seq_k x G, op N)  k = seq_k
 // The first is TN as the tensors lie. The second needs V's rows K-major along keys: V^T, written by a
 // small transpose kernel into the workspace.
+// A head_dim or seq_k off cuBLASLt's 16-code grid runs on padded copies (fp8_pad.h): d becomes dp and
+// seq_k np in both GEMMs, the padding is zeros, the row kernel masks keys >= seq_k, and O is computed dp
+// wide and cropped. At aligned shapes (dp = d, np = seq_k) no copy runs and the GEMMs are the same calls.
 #include <cublasLt.h>
 #include <cublas_v2.h>  // cublasGetStatusString (FB_CUBLAS_CHECK)
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "naive/fp8_pad.h"
 #include "naive/naive.h"
 
 namespace fb::cuda::naive {
 namespace {
 
-// cuBLASLt's FP8 requirement: dimensions and leading dimensions 16-byte aligned, i.e. 16 e4m3 codes.
-constexpr int kFp8Align = 16;
 // FP8 tensor cores: Ada (8.9) and Hopper (9.0) onwards.
 constexpr int kFp8MinMajor = 8, kFp8MinMinor = 9;
 
-// ---- V^T: [batch * kv_heads][seq_k][d] -> [batch * kv_heads][d][seq_k], bytes ----
+// ---- V^T: [batch * kv_heads][n][d] -> [batch * kv_heads][dp][np], bytes; zeros past d and n ----
 constexpr int kTransposeTile = 32;
 constexpr int kTransposeRowsPerPass = 8;  // block (32, 8): each thread moves 4 codes of a tile
 constexpr unsigned kMaxGridZ = 65535;
 
-__global__ void transpose_kv_kernel(const std::uint8_t* __restrict__ v, std::uint8_t* __restrict__ vt, int n,
-                                    int d, int heads) {
+struct TransposeShape {
+  int n, d;    // V's keys and head dim
+  int np, dp;  // V^T's: n and d rounded up (fp8_pad.h), or equal to them at aligned shapes
+  int heads;   // batch * kv_heads planes
+};
+
+__global__ void transpose_kv_kernel(const std::uint8_t* __restrict__ v, std::uint8_t* __restrict__ vt,
+                                    TransposeShape sh) {
   __shared__ std::uint8_t tile[kTransposeTile][kTransposeTile + 1];  // +1: no bank conflicts on the turn
   const int d0 = blockIdx.x * kTransposeTile, j0 = blockIdx.y * kTransposeTile;
-  for (int h = blockIdx.z; h < heads; h += gridDim.z) {
-    const std::uint8_t* src = v + std::int64_t(h) * n * d;
-    std::uint8_t* dst = vt + std::int64_t(h) * n * d;
+  for (int h = blockIdx.z; h < sh.heads; h += gridDim.z) {
+    const std::uint8_t* src = v + std::int64_t(h) * sh.n * sh.d;
+    std::uint8_t* dst = vt + std::int64_t(h) * sh.np * sh.dp;
     for (int r = threadIdx.y; r < kTransposeTile; r += kTransposeRowsPerPass) {
       const int j = j0 + r, c = d0 + threadIdx.x;
-      if (j < n && c < d) tile[r][threadIdx.x] = src[std::int64_t(j) * d + c];
+      // Padding keys and columns read as code 0 (+0): P = 0 there, and 0 x 0 must not be 0 x NaN.
+      tile[r][threadIdx.x] = j < sh.n && c < sh.d ? src[std::int64_t(j) * sh.d + c] : std::uint8_t(0);
     }
     __syncthreads();
     for (int r = threadIdx.y; r < kTransposeTile; r += kTransposeRowsPerPass) {
       const int c = d0 + r, j = j0 + threadIdx.x;
-      if (j < n && c < d) dst[std::int64_t(c) * n + j] = tile[threadIdx.x][r];
+      if (j < sh.np && c < sh.dp) dst[std::int64_t(c) * sh.np + j] = tile[threadIdx.x][r];
     }
     __syncthreads();  // the tile is reused for the next head
   }
 }
 
-void transpose_kv(const void* v, void* vt, int n, int d, int heads, cudaStream_t stream) {
+void transpose_kv(const void* v, void* vt, TransposeShape sh, cudaStream_t stream) {
   const dim3 block(kTransposeTile, kTransposeRowsPerPass);
-  const dim3 grid(unsigned((d + kTransposeTile - 1) / kTransposeTile),
-                  unsigned((n + kTransposeTile - 1) / kTransposeTile),
-                  unsigned(heads) < kMaxGridZ ? unsigned(heads) : kMaxGridZ);
+  const dim3 grid(unsigned((sh.dp + kTransposeTile - 1) / kTransposeTile),
+                  unsigned((sh.np + kTransposeTile - 1) / kTransposeTile),
+                  unsigned(sh.heads) < kMaxGridZ ? unsigned(sh.heads) : kMaxGridZ);
   transpose_kv_kernel<<<grid, block, 0, stream>>>(static_cast<const std::uint8_t*>(v),
-                                                  static_cast<std::uint8_t*>(vt), n, d, heads);
+                                                  static_cast<std::uint8_t*>(vt), sh);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+// ---- padding and cropping copies (fp8_pad.h's Resize: Q and K into the workspace, O out of it) ----
+constexpr int kResizeThreads = 256;
+constexpr std::int64_t kResizeMaxBlocks = 1 << 16;  // a grid-stride loop covers the rest
+
+template <typename T>
+__global__ void __launch_bounds__(kResizeThreads)
+resize_kernel(const T* __restrict__ src, T* __restrict__ dst, Resize g) {
+  const std::int64_t total = g.out_elems();
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t s = g.source(i);
+    dst[i] = s < 0 ? T(0) : src[s];
+  }
+}
+
+template <typename T> void resize(const void* src, void* dst, const Resize& g, cudaStream_t stream) {
+  std::int64_t blocks = (g.out_elems() + kResizeThreads - 1) / kResizeThreads;
+  if (blocks > kResizeMaxBlocks) blocks = kResizeMaxBlocks;
+  if (blocks < 1) return;
+  resize_kernel<T><<<unsigned(blocks), kResizeThreads, 0, stream>>>(static_cast<const T*>(src),
+                                                                     static_cast<T*>(dst), g);
   FB_CUDA_CHECK_LAUNCH();
 }
 
@@ -202,9 +236,6 @@ void tn_gemm(const TnGemm& g, float alpha, const void* a_ptr, const void* b_ptr,
 
 const char* unsupported_fp8(Pass pass, const AttentionParams& p) {
   if (pass != Pass::fwd) return "naive: fp8 runs the forward only (no fp8 backward is built)";
-  if (p.head_dim % kFp8Align != 0 || p.seq_k % kFp8Align != 0)
-    return "naive: fp8 needs head_dim and seq_k to be multiples of 16 (cuBLASLt FP8 GEMMs take 16-byte "
-           "aligned dimensions)";
   const auto caps = current_device_caps();
   if (!caps) return "naive: fp8: no CUDA device answers";
   if (caps->major < kFp8MinMajor || (caps->major == kFp8MinMajor && caps->minor < kFp8MinMinor))
@@ -215,26 +246,45 @@ const char* unsupported_fp8(Pass pass, const AttentionParams& p) {
 void forward_fp8(const AttentionParams& p, const Context& ctx) {
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   const Layout lay = layout(p);
+  const Fp8Padding pad = fp8_padding(p);
   char* ws = static_cast<char*>(p.workspace);
   auto* prob = reinterpret_cast<std::uint8_t*>(ws + lay.p_offset);
   auto* s = reinterpret_cast<float*>(ws + lay.s_offset);
   void* vt = ws + lay.vt_offset;
   void* lt_ws = ws + lay.lt_offset;
-  const int n = p.seq_k, d = p.head_dim, rows_g = p.group() * p.seq_q, batch = p.batch * p.kv_heads;
-  const std::int64_t ld = lay.ld;
+  // dp, np: head_dim and seq_k as the GEMMs see them (padded, or equal at aligned shapes).
+  const int n = p.seq_k, d = p.head_dim, dp = pad.dim_pad, np = pad.keys_pad;
+  const int rows_g = p.group() * p.seq_q, batch = p.batch * p.kv_heads;
+  const std::int64_t ld = lay.ld;  // S's and P's row stride: seq_k rounded up to 16 codes, i.e. np
+  if (ld != np) throw std::logic_error("naive fp8: S's row stride is not seq_k padded to 16 (naive.cu layout)");
 
-  transpose_kv(p.v, vt, n, d, batch, stream);
+  const void* q8 = p.q;
+  const void* k8 = p.k;
+  void* o = p.o;
+  if (pad.pads_dim()) {
+    q8 = ws + lay.q_pad_offset;
+    resize<std::uint8_t>(p.q, ws + lay.q_pad_offset, fp8_q_resize(p), stream);
+    o = ws + lay.o_pad_offset;  // dp wide; cropped into p.o below
+  }
+  if (pad.any()) {
+    k8 = ws + lay.k_pad_offset;
+    resize<std::uint8_t>(p.k, ws + lay.k_pad_offset, fp8_k_resize(p), stream);
+  }
+  transpose_kv(p.v, vt, TransposeShape{n, d, np, dp, batch}, stream);
   // S = (scale dq dk) Q8 K8^T, fp32 (the CPU emulation's product of the same three factors, in float).
+  // Padding keys give S = 0 in columns [seq_k, np), which the row kernel masks.
   const float score_alpha = float(p.scale) * p.descale_q * p.descale_k;
-  const TnGemm qk{n, rows_g, d, batch, d, d, ld, std::int64_t(n) * d, std::int64_t(rows_g) * d,
+  const TnGemm qk{np, rows_g, dp, batch, dp, dp, ld, std::int64_t(np) * dp, std::int64_t(rows_g) * dp,
                   std::int64_t(rows_g) * ld, CUDA_R_32F};
-  tn_gemm(qk, score_alpha, p.k, p.q, s, lt_ws, stream);
+  tn_gemm(qk, score_alpha, k8, q8, s, lt_ws, stream);
   softmax_rows_fp8(p, s, prob, ld, stream);
-  // O = (dv / p_scale) P8 V8, bf16 out; padding keys of P (none: seq_k % 16 == 0, ld == seq_k) are 0.
+  // O = (dv / p_scale) P8 V8, bf16 out; P's padding keys [seq_k, ld) are written 0 by the row kernel,
+  // and V^T's are 0.
   const float out_alpha = p.descale_v / p.p_scale;
-  const TnGemm pv{d, rows_g, n, batch, n, ld, d, std::int64_t(n) * d, std::int64_t(rows_g) * ld,
-                  std::int64_t(rows_g) * d, CUDA_R_16BF};
-  tn_gemm(pv, out_alpha, vt, prob, p.o, lt_ws, stream);
+  const TnGemm pv{dp, rows_g, np, batch, np, ld, dp, std::int64_t(np) * dp, std::int64_t(rows_g) * ld,
+                  std::int64_t(rows_g) * dp, CUDA_R_16BF};
+  tn_gemm(pv, out_alpha, vt, prob, o, lt_ws, stream);
+  if (pad.pads_dim()) resize<std::uint16_t>(o, p.o, fp8_o_crop(p), stream);
 }
 
 }  // namespace fb::cuda::naive

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/check.h"
+#include "naive/fp8_pad.h"
 #include "naive/naive.h"
 
 namespace fb::cuda::naive {
@@ -110,9 +111,14 @@ Layout layout(const AttentionParams& p) {
     lay.bytes = lay.s_offset + nn;
     return lay;
   }
-  // fp8: S in fp32, then V^T, then cuBLASLt's workspace.
+  // fp8: S in fp32, then V^T, the padded operands (none at aligned shapes: the same layout as without
+  // them), then cuBLASLt's workspace.
+  const Fp8PadBuffers pad = fp8_pad_buffers(p);
   lay.vt_offset = align_up(lay.s_offset + pairs * dtype_bytes(Dtype::fp32), kBufferAlign);
-  lay.lt_offset = align_up(lay.vt_offset + std::size_t(p.kv_elems()), kBufferAlign);
+  lay.q_pad_offset = align_up(lay.vt_offset + pad.vt, kBufferAlign);
+  lay.k_pad_offset = align_up(lay.q_pad_offset + pad.q, kBufferAlign);
+  lay.o_pad_offset = align_up(lay.k_pad_offset + pad.k, kBufferAlign);
+  lay.lt_offset = align_up(lay.o_pad_offset + pad.o, kBufferAlign);
   lay.bytes = lay.lt_offset + kFp8LtWorkspaceBytes;
   return lay;
 }

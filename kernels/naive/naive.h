@@ -15,6 +15,7 @@
 //                                    keeps it, so naive stays the accuracy baseline
 //   P8 = e4m3(softmax(S) p_scale)    row kernel, LSE from the fp32 S
 //   O  = (dv / p_scale) P8 V8        fp32 accumulate, bf16 out; V8 transposed first (V^T in the workspace)
+// head_dim and seq_k off cuBLASLt's 16-byte grid run on zero-padded copies (fp8_pad.h), so every shape runs.
 // The scales are folded into the GEMMs' alpha (host scalars: one fp32 multiply of the fp32 accumulator,
 // as the CPU emulation applies them); no scale pointers, so nothing else lives in device memory.
 #pragma once
@@ -30,12 +31,18 @@ namespace fb::cuda::naive {
 
 // Where S and P live in the workspace. Rows are padded to a multiple of 16 bytes so that every row
 // starts 16-byte aligned (vector loads in the row kernels, aligned leading dimensions for cuBLAS).
-// fp8: S is fp32 and P e4m3 (same ld in elements); V^T and cuBLASLt's own workspace follow.
+// fp8: S is fp32 and P e4m3 (same ld in elements); V^T, the padded operands (fp8_pad.h: dp and np are
+// head_dim and seq_k rounded up to 16) and cuBLASLt's own workspace follow.
 struct Layout {
   std::int64_t ld = 0;         // row stride of S and P in elements (>= seq_k)
   std::size_t p_offset = 0;    // P: [batch, heads, seq_q, ld], kept from the forward for the backward
   std::size_t s_offset = 0;    // S, then dP and dS in the backward: [batch, heads, seq_q, ld]
-  std::size_t vt_offset = 0;   // fp8: V^T [batch, kv_heads, head_dim, seq_k] (e4m3), for the TN P.V GEMM
+  std::size_t vt_offset = 0;   // fp8: V^T [batch, kv_heads, dp, np] (e4m3), for the TN P.V GEMM
+  // fp8 at a head_dim or seq_k off cuBLASLt's 16-code grid (fp8_pad.h): Q and O dp wide, K [np][dp];
+  // empty (each offset equal to the next) where nothing is padded.
+  std::size_t q_pad_offset = 0;
+  std::size_t k_pad_offset = 0;
+  std::size_t o_pad_offset = 0;
   std::size_t lt_offset = 0;   // fp8: cuBLASLt's workspace, kFp8LtWorkspaceBytes
   std::size_t bytes = 0;       // total workspace
 };
@@ -57,8 +64,8 @@ void forward_tf32(const AttentionParams& p, const Context& ctx);
 void backward_tf32(const AttentionParams& p, const Context& ctx);
 
 // ---- fp8 (fp8.cu) ----
-// Why fp8 cannot run (forward only; head_dim and seq_k multiples of 16, cuBLASLt FP8's alignment;
-// a device with FP8 tensor cores, sm_89+), nullptr when it can.
+// Why fp8 cannot run (forward only; a device with FP8 tensor cores, sm_89+), nullptr when it can. Any
+// head_dim and seq_k: the ones off cuBLASLt FP8's 16-byte grid are padded (fp8_pad.h).
 const char* unsupported_fp8(Pass pass, const AttentionParams& p);
 void forward_fp8(const AttentionParams& p, const Context& ctx);
 
