@@ -1,0 +1,1 @@
+bash scripts/flashbwd_h200.sh "$OUTDIR/flashbwd"
