@@ -5,7 +5,8 @@
 #    fail it) twice: the shipping kernels and session 6's (FB_SM90_FP32_*_PROBE=s6; the probes are read
 #    once per process, so one test process per setting).
 # 2. Forward, configs/h200-fp32-sm90.json at N 1024/4096/8192, d 64/128, causal or not: naive (exact
-#    FP32) and flash-sm90, then flash-sm90 under FB_SM90_FP32_FWD_PROBE = s6, pingpong, khalf, onepass.
+#    FP32) and flash-sm90, then flash-sm90 under FB_SM90_FP32_FWD_PROBE = s6, pingpong, khalf, onepass,
+#    grouped (causal blocks in L2 plane groups).
 # 3. Backward, configs/h200-fp32-bwd-quick.json (N 1024/4096): naive and flash-sm90, then flash-sm90
 #    under FB_SM90_FP32_BWD_PROBE = s6 and s6,rn.
 # Last: one table per pass, TFLOP/s per column and naive time / kernel time for the default and the
@@ -30,7 +31,7 @@ ensure_build fp32s7_h200.sh
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 
 bwd_probes="s6 s6,rn"
-fwd_probes="s6 pingpong khalf onepass"
+fwd_probes="s6 pingpong khalf onepass grouped"
 tests="$build/tests/flashbench_gpu_tests"
 step tests "$tests" "[sm90tf32],[fp32tc]"
 FB_SM90_FP32_FWD_PROBE=s6 FB_SM90_FP32_BWD_PROBE=s6 step tests-s6 "$tests" "[sm90tf32],[fp32tc]"
