@@ -12,8 +12,8 @@
 # Last: one table per pass, TFLOP/s per column and naive time / kernel time for the default and the
 # best variant; * = not ok (every forward row is verified against fp64).
 # Variants (kernels/flash_sm90/flash_sm90_tf32_launch.cuh, flash_sm90_tf32_bwd.cu): the shipping kernels
-# split by cvt.rn (1 SASS instruction) and build wgmma descriptors from the tile's, and at d = 128 the
-# forward's S runs in one pass; s6 = session 6's kernels (cvt.rna, 3 instructions, S in two passes);
+# split by cvt.rn (1 SASS instruction); the backward and the d = 128 forward also build wgmma descriptors
+# from the tile's, and the d = 128 forward's S runs in one pass; s6 = session 6's kernels (cvt.rna, 3 instructions, S in two passes);
 # s6,rn = session 6's backward with cvt.rn only; pingpong = the consumers' turns on the tensor cores;
 # khalf = the K stage refilled in halves; onepass = S in one pass at d = 64 too.
 set -uo pipefail

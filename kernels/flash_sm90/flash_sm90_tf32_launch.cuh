@@ -20,7 +20,8 @@ namespace fb::cuda::flash_sm90 {
 // FB_SM90_FP32_FWD_PROBE is a comma-separated list of:
 //   pingpong  the consumers take ping-pong turns on the tensor cores (Tf32PingPong)
 //   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
-//   onepass   S in one pass into three accumulators (Tf32OnePassS; d = 128 ships it, d = 64 not)
+//   onepass   S in one pass into three accumulators (Tf32OnePassS; d = 128 ships it, d = 64 not:
+//             measured ~1% slower there)
 //   plane     non-causal blocks plane-major (one plane group), the order before session 6
 //   grouped   causal blocks in L2 plane groups too
 //   s6        session 6's kernel (Tf32FwdConfig::Session6: cvt.rna splits, S in two passes, descriptors
