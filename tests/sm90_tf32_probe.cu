@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(128, 1)
   gemm_qk<Tr>(sa, sb, sm.q(), sm.k_hi(0), sm.k_lo(0), warp, lane, [](int) {}, [] {});
   // Accumulator layout: register i = row + 8 ((i / 2) % 2), column 8 (i / 4) + col + i % 2.
   for (int i = 0; i < Tr::kSRegs; ++i)
-    s_out[(row + 8 * ((i / 2) % 2)) * Bc + 8 * (i / 4) + col + i % 2] = sa[i] + sb[i];
+    s_out[(row + 8 * ((i / 2) % 2)) * Bc + 8 * (i / 4) + col + i % 2] = tf32_s_value<Tr>(sa, sb, i);
   float pr[Tr::kSRegs];
   for (int i = 0; i < Tr::kSRegs; ++i) pr[i] = p[(row + 8 * ((i / 2) % 2)) * Bc + 8 * (i / 4) + col + i % 2];
   std::uint32_t ph[Tr::kSRegs], pl[Tr::kSRegs];

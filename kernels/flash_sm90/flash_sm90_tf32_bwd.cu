@@ -67,20 +67,20 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 
 // Timing probes, so that one binary times variants apart in one device call. FB_SM90_FP32_BWD_PROBE
 // is a comma-separated list of:
-//   rn   every TF32 split by cvt.rn, one SASS instruction, instead of cvt.rna's three (Tf32BwdRn)
-//   desc with rn: each wgmma descriptor = the tile's + a constant (Tf32BwdDescBase)
+//   s6   session 6's kernel (Tf32BwdConfig::Session6: cvt.rna splits, descriptors rebuilt per wgmma)
+//   rn   with s6: its splits by cvt.rn only (Tf32BwdRn; the shipping kernel adds the descriptors)
 // Read once; unset (or no known word) is the shipping backward.
 struct Tf32BwdProbe {
+  bool session6 = false;
   bool rn = false;
-  bool desc = false;
 };
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
     Tf32BwdProbe f;
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
+    f.session6 = v.find(",s6,") != std::string::npos;
     f.rn = v.find(",rn,") != std::string::npos;
-    f.desc = v.find(",desc,") != std::string::npos;
     return f;
   }();
   return probe;
@@ -88,11 +88,11 @@ Tf32BwdProbe tf32_bwd_probe() {
 
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
-  using Tr = typename Tf32BwdConfig<D, kSplit>::Traits;
+  using Cfg = Tf32BwdConfig<D, kSplit>;
   const Tf32BwdProbe probe = tf32_bwd_probe();
-  if (probe.rn && probe.desc) launch<Tf32BwdDescBase<Tf32BwdRn<Tr>>>(p, lse_pad, d_pad, stream);
-  else if (probe.rn) launch<Tf32BwdRn<Tr>>(p, lse_pad, d_pad, stream);
-  else launch<Tr>(p, lse_pad, d_pad, stream);
+  if (probe.session6 && probe.rn) launch<Tf32BwdRn<typename Cfg::Session6>>(p, lse_pad, d_pad, stream);
+  else if (probe.session6) launch<typename Cfg::Session6>(p, lse_pad, d_pad, stream);
+  else launch<typename Cfg::Traits>(p, lse_pad, d_pad, stream);
 }
 
 template <bool kSplit>

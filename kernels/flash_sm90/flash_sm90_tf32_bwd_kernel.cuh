@@ -2,7 +2,8 @@
 // split (hi*hi + hi*lo + lo*hi, fp32 accumulators) on wgmma. Roles, tiles and the shared-memory
 // layout: flash_sm90_tf32_bwd_traits.h; the host side: flash_sm90_tf32_bwd.cu.
 //
-// Accuracy (as the forward, flash_sm90_tf32_kernel.cuh): operands rounded to TF32 with cvt.rna;
+// Accuracy (as the forward, flash_sm90_tf32_kernel.cuh): operands rounded to TF32 to nearest (cvt.rn as
+// shipped, cvt.rna in Session6);
 // the tensor core truncates each sum it adds into an accumulator, so S^T, dP^T and dQ^T go to two
 // accumulators each (tf32::gemm_split_rs), and dK, dV are never summed inside the tensor core
 // across query tiles: each tile's part starts from zeros (small products first) and joins dK / dV

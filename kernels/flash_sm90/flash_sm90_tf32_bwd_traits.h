@@ -202,12 +202,16 @@ template <typename Tr> struct Tf32BwdDescBase : Tr {
 // 224 KB. d = 128: two consumers sharing 64 keys (consumer 0 S^T, consumer 1 dP^T; each half of d
 // for dV, dK, dQ^T), one stage: K, V 64 KB (raw: no room for a split copy) + 128 KB + dS and P
 // 32 KB = 224 KB.
+// Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%); Session6
+// is session 6's kernel (cvt.rna, descriptors rebuilt per wgmma), the probe word "s6".
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
-  using Traits = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
+  using Session6 = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
+  using Traits = Tf32BwdDescBase<Tf32BwdRn<Session6>>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
-  using Traits = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
+  using Session6 = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
+  using Traits = Tf32BwdDescBase<Tf32BwdRn<Session6>>;
 };
 
 }  // namespace fb::cuda::flash_sm90

@@ -16,8 +16,9 @@
 // writes Vt with the same permutation (Vt position p of a group holds key 2p for p < 4, 2(p-4)+1
 // for p >= 4).
 //
-// Accuracy (docs/perf-notes.md, "flash-sm90 fp32"): operands are rounded to TF32 with cvt.rna
-// (the tensor core would truncate), lo = tf32(x - hi) (x - hi is exact); the tensor core truncates
+// Accuracy (docs/perf-notes.md, "flash-sm90 fp32"): operands are rounded to TF32 to nearest (cvt.rn,
+// one SASS instruction, as shipped since session 7; cvt.rna in Session6; the tensor core would
+// truncate), lo = tf32(x - hi) (x - hi is exact); the tensor core truncates
 // every sum it adds into an accumulator, so small products go first into an accumulator of their
 // own, S's hi*hi chain is cut in two, and O is never accumulated in the tensor core across tiles.
 #pragma once
@@ -137,6 +138,13 @@ __device__ __forceinline__ void gemm_qk_from(float (&sa)[Tr::kSRegs], float (&sb
     tf32::gemm_split_rs_gated<Tr::kBc, Tr::kQKSteps, Tr::kQKGroup, Tr::kSplit, Tr::kBatchedS, Tr::kRn>(
         sa, sb, load_q, desc_hi, desc_lo, gate, retired);
   }
+}
+
+// Element i of S as gemm_qk_from leaves it: sa + sb, or with Tr::kOnePassS sa alone (sb then holds
+// one of the parts already summed into sa).
+template <typename Tr>
+__device__ __forceinline__ float tf32_s_value(const float (&sa)[Tr::kSRegs], const float (&sb)[Tr::kSRegs], int i) {
+  return Tr::kOnePassS ? sa[i] : sa[i] + sb[i];
 }
 
 // The same with Q's fragments read from the raw Q tile (this warpgroup's 64 rows from `q_rows` in
@@ -438,10 +446,8 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     turn_end(false);
     if constexpr (Tr::kSharedLo && !Tr::kSplit) half_free();  // 1xTF32 never reads K_lo
     if (lane == 0) ptx::mbar_arrive(bars.k_empty(s));
-    if constexpr (!Tr::kOnePassS) {  // (the one-pass form returns S in sa)
 #pragma unroll
-      for (int i = 0; i < Tr::kSRegs; ++i) sa[i] += sb[i];
-    }
+    for (int i = 0; i < Tr::kSRegs; ++i) sa[i] = tf32_s_value<Tr>(sa, sb, i);
     float alpha[2];
     tf32_softmax_step<Tr>(sa, m, l, alpha, prm.mask,
                           prm.mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc), row,

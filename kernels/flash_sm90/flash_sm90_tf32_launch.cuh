@@ -16,23 +16,21 @@
 
 namespace fb::cuda::flash_sm90 {
 
-// Timing probes, so that one binary times session 6's steps apart in one device call.
+// Timing probes, so that one binary times variants apart in one device call.
 // FB_SM90_FP32_FWD_PROBE is a comma-separated list of:
-//   pingpong  the consumers take ping-pong turns (the default until call F of session 6)
+//   pingpong  the consumers take ping-pong turns on the tensor cores (Tf32PingPong)
+//   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
+//   onepass   S in one pass into three accumulators (Tf32OnePassS; d = 128 ships it, d = 64 not:
+//             measured ~1% slower there)
 //   plane     non-causal blocks plane-major (one plane group), the order before session 6
 //   grouped   causal blocks in L2 plane groups too
-//   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
-//   shared    d = 128, 3xTF32: K lands in the staging buffer, V in K_lo's space (Tf32SharedLo); not
-//             with khalf
-//   batch     S's commit groups as one SASS batch each, 2 k8 steps a group (Tf32BatchedS); with
-//             pingpong or shared, not with khalf
-//   onepass   S in one pass into three accumulators, groups of 2 steps as one batch (Tf32OnePassS);
-//             alone or with rn (the other words are then ignored)
-//   rn        every TF32 split by cvt.rn, one SASS instruction, instead of cvt.rna's three (Tf32Rn);
-//             alone, with batch, with onepass or with onepass,pingpong (other words are then ignored)
-//   desc      with rn (and onepass, pingpong or khalf): each wgmma descriptor = the tile's + a
-//             constant (Tf32DescBase)
-// Read once; unset (or no known word) is the shipping forward.
+//   s6        session 6's kernel (Tf32FwdConfig::Session6: cvt.rna splits, S in two passes, descriptors
+//             rebuilt per wgmma), with the session-6 words: pingpong, khalf, shared (d = 128, 3xTF32:
+//             K lands in the staging buffer, V in K_lo's space, Tf32SharedLo; not with khalf), batch
+//             (S's commit groups as one SASS batch each, 2 k8 steps a group, Tf32BatchedS; with
+//             pingpong or shared, not with khalf)
+// Without s6 the words apply to the shipping kernel: pingpong, khalf or onepass (one of them; pingpong
+// wins over khalf, khalf over onepass). Read once; unset (or no known word) is the shipping forward.
 struct Tf32FwdProbe {
   bool ping_pong = false;
   bool plane_major = false;
@@ -41,8 +39,7 @@ struct Tf32FwdProbe {
   bool shared_lo = false;
   bool batched_s = false;
   bool one_pass_s = false;
-  bool rn = false;
-  bool desc = false;
+  bool session6 = false;
 };
 inline Tf32FwdProbe tf32_fwd_probe() {
   static const Tf32FwdProbe probe = [] {
@@ -57,8 +54,7 @@ inline Tf32FwdProbe tf32_fwd_probe() {
     f.shared_lo = has("shared");
     f.batched_s = has("batch");
     f.one_pass_s = has("onepass");
-    f.rn = has("rn");
-    f.desc = has("desc");
+    f.session6 = has("s6");
     return f;
   }();
   return probe;
@@ -100,7 +96,8 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// Traits Tr with the pingpong / shared probes applied (batch and khalf are applied by the caller).
+// Session 6's traits Tr with its pingpong / shared probes applied (batch and khalf are applied by the
+// caller).
 template <bool kSplit, typename Tr>
 void launch_tf32_fwd_probed(const Tf32FwdProbe& probe, const AttentionParams& p, cudaStream_t stream) {
   if constexpr (kSplit && Tr::kStages == 1 && Tr::kVStages == 1) {
@@ -115,25 +112,25 @@ void launch_tf32_fwd_probed(const Tf32FwdProbe& probe, const AttentionParams& p,
 }
 
 template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
-  using Tr = typename Tf32FwdConfig<D, kSplit>::Traits;
+  using Cfg = Tf32FwdConfig<D, kSplit>;
+  using Tr = typename Cfg::Traits;
   const Tf32FwdProbe probe = tf32_fwd_probe();
-  // The session-7 probes (onepass, rn, desc) instantiate only these combinations.
-  if (probe.rn && probe.desc) {
-    using R = Tf32DescBase<Tf32Rn<Tr>>;
-    if (probe.one_pass_s && probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tf32OnePassS<R>>>(p, stream);
-    else if (probe.one_pass_s && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32OnePassS<R>>>(p, stream);
-    else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<R>>(p, stream);
-    else launch_tf32_fwd<R>(p, stream);
-  } else if (probe.rn) {
-    if (probe.one_pass_s && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32OnePassS<Tf32Rn<Tr>>>>(p, stream);
-    else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<Tf32Rn<Tr>>>(p, stream);
-    else if (probe.batched_s) launch_tf32_fwd<Tf32BatchedS<Tf32Rn<Tr>>>(p, stream);
-    else launch_tf32_fwd<Tf32Rn<Tr>>(p, stream);
-  } else if (probe.one_pass_s) launch_tf32_fwd<Tf32OnePassS<Tr>>(p, stream);
-  else if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<Tr>>(probe, p, stream);
-  else if (probe.k_halves && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32KHalves<Tr>>>(p, stream);
-  else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
-  else launch_tf32_fwd_probed<kSplit, Tr>(probe, p, stream);
+  if (probe.session6) {
+    using S6 = typename Cfg::Session6;
+    if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<S6>>(probe, p, stream);
+    else if (probe.k_halves && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32KHalves<S6>>>(p, stream);
+    else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<S6>>(p, stream);
+    else launch_tf32_fwd_probed<kSplit, S6>(probe, p, stream);
+  } else if (probe.ping_pong) {
+    launch_tf32_fwd<Tf32PingPong<Tr>>(p, stream);
+  } else if (probe.k_halves) {
+    launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
+  } else {
+    if constexpr (!Tr::kOnePassS) {
+      if (probe.one_pass_s) return launch_tf32_fwd<Tf32OnePassS<Tr>>(p, stream);
+    }
+    launch_tf32_fwd<Tr>(p, stream);
+  }
 }
 
 }  // namespace fb::cuda::flash_sm90

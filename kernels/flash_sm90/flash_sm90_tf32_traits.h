@@ -217,12 +217,18 @@ template <typename Tr> struct Tf32DescBase : Tr {
 // V staging (32 KB) + one stage of Vt_hi/Vt_lo (64 KB) = 224 KB, the most that fits; d = 64 has
 // room for two stages and two V staging buffers (32 + 64 + 32 + 64 = 192 KB): K_{j+2} and V_{j+2}
 // are requested while tile j is prepared, so a copy's latency overlaps a whole tile.
+// Traits is what ships (session 7, calls A and B: cvt.rn splits +17-24% at both head dims; at d = 128
+// S in one pass and per-tile descriptors another 0-2%; at d = 64 cvt.rn alone measured best, the one
+// pass ~1% slower); Session6 is session 6's kernel (cvt.rna, S in two passes, descriptors rebuilt per
+// wgmma), the probe word "s6".
 template <int D, bool kSplit> struct Tf32FwdConfig;
 template <bool kSplit> struct Tf32FwdConfig<64, kSplit> {
-  using Traits = Tf32FwdTraits<64, 64, 2, 2, kSplit>;
+  using Session6 = Tf32FwdTraits<64, 64, 2, 2, kSplit>;
+  using Traits = Tf32Rn<Session6>;
 };
 template <bool kSplit> struct Tf32FwdConfig<128, kSplit> {
-  using Traits = Tf32FwdTraits<128, 64, 1, 1, kSplit>;
+  using Session6 = Tf32FwdTraits<128, 64, 1, 1, kSplit>;
+  using Traits = Tf32DescBase<Tf32OnePassS<Tf32Rn<Session6>>>;
 };
 
 }  // namespace fb::cuda::flash_sm90
