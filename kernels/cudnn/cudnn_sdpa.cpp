@@ -120,8 +120,8 @@ struct Plan {
   // ours as device_scalars are, uploaded once (they are the plan's shape).
   std::int32_t* device_seq_lens = nullptr;
   // Variant packs by the buffers they bind (device pointers, then the workspace). The runner repeats a
-  // call with the same buffers, and a split fp8 forward (fp8_chunks) takes turns between a few:
-  // building a pack again would put host work between the timing events, counted as kernel time.
+  // call with the same buffers, and a caller may take turns between a few: building a pack again
+  // would put host work between the timing events, counted as kernel time.
   struct Pack {
     explicit Pack(const Scalars& v) : scalars(v) {}
     Scalars scalars;  // the pack points at these
@@ -333,73 +333,32 @@ std::size_t backward_workspace(const Plan& bwd, const Shape& s) {
   return align_up(bwd.plan_workspace) + align_up(row_dot_bytes(s)) + dq_accum_bytes(s);
 }
 
-// cuDNN's Hopper FP8 forward (the e4m3-O engine; cuDNN 9.14 on the H200) races inside its kernel
-// when one launch has many query tiles and a short key loop: with the same inputs, O rows differ from
-// call to call and some come out far off (whole rows, errors up to ~10 against |O| < 0.4, while its own
-// amax of O is right: the O it computed was right, the rows it stored were not). The same with every
-// layout (Q/K/V/O in BSHD as cuDNN's own tests), scale_o, scratch and O placement and a device sync
-// before the widening (tests/test_gpu_cudnn_fp8.cpp [cudnnfp8diag], session 7 call A). Seen at 2048
-// query tiles of 128 rows with seq_k 1024-4096 (N 4096 full: calls differ, none far off yet); not at
-// 1024 tiles or fewer, nor at 2048 with seq_k 8192 or 16384 (deterministic, verified).
+// cuDNN's Hopper FP8 forward (the e4m3-O engine; cuDNN 9.14 on the H200) races inside its kernel:
+// with the same inputs, O differs from call to call and in many calls whole rows come out far off
+// (errors up to ~10 against |O| < 0.4, while its own amax of O is right: the O it computed was right,
+// the rows it stored were not). Every variant of ours changed nothing: any layout (Q/K/V/O in BSHD, as
+// cuDNN's own tests), scale_o, scratch and O placement, a device sync before the widening; nor did
+// launching fewer tiles (whole batches of <= 1024 query tiles: still wrong at seq_k <= 4096)
+// (tests/test_gpu_cudnn_fp8.cpp [cudnnfp8diag], session 7 calls A and B). Far-off rows seen from 1024
+// query tiles of 128 rows per launch with seq_k 1024-4096; none at b1/b2/b4 N 2048 full (<= 1024 tiles,
+// and bit-identical), none at 2048 tiles with seq_k 8192 (causal still differing call to call there).
 constexpr std::int64_t kFp8TileRows = 128;
-constexpr std::int64_t kFp8SafeTiles = 1024;   // query tiles per launch seen race-free
-constexpr int kFp8RaceFreeKeys = 8192;         // seq_k from which 2048 tiles were race-free
-std::int64_t fp8_tiles_per_batch(const AttentionParams& p) {
-  return std::int64_t(p.heads) * ((p.seq_q + kFp8TileRows - 1) / kFp8TileRows);
+constexpr std::int64_t kFp8RaceTiles = 1024;  // query tiles per launch from which rows were seen wrong
+constexpr int kFp8RaceFreeKeys = 8192;        // seq_k from which none were
+std::int64_t fp8_tiles(const AttentionParams& p) {
+  return std::int64_t(p.batch) * p.heads * ((p.seq_q + kFp8TileRows - 1) / kFp8TileRows);
 }
-// (Fp8Probe::split = 2, diagnostics: no shape is, so that the whole launch runs anyway.)
+// (Fp8Probe::run_racy, diagnostics: no shape is, so that the launch runs anyway.)
 bool fp8_race_shape(const AttentionParams& p) {
-  return p.dtype == Dtype::fp8 && p.batch * fp8_tiles_per_batch(p) > kFp8SafeTiles && p.seq_k < kFp8RaceFreeKeys &&
-         probe().split != 2;
-}
-// FB_CUDNN_FP8_SPLIT=1 (read once; Fp8Probe::split overrides): run such shapes as several launches of
-// at most kFp8SafeTiles tiles (whole batches each) instead of refusing them.
-bool fp8_split() {
-  static const bool env = [] {
-    const char* v = std::getenv("FB_CUDNN_FP8_SPLIT");
-    return v && *v && std::string(v) != "0";
-  }();
-  return probe().split >= 0 ? probe().split == 1 : env;
-}
-// The launches of a split fp8 forward: consecutive batches (contiguous in every tensor, BHSD), as
-// equal as can be (at most two shapes, two plans); empty when one batch alone is over the limit.
-std::vector<AttentionParams> fp8_chunks(const AttentionParams& p) {
-  const std::int64_t per_batch = fp8_tiles_per_batch(p);
-  if (per_batch > kFp8SafeTiles) return {};
-  const int max_batches = int(kFp8SafeTiles / per_batch);
-  const int n = (p.batch + max_batches - 1) / max_batches;
-  const auto at = [](const void* base, std::int64_t bytes) -> const char* {
-    return base ? static_cast<const char*>(base) + bytes : nullptr;
-  };
-  const std::int64_t q_batch = std::int64_t(p.heads) * p.seq_q * p.head_dim;
-  const std::int64_t kv_batch = std::int64_t(p.kv_heads) * p.seq_k * p.head_dim;
-  std::vector<AttentionParams> chunks;
-  int b0 = 0;
-  for (int i = 0; i < n; ++i) {
-    AttentionParams c = p;
-    c.batch = p.batch / n + (i < p.batch % n ? 1 : 0);
-    c.q = at(p.q, b0 * q_batch);  // e4m3: a byte an element
-    c.k = at(p.k, b0 * kv_batch);
-    c.v = at(p.v, b0 * kv_batch);
-    c.o = const_cast<char*>(at(p.o, b0 * q_batch * 2));  // bf16
-    c.lse = const_cast<char*>(at(p.lse, b0 * std::int64_t(p.heads) * p.seq_q * std::int64_t(sizeof(float))));
-    chunks.push_back(c);
-    b0 += c.batch;
-  }
-  return chunks;
-}
-// Whether the fp8 forward of p runs split (else whole), on a plan already made for p.
-bool runs_split(const Plan& fwd, const AttentionParams& p) {
-  return fwd.o_e4m3 && fp8_race_shape(p) && fp8_split() && !fp8_chunks(p).empty();
+  return p.dtype == Dtype::fp8 && fp8_tiles(p) >= kFp8RaceTiles && p.seq_k < kFp8RaceFreeKeys && !probe().run_racy;
 }
 std::string fp8_race_reason(const AttentionParams& p) {
   return "cuDNN " + version_string(cudnnGetVersion()) +
-         "'s Hopper FP8 forward (O in e4m3) is wrong at this shape: with more than " +
-         std::to_string(kFp8SafeTiles) + " query tiles of 128 rows in one launch (here " +
-         std::to_string(p.batch * fp8_tiles_per_batch(p)) + ") and seq_k < " + std::to_string(kFp8RaceFreeKeys) +
+         "'s Hopper FP8 forward (O in e4m3) is wrong at this shape: with " + std::to_string(kFp8RaceTiles) +
+         " or more query tiles of 128 rows in one launch (here " + std::to_string(fp8_tiles(p)) + ") and seq_k < " +
+         std::to_string(kFp8RaceFreeKeys) +
          ", O rows differ from call to call on the same inputs and some come out far off (a race inside "
-         "cuDNN's kernel, measured on the H200); FB_CUDNN_FP8_SPLIT=1 runs it as launches of at most " +
-         std::to_string(kFp8SafeTiles) + " tiles";
+         "cuDNN's kernel, measured on the H200; smaller launches did not avoid it)";
 }
 
 void execute_one(Which which, const AttentionParams& p, const Context& ctx);
@@ -408,13 +367,8 @@ void execute(Which which, const AttentionParams& p, const Context& ctx) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
   if (which == Which::fwd && p.dtype == Dtype::fp8) {
-    const Plan& whole = plan_for(which, p);
-    if (whole.plan && whole.o_e4m3 && fp8_race_shape(p)) {
-      if (!runs_split(whole, p)) throw CudaError(fp8_race_reason(p));
-      for (const AttentionParams& c : fp8_chunks(p)) execute_one(which, c, ctx);
-      last_fp8().split = true;
-      return;
-    }
+    const Plan& fwd = plan_for(which, p);
+    if (fwd.plan && fwd.o_e4m3 && fp8_race_shape(p)) throw CudaError(fp8_race_reason(p));
   }
   execute_one(which, p, ctx);
 }
@@ -541,7 +495,7 @@ void execute_one(Which which, const AttentionParams& p, const Context& ctx) {
     e4m3_bshd_to_bf16_bhsd(o, p.o, p.q_elems(), p.heads, p.seq_q, p.head_dim, factor, ctx.stream);
   else
     e4m3_to_bf16(o, p.o, p.q_elems(), factor, ctx.stream);
-  last_fp8() = Fp8Last{o, amax, amax + scalar_stride(), factor, s.o_bshd, false};
+  last_fp8() = Fp8Last{o, amax, amax + scalar_stride(), factor, s.o_bshd};
 }
 
 }  // namespace
@@ -558,11 +512,7 @@ const char* unsupported(Pass pass, const AttentionParams& p) {
     if (!fwd.plan) return fwd.why_not.c_str();
     if (fwd.o_e4m3 && fp8_race_shape(p)) {
       static thread_local std::string race;
-      if (!runs_split(fwd, p)) return (race = fp8_race_reason(p)).c_str();
-      for (const AttentionParams& c : fp8_chunks(p)) {
-        const Plan& part = plan_for(Which::fwd, c);
-        if (!part.plan) return part.why_not.c_str();
-      }
+      return (race = fp8_race_reason(p)).c_str();
     }
     if (bwd) {
       const Plan& b = plan_for(Which::bwd, p);
@@ -581,9 +531,7 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (unsupported(pass, p)) return 0;
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
-  std::size_t fwd = forward_workspace(plan_for(Which::fwd, p), shape_of(p));
-  if (runs_split(plan_for(Which::fwd, p), p))  // the launches share the workspace, one after the other
-    for (const AttentionParams& c : fp8_chunks(p)) fwd = std::max(fwd, forward_workspace(plan_for(Which::fwd, c), shape_of(c)));
+  const std::size_t fwd = forward_workspace(plan_for(Which::fwd, p), shape_of(p));
   if (pass == Pass::fwd) return fwd;
   // One workspace serves the forward (run first, for O and LSE) and the backward.
   return std::max(fwd, backward_workspace(plan_for(Which::bwd, p), shape_of(p)));

@@ -44,9 +44,7 @@ struct Fp8Probe {
   bool zero_scratch = false;       // cuDNN's workspace part and the two amax outputs zeroed before each call
   void* o_e4m3 = nullptr;          // the caller's buffer for the e4m3 O instead of the workspace
   bool qkv_bshd = false;           // the graph takes Q, K, V laid out [b, s, h, d]: the caller passes them so
-  // Where cuDNN's engine races (cudnn_sdpa.cpp, fp8_race_shape): 1 split, 0 refuse, -1 as
-  // FB_CUDNN_FP8_SPLIT says (refuse unless 1), 2 run the one launch anyway (to see the race).
-  int split = -1;
+  bool run_racy = false;           // run where cuDNN's engine races (cudnn_sdpa.cpp) instead of refusing
 };
 void set_fp8_probe(const Fp8Probe& probe);
 // The last fp8 call with an e4m3 O: where O's codes and the amax outputs are (device pointers),
@@ -57,7 +55,6 @@ struct Fp8Last {
   const float* amax_o = nullptr;
   float factor = 0.0f;
   bool o_bshd = false;
-  bool split = false;  // the call ran as several launches: o_e4m3 holds the last one's O only
 };
 Fp8Last fp8_last();
 
