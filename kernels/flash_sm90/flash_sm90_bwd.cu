@@ -14,9 +14,9 @@
 #include <mutex>
 #include <queue>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
-#include <string>
 
 #include <cuda_runtime.h>
 
