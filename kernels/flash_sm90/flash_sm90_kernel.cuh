@@ -27,21 +27,6 @@
 #include "flash_sm90/flash_sm90_block.cuh"
 #include "flash_sm90/flash_sm90_traits.h"
 
-#if FB_PTX_SM90A
-namespace fb::cuda::ptx {
-// N = 176 (the d = 128 probe `bc176`, FlashAttention-3's K/V tile at d = 128): 88 accumulators.
-#define FB_WG_D88 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80)
-#define FB_WG_S88 FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10
-template <> struct WgmmaSS<__half, 176> {
-  FB_WGMMA_SS_BODY(88, "m64n176k16.f32.f16.f16", "%88", "%89", "%90", "1, 1, 0, 0")
-};
-template <> struct WgmmaSS<__nv_bfloat16, 176> {
-  FB_WGMMA_SS_BODY(88, "m64n176k16.f32.bf16.bf16", "%88", "%89", "%90", "1, 1, 0, 0")
-};
-#undef FB_WG_D88
-#undef FB_WG_S88
-}  // namespace fb::cuda::ptx
-#endif  // FB_PTX_SM90A
 
 namespace fb::cuda::flash_sm90 {
 

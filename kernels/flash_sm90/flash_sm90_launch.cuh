@@ -53,24 +53,23 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
 //   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
-//   bc176    d = 128 only: K/V tiles of 176 keys (FlashAttention-3's d = 128 forward tile) instead of 128
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (with the
 //            shipped code variant only; session 1 had it level with ping-pong, when the intra-warpgroup
 //            overlap was still in the SASS)
-// Each of these seven also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
-// s6 turns all seven off (session 6's forward); old implies s6. (Call A also timed a 3-stage K/V ring
-// and d = 64 on two warpgroups x 192-key tiles: both slower, removed; docs/perf-notes.md.)
+// Each of these six also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
+// s6 turns all six off (session 6's forward); old implies s6. Session 7 also timed a 3-stage K/V ring,
+// d = 64 on two warpgroups x 192-key tiles and d = 128 on 176-key tiles: all slower, removed
+// (docs/perf-notes.md, which has each probe's measurement).
 // Read once; unset (or no known word) is the shipping forward.
 
 // Session 7's variants in the shipping forward (each flipped on only after a measured win;
 // docs/perf-notes.md, "Session 7").
 struct FwdDefaults {
-  static constexpr bool kDescLo32 = true;  // call A: 1.016x geomean, d = 64 1.03-1.07x
+  static constexpr bool kDescLo32 = true;  // calls A and B: 1.02x geomean (d = 64 1.03x, d = 128 1.01x)
   static constexpr bool kOrder = false;
   static constexpr bool kEarlyRescale = false;
   static constexpr bool kLean = false;
   static constexpr bool kL2Small = false;
-  static constexpr bool kBc176 = false;
   static constexpr bool kNoPingPong = false;
 };
 struct FwdProbe {
@@ -83,7 +82,6 @@ struct FwdProbe {
   bool early_rescale = false;
   bool lean = false;
   bool l2_small = false;
-  bool bc176 = false;
   bool no_ping_pong = false;
 };
 inline FwdProbe fwd_probe() {
@@ -109,7 +107,6 @@ inline FwdProbe fwd_probe() {
     f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
     f.lean = pick("lean", FwdDefaults::kLean);
     f.l2_small = pick("l2small", FwdDefaults::kL2Small);
-    f.bc176 = pick("bc176", FwdDefaults::kBc176);
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     return f;
   }();
@@ -195,15 +192,6 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
   using Tr = typename FwdConfig<T, D>::Traits;
   if constexpr (D == 64 || D == 128) {
     // The probes' variants are instantiated for the head dims session 7 tunes (issue 13).
-    if constexpr (D == 128) {
-      // 176-key tiles: S 88 and P 44 registers beside O's 64; two stages, one Q tile, O staged in Q
-      // (what fits in shared memory).
-      using TrB = FwdTraits<typename Tr::Elem, D, 176, true, true, 2, true, 2>;
-      if (fwd_probe().bc176) {
-        launch_fwd_opt<TrB>(p, T, stream);
-        return;
-      }
-    }
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
       launch_fwd<TrN, kOptDescLo32>(p, T, stream);
