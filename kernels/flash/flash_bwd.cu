@@ -128,12 +128,9 @@ GridVariant grid_variant() {
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "s6") return GridVariant::s6;
     if (s == "lean") return GridVariant::lean;
-    if (s == "dqfirst") return GridVariant::dqfirst;
-    if (s == "hm") return GridVariant::hm;
     if (s == "desc") return GridVariant::desc;
-    if (s == "late") return GridVariant::late;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, s6, lean, dqfirst, hm, desc, late)");
+                                "' is not a flash backward variant (standard, s6, lean, desc)");
   }();
   return v;
 }

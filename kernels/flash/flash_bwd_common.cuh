@@ -63,11 +63,11 @@ template <typename Elem, int kHeadDim> int main_simt_key_tile();
 template <int kHeadDim> int main_tf32_key_tile();
 
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
-// process, for A/B runs in one binary: `s6` (session 6's loop), `lean` (session 7's call A default:
-// kLean + kDqRed2), `dqfirst` (dQ before dV/dK), `hm` (causal grids head-major), `desc` (hm and
-// query tiles walked from the last down), `late` (the next tiles' copies issued after S^T/dP^T);
-// unset or `standard`: the default. Anything else is refused (std::invalid_argument).
-enum class GridVariant { standard, s6, lean, dqfirst, hm, desc, late };
+// process, for A/B runs in one binary: `s6` (session 6's loop), `lean` (session 7's call-A kernel:
+// kLean + kDqRed2, tile-major causal grid), `desc` (the default with every block walking its query
+// tiles from the last down); unset or `standard`: the default. Anything else is refused
+// (std::invalid_argument).
+enum class GridVariant { standard, s6, lean, desc };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

@@ -1142,37 +1142,31 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 //   d=32:  the 16-keys-per-warp kernel, 64 keys x 64 queries, 2 blocks of 4 warps per SM (not tuned).
 // Measurements: docs/perf-notes.md, "flash backward", session 6.
 template <typename Elem, int kHeadDim> struct TcConfig;
-// Session 7 (`type`): kLean, kDqRed2, kSplitS, kStMatrix (call A, H200: lean + red.v2 +5-9% over s6,
-// split and stmatrix +0-2% each on top). For FB_FLASH_BWD A/B runs (grid_variant(),
-// flash_bwd_common.cuh): `s6` (session 6's loop), `lean` (kLean + kDqRed2 alone), `dqfirst`, `hm`,
-// `desc`, `late` (`type` plus kDqFirst / kHeadMajorCausal / kHeadMajorCausal + kDescend /
-// kLatePrefetch).
+// Session 7 (H200, docs/perf-notes.md): `type` = kLean + kDqRed2 + kSplitS + kStMatrix +
+// kHeadMajorCausal (call A: lean + red.v2 +5-9% over s6, split and stmatrix +0-2% each; call B:
+// head-major causal +1-3% at d = 128 and, at d = 64, +2-3% causal N >= 4k), except d = 64 non-causal,
+// which runs kLean + kDqRed2 alone (`noncausal`: call B 4% faster there than with split and
+// stmatrix). Probes kept (FB_FLASH_BWD, grid_variant() in flash_bwd_common.cuh): `s6` (session 6's
+// loop), `lean` (kLean + kDqRed2, tile-major causal), `desc` (`type` + kDescend: level with `type`).
+// Measured and dropped (flags left in TcGridTraits): kDqFirst (-1..-4%), kLatePrefetch (-1..+1%).
 template <typename Elem> struct TcConfig<Elem, 128> {
-  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true>;
+  using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
+                            false, true>;
+  using noncausal = type;
   using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
   using s6 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, false, false>;
-  using dqfirst =
-      TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, true>;
-  using hm = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
-                          true>;
   using desc = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
                             true, true>;
-  using late = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
-                            false, false, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true>;
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
+                            false, true>;
   using lean = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
+  using noncausal = lean;
   using s6 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, false, false>;
-  using dqfirst =
-      TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, true>;
-  using hm = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
-                          true>;
   using desc = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
                             true, true>;
-  using late = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
-                            false, false, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
@@ -1214,12 +1208,13 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
     if constexpr (Cfg::type::kWarpGrid) {
       switch (grid_variant()) {
         case GridVariant::s6: launch_main_tc<typename Cfg::s6>(a, stream); return;
-        case GridVariant::dqfirst: launch_main_tc<typename Cfg::dqfirst>(a, stream); return;
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
-        case GridVariant::hm: launch_main_tc<typename Cfg::hm>(a, stream); return;
         case GridVariant::desc: launch_main_tc<typename Cfg::desc>(a, stream); return;
-        case GridVariant::late: launch_main_tc<typename Cfg::late>(a, stream); return;
         case GridVariant::standard: break;
+      }
+      if (!a.mask.causal) {
+        launch_main_tc<typename Cfg::noncausal>(a, stream);
+        return;
       }
     }
     launch_main_tc<typename Cfg::type>(a, stream);
