@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -367,10 +368,14 @@ Descriptor fp8_mutant(const Descriptor& real, Fp8Bug bug) {
   return d;
 }
 
-// errors[tensor][what] of a judged record, or -1 where absent.
+// errors[tensor][what] of a judged record, or -1 where absent. A non-finite error is stored as a string
+// ("inf", "nan": JSON has no such numbers), read back as that value.
 double error_of(const Record& r, const char* tensor, const char* what) {
-  if (!r.errors.contains(tensor)) return -1;
-  return r.errors.at(tensor).value(what, -1.0);
+  if (!r.errors.contains(tensor) || !r.errors.at(tensor).contains(what)) return -1;
+  const nlohmann::json& v = r.errors.at(tensor).at(what);
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return std::strtod(v.get<std::string>().c_str(), nullptr);
+  return -1;
 }
 
 Case fp8_case(const Shape& s) {
