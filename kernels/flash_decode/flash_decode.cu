@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <cstdint>
+
+#include <cuda.h>  // cuTensorMapEncodeTiled's types (the function comes from the driver at run time)
 #include <cuda_fp16.h>
 
 #include "common/check.h"
@@ -66,6 +69,9 @@ const Probes& probes() {
     const std::string rot = env("FB_DECODE_ROTATE");
     if (rot == "1" || rot == "0") pr.rotate = rot == "1";
     else if (!rot.empty()) throw bad("FB_DECODE_ROTATE", rot, "0 or 1");
+    const std::string tl2 = env("FB_DECODE_TMA_L2");
+    if (tl2 == "256" || tl2 == "128" || tl2 == "0") pr.tma_l2 = tl2 == "256" ? 256 : tl2 == "128" ? 128 : 0;
+    else if (!tl2.empty()) throw bad("FB_DECODE_TMA_L2", tl2, "256, 128 or 0");
     const std::string ctas = env("FB_DECODE_CTAS");
     if (!ctas.empty()) {
       if (ctas.size() != 1 || ctas[0] < '0' || ctas[0] > '8') throw bad("FB_DECODE_CTAS", ctas, "0 .. 8");
@@ -90,6 +96,8 @@ StreamPlan stream_plan(const AttentionParams& p) {
   StreamPlan sk;
   const Shape s = shape_for(p);
   if (!probes().stream_k || p.kv_splits != 0 || s.rows_per_cta > 16) return sk;
+  const Ring ring = ring_for(p, plan(p));
+  if (ring == Ring::tma || ring == Ring::tma_deep) return sk;  // stream-K runs the cp.async rings only
   const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.seq_k;
   const long long per_sm = probes().ctas_per_sm > 0 ? probes().ctas_per_sm : 2;
   const long long ctas = per_sm * current_sm_count();
@@ -120,14 +128,22 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
 
 Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
   // Read once: an A/B switch for a whole run, not a per-case setting.
+  // Unset: the TMA ring (session 7, call A: one row, GQA 32/8, d = 128, the best of 19 settings, geomean
+  // 1.006x the better torch peer against 0.966 for the cp.async ring; docs/perf-notes.md).
   static const std::string forced = [] {
     const char* v = std::getenv("FB_DECODE_RING");
-    return std::string(v ? v : "");
+    return std::string(v && *v ? v : "tma");
   }();
-  const bool tma = forced == "tma" || forced == "tmadeep";
   if (shape_for(p).rows_per_cta > 16) return Ring::standard;
+  if (forced == "std" || forced == "cpasync") return Ring::standard;
   if (forced == "small") return Ring::small;
-  if (forced != "deep" && forced != "deepall" && !tma) return Ring::standard;
+  const bool tma = forced == "tma" || forced == "tmadeep";
+  if (!tma && forced != "deep" && forced != "deepall")
+    throw std::invalid_argument("FB_DECODE_RING (flash-decode's K/V ring) must be tma, tmadeep, std, deep, deepall "
+                                "or small, got '" + forced + "'");
+  // TMA reads through tensor maps: 16-byte aligned bases (cudaMalloc's are; a caller's views may not be).
+  const auto aligned = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) % 16 == 0; };
+  if (tma && (!aligned(p.k) || !aligned(p.v))) return Ring::standard;
   // The device's answers, once per device (this runs on every forward, between timing events).
   struct Known {
     int major = 0;
@@ -155,6 +171,40 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
   if (std::size_t(k.smem_optin) < deep_bytes || (forced != "deepall" && ctas > k.sms))
     return tma ? Ring::tma : Ring::standard;
   return tma ? Ring::tma_deep : Ring::deep;
+}
+
+void encode_kv_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, int seq, std::int64_t planes,
+                   int box_cols, int box_rows) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const Encode encode = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    FB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
+#else
+    FB_CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &found));
+#endif
+    if (found != cudaDriverEntryPointSuccess || f == nullptr)
+      throw CudaError("flash-decode: the CUDA driver offers no cuTensorMapEncodeTiled (needs 12.0+)");
+    return reinterpret_cast<Encode>(f);
+  }();
+  const cuuint64_t elem = 2;  // fp16 / bf16
+  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(seq), cuuint64_t(planes)};
+  const cuuint64_t strides[2] = {cuuint64_t(head_dim) * elem, cuuint64_t(head_dim) * cuuint64_t(seq) * elem};
+  const cuuint32_t box[3] = {cuuint32_t(box_cols), cuuint32_t(box_rows), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const int l2 = probes().tma_l2;
+  const CUtensorMapL2promotion promotion = l2 == 256   ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                                           : l2 == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                                       : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  const CUresult r = encode(map, t == Dtype::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                            3, const_cast<void*>(base), dims, strides, box, element_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // NONE: rows past seq read as zeros
+  if (r != CUDA_SUCCESS)
+    throw CudaError("flash-decode: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ")");
 }
 
 void forward(const AttentionParams& p, const Context& ctx) {

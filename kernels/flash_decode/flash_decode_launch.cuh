@@ -5,7 +5,6 @@
 #include "common/check.h"
 #include "flash_decode/flash_decode.h"
 #include "flash_decode/flash_decode_kernel.cuh"
-#include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::decode {
 
@@ -32,8 +31,8 @@ void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionPara
   if constexpr (kTma) {
     DecodeArgs<typename Tr::Elem> a = args;
     const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
-    flash_sm90::encode_bhsd_map(&a.tm_k, p.dtype, p.k, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
-    flash_sm90::encode_bhsd_map(&a.tm_v, p.dtype, p.v, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
+    encode_kv_map(&a.tm_k, p.dtype, p.k, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
+    encode_kv_map(&a.tm_v, p.dtype, p.v, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
     kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
   } else {
     kernel<<<grid, Tr::kThreads, smem, stream>>>(args);
@@ -124,7 +123,7 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, const StreamPl
   a.part_lse = slots > 1 ? a.part_o + std::int64_t(slots) * a.total_rows * D : nullptr;
   a.kv_planes = static_cast<long long>(p.batch) * p.kv_heads;
   // Stream-K on the cp.async rings of up to sixteen rows only (stream_plan() checked the rows).
-  a.stream_keys = ring == Ring::tma || ring == Ring::tma_deep ? 0 : sk.keys_per_cta;
+  a.stream_keys = sk.keys_per_cta;  // 0 on the TMA rings (stream_plan)
   a.rotate = probes().rotate ? 1 : 0;
   a.mask = p.mask();
   a.plan = plan;
