@@ -13,10 +13,15 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/ptx_sm90.cuh"
 #include "flash_decode/flash_decode.h"
 #include "flash_decode/flash_decode_traits.h"
 
 namespace fb::cuda::decode {
+
+// 1 in the image compiled for sm_90a, 0 in the others: the TMA ring's kernels have bodies only there
+// (an sm_90 build without 90a traps in them), so the host reads which image the device loaded.
+__device__ int g_decode_sm90a_code = FB_PTX_SM90A;
 
 Shape shape_for(const AttentionParams& p) {
   // The table of flash_decode_launch.cuh: rows per CTA and keys per tile of Cfg16 .. Cfg128.
@@ -149,6 +154,7 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
     int major = 0;
     int smem_optin = 0;
     int sms = 0;
+    bool sm90a = false;  // the loaded image has the TMA ring's code
   };
   static std::mutex mu;
   static std::map<int, Known> known;
@@ -160,11 +166,15 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
     auto it = known.find(device);
     if (it == known.end()) {
       const auto caps = current_device_caps();
-      if (caps) it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count()}).first;
+      int code = 0;
+      const cudaError_t err = cudaMemcpyFromSymbol(&code, g_decode_sm90a_code, sizeof(code));
+      (void)cudaGetLastError();  // a failed query means no TMA ring, not the next launch's error
+      const bool sm90a = err == cudaSuccess && code == 1;
+      if (caps) it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count(), sm90a}).first;
     }
     if (it != known.end()) k = it->second;
   }
-  if (tma && k.major < 9) return Ring::standard;
+  if (tma && (k.major != 9 || !k.sm90a)) return Ring::standard;
   if (forced == "tma") return Ring::tma;
   const std::size_t deep_bytes = p.head_dim == 64 ? CfgDeep<__half, 64>::kSmemBytes : CfgDeep<__half, 128>::kSmemBytes;
   const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
