@@ -50,6 +50,7 @@ settings=(
   "cp128 FB_DECODE_RING=std FB_DECODE_L2=128"
   "w128 FB_DECODE_RING=std FB_DECODE_SYNC=warp FB_DECODE_L2=128"
   "tdeep128 FB_DECODE_RING=tmadeep FB_DECODE_TMA_L2=128"
+  "tma_c2 FB_DECODE_RING=tma FB_DECODE_CTAS=2"
 )
 : >"$out/order.txt"
 filter=${FILTER:-h32-kv}  # the settings on GQA 32/8 only (64/8 streams the same K/V bytes)
