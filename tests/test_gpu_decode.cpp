@@ -84,7 +84,9 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
 }
 
 // One query row on grids past one CTA per SM (batch 24 and 160 x 8 K/V heads), every key count leaving
-// a partial tail tile. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING = deepall,
+// a partial tail tile. Up to sixteen rows a head run the TMA ring by default on sm_90a (elsewhere the
+// cp.async ring); scripts/decode_ab_h200.sh runs this file again with FB_DECODE_RING=std (the cp.async
+// ring) and tmadeep. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING = deepall,
 // tmadeep and tma (flash_decode.h): the deep cp.async ring and the TMA rings (deep up to one CTA per SM,
 // standard past it: these cases) on every case of up to sixteen rows; scripts/decode_ab_h200.sh with
 // the probes FB_DECODE_SYNC=warp, FB_DECODE_STREAMK=1 (stream-K: here a CTA's key range runs across
