@@ -4,12 +4,12 @@
 #   FB_DECODE_SYNC=warp   each warp loads and waits for its own keys of every tile (no block barrier)
 #   FB_DECODE_L2=128|256|ef256   L2 prefetch-size hint (ef256: with an evict-first policy) on the ring
 #   FB_DECODE_CTAS=N      the auto split count aims at N CTAs per SM (default 1 for one row)
-#   FB_DECODE_RING=std|tma|tmadeep|small  the cp.async ring, the TMA rings (tma: the default), two
-#                         stages at three CTAs per SM;  FB_DECODE_TMA_L2=256|128|0  TMA's L2 promotion
+#   FB_DECODE_RING=std|tma|tmadeep|small  the cp.async ring, the TMA rings, two stages at three CTAs
+#                         per SM (unset: the per-shape default, flash_decode.cu's default_ring)
 #   FB_DECODE_STREAMK=1   stream-K: all heads' keys end to end, one equal range per CTA
 #   FB_DECODE_ROTATE=1    each CTA starts its tiles at a hashed offset (scattered DRAM addresses)
-# Steps: the [decode] GPU tests (default = the TMA ring since session 7, the cp.async ring, the deep TMA
-# ring with 128-byte L2 promotion; every setting's run below verifies too), configs/decode-ab-h200.json
+# Steps: the [decode] GPU tests (the default, the cp.async ring, the deep TMA ring; every setting's run
+# below verifies too), configs/decode-ab-h200.json
 # with flash-decode (default) + the in-binary cudnn, scripts/peers.py on the same spec (torch-cudnn,
 # torch-flash), then flash-decode alone under each setting (GQA 32/8 cases), twice, while time is left,
 # and the d = 64 companion spec on both rings. Prints last: us per case and setting (the faster of the
@@ -33,23 +33,20 @@ tests() {  # tests NAME [VAR=VALUE...]
 }
 tests default
 tests std FB_DECODE_RING=std
-tests tmadeep FB_DECODE_RING=tmadeep FB_DECODE_TMA_L2=128
+tests tmadeep FB_DECODE_RING=tmadeep
 wt=(--warmup-time 0.05)  # back-to-back runs: the clocks are up already
 timeout 25 "$fb" run "$spec" -q "${wt[@]}" -o "$out/ab-default.json" >"$out/ab-default.log" 2>&1 || rc=1
 timeout 30 python3 scripts/peers.py "$spec" -o "$out/peers.json" --backends flash,cudnn --ref-max-seq 0 \
   >"$out/peers.log" 2>&1 || rc=1
-# Session 7 call A ran every probe once (commit 018b269's list: docs/perf-notes.md has the table); the
-# default is now the TMA ring. This list: the call-A leaders, each run twice (the table shows the
-# faster run of each case), then the cp.async and TMA rings at d = 64 once.
+# Session 7's calls A and B ran every probe (commit 018b269's list: docs/perf-notes.md has the tables);
+# the default is now per shape (TMA or the cp.async ring with .L2::128B). This list: the leaders, each
+# run twice (the table shows the faster run of each case), then the cp.async and TMA rings at d = 64.
 settings=(
   "cp FB_DECODE_RING=std"
   "tma FB_DECODE_RING=tma"
   "tmadeep FB_DECODE_RING=tmadeep"
-  "tma128 FB_DECODE_RING=tma FB_DECODE_TMA_L2=128"
-  "tma0 FB_DECODE_RING=tma FB_DECODE_TMA_L2=0"
   "cp128 FB_DECODE_RING=std FB_DECODE_L2=128"
   "w128 FB_DECODE_RING=std FB_DECODE_SYNC=warp FB_DECODE_L2=128"
-  "tdeep128 FB_DECODE_RING=tmadeep FB_DECODE_TMA_L2=128"
   "tma_c2 FB_DECODE_RING=tma FB_DECODE_CTAS=2"
 )
 : >"$out/order.txt"

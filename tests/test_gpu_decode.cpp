@@ -212,3 +212,32 @@ TEST_CASE("flash-decode: sixteen rows a head, empty causal rows, pieces across h
       b.release();
     }
 }
+
+// The default's other ring at d = 128 (flash_decode.cu, default_ring): a grid of at most one CTA per SM
+// whose CTAs stream >= 8192 keys (128 CTAs of 9001 keys; batch 16 x 8 K/V heads) runs the cp.async ring
+// with the .L2::128B hint on sm_90a, where every other one-row case above runs TMA.
+TEST_CASE("flash-decode: one row, long splits on a one-wave grid (the default's cp.async ring)", "[gpu][decode]") {
+  CudaBackend& b = gpu();
+  const Descriptor& decode = kernel("flash-decode");
+  Case c;
+  c.batch = 16;
+  c.heads = 32;
+  c.kv_heads = 8;
+  c.seq_q = 1;
+  c.seq_k = 9001;
+  c.head_dim = 128;
+  c.pass = Pass::fwd;
+  for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+    c.dtype = t;
+    c.causal = t == Dtype::bf16;
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    REQUIRE_FALSE(b.check_fits(c, decode).has_value());
+    REQUIRE(b.run(decode, 0, 1).times_ms.size() == 1);
+    std::vector<Record> records{ok_record(c, "flash-decode")};
+    verify_case(b, records, builtin_kernels());
+    REQUIRE(records[0].verified.has_value());
+    CHECK(*records[0].verified);
+    b.release();
+  }
+}

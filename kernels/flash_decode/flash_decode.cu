@@ -8,7 +8,6 @@
 
 #include <cstdint>
 
-#include <cuda.h>  // cuTensorMapEncodeTiled's types (the function comes from the driver at run time)
 #include <cuda_fp16.h>
 
 #include "common/check.h"
@@ -74,9 +73,6 @@ const Probes& probes() {
     const std::string rot = env("FB_DECODE_ROTATE");
     if (rot == "1" || rot == "0") pr.rotate = rot == "1";
     else if (!rot.empty()) throw bad("FB_DECODE_ROTATE", rot, "0 or 1");
-    const std::string tl2 = env("FB_DECODE_TMA_L2");
-    if (tl2 == "256" || tl2 == "128" || tl2 == "0") pr.tma_l2 = tl2 == "256" ? 256 : tl2 == "128" ? 128 : 0;
-    else if (!tl2.empty()) throw bad("FB_DECODE_TMA_L2", tl2, "256, 128 or 0");
     const std::string ctas = env("FB_DECODE_CTAS");
     if (!ctas.empty()) {
       if (ctas.size() != 1 || ctas[0] < '0' || ctas[0] > '8') throw bad("FB_DECODE_CTAS", ctas, "0 .. 8");
@@ -131,49 +127,74 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   return std::size_t(sp.splits) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * sizeof(float);
 }
 
-Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
-  // Read once: an A/B switch for a whole run, not a per-case setting.
-  // Unset: the TMA ring (session 7, call A: one row, GQA 32/8, d = 128, the best of 19 settings, geomean
-  // 1.006x the better torch peer against 0.966 for the cp.async ring; docs/perf-notes.md).
-  static const std::string forced = [] {
-    const char* v = std::getenv("FB_DECODE_RING");
-    return std::string(v && *v ? v : "tma");
-  }();
-  if (shape_for(p).rows_per_cta > 16) return Ring::standard;
-  if (forced == "std" || forced == "cpasync") return Ring::standard;
-  if (forced == "small") return Ring::small;
-  const bool tma = forced == "tma" || forced == "tmadeep";
-  if (!tma && forced != "deep" && forced != "deepall")
-    throw std::invalid_argument("FB_DECODE_RING (flash-decode's K/V ring) must be tma, tmadeep, std, deep, deepall "
-                                "or small, got '" + forced + "'");
-  // TMA reads through tensor maps: 16-byte aligned bases (cudaMalloc's are; a caller's views may not be).
-  const auto aligned = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) % 16 == 0; };
-  if (tma && (!aligned(p.k) || !aligned(p.v))) return Ring::standard;
-  // The device's answers, once per device (this runs on every forward, between timing events).
-  struct Known {
-    int major = 0;
-    int smem_optin = 0;
-    int sms = 0;
-    bool sm90a = false;  // the loaded image has the TMA ring's code
-  };
+namespace {
+
+// The device's answers ring_for needs, once per device (it runs on every forward, between timing events).
+struct Known {
+  int major = 0;
+  int smem_optin = 0;
+  int sms = 0;
+  bool sm90a = false;  // the loaded image has the TMA ring's code
+};
+Known known_device() {
   static std::mutex mu;
   static std::map<int, Known> known;
   int device = 0;
   FB_CUDA_CHECK(cudaGetDevice(&device));
-  Known k;
-  {
-    const std::lock_guard<std::mutex> lock(mu);
-    auto it = known.find(device);
-    if (it == known.end()) {
-      const auto caps = current_device_caps();
-      int code = 0;
-      const cudaError_t err = cudaMemcpyFromSymbol(&code, g_decode_sm90a_code, sizeof(code));
-      (void)cudaGetLastError();  // a failed query means no TMA ring, not the next launch's error
-      const bool sm90a = err == cudaSuccess && code == 1;
-      if (caps) it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count(), sm90a}).first;
-    }
-    if (it != known.end()) k = it->second;
+  const std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(device);
+  if (it == known.end()) {
+    const auto caps = current_device_caps();
+    int code = 0;
+    const cudaError_t err = cudaMemcpyFromSymbol(&code, g_decode_sm90a_code, sizeof(code));
+    (void)cudaGetLastError();  // a failed query means no TMA ring, not the next launch's error
+    const bool sm90a = err == cudaSuccess && code == 1;
+    if (!caps) return Known{};
+    it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count(), sm90a}).first;
   }
+  return it->second;
+}
+
+// TMA reads through tensor maps: 16-byte aligned bases (cudaMalloc's are; a caller's views may not be).
+bool tma_aligned(const AttentionParams& p) {
+  const auto aligned = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) % 16 == 0; };
+  return aligned(p.k) && aligned(p.v);
+}
+
+// The default for up to sixteen rows a head, per shape, from session 7's calls A and B (one row, GQA
+// 32/8, bf16; every setting measured twice; docs/perf-notes.md): at d = 128 on an sm_90a image, the
+// cp.async ring with the .L2::128B hint where the grid is at most one CTA per SM and each CTA streams
+// >= 8192 keys (batch 16 at 32k keys: 504-507 us against 520-524 on TMA; batch 1 at 128k: 141-142
+// against 144), the TMA ring elsewhere (batch 256: 1012-1016 us against 1030-1032 and 1060-1063 on the
+// plain cp.async ring; batch 1-16 at 4k keys +3-14%); the plain cp.async ring otherwise (d = 64: TMA
+// not measured there).
+Ring default_ring(const AttentionParams& p, const SplitPlan& sp) {
+  if (p.head_dim != 128) return Ring::standard;
+  const Known k = known_device();
+  if (k.major != 9 || !k.sm90a || !tma_aligned(p)) return Ring::standard;
+  const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
+  if (ctas <= k.sms && sp.keys_per_split >= kLongSplitKeys) return Ring::standard_l2;
+  return Ring::tma;
+}
+
+}  // namespace
+
+Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
+  // Read once: an A/B switch for a whole run, not a per-case setting.
+  static const std::string forced = [] {
+    const char* v = std::getenv("FB_DECODE_RING");
+    return std::string(v ? v : "");
+  }();
+  if (shape_for(p).rows_per_cta > 16) return Ring::standard;
+  if (forced.empty()) return default_ring(p, sp);
+  if (forced == "std" || forced == "cpasync") return Ring::standard;
+  if (forced == "small") return Ring::small;
+  const bool tma = forced == "tma" || forced == "tmadeep";
+  if (!tma && forced != "deep" && forced != "deepall")
+    throw std::invalid_argument("FB_DECODE_RING (flash-decode's K/V ring) must be tma, tmadeep, std, deep, "
+                                "deepall or small, got '" + forced + "'");
+  if (tma && !tma_aligned(p)) return Ring::standard;
+  const Known k = known_device();
   if (tma && (k.major != 9 || !k.sm90a)) return Ring::standard;
   if (forced == "tma") return Ring::tma;
   const std::size_t deep_bytes = p.head_dim == 64 ? CfgDeep<__half, 64>::kSmemBytes : CfgDeep<__half, 128>::kSmemBytes;
@@ -181,40 +202,6 @@ Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
   if (std::size_t(k.smem_optin) < deep_bytes || (forced != "deepall" && ctas > k.sms))
     return tma ? Ring::tma : Ring::standard;
   return tma ? Ring::tma_deep : Ring::deep;
-}
-
-void encode_kv_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, int seq, std::int64_t planes,
-                   int box_cols, int box_rows) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static const Encode encode = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    FB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
-#else
-    FB_CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &found));
-#endif
-    if (found != cudaDriverEntryPointSuccess || f == nullptr)
-      throw CudaError("flash-decode: the CUDA driver offers no cuTensorMapEncodeTiled (needs 12.0+)");
-    return reinterpret_cast<Encode>(f);
-  }();
-  const cuuint64_t elem = 2;  // fp16 / bf16
-  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(seq), cuuint64_t(planes)};
-  const cuuint64_t strides[2] = {cuuint64_t(head_dim) * elem, cuuint64_t(head_dim) * cuuint64_t(seq) * elem};
-  const cuuint32_t box[3] = {cuuint32_t(box_cols), cuuint32_t(box_rows), 1};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  const int l2 = probes().tma_l2;
-  const CUtensorMapL2promotion promotion = l2 == 256   ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-                                           : l2 == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                                                       : CU_TENSOR_MAP_L2_PROMOTION_NONE;
-  const CUresult r = encode(map, t == Dtype::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                            3, const_cast<void*>(base), dims, strides, box, element_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // NONE: rows past seq read as zeros
-  if (r != CUDA_SUCCESS)
-    throw CudaError("flash-decode: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ")");
 }
 
 void forward(const AttentionParams& p, const Context& ctx) {

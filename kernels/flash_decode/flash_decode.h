@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <cuda.h>  // CUtensorMap
 #include <cuda_runtime.h>
 
 #include "attention.h"
@@ -36,19 +35,17 @@ Shape shape_for(const AttentionParams& p);
 // The K/V ring of the configurations for up to sixteen query rows: Cfg16's three stages (two CTAs per
 // SM) or the deep ring (CfgDeep: every stage that fits an sm_90 SM, one CTA per SM), each filled by
 // every thread's cp.async into padded rows or (sm_90a) by TMA boxes into 128-byte-swizzled rows.
-enum class Ring { standard, deep, tma, tma_deep, small };
-// The ring forward() launches for up to sixteen rows: TMA on sm_90 (16-byte aligned K and V), else
-// standard, unless FB_DECODE_RING (read once a process, for A/B runs of one binary; a bad value
-// throws) says `std` (the cp.async ring), `deep` / `tmadeep` (where the grid is at most one CTA per
-// SM), `deepall` (any grid); deep rings only where the device's shared memory holds them;
+enum class Ring { standard, deep, tma, tma_deep, small, standard_l2 };
+// standard_l2: the standard ring with the .L2::128B hint, default_ring's choice for long splits.
+// The ring forward() launches for up to sixteen rows: by default per shape (flash_decode.cu's
+// default_ring: TMA, or the cp.async ring with the .L2::128B hint for long splits, at d = 128 on an sm_90a
+// image with 16-byte aligned K and V; the cp.async ring elsewhere), unless FB_DECODE_RING (read once a
+// process, for A/B runs of one binary; a bad value throws) says `std` (the cp.async ring, with
+// FB_DECODE_L2's hint), `tma`, `deep` / `tmadeep` (where the grid is at most one CTA per SM),
+// `deepall` (any grid); deep rings only where the device's shared memory holds them;
 // `small` (a probe): CfgSmall, a two-stage ring at three CTAs per SM (with FB_DECODE_CTAS=3 the auto
 // split count fills them).
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
-// K or V (fp16/bf16, [planes, seq, head_dim]) as the TMA ring's tensor map: boxes (box_cols, box_rows,
-// 1), 128-byte swizzle, rows past seq read as zeros, L2 promotion from FB_DECODE_TMA_L2.
-void encode_kv_map(CUtensorMap* map, Dtype t, const void* base, int head_dim, int seq, std::int64_t planes,
-                   int box_cols, int box_rows);
-
 // Timing probes of the configurations for up to sixteen query rows (one decode row of a GQA group; the
 // standard and deep cp.async rings), read once a process for A/B runs of one binary; an unset variable
 // keeps the default below, a bad value throws (on every forward) naming the variable:
@@ -70,7 +67,6 @@ struct Probes {
   int ctas_per_sm = 0;
   bool stream_k = false;
   bool rotate = false;
-  int tma_l2 = 256;  // FB_DECODE_TMA_L2=256|128|0: the TMA ring's L2 promotion (bytes; 0 none)
 };
 const Probes& probes();
 

@@ -5,6 +5,7 @@
 #include "common/check.h"
 #include "flash_decode/flash_decode.h"
 #include "flash_decode/flash_decode_kernel.cuh"
+#include "flash_sm90/flash_sm90_tma.h"
 
 namespace fb::cuda::decode {
 
@@ -31,8 +32,8 @@ void launch_split(const DecodeArgs<typename Tr::Elem>& args, const AttentionPara
   if constexpr (kTma) {
     DecodeArgs<typename Tr::Elem> a = args;
     const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
-    encode_kv_map(&a.tm_k, p.dtype, p.k, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
-    encode_kv_map(&a.tm_v, p.dtype, p.v, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
+    flash_sm90::encode_bhsd_map(&a.tm_k, p.dtype, p.k, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
+    flash_sm90::encode_bhsd_map(&a.tm_v, p.dtype, p.v, Tr::kHeadDim, p.seq_k, planes, Tr::kBoxCols, Tr::kBc);
     kernel<<<grid, Tr::kThreads, smem, stream>>>(a);
   } else {
     kernel<<<grid, Tr::kThreads, smem, stream>>>(args);
@@ -100,10 +101,10 @@ void launch_probed(const DecodeArgs<Elem>& a, const AttentionParams& p, Ring rin
   } else if (ring == Ring::small) {
     if (pr.warp_ring) launch_split<CfgSmall<Elem, D>, false, true>(a, p, stream);
     else launch_split<CfgSmall<Elem, D>>(a, p, stream);
-  } else if (pr.warp_ring) {
-    launch_probed_l2<Cfg16<Elem, D>, true>(a, p, pr.l2, stream);
   } else {
-    launch_probed_l2<Cfg16<Elem, D>, false>(a, p, pr.l2, stream);
+    const L2Hint l2 = ring == Ring::standard_l2 ? L2Hint::p128 : pr.l2;
+    if (pr.warp_ring) launch_probed_l2<Cfg16<Elem, D>, true>(a, p, l2, stream);
+    else launch_probed_l2<Cfg16<Elem, D>, false>(a, p, l2, stream);
   }
 }
 
