@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The K/V ring A/B of flash-decode on one GPU (issue 14 part 1), over a CUDA build made beforehand
 # (flash_decode.h: FB_DECODE_RING). Settings, each a run of configs/decode-ring-h200.json:
-#   std       the standard cp.async ring (Cfg16: three 64-key stages, two CTAs per SM), naive beside it
+#   std       FB_DECODE_RING=std: the cp.async ring (Cfg16: three 64-key stages, two CTAs per SM; the
+#             default until session 7, which made the TMA ring the default), naive beside it
 #   deep      FB_DECODE_RING=deep: the deep cp.async ring where the grid is at most one CTA per SM
 #   tma       FB_DECODE_RING=tma: std's stages filled by TMA boxes (128-byte swizzle)
 #   tmadeep   FB_DECODE_RING=tmadeep: the deep ring filled by TMA where the grid is <= one CTA per SM
@@ -31,23 +32,23 @@ fd() {  # fd NAME [flashbench run options...]: flash-decode only, no ceilings
 if [ "$mode" = tma ]; then
   tests tmadeep tmadeep
   tests tma tma
-  timeout 90 "$fb" run "$spec" -q --filter 'd128' -o "$out/ring-std.json" >"$out/ring-std.log" 2>&1 || rc=1
+  FB_DECODE_RING=std timeout 90 "$fb" run "$spec" -q --filter 'd128' -o "$out/ring-std.json" >"$out/ring-std.log" 2>&1 || rc=1
   FB_DECODE_RING=tma fd tma --filter 'd128'
   FB_DECODE_RING=tmadeep fd tmadeep --filter 'd128'
 else
-  tests std
+  tests std std
   tests deepall deepall
   tests tmadeep tmadeep
   tests tma tma
   timeout 60 "$fb" verify --seq-q 1 --seq-k 5001 --batch 3 --heads 64 --kv-heads 8 --dim 128 --dtype bf16 \
     --causal both -q >"$out/verify.log" 2>&1 || rc=1
   echo "verify: $(tail -n 1 "$out/verify.log")"
-  timeout 180 "$fb" run "$spec" -q -o "$out/ring-std.json" >"$out/ring-std.log" 2>&1 || rc=1
+  FB_DECODE_RING=std timeout 180 "$fb" run "$spec" -q -o "$out/ring-std.json" >"$out/ring-std.log" 2>&1 || rc=1
   FB_DECODE_RING=deep fd deep
   FB_DECODE_RING=tma fd tma
   FB_DECODE_RING=tmadeep fd tmadeep
   FB_DECODE_RING=deepall fd deepall --filter '^b256-'
-  fd splits --filter '^b1-.*-d128-' --splits 0,8,16,32,64
+  FB_DECODE_RING=std fd splits --filter '^b1-.*-d128-' --splits 0,8,16,32,64
 fi
 python3 - "$out" <<'PY'
 import json, os, sys

@@ -84,7 +84,9 @@ TEST_CASE("flash-decode verifies against fp64 with auto, one, several and more s
 }
 
 // One query row on grids past one CTA per SM (batch 24 and 160 x 8 K/V heads), every key count leaving
-// a partial tail tile. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING = deepall,
+// a partial tail tile. Up to sixteen rows a head run the TMA ring by default on sm_90a (elsewhere the
+// cp.async ring); scripts/decode_ab_h200.sh runs this file again with FB_DECODE_RING=std (the cp.async
+// ring) and tmadeep. scripts/decode_ring_h200.sh also runs this file with FB_DECODE_RING = deepall,
 // tmadeep and tma (flash_decode.h): the deep cp.async ring and the TMA rings (deep up to one CTA per SM,
 // standard past it: these cases) on every case of up to sixteen rows; scripts/decode_ab_h200.sh with
 // the probes FB_DECODE_SYNC=warp, FB_DECODE_STREAMK=1 (stream-K: here a CTA's key range runs across
@@ -209,4 +211,33 @@ TEST_CASE("flash-decode: sixteen rows a head, empty causal rows, pieces across h
       CHECK(*records[0].verified);
       b.release();
     }
+}
+
+// The default's other ring at d = 128 (flash_decode.cu, default_ring): a grid of at most one CTA per SM
+// whose CTAs stream >= 8192 keys (128 CTAs of 9001 keys; batch 16 x 8 K/V heads) runs the cp.async ring
+// with the .L2::128B hint on sm_90a, where every other one-row case above runs TMA.
+TEST_CASE("flash-decode: one row, long splits on a one-wave grid (the default's cp.async ring)", "[gpu][decode]") {
+  CudaBackend& b = gpu();
+  const Descriptor& decode = kernel("flash-decode");
+  Case c;
+  c.batch = 16;
+  c.heads = 32;
+  c.kv_heads = 8;
+  c.seq_q = 1;
+  c.seq_k = 9001;
+  c.head_dim = 128;
+  c.pass = Pass::fwd;
+  for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+    c.dtype = t;
+    c.causal = t == Dtype::bf16;
+    INFO("case " << c.key());
+    b.prepare(c, kSeed);
+    REQUIRE_FALSE(b.check_fits(c, decode).has_value());
+    REQUIRE(b.run(decode, 0, 1).times_ms.size() == 1);
+    std::vector<Record> records{ok_record(c, "flash-decode")};
+    verify_case(b, records, builtin_kernels());
+    REQUIRE(records[0].verified.has_value());
+    CHECK(*records[0].verified);
+    b.release();
+  }
 }

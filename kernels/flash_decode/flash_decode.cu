@@ -6,14 +6,21 @@
 #include <stdexcept>
 #include <string>
 
+#include <cstdint>
+
 #include <cuda_fp16.h>
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/ptx_sm90.cuh"
 #include "flash_decode/flash_decode.h"
 #include "flash_decode/flash_decode_traits.h"
 
 namespace fb::cuda::decode {
+
+// 1 in the image compiled for sm_90a, 0 in the others: the TMA ring's kernels have bodies only there
+// (an sm_90 build without 90a traps in them), so the host reads which image the device loaded.
+__device__ int g_decode_sm90a_code = FB_PTX_SM90A;
 
 Shape shape_for(const AttentionParams& p) {
   // The table of flash_decode_launch.cuh: rows per CTA and keys per tile of Cfg16 .. Cfg128.
@@ -90,6 +97,8 @@ StreamPlan stream_plan(const AttentionParams& p) {
   StreamPlan sk;
   const Shape s = shape_for(p);
   if (!probes().stream_k || p.kv_splits != 0 || s.rows_per_cta > 16) return sk;
+  const Ring ring = ring_for(p, plan(p));
+  if (ring == Ring::tma || ring == Ring::tma_deep) return sk;  // stream-K runs the cp.async rings only
   const long long total = static_cast<long long>(p.batch) * p.kv_heads * p.seq_k;
   const long long per_sm = probes().ctas_per_sm > 0 ? probes().ctas_per_sm : 2;
   const long long ctas = per_sm * current_sm_count();
@@ -118,37 +127,75 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   return std::size_t(sp.splits) * std::size_t(p.rows()) * std::size_t(p.head_dim + 1) * sizeof(float);
 }
 
+namespace {
+
+// The device's answers ring_for needs, once per device (it runs on every forward, between timing events).
+struct Known {
+  int major = 0;
+  int smem_optin = 0;
+  int sms = 0;
+  bool sm90a = false;  // the loaded image has the TMA ring's code
+};
+Known known_device() {
+  static std::mutex mu;
+  static std::map<int, Known> known;
+  int device = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(device);
+  if (it == known.end()) {
+    const auto caps = current_device_caps();
+    int code = 0;
+    const cudaError_t err = cudaMemcpyFromSymbol(&code, g_decode_sm90a_code, sizeof(code));
+    (void)cudaGetLastError();  // a failed query means no TMA ring, not the next launch's error
+    const bool sm90a = err == cudaSuccess && code == 1;
+    if (!caps) return Known{};
+    it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count(), sm90a}).first;
+  }
+  return it->second;
+}
+
+// TMA reads through tensor maps: 16-byte aligned bases (cudaMalloc's are; a caller's views may not be).
+bool tma_aligned(const AttentionParams& p) {
+  const auto aligned = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) % 16 == 0; };
+  return aligned(p.k) && aligned(p.v);
+}
+
+// The default for up to sixteen rows a head, per shape, from session 7's calls A and B (one row, GQA
+// 32/8, bf16; every setting measured twice; docs/perf-notes.md): at d = 128 on an sm_90a image, the
+// cp.async ring with the .L2::128B hint where the grid is at most one CTA per SM and each CTA streams
+// >= 8192 keys (batch 16 at 32k keys: 504-507 us against 520-524 on TMA; batch 1 at 128k: 141-142
+// against 144), the TMA ring elsewhere (batch 256: 1012-1016 us against 1030-1032 and 1060-1063 on the
+// plain cp.async ring; batch 1-16 at 4k keys +3-14%); the plain cp.async ring otherwise (d = 64: TMA
+// not measured there).
+Ring default_ring(const AttentionParams& p, const SplitPlan& sp) {
+  if (p.head_dim != 128) return Ring::standard;
+  const Known k = known_device();
+  if (k.major != 9 || !k.sm90a || !tma_aligned(p)) return Ring::standard;
+  const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;
+  if (ctas <= k.sms && sp.keys_per_split >= kLongSplitKeys) return Ring::standard_l2;
+  return Ring::tma;
+}
+
+}  // namespace
+
 Ring ring_for(const AttentionParams& p, const SplitPlan& sp) {
   // Read once: an A/B switch for a whole run, not a per-case setting.
   static const std::string forced = [] {
     const char* v = std::getenv("FB_DECODE_RING");
     return std::string(v ? v : "");
   }();
-  const bool tma = forced == "tma" || forced == "tmadeep";
   if (shape_for(p).rows_per_cta > 16) return Ring::standard;
+  if (forced.empty()) return default_ring(p, sp);
+  if (forced == "std" || forced == "cpasync") return Ring::standard;
   if (forced == "small") return Ring::small;
-  if (forced != "deep" && forced != "deepall" && !tma) return Ring::standard;
-  // The device's answers, once per device (this runs on every forward, between timing events).
-  struct Known {
-    int major = 0;
-    int smem_optin = 0;
-    int sms = 0;
-  };
-  static std::mutex mu;
-  static std::map<int, Known> known;
-  int device = 0;
-  FB_CUDA_CHECK(cudaGetDevice(&device));
-  Known k;
-  {
-    const std::lock_guard<std::mutex> lock(mu);
-    auto it = known.find(device);
-    if (it == known.end()) {
-      const auto caps = current_device_caps();
-      if (caps) it = known.emplace(device, Known{caps->major, caps->smem_optin, current_sm_count()}).first;
-    }
-    if (it != known.end()) k = it->second;
-  }
-  if (tma && k.major < 9) return Ring::standard;
+  const bool tma = forced == "tma" || forced == "tmadeep";
+  if (!tma && forced != "deep" && forced != "deepall")
+    throw std::invalid_argument("FB_DECODE_RING (flash-decode's K/V ring) must be tma, tmadeep, std, deep, "
+                                "deepall or small, got '" + forced + "'");
+  if (tma && !tma_aligned(p)) return Ring::standard;
+  const Known k = known_device();
+  if (tma && (k.major != 9 || !k.sm90a)) return Ring::standard;
   if (forced == "tma") return Ring::tma;
   const std::size_t deep_bytes = p.head_dim == 64 ? CfgDeep<__half, 64>::kSmemBytes : CfgDeep<__half, 128>::kSmemBytes;
   const long long ctas = static_cast<long long>(p.batch) * p.kv_heads * sp.splits;

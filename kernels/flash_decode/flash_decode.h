@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime.h>
 
@@ -34,14 +35,17 @@ Shape shape_for(const AttentionParams& p);
 // The K/V ring of the configurations for up to sixteen query rows: Cfg16's three stages (two CTAs per
 // SM) or the deep ring (CfgDeep: every stage that fits an sm_90 SM, one CTA per SM), each filled by
 // every thread's cp.async into padded rows or (sm_90a) by TMA boxes into 128-byte-swizzled rows.
-enum class Ring { standard, deep, tma, tma_deep, small };
-// The ring forward() launches: standard, unless FB_DECODE_RING (read once a process, for A/B runs of
-// one binary) says `deep` / `tmadeep` (where the grid is at most one CTA per SM), `deepall` (any
-// grid) or `tma`; deep rings only where the device's shared memory holds them, TMA on sm_90 only;
+enum class Ring { standard, deep, tma, tma_deep, small, standard_l2 };
+// standard_l2: the standard ring with the .L2::128B hint, default_ring's choice for long splits.
+// The ring forward() launches for up to sixteen rows: by default per shape (flash_decode.cu's
+// default_ring: TMA, or the cp.async ring with the .L2::128B hint for long splits, at d = 128 on an sm_90a
+// image with 16-byte aligned K and V; the cp.async ring elsewhere), unless FB_DECODE_RING (read once a
+// process, for A/B runs of one binary; a bad value throws) says `std` (the cp.async ring, with
+// FB_DECODE_L2's hint), `tma`, `deep` / `tmadeep` (where the grid is at most one CTA per SM),
+// `deepall` (any grid); deep rings only where the device's shared memory holds them;
 // `small` (a probe): CfgSmall, a two-stage ring at three CTAs per SM (with FB_DECODE_CTAS=3 the auto
 // split count fills them).
 Ring ring_for(const AttentionParams& p, const SplitPlan& plan);
-
 // Timing probes of the configurations for up to sixteen query rows (one decode row of a GQA group; the
 // standard and deep cp.async rings), read once a process for A/B runs of one binary; an unset variable
 // keeps the default below, a bad value throws (on every forward) naming the variable:

@@ -476,7 +476,8 @@ __device__ __forceinline__ void split_item(const DecodeArgs<typename Tr::Elem>& 
 // end to end, L = a.stream_keys, i.e. a piece of one or more heads' keys, each a work item (see
 // stream_pieces); otherwise the grid is (batch x K/V head, split, row chunk), one item a CTA.
 template <typename Tr, bool kTma, bool kWarpRing = false, L2Hint kL2 = L2Hint::none, bool kStreamK = false>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas) decode_split_kernel(const __grid_constant__ DecodeArgs<typename Tr::Elem> a) {
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kCtas)
+    decode_split_kernel(const __grid_constant__ DecodeArgs<typename Tr::Elem> a) {
   static_assert(!kWarpRing || (!kTma && Tr::kKeyGroups == Tr::kWarps),
                 "a warp-private ring needs every warp on its own keys of each tile (and cp.async)");
   static_assert(!kStreamK || !kTma, "stream-K items run the cp.async ring (the TMA ring's barriers are per launch)");

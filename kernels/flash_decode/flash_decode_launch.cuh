@@ -101,10 +101,10 @@ void launch_probed(const DecodeArgs<Elem>& a, const AttentionParams& p, Ring rin
   } else if (ring == Ring::small) {
     if (pr.warp_ring) launch_split<CfgSmall<Elem, D>, false, true>(a, p, stream);
     else launch_split<CfgSmall<Elem, D>>(a, p, stream);
-  } else if (pr.warp_ring) {
-    launch_probed_l2<Cfg16<Elem, D>, true>(a, p, pr.l2, stream);
   } else {
-    launch_probed_l2<Cfg16<Elem, D>, false>(a, p, pr.l2, stream);
+    const L2Hint l2 = ring == Ring::standard_l2 ? L2Hint::p128 : pr.l2;
+    if (pr.warp_ring) launch_probed_l2<Cfg16<Elem, D>, true>(a, p, l2, stream);
+    else launch_probed_l2<Cfg16<Elem, D>, false>(a, p, l2, stream);
   }
 }
 
@@ -124,7 +124,7 @@ void launch_impl(const AttentionParams& p, const SplitPlan& plan, const StreamPl
   a.part_lse = slots > 1 ? a.part_o + std::int64_t(slots) * a.total_rows * D : nullptr;
   a.kv_planes = static_cast<long long>(p.batch) * p.kv_heads;
   // Stream-K on the cp.async rings of up to sixteen rows only (stream_plan() checked the rows).
-  a.stream_keys = ring == Ring::tma || ring == Ring::tma_deep ? 0 : sk.keys_per_cta;
+  a.stream_keys = sk.keys_per_cta;  // 0 on the TMA rings (stream_plan)
   a.rotate = probes().rotate ? 1 : 0;
   a.mask = p.mask();
   a.plan = plan;

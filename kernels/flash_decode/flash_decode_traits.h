@@ -116,5 +116,8 @@ using CfgSmall = DecodeTraits<Elem, D, 1, 4, kTileKeys16<D>, 2, 3>;
 // Fewest keys an auto split gets: below that the per-CTA fixed cost outweighs the parallelism
 // (4k keys at batch 1: 8 splits of 512 keys beat 32 of 128 by 1.24x).
 inline constexpr int kMinKeysPerSplit = 512;
+// Keys a split streams from which the default takes the cp.async ring with the .L2::128B hint over TMA
+// where the grid is at most one CTA per SM (flash_decode.cu's default_ring says what was measured).
+inline constexpr int kLongSplitKeys = 8192;
 
 }  // namespace fb::cuda::decode
