@@ -24,13 +24,6 @@
 
 namespace fb::cuda::flash_sm90 {
 
-// bar.sync is .aligned: every thread of a warp must reach it together. Lanes leave the mbarrier spin waits
-// and the one-thread bulk waits (ctid == 0) apart, so the warp is reconverged first (compute-sanitizer's
-// synccheck reported the divergent bar.sync; racecheck then saw the exchanges it orders as hazards).
-__device__ __forceinline__ void bar_sync_converged(int id, int threads) {
-  __syncwarp();
-  ptx::named_bar_sync(id, threads);
-}
 
 struct Tf32BwdParams {
   CUtensorMap tm_q;    // (d, seq_q, batch * heads) fp32, box (32, kBlockM, 1)
@@ -112,6 +105,14 @@ struct Tf32BwdWork {
 #if FB_PTX_SM90A
 
 // ---- producer warpgroup (ptid = its thread index) ----
+// bar.sync is .aligned: every thread of a warp must reach it together. Lanes leave the mbarrier spin waits
+// and the one-thread bulk waits (ctid == 0) apart, so the warp is reconverged first (compute-sanitizer's
+// synccheck reported the divergent bar.sync; racecheck then saw the exchanges it orders as hazards).
+__device__ __forceinline__ void bar_sync_converged(int id, int threads) {
+  __syncwarp();
+  ptx::named_bar_sync(id, threads);
+}
+
 template <typename Tr>
 __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm,
                                                  const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
