@@ -24,7 +24,6 @@
 
 namespace fb::cuda::flash_sm90 {
 
-
 struct Tf32BwdParams {
   CUtensorMap tm_q;    // (d, seq_q, batch * heads) fp32, box (32, kBlockM, 1)
   CUtensorMap tm_do;   // same as Q
@@ -105,14 +104,6 @@ struct Tf32BwdWork {
 #if FB_PTX_SM90A
 
 // ---- producer warpgroup (ptid = its thread index) ----
-// bar.sync is .aligned: every thread of a warp must reach it together. Lanes leave the mbarrier spin waits
-// and the one-thread bulk waits (ctid == 0) apart, so the warp is reconverged first (compute-sanitizer's
-// synccheck reported the divergent bar.sync; racecheck then saw the exchanges it orders as hazards).
-__device__ __forceinline__ void bar_sync_converged(int id, int threads) {
-  __syncwarp();
-  ptx::named_bar_sync(id, threads);
-}
-
 template <typename Tr>
 __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm,
                                                  const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
@@ -143,7 +134,7 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
     // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
     ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
     // Every producer thread is past its reads of the stage's previous Q, dO (the transposes).
-    bar_sync_converged(Tr::kBarProducer, Tr::kWgThreads);
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
     if (leader) {
       const int bh = w.q_bh(it);
       const int m0 = w.m_tile(it) * Tr::kBlockM;
@@ -177,7 +168,7 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
     ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
     // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
     // does not order them among the producer's threads).
-    bar_sync_converged(Tr::kBarProducer, Tr::kWgThreads);
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
     tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
         sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
     tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
@@ -334,7 +325,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
       // and its dQ reductions have read their staging box (part of dS).
       if (ctid == 0) ptx::bulk_wait_group_read_all();
-      bar_sync_converged(bar_ps, kBarPsThreads);
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
       for (int i = 0; i < Tr::kSRegs; ++i) {
         ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
@@ -373,7 +364,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         // The barrier first: both consumers are past the previous tile's dV and dQ^T (P, dS) and
         // their dQ reductions have read their staging boxes (P).
         if (ctid == 0) ptx::bulk_wait_group_read_all();
-        bar_sync_converged(bar_ps, kBarPsThreads);
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
         for (int j = 0; j < Tr::kSRegs / 4; ++j)
           ptx::st_shared_u32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16), __float_as_uint(v[4 * j]),
@@ -385,11 +376,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           ptx::st_shared_u32(sm.p(0) + qk_offset(i), p_hi[i]);
           if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + qk_offset(i), p_lo[i]);
         }
-        bar_sync_converged(bar_ps, kBarPsThreads);  // P exchanged
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
       } else {
         if (ctid == 0) ptx::bulk_wait_group_read_all();
-        bar_sync_converged(bar_ps, kBarPsThreads);
-        bar_sync_converged(bar_ps, kBarPsThreads);  // P exchanged
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);
+        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
         std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
 #pragma unroll
         for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
@@ -404,7 +395,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         }
         ptx::mbar_arrive(bars.qd_empty(st));  // D read, wgmmas on dO complete
         // Consumer 1's threads are all past their reads of the exchanged P before dS lo replaces it.
-        bar_sync_converged(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+        ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
 #pragma unroll
         for (int i = 0; i < Tr::kSRegs; ++i) {
           ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
@@ -414,7 +405,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         for (int i = 0; i < Tr::kSRegs; ++i) p_hi[i] = p_lo[i] = 0u;
       }
       ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads P, dS
-      bar_sync_converged(bar_ps, kBarPsThreads);  // dV's and dK's A fragments: both consumers' rows
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);  // dV's and dK's A fragments: both consumers' rows
     }
 
     // dV += P^T dO and dK += dS^T Q, per 64-column part: a fresh tensor-core sum added in fp32.
@@ -508,7 +499,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     // or lo (c 1) buffer, free once both consumers are past dV (one more barrier).
     static_assert(Tr::kWgParts == 1 && Tr::kPart * Tr::kBlockM * int(sizeof(float)) <= Tr::kDsBytes / (kShare ? 1 : Tr::kConsumerWgs),
                   "one 64-column part of dQ per consumer, staged in 8 KB of dS or P");
-    if constexpr (!kShare) bar_sync_converged(bar_ps, kBarPsThreads);  // all of its dS is written
+    if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
     const std::uint32_t ds_hi_b = sm.ds(0) + ds_keys, ds_lo_b = sm.ds(1) + ds_keys;
     float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
     if constexpr (Tr::kPresplit) {
@@ -531,11 +522,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
     tf32::sum_split_accs(qacc[0]);
-    if constexpr (kShare) bar_sync_converged(bar_ps, kBarPsThreads);  // both consumers past dV (P)
+    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
     ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
-    bar_sync_converged(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+    ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
     if (ctid == 0) {
 #pragma unroll
       for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)
