@@ -7,7 +7,6 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -65,34 +64,13 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// Timing probes, so that one binary times variants apart in one device call. FB_SM90_FP32_BWD_PROBE
-// is a comma-separated list of:
-//   s6   session 6's kernel (Tf32BwdConfig::Session6: cvt.rna splits, descriptors rebuilt per wgmma)
-//   rn   with s6: its splits by cvt.rn only (Tf32BwdRn; the shipping kernel adds the descriptors)
-// Read once; unset (or no known word) is the shipping backward.
-struct Tf32BwdProbe {
-  bool session6 = false;
-  bool rn = false;
-};
-Tf32BwdProbe tf32_bwd_probe() {
-  static const Tf32BwdProbe probe = [] {
-    Tf32BwdProbe f;
-    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    const std::string v = "," + std::string(env ? env : "") + ",";
-    f.session6 = v.find(",s6,") != std::string::npos;
-    f.rn = v.find(",rn,") != std::string::npos;
-    return f;
-  }();
-  return probe;
-}
-
+// Session 6's kernel (Tf32BwdConfig::Session6: cvt.rna splits, descriptors rebuilt per wgmma) and its
+// cvt.rn-only form were timing probes (FB_SM90_FP32_BWD_PROBE=s6, s6,rn) until session 7 measured the
+// shipping kernel ahead of both (docs/perf-notes.md, "flash-sm90 fp32 backward"); removed in session 8,
+// with their instantiations.
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
-  using Cfg = Tf32BwdConfig<D, kSplit>;
-  const Tf32BwdProbe probe = tf32_bwd_probe();
-  if (probe.session6 && probe.rn) launch<Tf32BwdRn<typename Cfg::Session6>>(p, lse_pad, d_pad, stream);
-  else if (probe.session6) launch<typename Cfg::Session6>(p, lse_pad, d_pad, stream);
-  else launch<typename Cfg::Traits>(p, lse_pad, d_pad, stream);
+  launch<typename Tf32BwdConfig<D, kSplit>::Traits>(p, lse_pad, d_pad, stream);
 }
 
 template <bool kSplit>

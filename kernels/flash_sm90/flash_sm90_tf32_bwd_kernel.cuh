@@ -323,8 +323,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // its wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
       ptx::mbar_arrive(bars.qd_empty(st));
       // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
-      // and its dQ reductions have read their staging box (part of dS).
-      if (ctid == 0) ptx::bulk_wait_group_read_all();
+      // and its dQ reductions have read their staging box (part of dS). Every thread waits (a no-op
+      // without bulk groups of its own): no lane-divergent branch right before bar.sync.
+      ptx::bulk_wait_group_read_all();
       ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
       for (int i = 0; i < Tr::kSRegs; ++i) {
@@ -353,6 +354,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // Consumer 0's raw P, in its accumulator order (conflict-free 16-byte rows per thread), goes
       // through dS's lo buffer: free until consumer 1 writes dS there, after reading it.
       const std::uint32_t xchg = sm.ds(1) + std::uint32_t(ctid * 16);
+      // bar.sync is .aligned: every thread that takes part must execute the same instruction. So the
+      // barriers over both consumers (bar_ps) sit outside the branches on the consumer's role, where
+      // both run the one instruction (synccheck, session 7: "divergent threads in block" when
+      // consumer 0 waited at one bar.sync and consumer 1 at another of the same id).
       if (!is_dp) {
 #pragma unroll
         for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
@@ -361,10 +366,13 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           for (int i = 4 * j; i < 4 * j + 4; ++i) v[i] = probability(v[i], i, i % 2 == 0 ? lse.x : lse.y);
         }
         ptx::mbar_arrive(bars.qd_empty(st));  // LSE read, wgmmas on Q complete
-        // The barrier first: both consumers are past the previous tile's dV and dQ^T (P, dS) and
-        // their dQ reductions have read their staging boxes (P).
-        if (ctid == 0) ptx::bulk_wait_group_read_all();
-        ptx::named_bar_sync(bar_ps, kBarPsThreads);
+      }
+      // Both consumers are past the previous tile's dV and dQ^T (P, dS) and their dQ reductions have
+      // read their staging boxes (P). Every thread waits for its bulk groups (a no-op for all but
+      // thread 0 of each consumer): no lane-divergent branch before the barrier.
+      ptx::bulk_wait_group_read_all();
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);
+      if (!is_dp) {
 #pragma unroll
         for (int j = 0; j < Tr::kSRegs / 4; ++j)
           ptx::st_shared_u32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16), __float_as_uint(v[4 * j]),
@@ -376,11 +384,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           ptx::st_shared_u32(sm.p(0) + qk_offset(i), p_hi[i]);
           if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + qk_offset(i), p_lo[i]);
         }
-        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
-      } else {
-        if (ctid == 0) ptx::bulk_wait_group_read_all();
-        ptx::named_bar_sync(bar_ps, kBarPsThreads);
-        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
+      }
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
+      if (is_dp) {
         std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
 #pragma unroll
         for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
@@ -394,7 +400,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           }
         }
         ptx::mbar_arrive(bars.qd_empty(st));  // D read, wgmmas on dO complete
-        // Consumer 1's threads are all past their reads of the exchanged P before dS lo replaces it.
+        // Consumer 1's threads are all past their reads of the exchanged P before dS lo replaces it
+        // (its own barrier: consumer 1's 128 threads, all at this one instruction).
         ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
 #pragma unroll
         for (int i = 0; i < Tr::kSRegs; ++i) {
