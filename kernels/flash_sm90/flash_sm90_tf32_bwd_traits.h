@@ -60,6 +60,10 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
+  // true: Q and dO split into hi / lo and transposed once per launch by a pre-pass into global
+  // memory (flash_sm90_tf32_bwd.cu), so the producer only issues TMA loads per tile (no split, no
+  // transpose, no producer barrier); the stage layout is unchanged.
+  static constexpr bool kPrepass = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -194,6 +198,12 @@ template <typename Tr> struct Tf32BwdRn : Tr {
 // (FB_SM90_FP32_BWD_PROBE=desc).
 template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
+};
+
+// Q / dO split and transposed by a pre-pass (kPrepass): a timing probe (FB_SM90_FP32_BWD_PROBE=prepass).
+template <typename Tr> struct Tf32BwdPrepass : Tr {
+  static constexpr bool kPrepass = true;
+  static_assert(Tr::kSplit, "the pre-pass writes hi and lo: 3xTF32 only");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
