@@ -5,11 +5,12 @@
 #    the backward alone at N 130/256, d 64/128, both masks, GQA, verified (session 7 found synccheck's
 #    "divergent threads in block" and racecheck hazards at d = 128: results/h200/s7/sanitize/).
 # 2. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail
-#    it) once per probe setting (the probe is read once per process): the default and `prepass`.
+#    it) once per probe setting (the probe is read once per process): the default, prepass, presplit.
 # 3. Backward, configs/h200-fp32-bwd-s8.json (N 1024/4096, d 64/128, causal or not, every row verified
-#    against fp64): naive (exact FP32) and flash-sm90, then flash-sm90 under FB_SM90_FP32_BWD_PROBE=prepass
-#    (Q and dO split into hi / lo and transposed once per launch by a pre-pass into global memory; the
-#    producer then only issues TMA loads).
+#    against fp64): naive (exact FP32) and flash-sm90, then flash-sm90 under FB_SM90_FP32_BWD_PROBE =
+#    prepass (Q and dO split into hi / lo and transposed once per launch by a pre-pass into global
+#    memory; the producer then only issues TMA loads) and presplit (the same pre-pass without the
+#    transposed copies: the producer still transposes every tile).
 # Last: the sanitizer's error counts, the tests' summaries, and a table: TFLOP/s per column and naive
 # time / kernel time for the default and the best variant; * = not verified ok.
 set -uo pipefail
@@ -30,7 +31,7 @@ san_spec=configs/sanitize-fp32-bwd.json
 STEP_TIMEOUT=30 step san-sync scripts/sanitize.sh -e "$fb" -s "$san_spec" -t synccheck "$out/san-sync.json"
 STEP_TIMEOUT=60 step san-race scripts/sanitize.sh -e "$fb" -s "$san_spec" -t racecheck "$out/san-race.json"
 
-probes="prepass"
+probes="prepass presplit"
 tests="$build/tests/flashbench_gpu_tests"
 STEP_TIMEOUT=30 step tests "$tests" "[sm90tf32],[fp32tc]"
 for pr in $probes; do

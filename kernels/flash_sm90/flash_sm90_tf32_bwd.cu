@@ -34,20 +34,24 @@ std::size_t padded_rows(const AttentionParams& p) {
 
 // Timing probes, so that one binary times variants apart in one device call. FB_SM90_FP32_BWD_PROBE
 // is a comma-separated list of:
-//   prepass  Q and dO split into hi / lo and transposed once per launch by tf32_bwd_split_prepass
-//            (Tf32BwdPrepass; 3xTF32 only, the 1xTF32 diagnostic is unchanged)
+//   prepass   Q and dO split into hi / lo and transposed once per launch by tf32_bwd_split_prepass
+//             (Tf32BwdPrepass<., 2>; 3xTF32 only, the 1xTF32 diagnostic is unchanged)
+//   presplit  the same pre-pass without the transposed copies: the producer still transposes every
+//             tile (Tf32BwdPrepass<., 1>); separates the transposes' share from the splits'
+//   (prepass wins over presplit when both are given)
 // Read once; unset (or no known word) is the shipping backward. (Session 6's kernel and its
 // cvt.rn-only form were the probes s6, s6,rn until session 7 measured the shipping kernel ahead of
 // both (docs/perf-notes.md, "flash-sm90 fp32 backward"); removed in session 8 with their instantiations.)
 struct Tf32BwdProbe {
-  bool prepass = false;
+  int prepass = 0;  // Tf32BwdTraits::kPrepass
 };
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
     Tf32BwdProbe f;
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
-    f.prepass = v.find(",prepass,") != std::string::npos;
+    const auto has = [&](const char* word) { return v.find("," + std::string(word) + ",") != std::string::npos; };
+    f.prepass = has("prepass") ? 2 : has("presplit") ? 1 : 0;
     return f;
   }();
   return probe;
@@ -64,8 +68,8 @@ std::size_t prepass_bytes(const AttentionParams& p) {
 }
 
 // One thread per (query head, group of 8 queries, column n of d): reads the 8 values of Q and of dO
-// (rows past seq_q as zeros), writes hi / lo rows of the split arrays and 32 contiguous bytes per
-// part of the transposed ones.
+// (rows past seq_q as zeros), writes hi / lo rows of the split arrays and (trans not null) 32
+// contiguous bytes per part of the transposed ones.
 __global__ void tf32_bwd_split_prepass(const float* __restrict__ q, const float* __restrict__ dout,
                                        float* __restrict__ split, float* __restrict__ trans, int seq_q,
                                        int seq_pad, int d, std::int64_t items) {
@@ -91,6 +95,7 @@ __global__ void tf32_bwd_split_prepass(const float* __restrict__ q, const float*
       row[0] = __uint_as_float(hi[e]);
       row[part_elems] = __uint_as_float(lo[e]);
     }
+    if (trans == nullptr) continue;
 #pragma unroll
     for (int part = 0; part < 2; ++part) {
       const std::uint32_t* v = part == 0 ? hi : lo;
@@ -118,10 +123,10 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
   encode_bhsd_map(&prm.tm_dq, Dtype::fp32, p.dq, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kBlockM);
   encode_bhsd_map(&prm.tm_k, Dtype::fp32, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
   encode_bhsd_map(&prm.tm_v, Dtype::fp32, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBlockN);
-  if constexpr (Tr::kPrepass) {
+  if constexpr (Tr::kPrepass > 0) {
     const int seq_pad = flash::backward_padded_seq(p.seq_q);
     float* split = prepass;
-    float* trans = prepass + std::size_t(q_planes) * 4 * prepass_part_elems(p);
+    float* trans = Tr::kPrepass == 2 ? prepass + std::size_t(q_planes) * 4 * prepass_part_elems(p) : nullptr;
     const std::int64_t items = q_planes * (seq_pad / 8) * p.head_dim;
     constexpr int kPrepassThreads = 256;
     tf32_bwd_split_prepass<<<unsigned((items + kPrepassThreads - 1) / kPrepassThreads), kPrepassThreads, 0,
@@ -130,8 +135,9 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
     FB_CUDA_CHECK_LAUNCH();
     encode_bhsd_map(&prm.tm_qs, Dtype::fp32, split, p.head_dim, seq_pad, 4 * q_planes, Tr::kChunkElems,
                     Tr::kBlockM);
-    encode_bhsd_map(&prm.tm_qt, Dtype::fp32, trans, seq_pad, p.head_dim, 4 * q_planes, Tr::kChunkElems,
-                    p.head_dim);
+    if (trans != nullptr)
+      encode_bhsd_map(&prm.tm_qt, Dtype::fp32, trans, seq_pad, p.head_dim, 4 * q_planes, Tr::kChunkElems,
+                      p.head_dim);
   }
   prm.lse = lse_pad;
   prm.dsum = d_pad;
@@ -160,7 +166,9 @@ void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, f
            cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
   if constexpr (kSplit) {
-    if (tf32_bwd_probe().prepass) return launch<Tf32BwdPrepass<Traits>>(p, lse_pad, d_pad, prepass, stream);
+    const int level = tf32_bwd_probe().prepass;
+    if (level == 2) return launch<Tf32BwdPrepass<Traits, 2>>(p, lse_pad, d_pad, prepass, stream);
+    if (level == 1) return launch<Tf32BwdPrepass<Traits, 1>>(p, lse_pad, d_pad, prepass, stream);
   }
   launch<Traits>(p, lse_pad, d_pad, prepass, stream);
 }
@@ -194,7 +202,8 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   // padded LSE, D; with the prepass probe its split and transposed Q, dO
-  return 2 * align_up(padded_rows(p) * sizeof(float)) + (tf32_bwd_probe().prepass ? 2 * prepass_bytes(p) : 0);
+  return 2 * align_up(padded_rows(p) * sizeof(float)) +
+         (tf32_bwd_probe().prepass > 0 ? 2 * prepass_bytes(p) : 0);
 }
 
 void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split) {

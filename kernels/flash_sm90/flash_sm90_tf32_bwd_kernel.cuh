@@ -127,30 +127,36 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
                        w.n0, w.kv_bh);
     }
   }
-  if constexpr (Tr::kPrepass) {
-    // Every tile's operands come split (and transposed) from the pre-pass: the leader's TMA loads
-    // complete the consumers' barriers themselves (its arrive.expect_tx is one of the 128 arrivals).
+  if constexpr (Tr::kPrepass > 0) {
+    // Every tile's operands come split (and with kPrepass 2 transposed) from the pre-pass: the
+    // leader's TMA loads complete the consumers' barriers themselves (its arrive.expect_tx is one of
+    // the 128 arrivals).
     if (leader) {
       ptx::prefetch_tensormap(&prm.tm_qs);
-      ptx::prefetch_tensormap(&prm.tm_qt);
+      if constexpr (Tr::kPrepass == 2) ptx::prefetch_tensormap(&prm.tm_qt);
     }
     for (int it = 0; it < w.steps; ++it) {
       const int s = it % Tr::kStages;
       const std::uint32_t phase = (it / Tr::kStages) & 1;
-      const int bh = w.q_bh(it);
-      const int m0 = w.m_tile(it) * Tr::kBlockM;
+      // The tile's coordinates, computed where the leader uses them (fewer values live across the
+      // other threads' work under the producer's 56 registers).
+      const auto bh = [&] { return w.q_bh(it); };
+      const auto m0 = [&] { return w.m_tile(it) * Tr::kBlockM; };
       ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
+      // kPrepass 1: every producer thread is past its transposes' reads of the stage's previous Q, dO.
+      if constexpr (Tr::kPrepass == 1) ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
       if (leader) {
-        const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+        const int q_bh = bh(), q_m0 = m0();
+        const std::int64_t row0 = std::int64_t(q_bh) * prm.seq_pad + q_m0;
         ptx::mbar_arrive_expect_tx(bars.qd_ready(s), 4 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
 #pragma unroll
         for (int part = 0; part < 2; ++part) {
 #pragma unroll
           for (int c = 0; c < Tr::kChunks; ++c) {
             ptx::tma_load_3d(sm.q(s, part) + c * Tr::kQChunkBytes, &prm.tm_qs, bars.qd_ready(s),
-                             c * Tr::kChunkElems, m0, 4 * bh + part);
+                             c * Tr::kChunkElems, q_m0, 4 * q_bh + part);
             ptx::tma_load_3d(sm.dout(s, part) + c * Tr::kQChunkBytes, &prm.tm_qs, bars.qd_ready(s),
-                             c * Tr::kChunkElems, m0, 4 * bh + 2 + part);
+                             c * Tr::kChunkElems, q_m0, 4 * q_bh + 2 + part);
           }
         }
         ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.qd_ready(s));
@@ -169,16 +175,26 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
         }
       }
       ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
-      if (leader) {
+      if constexpr (Tr::kPrepass == 1) {
+        // Q^T, dO^T transposed from the split tiles once they have landed.
+        ptx::mbar_wait(bars.qd_ready(s), phase);
+        tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+            sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
+        tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+            sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
+        ptx::fence_proxy_async_smem();
+        ptx::mbar_arrive(bars.t_ready(s));
+      } else if (leader) {
+        const int q_bh = bh(), q_m0 = m0();
         ptx::mbar_arrive_expect_tx(bars.t_ready(s), 4 * Tr::kQtBytes);
 #pragma unroll
         for (int part = 0; part < 2; ++part) {
 #pragma unroll
           for (int qc = 0; qc < Tr::kBlockM / Tr::kChunkElems; ++qc) {
             ptx::tma_load_3d(sm.qt(s, part) + qc * Tr::kQtChunkBytes, &prm.tm_qt, bars.t_ready(s),
-                             m0 + qc * Tr::kChunkElems, 0, 4 * bh + part);
+                             q_m0 + qc * Tr::kChunkElems, 0, 4 * q_bh + part);
             ptx::tma_load_3d(sm.dot(s, part) + qc * Tr::kQtChunkBytes, &prm.tm_qt, bars.t_ready(s),
-                             m0 + qc * Tr::kChunkElems, 0, 4 * bh + 2 + part);
+                             q_m0 + qc * Tr::kChunkElems, 0, 4 * q_bh + 2 + part);
           }
         }
       } else {

@@ -60,10 +60,11 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
-  // true: Q and dO split into hi / lo and transposed once per launch by a pre-pass into global
-  // memory (flash_sm90_tf32_bwd.cu), so the producer only issues TMA loads per tile (no split, no
-  // transpose, no producer barrier); the stage layout is unchanged.
-  static constexpr bool kPrepass = false;
+  // Q and dO from a pre-pass into global memory (flash_sm90_tf32_bwd.cu), once per launch instead of
+  // once per key tile: 0 none (the producer splits and transposes every tile); 1 split into hi / lo
+  // (the producer only transposes); 2 split and transposed (the producer only issues TMA loads: no
+  // split, no transpose, no producer barrier). The stage layout is the same for all three.
+  static constexpr int kPrepass = 0;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -200,9 +201,10 @@ template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
 };
 
-// Q / dO split and transposed by a pre-pass (kPrepass): a timing probe (FB_SM90_FP32_BWD_PROBE=prepass).
-template <typename Tr> struct Tf32BwdPrepass : Tr {
-  static constexpr bool kPrepass = true;
+// Q / dO split (kLevel 1) or split and transposed (2) by a pre-pass (kPrepass): timing probes
+// (FB_SM90_FP32_BWD_PROBE=presplit, prepass).
+template <typename Tr, int kLevel> struct Tf32BwdPrepass : Tr {
+  static constexpr int kPrepass = kLevel;
   static_assert(Tr::kSplit, "the pre-pass writes hi and lo: 3xTF32 only");
 };
 
