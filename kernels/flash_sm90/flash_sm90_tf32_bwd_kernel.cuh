@@ -130,7 +130,7 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
   if constexpr (Tr::kPrepass > 0) {
     // Every tile's operands come split (and with kPrepass 2 transposed) from the pre-pass: the
     // leader's TMA loads complete the consumers' barriers themselves (its arrive.expect_tx is one of
-    // the 128 arrivals).
+    // the 128 arrivals with kPrepass 1, the only one with 2).
     if (leader) {
       ptx::prefetch_tensormap(&prm.tm_qs);
       if constexpr (Tr::kPrepass == 2) ptx::prefetch_tensormap(&prm.tm_qt);
@@ -161,7 +161,7 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
         }
         ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.qd_ready(s));
         ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.qd_ready(s));
-      } else {
+      } else if (Tr::kPrepass == 1) {
         ptx::mbar_arrive(bars.qd_ready(s));
       }
       // K and V split once, behind the first tile's loads (as below).
@@ -173,6 +173,11 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
           ptx::fence_proxy_async_smem();
           ptx::mbar_arrive(bars.kv_split());
         }
+      }
+      // kPrepass 2: the leader's TMA transactions alone complete qd_ready / t_ready (one arrival
+      // each); the other producer threads are done, so that they do not spin on the barriers.
+      if constexpr (Tr::kPrepass == 2) {
+        if (!leader) return;
       }
       ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
       if constexpr (Tr::kPrepass == 1) {
@@ -658,8 +663,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.raw_full(s), 1);                   // the leader's arrive.expect_tx
-      ptx::mbar_init(bars.qd_ready(s), Tr::kWgThreads);      // every producer thread
-      ptx::mbar_init(bars.t_ready(s), Tr::kWgThreads);
+      // Every producer thread; with Q^T / dO^T from the pre-pass (kPrepass 2) its leader alone.
+      ptx::mbar_init(bars.qd_ready(s), Tr::kPrepass == 2 ? 1 : Tr::kWgThreads);
+      ptx::mbar_init(bars.t_ready(s), Tr::kPrepass == 2 ? 1 : Tr::kWgThreads);
       ptx::mbar_init(bars.qd_empty(s), Tr::kConsumerThreads);  // every consumer thread
       ptx::mbar_init(bars.t_empty(s), Tr::kConsumerThreads);
     }
