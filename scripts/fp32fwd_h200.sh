@@ -42,7 +42,7 @@ filter='n(1024|4096)-d(64|128)-fp32-(full|causal)-fwd'
 step run "$fb" run configs/h200-fp32-sm90.json --filter "$filter" \
   --kernels naive,flash-sm90,flash-sm90-tf32x1 --warmup 2 --reps 5 --no-ceilings -q -o "$out/fwd.json"
 # Timing probes (kernels/flash_sm90/flash_sm90_tf32_launch.cuh): session 6's steps taken apart.
-probes="pingpong khalf plane grouped shared batch batch,shared"
+probes="plane grouped"  # the kernel-variant words were removed in session 8
 for pr in $probes; do
   FB_SM90_FP32_FWD_PROBE=$pr step "probe-$pr" "$fb" run configs/h200-fp32-sm90.json --filter "$filter" \
     --kernels naive,flash-sm90 --warmup 2 --reps 5 --no-ceilings -q -o "$out/fwd-$pr.json"

@@ -2,20 +2,18 @@
 # flash-sm90's fp32 (3xTF32 on wgmma, issue 15) variants of session 7 on an H200, in about a minute:
 #   scripts/fp32s7_h200.sh OUTDIR [BUILD_DIR=build]
 # 1. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must
-#    fail it) twice: the shipping kernels and session 6's (FB_SM90_FP32_*_PROBE=s6; the probes are read
-#    once per process, so one test process per setting).
+#    fail it).
 # 2. Forward, configs/h200-fp32-sm90.json at N 1024/4096/8192, d 64/128, causal or not: naive (exact
-#    FP32) and flash-sm90, then flash-sm90 under FB_SM90_FP32_FWD_PROBE = s6, pingpong, khalf, onepass,
-#    grouped (causal blocks in L2 plane groups).
+#    FP32) and flash-sm90, then flash-sm90 under FB_SM90_FP32_FWD_PROBE = grouped (session 7 also ran s6,
+#    pingpong, khalf, onepass: those words were removed in session 8; grouped = causal blocks in L2
+#    plane groups).
 # 3. Backward, configs/h200-fp32-bwd-quick.json (N 1024/4096): naive and flash-sm90 (the backward's
 #    probes s6 and s6,rn were removed in session 8; scripts/fp32s8_h200.sh times its probes).
 # Last: one table per pass, TFLOP/s per column and naive time / kernel time for the default and the
 # best variant; * = not ok (every forward row is verified against fp64).
 # Variants (kernels/flash_sm90/flash_sm90_tf32_launch.cuh, flash_sm90_tf32_bwd.cu): the shipping kernels
 # split by cvt.rn (1 SASS instruction); the backward and the d = 128 forward also build wgmma descriptors
-# from the tile's, and the d = 128 forward's S runs in one pass; s6 = session 6's forward (cvt.rna, 3 instructions, S in two passes);
-# pingpong = the consumers' turns on the tensor cores;
-# khalf = the K stage refilled in halves; onepass = S in one pass at d = 64 too.
+# from the tile's, and the d = 128 forward's S runs in one pass.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s7_h200.sh OUTDIR [BUILD_DIR]}
@@ -31,10 +29,9 @@ ensure_build fp32s7_h200.sh
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 
 bwd_probes=""
-fwd_probes="s6 pingpong khalf onepass grouped"
+fwd_probes="grouped"  # s6, pingpong, khalf, onepass removed in session 8 (measured here in session 7)
 tests="$build/tests/flashbench_gpu_tests"
 step tests "$tests" "[sm90tf32],[fp32tc]"
-FB_SM90_FP32_FWD_PROBE=s6 step tests-s6 "$tests" "[sm90tf32],[fp32tc]"
 
 fwd_filter='n(1024|4096|8192)-d(64|128)-fp32-(full|causal)-fwd'
 run_fwd() {  # name, kernels

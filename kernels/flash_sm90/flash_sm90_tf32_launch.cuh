@@ -17,29 +17,17 @@
 namespace fb::cuda::flash_sm90 {
 
 // Timing probes, so that one binary times variants apart in one device call.
-// FB_SM90_FP32_FWD_PROBE is a comma-separated list of:
-//   pingpong  the consumers take ping-pong turns on the tensor cores (Tf32PingPong)
-//   khalf     the K stage refilled in halves (Tf32KHalves: the first half once S's first pass is past it)
-//   onepass   S in one pass into three accumulators (Tf32OnePassS; d = 128 ships it, d = 64 not:
-//             measured ~1% slower there)
+// FB_SM90_FP32_FWD_PROBE is a comma-separated list of (block order only: the same kernel):
 //   plane     non-causal blocks plane-major (one plane group), the order before session 6
-//   grouped   causal blocks in L2 plane groups too
-//   s6        session 6's kernel (Tf32FwdConfig::Session6: cvt.rna splits, S in two passes, descriptors
-//             rebuilt per wgmma), with the session-6 words: pingpong, khalf, shared (d = 128, 3xTF32:
-//             K lands in the staging buffer, V in K_lo's space, Tf32SharedLo; not with khalf), batch
-//             (S's commit groups as one SASS batch each, 2 k8 steps a group, Tf32BatchedS; with
-//             pingpong or shared, not with khalf)
-// Without s6 the words apply to the shipping kernel: pingpong, khalf or onepass (one of them; pingpong
-// wins over khalf, khalf over onepass). Read once; unset (or no known word) is the shipping forward.
+//   grouped   causal blocks in L2 plane groups too (session 7's sanitizer call: +2-7% causal, level
+//             non-causal; one measurement, not flipped)
+// Read once; unset (or no known word) is the shipping forward. The kernel variants session 6 and 7 measured
+// slower or level (s6 = session 6's kernel with its words shared / batch; pingpong; khalf; onepass at
+// d = 64) were probe words until session 8; their dispatch (~50 instantiations in the two hdim files) is
+// removed, their measurements stay in docs/perf-notes.md ("flash-sm90 fp32 forward", "... backward").
 struct Tf32FwdProbe {
-  bool ping_pong = false;
   bool plane_major = false;
   bool causal_groups = false;
-  bool k_halves = false;
-  bool shared_lo = false;
-  bool batched_s = false;
-  bool one_pass_s = false;
-  bool session6 = false;
 };
 inline Tf32FwdProbe tf32_fwd_probe() {
   static const Tf32FwdProbe probe = [] {
@@ -47,14 +35,8 @@ inline Tf32FwdProbe tf32_fwd_probe() {
     const char* env = std::getenv("FB_SM90_FP32_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
-    f.ping_pong = has("pingpong");
     f.plane_major = has("plane");
     f.causal_groups = has("grouped");
-    f.k_halves = has("khalf");
-    f.shared_lo = has("shared");
-    f.batched_s = has("batch");
-    f.one_pass_s = has("onepass");
-    f.session6 = has("s6");
     return f;
   }();
   return probe;
@@ -96,41 +78,8 @@ template <typename Tr> void launch_tf32_fwd(const AttentionParams& p, cudaStream
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// Session 6's traits Tr with its pingpong / shared probes applied (batch and khalf are applied by the
-// caller).
-template <bool kSplit, typename Tr>
-void launch_tf32_fwd_probed(const Tf32FwdProbe& probe, const AttentionParams& p, cudaStream_t stream) {
-  if constexpr (kSplit && Tr::kStages == 1 && Tr::kVStages == 1) {
-    if (probe.shared_lo) {
-      if (probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32SharedLo<Tr>>>(p, stream);
-      else launch_tf32_fwd<Tf32SharedLo<Tr>>(p, stream);
-      return;
-    }
-  }
-  if (probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tr>>(p, stream);
-  else launch_tf32_fwd<Tr>(p, stream);
-}
-
 template <int D, bool kSplit> void run_tf32_fwd(const AttentionParams& p, cudaStream_t stream) {
-  using Cfg = Tf32FwdConfig<D, kSplit>;
-  using Tr = typename Cfg::Traits;
-  const Tf32FwdProbe probe = tf32_fwd_probe();
-  if (probe.session6) {
-    using S6 = typename Cfg::Session6;
-    if (probe.batched_s) launch_tf32_fwd_probed<kSplit, Tf32BatchedS<S6>>(probe, p, stream);
-    else if (probe.k_halves && probe.ping_pong) launch_tf32_fwd<Tf32PingPong<Tf32KHalves<S6>>>(p, stream);
-    else if (probe.k_halves) launch_tf32_fwd<Tf32KHalves<S6>>(p, stream);
-    else launch_tf32_fwd_probed<kSplit, S6>(probe, p, stream);
-  } else if (probe.ping_pong) {
-    launch_tf32_fwd<Tf32PingPong<Tr>>(p, stream);
-  } else if (probe.k_halves) {
-    launch_tf32_fwd<Tf32KHalves<Tr>>(p, stream);
-  } else {
-    if constexpr (!Tr::kOnePassS) {
-      if (probe.one_pass_s) return launch_tf32_fwd<Tf32OnePassS<Tr>>(p, stream);
-    }
-    launch_tf32_fwd<Tr>(p, stream);
-  }
+  launch_tf32_fwd<typename Tf32FwdConfig<D, kSplit>::Traits>(p, stream);
 }
 
 }  // namespace fb::cuda::flash_sm90
