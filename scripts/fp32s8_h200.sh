@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # flash-sm90's fp32 backward (3xTF32 on wgmma, issue 15), session 8, on an H200 in about 90 s:
 #   scripts/fp32s8_h200.sh OUTDIR [BUILD_DIR=build]
-# 1. compute-sanitizer synccheck and racecheck (scripts/sanitize.sh) on configs/sanitize-fp32-bwd.json:
-#    the backward alone at N 130/256, d 64/128, both masks, GQA, verified (session 7 found synccheck's
-#    "divergent threads in block" and racecheck hazards at d = 128: results/h200/s7/sanitize/).
-# 2. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail
-#    it) once per probe setting (the probe is read once per process): the default, prepass, presplit.
-# 3. Backward, configs/h200-fp32-bwd-s8.json (N 1024/4096, d 64/128, causal or not, every row verified
-#    against fp64): naive (exact FP32) and flash-sm90, then flash-sm90 under FB_SM90_FP32_BWD_PROBE =
-#    prepass (Q and dO split into hi / lo and transposed once per launch by a pre-pass into global
-#    memory; the producer then only issues TMA loads) and presplit (the same pre-pass without the
-#    transposed copies: the producer still transposes every tile).
-# Last: the sanitizer's error counts, the tests' summaries, and a table: TFLOP/s per column and naive
-# time / kernel time for the default and the best variant; * = not verified ok.
+# 1. compute-sanitizer synccheck (scripts/sanitize.sh) on configs/sanitize-fp32-bwd.json: the backward alone
+#    at N 130/256, d 64/128, both masks, GQA, verified (session 7 found synccheck's "divergent threads in
+#    block" at d = 128: results/h200/s7/sanitize/; clean since commit 290a44a).
+# 2. racecheck on configs/sanitize-fp32-bwd-race.json (d = 128, N = 130, one case: where the consumers
+#    exchange P and dS through shared memory), every hazard kept (--print-limit), then the distinct
+#    (hazard, reader pc, writer pc) pairs counted, so that one look tells which accesses it pairs.
+# 3. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail it).
+# 4. Backward, configs/h200-fp32-bwd-s8.json (N 1024/4096, d 64/128, causal or not, every row verified
+#    against fp64): naive (exact FP32) and flash-sm90.
+# Last: the sanitizers' error counts, the tests' summary, and a table: TFLOP/s per column and naive
+# time / kernel time; * = not verified ok.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s8_h200.sh OUTDIR [BUILD_DIR]}
@@ -29,25 +28,23 @@ git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 
 san_spec=configs/sanitize-fp32-bwd.json
 STEP_TIMEOUT=30 step san-sync scripts/sanitize.sh -e "$fb" -s "$san_spec" -t synccheck "$out/san-sync.json"
-STEP_TIMEOUT=60 step san-race scripts/sanitize.sh -e "$fb" -s "$san_spec" -t racecheck "$out/san-race.json"
+STEP_TIMEOUT=60 step san-race compute-sanitizer --tool racecheck --racecheck-report all --print-limit 1000000 \
+  --show-backtrace no --error-exitcode 86 "$fb" run configs/sanitize-fp32-bwd-race.json --backend cuda -q \
+  --no-ceilings -o "$out/san-race.json"
 
-probes="prepass presplit"
+probes=""
 tests="$build/tests/flashbench_gpu_tests"
 STEP_TIMEOUT=30 step tests "$tests" "[sm90tf32],[fp32tc]"
-for pr in $probes; do
-  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=30 step "tests-$pr" "$tests" "[sm90tf32],[fp32tc]"
-done
-
 step bwd "$fb" run configs/h200-fp32-bwd-s8.json --kernels naive,flash-sm90 --no-ceilings -q -o "$out/bwd.json"
-for pr in $probes; do
-  FB_SM90_FP32_BWD_PROBE=$pr step "bwd-$pr" "$fb" run configs/h200-fp32-bwd-s8.json --kernels flash-sm90 \
-    --no-ceilings -q -o "$out/bwd-$pr.json"
-done
 
 printf '%s\n' "${summary[@]}"
-for s in san-sync san-race; do
-  echo "$s: $(grep -hE '^(synccheck|racecheck) ' "$out/$s.log" | tail -n 1)"
-done
+echo "san-sync: $(grep -hE '^synccheck ' "$out/san-sync.log" | tail -n 1)"
+echo "san-race: $(grep -hE 'RACECHECK SUMMARY' "$out/san-race.log" | tail -n 1)"
+# Each hazard: "Potential WAR hazard detected at __shared__ 0x..." then "Read Thread (..) at FN+0xPC in F:L"
+# and "Write Thread (..) at FN+0xPC in F:L": count the distinct (kind, read pc, write pc) triples.
+sed 's/([a-z, ]*)+/+/' "$out/san-race.log" |
+  awk '/Potential .* hazard/ {kind = $4} /Read Thread/ {r = $6} /Write Thread/ {print kind, "read", r, "write", $6}' |
+  sort | uniq -c | sort -rn | head -n 8
 for t in "$out"/tests*.log; do echo "$(basename "$t" .log): $(grep -hE "test cases" "$t" | tail -n 1)"; done
 python3 - "$out" "$probes" <<'PY' | tee "$out/table.txt"
 import json, os, sys

@@ -30,9 +30,6 @@ struct Tf32BwdParams {
   CUtensorMap tm_k;    // (d, seq_k, batch * kv_heads) fp32, box (32, kBlockN, 1)
   CUtensorMap tm_v;
   CUtensorMap tm_dq;   // (d, seq_q, batch * heads) fp32 over dq, box (32, kBlockM, 1): reductions
-  // kPrepass: the pre-pass's Q hi, Q lo, dO hi, dO lo per query head (planes 4 bh + part):
-  CUtensorMap tm_qs;   // (d, seq_pad, 4 batch * heads), box (32, kBlockM, 1): as tm_q
-  CUtensorMap tm_qt;   // (seq_pad, d, 4 batch * heads), box (32, d, 1): Q^T / dO^T as the stage holds them
   const float* lse;    // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding and empty rows
   const float* dsum;   // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
   float* dq;           // [batch, heads, seq_q, d], zeroed: the consumers add into it (tm_dq)
@@ -127,138 +124,57 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
                        w.n0, w.kv_bh);
     }
   }
-  if constexpr (Tr::kPrepass > 0) {
-    // Every tile's operands come split (and with kPrepass 2 transposed) from the pre-pass: the
-    // leader's TMA loads complete the consumers' barriers themselves (its arrive.expect_tx is one of
-    // the 128 arrivals with kPrepass 1, the only one with 2).
+  // A stage is refilled in two halves, so that one stage still overlaps the loads with the consumers:
+  // Q and dO (TMA, then split in place) as soon as the consumers are past S^T, dP^T and the softmax
+  // of the stage's previous tile; Q^T and dO^T (transposed from the split tiles) once they are past
+  // its dV, dK.
+  for (int it = 0; it < w.steps; ++it) {
+    const int s = it % Tr::kStages;
+    const std::uint32_t phase = (it / Tr::kStages) & 1;
+    // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
+    ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
+    // Every producer thread is past its reads of the stage's previous Q, dO (the transposes).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
     if (leader) {
-      ptx::prefetch_tensormap(&prm.tm_qs);
-      if constexpr (Tr::kPrepass == 2) ptx::prefetch_tensormap(&prm.tm_qt);
+      const int bh = w.q_bh(it);
+      const int m0 = w.m_tile(it) * Tr::kBlockM;
+      const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+      ptx::mbar_arrive_expect_tx(bars.raw_full(s), 2 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_load_3d(sm.q(s, 0) + c * Tr::kQChunkBytes, &prm.tm_q, bars.raw_full(s),
+                         c * Tr::kChunkElems, m0, bh);
+        ptx::tma_load_3d(sm.dout(s, 0) + c * Tr::kQChunkBytes, &prm.tm_do, bars.raw_full(s),
+                         c * Tr::kChunkElems, m0, bh);
+      }
+      ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
+      ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
     }
-    for (int it = 0; it < w.steps; ++it) {
-      const int s = it % Tr::kStages;
-      const std::uint32_t phase = (it / Tr::kStages) & 1;
-      // The tile's coordinates, computed where the leader uses them (fewer values live across the
-      // other threads' work under the producer's 56 registers).
-      const auto bh = [&] { return w.q_bh(it); };
-      const auto m0 = [&] { return w.m_tile(it) * Tr::kBlockM; };
-      ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
-      // kPrepass 1: every producer thread is past its transposes' reads of the stage's previous Q, dO.
-      if constexpr (Tr::kPrepass == 1) ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-      if (leader) {
-        const int q_bh = bh(), q_m0 = m0();
-        const std::int64_t row0 = std::int64_t(q_bh) * prm.seq_pad + q_m0;
-        ptx::mbar_arrive_expect_tx(bars.qd_ready(s), 4 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
-#pragma unroll
-        for (int part = 0; part < 2; ++part) {
-#pragma unroll
-          for (int c = 0; c < Tr::kChunks; ++c) {
-            ptx::tma_load_3d(sm.q(s, part) + c * Tr::kQChunkBytes, &prm.tm_qs, bars.qd_ready(s),
-                             c * Tr::kChunkElems, q_m0, 4 * q_bh + part);
-            ptx::tma_load_3d(sm.dout(s, part) + c * Tr::kQChunkBytes, &prm.tm_qs, bars.qd_ready(s),
-                             c * Tr::kChunkElems, q_m0, 4 * q_bh + 2 + part);
-          }
-        }
-        ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.qd_ready(s));
-        ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.qd_ready(s));
-      } else if (Tr::kPrepass == 1) {
-        ptx::mbar_arrive(bars.qd_ready(s));
-      }
-      // K and V split once, behind the first tile's loads (as below).
-      if constexpr (Tr::kPresplit) {
-        if (it == 0) {
-          ptx::mbar_wait(bars.kv_full(), 0);
-          tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.k(), sm.k_lo(), ptid);
-          tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.v(), sm.v_lo(), ptid);
-          ptx::fence_proxy_async_smem();
-          ptx::mbar_arrive(bars.kv_split());
-        }
-      }
-      // kPrepass 2: the leader's TMA transactions alone complete qd_ready / t_ready (one arrival
-      // each); the other producer threads are done, so that they do not spin on the barriers.
-      if constexpr (Tr::kPrepass == 2) {
-        if (!leader) return;
-      }
-      ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
-      if constexpr (Tr::kPrepass == 1) {
-        // Q^T, dO^T transposed from the split tiles once they have landed.
-        ptx::mbar_wait(bars.qd_ready(s), phase);
-        tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-            sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
-        tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-            sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
+    if constexpr (Tr::kPresplit) {
+      // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
+      if (it == 0) {
+        ptx::mbar_wait(bars.kv_full(), 0);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.k(), sm.k_lo(), ptid);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.v(), sm.v_lo(), ptid);
         ptx::fence_proxy_async_smem();
-        ptx::mbar_arrive(bars.t_ready(s));
-      } else if (leader) {
-        const int q_bh = bh(), q_m0 = m0();
-        ptx::mbar_arrive_expect_tx(bars.t_ready(s), 4 * Tr::kQtBytes);
-#pragma unroll
-        for (int part = 0; part < 2; ++part) {
-#pragma unroll
-          for (int qc = 0; qc < Tr::kBlockM / Tr::kChunkElems; ++qc) {
-            ptx::tma_load_3d(sm.qt(s, part) + qc * Tr::kQtChunkBytes, &prm.tm_qt, bars.t_ready(s),
-                             q_m0 + qc * Tr::kChunkElems, 0, 4 * q_bh + part);
-            ptx::tma_load_3d(sm.dot(s, part) + qc * Tr::kQtChunkBytes, &prm.tm_qt, bars.t_ready(s),
-                             q_m0 + qc * Tr::kChunkElems, 0, 4 * q_bh + 2 + part);
-          }
-        }
-      } else {
-        ptx::mbar_arrive(bars.t_ready(s));
+        ptx::mbar_arrive(bars.kv_split());
       }
     }
-  } else {
-    // A stage is refilled in two halves, so that one stage still overlaps the loads with the consumers:
-    // Q and dO (TMA, then split in place) as soon as the consumers are past S^T, dP^T and the softmax
-    // of the stage's previous tile; Q^T and dO^T (transposed from the split tiles) once they are past
-    // its dV, dK.
-    for (int it = 0; it < w.steps; ++it) {
-      const int s = it % Tr::kStages;
-      const std::uint32_t phase = (it / Tr::kStages) & 1;
-      // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
-      ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
-      // Every producer thread is past its reads of the stage's previous Q, dO (the transposes).
-      ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-      if (leader) {
-        const int bh = w.q_bh(it);
-        const int m0 = w.m_tile(it) * Tr::kBlockM;
-        const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
-        ptx::mbar_arrive_expect_tx(bars.raw_full(s), 2 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
-#pragma unroll
-        for (int c = 0; c < Tr::kChunks; ++c) {
-          ptx::tma_load_3d(sm.q(s, 0) + c * Tr::kQChunkBytes, &prm.tm_q, bars.raw_full(s),
-                           c * Tr::kChunkElems, m0, bh);
-          ptx::tma_load_3d(sm.dout(s, 0) + c * Tr::kQChunkBytes, &prm.tm_do, bars.raw_full(s),
-                           c * Tr::kChunkElems, m0, bh);
-        }
-        ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
-        ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
-      }
-      if constexpr (Tr::kPresplit) {
-        // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
-        if (it == 0) {
-          ptx::mbar_wait(bars.kv_full(), 0);
-          tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.k(), sm.k_lo(), ptid);
-          tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.v(), sm.v_lo(), ptid);
-          ptx::fence_proxy_async_smem();
-          ptx::mbar_arrive(bars.kv_split());
-        }
-      }
-      ptx::mbar_wait(bars.raw_full(s), phase);
-      tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.q(s, 0), sm.q(s, 1), ptid);
-      tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.dout(s, 0), sm.dout(s, 1), ptid);
-      ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
-      ptx::mbar_arrive(bars.qd_ready(s));
-      ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
-      // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
-      // does not order them among the producer's threads).
-      ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-          sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-          sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
-      ptx::fence_proxy_async_smem();
-      ptx::mbar_arrive(bars.t_ready(s));
-    }
+    ptx::mbar_wait(bars.raw_full(s), phase);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.q(s, 0), sm.q(s, 1), ptid);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.dout(s, 0), sm.dout(s, 1), ptid);
+    ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
+    ptx::mbar_arrive(bars.qd_ready(s));
+    ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
+    // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
+    // does not order them among the producer's threads).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
+    ptx::fence_proxy_async_smem();
+    ptx::mbar_arrive(bars.t_ready(s));
   }
 }
 
@@ -496,6 +412,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         for (int i = 0; i < Tr::kSRegs; ++i) p_hi[i] = p_lo[i] = 0u;
       }
       ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads P, dS
+      // Q^T, dO^T ready before the barrier rather than after it (dV needs both; same critical path):
+      // so that the fragment loads of P and dS right after the barrier follow it directly. With the
+      // mbarrier wait between the two, racecheck (session 8, call A) reported those loads as unordered
+      // with the other consumer's stores on the far side of this barrier and the next.
+      ptx::mbar_wait(bars.t_ready(st), parity);
       ptx::named_bar_sync(bar_ps, kBarPsThreads);  // dV's and dK's A fragments: both consumers' rows
     }
 
@@ -533,7 +454,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
       for (int i = 0; i < Tr::kPartRegs; ++i) acc[part * Tr::kPartRegs + i] += t[i];
     };
-    ptx::mbar_wait(bars.t_ready(st), parity);
+    if constexpr (!kShare) ptx::mbar_wait(bars.t_ready(st), parity);  // with shared keys: above
     if constexpr (Tr::kPairParts) {
       // dV's part and dK's issued interleaved (neither waits for its own previous wgmma).
 #pragma unroll
@@ -663,9 +584,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.raw_full(s), 1);                   // the leader's arrive.expect_tx
-      // Every producer thread; with Q^T / dO^T from the pre-pass (kPrepass 2) its leader alone.
-      ptx::mbar_init(bars.qd_ready(s), Tr::kPrepass == 2 ? 1 : Tr::kWgThreads);
-      ptx::mbar_init(bars.t_ready(s), Tr::kPrepass == 2 ? 1 : Tr::kWgThreads);
+      ptx::mbar_init(bars.qd_ready(s), Tr::kWgThreads);      // every producer thread
+      ptx::mbar_init(bars.t_ready(s), Tr::kWgThreads);
       ptx::mbar_init(bars.qd_empty(s), Tr::kConsumerThreads);  // every consumer thread
       ptx::mbar_init(bars.t_empty(s), Tr::kConsumerThreads);
     }

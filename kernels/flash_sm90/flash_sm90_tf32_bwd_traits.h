@@ -60,11 +60,6 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
-  // Q and dO from a pre-pass into global memory (flash_sm90_tf32_bwd.cu), once per launch instead of
-  // once per key tile: 0 none (the producer splits and transposes every tile); 1 split into hi / lo
-  // (the producer only transposes); 2 split and transposed (the producer only issues TMA loads: no
-  // split, no transpose, no producer barrier). The stage layout is the same for all three.
-  static constexpr int kPrepass = 0;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -199,13 +194,6 @@ template <typename Tr> struct Tf32BwdRn : Tr {
 // (FB_SM90_FP32_BWD_PROBE=desc).
 template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
-};
-
-// Q / dO split (kLevel 1) or split and transposed (2) by a pre-pass (kPrepass): timing probes
-// (FB_SM90_FP32_BWD_PROBE=presplit, prepass).
-template <typename Tr, int kLevel> struct Tf32BwdPrepass : Tr {
-  static constexpr int kPrepass = kLevel;
-  static_assert(Tr::kSplit, "the pre-pass writes hi and lo: 3xTF32 only");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
