@@ -502,8 +502,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     ptx::fence_operands(p_hi);
     ptx::fence_operands(p_lo);
-    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
-    ptx::mbar_arrive(bars.t_empty(st));
+    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete. (kLateTEmpty, a racecheck
+    // probe: after the "both past dV" barrier and the dQ staging below instead.)
+    if constexpr (!(kShare && Tr::kLateTEmpty)) ptx::mbar_arrive(bars.t_empty(st));
 
     // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), for its 64-row
     // part of d; dQ += scale * dQ^T by TMA reductions from a staging box: the consumer's own part of
@@ -539,6 +540,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
     ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
     ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
+    if constexpr (kShare && Tr::kLateTEmpty) ptx::mbar_arrive(bars.t_empty(st));
     if (ctid == 0) {
 #pragma unroll
       for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)
