@@ -520,6 +520,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // kDescend (with kLean): every block walks its query tiles from the last down to its first, with no
 // rotation (FlashAttention-2's order): the blocks of a head read the same Q/dO tile at about the
 // same time, and add into the same dQ rows.
+// kHeadSplit (session 8, with kLean; GQA/MQA): a.head_split blocks per (key tile, K/V plane), each
+// over its own subset of the group's query heads, adding its partial dK and dV into fp32 accumulators
+// (MainArgs::dkv_acc) instead of storing them; causal grids tile-major. The launcher picks the split
+// (flash_bwd.cu, head_split()) and converts the accumulators.
 // kLatePrefetch: the next step's Q/dO/LSE/D copies are issued after S^T/dP^T (while the exponentials
 // run, when issue slots are free) instead of right after the step's first barrier, where their ~75
 // instructions delay the first MMAs; they still have ~2/3 of a step to land.
@@ -1187,6 +1191,8 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // stmatrix). Probes kept (FB_FLASH_BWD, grid_variant() in flash_bwd_common.cuh): `s6` (session 6's
 // loop), `lean` (kLean + kDqRed2, tile-major causal), `desc` (`type` + kDescend: level with `type`).
 // Measured and dropped (flags left in TcGridTraits): kDqFirst (-1..-4%), kLatePrefetch (-1..+1%).
+// `split` (session 8): `type` with kHeadSplit, run wherever the launcher splits a GQA/MQA group's
+// query heads over blocks (MainArgs::head_split > 1).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
