@@ -243,11 +243,10 @@ GridVariant grid_variant() {
     const char* e = std::getenv("FB_FLASH_BWD");
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
-    if (s == "s6") return GridVariant::s6;
     if (s == "lean") return GridVariant::lean;
-    if (s == "desc") return GridVariant::desc;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, s6, lean, desc)");
+                                "' is not a flash backward variant (standard, lean; s6 and desc were "
+                                "removed in session 8, docs/perf-notes.md)");
   }();
   return v;
 }

@@ -1188,9 +1188,10 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // kHeadMajorCausal (call A: lean + red.v2 +5-9% over s6, split and stmatrix +0-2% each; call B:
 // head-major causal +1-3% at d = 128 and, at d = 64, +2-3% causal N >= 4k), except d = 64 non-causal,
 // which runs kLean + kDqRed2 alone (`noncausal`: call B 4% faster there than with split and
-// stmatrix). Probes kept (FB_FLASH_BWD, grid_variant() in flash_bwd_common.cuh): `s6` (session 6's
-// loop), `lean` (kLean + kDqRed2, tile-major causal), `desc` (`type` + kDescend: level with `type`).
-// Measured and dropped (flags left in TcGridTraits): kDqFirst (-1..-4%), kLatePrefetch (-1..+1%).
+// stmatrix). Probe kept (FB_FLASH_BWD, grid_variant() in flash_bwd_common.cuh): `lean` (kLean +
+// kDqRed2, tile-major causal). Measured and dropped (flags left in TcGridTraits): kDqFirst
+// (-1..-4%), kLatePrefetch (-1..+1%); the probes `s6` (session 6's loop: -5..-9% against lean) and
+// `desc` (`type` + kDescend: level with `type`), removed in session 8 to save their builds.
 // `split` (session 8): `type` with kHeadSplit, run wherever the launcher splits a GQA/MQA group's
 // query heads over blocks (MainArgs::head_split > 1).
 template <typename Elem> struct TcConfig<Elem, 128> {
@@ -1198,9 +1199,6 @@ template <typename Elem> struct TcConfig<Elem, 128> {
                             false, true>;
   using noncausal = type;
   using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
-  using s6 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, false, false>;
-  using desc = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
-                            true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
@@ -1210,9 +1208,6 @@ template <typename Elem> struct TcConfig<Elem, 64> {
                             false, true>;
   using lean = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
   using noncausal = lean;
-  using s6 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, false, false>;
-  using desc = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
-                            true, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
@@ -1270,9 +1265,7 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
         return;
       }
       switch (grid_variant()) {
-        case GridVariant::s6: launch_main_tc<typename Cfg::s6>(a, stream); return;
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
-        case GridVariant::desc: launch_main_tc<typename Cfg::desc>(a, stream); return;
         case GridVariant::standard: break;
       }
       if (!a.mask.causal) {
