@@ -140,7 +140,18 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
 // causal diagonal at odd offsets, and seq_q > seq_k leaves causal rows with no key. A unit summing the
 // wrong heads, a partial added to the wrong plane or tile, a partial added twice or never, or a
 // missing dK/dV convert fails dK or dV.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "catch.h"
 #include "flash/flash_bwd.h"
+#include "gpu_support.h"
+#include "registry.h"
+#include "runner.h"
 
 namespace {
 
