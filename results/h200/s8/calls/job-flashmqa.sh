@@ -1,0 +1,1 @@
+BUILD=$BUILD bash scripts/flashmqa_h200.sh $OUTDIR
