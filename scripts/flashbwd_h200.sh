@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The portable flash backward on an H100/H200 (issue 13), everything into OUTDIR (~60 s on a built tree):
 #   the GPU tests that check flash's backward (accuracy cases, seq_q != seq_k; the standard variant);
-#   per FB_FLASH_BWD variant (VARIANTS, default "standard lean s6"; "desc" is the other probe): `flashbench verify --pass bwd`
+#   per FB_FLASH_BWD variant (VARIANTS, default "standard lean", the two there are): `flashbench verify --pass bwd`
 #   on two odd shapes (GQA d 128 bf16, MQA d 64 fp16, both masks; the tests cover the rest) and configs/flashbwd-h200.json
 #   timed; torch-flash (FlashAttention-2) on the same spec through scripts/peers.py; a table of TFLOP/s
 #   and FA2 time / flash time per case and variant printed last.
@@ -12,7 +12,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/flashbwd_h200.sh OUTDIR}
 build=${BUILD:-build-h200}
-variants=${VARIANTS:-standard lean s6}
+variants=${VARIANTS:-standard lean}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."

@@ -4,13 +4,20 @@
 // flash_bwd_tf32.cuh (fp32 on TF32 tensor cores, flash_bwd_tf32x3.cu / flash_bwd_tf32x1.cu) and
 // flash_bwd_simt.cu (fp32 exact, fp64).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <queue>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -87,10 +94,117 @@ __global__ void bwd_convert_dq_kernel(const Acc* dq_acc, Elem* dq, std::int64_t 
   }
 }
 
+// FB_FLASH_BWD_SPLIT=N (read once per process) or force_backward_head_split(N): N query-head
+// subsets per K/V plane wherever the split kernel can run (1: never split), 0: the model's choice.
+std::atomic<int>& forced_split() {
+  static std::atomic<int> forced{[] {
+    const char* e = std::getenv("FB_FLASH_BWD_SPLIT");
+    if (e == nullptr || *e == '\0') return 0;
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1024)
+      throw std::invalid_argument(std::string("FB_FLASH_BWD_SPLIT: '") + e +
+                                  "' is not a number of query-head subsets (0 = automatic, 1 = off)");
+    return int(v);
+  }()};
+  return forced;
+}
+
+// How many subsets a K/V plane's query heads are split into (the warp-grid kernel's kHeadSplit
+// variant): 1 unless a split shortens the modelled time by kMinGain. Where a K/V plane has few key
+// tiles (MQA: batch x key tiles blocks on the whole GPU) and the mask is causal, key tile j's block
+// does the work of N - j * kBlockN queries for every head of the group, the first block twice the
+// average, and it alone sets the time; split units are shorter and list-schedule onto the SMs.
+// The model (flash-sm90's head_split(), session 7): units in launch order (key tiles outermost),
+// each to the SM that frees first (one block of this kernel per SM: its shared memory), a unit costing
+// its query-tile steps plus kUnitOverhead steps (launch, K/V load, the fp32 dK/dV reductions); of the
+// splits within kNearBest of the best modelled time the largest, at most kMaxSplit. Only GQA/MQA,
+// fp16/bf16 at d = 64 or 128 where the warp-grid kernel runs, with fewer than kFewTilesPerSm
+// (key tile, K/V plane) tiles per SM; cached per shape and device.
+int head_split(const AttentionParams& p) {
+  constexpr int kMaxSplit = 8;
+  constexpr std::int64_t kFewTilesPerSm = 8;
+  constexpr double kUnitOverhead = 4.0;
+  constexpr double kMinGain = 0.05;
+  constexpr double kNearBest = 0.05;
+  const int group = p.kv_heads > 0 ? p.heads / p.kv_heads : 0;
+  if (group <= 1 || p.heads % p.kv_heads != 0 || (p.head_dim != 64 && p.head_dim != 128) ||
+      (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
+    return 1;
+  // The probes (FB_FLASH_BWD) time the unsplit kernels.
+  if (grid_variant() != GridVariant::standard) return 1;
+  SplitTiles tiles;
+  dispatch_dtype(p.dtype, [&](auto traits) {
+    using Elem = typename decltype(traits)::elem;
+    if constexpr (sizeof(Elem) == 2) {
+      if (p.head_dim == 64) tiles = main_tc_split_tiles<Elem, 64>();
+      if (p.head_dim == 128) tiles = main_tc_split_tiles<Elem, 128>();
+    }
+  });
+  // No device (the workspace is asked for where none may be: a plan), or one whose blocks get too
+  // little shared memory for the warp-grid kernel (A100: the fallback kernel, no split): no split.
+  int device = 0, sms = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+      sms <= 0) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  if (tiles.block_n == 0 || tiles.smem_bytes > optin) return 1;
+  if (const int forced = forced_split().load(); forced > 0) return std::min(forced, group);
+  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + tiles.block_n - 1) / tiles.block_n;
+  const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
+  if (key_tiles * planes >= kFewTilesPerSm * sms) return 1;
+
+  using Key = std::tuple<int, int, int, int, int, int, bool, int>;
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.head_dim, p.causal, sms};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const CausalMask mask = p.mask();
+  const int q_tiles = (p.seq_q + tiles.block_m - 1) / tiles.block_m;
+  std::vector<double> per_head(static_cast<std::size_t>(key_tiles));
+  for (std::int64_t j = 0; j < key_tiles; ++j)
+    per_head[std::size_t(j)] = q_tiles - mask.first_q_tile(int(j * tiles.block_n), tiles.block_m);
+  auto makespan = [&](int split) {
+    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+    for (int i = 0; i < sms; ++i) free_at.push(0.0);
+    double end = 0.0;
+    for (std::int64_t j = 0; j < key_tiles; ++j) {
+      const double cost = per_head[std::size_t(j)] * (group / split) + kUnitOverhead;
+      for (std::int64_t u = 0; u < planes * split; ++u) {
+        const double t = free_at.top() + cost;
+        free_at.pop();
+        free_at.push(t);
+        end = std::max(end, t);
+      }
+    }
+    return end;
+  };
+  std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
+  double fastest = std::numeric_limits<double>::max();
+  for (int split = 1; split <= std::min(group, kMaxSplit); ++split) {
+    if (group % split != 0) continue;
+    times.emplace_back(split, makespan(split));
+    fastest = std::min(fastest, times.back().second);
+  }
+  int best = 1;
+  for (const auto& [split, t] : times)
+    if (t <= (1.0 + kNearBest) * fastest && t <= (1.0 - kMinGain) * times.front().second) best = split;
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, best);
+  return best;
+}
+
 struct WorkspaceLayout {
   std::size_t lse = 0;  // Acc [batch*heads, seq_pad]
   std::size_t d = 0;    // Acc [batch*heads, seq_pad]
   std::size_t dq = 0;   // Acc [batch, heads, seq_q, head_dim]
+  std::size_t dkv = 0;  // head split only: float [2][batch, kv_heads, seq_k, head_dim] (dK, dV)
   std::size_t total = 0;
 };
 
@@ -104,6 +218,9 @@ WorkspaceLayout workspace_layout(const AttentionParams& p) {
   w.d = align_up(w.lse + padded_rows * acc);
   w.dq = align_up(w.d + padded_rows * acc);
   w.total = align_up(w.dq + std::size_t(p.q_elems()) * acc);
+  w.dkv = w.total;
+  const std::size_t kv_elems = std::size_t(p.batch) * p.kv_heads * p.seq_k * p.head_dim;
+  if (head_split(p) > 1) w.total = align_up(w.dkv + 2 * kv_elems * sizeof(float));
   return w;
 }
 
@@ -126,11 +243,10 @@ GridVariant grid_variant() {
     const char* e = std::getenv("FB_FLASH_BWD");
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
-    if (s == "s6") return GridVariant::s6;
     if (s == "lean") return GridVariant::lean;
-    if (s == "desc") return GridVariant::desc;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, s6, lean, desc)");
+                                "' is not a flash backward variant (standard, lean; s6 and desc were "
+                                "removed in session 8, docs/perf-notes.md)");
   }();
   return v;
 }
@@ -228,6 +344,13 @@ std::size_t backward_workspace_bytes(const AttentionParams& p) {
 
 int backward_padded_seq(int seq) { return bwd::padded_seq(seq); }
 
+int backward_head_split(const AttentionParams& p) { return bwd::head_split(p); }
+
+int force_backward_head_split(int split) {
+  if (split < 0) throw std::invalid_argument("flash backward: a head split cannot be negative");
+  return bwd::forced_split().exchange(split);
+}
+
 void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void* dq_acc,
                       bool dq_padded, bool lse_log2, const Context& ctx) {
   using namespace bwd;
@@ -272,8 +395,19 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     // The tensor-core kernels compute exp() as exp2(); their LSE copy is in the log2 domain.
     backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/false, kTensorCores || tf32, ctx);
 
-    const MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
-                     p.batch, p.heads, p.kv_heads, p.mask(), seq_pad, p.scale};
+    MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
+               p.batch, p.heads, p.kv_heads, p.mask(), seq_pad, p.scale};
+    // GQA/MQA with few K/V tiles: query heads split over blocks, dK/dV summed in fp32 (zeroed here,
+    // converted below). head_split() is 1 for every other kernel and dtype.
+    [[maybe_unused]] const std::int64_t kv_elems =
+        std::int64_t(p.batch) * p.kv_heads * p.seq_k * p.head_dim;
+    if constexpr (kTensorCores) {
+      a.head_split = head_split(p);
+      if (a.head_split > 1) {
+        a.dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
+        FB_CUDA_CHECK(cudaMemsetAsync(a.dkv_acc, 0, 2 * std::size_t(kv_elems) * sizeof(float), stream));
+      }
+    }
     with_head_dim(p.head_dim, [&](auto hd) {
       constexpr int kD = decltype(hd)::value;
       if constexpr (kTensorCores) {
@@ -297,6 +431,18 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     bwd_convert_dq_kernel<Elem, Acc><<<convert_blocks, kConvertThreads, 0, stream>>>(
         dq_acc, static_cast<Elem*>(p.dq), n);
     FB_CUDA_CHECK_LAUNCH();
+    if constexpr (kTensorCores) {
+      if (a.head_split > 1) {
+        const auto kv_blocks = unsigned(std::min<std::int64_t>(
+            (kv_elems + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
+        bwd_convert_dq_kernel<Elem, float><<<kv_blocks, kConvertThreads, 0, stream>>>(
+            a.dkv_acc, static_cast<Elem*>(p.dk), kv_elems);
+        FB_CUDA_CHECK_LAUNCH();
+        bwd_convert_dq_kernel<Elem, float><<<kv_blocks, kConvertThreads, 0, stream>>>(
+            a.dkv_acc + kv_elems, static_cast<Elem*>(p.dv), kv_elems);
+        FB_CUDA_CHECK_LAUNCH();
+      }
+    }
   });
 }
 

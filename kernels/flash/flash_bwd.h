@@ -9,8 +9,10 @@
 //   2. main kernel, one block per (batch, K/V head, K/V tile): recomputes P from Q, K and LSE, keeps
 //      dK and dV in registers over the whole query range of the g = heads/kv_heads query heads that
 //      share the K/V head (so dK/dV need no atomics), and adds its dQ share into the accumulator with
-//      atomics (fp32 for fp16/bf16/fp32, fp64 for fp64);
-//   3. convert: dQ accumulator -> dQ in the element type.
+//      atomics (fp32 for fp16/bf16/fp32, fp64 for fp64); GQA/MQA with few K/V tiles: one block per
+//      (K/V tile, subset of those heads), dK/dV partials added into fp32 accumulators
+//      (backward_head_split());
+//   3. convert: dQ accumulator -> dQ in the element type (and dK, dV under a head split).
 // fp16/bf16 run on tensor cores (mma.sync m16n8k16, fp32 accumulation); fp32 on TF32 tensor cores
 // (mma.sync m16n8k8) with the 3xTF32 split unless Fp32Math says otherwise (flash/fp32_math.h); fp64,
 // and fp32 with Fp32Math::exact, on CUDA cores.
@@ -30,7 +32,8 @@ namespace fb::cuda::flash {
 const char* backward_unsupported(const AttentionParams& p);
 const char* backward_unsupported(const AttentionParams& p, Fp32Math math);
 
-// Bytes of p.workspace backward() needs (D, padded LSE, dQ accumulator).
+// Bytes of p.workspace backward() needs (D, padded LSE, dQ accumulator; under a head split also
+// the fp32 dK/dV accumulators).
 std::size_t backward_workspace_bytes(const AttentionParams& p);
 
 // The pre-pass every tiled backward starts with (one launch on ctx's stream): per query row,
@@ -43,6 +46,18 @@ void backward_prepass(const AttentionParams& p, void* lse_pad, void* d_pad, void
                       bool dq_padded, bool lse_log2, const Context& ctx);
 // Rows per (batch, head) of the pre-pass arrays: seq (seq_q) rounded up to a multiple of 128.
 int backward_padded_seq(int seq);
+
+// GQA/MQA: query-head subsets per K/V plane the backward splits into for these params on the
+// current device (1: no split). Where a K/V plane has few key tiles, the causal backward's first key
+// tile (every query, every head of the group) sets the time; split, each block takes a subset of the
+// group's heads and adds its partial dK and dV into fp32 accumulators in the workspace (then
+// converted), so their last bits vary between runs as dQ's do. fp16/bf16 at d = 64/128 where the
+// warp-grid kernel runs; a model of the block scheduling picks the split (flash_bwd.cu).
+int backward_head_split(const AttentionParams& p);
+// Forces the split wherever it can run, for the rest of the process: N subsets (at most the group;
+// 1: off), 0: the model's choice (the default; FB_FLASH_BWD_SPLIT=N, read once, sets the starting
+// value). For tests and A/B runs. Returns the previous setting.
+int force_backward_head_split(int split);
 
 // Keys per block of the main kernel for these params (the byte model's key tile).
 int backward_key_tile(const AttentionParams& p);

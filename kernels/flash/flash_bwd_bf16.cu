@@ -12,5 +12,8 @@ template int main_tc_smem_bytes<__nv_bfloat16, 128>();
 template int main_tc_key_tile<__nv_bfloat16, 32>();
 template int main_tc_key_tile<__nv_bfloat16, 64>();
 template int main_tc_key_tile<__nv_bfloat16, 128>();
+template SplitTiles main_tc_split_tiles<__nv_bfloat16, 32>();
+template SplitTiles main_tc_split_tiles<__nv_bfloat16, 64>();
+template SplitTiles main_tc_split_tiles<__nv_bfloat16, 128>();
 
 }  // namespace fb::cuda::flash::bwd

@@ -40,6 +40,12 @@ struct MainArgs {
   CausalMask mask;   // seq_q, seq_k and the causal rule (kernels/common/mask.h)
   int seq_pad;       // padded_seq(seq_q)
   double scale;
+  // GQA/MQA head split (the warp-grid kernel's kHeadSplit instantiations only): a K/V plane's query
+  // heads go to head_split blocks per key tile, block s taking heads [s * group / head_split,
+  // (s + 1) * group / head_split) of the group; each adds its partial dK and dV (fp32, dK times the
+  // softmax scale) into dkv_acc, zeroed: [2][batch, kv_heads, seq_k, head_dim] (dK, then dV).
+  int head_split = 1;
+  float* dkv_acc = nullptr;
 };
 
 // Main kernels, one per (element type, head_dim). Each raises its dynamic shared-memory limit and
@@ -57,17 +63,25 @@ template <typename Elem, int kHeadDim> int main_tc_smem_bytes();
 template <typename Elem, int kHeadDim> int main_simt_smem_bytes();
 template <int kHeadDim> int main_tf32_smem_bytes();
 
+// The head-split kernel (kHeadSplit) of the (dtype, head_dim) backward: its key tile, query tile and
+// shared memory per block; all 0 where there is none (d = 32).
+struct SplitTiles {
+  int block_n = 0;
+  int block_m = 0;
+  int smem_bytes = 0;
+};
+template <typename Elem, int kHeadDim> SplitTiles main_tc_split_tiles();
+
 // Keys per block of each main kernel.
 template <typename Elem, int kHeadDim> int main_tc_key_tile();
 template <typename Elem, int kHeadDim> int main_simt_key_tile();
 template <int kHeadDim> int main_tf32_key_tile();
 
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
-// process, for A/B runs in one binary: `s6` (session 6's loop), `lean` (session 7's call-A kernel:
-// kLean + kDqRed2, tile-major causal grid), `desc` (the default with every block walking its query
-// tiles from the last down); unset or `standard`: the default. Anything else is refused
-// (std::invalid_argument).
-enum class GridVariant { standard, s6, lean, desc };
+// process, for A/B runs in one binary: `lean` (session 7's call-A kernel: kLean + kDqRed2, tile-major
+// causal grid); unset or `standard`: the default. Anything else is refused (std::invalid_argument;
+// `s6` and `desc`, measured in session 7, were removed in session 8).
+enum class GridVariant { standard, lean };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

@@ -12,5 +12,8 @@ template int main_tc_smem_bytes<__half, 128>();
 template int main_tc_key_tile<__half, 32>();
 template int main_tc_key_tile<__half, 64>();
 template int main_tc_key_tile<__half, 128>();
+template SplitTiles main_tc_split_tiles<__half, 32>();
+template SplitTiles main_tc_split_tiles<__half, 64>();
+template SplitTiles main_tc_split_tiles<__half, 128>();
 
 }  // namespace fb::cuda::flash::bwd

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <type_traits>
 
 #include "common/check.h"
@@ -519,6 +520,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // kDescend (with kLean): every block walks its query tiles from the last down to its first, with no
 // rotation (FlashAttention-2's order): the blocks of a head read the same Q/dO tile at about the
 // same time, and add into the same dQ rows.
+// kHeadSplit (session 8, with kLean; GQA/MQA): a.head_split blocks per (key tile, K/V plane), each
+// over its own subset of the group's query heads, adding its partial dK and dV into fp32 accumulators
+// (MainArgs::dkv_acc) instead of storing them; causal grids tile-major. The launcher picks the split
+// (flash_bwd.cu, head_split()) and converts the accumulators.
 // kLatePrefetch: the next step's Q/dO/LSE/D copies are issued after S^T/dP^T (while the exponentials
 // run, when issue slots are free) instead of right after the step's first barrier, where their ~75
 // instructions delay the first MMAs; they still have ~2/3 of a step to land.
@@ -526,7 +531,7 @@ template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarps
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
           bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
-          bool kDescend_ = false, bool kLatePrefetch_ = false>
+          bool kDescend_ = false, bool kLatePrefetch_ = false, bool kHeadSplit_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -550,6 +555,8 @@ struct TcGridTraits {
   static_assert(!kDescend_ || kLean_, "kDescend walks with kLean's cursor");
   static constexpr bool kLatePrefetch = kLatePrefetch_ && !kDeferDq_;
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
+  static constexpr bool kHeadSplit = kHeadSplit_;
+  static_assert(!kHeadSplit_ || kLean_, "the head split's partial dK has the scale from kLean's dS^T");
 
   static constexpr int kMmaM = 16;
   static constexpr int kMmaN = 8;
@@ -628,28 +635,39 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int c = lane % 4;
 
   // Block -> (batch, K/V head, K/V tile), query-tile order: as bwd_main_tc_kernel.
+  // kHeadSplit: the grid has head_split "virtual" K/V planes per real one (plane = virtual / split),
+  // each taking its share of the plane's query heads; causal grids are then tile-major (the longest
+  // units first, for the launcher's list-scheduling model), non-causal ones plane-major.
   const CausalMask mask = a.mask;
   const int seq_q = mask.seq_q, seq_k = mask.seq_k;
   const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
-  const int n_bkv = a.batch * a.kv_heads;
+  const int split = Tr::kHeadSplit ? a.head_split : 1;
+  const int n_bkv = a.batch * a.kv_heads * split;
   int tile, bkv;
-  if (mask.causal && !Tr::kHeadMajorCausal) {
+  if (mask.causal && (!Tr::kHeadMajorCausal || Tr::kHeadSplit)) {
     tile = blockIdx.x / n_bkv;
     bkv = blockIdx.x % n_bkv;
   } else {
     tile = blockIdx.x % n_tiles;
     bkv = blockIdx.x / n_tiles;
   }
+  const int group = a.heads / a.kv_heads;
+  int head_lo = 0, n_heads = group;  // this block's query heads within the group
+  if constexpr (Tr::kHeadSplit) {
+    const int sub = bkv % split;
+    bkv /= split;
+    head_lo = sub * group / split;
+    n_heads = (sub + 1) * group / split - head_lo;
+  }
   const int b = bkv / a.kv_heads;
   const int hk = bkv % a.kv_heads;
-  const int group = a.heads / a.kv_heads;
   const int n0 = tile * Tr::kBlockN;
 
   const int m_tiles = (seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
   const int m_begin = mask.first_q_tile(n0, Tr::kBlockM);
   const int per_head = m_tiles - m_begin;
   const int m_rot = mask.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
-  const int n_iters = group * per_head;
+  const int n_iters = n_heads * per_head;
 
   const Elem* q = static_cast<const Elem*>(a.q);
   const Elem* dout = static_cast<const Elem*>(a.dout);
@@ -657,7 +675,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const float* dvec = static_cast<const float*>(a.d);
   const std::int64_t kv_off = (std::int64_t(bkv) * seq_k + n0) * D;
 
-  auto head_of = [&](int it) { return hk * group + it / per_head; };
+  auto head_of = [&](int it) { return hk * group + head_lo + it / per_head; };
   auto mtile_of = [&](int it) { return m_begin + (m_rot + it % per_head) % per_head; };
   // A main-loop step's place: its query head and first query row.
   struct StepPos {
@@ -679,7 +697,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     return Cursor{r, cur.head + (r == r_start ? 1 : 0)};
   };
   auto pos_at = [&](Cursor cur) { return StepPos{cur.head, (m_begin + cur.r) * Tr::kBlockM}; };
-  const Cursor first{r_start, hk * group};
+  const Cursor first{r_start, hk * group + head_lo};
 
   // kLean: this thread's Q/dO copies, rows ld_row + k * (kThreads / kVecsPerRow) of column ld_col.
   const int ld_row = tid / Tr::kVecsPerRow;
@@ -1095,6 +1113,30 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     dq_reduce_step(n_iters - 1, pos_prev);
   }
 
+  if constexpr (Tr::kHeadSplit) {
+    // A partial sum over this block's query heads: added into the fp32 accumulators (dS^T carried
+    // the scale, kLean) straight from the fragments, red.v2 per lane pair of columns (the four lanes
+    // of a row cover one 32-byte sector); the launcher converts them once every block is done.
+    ptx::cp_async_wait<0>();
+    const std::int64_t plane_elems = std::int64_t(a.batch) * a.kv_heads * seq_k * D;
+    float* dk_acc = a.dkv_acc + kv_off + kv_d + 2 * c;
+    float* dv_acc = dk_acc + plane_elems;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = kv_keys + i * Tr::kMmaM + h * 8 + g;
+        if (n0 + r >= seq_k) continue;
+#pragma unroll
+        for (int j = 0; j < kKvN; ++j) {
+          const std::int64_t off = std::int64_t(r) * D + j * Tr::kMmaN;
+          detail::atomic_add2(dk_acc + off, acc_dk[i][j][2 * h], acc_dk[i][j][2 * h + 1]);
+          detail::atomic_add2(dv_acc + off, acc_dv[i][j][2 * h], acc_dv[i][j][2 * h + 1]);
+        }
+      }
+    return;
+  }
+
   // dK (times scale; kLean: dS^T carried it) and dV through shared memory (sK and sV, once every warp
   // is done reading sK) for 16-byte coalesced stores.
   ptx::cp_async_wait<0>();
@@ -1146,28 +1188,29 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // kHeadMajorCausal (call A: lean + red.v2 +5-9% over s6, split and stmatrix +0-2% each; call B:
 // head-major causal +1-3% at d = 128 and, at d = 64, +2-3% causal N >= 4k), except d = 64 non-causal,
 // which runs kLean + kDqRed2 alone (`noncausal`: call B 4% faster there than with split and
-// stmatrix). Probes kept (FB_FLASH_BWD, grid_variant() in flash_bwd_common.cuh): `s6` (session 6's
-// loop), `lean` (kLean + kDqRed2, tile-major causal), `desc` (`type` + kDescend: level with `type`).
-// Measured and dropped (flags left in TcGridTraits): kDqFirst (-1..-4%), kLatePrefetch (-1..+1%).
+// stmatrix). Probe kept (FB_FLASH_BWD, grid_variant() in flash_bwd_common.cuh): `lean` (kLean +
+// kDqRed2, tile-major causal). Measured and dropped (flags left in TcGridTraits): kDqFirst
+// (-1..-4%), kLatePrefetch (-1..+1%); the probes `s6` (session 6's loop: -5..-9% against lean) and
+// `desc` (`type` + kDescend: level with `type`), removed in session 8 to save their builds.
+// `split` (session 8): `type` with kHeadSplit, run wherever the launcher splits a GQA/MQA group's
+// query heads over blocks (MainArgs::head_split > 1).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
   using noncausal = type;
   using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
-  using s6 = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, false, false>;
-  using desc = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true, false,
-                            true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
+  using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
+                             false, true, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                             false, true>;
   using lean = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
   using noncausal = lean;
-  using s6 = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, false, false>;
-  using desc = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true, false,
-                            true, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
+  using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
+                             false, true, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
@@ -1180,6 +1223,15 @@ template <typename Elem, int kHeadDim> int main_tc_smem_bytes() {
   return std::min(Cfg::type::kSmemBytes, Cfg::fallback::kSmemBytes);
 }
 
+template <typename Elem, int kHeadDim> SplitTiles main_tc_split_tiles() {
+  if constexpr (kHeadDim == 32) {
+    return {};
+  } else {
+    using Tr = typename TcConfig<Elem, kHeadDim>::split;
+    return {Tr::kBlockN, Tr::kBlockM, Tr::kSmemBytes};
+  }
+}
+
 template <typename Elem, int kHeadDim> int main_tc_key_tile() {
   using Cfg = TcConfig<Elem, kHeadDim>;
   static_assert(Cfg::type::kBlockN == Cfg::fallback::kBlockN, "one key tile per head_dim");
@@ -1190,8 +1242,9 @@ template <typename Tr> void launch_main_tc(const MainArgs& a, cudaStream_t strea
   const std::int64_t blocks =
       std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
   if constexpr (Tr::kWarpGrid) {
+    const std::int64_t units = blocks * (Tr::kHeadSplit ? a.head_split : 1);
     set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_grid_kernel<Tr>), Tr::kSmemBytes);
-    bwd_main_tc_grid_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
+    bwd_main_tc_grid_kernel<Tr><<<dim3(unsigned(units)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   } else {
     set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_kernel<Tr>), Tr::kSmemBytes);
     bwd_main_tc_kernel<Tr><<<dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
@@ -1206,10 +1259,13 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
   FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (Cfg::type::kSmemBytes <= optin) {
     if constexpr (Cfg::type::kWarpGrid) {
+      // The launcher (flash_bwd.cu, head_split()) asks for a split only where this kernel runs.
+      if (a.head_split > 1) {
+        launch_main_tc<typename Cfg::split>(a, stream);
+        return;
+      }
       switch (grid_variant()) {
-        case GridVariant::s6: launch_main_tc<typename Cfg::s6>(a, stream); return;
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
-        case GridVariant::desc: launch_main_tc<typename Cfg::desc>(a, stream); return;
         case GridVariant::standard: break;
       }
       if (!a.mask.causal) {
@@ -1219,6 +1275,7 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
     }
     launch_main_tc<typename Cfg::type>(a, stream);
   } else {
+    if (a.head_split > 1) throw std::logic_error("flash backward: head split without its kernel");
     launch_main_tc<typename Cfg::fallback>(a, stream);
   }
 }
