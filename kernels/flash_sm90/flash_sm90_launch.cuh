@@ -38,37 +38,32 @@ inline long long fwd_blocks_dynamic(long long n_work) {
   return std::min<long long>(n_work, current_sm_count());
 }
 
-// Timing probes, so that one binary times the steps of session 6 in the same device call.
+// Timing probes, so that one binary times variants side by side in the same device call.
 // FB_SM90_FWD_PROBE is a comma-separated list of:
 //   static   the schedule before the tile counter (static round-robin; one block per tile for long
 //            causal passes, fwd_blocks)
 //   noskip   warpgroups run every K/V tile of their block (no kSkipUnseen)
 //   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
 //   oneq     one Q tile (the next tile's Q loads once the consumers are done with this one's)
-//   old      all four: the forward as it was before session 6.
-// Session 7's variants (issue 13; d = 64 and 128, other head dims ignore them):
-//   desc     wgmma descriptors advanced by 32-bit adds (kOptDescLo32, flash_sm90_kernel.cuh)
-//   order    the softmax kept ahead of the wait for the P V GEMM in flight (kOptOrder: restores the
-//            intra-warpgroup overlap, which ptxas's schedule had undone)
+// Code variants (d = 64 and 128; other head dims ignore them):
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
 //   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
+//   lateepi  a work tile's epilogue after the next tile's S_0 issue (kOptLateEpi; session 8)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
-//   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (with the
-//            shipped code variant only; session 1 had it level with ping-pong, when the intra-warpgroup
-//            overlap was still in the SASS)
-// Each of these six also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
-// s6 turns all six off (session 6's forward); old implies s6. Session 7 also timed a 3-stage K/V ring,
-// d = 64 on two warpgroups x 192-key tiles and d = 128 on 176-key tiles: all slower, removed
-// (docs/perf-notes.md, which has each probe's measurement).
-// Read once; unset (or no known word) is the shipping forward.
+//   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns
+// Each code variant also as no<word> (noearly, ...): off whatever the default (FwdDefaults).
+// Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
+// pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
+// it `s6` and `old` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
+// tiles, d = 128 on 176-key tiles. Naming one of those is an error (a run would otherwise time the
+// shipping forward under a variant's name).
+// Read once; unset is the shipping forward.
 
-// Session 7's variants in the shipping forward (each flipped on only after a measured win;
-// docs/perf-notes.md, "Session 7").
+// The variants in the shipping forward (each flipped on only after a measured win; docs/perf-notes.md).
 struct FwdDefaults {
-  static constexpr bool kDescLo32 = true;  // calls A and B: 1.02x geomean (d = 64 1.03x, d = 128 1.01x)
-  static constexpr bool kOrder = false;
   static constexpr bool kEarlyRescale = false;
   static constexpr bool kLean = false;
+  static constexpr bool kLateEpi = false;
   static constexpr bool kL2Small = false;
   static constexpr bool kNoPingPong = false;
 };
@@ -77,12 +72,12 @@ struct FwdProbe {
   bool no_skip = false;
   bool eager_store_wait = false;
   bool one_q = false;
-  bool desc_lo32 = false;
-  bool order = false;
   bool early_rescale = false;
   bool lean = false;
+  bool late_epi = false;
   bool l2_small = false;
   bool no_ping_pong = false;
+  const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -90,22 +85,21 @@ inline FwdProbe fwd_probe() {
     const char* env = std::getenv("FB_SM90_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
-    const bool old = has("old");
-    f.static_schedule = old || has("static");
-    f.no_skip = old || has("noskip");
-    f.eager_store_wait = old || has("eager");
-    f.one_q = old || has("oneq");
-    const bool s6 = old || has("s6");
-    // word: on; no<word>: off; else the default (off under s6).
+    for (const char* w : {"old", "s6", "nodesc", "order", "bc176", "stages3", "d64wide"})
+      if (has(w)) f.removed = w;
+    f.static_schedule = has("static");
+    f.no_skip = has("noskip");
+    f.eager_store_wait = has("eager");
+    f.one_q = has("oneq");
+    // word: on; no<word>: off; else the default.
     const auto pick = [&](const char* w, bool def) {
       if (has(w)) return true;
       if (has((std::string("no") + w).c_str())) return false;
-      return s6 ? false : def;
+      return def;
     };
-    f.desc_lo32 = pick("desc", FwdDefaults::kDescLo32);
-    f.order = pick("order", FwdDefaults::kOrder);
     f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
     f.lean = pick("lean", FwdDefaults::kLean);
+    f.late_epi = pick("lateepi", FwdDefaults::kLateEpi);
     f.l2_small = pick("l2small", FwdDefaults::kL2Small);
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     return f;
@@ -165,31 +159,30 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// The consumer variant's bits from the probe (kOpt of the kernel).
+// The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
-  const unsigned opt = (probe.desc_lo32 ? kOptDescLo32 : 0u) | (probe.early_rescale ? kOptEarlyRescale : 0u) |
-                       (probe.order ? kOptOrder : 0u) | (probe.lean ? kOptLean : 0u);
-  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kO = kOptOrder, kL = kOptLean;
-  // The combinations the probes time (each one more kernel per traits): lean only with desc.
+  const unsigned opt = kOptDescLo32 | (probe.early_rescale ? kOptEarlyRescale : 0u) |
+                       (probe.lean ? kOptLean : 0u) | (probe.late_epi ? kOptLateEpi : 0u);
+  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kL = kOptLean, kX = kOptLateEpi;
+  // The combinations the probes time (each one more kernel per traits).
   switch (opt) {
-    case 0: launch_fwd<Tr, 0>(p, t, stream); break;
     case kD: launch_fwd<Tr, kD>(p, t, stream); break;
-    case kE: launch_fwd<Tr, kE>(p, t, stream); break;
     case kD | kE: launch_fwd<Tr, kD | kE>(p, t, stream); break;
-    case kO: launch_fwd<Tr, kO>(p, t, stream); break;
-    case kD | kO: launch_fwd<Tr, kD | kO>(p, t, stream); break;
-    case kE | kO: launch_fwd<Tr, kE | kO>(p, t, stream); break;
-    case kD | kE | kO: launch_fwd<Tr, kD | kE | kO>(p, t, stream); break;
     case kD | kL: launch_fwd<Tr, kD | kL>(p, t, stream); break;
-    case kD | kL | kE: launch_fwd<Tr, kD | kL | kE>(p, t, stream); break;
+    case kD | kX: launch_fwd<Tr, kD | kX>(p, t, stream); break;
     default:
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: lean is timed only with desc (and early), not with order");
+      // Not instantiated: at d = 64 (160 registers a consumer) lateepi with lean and early spills in
+      // the main loop.
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: early, lean and lateepi are timed one at a time");
   }
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename FwdConfig<T, D>::Traits;
+  if (fwd_probe().removed)
+    throw std::invalid_argument(std::string("FB_SM90_FWD_PROBE: '") + fwd_probe().removed +
+                                "' was measured and removed (docs/perf-notes.md)");
   if constexpr (D == 64 || D == 128) {
     // The probes' variants are instantiated for the head dims session 7 tunes (issue 13).
     if (fwd_probe().no_ping_pong) {
