@@ -74,6 +74,13 @@ inline constexpr unsigned kOptLean = 8u;
 //                     warpgroup's single GEMM (its own last P V or S_0) did not cover (N <= 2048: a work
 //                     tile is 4-16 K/V tiles, so that gap is paid often)
 inline constexpr unsigned kOptLateEpi = 16u;
+//   kOptXTile         with kIntraOverlap, O in a tile of its own and two consumer warpgroups (d = 128): a
+//                     work tile's last P V is issued in the same turn as the next tile's S_0, as P_{j-1}
+//                     V_{j-1} with S_j inside a tile, and its epilogue runs after both are done; so the
+//                     tile boundary costs no extra turns (two turns of one GEMM each before, which left
+//                     the other warpgroup's softmax half covered). Every K/V tile of the block is run by
+//                     both warpgroups (no kSkipUnseen, which at d = 128 skips only at odd lengths).
+inline constexpr unsigned kOptXTile = 32u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -270,11 +277,13 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const int col_lane = 2 * (lane % 4);                            // first accumulator column
   const int seq_q = mask.seq_q;
   const float scale_log2 = prm.scale_log2;
-  const bool skip_unseen = Tr::kSkipUnseen && prm.skip_unseen != 0;
   const bool eager_store_wait = prm.eager_store_wait != 0;
 
   constexpr bool kEarlyRescale = Tr::kIntraOverlap && (kOpt & kOptEarlyRescale) != 0;
   constexpr bool kLateEpi = Tr::kIntraOverlap && Tr::kSeparateO && (kOpt & kOptLateEpi) != 0;
+  constexpr bool kXTile =
+      Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 && !kLateEpi && (kOpt & kOptXTile) != 0;
+  const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -381,12 +390,31 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // pending_t: that tile's index (its plane and rows are recomputed: one register, not two, which
   // the d = 64 consumers' 160 need), or kNoMoreWork.
   int pending_t = kNoMoreWork;
-  std::uint32_t pending_o[Tr::kORegs / 2];
+  std::uint32_t pending_o[kLateEpi ? Tr::kORegs / 2 : 1];
+  // kXTile: the V stage of the last tile's deferred P V (its P is in p, its O in o) and the inverses
+  // of its row sums (pending_t names the tile, as above).
+  int pending_v = 0;
+  float pending_inv[2] = {0.f, 0.f};
+  // kXTile: once the deferred P V is done (its wait), the last tile's O out, then O zeroed.
+  auto xtile_finish = [&] {
+    if constexpr (kXTile) {
+      if (pending_t != kNoMoreWork) {
+        ptx::fence_operands(o);
+        ptx::fence_operands(p);
+        release(bars.v_empty(pending_v));
+        std::uint32_t ob[Tr::kORegs / 2];
+        pack_o(ob, pending_inv);
+        const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
+        store_o(pw.bh, pw.q0 + wg_row0, ob);
+      }
+      pending_t = kNoMoreWork;
+    }
+  };
   auto flush_pending = [&] {
     if constexpr (kLateEpi) {
       if (pending_t != kNoMoreWork) {
         const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
-        store_o(pw.bh, pw.q0 + wg_row0, pending_o);
+        if constexpr (kLateEpi) store_o(pw.bh, pw.q0 + wg_row0, pending_o);
       }
       pending_t = kNoMoreWork;
     }
@@ -409,6 +437,16 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int t = read_tile_word(qr.tile_word(q_slot));
     if (t == kNoMoreWork) {
       flush_pending();
+      if constexpr (kXTile) {
+        // The last tile's P V alone (every block runs at least one tile: block b's first is tile b).
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.pv(o, p, pending_v);
+        ptx::wgmma_commit();
+        turn_end();
+        ptx::wgmma_wait<0>();
+        xtile_finish();
+      }
       break;
     }
     const WorkTile w = work_tile<Tr>(prm, mask, t);
@@ -428,7 +466,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
     // kLateEpi: zeroed once S_0 is done (below), so that the zeros do not hold 32-64 registers while
     // the last tile's O is stored.
-    if constexpr (!kLateEpi) zero_o();
+    if constexpr (!kLateEpi && !kXTile) zero_o();
     m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
@@ -441,12 +479,23 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       if (skip_unseen)
         wg_tiles = wg_first_row >= seq_q ? 0 : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
       if (wg_tiles > 0) {
-        // Tile 0: S_0 alone.
+        // Tile 0: S_0 alone (kXTile: with the last tile's P V).
         ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
+        // kXTile, the block's first tile: the P V is issued all the same (a conditional wgmma would
+        // make ptxas serialise them all), on this tile's V_0 once it has landed, and its product
+        // discarded (O is zeroed below); p's contents do not matter then.
+        if (kXTile && pending_t == kNoMoreWork) {
+          ptx::mbar_wait(bars.v_full(stage_of(it)), parity_of(it));
+          pending_v = stage_of(it);
+        }
         turn_begin();
         ptx::wgmma_fence();
         gemm.qk(s, q_slot, stage_of(it));
         ptx::wgmma_commit();
+        if constexpr (kXTile) {
+          gemm.pv(o, p, pending_v);
+          ptx::wgmma_commit();
+        }
         turn_end();
         // kLateEpi: the last tile's O goes out while the tensor cores do S_0.
         flush_pending();
@@ -454,6 +503,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::fence_operands(s);
         if constexpr (kLateEpi) zero_o();
         release(bars.k_empty(stage_of(it)));
+        if constexpr (kXTile) {
+          xtile_finish();
+          zero_o();
+        }
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
@@ -490,19 +543,23 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
         const int last = stage_of(it + wg_tiles - 1);
         ptx::mbar_wait(bars.v_full(last), parity_of(it + wg_tiles - 1));
-        turn_begin();
-        if constexpr (kEarlyRescale) rescale_then_fence();
-        else ptx::wgmma_fence();
-        gemm.pv(o, p, last);
-        ptx::wgmma_commit();
-        turn_end();
-        ptx::wgmma_wait<0>();
-        ptx::fence_operands(o);
-        ptx::fence_operands(p);
-        release(bars.v_empty(last));
+        if constexpr (kXTile) {
+          pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
+        } else {
+          turn_begin();
+          if constexpr (kEarlyRescale) rescale_then_fence();
+          else ptx::wgmma_fence();
+          gemm.pv(o, p, last);
+          ptx::wgmma_commit();
+          turn_end();
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          release(bars.v_empty(last));
+        }
       } else {
-        // No tile: O = 0 and the row sums stay 0 (rows past the end are not stored; a row with no key
-        // gets O = 0, LSE = -inf). The one turn stands for the final P V's.
+        // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not
+        // stored; a row with no key gets O = 0, LSE = -inf). The one turn stands for the final P V's.
         flush_pending();
         if constexpr (kLateEpi) zero_o();
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
@@ -555,7 +612,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     // ---- epilogue ----
     float inv[2];
     finish_rows(w.bh, row, inv);
-    if constexpr (kLateEpi) {
+    if constexpr (kXTile) {
+      pending_inv[0] = inv[0];
+      pending_inv[1] = inv[1];
+      pending_t = t;
+    } else if constexpr (kLateEpi) {
       pack_o(pending_o, inv);
       pending_t = t;
     } else {

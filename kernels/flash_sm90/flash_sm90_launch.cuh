@@ -49,6 +49,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
 //   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
 //   lateepi  a work tile's epilogue after the next tile's S_0 issue (kOptLateEpi; session 8)
+//   xtile    a work tile's last P V in one turn with the next tile's S_0, its epilogue after both
+//            (kOptXTile; session 8; d = 128 only: at d = 64 this word runs the shipping forward)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns
 // Each code variant also as no<word> (noearly, ...): off whatever the default (FwdDefaults).
@@ -64,6 +66,7 @@ struct FwdDefaults {
   static constexpr bool kEarlyRescale = false;
   static constexpr bool kLean = false;
   static constexpr bool kLateEpi = false;
+  static constexpr bool kXTile = false;
   static constexpr bool kL2Small = false;
   static constexpr bool kNoPingPong = false;
 };
@@ -75,6 +78,7 @@ struct FwdProbe {
   bool early_rescale = false;
   bool lean = false;
   bool late_epi = false;
+  bool x_tile = false;
   bool l2_small = false;
   bool no_ping_pong = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
@@ -100,6 +104,7 @@ inline FwdProbe fwd_probe() {
     f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
     f.lean = pick("lean", FwdDefaults::kLean);
     f.late_epi = pick("lateepi", FwdDefaults::kLateEpi);
+    f.x_tile = pick("xtile", FwdDefaults::kXTile);
     f.l2_small = pick("l2small", FwdDefaults::kL2Small);
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     return f;
@@ -162,8 +167,11 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
+  // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
+  const bool x_tile = probe.x_tile && Tr::kConsumerWgs == 2;
   const unsigned opt = kOptDescLo32 | (probe.early_rescale ? kOptEarlyRescale : 0u) |
-                       (probe.lean ? kOptLean : 0u) | (probe.late_epi ? kOptLateEpi : 0u);
+                       (probe.lean ? kOptLean : 0u) | (probe.late_epi ? kOptLateEpi : 0u) |
+                       (x_tile ? kOptXTile : 0u);
   constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kL = kOptLean, kX = kOptLateEpi;
   // The combinations the probes time (each one more kernel per traits).
   switch (opt) {
@@ -171,10 +179,13 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     case kD | kE: launch_fwd<Tr, kD | kE>(p, t, stream); break;
     case kD | kL: launch_fwd<Tr, kD | kL>(p, t, stream); break;
     case kD | kX: launch_fwd<Tr, kD | kX>(p, t, stream); break;
+    case kD | kOptXTile:
+      if constexpr (Tr::kConsumerWgs == 2) launch_fwd<Tr, kD | kOptXTile>(p, t, stream);
+      break;
     default:
       // Not instantiated: at d = 64 (160 registers a consumer) lateepi with lean and early spills in
       // the main loop.
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: early, lean and lateepi are timed one at a time");
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: early, lean, lateepi and xtile are timed one at a time");
   }
 }
 
