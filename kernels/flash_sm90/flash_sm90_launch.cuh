@@ -45,6 +45,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   noskip   warpgroups run every K/V tile of their block (no kSkipUnseen)
 //   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
 //   oneq     one Q tile (the next tile's Q loads once the consumers are done with this one's)
+//   old      all four: session 5's schedule and epilogue (with today's main loop: until session 8 it also
+//            meant session 6's descriptors, nodesc below)
 // Code variants (d = 64 and 128; other head dims ignore them):
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
 //   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
@@ -56,7 +58,7 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // Each code variant also as no<word> (noearly, ...): off whatever the default (FwdDefaults).
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
-// it `s6` and `old` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
+// it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
 // tiles, d = 128 on 176-key tiles. Naming one of those is an error (a run would otherwise time the
 // shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
@@ -89,12 +91,13 @@ inline FwdProbe fwd_probe() {
     const char* env = std::getenv("FB_SM90_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
-    for (const char* w : {"old", "s6", "nodesc", "order", "bc176", "stages3", "d64wide"})
+    for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide"})
       if (has(w)) f.removed = w;
-    f.static_schedule = has("static");
-    f.no_skip = has("noskip");
-    f.eager_store_wait = has("eager");
-    f.one_q = has("oneq");
+    const bool old = has("old");
+    f.static_schedule = old || has("static");
+    f.no_skip = old || has("noskip");
+    f.eager_store_wait = old || has("eager");
+    f.one_q = old || has("oneq");
     // word: on; no<word>: off; else the default.
     const auto pick = [&](const char* w, bool def) {
       if (has(w)) return true;
