@@ -170,10 +170,13 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
-  // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
+  // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile); where it runs, it
+  // places the epilogue its own way and lateepi is dropped (so `lateepi,xtile` = xtile at d = 128,
+  // lateepi at d = 64).
   const bool x_tile = probe.x_tile && Tr::kConsumerWgs == 2;
+  const bool late_epi = probe.late_epi && !x_tile;
   const unsigned opt = kOptDescLo32 | (probe.early_rescale ? kOptEarlyRescale : 0u) |
-                       (probe.lean ? kOptLean : 0u) | (probe.late_epi ? kOptLateEpi : 0u) |
+                       (probe.lean ? kOptLean : 0u) | (late_epi ? kOptLateEpi : 0u) |
                        (x_tile ? kOptXTile : 0u);
   constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kL = kOptLean, kX = kOptLateEpi;
   // The combinations the probes time (each one more kernel per traits).
