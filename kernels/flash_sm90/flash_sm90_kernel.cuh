@@ -63,24 +63,13 @@ struct FwdParams {
 //                     V_{j-1}'s completion and the warpgroup's next turn
 inline constexpr unsigned kOptDescLo32 = 1u;
 inline constexpr unsigned kOptEarlyRescale = 2u;
-//   kOptLean          ring stage and parity in unsigned arithmetic (the signed % and / cost sign
-//                     fix-ups), and "does tile j need the mask" as one compare against a threshold
-//                     computed once per work tile instead of CausalMask::tile_needs_mask per tile
-inline constexpr unsigned kOptLean = 8u;
-//   kOptLateEpi       with kIntraOverlap and O in a tile of its own: a work tile's epilogue (O / l into
-//                     the staging tile, its TMA store) runs after the next work tile's S_0 wgmmas are
-//                     issued, so that the tensor cores do S_0 while the warpgroup stores O; until then O
-//                     was stored between the last P V's completion and S_0's issue, a gap the other
-//                     warpgroup's single GEMM (its own last P V or S_0) did not cover (N <= 2048: a work
-//                     tile is 4-16 K/V tiles, so that gap is paid often)
-inline constexpr unsigned kOptLateEpi = 16u;
 //   kOptXTile         with kIntraOverlap, O in a tile of its own and two consumer warpgroups (d = 128): a
 //                     work tile's last P V is issued in the same turn as the next tile's S_0, as P_{j-1}
 //                     V_{j-1} with S_j inside a tile, and its epilogue runs after both are done; so the
 //                     tile boundary costs no extra turns (two turns of one GEMM each before, which left
 //                     the other warpgroup's softmax half covered). Every K/V tile of the block is run by
 //                     both warpgroups (no kSkipUnseen, which at d = 128 skips only at odd lengths).
-inline constexpr unsigned kOptXTile = 32u;
+inline constexpr unsigned kOptXTile = 4u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -280,9 +269,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const bool eager_store_wait = prm.eager_store_wait != 0;
 
   constexpr bool kEarlyRescale = Tr::kIntraOverlap && (kOpt & kOptEarlyRescale) != 0;
-  constexpr bool kLateEpi = Tr::kIntraOverlap && Tr::kSeparateO && (kOpt & kOptLateEpi) != 0;
-  constexpr bool kXTile =
-      Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 && !kLateEpi && (kOpt & kOptXTile) != 0;
+  // Not with kEarlyRescale: the tile boundary would need O rescaled by the last tile's alpha before the
+  // deferred P V, and there ptxas (CUDA 13.0) injects wgmma waits and arrives (C7517/C7519).
+  constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
+                          !kEarlyRescale && (kOpt & kOptXTile) != 0;
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -300,15 +290,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) ptx::mbar_arrive(bar);
   };
-  constexpr bool kLean = (kOpt & kOptLean) != 0;
-  auto stage_of = [](int i) {
-    if constexpr (kLean) return int(unsigned(i) % unsigned(Tr::kStages));  // i >= 0
-    else return i % Tr::kStages;
-  };
-  auto parity_of = [](int i) {
-    if constexpr (kLean) return (unsigned(i) / unsigned(Tr::kStages)) & 1u;
-    else return std::uint32_t((i / Tr::kStages) & 1);
-  };
+  auto stage_of = [](int i) { return i % Tr::kStages; };
+  auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
 
   float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
@@ -382,15 +365,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       if (!Tr::kSeparateO || eager_store_wait) ptx::bulk_wait_group_read_all();  // Q lands there next
     }
   };
-  // kLateEpi: the finished work tile whose O waits in registers, packed (pack_o), for its store
-  // (store_o), which runs once the next tile's S_0 is issued (or when the block is done). Packed,
-  // because ptxas (CUDA 13.0) injects a wgmma wait before any read of a wgmma accumulator (o) while
-  // another wgmma (S_0) is in flight, and serialises every wgmma where that read is conditional
-  // (C7517/C7518); the packed copy is ordinary registers, and p's are free at that point.
-  // pending_t: that tile's index (its plane and rows are recomputed: one register, not two, which
-  // the d = 64 consumers' 160 need), or kNoMoreWork.
+  // kXTile: the finished work tile whose O waits in registers for its last P V and epilogue (the
+  // tile's index: its plane and rows are recomputed, one register rather than two), or kNoMoreWork.
   int pending_t = kNoMoreWork;
-  std::uint32_t pending_o[kLateEpi ? Tr::kORegs / 2 : 1];
   // kXTile: the V stage of the last tile's deferred P V (its P is in p, its O in o) and the inverses
   // of its row sums (pending_t names the tile, as above).
   int pending_v = 0;
@@ -406,15 +383,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         pack_o(ob, pending_inv);
         const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
         store_o(pw.bh, pw.q0 + wg_row0, ob);
-      }
-      pending_t = kNoMoreWork;
-    }
-  };
-  auto flush_pending = [&] {
-    if constexpr (kLateEpi) {
-      if (pending_t != kNoMoreWork) {
-        const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
-        if constexpr (kLateEpi) store_o(pw.bh, pw.q0 + wg_row0, pending_o);
       }
       pending_t = kNoMoreWork;
     }
@@ -436,7 +404,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::mbar_wait(qr.full(q_slot), qr.parity(tn));
     const int t = read_tile_word(qr.tile_word(q_slot));
     if (t == kNoMoreWork) {
-      flush_pending();
       if constexpr (kXTile) {
         // The last tile's P V alone (every block runs at least one tile: block b's first is tile b).
         turn_begin();
@@ -455,18 +422,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int n_tiles = w.n_tiles;
     // Keys from key_end[hf] on are hidden from the thread's row hf (causal limit and seq_k in one).
     const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
-    // kLean: tile_needs_mask(q0, k0, cols) is k0 + cols > seq_k || (causal && k0 + cols - 1 > q0 + offset),
-    // i.e. k0 > mask_above with the threshold below (no overflow: q0 + offset < seq_k).
-    const int mask_above =
-        kLean ? (mask.causal ? min(mask.seq_k, wg_first_row + mask.offset() + 1) : mask.seq_k) - Tr::kBc : 0;
-    auto need_mask = [&](int j) {
-      if constexpr (kLean) return j * Tr::kBc > mask_above;
-      else return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
-    };
+    auto need_mask = [&](int j) { return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
 
-    // kLateEpi: zeroed once S_0 is done (below), so that the zeros do not hold 32-64 registers while
-    // the last tile's O is stored.
-    if constexpr (!kLateEpi && !kXTile) zero_o();
+    // kXTile: O holds the last tile's rows until its deferred P V is done (zeroed below).
+    if constexpr (!kXTile) zero_o();
     m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
@@ -497,11 +456,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_commit();
         }
         turn_end();
-        // kLateEpi: the last tile's O goes out while the tensor cores do S_0.
-        flush_pending();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
-        if constexpr (kLateEpi) zero_o();
         release(bars.k_empty(stage_of(it)));
         if constexpr (kXTile) {
           xtile_finish();
@@ -560,8 +516,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       } else {
         // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not
         // stored; a row with no key gets O = 0, LSE = -inf). The one turn stands for the final P V's.
-        flush_pending();
-        if constexpr (kLateEpi) zero_o();
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
         turn_begin();
         turn_end();
@@ -615,9 +569,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     if constexpr (kXTile) {
       pending_inv[0] = inv[0];
       pending_inv[1] = inv[1];
-      pending_t = t;
-    } else if constexpr (kLateEpi) {
-      pack_o(pending_o, inv);
       pending_t = t;
     } else {
       std::uint32_t ob[Tr::kORegs / 2];
