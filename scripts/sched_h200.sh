@@ -5,7 +5,7 @@
 #   seq_q != seq_k tests), `flashbench verify` on odd causal shapes (seq_q != seq_k, GQA), then
 #   configs/fwd-bf16-h200.json (24 cases: d 64/128, N 512-16k, causal or not) with flash-sm90 beside the
 #   in-binary cudnn peer, and flash-sm90 again with timing probes (FB_SM90_FWD_PROBE, flash_sm90_launch.cuh):
-#   noskip (no skip of unseen K/V tiles) and oneq (one Q tile) on N <= 2048, old (the forward before session
+#   noskip (no skip of unseen K/V tiles) and oneq (one Q tile) on N <= 2048, old (the schedule before session
 #   6: static round-robin, one block per tile for long causal passes, no skip, O's store waited for at once,
 #   one Q tile) on every case. Last, a table of TFLOP/s with flash-sm90 / cudnn, shipped / old (all of
 #   session 6), shipped / noskip and shipped / oneq (one step each); before it, the same for the forward

@@ -61,18 +61,15 @@ struct FwdParams {
 //                     S_{j+1}'s wgmmas are issued and before P_j V_j's (FlashAttention-3's order),
 //                     so the multiplies run while the tensor cores do S_{j+1}, not between P_{j-1}
 //                     V_{j-1}'s completion and the warpgroup's next turn
-//   kOptOrder         with kIntraOverlap: the softmax of S_j is kept before the wait for P_{j-1} V_{j-1}
-//                     (see softmax_done below); without it ptxas (CUDA 13.0) schedules that wait
-//                     (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after the one for S_j, so the softmax ran
-//                     after P_{j-1} V_{j-1} had completed: the SASS of 43640ef had no intra-warpgroup
-//                     overlap at all, at d = 64 or 128
 inline constexpr unsigned kOptDescLo32 = 1u;
 inline constexpr unsigned kOptEarlyRescale = 2u;
-//   kOptLean          ring stage and parity in unsigned arithmetic (the signed % and / cost sign
-//                     fix-ups), and "does tile j need the mask" as one compare against a threshold
-//                     computed once per work tile instead of CausalMask::tile_needs_mask per tile
-inline constexpr unsigned kOptOrder = 4u;
-inline constexpr unsigned kOptLean = 8u;
+//   kOptXTile         with kIntraOverlap, O in a tile of its own and two consumer warpgroups (d = 128): a
+//                     work tile's last P V is issued in the same turn as the next tile's S_0, as P_{j-1}
+//                     V_{j-1} with S_j inside a tile, and its epilogue runs after both are done; so the
+//                     tile boundary costs no extra turns (two turns of one GEMM each before, which left
+//                     the other warpgroup's softmax half covered). Every K/V tile of the block is run by
+//                     both warpgroups (no kSkipUnseen, which at d = 128 skips only at odd lengths).
+inline constexpr unsigned kOptXTile = 4u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -240,15 +237,6 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
 }
 
-// An ordering point for ptxas after a softmax step: a branch on the row sums, the step's last
-// results (they depend on every exponential of the tile). ptxas does not move the wgmma wait that
-// follows (which has no operands, and fence_operand's empty asm leaves nothing in the PTX to order
-// it by) above a branch, so the softmax stays where it overlaps the P V GEMM in flight. The sums are
-// never negative (exp2 values and factors >= 0; NaN compares false), so the trap never runs.
-__device__ __forceinline__ void softmax_done(const float (&l)[2]) {
-  if (l[0] < 0.f || l[1] < 0.f) __trap();
-}
-
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -278,11 +266,14 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const int col_lane = 2 * (lane % 4);                            // first accumulator column
   const int seq_q = mask.seq_q;
   const float scale_log2 = prm.scale_log2;
-  const bool skip_unseen = Tr::kSkipUnseen && prm.skip_unseen != 0;
   const bool eager_store_wait = prm.eager_store_wait != 0;
 
   constexpr bool kEarlyRescale = Tr::kIntraOverlap && (kOpt & kOptEarlyRescale) != 0;
-  constexpr bool kOrder = (kOpt & kOptOrder) != 0;
+  // Not with kEarlyRescale: the tile boundary would need O rescaled by the last tile's alpha before the
+  // deferred P V, and there ptxas (CUDA 13.0) injects wgmma waits and arrives (C7517/C7519).
+  constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
+                          !kEarlyRescale && (kOpt & kOptXTile) != 0;
+  const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -299,15 +290,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) ptx::mbar_arrive(bar);
   };
-  constexpr bool kLean = (kOpt & kOptLean) != 0;
-  auto stage_of = [](int i) {
-    if constexpr (kLean) return int(unsigned(i) % unsigned(Tr::kStages));  // i >= 0
-    else return i % Tr::kStages;
-  };
-  auto parity_of = [](int i) {
-    if constexpr (kLean) return (unsigned(i) / unsigned(Tr::kStages)) & 1u;
-    else return std::uint32_t((i / Tr::kStages) & 1);
-  };
+  auto stage_of = [](int i) { return i % Tr::kStages; };
+  auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
 
   float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
@@ -321,6 +305,93 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::wgmma_fence();
   };
 
+  // ---- epilogue pieces: O /= row sum, LSE = (m + log2 sum) ln 2 ----
+  // The row sums' inverses of this thread's two rows; writes their LSE (rows from `row`, plane bh).
+  auto finish_rows = [&](int bh, int row, float (&inv)[2]) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float sum = quad_sum(l[hf]);
+      // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
+      // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
+      inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
+      const int r = row + hf * 8;
+      if (lane % 4 == 0 && r < seq_q)
+        prm.lse[std::int64_t(bh) * seq_q + r] = sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
+    }
+  };
+  // O * inv packed to 16-bit pairs, in the order store_o writes them: ob[2 nb + hf] = row hf, n8
+  // block nb.
+  auto pack_o = [&](std::uint32_t (&ob)[Tr::kORegs / 2], const float (&inv)[2]) {
+#pragma unroll
+    for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf)
+        ob[2 * nb + hf] = ptx::pack2<Elem>(o[4 * nb + 2 * hf] * inv[hf], o[4 * nb + 2 * hf + 1] * inv[hf]);
+    }
+  };
+  // Packed O (pack_o) into this warpgroup's rows of the staging tile and its TMA store (rows from
+  // first_row of plane bh).
+  auto store_o = [&](int bh, int first_row, const std::uint32_t (&ob)[Tr::kORegs / 2]) {
+    // The previous tile's TMA store must have read the staging rows before they are overwritten. Its
+    // issuing thread waits for that here rather than right after issuing it, so that the store's
+    // read of the rows overlaps this tile's main loop instead of holding up the warpgroup's first
+    // GEMM of it (with O staged in Q's rows it has waited already, below).
+    if (Tr::kSeparateO && !eager_store_wait && ctid == 0) ptx::bulk_wait_group_read_all();
+    ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
+    // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
+    // tensor map expects.
+#pragma unroll
+    for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = tile_row + hf * 8;
+        const int col = nb * Tr::kMmaN + col_lane;
+        const int chunk = col / Tr::kChunkElems;
+        const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
+        const int within = (col * int(sizeof(Elem))) % Tr::kUnitBytes;
+        const std::uint32_t addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
+                                   ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
+        ptx::st_shared_u32(addr, ob[2 * nb + hf]);
+      }
+    }
+    ptx::fence_proxy_async_smem();  // the TMA store reads what these ordinary stores wrote
+    ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
+    if (ctid == 0 && first_row < seq_q) {
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c)
+        ptx::tma_store_3d(&prm.tm_o, sm.o + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
+                          c * Tr::kChunkElems, first_row, bh);
+      ptx::bulk_commit_group();
+      if (!Tr::kSeparateO || eager_store_wait) ptx::bulk_wait_group_read_all();  // Q lands there next
+    }
+  };
+  // kXTile: the finished work tile whose O waits in registers for its last P V and epilogue (the
+  // tile's index: its plane and rows are recomputed, one register rather than two), or kNoMoreWork.
+  int pending_t = kNoMoreWork;
+  // kXTile: the V stage of the last tile's deferred P V (its P is in p, its O in o) and the inverses
+  // of its row sums (pending_t names the tile, as above).
+  int pending_v = 0;
+  float pending_inv[2] = {0.f, 0.f};
+  // kXTile: once the deferred P V is done (its wait), the last tile's O out, then O zeroed.
+  auto xtile_finish = [&] {
+    if constexpr (kXTile) {
+      if (pending_t != kNoMoreWork) {
+        ptx::fence_operands(o);
+        ptx::fence_operands(p);
+        release(bars.v_empty(pending_v));
+        std::uint32_t ob[Tr::kORegs / 2];
+        pack_o(ob, pending_inv);
+        const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
+        store_o(pw.bh, pw.q0 + wg_row0, ob);
+      }
+      pending_t = kNoMoreWork;
+    }
+  };
+  auto zero_o = [&] {
+#pragma unroll
+    for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
+  };
+
   // The first warpgroup takes the first turn.
   if constexpr (Tr::kPingPong) {
     if (cw == Tr::kConsumerWgs - 1) ptx::named_bar_arrive(Tr::kBarTurn0, Tr::kTurnThreads);
@@ -332,24 +403,29 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int q_slot = qr.slot(tn);
     ptx::mbar_wait(qr.full(q_slot), qr.parity(tn));
     const int t = read_tile_word(qr.tile_word(q_slot));
-    if (t == kNoMoreWork) break;
+    if (t == kNoMoreWork) {
+      if constexpr (kXTile) {
+        // The last tile's P V alone (every block runs at least one tile: block b's first is tile b).
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.pv(o, p, pending_v);
+        ptx::wgmma_commit();
+        turn_end();
+        ptx::wgmma_wait<0>();
+        xtile_finish();
+      }
+      break;
+    }
     const WorkTile w = work_tile<Tr>(prm, mask, t);
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;
     const int n_tiles = w.n_tiles;
     // Keys from key_end[hf] on are hidden from the thread's row hf (causal limit and seq_k in one).
     const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
-    // kLean: tile_needs_mask(q0, k0, cols) is k0 + cols > seq_k || (causal && k0 + cols - 1 > q0 + offset),
-    // i.e. k0 > mask_above with the threshold below (no overflow: q0 + offset < seq_k).
-    const int mask_above =
-        kLean ? (mask.causal ? min(mask.seq_k, wg_first_row + mask.offset() + 1) : mask.seq_k) - Tr::kBc : 0;
-    auto need_mask = [&](int j) {
-      if constexpr (kLean) return j * Tr::kBc > mask_above;
-      else return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc);
-    };
+    auto need_mask = [&](int j) { return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
 
-#pragma unroll
-    for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
+    // kXTile: O holds the last tile's rows until its deferred P V is done (zeroed below).
+    if constexpr (!kXTile) zero_o();
     m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
@@ -362,16 +438,31 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       if (skip_unseen)
         wg_tiles = wg_first_row >= seq_q ? 0 : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
       if (wg_tiles > 0) {
-        // Tile 0: S_0 alone.
+        // Tile 0: S_0 alone (kXTile: with the last tile's P V).
         ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
+        // kXTile, the block's first tile: the P V is issued all the same (a conditional wgmma would
+        // make ptxas serialise them all), on this tile's V_0 once it has landed, and its product
+        // discarded (O is zeroed below); p's contents do not matter then.
+        if (kXTile && pending_t == kNoMoreWork) {
+          ptx::mbar_wait(bars.v_full(stage_of(it)), parity_of(it));
+          pending_v = stage_of(it);
+        }
         turn_begin();
         ptx::wgmma_fence();
         gemm.qk(s, q_slot, stage_of(it));
         ptx::wgmma_commit();
+        if constexpr (kXTile) {
+          gemm.pv(o, p, pending_v);
+          ptx::wgmma_commit();
+        }
         turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
         release(bars.k_empty(stage_of(it)));
+        if constexpr (kXTile) {
+          xtile_finish();
+          zero_o();
+        }
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
@@ -395,8 +486,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                            scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
-          // only; pinning it here (kOrder) measured 2-6% slower (docs/perf-notes.md, session 7).
-          if constexpr (kOrder) softmax_done(l);
+          // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower
+          // (docs/perf-notes.md).
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);
@@ -408,19 +499,23 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
         const int last = stage_of(it + wg_tiles - 1);
         ptx::mbar_wait(bars.v_full(last), parity_of(it + wg_tiles - 1));
-        turn_begin();
-        if constexpr (kEarlyRescale) rescale_then_fence();
-        else ptx::wgmma_fence();
-        gemm.pv(o, p, last);
-        ptx::wgmma_commit();
-        turn_end();
-        ptx::wgmma_wait<0>();
-        ptx::fence_operands(o);
-        ptx::fence_operands(p);
-        release(bars.v_empty(last));
+        if constexpr (kXTile) {
+          pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
+        } else {
+          turn_begin();
+          if constexpr (kEarlyRescale) rescale_then_fence();
+          else ptx::wgmma_fence();
+          gemm.pv(o, p, last);
+          ptx::wgmma_commit();
+          turn_end();
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          release(bars.v_empty(last));
+        }
       } else {
-        // No tile: O = 0 and the row sums stay 0 (rows past the end are not stored; a row with no key
-        // gets O = 0, LSE = -inf). The one turn stands for the final P V's.
+        // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not
+        // stored; a row with no key gets O = 0, LSE = -inf). The one turn stands for the final P V's.
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
         turn_begin();
         turn_end();
@@ -468,51 +563,17 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     }
     it += n_tiles;
 
-    // ---- epilogue: O /= row sum, LSE = (m + log2 sum) ln 2 ----
+    // ---- epilogue ----
     float inv[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const float sum = quad_sum(l[hf]);
-      // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
-      // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
-      inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
-      const int r = row + hf * 8;
-      if (lane % 4 == 0 && r < seq_q)
-        prm.lse[std::int64_t(w.bh) * seq_q + r] =
-            sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
-    }
-    // The previous tile's TMA store must have read the staging rows before they are overwritten. Its
-    // issuing thread waits for that here rather than right after issuing it, so that the store's
-    // read of the rows overlaps this tile's main loop instead of holding up the warpgroup's first
-    // GEMM of it (with O staged in Q's rows it has waited already, below).
-    if (Tr::kSeparateO && !eager_store_wait && ctid == 0) ptx::bulk_wait_group_read_all();
-    ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
-    // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
-    // tensor map expects.
-#pragma unroll
-    for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = tile_row + hf * 8;
-        const int col = nb * Tr::kMmaN + col_lane;
-        const int chunk = col / Tr::kChunkElems;
-        const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
-        const int within = (col * int(sizeof(Elem))) % Tr::kUnitBytes;
-        const std::uint32_t addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
-                                   ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
-        ptx::st_shared_u32(addr, ptx::pack2<Elem>(o[4 * nb + 2 * hf] * inv[hf],
-                                                  o[4 * nb + 2 * hf + 1] * inv[hf]));
-      }
-    }
-    ptx::fence_proxy_async_smem();  // the TMA store reads what these ordinary stores wrote
-    ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
-    if (ctid == 0 && wg_first_row < seq_q) {
-#pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c)
-        ptx::tma_store_3d(&prm.tm_o, sm.o + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
-                          c * Tr::kChunkElems, wg_first_row, w.bh);
-      ptx::bulk_commit_group();
-      if (!Tr::kSeparateO || eager_store_wait) ptx::bulk_wait_group_read_all();  // Q lands there next
+    finish_rows(w.bh, row, inv);
+    if constexpr (kXTile) {
+      pending_inv[0] = inv[0];
+      pending_inv[1] = inv[1];
+      pending_t = t;
+    } else {
+      std::uint32_t ob[Tr::kORegs / 2];
+      pack_o(ob, inv);
+      store_o(w.bh, wg_first_row, ob);
     }
     if constexpr (!Tr::kSeparateO) {
       // O was staged in Q's rows: the next Q may land once every warpgroup's store has read them.

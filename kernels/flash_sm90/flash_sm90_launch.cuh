@@ -38,38 +38,40 @@ inline long long fwd_blocks_dynamic(long long n_work) {
   return std::min<long long>(n_work, current_sm_count());
 }
 
-// Timing probes, so that one binary times the steps of session 6 in the same device call.
+// Timing probes, so that one binary times variants side by side in the same device call.
 // FB_SM90_FWD_PROBE is a comma-separated list of:
 //   static   the schedule before the tile counter (static round-robin; one block per tile for long
 //            causal passes, fwd_blocks)
 //   noskip   warpgroups run every K/V tile of their block (no kSkipUnseen)
 //   eager    O's TMA store is waited for right after it is issued (not before the next epilogue)
 //   oneq     one Q tile (the next tile's Q loads once the consumers are done with this one's)
-//   old      all four: the forward as it was before session 6.
-// Session 7's variants (issue 13; d = 64 and 128, other head dims ignore them):
-//   desc     wgmma descriptors advanced by 32-bit adds (kOptDescLo32, flash_sm90_kernel.cuh)
-//   order    the softmax kept ahead of the wait for the P V GEMM in flight (kOptOrder: restores the
-//            intra-warpgroup overlap, which ptxas's schedule had undone)
-//   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale)
-//   lean     unsigned ring stage/parity arithmetic and a per-tile mask threshold (kOptLean)
-//   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third)
-//   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (with the
-//            shipped code variant only; session 1 had it level with ping-pong, when the intra-warpgroup
-//            overlap was still in the SASS)
-// Each of these six also as no<word> (nodesc, noorder, ...): off whatever the default (FwdDefaults);
-// s6 turns all six off (session 6's forward); old implies s6. Session 7 also timed a 3-stage K/V ring,
-// d = 64 on two warpgroups x 192-key tiles and d = 128 on 176-key tiles: all slower, removed
-// (docs/perf-notes.md, which has each probe's measurement).
-// Read once; unset (or no known word) is the shipping forward.
+//   old      all four: session 5's schedule and epilogue (with today's main loop: until session 8 it also
+//            meant session 6's descriptors, nodesc below)
+// Variants (d = 64 and 128; other head dims ignore them), each also as no<word> (noxtile, ...): off
+// whatever the default (FwdDefaults):
+//   xtile    a work tile's last P V in one turn with the next tile's S_0, its epilogue after both
+//            (kOptXTile; d = 128 only; default since session 8's call A)
+//   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third; default
+//            at d = 128 since session 8's call A)
+//   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale; without
+//            xtile, which it does not combine with)
+//   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
+// Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
+// pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
+// it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
+// tiles, d = 128 on 176-key tiles; session 8's `lateepi` (the epilogue under the next tile's S_0:
+// 0.97-0.98x at d = 64, below xtile at d = 128) and `lean` (level in sessions 7 and 8). Naming one of
+// those is an error (a run would otherwise time the shipping forward under a variant's name).
+// Read once; unset is the shipping forward.
 
-// Session 7's variants in the shipping forward (each flipped on only after a measured win;
-// docs/perf-notes.md, "Session 7").
+// The variants in the shipping forward (each flipped on only after a measured win; docs/perf-notes.md).
+// Session 8's call A (same-process ratios to cudnn, bf16): xtile 1.032 / 1.008 / 1.029x at d = 128
+// non-causal N = 1k / 4k / 16k; with l2small 1.057 / 1.022 / 1.019x (l2small alone 1.019 / 1.008 /
+// 1.001x); d = 64 causal rows level within the call's +-1.5% (l2small 1.011 / 0.990x).
 struct FwdDefaults {
-  static constexpr bool kDescLo32 = true;  // calls A and B: 1.02x geomean (d = 64 1.03x, d = 128 1.01x)
-  static constexpr bool kOrder = false;
   static constexpr bool kEarlyRescale = false;
-  static constexpr bool kLean = false;
-  static constexpr bool kL2Small = false;
+  static constexpr bool kXTile = true;  // where it exists: d = 128
+  static constexpr int kL2SmallHeadDim = 128;  // l2small where d is this (measured at d = 128 only)
   static constexpr bool kNoPingPong = false;
 };
 struct FwdProbe {
@@ -77,12 +79,11 @@ struct FwdProbe {
   bool no_skip = false;
   bool eager_store_wait = false;
   bool one_q = false;
-  bool desc_lo32 = false;
-  bool order = false;
   bool early_rescale = false;
-  bool lean = false;
-  bool l2_small = false;
+  bool x_tile = false;
+  int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
+  const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
@@ -90,23 +91,22 @@ inline FwdProbe fwd_probe() {
     const char* env = std::getenv("FB_SM90_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
+    for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean"})
+      if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
     f.eager_store_wait = old || has("eager");
     f.one_q = old || has("oneq");
-    const bool s6 = old || has("s6");
-    // word: on; no<word>: off; else the default (off under s6).
+    // word: on; no<word>: off; else the default.
     const auto pick = [&](const char* w, bool def) {
       if (has(w)) return true;
       if (has((std::string("no") + w).c_str())) return false;
-      return s6 ? false : def;
+      return def;
     };
-    f.desc_lo32 = pick("desc", FwdDefaults::kDescLo32);
-    f.order = pick("order", FwdDefaults::kOrder);
     f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
-    f.lean = pick("lean", FwdDefaults::kLean);
-    f.l2_small = pick("l2small", FwdDefaults::kL2Small);
+    f.x_tile = pick("xtile", FwdDefaults::kXTile);
+    f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     return f;
   }();
@@ -142,7 +142,8 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
   const FwdProbe probe = fwd_probe();
-  const int l2_share = probe.l2_small ? 6 : 3;
+  const bool l2_small = probe.l2_small < 0 ? Tr::kHeadDim == FwdDefaults::kL2SmallHeadDim : probe.l2_small > 0;
+  const int l2_share = l2_small ? 6 : 3;
   prm.plane_group = int(std::min<std::int64_t>(
       std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
 
@@ -165,33 +166,30 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// The consumer variant's bits from the probe (kOpt of the kernel).
+// The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
-  const unsigned opt = (probe.desc_lo32 ? kOptDescLo32 : 0u) | (probe.early_rescale ? kOptEarlyRescale : 0u) |
-                       (probe.order ? kOptOrder : 0u) | (probe.lean ? kOptLean : 0u);
-  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale, kO = kOptOrder, kL = kOptLean;
-  // The combinations the probes time (each one more kernel per traits): lean only with desc.
-  switch (opt) {
-    case 0: launch_fwd<Tr, 0>(p, t, stream); break;
-    case kD: launch_fwd<Tr, kD>(p, t, stream); break;
-    case kE: launch_fwd<Tr, kE>(p, t, stream); break;
-    case kD | kE: launch_fwd<Tr, kD | kE>(p, t, stream); break;
-    case kO: launch_fwd<Tr, kO>(p, t, stream); break;
-    case kD | kO: launch_fwd<Tr, kD | kO>(p, t, stream); break;
-    case kE | kO: launch_fwd<Tr, kE | kO>(p, t, stream); break;
-    case kD | kE | kO: launch_fwd<Tr, kD | kE | kO>(p, t, stream); break;
-    case kD | kL: launch_fwd<Tr, kD | kL>(p, t, stream); break;
-    case kD | kL | kE: launch_fwd<Tr, kD | kL | kE>(p, t, stream); break;
-    default:
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: lean is timed only with desc (and early), not with order");
+  constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale;
+  if constexpr (Tr::kConsumerWgs == 2) {
+    // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
+    constexpr unsigned kX = kOptXTile;
+    // Not with early (kOptXTile): `early` at d = 128 runs the tile boundary as before xtile.
+    if (probe.x_tile && !probe.early_rescale) {
+      launch_fwd<Tr, kD | kX>(p, t, stream);
+      return;
+    }
   }
+  if (probe.early_rescale) launch_fwd<Tr, kD | kE>(p, t, stream);
+  else launch_fwd<Tr, kD>(p, t, stream);
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename FwdConfig<T, D>::Traits;
+  if (fwd_probe().removed)
+    throw std::invalid_argument(std::string("FB_SM90_FWD_PROBE: '") + fwd_probe().removed +
+                                "' was measured and removed (docs/perf-notes.md)");
   if constexpr (D == 64 || D == 128) {
-    // The probes' variants are instantiated for the head dims session 7 tunes (issue 13).
+    // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
       launch_fwd<TrN, kOptDescLo32>(p, T, stream);
