@@ -47,13 +47,20 @@ int bwd64_variant() {
   return v;
 }
 
-// FB_SM90_BWD128=persistent runs the d = 128 kernel persistent (an A/B; the default is unchanged).
-bool persistent128() {
-  static const bool on = [] {
+// FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): persistent, stages3
+// (a 3-stage Q/dO ring), epi (dK/dV stored through shared memory), stages3-epi; unset or anything
+// else: the default.
+int bwd128_variant() {
+  static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
-    return e != nullptr && std::string(e) == "persistent";
+    const std::string s = e != nullptr ? e : "";
+    if (s == "persistent") return kBwd128Persistent;
+    if (s == "stages3") return kBwd128Stages3;
+    if (s == "epi") return kBwd128EpiSmem;
+    if (s == "stages3-epi") return kBwd128Stages3 | kBwd128EpiSmem;
+    return kBwd64Default;
   }();
-  return on;
+  return v;
 }
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
@@ -65,8 +72,14 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
-      if (persistent128()) return f(BwdTraits<Elem, 128, kBwd128Persistent>{});
-      return f(BwdTraits<Elem, 128>{});
+      switch (bwd128_variant()) {
+        case kBwd128Persistent: return f(BwdTraits<Elem, 128, kBwd128Persistent>{});
+        case kBwd128Stages3: return f(BwdTraits<Elem, 128, kBwd128Stages3>{});
+        case kBwd128EpiSmem: return f(BwdTraits<Elem, 128, kBwd128EpiSmem>{});
+        case kBwd128Stages3 | kBwd128EpiSmem:
+          return f(BwdTraits<Elem, 128, kBwd128Stages3 | kBwd128EpiSmem>{});
+        default: return f(BwdTraits<Elem, 128>{});
+      }
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
   }
@@ -125,7 +138,7 @@ int head_split(const AttentionParams& p) {
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return 1;
   // The split variant exists for the default kernels only.
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && persistent128()))
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && bwd128_variant() != kBwd64Default))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no

@@ -65,7 +65,14 @@ namespace fb::cuda::flash_sm90 {
 //                       A unit's dK, dV are partial sums: staged through the dQ buffer and added into
 //                       fp32 accumulators in global memory with bulk reductions, as dQ, then converted.
 //                       The launcher picks the split (or none) per shape (flash_sm90_bwd.cu).
-constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8;
+//   kBwd128Stages3      d = 128 probe, FB_SM90_BWD128=stages3: a Q/dO ring of 3 stages (the producer runs
+//                       two steps ahead; 226.6 KB of shared memory).
+//   kBwd128EpiSmem      d = 128 probe, FB_SM90_BWD128=epi: dK and dV leave through shared memory as
+//                       16-byte rows (a free ring stage and the consumer's dQ staging buffer) instead of
+//                       4-byte stores straight from the accumulators (8 rows, half of each 32-byte
+//                       sector, per warp store). Bits: both = FB_SM90_BWD128=stages3-epi.
+constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8,
+              kBwd128Stages3 = 16, kBwd128EpiSmem = 32;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -81,6 +88,10 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
       (kSplitDqRows && kVariant64 != kBwdHeadSplit) || (kHeadDim == 128 && kVariant64 == kBwd128Persistent);
   static constexpr bool kSplitHead = kHeadDim == 256;
   static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
+  // d = 128 probes (above): the ring depth and the dK/dV epilogue (one block per tile only).
+  static constexpr bool kStages3 = kHeadDim == 128 && (kVariant64 & kBwd128Stages3) != 0;
+  static constexpr bool kEpiSmem =
+      kHeadDim == 128 && (kVariant64 & kBwd128EpiSmem) != 0 && !kPersistent && !kHeadSplit;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -105,7 +116,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kDqBlocks = kSplitDq ? kConsumerWgs : kSplitHead ? kHeadDim / 64 : 1;
   static constexpr int kDqCols = kHeadDim / kDqBlocks;
   static constexpr int kDqPieces = kSplitHead ? kDqBlocks / kConsumerWgs : 1;
-  static constexpr int kStages = 2;                         // Q ring depth
+  static constexpr int kStages = kStages3 ? 3 : 2;          // Q ring depth
   static constexpr int kDoStages = kSplitHead ? 1 : kStages;  // dO ring depth
   static constexpr int kMmaK = 16;
   static constexpr int kMmaN = 8;
@@ -186,8 +197,13 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
-                    (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit)),
-                "the variants are d = 64's, and two of d = 128");
+                    (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit ||
+                                         (kVariant64 & ~(kBwd128Stages3 | kBwd128EpiSmem)) == 0)),
+                "the variants are d = 64's, and d = 128's");
+  static_assert(!(kVariant64 & kBwd128EpiSmem) || kEpiSmem, "the smem epilogue: one block per tile");
+  static_assert(!kEpiSmem || (kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
+                              kDqWgBytes == kQBytes),
+                "the smem epilogue stages a consumer's dK in a Q or dO stage, its dV in its dQ buffer");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
