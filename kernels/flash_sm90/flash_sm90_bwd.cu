@@ -48,8 +48,8 @@ int bwd64_variant() {
 }
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): persistent, stages3
-// (a 3-stage Q/dO ring), epi (dK/dV stored through shared memory), stages3-epi; unset or anything
-// else: the default.
+// (a 3-stage Q/dO ring), epi (dK/dV stored through shared memory), red (dQ added from registers with
+// vector reductions), all (the last three); unset or anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -57,7 +57,8 @@ int bwd128_variant() {
     if (s == "persistent") return kBwd128Persistent;
     if (s == "stages3") return kBwd128Stages3;
     if (s == "epi") return kBwd128EpiSmem;
-    if (s == "stages3-epi") return kBwd128Stages3 | kBwd128EpiSmem;
+    if (s == "red") return kBwd128DqRed;
+    if (s == "all") return kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed;
     return kBwd64Default;
   }();
   return v;
@@ -76,8 +77,9 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128Persistent: return f(BwdTraits<Elem, 128, kBwd128Persistent>{});
         case kBwd128Stages3: return f(BwdTraits<Elem, 128, kBwd128Stages3>{});
         case kBwd128EpiSmem: return f(BwdTraits<Elem, 128, kBwd128EpiSmem>{});
-        case kBwd128Stages3 | kBwd128EpiSmem:
-          return f(BwdTraits<Elem, 128, kBwd128Stages3 | kBwd128EpiSmem>{});
+        case kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128DqRed>{});
+        case kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed:
+          return f(BwdTraits<Elem, 128, kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

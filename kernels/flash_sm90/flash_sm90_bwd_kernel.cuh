@@ -119,6 +119,13 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
+// dst[0..4) += (a, b, c, d) in global memory (16-byte aligned), returning nothing (sm_90).
+__device__ __forceinline__ void red_add_f32x4(float* dst, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+}
+
 // Work tile `tile` (blockIdx.x, or the persistent loop's index). Order: groups of plane_group K/V
 // planes, and within a group key tiles outermost. The tiles that run at the same time then share a
 // few planes' Q, dO and dQ accumulator, which stay in L2 (one plane per block would stream them from
@@ -296,6 +303,15 @@ template <typename Tr> struct BwdGemms {
 template <typename Tr, typename DstOf>
 __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
                                               const float (&acc)[Tr::kDqRegs], DstOf&& dst_of) {
+  if constexpr (Tr::kDqRed) {
+    // Straight from the registers: float4 g of thread ctid is where the staging puts it.
+    float* const dst = dst_of();
+#pragma unroll
+    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+      red_add_f32x4(dst + (g * Tr::kWgThreads + ctid) * 4, acc[4 * g] * prm.scale,
+                    acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale, acc[4 * g + 3] * prm.scale);
+    return;
+  }
   if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
 #pragma unroll

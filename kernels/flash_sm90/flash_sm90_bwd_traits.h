@@ -70,9 +70,15 @@ namespace fb::cuda::flash_sm90 {
 //   kBwd128EpiSmem      d = 128 probe, FB_SM90_BWD128=epi: dK and dV leave through shared memory as
 //                       16-byte rows (a free ring stage and the consumer's dQ staging buffer) instead of
 //                       4-byte stores straight from the accumulators (8 rows, half of each 32-byte
-//                       sector, per warp store). Bits: both = FB_SM90_BWD128=stages3-epi.
+//                       sector, per warp store).
+//   kBwd128DqRed        d = 128 probe, FB_SM90_BWD128=red: each thread adds its dQ registers into the
+//                       accumulator with red.global.add.v4.f32 (coalesced: the accumulator is in the
+//                       registers' order), no staging: per step and consumer 16 KB less written to and
+//                       read from shared memory (which the N = 64 wgmmas of S^T, dP^T, dQ already keep
+//                       near its bandwidth), no bulk wait and no two staging barriers.
+//                       Bits; FB_SM90_BWD128=all is the three together.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8,
-              kBwd128Stages3 = 16, kBwd128EpiSmem = 32;
+              kBwd128Stages3 = 16, kBwd128EpiSmem = 32, kBwd128DqRed = 64;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -92,6 +98,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kStages3 = kHeadDim == 128 && (kVariant64 & kBwd128Stages3) != 0;
   static constexpr bool kEpiSmem =
       kHeadDim == 128 && (kVariant64 & kBwd128EpiSmem) != 0 && !kPersistent && !kHeadSplit;
+  static constexpr bool kDqRed = kHeadDim == 128 && (kVariant64 & kBwd128DqRed) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -198,7 +205,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128Stages3 | kBwd128EpiSmem)) == 0)),
+                                         (kVariant64 & ~(kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed)) == 0)),
                 "the variants are d = 64's, and d = 128's");
   static_assert(!(kVariant64 & kBwd128EpiSmem) || kEpiSmem, "the smem epilogue: one block per tile");
   static_assert(!kEpiSmem || (kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
