@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
-probes="persistent stages3 epi red all"
+probes="persistent stages3 epi red kvsplit all"
 d128_test="flash-sm90 meets the naive-relative rule*"
 
 step_timeout=60 step_tail=3 step_name_width=14

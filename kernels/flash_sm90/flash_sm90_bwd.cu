@@ -49,7 +49,8 @@ int bwd64_variant() {
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): persistent, stages3
 // (a 3-stage Q/dO ring), epi (dK/dV stored through shared memory), red (dQ added from registers with
-// vector reductions), all (the last three); unset or anything else: the default.
+// vector reductions), kvsplit (K and V on two barriers, K and Q loaded first), all (the last four);
+// unset or anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -58,7 +59,8 @@ int bwd128_variant() {
     if (s == "stages3") return kBwd128Stages3;
     if (s == "epi") return kBwd128EpiSmem;
     if (s == "red") return kBwd128DqRed;
-    if (s == "all") return kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed;
+    if (s == "kvsplit") return kBwd128KvSplit;
+    if (s == "all") return kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit;
     return kBwd64Default;
   }();
   return v;
@@ -78,8 +80,9 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128Stages3: return f(BwdTraits<Elem, 128, kBwd128Stages3>{});
         case kBwd128EpiSmem: return f(BwdTraits<Elem, 128, kBwd128EpiSmem>{});
         case kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128DqRed>{});
-        case kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed:
-          return f(BwdTraits<Elem, 128, kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed>{});
+        case kBwd128KvSplit: return f(BwdTraits<Elem, 128, kBwd128KvSplit>{});
+        case kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit:
+          return f(BwdTraits<Elem, 128, kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

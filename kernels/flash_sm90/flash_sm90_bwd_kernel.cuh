@@ -61,6 +61,8 @@ template <typename Tr> struct BwdBarriers {
   }
   // Persistent only: the consumers are done with this tile's K and V.
   __device__ __forceinline__ std::uint32_t kv_empty() const { return at(Tr::kNumBars - 1); }
+  // K/V split only: V is in (kv_full() is then K's alone).
+  __device__ __forceinline__ std::uint32_t v_full() const { return at(Tr::kNumBars - 1); }
 };
 
 template <typename Tr> struct BwdSmem {
@@ -150,6 +152,19 @@ __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile)
   return w;
 }
 
+// K/V split: K alone (kv_full) or V alone (v_full).
+template <typename Tr>
+__device__ __forceinline__ void bwd_produce_k_or_v(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                                   const BwdBarriers<Tr>& bars, const BwdWork& w,
+                                                   bool v) {
+  const std::uint32_t bar = v ? bars.v_full() : bars.kv_full();
+  ptx::mbar_arrive_expect_tx(bar, Tr::kKVBytes);
+#pragma unroll
+  for (int c = 0; c < Tr::kChunks; ++c)
+    ptx::tma_load_3d((v ? sm.v() : sm.k()) + c * Tr::kKVChunkBytes, v ? &prm.tm_v : &prm.tm_k, bar,
+                     c * Tr::kChunkElems, w.n0, kv_plane<Tr>(prm, w));
+}
+
 template <typename Tr>
 __device__ __forceinline__ void bwd_produce_kv(const BwdParams& prm, const BwdSmem<Tr>& sm,
                                                const BwdBarriers<Tr>& bars, const BwdWork& w) {
@@ -191,6 +206,25 @@ __device__ __forceinline__ void bwd_produce_step(const BwdParams& prm, const Bwd
   load_rows(&prm.tm_do, sm.dout(sd), prm.dsum, sm.dsum(sd), bars.do_full(sd));
 }
 
+// K/V split, the block's first step (ring slot 0, free): Q and LSE, or dO and D.
+template <typename Tr>
+__device__ __forceinline__ void bwd_produce_first_q_or_do(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                                          const BwdBarriers<Tr>& bars, const BwdWork& w,
+                                                          bool dout) {
+  const int bh = w.q_bh(0);
+  const int m0 = w.m_tile(0) * Tr::kBlockM;
+  const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+  const std::uint32_t bar = dout ? bars.do_full(0) : bars.q_full(0);
+  const std::uint32_t dst = dout ? sm.dout(0) : sm.q(0);
+  ptx::mbar_arrive_expect_tx(bar, Tr::kQBytes + Tr::kRowVecBytes);
+#pragma unroll
+  for (int c = 0; c < Tr::kChunks; ++c)
+    ptx::tma_load_3d(dst + c * Tr::kQChunkBytes, dout ? &prm.tm_do : &prm.tm_q, bar, c * Tr::kChunkElems,
+                     m0, bh);
+  ptx::bulk_load(dout ? sm.dsum(0) : sm.lse(0), (dout ? prm.dsum : prm.lse) + row0, Tr::kRowVecBytes,
+                 bar);
+}
+
 // w: the block's tile (unless persistent: then the loop below finds each).
 template <typename Tr>
 __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<Tr>& sm,
@@ -199,7 +233,14 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_do);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
-  if constexpr (!Tr::kPersistent) {
+  if constexpr (Tr::kKvSplit) {
+    // What the first S^T needs first: K, then Q; V and dO (for dP^T) behind them.
+    bwd_produce_k_or_v<Tr>(prm, sm, bars, w0, false);
+    bwd_produce_first_q_or_do<Tr>(prm, sm, bars, w0, false);
+    bwd_produce_k_or_v<Tr>(prm, sm, bars, w0, true);
+    bwd_produce_first_q_or_do<Tr>(prm, sm, bars, w0, true);
+    for (int it = 1; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
+  } else if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
@@ -391,6 +432,8 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     gemm.s_t(s, st);
     ptx::wgmma_commit();
     ptx::mbar_wait(bars.do_full(st), parity);
+    if constexpr (Tr::kKvSplit)
+      if (it == 0) ptx::mbar_wait(bars.v_full(), 0);
     ptx::wgmma_fence();
     gemm.dp_t(dp, st);
     ptx::wgmma_commit();
@@ -802,6 +845,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       if constexpr (Tr::kSplitHead) ptx::mbar_init(bars.do_empty(s), Tr::kConsumerThreads);
     }
     if constexpr (Tr::kPersistent) ptx::mbar_init(bars.kv_empty(), Tr::kConsumerThreads);
+    if constexpr (Tr::kKvSplit) ptx::mbar_init(bars.v_full(), 1);
     ptx::fence_mbar_init();
   }
   __syncthreads();

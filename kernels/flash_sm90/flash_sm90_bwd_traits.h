@@ -76,9 +76,13 @@ namespace fb::cuda::flash_sm90 {
 //                       registers' order), no staging: per step and consumer 16 KB less written to and
 //                       read from shared memory (which the N = 64 wgmmas of S^T, dP^T, dQ already keep
 //                       near its bandwidth), no bulk wait and no two staging barriers.
-//                       Bits; FB_SM90_BWD128=all is the three together.
+//   kBwd128KvSplit      d = 128 probe, FB_SM90_BWD128=kvsplit (one block per tile): K and V on two
+//                       barriers, loaded K, Q, V, dO at the block's start, so that its first S^T starts
+//                       after 48 KB have arrived instead of 96 KB (K, V, Q; V and dO only for dP^T). At
+//                       N = 512 a block has 2-8 steps, and its start is not hidden behind another's work.
+//                       Bits; FB_SM90_BWD128=all is the four together.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8,
-              kBwd128Stages3 = 16, kBwd128EpiSmem = 32, kBwd128DqRed = 64;
+              kBwd128Stages3 = 16, kBwd128EpiSmem = 32, kBwd128DqRed = 64, kBwd128KvSplit = 128;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -99,6 +103,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kEpiSmem =
       kHeadDim == 128 && (kVariant64 & kBwd128EpiSmem) != 0 && !kPersistent && !kHeadSplit;
   static constexpr bool kDqRed = kHeadDim == 128 && (kVariant64 & kBwd128DqRed) != 0;
+  static constexpr bool kKvSplit = kHeadDim == 128 && (kVariant64 & kBwd128KvSplit) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -177,9 +182,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kBarBytes = 8;
   // K/V full; per Q stage Q full (Q, LSE); per dO stage dO full (dO, D); per Q stage empty (for
   // both Q and dO unless split head); split head: per dO stage dO empty; persistent: K/V empty.
-  // Persistent: + K/V empty.
-  static constexpr int kNumBars =
-      1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) + (kPersistent ? 1 : 0);
+  // Persistent: + K/V empty. K/V split: + V full (kv_full is K's alone then).
+  static constexpr int kNumBars = 1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) +
+                                  (kPersistent ? 1 : 0) + (kKvSplit ? 1 : 0);
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
 
@@ -205,9 +210,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed)) == 0)),
+                                         (kVariant64 & ~(kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed |
+                                                        kBwd128KvSplit)) == 0)),
                 "the variants are d = 64's, and d = 128's");
   static_assert(!(kVariant64 & kBwd128EpiSmem) || kEpiSmem, "the smem epilogue: one block per tile");
+  static_assert(!kKvSplit || (!kPersistent && !kHeadSplit && !kSplitHead), "K/V split: one block per tile");
   static_assert(!kEpiSmem || (kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
                               kDqWgBytes == kQBytes),
                 "the smem epilogue stages a consumer's dK in a Q or dO stage, its dV in its dQ buffer");
