@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The flash-sm90 backward at head dim 128 on an H100/H200 (issue 13, session 8), everything into OUTDIR,
 # ~1.5 minutes: the GPU tests of the 16-bit backward (d = 128 odd shapes, GQA/MQA head split), then the
-# same d = 128 test under each FB_SM90_BWD128 probe (a variant is picked once per process), then
-# configs/sm90bwd-h200.json (bf16, 16k tokens, N 512/1024/2048/8192, causal and not, every row
-# verified) for the default beside the in-binary cudnn, each probe on the same cases, and the default
-# once more (the run-to-run spread); last a TFLOP/s table with each column's ratio to cudnn.
+# same d = 128 test under each new FB_SM90_BWD128 probe (a variant is picked once per process), then
+# six cases of configs/sm90bwd-h200.json (bf16, 16k tokens; non-causal N 512/2048/8192, causal N
+# 512/1024/2048; every row verified) for the default beside the in-binary cudnn, each probe on the same
+# cases, and the default once more (the run-to-run spread); last a TFLOP/s table with each column's
+# ratio to cudnn. CASES=REGEX (a run --filter) picks other cases of the config.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 60).
@@ -19,6 +20,7 @@ fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
 probes="persistent stages3 epi red kvsplit all"
 d128_test="flash-sm90 meets the naive-relative rule*"
+cases=${CASES:-'n(512|2048|8192)-d128-bf16-full|n(512|1024|2048)-d128-bf16-causal'}
 
 step_timeout=60 step_tail=3 step_name_width=14
 . scripts/h200_step.sh
@@ -26,15 +28,16 @@ ensure_build sm90bwd_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$tests" "$d128_test,[bwd_gqa]"
-for v in $probes; do
+for v in ${probes#persistent }; do  # persistent: tested in earlier sessions
   step "tests-$v" env FB_SM90_BWD128=$v "$tests" "$d128_test"
 done
-step run "$fb" run configs/sm90bwd-h200.json --no-ceilings -q -o "$out/sm90bwd.json"
+step run "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --filter "$cases" -o "$out/sm90bwd.json"
 for v in $probes; do
   step "run-$v" env FB_SM90_BWD128=$v "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
-    -o "$out/sm90bwd-$v.json"
+    --filter "$cases" -o "$out/sm90bwd-$v.json"
 done
-step run-again "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 -o "$out/sm90bwd-again.json"
+step run-again "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 --filter "$cases" \
+  -o "$out/sm90bwd-again.json"
 
 # TFLOP/s per case (median); default = FB_SM90_BWD128 unset, again = the same a last time; "!" marks a
 # row that did not verify. Ratios: each column / cudnn.
