@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The flash-sm90 backward at head dim 128 on an H100/H200 (issue 13, session 8), everything into OUTDIR,
 # ~1.5 minutes: the GPU tests of the 16-bit backward (d = 128 odd shapes, GQA/MQA head split), then the
-# same d = 128 test under each new FB_SM90_BWD128 probe (a variant is picked once per process), then
+# same d = 128 test under three FB_SM90_BWD128 probes (a variant is picked once per process), then
 # six cases of configs/sm90bwd-h200.json (bf16, 16k tokens; non-causal N 512/2048/8192, causal N
 # 512/1024/2048; every row verified) for the default beside the in-binary cudnn, each probe on the same
 # cases, and the default once more (the run-to-run spread); last a TFLOP/s table with each column's
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
-probes="persistent stages3 epi red kvsplit all"
+probes="persistent persistent-epi stages3 epi red kvsplit all"
 d128_test="flash-sm90 meets the naive-relative rule*"
 cases=${CASES:-'n(512|2048|8192)-d128-bf16-full|n(512|1024|2048)-d128-bf16-causal'}
 
@@ -28,9 +28,13 @@ ensure_build sm90bwd_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$tests" "$d128_test,[bwd_gqa]"
-for v in ${probes#persistent }; do  # persistent: tested in earlier sessions
+# Odd shapes under the probes' code paths: epi (2-stage ring), all (stages3 + epi + red + kvsplit), and
+# persistent-epi (also where blocks loop over many tiles: 33 key tiles x 16 K/V planes, GQA 2:1).
+for v in epi all persistent-epi; do
   step "tests-$v" env FB_SM90_BWD128=$v "$tests" "$d128_test"
 done
+step verify-pe env FB_SM90_BWD128=persistent-epi FB_SM90_BWD_PERSIST=on "$fb" verify --seq 4099 --batch 2 --dim 128 \
+  --heads 16 --kv-heads 8 --dtype bf16 --causal both --pass bwd -o "$out/verify-persistent-epi-4099.json"
 step run "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --filter "$cases" -o "$out/sm90bwd.json"
 for v in $probes; do
   step "run-$v" env FB_SM90_BWD128=$v "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
@@ -60,13 +64,17 @@ load("sm90bwd.json", "default")
 for v in probes:
     load(f"sm90bwd-{v}.json", v)
 load("sm90bwd-again.json", "again")
-print(f'{"case (TFLOP/s)":40} ' + " ".join(f"{c:>11}" for c in cols) + "   ratios to cudnn: " + " ".join(c[:8] for c in cols[:-1]))
-for key in sorted(rows, key=lambda k: ("causal" in k, int(k.split("-n")[1].split("-")[0]))):
-    v = rows[key]
-    cell = lambda c: (f'{v[c][0]:.0f}' + ("" if v[c][1] else "!")) if c in v else "-"
-    cu = v.get("cudnn", (0, False))[0]
-    rat = " ".join(f'{v[c][0] / cu:8.3f}' if c in v and cu else f'{"-":>8}' for c in cols[:-1])
-    print(f"{key:40} " + " ".join(f"{cell(c):>11}" for c in cols) + "   " + rat)
+def cell(v, c):
+    return (f"{v[c][0]:.0f}" + ("" if v[c][1] else "!")) if c in v else "-"
+def ratio(v, c):
+    cu = v.get("cudnn", (0.0, False))[0]
+    return f"{v[c][0] / cu:.3f}" if c in v and cu else "-"
+order = sorted(rows, key=lambda k: ("causal" in k, int(k.split("-n")[1].split("-")[0])))
+w = [max(6, len(c)) for c in cols]
+for title, f, cs in (("TFLOP/s", cell, cols), ("ratio to cudnn", ratio, cols[:-1])):
+    print(f"{title:40} " + " ".join(f"{c:>{w[i]}}" for i, c in enumerate(cs)))
+    for key in order:
+        print(f"{key:40} " + " ".join(f"{f(rows[key], c):>{w[i]}}" for i, c in enumerate(cs)))
 PY
 printf '%s\n' "${summary[@]}"
 exit "$failed"

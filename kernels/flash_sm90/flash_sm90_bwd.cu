@@ -49,8 +49,8 @@ int bwd64_variant() {
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): persistent, stages3
 // (a 3-stage Q/dO ring), epi (dK/dV stored through shared memory), red (dQ added from registers with
-// vector reductions), kvsplit (K and V on two barriers, K and Q loaded first), all (the last four);
-// unset or anything else: the default.
+// vector reductions), kvsplit (K and V on two barriers, K and Q loaded first), all (the last four),
+// persistent-epi; unset or anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -60,6 +60,7 @@ int bwd128_variant() {
     if (s == "epi") return kBwd128EpiSmem;
     if (s == "red") return kBwd128DqRed;
     if (s == "kvsplit") return kBwd128KvSplit;
+    if (s == "persistent-epi") return kBwd128Persistent | kBwd128EpiSmem;
     if (s == "all") return kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit;
     return kBwd64Default;
   }();
@@ -81,6 +82,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128EpiSmem: return f(BwdTraits<Elem, 128, kBwd128EpiSmem>{});
         case kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128DqRed>{});
         case kBwd128KvSplit: return f(BwdTraits<Elem, 128, kBwd128KvSplit>{});
+        case kBwd128Persistent | kBwd128EpiSmem:
+          return f(BwdTraits<Elem, 128, kBwd128Persistent | kBwd128EpiSmem>{});
         case kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit:
           return f(BwdTraits<Elem, 128, kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit>{});
         default: return f(BwdTraits<Elem, 128>{});

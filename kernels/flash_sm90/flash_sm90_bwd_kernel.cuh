@@ -559,17 +559,16 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   Elem* gdv = static_cast<Elem*>(prm.dv);
   if constexpr (Tr::kEpiSmem) {
     // dK (times the softmax scale) and dV through shared memory, written out as whole 256-byte rows.
-    // dK goes to the ring stage the next step would have used (both consumers finished with it
-    // before the last step's barrier, and the producer loads nothing more), Q's half for consumer 0
-    // and dO's for consumer 1; dV to this consumer's dQ staging buffer, once ctid 0's bulk wait
-    // above says the last reduction has read it. Rows of 16 16-byte units, unit u of row r at
-    // u ^ (r % 8): the accumulator stores (8 rows, one unit each, per warp) and the row reads (a
-    // quarter warp reads 128 contiguous bytes) are free of bank conflicts.
+    // One block per tile: dK goes to the ring stage the next step would have used (both consumers
+    // finished with it before the last step's barrier, and the producer loads nothing more), Q's half
+    // for consumer 0 and dO's for consumer 1, and dV to this consumer's dQ staging buffer, once ctid
+    // 0's bulk wait above says the last reduction has read it. Persistent (the ring holds the next
+    // tile's first step): both through the dQ buffer, one after the other. Rows of 16 16-byte units,
+    // unit u of row r at u ^ (r % 8): the accumulator stores (8 rows, one unit each, per warp) and the
+    // row reads (a quarter warp reads 128 contiguous bytes) are free of bank conflicts.
     constexpr int kRowBytes = Tr::kHeadDim * int(sizeof(Elem));
     constexpr int kRowUnits = kRowBytes / Tr::kUnitBytes;
-    const int free_st = (g0 + w.steps) % Tr::kStages;
-    const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
-    const std::uint32_t buf_v = sm.dq(cw);
+    constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
     auto stage = [&](std::uint32_t buf, const float(&acc)[Tr::kDkvRegs], float mul) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
@@ -583,25 +582,41 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
         }
       }
     };
-    stage(buf_k, dk, prm.scale);
-    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
-    stage(buf_v, dv, 1.f);
-    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-    constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
+    // The staged rows of buf out to dst (dK or dV), rows past seq_k left out.
+    auto copy_out = [&](std::uint32_t buf, Elem* dst) {
 #pragma unroll
-    for (int pass = 0; pass < Tr::kWgKeys / kRowsPerPass; ++pass) {
-      const int r = pass * kRowsPerPass + ctid / kRowUnits;
-      const int u = ctid % kRowUnits;
-      const int key = wg_key0 + r;
-      const std::uint32_t at = r * kRowBytes + ((u ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes);
-      const uint4 kv = ld_shared_u32x4(buf_k + at);
-      const uint4 vv = ld_shared_u32x4(buf_v + at);
-      if (key < seq_k) {
-        const std::int64_t off = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim +
-                                  u * (Tr::kUnitBytes / int(sizeof(Elem)));
-        *reinterpret_cast<uint4*>(gdk + off) = kv;
-        *reinterpret_cast<uint4*>(gdv + off) = vv;
+      for (int pass = 0; pass < Tr::kWgKeys / kRowsPerPass; ++pass) {
+        const int r = pass * kRowsPerPass + ctid / kRowUnits;
+        const int u = ctid % kRowUnits;
+        const int key = wg_key0 + r;
+        const uint4 v = ld_shared_u32x4(buf + r * kRowBytes + ((u ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes));
+        if (key < seq_k)
+          *reinterpret_cast<uint4*>(dst + (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim +
+                                    u * (Tr::kUnitBytes / int(sizeof(Elem)))) = v;
       }
+    };
+    if constexpr (Tr::kPersistent) {
+      const std::uint32_t buf = sm.dq(cw);
+      if (ctid == 0) ptx::bulk_wait_group_read_all();  // the last reduction has read the buffer
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      stage(buf, dk, prm.scale);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      copy_out(buf, gdk);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      stage(buf, dv, 1.f);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      copy_out(buf, gdv);
+      // The next write of the buffer (send_dq_block) syncs the warpgroup before it.
+    } else {
+      const int free_st = (g0 + w.steps) % Tr::kStages;
+      const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
+      const std::uint32_t buf_v = sm.dq(cw);
+      stage(buf_k, dk, prm.scale);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
+      stage(buf_v, dv, 1.f);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      copy_out(buf_k, gdk);
+      copy_out(buf_v, gdv);
     }
   } else {
     // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.

@@ -68,9 +68,10 @@ namespace fb::cuda::flash_sm90 {
 //   kBwd128Stages3      d = 128 probe, FB_SM90_BWD128=stages3: a Q/dO ring of 3 stages (the producer runs
 //                       two steps ahead; 226.6 KB of shared memory).
 //   kBwd128EpiSmem      d = 128 probe, FB_SM90_BWD128=epi: dK and dV leave through shared memory as
-//                       16-byte rows (a free ring stage and the consumer's dQ staging buffer) instead of
-//                       4-byte stores straight from the accumulators (8 rows, half of each 32-byte
-//                       sector, per warp store).
+//                       16-byte rows (a free ring stage and the consumer's dQ staging buffer; persistent:
+//                       the dQ buffer, one after the other) instead of 4-byte stores straight from the
+//                       accumulators (8 rows, half of each 32-byte sector, per warp store).
+//                       FB_SM90_BWD128=persistent-epi: with kBwd128Persistent.
 //   kBwd128DqRed        d = 128 probe, FB_SM90_BWD128=red: each thread adds its dQ registers into the
 //                       accumulator with red.global.add.v4.f32 (coalesced: the accumulator is in the
 //                       registers' order), no staging: per step and consumer 16 KB less written to and
@@ -95,13 +96,14 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
   // Head split: a block per unit (the launcher models the hardware's scheduling of them).
   static constexpr bool kPersistent =
-      (kSplitDqRows && kVariant64 != kBwdHeadSplit) || (kHeadDim == 128 && kVariant64 == kBwd128Persistent);
+      (kSplitDqRows && kVariant64 != kBwdHeadSplit) ||
+      (kHeadDim == 128 && kVariant64 != kBwdHeadSplit && (kVariant64 & kBwd128Persistent) != 0);
   static constexpr bool kSplitHead = kHeadDim == 256;
   static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
   // d = 128 probes (above): the ring depth and the dK/dV epilogue (one block per tile only).
   static constexpr bool kStages3 = kHeadDim == 128 && (kVariant64 & kBwd128Stages3) != 0;
   static constexpr bool kEpiSmem =
-      kHeadDim == 128 && (kVariant64 & kBwd128EpiSmem) != 0 && !kPersistent && !kHeadSplit;
+      kHeadDim == 128 && (kVariant64 & kBwd128EpiSmem) != 0 && !kHeadSplit;
   static constexpr bool kDqRed = kHeadDim == 128 && (kVariant64 & kBwd128DqRed) != 0;
   static constexpr bool kKvSplit = kHeadDim == 128 && (kVariant64 & kBwd128KvSplit) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
@@ -209,11 +211,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
-                    (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed |
-                                                        kBwd128KvSplit)) == 0)),
+                    (kHeadDim == 128 && (kHeadSplit || (kVariant64 & ~(kBwd128Persistent | kBwd128Stages3 |
+                                                                      kBwd128EpiSmem | kBwd128DqRed |
+                                                                      kBwd128KvSplit)) == 0)),
                 "the variants are d = 64's, and d = 128's");
-  static_assert(!(kVariant64 & kBwd128EpiSmem) || kEpiSmem, "the smem epilogue: one block per tile");
+  static_assert(!(kVariant64 & kBwd128EpiSmem) || kEpiSmem, "the smem epilogue: not with the head split");
   static_assert(!kKvSplit || (!kPersistent && !kHeadSplit && !kSplitHead), "K/V split: one block per tile");
   static_assert(!kEpiSmem || (kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
                               kDqWgBytes == kQBytes),
