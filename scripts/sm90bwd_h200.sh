@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The flash-sm90 backward at head dim 128 on an H100/H200 (issue 13, session 8), everything into OUTDIR,
-# ~1.5 minutes: the GPU tests of the 16-bit backward (d = 128 odd shapes, GQA/MQA head split), then the
-# same d = 128 test under three FB_SM90_BWD128 probes (a variant is picked once per process), then
+# ~1.5 minutes: the GPU tests of the 16-bit backward (d = 64/128 odd shapes, [bwd128], GQA/MQA head split),
+# then [bwd128] under three FB_SM90_BWD128 probes (a variant is picked once per process), then
 # six cases of configs/sm90bwd-h200.json (bf16, 16k tokens; non-causal N 512/2048/8192, causal N
 # 512/1024/2048; every row verified) for the default beside the in-binary cudnn, each probe on the same
 # cases, and the default once more (the run-to-run spread); last a TFLOP/s table with each column's
@@ -27,14 +27,13 @@ step_timeout=60 step_tail=3 step_name_width=14
 ensure_build sm90bwd_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
-step tests "$tests" "$d128_test,[bwd_gqa]"
-# Odd shapes under the probes' code paths: epi (2-stage ring), all (stages3 + epi + red + kvsplit), and
-# persistent-epi (also where blocks loop over many tiles: 33 key tiles x 16 K/V planes, GQA 2:1).
-for v in epi all persistent-epi; do
-  step "tests-$v" env FB_SM90_BWD128=$v "$tests" "$d128_test"
+step tests "$tests" "$d128_test,[bwd_gqa],[bwd128]"
+# The [bwd128] shapes (odd lengths, many tiles, GQA) under the probes' code paths: epi (2-stage ring), all
+# (stages3 + epi + red + kvsplit), persistent-epi (persistent forced on every pass: blocks loop over tiles).
+for v in epi all; do
+  step "tests-$v" env FB_SM90_BWD128=$v "$tests" "[bwd128]"
 done
-step verify-pe env FB_SM90_BWD128=persistent-epi FB_SM90_BWD_PERSIST=on "$fb" verify --seq 4099 --batch 2 --dim 128 \
-  --heads 16 --kv-heads 8 --dtype bf16 --causal both --pass bwd -o "$out/verify-persistent-epi-4099.json"
+step tests-pers-epi env FB_SM90_BWD128=persistent-epi FB_SM90_BWD_PERSIST=on "$tests" "[bwd128]"
 step run "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --filter "$cases" -o "$out/sm90bwd.json"
 for v in $probes; do
   step "run-$v" env FB_SM90_BWD128=$v "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
