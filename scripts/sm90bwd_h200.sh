@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The flash-sm90 backward at head dim 128 on an H100/H200 (issue 13, session 8), everything into OUTDIR,
-# ~1.5 minutes: the GPU tests of the 16-bit backward (d = 64/128 odd shapes, [bwd128], GQA/MQA head split),
-# then [bwd128] under three FB_SM90_BWD128 probes (a variant is picked once per process), then
-# six cases of configs/sm90bwd-h200.json (bf16, 16k tokens; non-causal N 512/2048/8192, causal N
-# 512/1024/2048; every row verified) for the default beside the in-binary cudnn, each probe on the same
-# cases, and the default once more (the run-to-run spread); last a TFLOP/s table with each column's
-# ratio to cudnn. CASES=REGEX (a run --filter) picks other cases of the config.
+# The flash-sm90 16-bit backward's session-8 variants on an H100/H200 (issue 13), everything into OUTDIR,
+# ~1 minute: the GPU tests of the backward (d = 64/128 odd shapes, [bwd128], [bwd64], GQA/MQA head
+# split) with the defaults, [bwd64] again under FB_SM90_BWD64=epi (a variant is picked once per
+# process); then configs/sm90bwd-h200.json's cases (bf16, 16k tokens; d = 128 non-causal N
+# 512/2048/8192 and causal 512/1024/2048, d = 64 non-causal 512/1024/2048/8192 and causal 512/1024;
+# every row verified) for the defaults beside the in-binary cudnn, session 7's d = 128 kernel
+# (FB_SM90_BWD128=direct: dK/dV stored from the accumulators), the d = 64 kernel with the staged dK/dV
+# epilogue (FB_SM90_BWD64=epi), and the defaults again (the run-to-run spread); last two tables
+# (TFLOP/s, ratio to cudnn). CASES=REGEX (a run --filter) picks other cases of the config.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 60).
@@ -18,57 +20,50 @@ cd "$(dirname "$0")/.."
 
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
-probes="persistent persistent-epi stages3 epi red kvsplit all"
-d128_test="flash-sm90 meets the naive-relative rule*"
-cases=${CASES:-'n(512|2048|8192)-d128-bf16-full|n(512|1024|2048)-d128-bf16-causal'}
+d128='n(512|2048|8192)-d128-bf16-full|n(512|1024|2048)-d128-bf16-causal'
+d64='n(512|1024|2048|8192)-d64-bf16-full|n(512|1024)-d64-bf16-causal'
+cases=${CASES:-"$d128|$d64"}
 
 step_timeout=60 step_tail=3 step_name_width=14
 . scripts/h200_step.sh
 ensure_build sm90bwd_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
-step tests "$tests" "$d128_test,[bwd_gqa],[bwd128]"
-# The [bwd128] shapes (odd lengths, many tiles, GQA) under the probes' code paths: epi (2-stage ring), all
-# (stages3 + epi + red + kvsplit), persistent-epi (persistent forced on every pass: blocks loop over tiles).
-for v in epi all; do
-  step "tests-$v" env FB_SM90_BWD128=$v "$tests" "[bwd128]"
-done
-step tests-pers-epi env FB_SM90_BWD128=persistent-epi FB_SM90_BWD_PERSIST=on "$tests" "[bwd128]"
+step tests "$tests" "flash-sm90 meets the naive-relative rule*,[bwd_gqa],[bwd128],[bwd64]"
+step tests-64epi env FB_SM90_BWD64=epi "$tests" "[bwd64]"
 step run "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --filter "$cases" -o "$out/sm90bwd.json"
-for v in $probes; do
-  step "run-$v" env FB_SM90_BWD128=$v "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
-    --filter "$cases" -o "$out/sm90bwd-$v.json"
-done
+step run-direct env FB_SM90_BWD128=direct "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
+  --filter "$d128" -o "$out/sm90bwd-direct.json"
+step run-64epi env FB_SM90_BWD64=epi "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
+  --filter "$d64" -o "$out/sm90bwd-64epi.json"
 step run-again "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 --filter "$cases" \
   -o "$out/sm90bwd-again.json"
 
-# TFLOP/s per case (median); default = FB_SM90_BWD128 unset, again = the same a last time; "!" marks a
-# row that did not verify. Ratios: each column / cudnn.
-python3 - "$out" "$probes" <<'PY' | tee "$out/table.txt"
+# TFLOP/s per case (median); default = no variant set, again = the same a last time; "!" marks a row
+# that did not verify. Ratios: each column / cudnn.
+python3 - "$out" <<'PY' | tee "$out/table.txt"
 import json, os, sys
-out, probes = sys.argv[1], sys.argv[2].split()
-cols, rows = ["default"] + probes + ["again", "cudnn"], {}
-def load(name, col):
+out = sys.argv[1]
+files = (("sm90bwd.json", "default"), ("sm90bwd-direct.json", "d128-direct"), ("sm90bwd-64epi.json", "d64-epi"),
+         ("sm90bwd-again.json", "again"))
+cols, rows = [c for _, c in files] + ["cudnn"], {}
+for name, col in files:
     path = os.path.join(out, name)
     try:
         results = json.load(open(path))["results"]
     except (OSError, ValueError, KeyError) as e:
         print(f"({name}: {e})")
-        return
+        continue
     for r in results:
         c = col if r["kernel"] == "flash-sm90" else r["kernel"]
         ok = r.get("status") == "ok" and r.get("verified") is True
         rows.setdefault(r["key"], {})[c] = (r.get("tflops") or 0.0, ok)
-load("sm90bwd.json", "default")
-for v in probes:
-    load(f"sm90bwd-{v}.json", v)
-load("sm90bwd-again.json", "again")
 def cell(v, c):
     return (f"{v[c][0]:.0f}" + ("" if v[c][1] else "!")) if c in v else "-"
 def ratio(v, c):
     cu = v.get("cudnn", (0.0, False))[0]
     return f"{v[c][0] / cu:.3f}" if c in v and cu else "-"
-order = sorted(rows, key=lambda k: ("causal" in k, int(k.split("-n")[1].split("-")[0])))
+order = sorted(rows, key=lambda k: ("-d64-" in k, "causal" in k, int(k.split("-n")[1].split("-")[0])))
 w = [max(6, len(c)) for c in cols]
 for title, f, cs in (("TFLOP/s", cell, cols), ("ratio to cudnn", ratio, cols[:-1])):
     print(f"{title:40} " + " ".join(f"{c:>{w[i]}}" for i, c in enumerate(cs)))

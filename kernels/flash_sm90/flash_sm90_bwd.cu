@@ -36,33 +36,25 @@ constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
-// device call: per-consumer-dq (the first d = 64 kernel); unset or anything else: the default.
+// device call: per-consumer-dq (the first d = 64 kernel), epi (dK/dV through shared memory as whole
+// rows); unset or anything else: the default.
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
     const std::string s = e != nullptr ? e : "";
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
+    if (s == "epi") return kBwd64Epi;
     return kBwd64Default;
   }();
   return v;
 }
 
-// FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): persistent, stages3
-// (a 3-stage Q/dO ring), epi (dK/dV stored through shared memory), red (dQ added from registers with
-// vector reductions), kvsplit (K and V on two barriers, K and Q loaded first), all (the last four),
-// persistent-epi; unset or anything else: the default.
+// FB_SM90_BWD128=direct runs session 7's d = 128 kernel (dK/dV stored straight from the accumulators)
+// for A/B runs; unset or anything else: the default (flash_sm90_bwd_traits.h).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
-    const std::string s = e != nullptr ? e : "";
-    if (s == "persistent") return kBwd128Persistent;
-    if (s == "stages3") return kBwd128Stages3;
-    if (s == "epi") return kBwd128EpiSmem;
-    if (s == "red") return kBwd128DqRed;
-    if (s == "kvsplit") return kBwd128KvSplit;
-    if (s == "persistent-epi") return kBwd128Persistent | kBwd128EpiSmem;
-    if (s == "all") return kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit;
-    return kBwd64Default;
+    return e != nullptr && std::string(e) == "direct" ? kBwd128Direct : kBwd64Default;
   }();
   return v;
 }
@@ -73,21 +65,12 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
     case 64:
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
+        case kBwd64Epi: return f(BwdTraits<Elem, 64, kBwd64Epi>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
-      switch (bwd128_variant()) {
-        case kBwd128Persistent: return f(BwdTraits<Elem, 128, kBwd128Persistent>{});
-        case kBwd128Stages3: return f(BwdTraits<Elem, 128, kBwd128Stages3>{});
-        case kBwd128EpiSmem: return f(BwdTraits<Elem, 128, kBwd128EpiSmem>{});
-        case kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128DqRed>{});
-        case kBwd128KvSplit: return f(BwdTraits<Elem, 128, kBwd128KvSplit>{});
-        case kBwd128Persistent | kBwd128EpiSmem:
-          return f(BwdTraits<Elem, 128, kBwd128Persistent | kBwd128EpiSmem>{});
-        case kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit:
-          return f(BwdTraits<Elem, 128, kBwd128Stages3 | kBwd128EpiSmem | kBwd128DqRed | kBwd128KvSplit>{});
-        default: return f(BwdTraits<Elem, 128>{});
-      }
+      if (bwd128_variant() == kBwd128Direct) return f(BwdTraits<Elem, 128, kBwd128Direct>{});
+      return f(BwdTraits<Elem, 128>{});
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
   }

@@ -61,8 +61,6 @@ template <typename Tr> struct BwdBarriers {
   }
   // Persistent only: the consumers are done with this tile's K and V.
   __device__ __forceinline__ std::uint32_t kv_empty() const { return at(Tr::kNumBars - 1); }
-  // K/V split only: V is in (kv_full() is then K's alone).
-  __device__ __forceinline__ std::uint32_t v_full() const { return at(Tr::kNumBars - 1); }
 };
 
 template <typename Tr> struct BwdSmem {
@@ -121,13 +119,6 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
-// dst[0..4) += (a, b, c, d) in global memory (16-byte aligned), returning nothing (sm_90).
-__device__ __forceinline__ void red_add_f32x4(float* dst, float a, float b, float c, float d) {
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c),
-               "f"(d)
-               : "memory");
-}
-
 // Work tile `tile` (blockIdx.x, or the persistent loop's index). Order: groups of plane_group K/V
 // planes, and within a group key tiles outermost. The tiles that run at the same time then share a
 // few planes' Q, dO and dQ accumulator, which stay in L2 (one plane per block would stream them from
@@ -150,19 +141,6 @@ __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile)
   w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
   w.steps = w.per_head * prm.group;
   return w;
-}
-
-// K/V split: K alone (kv_full) or V alone (v_full).
-template <typename Tr>
-__device__ __forceinline__ void bwd_produce_k_or_v(const BwdParams& prm, const BwdSmem<Tr>& sm,
-                                                   const BwdBarriers<Tr>& bars, const BwdWork& w,
-                                                   bool v) {
-  const std::uint32_t bar = v ? bars.v_full() : bars.kv_full();
-  ptx::mbar_arrive_expect_tx(bar, Tr::kKVBytes);
-#pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c)
-    ptx::tma_load_3d((v ? sm.v() : sm.k()) + c * Tr::kKVChunkBytes, v ? &prm.tm_v : &prm.tm_k, bar,
-                     c * Tr::kChunkElems, w.n0, kv_plane<Tr>(prm, w));
 }
 
 template <typename Tr>
@@ -206,25 +184,6 @@ __device__ __forceinline__ void bwd_produce_step(const BwdParams& prm, const Bwd
   load_rows(&prm.tm_do, sm.dout(sd), prm.dsum, sm.dsum(sd), bars.do_full(sd));
 }
 
-// K/V split, the block's first step (ring slot 0, free): Q and LSE, or dO and D.
-template <typename Tr>
-__device__ __forceinline__ void bwd_produce_first_q_or_do(const BwdParams& prm, const BwdSmem<Tr>& sm,
-                                                          const BwdBarriers<Tr>& bars, const BwdWork& w,
-                                                          bool dout) {
-  const int bh = w.q_bh(0);
-  const int m0 = w.m_tile(0) * Tr::kBlockM;
-  const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
-  const std::uint32_t bar = dout ? bars.do_full(0) : bars.q_full(0);
-  const std::uint32_t dst = dout ? sm.dout(0) : sm.q(0);
-  ptx::mbar_arrive_expect_tx(bar, Tr::kQBytes + Tr::kRowVecBytes);
-#pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c)
-    ptx::tma_load_3d(dst + c * Tr::kQChunkBytes, dout ? &prm.tm_do : &prm.tm_q, bar, c * Tr::kChunkElems,
-                     m0, bh);
-  ptx::bulk_load(dout ? sm.dsum(0) : sm.lse(0), (dout ? prm.dsum : prm.lse) + row0, Tr::kRowVecBytes,
-                 bar);
-}
-
 // w: the block's tile (unless persistent: then the loop below finds each).
 template <typename Tr>
 __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<Tr>& sm,
@@ -233,14 +192,7 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_do);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
-  if constexpr (Tr::kKvSplit) {
-    // What the first S^T needs first: K, then Q; V and dO (for dP^T) behind them.
-    bwd_produce_k_or_v<Tr>(prm, sm, bars, w0, false);
-    bwd_produce_first_q_or_do<Tr>(prm, sm, bars, w0, false);
-    bwd_produce_k_or_v<Tr>(prm, sm, bars, w0, true);
-    bwd_produce_first_q_or_do<Tr>(prm, sm, bars, w0, true);
-    for (int it = 1; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
-  } else if constexpr (!Tr::kPersistent) {
+  if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
@@ -344,15 +296,6 @@ template <typename Tr> struct BwdGemms {
 template <typename Tr, typename DstOf>
 __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
                                               const float (&acc)[Tr::kDqRegs], DstOf&& dst_of) {
-  if constexpr (Tr::kDqRed) {
-    // Straight from the registers: float4 g of thread ctid is where the staging puts it.
-    float* const dst = dst_of();
-#pragma unroll
-    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
-      red_add_f32x4(dst + (g * Tr::kWgThreads + ctid) * 4, acc[4 * g] * prm.scale,
-                    acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale, acc[4 * g + 3] * prm.scale);
-    return;
-  }
   if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
 #pragma unroll
@@ -432,8 +375,6 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     gemm.s_t(s, st);
     ptx::wgmma_commit();
     ptx::mbar_wait(bars.do_full(st), parity);
-    if constexpr (Tr::kKvSplit)
-      if (it == 0) ptx::mbar_wait(bars.v_full(), 0);
     ptx::wgmma_fence();
     gemm.dp_t(dp, st);
     ptx::wgmma_commit();
@@ -558,14 +499,16 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
   if constexpr (Tr::kEpiSmem) {
-    // dK (times the softmax scale) and dV through shared memory, written out as whole 256-byte rows.
-    // One block per tile: dK goes to the ring stage the next step would have used (both consumers
-    // finished with it before the last step's barrier, and the producer loads nothing more), Q's half
-    // for consumer 0 and dO's for consumer 1, and dV to this consumer's dQ staging buffer, once ctid
-    // 0's bulk wait above says the last reduction has read it. Persistent (the ring holds the next
-    // tile's first step): both through the dQ buffer, one after the other. Rows of 16 16-byte units,
-    // unit u of row r at u ^ (r % 8): the accumulator stores (8 rows, one unit each, per warp) and the
-    // row reads (a quarter warp reads 128 contiguous bytes) are free of bank conflicts.
+    // dK (times the softmax scale) and dV through shared memory, written out as whole rows (16-byte
+    // units; straight from the accumulators each warp store covered 8 rows and half of each 32-byte
+    // sector). One block per tile (d = 128): dK goes to the ring stage the next step would have used
+    // (both consumers finished with it before the last step's barrier, and the producer loads nothing
+    // more), Q's half for consumer 0 and dO's for consumer 1, and dV to this consumer's dQ staging
+    // buffer, once ctid 0's bulk wait above says the last reduction has read it. Persistent (d = 64:
+    // the ring holds the next tile's first step): both in the dQ buffer (2 x 8 KB of its 16 KB). Rows
+    // of 16-byte units, unit u of row r at u ^ (r % 8): the accumulator stores (8 rows, one unit each,
+    // per warp) and the row reads (a quarter warp reads 128 contiguous bytes) are free of bank
+    // conflicts.
     constexpr int kRowBytes = Tr::kHeadDim * int(sizeof(Elem));
     constexpr int kRowUnits = kRowBytes / Tr::kUnitBytes;
     constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
@@ -596,16 +539,15 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       }
     };
     if constexpr (Tr::kPersistent) {
-      const std::uint32_t buf = sm.dq(cw);
+      const std::uint32_t buf_k = sm.dq(cw);
+      const std::uint32_t buf_v = buf_k + Tr::kWgKeys * kRowBytes;
       if (ctid == 0) ptx::bulk_wait_group_read_all();  // the last reduction has read the buffer
       ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      stage(buf, dk, prm.scale);
+      stage(buf_k, dk, prm.scale);
+      stage(buf_v, dv, 1.f);
       ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      copy_out(buf, gdk);
-      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      stage(buf, dv, 1.f);
-      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      copy_out(buf, gdv);
+      copy_out(buf_k, gdk);
+      copy_out(buf_v, gdv);
       // The next write of the buffer (send_dq_block) syncs the warpgroup before it.
     } else {
       const int free_st = (g0 + w.steps) % Tr::kStages;
@@ -860,7 +802,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       if constexpr (Tr::kSplitHead) ptx::mbar_init(bars.do_empty(s), Tr::kConsumerThreads);
     }
     if constexpr (Tr::kPersistent) ptx::mbar_init(bars.kv_empty(), Tr::kConsumerThreads);
-    if constexpr (Tr::kKvSplit) ptx::mbar_init(bars.v_full(), 1);
     ptx::fence_mbar_init();
   }
   __syncthreads();

@@ -54,7 +54,8 @@ namespace fb::cuda::flash_sm90 {
 //                       dQ, dK. Issuing dV (and dK) per 64-query half of that loop measured 1-3% slower.
 //   kBwd64PerConsumerDq d = 64, FB_SM90_BWD64=per-consumer-dq: the first d = 64 version (64 queries per
 //                       step, dQ per consumer over its own keys).
-//   kBwd128Persistent   d = 128, FB_SM90_BWD128=persistent: the split-dQ kernel made persistent.
+//   (kBwd128Persistent, the d = 128 kernel made persistent, measured 1-2% slower in session 6's call F and
+//   session 8's call A, with or without the staged epilogue at N >= 2048: removed.)
 //   kBwdHeadSplit       d = 64 or 128, GQA/MQA: the default kernel with a K/V tile's query heads split
 //                       over several blocks (work units), one block per unit. A group's heads looped in
 //                       one block leave batch * kv_heads * key tiles blocks, as few as one per SM for
@@ -65,25 +66,15 @@ namespace fb::cuda::flash_sm90 {
 //                       A unit's dK, dV are partial sums: staged through the dQ buffer and added into
 //                       fp32 accumulators in global memory with bulk reductions, as dQ, then converted.
 //                       The launcher picks the split (or none) per shape (flash_sm90_bwd.cu).
-//   kBwd128Stages3      d = 128 probe, FB_SM90_BWD128=stages3: a Q/dO ring of 3 stages (the producer runs
-//                       two steps ahead; 226.6 KB of shared memory).
-//   kBwd128EpiSmem      d = 128 probe, FB_SM90_BWD128=epi: dK and dV leave through shared memory as
-//                       16-byte rows (a free ring stage and the consumer's dQ staging buffer; persistent:
-//                       the dQ buffer, one after the other) instead of 4-byte stores straight from the
-//                       accumulators (8 rows, half of each 32-byte sector, per warp store).
-//                       FB_SM90_BWD128=persistent-epi: with kBwd128Persistent.
-//   kBwd128DqRed        d = 128 probe, FB_SM90_BWD128=red: each thread adds its dQ registers into the
-//                       accumulator with red.global.add.v4.f32 (coalesced: the accumulator is in the
-//                       registers' order), no staging: per step and consumer 16 KB less written to and
-//                       read from shared memory (which the N = 64 wgmmas of S^T, dP^T, dQ already keep
-//                       near its bandwidth), no bulk wait and no two staging barriers.
-//   kBwd128KvSplit      d = 128 probe, FB_SM90_BWD128=kvsplit (one block per tile): K and V on two
-//                       barriers, loaded K, Q, V, dO at the block's start, so that its first S^T starts
-//                       after 48 KB have arrived instead of 96 KB (K, V, Q; V and dO only for dP^T). At
-//                       N = 512 a block has 2-8 steps, and its start is not hidden behind another's work.
-//                       Bits; FB_SM90_BWD128=all is the four together.
-constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8,
-              kBwd128Stages3 = 16, kBwd128EpiSmem = 32, kBwd128DqRed = 64, kBwd128KvSplit = 128;
+//   kBwd128Direct       d = 128, FB_SM90_BWD128=direct: dK and dV stored straight from the accumulators
+//                       (4-byte stores, 8 rows and half of each 32-byte sector per warp store), session 7's
+//                       kernel. The default (kEpiSmem) stages them in shared memory and writes 16-byte
+//                       units of whole rows: session 8's call A measured +9% at N = 512, +4% at 2048,
+//                       +1% at 8192 non-causal, +16% / +9% / +4% causal N = 512 / 1024 / 2048.
+//   kBwd64Epi           d = 64, FB_SM90_BWD64=epi: the default d = 64 kernel with the same staged
+//                       epilogue (both 8 KB matrices through the consumer's dQ staging buffer).
+constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
+              kBwd64Epi = 32;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -95,17 +86,13 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // the previous tile's (kv_empty), so that the previous tile's dK/dV stores and the block launch
   // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
   // Head split: a block per unit (the launcher models the hardware's scheduling of them).
-  static constexpr bool kPersistent =
-      (kSplitDqRows && kVariant64 != kBwdHeadSplit) ||
-      (kHeadDim == 128 && kVariant64 != kBwdHeadSplit && (kVariant64 & kBwd128Persistent) != 0);
+  static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
   static constexpr bool kSplitHead = kHeadDim == 256;
   static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
-  // d = 128 probes (above): the ring depth and the dK/dV epilogue (one block per tile only).
-  static constexpr bool kStages3 = kHeadDim == 128 && (kVariant64 & kBwd128Stages3) != 0;
-  static constexpr bool kEpiSmem =
-      kHeadDim == 128 && (kVariant64 & kBwd128EpiSmem) != 0 && !kHeadSplit;
-  static constexpr bool kDqRed = kHeadDim == 128 && (kVariant64 & kBwd128DqRed) != 0;
-  static constexpr bool kKvSplit = kHeadDim == 128 && (kVariant64 & kBwd128KvSplit) != 0;
+  // dK and dV leave through shared memory as whole rows (d = 128 unless direct; d = 64 epi; not with the
+  // head split, whose dK and dV are partial sums reduced like dQ).
+  static constexpr bool kEpiSmem = !kHeadSplit && ((kHeadDim == 128 && kVariant64 != kBwd128Direct) ||
+                                                   (kHeadDim == 64 && kVariant64 == kBwd64Epi));
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -130,7 +117,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kDqBlocks = kSplitDq ? kConsumerWgs : kSplitHead ? kHeadDim / 64 : 1;
   static constexpr int kDqCols = kHeadDim / kDqBlocks;
   static constexpr int kDqPieces = kSplitHead ? kDqBlocks / kConsumerWgs : 1;
-  static constexpr int kStages = kStages3 ? 3 : 2;          // Q ring depth
+  static constexpr int kStages = 2;                         // Q ring depth
   static constexpr int kDoStages = kSplitHead ? 1 : kStages;  // dO ring depth
   static constexpr int kMmaK = 16;
   static constexpr int kMmaN = 8;
@@ -184,9 +171,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kBarBytes = 8;
   // K/V full; per Q stage Q full (Q, LSE); per dO stage dO full (dO, D); per Q stage empty (for
   // both Q and dO unless split head); split head: per dO stage dO empty; persistent: K/V empty.
-  // Persistent: + K/V empty. K/V split: + V full (kv_full is K's alone then).
-  static constexpr int kNumBars = 1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) +
-                                  (kPersistent ? 1 : 0) + (kKvSplit ? 1 : 0);
+  // Persistent: + K/V empty.
+  static constexpr int kNumBars =
+      1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) + (kPersistent ? 1 : 0);
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
 
@@ -210,16 +197,17 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
-  static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
-                    (kHeadDim == 128 && (kHeadSplit || (kVariant64 & ~(kBwd128Persistent | kBwd128Stages3 |
-                                                                      kBwd128EpiSmem | kBwd128DqRed |
-                                                                      kBwd128KvSplit)) == 0)),
-                "the variants are d = 64's, and d = 128's");
-  static_assert(!(kVariant64 & kBwd128EpiSmem) || kEpiSmem, "the smem epilogue: not with the head split");
-  static_assert(!kKvSplit || (!kPersistent && !kHeadSplit && !kSplitHead), "K/V split: one block per tile");
-  static_assert(!kEpiSmem || (kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
-                              kDqWgBytes == kQBytes),
-                "the smem epilogue stages a consumer's dK in a Q or dO stage, its dV in its dQ buffer");
+  static_assert(kVariant64 == kBwd64Default ||
+                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Epi)) ||
+                    (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit)),
+                "the variants are d = 64's and d = 128's");
+  static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Epi) || (kEpiSmem && kPersistent),
+                "d = 64 epi: the persistent default kernel");
+  // One block per tile: dK in a free Q or dO stage, dV in the dQ buffer; persistent: both in the dQ buffer.
+  static_assert(!kEpiSmem || (kPersistent ? 2 * kWgKeys * kHeadDim * int(sizeof(Elem)) <= kDqWgBytes
+                                          : kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
+                                                kDqWgBytes >= kQBytes),
+                "the staged epilogue's buffers hold a consumer's dK and dV");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
