@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The flash-sm90 16-bit backward's session-8 variants on an H100/H200 (issue 13), everything into OUTDIR,
 # ~1 minute: the GPU tests of the backward (d = 64/128 odd shapes, [bwd128], [bwd64], GQA/MQA head
-# split) with the defaults, [bwd64] again under FB_SM90_BWD64=epi (a variant is picked once per
+# split) with the defaults, [bwd64] again under FB_SM90_BWD64=direct (a variant is picked once per
 # process); then configs/sm90bwd-h200.json's cases (bf16, 16k tokens; d = 128 non-causal N
 # 512/2048/8192 and causal 512/1024/2048, d = 64 non-causal 512/1024/2048/8192 and causal 512/1024;
 # every row verified) for the defaults beside the in-binary cudnn, session 7's d = 128 kernel
-# (FB_SM90_BWD128=direct: dK/dV stored from the accumulators), the d = 64 kernel with the staged dK/dV
-# epilogue (FB_SM90_BWD64=epi), and the defaults again (the run-to-run spread); last two tables
+# (FB_SM90_BWD128=direct: dK/dV stored from the accumulators), session 7's d = 64 kernel
+# (FB_SM90_BWD64=direct, the same), and the defaults again (the run-to-run spread); last two tables
 # (TFLOP/s, ratio to cudnn). CASES=REGEX (a run --filter) picks other cases of the config.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
@@ -30,12 +30,12 @@ ensure_build sm90bwd_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$tests" "flash-sm90 meets the naive-relative rule*,[bwd_gqa],[bwd128],[bwd64]"
-step tests-64epi env FB_SM90_BWD64=epi "$tests" "[bwd64]"
+step tests-64dir env FB_SM90_BWD64=direct "$tests" "[bwd64]"
 step run "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --filter "$cases" -o "$out/sm90bwd.json"
 step run-direct env FB_SM90_BWD128=direct "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
   --filter "$d128" -o "$out/sm90bwd-direct.json"
-step run-64epi env FB_SM90_BWD64=epi "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
-  --filter "$d64" -o "$out/sm90bwd-64epi.json"
+step run-64dir env FB_SM90_BWD64=direct "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
+  --filter "$d64" -o "$out/sm90bwd-64direct.json"
 step run-again "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 --filter "$cases" \
   -o "$out/sm90bwd-again.json"
 
@@ -44,7 +44,7 @@ step run-again "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels fl
 python3 - "$out" <<'PY' | tee "$out/table.txt"
 import json, os, sys
 out = sys.argv[1]
-files = (("sm90bwd.json", "default"), ("sm90bwd-direct.json", "d128-direct"), ("sm90bwd-64epi.json", "d64-epi"),
+files = (("sm90bwd.json", "default"), ("sm90bwd-direct.json", "d128-direct"), ("sm90bwd-64direct.json", "d64-direct"),
          ("sm90bwd-again.json", "again"))
 cols, rows = [c for _, c in files] + ["cudnn"], {}
 for name, col in files:

@@ -36,14 +36,14 @@ constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
-// device call: per-consumer-dq (the first d = 64 kernel), epi (dK/dV through shared memory as whole
-// rows); unset or anything else: the default.
+// device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
+// accumulators, session 7's default); unset or anything else: the default.
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
     const std::string s = e != nullptr ? e : "";
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
-    if (s == "epi") return kBwd64Epi;
+    if (s == "direct") return kBwd64Direct;
     return kBwd64Default;
   }();
   return v;
@@ -65,7 +65,7 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
     case 64:
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
-        case kBwd64Epi: return f(BwdTraits<Elem, 64, kBwd64Epi>{});
+        case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:

@@ -71,10 +71,12 @@ namespace fb::cuda::flash_sm90 {
 //                       kernel. The default (kEpiSmem) stages them in shared memory and writes 16-byte
 //                       units of whole rows: session 8's call A measured +9% at N = 512, +4% at 2048,
 //                       +1% at 8192 non-causal, +16% / +9% / +4% causal N = 512 / 1024 / 2048.
-//   kBwd64Epi           d = 64, FB_SM90_BWD64=epi: the default d = 64 kernel with the same staged
-//                       epilogue (both 8 KB matrices through the consumer's dQ staging buffer).
+//   kBwd64Direct        d = 64, FB_SM90_BWD64=direct: the persistent d = 64 kernel with dK and dV stored
+//                       straight from the accumulators (session 7's). The default stages them too (both
+//                       8 KB matrices through the consumer's dQ staging buffer): session 8's call B measured
+//                       +1.8-7.7% non-causal N <= 2048 and +5-8% causal N = 512/1024, -0.7% at 8192.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
-              kBwd64Epi = 32;
+              kBwd64Direct = 32;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -89,10 +91,10 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
   static constexpr bool kSplitHead = kHeadDim == 256;
   static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
-  // dK and dV leave through shared memory as whole rows (d = 128 unless direct; d = 64 epi; not with the
-  // head split, whose dK and dV are partial sums reduced like dQ).
+  // dK and dV leave through shared memory as whole rows (d = 128 unless direct; the persistent d = 64
+  // kernel unless direct; not with the head split, whose dK and dV are partial sums reduced like dQ).
   static constexpr bool kEpiSmem = !kHeadSplit && ((kHeadDim == 128 && kVariant64 != kBwd128Direct) ||
-                                                   (kHeadDim == 64 && kVariant64 == kBwd64Epi));
+                                                   (kHeadDim == 64 && kPersistent && kVariant64 != kBwd64Direct));
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -198,11 +200,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default ||
-                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Epi)) ||
+                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit)),
                 "the variants are d = 64's and d = 128's");
-  static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Epi) || (kEpiSmem && kPersistent),
-                "d = 64 epi: the persistent default kernel");
+  static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
+                "d = 64 direct: the persistent kernel with the accumulators' stores");
   // One block per tile: dK in a free Q or dO stage, dV in the dQ buffer; persistent: both in the dQ buffer.
   static_assert(!kEpiSmem || (kPersistent ? 2 * kWgKeys * kHeadDim * int(sizeof(Elem)) <= kDqWgBytes
                                           : kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
