@@ -44,6 +44,8 @@ step run-prepass-portable env FB_SM90_BWD_PREPASS=portable "$fb" run configs/bwd
 step verify-prepass-own env FB_SM90_BWD_PREPASS=own sh -c "'$fb' verify --seq 1025 --dim 128 --heads 8 --kv-heads 2 --dtype bf16 --causal both --pass bwd -o '$out/verify-prepass-own-d128.json' &&
                    '$fb' verify --seq-q 130 --seq-k 1000 --dim 256 --heads 4 --kv-heads 1 --dtype fp16 --causal both --pass bwd -o '$out/verify-prepass-own-d256.json'"
 
+# (Session 8 removed the persistent d = 128 kernel: FB_SM90_BWD128=persistent now runs the default, so the
+# p128 columns below time the default; docs/perf-notes.md has what they measured before.)
 # d = 128: FB_SM90_BWD128=persistent and this file's pre-pass, alone and together, beside the default and
 # cudnn (verified first where persistent blocks loop over several tiles: 33 key tiles x 16 K/V planes).
 step verify-128-persistent env FB_SM90_BWD128=persistent FB_SM90_BWD_PERSIST=on FB_SM90_BWD_PREPASS=own "$fb" verify --seq 4099 --batch 2 --dim 128 --heads 16 --kv-heads 8 --dtype bf16 --causal both --pass bwd -o "$out/verify-128-persistent-4099.json"

@@ -36,24 +36,27 @@ constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
-// device call: per-consumer-dq (the first d = 64 kernel); unset or anything else: the default.
+// device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
+// accumulators, session 7's default); unset or anything else: the default.
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
     const std::string s = e != nullptr ? e : "";
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
+    if (s == "direct") return kBwd64Direct;
     return kBwd64Default;
   }();
   return v;
 }
 
-// FB_SM90_BWD128=persistent runs the d = 128 kernel persistent (an A/B; the default is unchanged).
-bool persistent128() {
-  static const bool on = [] {
+// FB_SM90_BWD128=direct runs session 7's d = 128 kernel (dK/dV stored straight from the accumulators)
+// for A/B runs; unset or anything else: the default (flash_sm90_bwd_traits.h).
+int bwd128_variant() {
+  static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
-    return e != nullptr && std::string(e) == "persistent";
+    return e != nullptr && std::string(e) == "direct" ? kBwd128Direct : kBwd64Default;
   }();
-  return on;
+  return v;
 }
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
@@ -62,10 +65,11 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
     case 64:
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
+        case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
-      if (persistent128()) return f(BwdTraits<Elem, 128, kBwd128Persistent>{});
+      if (bwd128_variant() == kBwd128Direct) return f(BwdTraits<Elem, 128, kBwd128Direct>{});
       return f(BwdTraits<Elem, 128>{});
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
@@ -125,7 +129,7 @@ int head_split(const AttentionParams& p) {
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return 1;
   // The split variant exists for the default kernels only.
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && persistent128()))
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && bwd128_variant() != kBwd64Default))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no

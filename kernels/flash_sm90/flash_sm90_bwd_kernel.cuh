@@ -110,6 +110,15 @@ __device__ __forceinline__ int kv_plane(const BwdParams& prm, const BwdWork& w) 
 
 #if FB_PTX_SM90A
 
+__device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 // Work tile `tile` (blockIdx.x, or the persistent loop's index). Order: groups of plane_group K/V
 // planes, and within a group key tiles outermost. The tiles that run at the same time then share a
 // few planes' Q, dO and dQ accumulator, which stay in L2 (one plane per block would stream them from
@@ -487,21 +496,85 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       if (ctid == 0) ptx::bulk_wait_group_all();
     return;
   }
-  // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
+  if constexpr (Tr::kEpiSmem) {
+    // dK (times the softmax scale) and dV through shared memory, written out as whole rows (16-byte
+    // units; straight from the accumulators each warp store covered 8 rows and half of each 32-byte
+    // sector). One block per tile (d = 128): dK goes to the ring stage the next step would have used
+    // (both consumers finished with it before the last step's barrier, and the producer loads nothing
+    // more), Q's half for consumer 0 and dO's for consumer 1, and dV to this consumer's dQ staging
+    // buffer, once ctid 0's bulk wait above says the last reduction has read it. Persistent (d = 64:
+    // the ring holds the next tile's first step): both in the dQ buffer (2 x 8 KB of its 16 KB). Rows
+    // of 16-byte units, unit u of row r at u ^ (r % 8): the accumulator stores (8 rows, one unit each,
+    // per warp) and the row reads (a quarter warp reads 128 contiguous bytes) are free of bank
+    // conflicts.
+    constexpr int kRowBytes = Tr::kHeadDim * int(sizeof(Elem));
+    constexpr int kRowUnits = kRowBytes / Tr::kUnitBytes;
+    constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
+    auto stage = [&](std::uint32_t buf, const float(&acc)[Tr::kDkvRegs], float mul) {
 #pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    const int key = wg_key0 + key_row + hf * 8;
-    if (key >= seq_k) continue;
-    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim;
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = key_row + hf * 8;
 #pragma unroll
-    for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
-      const int i = 4 * j + 2 * hf;
-      const int col = j * Tr::kMmaN + col_lane;
-      *reinterpret_cast<std::uint32_t*>(gdk + row + col) =
-          ptx::pack2<Elem>(dk[i] * prm.scale, dk[i + 1] * prm.scale);
-      *reinterpret_cast<std::uint32_t*>(gdv + row + col) = ptx::pack2<Elem>(dv[i], dv[i + 1]);
+        for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
+          const int i = 4 * j + 2 * hf;
+          ptx::st_shared_u32(buf + r * kRowBytes + ((j ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
+                                 col_lane * int(sizeof(Elem)),
+                             ptx::pack2<Elem>(acc[i] * mul, acc[i + 1] * mul));
+        }
+      }
+    };
+    // The staged rows of buf out to dst (dK or dV), rows past seq_k left out.
+    auto copy_out = [&](std::uint32_t buf, Elem* dst) {
+#pragma unroll
+      for (int pass = 0; pass < Tr::kWgKeys / kRowsPerPass; ++pass) {
+        const int r = pass * kRowsPerPass + ctid / kRowUnits;
+        const int u = ctid % kRowUnits;
+        const int key = wg_key0 + r;
+        const uint4 v = ld_shared_u32x4(buf + r * kRowBytes + ((u ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes));
+        if (key < seq_k)
+          *reinterpret_cast<uint4*>(dst + (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim +
+                                    u * (Tr::kUnitBytes / int(sizeof(Elem)))) = v;
+      }
+    };
+    if constexpr (Tr::kPersistent) {
+      const std::uint32_t buf_k = sm.dq(cw);
+      const std::uint32_t buf_v = buf_k + Tr::kWgKeys * kRowBytes;
+      if (ctid == 0) ptx::bulk_wait_group_read_all();  // the last reduction has read the buffer
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      stage(buf_k, dk, prm.scale);
+      stage(buf_v, dv, 1.f);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      copy_out(buf_k, gdk);
+      copy_out(buf_v, gdv);
+      // The next write of the buffer (send_dq_block) syncs the warpgroup before it.
+    } else {
+      const int free_st = (g0 + w.steps) % Tr::kStages;
+      const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
+      const std::uint32_t buf_v = sm.dq(cw);
+      stage(buf_k, dk, prm.scale);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
+      stage(buf_v, dv, 1.f);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      copy_out(buf_k, gdk);
+      copy_out(buf_v, gdv);
+    }
+  } else {
+    // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int key = wg_key0 + key_row + hf * 8;
+      if (key >= seq_k) continue;
+      const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim;
+#pragma unroll
+      for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
+        const int i = 4 * j + 2 * hf;
+        const int col = j * Tr::kMmaN + col_lane;
+        *reinterpret_cast<std::uint32_t*>(gdk + row + col) =
+            ptx::pack2<Elem>(dk[i] * prm.scale, dk[i + 1] * prm.scale);
+        *reinterpret_cast<std::uint32_t*>(gdv + row + col) = ptx::pack2<Elem>(dv[i], dv[i + 1]);
+      }
     }
   }
 }

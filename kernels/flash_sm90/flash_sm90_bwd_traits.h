@@ -54,7 +54,8 @@ namespace fb::cuda::flash_sm90 {
 //                       dQ, dK. Issuing dV (and dK) per 64-query half of that loop measured 1-3% slower.
 //   kBwd64PerConsumerDq d = 64, FB_SM90_BWD64=per-consumer-dq: the first d = 64 version (64 queries per
 //                       step, dQ per consumer over its own keys).
-//   kBwd128Persistent   d = 128, FB_SM90_BWD128=persistent: the split-dQ kernel made persistent.
+//   (kBwd128Persistent, the d = 128 kernel made persistent, measured 1-2% slower in session 6's call F and
+//   session 8's call A, with or without the staged epilogue at N >= 2048: removed.)
 //   kBwdHeadSplit       d = 64 or 128, GQA/MQA: the default kernel with a K/V tile's query heads split
 //                       over several blocks (work units), one block per unit. A group's heads looped in
 //                       one block leave batch * kv_heads * key tiles blocks, as few as one per SM for
@@ -65,7 +66,17 @@ namespace fb::cuda::flash_sm90 {
 //                       A unit's dK, dV are partial sums: staged through the dQ buffer and added into
 //                       fp32 accumulators in global memory with bulk reductions, as dQ, then converted.
 //                       The launcher picks the split (or none) per shape (flash_sm90_bwd.cu).
-constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Persistent = 4, kBwdHeadSplit = 8;
+//   kBwd128Direct       d = 128, FB_SM90_BWD128=direct: dK and dV stored straight from the accumulators
+//                       (4-byte stores, 8 rows and half of each 32-byte sector per warp store), session 7's
+//                       kernel. The default (kEpiSmem) stages them in shared memory and writes 16-byte
+//                       units of whole rows: session 8's call A measured +9% at N = 512, +4% at 2048,
+//                       +1% at 8192 non-causal, +16% / +9% / +4% causal N = 512 / 1024 / 2048.
+//   kBwd64Direct        d = 64, FB_SM90_BWD64=direct: the persistent d = 64 kernel with dK and dV stored
+//                       straight from the accumulators (session 7's). The default stages them too (both
+//                       8 KB matrices through the consumer's dQ staging buffer): session 8's call B measured
+//                       +1.8-7.7% non-causal N <= 2048 and +5-8% causal N = 512/1024, -0.7% at 8192.
+constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
+              kBwd64Direct = 32;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -77,10 +88,13 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // the previous tile's (kv_empty), so that the previous tile's dK/dV stores and the block launch
   // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
   // Head split: a block per unit (the launcher models the hardware's scheduling of them).
-  static constexpr bool kPersistent =
-      (kSplitDqRows && kVariant64 != kBwdHeadSplit) || (kHeadDim == 128 && kVariant64 == kBwd128Persistent);
+  static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
   static constexpr bool kSplitHead = kHeadDim == 256;
   static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
+  // dK and dV leave through shared memory as whole rows (d = 128 unless direct; the persistent d = 64
+  // kernel unless direct; not with the head split, whose dK and dV are partial sums reduced like dQ).
+  static constexpr bool kEpiSmem = !kHeadSplit && ((kHeadDim == 128 && kVariant64 != kBwd128Direct) ||
+                                                   (kHeadDim == 64 && kPersistent && kVariant64 != kBwd64Direct));
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -185,9 +199,17 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
-  static_assert(kVariant64 == kBwd64Default || kHeadDim == 64 ||
-                    (kHeadDim == 128 && (kVariant64 == kBwd128Persistent || kHeadSplit)),
-                "the variants are d = 64's, and two of d = 128");
+  static_assert(kVariant64 == kBwd64Default ||
+                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
+                    (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit)),
+                "the variants are d = 64's and d = 128's");
+  static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
+                "d = 64 direct: the persistent kernel with the accumulators' stores");
+  // One block per tile: dK in a free Q or dO stage, dV in the dQ buffer; persistent: both in the dQ buffer.
+  static_assert(!kEpiSmem || (kPersistent ? 2 * kWgKeys * kHeadDim * int(sizeof(Elem)) <= kDqWgBytes
+                                          : kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
+                                                kDqWgBytes >= kQBytes),
+                "the staged epilogue's buffers hold a consumer's dK and dV");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
