@@ -1,6 +1,8 @@
 // The forward's host side: checks, and the one runtime -> template dispatch on (dtype, head_dim,
 // fp32 math).
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -88,6 +90,31 @@ std::size_t tf32_smem_bytes(int head_dim) {
 }
 
 }  // namespace
+
+const FwdProbe& fwd_probe() {
+  static const FwdProbe probe = [] {
+    FwdProbe f;
+    const char* env = std::getenv("FB_FLASH_FWD_PROBE");
+    std::string v = env ? env : "";
+    std::size_t pos = 0;
+    while (pos <= v.size()) {
+      const std::size_t end = std::min(v.find(',', pos), v.size());
+      const std::string w = v.substr(pos, end - pos);
+      pos = end + 1;
+      if (w.empty()) continue;
+      if (w == "onebar") f.one_bar = true;
+      else if (w == "skip") f.warp_skip = true;
+      else if (w == "ctr") f.counters = true;
+      else if (w == "s3") f.stages = 3;
+      else if (w == "bc64") f.bc64 = true;
+      else
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
+                                    "' is not a flash forward probe (onebar, skip, ctr, s3, bc64)");
+    }
+    return f;
+  }();
+  return probe;
+}
 
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (!listed(kTcHeadDims, p.head_dim)) return "flash: head_dim must be 32, 64, 96, 128 or 256";

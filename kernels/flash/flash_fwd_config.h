@@ -66,6 +66,27 @@ struct FwdConfig {
       SimtFwdTraits<Elem, D, SimtTiles<Elem>::kBr, SimtTiles<Elem>::kBc>>;
 };
 
+// Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
+// words, read once per process (fwd_probe(), flash_fwd.cu; an unknown word throws, naming the variable).
+// Only bf16 at d = 64 and d = 128 has the variant instantiations (kProbed); other cases ignore it.
+//   onebar : one cp.async group and one block barrier per KV tile (kernel bit kFwdOneBarrier)
+//   skip   : warps skip the KV tiles none of their rows sees (causal; kFwdWarpSkip)
+//   s3     : three K/V stages, prefetch two tiles ahead (implies onebar)
+//   ctr    : stage indices as wrapping counters (kFwdStageCounters; changes ptxas's register allocation)
+//   bc64   : d = 128 with 128 x 64 tiles (FlashAttention-2's Hopper/A100 choice; two stages, with
+//            onebar,skip and optionally ctr)
+// Instantiated: 2 stages with any of onebar/skip/ctr but onebar,ctr; s3 with skip or skip,ctr or alone.
+struct FwdProbe {
+  bool one_bar = false;
+  bool warp_skip = false;
+  bool counters = false;
+  bool bc64 = false;
+  int stages = 2;
+};
+const FwdProbe& fwd_probe();
+template <Dtype T, int D>
+inline constexpr bool kProbed = T == Dtype::bf16 && (D == 64 || D == 128);
+
 // One launch of the forward for (T, D); defined in flash_fwd_launch.cuh, instantiated in the
 // flash_fwd_*.cu files (one group per file, so they compile in parallel).
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream);

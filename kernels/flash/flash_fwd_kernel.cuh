@@ -41,9 +41,27 @@ __device__ __forceinline__ void load_tile_async(typename Tr::Elem* smem,
   }
 }
 
-template <typename Tr>
+// Variant bits of the kernel (kOpt), timing probes picked at launch (fwd_probe(), flash_fwd_config.h):
+//   kFwdOneBarrier : K_j and V_j travel as one cp.async group and the loop waits for the whole tile at
+//                    its top: one block barrier per KV tile instead of two (the split waits gave V half a
+//                    tile more time to land; it was issued a whole tile earlier anyway). Needed for
+//                    Tr::kStages > 2 (prefetch distance kStages - 1).
+//   kFwdWarpSkip   : a warp skips the KV tiles none of its rows sees (causal: on the diagonal tiles up to
+//                    Br / Bc - 1 of them per warp) and masks only the tiles its own rows need masked; the
+//                    block barriers stay outside, every warp still loads its share of each tile.
+//   kFwdStageCounters : the stage indices are counters that wrap instead of j % kStages (the register
+//                    allocation differs: at d = 128 ptxas then stops spilling; a timing probe of that).
+inline constexpr unsigned kFwdOneBarrier = 1u;
+inline constexpr unsigned kFwdWarpSkip = 2u;
+inline constexpr unsigned kFwdStageCounters = 4u;
+
+template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     flash_fwd_tc_kernel(const FwdArgs<typename Tr::Elem, float> a) {
+  constexpr bool kOneBar = (kOpt & kFwdOneBarrier) != 0;
+  constexpr bool kWarpSkip = (kOpt & kFwdWarpSkip) != 0;
+  constexpr bool kCounters = (kOpt & kFwdStageCounters) != 0;
+  static_assert(kOneBar || Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
   constexpr int kMT = Tr::kMTiles;
@@ -77,13 +95,35 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // the same as every other block's.
   const int n_tiles = max(a.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
 
-  // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it).
+  // KV tiles this warp's rows see (kWarpSkip): tiles j >= warp_tiles are fully masked for it.
+  const int warp_tiles = kWarpSkip ? a.mask.kv_tiles(q0 + warp_row0, Tr::kWarpRows, Tr::kBc) : n_tiles;
+  const int mask_row0 = kWarpSkip ? q0 + warp_row0 : q0;
+
+  auto load_kv = [&](int tile, int stage) {
+    load_tile_async<Tr, Tr::kBc>(sK + stage * Tr::kKVTileElems, gK + std::int64_t(tile) * Tr::kBc * D,
+                                 seq_k - tile * Tr::kBc, tid);
+    if constexpr (!kOneBar) ptx::cp_async_commit();
+    load_tile_async<Tr, Tr::kBc>(sV + stage * Tr::kKVTileElems, gV + std::int64_t(tile) * Tr::kBc * D,
+                                 seq_k - tile * Tr::kBc, tid);
+    ptx::cp_async_commit();
+  };
+  // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it); kOneBar: Q, then
+  // one group (K_s with V_s) for each of tiles 0 .. kStages - 2, empty past the last tile.
   load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
   ptx::cp_async_commit();
-  load_tile_async<Tr, Tr::kBc>(sK, gK, seq_k, tid);
-  ptx::cp_async_commit();
-  load_tile_async<Tr, Tr::kBc>(sV, gV, seq_k, tid);
-  ptx::cp_async_commit();
+  constexpr int kGroupsAfterQ = kOneBar ? Tr::kStages - 1 : 2;
+  if constexpr (kOneBar) {
+#pragma unroll
+    for (int st = 0; st < Tr::kStages - 1; ++st) {
+      if (st < n_tiles) {
+        load_kv(st, st);
+      } else {
+        ptx::cp_async_commit();
+      }
+    }
+  } else {
+    load_kv(0, 0);
+  }
 
   // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
   // 16-31 the same rows at k 8-15. B from K (rows = keys): lanes 0-7 / 8-15 keys 0-7 at k 0-7 /
@@ -108,7 +148,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     ptx::ldmatrix_x4(dst, q_lane + (mt * Tr::kMmaM * kRowBytes + ks * Tr::kMmaK * kEB));
   };
   if constexpr (Tr::kQInRegs) {
-    ptx::cp_async_wait<2>();  // Q landed (K_0, V_0 may still fly)
+    ptx::cp_async_wait<kGroupsAfterQ>();  // Q landed (the K/V groups may still fly)
     __syncthreads();
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -135,33 +175,38 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       row_sum[mt][hf] = 0.f;
     }
 
+  int stage_c = 0, next_stage_c = Tr::kStages - 1;  // kCounters
   for (int j = 0; j < n_tiles; ++j) {
-    const int stage = j % Tr::kStages;
+    const int stage = kCounters ? stage_c : j % Tr::kStages;
+    // The stage tile j - 1 used, which tile j + kStages - 1 fills.
+    const int next_stage = kCounters ? next_stage_c : (j + Tr::kStages - 1) % Tr::kStages;
+    if constexpr (kCounters) {
+      stage_c = stage_c + 1 == Tr::kStages ? 0 : stage_c + 1;
+      next_stage_c = next_stage_c + 1 == Tr::kStages ? 0 : next_stage_c + 1;
+    }
     const int k0 = j * Tr::kBc;
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
 
-    // K_j landed (only V_j may still fly), for every thread; and every warp is done with tile
-    // j - 1, whose buffers the prefetch below overwrites.
-    ptx::cp_async_wait<1>();
+    // K_j landed (only V_j may still fly; kOneBar: V_j too, later tiles may fly), for every thread;
+    // and every warp is done with tile j - 1, whose buffers the prefetch below overwrites.
+    ptx::cp_async_wait<kOneBar ? Tr::kStages - 2 : 1>();
     __syncthreads();
     {
-      const int next = j + 1;
-      const int next_stage = next % Tr::kStages;
-      if (next < n_tiles)
-        load_tile_async<Tr, Tr::kBc>(sK + next_stage * Tr::kKVTileElems,
-                                     gK + std::int64_t(next) * Tr::kBc * D, seq_k - next * Tr::kBc,
-                                     tid);
-      ptx::cp_async_commit();  // possibly empty: keeps the group count uniform
-      if (next < n_tiles)
-        load_tile_async<Tr, Tr::kBc>(sV + next_stage * Tr::kKVTileElems,
-                                     gV + std::int64_t(next) * Tr::kBc * D, seq_k - next * Tr::kBc,
-                                     tid);
-      ptx::cp_async_commit();
+      const int next = j + Tr::kStages - 1;
+      if (next < n_tiles) {
+        load_kv(next, next_stage);
+      } else {
+        // Empty groups keep the group count uniform.
+        if constexpr (!kOneBar) ptx::cp_async_commit();
+        ptx::cp_async_commit();
+      }
     }
+    const bool active = !kWarpSkip || j < warp_tiles;  // warp-uniform
 
     // ---- S = Q K^T: (kWarpRows, kBc) per warp ----
     float s[kMT][Tr::kSNTiles][4];
+    if (active) {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -195,7 +240,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     }
 
     // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
-    if (a.mask.tile_needs_mask(q0, k0, Tr::kBc)) {
+    if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -223,12 +268,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         }
       }
 
-    // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
-    ptx::cp_async_wait<2>();
-    __syncthreads();
+    }  // active
+
+    if constexpr (!kOneBar) {
+      // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
+      ptx::cp_async_wait<2>();
+      __syncthreads();
+    }
 
     // ---- O += P V ----
-    mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
+    if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
   }
 
   // ---- epilogue: O /= row sum, LSE = ln(sum) + max; O staged in this warp's own sQ rows ----
@@ -267,11 +316,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   }
 }
 
-// Host side: one launch of the tensor-core forward with traits Tr on `stream`.
-template <typename Tr>
+// Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`.
+template <typename Tr, unsigned kOpt = 0>
 void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream) {
   auto args = make_fwd_args<typename Tr::Elem, float>(p);
-  const auto kernel = flash_fwd_tc_kernel<Tr>;
+  const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
   if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {
     FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(Tr::kSmemBytes)));

@@ -2,16 +2,50 @@
 // Included only by the instantiation files flash_fwd_*.cu.
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 #include "flash/flash_fwd_config.h"
 #include "flash/flash_fwd_kernel.cuh"
 #include "flash/flash_fwd_simt.cuh"
 
 namespace fb::cuda::flash {
 
+// Launches flash_fwd_tc_kernel<Tr, kOpt> for the kOpt in kOpts equal to `opt`; a probe combination
+// without an instantiation throws (FB_FLASH_FWD_PROBE names what exists: flash_fwd_config.h).
+template <typename Tr, unsigned... kOpts>
+void launch_fwd_tc_opt(unsigned opt, const AttentionParams& p, cudaStream_t stream) {
+  const bool launched = ((opt == kOpts ? (launch_fwd_tc<Tr, kOpts>(p, stream), true) : false) || ...);
+  if (!launched)
+    throw std::invalid_argument("FB_FLASH_FWD_PROBE: this combination of words has no instantiation "
+                                "for d = " + std::to_string(Tr::kHeadDim) + ", Bc = " +
+                                std::to_string(Tr::kBc) + ", " + std::to_string(Tr::kStages) + " stages");
+}
+
+// The probe's variants of the tensor-core forward with tiles Tr (fwd_probe(), flash_fwd_config.h).
+template <typename Tr>
+void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
+  constexpr unsigned k1 = kFwdOneBarrier, k2 = kFwdWarpSkip, k4 = kFwdStageCounters;
+  const unsigned opt = (pr.one_bar || pr.stages == 3 ? k1 : 0u) | (pr.warp_skip ? k2 : 0u) |
+                       (pr.counters ? k4 : 0u);
+  if (pr.bc64 && Tr::kHeadDim == 128) {
+    using Tr64 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, 64, Tr::kWarps, Tr::kQInRegs>;
+    return launch_fwd_tc_opt<Tr64, k1 | k2, k1 | k2 | k4>(opt, p, stream);
+  }
+  if (pr.stages == 3) {
+    using Tr3 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs,
+                          Tr::kMinBlocksPerSm, 3>;
+    return launch_fwd_tc_opt<Tr3, k1, k1 | k2, k1 | k2 | k4>(opt, p, stream);
+  }
+  launch_fwd_tc_opt<Tr, 0u, k1, k2, k1 | k2, k4, k2 | k4, k1 | k2 | k4>(opt, p, stream);
+}
+
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Cfg = FwdConfig<T, D>;
   if constexpr (Cfg::kTensorCores) {
-    launch_fwd_tc<typename Cfg::Traits>(p, stream);
+    using Tr = typename Cfg::Traits;
+    if constexpr (kProbed<T, D>) return launch_fwd_tc_probe<Tr>(fwd_probe(), p, stream);
+    launch_fwd_tc<Tr>(p, stream);
   } else {
     launch_fwd_simt<typename Cfg::Traits>(p, stream);
   }

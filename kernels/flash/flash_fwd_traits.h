@@ -14,8 +14,10 @@ namespace fb::cuda::flash {
 //   kQInRegs  : keep the warp's Q fragments in registers for the whole KV loop (else re-read them
 //               from shared memory for every tile: fewer registers, more shared-memory traffic)
 //   kMinBlocksPerSm : __launch_bounds__ occupancy hint (caps registers at 64K / (threads * it))
+//   kStages   : K/V tiles in shared memory (2: double buffering; more needs the kernel's
+//               kFwdOneBarrier variant, which prefetches kStages - 1 tiles ahead)
 template <typename Elem_, int kHeadDim_, int kBr_, int kBc_, int kWarps_, bool kQInRegs_,
-          int kMinBlocksPerSm_ = 1>
+          int kMinBlocksPerSm_ = 1, int kStages_ = 2>
 struct FwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -50,11 +52,12 @@ struct FwdTraits {
   static constexpr int kRowStride = kHeadDim + kChunkElems;  // elements
   static constexpr int kQTileElems = kBr * kRowStride;       // (kBr, kHeadDim) + padding
   static constexpr int kKVTileElems = kBc * kRowStride;      // (kBc, kHeadDim) + padding
-  static constexpr int kStages = 2;                          // K/V double buffering
+  static constexpr int kStages = kStages_;                   // K/V tiles in flight
   static constexpr std::size_t kSmemBytes =
       std::size_t(kQTileElems + 2 * kStages * kKVTileElems) * sizeof(Elem);
 
   static_assert(sizeof(Elem) == 2, "tensor-core path: 16-bit elements");
+  static_assert(kStages >= 2, "at least double buffering");
   static_assert(kBr % kWarps == 0 && kWarpRows % kMmaM == 0, "warps own whole m16 row blocks");
   static_assert(kHeadDim % kMmaK == 0 && kBc % kMmaK == 0, "k16 steps tile d and Bc");
   static_assert(kSNTiles % 2 == 0 && kONTiles % 2 == 0,
