@@ -104,12 +104,12 @@ const FwdProbe& fwd_probe() {
       if (w.empty()) continue;
       if (w == "onebar") f.one_bar = true;
       else if (w == "skip") f.warp_skip = true;
-      else if (w == "ctr") f.counters = true;
+      else if (w == "copy") f.lean_copy = true;
       else if (w == "s3") f.stages = 3;
       else if (w == "bc64") f.bc64 = true;
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (onebar, skip, ctr, s3, bc64)");
+                                    "' is not a flash forward probe (onebar, skip, copy, s3, bc64)");
     }
     return f;
   }();

@@ -72,14 +72,16 @@ struct FwdConfig {
 //   onebar : one cp.async group and one block barrier per KV tile (kernel bit kFwdOneBarrier)
 //   skip   : warps skip the KV tiles none of their rows sees (causal; kFwdWarpSkip)
 //   s3     : three K/V stages, prefetch two tiles ahead (implies onebar)
-//   ctr    : stage indices as wrapping counters (kFwdStageCounters; changes ptxas's register allocation)
-//   bc64   : d = 128 with 128 x 64 tiles (FlashAttention-2's Hopper/A100 choice; two stages, with
-//            onebar,skip and optionally ctr)
-// Instantiated: 2 stages with any of onebar/skip/ctr but onebar,ctr; s3 with skip or skip,ctr or alone.
+//   copy   : K/V copies addressed as compile-time offsets of one pointer (kFwdLeanCopy: no per-chunk
+//            pointers live across the loop; at d = 128 ptxas then stops spilling)
+//   bc64   : d = 128 with 128 x 64 tiles (FlashAttention-2's Hopper/A100 choice; two stages; with skip,copy
+//            or onebar,skip,copy: without copy ptxas spills 80-200 bytes)
+// Instantiated (2 stages, 128 x 32 at d = 128): none, onebar, skip, onebar+skip, copy, skip+copy,
+// onebar+skip+copy; s3: skip or skip+copy; bc64: skip+copy, onebar+skip+copy. Others throw.
 struct FwdProbe {
   bool one_bar = false;
   bool warp_skip = false;
-  bool counters = false;
+  bool lean_copy = false;
   bool bc64 = false;
   int stages = 2;
 };

@@ -41,6 +41,29 @@ __device__ __forceinline__ void load_tile_async(typename Tr::Elem* smem,
   }
 }
 
+// The same copy with every thread's addresses a compile-time offset from one global and one shared
+// address: a thread's chunks lie kThreads / kRowChunks rows apart. Past rows_valid the copies read
+// nothing (src-size 0) from an address past the rows, which cp.async allows; no per-chunk pointer
+// select, so no per-chunk pointers live across the KV loop (they took ~16 registers at 128 x 32, ~32 at
+// 128 x 64, and ptxas spilled).
+template <typename Tr, int kRows>
+__device__ __forceinline__ void load_tile_async_lean(typename Tr::Elem* smem,
+                                                     const typename Tr::Elem* gmem, int rows_valid,
+                                                     int tid) {
+  static_assert(Tr::kThreads % Tr::kRowChunks == 0, "a copy step covers whole rows");
+  constexpr int kStepRows = Tr::kThreads / Tr::kRowChunks;
+  static_assert(kRows % kStepRows == 0, "whole copy steps");
+  const int row0 = tid / Tr::kRowChunks;
+  const int col = (tid % Tr::kRowChunks) * Tr::kChunkElems;
+  auto* s = smem + row0 * Tr::kRowStride + col;
+  const auto* g = gmem + row0 * Tr::kHeadDim + col;
+  const int valid_rows = rows_valid - row0;
+#pragma unroll
+  for (int i = 0; i < kRows / kStepRows; ++i)
+    ptx::cp_async_16_zfill(s + i * kStepRows * Tr::kRowStride, g + i * kStepRows * Tr::kHeadDim,
+                           i * kStepRows < valid_rows);
+}
+
 // Variant bits of the kernel (kOpt), timing probes picked at launch (fwd_probe(), flash_fwd_config.h):
 //   kFwdOneBarrier : K_j and V_j travel as one cp.async group and the loop waits for the whole tile at
 //                    its top: one block barrier per KV tile instead of two (the split waits gave V half a
@@ -49,18 +72,17 @@ __device__ __forceinline__ void load_tile_async(typename Tr::Elem* smem,
 //   kFwdWarpSkip   : a warp skips the KV tiles none of its rows sees (causal: on the diagonal tiles up to
 //                    Br / Bc - 1 of them per warp) and masks only the tiles its own rows need masked; the
 //                    block barriers stay outside, every warp still loads its share of each tile.
-//   kFwdStageCounters : the stage indices are counters that wrap instead of j % kStages (the register
-//                    allocation differs: at d = 128 ptxas then stops spilling; a timing probe of that).
 inline constexpr unsigned kFwdOneBarrier = 1u;
 inline constexpr unsigned kFwdWarpSkip = 2u;
-inline constexpr unsigned kFwdStageCounters = 4u;
+//   kFwdLeanCopy   : K/V tiles copied by load_tile_async_lean (addresses as compile-time offsets).
+inline constexpr unsigned kFwdLeanCopy = 8u;
 
 template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     flash_fwd_tc_kernel(const FwdArgs<typename Tr::Elem, float> a) {
   constexpr bool kOneBar = (kOpt & kFwdOneBarrier) != 0;
   constexpr bool kWarpSkip = (kOpt & kFwdWarpSkip) != 0;
-  constexpr bool kCounters = (kOpt & kFwdStageCounters) != 0;
+  constexpr bool kLeanCopy = (kOpt & kFwdLeanCopy) != 0;
   static_assert(kOneBar || Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
@@ -100,11 +122,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const int mask_row0 = kWarpSkip ? q0 + warp_row0 : q0;
 
   auto load_kv = [&](int tile, int stage) {
-    load_tile_async<Tr, Tr::kBc>(sK + stage * Tr::kKVTileElems, gK + std::int64_t(tile) * Tr::kBc * D,
-                                 seq_k - tile * Tr::kBc, tid);
+    const std::int64_t g_off = std::int64_t(tile) * Tr::kBc * D;
+    if constexpr (kLeanCopy) {
+      load_tile_async_lean<Tr, Tr::kBc>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
+    } else {
+      load_tile_async<Tr, Tr::kBc>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
+    }
     if constexpr (!kOneBar) ptx::cp_async_commit();
-    load_tile_async<Tr, Tr::kBc>(sV + stage * Tr::kKVTileElems, gV + std::int64_t(tile) * Tr::kBc * D,
-                                 seq_k - tile * Tr::kBc, tid);
+    if constexpr (kLeanCopy) {
+      load_tile_async_lean<Tr, Tr::kBc>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
+    } else {
+      load_tile_async<Tr, Tr::kBc>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
+    }
     ptx::cp_async_commit();
   };
   // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it); kOneBar: Q, then
@@ -175,15 +204,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       row_sum[mt][hf] = 0.f;
     }
 
-  int stage_c = 0, next_stage_c = Tr::kStages - 1;  // kCounters
   for (int j = 0; j < n_tiles; ++j) {
-    const int stage = kCounters ? stage_c : j % Tr::kStages;
-    // The stage tile j - 1 used, which tile j + kStages - 1 fills.
-    const int next_stage = kCounters ? next_stage_c : (j + Tr::kStages - 1) % Tr::kStages;
-    if constexpr (kCounters) {
-      stage_c = stage_c + 1 == Tr::kStages ? 0 : stage_c + 1;
-      next_stage_c = next_stage_c + 1 == Tr::kStages ? 0 : next_stage_c + 1;
-    }
+    const int stage = j % Tr::kStages;
+    const int next_stage = (j + Tr::kStages - 1) % Tr::kStages;  // tile j - 1's, which j + kStages - 1 fills
     const int k0 = j * Tr::kBc;
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
