@@ -70,8 +70,9 @@ __device__ __forceinline__ void load_tile_async_lean(typename Tr::Elem* smem,
 //                    tile more time to land; it was issued a whole tile earlier anyway). Needed for
 //                    Tr::kStages > 2 (prefetch distance kStages - 1).
 //   kFwdWarpSkip   : a warp skips the KV tiles none of its rows sees (causal: on the diagonal tiles up to
-//                    Br / Bc - 1 of them per warp) and masks only the tiles its own rows need masked; the
-//                    block barriers stay outside, every warp still loads its share of each tile.
+//                    Br / Bc - 1 of them per warp) and masks only the tiles its own rows need masked (one
+//                    compare per score against the row's key_end); the block barriers stay outside, every
+//                    warp still loads its share of each tile.
 inline constexpr unsigned kFwdOneBarrier = 1u;
 inline constexpr unsigned kFwdWarpSkip = 2u;
 //   kFwdLeanCopy   : K/V tiles copied by load_tile_async_lean (addresses as compile-time offsets).
@@ -264,16 +265,33 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
     // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
     if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {
+      if constexpr (kWarpSkip) {
+        // Per row, the first hidden column of this thread's pairs: one compare per score with a
+        // compile-time column instead of two compares on (row, key).
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+          for (int hf = 0; hf < 2; ++hf) {
+            const int row = q0 + warp_row0 + mt * Tr::kMmaM + g + hf * 8;
+            const int lim = a.mask.key_end(row) - k0 - 2 * t;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = q0 + warp_row0 + mt * Tr::kMmaM + g + (e / 2) * 8;
-            const int key = k0 + nt * Tr::kMmaN + 2 * t + e % 2;
-            if (!a.mask.visible(row, key)) s[mt][nt][e] = kNegInf;
+            for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (nt * Tr::kMmaN + e >= lim) s[mt][nt][2 * hf + e] = kNegInf;
           }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int row = q0 + warp_row0 + mt * Tr::kMmaM + g + (e / 2) * 8;
+              const int key = k0 + nt * Tr::kMmaN + 2 * t + e % 2;
+              if (!a.mask.visible(row, key)) s[mt][nt][e] = kNegInf;
+            }
+      }
     }
 
     // ---- online softmax: new row maxima, rescale O and the sums, P = exp2(S*c - m) ----
