@@ -105,11 +105,15 @@ const FwdProbe& fwd_probe() {
       if (w == "onebar") f.one_bar = true;
       else if (w == "skip") f.warp_skip = true;
       else if (w == "copy") f.lean_copy = true;
+      else if (w == "ovl") {
+        f.overlap = true;
+        f.stages = 3;
+      }
       else if (w == "s3") f.stages = 3;
       else if (w == "bc64") f.bc64 = true;
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (onebar, skip, copy, s3, bc64)");
+                                    "' is not a flash forward probe (onebar, skip, copy, s3, ovl, bc64)");
     }
     return f;
   }();

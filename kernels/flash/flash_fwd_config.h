@@ -76,12 +76,15 @@ struct FwdConfig {
 //            pointers live across the loop; at d = 128 ptxas then stops spilling)
 //   bc64   : d = 128 with 128 x 64 tiles (FlashAttention-2's Hopper/A100 choice; two stages; with skip,copy
 //            or onebar,skip,copy: without copy ptxas spills 80-200 bytes)
-// Instantiated (2 stages, 128 x 32 at d = 128): none, onebar, skip, onebar+skip, copy, skip+copy,
-// onebar+skip+copy; s3: skip or skip+copy; bc64: skip+copy, onebar+skip+copy. Others throw.
+//   ovl    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; kFwdOverlap), on three
+//            stages (implies s3, onebar)
+// Instantiated (the combinations call A times; others throw): 2 stages (128 x 32 at d = 128): none, skip,
+// copy, skip+copy, onebar+skip+copy; s3: skip+copy, ovl+skip+copy; bc64: skip+copy, onebar+skip+copy.
 struct FwdProbe {
   bool one_bar = false;
   bool warp_skip = false;
   bool lean_copy = false;
+  bool overlap = false;
   bool bc64 = false;
   int stages = 2;
 };
