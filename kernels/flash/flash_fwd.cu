@@ -105,6 +105,7 @@ const FwdProbe& fwd_probe() {
       if (w == "onebar") f.one_bar = true;
       else if (w == "skip") f.warp_skip = true;
       else if (w == "copy") f.lean_copy = true;
+      else if (w == "lazy") f.lazy = true;
       else if (w == "ovl") {
         f.overlap = true;
         f.stages = 3;
@@ -113,7 +114,7 @@ const FwdProbe& fwd_probe() {
       else if (w == "bc64") f.bc64 = true;
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (onebar, skip, copy, s3, ovl, bc64)");
+                                    "' is not a flash forward probe (onebar, skip, copy, s3, ovl, lazy, bc64)");
     }
     return f;
   }();

@@ -78,13 +78,16 @@ struct FwdConfig {
 //            or onebar,skip,copy: without copy ptxas spills 80-200 bytes)
 //   ovl    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; kFwdOverlap), on three
 //            stages (implies s3, onebar)
+//   lazy   : (with ovl) O's rescale only when a row's max climbs 2^8 above the offset its exponents use
+//            (kFwdLazyRescale; session 2's rescale-when-any-max-moved measured 3-8% slower)
 // Instantiated (the combinations call A times; others throw): 2 stages (128 x 32 at d = 128): none, skip,
-// copy, skip+copy, onebar+skip+copy; s3: skip+copy, ovl+skip+copy; bc64: skip+copy, onebar+skip+copy.
+// copy, skip+copy, onebar+skip+copy; s3: skip+copy, ovl+skip+copy, ovl+lazy+skip+copy; bc64: skip+copy, onebar+skip+copy.
 struct FwdProbe {
   bool one_bar = false;
   bool warp_skip = false;
   bool lean_copy = false;
   bool overlap = false;
+  bool lazy = false;
   bool bc64 = false;
   int stages = 2;
 };

@@ -80,6 +80,9 @@ inline constexpr unsigned kFwdLeanCopy = 8u;
 //   kFwdOverlap    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; needs kOneBar and
 //                    three stages). With P_j V_j first in program order ptxas made the same schedule.
 inline constexpr unsigned kFwdOverlap = 16u;
+//   kFwdLazyRescale : (with kFwdOverlap) a row's exponent offset moves only when the warp sees a score 2^8
+//                    above it; O's rescale runs only on those tiles (FlashAttention-4's trick).
+inline constexpr unsigned kFwdLazyRescale = 64u;
 
 template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
@@ -88,6 +91,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kWarpSkip = (kOpt & kFwdWarpSkip) != 0;
   constexpr bool kLeanCopy = (kOpt & kFwdLeanCopy) != 0;
   constexpr bool kOverlap = (kOpt & kFwdOverlap) != 0;
+  constexpr bool kLazy = (kOpt & kFwdLazyRescale) != 0;
+  static_assert(!kLazy || kOverlap, "the lazy rescale is a variant of the overlapped loop");
   static_assert(!kOverlap || (kOneBar && Tr::kStages == 3), "the overlapped loop runs on three stages");
   static_assert(kOneBar || Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
@@ -297,12 +302,55 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         }
     };
     float alpha[kMT][2];
+    bool moved = true;  // kLazy: whether this step moved the warp's exponent offsets (O needs the rescale)
     auto softmax = [&](float (&sc)[kMT][Tr::kSNTiles][4]) {
+      if constexpr (kLazy) {
+        // The offset m a row's exponents subtract moves only when some row of the warp sees a score more
+        // than 2^kLazyHeadroom above it (a warp vote; then every row takes its new max). Between moves
+        // P <= 2^kLazyHeadroom, and O, the row sums and the LSE all refer to the same m, so the result
+        // is the same; O's rescale (128 FMUL a thread at d = 128) is skipped on most tiles.
+        constexpr float kLazyHeadroom = 8.f;
+        float cand[kMT][2];
+        bool want = false;
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf)
-          alpha[mt][hf] = online_softmax_row(sc[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
+          for (int hf = 0; hf < 2; ++hf) {
+            float tile_max = kNegInf;
+#pragma unroll
+            for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+              tile_max = fmaxf(tile_max, fmaxf(sc[mt][nt][2 * hf], sc[mt][nt][2 * hf + 1]));
+            cand[mt][hf] = fmaxf(row_max[mt][hf], quad_max(tile_max) * a.scale_log2);
+            // -inf + headroom is -inf: a row's first visible score always moves it.
+            want |= cand[mt][hf] > row_max[mt][hf] + kLazyHeadroom;
+          }
+        moved = __any_sync(kFullWarp, want);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf) {
+            const float m_new = moved ? cand[mt][hf] : row_max[mt][hf];
+            const float sub = safe_max(m_new);
+            alpha[mt][hf] = ptx::exp2_approx(row_max[mt][hf] - sub);  // 1 when nothing moved
+            row_max[mt][hf] = m_new;
+            float tile_sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+              for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+                const float pe = ptx::exp2_approx(fmaf(sc[mt][nt][e], a.scale_log2, -sub));
+                sc[mt][nt][e] = pe;
+                tile_sum += pe;
+              }
+            row_sum[mt][hf] = row_sum[mt][hf] * alpha[mt][hf] + tile_sum;
+          }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf)
+            alpha[mt][hf] = online_softmax_row(sc[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
+      }
     };
     auto rescale_o = [&] {
 #pragma unroll
@@ -343,7 +391,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         tile_scores(sc, j + 1);
         softmax(sc);
         pv(j);
-        rescale_o();
+        if (!kLazy || moved) rescale_o();  // warp-uniform
         pack_p(sc);
       } else if (j < w_tiles) {
         pv(j);

@@ -25,9 +25,10 @@ void launch_fwd_tc_opt(unsigned opt, const AttentionParams& p, cudaStream_t stre
 // The probe's variants of the tensor-core forward with tiles Tr (fwd_probe(), flash_fwd_config.h).
 template <typename Tr>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
-  constexpr unsigned k1 = kFwdOneBarrier, k2 = kFwdWarpSkip, k8 = kFwdLeanCopy, k16 = kFwdOverlap;
+  constexpr unsigned k1 = kFwdOneBarrier, k2 = kFwdWarpSkip, k8 = kFwdLeanCopy, k16 = kFwdOverlap,
+                     k64 = kFwdLazyRescale;
   const unsigned opt = (pr.one_bar || pr.stages == 3 ? k1 : 0u) | (pr.warp_skip ? k2 : 0u) |
-                       (pr.lean_copy ? k8 : 0u) | (pr.overlap ? k16 : 0u);
+                       (pr.lean_copy ? k8 : 0u) | (pr.overlap ? k16 : 0u) | (pr.lazy ? k64 : 0u);
   if (pr.bc64 && Tr::kHeadDim == 128) {
     using Tr64 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, 64, Tr::kWarps, Tr::kQInRegs>;
     return launch_fwd_tc_opt<Tr64, k2 | k8, k1 | k2 | k8>(opt, p, stream);
@@ -35,7 +36,7 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if (pr.stages == 3) {
     using Tr3 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs,
                           Tr::kMinBlocksPerSm, 3>;
-    return launch_fwd_tc_opt<Tr3, k1 | k2 | k8, k1 | k2 | k8 | k16>(opt, p, stream);
+    return launch_fwd_tc_opt<Tr3, k1 | k2 | k8, k1 | k2 | k8 | k16, k1 | k2 | k8 | k16 | k64>(opt, p, stream);
   }
   launch_fwd_tc_opt<Tr, 0u, k2, k8, k2 | k8, k1 | k2 | k8>(opt, p, stream);
 }
