@@ -100,3 +100,38 @@ TEST_CASE("flash forward, bf16 d 64/128 (the probed kernels): verifies beside na
     b.release();
   }
 }
+
+// Sharp softmax: Q and K scaled by 3 (scores by 9), so a row's running max climbs by many powers of two
+// across its KV tiles, not only on the first: the lazy rescale's moves after the first tile (and the
+// eager rescale) have to be right for O and LSE to verify.
+TEST_CASE("flash forward, bf16 d 64/128, sharp softmax (Q, K x 3): verifies beside naive",
+          "[gpu][flashfwd]") {
+  const char* probe = std::getenv("FB_FLASH_FWD_PROBE");
+  INFO("FB_FLASH_FWD_PROBE=" << (probe ? probe : "(unset)"));
+  CudaBackend& b = gpu();
+  struct Len {
+    int q, k;
+  };
+  const Len lengths[] = {{1025, 1025}, {4099, 4099}, {300, 1000}};
+  for (int dim : {64, 128})
+    for (const Len& l : lengths)
+      for (bool causal : {false, true}) {
+        const Case c = make_case(1, 4, 2, l.q, l.k, dim, Dtype::bf16, causal, Pass::fwd);
+        INFO("case " << c.key());
+        b.prepare(c, kSeed, 3.0);
+        std::vector<Record> records;
+        for (const char* name : {"naive", "flash"}) {
+          REQUIRE_FALSE(b.check_fits(c, kernel(name)).has_value());
+          REQUIRE(b.run(kernel(name), 0, 1).times_ms.size() == 1);
+          records.push_back(ok_record(c, name));
+        }
+        verify_case(b, records, builtin_kernels());
+        for (const Record& r : records) {
+          INFO(r.kernel << " errors " << r.errors.dump());
+          REQUIRE(r.verified.has_value());
+          CHECK(*r.verified);
+          check_outputs_written(b, c, r.kernel);
+        }
+        b.release();
+      }
+}
