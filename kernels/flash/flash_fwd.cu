@@ -108,13 +108,14 @@ const FwdProbe& fwd_probe() {
       else if (w == "lazy") f.lazy = true;
       else if (w == "ovl") {
         f.overlap = true;
-        f.stages = 3;
+        f.stages = std::max(f.stages, 3);
       }
       else if (w == "s3") f.stages = 3;
+      else if (w == "s4") f.stages = 4;
       else if (w == "bc64") f.bc64 = true;
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (onebar, skip, copy, s3, ovl, lazy, bc64)");
+                                    "' is not a flash forward probe (onebar, skip, copy, s3, s4, ovl, lazy, bc64)");
     }
     return f;
   }();

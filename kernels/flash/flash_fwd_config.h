@@ -71,7 +71,8 @@ struct FwdConfig {
 // Only bf16 at d = 64 and d = 128 has the variant instantiations (kProbed); other cases ignore it.
 //   onebar : one cp.async group and one block barrier per KV tile (kernel bit kFwdOneBarrier)
 //   skip   : warps skip the KV tiles none of their rows sees (causal; kFwdWarpSkip)
-//   s3     : three K/V stages, prefetch two tiles ahead (implies onebar)
+//   s3     : three K/V stages, prefetch two tiles ahead (implies onebar); s4: four (with ovl,lazy: its loop
+//            then prefetches two tiles ahead)
 //   copy   : K/V copies addressed as compile-time offsets of one pointer (kFwdLeanCopy: no per-chunk
 //            pointers live across the loop; at d = 128 ptxas then stops spilling)
 //   bc64   : d = 128 with 128 x 64 tiles (FlashAttention-2's Hopper/A100 choice; two stages; with skip,copy
@@ -81,7 +82,7 @@ struct FwdConfig {
 //   lazy   : (with ovl) O's rescale only when a row's max climbs 2^8 above the offset its exponents use
 //            (kFwdLazyRescale; session 2's rescale-when-any-max-moved measured 3-8% slower)
 // Instantiated (the combinations call A times; others throw): 2 stages (128 x 32 at d = 128): none, skip,
-// copy, skip+copy, onebar+skip+copy; s3: skip+copy, ovl+skip+copy, ovl+lazy+skip+copy; bc64: skip+copy, onebar+skip+copy.
+// copy, skip+copy, onebar+skip+copy; s3: skip+copy, ovl+skip+copy, ovl+lazy+skip+copy; s4: ovl+lazy+skip+copy; bc64: skip+copy, onebar+skip+copy.
 struct FwdProbe {
   bool one_bar = false;
   bool warp_skip = false;

@@ -78,7 +78,7 @@ inline constexpr unsigned kFwdWarpSkip = 2u;
 //   kFwdLeanCopy   : K/V tiles copied by load_tile_async_lean (addresses as compile-time offsets).
 inline constexpr unsigned kFwdLeanCopy = 8u;
 //   kFwdOverlap    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; needs kOneBar and
-//                    three stages). With P_j V_j first in program order ptxas made the same schedule.
+//                    three stages or more). With P_j V_j first in program order ptxas made the same schedule.
 inline constexpr unsigned kFwdOverlap = 16u;
 //   kFwdLazyRescale : (with kFwdOverlap) a row's exponent offset moves only when the warp sees a score 2^8
 //                    above it; O's rescale runs only on those tiles (FlashAttention-4's trick).
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kOverlap = (kOpt & kFwdOverlap) != 0;
   constexpr bool kLazy = (kOpt & kFwdLazyRescale) != 0;
   static_assert(!kLazy || kOverlap, "the lazy rescale is a variant of the overlapped loop");
-  static_assert(!kOverlap || (kOneBar && Tr::kStages == 3), "the overlapped loop runs on three stages");
+  static_assert(!kOverlap || (kOneBar && Tr::kStages >= 3), "the overlapped loop needs three stages or more");
   static_assert(kOneBar || Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
@@ -219,8 +219,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     // Software-pipelined loop (kFwdOverlap): while the tensor cores run P_j V_j, the softmax of S_{j+1}
     // (computed first) has its inputs ready, so its max/shuffle/exp2 chain can interleave with the HMMAs
     // instead of leaving them idle; O is rescaled by tile j + 1's factor after P_j V_j is added.
-    // Three stages: K_{j+1} and V_j are read in the same step, and tile j + 2 is loaded into the stage
-    // tile j - 1 used. One barrier per tile; prefetch distance one tile as in the other loops.
+    // Three stages or more: K_{j+1} and V_j are read in the same step, and tile j + kStages - 1 is loaded
+    // into the stage tile j - 1 used. One barrier per tile; with three stages the prefetch distance is one
+    // tile as in the other loops, with four two.
     const int w_tiles = kWarpSkip ? warp_tiles : n_tiles;
     auto tile_scores = [&](float (&sc)[kMT][Tr::kSNTiles][4], int j) {
       const std::uint32_t k_stage = k_lane + (j % Tr::kStages) * kKVTileBytes;
@@ -360,13 +361,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] *= alpha[mt][e / 2];
     };
-    // Tile j's step: tile j + 1 landed for every thread, every warp is done with tile j - 1 (whose stage
-    // tile j + 2 takes).
+    // Tile j's step: tile j + 1 landed for every thread (tiles up to j + kStages - 2 may fly), every warp
+    // is done with tile j - 1, whose stage tile j + kStages - 1 takes.
     auto next_tile = [&](int j) {
-      ptx::cp_async_wait<0>();
+      ptx::cp_async_wait<Tr::kStages - 3>();
       __syncthreads();
-      if (j + 2 < n_tiles) {
-        load_kv(j + 2, (j + 2) % Tr::kStages);
+      if (j + Tr::kStages - 1 < n_tiles) {
+        load_kv(j + Tr::kStages - 1, (j + Tr::kStages - 1) % Tr::kStages);
       } else {
         ptx::cp_async_commit();
       }

@@ -27,11 +27,16 @@ template <typename Tr>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   constexpr unsigned k1 = kFwdOneBarrier, k2 = kFwdWarpSkip, k8 = kFwdLeanCopy, k16 = kFwdOverlap,
                      k64 = kFwdLazyRescale;
-  const unsigned opt = (pr.one_bar || pr.stages == 3 ? k1 : 0u) | (pr.warp_skip ? k2 : 0u) |
+  const unsigned opt = (pr.one_bar || pr.stages >= 3 ? k1 : 0u) | (pr.warp_skip ? k2 : 0u) |
                        (pr.lean_copy ? k8 : 0u) | (pr.overlap ? k16 : 0u) | (pr.lazy ? k64 : 0u);
   if (pr.bc64 && Tr::kHeadDim == 128) {
     using Tr64 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, 64, Tr::kWarps, Tr::kQInRegs>;
     return launch_fwd_tc_opt<Tr64, k2 | k8, k1 | k2 | k8>(opt, p, stream);
+  }
+  if (pr.stages == 4) {
+    using Tr4 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs,
+                          Tr::kMinBlocksPerSm, 4>;
+    return launch_fwd_tc_opt<Tr4, k1 | k2 | k8 | k16 | k64>(opt, p, stream);
   }
   if (pr.stages == 3) {
     using Tr3 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs,
