@@ -102,6 +102,8 @@ const FwdProbe& fwd_probe() {
       const std::string w = v.substr(pos, end - pos);
       pos = end + 1;
       if (w.empty()) continue;
+      f.set = true;
+      if (w == "old") continue;
       if (w == "onebar") f.one_bar = true;
       else if (w == "skip") f.warp_skip = true;
       else if (w == "copy") f.lean_copy = true;
@@ -115,7 +117,7 @@ const FwdProbe& fwd_probe() {
       else if (w == "bc64") f.bc64 = true;
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (onebar, skip, copy, s3, s4, ovl, lazy, bc64)");
+                                    "' is not a flash forward probe (old, onebar, skip, copy, s3, s4, ovl, lazy, bc64)");
     }
     return f;
   }();

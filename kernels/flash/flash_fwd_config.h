@@ -15,16 +15,19 @@ namespace fb::cuda::flash {
 // 16 rows per warp). d <= 64 keeps Q fragments in registers. d = 128 cannot (O alone takes 128
 // registers a thread): Q is re-read from shared memory, and kBc = 32 keeps S small enough to stay
 // clear of spills (128 x 64 spilled ~200 bytes and ran 17% slower on the H200: docs/perf-notes.md).
+// kStages (K/V tiles in flight) and kOpt (the kernel's variant bits, flash_fwd_traits.h) default to TcLoop's:
+// double buffering, two barriers per tile (session 7's loop).
+struct TcLoop { static constexpr int kStages = 2; static constexpr unsigned kOpt = 0; };
 template <int D> struct TcTiles;
-template <> struct TcTiles<32> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
-template <> struct TcTiles<64> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+template <> struct TcTiles<64> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
 // d = 96 as d = 128 (O 96 registers a thread at 32 rows per warp; Q in registers would add 48).
-template <> struct TcTiles<96> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
-template <> struct TcTiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
+template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
+template <> struct TcTiles<128> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
 // block per SM on sm_80/sm_90, none on GPUs with 99 KB per block (unsupported() says so).
-template <> struct TcTiles<256> { static constexpr int kBr = 128, kBc = 32, kWarps = 8; static constexpr bool kQInRegs = false; };
+template <> struct TcTiles<256> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 8; static constexpr bool kQInRegs = false; };
 
 // Head dims with a tensor-core instantiation (flash_fwd_hdim*.cu) and those the fp32/fp64 paths
 // (TF32 and CUDA-core tiles) have too.
@@ -62,13 +65,18 @@ struct FwdConfig {
   static constexpr bool kTensorCores = sizeof(Elem) == 2;
   using Traits = std::conditional_t<
       kTensorCores,
-      FwdTraits<Elem, D, TcTiles<D>::kBr, TcTiles<D>::kBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>,
+      FwdTraits<Elem, D, TcTiles<D>::kBr, TcTiles<D>::kBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs, 1,
+                TcTiles<D>::kStages>,
       SimtFwdTraits<Elem, D, SimtTiles<Elem>::kBr, SimtTiles<Elem>::kBc>>;
+  // The tensor-core kernel's variant bits (flash_fwd_traits.h).
+  static constexpr unsigned kOpt = TcTiles<D>::kOpt;
 };
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
 // words, read once per process (fwd_probe(), flash_fwd.cu; an unknown word throws, naming the variable).
-// Only bf16 at d = 64 and d = 128 has the variant instantiations (kProbed); other cases ignore it.
+// Only bf16 at d = 64 and d = 128 has the variant instantiations (kProbed); other cases ignore it. Any word
+// replaces the shipped loop (TcTiles<D>) by the one the words name, on 128 x kBc tiles:
+//   old    : none of the words below (session 7's loop: two stages, two barriers per tile)
 //   onebar : one cp.async group and one block barrier per KV tile (kernel bit kFwdOneBarrier)
 //   skip   : warps skip the KV tiles none of their rows sees (causal; kFwdWarpSkip)
 //   s3     : three K/V stages, prefetch two tiles ahead (implies onebar); s4: four (with ovl,lazy: its loop
@@ -84,6 +92,7 @@ struct FwdConfig {
 // Instantiated (the combinations call A times; others throw): 2 stages (128 x 32 at d = 128): none, skip,
 // copy, skip+copy, onebar+skip+copy; s3: skip+copy, ovl+skip+copy, ovl+lazy+skip+copy; s4: ovl+lazy+skip+copy; bc64: skip+copy, onebar+skip+copy.
 struct FwdProbe {
+  bool set = false;  // some word given
   bool one_bar = false;
   bool warp_skip = false;
   bool lean_copy = false;

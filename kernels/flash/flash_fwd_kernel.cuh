@@ -64,26 +64,7 @@ __device__ __forceinline__ void load_tile_async_lean(typename Tr::Elem* smem,
                            i * kStepRows < valid_rows);
 }
 
-// Variant bits of the kernel (kOpt), timing probes picked at launch (fwd_probe(), flash_fwd_config.h):
-//   kFwdOneBarrier : K_j and V_j travel as one cp.async group and the loop waits for the whole tile at
-//                    its top: one block barrier per KV tile instead of two (the split waits gave V half a
-//                    tile more time to land; it was issued a whole tile earlier anyway). Needed for
-//                    Tr::kStages > 2 (prefetch distance kStages - 1).
-//   kFwdWarpSkip   : a warp skips the KV tiles none of its rows sees (causal: on the diagonal tiles up to
-//                    Br / Bc - 1 of them per warp) and masks only the tiles its own rows need masked (one
-//                    compare per score against the row's key_end); the block barriers stay outside, every
-//                    warp still loads its share of each tile.
-inline constexpr unsigned kFwdOneBarrier = 1u;
-inline constexpr unsigned kFwdWarpSkip = 2u;
-//   kFwdLeanCopy   : K/V tiles copied by load_tile_async_lean (addresses as compile-time offsets).
-inline constexpr unsigned kFwdLeanCopy = 8u;
-//   kFwdOverlap    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; needs kOneBar and
-//                    three stages or more). With P_j V_j first in program order ptxas made the same schedule.
-inline constexpr unsigned kFwdOverlap = 16u;
-//   kFwdLazyRescale : (with kFwdOverlap) a row's exponent offset moves only when the warp sees a score 2^8
-//                    above it; O's rescale runs only on those tiles (FlashAttention-4's trick).
-inline constexpr unsigned kFwdLazyRescale = 64u;
-
+// Variant bits kOpt (kFwdOneBarrier, ...): flash_fwd_traits.h.
 template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     flash_fwd_tc_kernel(const FwdArgs<typename Tr::Elem, float> a) {

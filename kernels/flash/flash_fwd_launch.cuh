@@ -50,8 +50,14 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
   using Cfg = FwdConfig<T, D>;
   if constexpr (Cfg::kTensorCores) {
     using Tr = typename Cfg::Traits;
-    if constexpr (kProbed<T, D>) return launch_fwd_tc_probe<Tr>(fwd_probe(), p, stream);
-    launch_fwd_tc<Tr>(p, stream);
+    if constexpr (kProbed<T, D>) {
+      const FwdProbe& pr = fwd_probe();
+      if (pr.set) {
+        using Tr2 = FwdTraits<typename Tr::Elem, D, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs>;
+        return launch_fwd_tc_probe<Tr2>(pr, p, stream);
+      }
+    }
+    launch_fwd_tc<Tr, Cfg::kOpt>(p, stream);
   } else {
     launch_fwd_simt<typename Cfg::Traits>(p, stream);
   }
