@@ -3,13 +3,14 @@
 # built tree):
 #   the GPU tests of the forward as shipped ([flashfwd]: bf16 d 64/128 around the tiles; flash's accuracy
 #   cases; seq_q != seq_k), then [flashfwd] once per probe setting (FB_FLASH_FWD_PROBE is read once per
-#   process); CONFIG (default configs/flashfwd-h200.json, bf16) with FILTER (default: the rows that trail
-#   FlashAttention-2: d 128 non-causal N 1k/4k/16k, d 128 causal N 2k, d 64 causal N 4k), verified: the
+#   process); CONFIG (default configs/flashfwd-h200.json) with FILTER (default: the rows that trailed
+#   FlashAttention-2 in session 7, bf16: d 128 non-causal N 1k/4k/16k, d 128 causal N 2k, d 64 causal N 2k/4k;
+#   fp16 d 128 non-causal 4k and causal 2k: the probes are bf16 only, fp16 runs the default), verified: the
 #   shipped kernels, each VARIANT, the shipped kernels again (drift); torch-flash (FlashAttention-2) on the
 #   same spec through scripts/peers.py. Last, a table: TFLOP/s shipped and FA2, FA2 time / shipped time, and
 #   per variant its speed over the shipped kernels' (geometric mean of the runs before and after).
 #     BUILD=build-h200 scripts/flashfwd_h200.sh OUTDIR [VARIANT...]
-# A VARIANT is an FB_FLASH_FWD_PROBE value (comma-separated words: onebar, skip, copy, s3, s4, ovl, lazy, bc64;
+# A VARIANT is an FB_FLASH_FWD_PROBE value (comma-separated words: old, onebar, skip, copy, s3, s4, ovl, lazy, bc64;
 # kernels/flash/flash_fwd_config.h). BUILD must hold flashbench and tests/flashbench_gpu_tests. A variant
 # starts only while the script has run under BUDGET_S seconds (default 60); the summary names the skipped.
 # PEERS=0 skips torch.
@@ -17,11 +18,11 @@ set -uo pipefail
 out=${1:?usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]}
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(ovl,lazy,skip,copy ovl,skip,copy s4,ovl,lazy,skip,copy copy skip,copy bc64,skip,copy onebar,skip,copy s3,skip,copy bc64,onebar,skip,copy skip)
+[ ${#variants[@]} -gt 0 ] || variants=(old ovl,lazy,skip,copy s4,ovl,lazy,skip,copy copy)
 build=${BUILD:-build-h200}
 budget=${BUDGET_S:-60}
 config=${CONFIG:-configs/flashfwd-h200.json}
-filter=${FILTER:-'n(1024|4096|16384)-d128-bf16-full|n2048-d128-bf16-causal|n4096-d64-bf16-causal'}
+filter=${FILTER:-'n(1024|4096|16384)-d128-bf16-full|n2048-d128-bf16-causal|n(2048|4096)-d64-bf16-causal|n4096-d128-fp16-full|n2048-d128-fp16-causal'}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."

@@ -149,9 +149,10 @@ const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (uses_tf32(p.dtype, math) && major < kTensorCoreMinMajor)
     return "flash: fp32 on TF32 tensor cores needs compute capability 8.0 or newer (the exact "
            "CUDA-core path runs anywhere)";
+  // 16-bit: the smaller tiles' shared memory (run_fwd picks them where the default's does not fit).
   const std::size_t smem = uses_tf32(p.dtype, math) ? tf32_smem_bytes(p.head_dim)
                                               : with_config(p, [](auto cfg) {
-                                                  return std::size_t(decltype(cfg)::Traits::kSmemBytes);
+                                                  return std::size_t(decltype(cfg)::SmallTraits::kSmemBytes);
                                                 });
   if (smem > static_cast<std::size_t>(smem_optin))
     return "flash: this tile configuration needs more shared memory per block than the GPU offers";

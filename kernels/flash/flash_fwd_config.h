@@ -13,17 +13,34 @@ namespace fb::cuda::flash {
 // Tensor-core tiles per head_dim (fp16/bf16): kBr x kBc with kWarps warps, 32 query rows per warp
 // (the m16n8k16 B fragments are then reused by two m16 blocks: half the shared-memory traffic of
 // 16 rows per warp). d <= 64 keeps Q fragments in registers. d = 128 cannot (O alone takes 128
-// registers a thread): Q is re-read from shared memory, and kBc = 32 keeps S small enough to stay
-// clear of spills (128 x 64 spilled ~200 bytes and ran 17% slower on the H200: docs/perf-notes.md).
+// registers a thread): Q is re-read from shared memory. Its 128 x 64 tiles spilled ~200 bytes and ran 17%
+// slower than 128 x 32 in session 1 while each K/V copy kept its own pointer (docs/perf-notes.md); with
+// kFwdLeanCopy they fit (TcTiles<128>).
 // kStages (K/V tiles in flight) and kOpt (the kernel's variant bits, flash_fwd_traits.h) default to TcLoop's:
 // double buffering, two barriers per tile (session 7's loop).
-struct TcLoop { static constexpr int kStages = 2; static constexpr unsigned kOpt = 0; };
+// kSmallBc > 0: the key tile (with variant bits kSmallOpt, two stages) on GPUs whose blocks cannot opt in to
+// the shared memory of kBc's tiles (sm_86/89: 99 KB).
+struct TcLoop {
+  static constexpr int kStages = 2;
+  static constexpr unsigned kOpt = 0;
+  static constexpr int kSmallBc = 0;
+  static constexpr unsigned kSmallOpt = 0;
+};
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
 template <> struct TcTiles<64> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
 // d = 96 as d = 128 (O 96 registers a thread at 32 rows per warp; Q in registers would add 48).
 template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
-template <> struct TcTiles<128> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
+// d = 128: FlashAttention-2's 128 x 64 since session 8 (call A: 1.058-1.067x the 128 x 32 kernel's speed, causal N 2k
+// 1.066x), possible once the K/V copies stopped keeping per-chunk pointers in registers (kFwdLeanCopy; ptxas:
+// 255 registers, 16 B of spills) — 104 KB of shared memory a block, so 128 x 32 (session 7's kernel) where a
+// block cannot have that.
+template <> struct TcTiles<128> : TcLoop {
+  static constexpr int kBr = 128, kBc = 64, kWarps = 4;
+  static constexpr bool kQInRegs = false;
+  static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy;
+  static constexpr int kSmallBc = 32;
+};
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
 // block per SM on sm_80/sm_90, none on GPUs with 99 KB per block (unsupported() says so).
@@ -70,6 +87,12 @@ struct FwdConfig {
       SimtFwdTraits<Elem, D, SimtTiles<Elem>::kBr, SimtTiles<Elem>::kBc>>;
   // The tensor-core kernel's variant bits (flash_fwd_traits.h).
   static constexpr unsigned kOpt = TcTiles<D>::kOpt;
+  // The tiles for GPUs with less shared memory a block (TcLoop::kSmallBc); Traits where there are none.
+  static constexpr bool kHasSmall = kTensorCores && TcTiles<D>::kSmallBc > 0;
+  static constexpr int kSmallBc = kHasSmall ? TcTiles<D>::kSmallBc : TcTiles<D>::kBc;
+  using SmallTraits = std::conditional_t<
+      kHasSmall, FwdTraits<Elem, D, TcTiles<D>::kBr, kSmallBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>, Traits>;
+  static constexpr unsigned kSmallOpt = TcTiles<D>::kSmallOpt;
 };
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
@@ -89,8 +112,8 @@ struct FwdConfig {
 //            stages (implies s3, onebar)
 //   lazy   : (with ovl) O's rescale only when a row's max climbs 2^8 above the offset its exponents use
 //            (kFwdLazyRescale; session 2's rescale-when-any-max-moved measured 3-8% slower)
-// Instantiated (the combinations call A times; others throw): 2 stages (128 x 32 at d = 128): none, skip,
-// copy, skip+copy, onebar+skip+copy; s3: skip+copy, ovl+skip+copy, ovl+lazy+skip+copy; s4: ovl+lazy+skip+copy; bc64: skip+copy, onebar+skip+copy.
+// Instantiated (call A's losers removed; their results: docs/perf-notes.md): old, copy; s3: ovl+lazy+skip+copy;
+// s4: ovl+lazy+skip+copy; bc64: skip+copy (= d = 128's default since session 8). Others throw.
 struct FwdProbe {
   bool set = false;  // some word given
   bool one_bar = false;

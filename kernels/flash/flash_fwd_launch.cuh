@@ -11,6 +11,14 @@
 
 namespace fb::cuda::flash {
 
+// Shared memory a block of the current device may opt in to.
+inline int smem_optin() {
+  int device = 0, bytes = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&device));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return bytes;
+}
+
 // Launches flash_fwd_tc_kernel<Tr, kOpt> for the kOpt in kOpts equal to `opt`; a probe combination
 // without an instantiation throws (FB_FLASH_FWD_PROBE names what exists: flash_fwd_config.h).
 template <typename Tr, unsigned... kOpts>
@@ -29,9 +37,11 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
                      k64 = kFwdLazyRescale;
   const unsigned opt = (pr.one_bar || pr.stages >= 3 ? k1 : 0u) | (pr.warp_skip ? k2 : 0u) |
                        (pr.lean_copy ? k8 : 0u) | (pr.overlap ? k16 : 0u) | (pr.lazy ? k64 : 0u);
-  if (pr.bc64 && Tr::kHeadDim == 128) {
-    using Tr64 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, 64, Tr::kWarps, Tr::kQInRegs>;
-    return launch_fwd_tc_opt<Tr64, k2 | k8, k1 | k2 | k8>(opt, p, stream);
+  if constexpr (Tr::kHeadDim == 128) {
+    if (pr.bc64) {
+      using Tr64 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, 64, Tr::kWarps, Tr::kQInRegs>;
+      return launch_fwd_tc_opt<Tr64, k2 | k8>(opt, p, stream);
+    }
   }
   if (pr.stages == 4) {
     using Tr4 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs,
@@ -41,9 +51,9 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if (pr.stages == 3) {
     using Tr3 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs,
                           Tr::kMinBlocksPerSm, 3>;
-    return launch_fwd_tc_opt<Tr3, k1 | k2 | k8, k1 | k2 | k8 | k16, k1 | k2 | k8 | k16 | k64>(opt, p, stream);
+    return launch_fwd_tc_opt<Tr3, k1 | k2 | k8 | k16 | k64>(opt, p, stream);
   }
-  launch_fwd_tc_opt<Tr, 0u, k2, k8, k2 | k8, k1 | k2 | k8>(opt, p, stream);
+  launch_fwd_tc_opt<Tr, 0u, k8>(opt, p, stream);
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
@@ -53,9 +63,14 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
     if constexpr (kProbed<T, D>) {
       const FwdProbe& pr = fwd_probe();
       if (pr.set) {
-        using Tr2 = FwdTraits<typename Tr::Elem, D, Tr::kBr, Tr::kBc, Tr::kWarps, Tr::kQInRegs>;
+        // The probes start from session 7's tiles (128 x 32 at d = 128).
+        using Tr2 = FwdTraits<typename Tr::Elem, D, Tr::kBr, Cfg::kSmallBc, Tr::kWarps, Tr::kQInRegs>;
         return launch_fwd_tc_probe<Tr2>(pr, p, stream);
       }
+    }
+    if constexpr (Cfg::kHasSmall) {
+      if (std::size_t(smem_optin()) < Tr::kSmemBytes)
+        return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
     }
     launch_fwd_tc<Tr, Cfg::kOpt>(p, stream);
   } else {
