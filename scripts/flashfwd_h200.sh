@@ -86,7 +86,7 @@ keys = sorted({k for r in runs.values() for k in r if filt.search(k)} | {k for k
               key=lambda k: (int(re.search(r"-d(\d+)-", k).group(1)), "causal" in k, int(re.search(r"-n(\d+)-", k).group(1))))
 t = lambda n, k: runs[n][k]["time_ms"]["median"] if k in runs.get(n, {}) else nan
 var = [n for n in names if n not in ("ship-first", "ship-last")]
-print("flash bf16 forward: TFLOP/s (ship = first shipped run), x = FA2 time / shipped time; variant columns:")
+print("flash forward: TFLOP/s (ship = first shipped run), x = FA2 time / shipped time; variant columns:")
 print("shipped time (geometric mean of the runs before and after the variants) / variant time (> 1: faster);")
 print("drift = first shipped time / last; '-' = missing or not verified")
 print(f'{"case":40}{"ship":>6}{"FA2":>6}{"x":>7}{"drift":>7}' + "".join(f"{v[2:][:14]:>15}" for v in var))
