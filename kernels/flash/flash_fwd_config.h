@@ -110,10 +110,10 @@ struct FwdConfig {
 //            or onebar,skip,copy: without copy ptxas spills 80-200 bytes)
 //   ovl    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; kFwdOverlap), on three
 //            stages (implies s3, onebar)
-//   lazy   : (with ovl) O's rescale only when a row's max climbs 2^8 above the offset its exponents use
-//            (kFwdLazyRescale; session 2's rescale-when-any-max-moved measured 3-8% slower)
+//   lazy   : O's rescale only when a row's max climbs 2^8 above the offset its exponents use (kFwdLazyRescale;
+//            session 2's rescale-when-any-max-moved measured 3-8% slower); with ovl or with bc64,skip,copy
 // Instantiated (call A's losers removed; their results: docs/perf-notes.md): old, copy; s3: ovl+lazy+skip+copy;
-// s4: ovl+lazy+skip+copy; bc64: skip+copy (= d = 128's default since session 8). Others throw.
+// s4: ovl+lazy+skip+copy; bc64: skip+copy (= d = 128's default since session 8), skip+copy+lazy. Others throw.
 struct FwdProbe {
   bool set = false;  // some word given
   bool one_bar = false;

@@ -73,7 +73,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kLeanCopy = (kOpt & kFwdLeanCopy) != 0;
   constexpr bool kOverlap = (kOpt & kFwdOverlap) != 0;
   constexpr bool kLazy = (kOpt & kFwdLazyRescale) != 0;
-  static_assert(!kLazy || kOverlap, "the lazy rescale is a variant of the overlapped loop");
   static_assert(!kOverlap || (kOneBar && Tr::kStages >= 3), "the overlapped loop needs three stages or more");
   static_assert(kOneBar || Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
@@ -196,6 +195,67 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       row_sum[mt][hf] = 0.f;
     }
 
+  // The online softmax of one score tile (new row maxima, P = exp2(S*c - m) in place, row sums; alpha = the
+  // factor O must be scaled by), and O's rescale.
+  float alpha[kMT][2];
+  bool moved = true;  // kLazy: whether this step moved the warp's exponent offsets (O needs the rescale)
+  auto softmax = [&](float (&sc)[kMT][Tr::kSNTiles][4]) {
+    if constexpr (kLazy) {
+      // The offset m a row's exponents subtract moves only when some row of the warp sees a score more
+      // than 2^kLazyHeadroom above it (a warp vote; then every row takes its new max). Between moves
+      // P <= 2^kLazyHeadroom, and O, the row sums and the LSE all refer to the same m, so the result
+      // is the same; O's rescale (128 FMUL a thread at d = 128) is skipped on most tiles.
+      constexpr float kLazyHeadroom = 8.f;
+      float cand[kMT][2];
+      bool want = false;
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float tile_max = kNegInf;
+#pragma unroll
+          for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+            tile_max = fmaxf(tile_max, fmaxf(sc[mt][nt][2 * hf], sc[mt][nt][2 * hf + 1]));
+          cand[mt][hf] = fmaxf(row_max[mt][hf], quad_max(tile_max) * a.scale_log2);
+          // -inf + headroom is -inf: a row's first visible score always moves it.
+          want |= cand[mt][hf] > row_max[mt][hf] + kLazyHeadroom;
+        }
+      moved = __any_sync(kFullWarp, want);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          const float m_new = moved ? cand[mt][hf] : row_max[mt][hf];
+          const float sub = safe_max(m_new);
+          alpha[mt][hf] = ptx::exp2_approx(row_max[mt][hf] - sub);  // 1 when nothing moved
+          row_max[mt][hf] = m_new;
+          float tile_sum = 0.f;
+#pragma unroll
+          for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+            for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+              const float pe = ptx::exp2_approx(fmaf(sc[mt][nt][e], a.scale_log2, -sub));
+              sc[mt][nt][e] = pe;
+              tile_sum += pe;
+            }
+          row_sum[mt][hf] = row_sum[mt][hf] * alpha[mt][hf] + tile_sum;
+        }
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf)
+          alpha[mt][hf] = online_softmax_row(sc[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
+    }
+  };
+  auto rescale_o = [&] {
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Tr::kONTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] *= alpha[mt][e / 2];
+  };
   if constexpr (kOverlap) {
     // Software-pipelined loop (kFwdOverlap): while the tensor cores run P_j V_j, the softmax of S_{j+1}
     // (computed first) has its inputs ready, so its max/shuffle/exp2 chain can interleave with the HMMAs
@@ -282,65 +342,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
             ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt][kk], b1);
           }
         }
-    };
-    float alpha[kMT][2];
-    bool moved = true;  // kLazy: whether this step moved the warp's exponent offsets (O needs the rescale)
-    auto softmax = [&](float (&sc)[kMT][Tr::kSNTiles][4]) {
-      if constexpr (kLazy) {
-        // The offset m a row's exponents subtract moves only when some row of the warp sees a score more
-        // than 2^kLazyHeadroom above it (a warp vote; then every row takes its new max). Between moves
-        // P <= 2^kLazyHeadroom, and O, the row sums and the LSE all refer to the same m, so the result
-        // is the same; O's rescale (128 FMUL a thread at d = 128) is skipped on most tiles.
-        constexpr float kLazyHeadroom = 8.f;
-        float cand[kMT][2];
-        bool want = false;
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            float tile_max = kNegInf;
-#pragma unroll
-            for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-              tile_max = fmaxf(tile_max, fmaxf(sc[mt][nt][2 * hf], sc[mt][nt][2 * hf + 1]));
-            cand[mt][hf] = fmaxf(row_max[mt][hf], quad_max(tile_max) * a.scale_log2);
-            // -inf + headroom is -inf: a row's first visible score always moves it.
-            want |= cand[mt][hf] > row_max[mt][hf] + kLazyHeadroom;
-          }
-        moved = __any_sync(kFullWarp, want);
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            const float m_new = moved ? cand[mt][hf] : row_max[mt][hf];
-            const float sub = safe_max(m_new);
-            alpha[mt][hf] = ptx::exp2_approx(row_max[mt][hf] - sub);  // 1 when nothing moved
-            row_max[mt][hf] = m_new;
-            float tile_sum = 0.f;
-#pragma unroll
-            for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-#pragma unroll
-              for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-                const float pe = ptx::exp2_approx(fmaf(sc[mt][nt][e], a.scale_log2, -sub));
-                sc[mt][nt][e] = pe;
-                tile_sum += pe;
-              }
-            row_sum[mt][hf] = row_sum[mt][hf] * alpha[mt][hf] + tile_sum;
-          }
-      } else {
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf)
-            alpha[mt][hf] = online_softmax_row(sc[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
-      }
-    };
-    auto rescale_o = [&] {
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < Tr::kONTiles; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] *= alpha[mt][e / 2];
     };
     // Tile j's step: tile j + 1 landed for every thread (tiles up to j + kStages - 2 may fly), every warp
     // is done with tile j - 1, whose stage tile j + kStages - 1 takes.
@@ -472,19 +473,24 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       }
 
       // ---- online softmax: new row maxima, rescale O and the sums, P = exp2(S*c - m) ----
+      if constexpr (kLazy) {
+        softmax(s);
+        if (moved) rescale_o();  // warp-uniform
+      } else {
   #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
   #pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const float alpha = online_softmax_row(s[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
-          // Rescaled every tile: skipping it when no row max moved (a warp vote) measured 3-8%
-          // slower on the H200 (docs/perf-notes.md).
+          for (int hf = 0; hf < 2; ++hf) {
+            const float alpha_r = online_softmax_row(s[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
+            // Rescaled every tile: skipping it when no row max moved (a warp vote) measured 3-8%
+            // slower on the H200 (docs/perf-notes.md).
   #pragma unroll
-          for (int nt = 0; nt < Tr::kONTiles; ++nt) {
-            acc_o[mt][nt][2 * hf] *= alpha;
-            acc_o[mt][nt][2 * hf + 1] *= alpha;
+            for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+              acc_o[mt][nt][2 * hf] *= alpha_r;
+              acc_o[mt][nt][2 * hf + 1] *= alpha_r;
+            }
           }
-        }
+      }
 
       }  // active
 

@@ -40,7 +40,7 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if constexpr (Tr::kHeadDim == 128) {
     if (pr.bc64) {
       using Tr64 = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBr, 64, Tr::kWarps, Tr::kQInRegs>;
-      return launch_fwd_tc_opt<Tr64, k2 | k8>(opt, p, stream);
+      return launch_fwd_tc_opt<Tr64, k2 | k8, k2 | k8 | k64>(opt, p, stream);
     }
   }
   if (pr.stages == 4) {

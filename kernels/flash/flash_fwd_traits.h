@@ -86,7 +86,7 @@ inline constexpr unsigned kFwdLeanCopy = 8u;
 //   kFwdOverlap    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; needs kOneBar and
 //                    three stages or more). With P_j V_j first in program order ptxas made the same schedule.
 inline constexpr unsigned kFwdOverlap = 16u;
-//   kFwdLazyRescale : (with kFwdOverlap) a row's exponent offset moves only when the warp sees a score 2^8
+//   kFwdLazyRescale : a row's exponent offset moves only when the warp sees a score 2^8
 //                    above it; O's rescale runs only on those tiles (FlashAttention-4's trick).
 inline constexpr unsigned kFwdLazyRescale = 64u;
 
