@@ -112,7 +112,8 @@ struct FwdConfig {
 //            stages (implies s3, onebar)
 //   lazy   : O's rescale only when a row's max climbs 2^8 above the offset its exponents use (kFwdLazyRescale;
 //            session 2's rescale-when-any-max-moved measured 3-8% slower); with ovl or with bc64,skip,copy
-// Instantiated (call A's losers removed; their results: docs/perf-notes.md): old, copy; s3: ovl+lazy+skip+copy;
+// Instantiated (call A's losers removed; their results: docs/perf-notes.md): old, copy, skip+copy+lazy (what
+// bc64,skip,copy,lazy runs at d = 64); s3: ovl+lazy+skip+copy;
 // s4: ovl+lazy+skip+copy; bc64: skip+copy (= d = 128's default since session 8), skip+copy+lazy. Others throw.
 struct FwdProbe {
   bool set = false;  // some word given

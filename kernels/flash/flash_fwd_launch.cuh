@@ -53,7 +53,7 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
                           Tr::kMinBlocksPerSm, 3>;
     return launch_fwd_tc_opt<Tr3, k1 | k2 | k8 | k16 | k64>(opt, p, stream);
   }
-  launch_fwd_tc_opt<Tr, 0u, k8>(opt, p, stream);
+  launch_fwd_tc_opt<Tr, 0u, k8, k2 | k8 | k64>(opt, p, stream);
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
