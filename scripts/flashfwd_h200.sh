@@ -18,7 +18,7 @@ set -uo pipefail
 out=${1:?usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]}
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(old bc64,skip,copy,lazy ovl,lazy,skip,copy s4,ovl,lazy,skip,copy copy)
+[ ${#variants[@]} -gt 0 ] || variants=(old bc64,skip,copy)
 build=${BUILD:-build-h200}
 budget=${BUDGET_S:-60}
 config=${CONFIG:-configs/flashfwd-h200.json}
