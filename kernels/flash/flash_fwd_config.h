@@ -113,8 +113,9 @@ struct FwdConfig {
 //            stages (implies s3, onebar)
 //   lazy   : O's rescale only when a row's max climbs 2^8 above the offset its exponents use (kFwdLazyRescale;
 //            session 2's rescale-when-any-max-moved measured 3-8% slower); with ovl or with bc64,skip,copy
-// Instantiated (calls A and B's losers removed; their results: docs/perf-notes.md): old; at d = 128 also
-// bc64,skip,copy (the default before call B) and bc64,skip,copy,lazy (= the default). Others throw.
+// Instantiated (calls A and B's losers removed; their results: docs/perf-notes.md): at d = 128 old,
+// bc64,skip,copy (the default before call B) and bc64,skip,copy,lazy (= the default), others throw; at d = 64
+// every word runs the shipped kernel.
 struct FwdProbe {
   bool set = false;  // some word given
   bool one_bar = false;
