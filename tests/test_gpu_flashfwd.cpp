@@ -1,6 +1,6 @@
 // GPU tests [gpu][flashfwd]: the portable flash forward (mma.sync) at bf16, d = 64 and 128, the cases whose
-// kernel the timing probes swap (FB_FLASH_FWD_PROBE: one barrier per KV tile, warps that skip the tiles
-// their rows do not see, three K/V stages, 128 x 64 tiles at d = 128; kernels/flash/flash_fwd_config.h).
+// kernel the timing probes swap (FB_FLASH_FWD_PROBE, kernels/flash/flash_fwd_config.h: e.g. `old`, session 7's
+// 128 x 32 kernel at d = 128, also what GPUs with less shared memory a block run).
 // The probe is read once per process, so a device call runs this binary once per probe setting; without
 // the variable the shipped kernels run. gpu_main.cpp skips the tests without a device.
 #include <algorithm>
