@@ -1,6 +1,8 @@
 // The forward's host side: checks, and the one runtime -> template dispatch on (dtype, head_dim,
 // fp32 math).
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -89,6 +91,39 @@ std::size_t tf32_smem_bytes(int head_dim) {
 
 }  // namespace
 
+const FwdProbe& fwd_probe() {
+  static const FwdProbe probe = [] {
+    FwdProbe f;
+    const char* env = std::getenv("FB_FLASH_FWD_PROBE");
+    std::string v = env ? env : "";
+    std::size_t pos = 0;
+    while (pos <= v.size()) {
+      const std::size_t end = std::min(v.find(',', pos), v.size());
+      const std::string w = v.substr(pos, end - pos);
+      pos = end + 1;
+      if (w.empty()) continue;
+      f.set = true;
+      if (w == "old") continue;
+      if (w == "onebar") f.one_bar = true;
+      else if (w == "skip") f.warp_skip = true;
+      else if (w == "copy") f.lean_copy = true;
+      else if (w == "lazy") f.lazy = true;
+      else if (w == "ovl") {
+        f.overlap = true;
+        f.stages = std::max(f.stages, 3);
+      }
+      else if (w == "s3") f.stages = 3;
+      else if (w == "s4") f.stages = 4;
+      else if (w == "bc64") f.bc64 = true;
+      else
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
+                                    "' is not a flash forward probe (old, onebar, skip, copy, s3, s4, ovl, lazy, bc64)");
+    }
+    return f;
+  }();
+  return probe;
+}
+
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (!listed(kTcHeadDims, p.head_dim)) return "flash: head_dim must be 32, 64, 96, 128 or 256";
   if (!is_16bit(p.dtype) && !listed(kFp32HeadDims, p.head_dim))
@@ -114,9 +149,10 @@ const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (uses_tf32(p.dtype, math) && major < kTensorCoreMinMajor)
     return "flash: fp32 on TF32 tensor cores needs compute capability 8.0 or newer (the exact "
            "CUDA-core path runs anywhere)";
+  // 16-bit: the smaller tiles' shared memory (run_fwd picks them where the default's does not fit).
   const std::size_t smem = uses_tf32(p.dtype, math) ? tf32_smem_bytes(p.head_dim)
                                               : with_config(p, [](auto cfg) {
-                                                  return std::size_t(decltype(cfg)::Traits::kSmemBytes);
+                                                  return std::size_t(decltype(cfg)::SmallTraits::kSmemBytes);
                                                 });
   if (smem > static_cast<std::size_t>(smem_optin))
     return "flash: this tile configuration needs more shared memory per block than the GPU offers";

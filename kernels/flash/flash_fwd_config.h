@@ -13,18 +13,39 @@ namespace fb::cuda::flash {
 // Tensor-core tiles per head_dim (fp16/bf16): kBr x kBc with kWarps warps, 32 query rows per warp
 // (the m16n8k16 B fragments are then reused by two m16 blocks: half the shared-memory traffic of
 // 16 rows per warp). d <= 64 keeps Q fragments in registers. d = 128 cannot (O alone takes 128
-// registers a thread): Q is re-read from shared memory, and kBc = 32 keeps S small enough to stay
-// clear of spills (128 x 64 spilled ~200 bytes and ran 17% slower on the H200: docs/perf-notes.md).
+// registers a thread): Q is re-read from shared memory. Its 128 x 64 tiles spilled ~200 bytes and ran 17%
+// slower than 128 x 32 in session 1 while each K/V copy kept its own pointer (docs/perf-notes.md); with
+// kFwdLeanCopy they fit (TcTiles<128>).
+// kStages (K/V tiles in flight) and kOpt (the kernel's variant bits, flash_fwd_traits.h) default to TcLoop's:
+// double buffering, two barriers per tile (session 7's loop).
+// kSmallBc > 0: the key tile (with variant bits kSmallOpt, two stages) on GPUs whose blocks cannot opt in to
+// the shared memory of kBc's tiles (sm_86/89: 99 KB).
+struct TcLoop {
+  static constexpr int kStages = 2;
+  static constexpr unsigned kOpt = 0;
+  static constexpr int kSmallBc = 0;
+  static constexpr unsigned kSmallOpt = 0;
+};
 template <int D> struct TcTiles;
-template <> struct TcTiles<32> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
-template <> struct TcTiles<64> { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+template <> struct TcTiles<64> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
 // d = 96 as d = 128 (O 96 registers a thread at 32 rows per warp; Q in registers would add 48).
-template <> struct TcTiles<96> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
-template <> struct TcTiles<128> { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
+template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
+// d = 128: FlashAttention-2's 128 x 64 since session 8 (call A: 1.058-1.067x the 128 x 32 kernel's speed, causal N 2k
+// 1.066x), possible once the K/V copies stopped keeping per-chunk pointers in registers (kFwdLeanCopy; ptxas:
+// 255 registers, 16 B of spills) — 104 KB of shared memory a block, so 128 x 32 (session 7's kernel) where a
+// block cannot have that.
+template <> struct TcTiles<128> : TcLoop {
+  static constexpr int kBr = 128, kBc = 64, kWarps = 4;
+  static constexpr bool kQInRegs = false;
+  // Lazy rescale since call B (1.019-1.031x at d = 128 bf16; the sharp-softmax GPU test passes with it).
+  static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale;
+  static constexpr int kSmallBc = 32;
+};
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
 // block per SM on sm_80/sm_90, none on GPUs with 99 KB per block (unsupported() says so).
-template <> struct TcTiles<256> { static constexpr int kBr = 128, kBc = 32, kWarps = 8; static constexpr bool kQInRegs = false; };
+template <> struct TcTiles<256> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 8; static constexpr bool kQInRegs = false; };
 
 // Head dims with a tensor-core instantiation (flash_fwd_hdim*.cu) and those the fp32/fp64 paths
 // (TF32 and CUDA-core tiles) have too.
@@ -62,9 +83,52 @@ struct FwdConfig {
   static constexpr bool kTensorCores = sizeof(Elem) == 2;
   using Traits = std::conditional_t<
       kTensorCores,
-      FwdTraits<Elem, D, TcTiles<D>::kBr, TcTiles<D>::kBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>,
+      FwdTraits<Elem, D, TcTiles<D>::kBr, TcTiles<D>::kBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs, 1,
+                TcTiles<D>::kStages>,
       SimtFwdTraits<Elem, D, SimtTiles<Elem>::kBr, SimtTiles<Elem>::kBc>>;
+  // The tensor-core kernel's variant bits (flash_fwd_traits.h).
+  static constexpr unsigned kOpt = TcTiles<D>::kOpt;
+  // The tiles for GPUs with less shared memory a block (TcLoop::kSmallBc); Traits where there are none.
+  static constexpr bool kHasSmall = kTensorCores && TcTiles<D>::kSmallBc > 0;
+  static constexpr int kSmallBc = kHasSmall ? TcTiles<D>::kSmallBc : TcTiles<D>::kBc;
+  using SmallTraits = std::conditional_t<
+      kHasSmall, FwdTraits<Elem, D, TcTiles<D>::kBr, kSmallBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>, Traits>;
+  static constexpr unsigned kSmallOpt = TcTiles<D>::kSmallOpt;
 };
+
+// Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
+// words, read once per process (fwd_probe(), flash_fwd.cu; an unknown word throws, naming the variable).
+// Only bf16 at d = 64 and d = 128 has the variant instantiations (kProbed); other cases ignore it. Any word
+// replaces the shipped loop (TcTiles<D>) by the one the words name, on 128 x kBc tiles:
+//   old    : none of the words below (session 7's loop: two stages, two barriers per tile)
+//   onebar : one cp.async group and one block barrier per KV tile (kernel bit kFwdOneBarrier)
+//   skip   : warps skip the KV tiles none of their rows sees (causal; kFwdWarpSkip)
+//   s3     : three K/V stages, prefetch two tiles ahead (implies onebar); s4: four (with ovl,lazy: its loop
+//            then prefetches two tiles ahead)
+//   copy   : K/V copies addressed as compile-time offsets of one pointer (kFwdLeanCopy: no per-chunk
+//            pointers live across the loop; at d = 128 ptxas then stops spilling)
+//   bc64   : d = 128 with 128 x 64 tiles (FlashAttention-2's Hopper/A100 choice; two stages; with skip,copy
+//            or onebar,skip,copy: without copy ptxas spills 80-200 bytes)
+//   ovl    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; kFwdOverlap), on three
+//            stages (implies s3, onebar)
+//   lazy   : O's rescale only when a row's max climbs 2^8 above the offset its exponents use (kFwdLazyRescale;
+//            session 2's rescale-when-any-max-moved measured 3-8% slower); with ovl or with bc64,skip,copy
+// Instantiated (calls A and B's losers removed; their results: docs/perf-notes.md): at d = 128 old,
+// bc64,skip,copy (the default before call B) and bc64,skip,copy,lazy (= the default), others throw; at d = 64
+// every word runs the shipped kernel.
+struct FwdProbe {
+  bool set = false;  // some word given
+  bool one_bar = false;
+  bool warp_skip = false;
+  bool lean_copy = false;
+  bool overlap = false;
+  bool lazy = false;
+  bool bc64 = false;
+  int stages = 2;
+};
+const FwdProbe& fwd_probe();
+template <Dtype T, int D>
+inline constexpr bool kProbed = T == Dtype::bf16 && (D == 64 || D == 128);
 
 // One launch of the forward for (T, D); defined in flash_fwd_launch.cuh, instantiated in the
 // flash_fwd_*.cu files (one group per file, so they compile in parallel).
