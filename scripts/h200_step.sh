@@ -2,12 +2,15 @@
 #   step NAME COMMAND...
 # runs COMMAND with its output in $out/NAME.log under a time limit (STEP_TIMEOUT from the environment, else
 # the script's step_timeout, else 60 s), adds "NAME rc=.. Ns" to the summary array, sets failed=1 when the
-# command fails or times out, and shows the log's last step_tail lines (default 4; 0 shows none) on stderr.
-# A failing step never stops the script: the rest still run, and the summary says which failed.
+# command fails or times out, and shows the log's last step_tail lines (default 4; 0 shows none) on stderr:
+# with step_grep=REGEX, the last step_tail lines that match REGEX instead. step_rc is then the command's
+# exit status (124: timed out), for a script that stops after a hang. A failing step never stops the
+# script by itself: the rest still run, and the summary says which failed.
 #   ensure_build SCRIPT
 # configures and builds $build for sm_90a (flashbench and the GPU tests, log in $out/build.log) when it has
 # no flashbench or GPU test binary yet; a failed build ends the script (exit 1), naming SCRIPT.
 failed=0
+step_rc=0
 summary=()
 step() {  # name, command...
   local name=$1
@@ -16,9 +19,16 @@ step() {  # name, command...
   echo "=== $name: $*" >&2
   timeout "${STEP_TIMEOUT:-${step_timeout:-60}}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
+  step_rc=$rc
   [ "$rc" -eq 0 ] || failed=1
   summary+=("$(printf "%-${step_name_width:-8}s rc=%-3s %4ss" "$name" "$rc" "$((SECONDS - t0))")")
-  if [ "${step_tail:-4}" -gt 0 ]; then tail -n "${step_tail:-4}" "$out/$name.log" >&2; fi
+  if [ "${step_tail:-4}" -gt 0 ]; then
+    if [ -n "${step_grep:-}" ]; then
+      grep -E "$step_grep" "$out/$name.log" | tail -n "${step_tail:-4}" >&2
+    else
+      tail -n "${step_tail:-4}" "$out/$name.log" >&2
+    fi
+  fi
   return 0
 }
 
