@@ -24,11 +24,9 @@ out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
-for exe in "$fb" "$tests"; do
-  [ -x "$exe" ] || { echo "fp8speed_h200.sh: $exe not found (BUILD=$build)" >&2; exit 2; }
-done
 step_timeout=40 step_tail=0 step_name_width=12
 . scripts/h200_step.sh
+require_build fp8speed_h200.sh
 
 # The shipped loop passed in call A; this one runs the new probes at once (not FB_FP8_EXP2_POLY: with
 # O direct it is compiled for d = 128 only, and the tests have d = 64 shapes).

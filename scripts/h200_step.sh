@@ -5,7 +5,10 @@
 # command fails or times out, and shows the log's last step_tail lines (default 4; 0 shows none) on stderr:
 # with step_grep=REGEX, the last step_tail lines that match REGEX instead. step_rc is then the command's
 # exit status (124: timed out), for a script that stops after a hang. A failing step never stops the
-# script by itself: the rest still run, and the summary says which failed.
+# script by itself: the rest still run, and the summary says which failed. With step_result=REGEX, the
+# summary line ends with the log's last line that matches REGEX (a test binary's pass/fail count).
+#   require_build SCRIPT
+# ends the script (exit 2, naming SCRIPT) when $build has no flashbench or GPU test binary.
 #   ensure_build SCRIPT
 # configures and builds $build for sm_90a (flashbench and the GPU tests, log in $out/build.log) when it has
 # no flashbench or GPU test binary yet; a failed build ends the script (exit 1), naming SCRIPT.
@@ -21,7 +24,9 @@ step() {  # name, command...
   local rc=$?
   step_rc=$rc
   [ "$rc" -eq 0 ] || failed=1
-  summary+=("$(printf "%-${step_name_width:-8}s rc=%-3s %4ss" "$name" "$rc" "$((SECONDS - t0))")")
+  local result=""
+  [ -z "${step_result:-}" ] || result="  $(grep -E "$step_result" "$out/$name.log" | tail -n 1)"
+  summary+=("$(printf "%-${step_name_width:-8}s rc=%-3s %4ss%s" "$name" "$rc" "$((SECONDS - t0))" "$result")")
   if [ "${step_tail:-4}" -gt 0 ]; then
     if [ -n "${step_grep:-}" ]; then
       grep -E "$step_grep" "$out/$name.log" | tail -n "${step_tail:-4}" >&2
@@ -30,6 +35,11 @@ step() {  # name, command...
     fi
   fi
   return 0
+}
+
+require_build() {  # script name
+  [ -x "$build/flashbench" ] && [ -x "$build/tests/flashbench_gpu_tests" ] ||
+    { echo "$1: $build has no flashbench or tests/flashbench_gpu_tests" >&2; exit 2; }
 }
 
 ensure_build() {  # script name

@@ -20,11 +20,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
 fb="$build/flashbench"
-[ -x "$fb" ] && [ -x "$build/tests/flashbench_gpu_tests" ] ||
-  { echo "sched_h200.sh: $build has no flashbench or tests/flashbench_gpu_tests" >&2; exit 2; }
 
 step_timeout=60 step_tail=4
 . scripts/h200_step.sh
+require_build sched_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "[sched],flash-sm90*,*seq_q*"
