@@ -7,16 +7,10 @@
 #     BUILD=build-h200 scripts/fp8_h200.sh OUTDIR
 # BUILD must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each step has a timeout.
 set -uo pipefail
-out=${1:?usage: BUILD=DIR scripts/fp8_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-fb="$build/flashbench"
-tests="$build/tests/flashbench_gpu_tests"
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: BUILD=DIR scripts/fp8_h200.sh OUTDIR}"
 # Each step's limit in front of it (step_timeout=...); the summary shows each log's last pass/fail line.
 step_tail=0 step_name_width=18 step_result='passed|failed|PASS|FAIL'
-. scripts/h200_step.sh
 require_build fp8_h200.sh
 
 step_timeout=40 step tests "$tests" "[fp8sm90]"

@@ -1,4 +1,7 @@
-# Sourced by the scripts/*_h200.sh device scripts (after they cd to the repo root and set $out):
+# Sourced by the scripts/*_h200.sh device scripts (by its path, or after they cd to the repo root):
+#   h200_dirs OUTDIR
+# makes OUTDIR and sets $out to its absolute path, build to $BUILD (default build-h200), fb and tests to
+# its flashbench and GPU test binaries, and moves to the repo root (where configs/ and scripts/ are).
 #   step NAME COMMAND...
 # runs COMMAND with its output in $out/NAME.log under a time limit (STEP_TIMEOUT from the environment, else
 # the script's step_timeout, else 60 s), adds "NAME rc=.. Ns" to the summary array, sets failed=1 when the
@@ -12,6 +15,14 @@
 #   ensure_build SCRIPT
 # configures and builds $build for sm_90a (flashbench and the GPU tests, log in $out/build.log) when it has
 # no flashbench or GPU test binary yet; a failed build ends the script (exit 1), naming SCRIPT.
+h200_dirs() {  # OUTDIR
+  build=${BUILD:-build-h200}
+  fb="$build/flashbench"
+  tests="$build/tests/flashbench_gpu_tests"
+  mkdir -p "$1" && out=$(cd "$1" && pwd) || { echo "$0: cannot make $1" >&2; exit 2; }
+  cd "$(dirname "$0")/.." || exit 2
+}
+
 failed=0
 step_rc=0
 summary=()
