@@ -67,15 +67,22 @@ void check_refused(const Case& c, const char* what = "") {
   CHECK(why->find(what) != std::string::npos);
 }
 
-// cudnn poisoned and never run beside naive's run on `c` (the backend holds it): its tracked peak holds
-// at least the workspace `ws` it asks for, and its outputs fail verification.
-void check_unwritten_fails(CudaBackend& b, const Case& c, std::size_t ws) {
-  const KernelRun run = b.run(kernel("cudnn"), 0, 0);  // poisoned, never run
+// naive run on `c` and cudnn's outputs poisoned but never written: they fail verification, and the
+// tracked peak holds at least the workspace cudnn asks for (returned, for the test's check of its size).
+std::size_t check_unwritten_fails(const Case& c) {
+  CudaBackend& b = gpu();
+  b.prepare(c, kSeed);
+  const Descriptor& cudnn = kernel("cudnn");
+  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+  const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
+  const KernelRun run = b.run(cudnn, 0, 0);  // poisoned, never run
   CHECK(run.peak_bytes >= ws);
   std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "cudnn")};
   verify_case(b, records, builtin_kernels());
   REQUIRE(records[1].verified.has_value());
   CHECK_FALSE(*records[1].verified);
+  b.release();
+  return ws;
 }
 
 // naive's and cudnn's fp8 records of one case. naive and LSE: flashbench's verdict. cudnn's O: the
@@ -177,16 +184,9 @@ TEST_CASE("cudnn refuses what its graph cannot express with a reason, and never 
 
 TEST_CASE("cudnn: outputs it never writes fail verification (poison), the workspace is tracked",
           "[gpu][cudnn]") {
-  CudaBackend& b = gpu();
   const Case c = make_case(1, 8, 8, 256, 256, 64, Dtype::bf16, true, Pass::fwd_bwd);
-  b.prepare(c, kSeed);
-  const Descriptor& cudnn = kernel("cudnn");
-  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
   // The backward keeps an fp32 dQ accumulator in flashbench's workspace.
-  const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
-  CHECK(ws >= std::size_t(c.params().q_elems()) * sizeof(float));
-  check_unwritten_fails(b, c, ws);
-  b.release();
+  CHECK(check_unwritten_fails(c) >= std::size_t(c.params().q_elems()) * sizeof(float));
 }
 
 // fp8 (e4m3 Q, K, V with per-tensor descales, O in bf16; kernels/attention.h): the same runner path
@@ -242,16 +242,11 @@ TEST_CASE("cudnn fp8 refuses what cuDNN's FP8 engine cannot do, naming why", "[g
 
 TEST_CASE("cudnn fp8: an O it never writes fails verification (poison), the e4m3 O is in the workspace",
           "[gpu][cudnn]") {
-  CudaBackend& b = gpu();
   const Case c = make_case(1, 8, 8, 512, 512, 128, Dtype::fp8, false, Pass::fwd);
-  b.prepare(c, kSeed);
-  const Descriptor& cudnn = kernel("cudnn");
-  REQUIRE_FALSE(b.check_fits(c, cudnn).has_value());
-  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
-  const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
+  REQUIRE_FALSE(gpu().check_fits(c, kernel("cudnn")).has_value());
+  // The e4m3 O cuDNN writes on Hopper lies in flashbench's workspace.
+  const std::size_t ws = check_unwritten_fails(c);
   if (cuda::cudnn_sdpa::fp8_o_bits(c.params()) == 8) CHECK(ws >= std::size_t(c.params().q_elems()));
-  check_unwritten_fails(b, c, ws);
-  b.release();
 }
 
 #else
