@@ -18,6 +18,11 @@
 
 namespace fb::test {
 
+// The lengths of a case's axes in the case lists: seq_q, seq_k.
+struct SeqLens {
+  int q, k;
+};
+
 // Runs each kernel of `names` once (no warm-up) on the case `c` the backend holds, and returns a record
 // for each that ran. A kernel check_fits refuses is skipped after refused(name, why), which asserts
 // whether that refusal is allowed (the reason is in the message of any assertion it makes).

@@ -503,16 +503,13 @@ namespace {
 // Decode (seq_q of 1 to 16 against odd key lengths), seq_q < seq_k and seq_q > seq_k (causal: the
 // first seq_q - seq_k rows see no key), GQA 32/8 and 8/2, head dims 64 and 128, 16-bit and fp32/fp64.
 std::vector<Case> unequal_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1},     {1, 7},      {1, 63},     {1, 129},     {1, 1000},  {1, 4097},
+  const SeqLens lengths[] = {{1, 1},     {1, 7},      {1, 63},     {1, 129},     {1, 1000},  {1, 4097},
                          {2, 4099},  {16, 4099},  {5, 300},    {100, 1000},  {257, 300}, {1025, 4096},
                          {300, 100}, {1000, 1},   {129, 64},   {4096, 1025}, {300, 17}};
   const Dtype dtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64};
   std::vector<Case> cases;
   int i = 0;
-  for (const Len& l : lengths) {
+  for (const SeqLens& l : lengths) {
     const bool decode = l.q <= 16;
     const int heads = decode ? 32 : 8, kv_heads = decode ? 8 : 2;
     const int dim = i % 2 == 0 ? 128 : 64;
@@ -531,8 +528,8 @@ std::vector<Case> unequal_cases() {
   }
   // Causal diagonals that cut the 64/128-row and -key tiles at odd offsets, both 16-bit types (every
   // kernel, flash-sm90 included), forward and backward.
-  const Len offsets[] = {{63, 130}, {190, 257}, {130, 63}, {64, 192}, {16, 40}};
-  for (const Len& l : offsets)
+  const SeqLens offsets[] = {{63, 130}, {190, 257}, {130, 63}, {64, 192}, {16, 40}};
+  for (const SeqLens& l : offsets)
     for (Dtype t : {Dtype::bf16, Dtype::fp16})
       for (Pass p : {Pass::fwd, Pass::bwd})
         cases.push_back(make_case(1, 4, 2, l.q, l.k, t == Dtype::bf16 ? 128 : 64, t, true, p));
@@ -564,15 +561,12 @@ namespace {
 // Odd lengths around the tiles (flash 128 x 32, flash-sm90 128 x 80), seq_q != seq_k with and
 // without empty rows, MQA/GQA/MHA, both 16-bit types, causal or not. d = 96 (flash only) on the same.
 std::vector<Case> hdim256_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1}, {17, 17}, {1000, 1000}, {4099, 4099}, {17, 1000}, {1000, 17}, {130, 63}};
+  const SeqLens lengths[] = {{1, 1}, {17, 17}, {1000, 1000}, {4099, 4099}, {17, 1000}, {1000, 17}, {130, 63}};
   const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}};
   std::vector<Case> cases;
   int i = 0;
   for (int dim : {256, 96})
-    for (const Len& l : lengths)
+    for (const SeqLens& l : lengths)
       for (bool causal : {false, true}) {
         const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
         cases.push_back(make_case(1 + i % 2, heads[i % 3][0], heads[i % 3][1], l.q, l.k, dim, t, causal,
@@ -611,15 +605,12 @@ namespace {
 // both 16-bit types, bwd and fwd_bwd. `flash` has no d = 256 backward and says so; at d = 96 neither
 // tiled backward runs.
 std::vector<Case> hdim256_bwd_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1},    {17, 17},   {63, 63},  {130, 130}, {1000, 1000}, {1025, 1025},
+  const SeqLens lengths[] = {{1, 1},    {17, 17},   {63, 63},  {130, 130}, {1000, 1000}, {1025, 1025},
                          {17, 1000}, {1000, 17}, {130, 63}, {63, 130},  {190, 257},   {1, 4099}};
   const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}, {8, 2}};
   std::vector<Case> cases;
   int i = 0;
-  for (const Len& l : lengths)
+  for (const SeqLens& l : lengths)
     for (bool causal : {false, true}) {
       const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
       const Pass pass = i % 5 == 4 ? Pass::fwd_bwd : Pass::bwd;

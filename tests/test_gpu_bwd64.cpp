@@ -23,16 +23,13 @@ constexpr std::uint64_t kSeed = 20261130;
 // both ways (causal: rows with no key, and diagonals that cut the 128 x 128 tiles at odd offsets),
 // MQA/GQA/MHA (dK, dV summed over the group's heads), both masks, both 16-bit types, bwd and fwd_bwd.
 std::vector<Case> hdim64_bwd_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1},       {17, 17},     {65, 65},   {127, 127}, {129, 129}, {255, 257},
+  const SeqLens lengths[] = {{1, 1},       {17, 17},     {65, 65},   {127, 127}, {129, 129}, {255, 257},
                          {1000, 1000}, {1025, 1025}, {17, 1000}, {1000, 17}, {130, 63},  {63, 130},
                          {190, 257},   {64, 192},    {1, 4099},  {4099, 1000}};
   const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}, {8, 2}};
   std::vector<Case> cases;
   int i = 0;
-  for (const Len& l : lengths)
+  for (const SeqLens& l : lengths)
     for (bool causal : {false, true}) {
       const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
       const Pass pass = i % 5 == 4 ? Pass::fwd_bwd : Pass::bwd;
