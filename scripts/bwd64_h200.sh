@@ -14,16 +14,9 @@
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the minute). Each step is limited to STEP_TIMEOUT seconds (default 120).
 set -uo pipefail
-out=${1:?usage: scripts/bwd64_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-
-fb="$build/flashbench"
-
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: scripts/bwd64_h200.sh OUTDIR}"
 step_timeout=120 step_tail=6
-. scripts/h200_step.sh
 ensure_build bwd64_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1

@@ -8,16 +8,9 @@
 #   refuse  configs/cudnn-fp8-h200.json, naive and cudnn: skipped with the reason at N 2048, run at N 8192.
 #     BUILD=build-h200 scripts/cudnn_fp8_diag_h200.sh OUTDIR
 set -uo pipefail
-out=${1:?usage: scripts/cudnn_fp8_diag_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-tests="$build/tests/flashbench_gpu_tests"
-fb="$build/flashbench"
-
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: scripts/cudnn_fp8_diag_h200.sh OUTDIR}"
 step_timeout=60 step_tail=0 step_name_width=6
-. scripts/h200_step.sh
 
 step diag "$tests" "[cudnnfp8diag]"
 step tests "$tests" "cudnn fp8*"

@@ -10,15 +10,9 @@
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built with cuDNN.
 # Each step is limited to STEP_TIMEOUT seconds (default 120).
 set -uo pipefail
-out=${1:?usage: scripts/cudnn_fp8_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-fb="$build/flashbench"
-
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: scripts/cudnn_fp8_h200.sh OUTDIR}"
 step_timeout=120 step_tail=0 step_name_width=9
-. scripts/h200_step.sh
 
 step tests "$build/tests/flashbench_gpu_tests" "[cudnn]"
 # What a failing test said, and the warnings (which O type cuDNN stored, what it refused).

@@ -9,24 +9,15 @@
 #    FP32), flash-sm90 (3xTF32) and flash-sm90-tf32x1 (1xTF32, the diagnostic that must fail); then
 #    flash-sm90 again under each timing probe of FB_SM90_FP32_FWD_PROBE (flash_sm90_tf32_launch.cuh);
 #    a table of TFLOP/s and the speed-up over naive (printed last).
-# Each step's log is OUTDIR/<step>.log; the exit status is the number of failed steps.
+# Each step's log is OUTDIR/<step>.log (scripts/h200_step.sh); the summary of the steps comes last; the
+# exit status is 1 when a step failed.
 set -uo pipefail
 out=${1:?usage: scripts/fp32fwd_h200.sh OUTDIR [BUILD_DIR]}
 build=${2:-build}
 mkdir -p "$out"
 fb="$build/flashbench"
-failed=0
-step() {  # name, command...
-  local name=$1
-  shift
-  local t0=$SECONDS
-  echo "=== $name: $*"
-  timeout "${STEP_TIMEOUT:-75}" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  echo "--- $name rc=$rc $((SECONDS - t0))s"
-  grep -E "passed|failed|FAILED|error|FAIL" "$out/$name.log" | tail -n 15
-  [ "$rc" -eq 0 ] || failed=$((failed + 1))
-}
+step_timeout=75 step_tail=15 step_grep="passed|failed|FAILED|error|FAIL" step_name_width=18
+. "$(dirname "$0")/h200_step.sh"
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 # verify first, with a short limit: a kernel that hangs or is wrong stops the script here.
 STEP_TIMEOUT=30 step verify64 "$fb" verify --dtype fp32 --pass fwd --dim 64 --seq 1000 --heads 8 --kv-heads 2 \
@@ -34,7 +25,8 @@ STEP_TIMEOUT=30 step verify64 "$fb" verify --dtype fp32 --pass fwd --dim 64 --se
 STEP_TIMEOUT=30 step verify128 "$fb" verify --dtype fp32 --pass fwd --dim 128 --seq-q 300 --seq-k 1111 \
   --heads 8 --kv-heads 2 --causal both -o "$out/verify-fp32-d128.json"
 if [ "$failed" -ne 0 ]; then
-  echo "verify failed: stopping (logs in $out)"
+  echo "verify failed: stopping (logs in $out)" >&2
+  printf '%s\n' "${summary[@]}"
   exit "$failed"
 fi
 step tests "$build/tests/flashbench_gpu_tests" "[sm90tf32],[fp32tc]"
@@ -90,5 +82,5 @@ for name in ["fwd.json"] + [f"fwd-{pr}.json" for pr in probes]:
         if r["kernel"] != "flash-sm90-tf32x1" and r["status"] != "ok":
             print("NOT OK:", name, r["key"], r["kernel"], r["status"], r.get("reason", ""))
 PY
-echo "failed steps: $failed"
+printf '%s\n' "${summary[@]}"
 exit "$failed"

@@ -7,43 +7,27 @@
 #     BUILD=build-h200 scripts/fp8_h200.sh OUTDIR
 # BUILD must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each step has a timeout.
 set -uo pipefail
-out=${1:?usage: BUILD=DIR scripts/fp8_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-cd "$(dirname "$0")/.."
-fb="$build/flashbench"
-tests="$build/tests/flashbench_gpu_tests"
-for exe in "$fb" "$tests"; do
-  [ -x "$exe" ] || { echo "fp8_h200.sh: $exe not found (BUILD=$build)" >&2; exit 2; }
-done
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: BUILD=DIR scripts/fp8_h200.sh OUTDIR}"
+# Each step's limit in front of it (step_timeout=...); the summary shows each log's last pass/fail line.
+step_tail=0 step_name_width=18 step_result='passed|failed|PASS|FAIL'
+require_build fp8_h200.sh
 
-failed=0
-summary=()
-step() {  # name, seconds, command...
-  local name=$1 limit=$2
-  shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  [ "$rc" -eq 0 ] || failed=1
-  summary+=("$(printf '%-18s rc=%-3s %3ss  %s' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E 'passed|failed|PASS|FAIL' "$out/$name.log" | tail -n 1)")")
-}
-
-step tests 40 "$tests" "[fp8sm90]"
+step_timeout=40 step tests "$tests" "[fp8sm90]"
 # The probe variants furthest from the shipping one, all at once: 128-key tiles, 2 stages, 4/8 on FMA,
 # O rescaled every tile.
-step tests-b128s2p4A 40 env FB_FP8_BC=128 FB_FP8_STAGES=2 FB_FP8_EXP2_POLY=4 FB_FP8_RESCALE=always \
+step_timeout=40 step tests-b128s2p4A env FB_FP8_BC=128 FB_FP8_STAGES=2 FB_FP8_EXP2_POLY=4 FB_FP8_RESCALE=always \
   "$tests" "[fp8sm90]"
-step tests-b224s2p0 40 env FB_FP8_BC=224 FB_FP8_STAGES=2 FB_FP8_EXP2_POLY=0 "$tests" "[fp8sm90]"
-step verify 20 "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 3001 --heads 8 --kv-heads 2 --dim 128 --causal both \
+step_timeout=40 step tests-b224s2p0 env FB_FP8_BC=224 FB_FP8_STAGES=2 FB_FP8_EXP2_POLY=0 "$tests" "[fp8sm90]"
+step_timeout=20 step verify "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 3001 --heads 8 --kv-heads 2 --dim 128 --causal both \
   -o "$out/verify-q1000-k3001-d128.json"
-step verify-d64 20 "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 2048 --heads 8 --kv-heads 2 --dim 64 --causal both \
+step_timeout=20 step verify-d64 "$fb" verify --dtype fp8 --seq-q 1000 --seq-k 2048 --heads 8 --kv-heads 2 --dim 64 --causal both \
   -o "$out/verify-q1000-k2048-d64.json"
 # N = 777 (no naive baseline: verify's dtype bound on LSE alone) failed in session 6's first call with
 # 192-key tiles and 4/8 on FMA; the same shape as shipped and with exp2 all on MUFU tells which part.
-step verify-777 20 "$fb" verify --dtype fp8 --seq 777 --heads 4 --kv-heads 1 --dim 128 --causal both \
+step_timeout=20 step verify-777 "$fb" verify --dtype fp8 --seq 777 --heads 4 --kv-heads 1 --dim 128 --causal both \
   -o "$out/verify-777-d128.json"
-step verify-777-p0 20 env FB_FP8_EXP2_POLY=0 "$fb" verify --dtype fp8 --seq 777 --heads 4 --kv-heads 1 --dim 128 \
+step_timeout=20 step verify-777-p0 env FB_FP8_EXP2_POLY=0 "$fb" verify --dtype fp8 --seq 777 --heads 4 --kv-heads 1 --dim 128 \
   --causal both -o "$out/verify-777-d128-p0.json"
 # Timing variants: bBc sStages pE = keys per tile, ring stages, eighths of exp2 on the FMA pipe; a
 # trailing A rescales O after every tile. Shipping: b192s3p2 (d = 128), s3p0 (d = 64, which ignores
@@ -53,7 +37,7 @@ variants=(b192s2p2 b192s3p2A b192s3p2 b192s3p0 b192s3p1 b192s3p4 b128s3p0 b128s2
 for v in "${variants[@]}"; do
   bc=${v:1:3} st=${v:5:1} e=${v:7:1} resc=grown
   [ "${v:8:1}" = A ] && resc=always
-  step "perf-$v" 30 env FB_FP8_BC=$bc FB_FP8_STAGES=$st FB_FP8_EXP2_POLY=$e FB_FP8_RESCALE=$resc \
+  step_timeout=30 step "perf-$v" env FB_FP8_BC=$bc FB_FP8_STAGES=$st FB_FP8_EXP2_POLY=$e FB_FP8_RESCALE=$resc \
     "$tests" "[fp8sm90perf]"
 done
 

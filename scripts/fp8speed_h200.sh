@@ -17,18 +17,10 @@
 # consumer warpgroups (192 query rows) with 96-key tiles: a third warp per scheduler for the softmax;
 # dir = O stored directly. base2 repeats base last: the drift of the device over the call.
 set -uo pipefail
-out=${1:?usage: BUILD=DIR scripts/fp8speed_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-fb="$build/flashbench"
-tests="$build/tests/flashbench_gpu_tests"
-for exe in "$fb" "$tests"; do
-  [ -x "$exe" ] || { echo "fp8speed_h200.sh: $exe not found (BUILD=$build)" >&2; exit 2; }
-done
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: BUILD=DIR scripts/fp8speed_h200.sh OUTDIR}"
 step_timeout=40 step_tail=0 step_name_width=12
-. scripts/h200_step.sh
+require_build fp8speed_h200.sh
 
 # The shipped loop passed in call A; this one runs the new probes at once (not FB_FP8_EXP2_POLY: with
 # O direct it is compiled for d = 128 only, and the tests have d = 64 shapes).

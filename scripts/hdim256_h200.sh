@@ -10,16 +10,9 @@
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the ~4 minutes the steps take). Each step is limited to STEP_TIMEOUT seconds (default 240).
 set -uo pipefail
-out=${1:?usage: scripts/hdim256_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-
-fb="$build/flashbench"
-
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: scripts/hdim256_h200.sh OUTDIR}"
 step_timeout=240 step_tail=8
-. scripts/h200_step.sh
 ensure_build hdim256_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1

@@ -14,17 +14,10 @@
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. Each
 # step is limited to STEP_TIMEOUT seconds (default 60).
 set -uo pipefail
-out=${1:?usage: scripts/sched_h200.sh OUTDIR}
-build=${BUILD:-build-h200}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-fb="$build/flashbench"
-[ -x "$fb" ] && [ -x "$build/tests/flashbench_gpu_tests" ] ||
-  { echo "sched_h200.sh: $build has no flashbench or tests/flashbench_gpu_tests" >&2; exit 2; }
-
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "${1:?usage: scripts/sched_h200.sh OUTDIR}"
 step_timeout=60 step_tail=4
-. scripts/h200_step.sh
+require_build sched_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "[sched],flash-sm90*,*seq_q*"

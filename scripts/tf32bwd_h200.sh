@@ -9,37 +9,32 @@
 # 3. configs/h200-fp32-bwd-quick.json: N 1024 and 4096, d 64 and 128, causal or not, naive (exact
 #    FP32), flash-sm90 (3xTF32) and flash-sm90-tf32x1 (1xTF32: the split's cost apart from the
 #    kernel's overheads), 3 reps, then a table (last): TFLOP/s and naive time / kernel time.
-# Each step's log is OUTDIR/<step>.log; the exit status is the number of failed steps.
+# Each step's log is OUTDIR/<step>.log (scripts/h200_step.sh); the summary of the steps comes last; the
+# exit status is 1 when a step failed.
 set -uo pipefail
 out=${1:?usage: scripts/tf32bwd_h200.sh OUTDIR [BUILD_DIR]}
 build=${2:-build}
 mkdir -p "$out"
 fb="$build/flashbench"
-failed=0
-step() {  # name, command...
-  local name=$1
-  shift
-  local t0=$SECONDS
-  echo "=== $name: $*"
-  timeout "${STEP_TIMEOUT:-60}" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  echo "--- $name rc=$rc $((SECONDS - t0))s"
-  grep -E "sm90-fp32-bwd|flash-sm90|passed|failed|FAILED|error" "$out/$name.log" | tail -n 30 | cut -c1-180
-  [ "$rc" -eq 0 ] || failed=$((failed + 1))
-  # A hang (timeout) of the kernel would hang every later step too: stop there (a slow profile is
-  # no hang).
-  if [ "$rc" -eq 124 ] && [ "${name#ncu}" = "$name" ]; then
-    echo "$name timed out: stopping (failed steps: $((failed)))"
-    exit "$failed"
+step_timeout=60 step_tail=30 step_name_width=9 step_grep="sm90-fp32-bwd|flash-sm90|passed|failed|FAILED|error"
+. "$(dirname "$0")/h200_step.sh"
+# A hang (timeout) of the kernel would hang every later step too: stop there (a slow profile is no hang,
+# so the ncu steps go through plain step).
+kernel_step() {  # name, command...
+  step "$@"
+  if [ "$step_rc" -eq 124 ]; then
+    echo "$1 timed out: stopping" >&2
+    printf '%s\n' "${summary[@]}"
+    exit 1
   fi
 }
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
-step tests "$build/tests/flashbench_gpu_tests" "[sm90tf32]"
-step verify64 "$fb" verify --dtype fp32 --pass bwd --dim 64 --seq 300 --heads 4 --kv-heads 2 --causal both \
+kernel_step tests "$build/tests/flashbench_gpu_tests" "[sm90tf32]"
+kernel_step verify64 "$fb" verify --dtype fp32 --pass bwd --dim 64 --seq 300 --heads 4 --kv-heads 2 --causal both \
   -o "$out/verify-bwd-d64.json"
-step verify128 "$fb" verify --dtype fp32 --pass bwd --dim 128 --seq-q 300 --seq-k 1111 --heads 8 \
+kernel_step verify128 "$fb" verify --dtype fp32 --pass bwd --dim 128 --seq-q 300 --seq-k 1111 --heads 8 \
   --kv-heads 2 --causal both -o "$out/verify-bwd-d128.json"
-step time "$fb" run configs/h200-fp32-bwd-quick.json -o "$out/fp32-bwd.json"
+kernel_step time "$fb" run configs/h200-fp32-bwd-quick.json -o "$out/fp32-bwd.json"
 # 4. NCU=1 (default when ncu is on PATH): one Nsight Compute profile (--set full, source counters) of
 #    the backward kernel per head dim (configs/h200-fp32-bwd-profile.json), exported as CSV: details
 #    (OUTDIR/ncu-dD-details.csv), every metric (-raw.csv) and per-SASS-instruction stall samples
@@ -87,5 +82,5 @@ for key in sorted(cells):
         return f"{tf:6.1f} {ms:8.3f}ms {x:5.2f}x"
     print(f"{key[0]:>3} {str(key[1]):>6} {key[2]:>5} | " + " | ".join(fmt(k) for k in kernels))
 PY
-echo "failed steps: $failed"
+printf '%s\n' "${summary[@]}"
 exit "$failed"

@@ -10,25 +10,16 @@
 # 3. configs/h200-fp32-sm90.json (naive, naive-tf32, flash, flash-sm90, flash-sm90-tf32x1; N 1k-8k,
 #    d 64/128, causal or not; forward and backward) into OUTDIR/h200-fp32-sm90.json, then a table of
 #    TFLOP/s and speed-ups (FILTER=REGEX passes --filter to the run, e.g. 'bwd').
-# Each step's log is OUTDIR/<step>.log; the exit status is the number of failed steps.
+# Each step's log is OUTDIR/<step>.log (scripts/h200_step.sh); the summary of the steps comes last; the
+# exit status is 1 when a step failed.
 set -uo pipefail
 out=${1:?usage: scripts/tf32wg_h200.sh OUTDIR [BUILD_DIR]}
 build=${2:-build}
 mkdir -p "$out"
 fb="$build/flashbench"
-failed=0
-step() {  # name, command...
-  local name=$1
-  shift
-  local t0=$SECONDS
-  echo "=== $name: $*"
-  timeout "${STEP_TIMEOUT:-240}" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  echo "--- $name rc=$rc $((SECONDS - t0))s"
-  grep -E "sm90-tf32-probe|sm90-fp32-bwd|^fp32-tc .*(O|dQ) |flash-sm90|passed|failed|FAILED|error" \
-    "$out/$name.log" | tail -n 60
-  [ "$rc" -eq 0 ] || failed=$((failed + 1))
-}
+step_timeout=240 step_tail=60 step_name_width=9
+step_grep="sm90-tf32-probe|sm90-fp32-bwd|^fp32-tc .*(O|dQ) |flash-sm90|passed|failed|FAILED|error"
+. "$(dirname "$0")/h200_step.sh"
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 step probe "$build/tests/flashbench_gpu_tests" "[sm90tf32]" -s
@@ -77,5 +68,5 @@ bad = [(r["key"], r["kernel"], r["status"], r.get("reason", "")) for r in doc["r
 for b in bad:
     print("NOT OK:", *b)
 PY
-echo "failed steps: $failed"
+printf '%s\n' "${summary[@]}"
 exit "$failed"

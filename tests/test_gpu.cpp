@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_resources.h"
 #include "catch.h"
+#include "gpu_cases.h"
 #include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
@@ -94,17 +95,8 @@ TEST_CASE("naive meets its dtype tolerance and flash the naive-relative rule vs 
   for (const Case& c : accuracy_cases()) {
     INFO("case " << c.key());
     b.prepare(c, kSeed);
-    std::vector<Record> records;
-    for (const char* name : {"naive", "flash"}) {
-      const Descriptor& k = kernel(name);
-      // Every kernel in the registry must run these shapes (head dims 64/128) on the GPU.
-      const auto why = b.check_fits(c, k);
-      INFO(name << ": " << why.value_or("fits"));
-      REQUIRE_FALSE(why.has_value());
-      const KernelRun run = b.run(k, 0, 1);
-      REQUIRE(run.times_ms.size() == 1);
-      records.push_back(ok_record(c, name));
-    }
+    // Every kernel in the registry must run these shapes (head dims 64/128) on the GPU.
+    std::vector<Record> records = run_each(b, c, {"naive", "flash"}, never_refused);
     verify_case(b, records, builtin_kernels());  // the runner's own rule: runs the reference and compares
 
     const ErrorReport naive = b.compare("naive", "reference");
@@ -116,11 +108,7 @@ TEST_CASE("naive meets its dtype tolerance and flash the naive-relative rule vs 
       const double dv = c.pass == Pass::fwd ? std::numeric_limits<double>::quiet_NaN() : magnitude_of(naive, "dV");
       CHECK(error_of(naive, t) <= tol_baseline(t, c.dtype) * judged_scale(t, magnitude_of(naive, t), dv));
     }
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
+    require_verified(records);
     b.release();
   }
 }
@@ -158,17 +146,8 @@ TEST_CASE("flash-sm90 meets the naive-relative rule on Hopper, and says why not 
       continue;
     }
     b.prepare(c, kSeed);
-    std::vector<Record> records;
-    for (const Descriptor* k : {&kernel("naive"), &sm90}) {
-      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, std::string(k->name)));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
+    std::vector<Record> records = run_each(b, c, {"naive", "flash-sm90"}, never_refused);
+    verify_and_check(b, records);
     b.release();
   }
 }
@@ -524,16 +503,13 @@ namespace {
 // Decode (seq_q of 1 to 16 against odd key lengths), seq_q < seq_k and seq_q > seq_k (causal: the
 // first seq_q - seq_k rows see no key), GQA 32/8 and 8/2, head dims 64 and 128, 16-bit and fp32/fp64.
 std::vector<Case> unequal_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1},     {1, 7},      {1, 63},     {1, 129},     {1, 1000},  {1, 4097},
+  const SeqLens lengths[] = {{1, 1},     {1, 7},      {1, 63},     {1, 129},     {1, 1000},  {1, 4097},
                          {2, 4099},  {16, 4099},  {5, 300},    {100, 1000},  {257, 300}, {1025, 4096},
                          {300, 100}, {1000, 1},   {129, 64},   {4096, 1025}, {300, 17}};
   const Dtype dtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::fp64};
   std::vector<Case> cases;
   int i = 0;
-  for (const Len& l : lengths) {
+  for (const SeqLens& l : lengths) {
     const bool decode = l.q <= 16;
     const int heads = decode ? 32 : 8, kv_heads = decode ? 8 : 2;
     const int dim = i % 2 == 0 ? 128 : 64;
@@ -552,39 +528,12 @@ std::vector<Case> unequal_cases() {
   }
   // Causal diagonals that cut the 64/128-row and -key tiles at odd offsets, both 16-bit types (every
   // kernel, flash-sm90 included), forward and backward.
-  const Len offsets[] = {{63, 130}, {190, 257}, {130, 63}, {64, 192}, {16, 40}};
-  for (const Len& l : offsets)
+  const SeqLens offsets[] = {{63, 130}, {190, 257}, {130, 63}, {64, 192}, {16, 40}};
+  for (const SeqLens& l : offsets)
     for (Dtype t : {Dtype::bf16, Dtype::fp16})
       for (Pass p : {Pass::fwd, Pass::bwd})
         cases.push_back(make_case(1, 4, 2, l.q, l.k, t == Dtype::bf16 ? 128 : 64, t, true, p));
   return cases;
-}
-
-// The outputs of `name` that belong to query rows with no visible key hold exactly O = 0,
-// LSE = -inf and dQ = 0; every other element is finite.
-void check_empty_rows(CudaBackend& b, const Case& c, const std::string& name) {
-  const int empty = c.causal ? std::max(0, c.seq_q - c.seq_k) : 0;
-  for (const HostTensor& t : b.fetch(name)) {
-    INFO(name << " " << t.name << ", " << empty << " empty rows per head");
-    if (t.name == "dK" || t.name == "dV") {
-      for (double x : t.values) REQUIRE(std::isfinite(x));
-      continue;
-    }
-    const std::size_t width = t.name == "LSE" ? 1 : std::size_t(c.head_dim);
-    const std::size_t rows = t.values.size() / width;
-    REQUIRE(rows == std::size_t(c.batch) * c.heads * c.seq_q);
-    std::size_t bad = 0;
-    for (std::size_t r = 0; r < rows; ++r) {
-      const bool is_empty = int(r % std::size_t(c.seq_q)) < empty;
-      for (std::size_t x = 0; x < width; ++x) {
-        const double v = t.values[r * width + x];
-        const bool ok = is_empty ? (t.name == "LSE" ? v == -std::numeric_limits<double>::infinity() : v == 0.0)
-                                 : std::isfinite(v);
-        bad += !ok;
-      }
-    }
-    CHECK(bad == 0);
-  }
 }
 
 }  // namespace
@@ -595,27 +544,13 @@ TEST_CASE("seq_q != seq_k: naive, flash and flash-sm90 verify, rows with no key 
   for (const Case& c : unequal_cases()) {
     INFO("case " << c.key());
     b.prepare(c, kSeed);
-    std::vector<Record> records;
-    for (const char* name : {"naive", "flash", "flash-sm90"}) {
-      const Descriptor& k = kernel(name);
-      if (const auto why = b.check_fits(c, k)) {
-        // flash-sm90 is 16-bit and Hopper only; everything else must run these shapes.
-        const bool sm90_elsewhere = std::string(name) == "flash-sm90";
-        INFO(name << ": " << *why);
-        REQUIRE(sm90_elsewhere);
-        continue;
-      }
-      REQUIRE(b.run(k, 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, name));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-      check_empty_rows(b, c, r.kernel);
-    }
-    check_empty_rows(b, c, "reference");
+    std::vector<Record> records =
+        run_each(b, c, {"naive", "flash", "flash-sm90"}, [](const std::string& name, const std::string&) {
+          // flash-sm90 is 16-bit and Hopper only; everything else must run these shapes.
+          REQUIRE(name == "flash-sm90");
+        });
+    verify_and_check(b, records, each_written(b, c, Tensors::outputs));
+    check_written(b, "reference", Tensors::outputs, c);
     b.release();
   }
 }
@@ -626,15 +561,12 @@ namespace {
 // Odd lengths around the tiles (flash 128 x 32, flash-sm90 128 x 80), seq_q != seq_k with and
 // without empty rows, MQA/GQA/MHA, both 16-bit types, causal or not. d = 96 (flash only) on the same.
 std::vector<Case> hdim256_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1}, {17, 17}, {1000, 1000}, {4099, 4099}, {17, 1000}, {1000, 17}, {130, 63}};
+  const SeqLens lengths[] = {{1, 1}, {17, 17}, {1000, 1000}, {4099, 4099}, {17, 1000}, {1000, 17}, {130, 63}};
   const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}};
   std::vector<Case> cases;
   int i = 0;
   for (int dim : {256, 96})
-    for (const Len& l : lengths)
+    for (const SeqLens& l : lengths)
       for (bool causal : {false, true}) {
         const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
         cases.push_back(make_case(1 + i % 2, heads[i % 3][0], heads[i % 3][1], l.q, l.k, dim, t, causal,
@@ -652,29 +584,15 @@ TEST_CASE("head dims 256 and 96: naive, flash and flash-sm90 forwards verify; po
   for (const Case& c : hdim256_cases()) {
     INFO("case " << c.key());
     b.prepare(c, kSeed);
-    std::vector<Record> records;
-    for (const char* name : {"naive", "flash", "flash-sm90"}) {
-      const Descriptor& k = kernel(name);
-      if (const auto why = b.check_fits(c, k)) {
-        // Only flash-sm90 may be refused: always at d = 96 (not in its head dims), at d = 256 on a
-        // device that is not compute capability 9.0 or a build without sm_90a code.
-        INFO(name << ": " << *why);
-        REQUIRE(std::string(name) == "flash-sm90");
-        if (c.head_dim == 256) WARN("flash-sm90 not run: " << *why);
-        continue;
-      }
-      // The backend fills every output with NaN before the run: an element a kernel leaves
-      // unwritten fails verification and check_empty_rows.
-      REQUIRE(b.run(k, 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, name));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-      check_empty_rows(b, c, r.kernel);
-    }
+    std::vector<Record> records =
+        run_each(b, c, {"naive", "flash", "flash-sm90"}, [&](const std::string& name, const std::string& why) {
+          // Only flash-sm90 may be refused: always at d = 96 (not in its head dims), at d = 256 on a
+          // device that is not compute capability 9.0 or a build without sm_90a code.
+          REQUIRE(name == "flash-sm90");
+          if (c.head_dim == 256) WARN("flash-sm90 not run: " << why);
+        });
+    // Outputs are NaN before the run: an element a kernel leaves unwritten fails both checks.
+    verify_and_check(b, records, each_written(b, c, Tensors::outputs));
     b.release();
   }
 }
@@ -687,15 +605,12 @@ namespace {
 // both 16-bit types, bwd and fwd_bwd. `flash` has no d = 256 backward and says so; at d = 96 neither
 // tiled backward runs.
 std::vector<Case> hdim256_bwd_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1},    {17, 17},   {63, 63},  {130, 130}, {1000, 1000}, {1025, 1025},
+  const SeqLens lengths[] = {{1, 1},    {17, 17},   {63, 63},  {130, 130}, {1000, 1000}, {1025, 1025},
                          {17, 1000}, {1000, 17}, {130, 63}, {63, 130},  {190, 257},   {1, 4099}};
   const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}, {8, 2}};
   std::vector<Case> cases;
   int i = 0;
-  for (const Len& l : lengths)
+  for (const SeqLens& l : lengths)
     for (bool causal : {false, true}) {
       const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
       const Pass pass = i % 5 == 4 ? Pass::fwd_bwd : Pass::bwd;
@@ -719,32 +634,8 @@ TEST_CASE("head dim 256: the flash-sm90 backward verifies beside naive; poisoned
       INFO("flash: " << *why);
       CHECK(why->find("256") != std::string::npos);
     }
-    b.prepare(c, kSeed);
-    std::vector<Record> records;
-    for (const char* name : {"naive", "flash-sm90"}) {
-      if (const auto why = b.check_fits(c, kernel(name))) {
-        // Only flash-sm90 may be refused, and only off Hopper or in a build without sm_90a code
-        // (never for the shape: shared memory, head dim, lengths).
-        INFO(name << ": " << *why);
-        REQUIRE(std::string(name) == "flash-sm90");
-        CHECK((why->find("compute capability 9.0") != std::string::npos ||
-               why->find("sm_90a") != std::string::npos));
-        WARN("flash-sm90 not run: " << *why);
-        continue;
-      }
-      // The backend fills every output with NaN before the run: a gradient element the kernel
-      // leaves unwritten fails verification and check_empty_rows.
-      REQUIRE(b.run(kernel(name), 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, name));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-      check_empty_rows(b, c, r.kernel);
-    }
-    b.release();
+    // Outputs are NaN before the run: a gradient element the kernel leaves unwritten fails both checks.
+    check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::outputs));
   }
 }
 
@@ -764,13 +655,8 @@ TEST_CASE("head dim 96: the naive backward verifies; the tiled backwards say why
              why->find("head_dim must be") != std::string::npos));
     }
     b.prepare(c, kSeed);
-    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
-    std::vector<Record> records{ok_record(c, "naive")};
-    verify_case(b, records, builtin_kernels());
-    INFO("naive errors " << records[0].errors.dump());
-    REQUIRE(records[0].verified.has_value());
-    CHECK(*records[0].verified);
-    check_empty_rows(b, c, "naive");
+    std::vector<Record> records = run_each(b, c, {"naive"}, never_refused);
+    verify_and_check(b, records, each_written(b, c, Tensors::outputs));
     b.release();
   }
 }
@@ -809,13 +695,7 @@ TEST_CASE("flash-sm90's tile counter: many tiles per block, repeated launches ve
     REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
     REQUIRE(b.run(sm90, 3, 3).times_ms.size() == 3);
     std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "flash-sm90")};
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-      check_empty_rows(b, c, r.kernel);
-    }
+    verify_and_check(b, records, each_written(b, c, Tensors::outputs));
     b.release();
   }
 }

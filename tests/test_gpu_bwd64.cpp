@@ -2,18 +2,13 @@
 // query rows between the consumers, persistent blocks: kernels/flash_sm90/flash_sm90_bwd_traits.h)
 // beside naive, against the fp64 reference. gpu_main.cpp skips them without a device; off Hopper (or
 // in a build without sm_90a code) flash-sm90 says why and only naive runs.
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#include "gpu_cases.h"
 #include "gpu_support.h"
-#include "judge.h"
-#include "registry.h"
-#include "runner.h"
 
 namespace {
 
@@ -28,16 +23,13 @@ constexpr std::uint64_t kSeed = 20261130;
 // both ways (causal: rows with no key, and diagonals that cut the 128 x 128 tiles at odd offsets),
 // MQA/GQA/MHA (dK, dV summed over the group's heads), both masks, both 16-bit types, bwd and fwd_bwd.
 std::vector<Case> hdim64_bwd_cases() {
-  struct Len {
-    int q, k;
-  };
-  const Len lengths[] = {{1, 1},       {17, 17},     {65, 65},   {127, 127}, {129, 129}, {255, 257},
+  const SeqLens lengths[] = {{1, 1},       {17, 17},     {65, 65},   {127, 127}, {129, 129}, {255, 257},
                          {1000, 1000}, {1025, 1025}, {17, 1000}, {1000, 17}, {130, 63},  {63, 130},
                          {190, 257},   {64, 192},    {1, 4099},  {4099, 1000}};
   const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}, {8, 2}};
   std::vector<Case> cases;
   int i = 0;
-  for (const Len& l : lengths)
+  for (const SeqLens& l : lengths)
     for (bool causal : {false, true}) {
       const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
       const Pass pass = i % 5 == 4 ? Pass::fwd_bwd : Pass::bwd;
@@ -54,24 +46,6 @@ std::vector<Case> hdim64_bwd_cases() {
   return cases;
 }
 
-// Every gradient element of `name` is finite (the backend fills outputs with NaN before a run, so an
-// element the kernel never wrote shows up), and the dQ rows of query rows with no visible key
-// (causal, seq_q > seq_k: the first seq_q - seq_k rows of each head) are exactly 0.
-void check_gradients_written(CudaBackend& b, const Case& c, const std::string& name) {
-  const int empty = c.causal ? std::max(0, c.seq_q - c.seq_k) : 0;
-  for (const HostTensor& t : b.fetch(name)) {
-    if (t.name != "dQ" && t.name != "dK" && t.name != "dV") continue;
-    INFO(name << " " << t.name << ", " << empty << " empty rows per head");
-    std::size_t bad = 0;
-    for (std::size_t x = 0; x < t.values.size(); ++x) {
-      const double v = t.values[x];
-      const bool empty_row = t.name == "dQ" && int(x / std::size_t(c.head_dim) % std::size_t(c.seq_q)) < empty;
-      bad += empty_row ? v != 0.0 : !std::isfinite(v);
-    }
-    CHECK(bad == 0);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("head dim 64: the flash-sm90 backward verifies beside naive; poisoned gradients all written",
@@ -79,28 +53,8 @@ TEST_CASE("head dim 64: the flash-sm90 backward verifies beside naive; poisoned 
   CudaBackend& b = gpu();
   for (const Case& c : hdim64_bwd_cases()) {
     INFO("case " << c.key());
-    b.prepare(c, kSeed);
-    std::vector<Record> records;
-    for (const char* name : {"naive", "flash-sm90"}) {
-      if (const auto why = b.check_fits(c, kernel(name))) {
-        // Only flash-sm90 may be refused, and only off Hopper or in a build without sm_90a code.
-        INFO(name << ": " << *why);
-        REQUIRE(std::string(name) == "flash-sm90");
-        CHECK((why->find("compute capability 9.0") != std::string::npos ||
-               why->find("sm_90a") != std::string::npos));
-        WARN("flash-sm90 not run: " << *why);
-        continue;
-      }
-      REQUIRE(b.run(kernel(name), 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, name));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-      check_gradients_written(b, c, r.kernel);
-    }
-    b.release();
+    // Every gradient element finite (outputs are NaN before the run), and the dQ rows of query rows with
+    // no visible key (causal, seq_q > seq_k: the first seq_q - seq_k rows of each head) exactly 0.
+    check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
   }
 }

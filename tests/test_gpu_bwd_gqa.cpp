@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
 #include "flash_sm90/flash_sm90_bwd.h"
+#include "gpu_cases.h"
 #include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
@@ -55,13 +56,7 @@ std::vector<Case> gqa_bwd_cases() {
 // Every gradient element of `name` is finite (the backend fills outputs with NaN before a run, so an
 // element the kernel never wrote shows up).
 void check_gradients_written(CudaBackend& b, const std::string& name) {
-  for (const HostTensor& t : b.fetch(name)) {
-    if (t.name != "dQ" && t.name != "dK" && t.name != "dV") continue;
-    INFO(name << " " << t.name);
-    std::size_t bad = 0;
-    for (const double v : t.values) bad += !std::isfinite(v);
-    CHECK(bad == 0);
-  }
+  check_written(b, name, Tensors::gradients);
 }
 
 }  // namespace
@@ -71,29 +66,7 @@ TEST_CASE("GQA/MQA: the flash-sm90 backward verifies beside naive; gradients all
   CudaBackend& b = gpu();
   for (const Case& c : gqa_bwd_cases()) {
     INFO("case " << c.key());
-    b.prepare(c, kSeed);
-    std::vector<Record> records;
-    for (const char* name : {"naive", "flash-sm90"}) {
-      if (const auto why = b.check_fits(c, kernel(name))) {
-        // Only flash-sm90 may be refused, and only off Hopper or in a build without sm_90a code.
-        INFO(name << ": " << *why);
-        REQUIRE(std::string(name) == "flash-sm90");
-        CHECK((why->find("compute capability 9.0") != std::string::npos ||
-               why->find("sm_90a") != std::string::npos));
-        WARN("flash-sm90 not run: " << *why);
-        continue;
-      }
-      REQUIRE(b.run(kernel(name), 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, name));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-      check_gradients_written(b, r.kernel);
-    }
-    b.release();
+    check_sm90_beside_naive(b, c, kSeed, [&](const Record& r) { check_gradients_written(b, r.kernel); });
   }
 }
 

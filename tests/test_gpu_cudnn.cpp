@@ -11,6 +11,7 @@
 #if FLASHBENCH_HAVE_CUDNN
 #include "cudnn/cudnn_sdpa.h"
 #endif
+#include "gpu_cases.h"
 #include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
@@ -48,6 +49,41 @@ std::vector<Record> run_and_verify(const Case& c, int cudnn_reps = 1) {
 #if FLASHBENCH_HAVE_CUDNN
 
 namespace {
+
+// Whether cudnn takes `c`; where it does not, the reason (logged) must be cuDNN's.
+bool cudnn_takes(const Case& c) {
+  const auto why = gpu().check_fits(c, kernel("cudnn"));
+  if (!why) return true;
+  WARN("cudnn refuses " << c.key() << ": " << *why);
+  CHECK(why->find("cuDNN") != std::string::npos);
+  return false;
+}
+
+// cudnn refuses `c`, with a reason that names `what` (by default: any reason).
+void check_refused(const Case& c, const char* what = "") {
+  const auto why = gpu().check_fits(c, kernel("cudnn"));
+  REQUIRE(why.has_value());
+  INFO("cudnn: " << *why);
+  CHECK(why->find(what) != std::string::npos);
+}
+
+// naive run on `c` and cudnn's outputs poisoned but never written: they fail verification, and the
+// tracked peak holds at least the workspace cudnn asks for (returned, for the test's check of its size).
+std::size_t check_unwritten_fails(const Case& c) {
+  CudaBackend& b = gpu();
+  b.prepare(c, kSeed);
+  const Descriptor& cudnn = kernel("cudnn");
+  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+  const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
+  const KernelRun run = b.run(cudnn, 0, 0);  // poisoned, never run
+  CHECK(run.peak_bytes >= ws);
+  std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "cudnn")};
+  verify_case(b, records, builtin_kernels());
+  REQUIRE(records[1].verified.has_value());
+  CHECK_FALSE(*records[1].verified);
+  b.release();
+  return ws;
+}
 
 // naive's and cudnn's fp8 records of one case. naive and LSE: flashbench's verdict. cudnn's O: the
 // verdict too when cuDNN stores O in bf16; when it stores e4m3 (Hopper), that rounding (half an e4m3
@@ -100,11 +136,7 @@ TEST_CASE("cudnn verifies against fp64: plain, causal square and bottom-right, G
   };
   for (const Case& c : cases) {
     INFO("case " << c.key());
-    for (const Record& r : run_and_verify(c)) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
+    require_verified(run_and_verify(c));
   }
 }
 
@@ -118,19 +150,10 @@ TEST_CASE("cudnn backward with seq_k not a multiple of 128 (the padding-mask wor
       make_case(2, 4, 4, 200, 200, 128, Dtype::bf16, true, Pass::bwd),
       make_case(1, 16, 1, 64, 1000, 64, Dtype::fp16, false, Pass::fwd_bwd),   // MQA, seq_q < seq_k
   };
-  CudaBackend& b = gpu();
   for (const Case& c : cases) {
     INFO("case " << c.key());
-    if (const auto why = b.check_fits(c, kernel("cudnn"))) {
-      WARN("cudnn refuses " << c.key() << ": " << *why);
-      CHECK(why->find("cuDNN") != std::string::npos);
-      continue;
-    }
-    for (const Record& r : run_and_verify(c)) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
+    if (!cudnn_takes(c)) continue;
+    require_verified(run_and_verify(c));
   }
 }
 
@@ -139,18 +162,8 @@ TEST_CASE("cudnn at head_dim 256: verified where cuDNN has an engine, else refus
   for (const Pass pass : {Pass::fwd, Pass::fwd_bwd}) {
     const Case c = make_case(1, 4, 4, 512, 512, 256, Dtype::bf16, true, pass);
     INFO("case " << c.key());
-    CudaBackend& b = gpu();
-    const auto why = b.check_fits(c, kernel("cudnn"));
-    if (why) {
-      WARN("cudnn refuses " << c.key() << ": " << *why);
-      CHECK(why->find("cuDNN") != std::string::npos);
-      continue;
-    }
-    for (const Record& r : run_and_verify(c)) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
+    if (!cudnn_takes(c)) continue;
+    require_verified(run_and_verify(c));
   }
 }
 
@@ -158,13 +171,9 @@ TEST_CASE("cudnn refuses what its graph cannot express with a reason, and never 
   CudaBackend& b = gpu();
   const Descriptor& cudnn = kernel("cudnn");
   // Causal with seq_q > seq_k: rows with no key are outside cuDNN's bottom-right mask.
-  auto why = b.check_fits(make_case(1, 4, 4, 256, 128, 64, Dtype::bf16, true, Pass::fwd), cudnn);
-  REQUIRE(why.has_value());
-  CHECK(why->find("seq_q <= seq_k") != std::string::npos);
+  check_refused(make_case(1, 4, 4, 256, 128, 64, Dtype::bf16, true, Pass::fwd), "seq_q <= seq_k");
   // Head dims off cuDNN's grid.
-  why = b.check_fits(make_case(1, 4, 4, 128, 128, 36, Dtype::bf16, false, Pass::fwd), cudnn);
-  REQUIRE(why.has_value());
-  CHECK(why->find("head_dim") != std::string::npos);
+  check_refused(make_case(1, 4, 4, 128, 128, 36, Dtype::bf16, false, Pass::fwd), "head_dim");
   // The same shape asked twice answers the same (the reason is kept with the plan).
   const Case odd = make_case(1, 4, 4, 64, 1000, 64, Dtype::fp16, false, Pass::fwd_bwd);
   const auto first = b.check_fits(odd, cudnn);
@@ -175,21 +184,9 @@ TEST_CASE("cudnn refuses what its graph cannot express with a reason, and never 
 
 TEST_CASE("cudnn: outputs it never writes fail verification (poison), the workspace is tracked",
           "[gpu][cudnn]") {
-  CudaBackend& b = gpu();
   const Case c = make_case(1, 8, 8, 256, 256, 64, Dtype::bf16, true, Pass::fwd_bwd);
-  b.prepare(c, kSeed);
-  const Descriptor& cudnn = kernel("cudnn");
-  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
   // The backward keeps an fp32 dQ accumulator in flashbench's workspace.
-  const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
-  CHECK(ws >= std::size_t(c.params().q_elems()) * sizeof(float));
-  const KernelRun run = b.run(cudnn, 0, 0);  // poisoned, never run
-  CHECK(run.peak_bytes >= ws);
-  std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "cudnn")};
-  verify_case(b, records, builtin_kernels());
-  REQUIRE(records[1].verified.has_value());
-  CHECK_FALSE(*records[1].verified);
-  b.release();
+  CHECK(check_unwritten_fails(c) >= std::size_t(c.params().q_elems()) * sizeof(float));
 }
 
 // fp8 (e4m3 Q, K, V with per-tensor descales, O in bf16; kernels/attention.h): the same runner path
@@ -216,62 +213,40 @@ TEST_CASE("cudnn fp8 forward verifies against fp64: d 128 and 64, causal square,
     INFO("cudnn: " << b.check_fits(c, kernel("cudnn")).value_or("fits"));
     check_fp8_records(run_and_verify(c), o_bits);
   }
-  // Decode, odd lengths naive's FP8 path takes (seq_k a multiple of 16), and the configs/cudnn-fp8-h200.json
-  // shape where cuDNN's Hopper engine races (cudnn_sdpa.cpp, fp8_race_shape; test_gpu_cudnn_fp8.cpp):
-  // verified where cudnn takes them, else refused with the reason.
+  // Decode, odd query lengths (seq_k 1008 is a multiple of 16, which naive's FP8 path needed before it
+  // padded any length: kernels/naive/fp8_pad.h), and the configs/cudnn-fp8-h200.json shape where cuDNN's
+  // Hopper engine races (cudnn_sdpa.cpp, fp8_race_shape; test_gpu_cudnn_fp8.cpp): verified where cudnn
+  // takes them, else refused with the reason.
   for (const Case& c : {make_case(8, 16, 16, 2048, 2048, 128, Dtype::fp8, false, Pass::fwd),
                         make_case(8, 16, 16, 2048, 2048, 128, Dtype::fp8, true, Pass::fwd),
                         make_case(1, 8, 8, 200, 1008, 128, Dtype::fp8, false, Pass::fwd),
                         make_case(2, 16, 4, 333, 1008, 64, Dtype::fp8, false, Pass::fwd),  // GQA, d 64
                         make_case(4, 32, 8, 1, 4096, 128, Dtype::fp8, true, Pass::fwd)}) {  // the row sees all
     INFO("case " << c.key());
-    if (const auto why = b.check_fits(c, kernel("cudnn"))) {
-      WARN("cudnn refuses " << c.key() << ": " << *why);
-      CHECK(why->find("cuDNN") != std::string::npos);
-      continue;
-    }
+    if (!cudnn_takes(c)) continue;
     check_fp8_records(run_and_verify(c), o_bits);
   }
 }
 
 TEST_CASE("cudnn fp8 refuses what cuDNN's FP8 engine cannot do, naming why", "[gpu][cudnn]") {
-  CudaBackend& b = gpu();
-  const Descriptor& cudnn = kernel("cudnn");
   // Bottom-right causal with seq_q < seq_k: Hopper's FP8 engine masks top-left only.
-  auto why = b.check_fits(make_case(1, 4, 4, 128, 512, 128, Dtype::fp8, true, Pass::fwd), cudnn);
-  REQUIRE(why.has_value());
-  CHECK(why->find("top-left") != std::string::npos);
+  check_refused(make_case(1, 4, 4, 128, 512, 128, Dtype::fp8, true, Pass::fwd), "top-left");
   // seq_q > seq_k causal.
-  why = b.check_fits(make_case(1, 4, 4, 512, 128, 128, Dtype::fp8, true, Pass::fwd), cudnn);
-  REQUIRE(why.has_value());
+  check_refused(make_case(1, 4, 4, 512, 128, 128, Dtype::fp8, true, Pass::fwd));
   // A head dim off the FP8 grid (a multiple of 8 that the 16-bit graphs take).
-  why = b.check_fits(make_case(1, 4, 4, 128, 128, 40, Dtype::fp8, false, Pass::fwd), cudnn);
-  REQUIRE(why.has_value());
-  CHECK(why->find("multiple of 16") != std::string::npos);
+  check_refused(make_case(1, 4, 4, 128, 128, 40, Dtype::fp8, false, Pass::fwd), "multiple of 16");
   // No fp8 backward.
-  why = b.check_fits(make_case(1, 4, 4, 128, 128, 128, Dtype::fp8, false, Pass::fwd_bwd), cudnn);
-  REQUIRE(why.has_value());
-  CHECK(why->find("forward only") != std::string::npos);
+  check_refused(make_case(1, 4, 4, 128, 128, 128, Dtype::fp8, false, Pass::fwd_bwd), "forward only");
   CHECK(cuda::cudnn_sdpa::fp8_o_bits(make_case(1, 4, 4, 128, 512, 128, Dtype::fp8, true, Pass::fwd).params()) == 0);
 }
 
 TEST_CASE("cudnn fp8: an O it never writes fails verification (poison), the e4m3 O is in the workspace",
           "[gpu][cudnn]") {
-  CudaBackend& b = gpu();
   const Case c = make_case(1, 8, 8, 512, 512, 128, Dtype::fp8, false, Pass::fwd);
-  b.prepare(c, kSeed);
-  const Descriptor& cudnn = kernel("cudnn");
-  REQUIRE_FALSE(b.check_fits(c, cudnn).has_value());
-  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
-  const std::size_t ws = cudnn.cuda.workspace_bytes(c.pass, c.params());
+  REQUIRE_FALSE(gpu().check_fits(c, kernel("cudnn")).has_value());
+  // The e4m3 O cuDNN writes on Hopper lies in flashbench's workspace.
+  const std::size_t ws = check_unwritten_fails(c);
   if (cuda::cudnn_sdpa::fp8_o_bits(c.params()) == 8) CHECK(ws >= std::size_t(c.params().q_elems()));
-  const KernelRun run = b.run(cudnn, 0, 0);  // poisoned, never run
-  CHECK(run.peak_bytes >= ws);
-  std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "cudnn")};
-  verify_case(b, records, builtin_kernels());
-  REQUIRE(records[1].verified.has_value());
-  CHECK_FALSE(*records[1].verified);
-  b.release();
 }
 
 #else

@@ -2,27 +2,19 @@
 // runner's path against the fp64 reference, and against the CPU backend's emulation of the same
 // roundings on the same e4m3 inputs: the same error against fp64, not the same bits (the FP8 MMAs
 // accumulate with fewer bits than fp32; see the last test). gpu_main.cpp skips without a device.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "attention.h"
-#include "backend/cpu/cpu_attention.h"
-#include "backend/cpu/memory.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_resources.h"
 #include "catch.h"
-#include "common/check.h"
 #include "common/fp8.h"
+#include "gpu_fp8_support.h"
 #include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
@@ -132,167 +124,11 @@ TEST_CASE("naive fp8 on CUDA takes any head_dim and seq_k (padded, fp8_pad.h), r
 // ---- the same e4m3 inputs through the CUDA path and the CPU emulation ----
 namespace {
 
-struct Fp8Tensor {
-  std::vector<std::uint8_t> codes;
-  float descale = 1;
-};
-
-// Standard normals quantised as the backends do (attention.h): s = amax / 448, codes e4m3(x / s).
-Fp8Tensor quantised_normals(std::int64_t n, std::mt19937_64& gen) {
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<std::size_t>(n));
-  float amax = 0;
-  for (float& v : x) {
-    v = normal(gen);
-    amax = std::max(amax, std::abs(v));
-  }
-  Fp8Tensor t;
-  t.descale = amax / kFp8E4m3Max;
-  t.codes.resize(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) t.codes[i] = fp8_e4m3_from_float(x[i] / t.descale);
-  return t;
-}
-
-std::vector<double> dequantised(const Fp8Tensor& t) {
-  std::vector<double> out(t.codes.size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = double(fp8_e4m3_to_float(t.codes[i])) * t.descale;
-  return out;
-}
-
-double bf16_value(std::uint16_t bits) {
-  const std::uint32_t u = std::uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-struct DeviceMemory {
-  void* p = nullptr;
-  explicit DeviceMemory(std::size_t bytes) { FB_CUDA_CHECK(cudaMalloc(&p, bytes < 1 ? 1 : bytes)); }
-  ~DeviceMemory() { FB_CUDA_CHECK_NOTHROW(cudaFree(p)); }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-};
-
-struct Fp8Outputs {
-  std::vector<double> o, lse;
-};
-
-struct Fp8Inputs {
-  AttentionParams p;  // shape, scale and descales; pointers unset
-  Fp8Tensor q, k, v;
-};
-
-Fp8Inputs make_inputs(const Case& c, std::uint64_t seed) {
-  Fp8Inputs in;
-  in.p = c.params();
-  std::mt19937_64 gen(seed);
-  in.q = quantised_normals(in.p.q_elems(), gen);
-  in.k = quantised_normals(in.p.kv_elems(), gen);
-  in.v = quantised_normals(in.p.kv_elems(), gen);
-  in.p.descale_q = in.q.descale;
-  in.p.descale_k = in.k.descale;
-  in.p.descale_v = in.v.descale;
-  return in;
-}
-
 // naive's CUDA fp8 forward on `in`, with p_scale overridden by the mutants.
 Fp8Outputs run_cuda(const Fp8Inputs& in, float p_scale) {
-  gpu();  // the backend's device is the current one
   AttentionParams p = in.p;
   p.p_scale = p_scale;
-  const std::size_t nq = std::size_t(p.q_elems()), nkv = std::size_t(p.kv_elems()), rows = std::size_t(p.rows());
-  DeviceMemory q(nq), k(nkv), v(nkv), o(nq * 2), lse(rows * 4);
-  const cuda::Ops& ops = cuda::naive_ops();
-  DeviceMemory ws(ops.workspace_bytes(Pass::fwd, p));
-  FB_CUDA_CHECK(cudaMemcpy(q.p, in.q.codes.data(), nq, cudaMemcpyHostToDevice));
-  FB_CUDA_CHECK(cudaMemcpy(k.p, in.k.codes.data(), nkv, cudaMemcpyHostToDevice));
-  FB_CUDA_CHECK(cudaMemcpy(v.p, in.v.codes.data(), nkv, cudaMemcpyHostToDevice));
-  p.q = q.p;
-  p.k = k.p;
-  p.v = v.p;
-  p.o = o.p;
-  p.lse = lse.p;
-  p.workspace = ws.p;
-  cuda::Stream stream;
-  cuda::CublasHandle cublas(stream.get());
-  ops.forward(p, cuda::Context{stream.get(), cublas.get()});
-  FB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  std::vector<std::uint16_t> o_bits(nq);
-  std::vector<float> lse_host(rows);
-  FB_CUDA_CHECK(cudaMemcpy(o_bits.data(), o.p, nq * 2, cudaMemcpyDeviceToHost));
-  FB_CUDA_CHECK(cudaMemcpy(lse_host.data(), lse.p, rows * 4, cudaMemcpyDeviceToHost));
-  Fp8Outputs out;
-  for (std::uint16_t b : o_bits) out.o.push_back(bf16_value(b));
-  out.lse.assign(lse_host.begin(), lse_host.end());
-  return out;
-}
-
-// The CPU backend's naive emulation (cpu_attention.cpp) on the same codes.
-Fp8Outputs run_cpu(const Fp8Inputs& in, cpu::ThreadPool& pool) {
-  AttentionParams p = in.p;
-  const std::size_t nq = std::size_t(p.q_elems()), rows = std::size_t(p.rows());
-  std::vector<std::uint16_t> o_bits(nq);
-  std::vector<float> lse(rows);
-  p.q = in.q.codes.data();  // cpu::Fp8E4m3 is one byte holding the code
-  p.k = in.k.codes.data();
-  p.v = in.v.codes.data();
-  p.o = o_bits.data();  // cpu::BFloat16: the bf16 bits
-  p.lse = lse.data();
-  cpu::MemoryTracker tracker;
-  cpu::Context ctx;
-  ctx.tracker = &tracker;
-  ctx.pool = &pool;
-  cpu::naive_forward(p, ctx);
-  Fp8Outputs out;
-  for (std::uint16_t b : o_bits) out.o.push_back(bf16_value(b));
-  out.lse.assign(lse.begin(), lse.end());
-  return out;
-}
-
-Fp8Outputs run_reference(const Fp8Inputs& in, cpu::ThreadPool& pool) {
-  AttentionParams p = in.p;
-  p.dtype = Dtype::fp64;
-  const std::vector<double> q = dequantised(in.q), k = dequantised(in.k), v = dequantised(in.v);
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  std::vector<int> rows(std::size_t(p.seq_q));
-  for (int i = 0; i < p.seq_q; ++i) rows[std::size_t(i)] = i;
-  Fp8Outputs out;
-  out.o.resize(std::size_t(p.q_elems()));
-  out.lse.resize(std::size_t(p.rows()));
-  cpu::reference_forward(p, rows, out.o.data(), out.lse.data(), pool);
-  return out;
-}
-
-struct Agreement {
-  double max_abs = 0;    // max |a - b| (+inf where one side is not finite and the other is)
-  double mean_abs = 0;   // mean |a - b| over finite pairs
-  double differing = 0;  // share of elements whose values differ at all
-};
-Agreement agreement(const std::vector<double>& a, const std::vector<double>& b) {
-  Agreement g;
-  std::size_t diff = 0;
-  double sum = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] == b[i]) continue;  // includes -inf == -inf (a row with no key)
-    ++diff;
-    const double d = std::isfinite(a[i]) && std::isfinite(b[i]) ? std::abs(a[i] - b[i])
-                                                                 : std::numeric_limits<double>::infinity();
-    g.max_abs = d > g.max_abs ? d : g.max_abs;
-    if (std::isfinite(d)) sum += d;
-  }
-  g.differing = a.empty() ? 0 : double(diff) / double(a.size());
-  g.mean_abs = a.empty() ? 0 : sum / double(a.size());
-  return g;
-}
-
-double max_abs_finite(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v)
-    if (std::isfinite(x)) m = std::max(m, std::abs(x));
-  return m;
+  return run_naive_fp8_cuda(p, in.q.v, in.k.v, in.v.v);
 }
 
 }  // namespace
@@ -307,13 +143,14 @@ TEST_CASE("naive fp8 on CUDA matches the CPU emulation on the same e4m3 inputs; 
   };
   for (const Case& c : cases) {
     INFO("case " << c.key());
-    const Fp8Inputs in = make_inputs(c, kSeed);
-    const Fp8Outputs ref = run_reference(in, pool);
-    const Fp8Outputs cpu8 = run_cpu(in, pool);
+    const Fp8Inputs in = make_fp8_inputs(c.params(), kSeed);
+    const Fp8Exact ref = fp8_reference(in, pool);
+    const Fp8Outputs cpu8 = run_naive_fp8_cpu(in, pool);
     const Fp8Outputs gpu8 = run_cuda(in, kFp8PScale);
+    const std::vector<double> o_cpu = cpu8.o(), o_gpu = gpu8.o();
     const double m = max_abs_finite(ref.o);
-    const Agreement cpu_err = agreement(cpu8.o, ref.o), gpu_err = agreement(gpu8.o, ref.o);
-    const Agreement o_same = agreement(gpu8.o, cpu8.o), lse_same = agreement(gpu8.lse, cpu8.lse);
+    const Agreement cpu_err = agreement(o_cpu, ref.o), gpu_err = agreement(o_gpu, ref.o);
+    const Agreement o_same = agreement(o_gpu, o_cpu), lse_same = agreement(gpu8.lse, cpu8.lse);
     const double ulp = ulp_at(m, Dtype::bf16);
     const double lse_m = max_abs_finite(cpu8.lse);
     std::printf("fp8 cuda vs cpu emulation %s: O error %.3e vs %.3e (mean %.3e vs %.3e; max|O| %.3e); O "
@@ -341,7 +178,7 @@ TEST_CASE("naive fp8 on CUDA matches the CPU emulation on the same e4m3 inputs; 
     // saturates at 448) depart from the emulation at most elements (H200: 27-100%, against 2-20% above).
     for (float wrong : {1.0f, 65536.0f}) {
       INFO("p_scale " << wrong);
-      const Agreement mutant = agreement(run_cuda(in, wrong).o, cpu8.o);
+      const Agreement mutant = agreement(run_cuda(in, wrong).o(), o_cpu);
       std::printf("  mutant p_scale %g: O differs at %.2f%% of elements, by <= %.3e, mean %.3e\n",
                   double(wrong), 100 * mutant.differing, mutant.max_abs, mutant.mean_abs);
       CHECK(mutant.differing > 2 * o_same.differing);

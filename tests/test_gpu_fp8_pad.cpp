@@ -13,29 +13,22 @@
 //      workspace, flash-sm90 fp8 verifies under the 2x-naive rule at N = 777, and mutants of it (a
 //      descale misapplied to S or to O, the last 16 keys ignored) are rejected at the same shapes.
 // gpu_main.cpp skips without a device; off Hopper (or without sm_90a code) part 3 says so (WARN).
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "attention.h"
-#include "backend/cpu/cpu_attention.h"
-#include "backend/cpu/memory.h"
 #include "backend/cpu/numeric.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_resources.h"
 #include "catch.h"
-#include "common/check.h"
 #include "common/fp8.h"
+#include "gpu_fp8_support.h"
 #include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
@@ -59,55 +52,8 @@ std::string shape_name(const Shape& s) {
          (s.causal ? " causal" : "");
 }
 
-AttentionParams params_of(const Shape& s) {
-  AttentionParams p;
-  p.dtype = Dtype::fp8;
-  p.batch = s.batch;
-  p.heads = s.heads;
-  p.kv_heads = s.kv_heads;
-  p.seq_q = s.seq_q;
-  p.seq_k = s.seq_k;
-  p.head_dim = s.dim;
-  p.causal = s.causal;
-  p.scale = 1.0 / std::sqrt(double(s.dim));
-  return p;
-}
-
-// e4m3 codes of standard normals at a per-tensor scale, as the backends quantise (attention.h).
-struct Codes {
-  std::vector<std::uint8_t> v;
-  float descale = 1;
-};
-Codes quantised_normals(std::int64_t n, std::mt19937_64& gen) {
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<std::size_t>(n));
-  float amax = 0;
-  for (float& e : x) {
-    e = normal(gen);
-    amax = std::max(amax, std::abs(e));
-  }
-  Codes c;
-  c.descale = amax > 0 ? amax / kFp8E4m3Max : 1.0f;
-  c.v.resize(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) c.v[i] = fp8_e4m3_from_float(x[i] / c.descale);
-  return c;
-}
-
-struct Inputs {
-  AttentionParams p;  // shape, scale, descales; pointers unset
-  Codes q, k, v;
-};
-Inputs make_inputs(const Shape& s, std::uint64_t seed) {
-  Inputs in;
-  in.p = params_of(s);
-  std::mt19937_64 gen(seed);
-  in.q = quantised_normals(in.p.q_elems(), gen);
-  in.k = quantised_normals(in.p.kv_elems(), gen);
-  in.v = quantised_normals(in.p.kv_elems(), gen);
-  in.p.descale_q = in.q.descale;
-  in.p.descale_k = in.k.descale;
-  in.p.descale_v = in.v.descale;
-  return in;
+Case fp8_case(const Shape& s) {
+  return make_case(s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.dim, Dtype::fp8, s.causal, Pass::fwd);
 }
 
 // Rows of `cols` codes widened to `cols_out` with zero codes (the d = 80 twin of a d = 72 input).
@@ -119,136 +65,6 @@ std::vector<std::uint8_t> widen_rows(const std::vector<std::uint8_t>& x, int col
   return out;
 }
 
-struct DeviceMemory {
-  void* p = nullptr;
-  explicit DeviceMemory(std::size_t bytes) { FB_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 16))); }
-  ~DeviceMemory() { FB_CUDA_CHECK_NOTHROW(cudaFree(p)); }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-};
-
-struct Outputs {
-  std::vector<std::uint16_t> o_bits;  // bf16 (GPU and CPU backends)
-  std::vector<float> lse;
-  std::vector<double> o() const {
-    std::vector<double> out;
-    out.reserve(o_bits.size());
-    for (std::uint16_t b : o_bits) out.push_back(cpu::bf16_bits_to_float(b));
-    return out;
-  }
-};
-
-// naive's CUDA fp8 forward. The workspace and outputs start as 0xff bytes (e4m3 -NaN, bf16 and fp32
-// NaN): padding the GEMMs read but nobody wrote, or an output row left unwritten, shows as NaN.
-Outputs run_naive_cuda(const AttentionParams& shape, const std::vector<std::uint8_t>& q,
-                       const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& v) {
-  gpu();  // the backend's device is the current one
-  AttentionParams p = shape;
-  const std::size_t nq = std::size_t(p.q_elems()), nkv = std::size_t(p.kv_elems()), rows = std::size_t(p.rows());
-  REQUIRE(q.size() == nq);
-  REQUIRE(k.size() == nkv);
-  const cuda::Ops& ops = cuda::naive_ops();
-  REQUIRE(ops.unsupported(Pass::fwd, p) == nullptr);
-  const std::size_t ws_bytes = ops.workspace_bytes(Pass::fwd, p);
-  DeviceMemory dq(nq), dk(nkv), dv(nkv), dout(nq * 2), dlse(rows * 4), ws(ws_bytes);
-  FB_CUDA_CHECK(cudaMemcpy(dq.p, q.data(), nq, cudaMemcpyHostToDevice));
-  FB_CUDA_CHECK(cudaMemcpy(dk.p, k.data(), nkv, cudaMemcpyHostToDevice));
-  FB_CUDA_CHECK(cudaMemcpy(dv.p, v.data(), nkv, cudaMemcpyHostToDevice));
-  FB_CUDA_CHECK(cudaMemset(ws.p, 0xff, ws_bytes));
-  FB_CUDA_CHECK(cudaMemset(dout.p, 0xff, nq * 2));
-  FB_CUDA_CHECK(cudaMemset(dlse.p, 0xff, rows * 4));
-  p.q = dq.p;
-  p.k = dk.p;
-  p.v = dv.p;
-  p.o = dout.p;
-  p.lse = dlse.p;
-  p.workspace = ws.p;
-  cuda::Stream stream;
-  cuda::CublasHandle cublas(stream.get());
-  ops.forward(p, cuda::Context{stream.get(), cublas.get()});
-  FB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  Outputs out;
-  out.o_bits.resize(nq);
-  out.lse.resize(rows);
-  FB_CUDA_CHECK(cudaMemcpy(out.o_bits.data(), dout.p, nq * 2, cudaMemcpyDeviceToHost));
-  FB_CUDA_CHECK(cudaMemcpy(out.lse.data(), dlse.p, rows * 4, cudaMemcpyDeviceToHost));
-  return out;
-}
-
-// The CPU backend's naive fp8 emulation (cpu_attention.cpp) on the same codes: no alignment rule there.
-Outputs run_naive_cpu(const Inputs& in, cpu::ThreadPool& pool) {
-  AttentionParams p = in.p;
-  Outputs out;
-  out.o_bits.resize(std::size_t(p.q_elems()));
-  out.lse.resize(std::size_t(p.rows()));
-  p.q = in.q.v.data();  // cpu::Fp8E4m3 is one byte holding the code
-  p.k = in.k.v.data();
-  p.v = in.v.v.data();
-  p.o = out.o_bits.data();  // cpu::BFloat16: the bf16 bits
-  p.lse = out.lse.data();
-  cpu::MemoryTracker tracker;
-  cpu::Context ctx;
-  ctx.tracker = &tracker;
-  ctx.pool = &pool;
-  cpu::naive_forward(p, ctx);
-  return out;
-}
-
-struct Exact {
-  std::vector<double> o, lse;
-};
-Exact run_reference(const Inputs& in, cpu::ThreadPool& pool) {
-  AttentionParams p = in.p;
-  p.dtype = Dtype::fp64;
-  const auto widen = [](const Codes& c) {
-    std::vector<double> x(c.v.size());
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = double(fp8_e4m3_to_float(c.v[i])) * c.descale;
-    return x;
-  };
-  const std::vector<double> q = widen(in.q), k = widen(in.k), v = widen(in.v);
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  std::vector<int> rows(std::size_t(p.seq_q));
-  for (int i = 0; i < p.seq_q; ++i) rows[std::size_t(i)] = i;
-  Exact out;
-  out.o.resize(std::size_t(p.q_elems()));
-  out.lse.resize(std::size_t(p.rows()));
-  cpu::reference_forward(p, rows, out.o.data(), out.lse.data(), pool);
-  return out;
-}
-
-// |a - b| over a pair of outputs: max (infinite where one is finite and the other not), mean, and the
-// share of elements that differ at all. Equal values, -inf included (a row with no key), count as 0.
-struct Agreement {
-  double max_abs = 0, mean_abs = 0, differing = 0;
-};
-template <typename A, typename B> Agreement agreement(const std::vector<A>& a, const std::vector<B>& b) {
-  REQUIRE(a.size() == b.size());
-  Agreement g;
-  std::size_t diff = 0;
-  double sum = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double x = double(a[i]), y = double(b[i]);
-    if (x == y) continue;
-    ++diff;
-    const double d =
-        std::isfinite(x) && std::isfinite(y) ? std::abs(x - y) : std::numeric_limits<double>::infinity();
-    g.max_abs = d > g.max_abs ? d : g.max_abs;
-    if (std::isfinite(d)) sum += d;
-  }
-  g.differing = a.empty() ? 0 : double(diff) / double(a.size());
-  g.mean_abs = a.empty() ? 0 : sum / double(a.size());
-  return g;
-}
-
-template <typename T> double max_abs_finite(const std::vector<T>& v) {
-  double m = 0;
-  for (T x : v)
-    if (std::isfinite(double(x))) m = std::max(m, std::abs(double(x)));
-  return m;
-}
-
 }  // namespace
 
 TEST_CASE("naive fp8 on CUDA: a head_dim off the 16-code grid is padded exactly", "[gpu][fp8pad]") {
@@ -258,13 +74,13 @@ TEST_CASE("naive fp8 on CUDA: a head_dim off the 16-code grid is padded exactly"
   for (const Shape& sh : {Shape{1, 4, 2, 200, 256, 72, false}, Shape{1, 4, 2, 200, 333, 72, true},
                           Shape{2, 2, 1, 65, 100, 40, false}}) {
     INFO("shape " << shape_name(sh));
-    const Inputs in = make_inputs(sh, kSeed);
+    const Fp8Inputs in = make_fp8_inputs(fp8_case(sh).params(), kSeed);
     const int wide = (sh.dim + 15) / 16 * 16;
     AttentionParams pw = in.p;
     pw.head_dim = wide;  // scale and descales stay those of the narrow case
-    const Outputs narrow = run_naive_cuda(in.p, in.q.v, in.k.v, in.v.v);
-    const Outputs padded = run_naive_cuda(pw, widen_rows(in.q.v, sh.dim, wide), widen_rows(in.k.v, sh.dim, wide),
-                                          widen_rows(in.v.v, sh.dim, wide));
+    const Fp8Outputs narrow = run_naive_fp8_cuda(in);
+    const Fp8Outputs padded = run_naive_fp8_cuda(pw, widen_rows(in.q.v, sh.dim, wide),
+                                                 widen_rows(in.k.v, sh.dim, wide), widen_rows(in.v.v, sh.dim, wide));
     std::size_t o_differ = 0, tail_nonzero = 0, lse_differ = 0, nan = 0;
     const std::size_t rows = std::size_t(in.p.rows());
     for (std::size_t r = 0; r < rows; ++r) {
@@ -305,10 +121,10 @@ TEST_CASE("naive fp8 on CUDA at unaligned head_dim and seq_k matches the CPU emu
   };
   for (const Shape& sh : shapes) {
     INFO("shape " << shape_name(sh));
-    const Inputs in = make_inputs(sh, kSeed);
-    const Exact ref = run_reference(in, pool);
-    const Outputs cpu8 = run_naive_cpu(in, pool);
-    const Outputs gpu8 = run_naive_cuda(in.p, in.q.v, in.k.v, in.v.v);
+    const Fp8Inputs in = make_fp8_inputs(fp8_case(sh).params(), kSeed);
+    const Fp8Exact ref = fp8_reference(in, pool);
+    const Fp8Outputs cpu8 = run_naive_fp8_cpu(in, pool);
+    const Fp8Outputs gpu8 = run_naive_fp8_cuda(in);
     const std::vector<double> o_cpu = cpu8.o(), o_gpu = gpu8.o();
     const double m = max_abs_finite(ref.o), lse_m = max_abs_finite(ref.lse);
     const Agreement cpu_err = agreement(o_cpu, ref.o), gpu_err = agreement(o_gpu, ref.o);
@@ -376,10 +192,6 @@ double error_of(const Record& r, const char* tensor, const char* what) {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) return std::strtod(v.get<std::string>().c_str(), nullptr);
   return -1;
-}
-
-Case fp8_case(const Shape& s) {
-  return make_case(s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.dim, Dtype::fp8, s.causal, Pass::fwd);
 }
 
 }  // namespace
