@@ -2,7 +2,7 @@
 # Session 8 final call: two lanes, one GPU each (same host): every sweep with its PyTorch peers on the same GPU.
 # Lane 0: issue 13 bf16 grid + peers, fp32 + peers, GPU tests. Lane 1: issue 13 fp16 grid + peers, GQA/MQA + peers,
 # compute-sanitizer on the kernels changed this session, shapes no config names (verify).
-R=$OUT/F8; mkdir -p $R; export DEADLINE=${DEADLINE:-560}; source out/common6.sh
+R=$OUT/F8${TAG:-}; mkdir -p $R; export DEADLINE=${DEADLINE:-560}; source out/common6.sh
 nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 > $R/smi.csv 2>&1 &
 smi=$!
 git log --oneline -1 > $R/commit.txt 2>&1; cat out/commit.txt >> $R/commit.txt
@@ -39,4 +39,4 @@ kill $smi
 cat $R/lane0.out $R/lane1.out | tail -c 9000
 for f in issue13-h200 issue13-fp16-h200; do echo "== $f"; python3 out/summary13.py $R/$f.json $R/peers-$f.json | tail -7; done
 grep -E "test cases|assertions|FAILED" $R/gputests.log | tail -5
-tar czf $OUT/F8.tgz -C $OUT F8 && rm -rf $R; echo "done t=$((SECONDS-t0)) gpus=$ngpu"
+tar czf $OUT/F8${TAG:-}.tgz -C $OUT F8${TAG:-} && rm -rf $R; echo "done t=$((SECONDS-t0)) gpus=$ngpu"
