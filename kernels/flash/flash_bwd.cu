@@ -23,6 +23,7 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/head_split.h"
 #include "common/types.cuh"
 #include "flash/flash_bwd.h"
 #include "flash/flash_bwd_common.cuh"
@@ -115,18 +116,9 @@ std::atomic<int>& forced_split() {
 // tiles (MQA: batch x key tiles blocks on the whole GPU) and the mask is causal, key tile j's block
 // does the work of N - j * kBlockN queries for every head of the group, the first block twice the
 // average, and it alone sets the time; split units are shorter and list-schedule onto the SMs.
-// The model (flash-sm90's head_split(), session 7): units in launch order (key tiles outermost),
-// each to the SM that frees first (one block of this kernel per SM: its shared memory), a unit costing
-// its query-tile steps plus kUnitOverhead steps (launch, K/V load, the fp32 dK/dV reductions); of the
-// splits within kNearBest of the best modelled time the largest, at most kMaxSplit. Only GQA/MQA,
-// fp16/bf16 at d = 64 or 128 where the warp-grid kernel runs, with fewer than kFewTilesPerSm
-// (key tile, K/V plane) tiles per SM; cached per shape and device.
+// The model is model_head_split() (common/head_split.h), shared with flash-sm90's backward, on this
+// kernel's tiles. Only GQA/MQA, fp16/bf16 at d = 64 or 128 where the warp-grid kernel runs.
 int head_split(const AttentionParams& p) {
-  constexpr int kMaxSplit = 8;
-  constexpr std::int64_t kFewTilesPerSm = 8;
-  constexpr double kUnitOverhead = 4.0;
-  constexpr double kMinGain = 0.05;
-  constexpr double kNearBest = 0.05;
   const int group = p.kv_heads > 0 ? p.heads / p.kv_heads : 0;
   if (group <= 1 || p.heads % p.kv_heads != 0 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
@@ -153,51 +145,7 @@ int head_split(const AttentionParams& p) {
   }
   if (tiles.block_n == 0 || tiles.smem_bytes > optin) return 1;
   if (const int forced = forced_split().load(); forced > 0) return std::min(forced, group);
-  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + tiles.block_n - 1) / tiles.block_n;
-  const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
-  if (key_tiles * planes >= kFewTilesPerSm * sms) return 1;
-
-  using Key = std::tuple<int, int, int, int, int, int, bool, int>;
-  static std::mutex mu;
-  static std::map<Key, int> cache;
-  const Key key{p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.head_dim, p.causal, sms};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (const auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  const CausalMask mask = p.mask();
-  const int q_tiles = (p.seq_q + tiles.block_m - 1) / tiles.block_m;
-  std::vector<double> per_head(static_cast<std::size_t>(key_tiles));
-  for (std::int64_t j = 0; j < key_tiles; ++j)
-    per_head[std::size_t(j)] = q_tiles - mask.first_q_tile(int(j * tiles.block_n), tiles.block_m);
-  auto makespan = [&](int split) {
-    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-    for (int i = 0; i < sms; ++i) free_at.push(0.0);
-    double end = 0.0;
-    for (std::int64_t j = 0; j < key_tiles; ++j) {
-      const double cost = per_head[std::size_t(j)] * (group / split) + kUnitOverhead;
-      for (std::int64_t u = 0; u < planes * split; ++u) {
-        const double t = free_at.top() + cost;
-        free_at.pop();
-        free_at.push(t);
-        end = std::max(end, t);
-      }
-    }
-    return end;
-  };
-  std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
-  double fastest = std::numeric_limits<double>::max();
-  for (int split = 1; split <= std::min(group, kMaxSplit); ++split) {
-    if (group % split != 0) continue;
-    times.emplace_back(split, makespan(split));
-    fastest = std::min(fastest, times.back().second);
-  }
-  int best = 1;
-  for (const auto& [split, t] : times)
-    if (t <= (1.0 + kNearBest) * fastest && t <= (1.0 - kMinGain) * times.front().second) best = split;
-  std::lock_guard<std::mutex> lock(mu);
-  cache.emplace(key, best);
-  return best;
+  return model_head_split(p, sms, tiles.block_n, tiles.block_m);
 }
 
 struct WorkspaceLayout {

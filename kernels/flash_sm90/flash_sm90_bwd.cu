@@ -22,6 +22,7 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/head_split.h"
 #include "common/types.cuh"
 #include "flash/flash_bwd.h"
 #include "common/softmax.cuh"
@@ -104,7 +105,7 @@ template <typename F> auto with_default_tiles(int head_dim, F&& f) {
 
 // How many subsets a K/V plane's query heads are split into (kBwdHeadSplit, flash_sm90_bwd_traits.h):
 // 1 (no split: the default kernel) unless a split shortens the modelled time by 5% or more. The model
-// is the hardware's block scheduling: units in launch order (key tiles outermost), each to the SM
+// (model_head_split(), common/head_split.h, shared with flash's backward) is the hardware's block scheduling: units in launch order (key tiles outermost), each to the SM
 // that frees first, a unit costing its query-tile steps plus kUnitOverhead steps (its launch, K/V
 // load, pipeline fill and dK/dV reductions). Of the splits within kNearBest of the best modelled time
 // it takes the largest: measured (session 7 call A, d = 128 causal MQA, splits 1/2/4/8 forced), long
@@ -115,11 +116,6 @@ template <typename F> auto with_default_tiles(int head_dim, F&& f) {
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
 // (1: off) where N divides the group, for A/B runs.
 int head_split(const AttentionParams& p) {
-  constexpr int kMaxSplit = 8;
-  constexpr std::int64_t kFewTilesPerSm = 8;
-  constexpr double kUnitOverhead = 4.0;
-  constexpr double kMinGain = 0.05;
-  constexpr double kNearBest = 0.05;
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_SPLIT");
     return e != nullptr ? std::atoi(e) : 0;
@@ -142,51 +138,7 @@ int head_split(const AttentionParams& p) {
   }
   const auto [block_n, block_m] = with_default_tiles(
       p.head_dim, [](auto tr) { return std::pair<int, int>(decltype(tr)::kBlockN, decltype(tr)::kBlockM); });
-  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + block_n - 1) / block_n;
-  const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
-  if (key_tiles * planes >= kFewTilesPerSm * sms) return 1;
-
-  using Key = std::tuple<int, int, int, int, int, int, bool, int>;
-  static std::mutex mu;
-  static std::map<Key, int> cache;
-  const Key key{p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.head_dim, p.causal, sms};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (const auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  const auto mask = p.mask();
-  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
-  std::vector<double> per_head(static_cast<std::size_t>(key_tiles));
-  for (std::int64_t j = 0; j < key_tiles; ++j)
-    per_head[std::size_t(j)] = q_tiles - mask.first_q_tile(int(j * block_n), block_m);
-  auto makespan = [&](int split) {
-    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-    for (int i = 0; i < sms; ++i) free_at.push(0.0);
-    double end = 0.0;
-    for (std::int64_t j = 0; j < key_tiles; ++j) {
-      const double cost = per_head[std::size_t(j)] * (group / split) + kUnitOverhead;
-      for (std::int64_t u = 0; u < planes * split; ++u) {
-        const double t = free_at.top() + cost;
-        free_at.pop();
-        free_at.push(t);
-        end = std::max(end, t);
-      }
-    }
-    return end;
-  };
-  std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
-  double fastest = std::numeric_limits<double>::max();
-  for (int split = 1; split <= std::min(group, kMaxSplit); ++split) {
-    if (group % split != 0) continue;
-    times.emplace_back(split, makespan(split));
-    fastest = std::min(fastest, times.back().second);
-  }
-  int best = 1;
-  for (const auto& [split, t] : times)
-    if (t <= (1.0 + kNearBest) * fastest && t <= (1.0 - kMinGain) * times.front().second) best = split;
-  std::lock_guard<std::mutex> lock(mu);
-  cache.emplace(key, best);
-  return best;
+  return model_head_split(p, sms, block_n, block_m);
 }
 
 struct Workspace {

@@ -1,0 +1,91 @@
+// How many blocks share the query heads of one K/V tile in a GQA/MQA backward: the list-scheduling model
+// both backwards (flash's warp-grid kernel and flash-sm90's) use. Host code only; the callers decide where a
+// split may run (dtype, head dim, variant, device) and pass the tile sizes of the kernel that would run.
+//
+// A block of work is one (key tile, K/V plane, subset of the group's query heads); it costs its query-tile
+// steps (per head: the query tiles that see the key tile, all of them without causal) plus kUnitOverhead
+// steps (launch, K/V load, the fp32 dK/dV reductions). Blocks are placed greedily, longest key tiles first,
+// on `sms` processors; of the splits (divisors of the group, at most kMaxSplit) whose modelled time is within
+// kNearBest of the best, the largest wins, if it saves at least kMinGain over no split. Shapes with at least
+// kFewTilesPerSm (key tile, K/V plane) tiles per SM fill the GPU already: no split. Cached per shape, device
+// size and tiles. The constants were fitted in session 7 (docs/perf-notes.md, "flash-sm90 backward on
+// GQA/MQA") and picked within 3% of the best forced split for flash in session 8.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "attention.h"
+
+namespace fb::cuda {
+
+struct HeadSplitModel {
+  int max_split = 8;
+  std::int64_t few_tiles_per_sm = 8;
+  double unit_overhead = 4.0;
+  double min_gain = 0.05;
+  double near_best = 0.05;
+};
+
+// block_n: keys per K/V tile, block_m: queries per step of the kernel that would run.
+inline int model_head_split(const AttentionParams& p, int sms, int block_n, int block_m,
+                            const HeadSplitModel& m = HeadSplitModel{}) {
+  const int group = p.kv_heads > 0 && p.heads % p.kv_heads == 0 ? p.heads / p.kv_heads : 0;
+  if (group <= 1 || sms <= 0 || block_n <= 0 || block_m <= 0 || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
+    return 1;
+  const std::int64_t key_tiles = (std::int64_t(p.seq_k) + block_n - 1) / block_n;
+  const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
+  if (key_tiles * planes >= m.few_tiles_per_sm * sms) return 1;
+
+  using Key = std::tuple<int, int, int, int, int, bool, int, int, int>;
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.causal, sms, block_n, block_m};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const CausalMask mask = p.mask();
+  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
+  std::vector<double> per_head(static_cast<std::size_t>(key_tiles));
+  for (std::int64_t j = 0; j < key_tiles; ++j)
+    per_head[std::size_t(j)] = q_tiles - mask.first_q_tile(int(j * block_n), block_m);
+  auto makespan = [&](int split) {
+    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+    for (int i = 0; i < sms; ++i) free_at.push(0.0);
+    double end = 0.0;
+    for (std::int64_t j = 0; j < key_tiles; ++j) {
+      const double cost = per_head[std::size_t(j)] * (group / split) + m.unit_overhead;
+      for (std::int64_t u = 0; u < planes * split; ++u) {
+        const double t = free_at.top() + cost;
+        free_at.pop();
+        free_at.push(t);
+        end = std::max(end, t);
+      }
+    }
+    return end;
+  };
+  std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
+  double fastest = std::numeric_limits<double>::max();
+  for (int split = 1; split <= std::min(group, m.max_split); ++split) {
+    if (group % split != 0) continue;
+    times.emplace_back(split, makespan(split));
+    fastest = std::min(fastest, times.back().second);
+  }
+  int best = 1;
+  for (const auto& [split, t] : times)
+    if (t <= (1.0 + m.near_best) * fastest && t <= (1.0 - m.min_gain) * times.front().second) best = split;
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, best);
+  return best;
+}
+
+}  // namespace fb::cuda
