@@ -8,7 +8,7 @@
 // on `sms` processors; of the splits (divisors of the group, at most kMaxSplit) whose modelled time is within
 // kNearBest of the best, the largest wins, if it saves at least kMinGain over no split. Shapes with at least
 // kFewTilesPerSm (key tile, K/V plane) tiles per SM fill the GPU already: no split. Cached per shape, device
-// size and tiles. The constants were fitted in session 7 (docs/perf-notes.md, "flash-sm90 backward on
+// size, tiles and model. The constants were fitted in session 7 (docs/perf-notes.md, "flash-sm90 backward on
 // GQA/MQA") and picked within 3% of the best forced split for flash in session 8.
 #pragma once
 
@@ -45,10 +45,12 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
   if (key_tiles * planes >= m.few_tiles_per_sm * sms) return 1;
 
-  using Key = std::tuple<int, int, int, int, int, bool, int, int, int>;
+  using Key = std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double>;
   static std::mutex mu;
   static std::map<Key, int> cache;
-  const Key key{p.batch, p.heads, p.kv_heads, p.seq_q, p.seq_k, p.causal, sms, block_n, block_m};
+  const Key key{p.batch,   p.heads,       p.kv_heads,         p.seq_q,          p.seq_k,
+                p.causal,  sms,           block_n,            block_m,          m.max_split,
+                m.few_tiles_per_sm, m.unit_overhead, m.min_gain, m.near_best};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
