@@ -385,6 +385,74 @@ class ResultsReader(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------------------------------
+# ratios.py: a kernel against a peer, case by case
+
+
+class Ratios(unittest.TestCase):
+    CASE = {"batch": 1, "heads": 2, "kv_heads": 2, "seq": 64, "head_dim": 64, "dtype": "bf16", "causal": False,
+            "pass": "fwd"}
+
+    def rec(self, kernel, ms, verified=True, **case):
+        r = peers.make_record(dict(self.CASE, **case), kernel, "ok", times_ms=[ms])
+        r["verified"] = verified
+        return r
+
+    def write(self, tmp, name, records):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            json.dump(results_doc(records), f)
+        return path
+
+    def test_ratio_is_peer_over_ours_and_summary_is_its_geomean(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.write(tmp, "ours.json", [self.rec("k", 1.0), self.rec("k", 2.0, seq=128),
+                                                 self.rec("k", 1.0, causal=True)])
+            peer = self.write(tmp, "peer.json", [self.rec("p", 2.0, None), self.rec("p", 1.0, None, seq=128),
+                                                 self.rec("p", 1.0, None, causal=True)])
+            r = run_script("ratios.py", ours, peer, "--pair", "k:p")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+2\.000")
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n128-d64-bf16-full-fwd\s+0\.500")
+            # 2.0, 0.5 and 1.0: geomean 1.0, two of three at >= 1.0, the worst is the 0.5 case
+            self.assertIn("k vs p fwd bf16: 0.500–2.000x, geomean 1.000, >= 1.0 in 2 of 3; "
+                          "worst b1-h2-kv2-n128-d64-bf16-full-fwd", r.stdout)
+
+    def test_a_wrong_kernel_gets_no_ratio(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.write(tmp, "ours.json", [self.rec("k", 1.0), self.rec("k", 0.1, False, seq=128)])
+            peer = self.write(tmp, "peer.json", [self.rec("p", 1.0), self.rec("p", 1.0, seq=128)])
+            r = run_script("ratios.py", ours, peer, "--pair", "k:p", "--markdown")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| b1-h2-kv2-n128-d64-bf16-full-fwd | — | not verified: no ratio |", r.stdout)
+            self.assertIn("| k vs p | fwd | bf16 | 1 | 1.00× | 1.00× | 1.000 | 1 of 1 |", r.stdout,
+                          "the fast unverified case must not lift the summary")
+            self.assertIn("left out of the summary: 1 case(s)", r.stdout)
+
+    def test_bad_input_exits_2_with_one_line_and_no_output(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.write(tmp, "ours.json", [self.rec("k", 1.0)])
+            peer = self.write(tmp, "peer.json", [self.rec("p", 1.0)])
+            bad = [
+                (["--pair", "k-p"], "--pair: 'k-p' is not OURS:PEER"),
+                (["--pair", "k:k"], "compares a kernel with itself"),
+                (["--pair", "k:torch-cudnn"], "no file has results of kernel 'torch-cudnn'"),
+            ]
+            for extra, message in bad:
+                with self.subTest(args=extra):
+                    r = run_script("ratios.py", ours, peer, *extra)
+                    self.assertEqual(r.returncode, 2)
+                    self.assertEqual(r.stdout, "")
+                    self.assertIn(message, r.stderr)
+                    self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+            r = run_script("ratios.py", ours, ours, "--pair", "k:p")
+            self.assertEqual((r.returncode, r.stdout), (2, ""))
+            self.assertIn("is also in", r.stderr)
+            r = run_script("ratios.py", ours, os.path.join(tmp, "missing.json"), "--pair", "k:p")
+            self.assertEqual((r.returncode, r.stdout), (2, ""))
+            self.assertIn("missing.json: cannot open", r.stderr)
+
+
+# ---------------------------------------------------------------------------------------------------
 # The spec mirror (scripts/fbspec.py vs src/spec.cpp)
 
 
