@@ -10,15 +10,15 @@
 #   same spec through scripts/peers.py. Last, a table: TFLOP/s shipped and FA2, FA2 time / shipped time, and
 #   per variant its speed over the shipped kernels' (geometric mean of the runs before and after).
 #     BUILD=build-h200 scripts/flashfwd_h200.sh OUTDIR [VARIANT...]
-# A VARIANT is an FB_FLASH_FWD_PROBE value (comma-separated words: old, onebar, skip, copy, s3, s4, ovl, lazy, bc64;
-# kernels/flash/flash_fwd_config.h). BUILD must hold flashbench and tests/flashbench_gpu_tests. A variant
+# A VARIANT is an FB_FLASH_FWD_PROBE value (comma-separated words; kernels/flash/flash_fwd_config.h lists them).
+# BUILD must hold flashbench and tests/flashbench_gpu_tests. A variant
 # starts only while the script has run under BUDGET_S seconds (default 60); the summary names the skipped.
 # PEERS=0 skips torch.
 set -uo pipefail
 out=${1:?usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]}
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(old bc64,skip,copy)
+[ ${#variants[@]} -gt 0 ] || variants=(old)
 build=${BUILD:-build-h200}
 budget=${BUDGET_S:-60}
 config=${CONFIG:-configs/flashfwd-h200.json}

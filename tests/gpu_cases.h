@@ -135,4 +135,15 @@ void check_sm90_beside_naive(CudaBackend& b, const Case& c, std::uint64_t seed, 
   b.release();
 }
 
+// naive and `name` on `c`, inputs drawn with `seed` and scaled by `input_scale` (scores by its square),
+// both run (neither may be refused) and verified; every element they wrote checked, the rows of `c` with
+// no key included. The shape of the forward tests of one kernel beside naive.
+inline void check_beside_naive(CudaBackend& b, const Case& c, const char* name, std::uint64_t seed,
+                               double input_scale = 1.0) {
+  b.prepare(c, seed, input_scale);
+  std::vector<Record> records = run_each(b, c, {"naive", name}, never_refused);
+  verify_and_check(b, records, each_written(b, c, Tensors::outputs));
+  b.release();
+}
+
 }  // namespace fb::test

@@ -103,21 +103,9 @@ const FwdProbe& fwd_probe() {
       pos = end + 1;
       if (w.empty()) continue;
       f.set = true;
-      if (w == "old") continue;
-      if (w == "onebar") f.one_bar = true;
-      else if (w == "skip") f.warp_skip = true;
-      else if (w == "copy") f.lean_copy = true;
-      else if (w == "lazy") f.lazy = true;
-      else if (w == "ovl") {
-        f.overlap = true;
-        f.stages = std::max(f.stages, 3);
-      }
-      else if (w == "s3") f.stages = 3;
-      else if (w == "s4") f.stages = 4;
-      else if (w == "bc64") f.bc64 = true;
+      if (w == "old") f.old = true;
       else
-        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (old, onebar, skip, copy, s3, s4, ovl, lazy, bc64)");
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w + "' is not a flash forward probe (old)");
     }
     return f;
   }();

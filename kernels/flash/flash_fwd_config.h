@@ -98,33 +98,15 @@ struct FwdConfig {
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
 // words, read once per process (fwd_probe(), flash_fwd.cu; an unknown word throws, naming the variable).
-// Only bf16 at d = 64 and d = 128 has the variant instantiations (kProbed); other cases ignore it. Any word
-// replaces the shipped loop (TcTiles<D>) by the one the words name, on 128 x kBc tiles:
-//   old    : none of the words below (session 7's loop: two stages, two barriers per tile)
-//   onebar : one cp.async group and one block barrier per KV tile (kernel bit kFwdOneBarrier)
-//   skip   : warps skip the KV tiles none of their rows sees (causal; kFwdWarpSkip)
-//   s3     : three K/V stages, prefetch two tiles ahead (implies onebar); s4: four (with ovl,lazy: its loop
-//            then prefetches two tiles ahead)
-//   copy   : K/V copies addressed as compile-time offsets of one pointer (kFwdLeanCopy: no per-chunk
-//            pointers live across the loop; at d = 128 ptxas then stops spilling)
-//   bc64   : d = 128 with 128 x 64 tiles (FlashAttention-2's Hopper/A100 choice; two stages; with skip,copy
-//            or onebar,skip,copy: without copy ptxas spills 80-200 bytes)
-//   ovl    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; kFwdOverlap), on three
-//            stages (implies s3, onebar)
-//   lazy   : O's rescale only when a row's max climbs 2^8 above the offset its exponents use (kFwdLazyRescale;
-//            session 2's rescale-when-any-max-moved measured 3-8% slower); with ovl or with bc64,skip,copy
-// Instantiated (calls A and B's losers removed; their results: docs/perf-notes.md): at d = 128 old,
-// bc64,skip,copy (the default before call B) and bc64,skip,copy,lazy (= the default), others throw; at d = 64
-// every word runs the shipped kernel.
+// Only bf16 at d = 64 and d = 128 have them (kProbed); other cases ignore it. Any word set replaces the
+// shipped choice by the probe's (launch_fwd_tc_probe, flash_fwd_launch.cuh):
+//   old    : the kernel of GPUs whose blocks cannot have the default's shared memory (TcTiles<D>::kSmallBc: at
+//            d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the default
+// Session 8's probes onebar, skip, copy, s3, s4, ovl, lazy and bc64 were measured (docs/perf-notes.md, "Session 8")
+// and removed with their code in session 9: the winners are in TcTiles<128>::kOpt, the rest lost.
 struct FwdProbe {
   bool set = false;  // some word given
-  bool one_bar = false;
-  bool warp_skip = false;
-  bool lean_copy = false;
-  bool overlap = false;
-  bool lazy = false;
-  bool bc64 = false;
-  int stages = 2;
+  bool old = false;
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -64,17 +64,25 @@ __device__ __forceinline__ void load_tile_async_lean(typename Tr::Elem* smem,
                            i * kStepRows < valid_rows);
 }
 
-// Variant bits kOpt (kFwdOneBarrier, ...): flash_fwd_traits.h.
+// Picks the K/V tile copy of the variant (kFwdLeanCopy: load_tile_async_lean).
+template <typename Tr, bool kLean>
+__device__ __forceinline__ void load_kv_async(typename Tr::Elem* smem, const typename Tr::Elem* gmem,
+                                              int rows_valid, int tid) {
+  if constexpr (kLean) {
+    load_tile_async_lean<Tr, Tr::kBc>(smem, gmem, rows_valid, tid);
+  } else {
+    load_tile_async<Tr, Tr::kBc>(smem, gmem, rows_valid, tid);
+  }
+}
+
+// Variant bits kOpt (kFwdWarpSkip, ...): flash_fwd_traits.h.
 template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     flash_fwd_tc_kernel(const FwdArgs<typename Tr::Elem, float> a) {
-  constexpr bool kOneBar = (kOpt & kFwdOneBarrier) != 0;
   constexpr bool kWarpSkip = (kOpt & kFwdWarpSkip) != 0;
   constexpr bool kLeanCopy = (kOpt & kFwdLeanCopy) != 0;
-  constexpr bool kOverlap = (kOpt & kFwdOverlap) != 0;
   constexpr bool kLazy = (kOpt & kFwdLazyRescale) != 0;
-  static_assert(!kOverlap || (kOneBar && Tr::kStages >= 3), "the overlapped loop needs three stages or more");
-  static_assert(kOneBar || Tr::kStages == 2, "the split K/V waits assume double buffering");
+  static_assert(Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
   constexpr int kMT = Tr::kMTiles;
@@ -112,38 +120,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const int warp_tiles = kWarpSkip ? a.mask.kv_tiles(q0 + warp_row0, Tr::kWarpRows, Tr::kBc) : n_tiles;
   const int mask_row0 = kWarpSkip ? q0 + warp_row0 : q0;
 
+  // K_tile and V_tile into `stage`, one cp.async group each (K first: the loop waits for K alone).
   auto load_kv = [&](int tile, int stage) {
     const std::int64_t g_off = std::int64_t(tile) * Tr::kBc * D;
-    if constexpr (kLeanCopy) {
-      load_tile_async_lean<Tr, Tr::kBc>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
-    } else {
-      load_tile_async<Tr, Tr::kBc>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
-    }
-    if constexpr (!kOneBar) ptx::cp_async_commit();
-    if constexpr (kLeanCopy) {
-      load_tile_async_lean<Tr, Tr::kBc>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
-    } else {
-      load_tile_async<Tr, Tr::kBc>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
-    }
+    load_kv_async<Tr, kLeanCopy>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
+    ptx::cp_async_commit();
+    load_kv_async<Tr, kLeanCopy>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
     ptx::cp_async_commit();
   };
-  // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it); kOneBar: Q, then
-  // one group (K_s with V_s) for each of tiles 0 .. kStages - 2, empty past the last tile.
+  // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it).
   load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
   ptx::cp_async_commit();
-  constexpr int kGroupsAfterQ = kOneBar ? Tr::kStages - 1 : 2;
-  if constexpr (kOneBar) {
-#pragma unroll
-    for (int st = 0; st < Tr::kStages - 1; ++st) {
-      if (st < n_tiles) {
-        load_kv(st, st);
-      } else {
-        ptx::cp_async_commit();
-      }
-    }
-  } else {
-    load_kv(0, 0);
-  }
+  load_kv(0, 0);
 
   // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
   // 16-31 the same rows at k 8-15. B from K (rows = keys): lanes 0-7 / 8-15 keys 0-7 at k 0-7 /
@@ -168,7 +156,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     ptx::ldmatrix_x4(dst, q_lane + (mt * Tr::kMmaM * kRowBytes + ks * Tr::kMmaK * kEB));
   };
   if constexpr (Tr::kQInRegs) {
-    ptx::cp_async_wait<kGroupsAfterQ>();  // Q landed (the K/V groups may still fly)
+    ptx::cp_async_wait<2>();  // Q landed (K_0 and V_0 may still fly)
     __syncthreads();
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -195,58 +183,50 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       row_sum[mt][hf] = 0.f;
     }
 
-  // The online softmax of one score tile (new row maxima, P = exp2(S*c - m) in place, row sums; alpha = the
-  // factor O must be scaled by), and O's rescale.
+  // kLazy: the online softmax of one score tile (new row maxima, P = exp2(S*c - m) in place, row sums;
+  // alpha = the factor O must be scaled by), and O's rescale. The offset m a row's exponents subtract moves
+  // only when some row of the warp sees a score more than 2^kLazyHeadroom above it (a warp vote; then every
+  // row takes its new max). Between moves P <= 2^kLazyHeadroom, and O, the row sums and the LSE all refer to
+  // the same m, so the result is the same; O's rescale (128 FMUL a thread at d = 128) is skipped on most
+  // tiles.
   float alpha[kMT][2];
-  bool moved = true;  // kLazy: whether this step moved the warp's exponent offsets (O needs the rescale)
-  auto softmax = [&](float (&sc)[kMT][Tr::kSNTiles][4]) {
-    if constexpr (kLazy) {
-      // The offset m a row's exponents subtract moves only when some row of the warp sees a score more
-      // than 2^kLazyHeadroom above it (a warp vote; then every row takes its new max). Between moves
-      // P <= 2^kLazyHeadroom, and O, the row sums and the LSE all refer to the same m, so the result
-      // is the same; O's rescale (128 FMUL a thread at d = 128) is skipped on most tiles.
-      constexpr float kLazyHeadroom = 8.f;
-      float cand[kMT][2];
-      bool want = false;
+  bool moved = true;  // whether this step moved the warp's exponent offsets (O needs the rescale)
+  auto lazy_softmax = [&](float (&sc)[kMT][Tr::kSNTiles][4]) {
+    constexpr float kLazyHeadroom = 8.f;
+    float cand[kMT][2];
+    bool want = false;
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          float tile_max = kNegInf;
+      for (int hf = 0; hf < 2; ++hf) {
+        float tile_max = kNegInf;
 #pragma unroll
-          for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-            tile_max = fmaxf(tile_max, fmaxf(sc[mt][nt][2 * hf], sc[mt][nt][2 * hf + 1]));
-          cand[mt][hf] = fmaxf(row_max[mt][hf], quad_max(tile_max) * a.scale_log2);
-          // -inf + headroom is -inf: a row's first visible score always moves it.
-          want |= cand[mt][hf] > row_max[mt][hf] + kLazyHeadroom;
-        }
-      moved = __any_sync(kFullWarp, want);
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+          tile_max = fmaxf(tile_max, fmaxf(sc[mt][nt][2 * hf], sc[mt][nt][2 * hf + 1]));
+        cand[mt][hf] = fmaxf(row_max[mt][hf], quad_max(tile_max) * a.scale_log2);
+        // -inf + headroom is -inf: a row's first visible score always moves it.
+        want |= cand[mt][hf] > row_max[mt][hf] + kLazyHeadroom;
+      }
+    moved = __any_sync(kFullWarp, want);
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          const float m_new = moved ? cand[mt][hf] : row_max[mt][hf];
-          const float sub = safe_max(m_new);
-          alpha[mt][hf] = ptx::exp2_approx(row_max[mt][hf] - sub);  // 1 when nothing moved
-          row_max[mt][hf] = m_new;
-          float tile_sum = 0.f;
+      for (int hf = 0; hf < 2; ++hf) {
+        const float m_new = moved ? cand[mt][hf] : row_max[mt][hf];
+        const float sub = safe_max(m_new);
+        alpha[mt][hf] = ptx::exp2_approx(row_max[mt][hf] - sub);  // 1 when nothing moved
+        row_max[mt][hf] = m_new;
+        float tile_sum = 0.f;
 #pragma unroll
-          for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
 #pragma unroll
-            for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-              const float pe = ptx::exp2_approx(fmaf(sc[mt][nt][e], a.scale_log2, -sub));
-              sc[mt][nt][e] = pe;
-              tile_sum += pe;
-            }
-          row_sum[mt][hf] = row_sum[mt][hf] * alpha[mt][hf] + tile_sum;
-        }
-    } else {
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int hf = 0; hf < 2; ++hf)
-          alpha[mt][hf] = online_softmax_row(sc[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
-    }
+          for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+            const float pe = ptx::exp2_approx(fmaf(sc[mt][nt][e], a.scale_log2, -sub));
+            sc[mt][nt][e] = pe;
+            tile_sum += pe;
+          }
+        row_sum[mt][hf] = row_sum[mt][hf] * alpha[mt][hf] + tile_sum;
+      }
   };
   auto rescale_o = [&] {
 #pragma unroll
@@ -256,49 +236,70 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] *= alpha[mt][e / 2];
   };
-  if constexpr (kOverlap) {
-    // Software-pipelined loop (kFwdOverlap): while the tensor cores run P_j V_j, the softmax of S_{j+1}
-    // (computed first) has its inputs ready, so its max/shuffle/exp2 chain can interleave with the HMMAs
-    // instead of leaving them idle; O is rescaled by tile j + 1's factor after P_j V_j is added.
-    // Three stages or more: K_{j+1} and V_j are read in the same step, and tile j + kStages - 1 is loaded
-    // into the stage tile j - 1 used. One barrier per tile; with three stages the prefetch distance is one
-    // tile as in the other loops, with four two.
-    const int w_tiles = kWarpSkip ? warp_tiles : n_tiles;
-    auto tile_scores = [&](float (&sc)[kMT][Tr::kSNTiles][4], int j) {
-      const std::uint32_t k_stage = k_lane + (j % Tr::kStages) * kKVTileBytes;
-      const int k0 = j * Tr::kBc;
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int stage = j % Tr::kStages;
+    const int next_stage = (j + Tr::kStages - 1) % Tr::kStages;  // tile j - 1's, which j + 1 fills
+    const int k0 = j * Tr::kBc;
+    const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
+    const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
+
+    // K_j landed (only V_j may still fly), for every thread; and every warp is done with tile
+    // j - 1, whose buffers the prefetch below overwrites.
+    ptx::cp_async_wait<1>();
+    __syncthreads();
+    {
+      const int next = j + Tr::kStages - 1;
+      if (next < n_tiles) {
+        load_kv(next, next_stage);
+      } else {
+        // Empty groups keep the group count uniform.
+        ptx::cp_async_commit();
+        ptx::cp_async_commit();
+      }
+    }
+    const bool active = !kWarpSkip || j < warp_tiles;  // warp-uniform
+
+    // ---- S = Q K^T: (kWarpRows, kBc) per warp ----
+    float s[kMT][Tr::kSNTiles][4];
+    if (active) {
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+    for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+      for (int nt = 0; nt < Tr::kSNTiles; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) sc[mt][nt][e] = 0.f;
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
 #pragma unroll
-      for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
-        std::uint32_t qa_smem[Tr::kQInRegs ? 1 : kMT][4];
-        if constexpr (!Tr::kQInRegs) {
+    for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
+      std::uint32_t qa_smem[Tr::kQInRegs ? 1 : kMT][4];
+      if constexpr (!Tr::kQInRegs) {
 #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) load_q_frag(qa_smem[mt], mt, ks);
-        }
+        for (int mt = 0; mt < kMT; ++mt) load_q_frag(qa_smem[mt], mt, ks);
+      }
 #pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
-          std::uint32_t kb[4];
-          ptx::ldmatrix_x4(kb, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
-          const std::uint32_t b0[2] = {kb[0], kb[1]};
-          const std::uint32_t b1[2] = {kb[2], kb[3]};
+      for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
+        std::uint32_t kb[4];
+        ptx::ldmatrix_x4(kb, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
+        const std::uint32_t b0[2] = {kb[0], kb[1]};
+        const std::uint32_t b1[2] = {kb[2], kb[3]};
 #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) {
-            if constexpr (Tr::kQInRegs) {
-              ptx::mma_m16n8k16<Elem>(sc[mt][nt], q_frag[mt][ks], b0);
-              ptx::mma_m16n8k16<Elem>(sc[mt][nt + 1], q_frag[mt][ks], b1);
-            } else {
-              ptx::mma_m16n8k16<Elem>(sc[mt][nt], qa_smem[mt], b0);
-              ptx::mma_m16n8k16<Elem>(sc[mt][nt + 1], qa_smem[mt], b1);
-            }
+        for (int mt = 0; mt < kMT; ++mt) {
+          if constexpr (Tr::kQInRegs) {
+            ptx::mma_m16n8k16<Elem>(s[mt][nt], q_frag[mt][ks], b0);
+            ptx::mma_m16n8k16<Elem>(s[mt][nt + 1], q_frag[mt][ks], b1);
+          } else {
+            ptx::mma_m16n8k16<Elem>(s[mt][nt], qa_smem[mt], b0);
+            ptx::mma_m16n8k16<Elem>(s[mt][nt + 1], qa_smem[mt], b1);
           }
         }
       }
-      if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {
+    }
+
+    // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
+    if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {
+      if constexpr (kWarpSkip) {
+        // Per row, the first hidden column of this thread's pairs: one compare per score with a
+        // compile-time column instead of two compares on (row, key).
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -309,200 +310,52 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
             for (int nt = 0; nt < Tr::kSNTiles; ++nt)
 #pragma unroll
               for (int e = 0; e < 2; ++e)
-                if (nt * Tr::kMmaN + e >= lim) sc[mt][nt][2 * hf + e] = kNegInf;
+                if (nt * Tr::kMmaN + e >= lim) s[mt][nt][2 * hf + e] = kNegInf;
           }
-      }
-    };
-    // P_j as the A operand of P V: n8 blocks 2kk and 2kk + 1 side by side, 16 bits (mma_pv's layout).
-    std::uint32_t pa[kMT][Tr::kPVSteps][4];
-    auto pack_p = [&](const float (&sc)[kMT][Tr::kSNTiles][4]) {
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-          pa[mt][kk][0] = ptx::pack2<Elem>(sc[mt][2 * kk][0], sc[mt][2 * kk][1]);
-          pa[mt][kk][1] = ptx::pack2<Elem>(sc[mt][2 * kk][2], sc[mt][2 * kk][3]);
-          pa[mt][kk][2] = ptx::pack2<Elem>(sc[mt][2 * kk + 1][0], sc[mt][2 * kk + 1][1]);
-          pa[mt][kk][3] = ptx::pack2<Elem>(sc[mt][2 * kk + 1][2], sc[mt][2 * kk + 1][3]);
-        }
-    };
-    auto pv = [&](int j) {
-      const std::uint32_t v_stage = v_lane + (j % Tr::kStages) * kKVTileBytes;
-#pragma unroll
-      for (int kk = 0; kk < Tr::kPVSteps; ++kk)
-#pragma unroll
-        for (int nt = 0; nt < Tr::kONTiles; nt += 2) {
-          std::uint32_t vb[4];
-          ptx::ldmatrix_x4_trans(vb, v_stage + (kk * Tr::kMmaK * kRowBytes + nt * Tr::kMmaN * kEB));
-          const std::uint32_t b0[2] = {vb[0], vb[1]};
-          const std::uint32_t b1[2] = {vb[2], vb[3]};
-#pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) {
-            ptx::mma_m16n8k16<Elem>(acc_o[mt][nt], pa[mt][kk], b0);
-            ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt][kk], b1);
-          }
-        }
-    };
-    // Tile j's step: tile j + 1 landed for every thread (tiles up to j + kStages - 2 may fly), every warp
-    // is done with tile j - 1, whose stage tile j + kStages - 1 takes.
-    auto next_tile = [&](int j) {
-      ptx::cp_async_wait<Tr::kStages - 3>();
-      __syncthreads();
-      if (j + Tr::kStages - 1 < n_tiles) {
-        load_kv(j + Tr::kStages - 1, (j + Tr::kStages - 1) % Tr::kStages);
       } else {
-        ptx::cp_async_commit();
-      }
-    };
-
-    // Tile 0 (Q and K_0/V_0 landed; tile 1 may fly): S_0 and P_0 (O is still 0: nothing to rescale).
-    ptx::cp_async_wait<Tr::kStages - 2>();
-    __syncthreads();
-    if (w_tiles > 0) {
-      float sc[kMT][Tr::kSNTiles][4];
-      tile_scores(sc, 0);
-      softmax(sc);
-      pack_p(sc);
-    }
-    // The scores' softmax, P_j V_j and the rescale sit in one basic block (the mask's branch comes
-    // before them), so that ptxas can interleave the softmax with the HMMAs; the last step, P V only,
-    // is peeled off.
-    for (int j = 0; j + 1 < n_tiles; ++j) {
-      next_tile(j);
-      if (j + 1 < w_tiles) {  // warp-uniform
-        float sc[kMT][Tr::kSNTiles][4];
-        tile_scores(sc, j + 1);
-        softmax(sc);
-        pv(j);
-        if (!kLazy || moved) rescale_o();  // warp-uniform
-        pack_p(sc);
-      } else if (j < w_tiles) {
-        pv(j);
-      }
-    }
-    next_tile(n_tiles - 1);  // the same barriers and commit groups in every block
-    if (n_tiles - 1 < w_tiles) pv(n_tiles - 1);
-  } else {
-    for (int j = 0; j < n_tiles; ++j) {
-      const int stage = j % Tr::kStages;
-      const int next_stage = (j + Tr::kStages - 1) % Tr::kStages;  // tile j - 1's, which j + kStages - 1 fills
-      const int k0 = j * Tr::kBc;
-      const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
-      const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
-
-      // K_j landed (only V_j may still fly; kOneBar: V_j too, later tiles may fly), for every thread;
-      // and every warp is done with tile j - 1, whose buffers the prefetch below overwrites.
-      ptx::cp_async_wait<kOneBar ? Tr::kStages - 2 : 1>();
-      __syncthreads();
-      {
-        const int next = j + Tr::kStages - 1;
-        if (next < n_tiles) {
-          load_kv(next, next_stage);
-        } else {
-          // Empty groups keep the group count uniform.
-          if constexpr (!kOneBar) ptx::cp_async_commit();
-          ptx::cp_async_commit();
-        }
-      }
-      const bool active = !kWarpSkip || j < warp_tiles;  // warp-uniform
-
-      // ---- S = Q K^T: (kWarpRows, kBc) per warp ----
-      float s[kMT][Tr::kSNTiles][4];
-      if (active) {
-  #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-  #pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-  #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
-  #pragma unroll
-      for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
-        std::uint32_t qa_smem[Tr::kQInRegs ? 1 : kMT][4];
-        if constexpr (!Tr::kQInRegs) {
-  #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) load_q_frag(qa_smem[mt], mt, ks);
-        }
-  #pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; nt += 2) {
-          std::uint32_t kb[4];
-          ptx::ldmatrix_x4(kb, k_stage + (nt * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
-          const std::uint32_t b0[2] = {kb[0], kb[1]};
-          const std::uint32_t b1[2] = {kb[2], kb[3]};
-  #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt) {
-            if constexpr (Tr::kQInRegs) {
-              ptx::mma_m16n8k16<Elem>(s[mt][nt], q_frag[mt][ks], b0);
-              ptx::mma_m16n8k16<Elem>(s[mt][nt + 1], q_frag[mt][ks], b1);
-            } else {
-              ptx::mma_m16n8k16<Elem>(s[mt][nt], qa_smem[mt], b0);
-              ptx::mma_m16n8k16<Elem>(s[mt][nt + 1], qa_smem[mt], b1);
-            }
-          }
-        }
-      }
-
-      // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
-      if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {
-        if constexpr (kWarpSkip) {
-          // Per row, the first hidden column of this thread's pairs: one compare per score with a
-          // compile-time column instead of two compares on (row, key).
-  #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt)
-  #pragma unroll
-            for (int hf = 0; hf < 2; ++hf) {
-              const int row = q0 + warp_row0 + mt * Tr::kMmaM + g + hf * 8;
-              const int lim = a.mask.key_end(row) - k0 - 2 * t;
-  #pragma unroll
-              for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-  #pragma unroll
-                for (int e = 0; e < 2; ++e)
-                  if (nt * Tr::kMmaN + e >= lim) s[mt][nt][2 * hf + e] = kNegInf;
-            }
-        } else {
-  #pragma unroll
-          for (int mt = 0; mt < kMT; ++mt)
-  #pragma unroll
-            for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-  #pragma unroll
-              for (int e = 0; e < 4; ++e) {
-                const int row = q0 + warp_row0 + mt * Tr::kMmaM + g + (e / 2) * 8;
-                const int key = k0 + nt * Tr::kMmaN + 2 * t + e % 2;
-                if (!a.mask.visible(row, key)) s[mt][nt][e] = kNegInf;
-              }
-        }
-      }
-
-      // ---- online softmax: new row maxima, rescale O and the sums, P = exp2(S*c - m) ----
-      if constexpr (kLazy) {
-        softmax(s);
-        if (moved) rescale_o();  // warp-uniform
-      } else {
-  #pragma unroll
+        // (The same loop as flash_fwd_tf32.cuh's; as a shared helper it changed the d = 64 kernel's
+        // instruction order and ptxas spilled 8 bytes, so it stays written out here.)
+#pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
-  #pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            const float alpha_r = online_softmax_row(s[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
-            // Rescaled every tile: skipping it when no row max moved (a warp vote) measured 3-8%
-            // slower on the H200 (docs/perf-notes.md).
-  #pragma unroll
-            for (int nt = 0; nt < Tr::kONTiles; ++nt) {
-              acc_o[mt][nt][2 * hf] *= alpha_r;
-              acc_o[mt][nt][2 * hf + 1] *= alpha_r;
+#pragma unroll
+          for (int nt = 0; nt < Tr::kSNTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int row = q0 + warp_row0 + mt * Tr::kMmaM + g + (e / 2) * 8;
+              const int key = k0 + nt * Tr::kMmaN + 2 * t + e % 2;
+              if (!a.mask.visible(row, key)) s[mt][nt][e] = kNegInf;
             }
-          }
       }
-
-      }  // active
-
-      if constexpr (!kOneBar) {
-        // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
-        ptx::cp_async_wait<2>();
-        __syncthreads();
-      }
-
-      // ---- O += P V ----
-      if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
     }
+
+    // ---- online softmax: new row maxima, rescale O and the sums, P = exp2(S*c - m) ----
+    if constexpr (kLazy) {
+      lazy_softmax(s);
+      if (moved) rescale_o();  // warp-uniform
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          const float alpha_r = online_softmax_row(s[mt], hf, row_max[mt][hf], row_sum[mt][hf], a.scale_log2);
+          // Rescaled every tile: skipping it when no row max moved (a warp vote) measured 3-8%
+          // slower on the H200 (docs/perf-notes.md).
+#pragma unroll
+          for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+            acc_o[mt][nt][2 * hf] *= alpha_r;
+            acc_o[mt][nt][2 * hf + 1] *= alpha_r;
+          }
+        }
+    }
+
+    }  // active
+
+    // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
+    ptx::cp_async_wait<2>();
+    __syncthreads();
+
+    // ---- O += P V ----
+    if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
   }
 
   // ---- epilogue: O /= row sum, LSE = ln(sum) + max; O staged in this warp's own sQ rows ----

@@ -14,8 +14,8 @@ namespace fb::cuda::flash {
 //   kQInRegs  : keep the warp's Q fragments in registers for the whole KV loop (else re-read them
 //               from shared memory for every tile: fewer registers, more shared-memory traffic)
 //   kMinBlocksPerSm : __launch_bounds__ occupancy hint (caps registers at 64K / (threads * it))
-//   kStages   : K/V tiles in shared memory (2: double buffering; more needs the kernel's
-//               kFwdOneBarrier variant, which prefetches kStages - 1 tiles ahead)
+//   kStages   : K/V tiles in shared memory (the kernel runs 2, double buffering; session 8's three- and
+//               four-stage loops lost and were removed)
 template <typename Elem_, int kHeadDim_, int kBr_, int kBc_, int kWarps_, bool kQInRegs_,
           int kMinBlocksPerSm_ = 1, int kStages_ = 2>
 struct FwdTraits {
@@ -70,22 +70,17 @@ struct FwdTraits {
 };
 
 // Variant bits kOpt of the tensor-core forward kernel (flash_fwd_kernel.cuh); the shipped choice per head dim is
-// TcTiles<D>::kOpt (flash_fwd_config.h), the others are timing probes picked at launch (fwd_probe()):
-//   kFwdOneBarrier : K_j and V_j travel as one cp.async group and the loop waits for the whole tile at
-//                    its top: one block barrier per KV tile instead of two (the split waits gave V half a
-//                    tile more time to land; it was issued a whole tile earlier anyway). Needed for
-//                    Tr::kStages > 2 (prefetch distance kStages - 1).
+// TcTiles<D>::kOpt (flash_fwd_config.h), probes pick others at launch (fwd_probe()). Bits 1 (one barrier per
+// KV tile, three or four stages) and 16 (a software-pipelined loop) were session 8's losers, removed in
+// session 9 (docs/perf-notes.md has their numbers); the remaining bits keep their values, so the shipped
+// kernels keep their names.
 //   kFwdWarpSkip   : a warp skips the KV tiles none of its rows sees (causal: on the diagonal tiles up to
 //                    Br / Bc - 1 of them per warp) and masks only the tiles its own rows need masked (one
 //                    compare per score against the row's key_end); the block barriers stay outside, every
 //                    warp still loads its share of each tile.
-inline constexpr unsigned kFwdOneBarrier = 1u;
 inline constexpr unsigned kFwdWarpSkip = 2u;
 //   kFwdLeanCopy   : K/V tiles copied by load_tile_async_lean (addresses as compile-time offsets).
 inline constexpr unsigned kFwdLeanCopy = 8u;
-//   kFwdOverlap    : the software-pipelined loop (S_{j+1} and its softmax beside P_j V_j; needs kOneBar and
-//                    three stages or more). With P_j V_j first in program order ptxas made the same schedule.
-inline constexpr unsigned kFwdOverlap = 16u;
 //   kFwdLazyRescale : a row's exponent offset moves only when the warp sees a score 2^8
 //                    above it; O's rescale runs only on those tiles (FlashAttention-4's trick).
 inline constexpr unsigned kFwdLazyRescale = 64u;
