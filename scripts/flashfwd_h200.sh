@@ -1,55 +1,60 @@
 #!/usr/bin/env bash
-# The portable flash forward's timing probes on an H100/H200 (issue 13), everything into OUTDIR (~85 s on a
+# The portable flash forward's timing probes on an H100/H200 (issue 13), everything into OUTDIR (~75 s on a
 # built tree):
-#   the GPU tests of the forward as shipped ([flashfwd]: bf16 d 64/128 around the tiles; flash's accuracy
+#   the GPU tests of the forward as shipped ([flashfwd]: bf16/fp16 d 64/128 around the tiles; flash's accuracy
 #   cases; seq_q != seq_k), then [flashfwd] once per probe setting (FB_FLASH_FWD_PROBE is read once per
 #   process); CONFIG (default configs/flashfwd-h200.json) with FILTER (default: the rows that trailed
-#   FlashAttention-2 in session 7, bf16: d 128 non-causal N 1k/4k/16k, d 128 causal N 2k, d 64 causal N 2k/4k;
-#   fp16 d 128 non-causal 4k and causal 2k: the probes are bf16 only, fp16 runs the default), verified: the
-#   shipped kernels, each VARIANT, the shipped kernels again (drift); torch-flash (FlashAttention-2) on the
-#   same spec through scripts/peers.py. Last, a table: TFLOP/s shipped and FA2, FA2 time / shipped time, and
-#   per variant its speed over the shipped kernels' (geometric mean of the runs before and after).
+#   FlashAttention-2 in session 8's final sweep, both 16-bit types: d 128 non-causal N 1k/4k/16k, d 128 causal
+#   N 1k (fp16) and 2k, d 64 causal N 2k/4k, and d 64 non-causal N 4k (bf16) as a check), verified: the shipped
+#   kernels, then the VARIANTs in groups of GROUP (default 3) with the shipped kernels again after each group;
+#   torch-flash (FlashAttention-2) on the same spec through scripts/peers.py. Last, a table: TFLOP/s shipped and
+#   FA2, FA2 time / shipped time, and per variant its speed over the shipped kernels' (geometric mean of the
+#   shipped runs just before and just after it); then fp16 time / bf16 time of each case, ours and FA2's.
 #     BUILD=build-h200 scripts/flashfwd_h200.sh OUTDIR [VARIANT...]
-# A VARIANT is an FB_FLASH_FWD_PROBE value (comma-separated words; kernels/flash/flash_fwd_config.h lists them).
-# BUILD must hold flashbench and tests/flashbench_gpu_tests. A variant
-# starts only while the script has run under BUDGET_S seconds (default 60); the summary names the skipped.
-# PEERS=0 skips torch.
+# A VARIANT is an FB_FLASH_FWD_PROBE value (comma-separated words; kernels/flash/flash_fwd_config.h lists
+# them). BUILD must hold flashbench and tests/flashbench_gpu_tests. A variant starts only while the script has
+# run under BUDGET_S seconds (default 55); the summary names the skipped. PEERS=0 skips torch.
 set -uo pipefail
-out=${1:?usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]}
+[ $# -ge 1 ] || { echo "usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]" >&2; exit 2; }
+. "$(dirname "$0")/h200_step.sh"
+h200_dirs "$1"
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(old)
-build=${BUILD:-build-h200}
-budget=${BUDGET_S:-60}
+[ ${#variants[@]} -gt 0 ] || variants=(kperm noskip order bc128,rowmask rowmask bc128,rowmask,kperm)
+budget=${BUDGET_S:-55}
+group=${GROUP:-3}
 config=${CONFIG:-configs/flashfwd-h200.json}
-filter=${FILTER:-'n(1024|4096|16384)-d128-bf16-full|n2048-d128-bf16-causal|n(2048|4096)-d64-bf16-causal|n4096-d128-fp16-full|n2048-d128-fp16-causal'}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/.."
-fb="$build/flashbench"
-[ -x "$fb" ] && [ -x "$build/tests/flashbench_gpu_tests" ] ||
-  { echo "flashfwd_h200.sh: $build has no flashbench or tests/flashbench_gpu_tests" >&2; exit 2; }
+filter=${FILTER:-'n(1024|4096|16384)-d128-(bf16|fp16)-full|n1024-d128-fp16-causal|n2048-d128-(bf16|fp16)-causal|n(2048|4096)-d64-(bf16|fp16)-causal|n4096-d64-bf16-full'}
+require_build flashfwd_h200.sh
 
 step_timeout=30 step_tail=2 step_name_width=20
-. scripts/h200_step.sh
 t_start=$SECONDS
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
-step tests "$build/tests/flashbench_gpu_tests" \
+step tests "$tests" \
   "[flashfwd],naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*"
+# The run order: ship-1, a group of variants, ship-2, the next group, ..., a last ship run.
+order=(ship)
+n=0
+for v in "${variants[@]}"; do
+  order+=("$v")
+  n=$((n + 1))
+  [ $((n % group)) -eq 0 ] && [ "$n" -lt ${#variants[@]} ] && order+=(ship)
+done
+order+=(ship)
 ran=()
-for v in ship "${variants[@]}" ship; do
-  name="v-${v//,/+}"
+ships=0
+for v in "${order[@]}"; do
   if [ "$v" = ship ]; then
-    name=ship-first v=
-    [ ${#ran[@]} -gt 0 ] && name=ship-last
-  fi
-  if [ "$name" != ship-last ] && [ "$name" != ship-first ] && [ $((SECONDS - t_start)) -ge "$budget" ]; then
-    summary+=("$(printf "%-20s skipped (budget %ss)" "$name" "$budget")")
-    continue
-  fi
-  if [ -n "$v" ]; then
-    FB_FLASH_FWD_PROBE=$v step "test-$name" "$build/tests/flashbench_gpu_tests" "[flashfwd]"
+    ships=$((ships + 1))
+    name=ship-$ships v=
+  else
+    name="v-${v//,/+}"
+    if [ $((SECONDS - t_start)) -ge "$budget" ]; then
+      summary+=("$(printf "%-20s skipped (budget %ss)" "$name" "$budget")")
+      continue
+    fi
+    FB_FLASH_FWD_PROBE=$v step "test-$name" "$tests" "[flashfwd]"
   fi
   FB_FLASH_FWD_PROBE=$v step "$name" "$fb" run "$config" --kernels flash --no-ceilings -q --filter "$filter" \
     -o "$out/$name.json"
@@ -82,24 +87,37 @@ def load(name, kernel):
             and (kernel != "flash" or r.get("verified") is True)}
 runs = {n: load(n + ".json", "flash") for n in names}
 fa2 = load("peers.json", "torch-flash")
+dim = lambda k: int(re.search(r"-d(\d+)-", k).group(1))
+seq = lambda k: int(re.search(r"-n(\d+)-", k).group(1))
 keys = sorted({k for r in runs.values() for k in r if filt.search(k)} | {k for k in fa2 if filt.search(k)},
-              key=lambda k: (int(re.search(r"-d(\d+)-", k).group(1)), "causal" in k, int(re.search(r"-n(\d+)-", k).group(1))))
+              key=lambda k: (dim(k), "causal" in k, seq(k), "fp16" in k))
 t = lambda n, k: runs[n][k]["time_ms"]["median"] if k in runs.get(n, {}) else nan
-var = [n for n in names if n not in ("ship-first", "ship-last")]
+# Each variant against the shipped runs just before and just after it (the run order is the names' order).
+ships = [i for i, n in enumerate(names) if n.startswith("ship-")]
+var = [n for n in names if not n.startswith("ship-")]
+around = {}
+for i, n in enumerate(names):
+    if n in var:
+        before = max((j for j in ships if j < i), default=None)
+        after = min((j for j in ships if j > i), default=None)
+        around[n] = [names[j] for j in (before, after) if j is not None]
+def base(n, k):
+    ts = [t(s, k) for s in around[n] if t(s, k) == t(s, k)]
+    return math.exp(sum(map(math.log, ts)) / len(ts)) if ts else nan
+first, last = names[ships[0]], names[ships[-1]]
 print("flash forward: TFLOP/s (ship = first shipped run), x = FA2 time / shipped time; variant columns:")
-print("shipped time (geometric mean of the runs before and after the variants) / variant time (> 1: faster);")
+print("shipped time (geometric mean of the shipped runs just before and after it) / variant time (> 1: faster);")
 print("drift = first shipped time / last; '-' = missing or not verified")
 print(f'{"case":40}{"ship":>6}{"FA2":>6}{"x":>7}{"drift":>7}' + "".join(f"{v[2:][:14]:>15}" for v in var))
 logs = {v: [] for v in var}
 for k in keys:
-    a, b = t("ship-first", k), t("ship-last", k)
-    base = math.sqrt(a * b) if a == a and b == b else (a if a == a else b)
-    ship_tf = runs.get("ship-first", {}).get(k, {}).get("tflops", nan)
+    a, b = t(first, k), t(last, k)
+    ship_tf = runs.get(first, {}).get(k, {}).get("tflops", nan)
     f = fa2.get(k)
     x = f["time_ms"]["median"] / a if f and a == a else nan
     row = f"{k:40}{ship_tf:>6.0f}{(f['tflops'] if f else nan):>6.0f}{x:>7.3f}{a / b if a == a and b == b else nan:>7.3f}"
     for v in var:
-        r = base / t(v, k)
+        r = base(v, k) / t(v, k)
         if r == r:
             logs[v].append(math.log(r))
             fx = f" ({f['time_ms']['median'] / t(v, k):.3f})" if f else ""
@@ -109,6 +127,18 @@ for k in keys:
     print(row)
 print("in brackets: FA2 time / variant time. geomean variant speed over shipped: " +
       ", ".join(f"{v[2:]} {math.exp(sum(l) / len(l)):.3f}" for v, l in logs.items() if l))
+# fp16 against bf16 on the same case, same process: ours (all shipped runs) and FA2's.
+print("fp16 time / bf16 time (> 1: fp16 slower): ours (geomean of the shipped runs), FA2")
+for k in keys:
+    if "-bf16-" not in k:
+        continue
+    k16 = k.replace("-bf16-", "-fp16-")
+    ours = [t(s, k16) / t(s, k) for s in (names[j] for j in ships) if t(s, k16) == t(s, k16) and t(s, k) == t(s, k)]
+    if not ours:
+        continue
+    o = math.exp(sum(map(math.log, ours)) / len(ours))
+    f = fa2[k16]["time_ms"]["median"] / fa2[k]["time_ms"]["median"] if k in fa2 and k16 in fa2 else nan
+    print(f"  {k.replace('-bf16-', '-*-'):40} ours {o:.3f}  FA2 {f:.3f}")
 PY
 echo "--- steps (total $((SECONDS - t_start)) s)"
 printf '%s\n' "${summary[@]}"

@@ -98,19 +98,34 @@ struct FwdConfig {
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
 // words, read once per process (fwd_probe(), flash_fwd.cu; an unknown word throws, naming the variable).
-// Only bf16 at d = 64 and d = 128 have them (kProbed); other cases ignore it. Any word set replaces the
-// shipped choice by the probe's (launch_fwd_tc_probe, flash_fwd_launch.cuh):
-//   old    : the kernel of GPUs whose blocks cannot have the default's shared memory (TcTiles<D>::kSmallBc: at
-//            d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the default
+// Only bf16 and fp16 at d = 64 and d = 128 have them (kProbed); other cases ignore it. Any word set replaces the
+// shipped choice by the probe's (launch_fwd_tc_probe, flash_fwd_launch.cuh); words combine:
+//   old     : the kernel of GPUs whose blocks cannot have the default's shared memory (TcTiles<D>::kSmallBc: at
+//             d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the
+//             default. Alone: the other words are ignored with it.
+//   noskip  : non-causal launches drop kFwdWarpSkip from the default (d = 128: its `if (active)` around the
+//             tile's work, never false without a causal mask, is what ptxas schedules around)
+//   kperm   : K's chunks permuted in shared memory, one lane address for K and V (kFwdKPermuted: at d = 128
+//             the default's 16 B spill, 2 LDL a tile, goes)
+//   rowmask : masks by each row's key_end, a warp only where its rows need it (kFwdRowMask; d = 128's default
+//             has it through kFwdWarpSkip)
+//   order   : non-causal launches take one plane's query tiles after another (plane group 1,
+//             FlashAttention-2's grid order) instead of set_tile_order's L2-sized groups
+//   bc128   : d = 64 only: 128 x 128 tiles (FlashAttention-2's d = 64 tile), Q from shared memory, lean copies
 // Session 8's probes onebar, skip, copy, s3, s4, ovl, lazy and bc64 were measured (docs/perf-notes.md, "Session 8")
 // and removed with their code in session 9: the winners are in TcTiles<128>::kOpt, the rest lost.
 struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
+  bool noskip = false;
+  bool kperm = false;
+  bool rowmask = false;
+  bool order = false;
+  bool bc128 = false;
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
-inline constexpr bool kProbed = T == Dtype::bf16 && (D == 64 || D == 128);
+inline constexpr bool kProbed = (T == Dtype::bf16 || T == Dtype::fp16) && (D == 64 || D == 128);
 
 // One launch of the forward for (T, D); defined in flash_fwd_launch.cuh, instantiated in the
 // flash_fwd_*.cu files (one group per file, so they compile in parallel).
