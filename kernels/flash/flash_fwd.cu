@@ -104,14 +104,9 @@ const FwdProbe& fwd_probe() {
       if (w.empty()) continue;
       f.set = true;
       if (w == "old") f.old = true;
-      else if (w == "noskip") f.noskip = true;
-      else if (w == "kperm") f.kperm = true;
-      else if (w == "rowmask") f.rowmask = true;
-      else if (w == "order") f.order = true;
-      else if (w == "bc128") f.bc128 = true;
+      else if (w == "l2order") f.l2order = true;
       else
-        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (old, noskip, kperm, rowmask, order, bc128)");
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w + "' is not a flash forward probe (old, l2order)");
     }
     return f;
   }();

@@ -20,11 +20,14 @@ namespace fb::cuda::flash {
 // double buffering, two barriers per tile (session 7's loop).
 // kSmallBc > 0: the key tile (with variant bits kSmallOpt, two stages) on GPUs whose blocks cannot opt in to
 // the shared memory of kBc's tiles (sm_86/89: 99 KB).
+// kPlaneGroup > 0: non-causal grids take that many planes' query tiles at a time instead of set_tile_order's
+// L2-sized groups (flash_fwd_args.cuh), for the default tiles (not the kSmallBc ones).
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
   static constexpr int kSmallBc = 0;
   static constexpr unsigned kSmallOpt = 0;
+  static constexpr int kPlaneGroup = 0;
 };
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
@@ -41,6 +44,9 @@ template <> struct TcTiles<128> : TcLoop {
   // Lazy rescale since call B (1.019-1.031x at d = 128 bf16; the sharp-softmax GPU test passes with it).
   static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale;
   static constexpr int kSmallBc = 32;
+  // Non-causal: one plane's query tiles after another (FlashAttention-2's grid order) since session 9's call A:
+  // 1.011-1.018x at N = 1k (the rows furthest behind FA2), 0.995-1.003x at 4k/16k (docs/perf-notes.md).
+  static constexpr int kPlaneGroup = 1;
 };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
@@ -94,34 +100,23 @@ struct FwdConfig {
   using SmallTraits = std::conditional_t<
       kHasSmall, FwdTraits<Elem, D, TcTiles<D>::kBr, kSmallBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>, Traits>;
   static constexpr unsigned kSmallOpt = TcTiles<D>::kSmallOpt;
+  static constexpr int kPlaneGroup = kTensorCores ? TcTiles<D>::kPlaneGroup : 0;
 };
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
 // words, read once per process (fwd_probe(), flash_fwd.cu; an unknown word throws, naming the variable).
-// Only bf16 and fp16 at d = 64 and d = 128 have them (kProbed); other cases ignore it. Any word set replaces the
-// shipped choice by the probe's (launch_fwd_tc_probe, flash_fwd_launch.cuh); words combine:
+// Only bf16 and fp16 at d = 64 and d = 128 have them (kProbed); other cases ignore it:
 //   old     : the kernel of GPUs whose blocks cannot have the default's shared memory (TcTiles<D>::kSmallBc: at
-//             d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the
-//             default. Alone: the other words are ignored with it.
-//   noskip  : non-causal launches drop kFwdWarpSkip from the default (d = 128: its `if (active)` around the
-//             tile's work, never false without a causal mask, is what ptxas schedules around)
-//   kperm   : K's chunks permuted in shared memory, one lane address for K and V (kFwdKPermuted: at d = 128
-//             the default's 16 B spill, 2 LDL a tile, goes)
-//   rowmask : masks by each row's key_end, a warp only where its rows need it (kFwdRowMask; d = 128's default
-//             has it through kFwdWarpSkip)
-//   order   : non-causal launches take one plane's query tiles after another (plane group 1,
-//             FlashAttention-2's grid order) instead of set_tile_order's L2-sized groups
-//   bc128   : d = 64 only: 128 x 128 tiles (FlashAttention-2's d = 64 tile), Q from shared memory, lean copies
-// Session 8's probes onebar, skip, copy, s3, s4, ovl, lazy and bc64 were measured (docs/perf-notes.md, "Session 8")
-// and removed with their code in session 9: the winners are in TcTiles<128>::kOpt, the rest lost.
+//             d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the default
+//   l2order : the default kernel with set_tile_order's L2-sized plane groups on non-causal launches too (the
+//             grid order before session 9; TcTiles<D>::kPlaneGroup)
+// Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
+// bc128) were measured (docs/perf-notes.md, "Session 8" and "Session 9") and removed with their code; the
+// winners are in TcTiles<D>.
 struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
-  bool noskip = false;
-  bool kperm = false;
-  bool rowmask = false;
-  bool order = false;
-  bool bc128 = false;
+  bool l2order = false;
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -22,18 +22,9 @@
 
 namespace fb::cuda::flash {
 
-// Where chunk (row r, 16-byte chunk c) of a K tile lands in shared memory with kPermuted (kFwdKPermuted):
-// inside each 16 x 2-chunk block, the chunks at rows 8-15 of chunk 0 and rows 0-7 of chunk 1 trade places.
-// ldmatrix.x4 with the A-operand lane addresses (rows lane % 16, chunk lane / 16) then hands every lane
-// what K's own lane addresses (keys (lane / 16) * 8 + lane % 8, chunk (lane / 8) % 2) read from the plain
-// layout, so K, V and Q share one lane offset. Rows of a block stay rows of the same block.
-__device__ __forceinline__ int permuted_row(int r, int c) { return (r & ~15) | ((c & 1) << 3) | (r & 7); }
-__device__ __forceinline__ int permuted_chunk(int r, int c) { return (c & ~1) | ((r >> 3) & 1); }
-
 // Copies rows [0, kRows) of a (kRows, kHeadDim) tile from global (row stride kHeadDim) to shared
-// (row stride kRowStride) with cp.async; rows >= rows_valid are zero-filled, never read. kPermuted:
-// the chunks land where permuted_row/permuted_chunk say.
-template <typename Tr, int kRows, bool kPermuted = false>
+// (row stride kRowStride) with cp.async; rows >= rows_valid are zero-filled, never read.
+template <typename Tr, int kRows>
 __device__ __forceinline__ void load_tile_async(typename Tr::Elem* smem,
                                                 const typename Tr::Elem* gmem, int rows_valid,
                                                 int tid) {
@@ -46,14 +37,7 @@ __device__ __forceinline__ void load_tile_async(typename Tr::Elem* smem,
     const int col = (c % Tr::kRowChunks) * Tr::kChunkElems;
     const bool valid = row < rows_valid;
     const auto* src = gmem + (valid ? std::int64_t(row) * Tr::kHeadDim + col : 0);
-    if constexpr (kPermuted) {
-      const int chunk = c % Tr::kRowChunks;
-      ptx::cp_async_16_zfill(smem + permuted_row(row, chunk) * Tr::kRowStride +
-                                 permuted_chunk(row, chunk) * Tr::kChunkElems,
-                             src, valid);
-    } else {
-      ptx::cp_async_16_zfill(smem + row * Tr::kRowStride + col, src, valid);
-    }
+    ptx::cp_async_16_zfill(smem + row * Tr::kRowStride + col, src, valid);
   }
 }
 
@@ -62,7 +46,7 @@ __device__ __forceinline__ void load_tile_async(typename Tr::Elem* smem,
 // nothing (src-size 0) from an address past the rows, which cp.async allows; no per-chunk pointer
 // select, so no per-chunk pointers live across the KV loop (they took ~16 registers at 128 x 32, ~32 at
 // 128 x 64, and ptxas spilled).
-template <typename Tr, int kRows, bool kPermuted = false>
+template <typename Tr, int kRows>
 __device__ __forceinline__ void load_tile_async_lean(typename Tr::Elem* smem,
                                                      const typename Tr::Elem* gmem, int rows_valid,
                                                      int tid) {
@@ -71,38 +55,23 @@ __device__ __forceinline__ void load_tile_async_lean(typename Tr::Elem* smem,
   static_assert(kRows % kStepRows == 0, "whole copy steps");
   const int row0 = tid / Tr::kRowChunks;
   const int col = (tid % Tr::kRowChunks) * Tr::kChunkElems;
+  auto* s = smem + row0 * Tr::kRowStride + col;
   const auto* g = gmem + row0 * Tr::kHeadDim + col;
   const int valid_rows = rows_valid - row0;
-  if constexpr (kPermuted) {
-    // The permutation as one per-thread base plus a compile-time offset per step: with steps of 16 rows
-    // or more every step keeps the thread's row within its block; with steps of 8 (row0 < 8) step i is
-    // block i / 2, row half i % 2.
-    static_assert(kStepRows % 16 == 0 || kStepRows == 8, "steps of 8 rows or whole 16-row blocks");
-    const int chunk = tid % Tr::kRowChunks;
-    auto* s = smem + permuted_row(row0, chunk) * Tr::kRowStride + permuted_chunk(row0, chunk) * Tr::kChunkElems;
 #pragma unroll
-    for (int i = 0; i < kRows / kStepRows; ++i) {
-      const int s_off = kStepRows == 8 ? (i / 2) * 16 * Tr::kRowStride + (i % 2) * Tr::kChunkElems
-                                       : i * kStepRows * Tr::kRowStride;
-      ptx::cp_async_16_zfill(s + s_off, g + i * kStepRows * Tr::kHeadDim, i * kStepRows < valid_rows);
-    }
-  } else {
-    auto* s = smem + row0 * Tr::kRowStride + col;
-#pragma unroll
-    for (int i = 0; i < kRows / kStepRows; ++i)
-      ptx::cp_async_16_zfill(s + i * kStepRows * Tr::kRowStride, g + i * kStepRows * Tr::kHeadDim,
-                             i * kStepRows < valid_rows);
-  }
+  for (int i = 0; i < kRows / kStepRows; ++i)
+    ptx::cp_async_16_zfill(s + i * kStepRows * Tr::kRowStride, g + i * kStepRows * Tr::kHeadDim,
+                           i * kStepRows < valid_rows);
 }
 
 // Picks the K/V tile copy of the variant (kFwdLeanCopy: load_tile_async_lean).
-template <typename Tr, bool kLean, bool kPermuted = false>
+template <typename Tr, bool kLean>
 __device__ __forceinline__ void load_kv_async(typename Tr::Elem* smem, const typename Tr::Elem* gmem,
                                               int rows_valid, int tid) {
   if constexpr (kLean) {
-    load_tile_async_lean<Tr, Tr::kBc, kPermuted>(smem, gmem, rows_valid, tid);
+    load_tile_async_lean<Tr, Tr::kBc>(smem, gmem, rows_valid, tid);
   } else {
-    load_tile_async<Tr, Tr::kBc, kPermuted>(smem, gmem, rows_valid, tid);
+    load_tile_async<Tr, Tr::kBc>(smem, gmem, rows_valid, tid);
   }
 }
 
@@ -113,8 +82,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kWarpSkip = (kOpt & kFwdWarpSkip) != 0;
   constexpr bool kLeanCopy = (kOpt & kFwdLeanCopy) != 0;
   constexpr bool kLazy = (kOpt & kFwdLazyRescale) != 0;
-  constexpr bool kKPerm = (kOpt & kFwdKPermuted) != 0;
-  constexpr bool kRowMask = kWarpSkip || (kOpt & kFwdRowMask) != 0;
   static_assert(Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
@@ -151,13 +118,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
   // KV tiles this warp's rows see (kWarpSkip): tiles j >= warp_tiles are fully masked for it.
   const int warp_tiles = kWarpSkip ? a.mask.kv_tiles(q0 + warp_row0, Tr::kWarpRows, Tr::kBc) : n_tiles;
-  // kRowMask: each warp masks only the tiles its own rows need masked, one compare a score.
-  const int mask_row0 = kRowMask ? q0 + warp_row0 : q0;
+  const int mask_row0 = kWarpSkip ? q0 + warp_row0 : q0;
 
   // K_tile and V_tile into `stage`, one cp.async group each (K first: the loop waits for K alone).
   auto load_kv = [&](int tile, int stage) {
     const std::int64_t g_off = std::int64_t(tile) * Tr::kBc * D;
-    load_kv_async<Tr, kLeanCopy, kKPerm>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
+    load_kv_async<Tr, kLeanCopy>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
     ptx::cp_async_commit();
     load_kv_async<Tr, kLeanCopy>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
     ptx::cp_async_commit();
@@ -181,12 +147,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr int kKVTileBytes = Tr::kKVTileElems * kEB;
   const std::uint32_t q_lane =
       ptx::smem_addr(sQ) + (warp_row0 + a_row) * kRowBytes + a_col * kEB;
-  // kKPerm: K's chunks are permuted in shared memory (permuted_row) so that K reads with the A lanes, which
-  // V's .trans lanes are too: V's address is K's plus a constant, one register fewer across the loop.
-  const std::uint32_t k_lane = kKPerm ? ptx::smem_addr(sK) + a_row * kRowBytes + a_col * kEB
-                                      : ptx::smem_addr(sK) + k_row * kRowBytes + k_col * kEB;
-  const std::uint32_t v_lane = kKPerm ? k_lane + Tr::kStages * kKVTileBytes
-                                      : ptx::smem_addr(sV) + v_row * kRowBytes + v_col * kEB;
+  const std::uint32_t k_lane = ptx::smem_addr(sK) + k_row * kRowBytes + k_col * kEB;
+  const std::uint32_t v_lane = ptx::smem_addr(sV) + v_row * kRowBytes + v_col * kEB;
 
   // Q fragments (A operand), per m16 block and k16 step.
   std::uint32_t q_frag[Tr::kQInRegs ? kMT : 1][Tr::kQInRegs ? Tr::kQKSteps : 1][4];
@@ -335,7 +297,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
     // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
     if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {
-      if constexpr (kRowMask) {
+      if constexpr (kWarpSkip) {
         // Per row, the first hidden column of this thread's pairs: one compare per score with a
         // compile-time column instead of two compares on (row, key).
 #pragma unroll
@@ -432,8 +394,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   }
 }
 
-// Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`; plane_group > 0
-// replaces set_tile_order's plane group (a timing probe).
+// Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
+// replaces set_tile_order's plane group on a non-causal launch (1: one plane's query tiles after another).
 template <typename Tr, unsigned kOpt = 0>
 void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_group = 0) {
   auto args = make_fwd_args<typename Tr::Elem, float>(p);
@@ -443,7 +405,7 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
                                        int(Tr::kSmemBytes)));
   }
   const unsigned blocks = set_tile_order(args, p, Tr::kBr);
-  if (plane_group > 0) args.plane_group = plane_group;
+  if (plane_group > 0 && !p.causal) args.plane_group = plane_group;
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();
 }

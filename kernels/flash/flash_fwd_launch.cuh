@@ -16,36 +16,13 @@ inline int smem_optin() {
   return bytes;
 }
 
-// The probe's variant of the tensor-core forward (fwd_probe(), flash_fwd_config.h) for the config Cfg: the
-// default's variant bits with the probe's changes (kSkip: the default's kFwdWarpSkip, dropped on non-causal
-// launches by `noskip`).
-template <typename Tr, unsigned kBase, bool kSkip>
-void launch_fwd_tc_bits(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream, int plane_group) {
-  constexpr unsigned kOpt = kSkip ? kBase | kFwdWarpSkip : kBase;
-  // kFwdWarpSkip masks by row already: rowmask adds nothing to it (and no instantiation).
-  constexpr unsigned kRow = kSkip ? 0u : kFwdRowMask;
-  if (pr.kperm && pr.rowmask) return launch_fwd_tc<Tr, kOpt | kFwdKPermuted | kRow>(p, stream, plane_group);
-  if (pr.kperm) return launch_fwd_tc<Tr, kOpt | kFwdKPermuted>(p, stream, plane_group);
-  if (pr.rowmask) return launch_fwd_tc<Tr, kOpt | kRow>(p, stream, plane_group);
-  launch_fwd_tc<Tr, kOpt>(p, stream, plane_group);
-}
+// The probe's variant of the tensor-core forward (fwd_probe(), flash_fwd_config.h) for the config Cfg.
 template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename Cfg::Traits;
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
-  // order: one plane's query tiles after another (FlashAttention-2's grid order) when not causal.
-  const int plane_group = pr.order && !p.causal ? 1 : 0;
-  if constexpr (Cfg::kHeadDim == 64) {
-    if (pr.bc128) {
-      using Tr128 = FwdTraits<typename Tr::Elem, 64, Tr::kBr, 128, Tr::kWarps, false>;
-      return launch_fwd_tc_bits<Tr128, Cfg::kOpt | kFwdLeanCopy, false>(pr, p, stream, plane_group);
-    }
-  }
-  constexpr bool kSkip = (Cfg::kOpt & kFwdWarpSkip) != 0;
-  constexpr unsigned kBase = Cfg::kOpt & ~kFwdWarpSkip;
-  if (kSkip && pr.noskip && !p.causal) return launch_fwd_tc_bits<Tr, kBase, false>(pr, p, stream, plane_group);
-  launch_fwd_tc_bits<Tr, kBase, kSkip>(pr, p, stream, plane_group);
+  launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, pr.l2order ? 0 : Cfg::kPlaneGroup);
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
@@ -60,7 +37,7 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       if (std::size_t(smem_optin()) < Tr::kSmemBytes)
         return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
     }
-    launch_fwd_tc<Tr, Cfg::kOpt>(p, stream);
+    launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, Cfg::kPlaneGroup);
   } else {
     launch_fwd_simt<typename Cfg::Traits>(p, stream);
   }

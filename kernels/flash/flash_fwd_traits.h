@@ -81,12 +81,6 @@ struct FwdTraits {
 inline constexpr unsigned kFwdWarpSkip = 2u;
 //   kFwdLeanCopy   : K/V tiles copied by load_tile_async_lean (addresses as compile-time offsets).
 inline constexpr unsigned kFwdLeanCopy = 8u;
-//   kFwdKPermuted  : K's 16-byte chunks permuted in shared memory so that K is read with the lane addresses
-//                    of Q and V: one register addresses K and V of every stage (flash_fwd_kernel.cuh).
-inline constexpr unsigned kFwdKPermuted = 4u;
-//   kFwdRowMask    : kFwdWarpSkip's mask without its skip: a warp masks only the tiles its rows need masked,
-//                    by each row's key_end (one compare a score instead of two on (row, key)).
-inline constexpr unsigned kFwdRowMask = 32u;
 //   kFwdLazyRescale : a row's exponent offset moves only when the warp sees a score 2^8
 //                    above it; O's rescale runs only on those tiles (FlashAttention-4's trick).
 inline constexpr unsigned kFwdLazyRescale = 64u;
