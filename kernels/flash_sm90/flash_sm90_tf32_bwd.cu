@@ -69,22 +69,32 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // cvt.rn-only form were timing probes (FB_SM90_FP32_BWD_PROBE=s6, s6,rn) until session 7 measured the
 // shipping kernel ahead of both (docs/perf-notes.md, "flash-sm90 fp32 backward"); removed in session 8,
 // with their instantiations.
-// FB_SM90_FP32_BWD_PROBE=latetempty (read once): d = 128, 3xTF32, the consumers' t_empty arrival after
-// the "both past dV" barrier (Tf32BwdLateTEmpty): a racecheck probe, not a speed variant (session 8,
-// docs/perf-notes.md); unset or any other word is the shipping backward.
-bool tf32_bwd_late_tempty() {
-  static const bool on = [] {
+// FB_SM90_FP32_BWD_PROBE (read once), d = 128 3xTF32 only; unset or any other word is the shipping backward:
+//   dvbar   the "both past dV" barrier right after dV / dK (Tf32BwdDvBarrier), racecheck probe and timed
+//   dblbar  that barrier twice (Tf32BwdDoubleBarrier), racecheck probe
+// (session 8's `latetempty`, the t_empty arrive after that barrier, is removed: racecheck still reported 1924
+// hazards under it, docs/perf-notes.md.)
+enum class Tf32BwdProbe { none, dv_barrier, double_barrier };
+Tf32BwdProbe tf32_bwd_probe() {
+  static const Tf32BwdProbe probe = [] {
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    return env != nullptr && std::string(env) == "latetempty";
+    const std::string v = env ? env : "";
+    if (v == "dvbar") return Tf32BwdProbe::dv_barrier;
+    if (v == "dblbar") return Tf32BwdProbe::double_barrier;
+    return Tf32BwdProbe::none;
   }();
-  return on;
+  return probe;
 }
 
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
   if constexpr (D == 128 && kSplit) {
-    if (tf32_bwd_late_tempty()) return launch<Tf32BwdLateTEmpty<Traits>>(p, lse_pad, d_pad, stream);
+    switch (tf32_bwd_probe()) {
+      case Tf32BwdProbe::dv_barrier: return launch<Tf32BwdDvBarrier<Traits>>(p, lse_pad, d_pad, stream);
+      case Tf32BwdProbe::double_barrier: return launch<Tf32BwdDoubleBarrier<Traits>>(p, lse_pad, d_pad, stream);
+      case Tf32BwdProbe::none: break;
+    }
   }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }

@@ -502,9 +502,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     ptx::fence_operands(p_hi);
     ptx::fence_operands(p_lo);
-    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete. (kLateTEmpty, a racecheck
-    // probe: after the "both past dV" barrier and the dQ staging below instead.)
-    if constexpr (!(kShare && Tr::kLateTEmpty)) ptx::mbar_arrive(bars.t_empty(st));
+    // kDvBarrier: both consumers past dV (their loads of P), here rather than after dQ^T (below).
+    if constexpr (kShare && Tr::kDvBarrier) ptx::named_bar_sync(bar_ps, kBarPsThreads);
+    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
+    ptx::mbar_arrive(bars.t_empty(st));
 
     // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), for its 64-row
     // part of d; dQ += scale * dQ^T by TMA reductions from a staging box: the consumer's own part of
@@ -535,12 +536,12 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
     tf32::sum_split_accs(qacc[0]);
-    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)
+    if constexpr (kShare && !Tr::kDvBarrier) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both past dV (P)
+    if constexpr (kShare && Tr::kDoubleBarrier) ptx::named_bar_sync(bar_ps, kBarPsThreads);
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
     ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
     ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-    if constexpr (kShare && Tr::kLateTEmpty) ptx::mbar_arrive(bars.t_empty(st));
     if (ctid == 0) {
 #pragma unroll
       for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)

@@ -60,11 +60,14 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
-  // true (shared keys): the consumers' t_empty arrival moves from right after dV / dK to after the
-  // "both past dV" barrier and the dQ staging. Not for speed: a racecheck probe (session 8), whose shared-memory accesses
-  // and named barriers are the shipping kernel's, so that racecheck's verdict on both shows whether
-  // it depends on where an mbarrier arrive sits between an access and the named barrier ordering it.
-  static constexpr bool kLateTEmpty = false;
+  // Shared keys: where the barrier over both consumers that frees P's buffers for the dQ staging (each
+  // consumer's dV loads its A fragments from both P buffers) sits. false: after dQ^T, right before the
+  // staging stores; true: right after dV / dK, before the t_empty arrive and dQ^T (the same order: the
+  // staging follows dQ^T either way). Racecheck probe `dvbar` (session 9), also timed.
+  static constexpr bool kDvBarrier = false;
+  // Shared keys: a second barrier over both consumers right after that one (probe `dblbar`, session 9):
+  // a racecheck probe, not a speed variant (one more barrier per tile).
+  static constexpr bool kDoubleBarrier = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -201,10 +204,14 @@ template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
 };
 
-// The racecheck probe kLateTEmpty (FB_SM90_FP32_BWD_PROBE=latetempty; shared keys only).
-template <typename Tr> struct Tf32BwdLateTEmpty : Tr {
-  static constexpr bool kLateTEmpty = true;
-  static_assert(Tr::kShareKeys, "the probe moves the shared-keys consumers' arrival");
+// The racecheck probes of the "both past dV" barrier (FB_SM90_FP32_BWD_PROBE=dvbar, dblbar; shared keys).
+template <typename Tr> struct Tf32BwdDvBarrier : Tr {
+  static constexpr bool kDvBarrier = true;
+  static_assert(Tr::kShareKeys, "the probe moves the shared-keys consumers' barrier");
+};
+template <typename Tr> struct Tf32BwdDoubleBarrier : Tr {
+  static constexpr bool kDoubleBarrier = true;
+  static_assert(Tr::kShareKeys, "the probe doubles the shared-keys consumers' barrier");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
