@@ -538,6 +538,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     tf32::sum_split_accs(qacc[0]);
     if constexpr (kShare && !Tr::kDvBarrier) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both past dV (P)
     if constexpr (kShare && Tr::kDoubleBarrier) ptx::named_bar_sync(bar_ps, kBarPsThreads);
+    if constexpr (kShare && Tr::kSleepAfterBarrier) {
+#pragma unroll 1
+      for (int i = 0; i < 4; ++i) __nanosleep(1000);
+    }
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
     ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote

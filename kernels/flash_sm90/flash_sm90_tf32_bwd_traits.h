@@ -68,6 +68,10 @@ struct Tf32BwdTraits {
   // Shared keys: a second barrier over both consumers right after that one (probe `dblbar`, session 9):
   // a racecheck probe, not a speed variant (one more barrier per tile).
   static constexpr bool kDoubleBarrier = false;
+  // Shared keys: ~4 us of __nanosleep right after the "both past dV" barrier, before the dQ staging stores
+  // (probe `sleep`, session 9): the same accesses and barriers as the shipping kernel, only later; a
+  // racecheck diagnostic of whether its verdict depends on timing alone.
+  static constexpr bool kSleepAfterBarrier = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -204,7 +208,7 @@ template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
 };
 
-// The racecheck probes of the "both past dV" barrier (FB_SM90_FP32_BWD_PROBE=dvbar, dblbar; shared keys).
+// The racecheck probes of the "both past dV" barrier (FB_SM90_FP32_BWD_PROBE=dvbar, dblbar, sleep; shared keys).
 template <typename Tr> struct Tf32BwdDvBarrier : Tr {
   static constexpr bool kDvBarrier = true;
   static_assert(Tr::kShareKeys, "the probe moves the shared-keys consumers' barrier");
@@ -212,6 +216,10 @@ template <typename Tr> struct Tf32BwdDvBarrier : Tr {
 template <typename Tr> struct Tf32BwdDoubleBarrier : Tr {
   static constexpr bool kDoubleBarrier = true;
   static_assert(Tr::kShareKeys, "the probe doubles the shared-keys consumers' barrier");
+};
+template <typename Tr> struct Tf32BwdSleepAfterBarrier : Tr {
+  static constexpr bool kSleepAfterBarrier = true;
+  static_assert(Tr::kShareKeys, "the probe delays the shared-keys consumers' dQ staging");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
