@@ -19,7 +19,7 @@ shift $(($# < 2 ? $# : 2))
 probes=${*:-dvbar dblbar sleep}
 mkdir -p "$out"
 fb="$build/flashbench"
-step_timeout=40
+step_timeout=30
 step_tail=0
 step_name_width=16
 # shellcheck source=scripts/h200_step.sh
