@@ -72,7 +72,7 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // FB_SM90_FP32_BWD_PROBE (read once), d = 128 3xTF32 only; unset or any other word is the shipping backward:
 //   dvbar   the "both past dV" barrier right after dV / dK (Tf32BwdDvBarrier), racecheck probe and timed
 //   dblbar  that barrier twice (Tf32BwdDoubleBarrier), racecheck probe
-//   sleep   ~4 us of __nanosleep after that barrier, before the dQ staging (Tf32BwdSleepAfterBarrier):
+//   sleep   ~16 us of __nanosleep after that barrier, before the dQ staging (Tf32BwdSleepAfterBarrier):
 //           nothing else changed, so a racecheck verdict that differs is about timing alone
 // (session 8's `latetempty`, the t_empty arrive after that barrier, is removed: racecheck still reported 1924
 // hazards under it, docs/perf-notes.md.)

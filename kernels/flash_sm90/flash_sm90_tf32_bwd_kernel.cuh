@@ -540,7 +540,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     if constexpr (kShare && Tr::kDoubleBarrier) ptx::named_bar_sync(bar_ps, kBarPsThreads);
     if constexpr (kShare && Tr::kSleepAfterBarrier) {
 #pragma unroll 1
-      for (int i = 0; i < 4; ++i) __nanosleep(1000);
+      for (int i = 0; i < 16; ++i) __nanosleep(1000);
     }
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);

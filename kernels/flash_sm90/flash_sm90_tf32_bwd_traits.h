@@ -68,7 +68,7 @@ struct Tf32BwdTraits {
   // Shared keys: a second barrier over both consumers right after that one (probe `dblbar`, session 9):
   // a racecheck probe, not a speed variant (one more barrier per tile).
   static constexpr bool kDoubleBarrier = false;
-  // Shared keys: ~4 us of __nanosleep right after the "both past dV" barrier, before the dQ staging stores
+  // Shared keys: ~16 us of __nanosleep right after the "both past dV" barrier, before the dQ staging stores
   // (probe `sleep`, session 9): the same accesses and barriers as the shipping kernel, only later; a
   // racecheck diagnostic of whether its verdict depends on timing alone.
   static constexpr bool kSleepAfterBarrier = false;
