@@ -5,10 +5,10 @@
 # 1. racecheck on configs/sanitize-fp32-bwd-race.json (N = 130, GQA, d = 64 and d = 128: one case each, seconds),
 #    the shipping kernels, every hazard kept (--print-limit), exit status 86 on any hazard.
 # 2. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail it).
-# 3. Per PROBE word (FB_SM90_FP32_BWD_PROBE, kernels/flash_sm90/flash_sm90_tf32_bwd.cu; default: dvbar dblbar
-#    sleep): racecheck on the d = 128 case (verified against fp64 as well); for the first word also the GPU
-#    tests [sm90tf32] and synccheck on configs/sanitize-fp32-bwd.json (the candidate to ship: a probe that
-#    moves a named barrier must keep every bar.sync at one instruction).
+# 3. Per PROBE word (FB_SM90_FP32_BWD_PROBE, kernels/flash_sm90/flash_sm90_tf32_bwd.cu; default: regp dvbar
+#    sleep): racecheck on the d = 128 case (verified against fp64 as well); for the first two words also the GPU
+#    tests [sm90tf32] and synccheck on configs/sanitize-fp32-bwd.json (candidates to ship: a probe that moves
+#    or drops a named barrier must keep every bar.sync at one instruction).
 # Prints last: per setting, the RACECHECK SUMMARY line and the distinct (hazard, reader pc, writer pc) triples,
 # so that one look tells which accesses racecheck pairs.
 set -uo pipefail
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s8_race_h200.sh OUTDIR [BUILD_DIR] [PROBE...]}
 build=${2:-build}
 shift $(($# < 2 ? $# : 2))
-probes=${*:-dvbar dblbar sleep}
+probes=${*:-regp dvbar sleep}
 mkdir -p "$out"
 fb="$build/flashbench"
 step_timeout=30
@@ -37,14 +37,14 @@ race() {  # name, flashbench run options...: racecheck on the race config, every
 tests="$build/tests/flashbench_gpu_tests"
 race race-default
 STEP_TIMEOUT=30 step tests "$tests" "[sm90tf32],[fp32tc]"
-first=1
+checked=0
 for pr in $probes; do
   FB_SM90_FP32_BWD_PROBE=$pr race "race-$pr" --filter d128
-  if [ "$first" = 1 ]; then
+  if [ "$checked" -lt 2 ]; then
     FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=30 step "tests-$pr" "$tests" "[sm90tf32]"
     FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=30 step "sync-$pr" scripts/sanitize.sh -e "$fb" \
       -s configs/sanitize-fp32-bwd.json -t synccheck "$out/sync-$pr.json"
-    first=0
+    checked=$((checked + 1))
   fi
 done
 
