@@ -7,7 +7,6 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -69,37 +68,11 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // cvt.rn-only form were timing probes (FB_SM90_FP32_BWD_PROBE=s6, s6,rn) until session 7 measured the
 // shipping kernel ahead of both (docs/perf-notes.md, "flash-sm90 fp32 backward"); removed in session 8,
 // with their instantiations.
-// FB_SM90_FP32_BWD_PROBE (read once), d = 128 3xTF32 only; unset or any other word is the shipping backward:
-//   dvbar   the "both past dV" barrier right after dV / dK (Tf32BwdDvBarrier), racecheck probe and timed
-//   regp    dV's P from registers in both consumers, no P stores or loads, one barrier fewer (Tf32BwdRegP)
-//   sleep   ~16 us of __nanosleep after that barrier, before the dQ staging (Tf32BwdSleepAfterBarrier):
-//           nothing else changed, so a racecheck verdict that differs is about timing alone
-// (session 8's `latetempty`, the t_empty arrive after that barrier, is removed: racecheck still reported 1924
-// hazards under it, docs/perf-notes.md.)
-enum class Tf32BwdProbe { none, dv_barrier, sleep, reg_p };
-Tf32BwdProbe tf32_bwd_probe() {
-  static const Tf32BwdProbe probe = [] {
-    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    const std::string v = env ? env : "";
-    if (v == "dvbar") return Tf32BwdProbe::dv_barrier;
-    if (v == "sleep") return Tf32BwdProbe::sleep;
-    if (v == "regp") return Tf32BwdProbe::reg_p;
-    return Tf32BwdProbe::none;
-  }();
-  return probe;
-}
-
+// Session 9's probes (FB_SM90_FP32_BWD_PROBE: dvbar, regp, sleep; racecheck) ran in its call A: dvbar is
+// the shipping d = 128 kernel, regp and sleep are removed (docs/perf-notes.md, "flash-sm90 fp32 backward").
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
-  if constexpr (D == 128 && kSplit) {
-    switch (tf32_bwd_probe()) {
-      case Tf32BwdProbe::dv_barrier: return launch<Tf32BwdDvBarrier<Traits>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::sleep: return launch<Tf32BwdSleepAfterBarrier<Traits>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::reg_p: return launch<Tf32BwdRegP<Traits>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::none: break;
-    }
-  }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }
 

@@ -381,48 +381,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
         for (int i = 0; i < Tr::kSRegs; ++i) {
           ptx::split_tf32_as<Tr::kRn>(v[i], p_hi[i], p_lo[i]);
-          if constexpr (!Tr::kRegP) {
-            ptx::st_shared_u32(sm.p(0) + qk_offset(i), p_hi[i]);
-            if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + qk_offset(i), p_lo[i]);
-          }
+          ptx::st_shared_u32(sm.p(0) + qk_offset(i), p_hi[i]);
+          if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.p(1) + qk_offset(i), p_lo[i]);
         }
-      } else if constexpr (Tr::kRegP) {
-        // Defined on every path here (consumer 1 overwrites them below): otherwise the compiler sees a
-        // path on which dV reads the previous tile's, and keeps 32 registers live around the whole loop.
-#pragma unroll
-        for (int i = 0; i < Tr::kSRegs; ++i) p_hi[i] = p_lo[i] = 0u;
       }
       ptx::named_bar_sync(bar_ps, kBarPsThreads);  // P exchanged
-      if constexpr (Tr::kRegP) {
-        // Consumer 1 splits the exchanged P into its own A fragments of dV (the same accumulator order
-        // as consumer 0's) while computing dS.
-        if (is_dp) {
-          std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
-#pragma unroll
-          for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-            const float4 pv = ptx::ld_shared_f32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16));
-            const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
-            const float pj[4] = {pv.x, pv.y, pv.z, pv.w};
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-              const int i = 4 * j + k;
-              ptx::split_tf32_as<Tr::kRn>(pj[k], p_hi[i], p_lo[i]);
-              ptx::split_tf32_as<Tr::kRn>(pj[k] * (v[i] - (k % 2 == 0 ? dd.x : dd.y)), ds_hi[i], ds_lo[i]);
-            }
-          }
-          ptx::mbar_arrive(bars.qd_empty(st));  // D read, wgmmas on dO complete
-          // Consumer 1's threads are all past their reads of the exchanged P before dS lo replaces it.
-          ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-#pragma unroll
-          for (int i = 0; i < Tr::kSRegs; ++i) {
-            ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
-            if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
-          }
-        }
-        ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads dS
-        ptx::mbar_wait(bars.t_ready(st), parity);
-        ptx::named_bar_sync(bar_ps, kBarPsThreads);  // dK's A fragments: both consumers' rows of dS
-      } else {
       if (is_dp) {
         std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
 #pragma unroll
@@ -455,7 +418,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // with the other consumer's stores on the far side of this barrier and the next.
       ptx::mbar_wait(bars.t_ready(st), parity);
       ptx::named_bar_sync(bar_ps, kBarPsThreads);  // dV's and dK's A fragments: both consumers' rows
-      }
     }
 
     // dV += P^T dO and dK += dS^T Q, per 64-column part: a fresh tensor-core sum added in fp32.
@@ -467,7 +429,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       tf32::gemm_frag_a<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
           t,
           [&](int kk, int lo_part, std::uint32_t(&a)[4]) {
-            if constexpr (kShare && !Tr::kRegP)
+            if constexpr (kShare)
               tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
             else
               tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
@@ -507,7 +469,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
               if (g == 1)
                 tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp,
                                                   lane, kk);
-              else if constexpr (kShare && !Tr::kRegP)
+              else if constexpr (kShare)
                 tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
               else
                 tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
@@ -540,15 +502,20 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     ptx::fence_operands(p_hi);
     ptx::fence_operands(p_lo);
-    // kDvBarrier: both consumers past dV (their loads of P), here rather than after dQ^T (below).
-    if constexpr (kShare && Tr::kDvBarrier) ptx::named_bar_sync(bar_ps, kBarPsThreads);
+    // Shared keys: both consumers are past dV, i.e. past their loads of P, whose buffers then take the
+    // dQ staging (below). Here, right after dV / dK, rather than after dQ^T just before the staging
+    // stores (sessions 6-8): the same order, but compute-sanitizer racecheck reported each consumer's
+    // first staging stores right after that barrier against the other's P loads before it (a WAR,
+    // 4000-4500 hazards a run; session 9, docs/perf-notes.md: the tool, not the kernel). Placed here,
+    // the first shared-memory accesses after the barrier are dQ^T's loads of K (written by TMA only).
+    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);
     // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
     ptx::mbar_arrive(bars.t_empty(st));
 
     // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), for its 64-row
     // part of d; dQ += scale * dQ^T by TMA reductions from a staging box: the consumer's own part of
     // dS's hi buffer (own keys: free once dQ^T's wgmmas are done), or with shared keys P's hi (c 0)
-    // or lo (c 1) buffer, free once both consumers are past dV (one more barrier).
+    // or lo (c 1) buffer, free once both consumers are past dV (the barrier above).
     static_assert(Tr::kWgParts == 1 && Tr::kPart * Tr::kBlockM * int(sizeof(float)) <= Tr::kDsBytes / (kShare ? 1 : Tr::kConsumerWgs),
                   "one 64-column part of dQ per consumer, staged in 8 KB of dS or P");
     if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
@@ -574,12 +541,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
     tf32::sum_split_accs(qacc[0]);
-    // kRegP: P's buffers are only the consumers' own staging boxes (nobody else reads them): no barrier.
-    if constexpr (kShare && !Tr::kDvBarrier && !Tr::kRegP) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both past dV (P)
-    if constexpr (kShare && Tr::kSleepAfterBarrier) {
-#pragma unroll 1
-      for (int i = 0; i < 16; ++i) __nanosleep(1000);
-    }
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
     ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote

@@ -60,21 +60,6 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
-  // Shared keys: where the barrier over both consumers that frees P's buffers for the dQ staging (each
-  // consumer's dV loads its A fragments from both P buffers) sits. false: after dQ^T, right before the
-  // staging stores; true: right after dV / dK, before the t_empty arrive and dQ^T (the same order: the
-  // staging follows dQ^T either way). Racecheck probe `dvbar` (session 9), also timed.
-  static constexpr bool kDvBarrier = false;
-  // Shared keys: ~16 us of __nanosleep right after the "both past dV" barrier, before the dQ staging stores
-  // (probe `sleep`, session 9): the same accesses and barriers as the shipping kernel, only later; a
-  // racecheck diagnostic of whether its verdict depends on timing alone.
-  static constexpr bool kSleepAfterBarrier = false;
-  // Shared keys: dV's A fragments (P^T) from registers in both consumers, as with own keys: consumer 0's
-  // accumulators, consumer 1's from the exchanged raw P (the same order), split by each. Then P is not
-  // stored to shared memory nor loaded back (32 + 32 accesses a thread and tile), and P's buffers are only
-  // the dQ staging boxes, each read by its own consumer: the "both past dV" barrier goes, and with it the
-  // pair racecheck flags (probe `regp`, session 9).
-  static constexpr bool kRegP = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -209,20 +194,6 @@ template <typename Tr> struct Tf32BwdRn : Tr {
 // (FB_SM90_FP32_BWD_PROBE=desc).
 template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
-};
-
-// The racecheck probes of the "both past dV" barrier (FB_SM90_FP32_BWD_PROBE=dvbar, sleep; shared keys).
-template <typename Tr> struct Tf32BwdDvBarrier : Tr {
-  static constexpr bool kDvBarrier = true;
-  static_assert(Tr::kShareKeys, "the probe moves the shared-keys consumers' barrier");
-};
-template <typename Tr> struct Tf32BwdRegP : Tr {
-  static constexpr bool kRegP = true;
-  static_assert(Tr::kShareKeys, "own keys take P from registers already");
-};
-template <typename Tr> struct Tf32BwdSleepAfterBarrier : Tr {
-  static constexpr bool kSleepAfterBarrier = true;
-  static_assert(Tr::kShareKeys, "the probe delays the shared-keys consumers' dQ staging");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
