@@ -3,8 +3,8 @@
 #   scripts/fp32s8_h200.sh OUTDIR [BUILD_DIR=build]
 # (Named for session 8; it replaces session 7's scripts/fp32s7_h200.sh, whose forward pass is here.)
 # Environment (words separated by spaces; empty = none):
-#   FP32_BWD_PROBES  FB_SM90_FP32_BWD_PROBE words (kernels/flash_sm90/flash_sm90_tf32_bwd.cu), default none
-#                    (none ships now): timed at d = 128
+#   FP32_BWD_PROBES  FB_SM90_FP32_BWD_PROBE words, timed at d = 128 (read by kernels/flash_sm90/
+#                    flash_sm90_tf32_bwd.cu in a session that adds probes; it has none now), default none
 #   FP32_FWD         1: also the forward (configs/h200-fp32-sm90.json at N 1024/4096/8192, d 64/128, causal or
 #                    not), default 0
 #   FP32_FWD_PROBES  FB_SM90_FP32_FWD_PROBE words (flash_sm90_tf32_launch.cuh), default "grouped"

@@ -5,8 +5,9 @@
 # 1. racecheck on configs/sanitize-fp32-bwd-race.json (N = 130, GQA, d = 64 and d = 128: one case each, seconds),
 #    every hazard kept (--print-limit), exit status 86 on any hazard; synccheck on configs/sanitize-fp32-bwd.json.
 # 2. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail it).
-# 3. Per PROBE word given (FB_SM90_FP32_BWD_PROBE, kernels/flash_sm90/flash_sm90_tf32_bwd.cu; none ships now):
-#    racecheck on the d = 128 case, the GPU tests [sm90tf32] and synccheck under it.
+# 3. Per PROBE word given, set as FB_SM90_FP32_BWD_PROBE (read by kernels/flash_sm90/flash_sm90_tf32_bwd.cu in a
+#    session that adds probes; it has none now): racecheck on the d = 128 case, the GPU tests [sm90tf32] and
+#    synccheck under it.
 # Prints last: per setting, the RACECHECK SUMMARY line and the distinct (hazard, reader pc, writer pc) triples,
 # so that one look tells which accesses racecheck pairs.
 set -uo pipefail
