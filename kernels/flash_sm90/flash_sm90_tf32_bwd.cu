@@ -7,7 +7,6 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -69,23 +68,11 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // cvt.rn-only form were timing probes (FB_SM90_FP32_BWD_PROBE=s6, s6,rn) until session 7 measured the
 // shipping kernel ahead of both (docs/perf-notes.md, "flash-sm90 fp32 backward"); removed in session 8,
 // with their instantiations.
-// FB_SM90_FP32_BWD_PROBE=latetempty (read once): d = 128, 3xTF32, the consumers' t_empty arrival after
-// the "both past dV" barrier (Tf32BwdLateTEmpty): a racecheck probe, not a speed variant (session 8,
-// docs/perf-notes.md); unset or any other word is the shipping backward.
-bool tf32_bwd_late_tempty() {
-  static const bool on = [] {
-    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    return env != nullptr && std::string(env) == "latetempty";
-  }();
-  return on;
-}
-
+// Session 9's probes (FB_SM90_FP32_BWD_PROBE: dvbar, regp, sleep; racecheck) ran in its call A: dvbar is
+// the shipping d = 128 kernel, regp and sleep are removed (docs/perf-notes.md, "flash-sm90 fp32 backward").
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
-  if constexpr (D == 128 && kSplit) {
-    if (tf32_bwd_late_tempty()) return launch<Tf32BwdLateTEmpty<Traits>>(p, lse_pad, d_pad, stream);
-  }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }
 

@@ -502,14 +502,20 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     ptx::fence_operands(p_hi);
     ptx::fence_operands(p_lo);
-    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete. (kLateTEmpty, a racecheck
-    // probe: after the "both past dV" barrier and the dQ staging below instead.)
-    if constexpr (!(kShare && Tr::kLateTEmpty)) ptx::mbar_arrive(bars.t_empty(st));
+    // Shared keys: both consumers are past dV, i.e. past their loads of P, whose buffers then take the
+    // dQ staging (below). Here, right after dV / dK, rather than after dQ^T just before the staging
+    // stores (sessions 6-8): the same order, but compute-sanitizer racecheck reported each consumer's
+    // first staging stores right after that barrier against the other's P loads before it (a WAR,
+    // 4000-4500 hazards a run; session 9, docs/perf-notes.md: the tool, not the kernel). Placed here,
+    // the first shared-memory accesses after the barrier are dQ^T's loads of K (written by TMA only).
+    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);
+    // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
+    ptx::mbar_arrive(bars.t_empty(st));
 
     // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), for its 64-row
     // part of d; dQ += scale * dQ^T by TMA reductions from a staging box: the consumer's own part of
     // dS's hi buffer (own keys: free once dQ^T's wgmmas are done), or with shared keys P's hi (c 0)
-    // or lo (c 1) buffer, free once both consumers are past dV (one more barrier).
+    // or lo (c 1) buffer, free once both consumers are past dV (the barrier above).
     static_assert(Tr::kWgParts == 1 && Tr::kPart * Tr::kBlockM * int(sizeof(float)) <= Tr::kDsBytes / (kShare ? 1 : Tr::kConsumerWgs),
                   "one 64-column part of dQ per consumer, staged in 8 KB of dS or P");
     if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
@@ -535,12 +541,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
     tf32::sum_split_accs(qacc[0]);
-    if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // both consumers past dV (P)
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
     ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
     ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-    if constexpr (kShare && Tr::kLateTEmpty) ptx::mbar_arrive(bars.t_empty(st));
     if (ctid == 0) {
 #pragma unroll
       for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)

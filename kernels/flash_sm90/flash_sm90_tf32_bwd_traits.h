@@ -60,11 +60,6 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
-  // true (shared keys): the consumers' t_empty arrival moves from right after dV / dK to after the
-  // "both past dV" barrier and the dQ staging. Not for speed: a racecheck probe (session 8), whose shared-memory accesses
-  // and named barriers are the shipping kernel's, so that racecheck's verdict on both shows whether
-  // it depends on where an mbarrier arrive sits between an access and the named barrier ordering it.
-  static constexpr bool kLateTEmpty = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -199,12 +194,6 @@ template <typename Tr> struct Tf32BwdRn : Tr {
 // (FB_SM90_FP32_BWD_PROBE=desc).
 template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
-};
-
-// The racecheck probe kLateTEmpty (FB_SM90_FP32_BWD_PROBE=latetempty; shared keys only).
-template <typename Tr> struct Tf32BwdLateTEmpty : Tr {
-  static constexpr bool kLateTEmpty = true;
-  static_assert(Tr::kShareKeys, "the probe moves the shared-keys consumers' arrival");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
