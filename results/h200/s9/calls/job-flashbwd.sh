@@ -1,0 +1,1 @@
+BUILD=$BUILD bash scripts/flashbwd_h200.sh $OUTDIR/flashbwd

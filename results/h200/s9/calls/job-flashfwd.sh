@@ -1,0 +1,1 @@
+bash scripts/flashfwd_h200.sh "$OUTDIR"

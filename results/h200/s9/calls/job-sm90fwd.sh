@@ -1,0 +1,1 @@
+bash scripts/sm90fwd_h200.sh "$OUTDIR"
