@@ -192,8 +192,9 @@ GridVariant grid_variant() {
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "lean") return GridVariant::lean;
+    if (s == "stagger") return GridVariant::stagger;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, lean; s6 and desc were "
+                                "' is not a flash backward variant (standard, lean, stagger; s6 and desc were "
                                 "removed in session 8, docs/perf-notes.md)");
   }();
   return v;

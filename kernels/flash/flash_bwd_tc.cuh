@@ -527,11 +527,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // kLatePrefetch: the next step's Q/dO/LSE/D copies are issued after S^T/dP^T (while the exponentials
 // run, when issue slots are free) instead of right after the step's first barrier, where their ~75
 // instructions delay the first MMAs; they still have ~2/3 of a step to land.
+// kStagger (session 9): S^T over the whole head_dim first; then warps [0, kWarps / 2) take the
+// exponentials of P^T before dP^T = V dO^T, warps [kWarps / 2, kWarps) dP^T before them. Warps w and
+// w + kWarps / 2 share a scheduler: with the two in the same order (every other variant) their MUFU
+// work (16 results a clock per SM: ~512 clocks a step) runs with the tensor pipe idle; staggered,
+// one's exponentials run under the other's dP^T MMAs (FlashAttention-2 orders S, exp, dP in every
+// warp). Without kSplitS.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
           bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
-          bool kDescend_ = false, bool kLatePrefetch_ = false, bool kHeadSplit_ = false>
+          bool kDescend_ = false, bool kLatePrefetch_ = false, bool kHeadSplit_ = false,
+          bool kStagger_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -556,6 +563,8 @@ struct TcGridTraits {
   static constexpr bool kLatePrefetch = kLatePrefetch_ && !kDeferDq_;
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
   static constexpr bool kHeadSplit = kHeadSplit_;
+  static constexpr bool kStagger = kStagger_;
+  static_assert(!(kStagger_ && kSplitS_), "kStagger orders S^T and dP^T its own way");
   static_assert(!kHeadSplit_ || kLean_, "the head split's partial dK has the scale from kLean's dS^T");
 
   static constexpr int kMmaM = 16;
@@ -928,7 +937,90 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         constexpr int kHalves = Tr::kSplitS ? 2 : 1;
         constexpr int kSNHalf = kSN / kHalves;  // n8 tiles of queries per half
         static_assert(kSNHalf % 2 == 0, "halves of whole n16 query blocks");
-        if (!skip) {
+        if constexpr (Tr::kStagger) {
+          // S^T first. Then the warps of the first half take P^T = exp2(..) (acc_s becomes P^T in
+          // place) before dP^T, those of the second half dP^T before the exponentials: warps w and
+          // w + kWarps / 2 share a scheduler, so one's MUFU work runs under the other's MMAs.
+          // A skipped block keeps acc_s = 0 = P^T.
+          if (!skip) {
+#pragma unroll
+            for (int kk = 0; kk < D; kk += Tr::kMmaK) {
+              std::uint32_t ak[2][4];
+#pragma unroll
+              for (int i = 0; i < 2; ++i)
+                ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride +
+                                            kk + (lane / 16) * 8);
+#pragma unroll
+              for (int j = 0; j < kSN; j += 2) {
+                std::uint32_t bq[4];
+                ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
+                                               Tr::kRowStride +
+                                         kk + ((lane / 8) % 2) * 8);
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                  ptx::mma_m16n8k16<Elem>(acc_s[i][j], ak[i], {bq[0], bq[1]});
+                  ptx::mma_m16n8k16<Elem>(acc_s[i][j + 1], ak[i], {bq[2], bq[3]});
+                }
+              }
+            }
+            auto exps = [&] {
+#pragma unroll
+              for (int j = 0; j < kSN; ++j) {
+                const float2 l2 =
+                    *reinterpret_cast<const float2*>(sLseb + s_q + j * Tr::kMmaN + 2 * c);
+#pragma unroll
+                for (int i = 0; i < 2; ++i)
+#pragma unroll
+                  for (int e = 0; e < 4; ++e) {
+                    const int key = n0 + s_keys + i * Tr::kMmaM + g + (e / 2) * 8;
+                    const int query = m0 + s_q + j * Tr::kMmaN + 2 * c + (e % 2);
+                    acc_s[i][j][e] =
+                        need_mask && !mask.visible(query, key)
+                            ? 0.f
+                            : ptx::exp2_approx(
+                                  fmaf(acc_s[i][j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
+                  }
+              }
+            };
+            auto dp = [&] {
+#pragma unroll
+              for (int kk = 0; kk < D; kk += Tr::kMmaK) {
+                std::uint32_t av[2][4];
+#pragma unroll
+                for (int i = 0; i < 2; ++i)
+                  ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride +
+                                              kk + (lane / 16) * 8);
+#pragma unroll
+                for (int j = 0; j < kSN; j += 2) {
+                  std::uint32_t bo[4];
+                  ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
+                                                  Tr::kRowStride +
+                                            kk + ((lane / 8) % 2) * 8);
+#pragma unroll
+                  for (int i = 0; i < 2; ++i) {
+                    ptx::mma_m16n8k16<Elem>(acc_dp[i][j], av[i], {bo[0], bo[1]});
+                    ptx::mma_m16n8k16<Elem>(acc_dp[i][j + 1], av[i], {bo[2], bo[3]});
+                  }
+                }
+              }
+            };
+            if (warp < Tr::kWarps / 2) {
+              exps();
+              // dP^T's accumulators start at 0 * P^T (0: P^T is finite), a data dependence that keeps
+              // ptxas from hoisting dP^T's MMAs above the exponentials (it schedules MMAs first).
+#pragma unroll
+              for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int j = 0; j < kSN; ++j)
+#pragma unroll
+                  for (int e = 0; e < 4; ++e) acc_dp[i][j][e] = 0.f * acc_s[i][j][e];
+              dp();
+            } else {
+              dp();
+              exps();
+            }
+          }
+        } else if (!skip) {
 #pragma unroll
           for (int hf = 0; hf < kHalves; ++hf)
 #pragma unroll
@@ -976,7 +1068,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 #pragma unroll
         for (int j = 0; j < kSN; ++j) {
           const int ql = s_q + j * Tr::kMmaN + 2 * c;  // local query of elements 0 and 2
-          const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
+          [[maybe_unused]] const float2 l2 = *reinterpret_cast<const float2*>(sLseb + ql);
           const float2 d_raw = *reinterpret_cast<const float2*>(sDb + ql);
           // kLean: dS^T = P^T o (scale dP^T - scale D) carries the softmax scale for dQ and dK.
           const float2 dd = Tr::kLean ? make_float2(scale * d_raw.x, scale * d_raw.y) : d_raw;
@@ -985,11 +1077,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             float p[4], ds[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int key = n0 + s_keys + i * Tr::kMmaM + g + (e / 2) * 8;
-              const int query = m0 + ql + (e % 2);
-              p[e] = skip || (need_mask && !mask.visible(query, key))
-                         ? 0.f
-                         : ptx::exp2_approx(fmaf(acc_s[i][j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
+              [[maybe_unused]] const int key = n0 + s_keys + i * Tr::kMmaM + g + (e / 2) * 8;
+              [[maybe_unused]] const int query = m0 + ql + (e % 2);
+              if constexpr (Tr::kStagger) {
+                p[e] = acc_s[i][j][e];  // P^T already (0 where skipped or masked)
+              } else {
+                p[e] = skip || (need_mask && !mask.visible(query, key))
+                           ? 0.f
+                           : ptx::exp2_approx(
+                                 fmaf(acc_s[i][j][e], scale_log2, -((e % 2) ? l2.y : l2.x)));
+              }
               const float d_e = (e % 2) ? dd.y : dd.x;
               ds[e] = Tr::kLean ? p[e] * fmaf(acc_dp[i][j][e], scale, -d_e)
                                 : p[e] * (acc_dp[i][j][e] - d_e);
@@ -1198,6 +1295,10 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
   using noncausal = type;
+  // Session 9 probe (FB_FLASH_BWD=stagger): `type` with kStagger instead of kSplitS, both masks.
+  using stagger = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false,
+                              true, false, true, false, false, false, true>;
+  using stagger_noncausal = stagger;
   using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
@@ -1208,6 +1309,12 @@ template <typename Elem> struct TcConfig<Elem, 64> {
                             false, true>;
   using lean = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
   using noncausal = lean;
+  // Session 9 probe (FB_FLASH_BWD=stagger): causal `type`, non-causal `lean`, each with kStagger
+  // (and without kSplitS).
+  using stagger = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                              true, false, true, false, false, false, true>;
+  using stagger_noncausal = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true,
+                                        true, false, false, false, false, false, false, false, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
@@ -1266,6 +1373,13 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
       }
       switch (grid_variant()) {
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
+        case GridVariant::stagger:
+          if (a.mask.causal) {
+            launch_main_tc<typename Cfg::stagger>(a, stream);
+          } else {
+            launch_main_tc<typename Cfg::stagger_noncausal>(a, stream);
+          }
+          return;
         case GridVariant::standard: break;
       }
       if (!a.mask.causal) {
