@@ -1299,6 +1299,8 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using stagger = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false,
                               true, false, true, false, false, false, true>;
   using stagger_noncausal = stagger;
+  using split_stagger = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true,
+                                     false, true, false, true, false, false, true, true>;
   using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
@@ -1315,6 +1317,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
                               true, false, true, false, false, false, true>;
   using stagger_noncausal = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true,
                                         true, false, false, false, false, false, false, false, true>;
+  using split_stagger = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
+                                     false, true, false, true, false, false, true, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
@@ -1335,6 +1339,10 @@ template <typename Elem, int kHeadDim> SplitTiles main_tc_split_tiles() {
     return {};
   } else {
     using Tr = typename TcConfig<Elem, kHeadDim>::split;
+    using Ts = typename TcConfig<Elem, kHeadDim>::split_stagger;
+    static_assert(Tr::kBlockN == Ts::kBlockN && Tr::kBlockM == Ts::kBlockM &&
+                      Tr::kSmemBytes == Ts::kSmemBytes,
+                  "one split model for both split kernels");
     return {Tr::kBlockN, Tr::kBlockM, Tr::kSmemBytes};
   }
 }
@@ -1368,7 +1376,11 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
     if constexpr (Cfg::type::kWarpGrid) {
       // The launcher (flash_bwd.cu, head_split()) asks for a split only where this kernel runs.
       if (a.head_split > 1) {
-        launch_main_tc<typename Cfg::split>(a, stream);
+        if (grid_variant() == GridVariant::stagger) {
+          launch_main_tc<typename Cfg::split_stagger>(a, stream);
+        } else {
+          launch_main_tc<typename Cfg::split>(a, stream);
+        }
         return;
       }
       switch (grid_variant()) {
