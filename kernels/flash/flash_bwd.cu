@@ -123,8 +123,8 @@ int head_split(const AttentionParams& p) {
   if (group <= 1 || p.heads % p.kv_heads != 0 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
     return 1;
-  // The probes (FB_FLASH_BWD) time the unsplit kernels; `stagger` has its own split kernel.
-  if (grid_variant() != GridVariant::standard && grid_variant() != GridVariant::stagger) return 1;
+  // The probes (FB_FLASH_BWD) time the unsplit kernels.
+  if (grid_variant() != GridVariant::standard) return 1;
   SplitTiles tiles;
   dispatch_dtype(p.dtype, [&](auto traits) {
     using Elem = typename decltype(traits)::elem;
@@ -192,10 +192,9 @@ GridVariant grid_variant() {
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "lean") return GridVariant::lean;
-    if (s == "stagger") return GridVariant::stagger;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, lean, stagger; s6 and desc were "
-                                "removed in session 8, docs/perf-notes.md)");
+                                "' is not a flash backward variant (standard, lean; s6 and desc were "
+                                "removed in session 8, stagger in session 9: docs/perf-notes.md)");
   }();
   return v;
 }

@@ -532,7 +532,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // w + kWarps / 2 share a scheduler: with the two in the same order (every other variant) their MUFU
 // work (16 results a clock per SM: ~512 clocks a step) runs with the tensor pipe idle; staggered,
 // one's exponentials run under the other's dP^T MMAs (FlashAttention-2 orders S, exp, dP in every
-// warp). Without kSplitS.
+// warp). Without kSplitS. Measured (session 9, H200): -4% at d = 128 and d = 64 non-causal, +0.5% at
+// d = 64 causal (its default since).
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
@@ -1290,35 +1291,26 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // (-1..-4%), kLatePrefetch (-1..+1%); the probes `s6` (session 6's loop: -5..-9% against lean) and
 // `desc` (`type` + kDescend: level with `type`), removed in session 8 to save their builds.
 // `split` (session 8): `type` with kHeadSplit, run wherever the launcher splits a GQA/MQA group's
-// query heads over blocks (MainArgs::head_split > 1).
+// query heads over blocks (MainArgs::head_split > 1); at d = 64 it keeps kSplitS (its speed with
+// kStagger was not measured).
+// Session 9 (call A, probe `stagger`, removed after it): kStagger in place of kSplitS lost 4% at d = 128
+// (both masks) and d = 64 non-causal, won 0.4-0.7% at d = 64 causal, whose `type` has it now.
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
   using noncausal = type;
-  // Session 9 probe (FB_FLASH_BWD=stagger): `type` with kStagger instead of kSplitS, both masks.
-  using stagger = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, false,
-                              true, false, true, false, false, false, true>;
-  using stagger_noncausal = stagger;
-  using split_stagger = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true,
-                                     false, true, false, true, false, false, true, true>;
   using lean = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true>;
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
-  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
-                            false, true>;
+  // Causal: kStagger in place of kSplitS (session 9, call A: +0.4-0.7% in both interleaved runs at
+  // N = 1k/4k/16k; the same kernel lost 4% on every other (d, mask), which keep kSplitS or lean).
+  using type = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                            true, false, true, false, false, false, true>;
   using lean = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true>;
   using noncausal = lean;
-  // Session 9 probe (FB_FLASH_BWD=stagger): causal `type`, non-causal `lean`, each with kStagger
-  // (and without kSplitS).
-  using stagger = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
-                              true, false, true, false, false, false, true>;
-  using stagger_noncausal = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true,
-                                        true, false, false, false, false, false, false, false, true>;
-  using split_stagger = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
-                                     false, true, false, true, false, false, true, true>;
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
@@ -1339,10 +1331,6 @@ template <typename Elem, int kHeadDim> SplitTiles main_tc_split_tiles() {
     return {};
   } else {
     using Tr = typename TcConfig<Elem, kHeadDim>::split;
-    using Ts = typename TcConfig<Elem, kHeadDim>::split_stagger;
-    static_assert(Tr::kBlockN == Ts::kBlockN && Tr::kBlockM == Ts::kBlockM &&
-                      Tr::kSmemBytes == Ts::kSmemBytes,
-                  "one split model for both split kernels");
     return {Tr::kBlockN, Tr::kBlockM, Tr::kSmemBytes};
   }
 }
@@ -1376,22 +1364,11 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
     if constexpr (Cfg::type::kWarpGrid) {
       // The launcher (flash_bwd.cu, head_split()) asks for a split only where this kernel runs.
       if (a.head_split > 1) {
-        if (grid_variant() == GridVariant::stagger) {
-          launch_main_tc<typename Cfg::split_stagger>(a, stream);
-        } else {
-          launch_main_tc<typename Cfg::split>(a, stream);
-        }
+        launch_main_tc<typename Cfg::split>(a, stream);
         return;
       }
       switch (grid_variant()) {
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
-        case GridVariant::stagger:
-          if (a.mask.causal) {
-            launch_main_tc<typename Cfg::stagger>(a, stream);
-          } else {
-            launch_main_tc<typename Cfg::stagger_noncausal>(a, stream);
-          }
-          return;
         case GridVariant::standard: break;
       }
       if (!a.mask.causal) {
