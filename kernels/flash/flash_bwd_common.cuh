@@ -81,7 +81,7 @@ template <int kHeadDim> int main_tf32_key_tile();
 // process, for A/B runs in one binary: `lean` (session 7's call-A kernel: kLean + kDqRed2, tile-major
 // causal grid); unset or `standard`: the default. Anything else is refused (std::invalid_argument;
 // `s6` and `desc`, measured in session 7, were removed in session 8; `stagger`, measured in session 9,
-// became d = 64 causal's default and left as a probe).
+// became d = 64 causal's default and is no longer a probe).
 enum class GridVariant { standard, lean };
 GridVariant grid_variant();
 

@@ -529,11 +529,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // instructions delay the first MMAs; they still have ~2/3 of a step to land.
 // kStagger (session 9): S^T over the whole head_dim first; then warps [0, kWarps / 2) take the
 // exponentials of P^T before dP^T = V dO^T, warps [kWarps / 2, kWarps) dP^T before them. Warps w and
-// w + kWarps / 2 share a scheduler: with the two in the same order (every other variant) their MUFU
-// work (16 results a clock per SM: ~512 clocks a step) runs with the tensor pipe idle; staggered,
-// one's exponentials run under the other's dP^T MMAs (FlashAttention-2 orders S, exp, dP in every
-// warp). Without kSplitS. Measured (session 9, H200): -4% at d = 128 and d = 64 non-causal, +0.5% at
-// d = 64 causal (its default since).
+// w + kWarps / 2 share a scheduler; the aim was one's MUFU work (16 results a clock per SM: ~512
+// clocks a step) under the other's dP^T MMAs instead of both warps' at once. Without kSplitS.
+// Measured (session 9, H200): -4% at d = 128 and d = 64 non-causal, +0.4-0.7% at d = 64 causal (its
+// default since): the exponentials were not what limited the step.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
