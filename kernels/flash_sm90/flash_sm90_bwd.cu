@@ -50,12 +50,22 @@ int bwd64_variant() {
   return v;
 }
 
-// FB_SM90_BWD128=direct runs session 7's d = 128 kernel (dK/dV stored straight from the accumulators)
-// for A/B runs; unset or anything else: the default (flash_sm90_bwd_traits.h).
+// FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
+// kernel, dK/dV stored straight from the accumulators), red, tail, poly, red-poly, tail-poly (session
+// 9's probes); unset or anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
-    return e != nullptr && std::string(e) == "direct" ? kBwd128Direct : kBwd64Default;
+    const std::string s = e != nullptr ? e : "";
+    if (s == "direct") return kBwd128Direct;
+    if (s == "red") return kBwd128DqRed;
+    if (s == "tail") return kBwd128Tail;
+    if (s == "poly") return kBwd128Poly;
+    if (s == "red-poly") return kBwd128DqRed | kBwd128Poly;
+    if (s == "tail-poly") return kBwd128Tail | kBwd128Poly;
+    if (s == "stagger") return kBwd128Stagger;
+    if (s == "stagger-red") return kBwd128Stagger | kBwd128DqRed;
+    return kBwd64Default;
   }();
   return v;
 }
@@ -70,8 +80,17 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
-      if (bwd128_variant() == kBwd128Direct) return f(BwdTraits<Elem, 128, kBwd128Direct>{});
-      return f(BwdTraits<Elem, 128>{});
+      switch (bwd128_variant()) {
+        case kBwd128Direct: return f(BwdTraits<Elem, 128, kBwd128Direct>{});
+        case kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128DqRed>{});
+        case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
+        case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
+        case kBwd128DqRed | kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128DqRed | kBwd128Poly>{});
+        case kBwd128Tail | kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Tail | kBwd128Poly>{});
+        case kBwd128Stagger: return f(BwdTraits<Elem, 128, kBwd128Stagger>{});
+        case kBwd128Stagger | kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128Stagger | kBwd128DqRed>{});
+        default: return f(BwdTraits<Elem, 128>{});
+      }
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
   }

@@ -8,6 +8,7 @@
 #include <cuda.h>  // CUtensorMap (a type only)
 #include <cuda_runtime.h>
 
+#include "common/exp2_poly.h"
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/mask.h"
@@ -98,8 +99,9 @@ struct BwdWork {
   int m_begin;   // first query tile
   int per_head;  // query tiles per head
   int steps;
+  int rot;       // stagger (kStagger; else 0): a head's query tiles from m_begin + rot on, wrapping
   __device__ __forceinline__ int q_bh(int step) const { return q_bh0 + step / per_head; }
-  __device__ __forceinline__ int m_tile(int step) const { return m_begin + step % per_head; }
+  __device__ __forceinline__ int m_tile(int step) const { return m_begin + (step + rot) % per_head; }
 };
 
 template <typename Tr>
@@ -117,6 +119,13 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
                : "r"(addr)
                : "memory");
   return v;
+}
+
+// dst[0..4) += (a, b, c, d) in global memory (16-byte aligned), returning nothing (sm_90).
+__device__ __forceinline__ void red_add_f32x4(float* dst, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
 }
 
 // Work tile `tile` (blockIdx.x, or the persistent loop's index). Order: groups of plane_group K/V
@@ -140,6 +149,9 @@ __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile)
   w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
   w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
   w.steps = w.per_head * prm.group;
+  // Stagger: key tile kt starts kt / key_tiles of the way through its query tiles, so that the
+  // blocks of one plane in flight at once add into different dQ tiles and read different Q, dO tiles.
+  w.rot = Tr::kStagger ? int(std::int64_t(w.n0 / Tr::kBlockN) * w.per_head / prm.key_tiles) : 0;
   return w;
 }
 
@@ -296,6 +308,15 @@ template <typename Tr> struct BwdGemms {
 template <typename Tr, typename DstOf>
 __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
                                               const float (&acc)[Tr::kDqRegs], DstOf&& dst_of) {
+  if constexpr (Tr::kDqRed) {
+    // Straight from the registers: float4 g of thread ctid goes where the staging would put it.
+    float* const dst = dst_of();
+#pragma unroll
+    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+      red_add_f32x4(dst + (g * Tr::kWgThreads + ctid) * 4, acc[4 * g] * prm.scale,
+                    acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale, acc[4 * g + 3] * prm.scale);
+    return;
+  }
   if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
 #pragma unroll
@@ -391,7 +412,9 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
 #pragma unroll
       for (int i = 4 * j; i < 4 * j + 4; ++i) {
         const float l = i % 2 == 0 ? lse.x : lse.y;
-        float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, -l));
+        const float arg = fmaf(s[i], prm.scale_log2, -l);
+        // Poly: i % 8 < kExp2PolyEighths on the FMA pipe (arg <= ~0 here; -inf gives 0 either way).
+        float x = i % 8 < Tr::kExp2PolyEighths ? exp2_poly(arg) : ptx::exp2_approx(arg);
         if (need_mask) {
           const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
           if (key > m0 + col + i % 2 + offset) x = 0.f;
@@ -472,7 +495,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     // Every GEMM that reads K or V is done (the last step waited for all): the producer may load
     // the next tile's while this one's dK and dV are stored. The caller waits for the reductions.
     ptx::mbar_arrive(bars.kv_empty());
-  } else if constexpr (!Tr::kHeadSplit) {  // split: send_acc_block waits for what it needs
+  } else if constexpr (!Tr::kHeadSplit && !Tr::kTail) {  // split: send_acc_block waits for what it needs
     if (ctid == 0) ptx::bulk_wait_group_all();
   }
 
@@ -549,6 +572,21 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       copy_out(buf_k, gdk);
       copy_out(buf_v, gdv);
       // The next write of the buffer (send_dq_block) syncs the warpgroup before it.
+    } else if constexpr (Tr::kTail) {
+      // dK to the stage the next step would have used, dV to the last step's once both consumers
+      // are done with its Q and dO (their last dK and dV waited above): no wait for the last dQ
+      // reduction on this path; only its read of the dQ buffer before the block's exit.
+      const int free_st = (g0 + w.steps) % Tr::kStages;
+      const int last_st = (g0 + w.steps - 1) % Tr::kStages;
+      const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
+      const std::uint32_t buf_v = cw == 0 ? sm.q(last_st) : sm.dout(last_st);
+      stage(buf_k, dk, prm.scale);
+      ptx::named_bar_sync(Tr::kBarDs0, Tr::kBarDsThreads);  // both consumers: the last stage is free
+      stage(buf_v, dv, 1.f);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      copy_out(buf_k, gdk);
+      copy_out(buf_v, gdv);
+      if (ctid == 0) ptx::bulk_wait_group_read_all();  // the shared memory outlives its last read
     } else {
       const int free_st = (g0 + w.steps) % Tr::kStages;
       const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
