@@ -51,8 +51,8 @@ int bwd64_variant() {
 }
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
-// kernel, dK/dV stored straight from the accumulators), red, tail, poly, red-poly, tail-poly (session
-// 9's probes); unset or anything else: the default.
+// kernel, dK/dV stored straight from the accumulators), red, tail, poly, stagger and all (stagger +
+// tail + poly): session 9's probes; unset or anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -61,10 +61,8 @@ int bwd128_variant() {
     if (s == "red") return kBwd128DqRed;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
-    if (s == "red-poly") return kBwd128DqRed | kBwd128Poly;
-    if (s == "tail-poly") return kBwd128Tail | kBwd128Poly;
     if (s == "stagger") return kBwd128Stagger;
-    if (s == "stagger-red") return kBwd128Stagger | kBwd128DqRed;
+    if (s == "all") return kBwd128Stagger | kBwd128Tail | kBwd128Poly;
     return kBwd64Default;
   }();
   return v;
@@ -85,10 +83,9 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128DqRed>{});
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
-        case kBwd128DqRed | kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128DqRed | kBwd128Poly>{});
-        case kBwd128Tail | kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Tail | kBwd128Poly>{});
         case kBwd128Stagger: return f(BwdTraits<Elem, 128, kBwd128Stagger>{});
-        case kBwd128Stagger | kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128Stagger | kBwd128DqRed>{});
+        case kBwd128Stagger | kBwd128Tail | kBwd128Poly:
+          return f(BwdTraits<Elem, 128, kBwd128Stagger | kBwd128Tail | kBwd128Poly>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

@@ -75,8 +75,8 @@ namespace fb::cuda::flash_sm90 {
 //                       straight from the accumulators (session 7's). The default stages them too (both
 //                       8 KB matrices through the consumer's dQ staging buffer): session 8's call B measured
 //                       +1.8-7.7% non-causal N <= 2048 and +5-8% causal N = 512/1024, -0.7% at 8192.
-//   Session 9 probes at d = 128 (bits, on top of the default; FB_SM90_BWD128=red|tail|poly|red-poly|
-//   tail-poly), for the non-causal N >= 2048 gap to cuDNN (docs/perf-notes.md, "Session 9"):
+//   Session 9 probes at d = 128 (bits, on top of the default; FB_SM90_BWD128=red|tail|poly|stagger, and
+//   all = stagger + tail + poly), for the N >= 2048 gap to cuDNN (docs/perf-notes.md, "Session 9"):
 //   kBwd128DqRed        dQ added from the registers with red.global.add.v4.f32 (coalesced: the
 //                       accumulator is in the registers' order): no staging (32 KB a step less written
 //                       to and read from shared memory), no bulk wait, no two staging barriers a step.
