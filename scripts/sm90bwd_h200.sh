@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The flash-sm90 16-bit backward's session-9 variants at d = 128 on an H100/H200 (issue 13), everything into
-# OUTDIR, ~75 s: the backward's GPU tests with the defaults ([bwd128], [bwd64], GQA/MQA head split) and
-# [bwd128] + [bwd_gqa] under each probe (a variant is picked once per process: FB_SM90_BWD128=red, tail,
-# poly, stagger, all = stagger + tail + poly); then configs/sm90bwd-h200.json's cases (16k tokens, 16 heads, d = 128:
-# non-causal bf16 N 2048/4096/16384, fp16 2048/8192, causal fp16 4096 and bf16 1024; every row verified)
+# The flash-sm90 16-bit backward's session-9 variants at d = 128 on an H100/H200 (issue 13), everything
+# into OUTDIR, ~75 s: the backward's GPU tests with the defaults ([bwd128], [bwd64], GQA/MQA head split)
+# and [bwd128] + the GQA/MQA verification under each probe (a variant is picked once per process:
+# FB_SM90_BWD128=red, tail, poly, stagger, all = stagger + tail + poly); then configs/sm90bwd-h200.json's
+# cases (16k tokens, 16 heads, d = 128: non-causal bf16 N 2048/4096/16384, fp16 2048/8192, causal fp16
+# 4096 and bf16 1024; every row verified)
 # in two rounds (runs drift 2-3%), each the default beside the in-binary cudnn, then each probe (the
 # second round in reverse order). Last a table: TFLOP/s of each column (mean of its two runs,
 # "!" = a row that did not verify), the default's two runs, and each column's ratio to
@@ -24,14 +25,15 @@ tests="$build/tests/flashbench_gpu_tests"
 cases=${CASES:-'n(2048|4096|16384)-d128-bf16-full|n(2048|8192)-d128-fp16-full|n4096-d128-fp16-causal|n1024-d128-bf16-causal'}
 read -r -a variants <<<"${VARIANTS:-red tail poly stagger all}"
 
-step_timeout=60 step_tail=3 step_name_width=16
+step_timeout=60 step_tail=3 step_name_width=16 step_result='test cases|passed|failed'
 . scripts/h200_step.sh
 ensure_build sm90bwd_h200.sh
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$tests" "flash-sm90 meets the naive-relative rule*,[bwd_gqa],[bwd128],[bwd64]"
 for v in "${variants[@]}"; do
-  step "tests-$v" env FB_SM90_BWD128="$v" "$tests" "[bwd128],[bwd_gqa]"
+  # Not the split-choice test: a probe runs GQA unsplit (the split exists for the default kernel only).
+  step "tests-$v" env FB_SM90_BWD128="$v" "$tests" "[bwd128],GQA/MQA: the flash-sm90 backward verifies*"
 done
 run() {  # name, variant ("" = the default, with cudnn)
   if [ -z "$2" ]; then

@@ -88,7 +88,7 @@ namespace fb::cuda::flash_sm90 {
 //                       8,192 exp2 a step take about as long as the dP^T GEMM they overlap.
 //   kBwd128Stagger      key tile kt of a plane takes its query tiles from kt / key_tiles of the way
 //                       through, wrapping (any order is valid): the blocks of a plane that run at once
-//                       (all 16 key tiles of a plane at N = 2048, ~130 at 16k) otherwise add into the same
+//                       (all 16 key tiles of a plane at N = 2048, all 128 at 16k) otherwise add into the same
 //                       16 KB dQ tile and read the same Q, dO tile in the same step.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128DqRed = 64, kBwd128Tail = 128, kBwd128Poly = 256,
