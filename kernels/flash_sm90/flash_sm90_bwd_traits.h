@@ -93,6 +93,9 @@ namespace fb::cuda::flash_sm90 {
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128DqRed = 64, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128Stagger = 512;
+// The session 9 features the d = 128 default kernel carries (BwdTraits<*, 128>; not direct, not the head
+// split): none before call A.
+constexpr int kBwd128Shipped = 0;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -111,11 +114,14 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // kernel unless direct; not with the head split, whose dK and dV are partial sums reduced like dQ).
   static constexpr bool kEpiSmem = !kHeadSplit && ((kHeadDim == 128 && kVariant64 != kBwd128Direct) ||
                                                    (kHeadDim == 64 && kPersistent && kVariant64 != kBwd64Direct));
-  static constexpr bool kDqRed = kHeadDim == 128 && (kVariant64 & kBwd128DqRed) != 0 && !kHeadSplit;
-  static constexpr bool kTail = kHeadDim == 128 && (kVariant64 & kBwd128Tail) != 0 && kEpiSmem && !kDqRed;
-  static constexpr bool kStagger = kHeadDim == 128 && (kVariant64 & kBwd128Stagger) != 0 && !kHeadSplit;
+  // The session 9 features at d = 128: the probe's bits, plus kBwd128Shipped's in the default kernel.
+  static constexpr int kBits128 =
+      kHeadDim != 128 || kHeadSplit || kVariant64 == kBwd128Direct ? 0 : kVariant64 | kBwd128Shipped;
+  static constexpr bool kDqRed = (kBits128 & kBwd128DqRed) != 0;
+  static constexpr bool kTail = (kBits128 & kBwd128Tail) != 0 && kEpiSmem && !kDqRed;
+  static constexpr bool kStagger = (kBits128 & kBwd128Stagger) != 0;
   // Of every 8 accumulator registers of S^T, this many take exp2_poly (the rest ex2.approx).
-  static constexpr int kExp2PolyEighths = kHeadDim == 128 && (kVariant64 & kBwd128Poly) != 0 ? 2 : 0;
+  static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly) != 0 ? 2 : 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
