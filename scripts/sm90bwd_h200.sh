@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# The flash-sm90 16-bit backward's session-9 variants at d = 128 on an H100/H200 (issue 13), everything
-# into OUTDIR, ~75 s: the backward's GPU tests with the defaults ([bwd128], [bwd64], GQA/MQA head split)
-# and [bwd128] + the GQA/MQA verification under each probe (a variant is picked once per process:
-# FB_SM90_BWD128=red, tail, poly, stagger, all = stagger + tail + poly); then configs/sm90bwd-h200.json's
+# The flash-sm90 16-bit backward's session-9 probes at d = 128 on an H100/H200 (issue 13), everything
+# into OUTDIR, ~70 s (session 9's call A: each run of the config ~8 s): the backward's GPU tests with the
+# defaults ([bwd128], [bwd64], GQA/MQA head split), [bwd128] and the GQA/MQA verification under each
+# probe (a variant is picked once per process: FB_SM90_BWD128=tail, poly); then configs/sm90bwd-h200.json's
 # cases (16k tokens, 16 heads, d = 128: non-causal bf16 N 2048/4096/16384, fp16 2048/8192, causal fp16
-# 4096 and bf16 1024; every row verified)
-# in two rounds (runs drift 2-3%), each the default beside the in-binary cudnn, then each probe (the
-# second round in reverse order). Last a table: TFLOP/s of each column (mean of its two runs,
-# "!" = a row that did not verify), the default's two runs, and each column's ratio to
-# the default and to cudnn. CASES=REGEX (a run --filter) picks other cases of the config; VARIANTS="a b"
-# other probes.
+# 4096 and bf16 1024; every row verified) in two rounds (runs drift 1-3%), each the default beside the
+# in-binary cudnn, then each probe (the second round in reverse order). Last a table: TFLOP/s of each
+# column (mean of its runs, "!" = a row that did not verify), the default's runs, and each column's
+# ratio to the default and to cudnn. CASES=REGEX (a run --filter) picks other cases of the config;
+# VARIANTS="a b" other probes.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
-# not part of the 75 s). Each step is limited to STEP_TIMEOUT seconds (default 60).
+# not part of the 70 s). Each step is limited to STEP_TIMEOUT seconds (default 60).
 set -uo pipefail
 out=${1:?usage: scripts/sm90bwd_h200.sh OUTDIR}
 build=${BUILD:-build-h200}
@@ -23,7 +22,7 @@ cd "$(dirname "$0")/.."
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
 cases=${CASES:-'n(2048|4096|16384)-d128-bf16-full|n(2048|8192)-d128-fp16-full|n4096-d128-fp16-causal|n1024-d128-bf16-causal'}
-read -r -a variants <<<"${VARIANTS:-red tail poly stagger all}"
+read -r -a variants <<<"${VARIANTS:-tail poly}"
 
 step_timeout=60 step_tail=3 step_name_width=16 step_result='test cases|passed|failed'
 . scripts/h200_step.sh

@@ -51,18 +51,15 @@ int bwd64_variant() {
 }
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
-// kernel, dK/dV stored straight from the accumulators), red, tail, poly, stagger and all (stagger +
-// tail + poly): session 9's probes; unset or anything else: the default.
+// kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes); unset or
+// anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
     const std::string s = e != nullptr ? e : "";
     if (s == "direct") return kBwd128Direct;
-    if (s == "red") return kBwd128DqRed;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
-    if (s == "stagger") return kBwd128Stagger;
-    if (s == "all") return kBwd128Stagger | kBwd128Tail | kBwd128Poly;
     return kBwd64Default;
   }();
   return v;
@@ -80,12 +77,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
     case 128:
       switch (bwd128_variant()) {
         case kBwd128Direct: return f(BwdTraits<Elem, 128, kBwd128Direct>{});
-        case kBwd128DqRed: return f(BwdTraits<Elem, 128, kBwd128DqRed>{});
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
-        case kBwd128Stagger: return f(BwdTraits<Elem, 128, kBwd128Stagger>{});
-        case kBwd128Stagger | kBwd128Tail | kBwd128Poly:
-          return f(BwdTraits<Elem, 128, kBwd128Stagger | kBwd128Tail | kBwd128Poly>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

@@ -99,9 +99,8 @@ struct BwdWork {
   int m_begin;   // first query tile
   int per_head;  // query tiles per head
   int steps;
-  int rot;       // stagger (kStagger; else 0): a head's query tiles from m_begin + rot on, wrapping
   __device__ __forceinline__ int q_bh(int step) const { return q_bh0 + step / per_head; }
-  __device__ __forceinline__ int m_tile(int step) const { return m_begin + (step + rot) % per_head; }
+  __device__ __forceinline__ int m_tile(int step) const { return m_begin + step % per_head; }
 };
 
 template <typename Tr>
@@ -119,13 +118,6 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
                : "r"(addr)
                : "memory");
   return v;
-}
-
-// dst[0..4) += (a, b, c, d) in global memory (16-byte aligned), returning nothing (sm_90).
-__device__ __forceinline__ void red_add_f32x4(float* dst, float a, float b, float c, float d) {
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "f"(a), "f"(b), "f"(c),
-               "f"(d)
-               : "memory");
 }
 
 // Work tile `tile` (blockIdx.x, or the persistent loop's index). Order: groups of plane_group K/V
@@ -149,9 +141,6 @@ __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile)
   w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
   w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
   w.steps = w.per_head * prm.group;
-  // Stagger: key tile kt starts kt / key_tiles of the way through its query tiles, so that the
-  // blocks of one plane in flight at once add into different dQ tiles and read different Q, dO tiles.
-  w.rot = Tr::kStagger ? int(std::int64_t(w.n0 / Tr::kBlockN) * w.per_head / prm.key_tiles) : 0;
   return w;
 }
 
@@ -308,15 +297,6 @@ template <typename Tr> struct BwdGemms {
 template <typename Tr, typename DstOf>
 __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
                                               const float (&acc)[Tr::kDqRegs], DstOf&& dst_of) {
-  if constexpr (Tr::kDqRed) {
-    // Straight from the registers: float4 g of thread ctid goes where the staging would put it.
-    float* const dst = dst_of();
-#pragma unroll
-    for (int g = 0; g < Tr::kDqRegs / 4; ++g)
-      red_add_f32x4(dst + (g * Tr::kWgThreads + ctid) * 4, acc[4 * g] * prm.scale,
-                    acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale, acc[4 * g + 3] * prm.scale);
-    return;
-  }
   if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
 #pragma unroll

@@ -75,27 +75,19 @@ namespace fb::cuda::flash_sm90 {
 //                       straight from the accumulators (session 7's). The default stages them too (both
 //                       8 KB matrices through the consumer's dQ staging buffer): session 8's call B measured
 //                       +1.8-7.7% non-causal N <= 2048 and +5-8% causal N = 512/1024, -0.7% at 8192.
-//   Session 9 probes at d = 128 (bits, on top of the default; FB_SM90_BWD128=red|tail|poly|stagger, and
-//   all = stagger + tail + poly), for the N >= 2048 gap to cuDNN (docs/perf-notes.md, "Session 9"):
-//   kBwd128DqRed        dQ added from the registers with red.global.add.v4.f32 (coalesced: the
-//                       accumulator is in the registers' order): no staging (32 KB a step less written
-//                       to and read from shared memory), no bulk wait, no two staging barriers a step.
+//   Session 9 probes at d = 128 (bits; FB_SM90_BWD128=tail|poly), kept for a call with more repetitions
+//   (session 9's call A, one run each: within about 1% of the default, mixed; docs/perf-notes.md):
 //   kBwd128Tail         the block's end without waiting for the last dQ reduction to complete: dV is
 //                       staged in the last step's ring stage (after both consumers are done with it)
 //                       instead of the dQ buffer, and one thread waits only for the reduction's read
 //                       of its buffer before the block exits.
 //   kBwd128Poly         a quarter of P's exponentials on the FMA pipe (common/exp2_poly.h): the MUFU's
 //                       8,192 exp2 a step take about as long as the dP^T GEMM they overlap.
-//   kBwd128Stagger      key tile kt of a plane takes its query tiles from kt / key_tiles of the way
-//                       through, wrapping (any order is valid): the blocks of a plane that run at once
-//                       (all 16 key tiles of a plane at N = 2048, all 128 at 16k) otherwise add into the same
-//                       16 KB dQ tile and read the same Q, dO tile in the same step.
+//   (Measured and removed in session 9: dQ added from registers with red.global.add.v4.f32, 1-7% slower;
+//   each key tile walking its query tiles from a different start, so that a plane's blocks in flight
+//   add into different dQ tiles, 0-1% slower; the two probes above with it, 1-2.5% slower.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
-              kBwd64Direct = 32, kBwd128DqRed = 64, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128Stagger = 512;
-// The session 9 features the d = 128 default kernel carries (BwdTraits<*, 128>; not direct, not the head
-// split): none before call A.
-constexpr int kBwd128Shipped = 0;
+              kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -114,12 +106,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // kernel unless direct; not with the head split, whose dK and dV are partial sums reduced like dQ).
   static constexpr bool kEpiSmem = !kHeadSplit && ((kHeadDim == 128 && kVariant64 != kBwd128Direct) ||
                                                    (kHeadDim == 64 && kPersistent && kVariant64 != kBwd64Direct));
-  // The session 9 features at d = 128: the probe's bits, plus kBwd128Shipped's in the default kernel.
-  static constexpr int kBits128 =
-      kHeadDim != 128 || kHeadSplit || kVariant64 == kBwd128Direct ? 0 : kVariant64 | kBwd128Shipped;
-  static constexpr bool kDqRed = (kBits128 & kBwd128DqRed) != 0;
-  static constexpr bool kTail = (kBits128 & kBwd128Tail) != 0 && kEpiSmem && !kDqRed;
-  static constexpr bool kStagger = (kBits128 & kBwd128Stagger) != 0;
+  // Session 9's probes at d = 128 (bits of kVariant64).
+  static constexpr int kBits128 = kHeadDim != 128 || kHeadSplit || kVariant64 == kBwd128Direct ? 0 : kVariant64;
+  static constexpr bool kTail = (kBits128 & kBwd128Tail) != 0 && kEpiSmem;
   // Of every 8 accumulator registers of S^T, this many take exp2_poly (the rest ex2.approx).
   static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly) != 0 ? 2 : 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
@@ -229,7 +218,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kVariant64 == kBwd64Default ||
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128DqRed | kBwd128Tail | kBwd128Poly | kBwd128Stagger)) == 0)),
+                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
