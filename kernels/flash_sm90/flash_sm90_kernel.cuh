@@ -269,10 +269,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const bool eager_store_wait = prm.eager_store_wait != 0;
 
   constexpr bool kEarlyRescale = Tr::kIntraOverlap && (kOpt & kOptEarlyRescale) != 0;
-  // Not with kEarlyRescale: the tile boundary would need O rescaled by the last tile's alpha before the
-  // deferred P V, and there ptxas (CUDA 13.0) injects wgmma waits and arrives (C7517/C7519).
+  // With kEarlyRescale the deferred P V needs O rescaled by the tile's last alpha first: that is done
+  // right after the tile's last wait (below), where no wgmma is in flight; rescaled at the next tile's
+  // start instead (session 8) ptxas (CUDA 13.0) injected wgmma waits and arrives (C7517/C7519).
   constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
-                          !kEarlyRescale && (kOpt & kOptXTile) != 0;
+                          (kOpt & kOptXTile) != 0;
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -500,6 +501,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         const int last = stage_of(it + wg_tiles - 1);
         ptx::mbar_wait(bars.v_full(last), parity_of(it + wg_tiles - 1));
         if constexpr (kXTile) {
+          // kEarlyRescale: the loop left O * alpha of the last softmax step for the next P V's issue;
+          // that P V is the deferred one, so O is rescaled here (all of this tile's wgmmas are done).
+          if constexpr (kEarlyRescale) rescale_o<Tr>(o, alpha);
           pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
         } else {
           turn_begin();

@@ -53,8 +53,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            (kOptXTile; d = 128 only; default since session 8's call A)
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third; default
 //            at d = 128 since session 8's call A)
-//   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale; without
-//            xtile, which it does not combine with)
+//   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale; at d = 128
+//            on top of xtile since session 9, `early,noxtile` is session 8's `early`)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
@@ -173,9 +173,9 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
   if constexpr (Tr::kConsumerWgs == 2) {
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
-    // Not with early (kOptXTile): `early` at d = 128 runs the tile boundary as before xtile.
-    if (probe.x_tile && !probe.early_rescale) {
-      launch_fwd<Tr, kD | kX>(p, t, stream);
+    if (probe.x_tile) {
+      if (probe.early_rescale) launch_fwd<Tr, kD | kX | kE>(p, t, stream);
+      else launch_fwd<Tr, kD | kX>(p, t, stream);
       return;
     }
   }
