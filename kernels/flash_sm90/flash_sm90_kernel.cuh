@@ -70,6 +70,14 @@ inline constexpr unsigned kOptEarlyRescale = 2u;
 //                     the other warpgroup's softmax half covered). Every K/V tile of the block is run by
 //                     both warpgroups (no kSkipUnseen, which at d = 128 skips only at odd lengths).
 inline constexpr unsigned kOptXTile = 4u;
+//   kOptPinWait       with kIntraOverlap: the P_{j-1} V_{j-1} wait is held below the softmax of S_j by a
+//                     branch on both row sums (never taken; ptxas does not hoist a wgmma wait above a
+//                     branch), so that the softmax runs under the warpgroup's own P V as well as under
+//                     the other warpgroup's GEMMs: the time from a warpgroup's GEMMs completing to its
+//                     next issue is then the pack of P (and, without kEarlyRescale, O's rescale)
+//                     rather than the whole softmax (session 7's `order`, retried on top of xtile and
+//                     early; see docs/perf-notes.md)
+inline constexpr unsigned kOptPinWait = 8u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -274,6 +282,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // start instead (session 8) ptxas (CUDA 13.0) injected wgmma waits and arrives (C7517/C7519).
   constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
                           (kOpt & kOptXTile) != 0;
+  constexpr bool kPinWait = Tr::kIntraOverlap && (kOpt & kOptPinWait) != 0;
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -487,8 +496,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                            scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
-          // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower
-          // (docs/perf-notes.md).
+          // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower then
+          // (docs/perf-notes.md); kPinWait retries it.
+          if constexpr (kPinWait) {
+            if (l[0] < 0.f || l[1] < 0.f) __trap();  // never: sums of exponentials
+          }
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);
