@@ -59,6 +59,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            intra-warpgroup overlap, session 7's `order` retried in session 9). Not with early: with
 //            both, ptxas runs out of the 240 registers (240 bytes of spills, every wgmma serialised:
 //            C7512), so naming both is an error
+//   wg2      d = 64 on two consumer warpgroups (128-row tiles, 240 registers each) with xtile, in place
+//            of three (192-row tiles, 160 registers, the unseen-tile skip): xtile's boundary and
+//            128-row tiles against the third warpgroup (session 9; d = 64 only)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
@@ -78,6 +81,7 @@ struct FwdDefaults {
   static constexpr int kL2SmallHeadDim = 128;  // l2small where d is this (measured at d = 128 only)
   static constexpr bool kNoPingPong = false;
   static constexpr bool kPinWait = false;  // where it exists: d = 128
+  static constexpr bool kTwoWgsD64 = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -89,6 +93,7 @@ struct FwdProbe {
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
   bool pin_wait = false;
+  bool two_wgs = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -115,6 +120,7 @@ inline FwdProbe fwd_probe() {
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     f.pin_wait = pick("pin", FwdDefaults::kPinWait);
+    f.two_wgs = pick("wg2", FwdDefaults::kTwoWgsD64);
     return f;
   }();
   return probe;
@@ -208,6 +214,15 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
       launch_fwd<TrN, kOptDescLo32>(p, T, stream);
       return;
+    }
+    if constexpr (D == 64) {
+      if (fwd_probe().two_wgs) {
+        // One kernel per type (xtile, not early or pin): the probe asks whether two warpgroups with
+        // xtile's boundary beat three with the skip at short causal passes.
+        using Tr2 = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, true, 2, Tr::kSkipUnseen>;
+        launch_fwd<Tr2, kOptDescLo32 | kOptXTile>(p, T, stream);
+        return;
+      }
     }
     launch_fwd_opt<Tr>(p, T, stream);
   } else {
