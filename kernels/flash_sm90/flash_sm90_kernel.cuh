@@ -161,7 +161,10 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
   __device__ __forceinline__ Gemms(const SmemTiles<Tr>& sm, int cw)
       : desc_q(ptx::make_desc_sw128(sm.q + cw * Tr::kWgQBytes, Tr::kUnitBytes, Tr::kAtomBytes)),
         desc_k(ptx::make_desc_sw128(sm.k, Tr::kUnitBytes, Tr::kAtomBytes)),
-        desc_v(ptx::make_desc_sw128(sm.v, Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
+        // kOnesSum: the N block after V's 64 columns is its stage's tile of ones, kOnesBytes / kStages
+        // after it (flash_sm90_traits.h); otherwise the chunk stride of d = 128's two chunks.
+        desc_v(ptx::make_desc_sw128(sm.v, Tr::kOnesSum ? Tr::kStages * Tr::kKVBytes : Tr::kKVChunkBytes,
+                                    Tr::kAtomBytes)) {}
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
   // desc advanced by `bytes` (>= 0, a multiple of 16; see kLo32).
@@ -187,13 +190,13 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
     }
   }
   // o += P V for the V tile in ring stage `stage`; p[4k .. 4k+3] is the A fragment of k16 step k.
-  __device__ __forceinline__ void pv(float (&o)[Tr::kORegs], const std::uint32_t (&p)[Tr::kPRegs],
+  __device__ __forceinline__ void pv(float (&o)[Tr::kOAccRegs], const std::uint32_t (&p)[Tr::kPRegs],
                                      int stage) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
       const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
                                                   p[4 * kk + 3]};
-      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
+      ptx::wgmma_rs<Elem, Tr::kPVN>(
           o, a, at(desc_v, stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
     }
   }
@@ -239,16 +242,19 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   for (int i = 0; i < Tr::kSRegs; ++i) {
     const int hf = (i / 2) % 2;
     s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
-    sum[hf][(i / 4) % 2] += s[i];
+    if constexpr (!Tr::kOnesSum) sum[hf][(i / 4) % 2] += s[i];
   }
+  // kOnesSum: P V sums P's rows into O's accumulator (flash_sm90_traits.h); l is unused.
+  if constexpr (!Tr::kOnesSum) {
 #pragma unroll
-  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
+    for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
+  }
 }
 
 template <typename Tr>
-__device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
+__device__ __forceinline__ void rescale_o(float (&o)[Tr::kOAccRegs], const float (&alpha)[2]) {
 #pragma unroll
-  for (int i = 0; i < Tr::kORegs; ++i) o[i] *= alpha[(i / 2) % 2];
+  for (int i = 0; i < Tr::kOAccRegs; ++i) o[i] *= alpha[(i / 2) % 2];  // kOnesSum: the row sums too
 }
 
 // P (f32 accumulator layout) -> 16-bit pairs: register i packs columns 2i and 2i+1 of the
@@ -283,6 +289,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
                           (kOpt & kOptXTile) != 0;
   constexpr bool kPinWait = Tr::kIntraOverlap && (kOpt & kOptPinWait) != 0;
+  // kXTile computes the row sums (finish_rows) before the tile's last P V: not with the sums in O.
+  static_assert(!(kXTile && Tr::kOnesSum), "kOnesSum's row sums are complete only after the last P V");
+  static_assert(!(kPinWait && Tr::kOnesSum), "kPinWait branches on the softmax's row sums");
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -303,7 +312,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto stage_of = [](int i) { return i % Tr::kStages; };
   auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
 
-  float o[Tr::kORegs];
+  float o[Tr::kOAccRegs];  // kOnesSum: O, then P's row sums (the ones columns' n8 block)
   float m[2], l[2], alpha[2];
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
@@ -320,7 +329,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto finish_rows = [&](int bh, int row, float (&inv)[2]) {
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      const float sum = quad_sum(l[hf]);
+      // kOnesSum: every ones column holds the row's sum (o[kORegs] row r, o[kORegs + 2] row r + 8).
+      const float sum = Tr::kOnesSum ? o[Tr::kORegs + 2 * hf] : quad_sum(l[hf]);
       // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
       // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
       inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
@@ -399,7 +409,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   };
   auto zero_o = [&] {
 #pragma unroll
-    for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
+    for (int i = 0; i < Tr::kOAccRegs; ++i) o[i] = 0.f;
   };
 
   // The first warpgroup takes the first turn.
@@ -623,6 +633,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   const QRing<Tr> qr{bars, base + Tr::kOffQ, base + Tr::kOffTileWord, Tr::kQStages > 1 ? prm.q_slots_log2 : 0};
 
+  if constexpr (Tr::kOnesSum) {
+    // The tiles of ones after the V ring (constant for the kernel's life): every thread writes a share,
+    // then makes its stores visible to the wgmmas' async proxy; init_barriers' block barrier orders
+    // them before any wgmma.
+    const std::uint32_t one2 = ptx::pack2<typename Tr::Elem>(1.f, 1.f);
+    for (int i = threadIdx.x; i < Tr::kOnesBytes / 4; i += Tr::kThreads)
+      ptx::st_shared_u32(base + Tr::kOffOnes + 4 * i, one2);
+    ptx::fence_proxy_async_smem();
+  }
   init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
   run_roles<Tr>([&] { produce<Tr>(prm, sm, qr, mask, n_work); },

@@ -62,6 +62,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   wg2      d = 64 on two consumer warpgroups (128-row tiles, 240 registers each) with xtile, in place
 //            of three (192-row tiles, 160 registers, the unseen-tile skip): xtile's boundary and
 //            128-row tiles against the third warpgroup (session 9; d = 64 only)
+//   ones     d = 64: P's row sums from the P V wgmma (N = 72 with a tile of ones after V; kOnesSum in
+//            flash_sm90_traits.h) instead of 64 FADDs per tile in the softmax (session 9; d = 64 only)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
@@ -82,6 +84,7 @@ struct FwdDefaults {
   static constexpr bool kNoPingPong = false;
   static constexpr bool kPinWait = false;  // where it exists: d = 128
   static constexpr bool kTwoWgsD64 = false;
+  static constexpr bool kOnesSumD64 = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -94,6 +97,7 @@ struct FwdProbe {
   bool no_ping_pong = false;
   bool pin_wait = false;
   bool two_wgs = false;
+  bool ones_sum = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -121,6 +125,7 @@ inline FwdProbe fwd_probe() {
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     f.pin_wait = pick("pin", FwdDefaults::kPinWait);
     f.two_wgs = pick("wg2", FwdDefaults::kTwoWgsD64);
+    f.ones_sum = pick("ones", FwdDefaults::kOnesSumD64);
     return f;
   }();
   return probe;
@@ -221,6 +226,11 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
         // xtile's boundary beat three with the skip at short causal passes.
         using Tr2 = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, true, 2, Tr::kSkipUnseen>;
         launch_fwd<Tr2, kOptDescLo32 | kOptXTile>(p, T, stream);
+        return;
+      }
+      if (fwd_probe().ones_sum) {
+        using TrO = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, true, Tr::kConsumerWgs, Tr::kSkipUnseen, 2, true>;
+        launch_fwd<TrO, kOptDescLo32>(p, T, stream);  // one kernel per type: not with early
         return;
       }
     }
