@@ -70,14 +70,6 @@ inline constexpr unsigned kOptEarlyRescale = 2u;
 //                     the other warpgroup's softmax half covered). Every K/V tile of the block is run by
 //                     both warpgroups (no kSkipUnseen, which at d = 128 skips only at odd lengths).
 inline constexpr unsigned kOptXTile = 4u;
-//   kOptPinWait       with kIntraOverlap: the P_{j-1} V_{j-1} wait is held below the softmax of S_j by a
-//                     branch on both row sums (never taken; ptxas does not hoist a wgmma wait above a
-//                     branch), so that the softmax runs under the warpgroup's own P V as well as under
-//                     the other warpgroup's GEMMs: the time from a warpgroup's GEMMs completing to its
-//                     next issue is then the pack of P (and, without kEarlyRescale, O's rescale)
-//                     rather than the whole softmax (session 7's `order`, retried on top of xtile and
-//                     early; see docs/perf-notes.md)
-inline constexpr unsigned kOptPinWait = 8u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -161,10 +153,7 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
   __device__ __forceinline__ Gemms(const SmemTiles<Tr>& sm, int cw)
       : desc_q(ptx::make_desc_sw128(sm.q + cw * Tr::kWgQBytes, Tr::kUnitBytes, Tr::kAtomBytes)),
         desc_k(ptx::make_desc_sw128(sm.k, Tr::kUnitBytes, Tr::kAtomBytes)),
-        // kOnesSum: the N block after V's 64 columns is its stage's tile of ones, kOnesBytes / kStages
-        // after it (flash_sm90_traits.h); otherwise the chunk stride of d = 128's two chunks.
-        desc_v(ptx::make_desc_sw128(sm.v, Tr::kOnesSum ? Tr::kStages * Tr::kKVBytes : Tr::kKVChunkBytes,
-                                    Tr::kAtomBytes)) {}
+        desc_v(ptx::make_desc_sw128(sm.v, Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
   // desc advanced by `bytes` (>= 0, a multiple of 16; see kLo32).
@@ -190,13 +179,13 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
     }
   }
   // o += P V for the V tile in ring stage `stage`; p[4k .. 4k+3] is the A fragment of k16 step k.
-  __device__ __forceinline__ void pv(float (&o)[Tr::kOAccRegs], const std::uint32_t (&p)[Tr::kPRegs],
+  __device__ __forceinline__ void pv(float (&o)[Tr::kORegs], const std::uint32_t (&p)[Tr::kPRegs],
                                      int stage) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
       const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
                                                   p[4 * kk + 3]};
-      ptx::wgmma_rs<Elem, Tr::kPVN>(
+      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
           o, a, at(desc_v, stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
     }
   }
@@ -242,19 +231,16 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   for (int i = 0; i < Tr::kSRegs; ++i) {
     const int hf = (i / 2) % 2;
     s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
-    if constexpr (!Tr::kOnesSum) sum[hf][(i / 4) % 2] += s[i];
+    sum[hf][(i / 4) % 2] += s[i];
   }
-  // kOnesSum: P V sums P's rows into O's accumulator (flash_sm90_traits.h); l is unused.
-  if constexpr (!Tr::kOnesSum) {
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
-  }
+  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
 }
 
 template <typename Tr>
-__device__ __forceinline__ void rescale_o(float (&o)[Tr::kOAccRegs], const float (&alpha)[2]) {
+__device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
-  for (int i = 0; i < Tr::kOAccRegs; ++i) o[i] *= alpha[(i / 2) % 2];  // kOnesSum: the row sums too
+  for (int i = 0; i < Tr::kORegs; ++i) o[i] *= alpha[(i / 2) % 2];
 }
 
 // P (f32 accumulator layout) -> 16-bit pairs: register i packs columns 2i and 2i+1 of the
@@ -288,10 +274,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // start instead (session 8) ptxas (CUDA 13.0) injected wgmma waits and arrives (C7517/C7519).
   constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
                           (kOpt & kOptXTile) != 0;
-  constexpr bool kPinWait = Tr::kIntraOverlap && (kOpt & kOptPinWait) != 0;
-  // kXTile computes the row sums (finish_rows) before the tile's last P V: not with the sums in O.
-  static_assert(!(kXTile && Tr::kOnesSum), "kOnesSum's row sums are complete only after the last P V");
-  static_assert(!(kPinWait && Tr::kOnesSum), "kPinWait branches on the softmax's row sums");
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -312,7 +294,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto stage_of = [](int i) { return i % Tr::kStages; };
   auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
 
-  float o[Tr::kOAccRegs];  // kOnesSum: O, then P's row sums (the ones columns' n8 block)
+  float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
@@ -329,8 +311,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto finish_rows = [&](int bh, int row, float (&inv)[2]) {
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      // kOnesSum: every ones column holds the row's sum (o[kORegs] row r, o[kORegs + 2] row r + 8).
-      const float sum = Tr::kOnesSum ? o[Tr::kORegs + 2 * hf] : quad_sum(l[hf]);
+      const float sum = quad_sum(l[hf]);
       // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
       // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
       inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
@@ -409,7 +390,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   };
   auto zero_o = [&] {
 #pragma unroll
-    for (int i = 0; i < Tr::kOAccRegs; ++i) o[i] = 0.f;
+    for (int i = 0; i < Tr::kORegs; ++i) o[i] = 0.f;
   };
 
   // The first warpgroup takes the first turn.
@@ -506,11 +487,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                            scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
-          // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower then
-          // (docs/perf-notes.md); kPinWait retries it.
-          if constexpr (kPinWait) {
-            if (l[0] < 0.f || l[1] < 0.f) __trap();  // never: sums of exponentials
-          }
+          // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower
+          // (docs/perf-notes.md).
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);
@@ -633,15 +611,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   const QRing<Tr> qr{bars, base + Tr::kOffQ, base + Tr::kOffTileWord, Tr::kQStages > 1 ? prm.q_slots_log2 : 0};
 
-  if constexpr (Tr::kOnesSum) {
-    // The tiles of ones after the V ring (constant for the kernel's life): every thread writes a share,
-    // then makes its stores visible to the wgmmas' async proxy; init_barriers' block barrier orders
-    // them before any wgmma.
-    const std::uint32_t one2 = ptx::pack2<typename Tr::Elem>(1.f, 1.f);
-    for (int i = threadIdx.x; i < Tr::kOnesBytes / 4; i += Tr::kThreads)
-      ptx::st_shared_u32(base + Tr::kOffOnes + 4 * i, one2);
-    ptx::fence_proxy_async_smem();
-  }
   init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
   run_roles<Tr>([&] { produce<Tr>(prm, sm, qr, mask, n_work); },

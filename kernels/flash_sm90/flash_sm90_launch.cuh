@@ -55,15 +55,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            at d = 128 since session 8's call A)
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale; at d = 128
 //            on top of xtile since session 9, `early,noxtile` is session 8's `early`)
-//   pin      the P V wait held below the softmax (kOptPinWait; d = 128 only, on top of xtile: the real
-//            intra-warpgroup overlap, session 7's `order` retried in session 9). Not with early: with
-//            both, ptxas runs out of the 240 registers (240 bytes of spills, every wgmma serialised:
-//            C7512), so naming both is an error
-//   wg2      d = 64 on two consumer warpgroups (128-row tiles, 240 registers each) with xtile, in place
-//            of three (192-row tiles, 160 registers, the unseen-tile skip): xtile's boundary and
-//            128-row tiles against the third warpgroup (session 9; d = 64 only)
-//   ones     d = 64: P's row sums from the P V wgmma (N = 72 with a tile of ones after V; kOnesSum in
-//            flash_sm90_traits.h) instead of 64 FADDs per tile in the softmax (session 9; d = 64 only)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
@@ -82,9 +73,6 @@ struct FwdDefaults {
   static constexpr bool kXTile = true;  // where it exists: d = 128
   static constexpr int kL2SmallHeadDim = 128;  // l2small where d is this (measured at d = 128 only)
   static constexpr bool kNoPingPong = false;
-  static constexpr bool kPinWait = false;  // where it exists: d = 128
-  static constexpr bool kTwoWgsD64 = false;
-  static constexpr bool kOnesSumD64 = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -95,9 +83,6 @@ struct FwdProbe {
   bool x_tile = false;
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
-  bool pin_wait = false;
-  bool two_wgs = false;
-  bool ones_sum = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -123,9 +108,6 @@ inline FwdProbe fwd_probe() {
     f.x_tile = pick("xtile", FwdDefaults::kXTile);
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
-    f.pin_wait = pick("pin", FwdDefaults::kPinWait);
-    f.two_wgs = pick("wg2", FwdDefaults::kTwoWgsD64);
-    f.ones_sum = pick("ones", FwdDefaults::kOnesSumD64);
     return f;
   }();
   return probe;
@@ -191,14 +173,9 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
   if constexpr (Tr::kConsumerWgs == 2) {
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
-    constexpr unsigned kP = kOptPinWait;
     if (probe.x_tile) {
-      if (probe.pin_wait) {
-        launch_fwd<Tr, kD | kX | kP>(p, t, stream);  // not with early (run_fwd refuses the pair)
-      } else {
-        if (probe.early_rescale) launch_fwd<Tr, kD | kX | kE>(p, t, stream);
-        else launch_fwd<Tr, kD | kX>(p, t, stream);
-      }
+      if (probe.early_rescale) launch_fwd<Tr, kD | kX | kE>(p, t, stream);
+      else launch_fwd<Tr, kD | kX>(p, t, stream);
       return;
     }
   }
@@ -211,28 +188,12 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
   if (fwd_probe().removed)
     throw std::invalid_argument(std::string("FB_SM90_FWD_PROBE: '") + fwd_probe().removed +
                                 "' was measured and removed (docs/perf-notes.md)");
-  if (fwd_probe().pin_wait && fwd_probe().early_rescale)
-    throw std::invalid_argument("FB_SM90_FWD_PROBE: 'pin' does not combine with 'early' (registers)");
   if constexpr (D == 64 || D == 128) {
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
       launch_fwd<TrN, kOptDescLo32>(p, T, stream);
       return;
-    }
-    if constexpr (D == 64) {
-      if (fwd_probe().two_wgs) {
-        // One kernel per type (xtile, not early or pin): the probe asks whether two warpgroups with
-        // xtile's boundary beat three with the skip at short causal passes.
-        using Tr2 = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, true, 2, Tr::kSkipUnseen>;
-        launch_fwd<Tr2, kOptDescLo32 | kOptXTile>(p, T, stream);
-        return;
-      }
-      if (fwd_probe().ones_sum) {
-        using TrO = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, true, Tr::kConsumerWgs, Tr::kSkipUnseen, 2, true>;
-        launch_fwd<TrO, kOptDescLo32>(p, T, stream);  // one kernel per type: not with early
-        return;
-      }
     }
     launch_fwd_opt<Tr>(p, T, stream);
   } else {

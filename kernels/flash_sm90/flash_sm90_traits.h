@@ -27,12 +27,8 @@ namespace fb::cuda::flash_sm90 {
 //                    with kIntraOverlap only
 //   kStages          K/V ring depth: more stages cover more of a K/V load's latency (L2 misses), at
 //                    the cost of the second Q tile and the separate O tile where they no longer fit
-//   kOnesSum         (d = 64 only) P V is one wgmma of N = d + 8: the 8 columns after V are a constant
-//                    tile of ones in shared memory (one per ring stage, kOnesBytes), so O's
-//                    accumulator carries P's row sums, rescaled with O, and the softmax drops its
-//                    64 sums per tile (issue slots: the d = 64 loop is issue-bound; session 9)
 template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_,
-          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false, int kStages_ = 2, bool kOnesSum_ = false>
+          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false, int kStages_ = 2>
 struct FwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -60,9 +56,6 @@ struct FwdTraits {
   // ---- accumulators per consumer thread ----
   static constexpr int kSRegs = kWgRows * kBc / kWgThreads;       // S = Q K^T, f32
   static constexpr int kORegs = kWgRows * kHeadDim / kWgThreads;  // O, f32
-  static constexpr bool kOnesSum = kOnesSum_;
-  static constexpr int kPVN = kHeadDim + (kOnesSum ? kMmaN : 0);      // N of O += P V
-  static constexpr int kOAccRegs = kWgRows * kPVN / kWgThreads;      // O's accumulator (+ row sums)
   static constexpr int kPRegs = kSRegs / 2;                       // P, 16-bit pairs
   static constexpr int kQKSteps = kHeadDim / kMmaK;               // k16 steps of Q K^T
   static constexpr int kPVSteps = kBc / kMmaK;                    // k16 steps of P V
@@ -92,11 +85,8 @@ struct FwdTraits {
   static constexpr int kSmemOptIn = 227 * 1024;
   static constexpr int kBarBytes = 8;
   static constexpr int kTileWordBytes = 8;  // one 4-byte word per Q tile (see below)
-  // kOnesSum: a (kBc, 64) tile of ones per V stage, kStages * kKVBytes after it (the P V wgmma's LBO).
-  static constexpr int kOnesBytes = kOnesSum ? kStages * kKVBytes : 0;
   static constexpr int kQStages =
-      3 * kQBytes + 2 * kStages * kKVBytes + kOnesBytes + (8 + 4 * kStages) * kBarBytes + kTileWordBytes +
-                  kAtomBytes <=
+      3 * kQBytes + 2 * kStages * kKVBytes + (8 + 4 * kStages) * kBarBytes + kTileWordBytes + kAtomBytes <=
               kSmemOptIn
           ? 2
           : 1;
@@ -110,8 +100,7 @@ struct FwdTraits {
   // O is staged for its TMA store in a tile of its own when that fits in the 227 KB a block may
   // opt in to (then the next work tile's Q loads during the epilogue); otherwise in the Q tile, each
   // warpgroup in its own rows (then the next Q waits until the stores have read them).
-  static constexpr int kOffOnes = kOffV + kStages * kKVBytes;
-  static constexpr int kKVEnd = kOffOnes + kOnesBytes;
+  static constexpr int kKVEnd = kOffV + kStages * kKVBytes;
   static constexpr bool kSeparateO =
       kKVEnd + kQBytes + kNumBars * kBarBytes + kTileWordBytes + kAtomBytes <= kSmemOptIn;
   static constexpr int kOffO = kSeparateO ? kKVEnd : kOffQ;  // O staging, shaped like Q
@@ -151,8 +140,6 @@ struct FwdTraits {
                 "every tile and every warpgroup's Q rows start on a swizzle atom");
   static_assert(kSmemBytes <= std::size_t(kSmemOptIn), "one block's tiles fit in shared memory");
   static_assert(kQStages == 1 || kSeparateO, "O is staged in the Q tile only with one Q tile");
-  static_assert(!kOnesSum || (kChunks == 1 && kPVN <= 256),
-                "the ones columns take the V descriptor's chunk stride (LBO): one 64-column chunk of d");
   static_assert(kTileWordBytes >= 4 * kQStages, "a tile word per Q tile");
   // setmaxnreg.inc draws only on what the block's own setmaxnreg.dec released: the budget is the
   // block's launch allocation (kLaunchRegs a thread), not the register file (a split 1024 registers
