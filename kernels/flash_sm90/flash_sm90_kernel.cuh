@@ -487,8 +487,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                            scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
-          // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower
-          // (docs/perf-notes.md).
+          // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower, and again
+          // 3-7% slower on top of xtile (session 9's `pin`; docs/perf-notes.md).
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);

@@ -54,13 +54,17 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   l2small  L2 plane groups half as large (K/V of a group at most a sixth of L2, not a third; default
 //            at d = 128 since session 8's call A)
 //   early    O rescaled under S_{j+1}'s wgmmas, before P_j V_j's issue (kOptEarlyRescale; at d = 128
-//            on top of xtile since session 9, `early,noxtile` is session 8's `early`)
+//            on top of xtile since session 9, `early,noxtile` is session 8's `early`; default at d = 128
+//            since session 9's call A)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
 // tiles, d = 128 on 176-key tiles; session 8's `lateepi` (the epilogue under the next tile's S_0:
-// 0.97-0.98x at d = 64, below xtile at d = 128) and `lean` (level in sessions 7 and 8). Naming one of
+// 0.97-0.98x at d = 64, below xtile at d = 128) and `lean` (level in sessions 7 and 8); session 9's
+// `pin` (the P V wait held below the softmax on top of xtile, session 7's `order` again: 0.93-0.97x),
+// `wg2` (d = 64 on two warpgroups with xtile: 0.95-0.99x) and `ones` (d = 64 row sums from a P V of
+// N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound). Naming one of
 // those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -68,8 +72,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // Session 8's call A (same-process ratios to cudnn, bf16): xtile 1.032 / 1.008 / 1.029x at d = 128
 // non-causal N = 1k / 4k / 16k; with l2small 1.057 / 1.022 / 1.019x (l2small alone 1.019 / 1.008 /
 // 1.001x); d = 64 causal rows level within the call's +-1.5% (l2small 1.011 / 0.990x).
+// Session 9's call A: early on top of xtile at d = 128 1.005 / 1.024x causal N = 1k / 16k, 0.991 / 1.005 /
+// 1.045x non-causal N = 1k / 4k / 16k (session 8: 1.015-1.022x alone); at d = 64 (alone) 0.993-1.009x.
 struct FwdDefaults {
-  static constexpr bool kEarlyRescale = false;
+  static constexpr int kEarlyRescaleHeadDim = 128;  // early where d is this (level at d = 64)
   static constexpr bool kXTile = true;  // where it exists: d = 128
   static constexpr int kL2SmallHeadDim = 128;  // l2small where d is this (measured at d = 128 only)
   static constexpr bool kNoPingPong = false;
@@ -79,7 +85,7 @@ struct FwdProbe {
   bool no_skip = false;
   bool eager_store_wait = false;
   bool one_q = false;
-  bool early_rescale = false;
+  int early_rescale = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kEarlyRescaleHeadDim)
   bool x_tile = false;
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
@@ -91,7 +97,8 @@ inline FwdProbe fwd_probe() {
     const char* env = std::getenv("FB_SM90_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
-    for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean"})
+    for (const char* w :
+         {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2", "ones"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -104,7 +111,7 @@ inline FwdProbe fwd_probe() {
       if (has((std::string("no") + w).c_str())) return false;
       return def;
     };
-    f.early_rescale = pick("early", FwdDefaults::kEarlyRescale);
+    f.early_rescale = has("early") ? 1 : has("noearly") ? 0 : -1;
     f.x_tile = pick("xtile", FwdDefaults::kXTile);
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
@@ -170,16 +177,18 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
   constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale;
+  const bool early =
+      probe.early_rescale < 0 ? Tr::kHeadDim == FwdDefaults::kEarlyRescaleHeadDim : probe.early_rescale > 0;
   if constexpr (Tr::kConsumerWgs == 2) {
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
     if (probe.x_tile) {
-      if (probe.early_rescale) launch_fwd<Tr, kD | kX | kE>(p, t, stream);
+      if (early) launch_fwd<Tr, kD | kX | kE>(p, t, stream);
       else launch_fwd<Tr, kD | kX>(p, t, stream);
       return;
     }
   }
-  if (probe.early_rescale) launch_fwd<Tr, kD | kE>(p, t, stream);
+  if (early) launch_fwd<Tr, kD | kE>(p, t, stream);
   else launch_fwd<Tr, kD>(p, t, stream);
 }
 
