@@ -937,6 +937,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
         constexpr int kHalves = Tr::kSplitS ? 2 : 1;
         constexpr int kSNHalf = kSN / kHalves;  // n8 tiles of queries per half
         static_assert(kSNHalf % 2 == 0, "halves of whole n16 query blocks");
+        // One k16 step of a (keys x queries) product, S^T = K Q^T or dP^T = V dO^T: A = this warp's 32
+        // keys of sA (ldmatrix), B = the query n8 tiles [j0, j1) of sB, stored [query][dim] (plain
+        // ldmatrix); acc[i][j] += A_i B_j.
+        auto keys_x_queries = [&](float (&acc)[2][kSN][4], const Elem* sA, const Elem* sB, int kk, int j0,
+                                  int j1) {
+          std::uint32_t a[2][4];
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            ptx::ldmatrix_x4(a[i], sA + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
+                                       (lane / 16) * 8);
+#pragma unroll
+          for (int j = j0; j < j1; j += 2) {
+            std::uint32_t b[4];
+            ptx::ldmatrix_x4(b, sB + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) * Tr::kRowStride +
+                                    kk + ((lane / 8) % 2) * 8);
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              ptx::mma_m16n8k16<Elem>(acc[i][j], a[i], {b[0], b[1]});
+              ptx::mma_m16n8k16<Elem>(acc[i][j + 1], a[i], {b[2], b[3]});
+            }
+          }
+        };
         if constexpr (Tr::kStagger) {
           // S^T first. Then the warps of the first half take P^T = exp2(..) (acc_s becomes P^T in
           // place) before dP^T, those of the second half dP^T before the exponentials: warps w and
@@ -944,25 +966,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           // A skipped block keeps acc_s = 0 = P^T.
           if (!skip) {
 #pragma unroll
-            for (int kk = 0; kk < D; kk += Tr::kMmaK) {
-              std::uint32_t ak[2][4];
-#pragma unroll
-              for (int i = 0; i < 2; ++i)
-                ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride +
-                                            kk + (lane / 16) * 8);
-#pragma unroll
-              for (int j = 0; j < kSN; j += 2) {
-                std::uint32_t bq[4];
-                ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
-                                               Tr::kRowStride +
-                                         kk + ((lane / 8) % 2) * 8);
-#pragma unroll
-                for (int i = 0; i < 2; ++i) {
-                  ptx::mma_m16n8k16<Elem>(acc_s[i][j], ak[i], {bq[0], bq[1]});
-                  ptx::mma_m16n8k16<Elem>(acc_s[i][j + 1], ak[i], {bq[2], bq[3]});
-                }
-              }
-            }
+            for (int kk = 0; kk < D; kk += Tr::kMmaK) keys_x_queries(acc_s, sK, sQb, kk, 0, kSN);
             auto exps = [&] {
 #pragma unroll
               for (int j = 0; j < kSN; ++j) {
@@ -984,25 +988,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
             };
             auto dp = [&] {
 #pragma unroll
-              for (int kk = 0; kk < D; kk += Tr::kMmaK) {
-                std::uint32_t av[2][4];
-#pragma unroll
-                for (int i = 0; i < 2; ++i)
-                  ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride +
-                                              kk + (lane / 16) * 8);
-#pragma unroll
-                for (int j = 0; j < kSN; j += 2) {
-                  std::uint32_t bo[4];
-                  ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
-                                                  Tr::kRowStride +
-                                            kk + ((lane / 8) % 2) * 8);
-#pragma unroll
-                  for (int i = 0; i < 2; ++i) {
-                    ptx::mma_m16n8k16<Elem>(acc_dp[i][j], av[i], {bo[0], bo[1]});
-                    ptx::mma_m16n8k16<Elem>(acc_dp[i][j + 1], av[i], {bo[2], bo[3]});
-                  }
-                }
-              }
+              for (int kk = 0; kk < D; kk += Tr::kMmaK) keys_x_queries(acc_dp, sV, sDob, kk, 0, kSN);
             };
             if (warp < Tr::kWarps / 2) {
               exps();
@@ -1025,41 +1011,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           for (int hf = 0; hf < kHalves; ++hf)
 #pragma unroll
           for (int kk = 0; kk < D; kk += Tr::kMmaK) {
-            std::uint32_t ak[2][4];
-#pragma unroll
-            for (int i = 0; i < 2; ++i)
-              ptx::ldmatrix_x4(ak[i], sK + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
-                                          (lane / 16) * 8);
-#pragma unroll
-            for (int j = hf * kSNHalf; j < (hf + 1) * kSNHalf; j += 2) {
-              // B = Q^T (k = head_dim, n = queries), stored [query][dim]: plain ldmatrix.
-              std::uint32_t bq[4];
-              ptx::ldmatrix_x4(bq, sQb + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
-                                             Tr::kRowStride +
-                                       kk + ((lane / 8) % 2) * 8);
-#pragma unroll
-              for (int i = 0; i < 2; ++i) {
-                ptx::mma_m16n8k16<Elem>(acc_s[i][j], ak[i], {bq[0], bq[1]});
-                ptx::mma_m16n8k16<Elem>(acc_s[i][j + 1], ak[i], {bq[2], bq[3]});
-              }
-            }
-            std::uint32_t av[2][4];
-#pragma unroll
-            for (int i = 0; i < 2; ++i)
-              ptx::ldmatrix_x4(av[i], sV + (s_keys + i * Tr::kMmaM + lane % 16) * Tr::kRowStride + kk +
-                                          (lane / 16) * 8);
-#pragma unroll
-            for (int j = hf * kSNHalf; j < (hf + 1) * kSNHalf; j += 2) {
-              std::uint32_t bo[4];
-              ptx::ldmatrix_x4(bo, sDob + (s_q + j * Tr::kMmaN + (lane / 16) * 8 + lane % 8) *
-                                              Tr::kRowStride +
-                                        kk + ((lane / 8) % 2) * 8);
-#pragma unroll
-              for (int i = 0; i < 2; ++i) {
-                ptx::mma_m16n8k16<Elem>(acc_dp[i][j], av[i], {bo[0], bo[1]});
-                ptx::mma_m16n8k16<Elem>(acc_dp[i][j + 1], av[i], {bo[2], bo[3]});
-              }
-            }
+            keys_x_queries(acc_s, sK, sQb, kk, hf * kSNHalf, (hf + 1) * kSNHalf);
+            keys_x_queries(acc_dp, sV, sDob, kk, hf * kSNHalf, (hf + 1) * kSNHalf);
           }
         }
 
