@@ -70,6 +70,14 @@ inline constexpr unsigned kOptEarlyRescale = 2u;
 //                     the other warpgroup's softmax half covered). Every K/V tile of the block is run by
 //                     both warpgroups (no kSkipUnseen, which at d = 128 skips only at odd lengths).
 inline constexpr unsigned kOptXTile = 4u;
+//   kOptXSkip         kOptXTile with kSkipUnseen and any number of consumer warpgroups (d = 64: three, 192-row
+//                     tiles, where the skip saves a quarter of the work at causal N <= 1024): a warpgroup
+//                     that sees every K/V tile of its block defers its last P V into the next tile's first
+//                     turn (kOptXTile); one that skips some issues it in its first skipped tile's turn, which
+//                     it took empty before, and writes its O there (holding that V stage across the skipped
+//                     tiles would block the ring); one that sees none (rows past the end) issues the deferred
+//                     P V of its previous tile there. Every warpgroup takes n_tiles turns per work tile.
+inline constexpr unsigned kOptXSkip = 8u;
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -272,9 +280,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // With kEarlyRescale the deferred P V needs O rescaled by the tile's last alpha first: that is done
   // right after the tile's last wait (below), where no wgmma is in flight; rescaled at the next tile's
   // start instead (session 8) ptxas (CUDA 13.0) injected wgmma waits and arrives (C7517/C7519).
-  constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
+  constexpr bool kXSkipBit = (kOpt & kOptXSkip) != 0;
+  constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && (Tr::kConsumerWgs == 2 || kXSkipBit) &&
                           (kOpt & kOptXTile) != 0;
-  const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
+  constexpr bool kXSkip = kXTile && kXSkipBit && Tr::kSkipUnseen;
+  const bool skip_unseen = Tr::kSkipUnseen && (!kXTile || kXSkip) && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -350,8 +360,18 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         const int chunk = col / Tr::kChunkElems;
         const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
         const int within = (col * int(sizeof(Elem))) % Tr::kUnitBytes;
-        const std::uint32_t addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
-                                   ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
+        std::uint32_t addr;
+        if constexpr (kXSkip) {
+          // r % 8 is the same for both rows (hf * 8): computed here from an opaque copy, so that ptxas
+          // does not keep 16 precomputed addresses (which it spilled at d = 64's 160 registers).
+          static_assert(Tr::kAtomRows == 8, "rows r and r + 8 share their swizzle phase");
+          int r8 = tile_row % Tr::kAtomRows;
+          asm volatile("" : "+r"(r8));
+          addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes + ((unit ^ r8) * Tr::kUnitBytes) + within;
+        } else {
+          addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
+                 ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
+        }
         ptx::st_shared_u32(addr, ob[2 * nb + hf]);
       }
     }
@@ -373,6 +393,28 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // of its row sums (pending_t names the tile, as above).
   int pending_v = 0;
   float pending_inv[2] = {0.f, 0.f};
+  // kXSkip: the inverses wait in shared memory (Tr::kOffPendingInv, a float pair per consumer thread),
+  // not in two registers across the next tile's main loop: at d = 64's 160 registers those two spilled
+  // other values inside the loop.
+  auto pending_inv_addr = [&] {
+    // qr.word is the block's base + Tr::kOffTileWord (flash_sm90_fwd_kernel).
+    return qr.word + std::uint32_t(Tr::kOffPendingInv - Tr::kOffTileWord) +
+           std::uint32_t(cw * Tr::kWgThreads + ctid) * 8u;
+  };
+  auto store_pending_inv = [&] {
+    if constexpr (kXSkip) {
+      static_assert(Tr::kPendingInvBytes >= Tr::kConsumerThreads * 8, "a float pair per consumer thread");
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(pending_inv_addr()), "f"(pending_inv[0]),
+                   "f"(pending_inv[1]));
+    }
+  };
+  auto load_pending_inv = [&] {
+    if constexpr (kXSkip) {
+      const float2 v = ptx::ld_shared_f32x2(pending_inv_addr());
+      pending_inv[0] = v.x;
+      pending_inv[1] = v.y;
+    }
+  };
   // kXTile: once the deferred P V is done (its wait), the last tile's O out, then O zeroed.
   auto xtile_finish = [&] {
     if constexpr (kXTile) {
@@ -381,6 +423,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::fence_operands(p);
         release(bars.v_empty(pending_v));
         std::uint32_t ob[Tr::kORegs / 2];
+        if constexpr (kXSkip) load_pending_inv();
         pack_o(ob, pending_inv);
         const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
         store_o(pw.bh, pw.q0 + wg_row0, ob);
@@ -430,12 +473,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
+    int wg_tiles = n_tiles;
     if constexpr (Tr::kIntraOverlap) {
       // The K/V tiles this warpgroup's rows see: the block's first wg_tiles (none for rows past the
       // sequence end; fewer than n_tiles near a causal diagonal that cuts the block's rows, e.g. the
       // first warpgroups of a 192-row tile). The rest are skipped below: at d = 64 (192-row tiles)
       // that is a quarter of the GEMM and softmax work at causal N <= 1024, a ninth non-causal.
-      int wg_tiles = n_tiles;
       if (skip_unseen)
         wg_tiles = wg_first_row >= seq_q ? 0 : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
       if (wg_tiles > 0) {
@@ -518,11 +561,14 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           release(bars.v_empty(last));
         }
       } else {
-        // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not
-        // stored; a row with no key gets O = 0, LSE = -inf). The one turn stands for the final P V's.
+        // No tile (with kXTile only under kXSkip): O = 0 and the row sums stay 0 (rows past the end are
+        // not stored; a row with no key gets O = 0, LSE = -inf). The one turn stands for the final P
+        // V's (kXSkip: the first skipped tile's turn below carries the previous tile's deferred one).
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
-        turn_begin();
-        turn_end();
+        if constexpr (!kXSkip) {
+          turn_begin();
+          turn_end();
+        }
       }
       // Tiles the rows do not see: each stage is released once it has landed (an arrival before then
       // would count towards the stage's previous use), and each takes its turn, so that every
@@ -532,6 +578,29 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
         release(bars.k_empty(st));
         ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
+        if constexpr (kXSkip) {
+          if (j == wg_tiles) {
+            // This turn carries a P V: this tile's last one (its O goes out below), or with no tile
+            // seen the previous tile's deferred one (or, the block's first tile, one on this stage
+            // whose product is discarded, as at tile 0 above).
+            if (wg_tiles > 0) {
+              finish_rows(w.bh, row, pending_inv);
+              pending_t = t;  // its inverses stay in registers: written out in this turn
+            } else if (pending_t == kNoMoreWork) {
+              pending_v = st;
+            }
+            turn_begin();
+            ptx::wgmma_fence();
+            gemm.pv(o, p, pending_v);
+            ptx::wgmma_commit();
+            turn_end();
+            ptx::wgmma_wait<0>();
+            xtile_finish();  // releases pending_v's V unless it was this stage
+            if (wg_tiles == 0) zero_o();
+            release(bars.v_empty(st));
+            continue;
+          }
+        }
         release(bars.v_empty(st));
         turn_begin();
         turn_end();
@@ -568,13 +637,23 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     it += n_tiles;
 
     // ---- epilogue ----
-    float inv[2];
-    finish_rows(w.bh, row, inv);
     if constexpr (kXTile) {
-      pending_inv[0] = inv[0];
-      pending_inv[1] = inv[1];
-      pending_t = t;
+      // kXSkip: a warpgroup that skipped tiles has written its O already (wg_tiles > 0) or writes O = 0
+      // now (none seen); one that saw every tile defers it as kXTile does.
+      if (!kXSkip || wg_tiles == n_tiles) {
+        finish_rows(w.bh, row, pending_inv);
+        if constexpr (kXSkip) store_pending_inv();
+        pending_t = t;
+      } else if (wg_tiles == 0) {
+        float inv[2];
+        finish_rows(w.bh, row, inv);
+        std::uint32_t ob[Tr::kORegs / 2];
+        pack_o(ob, inv);
+        store_o(w.bh, wg_first_row, ob);
+      }
     } else {
+      float inv[2];
+      finish_rows(w.bh, row, inv);
       std::uint32_t ob[Tr::kORegs / 2];
       pack_o(ob, inv);
       store_o(w.bh, wg_first_row, ob);

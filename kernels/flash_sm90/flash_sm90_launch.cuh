@@ -57,6 +57,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            on top of xtile since session 9, `early,noxtile` is session 8's `early`; default at d = 128
 //            since session 9's call A)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
+//   xskip    xtile with the unseen-tile skip (kOptXTile | kOptXSkip; d = 64's three warpgroups, session 10):
+//            the tile boundary without turns of its own where a warpgroup sees all of its block's K/V
+//            tiles, and its last P V in an otherwise empty turn where it skips some
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -79,6 +82,7 @@ struct FwdDefaults {
   static constexpr bool kXTile = true;  // where it exists: d = 128
   static constexpr int kL2SmallHeadDim = 128;  // l2small where d is this (measured at d = 128 only)
   static constexpr bool kNoPingPong = false;
+  static constexpr bool kXSkip = false;  // where it exists: d = 64 (three consumer warpgroups)
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -89,6 +93,7 @@ struct FwdProbe {
   bool x_tile = false;
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
+  bool x_skip = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -115,6 +120,7 @@ inline FwdProbe fwd_probe() {
     f.x_tile = pick("xtile", FwdDefaults::kXTile);
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
+    f.x_skip = pick("xskip", FwdDefaults::kXSkip);
     return f;
   }();
   return probe;
@@ -185,6 +191,14 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     if (probe.x_tile) {
       if (early) launch_fwd<Tr, kD | kX | kE>(p, t, stream);
       else launch_fwd<Tr, kD | kX>(p, t, stream);
+      return;
+    }
+  } else if constexpr (Tr::kConsumerWgs == 3 && Tr::kSkipUnseen) {
+    // xskip: xtile beside the unseen-tile skip (d = 64; kOptXSkip).
+    constexpr unsigned kXS = kOptXTile | kOptXSkip;
+    if (probe.x_skip) {
+      if (early) launch_fwd<Tr, kD | kXS | kE>(p, t, stream);
+      else launch_fwd<Tr, kD | kXS>(p, t, stream);
       return;
     }
   }

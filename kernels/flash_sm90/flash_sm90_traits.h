@@ -108,8 +108,14 @@ struct FwdTraits {
   // After the barriers, the words through which the producer tells the consumers their next work
   // tile (flash_sm90_block.cuh, produce_ring_dynamic), one per Q tile.
   static constexpr int kOffTileWord = kOffBar + kNumBars * kBarBytes;
+  // Then, with three consumer warpgroups (d = 64), a float pair per consumer thread: the row sums'
+  // inverses of a work tile whose last P V and epilogue wait for the next tile (kOptXSkip,
+  // flash_sm90_kernel.cuh), kept here rather than in two of the 160 registers a consumer has.
+  static constexpr int kOffPendingInv = kOffTileWord + kTileWordBytes;
+  static constexpr int kPendingInvBytes = kConsumerWgs == 3 ? kConsumerThreads * 8 : 0;
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
-  static constexpr std::size_t kSmemBytes = std::size_t(kOffTileWord + kTileWordBytes + kAtomBytes);
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kOffPendingInv + kPendingInvBytes + kAtomBytes);
 
   // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
   static constexpr int kRegFile = 64 * 1024;
