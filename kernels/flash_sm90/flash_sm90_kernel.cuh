@@ -447,6 +447,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int q_slot = qr.slot(tn);
     ptx::mbar_wait(qr.full(q_slot), qr.parity(tn));
     const int t = read_tile_word(qr.tile_word(q_slot));
+    // kXSkip: the deferred P V's stage is derived here rather than kept in a register across the
+    // tile (d = 64's 160 registers): a deferred P V is the previous tile's last, ring position it - 1;
+    // without one, the discarded P V runs on this tile's first stage.
+    if constexpr (kXSkip) pending_v = pending_t == kNoMoreWork ? stage_of(it) : stage_of(it - 1);
     if (t == kNoMoreWork) {
       if constexpr (kXTile) {
         // The last tile's P V alone (every block runs at least one tile: block b's first is tile b).
@@ -547,7 +551,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           // kEarlyRescale: the loop left O * alpha of the last softmax step for the next P V's issue;
           // that P V is the deferred one, so O is rescaled here (all of this tile's wgmmas are done).
           if constexpr (kEarlyRescale) rescale_o<Tr>(o, alpha);
-          pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
+          // Issued with the next tile's S_0 (or alone at exit); kXSkip derives it there.
+          if constexpr (!kXSkip) pending_v = last;
         } else {
           turn_begin();
           if constexpr (kEarlyRescale) rescale_then_fence();
@@ -585,7 +590,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
             // whose product is discarded, as at tile 0 above).
             if (wg_tiles > 0) {
               finish_rows(w.bh, row, pending_inv);
-              pending_t = t;  // its inverses stay in registers: written out in this turn
+              store_pending_inv();  // xtile_finish reads them back
+              pending_t = t;
+              pending_v = stage_of(it + wg_tiles - 1);
             } else if (pending_t == kNoMoreWork) {
               pending_v = st;
             }
