@@ -52,6 +52,9 @@ struct FwdParams {
                      // timing probe
   int eager_store_wait;  // 1: O's TMA store is waited for right after it is issued (a timing probe)
   int q_slots_log2;      // 1: two Q tiles in turn (Tr::kQStages == 2); 0: one (a timing probe)
+  int q_shift;           // query tile q covers rows [q kBr - q_shift, ...): a multiple of kWgRows, so
+                         // that a partial tile's missing rows are its first warpgroups', before row 0,
+                         // not its last ones past the end (the launcher's `qalign` probe; 0: from row 0)
 };
 
 // Code variants of the consumers, one kernel instantiation each (the bits of kernel's kOpt), which
@@ -97,7 +100,8 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
   const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
   WorkTile w;
   w.bh = pt.bh;
-  w.q0 = pt.q_tile * Tr::kBr;
+  w.q0 = pt.q_tile * Tr::kBr - prm.q_shift;  // < 0 for the first tile with q_shift: its first rows
+                                             // do not exist (never stored; causal: they see no key)
   // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
   // fully masked (sums stay 0: O = 0, LSE = -inf), so producer and consumers keep one schedule.
   w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);
@@ -326,7 +330,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
       inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
       const int r = row + hf * 8;
-      if (lane % 4 == 0 && r < seq_q)
+      if (lane % 4 == 0 && unsigned(r) < unsigned(seq_q))  // 0 <= r < seq_q (q_shift)
         prm.lse[std::int64_t(bh) * seq_q + r] = sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
     }
   };
@@ -377,7 +381,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     }
     ptx::fence_proxy_async_smem();  // the TMA store reads what these ordinary stores wrote
     ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
-    if (ctid == 0 && first_row < seq_q) {
+    if (ctid == 0 && unsigned(first_row) < unsigned(seq_q)) {  // 0 <= first_row < seq_q (q_shift)
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c)
         ptx::tma_store_3d(&prm.tm_o, sm.o + c * Tr::kQChunkBytes + cw * Tr::kWgQBytes,
@@ -484,7 +488,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       // first warpgroups of a 192-row tile). The rest are skipped below: at d = 64 (192-row tiles)
       // that is a quarter of the GEMM and softmax work at causal N <= 1024, a ninth non-causal.
       if (skip_unseen)
-        wg_tiles = wg_first_row >= seq_q ? 0 : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
+        wg_tiles = unsigned(wg_first_row) >= unsigned(seq_q)  // past the end, or before row 0 (q_shift)
+                       ? 0
+                       : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
       if (wg_tiles > 0) {
         // Tile 0: S_0 alone (kXTile: with the last tile's P V).
         ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));

@@ -60,6 +60,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   xskip    xtile with the unseen-tile skip (kOptXTile | kOptXSkip; d = 64's three warpgroups, session 10):
 //            the tile boundary without turns of its own where a warpgroup sees all of its block's K/V
 //            tiles, and its last P V in an otherwise empty turn where it skips some
+//   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
+//            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
+//            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
+//            K/V tiles (FwdParams::q_shift)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -83,6 +87,7 @@ struct FwdDefaults {
   static constexpr int kL2SmallHeadDim = 128;  // l2small where d is this (measured at d = 128 only)
   static constexpr bool kNoPingPong = false;
   static constexpr bool kXSkip = false;  // where it exists: d = 64 (three consumer warpgroups)
+  static constexpr bool kQAlign = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -94,6 +99,7 @@ struct FwdProbe {
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
   bool x_skip = false;
+  bool q_align = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -121,6 +127,7 @@ inline FwdProbe fwd_probe() {
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     f.x_skip = pick("xskip", FwdDefaults::kXSkip);
+    f.q_align = pick("qalign", FwdDefaults::kQAlign);
     return f;
   }();
   return probe;
@@ -151,6 +158,9 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   prm.mask = p.mask();
   prm.planes = int(q_planes);
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
+  // qalign: the rows a partial query tile lacks go before row 0, whole warpgroups of them (a
+  // warpgroup's rows are all before row 0 or none: store_o and finish_rows rely on it).
+  prm.q_shift = fwd_probe().q_align && p.causal ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
   // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
