@@ -1,0 +1,67 @@
+// GPU tests [gpu][sm90fwd]: flash-sm90's 16-bit forward on the shapes its session-10 timing probes change
+// (FB_SM90_FWD_PROBE, kernels/flash_sm90/flash_sm90_launch.cuh): `xskip` (d = 64: a warpgroup's last P V
+// deferred into the next work tile's first turn, or into the turn of a K/V tile it skips) and `qalign`
+// (causal: query tiles aligned to the sequence's end, the first one starting before row 0).
+// The probe is read once per process, so a device call runs this binary once per probe setting; without
+// the variable the shipped kernels run. gpu_main.cpp skips the tests without a device; a device that is
+// not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "catch.h"
+#include "gpu_cases.h"
+#include "support.h"
+
+namespace {
+
+using namespace fb::test;
+using namespace fb;
+
+constexpr std::uint64_t kSeed = 20261210;
+
+const char* probe_setting() {
+  const char* probe = std::getenv("FB_SM90_FWD_PROBE");
+  return probe ? probe : "(unset)";
+}
+
+// d = 64 (192-row query tiles of three 64-row warpgroups, 128-key tiles) at lengths whose last query tile
+// is partial by one or two warpgroups (N = 512, 1024, 300, 700, 100: qalign moves those rows before row 0)
+// or whole (576), causal or not, seq_q != seq_k both ways (causal: rows with no key, whole warpgroups
+// of them), enough planes that every block runs several work tiles (so a deferred P V and its epilogue
+// cross from one tile to the next, and from a skipped tile's turn), GQA and MHA; d = 128 on a few.
+std::vector<Case> sm90fwd_cases() {
+  const SeqLens lengths[] = {{512, 512}, {1024, 1024}, {300, 300}, {700, 700}, {100, 100}, {576, 576},
+                             {300, 500}, {500, 300},   {1000, 64}, {130, 1000}};
+  std::vector<Case> cases;
+  int i = 0;
+  for (const SeqLens& l : lengths)
+    for (bool causal : {true, false}) {
+      const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
+      const int heads = i % 3 == 0 ? 8 : 16, kv_heads = i % 3 == 0 ? 2 : heads;
+      // More work tiles than SMs (132 on the H200) wherever seq_q >= 100: blocks run several each.
+      const int batch = l.q >= 1000 ? 4 : 16;
+      cases.push_back(make_case(batch, heads, kv_heads, l.q, l.k, 64, t, causal, Pass::fwd));
+      if (i % 4 == 0) cases.push_back(make_case(4, 16, 16, l.q, l.k, 128, t, causal, Pass::fwd));
+      ++i;
+    }
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("flash-sm90 forward, the shapes of its probes (xskip, qalign): verifies beside naive, outputs all "
+          "written",
+          "[gpu][sm90fwd]") {
+  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  for (const Case& c : sm90fwd_cases()) {
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
+      WARN("flash-sm90 not run: " << *why);
+      return;
+    }
+    check_beside_naive(b, c, "flash-sm90", kSeed);
+  }
+}
