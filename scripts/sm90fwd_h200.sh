@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # flash-sm90's 16-bit forward (issue 13): A/B of its timing probes in one device call, everything into OUTDIR:
 #   the GPU tests of the forward (the naive-relative rule, [sched]: many tiles per block, GQA, causal,
-#   fp16/bf16; seq_q != seq_k; head dims 256/96) as shipped, then [sched] and seq_q != seq_k under each of the
-#   session's code variants (TEST_PROBES, space-separated FB_SM90_FWD_PROBE values, default noearly,noxtile);
+#   fp16/bf16; seq_q != seq_k; head dims 256/96; [sm90fwd]: the probes' shapes) as shipped, then PROBE_TESTS
+#   (default [sched] and seq_q != seq_k) under each of the session's code variants (TEST_PROBES,
+#   space-separated FB_SM90_FWD_PROBE values, default noearly,noxtile);
 #   then CONFIG (default configs/sm90fwd-s8.json, cases kept by FILTER) once as shipped and once per VARIANT,
 #   each run flash-sm90 beside the in-binary cudnn and verified, so that every variant has a same-process
 #   ratio to cudnn (the device's clocks drift between runs: session 7 saw 0.92-1.10x on single rows between
@@ -12,7 +13,8 @@
 #     BUILD=build-h200 scripts/sm90fwd_h200.sh OUTDIR [VARIANT...]
 # Default variants: noearly noxtile noearly,noxtile l2small (the shipped defaults off, one at a time, and
 # l2small at d = 64; at rows a word does not change it runs the shipped kernel, a noise reference: noxtile
-# at d = 64, l2small at d = 128). Session 9 ran early, pin+ones, wg2, l2small (docs/perf-notes.md).
+# at d = 64, l2small at d = 128). Session 9 ran early, pin+ones, wg2, l2small; session 10 xskip, qalign
+# (docs/perf-notes.md).
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. A variant
 # run starts only while the script has run under BUDGET_S seconds (default 70); the summary says which were
 # skipped. Rows that did not verify print as '-'.
@@ -26,6 +28,7 @@ budget=${BUDGET_S:-70}
 config=${CONFIG:-configs/sm90fwd-s8.json}
 filter=${FILTER:-'n(1024|4096|16384)-d128-bf16-full|n(1024|16384)-d128-bf16-causal|n(512|1024)-d64-bf16-causal|n(512|2048)-d64-bf16-full'}
 read -r -a test_probes <<<"${TEST_PROBES:-noearly,noxtile}"
+probe_tests=${PROBE_TESTS:-'[sched],*seq_q*'}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/.."
@@ -36,12 +39,12 @@ fb="$build/flashbench"
 step_timeout=40 step_tail=3 step_name_width=18
 . scripts/h200_step.sh
 t_start=$SECONDS
-tests="flash-sm90 meets*,[sched],*seq_q*,head dims 256 and 96*"
+tests="flash-sm90 meets*,[sched],*seq_q*,head dims 256 and 96*,[sm90fwd]"
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 step tests "$build/tests/flashbench_gpu_tests" "$tests"
 for v in "${test_probes[@]}"; do
-  FB_SM90_FWD_PROBE=$v step "tests-${v//,/+}" "$build/tests/flashbench_gpu_tests" "[sched],*seq_q*"
+  FB_SM90_FWD_PROBE=$v step "tests-${v//,/+}" "$build/tests/flashbench_gpu_tests" "$probe_tests"
 done
 
 ran=()
