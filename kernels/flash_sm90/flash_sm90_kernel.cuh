@@ -583,7 +583,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       }
       // Tiles the rows do not see: each stage is released once it has landed (an arrival before then
       // would count towards the stage's previous use), and each takes its turn, so that every
-      // warpgroup takes n_tiles + 1 turns per work tile and the rotation stays in step.
+      // warpgroup takes n_tiles + 1 turns per work tile (kXSkip: n_tiles, as with kXTile) and the
+      // rotation stays in step.
       for (int j = wg_tiles; j < n_tiles; ++j) {
         const int st = stage_of(it + j);
         ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
