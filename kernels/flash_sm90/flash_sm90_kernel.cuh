@@ -458,6 +458,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     if (t == kNoMoreWork) {
       if constexpr (kXTile) {
         // The last tile's P V alone (every block runs at least one tile: block b's first is tile b).
+        // kXSkip too, where nothing is deferred: a P V whose product is discarded (issued only where
+        // one is deferred, ptxas serialised every wgmma of the kernel: C7518).
         turn_begin();
         ptx::wgmma_fence();
         gemm.pv(o, p, pending_v);
@@ -497,20 +499,32 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         // kXTile, the block's first tile: the P V is issued all the same (a conditional wgmma would
         // make ptxas serialise them all), on this tile's V_0 once it has landed, and its product
         // discarded (O is zeroed below); p's contents do not matter then.
-        if (kXTile && pending_t == kNoMoreWork) {
+        // kXSkip: a warpgroup that wrote its O in a skipped tile's turn starts the next tile with nothing
+        // deferred, which is frequent (causal N = 512: 3 of a plane's 9 warpgroup tiles), so there S_0
+        // goes alone rather than beside a discarded P V (as much tensor work as S_0 at d = 64).
+        if (kXTile && !kXSkip && pending_t == kNoMoreWork) {
           ptx::mbar_wait(bars.v_full(stage_of(it)), parity_of(it));
           pending_v = stage_of(it);
         }
-        turn_begin();
-        ptx::wgmma_fence();
-        gemm.qk(s, q_slot, stage_of(it));
-        ptx::wgmma_commit();
-        if constexpr (kXTile) {
-          gemm.pv(o, p, pending_v);
+        if (kXSkip && pending_t == kNoMoreWork) {
+          turn_begin();
+          ptx::wgmma_fence();
+          gemm.qk(s, q_slot, stage_of(it));
           ptx::wgmma_commit();
+          turn_end();
+          ptx::wgmma_wait<0>();
+        } else {
+          turn_begin();
+          ptx::wgmma_fence();
+          gemm.qk(s, q_slot, stage_of(it));
+          ptx::wgmma_commit();
+          if constexpr (kXTile) {
+            gemm.pv(o, p, pending_v);
+            ptx::wgmma_commit();
+          }
+          turn_end();
+          ptx::wgmma_wait<0>();
         }
-        turn_end();
-        ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
         release(bars.k_empty(stage_of(it)));
         if constexpr (kXTile) {
@@ -600,16 +614,20 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
               store_pending_inv();  // xtile_finish reads them back
               pending_t = t;
               pending_v = stage_of(it + wg_tiles - 1);
-            } else if (pending_t == kNoMoreWork) {
-              pending_v = st;
             }
+            // The wgmma and its wait in one branch: split over two, ptxas serialised every wgmma of
+            // the kernel (C7515).
             turn_begin();
-            ptx::wgmma_fence();
-            gemm.pv(o, p, pending_v);
-            ptx::wgmma_commit();
-            turn_end();
-            ptx::wgmma_wait<0>();
-            xtile_finish();  // releases pending_v's V unless it was this stage
+            if (pending_t != kNoMoreWork) {
+              ptx::wgmma_fence();
+              gemm.pv(o, p, pending_v);
+              ptx::wgmma_commit();
+              turn_end();
+              ptx::wgmma_wait<0>();
+              xtile_finish();  // releases pending_v's V
+            } else {
+              turn_end();
+            }
             if (wg_tiles == 0) zero_o();
             release(bars.v_empty(st));
             continue;
