@@ -179,14 +179,23 @@ template <typename Tr> __device__ __forceinline__ void init_q_ring(const QRing<T
   }
 }
 
+// What the producer tells the consumers about a work tile beyond its index: nothing by default.
+struct NoPublish {
+  __device__ __forceinline__ void operator()(int, const WorkTile&) const {}
+};
+
 // The producer's ring with the dynamic schedule (as produce_ring otherwise): Q tiles through qr
 // (load_q(w, q_tile, bar)); counter: this launch's tile counter, or nullptr for the static
-// round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher).
-template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV>
+// round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher). publish(slot, w)
+// runs before the slot's Q full arrive, so what it writes to shared memory is visible to the consumers
+// that wait on that barrier, as the tile word is.
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV,
+          typename Publish = NoPublish>
 __device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsigned* counter, int n_work,
                                                      std::uint32_t k_bytes, std::uint32_t v_bytes,
                                                      TileOf&& tile_of, KvPlane&& kv_plane, LoadQ&& load_q,
-                                                     LoadK&& load_k, LoadV&& load_v) {
+                                                     LoadK&& load_k, LoadV&& load_v,
+                                                     Publish&& publish = Publish{}) {
   int it = 0;  // K/V tiles issued so far (ring position)
   // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
   unsigned t = blockIdx.x;
@@ -202,6 +211,7 @@ __device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsign
     st_shared_s32(qr.tile_word(slot), int(t));
     const WorkTile w = tile_of(int(t));
     const int kv_bh = kv_plane(w.bh);
+    publish(slot, w);
     ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
     load_q(w, qr.q_tile(slot), qr.full(slot));
     // The next tile's ticket is taken before the last K/V tile's loads: late enough that the block

@@ -81,6 +81,18 @@ inline constexpr unsigned kOptXTile = 4u;
 //                     tiles would block the ring); one that sees none (rows past the end) issues the deferred
 //                     P V of its previous tile there. Every warpgroup takes n_tiles turns per work tile.
 inline constexpr unsigned kOptXSkip = 8u;
+//   kOptTileRec       the producer writes each work tile's plane, first row and K/V tile count beside its
+//                     index (Tr::kOffTileRec) and the consumers read them (one 16-byte load) instead of
+//                     deriving them from the index (work_tile: two integer divisions by launch values, ~150
+//                     SASS instructions between a tile's Q wait and its first turn, and one division
+//                     more for the deferred tile's epilogue under xtile)
+inline constexpr unsigned kOptTileRec = 16u;
+
+// Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec): base is the block's base.
+template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
+  // tile_word: the block's base + Tr::kOffTileWord (QRing::word).
+  return tile_word + std::uint32_t(Tr::kOffTileRec - Tr::kOffTileWord) + std::uint32_t(slot * Tr::kTileRecBytes);
+}
 
 // The tile counters of the dynamic schedule (produce_ring_dynamic, flash_sm90_block.cuh). Each
 // instantiation file has its own (zero when the module loads; every launch leaves its slot at zero);
@@ -111,9 +123,17 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
 #if FB_PTX_SM90A
 
 // ---- producer: one thread issues every TMA copy ----
-template <typename Tr>
+template <typename Tr, unsigned kOpt>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
                                         const QRing<Tr>& qr, const CausalMask& mask, int n_work) {
+  // kOptTileRec: the record {plane, first row, K/V tiles} the consumers read instead of work_tile().
+  auto publish = [&](int slot, const WorkTile& w) {
+    if constexpr ((kOpt & kOptTileRec) != 0)
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(tile_rec_addr<Tr>(qr.word, slot)),
+                   "r"(w.bh), "r"(w.q0), "r"(w.n_tiles), "r"(0)
+                   : "memory");
+  };
+
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
@@ -141,7 +161,8 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
         for (int c = 0; c < Tr::kChunks; ++c)
           ptx::tma_load_3d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar,
                            c * Tr::kChunkElems, k0, kv_bh);
-      });
+      },
+      publish);
 }
 
 // ---- consumer pieces ----
@@ -397,6 +418,15 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // of its row sums (pending_t names the tile, as above).
   int pending_v = 0;
   float pending_inv[2] = {0.f, 0.f};
+  // kTRec: the deferred tile's plane and first row (without it, derived again from pending_t).
+  constexpr bool kTRec = (kOpt & kOptTileRec) != 0;
+  int pending_bh = 0, pending_q0 = 0;
+  auto set_pending_rows = [&](const WorkTile& pw) {
+    if constexpr (kTRec) {
+      pending_bh = pw.bh;
+      pending_q0 = pw.q0;
+    }
+  };
   // kXSkip: the inverses wait in shared memory (Tr::kOffPendingInv, a float pair per consumer thread),
   // not in two registers across the next tile's main loop: at d = 64's 160 registers those two spilled
   // other values inside the loop.
@@ -429,8 +459,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         std::uint32_t ob[Tr::kORegs / 2];
         if constexpr (kXSkip) load_pending_inv();
         pack_o(ob, pending_inv);
-        const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
-        store_o(pw.bh, pw.q0 + wg_row0, ob);
+        if constexpr (kTRec) {
+          store_o(pending_bh, pending_q0 + wg_row0, ob);
+        } else {
+          const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
+          store_o(pw.bh, pw.q0 + wg_row0, ob);
+        }
       }
       pending_t = kNoMoreWork;
     }
@@ -470,7 +504,17 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       }
       break;
     }
-    const WorkTile w = work_tile<Tr>(prm, mask, t);
+    WorkTile w;
+    if constexpr (kTRec) {
+      // The producer's record of the tile (published before the Q full barrier this thread waited on).
+      int unused;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(w.bh), "=r"(w.q0), "=r"(w.n_tiles), "=r"(unused)
+                   : "r"(tile_rec_addr<Tr>(qr.word, q_slot))
+                   : "memory");
+    } else {
+      w = work_tile<Tr>(prm, mask, t);
+    }
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;
     const int n_tiles = w.n_tiles;
@@ -614,6 +658,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
               store_pending_inv();  // xtile_finish reads them back
               pending_t = t;
               pending_v = stage_of(it + wg_tiles - 1);
+              set_pending_rows(w);
             }
             // The wgmma and its wait in one branch: split over two, ptxas serialised every wgmma of
             // the kernel (C7515).
@@ -676,6 +721,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         finish_rows(w.bh, row, pending_inv);
         if constexpr (kXSkip) store_pending_inv();
         pending_t = t;
+        set_pending_rows(w);
       } else if (wg_tiles == 0) {
         float inv[2];
         finish_rows(w.bh, row, inv);
@@ -724,7 +770,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
-  run_roles<Tr>([&] { produce<Tr>(prm, sm, qr, mask, n_work); },
+  run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },
                 [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.

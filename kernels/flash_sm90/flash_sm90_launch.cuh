@@ -60,6 +60,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   xskip    xtile with the unseen-tile skip (kOptXTile | kOptXSkip; d = 64's three warpgroups, session 10):
 //            the tile boundary without turns of its own where a warpgroup sees all of its block's K/V
 //            tiles, and its last P V in an otherwise empty turn where it skips some
+//   trec     the producer hands the consumers each work tile's plane, first row and K/V tile count
+//            (kOptTileRec), which they derived from its index (two integer divisions) at every tile start
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -88,6 +90,7 @@ struct FwdDefaults {
   static constexpr bool kNoPingPong = false;
   static constexpr bool kXSkip = false;  // where it exists: d = 64 (three consumer warpgroups)
   static constexpr bool kQAlign = false;
+  static constexpr bool kTileRec = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -100,6 +103,7 @@ struct FwdProbe {
   bool no_ping_pong = false;
   bool x_skip = false;
   bool q_align = false;
+  bool tile_rec = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -128,6 +132,7 @@ inline FwdProbe fwd_probe() {
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     f.x_skip = pick("xskip", FwdDefaults::kXSkip);
     f.q_align = pick("qalign", FwdDefaults::kQAlign);
+    f.tile_rec = pick("trec", FwdDefaults::kTileRec);
     return f;
   }();
   return probe;
@@ -189,6 +194,12 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// kOpt, or kOpt | kOptTileRec with the `trec` probe.
+template <typename Tr, unsigned kOpt> void launch_fwd_rec(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  if (fwd_probe().tile_rec) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
+  else launch_fwd<Tr, kOpt>(p, t, stream);
+}
+
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
@@ -199,21 +210,21 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
     if (probe.x_tile) {
-      if (early) launch_fwd<Tr, kD | kX | kE>(p, t, stream);
-      else launch_fwd<Tr, kD | kX>(p, t, stream);
+      if (early) launch_fwd_rec<Tr, kD | kX | kE>(p, t, stream);
+      else launch_fwd_rec<Tr, kD | kX>(p, t, stream);
       return;
     }
   } else if constexpr (Tr::kConsumerWgs == 3 && Tr::kSkipUnseen) {
     // xskip: xtile beside the unseen-tile skip (d = 64; kOptXSkip).
     constexpr unsigned kXS = kOptXTile | kOptXSkip;
     if (probe.x_skip) {
-      if (early) launch_fwd<Tr, kD | kXS | kE>(p, t, stream);
-      else launch_fwd<Tr, kD | kXS>(p, t, stream);
+      if (early) launch_fwd_rec<Tr, kD | kXS | kE>(p, t, stream);
+      else launch_fwd_rec<Tr, kD | kXS>(p, t, stream);
       return;
     }
   }
-  if (early) launch_fwd<Tr, kD | kE>(p, t, stream);
-  else launch_fwd<Tr, kD>(p, t, stream);
+  if (early) launch_fwd_rec<Tr, kD | kE>(p, t, stream);
+  else launch_fwd_rec<Tr, kD>(p, t, stream);
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {

@@ -113,9 +113,13 @@ struct FwdTraits {
   // flash_sm90_kernel.cuh), kept here rather than in two of the 160 registers a consumer has.
   static constexpr int kOffPendingInv = kOffTileWord + kTileWordBytes;
   static constexpr int kPendingInvBytes = kConsumerWgs == 3 ? kConsumerThreads * 8 : 0;
+  // Then, per Q tile, the work tile's record (plane, first row, K/V tiles), written by the producer
+  // beside the tile word so that the consumers need not derive it (kOptTileRec, flash_sm90_kernel.cuh).
+  static constexpr int kTileRecBytes = 16;
+  static constexpr int kOffTileRec = (kOffPendingInv + kPendingInvBytes + kTileRecBytes - 1) / kTileRecBytes * kTileRecBytes;
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
   static constexpr std::size_t kSmemBytes =
-      std::size_t(kOffPendingInv + kPendingInvBytes + kAtomBytes);
+      std::size_t(kOffTileRec + kQStages * kTileRecBytes + kAtomBytes);
 
   // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
   static constexpr int kRegFile = 64 * 1024;
