@@ -1,7 +1,8 @@
 // GPU tests [gpu][sm90fwd]: flash-sm90's 16-bit forward on the shapes its session-10 timing probes change
 // (FB_SM90_FWD_PROBE, kernels/flash_sm90/flash_sm90_launch.cuh): `xskip` (d = 64: a warpgroup's last P V
-// deferred into the next work tile's first turn, or into the turn of a K/V tile it skips) and `qalign`
-// (causal: query tiles aligned to the sequence's end, the first one starting before row 0).
+// deferred into the next work tile's first turn, or into the turn of a K/V tile it skips), `qalign`
+// (causal: query tiles aligned to the sequence's end, the first one starting before row 0) and `trec` (the
+// work tile's plane, rows and K/V tile count from the producer's record instead of derived).
 // The probe is read once per process, so a device call runs this binary once per probe setting; without
 // the variable the shipped kernels run. gpu_main.cpp skips the tests without a device; a device that is
 // not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
@@ -50,8 +51,8 @@ std::vector<Case> sm90fwd_cases() {
 
 }  // namespace
 
-TEST_CASE("flash-sm90 forward, the shapes of its probes (xskip, qalign): verifies beside naive, outputs all "
-          "written",
+TEST_CASE("flash-sm90 forward, the shapes of its probes (xskip, qalign, trec): verifies beside naive, outputs "
+          "all written",
           "[gpu][sm90fwd]") {
   INFO("FB_SM90_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();
