@@ -487,7 +487,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int t = read_tile_word(qr.tile_word(q_slot));
     // kXSkip: the deferred P V's stage is derived here rather than kept in a register across the
     // tile (d = 64's 160 registers): a deferred P V is the previous tile's last, ring position it - 1;
-    // without one, the discarded P V runs on this tile's first stage.
+    // without one (read only by the exit's discarded P V), a stage that has landed.
     if constexpr (kXSkip) pending_v = pending_t == kNoMoreWork ? stage_of(it) : stage_of(it - 1);
     if (t == kNoMoreWork) {
       if constexpr (kXTile) {
@@ -650,9 +650,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
         if constexpr (kXSkip) {
           if (j == wg_tiles) {
-            // This turn carries a P V: this tile's last one (its O goes out below), or with no tile
-            // seen the previous tile's deferred one (or, the block's first tile, one on this stage
-            // whose product is discarded, as at tile 0 above).
+            // This turn carries a P V: this tile's last one (its O goes out here), or with no tile seen
+            // the previous tile's deferred one if there is one (else the turn stays empty).
             if (wg_tiles > 0) {
               finish_rows(w.bh, row, pending_inv);
               store_pending_inv();  // xtile_finish reads them back
