@@ -1,11 +1,10 @@
-// GPU tests [gpu][sm90fwd]: flash-sm90's 16-bit forward on the shapes its session-10 timing probes change
-// (FB_SM90_FWD_PROBE, kernels/flash_sm90/flash_sm90_launch.cuh): `xskip` (d = 64: a warpgroup's last P V
-// deferred into the next work tile's first turn, or into the turn of a K/V tile it skips), `qalign`
-// (causal: query tiles aligned to the sequence's end, the first one starting before row 0) and `trec` (the
-// work tile's plane, rows and K/V tile count from the producer's record instead of derived).
-// The probe is read once per process, so a device call runs this binary once per probe setting; without
-// the variable the shipped kernels run. gpu_main.cpp skips the tests without a device; a device that is
-// not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
+// GPU tests [gpu][sm90fwd]: flash-sm90's 16-bit forward on the shapes its session-10 changes touch
+// (kernels/flash_sm90/flash_sm90_launch.cuh): `qalign` (causal query tiles aligned to the sequence's end, the
+// first one starting before row 0; the default at d = 64) and the `trec` probe (each work tile's plane, rows
+// and K/V tile count from the producer's record instead of derived); session 10's `xskip` (measured and
+// removed) ran them too. FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
+// per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
+// device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -29,8 +28,8 @@ const char* probe_setting() {
 // d = 64 (192-row query tiles of three 64-row warpgroups, 128-key tiles) at lengths whose last query tile
 // is partial by one or two warpgroups (N = 512, 1024, 300, 700, 100: qalign moves those rows before row 0)
 // or whole (576), causal or not, seq_q != seq_k both ways (causal: rows with no key, whole warpgroups
-// of them), enough planes that every block runs several work tiles (so a deferred P V and its epilogue
-// cross from one tile to the next, and from a skipped tile's turn), GQA and MHA; d = 128 on a few.
+// of them), enough planes that every block runs several work tiles (a work tile's epilogue deferred into
+// the next one at d = 128), GQA and MHA; d = 128 on a few.
 std::vector<Case> sm90fwd_cases() {
   const SeqLens lengths[] = {{512, 512}, {1024, 1024}, {300, 300}, {700, 700}, {100, 100}, {576, 576},
                              {300, 500}, {500, 300},   {1000, 64}, {130, 1000}};
@@ -51,8 +50,7 @@ std::vector<Case> sm90fwd_cases() {
 
 }  // namespace
 
-TEST_CASE("flash-sm90 forward, the shapes of its probes (xskip, qalign, trec): verifies beside naive, outputs "
-          "all written",
+TEST_CASE("flash-sm90 forward, the shapes of qalign and trec: verifies beside naive, outputs all written",
           "[gpu][sm90fwd]") {
   INFO("FB_SM90_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();

@@ -54,7 +54,7 @@ struct FwdParams {
   int q_slots_log2;      // 1: two Q tiles in turn (Tr::kQStages == 2); 0: one (a timing probe)
   int q_shift;           // query tile q covers rows [q kBr - q_shift, ...): a multiple of kWgRows, so
                          // that a partial tile's missing rows are its first warpgroups', before row 0,
-                         // not its last ones past the end (the launcher's `qalign` probe; 0: from row 0)
+                         // not its last ones past the end (the launcher's `qalign`; 0: from row 0)
 };
 
 // Code variants of the consumers, one kernel instantiation each (the bits of kernel's kOpt), which
@@ -73,22 +73,14 @@ inline constexpr unsigned kOptEarlyRescale = 2u;
 //                     the other warpgroup's softmax half covered). Every K/V tile of the block is run by
 //                     both warpgroups (no kSkipUnseen, which at d = 128 skips only at odd lengths).
 inline constexpr unsigned kOptXTile = 4u;
-//   kOptXSkip         kOptXTile with kSkipUnseen and any number of consumer warpgroups (d = 64: three, 192-row
-//                     tiles, where the skip saves a quarter of the work at causal N <= 1024): a warpgroup
-//                     that sees every K/V tile of its block defers its last P V into the next tile's first
-//                     turn (kOptXTile); one that skips some issues it in its first skipped tile's turn, which
-//                     it took empty before, and writes its O there (holding that V stage across the skipped
-//                     tiles would block the ring); one that sees none (rows past the end) issues the deferred
-//                     P V of its previous tile there. Every warpgroup takes n_tiles turns per work tile.
-inline constexpr unsigned kOptXSkip = 8u;
 //   kOptTileRec       the producer writes each work tile's plane, first row and K/V tile count beside its
 //                     index (Tr::kOffTileRec) and the consumers read them (one 16-byte load) instead of
 //                     deriving them from the index (work_tile: two integer divisions by launch values, ~150
-//                     SASS instructions between a tile's Q wait and its first turn, and one division
-//                     more for the deferred tile's epilogue under xtile)
+//                     SASS instructions between a tile's Q wait and its first turn at d = 128, and one
+//                     division more for the deferred tile's epilogue under xtile)
 inline constexpr unsigned kOptTileRec = 16u;
 
-// Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec): base is the block's base.
+// Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
   // tile_word: the block's base + Tr::kOffTileWord (QRing::word).
   return tile_word + std::uint32_t(Tr::kOffTileRec - Tr::kOffTileWord) + std::uint32_t(slot * Tr::kTileRecBytes);
@@ -305,11 +297,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // With kEarlyRescale the deferred P V needs O rescaled by the tile's last alpha first: that is done
   // right after the tile's last wait (below), where no wgmma is in flight; rescaled at the next tile's
   // start instead (session 8) ptxas (CUDA 13.0) injected wgmma waits and arrives (C7517/C7519).
-  constexpr bool kXSkipBit = (kOpt & kOptXSkip) != 0;
-  constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && (Tr::kConsumerWgs == 2 || kXSkipBit) &&
+  constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
                           (kOpt & kOptXTile) != 0;
-  constexpr bool kXSkip = kXTile && kXSkipBit && Tr::kSkipUnseen;
-  const bool skip_unseen = Tr::kSkipUnseen && (!kXTile || kXSkip) && prm.skip_unseen != 0;
+  const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -385,18 +375,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         const int chunk = col / Tr::kChunkElems;
         const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
         const int within = (col * int(sizeof(Elem))) % Tr::kUnitBytes;
-        std::uint32_t addr;
-        if constexpr (kXSkip) {
-          // r % 8 is the same for both rows (hf * 8): computed here from an opaque copy, so that ptxas
-          // does not keep 16 precomputed addresses (which it spilled at d = 64's 160 registers).
-          static_assert(Tr::kAtomRows == 8, "rows r and r + 8 share their swizzle phase");
-          int r8 = tile_row % Tr::kAtomRows;
-          asm volatile("" : "+r"(r8));
-          addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes + ((unit ^ r8) * Tr::kUnitBytes) + within;
-        } else {
-          addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
-                 ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
-        }
+        const std::uint32_t addr = sm.o + chunk * Tr::kQChunkBytes + r * Tr::kSwizzleBytes +
+                                   ((unit ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) + within;
         ptx::st_shared_u32(addr, ob[2 * nb + hf]);
       }
     }
@@ -421,34 +401,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // kTRec: the deferred tile's plane and first row (without it, derived again from pending_t).
   constexpr bool kTRec = (kOpt & kOptTileRec) != 0;
   int pending_bh = 0, pending_q0 = 0;
-  auto set_pending_rows = [&](const WorkTile& pw) {
-    if constexpr (kTRec) {
-      pending_bh = pw.bh;
-      pending_q0 = pw.q0;
-    }
-  };
-  // kXSkip: the inverses wait in shared memory (Tr::kOffPendingInv, a float pair per consumer thread),
-  // not in two registers across the next tile's main loop: at d = 64's 160 registers those two spilled
-  // other values inside the loop.
-  auto pending_inv_addr = [&] {
-    // qr.word is the block's base + Tr::kOffTileWord (flash_sm90_fwd_kernel).
-    return qr.word + std::uint32_t(Tr::kOffPendingInv - Tr::kOffTileWord) +
-           std::uint32_t(cw * Tr::kWgThreads + ctid) * 8u;
-  };
-  auto store_pending_inv = [&] {
-    if constexpr (kXSkip) {
-      static_assert(Tr::kPendingInvBytes >= Tr::kConsumerThreads * 8, "a float pair per consumer thread");
-      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(pending_inv_addr()), "f"(pending_inv[0]),
-                   "f"(pending_inv[1]));
-    }
-  };
-  auto load_pending_inv = [&] {
-    if constexpr (kXSkip) {
-      const float2 v = ptx::ld_shared_f32x2(pending_inv_addr());
-      pending_inv[0] = v.x;
-      pending_inv[1] = v.y;
-    }
-  };
   // kXTile: once the deferred P V is done (its wait), the last tile's O out, then O zeroed.
   auto xtile_finish = [&] {
     if constexpr (kXTile) {
@@ -457,7 +409,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::fence_operands(p);
         release(bars.v_empty(pending_v));
         std::uint32_t ob[Tr::kORegs / 2];
-        if constexpr (kXSkip) load_pending_inv();
         pack_o(ob, pending_inv);
         if constexpr (kTRec) {
           store_o(pending_bh, pending_q0 + wg_row0, ob);
@@ -485,15 +436,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int q_slot = qr.slot(tn);
     ptx::mbar_wait(qr.full(q_slot), qr.parity(tn));
     const int t = read_tile_word(qr.tile_word(q_slot));
-    // kXSkip: the deferred P V's stage is derived here rather than kept in a register across the
-    // tile (d = 64's 160 registers): a deferred P V is the previous tile's last, ring position it - 1;
-    // without one (read only by the exit's discarded P V), a stage that has landed.
-    if constexpr (kXSkip) pending_v = pending_t == kNoMoreWork ? stage_of(it) : stage_of(it - 1);
     if (t == kNoMoreWork) {
       if constexpr (kXTile) {
         // The last tile's P V alone (every block runs at least one tile: block b's first is tile b).
-        // kXSkip too, where nothing is deferred: a P V whose product is discarded (issued only where
-        // one is deferred, ptxas serialised every wgmma of the kernel: C7518).
         turn_begin();
         ptx::wgmma_fence();
         gemm.pv(o, p, pending_v);
@@ -527,12 +472,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     m[0] = m[1] = -INFINITY;  // running row max, exp2 domain
     l[0] = l[1] = 0.f;        // this lane's partial row sums
 
-    int wg_tiles = n_tiles;
     if constexpr (Tr::kIntraOverlap) {
       // The K/V tiles this warpgroup's rows see: the block's first wg_tiles (none for rows past the
       // sequence end; fewer than n_tiles near a causal diagonal that cuts the block's rows, e.g. the
       // first warpgroups of a 192-row tile). The rest are skipped below: at d = 64 (192-row tiles)
       // that is a quarter of the GEMM and softmax work at causal N <= 1024, a ninth non-causal.
+      int wg_tiles = n_tiles;
       if (skip_unseen)
         wg_tiles = unsigned(wg_first_row) >= unsigned(seq_q)  // past the end, or before row 0 (q_shift)
                        ? 0
@@ -543,32 +488,20 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         // kXTile, the block's first tile: the P V is issued all the same (a conditional wgmma would
         // make ptxas serialise them all), on this tile's V_0 once it has landed, and its product
         // discarded (O is zeroed below); p's contents do not matter then.
-        // kXSkip: a warpgroup that wrote its O in a skipped tile's turn starts the next tile with nothing
-        // deferred, which is frequent (causal N = 512: 3 of a plane's 9 warpgroup tiles), so there S_0
-        // goes alone rather than beside a discarded P V (as much tensor work as S_0 at d = 64).
-        if (kXTile && !kXSkip && pending_t == kNoMoreWork) {
+        if (kXTile && pending_t == kNoMoreWork) {
           ptx::mbar_wait(bars.v_full(stage_of(it)), parity_of(it));
           pending_v = stage_of(it);
         }
-        if (kXSkip && pending_t == kNoMoreWork) {
-          turn_begin();
-          ptx::wgmma_fence();
-          gemm.qk(s, q_slot, stage_of(it));
+        turn_begin();
+        ptx::wgmma_fence();
+        gemm.qk(s, q_slot, stage_of(it));
+        ptx::wgmma_commit();
+        if constexpr (kXTile) {
+          gemm.pv(o, p, pending_v);
           ptx::wgmma_commit();
-          turn_end();
-          ptx::wgmma_wait<0>();
-        } else {
-          turn_begin();
-          ptx::wgmma_fence();
-          gemm.qk(s, q_slot, stage_of(it));
-          ptx::wgmma_commit();
-          if constexpr (kXTile) {
-            gemm.pv(o, p, pending_v);
-            ptx::wgmma_commit();
-          }
-          turn_end();
-          ptx::wgmma_wait<0>();
         }
+        turn_end();
+        ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
         release(bars.k_empty(stage_of(it)));
         if constexpr (kXTile) {
@@ -615,8 +548,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           // kEarlyRescale: the loop left O * alpha of the last softmax step for the next P V's issue;
           // that P V is the deferred one, so O is rescaled here (all of this tile's wgmmas are done).
           if constexpr (kEarlyRescale) rescale_o<Tr>(o, alpha);
-          // Issued with the next tile's S_0 (or alone at exit); kXSkip derives it there.
-          if constexpr (!kXSkip) pending_v = last;
+          pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
         } else {
           turn_begin();
           if constexpr (kEarlyRescale) rescale_then_fence();
@@ -630,53 +562,20 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           release(bars.v_empty(last));
         }
       } else {
-        // No tile (with kXTile only under kXSkip): O = 0 and the row sums stay 0 (rows past the end are
-        // not stored; a row with no key gets O = 0, LSE = -inf). The one turn stands for the final P
-        // V's (kXSkip: the first skipped tile's turn below carries the previous tile's deferred one).
+        // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not
+        // stored; a row with no key gets O = 0, LSE = -inf). The one turn stands for the final P V's.
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
-        if constexpr (!kXSkip) {
-          turn_begin();
-          turn_end();
-        }
+        turn_begin();
+        turn_end();
       }
       // Tiles the rows do not see: each stage is released once it has landed (an arrival before then
       // would count towards the stage's previous use), and each takes its turn, so that every
-      // warpgroup takes n_tiles + 1 turns per work tile (kXSkip: n_tiles, as with kXTile) and the
-      // rotation stays in step.
+      // warpgroup takes n_tiles + 1 turns per work tile and the rotation stays in step.
       for (int j = wg_tiles; j < n_tiles; ++j) {
         const int st = stage_of(it + j);
         ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
         release(bars.k_empty(st));
         ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
-        if constexpr (kXSkip) {
-          if (j == wg_tiles) {
-            // This turn carries a P V: this tile's last one (its O goes out here), or with no tile seen
-            // the previous tile's deferred one if there is one (else the turn stays empty).
-            if (wg_tiles > 0) {
-              finish_rows(w.bh, row, pending_inv);
-              store_pending_inv();  // xtile_finish reads them back
-              pending_t = t;
-              pending_v = stage_of(it + wg_tiles - 1);
-              set_pending_rows(w);
-            }
-            // The wgmma and its wait in one branch: split over two, ptxas serialised every wgmma of
-            // the kernel (C7515).
-            turn_begin();
-            if (pending_t != kNoMoreWork) {
-              ptx::wgmma_fence();
-              gemm.pv(o, p, pending_v);
-              ptx::wgmma_commit();
-              turn_end();
-              ptx::wgmma_wait<0>();
-              xtile_finish();  // releases pending_v's V
-            } else {
-              turn_end();
-            }
-            if (wg_tiles == 0) zero_o();
-            release(bars.v_empty(st));
-            continue;
-          }
-        }
         release(bars.v_empty(st));
         turn_begin();
         turn_end();
@@ -713,24 +612,17 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     it += n_tiles;
 
     // ---- epilogue ----
+    float inv[2];
+    finish_rows(w.bh, row, inv);
     if constexpr (kXTile) {
-      // kXSkip: a warpgroup that skipped tiles has written its O already (wg_tiles > 0) or writes O = 0
-      // now (none seen); one that saw every tile defers it as kXTile does.
-      if (!kXSkip || wg_tiles == n_tiles) {
-        finish_rows(w.bh, row, pending_inv);
-        if constexpr (kXSkip) store_pending_inv();
-        pending_t = t;
-        set_pending_rows(w);
-      } else if (wg_tiles == 0) {
-        float inv[2];
-        finish_rows(w.bh, row, inv);
-        std::uint32_t ob[Tr::kORegs / 2];
-        pack_o(ob, inv);
-        store_o(w.bh, wg_first_row, ob);
+      pending_inv[0] = inv[0];
+      pending_inv[1] = inv[1];
+      pending_t = t;
+      if constexpr (kTRec) {
+        pending_bh = w.bh;
+        pending_q0 = w.q0;
       }
     } else {
-      float inv[2];
-      finish_rows(w.bh, row, inv);
       std::uint32_t ob[Tr::kORegs / 2];
       pack_o(ob, inv);
       store_o(w.bh, wg_first_row, ob);

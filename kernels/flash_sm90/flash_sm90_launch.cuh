@@ -57,15 +57,14 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            on top of xtile since session 9, `early,noxtile` is session 8's `early`; default at d = 128
 //            since session 9's call A)
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
-//   xskip    xtile with the unseen-tile skip (kOptXTile | kOptXSkip; d = 64's three warpgroups, session 10):
-//            the tile boundary without turns of its own where a warpgroup sees all of its block's K/V
-//            tiles, and its last P V in an otherwise empty turn where it skips some
 //   trec     the producer hands the consumers each work tile's plane, first row and K/V tile count
 //            (kOptTileRec), which they derived from its index (two integer divisions) at every tile start
+//            (session 10; not yet measured on the device)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
-//            K/V tiles (FwdParams::q_shift)
+//            K/V tiles (FwdParams::q_shift; default at d = 64 since session 10's call A; the word applies
+//            at d = 256 too)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -73,7 +72,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // 0.97-0.98x at d = 64, below xtile at d = 128) and `lean` (level in sessions 7 and 8); session 9's
 // `pin` (the P V wait held below the softmax on top of xtile, session 7's `order` again: 0.93-0.97x),
 // `wg2` (d = 64 on two warpgroups with xtile: 0.95-0.99x) and `ones` (d = 64 row sums from a P V of
-// N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound). Naming one of
+// N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound); session 10's
+// `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x). Naming one of
 // those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -88,8 +88,11 @@ struct FwdDefaults {
   static constexpr bool kXTile = true;  // where it exists: d = 128
   static constexpr int kL2SmallHeadDim = 128;  // l2small where d is this (measured at d = 128 only)
   static constexpr bool kNoPingPong = false;
-  static constexpr bool kXSkip = false;  // where it exists: d = 64 (three consumer warpgroups)
-  static constexpr bool kQAlign = false;
+  // Session 10's call A (same-process ratios to cudnn, bf16, d = 64 causal): qalign 1.018 / 1.047 / 0.995x at
+  // N = 512 / 1024 / 16384 (that call's drift 1.023 / 1.003 / 0.982; non-causal rows, where it changes
+  // nothing, 0.987-1.029x). On where measured: d = 64, whose 192-row tiles leave whole warpgroups of a
+  // partial tile idle (at d = 128 a partial tile's rows run either way: no skip beside xtile).
+  static constexpr int kQAlignHeadDim = 64;
   static constexpr bool kTileRec = false;
 };
 struct FwdProbe {
@@ -101,8 +104,7 @@ struct FwdProbe {
   bool x_tile = false;
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
-  bool x_skip = false;
-  bool q_align = false;
+  int q_align = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kQAlignHeadDim)
   bool tile_rec = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
@@ -112,8 +114,8 @@ inline FwdProbe fwd_probe() {
     const char* env = std::getenv("FB_SM90_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
-    for (const char* w :
-         {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2", "ones"})
+    for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
+                          "ones", "xskip"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -130,8 +132,7 @@ inline FwdProbe fwd_probe() {
     f.x_tile = pick("xtile", FwdDefaults::kXTile);
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
-    f.x_skip = pick("xskip", FwdDefaults::kXSkip);
-    f.q_align = pick("qalign", FwdDefaults::kQAlign);
+    f.q_align = has("qalign") ? 1 : has("noqalign") ? 0 : -1;
     f.tile_rec = pick("trec", FwdDefaults::kTileRec);
     return f;
   }();
@@ -165,7 +166,9 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
   // qalign: the rows a partial query tile lacks go before row 0, whole warpgroups of them (a
   // warpgroup's rows are all before row 0 or none: store_o and finish_rows rely on it).
-  prm.q_shift = fwd_probe().q_align && p.causal ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
+  const bool q_align =
+      fwd_probe().q_align < 0 ? Tr::kHeadDim == FwdDefaults::kQAlignHeadDim : fwd_probe().q_align > 0;
+  prm.q_shift = q_align && p.causal ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
   // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
@@ -212,14 +215,6 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     if (probe.x_tile) {
       if (early) launch_fwd_rec<Tr, kD | kX | kE>(p, t, stream);
       else launch_fwd_rec<Tr, kD | kX>(p, t, stream);
-      return;
-    }
-  } else if constexpr (Tr::kConsumerWgs == 3 && Tr::kSkipUnseen) {
-    // xskip: xtile beside the unseen-tile skip (d = 64; kOptXSkip).
-    constexpr unsigned kXS = kOptXTile | kOptXSkip;
-    if (probe.x_skip) {
-      if (early) launch_fwd_rec<Tr, kD | kXS | kE>(p, t, stream);
-      else launch_fwd_rec<Tr, kD | kXS>(p, t, stream);
       return;
     }
   }

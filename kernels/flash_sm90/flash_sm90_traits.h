@@ -108,15 +108,11 @@ struct FwdTraits {
   // After the barriers, the words through which the producer tells the consumers their next work
   // tile (flash_sm90_block.cuh, produce_ring_dynamic), one per Q tile.
   static constexpr int kOffTileWord = kOffBar + kNumBars * kBarBytes;
-  // Then, with three consumer warpgroups (d = 64), a float pair per consumer thread: the row sums'
-  // inverses of a work tile whose last P V and epilogue wait for the next tile (kOptXSkip,
-  // flash_sm90_kernel.cuh), kept here rather than in two of the 160 registers a consumer has.
-  static constexpr int kOffPendingInv = kOffTileWord + kTileWordBytes;
-  static constexpr int kPendingInvBytes = kConsumerWgs == 3 ? kConsumerThreads * 8 : 0;
   // Then, per Q tile, the work tile's record (plane, first row, K/V tiles), written by the producer
   // beside the tile word so that the consumers need not derive it (kOptTileRec, flash_sm90_kernel.cuh).
   static constexpr int kTileRecBytes = 16;
-  static constexpr int kOffTileRec = (kOffPendingInv + kPendingInvBytes + kTileRecBytes - 1) / kTileRecBytes * kTileRecBytes;
+  static constexpr int kOffTileRec =
+      (kOffTileWord + kTileWordBytes + kTileRecBytes - 1) / kTileRecBytes * kTileRecBytes;
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffTileRec + kQStages * kTileRecBytes + kAtomBytes);
