@@ -52,8 +52,8 @@ int bwd64_variant() {
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
 // kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes), dqalt,
-// dqalt-sync (session 10's: dQ by one consumer a step, by turns; the other not waiting or waiting on
-// the barrier); unset or
+// dqalt-sync, dqalt-ovl (session 10's: dQ by one consumer a step, by turns; the other not waiting or
+// waiting on the barrier; dQ and dK in flight together); unset or
 // anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
@@ -64,6 +64,7 @@ int bwd128_variant() {
     if (s == "poly") return kBwd128Poly;
     if (s == "dqalt") return kBwd128DqAlt;
     if (s == "dqalt-sync") return kBwd128DqAlt | kBwd128DqSync;
+    if (s == "dqalt-ovl") return kBwd128DqAlt | kBwd128DqOverlap;
     return kBwd64Default;
   }();
   return v;
@@ -85,6 +86,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128DqAlt: return f(BwdTraits<Elem, 128, kBwd128DqAlt>{});
         case kBwd128DqAlt | kBwd128DqSync: return f(BwdTraits<Elem, 128, kBwd128DqAlt | kBwd128DqSync>{});
+        case kBwd128DqAlt | kBwd128DqOverlap:
+          return f(BwdTraits<Elem, 128, kBwd128DqAlt | kBwd128DqOverlap>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

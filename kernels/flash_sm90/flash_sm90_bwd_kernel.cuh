@@ -291,6 +291,17 @@ template <typename Tr> struct BwdGemms {
                                           desc_dsq + units(b * Tr::kDsBytes + kk * Tr::kMmaKRowsBytes),
                                           desc_kt + units(kk * Tr::kMmaKRowsBytes), kk > 0);
   }
+  // dQ by turns with overlap: dK += dS^T Q with dS^T (this consumer's 64 rows of dS^T buffer b) read
+  // from shared memory, K-major, instead of registers.
+  __device__ __forceinline__ void dk_smem(float (&acc)[Tr::kDkvRegs], const BwdSmem<Tr>& sm, int cw, int b,
+                                          int s) const {
+    const std::uint64_t desc_ds =
+        ptx::make_desc_sw128(sm.ds(b) + cw * Tr::kWgKVBytes, Tr::kUnitBytes, Tr::kAtomBytes);
+#pragma unroll
+    for (int kk = 0; kk < Tr::kKVSteps; ++kk)
+      ptx::wgmma_ss_bt<Elem, Tr::kHeadDim>(acc, desc_ds + units(kk * Tr::kMmaKBytes),
+                                           desc_qt0 + units(s * Tr::kQBytes + kk * Tr::kMmaKRowsBytes), 1);
+  }
   // dQ by turns: acc = dS K over the block's keys for all of d (N = d: K's chunks LBO apart).
   __device__ __forceinline__ void dq_all(float (&acc)[Tr::kDqAltRegs], int b) const {
 #pragma unroll
@@ -464,7 +475,26 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       // dQ by turns: consumer (g % 2) computes and sends the step's dQ over all of d; the other
       // only arrives on the barrier (its dS^T is in) and goes on to dK and the next step.
       const int bar = Tr::kBarDs0 + (g & 1);
-      if ((g & 1) == cw) {
+      if constexpr (Tr::kDqAltOverlap) {
+        static_assert(Tr::kBlockM == Tr::kChunkElems, "a dS^T row is one 128-byte chunk");
+      }
+      if ((g & 1) == cw && Tr::kDqAltOverlap) {
+        ptx::wgmma_wait<0>();  // dV done: P^T's registers are free
+        ptx::fence_operands(dv);
+        ptx::fence_operands(p);
+        ptx::named_bar_sync(bar, Tr::kBarDsThreads);
+        ptx::wgmma_fence();
+        gemm.dq_all(dq_all, buf);
+        ptx::wgmma_commit();
+        gemm.dk_smem(dk, sm, cw, buf, st);
+        ptx::wgmma_commit();
+        ptx::wgmma_wait<1>();  // dQ done; dK may still run
+        ptx::fence_operands(dq_all);
+        send_dq_block<Tr>(prm, sm, cw, ctid, dq_all,
+                          [&] { return prm.dq_acc + dq_block_of() * Tr::kDqWgFloats; });
+        ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
+        ptx::fence_operands(dk);
+      } else if ((g & 1) == cw) {
         // dV done first: P^T's registers free before dQ's 64 accumulators are live (with P^T still
         // held ptxas serialised the wgmmas for want of registers).
         ptx::wgmma_wait<0>();

@@ -95,12 +95,18 @@ namespace fb::cuda::flash_sm90 {
 //   kBwd128DqSync       with kBwd128DqAlt (FB_SM90_BWD128=dqalt-sync): the other consumer waits on the
 //                       barrier too (bar.sync), as in the default: the wider dQ and the single
 //                       reduction without the stagger, to tell the two apart.
+//   kBwd128DqOverlap    with kBwd128DqAlt (FB_SM90_BWD128=dqalt-ovl): the consumer computing dQ issues
+//                       dQ and then dK, both in flight while dQ is staged (as the default does), with
+//                       dK's A operand (its dS^T rows) read from shared memory (8 KB more operand reads
+//                       a step): dS^T in registers beside dQ's 64 accumulators, dK and dV left ptxas
+//                       short of registers (it serialised the wgmmas), so plain dqalt waits for dK
+//                       before issuing dQ.
 //   (Measured and removed in session 9: dQ added from registers with red.global.add.v4.f32, 1-7% slower;
 //   each key tile walking its query tiles from a different start, so that a plane's blocks in flight
 //   add into different dQ tiles, 0-1% slower; the two probes above with it, 1-2.5% slower.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128DqAlt = 512, kBwd128DqSync = 1024;
+              kBwd128DqAlt = 512, kBwd128DqSync = 1024, kBwd128DqOverlap = 2048;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -127,6 +133,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // dQ by one consumer a step, by turns (kBwd128DqAlt above).
   static constexpr bool kDqAlt = (kBits128 & kBwd128DqAlt) != 0;
   static constexpr bool kDqAltSync = kDqAlt && (kBits128 & kBwd128DqSync) != 0;
+  static constexpr bool kDqAltOverlap = kDqAlt && (kBits128 & kBwd128DqOverlap) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -242,7 +249,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kVariant64 == kBwd64Default ||
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128DqAlt | kBwd128DqSync)) == 0)),
+                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128DqAlt | kBwd128DqSync |
+                                                         kBwd128DqOverlap)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
@@ -252,7 +260,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                                                 kDqWgBytes >= kQBytes),
                 "the staged epilogue's buffers hold a consumer's dK and dV");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
-  static_assert((kBits128 & kBwd128DqSync) == 0 || kDqAlt, "dqalt-sync is a form of dqalt");
+  static_assert((kBits128 & (kBwd128DqSync | kBwd128DqOverlap)) == 0 || kDqAlt,
+                "dqalt-sync and dqalt-ovl are forms of dqalt");
   static_assert(!kDqAlt || (kSplitDq && kEpiSmem && !kTail && !kPersistent && kConsumerWgs == 2),
                 "dQ by turns: the d = 128 kernel, one block per tile, staged epilogue, two consumers");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
