@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # The flash-sm90 16-bit backward's d = 128 probes on an H100/H200 (issue 13), everything into OUTDIR,
-# ~50 s (session 9's call A: each run of the config ~8 s): [bwd128] and the GQA/MQA verification under
-# each probe (FB_SM90_BWD128=dqalt, dqalt-ovl; a probe is picked once per process; a probe whose tests
-# fail or hang is not timed), then configs/sm90bwd-h200.json's cases (16k tokens, 16 heads, d = 128: non-causal bf16
-# N 2048/4096/16384, fp16 2048/8192, causal bf16 4096; every row verified) as default (beside the
-# in-binary cudnn), each probe, each probe again in reverse order, default again (runs drift 1-3%). Last a table: TFLOP/s
-# of each column (mean of its runs, "!" = a row that did not verify), the default's runs, and each
-# column's ratio to the default and to cudnn. CASES=REGEX (a run --filter) picks other cases of the
-# config; VARIANTS="a b" other probes (dqalt-sync; tail, poly: session 9's); TESTS=1 also runs the backward's GPU
-# tests with the defaults first ([bwd128], [bwd64], GQA/MQA; the default kernels' SASS is unchanged).
+# ~55 s (session 10's call A: 4-5 s for a probe's tests, 8-13 s a run): [bwd128] and the GQA/MQA
+# verification under each probe (FB_SM90_BWD128=tail, poly: session 9's, kept for a call with more
+# repetitions; a probe is picked once per process; a probe whose tests fail or hang is not timed), then
+# 6 cases of configs/sm90bwd-h200.json (16k tokens, 16 heads, d = 128: non-causal bf16 N 2048/4096/16384,
+# fp16 2048/8192, causal bf16 4096; every row verified) as default (beside the in-binary cudnn), each
+# probe, each probe again in reverse order, default again (runs drift 1-3%). Last a table: TFLOP/s of each
+# column (mean of its runs, "!" = a row that did not verify), the default's runs, and each column's ratio
+# to the default and to cudnn. CASES=REGEX (a run --filter) picks other cases of the config; VARIANTS="a b"
+# other probes; TESTS=1 also runs the backward's GPU tests with the defaults first ([bwd128], [bwd64],
+# GQA/MQA).
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
-# not part of the 50 s). Each step is limited to STEP_TIMEOUT seconds (default 20).
+# not part of the 55 s). Each step is limited to STEP_TIMEOUT seconds (default 20).
 set -uo pipefail
 out=${1:?usage: scripts/sm90bwd_h200.sh OUTDIR}
 build=${BUILD:-build-h200}
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
 cases=${CASES:-'n(2048|4096|16384)-d128-bf16-full|n(2048|8192)-d128-fp16-full|n4096-d128-bf16-causal'}
-read -r -a variants <<<"${VARIANTS:-dqalt dqalt-ovl}"
+read -r -a variants <<<"${VARIANTS:-tail poly}"
 
 step_timeout=20 step_tail=3 step_name_width=16 step_result='test cases|passed|failed'
 . scripts/h200_step.sh

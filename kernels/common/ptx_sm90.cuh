@@ -300,9 +300,6 @@ FB_WGMMA_SS(WgmmaSS, __nv_bfloat16, "bf16", 128, 64, "%64", "%65", "%66", 0, 0)
 // with N contiguous (the backward's dQ = dS K reads dS^T and K as they lie in shared memory).
 FB_WGMMA_SS(WgmmaSSTT, __half, "f16", 64, 32, "%32", "%33", "%34", 1, 1)
 FB_WGMMA_SS(WgmmaSSTT, __nv_bfloat16, "bf16", 64, 32, "%32", "%33", "%34", 1, 1)
-// N = 128: the d = 128 backward's dQ over all of d by one consumer (flash_sm90_bwd_traits.h, kDqAlt).
-FB_WGMMA_SS(WgmmaSSTT, __half, "f16", 128, 64, "%64", "%65", "%66", 1, 1)
-FB_WGMMA_SS(WgmmaSSTT, __nv_bfloat16, "bf16", 128, 64, "%64", "%65", "%66", 1, 1)
 // A K-major from shared memory, B MN-major (transpose-B): the d = 256 backward's dV += P^T dO and
 // dK += dS^T Q with P^T, dS^T in shared memory, over half of d (N = 128; flash_sm90_bwd_traits.h).
 FB_WGMMA_SS(WgmmaSSBT, __half, "f16", 128, 64, "%64", "%65", "%66", 0, 1)

@@ -51,9 +51,7 @@ int bwd64_variant() {
 }
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
-// kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes), dqalt,
-// dqalt-sync, dqalt-ovl (session 10's: dQ by one consumer a step, by turns; the other not waiting or
-// waiting on the barrier; dQ and dK in flight together); unset or
+// kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes); unset or
 // anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
@@ -62,9 +60,6 @@ int bwd128_variant() {
     if (s == "direct") return kBwd128Direct;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
-    if (s == "dqalt") return kBwd128DqAlt;
-    if (s == "dqalt-sync") return kBwd128DqAlt | kBwd128DqSync;
-    if (s == "dqalt-ovl") return kBwd128DqAlt | kBwd128DqOverlap;
     return kBwd64Default;
   }();
   return v;
@@ -84,10 +79,6 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128Direct: return f(BwdTraits<Elem, 128, kBwd128Direct>{});
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
-        case kBwd128DqAlt: return f(BwdTraits<Elem, 128, kBwd128DqAlt>{});
-        case kBwd128DqAlt | kBwd128DqSync: return f(BwdTraits<Elem, 128, kBwd128DqAlt | kBwd128DqSync>{});
-        case kBwd128DqAlt | kBwd128DqOverlap:
-          return f(BwdTraits<Elem, 128, kBwd128DqAlt | kBwd128DqOverlap>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

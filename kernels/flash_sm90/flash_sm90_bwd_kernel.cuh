@@ -79,7 +79,7 @@ template <typename Tr> struct BwdSmem {
     return base + Tr::kOffP + b * Tr::kDsBytes;
   }
   __device__ __forceinline__ std::uint32_t dq(int cw) const {
-    return base + Tr::kOffDq + cw * Tr::kDqStageBytes;
+    return base + Tr::kOffDq + cw * Tr::kDqWgBytes;
   }
   __device__ __forceinline__ std::uint32_t lse(int s) const {
     return base + Tr::kOffLse + s * Tr::kRowVecBytes;
@@ -222,8 +222,7 @@ template <typename Tr> struct BwdGemms {
   std::uint64_t desc_dsq;           // A of dQ, MN-major: dS^T buffer 0 (split dQ), its chunk of this
                                     // consumer's query rows (split dQ rows) or this consumer's rows
   std::uint64_t desc_kt;            // B of dQ, MN-major: K's chunk of this consumer's dQ columns
-                                    // (split dQ), all of K (split dQ rows, dQ by turns) or this
-                                    // consumer's rows
+                                    // (split dQ), all of K (split dQ rows) or this consumer's rows
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
 
@@ -238,8 +237,7 @@ template <typename Tr> struct BwdGemms {
                                                   : Tr::kSplitDqRows ? cw * Tr::kDsChunkBytes
                                                                      : cw * Tr::kWgKVBytes),
                                       Tr::kDsBytes, Tr::kAtomBytes)),
-        desc_kt(ptx::make_desc_sw128(sm.k() + (Tr::kDqAlt         ? 0
-                                               : Tr::kSplitDq     ? cw * Tr::kKVChunkBytes
+        desc_kt(ptx::make_desc_sw128(sm.k() + (Tr::kSplitDq       ? cw * Tr::kKVChunkBytes
                                                : Tr::kSplitDqRows ? 0
                                                                   : cw * Tr::kWgKVBytes),
                                      Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
@@ -291,47 +289,25 @@ template <typename Tr> struct BwdGemms {
                                           desc_dsq + units(b * Tr::kDsBytes + kk * Tr::kMmaKRowsBytes),
                                           desc_kt + units(kk * Tr::kMmaKRowsBytes), kk > 0);
   }
-  // dQ by turns with overlap: dK += dS^T Q with dS^T (this consumer's 64 rows of dS^T buffer b) read
-  // from shared memory, K-major, instead of registers.
-  __device__ __forceinline__ void dk_smem(float (&acc)[Tr::kDkvRegs], const BwdSmem<Tr>& sm, int cw, int b,
-                                          int s) const {
-    const std::uint64_t desc_ds =
-        ptx::make_desc_sw128(sm.ds(b) + cw * Tr::kWgKVBytes, Tr::kUnitBytes, Tr::kAtomBytes);
-#pragma unroll
-    for (int kk = 0; kk < Tr::kKVSteps; ++kk)
-      ptx::wgmma_ss_bt<Elem, Tr::kHeadDim>(acc, desc_ds + units(kk * Tr::kMmaKBytes),
-                                           desc_qt0 + units(s * Tr::kQBytes + kk * Tr::kMmaKRowsBytes), 1);
-  }
-  // dQ by turns: acc = dS K over the block's keys for all of d (N = d: K's chunks LBO apart).
-  __device__ __forceinline__ void dq_all(float (&acc)[Tr::kDqAltRegs], int b) const {
-#pragma unroll
-    for (int kk = 0; kk < Tr::kDqSteps; ++kk)
-      ptx::wgmma_ss_tt<Elem, Tr::kHeadDim>(acc,
-                                           desc_dsq + units(b * Tr::kDsBytes + kk * Tr::kMmaKRowsBytes),
-                                           desc_kt + units(kk * Tr::kMmaKRowsBytes), kk > 0);
-  }
 };
 
 // Stage consumer cw's dQ block (times the softmax scale) in its shared buffer and add it into the fp32
 // accumulator at dst_of() with one bulk reduction: first wait until the previous reduction has read
-// the buffer. dst_of is evaluated by the issuing thread only. kRegs = kDqRegs (one block) or, dQ by
-// turns, kDqAltRegs (the tile's kDqBlocks blocks: the m64n128 accumulator's first 32 registers are
-// block 0's m64n64 accumulator, the next 32 block 1's, and the blocks lie next to each other).
-template <typename Tr, int kRegs, typename DstOf>
+// the buffer. dst_of is evaluated by the issuing thread only.
+template <typename Tr, typename DstOf>
 __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
-                                              const float (&acc)[kRegs], DstOf&& dst_of) {
-  static_assert(kRegs == Tr::kDqRegs || (Tr::kDqAlt && kRegs == Tr::kDqAltRegs), "one block or all");
+                                              const float (&acc)[Tr::kDqRegs], DstOf&& dst_of) {
   if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
 #pragma unroll
-  for (int g = 0; g < kRegs / 4; ++g)
+  for (int g = 0; g < Tr::kDqRegs / 4; ++g)
     ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, acc[4 * g] * prm.scale,
                          acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale,
                          acc[4 * g + 3] * prm.scale);
   ptx::fence_proxy_async_smem();
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
   if (ctid == 0) {
-    ptx::bulk_reduce_add_f32(dst_of(), sm.dq(cw), kRegs * Tr::kWgThreads * int(sizeof(float)));
+    ptx::bulk_reduce_add_f32(dst_of(), sm.dq(cw), Tr::kDqWgBytes);
     ptx::bulk_commit_group();
   }
 }
@@ -380,7 +356,6 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
 #pragma unroll
   for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
   float s[Tr::kSRegs], dp[Tr::kSRegs], dq[Tr::kDqRegs];
-  float dq_all[Tr::kDqAlt ? Tr::kDqAltRegs : 1];  // dQ by turns only
   std::uint32_t p[Tr::kPRegs], ds[Tr::kPRegs];
 
   ptx::mbar_wait(bars.kv_full(), tile_i & 1);
@@ -471,67 +446,6 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       ptx::wgmma_commit();
     }
     ptx::fence_proxy_async_smem();  // dQ's wgmma reads what the stores above wrote
-    if constexpr (Tr::kDqAlt) {
-      // dQ by turns: consumer (g % 2) computes and sends the step's dQ over all of d; the other
-      // only arrives on the barrier (its dS^T is in) and goes on to dK and the next step.
-      const int bar = Tr::kBarDs0 + (g & 1);
-      if constexpr (Tr::kDqAltOverlap) {
-        static_assert(Tr::kBlockM == Tr::kChunkElems, "a dS^T row is one 128-byte chunk");
-      }
-      if ((g & 1) == cw && Tr::kDqAltOverlap) {
-        ptx::wgmma_wait<0>();  // dV done: P^T's registers are free
-        ptx::fence_operands(dv);
-        ptx::fence_operands(p);
-        ptx::named_bar_sync(bar, Tr::kBarDsThreads);
-        ptx::wgmma_fence();
-        gemm.dq_all(dq_all, buf);
-        ptx::wgmma_commit();
-        gemm.dk_smem(dk, sm, cw, buf, st);
-        ptx::wgmma_commit();
-        ptx::wgmma_wait<1>();  // dQ done; dK may still run
-        ptx::fence_operands(dq_all);
-        send_dq_block<Tr>(prm, sm, cw, ctid, dq_all,
-                          [&] { return prm.dq_acc + dq_block_of() * Tr::kDqWgFloats; });
-        ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
-        ptx::fence_operands(dk);
-      } else if ((g & 1) == cw) {
-        // dV done first: P^T's registers free before dQ's 64 accumulators are live (with P^T still
-        // held ptxas serialised the wgmmas for want of registers).
-        ptx::wgmma_wait<0>();
-        ptx::fence_operands(dv);
-        ptx::fence_operands(p);
-        ptx::wgmma_fence();
-        gemm.dk(dk, ds, st);
-        ptx::wgmma_commit();
-        ptx::named_bar_sync(bar, Tr::kBarDsThreads);
-        ptx::wgmma_wait<0>();  // dK done: dS^T's registers free too
-        ptx::fence_operands(dk);
-        ptx::fence_operands(ds);
-        ptx::wgmma_fence();
-        gemm.dq_all(dq_all, buf);
-        ptx::wgmma_commit();
-        ptx::wgmma_wait<0>();
-        ptx::fence_operands(dq_all);
-        send_dq_block<Tr>(prm, sm, cw, ctid, dq_all,
-                          [&] { return prm.dq_acc + dq_block_of() * Tr::kDqWgFloats; });
-        // (dK waited above: Q and dO of this stage are free.)
-      } else {
-        if constexpr (Tr::kDqAltSync)
-          ptx::named_bar_sync(bar, Tr::kBarDsThreads);
-        else
-          ptx::named_bar_arrive(bar, Tr::kBarDsThreads);
-        ptx::wgmma_fence();
-        gemm.dk(dk, ds, st);
-        ptx::wgmma_commit();
-        ptx::wgmma_wait<0>();  // dK and dV done: Q and dO of this stage are free
-        ptx::fence_operands(dv);
-        ptx::fence_operands(p);
-        ptx::fence_operands(dk);
-        ptx::fence_operands(ds);
-      }
-      ptx::mbar_arrive(bars.empty(st));
-      continue;
-    }
     ptx::named_bar_sync(Tr::kBarDs0 + (Tr::kSharedDs ? 0 : cw), Tr::kBarDsThreads);
     // dQ before dK: dQ is staged and sent off while the tensor cores compute dK.
     ptx::wgmma_fence();
@@ -657,8 +571,6 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       const int free_st = (g0 + w.steps) % Tr::kStages;
       const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
       const std::uint32_t buf_v = sm.dq(cw);
-      // dQ by turns: the other consumer may still be in its last step's dK, which reads this stage.
-      if constexpr (Tr::kDqAlt) ptx::named_bar_sync(Tr::kBarEpi, Tr::kConsumerThreads);
       stage(buf_k, dk, prm.scale);
       ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
       stage(buf_v, dv, 1.f);

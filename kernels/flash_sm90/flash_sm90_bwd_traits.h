@@ -83,30 +83,14 @@ namespace fb::cuda::flash_sm90 {
 //                       of its buffer before the block exits.
 //   kBwd128Poly         a quarter of P's exponentials on the FMA pipe (common/exp2_poly.h): the MUFU's
 //                       8,192 exp2 a step take about as long as the dP^T GEMM they overlap.
-//   Session 10 probe at d = 128 (bit; FB_SM90_BWD128=dqalt):
-//   kBwd128DqAlt        dQ of a step computed by ONE consumer over all of d (m64n128k16, 8 k16 steps,
-//                       64 accumulator registers), the consumers taking turns by step parity, each with
-//                       a 32 KB staging buffer and one 32 KB bulk reduction: per step 48 KB of wgmma
-//                       operand reads for dQ instead of 64 KB (N = 128 reads A once for 128 columns),
-//                       one reduction instead of two, and the other consumer only arrives on the dS^T
-//                       barrier (bar.arrive; two barrier ids by step parity), so that it runs into the
-//                       next step's S^T/dP^T while the first computes and sends dQ (a stagger of the
-//                       two consumers' softmax against each other's GEMMs).
-//   kBwd128DqSync       with kBwd128DqAlt (FB_SM90_BWD128=dqalt-sync): the other consumer waits on the
-//                       barrier too (bar.sync), as in the default: the wider dQ and the single
-//                       reduction without the stagger, to tell the two apart.
-//   kBwd128DqOverlap    with kBwd128DqAlt (FB_SM90_BWD128=dqalt-ovl): the consumer computing dQ issues
-//                       dQ and then dK, both in flight while dQ is staged (as the default does), with
-//                       dK's A operand (its dS^T rows) read from shared memory (8 KB more operand reads
-//                       a step): dS^T in registers beside dQ's 64 accumulators, dK and dV left ptxas
-//                       short of registers (it serialised the wgmmas), so plain dqalt waits for dK
-//                       before issuing dQ.
 //   (Measured and removed in session 9: dQ added from registers with red.global.add.v4.f32, 1-7% slower;
 //   each key tile walking its query tiles from a different start, so that a plane's blocks in flight
 //   add into different dQ tiles, 0-1% slower; the two probes above with it, 1-2.5% slower.)
+//   (Measured and removed in session 10: a step's dQ over all of d by one consumer, the two taking turns
+//   by step parity, one 32 KB reduction a step, the other consumer only arriving on the dS^T barrier:
+//   2-7% slower; 4-7% with that consumer's dQ and dK in flight together. docs/perf-notes.md.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
-              kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128DqAlt = 512, kBwd128DqSync = 1024, kBwd128DqOverlap = 2048;
+              kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -130,10 +114,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kTail = (kBits128 & kBwd128Tail) != 0 && kEpiSmem;
   // Of every 8 accumulator registers of S^T, this many take exp2_poly (the rest ex2.approx).
   static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly) != 0 ? 2 : 0;
-  // dQ by one consumer a step, by turns (kBwd128DqAlt above).
-  static constexpr bool kDqAlt = (kBits128 & kBwd128DqAlt) != 0;
-  static constexpr bool kDqAltSync = kDqAlt && (kBits128 & kBwd128DqSync) != 0;
-  static constexpr bool kDqAltOverlap = kDqAlt && (kBits128 & kBwd128DqOverlap) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -198,10 +178,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kPBuffers = kSplitHead ? kDsBuffers : 0;
   static constexpr int kDqWgFloats = kDqRows * kDqCols;
   static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ block
-  // dQ by turns: a consumer's dQ is all kDqBlocks blocks of the tile (64 x d, 64 registers a thread),
-  // staged in a buffer of that size.
-  static constexpr int kDqAltRegs = kDqRows * kHeadDim / kWgThreads;
-  static constexpr int kDqStageBytes = kDqAlt ? kDqBlocks * kDqWgBytes : kDqWgBytes;  // per consumer
 
   static constexpr int kOffK = 0;
   static constexpr int kOffV = kOffK + kKVBytes;
@@ -210,7 +186,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kOffDs = kOffDo + kDoStages * kQBytes;
   static constexpr int kOffP = kOffDs + kDsBuffers * kDsBytes;
   static constexpr int kOffDq = kOffP + kPBuffers * kDsBytes;
-  static constexpr int kOffLse = kOffDq + kConsumerWgs * kDqStageBytes;
+  static constexpr int kOffLse = kOffDq + kConsumerWgs * kDqWgBytes;
   static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
   static constexpr int kOffBar = kOffD + kDoStages * kRowVecBytes;
   static constexpr int kBarBytes = 8;
@@ -234,10 +210,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kBarDs0 = 1;
   static constexpr int kBarDsThreads = kSharedDs ? kConsumerThreads : kWgThreads;
   static constexpr int kBarDq0 = kBarDs0 + kConsumerWgs;  // + consumer index: its dQ staging buffer
-  // dQ by turns: dS^T's barrier is kBarDs0 + step parity (ids kBarDs0, kBarDs0 + 1: the consumers run
-  // up to half a step apart, so one id could count a later step's arrival into an earlier phase), and
-  // both consumers meet once more before dK is staged in a ring stage (the other may still read it).
-  static constexpr int kBarEpi = kBarDq0 + kConsumerWgs;
 
   static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
@@ -249,8 +221,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kVariant64 == kBwd64Default ||
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128DqAlt | kBwd128DqSync |
-                                                         kBwd128DqOverlap)) == 0)),
+                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
@@ -260,10 +231,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                                                 kDqWgBytes >= kQBytes),
                 "the staged epilogue's buffers hold a consumer's dK and dV");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
-  static_assert((kBits128 & (kBwd128DqSync | kBwd128DqOverlap)) == 0 || kDqAlt,
-                "dqalt-sync and dqalt-ovl are forms of dqalt");
-  static_assert(!kDqAlt || (kSplitDq && kEpiSmem && !kTail && !kPersistent && kConsumerWgs == 2),
-                "dQ by turns: the d = 128 kernel, one block per tile, staged epilogue, two consumers");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
