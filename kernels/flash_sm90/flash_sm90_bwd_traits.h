@@ -86,6 +86,9 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 9: dQ added from registers with red.global.add.v4.f32, 1-7% slower;
 //   each key tile walking its query tiles from a different start, so that a plane's blocks in flight
 //   add into different dQ tiles, 0-1% slower; the two probes above with it, 1-2.5% slower.)
+//   (Measured and removed in session 10: a step's dQ over all of d by one consumer, the two taking turns
+//   by step parity, one 32 KB reduction a step, the other consumer only arriving on the dS^T barrier:
+//   2-7% slower; 4-7% with that consumer's dQ and dK in flight together. docs/perf-notes.md.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256;
 
