@@ -192,8 +192,9 @@ GridVariant grid_variant() {
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "lean") return GridVariant::lean;
+    if (s == "dqmid") return GridVariant::dqmid;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, lean; s6 and desc were "
+                                "' is not a flash backward variant (standard, lean, dqmid; s6 and desc were "
                                 "removed in session 8, stagger in session 9: docs/perf-notes.md)");
   }();
   return v;

@@ -533,12 +533,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // clocks a step) under the other's dP^T MMAs instead of both warps' at once. Without kSplitS.
 // Measured (session 9, H200): -4% at d = 128 and d = 64 non-causal, +0.4-0.7% at d = 64 causal (its
 // default since): the exponentials were not what limited the step.
+// kDqMid (session 10): FlashAttention-2's order after the barrier that publishes P^T/dS^T: every dV
+// MMA, then dQ = dS K and its reductions, then every dK MMA (default: dV and dK interleaved per k16
+// step, dQ last, its reductions right before the next step's barrier). The same instructions; the
+// reductions leave while dK's MMAs run, and own_ds stays live across dQ (+16 registers there).
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
           bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
           bool kDescend_ = false, bool kLatePrefetch_ = false, bool kHeadSplit_ = false,
-          bool kStagger_ = false>
+          bool kStagger_ = false, bool kDqMid_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -564,6 +568,9 @@ struct TcGridTraits {
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
   static constexpr bool kHeadSplit = kHeadSplit_;
   static constexpr bool kStagger = kStagger_;
+  static constexpr bool kDqMid = kDqMid_;
+  static_assert(!kDqMid_ || (!kEarlyOwn && !kDeferDq_ && !kDqFirst_),
+                "kDqMid places dQ itself, after the barrier that publishes dS^T");
   static_assert(!(kStagger_ && kSplitS_), "kStagger orders S^T and dP^T its own way");
   static_assert(!kHeadSplit_ || kLean_, "the head split's partial dK has the scale from kLean's dS^T");
 
@@ -626,6 +633,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   constexpr int kSN = Tr::kSCols / Tr::kMmaN;     // n8 tiles of a warp's S^T block (queries)
   constexpr int kKvN = Tr::kKvCols / Tr::kMmaN;   // n8 tiles of a warp's dV/dK block (head_dim)
   constexpr int kDqN = Tr::kDqCols / Tr::kMmaN;   // n8 tiles of a warp's dQ block (head_dim)
+  // Which of dV += P^T dO and dK += dS^T Q a dV/dK pass computes (kDqMid splits them).
+  constexpr int kKvBoth = 0, kKvDv = 1, kKvDk = 2;
 
   extern __shared__ __align__(16) unsigned char smem[];
   Elem* sK = reinterpret_cast<Elem*>(smem + Tr::kOffK);    // (kBlockN, kRowStride)
@@ -1092,21 +1101,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
       // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
       static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
-      auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4]) {
+      // part: kKvBoth (dV and dK together, the default), kKvDv or kKvDk (kDqMid's two passes).
+      auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4],
+                         auto part) {
+        constexpr int kPart = decltype(part)::value;
         const int row = kq + lane % 16;
 #pragma unroll
         for (int j = 0; j < kKvN; j += 2) {
           // B = dO / Q (k = queries, n = head_dim), stored [query][dim]: transposing ldmatrix.
           const int col = kv_d + j * Tr::kMmaN + (lane / 16) * 8;
           std::uint32_t bo[4], bq[4];
-          ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
-          ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
+          if constexpr (kPart != kKvDk) ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
+          if constexpr (kPart != kKvDv) ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
-            ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
-            ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
-            ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
+            if constexpr (kPart != kKvDk) {
+              ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
+              ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
+            }
+            if constexpr (kPart != kKvDv) {
+              ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
+              ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
+            }
           }
         }
       };
@@ -1114,40 +1130,53 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       auto kv_step_hidden = [&](int kq) {
         return need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys);
       };
-      // This warp's own queries: A fragments from registers.
+      // dV and/or dK (part) over every query of the step.
+      auto kv_all = [&](auto part) {
+        constexpr int kPart = decltype(part)::value;
+        // This warp's own queries: A fragments from registers.
 #pragma unroll
-      for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
-        const int kq = s_q + t * Tr::kMmaK;
-        if (kv_step_hidden(kq)) continue;
-        const std::uint32_t ap[2][4] = {{own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
-                                        {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
-        const std::uint32_t ads[2][4] = {
-            {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
-            {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
-        kv_step(kq, ap, ads);
-      }
-      if constexpr (Tr::kEarlyOwn) publish();
-      // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
-      // plain ldmatrix.
-#pragma unroll
-      for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
-        const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
-#pragma unroll
-        for (int t = 0; t < kSN / 2; ++t) {
-          const int kq = q_base + t * Tr::kMmaK;
+        for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
+          const int kq = s_q + t * Tr::kMmaK;
           if (kv_step_hidden(kq)) continue;
-          std::uint32_t ap[2][4], ads[2][4];
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
-            ptx::ldmatrix_x4(ap[i], sP + off);
-            ptx::ldmatrix_x4(ads[i], sDsW + off);
-          }
-          kv_step(kq, ap, ads);
+          const std::uint32_t ap[2][4] = {
+              {own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
+              {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
+          const std::uint32_t ads[2][4] = {
+              {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
+              {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
+          kv_step(kq, ap, ads, part);
         }
+        if constexpr (Tr::kEarlyOwn) publish();
+        // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
+        // plain ldmatrix.
+#pragma unroll
+        for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
+          const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
+#pragma unroll
+          for (int t = 0; t < kSN / 2; ++t) {
+            const int kq = q_base + t * Tr::kMmaK;
+            if (kv_step_hidden(kq)) continue;
+            std::uint32_t ap[2][4], ads[2][4];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const int off =
+                  (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
+              if constexpr (kPart != kKvDk) ptx::ldmatrix_x4(ap[i], sP + off);
+              if constexpr (kPart != kKvDv) ptx::ldmatrix_x4(ads[i], sDsW + off);
+            }
+            kv_step(kq, ap, ads, part);
+          }
+        }
+      };
+      if constexpr (Tr::kDqMid) {
+        // FlashAttention-2's order: dV, then dQ (its reductions leave while dK's MMAs run), then dK.
+        kv_all(std::integral_constant<int, kKvDv>{});
+        dq_reduce(pos, sDsW, masked_tag);
+        kv_all(std::integral_constant<int, kKvDk>{});
+      } else {
+        kv_all(std::integral_constant<int, kKvBoth>{});
+        if constexpr (!Tr::kDeferDq && !Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
       }
-
-      if constexpr (!Tr::kDeferDq && !Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
     };
     if (Tr::kSplitMasked && tile_masked) {
       step(std::true_type{});
@@ -1255,6 +1284,10 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
+  // Probe `dqmid` (session 10): `type` with kDqMid.
+  using dqmid = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
+                             false, true, false, false, false, false, true>;
+  using dqmid_noncausal = dqmid;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   // Causal: kStagger in place of kSplitS (session 9, call A: +0.4-0.7% in both interleaved runs at
@@ -1266,6 +1299,11 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
+  // Probe `dqmid` (session 10): `type` (causal) and `noncausal` with kDqMid.
+  using dqmid = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                             true, false, true, false, false, false, true, true>;
+  using dqmid_noncausal = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
+                                       false, false, false, false, false, false, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
@@ -1321,6 +1359,13 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
       }
       switch (grid_variant()) {
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
+        case GridVariant::dqmid:
+          if (a.mask.causal) {
+            launch_main_tc<typename Cfg::dqmid>(a, stream);
+          } else {
+            launch_main_tc<typename Cfg::dqmid_noncausal>(a, stream);
+          }
+          return;
         case GridVariant::standard: break;
       }
       if (!a.mask.causal) {
