@@ -1,31 +1,37 @@
 #!/usr/bin/env bash
 # Session 10's device probe of the portable flash backward (issue 13), everything into OUTDIR (~60 s on a
 # built tree):
-#   1. the GPU tests of flash's backward (accuracy cases, seq_q != seq_k) and `flashbench verify --pass bwd`
-#      on two odd shapes under the probe (FB_FLASH_BWD=$PROBE, default dqmid; the default kernels are
-#      checked by the final sweep);
-#   2. configs/flashbwd-long-h200.json (bf16, d 64/128, N 4k/8k/16k, both masks) as default, probe,
-#      [torch-flash], probe, default: the variants ABBA-interleaved around FlashAttention-2 (scripts/peers.py
-#      on the same spec), since runs drift 2-3% within a call; each variant's first run verifies every row;
+#   1. per probe (FB_FLASH_BWD in PROBES, default "dqmid tail"; the default kernels are checked by the
+#      final sweep): the GPU tests of flash's backward (accuracy cases, seq_q != seq_k) and `flashbench
+#      verify --pass bwd` on odd shapes (GQA/MQA; 144 blocks of 1000 keys, whose last partial wave the
+#      `tail` probe splits after a whole one);
+#   2. configs/flashbwd-long-h200.json (bf16, d 64/128, N 4k/8k/16k, both masks) as default, probes,
+#      [torch-flash], probes reversed, default: the variants interleaved around FlashAttention-2
+#      (scripts/peers.py on the same spec), since runs drift 2-3% within a call; each variant's first run
+#      verifies every row;
 #   3. Nsight Compute on ONE launch each of flash's main kernel (default variant) and FlashAttention-2's
 #      backward kernel at d = 128, N = 16k, non-causal: the warp-state (stall) breakdown, issue and
 #      tensor-pipe activity, instructions, shared-memory wavefronts, L2 hit rate (NCU=0 skips it);
 #   4. a table last: TFLOP/s per variant (mean of its 2 runs), FA2 time / flash time, default time /
-#      probe time (> 1: the probe is faster), then the ncu comparison.
+#      probe time per probe (> 1: the probe is faster), then the ncu comparison.
 #     BUILD=build-h200 scripts/flashbwd_s10.sh OUTDIR
 set -uo pipefail
 step_timeout=40 step_tail=2 step_name_width=16
 . "$(dirname "$0")/h200_step.sh"
 h200_dirs "${1:?usage: scripts/flashbwd_s10.sh OUTDIR}"
 require_build flashbwd_s10.sh
-probe=${PROBE:-dqmid}
+probes=${PROBES:-dqmid tail}
 spec=configs/flashbwd-long-h200.json
 
-step "tests-$probe" env FB_FLASH_BWD="$probe" "$tests" \
-  "naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*"
-step "verify-$probe" env FB_FLASH_BWD="$probe" sh -c "
-  '$fb' verify -q --seq 1000 --batch 2 --heads 4 --kv-heads 2 --dim 128 --dtype bf16 --causal both --pass bwd &&
-  '$fb' verify -q --seq 333 --heads 8 --kv-heads 1 --dim 64 --dtype fp16 --causal both --pass bwd"
+for probe in $probes; do
+  step "tests-$probe" env FB_FLASH_BWD="$probe" "$tests" \
+    "naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*"
+  step "verify-$probe" env FB_FLASH_BWD="$probe" sh -c "
+    '$fb' verify -q --seq 1000 --batch 2 --heads 4 --kv-heads 2 --dim 128 --dtype bf16 --causal both --pass bwd &&
+    '$fb' verify -q --seq 333 --heads 8 --kv-heads 1 --dim 64 --dtype fp16 --causal both --pass bwd &&
+    '$fb' verify -q --seq 1000 --batch 3 --heads 6 --dim 128 --dtype bf16 --causal both --pass bwd &&
+    '$fb' verify -q --seq 1000 --batch 3 --heads 6 --dim 64 --dtype fp16 --causal both --pass bwd"
+done
 # Run 1 of each variant verifies every row; run 2 times the same cases unverified (the same kernels).
 python3 -c "import json, sys; s = json.load(open(sys.argv[1])); s['verify'] = False; json.dump(s, open(sys.argv[2], 'w'))" \
   "$spec" "$out/spec-noverify.json"
@@ -35,10 +41,10 @@ run() {  # variant rep
   step "run-$1-$2" env FB_FLASH_BWD="$1" "$fb" run "$s" --no-ceilings -q -o "$out/flash-$1-$2.json"
 }
 run standard 1
-run "$probe" 1
+for probe in $probes; do run "$probe" 1; done
 [ "${PEERS:-1}" = 1 ] &&
   step peers python3 scripts/peers.py "$spec" --backends flash --ref-max-seq 0 -o "$out/peers.json"
-run "$probe" 2
+for probe in $(printf '%s\n' $probes | tac); do run "$probe" 2; done
 run standard 2
 
 if [ "${NCU:-1}" = 1 ]; then
@@ -59,10 +65,10 @@ o.backward(torch.randn_like(o))
 torch.cuda.synchronize()"
 fi
 
-python3 - "$out" "$probe" <<'PY' | tee "$out/table.txt"
+python3 - "$out" $probes <<'PY' | tee "$out/table.txt"
 import csv, io, json, os, sys
-out, probe = sys.argv[1], sys.argv[2]
-variants = ["standard", probe]
+out, probes = sys.argv[1], sys.argv[2:]
+variants = ["standard"] + probes
 def load(name, kernel):
     try:
         return {r["key"]: r for r in json.load(open(os.path.join(out, name)))["results"]
@@ -81,9 +87,11 @@ keys = sorted({k for v in variants for r in runs[v] for k in r},
               key=lambda k: next((x["case"]["head_dim"], x["case"]["causal"], x["case"].get("seq_q", x["case"].get("seq")))
                                  for v in variants for x in [first(v, k)] if x))
 unverified = [f"{v}:{k}" for v in variants for k in keys if not (runs[v][0].get(k) or {}).get("verified")]
-print(f"TFLOP/s (mean of 2 runs, ABBA); x = FA2 time / flash time; ratio = standard time / {probe} time "
-      f"(> 1: {probe} faster); unverified rows: {len(unverified)} {' '.join(unverified[:4])}")
-print(f'{"case":40}{"standard":>16}{probe:>16}{"FA2":>7}{"ratio":>8}{"spread":>8}')
+print(f"TFLOP/s (mean of 2 runs, interleaved); x = FA2 time / flash time; r:P = standard time / P's time "
+      f"(> 1: P faster); spread: the largest max/min - 1 of a variant's 2 runs; "
+      f"unverified rows: {len(unverified)} {' '.join(unverified[:4])}")
+print(f'{"case":40}' + "".join(f"{v:>16}" for v in variants) + f'{"FA2":>7}'
+      + "".join(f'{"r:" + p:>10}' for p in probes) + f'{"spread":>8}')
 for k in keys:
     row = f"{k:40}"
     for v in variants:
@@ -96,9 +104,11 @@ for k in keys:
         ratio = f" {fa2[k]['time_ms']['median'] / t:.3f}x" if k in fa2 else ""
         row += f"{tf:>8.0f}{ratio:>8}"
     row += f'{fa2[k]["tflops"]:>7.0f}' if k in fa2 else f'{"-":>7}'
-    ts, tp = mean_time("standard", k), mean_time(probe, k)
-    row += f"{ts / tp:>8.3f}" if ts and tp else f'{"-":>8}'
-    # the larger of the two variants' run-to-run spreads (max/min - 1 of their 2 medians)
+    ts = mean_time("standard", k)
+    for p in probes:
+        tp = mean_time(p, k)
+        row += f"{ts / tp:>10.3f}" if ts and tp else f'{"-":>10}'
+    # the largest of the variants' run-to-run spreads (max/min - 1 of their 2 medians)
     sp = [max(m) / min(m) - 1 for v in variants
           for m in [[r[k]["time_ms"]["median"] for r in runs[v] if k in r]] if len(m) == 2]
     row += f"{100 * max(sp):>7.1f}%" if sp else f'{"-":>8}'

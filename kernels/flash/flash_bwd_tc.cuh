@@ -537,12 +537,19 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // MMA, then dQ = dS K and its reductions, then every dK MMA (default: dV and dK interleaved per k16
 // step, dQ last, its reductions right before the next step's barrier). The same instructions; the
 // reductions leave while dK's MMAs run, and own_ds stays live across dQ (+16 registers there).
+// kTailSplit (session 10, with kLean): the grid's last partial wave. Of the n_blocks equal blocks of a
+// non-causal grid, the first n_blocks - rem (rem = tail_blocks(n_blocks, SMs)) run whole; each of the
+// last rem is split into S = a.head_split units (the field is the tail's split in these kernels),
+// unit s walking steps [s n / S, (s + 1) n / S) of the block's n (query head, query tile) steps and
+// adding its partial dK, dV into fp32 accumulators (a.dkv_acc: [2][rem * kBlockN rows from the first
+// tail block's first key row][head_dim]); the launcher converts them. 2048 blocks on 132 SMs (d = 128,
+// 16k tokens) are 15.5 waves: the last half-wave of whole blocks leaves half the SMs idle for a block.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
           bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
           bool kDescend_ = false, bool kLatePrefetch_ = false, bool kHeadSplit_ = false,
-          bool kStagger_ = false, bool kDqMid_ = false>
+          bool kStagger_ = false, bool kDqMid_ = false, bool kTailSplit_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -569,6 +576,9 @@ struct TcGridTraits {
   static constexpr bool kHeadSplit = kHeadSplit_;
   static constexpr bool kStagger = kStagger_;
   static constexpr bool kDqMid = kDqMid_;
+  static constexpr bool kTailSplit = kTailSplit_;
+  static_assert(!kTailSplit_ || (kLean_ && !kDescend_ && !kHeadSplit_),
+                "the tail split starts kLean's ascending cursor mid-walk; not with the head split");
   static_assert(!kDqMid_ || (!kEarlyOwn && !kDeferDq_ && !kDqFirst_),
                 "kDqMid places dQ itself, after the barrier that publishes dS^T");
   static_assert(!(kStagger_ && kSplitS_), "kStagger orders S^T and dP^T its own way");
@@ -661,13 +671,36 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   const int split = Tr::kHeadSplit ? a.head_split : 1;
   const int n_bkv = a.batch * a.kv_heads * split;
+  // kTailSplit: the grid is n_blocks - rem whole blocks, then rem blocks of tail_n units each.
+  [[maybe_unused]] int tail_sub = 0, tail_n = 1, tail_first = 0, tail_rem = 0;
+  [[maybe_unused]] unsigned block = 0;  // kTailSplit: the block of this unit
+  if constexpr (Tr::kTailSplit) {
+    block = blockIdx.x;
+    const int n_blocks = n_tiles * a.batch * a.kv_heads;
+    tail_rem = (int(gridDim.x) - n_blocks) / (a.head_split - 1);
+    tail_first = n_blocks - tail_rem;
+    if (int(block) >= tail_first) {
+      const int u = int(block) - tail_first;
+      block = unsigned(tail_first + u / a.head_split);
+      tail_sub = u % a.head_split;
+      tail_n = a.head_split;
+    }
+  }
+  // Unsigned as blockIdx.x (unsigned divisions below), read where it is used.
+  auto block_idx = [&]() -> unsigned {
+    if constexpr (Tr::kTailSplit) {
+      return block;
+    } else {
+      return blockIdx.x;
+    }
+  };
   int tile, bkv;
   if (mask.causal && (!Tr::kHeadMajorCausal || Tr::kHeadSplit)) {
-    tile = blockIdx.x / n_bkv;
-    bkv = blockIdx.x % n_bkv;
+    tile = block_idx() / n_bkv;
+    bkv = block_idx() % n_bkv;
   } else {
-    tile = blockIdx.x % n_tiles;
-    bkv = blockIdx.x / n_tiles;
+    tile = block_idx() % n_tiles;
+    bkv = block_idx() / n_tiles;
   }
   const int group = a.heads / a.kv_heads;
   int head_lo = 0, n_heads = group;  // this block's query heads within the group
@@ -685,7 +718,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int m_begin = mask.first_q_tile(n0, Tr::kBlockM);
   const int per_head = m_tiles - m_begin;
   const int m_rot = mask.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
-  const int n_iters = n_heads * per_head;
+  // kTailSplit: this unit's steps [tail_it0, tail_it0 + n_iters) of the block's walk.
+  const int tail_it0 = Tr::kTailSplit ? tail_sub * (n_heads * per_head) / tail_n : 0;
+  const int n_iters = Tr::kTailSplit ? (tail_sub + 1) * (n_heads * per_head) / tail_n - tail_it0
+                                     : n_heads * per_head;
 
   const Elem* q = static_cast<const Elem*>(a.q);
   const Elem* dout = static_cast<const Elem*>(a.dout);
@@ -715,7 +751,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     return Cursor{r, cur.head + (r == r_start ? 1 : 0)};
   };
   auto pos_at = [&](Cursor cur) { return StepPos{cur.head, (m_begin + cur.r) * Tr::kBlockM}; };
-  const Cursor first{r_start, hk * group + head_lo};
+  // kTailSplit: the cursor after tail_it0 steps (r wraps at per_head, the head advances each wrap).
+  const Cursor first = Tr::kTailSplit ? Cursor{(r_start + tail_it0 % per_head) % per_head,
+                                               hk * group + head_lo + tail_it0 / per_head}
+                                      : Cursor{r_start, hk * group + head_lo};
 
   // kLean: this thread's Q/dO copies, rows ld_row + k * (kThreads / kVecsPerRow) of column ld_col.
   const int ld_row = tid / Tr::kVecsPerRow;
@@ -1192,6 +1231,34 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     dq_reduce_step(n_iters - 1, pos_prev);
   }
 
+  if constexpr (Tr::kTailSplit) {
+    if (tail_n > 1) {
+      // A tail unit's partial sums (dS^T carried the scale, kLean): red.v2 into the tail's fp32
+      // accumulators, rows counted from the first tail block's first key row.
+      ptx::cp_async_wait<0>();
+      const int first_bkv = tail_first / n_tiles;
+      const std::int64_t row0 =
+          std::int64_t(first_bkv) * seq_k + std::int64_t(tail_first - first_bkv * n_tiles) * Tr::kBlockN;
+      const std::int64_t tail_elems = std::int64_t(tail_rem) * Tr::kBlockN * D;
+      float* dk_acc = a.dkv_acc + (kv_off - row0 * D) + kv_d + 2 * c;
+      float* dv_acc = dk_acc + tail_elems;
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = kv_keys + i * Tr::kMmaM + h * 8 + g;
+          if (n0 + r >= seq_k) continue;
+#pragma unroll
+          for (int j = 0; j < kKvN; ++j) {
+            const std::int64_t off = std::int64_t(r) * D + j * Tr::kMmaN;
+            detail::atomic_add2(dk_acc + off, acc_dk[i][j][2 * h], acc_dk[i][j][2 * h + 1]);
+            detail::atomic_add2(dv_acc + off, acc_dv[i][j][2 * h], acc_dv[i][j][2 * h + 1]);
+          }
+        }
+      return;
+    }
+  }
+
   if constexpr (Tr::kHeadSplit) {
     // A partial sum over this block's query heads: added into the fp32 accumulators (dS^T carried
     // the scale, kLean) straight from the fragments, red.v2 per lane pair of columns (the four lanes
@@ -1288,6 +1355,9 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using dqmid = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                              false, true, false, false, false, false, true>;
   using dqmid_noncausal = dqmid;
+  // Probe `tail` (session 10): `noncausal` with kTailSplit, where the launcher splits the last wave.
+  using tail = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
+                            false, true, false, false, false, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   // Causal: kStagger in place of kSplitS (session 9, call A: +0.4-0.7% in both interleaved runs at
@@ -1304,6 +1374,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
                              true, false, true, false, false, false, true, true>;
   using dqmid_noncausal = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
                                        false, false, false, false, false, false, false, false, true>;
+  using tail = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                            false, false, false, false, false, false, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
@@ -1335,7 +1407,13 @@ template <typename Tr> void launch_main_tc(const MainArgs& a, cudaStream_t strea
   const std::int64_t blocks =
       std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
   if constexpr (Tr::kWarpGrid) {
-    const std::int64_t units = blocks * (Tr::kHeadSplit ? a.head_split : 1);
+    std::int64_t units = blocks * (Tr::kHeadSplit ? a.head_split : 1);
+    if constexpr (Tr::kTailSplit) {
+      int dev = 0, sms = 0;
+      FB_CUDA_CHECK(cudaGetDevice(&dev));
+      FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      units = blocks + std::int64_t(tail_blocks(blocks, sms)) * (a.head_split - 1);
+    }
     set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_grid_kernel<Tr>), Tr::kSmemBytes);
     bwd_main_tc_grid_kernel<Tr><<<dim3(unsigned(units)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   } else {
@@ -1352,6 +1430,13 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
   FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (Cfg::type::kSmemBytes <= optin) {
     if constexpr (Cfg::type::kWarpGrid) {
+      // The launcher (flash_bwd.cu, tail_split()) asks for the tail split only under this probe,
+      // non-causal, where it runs.
+      if (grid_variant() == GridVariant::tail && a.head_split > 1) {
+        if (a.mask.causal) throw std::logic_error("flash backward: tail split on a causal grid");
+        launch_main_tc<typename Cfg::tail>(a, stream);
+        return;
+      }
       // The launcher (flash_bwd.cu, head_split()) asks for a split only where this kernel runs.
       if (a.head_split > 1) {
         launch_main_tc<typename Cfg::split>(a, stream);
@@ -1366,7 +1451,8 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
             launch_main_tc<typename Cfg::dqmid_noncausal>(a, stream);
           }
           return;
-        case GridVariant::standard: break;
+        case GridVariant::standard:
+        case GridVariant::tail: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
