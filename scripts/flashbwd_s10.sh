@@ -11,7 +11,9 @@
 #      verifies every row;
 #   3. Nsight Compute on ONE launch each of flash's main kernel (default variant) and FlashAttention-2's
 #      backward kernel at d = 128, N = 16k, non-causal: the warp-state (stall) breakdown, issue and
-#      tensor-pipe activity, instructions, shared-memory wavefronts, L2 hit rate (NCU=0 skips it);
+#      tensor-pipe activity, instructions, shared-memory wavefronts, L2 hit rate (NCU=0 skips it; each
+#      ncu step runs only if at least 10 s of BUDGET, default 65 s from the script's start, are left, and
+#      is cut at what is left, so the script ends within BUDGET + the table's second);
 #   4. a table last: TFLOP/s per variant (mean of its 2 runs), FA2 time / flash time, default time /
 #      probe time per probe (> 1: the probe is faster), then the ncu comparison.
 #     BUILD=build-h200 scripts/flashbwd_s10.sh OUTDIR
@@ -51,10 +53,12 @@ if [ "${NCU:-1}" = 1 ]; then
   ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
   sections=(--section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis
             --section MemoryWorkloadAnalysis --section SpeedOfLight)
-  step ncu-flash "$ncu" --kernel-name regex:bwd_main_tc_grid_kernel --launch-count 1 "${sections[@]}" \
+  budget=${BUDGET:-65}
+  left() { echo $((budget - SECONDS - 1)); }
+  [ "$(left)" -ge 10 ] && STEP_TIMEOUT=$(( $(left) < 25 ? $(left) : 25 )) step ncu-flash "$ncu" --kernel-name regex:bwd_main_tc_grid_kernel --launch-count 1 "${sections[@]}" \
     --page raw --csv "$fb" run configs/flashbwd-h200.json --filter 'n16384-d128-bf16-full' \
     --warmup 0 --reps 1 --warmup-time 0 --no-ceilings -q
-  step ncu-fa2 "$ncu" --kernel-name regex:flash_bwd_dq_dk_dv --launch-count 1 "${sections[@]}" \
+  [ "$(left)" -ge 10 ] && STEP_TIMEOUT=$(( $(left) < 30 ? $(left) : 30 )) step ncu-fa2 "$ncu" --kernel-name regex:flash_bwd_dq_dk_dv --launch-count 1 "${sections[@]}" \
     --page raw --csv python3 -c "
 import torch, torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
