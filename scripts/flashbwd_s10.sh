@@ -3,8 +3,8 @@
 # built tree):
 #   1. per probe (FB_FLASH_BWD in PROBES, default "dqmid tail"; the default kernels are checked by the
 #      final sweep): the GPU tests of flash's backward (accuracy cases, seq_q != seq_k) and `flashbench
-#      verify --pass bwd` on odd shapes (GQA/MQA; 144 blocks of 1000 keys, whose last partial wave the
-#      `tail` probe splits after a whole one);
+#      verify --pass bwd` on odd shapes (GQA with 144 blocks of 1000 keys, d 128, whose last partial
+#      wave of 12 the `tail` probe splits after a whole one; MQA; MHA with 144 blocks, d 64);
 #   2. configs/flashbwd-long-h200.json (bf16, d 64/128, N 4k/8k/16k, both masks) as default, probes,
 #      [torch-flash], probes reversed, default: the variants interleaved around FlashAttention-2
 #      (scripts/peers.py on the same spec), since runs drift 2-3% within a call; each variant's first run
@@ -29,9 +29,8 @@ for probe in $probes; do
   step "tests-$probe" env FB_FLASH_BWD="$probe" "$tests" \
     "naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*"
   step "verify-$probe" env FB_FLASH_BWD="$probe" sh -c "
-    '$fb' verify -q --seq 1000 --batch 2 --heads 4 --kv-heads 2 --dim 128 --dtype bf16 --causal both --pass bwd &&
+    '$fb' verify -q --seq 1000 --batch 3 --heads 12 --kv-heads 6 --dim 128 --dtype bf16 --causal both --pass bwd &&
     '$fb' verify -q --seq 333 --heads 8 --kv-heads 1 --dim 64 --dtype fp16 --causal both --pass bwd &&
-    '$fb' verify -q --seq 1000 --batch 3 --heads 6 --dim 128 --dtype bf16 --causal both --pass bwd &&
     '$fb' verify -q --seq 1000 --batch 3 --heads 6 --dim 64 --dtype fp16 --causal both --pass bwd"
 done
 # Run 1 of each variant verifies every row; run 2 times the same cases unverified (the same kernels).
