@@ -124,6 +124,12 @@ def ncu(name):
         return {}
     lines = [l for l in text.splitlines() if l.startswith('"')]
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if len(rows) < 2:
+        return {}
+    if "Metric Name" in rows[0]:  # one row per metric (the details page's layout)
+        h = rows[0]
+        i, u, v = h.index("Metric Name"), h.index("Metric Unit"), h.index("Metric Value")
+        return {r[i]: (r[v], r[u]) for r in rows[1:] if len(r) == len(h)}
     if len(rows) < 3:
         return {}
     head, units, vals = rows[0], rows[1], rows[2]  # --page raw --csv: names, units, one launch
@@ -143,15 +149,16 @@ if a or b:
             "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
             "lts__t_sector_hit_rate.pct", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
             "launch__registers_per_thread", "launch__grid_size"]
+    # Stall reasons: warps stalled per issued instruction, by reason (WarpStateStats), largest first.
     stalls = sorted({k for d in (a, b) for k in d
-                     if k.startswith("smsp__average_warps_issue_stalled_") and k.endswith("_per_issue_active.ratio")},
-                    key=lambda k: -(num(a, k) or 0))
+                     if "issue_stalled" in k and k.endswith("per_issue_active.ratio") and "not_issued" not in k},
+                    key=lambda k: -(num(a, k) or 0))[:16]
     print(f"ncu, one launch each, d = 128 N = 16k non-causal bf16 ({len(a)} / {len(b)} metrics): flash | FA2")
     for k in want + stalls:
         va, vb = num(a, k), num(b, k)
         if va is None and vb is None:
             continue
-        name = k.replace("smsp__average_warps_issue_stalled_", "stall ").replace("_per_issue_active.ratio", "")
+        name = k.replace("smsp__average_warps_issue_stalled_", "stall ").replace("smsp__average_warp_latency_issue_stalled_", "stall ").replace("_per_issue_active.ratio", "")
         fmt = lambda x: f"{x:>14.4g}" if x is not None else f'{"-":>14}'
         print(f"  {name:66}{fmt(va)}{fmt(vb)}")
 PY
