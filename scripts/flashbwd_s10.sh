@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Session 10's device probe of the portable flash backward (issue 13), everything into OUTDIR (~60 s on a
 # built tree):
-#   1. per probe (FB_FLASH_BWD in PROBES, default "dqmid tail"; the default kernels are checked by the
+#   1. per probe (FB_FLASH_BWD in PROBES, default "tail"; call A ran "dqmid tail"; the default kernels are checked by the
 #      final sweep): the GPU tests of flash's backward (accuracy cases, seq_q != seq_k) and `flashbench
 #      verify --pass bwd` on odd shapes (GQA with 144 blocks of 1000 keys, d 128, whose last partial
 #      wave of 12 the `tail` probe splits after a whole one; MQA; MHA with 144 blocks, d 64);
 #   2. configs/flashbwd-long-h200.json (bf16, d 64/128, N 4k/8k/16k, both masks) as default, probes,
 #      [torch-flash], probes reversed, default: the variants interleaved around FlashAttention-2
 #      (scripts/peers.py on the same spec), since runs drift 2-3% within a call; each variant's first run
-#      verifies every row;
+#      verifies every row (VERIFY_DEFAULT=0: only the probes' first runs verify); MASKS=full keeps only
+#      the non-causal rows; PAIRS (default 2) runs per variant;
 #   3. Nsight Compute on ONE launch each of flash's main kernel (default variant) and FlashAttention-2's
 #      backward kernel at d = 128, N = 16k, non-causal: the warp-state (stall) breakdown, issue and
 #      tensor-pipe activity, instructions, shared-memory wavefronts, L2 hit rate (NCU=0 skips it; each
@@ -22,8 +23,14 @@ step_timeout=40 step_tail=2 step_name_width=16
 . "$(dirname "$0")/h200_step.sh"
 h200_dirs "${1:?usage: scripts/flashbwd_s10.sh OUTDIR}"
 require_build flashbwd_s10.sh
-probes=${PROBES:-dqmid tail}
+probes=${PROBES:-tail}
 spec=configs/flashbwd-long-h200.json
+pairs=${PAIRS:-2}
+if [ "${MASKS:-both}" = full ]; then
+  python3 -c "import json, sys; s = json.load(open(sys.argv[1])); s['causal'] = [False]; json.dump(s, open(sys.argv[2], 'w'))" \
+    "$spec" "$out/spec-full.json"
+  spec=$out/spec-full.json
+fi
 
 for probe in $probes; do
   step "tests-$probe" env FB_FLASH_BWD="$probe" "$tests" \
@@ -38,7 +45,7 @@ python3 -c "import json, sys; s = json.load(open(sys.argv[1])); s['verify'] = Fa
   "$spec" "$out/spec-noverify.json"
 run() {  # variant rep
   local s=$spec
-  [ "$2" = 1 ] || s=$out/spec-noverify.json
+  [ "$2" = 1 ] && { [ "$1" != standard ] || [ "${VERIFY_DEFAULT:-1}" = 1 ]; } || s=$out/spec-noverify.json
   step "run-$1-$2" env FB_FLASH_BWD="$1" "$fb" run "$s" --no-ceilings -q -o "$out/flash-$1-$2.json"
 }
 run standard 1
@@ -47,6 +54,10 @@ for probe in $probes; do run "$probe" 1; done
   step peers python3 scripts/peers.py "$spec" --backends flash --ref-max-seq 0 -o "$out/peers.json"
 for probe in $(printf '%s\n' $probes | tac); do run "$probe" 2; done
 run standard 2
+for r in $(seq 3 "$pairs"); do  # more runs, alternating (unverified)
+  run standard "$r"
+  for probe in $probes; do run "$probe" "$r"; done
+done
 
 if [ "${NCU:-1}" = 1 ]; then
   ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
@@ -68,9 +79,9 @@ o.backward(torch.randn_like(o))
 torch.cuda.synchronize()"
 fi
 
-python3 - "$out" $probes <<'PY' | tee "$out/table.txt"
+python3 - "$out" "$pairs" $probes <<'PY' | tee "$out/table.txt"
 import csv, io, json, os, sys
-out, probes = sys.argv[1], sys.argv[2:]
+out, pairs, probes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 variants = ["standard"] + probes
 def load(name, kernel):
     try:
@@ -79,7 +90,7 @@ def load(name, kernel):
     except (OSError, ValueError, KeyError) as e:
         print(f"({name}: {e})")
         return {}
-runs = {v: [load(f"flash-{v}-{i}.json", "flash") for i in (1, 2)] for v in variants}
+runs = {v: [load(f"flash-{v}-{i}.json", "flash") for i in range(1, pairs + 1)] for v in variants}
 fa2 = load("peers.json", "torch-flash")
 def mean_time(v, k):
     ts = [r[k]["time_ms"]["median"] for r in runs[v] if k in r]
@@ -89,10 +100,12 @@ def first(v, k):
 keys = sorted({k for v in variants for r in runs[v] for k in r},
               key=lambda k: next((x["case"]["head_dim"], x["case"]["causal"], x["case"].get("seq_q", x["case"].get("seq")))
                                  for v in variants for x in [first(v, k)] if x))
-unverified = [f"{v}:{k}" for v in variants for k in keys if not (runs[v][0].get(k) or {}).get("verified")]
-print(f"TFLOP/s (mean of 2 runs, interleaved); x = FA2 time / flash time; r:P = standard time / P's time "
-      f"(> 1: P faster); spread: the largest max/min - 1 of a variant's 2 runs; "
-      f"unverified rows: {len(unverified)} {' '.join(unverified[:4])}")
+checked = [v for v in variants if v != "standard" or os.environ.get("VERIFY_DEFAULT", "1") == "1"]
+unverified = [f"{v}:{k}" for v in checked for k in keys
+              if not any((r.get(k) or {}).get("verified") for r in runs[v])]
+print(f"TFLOP/s (mean of {pairs} runs, interleaved); x = FA2 time / flash time; r:P = standard time / P's time "
+      f"(> 1: P faster); spread: the largest max/min - 1 of a variant's runs; "
+      f"unverified rows of {' '.join(checked)}: {len(unverified)} {' '.join(unverified[:4])}")
 print(f'{"case":40}' + "".join(f"{v:>16}" for v in variants) + f'{"FA2":>7}'
       + "".join(f'{"r:" + p:>10}' for p in probes) + f'{"spread":>8}')
 for k in keys:
@@ -113,7 +126,7 @@ for k in keys:
         row += f"{ts / tp:>10.3f}" if ts and tp else f'{"-":>10}'
     # the largest of the variants' run-to-run spreads (max/min - 1 of their 2 medians)
     sp = [max(m) / min(m) - 1 for v in variants
-          for m in [[r[k]["time_ms"]["median"] for r in runs[v] if k in r]] if len(m) == 2]
+          for m in [[r[k]["time_ms"]["median"] for r in runs[v] if k in r]] if len(m) >= 2]
     row += f"{100 * max(sp):>7.1f}%" if sp else f'{"-":>8}'
     print(row)
 

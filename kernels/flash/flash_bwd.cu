@@ -254,11 +254,11 @@ GridVariant grid_variant() {
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "lean") return GridVariant::lean;
-    if (s == "dqmid") return GridVariant::dqmid;
     if (s == "tail") return GridVariant::tail;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, lean, dqmid, tail; s6 and desc were "
-                                "removed in session 8, stagger in session 9: docs/perf-notes.md)");
+                                "' is not a flash backward variant (standard, lean, tail; s6 and desc were "
+                                "removed in session 8, stagger in session 9, dqmid in session 10: "
+                                "docs/perf-notes.md)");
   }();
   return v;
 }
@@ -461,7 +461,8 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
         dq_acc, static_cast<Elem*>(p.dq), n);
     FB_CUDA_CHECK_LAUNCH();
     if constexpr (kTensorCores) {
-      if (a.head_split > 1) {
+      // Under the tail split a.head_split holds its unit count, and dkv_acc only the tail's rows.
+      if (a.head_split > 1 && tail == 1) {
         const auto kv_blocks = unsigned(std::min<std::int64_t>(
             (kv_elems + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
         bwd_convert_dq_kernel<Elem, float><<<kv_blocks, kConvertThreads, 0, stream>>>(

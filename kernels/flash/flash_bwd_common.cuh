@@ -85,12 +85,11 @@ template <int kHeadDim> int main_tf32_key_tile();
 
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
 // process, for A/B runs in one binary: `lean` (session 7's call-A kernel: kLean + kDqRed2, tile-major
-// causal grid); `dqmid` (session 10: the default kernels with kDqMid, FlashAttention-2's dV, dQ, dK
-// order); `tail` (session 10: non-causal grids split their last partial wave, kTailSplit);
+// causal grid); `tail` (session 10: non-causal grids split their last partial wave, kTailSplit);
 // unset or `standard`: the default. Anything else is refused (std::invalid_argument;
 // `s6` and `desc`, measured in session 7, were removed in session 8; `stagger`, measured in session 9,
 // became d = 64 causal's default and is no longer a probe).
-enum class GridVariant { standard, lean, dqmid, tail };
+enum class GridVariant { standard, lean, tail };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

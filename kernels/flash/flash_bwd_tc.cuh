@@ -537,6 +537,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // MMA, then dQ = dS K and its reductions, then every dK MMA (default: dV and dK interleaved per k16
 // step, dQ last, its reductions right before the next step's barrier). The same instructions; the
 // reductions leave while dK's MMAs run, and own_ds stays live across dQ (+16 registers there).
+// Measured (session 10 call A, probe `dqmid`, removed after it): 1.2-4.3% slower on 11 of the 12
+// long-N rows (N = 4k-16k, d 64/128, both masks), 0.3% faster on the twelfth: not kept.
 // kTailSplit (session 10, with kLean): the grid's last partial wave. Of the n_blocks equal blocks of a
 // non-causal grid, the first n_blocks - rem (rem = tail_blocks(n_blocks, SMs)) run whole; each of the
 // last rem is split into S = a.head_split units (the field is the tail's split in these kernels),
@@ -1351,10 +1353,6 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
-  // Probe `dqmid` (session 10): `type` with kDqMid.
-  using dqmid = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
-                             false, true, false, false, false, false, true>;
-  using dqmid_noncausal = dqmid;
   // Probe `tail` (session 10): `noncausal` with kTailSplit, where the launcher splits the last wave.
   using tail = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true, false, false, false, false, false, true>;
@@ -1369,11 +1367,6 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
-  // Probe `dqmid` (session 10): `type` (causal) and `noncausal` with kDqMid.
-  using dqmid = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
-                             true, false, true, false, false, false, true, true>;
-  using dqmid_noncausal = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
-                                       false, false, false, false, false, false, false, false, true>;
   using tail = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
                             false, false, false, false, false, false, false, false, true>;
 };
@@ -1444,13 +1437,6 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
       }
       switch (grid_variant()) {
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
-        case GridVariant::dqmid:
-          if (a.mask.causal) {
-            launch_main_tc<typename Cfg::dqmid>(a, stream);
-          } else {
-            launch_main_tc<typename Cfg::dqmid_noncausal>(a, stream);
-          }
-          return;
         case GridVariant::standard:
         case GridVariant::tail: break;
       }
