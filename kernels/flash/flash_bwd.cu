@@ -148,11 +148,71 @@ int head_split(const AttentionParams& p) {
   return model_head_split(p, sms, tiles.block_n, tiles.block_m);
 }
 
+// The `tail` probe (FB_FLASH_BWD=tail): into how many units each block of the grid's last partial
+// wave is split (kTailSplit; 1: none). Non-causal fp16/bf16 at d = 64/128 on the warp-grid kernel
+// only (its blocks are equal: group x query tiles steps each). Model: the whole blocks fill
+// n_blocks / SMs waves; the tail's units then run in ceil(tail * S / SMs) rounds of L / S + 4 steps
+// (L: a block's steps; 4: a unit's fixed cost, as model_head_split's), against one round of L + 4
+// unsplit; the S in 2..16 (at most L) with the shortest time, if it is at least 1% shorter. (d = 64,
+// 16k tokens: 4096 blocks, a tail of 4 on 132 SMs, which S = 16 turns into one round of 1/16 blocks.)
+int tail_split(const AttentionParams& p) {
+  if (grid_variant() != GridVariant::tail || p.causal || p.kv_heads < 1 || p.heads % p.kv_heads != 0 ||
+      (p.head_dim != 64 && p.head_dim != 128) || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
+      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
+    return 1;
+  SplitTiles tiles;
+  dispatch_dtype(p.dtype, [&](auto traits) {
+    using Elem = typename decltype(traits)::elem;
+    if constexpr (sizeof(Elem) == 2) {
+      if (p.head_dim == 64) tiles = main_tc_split_tiles<Elem, 64>();
+      if (p.head_dim == 128) tiles = main_tc_split_tiles<Elem, 128>();
+    }
+  });
+  int device = 0, sms = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+      sms <= 0) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  if (tiles.block_n == 0 || tiles.smem_bytes > optin) return 1;
+  const long long n_blocks =
+      (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
+  const int tail = tail_blocks(n_blocks, sms);
+  if (tail == 0) return 1;
+  const double steps = double(p.heads / p.kv_heads) * ((p.seq_q + tiles.block_m - 1) / tiles.block_m);
+  constexpr double kUnitOverhead = 4.0;
+  int best = 1;
+  double best_t = steps + kUnitOverhead;
+  const double unsplit_t = best_t;
+  constexpr int kMaxTailSplit = 16;
+  for (int s = 2; s <= kMaxTailSplit && s <= steps; ++s) {
+    const double t = double((tail * s + sms - 1) / sms) * (steps / s + kUnitOverhead);
+    if (t < best_t) {
+      best = s;
+      best_t = t;
+    }
+  }
+  return best_t <= 0.99 * unsplit_t ? best : 1;
+}
+
+// The tail split's accumulator rows: tail_blocks key tiles (an upper bound where a K/V plane's last
+// tile is partial).
+std::int64_t tail_rows(const AttentionParams& p, int block_n) {
+  int device = 0, sms = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&device));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const long long n_blocks = (long long)((p.seq_k + block_n - 1) / block_n) * p.batch * p.kv_heads;
+  return std::int64_t(tail_blocks(n_blocks, sms)) * block_n;
+}
+
 struct WorkspaceLayout {
   std::size_t lse = 0;  // Acc [batch*heads, seq_pad]
   std::size_t d = 0;    // Acc [batch*heads, seq_pad]
   std::size_t dq = 0;   // Acc [batch, heads, seq_q, head_dim]
-  std::size_t dkv = 0;  // head split only: float [2][batch, kv_heads, seq_k, head_dim] (dK, dV)
+  std::size_t dkv = 0;  // head split only: float [2][batch, kv_heads, seq_k, head_dim] (dK, dV);
+                        // tail split (probe): float [2][tail_rows, head_dim]
   std::size_t total = 0;
 };
 
@@ -169,6 +229,8 @@ WorkspaceLayout workspace_layout(const AttentionParams& p) {
   w.dkv = w.total;
   const std::size_t kv_elems = std::size_t(p.batch) * p.kv_heads * p.seq_k * p.head_dim;
   if (head_split(p) > 1) w.total = align_up(w.dkv + 2 * kv_elems * sizeof(float));
+  if (tail_split(p) > 1)
+    w.total = align_up(w.dkv + 2 * std::size_t(tail_rows(p, 128)) * p.head_dim * sizeof(float));
   return w;
 }
 
@@ -192,9 +254,11 @@ GridVariant grid_variant() {
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "lean") return GridVariant::lean;
+    if (s == "tail") return GridVariant::tail;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, lean; s6 and desc were "
-                                "removed in session 8, stagger in session 9: docs/perf-notes.md)");
+                                "' is not a flash backward variant (standard, lean, tail; s6 and desc were "
+                                "removed in session 8, stagger in session 9, dqmid in session 10: "
+                                "docs/perf-notes.md)");
   }();
   return v;
 }
@@ -349,11 +413,28 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     // converted below). head_split() is 1 for every other kernel and dtype.
     [[maybe_unused]] const std::int64_t kv_elems =
         std::int64_t(p.batch) * p.kv_heads * p.seq_k * p.head_dim;
+    // The `tail` probe: the last partial wave's blocks split, their dK/dV summed in fp32 (zeroed
+    // here, converted below; head_split() is 1 under a probe).
+    [[maybe_unused]] int tail = 1;
+    [[maybe_unused]] std::int64_t tail_elems = 0, tail_row0 = 0;
     if constexpr (kTensorCores) {
       a.head_split = head_split(p);
       if (a.head_split > 1) {
         a.dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
         FB_CUDA_CHECK(cudaMemsetAsync(a.dkv_acc, 0, 2 * std::size_t(kv_elems) * sizeof(float), stream));
+      }
+      tail = tail_split(p);
+      if (tail > 1) {
+        constexpr int kTailBlockN = 128;  // both warp-grid kernels' key tile
+        const std::int64_t rows = tail_rows(p, kTailBlockN);
+        tail_elems = rows * p.head_dim;
+        // The first tail block's first key row; the tail covers every row from there to the end.
+        const std::int64_t n_tiles = (p.seq_k + kTailBlockN - 1) / kTailBlockN;
+        const std::int64_t first = n_tiles * p.batch * p.kv_heads - rows / kTailBlockN;
+        tail_row0 = first / n_tiles * p.seq_k + first % n_tiles * kTailBlockN;
+        a.head_split = tail;
+        a.dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
+        FB_CUDA_CHECK(cudaMemsetAsync(a.dkv_acc, 0, 2 * std::size_t(tail_elems) * sizeof(float), stream));
       }
     }
     with_head_dim(p.head_dim, [&](auto hd) {
@@ -380,7 +461,8 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
         dq_acc, static_cast<Elem*>(p.dq), n);
     FB_CUDA_CHECK_LAUNCH();
     if constexpr (kTensorCores) {
-      if (a.head_split > 1) {
+      // Under the tail split a.head_split holds its unit count, and dkv_acc only the tail's rows.
+      if (a.head_split > 1 && tail == 1) {
         const auto kv_blocks = unsigned(std::min<std::int64_t>(
             (kv_elems + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
         bwd_convert_dq_kernel<Elem, float><<<kv_blocks, kConvertThreads, 0, stream>>>(
@@ -388,6 +470,18 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
         FB_CUDA_CHECK_LAUNCH();
         bwd_convert_dq_kernel<Elem, float><<<kv_blocks, kConvertThreads, 0, stream>>>(
             a.dkv_acc + kv_elems, static_cast<Elem*>(p.dv), kv_elems);
+        FB_CUDA_CHECK_LAUNCH();
+      }
+      if (tail > 1) {
+        // Only the tail's rows: tail_row0 to the end of dK and dV.
+        const std::int64_t n_tail = kv_elems - tail_row0 * p.head_dim;
+        const auto t_blocks = unsigned(std::min<std::int64_t>(
+            (n_tail + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
+        bwd_convert_dq_kernel<Elem, float><<<t_blocks, kConvertThreads, 0, stream>>>(
+            a.dkv_acc, static_cast<Elem*>(p.dk) + tail_row0 * p.head_dim, n_tail);
+        FB_CUDA_CHECK_LAUNCH();
+        bwd_convert_dq_kernel<Elem, float><<<t_blocks, kConvertThreads, 0, stream>>>(
+            a.dkv_acc + tail_elems, static_cast<Elem*>(p.dv) + tail_row0 * p.head_dim, n_tail);
         FB_CUDA_CHECK_LAUNCH();
       }
     }

@@ -44,9 +44,15 @@ struct MainArgs {
   // heads go to head_split blocks per key tile, block s taking heads [s * group / head_split,
   // (s + 1) * group / head_split) of the group; each adds its partial dK and dV (fp32, dK times the
   // softmax scale) into dkv_acc, zeroed: [2][batch, kv_heads, seq_k, head_dim] (dK, then dV).
+  // The `tail` probe's kernels (kTailSplit) read head_split as the tail's split S instead (below).
   int head_split = 1;
   float* dkv_acc = nullptr;
 };
+
+// The tail split (probe `tail`): of a grid of n_blocks equal blocks, one a SM, the last partial wave's
+// blocks (n_blocks % sms; all of them when there are fewer than SMs) are each split into S units; the
+// grid is then n_blocks + tail_blocks * (S - 1) units, the whole blocks first.
+inline int tail_blocks(long long n_blocks, int sms) { return sms > 0 ? int(n_blocks % sms) : 0; }
 
 // Main kernels, one per (element type, head_dim). Each raises its dynamic shared-memory limit and
 // checks its launch.
@@ -79,10 +85,11 @@ template <int kHeadDim> int main_tf32_key_tile();
 
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
 // process, for A/B runs in one binary: `lean` (session 7's call-A kernel: kLean + kDqRed2, tile-major
-// causal grid); unset or `standard`: the default. Anything else is refused (std::invalid_argument;
+// causal grid); `tail` (session 10: non-causal grids split their last partial wave, kTailSplit);
+// unset or `standard`: the default. Anything else is refused (std::invalid_argument;
 // `s6` and `desc`, measured in session 7, were removed in session 8; `stagger`, measured in session 9,
 // became d = 64 causal's default and is no longer a probe).
-enum class GridVariant { standard, lean };
+enum class GridVariant { standard, lean, tail };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

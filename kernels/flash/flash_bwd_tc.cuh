@@ -533,12 +533,25 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // clocks a step) under the other's dP^T MMAs instead of both warps' at once. Without kSplitS.
 // Measured (session 9, H200): -4% at d = 128 and d = 64 non-causal, +0.4-0.7% at d = 64 causal (its
 // default since): the exponentials were not what limited the step.
+// kDqMid (session 10): FlashAttention-2's order after the barrier that publishes P^T/dS^T: every dV
+// MMA, then dQ = dS K and its reductions, then every dK MMA (default: dV and dK interleaved per k16
+// step, dQ last, its reductions right before the next step's barrier). The same instructions; the
+// reductions leave while dK's MMAs run, and own_ds stays live across dQ (+16 registers there).
+// Measured (session 10 call A, probe `dqmid`, removed after it): 1.2-4.3% slower on 11 of the 12
+// long-N rows (N = 4k-16k, d 64/128, both masks), 0.3% faster on the twelfth: not kept.
+// kTailSplit (session 10, with kLean): the grid's last partial wave. Of the n_blocks equal blocks of a
+// non-causal grid, the first n_blocks - rem (rem = tail_blocks(n_blocks, SMs)) run whole; each of the
+// last rem is split into S = a.head_split units (the field is the tail's split in these kernels),
+// unit s walking steps [s n / S, (s + 1) n / S) of the block's n (query head, query tile) steps and
+// adding its partial dK, dV into fp32 accumulators (a.dkv_acc: [2][rem * kBlockN rows from the first
+// tail block's first key row][head_dim]); the launcher converts them. 2048 blocks on 132 SMs (d = 128,
+// 16k tokens) are 15.5 waves: the last half-wave of whole blocks leaves half the SMs idle for a block.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
           bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
           bool kDescend_ = false, bool kLatePrefetch_ = false, bool kHeadSplit_ = false,
-          bool kStagger_ = false>
+          bool kStagger_ = false, bool kDqMid_ = false, bool kTailSplit_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -564,6 +577,12 @@ struct TcGridTraits {
   static constexpr int kDsBufs = kDeferDq ? 2 : 1;
   static constexpr bool kHeadSplit = kHeadSplit_;
   static constexpr bool kStagger = kStagger_;
+  static constexpr bool kDqMid = kDqMid_;
+  static constexpr bool kTailSplit = kTailSplit_;
+  static_assert(!kTailSplit_ || (kLean_ && !kDescend_ && !kHeadSplit_),
+                "the tail split starts kLean's ascending cursor mid-walk; not with the head split");
+  static_assert(!kDqMid_ || (!kEarlyOwn && !kDeferDq_ && !kDqFirst_),
+                "kDqMid places dQ itself, after the barrier that publishes dS^T");
   static_assert(!(kStagger_ && kSplitS_), "kStagger orders S^T and dP^T its own way");
   static_assert(!kHeadSplit_ || kLean_, "the head split's partial dK has the scale from kLean's dS^T");
 
@@ -626,6 +645,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   constexpr int kSN = Tr::kSCols / Tr::kMmaN;     // n8 tiles of a warp's S^T block (queries)
   constexpr int kKvN = Tr::kKvCols / Tr::kMmaN;   // n8 tiles of a warp's dV/dK block (head_dim)
   constexpr int kDqN = Tr::kDqCols / Tr::kMmaN;   // n8 tiles of a warp's dQ block (head_dim)
+  // Which of dV += P^T dO and dK += dS^T Q a dV/dK pass computes (kDqMid splits them).
+  constexpr int kKvBoth = 0, kKvDv = 1, kKvDk = 2;
 
   extern __shared__ __align__(16) unsigned char smem[];
   Elem* sK = reinterpret_cast<Elem*>(smem + Tr::kOffK);    // (kBlockN, kRowStride)
@@ -652,13 +673,36 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int n_tiles = (seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   const int split = Tr::kHeadSplit ? a.head_split : 1;
   const int n_bkv = a.batch * a.kv_heads * split;
+  // kTailSplit: the grid is n_blocks - rem whole blocks, then rem blocks of tail_n units each.
+  [[maybe_unused]] int tail_sub = 0, tail_n = 1, tail_first = 0, tail_rem = 0;
+  [[maybe_unused]] unsigned block = 0;  // kTailSplit: the block of this unit
+  if constexpr (Tr::kTailSplit) {
+    block = blockIdx.x;
+    const int n_blocks = n_tiles * a.batch * a.kv_heads;
+    tail_rem = (int(gridDim.x) - n_blocks) / (a.head_split - 1);
+    tail_first = n_blocks - tail_rem;
+    if (int(block) >= tail_first) {
+      const int u = int(block) - tail_first;
+      block = unsigned(tail_first + u / a.head_split);
+      tail_sub = u % a.head_split;
+      tail_n = a.head_split;
+    }
+  }
+  // Unsigned as blockIdx.x (unsigned divisions below), read where it is used.
+  auto block_idx = [&]() -> unsigned {
+    if constexpr (Tr::kTailSplit) {
+      return block;
+    } else {
+      return blockIdx.x;
+    }
+  };
   int tile, bkv;
   if (mask.causal && (!Tr::kHeadMajorCausal || Tr::kHeadSplit)) {
-    tile = blockIdx.x / n_bkv;
-    bkv = blockIdx.x % n_bkv;
+    tile = block_idx() / n_bkv;
+    bkv = block_idx() % n_bkv;
   } else {
-    tile = blockIdx.x % n_tiles;
-    bkv = blockIdx.x / n_tiles;
+    tile = block_idx() % n_tiles;
+    bkv = block_idx() / n_tiles;
   }
   const int group = a.heads / a.kv_heads;
   int head_lo = 0, n_heads = group;  // this block's query heads within the group
@@ -676,7 +720,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   const int m_begin = mask.first_q_tile(n0, Tr::kBlockM);
   const int per_head = m_tiles - m_begin;
   const int m_rot = mask.causal ? 0 : (n0 / Tr::kBlockM) % per_head;
-  const int n_iters = n_heads * per_head;
+  // kTailSplit: this unit's steps [tail_it0, tail_it0 + n_iters) of the block's walk.
+  const int tail_it0 = Tr::kTailSplit ? tail_sub * (n_heads * per_head) / tail_n : 0;
+  const int n_iters = Tr::kTailSplit ? (tail_sub + 1) * (n_heads * per_head) / tail_n - tail_it0
+                                     : n_heads * per_head;
 
   const Elem* q = static_cast<const Elem*>(a.q);
   const Elem* dout = static_cast<const Elem*>(a.dout);
@@ -706,7 +753,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     return Cursor{r, cur.head + (r == r_start ? 1 : 0)};
   };
   auto pos_at = [&](Cursor cur) { return StepPos{cur.head, (m_begin + cur.r) * Tr::kBlockM}; };
-  const Cursor first{r_start, hk * group + head_lo};
+  // kTailSplit: the cursor after tail_it0 steps (r wraps at per_head, the head advances each wrap).
+  const Cursor first = Tr::kTailSplit ? Cursor{(r_start + tail_it0 % per_head) % per_head,
+                                               hk * group + head_lo + tail_it0 / per_head}
+                                      : Cursor{r_start, hk * group + head_lo};
 
   // kLean: this thread's Q/dO copies, rows ld_row + k * (kThreads / kVecsPerRow) of column ld_col.
   const int ld_row = tid / Tr::kVecsPerRow;
@@ -1092,21 +1142,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
 
       // ---- dV += P^T dO, dK += dS^T Q: (32 keys, kKvCols) per warp, k = queries ----
       static_assert(Tr::kKvWarpsN == Tr::kSWarpsN, "the dV/dK warp holds the S^T warp's keys");
-      auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4]) {
+      // part: kKvBoth (dV and dK together, the default), kKvDv or kKvDk (kDqMid's two passes).
+      auto kv_step = [&](int kq, const std::uint32_t (&ap)[2][4], const std::uint32_t (&ads)[2][4],
+                         auto part) {
+        constexpr int kPart = decltype(part)::value;
         const int row = kq + lane % 16;
 #pragma unroll
         for (int j = 0; j < kKvN; j += 2) {
           // B = dO / Q (k = queries, n = head_dim), stored [query][dim]: transposing ldmatrix.
           const int col = kv_d + j * Tr::kMmaN + (lane / 16) * 8;
           std::uint32_t bo[4], bq[4];
-          ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
-          ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
+          if constexpr (kPart != kKvDk) ptx::ldmatrix_x4_trans(bo, sDob + row * Tr::kRowStride + col);
+          if constexpr (kPart != kKvDv) ptx::ldmatrix_x4_trans(bq, sQb + row * Tr::kRowStride + col);
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
-            ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
-            ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
-            ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
+            if constexpr (kPart != kKvDk) {
+              ptx::mma_m16n8k16<Elem>(acc_dv[i][j], ap[i], {bo[0], bo[1]});
+              ptx::mma_m16n8k16<Elem>(acc_dv[i][j + 1], ap[i], {bo[2], bo[3]});
+            }
+            if constexpr (kPart != kKvDv) {
+              ptx::mma_m16n8k16<Elem>(acc_dk[i][j], ads[i], {bq[0], bq[1]});
+              ptx::mma_m16n8k16<Elem>(acc_dk[i][j + 1], ads[i], {bq[2], bq[3]});
+            }
           }
         }
       };
@@ -1114,40 +1171,53 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       auto kv_step_hidden = [&](int kq) {
         return need_mask && !mask.visible(m0 + kq + Tr::kMmaK - 1, n0 + kv_keys);
       };
-      // This warp's own queries: A fragments from registers.
+      // dV and/or dK (part) over every query of the step.
+      auto kv_all = [&](auto part) {
+        constexpr int kPart = decltype(part)::value;
+        // This warp's own queries: A fragments from registers.
 #pragma unroll
-      for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
-        const int kq = s_q + t * Tr::kMmaK;
-        if (kv_step_hidden(kq)) continue;
-        const std::uint32_t ap[2][4] = {{own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
-                                        {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
-        const std::uint32_t ads[2][4] = {
-            {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
-            {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
-        kv_step(kq, ap, ads);
-      }
-      if constexpr (Tr::kEarlyOwn) publish();
-      // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
-      // plain ldmatrix.
-#pragma unroll
-      for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
-        const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
-#pragma unroll
-        for (int t = 0; t < kSN / 2; ++t) {
-          const int kq = q_base + t * Tr::kMmaK;
+        for (int t = 0; t < (Tr::kPInRegs ? kSN / 2 : 0); ++t) {
+          const int kq = s_q + t * Tr::kMmaK;
           if (kv_step_hidden(kq)) continue;
-          std::uint32_t ap[2][4], ads[2][4];
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const int off = (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
-            ptx::ldmatrix_x4(ap[i], sP + off);
-            ptx::ldmatrix_x4(ads[i], sDsW + off);
-          }
-          kv_step(kq, ap, ads);
+          const std::uint32_t ap[2][4] = {
+              {own_p[0][t][0], own_p[0][t][1], own_p[0][t][2], own_p[0][t][3]},
+              {own_p[1][t][0], own_p[1][t][1], own_p[1][t][2], own_p[1][t][3]}};
+          const std::uint32_t ads[2][4] = {
+              {own_ds[0][t][0], own_ds[0][t][1], own_ds[0][t][2], own_ds[0][t][3]},
+              {own_ds[1][t][0], own_ds[1][t][1], own_ds[1][t][2], own_ds[1][t][3]}};
+          kv_step(kq, ap, ads, part);
         }
+        if constexpr (Tr::kEarlyOwn) publish();
+        // The other S^T warps' queries: A = P^T / dS^T (m = keys, k = queries), stored [key][query]:
+        // plain ldmatrix.
+#pragma unroll
+        for (int o = Tr::kPInRegs ? 1 : 0; o < Tr::kSWarpsM; ++o) {
+          const int q_base = ((warp / Tr::kSWarpsN + o) % Tr::kSWarpsM) * Tr::kSCols;
+#pragma unroll
+          for (int t = 0; t < kSN / 2; ++t) {
+            const int kq = q_base + t * Tr::kMmaK;
+            if (kv_step_hidden(kq)) continue;
+            std::uint32_t ap[2][4], ads[2][4];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const int off =
+                  (kv_keys + i * Tr::kMmaM + lane % 16) * Tr::kPStride + kq + (lane / 16) * 8;
+              if constexpr (kPart != kKvDk) ptx::ldmatrix_x4(ap[i], sP + off);
+              if constexpr (kPart != kKvDv) ptx::ldmatrix_x4(ads[i], sDsW + off);
+            }
+            kv_step(kq, ap, ads, part);
+          }
+        }
+      };
+      if constexpr (Tr::kDqMid) {
+        // FlashAttention-2's order: dV, then dQ (its reductions leave while dK's MMAs run), then dK.
+        kv_all(std::integral_constant<int, kKvDv>{});
+        dq_reduce(pos, sDsW, masked_tag);
+        kv_all(std::integral_constant<int, kKvDk>{});
+      } else {
+        kv_all(std::integral_constant<int, kKvBoth>{});
+        if constexpr (!Tr::kDeferDq && !Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
       }
-
-      if constexpr (!Tr::kDeferDq && !Tr::kDqFirst) dq_reduce(pos, sDsW, masked_tag);
     };
     if (Tr::kSplitMasked && tile_masked) {
       step(std::true_type{});
@@ -1161,6 +1231,34 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   if constexpr (Tr::kDeferDq) {
     __syncthreads();  // every warp's dS^T of the last step is in its buffer
     dq_reduce_step(n_iters - 1, pos_prev);
+  }
+
+  if constexpr (Tr::kTailSplit) {
+    if (tail_n > 1) {
+      // A tail unit's partial sums (dS^T carried the scale, kLean): red.v2 into the tail's fp32
+      // accumulators, rows counted from the first tail block's first key row.
+      ptx::cp_async_wait<0>();
+      const int first_bkv = tail_first / n_tiles;
+      const std::int64_t row0 =
+          std::int64_t(first_bkv) * seq_k + std::int64_t(tail_first - first_bkv * n_tiles) * Tr::kBlockN;
+      const std::int64_t tail_elems = std::int64_t(tail_rem) * Tr::kBlockN * D;
+      float* dk_acc = a.dkv_acc + (kv_off - row0 * D) + kv_d + 2 * c;
+      float* dv_acc = dk_acc + tail_elems;
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = kv_keys + i * Tr::kMmaM + h * 8 + g;
+          if (n0 + r >= seq_k) continue;
+#pragma unroll
+          for (int j = 0; j < kKvN; ++j) {
+            const std::int64_t off = std::int64_t(r) * D + j * Tr::kMmaN;
+            detail::atomic_add2(dk_acc + off, acc_dk[i][j][2 * h], acc_dk[i][j][2 * h + 1]);
+            detail::atomic_add2(dv_acc + off, acc_dv[i][j][2 * h], acc_dv[i][j][2 * h + 1]);
+          }
+        }
+      return;
+    }
   }
 
   if constexpr (Tr::kHeadSplit) {
@@ -1255,6 +1353,9 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
+  // Probe `tail` (session 10): `noncausal` with kTailSplit, where the launcher splits the last wave.
+  using tail = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
+                            false, true, false, false, false, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   // Causal: kStagger in place of kSplitS (session 9, call A: +0.4-0.7% in both interleaved runs at
@@ -1266,6 +1367,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using fallback = TcTraits<Elem, 64, 128, 128, 64, 1>;
   using split = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
+  using tail = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                            false, false, false, false, false, false, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
@@ -1297,7 +1400,13 @@ template <typename Tr> void launch_main_tc(const MainArgs& a, cudaStream_t strea
   const std::int64_t blocks =
       std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
   if constexpr (Tr::kWarpGrid) {
-    const std::int64_t units = blocks * (Tr::kHeadSplit ? a.head_split : 1);
+    std::int64_t units = blocks * (Tr::kHeadSplit ? a.head_split : 1);
+    if constexpr (Tr::kTailSplit) {
+      int dev = 0, sms = 0;
+      FB_CUDA_CHECK(cudaGetDevice(&dev));
+      FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      units = blocks + std::int64_t(tail_blocks(blocks, sms)) * (a.head_split - 1);
+    }
     set_smem_limit(reinterpret_cast<const void*>(&bwd_main_tc_grid_kernel<Tr>), Tr::kSmemBytes);
     bwd_main_tc_grid_kernel<Tr><<<dim3(unsigned(units)), Tr::kThreads, Tr::kSmemBytes, stream>>>(a);
   } else {
@@ -1314,6 +1423,13 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
   FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (Cfg::type::kSmemBytes <= optin) {
     if constexpr (Cfg::type::kWarpGrid) {
+      // The launcher (flash_bwd.cu, tail_split()) asks for the tail split only under this probe,
+      // non-causal, where it runs.
+      if (grid_variant() == GridVariant::tail && a.head_split > 1) {
+        if (a.mask.causal) throw std::logic_error("flash backward: tail split on a causal grid");
+        launch_main_tc<typename Cfg::tail>(a, stream);
+        return;
+      }
       // The launcher (flash_bwd.cu, head_split()) asks for a split only where this kernel runs.
       if (a.head_split > 1) {
         launch_main_tc<typename Cfg::split>(a, stream);
@@ -1321,7 +1437,8 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
       }
       switch (grid_variant()) {
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
-        case GridVariant::standard: break;
+        case GridVariant::standard:
+        case GridVariant::tail: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
