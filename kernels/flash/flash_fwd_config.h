@@ -110,6 +110,12 @@ struct FwdConfig {
 //             d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the default
 //   l2order : the default kernel with set_tile_order's L2-sized plane groups on non-causal launches too (the
 //             grid order before session 9; TcTiles<D>::kPlaneGroup)
+//   bandN   : causal launches: the work tiles in bands of N adjacent query tiles of one plane (banded_tile,
+//             flash_fwd_args.cuh; kernel bit kFwdQBand), for L2 reuse of K/V among the blocks that run together;
+//             non-causal launches run the default
+//   persist : d = 128 non-causal launches: one wave of blocks that each run every gridDim.x-th work tile, the next
+//             tile's Q, K_0 and V_0 in flight during the current tile's epilogue (kernel bit kFwdPersist); causal
+//             launches and d = 64 run the default
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) were measured (docs/perf-notes.md, "Session 8" and "Session 9") and removed with their code; the
 // winners are in TcTiles<D>.
@@ -117,6 +123,8 @@ struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
   bool l2order = false;
+  int band = 0;  // bandN: N (0: grouped_tile's order)
+  bool persist = false;
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
