@@ -116,6 +116,8 @@ struct FwdConfig {
 //   persist : d = 128 non-causal launches: one wave of blocks that each run every gridDim.x-th work tile, the next
 //             tile's Q, K_0 and V_0 in flight during the current tile's epilogue (kernel bit kFwdPersist); causal
 //             launches and d = 64 run the default
+//   persist2: persist with the next tile's K_0 loaded at the start of the current tile's last KV step and its Q and
+//             V_0 once that step's S is done (kFwdPersistEarly)
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) were measured (docs/perf-notes.md, "Session 8" and "Session 9") and removed with their code; the
 // winners are in TcTiles<D>.
@@ -125,6 +127,7 @@ struct FwdProbe {
   bool l2order = false;
   int band = 0;  // bandN: N (0: grouped_tile's order)
   bool persist = false;
+  bool persist_early = false;  // persist2
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -114,6 +114,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // together, and their prologue and epilogue leave the tensor cores idle each time). Loading them during the
   // last KV step instead made ptxas spill 244-344 B.
   constexpr bool kPersist = (kOpt & kFwdPersist) != 0;
+  // kFwdPersistEarly: the next tile's K_0 at the start of the last KV step, its Q and V_0 once that step's S is done
+  // (instead of all three at the epilogue); their offsets wait in shared memory, not in registers.
+  constexpr bool kEarly = kPersist && (kOpt & kFwdPersistEarly) != 0;
   static_assert(!kPersist || (!kQBand && !Tr::kQInRegs && Tr::kBr == 2 * Tr::kBc && Tr::kBc % Tr::kWarpRows == 0),
                 "kFwdPersist: non-banded, Q from shared memory, O staged in one stage's K and V buffers");
   auto tile_of = [&](int work) {
@@ -134,6 +137,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const Elem* gV = a.v + off.kv;
   const int next_work = work + int(gridDim.x);
   const bool has_next = kPersist && next_work < works;
+  // kEarly: the next tile's Q and K/V offsets (elements) and its valid query rows, for the last KV step.
+  __shared__ std::int64_t next_off[kEarly ? 3 : 1];
+  if (kEarly && has_next && tid == 0) {  // read after the KV loop's barriers; the previous tile's reads are done
+    const PlaneTile nt = tile_of(next_work);
+    const HeadOffsets noff = head_offsets(a, nt.bh, D);
+    next_off[0] = noff.q + std::int64_t(nt.q_tile) * Tr::kBr * D;
+    next_off[1] = noff.kv;
+    next_off[2] = seq_q - nt.q_tile * Tr::kBr;
+  }
 
   Elem* sQ = reinterpret_cast<Elem*>(fwd_smem());    // (kBr, D); later O staging
   Elem* sK = sQ + Tr::kQTileElems;                    // kStages x (kBc, D)
@@ -286,6 +298,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       if (next < n_tiles) {
         load_kv(next, next_stage);
       } else {
+        // kEarly: the next work tile's K_0 into the free stage (its group, then an empty one).
+        if constexpr (kEarly) {
+          if (has_next)
+            load_kv_async<Tr, true>(sK + next_stage * Tr::kKVTileElems, a.k + next_off[1], seq_k, opaque_tid());
+        }
         // Empty groups keep the group count uniform.
         ptx::cp_async_commit();
         ptx::cp_async_commit();
@@ -386,6 +403,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
     ptx::cp_async_wait<2>();
     __syncthreads();
+    // kEarly, last step: every warp is done with sQ; the next tile's Q, then its V_0 next to its K_0. Group
+    // order K_0, (empty), Q, V_0: the next tile's first wait<1> leaves only V_0 in flight, as the prologue's does.
+    if constexpr (kEarly) {
+      if (has_next && j == n_tiles - 1) {
+        const int ltid = opaque_tid();
+        load_tile_async_lean<Tr, Tr::kBr>(sQ, a.q + next_off[0], int(next_off[2]), ltid);
+        ptx::cp_async_commit();
+        load_kv_async<Tr, true>(sV + next_stage * Tr::kKVTileElems, a.v + next_off[1], seq_k, ltid);
+        ptx::cp_async_commit();
+      }
+    }
 
     // ---- O += P V ----
     if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
@@ -404,7 +432,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   if constexpr (kPersist) {
     __syncthreads();
     const int last = (it0 + n_tiles - 1) % Tr::kStages;
-    if (has_next) {
+    if (!kEarly && has_next) {
       const PlaneTile nt = tile_of(next_work);
       const HeadOffsets noff = head_offsets(a, nt.bh, D);
       const int nq0 = nt.q_tile * Tr::kBr;

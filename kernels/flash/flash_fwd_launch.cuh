@@ -23,10 +23,12 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
   if (pr.band > 0 && p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdQBand>(p, stream, pr.band);
-  // persist: d = 128 only (Q from shared memory), non-causal launches.
+  // persist, persist2: d = 128 only (Q from shared memory), non-causal launches.
   if constexpr (!Tr::kQInRegs) {
-    if (pr.persist && !p.causal)
-      return launch_fwd_tc<Tr, Cfg::kOpt | kFwdPersist>(p, stream, pr.l2order ? 0 : Cfg::kPlaneGroup);
+    const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
+    if (pr.persist_early && !p.causal)
+      return launch_fwd_tc<Tr, Cfg::kOpt | kFwdPersist | kFwdPersistEarly>(p, stream, group);
+    if (pr.persist && !p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdPersist>(p, stream, group);
   }
   launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, pr.l2order ? 0 : Cfg::kPlaneGroup);
 }
