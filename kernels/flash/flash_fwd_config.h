@@ -22,12 +22,16 @@ namespace fb::cuda::flash {
 // the shared memory of kBc's tiles (sm_86/89: 99 KB).
 // kPlaneGroup > 0: non-causal grids take that many planes' query tiles at a time instead of set_tile_order's
 // L2-sized groups (flash_fwd_args.cuh), for the default tiles (not the kSmallBc ones).
+// kCausalBand > 0: causal launches of the default tiles take their work tiles in bands of that many query tiles
+// (kFwdQBand). kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
   static constexpr int kSmallBc = 0;
   static constexpr unsigned kSmallOpt = 0;
   static constexpr int kPlaneGroup = 0;
+  static constexpr int kCausalBand = 0;
+  static constexpr unsigned kFullOpt = 0;
 };
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
@@ -101,6 +105,8 @@ struct FwdConfig {
       kHasSmall, FwdTraits<Elem, D, TcTiles<D>::kBr, kSmallBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>, Traits>;
   static constexpr unsigned kSmallOpt = TcTiles<D>::kSmallOpt;
   static constexpr int kPlaneGroup = kTensorCores ? TcTiles<D>::kPlaneGroup : 0;
+  static constexpr int kCausalBand = kTensorCores ? TcTiles<D>::kCausalBand : 0;
+  static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
 };
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
