@@ -75,3 +75,26 @@ TEST_CASE("flash forward, bf16/fp16 d 64/128, sharp softmax (Q, K x 3): verifies
           check_beside_naive(b, c, "flash", kSeed, 3.0);
         }
 }
+
+// Many more work tiles than a device runs at once (64 planes x 13-16 query tiles = 832-1024 blocks' worth; an
+// H200 holds 264 of these blocks): the probes that reorder the tiles (bandN, causal) or run them from one wave
+// of blocks (persist, d = 128 non-causal: each block then runs 3-4 tiles, the next tile's Q/K/V loaded during
+// the last one's epilogue) must still run every tile once, whatever the K/V stage parity at a tile's end (17 and
+// 32 KV tiles) and with a short last band (13 query tiles).
+TEST_CASE("flash forward, bf16/fp16, more work tiles than one wave: verifies beside naive", "[gpu][flashfwd]") {
+  INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  const SeqLens lengths[] = {{2000, 2000}, {1537, 1030}};
+  for (const SeqLens& l : lengths) {
+    for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+      const Case c = make_case(4, 16, 4, l.q, l.k, 128, t, false, Pass::fwd);
+      INFO("case " << c.key());
+      check_beside_naive(b, c, "flash", kSeed);
+    }
+    for (int dim : {64, 128}) {
+      const Case c = make_case(4, 2048 / dim / 2, 4, l.q, l.k, dim, Dtype::bf16, true, Pass::fwd);
+      INFO("case " << c.key());
+      check_beside_naive(b, c, "flash", kSeed);
+    }
+  }
+}

@@ -64,6 +64,23 @@ unsigned set_tile_order(FwdArgs<Elem, Accum>& a, const AttentionParams& p, int b
   return unsigned(planes * a.q_tiles);
 }
 
+// A causal order with L2 reuse (kernels built with kFwdQBand): work tile t of planes x q_tiles in bands of
+// `band` adjacent query tiles, the last band (the longest tiles) first; within a band one plane after another,
+// each plane's tiles longest first. grouped_tile's causal order (one group of every plane) runs one query tile
+// of every plane at a time, so at N = 1k-2k (256-512 planes) the blocks that run together read a different
+// plane's K/V each, from HBM; here `band` blocks of a plane start together and walk the same keys, and the
+// lengths still fall band by band. When band does not divide q_tiles the last band (the shortest tiles,
+// 0 .. q_tiles % band - 1) is the short one.
+FB_HOST_DEVICE inline PlaneTile banded_tile(int t, int planes, int q_tiles, int band) {
+  const int band_tiles = band * planes;  // blocks in a full band; only the last band can be short
+  const int bi = t / band_tiles;
+  const int hi = q_tiles - 1 - bi * band;  // this band's longest query tile
+  const int width = hi + 1 < band ? hi + 1 : band;
+  const int within = t - bi * band_tiles;
+  const int plane = within / width;
+  return PlaneTile{plane, hi - (within - plane * width)};
+}
+
 // Offsets (in elements) of the first row of a (batch, head) slice: Q/O and K/V of query head h.
 struct HeadOffsets {
   std::int64_t q;   // into Q and O

@@ -22,12 +22,16 @@ namespace fb::cuda::flash {
 // the shared memory of kBc's tiles (sm_86/89: 99 KB).
 // kPlaneGroup > 0: non-causal grids take that many planes' query tiles at a time instead of set_tile_order's
 // L2-sized groups (flash_fwd_args.cuh), for the default tiles (not the kSmallBc ones).
+// kCausalBand > 0: causal launches of the default tiles take their work tiles in bands of that many query tiles
+// (kFwdQBand). kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
   static constexpr int kSmallBc = 0;
   static constexpr unsigned kSmallOpt = 0;
   static constexpr int kPlaneGroup = 0;
+  static constexpr int kCausalBand = 0;
+  static constexpr unsigned kFullOpt = 0;
 };
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
@@ -101,6 +105,8 @@ struct FwdConfig {
       kHasSmall, FwdTraits<Elem, D, TcTiles<D>::kBr, kSmallBc, TcTiles<D>::kWarps, TcTiles<D>::kQInRegs>, Traits>;
   static constexpr unsigned kSmallOpt = TcTiles<D>::kSmallOpt;
   static constexpr int kPlaneGroup = kTensorCores ? TcTiles<D>::kPlaneGroup : 0;
+  static constexpr int kCausalBand = kTensorCores ? TcTiles<D>::kCausalBand : 0;
+  static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
 };
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
@@ -110,6 +116,14 @@ struct FwdConfig {
 //             d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the default
 //   l2order : the default kernel with set_tile_order's L2-sized plane groups on non-causal launches too (the
 //             grid order before session 9; TcTiles<D>::kPlaneGroup)
+//   bandN   : causal launches: the work tiles in bands of N adjacent query tiles of one plane (banded_tile,
+//             flash_fwd_args.cuh; kernel bit kFwdQBand), for L2 reuse of K/V among the blocks that run together;
+//             non-causal launches run the default
+//   persist : d = 128 non-causal launches: one wave of blocks that each run every gridDim.x-th work tile, the next
+//             tile's Q, K_0 and V_0 in flight during the current tile's epilogue (kernel bit kFwdPersist); causal
+//             launches and d = 64 run the default
+//   persist2: persist with the next tile's K_0 loaded at the start of the current tile's last KV step and its Q and
+//             V_0 once that step's S is done (kFwdPersistEarly)
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) were measured (docs/perf-notes.md, "Session 8" and "Session 9") and removed with their code; the
 // winners are in TcTiles<D>.
@@ -117,6 +131,9 @@ struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
   bool l2order = false;
+  int band = 0;  // bandN: N (0: grouped_tile's order)
+  bool persist = false;
+  bool persist_early = false;  // persist2
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -9,7 +9,9 @@
 // O is divided by the row sum once at the end, staged through shared memory for 16-byte stores.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include <cuda_runtime.h>
 
@@ -75,6 +77,13 @@ __device__ __forceinline__ void load_kv_async(typename Tr::Elem* smem, const typ
   }
 }
 
+// threadIdx.x through an asm the compiler cannot look into (nor move: volatile).
+__device__ __forceinline__ int opaque_tid() {
+  int v;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(v));
+  return v;
+}
+
 // Variant bits kOpt (kFwdWarpSkip, ...): flash_fwd_traits.h.
 template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
@@ -97,7 +106,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
   // Tile order (common/tile_order.h): plane groups sized for L2, within a group the longest causal
   // tiles (the last ones: they see the most keys) first, which balances the tail of the grid.
-  const PlaneTile tile = grouped_tile(int(blockIdx.x), a.planes, a.q_tiles, a.plane_group);
+  // kFwdQBand (launched on causal problems only): bands of a.plane_group query tiles, banded_tile.
+  constexpr bool kQBand = (kOpt & kFwdQBand) != 0;
+  // kFwdPersist (non-causal launches, Q from shared memory): the grid is one wave of blocks, block b runs work
+  // tiles b, b + gridDim.x, ...; each tile's epilogue first puts the next tile's Q, K_0 and V_0 in flight, so they
+  // load while O is normalised and stored, instead of after (the blocks of a non-causal wave all start and end
+  // together, and their prologue and epilogue leave the tensor cores idle each time). Loading them during the
+  // last KV step instead made ptxas spill 244-344 B.
+  constexpr bool kPersist = (kOpt & kFwdPersist) != 0;
+  // kFwdPersistEarly: the next tile's K_0 at the start of the last KV step, its Q and V_0 once that step's S is done
+  // (instead of all three at the epilogue); their offsets wait in shared memory, not in registers.
+  constexpr bool kEarly = kPersist && (kOpt & kFwdPersistEarly) != 0;
+  static_assert(!kPersist || (!kQBand && !Tr::kQInRegs && Tr::kBr == 2 * Tr::kBc && Tr::kBc % Tr::kWarpRows == 0),
+                "kFwdPersist: non-banded, Q from shared memory, O staged in one stage's K and V buffers");
+  auto tile_of = [&](int work) {
+    return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
+                  : grouped_tile(work, a.planes, a.q_tiles, a.plane_group);
+  };
+  int work = int(blockIdx.x);
+  const int works = a.planes * a.q_tiles;
+  int it0 = 0;  // kPersist: KV steps run by the earlier work tiles (the K/V stage parity continues)
+  for (;;) {
+  const PlaneTile tile = tile_of(work);
   const int q_tile = tile.q_tile;
   const int q0 = q_tile * Tr::kBr;
   const int seq_q = a.mask.seq_q, seq_k = a.mask.seq_k;
@@ -105,6 +135,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const Elem* gQ = a.q + off.q + std::int64_t(q0) * D;
   const Elem* gK = a.k + off.kv;
   const Elem* gV = a.v + off.kv;
+  const int next_work = work + int(gridDim.x);
+  const bool has_next = kPersist && next_work < works;
+  // kEarly: the next tile's Q and K/V offsets (elements) and its valid query rows, for the last KV step.
+  __shared__ std::int64_t next_off[kEarly ? 3 : 1];
+  if (kEarly && has_next && tid == 0) {  // read after the KV loop's barriers; the previous tile's reads are done
+    const PlaneTile nt = tile_of(next_work);
+    const HeadOffsets noff = head_offsets(a, nt.bh, D);
+    next_off[0] = noff.q + std::int64_t(nt.q_tile) * Tr::kBr * D;
+    next_off[1] = noff.kv;
+    next_off[2] = seq_q - nt.q_tile * Tr::kBr;
+  }
 
   Elem* sQ = reinterpret_cast<Elem*>(fwd_smem());    // (kBr, D); later O staging
   Elem* sK = sQ + Tr::kQTileElems;                    // kStages x (kBc, D)
@@ -128,10 +169,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     load_kv_async<Tr, kLeanCopy>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
     ptx::cp_async_commit();
   };
-  // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it).
+  // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it). kPersist: a later work
+  // tile's were committed in the same order by the tile before it, at its epilogue.
+  if (!kPersist || it0 == 0) {
   load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
   ptx::cp_async_commit();
   load_kv(0, 0);
+  }
 
   // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
   // 16-31 the same rows at k 8-15. B from K (rows = keys): lanes 0-7 / 8-15 keys 0-7 at k 0-7 /
@@ -238,8 +282,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   };
 
   for (int j = 0; j < n_tiles; ++j) {
-    const int stage = j % Tr::kStages;
-    const int next_stage = (j + Tr::kStages - 1) % Tr::kStages;  // tile j - 1's, which j + 1 fills
+    const int stage = (kPersist ? it0 + j : j) % Tr::kStages;
+    // tile j - 1's, which j + 1 fills
+    const int next_stage = (kPersist ? it0 + j + Tr::kStages - 1 : j + Tr::kStages - 1) % Tr::kStages;
     const int k0 = j * Tr::kBc;
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
@@ -253,6 +298,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       if (next < n_tiles) {
         load_kv(next, next_stage);
       } else {
+        // kEarly: the next work tile's K_0 into the free stage (its group, then an empty one).
+        if constexpr (kEarly) {
+          if (has_next)
+            load_kv_async<Tr, true>(sK + next_stage * Tr::kKVTileElems, a.k + next_off[1], seq_k, opaque_tid());
+        }
         // Empty groups keep the group count uniform.
         ptx::cp_async_commit();
         ptx::cp_async_commit();
@@ -353,6 +403,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     // V_j landed (K_{j+1}, V_{j+1} may still fly), for every thread.
     ptx::cp_async_wait<2>();
     __syncthreads();
+    // kEarly, last step: every warp is done with sQ; the next tile's Q, then its V_0 next to its K_0. Group
+    // order K_0, (empty), Q, V_0: the next tile's first wait<1> leaves only V_0 in flight, as the prologue's does.
+    if constexpr (kEarly) {
+      if (has_next && j == n_tiles - 1) {
+        const int ltid = opaque_tid();
+        load_tile_async_lean<Tr, Tr::kBr>(sQ, a.q + next_off[0], int(next_off[2]), ltid);
+        ptx::cp_async_commit();
+        load_kv_async<Tr, true>(sV + next_stage * Tr::kKVTileElems, a.v + next_off[1], seq_k, ltid);
+        ptx::cp_async_commit();
+      }
+    }
 
     // ---- O += P V ----
     if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
@@ -360,6 +421,32 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
   // ---- epilogue: O /= row sum, LSE = ln(sum) + max; O staged in this warp's own sQ rows ----
   // (each warp only ever read its own Q rows, so no block barrier is needed before reusing them)
+  // kPersist: once every warp is done with sQ and the last step's V, the next work tile's Q, K_0 and V_0 go in
+  // flight (groups in the prologue's order, into the stage after the last step's), and O is staged in the last
+  // step's K (rows 0 .. kBc - 1) and V (the rest) buffers.
+  // kPersist: the thread's indices re-read where the compiler cannot see them, so that the address arithmetic
+  // below (invariant across work tiles) is not hoisted out of the work-tile loop and kept live across the KV loop.
+  const int etid = kPersist ? opaque_tid() : tid;
+  const int elane = etid % 32, eg = elane / 4, et = elane % 4, ewarp_row0 = (etid / 32) * Tr::kWarpRows;
+  Elem* sO = sQ;
+  if constexpr (kPersist) {
+    __syncthreads();
+    const int last = (it0 + n_tiles - 1) % Tr::kStages;
+    if (!kEarly && has_next) {
+      const PlaneTile nt = tile_of(next_work);
+      const HeadOffsets noff = head_offsets(a, nt.bh, D);
+      const int nq0 = nt.q_tile * Tr::kBr;
+      const int ns = (last + 1) % Tr::kStages;
+      load_tile_async<Tr, Tr::kBr>(sQ, a.q + noff.q + std::int64_t(nq0) * D, seq_q - nq0, etid);
+      ptx::cp_async_commit();
+      load_kv_async<Tr, kLeanCopy>(sK + ns * Tr::kKVTileElems, a.k + noff.kv, seq_k, etid);
+      ptx::cp_async_commit();
+      load_kv_async<Tr, kLeanCopy>(sV + ns * Tr::kKVTileElems, a.v + noff.kv, seq_k, etid);
+      ptx::cp_async_commit();
+    }
+    sO = (ewarp_row0 < Tr::kBc ? sK + last * Tr::kKVTileElems
+                              : sV + last * Tr::kKVTileElems - Tr::kBc * Tr::kRowStride);
+  }
   __syncwarp();
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -369,13 +456,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0 and
       // gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      const int row = warp_row0 + mt * Tr::kMmaM + g + hf * 8;
+      const int row = ewarp_row0 + mt * Tr::kMmaM + eg + hf * 8;
 #pragma unroll
       for (int nt = 0; nt < Tr::kONTiles; ++nt) {
-        *reinterpret_cast<std::uint32_t*>(sQ + row * Tr::kRowStride + nt * Tr::kMmaN + 2 * t) =
+        *reinterpret_cast<std::uint32_t*>(sO + row * Tr::kRowStride + nt * Tr::kMmaN + 2 * et) =
             ptx::pack2<Elem>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
       }
-      if (t == 0 && q0 + row < seq_q) {
+      if (et == 0 && q0 + row < seq_q) {
         a.lse[off.row + q0 + row] =
             sum > 0.f ? float((row_max[mt][hf] + log2f(sum)) * float(kLn2)) : kNegInf;
       }
@@ -385,17 +472,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr int kWarpChunks = Tr::kWarpRows * Tr::kRowChunks;
 #pragma unroll
   for (int i = 0; i < kWarpChunks / 32; ++i) {
-    const int c = lane + i * 32;
-    const int row = warp_row0 + c / Tr::kRowChunks;
+    const int c = elane + i * 32;
+    const int row = ewarp_row0 + c / Tr::kRowChunks;
     const int col = (c % Tr::kRowChunks) * Tr::kChunkElems;
     if (q0 + row < seq_q)
       *reinterpret_cast<uint4*>(gO + std::int64_t(row) * D + col) =
-          *reinterpret_cast<const uint4*>(sQ + row * Tr::kRowStride + col);
+          *reinterpret_cast<const uint4*>(sO + row * Tr::kRowStride + col);
+  }
+  if (!has_next) break;
+  it0 += n_tiles;
+  work = next_work;
   }
 }
 
 // Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
 // replaces set_tile_order's plane group on a non-causal launch (1: one plane's query tiles after another).
+// With kFwdQBand in kOpt (causal launches only), plane_group is the band of banded_tile.
 template <typename Tr, unsigned kOpt = 0>
 void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_group = 0) {
   auto args = make_fwd_args<typename Tr::Elem, float>(p);
@@ -404,8 +496,25 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(Tr::kSmemBytes)));
   }
-  const unsigned blocks = set_tile_order(args, p, Tr::kBr);
+  unsigned blocks = set_tile_order(args, p, Tr::kBr);
   if (plane_group > 0 && !p.causal) args.plane_group = plane_group;
+  if constexpr ((kOpt & kFwdQBand) != 0) {
+    if (!p.causal || plane_group < 1)
+      throw std::logic_error("flash forward: kFwdQBand is for causal launches with a band");
+    args.plane_group = plane_group;
+  }
+  if constexpr ((kOpt & kFwdPersist) != 0) {
+    if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");
+    // One wave: the blocks that fit on the device at once (asked once per process for this kernel).
+    static const unsigned wave = [&] {
+      int device = 0, sms = 0, per_sm = 0;
+      FB_CUDA_CHECK(cudaGetDevice(&device));
+      FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
+      return unsigned(std::max(1, sms * per_sm));
+    }();
+    blocks = std::min(blocks, wave);
+  }
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();
 }

@@ -16,13 +16,34 @@ inline int smem_optin() {
   return bytes;
 }
 
+// The default tiles of Cfg with its variant bits for this launch (kCausalBand, kFullOpt: TcLoop).
+template <typename Cfg>
+void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
+  using Tr = typename Cfg::Traits;
+  if constexpr (Cfg::kCausalBand > 0) {
+    if (p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdQBand>(p, stream, Cfg::kCausalBand);
+  }
+  if constexpr (Cfg::kFullOpt != 0) {
+    if (!p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | Cfg::kFullOpt>(p, stream, plane_group);
+  }
+  launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, plane_group);
+}
+
 // The probe's variant of the tensor-core forward (fwd_probe(), flash_fwd_config.h) for the config Cfg.
 template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename Cfg::Traits;
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
-  launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, pr.l2order ? 0 : Cfg::kPlaneGroup);
+  if (pr.band > 0 && p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdQBand>(p, stream, pr.band);
+  // persist, persist2: d = 128 only (Q from shared memory), non-causal launches.
+  if constexpr (!Tr::kQInRegs) {
+    const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
+    if (pr.persist_early && !p.causal)
+      return launch_fwd_tc<Tr, Cfg::kOpt | kFwdPersist | kFwdPersistEarly>(p, stream, group);
+    if (pr.persist && !p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdPersist>(p, stream, group);
+  }
+  launch_fwd_tc_default<Cfg>(p, stream, pr.l2order ? 0 : Cfg::kPlaneGroup);
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
@@ -37,7 +58,7 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       if (std::size_t(smem_optin()) < Tr::kSmemBytes)
         return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
     }
-    launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, Cfg::kPlaneGroup);
+    launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
   } else {
     launch_fwd_simt<typename Cfg::Traits>(p, stream);
   }

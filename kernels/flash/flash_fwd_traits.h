@@ -84,6 +84,16 @@ inline constexpr unsigned kFwdLeanCopy = 8u;
 //   kFwdLazyRescale : a row's exponent offset moves only when the warp sees a score 2^8
 //                    above it; O's rescale runs only on those tiles (FlashAttention-4's trick).
 inline constexpr unsigned kFwdLazyRescale = 64u;
+//   kFwdQBand      : causal launches only: the work tiles go in bands of a.plane_group adjacent query tiles
+//                    (banded_tile, flash_fwd_args.cuh) instead of grouped_tile's order, so that the blocks that
+//                    run together share their planes' K/V in L2 and the longest tiles still come first.
+inline constexpr unsigned kFwdQBand = 128u;
+//   kFwdPersist    : non-causal launches, Q from shared memory: one wave of blocks, each runs every gridDim.x-th
+//                    work tile and puts the next tile's Q, K_0 and V_0 in flight before the current one's epilogue.
+inline constexpr unsigned kFwdPersist = 256u;
+//   kFwdPersistEarly : with kFwdPersist: the next tile's K_0 at the start of the current tile's last KV step, its
+//                    Q and V_0 once that step's S is done.
+inline constexpr unsigned kFwdPersistEarly = 512u;
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
