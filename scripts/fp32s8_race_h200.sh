@@ -6,8 +6,8 @@
 #    every hazard kept (--print-limit), exit status 86 on any hazard; synccheck on configs/sanitize-fp32-bwd.json.
 # 2. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail it).
 # 3. Per PROBE word given, set as FB_SM90_FP32_BWD_PROBE (read by kernels/flash_sm90/flash_sm90_tf32_bwd.cu in a
-#    session that adds probes; it has none now): racecheck on the d = 128 case, the GPU tests [sm90tf32] and
-#    synccheck under it.
+#    session that adds probes): racecheck on the case FP32_RACE_FILTER selects (default d128), the GPU tests
+#    [sm90tf32] and synccheck under it.
 # Prints last: per setting, the RACECHECK SUMMARY line and the distinct (hazard, reader pc, writer pc) triples,
 # so that one look tells which accesses racecheck pairs.
 set -uo pipefail
@@ -39,7 +39,7 @@ STEP_TIMEOUT=30 step sync-default scripts/sanitize.sh -e "$fb" -s configs/saniti
   "$out/sync-default.json"
 STEP_TIMEOUT=30 step tests "$tests" "[sm90tf32],[fp32tc]"
 for pr in $probes; do
-  FB_SM90_FP32_BWD_PROBE=$pr race "race-$pr" --filter d128
+  FB_SM90_FP32_BWD_PROBE=$pr race "race-$pr" --filter "${FP32_RACE_FILTER:-d128}"
   FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=30 step "tests-$pr" "$tests" "[sm90tf32]"
   FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=30 step "sync-$pr" scripts/sanitize.sh -e "$fb" \
     -s configs/sanitize-fp32-bwd.json -t synccheck "$out/sync-$pr.json"

@@ -60,6 +60,10 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
+  // Ping-pong of the two consumers on the tensor cores (own keys only; a timing probe, session 10):
+  // 0 off (lockstep: both issue their GEMMs at once and both then run their softmax / splits with
+  // the tensor pipe idle); 1 S^T / dP^T in turns (consumer 0's first, then 1's); 2 also dV / dK.
+  static constexpr int kPingPong = 0;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -157,6 +161,7 @@ struct Tf32BwdTraits {
   static constexpr int kBarProducer = 1;
   static constexpr int kBarConsumer0 = 2;  // + consumer index: its dS rows are written / free
   static constexpr int kBarConsumers = kBarConsumer0 + kConsumerWgs;  // kShareKeys: P, dS of all
+  static constexpr int kBarTurn0 = kBarConsumers + 1;  // kPingPong: + consumer index: its turn
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers: d is one or two 64-wide parts");
   static_assert(!kPresplit || !kShareKeys, "presplit K/V: each consumer computes S^T and dP^T (own keys)");
@@ -194,6 +199,16 @@ template <typename Tr> struct Tf32BwdRn : Tr {
 // (FB_SM90_FP32_BWD_PROBE=desc).
 template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
+};
+
+// The same backward with the consumers taking turns on the tensor cores (kPingPong, 1 or 2): a timing
+// probe (FB_SM90_FP32_BWD_PROBE=pp1 / pp, d = 64).
+template <typename Tr, int kTurns> struct Tf32BwdPingPong : Tr {
+  static constexpr int kPingPong = kTurns;
+  static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kConsumerWgs == 2 && Tr::kWgParts == 1 &&
+                    Tr::kPairParts,
+                "ping-pong: two consumers with their own keys, S^T / dP^T as one SS group, dV / dK as one pair");
+  static_assert(Tr::kBarTurn0 + Tr::kConsumerWgs <= 16, "named barrier ids 0-15");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
