@@ -64,6 +64,11 @@ struct Tf32BwdTraits {
   // 0 off (lockstep: both issue their GEMMs at once and both then run their softmax / splits with
   // the tensor pipe idle); 1 S^T / dP^T in turns (consumer 0's first, then 1's); 2 also dV / dK.
   static constexpr int kPingPong = 0;
+  // true (own keys only; a timing probe, session 10): the stage's Q / dO half released as soon as
+  // S^T / dP^T are complete rather than after the softmax (with one stage, the next tile's loads and
+  // splits start earlier); LSE and D then take two slots per stage (Tf32BwdEarlyQd).
+  static constexpr bool kEarlyQdEmpty = false;
+  static constexpr int kLseSlots = kStages;  // LSE / D rows held at once (slot = tile % kLseSlots)
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -140,9 +145,9 @@ struct Tf32BwdTraits {
   static constexpr int kOffStage = kOffVLo + (kPresplit ? kKVBytes : 0);
   static constexpr int kOffDs = kOffStage + kStages * kStageBytes;  // dS hi, lo
   static constexpr int kOffP = kOffDs + 2 * kDsBytes;               // kShareKeys: P hi, lo
-  static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per stage
-  static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
-  static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
+  static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per slot
+  static constexpr int kOffD = kOffLse + kLseSlots * kRowVecBytes;
+  static constexpr int kOffBar = kOffD + kLseSlots * kRowVecBytes;
   static constexpr int kBarBytes = 8;
   // K/V full; per stage: raw (TMA) full, Q/dO ready, Q^T/dO^T ready, Q/dO empty, Q^T/dO^T empty.
   static constexpr int kNumBars = 2 + 5 * kStages;  // + K/V split (kPresplit)
@@ -209,6 +214,21 @@ template <typename Tr, int kTurns> struct Tf32BwdPingPong : Tr {
                     Tr::kPairParts,
                 "ping-pong: two consumers with their own keys, S^T / dP^T as one SS group, dV / dK as one pair");
   static_assert(Tr::kBarTurn0 + Tr::kConsumerWgs <= 16, "named barrier ids 0-15");
+};
+
+// The same backward releasing Q / dO before the softmax (kEarlyQdEmpty): a timing probe
+// (FB_SM90_FP32_BWD_PROBE=eq, d = 64).
+template <typename Tr> struct Tf32BwdEarlyQd : Tr {
+  static constexpr bool kEarlyQdEmpty = true;
+  // LSE / D of tile t stay in slot t % kLseSlots until the consumers' softmax of t; the producer
+  // loads tile t + 1's into the other slot once Q / dO are released (before that softmax).
+  static constexpr int kLseSlots = 2 * Tr::kStages;
+  static constexpr int kOffD = Tr::kOffLse + kLseSlots * Tr::kRowVecBytes;
+  static constexpr int kOffBar = kOffD + kLseSlots * Tr::kRowVecBytes;
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kOffBar + Tr::kNumBars * Tr::kBarBytes + Tr::kAtomBytes);
+  static_assert(!Tr::kShareKeys, "early Q / dO release: consumers with their own keys");
+  static_assert(kSmemBytes <= Tr::kMaxSmemOptin, "fits the 227 KB a block may opt in to");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
