@@ -499,6 +499,13 @@ template <int kAccs, int kRegs> __device__ __forceinline__ void sum_split_accs(f
 template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo>
 __device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)[N / 2], Frag&& frag,
                                                  DescHi&& b_hi, DescLo&& b_lo) {
+  gemm_frag_a_pair<N, kSteps, kSplit>(c0, c1, frag, b_hi, b_lo, [] {});
+}
+// The same, with before_issue() called once every fragment is loaded, right before the first wgmma
+// (e.g. a wait for a turn on the tensor cores that the fragment loads need not wait for).
+template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo, typename Before>
+__device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)[N / 2], Frag&& frag,
+                                                 DescHi&& b_hi, DescLo&& b_lo, Before&& before_issue) {
   std::uint32_t ah[2][kSteps][4], al[2][kSteps][4];
 #pragma unroll
   for (int g = 0; g < 2; ++g)
@@ -507,6 +514,7 @@ __device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)
       frag(g, kk, 0, ah[g][kk]);
       if constexpr (kSplit) frag(g, kk, 1, al[g][kk]);
     }
+  before_issue();
   ptx::wgmma_fence();
   if constexpr (kSplit) {
 #pragma unroll

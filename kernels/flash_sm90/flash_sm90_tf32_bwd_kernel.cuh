@@ -497,7 +497,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         const std::uint32_t bh0 = sm.dot(st, 0) + off, bl0 = sm.dot(st, 1) + off;
         const std::uint32_t bh1 = sm.qt(st, 0) + off, bl1 = sm.qt(st, 1) + off;
         float tv[Tr::kPartRegs], tk[Tr::kPartRegs];
-        if constexpr (kTurnsPerTile == 2) turn_begin();
         tf32::gemm_frag_a_pair<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
             tv, tk,
             [&](int g, int kk, int lo_part, std::uint32_t(&a)[4]) {
@@ -514,6 +513,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             },
             [&](int g, int kk) {
               return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk);
+            },
+            [&] {  // the fragments are loaded before the wait for the turn
+              if constexpr (kTurnsPerTile == 2) turn_begin();
             });
         if constexpr (kTurnsPerTile == 2) turn_end(it == w.steps - 1);
         ptx::wgmma_wait<0>();
