@@ -8,6 +8,8 @@
 # 2. GPU tests [sm90tf32] under pp,eq and pp1 (3xTF32 within the FP32 rule, 1xTF32 failing it).
 # 3. Under pp,eq (while time is left): racecheck on the d = 64 race case and synccheck.
 # Prints last: the steps' status lines, then the timing table (x = naive time / kernel time).
+# Its probes ran in session 10's call A (results/h200/s10/callA/fp32/); after it eq is the shipping d = 64 kernel
+# and the probe words are gone (each column then times the default again).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s10_h200.sh OUTDIR [BUILD_DIR]}

@@ -2,8 +2,9 @@
 # compute-sanitizer on flash-sm90's fp32 backward, plus the fp32 GPU tests, in about 25 s:
 #   scripts/fp32s8_race_h200.sh OUTDIR [BUILD_DIR=build] [PROBE...]
 # (Named for session 8, where it began; session 9 made it what it is.)
-# 1. racecheck on configs/sanitize-fp32-bwd-race.json (N = 130, GQA, d = 64 and d = 128: one case each, seconds),
-#    every hazard kept (--print-limit), exit status 86 on any hazard; synccheck on configs/sanitize-fp32-bwd.json.
+# 1. racecheck on configs/sanitize-fp32-bwd-race.json (N = 130, GQA, d = 64 and d = 128: one case each, ~10 s each
+#    under racecheck; no warm-up time loop: each instrumented run is slow), every hazard kept (--print-limit), exit
+#    status 86 on any hazard; synccheck on configs/sanitize-fp32-bwd.json.
 # 2. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail it).
 # 3. Per PROBE word given, set as FB_SM90_FP32_BWD_PROBE (read by kernels/flash_sm90/flash_sm90_tf32_bwd.cu in a
 #    session that adds probes): racecheck on the case FP32_RACE_FILTER selects (default d128), the GPU tests
@@ -31,7 +32,7 @@ race() {  # name, flashbench run options...: racecheck on the race config, every
   shift
   step "$name" compute-sanitizer --tool racecheck --racecheck-report all --print-limit 1000000 --show-backtrace no \
     --error-exitcode 86 "$fb" run configs/sanitize-fp32-bwd-race.json --backend cuda -q --no-ceilings \
-    -o "$out/$name.json" "$@"
+    --warmup-time 0 -o "$out/$name.json" "$@"
 }
 tests="$build/tests/flashbench_gpu_tests"
 race race-default

@@ -499,13 +499,6 @@ template <int kAccs, int kRegs> __device__ __forceinline__ void sum_split_accs(f
 template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo>
 __device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)[N / 2], Frag&& frag,
                                                  DescHi&& b_hi, DescLo&& b_lo) {
-  gemm_frag_a_pair<N, kSteps, kSplit>(c0, c1, frag, b_hi, b_lo, [] {});
-}
-// The same, with before_issue() called once every fragment is loaded, right before the first wgmma
-// (e.g. a wait for a turn on the tensor cores that the fragment loads need not wait for).
-template <int N, int kSteps, bool kSplit, typename Frag, typename DescHi, typename DescLo, typename Before>
-__device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)[N / 2], Frag&& frag,
-                                                 DescHi&& b_hi, DescLo&& b_lo, Before&& before_issue) {
   std::uint32_t ah[2][kSteps][4], al[2][kSteps][4];
 #pragma unroll
   for (int g = 0; g < 2; ++g)
@@ -514,7 +507,6 @@ __device__ __forceinline__ void gemm_frag_a_pair(float (&c0)[N / 2], float (&c1)
       frag(g, kk, 0, ah[g][kk]);
       if constexpr (kSplit) frag(g, kk, 1, al[g][kk]);
     }
-  before_issue();
   ptx::wgmma_fence();
   if constexpr (kSplit) {
 #pragma unroll
@@ -553,10 +545,8 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a
 // gemm_split_rs_multi's products and accumulators (c[g][0..kAccs)) with A's hi / lo parts already
 // split in shared memory (K-major): a(g, kk, part) gives A's descriptor of step kk (part 0 = hi,
 // 1 = lo), b(g, kk, part) B's. No A fragments in registers, so every step is issued before one
-// commit. Returns with every wgmma complete; kWait false: right after the commit, the caller waits
-// (wgmma_wait<0>, then fence_operands on c) when it has done what must follow the issue.
-template <int N, int kSteps, bool kSplit, int kGemms, int kAccs, bool kWait = true, typename DescA,
-          typename DescB>
+// commit. Returns with every wgmma complete.
+template <int N, int kSteps, bool kSplit, int kGemms, int kAccs, typename DescA, typename DescB>
 __device__ __forceinline__ void gemm_split_ss_multi(float (&c)[kGemms][kAccs][N / 2], DescA&& a, DescB&& b) {
   constexpr int kHalf = kSteps / 2;
   constexpr int kLoHi = 2, kHiLo = kAccs - 1;
@@ -587,13 +577,11 @@ __device__ __forceinline__ void gemm_split_ss_multi(float (&c)[kGemms][kAccs][N 
     }
   }
   ptx::wgmma_commit();
-  if constexpr (kWait) {
-    ptx::wgmma_wait<0>();
+  ptx::wgmma_wait<0>();
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g)
+  for (int g = 0; g < kGemms; ++g)
 #pragma unroll
-      for (int x = 0; x < kAccs; ++x) ptx::fence_operands(c[g][x]);
-  }
+    for (int x = 0; x < kAccs; ++x) ptx::fence_operands(c[g][x]);
 }
 
 // gemm_split_rs_multi with A's hi / lo fragments read already split (frag(kk, part, a): part 0 =

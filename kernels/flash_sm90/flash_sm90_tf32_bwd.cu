@@ -7,7 +7,6 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -71,41 +70,12 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // with their instantiations.
 // Session 9's probes (FB_SM90_FP32_BWD_PROBE: dvbar, regp, sleep; racecheck) ran in its call A: dvbar is
 // the shipping d = 128 kernel, regp and sleep are removed (docs/perf-notes.md, "flash-sm90 fp32 backward").
-// FB_SM90_FP32_BWD_PROBE (read once), d = 64 3xTF32 only; unset or any other value is the shipping backward:
-//   pp1     the two consumers take turns issuing S^T / dP^T (Tf32BwdPingPong<.., 1>)
-//   pp      turns on S^T / dP^T and on dV / dK (Tf32BwdPingPong<.., 2>)
-//   eq      LSE, D read before S^T / dP^T, Q / dO released before the softmax (Tf32BwdEarlyQd)
-//   pp1,eq  pp,eq  both
-enum class Tf32BwdProbe { none, pp1, pp, eq, pp1_eq, pp_eq };
-Tf32BwdProbe tf32_bwd_probe() {
-  static const Tf32BwdProbe probe = [] {
-    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    const std::string v = env ? env : "";
-    if (v == "pp1") return Tf32BwdProbe::pp1;
-    if (v == "pp") return Tf32BwdProbe::pp;
-    if (v == "eq") return Tf32BwdProbe::eq;
-    if (v == "pp1,eq") return Tf32BwdProbe::pp1_eq;
-    if (v == "pp,eq") return Tf32BwdProbe::pp_eq;
-    return Tf32BwdProbe::none;
-  }();
-  return probe;
-}
-
+// Session 10's probes (FB_SM90_FP32_BWD_PROBE, d = 64: pp1 / pp, the consumers taking turns on the tensor cores;
+// eq, Q / dO released before the softmax; pp,eq) ran in its call A: eq is the shipping d = 64 kernel
+// (Tf32BwdEarlyQd), the ping-pong forms are removed with the probe switch (docs/perf-notes.md).
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
-  if constexpr (D == 64 && kSplit) {
-    switch (tf32_bwd_probe()) {
-      case Tf32BwdProbe::pp1: return launch<Tf32BwdPingPong<Traits, 1>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::pp: return launch<Tf32BwdPingPong<Traits, 2>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::eq: return launch<Tf32BwdEarlyQd<Traits>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::pp1_eq:
-        return launch<Tf32BwdEarlyQd<Tf32BwdPingPong<Traits, 1>>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::pp_eq:
-        return launch<Tf32BwdEarlyQd<Tf32BwdPingPong<Traits, 2>>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::none: break;
-    }
-  }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }
 

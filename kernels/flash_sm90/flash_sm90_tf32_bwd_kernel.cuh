@@ -236,26 +236,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
   for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
 
-  // Ping-pong (Tr::kPingPong, a probe): the consumers take turns issuing their GEMMs, S^T / dP^T of
-  // consumer 0, then of 1 (kPingPong 2: then dV / dK of 0, of 1), so that the tensor pipe runs one
-  // consumer's group while the other runs its softmax, splits and stores (in lockstep the groups of
-  // both interleave, finish together, and the pipe then idles under both softmaxes). A turn ends
-  // right after its group is committed (not waited for). Consumer 1 opens consumer 0's first turn and
-  // skips its own last pass-on, so that every bar.arrive meets a bar.sync.
-  constexpr int kTurnsPerTile = Tr::kPingPong;
-  auto turn_begin = [&] {
-    if constexpr (kTurnsPerTile > 0) ptx::named_bar_sync(Tr::kBarTurn0 + cw, Tr::kConsumerThreads);
-  };
-  auto turn_end = [&](bool last) {
-    if constexpr (kTurnsPerTile > 0) {
-      if (!(last && cw == Tr::kConsumerWgs - 1))
-        ptx::named_bar_arrive(Tr::kBarTurn0 + (cw + 1) % Tr::kConsumerWgs, Tr::kConsumerThreads);
-    }
-  };
-  if constexpr (kTurnsPerTile > 0) {
-    if (cw == Tr::kConsumerWgs - 1 && w.steps > 0) ptx::named_bar_arrive(Tr::kBarTurn0, Tr::kConsumerThreads);
-  }
-
   if constexpr (Tr::kPresplit) ptx::mbar_wait(bars.kv_split(), 0);
   else ptx::mbar_wait(bars.kv_full(), 0);
   for (int it = 0; it < w.steps; ++it) {
@@ -300,8 +280,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         // A (K, V hi / lo) from shared memory: no fragments to build.
         const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
         const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
-        turn_begin();
-        tf32::gemm_split_ss_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSplit, 2, Tr::kSdpAccs, kTurnsPerTile == 0>(
+        tf32::gemm_split_ss_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSplit, 2, Tr::kSdpAccs>(
             sdp,
             [&](int g, int kk, int part) {
               const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
@@ -311,14 +290,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
               const std::uint32_t tile = g == 0 ? (part ? q_lo : q_hi) : (part ? do_lo : do_hi);
               return tf32::kstep_desc<Tr::kDescBase>(tile, Tr::kQChunkBytes, kk);
             });
-        if constexpr (kTurnsPerTile > 0) {
-          turn_end(kTurnsPerTile == 1 && it == w.steps - 1);
-          ptx::wgmma_wait<0>();
-#pragma unroll
-          for (int g = 0; g < 2; ++g)
-#pragma unroll
-            for (int x = 0; x < Tr::kSdpAccs; ++x) ptx::fence_operands(sdp[g][x]);
-        }
       } else {
         tf32::gemm_split_rs_multi<Tr::kBlockM, Tr::kQKSteps, Tr::kSdpGroup, Tr::kSplit, 2, Tr::kSdpAccs, Tr::kRn>(
             sdp,
@@ -513,11 +484,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
             },
             [&](int g, int kk) {
               return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk);
-            },
-            [&] {  // the fragments are loaded before the wait for the turn
-              if constexpr (kTurnsPerTile == 2) turn_begin();
             });
-        if constexpr (kTurnsPerTile == 2) turn_end(it == w.steps - 1);
         ptx::wgmma_wait<0>();
         add_part(dv, tv, part);
         add_part(dk, tk, part);

@@ -60,13 +60,9 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
-  // Ping-pong of the two consumers on the tensor cores (own keys only; a timing probe, session 10):
-  // 0 off (lockstep: both issue their GEMMs at once and both then run their softmax / splits with
-  // the tensor pipe idle); 1 S^T / dP^T in turns (consumer 0's first, then 1's); 2 also dV / dK.
-  static constexpr int kPingPong = 0;
-  // true (own keys only; a timing probe, session 10): the stage's Q / dO half released as soon as
-  // S^T / dP^T are complete rather than after the softmax (with one stage, the next tile's loads and
-  // splits start earlier); LSE and D then take two slots per stage (Tf32BwdEarlyQd).
+  // true (own keys only; Tf32BwdEarlyQd, shipped at d = 64 since session 10): the stage's Q / dO half
+  // released as soon as S^T / dP^T are complete rather than after the softmax (with one stage, the next
+  // tile's loads and splits start a softmax earlier); LSE and D then take two slots per stage.
   static constexpr bool kEarlyQdEmpty = false;
   static constexpr int kLseSlots = kStages;  // LSE / D rows held at once (slot = tile % kLseSlots)
 
@@ -166,7 +162,6 @@ struct Tf32BwdTraits {
   static constexpr int kBarProducer = 1;
   static constexpr int kBarConsumer0 = 2;  // + consumer index: its dS rows are written / free
   static constexpr int kBarConsumers = kBarConsumer0 + kConsumerWgs;  // kShareKeys: P, dS of all
-  static constexpr int kBarTurn0 = kBarConsumers + 1;  // kPingPong: + consumer index: its turn
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "wgmma wrappers: d is one or two 64-wide parts");
   static_assert(!kPresplit || !kShareKeys, "presplit K/V: each consumer computes S^T and dP^T (own keys)");
@@ -206,18 +201,8 @@ template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
 };
 
-// The same backward with the consumers taking turns on the tensor cores (kPingPong, 1 or 2): a timing
-// probe (FB_SM90_FP32_BWD_PROBE=pp1 / pp, d = 64).
-template <typename Tr, int kTurns> struct Tf32BwdPingPong : Tr {
-  static constexpr int kPingPong = kTurns;
-  static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kConsumerWgs == 2 && Tr::kWgParts == 1 &&
-                    Tr::kPairParts,
-                "ping-pong: two consumers with their own keys, S^T / dP^T as one SS group, dV / dK as one pair");
-  static_assert(Tr::kBarTurn0 + Tr::kConsumerWgs <= 16, "named barrier ids 0-15");
-};
-
-// The same backward releasing Q / dO before the softmax (kEarlyQdEmpty): a timing probe
-// (FB_SM90_FP32_BWD_PROBE=eq, d = 64).
+// The same backward releasing Q / dO before the softmax (kEarlyQdEmpty): d = 64's since session 10
+// (call A: +1.5-4.7% at d = 64, docs/perf-notes.md).
 template <typename Tr> struct Tf32BwdEarlyQd : Tr {
   static constexpr bool kEarlyQdEmpty = true;
   // LSE / D of tile t stay in slot t % kLseSlots until the consumers' softmax of t; the producer
@@ -237,12 +222,13 @@ template <typename Tr> struct Tf32BwdEarlyQd : Tr {
 // 224 KB. d = 128: two consumers sharing 64 keys (consumer 0 S^T, consumer 1 dP^T; each half of d
 // for dV, dK, dQ^T), one stage: K, V 64 KB (raw: no room for a split copy) + 128 KB + dS and P
 // 32 KB = 224 KB.
-// Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%); Session6
-// is session 6's kernel (cvt.rna, descriptors rebuilt per wgmma), the probe word "s6".
+// Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%; session 10,
+// call A: at d = 64 Q / dO released before the softmax, +1.5-4.7%); Session6 is session 6's kernel (cvt.rna,
+// descriptors rebuilt per wgmma), no longer instantiated.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
   using Session6 = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
-  using Traits = Tf32BwdDescBase<Tf32BwdRn<Session6>>;
+  using Traits = Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
   using Session6 = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
