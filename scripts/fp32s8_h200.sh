@@ -3,8 +3,10 @@
 #   scripts/fp32s8_h200.sh OUTDIR [BUILD_DIR=build]
 # (Named for session 8; it replaces session 7's scripts/fp32s7_h200.sh, whose forward pass is here.)
 # Environment (words separated by spaces; empty = none):
-#   FP32_BWD_PROBES  FB_SM90_FP32_BWD_PROBE words, timed at d = 128 (read by kernels/flash_sm90/
-#                    flash_sm90_tf32_bwd.cu in a session that adds probes; it has none now), default none
+#   FP32_BWD_PROBES  FB_SM90_FP32_BWD_PROBE words (read by kernels/flash_sm90/flash_sm90_tf32_bwd.cu in a
+#                    session that adds probes), default none
+#   FP32_BWD_FILTER  --filter of the naive / default rows, default all of the config's rows
+#   FP32_BWD_PROBE_FILTER  --filter of the probes' rows, default d128
 #   FP32_FWD         1: also the forward (configs/h200-fp32-sm90.json at N 1024/4096/8192, d 64/128, causal or
 #                    not), default 0
 #   FP32_FWD_PROBES  FB_SM90_FP32_FWD_PROBE words (flash_sm90_tf32_launch.cuh), default "grouped"
@@ -43,11 +45,11 @@ if [ "${FP32_FWD:-0}" = 1 ]; then
   done
 fi
 for round in 1 2; do
-  step "bwd.$round" "$fb" run configs/h200-fp32-bwd-s8.json --kernels naive,flash-sm90 --no-ceilings -q \
-    -o "$out/bwd.$round.json"
+  step "bwd.$round" "$fb" run configs/h200-fp32-bwd-s8.json --filter "${FP32_BWD_FILTER:-.}" \
+    --kernels naive,flash-sm90 --no-ceilings -q -o "$out/bwd.$round.json"
   for pr in $bwd_probes; do
-    FB_SM90_FP32_BWD_PROBE=$pr step "bwd-$pr.$round" "$fb" run configs/h200-fp32-bwd-s8.json --filter d128 \
-      --kernels flash-sm90 --no-ceilings -q -o "$out/bwd-$pr.$round.json"
+    FB_SM90_FP32_BWD_PROBE=$pr step "bwd-$pr.$round" "$fb" run configs/h200-fp32-bwd-s8.json \
+      --filter "${FP32_BWD_PROBE_FILTER:-d128}" --kernels flash-sm90 --no-ceilings -q -o "$out/bwd-$pr.$round.json"
   done
 done
 

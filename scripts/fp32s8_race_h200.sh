@@ -2,12 +2,13 @@
 # compute-sanitizer on flash-sm90's fp32 backward, plus the fp32 GPU tests, in about 25 s:
 #   scripts/fp32s8_race_h200.sh OUTDIR [BUILD_DIR=build] [PROBE...]
 # (Named for session 8, where it began; session 9 made it what it is.)
-# 1. racecheck on configs/sanitize-fp32-bwd-race.json (N = 130, GQA, d = 64 and d = 128: one case each, seconds),
-#    every hazard kept (--print-limit), exit status 86 on any hazard; synccheck on configs/sanitize-fp32-bwd.json.
+# 1. racecheck on configs/sanitize-fp32-bwd-race.json (N = 130, GQA, d = 64 and d = 128: one case each, ~10 s each
+#    under racecheck; no warm-up time loop: each instrumented run is slow), every hazard kept (--print-limit), exit
+#    status 86 on any hazard; synccheck on configs/sanitize-fp32-bwd.json.
 # 2. GPU tests [sm90tf32],[fp32tc] (every fp32 kernel against fp64 under the FP32 rule; 1xTF32 must fail it).
 # 3. Per PROBE word given, set as FB_SM90_FP32_BWD_PROBE (read by kernels/flash_sm90/flash_sm90_tf32_bwd.cu in a
-#    session that adds probes; it has none now): racecheck on the d = 128 case, the GPU tests [sm90tf32] and
-#    synccheck under it.
+#    session that adds probes): racecheck on the case FP32_RACE_FILTER selects (default d128), the GPU tests
+#    [sm90tf32] and synccheck under it.
 # Prints last: per setting, the RACECHECK SUMMARY line and the distinct (hazard, reader pc, writer pc) triples,
 # so that one look tells which accesses racecheck pairs.
 set -uo pipefail
@@ -31,7 +32,7 @@ race() {  # name, flashbench run options...: racecheck on the race config, every
   shift
   step "$name" compute-sanitizer --tool racecheck --racecheck-report all --print-limit 1000000 --show-backtrace no \
     --error-exitcode 86 "$fb" run configs/sanitize-fp32-bwd-race.json --backend cuda -q --no-ceilings \
-    -o "$out/$name.json" "$@"
+    --warmup-time 0 -o "$out/$name.json" "$@"
 }
 tests="$build/tests/flashbench_gpu_tests"
 race race-default
@@ -39,7 +40,7 @@ STEP_TIMEOUT=30 step sync-default scripts/sanitize.sh -e "$fb" -s configs/saniti
   "$out/sync-default.json"
 STEP_TIMEOUT=30 step tests "$tests" "[sm90tf32],[fp32tc]"
 for pr in $probes; do
-  FB_SM90_FP32_BWD_PROBE=$pr race "race-$pr" --filter d128
+  FB_SM90_FP32_BWD_PROBE=$pr race "race-$pr" --filter "${FP32_RACE_FILTER:-d128}"
   FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=30 step "tests-$pr" "$tests" "[sm90tf32]"
   FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=30 step "sync-$pr" scripts/sanitize.sh -e "$fb" \
     -s configs/sanitize-fp32-bwd.json -t synccheck "$out/sync-$pr.json"

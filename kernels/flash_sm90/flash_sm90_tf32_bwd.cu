@@ -70,6 +70,9 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // with their instantiations.
 // Session 9's probes (FB_SM90_FP32_BWD_PROBE: dvbar, regp, sleep; racecheck) ran in its call A: dvbar is
 // the shipping d = 128 kernel, regp and sleep are removed (docs/perf-notes.md, "flash-sm90 fp32 backward").
+// Session 10's probes (FB_SM90_FP32_BWD_PROBE, d = 64: pp1 / pp, the consumers taking turns on the tensor cores;
+// eq, Q / dO released before the softmax; pp,eq) ran in its call A: eq is the shipping d = 64 kernel
+// (Tf32BwdEarlyQd), the ping-pong forms are removed with the probe switch (docs/perf-notes.md).
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;

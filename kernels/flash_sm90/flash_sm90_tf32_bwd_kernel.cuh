@@ -147,8 +147,9 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
         ptx::tma_load_3d(sm.dout(s, 0) + c * Tr::kQChunkBytes, &prm.tm_do, bars.raw_full(s),
                          c * Tr::kChunkElems, m0, bh);
       }
-      ptx::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
-      ptx::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
+      const int lse_slot = it % Tr::kLseSlots;
+      ptx::bulk_load(sm.lse(lse_slot), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
+      ptx::bulk_load(sm.dsum(lse_slot), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
     }
     if constexpr (Tr::kPresplit) {
       // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
@@ -239,6 +240,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   else ptx::mbar_wait(bars.kv_full(), 0);
   for (int it = 0; it < w.steps; ++it) {
     const int st = it % Tr::kStages;
+    const int lse_slot = it % Tr::kLseSlots;
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const int bh = w.q_bh(it);
@@ -301,6 +303,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
               return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_lo : do_lo, Tr::kQChunkBytes, kk);
             });
       }
+      // kEarlyQdEmpty: every consumer thread arrives as soon as its wgmmas on Q and dO are complete
+      // (LSE and D have their own slots, two per stage: the next tile's loads do not overwrite them).
+      if constexpr (Tr::kEarlyQdEmpty) ptx::mbar_arrive(bars.qd_empty(st));
       tf32::sum_split_accs(sdp[0]);
       tf32::sum_split_accs(sdp[1]);
       const float(&s)[Tr::kSRegs] = sdp[0][0];
@@ -309,8 +314,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
       for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
         const int col = j * Tr::kMmaN + col_lane;
-        const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
-        const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
+        const float2 lse = ptx::ld_shared_f32x2(sm.lse(lse_slot) + col * int(sizeof(float)));
+        const float2 dd = ptx::ld_shared_f32x2(sm.dsum(lse_slot) + col * int(sizeof(float)));
 #pragma unroll
         for (int i = 4 * j; i < 4 * j + 4; ++i) {
           const float pv = probability(s[i], i, i % 2 == 0 ? lse.x : lse.y);
@@ -321,7 +326,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       }
       // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and
       // its wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
-      ptx::mbar_arrive(bars.qd_empty(st));
+      if constexpr (!Tr::kEarlyQdEmpty) ptx::mbar_arrive(bars.qd_empty(st));
       // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
       // and its dQ reductions have read their staging box (part of dS). Every thread waits (a no-op
       // without bulk groups of its own): no lane-divergent branch right before bar.sync.
@@ -361,7 +366,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       if (!is_dp) {
 #pragma unroll
         for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-          const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
+          const float2 lse = ptx::ld_shared_f32x2(sm.lse(lse_slot) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
 #pragma unroll
           for (int i = 4 * j; i < 4 * j + 4; ++i) v[i] = probability(v[i], i, i % 2 == 0 ? lse.x : lse.y);
         }
@@ -391,7 +396,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 #pragma unroll
         for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
           const float4 pv = ptx::ld_shared_f32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16));
-          const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
+          const float2 dd = ptx::ld_shared_f32x2(sm.dsum(lse_slot) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
           const float pj[4] = {pv.x, pv.y, pv.z, pv.w};
 #pragma unroll
           for (int k = 0; k < 4; ++k) {

@@ -60,6 +60,11 @@ struct Tf32BwdTraits {
   static constexpr bool kRn = false;
   // true: each wgmma's shared-memory descriptor is the tile's plus a constant (tf32::kstep_desc).
   static constexpr bool kDescBase = false;
+  // true (own keys only; Tf32BwdEarlyQd, shipped at d = 64 since session 10): the stage's Q / dO half
+  // released as soon as S^T / dP^T are complete rather than after the softmax (with one stage, the next
+  // tile's loads and splits start a softmax earlier); LSE and D then take two slots per stage.
+  static constexpr bool kEarlyQdEmpty = false;
+  static constexpr int kLseSlots = kStages;  // LSE / D rows held at once (slot = tile % kLseSlots)
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -136,9 +141,9 @@ struct Tf32BwdTraits {
   static constexpr int kOffStage = kOffVLo + (kPresplit ? kKVBytes : 0);
   static constexpr int kOffDs = kOffStage + kStages * kStageBytes;  // dS hi, lo
   static constexpr int kOffP = kOffDs + 2 * kDsBytes;               // kShareKeys: P hi, lo
-  static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per stage
-  static constexpr int kOffD = kOffLse + kStages * kRowVecBytes;
-  static constexpr int kOffBar = kOffD + kStages * kRowVecBytes;
+  static constexpr int kOffLse = kOffP + (kShareKeys ? 2 * kDsBytes : 0);  // per slot
+  static constexpr int kOffD = kOffLse + kLseSlots * kRowVecBytes;
+  static constexpr int kOffBar = kOffD + kLseSlots * kRowVecBytes;
   static constexpr int kBarBytes = 8;
   // K/V full; per stage: raw (TMA) full, Q/dO ready, Q^T/dO^T ready, Q/dO empty, Q^T/dO^T empty.
   static constexpr int kNumBars = 2 + 5 * kStages;  // + K/V split (kPresplit)
@@ -196,18 +201,34 @@ template <typename Tr> struct Tf32BwdDescBase : Tr {
   static constexpr bool kDescBase = true;
 };
 
+// The same backward releasing Q / dO before the softmax (kEarlyQdEmpty): d = 64's since session 10
+// (call A: +1.5-4.7% at d = 64, docs/perf-notes.md).
+template <typename Tr> struct Tf32BwdEarlyQd : Tr {
+  static constexpr bool kEarlyQdEmpty = true;
+  // LSE / D of tile t stay in slot t % kLseSlots until the consumers' softmax of t; the producer
+  // loads tile t + 1's into the other slot once Q / dO are released (before that softmax).
+  static constexpr int kLseSlots = 2 * Tr::kStages;
+  static constexpr int kOffD = Tr::kOffLse + kLseSlots * Tr::kRowVecBytes;
+  static constexpr int kOffBar = kOffD + kLseSlots * Tr::kRowVecBytes;
+  static constexpr std::size_t kSmemBytes =
+      std::size_t(kOffBar + Tr::kNumBars * Tr::kBarBytes + Tr::kAtomBytes);
+  static_assert(!Tr::kShareKeys, "early Q / dO release: consumers with their own keys");
+  static_assert(kSmemBytes <= Tr::kMaxSmemOptin, "fits the 227 KB a block may opt in to");
+};
+
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
 // under the 227 KB): d = 64: two consumers with their own keys (128), K and V split once (hi, lo:
 // 128 KB), one stage (64 KB; refilled in two halves, flash_sm90_tf32_bwd_kernel.cuh) + dS 32 KB =
 // 224 KB. d = 128: two consumers sharing 64 keys (consumer 0 S^T, consumer 1 dP^T; each half of d
 // for dV, dK, dQ^T), one stage: K, V 64 KB (raw: no room for a split copy) + 128 KB + dS and P
 // 32 KB = 224 KB.
-// Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%); Session6
-// is session 6's kernel (cvt.rna, descriptors rebuilt per wgmma), the probe word "s6".
+// Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%; session 10,
+// call A: at d = 64 Q / dO released before the softmax, +1.5-4.7%); Session6 is session 6's kernel (cvt.rna,
+// descriptors rebuilt per wgmma), no longer instantiated.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
   using Session6 = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
-  using Traits = Tf32BwdDescBase<Tf32BwdRn<Session6>>;
+  using Traits = Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
   using Session6 = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
