@@ -1,0 +1,1 @@
+BUILD=$BUILD scripts/flashbwd_s10.sh $OUTDIR

@@ -1,0 +1,1 @@
+GROUP=3 BUDGET_S=42 FILTER='n(1024|2048|4096)-d64-(bf16|fp16)-causal|n(1024|2048)-d128-(bf16|fp16)-causal|n(512|1024|2048|4096|16384)-d128-(bf16|fp16)-full' scripts/flashfwd_h200.sh "$OUTDIR" band4,persist2 band8,persist persist2,band4

@@ -1,0 +1,1 @@
+CONFIG=configs/sm90fwd-s8.json FILTER='n(512|1024|16384)-d64-bf16-causal|n(512|1024|2048|16384)-d64-bf16-full|n512-d128-bf16-(full|causal)' TEST_PROBES='xskip,qalign qalign' PROBE_TESTS='[sm90fwd],[sched]' BUDGET_S=45 scripts/sm90fwd_h200.sh "$OUTDIR" xskip qalign xskip,qalign
