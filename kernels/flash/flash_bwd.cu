@@ -111,6 +111,28 @@ std::atomic<int>& forced_split() {
   return forced;
 }
 
+// The warp-grid kernel's tiles for p (fp16/bf16, d = 64 or 128; else block_n = 0) and the device's SM
+// count, or 0 where no split can run: no such kernel, no device (the workspace is asked for where none may
+// be: a plan), or a device whose blocks get too little shared memory for it (A100: the fallback kernel).
+int split_sms(const AttentionParams& p, SplitTiles& tiles) {
+  dispatch_dtype(p.dtype, [&](auto traits) {
+    using Elem = typename decltype(traits)::elem;
+    if constexpr (sizeof(Elem) == 2) {
+      if (p.head_dim == 64) tiles = main_tc_split_tiles<Elem, 64>();
+      if (p.head_dim == 128) tiles = main_tc_split_tiles<Elem, 128>();
+    }
+  });
+  int device = 0, sms = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+      sms <= 0) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return tiles.block_n == 0 || tiles.smem_bytes > optin ? 0 : sms;
+}
+
 // How many subsets a K/V plane's query heads are split into (the warp-grid kernel's kHeadSplit
 // variant): 1 unless a split shortens the modelled time by kMinGain. Where a K/V plane has few key
 // tiles (MQA: batch x key tiles blocks on the whole GPU) and the mask is causal, key tile j's block
@@ -126,24 +148,8 @@ int head_split(const AttentionParams& p) {
   // The probes (FB_FLASH_BWD) time the unsplit kernels.
   if (grid_variant() != GridVariant::standard) return 1;
   SplitTiles tiles;
-  dispatch_dtype(p.dtype, [&](auto traits) {
-    using Elem = typename decltype(traits)::elem;
-    if constexpr (sizeof(Elem) == 2) {
-      if (p.head_dim == 64) tiles = main_tc_split_tiles<Elem, 64>();
-      if (p.head_dim == 128) tiles = main_tc_split_tiles<Elem, 128>();
-    }
-  });
-  // No device (the workspace is asked for where none may be: a plan), or one whose blocks get too
-  // little shared memory for the warp-grid kernel (A100: the fallback kernel, no split): no split.
-  int device = 0, sms = 0, optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-      sms <= 0) {
-    (void)cudaGetLastError();
-    return 1;
-  }
-  if (tiles.block_n == 0 || tiles.smem_bytes > optin) return 1;
+  const int sms = split_sms(p, tiles);
+  if (sms == 0) return 1;
   if (const int forced = forced_split().load(); forced > 0) return std::min(forced, group);
   return model_head_split(p, sms, tiles.block_n, tiles.block_m);
 }
@@ -161,22 +167,8 @@ int tail_split(const AttentionParams& p) {
       p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
     return 1;
   SplitTiles tiles;
-  dispatch_dtype(p.dtype, [&](auto traits) {
-    using Elem = typename decltype(traits)::elem;
-    if constexpr (sizeof(Elem) == 2) {
-      if (p.head_dim == 64) tiles = main_tc_split_tiles<Elem, 64>();
-      if (p.head_dim == 128) tiles = main_tc_split_tiles<Elem, 128>();
-    }
-  });
-  int device = 0, sms = 0, optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-      sms <= 0) {
-    (void)cudaGetLastError();
-    return 1;
-  }
-  if (tiles.block_n == 0 || tiles.smem_bytes > optin) return 1;
+  const int sms = split_sms(p, tiles);
+  if (sms == 0) return 1;
   const long long n_blocks =
       (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
   const int tail = tail_blocks(n_blocks, sms);
