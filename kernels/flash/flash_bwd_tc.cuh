@@ -1233,42 +1233,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     dq_reduce_step(n_iters - 1, pos_prev);
   }
 
-  if constexpr (Tr::kTailSplit) {
-    if (tail_n > 1) {
-      // A tail unit's partial sums (dS^T carried the scale, kLean): red.v2 into the tail's fp32
-      // accumulators, rows counted from the first tail block's first key row.
-      ptx::cp_async_wait<0>();
-      const int first_bkv = tail_first / n_tiles;
-      const std::int64_t row0 =
-          std::int64_t(first_bkv) * seq_k + std::int64_t(tail_first - first_bkv * n_tiles) * Tr::kBlockN;
-      const std::int64_t tail_elems = std::int64_t(tail_rem) * Tr::kBlockN * D;
-      float* dk_acc = a.dkv_acc + (kv_off - row0 * D) + kv_d + 2 * c;
-      float* dv_acc = dk_acc + tail_elems;
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = kv_keys + i * Tr::kMmaM + h * 8 + g;
-          if (n0 + r >= seq_k) continue;
-#pragma unroll
-          for (int j = 0; j < kKvN; ++j) {
-            const std::int64_t off = std::int64_t(r) * D + j * Tr::kMmaN;
-            detail::atomic_add2(dk_acc + off, acc_dk[i][j][2 * h], acc_dk[i][j][2 * h + 1]);
-            detail::atomic_add2(dv_acc + off, acc_dv[i][j][2 * h], acc_dv[i][j][2 * h + 1]);
-          }
-        }
-      return;
-    }
-  }
-
-  if constexpr (Tr::kHeadSplit) {
-    // A partial sum over this block's query heads: added into the fp32 accumulators (dS^T carried
-    // the scale, kLean) straight from the fragments, red.v2 per lane pair of columns (the four lanes
-    // of a row cover one 32-byte sector); the launcher converts them once every block is done.
-    ptx::cp_async_wait<0>();
-    const std::int64_t plane_elems = std::int64_t(a.batch) * a.kv_heads * seq_k * D;
-    float* dk_acc = a.dkv_acc + kv_off + kv_d + 2 * c;
-    float* dv_acc = dk_acc + plane_elems;
+  // This block's dK and dV partial sums added into fp32 accumulators (the head split's or the tail's;
+  // dS^T carried the scale, kLean) straight from the fragments, red.v2 per lane pair of columns (the
+  // four lanes of a row cover one 32-byte sector); the launcher converts them once every block is done.
+  const auto add_partials = [&](float* dk_acc, float* dv_acc) {
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -1282,6 +1250,31 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
           detail::atomic_add2(dv_acc + off, acc_dv[i][j][2 * h], acc_dv[i][j][2 * h + 1]);
         }
       }
+  };
+
+  if constexpr (Tr::kTailSplit) {
+    if (tail_n > 1) {
+      // A tail unit's partial sums (dS^T carried the scale, kLean): red.v2 into the tail's fp32
+      // accumulators, rows counted from the first tail block's first key row.
+      ptx::cp_async_wait<0>();
+      const int first_bkv = tail_first / n_tiles;
+      const std::int64_t row0 =
+          std::int64_t(first_bkv) * seq_k + std::int64_t(tail_first - first_bkv * n_tiles) * Tr::kBlockN;
+      const std::int64_t tail_elems = std::int64_t(tail_rem) * Tr::kBlockN * D;
+      float* dk_acc = a.dkv_acc + (kv_off - row0 * D) + kv_d + 2 * c;
+      float* dv_acc = dk_acc + tail_elems;
+      add_partials(dk_acc, dv_acc);
+      return;
+    }
+  }
+
+  if constexpr (Tr::kHeadSplit) {
+    // A partial sum over this block's query heads.
+    ptx::cp_async_wait<0>();
+    const std::int64_t plane_elems = std::int64_t(a.batch) * a.kv_heads * seq_k * D;
+    float* dk_acc = a.dkv_acc + kv_off + kv_d + 2 * c;
+    float* dv_acc = dk_acc + plane_elems;
+    add_partials(dk_acc, dv_acc);
     return;
   }
 
