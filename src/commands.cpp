@@ -365,7 +365,7 @@ static std::unique_ptr<Backend> backend_for(const std::string& name, const std::
   return make_backend(kind, device.value_or(0));
 }
 
-int run_command(const RunOptions& o) {
+int run_command(const RunOptions& o, Backend* given_backend) {
   const auto usage = [](const std::string& why) {
     std::cerr << "flashbench: " << why << "\n";
     return kExitUsage;
@@ -383,10 +383,15 @@ int run_command(const RunOptions& o) {
     }
   }
   if (o.resume && o.fresh) return usage("--resume and --fresh contradict each other: choose one");
-  std::string backend_error;
-  std::unique_ptr<Backend> backend = backend_for(o.backend, o.device, !o.devices.empty(), backend_error);
-  if (!backend_error.empty()) return usage(backend_error);
-  if (!o.devices.empty()) return run_on_devices(o);
+  std::unique_ptr<Backend> owned_backend;
+  Backend* backend = given_backend;
+  if (!backend) {
+    std::string backend_error;
+    owned_backend = backend_for(o.backend, o.device, !o.devices.empty(), backend_error);
+    if (!backend_error.empty()) return usage(backend_error);
+    if (!o.devices.empty()) return run_on_devices(o);
+    backend = owned_backend.get();
+  }
 
   // ---- the spec's cases and kernels, as the flags narrow or replace them ----
   nlohmann::json overrides = nlohmann::json::object();
@@ -548,6 +553,12 @@ int run_command(const RunOptions& o) {
   // The status line only on a terminal: elsewhere the plain result lines carry [k/N].
   RunnerOptions opts = runner_options(status_line, o.dump_dir);
   opts.timing = timing;
+  std::string lost;  // one line, when a kernel fault lost the device's context
+  if (!jpath.empty()) opts.rerun_hint = "run again with --resume";
+  opts.on_context_lost = [&](const std::string& why, const Case& c, std::size_t not_run) {
+    lost = fmt::format("{} in case {}; {} later case{} recorded skipped, not run", why, c.key(), not_run,
+                       not_run == 1 ? "" : "s");
+  };
   opts.on_case_done = [&](const std::vector<Record>& recs) {
     if (journal) journal->append(recs);
     ++cases_done;
@@ -578,12 +589,21 @@ int run_command(const RunOptions& o) {
   res.settings["argv"] = o.argv;
   if (!o.kernel_libs.empty()) res.settings["kernel_libs"] = o.kernel_libs;
   const int sig = g_stop_signal.load();
-  res.complete = sig == 0;
+  res.complete = sig == 0 && lost.empty();
   write_outputs(res, o.json_out, o.csv_out);
   std::vector<std::string> written;
   for (const std::string& path : {o.json_out, o.csv_out})
     if (!path.empty()) written.push_back(path);
   if (!o.quiet) print_summary(std::cout, res, baseline_kernel(), written);
+  if (!lost.empty()) {  // the journal stays: --resume runs the cases left in a fresh process
+    if (jpath.empty())
+      std::cerr << fmt::format("flashbench: {}: run again to measure them\n", lost);
+    else
+      std::cerr << fmt::format("flashbench: {}; {} written (\"complete\": false), journal {} kept: run again "
+                               "with --resume to finish\n",
+                               lost, o.json_out, jpath);
+    return kExitContextLost;
+  }
   if (sig) {
     if (jpath.empty())
       std::cerr << fmt::format("flashbench: stopped by signal {} after {} results\n", sig, res.records.size());
@@ -702,12 +722,19 @@ int verify_command(const VerifyOptions& o) {
       applicable.push_back(name);
   sweep.kernels = applicable;
 
-  Results res = execute(sweep, *backend, runner_options(!o.quiet, o.dump_dir));
+  RunnerOptions opts = runner_options(!o.quiet, o.dump_dir);
+  std::string lost;  // one line, when a kernel fault lost the device's context
+  opts.rerun_hint = "run verify again";
+  opts.on_context_lost = [&](const std::string& why, const Case& c, std::size_t not_run) {
+    lost = fmt::format("{} in case {}; {} later case{} not verified (recorded skipped): run verify again",
+                       why, c.key(), not_run, not_run == 1 ? "" : "s");
+  };
+  Results res = execute(sweep, *backend, opts);
   res.settings["argv"] = o.argv;
   // One cold rep per kernel: its time is no benchmark, and `compare` refuses to gate on it.
   res.settings["timing"] = {{"mode", "verify-cold"}, {"warmup", sweep.warmup}, {"reps", sweep.reps},
                             {"note", "one cold rep per kernel for verification; not a benchmark time"}};
-  res.complete = g_stop_signal.load() == 0;
+  res.complete = g_stop_signal.load() == 0 && lost.empty();
   int checked = 0, passed = 0;
   std::size_t kernel_width = 0;
   for (const std::string& k : sweep.kernels) kernel_width = std::max(kernel_width, k.size());
@@ -756,6 +783,10 @@ int verify_command(const VerifyOptions& o) {
   std::cout << fmt::format("verify: {}/{} checks passed on {} ({})\n", passed, checked, res.backend,
                            res.device.value("name", std::string("?")));
   if (!o.json_out.empty()) write_outputs(res, o.json_out, "");
+  if (!lost.empty()) {
+    std::cerr << "flashbench verify: " << lost << "\n";
+    return kExitContextLost;
+  }
   return passed == checked && checked > 0 ? kExitOk : kExitFailed;
 }
 

@@ -1,5 +1,7 @@
 // The subcommands, as functions of their options. main.cpp only wires CLI11 to these.
-// Each returns the process exit code: 0 ok, 1 verification failure or regression, 2 usage/spec/input.
+// Each returns the process exit code: 0 ok, 1 verification failure or regression, 2 usage/spec/input,
+// 3 (run, verify) a kernel fault lost the device's context: the results hold every case, those after
+// the fault `skipped`, and `run --resume` measures them in a new process.
 #pragma once
 
 #include <optional>
@@ -11,6 +13,9 @@ namespace fb {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitContextLost = 3;
+
+class Backend;
 
 struct RunOptions {
   std::vector<std::string> argv;  // the command line, kept in results.settings for reproduction
@@ -37,7 +42,8 @@ struct RunOptions {
   double min_time_s = 0, max_noise_pct = 0, max_time_s = 0;
   double warmup_time_s = 0.1;  // CUDA: time-based warm-up after the warm-up reps (TimingPolicy)
 };
-int run_command(const RunOptions& o);
+// `backend`: where to run; null makes the one o.backend and o.device name (tests pass their own).
+int run_command(const RunOptions& o, Backend* backend = nullptr);
 
 struct VerifyOptions {
   std::vector<std::string> argv;

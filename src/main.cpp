@@ -116,11 +116,14 @@ int main(int argc, char** argv) {
       "load kernels from this plug-in library (repeatable; include/flashbench/plugin.h): specs and "
       "--kernels then name them like built-in kernels";
   run_cmd->add_option("--kernel-lib", run.kernel_libs, lib_help)->allow_extra_args(false);
-  run_cmd->footer("kernels: " + fb::kernel_names() + " (and those of --kernel-lib libraries)");
+  run_cmd->footer("kernels: " + fb::kernel_names() + " (and those of --kernel-lib libraries)\n" +
+                  "exit codes: 0 ok, 1 a kernel failed or failed verification, 2 bad spec or flags, 3 a kernel "
+                  "fault lost the CUDA context (the cases after it are recorded skipped; --resume runs them)");
 
   fb::VerifyOptions ver;
   auto* ver_cmd = app.add_subcommand(
-      "verify", "flash vs naive vs an fp64 reference; exit 1 if any check fails");
+      "verify", "flash vs naive vs an fp64 reference; exit 1 if any check fails, 3 if a kernel fault lost the "
+                "CUDA context");
   ver_cmd->add_option("--seq", ver.seq, "sequence length N (seq_q = seq_k = N)")->check(int_at_least(1));
   ver_cmd->add_option("--seq-q", ver.seq_q, "query rows (default --seq; e.g. 1 for decode)")
       ->check(int_at_least(1));

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 
 namespace fb {
 
@@ -131,7 +133,8 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
 
   const auto start = clock::now();
   const std::size_t total = sweep.cases.size();
-  for (std::size_t i = 0; i < total; ++i) {
+  std::optional<std::string> lost;  // what lost the backend's context, once it is (the sweep ends there)
+  for (std::size_t i = 0; i < total && !lost; ++i) {
     if (opts.stop_requested && opts.stop_requested()) break;
     const Case& c = sweep.cases[i];
     if (opts.on_case) {
@@ -146,16 +149,20 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
 
     std::vector<Record> records;
     // What cannot run is known before the inputs exist (check_fits counts them when not held): a case
-    // whose every kernel is skipped allocates nothing.
-    std::vector<std::optional<std::string>> skip(sweep.kernels.size());
+    // whose every kernel is skipped allocates nothing. A check that throws fails that kernel only.
+    std::vector<std::optional<std::string>> skip(sweep.kernels.size()), check_error(sweep.kernels.size());
     bool any_runs = false;
     for (std::size_t k = 0; k < sweep.kernels.size(); ++k) {
       const Descriptor* info = kernels.find(sweep.kernels[k]);
       if (!info) continue;
-      skip[k] = unavailable_on(*info, backend.name());
-      if (!skip[k]) skip[k] = unsupported_reason(*info, c);
-      if (!skip[k]) skip[k] = backend.check_fits(c, *info);
-      any_runs |= !skip[k];
+      try {
+        skip[k] = unavailable_on(*info, backend.name());
+        if (!skip[k]) skip[k] = unsupported_reason(*info, c);
+        if (!skip[k]) skip[k] = backend.check_fits(c, *info);
+      } catch (const std::exception& e) {
+        check_error[k] = std::string("checking whether it fits failed: ") + e.what();
+      }
+      any_runs |= !skip[k] && !check_error[k];
     }
     std::string prepare_error;
     try {
@@ -163,6 +170,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
     } catch (const std::exception& e) {
       prepare_error = std::string("preparing inputs failed: ") + e.what();
     }
+    std::string faulted;  // the kernel whose failure lost the context, if one did in this case
     for (std::size_t k = 0; k < sweep.kernels.size(); ++k) {
       const std::string& name = sweep.kernels[k];
       Record r;
@@ -176,32 +184,43 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
       } else if (skip[k]) {
         r.status = Status::skipped;
         r.reason = *skip[k];
+      } else if (check_error[k]) {
+        r.status = Status::failed;
+        r.reason = *check_error[k];
       } else if (!prepare_error.empty()) {
         r.status = Status::failed;
         r.reason = prepare_error;
-      } else if (auto why_not = backend.check_fits(c, *info)) {  // again: inputs and kept outputs held now
+      } else if (lost) {
         r.status = Status::skipped;
-        r.reason = *why_not;
+        r.reason = *lost + " when kernel '" + faulted + "' failed in this case: not run";
       } else {
         try {
-          KernelRun run = backend.run(*info, timing);
-          r.time_ms = summarize(run.times_ms);
-          r.peak_bytes = run.peak_bytes;
-          r.bytes_moved = info->bytes ? info->bytes(c, run.tile) : 0.0;
-          if (info->kv_splits) r.kv_splits = splits_used(c, run.tile);
-          const double seconds = r.time_ms.median * 1e-3;
-          if (seconds > 0) {
-            r.tflops = r.flops / seconds / 1e12;
-            r.gbps = r.bytes_moved / seconds / 1e9;
+          if (auto why_not = backend.check_fits(c, *info)) {  // again: inputs and kept outputs held now
+            r.status = Status::skipped;
+            r.reason = *why_not;
+          } else {
+            KernelRun run = backend.run(*info, timing);
+            r.time_ms = summarize(run.times_ms);
+            r.peak_bytes = run.peak_bytes;
+            r.bytes_moved = info->bytes ? info->bytes(c, run.tile) : 0.0;
+            if (info->kv_splits) r.kv_splits = splits_used(c, run.tile);
+            const double seconds = r.time_ms.median * 1e-3;
+            if (seconds > 0) {
+              r.tflops = r.flops / seconds / 1e12;
+              r.gbps = r.bytes_moved / seconds / 1e9;
+            }
           }
         } catch (const std::exception& e) {
           r.status = Status::failed;
           r.reason = e.what();
+          // A fault may have taken the device with it: then nothing after this kernel can run.
+          lost = backend.context_lost();
+          if (lost) faulted = name;
         }
       }
       records.push_back(std::move(r));
     }
-    if (sweep.verify) {
+    if (sweep.verify && !lost) {
       try {
         verify_case(backend, records, kernels);
       } catch (const std::exception& e) {
@@ -211,20 +230,46 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
             r.errors["verify_failed"] = e.what();
           }
       }
+    } else if (sweep.verify) {  // measured before the fault, never judged: not a pass
+      for (auto& r : records)
+        if (r.status == Status::ok) {
+          r.verified = false;
+          r.errors["verify_failed"] = *lost + " before this case was verified";
+        }
     }
-    if (opts.before_release) opts.before_release(c, backend, records);
+    if (opts.before_release && !lost) opts.before_release(c, backend, records);
     try {
       backend.release();
     } catch (const std::exception&) {
       // The next prepare() starts from scratch; a failed release must not stop the sweep.
     }
+    // A fault that surfaced outside a kernel's run (the reference, a comparison, --dump, the release)
+    // leaves the context just as lost.
+    if (!lost) lost = backend.context_lost();
     if (opts.on_case_done) opts.on_case_done(records);
     for (auto& r : records) res.records.push_back(std::move(r));
+
+    if (lost) {  // the cases left are recorded, not run
+      for (std::size_t j = i + 1; j < total; ++j)
+        for (const std::string& name : sweep.kernels) {
+          Record r;
+          r.c = sweep.cases[j];
+          r.kernel = name;
+          r.flops = flops(r.c);
+          r.status = Status::skipped;
+          r.reason = *lost + " after case " + c.key() + ": " + opts.rerun_hint;
+          res.records.push_back(std::move(r));
+        }
+      if (opts.on_context_lost) opts.on_context_lost(*lost, c, total - i - 1);
+    }
   }
-  // Clocks and free memory at the end too: a throttled or crowded device shows here.
-  const nlohmann::json end = backend.device();
-  for (const char* key : {"clocks", "memory"})
-    if (end.contains(key)) res.device[std::string(key) + "_end"] = end[key];
+  // Clocks and free memory at the end too: a throttled or crowded device shows here (not after a
+  // loss: the device can tell nothing more).
+  if (!lost) {
+    const nlohmann::json end = backend.device();
+    for (const char* key : {"clocks", "memory"})
+      if (end.contains(key)) res.device[std::string(key) + "_end"] = end[key];
+  }
   return res;
 }
 

@@ -1,5 +1,7 @@
 // Drives a Sweep over a Backend: for each case x kernel, measure, verify, and produce a Record.
-// Never formats output; a case that cannot run becomes a skipped/failed Record and the sweep goes on.
+// Never formats output; a case that cannot run becomes a skipped/failed Record and the sweep goes on,
+// except after the backend lost its context (see RunnerOptions::on_context_lost): then every case
+// left still gets its Records, `skipped` with the reason.
 #pragma once
 
 #include <functional>
@@ -28,6 +30,13 @@ struct RunnerOptions {
   // Adaptive timing targets (TimingPolicy's min_time_s, max_noise_pct, max_time_s); warm-up and reps
   // come from the sweep. All zero: a fixed rep count.
   TimingPolicy timing;
+  // When the backend loses its context (Backend::context_lost: a kernel fault on a GPU), the sweep
+  // stops there: the case it happened in is finished as far as it can be and handed to on_case_done;
+  // every later case is recorded `skipped`, with `rerun_hint` in its reason, and not handed on (a
+  // journal then holds exactly the cases that need no second run). on_context_lost is told once:
+  // what lost the context, in which case, and how many cases were left unrun.
+  std::function<void(const std::string& why, const Case& c, std::size_t cases_not_run)> on_context_lost;
+  std::string rerun_hint = "run the sweep again to measure it";
 };
 
 // Sets each ok record's roofline from measured ceilings {"gemm_bf16_tflops", "copy_gbps"} and keeps

@@ -95,6 +95,13 @@ class Backend {
 
   // Frees the case's inputs and kept outputs.
   virtual void release() = 0;
+
+  // Whether this backend can still run anything: nullopt while it can; once a kernel has broken it
+  // (a fault on a GPU leaves the CUDA context unusable until the process ends), what broke it, e.g.
+  // "CUDA context lost (an illegal memory access was encountered)", and so on every later call. The
+  // runner asks after a kernel fails and after each case; release() must still be safe (and quiet)
+  // after a loss.
+  virtual std::optional<std::string> context_lost() { return std::nullopt; }
 };
 
 enum class BackendKind { automatic, cpu, cuda };

@@ -169,6 +169,7 @@ struct CudaBackend::Impl {
 
   std::optional<Case> prepared;
   DeviceBuffer q, k, v, dout;
+  std::optional<std::string> lost;  // what lost the CUDA context (Backend::context_lost), once it is
   std::array<float, 3> descale{1, 1, 1};  // fp8: the descales of Q, K, V (attention.h); 1 otherwise
   std::map<std::string, Outputs> kept;
 
@@ -177,6 +178,40 @@ struct CudaBackend::Impl {
   const Case& current_case() const {
     if (!prepared) throw BackendError("cuda backend: no case prepared (prepare() first)");
     return *prepared;
+  }
+
+  // After a loss every call would fail with the same sticky error: say what happened instead.
+  void refuse_if_lost() const {
+    if (lost) throw BackendError(*lost + ": this process can run nothing more on the device");
+  }
+
+  // Whether the context survived a failure. A sticky error comes back from every call, so one
+  // synchronize (microseconds on an idle device) finds it. Any other error belonged to the call that
+  // failed: it is cleared, and a tiny allocation, write and wait (what the next case does first) tell
+  // whether the device still works.
+  std::optional<std::string> probe_context() {
+    if (lost) return lost;
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess && !is_sticky_error(err)) {
+      (void)cudaGetLastError();
+      err = try_small_write();
+      if (err == cudaErrorMemoryAllocation) err = cudaSuccess;  // full, not broken
+    }
+    if (err == cudaSuccess) return std::nullopt;
+    note_cuda_context_lost();  // from now on releases are silent (common/check.h)
+    lost = fmt::format("CUDA context lost ({}: {})", cudaGetErrorName(err), cudaGetErrorString(err));
+    return lost;
+  }
+
+  cudaError_t try_small_write() {
+    constexpr std::size_t kProbeBytes = 256;
+    void* p = nullptr;
+    cudaError_t err = cudaMalloc(&p, kProbeBytes);
+    if (err != cudaSuccess) return err;
+    err = cudaMemsetAsync(p, 0, kProbeBytes, stream.get());
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream.get());
+    const cudaError_t freed = cudaFree(p);
+    return err != cudaSuccess ? err : freed;
   }
 
   AttentionParams input_params() const {
@@ -202,6 +237,7 @@ struct CudaBackend::Impl {
   }
 
   void prepare(const Case& c, std::uint64_t seed, double input_scale) {
+    refuse_if_lost();
     release();
     const AttentionParams p = c.params();
     const std::uint64_t e = dtype_bytes(c.dtype);
@@ -233,6 +269,7 @@ struct CudaBackend::Impl {
   }
 
   std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) {
+    refuse_if_lost();
     const AttentionParams p = c.params();
     if (!kernel.cuda) return fmt::format("kernel '{}' does not run on the CUDA backend", kernel.name);
     if (auto why = kernel.cuda.unsupported(c.pass, p)) return why;
@@ -256,6 +293,7 @@ struct CudaBackend::Impl {
   }
 
   KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) {
+    refuse_if_lost();
     const Case& c = current_case();
     AttentionParams p = input_params();
     const CudaEntry& entry = kernel.cuda;
@@ -343,6 +381,7 @@ struct CudaBackend::Impl {
   }
 
   void run_reference() {
+    refuse_if_lost();
     const Case& c = current_case();
     kept.erase(kReferenceName);
     AttentionParams p = input_params();
@@ -390,6 +429,7 @@ struct CudaBackend::Impl {
   }
 
   ErrorReport compare(const std::string& a_name, const std::string& b_name) {
+    refuse_if_lost();
     const Case& c = current_case();
     const Outputs& a = kept_outputs(a_name);
     const Outputs& b = kept_outputs(b_name);
@@ -448,6 +488,7 @@ struct CudaBackend::Impl {
   }
 
   std::vector<HostTensor> fetch(const std::string& what) {
+    refuse_if_lost();
     const Case& c = current_case();
     const std::vector<std::int64_t> qs = {c.batch, c.heads, c.seq_q, c.head_dim};
     const std::vector<std::int64_t> kvs = {c.batch, c.kv_heads, c.seq_k, c.head_dim};
@@ -471,6 +512,7 @@ struct CudaBackend::Impl {
   }
 
   nlohmann::json device_json() const {
+    refuse_if_lost();
     nlohmann::json j;
     j["name"] = props.name;
     j["index"] = device;
@@ -583,6 +625,8 @@ std::vector<HostTensor> CudaBackend::fetch(const std::string& what) {
 void CudaBackend::release() {
   guarded([&] { impl_->release(); });
 }
+
+std::optional<std::string> CudaBackend::context_lost() { return impl_->probe_context(); }
 
 std::uint64_t CudaBackend::tracked_bytes() const { return impl_->alloc.current(); }
 

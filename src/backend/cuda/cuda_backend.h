@@ -28,6 +28,8 @@ class CudaBackend final : public Backend {
   ErrorReport compare(const std::string& a, const std::string& b) override;
   std::vector<HostTensor> fetch(const std::string& what) override;
   void release() override;
+  // Probes the device after a failure; see Backend::context_lost().
+  std::optional<std::string> context_lost() override;
 
   // Device bytes held through the tracking allocator right now (inputs + kept outputs).
   std::uint64_t tracked_bytes() const;
