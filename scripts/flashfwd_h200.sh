@@ -21,7 +21,7 @@ set -uo pipefail
 h200_dirs "$1"
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(band0 pf)
+[ ${#variants[@]} -gt 0 ] || variants=(band0 nopf)
 budget=${BUDGET_S:-55}
 group=${GROUP:-4}
 config=${CONFIG:-configs/flashfwd-h200.json}

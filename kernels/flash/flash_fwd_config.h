@@ -52,8 +52,10 @@ template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 
 template <> struct TcTiles<128> : TcLoop {
   static constexpr int kBr = 128, kBc = 64, kWarps = 4;
   static constexpr bool kQInRegs = false;
-  // Lazy rescale since call B (1.019-1.031x at d = 128 bf16; the sharp-softmax GPU test passes with it).
-  static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale;
+  // Lazy rescale since call B (1.019-1.031x at d = 128 bf16; the sharp-softmax GPU test passes with it). L2
+  // prefetch of the next wave's first Q/K/V (kFwdL2Prefetch) since session 11's call A: 0.996-1.013x on all 8
+  // d = 128 rows (geomean 1.006; at d = 64 it lost 1-3%, so not there).
+  static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale | kFwdL2Prefetch;
   static constexpr int kSmallBc = 32;
   // Non-causal: one plane's query tiles after another (FlashAttention-2's grid order) since session 9's call A:
   // 1.011-1.018x at N = 1k (the rows furthest behind FA2), 0.995-1.003x at 4k/16k (docs/perf-notes.md).
@@ -137,7 +139,9 @@ struct FwdConfig {
 //   persist2: persist with the next tile's K_0 loaded at the start of the current tile's last KV step and its Q and
 //             V_0 once that step's S is done (kFwdPersistEarly)
 //   pf      : every launch: in its last KV step a block prefetches into L2 the Q tile, K_0 and V_0 of the work tile
-//             one device-full of blocks after its own (kFwdL2Prefetch), the order as the other words say
+//             one device-full of blocks after its own (kFwdL2Prefetch), the order as the other words say; d = 128's
+//             default has it since session 11
+//   nopf    : the default without kFwdL2Prefetch (d = 128: the default before session 11's flip)
 //   pfstart : pf at the block's start instead (kFwdL2PrefetchStart)
 //   latev   : every launch: V_0 copied once Q and K_0 have landed, in the first KV step (kFwdLateV0), with or
 //             without pf (not with pfstart)
@@ -154,6 +158,7 @@ struct FwdProbe {
   bool prefetch = false;        // pf
   bool prefetch_start = false;  // pfstart
   bool late_v0 = false;         // latev
+  bool no_prefetch = false;     // nopf
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
