@@ -4,9 +4,10 @@
 #   the GPU tests of the forward as shipped ([flashfwd]: bf16/fp16 d 64/128 around the tiles; flash's accuracy
 #   cases; seq_q != seq_k), then [flashfwd] once per probe setting (FB_FLASH_FWD_PROBE is read once per
 #   process); CONFIG (default configs/flashfwd-h200.json) with FILTER (default: the rows that trailed
-#   FlashAttention-2 in session 8's final sweep, both 16-bit types: d 128 non-causal N 1k/4k/16k, d 128 causal
-#   N 1k (fp16) and 2k, d 64 causal N 2k/4k, and d 64 non-causal N 4k (bf16) as a check), verified: the shipped
-#   kernels, then the VARIANTs in groups of GROUP (default 4) with the shipped kernels again after each group;
+#   FlashAttention-2 in session 10's final sweep and their neighbours, both 16-bit types: d 128 non-causal
+#   N 512/1k/2k, d 64 causal N 1k/2k/4k, d 128 causal N 1k, and d 64 non-causal N 512 (bf16) as a check),
+#   verified: the shipped kernels, then the VARIANTs in groups of GROUP (default 4) with the shipped kernels again
+#   after each group;
 #   torch-flash (FlashAttention-2) on the same spec through scripts/peers.py. Last, a table: TFLOP/s shipped and
 #   FA2, FA2 time / shipped time, and per variant its speed over the shipped kernels' (geometric mean of the
 #   shipped runs just before and just after it); then fp16 time / bf16 time of each case, ours and FA2's.
@@ -20,11 +21,11 @@ set -uo pipefail
 h200_dirs "$1"
 shift
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(l2order old)
+[ ${#variants[@]} -gt 0 ] || variants=(band0 nopf)
 budget=${BUDGET_S:-55}
 group=${GROUP:-4}
 config=${CONFIG:-configs/flashfwd-h200.json}
-filter=${FILTER:-'n(1024|4096|16384)-d128-(bf16|fp16)-full|n1024-d128-fp16-causal|n2048-d128-(bf16|fp16)-causal|n(2048|4096)-d64-(bf16|fp16)-causal|n4096-d64-bf16-full'}
+filter=${FILTER:-'n(512|1024|2048)-d128-(bf16|fp16)-full|n(1024|2048|4096)-d64-(bf16|fp16)-causal|n1024-d128-(bf16|fp16)-causal|n512-d64-bf16-full'}
 require_build flashfwd_h200.sh
 
 step_timeout=30 step_tail=2 step_name_width=20

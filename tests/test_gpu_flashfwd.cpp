@@ -1,6 +1,7 @@
 // GPU tests [gpu][flashfwd]: the portable flash forward (mma.sync) at bf16 and fp16, d = 64 and 128, the cases
 // whose kernel the timing probes swap (FB_FLASH_FWD_PROBE, kernels/flash/flash_fwd_config.h: e.g. `old`, the
-// 128 x 32 kernel at d = 128 that GPUs with less shared memory a block run).
+// 128 x 32 kernel at d = 128 that GPUs with less shared memory a block run; `band0`, the causal order before
+// session 11's bands).
 // The probe is read once per process, so a device call runs this binary once per probe setting; without
 // the variable the shipped kernels run. gpu_main.cpp skips the tests without a device.
 #include <cstdint>
@@ -77,10 +78,13 @@ TEST_CASE("flash forward, bf16/fp16 d 64/128, sharp softmax (Q, K x 3): verifies
 }
 
 // Many more work tiles than a device runs at once (64 planes x 13-16 query tiles = 832-1024 blocks' worth; an
-// H200 holds 264 of these blocks): the probes that reorder the tiles (bandN, causal) or run them from one wave
-// of blocks (persist, d = 128 non-causal: each block then runs 3-4 tiles, the next tile's Q/K/V loaded during
-// the last one's epilogue) must still run every tile once, whatever the K/V stage parity at a tile's end (17 and
-// 32 KV tiles) and with a short last band (13 query tiles).
+// H200 holds 264 of these blocks): the orders that reorder the tiles (causal: the default's bands of 8 query
+// tiles at d = 64 and 4 at d = 128, band0's grouped order, other bandN) or run them from one wave of blocks
+// (persist, d = 128 non-causal: each block then runs 3-4 tiles, the next tile's Q/K/V loaded during the last
+// one's epilogue) must still run every tile once, whatever the K/V stage parity at a tile's end (17 and 32 KV
+// tiles) and with a short last band (13 query tiles); the L2 prefetch (d = 128's default, pf, pfstart; off with
+// nopf) asks for a tile one wave later only when there is one, the last query tile of a plane with 1 of its
+// 128 rows (1537 rows).
 TEST_CASE("flash forward, bf16/fp16, more work tiles than one wave: verifies beside naive", "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();

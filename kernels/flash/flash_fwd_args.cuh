@@ -29,6 +29,10 @@ struct FwdArgs {
   int planes;       // batch * heads
   int q_tiles;      // query tiles per plane
   int plane_group;  // planes whose tiles run together, their K/V sized to stay in L2
+  // kFwdL2Prefetch: blocks the device holds at once (0: no prefetch). 8-byte aligned, past the 4 bytes of padding
+  // after plane_group: the kernels that do not read it load their parameters as before (nvcc loads plane_group
+  // and a field next to it as one 8-byte pair).
+  alignas(8) int prefetch_ahead;
 };
 
 template <typename Elem, typename Accum>
@@ -45,6 +49,7 @@ FwdArgs<Elem, Accum> make_fwd_args(const AttentionParams& p) {
   a.scale = Accum(p.scale);
   a.scale_log2 = Accum(p.scale * kLog2e);
   a.mask = p.mask();
+  a.prefetch_ahead = 0;
   return a;
 }
 

@@ -35,7 +35,14 @@ struct TcLoop {
 };
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
-template <> struct TcTiles<64> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
+// d = 64, causal: work tiles in bands of 8 query tiles of a plane (kFwdQBand) since session 11: session 10's final
+// call measured bands of 4 and of 8 at 1.031-1.064x the grouped order at N = 1k/2k/4k (bf16 and fp16), level with
+// each other (8: 1.033/1.049 at 4k against 4's 1.031/1.032; 4: 1.044/1.037 at 1k against 8's 1.034/1.032).
+template <> struct TcTiles<64> : TcLoop {
+  static constexpr int kBr = 128, kBc = 64, kWarps = 4;
+  static constexpr bool kQInRegs = true;
+  static constexpr int kCausalBand = 8;
+};
 // d = 96 as d = 128 (O 96 registers a thread at 32 rows per warp; Q in registers would add 48).
 template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
 // d = 128: FlashAttention-2's 128 x 64 since session 8 (call A: 1.058-1.067x the 128 x 32 kernel's speed, causal N 2k
@@ -45,12 +52,17 @@ template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 
 template <> struct TcTiles<128> : TcLoop {
   static constexpr int kBr = 128, kBc = 64, kWarps = 4;
   static constexpr bool kQInRegs = false;
-  // Lazy rescale since call B (1.019-1.031x at d = 128 bf16; the sharp-softmax GPU test passes with it).
-  static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale;
+  // Lazy rescale since call B (1.019-1.031x at d = 128 bf16; the sharp-softmax GPU test passes with it). L2
+  // prefetch of the next wave's first Q/K/V (kFwdL2Prefetch) since session 11's call A: 0.996-1.013x on all 8
+  // d = 128 rows (geomean 1.006; at d = 64 it lost 1-3%, so not there).
+  static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale | kFwdL2Prefetch;
   static constexpr int kSmallBc = 32;
   // Non-causal: one plane's query tiles after another (FlashAttention-2's grid order) since session 9's call A:
   // 1.011-1.018x at N = 1k (the rows furthest behind FA2), 0.995-1.003x at 4k/16k (docs/perf-notes.md).
   static constexpr int kPlaneGroup = 1;
+  // Causal: bands of 4 query tiles since session 11 (session 10's final call: 1.037/1.028x the grouped order at
+  // N = 1k bf16/fp16, 1.005/0.998 at 2k; bands of 8 gave 1.001/1.017 and 1.012/0.994).
+  static constexpr int kCausalBand = 4;
 };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
@@ -113,17 +125,26 @@ struct FwdConfig {
 // words, read once per process (fwd_probe(), flash_fwd.cu; an unknown word throws, naming the variable).
 // Only bf16 and fp16 at d = 64 and d = 128 have them (kProbed); other cases ignore it:
 //   old     : the kernel of GPUs whose blocks cannot have the default's shared memory (TcTiles<D>::kSmallBc: at
-//             d = 128 session 7's 128 x 32 loop, two barriers a tile); where there is none (d = 64), the default
+//             d = 128 session 7's 128 x 32 loop, two barriers a tile, grouped_tile's order); where there is none
+//             (d = 64), the default tiles in grouped_tile's order (causal too: session 10's d = 64 kernel)
 //   l2order : the default kernel with set_tile_order's L2-sized plane groups on non-causal launches too (the
 //             grid order before session 9; TcTiles<D>::kPlaneGroup)
 //   bandN   : causal launches: the work tiles in bands of N adjacent query tiles of one plane (banded_tile,
 //             flash_fwd_args.cuh; kernel bit kFwdQBand), for L2 reuse of K/V among the blocks that run together;
-//             non-causal launches run the default
+//             band0: grouped_tile's order, one group of every plane, longest tiles first (the causal default
+//             before session 11; TcTiles<D>::kCausalBand is the default band). Non-causal launches: the default
 //   persist : d = 128 non-causal launches: one wave of blocks that each run every gridDim.x-th work tile, the next
 //             tile's Q, K_0 and V_0 in flight during the current tile's epilogue (kernel bit kFwdPersist); causal
 //             launches and d = 64 run the default
 //   persist2: persist with the next tile's K_0 loaded at the start of the current tile's last KV step and its Q and
 //             V_0 once that step's S is done (kFwdPersistEarly)
+//   pf      : every launch: in its last KV step a block prefetches into L2 the Q tile, K_0 and V_0 of the work tile
+//             one device-full of blocks after its own (kFwdL2Prefetch), the order as the other words say; d = 128's
+//             default has it since session 11
+//   nopf    : the default without kFwdL2Prefetch (d = 128: the default before session 11's flip)
+//   pfstart : pf at the block's start instead (kFwdL2PrefetchStart)
+//   latev   : every launch: V_0 copied once Q and K_0 have landed, in the first KV step (kFwdLateV0), with or
+//             without pf (not with pfstart)
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) were measured (docs/perf-notes.md, "Session 8" and "Session 9") and removed with their code; the
 // winners are in TcTiles<D>.
@@ -131,9 +152,13 @@ struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
   bool l2order = false;
-  int band = 0;  // bandN: N (0: grouped_tile's order)
+  int band = -1;  // bandN: N (0: grouped_tile's order; -1: TcTiles<D>::kCausalBand)
   bool persist = false;
   bool persist_early = false;  // persist2
+  bool prefetch = false;        // pf
+  bool prefetch_start = false;  // pfstart
+  bool late_v0 = false;         // latev
+  bool no_prefetch = false;     // nopf
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

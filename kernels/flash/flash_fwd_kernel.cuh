@@ -77,6 +77,20 @@ __device__ __forceinline__ void load_kv_async(typename Tr::Elem* smem, const typ
   }
 }
 
+// Asks L2 for the first `bytes` (<= kMaxBytes) bytes at `base`, one prefetch per 128-byte line, the lines dealt
+// round-robin to the block's kThreads threads. A hint: nothing waits for it, and no line past `bytes` is touched.
+template <int kMaxBytes, int kThreads>
+__device__ __forceinline__ void prefetch_l2(const void* base, int bytes, int tid) {
+  constexpr int kLine = 128;
+  constexpr int kSteps = (kMaxBytes + kLine * kThreads - 1) / (kLine * kThreads);
+  const char* p = static_cast<const char*>(base);
+#pragma unroll
+  for (int i = 0; i < kSteps; ++i) {
+    const int off = (tid + i * kThreads) * kLine;
+    if (off < bytes) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
+  }
+}
+
 // threadIdx.x through an asm the compiler cannot look into (nor move: volatile).
 __device__ __forceinline__ int opaque_tid() {
   int v;
@@ -119,6 +133,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kEarly = kPersist && (kOpt & kFwdPersistEarly) != 0;
   static_assert(!kPersist || (!kQBand && !Tr::kQInRegs && Tr::kBr == 2 * Tr::kBc && Tr::kBc % Tr::kWarpRows == 0),
                 "kFwdPersist: non-banded, Q from shared memory, O staged in one stage's K and V buffers");
+  // kFwdL2Prefetch: the Q tile, K_0 and V_0 of work tile work + a.prefetch_ahead into L2 (the tile that, with
+  // blocks finishing in launch order, starts on this SM when this one ends), in the last KV step or, with
+  // kFwdL2PrefetchStart, at the start. The blocks of a non-causal launch all have one length, so they start (and
+  // wait for their first Q, K and V from HBM, the tensor cores idle) together, wave after wave.
+  constexpr bool kPrefetch = (kOpt & kFwdL2Prefetch) != 0;
+  constexpr bool kPrefetchStart = kPrefetch && (kOpt & kFwdL2PrefetchStart) != 0;
+  static_assert(!(kPrefetch && kPersist), "kFwdL2Prefetch: one work tile a block");
+  // kFwdLateV0: V_0 is copied once Q and K_0 have landed (FlashAttention-2's prologue), not with them: the first
+  // S waits for 48 KB at d = 128 instead of 64 KB in flight, when a wave's blocks all start at once.
+  constexpr bool kLateV0 = (kOpt & kFwdLateV0) != 0;
+  static_assert(!(kLateV0 && kPersist), "kFwdLateV0: the prologue of one work tile a block");
   auto tile_of = [&](int work) {
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
                   : grouped_tile(work, a.planes, a.q_tiles, a.plane_group);
@@ -147,6 +172,41 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     next_off[2] = seq_q - nt.q_tile * Tr::kBr;
   }
 
+  // kFwdL2Prefetch: the later tile's Q offset (elements; -1: none), its K/V offset and its Q bytes.
+  constexpr int kQBytes = Tr::kBr * D * int(sizeof(Elem));
+  constexpr int kKVBytes = Tr::kBc * D * int(sizeof(Elem));
+  auto prefetch_target = [&](std::int64_t& q_off, std::int64_t& kv_off, int& q_bytes) {
+    const int pw = work + a.prefetch_ahead;
+    q_off = -1;
+    kv_off = 0;
+    q_bytes = 0;
+    if (pw < works) {
+      const PlaneTile pt = tile_of(pw);
+      const HeadOffsets poff = head_offsets(a, pt.bh, D);
+      const int pq0 = pt.q_tile * Tr::kBr;
+      q_off = poff.q + std::int64_t(pq0) * D;
+      kv_off = poff.kv;
+      q_bytes = min(seq_q - pq0, Tr::kBr) * D * int(sizeof(Elem));
+    }
+  };
+  auto prefetch = [&](std::int64_t q_off, std::int64_t kv_off, int q_bytes, int ptid) {
+    if (q_off < 0) return;
+    const int kv_bytes = min(seq_k, Tr::kBc) * D * int(sizeof(Elem));
+    prefetch_l2<kQBytes, Tr::kThreads>(a.q + q_off, q_bytes, ptid);
+    prefetch_l2<kKVBytes, Tr::kThreads>(a.k + kv_off, kv_bytes, ptid);
+    prefetch_l2<kKVBytes, Tr::kThreads>(a.v + kv_off, kv_bytes, ptid);
+  };
+  // In the last KV step the target comes from shared memory (Q offset, K/V offset, Q bytes), not from registers
+  // kept across the KV loop; written by thread 0 here, read after the first KV step's barrier.
+  __shared__ std::int64_t pf_target[kPrefetch && !kPrefetchStart ? 3 : 1];
+  if constexpr (kPrefetch && !kPrefetchStart) {
+    if (tid == 0) {
+      int q_bytes;
+      prefetch_target(pf_target[0], pf_target[1], q_bytes);
+      pf_target[2] = q_bytes;
+    }
+  }
+
   Elem* sQ = reinterpret_cast<Elem*>(fwd_smem());    // (kBr, D); later O staging
   Elem* sK = sQ + Tr::kQTileElems;                    // kStages x (kBc, D)
   Elem* sV = sK + Tr::kStages * Tr::kKVTileElems;     // kStages x (kBc, D)
@@ -170,11 +230,24 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     ptx::cp_async_commit();
   };
   // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it). kPersist: a later work
-  // tile's were committed in the same order by the tile before it, at its epilogue.
+  // tile's were committed in the same order by the tile before it, at its epilogue. kLateV0: V_0's group is
+  // committed in the first KV step, right after its first wait (the group order stays the same).
   if (!kPersist || it0 == 0) {
   load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
   ptx::cp_async_commit();
-  load_kv(0, 0);
+  if constexpr (kLateV0) {
+    load_kv_async<Tr, kLeanCopy>(sK, gK, seq_k, tid);
+    ptx::cp_async_commit();
+  } else {
+    load_kv(0, 0);
+  }
+  }
+  // kFwdL2PrefetchStart: after this block's own first copies are on their way.
+  if constexpr (kPrefetchStart) {
+    std::int64_t q_off, kv_off;
+    int q_bytes;
+    prefetch_target(q_off, kv_off, q_bytes);
+    prefetch(q_off, kv_off, q_bytes, tid);
   }
 
   // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
@@ -200,7 +273,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     ptx::ldmatrix_x4(dst, q_lane + (mt * Tr::kMmaM * kRowBytes + ks * Tr::kMmaK * kEB));
   };
   if constexpr (Tr::kQInRegs) {
-    ptx::cp_async_wait<2>();  // Q landed (K_0 and V_0 may still fly)
+    // Q landed (K_0 and V_0 may still fly)
+    if constexpr (kLateV0) {
+      ptx::cp_async_wait<1>();
+    } else {
+      ptx::cp_async_wait<2>();
+    }
     __syncthreads();
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -281,6 +359,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] *= alpha[mt][e / 2];
   };
 
+  // kLateV0: Q and K_0 landed (nothing else is in flight yet), then V_0's copy; the first step's wait for K_0 then
+  // waits for nothing, and its wait for V_0 (two groups, K_1's and V_1's, may still fly) is the usual one.
+  if constexpr (kLateV0) {
+    ptx::cp_async_wait<0>();
+    __syncthreads();
+    load_kv_async<Tr, kLeanCopy>(sV, gV, seq_k, tid);
+    ptx::cp_async_commit();
+  }
+
   for (int j = 0; j < n_tiles; ++j) {
     const int stage = (kPersist ? it0 + j : j) % Tr::kStages;
     // tile j - 1's, which j + 1 fills
@@ -303,6 +390,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
           if (has_next)
             load_kv_async<Tr, true>(sK + next_stage * Tr::kKVTileElems, a.k + next_off[1], seq_k, opaque_tid());
         }
+        // kFwdL2Prefetch: this is the last KV step.
+        if constexpr (kPrefetch && !kPrefetchStart)
+          prefetch(pf_target[0], pf_target[1], int(pf_target[2]), opaque_tid());
         // Empty groups keep the group count uniform.
         ptx::cp_async_commit();
         ptx::cp_async_commit();
@@ -502,6 +592,17 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     if (!p.causal || plane_group < 1)
       throw std::logic_error("flash forward: kFwdQBand is for causal launches with a band");
     args.plane_group = plane_group;
+  }
+  if constexpr ((kOpt & kFwdL2Prefetch) != 0) {
+    // The blocks the device holds at once (asked once per process for this kernel).
+    static const int resident = [&] {
+      int device = 0, sms = 0, per_sm = 0;
+      FB_CUDA_CHECK(cudaGetDevice(&device));
+      FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
+      return std::max(1, sms * per_sm);
+    }();
+    args.prefetch_ahead = resident;
   }
   if constexpr ((kOpt & kFwdPersist) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");

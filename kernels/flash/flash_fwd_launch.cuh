@@ -29,21 +29,41 @@ void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int pl
   launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, plane_group);
 }
 
-// The probe's variant of the tensor-core forward (fwd_probe(), flash_fwd_config.h) for the config Cfg.
+// The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
+// without kDrop and with kExtra (the prefetch and latev words).
+template <typename Cfg, unsigned kExtra, unsigned kDrop = 0>
+void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
+  using Tr = typename Cfg::Traits;
+  constexpr unsigned kOpt = (Cfg::kOpt & ~kDrop) | kExtra;
+  if (p.causal) {
+    // bandN: bands of N query tiles; band0: grouped_tile's order (the default before session 11).
+    const int band = pr.band >= 0 ? pr.band : Cfg::kCausalBand;
+    if (band > 0) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, band);
+    return launch_fwd_tc<Tr, kOpt>(p, stream);
+  }
+  const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
+  // persist, persist2: d = 128 only (Q from shared memory), non-causal launches, without pf, pfstart, latev (and
+  // without the default's kFwdL2Prefetch: a persistent block has no later block to prefetch for).
+  if constexpr (!Tr::kQInRegs && kExtra == 0) {
+    constexpr unsigned kBase = kOpt & ~kFwdL2Prefetch;
+    if (pr.persist_early) return launch_fwd_tc<Tr, kBase | kFwdPersist | kFwdPersistEarly>(p, stream, group);
+    if (pr.persist) return launch_fwd_tc<Tr, kBase | kFwdPersist>(p, stream, group);
+  }
+  launch_fwd_tc<Tr, kOpt | Cfg::kFullOpt>(p, stream, group);
+}
 template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
-  using Tr = typename Cfg::Traits;
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
-  if (pr.band > 0 && p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdQBand>(p, stream, pr.band);
-  // persist, persist2: d = 128 only (Q from shared memory), non-causal launches.
-  if constexpr (!Tr::kQInRegs) {
-    const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
-    if (pr.persist_early && !p.causal)
-      return launch_fwd_tc<Tr, Cfg::kOpt | kFwdPersist | kFwdPersistEarly>(p, stream, group);
-    if (pr.persist && !p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdPersist>(p, stream, group);
+  if (pr.no_prefetch) {
+    if (pr.late_v0) return launch_fwd_tc_probed<Cfg, kFwdLateV0, kFwdL2Prefetch>(pr, p, stream);
+    return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   }
-  launch_fwd_tc_default<Cfg>(p, stream, pr.l2order ? 0 : Cfg::kPlaneGroup);
+  if (pr.late_v0 && pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdLateV0 | kFwdL2Prefetch>(pr, p, stream);
+  if (pr.late_v0) return launch_fwd_tc_probed<Cfg, kFwdLateV0>(pr, p, stream);
+  if (pr.prefetch_start) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch | kFwdL2PrefetchStart>(pr, p, stream);
+  if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
+  launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {

@@ -94,6 +94,15 @@ inline constexpr unsigned kFwdPersist = 256u;
 //   kFwdPersistEarly : with kFwdPersist: the next tile's K_0 at the start of the current tile's last KV step, its
 //                    Q and V_0 once that step's S is done.
 inline constexpr unsigned kFwdPersistEarly = 512u;
+//   kFwdL2Prefetch : during its last KV step a block asks L2 for the Q tile, K_0 and V_0 of the work tile
+//                    a.prefetch_ahead tiles after its own (the one that takes its place on the SM when the blocks
+//                    finish in launch order), so that tile's prologue reads them from L2, not from HBM.
+inline constexpr unsigned kFwdL2Prefetch = 1024u;
+//   kFwdL2PrefetchStart : with kFwdL2Prefetch: the prefetch at the block's start instead of its last KV step.
+inline constexpr unsigned kFwdL2PrefetchStart = 2048u;
+//   kFwdLateV0     : the prologue copies Q and K_0; V_0 goes in flight in the first KV step, once they have landed
+//                    (FlashAttention-2's order), so the first S waits for fewer bytes.
+inline constexpr unsigned kFwdLateV0 = 4096u;
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).

@@ -1,0 +1,1 @@
+GROUP=4 BUDGET_S=40 FILTER='n(512|1024|2048|16384)-d128-bf16-full|n(512|1024|2048)-d128-bf16-causal|n(512|1024|2048|4096|16384)-d64-bf16-causal|n512-d64-bf16-full|n512-d128-fp16-full|n2048-d64-fp16-causal' scripts/flashfwd_h200.sh "$OUTDIR" band0 pf latev pfstart
