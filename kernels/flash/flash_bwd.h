@@ -12,7 +12,10 @@
 //      atomics (fp32 for fp16/bf16/fp32, fp64 for fp64); GQA/MQA with few K/V tiles: one block per
 //      (K/V tile, subset of those heads), dK/dV partials added into fp32 accumulators
 //      (backward_head_split());
-//   3. convert: dQ accumulator -> dQ in the element type (and dK, dV under a head split).
+//      Non-causal MHA/GQA at d = 128 with a whole wave of blocks or more: each block of the grid's last
+//      partial wave runs as several units over its query steps, their dK/dV partials likewise summed
+//      in fp32 (the tail split, flash_bwd.cu tail_split());
+//   3. convert: dQ accumulator -> dQ in the element type (and dK, dV under a head or tail split).
 // fp16/bf16 run on tensor cores (mma.sync m16n8k16, fp32 accumulation); fp32 on TF32 tensor cores
 // (mma.sync m16n8k8) with the 3xTF32 split unless Fp32Math says otherwise (flash/fp32_math.h); fp64,
 // and fp32 with Fp32Math::exact, on CUDA cores.
