@@ -220,7 +220,8 @@ std::int64_t tail_rows(const AttentionParams& p, int block_n) {
 struct WorkspaceLayout {
   std::size_t lse = 0;  // Acc [batch*heads, seq_pad]
   std::size_t d = 0;    // Acc [batch*heads, seq_pad]
-  std::size_t dq = 0;   // Acc [batch, heads, seq_q, head_dim]; tiled: float [batch * heads, seq_pad, head_dim]
+  std::size_t dq = 0;   // Acc [batch, heads, seq_q, head_dim]; tiled: float [batch * heads, seq_pad,
+                        // head_dim] (TcLaunch::dq_tiled)
   std::size_t dkv = 0;  // head split only: float [2][batch, kv_heads, seq_k, head_dim] (dK, dV);
                         // tail split: float [2][tail_rows, head_dim]
   std::size_t total = 0;
@@ -370,6 +371,8 @@ std::size_t backward_workspace_bytes(const AttentionParams& p) {
 int backward_padded_seq(int seq) { return bwd::padded_seq(seq); }
 
 int backward_head_split(const AttentionParams& p) { return bwd::head_split(p); }
+
+int backward_tail_split(const AttentionParams& p) { return bwd::tail_split(p); }
 
 int force_backward_head_split(int split) {
   if (split < 0) throw std::invalid_argument("flash backward: a head split cannot be negative");

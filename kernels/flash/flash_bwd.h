@@ -62,6 +62,12 @@ int backward_head_split(const AttentionParams& p);
 // value). For tests and A/B runs. Returns the previous setting.
 int force_backward_head_split(int split);
 
+// Into how many units each block of the main kernel's last partial wave is split for these params on
+// the current device (1: none): non-causal fp16/bf16 at d = 128 (under FB_FLASH_BWD=tail also d = 64)
+// on grids of at least one whole wave of blocks, never with a head split; their dK/dV partials meet
+// in fp32 accumulators in the workspace, so their last bits vary between runs as dQ's do.
+int backward_tail_split(const AttentionParams& p);
+
 // Keys per block of the main kernel for these params (the byte model's key tile).
 int backward_key_tile(const AttentionParams& p);
 int backward_key_tile(const AttentionParams& p, Fp32Math math);
