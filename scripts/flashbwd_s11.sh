@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Session 11's device probe of the portable flash backward (issue 13), everything into OUTDIR (~60 s on a
 # built tree):
-#   1. checks: per probe in TEST_PROBES (default: every probe) the GPU tests of flash's backward
-#      (accuracy cases, seq_q != seq_k) under FB_FLASH_BWD=probe; per variant in VERIFY_VARIANTS (default:
+#   1. checks: per variant in TEST_PROBES (default: every probe; NAME:SPEC runs the Catch test spec SPEC
+#      instead) the GPU tests of flash's backward (accuracy cases, seq_q != seq_k, [flash_tail]: d = 128
+#      grids of more than a wave, where the default splits the last one) under FB_FLASH_BWD=NAME;
+#      per variant in VERIFY_VARIANTS (default:
 #      standard and every probe; NAME:K for the first K shapes only) `flashbench verify --pass bwd`, both
 #      masks, on odd shapes: GQA with 144 blocks of 1000 keys at d 128 bf16 (a whole wave and a tail of 12 on
 #      132 SMs: the default's tail split runs there), MQA d 64 fp16, MHA with 144 blocks at d 64 fp16;
@@ -41,9 +43,11 @@ filter_of() {  # variant -> its row filter ('' = every row)
   echo ""
 }
 
-for probe in ${TEST_PROBES-$probes}; do
-  step "tests-$probe" env FB_FLASH_BWD="$probe" "$tests" \
-    "naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*"
+test_spec="naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*,[flash_tail]"
+for tp in ${TEST_PROBES-$probes}; do  # NAME or NAME:SPEC (a Catch test spec in place of test_spec)
+  v=${tp%%:*} spec_t=$test_spec
+  [ "$tp" != "$v" ] && spec_t=${tp#*:}
+  step "tests-$v" env FB_FLASH_BWD="$v" "$tests" "$spec_t"
 done
 verify_shapes=("--seq 1000 --batch 3 --heads 12 --kv-heads 6 --dim 128 --dtype bf16"
                "--seq 333 --heads 8 --kv-heads 1 --dim 64 --dtype fp16"
