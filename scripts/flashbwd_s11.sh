@@ -23,6 +23,7 @@
 #      left;
 #   4. a table last: TFLOP/s per variant (mean of its runs), FA2 time / flash time, standard time / probe
 #      time per probe (> 1: the probe is faster), the runs' spread, then the ncu comparison.
+# TIMING=0 skips step 2 (with TEST_PROBES= VERIFY_VARIANTS= : the ncu steps alone, ~12 s).
 #     BUILD=build-h200 scripts/flashbwd_s11.sh OUTDIR
 set -uo pipefail
 step_timeout=40 step_tail=2 step_name_width=16
@@ -69,16 +70,18 @@ run() {  # variant rep
   step "run-$1-$2" env FB_FLASH_BWD="$1" "$fb" run "$s" --no-ceilings -q ${f:+--filter "$f"} \
     -o "$out/flash-$1-$2.json"
 }
-run standard 1
-for probe in $probes; do run "$probe" 1; done
-[ "${PEERS:-1}" = 1 ] &&
-  step peers python3 scripts/peers.py "$spec" --backends flash --ref-max-seq 0 -o "$out/peers.json"
-for probe in $(printf '%s\n' $probes | tac); do run "$probe" 2; done
-run standard 2
-for r in $(seq 3 "$pairs"); do  # more runs, alternating (unverified)
-  run standard "$r"
-  for probe in $probes; do run "$probe" "$r"; done
-done
+if [ "${TIMING:-1}" = 1 ]; then
+  run standard 1
+  for probe in $probes; do run "$probe" 1; done
+  [ "${PEERS:-1}" = 1 ] &&
+    step peers python3 scripts/peers.py "$spec" --backends flash --ref-max-seq 0 -o "$out/peers.json"
+  for probe in $(printf '%s\n' $probes | tac); do run "$probe" 2; done
+  run standard 2
+  for r in $(seq 3 "$pairs"); do  # more runs, alternating (unverified)
+    run standard "$r"
+    for probe in $probes; do run "$probe" "$r"; done
+  done
+fi
 
 ncu_variants=${NCU_VARIANTS-dqtile standard}
 if [ "${NCU:-1}" = 1 ]; then
