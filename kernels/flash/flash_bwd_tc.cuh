@@ -550,8 +550,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // [batch * heads, seq_pad, head_dim] floats, each query tile's block in the dQ warps' fragment order)
 // with one red.v4 a lane per n8 tile: 8 a thread a step at d = 128, each covering 512 contiguous
 // bytes (4 whole 128-byte lines) where kDqRed2's 16 red.v2 each touch one 32-byte sector in each of 8
-// rows (8 lines). Padded query rows take zeros (their P is 0), so no row tests; run_convert_dq_tiled
-// turns it into dQ. Session 10's profile beside FlashAttention-2 (d = 128, N = 16k): lg_throttle
+// rows (8 lines). Row tests only on a head's last query tile (as kDqRed2's); the accumulator has every
+// padded row (zeroed), which run_convert_dq_tiled reads and skips. Session 10's profile beside FlashAttention-2 (d = 128, N = 16k): lg_throttle
 // 1.12 against 0 and long-scoreboard 1.15 against 0.67 stalls per instruction: the LSU queue of
 // global accesses full in ours; FA2's scalar atomics each cover one whole line of its own permuted
 // accumulator.
