@@ -11,12 +11,12 @@
 #   2. configs/flashbwd-long-h200.json (bf16, d 64/128, N 4k/8k/16k, both masks) as standard, probes,
 #      [torch-flash], probes reversed, standard: the variants interleaved around FlashAttention-2
 #      (scripts/peers.py on the same spec), since runs drift 2-3% within a call. PROBES (default
-#      "notail dqtile") are FB_FLASH_BWD values, each optionally NAME:REGEX to time only the rows whose key
+#      "notail dqrows"; call A of session 11 ran "notail:d128-bf16-full dqtile") are FB_FLASH_BWD values, each optionally NAME:REGEX to time only the rows whose key
 #      matches (e.g. notail:d128-bf16-full: that probe differs from the default there only). Each probe's
 #      first run verifies every row it times; the default's too unless VERIFY_DEFAULT=0. PAIRS (default 2)
 #      runs per variant; PEERS=0 skips torch;
-#   3. Nsight Compute on ONE launch of flash's main kernel per variant in NCU_VARIANTS (default "dqtile
-#      standard") at d = 128, N = 16k, non-causal, and of FlashAttention-2's backward kernel unless NCU_FA2=0
+#   3. Nsight Compute on ONE launch of flash's main kernel per variant in NCU_VARIANTS (default "standard
+#      dqrows") at d = 128, N = 16k, non-causal, and of FlashAttention-2's backward kernel unless NCU_FA2=0
 #      (NCU_FA2_LOG=FILE: an earlier FA2 profile shown beside them instead): warp-state stalls, issue and
 #      tensor-pipe activity, LSU and L2 load (the dQ reductions), L2 hit rate. NCU=0 skips it; each ncu step
 #      runs only if at least 10 s of BUDGET (default 65 s from the script's start) are left, cut at what is
@@ -34,7 +34,7 @@ spec=configs/flashbwd-long-h200.json
 pairs=${PAIRS:-2}
 budget=${BUDGET:-65}
 left() { echo $((budget - SECONDS - 1)); }
-probe_specs=${PROBES:-notail dqtile}
+probe_specs=${PROBES:-notail dqrows}
 probes=$(for p in $probe_specs; do printf '%s ' "${p%%:*}"; done)
 filter_of() {  # variant -> its row filter ('' = every row)
   local p
@@ -83,7 +83,7 @@ if [ "${TIMING:-1}" = 1 ]; then
   done
 fi
 
-ncu_variants=${NCU_VARIANTS-dqtile standard}
+ncu_variants=${NCU_VARIANTS-standard dqrows}
 if [ "${NCU:-1}" = 1 ]; then
   ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
   sections=(--section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis

@@ -156,9 +156,10 @@ int head_split(const AttentionParams& p) {
 
 // Into how many units each block of the grid's last partial wave is split (kTailSplit; 1: none).
 // Non-causal fp16/bf16 on the warp-grid kernel only (its blocks are equal: group x query tiles steps
-// each), never with a head split. By default (and under `dqtile`) at d = 128 on grids of at least one
-// whole wave (session 10's final call, probe `tail`: +1.8-2.7% at N = 4k-16k; level at d = 64); the
-// probe `tail` at d = 64 and 128 on any grid; `notail` and `lean` never. Model: the whole blocks fill
+// each), never with a head split. By default (and under `dqrows`) at d = 128 on grids of at least one
+// whole wave (session 10's final call, probe `tail`: +1.8-2.7% at N = 4k-16k, level at d = 64; session
+// 11's call A: +2.2-2.7% against `notail`); the probe `tail` at d = 64 and 128 on any grid; `notail`
+// and `lean` never. Model: the whole blocks fill
 // n_blocks / SMs waves; the tail's units then run in ceil(tail * S / SMs) rounds of L / S + 4 steps
 // (L: a block's steps; 4: a unit's fixed cost, as model_head_split's), against one round of L + 4
 // unsplit; the S in 2..16 (at most L) with the shortest time, if it is at least 1% shorter. (d = 128,
@@ -166,7 +167,7 @@ int head_split(const AttentionParams& p) {
 int tail_split(const AttentionParams& p) {
   const GridVariant v = grid_variant();
   const bool probe = v == GridVariant::tail;
-  const bool on = probe || ((v == GridVariant::standard || v == GridVariant::dqtile) && p.head_dim == 128);
+  const bool on = probe || ((v == GridVariant::standard || v == GridVariant::dqrows) && p.head_dim == 128);
   if (!on || p.causal || p.kv_heads < 1 || p.heads % p.kv_heads != 0 ||
       (p.head_dim != 64 && p.head_dim != 128) || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
       p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || head_split(p) > 1)
@@ -196,16 +197,22 @@ int tail_split(const AttentionParams& p) {
   return best_t <= 0.99 * unsplit_t ? best : 1;
 }
 
-// The probe `dqtile`: the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;
-// [batch * heads, seq_pad, head_dim] floats in the dQ warps' fragment order). fp16/bf16 at d = 64/128
-// where the warp-grid kernel runs.
-bool dq_tiled(const AttentionParams& p) {
-  if (grid_variant() != GridVariant::dqtile || (p.head_dim != 64 && p.head_dim != 128) ||
+// Whether the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;
+// [batch * heads, seq_pad, head_dim] floats in the dQ warps' fragment order): the default (and `notail`)
+// for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, except under a GQA head split (its
+// kernels reduce dQ by rows; split + tiled dQ is not measured). Session 11's call A (probe `dqtile`):
+// +7.5-10.5% on every long-N row (d 64/128, both masks), 1.03-1.09x FlashAttention-2.
+// dq_tiled_kernels: the same, the head split aside (the workspace's dQ section is sized by it, so a
+// head split's workspace is the unsplit one plus its dK/dV accumulators).
+bool dq_tiled_kernels(const AttentionParams& p) {
+  const GridVariant v = grid_variant();
+  if ((v != GridVariant::standard && v != GridVariant::notail) || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return false;
   SplitTiles tiles;
   return split_sms(p, tiles) != 0;
 }
+bool dq_tiled(const AttentionParams& p) { return dq_tiled_kernels(p) && head_split(p) == 1; }
 
 // The tail split's accumulator rows: tail_blocks key tiles (an upper bound where a K/V plane's last
 // tile is partial).
@@ -236,7 +243,7 @@ WorkspaceLayout workspace_layout(const AttentionParams& p) {
   w.lse = 0;
   w.d = align_up(w.lse + padded_rows * acc);
   w.dq = align_up(w.d + padded_rows * acc);
-  const std::size_t dq_elems = dq_tiled(p) ? padded_rows * p.head_dim : std::size_t(p.q_elems());
+  const std::size_t dq_elems = dq_tiled_kernels(p) ? padded_rows * p.head_dim : std::size_t(p.q_elems());
   w.total = align_up(w.dq + dq_elems * acc);
   w.dkv = w.total;
   const std::size_t kv_elems = std::size_t(p.batch) * p.kv_heads * p.seq_k * p.head_dim;
@@ -268,11 +275,11 @@ GridVariant grid_variant() {
     if (s == "lean") return GridVariant::lean;
     if (s == "tail") return GridVariant::tail;
     if (s == "notail") return GridVariant::notail;
-    if (s == "dqtile") return GridVariant::dqtile;
+    if (s == "dqrows") return GridVariant::dqrows;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, lean, tail, notail, dqtile; s6 "
+                                "' is not a flash backward variant (standard, lean, tail, notail, dqrows; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
-                                "session 10: docs/perf-notes.md)");
+                                "session 10; dqtile became the default in session 11: docs/perf-notes.md)");
   }();
   return v;
 }
@@ -419,7 +426,7 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     Acc* d_pad = reinterpret_cast<Acc*>(base + ws.d);
     Acc* dq_acc = reinterpret_cast<Acc*>(base + ws.dq);
     const int seq_pad = padded_seq(p.seq_q);
-    // The probe `dqtile`: dQ accumulated in the tiled layout, every padded row zeroed.
+    // dQ accumulated in the tiled layout (dq_tiled()), every padded row zeroed.
     const bool tiled = kTensorCores && dq_tiled(p);
 
     // The tensor-core kernels compute exp() as exp2(); their LSE copy is in the log2 domain.

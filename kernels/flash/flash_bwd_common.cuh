@@ -54,8 +54,8 @@ struct MainArgs {
 struct TcLaunch {
   // The tail split (kTailSplit kernels): MainArgs::head_split holds its S, dkv_acc the tail's rows.
   bool tail = false;
-  // The tiled dQ accumulator (kDqTiled kernels, probe `dqtile`): dq_acc holds [batch * heads, seq_pad,
-  // head_dim] floats, each query tile's (kBlockM x head_dim) block in the order the dQ warps hold
+  // The tiled dQ accumulator (kDqTiled kernels; the default since session 11, not under the probes
+  // `dqrows`, `lean`, `tail` or a GQA head split): dq_acc holds [batch * heads, seq_pad, head_dim] floats, each query tile's (kBlockM x head_dim) block in the order the dQ warps hold
   // their fragments (DqTiledLayout in flash_bwd_tc.cuh), converted by run_convert_dq_tiled.
   bool dq_tiled = false;
 };
@@ -103,13 +103,14 @@ template <int kHeadDim> int main_tf32_key_tile();
 
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
 // process, for A/B runs in one binary: `lean` (session 7's call-A kernel: kLean + kDqRed2, tile-major
-// causal grid); `tail` (session 10: non-causal grids split their last partial wave, kTailSplit, at
-// d = 64 and 128 and on grids of less than a wave too); `notail` (the default without the d = 128
-// non-causal tail split: session 10's default); `dqtile` (session 11: the default with the tiled dQ
-// accumulator, kDqTiled); unset or `standard`: the default. Anything else is refused
-// (std::invalid_argument; `s6` and `desc`, measured in session 7, were removed in session 8;
-// `stagger`, measured in session 9, became d = 64 causal's default and is no longer a probe).
-enum class GridVariant { standard, lean, tail, notail, dqtile };
+// causal grid); `tail` (session 10's probe: non-causal grids split their last partial wave, kTailSplit,
+// at d = 64 and 128 and on grids of less than a wave too, dQ reduced by rows); `notail` (the default
+// without the d = 128 non-causal tail split); `dqrows` (the default with dQ reduced by rows into a
+// row-major accumulator, kDqRed2: session 10's dQ); unset or `standard`: the default. Anything else is
+// refused (std::invalid_argument; `s6` and `desc`, measured in session 7, were removed in session 8;
+// `stagger`, measured in session 9, became d = 64 causal's default and is no longer a probe; `dqtile`,
+// measured in session 11's call A, became the default).
+enum class GridVariant { standard, lean, tail, notail, dqrows };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

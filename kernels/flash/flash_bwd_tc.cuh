@@ -1406,6 +1406,9 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // kStagger was not measured).
 // Session 9 (call A, probe `stagger`, removed after it): kStagger in place of kSplitS lost 4% at d = 128
 // (both masks) and d = 64 non-causal, won 0.4-0.7% at d = 64 causal, whose `type` has it now.
+// Session 11 (call A, probe `dqtile`): every default runs with kDqTiled (`dq_tiled`, `noncausal_dq_tiled`,
+// `tail_dq_tiled`: +7.5-10.5% on every long-N row); `type`, `noncausal` and `tail` run under `dqrows`
+// (and `tail` under the probe `tail`), `split` (row-major dQ) wherever the GQA head split runs.
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
@@ -1418,7 +1421,8 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   // d = 128 non-causal on grids of a wave or more; session 10's probe `tail`: +1.8-2.7% there).
   using tail = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true, false, false, false, false, false, true>;
-  // Probe `dqtile` (session 11): `type` and `tail` with the tiled dQ accumulator (kDqTiled).
+  // `type` and `tail` with the tiled dQ accumulator (kDqTiled): the default since session 11 (probe
+  // `dqtile` in call A: +7.5-10.5%); `type` and `tail` themselves run under the probe `dqrows`.
   using dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
                                 true, false, true, false, false, false, false, false, false, true>;
   using noncausal_dq_tiled = dq_tiled;
@@ -1437,7 +1441,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
                              false, true, false, false, true>;
   using tail = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
                             false, false, false, false, false, false, false, false, true>;
-  // Probe `dqtile` (session 11): `type` and `noncausal` with the tiled dQ accumulator (kDqTiled).
+  // `type` and `noncausal` with the tiled dQ accumulator (kDqTiled): the default since session 11;
+  // `type` and `noncausal` themselves run under the probe `dqrows`.
   using dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
                                 true, false, true, false, false, false, true, false, false, true>;
   using noncausal_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
@@ -1581,7 +1586,7 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::standard:
         case GridVariant::tail:
         case GridVariant::notail:
-        case GridVariant::dqtile: break;
+        case GridVariant::dqrows: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
