@@ -154,17 +154,23 @@ int head_split(const AttentionParams& p) {
   return model_head_split(p, sms, tiles.block_n, tiles.block_m);
 }
 
-// The `tail` probe (FB_FLASH_BWD=tail): into how many units each block of the grid's last partial
-// wave is split (kTailSplit; 1: none). Non-causal fp16/bf16 at d = 64/128 on the warp-grid kernel
-// only (its blocks are equal: group x query tiles steps each). Model: the whole blocks fill
+// Into how many units each block of the grid's last partial wave is split (kTailSplit; 1: none).
+// Non-causal fp16/bf16 on the warp-grid kernel only (its blocks are equal: group x query tiles steps
+// each), never with a head split. By default (and under `dqrows`) at d = 128 on grids of at least one
+// whole wave (session 10's final call, probe `tail`: +1.8-2.7% at N = 4k-16k, level at d = 64; session
+// 11's call A: +2.2-2.7% against `notail`); the probe `tail` at d = 64 and 128 on any grid; `notail`
+// and `lean` never. Model: the whole blocks fill
 // n_blocks / SMs waves; the tail's units then run in ceil(tail * S / SMs) rounds of L / S + 4 steps
 // (L: a block's steps; 4: a unit's fixed cost, as model_head_split's), against one round of L + 4
-// unsplit; the S in 2..16 (at most L) with the shortest time, if it is at least 1% shorter. (d = 64,
-// 16k tokens: 4096 blocks, a tail of 4 on 132 SMs, which S = 16 turns into one round of 1/16 blocks.)
+// unsplit; the S in 2..16 (at most L) with the shortest time, if it is at least 1% shorter. (d = 128,
+// 16k tokens: 2048 blocks, a tail of 68 on 132 SMs: S = 5 / 5 / 9 at N = 4k / 8k / 16k.)
 int tail_split(const AttentionParams& p) {
-  if (grid_variant() != GridVariant::tail || p.causal || p.kv_heads < 1 || p.heads % p.kv_heads != 0 ||
+  const GridVariant v = grid_variant();
+  const bool probe = v == GridVariant::tail;
+  const bool on = probe || ((v == GridVariant::standard || v == GridVariant::dqrows) && p.head_dim == 128);
+  if (!on || p.causal || p.kv_heads < 1 || p.heads % p.kv_heads != 0 ||
       (p.head_dim != 64 && p.head_dim != 128) || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
-      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
+      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || head_split(p) > 1)
     return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
@@ -172,7 +178,9 @@ int tail_split(const AttentionParams& p) {
   const long long n_blocks =
       (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
   const int tail = tail_blocks(n_blocks, sms);
-  if (tail == 0) return 1;
+  // Outside the probe only after a whole wave (the measured regime; smaller grids would split every
+  // block, as the head split does, and want their own measurement).
+  if (tail == 0 || (!probe && n_blocks < sms)) return 1;
   const double steps = double(p.heads / p.kv_heads) * ((p.seq_q + tiles.block_m - 1) / tiles.block_m);
   constexpr double kUnitOverhead = 4.0;
   int best = 1;
@@ -189,6 +197,23 @@ int tail_split(const AttentionParams& p) {
   return best_t <= 0.99 * unsplit_t ? best : 1;
 }
 
+// Whether the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;
+// [batch * heads, seq_pad, head_dim] floats in the dQ warps' fragment order): the default (and `notail`)
+// for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, except under a GQA head split (its
+// kernels reduce dQ by rows; split + tiled dQ is not measured). Session 11's call A (probe `dqtile`):
+// +7.5-10.5% on every long-N row (d 64/128, both masks), 1.03-1.09x FlashAttention-2.
+// dq_tiled_kernels: the same, the head split aside (the workspace's dQ section is sized by it, so a
+// head split's workspace is the unsplit one plus its dK/dV accumulators).
+bool dq_tiled_kernels(const AttentionParams& p) {
+  const GridVariant v = grid_variant();
+  if ((v != GridVariant::standard && v != GridVariant::notail) || (p.head_dim != 64 && p.head_dim != 128) ||
+      (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
+    return false;
+  SplitTiles tiles;
+  return split_sms(p, tiles) != 0;
+}
+bool dq_tiled(const AttentionParams& p) { return dq_tiled_kernels(p) && head_split(p) == 1; }
+
 // The tail split's accumulator rows: tail_blocks key tiles (an upper bound where a K/V plane's last
 // tile is partial).
 std::int64_t tail_rows(const AttentionParams& p, int block_n) {
@@ -202,9 +227,10 @@ std::int64_t tail_rows(const AttentionParams& p, int block_n) {
 struct WorkspaceLayout {
   std::size_t lse = 0;  // Acc [batch*heads, seq_pad]
   std::size_t d = 0;    // Acc [batch*heads, seq_pad]
-  std::size_t dq = 0;   // Acc [batch, heads, seq_q, head_dim]
+  std::size_t dq = 0;   // Acc [batch, heads, seq_q, head_dim]; tiled: float [batch * heads, seq_pad,
+                        // head_dim] (TcLaunch::dq_tiled)
   std::size_t dkv = 0;  // head split only: float [2][batch, kv_heads, seq_k, head_dim] (dK, dV);
-                        // tail split (probe): float [2][tail_rows, head_dim]
+                        // tail split: float [2][tail_rows, head_dim]
   std::size_t total = 0;
 };
 
@@ -217,7 +243,8 @@ WorkspaceLayout workspace_layout(const AttentionParams& p) {
   w.lse = 0;
   w.d = align_up(w.lse + padded_rows * acc);
   w.dq = align_up(w.d + padded_rows * acc);
-  w.total = align_up(w.dq + std::size_t(p.q_elems()) * acc);
+  const std::size_t dq_elems = dq_tiled_kernels(p) ? padded_rows * p.head_dim : std::size_t(p.q_elems());
+  w.total = align_up(w.dq + dq_elems * acc);
   w.dkv = w.total;
   const std::size_t kv_elems = std::size_t(p.batch) * p.kv_heads * p.seq_k * p.head_dim;
   if (head_split(p) > 1) w.total = align_up(w.dkv + 2 * kv_elems * sizeof(float));
@@ -247,10 +274,12 @@ GridVariant grid_variant() {
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "lean") return GridVariant::lean;
     if (s == "tail") return GridVariant::tail;
+    if (s == "notail") return GridVariant::notail;
+    if (s == "dqrows") return GridVariant::dqrows;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
-                                "' is not a flash backward variant (standard, lean, tail; s6 and desc were "
-                                "removed in session 8, stagger in session 9, dqmid in session 10: "
-                                "docs/perf-notes.md)");
+                                "' is not a flash backward variant (standard, lean, tail, notail, dqrows; s6 "
+                                "and desc were removed in session 8, stagger in session 9, dqmid in "
+                                "session 10; dqtile became the default in session 11: docs/perf-notes.md)");
   }();
   return v;
 }
@@ -350,6 +379,8 @@ int backward_padded_seq(int seq) { return bwd::padded_seq(seq); }
 
 int backward_head_split(const AttentionParams& p) { return bwd::head_split(p); }
 
+int backward_tail_split(const AttentionParams& p) { return bwd::tail_split(p); }
+
 int force_backward_head_split(int split) {
   if (split < 0) throw std::invalid_argument("flash backward: a head split cannot be negative");
   return bwd::forced_split().exchange(split);
@@ -395,18 +426,22 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     Acc* d_pad = reinterpret_cast<Acc*>(base + ws.d);
     Acc* dq_acc = reinterpret_cast<Acc*>(base + ws.dq);
     const int seq_pad = padded_seq(p.seq_q);
+    // dQ accumulated in the tiled layout (dq_tiled()), every padded row zeroed.
+    const bool tiled = kTensorCores && dq_tiled(p);
 
     // The tensor-core kernels compute exp() as exp2(); their LSE copy is in the log2 domain.
-    backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/false, kTensorCores || tf32, ctx);
+    backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/tiled, kTensorCores || tf32, ctx);
 
     MainArgs a{p.q, p.k, p.v, p.dout, p.dk, p.dv, lse_pad, d_pad, dq_acc,
                p.batch, p.heads, p.kv_heads, p.mask(), seq_pad, p.scale};
+    [[maybe_unused]] TcLaunch how;
+    how.dq_tiled = tiled;
     // GQA/MQA with few K/V tiles: query heads split over blocks, dK/dV summed in fp32 (zeroed here,
     // converted below). head_split() is 1 for every other kernel and dtype.
     [[maybe_unused]] const std::int64_t kv_elems =
         std::int64_t(p.batch) * p.kv_heads * p.seq_k * p.head_dim;
-    // The `tail` probe: the last partial wave's blocks split, their dK/dV summed in fp32 (zeroed
-    // here, converted below; head_split() is 1 under a probe).
+    // The tail split: the last partial wave's blocks split, their dK/dV summed in fp32 (zeroed here,
+    // converted below; tail_split() is 1 wherever head_split() is not).
     [[maybe_unused]] int tail = 1;
     [[maybe_unused]] std::int64_t tail_elems = 0, tail_row0 = 0;
     if constexpr (kTensorCores) {
@@ -425,6 +460,7 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
         const std::int64_t first = n_tiles * p.batch * p.kv_heads - rows / kTailBlockN;
         tail_row0 = first / n_tiles * p.seq_k + first % n_tiles * kTailBlockN;
         a.head_split = tail;
+        how.tail = true;
         a.dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
         FB_CUDA_CHECK(cudaMemsetAsync(a.dkv_acc, 0, 2 * std::size_t(tail_elems) * sizeof(float), stream));
       }
@@ -432,7 +468,7 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     with_head_dim(p.head_dim, [&](auto hd) {
       constexpr int kD = decltype(hd)::value;
       if constexpr (kTensorCores) {
-        run_main_tc<Elem, kD>(a, stream);
+        run_main_tc<Elem, kD>(a, how, stream);
       } else if (tf32) {
         if (math == Fp32Math::tf32x1) {
           run_main_tf32<kD, Fp32Math::tf32x1>(a, stream);
@@ -449,9 +485,20 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     const std::int64_t n = p.q_elems();
     const auto convert_blocks = unsigned(
         std::min<std::int64_t>((n + kConvertThreads - 1) / kConvertThreads, kMaxConvertBlocks));
-    bwd_convert_dq_kernel<Elem, Acc><<<convert_blocks, kConvertThreads, 0, stream>>>(
-        dq_acc, static_cast<Elem*>(p.dq), n);
-    FB_CUDA_CHECK_LAUNCH();
+    if (tiled) {
+      if constexpr (kTensorCores) {
+        with_head_dim(p.head_dim, [&](auto hd) {
+          constexpr int kD = decltype(hd)::value;
+          if constexpr (kD == 64 || kD == 128)
+            run_convert_dq_tiled<Elem, kD>(reinterpret_cast<const float*>(dq_acc), p.dq,
+                                           std::int64_t(p.batch) * p.heads, p.seq_q, seq_pad, stream);
+        });
+      }
+    } else {
+      bwd_convert_dq_kernel<Elem, Acc><<<convert_blocks, kConvertThreads, 0, stream>>>(
+          dq_acc, static_cast<Elem*>(p.dq), n);
+      FB_CUDA_CHECK_LAUNCH();
+    }
     if constexpr (kTensorCores) {
       // Under the tail split a.head_split holds its unit count, and dkv_acc only the tail's rows.
       if (a.head_split > 1 && tail == 1) {

@@ -12,7 +12,10 @@
 //      atomics (fp32 for fp16/bf16/fp32, fp64 for fp64); GQA/MQA with few K/V tiles: one block per
 //      (K/V tile, subset of those heads), dK/dV partials added into fp32 accumulators
 //      (backward_head_split());
-//   3. convert: dQ accumulator -> dQ in the element type (and dK, dV under a head split).
+//      Non-causal MHA/GQA at d = 128 with a whole wave of blocks or more: each block of the grid's last
+//      partial wave runs as several units over its query steps, their dK/dV partials likewise summed
+//      in fp32 (the tail split, flash_bwd.cu tail_split());
+//   3. convert: dQ accumulator -> dQ in the element type (and dK, dV under a head or tail split).
 // fp16/bf16 run on tensor cores (mma.sync m16n8k16, fp32 accumulation); fp32 on TF32 tensor cores
 // (mma.sync m16n8k8) with the 3xTF32 split unless Fp32Math says otherwise (flash/fp32_math.h); fp64,
 // and fp32 with Fp32Math::exact, on CUDA cores.
@@ -58,6 +61,12 @@ int backward_head_split(const AttentionParams& p);
 // 1: off), 0: the model's choice (the default; FB_FLASH_BWD_SPLIT=N, read once, sets the starting
 // value). For tests and A/B runs. Returns the previous setting.
 int force_backward_head_split(int split);
+
+// Into how many units each block of the main kernel's last partial wave is split for these params on
+// the current device (1: none): non-causal fp16/bf16 at d = 128 (under FB_FLASH_BWD=tail also d = 64)
+// on grids of at least one whole wave of blocks, never with a head split; their dK/dV partials meet
+// in fp32 accumulators in the workspace, so their last bits vary between runs as dQ's do.
+int backward_tail_split(const AttentionParams& p);
 
 // Keys per block of the main kernel for these params (the byte model's key tile).
 int backward_key_tile(const AttentionParams& p);

@@ -44,9 +44,20 @@ struct MainArgs {
   // heads go to head_split blocks per key tile, block s taking heads [s * group / head_split,
   // (s + 1) * group / head_split) of the group; each adds its partial dK and dV (fp32, dK times the
   // softmax scale) into dkv_acc, zeroed: [2][batch, kv_heads, seq_k, head_dim] (dK, then dV).
-  // The `tail` probe's kernels (kTailSplit) read head_split as the tail's split S instead (below).
+  // The tail split's kernels (kTailSplit) read head_split as the tail's split S instead (below).
   int head_split = 1;
   float* dkv_acc = nullptr;
+};
+
+// How the launcher runs the fp16/bf16 main kernel, beyond MainArgs (host side only: MainArgs, the
+// kernels' argument, stays as it was, and so does every kernel's code).
+struct TcLaunch {
+  // The tail split (kTailSplit kernels): MainArgs::head_split holds its S, dkv_acc the tail's rows.
+  bool tail = false;
+  // The tiled dQ accumulator (kDqTiled kernels; the default since session 11, not under the probes
+  // `dqrows`, `lean`, `tail` or a GQA head split): dq_acc holds [batch * heads, seq_pad, head_dim] floats, each query tile's (kBlockM x head_dim) block in the order the dQ warps hold
+  // their fragments (DqTiledLayout in flash_bwd_tc.cuh), converted by run_convert_dq_tiled.
+  bool dq_tiled = false;
 };
 
 // The tail split (probe `tail`): of a grid of n_blocks equal blocks, one a SM, the last partial wave's
@@ -57,7 +68,8 @@ inline int tail_blocks(long long n_blocks, int sms) { return sms > 0 ? int(n_blo
 // Main kernels, one per (element type, head_dim). Each raises its dynamic shared-memory limit and
 // checks its launch.
 // Tensor cores: Elem is __half or __nv_bfloat16; LSE in the log2 domain.
-template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream);
+template <typename Elem, int kHeadDim>
+void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream);
 // CUDA cores: Elem is float or double (Acc = Elem); LSE natural log.
 template <typename Elem, int kHeadDim> void run_main_simt(const MainArgs& a, cudaStream_t stream);
 
@@ -78,6 +90,12 @@ struct SplitTiles {
 };
 template <typename Elem, int kHeadDim> SplitTiles main_tc_split_tiles();
 
+// The tiled dQ accumulator (TcLaunch::dq_tiled) -> dq ([batch * heads, seq_q, head_dim], element
+// type): one block per (batch * head, query tile). fp16/bf16 at d = 64 and 128 (the warp-grid kernel).
+template <typename Elem, int kHeadDim>
+void run_convert_dq_tiled(const float* dq_acc, void* dq, std::int64_t batch_heads, int seq_q, int seq_pad,
+                          cudaStream_t stream);
+
 // Keys per block of each main kernel.
 template <typename Elem, int kHeadDim> int main_tc_key_tile();
 template <typename Elem, int kHeadDim> int main_simt_key_tile();
@@ -85,11 +103,14 @@ template <int kHeadDim> int main_tf32_key_tile();
 
 // The warp-grid kernel's variant (flash_bwd_tc.cuh, TcConfig), from FB_FLASH_BWD read once per
 // process, for A/B runs in one binary: `lean` (session 7's call-A kernel: kLean + kDqRed2, tile-major
-// causal grid); `tail` (session 10: non-causal grids split their last partial wave, kTailSplit);
-// unset or `standard`: the default. Anything else is refused (std::invalid_argument;
-// `s6` and `desc`, measured in session 7, were removed in session 8; `stagger`, measured in session 9,
-// became d = 64 causal's default and is no longer a probe).
-enum class GridVariant { standard, lean, tail };
+// causal grid); `tail` (session 10's probe: non-causal grids split their last partial wave, kTailSplit,
+// at d = 64 and 128 and on grids of less than a wave too, dQ reduced by rows); `notail` (the default
+// without the d = 128 non-causal tail split); `dqrows` (the default with dQ reduced by rows into a
+// row-major accumulator, kDqRed2: session 10's dQ); unset or `standard`: the default. Anything else is
+// refused (std::invalid_argument; `s6` and `desc`, measured in session 7, were removed in session 8;
+// `stagger`, measured in session 9, became d = 64 causal's default and is no longer a probe; `dqtile`,
+// measured in session 11's call A, became the default).
+enum class GridVariant { standard, lean, tail, notail, dqrows };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

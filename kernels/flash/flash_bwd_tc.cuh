@@ -546,12 +546,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // adding its partial dK, dV into fp32 accumulators (a.dkv_acc: [2][rem * kBlockN rows from the first
 // tail block's first key row][head_dim]); the launcher converts them. 2048 blocks on 132 SMs (d = 128,
 // 16k tokens) are 15.5 waves: the last half-wave of whole blocks leaves half the SMs idle for a block.
+// kDqTiled (session 11, with kLean): dQ reduced into the tiled accumulator (DqTiledLayout below:
+// [batch * heads, seq_pad, head_dim] floats, each query tile's block in the dQ warps' fragment order)
+// with one red.v4 a lane per n8 tile: 8 a thread a step at d = 128, each covering 512 contiguous
+// bytes (4 whole 128-byte lines) where kDqRed2's 16 red.v2 each touch one 32-byte sector in each of 8
+// rows (8 lines). Row tests only on a head's last query tile (as kDqRed2's); the accumulator has every
+// padded row (zeroed), which run_convert_dq_tiled reads and skips. Session 10's profile beside FlashAttention-2 (d = 128, N = 16k): lg_throttle
+// 1.12 against 0 and long-scoreboard 1.15 against 0.67 stalls per instruction: the LSU queue of
+// global accesses full in ours; FA2's scalar atomics each cover one whole line of its own permuted
+// accumulator.
 template <typename Elem_, int kHeadDim_, int kBlockN_, int kBlockM_, int kSWarpsN_, int kKvWarpsN_,
           int kDqWarpsM_, bool kPInRegs_ = true, bool kEarlyOwn_ = true, bool kSplitMasked_ = true,
           bool kDeferDq_ = false, bool kLean_ = false, bool kDqRed2_ = false, bool kSplitS_ = false,
           bool kStMatrix_ = false, bool kDqFirst_ = false, bool kHeadMajorCausal_ = false,
           bool kDescend_ = false, bool kLatePrefetch_ = false, bool kHeadSplit_ = false,
-          bool kStagger_ = false, bool kDqMid_ = false, bool kTailSplit_ = false>
+          bool kStagger_ = false, bool kDqMid_ = false, bool kTailSplit_ = false, bool kDqTiled_ = false>
 struct TcGridTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -579,6 +588,8 @@ struct TcGridTraits {
   static constexpr bool kStagger = kStagger_;
   static constexpr bool kDqMid = kDqMid_;
   static constexpr bool kTailSplit = kTailSplit_;
+  static constexpr bool kDqTiled = kDqTiled_;
+  static_assert(!kDqTiled_ || kLean_, "the tiled dQ reductions take dS^T with kLean's scale");
   static_assert(!kTailSplit_ || (kLean_ && !kDescend_ && !kHeadSplit_),
                 "the tail split starts kLean's ascending cursor mid-walk; not with the head split");
   static_assert(!kDqMid_ || (!kEarlyOwn && !kDeferDq_ && !kDqFirst_),
@@ -635,6 +646,42 @@ struct TcGridTraits {
   static_assert(kOffQ % 16 == 0 && kOffDo % 16 == 0 && kOffP % 16 == 0 && kOffDs % 16 == 0 &&
                     kOffLse % 16 == 0,
                 "16-byte aligned shared tiles");
+};
+
+// The tiled dQ accumulator (kDqTiled, TcLaunch::dq_tiled): [batch * heads, seq_pad, head_dim] floats,
+// each query tile's (kBlockM x head_dim) block in the order the dQ warps hold it. The tile is
+// kDqWarpsM blocks of 32 rows (32 x head_dim floats each, in row order), each of them kDqWarpsD
+// blocks of 32 x kDqCols floats, one dQ warp's; in a warp's block, its n8 tile (i, j) (rows i * 16 + g
+// and i * 16 + g + 8, columns j * 8 + 2c and + 1; lane = 4g + c) is 32 float4s, lane l's at float
+// 4 (32 (i kDqN + j) + l): (g, 2c), (g, 2c + 1), (g + 8, 2c), (g + 8, 2c + 1), the order of an m16n8
+// accumulator. One warp's reduction of an n8 tile is then 512 contiguous bytes. The kernel (lane_offset,
+// tile_offset) and the convert (place) read the layout here only.
+template <typename Tr> struct DqTiledLayout {
+  static constexpr int kDqN = Tr::kDqCols / Tr::kMmaN;  // n8 tiles of a dQ warp's columns
+  static constexpr int kWarpFloats = Tr::kWarpRows * Tr::kDqCols;
+  static constexpr int kTileFloats = Tr::kBlockM * Tr::kHeadDim;
+  static_assert(2 * kDqN * 32 * 4 == kWarpFloats && Tr::kWarpRows == 2 * Tr::kMmaM &&
+                    Tr::kWarps * kWarpFloats == kTileFloats,
+                "the dQ warps' fragments cover the query tile once");
+  // Float offset of the first float4 of lane (= 4g + c) of the dQ warp at (dq_q, dq_d), from the
+  // tile's row dq_q (its 32-row block's first float): its column block, the lane's place.
+  __device__ static int lane_offset(int dq_d, int g, int c) {
+    return (dq_d / Tr::kDqCols) * kWarpFloats + 4 * (4 * g + c);
+  }
+  // Float offset of n8 tile (i, j)'s float4 from the lane's first.
+  static constexpr int tile_offset(int i, int j) { return (i * kDqN + j) * 32 * 4; }
+  // The tile row and column of float4 number v's first float (offset 4 v); its second is at column
+  // + 1, its third and fourth at row + 8.
+  struct Place {
+    int row;
+    int col;
+  };
+  __device__ static Place place(int v) {
+    const int lane = v % 32, n8 = v / 32;
+    const int j = n8 % kDqN, i = (n8 / kDqN) % 2, w = n8 / (2 * kDqN);  // w: the warp's block
+    return {(w / Tr::kDqWarpsD) * Tr::kWarpRows + i * Tr::kMmaM + lane / 4,
+            (w % Tr::kDqWarpsD) * Tr::kDqCols + j * Tr::kMmaN + 2 * (lane % 4)};
+  }
 };
 
 template <typename Tr>
@@ -852,7 +899,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
       }
     }
     const std::int64_t bh = std::int64_t(b) * a.heads + pos.head;
-    if constexpr (Tr::kDqRed2) {
+    if constexpr (Tr::kDqTiled) {
+      // One red.v4 a lane per n8 tile, a warp's covering 512 contiguous bytes (DqTiledLayout). dS^T
+      // carries the scale (kLean). Row tests only on a head's last query tile, as kDqRed2's.
+      using Layout = DqTiledLayout<Tr>;
+      float* dq_lane = static_cast<float*>(a.dq_acc) + (bh * a.seq_pad + m0 + dq_q) * D +
+                       Layout::lane_offset(dq_d, g, c);
+      auto reduce = [&](auto checked) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          if (decltype(checked)::value && m0 + dq_q + i * Tr::kMmaM >= seq_q) continue;
+#pragma unroll
+          for (int j = 0; j < kDqN; ++j)
+            detail::atomic_add4(dq_lane + Layout::tile_offset(i, j), acc_dq[i][j][0], acc_dq[i][j][1],
+                                acc_dq[i][j][2], acc_dq[i][j][3]);
+        }
+      };
+      if (m0 + dq_q + Tr::kWarpRows <= seq_q) {
+        reduce(std::false_type{});
+      } else {
+        reduce(std::true_type{});
+      }
+    } else if constexpr (Tr::kDqRed2) {
       // Each lane its own pairs: (row g, columns 2c, 2c + 1) and (row g + 8, the same columns); the
       // four lanes of a row cover one 32-byte sector. dS^T carries the scale (kLean).
       const int row0 = m0 + dq_q + g;
@@ -1338,6 +1406,9 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // kStagger was not measured).
 // Session 9 (call A, probe `stagger`, removed after it): kStagger in place of kSplitS lost 4% at d = 128
 // (both masks) and d = 64 non-causal, won 0.4-0.7% at d = 64 causal, whose `type` has it now.
+// Session 11 (call A, probe `dqtile`): every default runs with kDqTiled (`dq_tiled`, `noncausal_dq_tiled`,
+// `tail_dq_tiled`: +7.5-10.5% on every long-N row); `type`, `noncausal` and `tail` run under `dqrows`
+// (and `tail` under the probe `tail`), `split` (row-major dQ) wherever the GQA head split runs.
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
@@ -1346,9 +1417,17 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using fallback = TcTraits<Elem, 128, 128, 64, 64, 1>;
   using split = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                              false, true, false, false, true>;
-  // Probe `tail` (session 10): `noncausal` with kTailSplit, where the launcher splits the last wave.
+  // `noncausal` with kTailSplit, where the launcher splits the last wave (session 11: the default at
+  // d = 128 non-causal on grids of a wave or more; session 10's probe `tail`: +1.8-2.7% there).
   using tail = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true, false, false, false, false, false, true>;
+  // `type` and `tail` with the tiled dQ accumulator (kDqTiled): the default since session 11 (probe
+  // `dqtile` in call A: +7.5-10.5%); `type` and `tail` themselves run under the probe `dqrows`.
+  using dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
+                                true, false, true, false, false, false, false, false, false, true>;
+  using noncausal_dq_tiled = dq_tiled;
+  using tail_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
+                                     true, false, true, false, false, false, false, false, true, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   // Causal: kStagger in place of kSplitS (session 9, call A: +0.4-0.7% in both interleaved runs at
@@ -1362,6 +1441,13 @@ template <typename Elem> struct TcConfig<Elem, 64> {
                              false, true, false, false, true>;
   using tail = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
                             false, false, false, false, false, false, false, false, true>;
+  // `type` and `noncausal` with the tiled dQ accumulator (kDqTiled): the default since session 11;
+  // `type` and `noncausal` themselves run under the probe `dqrows`.
+  using dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                                true, false, true, false, false, false, true, false, false, true>;
+  using noncausal_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
+                                          false, false, false, false, false, false, false, false, false,
+                                          false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
@@ -1389,6 +1475,55 @@ template <typename Elem, int kHeadDim> int main_tc_key_tile() {
   return Cfg::type::kBlockN;
 }
 
+// The tiled dQ accumulator (DqTiledLayout of Tr) -> dQ: one block per (batch * head, query tile). The
+// float4s are read in storage order (coalesced) and scattered into a padded shared tile of the element
+// type, which then goes out as whole 16-byte row pieces.
+constexpr int kConvertTiledThreads = 256;
+template <typename Tr>
+__global__ void __launch_bounds__(kConvertTiledThreads)
+    bwd_convert_dq_tiled_kernel(const float* dq_acc, typename Tr::Elem* dq, int seq_q, int seq_pad,
+                                int m_tiles) {
+  using Elem = typename Tr::Elem;
+  using Layout = DqTiledLayout<Tr>;
+  constexpr int D = Tr::kHeadDim;
+  __shared__ __align__(16) Elem tile[Tr::kBlockM * Tr::kRowStride];  // (kBlockM, kRowStride)
+  const std::int64_t bh = blockIdx.x / unsigned(m_tiles);
+  const int m0 = int(blockIdx.x % unsigned(m_tiles)) * Tr::kBlockM;
+  const float4* src = reinterpret_cast<const float4*>(dq_acc + (bh * seq_pad + m0) * D);
+  for (int v = threadIdx.x; v < Layout::kTileFloats / 4; v += kConvertTiledThreads) {
+    const float4 x = src[v];
+    const auto at = Layout::place(v);
+    Elem* t = tile + at.row * Tr::kRowStride + at.col;
+    *reinterpret_cast<std::uint32_t*>(t) = ptx::pack2<Elem>(x.x, x.y);
+    *reinterpret_cast<std::uint32_t*>(t + 8 * Tr::kRowStride) = ptx::pack2<Elem>(x.z, x.w);
+  }
+  __syncthreads();
+  Elem* out = dq + (bh * seq_q + m0) * D;
+  for (int idx = threadIdx.x; idx < Tr::kBlockM * Tr::kVecsPerRow; idx += kConvertTiledThreads) {
+    const int r = idx / Tr::kVecsPerRow;
+    const int col = (idx % Tr::kVecsPerRow) * Tr::kVecElems;
+    if (m0 + r < seq_q)
+      *reinterpret_cast<uint4*>(out + std::int64_t(r) * D + col) =
+          *reinterpret_cast<const uint4*>(tile + r * Tr::kRowStride + col);
+  }
+}
+
+template <typename Elem, int kHeadDim>
+void run_convert_dq_tiled(const float* dq_acc, void* dq, std::int64_t batch_heads, int seq_q, int seq_pad,
+                          cudaStream_t stream) {
+  using Cfg = TcConfig<Elem, kHeadDim>;
+  using Tr = typename Cfg::dq_tiled;
+  // Every kDqTiled kernel of this head_dim writes the same layout.
+  using Nc = typename Cfg::noncausal_dq_tiled;
+  static_assert(Nc::kBlockM == Tr::kBlockM && Nc::kDqWarpsM == Tr::kDqWarpsM && Nc::kDqCols == Tr::kDqCols,
+                "one tiled dQ layout per head_dim");
+  const int m_tiles = (seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
+  const std::int64_t blocks = batch_heads * m_tiles;
+  bwd_convert_dq_tiled_kernel<Tr><<<dim3(unsigned(blocks)), kConvertTiledThreads, 0, stream>>>(
+      dq_acc, static_cast<Elem*>(dq), seq_q, seq_pad, m_tiles);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
 template <typename Tr> void launch_main_tc(const MainArgs& a, cudaStream_t stream) {
   const std::int64_t blocks =
       std::int64_t((a.mask.seq_k + Tr::kBlockN - 1) / Tr::kBlockN) * a.batch * a.kv_heads;
@@ -1409,29 +1544,49 @@ template <typename Tr> void launch_main_tc(const MainArgs& a, cudaStream_t strea
   FB_CUDA_CHECK_LAUNCH();
 }
 
-template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaStream_t stream) {
+template <typename Elem, int kHeadDim>
+void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
   using Cfg = TcConfig<Elem, kHeadDim>;
   int dev = 0, optin = 0;
   FB_CUDA_CHECK(cudaGetDevice(&dev));
   FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (Cfg::type::kSmemBytes <= optin) {
     if constexpr (Cfg::type::kWarpGrid) {
-      // The launcher (flash_bwd.cu, tail_split()) asks for the tail split only under this probe,
-      // non-causal, where it runs.
-      if (grid_variant() == GridVariant::tail && a.head_split > 1) {
-        if (a.mask.causal) throw std::logic_error("flash backward: tail split on a causal grid");
+      // The launcher (flash_bwd.cu: tail_split(), head_split(), dq_tiled()) asks for the tail split
+      // (non-causal), the head split and the tiled dQ only where this kernel runs, and never for the
+      // head split with either of the others.
+      if (how.tail) {
+        if (a.mask.causal || a.head_split < 2)
+          throw std::logic_error("flash backward: tail split on a causal grid or without its count");
+        if (how.dq_tiled) {
+          if constexpr (kHeadDim == 128) {
+            launch_main_tc<typename Cfg::tail_dq_tiled>(a, stream);
+            return;
+          }
+          throw std::logic_error("flash backward: no tail split with the tiled dQ at this head_dim");
+        }
         launch_main_tc<typename Cfg::tail>(a, stream);
         return;
       }
-      // The launcher (flash_bwd.cu, head_split()) asks for a split only where this kernel runs.
       if (a.head_split > 1) {
+        if (how.dq_tiled) throw std::logic_error("flash backward: head split with the tiled dQ");
         launch_main_tc<typename Cfg::split>(a, stream);
+        return;
+      }
+      if (how.dq_tiled) {
+        if (a.mask.causal) {
+          launch_main_tc<typename Cfg::dq_tiled>(a, stream);
+        } else {
+          launch_main_tc<typename Cfg::noncausal_dq_tiled>(a, stream);
+        }
         return;
       }
       switch (grid_variant()) {
         case GridVariant::lean: launch_main_tc<typename Cfg::lean>(a, stream); return;
         case GridVariant::standard:
-        case GridVariant::tail: break;
+        case GridVariant::tail:
+        case GridVariant::notail:
+        case GridVariant::dqrows: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
@@ -1440,7 +1595,8 @@ template <typename Elem, int kHeadDim> void run_main_tc(const MainArgs& a, cudaS
     }
     launch_main_tc<typename Cfg::type>(a, stream);
   } else {
-    if (a.head_split > 1) throw std::logic_error("flash backward: head split without its kernel");
+    if (a.head_split > 1 || how.tail || how.dq_tiled)
+      throw std::logic_error("flash backward: head split, tail split or tiled dQ without their kernel");
     launch_main_tc<typename Cfg::fallback>(a, stream);
   }
 }
