@@ -60,6 +60,11 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   trec     the producer hands the consumers each work tile's plane, first row and K/V tile count
 //            (kOptTileRec), which they derived from its index (two integer divisions) at every tile start
 //            (session 10; not yet measured on the device)
+//   stlate   d = 128 with xtile and early: the finished tile's O, packed, is staged and stored under the next
+//            tile's first turn of two GEMMs instead of before its softmax_0 (kOptLateStore; session 11);
+//            elsewhere (d = 64, noxtile, noearly) it runs the kernel it would run without the word
+//   ostg     O from registers straight to global memory, no staging tile, barriers or TMA store
+//            (kOptDirectO; d = 64 and 128; session 11)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -94,6 +99,8 @@ struct FwdDefaults {
   // partial tile idle (at d = 128 a partial tile's rows run either way: no skip beside xtile).
   static constexpr int kQAlignHeadDim = 64;
   static constexpr bool kTileRec = false;
+  static constexpr bool kLateStore = false;
+  static constexpr bool kDirectO = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -106,6 +113,8 @@ struct FwdProbe {
   bool no_ping_pong = false;
   int q_align = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kQAlignHeadDim)
   bool tile_rec = false;
+  bool late_store = false;
+  bool direct_o = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -134,6 +143,8 @@ inline FwdProbe fwd_probe() {
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     f.q_align = has("qalign") ? 1 : has("noqalign") ? 0 : -1;
     f.tile_rec = pick("trec", FwdDefaults::kTileRec);
+    f.late_store = pick("stlate", FwdDefaults::kLateStore);
+    f.direct_o = pick("ostg", FwdDefaults::kDirectO);
     return f;
   }();
   return probe;
@@ -156,6 +167,7 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   encode_bhsd_map(&prm.tm_k, t, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
   encode_bhsd_map(&prm.tm_v, t, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
   encode_bhsd_map(&prm.tm_o, t, p.o, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kWgRows);
+  prm.o = p.o;
   prm.lse = static_cast<float*>(p.lse);
   prm.heads = p.heads;
   prm.kv_heads = p.kv_heads;
@@ -197,9 +209,15 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// kOpt, or kOpt | kOptTileRec with the `trec` probe.
+// kOpt, with kOptTileRec (the `trec` probe) and kOptDirectO (`ostg`) where asked.
 template <typename Tr, unsigned kOpt> void launch_fwd_rec(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  if (fwd_probe().tile_rec) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
+  const FwdProbe probe = fwd_probe();
+  if (probe.direct_o) {
+    if (probe.tile_rec) launch_fwd<Tr, kOpt | kOptTileRec | kOptDirectO>(p, t, stream);
+    else launch_fwd<Tr, kOpt | kOptDirectO>(p, t, stream);
+    return;
+  }
+  if (probe.tile_rec) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
   else launch_fwd<Tr, kOpt>(p, t, stream);
 }
 
@@ -213,7 +231,9 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
     if (probe.x_tile) {
-      if (early) launch_fwd_rec<Tr, kD | kX | kE>(p, t, stream);
+      // stlate is instantiated on top of the shipped d = 128 variant only (xtile and early).
+      if (early && probe.late_store) launch_fwd_rec<Tr, kD | kX | kE | kOptLateStore>(p, t, stream);
+      else if (early) launch_fwd_rec<Tr, kD | kX | kE>(p, t, stream);
       else launch_fwd_rec<Tr, kD | kX>(p, t, stream);
       return;
     }

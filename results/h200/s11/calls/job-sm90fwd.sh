@@ -1,0 +1,1 @@
+CONFIG=configs/fwd-bf16-h200.json RUN_ARGS='--warmup 3 --reps 10' FILTER='n(512|1024|16384)-d64-bf16-(full|causal)|n(512|1024|4096|8192|16384)-d128-bf16-full|n16384-d128-bf16-causal' TEST_PROBES='stlate,trec ostg,stlate' PROBE_TESTS='[sm90fwd],[sched]' BUDGET_S=45 scripts/sm90fwd_h200.sh "$OUTDIR" trec ostg stlate ostg,stlate,trec
