@@ -65,6 +65,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            elsewhere (d = 64, noxtile, noearly) it runs the kernel it would run without the word
 //   ostg     O from registers straight to global memory, no staging tile, barriers or TMA store
 //            (kOptDirectO; d = 64 and 128; session 11)
+//   l2hint   the TMA loads under L2 policies: Q evict-first, K/V evict-last (kOptL2Hint; session 11)
+//   trec, ostg and l2hint apply on top of the head dim's shipped variant (and stlate's); with another
+//   variant word (noxtile, noearly, early at d = 64) only trec does
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -101,6 +104,7 @@ struct FwdDefaults {
   static constexpr bool kTileRec = false;
   static constexpr bool kLateStore = false;
   static constexpr bool kDirectO = false;
+  static constexpr bool kL2Hint = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -115,6 +119,7 @@ struct FwdProbe {
   bool tile_rec = false;
   bool late_store = false;
   bool direct_o = false;
+  bool l2_hint = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -145,6 +150,7 @@ inline FwdProbe fwd_probe() {
     f.tile_rec = pick("trec", FwdDefaults::kTileRec);
     f.late_store = pick("stlate", FwdDefaults::kLateStore);
     f.direct_o = pick("ostg", FwdDefaults::kDirectO);
+    f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     return f;
   }();
   return probe;
@@ -209,16 +215,29 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// kOpt, with kOptTileRec (the `trec` probe) and kOptDirectO (`ostg`) where asked.
+// kOpt, or kOpt | kOptTileRec with the `trec` probe.
 template <typename Tr, unsigned kOpt> void launch_fwd_rec(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  const FwdProbe probe = fwd_probe();
-  if (probe.direct_o) {
-    if (probe.tile_rec) launch_fwd<Tr, kOpt | kOptTileRec | kOptDirectO>(p, t, stream);
-    else launch_fwd<Tr, kOpt | kOptDirectO>(p, t, stream);
-    return;
-  }
-  if (probe.tile_rec) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
+  if (fwd_probe().tile_rec) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
   else launch_fwd<Tr, kOpt>(p, t, stream);
+}
+
+// kOpt with those of the bits kBit, kRest... that `want` holds (one instantiation per subset).
+template <typename Tr, unsigned kOpt>
+void launch_fwd_bits(unsigned, const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  launch_fwd<Tr, kOpt>(p, t, stream);
+}
+template <typename Tr, unsigned kOpt, unsigned kBit, unsigned... kRest>
+void launch_fwd_bits(unsigned want, const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  if (want & kBit) launch_fwd_bits<Tr, kOpt | kBit, kRest...>(want, p, t, stream);
+  else launch_fwd_bits<Tr, kOpt, kRest...>(want, p, t, stream);
+}
+
+// The shipped variant kOpt (or stlate's) with the probes that apply on top of it: trec, ostg, l2hint.
+template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  const FwdProbe probe = fwd_probe();
+  const unsigned want = (probe.tile_rec ? kOptTileRec : 0u) | (probe.direct_o ? kOptDirectO : 0u) |
+                        (probe.l2_hint ? kOptL2Hint : 0u);
+  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptDirectO, kOptL2Hint>(want, p, t, stream);
 }
 
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
@@ -232,14 +251,15 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     constexpr unsigned kX = kOptXTile;
     if (probe.x_tile) {
       // stlate is instantiated on top of the shipped d = 128 variant only (xtile and early).
-      if (early && probe.late_store) launch_fwd_rec<Tr, kD | kX | kE | kOptLateStore>(p, t, stream);
-      else if (early) launch_fwd_rec<Tr, kD | kX | kE>(p, t, stream);
+      if (early && probe.late_store) launch_fwd_ship<Tr, kD | kX | kE | kOptLateStore>(p, t, stream);
+      else if (early) launch_fwd_ship<Tr, kD | kX | kE>(p, t, stream);
       else launch_fwd_rec<Tr, kD | kX>(p, t, stream);
       return;
     }
   }
   if (early) launch_fwd_rec<Tr, kD | kE>(p, t, stream);
-  else launch_fwd_rec<Tr, kD>(p, t, stream);
+  else if constexpr (Tr::kConsumerWgs == 2) launch_fwd_rec<Tr, kD>(p, t, stream);  // d = 128, noxtile
+  else launch_fwd_ship<Tr, kD>(p, t, stream);  // d = 64 as shipped
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
