@@ -66,6 +66,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   ostg     O from registers straight to global memory, no staging tile, barriers or TMA store
 //            (kOptDirectO; d = 64 and 128; session 11)
 //   l2hint   the TMA loads under L2 policies: Q evict-first, K/V evict-last (kOptL2Hint; session 11)
+//   kv4      d = 64: a K/V ring of 4 stages, not 2 (FwdTraits' kStages; 200 KB of shared memory with both Q
+//            tiles and O's), so that at small N, where a work tile is 1-4 K/V tiles, the producer loads the
+//            next tile's first K/V tiles while this one runs (session 11; session 7's 3 stages were level at
+//            N >= 1024, on top of `order`); other head dims ignore it
 //   trec, ostg and l2hint apply on top of the head dim's shipped variant (and stlate's); with another
 //   variant word (noxtile, noearly, early at d = 64) only trec does
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
@@ -105,6 +109,7 @@ struct FwdDefaults {
   static constexpr bool kLateStore = false;
   static constexpr bool kDirectO = false;
   static constexpr bool kL2Hint = false;
+  static constexpr bool kKvStages4 = false;  // at d = 64
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -120,6 +125,7 @@ struct FwdProbe {
   bool late_store = false;
   bool direct_o = false;
   bool l2_hint = false;
+  bool kv_stages4 = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -151,6 +157,7 @@ inline FwdProbe fwd_probe() {
     f.late_store = pick("stlate", FwdDefaults::kLateStore);
     f.direct_o = pick("ostg", FwdDefaults::kDirectO);
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
+    f.kv_stages4 = pick("kv4", FwdDefaults::kKvStages4);
     return f;
   }();
   return probe;
@@ -273,6 +280,15 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
       launch_fwd<TrN, kOptDescLo32>(p, T, stream);
       return;
+    }
+    if constexpr (D == 64) {
+      if (fwd_probe().kv_stages4) {
+        using Tr4 = FwdTraits<typename Tr::Elem, D, Tr::kBc, Tr::kIntraOverlap, Tr::kPingPong, Tr::kConsumerWgs,
+                              Tr::kSkipUnseen, 4>;
+        static_assert(Tr4::kQStages == 2 && Tr4::kSeparateO, "kv4 keeps both Q tiles and O's own tile");
+        launch_fwd_opt<Tr4>(p, T, stream);
+        return;
+      }
     }
     launch_fwd_opt<Tr>(p, T, stream);
   } else {
