@@ -16,7 +16,7 @@
 # at d = 64, l2small at d = 128). Session 9 ran early, pin+ones, wg2, l2small; session 10 xskip, qalign
 # (docs/perf-notes.md).
 # RUN_ARGS: more arguments for each `flashbench run` (e.g. --warmup 3 --reps 10 over a config's own).
-# Session 11 ran trec, ostg, stlate and the three together on configs/fwd-bf16-h200.json.
+# Session 11 ran ostg, stlate+kv4, trec, all five and l2hint on configs/fwd-bf16-h200.json.
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. A variant
 # run starts only while the script has run under BUDGET_S seconds (default 70); the summary says which were
 # skipped. Rows that did not verify print as '-'.
