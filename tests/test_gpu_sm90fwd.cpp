@@ -2,8 +2,8 @@
 // (kernels/flash_sm90/flash_sm90_launch.cuh): `qalign` (causal query tiles aligned to the sequence's end, the
 // first one starting before row 0; the default at d = 64) and the `trec` probe (each work tile's plane, rows
 // and K/V tile count from the producer's record instead of derived); session 10's `xskip` (measured and
-// removed) ran them too, and session 11's `stlate` (d = 128: a tile's O stored under the next tile's first
-// two-GEMM turn) and `ostg` (O from registers straight to global memory, rows outside [0, seq_q) skipped). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
+// removed) ran them too, as did session 11's probes (`stlate`, `ostg`, `kv4`: measured and removed; `l2hint`).
+// trec is the default at d = 128 since session 11 (`notrec` turns it off). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
 // per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
 // device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
 #include <cstdint>

@@ -37,7 +37,6 @@ struct FwdParams {
   CUtensorMap tm_k;  // (d, seq_k, batch * kv_heads), box (64, kBc, 1)
   CUtensorMap tm_v;  // (d, seq_k, batch * kv_heads), box (64, kBc, 1)
   CUtensorMap tm_o;  // (d, seq_q, batch * heads), box (64, kWgRows, 1)
-  void* o;           // the same O as tm_o, [batch * heads, seq_q, d] (kOptDirectO's stores)
   float* lse;        // [batch, heads, seq_q], natural log (-inf for a row with no visible key)
   int heads;
   int kv_heads;
@@ -80,23 +79,9 @@ inline constexpr unsigned kOptXTile = 4u;
 //                     SASS instructions between a tile's Q wait and its first turn at d = 128, and one
 //                     division more for the deferred tile's epilogue under xtile)
 inline constexpr unsigned kOptTileRec = 16u;
-//   kOptLateStore     with kOptXTile: the finished tile's O, packed to 16-bit pairs once its deferred P V is
-//                     done, waits in registers (kORegs / 2) until the next tile's first turn of two GEMMs
-//                     (S_1 with P_0 V_0) is issued, and is staged and stored (two warpgroup barriers, the
-//                     st.shared, the fence, the TMA store) under those GEMMs, where the warpgroup would
-//                     otherwise wait for S_1; with xtile that staging sat between the boundary turn's GEMMs
-//                     and the next turn's issue, on top of softmax_0, the one stretch per work tile the
-//                     other warpgroup's turn does not cover (a tile of one K/V tile stores after its loop)
-inline constexpr unsigned kOptLateStore = 32u;
-//   kOptDirectO       O goes from registers straight to global memory (one 32-bit store per n8 block and row: a
-//                     warp's store covers 8 rows x 16 bytes), with no staging tile, no warpgroup barriers, no
-//                     proxy fence and no TMA store; the fp8 forward stores so since its session 7. The stores
-//                     are fire-and-forget, so the epilogue's cost on the warpgroup's path is their issue only;
-//                     the half-sector writes merge in L2 (O is a quarter of the bytes at most)
-inline constexpr unsigned kOptDirectO = 64u;
 //   kOptL2Hint        the producer's TMA loads carry an L2 cache policy: Q evict-first (read by one work tile),
 //                     K and V evict-last (read again by every query tile of the plane, and by the group()
-//                     query heads of a K/V head), so that Q's and O's lines, not K/V's, make way when L2 fills
+//                     query heads of a K/V head), so that Q's lines, not K/V's, make way when L2 fills
 inline constexpr unsigned kOptL2Hint = 128u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
@@ -405,20 +390,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // Packed O (pack_o) into this warpgroup's rows of the staging tile and its TMA store (rows from
   // first_row of plane bh).
   auto store_o = [&](int bh, int first_row, const std::uint32_t (&ob)[Tr::kORegs / 2]) {
-    if constexpr ((kOpt & kOptDirectO) != 0) {
-      // kOptDirectO: this thread's two rows (first_row + tile_row - wg_row0, + 8) straight to global
-      // memory; rows outside [0, seq_q) are not stored (q_shift, the sequence end).
-      Elem* const o_plane = static_cast<Elem*>(prm.o) + std::int64_t(bh) * seq_q * Tr::kHeadDim;
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = first_row + (tile_row - wg_row0) + hf * 8;
-        if (unsigned(r) >= unsigned(seq_q)) continue;
-        auto* dst = reinterpret_cast<std::uint32_t*>(o_plane + std::int64_t(r) * Tr::kHeadDim + col_lane);
-#pragma unroll
-        for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) dst[nb * Tr::kMmaN / 2] = ob[2 * nb + hf];
-      }
-      return;
-    }
     // The previous tile's TMA store must have read the staging rows before they are overwritten. Its
     // issuing thread waits for that here rather than right after issuing it, so that the store's
     // read of the rows overlaps this tile's main loop instead of holding up the warpgroup's first
@@ -462,43 +433,23 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // kTRec: the deferred tile's plane and first row (without it, derived again from pending_t).
   constexpr bool kTRec = (kOpt & kOptTileRec) != 0;
   int pending_bh = 0, pending_q0 = 0;
-  // kLateStore: the packed O of the finished tile, its plane (-1: none waits) and first row, until
-  // late_flush stores it.
-  constexpr bool kLateStore = kXTile && (kOpt & kOptLateStore) != 0;
-  std::uint32_t late_ob[kLateStore ? Tr::kORegs / 2 : 1];
-  int late_bh = -1, late_row = 0;
-  // kXTile: once the deferred P V is done (its wait), the last tile's O out (kLateStore: packed, the
-  // store left to late_flush), then O zeroed.
+  // kXTile: once the deferred P V is done (its wait), the last tile's O out, then O zeroed.
   auto xtile_finish = [&] {
     if constexpr (kXTile) {
       if (pending_t != kNoMoreWork) {
         ptx::fence_operands(o);
         ptx::fence_operands(p);
         release(bars.v_empty(pending_v));
-        int bh = pending_bh, q0 = pending_q0;
-        if constexpr (!kTRec) {
-          const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
-          bh = pw.bh;
-          q0 = pw.q0;
-        }
-        if constexpr (kLateStore) {
-          pack_o(late_ob, pending_inv);
-          late_bh = bh;
-          late_row = q0 + wg_row0;
+        std::uint32_t ob[Tr::kORegs / 2];
+        pack_o(ob, pending_inv);
+        if constexpr (kTRec) {
+          store_o(pending_bh, pending_q0 + wg_row0, ob);
         } else {
-          std::uint32_t ob[Tr::kORegs / 2];
-          pack_o(ob, pending_inv);
-          store_o(bh, q0 + wg_row0, ob);
+          const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
+          store_o(pw.bh, pw.q0 + wg_row0, ob);
         }
       }
       pending_t = kNoMoreWork;
-    }
-  };
-  // kLateStore: the finished tile's O staged and stored, if it waits (a warpgroup-uniform branch).
-  auto late_flush = [&] {
-    if constexpr (kLateStore) {
-      if (late_bh >= 0) store_o(late_bh, late_row, late_ob);
-      late_bh = -1;
     }
   };
   auto zero_o = [&] {
@@ -527,7 +478,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         turn_end();
         ptx::wgmma_wait<0>();
         xtile_finish();
-        late_flush();
       }
       break;
     }
@@ -606,7 +556,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           gemm.pv(o, p, prev);
           ptx::wgmma_commit();
           turn_end();
-          late_flush();          // kLateStore, j = 1: the last tile's O out, under S_1 and P_0 V_0
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
           release(bars.k_empty(st));
@@ -623,7 +572,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           if constexpr (!kEarlyRescale) rescale_o<Tr>(o, alpha);
           pack_p<Tr>(p, s);
         }
-        late_flush();  // kLateStore, a tile of one K/V tile: the last tile's O had no turn to hide under
         // Every S of this tile is done: its Q slot may take a later tile's Q (unless O is staged there).
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));
         const int last = stage_of(it + wg_tiles - 1);

@@ -59,19 +59,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
 //   trec     the producer hands the consumers each work tile's plane, first row and K/V tile count
 //            (kOptTileRec), which they derived from its index (two integer divisions) at every tile start
-//            (session 10; not yet measured on the device)
-//   stlate   d = 128 with xtile and early: the finished tile's O, packed, is staged and stored under the next
-//            tile's first turn of two GEMMs instead of before its softmax_0 (kOptLateStore; session 11);
-//            elsewhere (d = 64, noxtile, noearly) it runs the kernel it would run without the word
-//   ostg     O from registers straight to global memory, no staging tile, barriers or TMA store
-//            (kOptDirectO; d = 64 and 128; session 11)
-//   l2hint   the TMA loads under L2 policies: Q evict-first, K/V evict-last (kOptL2Hint; session 11)
-//   kv4      d = 64: a K/V ring of 4 stages, not 2 (FwdTraits' kStages; 200 KB of shared memory with both Q
-//            tiles and O's), so that at small N, where a work tile is 1-4 K/V tiles, the producer loads the
-//            next tile's first K/V tiles while this one runs (session 11; session 7's 3 stages were level at
-//            N >= 1024, on top of `order`); other head dims ignore it
-//   trec, ostg and l2hint apply on top of the head dim's shipped variant (and stlate's); with another
-//   variant word (noxtile, noearly, early at d = 64) only trec does
+//            (session 10; default at d = 128 since session 11's call A)
+//   l2hint   the TMA loads under L2 policies: Q evict-first, K/V evict-last (kOptL2Hint; session 11; on top
+//            of the head dim's shipped variant only: with another variant word it is ignored)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -85,7 +75,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // `pin` (the P V wait held below the softmax on top of xtile, session 7's `order` again: 0.93-0.97x),
 // `wg2` (d = 64 on two warpgroups with xtile: 0.95-0.99x) and `ones` (d = 64 row sums from a P V of
 // N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound); session 10's
-// `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x). Naming one of
+// `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x); session 11's `ostg` (O from
+// registers straight to global memory: 0.85-1.00x), `stlate` (d = 128: O staged and stored under the next
+// tile's first two-GEMM turn: level, 0.99-1.01x) and `kv4` (d = 64, a 4-stage K/V ring: level). Naming one of
 // those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -105,11 +97,11 @@ struct FwdDefaults {
   // nothing, 0.987-1.029x). On where measured: d = 64, whose 192-row tiles leave whole warpgroups of a
   // partial tile idle (at d = 128 a partial tile's rows run either way: no skip beside xtile).
   static constexpr int kQAlignHeadDim = 64;
-  static constexpr bool kTileRec = false;
-  static constexpr bool kLateStore = false;
-  static constexpr bool kDirectO = false;
+  // Session 11's call A (same-process ratios to cudnn, bf16, non-causal): trec at d = 128 1.037 / 1.002 / 1.003 /
+  // 1.020 / 1.017x at N = 512 / 1k / 4k / 8k / 16k (that call's drift 0.988-1.013); at d = 64 mixed (1.037x
+  // causal N = 512, 0.962x non-causal 16k), so off there.
+  static constexpr int kTileRecHeadDim = 128;
   static constexpr bool kL2Hint = false;
-  static constexpr bool kKvStages4 = false;  // at d = 64
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -121,11 +113,8 @@ struct FwdProbe {
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
   int q_align = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kQAlignHeadDim)
-  bool tile_rec = false;
-  bool late_store = false;
-  bool direct_o = false;
+  int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
-  bool kv_stages4 = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -135,7 +124,7 @@ inline FwdProbe fwd_probe() {
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
     for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
-                          "ones", "xskip"})
+                          "ones", "xskip", "ostg", "stlate", "kv4"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -153,11 +142,8 @@ inline FwdProbe fwd_probe() {
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     f.q_align = has("qalign") ? 1 : has("noqalign") ? 0 : -1;
-    f.tile_rec = pick("trec", FwdDefaults::kTileRec);
-    f.late_store = pick("stlate", FwdDefaults::kLateStore);
-    f.direct_o = pick("ostg", FwdDefaults::kDirectO);
+    f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
-    f.kv_stages4 = pick("kv4", FwdDefaults::kKvStages4);
     return f;
   }();
   return probe;
@@ -180,7 +166,6 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   encode_bhsd_map(&prm.tm_k, t, p.k, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
   encode_bhsd_map(&prm.tm_v, t, p.v, p.head_dim, p.seq_k, kv_planes, Tr::kChunkElems, Tr::kBc);
   encode_bhsd_map(&prm.tm_o, t, p.o, p.head_dim, p.seq_q, q_planes, Tr::kChunkElems, Tr::kWgRows);
-  prm.o = p.o;
   prm.lse = static_cast<float*>(p.lse);
   prm.heads = p.heads;
   prm.kv_heads = p.kv_heads;
@@ -222,9 +207,15 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// kOpt, or kOpt | kOptTileRec with the `trec` probe.
+// Whether the consumers read the producer's work-tile record (kOptTileRec): `trec` / `notrec`, else the default.
+template <typename Tr> bool tile_rec_on() {
+  const int w = fwd_probe().tile_rec;
+  return w < 0 ? Tr::kHeadDim == FwdDefaults::kTileRecHeadDim : w > 0;
+}
+
+// kOpt, or kOpt | kOptTileRec (tile_rec_on).
 template <typename Tr, unsigned kOpt> void launch_fwd_rec(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  if (fwd_probe().tile_rec) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
+  if (tile_rec_on<Tr>()) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
   else launch_fwd<Tr, kOpt>(p, t, stream);
 }
 
@@ -239,12 +230,10 @@ void launch_fwd_bits(unsigned want, const AttentionParams& p, Dtype t, cudaStrea
   else launch_fwd_bits<Tr, kOpt, kRest...>(want, p, t, stream);
 }
 
-// The shipped variant kOpt (or stlate's) with the probes that apply on top of it: trec, ostg, l2hint.
+// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint.
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  const FwdProbe probe = fwd_probe();
-  const unsigned want = (probe.tile_rec ? kOptTileRec : 0u) | (probe.direct_o ? kOptDirectO : 0u) |
-                        (probe.l2_hint ? kOptL2Hint : 0u);
-  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptDirectO, kOptL2Hint>(want, p, t, stream);
+  const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (fwd_probe().l2_hint ? kOptL2Hint : 0u);
+  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint>(want, p, t, stream);
 }
 
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
@@ -257,9 +246,7 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
     if (probe.x_tile) {
-      // stlate is instantiated on top of the shipped d = 128 variant only (xtile and early).
-      if (early && probe.late_store) launch_fwd_ship<Tr, kD | kX | kE | kOptLateStore>(p, t, stream);
-      else if (early) launch_fwd_ship<Tr, kD | kX | kE>(p, t, stream);
+      if (early) launch_fwd_ship<Tr, kD | kX | kE>(p, t, stream);
       else launch_fwd_rec<Tr, kD | kX>(p, t, stream);
       return;
     }
@@ -280,15 +267,6 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
       launch_fwd<TrN, kOptDescLo32>(p, T, stream);
       return;
-    }
-    if constexpr (D == 64) {
-      if (fwd_probe().kv_stages4) {
-        using Tr4 = FwdTraits<typename Tr::Elem, D, Tr::kBc, Tr::kIntraOverlap, Tr::kPingPong, Tr::kConsumerWgs,
-                              Tr::kSkipUnseen, 4>;
-        static_assert(Tr4::kQStages == 2 && Tr4::kSeparateO, "kv4 keeps both Q tiles and O's own tile");
-        launch_fwd_opt<Tr4>(p, T, stream);
-        return;
-      }
     }
     launch_fwd_opt<Tr>(p, T, stream);
   } else {
