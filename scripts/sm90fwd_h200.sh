@@ -15,6 +15,8 @@
 # l2small at d = 64; at rows a word does not change it runs the shipped kernel, a noise reference: noxtile
 # at d = 64, l2small at d = 128). Session 9 ran early, pin+ones, wg2, l2small; session 10 xskip, qalign
 # (docs/perf-notes.md).
+# RUN_ARGS: more arguments for each `flashbench run` (e.g. --warmup 3 --reps 10 over a config's own).
+# Session 11 ran ostg, stlate+kv4, trec, all five and l2hint on configs/fwd-bf16-h200.json.
 # BUILD (default build-h200) must hold flashbench and tests/flashbench_gpu_tests built for sm_90a. A variant
 # run starts only while the script has run under BUDGET_S seconds (default 70); the summary says which were
 # skipped. Rows that did not verify print as '-'.
@@ -28,6 +30,7 @@ budget=${BUDGET_S:-70}
 config=${CONFIG:-configs/sm90fwd-s8.json}
 filter=${FILTER:-'n(1024|4096|16384)-d128-bf16-full|n(1024|16384)-d128-bf16-causal|n(512|1024)-d64-bf16-causal|n(512|2048)-d64-bf16-full'}
 read -r -a test_probes <<<"${TEST_PROBES:-noearly,noxtile}"
+read -r -a run_args <<<"${RUN_ARGS:-}"
 probe_tests=${PROBE_TESTS:-'[sched],*seq_q*'}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -59,7 +62,7 @@ for v in ship "${variants[@]}" ship; do
     continue
   fi
   FB_SM90_FWD_PROBE=$v step "$name" "$fb" run "$config" --filter "$filter" --kernels flash-sm90,cudnn \
-    --no-ceilings -q -o "$out/$name.json"
+    --no-ceilings -q "${run_args[@]}" -o "$out/$name.json"
   ran+=("$name")
 done
 

@@ -2,7 +2,8 @@
 // (kernels/flash_sm90/flash_sm90_launch.cuh): `qalign` (causal query tiles aligned to the sequence's end, the
 // first one starting before row 0; the default at d = 64) and the `trec` probe (each work tile's plane, rows
 // and K/V tile count from the producer's record instead of derived); session 10's `xskip` (measured and
-// removed) ran them too. FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
+// removed) ran them too, as did session 11's probes (`stlate`, `ostg`, `kv4`: measured and removed; `l2hint`).
+// trec is the default at d = 128 since session 11 (`notrec` turns it off). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
 // per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
 // device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
 #include <cstdint>
@@ -29,7 +30,8 @@ const char* probe_setting() {
 // is partial by one or two warpgroups (N = 512, 1024, 300, 700, 100: qalign moves those rows before row 0)
 // or whole (576), causal or not, seq_q != seq_k both ways (causal: rows with no key, whole warpgroups
 // of them), enough planes that every block runs several work tiles (a work tile's epilogue deferred into
-// the next one at d = 128), GQA and MHA; d = 128 on a few.
+// the next one at d = 128), GQA and MHA; d = 128 on a few, causal and not (work tiles of one K/V tile and
+// of several, partial last query tiles).
 std::vector<Case> sm90fwd_cases() {
   const SeqLens lengths[] = {{512, 512}, {1024, 1024}, {300, 300}, {700, 700}, {100, 100}, {576, 576},
                              {300, 500}, {500, 300},   {1000, 64}, {130, 1000}};
@@ -42,7 +44,7 @@ std::vector<Case> sm90fwd_cases() {
       // More work tiles than SMs (132 on the H200) wherever seq_q >= 100: blocks run several each.
       const int batch = l.q >= 1000 ? 4 : 16;
       cases.push_back(make_case(batch, heads, kv_heads, l.q, l.k, 64, t, causal, Pass::fwd));
-      if (i % 4 == 0) cases.push_back(make_case(4, 16, 16, l.q, l.k, 128, t, causal, Pass::fwd));
+      if (i % 4 == 0 || i % 4 == 3) cases.push_back(make_case(4, 16, 16, l.q, l.k, 128, t, causal, Pass::fwd));
       ++i;
     }
   return cases;

@@ -79,6 +79,10 @@ inline constexpr unsigned kOptXTile = 4u;
 //                     SASS instructions between a tile's Q wait and its first turn at d = 128, and one
 //                     division more for the deferred tile's epilogue under xtile)
 inline constexpr unsigned kOptTileRec = 16u;
+//   kOptL2Hint        the producer's TMA loads carry an L2 cache policy: Q evict-first (read by one work tile),
+//                     K and V evict-last (read again by every query tile of the plane, and by the group()
+//                     query heads of a K/V head), so that Q's lines, not K/V's, make way when L2 fills
+inline constexpr unsigned kOptL2Hint = 128u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -114,6 +118,27 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
 
 #if FB_PTX_SM90A
 
+// kOptL2Hint: an L2 policy for every line a copy touches (createpolicy.fractional with fraction 1), and a
+// 3-D tensor load under it (as ptx::tma_load_3d, plus .L2::cache_hint).
+__device__ __forceinline__ std::uint64_t l2_policy_evict_first() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ std::uint64_t l2_policy_evict_last() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ void tma_load_3d_hint(std::uint32_t dst, const void* tmap, std::uint32_t bar, int c0,
+                                                 int c1, int c2, std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
+      : "memory");
+}
+
 // ---- producer: one thread issues every TMA copy ----
 template <typename Tr, unsigned kOpt>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
@@ -129,6 +154,13 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
   ptx::prefetch_tensormap(&prm.tm_q);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
+  constexpr bool kL2Hint = (kOpt & kOptL2Hint) != 0;
+  const std::uint64_t pol_q = kL2Hint ? l2_policy_evict_first() : 0, pol_kv = kL2Hint ? l2_policy_evict_last() : 0;
+  auto load = [&](std::uint32_t dst, const CUtensorMap* tmap, std::uint32_t bar, int c0, int c1, int c2,
+                  std::uint64_t policy) {
+    if constexpr (kL2Hint) tma_load_3d_hint(dst, tmap, bar, c0, c1, c2, policy);
+    else ptx::tma_load_3d(dst, tmap, bar, c0, c1, c2);
+  };
 
   produce_ring_dynamic<Tr>(
       qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
@@ -140,19 +172,19 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
       [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
-          ptx::tma_load_3d(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh);
+          load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
-          ptx::tma_load_3d(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar,
-                           c * Tr::kChunkElems, k0, kv_bh);
+          load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, k0, kv_bh,
+               pol_kv);
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
-          ptx::tma_load_3d(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar,
-                           c * Tr::kChunkElems, k0, kv_bh);
+          load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, k0, kv_bh,
+               pol_kv);
       },
       publish);
 }

@@ -59,7 +59,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   nopp     no ping-pong: the consumer warpgroups issue their GEMMs without taking turns (no xtile)
 //   trec     the producer hands the consumers each work tile's plane, first row and K/V tile count
 //            (kOptTileRec), which they derived from its index (two integer divisions) at every tile start
-//            (session 10; not yet measured on the device)
+//            (session 10; default at d = 128 since session 11's call A)
+//   l2hint   the TMA loads under L2 policies: Q evict-first, K/V evict-last (kOptL2Hint; session 11; on top
+//            of the head dim's shipped variant only: with another variant word it is ignored)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -73,7 +75,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // `pin` (the P V wait held below the softmax on top of xtile, session 7's `order` again: 0.93-0.97x),
 // `wg2` (d = 64 on two warpgroups with xtile: 0.95-0.99x) and `ones` (d = 64 row sums from a P V of
 // N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound); session 10's
-// `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x). Naming one of
+// `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x); session 11's `ostg` (O from
+// registers straight to global memory: 0.85-1.00x), `stlate` (d = 128: O staged and stored under the next
+// tile's first two-GEMM turn: level, 0.99-1.01x) and `kv4` (d = 64, a 4-stage K/V ring: level). Naming one of
 // those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -93,7 +97,11 @@ struct FwdDefaults {
   // nothing, 0.987-1.029x). On where measured: d = 64, whose 192-row tiles leave whole warpgroups of a
   // partial tile idle (at d = 128 a partial tile's rows run either way: no skip beside xtile).
   static constexpr int kQAlignHeadDim = 64;
-  static constexpr bool kTileRec = false;
+  // Session 11's call A (same-process ratios to cudnn, bf16, non-causal): trec at d = 128 1.037 / 1.002 / 1.003 /
+  // 1.020 / 1.017x at N = 512 / 1k / 4k / 8k / 16k (that call's drift 0.988-1.013); at d = 64 mixed (1.037x
+  // causal N = 512, 0.962x non-causal 16k), so off there.
+  static constexpr int kTileRecHeadDim = 128;
+  static constexpr bool kL2Hint = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -105,7 +113,8 @@ struct FwdProbe {
   int l2_small = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kL2SmallHeadDim)
   bool no_ping_pong = false;
   int q_align = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kQAlignHeadDim)
-  bool tile_rec = false;
+  int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
+  bool l2_hint = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -115,7 +124,7 @@ inline FwdProbe fwd_probe() {
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
     for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
-                          "ones", "xskip"})
+                          "ones", "xskip", "ostg", "stlate", "kv4"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -133,7 +142,8 @@ inline FwdProbe fwd_probe() {
     f.l2_small = has("l2small") ? 1 : has("nol2small") ? 0 : -1;
     f.no_ping_pong = pick("nopp", FwdDefaults::kNoPingPong);
     f.q_align = has("qalign") ? 1 : has("noqalign") ? 0 : -1;
-    f.tile_rec = pick("trec", FwdDefaults::kTileRec);
+    f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
+    f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     return f;
   }();
   return probe;
@@ -197,10 +207,33 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// kOpt, or kOpt | kOptTileRec with the `trec` probe.
+// Whether the consumers read the producer's work-tile record (kOptTileRec): `trec` / `notrec`, else the default.
+template <typename Tr> bool tile_rec_on() {
+  const int w = fwd_probe().tile_rec;
+  return w < 0 ? Tr::kHeadDim == FwdDefaults::kTileRecHeadDim : w > 0;
+}
+
+// kOpt, or kOpt | kOptTileRec (tile_rec_on).
 template <typename Tr, unsigned kOpt> void launch_fwd_rec(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  if (fwd_probe().tile_rec) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
+  if (tile_rec_on<Tr>()) launch_fwd<Tr, kOpt | kOptTileRec>(p, t, stream);
   else launch_fwd<Tr, kOpt>(p, t, stream);
+}
+
+// kOpt with those of the bits kBit, kRest... that `want` holds (one instantiation per subset).
+template <typename Tr, unsigned kOpt>
+void launch_fwd_bits(unsigned, const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  launch_fwd<Tr, kOpt>(p, t, stream);
+}
+template <typename Tr, unsigned kOpt, unsigned kBit, unsigned... kRest>
+void launch_fwd_bits(unsigned want, const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  if (want & kBit) launch_fwd_bits<Tr, kOpt | kBit, kRest...>(want, p, t, stream);
+  else launch_fwd_bits<Tr, kOpt, kRest...>(want, p, t, stream);
+}
+
+// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint.
+template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (fwd_probe().l2_hint ? kOptL2Hint : 0u);
+  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint>(want, p, t, stream);
 }
 
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
@@ -213,13 +246,14 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
     if (probe.x_tile) {
-      if (early) launch_fwd_rec<Tr, kD | kX | kE>(p, t, stream);
+      if (early) launch_fwd_ship<Tr, kD | kX | kE>(p, t, stream);
       else launch_fwd_rec<Tr, kD | kX>(p, t, stream);
       return;
     }
   }
   if (early) launch_fwd_rec<Tr, kD | kE>(p, t, stream);
-  else launch_fwd_rec<Tr, kD>(p, t, stream);
+  else if constexpr (Tr::kConsumerWgs == 2) launch_fwd_rec<Tr, kD>(p, t, stream);  // d = 128, noxtile
+  else launch_fwd_ship<Tr, kD>(p, t, stream);  // d = 64 as shipped
 }
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {

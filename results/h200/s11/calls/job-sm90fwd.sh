@@ -1,0 +1,1 @@
+CONFIG=configs/fwd-bf16-h200.json RUN_ARGS='--warmup 3 --reps 10' FILTER='n(512|1024)-d64-bf16-(full|causal)|n16384-d64-bf16-full|n(512|1024|4096|8192|16384)-d128-bf16-full' TEST_PROBES='stlate,trec,l2hint ostg,stlate,kv4' PROBE_TESTS='[sm90fwd],[sched]' BUDGET_S=48 scripts/sm90fwd_h200.sh "$OUTDIR" ostg stlate,kv4 trec trec,ostg,l2hint,stlate,kv4 l2hint
