@@ -51,8 +51,8 @@ int bwd64_variant() {
 }
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
-// kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes); unset or
-// anything else: the default.
+// kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes), poly3,
+// dvhalves (session 11's); unset or anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -60,6 +60,8 @@ int bwd128_variant() {
     if (s == "direct") return kBwd128Direct;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
+    if (s == "poly3") return kBwd128Poly3;
+    if (s == "dvhalves") return kBwd128DvHalves;
     return kBwd64Default;
   }();
   return v;
@@ -79,6 +81,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128Direct: return f(BwdTraits<Elem, 128, kBwd128Direct>{});
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
+        case kBwd128Poly3: return f(BwdTraits<Elem, 128, kBwd128Poly3>{});
+        case kBwd128DvHalves: return f(BwdTraits<Elem, 128, kBwd128DvHalves>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only)
 #include <cuda_runtime.h>
@@ -260,12 +261,15 @@ template <typename Tr> struct BwdGemms {
   __device__ __forceinline__ void dp_t(float (&acc)[Tr::kSRegs], int s) const {
     nt(acc, desc_v, desc_do0, s);
   }
-  // acc += X^T B, X^T (keys x queries) from registers, B = dO or Q of stage s read MN-major.
+  // acc += X^T B, X^T (keys x queries) from registers, B = dO or Q of stage s read MN-major; k16
+  // steps [kFirst, kFirst + kCount) of the tile's queries (all by default).
+  template <int kFirst = 0, int kCount = Tr::kKVSteps>
   __device__ __forceinline__ static void tn(float (&acc)[Tr::kDkvRegs],
                                             const std::uint32_t (&x)[Tr::kPRegs], std::uint64_t b,
                                             int s) {
+    static_assert(kFirst >= 0 && kCount > 0 && kFirst + kCount <= Tr::kKVSteps, "k16 steps of the tile");
 #pragma unroll
-    for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
+    for (int kk = kFirst; kk < kFirst + kCount; ++kk) {
       const std::uint32_t a[4] = {x[4 * kk], x[4 * kk + 1], x[4 * kk + 2], x[4 * kk + 3]};
       ptx::wgmma_rs<Elem, Tr::kHeadDim>(acc, a, b + units(s * Tr::kQBytes + kk * Tr::kMmaKRowsBytes),
                                         1);
@@ -274,6 +278,12 @@ template <typename Tr> struct BwdGemms {
   __device__ __forceinline__ void dv(float (&acc)[Tr::kDkvRegs], const std::uint32_t (&p)[Tr::kPRegs],
                                      int s) const {
     tn(acc, p, desc_dot0, s);
+  }
+  // dV's k16 steps of query half h (dV halves: issued as that half of P^T is packed).
+  template <int kHalf>
+  __device__ __forceinline__ void dv_half(float (&acc)[Tr::kDkvRegs],
+                                          const std::uint32_t (&p)[Tr::kPRegs], int s) const {
+    tn<kHalf * Tr::kKVSteps / 2, Tr::kKVSteps / 2>(acc, p, desc_dot0, s);
   }
   __device__ __forceinline__ void dk(float (&acc)[Tr::kDkvRegs],
                                      const std::uint32_t (&ds)[Tr::kPRegs], int s) const {
@@ -385,24 +395,44 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     // P^T = exp2(S^T * scale log2 e - LSE log2 e); causal: 0 right of the (bottom-right aligned)
     // diagonal. Keys past seq_k need no mask: they are zeros, and their dK/dV rows are never stored.
     const bool need_mask = prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset;
+    // P^T by 8-query column groups j, in kPHalves parts (dV halves: two, each followed by its dV steps).
+    constexpr int kPHalves = Tr::kDvHalves ? 2 : 1;
+    constexpr int kJPart = Tr::kBlockM / Tr::kMmaN / kPHalves;
+    auto p_part = [&](auto half) {
+      constexpr int h = decltype(half)::value;
 #pragma unroll
-    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-      const int col = j * Tr::kMmaN + col_lane;
-      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+      for (int j = h * kJPart; j < (h + 1) * kJPart; ++j) {
+        const int col = j * Tr::kMmaN + col_lane;
+        const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
 #pragma unroll
-      for (int i = 4 * j; i < 4 * j + 4; ++i) {
-        const float l = i % 2 == 0 ? lse.x : lse.y;
-        const float arg = fmaf(s[i], prm.scale_log2, -l);
-        // Poly: i % 8 < kExp2PolyEighths on the FMA pipe (arg <= ~0 here; -inf gives 0 either way).
-        float x = i % 8 < Tr::kExp2PolyEighths ? exp2_poly(arg) : ptx::exp2_approx(arg);
-        if (need_mask) {
-          const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
-          if (key > m0 + col + i % 2 + offset) x = 0.f;
+        for (int i = 4 * j; i < 4 * j + 4; ++i) {
+          const float l = i % 2 == 0 ? lse.x : lse.y;
+          const float arg = fmaf(s[i], prm.scale_log2, -l);
+          // Poly: i % 8 < kExp2PolyEighths on the FMA pipe (arg <= ~0 here; -inf gives 0 either way).
+          float x = i % 8 < Tr::kExp2PolyEighths ? exp2_poly(arg) : ptx::exp2_approx(arg);
+          if (need_mask) {
+            const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
+            if (key > m0 + col + i % 2 + offset) x = 0.f;
+          }
+          s[i] = x;
         }
-        s[i] = x;
       }
-    }
-    if constexpr (!Tr::kSplitDqRows) {
+      if constexpr (Tr::kDvHalves) {
+        // This half's P^T packed (k16 steps 2h, 2h + 1 of dV: registers 8h .. 8h + 7) and its dV issued.
+#pragma unroll
+        for (int i = h * Tr::kPRegs / 2; i < (h + 1) * Tr::kPRegs / 2; ++i)
+          p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
+        ptx::wgmma_fence();
+        gemm.template dv_half<h>(dv, p, st);
+        ptx::wgmma_commit();
+      }
+    };
+    p_part(std::integral_constant<int, 0>{});
+    if constexpr (kPHalves == 2) p_part(std::integral_constant<int, 1>{});
+    if constexpr (Tr::kDvHalves) {
+      static_assert(!Tr::kSplitDqRows && Tr::kKVSteps % 2 == 0, "dV halves: d = 128's step order");
+      ptx::wgmma_wait<2>();  // dP^T done; both halves of dV may still run
+    } else if constexpr (!Tr::kSplitDqRows) {
       // dV runs while dS^T is computed: P^T (packed), S^T and dP^T live at once.
 #pragma unroll
       for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
