@@ -12,7 +12,8 @@
 # GQA/MQA). CONFIG=FILE times another config's cases (e.g. configs/mqabwd-h200.json's GQA rows; the
 # probes run the unsplit kernel, so pick shapes where the default does not split the query heads);
 # ROUNDS=1 runs each probe once (no reversed second round); TEST_VARIANTS="a" runs the probe tests for
-# those probes only (the others are timed without them; "" for none).
+# those probes only (the others are timed without them; "" for none); PEER2=0 runs the last default run
+# without cudnn.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the 55 s). Each step is limited to STEP_TIMEOUT seconds (default 20).
@@ -46,8 +47,10 @@ for v in "${variants[@]}"; do
 done
 variants=(${timed[@]+"${timed[@]}"})
 run() {  # name, variant ("" = the default, with cudnn)
-  if [ -z "$2" ]; then
+  if [ -z "$2" ] && { [ "$1" != default-2 ] || [ "${PEER2:-1}" = 1 ]; }; then
     step "$1" "$fb" run "$config" --no-ceilings -q --filter "$cases" -o "$out/$1.json"
+  elif [ -z "$2" ]; then
+    step "$1" "$fb" run "$config" --no-ceilings -q --kernels flash-sm90 --filter "$cases" -o "$out/$1.json"
   else
     step "$1" env FB_SM90_BWD128="$2" "$fb" run "$config" --no-ceilings -q --kernels flash-sm90 \
       --filter "$cases" -o "$out/$1.json"

@@ -52,7 +52,7 @@ int bwd64_variant() {
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
 // kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes), poly3,
-// dvhalves (session 11's); unset or anything else: the default.
+// dvhalves, mbranch (session 11's); unset or anything else: the default.
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -62,6 +62,7 @@ int bwd128_variant() {
     if (s == "poly") return kBwd128Poly;
     if (s == "poly3") return kBwd128Poly3;
     if (s == "dvhalves") return kBwd128DvHalves;
+    if (s == "mbranch") return kBwd128MaskBranch;
     return kBwd64Default;
   }();
   return v;
@@ -83,6 +84,7 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128Poly3: return f(BwdTraits<Elem, 128, kBwd128Poly3>{});
         case kBwd128DvHalves: return f(BwdTraits<Elem, 128, kBwd128DvHalves>{});
+        case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
         default: return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});

@@ -398,7 +398,10 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     // P^T by 8-query column groups j, in kPHalves parts (dV halves: two, each followed by its dV steps).
     constexpr int kPHalves = Tr::kDvHalves ? 2 : 1;
     constexpr int kJPart = Tr::kBlockM / Tr::kMmaN / kPHalves;
-    auto p_part = [&](auto half) {
+    // with_mask: false compiles the part without the mask's compares (mask branch: taken when no key
+    // of this consumer's 64 is right of the diagonal for any of the step's queries, always without a
+    // causal mask); true keeps them, under the runtime need_mask.
+    auto p_part = [&](auto half, auto with_mask) {
       constexpr int h = decltype(half)::value;
 #pragma unroll
       for (int j = h * kJPart; j < (h + 1) * kJPart; ++j) {
@@ -410,7 +413,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
           const float arg = fmaf(s[i], prm.scale_log2, -l);
           // Poly: i % 8 < kExp2PolyEighths on the FMA pipe (arg <= ~0 here; -inf gives 0 either way).
           float x = i % 8 < Tr::kExp2PolyEighths ? exp2_poly(arg) : ptx::exp2_approx(arg);
-          if (need_mask) {
+          if (decltype(with_mask)::value && need_mask) {
             const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
             if (key > m0 + col + i % 2 + offset) x = 0.f;
           }
@@ -427,8 +430,18 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
         ptx::wgmma_commit();
       }
     };
-    p_part(std::integral_constant<int, 0>{});
-    if constexpr (kPHalves == 2) p_part(std::integral_constant<int, 1>{});
+    auto p_part_of = [&](auto half) {
+      if constexpr (Tr::kMaskBranch) {
+        if (need_mask)
+          p_part(half, std::true_type{});
+        else
+          p_part(half, std::false_type{});
+      } else {
+        p_part(half, std::true_type{});
+      }
+    };
+    p_part_of(std::integral_constant<int, 0>{});
+    if constexpr (kPHalves == 2) p_part_of(std::integral_constant<int, 1>{});
     if constexpr (Tr::kDvHalves) {
       static_assert(!Tr::kSplitDqRows && Tr::kKVSteps % 2 == 0, "dV halves: d = 128's step order");
       ptx::wgmma_wait<2>();  // dP^T done; both halves of dV may still run

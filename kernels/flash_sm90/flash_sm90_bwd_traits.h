@@ -83,7 +83,7 @@ namespace fb::cuda::flash_sm90 {
 //                       of its buffer before the block exits.
 //   kBwd128Poly         a quarter of P's exponentials on the FMA pipe (common/exp2_poly.h): the MUFU's
 //                       8,192 exp2 a step take about as long as the dP^T GEMM they overlap.
-//   Session 11 probes at d = 128 (bits; FB_SM90_BWD128=poly3|dvhalves):
+//   Session 11 probes at d = 128 (bits; FB_SM90_BWD128=poly3|dvhalves|mbranch):
 //   kBwd128Poly3        three of every eight of P's exponentials on the FMA pipe (kBwd128Poly: two). Per
 //                       step and scheduler the MUFU's 2 x 32 x 32 exp2 take 512 cycles at 4 a clock, about
 //                       dP^T's length; exp2_poly costs ~9 issue slots a warp instruction, so 3/8 is nearer
@@ -91,6 +91,10 @@ namespace fb::cuda::flash_sm90 {
 //   kBwd128DvHalves     P^T in two halves of 32 queries, dV's first two k16 steps issued after the first
 //                       half (its A operand is P^T's first 8 packed registers), so that the tensor cores
 //                       get dV's work while the second half's exponentials still run.
+//   kBwd128MaskBranch   P^T's causal-mask compares behind a branch on need_mask (uniform a warpgroup):
+//                       the default computes the compare and select of every element on every step
+//                       (36 ISETP and 32 FSEL a thread, beside the 32 MUFU and 32 FFMA), also without a
+//                       causal mask.
 //   (Measured and removed in session 9: dQ added from registers with red.global.add.v4.f32, 1-7% slower;
 //   each key tile walking its query tiles from a different start, so that a plane's blocks in flight
 //   add into different dQ tiles, 0-1% slower; the two probes above with it, 1-2.5% slower.)
@@ -99,7 +103,7 @@ namespace fb::cuda::flash_sm90 {
 //   2-7% slower; 4-7% with that consumer's dQ and dK in flight together. docs/perf-notes.md.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256, kBwd128Poly3 = 512,
-              kBwd128DvHalves = 1024;
+              kBwd128DvHalves = 1024, kBwd128MaskBranch = 2048;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -126,6 +130,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                                           : (kBits128 & kBwd128Poly) != 0 ? 2
                                                                           : 0;
   static constexpr bool kDvHalves = (kBits128 & kBwd128DvHalves) != 0;
+  static constexpr bool kMaskBranch = (kBits128 & kBwd128MaskBranch) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -234,7 +239,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128Poly3 |
-                                                         kBwd128DvHalves)) == 0)),
+                                                         kBwd128DvHalves | kBwd128MaskBranch)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
