@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The flash-sm90 16-bit backward's d = 128 probes on an H100/H200 (issue 13), everything into OUTDIR,
 # ~55 s (session 10's call A: 4-5 s for a probe's tests, 8-13 s a run): [bwd128] and the GQA/MQA
-# verification under each probe (FB_SM90_BWD128=tail, poly: session 9's, kept for a call with more
-# repetitions; a probe is picked once per process; a probe whose tests fail or hang is not timed), then
+# verification under each probe (default list: FB_SM90_BWD128=q64, the 64-query kernel on non-causal
+# passes, and mbranch, session 11's; a probe is picked once per process; a probe whose tests fail or
+# hang is not timed), then
 # 6 cases of configs/sm90bwd-h200.json (16k tokens, 16 heads, d = 128: non-causal bf16 N 2048/4096/16384,
 # fp16 2048/8192, causal bf16 4096; every row verified) as default (beside the in-binary cudnn), each
 # probe, each probe again in reverse order, default again (runs drift 1-3%). Last a table: TFLOP/s of each
@@ -27,7 +28,7 @@ cd "$(dirname "$0")/.."
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
 cases=${CASES:-'n(2048|4096|16384)-d128-bf16-full|n(2048|8192)-d128-fp16-full|n4096-d128-bf16-causal'}
-read -r -a variants <<<"${VARIANTS:-tail poly}"
+read -r -a variants <<<"${VARIANTS:-q64 mbranch}"
 config=${CONFIG:-configs/sm90bwd-h200.json}
 rounds=${ROUNDS:-2}
 test_variants=" ${TEST_VARIANTS-${variants[*]}} "

@@ -83,7 +83,8 @@ namespace fb::cuda::flash_sm90 {
 //                       of its buffer before the block exits.
 //   kBwd128Poly         a quarter of P's exponentials on the FMA pipe (common/exp2_poly.h): the MUFU's
 //                       8,192 exp2 a step take about as long as the dP^T GEMM they overlap.
-//   Session 11 probes at d = 128 (bits; FB_SM90_BWD128=poly3|mbranch|q80):
+//   Session 11 at d = 128 (bits; FB_SM90_BWD128=poly3|mbranch probes; q80 the default without a causal
+//   mask since session 11's call A, FB_SM90_BWD128=q64 runs the 64-query kernel there instead):
 //   kBwd128Poly3        three of every eight of P's exponentials on the FMA pipe (kBwd128Poly: two). Per
 //                       step and scheduler the MUFU's 2 x 32 x 32 exp2 take 512 cycles at 4 a clock, about
 //                       dP^T's length; exp2_poly costs ~9 issue slots a warp instruction, so 3/8 is nearer
@@ -92,8 +93,8 @@ namespace fb::cuda::flash_sm90 {
 //                       the default computes the compare and select of every element on every step
 //                       (36 ISETP and 32 FSEL a thread, beside the 32 MUFU and 32 FFMA), also without a
 //                       causal mask.
-//   kBwd128Q80          non-causal only (causal passes run the default): FlashAttention-3's 80 queries a
-//                       step. S^T, dP^T are m64n80 (40 registers each; a step's SS operand bytes per FLOP
+//   kBwd128Q80          the d = 128 default without a causal mask (causal passes run 64 queries a step):
+//                       FlashAttention-3's 80 queries a step (call A: +3-6% over 64, 0.975-1.035x cudnn). S^T, dP^T are m64n80 (40 registers each; a step's SS operand bytes per FLOP
 //                       fall by a tenth, and its waits, barriers and reductions by a fifth per FLOP); dV,
 //                       dK take 5 k16 steps. dQ is computed transposed, dQ^T = K^T dS^T (m64n80: M = this
 //                       consumer's 64 columns of d, N = the 80 queries, over the block's 128 keys), so
@@ -111,6 +112,8 @@ namespace fb::cuda::flash_sm90 {
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256, kBwd128Poly3 = 512,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096;
+// Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
+constexpr int kBwd128Q64 = 8192;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
