@@ -72,15 +72,20 @@ int bwd128_variant() {
 
 // Whether p runs the 80-query kernel (BwdTraits::kQ80): the default at d = 128 without a causal mask
 // (session 11's call A, bf16, 16 heads: +5.9% / +3.1% / +5.6% over the 64-query kernel at N = 1024 /
-// 4096 / 16384, 0.975-1.035x cudnn). Under a causal mask FlashAttention-3 keeps 64 queries a step too
-// (most of a causal pass's steps are short diagonal-free runs; not measured here).
-bool q80_kernel(int head_dim, bool causal) {
-  return head_dim == 128 && !causal && bwd128_variant() == kBwd64Default;
+// 4096 / 16384, 0.975-1.035x cudnn), unless whole tiles of 80 queries pad seq_q by more than
+// kMaxQ80Padding over tiles of 64: at N = 512 (7 tiles of 80, 9.4% more query rows) the extra work
+// would cost more than the ~6% the step gained at N = 1024 (1.6% padding). Under a causal mask
+// FlashAttention-3 keeps 64 queries a step too (not measured here).
+int round_up(int x, int m) { return (x + m - 1) / m * m; }
+bool q80_kernel(const AttentionParams& p) {
+  constexpr double kMaxQ80Padding = 1.03;
+  return p.head_dim == 128 && !p.causal && bwd128_variant() == kBwd64Default &&
+         round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
 }
 
-// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim, causal); backward_unsupported vets
-// the first two.
-template <typename Elem, typename F> auto with_head_dim(int head_dim, bool causal, F&& f) {
+// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p));
+// backward_unsupported vets the first two.
+template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -96,7 +101,7 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool causa
         case kBwd128Poly3: return f(BwdTraits<Elem, 128, kBwd128Poly3>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
         default:
-          if (q80_kernel(128, causal)) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
+          if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
           return f(BwdTraits<Elem, 128>{});  // q64 too
       }
     case 256: return f(BwdTraits<Elem, 256>{});
@@ -106,8 +111,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool causa
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, p.causal, f);
-    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, p.causal, f);
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), f);
+    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -169,8 +174,7 @@ int head_split(const AttentionParams& p) {
 }
 
 // Query rows per (batch, head) plane of the LSE, D and dQ accumulator arrays: the portable backward's
-// padding (whole tiles of 64 and 128), or whole 80-query tiles for the Q80 probe (BwdTraits::kQ80).
-int round_up(int x, int m) { return (x + m - 1) / m * m; }
+// padding (whole tiles of 64 and 128), or whole 80-query tiles for the 80-query kernel (BwdTraits::kQ80).
 template <typename Tr> int seq_pad_of(const AttentionParams& p) {
   return Tr::kQ80 ? round_up(p.seq_q, Tr::kBlockM) : flash::backward_padded_seq(p.seq_q);
 }
@@ -183,7 +187,7 @@ constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsA
 Workspace workspace_layout(const AttentionParams& p) {
   // The 80-query kernel pads to whole tiles of 80; the larger of the two covers a head split's kernel
   // (64 queries a step) as well.
-  const int seq_pad = q80_kernel(p.head_dim, p.causal)
+  const int seq_pad = q80_kernel(p)
                           ? std::max(flash::backward_padded_seq(p.seq_q), round_up(p.seq_q, 80))
                           : flash::backward_padded_seq(p.seq_q);
   const std::size_t rows = std::size_t(p.batch) * p.heads * seq_pad;
