@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # The flash-sm90 16-bit backward's d = 128 probes on an H100/H200 (issue 13), everything into OUTDIR,
 # ~55 s (session 10's call A: 4-5 s for a probe's tests, 8-13 s a run): [bwd128] and the GQA/MQA
-# verification under each probe (FB_SM90_BWD128=tail, poly: session 9's, kept for a call with more
-# repetitions; a probe is picked once per process; a probe whose tests fail or hang is not timed), then
+# verification under each probe (default list: FB_SM90_BWD128=q64, the 64-query kernel on non-causal
+# passes, and mbranch, session 11's; a probe is picked once per process; a probe whose tests fail or
+# hang is not timed), then
 # 6 cases of configs/sm90bwd-h200.json (16k tokens, 16 heads, d = 128: non-causal bf16 N 2048/4096/16384,
 # fp16 2048/8192, causal bf16 4096; every row verified) as default (beside the in-binary cudnn), each
 # probe, each probe again in reverse order, default again (runs drift 1-3%). Last a table: TFLOP/s of each
 # column (mean of its runs, "!" = a row that did not verify), the default's runs, and each column's ratio
 # to the default and to cudnn. CASES=REGEX (a run --filter) picks other cases of the config; VARIANTS="a b"
 # other probes; TESTS=1 also runs the backward's GPU tests with the defaults first ([bwd128], [bwd64],
-# GQA/MQA).
+# GQA/MQA). CONFIG=FILE times another config's cases (e.g. configs/mqabwd-h200.json's GQA rows; the
+# probes run the unsplit kernel, so pick shapes where the default does not split the query heads);
+# ROUNDS=1 runs each probe once (no reversed second round); TEST_VARIANTS="a" runs the probe tests for
+# those probes only (the others are timed without them; "" for none); PEER2=0 runs the last default run
+# without cudnn.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the 55 s). Each step is limited to STEP_TIMEOUT seconds (default 20).
@@ -23,7 +28,10 @@ cd "$(dirname "$0")/.."
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
 cases=${CASES:-'n(2048|4096|16384)-d128-bf16-full|n(2048|8192)-d128-fp16-full|n4096-d128-bf16-causal'}
-read -r -a variants <<<"${VARIANTS:-tail poly}"
+read -r -a variants <<<"${VARIANTS:-q64 mbranch}"
+config=${CONFIG:-configs/sm90bwd-h200.json}
+rounds=${ROUNDS:-2}
+test_variants=" ${TEST_VARIANTS-${variants[*]}} "
 
 step_timeout=20 step_tail=3 step_name_width=16 step_result='test cases|passed|failed'
 . scripts/h200_step.sh
@@ -33,22 +41,27 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 [ "${TESTS:-0}" = 1 ] && step tests "$tests" "flash-sm90 meets the naive-relative rule*,[bwd_gqa],[bwd128],[bwd64]"
 timed=()
 for v in "${variants[@]}"; do
+  if [[ "$test_variants" != *" $v "* ]]; then timed+=("$v"); continue; fi  # its rows still verify
   # Not the split-choice test: a probe runs GQA unsplit (the split exists for the default kernel only).
   step "tests-$v" env FB_SM90_BWD128="$v" "$tests" "[bwd128],GQA/MQA: the flash-sm90 backward verifies*"
   if [ "$step_rc" -eq 0 ]; then timed+=("$v"); else echo "$v: tests failed (rc=$step_rc), not timed" >&2; fi
 done
 variants=(${timed[@]+"${timed[@]}"})
 run() {  # name, variant ("" = the default, with cudnn)
-  if [ -z "$2" ]; then
-    step "$1" "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --filter "$cases" -o "$out/$1.json"
+  if [ -z "$2" ] && { [ "$1" != default-2 ] || [ "${PEER2:-1}" = 1 ]; }; then
+    step "$1" "$fb" run "$config" --no-ceilings -q --filter "$cases" -o "$out/$1.json"
+  elif [ -z "$2" ]; then
+    step "$1" "$fb" run "$config" --no-ceilings -q --kernels flash-sm90 --filter "$cases" -o "$out/$1.json"
   else
-    step "$1" env FB_SM90_BWD128="$2" "$fb" run configs/sm90bwd-h200.json --no-ceilings -q --kernels flash-sm90 \
+    step "$1" env FB_SM90_BWD128="$2" "$fb" run "$config" --no-ceilings -q --kernels flash-sm90 \
       --filter "$cases" -o "$out/$1.json"
   fi
 }
 run default-1 ""
 for v in "${variants[@]}"; do run "$v-1" "$v"; done
-for ((i = ${#variants[@]} - 1; i >= 0; i--)); do run "${variants[$i]}-2" "${variants[$i]}"; done
+if [ "$rounds" -ge 2 ]; then
+  for ((i = ${#variants[@]} - 1; i >= 0; i--)); do run "${variants[$i]}-2" "${variants[$i]}"; done
+fi
 run default-2 ""
 printf '%s\n' "${summary[@]}"
 

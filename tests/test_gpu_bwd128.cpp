@@ -1,6 +1,6 @@
 // GPU tests [gpu][bwd128]: the flash-sm90 backward at head dim 128 (kernels/flash_sm90/
-// flash_sm90_bwd_traits.h: 128 keys a block, 64 queries a step, dQ split by columns between the two
-// consumers) beside naive, against the fp64 reference, on shapes that reach the paths the session-8
+// flash_sm90_bwd_traits.h: 128 keys a block, 64 queries a step under a causal mask and 80 without one,
+// dQ split by columns of d between the two consumers) beside naive, against the fp64 reference, on shapes that reach the paths the session-8
 // variants change: the block's last rows past seq_k (dK/dV stored through shared memory as whole rows),
 // ring stages wrapping many times, more work tiles than SMs (persistent blocks loop), GQA groups looped
 // inside a block. Run under FB_SM90_BWD128=... (read once per process) it tests that variant

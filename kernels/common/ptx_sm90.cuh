@@ -136,6 +136,16 @@ __device__ __forceinline__ float2 ld_shared_f32x2(std::uint32_t addr) {
 }
 
 // ---- registers per thread of a warpgroup (needs __launch_bounds__(threads, 1)) ----
+// Four 8 x 8 16-bit tiles stored transposed: register i of a lane is tile i's (row lane / 4, columns
+// 2 (lane % 4), +1) pair (the mma accumulator layout, packed); lanes 8i .. 8i + 7 give the addresses of
+// the 8 stored rows of tile i (16 bytes each), stored row n holding the tile's column n.
+__device__ __forceinline__ void stmatrix_x4_trans(std::uint32_t addr, std::uint32_t r0, std::uint32_t r1,
+                                                  std::uint32_t r2, std::uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
 template <int kRegs> __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
@@ -208,6 +218,8 @@ template <typename Elem, int N> struct WgmmaRS;
 template <typename Elem, int N> struct WgmmaSSTT;
 // One wgmma with A K-major and B MN-major from shared memory.
 template <typename Elem, int N> struct WgmmaSSBT;
+// One wgmma with A MN-major and B K-major from shared memory.
+template <typename Elem, int N> struct WgmmaSSAT;
 
 // The specialisations are mechanical: one asm statement per (element type, N, operand form), the
 // m64nN accumulator as N/2 "+f" operands. The macros below spell the operand lists once: FB_WG_D<n>
@@ -304,6 +316,10 @@ FB_WGMMA_SS(WgmmaSSTT, __nv_bfloat16, "bf16", 64, 32, "%32", "%33", "%34", 1, 1)
 // dK += dS^T Q with P^T, dS^T in shared memory, over half of d (N = 128; flash_sm90_bwd_traits.h).
 FB_WGMMA_SS(WgmmaSSBT, __half, "f16", 128, 64, "%64", "%65", "%66", 0, 1)
 FB_WGMMA_SS(WgmmaSSBT, __nv_bfloat16, "bf16", 128, 64, "%64", "%65", "%66", 0, 1)
+// A MN-major (transpose-A), B K-major: the backward's dQ^T = K^T dS^T at 80 queries a step (A = K as it
+// lies, B = dS query-major; flash_sm90_bwd_traits.h, kBwd128Q80).
+FB_WGMMA_SS(WgmmaSSAT, __half, "f16", 80, 40, "%40", "%41", "%42", 1, 0)
+FB_WGMMA_SS(WgmmaSSAT, __nv_bfloat16, "bf16", 80, 40, "%40", "%41", "%42", 1, 0)
 // P V (and the backward's dV/dK from registers): N = d, up to 256 (the largest wgmma N).
 FB_WGMMA_RS(__half, "f16", 64, 32, "{%32, %33, %34, %35}", "%36", "%37")
 FB_WGMMA_RS(__nv_bfloat16, "bf16", 64, 32, "{%32, %33, %34, %35}", "%36", "%37")
@@ -330,6 +346,11 @@ template <typename Elem, int N>
 __device__ __forceinline__ void wgmma_ss_bt(float (&d)[N / 2], std::uint64_t desc_a,
                                             std::uint64_t desc_b, std::uint32_t accumulate) {
   WgmmaSSBT<Elem, N>::run(d, desc_a, desc_b, accumulate);
+}
+template <typename Elem, int N>
+__device__ __forceinline__ void wgmma_ss_at(float (&d)[N / 2], std::uint64_t desc_a,
+                                            std::uint64_t desc_b, std::uint32_t accumulate) {
+  WgmmaSSAT<Elem, N>::run(d, desc_a, desc_b, accumulate);
 }
 template <typename Elem, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t (&a)[4],

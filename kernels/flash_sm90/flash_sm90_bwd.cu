@@ -50,9 +50,11 @@ int bwd64_variant() {
   return v;
 }
 
-// FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): direct (session 7's
-// kernel, dK/dV stored straight from the accumulators), tail, poly (session 9's probes); unset or
-// anything else: the default.
+// FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
+// kernel for non-causal passes too: session 10's default), direct (session 7's kernel, dK/dV stored
+// straight from the accumulators), tail, poly (session 9's probes), poly3, mbranch (session 11's); each
+// of these runs the 64-query kernel on every pass. Unset or anything else: the default (80 queries a
+// step without a causal mask, 64 with one; q80_kernel() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -60,13 +62,30 @@ int bwd128_variant() {
     if (s == "direct") return kBwd128Direct;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
+    if (s == "poly3") return kBwd128Poly3;
+    if (s == "mbranch") return kBwd128MaskBranch;
+    if (s == "q64") return kBwd128Q64;
     return kBwd64Default;
   }();
   return v;
 }
 
-// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim); backward_unsupported vets both.
-template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
+// Whether p runs the 80-query kernel (BwdTraits::kQ80): the default at d = 128 without a causal mask
+// (session 11's call A, bf16, 16 heads: +5.9% / +3.1% / +5.6% over the 64-query kernel at N = 1024 /
+// 4096 / 16384, 0.975-1.035x cudnn), unless whole tiles of 80 queries pad seq_q by more than
+// kMaxQ80Padding over tiles of 64: at N = 512 (7 tiles of 80, 9.4% more query rows) the extra work
+// would cost more than the ~6% the step gained at N = 1024 (1.6% padding). Under a causal mask
+// FlashAttention-3 keeps 64 queries a step too (not measured here).
+int round_up(int x, int m) { return (x + m - 1) / m * m; }
+bool q80_kernel(const AttentionParams& p) {
+  constexpr double kMaxQ80Padding = 1.03;
+  return p.head_dim == 128 && !p.causal && bwd128_variant() == kBwd64Default &&
+         round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
+}
+
+// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p));
+// backward_unsupported vets the first two.
+template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -79,7 +98,11 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
         case kBwd128Direct: return f(BwdTraits<Elem, 128, kBwd128Direct>{});
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
-        default: return f(BwdTraits<Elem, 128>{});
+        case kBwd128Poly3: return f(BwdTraits<Elem, 128, kBwd128Poly3>{});
+        case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
+        default:
+          if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
+          return f(BwdTraits<Elem, 128>{});  // q64 too
       }
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
@@ -88,8 +111,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, F&& f) {
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, f);
-    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, f);
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), f);
+    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -150,13 +173,24 @@ int head_split(const AttentionParams& p) {
   return model_head_split(p, sms, block_n, block_m);
 }
 
+// Query rows per (batch, head) plane of the LSE, D and dQ accumulator arrays: the portable backward's
+// padding (whole tiles of 64 and 128), or whole 80-query tiles for the 80-query kernel (BwdTraits::kQ80).
+template <typename Tr> int seq_pad_of(const AttentionParams& p) {
+  return Tr::kQ80 ? round_up(p.seq_q, Tr::kBlockM) : flash::backward_padded_seq(p.seq_q);
+}
+
 struct Workspace {
   std::size_t lse = 0, d = 0, dq = 0, dkv = 0, total = 0;
 };
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
 Workspace workspace_layout(const AttentionParams& p) {
-  const std::size_t rows = std::size_t(p.batch) * p.heads * flash::backward_padded_seq(p.seq_q);
+  // The 80-query kernel pads to whole tiles of 80; the larger of the two covers a head split's kernel
+  // (64 queries a step) as well.
+  const int seq_pad = q80_kernel(p)
+                          ? std::max(flash::backward_padded_seq(p.seq_q), round_up(p.seq_q, 80))
+                          : flash::backward_padded_seq(p.seq_q);
+  const std::size_t rows = std::size_t(p.batch) * p.heads * seq_pad;
   Workspace w;
   w.d = align_up(rows * sizeof(float));
   w.dq = w.d + align_up(rows * sizeof(float));
@@ -177,7 +211,7 @@ Workspace workspace_layout(const AttentionParams& p) {
 // row-major writes, so both sides are coalesced.
 template <typename Tr> struct Convert {
   static constexpr int kThreads = Tr::kWgThreads;
-  static constexpr int kRows = Tr::kDqRows;
+  static constexpr int kRows = Tr::kDqTileRows;  // query rows of an accumulator block
   static constexpr int kStride = Tr::kDqCols + 8;  // floats per shared row: 16-byte aligned rows
   static constexpr int kVecElems = 8;              // 16-bit elements per 16-byte write
   static constexpr int kVecsPerRow = Tr::kDqCols / kVecElems;
@@ -213,6 +247,50 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   for (int k = tid; k < Cv::kRows * Cv::kVecsPerRow; k += Cv::kThreads) {
     const int r = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
     const int q = qtile * Tr::kDqRows + r;
+    if (q >= seq) continue;
+    const float* x = tile + r * Cv::kStride + vec * Cv::kVecElems;
+    uint4 out;
+    out.x = ptx::pack2<Elem>(x[0], x[1]);
+    out.y = ptx::pack2<Elem>(x[2], x[3]);
+    out.z = ptx::pack2<Elem>(x[4], x[5]);
+    out.w = ptx::pack2<Elem>(x[6], x[7]);
+    *reinterpret_cast<uint4*>(dq + (bh * seq + q) * Tr::kHeadDim + cb * Tr::kDqCols +
+                              vec * Cv::kVecElems) = out;
+  }
+}
+
+// Q80 (BwdTraits::kQ80): the same for dQ^T blocks (kDqCols columns of d by kBlockM = 80 queries in the
+// wgmma accumulator's order: registers 4g .. 4g+3 are d row r = 16 warp + lane / 4, query columns c =
+// 8g + 2 (lane % 4) and c + 1, then row r + 8), transposed through shared memory into query rows.
+template <typename Tr>
+__global__ void __launch_bounds__(Convert<Tr>::kThreads)
+    bwd_convert_dqt_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq, int seq,
+                           int n_qtiles) {
+  using Cv = Convert<Tr>;
+  using Elem = typename Tr::Elem;
+  constexpr int kRows = Cv::kRows;  // queries of the tile (80)
+  __shared__ __align__(16) float tile[kRows * Cv::kStride];
+  const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
+  const int cb = int(block % Tr::kDqBlocks);
+  const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
+  const std::int64_t bh = block / Tr::kDqBlocks / n_qtiles;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32, lane = tid % 32;
+  const float4* src = reinterpret_cast<const float4*>(acc + block * Tr::kDqWgFloats);
+#pragma unroll
+  for (int g = 0; g < Tr::kDqRegs / 4; ++g) {
+    const float4 v = src[g * Cv::kThreads + tid];
+    const int r = warp * 16 + lane / 4;       // column of d within the block
+    const int c = g * Tr::kMmaN + 2 * (lane % 4);  // query within the tile
+    tile[c * Cv::kStride + r] = v.x;
+    tile[(c + 1) * Cv::kStride + r] = v.y;
+    tile[c * Cv::kStride + r + 8] = v.z;
+    tile[(c + 1) * Cv::kStride + r + 8] = v.w;
+  }
+  __syncthreads();
+  for (int k = tid; k < kRows * Cv::kVecsPerRow; k += Cv::kThreads) {
+    const int r = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
+    const int q = qtile * kRows + r;
     if (q >= seq) continue;
     const float* x = tile + r * Cv::kStride + vec * Cv::kVecElems;
     uint4 out;
@@ -328,7 +406,7 @@ template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
             cudaStream_t stream, int split = 1, float* dkv_acc = nullptr) {
   const Dtype t = p.dtype;
-  const int seq_pad = flash::backward_padded_seq(p.seq_q);
+  const int seq_pad = seq_pad_of<Tr>(p);
   BwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
@@ -376,10 +454,15 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
-  const int n_qtiles = seq_pad / Tr::kDqRows;
+  const int n_qtiles = seq_pad / Tr::kDqTileRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
-  bwd_convert_dq_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
-      dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
+  if constexpr (Tr::kQ80) {
+    bwd_convert_dqt_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+        dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
+  } else {
+    bwd_convert_dq_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+        dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
+  }
   FB_CUDA_CHECK_LAUNCH();
   if constexpr (Tr::kHeadSplit) {
     // dK and dV from their accumulators: the same block layout as dQ's, per K/V plane and 64 keys.
@@ -412,7 +495,7 @@ void launch_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, floa
                     cudaStream_t stream) {
   using Elem = typename Tr::Elem;
   using Pp = Prepass<Elem, Tr::kHeadDim>;
-  const int seq_pad = flash::backward_padded_seq(p.seq_q);
+  const int seq_pad = seq_pad_of<Tr>(p);
   const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
   const std::int64_t blocks = (padded_rows + Pp::kRowsPerBlock - 1) / Pp::kRowsPerBlock;
   bwd_prepass_sm90_kernel<Elem, Tr::kHeadDim><<<unsigned(blocks), Pp::kThreads, 0, stream>>>(
@@ -471,7 +554,7 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   // The pre-pass also zeroes the whole dQ accumulator (seq_pad rows per head: whole tiles).
   auto prepass = [&](auto tr) {
     using Tr = decltype(tr);
-    if (own_prepass(Tr::kHeadDim))
+    if (own_prepass(Tr::kHeadDim) || Tr::kQ80)  // Q80: 80-query padding, which only this one writes
       launch_prepass<Tr>(p, lse_pad, d_pad, dq_acc, stream);
     else
       flash::backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/true, /*lse_log2=*/true, ctx);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only)
 #include <cuda_runtime.h>
@@ -385,22 +387,35 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     // P^T = exp2(S^T * scale log2 e - LSE log2 e); causal: 0 right of the (bottom-right aligned)
     // diagonal. Keys past seq_k need no mask: they are zeros, and their dK/dV rows are never stored.
     const bool need_mask = prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset;
+    // with_mask: false compiles P^T without the mask's compares (mask branch: taken when no key of
+    // this consumer's 64 is right of the diagonal for any of the step's queries, always without a
+    // causal mask); true keeps them, under the runtime need_mask.
+    auto p_tile = [&](auto with_mask) {
 #pragma unroll
-    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-      const int col = j * Tr::kMmaN + col_lane;
-      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+        const int col = j * Tr::kMmaN + col_lane;
+        const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
 #pragma unroll
-      for (int i = 4 * j; i < 4 * j + 4; ++i) {
-        const float l = i % 2 == 0 ? lse.x : lse.y;
-        const float arg = fmaf(s[i], prm.scale_log2, -l);
-        // Poly: i % 8 < kExp2PolyEighths on the FMA pipe (arg <= ~0 here; -inf gives 0 either way).
-        float x = i % 8 < Tr::kExp2PolyEighths ? exp2_poly(arg) : ptx::exp2_approx(arg);
-        if (need_mask) {
-          const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
-          if (key > m0 + col + i % 2 + offset) x = 0.f;
+        for (int i = 4 * j; i < 4 * j + 4; ++i) {
+          const float l = i % 2 == 0 ? lse.x : lse.y;
+          const float arg = fmaf(s[i], prm.scale_log2, -l);
+          // Poly: i % 8 < kExp2PolyEighths on the FMA pipe (arg <= ~0 here; -inf gives 0 either way).
+          float x = i % 8 < Tr::kExp2PolyEighths ? exp2_poly(arg) : ptx::exp2_approx(arg);
+          if (decltype(with_mask)::value && need_mask) {
+            const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
+            if (key > m0 + col + i % 2 + offset) x = 0.f;
+          }
+          s[i] = x;
         }
-        s[i] = x;
       }
+    };
+    if constexpr (Tr::kMaskBranch) {
+      if (need_mask)
+        p_tile(std::true_type{});
+      else
+        p_tile(std::false_type{});
+    } else {
+      p_tile(std::true_type{});
     }
     if constexpr (!Tr::kSplitDqRows) {
       // dV runs while dS^T is computed: P^T (packed), S^T and dP^T live at once.
@@ -595,6 +610,189 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       }
     }
   }
+}
+
+// The two 16-bit values of a packed pair as floats (lo = the first, as ptx::pack2 packs them).
+template <typename Elem> __device__ __forceinline__ float2 unpack2_f32(std::uint32_t w);
+template <> __device__ __forceinline__ float2 unpack2_f32<__nv_bfloat16>(std::uint32_t w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xFFFF0000u));
+}
+template <> __device__ __forceinline__ float2 unpack2_f32<__half>(std::uint32_t w) {
+  __half2 h;
+  memcpy(&h, &w, sizeof(w));
+  return __half22float2(h);
+}
+
+// Q80 (d = 128, non-causal; BwdTraits::kQ80): consumer cw's keys [n0 + 64 cw, n0 + 64 cw + 64), 80
+// queries a step. The order of bwd_consume (dV issued as P^T is packed, dQ before dK); dS goes to
+// shared memory query-major (row q: the block's 128 keys as two 64-key chunks, chunk cw written by
+// consumer cw) and dQ^T = K^T dS^T (A = K's chunk cw of d, MN-major; B = dS, K-major).
+template <typename Tr>
+__device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                                const BwdBarriers<Tr>& bars, const BwdWork& w, int cw) {
+  using Elem = typename Tr::Elem;
+  constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
+  constexpr int kColGroups = Tr::kBlockM / Tr::kMmaN;  // 10 n8 groups of queries
+  auto units = [](int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+  const int ctid = threadIdx.x % Tr::kWgThreads;
+  const int warp = ctid / Tr::kWarpSize;
+  const int lane = ctid % Tr::kWarpSize;
+  const int wg_key0 = w.n0 + cw * Tr::kWgKeys;
+  const int col_lane = 2 * (lane % 4);  // first accumulator column
+  const int seq_k = prm.mask.seq_k;
+  const int n_dq_tiles = prm.seq_pad / Tr::kBlockM;
+  const BwdGemms<Tr> gemm(sm, cw);  // S^T, dP^T, dV, dK as bwd_consume's (N = 80, 5 k16 steps)
+  // A of dQ^T: K's chunk cw (this consumer's 64 columns of d), MN-major; B: dS, K-major.
+  const std::uint64_t desc_kta =
+      ptx::make_desc_sw128(sm.k() + cw * Tr::kKVChunkBytes, Tr::kKVChunkBytes, Tr::kAtomBytes);
+  const std::uint64_t desc_dsb = ptx::make_desc_sw128(sm.ds(0), Tr::kUnitBytes, Tr::kAtomBytes);
+  // stmatrix: lane l gives row l % 8 of tile l / 8; tile i of instruction t is dS^T's 8 x 8 block
+  // (keys 16 warp + 8 (i % 2) .., queries 8 (2t + i / 2) ..), stored as 8 query rows of 8 keys (one
+  // 16-byte unit, unit 2 warp + i % 2 of chunk cw's row, swizzled by the row).
+  const int st_row = lane % 8;
+  const int st_tile = lane / 8;
+  const int st_unit = (2 * warp + st_tile % 2) ^ st_row;  // (q % 8 == st_row for every q of the tile)
+  const std::uint32_t st_base =
+      cw * Tr::kDsChunkBytes + (8 * (st_tile / 2) + st_row) * Tr::kSwizzleBytes + st_unit * Tr::kUnitBytes;
+
+  float dk[Tr::kDkvRegs], dv[Tr::kDkvRegs];
+#pragma unroll
+  for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
+  float s[Tr::kSRegs], dp[Tr::kSRegs], dq[Tr::kDqRegs];
+  std::uint32_t p[Tr::kPRegs], ds[Tr::kPRegs];
+
+  ptx::mbar_wait(bars.kv_full(), 0);
+  for (int it = 0; it < w.steps; ++it) {
+    const int st = it % Tr::kStages;
+    const std::uint32_t parity = (it / Tr::kStages) & 1;
+    const int mt = w.m_tile(it);
+
+    ptx::mbar_wait(bars.q_full(st), parity);
+    ptx::wgmma_fence();
+    gemm.s_t(s, st);
+    ptx::wgmma_commit();
+    ptx::mbar_wait(bars.do_full(st), parity);
+    ptx::wgmma_fence();
+    gemm.dp_t(dp, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+    ptx::fence_operands(s);
+
+    // P^T = exp2(S^T * scale log2 e - LSE log2 e) (no mask: non-causal; keys past seq_k are zeros).
+#pragma unroll
+    for (int j = 0; j < kColGroups; ++j) {
+      const int col = j * Tr::kMmaN + col_lane;
+      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+#pragma unroll
+      for (int i = 4 * j; i < 4 * j + 4; ++i)
+        s[i] = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, i % 2 == 0 ? -lse.x : -lse.y));
+    }
+    // P^T packed (S^T dies), dV issued; dS^T = P^T o (dP^T - D) then reads P^T back from the packed
+    // 16-bit pairs. Keeping S^T in fp32 for dS^T while dV is issued is 228 live accumulator registers
+    // at 80 queries (ptxas serialised the wgmmas), and waiting for dP^T before dV's issue lets ptxas
+    // hoist that wait above most of the exponentials (no overlap with dP^T then). The extra rounding
+    // is P^T's to 16 bits (2^-9 relative in bf16), which dV's operand has anyway.
+#pragma unroll
+    for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
+    ptx::wgmma_fence();
+    gemm.dv(dv, p, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // dP^T done; dV may still run
+    ptx::fence_operands(dp);
+    const int buf = it % Tr::kDsBuffers;
+#pragma unroll
+    for (int j = 0; j < kColGroups; ++j) {
+      const int col = j * Tr::kMmaN + col_lane;
+      const float2 dd = ptx::ld_shared_f32x2(sm.dsum(st) + col * int(sizeof(float)));
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int i = 4 * j + 2 * hf;
+        const float2 pf = unpack2_f32<Elem>(p[2 * j + hf]);
+        ds[2 * j + hf] = ptx::pack2<Elem>(pf.x * (dp[i] - dd.x), pf.y * (dp[i + 1] - dd.y));
+      }
+    }
+    // dS^T transposed into shared memory (B of dQ^T), while dV runs.
+#pragma unroll
+    for (int t = 0; t < kColGroups / 2; ++t)  // tiles (j, hf) = (2t, 0), (2t, 1), (2t + 1, 0), (2t + 1, 1)
+      ptx::stmatrix_x4_trans(sm.ds(buf) + st_base + t * 2 * Tr::kMmaN * Tr::kSwizzleBytes, ds[4 * t],
+                             ds[4 * t + 1], ds[4 * t + 2], ds[4 * t + 3]);
+    ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
+    ptx::named_bar_sync(Tr::kBarDs0, Tr::kBarDsThreads);  // both consumers' keys are in
+    // dV done before dQ^T is issued: with P^T's packed registers still read by dV beside dQ^T's 40
+    // accumulators, dS^T, dK and dV (208), ptxas serialised the wgmmas (C7512).
+    ptx::wgmma_wait<0>();
+    ptx::fence_operands(dv);
+    ptx::fence_operands(p);
+    // dQ^T over the block's 128 keys (both chunks of dS), then dK.
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk)
+      ptx::wgmma_ss_at<Elem, Tr::kBlockM>(
+          dq, desc_kta + units(kk * Tr::kMmaKRowsBytes),
+          desc_dsb + units(buf * Tr::kDsBytes + (kk / kStepsPerChunk) * Tr::kDsChunkBytes +
+                           (kk % kStepsPerChunk) * Tr::kMmaKBytes),
+          kk > 0);
+    ptx::wgmma_commit();
+    gemm.dk(dk, ds, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // dQ^T done; dK may still run
+    ptx::fence_operands(dq);
+
+    // dQ^T block (this consumer's 64 columns of d, the step's 80 queries) into the accumulator.
+    send_dq_block<Tr>(prm, sm, cw, ctid, dq, [&] {
+      return prm.dq_acc +
+             ((std::int64_t(w.q_bh(it)) * n_dq_tiles + mt) * Tr::kDqBlocks + cw) * Tr::kDqWgFloats;
+    });
+    ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
+    ptx::fence_operands(dk);
+    ptx::fence_operands(ds);
+    ptx::mbar_arrive(bars.empty(st));
+  }
+  if (ctid == 0) ptx::bulk_wait_group_all();
+
+  // dK (times the softmax scale) and dV staged as whole rows (as bwd_consume's staged epilogue): dK in
+  // the ring stage the next step would have used (Q's for consumer 0, dO's for 1), dV in this
+  // consumer's dQ staging buffer.
+  Elem* gdk = static_cast<Elem*>(prm.dk);
+  Elem* gdv = static_cast<Elem*>(prm.dv);
+  constexpr int kRowBytes = Tr::kHeadDim * int(sizeof(Elem));
+  constexpr int kRowUnits = kRowBytes / Tr::kUnitBytes;
+  constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
+  const int key_row = warp * Tr::kWarpKeys + lane / 4;
+  auto stage = [&](std::uint32_t sbuf, const float(&acc)[Tr::kDkvRegs], float mul) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = key_row + hf * 8;
+#pragma unroll
+      for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
+        const int i = 4 * j + 2 * hf;
+        ptx::st_shared_u32(sbuf + r * kRowBytes + ((j ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
+                               col_lane * int(sizeof(Elem)),
+                           ptx::pack2<Elem>(acc[i] * mul, acc[i + 1] * mul));
+      }
+    }
+  };
+  auto copy_out = [&](std::uint32_t sbuf, Elem* dst) {
+#pragma unroll
+    for (int pass = 0; pass < Tr::kWgKeys / kRowsPerPass; ++pass) {
+      const int r = pass * kRowsPerPass + ctid / kRowUnits;
+      const int u = ctid % kRowUnits;
+      const int key = wg_key0 + r;
+      const uint4 v = ld_shared_u32x4(sbuf + r * kRowBytes + ((u ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes));
+      if (key < seq_k)
+        *reinterpret_cast<uint4*>(dst + (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim +
+                                  u * (Tr::kUnitBytes / int(sizeof(Elem)))) = v;
+    }
+  };
+  const int free_st = w.steps % Tr::kStages;
+  const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
+  const std::uint32_t buf_v = sm.dq(cw);
+  stage(buf_k, dk, prm.scale);
+  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
+  stage(buf_v, dv, 1.f);
+  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+  copy_out(buf_k, gdk);
+  copy_out(buf_v, gdv);
 }
 
 // Split head (d = 256, see flash_sm90_bwd_traits.h): both consumers on the block's 64 keys.
@@ -841,6 +1039,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       if (threadIdx.x % Tr::kWgThreads == 0) ptx::bulk_wait_group_all();
     } else if constexpr (Tr::kSplitHead) {
       bwd_consume_split_head<Tr>(prm, sm, bars, w, wg - 1);
+    } else if constexpr (Tr::kQ80) {
+      bwd_consume_q80<Tr>(prm, sm, bars, w, wg - 1);
     } else {
       bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
     }

@@ -83,6 +83,26 @@ namespace fb::cuda::flash_sm90 {
 //                       of its buffer before the block exits.
 //   kBwd128Poly         a quarter of P's exponentials on the FMA pipe (common/exp2_poly.h): the MUFU's
 //                       8,192 exp2 a step take about as long as the dP^T GEMM they overlap.
+//   Session 11 at d = 128 (bits; FB_SM90_BWD128=poly3|mbranch probes; q80 the default without a causal
+//   mask since session 11's call A, FB_SM90_BWD128=q64 runs the 64-query kernel there instead):
+//   kBwd128Poly3        three of every eight of P's exponentials on the FMA pipe (kBwd128Poly: two). Per
+//                       step and scheduler the MUFU's 2 x 32 x 32 exp2 take 512 cycles at 4 a clock, about
+//                       dP^T's length; exp2_poly costs ~9 issue slots a warp instruction, so 3/8 is nearer
+//                       the point where both pipes finish together than 2/8.
+//   kBwd128MaskBranch   P^T's causal-mask compares behind a branch on need_mask (uniform a warpgroup):
+//                       the default computes the compare and select of every element on every step
+//                       (36 ISETP and 32 FSEL a thread, beside the 32 MUFU and 32 FFMA), also without a
+//                       causal mask.
+//   kBwd128Q80          the d = 128 default without a causal mask (causal passes run 64 queries a step):
+//                       FlashAttention-3's 80 queries a step (call A: +3-6% over 64, 0.975-1.035x cudnn). S^T, dP^T are m64n80 (40 registers each; a step's SS operand bytes per FLOP
+//                       fall by a tenth, and its waits, barriers and reductions by a fifth per FLOP); dV,
+//                       dK take 5 k16 steps. dQ is computed transposed, dQ^T = K^T dS^T (m64n80: M = this
+//                       consumer's 64 columns of d, N = the 80 queries, over the block's 128 keys), so
+//                       dS lies in shared memory query-major (80 rows of 128 keys, two 64-key chunks,
+//                       K-major B), written from the dS^T accumulators with stmatrix .trans (8 x 8
+//                       tiles transposed on the way). The dQ accumulator holds 80-query tiles of dQ^T in
+//                       the accumulators' order (its own convert kernel); the query padding is a multiple
+//                       of 80. Shared memory 226 KB (Q, dO, dS and the dQ staging are 80 rows).
 //   (Measured and removed in session 9: dQ added from registers with red.global.add.v4.f32, 1-7% slower;
 //   each key tile walking its query tiles from a different start, so that a plane's blocks in flight
 //   add into different dQ tiles, 0-1% slower; the two probes above with it, 1-2.5% slower.)
@@ -90,7 +110,10 @@ namespace fb::cuda::flash_sm90 {
 //   by step parity, one 32 KB reduction a step, the other consumer only arriving on the dS^T barrier:
 //   2-7% slower; 4-7% with that consumer's dQ and dK in flight together. docs/perf-notes.md.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
-              kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256;
+              kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256, kBwd128Poly3 = 512,
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096;
+// Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
+constexpr int kBwd128Q64 = 8192;
 
 template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct BwdTraits {
   using Elem = Elem_;
@@ -113,7 +136,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kBits128 = kHeadDim != 128 || kHeadSplit || kVariant64 == kBwd128Direct ? 0 : kVariant64;
   static constexpr bool kTail = (kBits128 & kBwd128Tail) != 0 && kEpiSmem;
   // Of every 8 accumulator registers of S^T, this many take exp2_poly (the rest ex2.approx).
-  static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly) != 0 ? 2 : 0;
+  static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly3) != 0  ? 3
+                                          : (kBits128 & kBwd128Poly) != 0 ? 2
+                                                                          : 0;
+  static constexpr bool kMaskBranch = (kBits128 & kBwd128MaskBranch) != 0;
+  static constexpr bool kQ80 = (kBits128 & kBwd128Q80) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -129,8 +156,10 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kWgKeys = 64;                        // wgmma M of S^T, dP^T, dV, dK
   static constexpr int kWarpKeys = kWgKeys / kWgWarps;      // 16
   static constexpr int kBlockN = kSplitHead ? kWgKeys : kConsumerWgs * kWgKeys;  // keys per block
-  static constexpr int kBlockM = kSplitDqRows ? 128 : 64;   // queries per step
+  static constexpr int kBlockM = kSplitDqRows ? 128 : kQ80 ? 80 : 64;  // queries per step
   static constexpr int kDqRows = 64;                        // wgmma M of dQ: rows of a dQ block
+  // Query rows of a dQ accumulator block (Q80: a block is dQ^T, kDqCols rows of d by 80 queries).
+  static constexpr int kDqTileRows = kQ80 ? kBlockM : kDqRows;
   static constexpr int kWgQueries = kSplitHead ? kBlockM / kConsumerWgs : kBlockM;  // S^T columns
   static constexpr int kWgCols = kSplitHead ? kHeadDim / kConsumerWgs : kHeadDim;   // dK, dV columns
   // dQ accumulator blocks per 64-row tile, each kDqCols columns; a consumer computes kDqPieces of
@@ -147,7 +176,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T and dP^T, f32
   static constexpr int kPRegs = kSRegs / 2;                         // P^T, dS^T as 16-bit pairs
   static constexpr int kDkvRegs = kWgKeys * kWgCols / kWgThreads;   // dK and dV, f32 each
-  static constexpr int kDqRegs = kDqRows * kDqCols / kWgThreads;    // dQ (one block), f32
+  static constexpr int kDqRegs = kDqTileRows * kDqCols / kWgThreads;  // dQ (one block), f32
   static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k16 steps of S^T, dP^T
   static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
   static constexpr int kDqSteps = (kSharedDs ? kBlockN : kWgKeys) / kMmaK;  // of dQ
@@ -172,11 +201,12 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // rows (a chunk is the A operand of one consumer's dQ at split dQ rows); when both consumers read
   // it two buffers, so that a consumer writes step i+1's while the other may still read step i's.
   // Split head keeps P^T the same way.
-  static constexpr int kDsChunkBytes = kBlockN * kSwizzleBytes;
+  // Q80: dS query-major, chunks of 64 keys by kBlockM query rows.
+  static constexpr int kDsChunkBytes = (kQ80 ? kBlockM : kBlockN) * kSwizzleBytes;
   static constexpr int kDsBytes = kBlockN * kBlockM * int(sizeof(Elem));
   static constexpr int kDsBuffers = kSharedDs ? 2 : 1;
   static constexpr int kPBuffers = kSplitHead ? kDsBuffers : 0;
-  static constexpr int kDqWgFloats = kDqRows * kDqCols;
+  static constexpr int kDqWgFloats = kDqTileRows * kDqCols;
   static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ block
 
   static constexpr int kOffK = 0;
@@ -214,20 +244,25 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(sizeof(Elem) == 2, "wgmma path: 16-bit elements");
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kDqCols == kChunkElems, "a consumer's dQ columns are one 64-column chunk of K");
-  static_assert(kBlockM % kChunkElems == 0, "a dS^T row is whole 128-byte swizzled chunks");
-  static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqRows,
+  static_assert(kQ80 || kBlockM % kChunkElems == 0, "a dS^T row is whole 128-byte swizzled chunks");
+  static_assert(!kQ80 || (kBlockN == kConsumerWgs * kChunkElems && kSplitDq && kEpiSmem && !kTail &&
+                          !kMaskBranch && kExp2PolyEighths == 0),
+                "Q80: a dS row is one 64-key chunk per consumer; the staged epilogue; alone");
+  static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqTileRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default ||
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly)) == 0)),
+                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128Poly3 |
+                                                         kBwd128MaskBranch | kBwd128Q80)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
   // One block per tile: dK in a free Q or dO stage, dV in the dQ buffer; persistent: both in the dQ buffer.
   static_assert(!kEpiSmem || (kPersistent ? 2 * kWgKeys * kHeadDim * int(sizeof(Elem)) <= kDqWgBytes
-                                          : kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem)) &&
+                                          : (kQ80 ? kQBytes >= kWgKeys * kHeadDim * int(sizeof(Elem))
+                                                  : kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem))) &&
                                                 kDqWgBytes >= kQBytes),
                 "the staged epilogue's buffers hold a consumer's dK and dV");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
