@@ -30,9 +30,9 @@ budget=${BUDGET:-63}
 left() { echo $((budget - SECONDS)); }
 probes="dsreg dqp"
 
-# Timing: its own steps 14 s each at most, the whole 34 s; round 2 only if round 1 ended within 17 s.
-STEP_TIMEOUT=34 step timing env STEP_TIMEOUT=14 FP32_BWD_PROBES="$probes" FP32_BWD_CONFIG=configs/h200-fp32-sm90.json \
-  FP32_BWD_BUDGET=17 FP32_BWD_FILTER='n(1024|4096|8192)-d64-fp32-full-bwd|n4096-d64-fp32-causal-bwd|n4096-d128-fp32-full-bwd' \
+# Timing: its own steps 14 s each at most, the whole 36 s; round 2 only if round 1 ended within 15 s (~13 s a round).
+STEP_TIMEOUT=36 step timing env STEP_TIMEOUT=14 FP32_BWD_PROBES="$probes" FP32_BWD_CONFIG=configs/h200-fp32-sm90.json \
+  FP32_BWD_BUDGET=15 FP32_BWD_FILTER='n(1024|4096|8192)-d64-fp32-full-bwd|n4096-d64-fp32-causal-bwd|n4096-d128-fp32-full-bwd' \
   FP32_BWD_PROBE_FILTER='n(1024|4096|8192)-d64-fp32-full-bwd|n4096-d64-fp32-causal-bwd' \
   scripts/fp32s8_h200.sh "$out/timing" "$build"
 for pr in dqp dsreg; do
