@@ -249,8 +249,8 @@ template <typename Tr> struct Tf32BwdDqProducer : Tf32BwdDsRegs<Tr> {
   static constexpr int kNumBars = Tr::kNumBars + 2;  // + dS full (consumers' stores), dS empty (dQ staged, read)
   static constexpr std::size_t kSmemBytes =
       std::size_t(Tr::kOffBar + kNumBars * Tr::kBarBytes + Tr::kAtomBytes);
-  static_assert(Tr::kPresplit && !Tr::kShareKeys && Tr::kParts == 1 && Tr::kSplit,
-                "dQ^T by the producer: own keys, K presplit, one 64-row part of d, 3xTF32");
+  static_assert(Tr::kPresplit && !Tr::kShareKeys && Tr::kParts == 1,
+                "dQ^T by the producer: own keys, K presplit, one 64-row part of d");
   static_assert(Tr::kPart * Tr::kBlockM * int(sizeof(float)) <= Tr::kDsBytes, "the dQ box is staged in dS hi");
   static_assert(kProducerDqSteps % 2 == 0, "hi*hi in two halves of the steps");
   static_assert(kSmemBytes <= Tr::kMaxSmemOptin, "fits the 227 KB a block may opt in to");
