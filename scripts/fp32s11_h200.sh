@@ -12,6 +12,9 @@
 #    pipe, issue, stall reasons): where the time goes.
 # 4. Under dqp (while time is left): synccheck, then racecheck on the d = 64 race case.
 # Prints last: the steps' status lines, the ncu comparison, then the timing table (x = naive time / kernel time).
+# Its probes ran in session 11's call A (results/h200/s11/callA/fp32/): after it dsreg is the shipping d = 64 kernel
+# and dqp is removed with the probe words (each probe column then times the default again; the dqp steps test and
+# profile the default).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s11_h200.sh OUTDIR [BUILD_DIR]}

@@ -7,7 +7,6 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -74,32 +73,12 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // Session 10's probes (FB_SM90_FP32_BWD_PROBE, d = 64: pp1 / pp, the consumers taking turns on the tensor cores;
 // eq, Q / dO released before the softmax; pp,eq) ran in its call A: eq is the shipping d = 64 kernel
 // (Tf32BwdEarlyQd), the ping-pong forms are removed with the probe switch (docs/perf-notes.md).
-// FB_SM90_FP32_BWD_PROBE (read once), d = 64 3xTF32 only; unset or any other value is the shipping backward:
-//   dsreg   dK's A fragments from the consumers' dS registers, not read back from shared memory (Tf32BwdDsRegs)
-//   dqp     dQ^T, its staging and reductions by the producer warpgroup over the block's 128 keys; the consumers
-//           only write dS (Tf32BwdDqProducer, with dsreg)
-enum class Tf32BwdProbe { none, dsreg, dqp };
-Tf32BwdProbe tf32_bwd_probe() {
-  static const Tf32BwdProbe probe = [] {
-    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    const std::string v = env ? env : "";
-    if (v == "dsreg") return Tf32BwdProbe::dsreg;
-    if (v == "dqp") return Tf32BwdProbe::dqp;
-    return Tf32BwdProbe::none;
-  }();
-  return probe;
-}
-
+// Session 11's probes (FB_SM90_FP32_BWD_PROBE, d = 64: dsreg, dK's A fragments from the dS registers; dqp, dQ^T
+// by the producer warpgroup) ran in its call A: dsreg is the shipping d = 64 kernel (Tf32BwdDsRegs), dqp (0.78x
+// the default) is removed with the probe switch (code in the history, commit f1514af; docs/perf-notes.md).
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
-  if constexpr (D == 64 && kSplit) {
-    switch (tf32_bwd_probe()) {
-      case Tf32BwdProbe::dsreg: return launch<Tf32BwdDsRegs<Traits>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::dqp: return launch<Tf32BwdDqProducer<Traits>>(p, lse_pad, d_pad, stream);
-      case Tf32BwdProbe::none: break;
-    }
-  }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }
 

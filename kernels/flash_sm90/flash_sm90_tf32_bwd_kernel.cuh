@@ -58,10 +58,6 @@ template <typename Tr> struct Tf32BwdBarriers {
   __device__ __forceinline__ std::uint32_t t_empty(int s) const { return at(1 + 4 * Tr::kStages + s); }
   // kPresplit: K and V split into hi / lo (by every producer thread).
   __device__ __forceinline__ std::uint32_t kv_split() const { return at(1 + 5 * Tr::kStages); }
-  // kDqByProducer: both consumers wrote the tile's dS (ds_full); the producer's dQ^T and the TMA reductions
-  // of its staging box are done with dS (ds_empty).
-  __device__ __forceinline__ std::uint32_t ds_full() const { return at(2 + 5 * Tr::kStages); }
-  __device__ __forceinline__ std::uint32_t ds_empty() const { return at(3 + 5 * Tr::kStages); }
 };
 
 template <typename Tr> struct Tf32BwdSmem {
@@ -107,7 +103,83 @@ struct Tf32BwdWork {
 
 #if FB_PTX_SM90A
 
-// ---- dQ pieces (the consumers', or with kDqByProducer the producer's) ----
+// ---- producer warpgroup (ptid = its thread index) ----
+template <typename Tr>
+__device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm,
+                                                 const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
+                                                 int ptid) {
+  const bool leader = ptid == 0;
+  if (leader) {
+    ptx::prefetch_tensormap(&prm.tm_q);
+    ptx::prefetch_tensormap(&prm.tm_do);
+    ptx::prefetch_tensormap(&prm.tm_k);
+    ptx::prefetch_tensormap(&prm.tm_v);
+    ptx::prefetch_tensormap(&prm.tm_dq);
+    ptx::mbar_arrive_expect_tx(bars.kv_full(), 2 * Tr::kKVBytes);
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c) {
+      ptx::tma_load_3d(sm.k() + c * Tr::kKVChunkBytes, &prm.tm_k, bars.kv_full(), c * Tr::kChunkElems,
+                       w.n0, w.kv_bh);
+      ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(), c * Tr::kChunkElems,
+                       w.n0, w.kv_bh);
+    }
+  }
+  // A stage is refilled in two halves, so that one stage still overlaps the loads with the consumers:
+  // Q and dO (TMA, then split in place) as soon as the consumers are past S^T, dP^T and the softmax
+  // of the stage's previous tile; Q^T and dO^T (transposed from the split tiles) once they are past
+  // its dV, dK.
+  for (int it = 0; it < w.steps; ++it) {
+    const int s = it % Tr::kStages;
+    const std::uint32_t phase = (it / Tr::kStages) & 1;
+    // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
+    ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
+    // Every producer thread is past its reads of the stage's previous Q, dO (the transposes).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
+    if (leader) {
+      const int bh = w.q_bh(it);
+      const int m0 = w.m_tile(it) * Tr::kBlockM;
+      const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+      ptx::mbar_arrive_expect_tx(bars.raw_full(s), 2 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        ptx::tma_load_3d(sm.q(s, 0) + c * Tr::kQChunkBytes, &prm.tm_q, bars.raw_full(s),
+                         c * Tr::kChunkElems, m0, bh);
+        ptx::tma_load_3d(sm.dout(s, 0) + c * Tr::kQChunkBytes, &prm.tm_do, bars.raw_full(s),
+                         c * Tr::kChunkElems, m0, bh);
+      }
+      const int lse_slot = it % Tr::kLseSlots;
+      ptx::bulk_load(sm.lse(lse_slot), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
+      ptx::bulk_load(sm.dsum(lse_slot), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
+    }
+    if constexpr (Tr::kPresplit) {
+      // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
+      if (it == 0) {
+        ptx::mbar_wait(bars.kv_full(), 0);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.k(), sm.k_lo(), ptid);
+        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.v(), sm.v_lo(), ptid);
+        ptx::fence_proxy_async_smem();
+        ptx::mbar_arrive(bars.kv_split());
+      }
+    }
+    ptx::mbar_wait(bars.raw_full(s), phase);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.q(s, 0), sm.q(s, 1), ptid);
+    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.dout(s, 0), sm.dout(s, 1), ptid);
+    ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
+    ptx::mbar_arrive(bars.qd_ready(s));
+    ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
+    // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
+    // does not order them among the producer's threads).
+    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+        sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
+    ptx::fence_proxy_async_smem();
+    ptx::mbar_arrive(bars.t_ready(s));
+  }
+}
+
+// ---- consumer pieces ----
 
 // TMA reduce-add of a shared-memory box into the tensor of `tmap` (elements outside it are skipped);
 // part of the thread's bulk group.
@@ -136,139 +208,6 @@ __device__ __forceinline__ void stage_dq_part(std::uint32_t stage, const float (
     ptx::st_shared_u32(stage + std::uint32_t((col / Tr::kChunkElems) * Tr::kDsChunkBytes) +
                            tf32::sw128_offset(q, col % Tr::kChunkElems),
                        __float_as_uint(acc[i] * scale));
-  }
-}
-
-// kDqByProducer: the producer warpgroup's dQ for query tile `step` (warpgroup-wide; ptid = its thread index).
-// Once both consumers have written the tile's dS (ds_full): dQ^T = K^T dS^T over the block's keys (A: K^T's
-// hi / lo fragments from the presplit K, B: dS hi / lo, queries x keys), scale * dQ^T staged in dS hi
-// (read by no one else: the consumers build dK's A fragments from registers) and added into dq by TMA
-// reductions, issued by thread 0 as one bulk group. tf32_bwd_release_ds hands dS back once they have read it.
-template <typename Tr>
-__device__ __forceinline__ void tf32_bwd_produce_dq(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm0,
-                                                    const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
-                                                    int step, int ptid) {
-  const int warp = ptid / Tr::kWarpSize;
-  const int lane = ptid % Tr::kWarpSize;
-  const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
-  const std::uint32_t ds_hi = sm.ds(0), ds_lo = sm.ds(1);
-  ptx::mbar_wait(bars.ds_full(), std::uint32_t(step & 1));
-  float qacc[1][Tr::kProducerDqAccs][Tr::kDqRegs];
-  tf32::gemm_split_rs_parts<Tr::kBlockM, Tr::kProducerDqSteps, 1, Tr::kSplit, Tr::kProducerDqAccs>(
-      qacc,
-      [&](int kk, int part, std::uint32_t(&a)[4]) {
-        tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, 0, 0, warp, lane, kk);
-      },
-      [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi, Tr::kDsChunkBytes, kk); },
-      [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo, Tr::kDsChunkBytes, kk); });
-  tf32::sum_split_accs(qacc[0]);
-  stage_dq_part<Tr>(ds_hi, qacc[0][0], prm.scale, warp, lane);
-  ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
-  ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-  if (ptid == 0) {
-#pragma unroll
-    for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)
-      tma_reduce_add_3d(&prm.tm_dq, ds_hi + std::uint32_t(c * Tr::kDsChunkBytes), c * Tr::kChunkElems,
-                        w.m_tile(step) * Tr::kBlockM, w.q_bh(step));
-    ptx::bulk_commit_group();
-  }
-}
-
-// kDqByProducer: dS free again once the TMA reductions have read the staging box. Every producer thread
-// waits for its bulk groups (a no-op for all but thread 0): no lane-divergent branch before a bar.sync.
-template <typename Tr>
-__device__ __forceinline__ void tf32_bwd_release_ds(const Tf32BwdBarriers<Tr>& bars, int ptid) {
-  ptx::bulk_wait_group_read_all();
-  if (ptid == 0) ptx::mbar_arrive(bars.ds_empty());
-}
-
-// ---- producer warpgroup (ptid = its thread index) ----
-template <typename Tr>
-__device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm,
-                                                 const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
-                                                 int ptid) {
-  const bool leader = ptid == 0;
-  if (leader) {
-    ptx::prefetch_tensormap(&prm.tm_q);
-    ptx::prefetch_tensormap(&prm.tm_do);
-    ptx::prefetch_tensormap(&prm.tm_k);
-    ptx::prefetch_tensormap(&prm.tm_v);
-    ptx::prefetch_tensormap(&prm.tm_dq);
-    ptx::mbar_arrive_expect_tx(bars.kv_full(), 2 * Tr::kKVBytes);
-#pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c) {
-      ptx::tma_load_3d(sm.k() + c * Tr::kKVChunkBytes, &prm.tm_k, bars.kv_full(), c * Tr::kChunkElems,
-                       w.n0, w.kv_bh);
-      ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(), c * Tr::kChunkElems,
-                       w.n0, w.kv_bh);
-    }
-  }
-  // A stage is refilled in two halves, so that one stage still overlaps the loads with the consumers:
-  // Q and dO (TMA, then split in place) as soon as the consumers are past S^T, dP^T and the softmax
-  // of the stage's previous tile; Q^T and dO^T (transposed from the split tiles) once they are past
-  // its dV, dK.
-  for (int it = 0; it < w.steps; ++it) {
-    // kDqByProducer: tile addresses and this thread's offsets recomputed per tile rather than held across the
-    // loop (tf32::opaque), so that the dQ^T phase has the registers.
-    const Tf32BwdSmem<Tr> smt = Tr::kDqByProducer ? Tf32BwdSmem<Tr>{tf32::opaque(sm.base)} : sm;
-    const int tid = Tr::kDqByProducer ? int(tf32::opaque(std::uint32_t(ptid))) : ptid;
-    const int s = it % Tr::kStages;
-    const std::uint32_t phase = (it / Tr::kStages) & 1;
-    // The empty barriers' first phase counts as completed: the first kStages tiles do not wait.
-    ptx::mbar_wait(bars.qd_empty(s), phase ^ 1);
-    // Every producer thread is past its reads of the stage's previous Q, dO (the transposes).
-    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-    if (leader) {
-      const int bh = w.q_bh(it);
-      const int m0 = w.m_tile(it) * Tr::kBlockM;
-      const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
-      ptx::mbar_arrive_expect_tx(bars.raw_full(s), 2 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
-#pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c) {
-        ptx::tma_load_3d(smt.q(s, 0) + c * Tr::kQChunkBytes, &prm.tm_q, bars.raw_full(s),
-                         c * Tr::kChunkElems, m0, bh);
-        ptx::tma_load_3d(smt.dout(s, 0) + c * Tr::kQChunkBytes, &prm.tm_do, bars.raw_full(s),
-                         c * Tr::kChunkElems, m0, bh);
-      }
-      const int lse_slot = it % Tr::kLseSlots;
-      ptx::bulk_load(smt.lse(lse_slot), prm.lse + row0, Tr::kRowVecBytes, bars.raw_full(s));
-      ptx::bulk_load(smt.dsum(lse_slot), prm.dsum + row0, Tr::kRowVecBytes, bars.raw_full(s));
-    }
-    if constexpr (Tr::kPresplit) {
-      // K and V split in place (hi) and into their lo buffers once, behind the first tile's loads.
-      if (it == 0) {
-        ptx::mbar_wait(bars.kv_full(), 0);
-        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(smt.k(), smt.k_lo(), tid);
-        tf32::split_tile<Tr::kKVBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(smt.v(), smt.v_lo(), tid);
-        ptx::fence_proxy_async_smem();
-        ptx::mbar_arrive(bars.kv_split());
-      }
-    }
-    ptx::mbar_wait(bars.raw_full(s), phase);
-    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(smt.q(s, 0), smt.q(s, 1), tid);
-    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(smt.dout(s, 0), smt.dout(s, 1), tid);
-    ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
-    ptx::mbar_arrive(bars.qd_ready(s));
-    // kDqByProducer: the previous tile's dQ while the consumers run its dV / dK and this tile's S^T, dP^T.
-    if constexpr (Tr::kDqByProducer)
-      if (it > 0) tf32_bwd_produce_dq<Tr>(prm, sm, bars, w, it - 1, tid);
-    ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
-    // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
-    // does not order them among the producer's threads).
-    ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-        smt.q(s, 0), smt.q(s, 1), smt.qt(s, 0), smt.qt(s, 1), tid);
-    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
-        smt.dout(s, 0), smt.dout(s, 1), smt.dot(s, 0), smt.dot(s, 1), tid);
-    ptx::fence_proxy_async_smem();
-    ptx::mbar_arrive(bars.t_ready(s));
-    if constexpr (Tr::kDqByProducer)
-      if (it > 0) tf32_bwd_release_ds<Tr>(bars, tid);
-  }
-  if constexpr (Tr::kDqByProducer) {
-    tf32_bwd_produce_dq<Tr>(prm, sm, bars, w, w.steps - 1, ptid);  // steps >= 1 (Tf32BwdWork)
-    tf32_bwd_release_ds<Tr>(bars, ptid);
-    if (leader) ptx::bulk_wait_group_all();  // the reductions are done before the block's shared memory goes
   }
 }
 
@@ -392,21 +331,15 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
       // and its dQ reductions have read their staging box (part of dS). Every thread waits (a no-op
       // without bulk groups of its own): no lane-divergent branch right before bar.sync.
-      // kDqByProducer: the producer's dQ^T of the previous tile and its reductions are done with dS.
-      if constexpr (Tr::kDqByProducer) {
-        ptx::mbar_wait(bars.ds_empty(), std::uint32_t((it & 1) ^ 1));  // tile 0: a fresh barrier's "previous" phase
-      } else {
-        ptx::bulk_wait_group_read_all();
-        ptx::named_bar_sync(bar_ps, kBarPsThreads);
-      }
+      ptx::bulk_wait_group_read_all();
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);
 #pragma unroll
       for (int i = 0; i < Tr::kSRegs; ++i) {
         ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
         if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
       }
       ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
-      if constexpr (Tr::kDqByProducer) ptx::mbar_arrive(bars.ds_full());  // every consumer thread
-      else if constexpr (!Tr::kDsFromRegs) __syncwarp();  // dK's A fragments: this warp's own rows
+      if constexpr (!Tr::kDsFromRegs) __syncwarp();  // dK's A fragments: this warp's own rows
     } else {
       // Shared keys: consumer 0 computes S^T = K Q^T, consumer 1 dP^T = V dO^T, each for the whole
       // query tile (one GEMM of N = kBlockM rather than two of half the width each: half the
@@ -593,7 +526,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     if constexpr (kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);
     // Every consumer thread arrives: its wgmmas on Q^T and dO^T are complete.
     ptx::mbar_arrive(bars.t_empty(st));
-    if constexpr (Tr::kDqByProducer) continue;  // dQ: the producer's (tf32_bwd_produce_dq)
 
     // dQ^T = K^T dS^T over this consumer's keys (all the block's with shared keys), for its 64-row
     // part of d; dQ += scale * dQ^T by TMA reductions from a staging box: the consumer's own part of
@@ -670,10 +602,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);
     ptx::mbar_init(bars.kv_split(), Tr::kWgThreads);  // kPresplit: every producer thread
-    if constexpr (Tr::kDqByProducer) {
-      ptx::mbar_init(bars.ds_full(), Tr::kConsumerThreads);  // every consumer thread, after its dS stores
-      ptx::mbar_init(bars.ds_empty(), 1);                    // the producer's thread 0
-    }
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.raw_full(s), 1);                   // the leader's arrive.expect_tx

@@ -39,7 +39,8 @@ namespace fb::cuda::flash_sm90 {
 //                    for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a thread
 //                    instead of 128 at d = 128. P and dS go through shared memory (barriers
 //                    between the consumers per tile), and dV's A fragments come from there.
-// dK's A fragments are always read back from dS in shared memory (freeing its registers early).
+// dK's A fragments are read back from dS in shared memory (freeing its registers early), except with
+// kDsFromRegs (own keys, d = 64 since session 11), where they come from the consumer's dS registers.
 // fp32 takes twice the shared memory of 16-bit data and each operand two parts, so the query tile
 // is 32. 1xTF32 (kSplit = false) is the diagnostic that must fail the FP32 rule: hi*hi only.
 // kPresplit: K and V are split into hi / lo in shared memory once per block (by the producer), so
@@ -65,12 +66,9 @@ struct Tf32BwdTraits {
   // tile's loads and splits start a softmax earlier); LSE and D then take two slots per stage.
   static constexpr bool kEarlyQdEmpty = false;
   static constexpr int kLseSlots = kStages;  // LSE / D rows held at once (slot = tile % kLseSlots)
-  // true (own keys only; Tf32BwdDsRegs, a session-11 probe): dK's A fragments (dS^T) from the consumer's
-  // dS registers, as dV's come from P's, instead of read back from dS in shared memory.
+  // true (own keys only; Tf32BwdDsRegs, shipped at d = 64 since session 11): dK's A fragments (dS^T) from the
+  // consumer's dS registers, as dV's come from P's, instead of read back from dS in shared memory.
   static constexpr bool kDsFromRegs = false;
-  // true (own keys, K / V presplit; Tf32BwdDqProducer, a session-11 probe): the producer warpgroup computes
-  // dQ^T = K^T dS^T over all the block's keys and adds it into dQ; the consumers only write dS.
-  static constexpr bool kDqByProducer = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -152,7 +150,7 @@ struct Tf32BwdTraits {
   static constexpr int kOffBar = kOffD + kLseSlots * kRowVecBytes;
   static constexpr int kBarBytes = 8;
   // K/V full; per stage: raw (TMA) full, Q/dO ready, Q^T/dO^T ready, Q/dO empty, Q^T/dO^T empty.
-  static constexpr int kNumBars = 2 + 5 * kStages;  // + K/V split (kPresplit); kDqByProducer: + dS full, empty
+  static constexpr int kNumBars = 2 + 5 * kStages;  // + K/V split (kPresplit)
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
   static constexpr std::size_t kMaxSmemOptin = 232448;          // 227 KB per block on sm_90
@@ -222,41 +220,12 @@ template <typename Tr> struct Tf32BwdEarlyQd : Tr {
   static_assert(kSmemBytes <= Tr::kMaxSmemOptin, "fits the 227 KB a block may opt in to");
 };
 
-// Session 11's probes (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32; docs/perf-notes.md, "Session 11"):
-// dK's A fragments from the dS registers (kDsFromRegs): the same values as the read-back, bit for bit.
+// The same backward with dK's A fragments from the dS registers (kDsFromRegs): the same values as the
+// read-back, bit for bit; d = 64's since session 11 (call A: level, +0.3-0.5%; 32 fewer shared loads per
+// consumer thread and tile, and no spill: docs/perf-notes.md).
 template <typename Tr> struct Tf32BwdDsRegs : Tr {
   static constexpr bool kDsFromRegs = true;
   static_assert(!Tr::kShareKeys, "dS fragments from registers: each consumer holds its keys' dS^T");
-};
-
-// dQ^T by the producer warpgroup (kDqByProducer): once both consumers have written a tile's dS (mbarrier
-// ds_full), the producer computes dQ^T = K^T dS^T over the block's kBlockN keys (K^T's hi / lo fragments from
-// the presplit K), stages scale * dQ^T in dS hi (nothing else reads dS from shared memory: dK's fragments come
-// from registers) and adds it into dQ by TMA reductions; once those have read the box it releases dS (ds_empty)
-// for the consumers' next tile. The consumers' chain per tile loses dQ^T, its staging and two barriers, and the
-// dQ^T of tile t runs beside the consumers' dV / dK of t and S^T / dP^T of t + 1. Registers move to the
-// producer (88: dQ^T's 3 accumulators, 48 a thread; 0 spills, ptxas -v): the consumers keep 208, so S^T / dP^T
-// take 3 accumulators each (the small products together, as gemm_split_rs_multi's kAccs = 3) and dV / dK are
-// issued one after the other (in flight together they need 4 bytes of spill at 208).
-template <typename Tr> struct Tf32BwdDqProducer : Tf32BwdDsRegs<Tr> {
-  static constexpr bool kDqByProducer = true;
-  static constexpr int kSdpAccs = 3;
-  static constexpr bool kPairParts = false;
-  static constexpr int kProducerDqSteps = Tr::kBlockN / Tr::kMmaK;  // dQ^T's k8 steps over the block's keys
-  static constexpr int kProducerDqAccs = 3;
-  static constexpr int kProducerRegs = 88;
-  static constexpr int kConsumerRegs = 208;
-  static constexpr int kNumBars = Tr::kNumBars + 2;  // + dS full (consumers' stores), dS empty (dQ staged, read)
-  static constexpr std::size_t kSmemBytes =
-      std::size_t(Tr::kOffBar + kNumBars * Tr::kBarBytes + Tr::kAtomBytes);
-  static_assert(Tr::kPresplit && !Tr::kShareKeys && Tr::kParts == 1,
-                "dQ^T by the producer: own keys, K presplit, one 64-row part of d");
-  static_assert(Tr::kPart * Tr::kBlockM * int(sizeof(float)) <= Tr::kDsBytes, "the dQ box is staged in dS hi");
-  static_assert(kProducerDqSteps % 2 == 0, "hi*hi in two halves of the steps");
-  static_assert(kSmemBytes <= Tr::kMaxSmemOptin, "fits the 227 KB a block may opt in to");
-  static_assert(kProducerRegs * Tr::kWgThreads + kConsumerRegs * Tr::kConsumerThreads <= Tr::kLaunchRegs * Tr::kThreads &&
-                    kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0,
-                "setmaxnreg within the block's launch allocation (the consumers' setmaxnreg.inc waits forever over it)");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
@@ -266,12 +235,13 @@ template <typename Tr> struct Tf32BwdDqProducer : Tf32BwdDsRegs<Tr> {
 // for dV, dK, dQ^T), one stage: K, V 64 KB (raw: no room for a split copy) + 128 KB + dS and P
 // 32 KB = 224 KB.
 // Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%; session 10,
-// call A: at d = 64 Q / dO released before the softmax, +1.5-4.7%); Session6 is session 6's kernel (cvt.rna,
-// descriptors rebuilt per wgmma), no longer instantiated.
+// call A: at d = 64 Q / dO released before the softmax, +1.5-4.7%; session 11, call A: at d = 64 dK's A
+// fragments from registers, level); Session6 is session 6's kernel (cvt.rna, descriptors rebuilt per wgmma),
+// no longer instantiated.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
   using Session6 = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
-  using Traits = Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>;
+  using Traits = Tf32BwdDsRegs<Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
   using Session6 = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
