@@ -7,6 +7,9 @@
 #                    session that adds probes), default none
 #   FP32_BWD_FILTER  --filter of the naive / default rows, default all of the config's rows
 #   FP32_BWD_PROBE_FILTER  --filter of the probes' rows, default d128
+#   FP32_BWD_CONFIG  the backward's sweep spec, default configs/h200-fp32-bwd-s8.json (session 11:
+#                    configs/h200-fp32-sm90.json, whose N goes to 8192, with --warmup 1 --reps 3 and a filter)
+#   FP32_BWD_ROUNDS  rounds of the backward, default 2; FP32_BWD_BUDGET (s): no round starts after it, default none
 #   FP32_FWD         1: also the forward (configs/h200-fp32-sm90.json at N 1024/4096/8192, d 64/128, causal or
 #                    not), default 0
 #   FP32_FWD_PROBES  FB_SM90_FP32_FWD_PROBE words (flash_sm90_tf32_launch.cuh), default "grouped"
@@ -44,12 +47,19 @@ if [ "${FP32_FWD:-0}" = 1 ]; then
     FB_SM90_FP32_FWD_PROBE=$pr run_fwd "fwd-$pr" flash-sm90
   done
 fi
-for round in 1 2; do
-  step "bwd.$round" "$fb" run configs/h200-fp32-bwd-s8.json --filter "${FP32_BWD_FILTER:-.}" \
+bwd_config=${FP32_BWD_CONFIG:-configs/h200-fp32-bwd-s8.json}
+bwd_opts=(--warmup 1 --reps 3)  # the s8 config's own counts; the larger configs' are cut to them
+for round in $(seq 1 "${FP32_BWD_ROUNDS:-2}"); do
+  if [ -n "${FP32_BWD_BUDGET:-}" ] && [ "$SECONDS" -ge "$FP32_BWD_BUDGET" ]; then
+    echo "round $round skipped: ${SECONDS}s past the budget" >&2
+    break
+  fi
+  step "bwd.$round" "$fb" run "$bwd_config" --filter "${FP32_BWD_FILTER:-.}" "${bwd_opts[@]}" \
     --kernels naive,flash-sm90 --no-ceilings -q -o "$out/bwd.$round.json"
   for pr in $bwd_probes; do
-    FB_SM90_FP32_BWD_PROBE=$pr step "bwd-$pr.$round" "$fb" run configs/h200-fp32-bwd-s8.json \
-      --filter "${FP32_BWD_PROBE_FILTER:-d128}" --kernels flash-sm90 --no-ceilings -q -o "$out/bwd-$pr.$round.json"
+    FB_SM90_FP32_BWD_PROBE=$pr step "bwd-$pr.$round" "$fb" run "$bwd_config" \
+      --filter "${FP32_BWD_PROBE_FILTER:-d128}" "${bwd_opts[@]}" --kernels flash-sm90 --no-ceilings -q \
+      -o "$out/bwd-$pr.$round.json"
   done
 done
 

@@ -73,6 +73,9 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // Session 10's probes (FB_SM90_FP32_BWD_PROBE, d = 64: pp1 / pp, the consumers taking turns on the tensor cores;
 // eq, Q / dO released before the softmax; pp,eq) ran in its call A: eq is the shipping d = 64 kernel
 // (Tf32BwdEarlyQd), the ping-pong forms are removed with the probe switch (docs/perf-notes.md).
+// Session 11's probes (FB_SM90_FP32_BWD_PROBE, d = 64: dsreg, dK's A fragments from the dS registers; dqp, dQ^T
+// by the producer warpgroup) ran in its call A: dsreg is the shipping d = 64 kernel (Tf32BwdDsRegs), dqp (0.78x
+// the default) is removed with the probe switch (code in the history, commit f1514af; docs/perf-notes.md).
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;

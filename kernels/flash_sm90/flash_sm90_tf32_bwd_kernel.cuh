@@ -273,6 +273,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     const std::uint32_t q_hi = sm.q(st, 0), q_lo = sm.q(st, 1);
     const std::uint32_t do_hi = sm.dout(st, 0), do_lo = sm.dout(st, 1);
     std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs];
+    // Own keys: dS^T's TF32 parts in the accumulator layout (kDsFromRegs: also dK's A fragments).
+    std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
     if constexpr (!kShare) {
       // S^T = K Q^T and dP^T = V dO^T, issued interleaved, each the sum of its accumulators.
       float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
@@ -310,7 +312,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       tf32::sum_split_accs(sdp[1]);
       const float(&s)[Tr::kSRegs] = sdp[0][0];
       const float(&dp)[Tr::kSRegs] = sdp[1][0];
-      std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
 #pragma unroll
       for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
         const int col = j * Tr::kMmaN + col_lane;
@@ -338,7 +339,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
       }
       ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
-      __syncwarp();                   // dK's A fragments: this warp's own rows
+      if constexpr (!Tr::kDsFromRegs) __syncwarp();  // dK's A fragments: this warp's own rows
     } else {
       // Shared keys: consumer 0 computes S^T = K Q^T, consumer 1 dP^T = V dO^T, each for the whole
       // query tile (one GEMM of N = kBlockM rather than two of half the width each: half the
@@ -448,8 +449,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       tf32::gemm_frag_a<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
           t,
           [&](int kk, int lo_part, std::uint32_t(&a)[4]) {
-            tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp, lane,
-                                              kk);
+            if constexpr (Tr::kDsFromRegs)
+              tf32::acc_fragment(a, lo_part ? ds_lo : ds_hi, kk);  // = the read-back below, bit for bit
+            else
+              tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp, lane,
+                                                kk);
           },
           [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(hi, Tr::kQtChunkBytes, kk); },
           [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(lo, Tr::kQtChunkBytes, kk); });
@@ -471,7 +475,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         tf32::gemm_frag_a_pair<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
             tv, tk,
             [&](int g, int kk, int lo_part, std::uint32_t(&a)[4]) {
-              if (g == 1)
+              if (g == 1 && Tr::kDsFromRegs)
+                tf32::acc_fragment(a, lo_part ? ds_lo : ds_hi, kk);  // = the read-back below, bit for bit
+              else if (g == 1)
                 tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp,
                                                   lane, kk);
               else if constexpr (kShare)
@@ -507,6 +513,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     }
     ptx::fence_operands(p_hi);
     ptx::fence_operands(p_lo);
+    if constexpr (Tr::kDsFromRegs) {
+      ptx::fence_operands(ds_hi);
+      ptx::fence_operands(ds_lo);
+    }
     // Shared keys: both consumers are past dV, i.e. past their loads of P, whose buffers then take the
     // dQ staging (below). Here, right after dV / dK, rather than after dQ^T just before the staging
     // stores (sessions 6-8): the same order, but compute-sanitizer racecheck reported each consumer's

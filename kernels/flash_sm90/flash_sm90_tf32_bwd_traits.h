@@ -39,7 +39,8 @@ namespace fb::cuda::flash_sm90 {
 //                    for d's columns [64 c, 64 c + 64): dK and dV take 64 registers a thread
 //                    instead of 128 at d = 128. P and dS go through shared memory (barriers
 //                    between the consumers per tile), and dV's A fragments come from there.
-// dK's A fragments are always read back from dS in shared memory (freeing its registers early).
+// dK's A fragments are read back from dS in shared memory (freeing its registers early), except with
+// kDsFromRegs (own keys, d = 64 since session 11), where they come from the consumer's dS registers.
 // fp32 takes twice the shared memory of 16-bit data and each operand two parts, so the query tile
 // is 32. 1xTF32 (kSplit = false) is the diagnostic that must fail the FP32 rule: hi*hi only.
 // kPresplit: K and V are split into hi / lo in shared memory once per block (by the producer), so
@@ -65,6 +66,9 @@ struct Tf32BwdTraits {
   // tile's loads and splits start a softmax earlier); LSE and D then take two slots per stage.
   static constexpr bool kEarlyQdEmpty = false;
   static constexpr int kLseSlots = kStages;  // LSE / D rows held at once (slot = tile % kLseSlots)
+  // true (own keys only; Tf32BwdDsRegs, shipped at d = 64 since session 11): dK's A fragments (dS^T) from the
+  // consumer's dS registers, as dV's come from P's, instead of read back from dS in shared memory.
+  static constexpr bool kDsFromRegs = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -216,6 +220,14 @@ template <typename Tr> struct Tf32BwdEarlyQd : Tr {
   static_assert(kSmemBytes <= Tr::kMaxSmemOptin, "fits the 227 KB a block may opt in to");
 };
 
+// The same backward with dK's A fragments from the dS registers (kDsFromRegs): the same values as the
+// read-back, bit for bit; d = 64's since session 11 (call A: level, +0.3-0.5%; 32 fewer shared loads per
+// consumer thread and tile, and no spill: docs/perf-notes.md).
+template <typename Tr> struct Tf32BwdDsRegs : Tr {
+  static constexpr bool kDsFromRegs = true;
+  static_assert(!Tr::kShareKeys, "dS fragments from registers: each consumer holds its keys' dS^T");
+};
+
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
 // under the 227 KB): d = 64: two consumers with their own keys (128), K and V split once (hi, lo:
 // 128 KB), one stage (64 KB; refilled in two halves, flash_sm90_tf32_bwd_kernel.cuh) + dS 32 KB =
@@ -223,12 +235,13 @@ template <typename Tr> struct Tf32BwdEarlyQd : Tr {
 // for dV, dK, dQ^T), one stage: K, V 64 KB (raw: no room for a split copy) + 128 KB + dS and P
 // 32 KB = 224 KB.
 // Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%; session 10,
-// call A: at d = 64 Q / dO released before the softmax, +1.5-4.7%); Session6 is session 6's kernel (cvt.rna,
-// descriptors rebuilt per wgmma), no longer instantiated.
+// call A: at d = 64 Q / dO released before the softmax, +1.5-4.7%; session 11, call A: at d = 64 dK's A
+// fragments from registers, level); Session6 is session 6's kernel (cvt.rna, descriptors rebuilt per wgmma),
+// no longer instantiated.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
   using Session6 = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
-  using Traits = Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>;
+  using Traits = Tf32BwdDsRegs<Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
   using Session6 = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;

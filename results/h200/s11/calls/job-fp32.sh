@@ -1,0 +1,1 @@
+scripts/fp32s11_h200.sh "$OUTDIR" "$BUILD"
