@@ -1,7 +1,7 @@
 # sourced: builds flashbench + GPU tests for sm_90a on the device, or unpacks a carried build (USEBIN=file)
 B=build-dev
-if [ -n "${USEBIN:-}" ] && [ -f "$USEBIN" ]; then
-  rm -rf $B; mkdir -p $B && tar xJf "$USEBIN" -C $B && echo "== unpacked $USEBIN"
+if [ -n "${USEBIN:-}" ] && ls $USEBIN.* > /dev/null 2>&1; then
+  rm -rf $B; mkdir -p $B && cat $USEBIN.* | tar xJf - -C $B && echo "== unpacked $USEBIN.*"
 fi
 if [ ! -x $B/flashbench ] || [ ! -x $B/tests/flashbench_gpu_tests ]; then
   s=$SECONDS
