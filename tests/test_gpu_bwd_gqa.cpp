@@ -168,6 +168,16 @@ fb::AttentionParams flash_split_params(const fb::Case& c) {
   return p;
 }
 
+// flash once on the case c the backend holds (naive has run on it), both judged by the runner's rule
+// against the fp64 reference and verified, every gradient element of flash's run written.
+void check_flash_beside_naive(fb::CudaBackend& b, const fb::Case& c) {
+  using namespace fb::test;
+  REQUIRE(b.run(kernel("flash"), 0, 1).times_ms.size() == 1);
+  std::vector<fb::Record> records{ok_record(c, "naive"), ok_record(c, "flash")};
+  verify_and_check(b, records);
+  check_flash_gradients_written(b);
+}
+
 }  // namespace
 
 TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies at every split",
@@ -213,15 +223,7 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
           CHECK((flash::backward_workspace_bytes(p) > unsplit_ws) == (used > 1));
           split_runs += used > 1;
         }
-        REQUIRE(b.run(kernel("flash"), 0, 1).times_ms.size() == 1);
-        std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "flash")};
-        verify_case(b, records, builtin_kernels());
-        for (const Record& r : records) {
-          INFO(r.kernel << " errors " << r.errors.dump());
-          REQUIRE(r.verified.has_value());
-          CHECK(*r.verified);
-        }
-        check_flash_gradients_written(b);
+        check_flash_beside_naive(b, c);
       }
       b.release();
     }
@@ -274,15 +276,7 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
     b.prepare(c, kFlashSplitSeed);
     if (const auto why = b.check_fits(c, kernel("flash"))) FAIL("flash refused: " << *why);
     REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
-    REQUIRE(b.run(kernel("flash"), 0, 1).times_ms.size() == 1);
-    std::vector<Record> records{ok_record(c, "naive"), ok_record(c, "flash")};
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
-    check_flash_gradients_written(b);
+    check_flash_beside_naive(b, c);
     b.release();
   }
   if (split_runs == 0) WARN("no run of flash's tail split (a probe, or a GPU these grids fill differently)");

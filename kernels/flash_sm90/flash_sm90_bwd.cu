@@ -218,13 +218,12 @@ template <typename Tr> struct Convert {
   static_assert(kStride % 4 == 0 && Tr::kDqCols % kVecElems == 0, "16-byte rows and writes");
 };
 
-template <typename Tr>
-__global__ void __launch_bounds__(Convert<Tr>::kThreads)
-    bwd_convert_dq_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq, int seq,
-                          int n_qtiles) {
+// The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks).
+template <typename Tr, bool kTransposed>
+__device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::Elem* dq, int seq,
+                                                 int n_qtiles, float* tile) {
   using Cv = Convert<Tr>;
   using Elem = typename Tr::Elem;
-  __shared__ __align__(16) float tile[Cv::kRows * Cv::kStride];
   const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
   const int cb = int(block % Tr::kDqBlocks);
   const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
@@ -234,19 +233,28 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   const float4* src = reinterpret_cast<const float4*>(acc + block * Tr::kDqWgFloats);
 #pragma unroll
   for (int g = 0; g < Tr::kDqRegs / 4; ++g) {
-    // Registers 4g .. 4g+3: row r, columns c and c+1, then row r+8, the same columns.
     const float4 v = src[g * Cv::kThreads + tid];
     const int r = warp * 16 + lane / 4;
     const int c = g * Tr::kMmaN + 2 * (lane % 4);
-    tile[r * Cv::kStride + c] = v.x;
-    tile[r * Cv::kStride + c + 1] = v.y;
-    tile[(r + 8) * Cv::kStride + c] = v.z;
-    tile[(r + 8) * Cv::kStride + c + 1] = v.w;
+    if constexpr (kTransposed) {
+      // Registers 4g .. 4g+3: column r of d (within the block), queries c and c+1 of the tile, then
+      // column r+8: transposed into query rows.
+      tile[c * Cv::kStride + r] = v.x;
+      tile[(c + 1) * Cv::kStride + r] = v.y;
+      tile[c * Cv::kStride + r + 8] = v.z;
+      tile[(c + 1) * Cv::kStride + r + 8] = v.w;
+    } else {
+      // Registers 4g .. 4g+3: row r, columns c and c+1, then row r+8, the same columns.
+      tile[r * Cv::kStride + c] = v.x;
+      tile[r * Cv::kStride + c + 1] = v.y;
+      tile[(r + 8) * Cv::kStride + c] = v.z;
+      tile[(r + 8) * Cv::kStride + c + 1] = v.w;
+    }
   }
   __syncthreads();
   for (int k = tid; k < Cv::kRows * Cv::kVecsPerRow; k += Cv::kThreads) {
     const int r = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
-    const int q = qtile * Tr::kDqRows + r;
+    const int q = qtile * Cv::kRows + r;
     if (q >= seq) continue;
     const float* x = tile + r * Cv::kStride + vec * Cv::kVecElems;
     uint4 out;
@@ -259,48 +267,23 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   }
 }
 
-// Q80 (BwdTraits::kQ80): the same for dQ^T blocks (kDqCols columns of d by kBlockM = 80 queries in the
-// wgmma accumulator's order: registers 4g .. 4g+3 are d row r = 16 warp + lane / 4, query columns c =
-// 8g + 2 (lane % 4) and c + 1, then row r + 8), transposed through shared memory into query rows.
+template <typename Tr>
+__global__ void __launch_bounds__(Convert<Tr>::kThreads)
+    bwd_convert_dq_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq, int seq,
+                          int n_qtiles) {
+  __shared__ __align__(16) float tile[Convert<Tr>::kRows * Convert<Tr>::kStride];
+  convert_dq_block<Tr, false>(acc, dq, seq, n_qtiles, tile);
+}
+
+// Q80 (BwdTraits::kQ80): the same for dQ^T blocks (registers 4g .. 4g+3 are d row r = 16 warp +
+// lane / 4, query columns c = 8g + 2 (lane % 4) and c + 1, then row r + 8), transposed through shared
+// memory into query rows.
 template <typename Tr>
 __global__ void __launch_bounds__(Convert<Tr>::kThreads)
     bwd_convert_dqt_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq, int seq,
                            int n_qtiles) {
-  using Cv = Convert<Tr>;
-  using Elem = typename Tr::Elem;
-  constexpr int kRows = Cv::kRows;  // queries of the tile (80)
-  __shared__ __align__(16) float tile[kRows * Cv::kStride];
-  const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
-  const int cb = int(block % Tr::kDqBlocks);
-  const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
-  const std::int64_t bh = block / Tr::kDqBlocks / n_qtiles;
-  const int tid = threadIdx.x;
-  const int warp = tid / 32, lane = tid % 32;
-  const float4* src = reinterpret_cast<const float4*>(acc + block * Tr::kDqWgFloats);
-#pragma unroll
-  for (int g = 0; g < Tr::kDqRegs / 4; ++g) {
-    const float4 v = src[g * Cv::kThreads + tid];
-    const int r = warp * 16 + lane / 4;       // column of d within the block
-    const int c = g * Tr::kMmaN + 2 * (lane % 4);  // query within the tile
-    tile[c * Cv::kStride + r] = v.x;
-    tile[(c + 1) * Cv::kStride + r] = v.y;
-    tile[c * Cv::kStride + r + 8] = v.z;
-    tile[(c + 1) * Cv::kStride + r + 8] = v.w;
-  }
-  __syncthreads();
-  for (int k = tid; k < kRows * Cv::kVecsPerRow; k += Cv::kThreads) {
-    const int r = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
-    const int q = qtile * kRows + r;
-    if (q >= seq) continue;
-    const float* x = tile + r * Cv::kStride + vec * Cv::kVecElems;
-    uint4 out;
-    out.x = ptx::pack2<Elem>(x[0], x[1]);
-    out.y = ptx::pack2<Elem>(x[2], x[3]);
-    out.z = ptx::pack2<Elem>(x[4], x[5]);
-    out.w = ptx::pack2<Elem>(x[6], x[7]);
-    *reinterpret_cast<uint4*>(dq + (bh * seq + q) * Tr::kHeadDim + cb * Tr::kDqCols +
-                              vec * Cv::kVecElems) = out;
-  }
+  __shared__ __align__(16) float tile[Convert<Tr>::kRows * Convert<Tr>::kStride];
+  convert_dq_block<Tr, true>(acc, dq, seq, n_qtiles, tile);
 }
 
 // Blocks of a persistent backward (BwdTraits::kPersistent) for n_tiles work tiles: one per SM, each

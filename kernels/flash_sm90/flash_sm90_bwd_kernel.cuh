@@ -262,6 +262,22 @@ template <typename Tr> struct BwdGemms {
   __device__ __forceinline__ void dp_t(float (&acc)[Tr::kSRegs], int s) const {
     nt(acc, desc_v, desc_do0, s);
   }
+  // A step's first GEMMs: S^T once stage st's Q is in, dP^T once its dO is; returns when S^T is done
+  // (dP^T may still run).
+  __device__ __forceinline__ void s_dp_t(float (&s)[Tr::kSRegs], float (&dp)[Tr::kSRegs],
+                                         const BwdBarriers<Tr>& bars, int st,
+                                         std::uint32_t parity) const {
+    ptx::mbar_wait(bars.q_full(st), parity);
+    ptx::wgmma_fence();
+    s_t(s, st);
+    ptx::wgmma_commit();
+    ptx::mbar_wait(bars.do_full(st), parity);
+    ptx::wgmma_fence();
+    dp_t(dp, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
+    ptx::fence_operands(s);
+  }
   // acc += X^T B, X^T (keys x queries) from registers, B = dO or Q of stage s read MN-major.
   __device__ __forceinline__ static void tn(float (&acc)[Tr::kDkvRegs],
                                             const std::uint32_t (&x)[Tr::kPRegs], std::uint64_t b,
@@ -280,6 +296,17 @@ template <typename Tr> struct BwdGemms {
   __device__ __forceinline__ void dk(float (&acc)[Tr::kDkvRegs],
                                      const std::uint32_t (&ds)[Tr::kPRegs], int s) const {
     tn(acc, ds, desc_qt0, s);
+  }
+  // P^T (S^T after the exponentials) packed into p and dV issued on it; returns when dP^T (issued by
+  // s_dp_t) is done, dV may still run.
+  __device__ __forceinline__ void p_dv(std::uint32_t (&p)[Tr::kPRegs], const float (&s)[Tr::kSRegs],
+                                       float (&acc_dv)[Tr::kDkvRegs], int st) const {
+#pragma unroll
+    for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
+    ptx::wgmma_fence();
+    dv(acc_dv, p, st);
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();
   }
   // acc = dS K over the block's keys for this consumer's columns (split dQ) or its 64 query rows
   // (split dQ rows), or over this consumer's keys for every column; dS from dS^T buffer b (both
@@ -336,6 +363,66 @@ __device__ __forceinline__ void send_acc_block(const BwdSmem<Tr>& sm, int cw, in
   }
 }
 
+// The staged dK/dV epilogue (BwdTraits::kEpiSmem; bwd_consume and bwd_consume_q80): dK (times the
+// softmax scale) and dV through shared memory, written out as whole rows (16-byte units; straight from
+// the accumulators each warp store covered 8 rows and half of each 32-byte sector). Rows of 16-byte
+// units, unit u of row r at u ^ (r % 8): the accumulator stores (8 rows, one unit each, per warp) and
+// the row reads (a quarter warp reads 128 contiguous bytes) are free of bank conflicts. The consumer's
+// 64 keys start at wg_key0; rows past seq_k are not written.
+template <typename Tr> struct DkvRowStore {
+  using Elem = typename Tr::Elem;
+  static constexpr int kRowBytes = Tr::kHeadDim * int(sizeof(Elem));
+  static constexpr int kRowUnits = kRowBytes / Tr::kUnitBytes;
+  static constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
+  const BwdWork& w;
+  int ctid, key_row, col_lane, wg_key0, seq_k;
+
+  // This thread's accumulator pairs of acc, times mul, into the rows at buf.
+  __device__ __forceinline__ void stage(std::uint32_t buf, const float (&acc)[Tr::kDkvRegs], float mul) const {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = key_row + hf * 8;
+#pragma unroll
+      for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
+        const int i = 4 * j + 2 * hf;
+        ptx::st_shared_u32(buf + r * kRowBytes + ((j ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
+                               col_lane * int(sizeof(Elem)),
+                           ptx::pack2<Elem>(acc[i] * mul, acc[i + 1] * mul));
+      }
+    }
+  }
+  // The staged rows of buf out to dst (dK or dV), rows past seq_k left out.
+  __device__ __forceinline__ void copy_out(std::uint32_t buf, Elem* dst) const {
+#pragma unroll
+    for (int pass = 0; pass < Tr::kWgKeys / kRowsPerPass; ++pass) {
+      const int r = pass * kRowsPerPass + ctid / kRowUnits;
+      const int u = ctid % kRowUnits;
+      const int key = wg_key0 + r;
+      const uint4 v = ld_shared_u32x4(buf + r * kRowBytes + ((u ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes));
+      if (key < seq_k)
+        *reinterpret_cast<uint4*>(dst + (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim +
+                                  u * (Tr::kUnitBytes / int(sizeof(Elem)))) = v;
+    }
+  }
+  // One block per tile: dK to ring stage free_st, the one the next step would have used (both
+  // consumers finished with it before the last step's barrier, and the producer loads nothing more),
+  // Q's half for consumer 0 and dO's for consumer 1; dV to this consumer's dQ staging buffer, once
+  // ctid 0's bulk wait (the caller's) says the last reduction has read it.
+  __device__ __forceinline__ void via_ring(const BwdSmem<Tr>& sm, int cw, int free_st,
+                                           const float (&dk)[Tr::kDkvRegs],
+                                           const float (&dv)[Tr::kDkvRegs], float scale, Elem* gdk,
+                                           Elem* gdv) const {
+    const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
+    const std::uint32_t buf_v = sm.dq(cw);
+    stage(buf_k, dk, scale);
+    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
+    stage(buf_v, dv, 1.f);
+    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+    copy_out(buf_k, gdk);
+    copy_out(buf_v, gdv);
+  }
+};
+
 // Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64). g0: ring slot of the tile's first step,
 // tile_i: tiles this block has done before (both 0 unless persistent).
 template <typename Tr>
@@ -373,16 +460,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     };
     const std::int64_t dq_block_early = Tr::kSplitDqRows ? dq_block_of() : 0;
 
-    ptx::mbar_wait(bars.q_full(st), parity);
-    ptx::wgmma_fence();
-    gemm.s_t(s, st);
-    ptx::wgmma_commit();
-    ptx::mbar_wait(bars.do_full(st), parity);
-    ptx::wgmma_fence();
-    gemm.dp_t(dp, st);
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<1>();
-    ptx::fence_operands(s);
+    gemm.s_dp_t(s, dp, bars, st, parity);
 
     // P^T = exp2(S^T * scale log2 e - LSE log2 e); causal: 0 right of the (bottom-right aligned)
     // diagonal. Keys past seq_k need no mask: they are zeros, and their dK/dV rows are never stored.
@@ -419,12 +497,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     }
     if constexpr (!Tr::kSplitDqRows) {
       // dV runs while dS^T is computed: P^T (packed), S^T and dP^T live at once.
-#pragma unroll
-      for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
-      ptx::wgmma_fence();
-      gemm.dv(dv, p, st);
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<1>();  // dP^T done; dV may still run
+      gemm.p_dv(p, s, dv, st);
     } else {
       // 128 queries: S^T and dP^T are 64 registers each, dK and dV 32 each. P^T is packed in the
       // dS^T loop below, as S^T dies, and dV is issued after it (packing first and issuing dV here
@@ -517,55 +590,21 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
   if constexpr (Tr::kEpiSmem) {
-    // dK (times the softmax scale) and dV through shared memory, written out as whole rows (16-byte
-    // units; straight from the accumulators each warp store covered 8 rows and half of each 32-byte
-    // sector). One block per tile (d = 128): dK goes to the ring stage the next step would have used
-    // (both consumers finished with it before the last step's barrier, and the producer loads nothing
-    // more), Q's half for consumer 0 and dO's for consumer 1, and dV to this consumer's dQ staging
-    // buffer, once ctid 0's bulk wait above says the last reduction has read it. Persistent (d = 64:
-    // the ring holds the next tile's first step): both in the dQ buffer (2 x 8 KB of its 16 KB). Rows
-    // of 16-byte units, unit u of row r at u ^ (r % 8): the accumulator stores (8 rows, one unit each,
-    // per warp) and the row reads (a quarter warp reads 128 contiguous bytes) are free of bank
-    // conflicts.
-    constexpr int kRowBytes = Tr::kHeadDim * int(sizeof(Elem));
-    constexpr int kRowUnits = kRowBytes / Tr::kUnitBytes;
-    constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
-    auto stage = [&](std::uint32_t buf, const float(&acc)[Tr::kDkvRegs], float mul) {
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = key_row + hf * 8;
-#pragma unroll
-        for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
-          const int i = 4 * j + 2 * hf;
-          ptx::st_shared_u32(buf + r * kRowBytes + ((j ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
-                                 col_lane * int(sizeof(Elem)),
-                             ptx::pack2<Elem>(acc[i] * mul, acc[i + 1] * mul));
-        }
-      }
-    };
-    // The staged rows of buf out to dst (dK or dV), rows past seq_k left out.
-    auto copy_out = [&](std::uint32_t buf, Elem* dst) {
-#pragma unroll
-      for (int pass = 0; pass < Tr::kWgKeys / kRowsPerPass; ++pass) {
-        const int r = pass * kRowsPerPass + ctid / kRowUnits;
-        const int u = ctid % kRowUnits;
-        const int key = wg_key0 + r;
-        const uint4 v = ld_shared_u32x4(buf + r * kRowBytes + ((u ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes));
-        if (key < seq_k)
-          *reinterpret_cast<uint4*>(dst + (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim +
-                                    u * (Tr::kUnitBytes / int(sizeof(Elem)))) = v;
-      }
-    };
+    // Staged (DkvRowStore). One block per tile (d = 128): dK to the ring stage the next step would
+    // have used and dV to this consumer's dQ staging buffer (DkvRowStore::via_ring). Persistent
+    // (d = 64: the ring holds the next tile's first step): both in the dQ buffer (2 x 8 KB of its
+    // 16 KB).
+    const DkvRowStore<Tr> out{w, ctid, key_row, col_lane, wg_key0, seq_k};
     if constexpr (Tr::kPersistent) {
       const std::uint32_t buf_k = sm.dq(cw);
-      const std::uint32_t buf_v = buf_k + Tr::kWgKeys * kRowBytes;
+      const std::uint32_t buf_v = buf_k + Tr::kWgKeys * out.kRowBytes;
       if (ctid == 0) ptx::bulk_wait_group_read_all();  // the last reduction has read the buffer
       ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      stage(buf_k, dk, prm.scale);
-      stage(buf_v, dv, 1.f);
+      out.stage(buf_k, dk, prm.scale);
+      out.stage(buf_v, dv, 1.f);
       ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      copy_out(buf_k, gdk);
-      copy_out(buf_v, gdv);
+      out.copy_out(buf_k, gdk);
+      out.copy_out(buf_v, gdv);
       // The next write of the buffer (send_dq_block) syncs the warpgroup before it.
     } else if constexpr (Tr::kTail) {
       // dK to the stage the next step would have used, dV to the last step's once both consumers
@@ -575,23 +614,15 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       const int last_st = (g0 + w.steps - 1) % Tr::kStages;
       const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
       const std::uint32_t buf_v = cw == 0 ? sm.q(last_st) : sm.dout(last_st);
-      stage(buf_k, dk, prm.scale);
+      out.stage(buf_k, dk, prm.scale);
       ptx::named_bar_sync(Tr::kBarDs0, Tr::kBarDsThreads);  // both consumers: the last stage is free
-      stage(buf_v, dv, 1.f);
+      out.stage(buf_v, dv, 1.f);
       ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      copy_out(buf_k, gdk);
-      copy_out(buf_v, gdv);
+      out.copy_out(buf_k, gdk);
+      out.copy_out(buf_v, gdv);
       if (ctid == 0) ptx::bulk_wait_group_read_all();  // the shared memory outlives its last read
     } else {
-      const int free_st = (g0 + w.steps) % Tr::kStages;
-      const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
-      const std::uint32_t buf_v = sm.dq(cw);
-      stage(buf_k, dk, prm.scale);
-      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
-      stage(buf_v, dv, 1.f);
-      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-      copy_out(buf_k, gdk);
-      copy_out(buf_v, gdv);
+      out.via_ring(sm, cw, (g0 + w.steps) % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
     }
   } else {
     // dK (times the softmax scale) and dV for this consumer's keys, straight from the accumulators.
@@ -667,16 +698,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int mt = w.m_tile(it);
 
-    ptx::mbar_wait(bars.q_full(st), parity);
-    ptx::wgmma_fence();
-    gemm.s_t(s, st);
-    ptx::wgmma_commit();
-    ptx::mbar_wait(bars.do_full(st), parity);
-    ptx::wgmma_fence();
-    gemm.dp_t(dp, st);
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<1>();
-    ptx::fence_operands(s);
+    gemm.s_dp_t(s, dp, bars, st, parity);
 
     // P^T = exp2(S^T * scale log2 e - LSE log2 e) (no mask: non-causal; keys past seq_k are zeros).
 #pragma unroll
@@ -692,12 +714,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     // at 80 queries (ptxas serialised the wgmmas), and waiting for dP^T before dV's issue lets ptxas
     // hoist that wait above most of the exponentials (no overlap with dP^T then). The extra rounding
     // is P^T's to 16 bits (2^-9 relative in bf16), which dV's operand has anyway.
-#pragma unroll
-    for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
-    ptx::wgmma_fence();
-    gemm.dv(dv, p, st);
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<1>();  // dP^T done; dV may still run
+    gemm.p_dv(p, s, dv, st);
     ptx::fence_operands(dp);
     const int buf = it % Tr::kDsBuffers;
 #pragma unroll
@@ -750,49 +767,12 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   }
   if (ctid == 0) ptx::bulk_wait_group_all();
 
-  // dK (times the softmax scale) and dV staged as whole rows (as bwd_consume's staged epilogue): dK in
-  // the ring stage the next step would have used (Q's for consumer 0, dO's for 1), dV in this
-  // consumer's dQ staging buffer.
+  // dK (times the softmax scale) and dV staged as whole rows, as bwd_consume's staged epilogue.
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
-  constexpr int kRowBytes = Tr::kHeadDim * int(sizeof(Elem));
-  constexpr int kRowUnits = kRowBytes / Tr::kUnitBytes;
-  constexpr int kRowsPerPass = Tr::kWgThreads / kRowUnits;
   const int key_row = warp * Tr::kWarpKeys + lane / 4;
-  auto stage = [&](std::uint32_t sbuf, const float(&acc)[Tr::kDkvRegs], float mul) {
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int r = key_row + hf * 8;
-#pragma unroll
-      for (int j = 0; j < Tr::kHeadDim / Tr::kMmaN; ++j) {
-        const int i = 4 * j + 2 * hf;
-        ptx::st_shared_u32(sbuf + r * kRowBytes + ((j ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes) +
-                               col_lane * int(sizeof(Elem)),
-                           ptx::pack2<Elem>(acc[i] * mul, acc[i + 1] * mul));
-      }
-    }
-  };
-  auto copy_out = [&](std::uint32_t sbuf, Elem* dst) {
-#pragma unroll
-    for (int pass = 0; pass < Tr::kWgKeys / kRowsPerPass; ++pass) {
-      const int r = pass * kRowsPerPass + ctid / kRowUnits;
-      const int u = ctid % kRowUnits;
-      const int key = wg_key0 + r;
-      const uint4 v = ld_shared_u32x4(sbuf + r * kRowBytes + ((u ^ (r % Tr::kAtomRows)) * Tr::kUnitBytes));
-      if (key < seq_k)
-        *reinterpret_cast<uint4*>(dst + (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim +
-                                  u * (Tr::kUnitBytes / int(sizeof(Elem)))) = v;
-    }
-  };
-  const int free_st = w.steps % Tr::kStages;
-  const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
-  const std::uint32_t buf_v = sm.dq(cw);
-  stage(buf_k, dk, prm.scale);
-  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);  // ctid 0 waited: buf_v is free
-  stage(buf_v, dv, 1.f);
-  ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-  copy_out(buf_k, gdk);
-  copy_out(buf_v, gdv);
+  const DkvRowStore<Tr> out{w, ctid, key_row, col_lane, wg_key0, seq_k};
+  out.via_ring(sm, cw, w.steps % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
 }
 
 // Split head (d = 256, see flash_sm90_bwd_traits.h): both consumers on the block's 64 keys.
