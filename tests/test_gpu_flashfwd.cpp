@@ -82,8 +82,8 @@ TEST_CASE("flash forward, bf16/fp16 d 64/128, sharp softmax (Q, K x 3): verifies
 // tiles at d = 64 and 4 at d = 128, band0's grouped order, other bandN) or run them from one wave of blocks
 // (persist, d = 128 non-causal: each block then runs 3-4 tiles, the next tile's Q/K/V loaded during the last
 // one's epilogue) must still run every tile once, whatever the K/V stage parity at a tile's end (17 and 32 KV
-// tiles) and with a short last band (13 query tiles); the L2 prefetch (d = 128's default, pf, pfstart; off with
-// nopf) asks for a tile one wave later only when there is one, the last query tile of a plane with 1 of its
+// tiles) and with a short last band (13 query tiles); the L2 prefetch (d = 128's default, pf; off with nopf)
+// asks for a tile one wave later only when there is one, the last query tile of a plane with 1 of its
 // 128 rows (1537 rows).
 TEST_CASE("flash forward, bf16/fp16, more work tiles than one wave: verifies beside naive", "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());

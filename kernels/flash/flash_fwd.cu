@@ -108,21 +108,16 @@ const FwdProbe& fwd_probe() {
       else if (w == "persist") f.persist = true;
       else if (w == "persist2") f.persist_early = true;
       else if (w == "pf") f.prefetch = true;
-      else if (w == "pfstart") f.prefetch_start = true;
-      else if (w == "latev") f.late_v0 = true;
       else if (w == "nopf") f.no_prefetch = true;
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 7)
         f.band = std::stoi(w.substr(4));
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "' is not a flash forward probe (old, l2order, persist, persist2, pf, pfstart, "
-                                    "latev, nopf, bandN with N >= 0)");
+                                    "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
+                                    "bandN with N >= 0)");
     }
-    if (f.no_prefetch && (f.prefetch || f.prefetch_start))
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf and pfstart");
-    if (f.late_v0 && f.prefetch_start)
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: latev combines with pf, not with pfstart");
+    if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     return f;
   }();
   return probe;

@@ -142,12 +142,9 @@ struct FwdConfig {
 //             one device-full of blocks after its own (kFwdL2Prefetch), the order as the other words say; d = 128's
 //             default has it since session 11
 //   nopf    : the default without kFwdL2Prefetch (d = 128: the default before session 11's flip)
-//   pfstart : pf at the block's start instead (kFwdL2PrefetchStart)
-//   latev   : every launch: V_0 copied once Q and K_0 have landed, in the first KV step (kFwdLateV0), with or
-//             without pf (not with pfstart)
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
-// bc128) were measured (docs/perf-notes.md, "Session 8" and "Session 9") and removed with their code; the
-// winners are in TcTiles<D>.
+// bc128) and session 11's pfstart and latev (level in call A) were measured (docs/perf-notes.md, "Session 8",
+// "Session 9", "Session 11") and removed with their code; the winners are in TcTiles<D>.
 struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
@@ -155,10 +152,8 @@ struct FwdProbe {
   int band = -1;  // bandN: N (0: grouped_tile's order; -1: TcTiles<D>::kCausalBand)
   bool persist = false;
   bool persist_early = false;  // persist2
-  bool prefetch = false;        // pf
-  bool prefetch_start = false;  // pfstart
-  bool late_v0 = false;         // latev
-  bool no_prefetch = false;     // nopf
+  bool prefetch = false;     // pf
+  bool no_prefetch = false;  // nopf
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

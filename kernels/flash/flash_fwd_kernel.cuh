@@ -134,16 +134,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   static_assert(!kPersist || (!kQBand && !Tr::kQInRegs && Tr::kBr == 2 * Tr::kBc && Tr::kBc % Tr::kWarpRows == 0),
                 "kFwdPersist: non-banded, Q from shared memory, O staged in one stage's K and V buffers");
   // kFwdL2Prefetch: the Q tile, K_0 and V_0 of work tile work + a.prefetch_ahead into L2 (the tile that, with
-  // blocks finishing in launch order, starts on this SM when this one ends), in the last KV step or, with
-  // kFwdL2PrefetchStart, at the start. The blocks of a non-causal launch all have one length, so they start (and
-  // wait for their first Q, K and V from HBM, the tensor cores idle) together, wave after wave.
+  // blocks finishing in launch order, starts on this SM when this one ends), in the last KV step. The blocks of a
+  // non-causal launch all have one length, so they start (and wait for their first Q, K and V from HBM, the tensor
+  // cores idle) together, wave after wave.
   constexpr bool kPrefetch = (kOpt & kFwdL2Prefetch) != 0;
-  constexpr bool kPrefetchStart = kPrefetch && (kOpt & kFwdL2PrefetchStart) != 0;
   static_assert(!(kPrefetch && kPersist), "kFwdL2Prefetch: one work tile a block");
-  // kFwdLateV0: V_0 is copied once Q and K_0 have landed (FlashAttention-2's prologue), not with them: the first
-  // S waits for 48 KB at d = 128 instead of 64 KB in flight, when a wave's blocks all start at once.
-  constexpr bool kLateV0 = (kOpt & kFwdLateV0) != 0;
-  static_assert(!(kLateV0 && kPersist), "kFwdLateV0: the prologue of one work tile a block");
   auto tile_of = [&](int work) {
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
                   : grouped_tile(work, a.planes, a.q_tiles, a.plane_group);
@@ -198,8 +193,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   };
   // In the last KV step the target comes from shared memory (Q offset, K/V offset, Q bytes), not from registers
   // kept across the KV loop; written by thread 0 here, read after the first KV step's barrier.
-  __shared__ std::int64_t pf_target[kPrefetch && !kPrefetchStart ? 3 : 1];
-  if constexpr (kPrefetch && !kPrefetchStart) {
+  __shared__ std::int64_t pf_target[kPrefetch ? 3 : 1];
+  if constexpr (kPrefetch) {
     if (tid == 0) {
       int q_bytes;
       prefetch_target(pf_target[0], pf_target[1], q_bytes);
@@ -230,24 +225,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     ptx::cp_async_commit();
   };
   // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it). kPersist: a later work
-  // tile's were committed in the same order by the tile before it, at its epilogue. kLateV0: V_0's group is
-  // committed in the first KV step, right after its first wait (the group order stays the same).
+  // tile's were committed in the same order by the tile before it, at its epilogue.
   if (!kPersist || it0 == 0) {
   load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
   ptx::cp_async_commit();
-  if constexpr (kLateV0) {
-    load_kv_async<Tr, kLeanCopy>(sK, gK, seq_k, tid);
-    ptx::cp_async_commit();
-  } else {
-    load_kv(0, 0);
-  }
-  }
-  // kFwdL2PrefetchStart: after this block's own first copies are on their way.
-  if constexpr (kPrefetchStart) {
-    std::int64_t q_off, kv_off;
-    int q_bytes;
-    prefetch_target(q_off, kv_off, q_bytes);
-    prefetch(q_off, kv_off, q_bytes, tid);
+  load_kv(0, 0);
   }
 
   // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
@@ -274,11 +256,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   };
   if constexpr (Tr::kQInRegs) {
     // Q landed (K_0 and V_0 may still fly)
-    if constexpr (kLateV0) {
-      ptx::cp_async_wait<1>();
-    } else {
-      ptx::cp_async_wait<2>();
-    }
+    ptx::cp_async_wait<2>();
     __syncthreads();
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -359,15 +337,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] *= alpha[mt][e / 2];
   };
 
-  // kLateV0: Q and K_0 landed (nothing else is in flight yet), then V_0's copy; the first step's wait for K_0 then
-  // waits for nothing, and its wait for V_0 (two groups, K_1's and V_1's, may still fly) is the usual one.
-  if constexpr (kLateV0) {
-    ptx::cp_async_wait<0>();
-    __syncthreads();
-    load_kv_async<Tr, kLeanCopy>(sV, gV, seq_k, tid);
-    ptx::cp_async_commit();
-  }
-
   for (int j = 0; j < n_tiles; ++j) {
     const int stage = (kPersist ? it0 + j : j) % Tr::kStages;
     // tile j - 1's, which j + 1 fills
@@ -391,7 +360,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
             load_kv_async<Tr, true>(sK + next_stage * Tr::kKVTileElems, a.k + next_off[1], seq_k, opaque_tid());
         }
         // kFwdL2Prefetch: this is the last KV step.
-        if constexpr (kPrefetch && !kPrefetchStart)
+        if constexpr (kPrefetch)
           prefetch(pf_target[0], pf_target[1], int(pf_target[2]), opaque_tid());
         // Empty groups keep the group count uniform.
         ptx::cp_async_commit();

@@ -30,7 +30,7 @@ void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int pl
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
-// without kDrop and with kExtra (the prefetch and latev words).
+// without kDrop and with kExtra (the pf word).
 template <typename Cfg, unsigned kExtra, unsigned kDrop = 0>
 void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename Cfg::Traits;
@@ -42,8 +42,8 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
     return launch_fwd_tc<Tr, kOpt>(p, stream);
   }
   const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
-  // persist, persist2: d = 128 only (Q from shared memory), non-causal launches, without pf, pfstart, latev (and
-  // without the default's kFwdL2Prefetch: a persistent block has no later block to prefetch for).
+  // persist, persist2: d = 128 only (Q from shared memory), non-causal launches, without pf (and without the
+  // default's kFwdL2Prefetch: a persistent block has no later block to prefetch for).
   if constexpr (!Tr::kQInRegs && kExtra == 0) {
     constexpr unsigned kBase = kOpt & ~kFwdL2Prefetch;
     if (pr.persist_early) return launch_fwd_tc<Tr, kBase | kFwdPersist | kFwdPersistEarly>(p, stream, group);
@@ -55,13 +55,7 @@ template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
-  if (pr.no_prefetch) {
-    if (pr.late_v0) return launch_fwd_tc_probed<Cfg, kFwdLateV0, kFwdL2Prefetch>(pr, p, stream);
-    return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
-  }
-  if (pr.late_v0 && pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdLateV0 | kFwdL2Prefetch>(pr, p, stream);
-  if (pr.late_v0) return launch_fwd_tc_probed<Cfg, kFwdLateV0>(pr, p, stream);
-  if (pr.prefetch_start) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch | kFwdL2PrefetchStart>(pr, p, stream);
+  if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);
 }

@@ -98,11 +98,8 @@ inline constexpr unsigned kFwdPersistEarly = 512u;
 //                    a.prefetch_ahead tiles after its own (the one that takes its place on the SM when the blocks
 //                    finish in launch order), so that tile's prologue reads them from L2, not from HBM.
 inline constexpr unsigned kFwdL2Prefetch = 1024u;
-//   kFwdL2PrefetchStart : with kFwdL2Prefetch: the prefetch at the block's start instead of its last KV step.
-inline constexpr unsigned kFwdL2PrefetchStart = 2048u;
-//   kFwdLateV0     : the prologue copies Q and K_0; V_0 goes in flight in the first KV step, once they have landed
-//                    (FlashAttention-2's order), so the first S waits for fewer bytes.
-inline constexpr unsigned kFwdLateV0 = 4096u;
+//   (2048 and 4096 were session 11's kFwdL2PrefetchStart and kFwdLateV0, the pfstart and latev probes: level in
+//   call A, removed; docs/perf-notes.md.)
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).

@@ -52,7 +52,7 @@ int bwd64_variant() {
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel for non-causal passes too: session 10's default), direct (session 7's kernel, dK/dV stored
-// straight from the accumulators), tail, poly (session 9's probes), poly3, mbranch (session 11's); each
+// straight from the accumulators), tail, poly (session 9's probes), mbranch (session 11's); each
 // of these runs the 64-query kernel on every pass. Unset or anything else: the default (80 queries a
 // step without a causal mask, 64 with one; q80_kernel() below).
 int bwd128_variant() {
@@ -62,7 +62,6 @@ int bwd128_variant() {
     if (s == "direct") return kBwd128Direct;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
-    if (s == "poly3") return kBwd128Poly3;
     if (s == "mbranch") return kBwd128MaskBranch;
     if (s == "q64") return kBwd128Q64;
     return kBwd64Default;
@@ -98,7 +97,6 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
         case kBwd128Direct: return f(BwdTraits<Elem, 128, kBwd128Direct>{});
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
-        case kBwd128Poly3: return f(BwdTraits<Elem, 128, kBwd128Poly3>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
         default:
           if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});

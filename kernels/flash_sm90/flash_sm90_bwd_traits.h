@@ -83,12 +83,8 @@ namespace fb::cuda::flash_sm90 {
 //                       of its buffer before the block exits.
 //   kBwd128Poly         a quarter of P's exponentials on the FMA pipe (common/exp2_poly.h): the MUFU's
 //                       8,192 exp2 a step take about as long as the dP^T GEMM they overlap.
-//   Session 11 at d = 128 (bits; FB_SM90_BWD128=poly3|mbranch probes; q80 the default without a causal
+//   Session 11 at d = 128 (bits; FB_SM90_BWD128=mbranch probe; q80 the default without a causal
 //   mask since session 11's call A, FB_SM90_BWD128=q64 runs the 64-query kernel there instead):
-//   kBwd128Poly3        three of every eight of P's exponentials on the FMA pipe (kBwd128Poly: two). Per
-//                       step and scheduler the MUFU's 2 x 32 x 32 exp2 take 512 cycles at 4 a clock, about
-//                       dP^T's length; exp2_poly costs ~9 issue slots a warp instruction, so 3/8 is nearer
-//                       the point where both pipes finish together than 2/8.
 //   kBwd128MaskBranch   P^T's causal-mask compares behind a branch on need_mask (uniform a warpgroup):
 //                       the default computes the compare and select of every element on every step
 //                       (36 ISETP and 32 FSEL a thread, beside the 32 MUFU and 32 FFMA), also without a
@@ -109,8 +105,10 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 10: a step's dQ over all of d by one consumer, the two taking turns
 //   by step parity, one 32 KB reduction a step, the other consumer only arriving on the dS^T barrier:
 //   2-7% slower; 4-7% with that consumer's dQ and dK in flight together. docs/perf-notes.md.)
+//   (Measured and removed in session 11: poly3, three of every eight of P's exponentials on the FMA pipe
+//   (bit 512), level with the default in call A.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
-              kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256, kBwd128Poly3 = 512,
+              kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
@@ -136,9 +134,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kBits128 = kHeadDim != 128 || kHeadSplit || kVariant64 == kBwd128Direct ? 0 : kVariant64;
   static constexpr bool kTail = (kBits128 & kBwd128Tail) != 0 && kEpiSmem;
   // Of every 8 accumulator registers of S^T, this many take exp2_poly (the rest ex2.approx).
-  static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly3) != 0  ? 3
-                                          : (kBits128 & kBwd128Poly) != 0 ? 2
-                                                                          : 0;
+  static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly) != 0 ? 2 : 0;
   static constexpr bool kMaskBranch = (kBits128 & kBwd128MaskBranch) != 0;
   static constexpr bool kQ80 = (kBits128 & kBwd128Q80) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
@@ -254,8 +250,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kVariant64 == kBwd64Default ||
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
-                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128Poly3 |
-                                                         kBwd128MaskBranch | kBwd128Q80)) == 0)),
+                                         (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
+                                                         kBwd128Q80)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
