@@ -13,7 +13,6 @@ TAILN=2 step peers13 90 python3 scripts/peers.py configs/issue13-h200.json --bac
 TAILN=2 step issue13fp16 100 $fb run configs/issue13-fp16-h200.json -q -o $R/issue13-fp16-h200.json
 TAILN=2 step peers13fp16 90 python3 scripts/peers.py configs/issue13-fp16-h200.json --backends flash,cudnn -o $R/peers-issue13-fp16-h200.json
 TAILN=6 step gputests ${GT:-100} $B/tests/flashbench_gpu_tests
-TN=30 JT=30 runjob flashbwd-ncu
 kill $smi; wait $tarpid
 for f in issue13-h200 issue13-fp16-h200; do python3 scripts/ratios.py $R/$f.json $R/peers-$f.json --pair flash-sm90:torch-cudnn --pair flash-sm90:cudnn --pair flash:torch-flash > $R/sum-$f.txt 2>&1; grep -A12 "^summary" $R/sum-$f.txt; done
 grep -E "test cases|assertions|FAILED" $R/gputests.log | tail -5
