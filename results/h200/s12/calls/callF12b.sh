@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 12 final, part 2 (one H200, part 1's binaries carried: USEBIN=out/bin12.txz (split in 15 MB parts)): GQA/MQA and fp32 beside
-# their peers, shapes no config names, compute-sanitizer on the tiled kernels, racecheck with every hazard printed.
+# their peers, shapes no config names, compute-sanitizer on the tiled kernels, racecheck with every hazard printed,
+# then the engineers' round-2 probe jobs (out/job2-NAME.sh, data for the next session: no default changes after this).
 R=$OUT/F12b; mkdir -p $R; export DEADLINE=${DEADLINE:-560}
 source out/common12.sh
 nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 > $R/smi.csv 2>&1 &
@@ -36,6 +37,10 @@ print('total',sum(c.values()))
 for k,v in f.most_common(8): print('frame',v,k)
 PY
 gzip -f $R/race.log; cut -c1-300 $R/race-summary.txt | tail -12
+for j in ${JOBS2:-sm90fwd sm90bwd flashbwd flashfwd fp32}; do
+  [ -f out/job2-$j.sh ] || continue
+  TN=30 JT=${JT2:-40} runjob r2-$j out/job2-$j.sh; pack 4
+done
 kill $smi
 python3 scripts/ratios.py $R/gqa-h200.json $R/peers-gqa-h200.json --pair flash-sm90:torch-cudnn --pair flash-sm90:cudnn --pair flash:torch-flash > $R/sum-gqa.txt 2>&1; grep -A8 "^summary" $R/sum-gqa.txt
 python3 scripts/ratios.py $R/fp32-h200.json --pair flash-sm90:naive --pair flash:naive > $R/sum-fp32.txt 2>&1; grep -A8 "^summary" $R/sum-fp32.txt
