@@ -6,7 +6,9 @@
 //
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -76,9 +78,48 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // Session 11's probes (FB_SM90_FP32_BWD_PROBE, d = 64: dsreg, dK's A fragments from the dS registers; dqp, dQ^T
 // by the producer warpgroup) ran in its call A: dsreg is the shipping d = 64 kernel (Tf32BwdDsRegs), dqp (0.78x
 // the default) is removed with the probe switch (code in the history, commit f1514af; docs/perf-notes.md).
+// FB_SM90_FP32_BWD_PROBE (read once; words separated by commas), 3xTF32 only; unset or any other word is the
+// shipping backward:
+//   hilo     d = 64: S^T and dP^T with B = [Q hi | Q lo] / [dO hi | dO lo] as one N = 64 operand, A hi read once
+//            per step instead of twice (Tf32BwdHiLoB; the same sums bit for bit)
+//   hilo8    d = 64: hilo with hi*hi in one chain over the 8 k8 steps, not two of 4 (Tf32BwdHiLoOneChain: no
+//            wait inside S^T / dP^T; a different sum, checked against fp64 like every row)
+//   racebar  d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
+//            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant)
+struct Tf32BwdProbe {
+  bool hilo = false;
+  bool hilo8 = false;
+  bool racebar = false;
+};
+const Tf32BwdProbe& tf32_bwd_probe() {
+  static const Tf32BwdProbe probe = [] {
+    Tf32BwdProbe pr;
+    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
+    const std::string v = env ? env : "";
+    std::size_t pos = 0;
+    while (pos <= v.size()) {
+      const std::size_t end = std::min(v.find(',', pos), v.size());
+      const std::string word = v.substr(pos, end - pos);
+      if (word == "hilo") pr.hilo = true;
+      if (word == "hilo8") pr.hilo8 = true;
+      if (word == "racebar") pr.racebar = true;
+      pos = end + 1;
+    }
+    return pr;
+  }();
+  return probe;
+}
+
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
+  if constexpr (D == 64 && kSplit) {
+    if (tf32_bwd_probe().hilo) return launch<Tf32BwdHiLoB<Traits>>(p, lse_pad, d_pad, stream);
+    if (tf32_bwd_probe().hilo8) return launch<Tf32BwdHiLoOneChain<Traits>>(p, lse_pad, d_pad, stream);
+  }
+  if constexpr (D == 128 && kSplit) {
+    if (tf32_bwd_probe().racebar) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
+  }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }
 

@@ -69,6 +69,15 @@ struct Tf32BwdTraits {
   // true (own keys only; Tf32BwdDsRegs, shipped at d = 64 since session 11): dK's A fragments (dS^T) from the
   // consumer's dS registers, as dV's come from P's, instead of read back from dS in shared memory.
   static constexpr bool kDsFromRegs = false;
+  // true (own keys, presplit, 3xTF32; Tf32BwdHiLoB, session 12's probe `hilo`): Q and dO laid out per 32-column
+  // chunk as [hi | lo] (each chunk's lo right after its hi), so that B = [Q hi | Q lo] is one K-major N = 2 kBlockM
+  // operand: A hi x [B hi | B lo] is one wgmma (hi*hi and hi*lo side by side) reading A once, not twice.
+  static constexpr bool kHiLoB = false;
+  // kHiLoB: hi*hi in two chains of kQKSteps / 2 (true: gemm_split_ss_multi's sums) or one of kQKSteps.
+  static constexpr bool kHiLoHalves = true;
+  // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
+  // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
+  static constexpr bool kRaceBar = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -123,6 +132,8 @@ struct Tf32BwdTraits {
   static constexpr int kWgKVBytes = kWgKeys * kRowBytes;     // a consumer's rows in one chunk
   static constexpr int kQChunkBytes = kBlockM * kRowBytes;
   static constexpr int kQBytes = kChunks * kQChunkBytes;     // one part of Q or dO
+  static constexpr int kQLoOff = kQBytes;                    // Q lo (dO lo) from Q hi (dO hi)
+  static constexpr int kQChunkStride = kQChunkBytes;         // chunk c of a part at c * kQChunkStride
   static constexpr int kQtChunkBytes = kHeadDim * kRowBytes;
   static constexpr int kQtBytes = (kBlockM / kChunkElems) * kQtChunkBytes;  // one part of Q^T
   static constexpr int kPartBytes = kPart * kRowBytes;       // 64 rows of Q^T / dO^T
@@ -226,6 +237,30 @@ template <typename Tr> struct Tf32BwdEarlyQd : Tr {
 template <typename Tr> struct Tf32BwdDsRegs : Tr {
   static constexpr bool kDsFromRegs = true;
   static_assert(!Tr::kShareKeys, "dS fragments from registers: each consumer holds its keys' dS^T");
+};
+
+// Session 12's probe `hilo` (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32): S^T and dP^T with B's hi and lo side by side
+// as one N = 64 operand (kHiLoB). Per k8 step and GEMM two wgmmas instead of three, A hi read once: 7 KB of
+// operand reads instead of 9. The same products into the same accumulation chains (bit-identical sums).
+template <typename Tr> struct Tf32BwdHiLoB : Tr {
+  static constexpr bool kHiLoB = true;
+  static constexpr int kQLoOff = Tr::kQChunkBytes;           // [hi chunk 0 | lo chunk 0 | hi chunk 1 | ...]
+  static constexpr int kQChunkStride = 2 * Tr::kQChunkBytes;
+  static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kSplit && Tr::kSdpAccs == 4,
+                "hi | lo B: own keys, A split in shared memory, 3xTF32, hi*lo in its own accumulator");
+  static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
+};
+
+// Session 12's probe `hilo8`: `hilo` with hi*hi in one accumulation chain over all k8 steps instead of two
+// halves (no wait in the middle of S^T / dP^T; a different sum: twice the truncated adds at |C|'s scale).
+template <typename Tr> struct Tf32BwdHiLoOneChain : Tf32BwdHiLoB<Tr> {
+  static constexpr bool kHiLoHalves = false;
+};
+
+// Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
+template <typename Tr> struct Tf32BwdRaceBar : Tr {
+  static constexpr bool kRaceBar = true;
+  static_assert(Tr::kShareKeys, "the barrier between the consumers' dS stores and dK loads (shared keys)");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
