@@ -5,8 +5,10 @@
 #    against fp64; a second round while its budget lasts): naive (exact FP32) and the default on d = 64 non-causal
 #    N 1024 / 4096 / 8192 and causal N 4096, and the d = 64 probes of kernels/flash_sm90/flash_sm90_tf32_bwd.cu
 #    (FB_SM90_FP32_BWD_PROBE = hilo: S^T / dP^T with B = [hi | lo] as one N = 64 operand, A hi read once per step,
-#    the same sums bit for bit; hilo8: the same with hi*hi in one chain, no wait inside the GEMM) on those rows.
-# 2. GPU tests [sm90tf32] under hilo and hilo8 (3xTF32 within the FP32 rule, 1xTF32 failing it).
+#    the same sums bit for bit; hilo8: the same with hi*hi in one chain, no wait inside the GEMM; hilo_dqperm:
+#    hilo with dS's keys permuted in groups of 8 so that dQ^T's A fragments load without bank conflicts) on those
+#    rows.
+# 2. GPU tests [sm90tf32] under each probe (3xTF32 within the FP32 rule, 1xTF32 failing it).
 # 3. While time is left: racecheck of the d = 128 backward (configs/sanitize-fp32-bwd-race.json's d = 128 case,
 #    3 reps, unverified, the default 0.1 s warm-up loop: several launches), the default, then racebar (a second
 #    `bar.sync 4, 256` right after the one that orders consumer 1's dS stores before consumer 0's dK loads):
@@ -29,14 +31,14 @@ ensure_build fp32s12_h200.sh
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 budget=${BUDGET:-63}
 left() { echo $((budget - SECONDS)); }
-probes="hilo hilo8"
+probes="hilo hilo8 hilo_dqperm"
 rows='n(1024|4096|8192)-d64-fp32-full-bwd|n4096-d64-fp32-causal-bwd'
 
-# Timing: its own steps 12 s each at most, the whole 30 s; round 2 only if round 1 ended within 14 s (~11 s a round).
-STEP_TIMEOUT=30 step timing env STEP_TIMEOUT=12 FP32_BWD_PROBES="$probes" FP32_BWD_CONFIG=configs/h200-fp32-sm90.json \
-  FP32_BWD_BUDGET=14 FP32_BWD_FILTER="$rows" FP32_BWD_PROBE_FILTER="$rows" scripts/fp32s8_h200.sh "$out/timing" "$build"
+# Timing: its own steps 12 s each at most, the whole 34 s; round 2 only if round 1 ended within 17 s (~15 s a round).
+STEP_TIMEOUT=34 step timing env STEP_TIMEOUT=12 FP32_BWD_PROBES="$probes" FP32_BWD_CONFIG=configs/h200-fp32-sm90.json \
+  FP32_BWD_BUDGET=17 FP32_BWD_FILTER="$rows" FP32_BWD_PROBE_FILTER="$rows" scripts/fp32s8_h200.sh "$out/timing" "$build"
 for pr in $probes; do
-  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=8 step_result='test cases' step "tests-$pr" "$tests" "[sm90tf32]"
+  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=6 step_result='test cases' step "tests-$pr" "$tests" "[sm90tf32]"
 done
 
 # The race case unverified (it is verified in every other run of it): racecheck instruments every kernel of the

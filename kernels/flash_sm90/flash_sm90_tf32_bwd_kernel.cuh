@@ -325,6 +325,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   const int part0 = kShare ? cw : 0;                      // first of its 64-column parts of d
   const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
+  // Where dS's key key_row sits in its row of shared memory (kDqPermKeys: permuted within its group of 8; + 8 is
+  // the same position in the next group).
+  const int ds_key_row = Tr::kDqPermKeys ? (key_row & ~7) | ((key_row & 1) << 2) | ((key_row >> 1) & 3) : key_row;
   const int seq_k = prm.mask.seq_k;
   const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
   const std::uint32_t ds_keys = std::uint32_t((wg_keys / Tr::kChunkElems) * Tr::kDsChunkBytes);
@@ -364,11 +367,13 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     };
     // Register i's offset in a (queries x keys, K-major along keys) tile of dS or P: B of dQ^T, and
     // read back transposed as the A fragments of dK (and with shared keys dV).
+    // kDqPermKeys: each group of 8 keys stored in the order of tf32::pv_key_of_position (key 2p at position p,
+    // key 2p + 1 at p + 4), the order in which dQ^T's A fragments are then read (conflict-free, below).
     auto qk_offset = [&](int i) {
-      const int key = key_row + ((i / 2) % 2) * 8;  // among this consumer's 64
+      const int pos = ds_key_row + ((i / 2) % 2) * 8;  // key key_row + 8 ((i / 2) % 2) among this consumer's 64
       const int q = (i / 4) * Tr::kMmaN + col_lane + i % 2;
-      return ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
-             tf32::sw128_offset(q, key % Tr::kChunkElems);
+      return ds_keys + std::uint32_t((pos / Tr::kChunkElems) * Tr::kDsChunkBytes) +
+             tf32::sw128_offset(q, pos % Tr::kChunkElems);
     };
     const std::uint32_t q_hi = sm.q(st, 0), q_lo = sm.q(st, 1);
     const std::uint32_t do_hi = sm.dout(st, 0), do_lo = sm.dout(st, 1);
@@ -657,7 +662,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       tf32::gemm_split_rs_parts<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, Tr::kDqAccs>(
           qacc,
           [&](int kk, int part, std::uint32_t(&a)[4]) {
-            tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
+            // kDqPermKeys: k position t <-> key 2t, t + 4 <-> 2t + 1 (dS's keys stored so): the 4 key rows a
+            // load touches are 0, 2, 4, 6 (mod 8), whose 128-byte swizzle puts the 8 columns of each in distinct
+            // banks; in natural order (rows 0-3) rows 0 / 1 and 2 / 3 share banks (2 wavefronts a load).
+            tf32::load_mnmajor_fragment<Tr::kDqPermKeys>(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
                                         part0 * Tr::kPart, warp, lane, kk);
           },
           [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },

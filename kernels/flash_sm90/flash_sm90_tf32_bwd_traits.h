@@ -75,6 +75,10 @@ struct Tf32BwdTraits {
   static constexpr bool kHiLoB = false;
   // kHiLoB: hi*hi in two chains of kQKSteps / 2 (true: gemm_split_ss_multi's sums) or one of kQKSteps.
   static constexpr bool kHiLoHalves = true;
+  // true (own keys, presplit, dS fragments from registers; Tf32BwdDqPerm, session 12's probe `dqperm`): dS's
+  // keys stored permuted within each group of 8 (tf32::pv_key_of_position) so that dQ^T's A fragments (K^T
+  // hi / lo, read transposed from the presplit K) load without bank conflicts.
+  static constexpr bool kDqPermKeys = false;
   // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
   // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
   static constexpr bool kRaceBar = false;
@@ -255,6 +259,14 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
 // halves (no wait in the middle of S^T / dP^T; a different sum: twice the truncated adds at |C|'s scale).
 template <typename Tr> struct Tf32BwdHiLoOneChain : Tf32BwdHiLoB<Tr> {
   static constexpr bool kHiLoHalves = false;
+};
+
+// Session 12's probe `dqperm` (d = 64): kDqPermKeys. The same products; within each k8 step of dQ^T the tensor
+// core sums them in another order, so dQ's last bits may differ.
+template <typename Tr> struct Tf32BwdDqPerm : Tr {
+  static constexpr bool kDqPermKeys = true;
+  static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kDsFromRegs,
+                "only dQ^T reads dS from shared memory (dK's fragments from registers)");
 };
 
 // Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
