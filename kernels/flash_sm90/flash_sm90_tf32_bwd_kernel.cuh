@@ -697,11 +697,16 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   if (ctid == 0) ptx::bulk_wait_group_all();
 
   // dK (times the softmax scale) and dV for this consumer's keys and columns, from the accumulators.
+  // kDqPermKeys: the block's K/V plane and this consumer's first key recomputed here rather than held across the
+  // loop (its permuted fragment addresses take the loop's last registers: ptxas spilled both, 8 bytes).
+  const int kv_bh = Tr::kDqPermKeys ? int(blockIdx.x % unsigned(prm.kv_planes)) : w.kv_bh;
+  const int key0 =
+      Tr::kDqPermKeys ? int(blockIdx.x / unsigned(prm.kv_planes)) * Tr::kBlockN + wg_keys : wg_key0;
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const int key = wg_key0 + key_row + hf * 8;
+    const int key = key0 + key_row + hf * 8;
     if (key >= seq_k) continue;
-    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
+    const std::int64_t row = (std::int64_t(kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
 #pragma unroll
     for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
       const int i = 4 * j + 2 * hf;
