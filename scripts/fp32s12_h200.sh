@@ -19,6 +19,9 @@
 #    session 11's audit says the reports at that pair are the tool's; if they vanish under racebar, that fits.
 # Prints last: the steps' status lines, the bit comparison, the racecheck summaries with the distinct (kind, read pc, write pc)
 # triples, then the timing table (x = naive time / kernel time).
+# Its probes ran in session 12's call A (results/h200/s12/callA/fp32/): after it hilo is the shipping d = 64 3xTF32
+# kernel, hilo8 and dqperm are removed with their probe words (each probe column then times the default; the bit
+# comparison compares the default with itself), racebar stays (FB_SM90_FP32_BWD_PROBE=racebar, d = 128).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s12_h200.sh OUTDIR [BUILD_DIR]}

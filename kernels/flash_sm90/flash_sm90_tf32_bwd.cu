@@ -6,7 +6,6 @@
 //
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -78,57 +77,27 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // Session 11's probes (FB_SM90_FP32_BWD_PROBE, d = 64: dsreg, dK's A fragments from the dS registers; dqp, dQ^T
 // by the producer warpgroup) ran in its call A: dsreg is the shipping d = 64 kernel (Tf32BwdDsRegs), dqp (0.78x
 // the default) is removed with the probe switch (code in the history, commit f1514af; docs/perf-notes.md).
-// FB_SM90_FP32_BWD_PROBE (read once; words separated by commas or underscores, e.g. hilo_dqperm), 3xTF32 only; unset or any other word is the
-// shipping backward:
-//   hilo     d = 64: S^T and dP^T with B = [Q hi | Q lo] / [dO hi | dO lo] as one N = 64 operand, A hi read once
-//            per step instead of twice (Tf32BwdHiLoB; the same sums bit for bit)
-//   hilo8    d = 64: hilo with hi*hi in one chain over the 8 k8 steps, not two of 4 (Tf32BwdHiLoOneChain: no
-//            wait inside S^T / dP^T; a different sum, checked against fp64 like every row)
-//   dqperm   d = 64: dS's keys stored permuted in groups of 8 so that dQ^T's A fragments (K^T, read transposed
-//            from shared memory) load without 2-way bank conflicts (Tf32BwdDqPerm; combines with hilo / hilo8)
+// Session 12's probes (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32: hilo, S^T / dP^T with B = [hi | lo] as one N = 64
+// operand; hilo8, the same with hi*hi in one chain; dqperm, conflict-free dQ^T fragment loads) ran in its call A:
+// hilo is the shipping d = 64 3xTF32 kernel (Tf32BwdHiLoB, +4.7-8.4%), hilo8 and hilo + dqperm were level with it and
+// are removed (code in the history, commit ba09a4e; docs/perf-notes.md).
+// FB_SM90_FP32_BWD_PROBE (read once), 3xTF32 only; unset or any other value is the shipping backward:
 //   racebar  d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
-//            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant)
-struct Tf32BwdProbe {
-  bool hilo = false;
-  bool hilo8 = false;
-  bool dqperm = false;
-  bool racebar = false;
-};
-const Tf32BwdProbe& tf32_bwd_probe() {
-  static const Tf32BwdProbe probe = [] {
-    Tf32BwdProbe pr;
+//            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
+//            of the reports at that pair; call A's racecheck reported none with or without it)
+bool tf32_bwd_racebar() {
+  static const bool racebar = [] {
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    const std::string v = env ? env : "";
-    std::size_t pos = 0;
-    while (pos <= v.size()) {
-      const std::size_t end = std::min(v.find_first_of(",_", pos), v.size());
-      const std::string word = v.substr(pos, end - pos);
-      if (word == "hilo") pr.hilo = true;
-      if (word == "hilo8") pr.hilo8 = true;
-      if (word == "dqperm") pr.dqperm = true;
-      if (word == "racebar") pr.racebar = true;
-      pos = end + 1;
-    }
-    return pr;
+    return env != nullptr && std::string(env) == "racebar";
   }();
-  return probe;
+  return racebar;
 }
 
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
-  if constexpr (D == 64 && kSplit) {
-    const Tf32BwdProbe& pr = tf32_bwd_probe();
-    if (pr.dqperm) {
-      if (pr.hilo) return launch<Tf32BwdDqPerm<Tf32BwdHiLoB<Traits>>>(p, lse_pad, d_pad, stream);
-      if (pr.hilo8) return launch<Tf32BwdDqPerm<Tf32BwdHiLoOneChain<Traits>>>(p, lse_pad, d_pad, stream);
-      return launch<Tf32BwdDqPerm<Traits>>(p, lse_pad, d_pad, stream);
-    }
-    if (pr.hilo) return launch<Tf32BwdHiLoB<Traits>>(p, lse_pad, d_pad, stream);
-    if (pr.hilo8) return launch<Tf32BwdHiLoOneChain<Traits>>(p, lse_pad, d_pad, stream);
-  }
   if constexpr (D == 128 && kSplit) {
-    if (tf32_bwd_probe().racebar) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
+    if (tf32_bwd_racebar()) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
   }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }

@@ -244,71 +244,59 @@ __device__ __forceinline__ void wgmma_ss_tf32_n64_halves(float (&lo)[16], float 
 // A hi x [B hi | B lo] (N = 64: hi*hi and hi*lo at once, A hi read once) into {c[g][0], c[g][3]}, one
 // register block throughout (hi*lo's chain runs over every step, as gemm_split_ss_multi's c[g][3]).
 // a(g, kk, part): A's descriptor (part 0 = hi, 1 = lo). Returns with every wgmma complete.
-// kHalves true: hi*hi in two chains as gemm_split_ss_multi (c[g][0] the first half of the steps, c[g][1] the
-// second), so the same sums bit for bit: once the first half's wgmmas are complete (lo*hi's second half
-// keeps the tensor pipe busy meanwhile), its hi*hi moves to c[g][1] and the block's hi*hi half restarts
-// from zero; the two are swapped back at the end (register renaming). kHalves false: hi*hi in one chain
-// over all the steps (c[g][1] = 0), no wait in the middle: a different sum (kSteps truncated adds at |C|'s
-// scale instead of kSteps / 2), so not bit-identical.
-template <int kSteps, int kGemms, bool kHalves, typename DescA, typename DescB>
+// hi*hi in two chains as gemm_split_ss_multi (c[g][0] the first half of the steps, c[g][1] the second), so the
+// same sums bit for bit: once the first half's wgmmas are complete (lo*hi's second half keeps the tensor pipe
+// busy meanwhile), its hi*hi moves to c[g][1] and the block's hi*hi half restarts from zero; the two are
+// swapped back at the end (register renaming). (Session 12's probe `hilo8`, hi*hi in one chain of kSteps and no
+// wait in the middle, a different sum, measured level with this: call A, docs/perf-notes.md.)
+template <int kSteps, int kGemms, typename DescA, typename DescB>
 __device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b) {
   constexpr int kHalf = kSteps / 2;
-  constexpr int kFirst = kHalves ? kHalf : kSteps;  // steps of hi*[hi | lo] before the move
-  if constexpr (!kHalves) {
-#pragma unroll
-    for (int g = 0; g < kGemms; ++g)
-#pragma unroll
-      for (int i = 0; i < 16; ++i) c[g][1][i] = 0.f;
-  }
   ptx::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < kFirst; ++kk) {
+  for (int kk = 0; kk < kHalf; ++kk) {
     // Interleaved so that no wgmma depends on the one issued just before it.
 #pragma unroll
     for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
 #pragma unroll
     for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
   }
-  if constexpr (kHalves) {
-    ptx::wgmma_commit();
+  ptx::wgmma_commit();
 #pragma unroll
-    for (int kk = kHalf; kk < kSteps; ++kk)
+  for (int kk = kHalf; kk < kSteps; ++kk)
 #pragma unroll
-      for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), 1);
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<1>();  // the first half's wgmmas are complete (lo*hi's second half may still run)
-    // hi*hi's first half out of the block, the block's half zeroed: one asm per register, with the block's
-    // register as an in/out operand, so that it stays where the wgmmas have it (as two C++ assignments,
-    // ptxas moved the block and serialized every wgmma of the kernel for want of registers).
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), 1);
+  ptx::wgmma_commit();
+  ptx::wgmma_wait<1>();  // the first half's wgmmas are complete (lo*hi's second half may still run)
+  // hi*hi's first half out of the block, the block's half zeroed: one asm per register, with the block's
+  // register as an in/out operand, so that it stays where the wgmmas have it (as two C++ assignments,
+  // ptxas moved the block and serialized every wgmma of the kernel for want of registers).
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) {
-      ptx::fence_operands(c[g][3]);
+  for (int g = 0; g < kGemms; ++g) {
+    ptx::fence_operands(c[g][3]);
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        asm volatile("mov.b32 %0, %1;\n\tmov.b32 %1, 0f00000000;\n" : "=f"(c[g][1][i]), "+f"(c[g][0][i]));
-    }
-    ptx::wgmma_fence();  // c[g][0] was written by ordinary instructions
-#pragma unroll
-    for (int kk = kHalf; kk < kSteps; ++kk)
-#pragma unroll
-      for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), 1);
+    for (int i = 0; i < 16; ++i)
+      asm volatile("mov.b32 %0, %1;\n\tmov.b32 %1, 0f00000000;\n" : "=f"(c[g][1][i]), "+f"(c[g][0][i]));
   }
+  ptx::wgmma_fence();  // c[g][0] was written by ordinary instructions
+#pragma unroll
+  for (int kk = kHalf; kk < kSteps; ++kk)
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), 1);
   ptx::wgmma_commit();
   ptx::wgmma_wait<0>();
 #pragma unroll
   for (int g = 0; g < kGemms; ++g)
 #pragma unroll
     for (int x = 0; x < 4; ++x) ptx::fence_operands(c[g][x]);
-  if constexpr (kHalves) {
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g)
+  for (int g = 0; g < kGemms; ++g)
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const float second = c[g][0][i];
-        c[g][0][i] = c[g][1][i];
-        c[g][1][i] = second;
-      }
-  }
+    for (int i = 0; i < 16; ++i) {
+      const float second = c[g][0][i];
+      c[g][0][i] = c[g][1][i];
+      c[g][1][i] = second;
+    }
 }
 
 // ---- consumer warpgroup cw (flash_sm90_tf32_bwd_traits.h: its keys, queries and parts of d) ----
@@ -325,9 +313,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   const int part0 = kShare ? cw : 0;                      // first of its 64-column parts of d
   const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
   const int col_lane = 2 * (lane % 4);                   // first accumulator column
-  // Where dS's key key_row sits in its row of shared memory (kDqPermKeys: permuted within its group of 8; + 8 is
-  // the same position in the next group).
-  const int ds_key_row = Tr::kDqPermKeys ? (key_row & ~7) | ((key_row & 1) << 2) | ((key_row >> 1) & 3) : key_row;
   const int seq_k = prm.mask.seq_k;
   const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
   const std::uint32_t ds_keys = std::uint32_t((wg_keys / Tr::kChunkElems) * Tr::kDsChunkBytes);
@@ -367,13 +352,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     };
     // Register i's offset in a (queries x keys, K-major along keys) tile of dS or P: B of dQ^T, and
     // read back transposed as the A fragments of dK (and with shared keys dV).
-    // kDqPermKeys: each group of 8 keys stored in the order of tf32::pv_key_of_position (key 2p at position p,
-    // key 2p + 1 at p + 4), the order in which dQ^T's A fragments are then read (conflict-free, below).
     auto qk_offset = [&](int i) {
-      const int pos = ds_key_row + ((i / 2) % 2) * 8;  // key key_row + 8 ((i / 2) % 2) among this consumer's 64
+      const int key = key_row + ((i / 2) % 2) * 8;  // among this consumer's 64
       const int q = (i / 4) * Tr::kMmaN + col_lane + i % 2;
-      return ds_keys + std::uint32_t((pos / Tr::kChunkElems) * Tr::kDsChunkBytes) +
-             tf32::sw128_offset(q, pos % Tr::kChunkElems);
+      return ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
+             tf32::sw128_offset(q, key % Tr::kChunkElems);
     };
     const std::uint32_t q_hi = sm.q(st, 0), q_lo = sm.q(st, 1);
     const std::uint32_t do_hi = sm.dout(st, 0), do_lo = sm.dout(st, 1);
@@ -387,7 +370,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         // A (K, V hi / lo) from shared memory, B = [Q hi | Q lo] ([dO hi | dO lo]) as one operand.
         const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
         const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
-        gemm_split_ss_hilo<Tr::kQKSteps, 2, Tr::kHiLoHalves>(
+        gemm_split_ss_hilo<Tr::kQKSteps, 2>(
             sdp,
             [&](int g, int kk, int part) {
               const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
@@ -662,10 +645,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       tf32::gemm_split_rs_parts<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, Tr::kDqAccs>(
           qacc,
           [&](int kk, int part, std::uint32_t(&a)[4]) {
-            // kDqPermKeys: k position t <-> key 2t, t + 4 <-> 2t + 1 (dS's keys stored so): the 4 key rows a
-            // load touches are 0, 2, 4, 6 (mod 8), whose 128-byte swizzle puts the 8 columns of each in distinct
-            // banks; in natural order (rows 0-3) rows 0 / 1 and 2 / 3 share banks (2 wavefronts a load).
-            tf32::load_mnmajor_fragment<Tr::kDqPermKeys>(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
+            tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
                                         part0 * Tr::kPart, warp, lane, kk);
           },
           [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
@@ -697,16 +677,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   if (ctid == 0) ptx::bulk_wait_group_all();
 
   // dK (times the softmax scale) and dV for this consumer's keys and columns, from the accumulators.
-  // kDqPermKeys: the block's K/V plane and this consumer's first key recomputed here rather than held across the
-  // loop (its permuted fragment addresses take the loop's last registers: ptxas spilled both, 8 bytes).
-  const int kv_bh = Tr::kDqPermKeys ? int(blockIdx.x % unsigned(prm.kv_planes)) : w.kv_bh;
-  const int key0 =
-      Tr::kDqPermKeys ? int(blockIdx.x / unsigned(prm.kv_planes)) * Tr::kBlockN + wg_keys : wg_key0;
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const int key = key0 + key_row + hf * 8;
+    const int key = wg_key0 + key_row + hf * 8;
     if (key >= seq_k) continue;
-    const std::int64_t row = (std::int64_t(kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
+    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
 #pragma unroll
     for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
       const int i = 4 * j + 2 * hf;
