@@ -141,11 +141,12 @@ __device__ __forceinline__ void transpose_split_tile(std::uint32_t raw, std::uin
 // transpose_split_tile's transposition of a tile already split (hi, and with kSplit lo, in the
 // layout TMA writes): the same permuted K-major transpose of each part, copied without rounding.
 // Lets the split run first (its operands are needed first) and the transposition later.
-template <int kRows, int kCols, int kThreads, bool kSplit>
+// kSrcChunkBytes: the source parts' chunk stride (packed by default; twice that when each chunk of hi is
+// followed by its chunk of lo).
+template <int kRows, int kCols, int kThreads, bool kSplit, int kSrcChunkBytes = kRows * kRowBytes>
 __device__ __forceinline__ void transpose_parts_tile(std::uint32_t src_hi, std::uint32_t src_lo,
                                                      std::uint32_t hi, std::uint32_t lo, int tid) {
   constexpr int kItems = kCols * (kRows / 8);
-  constexpr int kSrcChunkBytes = kRows * kRowBytes;
   constexpr int kDstChunkBytes = kCols * kRowBytes;
   static_assert(kItems % kThreads == 0 && kCols % kChunkElems == 0 && kRows % kChunkElems == 0,
                 "whole chunks, shared evenly");

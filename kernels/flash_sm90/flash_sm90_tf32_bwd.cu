@@ -7,6 +7,7 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -76,9 +77,28 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // Session 11's probes (FB_SM90_FP32_BWD_PROBE, d = 64: dsreg, dK's A fragments from the dS registers; dqp, dQ^T
 // by the producer warpgroup) ran in its call A: dsreg is the shipping d = 64 kernel (Tf32BwdDsRegs), dqp (0.78x
 // the default) is removed with the probe switch (code in the history, commit f1514af; docs/perf-notes.md).
+// Session 12's probes (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32: hilo, S^T / dP^T with B = [hi | lo] as one N = 64
+// operand; hilo8, the same with hi*hi in one chain; dqperm, conflict-free dQ^T fragment loads) ran in its call A:
+// hilo is the shipping d = 64 3xTF32 kernel (Tf32BwdHiLoB, +4.7-8.4%), hilo8 and hilo + dqperm were level with it and
+// are removed (code in the history, commit ba09a4e; docs/perf-notes.md).
+// FB_SM90_FP32_BWD_PROBE (read once), 3xTF32 only; unset or any other value is the shipping backward:
+//   racebar  d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
+//            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
+//            of the reports at that pair; call A's racecheck reported none with or without it)
+bool tf32_bwd_racebar() {
+  static const bool racebar = [] {
+    const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
+    return env != nullptr && std::string(env) == "racebar";
+  }();
+  return racebar;
+}
+
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
+  if constexpr (D == 128 && kSplit) {
+    if (tf32_bwd_racebar()) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
+  }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }
 

@@ -69,12 +69,12 @@ template <typename Tr> struct Tf32BwdSmem {
   __device__ __forceinline__ std::uint32_t stage(int s) const {
     return base + Tr::kOffStage + s * Tr::kStageBytes;
   }
-  // part 0 = hi (where TMA lands the raw tile), 1 = lo
+  // part 0 = hi (where TMA lands the raw tile), 1 = lo; chunk c of a part at c * kQChunkStride
   __device__ __forceinline__ std::uint32_t q(int s, int part) const {
-    return stage(s) + Tr::kStOffQ + part * Tr::kQBytes;
+    return stage(s) + Tr::kStOffQ + part * Tr::kQLoOff;
   }
   __device__ __forceinline__ std::uint32_t dout(int s, int part) const {
-    return stage(s) + Tr::kStOffDo + part * Tr::kQBytes;
+    return stage(s) + Tr::kStOffDo + part * Tr::kQLoOff;
   }
   __device__ __forceinline__ std::uint32_t qt(int s, int part) const {
     return stage(s) + Tr::kStOffQt + part * Tr::kQtBytes;
@@ -142,9 +142,9 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
       ptx::mbar_arrive_expect_tx(bars.raw_full(s), 2 * Tr::kQBytes + 2 * Tr::kRowVecBytes);
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c) {
-        ptx::tma_load_3d(sm.q(s, 0) + c * Tr::kQChunkBytes, &prm.tm_q, bars.raw_full(s),
+        ptx::tma_load_3d(sm.q(s, 0) + c * Tr::kQChunkStride, &prm.tm_q, bars.raw_full(s),
                          c * Tr::kChunkElems, m0, bh);
-        ptx::tma_load_3d(sm.dout(s, 0) + c * Tr::kQChunkBytes, &prm.tm_do, bars.raw_full(s),
+        ptx::tma_load_3d(sm.dout(s, 0) + c * Tr::kQChunkStride, &prm.tm_do, bars.raw_full(s),
                          c * Tr::kChunkElems, m0, bh);
       }
       const int lse_slot = it % Tr::kLseSlots;
@@ -162,17 +162,29 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
       }
     }
     ptx::mbar_wait(bars.raw_full(s), phase);
-    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.q(s, 0), sm.q(s, 1), ptid);
-    tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.dout(s, 0), sm.dout(s, 1), ptid);
+    if constexpr (Tr::kHiLoB) {
+      // Each chunk's lo right after its hi (B = [hi | lo] of S^T, dP^T).
+#pragma unroll
+      for (int c = 0; c < Tr::kChunks; ++c) {
+        const std::uint32_t off = std::uint32_t(c * Tr::kQChunkStride);
+        tf32::split_tile<Tr::kQChunkBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.q(s, 0) + off, sm.q(s, 1) + off,
+                                                                               ptid);
+        tf32::split_tile<Tr::kQChunkBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.dout(s, 0) + off,
+                                                                               sm.dout(s, 1) + off, ptid);
+      }
+    } else {
+      tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.q(s, 0), sm.q(s, 1), ptid);
+      tf32::split_tile<Tr::kQBytes, Tr::kWgThreads, Tr::kSplit, Tr::kRn>(sm.dout(s, 0), sm.dout(s, 1), ptid);
+    }
     ptx::fence_proxy_async_smem();  // wgmma (async proxy) reads what these stores wrote
     ptx::mbar_arrive(bars.qd_ready(s));
     ptx::mbar_wait(bars.t_empty(s), phase ^ 1);
     // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
     // does not order them among the producer's threads).
     ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
         sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
-    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit>(
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
         sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
     ptx::fence_proxy_async_smem();
     ptx::mbar_arrive(bars.t_ready(s));
@@ -209,6 +221,82 @@ __device__ __forceinline__ void stage_dq_part(std::uint32_t stage, const float (
                            tf32::sw128_offset(q, col % Tr::kChunkElems),
                        __float_as_uint(acc[i] * scale));
   }
+}
+
+// m64n64k8 TF32 wgmma, A and B from shared memory (K-major), whose accumulator is two m64n32 halves held
+// apart: lo = columns [0, 32), hi = columns [32, 64) (the same registers a float[32] accumulator would give,
+// d[i] = lo[i], d[16 + i] = hi[i]: n8 blocks 0-3, then 4-7).
+#define FB_TF32_BWD_HALF(a, i)                                                                         \
+  "+f"(a[i]), "+f"(a[i + 1]), "+f"(a[i + 2]), "+f"(a[i + 3]), "+f"(a[i + 4]), "+f"(a[i + 5]),        \
+      "+f"(a[i + 6]), "+f"(a[i + 7])
+__device__ __forceinline__ void wgmma_ss_tf32_n64_halves(float (&lo)[16], float (&hi)[16], std::uint64_t desc_a,
+                                                         std::uint64_t desc_b, std::uint32_t accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" FB_WG_S32 "}, %32, %33, p, 1, 1;\n}\n"
+               : FB_TF32_BWD_HALF(lo, 0), FB_TF32_BWD_HALF(lo, 8), FB_TF32_BWD_HALF(hi, 0), FB_TF32_BWD_HALF(hi, 8)
+               : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+#undef FB_TF32_BWD_HALF
+
+// tf32::gemm_split_ss_multi's products (kAccs = 4, N = 32) with B's hi and lo side by side in shared memory
+// (kHiLoB): b(g, kk) is the descriptor of step kk of B hi, whose 32 rows are followed by B lo's, so that the
+// same descriptor is B = [hi | lo] to an N = 64 wgmma. Per step and GEMM: A lo x B hi (N = 32, c[g][2]) and
+// A hi x [B hi | B lo] (N = 64: hi*hi and hi*lo at once, A hi read once) into {c[g][0], c[g][3]}, one
+// register block throughout (hi*lo's chain runs over every step, as gemm_split_ss_multi's c[g][3]).
+// a(g, kk, part): A's descriptor (part 0 = hi, 1 = lo). Returns with every wgmma complete.
+// hi*hi in two chains as gemm_split_ss_multi (c[g][0] the first half of the steps, c[g][1] the second), so the
+// same sums bit for bit: once the first half's wgmmas are complete (lo*hi's second half keeps the tensor pipe
+// busy meanwhile), its hi*hi moves to c[g][1] and the block's hi*hi half restarts from zero; the two are
+// swapped back at the end (register renaming). (Session 12's probe `hilo8`, hi*hi in one chain of kSteps and no
+// wait in the middle, a different sum, measured level with this: call A, docs/perf-notes.md.)
+template <int kSteps, int kGemms, typename DescA, typename DescB>
+__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b) {
+  constexpr int kHalf = kSteps / 2;
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kHalf; ++kk) {
+    // Interleaved so that no wgmma depends on the one issued just before it.
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
+  }
+  ptx::wgmma_commit();
+#pragma unroll
+  for (int kk = kHalf; kk < kSteps; ++kk)
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), 1);
+  ptx::wgmma_commit();
+  ptx::wgmma_wait<1>();  // the first half's wgmmas are complete (lo*hi's second half may still run)
+  // hi*hi's first half out of the block, the block's half zeroed: one asm per register, with the block's
+  // register as an in/out operand, so that it stays where the wgmmas have it (as two C++ assignments,
+  // ptxas moved the block and serialized every wgmma of the kernel for want of registers).
+#pragma unroll
+  for (int g = 0; g < kGemms; ++g) {
+    ptx::fence_operands(c[g][3]);
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      asm volatile("mov.b32 %0, %1;\n\tmov.b32 %1, 0f00000000;\n" : "=f"(c[g][1][i]), "+f"(c[g][0][i]));
+  }
+  ptx::wgmma_fence();  // c[g][0] was written by ordinary instructions
+#pragma unroll
+  for (int kk = kHalf; kk < kSteps; ++kk)
+#pragma unroll
+    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), 1);
+  ptx::wgmma_commit();
+  ptx::wgmma_wait<0>();
+#pragma unroll
+  for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) ptx::fence_operands(c[g][x]);
+#pragma unroll
+  for (int g = 0; g < kGemms; ++g)
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const float second = c[g][0][i];
+      c[g][0][i] = c[g][1][i];
+      c[g][1][i] = second;
+    }
 }
 
 // ---- consumer warpgroup cw (flash_sm90_tf32_bwd_traits.h: its keys, queries and parts of d) ----
@@ -278,7 +366,20 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     if constexpr (!kShare) {
       // S^T = K Q^T and dP^T = V dO^T, issued interleaved, each the sum of its accumulators.
       float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
-      if constexpr (Tr::kPresplit) {
+      if constexpr (Tr::kHiLoB) {
+        // A (K, V hi / lo) from shared memory, B = [Q hi | Q lo] ([dO hi | dO lo]) as one operand.
+        const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
+        const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
+        gemm_split_ss_hilo<Tr::kQKSteps, 2>(
+            sdp,
+            [&](int g, int kk, int part) {
+              const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
+              return tf32::kstep_desc<Tr::kDescBase>(rows, Tr::kKVChunkBytes, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_hi : do_hi, Tr::kQChunkStride, kk);
+            });
+      } else if constexpr (Tr::kPresplit) {
         // A (K, V hi / lo) from shared memory: no fragments to build.
         const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
         const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
@@ -424,6 +525,10 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // with the other consumer's stores on the far side of this barrier and the next.
       ptx::mbar_wait(bars.t_ready(st), parity);
       ptx::named_bar_sync(bar_ps, kBarPsThreads);  // dV's and dK's A fragments: both consumers' rows
+      // kRaceBar (racecheck-only probe): the same barrier once more, nothing between the two. If racecheck's
+      // reports on consumer 1's dS stores vs consumer 0's dK loads right after this point vanish under it, the
+      // tool, not the kernel, misses the first barrier's ordering (session 11's SASS audit: no window exists).
+      if constexpr (Tr::kRaceBar) ptx::named_bar_sync(bar_ps, kBarPsThreads);
     }
 
     // dV += P^T dO and dK += dS^T Q, per 64-column part: a fresh tensor-core sum added in fp32.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 namespace fb::cuda::flash_sm90 {
 
@@ -69,6 +70,13 @@ struct Tf32BwdTraits {
   // true (own keys only; Tf32BwdDsRegs, shipped at d = 64 since session 11): dK's A fragments (dS^T) from the
   // consumer's dS registers, as dV's come from P's, instead of read back from dS in shared memory.
   static constexpr bool kDsFromRegs = false;
+  // true (own keys, presplit, 3xTF32; Tf32BwdHiLoB, shipped at d = 64 since session 12): Q and dO laid out per
+  // 32-column chunk as [hi | lo] (each chunk's lo right after its hi), so that B = [Q hi | Q lo] is one K-major
+  // N = 2 kBlockM operand: A hi x [B hi | B lo] is one wgmma (hi*hi and hi*lo side by side) reading A once.
+  static constexpr bool kHiLoB = false;
+  // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
+  // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
+  static constexpr bool kRaceBar = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -123,6 +131,8 @@ struct Tf32BwdTraits {
   static constexpr int kWgKVBytes = kWgKeys * kRowBytes;     // a consumer's rows in one chunk
   static constexpr int kQChunkBytes = kBlockM * kRowBytes;
   static constexpr int kQBytes = kChunks * kQChunkBytes;     // one part of Q or dO
+  static constexpr int kQLoOff = kQBytes;                    // Q lo (dO lo) from Q hi (dO hi)
+  static constexpr int kQChunkStride = kQChunkBytes;         // chunk c of a part at c * kQChunkStride
   static constexpr int kQtChunkBytes = kHeadDim * kRowBytes;
   static constexpr int kQtBytes = (kBlockM / kChunkElems) * kQtChunkBytes;  // one part of Q^T
   static constexpr int kPartBytes = kPart * kRowBytes;       // 64 rows of Q^T / dO^T
@@ -228,6 +238,25 @@ template <typename Tr> struct Tf32BwdDsRegs : Tr {
   static_assert(!Tr::kShareKeys, "dS fragments from registers: each consumer holds its keys' dS^T");
 };
 
+// S^T and dP^T with B's hi and lo side by side as one N = 64 operand (kHiLoB): per k8 step and GEMM two wgmmas
+// instead of three, A hi read once, 7 KB of operand reads instead of 9 (the wgmma operand reads are 59% of the
+// kernel's shared-memory wavefronts: session 12's profile). The same products into the same accumulation chains:
+// dK, dV bit-identical. d = 64's 3xTF32 kernel since session 12 (call A, probe `hilo`: +4.7-8.4%, docs/perf-notes.md).
+template <typename Tr> struct Tf32BwdHiLoB : Tr {
+  static constexpr bool kHiLoB = true;
+  static constexpr int kQLoOff = Tr::kQChunkBytes;           // [hi chunk 0 | lo chunk 0 | hi chunk 1 | ...]
+  static constexpr int kQChunkStride = 2 * Tr::kQChunkBytes;
+  static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kSplit && Tr::kSdpAccs == 4,
+                "hi | lo B: own keys, A split in shared memory, 3xTF32, hi*lo in its own accumulator");
+  static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
+};
+
+// Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
+template <typename Tr> struct Tf32BwdRaceBar : Tr {
+  static constexpr bool kRaceBar = true;
+  static_assert(Tr::kShareKeys, "the barrier between the consumers' dS stores and dK loads (shared keys)");
+};
+
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
 // under the 227 KB): d = 64: two consumers with their own keys (128), K and V split once (hi, lo:
 // 128 KB), one stage (64 KB; refilled in two halves, flash_sm90_tf32_bwd_kernel.cuh) + dS 32 KB =
@@ -236,12 +265,14 @@ template <typename Tr> struct Tf32BwdDsRegs : Tr {
 // 32 KB = 224 KB.
 // Traits is what ships (session 7, call A: cvt.rn splits and per-tile descriptors, +4-20%; session 10,
 // call A: at d = 64 Q / dO released before the softmax, +1.5-4.7%; session 11, call A: at d = 64 dK's A
-// fragments from registers, level); Session6 is session 6's kernel (cvt.rna, descriptors rebuilt per wgmma),
-// no longer instantiated.
+// fragments from registers, level; session 12, call A: at d = 64 3xTF32 B = [hi | lo], +4.7-8.4%; the 1xTF32
+// diagnostic has no lo to pair); Session6 is session 6's kernel (cvt.rna, descriptors rebuilt per wgmma), no longer
+// instantiated.
 template <int D, bool kSplit> struct Tf32BwdConfig;
 template <bool kSplit> struct Tf32BwdConfig<64, kSplit> {
   using Session6 = Tf32BwdTraits<64, 2, 32, 1, false, kSplit, true>;
-  using Traits = Tf32BwdDsRegs<Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>>;
+  using Session11 = Tf32BwdDsRegs<Tf32BwdEarlyQd<Tf32BwdDescBase<Tf32BwdRn<Session6>>>>;
+  using Traits = std::conditional_t<kSplit, Tf32BwdHiLoB<Session11>, Session11>;
 };
 template <bool kSplit> struct Tf32BwdConfig<128, kSplit> {
   using Session6 = Tf32BwdTraits<128, 2, 32, 1, true, kSplit>;
