@@ -23,7 +23,9 @@ namespace fb::cuda::flash {
 // kPlaneGroup > 0: non-causal grids take that many planes' query tiles at a time instead of set_tile_order's
 // L2-sized groups (flash_fwd_args.cuh), for the default tiles (not the kSmallBc ones).
 // kCausalBand > 0: causal launches of the default tiles take their work tiles in bands of that many query tiles
-// (kFwdQBand). kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
+// (kFwdQBand). kCausalTail > 0 (with a band): the shortest query tiles of every plane, at least kCausalTail
+// device-fulls of blocks, go last in grouped order (kFwdQBandTail).
+// kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
@@ -31,6 +33,7 @@ struct TcLoop {
   static constexpr unsigned kSmallOpt = 0;
   static constexpr int kPlaneGroup = 0;
   static constexpr int kCausalBand = 0;
+  static constexpr int kCausalTail = 0;
   static constexpr unsigned kFullOpt = 0;
 };
 template <int D> struct TcTiles;
@@ -118,6 +121,7 @@ struct FwdConfig {
   static constexpr unsigned kSmallOpt = TcTiles<D>::kSmallOpt;
   static constexpr int kPlaneGroup = kTensorCores ? TcTiles<D>::kPlaneGroup : 0;
   static constexpr int kCausalBand = kTensorCores ? TcTiles<D>::kCausalBand : 0;
+  static constexpr int kCausalTail = kTensorCores ? TcTiles<D>::kCausalTail : 0;
   static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
 };
 
@@ -133,6 +137,10 @@ struct FwdConfig {
 //             flash_fwd_args.cuh; kernel bit kFwdQBand), for L2 reuse of K/V among the blocks that run together;
 //             band0: grouped_tile's order, one group of every plane, longest tiles first (the causal default
 //             before session 11; TcTiles<D>::kCausalBand is the default band). Non-causal launches: the default
+//   tailN   : causal launches in bands: the shortest query tiles of every plane, at least N device-fulls of blocks,
+//             last and in grouped_tile's order (banded_tail_tile; kernel bit kFwdQBandTail), so the grid's last wave
+//             balances as band0's does; tail0: no tail (TcTiles<D>::kCausalTail is the default). No effect with
+//             band0 or on non-causal launches
 //   persist : d = 128 non-causal launches: one wave of blocks that each run every gridDim.x-th work tile, the next
 //             tile's Q, K_0 and V_0 in flight during the current tile's epilogue (kernel bit kFwdPersist); causal
 //             launches and d = 64 run the default
@@ -150,6 +158,7 @@ struct FwdProbe {
   bool old = false;
   bool l2order = false;
   int band = -1;  // bandN: N (0: grouped_tile's order; -1: TcTiles<D>::kCausalBand)
+  int tail = -1;  // tailN: N device-fulls (0: none; -1: TcTiles<D>::kCausalTail)
   bool persist = false;
   bool persist_early = false;  // persist2
   bool prefetch = false;     // pf
