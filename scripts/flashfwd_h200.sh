@@ -22,7 +22,8 @@
 # NCU=1 (default 0) adds Nsight Compute on ONE launch of the shipped forward kernel and one of FlashAttention-2's
 # (PyTorch's flash backend) on the case NCU_CASE (default b32-h16-kv16-n512-d128-bf16-full-fwd, from
 # configs/flashfwd-h200.json; the key's b, h, n, d, dtype and mask set FA2's shape): warp-state stalls, issue and
-# tensor-pipe activity, L2 and DRAM; printed side by side after the table (~15 s; NCU_BIN: the ncu binary).
+# tensor-pipe activity, L2 and DRAM; printed side by side after the table (~15 s; NCU_BIN: the ncu binary;
+# NCU_BY=S: only when the script has run under S seconds by then).
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]" >&2; exit 2; }
 . "$(dirname "$0")/h200_step.sh"
@@ -92,7 +93,7 @@ PY
 fi
 
 ncu_case=${NCU_CASE:-b32-h16-kv16-n512-d128-bf16-full-fwd}
-if [ "${NCU:-0}" = 1 ]; then
+if [ "${NCU:-0}" = 1 ] && [ $((SECONDS - t_start)) -lt "${NCU_BY:-100000}" ]; then
   ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
   sections=(--section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis
             --section MemoryWorkloadAnalysis --section SpeedOfLight --page raw --csv)
@@ -110,6 +111,8 @@ q, k, v = [torch.randn($b, $h, $n, $d, device='cuda', dtype=torch.$tdt) for _ in
 with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
     F.scaled_dot_product_attention(q, k, v, is_causal=$is_causal)
 torch.cuda.synchronize()"
+elif [ "${NCU:-0}" = 1 ]; then
+  summary+=("$(printf "%-20s skipped (NCU_BY %ss)" ncu "${NCU_BY:-}")")
 fi
 
 python3 - "$out" "$filter" "$ncu_case" "${ran[@]}" <<'PY' | tee "$out/table.txt"
