@@ -100,7 +100,9 @@ if [ "${NCU:-0}" = 1 ] && [ $((SECONDS - t_start)) -lt "${NCU_BY:-100000}" ]; th
   STEP_TIMEOUT=25 step ncu-flash "$ncu" --kernel-name regex:flash_fwd_tc_kernel --launch-count 1 "${sections[@]}" \
     "$fb" run "${configs[0]}" --kernels flash --filter "^$ncu_case\$" --warmup 0 --reps 1 --warmup-time 0 \
     --no-ceilings -q
-  read -r b h n d dt mask < <(echo "$ncu_case" | sed -E 's/^b([0-9]+)-h([0-9]+)-kv[0-9]+-n([0-9]+)-d([0-9]+)-([a-z0-9]+)-([a-z]+)-fwd$/\1 \2 \3 \4 \5 \6/')
+  # FA2's shape from the key: batch, heads, N, d, dtype, mask.
+  key_re='^b([0-9]+)-h([0-9]+)-kv[0-9]+-n([0-9]+)-d([0-9]+)-([a-z0-9]+)-([a-z]+)-fwd$'
+  read -r b h n d dt mask < <(echo "$ncu_case" | sed -E "s/$key_re/\\1 \\2 \\3 \\4 \\5 \\6/")
   [ "$dt" = bf16 ] && tdt=bfloat16 || tdt=float16
   [ "$mask" = causal ] && is_causal=True || is_causal=False
   STEP_TIMEOUT=30 step ncu-fa2 "$ncu" --kernel-name regex:flash_fwd_kernel --launch-count 1 "${sections[@]}" \
