@@ -4,7 +4,8 @@
 #   the GPU tests of the forward as shipped ([flashfwd]: bf16/fp16 d 64/128 around the tiles; flash's accuracy
 #   cases; seq_q != seq_k), then [flashfwd] once per probe setting (FB_FLASH_FWD_PROBE is read once per
 #   process); CONFIG (default configs/flashfwd-h200.json; several specs separated by spaces, each run once per
-#   setting with the same FILTER, e.g. CONFIG="configs/flashfwd-h200.json configs/gqa-h200.json") with FILTER
+#   setting with the same FILTER, e.g. CONFIG="configs/flashfwd-h200.json configs/gqa-h200.json"; only their
+#   forward cases: the script runs copies with pass = fwd, OUTDIR/spec*.json) with FILTER
 #   (default: the rows that trailed
 #   FlashAttention-2 in session 10's final sweep and their neighbours, both 16-bit types: d 128 non-causal
 #   N 512/1k/2k, d 64 causal N 1k/2k/4k, d 128 causal N 1k, and d 64 non-causal N 512 (bf16) as a check),
@@ -46,6 +47,16 @@ t_start=$SECONDS
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.csv" 2>&1
 [[ "$tests_for" == *" ship "* ]] && step tests "$tests" \
   "[flashfwd],naive meets its dtype tolerance and flash the naive-relative rule vs the fp64 reference,seq_q != seq_k*"
+# The specs' forward cases (a spec may list bwd too; gqa-h200.json does): OUTDIR/spec.json, spec.cI.json.
+for i in "${!configs[@]}"; do
+  python3 - "${configs[$i]}" "$out/spec$(sfx "$i").json" <<'PY' || { echo "flashfwd_h200.sh: cannot read ${configs[$i]}" >&2; exit 2; }
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["pass"] = ["fwd"]
+json.dump(spec, open(sys.argv[2], "w"), indent=1)
+PY
+  configs[$i]=$out/spec$(sfx "$i").json
+done
 # The run order: ship-1, a group of variants, ship-2, the next group, ..., a last ship run.
 order=(ship)
 n=0
@@ -76,14 +87,12 @@ for v in "${order[@]}"; do
   ran+=("$name")
 done
 if [ "${PEERS:-1}" = 1 ]; then
-  # FA2 on the same cases (the forward's: a spec may list bwd too), timed only (the flash rows are verified;
-  # peers are measured, not judged).
+  # FA2 on the same (forward) cases, timed only (the flash rows are verified; peers are measured, not judged).
   for i in "${!configs[@]}"; do
     python3 - "${configs[$i]}" "$out/peers-spec$(sfx "$i").json" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
 spec["verify"] = False
-spec["pass"] = ["fwd"]
 spec["name"] += "-peers"
 json.dump(spec, open(sys.argv[2], "w"), indent=1)
 PY
