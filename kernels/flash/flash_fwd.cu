@@ -112,10 +112,13 @@ const FwdProbe& fwd_probe() {
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 7)
         f.band = std::stoi(w.substr(4));
+      else if (w.size() > 4 && w.compare(0, 4, "tail") == 0 &&
+               w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 6)
+        f.tail = std::stoi(w.substr(4));
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "bandN with N >= 0)");
+                                    "bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     return f;

@@ -33,6 +33,10 @@ struct FwdArgs {
   // after plane_group: the kernels that do not read it load their parameters as before (nvcc loads plane_group
   // and a field next to it as one 8-byte pair).
   alignas(8) int prefetch_ahead;
+  // kFwdQBandTail: query tiles [0, band_tail) of every plane run last, in grouped order (banded_tail_tile). In an
+  // 8-byte slot of its own (not in prefetch_ahead's padding, where nvcc would load the pair as one 8-byte
+  // vector): the kernels that do not read it keep their code, only the parameter's size grows by 8 bytes.
+  alignas(8) int band_tail;
 };
 
 template <typename Elem, typename Accum>
@@ -50,6 +54,7 @@ FwdArgs<Elem, Accum> make_fwd_args(const AttentionParams& p) {
   a.scale_log2 = Accum(p.scale * kLog2e);
   a.mask = p.mask();
   a.prefetch_ahead = 0;
+  a.band_tail = 0;
   return a;
 }
 
@@ -84,6 +89,20 @@ FB_HOST_DEVICE inline PlaneTile banded_tile(int t, int planes, int q_tiles, int 
   const int within = t - bi * band_tiles;
   const int plane = within / width;
   return PlaneTile{plane, hi - (within - plane * width)};
+}
+
+// banded_tile's order over query tiles [tail, q_tiles) of every plane, then query tiles [0, tail) in grouped_tile's
+// order (one tile of every plane at a time, longest first: the tail of the grid balances as band0's does). The
+// shortest tiles read the fewest keys, so the bands' L2 reuse matters least there. tail = 0: banded_tile's order;
+// tail >= q_tiles: grouped_tile's (one group).
+FB_HOST_DEVICE inline PlaneTile banded_tail_tile(int t, int planes, int q_tiles, int band, int tail) {
+  const int tail_tiles = tail < q_tiles ? tail : q_tiles;
+  const int banded = planes * (q_tiles - tail_tiles);  // work tiles of query tiles tail_tiles .. q_tiles - 1
+  if (t < banded) {
+    const PlaneTile b = banded_tile(t, planes, q_tiles - tail_tiles, band);
+    return PlaneTile{b.bh, b.q_tile + tail_tiles};
+  }
+  return grouped_tile(t - banded, planes, tail_tiles, planes);
 }
 
 // Offsets (in elements) of the first row of a (batch, head) slice: Q/O and K/V of query head h.

@@ -23,7 +23,9 @@ namespace fb::cuda::flash {
 // kPlaneGroup > 0: non-causal grids take that many planes' query tiles at a time instead of set_tile_order's
 // L2-sized groups (flash_fwd_args.cuh), for the default tiles (not the kSmallBc ones).
 // kCausalBand > 0: causal launches of the default tiles take their work tiles in bands of that many query tiles
-// (kFwdQBand). kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
+// (kFwdQBand). kCausalTail > 0 (with a band): the shortest query tiles of every plane, at least kCausalTail
+// device-fulls of blocks, go last in grouped order (kFwdQBandTail).
+// kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
@@ -31,6 +33,7 @@ struct TcLoop {
   static constexpr unsigned kSmallOpt = 0;
   static constexpr int kPlaneGroup = 0;
   static constexpr int kCausalBand = 0;
+  static constexpr int kCausalTail = 0;
   static constexpr unsigned kFullOpt = 0;
 };
 template <int D> struct TcTiles;
@@ -38,10 +41,13 @@ template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 
 // d = 64, causal: work tiles in bands of 8 query tiles of a plane (kFwdQBand) since session 11: session 10's final
 // call measured bands of 4 and of 8 at 1.031-1.064x the grouped order at N = 1k/2k/4k (bf16 and fp16), level with
 // each other (8: 1.033/1.049 at 4k against 4's 1.031/1.032; 4: 1.044/1.037 at 1k against 8's 1.034/1.032).
+// Since session 12 the shortest query tiles of every plane, one device-full of blocks, go last in grouped order
+// (kCausalTail = 1, kFwdQBandTail): call A, 1.010 / 1.034 / 1.018x the bands alone at N = 512 / 1k / 2k.
 template <> struct TcTiles<64> : TcLoop {
   static constexpr int kBr = 128, kBc = 64, kWarps = 4;
   static constexpr bool kQInRegs = true;
   static constexpr int kCausalBand = 8;
+  static constexpr int kCausalTail = 1;
 };
 // d = 96 as d = 128 (O 96 registers a thread at 32 rows per warp; Q in registers would add 48).
 template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
@@ -61,8 +67,13 @@ template <> struct TcTiles<128> : TcLoop {
   // 1.011-1.018x at N = 1k (the rows furthest behind FA2), 0.995-1.003x at 4k/16k (docs/perf-notes.md).
   static constexpr int kPlaneGroup = 1;
   // Causal: bands of 4 query tiles since session 11 (session 10's final call: 1.037/1.028x the grouped order at
-  // N = 1k bf16/fp16, 1.005/0.998 at 2k; bands of 8 gave 1.001/1.017 and 1.012/0.994).
+  // N = 1k bf16/fp16, 1.005/0.998 at 2k; bands of 8 gave 1.001/1.017 and 1.012/0.994). Since session 12 with a
+  // grouped tail of one device-full of blocks (kCausalTail = 1): on grids of a few waves the bands' last band
+  // left the last wave ragged (8 query heads, 1024 blocks: 3-7% behind the grouped order). Call A, tail1 over the
+  // bands alone: 8 heads N = 1k 1.066 / 1.035 (kv1 / kv8; band0 1.064 / 1.019), 4k 0.992 / 1.003 (band0 1.018 /
+  // 1.026), 16k 1.010 / 0.997; MHA N = 512 / 1k 1.039 / 1.023; 32 heads 0.987-1.007.
   static constexpr int kCausalBand = 4;
+  static constexpr int kCausalTail = 1;
 };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
@@ -118,6 +129,7 @@ struct FwdConfig {
   static constexpr unsigned kSmallOpt = TcTiles<D>::kSmallOpt;
   static constexpr int kPlaneGroup = kTensorCores ? TcTiles<D>::kPlaneGroup : 0;
   static constexpr int kCausalBand = kTensorCores ? TcTiles<D>::kCausalBand : 0;
+  static constexpr int kCausalTail = kTensorCores ? TcTiles<D>::kCausalTail : 0;
   static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
 };
 
@@ -133,6 +145,11 @@ struct FwdConfig {
 //             flash_fwd_args.cuh; kernel bit kFwdQBand), for L2 reuse of K/V among the blocks that run together;
 //             band0: grouped_tile's order, one group of every plane, longest tiles first (the causal default
 //             before session 11; TcTiles<D>::kCausalBand is the default band). Non-causal launches: the default
+//   tailN   : causal launches in bands: the shortest query tiles of every plane, at least N device-fulls of blocks,
+//             last and in grouped_tile's order (banded_tail_tile; kernel bit kFwdQBandTail), so the grid's last wave
+//             balances as band0's does; tail0: no tail (the causal default before session 12;
+//             TcTiles<D>::kCausalTail is the default, 1 at d = 64 and 128). No effect with band0 or on non-causal
+//             launches
 //   persist : d = 128 non-causal launches: one wave of blocks that each run every gridDim.x-th work tile, the next
 //             tile's Q, K_0 and V_0 in flight during the current tile's epilogue (kernel bit kFwdPersist); causal
 //             launches and d = 64 run the default
@@ -150,6 +167,7 @@ struct FwdProbe {
   bool old = false;
   bool l2order = false;
   int band = -1;  // bandN: N (0: grouped_tile's order; -1: TcTiles<D>::kCausalBand)
+  int tail = -1;  // tailN: N device-fulls (0: none; -1: TcTiles<D>::kCausalTail)
   bool persist = false;
   bool persist_early = false;  // persist2
   bool prefetch = false;     // pf

@@ -139,7 +139,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // cores idle) together, wave after wave.
   constexpr bool kPrefetch = (kOpt & kFwdL2Prefetch) != 0;
   static_assert(!(kPrefetch && kPersist), "kFwdL2Prefetch: one work tile a block");
+  // kFwdQBandTail (with kFwdQBand): the shortest a.band_tail query tiles of every plane last, in grouped order.
+  constexpr bool kQBandTail = (kOpt & kFwdQBandTail) != 0;
+  static_assert(!kQBandTail || kQBand, "kFwdQBandTail: a tail of the banded order");
   auto tile_of = [&](int work) {
+    if constexpr (kQBandTail) return banded_tail_tile(work, a.planes, a.q_tiles, a.plane_group, a.band_tail);
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
                   : grouped_tile(work, a.planes, a.q_tiles, a.plane_group);
   };
@@ -544,11 +548,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   }
 }
 
+// The blocks of flash_fwd_tc_kernel<Tr, kOpt> the device holds at once (one wave; asked once per process for the
+// kernel, after its shared-memory opt-in).
+template <typename Tr, unsigned kOpt>
+int resident_blocks() {
+  static const int resident = [] {
+    int device = 0, sms = 0, per_sm = 0;
+    FB_CUDA_CHECK(cudaGetDevice(&device));
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flash_fwd_tc_kernel<Tr, kOpt>,
+                                                                Tr::kThreads, Tr::kSmemBytes));
+    return std::max(1, sms * per_sm);
+  }();
+  return resident;
+}
+
 // Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
 // replaces set_tile_order's plane group on a non-causal launch (1: one plane's query tiles after another).
-// With kFwdQBand in kOpt (causal launches only), plane_group is the band of banded_tile.
+// With kFwdQBand in kOpt (causal launches only), plane_group is the band of banded_tile; with kFwdQBandTail too,
+// tail_waves (>= 1) sizes the grouped tail: the fewest shortest query tiles of every plane that make at least
+// tail_waves device-fulls of blocks.
 template <typename Tr, unsigned kOpt = 0>
-void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_group = 0) {
+void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_group = 0, int tail_waves = 0) {
   auto args = make_fwd_args<typename Tr::Elem, float>(p);
   const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
   if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {
@@ -562,28 +583,15 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
       throw std::logic_error("flash forward: kFwdQBand is for causal launches with a band");
     args.plane_group = plane_group;
   }
-  if constexpr ((kOpt & kFwdL2Prefetch) != 0) {
-    // The blocks the device holds at once (asked once per process for this kernel).
-    static const int resident = [&] {
-      int device = 0, sms = 0, per_sm = 0;
-      FB_CUDA_CHECK(cudaGetDevice(&device));
-      FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
-      return std::max(1, sms * per_sm);
-    }();
-    args.prefetch_ahead = resident;
+  if constexpr ((kOpt & kFwdQBandTail) != 0) {
+    if (tail_waves < 1) throw std::logic_error("flash forward: kFwdQBandTail needs tail_waves >= 1");
+    const std::int64_t tail_blocks = std::int64_t(tail_waves) * resident_blocks<Tr, kOpt>();
+    args.band_tail = int(std::min<std::int64_t>(args.q_tiles, (tail_blocks + args.planes - 1) / args.planes));
   }
+  if constexpr ((kOpt & kFwdL2Prefetch) != 0) args.prefetch_ahead = resident_blocks<Tr, kOpt>();
   if constexpr ((kOpt & kFwdPersist) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");
-    // One wave: the blocks that fit on the device at once (asked once per process for this kernel).
-    static const unsigned wave = [&] {
-      int device = 0, sms = 0, per_sm = 0;
-      FB_CUDA_CHECK(cudaGetDevice(&device));
-      FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
-      return unsigned(std::max(1, sms * per_sm));
-    }();
-    blocks = std::min(blocks, wave);
+    blocks = std::min(blocks, unsigned(resident_blocks<Tr, kOpt>()));
   }
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();

@@ -16,10 +16,14 @@ inline int smem_optin() {
   return bytes;
 }
 
-// The default tiles of Cfg with its variant bits for this launch (kCausalBand, kFullOpt: TcLoop).
+// The default tiles of Cfg with its variant bits for this launch (kCausalBand, kCausalTail, kFullOpt: TcLoop).
 template <typename Cfg>
 void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   using Tr = typename Cfg::Traits;
+  if constexpr (Cfg::kCausalBand > 0 && Cfg::kCausalTail > 0) {
+    constexpr unsigned kBanded = Cfg::kOpt | kFwdQBand | kFwdQBandTail;
+    if (p.causal) return launch_fwd_tc<Tr, kBanded>(p, stream, Cfg::kCausalBand, Cfg::kCausalTail);
+  }
   if constexpr (Cfg::kCausalBand > 0) {
     if (p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | kFwdQBand>(p, stream, Cfg::kCausalBand);
   }
@@ -36,8 +40,11 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
   using Tr = typename Cfg::Traits;
   constexpr unsigned kOpt = (Cfg::kOpt & ~kDrop) | kExtra;
   if (p.causal) {
-    // bandN: bands of N query tiles; band0: grouped_tile's order (the default before session 11).
+    // bandN: bands of N query tiles; band0: grouped_tile's order (the default before session 11). tailN: the
+    // bands' grouped tail of N device-fulls (tail0: none).
     const int band = pr.band >= 0 ? pr.band : Cfg::kCausalBand;
+    const int tail = pr.tail >= 0 ? pr.tail : Cfg::kCausalTail;
+    if (band > 0 && tail > 0) return launch_fwd_tc<Tr, kOpt | kFwdQBand | kFwdQBandTail>(p, stream, band, tail);
     if (band > 0) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, band);
     return launch_fwd_tc<Tr, kOpt>(p, stream);
   }

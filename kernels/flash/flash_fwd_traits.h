@@ -100,6 +100,12 @@ inline constexpr unsigned kFwdPersistEarly = 512u;
 inline constexpr unsigned kFwdL2Prefetch = 1024u;
 //   (2048 and 4096 were session 11's kFwdL2PrefetchStart and kFwdLateV0, the pfstart and latev probes: level in
 //   call A, removed; docs/perf-notes.md.)
+//   kFwdQBandTail  : with kFwdQBand: query tiles [0, a.band_tail) of every plane (the shortest) go last, in
+//                    grouped_tile's order (one tile of every plane at a time, longest first), the rest in bands
+//                    (banded_tail_tile, flash_fwd_args.cuh). Bands let tiles of up to `band` lengths run in the
+//                    grid's last wave; with few work tiles a block slot (8 query heads: 3.9 waves) that tail
+//                    costs more than the bands' L2 reuse gives.
+inline constexpr unsigned kFwdQBandTail = 8192u;
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
