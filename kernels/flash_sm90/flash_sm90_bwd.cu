@@ -50,11 +50,17 @@ int bwd64_variant() {
   return v;
 }
 
+// Session 12's probes (host codes, not traits variants): 80 queries a step on every d = 128 pass,
+// causal ones with the mask (kBwd128Q80Mask), GQA head splits too, and no padding rule; q80cm with
+// the causal mask's compares behind a branch (kBwd128MaskBranch) on unsplit causal passes.
+constexpr int kBwd128Q80C = 1 << 20, kBwd128Q80CM = 1 << 21;
+
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel for non-causal passes too: session 10's default), direct (session 7's kernel, dK/dV stored
 // straight from the accumulators), tail, poly (session 9's probes), mbranch (session 11's); each
-// of these runs the 64-query kernel on every pass. Unset or anything else: the default (80 queries a
-// step without a causal mask, 64 with one; q80_kernel() below).
+// of these runs the 64-query kernel on every pass. q80c, q80cm (session 12's, above): 80 queries on
+// every pass. Unset or anything else: the default (80 queries a step without a causal mask, 64 with
+// one; q80_kernel() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -64,6 +70,8 @@ int bwd128_variant() {
     if (s == "poly") return kBwd128Poly;
     if (s == "mbranch") return kBwd128MaskBranch;
     if (s == "q64") return kBwd128Q64;
+    if (s == "q80c") return kBwd128Q80C;
+    if (s == "q80cm") return kBwd128Q80CM;
     return kBwd64Default;
   }();
   return v;
@@ -76,15 +84,17 @@ int bwd128_variant() {
 // would cost more than the ~6% the step gained at N = 1024 (1.6% padding). Under a causal mask
 // FlashAttention-3 keeps 64 queries a step too (not measured here).
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
+bool q80_probe() { return bwd128_variant() == kBwd128Q80C || bwd128_variant() == kBwd128Q80CM; }
 bool q80_kernel(const AttentionParams& p) {
   constexpr double kMaxQ80Padding = 1.03;
+  if (p.head_dim == 128 && q80_probe()) return true;  // every pass, head splits too (probes)
   return p.head_dim == 128 && !p.causal && bwd128_variant() == kBwd64Default &&
          round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
 }
 
-// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p));
-// backward_unsupported vets the first two.
-template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, F&& f) {
+// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
+// pass's mask); backward_unsupported vets the first two.
+template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, bool causal, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -98,6 +108,12 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
+        case kBwd128Q80C:
+          if (causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
+          return f(BwdTraits<Elem, 128, kBwd128Q80>{});
+        case kBwd128Q80CM:
+          if (causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128MaskBranch>{});
+          return f(BwdTraits<Elem, 128, kBwd128Q80>{});
         default:
           if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
           return f(BwdTraits<Elem, 128>{});  // q64 too
@@ -109,22 +125,23 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), f);
-    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), f);
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, f);
+    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
 }
 
 // f(BwdTraits<Elem, D, kBwdHeadSplit>{}): the head-split kernel, d = 64 or 128 (head_split() is 1
-// elsewhere).
-template <typename Elem, typename F> auto with_split_head_dim(int head_dim, F&& f) {
+// elsewhere); q80 (session 12's probes at d = 128): with 80 queries a step and the causal mask.
+template <typename Elem, typename F> auto with_split_head_dim(int head_dim, bool q80, F&& f) {
   if (head_dim == 64) return f(BwdTraits<Elem, 64, kBwdHeadSplit>{});
+  if (q80) return f(BwdTraits<Elem, 128, kBwdHeadSplit | kBwd128Q80 | kBwd128Q80Mask>{});
   return f(BwdTraits<Elem, 128, kBwdHeadSplit>{});
 }
 template <typename F> auto with_split_traits(const AttentionParams& p, F&& f) {
-  if (p.dtype == Dtype::fp16) return with_split_head_dim<__half>(p.head_dim, f);
-  return with_split_head_dim<__nv_bfloat16>(p.head_dim, f);
+  if (p.dtype == Dtype::fp16) return with_split_head_dim<__half>(p.head_dim, q80_kernel(p), f);
+  return with_split_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), f);
 }
 
 // Keys per block and queries per step of the default kernel at this head dim.
@@ -154,8 +171,9 @@ int head_split(const AttentionParams& p) {
   if (group <= 1 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return 1;
-  // The split variant exists for the default kernels only.
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && bwd128_variant() != kBwd64Default))
+  // The split variant exists for the default kernels only (and session 12's q80 probes).
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
+      (p.head_dim == 128 && bwd128_variant() != kBwd64Default && !q80_probe()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no
@@ -446,14 +464,17 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   }
   FB_CUDA_CHECK_LAUNCH();
   if constexpr (Tr::kHeadSplit) {
-    // dK and dV from their accumulators: the same block layout as dQ's, per K/V plane and 64 keys.
+    // dK and dV from their accumulators: the same block layout as the 64-query kernel's dQ, per K/V
+    // plane and 64 keys (also under Q80: its partial blocks are 64 keys, kDkvBlockFloats).
+    using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
+    static_assert(DkvTr::kDqWgFloats == Tr::kDkvBlockFloats, "dK, dV partial blocks as DkvTr's dQ blocks");
     const int n_ktiles = int(key_tiles * (Tr::kBlockN / Tr::kDqRows));
     const std::int64_t kv_blocks = kv_planes * n_ktiles * Tr::kDqBlocks;
-    const std::int64_t acc_floats = kv_blocks * Tr::kDqWgFloats;
-    bwd_convert_dq_kernel<Tr><<<unsigned(kv_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+    const std::int64_t acc_floats = kv_blocks * Tr::kDkvBlockFloats;
+    bwd_convert_dq_kernel<DkvTr><<<unsigned(kv_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(
         dkv_acc, static_cast<typename Tr::Elem*>(p.dk), p.seq_k, n_ktiles);
     FB_CUDA_CHECK_LAUNCH();
-    bwd_convert_dq_kernel<Tr><<<unsigned(kv_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+    bwd_convert_dq_kernel<DkvTr><<<unsigned(kv_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(
         dkv_acc + acc_floats, static_cast<typename Tr::Elem*>(p.dv), p.seq_k, n_ktiles);
     FB_CUDA_CHECK_LAUNCH();
   }
