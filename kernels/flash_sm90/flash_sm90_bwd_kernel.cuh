@@ -663,12 +663,12 @@ template <> __device__ __forceinline__ float2 unpack2_f32<__half>(std::uint32_t 
   return __half22float2(h);
 }
 
-// Q80 (d = 128, non-causal; BwdTraits::kQ80): consumer cw's keys [n0 + 64 cw, n0 + 64 cw + 64), 80
+// Q80 (d = 128; BwdTraits::kQ80): consumer cw's keys [n0 + 64 cw, n0 + 64 cw + 64), 80
 // queries a step. The order of bwd_consume (dV issued as P^T is packed, dQ before dK); dS goes to
 // shared memory query-major (row q: the block's 128 keys as two 64-key chunks, chunk cw written by
 // consumer cw) and dQ^T = K^T dS^T (A = K's chunk cw of d, MN-major; B = dS, K-major).
-// kQ80Mask (session 12's probe): also causal passes, and the GQA head split's units (partial dK, dV
-// into fp32 accumulators, as bwd_consume's split).
+// kQ80Mask (session 12): also causal passes, and the GQA head split's units (partial dK, dV into fp32
+// accumulators, as bwd_consume's split).
 template <typename Tr>
 __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdSmem<Tr>& sm,
                                                 const BwdBarriers<Tr>& bars, const BwdWork& w, int cw) {
@@ -734,14 +734,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
         }
       }
     };
-    if constexpr (Tr::kQ80Mask && Tr::kMaskBranch) {
-      if (need_mask)
-        p_tile(std::true_type{});
-      else
-        p_tile(std::false_type{});
-    } else {
-      p_tile(std::bool_constant<Tr::kQ80Mask>{});
-    }
+    p_tile(std::bool_constant<Tr::kQ80Mask>{});
     // P^T packed (S^T dies), dV issued; dS^T = P^T o (dP^T - D) then reads P^T back from the packed
     // 16-bit pairs. Keeping S^T in fp32 for dS^T while dV is issued is 228 live accumulator registers
     // at 80 queries (ptxas serialised the wgmmas), and waiting for dP^T before dV's issue lets ptxas
