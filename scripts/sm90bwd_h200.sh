@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The flash-sm90 16-bit backward's d = 128 probes on an H100/H200 (issue 13), everything into OUTDIR,
 # ~55 s (session 10's call A: 4-5 s for a probe's tests, 8-13 s a run): [bwd128] and the GQA/MQA
-# verification under each probe (default list: FB_SM90_BWD128=q64, the 64-query kernel on non-causal
-# passes, and mbranch, session 11's; a probe is picked once per process; a probe whose tests fail or
+# verification under each probe (default list: FB_SM90_BWD128=q64, the 64-query kernel on every pass,
+# and mbranch, session 11's; a probe is picked once per process; a probe whose tests fail or
 # hang is not timed), then
 # 6 cases of configs/sm90bwd-h200.json (16k tokens, 16 heads, d = 128: non-causal bf16 N 2048/4096/16384,
 # fp16 2048/8192, causal bf16 4096; every row verified) as default (beside the in-binary cudnn), each
@@ -42,7 +42,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 timed=()
 for v in "${variants[@]}"; do
   if [[ "$test_variants" != *" $v "* ]]; then timed+=("$v"); continue; fi  # its rows still verify
-  # Not the split-choice test: a probe runs GQA unsplit (the split exists for the default kernel only).
+  # Not the split-choice test: most probes run GQA unsplit (the split exists for the default kernels, q64 and q80c).
   step "tests-$v" env FB_SM90_BWD128="$v" "$tests" "[bwd128],GQA/MQA: the flash-sm90 backward verifies*"
   if [ "$step_rc" -eq 0 ]; then timed+=("$v"); else echo "$v: tests failed (rc=$step_rc), not timed" >&2; fi
 done

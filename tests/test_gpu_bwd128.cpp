@@ -1,5 +1,6 @@
 // GPU tests [gpu][bwd128]: the flash-sm90 backward at head dim 128 (kernels/flash_sm90/
-// flash_sm90_bwd_traits.h: 128 keys a block, 64 queries a step under a causal mask and 80 without one,
+// flash_sm90_bwd_traits.h: 128 keys a block, 80 queries a step where whole 80-query tiles pad little and
+// 64 elsewhere (q80_kernel(), flash_sm90_bwd.cu; FB_SM90_BWD128=q80c: 80 on every shape, q64: 64),
 // dQ split by columns of d between the two consumers) beside naive, against the fp64 reference, on shapes that reach the paths the session-8
 // variants change: the block's last rows past seq_k (dK/dV stored through shared memory as whole rows),
 // ring stages wrapping many times, more work tiles than SMs (persistent blocks loop), GQA groups looped
@@ -28,10 +29,15 @@ std::vector<Case> hdim128_bwd_cases() {
   struct Len {
     int q, k;
   };
-  // Around the 128-key block and the 64-query step; seq_q != seq_k both ways (causal: empty rows and
-  // diagonals at odd offsets); a block with one step (q = 1) and blocks with 65 steps (q = 4099).
-  const Len lengths[] = {{1, 1},   {63, 63},     {129, 129}, {200, 200},  {1025, 1025},
-                         {17, 300}, {300, 17}, {1, 4099},  {4099, 1000}, {4099, 4099}};
+  // Around the 128-key block and the 64- and 80-query steps; seq_q != seq_k both ways (causal: empty
+  // rows and diagonals at odd offsets); a block with one step (q = 1) and blocks with 65 steps
+  // (q = 4099). 81, 240 (whole 80-query tiles, not 64-query ones), 161 x 400 and 400 x 161: with 80
+  // queries a step under the causal mask (the default at 4099; every case under FB_SM90_BWD128=q80c) a
+  // key tile's first step starts up to 79 rows before its first visible row and the diagonal crosses
+  // 80-row tiles at every offset.
+  const Len lengths[] = {{1, 1},     {63, 63},   {129, 129}, {200, 200},  {1025, 1025}, {17, 300},
+                         {300, 17},  {1, 4099},  {4099, 1000}, {4099, 4099}, {81, 81},   {240, 240},
+                         {161, 400}, {400, 161}};
   const int heads[][2] = {{4, 1}, {4, 2}, {2, 2}, {8, 8}};
   std::vector<Case> cases;
   int i = 0;

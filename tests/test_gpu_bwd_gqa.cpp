@@ -28,9 +28,9 @@ using namespace fb;
 constexpr std::uint64_t kSeed = 20261201;
 
 // Few K/V tiles per SM (the shapes the split is for): 1 or 2 K/V heads, groups of 2 to 32, lengths
-// that are not whole 128-key tiles or 64/128-query steps, seq_q != seq_k both ways (causal: rows with
-// no key, and a diagonal that cuts the tiles at odd offsets), both masks, d = 64 and 128, both 16-bit
-// types, bwd and fwd_bwd. A unit summing the wrong heads, a partial added to the wrong K/V plane or key
+// that are not whole 128-key tiles or 64/80/128-query steps (560: whole 80-query ones), seq_q != seq_k
+// both ways (causal: rows with no key, and a diagonal that cuts the tiles at odd offsets), both
+// masks, d = 64 and 128, both 16-bit types, bwd and fwd_bwd. A unit summing the wrong heads, a partial added to the wrong K/V plane or key
 // tile, a missed scale on dK, or a unit never run fails dK or dV.
 std::vector<Case> gqa_bwd_cases() {
   struct Shape {
@@ -39,7 +39,7 @@ std::vector<Case> gqa_bwd_cases() {
   const Shape shapes[] = {{1, 8, 1, 1000, 1000}, {1, 8, 1, 129, 129},   {2, 8, 2, 333, 333},
                           {1, 4, 2, 1025, 1025}, {1, 32, 1, 700, 700},  {2, 16, 1, 190, 257},
                           {1, 8, 1, 1500, 900},  {1, 6, 2, 64, 65},     {3, 8, 2, 777, 777},
-                          {1, 8, 1, 4099, 4099}};
+                          {1, 8, 1, 4099, 4099}, {1, 16, 2, 560, 1210}};
   std::vector<Case> cases;
   int i = 0;
   for (const Shape& s : shapes)

@@ -50,11 +50,16 @@ int bwd64_variant() {
   return v;
 }
 
+// FB_SM90_BWD128=q80c (a host code, not a traits variant): 80 queries a step on every d = 128 pass,
+// GQA head splits too, without q80_kernel()'s padding rules (session 12's probe; tests use it to run the
+// 80-query kernels on every shape).
+constexpr int kBwd128Q80C = 1 << 20;
+
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
-// kernel for non-causal passes too: session 10's default), direct (session 7's kernel, dK/dV stored
-// straight from the accumulators), tail, poly (session 9's probes), mbranch (session 11's); each
-// of these runs the 64-query kernel on every pass. Unset or anything else: the default (80 queries a
-// step without a causal mask, 64 with one; q80_kernel() below).
+// kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
+// without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
+// tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
+// no head split. Unset or anything else: the default (q80_kernel() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -64,27 +69,52 @@ int bwd128_variant() {
     if (s == "poly") return kBwd128Poly;
     if (s == "mbranch") return kBwd128MaskBranch;
     if (s == "q64") return kBwd128Q64;
+    if (s == "q80c") return kBwd128Q80C;
     return kBwd64Default;
   }();
   return v;
 }
 
-// Whether p runs the 80-query kernel (BwdTraits::kQ80): the default at d = 128 without a causal mask
-// (session 11's call A, bf16, 16 heads: +5.9% / +3.1% / +5.6% over the 64-query kernel at N = 1024 /
-// 4096 / 16384, 0.975-1.035x cudnn), unless whole tiles of 80 queries pad seq_q by more than
-// kMaxQ80Padding over tiles of 64: at N = 512 (7 tiles of 80, 9.4% more query rows) the extra work
-// would cost more than the ~6% the step gained at N = 1024 (1.6% padding). Under a causal mask
-// FlashAttention-3 keeps 64 queries a step too (not measured here).
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
-bool q80_kernel(const AttentionParams& p) {
-  constexpr double kMaxQ80Padding = 1.03;
-  return p.head_dim == 128 && !p.causal && bwd128_variant() == kBwd64Default &&
-         round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
+
+// Query rows a causal pass computes per (K/V plane, query head) in tiles of block_m queries: each
+// 128-key tile runs from the query tile that holds its first visible row to the last one.
+std::int64_t causal_rows(const AttentionParams& p, int block_m) {
+  constexpr int kKeyTile = 128;  // BwdTraits<*, 128>::kBlockN
+  const CausalMask mask = p.mask();
+  const int tiles = (p.seq_q + block_m - 1) / block_m;
+  std::int64_t rows = 0;
+  for (int n0 = 0; n0 < p.seq_k; n0 += kKeyTile)
+    rows += std::int64_t(tiles - mask.first_q_tile(n0, block_m)) * block_m;
+  return rows;
 }
 
-// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p));
-// backward_unsupported vets the first two.
-template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, F&& f) {
+// Whether p runs the 80-query kernel (BwdTraits::kQ80; head splits too): the default at d = 128 where
+// the query rows it computes are not too many more than 64-query tiles': both steps cost about the same
+// per row, the 80-query one some 6-9% less.
+//   No causal mask (session 11's call A, bf16, 16 heads: +5.9% / +3.1% / +5.6% over 64 queries at
+//   N = 1024 / 4096 / 16384): whole tiles of 80 pad seq_q by at most kMaxQ80Padding over tiles of 64
+//   (N = 512: 7 tiles of 80, 9.4% more rows, keeps 64; not measured there).
+//   Causal mask (session 12's call A, bf16: +4.6% / +4.9% at N = 4096 / 16384 with 16 heads, +1.8% /
+//   +5.9% with 32 q / 8 kv heads, +2.7% / +7.1% with 32 q / 1 kv head (head split), 0.995x at N = 1024):
+//   each key tile's steps start at the 80-query tile holding its first visible row, so the rows over a
+//   plane (causal_rows) grow by 7.6% / 5.7% / 4.5% / 0.6% over 64-query tiles at N = 1k / 2k / 4k / 16k;
+//   at most kMaxQ80CausalRowsPct percent of those (N = 3072 and 4096 in; 1024 and 2048 out, 2048 not
+//   measured).
+// FlashAttention-3 keeps 64 queries a step under a causal mask.
+bool q80_kernel(const AttentionParams& p) {
+  constexpr double kMaxQ80Padding = 1.03;
+  constexpr std::int64_t kMaxQ80CausalRowsPct = 105;  // integers: N = 3072 is exactly 105%
+  if (p.head_dim != 128) return false;
+  if (bwd128_variant() == kBwd128Q80C) return true;  // every pass (probe, tests)
+  if (bwd128_variant() != kBwd64Default) return false;
+  if (p.causal) return causal_rows(p, 80) * 100 <= kMaxQ80CausalRowsPct * causal_rows(p, 64);
+  return round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
+}
+
+// Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
+// pass's mask); backward_unsupported vets the first two.
+template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, bool causal, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -98,9 +128,10 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
-        default:
+        default:  // q64, q80c too
+          if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
           if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
-          return f(BwdTraits<Elem, 128>{});  // q64 too
+          return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
@@ -109,22 +140,23 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), f);
-    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), f);
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, f);
+    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
 }
 
 // f(BwdTraits<Elem, D, kBwdHeadSplit>{}): the head-split kernel, d = 64 or 128 (head_split() is 1
-// elsewhere).
-template <typename Elem, typename F> auto with_split_head_dim(int head_dim, F&& f) {
+// elsewhere); q80 (q80_kernel(), d = 128): with 80 queries a step and the causal mask's compares.
+template <typename Elem, typename F> auto with_split_head_dim(int head_dim, bool q80, F&& f) {
   if (head_dim == 64) return f(BwdTraits<Elem, 64, kBwdHeadSplit>{});
+  if (q80) return f(BwdTraits<Elem, 128, kBwdHeadSplit | kBwd128Q80 | kBwd128Q80Mask>{});
   return f(BwdTraits<Elem, 128, kBwdHeadSplit>{});
 }
 template <typename F> auto with_split_traits(const AttentionParams& p, F&& f) {
-  if (p.dtype == Dtype::fp16) return with_split_head_dim<__half>(p.head_dim, f);
-  return with_split_head_dim<__nv_bfloat16>(p.head_dim, f);
+  if (p.dtype == Dtype::fp16) return with_split_head_dim<__half>(p.head_dim, q80_kernel(p), f);
+  return with_split_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), f);
 }
 
 // Keys per block and queries per step of the default kernel at this head dim.
@@ -154,8 +186,10 @@ int head_split(const AttentionParams& p) {
   if (group <= 1 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return 1;
-  // The split variant exists for the default kernels only.
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) || (p.head_dim == 128 && bwd128_variant() != kBwd64Default))
+  // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
+  const int v128 = bwd128_variant();
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
+      (p.head_dim == 128 && v128 != kBwd64Default && v128 != kBwd128Q64 && v128 != kBwd128Q80C))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no
@@ -446,14 +480,17 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   }
   FB_CUDA_CHECK_LAUNCH();
   if constexpr (Tr::kHeadSplit) {
-    // dK and dV from their accumulators: the same block layout as dQ's, per K/V plane and 64 keys.
+    // dK and dV from their accumulators: the same block layout as the 64-query kernel's dQ, per K/V
+    // plane and 64 keys (also under Q80: its partial blocks are 64 keys, kDkvBlockFloats).
+    using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
+    static_assert(DkvTr::kDqWgFloats == Tr::kDkvBlockFloats, "dK, dV partial blocks as DkvTr's dQ blocks");
     const int n_ktiles = int(key_tiles * (Tr::kBlockN / Tr::kDqRows));
     const std::int64_t kv_blocks = kv_planes * n_ktiles * Tr::kDqBlocks;
-    const std::int64_t acc_floats = kv_blocks * Tr::kDqWgFloats;
-    bwd_convert_dq_kernel<Tr><<<unsigned(kv_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+    const std::int64_t acc_floats = kv_blocks * Tr::kDkvBlockFloats;
+    bwd_convert_dq_kernel<DkvTr><<<unsigned(kv_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(
         dkv_acc, static_cast<typename Tr::Elem*>(p.dk), p.seq_k, n_ktiles);
     FB_CUDA_CHECK_LAUNCH();
-    bwd_convert_dq_kernel<Tr><<<unsigned(kv_blocks), Convert<Tr>::kThreads, 0, stream>>>(
+    bwd_convert_dq_kernel<DkvTr><<<unsigned(kv_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(
         dkv_acc + acc_floats, static_cast<typename Tr::Elem*>(p.dv), p.seq_k, n_ktiles);
     FB_CUDA_CHECK_LAUNCH();
   }

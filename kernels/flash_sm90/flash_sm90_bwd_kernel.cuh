@@ -351,16 +351,41 @@ __device__ __forceinline__ void send_acc_block(const BwdSmem<Tr>& sm, int cw, in
   if (ctid == 0) ptx::bulk_wait_group_read_all();
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
 #pragma unroll
-  for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+  for (int g = 0; g < Tr::kDkvBlockRegs / 4; ++g)
     ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, acc[r0 + 4 * g] * mul,
                          acc[r0 + 4 * g + 1] * mul, acc[r0 + 4 * g + 2] * mul,
                          acc[r0 + 4 * g + 3] * mul);
   ptx::fence_proxy_async_smem();
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
   if (ctid == 0) {
-    ptx::bulk_reduce_add_f32(dst, sm.dq(cw), Tr::kDqWgBytes);
+    ptx::bulk_reduce_add_f32(dst, sm.dq(cw), Tr::kDkvBlockBytes);
     ptx::bulk_commit_group();
   }
+}
+
+// Head split: this unit's partial dK (times the softmax scale) and dV for consumer cw's 64 keys, each
+// 64-column block staged as send_acc_block does and added into the fp32 accumulators (the convert
+// kernel writes dK and dV); then, unless persistent, wait for the reductions.
+template <typename Tr>
+__device__ __forceinline__ void send_dkv_partials(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                                  const BwdWork& w, int cw, int ctid, int wg_key0,
+                                                  const float (&dk)[Tr::kDkvRegs],
+                                                  const float (&dv)[Tr::kDkvRegs]) {
+  const std::int64_t planes = prm.kv_planes / prm.head_split;
+  const std::int64_t key_tiles64 = std::int64_t(prm.key_tiles) * (Tr::kBlockN / Tr::kWgKeys);
+  const std::int64_t block0 =
+      (std::int64_t(kv_plane<Tr>(prm, w)) * key_tiles64 + wg_key0 / Tr::kWgKeys) * Tr::kDqBlocks;
+  float* const acc_dv = prm.dkv_acc + planes * key_tiles64 * Tr::kDqBlocks * Tr::kDkvBlockFloats;
+#pragma unroll
+  for (int c = 0; c < Tr::kDqBlocks; ++c) {
+    send_acc_block<Tr>(sm, cw, ctid, dk, c * Tr::kDkvBlockRegs, prm.scale,
+                       prm.dkv_acc + (block0 + c) * Tr::kDkvBlockFloats);
+    send_acc_block<Tr>(sm, cw, ctid, dv, c * Tr::kDkvBlockRegs, 1.f,
+                       acc_dv + (block0 + c) * Tr::kDkvBlockFloats);
+  }
+  // Persistent: the kernel waits for the reductions after its last unit.
+  if constexpr (!Tr::kPersistent)
+    if (ctid == 0) ptx::bulk_wait_group_all();
 }
 
 // The staged dK/dV epilogue (BwdTraits::kEpiSmem; bwd_consume and bwd_consume_q80): dK (times the
@@ -568,23 +593,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   }
 
   if constexpr (Tr::kHeadSplit) {
-    // Partial dK (times the softmax scale) and dV of this unit's heads: each 64-column block staged
-    // as a dQ block and added into the fp32 accumulators (the convert kernel writes dK and dV).
-    const std::int64_t planes = prm.kv_planes / prm.head_split;
-    const std::int64_t key_tiles64 = std::int64_t(prm.key_tiles) * (Tr::kBlockN / Tr::kWgKeys);
-    const std::int64_t block0 =
-        (std::int64_t(kv_plane<Tr>(prm, w)) * key_tiles64 + wg_key0 / Tr::kWgKeys) * Tr::kDqBlocks;
-    float* const acc_dv = prm.dkv_acc + planes * key_tiles64 * Tr::kDqBlocks * Tr::kDqWgFloats;
-#pragma unroll
-    for (int c = 0; c < Tr::kDqBlocks; ++c) {
-      send_acc_block<Tr>(sm, cw, ctid, dk, c * Tr::kDqRegs, prm.scale,
-                         prm.dkv_acc + (block0 + c) * Tr::kDqWgFloats);
-      send_acc_block<Tr>(sm, cw, ctid, dv, c * Tr::kDqRegs, 1.f,
-                         acc_dv + (block0 + c) * Tr::kDqWgFloats);
-    }
-    // Persistent: the kernel waits for the reductions after its last unit.
-    if constexpr (!Tr::kPersistent)
-      if (ctid == 0) ptx::bulk_wait_group_all();
+    send_dkv_partials<Tr>(prm, sm, w, cw, ctid, wg_key0, dk, dv);
     return;
   }
   Elem* gdk = static_cast<Elem*>(prm.dk);
@@ -654,10 +663,12 @@ template <> __device__ __forceinline__ float2 unpack2_f32<__half>(std::uint32_t 
   return __half22float2(h);
 }
 
-// Q80 (d = 128, non-causal; BwdTraits::kQ80): consumer cw's keys [n0 + 64 cw, n0 + 64 cw + 64), 80
+// Q80 (d = 128; BwdTraits::kQ80): consumer cw's keys [n0 + 64 cw, n0 + 64 cw + 64), 80
 // queries a step. The order of bwd_consume (dV issued as P^T is packed, dQ before dK); dS goes to
 // shared memory query-major (row q: the block's 128 keys as two 64-key chunks, chunk cw written by
 // consumer cw) and dQ^T = K^T dS^T (A = K's chunk cw of d, MN-major; B = dS, K-major).
+// kQ80Mask (session 12): also causal passes, and the GQA head split's units (partial dK, dV into fp32
+// accumulators, as bwd_consume's split).
 template <typename Tr>
 __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdSmem<Tr>& sm,
                                                 const BwdBarriers<Tr>& bars, const BwdWork& w, int cw) {
@@ -671,6 +682,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   const int wg_key0 = w.n0 + cw * Tr::kWgKeys;
   const int col_lane = 2 * (lane % 4);  // first accumulator column
   const int seq_k = prm.mask.seq_k;
+  const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
   const int n_dq_tiles = prm.seq_pad / Tr::kBlockM;
   const BwdGemms<Tr> gemm(sm, cw);  // S^T, dP^T, dV, dK as bwd_consume's (N = 80, 5 k16 steps)
   // A of dQ^T: K's chunk cw (this consumer's 64 columns of d), MN-major; B: dS, K-major.
@@ -700,15 +712,29 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
 
     gemm.s_dp_t(s, dp, bars, st, parity);
 
-    // P^T = exp2(S^T * scale log2 e - LSE log2 e) (no mask: non-causal; keys past seq_k are zeros).
+    // P^T = exp2(S^T * scale log2 e - LSE log2 e); keys past seq_k are zeros. kQ80Mask: 0 right of
+    // the (bottom-right aligned) causal diagonal, on the steps where some of this consumer's keys are
+    // right of the step's first query's diagonal (the step's rows before the key tile's first visible
+    // row too: they see none of its keys).
+    const int m0 = mt * Tr::kBlockM;
+    const bool need_mask = Tr::kQ80Mask && prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset;
+    auto p_tile = [&](auto with_mask) {
 #pragma unroll
-    for (int j = 0; j < kColGroups; ++j) {
-      const int col = j * Tr::kMmaN + col_lane;
-      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+      for (int j = 0; j < kColGroups; ++j) {
+        const int col = j * Tr::kMmaN + col_lane;
+        const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
 #pragma unroll
-      for (int i = 4 * j; i < 4 * j + 4; ++i)
-        s[i] = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, i % 2 == 0 ? -lse.x : -lse.y));
-    }
+        for (int i = 4 * j; i < 4 * j + 4; ++i) {
+          float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, i % 2 == 0 ? -lse.x : -lse.y));
+          if (decltype(with_mask)::value && need_mask) {
+            const int key = wg_key0 + warp * Tr::kWarpKeys + lane / 4 + ((i / 2) % 2) * 8;
+            if (key > m0 + col + i % 2 + offset) x = 0.f;
+          }
+          s[i] = x;
+        }
+      }
+    };
+    p_tile(std::bool_constant<Tr::kQ80Mask>{});
     // P^T packed (S^T dies), dV issued; dS^T = P^T o (dP^T - D) then reads P^T back from the packed
     // 16-bit pairs. Keeping S^T in fp32 for dS^T while dV is issued is 228 live accumulator registers
     // at 80 queries (ptxas serialised the wgmmas), and waiting for dP^T before dV's issue lets ptxas
@@ -764,6 +790,12 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     ptx::fence_operands(dk);
     ptx::fence_operands(ds);
     ptx::mbar_arrive(bars.empty(st));
+  }
+  if constexpr (Tr::kHeadSplit) {
+    // The unit decoded again (one block per unit): kept across the loop, its plane was the one value
+    // ptxas spilled (4 bytes, bf16).
+    send_dkv_partials<Tr>(prm, sm, bwd_work<Tr>(prm, blockIdx.x), cw, ctid, wg_key0, dk, dv);
+    return;
   }
   if (ctid == 0) ptx::bulk_wait_group_all();
 

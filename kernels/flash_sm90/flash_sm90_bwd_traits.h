@@ -56,8 +56,9 @@ namespace fb::cuda::flash_sm90 {
 //                       step, dQ per consumer over its own keys).
 //   (kBwd128Persistent, the d = 128 kernel made persistent, measured 1-2% slower in session 6's call F and
 //   session 8's call A, with or without the staged epilogue at N >= 2048: removed.)
-//   kBwdHeadSplit       d = 64 or 128, GQA/MQA: the default kernel with a K/V tile's query heads split
-//                       over several blocks (work units), one block per unit. A group's heads looped in
+//   kBwdHeadSplit       d = 64 or 128, GQA/MQA: the default kernel (at d = 128 with 64 or 80 queries a
+//                       step, kBwd128Q80Mask below) with a K/V tile's query heads split over several
+//                       blocks (work units), one block per unit. A group's heads looped in
 //                       one block leave batch * kv_heads * key tiles blocks, as few as one per SM for
 //                       MQA, and under a causal mask the first key tile has twice the average work, so
 //                       the slowest block set the time (0.56-0.77x cuDNN at 8 or 32 q heads / 1 kv head).
@@ -89,7 +90,8 @@ namespace fb::cuda::flash_sm90 {
 //                       the default computes the compare and select of every element on every step
 //                       (36 ISETP and 32 FSEL a thread, beside the 32 MUFU and 32 FFMA), also without a
 //                       causal mask.
-//   kBwd128Q80          the d = 128 default without a causal mask (causal passes run 64 queries a step):
+//   kBwd128Q80          the d = 128 default where whole 80-query tiles pad little (q80_kernel(); under a
+//                       causal mask with kBwd128Q80Mask, since session 12):
 //                       FlashAttention-3's 80 queries a step (call A: +3-6% over 64, 0.975-1.035x cudnn). S^T, dP^T are m64n80 (40 registers each; a step's SS operand bytes per FLOP
 //                       fall by a tenth, and its waits, barriers and reductions by a fifth per FLOP); dV,
 //                       dK take 5 k16 steps. dQ is computed transposed, dQ^T = K^T dS^T (m64n80: M = this
@@ -99,6 +101,17 @@ namespace fb::cuda::flash_sm90 {
 //                       tiles transposed on the way). The dQ accumulator holds 80-query tiles of dQ^T in
 //                       the accumulators' order (its own convert kernel); the query padding is a multiple
 //                       of 80. Shared memory 226 KB (Q, dO, dS and the dQ staging are 80 rows).
+//   Session 12 at d = 128 (a bit with kBwd128Q80; the default where q80_kernel() picks 80 queries,
+//   flash_sm90_bwd.cu; FB_SM90_BWD128=q64 runs the 64-query kernels instead):
+//   kBwd128Q80Mask      the 80-query kernel with the causal mask's compares (causal passes; and every
+//                       GQA head split at 80 queries, as kBwdHeadSplit | kBwd128Q80 | kBwd128Q80Mask).
+//                       The mask at an 80-query granularity: a key tile's first step starts at the
+//                       80-query tile that holds its first visible row (up to 79 rows before it,
+//                       masked), and a consumer's step needs the compares where its last key is right
+//                       of the step's first row's diagonal. Call A: +1.8-7.1% over 64 queries at
+//                       N = 4096 and 16384 (16 heads, 32/8 and 32/1 split), 0.995x at N = 1024. The
+//                       non-causal Q80 kernel stays without the compares. (Measured and removed: the
+//                       compares behind a branch, q80cm, below q80c on 6 of 7 rows.)
 //   (Measured and removed in session 9: dQ added from registers with red.global.add.v4.f32, 1-7% slower;
 //   each key tile walking its query tiles from a different start, so that a plane's blocks in flight
 //   add into different dQ tiles, 0-1% slower; the two probes above with it, 1-2.5% slower.)
@@ -109,7 +122,7 @@ namespace fb::cuda::flash_sm90 {
 //   (bit 512), level with the default in call A.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096;
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -125,7 +138,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // Head split: a block per unit (the launcher models the hardware's scheduling of them).
   static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
   static constexpr bool kSplitHead = kHeadDim == 256;
-  static constexpr bool kHeadSplit = kVariant64 == kBwdHeadSplit;  // GQA work units (above)
+  // GQA work units (above); at d = 128 also with 80 queries a step (kBwd128Q80 | kBwd128Q80Mask).
+  static constexpr bool kHeadSplit = (kVariant64 & ~(kBwd128Q80 | kBwd128Q80Mask)) == kBwdHeadSplit;
   // dK and dV leave through shared memory as whole rows (d = 128 unless direct; the persistent d = 64
   // kernel unless direct; not with the head split, whose dK and dV are partial sums reduced like dQ).
   static constexpr bool kEpiSmem = !kHeadSplit && ((kHeadDim == 128 && kVariant64 != kBwd128Direct) ||
@@ -136,7 +150,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // Of every 8 accumulator registers of S^T, this many take exp2_poly (the rest ex2.approx).
   static constexpr int kExp2PolyEighths = (kBits128 & kBwd128Poly) != 0 ? 2 : 0;
   static constexpr bool kMaskBranch = (kBits128 & kBwd128MaskBranch) != 0;
-  static constexpr bool kQ80 = (kBits128 & kBwd128Q80) != 0;
+  static constexpr bool kQ80 = kHeadDim == 128 && (kVariant64 & kBwd128Q80) != 0;
+  // The 80-query kernel with the causal mask's compares (the non-causal Q80 kernel has none).
+  static constexpr bool kQ80Mask = kQ80 && (kVariant64 & kBwd128Q80Mask) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -204,6 +220,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr int kPBuffers = kSplitHead ? kDsBuffers : 0;
   static constexpr int kDqWgFloats = kDqTileRows * kDqCols;
   static constexpr int kDqWgBytes = kDqWgFloats * int(sizeof(float));  // one consumer's dQ block
+  // Head split: a 64-key by kDqCols block of a dK or dV accumulator (its fp32 partial sums; Q80's dQ
+  // blocks are 80 queries, these stay 64 keys).
+  static constexpr int kDkvBlockRegs = kWgKeys * kDqCols / kWgThreads;
+  static constexpr int kDkvBlockFloats = kWgKeys * kDqCols;
+  static constexpr int kDkvBlockBytes = kDkvBlockFloats * int(sizeof(float));
 
   static constexpr int kOffK = 0;
   static constexpr int kOffV = kOffK + kKVBytes;
@@ -241,9 +262,12 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kHeadDim % kChunkElems == 0, "d is a whole number of 128-byte chunks");
   static_assert(kDqCols == kChunkElems, "a consumer's dQ columns are one 64-column chunk of K");
   static_assert(kQ80 || kBlockM % kChunkElems == 0, "a dS^T row is whole 128-byte swizzled chunks");
-  static_assert(!kQ80 || (kBlockN == kConsumerWgs * kChunkElems && kSplitDq && kEpiSmem && !kTail &&
-                          !kMaskBranch && kExp2PolyEighths == 0),
-                "Q80: a dS row is one 64-key chunk per consumer; the staged epilogue; alone");
+  static_assert(!kQ80 || (kBlockN == kConsumerWgs * kChunkElems && kSplitDq && (kEpiSmem || kHeadSplit) &&
+                          !kTail && !kMaskBranch && kExp2PolyEighths == 0),
+                "Q80: a dS row is one 64-key chunk per consumer; the staged epilogue (or the head "
+                "split's partial sums); alone");
+  static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
+  static_assert(!kHeadSplit || kDkvBlockBytes <= kDqWgBytes, "dK, dV partial blocks stage in the dQ buffer");
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqTileRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
@@ -251,7 +275,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
-                                                         kBwd128Q80)) == 0)),
+                                                         kBwd128Q80 | kBwd128Q80Mask)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
