@@ -109,8 +109,9 @@ template <int kHeadDim> int main_tf32_key_tile();
 // row-major accumulator, kDqRed2: session 10's dQ); unset or `standard`: the default. Anything else is
 // refused (std::invalid_argument; `s6` and `desc`, measured in session 7, were removed in session 8;
 // `stagger`, measured in session 9, became d = 64 causal's default and is no longer a probe; `dqtile`,
-// measured in session 11's call A, became the default).
-enum class GridVariant { standard, lean, tail, notail, dqrows };
+// measured in session 11's call A, became the default). `splittile` (session 12): the default, with the
+// tiled dQ accumulator also under a GQA head split (flash_bwd.cu split_dq_tiled()).
+enum class GridVariant { standard, lean, tail, notail, dqrows, splittile };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.
