@@ -8,7 +8,7 @@
 #   2. configs/flashbwd-gqa-h200.json (bf16, d = 128, 32/8, 32/1, 8/8, 8/1 query/K-V heads, N 1k/4k/16k,
 #      both masks) as standard, probes, [torch-flash], probes reversed, standard: the variants interleaved
 #      around FlashAttention-2 (scripts/peers.py on the same spec). PROBES (default
-#      "splittile:kv1-.*causal s1:kv1-n16384.*causal") are variants, each optionally VARIANT:REGEX to time
+#      "splittile:kv1-.*causal s1:h32-kv1-n16384.*causal") are variants, each optionally VARIANT:REGEX to time
 #      only the rows whose key matches. A variant is an FB_FLASH_BWD value, or sN (the default with
 #      FB_FLASH_BWD_SPLIT=N: s1 = no head split), or NAME+sN (both). Each probe's first run verifies every
 #      row it times; the default's too unless VERIFY_DEFAULT=0. PAIRS (default 2) runs per variant;
@@ -17,6 +17,7 @@
 #      time per probe (> 1: the probe is faster), the runs' spread; then per variant the FA2 ratios' range.
 #     BUILD=build-h200 scripts/flashbwd_s12.sh OUTDIR
 set -uo pipefail
+set -f  # the probe filters and test specs hold glob characters
 step_timeout=40 step_tail=2 step_name_width=16
 . "$(dirname "$0")/h200_step.sh"
 h200_dirs "${1:?usage: scripts/flashbwd_s12.sh OUTDIR}"
@@ -33,7 +34,7 @@ bstep() {
   fi
   STEP_TIMEOUT=$((left < step_timeout ? left : step_timeout)) step "$@"
 }
-probe_specs=${PROBES-splittile:kv1-.*causal s1:kv1-n16384.*causal}
+probe_specs=${PROBES-splittile:kv1-.*causal s1:h32-kv1-n16384.*causal}
 probes=$(for p in $probe_specs; do printf '%s ' "${p%%:*}"; done)
 filter_of() {  # variant -> its row filter ('' = every row)
   local p
