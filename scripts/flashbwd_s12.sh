@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Session 12's device probe of the portable flash backward on GQA/MQA (issue 13), everything into OUTDIR
 # (~50 s on a built tree):
-#   1. checks: per entry of TEST_PROBES (VARIANT:SPEC, default "splittile:[flash_split],[flash_tail]") the
-#      GPU tests SPEC under that variant; per variant in VERIFY_VARIANTS (default "splittile")
+#   1. checks: per entry of TEST_PROBES (VARIANT:SPEC, default "standard:[flash_split],[flash_tail]") the
+#      GPU tests SPEC under that variant; per variant in VERIFY_VARIANTS (default "standard")
 #      `flashbench verify --pass bwd`, both masks, on odd GQA/MQA shapes the launcher splits (by query
 #      heads, and d = 128 MQA of 1025 keys: 9 key tiles, split causal and not);
 #   2. configs/flashbwd-gqa-h200.json (bf16, d = 128, 32/8, 32/1, 8/8, 8/1 query/K-V heads, N 1k/4k/16k,
 #      both masks) as standard, probes, [torch-flash], probes reversed, standard: the variants interleaved
 #      around FlashAttention-2 (scripts/peers.py on the same spec). PROBES (default
-#      "splittile:kv1-.*causal s1:h32-kv1-n16384.*causal") are variants, each optionally VARIANT:REGEX to time
+#      "splitrows:kv1-.*causal s1:h32-kv1-n16384.*causal"; call A of session 12 ran "splittile:kv1-.*causal
+#      s1:h32-kv1-n16384.*causal splittile+s16:h32-kv1-n16384.*causal", before splittile became the d = 128
+#      default) are variants, each optionally VARIANT:REGEX to time
 #      only the rows whose key matches. A variant is an FB_FLASH_BWD value, or sN (the default with
 #      FB_FLASH_BWD_SPLIT=N: s1 = no head split), or NAME+sN (both). Each probe's first run verifies every
 #      row it times; the default's too unless VERIFY_DEFAULT=0. PAIRS (default 2) runs per variant;
@@ -34,7 +36,7 @@ bstep() {
   fi
   STEP_TIMEOUT=$((left < step_timeout ? left : step_timeout)) step "$@"
 }
-probe_specs=${PROBES-splittile:kv1-.*causal s1:h32-kv1-n16384.*causal}
+probe_specs=${PROBES-splitrows:kv1-.*causal s1:h32-kv1-n16384.*causal}
 probes=$(for p in $probe_specs; do printf '%s ' "${p%%:*}"; done)
 filter_of() {  # variant -> its row filter ('' = every row)
   local p
@@ -52,14 +54,14 @@ env_of() {  # variant -> its environment (FB_FLASH_BWD=.. [FB_FLASH_BWD_SPLIT=..
   echo "FB_FLASH_BWD=$v${split:+ FB_FLASH_BWD_SPLIT=$split}"
 }
 
-for tp in ${TEST_PROBES-"splittile:[flash_split],[flash_tail]"}; do  # VARIANT:SPEC
+for tp in ${TEST_PROBES-"standard:[flash_split],[flash_tail]"}; do  # VARIANT:SPEC
   v=${tp%%:*}
   bstep "tests-$v" env $(env_of "$v") "$tests" "${tp#*:}"
 done
 verify_shapes=("--seq 1000 --batch 3 --heads 12 --kv-heads 6 --dim 128 --dtype bf16"
                "--seq 1025 --heads 32 --kv-heads 1 --dim 128 --dtype bf16"
                "--seq 333 --heads 8 --kv-heads 1 --dim 64 --dtype fp16")
-for v in ${VERIFY_VARIANTS-splittile}; do
+for v in ${VERIFY_VARIANTS-standard}; do
   cmd="true"
   for shape in "${verify_shapes[@]}"; do cmd+=" && '$fb' verify -q $shape --causal both --pass bwd"; done
   bstep "verify-$v" env $(env_of "$v") sh -c "$cmd"

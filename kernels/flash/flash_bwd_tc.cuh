@@ -1409,8 +1409,9 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // Session 11 (call A, probe `dqtile`): every default runs with kDqTiled (`dq_tiled`, `noncausal_dq_tiled`,
 // `tail_dq_tiled`: +7.5-10.5% on every long-N row); `type`, `noncausal` and `tail` run under `dqrows`
 // (and `tail` under the probe `tail`), `split` (row-major dQ) wherever the GQA head split runs.
-// Session 12 (probe `splittile`, flash_bwd.cu split_dq_tiled()): `split_dq_tiled` = `split` with kDqTiled,
-// where the head split runs.
+// Session 12 (call A, probe `splittile`: +4.2-15.2% on causal MQA): `split_dq_tiled` = `split` with
+// kDqTiled, where the head split runs at d = 128 (and at d = 64 under `splittile`); `split` at d = 64 and
+// under the probe `splitrows` (flash_bwd.cu split_dq_tiled()).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
@@ -1430,7 +1431,7 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using noncausal_dq_tiled = dq_tiled;
   using tail_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
                                      true, false, true, false, false, false, false, false, true, true>;
-  // `split` with the tiled dQ accumulator (session 12's probe `splittile`).
+  // `split` with the tiled dQ accumulator: the default under a head split since session 12.
   using split_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
                                       true, false, true, false, false, true, false, false, false, true>;
 };
@@ -1453,7 +1454,7 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using noncausal_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
                                           false, false, false, false, false, false, false, false, false,
                                           false, true>;
-  // `split` with the tiled dQ accumulator (session 12's probe `splittile`).
+  // `split` with the tiled dQ accumulator (the probe `splittile`; not measured at d = 64).
   using split_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true,
                                       true, false, true, false, false, true, false, false, false, true>;
 };
@@ -1601,7 +1602,8 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::tail:
         case GridVariant::notail:
         case GridVariant::dqrows:
-        case GridVariant::splittile: break;
+        case GridVariant::splittile:
+        case GridVariant::splitrows: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);

@@ -17,3 +17,6 @@
 # default's timed rows run unverified (its kernels were verified on these rows in session 11's final call).
 PROBES="splittile:kv1-.*causal s1:h32-kv1-n16384.*causal splittile+s16:h32-kv1-n16384.*causal" VERIFY_DEFAULT=0 PAIRS=2 BUDGET=63 \
   BUILD=$BUILD scripts/flashbwd_s12.sh $OUTDIR
+# After call A (results/h200/s12/callA/flashbwd/): splittile's split kernels became the default at d = 128
+# (flash_bwd.cu split_dq_tiled()); FB_FLASH_BWD=splittile now differs from the default at d = 64 only, and
+# splitrows runs session 8-11's row-major split kernels.
