@@ -109,8 +109,10 @@ template <int kHeadDim> int main_tf32_key_tile();
 // row-major accumulator, kDqRed2: session 10's dQ); unset or `standard`: the default. Anything else is
 // refused (std::invalid_argument; `s6` and `desc`, measured in session 7, were removed in session 8;
 // `stagger`, measured in session 9, became d = 64 causal's default and is no longer a probe; `dqtile`,
-// measured in session 11's call A, became the default).
-enum class GridVariant { standard, lean, tail, notail, dqrows };
+// measured in session 11's call A, became the default). Under a GQA head split (flash_bwd.cu
+// split_dq_tiled()): `splittile` the split kernels with the tiled dQ accumulator at every head_dim (the
+// default at d = 128 since session 12), `splitrows` with session 8's row-major dQ at every head_dim.
+enum class GridVariant { standard, lean, tail, notail, dqrows, splittile, splitrows };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

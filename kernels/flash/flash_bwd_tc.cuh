@@ -1409,6 +1409,9 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // Session 11 (call A, probe `dqtile`): every default runs with kDqTiled (`dq_tiled`, `noncausal_dq_tiled`,
 // `tail_dq_tiled`: +7.5-10.5% on every long-N row); `type`, `noncausal` and `tail` run under `dqrows`
 // (and `tail` under the probe `tail`), `split` (row-major dQ) wherever the GQA head split runs.
+// Session 12 (call A, probe `splittile`: +4.2-15.2% on causal MQA): `split_dq_tiled` = `split` with
+// kDqTiled, where the head split runs at d = 128 (and at d = 64 under `splittile`); `split` at d = 64 and
+// under the probe `splitrows` (flash_bwd.cu split_dq_tiled()).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
@@ -1428,6 +1431,9 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   using noncausal_dq_tiled = dq_tiled;
   using tail_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
                                      true, false, true, false, false, false, false, false, true, true>;
+  // `split` with the tiled dQ accumulator: the default under a head split since session 12.
+  using split_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
+                                      true, false, true, false, false, true, false, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   // Causal: kStagger in place of kSplitS (session 9, call A: +0.4-0.7% in both interleaved runs at
@@ -1448,6 +1454,9 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using noncausal_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
                                           false, false, false, false, false, false, false, false, false,
                                           false, true>;
+  // `split` with the tiled dQ accumulator (the probe `splittile`; not measured at d = 64).
+  using split_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true,
+                                      true, false, true, false, false, true, false, false, false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
@@ -1515,7 +1524,9 @@ void run_convert_dq_tiled(const float* dq_acc, void* dq, std::int64_t batch_head
   using Tr = typename Cfg::dq_tiled;
   // Every kDqTiled kernel of this head_dim writes the same layout.
   using Nc = typename Cfg::noncausal_dq_tiled;
-  static_assert(Nc::kBlockM == Tr::kBlockM && Nc::kDqWarpsM == Tr::kDqWarpsM && Nc::kDqCols == Tr::kDqCols,
+  using Sp = typename Cfg::split_dq_tiled;
+  static_assert(Nc::kBlockM == Tr::kBlockM && Nc::kDqWarpsM == Tr::kDqWarpsM && Nc::kDqCols == Tr::kDqCols &&
+                    Sp::kBlockM == Tr::kBlockM && Sp::kDqWarpsM == Tr::kDqWarpsM && Sp::kDqCols == Tr::kDqCols,
                 "one tiled dQ layout per head_dim");
   const int m_tiles = (seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
   const std::int64_t blocks = batch_heads * m_tiles;
@@ -1553,8 +1564,9 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
   if (Cfg::type::kSmemBytes <= optin) {
     if constexpr (Cfg::type::kWarpGrid) {
       // The launcher (flash_bwd.cu: tail_split(), head_split(), dq_tiled()) asks for the tail split
-      // (non-causal), the head split and the tiled dQ only where this kernel runs, and never for the
-      // head split with either of the others.
+      // (non-causal), the head split and the tiled dQ only where this kernel runs, never for the tail
+      // split with the head split, and for the head split with the tiled dQ only where
+      // split_dq_tiled() allows it.
       if (how.tail) {
         if (a.mask.causal || a.head_split < 2)
           throw std::logic_error("flash backward: tail split on a causal grid or without its count");
@@ -1569,8 +1581,11 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         return;
       }
       if (a.head_split > 1) {
-        if (how.dq_tiled) throw std::logic_error("flash backward: head split with the tiled dQ");
-        launch_main_tc<typename Cfg::split>(a, stream);
+        if (how.dq_tiled) {
+          launch_main_tc<typename Cfg::split_dq_tiled>(a, stream);
+        } else {
+          launch_main_tc<typename Cfg::split>(a, stream);
+        }
         return;
       }
       if (how.dq_tiled) {
@@ -1586,7 +1601,9 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::standard:
         case GridVariant::tail:
         case GridVariant::notail:
-        case GridVariant::dqrows: break;
+        case GridVariant::dqrows:
+        case GridVariant::splittile:
+        case GridVariant::splitrows: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
