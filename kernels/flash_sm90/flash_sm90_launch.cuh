@@ -62,6 +62,11 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            (session 10; default at d = 128 since session 11's call A)
 //   l2hint   the TMA loads under L2 policies: Q evict-first, K/V evict-last (kOptL2Hint; session 11; on top
 //            of the head dim's shipped variant only: with another variant word it is ignored)
+//   ustage   the main loop once per ring stage of a work tile's first K/V tile, two K/V tiles a pass, so that
+//            every stage in it is a literal and the wgmma descriptors and barrier addresses are built on the
+//            uniform datapath (kOptUniformStage; session 12; on top of the head dim's shipped variant only)
+//   poly     one exponential in 8 of the softmax on the FMA pipe (exp2_poly) instead of MUFU.EX2
+//            (kOptExp2Poly; session 12; on top of the head dim's shipped variant only)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -102,6 +107,8 @@ struct FwdDefaults {
   // causal N = 512, 0.962x non-causal 16k), so off there.
   static constexpr int kTileRecHeadDim = 128;
   static constexpr bool kL2Hint = false;
+  static constexpr bool kUniformStage = false;
+  static constexpr bool kExp2Poly = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -115,6 +122,8 @@ struct FwdProbe {
   int q_align = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kQAlignHeadDim)
   int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
+  bool uniform_stage = false;
+  bool exp2_poly = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -144,6 +153,8 @@ inline FwdProbe fwd_probe() {
     f.q_align = has("qalign") ? 1 : has("noqalign") ? 0 : -1;
     f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
+    f.uniform_stage = pick("ustage", FwdDefaults::kUniformStage);
+    f.exp2_poly = pick("poly", FwdDefaults::kExp2Poly);
     return f;
   }();
   return probe;
@@ -230,10 +241,12 @@ void launch_fwd_bits(unsigned want, const AttentionParams& p, Dtype t, cudaStrea
   else launch_fwd_bits<Tr, kOpt, kRest...>(want, p, t, stream);
 }
 
-// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint.
+// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage, poly.
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (fwd_probe().l2_hint ? kOptL2Hint : 0u);
-  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint>(want, p, t, stream);
+  const FwdProbe probe = fwd_probe();
+  const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
+                        (probe.uniform_stage ? kOptUniformStage : 0u) | (probe.exp2_poly ? kOptExp2Poly : 0u);
+  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage, kOptExp2Poly>(want, p, t, stream);
 }
 
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
