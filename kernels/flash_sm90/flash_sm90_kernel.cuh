@@ -22,7 +22,6 @@
 
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
-#include "common/exp2_poly.h"
 #include "common/mask.h"
 #include "common/tile_order.h"
 #include "common/softmax.cuh"
@@ -93,15 +92,9 @@ inline constexpr unsigned kOptL2Hint = 128u;
 //                     barrier address of the iteration is rebuilt in ordinary registers and moved over with
 //                     R2UR (~90 of the d = 64 loop's 487 SASS instructions precede its first wgmma). With it the
 //                     stages are literals and ptxas builds those on the uniform datapath: 425-443 instructions a
-//                     K/V tile at d = 64 (bf16, unmasked), 480-507 against 531 at d = 128 (session 12)
+//                     K/V tile at d = 64 (bf16, unmasked), 480-507 against 531 at d = 128 (session 12; the
+//                     default at d = 64 since its call A, FwdDefaults::kUniformStageHeadDim)
 inline constexpr unsigned kOptUniformStage = 8u;
-//   kOptExp2Poly      one exponential in kPolyEvery of the softmax (accumulator index i % kPolyEvery ==
-//                     kPolyEvery - 1) on the FMA pipe (exp2_poly, common/exp2_poly.h: degree 3, relative error
-//                     ~1e-4 against P's 16-bit rounding of 2^-9 / 2^-12) instead of MUFU.EX2 (16 a clock per
-//                     SM): at d = 64 three warps per scheduler need 3 x 66 MUFU.EX2 = 1584 MUFU cycles per
-//                     round of 128-key tiles against ~1536 cycles of dense tensor work (session 12)
-inline constexpr unsigned kOptExp2Poly = 32u;
-inline constexpr int kPolyEvery = 8;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -272,8 +265,7 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
 // the running max m (exp2 domain) and this lane's partial row sums l, turns s into P in place, and
 // returns in alpha the factor the O rows must be rescaled by. Index 0/1 = the thread's two rows
 // (r and r + 8 of its warp's 16).
-// kPoly: every kPolyEvery-th exponential by exp2_poly (kOptExp2Poly).
-template <typename Tr, bool kPoly = false>
+template <typename Tr>
 __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
                                              float (&alpha)[2], const int (&key_end)[2],
                                              bool need_mask, int key0, float scale_log2) {
@@ -307,8 +299,7 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
 #pragma unroll
   for (int i = 0; i < Tr::kSRegs; ++i) {
     const int hf = (i / 2) % 2;
-    const float x = fmaf(s[i], scale_log2, -m_sub[hf]);
-    s[i] = kPoly && i % kPolyEvery == kPolyEvery - 1 ? exp2_poly(x) : ptx::exp2_approx(x);
+    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
     sum[hf][(i / 4) % 2] += s[i];
   }
 #pragma unroll
@@ -354,7 +345,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                           (kOpt & kOptXTile) != 0;
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   constexpr bool kUStage = Tr::kIntraOverlap && (kOpt & kOptUniformStage) != 0;
-  constexpr bool kPoly = (kOpt & kOptExp2Poly) != 0;
   static_assert(!kUStage || Tr::kStages == 2, "kOptUniformStage: one main loop per stage of a 2-stage ring");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
@@ -564,7 +554,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           xtile_finish();
           zero_o();
         }
-        softmax_step<Tr, kPoly>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
+        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
         // One step of the loop, tile j: its K stage st and the V stage prev of tile j - 1 (ints, or
@@ -584,7 +574,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
           release(bars.k_empty(st));
-          softmax_step<Tr, kPoly>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+          softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
           // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower, and again
@@ -666,8 +656,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::fence_operands(s);
         release(bars.k_empty(st));
         if (Tr::kSeparateO && j == n_tiles - 1) release(qr.empty(q_slot));
-        softmax_step<Tr, kPoly>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
-                                scale_log2);
+        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+                         scale_log2);
         rescale_o<Tr>(o, alpha);
         pack_p<Tr>(p, s);
         ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
