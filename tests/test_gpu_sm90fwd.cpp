@@ -3,7 +3,9 @@
 // first one starting before row 0; the default at d = 64) and the `trec` probe (each work tile's plane, rows
 // and K/V tile count from the producer's record instead of derived); session 10's `xskip` (measured and
 // removed) ran them too, as did session 11's probes (`stlate`, `ostg`, `kv4`: measured and removed; `l2hint`).
-// trec is the default at d = 128 since session 11 (`notrec` turns it off). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
+// trec is the default at d = 128 since session 11 (`notrec` turns it off); session 12's `ustage` (the main loop
+// once per ring stage of a work tile's first K/V tile: odd and even K/V tile counts, partial tiles) passed them
+// with `poly` (measured and removed) and is the default at d = 64 since (`noustage` turns it off). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
 // per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
 // device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
 #include <cstdint>

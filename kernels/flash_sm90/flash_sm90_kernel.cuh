@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only: nothing here links libcuda)
 #include <cuda_runtime.h>
@@ -83,6 +84,17 @@ inline constexpr unsigned kOptTileRec = 16u;
 //                     K and V evict-last (read again by every query tile of the plane, and by the group()
 //                     query heads of a K/V head), so that Q's lines, not K/V's, make way when L2 fills
 inline constexpr unsigned kOptL2Hint = 128u;
+//   kOptUniformStage  with kIntraOverlap and a 2-stage ring: the main loop is instantiated once per ring stage
+//                     of the work tile's first K/V tile (a branch on its parity per work tile), so that each
+//                     iteration's stages are a compile-time function of the loop counter, which ptxas keeps
+//                     in a uniform register. Otherwise they derive from the ring position (it + j, it read
+//                     from shared memory and so per-thread for ptxas), and every wgmma descriptor and
+//                     barrier address of the iteration is rebuilt in ordinary registers and moved over with
+//                     R2UR (~90 of the d = 64 loop's 487 SASS instructions precede its first wgmma). With it the
+//                     stages are literals and ptxas builds those on the uniform datapath: 425-443 instructions a
+//                     K/V tile at d = 64 (bf16, unmasked), 480-507 against 531 at d = 128 (session 12; the
+//                     default at d = 64 since its call A, FwdDefaults::kUniformStageHeadDim)
+inline constexpr unsigned kOptUniformStage = 8u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -332,6 +344,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kXTile = Tr::kIntraOverlap && Tr::kSeparateO && Tr::kConsumerWgs == 2 &&
                           (kOpt & kOptXTile) != 0;
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
+  constexpr bool kUStage = Tr::kIntraOverlap && (kOpt & kOptUniformStage) != 0;
+  static_assert(!kUStage || Tr::kStages == 2, "kOptUniformStage: one main loop per stage of a 2-stage ring");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -543,9 +557,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
-        for (int j = 1; j < wg_tiles; ++j) {
-          const int st = stage_of(it + j);
-          const int prev = stage_of(it + j - 1);
+        // One step of the loop, tile j: its K stage st and the V stage prev of tile j - 1 (ints, or
+        // std::integral_constant under kUStage).
+        auto step = [&](int j, auto st_, auto prev_) {
+          const int st = int(st_), prev = int(prev_);
           ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
           ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
           turn_begin();
@@ -559,8 +574,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
           release(bars.k_empty(st));
-          softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
-                           scale_log2);
+          softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
           // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower, and again
@@ -571,6 +585,23 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           release(bars.v_empty(prev));
           if constexpr (!kEarlyRescale) rescale_o<Tr>(o, alpha);
           pack_p<Tr>(p, s);
+        };
+        if constexpr (kUStage) {
+          // Two steps per pass with literal stages (tile 0 in stage k0: odd tiles in k1, even in k0), in
+          // one copy of the loop per k0.
+          auto loop = [&](auto k0, auto k1) {
+            for (int j = 1; j < wg_tiles; j += 2) {
+              step(j, k1, k0);
+              if (j + 1 == wg_tiles) break;
+              step(j + 1, k0, k1);
+            }
+          };
+          using S0 = std::integral_constant<int, 0>;
+          using S1 = std::integral_constant<int, 1>;
+          if (stage_of(it) == 0) loop(S0{}, S1{});
+          else loop(S1{}, S0{});
+        } else {
+          for (int j = 1; j < wg_tiles; ++j) step(j, stage_of(it + j), stage_of(it + j - 1));
         }
         // Every S of this tile is done: its Q slot may take a later tile's Q (unless O is staged there).
         if constexpr (Tr::kSeparateO) release(qr.empty(q_slot));

@@ -62,6 +62,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            (session 10; default at d = 128 since session 11's call A)
 //   l2hint   the TMA loads under L2 policies: Q evict-first, K/V evict-last (kOptL2Hint; session 11; on top
 //            of the head dim's shipped variant only: with another variant word it is ignored)
+//   ustage   the main loop once per ring stage of a work tile's first K/V tile, two K/V tiles a pass, so that
+//            every stage in it is a literal and the wgmma descriptors and barrier addresses are built on the
+//            uniform datapath (kOptUniformStage; session 12; on top of the head dim's shipped variant only;
+//            default at d = 64 since session 12's call A)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -77,8 +81,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound); session 10's
 // `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x); session 11's `ostg` (O from
 // registers straight to global memory: 0.85-1.00x), `stlate` (d = 128: O staged and stored under the next
-// tile's first two-GEMM turn: level, 0.99-1.01x) and `kv4` (d = 64, a 4-stage K/V ring: level). Naming one of
-// those is an error (a run would otherwise time the shipping forward under a variant's name).
+// tile's first two-GEMM turn: level, 0.99-1.01x) and `kv4` (d = 64, a 4-stage K/V ring: level); session 12's
+// `poly` (one exponential in 8 on the FMA pipe, exp2_poly: 0.93-0.99x alone, below ustage beside it). Naming one
+// of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
 // The variants in the shipping forward (each flipped on only after a measured win; docs/perf-notes.md).
@@ -102,6 +107,10 @@ struct FwdDefaults {
   // causal N = 512, 0.962x non-causal 16k), so off there.
   static constexpr int kTileRecHeadDim = 128;
   static constexpr bool kL2Hint = false;
+  // Session 12's call A (same-process ratios to cudnn, bf16): ustage at d = 64 1.001 / 1.025 / 1.029 / 1.032x causal
+  // and 0.997 / 1.013 / 1.042 / 1.043x non-causal at N = 512 / 1k / 4k / 16k (that call's drift 0.974-1.058); at
+  // d = 128 0.984 / 1.016 / 1.001x non-causal at N = 512 / 1k / 4k: level, so off there.
+  static constexpr int kUniformStageHeadDim = 64;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -115,6 +124,7 @@ struct FwdProbe {
   int q_align = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kQAlignHeadDim)
   int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
+  int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 inline FwdProbe fwd_probe() {
@@ -124,7 +134,7 @@ inline FwdProbe fwd_probe() {
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
     for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
-                          "ones", "xskip", "ostg", "stlate", "kv4"})
+                          "ones", "xskip", "ostg", "stlate", "kv4", "poly"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -144,6 +154,7 @@ inline FwdProbe fwd_probe() {
     f.q_align = has("qalign") ? 1 : has("noqalign") ? 0 : -1;
     f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
+    f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -230,10 +241,14 @@ void launch_fwd_bits(unsigned want, const AttentionParams& p, Dtype t, cudaStrea
   else launch_fwd_bits<Tr, kOpt, kRest...>(want, p, t, stream);
 }
 
-// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint.
+// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage.
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (fwd_probe().l2_hint ? kOptL2Hint : 0u);
-  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint>(want, p, t, stream);
+  const FwdProbe probe = fwd_probe();
+  const bool ustage =
+      probe.uniform_stage < 0 ? Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim : probe.uniform_stage > 0;
+  const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
+                        (ustage ? kOptUniformStage : 0u);
+  launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
 
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
