@@ -104,6 +104,8 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     both warpgroups' turns before its use (cudnn's forward runs a 3-stage ring; ours holds two
 //                     Q tiles and O's tile instead). Session 13's probe `kvpf` (d = 64 and 128)
 inline constexpr unsigned kOptKvPrefetch = 32u;
+//   kOptKvPrefetchFar with kOptKvPrefetch: Tr::kKvPrefetchTilesFar ring loads ahead instead (probe `kvpf8`)
+inline constexpr unsigned kOptKvPrefetchFar = 64u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -197,6 +199,7 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
   };
   // kOptKvPrefetch: the K and V tiles j of the current work tile (K/V plane pf_bh, pf_tiles tiles) into L2.
   constexpr bool kKvPf = (kOpt & kOptKvPrefetch) != 0;
+  constexpr int kPfTiles = (kOpt & kOptKvPrefetchFar) != 0 ? Tr::kKvPrefetchTilesFar : Tr::kKvPrefetchTiles;
   int pf_bh = 0, pf_tiles = 0;
   auto prefetch_kv = [&](int j) {
 #pragma unroll
@@ -214,10 +217,10 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
         for (int c = 0; c < Tr::kChunks; ++c)
           load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
         if constexpr (kKvPf) {
-          // The work tile's first kKvPrefetchTiles K/V tiles, before its ring loads wait for free stages.
+          // The work tile's first kPfTiles K/V tiles, before its ring loads wait for free stages.
           pf_bh = kv_plane(w.bh);
           pf_tiles = w.n_tiles;
-          for (int j = 0; j < Tr::kKvPrefetchTiles && j < pf_tiles; ++j) prefetch_kv(j);
+          for (int j = 0; j < kPfTiles && j < pf_tiles; ++j) prefetch_kv(j);
         }
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
@@ -226,9 +229,9 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
           load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, k0, kv_bh,
                pol_kv);
         if constexpr (kKvPf) {
-          // With ring load j (> 0), tile j + kKvPrefetchTiles - 1: each tile of the work tile once, that many
-          // ring loads ahead of its own (tiles 0 .. kKvPrefetchTiles - 1 went as the work tile started).
-          const int j = k0 / Tr::kBc + Tr::kKvPrefetchTiles - 1;
+          // With ring load j (> 0), tile j + kPfTiles - 1: each tile of the work tile once, that many ring
+          // loads ahead of its own (tiles 0 .. kPfTiles - 1 went as the work tile started).
+          const int j = k0 / Tr::kBc + kPfTiles - 1;
           if (k0 > 0 && j < pf_tiles) prefetch_kv(j);
         }
       },

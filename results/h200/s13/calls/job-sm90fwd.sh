@@ -1,22 +1,23 @@
-# Session 13 call A, sm90fwd (issue 13; ~50 s): flash-sm90's 16-bit forward as shipped beside its probe `kvpf`
+# Session 13 call A, sm90fwd (issue 13; ~55 s): flash-sm90's 16-bit forward as shipped beside its probes `kvpf`
 # (kOptKvPrefetch: the producer prefetches each work tile's K/V tiles into L2, 4 ring loads ahead of its ring
-# loads; cp.async.bulk.prefetch.tensor, no shared memory), each run beside the in-binary cudnn and verified
-# (same-process ratios). kvpf runs twice (`kvpf`, then `kvpf,xtile`: the same kernel, xtile being the default
-# wherever it exists) for a second reading against the call's drift. Rows (bf16, configs/fwd-bf16-h200.json:
-# 16k tokens, model dim 2048): d = 128 non-causal N 512/1k/2k/4k/16k (the target: 0.95-0.98x torch-cudnn at
-# N <= 2048 in session 12's final sweep; 16k the long-N check), d = 64 non-causal and causal N = 512 / 1024.
-# The GPU tests as shipped and [sm90fwd],[sched],*seq_q* under kvpf. Then, while time is left, GQA 32 query
-# heads on 8 K/V heads, d = 128 non-causal N = 1024 (configs/gqa-h200.json; 0.959x torch-cudnn in session 12's
-# final sweep): ship, kvpf, ship, each beside cudnn and verified, into gqa-*.json and gqa-table.txt.
+# loads; cp.async.bulk.prefetch.tensor, no shared memory) and `kvpf8` (8 ahead), each run beside the in-binary
+# cudnn and verified (same-process ratios). kvpf runs twice (`kvpf`, and after kvpf8 `kvpf,xtile`: the same
+# kernel, xtile being the default wherever it exists) for a second reading against the call's drift.
+# Rows (bf16, configs/fwd-bf16-h200.json: 16k tokens, model dim 2048): d = 128 non-causal N 512/1k/2k/4k/16k
+# (the target: 0.95-0.98x torch-cudnn at N <= 2048 in session 12's final sweep; 16k the long-N check), d = 64
+# non-causal and causal N = 512 / 1024. The GPU tests as shipped, and [sm90fwd],[sched] (seq_q != seq_k among
+# them) under kvpf and under kvpf8. Then, while time is left, GQA 32 query heads on 8 K/V heads, d = 128
+# non-causal N = 1024 (configs/gqa-h200.json; 0.959x torch-cudnn in session 12's final sweep): ship, kvpf, ship,
+# each beside cudnn and verified, into gqa-*.json and gqa-table.txt.
 #   BUILD=<build dir> OUTDIR=<dir> bash results/h200/s13/calls/job-sm90fwd.sh
 CONFIG=configs/fwd-bf16-h200.json RUN_ARGS='--warmup 3 --reps 10' \
   FILTER='n(512|1024|2048|4096|16384)-d128-bf16-full|n(512|1024)-d64-bf16-(full|causal)' \
-  TEST_PROBES='kvpf' PROBE_TESTS='[sm90fwd],[sched],*seq_q*' BUDGET_S=40 \
-  scripts/sm90fwd_h200.sh "$OUTDIR" kvpf kvpf,xtile
+  TEST_PROBES='kvpf kvpf8' PROBE_TESTS='[sm90fwd],[sched]' BUDGET_S=40 \
+  scripts/sm90fwd_h200.sh "$OUTDIR" kvpf kvpf8 kvpf,xtile
 gqa=()
 for v in ship kvpf ship; do
   name=gqa-$v; [ -f "$OUTDIR/$name.json" ] && name=$name-last
-  [ $((SECONDS + 5)) -le 62 ] || { echo "$name skipped (t=${SECONDS}s)"; continue; }
+  [ $((SECONDS + 6)) -le 62 ] || { echo "$name skipped (t=${SECONDS}s)"; continue; }
   FB_SM90_FWD_PROBE=${v#ship} timeout 8 "$BUILD/flashbench" run configs/gqa-h200.json \
     --filter 'h32-kv8-n1024-d128-bf16-full-fwd' --kernels flash-sm90,cudnn --no-ceilings -q --warmup 3 --reps 10 \
     -o "$OUTDIR/$name.json" > "$OUTDIR/$name.log" 2>&1
