@@ -57,6 +57,7 @@ constexpr int kBwd128Q80C = 1 << 20;
 // FB_SM90_BWD128=klpt (a host code): the key-tail kernels (kBwd128KeyTail, below) with grouped_tiles = 0,
 // every key tile over all planes (the longest-first order without plane groups).
 constexpr int kBwd128KeyLpt = 1 << 21;
+static_assert(kBwd128KeyLpt > kBwd128Pdl && kBwd128Q80C > kBwd128Pdl, "host codes above the traits' bits");
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
@@ -64,7 +65,9 @@ constexpr int kBwd128KeyLpt = 1 << 21;
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
 // no head split; ktail (session 13's probe, kBwd128KeyTail: the default's kernels and split, causal passes
 // without a head split in the key-tail order, grouped_tiles by grouped_key_tiles() below), klpt (the same
-// with grouped_tiles = 0). Unset or anything else: the default (q80_kernel() below).
+// with grouped_tiles = 0); pdl (session 13's probe, kBwd128Pdl: non-causal passes without a head split on the
+// default's kernels, launched as programmatic dependents). Unset or anything else: the default
+// (q80_kernel() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -77,6 +80,7 @@ int bwd128_variant() {
     if (s == "q80c") return kBwd128Q80C;
     if (s == "ktail") return kBwd128KeyTail;
     if (s == "klpt") return kBwd128KeyLpt;
+    if (s == "pdl") return kBwd128Pdl;
     return kBwd64Default;
   }();
   return v;
@@ -87,6 +91,9 @@ bool key_tail_variant() {
   const int v = bwd128_variant();
   return v == kBwd128KeyTail || v == kBwd128KeyLpt;
 }
+
+// The probes that run the default's choice of kernels and split with a different order or launch.
+bool default_choice_variant() { return key_tail_variant() || bwd128_variant() == kBwd128Pdl; }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -120,7 +127,7 @@ bool q80_kernel(const AttentionParams& p) {
   constexpr std::int64_t kMaxQ80CausalRowsPct = 105;  // integers: N = 3072 is exactly 105%
   if (p.head_dim != 128) return false;
   if (bwd128_variant() == kBwd128Q80C) return true;  // every pass (probe, tests)
-  if (bwd128_variant() != kBwd64Default && !key_tail_variant()) return false;
+  if (bwd128_variant() != kBwd64Default && !default_choice_variant()) return false;
   if (p.causal) return causal_rows(p, 80) * 100 <= kMaxQ80CausalRowsPct * causal_rows(p, 64);
   return round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
 }
@@ -141,7 +148,11 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
-        default:  // q64, q80c, ktail, klpt too
+        default:  // q64, q80c, ktail, klpt, pdl too
+          if (!causal && bwd128_variant() == kBwd128Pdl) {
+            if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Pdl>{});
+            return f(BwdTraits<Elem, 128, kBwd128Pdl>{});
+          }
           if (causal && key_tail_variant()) {  // a head split runs the split kernels (with_split_traits)
             if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail>{});
             return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
@@ -207,7 +218,7 @@ int head_split(const AttentionParams& p) {
   const int v128 = bwd128_variant();
   if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
       (p.head_dim == 128 && v128 != kBwd64Default && v128 != kBwd128Q64 && v128 != kBwd128Q80C &&
-       !key_tail_variant()))
+       !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no
@@ -274,6 +285,7 @@ __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::
                                                  int n_qtiles, float* tile) {
   using Cv = Convert<Tr>;
   using Elem = typename Tr::Elem;
+  if constexpr (Tr::kPdl) wait_prior_grid();  // the main kernel's dQ (launched as its dependent)
   const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
   const int cb = int(block % Tr::kDqBlocks);
   const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
@@ -383,11 +395,10 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(std::uint32
 }
 
 template <typename Elem, int kHeadDim>
-__global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
-    bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
-                            const float* __restrict__ lse, float* __restrict__ lse_pad,
-                            float* __restrict__ d_pad, float4* __restrict__ dq_acc,
-                            std::int64_t padded_rows, int seq_q, int seq_pad) {
+__device__ __forceinline__ void prepass_rows(const Elem* __restrict__ o, const Elem* __restrict__ dout,
+                                             const float* __restrict__ lse, float* __restrict__ lse_pad,
+                                             float* __restrict__ d_pad, float4* __restrict__ dq_acc,
+                                             std::int64_t padded_rows, int seq_q, int seq_pad) {
   using Pp = Prepass<Elem, kHeadDim>;
   const std::int64_t t = std::int64_t(blockIdx.x) * Pp::kThreads + threadIdx.x;
   const std::int64_t row = t / Pp::kThreadsPerRow;
@@ -424,6 +435,28 @@ __global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
     d_pad[row] = i < seq_q ? sum : 0.f;
     lse_pad[row] = row_lse == -INFINITY ? INFINITY : row_lse * float(kLog2e);
   }
+}
+
+template <typename Elem, int kHeadDim>
+__global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
+    bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
+                            const float* __restrict__ lse, float* __restrict__ lse_pad,
+                            float* __restrict__ d_pad, float4* __restrict__ dq_acc,
+                            std::int64_t padded_rows, int seq_q, int seq_pad) {
+  prepass_rows<Elem, kHeadDim>(o, dout, lse, lse_pad, d_pad, dq_acc, padded_rows, seq_q, seq_pad);
+}
+
+// kPdl (a probe): the same, and each block lets the main kernel (its programmatic dependent) launch as
+// soon as it starts: once every pre-pass block has, main blocks take the SMs the pre-pass frees and run
+// their prologue until wait_prior_grid().
+template <typename Elem, int kHeadDim>
+__global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
+    bwd_prepass_sm90_pdl_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
+                                const float* __restrict__ lse, float* __restrict__ lse_pad,
+                                float* __restrict__ d_pad, float4* __restrict__ dq_acc,
+                                std::int64_t padded_rows, int seq_q, int seq_pad) {
+  launch_dependents();
+  prepass_rows<Elem, kHeadDim>(o, dout, lse, lse_pad, d_pad, dq_acc, padded_rows, seq_q, seq_pad);
 }
 
 // K/V planes whose blocks run together: as many as keep their Q, dO and dQ accumulator (the
@@ -508,6 +541,25 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   return best;
 }
 
+// kPdl (a probe, flash_sm90_bwd_traits.h): kernel<<<blocks, threads, smem, stream>>>(args...) as a
+// programmatic dependent of the kernel before it in the stream, which it may overlap until its own
+// wait_prior_grid(). The kernels are built for sm_90a only, so the device runs that wait.
+template <typename... Params, typename... Args>
+void launch_dependent(void (*kernel)(Params...), unsigned blocks, int threads, std::size_t smem,
+                      cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
 template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
@@ -561,12 +613,24 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
                                            : prm.n_tiles;
-  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  if constexpr (Tr::kPdl) {
+    launch_dependent(kernel, unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream, prm);
+  } else {
+    kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  }
   FB_CUDA_CHECK_LAUNCH();
 
   const int n_qtiles = seq_pad / Tr::kDqTileRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
-  if constexpr (Tr::kQ80) {
+  if constexpr (Tr::kPdl) {
+    const auto convert = [] {
+      if constexpr (Tr::kQ80) return bwd_convert_dqt_kernel<Tr>;
+      else return bwd_convert_dq_kernel<Tr>;
+    }();
+    launch_dependent(convert, unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream,
+                     static_cast<const float*>(dq_acc), static_cast<typename Tr::Elem*>(p.dq), p.seq_q,
+                     n_qtiles);
+  } else if constexpr (Tr::kQ80) {
     bwd_convert_dqt_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   } else {
@@ -611,7 +675,11 @@ void launch_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, floa
   const int seq_pad = seq_pad_of<Tr>(p);
   const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
   const std::int64_t blocks = (padded_rows + Pp::kRowsPerBlock - 1) / Pp::kRowsPerBlock;
-  bwd_prepass_sm90_kernel<Elem, Tr::kHeadDim><<<unsigned(blocks), Pp::kThreads, 0, stream>>>(
+  const auto kernel = [] {
+    if constexpr (Tr::kPdl) return bwd_prepass_sm90_pdl_kernel<Elem, Tr::kHeadDim>;
+    else return bwd_prepass_sm90_kernel<Elem, Tr::kHeadDim>;
+  }();
+  kernel<<<unsigned(blocks), Pp::kThreads, 0, stream>>>(
       static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout), static_cast<const float*>(p.lse),
       lse_pad, d_pad, reinterpret_cast<float4*>(dq_acc), padded_rows, p.seq_q, seq_pad);
   FB_CUDA_CHECK_LAUNCH();
