@@ -57,6 +57,9 @@ constexpr int kBwd128Q80C = 1 << 20;
 // FB_SM90_BWD128=klpt (a host code): the key-tail kernels (kBwd128KeyTail, below) with grouped_tiles = 0,
 // every key tile over all planes (the longest-first order without plane groups).
 constexpr int kBwd128KeyLpt = 1 << 21;
+// FB_SM90_BWD128=ktailpdl (a host code): both session 13 probes at once, ktail on causal passes and pdl on
+// non-causal ones (they touch disjoint passes: one A/B run, and one test run, for both).
+constexpr int kBwd128KeyTailPdl = kBwd128KeyTail | kBwd128Pdl;
 static_assert(kBwd128KeyLpt > kBwd128Pdl && kBwd128Q80C > kBwd128Pdl, "host codes above the traits' bits");
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
@@ -66,8 +69,8 @@ static_assert(kBwd128KeyLpt > kBwd128Pdl && kBwd128Q80C > kBwd128Pdl, "host code
 // no head split; ktail (session 13's probe, kBwd128KeyTail: the default's kernels and split, causal passes
 // without a head split in the key-tail order, grouped_tiles by grouped_key_tiles() below), klpt (the same
 // with grouped_tiles = 0); pdl (session 13's probe, kBwd128Pdl: non-causal passes without a head split on the
-// default's kernels, launched as programmatic dependents). Unset or anything else: the default
-// (q80_kernel() below).
+// default's kernels, launched as programmatic dependents), ktailpdl (both). Unset or anything else: the
+// default (q80_kernel() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -81,19 +84,27 @@ int bwd128_variant() {
     if (s == "ktail") return kBwd128KeyTail;
     if (s == "klpt") return kBwd128KeyLpt;
     if (s == "pdl") return kBwd128Pdl;
+    if (s == "ktailpdl") return kBwd128KeyTailPdl;
     return kBwd64Default;
   }();
   return v;
 }
 
-// The key-tail probes (ktail, klpt): the default's choice of kernels and split, the order changed.
+// The key-tail probes (ktail, klpt, ktailpdl): the default's choice of kernels and split, the causal order
+// changed.
 bool key_tail_variant() {
   const int v = bwd128_variant();
-  return v == kBwd128KeyTail || v == kBwd128KeyLpt;
+  return v == kBwd128KeyTail || v == kBwd128KeyLpt || v == kBwd128KeyTailPdl;
+}
+
+// The pdl probes (pdl, ktailpdl): the default's kernels, the non-causal ones launched as dependents.
+bool pdl_variant() {
+  const int v = bwd128_variant();
+  return v == kBwd128Pdl || v == kBwd128KeyTailPdl;
 }
 
 // The probes that run the default's choice of kernels and split with a different order or launch.
-bool default_choice_variant() { return key_tail_variant() || bwd128_variant() == kBwd128Pdl; }
+bool default_choice_variant() { return key_tail_variant() || pdl_variant(); }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -148,8 +159,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
-        default:  // q64, q80c, ktail, klpt, pdl too
-          if (!causal && bwd128_variant() == kBwd128Pdl) {
+        default:  // q64, q80c, ktail, klpt, pdl, ktailpdl too
+          if (!causal && pdl_variant()) {
             if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Pdl>{});
             return f(BwdTraits<Elem, 128, kBwd128Pdl>{});
           }
