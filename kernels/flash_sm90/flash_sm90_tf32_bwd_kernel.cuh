@@ -10,7 +10,9 @@
 // in fp32.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only)
 #include <cuda_runtime.h>
@@ -249,15 +251,23 @@ __device__ __forceinline__ void wgmma_ss_tf32_n64_halves(float (&lo)[16], float 
 // busy meanwhile), its hi*hi moves to c[g][1] and the block's hi*hi half restarts from zero; the two are
 // swapped back at the end (register renaming). (Session 12's probe `hilo8`, hi*hi in one chain of kSteps and no
 // wait in the middle, a different sum, measured level with this: call A, docs/perf-notes.md.)
-template <int kSteps, int kGemms, typename DescA, typename DescB>
-__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b) {
+// lo_a (kLoFrags probes): lo_a(g, kk) gives A lo's TF32 fragment of step kk < kSteps / 2 in registers, already loaded
+// by the caller (before this wgmma_fence): the first half's lo*hi wgmmas are then RS, reading only B; registers free
+// again once the first commit group is complete (the wait before the move). nullptr: every wgmma SS.
+template <int kSteps, int kGemms, typename DescA, typename DescB, typename LoA = std::nullptr_t>
+__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b,
+                                                   LoA&& lo_a = nullptr) {
   constexpr int kHalf = kSteps / 2;
+  constexpr bool kLoRegs = !std::is_same_v<std::decay_t<LoA>, std::nullptr_t>;
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kHalf; ++kk) {
     // Interleaved so that no wgmma depends on the one issued just before it.
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
+    for (int g = 0; g < kGemms; ++g) {
+      if constexpr (kLoRegs) ptx::wgmma_rs_tf32<32>(c[g][2], lo_a(g, kk), b(g, kk), kk > 0);
+      else tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
+    }
 #pragma unroll
     for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
   }
@@ -326,12 +336,34 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 
   if constexpr (Tr::kPresplit) ptx::mbar_wait(bars.kv_split(), 0);
   else ptx::mbar_wait(bars.kv_full(), 0);
+  // kLoFrags: A lo's fragments of S^T's (g = 0: K lo) and dP^T's (g = 1: V lo) first kQKSteps / 2 k8 steps, this
+  // consumer's 64 keys (the same for every tile), TF32 bit patterns as the producer split them. Loaded per tile
+  // (32 registers are not free across the whole tile: gemm_split_ss_hilo), conflict-free (a warp's 8 rows of a
+  // load are 8 distinct 16-byte units of the swizzle).
+  constexpr int kLoSteps = Tr::kQKSteps / 2;
+  std::uint32_t lo_frag[2][kLoSteps][4];
+  auto load_lo_frags = [&]() {
+    const Tf32BwdSmem<Tr> sl{tf32::opaque(sm0.base)};
+#pragma unroll
+    for (int g = 0; g < 2; ++g)
+#pragma unroll
+      for (int kk = 0; kk < kLoSteps; ++kk) {
+        float x[4];
+        tf32::load_kmajor_fragment(x, (g == 0 ? sl.k_lo() : sl.v_lo()) + wg_keys * Tr::kRowBytes, Tr::kKVChunkBytes,
+                                   warp, lane, kk);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) lo_frag[g][kk][i] = __float_as_uint(x[i]);
+      }
+  };
+  if constexpr (Tr::kLoFrags == 2) load_lo_frags();
   for (int it = 0; it < w.steps; ++it) {
     const int st = it % Tr::kStages;
     const int lse_slot = it % Tr::kLseSlots;
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const int bh = w.q_bh(it);
+    // kLoFrags 1: K lo / V lo do not depend on the tile: their loads fly while the consumer waits for Q / dO.
+    if constexpr (Tr::kLoFrags == 1) load_lo_frags();
     ptx::mbar_wait(bars.qd_ready(st), parity);
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
     const std::uint32_t k_rows = sm.k() + wg_keys * Tr::kRowBytes;
@@ -370,15 +402,18 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         // A (K, V hi / lo) from shared memory, B = [Q hi | Q lo] ([dO hi | dO lo]) as one operand.
         const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
         const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
-        gemm_split_ss_hilo<Tr::kQKSteps, 2>(
-            sdp,
-            [&](int g, int kk, int part) {
-              const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
-              return tf32::kstep_desc<Tr::kDescBase>(rows, Tr::kKVChunkBytes, kk);
-            },
-            [&](int g, int kk) {
-              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_hi : do_hi, Tr::kQChunkStride, kk);
-            });
+        auto a_desc = [&](int g, int kk, int part) {
+          const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
+          return tf32::kstep_desc<Tr::kDescBase>(rows, Tr::kKVChunkBytes, kk);
+        };
+        auto b_desc = [&](int g, int kk) {
+          return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_hi : do_hi, Tr::kQChunkStride, kk);
+        };
+        if constexpr (Tr::kLoFrags != 0)
+          gemm_split_ss_hilo<Tr::kQKSteps, 2>(sdp, a_desc, b_desc,
+                                              [&](int g, int kk) -> const std::uint32_t(&)[4] { return lo_frag[g][kk]; });
+        else
+          gemm_split_ss_hilo<Tr::kQKSteps, 2>(sdp, a_desc, b_desc);
       } else if constexpr (Tr::kPresplit) {
         // A (K, V hi / lo) from shared memory: no fragments to build.
         const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
@@ -660,6 +695,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
+    // kLoFrags 2: the next tile's lo fragments behind dQ^T's wgmmas (complete here), ahead of the staging stores.
+    if constexpr (Tr::kLoFrags == 2) load_lo_frags();
     tf32::sum_split_accs(qacc[0]);
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
