@@ -362,7 +362,8 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const int bh = w.q_bh(it);
-    // kLoFrags 1: K lo / V lo do not depend on the tile: their loads fly while the consumer waits for Q / dO.
+    // kLoFrags 1: K lo / V lo do not depend on the tile, so their loads go before the wait for Q / dO (session 12's
+    // P0 profile: the consumers rarely wait there, so most of their issue and latency stays on the chain).
     if constexpr (Tr::kLoFrags == 1) load_lo_frags();
     ptx::mbar_wait(bars.qd_ready(st), parity);
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
@@ -696,6 +697,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
     // kLoFrags 2: the next tile's lo fragments behind dQ^T's wgmmas (complete here), ahead of the staging stores.
+    // (One fragment per dQ^T k8 step, beside its own fragment loads, spills 100 bytes: ptxas -v, session 12.)
     if constexpr (Tr::kLoFrags == 2) load_lo_frags();
     tf32::sum_split_accs(qacc[0]);
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
