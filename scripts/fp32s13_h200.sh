@@ -132,6 +132,13 @@ if cols:
     print("ncu, one launch, d = 64 non-causal N = 4096 (fp32 backward):", " | ".join(f"{p:>10}" for p in cols))
     for key, name in metrics:
         print(f"  {name:20}" + " | ".join(f"{cols[p].get(key, '-'):>10}" for p in cols))
+    # The wavefronts themselves (the probes move bytes, they should not change this): % of peak x duration.
+    def count(c):
+        try:
+            return f"{float(c['l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed']) * float(c['gpu__time_duration.sum'].replace(',', '')) / 1e8:10.3f}"
+        except (KeyError, ValueError):
+            return f"{'-':>10}"
+    print(f"  {'LSU % x time (rel)':20}" + " | ".join(count(cols[p]) for p in cols))
 PY
 cat "$out/timing/table.txt" 2>/dev/null
 echo "failed steps: $failed"
