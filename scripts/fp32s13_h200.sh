@@ -7,16 +7,18 @@
 #    N 1024 / 4096 / 8192 and causal N 4096, and the d = 64 probes of kernels/flash_sm90/flash_sm90_tf32_bwd.cu
 #    (FB_SM90_FP32_BWD_PROBE = lofrag: lo*hi of S^T's / dP^T's first four k8 steps with A = K lo / V lo from
 #    registers (RS wgmma), the fragments loaded at the top of each tile before its wait for Q / dO; lofragdq: the
-#    same fragments loaded behind the previous tile's dQ^T) on those rows.
+#    same fragments loaded behind the previous tile's dQ^T; dslate: dS's stores to shared memory, and the barrier
+#    before them, issued under dV's first wgmmas instead of ahead of dV / dK) on those rows.
 # 2. GPU tests [sm90tf32] under each probe (3xTF32 within the FP32 rule, 1xTF32 failing it).
 # 3. Bits: one small d = 64 case (N = 1024, 2 heads on 1 K/V head, verified) under the default and each probe with
 #    --dump (to a scratch folder off OUTDIR), then each probe's flash-sm90 outputs compared with the default's byte
-#    for byte (cmp): dK and dV must be identical (the same products into the same accumulation chains); dQ is
-#    added by reductions in global memory in a varying order, so its last bits may differ between any two runs.
-# 4. While time is left: ncu, one launch each of the d = 64 kernel (non-causal, N = 4096), the default and
-#    lofragdq (then lofrag): duration, tensor pipe, LSU wavefronts, shared bank reads, issue, stalls (the probes
-#    move 32 KB a tile from wgmma operand reads to LDS: the LSU total should stay, the tensor pipe rise); then
-#    racecheck of the d = 64 race case under lofragdq (2 reps, unverified: racecheck instruments the reference too).
+#    for byte (cmp): dK and dV must be identical (the same products into the same accumulation chains, under every
+#    probe); dQ is added by reductions in global memory in a varying order, so its last bits may differ between any
+#    two runs.
+# 4. While time is left: racecheck of the d = 64 race case under dslate (it moves a barrier; 2 reps, unverified:
+#    racecheck instruments the reference too); ncu, one launch each of the d = 64 kernel (non-causal, N = 4096),
+#    the default and dslate: duration, tensor pipe, LSU wavefronts, shared bank reads, issue, stalls; then ncu of
+#    lofragdq (the lofrag probes move 32 KB a tile from wgmma operand reads to LDS: the LSU total should stay).
 # Prints last: the steps' status lines, the bit comparison, the ncu comparison, the racecheck summary, then the
 # timing table (x = naive time / kernel time).
 set -uo pipefail
@@ -35,16 +37,18 @@ ensure_build fp32s13_h200.sh
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null
 budget=${BUDGET:-63}
 left() { echo $((budget - SECONDS)); }
-probes="lofrag lofragdq"
+cap() { local l; l=$(left); echo $(( l < $1 ? l : $1 )); }  # a step's limit: at most $1 s, never past the budget
+probes="lofrag lofragdq dslate"
 rows='n(1024|4096|8192)-d64-fp32-full-bwd|n4096-d64-fp32-causal-bwd'
 
-# Timing: its own steps 12 s each at most; round 2 only if round 1 ended within 14 s (session 12: 14 s a round with
-# three probes, 3-4 s each; ~11 s expected with two), so that both end inside the 30 s limit (cut, fp32s8_h200.sh
-# would print no table).
-STEP_TIMEOUT=30 step timing env STEP_TIMEOUT=12 FP32_BWD_PROBES="$probes" FP32_BWD_CONFIG=configs/h200-fp32-sm90.json \
-  FP32_BWD_BUDGET=14 FP32_BWD_FILTER="$rows" FP32_BWD_PROBE_FILTER="$rows" scripts/fp32s8_h200.sh "$out/timing" "$build"
+# Timing: its own steps 12 s each at most; round 2 only if round 1 ended within 16 s (session 12's call A: 14 and
+# 15 s a round with three probes, 3-4 s a step), so that both end inside the 36 s limit (cut, fp32s8_h200.sh would
+# print no table).
+STEP_TIMEOUT=36 step timing env STEP_TIMEOUT=12 FP32_BWD_PROBES="$probes" FP32_BWD_CONFIG=configs/h200-fp32-sm90.json \
+  FP32_BWD_BUDGET=16 FP32_BWD_FILTER="$rows" FP32_BWD_PROBE_FILTER="$rows" scripts/fp32s8_h200.sh "$out/timing" "$build"
 for pr in $probes; do
-  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=6 step_result='test cases' step "tests-$pr" "$tests" "[sm90tf32]"
+  [ "$(cap 6)" -ge 2 ] || { echo "tests-$pr skipped: $(left) s left" >&2; continue; }
+  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=$(cap 6) step_result='test cases' step "tests-$pr" "$tests" "[sm90tf32]"
 done
 
 python3 -c "
@@ -55,7 +59,8 @@ s.update(name='fp32-bwd-bits-d64', seq=[1024], head_dim=[64], reps=1,
 json.dump(s, open(sys.argv[2], 'w'), indent=1)" configs/sanitize-fp32-bwd-race.json "$out/bits-spec.json"
 dumps=$(mktemp -d)
 for pr in default $probes; do
-  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=5 step "bits-$pr" "$fb" run "$out/bits-spec.json" --backend cuda -q \
+  [ "$(cap 5)" -ge 2 ] || { echo "bits-$pr skipped: $(left) s left" >&2; continue; }
+  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=$(cap 5) step "bits-$pr" "$fb" run "$out/bits-spec.json" --backend cuda -q \
     --no-ceilings --warmup-time 0 --dump "$dumps/$pr" -o "$out/bits-$pr.json"
 done
 bits=()
@@ -75,16 +80,18 @@ rm -rf "$dumps"
 ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 sections=(--section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis
           --section MemoryWorkloadAnalysis --section SpeedOfLight)
-ncu_runs=(default lofragdq lofrag)
-for pr in "${ncu_runs[@]}"; do
-  [ "$(left)" -ge 10 ] || { echo "ncu-$pr skipped: $(left) s left" >&2; continue; }
-  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=$(( $(left) < 12 ? $(left) : 12 )) step "ncu-$pr" "$ncu" \
+ncu_one() {  # probe word (default: none)
+  [ "$(left)" -ge 10 ] || { echo "ncu-$1 skipped: $(left) s left" >&2; return; }
+  FB_SM90_FP32_BWD_PROBE=$1 STEP_TIMEOUT=$(( $(left) < 12 ? $(left) : 12 )) step "ncu-$1" "$ncu" \
     --kernel-name regex:flash_sm90_tf32_bwd_kernel --launch-count 1 "${sections[@]}" --page raw --csv \
     "$fb" run configs/h200-fp32-sm90.json --filter 'n4096-d64-fp32-full-bwd' --kernels flash-sm90 \
     --warmup 0 --reps 1 --warmup-time 0 --no-ceilings -q
-done
+}
+ncu_runs=(default dslate lofragdq)
 # The d = 64 race case unverified (it is verified in every other run of it): racecheck instruments every kernel of
 # the process, and the fp64 reference would take the step's time; 2 reps and the 0.1 s warm-up loop: several launches.
+# Under dslate: it moves the barrier before dS's stores to behind dV's first wgmmas.
+race_word=dslate
 python3 -c "
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -92,17 +99,21 @@ s.update(name='sanitize-fp32-bwd-race-d64', head_dim=[64], reps=2, verify=False,
          description='racecheck of the d = 64 fp32 backward (scripts/fp32s13_h200.sh), unverified')
 json.dump(s, open(sys.argv[2], 'w'), indent=1)" configs/sanitize-fp32-bwd-race.json "$out/race-spec.json"
 if [ "$(left)" -ge 6 ]; then
-  FB_SM90_FP32_BWD_PROBE=lofragdq STEP_TIMEOUT=$(( $(left) - 1 )) step race-lofragdq compute-sanitizer \
-    --tool racecheck --racecheck-report all --print-limit 1000000 --show-backtrace no --error-exitcode 86 "$fb" run \
-    "$out/race-spec.json" --backend cuda -q --no-ceilings -o "$out/race-lofragdq.json"
+  FB_SM90_FP32_BWD_PROBE=$race_word STEP_TIMEOUT=$(( $(left) < 10 ? $(left) - 1 : 9 )) step "race-$race_word" \
+    compute-sanitizer --tool racecheck --racecheck-report all --print-limit 1000000 --show-backtrace no \
+    --error-exitcode 86 "$fb" run "$out/race-spec.json" --backend cuda -q --no-ceilings -o "$out/race-$race_word.json"
 else
-  echo "race-lofragdq skipped: $(left) s left" >&2
+  echo "race-$race_word skipped: $(left) s left" >&2
 fi
+# ncu in pairs that compare: the default first.
+ncu_one default
+ncu_one dslate
+ncu_one lofragdq
 
 printf '%s\n' "${summary[@]}"
 echo "bits against the default (N = 1024, d = 64): ${bits[*]:-none compared}"
-[ -f "$out/race-lofragdq.log" ] &&
-  echo "race-lofragdq: $(grep -hE 'RACECHECK SUMMARY' "$out/race-lofragdq.log" | tail -n 1) ($(grep -c 'Potential' "$out/race-lofragdq.log") printed)"
+[ -f "$out/race-$race_word.log" ] &&
+  echo "race-$race_word: $(grep -hE 'RACECHECK SUMMARY' "$out/race-$race_word.log" | tail -n 1) ($(grep -c 'Potential' "$out/race-$race_word.log") printed)"
 python3 - "$out" "${ncu_runs[@]}" <<'PY'
 import csv, os, sys
 out, runs = sys.argv[1], sys.argv[2:]

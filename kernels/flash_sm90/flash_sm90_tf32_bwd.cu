@@ -88,7 +88,9 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //   lofrag    d = 64 (session 13): lo*hi of S^T's / dP^T's first four k8 steps with A (K lo, V lo) from registers,
 //             loaded at the top of each tile before its wait for Q / dO (Tf32BwdLoFrags<..., 1>); the same sums
 //   lofragdq  the same fragments loaded behind the previous tile's dQ^T wgmmas (Tf32BwdLoFrags<..., 2>)
-enum class Tf32BwdProbe { none, racebar, lofrag, lofragdq };
+//   dslate    d = 64 (session 13): dS's stores to shared memory (and the barrier before them) issued after dV's and
+//             dK's wgmmas, under them, instead of before (Tf32BwdDsLate); the same values
+enum class Tf32BwdProbe { none, racebar, lofrag, lofragdq, dslate };
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
@@ -96,6 +98,7 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (word == "racebar") return Tf32BwdProbe::racebar;
     if (word == "lofrag") return Tf32BwdProbe::lofrag;
     if (word == "lofragdq") return Tf32BwdProbe::lofragdq;
+    if (word == "dslate") return Tf32BwdProbe::dslate;
     return Tf32BwdProbe::none;
   }();
   return probe;
@@ -111,6 +114,7 @@ void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, c
     if (tf32_bwd_probe() == Tf32BwdProbe::lofrag) return launch<Tf32BwdLoFrags<Traits, 1>>(p, lse_pad, d_pad, stream);
     if (tf32_bwd_probe() == Tf32BwdProbe::lofragdq)
       return launch<Tf32BwdLoFrags<Traits, 2>>(p, lse_pad, d_pad, stream);
+    if (tf32_bwd_probe() == Tf32BwdProbe::dslate) return launch<Tf32BwdDsLate<Traits>>(p, lse_pad, d_pad, stream);
   }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }

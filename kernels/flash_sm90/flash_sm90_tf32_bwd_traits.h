@@ -82,6 +82,10 @@ struct Tf32BwdTraits {
   // from shared memory into registers: 1 at the top of each tile, before its wait for Q / dO; 2 behind the
   // previous tile's dQ^T (the first tile's before the loop). Those wgmmas then read only B (RS).
   static constexpr int kLoFrags = 0;
+  // true (own keys, kDsFromRegs, kPairParts; Tf32BwdDsLate, session 13's probe `dslate`): dS^T's hi / lo stores to
+  // shared memory (B of dQ^T only, once dK's A fragments come from registers), and the barrier before them, issued
+  // after dV's and dK's wgmmas rather than before them: under those wgmmas instead of on the chain ahead of them.
+  static constexpr bool kDsLate = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -265,6 +269,15 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
 template <typename Tr, int kWhere> struct Tf32BwdLoFrags : Tr {
   static constexpr int kLoFrags = kWhere;
   static_assert(Tr::kHiLoB && (kWhere == 1 || kWhere == 2), "lo*hi's A from registers: the hi | lo B kernel");
+};
+
+// dS's stores (and the barrier before them) behind the issue of dV's and dK's wgmmas (kDsLate): the same stores of
+// the same values, so every output is the default's bit for bit (dQ up to its reductions' order). Session 13's probe
+// `dslate`.
+template <typename Tr> struct Tf32BwdDsLate : Tr {
+  static constexpr bool kDsLate = true;
+  static_assert(!Tr::kShareKeys && Tr::kSplit && Tr::kDsFromRegs && Tr::kPairParts && Tr::kWgParts == 1,
+                "dS stores after dV / dK's issue: nothing before dQ^T reads dS from shared memory");
 };
 
 // Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
