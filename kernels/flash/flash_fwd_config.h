@@ -159,6 +159,10 @@ struct FwdConfig {
 //             one device-full of blocks after its own (kFwdL2Prefetch), the order as the other words say; d = 128's
 //             default has it since session 11
 //   nopf    : the default without kFwdL2Prefetch (d = 128: the default before session 11's flip)
+//   expv    : d = 128 (the lazy-rescale kernels): the step's exponentials after the V wait, key block by key block
+//             between the P V HMMAs (kernel bit kFwdExpPV), every launch (causal in the default order); not with
+//             old, pf, nopf, persist, persist2. d = 64 runs the default
+//   expv2   : expv with the first key block's exponentials before the V wait (kFwdExpFirst)
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) were measured (docs/perf-notes.md, "Session 8",
 // "Session 9", "Session 11") and removed with their code; the winners are in TcTiles<D>.
@@ -172,6 +176,7 @@ struct FwdProbe {
   bool persist_early = false;  // persist2
   bool prefetch = false;     // pf
   bool no_prefetch = false;  // nopf
+  int exp_pv = 0;            // expv: 1, expv2: 2
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
