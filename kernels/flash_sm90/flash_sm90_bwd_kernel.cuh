@@ -718,23 +718,20 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     // row too: they see none of its keys).
     const int m0 = mt * Tr::kBlockM;
     const bool need_mask = Tr::kQ80Mask && prm.mask.causal && wg_key0 + Tr::kWgKeys - 1 > m0 + offset;
-    auto p_tile = [&](auto with_mask) {
 #pragma unroll
-      for (int j = 0; j < kColGroups; ++j) {
-        const int col = j * Tr::kMmaN + col_lane;
-        const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
+    for (int j = 0; j < kColGroups; ++j) {
+      const int col = j * Tr::kMmaN + col_lane;
+      const float2 lse = ptx::ld_shared_f32x2(sm.lse(st) + col * int(sizeof(float)));
 #pragma unroll
-        for (int i = 4 * j; i < 4 * j + 4; ++i) {
-          float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, i % 2 == 0 ? -lse.x : -lse.y));
-          if (decltype(with_mask)::value && need_mask) {
-            const int key = wg_key0 + warp * Tr::kWarpKeys + lane / 4 + ((i / 2) % 2) * 8;
-            if (key > m0 + col + i % 2 + offset) x = 0.f;
-          }
-          s[i] = x;
+      for (int i = 4 * j; i < 4 * j + 4; ++i) {
+        float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, i % 2 == 0 ? -lse.x : -lse.y));
+        if (need_mask) {  // false at compile time without kQ80Mask
+          const int key = wg_key0 + warp * Tr::kWarpKeys + lane / 4 + ((i / 2) % 2) * 8;
+          if (key > m0 + col + i % 2 + offset) x = 0.f;
         }
+        s[i] = x;
       }
-    };
-    p_tile(std::bool_constant<Tr::kQ80Mask>{});
+    }
     // P^T packed (S^T dies), dV issued; dS^T = P^T o (dP^T - D) then reads P^T back from the packed
     // 16-bit pairs. Keeping S^T in fp32 for dS^T while dV is issued is 228 live accumulator registers
     // at 80 queries (ptxas serialised the wgmmas), and waiting for dP^T before dV's issue lets ptxas

@@ -127,6 +127,10 @@ struct FwdProbe {
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
+// A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
+inline bool variant_on(int word, int head_dim, int default_head_dim) {
+  return word < 0 ? head_dim == default_head_dim : word > 0;
+}
 inline FwdProbe fwd_probe() {
   static const FwdProbe probe = [] {
     FwdProbe f;
@@ -187,14 +191,13 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   prm.q_tiles = (p.seq_q + Tr::kBr - 1) / Tr::kBr;
   // qalign: the rows a partial query tile lacks go before row 0, whole warpgroups of them (a
   // warpgroup's rows are all before row 0 or none: store_o and finish_rows rely on it).
-  const bool q_align =
-      fwd_probe().q_align < 0 ? Tr::kHeadDim == FwdDefaults::kQAlignHeadDim : fwd_probe().q_align > 0;
+  const bool q_align = variant_on(fwd_probe().q_align, Tr::kHeadDim, FwdDefaults::kQAlignHeadDim);
   prm.q_shift = q_align && p.causal ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
   // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
   const FwdProbe probe = fwd_probe();
-  const bool l2_small = probe.l2_small < 0 ? Tr::kHeadDim == FwdDefaults::kL2SmallHeadDim : probe.l2_small > 0;
+  const bool l2_small = variant_on(probe.l2_small, Tr::kHeadDim, FwdDefaults::kL2SmallHeadDim);
   const int l2_share = l2_small ? 6 : 3;
   prm.plane_group = int(std::min<std::int64_t>(
       std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
@@ -220,8 +223,7 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
 
 // Whether the consumers read the producer's work-tile record (kOptTileRec): `trec` / `notrec`, else the default.
 template <typename Tr> bool tile_rec_on() {
-  const int w = fwd_probe().tile_rec;
-  return w < 0 ? Tr::kHeadDim == FwdDefaults::kTileRecHeadDim : w > 0;
+  return variant_on(fwd_probe().tile_rec, Tr::kHeadDim, FwdDefaults::kTileRecHeadDim);
 }
 
 // kOpt, or kOpt | kOptTileRec (tile_rec_on).
@@ -244,8 +246,7 @@ void launch_fwd_bits(unsigned want, const AttentionParams& p, Dtype t, cudaStrea
 // The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage.
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
-  const bool ustage =
-      probe.uniform_stage < 0 ? Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim : probe.uniform_stage > 0;
+  const bool ustage = variant_on(probe.uniform_stage, Tr::kHeadDim, FwdDefaults::kUniformStageHeadDim);
   const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
                         (ustage ? kOptUniformStage : 0u);
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
@@ -255,8 +256,7 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
   constexpr unsigned kD = kOptDescLo32, kE = kOptEarlyRescale;
-  const bool early =
-      probe.early_rescale < 0 ? Tr::kHeadDim == FwdDefaults::kEarlyRescaleHeadDim : probe.early_rescale > 0;
+  const bool early = variant_on(probe.early_rescale, Tr::kHeadDim, FwdDefaults::kEarlyRescaleHeadDim);
   if constexpr (Tr::kConsumerWgs == 2) {
     // xtile is a code variant only with two consumer warpgroups (d = 128; kOptXTile).
     constexpr unsigned kX = kOptXTile;
