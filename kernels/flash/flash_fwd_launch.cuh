@@ -48,7 +48,8 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
     if (band > 0) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, band);
     return launch_fwd_tc<Tr, kOpt>(p, stream);
   }
-  const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
+  // l2order: set_tile_order's L2-sized groups; plane: one plane's query tiles after another.
+  const int group = pr.l2order ? 0 : pr.plane ? 1 : Cfg::kPlaneGroup;
   // persist, persist2: d = 128 only (Q from shared memory), non-causal launches, without pf (and without the
   // default's kFwdL2Prefetch: a persistent block has no later block to prefetch for).
   if constexpr (!Tr::kQInRegs && kExtra == 0) {
