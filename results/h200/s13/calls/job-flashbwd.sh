@@ -10,7 +10,7 @@
 # Checks: the GPU tests [flash_split] and [flash_tail] under cap8 (the forced splits 1-32 run the same
 # kernels under either cap; the final sweep runs every GPU test under the default), and `flashbench
 # verify --pass bwd` (both masks) under the default on three odd MQA shapes whose causal split the rule
-# changes: d = 128 bf16 32/1 of 1025 keys (8 -> 16), d = 128 fp16 40/1 b2 of 3001 keys (8 -> 10: 4 heads a
+# changes: d = 128 bf16 32/1 of 1025 keys (8 -> 16), d = 128 fp16 40/1 of 1999 keys (8 -> 10: 4 heads a
 # unit), d = 64 bf16 48/1 b2 of 1500 keys (8 -> 16: 3 heads a unit).
 mkdir -p "$OUTDIR" && spec=$(cd "$OUTDIR" && pwd)/spec-s13.json
 cat > "$spec" <<'JSON'
@@ -34,5 +34,5 @@ cat > "$spec" <<'JSON'
 JSON
 SPEC=$spec ROWS='d128|h32-kv1-n[0-9]+-d64' PROBES="cap8" TEST_PROBES="cap8:[flash_split],[flash_tail]" \
   VERIFY_VARIANTS="standard" \
-  VERIFY_SHAPES="--seq 1025 --heads 32 --kv-heads 1 --dim 128 --dtype bf16;--seq 3001 --batch 2 --heads 40 --kv-heads 1 --dim 128 --dtype fp16;--seq 1500 --batch 2 --heads 48 --kv-heads 1 --dim 64 --dtype bf16" \
+  VERIFY_SHAPES="--seq 1025 --heads 32 --kv-heads 1 --dim 128 --dtype bf16;--seq 1999 --heads 40 --kv-heads 1 --dim 128 --dtype fp16;--seq 1500 --batch 2 --heads 48 --kv-heads 1 --dim 64 --dtype bf16" \
   VERIFY_DEFAULT=1 PAIRS=2 BUDGET=49 BUILD=$BUILD scripts/flashbwd_s12.sh "$OUTDIR"
