@@ -5,26 +5,29 @@
 #      GPU tests SPEC under that variant; per variant in VERIFY_VARIANTS (default "standard")
 #      `flashbench verify --pass bwd`, both masks, on odd GQA/MQA shapes the launcher splits (by query
 #      heads, and d = 128 MQA of 1025 keys: 9 key tiles, split causal and not);
-#   2. configs/flashbwd-gqa-h200.json (bf16, d = 128, 32/8, 32/1, 8/8, 8/1 query/K-V heads, N 1k/4k/16k,
-#      both masks) as standard, probes, [torch-flash], probes reversed, standard: the variants interleaved
+#      VERIFY_SHAPES (';'-separated `flashbench verify` shape flags) replaces those shapes;
+#   2. SPEC (default configs/flashbwd-gqa-h200.json: bf16, d = 128, 32/8, 32/1, 8/8, 8/1 query/K-V heads,
+#      N 1k/4k/16k, both masks) as standard, probes, [torch-flash], probes reversed, standard: the variants interleaved
 #      around FlashAttention-2 (scripts/peers.py on the same spec). PROBES (default
 #      "splitrows:kv1-.*causal s1:h32-kv1-n16384.*causal"; call A of session 12 ran "splittile:kv1-.*causal
 #      s1:h32-kv1-n16384.*causal splittile+s16:h32-kv1-n16384.*causal", before splittile became the d = 128
 #      default) are variants, each optionally VARIANT:REGEX to time
-#      only the rows whose key matches. A variant is an FB_FLASH_BWD value, or sN (the default with
+#      only the rows whose key matches (ROWS, a regex, filters the default's runs and every probe without
+#      its own). A variant is an FB_FLASH_BWD value, or sN (the default with
 #      FB_FLASH_BWD_SPLIT=N: s1 = no head split), or NAME+sN (both). Each probe's first run verifies every
 #      row it times; the default's too unless VERIFY_DEFAULT=0. PAIRS (default 2) runs per variant;
 #      PEERS=0 skips torch. BUDGET (default 63 s): no step starts with less than 3 s of it left;
 #   3. a table last: TFLOP/s per variant (mean of its runs), FA2 time / flash time, standard time / probe
 #      time per probe (> 1: the probe is faster), the runs' spread; then per variant the FA2 ratios' range.
 #     BUILD=build-h200 scripts/flashbwd_s12.sh OUTDIR
+# Session 13's call A runs it on its own spec (results/h200/s13/calls/job-flashbwd.sh).
 set -uo pipefail
 set -f  # the probe filters and test specs hold glob characters
 step_timeout=40 step_tail=2 step_name_width=16
 . "$(dirname "$0")/h200_step.sh"
 h200_dirs "${1:?usage: scripts/flashbwd_s12.sh OUTDIR}"
 require_build flashbwd_s12.sh
-spec=configs/flashbwd-gqa-h200.json
+spec=${SPEC:-configs/flashbwd-gqa-h200.json}
 pairs=${PAIRS:-2}
 budget=${BUDGET:-63}
 # A step starts only with at least 3 s of BUDGET (seconds from the script's start) left, cut at what is left.
@@ -38,12 +41,12 @@ bstep() {
 }
 probe_specs=${PROBES-splitrows:kv1-.*causal s1:h32-kv1-n16384.*causal}
 probes=$(for p in $probe_specs; do printf '%s ' "${p%%:*}"; done)
-filter_of() {  # variant -> its row filter ('' = every row)
+filter_of() {  # variant -> its row filter (ROWS, else '' = every row)
   local p
   for p in $probe_specs; do
     [ "${p%%:*}" = "$1" ] && [ "$p" != "${p#*:}" ] && { echo "${p#*:}"; return; }
   done
-  echo ""
+  echo "${ROWS:-}"
 }
 env_of() {  # variant -> its environment (FB_FLASH_BWD=.. [FB_FLASH_BWD_SPLIT=..])
   local v=$1 split=""
@@ -61,6 +64,7 @@ done
 verify_shapes=("--seq 1000 --batch 3 --heads 12 --kv-heads 6 --dim 128 --dtype bf16"
                "--seq 1025 --heads 32 --kv-heads 1 --dim 128 --dtype bf16"
                "--seq 333 --heads 8 --kv-heads 1 --dim 64 --dtype fp16")
+[ -z "${VERIFY_SHAPES:-}" ] || IFS=';' read -r -a verify_shapes <<<"$VERIFY_SHAPES"
 for v in ${VERIFY_VARIANTS-standard}; do
   cmd="true"
   for shape in "${verify_shapes[@]}"; do cmd+=" && '$fb' verify -q $shape --causal both --pass bwd"; done
@@ -107,7 +111,7 @@ def first(v, k):
     return next((r[k] for r in runs[v] if k in r), None)
 def order(k):
     c = next(x["case"] for v in variants for x in [first(v, k)] if x)
-    return (c["causal"], c["kv_heads"] != 1, c["heads"], c.get("seq_q", c.get("seq")))
+    return (c["causal"], c["kv_heads"] != 1, c["head_dim"], c["heads"], c.get("seq_q", c.get("seq")))
 keys = sorted({k for v in variants for r in runs[v] for k in r}, key=order)
 checked = [v for v in variants if v != "standard" or os.environ.get("VERIFY_DEFAULT", "1") == "1"]
 unverified = [f"{v}:{k}" for v in checked for k in keys if first(v, k)

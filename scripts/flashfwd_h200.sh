@@ -24,7 +24,8 @@
 # (PyTorch's flash backend) on the case NCU_CASE (default b32-h16-kv16-n512-d128-bf16-full-fwd, from
 # configs/flashfwd-h200.json; the key's b, h, n, d, dtype and mask set FA2's shape): warp-state stalls, issue and
 # tensor-pipe activity, L2 and DRAM; printed side by side after the table (~15 s; NCU_BIN: the ncu binary;
-# NCU_BY=S: only when the script has run under S seconds by then).
+# NCU_BY=S: only when the script has run under S seconds by then). NCU_VARIANT=V (a VARIANT) adds one launch of
+# the forward under FB_FLASH_FWD_PROBE=V beside the shipped one (~4 s); NCU_FA2=0 leaves FA2's out (~7 s).
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]" >&2; exit 2; }
 . "$(dirname "$0")/h200_step.sh"
@@ -109,13 +110,18 @@ if [ "${NCU:-0}" = 1 ] && [ $((SECONDS - t_start)) -lt "${NCU_BY:-100000}" ]; th
   STEP_TIMEOUT=25 step ncu-flash "$ncu" --kernel-name regex:flash_fwd_tc_kernel --launch-count 1 "${sections[@]}" \
     "$fb" run "${configs[0]}" --kernels flash --filter "^$ncu_case\$" --warmup 0 --reps 1 --warmup-time 0 \
     --no-ceilings -q
+  if [ -n "${NCU_VARIANT:-}" ]; then
+    FB_FLASH_FWD_PROBE=$NCU_VARIANT STEP_TIMEOUT=25 step ncu-var "$ncu" --kernel-name regex:flash_fwd_tc_kernel \
+      --launch-count 1 "${sections[@]}" "$fb" run "${configs[0]}" --kernels flash --filter "^$ncu_case\$" \
+      --warmup 0 --reps 1 --warmup-time 0 --no-ceilings -q
+  fi
   # FA2's shape from the key: batch, heads, N, d, dtype, mask.
   key_re='^b([0-9]+)-h([0-9]+)-kv[0-9]+-n([0-9]+)-d([0-9]+)-([a-z0-9]+)-([a-z]+)-fwd$'
   read -r b h n d dt mask < <(echo "$ncu_case" | sed -E "s/$key_re/\\1 \\2 \\3 \\4 \\5 \\6/")
   [ "$dt" = bf16 ] && tdt=bfloat16 || tdt=float16
   [ "$mask" = causal ] && is_causal=True || is_causal=False
-  STEP_TIMEOUT=30 step ncu-fa2 "$ncu" --kernel-name regex:flash_fwd_kernel --launch-count 1 "${sections[@]}" \
-    python3 -c "
+  [ "${NCU_FA2:-1}" = 1 ] && STEP_TIMEOUT=30 step ncu-fa2 "$ncu" --kernel-name regex:flash_fwd_kernel \
+    --launch-count 1 "${sections[@]}" python3 -c "
 import torch, torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
 q, k, v = [torch.randn($b, $h, $n, $d, device='cuda', dtype=torch.$tdt) for _ in range(3)]
@@ -126,9 +132,9 @@ elif [ "${NCU:-0}" = 1 ]; then
   summary+=("$(printf "%-20s skipped (NCU_BY %ss)" ncu "${NCU_BY:-}")")
 fi
 
-python3 - "$out" "$filter" "$ncu_case" "${ran[@]}" <<'PY' | tee "$out/table.txt"
+python3 - "$out" "$filter" "$ncu_case" "${NCU_VARIANT:-}" "${ran[@]}" <<'PY' | tee "$out/table.txt"
 import csv, io, json, math, os, re, sys
-out, filt, ncu_case, names = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3], sys.argv[4:]
+out, filt, ncu_case, ncu_var, names = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 nan = float("nan")
 def load(name, kernel):
     # NAME.json and the other specs' NAME.cI.json, merged.
@@ -200,7 +206,7 @@ for k in keys:
     o = math.exp(sum(map(math.log, ours)) / len(ours))
     f = fa2[k16]["time_ms"]["median"] / fa2[k]["time_ms"]["median"] if k in fa2 and k16 in fa2 else nan
     print(f"  {k.replace('-bf16-', '-*-'):40} ours {o:.3f}  FA2 {f:.3f}")
-# Nsight Compute (NCU=1): one launch each, ours and FA2's, side by side.
+# Nsight Compute (NCU=1): one launch each, ours (shipped; NCU_VARIANT's) and FA2's, side by side.
 def ncu(path):
     try:
         lines = [l for l in open(path).read().splitlines() if l.startswith('"')]
@@ -208,8 +214,10 @@ def ncu(path):
         return {}
     rows = list(csv.reader(io.StringIO("\n".join(lines))))
     return {h: v for h, v in zip(rows[0], rows[2])} if len(rows) >= 3 else {}  # names, units, one launch
-cols = [(n, ncu(os.path.join(out, f"ncu-{n}.log"))) for n in ("flash", "fa2")]
-if all(d for _, d in cols):
+titles = {"flash": "flash", "var": ncu_var, "fa2": "FA2"}
+cols = [(n, ncu(os.path.join(out, f"ncu-{n}.log"))) for n in ("flash", "var", "fa2")]
+cols = [(n, d) for n, d in cols if d]
+if len(cols) >= 2 and cols[0][0] == "flash":
     def num(d, k):
         try:
             return float(d[k].replace(",", ""))
@@ -228,7 +236,7 @@ if all(d for _, d in cols):
     stalls = sorted({k for _, d in cols for k in d
                      if "issue_stalled" in k and k.endswith("per_issue_active.ratio") and "not_issued" not in k},
                     key=lambda k: -(num(cols[0][1], k) or 0))[:14]
-    print(f"ncu, one launch each, {ncu_case}: flash | FA2")
+    print(f"ncu, one launch each, {ncu_case}: " + " | ".join(titles[n] for n, _ in cols))
     for k in want + stalls:
         vals = [num(d, k) for _, d in cols]
         if all(x is None for x in vals):

@@ -17,7 +17,8 @@
 # without cudnn.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
-# not part of the 55 s). Each step is limited to STEP_TIMEOUT seconds (default 20).
+# not part of the 55 s). Each step is limited to STEP_TIMEOUT seconds (default 20); TEST_TIMEOUT and
+# PEER_TIMEOUT (default STEP_TIMEOUT) limit the probe tests and the first default run (beside cudnn) instead.
 set -uo pipefail
 out=${1:?usage: scripts/sm90bwd_h200.sh OUTDIR}
 build=${BUILD:-build-h200}
@@ -43,7 +44,8 @@ timed=()
 for v in "${variants[@]}"; do
   if [[ "$test_variants" != *" $v "* ]]; then timed+=("$v"); continue; fi  # its rows still verify
   # Not the split-choice test: most probes run GQA unsplit (the split exists for the default kernels, q64 and q80c).
-  step "tests-$v" env FB_SM90_BWD128="$v" "$tests" "[bwd128],GQA/MQA: the flash-sm90 backward verifies*"
+  STEP_TIMEOUT=${TEST_TIMEOUT:-${STEP_TIMEOUT:-$step_timeout}} \
+    step "tests-$v" env FB_SM90_BWD128="$v" "$tests" "[bwd128],GQA/MQA: the flash-sm90 backward verifies*"
   if [ "$step_rc" -eq 0 ]; then timed+=("$v"); else echo "$v: tests failed (rc=$step_rc), not timed" >&2; fi
 done
 variants=(${timed[@]+"${timed[@]}"})
@@ -57,7 +59,7 @@ run() {  # name, variant ("" = the default, with cudnn)
       --filter "$cases" -o "$out/$1.json"
   fi
 }
-run default-1 ""
+STEP_TIMEOUT=${PEER_TIMEOUT:-${STEP_TIMEOUT:-$step_timeout}} run default-1 ""
 for v in "${variants[@]}"; do run "$v-1" "$v"; done
 if [ "$rounds" -ge 2 ]; then
   for ((i = ${#variants[@]} - 1; i >= 0; i--)); do run "${variants[$i]}-2" "${variants[$i]}"; done

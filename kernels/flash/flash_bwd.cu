@@ -113,9 +113,28 @@ std::atomic<int>& forced_split() {
 
 // Whether the variant runs the default's grid (head split, tail split and tiled dQ as the default
 // picks them): the default itself and the probes `splittile` and `splitrows`, which differ from it only
-// inside a GQA head split (split_dq_tiled()).
+// inside a GQA head split (split_dq_tiled()), and `cap8`, only in the head split's subset count
+// (max_head_split()).
 bool default_grid(GridVariant v) {
-  return v == GridVariant::standard || v == GridVariant::splittile || v == GridVariant::splitrows;
+  return v == GridVariant::standard || v == GridVariant::splittile || v == GridVariant::splitrows ||
+         v == GridVariant::cap8;
+}
+
+// The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
+// that decides it. Under the causal mask 16 (session 13); elsewhere, and everywhere under the probe
+// `cap8`, the shared model's 8. Why causal only: there key tile j's units do the work of N - j * kBlockN
+// queries, and at long N the finer split measured faster than the model's unit cost says (32 q / 1 kv
+// heads, d = 128, 16 subsets forced against the model's 8: +2.3% (session 12 call A) and +4.4% (its
+// final's round 2) at N = 16k, +1.4% at N = 4k, level at N = 1k against its 4). The model keeps its unit
+// overhead, so it still takes 16 only where the units stay long: at 16k tokens 32/1 goes 8 -> 16 at N >= 8k
+// and keeps 8 / 4 at N = 4k / 1k. Non-causal units are all alike: the model's largest-within-5% pick
+// would double the units onto a second wave (e.g. 32/1 N = 8k at batch 1: 16 in place of 8) with nothing
+// measured to pay for it, so the cap stays 8 there. Only groups with a divisor in 9..16 can change
+// (12, 16, 24, 32, 40, 48, 64 query heads a K/V head ...): 8/1, 16/2, 28/4, 40/8 keep their splits.
+int max_head_split(const AttentionParams& p) {
+  constexpr int kCausalMaxSplit = 16;
+  if (!p.causal || grid_variant() == GridVariant::cap8) return HeadSplitModel{}.max_split;
+  return kCausalMaxSplit;
 }
 
 // Whether a GQA head split's kernels reduce dQ into the tiled accumulator too (TcConfig::split_dq_tiled:
@@ -160,20 +179,23 @@ int split_sms(const AttentionParams& p, SplitTiles& tiles) {
 // does the work of N - j * kBlockN queries for every head of the group, the first block twice the
 // average, and it alone sets the time; split units are shorter and list-schedule onto the SMs.
 // The model is model_head_split() (common/head_split.h), shared with flash-sm90's backward, on this
-// kernel's tiles. Only GQA/MQA, fp16/bf16 at d = 64 or 128 where the warp-grid kernel runs.
+// kernel's tiles, with at most max_head_split() subsets. Only GQA/MQA, fp16/bf16 at d = 64 or 128 where
+// the warp-grid kernel runs.
 int head_split(const AttentionParams& p) {
   const int group = p.kv_heads > 0 ? p.heads / p.kv_heads : 0;
   if (group <= 1 || p.heads % p.kv_heads != 0 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
     return 1;
-  // The probes (FB_FLASH_BWD) time the unsplit kernels, `splittile` and `splitrows` aside (the default's
-  // split).
+  // The probes (FB_FLASH_BWD) time the unsplit kernels, `splittile`, `splitrows` and `cap8` aside (the
+  // default's split).
   if (!default_grid(grid_variant())) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
   if (sms == 0) return 1;
   if (const int forced = forced_split().load(); forced > 0) return std::min(forced, group);
-  return model_head_split(p, sms, tiles.block_n, tiles.block_m);
+  HeadSplitModel model;
+  model.max_split = max_head_split(p);
+  return model_head_split(p, sms, tiles.block_n, tiles.block_m, model);
 }
 
 // Into how many units each block of the grid's last partial wave is split (kTailSplit; 1: none).
@@ -302,9 +324,10 @@ GridVariant grid_variant() {
     if (s == "dqrows") return GridVariant::dqrows;
     if (s == "splittile") return GridVariant::splittile;
     if (s == "splitrows") return GridVariant::splitrows;
+    if (s == "cap8") return GridVariant::cap8;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splittile, splitrows; s6 "
+                                "splittile, splitrows, cap8; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10; dqtile became the default in session 11: docs/perf-notes.md)");
   }();

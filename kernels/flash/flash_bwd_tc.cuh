@@ -1603,7 +1603,8 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::notail:
         case GridVariant::dqrows:
         case GridVariant::splittile:
-        case GridVariant::splitrows: break;
+        case GridVariant::splitrows:
+        case GridVariant::cap8: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);

@@ -47,7 +47,11 @@ struct BwdParams {
   // of the other variants at 640 bytes.
   int head_split;
   float* dkv_acc;      // [kv planes, key_tiles * kBlockN / 64, kDqBlocks, kDqWgFloats] of dK, then dV's
+  // Key tail order (kKeyTail, flash_sm90_bwd_traits.h): key tiles [0, grouped_tiles) in plane groups, the
+  // rest over all planes. In the padding of the 640-byte block: no other variant's parameters move.
+  int grouped_tiles;
 };
+static_assert(sizeof(BwdParams) == 640, "the parameter block keeps its size (the default kernels' PTX)");
 
 template <typename Tr> struct BwdBarriers {
   std::uint32_t base;
@@ -111,6 +115,21 @@ __device__ __forceinline__ int kv_plane(const BwdParams& prm, const BwdWork& w) 
   return w.kv_bh;
 }
 
+// kPdl (a probe, flash_sm90_bwd_traits.h): wait until the kernel before this one in the stream (launched
+// as its programmatic dependent) has completed and its writes are visible. A no-op on a plain launch.
+__device__ __forceinline__ void wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// kPdl: let the kernel after this one in the stream (launched as a programmatic dependent) launch once
+// every block of this grid has called this or exited.
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 #if FB_PTX_SM90A
 
 __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
@@ -122,6 +141,35 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
+// kKeyTail (a causal probe): the first kv_planes * grouped_tiles tiles are key tiles [0, grouped_tiles) in
+// bwd_work's order (plane groups, key tiles outermost in a group); the rest are key tiles
+// [grouped_tiles, key_tiles) of every plane, one key tile of all planes after the other (the longest first
+// under the causal mask), so that the last blocks to start are the shortest of every plane.
+template <typename Tr>
+__device__ __forceinline__ BwdWork bwd_work_key_tail(const BwdParams& prm, unsigned tile) {
+  const unsigned grouped = unsigned(prm.kv_planes) * unsigned(prm.grouped_tiles);
+  BwdWork w;
+  if (tile < grouped) {
+    const int group_blocks = prm.plane_group * prm.grouped_tiles;
+    const int grp = tile / group_blocks;
+    const int first_plane = grp * prm.plane_group;
+    const int planes_here = min(prm.plane_group, prm.kv_planes - first_plane);
+    const int within = tile - grp * group_blocks;
+    w.n0 = within / planes_here * Tr::kBlockN;
+    w.kv_bh = first_plane + within % planes_here;
+  } else {
+    const unsigned t = tile - grouped;
+    w.n0 = (prm.grouped_tiles + int(t / unsigned(prm.kv_planes))) * Tr::kBlockN;
+    w.kv_bh = int(t % unsigned(prm.kv_planes));
+  }
+  const int b = w.kv_bh / prm.kv_heads;
+  w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
+  w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
+  w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
+  w.steps = w.per_head * prm.group;
+  return w;
+}
+
 // Work tile `tile` (blockIdx.x, or the persistent loop's index). Order: groups of plane_group K/V
 // planes, and within a group key tiles outermost. The tiles that run at the same time then share a
 // few planes' Q, dO and dQ accumulator, which stay in L2 (one plane per block would stream them from
@@ -129,6 +177,7 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
 // start first, which balances the tail.
 template <typename Tr>
 __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile) {
+  if constexpr (Tr::kKeyTail) return bwd_work_key_tail<Tr>(prm, tile);
   const int group_blocks = prm.plane_group * prm.key_tiles;
   const int grp = tile / group_blocks;  // unsigned division, as blockIdx.x
   const int first_plane = grp * prm.plane_group;
@@ -197,6 +246,8 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_v);
   if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
+    // K and V are inputs; LSE and D (loaded with each step's Q, dO) are the pre-pass's output.
+    if constexpr (Tr::kPdl) wait_prior_grid();
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
     int g = 0;  // ring slot of the next step
@@ -1013,6 +1064,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const BwdSmem<Tr> sm{base};
   const BwdBarriers<Tr> bars{base + Tr::kOffBar};
   const BwdWork w = bwd_work<Tr>(prm, blockIdx.x);  // persistent: the first tile
+  // kPdl: the dQ convert may launch once every block has started; its blocks fit only on SMs this grid
+  // has left (a block here holds nearly all registers and shared memory) and wait for its end there.
+  if constexpr (Tr::kPdl) launch_dependents();
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);
@@ -1037,6 +1091,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (threadIdx.x == 0) bwd_produce<Tr>(prm, sm, bars, w);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+    // The pre-pass zeroes the dQ accumulator the consumers reduce into (kPdl).
+    if constexpr (Tr::kPdl) wait_prior_grid();
     if constexpr (Tr::kPersistent) {
       int g = 0;  // ring slot of the tile's first step
       int i = 0;  // tiles done
