@@ -95,17 +95,6 @@ inline constexpr unsigned kOptL2Hint = 128u;
 //                     K/V tile at d = 64 (bf16, unmasked), 480-507 against 531 at d = 128 (session 12; the
 //                     default at d = 64 since its call A, FwdDefaults::kUniformStageHeadDim)
 inline constexpr unsigned kOptUniformStage = 8u;
-//   kOptKvPrefetch    the producer prefetches a work tile's K/V tiles into L2 (cp.async.bulk.prefetch.tensor,
-//                     no shared memory, no barrier) Tr::kKvPrefetchTiles ring loads ahead: the first ones as the
-//                     work tile starts, right after its Q load, then one K and one V tile with each ring load.
-//                     At small N every round of work tiles reads planes no block has read before (N = 512, d =
-//                     128: 4 query tiles a plane, L2 groups of 32 planes, 132 blocks: the whole group at once), so
-//                     each ring load waits on DRAM, and the 2-stage ring issues a load only about one round of
-//                     both warpgroups' turns before its use (cudnn's forward runs a 3-stage ring; ours holds two
-//                     Q tiles and O's tile instead). Session 13's probe `kvpf` (d = 64 and 128)
-inline constexpr unsigned kOptKvPrefetch = 32u;
-//   kOptKvPrefetchFar with kOptKvPrefetch: Tr::kKvPrefetchTilesFar ring loads ahead instead (probe `kvpf8`)
-inline constexpr unsigned kOptKvPrefetchFar = 64u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -162,14 +151,6 @@ __device__ __forceinline__ void tma_load_3d_hint(std::uint32_t dst, const void* 
       : "memory");
 }
 
-// kOptKvPrefetch: a 3-D tensor box into L2 only (as ptx::tma_load_3d's box, with no destination and no barrier;
-// coordinates past the tensor's end fetch nothing).
-__device__ __forceinline__ void tma_prefetch_l2_3d(const void* tmap, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(tmap), "r"(c0), "r"(c1),
-               "r"(c2)
-               : "memory");
-}
-
 // ---- producer: one thread issues every TMA copy ----
 template <typename Tr, unsigned kOpt>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
@@ -193,47 +174,23 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
     else ptx::tma_load_3d(dst, tmap, bar, c0, c1, c2);
   };
 
-  const auto kv_plane = [&](int bh) {
-    const int b = bh / prm.heads;
-    return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
-  };
-  // kOptKvPrefetch: the K and V tiles j of the current work tile (K/V plane pf_bh, pf_tiles tiles) into L2.
-  constexpr bool kKvPf = (kOpt & kOptKvPrefetch) != 0;
-  constexpr int kPfTiles = (kOpt & kOptKvPrefetchFar) != 0 ? Tr::kKvPrefetchTilesFar : Tr::kKvPrefetchTiles;
-  int pf_bh = 0, pf_tiles = 0;
-  auto prefetch_kv = [&](int j) {
-#pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c) {
-      tma_prefetch_l2_3d(&prm.tm_k, c * Tr::kChunkElems, j * Tr::kBc, pf_bh);
-      tma_prefetch_l2_3d(&prm.tm_v, c * Tr::kChunkElems, j * Tr::kBc, pf_bh);
-    }
-  };
-
   produce_ring_dynamic<Tr>(
       qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
-      [&](int t) { return work_tile<Tr>(prm, mask, t); }, kv_plane,
+      [&](int t) { return work_tile<Tr>(prm, mask, t); },
+      [&](int bh) {
+        const int b = bh / prm.heads;
+        return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+      },
       [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
           load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
-        if constexpr (kKvPf) {
-          // The work tile's first kPfTiles K/V tiles, before its ring loads wait for free stages.
-          pf_bh = kv_plane(w.bh);
-          pf_tiles = w.n_tiles;
-          for (int j = 0; j < kPfTiles && j < pf_tiles; ++j) prefetch_kv(j);
-        }
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
           load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, k0, kv_bh,
                pol_kv);
-        if constexpr (kKvPf) {
-          // With ring load j (> 0), tile j + kPfTiles - 1: each tile of the work tile once, that many ring
-          // loads ahead of its own (tiles 0 .. kPfTiles - 1 went as the work tile started).
-          const int j = k0 / Tr::kBc + kPfTiles - 1;
-          if (k0 > 0 && j < pf_tiles) prefetch_kv(j);
-        }
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll

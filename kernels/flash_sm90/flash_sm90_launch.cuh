@@ -66,12 +66,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            every stage in it is a literal and the wgmma descriptors and barrier addresses are built on the
 //            uniform datapath (kOptUniformStage; session 12; on top of the head dim's shipped variant only;
 //            default at d = 64 since session 12's call A)
-//   kvpf     the producer prefetches each work tile's K/V tiles into L2, Tr::kKvPrefetchTiles ring loads ahead of
-//            its ring loads (kOptKvPrefetch; session 13: at small N every round of work tiles reads K/V planes
-//            from DRAM, and the 2-stage ring issues each load about one round before its use). On top of the
-//            head dim's shipped variant with its default trec/ustage (an error beside trec, notrec, l2hint,
-//            ustage or noustage; ignored with another variant word and at d = 256, as l2hint). `kvpf8`: the
-//            same, Tr::kKvPrefetchTilesFar (8) ring loads ahead (kOptKvPrefetchFar)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -88,8 +82,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x); session 11's `ostg` (O from
 // registers straight to global memory: 0.85-1.00x), `stlate` (d = 128: O staged and stored under the next
 // tile's first two-GEMM turn: level, 0.99-1.01x) and `kv4` (d = 64, a 4-stage K/V ring: level); session 12's
-// `poly` (one exponential in 8 on the FMA pipe, exp2_poly: 0.93-0.99x alone, below ustage beside it). Naming one
-// of those is an error (a run would otherwise time the shipping forward under a variant's name).
+// `poly` (one exponential in 8 on the FMA pipe, exp2_poly: 0.93-0.99x alone, below ustage beside it); session
+// 13's `kvpf` and `kvpf8` (the producer prefetching each work tile's K/V tiles into L2 with
+// cp.async.bulk.prefetch.tensor, 4 or 8 ring loads ahead: 0.92-0.98x and 0.87-0.98x, every row, 16k included).
+// Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
 // The variants in the shipping forward (each flipped on only after a measured win; docs/perf-notes.md).
@@ -131,7 +127,6 @@ struct FwdProbe {
   int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
-  int kv_prefetch = 0;  // 0 off; 1 kvpf; 2 kvpf8
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 // A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
@@ -145,7 +140,7 @@ inline FwdProbe fwd_probe() {
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
     for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
-                          "ones", "xskip", "ostg", "stlate", "kv4", "poly"})
+                          "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -166,7 +161,6 @@ inline FwdProbe fwd_probe() {
     f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
-    f.kv_prefetch = has("kvpf8") ? 2 : has("kvpf") ? 1 : 0;
     return f;
   }();
   return probe;
@@ -257,17 +251,6 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
   const bool ustage = variant_on(probe.uniform_stage, Tr::kHeadDim, FwdDefaults::kUniformStageHeadDim);
   const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
                         (ustage ? kOptUniformStage : 0u);
-  if (probe.kv_prefetch > 0) {
-    // kvpf / kvpf8: one more kernel each per head dim and type, the shipped one's bits plus kOptKvPrefetch.
-    constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
-                                  (Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u);
-    if (want != kShipped)
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'kvpf' and 'kvpf8' run on the shipped variant only (no "
-                                  "trec, notrec, l2hint, ustage or noustage beside them)");
-    if (probe.kv_prefetch == 2) launch_fwd<Tr, kOpt | kShipped | kOptKvPrefetch | kOptKvPrefetchFar>(p, t, stream);
-    else launch_fwd<Tr, kOpt | kShipped | kOptKvPrefetch>(p, t, stream);
-    return;
-  }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
 

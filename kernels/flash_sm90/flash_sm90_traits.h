@@ -117,15 +117,6 @@ struct FwdTraits {
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffTileRec + kQStages * kTileRecBytes + kAtomBytes);
 
-  // kOptKvPrefetch (flash_sm90_kernel.cuh, a timing probe): K/V tiles the producer prefetches into L2 ahead of
-  // its ring loads. Four: at N = 512 a work tile's whole K/V (4 tiles of 128 keys); each tile ~3 ring loads
-  // (~3 rounds of both warpgroups' turns, several microseconds) ahead of its own, past a loaded DRAM's latency;
-  // at most 4 x (K, V) tiles a block in flight (d = 128: 256 KB; x 132 blocks well under L2, the planes shared).
-  static constexpr int kKvPrefetchTiles = 4;
-  // kOptKvPrefetchFar: twice as far (N = 1024: the whole work tile's K/V as it starts), to tell lead from
-  // traffic in the same call.
-  static constexpr int kKvPrefetchTilesFar = 8;
-
   // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
   static constexpr int kRegFile = 64 * 1024;
   static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;  // the cap __launch_bounds__ sets
@@ -164,8 +155,6 @@ struct FwdTraits {
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
                 "setmaxnreg lowers the producer and raises the consumers");
   static_assert(kBarEpilogue0 + kConsumerWgs <= 16, "16 hardware named barriers");
-  static_assert(kKvPrefetchTiles >= 1 && kKvPrefetchTilesFar >= 1,
-                "kOptKvPrefetch: the head prefetch covers at least the first tile");
 };
 
 }  // namespace fb::cuda::flash_sm90
