@@ -60,6 +60,9 @@ constexpr int kBwd128KeyLpt = 1 << 21;
 // FB_SM90_BWD128=ktailpdl (a host code): both session 13 probes at once, ktail on causal passes and pdl on
 // non-causal ones (they touch disjoint passes: one A/B run, and one test run, for both).
 constexpr int kBwd128KeyTailPdl = kBwd128KeyTail | kBwd128Pdl;
+// FB_SM90_BWD128=ktailr (a host code): the key-tail kernels with grouped_key_tiles()'s restricted rule (a short
+// tail, and only where the model says the default order loses kMinGain; else the default order, T = all).
+constexpr int kBwd128KeyTailR = 1 << 24;
 static_assert(kBwd128KeyLpt > kBwd128Pdl && kBwd128Q80C > kBwd128Pdl, "host codes above the traits' bits");
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
@@ -69,8 +72,8 @@ static_assert(kBwd128KeyLpt > kBwd128Pdl && kBwd128Q80C > kBwd128Pdl, "host code
 // no head split; ktail (session 13's probe, kBwd128KeyTail: the default's kernels and split, causal passes
 // without a head split in the key-tail order, grouped_tiles by grouped_key_tiles() below), klpt (the same
 // with grouped_tiles = 0); pdl (session 13's probe, kBwd128Pdl: non-causal passes without a head split on the
-// default's kernels, launched as programmatic dependents), ktailpdl (both). Unset or anything else: the
-// default (q80_kernel() below).
+// default's kernels, launched as programmatic dependents), ktailpdl (both), ktailr (ktail restricted, after
+// session 13's call A). Unset or anything else: the default (q80_kernel() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -85,16 +88,17 @@ int bwd128_variant() {
     if (s == "klpt") return kBwd128KeyLpt;
     if (s == "pdl") return kBwd128Pdl;
     if (s == "ktailpdl") return kBwd128KeyTailPdl;
+    if (s == "ktailr") return kBwd128KeyTailR;
     return kBwd64Default;
   }();
   return v;
 }
 
-// The key-tail probes (ktail, klpt, ktailpdl): the default's choice of kernels and split, the causal order
-// changed.
+// The key-tail probes (ktail, klpt, ktailpdl, ktailr): the default's choice of kernels and split, the causal
+// order changed.
 bool key_tail_variant() {
   const int v = bwd128_variant();
-  return v == kBwd128KeyTail || v == kBwd128KeyLpt || v == kBwd128KeyTailPdl;
+  return v == kBwd128KeyTail || v == kBwd128KeyLpt || v == kBwd128KeyTailPdl || v == kBwd128KeyTailR;
 }
 
 // The pdl probes (pdl, ktailpdl): the default's kernels, the non-causal ones launched as dependents.
@@ -488,11 +492,21 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
 // ideal, the default order 1.129x), 28 at 16 heads (1.007x, 1.034x), 2 of 8 at 8 heads N = 1024 (1.010x,
 // 1.106x). FB_SM90_BWD_GROUPED=T forces T (clamped to the key tiles) for tests and A/B runs; klpt takes 0.
 // Cached per shape.
+//   Session 13's call A (ktail, one run each; docs/perf-notes.md): +8.4% at 8 heads N = 4096 (T = 24 of 32,
+// a tail of 1.9 device-fulls), but -9% / -10% at 8 / 16 heads N = 1024 (T = 2 / 3 of 8: 5.8 / 9.7 fulls of
+// blocks over all planes, whose Q, dO and dQ accumulator no longer fit in L2) and -0.4% / -1.1% at 16 heads
+// N = 2048 / 4096 (modelled +2.5% / +2.7%). ktailr (restricted): at most kMaxTailFullsR device-fulls in the
+// tail, no T = 0, and the default order (T = all) unless the model gives at least kMinGainR over it: 8 heads
+// N = 1024 / 2048 / 4096 then take T = 6 / 12 / 24, the 16-head rows keep the default order. Not measured.
 int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, int plane_group, int block_n,
                       int block_m) {
   constexpr double kBlockOverhead = 3.0;
   constexpr double kNearBest = 0.005;
   constexpr std::int64_t kMaxTailFulls = 16;
+  constexpr std::int64_t kMaxTailFullsR = 2;
+  constexpr double kMinGainR = 1.05;
+  const bool restricted = bwd128_variant() == kBwd128KeyTailR;
+  const std::int64_t max_tail_fulls = restricted ? kMaxTailFullsR : kMaxTailFulls;
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_GROUPED");
     return e != nullptr && *e != '\0' ? std::atoi(e) : -1;
@@ -536,17 +550,21 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   };
   std::vector<std::pair<int, double>> times;  // (grouped key tiles, modelled time), most grouped first
   double fastest = std::numeric_limits<double>::max();
-  for (int grouped = key_tiles; grouped >= 0; --grouped) {
-    if (grouped > 0 && std::int64_t(key_tiles - grouped) * kv_planes > kMaxTailFulls * sms) continue;
+  for (int grouped = key_tiles; grouped >= (restricted ? 1 : 0); --grouped) {
+    if (grouped > 0 && std::int64_t(key_tiles - grouped) * kv_planes > max_tail_fulls * sms) continue;
     times.emplace_back(grouped, makespan(grouped));
     fastest = std::min(fastest, times.back().second);
   }
   int best = 0;
+  double best_time = 0.0;
   for (const auto& [grouped, t] : times)
     if (t <= (1.0 + kNearBest) * fastest) {
       best = grouped;
+      best_time = t;
       break;
     }
+  // times.front() is the default order (grouped = key_tiles: no tail).
+  if (restricted && times.front().second < kMinGainR * best_time) best = key_tiles;
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, best);
   return best;

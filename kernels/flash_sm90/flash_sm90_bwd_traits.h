@@ -131,6 +131,9 @@ namespace fb::cuda::flash_sm90 {
 //                       model: 13% over the ideal at 8 heads N = 4096, 32 planes in groups of 5; 3% at 16
 //                       heads); with the shortest key tiles of every plane last it is within 1-2% of it.
 //                       The launcher picks grouped_tiles with that model (klpt: 0, no plane groups).
+//                       Session 13's call A: +8.4% at 8 heads N = 4096, -9/-10% at N = 1024 (a long tail over
+//                       all planes loses L2), -0.4..-1.1% at 16 heads N = 2048/4096: not the default;
+//                       FB_SM90_BWD128=ktailr restricts it (grouped_key_tiles(), flash_sm90_bwd.cu).
 //   Session 13 probe at d = 128 (a bit with or without kBwd128Q80; FB_SM90_BWD128=pdl; non-causal passes):
 //   kBwd128Pdl          the main kernel and the dQ convert launched as programmatic dependents of the
 //                       kernel before them (the pre-pass, the main kernel): a main block's prologue (barrier
@@ -141,6 +144,7 @@ namespace fb::cuda::flash_sm90 {
 //                       Without a causal mask every row is 2048 equal blocks at 16k tokens (15.5 waves):
 //                       the pre-pass, the convert and the gaps between the three kernels are a fixed
 //                       cost that weighs most at N = 512 (the gaps: a few us of ~500 us, not measured).
+//                       Session 13's call A: level (0.998 / 1.007 / 0.981 at N = 512 / 8 heads 1024 / 1024).
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
