@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 13's device call for flash-sm90's fp32 backward (issue 15, d = 64 non-causal), in about 60 s:
 #   scripts/fp32s13_h200.sh OUTDIR [BUILD_DIR=build]
-# (Prepared in session 12 on branch fp3213; docs/perf-notes.md "Session 13 (prepared in session 12)".)
+# (Prepared in session 12 on branch fp3213, dslate added in session 13; docs/perf-notes.md fp32 "Session 13". Ran in
+# session 13's call A; the three probes were removed after it (commit ea0fa75 has them): this script records that call.)
 # 1. Timing (scripts/fp32s8_h200.sh on configs/h200-fp32-sm90.json's backward, warmup 1, reps 3, every row verified
 #    against fp64; a second round while its budget lasts): naive (exact FP32) and the default on d = 64 non-causal
 #    N 1024 / 4096 / 8192 and causal N 4096, and the d = 64 probes of kernels/flash_sm90/flash_sm90_tf32_bwd.cu

@@ -81,40 +81,27 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // operand; hilo8, the same with hi*hi in one chain; dqperm, conflict-free dQ^T fragment loads) ran in its call A:
 // hilo is the shipping d = 64 3xTF32 kernel (Tf32BwdHiLoB, +4.7-8.4%), hilo8 and hilo + dqperm were level with it and
 // are removed (code in the history, commit ba09a4e; docs/perf-notes.md).
+// Session 13's probes (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32: lofrag / lofragdq, lo*hi of S^T / dP^T's first four k8
+// steps with A = K lo / V lo from registers; dslate, dS's stores and the barrier before them under dV's first wgmmas)
+// ran in its call A: within -2.5..+2.8% of the default, N = 8192 below it under both lofragdq and dslate; removed
+// (code in the history, commit ea0fa75; docs/perf-notes.md).
 // FB_SM90_FP32_BWD_PROBE (read once), 3xTF32 only; unset or any other value is the shipping backward:
-//   racebar   d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
-//             before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
-//             of the reports at that pair; call A's racecheck reported none with or without it)
-//   lofrag    d = 64 (session 13): lo*hi of S^T's / dP^T's first four k8 steps with A (K lo, V lo) from registers,
-//             loaded at the top of each tile before its wait for Q / dO (Tf32BwdLoFrags<..., 1>); the same sums
-//   lofragdq  the same fragments loaded behind the previous tile's dQ^T wgmmas (Tf32BwdLoFrags<..., 2>)
-//   dslate    d = 64 (session 13): dS's stores to shared memory (and the barrier before them) issued after dV's and
-//             dK's wgmmas, under them, instead of before (Tf32BwdDsLate); the same values
-enum class Tf32BwdProbe { none, racebar, lofrag, lofragdq, dslate };
-Tf32BwdProbe tf32_bwd_probe() {
-  static const Tf32BwdProbe probe = [] {
+//   racebar  d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
+//            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
+//            of the reports at that pair; call A's racecheck reported none with or without it)
+bool tf32_bwd_racebar() {
+  static const bool racebar = [] {
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    const std::string word = env != nullptr ? env : "";
-    if (word == "racebar") return Tf32BwdProbe::racebar;
-    if (word == "lofrag") return Tf32BwdProbe::lofrag;
-    if (word == "lofragdq") return Tf32BwdProbe::lofragdq;
-    if (word == "dslate") return Tf32BwdProbe::dslate;
-    return Tf32BwdProbe::none;
+    return env != nullptr && std::string(env) == "racebar";
   }();
-  return probe;
+  return racebar;
 }
 
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
   if constexpr (D == 128 && kSplit) {
-    if (tf32_bwd_probe() == Tf32BwdProbe::racebar) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
-  }
-  if constexpr (D == 64 && kSplit) {
-    if (tf32_bwd_probe() == Tf32BwdProbe::lofrag) return launch<Tf32BwdLoFrags<Traits, 1>>(p, lse_pad, d_pad, stream);
-    if (tf32_bwd_probe() == Tf32BwdProbe::lofragdq)
-      return launch<Tf32BwdLoFrags<Traits, 2>>(p, lse_pad, d_pad, stream);
-    if (tf32_bwd_probe() == Tf32BwdProbe::dslate) return launch<Tf32BwdDsLate<Traits>>(p, lse_pad, d_pad, stream);
+    if (tf32_bwd_racebar()) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
   }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }

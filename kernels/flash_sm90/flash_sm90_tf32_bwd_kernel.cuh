@@ -10,9 +10,7 @@
 // in fp32.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include <cuda.h>  // CUtensorMap (a type only)
 #include <cuda_runtime.h>
@@ -251,23 +249,15 @@ __device__ __forceinline__ void wgmma_ss_tf32_n64_halves(float (&lo)[16], float 
 // busy meanwhile), its hi*hi moves to c[g][1] and the block's hi*hi half restarts from zero; the two are
 // swapped back at the end (register renaming). (Session 12's probe `hilo8`, hi*hi in one chain of kSteps and no
 // wait in the middle, a different sum, measured level with this: call A, docs/perf-notes.md.)
-// lo_a (kLoFrags probes): lo_a(g, kk) gives A lo's TF32 fragment of step kk < kSteps / 2 in registers, already loaded
-// by the caller (before this wgmma_fence): the first half's lo*hi wgmmas are then RS, reading only B; registers free
-// again once the first commit group is complete (the wait before the move). nullptr: every wgmma SS.
-template <int kSteps, int kGemms, typename DescA, typename DescB, typename LoA = std::nullptr_t>
-__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b,
-                                                   LoA&& lo_a = nullptr) {
+template <int kSteps, int kGemms, typename DescA, typename DescB>
+__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b) {
   constexpr int kHalf = kSteps / 2;
-  constexpr bool kLoRegs = !std::is_same_v<std::decay_t<LoA>, std::nullptr_t>;
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kHalf; ++kk) {
     // Interleaved so that no wgmma depends on the one issued just before it.
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) {
-      if constexpr (kLoRegs) ptx::wgmma_rs_tf32<32>(c[g][2], lo_a(g, kk), b(g, kk), kk > 0);
-      else tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
-    }
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
 #pragma unroll
     for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
   }
@@ -309,43 +299,6 @@ __device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], De
     }
 }
 
-// tf32::gemm_frag_a_pair's products (3xTF32; c0 = dV's fresh part, A = P^T; c1 = dK's, A = dS^T) with mid() run under
-// c0's first wgmmas (kDsLate: dS's stores to shared memory, which read dS^T's registers). A wgmma's A registers may
-// not be accessed until a wait covers it (PTX ISA, wgmma.wait_group), so no wgmma of c1 is issued before mid():
-// c0's lo*hi and hi*lo steps first (one commit group), then mid(), a fence (mid() read registers that c1's wgmmas
-// take as A), then c1's steps with c0's hi*hi interleaved. Each accumulator gets the same products in the same order
-// as gemm_frag_a_pair: the same sums, bit for bit. Returns with the wgmmas committed, not complete.
-template <int N, int kSteps, typename Frag, typename DescHi, typename DescLo, typename Mid>
-__device__ __forceinline__ void gemm_frag_a_pair_mid(float (&c0)[N / 2], float (&c1)[N / 2], Frag&& frag,
-                                                     DescHi&& b_hi, DescLo&& b_lo, Mid&& mid) {
-  std::uint32_t ah[2][kSteps][4], al[2][kSteps][4];
-#pragma unroll
-  for (int g = 0; g < 2; ++g)
-#pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk) {
-      frag(g, kk, 0, ah[g][kk]);
-      frag(g, kk, 1, al[g][kk]);
-    }
-  ptx::wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c0, al[0][kk], b_hi(0, kk), kk > 0);
-#pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c0, ah[0][kk], b_lo(0, kk), 1);
-  ptx::wgmma_commit();
-  mid();
-  ptx::wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) {
-    ptx::wgmma_rs_tf32<N>(c1, al[1][kk], b_hi(1, kk), kk > 0);
-    ptx::wgmma_rs_tf32<N>(c0, ah[0][kk], b_hi(0, kk), 1);
-  }
-#pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c1, ah[1][kk], b_lo(1, kk), 1);
-#pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) ptx::wgmma_rs_tf32<N>(c1, ah[1][kk], b_hi(1, kk), 1);
-  ptx::wgmma_commit();
-}
-
 // ---- consumer warpgroup cw (flash_sm90_tf32_bwd_traits.h: its keys, queries and parts of d) ----
 template <typename Tr>
 __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm0,
@@ -373,35 +326,12 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 
   if constexpr (Tr::kPresplit) ptx::mbar_wait(bars.kv_split(), 0);
   else ptx::mbar_wait(bars.kv_full(), 0);
-  // kLoFrags: A lo's fragments of S^T's (g = 0: K lo) and dP^T's (g = 1: V lo) first kQKSteps / 2 k8 steps, this
-  // consumer's 64 keys (the same for every tile), TF32 bit patterns as the producer split them. Loaded per tile
-  // (32 registers are not free across the whole tile: gemm_split_ss_hilo), conflict-free (a warp's 8 rows of a
-  // load are 8 distinct 16-byte units of the swizzle).
-  constexpr int kLoSteps = Tr::kQKSteps / 2;
-  std::uint32_t lo_frag[2][kLoSteps][4];
-  auto load_lo_frags = [&]() {
-    const Tf32BwdSmem<Tr> sl{tf32::opaque(sm0.base)};
-#pragma unroll
-    for (int g = 0; g < 2; ++g)
-#pragma unroll
-      for (int kk = 0; kk < kLoSteps; ++kk) {
-        float x[4];
-        tf32::load_kmajor_fragment(x, (g == 0 ? sl.k_lo() : sl.v_lo()) + wg_keys * Tr::kRowBytes, Tr::kKVChunkBytes,
-                                   warp, lane, kk);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) lo_frag[g][kk][i] = __float_as_uint(x[i]);
-      }
-  };
-  if constexpr (Tr::kLoFrags == 2) load_lo_frags();
   for (int it = 0; it < w.steps; ++it) {
     const int st = it % Tr::kStages;
     const int lse_slot = it % Tr::kLseSlots;
     const std::uint32_t parity = (it / Tr::kStages) & 1;
     const int m0 = w.m_tile(it) * Tr::kBlockM;
     const int bh = w.q_bh(it);
-    // kLoFrags 1: K lo / V lo do not depend on the tile, so their loads go before the wait for Q / dO (session 12's
-    // P0 profile: the consumers rarely wait there, so most of their issue and latency stays on the chain).
-    if constexpr (Tr::kLoFrags == 1) load_lo_frags();
     ptx::mbar_wait(bars.qd_ready(st), parity);
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
     const std::uint32_t k_rows = sm.k() + wg_keys * Tr::kRowBytes;
@@ -433,36 +363,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     std::uint32_t p_hi[Tr::kSRegs], p_lo[Tr::kSRegs];
     // Own keys: dS^T's TF32 parts in the accumulator layout (kDsFromRegs: also dK's A fragments).
     std::uint32_t ds_hi[Tr::kSRegs], ds_lo[Tr::kSRegs];
-    // Own keys: dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
-    // and its dQ reductions have read their staging box (part of dS). Every thread waits (a no-op
-    // without bulk groups of its own): no lane-divergent branch right before bar.sync.
-    auto store_ds = [&]() {
-      ptx::bulk_wait_group_read_all();
-      ptx::named_bar_sync(bar_ps, kBarPsThreads);
-      if constexpr (Tr::kDsLate) {
-        // qk_offset(i) from copies of key_row and col_lane that ptxas cannot hoist out of the loop: hoisted, the
-        // 16 addresses take ~11 registers through dV's and dK's issue, and ptxas spilled two values in the loop.
-        const int kr = int(tf32::opaque(std::uint32_t(key_row)));
-        const int cl = int(tf32::opaque(std::uint32_t(col_lane)));
-#pragma unroll
-        for (int i = 0; i < Tr::kSRegs; ++i) {
-          const int key = kr + ((i / 2) % 2) * 8;
-          const int q = (i / 4) * Tr::kMmaN + cl + i % 2;
-          const std::uint32_t off = ds_keys + std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
-                                    tf32::sw128_offset(q, key % Tr::kChunkElems);
-          ptx::st_shared_u32(sm.ds(0) + off, ds_hi[i]);
-          ptx::st_shared_u32(sm.ds(1) + off, ds_lo[i]);
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < Tr::kSRegs; ++i) {
-          ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
-          if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
-        }
-      }
-      ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
-      if constexpr (!Tr::kDsFromRegs) __syncwarp();  // dK's A fragments: this warp's own rows
-    };
     if constexpr (!kShare) {
       // S^T = K Q^T and dP^T = V dO^T, issued interleaved, each the sum of its accumulators.
       float sdp[2][Tr::kSdpAccs][Tr::kSRegs];
@@ -470,18 +370,15 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         // A (K, V hi / lo) from shared memory, B = [Q hi | Q lo] ([dO hi | dO lo]) as one operand.
         const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
         const std::uint32_t v_lo_rows = sm.v_lo() + wg_keys * Tr::kRowBytes;
-        auto a_desc = [&](int g, int kk, int part) {
-          const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
-          return tf32::kstep_desc<Tr::kDescBase>(rows, Tr::kKVChunkBytes, kk);
-        };
-        auto b_desc = [&](int g, int kk) {
-          return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_hi : do_hi, Tr::kQChunkStride, kk);
-        };
-        if constexpr (Tr::kLoFrags != 0)
-          gemm_split_ss_hilo<Tr::kQKSteps, 2>(sdp, a_desc, b_desc,
-                                              [&](int g, int kk) -> const std::uint32_t(&)[4] { return lo_frag[g][kk]; });
-        else
-          gemm_split_ss_hilo<Tr::kQKSteps, 2>(sdp, a_desc, b_desc);
+        gemm_split_ss_hilo<Tr::kQKSteps, 2>(
+            sdp,
+            [&](int g, int kk, int part) {
+              const std::uint32_t rows = g == 0 ? (part ? k_lo_rows : k_rows) : (part ? v_lo_rows : v_rows);
+              return tf32::kstep_desc<Tr::kDescBase>(rows, Tr::kKVChunkBytes, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? q_hi : do_hi, Tr::kQChunkStride, kk);
+            });
       } else if constexpr (Tr::kPresplit) {
         // A (K, V hi / lo) from shared memory: no fragments to build.
         const std::uint32_t k_lo_rows = sm.k_lo() + wg_keys * Tr::kRowBytes;
@@ -532,8 +429,18 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       // Every consumer thread arrives: it has read this stage's LSE and D with ordinary loads and
       // its wgmmas on Q and dO are complete (gemm_split_rs_multi waits for them).
       if constexpr (!Tr::kEarlyQdEmpty) ptx::mbar_arrive(bars.qd_empty(st));
-      // kDsLate: below, once dV's and dK's wgmmas are issued.
-      if constexpr (!Tr::kDsLate) store_ds();
+      // dS into shared memory; the barrier first: this consumer is past the previous tile's dQ^T,
+      // and its dQ reductions have read their staging box (part of dS). Every thread waits (a no-op
+      // without bulk groups of its own): no lane-divergent branch right before bar.sync.
+      ptx::bulk_wait_group_read_all();
+      ptx::named_bar_sync(bar_ps, kBarPsThreads);
+#pragma unroll
+      for (int i = 0; i < Tr::kSRegs; ++i) {
+        ptx::st_shared_u32(sm.ds(0) + qk_offset(i), ds_hi[i]);
+        if constexpr (Tr::kSplit) ptx::st_shared_u32(sm.ds(1) + qk_offset(i), ds_lo[i]);
+      }
+      ptx::fence_proxy_async_smem();  // dQ^T's wgmma reads what the stores above wrote
+      if constexpr (!Tr::kDsFromRegs) __syncwarp();  // dK's A fragments: this warp's own rows
     } else {
       // Shared keys: consumer 0 computes S^T = K Q^T, consumer 1 dP^T = V dO^T, each for the whole
       // query tile (one GEMM of N = kBlockM rather than two of half the width each: half the
@@ -670,26 +577,25 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
         const std::uint32_t bh0 = sm.dot(st, 0) + off, bl0 = sm.dot(st, 1) + off;
         const std::uint32_t bh1 = sm.qt(st, 0) + off, bl1 = sm.qt(st, 1) + off;
         float tv[Tr::kPartRegs], tk[Tr::kPartRegs];
-        auto frag = [&](int g, int kk, int lo_part, std::uint32_t(&a)[4]) {
-          if (g == 1 && Tr::kDsFromRegs)
-            tf32::acc_fragment(a, lo_part ? ds_lo : ds_hi, kk);  // = the read-back below, bit for bit
-          else if (g == 1)
-            tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp,
-                                              lane, kk);
-          else if constexpr (kShare)
-            tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
-          else
-            tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
-        };
-        auto b_hi = [&](int g, int kk) {
-          return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk);
-        };
-        auto b_lo = [&](int g, int kk) {
-          return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk);
-        };
-        // kDsLate: dS's stores under dV's first wgmmas (before any of dK's, which read dS^T's registers).
-        if constexpr (Tr::kDsLate) gemm_frag_a_pair_mid<Tr::kPart, Tr::kKVSteps>(tv, tk, frag, b_hi, b_lo, store_ds);
-        else tf32::gemm_frag_a_pair<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(tv, tk, frag, b_hi, b_lo);
+        tf32::gemm_frag_a_pair<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
+            tv, tk,
+            [&](int g, int kk, int lo_part, std::uint32_t(&a)[4]) {
+              if (g == 1 && Tr::kDsFromRegs)
+                tf32::acc_fragment(a, lo_part ? ds_lo : ds_hi, kk);  // = the read-back below, bit for bit
+              else if (g == 1)
+                tf32::load_mnmajor_fragment<true>(a, sm.ds(lo_part), Tr::kDsChunkBytes, 0, wg_keys, warp,
+                                                  lane, kk);
+              else if constexpr (kShare)
+                tf32::load_mnmajor_fragment<true>(a, sm.p(lo_part), Tr::kDsChunkBytes, 0, 0, warp, lane, kk);
+              else
+                tf32::acc_fragment(a, lo_part ? p_lo : p_hi, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bh0 : bh1, Tr::kQtChunkBytes, kk);
+            },
+            [&](int g, int kk) {
+              return tf32::kstep_desc<Tr::kDescBase>(g == 0 ? bl0 : bl1, Tr::kQtChunkBytes, kk);
+            });
         ptx::wgmma_wait<0>();
         add_part(dv, tv, part);
         add_part(dk, tk, part);
@@ -754,9 +660,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
           [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
     }
-    // kLoFrags 2: the next tile's lo fragments behind dQ^T's wgmmas (complete here), ahead of the staging stores.
-    // (One fragment per dQ^T k8 step, beside its own fragment loads, spills 100 bytes: ptxas -v, session 12.)
-    if constexpr (Tr::kLoFrags == 2) load_lo_frags();
     tf32::sum_split_accs(qacc[0]);
     const std::uint32_t dq_stage = kShare ? sm.p(cw) : ds_hi_b;
     stage_dq_part<Tr>(dq_stage, qacc[0][0], prm.scale, warp, lane);
@@ -774,15 +677,11 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   if (ctid == 0) ptx::bulk_wait_group_all();
 
   // dK (times the softmax scale) and dV for this consumer's keys and columns, from the accumulators.
-  // kDsLate: the block's K/V plane and this consumer's first key recomputed here rather than held across the loop
-  // (ptxas spilled 4-8 bytes of them outside the loop otherwise, even with the dS store addresses recomputed).
-  const int kv_bh = Tr::kDsLate ? int(blockIdx.x % unsigned(prm.kv_planes)) : w.kv_bh;
-  const int key0 = Tr::kDsLate ? int(blockIdx.x / unsigned(prm.kv_planes)) * Tr::kBlockN + wg_keys : wg_key0;
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const int key = key0 + key_row + hf * 8;
+    const int key = wg_key0 + key_row + hf * 8;
     if (key >= seq_k) continue;
-    const std::int64_t row = (std::int64_t(kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
+    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim + part0 * Tr::kPart;
 #pragma unroll
     for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
       const int i = 4 * j + 2 * hf;

@@ -77,15 +77,6 @@ struct Tf32BwdTraits {
   // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
   // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
   static constexpr bool kRaceBar = false;
-  // 0, or (kHiLoB; Tf32BwdLoFrags, session 13's probes `lofrag` / `lofragdq`) where the A fragments of lo*hi over
-  // the first half of S^T's / dP^T's k8 steps (K lo, V lo: the block's own, constant over its tiles) are loaded
-  // from shared memory into registers: 1 at the top of each tile, before its wait for Q / dO; 2 behind the
-  // previous tile's dQ^T (the first tile's before the loop). Those wgmmas then read only B (RS).
-  static constexpr int kLoFrags = 0;
-  // true (own keys, kDsFromRegs, kPairParts; Tf32BwdDsLate, session 13's probe `dslate`): dS^T's hi / lo stores to
-  // shared memory (B of dQ^T only, once dK's A fragments come from registers), and the barrier before them, issued
-  // after dV's and dK's wgmmas rather than before them: under those wgmmas instead of on the chain ahead of them.
-  static constexpr bool kDsLate = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -258,26 +249,6 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
   static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kSplit && Tr::kSdpAccs == 4,
                 "hi | lo B: own keys, A split in shared memory, 3xTF32, hi*lo in its own accumulator");
   static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
-};
-
-// A lo x B hi of the first half of S^T's / dP^T's k8 steps with A from registers (kLoFrags = kWhere, 1 or 2): the
-// remaining operand-bound wgmma of kHiLoB (m64n32k8 SS: A 2 KB + B 1 KB for 16 tensor clocks) becomes RS (B 1 KB) for
-// 4 of its 8 steps; its A bytes are read by 32 scalar shared loads a thread per tile, issued ahead of the GEMM.
-// Only the first half: those fragments (2 GEMMs x 4 steps x 4 = 32 registers) are free again before the first half's
-// hi*hi moves out of the N = 64 block (gemm_split_ss_hilo), when every accumulator is live. The same products into
-// the same chains: dK, dV bit-identical. Session 13's probes `lofrag` (1) / `lofragdq` (2).
-template <typename Tr, int kWhere> struct Tf32BwdLoFrags : Tr {
-  static constexpr int kLoFrags = kWhere;
-  static_assert(Tr::kHiLoB && (kWhere == 1 || kWhere == 2), "lo*hi's A from registers: the hi | lo B kernel");
-};
-
-// dS's stores (and the barrier before them) behind the issue of dV's and dK's wgmmas (kDsLate): the same stores of
-// the same values, so every output is the default's bit for bit (dQ up to its reductions' order). Session 13's probe
-// `dslate`.
-template <typename Tr> struct Tf32BwdDsLate : Tr {
-  static constexpr bool kDsLate = true;
-  static_assert(!Tr::kShareKeys && Tr::kSplit && Tr::kDsFromRegs && Tr::kPairParts && Tr::kWgParts == 1,
-                "dS stores after dV / dK's issue: nothing before dQ^T reads dS from shared memory");
 };
 
 // Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
