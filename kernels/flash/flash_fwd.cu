@@ -109,9 +109,6 @@ const FwdProbe& fwd_probe() {
       else if (w == "persist2") f.persist_early = true;
       else if (w == "pf") f.prefetch = true;
       else if (w == "nopf") f.no_prefetch = true;
-      else if (w == "expv") f.exp_pv = 1;
-      else if (w == "expv2") f.exp_pv = 2;
-      else if (w == "plane") f.plane = true;
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 7)
         f.band = std::stoi(w.substr(4));
@@ -121,12 +118,9 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "expv, expv2, plane, bandN with N >= 0, tailN with N >= 0)");
+                                    "bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
-    if (f.plane && f.l2order) throw std::invalid_argument("FB_FLASH_FWD_PROBE: plane contradicts l2order");
-    if (f.exp_pv != 0 && (f.old || f.prefetch || f.no_prefetch || f.persist || f.persist_early))
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: expv and expv2 run alone (with l2order, plane, bandN, tailN)");
     return f;
   }();
   return probe;

@@ -159,17 +159,11 @@ struct FwdConfig {
 //             one device-full of blocks after its own (kFwdL2Prefetch), the order as the other words say; d = 128's
 //             default has it since session 11
 //   nopf    : the default without kFwdL2Prefetch (d = 128: the default before session 11's flip)
-//   expv    : d = 128 (the lazy-rescale kernels): the step's exponentials after the V wait, key block by key block
-//             between the P V HMMAs (kernel bit kFwdExpPV), every launch (causal in the default order); not with
-//             old, pf, nopf, persist, persist2. d = 64 runs the default
-//   expv2   : expv with the first key block's exponentials before the V wait (kFwdExpFirst)
-//   plane   : non-causal launches: one plane's query tiles after another (plane group 1, FlashAttention-2's grid
-//             order; d = 128's default since session 9, so a no-op there) instead of set_tile_order's L2-sized
-//             groups (d = 64's default); the kernel is the default's. Not with l2order; combines with the rest
-//             (expv2,plane: expv2 at d = 128, plane at d = 64, in one run)
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
-// bc128) and session 11's pfstart and latev (level in call A) were measured (docs/perf-notes.md, "Session 8",
-// "Session 9", "Session 11") and removed with their code; the winners are in TcTiles<D>.
+// bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
+// between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
+// (docs/perf-notes.md, "Session 8", "Session 9", "Session 11", "Session 13") and removed with their code; the
+// winners are in TcTiles<D>.
 struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
@@ -180,8 +174,6 @@ struct FwdProbe {
   bool persist_early = false;  // persist2
   bool prefetch = false;     // pf
   bool no_prefetch = false;  // nopf
-  int exp_pv = 0;            // expv: 1, expv2: 2
-  bool plane = false;        // non-causal: plane group 1
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -105,12 +105,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kWarpSkip = (kOpt & kFwdWarpSkip) != 0;
   constexpr bool kLeanCopy = (kOpt & kFwdLeanCopy) != 0;
   constexpr bool kLazy = (kOpt & kFwdLazyRescale) != 0;
-  // kFwdExpPV: the exponentials after the V wait, key block by key block between the P V HMMAs; kFwdExpFirst: the
-  // first key block's before the V wait.
-  constexpr bool kExpPV = (kOpt & kFwdExpPV) != 0;
-  constexpr bool kExpFirst = kExpPV && (kOpt & kFwdExpFirst) != 0;
-  static_assert(!kExpPV || kLazy, "kFwdExpPV splits the lazy softmax");
-  static_assert(kExpPV || (kOpt & kFwdExpFirst) == 0, "kFwdExpFirst: with kFwdExpPV");
   static_assert(Tr::kStages == 2, "the split K/V waits assume double buffering");
   using Elem = typename Tr::Elem;
   constexpr int D = Tr::kHeadDim;
@@ -347,106 +341,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] *= alpha[mt][e / 2];
   };
 
-  // kExpPV: lazy_softmax in two parts. lazy_max: the new row maxima (the offsets the exponentials subtract), the vote
-  // and alpha (lazy_softmax up to its exponentials). Then, after the V wait, per k16 key block kk of P V: the
-  // exponentials and the row sums of keys [16kk, 16kk + 16) (exp_block), P packed, O += P V (pv_block), block
-  // kk + 1's exponentials written before block kk's HMMAs (exp_pv), so that the MUFUs issue between the tensor
-  // pipe's HMMAs; in lazy_softmax all 64 a thread run before the first P V HMMA, the V barrier between them. A
-  // block's 4 exponentials of a row are summed in pairs, then added to the row's tile sum (lazy_softmax: one by
-  // one): a row's sum does not wait for every exponential of the tile, nor keeps them all live.
-  auto lazy_max = [&](const float (&sc)[kMT][Tr::kSNTiles][4]) {
-    constexpr float kLazyHeadroom = 8.f;
-    float cand[kMT][2];
-    bool want = false;
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        float tile_max = kNegInf;
-#pragma unroll
-        for (int nt = 0; nt < Tr::kSNTiles; ++nt)
-          tile_max = fmaxf(tile_max, fmaxf(sc[mt][nt][2 * hf], sc[mt][nt][2 * hf + 1]));
-        cand[mt][hf] = fmaxf(row_max[mt][hf], quad_max(tile_max) * a.scale_log2);
-        want |= cand[mt][hf] > row_max[mt][hf] + kLazyHeadroom;
-      }
-    moved = __any_sync(kFullWarp, want);
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const float m_new = moved ? cand[mt][hf] : row_max[mt][hf];
-        alpha[mt][hf] = ptx::exp2_approx(row_max[mt][hf] - safe_max(m_new));
-        row_max[mt][hf] = m_new;
-      }
-  };
-  // Key block kk's exponentials, in place.
-  auto exp_block = [&](float (&sc)[kMT][Tr::kSNTiles][4], int kk) {
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const float sub = safe_max(row_max[mt][hf]);
-#pragma unroll
-        for (int nt = 2 * kk; nt < 2 * kk + 2; ++nt)
-#pragma unroll
-          for (int e = 2 * hf; e < 2 * hf + 2; ++e)
-            sc[mt][nt][e] = ptx::exp2_approx(fmaf(sc[mt][nt][e], a.scale_log2, -sub));
-      }
-  };
-  // Key block kk's exponentials' row sums into tile_sum (kk = 0: tile_sum starts there).
-  auto sum_block = [&](const float (&sc)[kMT][Tr::kSNTiles][4], float (&tile_sum)[kMT][2], int kk) {
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const float block_sum = (sc[mt][2 * kk][2 * hf] + sc[mt][2 * kk][2 * hf + 1]) +
-                                (sc[mt][2 * kk + 1][2 * hf] + sc[mt][2 * kk + 1][2 * hf + 1]);
-        tile_sum[mt][hf] = kk == 0 ? block_sum : tile_sum[mt][hf] + block_sum;
-      }
-  };
-  // One k16 block of mma_pv (common/mma_pv.cuh): keys [16kk, 16kk + 16) of P as the A operand, V via ldmatrix.trans.
-  auto pv_block = [&](const float (&sc)[kMT][Tr::kSNTiles][4], int kk, std::uint32_t v_stage) {
-    std::uint32_t pa[kMT][4];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-      pa[mt][0] = ptx::pack2<Elem>(sc[mt][2 * kk][0], sc[mt][2 * kk][1]);
-      pa[mt][1] = ptx::pack2<Elem>(sc[mt][2 * kk][2], sc[mt][2 * kk][3]);
-      pa[mt][2] = ptx::pack2<Elem>(sc[mt][2 * kk + 1][0], sc[mt][2 * kk + 1][1]);
-      pa[mt][3] = ptx::pack2<Elem>(sc[mt][2 * kk + 1][2], sc[mt][2 * kk + 1][3]);
-    }
-#pragma unroll
-    for (int nt = 0; nt < Tr::kONTiles; nt += 2) {
-      std::uint32_t vb[4];
-      ptx::ldmatrix_x4_trans(vb, v_stage + (kk * Tr::kMmaK * kRowBytes + nt * Tr::kMmaN * kEB));
-      const std::uint32_t b0[2] = {vb[0], vb[1]};
-      const std::uint32_t b1[2] = {vb[2], vb[3]};
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        ptx::mma_m16n8k16<Elem>(acc_o[mt][nt], pa[mt], b0);
-        ptx::mma_m16n8k16<Elem>(acc_o[mt][nt + 1], pa[mt], b1);
-      }
-    }
-  };
-  // After the V wait: the tile's exponentials (kExpFirst: key block 0's were taken before the wait), row sums and
-  // P V.
-  auto exp_pv = [&](float (&sc)[kMT][Tr::kSNTiles][4], std::uint32_t v_stage) {
-    float tile_sum[kMT][2];
-    if constexpr (!kExpFirst) exp_block(sc, 0);
-    sum_block(sc, tile_sum, 0);
-#pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      if (kk + 1 < Tr::kPVSteps) {
-        exp_block(sc, kk + 1);
-        sum_block(sc, tile_sum, kk + 1);
-      }
-      pv_block(sc, kk, v_stage);
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) row_sum[mt][hf] = row_sum[mt][hf] * alpha[mt][hf] + tile_sum[mt][hf];
-  };
-
   for (int j = 0; j < n_tiles; ++j) {
     const int stage = (kPersist ? it0 + j : j) % Tr::kStages;
     // tile j - 1's, which j + 1 fills
@@ -548,12 +442,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     }
 
     // ---- online softmax: new row maxima, rescale O and the sums, P = exp2(S*c - m) ----
-    if constexpr (kExpPV) {
-      // (the exponentials and the sums after the V wait, with P V; kExpFirst: key block 0's here)
-      lazy_max(s);
-      if (moved) rescale_o();  // warp-uniform
-      if constexpr (kExpFirst) exp_block(s, 0);
-    } else if constexpr (kLazy) {
+    if constexpr (kLazy) {
       lazy_softmax(s);
       if (moved) rescale_o();  // warp-uniform
     } else {
@@ -590,13 +479,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     }
 
     // ---- O += P V ----
-    if constexpr (kExpPV) {
-      if (active) {
-        exp_pv(s, v_stage);
-      }
-    } else {
-      if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
-    }
+    if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
   }
 
   // ---- epilogue: O /= row sum, LSE = ln(sum) + max; O staged in this warp's own sQ rows ----

@@ -48,8 +48,7 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
     if (band > 0) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, band);
     return launch_fwd_tc<Tr, kOpt>(p, stream);
   }
-  // l2order: set_tile_order's L2-sized groups; plane: one plane's query tiles after another.
-  const int group = pr.l2order ? 0 : pr.plane ? 1 : Cfg::kPlaneGroup;
+  const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
   // persist, persist2: d = 128 only (Q from shared memory), non-causal launches, without pf (and without the
   // default's kFwdL2Prefetch: a persistent block has no later block to prefetch for).
   if constexpr (!Tr::kQInRegs && kExtra == 0) {
@@ -63,11 +62,6 @@ template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
-  // expv, expv2: the kernels with the lazy rescale (d = 128); elsewhere the default.
-  if constexpr ((Cfg::kOpt & kFwdLazyRescale) != 0) {
-    if (pr.exp_pv == 2) return launch_fwd_tc_probed<Cfg, kFwdExpPV | kFwdExpFirst>(pr, p, stream);
-    if (pr.exp_pv == 1) return launch_fwd_tc_probed<Cfg, kFwdExpPV>(pr, p, stream);
-  }
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);

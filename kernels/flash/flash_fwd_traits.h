@@ -106,15 +106,8 @@ inline constexpr unsigned kFwdL2Prefetch = 1024u;
 //                    grid's last wave; with few work tiles a block slot (8 query heads: 3.9 waves) that tail
 //                    costs more than the bands' L2 reuse gives.
 inline constexpr unsigned kFwdQBandTail = 8192u;
-//   kFwdExpPV      : with kFwdLazyRescale: the step's exponentials move after the V wait and go key block by key
-//                    block (16 keys), each block's P packed and multiplied by V right away (the exponentials of
-//                    block kk + 1 written before the P V HMMAs of block kk), so the MUFUs issue between the P V
-//                    HMMAs instead of all before the barrier; the row max, the vote and O's rescale stay before it.
-//                    A row's sum adds each block's 4 exponentials in pairs (the default: one by one).
-inline constexpr unsigned kFwdExpPV = 16384u;
-//   kFwdExpFirst   : with kFwdExpPV: key block 0's exponentials before the V wait, so the first P V HMMAs after
-//                    the barrier need no MUFU result.
-inline constexpr unsigned kFwdExpFirst = 32768u;
+//   (16384 and 32768 were session 13's kFwdExpPV and kFwdExpFirst, the expv and expv2 probes: 0.94-0.99x in call A,
+//   removed; docs/perf-notes.md.)
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
