@@ -121,20 +121,22 @@ bool default_grid(GridVariant v) {
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
-// that decides it. Under the causal mask 16 (session 13); elsewhere, and everywhere under the probe
-// `cap8`, the shared model's 8. Why causal only: there key tile j's units do the work of N - j * kBlockN
-// queries, and at long N the finer split measured faster than the model's unit cost says (32 q / 1 kv
-// heads, d = 128, 16 subsets forced against the model's 8: +2.3% (session 12 call A) and +4.4% (its
-// final's round 2) at N = 16k, +1.4% at N = 4k, level at N = 1k against its 4). The model keeps its unit
-// overhead, so it still takes 16 only where the units stay long: at 16k tokens 32/1 goes 8 -> 16 at N >= 8k
-// and keeps 8 / 4 at N = 4k / 1k. Non-causal units are all alike: the model's largest-within-5% pick
-// would double the units onto a second wave (e.g. 32/1 N = 8k at batch 1: 16 in place of 8) with nothing
-// measured to pay for it, so the cap stays 8 there. Only groups with a divisor in 9..16 can change
-// (12, 16, 24, 32, 40, 48, 64 query heads a K/V head ...): 8/1, 16/2, 28/4, 40/8 keep their splits.
+// that decides it: 16 under the causal mask at d = 128 (session 13), the shared model's 8 elsewhere and
+// everywhere under the probe `cap8`. Why: under the causal mask key tile j's units do the work of
+// N - j * kBlockN queries, and at long N the finer split measured faster than the model's unit cost says
+// (32 q / 1 kv heads, d = 128, 16 subsets forced against the model's 8: +2.3% and +4.4% at N = 16k in
+// session 12). The model keeps its unit overhead, so it takes 16 only where units stay long: at 16k tokens
+// 32/1 goes 8 -> 16 at N >= 8k and keeps 8 / 4 at N = 4k / 1k. Session 13's call A (`cap8` against this,
+// results/h200/s13/callA/flashbwd/): d = 128 48/1 N = 16k +3.6% (0.995 -> 1.031x FlashAttention-2), 32/1
+// N = 16k +0.8% (1.042x), 48/1 N = 4k level; d = 64 32/1 N = 16k level to 0.02% (S = 16 bought nothing
+// there), so d = 64 keeps 8. Non-causal units are all alike: the model's largest-within-5% pick would
+// double the units onto a second wave (e.g. 32/1 N = 8k at batch 1: 16 in place of 8) with nothing measured
+// to pay for it, so the cap stays 8 there. Only groups with a divisor in 9..16 can change (12, 16, 24, 32,
+// 40, 48, 64 query heads a K/V head ...): 8/1, 16/2, 28/4, 40/8 keep their splits.
 int max_head_split(const AttentionParams& p) {
   constexpr int kCausalMaxSplit = 16;
-  if (!p.causal || grid_variant() == GridVariant::cap8) return HeadSplitModel{}.max_split;
-  return kCausalMaxSplit;
+  const bool cap16 = p.causal && p.head_dim == 128 && grid_variant() != GridVariant::cap8;
+  return cap16 ? kCausalMaxSplit : HeadSplitModel{}.max_split;
 }
 
 // Whether a GQA head split's kernels reduce dQ into the tiled accumulator too (TcConfig::split_dq_tiled:

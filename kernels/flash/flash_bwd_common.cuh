@@ -112,7 +112,7 @@ template <int kHeadDim> int main_tf32_key_tile();
 // measured in session 11's call A, became the default). Under a GQA head split (flash_bwd.cu
 // split_dq_tiled()): `splittile` the split kernels with the tiled dQ accumulator at every head_dim (the
 // default at d = 128 since session 12), `splitrows` with session 8's row-major dQ at every head_dim;
-// `cap8`: the default with the head split's subset count capped at 8 under the causal mask too
+// `cap8`: the default with the head split's subset count capped at 8 under the causal mask at d = 128 too
 // (flash_bwd.cu max_head_split(): 16 there by default since session 13).
 enum class GridVariant { standard, lean, tail, notail, dqrows, splittile, splitrows, cap8 };
 GridVariant grid_variant();
