@@ -14,7 +14,8 @@
 # probes run the unsplit kernel, so pick shapes where the default does not split the query heads);
 # ROUNDS=1 runs each probe once (no reversed second round); TEST_VARIANTS="a" runs the probe tests for
 # those probes only (the others are timed without them; "" for none); PEER2=0 runs the last default run
-# without cudnn.
+# without cudnn. A variant named splitN runs the default with FB_SM90_BWD_SPLIT=N (N query-head subsets forced
+# on GQA/MQA passes where N divides the group; MHA rows run the default) instead of an FB_SM90_BWD128 word.
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the 55 s). Each step is limited to STEP_TIMEOUT seconds (default 20); TEST_TIMEOUT and
@@ -33,6 +34,12 @@ read -r -a variants <<<"${VARIANTS:-q64 mbranch}"
 config=${CONFIG:-configs/sm90bwd-h200.json}
 rounds=${ROUNDS:-2}
 test_variants=" ${TEST_VARIANTS-${variants[*]}} "
+variant_env() {  # the environment setting that picks variant $1
+  case "$1" in
+    split[0-9]*) echo "FB_SM90_BWD_SPLIT=${1#split}" ;;
+    *) echo "FB_SM90_BWD128=$1" ;;
+  esac
+}
 
 step_timeout=20 step_tail=3 step_name_width=16 step_result='test cases|passed|failed'
 . scripts/h200_step.sh
@@ -45,7 +52,7 @@ for v in "${variants[@]}"; do
   if [[ "$test_variants" != *" $v "* ]]; then timed+=("$v"); continue; fi  # its rows still verify
   # Not the split-choice test: most probes run GQA unsplit (the split exists for the default kernels, q64 and q80c).
   STEP_TIMEOUT=${TEST_TIMEOUT:-${STEP_TIMEOUT:-$step_timeout}} \
-    step "tests-$v" env FB_SM90_BWD128="$v" "$tests" "[bwd128],GQA/MQA: the flash-sm90 backward verifies*"
+    step "tests-$v" env "$(variant_env "$v")" "$tests" "[bwd128],GQA/MQA: the flash-sm90 backward verifies*"
   if [ "$step_rc" -eq 0 ]; then timed+=("$v"); else echo "$v: tests failed (rc=$step_rc), not timed" >&2; fi
 done
 variants=(${timed[@]+"${timed[@]}"})
@@ -55,7 +62,7 @@ run() {  # name, variant ("" = the default, with cudnn)
   elif [ -z "$2" ]; then
     step "$1" "$fb" run "$config" --no-ceilings -q --kernels flash-sm90 --filter "$cases" -o "$out/$1.json"
   else
-    step "$1" env FB_SM90_BWD128="$2" "$fb" run "$config" --no-ceilings -q --kernels flash-sm90 \
+    step "$1" env "$(variant_env "$2")" "$fb" run "$config" --no-ceilings -q --kernels flash-sm90 \
       --filter "$cases" -o "$out/$1.json"
   fi
 }
