@@ -89,19 +89,24 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //   racebar  d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
 //            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
 //            of the reports at that pair; call A's racecheck reported none with or without it)
-bool tf32_bwd_racebar() {
-  static const bool racebar = [] {
+//   trunc    d = 64 (session 13, round 2): Q's and dO's hi is the raw tile, truncated by the wgmma (Tf32BwdTruncHi):
+//            the producer's split writes lo only and its transposes read the raw tile only (32 KB a tile less)
+bool tf32_bwd_probe_is(const char* word) {
+  static const std::string probe = [] {
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
-    return env != nullptr && std::string(env) == "racebar";
+    return std::string(env != nullptr ? env : "");
   }();
-  return racebar;
+  return probe == word;
 }
 
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
   if constexpr (D == 128 && kSplit) {
-    if (tf32_bwd_racebar()) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
+    if (tf32_bwd_probe_is("racebar")) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
+  }
+  if constexpr (D == 64 && kSplit) {
+    if (tf32_bwd_probe_is("trunc")) return launch<Tf32BwdTruncHi<Traits>>(p, lse_pad, d_pad, stream);
   }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }
