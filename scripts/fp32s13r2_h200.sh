@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 13's round-2 call (call B) for flash-sm90's fp32 backward (issue 15, d = 64), in <= 38 s (BUDGET):
 #   scripts/fp32s13r2_h200.sh OUTDIR [BUILD_DIR=build]
-# Data for session 14 (no default changes after it). The probe (FB_SM90_FP32_BWD_PROBE=trunc, Tf32BwdTruncHi in
+# Data for session 14 (no default changes after it; ran in call B, the probe removed after it: commit 58dae74 has it). The probe (FB_SM90_FP32_BWD_PROBE=trunc, Tf32BwdTruncHi in
 # kernels/flash_sm90/flash_sm90_tf32_bwd_traits.h): Q's and dO's hi is the raw tile itself, which a .tf32 wgmma reads
 # truncated, and lo = tf32_rn(x - trunc(x)); the producer's split then writes lo only and its transposes read the raw
 # tile only: 32 KB a (128 keys x 32 queries) tile less shared-memory traffic (of ~576 KB; call A's ncu: LSU 75%).

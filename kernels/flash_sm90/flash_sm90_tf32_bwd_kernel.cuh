@@ -103,62 +103,6 @@ struct Tf32BwdWork {
 
 #if FB_PTX_SM90A
 
-// ---- kTruncHi: x's hi is x itself, which a .tf32 wgmma truncates to its top 19 bits ----
-// lo = tf32_rn(x - trunc(x)); x - trunc(x) is exact (the same exponent), so hi + lo is within half a TF32 ulp of lo
-// of x, as with the rounded split.
-__device__ __forceinline__ std::uint32_t tf32_lo_of_trunc(float x) {
-  constexpr std::uint32_t kTf32Mask = 0xFFFFE000u;  // sign, exponent, 10 mantissa bits
-  return ptx::to_tf32_rn(x - __uint_as_float(__float_as_uint(x) & kTf32Mask));
-}
-
-// tf32::split_tile's lo only (kTruncHi): the raw tile at `raw` stays (it is hi), lo goes to `lo`.
-template <int kBytes, int kThreads>
-__device__ __forceinline__ void split_lo_of_trunc_tile(std::uint32_t raw, std::uint32_t lo, int tid) {
-  constexpr int kUnits = kBytes / tf32::kUnitBytes;
-  static_assert(kUnits % kThreads == 0, "the threads share the tile evenly");
-#pragma unroll 2
-  for (int u = tid; u < kUnits; u += kThreads) {
-    const std::uint32_t off = std::uint32_t(u * tf32::kUnitBytes);
-    const float4 x = ptx::ld_shared_f32x4(raw + off);
-    ptx::st_shared_u32x4(lo + off, tf32_lo_of_trunc(x.x), tf32_lo_of_trunc(x.y), tf32_lo_of_trunc(x.z),
-                         tf32_lo_of_trunc(x.w));
-  }
-}
-
-// tf32::transpose_parts_tile's output (the permuted K-major transpose, hi and lo) from the raw tile alone
-// (kTruncHi): hi^T is the raw values (truncated by the wgmma), lo^T computed here again, so only the raw tile is
-// read. kSrcChunkBytes: the raw tile's chunk stride.
-template <int kRows, int kCols, int kThreads, int kSrcChunkBytes>
-__device__ __forceinline__ void transpose_trunc_tile(std::uint32_t raw, std::uint32_t hi, std::uint32_t lo,
-                                                     int tid) {
-  constexpr int kItems = kCols * (kRows / 8);
-  constexpr int kDstChunkBytes = kCols * tf32::kRowBytes;
-  static_assert(kItems % kThreads == 0 && kCols % tf32::kChunkElems == 0 && kRows % tf32::kChunkElems == 0,
-                "whole chunks, shared evenly");
-#pragma unroll 2
-  for (int item = tid; item < kItems; item += kThreads) {
-    const int n = item % kCols;
-    const int grp = item / kCols;
-    const std::uint32_t src = raw + std::uint32_t((n / tf32::kChunkElems) * kSrcChunkBytes);
-    float x[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) x[e] = ptx::ld_shared_f32(src + tf32::sw128_offset(grp * 8 + e, n % tf32::kChunkElems));
-    const int kk = grp * 8;  // first position in the transposed tile
-    const std::uint32_t dst = std::uint32_t((kk / tf32::kChunkElems) * kDstChunkBytes);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const std::uint32_t off = dst + tf32::sw128_offset(n, kk % tf32::kChunkElems + half * 4);
-      float v[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] = x[tf32::pv_key_of_position(half * 4 + i)];
-      ptx::st_shared_u32x4(hi + off, __float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
-                           __float_as_uint(v[3]));
-      ptx::st_shared_u32x4(lo + off, tf32_lo_of_trunc(v[0]), tf32_lo_of_trunc(v[1]), tf32_lo_of_trunc(v[2]),
-                           tf32_lo_of_trunc(v[3]));
-    }
-  }
-}
-
 // ---- producer warpgroup (ptid = its thread index) ----
 template <typename Tr>
 __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm,
@@ -218,15 +162,7 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
       }
     }
     ptx::mbar_wait(bars.raw_full(s), phase);
-    if constexpr (Tr::kTruncHi) {
-      // hi is the raw tile (TMA's), lo right after each chunk of it.
-#pragma unroll
-      for (int c = 0; c < Tr::kChunks; ++c) {
-        const std::uint32_t off = std::uint32_t(c * Tr::kQChunkStride);
-        split_lo_of_trunc_tile<Tr::kQChunkBytes, Tr::kWgThreads>(sm.q(s, 0) + off, sm.q(s, 1) + off, ptid);
-        split_lo_of_trunc_tile<Tr::kQChunkBytes, Tr::kWgThreads>(sm.dout(s, 0) + off, sm.dout(s, 1) + off, ptid);
-      }
-    } else if constexpr (Tr::kHiLoB) {
+    if constexpr (Tr::kHiLoB) {
       // Each chunk's lo right after its hi (B = [hi | lo] of S^T, dP^T).
 #pragma unroll
       for (int c = 0; c < Tr::kChunks; ++c) {
@@ -246,17 +182,10 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
     // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
     // does not order them among the producer's threads).
     ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-    if constexpr (Tr::kTruncHi) {
-      transpose_trunc_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kQChunkStride>(sm.q(s, 0), sm.qt(s, 0),
-                                                                                        sm.qt(s, 1), ptid);
-      transpose_trunc_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kQChunkStride>(sm.dout(s, 0), sm.dot(s, 0),
-                                                                                        sm.dot(s, 1), ptid);
-    } else {
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
-          sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
-          sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
-    }
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
+        sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
+        sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
     ptx::fence_proxy_async_smem();
     ptx::mbar_arrive(bars.t_ready(s));
   }

@@ -77,10 +77,6 @@ struct Tf32BwdTraits {
   // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
   // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
   static constexpr bool kRaceBar = false;
-  // true (kHiLoB; Tf32BwdTruncHi, session 13's round-2 probe `trunc`): Q's and dO's hi is the raw fp32 tile itself,
-  // which TF32 wgmma reads truncated (PTX ISA: a .tf32 wgmma truncates the lower 13 bits of each 32-bit input), and
-  // lo = tf32_rn(x - trunc(x)): the producer's split writes lo only, and its transposes read the raw tile only.
-  static constexpr bool kTruncHi = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -253,14 +249,6 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
   static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kSplit && Tr::kSdpAccs == 4,
                 "hi | lo B: own keys, A split in shared memory, 3xTF32, hi*lo in its own accumulator");
   static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
-};
-
-// Q's and dO's hi as the raw tile, truncated by the wgmma (kTruncHi): 32 KB less shared-memory traffic a tile in the
-// producer (the split's in-place hi stores, the transposes' lo loads). A different hi (truncated, not rounded), so
-// different last bits everywhere; verified like every row. Session 13's round-2 probe `trunc`.
-template <typename Tr> struct Tf32BwdTruncHi : Tr {
-  static constexpr bool kTruncHi = true;
-  static_assert(Tr::kHiLoB && Tr::kSplit, "raw as hi: the hi | lo B kernel (3xTF32)");
 };
 
 // Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
