@@ -112,8 +112,8 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
 // head counts; odd lengths (777, 513 x 300, 129 x 1000) cut the key tiles, the query steps and the
 // causal diagonal at odd offsets, and seq_q > seq_k leaves causal rows with no key. A unit summing the
 // wrong heads, a partial added to the wrong plane or tile, a partial added twice or never, or a
-// missing dK/dV convert fails dK or dV. The d = 128 split kernels reduce dQ into the tiled accumulator
-// (session 12; FB_FLASH_BWD=splittile: at d = 64 too, splitrows: by rows at both), so a wrong tile offset
+// missing dK/dV convert fails dK or dV. The split kernels reduce dQ into the tiled accumulator (d = 128
+// since session 12, d = 64 since session 13; FB_FLASH_BWD=splitrows: by rows), so a wrong tile offset
 // fails dQ; the workspace checks hold as they are (its dQ section has the tiled size whether or not a
 // split runs).
 #include <algorithm>
@@ -217,7 +217,8 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
         ForcedFlashSplit forced(split);
         const int used = flash::backward_head_split(p);
         // Off Hopper-sized shared memory (the fallback kernel) or under an FB_FLASH_BWD probe other
-        // than `splittile` and `splitrows` (the split kernels' dQ layouts) the split does not run;
+        // than `splitrows` and `cap8` (the default's split, dQ by rows / at most 8 subsets) the split
+        // does not run;
         // everywhere else it is the forced count, at most one head a unit.
         if (used == 1 && split > 1) {
           WARN("flash's head split does not run here (" << c.key() << ")");

@@ -112,12 +112,10 @@ std::atomic<int>& forced_split() {
 }
 
 // Whether the variant runs the default's grid (head split, tail split and tiled dQ as the default
-// picks them): the default itself and the probes `splittile` and `splitrows`, which differ from it only
-// inside a GQA head split (split_dq_tiled()), and `cap8`, only in the head split's subset count
-// (max_head_split()).
+// picks them): the default itself and the probes `splitrows`, which differs from it only inside a GQA
+// head split (split_dq_tiled()), and `cap8`, only in the head split's subset count (max_head_split()).
 bool default_grid(GridVariant v) {
-  return v == GridVariant::standard || v == GridVariant::splittile || v == GridVariant::splitrows ||
-         v == GridVariant::cap8;
+  return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8;
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
@@ -141,17 +139,12 @@ int max_head_split(const AttentionParams& p) {
 
 // Whether a GQA head split's kernels reduce dQ into the tiled accumulator too (TcConfig::split_dq_tiled:
 // the split kernel with kDqTiled) rather than by rows (`split`, session 8's kernels), the one place that
-// decides it (dq_tiled() and the launcher read it). The default at d = 128 since session 12's call A
-// (probe `splittile`: +4.2-15.2% on the six causal MQA rows, 8/1 and 32/1 at N 1k-16k, 1.018-1.382x
-// FlashAttention-2; results/h200/s12/callA/flashbwd/table.txt); at d = 64 (not measured) only under the
-// probe `splittile`; never under the probe `splitrows` (session 8-11's split kernels).
-bool split_dq_tiled(const AttentionParams& p) {
-  switch (grid_variant()) {
-    case GridVariant::splittile: return true;
-    case GridVariant::splitrows: return false;
-    default: return p.head_dim == 128;
-  }
-}
+// decides it (dq_tiled() and the launcher read it): yes at both head dims, but under the probe `splitrows`
+// (session 8-11's split kernels). The probe `splittile` measured it: at d = 128 in session 12's call A
+// (+4.2-15.2% on the six causal MQA rows, 8/1 and 32/1 at N 1k-16k, 1.018-1.382x FlashAttention-2;
+// results/h200/s12/callA/flashbwd/table.txt), at d = 64 in session 13's call B (+7.9-9.1% on the same six
+// rows, 1.044-1.300x FlashAttention-2, was 0.967-1.197x; results/h200/s13/callB/r2-flashbwd/table.txt).
+bool split_dq_tiled() { return grid_variant() != GridVariant::splitrows; }
 
 // The warp-grid kernel's tiles for p (fp16/bf16, d = 64 or 128; else block_n = 0) and the device's SM
 // count, or 0 where no split can run: no such kernel, no device (the workspace is asked for where none may
@@ -188,8 +181,8 @@ int head_split(const AttentionParams& p) {
   if (group <= 1 || p.heads % p.kv_heads != 0 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
     return 1;
-  // The probes (FB_FLASH_BWD) time the unsplit kernels, `splittile`, `splitrows` and `cap8` aside (the
-  // default's split).
+  // The probes (FB_FLASH_BWD) time the unsplit kernels, `splitrows` and `cap8` aside (the default's
+  // split).
   if (!default_grid(grid_variant())) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
@@ -245,7 +238,7 @@ int tail_split(const AttentionParams& p) {
 
 // Whether the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;
 // [batch * heads, seq_pad, head_dim] floats in the dQ warps' fragment order): the default (and `notail`,
-// `splittile`, `splitrows`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA head
+// `splitrows`, `cap8`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA head
 // split only where split_dq_tiled() says so (else its kernels reduce dQ by rows). Session 11's call A (probe
 // `dqtile`): +7.5-10.5% on every long-N row (d 64/128, both masks), 1.03-1.09x FlashAttention-2.
 // dq_tiled_kernels: the same, the head split aside (the workspace's dQ section is sized by it, so a
@@ -259,7 +252,7 @@ bool dq_tiled_kernels(const AttentionParams& p) {
   return split_sms(p, tiles) != 0;
 }
 bool dq_tiled(const AttentionParams& p) {
-  return dq_tiled_kernels(p) && (head_split(p) == 1 || split_dq_tiled(p));
+  return dq_tiled_kernels(p) && (head_split(p) == 1 || split_dq_tiled());
 }
 
 // The tail split's accumulator rows: tail_blocks key tiles (an upper bound where a K/V plane's last
@@ -324,14 +317,14 @@ GridVariant grid_variant() {
     if (s == "tail") return GridVariant::tail;
     if (s == "notail") return GridVariant::notail;
     if (s == "dqrows") return GridVariant::dqrows;
-    if (s == "splittile") return GridVariant::splittile;
     if (s == "splitrows") return GridVariant::splitrows;
     if (s == "cap8") return GridVariant::cap8;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splittile, splitrows, cap8; s6 "
+                                "splitrows, cap8; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
-                                "session 10; dqtile became the default in session 11: docs/perf-notes.md)");
+                                "session 10; dqtile became the default in session 11, splittile in "
+                                "session 13: docs/perf-notes.md)");
   }();
   return v;
 }

@@ -110,11 +110,12 @@ template <int kHeadDim> int main_tf32_key_tile();
 // refused (std::invalid_argument; `s6` and `desc`, measured in session 7, were removed in session 8;
 // `stagger`, measured in session 9, became d = 64 causal's default and is no longer a probe; `dqtile`,
 // measured in session 11's call A, became the default). Under a GQA head split (flash_bwd.cu
-// split_dq_tiled()): `splittile` the split kernels with the tiled dQ accumulator at every head_dim (the
-// default at d = 128 since session 12), `splitrows` with session 8's row-major dQ at every head_dim;
+// split_dq_tiled()): `splitrows` the split kernels with session 8's row-major dQ at every head_dim (the
+// default reduces dQ tiled under the split too: at d = 128 since session 12, at d = 64 since session 13,
+// both measured as the probe `splittile`, removed since);
 // `cap8`: the default with the head split's subset count capped at 8 under the causal mask at d = 128 too
 // (flash_bwd.cu max_head_split(): 16 there by default since session 13).
-enum class GridVariant { standard, lean, tail, notail, dqrows, splittile, splitrows, cap8 };
+enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8 };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

@@ -1410,8 +1410,8 @@ template <typename Elem, int kHeadDim> struct TcConfig;
 // `tail_dq_tiled`: +7.5-10.5% on every long-N row); `type`, `noncausal` and `tail` run under `dqrows`
 // (and `tail` under the probe `tail`), `split` (row-major dQ) wherever the GQA head split runs.
 // Session 12 (call A, probe `splittile`: +4.2-15.2% on causal MQA): `split_dq_tiled` = `split` with
-// kDqTiled, where the head split runs at d = 128 (and at d = 64 under `splittile`); `split` at d = 64 and
-// under the probe `splitrows` (flash_bwd.cu split_dq_tiled()).
+// kDqTiled, where the head split runs at d = 128; session 13 (call B, the same probe: +7.9-9.1%) at d = 64
+// too; `split` under the probe `splitrows` (flash_bwd.cu split_dq_tiled()).
 template <typename Elem> struct TcConfig<Elem, 128> {
   using type = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true, true,
                             false, true>;
@@ -1454,7 +1454,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using noncausal_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
                                           false, false, false, false, false, false, false, false, false,
                                           false, true>;
-  // `split` with the tiled dQ accumulator (the probe `splittile`; not measured at d = 64).
+  // `split` with the tiled dQ accumulator: the default under a head split since session 13 (call B, probe
+  // `splittile`: +7.9-9.1% on causal MQA).
   using split_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true,
                                       true, false, true, false, false, true, false, false, false, true>;
 };
@@ -1602,7 +1603,6 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::tail:
         case GridVariant::notail:
         case GridVariant::dqrows:
-        case GridVariant::splittile:
         case GridVariant::splitrows:
         case GridVariant::cap8: break;
       }

@@ -31,3 +31,6 @@ cat > "$spec" <<'JSON'
 JSON
 SPEC=$spec ROWS='causal|n16384' PROBES="splittile:causal" TEST_PROBES="splittile:[flash_split]" VERIFY_VARIANTS= \
   VERIFY_DEFAULT=1 PAIRS=2 BUDGET=38 BUILD=$BUILD scripts/flashbwd_s12.sh "$OUTDIR"
+# After call B (results/h200/s13/callB/r2-flashbwd/: splittile +7.9-9.1% on all six rows) the tiled split became
+# the default at d = 64 too and the word `splittile` was removed: to rerun this A/B, use PROBES="splitrows:causal"
+# (the row-major split kernels; r < 1 where the default is faster).
