@@ -63,8 +63,8 @@ constexpr int kBwd128KeyGroup = 1 << 21;
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup (above). Unset or anything else: the default (q80_kernel() below; causal passes
-// without a head split in the key-tail order, kBwd128KeyTail, grouped_tiles by grouped_key_tiles() below).
+// no head split; kgroup (above). Unset or anything else: the default (q80_kernel() below; causal MHA passes
+// in the key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -124,9 +124,17 @@ bool q80_kernel(const AttentionParams& p) {
   return round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
 }
 
+// Whether p (a pass without a head split) runs in the key-tail block order (kBwd128KeyTail): the default's
+// causal d = 128 MHA passes. Measured on MHA only (session 13's call B, 8 and 16 heads); GQA passes without a
+// split (32 q / 8 kv heads, where the model would take a tail too) keep session 12's order until measured.
+bool key_tail_order(const AttentionParams& p) {
+  return p.causal && p.group() == 1 && bwd128_variant() == kBwd64Default;
+}
+
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
-// pass's mask); backward_unsupported vets the first two.
-template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, bool causal, F&& f) {
+// pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
+template <typename Elem, typename F>
+auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -141,8 +149,8 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
         default:  // q64, q80c, kgroup too
-          if (causal && bwd128_variant() == kBwd64Default) {  // a head split: with_split_traits
-            // The key-tail order (kBwd128KeyTail; grouped_key_tiles() may keep every key tile grouped).
+          if (key_tail) {  // a head split runs the split kernels (with_split_traits)
+            // grouped_key_tiles() may keep every key tile grouped (session 12's order).
             if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail>{});
             return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
           }
@@ -157,8 +165,9 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, f);
-    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, f);
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
+    case Dtype::bf16:
+      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");

@@ -120,8 +120,8 @@ namespace fb::cuda::flash_sm90 {
 //   2-7% slower; 4-7% with that consumer's dQ and dK in flight together. docs/perf-notes.md.)
 //   (Measured and removed in session 11: poly3, three of every eight of P's exponentials on the FMA pipe
 //   (bit 512), level with the default in call A.)
-//   Session 13 at d = 128 (a bit with or without kBwd128Q80 | kBwd128Q80Mask; the default on causal passes
-//   without a head split since session 13's call B; FB_SM90_BWD128=kgroup runs session 12's order instead):
+//   Session 13 at d = 128 (a bit with or without kBwd128Q80 | kBwd128Q80Mask; the default on causal MHA passes
+//   since session 13's call B, key_tail_order(); FB_SM90_BWD128=kgroup runs session 12's order instead):
 //   kBwd128KeyTail      the blocks' order under a causal mask: key tiles [0, BwdParams::grouped_tiles)
 //                       of every K/V plane in plane groups (session 12's order: L2 holds a group's Q, dO
 //                       and dQ accumulator), then key tiles [grouped_tiles, key_tiles) over ALL planes,
