@@ -5,12 +5,11 @@
 // variants change: the block's last rows past seq_k (dK/dV stored through shared memory as whole rows),
 // ring stages wrapping many times, more work tiles than SMs (persistent blocks loop), GQA groups looped
 // inside a block. Run under FB_SM90_BWD128=... (read once per process) it tests that variant
-// (scripts/sm90bwd_h200.sh); under ktail / klpt (the key-tail block order of causal passes) the 2 x 16-head
-// causal case runs 7 of its 9 key tiles in plane groups and the rest over all planes on an H200 (the
-// launcher's model; klpt: 0 grouped), and FB_SM90_BWD_GROUPED=T forces T; under pdl (the non-causal kernels
-// launched as programmatic dependents of the pre-pass and the main kernel) every non-causal case without a
-// head split runs them (64 and 80 queries a step, both dtypes); ktailpdl runs both probes (ktail on the causal
-// cases, pdl on the rest). gpu_main.cpp skips them without a device; off Hopper flash-sm90 says why.
+// (scripts/sm90bwd_h200.sh). Causal MHA passes run in the key-tail block order (the default since session
+// 13; GQA passes keep session 12's order): on an H200 the launcher's model runs the 2 x 16-head causal case as 7 of its 9 key tiles
+// in plane groups and the rest over all planes (both branches of the order); FB_SM90_BWD_GROUPED=T forces T,
+// and FB_SM90_BWD128=kgroup runs session 12's order (every key tile grouped). gpu_main.cpp skips them without
+// a device; off Hopper flash-sm90 says why.
 #include <cmath>
 #include <cstdint>
 #include <string>

@@ -54,26 +54,17 @@ int bwd64_variant() {
 // GQA head splits too, without q80_kernel()'s padding rules (session 12's probe; tests use it to run the
 // 80-query kernels on every shape).
 constexpr int kBwd128Q80C = 1 << 20;
-// FB_SM90_BWD128=klpt (a host code): the key-tail kernels (kBwd128KeyTail, below) with grouped_tiles = 0,
-// every key tile over all planes (the longest-first order without plane groups).
-constexpr int kBwd128KeyLpt = 1 << 21;
-// FB_SM90_BWD128=ktailpdl (a host code): both session 13 probes at once, ktail on causal passes and pdl on
-// non-causal ones (they touch disjoint passes: one A/B run, and one test run, for both).
-constexpr int kBwd128KeyTailPdl = kBwd128KeyTail | kBwd128Pdl;
-// FB_SM90_BWD128=ktailr (a host code): the key-tail kernels with grouped_key_tiles()'s restricted rule (a short
-// tail, and only where the model says the default order loses kMinGain; else the default order, T = all).
-constexpr int kBwd128KeyTailR = 1 << 24;
-static_assert(kBwd128KeyLpt > kBwd128Pdl && kBwd128Q80C > kBwd128Pdl, "host codes above the traits' bits");
+// FB_SM90_BWD128=kgroup (a host code): causal passes in session 12's order, plane groups over every key tile
+// (the kernels without kBwd128KeyTail; the default's choice of 64 or 80 queries and of the head split), for
+// A/B runs against the key-tail order (the default since session 13's call B).
+constexpr int kBwd128KeyGroup = 1 << 21;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; ktail (session 13's probe, kBwd128KeyTail: the default's kernels and split, causal passes
-// without a head split in the key-tail order, grouped_tiles by grouped_key_tiles() below), klpt (the same
-// with grouped_tiles = 0); pdl (session 13's probe, kBwd128Pdl: non-causal passes without a head split on the
-// default's kernels, launched as programmatic dependents), ktailpdl (both), ktailr (ktail restricted, after
-// session 13's call A). Unset or anything else: the default (q80_kernel() below).
+// no head split; kgroup (above). Unset or anything else: the default (q80_kernel() below; causal MHA passes
+// in the key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles() below).
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -84,31 +75,17 @@ int bwd128_variant() {
     if (s == "mbranch") return kBwd128MaskBranch;
     if (s == "q64") return kBwd128Q64;
     if (s == "q80c") return kBwd128Q80C;
-    if (s == "ktail") return kBwd128KeyTail;
-    if (s == "klpt") return kBwd128KeyLpt;
-    if (s == "pdl") return kBwd128Pdl;
-    if (s == "ktailpdl") return kBwd128KeyTailPdl;
-    if (s == "ktailr") return kBwd128KeyTailR;
+    if (s == "kgroup") return kBwd128KeyGroup;
     return kBwd64Default;
   }();
   return v;
 }
 
-// The key-tail probes (ktail, klpt, ktailpdl, ktailr): the default's choice of kernels and split, the causal
-// order changed.
-bool key_tail_variant() {
+// The default and kgroup: the default's choice of kernels and split (kgroup: the causal order changed).
+bool default_choice_variant() {
   const int v = bwd128_variant();
-  return v == kBwd128KeyTail || v == kBwd128KeyLpt || v == kBwd128KeyTailPdl || v == kBwd128KeyTailR;
+  return v == kBwd64Default || v == kBwd128KeyGroup;
 }
-
-// The pdl probes (pdl, ktailpdl): the default's kernels, the non-causal ones launched as dependents.
-bool pdl_variant() {
-  const int v = bwd128_variant();
-  return v == kBwd128Pdl || v == kBwd128KeyTailPdl;
-}
-
-// The probes that run the default's choice of kernels and split with a different order or launch.
-bool default_choice_variant() { return key_tail_variant() || pdl_variant(); }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
@@ -142,14 +119,22 @@ bool q80_kernel(const AttentionParams& p) {
   constexpr std::int64_t kMaxQ80CausalRowsPct = 105;  // integers: N = 3072 is exactly 105%
   if (p.head_dim != 128) return false;
   if (bwd128_variant() == kBwd128Q80C) return true;  // every pass (probe, tests)
-  if (bwd128_variant() != kBwd64Default && !default_choice_variant()) return false;
+  if (!default_choice_variant()) return false;
   if (p.causal) return causal_rows(p, 80) * 100 <= kMaxQ80CausalRowsPct * causal_rows(p, 64);
   return round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
 }
 
+// Whether p (a pass without a head split) runs in the key-tail block order (kBwd128KeyTail): the default's
+// causal d = 128 MHA passes. Measured on MHA only (session 13's call B, 8 and 16 heads); GQA passes without a
+// split (32 q / 8 kv heads, where the model would take a tail too) keep session 12's order until measured.
+bool key_tail_order(const AttentionParams& p) {
+  return p.causal && p.group() == 1 && bwd128_variant() == kBwd64Default;
+}
+
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
-// pass's mask); backward_unsupported vets the first two.
-template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, bool causal, F&& f) {
+// pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
+template <typename Elem, typename F>
+auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -163,12 +148,9 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
-        default:  // q64, q80c, ktail, klpt, pdl, ktailpdl too
-          if (!causal && pdl_variant()) {
-            if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Pdl>{});
-            return f(BwdTraits<Elem, 128, kBwd128Pdl>{});
-          }
-          if (causal && key_tail_variant()) {  // a head split runs the split kernels (with_split_traits)
+        default:  // q64, q80c, kgroup too
+          if (key_tail) {  // a head split runs the split kernels (with_split_traits)
+            // grouped_key_tiles() may keep every key tile grouped (session 12's order).
             if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail>{});
             return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
           }
@@ -183,8 +165,9 @@ template <typename Elem, typename F> auto with_head_dim(int head_dim, bool q80, 
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, f);
-    case Dtype::bf16: return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, f);
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
+    case Dtype::bf16:
+      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -232,8 +215,7 @@ int head_split(const AttentionParams& p) {
   // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
   const int v128 = bwd128_variant();
   if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
-      (p.head_dim == 128 && v128 != kBwd64Default && v128 != kBwd128Q64 && v128 != kBwd128Q80C &&
-       !default_choice_variant()))
+      (p.head_dim == 128 && v128 != kBwd128Q64 && v128 != kBwd128Q80C && !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no
@@ -300,7 +282,6 @@ __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::
                                                  int n_qtiles, float* tile) {
   using Cv = Convert<Tr>;
   using Elem = typename Tr::Elem;
-  if constexpr (Tr::kPdl) wait_prior_grid();  // the main kernel's dQ (launched as its dependent)
   const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
   const int cb = int(block % Tr::kDqBlocks);
   const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
@@ -410,10 +391,11 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(std::uint32
 }
 
 template <typename Elem, int kHeadDim>
-__device__ __forceinline__ void prepass_rows(const Elem* __restrict__ o, const Elem* __restrict__ dout,
-                                             const float* __restrict__ lse, float* __restrict__ lse_pad,
-                                             float* __restrict__ d_pad, float4* __restrict__ dq_acc,
-                                             std::int64_t padded_rows, int seq_q, int seq_pad) {
+__global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
+    bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
+                            const float* __restrict__ lse, float* __restrict__ lse_pad,
+                            float* __restrict__ d_pad, float4* __restrict__ dq_acc,
+                            std::int64_t padded_rows, int seq_q, int seq_pad) {
   using Pp = Prepass<Elem, kHeadDim>;
   const std::int64_t t = std::int64_t(blockIdx.x) * Pp::kThreads + threadIdx.x;
   const std::int64_t row = t / Pp::kThreadsPerRow;
@@ -452,28 +434,6 @@ __device__ __forceinline__ void prepass_rows(const Elem* __restrict__ o, const E
   }
 }
 
-template <typename Elem, int kHeadDim>
-__global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
-    bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
-                            const float* __restrict__ lse, float* __restrict__ lse_pad,
-                            float* __restrict__ d_pad, float4* __restrict__ dq_acc,
-                            std::int64_t padded_rows, int seq_q, int seq_pad) {
-  prepass_rows<Elem, kHeadDim>(o, dout, lse, lse_pad, d_pad, dq_acc, padded_rows, seq_q, seq_pad);
-}
-
-// kPdl (a probe): the same, and each block lets the main kernel (its programmatic dependent) launch as
-// soon as it starts: once every pre-pass block has, main blocks take the SMs the pre-pass frees and run
-// their prologue until wait_prior_grid().
-template <typename Elem, int kHeadDim>
-__global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
-    bwd_prepass_sm90_pdl_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
-                                const float* __restrict__ lse, float* __restrict__ lse_pad,
-                                float* __restrict__ d_pad, float4* __restrict__ dq_acc,
-                                std::int64_t padded_rows, int seq_q, int seq_pad) {
-  launch_dependents();
-  prepass_rows<Elem, kHeadDim>(o, dout, lse, lse_pad, d_pad, dq_acc, padded_rows, seq_q, seq_pad);
-}
-
 // K/V planes whose blocks run together: as many as keep their Q, dO and dQ accumulator (the
 // group's query heads) within a third of L2 (the rest holds K, V and what other kernels left).
 int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
@@ -483,35 +443,31 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
 }
 
 // Key tiles of every plane that a causal pass in the key-tail order (BwdTraits::kKeyTail) runs in plane
-// groups before the rest go over all planes: the most (the L2-friendly part) whose modelled time is within
-// kNearBest of the best choice. The model is the hardware's block scheduling (as head_split()'s): blocks in
-// launch order, each to the SM that frees first, a block costing its query-tile steps (the group's heads)
-// plus kBlockOverhead steps (launch, K/V load, pipeline fill, dK/dV epilogue). Candidates: every choice
-// that leaves at most kMaxTailFulls device-fulls of blocks to the tail, and 0 (klpt's order). At 16k
-// tokens, bf16, 132 SMs it keeps 24 of 32 key tiles grouped at 8 heads N = 4096 (modelled 1.011x the
-// ideal, the default order 1.129x), 28 at 16 heads (1.007x, 1.034x), 2 of 8 at 8 heads N = 1024 (1.010x,
-// 1.106x). FB_SM90_BWD_GROUPED=T forces T (clamped to the key tiles) for tests and A/B runs; klpt takes 0.
-// Cached per shape.
-//   Session 13's call A (ktail, one run each; docs/perf-notes.md): +8.4% at 8 heads N = 4096 (T = 24 of 32,
-// a tail of 1.9 device-fulls), but -9% / -10% at 8 / 16 heads N = 1024 (T = 2 / 3 of 8: 5.8 / 9.7 fulls of
-// blocks over all planes, whose Q, dO and dQ accumulator no longer fit in L2) and -0.4% / -1.1% at 16 heads
-// N = 2048 / 4096 (modelled +2.5% / +2.7%). ktailr (restricted): at most kMaxTailFullsR device-fulls in the
-// tail, no T = 0, and the default order (T = all) unless the model gives at least kMinGainR over it: 8 heads
-// N = 1024 / 2048 / 4096 then take T = 6 / 12 / 24, the 16-head rows keep the default order. Not measured.
+// groups before the rest go over all planes (key_tiles: all of them grouped, session 12's order). The model
+// is the hardware's block scheduling (as head_split()'s): blocks in launch order, each to the SM that frees
+// first, a block costing its query-tile steps (the group's heads) plus kBlockOverhead steps (launch, K/V
+// load, pipeline fill, dK/dV epilogue). Candidates: the choices that leave at most kMaxTailFulls
+// device-fulls of blocks to the tail (at least one key tile grouped); of those within kNearBest of the best
+// modelled time, the most grouped; and all key tiles grouped unless that is modelled kMinGain or more
+// slower. The model has no memory term: a long tail over all planes has each block on its own plane, whose
+// Q, dO and dQ accumulator then no longer share L2 (session 13's call A, tails of 5.8 / 9.7 device-fulls at
+// 8 / 16 heads N = 1024: -9% / -10%, where the model said +9.5% / +1.6%), and small modelled gains did not
+// appear (16 heads N = 2048 / 4096: modelled +2.5% / +2.7%, measured -0.4% / -1.1%). So the tail is short and
+// taken only where the default order is badly ragged. At 16k tokens, bf16, 132 SMs: 8 heads N = 1024 / 2048
+// / 4096 take T = 6 of 8 / 12 of 16 / 24 of 32 (modelled 1.031 / 1.018 / 1.011x the ideal against 1.106 /
+// 1.121 / 1.129x; call B: +5.8% / +6.0% / +4.1%, fp16 N = 4096 +4.4%); 16 heads keep every key tile grouped
+// (16 heads N = 4096: 1.006x in call B, the same order). FB_SM90_BWD_GROUPED=T forces T (clamped to the key
+// tiles; 0: no plane groups at all) for tests and A/B runs. Cached per shape.
 int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, int plane_group, int block_n,
                       int block_m) {
   constexpr double kBlockOverhead = 3.0;
   constexpr double kNearBest = 0.005;
-  constexpr std::int64_t kMaxTailFulls = 16;
-  constexpr std::int64_t kMaxTailFullsR = 2;
-  constexpr double kMinGainR = 1.05;
-  const bool restricted = bwd128_variant() == kBwd128KeyTailR;
-  const std::int64_t max_tail_fulls = restricted ? kMaxTailFullsR : kMaxTailFulls;
+  constexpr std::int64_t kMaxTailFulls = 2;
+  constexpr double kMinGain = 1.05;
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_GROUPED");
     return e != nullptr && *e != '\0' ? std::atoi(e) : -1;
   }();
-  if (bwd128_variant() == kBwd128KeyLpt) return 0;
   if (forced >= 0) return std::min(forced, key_tiles);
   using Key = std::tuple<int, int, int, int, int, int, bool, int, int, int>;
   static std::mutex mu;
@@ -550,8 +506,8 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   };
   std::vector<std::pair<int, double>> times;  // (grouped key tiles, modelled time), most grouped first
   double fastest = std::numeric_limits<double>::max();
-  for (int grouped = key_tiles; grouped >= (restricted ? 1 : 0); --grouped) {
-    if (grouped > 0 && std::int64_t(key_tiles - grouped) * kv_planes > max_tail_fulls * sms) continue;
+  for (int grouped = key_tiles; grouped >= 1; --grouped) {
+    if (std::int64_t(key_tiles - grouped) * kv_planes > kMaxTailFulls * sms) continue;
     times.emplace_back(grouped, makespan(grouped));
     fastest = std::min(fastest, times.back().second);
   }
@@ -563,30 +519,11 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
       best_time = t;
       break;
     }
-  // times.front() is the default order (grouped = key_tiles: no tail).
-  if (restricted && times.front().second < kMinGainR * best_time) best = key_tiles;
+  // times.front() is session 12's order (grouped = key_tiles: no tail).
+  if (times.front().second < kMinGain * best_time) best = key_tiles;
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, best);
   return best;
-}
-
-// kPdl (a probe, flash_sm90_bwd_traits.h): kernel<<<blocks, threads, smem, stream>>>(args...) as a
-// programmatic dependent of the kernel before it in the stream, which it may overlap until its own
-// wait_prior_grid(). The kernels are built for sm_90a only, so the device runs that wait.
-template <typename... Params, typename... Args>
-void launch_dependent(void (*kernel)(Params...), unsigned blocks, int threads, std::size_t smem,
-                      cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
 }
 
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
@@ -642,24 +579,12 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
                                            : prm.n_tiles;
-  if constexpr (Tr::kPdl) {
-    launch_dependent(kernel, unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream, prm);
-  } else {
-    kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
-  }
+  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
   const int n_qtiles = seq_pad / Tr::kDqTileRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
-  if constexpr (Tr::kPdl) {
-    const auto convert = [] {
-      if constexpr (Tr::kQ80) return bwd_convert_dqt_kernel<Tr>;
-      else return bwd_convert_dq_kernel<Tr>;
-    }();
-    launch_dependent(convert, unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream,
-                     static_cast<const float*>(dq_acc), static_cast<typename Tr::Elem*>(p.dq), p.seq_q,
-                     n_qtiles);
-  } else if constexpr (Tr::kQ80) {
+  if constexpr (Tr::kQ80) {
     bwd_convert_dqt_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   } else {
@@ -704,11 +629,7 @@ void launch_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, floa
   const int seq_pad = seq_pad_of<Tr>(p);
   const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
   const std::int64_t blocks = (padded_rows + Pp::kRowsPerBlock - 1) / Pp::kRowsPerBlock;
-  const auto kernel = [] {
-    if constexpr (Tr::kPdl) return bwd_prepass_sm90_pdl_kernel<Elem, Tr::kHeadDim>;
-    else return bwd_prepass_sm90_kernel<Elem, Tr::kHeadDim>;
-  }();
-  kernel<<<unsigned(blocks), Pp::kThreads, 0, stream>>>(
+  bwd_prepass_sm90_kernel<Elem, Tr::kHeadDim><<<unsigned(blocks), Pp::kThreads, 0, stream>>>(
       static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout), static_cast<const float*>(p.lse),
       lse_pad, d_pad, reinterpret_cast<float4*>(dq_acc), padded_rows, p.seq_q, seq_pad);
   FB_CUDA_CHECK_LAUNCH();

@@ -115,21 +115,6 @@ __device__ __forceinline__ int kv_plane(const BwdParams& prm, const BwdWork& w) 
   return w.kv_bh;
 }
 
-// kPdl (a probe, flash_sm90_bwd_traits.h): wait until the kernel before this one in the stream (launched
-// as its programmatic dependent) has completed and its writes are visible. A no-op on a plain launch.
-__device__ __forceinline__ void wait_prior_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-// kPdl: let the kernel after this one in the stream (launched as a programmatic dependent) launch once
-// every block of this grid has called this or exited.
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 #if FB_PTX_SM90A
 
 __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
@@ -141,7 +126,7 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
-// kKeyTail (a causal probe): the first kv_planes * grouped_tiles tiles are key tiles [0, grouped_tiles) in
+// kKeyTail (the causal order at d = 128 since session 13): the first kv_planes * grouped_tiles tiles are key tiles [0, grouped_tiles) in
 // bwd_work's order (plane groups, key tiles outermost in a group); the rest are key tiles
 // [grouped_tiles, key_tiles) of every plane, one key tile of all planes after the other (the longest first
 // under the causal mask), so that the last blocks to start are the shortest of every plane.
@@ -246,8 +231,6 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_v);
   if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
-    // K and V are inputs; LSE and D (loaded with each step's Q, dO) are the pre-pass's output.
-    if constexpr (Tr::kPdl) wait_prior_grid();
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
     int g = 0;  // ring slot of the next step
@@ -1064,9 +1047,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const BwdSmem<Tr> sm{base};
   const BwdBarriers<Tr> bars{base + Tr::kOffBar};
   const BwdWork w = bwd_work<Tr>(prm, blockIdx.x);  // persistent: the first tile
-  // kPdl: the dQ convert may launch once every block has started; its blocks fit only on SMs this grid
-  // has left (a block here holds nearly all registers and shared memory) and wait for its end there.
-  if constexpr (Tr::kPdl) launch_dependents();
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);
@@ -1091,8 +1071,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (threadIdx.x == 0) bwd_produce<Tr>(prm, sm, bars, w);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    // The pre-pass zeroes the dQ accumulator the consumers reduce into (kPdl).
-    if constexpr (Tr::kPdl) wait_prior_grid();
     if constexpr (Tr::kPersistent) {
       int g = 0;  // ring slot of the tile's first step
       int i = 0;  // tiles done

@@ -120,35 +120,26 @@ namespace fb::cuda::flash_sm90 {
 //   2-7% slower; 4-7% with that consumer's dQ and dK in flight together. docs/perf-notes.md.)
 //   (Measured and removed in session 11: poly3, three of every eight of P's exponentials on the FMA pipe
 //   (bit 512), level with the default in call A.)
-//   Session 13 probe at d = 128, prepared in session 12 (a bit with or without kBwd128Q80 | kBwd128Q80Mask;
-//   FB_SM90_BWD128=ktail|klpt, flash_sm90_bwd.cu; causal passes without a head split):
+//   Session 13 at d = 128 (a bit with or without kBwd128Q80 | kBwd128Q80Mask; the default on causal MHA passes
+//   since session 13's call B, key_tail_order(); FB_SM90_BWD128=kgroup runs session 12's order instead):
 //   kBwd128KeyTail      the blocks' order under a causal mask: key tiles [0, BwdParams::grouped_tiles)
-//                       of every K/V plane in plane groups (the default order: L2 holds a group's Q, dO
+//                       of every K/V plane in plane groups (session 12's order: L2 holds a group's Q, dO
 //                       and dQ accumulator), then key tiles [grouped_tiles, key_tiles) over ALL planes,
-//                       key tiles outermost (longest first). In the default order each plane group's
+//                       key tiles outermost (longest first). In session 12's order each plane group's
 //                       longest key tiles start only when the group before it is dispatched, so the last
 //                       group's long blocks start late and the last wave runs ragged (a list-scheduling
 //                       model: 13% over the ideal at 8 heads N = 4096, 32 planes in groups of 5; 3% at 16
 //                       heads); with the shortest key tiles of every plane last it is within 1-2% of it.
-//                       The launcher picks grouped_tiles with that model (klpt: 0, no plane groups).
-//                       Session 13's call A: +8.4% at 8 heads N = 4096, -9/-10% at N = 1024 (a long tail over
-//                       all planes loses L2), -0.4..-1.1% at 16 heads N = 2048/4096: not the default;
-//                       FB_SM90_BWD128=ktailr restricts it (grouped_key_tiles(), flash_sm90_bwd.cu).
-//   Session 13 probe at d = 128 (a bit with or without kBwd128Q80; FB_SM90_BWD128=pdl; non-causal passes):
-//   kBwd128Pdl          the main kernel and the dQ convert launched as programmatic dependents of the
-//                       kernel before them (the pre-pass, the main kernel): a main block's prologue (barrier
-//                       init, tensormap prefetch, the K/V loads, none of which read the pre-pass's output)
-//                       overlaps the pre-pass's last blocks and the launch gap; every thread then waits
-//                       (griddepcontrol.wait) for the pre-pass's LSE, D and zeroed dQ accumulator before
-//                       its first step; the convert waits for the main kernel's dQ before it reads.
-//                       Without a causal mask every row is 2048 equal blocks at 16k tokens (15.5 waves):
-//                       the pre-pass, the convert and the gaps between the three kernels are a fixed
-//                       cost that weighs most at N = 512 (the gaps: a few us of ~500 us, not measured).
-//                       Session 13's call A: level (0.998 / 1.007 / 0.981 at N = 512 / 8 heads 1024 / 1024).
+//                       The launcher picks grouped_tiles with that model, restricted to a short tail and
+//                       to shapes where it gains (grouped_key_tiles(), flash_sm90_bwd.cu): a tail over all
+//                       planes of many device-fulls loses L2 (call A, unrestricted: -9/-10% at N = 1024).
+//                       Call B: +4.1..+6.0% at 8 heads N = 1024 / 2048 / 4096 (bf16, fp16), 16 heads
+//                       N = 4096 level (the order unchanged there).
+//   (Measured and removed in session 13: the non-causal main kernel and dQ convert launched as programmatic
+//   dependents of the pre-pass and the main kernel, level in call A and call B, 0.996-1.018.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
-              kBwd128Pdl = 131072;
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -181,8 +172,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kQ80Mask = kQ80 && (kVariant64 & kBwd128Q80Mask) != 0;
   // Key tiles in plane groups, then the short ones over all planes (kBwd128KeyTail above).
   static constexpr bool kKeyTail = (kBits128 & kBwd128KeyTail) != 0;
-  // Launched as a programmatic dependent (kBwd128Pdl above): wait for the kernel before it in place.
-  static constexpr bool kPdl = (kBits128 & kBwd128Pdl) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -299,9 +288,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
   static_assert(!kKeyTail || (!kPersistent && !kHeadSplit && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
                 "the key-tile tail order: one block per tile, no head split, not with session 9-11's probes");
-  static_assert(!kPdl || (!kPersistent && !kHeadSplit && !kKeyTail && !kTail && !kMaskBranch && !kQ80Mask &&
-                          kExp2PolyEighths == 0),
-                "programmatic dependent launch: the non-causal default kernels (64 or 80 queries) only");
   static_assert(!kHeadSplit || kDkvBlockBytes <= kDqWgBytes, "dK, dV partial blocks stage in the dQ buffer");
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqTileRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
@@ -311,7 +297,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
-                                                         kBwd128KeyTail | kBwd128Pdl)) == 0)),
+                                                         kBwd128KeyTail)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
