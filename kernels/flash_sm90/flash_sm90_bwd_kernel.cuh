@@ -130,6 +130,17 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
 // bwd_work's order (plane groups, key tiles outermost in a group); the rest are key tiles
 // [grouped_tiles, key_tiles) of every plane, one key tile of all planes after the other (the longest first
 // under the causal mask), so that the last blocks to start are the shortest of every plane.
+// The rest of a work tile once its key tile n0 and K/V plane kv_bh are known: the first query head, and
+// the query tiles it runs (the last query row sees every key, so per_head >= 1).
+template <typename Tr>
+__device__ __forceinline__ void bwd_work_rows(const BwdParams& prm, BwdWork& w) {
+  const int b = w.kv_bh / prm.kv_heads;
+  w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
+  w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
+  w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
+  w.steps = w.per_head * prm.group;
+}
+
 template <typename Tr>
 __device__ __forceinline__ BwdWork bwd_work_key_tail(const BwdParams& prm, unsigned tile) {
   const unsigned grouped = unsigned(prm.kv_planes) * unsigned(prm.grouped_tiles);
@@ -147,11 +158,7 @@ __device__ __forceinline__ BwdWork bwd_work_key_tail(const BwdParams& prm, unsig
     w.n0 = (prm.grouped_tiles + int(t / unsigned(prm.kv_planes))) * Tr::kBlockN;
     w.kv_bh = int(t % unsigned(prm.kv_planes));
   }
-  const int b = w.kv_bh / prm.kv_heads;
-  w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
-  w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
-  w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
-  w.steps = w.per_head * prm.group;
+  bwd_work_rows<Tr>(prm, w);
   return w;
 }
 
@@ -171,12 +178,7 @@ __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile)
   BwdWork w;
   w.n0 = within / planes_here * Tr::kBlockN;
   w.kv_bh = first_plane + within % planes_here;
-  const int b = w.kv_bh / prm.kv_heads;
-  w.q_bh0 = b * prm.heads + (w.kv_bh % prm.kv_heads) * prm.group;
-  // The last query row sees every key, so per_head >= 1.
-  w.m_begin = prm.mask.first_q_tile(w.n0, Tr::kBlockM);
-  w.per_head = (prm.mask.seq_q + Tr::kBlockM - 1) / Tr::kBlockM - w.m_begin;
-  w.steps = w.per_head * prm.group;
+  bwd_work_rows<Tr>(prm, w);
   return w;
 }
 
