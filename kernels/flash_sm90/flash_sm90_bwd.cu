@@ -38,14 +38,18 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default); unset or anything else: the default.
+// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused (a typo in an
+// A/B would otherwise time the default twice and read as "level").
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
     const std::string s = e != nullptr ? e : "";
+    if (s.empty() || s == "default") return kBwd64Default;
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
-    return kBwd64Default;
+    throw std::invalid_argument("FB_SM90_BWD64: '" + s +
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; unset "
+                                "or default for the default: docs/perf-notes.md)");
   }();
   return v;
 }
@@ -63,12 +67,14 @@ constexpr int kBwd128KeyGroup = 1 << 21;
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup (above). Unset or anything else: the default (q80_kernel() below; causal MHA passes
-// in the key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles() below).
+// no head split; kgroup (above). Unset, empty or `default`: the default (q80_kernel() below; causal MHA passes in the
+// key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles() below). Any other word is
+// refused, removed ones included (an A/B under a removed word would time the default and read as "level").
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
     const std::string s = e != nullptr ? e : "";
+    if (s.empty() || s == "default") return kBwd64Default;
     if (s == "direct") return kBwd128Direct;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
@@ -76,7 +82,10 @@ int bwd128_variant() {
     if (s == "q64") return kBwd128Q64;
     if (s == "q80c") return kBwd128Q80C;
     if (s == "kgroup") return kBwd128KeyGroup;
-    return kBwd64Default;
+    throw std::invalid_argument("FB_SM90_BWD128: '" + s +
+                                "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
+                                "q64, q80c, kgroup; unset or default for the default; ktail, klpt, ktailr and pdl were "
+                                "removed in session 13: docs/perf-notes.md)");
   }();
   return v;
 }
