@@ -126,10 +126,6 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
-// kKeyTail (the causal order at d = 128 since session 13): the first kv_planes * grouped_tiles tiles are key tiles [0, grouped_tiles) in
-// bwd_work's order (plane groups, key tiles outermost in a group); the rest are key tiles
-// [grouped_tiles, key_tiles) of every plane, one key tile of all planes after the other (the longest first
-// under the causal mask), so that the last blocks to start are the shortest of every plane.
 // The rest of a work tile once its key tile n0 and K/V plane kv_bh are known: the first query head, and
 // the query tiles it runs (the last query row sees every key, so per_head >= 1).
 template <typename Tr>
@@ -141,6 +137,10 @@ __device__ __forceinline__ void bwd_work_rows(const BwdParams& prm, BwdWork& w) 
   w.steps = w.per_head * prm.group;
 }
 
+// kKeyTail (the causal MHA order at d = 128 since session 13): the first kv_planes * grouped_tiles tiles are
+// key tiles [0, grouped_tiles) in bwd_work's order (plane groups, key tiles outermost in a group); the rest
+// are key tiles [grouped_tiles, key_tiles) of every plane, one key tile of all planes after the other (the
+// longest first under the causal mask), so that the last blocks to start are the shortest of every plane.
 template <typename Tr>
 __device__ __forceinline__ BwdWork bwd_work_key_tail(const BwdParams& prm, unsigned tile) {
   const unsigned grouped = unsigned(prm.kv_planes) * unsigned(prm.grouped_tiles);
