@@ -27,6 +27,26 @@
 
 namespace fb::cuda {
 
+// Greedy list scheduling on `sms` processors, the hardware's block scheduling as the backwards' models
+// take it: each block, in launch order, goes to the processor that frees first; end() is the makespan.
+class ListSchedule {
+ public:
+  explicit ListSchedule(int sms) {
+    for (int i = 0; i < sms; ++i) free_at_.push(0.0);
+  }
+  void place(double cost) {
+    const double t = free_at_.top() + cost;
+    free_at_.pop();
+    free_at_.push(t);
+    end_ = std::max(end_, t);
+  }
+  double end() const { return end_; }
+
+ private:
+  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at_;
+  double end_ = 0.0;
+};
+
 struct HeadSplitModel {
   int max_split = 8;
   std::int64_t few_tiles_per_sm = 8;
@@ -61,19 +81,12 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   for (std::int64_t j = 0; j < key_tiles; ++j)
     per_head[std::size_t(j)] = q_tiles - mask.first_q_tile(int(j * block_n), block_m);
   auto makespan = [&](int split) {
-    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-    for (int i = 0; i < sms; ++i) free_at.push(0.0);
-    double end = 0.0;
+    ListSchedule schedule(sms);
     for (std::int64_t j = 0; j < key_tiles; ++j) {
       const double cost = per_head[std::size_t(j)] * (group / split) + m.unit_overhead;
-      for (std::int64_t u = 0; u < planes * split; ++u) {
-        const double t = free_at.top() + cost;
-        free_at.pop();
-        free_at.push(t);
-        end = std::max(end, t);
-      }
+      for (std::int64_t u = 0; u < planes * split; ++u) schedule.place(cost);
     }
-    return end;
+    return schedule.end();
   };
   std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
   double fastest = std::numeric_limits<double>::max();

@@ -12,7 +12,6 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <queue>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -495,23 +494,15 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
     cost[std::size_t(j)] =
         double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * p.group() + kBlockOverhead;
   auto makespan = [&](int grouped) {  // the blocks in bwd_work_key_tail's order
-    std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-    for (int i = 0; i < sms; ++i) free_at.push(0.0);
-    double end = 0.0;
-    auto place = [&](int j) {
-      const double t = free_at.top() + cost[std::size_t(j)];
-      free_at.pop();
-      free_at.push(t);
-      end = std::max(end, t);
-    };
+    ListSchedule schedule(sms);
     for (int first = 0; first < kv_planes; first += plane_group) {
       const int planes_here = std::min(plane_group, kv_planes - first);
       for (int j = 0; j < grouped; ++j)
-        for (int u = 0; u < planes_here; ++u) place(j);
+        for (int u = 0; u < planes_here; ++u) schedule.place(cost[std::size_t(j)]);
     }
     for (int j = grouped; j < key_tiles; ++j)
-      for (int u = 0; u < kv_planes; ++u) place(j);
-    return end;
+      for (int u = 0; u < kv_planes; ++u) schedule.place(cost[std::size_t(j)]);
+    return schedule.end();
   };
   std::vector<std::pair<int, double>> times;  // (grouped key tiles, modelled time), most grouped first
   double fastest = std::numeric_limits<double>::max();
