@@ -37,8 +37,8 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused (a typo in an
-// A/B would otherwise time the default twice and read as "level").
+// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused
+// (a typo in an A/B would otherwise time the default twice and read as "level").
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
@@ -47,8 +47,8 @@ int bwd64_variant() {
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; unset "
-                                "or default for the default: docs/perf-notes.md)");
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; "
+                                "unset or default for the default: docs/perf-notes.md)");
   }();
   return v;
 }
@@ -66,9 +66,10 @@ constexpr int kBwd128KeyGroup = 1 << 21;
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup (above). Unset, empty or `default`: the default (q80_kernel() below; causal MHA passes in the
-// key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles() below). Any other word is
-// refused, removed ones included (an A/B under a removed word would time the default and read as "level").
+// no head split; kgroup (above). Unset, empty or `default`: the default (q80_kernel() below; causal MHA
+// passes in the key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles() below). Any other
+// word is refused, removed ones included (an A/B under a removed word would time the default and read as
+// "level").
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -83,8 +84,8 @@ int bwd128_variant() {
     if (s == "kgroup") return kBwd128KeyGroup;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup; unset or default for the default; ktail, klpt, ktailr and pdl were "
-                                "removed in session 13: docs/perf-notes.md)");
+                                "q64, q80c, kgroup; unset or default for the default; ktail, klpt, ktailr and "
+                                "pdl were removed in session 13: docs/perf-notes.md)");
   }();
   return v;
 }

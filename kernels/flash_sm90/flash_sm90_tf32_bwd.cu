@@ -87,8 +87,8 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // (code in the history, commit ea0fa75; docs/perf-notes.md). Its round-2 probe (trunc: Q's and dO's hi as the raw
 // tile, truncated by the wgmma) was 1-4% slower and failed the FP32 rule on one GPU test case (one bit less in the
 // split); removed (commit 58dae74).
-// FB_SM90_FP32_BWD_PROBE (read once), 3xTF32 only; unset, empty or `default` is the shipping backward, any other word than
-// these is refused (an A/B under a removed word would time the default and read as "level"):
+// FB_SM90_FP32_BWD_PROBE (read once), 3xTF32 only; unset, empty or `default` is the shipping backward, any
+// word but these is refused (an A/B under a removed word would time the default and read as "level"):
 //   racebar  d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
 //            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
 //            of the reports at that pair; call A's racecheck reported none with or without it)
@@ -99,8 +99,8 @@ bool tf32_bwd_racebar() {
     if (s.empty() || s == "default") return false;
     if (s == "racebar") return true;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar; unset or default for the shipping kernel; "
-                                "lofrag, lofragdq, dslate and trunc were removed in session 13: "
+                                "' is not an fp32 backward probe (racebar; unset or default for the shipping "
+                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13: "
                                 "docs/perf-notes.md)");
   }();
   return racebar;
@@ -109,7 +109,7 @@ bool tf32_bwd_racebar() {
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
-  [[maybe_unused]] const bool racebar = tf32_bwd_racebar();  // read at every head dim: a wrong word is refused
+  [[maybe_unused]] const bool racebar = tf32_bwd_racebar();  // read at every head dim: wrong words refused
   if constexpr (D == 128 && kSplit) {
     if (racebar) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
   }
