@@ -66,6 +66,13 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            every stage in it is a literal and the wgmma descriptors and barrier addresses are built on the
 //            uniform datapath (kOptUniformStage; session 12; on top of the head dim's shipped variant only;
 //            default at d = 64 since session 12's call A)
+//   backoff  the producer's waits for a free K/V ring stage or Q slot suspend (try_wait with a suspend-time hint,
+//            NANOSLEEP.SYNCS, as cudnn's producer) instead of spinning (kOptBackoff; session 14: the spin was 8% of
+//            the d = 128 forward's warp instructions, ~13% of the issue slots of the sub-partition it shares with a
+//            consumer warpgroup's first warp). `backoff256`: the same with a 256 ns hint instead of 10 ms
+//            (kOptBackoffShort), whether the sleep's cap matters. Consumers unchanged. On top of the head dim's
+//            shipped variant with its default trec/ustage (an error beside trec, notrec, l2hint, ustage or
+//            noustage; ignored with another variant word and at d = 256, as l2hint)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -127,6 +134,7 @@ struct FwdProbe {
   int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
+  int backoff = 0;  // 0 off (the producer spins); 1 backoff; 2 backoff256
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 // A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
@@ -161,6 +169,7 @@ inline FwdProbe fwd_probe() {
     f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
+    f.backoff = has("backoff") ? 1 : has("backoff256") ? 2 : 0;
     return f;
   }();
   return probe;
@@ -251,6 +260,17 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
   const bool ustage = variant_on(probe.uniform_stage, Tr::kHeadDim, FwdDefaults::kUniformStageHeadDim);
   const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
                         (ustage ? kOptUniformStage : 0u);
+  if (probe.backoff > 0) {
+    // backoff / backoff256: one more kernel each per head dim and type, the shipped one's bits plus the wait's.
+    constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
+                                  (Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u);
+    if (want != kShipped)
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'backoff' and 'backoff256' run on the shipped variant only "
+                                  "(no trec, notrec, l2hint, ustage or noustage beside them)");
+    if (probe.backoff == 1) launch_fwd<Tr, kOpt | kShipped | kOptBackoff>(p, t, stream);
+    else launch_fwd<Tr, kOpt | kShipped | kOptBackoffShort>(p, t, stream);
+    return;
+  }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
 
