@@ -25,7 +25,8 @@
 # configs/flashfwd-h200.json; the key's b, h, n, d, dtype and mask set FA2's shape): warp-state stalls, issue and
 # tensor-pipe activity, L2 and DRAM; printed side by side after the table (~15 s; NCU_BIN: the ncu binary;
 # NCU_BY=S: only when the script has run under S seconds by then). NCU_VARIANT=V (a VARIANT) adds one launch of
-# the forward under FB_FLASH_FWD_PROBE=V beside the shipped one (~4 s); NCU_FA2=0 leaves FA2's out (~7 s).
+# the forward under FB_FLASH_FWD_PROBE=V beside the shipped one (~4 s); NCU_FA2=0 leaves FA2's out (~7 s);
+# NCU_TIMEOUT=S (default 25) cuts each ncu step at S seconds.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]" >&2; exit 2; }
 . "$(dirname "$0")/h200_step.sh"
@@ -107,11 +108,12 @@ if [ "${NCU:-0}" = 1 ] && [ $((SECONDS - t_start)) -lt "${NCU_BY:-100000}" ]; th
   ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
   sections=(--section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis
             --section MemoryWorkloadAnalysis --section SpeedOfLight --page raw --csv)
-  STEP_TIMEOUT=25 step ncu-flash "$ncu" --kernel-name regex:flash_fwd_tc_kernel --launch-count 1 "${sections[@]}" \
+  STEP_TIMEOUT=${NCU_TIMEOUT:-25} step ncu-flash "$ncu" --kernel-name regex:flash_fwd_tc_kernel --launch-count 1 \
+    "${sections[@]}" \
     "$fb" run "${configs[0]}" --kernels flash --filter "^$ncu_case\$" --warmup 0 --reps 1 --warmup-time 0 \
     --no-ceilings -q
   if [ -n "${NCU_VARIANT:-}" ]; then
-    FB_FLASH_FWD_PROBE=$NCU_VARIANT STEP_TIMEOUT=25 step ncu-var "$ncu" --kernel-name regex:flash_fwd_tc_kernel \
+    FB_FLASH_FWD_PROBE=$NCU_VARIANT STEP_TIMEOUT=${NCU_TIMEOUT:-25} step ncu-var "$ncu" --kernel-name regex:flash_fwd_tc_kernel \
       --launch-count 1 "${sections[@]}" "$fb" run "${configs[0]}" --kernels flash --filter "^$ncu_case\$" \
       --warmup 0 --reps 1 --warmup-time 0 --no-ceilings -q
   fi

@@ -159,6 +159,11 @@ struct FwdConfig {
 //             one device-full of blocks after its own (kFwdL2Prefetch), the order as the other words say; d = 128's
 //             default has it since session 11
 //   nopf    : the default without kFwdL2Prefetch (d = 128: the default before session 11's flip)
+//   pro     : every launch: the default kernel with kFwdLeanPrologue (the Q copy as lean as the K/V copies, the L2
+//             prefetch target worked out after the first copies); the order as the other words say
+//   epi     : with pro only (`epi,pro`): kFwdLeanEpi too (the epilogue's rows side by side, no branch; 1 / sum and the
+//             LSE's log2 on the MUFU). Alone it made ptxas spill a P value in every KV step at d = 128. pro and epi do
+//             not combine with old, persist, persist2, pf, nopf
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
@@ -174,6 +179,8 @@ struct FwdProbe {
   bool persist_early = false;  // persist2
   bool prefetch = false;     // pf
   bool no_prefetch = false;  // nopf
+  bool lean_epi = false;     // epi (with pro)
+  bool lean_pro = false;     // pro
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

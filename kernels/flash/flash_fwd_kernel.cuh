@@ -91,6 +91,20 @@ __device__ __forceinline__ void prefetch_l2(const void* base, int bytes, int tid
   }
 }
 
+// 1 / x and log2(x) on the MUFU (kFwdLeanEpi's epilogue): rcp.approx (1 ulp) without the IEEE divide's refinement
+// and its slow-path call, lg2.approx (absolute error about 2^-22 for x in [0.5, 2], a few ulps of the result
+// elsewhere) instead of log2f's polynomial. ftz: the epilogue passes row sums, 0 or >= 1, never denormal.
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float log2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // threadIdx.x through an asm the compiler cannot look into (nor move: volatile).
 __device__ __forceinline__ int opaque_tid() {
   int v;
@@ -142,6 +156,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // kFwdQBandTail (with kFwdQBand): the shortest a.band_tail query tiles of every plane last, in grouped order.
   constexpr bool kQBandTail = (kOpt & kFwdQBandTail) != 0;
   static_assert(!kQBandTail || kQBand, "kFwdQBandTail: a tail of the banded order");
+  // kFwdLeanEpi, kFwdLeanPrologue: the per-block work before and after the KV loop with fewer instructions
+  // (flash_fwd_traits.h); the KV loop is the default's.
+  constexpr bool kLeanEpi = (kOpt & kFwdLeanEpi) != 0;
+  constexpr bool kLeanPro = (kOpt & kFwdLeanPrologue) != 0;
+  static_assert(!(kLeanEpi || kLeanPro) || !kPersist, "kFwdLeanEpi, kFwdLeanPrologue: one work tile a block");
   auto tile_of = [&](int work) {
     if constexpr (kQBandTail) return banded_tail_tile(work, a.planes, a.q_tiles, a.plane_group, a.band_tail);
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
@@ -195,16 +214,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     prefetch_l2<kKVBytes, Tr::kThreads>(a.k + kv_off, kv_bytes, ptid);
     prefetch_l2<kKVBytes, Tr::kThreads>(a.v + kv_off, kv_bytes, ptid);
   };
+  // kLeanEpi: the epilogue's offsets (elements) of this tile's O rows and LSE rows, in shared memory across the KV
+  // loop rather than in registers (ptxas otherwise spilled a loop value, reloaded in masked KV steps); written by
+  // thread 0 after the prologue's copies, read after the KV loop's barriers.
+  __shared__ std::int64_t epi_off[kLeanEpi ? 2 : 1];
   // In the last KV step the target comes from shared memory (Q offset, K/V offset, Q bytes), not from registers
-  // kept across the KV loop; written by thread 0 here, read after the first KV step's barrier.
+  // kept across the KV loop; written by thread 0 here (kLeanPro: once the prologue's copies are in flight, since
+  // thread 0's tile_of and head_offsets otherwise hold back warp 0's copies by ~130 instructions), read after the
+  // first KV step's barrier.
   __shared__ std::int64_t pf_target[kPrefetch ? 3 : 1];
-  if constexpr (kPrefetch) {
+  auto set_pf_target = [&] {
     if (tid == 0) {
       int q_bytes;
       prefetch_target(pf_target[0], pf_target[1], q_bytes);
       pf_target[2] = q_bytes;
     }
-  }
+  };
+  if constexpr (kPrefetch && !kLeanPro) set_pf_target();
 
   Elem* sQ = reinterpret_cast<Elem*>(fwd_smem());    // (kBr, D); later O staging
   Elem* sK = sQ + Tr::kQTileElems;                    // kStages x (kBc, D)
@@ -231,9 +257,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it). kPersist: a later work
   // tile's were committed in the same order by the tile before it, at its epilogue.
   if (!kPersist || it0 == 0) {
-  load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
+  // kLeanPro: Q as the K/V tiles are copied: 16 cp.async at d = 128 from one address, not 16 divisions, selects
+  // and 64-bit addresses.
+  if constexpr (kLeanPro) {
+    load_tile_async_lean<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
+  } else {
+    load_tile_async<Tr, Tr::kBr>(sQ, gQ, seq_q - q0, tid);
+  }
   ptx::cp_async_commit();
   load_kv(0, 0);
+  }
+  if constexpr (kPrefetch && kLeanPro) set_pf_target();
+  if constexpr (kLeanEpi) {
+    if (tid == 0) {
+      epi_off[0] = off.q + std::int64_t(q0) * D;
+      epi_off[1] = off.row + q0;
+    }
   }
 
   // ldmatrix.x4 row addresses of this lane. A (Q rows): lanes 0-15 rows 0-15 at k 0-7, lanes
@@ -489,7 +528,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // step's K (rows 0 .. kBc - 1) and V (the rest) buffers.
   // kPersist: the thread's indices re-read where the compiler cannot see them, so that the address arithmetic
   // below (invariant across work tiles) is not hoisted out of the work-tile loop and kept live across the KV loop.
-  const int etid = kPersist ? opaque_tid() : tid;
+  // kLeanEpi: the same, so that its per-lane LSE row and O copy addresses are not kept across the KV loop either
+  // (ptxas then spilled a loop value, reloaded in every KV step).
+  const int etid = kPersist || kLeanEpi ? opaque_tid() : tid;
   const int elane = etid % 32, eg = elane / 4, et = elane % 4, ewarp_row0 = (etid / 32) * Tr::kWarpRows;
   Elem* sO = sQ;
   if constexpr (kPersist) {
@@ -511,6 +552,48 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
                               : sV + last * Tr::kKVTileElems - Tr::kBc * Tr::kRowStride);
   }
   __syncwarp();
+  if constexpr (kLeanEpi) {
+    // The rows' chains side by side, no branch: the quad sums (all 2 kMT rows' shuffles of one distance together),
+    // then the reciprocals, O's scale and staging; then one LSE a lane. The sums add in quad_sum's order, so every
+    // lane of a quad holds the same sum as the default's.
+    static_assert(2 * kMT == 4, "kFwdLeanEpi: the quad's 4 lanes store one row's LSE each");
+    float sum[kMT][2];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) sum[mt][hf] = row_sum[mt][hf];
+#pragma unroll
+    for (int lanes = 1; lanes < 4; lanes *= 2)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) sum[mt][hf] += __shfl_xor_sync(kFullWarp, sum[mt][hf], lanes);
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        // sum >= 1 for a row that sees a key, 0 for one that sees none (O = 0; rcp_approx(0) = inf is not used).
+        const float inv = sum[mt][hf] > 0.f ? rcp_approx(sum[mt][hf]) : 0.f;
+        const int row = ewarp_row0 + mt * Tr::kMmaM + eg + hf * 8;
+#pragma unroll
+        for (int nt = 0; nt < Tr::kONTiles; ++nt) {
+          *reinterpret_cast<std::uint32_t*>(sO + row * Tr::kRowStride + nt * Tr::kMmaN + 2 * et) =
+              ptx::pack2<Elem>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
+        }
+      }
+    // Lane et of a quad: row r = et of its four (m16 block r / 2, half r % 2), i.e. warp row 8 r + g, so the warp's
+    // 32 LSEs go out in one store of 32 consecutive floats. LSE = (m + log2 sum) ln 2; a row that saw no key has
+    // m = -inf and sum 0 and gets -inf (the select keeps that explicit, as the default's).
+    float sum_r = sum[0][0], max_r = row_max[0][0];
+#pragma unroll
+    for (int r = 1; r < 4; ++r) {
+      sum_r = et == r ? sum[r / 2][r % 2] : sum_r;
+      max_r = et == r ? row_max[r / 2][r % 2] : max_r;
+    }
+    const int lse_row = ewarp_row0 + 8 * et + eg;
+    const float lse = sum_r > 0.f ? (max_r + log2_approx(sum_r)) * float(kLn2) : kNegInf;
+    if (q0 + lse_row < seq_q) a.lse[epi_off[1] + lse_row] = lse;
+  } else {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -530,9 +613,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
             sum > 0.f ? float((row_max[mt][hf] + log2f(sum)) * float(kLn2)) : kNegInf;
       }
     }
+  }
   __syncwarp();
   Elem* gO = a.o + off.q + std::int64_t(q0) * D;
   constexpr int kWarpChunks = Tr::kWarpRows * Tr::kRowChunks;
+  if constexpr (kLeanEpi) {
+    // Lane l copies chunk l % kRowChunks of rows l / kRowChunks + kStepRows i: one shared and one global address,
+    // the rest compile-time offsets; a row past seq_q is skipped (its predicate, no per-chunk address math).
+    static_assert(32 % Tr::kRowChunks == 0, "a warp's copy step covers whole rows");
+    constexpr int kStepRows = 32 / Tr::kRowChunks;
+    const unsigned ulane = unsigned(elane);
+    const int row0 = ewarp_row0 + int(ulane / Tr::kRowChunks);
+    const int col = int(ulane % Tr::kRowChunks) * Tr::kChunkElems;
+    const Elem* so = sO + row0 * Tr::kRowStride + col;
+    Elem* go = a.o + epi_off[0] + std::int64_t(row0) * D + col;
+    const int rows_left = seq_q - q0 - row0;
+#pragma unroll
+    for (int i = 0; i < kWarpChunks / 32; ++i) {
+      if (i * kStepRows < rows_left)
+        *reinterpret_cast<uint4*>(go + i * kStepRows * D) =
+            *reinterpret_cast<const uint4*>(so + i * kStepRows * Tr::kRowStride);
+    }
+  } else {
 #pragma unroll
   for (int i = 0; i < kWarpChunks / 32; ++i) {
     const int c = elane + i * 32;
@@ -541,6 +643,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     if (q0 + row < seq_q)
       *reinterpret_cast<uint4*>(gO + std::int64_t(row) * D + col) =
           *reinterpret_cast<const uint4*>(sO + row * Tr::kRowStride + col);
+  }
   }
   if (!has_next) break;
   it0 += n_tiles;

@@ -62,6 +62,9 @@ template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
+  // pro, epi + pro: the per-block work before and after the KV loop (kFwdLeanPrologue, kFwdLeanEpi).
+  if (pr.lean_epi) return launch_fwd_tc_probed<Cfg, kFwdLeanEpi | kFwdLeanPrologue>(pr, p, stream);
+  if (pr.lean_pro) return launch_fwd_tc_probed<Cfg, kFwdLeanPrologue>(pr, p, stream);
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);

@@ -108,6 +108,15 @@ inline constexpr unsigned kFwdL2Prefetch = 1024u;
 inline constexpr unsigned kFwdQBandTail = 8192u;
 //   (16384 and 32768 were session 13's kFwdExpPV and kFwdExpFirst, the expv and expv2 probes: 0.94-0.99x in call A,
 //   removed; docs/perf-notes.md.)
+//   kFwdLeanEpi    : the epilogue without per-row serial chains: every row's quad sum first (8 independent shuffles),
+//                    then 1 / sum on MUFU.RCP (rcp.approx: no IEEE slow-path call) and each lane of a quad one row's LSE
+//                    with log2 on MUFU.LG2 (lg2.approx), selects for the rows that saw no key, one LSE store per thread
+//                    and O's 16-byte stores at compile-time offsets from one address (no per-chunk division).
+inline constexpr unsigned kFwdLeanEpi = 65536u;
+//   kFwdLeanPrologue : the Q tile copied as the K/V tiles are (load_tile_async_lean: one address, compile-time
+//                    offsets, instead of a division, a select and a 64-bit address per chunk), and kFwdL2Prefetch's
+//                    target (tile_of and head_offsets again, thread 0) worked out after Q, K_0 and V_0 are in flight.
+inline constexpr unsigned kFwdLeanPrologue = 131072u;
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
