@@ -76,8 +76,8 @@ constexpr int kBwd128KeyTailMem = 1 << 23;
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
 // no head split; kgroup, ktailgqa, ktailmem (above). Unset, empty or `default`: the default (q80_kernel()
 // below; causal MHA passes in the key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles()
-// below). Any other word is
-// refused, removed ones included (an A/B under a removed word would time the default and read as "level").
+// below). Any other word is refused, removed ones included (an A/B under a removed word would time the default
+// and read as "level").
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -471,11 +471,11 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
 
 // The memory term of ktailmem (session 14's probe): the Q, dO and dQ accumulator rows that the key-tail order's
 // tail has in flight when it starts, key tile `grouped` of every K/V plane at once (each block on its own plane;
-// a plane's later key tiles see fewer rows). In session 13 that was 32 MiB on every measured tail that gained
+// a plane's later key tiles see fewer rows). In session 13 that was 32-35 MiB on every measured tail that gained
 // or was level (8 heads N = 1024 / 2048 / 4096: T = 6 / 12 / 24, +4..+8%; 16 heads N = 2048 / 4096: T = 14 / 28,
 // -0.4 / -1.1%) and 96 / 160 MiB on the two that lost (call A, 8 / 16 heads N = 1024, T = 2 / 3: -9 / -10%),
-// with an L2 of 60 MiB (16k tokens, d = 128). GQA multiplies it by the group: 128 MiB for 32 q / 8 kv heads at
-// T = 24 of 32 (N = 4096) and T = 6 of 8 (N = 1024), the tails the default's rule would give them.
+// with an L2 of 60 MiB (16k tokens, d = 128). GQA multiplies it by the group: 128 / 140 MiB for 32 q / 8 kv
+// heads at T = 6 of 8 (N = 1024) / 24 of 32 (N = 4096), the tails the default's rule would give them.
 std::int64_t tail_rows_bytes(const AttentionParams& p, int grouped, int kv_planes, int block_n, int block_m) {
   const int q_tiles = (p.seq_q + block_m - 1) / block_m;
   const int first_tile = p.mask().first_q_tile(grouped * block_n, block_m);
@@ -499,7 +499,7 @@ std::int64_t tail_rows_bytes(const AttentionParams& p, int grouped, int kv_plane
 // 1.121 / 1.129x; call B: +5.8% / +6.0% / +4.1%, fp16 N = 4096 +4.4%); 16 heads keep every key tile grouped
 // (16 heads N = 4096: 1.006x in call B, the same order). Under FB_SM90_BWD128=ktailmem (session 14's probe) a
 // tail is also no candidate where its rows in flight (tail_rows_bytes()) exceed two thirds of L2 (the rest for
-// K, V, dK/dV and the grouped blocks still running): a bound between the 32 MiB that gained and the 96 MiB
+// K, V, dK/dV and the grouped blocks still running): a bound between the 35 MiB that gained and the 96 MiB
 // that lost in session 13, which leaves every MHA choice above as it is and keeps 32 q / 8 kv heads grouped.
 // FB_SM90_BWD_GROUPED=T forces T (clamped to the key tiles; 0: no plane groups at all) for tests and A/B runs.
 // Cached per shape.
