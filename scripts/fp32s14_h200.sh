@@ -82,7 +82,8 @@ rm -rf "$dumps"
 ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 sections=(--section WarpStateStats --section SourceCounters --section SchedulerStats --section ComputeWorkloadAnalysis
           --section MemoryWorkloadAnalysis --section SpeedOfLight)
-ncu_runs=(default $probes)
+read -ra probe_list <<<"$probes"
+ncu_runs=(default "${probe_list[@]}")
 for pr in "${ncu_runs[@]}"; do
   [ "$(left)" -ge 8 ] || { echo "ncu-$pr skipped: $(left) s left" >&2; continue; }
   rm -f "$out/ncu-$pr.ncu-rep"
