@@ -61,22 +61,18 @@ constexpr int kBwd128Q80C = 1 << 20;
 // (the kernels without kBwd128KeyTail; the default's choice of 64 or 80 queries and of the head split), for
 // A/B runs against the key-tail order (the default since session 13's call B).
 constexpr int kBwd128KeyGroup = 1 << 21;
-// FB_SM90_BWD128=ktailgqa (a host code; session 14's probe, prepared in session 13): causal GQA passes without a
-// head split in the key-tail order too, by the default's rule (key_tail_order(), grouped_key_tiles()), which
-// was measured on MHA passes only. MHA passes and head splits run as the default.
-constexpr int kBwd128KeyTailGqa = 1 << 22;
-// FB_SM90_BWD128=ktailmem (a host code; session 14's probe): ktailgqa with a memory term in grouped_key_tiles()
-// (a tail whose rows do not fit in two thirds of L2 is not a candidate; tail_rows_bytes()).
-constexpr int kBwd128KeyTailMem = 1 << 23;
+// FB_SM90_BWD128=ktailmha (a host code): session 13's default, the key-tail order on causal MHA passes only
+// (GQA passes without a head split in session 12's order), for A/B runs against the default since session 14.
+constexpr int kBwd128KeyTailMha = 1 << 22;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailgqa, ktailmem (above). Unset, empty or `default`: the default (q80_kernel()
-// below; causal MHA passes in the key-tail order, kBwd128KeyTail, key_tail_order() and grouped_key_tiles()
-// below). Any other word is refused, removed ones included (an A/B under a removed word would time the default
-// and read as "level").
+// no head split; kgroup, ktailmha (above). Unset, empty or `default`: the default (q80_kernel() below;
+// causal passes without a head split in the key-tail order, kBwd128KeyTail, key_tail_order() and
+// grouped_key_tiles() below). Any other word is refused, removed ones included (an A/B under a removed word
+// would time the default and read as "level").
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -89,21 +85,21 @@ int bwd128_variant() {
     if (s == "q64") return kBwd128Q64;
     if (s == "q80c") return kBwd128Q80C;
     if (s == "kgroup") return kBwd128KeyGroup;
-    if (s == "ktailgqa") return kBwd128KeyTailGqa;
-    if (s == "ktailmem") return kBwd128KeyTailMem;
+    if (s == "ktailmha") return kBwd128KeyTailMha;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailgqa, ktailmem; unset or default for the default; ktail, "
-                                "klpt, ktailr and pdl were removed in session 13: docs/perf-notes.md)");
+                                "q64, q80c, kgroup, ktailmha; unset or default for the default; ktail, klpt, "
+                                "ktailr and pdl were removed in session 13, ktailgqa (now the default) and "
+                                "ktailmem in session 14: docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup, ktailgqa and ktailmem: the default's choice of kernels and split (the others change
-// the causal order only).
+// The default, kgroup and ktailmha: the default's choice of kernels and split (the others change the causal
+// order only).
 bool default_choice_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailGqa || v == kBwd128KeyTailMem;
+  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha;
 }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -144,14 +140,15 @@ bool q80_kernel(const AttentionParams& p) {
 }
 
 // Whether p (a pass without a head split) runs in the key-tail block order (kBwd128KeyTail): the default's
-// causal d = 128 MHA passes. Measured on MHA only (session 13's call B, 8 and 16 heads); GQA passes without a
-// split (32 q / 8 kv heads, where the model would take a tail too) keep session 12's order until measured;
-// ktailgqa and ktailmem (session 14's probes) take the key-tail order on them too.
+// causal d = 128 passes, MHA (session 13's call B: +5.8 / +6.0 / +4.1% at 8 heads N = 1k / 2k / 4k, level at
+// 16 heads) and GQA (session 14's call A, 16k tokens, bf16, against session 13's default in the same process:
+// 32 q / 8 kv heads N = 1k / 4k +2.4 / +4.0%, 16 / 8 heads +2.7 / +3.9%; results/h200/s14/callA/sm90bwd/).
+// ktailmha: MHA passes only (session 13's default); kgroup: none.
 bool key_tail_order(const AttentionParams& p) {
   if (!p.causal) return false;
   const int v = bwd128_variant();
-  if (v == kBwd64Default) return p.group() == 1;
-  return v == kBwd128KeyTailGqa || v == kBwd128KeyTailMem;
+  if (v == kBwd64Default) return true;
+  return v == kBwd128KeyTailMha && p.group() == 1;
 }
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
@@ -467,20 +464,6 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
   return l2_plane_group(plane_bytes, kv_planes);
 }
 
-// The memory term of ktailmem (session 14's probe): the Q, dO and dQ accumulator rows that the key-tail order's
-// tail has in flight when it starts, key tile `grouped` of every K/V plane at once (each block on its own plane;
-// a plane's later key tiles see fewer rows). In session 13 that was 32-35 MiB on every measured tail that gained
-// or was level (8 heads N = 1024 / 2048 / 4096: T = 6 / 12 / 24, +4..+8%; 16 heads N = 2048 / 4096: T = 14 / 28,
-// -0.4 / -1.1%) and 96 / 160 MiB on the two that lost (call A, 8 / 16 heads N = 1024, T = 2 / 3: -9 / -10%),
-// with an L2 of 60 MiB (16k tokens, d = 128). GQA multiplies it by the group: 128 / 140 MiB for 32 q / 8 kv
-// heads at T = 6 of 8 (N = 1024) / 24 of 32 (N = 4096), the tails the default's rule would give them.
-std::int64_t tail_rows_bytes(const AttentionParams& p, int grouped, int kv_planes, int block_n, int block_m) {
-  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
-  const int first_tile = p.mask().first_q_tile(grouped * block_n, block_m);
-  const std::int64_t rows = std::min<std::int64_t>(p.seq_q, std::int64_t(q_tiles - first_tile) * block_m);
-  return std::int64_t(kv_planes) * p.group() * rows * p.head_dim * kRowBytesPerElem;
-}
-
 // Key tiles of every plane that a causal pass in the key-tail order (BwdTraits::kKeyTail) runs in plane
 // groups before the rest go over all planes (key_tiles: all of them grouped, session 12's order). The model
 // is the hardware's block scheduling (as head_split()'s): blocks in launch order, each to the SM that frees
@@ -495,10 +478,10 @@ std::int64_t tail_rows_bytes(const AttentionParams& p, int grouped, int kv_plane
 // taken only where the default order is badly ragged. At 16k tokens, bf16, 132 SMs: 8 heads N = 1024 / 2048
 // / 4096 take T = 6 of 8 / 12 of 16 / 24 of 32 (modelled 1.031 / 1.018 / 1.011x the ideal against 1.106 /
 // 1.121 / 1.129x; call B: +5.8% / +6.0% / +4.1%, fp16 N = 4096 +4.4%); 16 heads keep every key tile grouped
-// (16 heads N = 4096: 1.006x in call B, the same order). Under FB_SM90_BWD128=ktailmem (session 14's probe) a
-// tail is also no candidate where its rows in flight (tail_rows_bytes()) exceed two thirds of L2 (the rest for
-// K, V, dK/dV and the grouped blocks still running): a bound between the 35 MiB that gained and the 96 MiB
-// that lost in session 13, which leaves every MHA choice above as it is and keeps 32 q / 8 kv heads grouped.
+// (16 heads N = 4096: 1.006x in call B, the same order). GQA passes multiply a block's steps by the group: 32 q /
+// 8 kv and 16 / 8 heads take T = 6 of 8 at N = 1024 and 24 of 32 at 4096 (session 14's call A: +2.4..+4.0%).
+// A memory term (no tail whose Q / dO / dQ-accumulator rows in flight exceed two thirds of L2; probe ktailmem,
+// session 14's call A) kept those GQA passes grouped and measured level: removed.
 // FB_SM90_BWD_GROUPED=T forces T (clamped to the key tiles; 0: no plane groups at all) for tests and A/B runs.
 // Cached per shape.
 int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, int plane_group, int block_n,
@@ -522,12 +505,6 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  std::int64_t tail_budget = std::numeric_limits<std::int64_t>::max();  // bytes; no memory term by default
-  if (bwd128_variant() == kBwd128KeyTailMem) {
-    const auto caps = current_device_caps();
-    const std::int64_t l2 = caps ? caps->l2_bytes : 0;
-    tail_budget = l2 - l2 / 3;
-  }
   const CausalMask mask = p.mask();
   const int q_tiles = (p.seq_q + block_m - 1) / block_m;
   std::vector<double> cost(static_cast<std::size_t>(key_tiles));  // a block of key tile j
@@ -549,7 +526,6 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   double fastest = std::numeric_limits<double>::max();
   for (int grouped = key_tiles; grouped >= 1; --grouped) {
     if (std::int64_t(key_tiles - grouped) * kv_planes > kMaxTailFulls * sms) continue;
-    if (grouped < key_tiles && tail_rows_bytes(p, grouped, kv_planes, block_n, block_m) > tail_budget) continue;
     times.emplace_back(grouped, makespan(grouped));
     fastest = std::min(fastest, times.back().second);
   }
