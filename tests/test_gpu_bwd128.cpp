@@ -5,8 +5,8 @@
 // variants change: the block's last rows past seq_k (dK/dV stored through shared memory as whole rows),
 // ring stages wrapping many times, more work tiles than SMs (persistent blocks loop), GQA groups looped
 // inside a block. Run under FB_SM90_BWD128=... (read once per process) it tests that variant
-// (scripts/sm90bwd_h200.sh). Causal MHA passes run in the key-tail block order (the default since session
-// 13; GQA passes keep session 12's order, and take the key-tail one under ktailgqa / ktailmem): on an H200
+// (scripts/sm90bwd_h200.sh). Causal passes without a head split run in the key-tail block order (MHA since
+// session 13, GQA since session 14; FB_SM90_BWD128=ktailmha: MHA only): on an H200
 // the launcher's model runs the 2 x 16-head causal case as 7 of its 9 key tiles
 // in plane groups and the rest over all planes (both branches of the order); FB_SM90_BWD_GROUPED=T forces T,
 // and FB_SM90_BWD128=kgroup runs session 12's order (every key tile grouped). gpu_main.cpp skips them without

@@ -116,12 +116,9 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
 // since session 12, d = 64 since session 13; FB_FLASH_BWD=splitrows: by rows), so a wrong tile offset
 // fails dQ; the workspace checks hold as they are (its dQ section has the tiled size whether or not a
 // split runs).
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -220,8 +217,8 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
         ForcedFlashSplit forced(split);
         const int used = flash::backward_head_split(p);
         // Off Hopper-sized shared memory (the fallback kernel) or under an FB_FLASH_BWD probe other
-        // than `splitrows`, `cap8` and `cap16` (the default's split, dQ by rows / at most 8 / 16
-        // subsets) the split does not run;
+        // than `splitrows` and `cap8` (the default's split, dQ by rows / at most 8 subsets) the split
+        // does not run;
         // everywhere else it is the forced count, at most one head a unit.
         if (used == 1 && split > 1) {
           WARN("flash's head split does not run here (" << c.key() << ")");
@@ -246,32 +243,6 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
   mha.kv_heads = 8;
   CHECK(flash::backward_head_split(mha) == 1);
   if (split_runs > 0) CHECK(flash::backward_head_split(mqa) > 1);
-
-  // The cap (flash_bwd.cu max_head_split()) on causal 32 q / 1 kv heads, one K/V plane of 16k keys, where
-  // on a 132-SM GPU (H100 SXM, H200) the model takes every subset the cap allows: 16 at d = 128 (8 under
-  // FB_FLASH_BWD=cap8), 8 at d = 64 (16 under cap16). Without the mask the cap is 8. On other devices
-  // only the bounds are checked. The split runs (split_runs > 0) only under the default's grid: unset,
-  // `standard`, `splitrows`, `cap8` or `cap16`.
-  if (split_runs > 0) {
-    const char* env = std::getenv("FB_FLASH_BWD");
-    const std::string probe = env != nullptr ? env : "";
-    int device = 0, sms = 0;
-    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-    REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
-    constexpr int kH200Sms = 132;
-    constexpr int kCap = 8, kCausalCap = 16;
-    for (const int dim : {64, 128}) {
-      const int cap = probe == "cap8" ? kCap : (probe == "cap16" || dim == 128) ? kCausalCap : kCap;
-      fb::AttentionParams p = flash_split_params(make_case(1, 32, 1, 16384, 16384, dim, fb::Dtype::bf16, true,
-                                                           fb::Pass::bwd));
-      INFO("d = " << dim << ", FB_FLASH_BWD '" << probe << "', causal cap " << cap << ", " << sms << " SMs");
-      const int split = flash::backward_head_split(p);
-      CHECK(split <= cap);
-      if (sms == kH200Sms) CHECK(split == cap);
-      p.causal = false;
-      CHECK(flash::backward_head_split(p) <= kCap);
-    }
-  }
 }
 
 // The tail split (flash_bwd.cu tail_split(); the default at d = 128 non-causal since session 11): on

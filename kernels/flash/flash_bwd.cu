@@ -113,11 +113,9 @@ std::atomic<int>& forced_split() {
 
 // Whether the variant runs the default's grid (head split, tail split and tiled dQ as the default
 // picks them): the default itself and the probes `splitrows`, which differs from it only inside a GQA
-// head split (split_dq_tiled()), and `cap8` and `cap16`, only in the head split's subset count
-// (max_head_split()).
+// head split (split_dq_tiled()), and `cap8`, only in the head split's subset count (max_head_split()).
 bool default_grid(GridVariant v) {
-  return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8 ||
-         v == GridVariant::cap16;
+  return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8;
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
@@ -133,17 +131,10 @@ bool default_grid(GridVariant v) {
 // double the units onto a second wave (e.g. 32/1 N = 8k at batch 1: 16 in place of 8) with nothing measured
 // to pay for it, so the cap stays 8 there. Only groups with a divisor in 9..16 can change (12, 16, 24, 32,
 // 40, 48, 64 query heads a K/V head ...): 8/1, 16/2, 28/4, 40/8 keep their splits.
-// The probe `cap16` (for session 14's call A) allows 16 under the causal mask at d = 64 too: call A's
-// level d = 64 row ran the row-major split kernels (`split`); since call B the default's d = 64 split
-// reduces dQ into the tiled accumulator (split_dq_tiled(), +7.9-9.1% on six causal MQA rows), whose units
-// may balance differently. On the d = 64 tiles (128 keys x 128 queries), 16k tokens, the model then moves
-// 32/1, 48/1, 64/1 8 -> 16 at N = 8k and 16k, 16/1 8 -> 16 and 12/1 6 -> 12 at 16k, 24/1 8 -> 12 and 40/1
-// 8 -> 10 at N >= 8k; N <= 4k keeps its split.
 int max_head_split(const AttentionParams& p) {
   constexpr int kCausalMaxSplit = 16;
-  const GridVariant v = grid_variant();
-  const bool dim_allows = p.head_dim == 128 || (p.head_dim == 64 && v == GridVariant::cap16);
-  return p.causal && dim_allows && v != GridVariant::cap8 ? kCausalMaxSplit : HeadSplitModel{}.max_split;
+  const bool cap16 = p.causal && p.head_dim == 128 && grid_variant() != GridVariant::cap8;
+  return cap16 ? kCausalMaxSplit : HeadSplitModel{}.max_split;
 }
 
 // Whether a GQA head split's kernels reduce dQ into the tiled accumulator too (TcConfig::split_dq_tiled:
@@ -190,8 +181,8 @@ int head_split(const AttentionParams& p) {
   if (group <= 1 || p.heads % p.kv_heads != 0 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
     return 1;
-  // The probes (FB_FLASH_BWD) time the unsplit kernels, `splitrows`, `cap8` and `cap16` aside (the
-  // default's split).
+  // The probes (FB_FLASH_BWD) time the unsplit kernels, `splitrows` and `cap8` aside (the default's
+  // split).
   if (!default_grid(grid_variant())) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
@@ -247,9 +238,9 @@ int tail_split(const AttentionParams& p) {
 
 // Whether the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;
 // [batch * heads, seq_pad, head_dim] floats in the dQ warps' fragment order): the default (and `notail`,
-// `splitrows`, `cap8`, `cap16`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA
-// head split only where split_dq_tiled() says so (else its kernels reduce dQ by rows). Session 11's call A
-// (probe `dqtile`): +7.5-10.5% on every long-N row (d 64/128, both masks), 1.03-1.09x FlashAttention-2.
+// `splitrows`, `cap8`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA head
+// split only where split_dq_tiled() says so (else its kernels reduce dQ by rows). Session 11's call A (probe
+// `dqtile`): +7.5-10.5% on every long-N row (d 64/128, both masks), 1.03-1.09x FlashAttention-2.
 // dq_tiled_kernels: the same, the head split aside (the workspace's dQ section is sized by it, so a
 // head split's workspace is the unsplit one plus its dK/dV accumulators, whichever dQ layout it uses).
 bool dq_tiled_kernels(const AttentionParams& p) {
@@ -328,13 +319,12 @@ GridVariant grid_variant() {
     if (s == "dqrows") return GridVariant::dqrows;
     if (s == "splitrows") return GridVariant::splitrows;
     if (s == "cap8") return GridVariant::cap8;
-    if (s == "cap16") return GridVariant::cap16;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splitrows, cap8, cap16; s6 "
+                                "splitrows, cap8; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
-                                "session 10; dqtile became the default in session 11, splittile in "
-                                "session 13: docs/perf-notes.md)");
+                                "session 10, cap16 in session 14; dqtile became the default in session "
+                                "11, splittile in session 13: docs/perf-notes.md)");
   }();
   return v;
 }

@@ -114,9 +114,8 @@ template <int kHeadDim> int main_tf32_key_tile();
 // default reduces dQ tiled under the split too: at d = 128 since session 12, at d = 64 since session 13,
 // both measured as the probe `splittile`, removed since);
 // `cap8`: the default with the head split's subset count capped at 8 under the causal mask at d = 128 too
-// (flash_bwd.cu max_head_split(): 16 there by default since session 13); `cap16`: the default with up to
-// 16 subsets under the causal mask at d = 64 too (session 14's probe).
-enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, cap16 };
+// (flash_bwd.cu max_head_split(): 16 there by default since session 13).
+enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8 };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

@@ -1604,8 +1604,7 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::notail:
         case GridVariant::dqrows:
         case GridVariant::splitrows:
-        case GridVariant::cap8:
-        case GridVariant::cap16: break;
+        case GridVariant::cap8: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);

@@ -44,38 +44,6 @@ struct WorkTile {
 
 #if FB_PTX_SM90A
 
-// How the producer thread waits for a barrier phase (the ring's K/V empty barriers and the Q slots' empty
-// ones; the consumers always use ptx::mbar_wait). The producer runs ahead of the consumers and so spends
-// most of its time in these waits; each of the policies below is a functor wait(bar, parity).
-// SpinWait: mbarrier.try_wait retried at once (ptx::mbar_wait), the shipped producer. Its retry loop
-// (YIELD, SYNCS.PHASECHK.TRANS64.TRYWAIT, BRA) issues every ~23 cycles on the sub-partition the producer warp
-// shares with a consumer warpgroup's first warp (session 13's profile, d = 128 N = 512: ~158 retries per
-// V-empty wait, 8% of the kernel's warp instructions, as at 16k).
-struct SpinWait {
-  __device__ __forceinline__ void operator()(std::uint32_t bar, std::uint32_t parity) const {
-    ptx::mbar_wait(bar, parity);
-  }
-};
-// SuspendWait<kHintNs>: mbarrier.try_wait with a suspend-time hint: a thread whose phase is not complete
-// may be suspended until it completes or kHintNs nanoseconds pass (PTX ISA, mbarrier.test_wait/try_wait).
-// ptxas (CUDA 13.0, sm_90a) emits the retry path as TRYWAIT, NANOSLEEP.SYNCS kHintNs, PHASECHK, BRA: a sleep
-// that ends early (cudnn's forward producer waits this way, hint 0x989680 = 10 ms: in the same profile ~2
-// retries per K-empty and ~4 per V-empty wait, where a 10 ms sleep would have stopped the kernel). In the
-// kernel's SASS only the retry paths differ from SpinWait's (YIELD becomes NANOSLEEP.SYNCS + PHASECHK); a
-// plain __nanosleep between try_waits (tried) also moved ptxas's schedule of the consumers' code.
-template <std::uint32_t kHintNs> struct SuspendWait {
-  __device__ __forceinline__ void operator()(std::uint32_t bar, std::uint32_t parity) const {
-    std::uint32_t done;
-    do {
-      asm volatile(
-          "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
-          "selp.u32 %0, 1, 0, p;\n}\n"
-          : "=r"(done)
-          : "r"(bar), "r"(parity), "n"(kHintNs)
-          : "memory");
-    } while (done == 0);
-  }
-};
 // Thread 0 initialises the barriers (the producer's one arrive.expect_tx fills a stage; every
 // consumer warp's arrive empties it); the block waits until they are visible.
 template <typename Tr> __device__ __forceinline__ void init_barriers(const Barriers<Tr>& bars) {
@@ -113,22 +81,20 @@ __device__ __forceinline__ void run_roles(Produce&& produce, Consume&& consume) 
 // `it` is the ring position (K/V tiles issued so far); it runs on across work tiles, so producer and
 // consumers derive every stage and parity from the same sequence; the first wait on an empty barrier
 // passes (the phase before the first counts as completed). at_last() runs just before the last K/V
-// tile's loads (nothing for the static schedule; the dynamic one takes its next ticket there). wait: how
-// the producer waits for a free stage (SpinWait, SuspendWait).
-template <typename Tr, typename LoadK, typename LoadV, typename AtLast, typename Wait = SpinWait>
+// tile's loads (nothing for the static schedule; the dynamic one takes its next ticket there).
+template <typename Tr, typename LoadK, typename LoadV, typename AtLast>
 __device__ __forceinline__ void produce_kv_tiles(const Barriers<Tr>& bars, const WorkTile& w, int kv_bh,
                                                  int& it, std::uint32_t k_bytes, std::uint32_t v_bytes,
-                                                 LoadK&& load_k, LoadV&& load_v, AtLast&& at_last,
-                                                 Wait&& wait = Wait{}) {
+                                                 LoadK&& load_k, LoadV&& load_v, AtLast&& at_last) {
   for (int j = 0; j < w.n_tiles; ++j, ++it) {
     if (j == w.n_tiles - 1) at_last();
     const int s = it % Tr::kStages;
     const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
     const int k0 = j * Tr::kBc;
-    wait(bars.k_empty(s), free_parity);
+    ptx::mbar_wait(bars.k_empty(s), free_parity);
     ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
     load_k(kv_bh, k0, s, bars.k_full(s));
-    wait(bars.v_empty(s), free_parity);
+    ptx::mbar_wait(bars.v_empty(s), free_parity);
     ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
     load_v(kv_bh, k0, s, bars.v_full(s));
   }
@@ -222,22 +188,21 @@ struct NoPublish {
 // (load_q(w, q_tile, bar)); counter: this launch's tile counter, or nullptr for the static
 // round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher). publish(slot, w)
 // runs before the slot's Q full arrive, so what it writes to shared memory is visible to the consumers
-// that wait on that barrier, as the tile word is. wait: how the producer waits for a free Q slot or ring
-// stage (SpinWait, SuspendWait).
+// that wait on that barrier, as the tile word is.
 template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV,
-          typename Publish = NoPublish, typename Wait = SpinWait>
+          typename Publish = NoPublish>
 __device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsigned* counter, int n_work,
                                                      std::uint32_t k_bytes, std::uint32_t v_bytes,
                                                      TileOf&& tile_of, KvPlane&& kv_plane, LoadQ&& load_q,
                                                      LoadK&& load_k, LoadV&& load_v,
-                                                     Publish&& publish = Publish{}, Wait&& wait = Wait{}) {
+                                                     Publish&& publish = Publish{}) {
   int it = 0;  // K/V tiles issued so far (ring position)
   // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
   unsigned t = blockIdx.x;
   for (int tn = 0;; ++tn) {
     const int slot = qr.slot(tn);
     // The slot's previous tile (tn - slots) is done with its Q and has read its tile word.
-    wait(qr.empty(slot), qr.parity(tn) ^ 1u);
+    ptx::mbar_wait(qr.empty(slot), qr.parity(tn) ^ 1u);
     if (t >= unsigned(n_work)) {
       st_shared_s32(qr.tile_word(slot), kNoMoreWork);
       ptx::mbar_arrive(qr.full(slot));
@@ -254,12 +219,9 @@ __device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsign
     // every block reserve a tile one whole tile ahead, which balances long causal tiles worse), early
     // enough that the atomic's round trip overlaps the waits for the last stages.
     unsigned ticket = 0;
-    produce_kv_tiles<Tr>(
-        qr.bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v,
-        [&] {
-          if (counter) ticket = atomicAdd(counter, 1u);
-        },
-        wait);
+    produce_kv_tiles<Tr>(qr.bars, w, kv_bh, it, k_bytes, v_bytes, load_k, load_v, [&] {
+      if (counter) ticket = atomicAdd(counter, 1u);
+    });
     if (!counter) {
       t += gridDim.x;
       continue;

@@ -95,21 +95,6 @@ inline constexpr unsigned kOptL2Hint = 128u;
 //                     K/V tile at d = 64 (bf16, unmasked), 480-507 against 531 at d = 128 (session 12; the
 //                     default at d = 64 since its call A, FwdDefaults::kUniformStageHeadDim)
 inline constexpr unsigned kOptUniformStage = 8u;
-//   kOptBackoff       the producer thread's waits for a free ring stage or Q slot suspend while the phase is
-//                     incomplete (SuspendWait<kBackoffHintNs>, flash_sm90_block.cuh: try_wait with a suspend-time
-//                     hint, NANOSLEEP.SYNCS in SASS, as cudnn's producer) instead of spinning: the spin took ~13%
-//                     of the issue slots of the sub-partition it shares with a consumer warpgroup's first warp
-//                     (session 13's profile). Consumers unchanged (their SASS too).
-//   kOptBackoffShort  the same with a short hint (kBackoffShortHintNs), so that a sleep nothing ends early is
-//                     bounded; with kOptBackoff set too, kOptBackoff wins
-inline constexpr unsigned kOptBackoff = 32u;
-inline constexpr unsigned kOptBackoffShort = 64u;
-// kOptBackoff's hint: cudnn's value (its SASS: NANOSLEEP.SYNCS 0x989680), a cap the phase change undercuts.
-inline constexpr std::uint32_t kBackoffHintNs = 10000000u;
-// kOptBackoffShort's: ~500 cycles, about a seventh of a typical V-empty wait (~158 spins of ~23 cycles at d = 128
-// N = 512), so that, whatever ends a sleep, the producer wakes at most ~kBackoffShortHintNs after the consumers
-// free a stage: about a fifth of the ~1.2-1.5 us by which the ring's loads lead their use.
-inline constexpr std::uint32_t kBackoffShortHintNs = 256u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -189,10 +174,6 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
     else ptx::tma_load_3d(dst, tmap, bar, c0, c1, c2);
   };
 
-  // How the producer waits for a free ring stage or Q slot (kOptBackoff, kOptBackoffShort).
-  using Wait = std::conditional_t<(kOpt & kOptBackoff) != 0, SuspendWait<kBackoffHintNs>,
-                                  std::conditional_t<(kOpt & kOptBackoffShort) != 0,
-                                                     SuspendWait<kBackoffShortHintNs>, SpinWait>>;
   produce_ring_dynamic<Tr>(
       qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
       [&](int t) { return work_tile<Tr>(prm, mask, t); },
@@ -217,7 +198,7 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
           load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, k0, kv_bh,
                pol_kv);
       },
-      publish, Wait{});
+      publish);
 }
 
 // ---- consumer pieces ----

@@ -66,13 +66,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            every stage in it is a literal and the wgmma descriptors and barrier addresses are built on the
 //            uniform datapath (kOptUniformStage; session 12; on top of the head dim's shipped variant only;
 //            default at d = 64 since session 12's call A)
-//   backoff  the producer's waits for a free K/V ring stage or Q slot suspend (try_wait with a suspend-time hint,
-//            NANOSLEEP.SYNCS, as cudnn's producer) instead of spinning (kOptBackoff; session 14: the spin was 8% of
-//            the d = 128 forward's warp instructions, ~13% of the issue slots of the sub-partition it shares with a
-//            consumer warpgroup's first warp). `backoff256`: the same with a 256 ns hint instead of 10 ms
-//            (kOptBackoffShort), whether the sleep's cap matters. Consumers unchanged. On top of the head dim's
-//            shipped variant with its default trec/ustage (an error beside trec, notrec, l2hint, ustage or
-//            noustage; ignored with another variant word and at d = 256, as l2hint)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -91,7 +84,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // tile's first two-GEMM turn: level, 0.99-1.01x) and `kv4` (d = 64, a 4-stage K/V ring: level); session 12's
 // `poly` (one exponential in 8 on the FMA pipe, exp2_poly: 0.93-0.99x alone, below ustage beside it); session
 // 13's `kvpf` and `kvpf8` (the producer prefetching each work tile's K/V tiles into L2 with
-// cp.async.bulk.prefetch.tensor, 4 or 8 ring loads ahead: 0.92-0.98x and 0.87-0.98x, every row, 16k included).
+// cp.async.bulk.prefetch.tensor, 4 or 8 ring loads ahead: 0.92-0.98x and 0.87-0.98x, every row, 16k included);
+// session 14's `backoff` and `backoff256` (the producer's barrier waits with a 10 ms / 256 ns suspend-time hint,
+// as cuDNN's producer sleeps: geomean 1.003 / 1.002x over nine rows, 0.98-1.03x, no head dim consistently ahead).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -134,7 +129,6 @@ struct FwdProbe {
   int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
-  int backoff = 0;  // 0 off (the producer spins); 1 backoff; 2 backoff256
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 // A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
@@ -148,7 +142,8 @@ inline FwdProbe fwd_probe() {
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
     for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
-                          "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8"})
+                          "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff",
+                          "backoff256"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -169,7 +164,6 @@ inline FwdProbe fwd_probe() {
     f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
-    f.backoff = has("backoff") ? 1 : has("backoff256") ? 2 : 0;
     return f;
   }();
   return probe;
@@ -260,17 +254,6 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
   const bool ustage = variant_on(probe.uniform_stage, Tr::kHeadDim, FwdDefaults::kUniformStageHeadDim);
   const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
                         (ustage ? kOptUniformStage : 0u);
-  if (probe.backoff > 0) {
-    // backoff / backoff256: one more kernel each per head dim and type, the shipped one's bits plus the wait's.
-    constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
-                                  (Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u);
-    if (want != kShipped)
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'backoff' and 'backoff256' run on the shipped variant only "
-                                  "(no trec, notrec, l2hint, ustage or noustage beside them)");
-    if (probe.backoff == 1) launch_fwd<Tr, kOpt | kShipped | kOptBackoff>(p, t, stream);
-    else launch_fwd<Tr, kOpt | kShipped | kOptBackoffShort>(p, t, stream);
-    return;
-  }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
 

@@ -88,39 +88,30 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // tile, truncated by the wgmma) was 1-4% slower and failed the FP32 rule on one GPU test case (one bit less in the
 // split); removed (commit 58dae74).
 // FB_SM90_FP32_BWD_PROBE (read once), 3xTF32 only; unset, empty or `default` is the shipping backward, any
-// word but these is refused (an A/B under a removed word would time the default and read as "level"); at the head
-// dim a word does not name, the shipping kernel runs:
-//   racebar   d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
-//             before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
-//             of the reports at that pair; call A's racecheck reported none with or without it)
-//   dotfirst  d = 64 (session 14, prepared in session 13): the producer transposes dO before Q, a barrier after each;
-//             the consumers start dV's wgmmas once dO^T is written and dK's once Q^T is (Tf32BwdDotFirst)
-enum class Tf32BwdProbe { none, racebar, dotfirst };
-
-Tf32BwdProbe tf32_bwd_probe() {
-  static const Tf32BwdProbe probe = [] {
+// word but these is refused (an A/B under a removed word would time the default and read as "level"):
+//   racebar  d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
+//            before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
+//            of the reports at that pair; call A's racecheck reported none with or without it)
+bool tf32_bwd_racebar() {
+  static const bool racebar = [] {
     const char* env = std::getenv("FB_SM90_FP32_BWD_PROBE");
     const std::string s = env != nullptr ? env : "";
-    if (s.empty() || s == "default") return Tf32BwdProbe::none;
-    if (s == "racebar") return Tf32BwdProbe::racebar;
-    if (s == "dotfirst") return Tf32BwdProbe::dotfirst;
+    if (s.empty() || s == "default") return false;
+    if (s == "racebar") return true;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, dotfirst; unset or default for the "
-                                "shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13: "
-                                "docs/perf-notes.md)");
+                                "' is not an fp32 backward probe (racebar; unset or default for the shipping "
+                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
+                                "dotfirst in session 14: docs/perf-notes.md)");
   }();
-  return probe;
+  return racebar;
 }
 
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
-  [[maybe_unused]] const Tf32BwdProbe probe = tf32_bwd_probe();  // read at every head dim: a wrong word is refused
+  [[maybe_unused]] const bool racebar = tf32_bwd_racebar();  // read at every head dim: wrong words refused
   if constexpr (D == 128 && kSplit) {
-    if (probe == Tf32BwdProbe::racebar) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
-  }
-  if constexpr (D == 64 && kSplit) {
-    if (probe == Tf32BwdProbe::dotfirst) return launch<Tf32BwdDotFirst<Traits>>(p, lse_pad, d_pad, stream);
+    if (racebar) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
   }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }

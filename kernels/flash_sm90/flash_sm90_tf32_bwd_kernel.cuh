@@ -58,8 +58,6 @@ template <typename Tr> struct Tf32BwdBarriers {
   __device__ __forceinline__ std::uint32_t t_empty(int s) const { return at(1 + 4 * Tr::kStages + s); }
   // kPresplit: K and V split into hi / lo (by every producer thread).
   __device__ __forceinline__ std::uint32_t kv_split() const { return at(1 + 5 * Tr::kStages); }
-  // kDotFirst: Q^T written (dK may start); t_ready then means dO^T written (dV may start).
-  __device__ __forceinline__ std::uint32_t qt_ready(int s) const { return at(2 + 5 * Tr::kStages + s); }
 };
 
 template <typename Tr> struct Tf32BwdSmem {
@@ -184,24 +182,12 @@ __device__ __forceinline__ void tf32_bwd_produce(const Tf32BwdParams& prm, const
     // The transposes read the split tiles: other threads' stores of this tile (mbar_arrive above
     // does not order them among the producer's threads).
     ptx::named_bar_sync(Tr::kBarProducer, Tr::kWgThreads);
-    if constexpr (Tr::kDotFirst) {
-      // dO^T first (dV's B operand: the consumers may start dV), then Q^T (dK's) under dV's wgmmas.
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
-          sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
-      ptx::fence_proxy_async_smem();
-      ptx::mbar_arrive(bars.t_ready(s));
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
-          sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
-      ptx::fence_proxy_async_smem();
-      ptx::mbar_arrive(bars.qt_ready(s));
-    } else {
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
-          sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
-      tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
-          sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
-      ptx::fence_proxy_async_smem();
-      ptx::mbar_arrive(bars.t_ready(s));
-    }
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
+        sm.q(s, 0), sm.q(s, 1), sm.qt(s, 0), sm.qt(s, 1), ptid);
+    tf32::transpose_parts_tile<Tr::kBlockM, Tr::kHeadDim, Tr::kWgThreads, Tr::kSplit, Tr::kQChunkStride>(
+        sm.dout(s, 0), sm.dout(s, 1), sm.dot(s, 0), sm.dot(s, 1), ptid);
+    ptx::fence_proxy_async_smem();
+    ptx::mbar_arrive(bars.t_ready(s));
   }
 }
 
@@ -583,18 +569,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
       for (int i = 0; i < Tr::kPartRegs; ++i) acc[part * Tr::kPartRegs + i] += t[i];
     };
     if constexpr (!kShare) ptx::mbar_wait(bars.t_ready(st), parity);  // with shared keys: above
-    if constexpr (Tr::kDotFirst) {
-      // t_ready: dO^T is written. dV's wgmmas first, then dK's once Q^T is (qt_ready), each GEMM's products in
-      // gemm_frag_a_pair's order: dV's fp32 adds run under dK's wgmmas.
-      float tv[Tr::kPartRegs], tk[Tr::kPartRegs];
-      dv_part(tv, part0);
-      ptx::mbar_wait(bars.qt_ready(st), parity);
-      dk_part(tk, part0);
-      ptx::wgmma_wait<1>();
-      add_part(dv, tv, 0);
-      ptx::wgmma_wait<0>();
-      add_part(dk, tk, 0);
-    } else if constexpr (Tr::kPairParts) {
+    if constexpr (Tr::kPairParts) {
       // dV's part and dK's issued interleaved (neither waits for its own previous wgmma).
 #pragma unroll
       for (int part = 0; part < Tr::kWgParts; ++part) {
@@ -739,7 +714,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       ptx::mbar_init(bars.t_ready(s), Tr::kWgThreads);
       ptx::mbar_init(bars.qd_empty(s), Tr::kConsumerThreads);  // every consumer thread
       ptx::mbar_init(bars.t_empty(s), Tr::kConsumerThreads);
-      if constexpr (Tr::kDotFirst) ptx::mbar_init(bars.qt_ready(s), Tr::kWgThreads);
     }
     ptx::fence_mbar_init();
   }

@@ -77,10 +77,6 @@ struct Tf32BwdTraits {
   // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
   // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
   static constexpr bool kRaceBar = false;
-  // true (own keys; Tf32BwdDotFirst, session 14's probe `dotfirst`): the producer transposes dO before Q and arrives on
-  // t_ready after dO^T, then on its own qt_ready after Q^T; the consumers issue dV's wgmmas (B = dO^T) after t_ready and
-  // dK's (B = Q^T) after qt_ready, instead of both after one barrier over both transposes.
-  static constexpr bool kDotFirst = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -253,21 +249,6 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
   static_assert(!Tr::kShareKeys && Tr::kPresplit && Tr::kSplit && Tr::kSdpAccs == 4,
                 "hi | lo B: own keys, A split in shared memory, 3xTF32, hi*lo in its own accumulator");
   static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
-};
-
-// dO^T before Q^T, a barrier each (kDotFirst; session 14's probe `dotfirst`, FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32):
-// dV += P^T dO waits only for dO^T, and Q^T's transpose runs under dV's wgmmas (session 13's `trunc`: the consumers
-// wait on the producer's transposes once they take longer). dV's and dK's wgmmas are issued one GEMM after the other
-// (gemm_frag_a) rather than interleaved (gemm_frag_a_pair), the same products into the same accumulation chains:
-// dK, dV bit-identical. Its barrier, qt_ready, is one more per stage after the shipping layout's.
-template <typename Tr> struct Tf32BwdDotFirst : Tr {
-  static constexpr bool kDotFirst = true;
-  static constexpr int kNumBars = Tr::kNumBars + Tr::kStages;
-  static constexpr std::size_t kSmemBytes =
-      std::size_t(Tr::kOffBar + kNumBars * Tr::kBarBytes + Tr::kAtomBytes);
-  static_assert(!Tr::kShareKeys && Tr::kWgParts == 1 && Tr::kPairParts,
-                "own keys, one 64-column part of dV and dK, shipped with the two interleaved");
-  static_assert(kSmemBytes <= Tr::kMaxSmemOptin, "fits the 227 KB a block may opt in to");
 };
 
 // Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
