@@ -174,6 +174,9 @@ __device__ __forceinline__ void produce_q_ahead(const QRing<Tr>& qr, int n_work,
   unsigned t = blockIdx.x;
   for (int tn = 0;; ++tn) {
     const int slot = tn & 1;  // two Q slots (the launcher refuses `oneq` beside this)
+    // The second Q slot is free from the start: its Q goes out once the first has landed, not beside the first
+    // tile's Q and K/V loads, which the kernel's start waits for.
+    if (tn == 1) ptx::mbar_wait(qr.full(0), 0u);
     ptx::mbar_wait(qr.empty(slot), (std::uint32_t(tn >> 1) & 1u) ^ 1u);
     if (t >= unsigned(n_work)) {
       st_shared_s32(qr.tile_word(slot), kNoMoreWork);
