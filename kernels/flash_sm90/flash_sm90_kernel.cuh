@@ -101,9 +101,9 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     starts, and claims the tile after it right then. So Q (32 KB at d = 128, read once, from DRAM)
 //                     and the ticket's atomic no longer sit in the K/V thread's order just ahead of the next tile's
 //                     K_0, about one round of turns before both are used: session 13's profile at d = 128 N = 512
-//                     (results/h200/s13/callB/r2-sm90fwd/) has the consumers waiting on Q ~3.5 us and on K_0 ~3.1 us
-//                     per warp against ~2.5 / 0.6 us at 16k (the kernel's start), and hardly on K_j, j > 0; cudnn's
-//                     tile-start wait is ~1.2% of its samples against our ~4.7%. Tiles are claimed a tile earlier,
+//                     (results/h200/s13/callB/r2-sm90fwd/) has 2.5% of the warp samples at a work tile's Q wait and
+//                     2.2% at its K_0 wait, against 0.07% / 0.02% at 16k (there the kernel's start), and ~0.1% at the
+//                     K_j waits, j > 0; cudnn's tile-start wait holds 1.2% at N = 512. Tiles are claimed a tile earlier,
 //                     which equal (non-causal) tiles do not mind; causal launches keep the late ticket (session 6).
 inline constexpr unsigned kOptQAhead = 32u;
 
