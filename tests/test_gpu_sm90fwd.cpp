@@ -5,7 +5,9 @@
 // removed) ran them too, as did session 11's probes (`stlate`, `ostg`, `kv4`: measured and removed; `l2hint`).
 // trec is the default at d = 128 since session 11 (`notrec` turns it off); session 12's `ustage` (the main loop
 // once per ring stage of a work tile's first K/V tile: odd and even K/V tile counts, partial tiles) passed them
-// with `poly` (measured and removed) and is the default at d = 64 since (`noustage` turns it off). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
+// with `poly` (measured and removed) and is the default at d = 64 since (`noustage` turns it off); session 14's
+// `qahead` (Q loads and tickets on a second producer thread) and `ncalign` (qalign's shift without the mask) run
+// them too. FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
 // per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
 // device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
 #include <cstdint>
@@ -49,6 +51,10 @@ std::vector<Case> sm90fwd_cases() {
       if (i % 4 == 0 || i % 4 == 3) cases.push_back(make_case(4, 16, 16, l.q, l.k, 128, t, causal, Pass::fwd));
       ++i;
     }
+  // d = 128 non-causal work tiles of one and of two K/V tiles (session 14's `qahead`: the Q thread's slot turns
+  // and the K/V thread's first K/V tiles of a work tile at their shortest).
+  cases.push_back(make_case(4, 16, 16, 1000, 64, 128, Dtype::bf16, false, Pass::fwd));
+  cases.push_back(make_case(4, 16, 16, 700, 200, 128, Dtype::fp16, false, Pass::fwd));
   return cases;
 }
 

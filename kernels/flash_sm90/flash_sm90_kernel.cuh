@@ -95,6 +95,17 @@ inline constexpr unsigned kOptL2Hint = 128u;
 //                     K/V tile at d = 64 (bf16, unmasked), 480-507 against 531 at d = 128 (session 12; the
 //                     default at d = 64 since its call A, FwdDefaults::kUniformStageHeadDim)
 inline constexpr unsigned kOptUniformStage = 8u;
+//   kOptQAhead        (non-causal launches; producer only, consumers unchanged) the work tiles' Q loads and tickets
+//                     move to a second producer thread (thread 32: the producer warpgroup's second warp, idle so far),
+//                     which loads each tile's Q as soon as its Q slot is free, i.e. about when the tile before it
+//                     starts, and claims the tile after it right then. So Q (32 KB at d = 128, read once, from DRAM)
+//                     and the ticket's atomic no longer sit in the K/V thread's order just ahead of the next tile's
+//                     K_0, about one round of turns before both are used: session 13's profile at d = 128 N = 512
+//                     (results/h200/s13/callB/r2-sm90fwd/) has 2.5% of the warp samples at a work tile's Q wait and
+//                     2.2% at its K_0 wait, against 0.07% / 0.02% at 16k (there the kernel's start), and ~0.1% at the
+//                     K_j waits, j > 0; cudnn's tile-start wait holds 1.2% at N = 512. Tiles are claimed a tile earlier,
+//                     which equal (non-causal) tiles do not mind; causal launches keep the late ticket (session 6).
+inline constexpr unsigned kOptQAhead = 32u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -151,10 +162,63 @@ __device__ __forceinline__ void tma_load_3d_hint(std::uint32_t dst, const void* 
       : "memory");
 }
 
-// ---- producer: one thread issues every TMA copy ----
+// kOptQAhead's Q thread: tile tn's Q into slot tn % 2 (with its tile word and, publish(slot, w), its record) once
+// the slot's previous tile is done with it; then the ticket for tile tn + 1 (draw(), atomicAdd on the launch's tile
+// counter) and the tile it names (next(ticket), which resets the counter after the launch's last ticket). Past the
+// end the slot's word says so (a plain arrive) and the thread is done. A launch still draws exactly n_work
+// tickets, one per tile run (each block's last one past the end), as produce_ring_dynamic's.
+template <typename Tr, typename Draw, typename Next, typename TileOf, typename LoadQ, typename Publish>
+__device__ __forceinline__ void produce_q_ahead(const QRing<Tr>& qr, int n_work, Draw&& draw, Next&& next,
+                                                TileOf&& tile_of, LoadQ&& load_q, Publish&& publish) {
+  // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
+  unsigned t = blockIdx.x;
+  for (int tn = 0;; ++tn) {
+    const int slot = tn & 1;  // two Q slots (the launcher refuses `oneq` beside this)
+    // The second Q slot is free from the start: its Q goes out once the first has landed, not beside the first
+    // tile's Q and K/V loads, which the kernel's start waits for.
+    if (tn == 1) ptx::mbar_wait(qr.full(0), 0u);
+    ptx::mbar_wait(qr.empty(slot), (std::uint32_t(tn >> 1) & 1u) ^ 1u);
+    if (t >= unsigned(n_work)) {
+      st_shared_s32(qr.tile_word(slot), kNoMoreWork);
+      ptx::mbar_arrive(qr.full(slot));
+      return;
+    }
+    st_shared_s32(qr.tile_word(slot), int(t));
+    const WorkTile w = tile_of(int(t));
+    publish(slot, w);
+    ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
+    load_q(w, qr.q_tile(slot), qr.full(slot));
+    t = next(draw());
+  }
+}
+
+// kOptQAhead's K/V thread: the K/V tiles of the block's work tiles into the ring (produce_kv_tiles). Its first tile
+// is blockIdx.x; each later one it learns from the tile word of its Q slot once that slot's full barrier has
+// completed, i.e. once the tile's Q has landed (the Q thread writes the word before the barrier's arrive): by then
+// that Q has been in flight since about when the tile before it started, well ahead of the tile's K_0.
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadK, typename LoadV>
+__device__ __forceinline__ void produce_kv_ahead(const QRing<Tr>& qr, std::uint32_t k_bytes, std::uint32_t v_bytes,
+                                                 TileOf&& tile_of, KvPlane&& kv_plane, LoadK&& load_k,
+                                                 LoadV&& load_v) {
+  int it = 0;  // K/V tiles issued so far (ring position)
+  int t = int(blockIdx.x);  // < n_work: the launcher runs at most n_work blocks
+  for (int tn = 0;; ++tn) {
+    if (tn > 0) {
+      const int slot = tn & 1;
+      ptx::mbar_wait(qr.full(slot), std::uint32_t(tn >> 1) & 1u);
+      t = read_tile_word(qr.tile_word(slot));
+      if (t == kNoMoreWork) return;
+    }
+    const WorkTile w = tile_of(t);
+    produce_kv_tiles<Tr>(qr.bars, w, kv_plane(w.bh), it, k_bytes, v_bytes, load_k, load_v, [] {});
+  }
+}
+
+// ---- producer: one thread issues every TMA copy (kOptQAhead: two, q_thread the one for Q) ----
 template <typename Tr, unsigned kOpt>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
-                                        const QRing<Tr>& qr, const CausalMask& mask, int n_work) {
+                                        const QRing<Tr>& qr, const CausalMask& mask, int n_work,
+                                        bool q_thread = false) {
   // kOptTileRec: the record {plane, first row, K/V tiles} the consumers read instead of work_tile().
   auto publish = [&](int slot, const WorkTile& w) {
     if constexpr ((kOpt & kOptTileRec) != 0)
@@ -174,6 +238,47 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
     else ptx::tma_load_3d(dst, tmap, bar, c0, c1, c2);
   };
 
+  if constexpr ((kOpt & kOptQAhead) != 0) {
+    static_assert(Tr::kQStages == 2, "kOptQAhead: the next tile's Q goes into the other Q slot");
+    auto tile_of = [&](int t) { return work_tile<Tr>(prm, mask, t); };
+    if (q_thread) {
+      // The tile counter only (the launcher refuses `static` beside this).
+      unsigned* const counter = &g_tile_counters[prm.tile_counter];
+      produce_q_ahead<Tr>(
+          qr, n_work, [&] { return atomicAdd(counter, 1u); },
+          [&](unsigned ticket) {
+            if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
+            return gridDim.x + ticket;
+          },
+          tile_of,
+          [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
+#pragma unroll
+            for (int c = 0; c < Tr::kChunks; ++c)
+              load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
+          },
+          publish);
+    } else {
+      produce_kv_ahead<Tr>(
+          qr, Tr::kKVBytes, Tr::kKVBytes, tile_of,
+          [&](int bh) {
+            const int b = bh / prm.heads;
+            return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+          },
+          [&](int kv_bh, int k0, int s, std::uint32_t bar) {
+#pragma unroll
+            for (int c = 0; c < Tr::kChunks; ++c)
+              load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, k0, kv_bh,
+                   pol_kv);
+          },
+          [&](int kv_bh, int k0, int s, std::uint32_t bar) {
+#pragma unroll
+            for (int c = 0; c < Tr::kChunks; ++c)
+              load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, k0, kv_bh,
+                   pol_kv);
+          });
+    }
+    return;
+  }
   produce_ring_dynamic<Tr>(
       qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
       [&](int t) { return work_tile<Tr>(prm, mask, t); },
@@ -724,8 +829,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
-  run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },
-                [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
+  if constexpr ((kOpt & kOptQAhead) != 0) {
+    // As run_roles, with a second producer thread (the second warp's first lane) for the Q loads.
+    if (threadIdx.x / Tr::kWgThreads == 0) {
+      ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+      if (threadIdx.x % Tr::kWarpSize == 0 && threadIdx.x / Tr::kWarpSize < 2)
+        produce<Tr, kOpt>(prm, sm, qr, mask, n_work, threadIdx.x != 0);
+    } else {
+      ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+      consume<Tr, kOpt>(prm, sm, bars, qr, mask, int(threadIdx.x / Tr::kWgThreads) - 1);
+    }
+  } else {
+    run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },
+                  [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
+  }
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();

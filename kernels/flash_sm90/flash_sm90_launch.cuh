@@ -66,6 +66,18 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            every stage in it is a literal and the wgmma descriptors and barrier addresses are built on the
 //            uniform datapath (kOptUniformStage; session 12; on top of the head dim's shipped variant only;
 //            default at d = 64 since session 12's call A)
+//   qahead   non-causal launches: the Q loads and tickets on a second producer thread, each tile's Q loaded as soon
+//            as its slot frees (about when the tile before it starts) instead of at the tile boundary, just ahead of
+//            the tile's K_0 (kOptQAhead, produce_q_ahead / produce_kv_ahead; session 14, round 2). On top of the head
+//            dim's shipped variant with its default trec/ustage (an error beside trec, notrec, l2hint, ustage,
+//            noustage, oneq, static or old; ignored with another variant word and at d = 256, as l2hint); causal
+//            launches run the shipped kernel under it (their late ticket balances unequal tiles)
+//   ncalign  qalign's shift for non-causal launches too (d = 64 and 128; session 14, round 2; host only, no kernel of
+//            its own): a partial query tile becomes the plane's first, its missing rows before row 0 (warpgroups
+//            that run no K/V tile), so that in grouped_tile's order (last query tile first) it runs after the
+//            plane's full tiles instead of before them: the short tiles fill the launch's last round rather than the
+//            first (d = 64's 192-row tiles: N = 512 is 2 x 192 + 128, 1024 is 5 x 192 + 64; at d = 128 a no-op where
+//            N is a multiple of 128)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -129,6 +141,8 @@ struct FwdProbe {
   int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
+  bool q_ahead = false;
+  bool nc_align = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 // A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
@@ -164,6 +178,8 @@ inline FwdProbe fwd_probe() {
     f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
+    f.q_ahead = has("qahead");
+    f.nc_align = has("ncalign");
     return f;
   }();
   return probe;
@@ -197,7 +213,10 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   // qalign: the rows a partial query tile lacks go before row 0, whole warpgroups of them (a
   // warpgroup's rows are all before row 0 or none: store_o and finish_rows rely on it).
   const bool q_align = variant_on(fwd_probe().q_align, Tr::kHeadDim, FwdDefaults::kQAlignHeadDim);
-  prm.q_shift = q_align && p.causal ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
+  // ncalign: the same for non-causal launches, so that the partial tile runs after the full ones.
+  const bool nc_align = fwd_probe().nc_align && (Tr::kHeadDim == 64 || Tr::kHeadDim == 128);
+  const bool shift = p.causal ? q_align : nc_align;
+  prm.q_shift = shift ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
   // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
@@ -254,6 +273,19 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
   const bool ustage = variant_on(probe.uniform_stage, Tr::kHeadDim, FwdDefaults::kUniformStageHeadDim);
   const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
                         (ustage ? kOptUniformStage : 0u);
+  if (probe.q_ahead) {
+    // qahead: one kernel more per head dim and type, the shipped one's bits plus kOptQAhead.
+    constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
+                                  (Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u);
+    if (want != kShipped || probe.one_q || probe.static_schedule)
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'qahead' runs on the shipped variant only, with two Q slots and "
+                                  "the tile counter (no trec, notrec, l2hint, ustage, noustage, oneq, static or old "
+                                  "beside it)");
+    if (!p.causal) {
+      launch_fwd<Tr, kOpt | kShipped | kOptQAhead>(p, t, stream);
+      return;
+    }
+  }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
 
