@@ -64,15 +64,22 @@ constexpr int kBwd128KeyGroup = 1 << 21;
 // FB_SM90_BWD128=ktailmha (a host code): session 13's default, the key-tail order on causal MHA passes only
 // (GQA passes without a head split in session 12's order), for A/B runs against the default since session 14.
 constexpr int kBwd128KeyTailMha = 1 << 22;
+// FB_SM90_BWD128=splitkt (session 14's probe; host code and kernels of their own): causal d = 128 passes that
+// split their query heads (head_split()) run the split's units in plane groups sized for L2 and in the key-tail
+// order (kBwdHeadSplit | kBwd128KeyTail; split_key_tail() below), where the default runs every virtual plane
+// as one group, key tiles outermost. splitkt8: the same with the most subsets (HeadSplitModel::max_split, 8):
+// a unit loops over the fewest query heads, and at 32 q / 1 kv its plane groups are an unsplit 32 / 8 pass's.
+constexpr int kBwd128SplitKt = 1 << 23;
+constexpr int kBwd128SplitKt8 = 1 << 24;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha (above). Unset, empty or `default`: the default (q80_kernel() below;
-// causal passes without a head split in the key-tail order, kBwd128KeyTail, key_tail_order() and
-// grouped_key_tiles() below). Any other word is refused, removed ones included (an A/B under a removed word
-// would time the default and read as "level").
+// no head split; kgroup, ktailmha, splitkt, splitkt8 (above). Unset, empty or `default`: the default
+// (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
+// key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
+// A/B under a removed word would time the default and read as "level").
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
@@ -86,20 +93,30 @@ int bwd128_variant() {
     if (s == "q80c") return kBwd128Q80C;
     if (s == "kgroup") return kBwd128KeyGroup;
     if (s == "ktailmha") return kBwd128KeyTailMha;
+    if (s == "splitkt") return kBwd128SplitKt;
+    if (s == "splitkt8") return kBwd128SplitKt8;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha; unset or default for the default; ktail, klpt, "
-                                "ktailr and pdl were removed in session 13, ktailgqa (now the default) and "
-                                "ktailmem in session 14: docs/perf-notes.md)");
+                                "q64, q80c, kgroup, ktailmha, splitkt, splitkt8; unset or default for the "
+                                "default; ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa (now "
+                                "the default) and ktailmem in session 14: docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup and ktailmha: the default's choice of kernels and split (the others change the causal
-// order only).
+// The default, kgroup, ktailmha, splitkt and splitkt8: the default's choice of kernels (the others change the
+// causal order only; splitkt8 also the number of head subsets).
 bool default_choice_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha;
+  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitKt ||
+         v == kBwd128SplitKt8;
+}
+
+// Whether a head-split pass (head_split(p) > 1) runs its units in L2 plane groups and the key-tail order
+// (splitkt, splitkt8: causal d = 128 only). The default runs the units in one group, key tiles outermost.
+bool split_key_tail(const AttentionParams& p) {
+  const int v = bwd128_variant();
+  return p.causal && p.head_dim == 128 && (v == kBwd128SplitKt || v == kBwd128SplitKt8);
 }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -195,14 +212,20 @@ template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
 
 // f(BwdTraits<Elem, D, kBwdHeadSplit>{}): the head-split kernel, d = 64 or 128 (head_split() is 1
 // elsewhere); q80 (q80_kernel(), d = 128): with 80 queries a step and the causal mask's compares.
-template <typename Elem, typename F> auto with_split_head_dim(int head_dim, bool q80, F&& f) {
+// key_tail (split_key_tail(), d = 128): the units in plane groups and the key-tail order.
+template <typename Elem, typename F> auto with_split_head_dim(int head_dim, bool q80, bool key_tail, F&& f) {
   if (head_dim == 64) return f(BwdTraits<Elem, 64, kBwdHeadSplit>{});
+  if (key_tail) {
+    if (q80) return f(BwdTraits<Elem, 128, kBwdHeadSplit | kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail>{});
+    return f(BwdTraits<Elem, 128, kBwdHeadSplit | kBwd128KeyTail>{});
+  }
   if (q80) return f(BwdTraits<Elem, 128, kBwdHeadSplit | kBwd128Q80 | kBwd128Q80Mask>{});
   return f(BwdTraits<Elem, 128, kBwdHeadSplit>{});
 }
 template <typename F> auto with_split_traits(const AttentionParams& p, F&& f) {
-  if (p.dtype == Dtype::fp16) return with_split_head_dim<__half>(p.head_dim, q80_kernel(p), f);
-  return with_split_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), f);
+  if (p.dtype == Dtype::fp16)
+    return with_split_head_dim<__half>(p.head_dim, q80_kernel(p), split_key_tail(p), f);
+  return with_split_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), split_key_tail(p), f);
 }
 
 // Keys per block and queries per step of the default kernel at this head dim.
@@ -248,7 +271,14 @@ int head_split(const AttentionParams& p) {
   }
   const auto [block_n, block_m] = with_default_tiles(
       p.head_dim, [](auto tr) { return std::pair<int, int>(decltype(tr)::kBlockN, decltype(tr)::kBlockM); });
-  return model_head_split(p, sms, block_n, block_m);
+  const int split = model_head_split(p, sms, block_n, block_m);
+  if (split > 1 && v128 == kBwd128SplitKt8 && split_key_tail(p)) {
+    // splitkt8: where the model splits, the most subsets it allows (the largest divisor of the group).
+    const int most = std::min(group, HeadSplitModel{}.max_split);
+    for (int s = most; s > split; --s)
+      if (group % s == 0) return s;
+  }
+  return split;
 }
 
 // Query rows per (batch, head) plane of the LSE, D and dQ accumulator arrays: the portable backward's
@@ -482,10 +512,12 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
 // 8 kv and 16 / 8 heads take T = 6 of 8 at N = 1024 and 24 of 32 at 4096 (session 14's call A: +2.4..+4.0%).
 // A memory term (no tail whose Q / dO / dQ-accumulator rows in flight exceed two thirds of L2; probe ktailmem,
 // session 14's call A) kept those GQA passes grouped and measured level: removed.
+// Head-split passes under splitkt / splitkt8 (session 14's probes): kv_planes are the virtual planes and
+// heads_per_block the subset's query heads (p.group() / split); otherwise heads_per_block is p.group().
 // FB_SM90_BWD_GROUPED=T forces T (clamped to the key tiles; 0: no plane groups at all) for tests and A/B runs.
 // Cached per shape.
 int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, int plane_group, int block_n,
-                      int block_m) {
+                      int block_m, int heads_per_block) {
   constexpr double kBlockOverhead = 3.0;
   constexpr double kNearBest = 0.005;
   constexpr std::int64_t kMaxTailFulls = 2;
@@ -499,8 +531,8 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   static std::mutex mu;
   static std::map<Key, int> cache;
   const int sms = current_sm_count();
-  const Key key{p.seq_q,     p.seq_k,  p.group(), key_tiles, kv_planes,
-                plane_group, p.causal, block_n,   block_m,   sms};
+  const Key key{p.seq_q,     p.seq_k,  heads_per_block, key_tiles, kv_planes,
+                plane_group, p.causal, block_n,         block_m,   sms};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
@@ -510,7 +542,7 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   std::vector<double> cost(static_cast<std::size_t>(key_tiles));  // a block of key tile j
   for (int j = 0; j < key_tiles; ++j)
     cost[std::size_t(j)] =
-        double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * p.group() + kBlockOverhead;
+        double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * heads_per_block + kBlockOverhead;
   auto makespan = [&](int grouped) {  // the blocks in bwd_work_key_tail's order
     ListSchedule schedule(sms);
     for (int first = 0; first < kv_planes; first += plane_group) {
@@ -586,10 +618,14 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     prm.n_tiles = int(key_tiles * prm.kv_planes);
     prm.head_split = split;
     prm.dkv_acc = dkv_acc;
+    // splitkt / splitkt8: virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
+    if constexpr (Tr::kKeyTail)
+      prm.plane_group = l2_plane_group(std::int64_t(p.seq_q) * p.head_dim * prm.group * kRowBytesPerElem,
+                                       prm.kv_planes);
   }
   if constexpr (Tr::kKeyTail)
-    prm.grouped_tiles =
-        grouped_key_tiles(p, prm.key_tiles, prm.kv_planes, prm.plane_group, Tr::kBlockN, Tr::kBlockM);
+    prm.grouped_tiles = grouped_key_tiles(p, prm.key_tiles, prm.kv_planes, prm.plane_group, Tr::kBlockN,
+                                          Tr::kBlockM, prm.group);
 
   const auto kernel = flash_sm90_bwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -135,6 +135,9 @@ namespace fb::cuda::flash_sm90 {
 //                       planes of many device-fulls loses L2 (call A, unrestricted: -9/-10% at N = 1024).
 //                       Call B: +4.1..+6.0% at 8 heads N = 1024 / 2048 / 4096 (bf16, fp16), 16 heads
 //                       N = 4096 level (the order unchanged there).
+//                       Session 14 (probes splitkt / splitkt8, flash_sm90_bwd.cu): with kBwdHeadSplit too,
+//                       over the split's virtual planes in L2 plane groups (the default split runs them as
+//                       one group, key tiles outermost, so the blocks in flight share no rows at N = 1024).
 //   (Measured and removed in session 13: the non-causal main kernel and dQ convert launched as programmatic
 //   dependents of the pre-pass and the main kernel, level in call A and call B, 0.996-1.018.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
@@ -155,8 +158,10 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // Head split: a block per unit (the launcher models the hardware's scheduling of them).
   static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
   static constexpr bool kSplitHead = kHeadDim == 256;
-  // GQA work units (above); at d = 128 also with 80 queries a step (kBwd128Q80 | kBwd128Q80Mask).
-  static constexpr bool kHeadSplit = (kVariant64 & ~(kBwd128Q80 | kBwd128Q80Mask)) == kBwdHeadSplit;
+  // GQA work units (above); at d = 128 also with 80 queries a step (kBwd128Q80 | kBwd128Q80Mask) and in the
+  // key-tail order (kBwd128KeyTail: session 14's probes splitkt / splitkt8, flash_sm90_bwd.cu).
+  static constexpr bool kHeadSplit =
+      (kVariant64 & ~(kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail)) == kBwdHeadSplit;
   // dK and dV leave through shared memory as whole rows (d = 128 unless direct; the persistent d = 64
   // kernel unless direct; not with the head split, whose dK and dV are partial sums reduced like dQ).
   static constexpr bool kEpiSmem = !kHeadSplit && ((kHeadDim == 128 && kVariant64 != kBwd128Direct) ||
@@ -171,7 +176,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // The 80-query kernel with the causal mask's compares (the non-causal Q80 kernel has none).
   static constexpr bool kQ80Mask = kQ80 && (kVariant64 & kBwd128Q80Mask) != 0;
   // Key tiles in plane groups, then the short ones over all planes (kBwd128KeyTail above).
-  static constexpr bool kKeyTail = (kBits128 & kBwd128KeyTail) != 0;
+  // The head split's units too (d = 128), in the order of its virtual planes (flash_sm90_bwd_kernel.cuh).
+  static constexpr bool kKeyTail =
+      ((kHeadSplit && kHeadDim == 128 ? kVariant64 : kBits128) & kBwd128KeyTail) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -286,8 +293,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "Q80: a dS row is one 64-key chunk per consumer; the staged epilogue (or the head "
                 "split's partial sums); alone");
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
-  static_assert(!kKeyTail || (!kPersistent && !kHeadSplit && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
-                "the key-tile tail order: one block per tile, no head split, not with session 9-11's probes");
+  static_assert(!kKeyTail || (!kPersistent && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
+                "the key-tile tail order: one block per tile, not with session 9-11's probes");
   static_assert(!kHeadSplit || kDkvBlockBytes <= kDqWgBytes, "dK, dV partial blocks stage in the dQ buffer");
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqTileRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
