@@ -105,7 +105,8 @@ done
 printf '%s\n' "${summary[@]}"
 # Which rule verified each setting's rows (2x-baseline when naive ran in the same process) and the worst
 # error / bound over the outputs, per row.
-python3 - "$out/timing" default $probes <<'PY'
+read -ra probe_list <<<"$probes"
+python3 - "$out/timing" default "${probe_list[@]}" <<'PY'
 import json, os, sys
 d = sys.argv[1]
 print("verification (both rounds; worst err / bound over O, LSE, dQ, dK, dV; rule):")
