@@ -49,8 +49,8 @@ done
 
 # Timing: three processes a round (default, dqahead, dqg2, each with naive), ~4-5 s each (call A: 4-5 s with naive);
 # round 2 only if round 1 ended within 18 s.
-STEP_TIMEOUT=$(cap 37) step timing env STEP_TIMEOUT=9 FP32_BWD_PROBES="$probes" FP32_BWD_CONFIG=configs/h200-fp32-sm90.json \
-  FP32_BWD_BUDGET=18 FP32_BWD_FILTER="$rows" FP32_BWD_PROBE_FILTER="$rows" FP32_BWD_PROBE_KERNELS=naive,flash-sm90 \
+STEP_TIMEOUT=$(cap 37) step timing env STEP_TIMEOUT=9 FP32_BWD_PROBES="$probes" \
+  FP32_BWD_CONFIG=configs/h200-fp32-sm90.json FP32_BWD_BUDGET=18 FP32_BWD_FILTER="$rows" FP32_BWD_PROBE_FILTER="$rows" FP32_BWD_PROBE_KERNELS=naive,flash-sm90 \
   scripts/fp32s8_h200.sh "$out/timing" "$build"
 # Stopped at its limit, the timing script has printed no table: build it from the rounds' JSON (no round runs).
 [ -f "$out/timing/table.txt" ] || FP32_BWD_ROUNDS=0 FP32_BWD_PROBES="$probes" timeout 5 scripts/fp32s8_h200.sh \
