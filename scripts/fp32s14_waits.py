@@ -87,6 +87,14 @@ def waits(out, setting):
             by["wgmma waits (WARPGROUP.DEPBAR)"] = by.get("wgmma waits (WARPGROUP.DEPBAR)", 0) + samples(r)
         elif "BAR.SYNC" in src:
             by["named barriers (BAR.SYNC)"] = by.get("named barriers (BAR.SYNC)", 0) + samples(r)
+    # dQ^T's region (session 14, round 2): its wgmmas are the kernel's only m64n32k8 ones with A from registers
+    # (S^T / dP^T are SS, dV / dK m64n64k8). From the named barrier before the first of them to the wait after the
+    # last (the K^T fragment loads, the wgmmas and their waits).
+    rs32 = [i for i, r in enumerate(data) if re.search(r"HGMMA\.64x32x8\.F32\.TF32 R\d+, R\d+, gdesc", r[i_src])]
+    if rs32:
+        first = max((i for i in range(rs32[0]) if "BAR.SYNC" in data[i][i_src]), default=rs32[0] - 1)
+        last = next((i for i in range(rs32[-1], len(data)) if "WARPGROUP.DEPBAR" in data[i][i_src]), rs32[-1])
+        by["dQ^T region (consumers: fragments, wgmmas, waits)"] = sum(samples(r) for r in data[first + 1:last + 1])
     hot = sorted(data, key=samples, reverse=True)[:6]
     return ({k: 100.0 * v / total for k, v in by.items()}, total,
             [f"{100.0 * samples(r) / total:5.2f}% {r[i_src].strip()[:60]}" for r in hot])

@@ -7,6 +7,8 @@
 #                    session that adds probes), default none
 #   FP32_BWD_FILTER  --filter of the naive / default rows, default all of the config's rows
 #   FP32_BWD_PROBE_FILTER  --filter of the probes' rows, default d128
+#   FP32_BWD_PROBE_KERNELS  --kernels of the probes' runs, default flash-sm90 (session 14: naive,flash-sm90, so that
+#                    the probe's rows are verified by the strict FP32 rule, the 2x-baseline one, not the dtype bound)
 #   FP32_BWD_CONFIG  the backward's sweep spec, default configs/h200-fp32-bwd-s8.json (session 11:
 #                    configs/h200-fp32-sm90.json, whose N goes to 8192, with --warmup 1 --reps 3 and a filter)
 #   FP32_BWD_ROUNDS  rounds of the backward, default 2; FP32_BWD_BUDGET (s): no round starts after it, default none
@@ -58,7 +60,8 @@ for round in $(seq 1 "${FP32_BWD_ROUNDS:-2}"); do
     --kernels naive,flash-sm90 --no-ceilings -q -o "$out/bwd.$round.json"
   for pr in $bwd_probes; do
     FB_SM90_FP32_BWD_PROBE=$pr step "bwd-$pr.$round" "$fb" run "$bwd_config" \
-      --filter "${FP32_BWD_PROBE_FILTER:-d128}" "${bwd_opts[@]}" --kernels flash-sm90 --no-ceilings -q \
+      --filter "${FP32_BWD_PROBE_FILTER:-d128}" "${bwd_opts[@]}" --kernels "${FP32_BWD_PROBE_KERNELS:-flash-sm90}" \
+      --no-ceilings -q \
       -o "$out/bwd-$pr.$round.json"
   done
 done
