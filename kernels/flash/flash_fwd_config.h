@@ -170,7 +170,8 @@ struct FwdConfig {
 //             not combine with old, persist, persist2, pf, nopf
 //   stag    : d = 128 non-causal launches: the default with kFwdStagger (the first wave's second half of blocks, the
 //             second block of each SM, starts ~half a KV step late, so an SM's two blocks run out of phase: one's
-//             softmax under the other's HMMAs); causal launches and d = 64 run the default. Alone only
+//             softmax under the other's HMMAs); causal launches and d = 64 run the default (bandN / tailN still
+//             apply to them). Does not combine with the other words
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
