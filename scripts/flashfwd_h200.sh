@@ -27,6 +27,10 @@
 # NCU_BY=S: only when the script has run under S seconds by then). NCU_VARIANT=V (a VARIANT) adds one launch of
 # the forward under FB_FLASH_FWD_PROBE=V beside the shipped one (~4 s); NCU_FA2=0 leaves FA2's out (~7 s);
 # NCU_TIMEOUT=S (default 25) cuts each ncu step at S seconds.
+# REPEAT=R (default 1) runs the whole variant sequence R times, each time followed by a shipped run (ship, V..., ship,
+# V..., ship, ...); the K-th repeat's runs are named v-NAME.rK (K > 1), its GPU tests run once. A variant's column is
+# then the geometric mean over its repeats of (shipped runs around it / variant), and a section after the table lists
+# every repeat's ratio; x is FA2's time over the geometric mean of all shipped runs, `spread` their slowest / fastest.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/flashfwd_h200.sh OUTDIR [VARIANT...]" >&2; exit 2; }
 . "$(dirname "$0")/h200_step.sh"
@@ -61,13 +65,15 @@ PY
 done
 # The run order: ship-1, a group of variants, ship-2, the next group, ..., a last ship run.
 order=(ship)
-n=0
-for v in "${variants[@]}"; do
-  order+=("$v")
-  n=$((n + 1))
-  [ $((n % group)) -eq 0 ] && [ "$n" -lt ${#variants[@]} ] && order+=(ship)
+for ((r = 1; r <= ${REPEAT:-1}; r++)); do
+  n=0
+  for v in "${variants[@]}"; do
+    order+=("$v@$r")
+    n=$((n + 1))
+    [ $((n % group)) -eq 0 ] && [ "$n" -lt ${#variants[@]} ] && order+=(ship)
+  done
+  order+=(ship)
 done
-order+=(ship)
 ran=()
 ships=0
 for v in "${order[@]}"; do
@@ -75,12 +81,14 @@ for v in "${order[@]}"; do
     ships=$((ships + 1))
     name=ship-$ships v=
   else
+    r=${v##*@} v=${v%@*}
     name="v-${v//,/+}"
+    [ "$r" -gt 1 ] && name+=".r$r"
     if [ $((SECONDS - t_start)) -ge "$budget" ]; then
       summary+=("$(printf "%-20s skipped (budget %ss)" "$name" "$budget")")
       continue
     fi
-    [[ "$tests_for" == *" $v "* ]] && FB_FLASH_FWD_PROBE=$v step "test-$name" "$tests" "[flashfwd]"
+    [ "$r" = 1 ] && [[ "$tests_for" == *" $v "* ]] && FB_FLASH_FWD_PROBE=$v step "test-$name" "$tests" "[flashfwd]"
   fi
   for i in "${!configs[@]}"; do
     FB_FLASH_FWD_PROBE=$v step "$name$(sfx "$i")" "$fb" run "${configs[$i]}" --kernels flash --no-ceilings -q \
@@ -161,41 +169,57 @@ keys = sorted({k for r in runs.values() for k in r if filt.search(k)} |
               {k for k in fa2 if filt.search(k) and k.endswith("-fwd")},
               key=lambda k: (dim(k), "causal" in k, seq(k), "fp16" in k, k))
 t = lambda n, k: runs[n][k]["time_ms"]["median"] if k in runs.get(n, {}) else nan
-# Each variant against the shipped runs just before and just after it (the run order is the names' order).
+# Each variant run against the shipped runs just before and just after it (the run order is the names' order); a
+# variant's repeats (NAME.rK, REPEAT) are runs of one variant.
 ships = [i for i, n in enumerate(names) if n.startswith("ship-")]
-var = [n for n in names if not n.startswith("ship-")]
+occ = [n for n in names if not n.startswith("ship-")]
+var = list(dict.fromkeys(re.sub(r"\.r\d+$", "", n) for n in occ))
+reps = {v: [n for n in occ if re.sub(r"\.r\d+$", "", n) == v] for v in var}
 around = {}
 for i, n in enumerate(names):
-    if n in var:
+    if n in occ:
         before = max((j for j in ships if j < i), default=None)
         after = min((j for j in ships if j > i), default=None)
         around[n] = [names[j] for j in (before, after) if j is not None]
+gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else nan
 def base(n, k):
-    ts = [t(s, k) for s in around[n] if t(s, k) == t(s, k)]
-    return math.exp(sum(map(math.log, ts)) / len(ts)) if ts else nan
+    return gm([t(s, k) for s in around[n] if t(s, k) == t(s, k)])
+def ratios(v, k):  # one per repeat: shipped around it / variant
+    return [base(n, k) / t(n, k) for n in reps[v] if base(n, k) / t(n, k) == base(n, k) / t(n, k)]
 first, last = names[ships[0]], names[ships[-1]]
-print("flash forward: TFLOP/s (ship = first shipped run), x = FA2 time / shipped time; variant columns:")
-print("shipped time (geometric mean of the shipped runs just before and after it) / variant time (> 1: faster);")
+ship_ts = lambda k: [t(names[j], k) for j in ships if t(names[j], k) == t(names[j], k)]
+print("flash forward: TFLOP/s (ship = first shipped run), x = FA2 time / shipped time (geometric mean of every shipped")
+print("run); spread = slowest shipped run / fastest; variant columns: shipped time (geometric mean of the shipped runs")
+print("just before and after it) / variant time (> 1: faster), geometric mean over the variant's repeats;")
 print("drift = first shipped time / last; '-' = missing or not verified")
-print(f'{"case":40}{"ship":>6}{"FA2":>6}{"x":>7}{"drift":>7}' + "".join(f"{v[2:][:14]:>15}" for v in var))
+print(f'{"case":40}{"ship":>6}{"FA2":>6}{"x":>7}{"drift":>7}{"spread":>7}' + "".join(f"{v[2:][:14]:>15}" for v in var))
 logs = {v: [] for v in var}
 for k in keys:
     a, b = t(first, k), t(last, k)
+    st = ship_ts(k)
     ship_tf = runs.get(first, {}).get(k, {}).get("tflops", nan)
     f = fa2.get(k)
-    x = f["time_ms"]["median"] / a if f and a == a else nan
-    row = f"{k:40}{ship_tf:>6.0f}{(f['tflops'] if f else nan):>6.0f}{x:>7.3f}{a / b if a == a and b == b else nan:>7.3f}"
+    x = f["time_ms"]["median"] / gm(st) if f and st else nan
+    spread = max(st) / min(st) if st else nan
+    row = (f"{k:40}{ship_tf:>6.0f}{(f['tflops'] if f else nan):>6.0f}{x:>7.3f}"
+           f"{a / b if a == a and b == b else nan:>7.3f}{spread:>7.3f}")
     for v in var:
-        r = base(v, k) / t(v, k)
-        if r == r:
+        rs = ratios(v, k)
+        if rs:
+            r = gm(rs)
             logs[v].append(math.log(r))
-            fx = f" ({f['time_ms']['median'] / t(v, k):.3f})" if f else ""
+            vt = gm([t(n, k) for n in reps[v] if t(n, k) == t(n, k)])
+            fx = f" ({f['time_ms']['median'] / vt:.3f})" if f else ""
             row += f"{r:>7.3f}{fx:>8}"
         else:
             row += f'{"-":>15}'
     print(row)
-print("in brackets: FA2 time / variant time. geomean variant speed over shipped: " +
+print("in brackets: FA2 time / variant time (geometric mean of its repeats). geomean variant speed over shipped: " +
       ", ".join(f"{v[2:]} {math.exp(sum(l) / len(l)):.3f}" for v, l in logs.items() if l))
+if any(len(r) > 1 for r in reps.values()):
+    print("each repeat: shipped around it / variant, in run order")
+    for k in keys:
+        print(f"  {k:40}" + "".join(f"  {v[2:][:10]:>10} " + " ".join(f"{r:.3f}" for r in ratios(v, k)) for v in var))
 # fp16 against bf16 on the same case, same process: ours (all shipped runs) and FA2's.
 print("fp16 time / bf16 time (> 1: fp16 slower): ours (geomean of the shipped runs), FA2")
 for k in keys:

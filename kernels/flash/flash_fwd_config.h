@@ -26,6 +26,8 @@ namespace fb::cuda::flash {
 // (kFwdQBand). kCausalTail > 0 (with a band): the shortest query tiles of every plane, at least kCausalTail
 // device-fulls of blocks, go last in grouped order (kFwdQBandTail).
 // kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
+// kCausalOpt: variant bits added to kOpt on causal launches of the default tiles (e.g. kFwdLeanEpi |
+// kFwdLeanPrologue, which gained most where blocks are short: session 14 call A).
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
@@ -35,6 +37,7 @@ struct TcLoop {
   static constexpr int kCausalBand = 0;
   static constexpr int kCausalTail = 0;
   static constexpr unsigned kFullOpt = 0;
+  static constexpr unsigned kCausalOpt = 0;
 };
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
@@ -131,6 +134,7 @@ struct FwdConfig {
   static constexpr int kCausalBand = kTensorCores ? TcTiles<D>::kCausalBand : 0;
   static constexpr int kCausalTail = kTensorCores ? TcTiles<D>::kCausalTail : 0;
   static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
+  static constexpr unsigned kCausalOpt = kTensorCores ? TcTiles<D>::kCausalOpt : 0u;
 };
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
@@ -164,6 +168,10 @@ struct FwdConfig {
 //   epi     : with pro only (`epi,pro`): kFwdLeanEpi too (the epilogue's rows side by side, no branch; 1 / sum and the
 //             LSE's log2 on the MUFU). Alone it made ptxas spill a P value in every KV step at d = 128. pro and epi do
 //             not combine with old, persist, persist2, pf, nopf
+//   stag    : d = 128 non-causal launches: the default with kFwdStagger (the first wave's second half of blocks, the
+//             second block of each SM, starts ~half a KV step late, so an SM's two blocks run out of phase: one's
+//             softmax under the other's HMMAs); causal launches and d = 64 run the default (bandN / tailN still
+//             apply to them). Does not combine with the other words
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
@@ -181,6 +189,7 @@ struct FwdProbe {
   bool no_prefetch = false;  // nopf
   bool lean_epi = false;     // epi (with pro)
   bool lean_pro = false;     // pro
+  bool stagger = false;      // stag
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
