@@ -64,19 +64,17 @@ constexpr int kBwd128KeyGroup = 1 << 21;
 // FB_SM90_BWD128=ktailmha (a host code): session 13's default, the key-tail order on causal MHA passes only
 // (GQA passes without a head split in session 12's order), for A/B runs against the default since session 14.
 constexpr int kBwd128KeyTailMha = 1 << 22;
-// FB_SM90_BWD128=splitkt (session 14's probe; host code and kernels of their own): causal d = 128 passes that
-// split their query heads (head_split()) run the split's units in plane groups sized for L2 and in the key-tail
-// order (kBwdHeadSplit | kBwd128KeyTail; split_key_tail() below), where the default runs every virtual plane
-// as one group, key tiles outermost. splitkt8: the same with the most subsets (HeadSplitModel::max_split, 8):
-// a unit loops over the fewest query heads, and at 32 q / 1 kv its plane groups are an unsplit 32 / 8 pass's.
-constexpr int kBwd128SplitKt = 1 << 23;
-constexpr int kBwd128SplitKt8 = 1 << 24;
+// FB_SM90_BWD128=splitflat (a host code): the head split before session 14's call B, for A/B runs. Causal d = 128
+// head-split passes take head_split()'s model choice of subsets and run every virtual plane as one group, key
+// tiles outermost (kBwdHeadSplit without kBwd128KeyTail), where the default now splits into the most subsets in
+// L2 plane groups and the key-tail order (split_key_tail() below). Every other pass runs as the default.
+constexpr int kBwd128SplitFlat = 1 << 23;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitkt, splitkt8 (above). Unset, empty or `default`: the default
+// no head split; kgroup, ktailmha, splitflat (above). Unset, empty or `default`: the default
 // (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
 // A/B under a removed word would time the default and read as "level").
@@ -93,30 +91,34 @@ int bwd128_variant() {
     if (s == "q80c") return kBwd128Q80C;
     if (s == "kgroup") return kBwd128KeyGroup;
     if (s == "ktailmha") return kBwd128KeyTailMha;
-    if (s == "splitkt") return kBwd128SplitKt;
-    if (s == "splitkt8") return kBwd128SplitKt8;
+    if (s == "splitflat") return kBwd128SplitFlat;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitkt, splitkt8; unset or default for the "
-                                "default; ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa (now "
-                                "the default) and ktailmem in session 14: docs/perf-notes.md)");
+                                "q64, q80c, kgroup, ktailmha, splitflat; unset or default for the default; "
+                                "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
+                                "(now the default), ktailmem and splitkt in session 14: docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup, ktailmha, splitkt and splitkt8: the default's choice of kernels (the others change the
-// causal order only; splitkt8 also the number of head subsets).
+// The default, kgroup, ktailmha and splitflat: the default's choice of kernels (the others change the causal
+// order only, and splitflat the head split's number of subsets).
 bool default_choice_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitKt ||
-         v == kBwd128SplitKt8;
+  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat;
 }
 
-// Whether a head-split pass (head_split(p) > 1) runs its units in L2 plane groups and the key-tail order
-// (splitkt, splitkt8: causal d = 128 only). The default runs the units in one group, key tiles outermost.
+// Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
+// virtual plane = K/V plane and head subset) in L2 plane groups and the key-tail order: the default on causal
+// d = 128 passes since session 14's call B (16k tokens, bf16, same process, against the split before it: 32 q /
+// 1 kv head N = 1024 +14.5% (4 -> 8 subsets), 16 / 1 N = 1024 +12.9% (2 -> 8), 32 / 1 N = 4096 +1.0% (8 subsets
+// both); results/h200/s14/callB/r2-sm90bwd/, probe splitkt8). Before it the units ran as one group, key tiles
+// outermost, so the blocks in flight were key tiles 0-1 of 64-132 virtual planes sharing no rows; with 8
+// subsets of 32 heads a plane group is 5 virtual planes of 4 heads, the blocks and order of an unsplit 32 q /
+// 8 kv pass. The same order with the model's subsets (4 / 2: units of 8 heads) was level (probe splitkt,
+// removed). splitflat, kgroup and ktailmha keep the split before it.
 bool split_key_tail(const AttentionParams& p) {
-  const int v = bwd128_variant();
-  return p.causal && p.head_dim == 128 && (v == kBwd128SplitKt || v == kBwd128SplitKt8);
+  return p.causal && p.head_dim == 128 && bwd128_variant() == kBwd64Default;
 }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -160,11 +162,11 @@ bool q80_kernel(const AttentionParams& p) {
 // causal d = 128 passes, MHA (session 13's call B: +5.8 / +6.0 / +4.1% at 8 heads N = 1k / 2k / 4k, level at
 // 16 heads) and GQA (session 14's call A, 16k tokens, bf16, against session 13's default in the same process:
 // 32 q / 8 kv heads N = 1k / 4k +2.4 / +4.0%, 16 / 8 heads +2.7 / +3.9%; results/h200/s14/callA/sm90bwd/).
-// ktailmha: MHA passes only (session 13's default); kgroup: none.
+// ktailmha: MHA passes only (session 13's default); kgroup: none; splitflat: as the default.
 bool key_tail_order(const AttentionParams& p) {
   if (!p.causal) return false;
   const int v = bwd128_variant();
-  if (v == kBwd64Default) return true;
+  if (v == kBwd64Default || v == kBwd128SplitFlat) return true;
   return v == kBwd128KeyTailMha && p.group() == 1;
 }
 
@@ -212,7 +214,7 @@ template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
 
 // f(BwdTraits<Elem, D, kBwdHeadSplit>{}): the head-split kernel, d = 64 or 128 (head_split() is 1
 // elsewhere); q80 (q80_kernel(), d = 128): with 80 queries a step and the causal mask's compares.
-// key_tail (split_key_tail(), d = 128): the units in plane groups and the key-tail order.
+// key_tail (split_key_tail(), causal d = 128): the units in plane groups and the key-tail order.
 template <typename Elem, typename F> auto with_split_head_dim(int head_dim, bool q80, bool key_tail, F&& f) {
   if (head_dim == 64) return f(BwdTraits<Elem, 64, kBwdHeadSplit>{});
   if (key_tail) {
@@ -272,8 +274,9 @@ int head_split(const AttentionParams& p) {
   const auto [block_n, block_m] = with_default_tiles(
       p.head_dim, [](auto tr) { return std::pair<int, int>(decltype(tr)::kBlockN, decltype(tr)::kBlockM); });
   const int split = model_head_split(p, sms, block_n, block_m);
-  if (split > 1 && v128 == kBwd128SplitKt8 && split_key_tail(p)) {
-    // splitkt8: where the model splits, the most subsets it allows (the largest divisor of the group).
+  if (split > 1 && split_key_tail(p)) {
+    // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
+    // of the group, at most HeadSplitModel::max_split), in L2 plane groups and the key-tail order.
     const int most = std::min(group, HeadSplitModel{}.max_split);
     for (int s = most; s > split; --s)
       if (group % s == 0) return s;
@@ -512,8 +515,8 @@ int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
 // 8 kv and 16 / 8 heads take T = 6 of 8 at N = 1024 and 24 of 32 at 4096 (session 14's call A: +2.4..+4.0%).
 // A memory term (no tail whose Q / dO / dQ-accumulator rows in flight exceed two thirds of L2; probe ktailmem,
 // session 14's call A) kept those GQA passes grouped and measured level: removed.
-// Head-split passes under splitkt / splitkt8 (session 14's probes): kv_planes are the virtual planes and
-// heads_per_block the subset's query heads (p.group() / split); otherwise heads_per_block is p.group().
+// Causal d = 128 head-split passes (split_key_tail()): kv_planes are the virtual planes and heads_per_block
+// the subset's query heads (p.group() / split); otherwise heads_per_block is p.group().
 // FB_SM90_BWD_GROUPED=T forces T (clamped to the key tiles; 0: no plane groups at all) for tests and A/B runs.
 // Cached per shape.
 int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, int plane_group, int block_n,
@@ -618,7 +621,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     prm.n_tiles = int(key_tiles * prm.kv_planes);
     prm.head_split = split;
     prm.dkv_acc = dkv_acc;
-    // splitkt / splitkt8: virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
+    // split_key_tail(): virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
     if constexpr (Tr::kKeyTail)
       prm.plane_group = l2_plane_group(std::int64_t(p.seq_q) * p.head_dim * prm.group * kRowBytesPerElem,
                                        prm.kv_planes);

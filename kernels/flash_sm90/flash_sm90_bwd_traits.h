@@ -135,9 +135,10 @@ namespace fb::cuda::flash_sm90 {
 //                       planes of many device-fulls loses L2 (call A, unrestricted: -9/-10% at N = 1024).
 //                       Call B: +4.1..+6.0% at 8 heads N = 1024 / 2048 / 4096 (bf16, fp16), 16 heads
 //                       N = 4096 level (the order unchanged there).
-//                       Session 14 (probes splitkt / splitkt8, flash_sm90_bwd.cu): with kBwdHeadSplit too,
-//                       over the split's virtual planes in L2 plane groups (the default split runs them as
-//                       one group, key tiles outermost, so the blocks in flight share no rows at N = 1024).
+//                       With kBwdHeadSplit too (the causal d = 128 head split since session 14's call B,
+//                       split_key_tail() in flash_sm90_bwd.cu: +14.5% / +12.9% at 32 / 1 and 16 / 1 heads
+//                       N = 1024): over the split's virtual planes in L2 plane groups (before it, one group,
+//                       key tiles outermost: the blocks in flight shared no rows at N = 1024).
 //   (Measured and removed in session 13: the non-causal main kernel and dQ convert launched as programmatic
 //   dependents of the pre-pass and the main kernel, level in call A and call B, 0.996-1.018.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
@@ -159,7 +160,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
   static constexpr bool kSplitHead = kHeadDim == 256;
   // GQA work units (above); at d = 128 also with 80 queries a step (kBwd128Q80 | kBwd128Q80Mask) and in the
-  // key-tail order (kBwd128KeyTail: session 14's probes splitkt / splitkt8, flash_sm90_bwd.cu).
+  // key-tail order (kBwd128KeyTail: the causal d = 128 default since session 14, flash_sm90_bwd.cu).
   static constexpr bool kHeadSplit =
       (kVariant64 & ~(kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail)) == kBwdHeadSplit;
   // dK and dV leave through shared memory as whole rows (d = 128 unless direct; the persistent d = 64

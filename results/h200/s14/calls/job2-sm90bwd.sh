@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 14 call B (round 2), sm90bwd (issue 13; branch sm90bwdr2): the flash-sm90 d = 128 causal backward's
 # GQA/MQA head split at short N, beside the default and the in-binary cudnn, <= 50 s (limits add up to 42 s).
+# (Ran as call B; after it splitkt8 became the default and the splitkt / splitkt8 words were removed, so this
+# job records that call: with the current tree FB_SM90_BWD128=splitflat is the A/B word.)
 # The gap: 32 q / 1 kv head causal N = 1024 is 0.928x torch-cudnn in F13a (0.988x the in-binary cudnn), where
 # 32 / 8 heads at the same N runs 332 TFLOP/s against 286 (same FLOPs). The default splits the 32 query heads
 # into 4 subsets (head_split()) and runs the 512 units (key tile, batch, subset) as ONE plane group, key tiles
