@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Session 14's round 2 (call B) for flash-sm90's fp32 backward (issue 15, d = 64 non-causal), in <= 50 s (BUDGET):
 #   scripts/fp32s14r2_h200.sh OUTDIR [BUILD_DIR=build]
-# (Branch fp32r2; docs/perf-notes.md fp32 backward, "Session 14".) The probes (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32;
-# Tf32BwdDqAhead in kernels/flash_sm90/flash_sm90_tf32_bwd_traits.h) change only dQ^T = K^T dS^T's cadence, the
+# (Branch fp32r2; docs/perf-notes.md fp32 backward, "Session 14"; ran as session 14's call B,
+# results/h200/s14/callB/r2-fp32/. dqahead was removed after it: FB_SM90_FP32_BWD_PROBE now refuses the word, so the
+# script is that call's record; dqg2 stays, Tf32BwdDqGroup<.., 2>.) The probes (FB_SM90_FP32_BWD_PROBE, d = 64
+# 3xTF32; Tf32BwdDqAhead in kernels/flash_sm90/flash_sm90_tf32_bwd_traits.h at the call) change only
+# dQ^T = K^T dS^T's cadence, the
 # largest piece of the consumers' chain in call A's source-level profile (29% of their stall samples):
 #   dqahead  the next commit group's K^T fragments loaded before the wait for the previous group (one k8 step a
 #            group, as shipped), so that their shared-memory latency runs under the wgmmas in flight;

@@ -299,47 +299,6 @@ __device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], De
     }
 }
 
-// tf32::gemm_split_rs_parts (the same wgmmas into the same accumulators in the same order: the same sums) with
-// the A fragments of group g + 1 loaded before the wait for group g - 1 rather than after it (kDqAhead, session
-// 14's probes): their shared-memory latency then runs under the wgmmas in flight instead of between a wait and the
-// next issue. Three groups' fragments are live at once instead of two. Returns with every wgmma complete.
-template <int N, int kSteps, int kGroup, bool kSplit, int kAccs, typename Frag, typename DescHi, typename DescLo>
-__device__ __forceinline__ void gemm_split_rs_parts_ahead(float (&c)[1][kAccs][N / 2], Frag&& frag, DescHi&& b_hi,
-                                                          DescLo&& b_lo) {
-  constexpr int kHalf = kSteps / 2;
-  constexpr int kGroups = kSteps / kGroup;
-  constexpr int kLoHi = 2, kHiLo = kAccs - 1;
-  static_assert(kSplit, "3xTF32: hi*hi, lo*hi and hi*lo");
-  static_assert(kAccs == 3 || kAccs == 4, "hi*hi in two halves, the small products in one or two");
-  static_assert(kSteps % kGroup == 0 && kHalf % kGroup == 0, "whole commit groups");
-  std::uint32_t hi[kGroups][kGroup][4], lo[kGroups][kGroup][4];
-  auto load = [&](int grp) {
-#pragma unroll
-    for (int s = 0; s < kGroup; ++s) {
-      frag(grp * kGroup + s, 0, hi[grp][s]);
-      frag(grp * kGroup + s, 1, lo[grp][s]);
-    }
-  };
-  load(0);
-#pragma unroll
-  for (int grp = 0; grp < kGroups; ++grp) {
-    ptx::wgmma_fence();  // the fragments were written by ordinary instructions
-#pragma unroll
-    for (int s = 0; s < kGroup; ++s) {
-      const int kk = grp * kGroup + s;
-      ptx::wgmma_rs_tf32<N>(c[0][kLoHi], lo[grp][s], b_hi(kk), kk > 0);
-      ptx::wgmma_rs_tf32<N>(c[0][kk < kHalf ? 0 : 1], hi[grp][s], b_hi(kk), kk != 0 && kk != kHalf);
-      ptx::wgmma_rs_tf32<N>(c[0][kHiLo], hi[grp][s], b_lo(kk), kAccs == 3 || kk > 0);
-    }
-    ptx::wgmma_commit();
-    if (grp + 1 < kGroups) load(grp + 1);
-    ptx::wgmma_wait<1>();
-  }
-  ptx::wgmma_wait<0>();
-#pragma unroll
-  for (int x = 0; x < kAccs; ++x) ptx::fence_operands(c[0][x]);
-}
-
 // ---- consumer warpgroup cw (flash_sm90_tf32_bwd_traits.h: its keys, queries and parts of d) ----
 template <typename Tr>
 __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm0,
@@ -682,16 +641,7 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
     if constexpr (!kShare) ptx::named_bar_sync(bar_ps, kBarPsThreads);  // all of its dS is written
     const std::uint32_t ds_hi_b = sm.ds(0) + ds_keys, ds_lo_b = sm.ds(1) + ds_keys;
     float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
-    if constexpr (Tr::kDqAhead) {
-      gemm_split_rs_parts_ahead<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, Tr::kDqAccs>(
-          qacc,
-          [&](int kk, int part, std::uint32_t(&a)[4]) {
-            tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, wg_keys,
-                                        part0 * Tr::kPart, warp, lane, kk);
-          },
-          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
-          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
-    } else if constexpr (Tr::kPresplit) {
+    if constexpr (Tr::kPresplit) {
       tf32::gemm_split_rs_parts<Tr::kBlockM, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, Tr::kDqAccs>(
           qacc,
           [&](int kk, int part, std::uint32_t(&a)[4]) {

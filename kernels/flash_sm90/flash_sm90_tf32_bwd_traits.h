@@ -77,9 +77,6 @@ struct Tf32BwdTraits {
   // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
   // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
   static constexpr bool kRaceBar = false;
-  // true (own keys, presplit; Tf32BwdDqAhead, session 14's probe `dqahead`): dQ^T's next commit group's A fragments
-  // (K^T hi / lo) are loaded before the wait for the previous group, not after it.
-  static constexpr bool kDqAhead = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -254,15 +251,12 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
   static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
 };
 
-// dQ^T = K^T dS^T with kGroup k8 steps per commit group (d = 64 ships 1) and, with kAhead, the next group's A
-// fragments loaded before the wait for the previous group (gemm_split_rs_parts_ahead, flash_sm90_tf32_bwd_kernel.cuh):
-// session 14's probes (FB_SM90_FP32_BWD_PROBE dqahead = <1, true>, dqg2 = <2, false>; <2, true> spills 104 bytes).
-// Call A's source-level profile put dQ^T at 29% of the consumers' stall samples, a chain of 8 groups each behind
-// its own fragment loads (LDS latency after every wait). The same products in the same accumulators and order: dQ^T's
-// sums are the default's; dK and dV are untouched (bit-identical).
-template <typename Tr, int kGroup, bool kAhead> struct Tf32BwdDqAhead : Tr {
+// dQ^T = K^T dS^T with kGroup k8 steps per commit group (d = 64 ships 1): session 14's probe `dqg2`
+// (FB_SM90_FP32_BWD_PROBE, <.., 2>: 4 waits a tile instead of 8). Call A's source-level profile put dQ^T at 29% of
+// the consumers' stall samples. The same products in the same accumulators and order: dK and dV bit-identical.
+// Call B (docs/perf-notes.md): +0.0-1.9% on every row of both rounds, under the +2% ship rule; kept for a re-measure.
+template <typename Tr, int kGroup> struct Tf32BwdDqGroup : Tr {
   static constexpr int kDqGroup = kGroup;
-  static constexpr bool kDqAhead = kAhead;
   static_assert(!Tr::kShareKeys && Tr::kPresplit, "dQ^T's fragments from the presplit K (own keys)");
   static_assert(Tr::kDqSteps % kGroup == 0 && (Tr::kDqSteps / 2) % kGroup == 0, "whole commit groups");
 };
