@@ -111,7 +111,6 @@ const FwdProbe& fwd_probe() {
       else if (w == "nopf") f.no_prefetch = true;
       else if (w == "epi") f.lean_epi = true;
       else if (w == "pro") f.lean_pro = true;
-      else if (w == "stag") f.stagger = true;
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 7)
         f.band = std::stoi(w.substr(4));
@@ -121,7 +120,7 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, stag, bandN with N >= 0, tailN with N >= 0)");
+                                    "epi, pro, bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -130,11 +129,6 @@ const FwdProbe& fwd_probe() {
     if ((f.lean_epi || f.lean_pro) && (f.old || f.persist || f.persist_early || f.prefetch || f.no_prefetch))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: pro and epi take the default's kernel bits; they do not "
                                   "combine with old, persist, persist2, pf or nopf");
-    // stag is the default's kernel bits plus kFwdStagger: alone (the band and tail words touch causal launches only).
-    if (f.stagger && (f.old || f.l2order || f.persist || f.persist_early || f.prefetch || f.no_prefetch ||
-                      f.lean_epi || f.lean_pro))
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: stag takes the default's kernel bits; it does not combine "
-                                  "with old, l2order, persist, persist2, pf, nopf, epi or pro");
     return f;
   }();
   return probe;

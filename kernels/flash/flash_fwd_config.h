@@ -26,8 +26,8 @@ namespace fb::cuda::flash {
 // (kFwdQBand). kCausalTail > 0 (with a band): the shortest query tiles of every plane, at least kCausalTail
 // device-fulls of blocks, go last in grouped order (kFwdQBandTail).
 // kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
-// kCausalOpt: variant bits added to kOpt on causal launches of the default tiles (e.g. kFwdLeanEpi |
-// kFwdLeanPrologue, which gained most where blocks are short: session 14 call A).
+// kShortOpt: variant bits added to kOpt on short launches of the default tiles, those whose query rows see at most
+// kShortKeys keys on average (short_launch, flash_fwd_launch.cuh: seq_k, or under the causal mask seq_k - seq_q / 2).
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
@@ -37,7 +37,8 @@ struct TcLoop {
   static constexpr int kCausalBand = 0;
   static constexpr int kCausalTail = 0;
   static constexpr unsigned kFullOpt = 0;
-  static constexpr unsigned kCausalOpt = 0;
+  static constexpr unsigned kShortOpt = 0;
+  static constexpr int kShortKeys = 0;
 };
 template <int D> struct TcTiles;
 template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 64, kWarps = 4; static constexpr bool kQInRegs = true; };
@@ -77,6 +78,15 @@ template <> struct TcTiles<128> : TcLoop {
   // 1.026), 16k 1.010 / 0.997; MHA N = 512 / 1k 1.039 / 1.023; 32 heads 0.987-1.007.
   static constexpr int kCausalBand = 4;
   static constexpr int kCausalTail = 1;
+  // The lean prologue and epilogue (kFwdLeanPrologue | kFwdLeanEpi: the Q copy as the K/V copies, the epilogue's rows
+  // side by side on the MUFU, no branch) on launches whose rows see <= 1024 keys on average (non-causal N <= 1k,
+  // causal N <= 2k at seq_q = seq_k) since session 14's call B (`epi,pro`, three repeats, each between two shipped
+  // runs): non-causal N = 512 1.028 / 1.027 (bf16 / fp16), 1k 1.010 / 0.998; causal N = 512 1.075 / 1.057, 1k 1.034,
+  // 2k 1.009. Longer launches keep kOpt alone: non-causal 2k / 4k lost 0.985-0.991 in call B (blocks of 32-64 KV
+  // steps; the probe's KV loop does the same work as kOpt's, scheduled differently by ptxas, and the loss grows with
+  // the steps while the per-block saving does not).
+  static constexpr unsigned kShortOpt = kFwdLeanPrologue | kFwdLeanEpi;
+  static constexpr int kShortKeys = 1024;
 };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
@@ -134,7 +144,8 @@ struct FwdConfig {
   static constexpr int kCausalBand = kTensorCores ? TcTiles<D>::kCausalBand : 0;
   static constexpr int kCausalTail = kTensorCores ? TcTiles<D>::kCausalTail : 0;
   static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
-  static constexpr unsigned kCausalOpt = kTensorCores ? TcTiles<D>::kCausalOpt : 0u;
+  static constexpr unsigned kShortOpt = kTensorCores ? TcTiles<D>::kShortOpt : 0u;
+  static constexpr int kShortKeys = kTensorCores ? TcTiles<D>::kShortKeys : 0;
 };
 
 // Timing probes of the tensor-core forward, for A/B runs in one device call: FB_FLASH_FWD_PROBE, comma-separated
@@ -168,10 +179,9 @@ struct FwdConfig {
 //   epi     : with pro only (`epi,pro`): kFwdLeanEpi too (the epilogue's rows side by side, no branch; 1 / sum and the
 //             LSE's log2 on the MUFU). Alone it made ptxas spill a P value in every KV step at d = 128. pro and epi do
 //             not combine with old, persist, persist2, pf, nopf
-//   stag    : d = 128 non-causal launches: the default with kFwdStagger (the first wave's second half of blocks, the
-//             second block of each SM, starts ~half a KV step late, so an SM's two blocks run out of phase: one's
-//             softmax under the other's HMMAs); causal launches and d = 64 run the default (bandN / tailN still
-//             apply to them). Does not combine with the other words
+// Every word runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt): on d = 128 launches that
+// short_launch() picks, a word's baseline is kOpt alone, and `epi,pro` is the default. Session 14's stag (the first
+// wave's second half of blocks started ~half a KV step late: level in call B) was measured and removed.
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
@@ -189,7 +199,6 @@ struct FwdProbe {
   bool no_prefetch = false;  // nopf
   bool lean_epi = false;     // epi (with pro)
   bool lean_pro = false;     // pro
-  bool stagger = false;      // stag
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

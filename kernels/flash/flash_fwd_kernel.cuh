@@ -161,16 +161,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kLeanEpi = (kOpt & kFwdLeanEpi) != 0;
   constexpr bool kLeanPro = (kOpt & kFwdLeanPrologue) != 0;
   static_assert(!(kLeanEpi || kLeanPro) || !kPersist, "kFwdLeanEpi, kFwdLeanPrologue: one work tile a block");
-  // kFwdStagger: the first wave's second half of blocks starts its prologue about half a KV step late.
-  constexpr bool kStagger = (kOpt & kFwdStagger) != 0;
-  static_assert(!kStagger || (!kQBand && !kPersist), "kFwdStagger: non-causal launches, one work tile a block");
-  if constexpr (kStagger) {
-    const int b = int(blockIdx.x);
-    if (b >= a.prefetch_ahead / 2 && b < a.prefetch_ahead) {
-      const long long t0 = clock64();
-      while (clock64() - t0 < kFwdStaggerCycles) __nanosleep(128);
-    }
-  }
   auto tile_of = [&](int work) {
     if constexpr (kQBandTail) return banded_tail_tile(work, a.planes, a.q_tiles, a.plane_group, a.band_tail);
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
@@ -701,11 +691,7 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     const std::int64_t tail_blocks = std::int64_t(tail_waves) * resident_blocks<Tr, kOpt>();
     args.band_tail = int(std::min<std::int64_t>(args.q_tiles, (tail_blocks + args.planes - 1) / args.planes));
   }
-  // kFwdStagger reads the resident blocks from prefetch_ahead too (with or without the prefetch).
-  if constexpr ((kOpt & (kFwdL2Prefetch | kFwdStagger)) != 0) args.prefetch_ahead = resident_blocks<Tr, kOpt>();
-  if constexpr ((kOpt & kFwdStagger) != 0) {
-    if (p.causal) throw std::logic_error("flash forward: kFwdStagger is for non-causal launches");
-  }
+  if constexpr ((kOpt & kFwdL2Prefetch) != 0) args.prefetch_ahead = resident_blocks<Tr, kOpt>();
   if constexpr ((kOpt & kFwdPersist) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");
     blocks = std::min(blocks, unsigned(resident_blocks<Tr, kOpt>()));

@@ -16,24 +16,38 @@ inline int smem_optin() {
   return bytes;
 }
 
-// The default tiles of Cfg with its variant bits for this launch (kCausalBand, kCausalTail, kFullOpt: TcLoop).
-template <typename Cfg>
-void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
+// The default tiles of Cfg with its variant bits plus kExtra for this launch (kCausalBand, kCausalTail, kFullOpt:
+// TcLoop).
+template <typename Cfg, unsigned kExtra>
+void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   using Tr = typename Cfg::Traits;
+  constexpr unsigned kOpt = Cfg::kOpt | kExtra;
   if constexpr (Cfg::kCausalBand > 0 && Cfg::kCausalTail > 0) {
-    constexpr unsigned kBanded = Cfg::kOpt | Cfg::kCausalOpt | kFwdQBand | kFwdQBandTail;
+    constexpr unsigned kBanded = kOpt | kFwdQBand | kFwdQBandTail;
     if (p.causal) return launch_fwd_tc<Tr, kBanded>(p, stream, Cfg::kCausalBand, Cfg::kCausalTail);
   }
   if constexpr (Cfg::kCausalBand > 0) {
-    if (p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | Cfg::kCausalOpt | kFwdQBand>(p, stream, Cfg::kCausalBand);
-  }
-  if constexpr (Cfg::kCausalOpt != 0) {
-    if (p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | Cfg::kCausalOpt>(p, stream, plane_group);
+    if (p.causal) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, Cfg::kCausalBand);
   }
   if constexpr (Cfg::kFullOpt != 0) {
-    if (!p.causal) return launch_fwd_tc<Tr, Cfg::kOpt | Cfg::kFullOpt>(p, stream, plane_group);
+    if (!p.causal) return launch_fwd_tc<Tr, kOpt | Cfg::kFullOpt>(p, stream, plane_group);
   }
-  launch_fwd_tc<Tr, Cfg::kOpt>(p, stream, plane_group);
+  launch_fwd_tc<Tr, kOpt>(p, stream, plane_group);
+}
+// Whether the launch's query rows see at most Cfg::kShortKeys keys on average: seq_k, or under the causal mask
+// (bottom-right aligned: row i sees keys <= i + seq_k - seq_q) about seq_k - seq_q / 2.
+template <typename Cfg>
+bool short_launch(const AttentionParams& p) {
+  const long long keys = p.causal ? std::max(0LL, static_cast<long long>(p.seq_k) - p.seq_q / 2) : p.seq_k;
+  return keys <= Cfg::kShortKeys;
+}
+// The default tiles of Cfg: with kShortOpt on short launches (TcLoop).
+template <typename Cfg>
+void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
+  if constexpr (Cfg::kShortOpt != 0) {
+    if (short_launch<Cfg>(p)) return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt>(p, stream, plane_group);
+  }
+  launch_fwd_tc_default_bits<Cfg, 0>(p, stream, plane_group);
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
@@ -43,14 +57,13 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
   using Tr = typename Cfg::Traits;
   constexpr unsigned kOpt = (Cfg::kOpt & ~kDrop) | kExtra;
   if (p.causal) {
-    constexpr unsigned kCausal = ((Cfg::kOpt | Cfg::kCausalOpt) & ~kDrop) | kExtra;
     // bandN: bands of N query tiles; band0: grouped_tile's order (the default before session 11). tailN: the
     // bands' grouped tail of N device-fulls (tail0: none).
     const int band = pr.band >= 0 ? pr.band : Cfg::kCausalBand;
     const int tail = pr.tail >= 0 ? pr.tail : Cfg::kCausalTail;
-    if (band > 0 && tail > 0) return launch_fwd_tc<Tr, kCausal | kFwdQBand | kFwdQBandTail>(p, stream, band, tail);
-    if (band > 0) return launch_fwd_tc<Tr, kCausal | kFwdQBand>(p, stream, band);
-    return launch_fwd_tc<Tr, kCausal>(p, stream);
+    if (band > 0 && tail > 0) return launch_fwd_tc<Tr, kOpt | kFwdQBand | kFwdQBandTail>(p, stream, band, tail);
+    if (band > 0) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, band);
+    return launch_fwd_tc<Tr, kOpt>(p, stream);
   }
   const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
   // persist, persist2: d = 128 only (Q from shared memory), non-causal launches, without pf (and without the
@@ -66,13 +79,6 @@ template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
-  // stag: d = 128 non-causal launches with the first wave's second half of blocks started late (kFwdStagger); the
-  // other launches as the default (with the other words: refused in fwd_probe()).
-  if constexpr (!Cfg::Traits::kQInRegs && (Cfg::kOpt & kFwdL2Prefetch) != 0) {
-    if (pr.stagger && !p.causal)
-      return launch_fwd_tc<typename Cfg::Traits, Cfg::kOpt | Cfg::kFullOpt | kFwdStagger>(p, stream,
-                                                                                         Cfg::kPlaneGroup);
-  }
   // pro, epi + pro: the per-block work before and after the KV loop (kFwdLeanPrologue, kFwdLeanEpi).
   if (pr.lean_epi) return launch_fwd_tc_probed<Cfg, kFwdLeanEpi | kFwdLeanPrologue>(pr, p, stream);
   if (pr.lean_pro) return launch_fwd_tc_probed<Cfg, kFwdLeanPrologue>(pr, p, stream);

@@ -117,16 +117,8 @@ inline constexpr unsigned kFwdLeanEpi = 65536u;
 //                    offsets, instead of a division, a select and a 64-bit address per chunk), and kFwdL2Prefetch's
 //                    target (tile_of and head_offsets again, thread 0) worked out after Q, K_0 and V_0 are in flight.
 inline constexpr unsigned kFwdLeanPrologue = 131072u;
-//   kFwdStagger    : the blocks of the first wave's second half (blockIdx.x in [R / 2, R), R = a.prefetch_ahead = the
-//                    blocks the device holds at once, 2 an SM at d = 128, set with or without kFwdL2Prefetch), under
-//                    breadth-first block placement the second block of each SM, wait kFwdStaggerCycles before their
-//                    prologue, so the two blocks of an SM run their KV steps about half a step apart (one's softmax
-//                    under the other's HMMAs) instead of side by side; every later block takes a finished block's
-//                    place and keeps its phase. Non-causal launches (their blocks all have one length).
-inline constexpr unsigned kFwdStagger = 262144u;
-//   kFwdStaggerCycles : about half a d = 128 KV step of one of two blocks on an H200 SM (session 14 call A: ~3.1 us a
-//                    step at 1.98 GHz, ~6200 cycles).
-inline constexpr long long kFwdStaggerCycles = 3000;
+//   (262144 was session 14's kFwdStagger, the stag probe: the first wave's second half of blocks started ~half a KV
+//   step late, so an SM's two blocks ran out of phase: level in call B, 0.988-1.020; removed, docs/perf-notes.md.)
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
