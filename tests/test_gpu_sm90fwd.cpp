@@ -6,8 +6,8 @@
 // trec is the default at d = 128 since session 11 (`notrec` turns it off); session 12's `ustage` (the main loop
 // once per ring stage of a work tile's first K/V tile: odd and even K/V tile counts, partial tiles) passed them
 // with `poly` (measured and removed) and is the default at d = 64 since (`noustage` turns it off); session 14's
-// `qahead` (Q loads and tickets on a second producer thread) and `ncalign` (qalign's shift without the mask) run
-// them too. FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
+// `qahead` (Q loads and tickets on a second producer thread) and `ncalign` (qalign's shift without the mask;
+// measured and removed) passed them. FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
 // per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
 // device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
 #include <cstdint>

@@ -68,16 +68,12 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            default at d = 64 since session 12's call A)
 //   qahead   non-causal launches: the Q loads and tickets on a second producer thread, each tile's Q loaded as soon
 //            as its slot frees (about when the tile before it starts) instead of at the tile boundary, just ahead of
-//            the tile's K_0 (kOptQAhead, produce_q_ahead / produce_kv_ahead; session 14, round 2). On top of the head
+//            the tile's K_0 (kOptQAhead, produce_q_ahead / produce_kv_ahead; session 14, round 2: call B at d = 128
+//            1.035 / 1.000 / 1.027 / 0.972 / 1.004x at N = 512 / 1k / 2k / 4k / 16k, a second reading 1.008 / 1.004 /
+//            1.014 / 0.990 / 0.996x; d = 64 0.99-1.00x; not shipped, kept for a re-measure). On top of the head
 //            dim's shipped variant with its default trec/ustage (an error beside trec, notrec, l2hint, ustage,
 //            noustage, oneq, static or old; ignored with another variant word and at d = 256, as l2hint); causal
 //            launches run the shipped kernel under it (their late ticket balances unequal tiles)
-//   ncalign  qalign's shift for non-causal launches too (d = 64 and 128; session 14, round 2; host only, no kernel of
-//            its own): a partial query tile becomes the plane's first, its missing rows before row 0 (warpgroups
-//            that run no K/V tile), so that in grouped_tile's order (last query tile first) it runs after the
-//            plane's full tiles instead of before them: the short tiles fill the launch's last round rather than the
-//            first (d = 64's 192-row tiles: N = 512 is 2 x 192 + 128, 1024 is 5 x 192 + 64; at d = 128 a no-op where
-//            N is a multiple of 128)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -98,7 +94,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // 13's `kvpf` and `kvpf8` (the producer prefetching each work tile's K/V tiles into L2 with
 // cp.async.bulk.prefetch.tensor, 4 or 8 ring loads ahead: 0.92-0.98x and 0.87-0.98x, every row, 16k included);
 // session 14's `backoff` and `backoff256` (the producer's barrier waits with a 10 ms / 256 ns suspend-time hint,
-// as cuDNN's producer sleeps: geomean 1.003 / 1.002x over nine rows, 0.98-1.03x, no head dim consistently ahead).
+// as cuDNN's producer sleeps: geomean 1.003 / 1.002x over nine rows, 0.98-1.03x, no head dim consistently ahead);
+// session 14's round-2 `ncalign` (qalign's shift for non-causal launches, d = 64's partial query tile after the full
+// ones: 0.99-1.02x, geomean 0.999x over ten rows in call B).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -142,7 +140,6 @@ struct FwdProbe {
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   bool q_ahead = false;
-  bool nc_align = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 // A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
@@ -157,7 +154,7 @@ inline FwdProbe fwd_probe() {
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
     for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
                           "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff",
-                          "backoff256"})
+                          "backoff256", "ncalign"})
       if (has(w)) f.removed = w;
     const bool old = has("old");
     f.static_schedule = old || has("static");
@@ -179,7 +176,6 @@ inline FwdProbe fwd_probe() {
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.q_ahead = has("qahead");
-    f.nc_align = has("ncalign");
     return f;
   }();
   return probe;
@@ -213,10 +209,7 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   // qalign: the rows a partial query tile lacks go before row 0, whole warpgroups of them (a
   // warpgroup's rows are all before row 0 or none: store_o and finish_rows rely on it).
   const bool q_align = variant_on(fwd_probe().q_align, Tr::kHeadDim, FwdDefaults::kQAlignHeadDim);
-  // ncalign: the same for non-causal launches, so that the partial tile runs after the full ones.
-  const bool nc_align = fwd_probe().nc_align && (Tr::kHeadDim == 64 || Tr::kHeadDim == 128);
-  const bool shift = p.causal ? q_align : nc_align;
-  prm.q_shift = shift ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
+  prm.q_shift = q_align && p.causal ? (prm.q_tiles * Tr::kBr - p.seq_q) / Tr::kWgRows * Tr::kWgRows : 0;
   // Query planes per L2 group: the K/V planes they read (group() query planes share one) each
   // 2 x seq_k x d elements.
   const std::int64_t kv_plane_bytes = 2 * std::int64_t(p.seq_k) * p.head_dim * std::int64_t(sizeof(typename Tr::Elem));
