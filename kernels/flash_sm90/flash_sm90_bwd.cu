@@ -490,10 +490,11 @@ __global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
 // Bytes a query row of one head brings into L2 for a block: Q, dO (16-bit) and the fp32 dQ accumulator.
 constexpr std::int64_t kRowBytesPerElem = 2 + 2 + 4;
 
-// K/V planes whose blocks run together: as many as keep their Q, dO and dQ accumulator (the
-// group's query heads) within a third of L2 (the rest holds K, V and what other kernels left).
-int plane_group(const AttentionParams& p, std::int64_t kv_planes) {
-  const std::int64_t plane_bytes = std::int64_t(p.seq_q) * p.head_dim * p.group() * kRowBytesPerElem;
+// K/V planes whose blocks run together: as many as keep their Q, dO and dQ accumulator (a block's `heads`
+// query heads: the group, or a head split's subset) within a third of L2 (the rest holds K, V and what other
+// kernels left).
+int plane_group(const AttentionParams& p, std::int64_t kv_planes, int heads) {
+  const std::int64_t plane_bytes = std::int64_t(p.seq_q) * p.head_dim * heads * kRowBytesPerElem;
   return l2_plane_group(plane_bytes, kv_planes);
 }
 
@@ -605,7 +606,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   prm.kv_planes = int(kv_planes);
   const std::int64_t key_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   prm.key_tiles = int(key_tiles);
-  prm.plane_group = plane_group(p, kv_planes);
+  prm.plane_group = plane_group(p, kv_planes, p.group());
   prm.scale_log2 = float(p.scale * kLog2e);
   prm.scale = float(p.scale);
   prm.mask = p.mask();
@@ -622,9 +623,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     prm.head_split = split;
     prm.dkv_acc = dkv_acc;
     // split_key_tail(): virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
-    if constexpr (Tr::kKeyTail)
-      prm.plane_group = l2_plane_group(std::int64_t(p.seq_q) * p.head_dim * prm.group * kRowBytesPerElem,
-                                       prm.kv_planes);
+    if constexpr (Tr::kKeyTail) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
   }
   if constexpr (Tr::kKeyTail)
     prm.grouped_tiles = grouped_key_tiles(p, prm.key_tiles, prm.kv_planes, prm.plane_group, Tr::kBlockN,
