@@ -7,7 +7,8 @@
 // once per ring stage of a work tile's first K/V tile: odd and even K/V tile counts, partial tiles) passed them
 // with `poly` (measured and removed) and is the default at d = 64 since (`noustage` turns it off); session 14's
 // `qahead` (Q loads and tickets on a second producer thread) and `ncalign` (qalign's shift without the mask;
-// measured and removed) passed them. FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
+// measured and removed) passed them; session 15's `tailsplit` (d = 64 non-causal: the last partial round of work
+// tiles split along K/V, merged by a second kernel) is to run them (three cases added for it). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
 // per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
 // device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
 #include <cstdint>
@@ -55,6 +56,14 @@ std::vector<Case> sm90fwd_cases() {
   // and the K/V thread's first K/V tiles of a work tile at their shortest).
   cases.push_back(make_case(4, 16, 16, 1000, 64, 128, Dtype::bf16, false, Pass::fwd));
   cases.push_back(make_case(4, 16, 16, 700, 200, 128, Dtype::fp16, false, Pass::fwd));
+  // d = 64 non-causal launches whose last round of work tiles is partial (session 15's `tailsplit`: those tiles split
+  // along K/V into parts merged by a second kernel; on 132 SMs): 176 tiles (44 in the last round, 3 parts of 10-11
+  // K/V tiles); the same with a partial last K/V tile in the last part (seq_k = 1900), seq_q != seq_k and GQA; one
+  // query tile per plane, its last warpgroup partly past the end (seq_q = 150), 140 planes on 20 K/V heads (8 in the
+  // last round, 6 parts of 4 K/V tiles, the last one partial: seq_k = 3000).
+  cases.push_back(make_case(1, 8, 8, 4096, 4096, 64, Dtype::bf16, false, Pass::fwd));
+  cases.push_back(make_case(2, 8, 2, 2000, 1900, 64, Dtype::fp16, false, Pass::fwd));
+  cases.push_back(make_case(1, 140, 20, 150, 3000, 64, Dtype::bf16, false, Pass::fwd));
   return cases;
 }
 

@@ -106,6 +106,55 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     K_j waits, j > 0; cudnn's tile-start wait holds 1.2% at N = 512. Tiles are claimed a tile earlier,
 //                     which equal (non-causal) tiles do not mind; causal launches keep the late ticket (session 6).
 inline constexpr unsigned kOptQAhead = 32u;
+//   kOptTailSplit     (non-causal launches; session 15 probe) the launch's last, partial round of work tiles is split
+//                     along K/V: with n_work tiles of equal length on B persistent blocks, the last R = n_work mod B
+//                     tiles run on R of the B SMs for a whole tile's time while the others idle. Each of those R tiles
+//                     becomes S = B / R work items of ~n_kv / S K/V tiles each (TailSplit), whose O (divided by its own
+//                     row sums, f32) and base-2 LSE go to a scratch (g_split_o / g_split_lse), and a second kernel
+//                     (flash_sm90_split_combine_kernel) merges each tile's S parts into O and LSE. At d = 64 (192-row
+//                     tiles) with 8 query heads the last round is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work =
+//                     688 / 704 = 5.2 / 5.3 rounds run as 6): the gap to cudnn there (0.89-0.90x, session 14's final
+//                     sweep) is about that round. The items are numbered after the n_work - R whole-round tiles, so the
+//                     tile counter hands them out last, one or two to a block.
+inline constexpr unsigned kOptTailSplit = 64u;
+
+// kOptTailSplit's plan for one launch (the host's launcher and every producer and consumer thread derive it alike
+// from n_work, the grid and the K/V tiles of a work tile): items [0, from) are work tiles 0 .. from - 1 as without it;
+// items from + u, 0 <= u < (n_work - from) splits, are part u % splits of work tile from + u / splits.
+struct TailSplit {
+  int from;    // first split work tile (n_work: nothing split)
+  int splits;  // parts per split work tile (1: nothing split)
+  int items;   // work items the tile counter hands out
+};
+// Splits only a partial last round that follows at least one whole round (n_work > blocks), each part at least
+// kMinKvTiles K/V tiles (a work tile's Q load, first S and epilogue are amortised over them), the parts at most
+// kMaxUnits (the scratch's size).
+struct TailSplitLimits {
+  static constexpr int kMinKvTiles = 4;
+  static constexpr int kMaxUnits = 160;  // > 132 SMs of the H200: the split parts never outnumber the blocks
+};
+__host__ __device__ inline TailSplit tail_split_plan(int n_work, int blocks, int kv_tiles) {
+  TailSplit ts{n_work, 1, n_work};
+  const int r = blocks > 0 ? n_work % blocks : 0;
+  if (n_work <= blocks || r == 0) return ts;
+  int s = blocks / r;  // parts that fill the idle SMs (1 once the last round is over half full)
+  const int by_len = kv_tiles / TailSplitLimits::kMinKvTiles, by_scratch = TailSplitLimits::kMaxUnits / r;
+  s = s < by_len ? s : by_len;
+  s = s < by_scratch ? s : by_scratch;
+  if (s < 2) return ts;
+  ts.from = n_work - r;
+  ts.splits = s;
+  ts.items = ts.from + r * s;
+  return ts;
+}
+// kOptTailSplit's scratch: per split part (unit u = item - from), O of its kBr rows x d columns (f32, divided by the
+// part's row sums) and the rows' base-2 LSE (m + log2 l). A variable template, so that only the translation units
+// that instantiate the probe (d = 64) hold one (kMaxUnits x 192 x 64 x 4 B = 7.9 MB there).
+namespace {
+// 16-byte aligned: the parts are written and read as float2.
+template <int kUnitFloats> __device__ __align__(16) float g_split_o[TailSplitLimits::kMaxUnits * kUnitFloats];
+template <int kUnitRows> __device__ float g_split_lse[TailSplitLimits::kMaxUnits * kUnitRows];
+}  // namespace
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -137,6 +186,33 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
   // fully masked (sums stay 0: O = 0, LSE = -inf), so producer and consumers keep one schedule.
   w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);
   return w;
+}
+
+// kOptTailSplit: item t of plan ts (TailSplit): its work tile with n_tiles = the part's K/V tiles, the part's first
+// K/V tile and its scratch unit (-1: a whole work tile, stored as without the probe).
+struct SplitItem {
+  WorkTile w;
+  int kv_first;
+  int unit;
+};
+template <typename Tr>
+__device__ __forceinline__ SplitItem split_item(const FwdParams& prm, const CausalMask& mask, const TailSplit& ts,
+                                                int t) {
+  SplitItem si;
+  si.kv_first = 0;
+  si.unit = -1;
+  if (t < ts.from) {
+    si.w = work_tile<Tr>(prm, mask, t);
+    return si;
+  }
+  const int u = t - ts.from;
+  const int part = u % ts.splits;
+  si.w = work_tile<Tr>(prm, mask, ts.from + u / ts.splits);
+  const int n = si.w.n_tiles;  // >= kMinKvTiles x splits (tail_split_plan)
+  si.kv_first = part * n / ts.splits;
+  si.w.n_tiles = (part + 1) * n / ts.splits - si.kv_first;
+  si.unit = u;
+  return si;
 }
 
 #if FB_PTX_SM90A
@@ -277,6 +353,42 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
                    pol_kv);
           });
     }
+    return;
+  }
+  if constexpr ((kOpt & kOptTailSplit) != 0) {
+    // The items of the plan (non-causal launches only: the launcher runs the shipped kernel under the mask). tile_of
+    // runs just before each item's K/V loads (produce_ring_dynamic) and leaves the item's first key for them.
+    const TailSplit ts = tail_split_plan(n_work, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc));
+    int kv_row0 = 0;
+    produce_ring_dynamic<Tr>(
+        qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], ts.items, Tr::kKVBytes,
+        Tr::kKVBytes,
+        [&](int t) {
+          const SplitItem si = split_item<Tr>(prm, mask, ts, t);
+          kv_row0 = si.kv_first * Tr::kBc;
+          return si.w;
+        },
+        [&](int bh) {
+          const int b = bh / prm.heads;
+          return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+        },
+        [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
+#pragma unroll
+          for (int c = 0; c < Tr::kChunks; ++c)
+            load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
+        },
+        [&](int kv_bh, int k0, int s, std::uint32_t bar) {
+#pragma unroll
+          for (int c = 0; c < Tr::kChunks; ++c)
+            load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, kv_row0 + k0,
+                 kv_bh, pol_kv);
+        },
+        [&](int kv_bh, int k0, int s, std::uint32_t bar) {
+#pragma unroll
+          for (int c = 0; c < Tr::kChunks; ++c)
+            load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, kv_row0 + k0,
+                 kv_bh, pol_kv);
+        });
     return;
   }
   produce_ring_dynamic<Tr>(
@@ -451,6 +563,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   const bool skip_unseen = Tr::kSkipUnseen && !kXTile && prm.skip_unseen != 0;
   constexpr bool kUStage = Tr::kIntraOverlap && (kOpt & kOptUniformStage) != 0;
   static_assert(!kUStage || Tr::kStages == 2, "kOptUniformStage: one main loop per stage of a 2-stage ring");
+  constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
+  static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
+                "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -542,6 +657,27 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       if (!Tr::kSeparateO || eager_store_wait) ptx::bulk_wait_group_read_all();  // Q lands there next
     }
   };
+  // kOptTailSplit: a split part's O (divided by its row sums, f32) and base-2 LSE into its unit of the scratch, rows
+  // and columns as in the block's tile (rows past the end too: their sums are 0, the merge skips them).
+  // (Only kOptTailSplit's instantiations name the scratch, so only theirs hold it.)
+  auto store_part = [&](int unit) {
+    if constexpr (kTailSplit) {
+    constexpr int kUnitFloats = Tr::kBr * Tr::kHeadDim;
+    float* const part_o = g_split_o<kUnitFloats> + std::int64_t(unit) * kUnitFloats;
+    float* const part_lse = g_split_lse<Tr::kBr> + unit * Tr::kBr;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float sum = quad_sum(l[hf]);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int r = tile_row + hf * 8;
+      if (lane % 4 == 0) part_lse[r] = sum > 0.f ? m[hf] + log2f(sum) : -INFINITY;
+#pragma unroll
+      for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb)
+        *reinterpret_cast<float2*>(part_o + r * Tr::kHeadDim + nb * Tr::kMmaN + col_lane) =
+            make_float2(o[4 * nb + 2 * hf] * inv, o[4 * nb + 2 * hf + 1] * inv);
+    }
+    }
+  };
   // kXTile: the finished work tile whose O waits in registers for its last P V and epilogue (the
   // tile's index: its plane and rows are recomputed, one register rather than two), or kNoMoreWork.
   int pending_t = kNoMoreWork;
@@ -601,7 +737,19 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       break;
     }
     WorkTile w;
-    if constexpr (kTRec) {
+    int kv_first = 0;  // kOptTailSplit: the item's first K/V tile
+    if constexpr (kTailSplit) {
+      // The launch's plan, as the producer derives it (non-causal: every work tile has the same K/V tiles), per
+      // tile rather than kept in registers across the main loop.
+      const TailSplit ts =
+          tail_split_plan(prm.planes * prm.q_tiles, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc));
+      const SplitItem si = split_item<Tr>(prm, mask, ts, t);
+      w = si.w;
+      kv_first = si.kv_first;
+      // A part's O goes to the scratch, not to its plane: the plane's register carries the part's unit (-1 - unit)
+      // to the epilogue instead (one register more across the main loop cost a spill at the 160 of three consumers).
+      if (si.unit >= 0) w.bh = -1 - si.unit;
+    } else if constexpr (kTRec) {
       // The producer's record of the tile (published before the Q full barrier this thread waited on).
       int unused;
       asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
@@ -614,9 +762,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;
     const int n_tiles = w.n_tiles;
+    // kOptTailSplit (non-causal): a part sees keys [kv_first kBc, seq_k); counted from its first key that is the
+    // launch's mask with kv_first kBc keys fewer, so the tile runs as a whole one does (keys from the part's start).
+    const CausalMask tmask = kTailSplit ? CausalMask{mask.seq_q, mask.seq_k - kv_first * Tr::kBc, false} : mask;
     // Keys from key_end[hf] on are hidden from the thread's row hf (causal limit and seq_k in one).
-    const int key_end[2] = {mask.key_end(row), mask.key_end(row + 8)};
-    auto need_mask = [&](int j) { return mask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
+    const int key_end[2] = {tmask.key_end(row), tmask.key_end(row + 8)};
+    auto need_mask = [&](int j) { return tmask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
 
     // kXTile: O holds the last tile's rows until its deferred P V is done (zeroed below).
     if constexpr (!kXTile) zero_o();
@@ -629,10 +780,13 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       // first warpgroups of a 192-row tile). The rest are skipped below: at d = 64 (192-row tiles)
       // that is a quarter of the GEMM and softmax work at causal N <= 1024, a ninth non-causal.
       int wg_tiles = n_tiles;
-      if (skip_unseen)
+      if (skip_unseen) {
         wg_tiles = unsigned(wg_first_row) >= unsigned(seq_q)  // past the end, or before row 0 (q_shift)
                        ? 0
-                       : mask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
+                       : tmask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
+        // kOptTailSplit: a part's rows see its n_tiles (tmask: the rest of the keys, at least n_tiles tiles).
+        if constexpr (kTailSplit) wg_tiles = wg_tiles < n_tiles ? wg_tiles : n_tiles;
+      }
       if (wg_tiles > 0) {
         // Tile 0: S_0 alone (kXTile: with the last tile's P V).
         ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
@@ -780,6 +934,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     it += n_tiles;
 
     // ---- epilogue ----
+    if constexpr (kTailSplit) {
+      if (w.bh < 0) {  // a part of a split work tile: into the scratch (flash_sm90_split_combine_kernel merges)
+        store_part(-1 - w.bh);
+        continue;
+      }
+    }
     float inv[2];
     finish_rows(w.bh, row, inv);
     if constexpr (kXTile) {
@@ -822,7 +982,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const Barriers<Tr> bars{base + Tr::kOffBar};
   // The mask in registers, read from parameter space once: the wgmma asm statements clobber memory,
   // which would otherwise reload its fields at every use.
-  const CausalMask mask = prm.mask;
+  // kOptTailSplit runs non-causal launches only (the launcher): the mask's causal branches folded away.
+  const CausalMask mask =
+      (kOpt & kOptTailSplit) != 0 ? CausalMask{prm.mask.seq_q, prm.mask.seq_k, false} : prm.mask;
   const int n_work = prm.planes * prm.q_tiles;  // the launcher keeps it below 2^31
 
   const QRing<Tr> qr{bars, base + Tr::kOffQ, base + Tr::kOffTileWord, Tr::kQStages > 1 ? prm.q_slots_log2 : 0};
@@ -845,6 +1007,54 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   }
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
+  __trap();
+#endif
+}
+
+// kOptTailSplit's merge: one warp per row of the launch's split work tiles (ts.from ..), over the row's ts.splits
+// parts in the scratch: LSE = log2 sum_s 2^lse_s (base 2, then natural as the forward writes it), O = sum_s
+// 2^(lse_s - LSE) O_s, stored in the element type (o: the [batch, heads, seq_q, d] output). Launched after the forward
+// on its stream (flash_sm90_launch.cuh), so the parts are complete.
+inline constexpr int kCombineThreads = 256;
+template <typename Tr>
+__global__ void __launch_bounds__(kCombineThreads)
+    flash_sm90_split_combine_kernel(const __grid_constant__ FwdParams prm, typename Tr::Elem* o, TailSplit ts) {
+#if FB_PTX_SM90A
+  constexpr int kUnitFloats = Tr::kBr * Tr::kHeadDim;
+  const int lane = threadIdx.x % 32;
+  const int warp = int(blockIdx.x) * (kCombineThreads / 32) + int(threadIdx.x) / 32;
+  const int tile = warp / Tr::kBr, row_in = warp % Tr::kBr;
+  if (ts.from + tile >= prm.planes * prm.q_tiles) return;
+  const CausalMask mask = prm.mask;
+  const WorkTile w = work_tile<Tr>(prm, mask, ts.from + tile);
+  const int row = w.q0 + row_in;
+  if (unsigned(row) >= unsigned(mask.seq_q)) return;
+  const int unit0 = tile * ts.splits;
+  float mx = -INFINITY;
+  for (int sp = 0; sp < ts.splits; ++sp) mx = fmaxf(mx, g_split_lse<Tr::kBr>[(unit0 + sp) * Tr::kBr + row_in]);
+  const float m_sub = mx == -INFINITY ? 0.f : mx;
+  constexpr int kPairs = Tr::kHeadDim / 64;  // column pairs per lane (2 lane + 64 c)
+  float acc[2 * kPairs] = {};
+  float wsum = 0.f;
+  for (int sp = 0; sp < ts.splits; ++sp) {
+    const float wt = exp2f(g_split_lse<Tr::kBr>[(unit0 + sp) * Tr::kBr + row_in] - m_sub);
+    wsum += wt;
+    const float* part = g_split_o<kUnitFloats> + std::int64_t(unit0 + sp) * kUnitFloats + row_in * Tr::kHeadDim;
+#pragma unroll
+    for (int c = 0; c < kPairs; ++c) {
+      const float2 x = *reinterpret_cast<const float2*>(part + 64 * c + 2 * lane);
+      acc[2 * c] += wt * x.x;
+      acc[2 * c + 1] += wt * x.y;
+    }
+  }
+  const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+  const std::int64_t out_row = std::int64_t(w.bh) * mask.seq_q + row;
+#pragma unroll
+  for (int c = 0; c < kPairs; ++c)
+    *reinterpret_cast<std::uint32_t*>(o + out_row * Tr::kHeadDim + 64 * c + 2 * lane) =
+        ptx::pack2<typename Tr::Elem>(acc[2 * c] * inv, acc[2 * c + 1] * inv);
+  if (lane == 0) prm.lse[out_row] = wsum > 0.f ? (m_sub + log2f(wsum)) * float(kLn2) : -INFINITY;
+#else
   __trap();
 #endif
 }

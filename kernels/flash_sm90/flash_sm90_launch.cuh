@@ -74,6 +74,16 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            dim's shipped variant with its default trec/ustage (an error beside trec, notrec, l2hint, ustage,
 //            noustage, oneq, static or old; ignored with another variant word and at d = 256, as l2hint); causal
 //            launches run the shipped kernel under it (their late ticket balances unequal tiles)
+//   tailsplit d = 64 non-causal launches (session 15 probe, prepared in session 14, unmeasured): the launch's last,
+//            partial round of work tiles split along K/V into about as many parts as there are idle SMs, their
+//            partial O and LSE merged by a second kernel (kOptTailSplit, tail_split_plan,
+//            flash_sm90_split_combine_kernel). Aimed at 8 query heads (n_work = 688 / 704 192-row tiles on 132 SMs
+//            at N = 16k / 4k: 5.2 / 5.3 rounds run as 6; 0.89-0.90x cudnn in session 14's final sweep). On top of
+//            d = 64's shipped variant (an error beside trec, notrec, l2hint, noustage, oneq, static, old or
+//            qahead; ignored at other head dims and with another variant word); causal launches, and those whose
+//            plan splits nothing (no whole round before a partial one, a last round over half full, work tiles
+//            under 8 K/V tiles), run the shipped kernel under it (causal tiles differ in length: the tile counter
+//            balances them)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -140,6 +150,7 @@ struct FwdProbe {
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   bool q_ahead = false;
+  bool tail_split = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
 };
 // A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
@@ -176,6 +187,7 @@ inline FwdProbe fwd_probe() {
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.q_ahead = has("qahead");
+    f.tail_split = has("tailsplit");
     return f;
   }();
   return probe;
@@ -236,6 +248,17 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
   }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
+  if constexpr ((kOpt & kOptTailSplit) != 0) {
+    // The split work tiles' parts merged (the kernel derived the same plan from its grid).
+    const TailSplit ts = tail_split_plan(int(n_work), int(blocks), prm.mask.kv_tiles(0, Tr::kBr, Tr::kBc));
+    if (ts.splits > 1) {
+      constexpr int kRowsPerBlock = kCombineThreads / 32;  // a warp a row
+      const long long rows = (n_work - ts.from) * Tr::kBr;
+      flash_sm90_split_combine_kernel<Tr><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kCombineThreads, 0,
+                                            stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), ts);
+      FB_CUDA_CHECK_LAUNCH();
+    }
+  }
 }
 
 // Whether the consumers read the producer's work-tile record (kOptTileRec): `trec` / `notrec`, else the default.
@@ -266,6 +289,25 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
   const bool ustage = variant_on(probe.uniform_stage, Tr::kHeadDim, FwdDefaults::kUniformStageHeadDim);
   const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
                         (ustage ? kOptUniformStage : 0u);
+  if constexpr (Tr::kConsumerWgs == 3) {
+    // tailsplit: d = 64's shipped kernel plus kOptTailSplit (one kernel more per type, and the merge).
+    if (probe.tail_split) {
+      constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
+      if (want != kShipped || probe.q_ahead || probe.one_q || probe.static_schedule)
+        throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two "
+                                    "Q slots and the tile counter (no trec, notrec, l2hint, noustage, qahead, oneq, "
+                                    "static or old beside it)");
+      // Only where the plan splits (a partial last round after a whole one): elsewhere the shipped kernel.
+      const long long n_work = std::int64_t(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
+      const bool split = !p.causal && n_work < (1ll << 31) &&
+                         tail_split_plan(int(n_work), int(fwd_blocks_dynamic(n_work)),
+                                         (p.seq_k + Tr::kBc - 1) / Tr::kBc).splits > 1;
+      if (split) {
+        launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream);
+        return;
+      }
+    }
+  }
   if (probe.q_ahead) {
     // qahead: one kernel more per head dim and type, the shipped one's bits plus kOptQAhead.
     constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
