@@ -1,21 +1,30 @@
-// GPU tests [gpu][sm90fwd]: flash-sm90's 16-bit forward on the shapes its session-10 changes touch
-// (kernels/flash_sm90/flash_sm90_launch.cuh): `qalign` (causal query tiles aligned to the sequence's end, the
-// first one starting before row 0; the default at d = 64) and the `trec` probe (each work tile's plane, rows
-// and K/V tile count from the producer's record instead of derived); session 10's `xskip` (measured and
-// removed) ran them too, as did session 11's probes (`stlate`, `ostg`, `kv4`: measured and removed; `l2hint`).
-// trec is the default at d = 128 since session 11 (`notrec` turns it off); session 12's `ustage` (the main loop
-// once per ring stage of a work tile's first K/V tile: odd and even K/V tile counts, partial tiles) passed them
-// with `poly` (measured and removed) and is the default at d = 64 since (`noustage` turns it off); session 14's
-// `qahead` (Q loads and tickets on a second producer thread) and `ncalign` (qalign's shift without the mask;
-// measured and removed) passed them; session 15's `tailsplit` (d = 64 non-causal: the last partial round of work
-// tiles split along K/V, merged by a second kernel) is to run them (three cases added for it). FB_SM90_FWD_PROBE is read once per process, so a device call runs this binary once
-// per probe setting (`noqalign` for the tiles from row 0). gpu_main.cpp skips the tests without a device; a
-// device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in test_gpu.cpp.
+// GPU tests [gpu][sm90fwd] ([tailsplit]: the tail split's two): flash-sm90's 16-bit forward on the shapes its
+// session-10 changes touch (kernels/flash_sm90/flash_sm90_launch.cuh): `qalign` (causal query tiles aligned to the
+// sequence's end, the first one starting before row 0; the default at d = 64) and the `trec` probe (each work tile's
+// plane, rows and K/V tile count from the producer's record instead of derived); session 10's `xskip` (measured and
+// removed) ran them too, as did session 11's probes (`stlate`, `ostg`, `kv4`: measured and removed; `l2hint`). trec
+// is the default at d = 128 since session 11 (`notrec` turns it off); session 12's `ustage` (the main loop once per
+// ring stage of a work tile's first K/V tile: odd and even K/V tile counts, partial tiles) passed them with `poly`
+// (measured and removed) and is the default at d = 64 since (`noustage` turns it off); session 14's `qahead` (Q loads
+// and tickets on a second producer thread; measured and removed in session 15) and `ncalign` (qalign's shift without
+// the mask; measured and removed) passed them. Session 15's tail split (d = 64 non-causal: the last partial round of
+// work tiles split along K/V, merged by a second kernel; the default since session 15's call A, `notailsplit` the
+// kernel before it) runs them with cases that split on 132 SMs (the last round's tiles in 2 to 8 parts, partial last
+// K/V and query tiles, GQA, seq_q != seq_k); its workspace is checked against the plan and the run's tracked peak,
+// and a launch given no workspace runs unsplit. FB_SM90_FWD_PROBE is read once per process, so a device call runs
+// this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`). gpu_main.cpp skips the
+// tests without a device; a device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in
+// test_gpu.cpp.
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+
 #include "catch.h"
+#include "flash_sm90/flash_sm90_split.h"
 #include "gpu_cases.h"
 #include "support.h"
 
@@ -29,6 +38,51 @@ constexpr std::uint64_t kSeed = 20261210;
 const char* probe_setting() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   return probe ? probe : "(unset)";
+}
+
+// Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`; the tests run under the default and under it).
+bool tail_split_off() {
+  const char* probe = std::getenv("FB_SM90_FWD_PROBE");
+  const std::string v = "," + std::string(probe ? probe : "") + ",";
+  return v.find(",notailsplit,") != std::string::npos;
+}
+
+int sm_count() {
+  int device = 0, sms = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  return sms;
+}
+
+// The workspace the tail split's plan for d = 64 case c takes on this device (0 where it does not split).
+std::size_t planned_workspace(const Case& c) {
+  using namespace fb::cuda::flash_sm90;
+  constexpr int kRows = 192, kKeys = 128;  // d = 64's tiles (flash_sm90_config.h)
+  const int sms = sm_count();
+  const int n_work = c.batch * c.heads * ((c.seq_q + kRows - 1) / kRows);
+  const TailSplit ts = tail_split_plan(n_work, n_work < sms ? n_work : sms, (c.seq_k + kKeys - 1) / kKeys);
+  return tail_split_workspace_bytes(ts, kRows, c.head_dim);
+}
+
+// d = 64 non-causal launches whose last round of work tiles is partial after a whole one (the tail split, on 132 SMs,
+// TailSplitLimits::kMinKvTiles = 8): 176 tiles (44 in the last round, 3 parts of 10-11 K/V tiles); 176 tiles of 18
+// K/V tiles, the last one partial (seq_k = 2300: 2 parts of 9), seq_q != seq_k, GQA; one query tile per plane, its
+// last warpgroup partly past the end (seq_q = 150), 140 planes on 20 K/V heads (8 in the last round, 3 parts of 8,
+// the last K/V tile partial: seq_k = 3000); 324 tiles with a last query tile of 8 rows and a last K/V tile of 8 keys
+// (N = 5000: 60 in the last round, 2 parts of 20); seq_k > seq_q with a 40-row last query tile (5 x 6 planes, 48 in
+// the last round, 2 parts of 16-17); 4 tiles in the last round in 6 parts of 8-9 (4 heads, N = 6400); one tile
+// in the last round in 8 parts of 8 (133 planes of one query tile on 7 K/V heads, seq_k = 8192).
+const std::vector<Case>& tail_split_cases() {
+  static const std::vector<Case> cases = {
+      make_case(1, 8, 8, 4096, 4096, 64, Dtype::bf16, false, Pass::fwd),
+      make_case(2, 8, 2, 2000, 2300, 64, Dtype::fp16, false, Pass::fwd),
+      make_case(1, 140, 20, 150, 3000, 64, Dtype::bf16, false, Pass::fwd),
+      make_case(1, 12, 4, 5000, 5000, 64, Dtype::bf16, false, Pass::fwd),
+      make_case(5, 6, 6, 1000, 4100, 64, Dtype::fp16, false, Pass::fwd),
+      make_case(1, 4, 4, 6400, 6400, 64, Dtype::bf16, false, Pass::fwd),
+      make_case(1, 133, 7, 192, 8192, 64, Dtype::fp16, false, Pass::fwd),
+  };
+  return cases;
 }
 
 // d = 64 (192-row query tiles of three 64-row warpgroups, 128-key tiles) at lengths whose last query tile
@@ -56,14 +110,6 @@ std::vector<Case> sm90fwd_cases() {
   // and the K/V thread's first K/V tiles of a work tile at their shortest).
   cases.push_back(make_case(4, 16, 16, 1000, 64, 128, Dtype::bf16, false, Pass::fwd));
   cases.push_back(make_case(4, 16, 16, 700, 200, 128, Dtype::fp16, false, Pass::fwd));
-  // d = 64 non-causal launches whose last round of work tiles is partial (session 15's `tailsplit`: those tiles split
-  // along K/V into parts merged by a second kernel; on 132 SMs): 176 tiles (44 in the last round, 3 parts of 10-11
-  // K/V tiles); the same with a partial last K/V tile in the last part (seq_k = 1900), seq_q != seq_k and GQA; one
-  // query tile per plane, its last warpgroup partly past the end (seq_q = 150), 140 planes on 20 K/V heads (8 in the
-  // last round, 6 parts of 4 K/V tiles, the last one partial: seq_k = 3000).
-  cases.push_back(make_case(1, 8, 8, 4096, 4096, 64, Dtype::bf16, false, Pass::fwd));
-  cases.push_back(make_case(2, 8, 2, 2000, 1900, 64, Dtype::fp16, false, Pass::fwd));
-  cases.push_back(make_case(1, 140, 20, 150, 3000, 64, Dtype::bf16, false, Pass::fwd));
   return cases;
 }
 
@@ -81,5 +127,60 @@ TEST_CASE("flash-sm90 forward, the shapes of qalign and trec: verifies beside na
       return;
     }
     check_beside_naive(b, c, "flash-sm90", kSeed);
+  }
+}
+
+TEST_CASE("flash-sm90 forward, the tail split's workspace: sized from the plan, in the run's tracked peak, the "
+          "backward's covering it",
+          "[gpu][sm90fwd][tailsplit]") {
+  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  for (const Case& c : tail_split_cases()) {
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
+      WARN("flash-sm90 not run: " << *why);
+      return;
+    }
+    const std::size_t ws = sm90.cuda.workspace_bytes(Pass::fwd, c.params());
+    CHECK(ws == (tail_split_off() ? 0 : planned_workspace(c)));
+    if (!tail_split_off() && sm_count() == 132) CHECK(ws > 0);  // each of them splits on the H200's 132 SMs
+    // A backward case runs the forward with the backward's workspace: it holds the forward's parts too.
+    CHECK(sm90.cuda.workspace_bytes(Pass::bwd, c.params()) >= ws);
+    CHECK(sm90.cuda.workspace_bytes(Pass::fwd_bwd, c.params()) >= ws);
+    b.prepare(c, kSeed);
+    const KernelRun run = b.run(sm90, 0, 1);
+    REQUIRE(run.times_ms.size() == 1);
+    CHECK(run.peak_bytes >= ws);
+    std::vector<Record> records = run_each(b, c, {"naive"}, never_refused);
+    records.push_back(ok_record(c, "flash-sm90"));
+    verify_and_check(b, records, each_written(b, c, Tensors::outputs));
+    b.release();
+  }
+  // Causal launches never split.
+  Case causal = tail_split_cases().front();
+  causal.causal = true;
+  CHECK(sm90.cuda.workspace_bytes(Pass::fwd, causal.params()) == 0);
+}
+
+TEST_CASE("flash-sm90 forward given no workspace: the unsplit kernel where the plan splits, verified",
+          "[gpu][sm90fwd][tailsplit]") {
+  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  // flash-sm90 as registered, except that it asks for no workspace: the backend passes a null one.
+  Descriptor bare = kernel("flash-sm90");
+  bare.cuda.workspace_bytes = [](Pass, const AttentionParams&) { return std::size_t(0); };
+  for (const Case& c : tail_split_cases()) {
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, bare)) {
+      WARN("flash-sm90 not run: " << *why);
+      return;
+    }
+    b.prepare(c, kSeed);
+    std::vector<Record> records = run_each(b, c, {"naive"}, never_refused);
+    REQUIRE(b.run(bare, 0, 1).times_ms.size() == 1);
+    records.push_back(ok_record(c, "flash-sm90"));
+    verify_and_check(b, records, each_written(b, c, Tensors::outputs));
+    b.release();
   }
 }

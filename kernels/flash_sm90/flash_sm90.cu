@@ -1,5 +1,6 @@
 // The Hopper kernels' host side: checks, tensor maps, and the forward's one runtime -> template
 // dispatch on (dtype, head_dim). The backward's launcher is flash_sm90_bwd.cu.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -271,12 +272,21 @@ const char* fp32_backward_unsupported(const AttentionParams& p, bool tf32x1) {
 
 }  // namespace
 
-// The forward writes LSE as an output and needs no scratch (fp8: V transposed, flash_sm90_fp8.h);
-// the backward's is its own.
+// The forward writes LSE as an output; its scratch: fp8's V transposed (flash_sm90_fp8.h), the 16-bit d = 64
+// forward's split parts where it splits the last round of work tiles (fwd_workspace_bytes, flash_sm90_split.h; else
+// none). A backward case runs the forward first with the backward's workspace (one allocation, the forward done with
+// it before the backward starts on the same stream), so that one covers the larger of the two.
 std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
   if (p.dtype == Dtype::fp8) return fp8_head_dim(p.head_dim) ? fp8_workspace_bytes(p) : 0;
-  if (pass == Pass::fwd) return 0;
-  return p.dtype == Dtype::fp32 ? tf32_backward_workspace_bytes(p) : backward_workspace_bytes(p);
+  if (p.dtype == Dtype::fp32) return pass == Pass::fwd ? 0 : tf32_backward_workspace_bytes(p);
+  if (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) return 0;
+  const std::size_t fwd = configured_head_dim(p.head_dim) ? with_config(p, [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    return fwd_workspace_bytes<Cfg::kDtype, Cfg::kHeadDim>(p);
+  })
+                                                          : 0;
+  if (pass == Pass::fwd) return fwd;
+  return std::max(fwd, backward_workspace_bytes(p));
 }
 
 void forward(const AttentionParams& p, const Context& ctx) {

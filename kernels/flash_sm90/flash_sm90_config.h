@@ -2,6 +2,8 @@
 // Host and device code read it (query_tile reports kBr; the launchers instantiate the kernels).
 #pragma once
 
+#include <cstddef>
+
 #include <cuda_runtime.h>
 
 #include "attention.h"
@@ -59,5 +61,7 @@ template <Dtype T, int D> struct FwdConfig {
 // One launch of the forward for (T, D); defined in flash_sm90_launch.cuh, instantiated in the
 // flash_sm90_hdim*.cu files (one head_dim per file, so they compile in parallel).
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream);
+// Bytes of p.workspace that launch uses (d = 64's tail split; 0 where it does not split), from the same file.
+template <Dtype T, int D> std::size_t fwd_workspace_bytes(const AttentionParams& p);
 
 }  // namespace fb::cuda::flash_sm90

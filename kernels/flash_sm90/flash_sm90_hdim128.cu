@@ -5,5 +5,7 @@ namespace fb::cuda::flash_sm90 {
 
 template void run_fwd<Dtype::fp16, 128>(const AttentionParams&, cudaStream_t);
 template void run_fwd<Dtype::bf16, 128>(const AttentionParams&, cudaStream_t);
+template std::size_t fwd_workspace_bytes<Dtype::fp16, 128>(const AttentionParams&);
+template std::size_t fwd_workspace_bytes<Dtype::bf16, 128>(const AttentionParams&);
 
 }  // namespace fb::cuda::flash_sm90

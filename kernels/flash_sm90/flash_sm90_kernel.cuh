@@ -26,6 +26,7 @@
 #include "common/tile_order.h"
 #include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_block.cuh"
+#include "flash_sm90/flash_sm90_split.h"
 #include "flash_sm90/flash_sm90_traits.h"
 
 
@@ -56,6 +57,10 @@ struct FwdParams {
   int q_shift;           // query tile q covers rows [q kBr - q_shift, ...): a multiple of kWgRows, so
                          // that a partial tile's missing rows are its first warpgroups', before row 0,
                          // not its last ones past the end (the launcher's `qalign`; 0: from row 0)
+  // kOptTailSplit: the split parts' O and base-2 LSE in the launch's workspace (tail_split_workspace_bytes,
+  // flash_sm90_split.h); null in every other kernel (last, so that the fields above keep their offsets).
+  float* split_o;
+  float* split_lse;
 };
 
 // Code variants of the consumers, one kernel instantiation each (the bits of kernel's kOpt), which
@@ -95,66 +100,15 @@ inline constexpr unsigned kOptL2Hint = 128u;
 //                     K/V tile at d = 64 (bf16, unmasked), 480-507 against 531 at d = 128 (session 12; the
 //                     default at d = 64 since its call A, FwdDefaults::kUniformStageHeadDim)
 inline constexpr unsigned kOptUniformStage = 8u;
-//   kOptQAhead        (non-causal launches; producer only, consumers unchanged) the work tiles' Q loads and tickets
-//                     move to a second producer thread (thread 32: the producer warpgroup's second warp, idle so far),
-//                     which loads each tile's Q as soon as its Q slot is free, i.e. about when the tile before it
-//                     starts, and claims the tile after it right then. So Q (32 KB at d = 128, read once, from DRAM)
-//                     and the ticket's atomic no longer sit in the K/V thread's order just ahead of the next tile's
-//                     K_0, about one round of turns before both are used: session 13's profile at d = 128 N = 512
-//                     (results/h200/s13/callB/r2-sm90fwd/) has 2.5% of the warp samples at a work tile's Q wait and
-//                     2.2% at its K_0 wait, against 0.07% / 0.02% at 16k (there the kernel's start), and ~0.1% at the
-//                     K_j waits, j > 0; cudnn's tile-start wait holds 1.2% at N = 512. Tiles are claimed a tile earlier,
-//                     which equal (non-causal) tiles do not mind; causal launches keep the late ticket (session 6).
-inline constexpr unsigned kOptQAhead = 32u;
-//   kOptTailSplit     (non-causal launches; session 15 probe) the launch's last, partial round of work tiles is split
-//                     along K/V: with n_work tiles of equal length on B persistent blocks, the last R = n_work mod B
-//                     tiles run on R of the B SMs for a whole tile's time while the others idle. Each of those R tiles
-//                     becomes S = B / R work items of ~n_kv / S K/V tiles each (TailSplit), whose O (divided by its own
-//                     row sums, f32) and base-2 LSE go to a scratch (g_split_o / g_split_lse), and a second kernel
-//                     (flash_sm90_split_combine_kernel) merges each tile's S parts into O and LSE. At d = 64 (192-row
-//                     tiles) with 8 query heads the last round is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work =
-//                     688 / 704 = 5.2 / 5.3 rounds run as 6): the gap to cudnn there (0.89-0.90x, session 14's final
-//                     sweep) is about that round. The items are numbered after the n_work - R whole-round tiles, so the
-//                     tile counter hands them out last, one or two to a block.
+//   kOptTailSplit     (non-causal launches; the default at d = 64 since session 15's call A) the launch's last,
+//                     partial round of work tiles split along K/V (TailSplit, flash_sm90_split.h: with n_work tiles of
+//                     equal length on B persistent blocks the last R = n_work mod B tiles run on R of the B SMs for a
+//                     whole tile's time while the others idle; each becomes S work items of ~n_kv / S K/V tiles),
+//                     whose O (divided by its own row sums, f32) and base-2 LSE go to the workspace
+//                     (FwdParams::split_o, split_lse), and a second kernel (flash_sm90_split_combine_kernel) merges
+//                     each tile's S parts into O and LSE. At d = 64 (192-row tiles) with 8 query heads the last round
+//                     is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work = 688 / 704 = 5.2 / 5.3 rounds run as 6).
 inline constexpr unsigned kOptTailSplit = 64u;
-
-// kOptTailSplit's plan for one launch (the host's launcher and every producer and consumer thread derive it alike
-// from n_work, the grid and the K/V tiles of a work tile): items [0, from) are work tiles 0 .. from - 1 as without it;
-// items from + u, 0 <= u < (n_work - from) splits, are part u % splits of work tile from + u / splits.
-struct TailSplit {
-  int from;    // first split work tile (n_work: nothing split)
-  int splits;  // parts per split work tile (1: nothing split)
-  int items;   // work items the tile counter hands out
-};
-// Splits only a partial last round that follows at least one whole round (n_work > blocks), each part at least
-// kMinKvTiles K/V tiles (a work tile's Q load, first S and epilogue are amortised over them), the parts at most
-// kMaxUnits (the scratch's size).
-struct TailSplitLimits {
-  static constexpr int kMinKvTiles = 4;
-  static constexpr int kMaxUnits = 160;  // > 132 SMs of the H200: the split parts never outnumber the blocks
-};
-__host__ __device__ inline TailSplit tail_split_plan(int n_work, int blocks, int kv_tiles) {
-  TailSplit ts{n_work, 1, n_work};
-  const int r = blocks > 0 ? n_work % blocks : 0;
-  if (n_work <= blocks || r == 0) return ts;
-  int s = blocks / r;  // parts that fill the idle SMs (1 once the last round is over half full)
-  const int by_len = kv_tiles / TailSplitLimits::kMinKvTiles, by_scratch = TailSplitLimits::kMaxUnits / r;
-  s = s < by_len ? s : by_len;
-  s = s < by_scratch ? s : by_scratch;
-  if (s < 2) return ts;
-  ts.from = n_work - r;
-  ts.splits = s;
-  ts.items = ts.from + r * s;
-  return ts;
-}
-// kOptTailSplit's scratch: per split part (unit u = item - from), O of its kBr rows x d columns (f32, divided by the
-// part's row sums) and the rows' base-2 LSE (m + log2 l). A variable template, so that only the translation units
-// that instantiate the probe (d = 64) hold one (kMaxUnits x 192 x 64 x 4 B = 7.9 MB there).
-namespace {
-// 16-byte aligned: the parts are written and read as float2.
-template <int kUnitFloats> __device__ __align__(16) float g_split_o[TailSplitLimits::kMaxUnits * kUnitFloats];
-template <int kUnitRows> __device__ float g_split_lse[TailSplitLimits::kMaxUnits * kUnitRows];
-}  // namespace
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -189,7 +143,7 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
 }
 
 // kOptTailSplit: item t of plan ts (TailSplit): its work tile with n_tiles = the part's K/V tiles, the part's first
-// K/V tile and its scratch unit (-1: a whole work tile, stored as without the probe).
+// K/V tile and its workspace unit (-1: a whole work tile, stored as an unsplit one).
 struct SplitItem {
   WorkTile w;
   int kv_first;
@@ -208,9 +162,9 @@ __device__ __forceinline__ SplitItem split_item(const FwdParams& prm, const Caus
   const int u = t - ts.from;
   const int part = u % ts.splits;
   si.w = work_tile<Tr>(prm, mask, ts.from + u / ts.splits);
-  const int n = si.w.n_tiles;  // >= kMinKvTiles x splits (tail_split_plan)
-  si.kv_first = part * n / ts.splits;
-  si.w.n_tiles = (part + 1) * n / ts.splits - si.kv_first;
+  const TailPart tp = tail_split_part(si.w.n_tiles, ts.splits, part);  // n_tiles >= kMinKvTiles x splits
+  si.kv_first = tp.kv_first;
+  si.w.n_tiles = tp.kv_tiles;
   si.unit = u;
   return si;
 }
@@ -238,63 +192,10 @@ __device__ __forceinline__ void tma_load_3d_hint(std::uint32_t dst, const void* 
       : "memory");
 }
 
-// kOptQAhead's Q thread: tile tn's Q into slot tn % 2 (with its tile word and, publish(slot, w), its record) once
-// the slot's previous tile is done with it; then the ticket for tile tn + 1 (draw(), atomicAdd on the launch's tile
-// counter) and the tile it names (next(ticket), which resets the counter after the launch's last ticket). Past the
-// end the slot's word says so (a plain arrive) and the thread is done. A launch still draws exactly n_work
-// tickets, one per tile run (each block's last one past the end), as produce_ring_dynamic's.
-template <typename Tr, typename Draw, typename Next, typename TileOf, typename LoadQ, typename Publish>
-__device__ __forceinline__ void produce_q_ahead(const QRing<Tr>& qr, int n_work, Draw&& draw, Next&& next,
-                                                TileOf&& tile_of, LoadQ&& load_q, Publish&& publish) {
-  // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
-  unsigned t = blockIdx.x;
-  for (int tn = 0;; ++tn) {
-    const int slot = tn & 1;  // two Q slots (the launcher refuses `oneq` beside this)
-    // The second Q slot is free from the start: its Q goes out once the first has landed, not beside the first
-    // tile's Q and K/V loads, which the kernel's start waits for.
-    if (tn == 1) ptx::mbar_wait(qr.full(0), 0u);
-    ptx::mbar_wait(qr.empty(slot), (std::uint32_t(tn >> 1) & 1u) ^ 1u);
-    if (t >= unsigned(n_work)) {
-      st_shared_s32(qr.tile_word(slot), kNoMoreWork);
-      ptx::mbar_arrive(qr.full(slot));
-      return;
-    }
-    st_shared_s32(qr.tile_word(slot), int(t));
-    const WorkTile w = tile_of(int(t));
-    publish(slot, w);
-    ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
-    load_q(w, qr.q_tile(slot), qr.full(slot));
-    t = next(draw());
-  }
-}
-
-// kOptQAhead's K/V thread: the K/V tiles of the block's work tiles into the ring (produce_kv_tiles). Its first tile
-// is blockIdx.x; each later one it learns from the tile word of its Q slot once that slot's full barrier has
-// completed, i.e. once the tile's Q has landed (the Q thread writes the word before the barrier's arrive): by then
-// that Q has been in flight since about when the tile before it started, well ahead of the tile's K_0.
-template <typename Tr, typename TileOf, typename KvPlane, typename LoadK, typename LoadV>
-__device__ __forceinline__ void produce_kv_ahead(const QRing<Tr>& qr, std::uint32_t k_bytes, std::uint32_t v_bytes,
-                                                 TileOf&& tile_of, KvPlane&& kv_plane, LoadK&& load_k,
-                                                 LoadV&& load_v) {
-  int it = 0;  // K/V tiles issued so far (ring position)
-  int t = int(blockIdx.x);  // < n_work: the launcher runs at most n_work blocks
-  for (int tn = 0;; ++tn) {
-    if (tn > 0) {
-      const int slot = tn & 1;
-      ptx::mbar_wait(qr.full(slot), std::uint32_t(tn >> 1) & 1u);
-      t = read_tile_word(qr.tile_word(slot));
-      if (t == kNoMoreWork) return;
-    }
-    const WorkTile w = tile_of(t);
-    produce_kv_tiles<Tr>(qr.bars, w, kv_plane(w.bh), it, k_bytes, v_bytes, load_k, load_v, [] {});
-  }
-}
-
-// ---- producer: one thread issues every TMA copy (kOptQAhead: two, q_thread the one for Q) ----
+// ---- producer: one thread issues every TMA copy ----
 template <typename Tr, unsigned kOpt>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
-                                        const QRing<Tr>& qr, const CausalMask& mask, int n_work,
-                                        bool q_thread = false) {
+                                        const QRing<Tr>& qr, const CausalMask& mask, int n_work) {
   // kOptTileRec: the record {plane, first row, K/V tiles} the consumers read instead of work_tile().
   auto publish = [&](int slot, const WorkTile& w) {
     if constexpr ((kOpt & kOptTileRec) != 0)
@@ -314,86 +215,24 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
     else ptx::tma_load_3d(dst, tmap, bar, c0, c1, c2);
   };
 
-  if constexpr ((kOpt & kOptQAhead) != 0) {
-    static_assert(Tr::kQStages == 2, "kOptQAhead: the next tile's Q goes into the other Q slot");
-    auto tile_of = [&](int t) { return work_tile<Tr>(prm, mask, t); };
-    if (q_thread) {
-      // The tile counter only (the launcher refuses `static` beside this).
-      unsigned* const counter = &g_tile_counters[prm.tile_counter];
-      produce_q_ahead<Tr>(
-          qr, n_work, [&] { return atomicAdd(counter, 1u); },
-          [&](unsigned ticket) {
-            if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
-            return gridDim.x + ticket;
-          },
-          tile_of,
-          [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
-#pragma unroll
-            for (int c = 0; c < Tr::kChunks; ++c)
-              load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
-          },
-          publish);
-    } else {
-      produce_kv_ahead<Tr>(
-          qr, Tr::kKVBytes, Tr::kKVBytes, tile_of,
-          [&](int bh) {
-            const int b = bh / prm.heads;
-            return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
-          },
-          [&](int kv_bh, int k0, int s, std::uint32_t bar) {
-#pragma unroll
-            for (int c = 0; c < Tr::kChunks; ++c)
-              load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, k0, kv_bh,
-                   pol_kv);
-          },
-          [&](int kv_bh, int k0, int s, std::uint32_t bar) {
-#pragma unroll
-            for (int c = 0; c < Tr::kChunks; ++c)
-              load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, k0, kv_bh,
-                   pol_kv);
-          });
-    }
-    return;
-  }
-  if constexpr ((kOpt & kOptTailSplit) != 0) {
-    // The items of the plan (non-causal launches only: the launcher runs the shipped kernel under the mask). tile_of
-    // runs just before each item's K/V loads (produce_ring_dynamic) and leaves the item's first key for them.
-    const TailSplit ts = tail_split_plan(n_work, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc));
-    int kv_row0 = 0;
-    produce_ring_dynamic<Tr>(
-        qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], ts.items, Tr::kKVBytes,
-        Tr::kKVBytes,
-        [&](int t) {
+  // kOptTailSplit: the plan's items instead of the work tiles (non-causal launches only: the launcher runs the
+  // unsplit kernel under the mask); tile_of runs just before each item's K/V loads (produce_ring_dynamic) and leaves
+  // the item's first key for them (0 without the split: every work tile reads its plane's keys from the first).
+  constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
+  const TailSplit ts = kTailSplit ? tail_split_plan(n_work, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc))
+                                  : TailSplit{n_work, 1, n_work};
+  int kv_row0 = 0;
+  produce_ring_dynamic<Tr>(
+      qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], ts.items, Tr::kKVBytes, Tr::kKVBytes,
+      [&](int t) {
+        if constexpr (kTailSplit) {
           const SplitItem si = split_item<Tr>(prm, mask, ts, t);
           kv_row0 = si.kv_first * Tr::kBc;
           return si.w;
-        },
-        [&](int bh) {
-          const int b = bh / prm.heads;
-          return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
-        },
-        [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
-#pragma unroll
-          for (int c = 0; c < Tr::kChunks; ++c)
-            load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
-        },
-        [&](int kv_bh, int k0, int s, std::uint32_t bar) {
-#pragma unroll
-          for (int c = 0; c < Tr::kChunks; ++c)
-            load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, kv_row0 + k0,
-                 kv_bh, pol_kv);
-        },
-        [&](int kv_bh, int k0, int s, std::uint32_t bar) {
-#pragma unroll
-          for (int c = 0; c < Tr::kChunks; ++c)
-            load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, kv_row0 + k0,
-                 kv_bh, pol_kv);
-        });
-    return;
-  }
-  produce_ring_dynamic<Tr>(
-      qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], n_work, Tr::kKVBytes, Tr::kKVBytes,
-      [&](int t) { return work_tile<Tr>(prm, mask, t); },
+        } else {
+          return work_tile<Tr>(prm, mask, t);
+        }
+      },
       [&](int bh) {
         const int b = bh / prm.heads;
         return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
@@ -406,14 +245,14 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
-          load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, k0, kv_bh,
-               pol_kv);
+          load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, kv_row0 + k0,
+               kv_bh, pol_kv);
       },
       [&](int kv_bh, int k0, int s, std::uint32_t bar) {
 #pragma unroll
         for (int c = 0; c < Tr::kChunks; ++c)
-          load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, k0, kv_bh,
-               pol_kv);
+          load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, kv_row0 + k0,
+               kv_bh, pol_kv);
       },
       publish);
 }
@@ -657,14 +496,13 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       if (!Tr::kSeparateO || eager_store_wait) ptx::bulk_wait_group_read_all();  // Q lands there next
     }
   };
-  // kOptTailSplit: a split part's O (divided by its row sums, f32) and base-2 LSE into its unit of the scratch, rows
+  // kOptTailSplit: a split part's O (divided by its row sums, f32) and base-2 LSE into its unit of the workspace, rows
   // and columns as in the block's tile (rows past the end too: their sums are 0, the merge skips them).
-  // (Only kOptTailSplit's instantiations name the scratch, so only theirs hold it.)
   auto store_part = [&](int unit) {
     if constexpr (kTailSplit) {
     constexpr int kUnitFloats = Tr::kBr * Tr::kHeadDim;
-    float* const part_o = g_split_o<kUnitFloats> + std::int64_t(unit) * kUnitFloats;
-    float* const part_lse = g_split_lse<Tr::kBr> + unit * Tr::kBr;
+    float* const part_o = prm.split_o + std::int64_t(unit) * kUnitFloats;
+    float* const part_lse = prm.split_lse + unit * Tr::kBr;
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
       const float sum = quad_sum(l[hf]);
@@ -746,7 +584,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       const SplitItem si = split_item<Tr>(prm, mask, ts, t);
       w = si.w;
       kv_first = si.kv_first;
-      // A part's O goes to the scratch, not to its plane: the plane's register carries the part's unit (-1 - unit)
+      // A part's O goes to the workspace, not to its plane: the plane's register carries the part's unit (-1 - unit)
       // to the epilogue instead (one register more across the main loop cost a spill at the 160 of three consumers).
       if (si.unit >= 0) w.bh = -1 - si.unit;
     } else if constexpr (kTRec) {
@@ -935,7 +773,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
     // ---- epilogue ----
     if constexpr (kTailSplit) {
-      if (w.bh < 0) {  // a part of a split work tile: into the scratch (flash_sm90_split_combine_kernel merges)
+      if (w.bh < 0) {  // a part of a split work tile: into the workspace (flash_sm90_split_combine_kernel merges)
         store_part(-1 - w.bh);
         continue;
       }
@@ -991,20 +829,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
-  if constexpr ((kOpt & kOptQAhead) != 0) {
-    // As run_roles, with a second producer thread (the second warp's first lane) for the Q loads.
-    if (threadIdx.x / Tr::kWgThreads == 0) {
-      ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-      if (threadIdx.x % Tr::kWarpSize == 0 && threadIdx.x / Tr::kWarpSize < 2)
-        produce<Tr, kOpt>(prm, sm, qr, mask, n_work, threadIdx.x != 0);
-    } else {
-      ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-      consume<Tr, kOpt>(prm, sm, bars, qr, mask, int(threadIdx.x / Tr::kWgThreads) - 1);
-    }
-  } else {
-    run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },
-                  [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
-  }
+  run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },
+                [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();
@@ -1012,7 +838,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 }
 
 // kOptTailSplit's merge: one warp per row of the launch's split work tiles (ts.from ..), over the row's ts.splits
-// parts in the scratch: LSE = log2 sum_s 2^lse_s (base 2, then natural as the forward writes it), O = sum_s
+// parts in the workspace: LSE = log2 sum_s 2^lse_s (base 2, then natural as the forward writes it), O = sum_s
 // 2^(lse_s - LSE) O_s, stored in the element type (o: the [batch, heads, seq_q, d] output). Launched after the forward
 // on its stream (flash_sm90_launch.cuh), so the parts are complete.
 inline constexpr int kCombineThreads = 256;
@@ -1031,15 +857,15 @@ __global__ void __launch_bounds__(kCombineThreads)
   if (unsigned(row) >= unsigned(mask.seq_q)) return;
   const int unit0 = tile * ts.splits;
   float mx = -INFINITY;
-  for (int sp = 0; sp < ts.splits; ++sp) mx = fmaxf(mx, g_split_lse<Tr::kBr>[(unit0 + sp) * Tr::kBr + row_in]);
+  for (int sp = 0; sp < ts.splits; ++sp) mx = fmaxf(mx, prm.split_lse[(unit0 + sp) * Tr::kBr + row_in]);
   const float m_sub = mx == -INFINITY ? 0.f : mx;
   constexpr int kPairs = Tr::kHeadDim / 64;  // column pairs per lane (2 lane + 64 c)
   float acc[2 * kPairs] = {};
   float wsum = 0.f;
   for (int sp = 0; sp < ts.splits; ++sp) {
-    const float wt = exp2f(g_split_lse<Tr::kBr>[(unit0 + sp) * Tr::kBr + row_in] - m_sub);
+    const float wt = exp2f(prm.split_lse[(unit0 + sp) * Tr::kBr + row_in] - m_sub);
     wsum += wt;
-    const float* part = g_split_o<kUnitFloats> + std::int64_t(unit0 + sp) * kUnitFloats + row_in * Tr::kHeadDim;
+    const float* part = prm.split_o + std::int64_t(unit0 + sp) * kUnitFloats + row_in * Tr::kHeadDim;
 #pragma unroll
     for (int c = 0; c < kPairs; ++c) {
       const float2 x = *reinterpret_cast<const float2*>(part + 64 * c + 2 * lane);

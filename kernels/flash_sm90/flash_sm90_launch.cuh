@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstddef>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -66,24 +68,18 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            every stage in it is a literal and the wgmma descriptors and barrier addresses are built on the
 //            uniform datapath (kOptUniformStage; session 12; on top of the head dim's shipped variant only;
 //            default at d = 64 since session 12's call A)
-//   qahead   non-causal launches: the Q loads and tickets on a second producer thread, each tile's Q loaded as soon
-//            as its slot frees (about when the tile before it starts) instead of at the tile boundary, just ahead of
-//            the tile's K_0 (kOptQAhead, produce_q_ahead / produce_kv_ahead; session 14, round 2: call B at d = 128
-//            1.035 / 1.000 / 1.027 / 0.972 / 1.004x at N = 512 / 1k / 2k / 4k / 16k, a second reading 1.008 / 1.004 /
-//            1.014 / 0.990 / 0.996x; d = 64 0.99-1.00x; not shipped, kept for a re-measure). On top of the head
-//            dim's shipped variant with its default trec/ustage (an error beside trec, notrec, l2hint, ustage,
-//            noustage, oneq, static or old; ignored with another variant word and at d = 256, as l2hint); causal
-//            launches run the shipped kernel under it (their late ticket balances unequal tiles)
-//   tailsplit d = 64 non-causal launches (session 15 probe, prepared in session 14, unmeasured): the launch's last,
-//            partial round of work tiles split along K/V into about as many parts as there are idle SMs, their
-//            partial O and LSE merged by a second kernel (kOptTailSplit, tail_split_plan,
-//            flash_sm90_split_combine_kernel). Aimed at 8 query heads (n_work = 688 / 704 192-row tiles on 132 SMs
-//            at N = 16k / 4k: 5.2 / 5.3 rounds run as 6; 0.89-0.90x cudnn in session 14's final sweep). On top of
-//            d = 64's shipped variant (an error beside trec, notrec, l2hint, noustage, oneq, static, old or
-//            qahead; ignored at other head dims and with another variant word); causal launches, and those whose
-//            plan splits nothing (no whole round before a partial one, a last round over half full, work tiles
-//            under 8 K/V tiles), run the shipped kernel under it (causal tiles differ in length: the tile counter
-//            balances them)
+//   tailsplit d = 64 non-causal launches (the default since session 15's call A; `notailsplit` runs the kernel shipped
+//            before it, unsplit): the launch's last, partial round of work tiles split along K/V into about as many
+//            parts as there are idle SMs, their partial O and LSE (in the launch's workspace) merged by a second
+//            kernel (kOptTailSplit, fwd_tail_split, flash_sm90_split.h, flash_sm90_split_combine_kernel). Aimed at 8
+//            query heads (n_work = 688 / 704 192-row tiles on 132 SMs at N = 16k / 4k: 5.2 / 5.3 rounds run as 6).
+//            Call A: 1.058 / 1.084x at b4-h8 N = 4k, 1.096 / 1.076x at b1-h8 16k, 1.012 / 1.006x at b4-h32 4k; parts
+//            of 4 K/V tiles (b16-h32 N = 1k) 0.990 / 0.972x, hence parts of at least TailSplitLimits::kMinKvTiles.
+//            On d = 64's shipped variant only: another variant word (trec, l2hint, noustage, early, nopp, oneq, static,
+//            old) runs its variant unsplit, and naming `tailsplit` beside one is an error. Causal launches, those whose
+//            plan splits nothing (no whole round before a partial one, a last round over half full, parts under
+//            kMinKvTiles) and those given no workspace run the unsplit kernel (causal tiles differ in length: the tile
+//            counter balances them)
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -106,7 +102,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // session 14's `backoff` and `backoff256` (the producer's barrier waits with a 10 ms / 256 ns suspend-time hint,
 // as cuDNN's producer sleeps: geomean 1.003 / 1.002x over nine rows, 0.98-1.03x, no head dim consistently ahead);
 // session 14's round-2 `ncalign` (qalign's shift for non-causal launches, d = 64's partial query tile after the full
-// ones: 0.99-1.02x, geomean 0.999x over ten rows in call B).
+// ones: 0.99-1.02x, geomean 0.999x over ten rows in call B); session 15's `qahead` (non-causal launches: the Q loads
+// and tickets on a second producer thread, each tile's Q loaded as soon as its slot frees: call A at d = 128 geomean
+// 0.998 / 0.994x over 11 rows, 0.974-1.017x).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -135,6 +133,10 @@ struct FwdDefaults {
   // and 0.997 / 1.013 / 1.042 / 1.043x non-causal at N = 512 / 1k / 4k / 16k (that call's drift 0.974-1.058); at
   // d = 128 0.984 / 1.016 / 1.001x non-causal at N = 512 / 1k / 4k: level, so off there.
   static constexpr int kUniformStageHeadDim = 64;
+  // Session 15's call A (same-process ratios, tailsplit / shipped, bf16, d = 64 non-causal; results/h200/s15/callA/
+  // sm90fwd/): 1.058 / 1.084x at b4-h8 N = 4k, 1.096 / 1.076x at b1-h8 16k, 1.012 / 1.006x at b4-h32 4k, 0.990 / 0.972x
+  // at b16-h32 1k (parts of 4 K/V tiles: none that short since, TailSplitLimits::kMinKvTiles); causal: never split.
+  static constexpr int kTailSplitHeadDim = 64;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -149,9 +151,9 @@ struct FwdProbe {
   int tile_rec = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTileRecHeadDim)
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
-  bool q_ahead = false;
-  bool tail_split = false;
+  int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
+  const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
 // A probe word's tri-state (1 on, 0 off, -1 the default) for a variant that ships at one head dim.
 inline bool variant_on(int word, int head_dim, int default_head_dim) {
@@ -167,6 +169,11 @@ inline FwdProbe fwd_probe() {
                           "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff",
                           "backoff256", "ncalign"})
       if (has(w)) f.removed = w;
+    for (const char* w : {"qahead"})
+      if (has(w)) {
+        f.removed = w;
+        f.removed_in = "session 15";
+      }
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -186,8 +193,7 @@ inline FwdProbe fwd_probe() {
     f.tile_rec = has("trec") ? 1 : has("notrec") ? 0 : -1;
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
-    f.q_ahead = has("qahead");
-    f.tail_split = has("tailsplit");
+    f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -246,18 +252,23 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
     prm.tile_counter = next_tile_counter();
     blocks = fwd_blocks_dynamic(n_work);
   }
+  // kOptTailSplit: the plan (the kernel derives the same one from its grid) and its parts' workspace (the launcher
+  // runs this kernel only where fwd_tail_split splits and p.workspace holds tail_split_workspace_bytes of it).
+  [[maybe_unused]] TailSplit ts{};
+  if constexpr ((kOpt & kOptTailSplit) != 0) {
+    ts = tail_split_plan(int(n_work), int(blocks), prm.mask.kv_tiles(0, Tr::kBr, Tr::kBc));
+    prm.split_o = static_cast<float*>(p.workspace);
+    prm.split_lse = prm.split_o + tail_split_o_floats(ts, Tr::kBr, Tr::kHeadDim);
+  }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
   if constexpr ((kOpt & kOptTailSplit) != 0) {
-    // The split work tiles' parts merged (the kernel derived the same plan from its grid).
-    const TailSplit ts = tail_split_plan(int(n_work), int(blocks), prm.mask.kv_tiles(0, Tr::kBr, Tr::kBc));
-    if (ts.splits > 1) {
-      constexpr int kRowsPerBlock = kCombineThreads / 32;  // a warp a row
-      const long long rows = (n_work - ts.from) * Tr::kBr;
-      flash_sm90_split_combine_kernel<Tr><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kCombineThreads, 0,
-                                            stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), ts);
-      FB_CUDA_CHECK_LAUNCH();
-    }
+    // The split work tiles' parts merged.
+    constexpr int kRowsPerBlock = kCombineThreads / 32;  // a warp a row
+    const long long rows = (n_work - ts.from) * Tr::kBr;
+    flash_sm90_split_combine_kernel<Tr><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kCombineThreads, 0,
+                                          stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), ts);
+    FB_CUDA_CHECK_LAUNCH();
   }
 }
 
@@ -283,45 +294,67 @@ void launch_fwd_bits(unsigned want, const AttentionParams& p, Dtype t, cudaStrea
   else launch_fwd_bits<Tr, kOpt, kRest...>(want, p, t, stream);
 }
 
-// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage.
-template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+// The probe bits launch_fwd_ship adds to its kOpt: trec, l2hint, ustage (the head dim's defaults unless named).
+template <typename Tr> unsigned fwd_ship_bits() {
   const FwdProbe probe = fwd_probe();
   const bool ustage = variant_on(probe.uniform_stage, Tr::kHeadDim, FwdDefaults::kUniformStageHeadDim);
-  const unsigned want = (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) |
-                        (ustage ? kOptUniformStage : 0u);
-  if constexpr (Tr::kConsumerWgs == 3) {
-    // tailsplit: d = 64's shipped kernel plus kOptTailSplit (one kernel more per type, and the merge).
-    if (probe.tail_split) {
-      constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
-      if (want != kShipped || probe.q_ahead || probe.one_q || probe.static_schedule)
-        throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two "
-                                    "Q slots and the tile counter (no trec, notrec, l2hint, noustage, qahead, oneq, "
-                                    "static or old beside it)");
-      // Only where the plan splits (a partial last round after a whole one): elsewhere the shipped kernel.
-      const long long n_work = std::int64_t(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
-      const bool split = !p.causal && n_work < (1ll << 31) &&
-                         tail_split_plan(int(n_work), int(fwd_blocks_dynamic(n_work)),
-                                         (p.seq_k + Tr::kBc - 1) / Tr::kBc).splits > 1;
-      if (split) {
-        launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream);
-        return;
-      }
-    }
+  return (tile_rec_on<Tr>() ? kOptTileRec : 0u) | (probe.l2_hint ? kOptL2Hint : 0u) | (ustage ? kOptUniformStage : 0u);
+}
+
+// Whether the probe words leave d = 64's shipped variant as it is (launch_fwd_ship with the head dim's default bits:
+// no trec, l2hint, noustage, early, nopp, oneq, static or old; xtile and l2small change nothing the split depends on).
+template <typename Tr> bool shipped_variant() {
+  const FwdProbe probe = fwd_probe();
+  constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
+                                (Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u);
+  const bool early = variant_on(probe.early_rescale, Tr::kHeadDim, FwdDefaults::kEarlyRescaleHeadDim);
+  return fwd_ship_bits<Tr>() == kShipped && early == (Tr::kHeadDim == FwdDefaults::kEarlyRescaleHeadDim) &&
+         !probe.no_ping_pong && !probe.one_q && !probe.static_schedule;
+}
+
+// The tail split's plan for the launch of p with traits Tr on `sms` SMs (splits == 1: the unsplit kernel). The one
+// place that decides whether a launch splits: launch_fwd_ship and fwd_workspace_bytes both ask it. Splits at d = 64
+// (FwdDefaults::kTailSplitHeadDim; `notailsplit`: nowhere) with d = 64's shipped variant (shipped_variant: another
+// variant word runs that variant unsplit), non-causal launches, where the plan splits (tail_split_plan).
+template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sms) {
+  const long long n_work = std::int64_t(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
+  const int n = int(std::min<long long>(n_work, INT_MAX));
+  const TailSplit none{n, 1, n};
+  if constexpr (Tr::kConsumerWgs != 3) {
+    return none;  // d = 64's kernel (three consumer warpgroups) only
+  } else {
+    if (!variant_on(fwd_probe().tail_split, Tr::kHeadDim, FwdDefaults::kTailSplitHeadDim) || !shipped_variant<Tr>() ||
+        p.causal || n_work >= INT_MAX || sms <= 0)
+      return none;
+    return tail_split_plan(n, int(std::min<long long>(n_work, sms)), (p.seq_k + Tr::kBc - 1) / Tr::kBc);
   }
-  if (probe.q_ahead) {
-    // qahead: one kernel more per head dim and type, the shipped one's bits plus kOptQAhead.
-    constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
-                                  (Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u);
-    if (want != kShipped || probe.one_q || probe.static_schedule)
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'qahead' runs on the shipped variant only, with two Q slots and "
-                                  "the tile counter (no trec, notrec, l2hint, ustage, noustage, oneq, static or old "
-                                  "beside it)");
-    if (!p.causal) {
-      launch_fwd<Tr, kOpt | kShipped | kOptQAhead>(p, t, stream);
+}
+
+// The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage; d = 64's shipped variant
+// split (kOptTailSplit) where fwd_tail_split says so and the launch has a workspace (without one: unsplit).
+template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  const unsigned want = fwd_ship_bits<Tr>();
+  if constexpr (Tr::kConsumerWgs == 3) {
+    if (fwd_tail_split<Tr>(p, current_sm_count()).splits > 1 && p.workspace != nullptr) {
+      constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
+      launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream);
       return;
     }
   }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
+}
+
+// Bytes of p.workspace the forward with (T, D) uses: the tail split's parts where it splits (fwd_tail_split), else
+// none. Asked where no device may be (a plan): no device, no split.
+template <Dtype T, int D> std::size_t fwd_workspace_bytes(const AttentionParams& p) {
+  using Tr = typename FwdConfig<T, D>::Traits;
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return tail_split_workspace_bytes(fwd_tail_split<Tr>(p, sms), Tr::kBr, Tr::kHeadDim);
 }
 
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
@@ -345,10 +378,15 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
 
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename FwdConfig<T, D>::Traits;
-  if (fwd_probe().removed)
-    throw std::invalid_argument(std::string("FB_SM90_FWD_PROBE: '") + fwd_probe().removed +
-                                "' was measured and removed (docs/perf-notes.md)");
+  if (const FwdProbe probe = fwd_probe(); probe.removed)
+    throw std::invalid_argument(std::string("FB_SM90_FWD_PROBE: '") + probe.removed + "' was measured and removed" +
+                                (probe.removed_in ? std::string(" in ") + probe.removed_in : std::string()) +
+                                " (docs/perf-notes.md)");
   if constexpr (D == 64 || D == 128) {
+    if (Tr::kConsumerWgs == 3 && fwd_probe().tail_split > 0 && !shipped_variant<Tr>())
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
+                                  "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
+                                  "old beside it)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
