@@ -37,7 +37,9 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused
+// accumulators, session 7's default), cvwave (session 15's probe, kBwdPlaneDone: the default's kernel and
+// split, with the dQ convert launched as its programmatic dependent and waiting per K/V plane; as at d = 128,
+// below); unset, empty or `default`: the default. Any other word is refused
 // (a typo in an A/B would otherwise time the default twice and read as "level").
 int bwd64_variant() {
   static const int v = [] {
@@ -46,8 +48,9 @@ int bwd64_variant() {
     if (s.empty() || s == "default") return kBwd64Default;
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
+    if (s == "cvwave") return kBwdPlaneDone;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; "
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, cvwave; "
                                 "unset or default for the default: docs/perf-notes.md)");
   }();
   return v;
@@ -69,11 +72,11 @@ constexpr int kBwd128KeyTailMha = 1 << 22;
 // tiles outermost (kBwdHeadSplit without kBwd128KeyTail), where the default now splits into the most subsets in
 // L2 plane groups and the key-tail order (split_key_tail() below). Every other pass runs as the default.
 constexpr int kBwd128SplitFlat = 1 << 23;
-// FB_SM90_BWD128=cvwave (session 15's probe; the code is the traits bit kBwd128PlaneDone): the default's choice of
+// FB_SM90_BWD128=cvwave (session 15's probe; the code is the traits bit kBwdPlaneDone): the default's choice of
 // kernels, split and order, and on every d = 128 pass without a head split the dQ convert in the main kernel's
 // last wave (plane counters, the convert launched as a programmatic dependent; launch() below). Head-split
 // passes run as the default.
-constexpr int kBwd128CvWave = kBwd128PlaneDone;
+constexpr int kBwd128CvWave = kBwdPlaneDone;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
@@ -184,7 +187,7 @@ bool key_tail_order(const AttentionParams& p) {
 }
 
 // The default's d = 128 kernels (kExtra = 0; q80: q80_kernel(p), causal: the pass's mask, key_tail:
-// key_tail_order(p)), or with the plane counters of cvwave (kExtra = kBwd128PlaneDone: every causal pass takes
+// key_tail_order(p)), or with the plane counters of cvwave (kExtra = kBwdPlaneDone: every causal pass takes
 // the key-tail order there).
 template <typename Elem, int kExtra, typename F> auto with_default_128(bool q80, bool causal, bool key_tail, F&& f) {
   if (key_tail) {  // a head split runs the split kernels (with_split_traits)
@@ -210,6 +213,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
+        case kBwdPlaneDone: return f(BwdTraits<Elem, 64, kBwdPlaneDone>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
@@ -218,7 +222,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
-        case kBwd128CvWave: return with_default_128<Elem, kBwd128PlaneDone>(q80, causal, key_tail, f);
+        case kBwd128CvWave: return with_default_128<Elem, kBwdPlaneDone>(q80, causal, key_tail, f);
         default:  // q64, q80c, kgroup, ktailmha, splitflat too
           return with_default_128<Elem, 0>(q80, causal, key_tail, f);
       }
@@ -284,7 +288,7 @@ int head_split(const AttentionParams& p) {
     return 1;
   // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
   const int v128 = bwd128_variant();
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default && bwd64_variant() != kBwdPlaneDone) ||
       (p.head_dim == 128 && v128 != kBwd128Q64 && v128 != kBwd128Q80C && !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
@@ -333,7 +337,8 @@ Workspace workspace_layout(const AttentionParams& p) {
   w.total = w.dq + align_up(rows * std::size_t(p.head_dim) * sizeof(float));
   // cvwave (BwdTraits::kPlaneDone): a counter per K/V plane.
   w.done = w.total;
-  if (p.head_dim == 128 && bwd128_variant() == kBwd128CvWave)
+  if ((p.head_dim == 128 && bwd128_variant() == kBwd128CvWave) ||
+      (p.head_dim == 64 && bwd64_variant() == kBwdPlaneDone))
     w.total = w.done + align_up(std::size_t(p.batch) * p.kv_heads * sizeof(unsigned));
   if (head_split(p) > 1) {
     // fp32 dK and dV accumulators over whole key tiles (the largest key tile: 128).

@@ -1059,14 +1059,18 @@ __device__ __forceinline__ void bwd_consume_split_head(const BwdParams& prm, con
   }
 }
 
-// kPlaneDone: the consumers are done with the block's tile (bwd_consume / bwd_consume_q80 returned): each
-// consumer's thread 0 has waited for its dQ reductions to complete (cp.async.bulk.wait_group 0), and every
-// thread has stored its dK / dV rows. Those reductions wrote through the async proxy: a proxy fence orders them
-// before this thread's generic release; the barrier over both consumers, before the count, the rest.
+// kPlaneDone: the consumers are done with tile w (bwd_consume / bwd_consume_q80 returned, every thread has
+// stored its dK / dV rows). Each consumer's thread 0 waits until its dQ reductions have completed (one block per
+// tile: it has already; persistent: the tile's last one may still be in flight) and, since they wrote through
+// the async proxy, fences that proxy before the generic release; the barrier over both consumers orders the
+// rest before the count.
 template <typename Tr>
 __device__ __forceinline__ void bwd_plane_done(const BwdParams& prm, const BwdWork& w) {
   const int ctid = threadIdx.x % Tr::kWgThreads;
-  if (ctid == 0) asm volatile("fence.proxy.async.global;\n" ::: "memory");
+  if (ctid == 0) {
+    if constexpr (Tr::kPersistent) ptx::bulk_wait_group_all();
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+  }
   ptx::named_bar_sync(Tr::kBarDs0, Tr::kConsumerThreads);
   if (threadIdx.x == Tr::kWgThreads) plane_count_release(prm.plane_done + w.kv_bh);
 }
@@ -1116,6 +1120,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       for (int tile = blockIdx.x; tile < prm.n_tiles; tile += gridDim.x, ++i) {
         const BwdWork w = bwd_work<Tr>(prm, tile);
         bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i);
+        if constexpr (Tr::kPlaneDone) bwd_plane_done<Tr>(prm, w);
         g += w.steps;
       }
       if (threadIdx.x % Tr::kWgThreads == 0) ptx::bulk_wait_group_all();
@@ -1126,7 +1131,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     } else {
       bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
     }
-    if constexpr (Tr::kPlaneDone) bwd_plane_done<Tr>(prm, w);
+    if constexpr (Tr::kPlaneDone && !Tr::kPersistent) bwd_plane_done<Tr>(prm, w);
   }
 #else
   __trap();

@@ -1,58 +1,70 @@
 #!/usr/bin/env bash
 # Session 15, sm90bwd (issue 13; branch sm90bwd15, prepared in session 14 round 3, UNMEASURED): the flash-sm90
-# d = 128 backward beside the in-binary cudnn, <= 65 s (the step limits add up to 61 s; ~35-40 s expected).
-# Run with BUILD=<build dir> OUTDIR=<dir>. Words (FB_SM90_BWD128 unless said):
-#   cvwave    the dQ convert in the main kernel's last wave: every main block lets the convert launch as it
-#             starts (programmatic dependent launch) and counts its K/V plane done (release) once its dQ
-#             reductions have completed; the convert's blocks take the SMs the last wave leaves idle and each
-#             waits (acquire) for its plane's count. Every d = 128 pass without a head split (non-causal and
-#             causal); head splits run the default. At 16k tokens every N has 2048 blocks (15.52 waves).
-#   grouped7  FB_SM90_BWD_GROUPED=7 (no new code): 16 heads causal N = 1k in the key-tail order with 7 of 8 key
-#             tiles in plane groups (the model keeps all 8 grouped there: a tail of 1.94 device-fulls, modelled
-#             gain under 5%); inert on non-causal rows.
-#   splitflat the head split before session 14's flip (model's subsets, one plane group): the A/B of the
-#             splitkt8 default on shapes call B did not time (8 / 1 causal N = 1k / 4k: 2 / 4 -> 8 subsets;
-#             8 / 1 and 32 / 1 causal N = 16k: 8 subsets both, only the order differs).
-#   1. [bwd128] + GQA/MQA verification under cvwave (every non-split test shape runs the counted convert),
-#      limit 8 s.
-#   2. MHA, 16 heads, 16k tokens, every row verified: bf16 non-causal N = 512 / 1k / 4k, fp16 non-causal 1k,
-#      bf16 causal 1k / 4k. Runs: default + cudnn (limit 10 s), cvwave, grouped7, grouped7, cvwave, default
-#      (4 s each; session 14's call B: 2-3 s for six such rows).
-#   3. GQA/MQA causal bf16, 16k tokens, every row verified: 8 q / 1 kv N = 1k / 4k / 16k, 32 / 1 N = 16k. Runs:
-#      default + cudnn (8 s), splitflat, splitflat, default (5 s each: two
-#      N = 16k rows, 2.6 and 10.4 ms a backward, verified).
+# 16-bit backward beside the in-binary cudnn, <= 65 s (the step limits add up to 61 s; ~35-40 s expected).
+# Run with BUILD=<build dir> OUTDIR=<dir>. Words:
+#   cvwave      FB_SM90_BWD128=cvwave: the dQ convert in the main kernel's last wave. Every main block lets the
+#               convert launch as it starts (programmatic dependent launch) and counts its K/V plane done
+#               (release) once its dQ reductions have completed; the convert's blocks take the SMs the last
+#               wave leaves idle and each waits (acquire) for its plane's count. Every d = 128 pass without a
+#               head split (non-causal and causal); head splits and other head dims run the default. At 16k
+#               tokens every N has 2048 blocks (15.52 waves); the convert is ~50 us after the main kernel.
+#   d64-cvwave  FB_SM90_BWD64=cvwave: the same at d = 64 (the persistent kernel counts each of its tiles after
+#               waiting for that tile's reductions; the convert takes the SMs of the blocks that finish first).
+#   splitflat   FB_SM90_BWD128=splitflat, the head split before session 14's flip (model's subsets, one plane
+#               group): the A/B of the splitkt8 default on shapes call B did not time (8 / 1 causal N = 1k / 4k:
+#               2 / 4 -> 8 subsets; 8 / 1 and 32 / 1 causal N = 16k: 8 subsets both, only the order differs).
+#   1. [bwd64] + GQA/MQA verification under FB_SM90_BWD64=cvwave (limit 6 s), then (inside part 2) [bwd128] +
+#      GQA/MQA under cvwave (7 s): every test shape without a head split runs the counted convert.
+#   2. MHA at 16k tokens (model dim 2048: 16 heads at d = 128, 32 at d = 64), every row verified: d = 128 bf16
+#      non-causal N = 512 / 1k / 4k, fp16 non-causal 1k, bf16 causal 1k / 4k; d = 64 bf16 non-causal 1k / 4k,
+#      fp16 non-causal 2k. Runs: default + cudnn (limit 9 s), cvwave, d64-cvwave, d64-cvwave, cvwave, default
+#      (4 s each; session 14's call B: 2-3 s for six d = 128 rows).
+#   3. GQA/MQA causal bf16 d = 128, 16k tokens, every row verified: 8 q / 1 kv N = 1k / 4k / 16k, 32 / 1 N = 16k.
+#      Runs: default + cudnn (7 s), splitflat, splitflat, default (4 s each; the N = 16k rows take 2.6 and
+#      10.4 ms a backward).
 # Tables last (OUTDIR/table.txt: both parts).
 t0=$SECONDS
 mkdir -p "$OUTDIR"
-spec() {  # config, out, python dict of overrides
+spec() {  # config, out, python dict of overrides (None removes a key)
   python3 -c "
 import json, sys
 s = json.load(open(sys.argv[1]))
-s.pop('model_dim', None)
 s.update($3)
+s = {k: v for k, v in s.items() if v is not None}
 json.dump(s, open(sys.argv[2], 'w'), indent=1)" "$1" "$2"
 }
+# MHA keeps the config's model dim (heads = 2048 / d); GQA names its heads.
 spec configs/sm90bwd-h200.json "$OUTDIR/spec-mha.json" \
-  "name='sm90bwd-s15-mha', heads=[16], kv_heads=[16], dtype=['bf16', 'fp16'], causal=[False, True], seq=[512, 1024, 4096]"
+  "name='sm90bwd-s15-mha', head_dim=[64, 128], dtype=['bf16', 'fp16'], causal=[False, True], seq=[512, 1024, 2048, 4096]"
 spec configs/sm90bwd-h200.json "$OUTDIR/spec-gqa.json" \
-  "name='sm90bwd-s15-gqa', heads=[8, 32], kv_heads=[1], dtype=['bf16'], causal=[True], seq=[1024, 4096, 16384]"
-mha_cases='h16-kv16-n(512|1024|4096)-d128-bf16-full|h16-kv16-n1024-d128-fp16-full|h16-kv16-n(1024|4096)-d128-bf16-causal'
+  "name='sm90bwd-s15-gqa', model_dim=None, heads=[8, 32], kv_heads=[1], dtype=['bf16'], causal=[True], seq=[1024, 4096, 16384]"
+mha_cases='n(512|1024|4096)-d128-bf16-full|n1024-d128-fp16-full|n(1024|4096)-d128-bf16-causal|n(1024|4096)-d64-bf16-full|n2048-d64-fp16-full'
 gqa_cases='h8-kv1-n(1024|4096|16384)-d128-bf16-causal|h32-kv1-n16384-d128-bf16-causal'
+tests="$BUILD/tests/flashbench_gpu_tests"
 
-CONFIG="$OUTDIR/spec-mha.json" CASES="$mha_cases" VARIANTS="cvwave grouped7" TEST_VARIANTS="cvwave" ROUNDS=2 \
-  TEST_TIMEOUT=8 PEER_TIMEOUT=10 STEP_TIMEOUT=4 BUILD=$BUILD scripts/sm90bwd_h200.sh "$OUTDIR/mha" \
+t1=$SECONDS
+timeout 6 env FB_SM90_BWD64=cvwave "$tests" "[bwd64],GQA/MQA: the flash-sm90 backward verifies*" \
+  >"$OUTDIR/tests-d64-cvwave.log" 2>&1
+rc=$?
+result=$(grep -E 'test cases|passed|failed' "$OUTDIR/tests-d64-cvwave.log" | tail -n 1)
+echo "tests-d64-cvwave rc=$rc $((SECONDS - t1))s  $result" | tee "$OUTDIR/tests-d64-cvwave.rc"
+variants="cvwave d64-cvwave"
+[ "$rc" -eq 0 ] || { echo "d64-cvwave: tests failed (rc=$rc), not timed" >&2; variants="cvwave"; }
+
+CONFIG="$OUTDIR/spec-mha.json" CASES="$mha_cases" VARIANTS="$variants" TEST_VARIANTS="cvwave" ROUNDS=2 \
+  TEST_TIMEOUT=7 PEER_TIMEOUT=9 STEP_TIMEOUT=4 BUILD=$BUILD scripts/sm90bwd_h200.sh "$OUTDIR/mha" \
   >"$OUTDIR/mha-steps.log" 2>&1
-echo "parts 1-2 (tests, mha) rc=$? at $((SECONDS - t0)) s"
+echo "part 2 (mha) rc=$? at $((SECONDS - t0)) s"
 grep -hE "rc=" "$OUTDIR/mha-steps.log"
 CONFIG="$OUTDIR/spec-gqa.json" CASES="$gqa_cases" VARIANTS="splitflat" TEST_VARIANTS="" ROUNDS=2 \
-  PEER_TIMEOUT=8 STEP_TIMEOUT=5 BUILD=$BUILD scripts/sm90bwd_h200.sh "$OUTDIR/gqa" \
+  PEER_TIMEOUT=7 STEP_TIMEOUT=4 BUILD=$BUILD scripts/sm90bwd_h200.sh "$OUTDIR/gqa" \
   >"$OUTDIR/gqa-steps.log" 2>&1
 echo "part 3 (gqa) rc=$? at $((SECONDS - t0)) s"
 grep -hE "rc=" "$OUTDIR/gqa-steps.log"
 {
-  echo "== MHA, 16 heads, 16k tokens: cvwave (the dQ convert in the last wave), grouped7 (causal N = 1k key tail)"
+  echo "== MHA, 16k tokens (16 heads at d = 128, 32 at d = 64): cvwave / d64-cvwave, the dQ convert in the last wave"
   cat "$OUTDIR/mha/table.txt"
-  echo "== GQA/MQA causal bf16, 16k tokens: the default (splitkt8's split, since session 14) against splitflat"
+  echo "== GQA/MQA causal bf16 d = 128, 16k tokens: the default (splitkt8's split, since session 14) against splitflat"
   cat "$OUTDIR/gqa/table.txt"
 } >"$OUTDIR/table.txt"
 cat "$OUTDIR/table.txt"
