@@ -363,8 +363,9 @@ template <typename Tr> struct Convert {
   static_assert(kStride % 4 == 0 && Tr::kDqCols % kVecElems == 0, "16-byte rows and writes");
 };
 
-// The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks).
-template <typename Tr, bool kTransposed>
+// The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks; kL2Loads: the
+// accumulator read past L1, ld.global.cg, for cvwave's convert, which runs beside the kernel that writes it).
+template <typename Tr, bool kTransposed, bool kL2Loads = false>
 __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::Elem* dq, int seq,
                                                  int n_qtiles, float* tile) {
   using Cv = Convert<Tr>;
@@ -378,7 +379,7 @@ __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::
   const float4* src = reinterpret_cast<const float4*>(acc + block * Tr::kDqWgFloats);
 #pragma unroll
   for (int g = 0; g < Tr::kDqRegs / 4; ++g) {
-    const float4 v = src[g * Cv::kThreads + tid];
+    const float4 v = kL2Loads ? __ldcg(src + g * Cv::kThreads + tid) : src[g * Cv::kThreads + tid];
     const int r = warp * 16 + lane / 4;
     const int c = g * Tr::kMmaN + 2 * (lane % 4);
     if constexpr (kTransposed) {
@@ -434,8 +435,9 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
 // cvwave (BwdTraits::kPlaneDone on the main kernel): either convert kernel above, launched as the main kernel's
 // programmatic dependent, so that it may start while the main grid's last wave still runs; each block first waits
 // until every key tile of its K/V plane (q plane / group) has counted itself done (bwd_plane_done(), whose release
-// orders the tile's completed dQ reductions before the count). The accumulator is read with plain coherent loads
-// (no __restrict__, which could let them take the non-coherent path), each block its own 16 or 20 KB once.
+// orders the tile's completed dQ reductions before the count). The accumulator is read from L2 (ld.global.cg: no
+// line of it can be stale in this SM's L1; no __restrict__, which could let the loads take the non-coherent
+// path), each block its own 16 or 20 KB once.
 // CvTr: a traits type with the accumulator's layout (64-query or Q80 blocks).
 template <typename CvTr, bool kTransposed>
 __global__ void __launch_bounds__(Convert<CvTr>::kThreads)
@@ -447,7 +449,7 @@ __global__ void __launch_bounds__(Convert<CvTr>::kThreads)
     while (plane_count_acquire(counter) < key_tiles) __nanosleep(256);
   }
   __syncthreads();
-  convert_dq_block<CvTr, kTransposed>(acc, dq, seq, n_qtiles, tile);
+  convert_dq_block<CvTr, kTransposed, true>(acc, dq, seq, n_qtiles, tile);
 }
 
 // cvwave: kernel<<<blocks, threads, smem, stream>>>(args...) as a programmatic dependent of the kernel before it
