@@ -335,11 +335,11 @@ Workspace workspace_layout(const AttentionParams& p) {
   w.d = align_up(rows * sizeof(float));
   w.dq = w.d + align_up(rows * sizeof(float));
   w.total = w.dq + align_up(rows * std::size_t(p.head_dim) * sizeof(float));
-  // cvwave (BwdTraits::kPlaneDone): a counter per K/V plane.
+  // cvwave (BwdTraits::kPlaneDone): a counter per K/V plane, one per 128-byte line.
   w.done = w.total;
   if ((p.head_dim == 128 && bwd128_variant() == kBwd128CvWave) ||
       (p.head_dim == 64 && bwd64_variant() == kBwdPlaneDone))
-    w.total = w.done + align_up(std::size_t(p.batch) * p.kv_heads * sizeof(unsigned));
+    w.total = w.done + align_up(std::size_t(p.batch) * p.kv_heads * kPlaneDoneStride * sizeof(unsigned));
   if (head_split(p) > 1) {
     // fp32 dK and dV accumulators over whole key tiles (the largest key tile: 128).
     constexpr std::size_t kKeyTile = 128;
@@ -438,15 +438,18 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
 // orders the tile's completed dQ reductions before the count). The accumulator is read from L2 (ld.global.cg: no
 // line of it can be stale in this SM's L1; no __restrict__, which could let the loads take the non-coherent
 // path), each block its own 16 or 20 KB once.
-// CvTr: a traits type with the accumulator's layout (64-query or Q80 blocks).
+// CvTr: a traits type with the accumulator's layout (64-query or Q80 blocks). A waiting block polls every
+// ~kPlaneDonePollNs: a plane's convert starts at most about that late, against ~50 us of converting in all.
+constexpr unsigned kPlaneDonePollNs = 500;
 template <typename CvTr, bool kTransposed>
 __global__ void __launch_bounds__(Convert<CvTr>::kThreads)
     bwd_convert_dq_wait_kernel(const float* acc, typename CvTr::Elem* dq, int seq, int n_qtiles,
                                const unsigned* plane_done, int group, unsigned key_tiles) {
   __shared__ __align__(16) float tile[Convert<CvTr>::kRows * Convert<CvTr>::kStride];
   if (threadIdx.x == 0) {
-    const unsigned* counter = plane_done + blockIdx.x / CvTr::kDqBlocks / unsigned(n_qtiles) / unsigned(group);
-    while (plane_count_acquire(counter) < key_tiles) __nanosleep(256);
+    const unsigned plane = blockIdx.x / CvTr::kDqBlocks / unsigned(n_qtiles) / unsigned(group);
+    const unsigned* counter = plane_done + plane * kPlaneDoneStride;
+    while (plane_count_acquire(counter) < key_tiles) __nanosleep(kPlaneDonePollNs);
   }
   __syncthreads();
   convert_dq_block<CvTr, kTransposed, true>(acc, dq, seq, n_qtiles, tile);
@@ -706,7 +709,8 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
 
   if constexpr (Tr::kPlaneDone) {
     prm.plane_done = plane_done;
-    FB_CUDA_CHECK(cudaMemsetAsync(plane_done, 0, std::size_t(kv_planes) * sizeof(unsigned), stream));
+    FB_CUDA_CHECK(
+        cudaMemsetAsync(plane_done, 0, std::size_t(kv_planes) * kPlaneDoneStride * sizeof(unsigned), stream));
   }
 
   const auto kernel = flash_sm90_bwd_kernel<Tr>;

@@ -50,8 +50,9 @@ struct BwdParams {
   // Key tail order (kKeyTail, flash_sm90_bwd_traits.h): key tiles [0, grouped_tiles) in plane groups, the
   // rest over all planes. In the padding of the 640-byte block: no other variant's parameters move.
   int grouped_tiles;
-  // Plane counters (kPlaneDone, flash_sm90_bwd_traits.h): [kv_planes], zeroed; each block adds 1 to its K/V
-  // plane's once its dQ reductions have completed. Also in the padding of the 640-byte block.
+  // Plane counters (kPlaneDone, flash_sm90_bwd_traits.h): [kv_planes, kPlaneDoneStride] (the first of each line
+  // counts), zeroed; each block adds 1 to its K/V plane's once its dQ reductions have completed. Also in the
+  // padding of the 640-byte block.
   unsigned* plane_done;
 };
 static_assert(sizeof(BwdParams) == 640, "the parameter block keeps its size (the default kernels' PTX)");
@@ -1072,7 +1073,7 @@ __device__ __forceinline__ void bwd_plane_done(const BwdParams& prm, const BwdWo
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
   }
   ptx::named_bar_sync(Tr::kBarDs0, Tr::kConsumerThreads);
-  if (threadIdx.x == Tr::kWgThreads) plane_count_release(prm.plane_done + w.kv_bh);
+  if (threadIdx.x == Tr::kWgThreads) plane_count_release(prm.plane_done + w.kv_bh * kPlaneDoneStride);
 }
 
 #endif  // FB_PTX_SM90A

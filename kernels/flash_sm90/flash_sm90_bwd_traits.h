@@ -159,6 +159,9 @@ constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBw
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
               kBwdPlaneDone = 131072;
+// kBwdPlaneDone's counters, one per 128-byte line (in unsigned): the convert's waiting blocks poll them, and each
+// plane's own line keeps that polling and the main blocks' counts off one another's L2 lines.
+constexpr int kPlaneDoneStride = 32;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
