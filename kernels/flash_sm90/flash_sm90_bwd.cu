@@ -37,10 +37,8 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default), cvwave (session 15's probe, kBwdPlaneDone: the default's kernel and
-// split, with the dQ convert launched as its programmatic dependent and waiting per K/V plane; as at d = 128,
-// below); unset, empty or `default`: the default. Any other word is refused
-// (a typo in an A/B would otherwise time the default twice and read as "level").
+// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused,
+// removed ones included (a typo in an A/B would otherwise time the default twice and read as "level").
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
@@ -48,10 +46,10 @@ int bwd64_variant() {
     if (s.empty() || s == "default") return kBwd64Default;
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
-    if (s == "cvwave") return kBwdPlaneDone;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, cvwave; "
-                                "unset or default for the default: docs/perf-notes.md)");
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; "
+                                "unset or default for the default; cvwave was removed in session 15: "
+                                "docs/perf-notes.md)");
   }();
   return v;
 }
@@ -72,17 +70,12 @@ constexpr int kBwd128KeyTailMha = 1 << 22;
 // tiles outermost (kBwdHeadSplit without kBwd128KeyTail), where the default now splits into the most subsets in
 // L2 plane groups and the key-tail order (split_key_tail() below). Every other pass runs as the default.
 constexpr int kBwd128SplitFlat = 1 << 23;
-// FB_SM90_BWD128=cvwave (session 15's probe; the code is the traits bit kBwdPlaneDone): the default's choice of
-// kernels, split and order, and on every d = 128 pass without a head split the dQ convert in the main kernel's
-// last wave (plane counters, the convert launched as a programmatic dependent; launch() below). Head-split
-// passes run as the default.
-constexpr int kBwd128CvWave = kBwdPlaneDone;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, cvwave (above). Unset, empty or `default`: the default
+// no head split; kgroup, ktailmha, splitflat (above). Unset, empty or `default`: the default
 // (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
 // A/B under a removed word would time the default and read as "level").
@@ -100,28 +93,21 @@ int bwd128_variant() {
     if (s == "kgroup") return kBwd128KeyGroup;
     if (s == "ktailmha") return kBwd128KeyTailMha;
     if (s == "splitflat") return kBwd128SplitFlat;
-    if (s == "cvwave") return kBwd128CvWave;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, cvwave; unset or default for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat; unset or default for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
-                                "(now the default), ktailmem and splitkt in session 14: docs/perf-notes.md)");
+                                "(now the default), ktailmem and splitkt in session 14, cvwave in session 15: "
+                                "docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup, ktailmha, splitflat and cvwave: the default's choice of kernels (the others change the
-// causal order only, splitflat the head split's number of subsets, cvwave where the dQ convert runs).
+// The default, kgroup, ktailmha and splitflat: the default's choice of kernels (the others change the causal
+// order only, and splitflat the head split's number of subsets).
 bool default_choice_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128CvWave;
-}
-
-// The default's order and split, with the default's or cvwave's kernels.
-bool default_order_variant() {
-  const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128CvWave;
+  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -134,7 +120,7 @@ bool default_order_variant() {
 // 8 kv pass. The same order with the model's subsets (4 / 2: units of 8 heads) was level (probe splitkt,
 // removed). splitflat, kgroup and ktailmha keep the split before it.
 bool split_key_tail(const AttentionParams& p) {
-  return p.causal && p.head_dim == 128 && default_order_variant();
+  return p.causal && p.head_dim == 128 && bwd128_variant() == kBwd64Default;
 }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -178,30 +164,12 @@ bool q80_kernel(const AttentionParams& p) {
 // causal d = 128 passes, MHA (session 13's call B: +5.8 / +6.0 / +4.1% at 8 heads N = 1k / 2k / 4k, level at
 // 16 heads) and GQA (session 14's call A, 16k tokens, bf16, against session 13's default in the same process:
 // 32 q / 8 kv heads N = 1k / 4k +2.4 / +4.0%, 16 / 8 heads +2.7 / +3.9%; results/h200/s14/callA/sm90bwd/).
-// ktailmha: MHA passes only (session 13's default); kgroup: none; splitflat, cvwave: as the default.
+// ktailmha: MHA passes only (session 13's default); kgroup: none; splitflat: as the default.
 bool key_tail_order(const AttentionParams& p) {
   if (!p.causal) return false;
   const int v = bwd128_variant();
-  if (default_order_variant() || v == kBwd128SplitFlat) return true;
+  if (v == kBwd64Default || v == kBwd128SplitFlat) return true;
   return v == kBwd128KeyTailMha && p.group() == 1;
-}
-
-// The default's d = 128 kernels (kExtra = 0; q80: q80_kernel(p), causal: the pass's mask, key_tail:
-// key_tail_order(p)), or with the plane counters of cvwave (kExtra = kBwdPlaneDone: every causal pass takes
-// the key-tail order there).
-template <typename Elem, int kExtra, typename F> auto with_default_128(bool q80, bool causal, bool key_tail, F&& f) {
-  if (key_tail) {  // a head split runs the split kernels (with_split_traits)
-    // grouped_key_tiles() may keep every key tile grouped (session 12's order).
-    if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail | kExtra>{});
-    return f(BwdTraits<Elem, 128, kBwd128KeyTail | kExtra>{});
-  }
-  if constexpr (kExtra == 0) {
-    if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
-  } else {
-    if (causal) throw std::logic_error("flash-sm90 backward: cvwave runs causal passes in the key-tail order");
-  }
-  if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kExtra>{});
-  return f(BwdTraits<Elem, 128, kExtra>{});
 }
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
@@ -213,7 +181,6 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        case kBwdPlaneDone: return f(BwdTraits<Elem, 64, kBwdPlaneDone>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
@@ -222,9 +189,15 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
-        case kBwd128CvWave: return with_default_128<Elem, kBwdPlaneDone>(q80, causal, key_tail, f);
-        default:  // q64, q80c, kgroup, ktailmha, splitflat too
-          return with_default_128<Elem, 0>(q80, causal, key_tail, f);
+        default:  // q64, q80c, kgroup too
+          if (key_tail) {  // a head split runs the split kernels (with_split_traits)
+            // grouped_key_tiles() may keep every key tile grouped (session 12's order).
+            if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail>{});
+            return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
+          }
+          if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
+          if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
+          return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
@@ -288,7 +261,7 @@ int head_split(const AttentionParams& p) {
     return 1;
   // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
   const int v128 = bwd128_variant();
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default && bwd64_variant() != kBwdPlaneDone) ||
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
       (p.head_dim == 128 && v128 != kBwd128Q64 && v128 != kBwd128Q80C && !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
@@ -320,7 +293,7 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
 }
 
 struct Workspace {
-  std::size_t lse = 0, d = 0, dq = 0, done = 0, dkv = 0, total = 0;
+  std::size_t lse = 0, d = 0, dq = 0, dkv = 0, total = 0;
 };
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
@@ -335,11 +308,6 @@ Workspace workspace_layout(const AttentionParams& p) {
   w.d = align_up(rows * sizeof(float));
   w.dq = w.d + align_up(rows * sizeof(float));
   w.total = w.dq + align_up(rows * std::size_t(p.head_dim) * sizeof(float));
-  // cvwave (BwdTraits::kPlaneDone): a counter per K/V plane, one per 128-byte line.
-  w.done = w.total;
-  if ((p.head_dim == 128 && bwd128_variant() == kBwd128CvWave) ||
-      (p.head_dim == 64 && bwd64_variant() == kBwdPlaneDone))
-    w.total = w.done + align_up(std::size_t(p.batch) * p.kv_heads * kPlaneDoneStride * sizeof(unsigned));
   if (head_split(p) > 1) {
     // fp32 dK and dV accumulators over whole key tiles (the largest key tile: 128).
     constexpr std::size_t kKeyTile = 128;
@@ -363,9 +331,8 @@ template <typename Tr> struct Convert {
   static_assert(kStride % 4 == 0 && Tr::kDqCols % kVecElems == 0, "16-byte rows and writes");
 };
 
-// The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks; kL2Loads: the
-// accumulator read past L1, ld.global.cg, for cvwave's convert, which runs beside the kernel that writes it).
-template <typename Tr, bool kTransposed, bool kL2Loads = false>
+// The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks).
+template <typename Tr, bool kTransposed>
 __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::Elem* dq, int seq,
                                                  int n_qtiles, float* tile) {
   using Cv = Convert<Tr>;
@@ -379,7 +346,7 @@ __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::
   const float4* src = reinterpret_cast<const float4*>(acc + block * Tr::kDqWgFloats);
 #pragma unroll
   for (int g = 0; g < Tr::kDqRegs / 4; ++g) {
-    const float4 v = kL2Loads ? __ldcg(src + g * Cv::kThreads + tid) : src[g * Cv::kThreads + tid];
+    const float4 v = src[g * Cv::kThreads + tid];
     const int r = warp * 16 + lane / 4;
     const int c = g * Tr::kMmaN + 2 * (lane % 4);
     if constexpr (kTransposed) {
@@ -430,47 +397,6 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
                            int n_qtiles) {
   __shared__ __align__(16) float tile[Convert<Tr>::kRows * Convert<Tr>::kStride];
   convert_dq_block<Tr, true>(acc, dq, seq, n_qtiles, tile);
-}
-
-// cvwave (BwdTraits::kPlaneDone on the main kernel): either convert kernel above, launched as the main kernel's
-// programmatic dependent, so that it may start while the main grid's last wave still runs; each block first waits
-// until every key tile of its K/V plane (q plane / group) has counted itself done (bwd_plane_done(), whose release
-// orders the tile's completed dQ reductions before the count). The accumulator is read from L2 (ld.global.cg: no
-// line of it can be stale in this SM's L1; no __restrict__, which could let the loads take the non-coherent
-// path), each block its own 16 or 20 KB once.
-// CvTr: a traits type with the accumulator's layout (64-query or Q80 blocks). A waiting block polls every
-// ~kPlaneDonePollNs: a plane's convert starts at most about that late, against ~50 us of converting in all.
-constexpr unsigned kPlaneDonePollNs = 500;
-template <typename CvTr, bool kTransposed>
-__global__ void __launch_bounds__(Convert<CvTr>::kThreads)
-    bwd_convert_dq_wait_kernel(const float* acc, typename CvTr::Elem* dq, int seq, int n_qtiles,
-                               const unsigned* plane_done, int group, unsigned key_tiles) {
-  __shared__ __align__(16) float tile[Convert<CvTr>::kRows * Convert<CvTr>::kStride];
-  if (threadIdx.x == 0) {
-    const unsigned plane = blockIdx.x / CvTr::kDqBlocks / unsigned(n_qtiles) / unsigned(group);
-    const unsigned* counter = plane_done + plane * kPlaneDoneStride;
-    while (plane_count_acquire(counter) < key_tiles) __nanosleep(kPlaneDonePollNs);
-  }
-  __syncthreads();
-  convert_dq_block<CvTr, kTransposed, true>(acc, dq, seq, n_qtiles, tile);
-}
-
-// cvwave: kernel<<<blocks, threads, smem, stream>>>(args...) as a programmatic dependent of the kernel before it
-// in the stream (the main kernel, which lets it launch as its blocks start).
-template <typename... Params, typename... Args>
-void launch_dependent(void (*kernel)(Params...), unsigned blocks, int threads, std::size_t smem,
-                      cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...));
 }
 
 // Blocks of a persistent backward (BwdTraits::kPersistent) for n_tiles work tiles: one per SM, each
@@ -656,11 +582,10 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   return best;
 }
 
-// split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators; plane_done:
-// cvwave's counters (BwdTraits::kPlaneDone, zeroed here).
+// split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
 template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
-            cudaStream_t stream, int split = 1, float* dkv_acc = nullptr, unsigned* plane_done = nullptr) {
+            cudaStream_t stream, int split = 1, float* dkv_acc = nullptr) {
   const Dtype t = p.dtype;
   const int seq_pad = seq_pad_of<Tr>(p);
   BwdParams prm{};
@@ -706,12 +631,6 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     prm.grouped_tiles = grouped_key_tiles(p, prm.key_tiles, prm.kv_planes, prm.plane_group, Tr::kBlockN,
                                           Tr::kBlockM, prm.group);
 
-  if constexpr (Tr::kPlaneDone) {
-    prm.plane_done = plane_done;
-    FB_CUDA_CHECK(
-        cudaMemsetAsync(plane_done, 0, std::size_t(kv_planes) * kPlaneDoneStride * sizeof(unsigned), stream));
-  }
-
   const auto kernel = flash_sm90_bwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
@@ -723,14 +642,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
 
   const int n_qtiles = seq_pad / Tr::kDqTileRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
-  if constexpr (Tr::kPlaneDone) {
-    using CvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kQ80 ? kBwd128Q80 : kBwd64Default>;
-    static_assert(CvTr::kDqWgFloats == Tr::kDqWgFloats && CvTr::kDqTileRows == Tr::kDqTileRows,
-                  "the convert's layout is the main kernel's");
-    launch_dependent(bwd_convert_dq_wait_kernel<CvTr, Tr::kQ80>, unsigned(convert_blocks), Convert<CvTr>::kThreads,
-                     0, stream, static_cast<const float*>(dq_acc), static_cast<typename Tr::Elem*>(p.dq), p.seq_q,
-                     n_qtiles, static_cast<const unsigned*>(plane_done), p.group(), unsigned(key_tiles));
-  } else if constexpr (Tr::kQ80) {
+  if constexpr (Tr::kQ80) {
     bwd_convert_dqt_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   } else {
@@ -849,7 +761,7 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   with_traits(p, [&](auto tr) {
     using Tr = decltype(tr);
     prepass(tr);
-    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, nullptr, reinterpret_cast<unsigned*>(base + ws.done));
+    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream);
   });
 }
 

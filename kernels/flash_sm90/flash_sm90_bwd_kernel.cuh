@@ -50,10 +50,6 @@ struct BwdParams {
   // Key tail order (kKeyTail, flash_sm90_bwd_traits.h): key tiles [0, grouped_tiles) in plane groups, the
   // rest over all planes. In the padding of the 640-byte block: no other variant's parameters move.
   int grouped_tiles;
-  // Plane counters (kPlaneDone, flash_sm90_bwd_traits.h): [kv_planes, kPlaneDoneStride] (the first of each line
-  // counts), zeroed; each block adds 1 to its K/V plane's once its dQ reductions have completed. Also in the
-  // padding of the 640-byte block.
-  unsigned* plane_done;
 };
 static_assert(sizeof(BwdParams) == 640, "the parameter block keeps its size (the default kernels' PTX)");
 
@@ -117,25 +113,6 @@ template <typename Tr>
 __device__ __forceinline__ int kv_plane(const BwdParams& prm, const BwdWork& w) {
   if constexpr (Tr::kHeadSplit) return w.kv_bh / prm.head_split;
   return w.kv_bh;
-}
-
-// kPlaneDone (a probe): let the kernel after this one in the stream, launched as its programmatic dependent (the dQ
-// convert), launch once every block of this grid has called this or exited.
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-// kPlaneDone: *counter += 1 at gpu scope, ordered after everything the block's threads wrote before the barrier
-// that precedes it (the release half of the plane counters; plane_count_acquire() is the other).
-__device__ __forceinline__ void plane_count_release(unsigned* counter) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(counter) : "memory");
-}
-__device__ __forceinline__ unsigned plane_count_acquire(const unsigned* counter) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(counter) : "memory");
-  return v;
 }
 
 #if FB_PTX_SM90A
@@ -1060,22 +1037,6 @@ __device__ __forceinline__ void bwd_consume_split_head(const BwdParams& prm, con
   }
 }
 
-// kPlaneDone: the consumers are done with tile w (bwd_consume / bwd_consume_q80 returned, every thread has
-// stored its dK / dV rows). Each consumer's thread 0 waits until its dQ reductions have completed (one block per
-// tile: it has already; persistent: the tile's last one may still be in flight) and, since they wrote through
-// the async proxy, fences that proxy before the generic release; the barrier over both consumers orders the
-// rest before the count.
-template <typename Tr>
-__device__ __forceinline__ void bwd_plane_done(const BwdParams& prm, const BwdWork& w) {
-  const int ctid = threadIdx.x % Tr::kWgThreads;
-  if (ctid == 0) {
-    if constexpr (Tr::kPersistent) ptx::bulk_wait_group_all();
-    asm volatile("fence.proxy.async.global;\n" ::: "memory");
-  }
-  ptx::named_bar_sync(Tr::kBarDs0, Tr::kConsumerThreads);
-  if (threadIdx.x == Tr::kWgThreads) plane_count_release(prm.plane_done + w.kv_bh * kPlaneDoneStride);
-}
-
 #endif  // FB_PTX_SM90A
 
 template <typename Tr>
@@ -1088,9 +1049,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const BwdSmem<Tr> sm{base};
   const BwdBarriers<Tr> bars{base + Tr::kOffBar};
   const BwdWork w = bwd_work<Tr>(prm, blockIdx.x);  // persistent: the first tile
-  // kPlaneDone: the convert may launch once every block has started; its blocks fit only on SMs this grid has
-  // left, and wait there for their planes' counters.
-  if constexpr (Tr::kPlaneDone) launch_dependents();
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);
@@ -1121,7 +1079,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       for (int tile = blockIdx.x; tile < prm.n_tiles; tile += gridDim.x, ++i) {
         const BwdWork w = bwd_work<Tr>(prm, tile);
         bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i);
-        if constexpr (Tr::kPlaneDone) bwd_plane_done<Tr>(prm, w);
         g += w.steps;
       }
       if (threadIdx.x % Tr::kWgThreads == 0) ptx::bulk_wait_group_all();
@@ -1132,7 +1089,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     } else {
       bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
     }
-    if constexpr (Tr::kPlaneDone && !Tr::kPersistent) bwd_plane_done<Tr>(prm, w);
   }
 #else
   __trap();

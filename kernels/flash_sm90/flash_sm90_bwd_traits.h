@@ -141,27 +141,12 @@ namespace fb::cuda::flash_sm90 {
 //                       key tiles outermost: the blocks in flight shared no rows at N = 1024).
 //   (Measured and removed in session 13: the non-causal main kernel and dQ convert launched as programmatic
 //   dependents of the pre-pass and the main kernel, level in call A and call B, 0.996-1.018.)
-//   Session 15 probe at d = 128 and 64 (a bit with the default's kernels; FB_SM90_BWD128=cvwave, FB_SM90_BWD64=cvwave,
-//   flash_sm90_bwd.cu):
-//   kBwdPlaneDone       the dQ convert in the main kernel's last wave. Every block lets the convert launch
-//                       (programmatic dependent launch) as it starts, and at its end, once its dQ reductions
-//                       have completed and its dK / dV rows are stored, adds 1 to its K/V plane's counter
-//                       (release). The convert is then launched as soon as the main grid's last block has
-//                       started, so its blocks take the SMs the last wave leaves idle (a main block holds
-//                       the whole register file: they never share an SM with one); each waits (acquire)
-//                       until its plane's counter reaches key_tiles, then converts. At 16k tokens every N
-//                       has 2048 blocks, 15.52 waves: half an SM-wave idle, and the convert (49-51 us at
-//                       16k tokens x 2048, memory-bound) after the main kernel otherwise. The persistent
-//                       d = 64 kernel counts each of its tiles (after waiting for that tile's reductions);
-//                       its 132 blocks let the convert launch at once, and it takes the SMs of the blocks
-//                       that finish first (64 of them with 15 tiles where the rest have 16).
+//   (Measured and removed in session 15: cvwave at d = 128 and 64, the dQ convert launched as the main kernel's
+//   programmatic dependent, each block waiting on per-K/V-plane counters to convert in the last wave's idle
+//   SMs; 0.98-1.04x, inside the default's run-to-run spread: its two N = 1k runs were 390 and 420 TFLOP/s.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
-              kBwdPlaneDone = 131072;
-// kBwdPlaneDone's counters, one per 128-byte line (in unsigned): the convert's waiting blocks poll them, and each
-// plane's own line keeps that polling and the main blocks' counts off one another's L2 lines.
-constexpr int kPlaneDoneStride = 32;
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -198,9 +183,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // The head split's units too (d = 128), in the order of its virtual planes (flash_sm90_bwd_kernel.cuh).
   static constexpr bool kKeyTail =
       ((kHeadSplit && kHeadDim == 128 ? kVariant64 : kBits128) & kBwd128KeyTail) != 0;
-  // Plane counters for the convert in the last wave (kBwdPlaneDone above; staged dK/dV, no head split).
-  static constexpr bool kPlaneDone =
-      !kHeadSplit && ((kHeadDim == 64 ? kVariant64 : kBits128) & kBwdPlaneDone) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -317,19 +299,16 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
   static_assert(!kKeyTail || (!kPersistent && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
                 "the key-tile tail order: one block per tile, not with session 9-11's probes");
-  static_assert(!kPlaneDone || (kEpiSmem && kSharedDs && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
-                "plane counters: the staged epilogue, a barrier over both consumers, not with session 9-11's probes");
   static_assert(!kHeadSplit || kDkvBlockBytes <= kDqWgBytes, "dK, dV partial blocks stage in the dQ buffer");
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqTileRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default ||
-                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct ||
-                                        kVariant64 == kBwdPlaneDone)) ||
+                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
-                                                         kBwd128KeyTail | kBwdPlaneDone)) == 0)),
+                                                         kBwd128KeyTail)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
