@@ -15,7 +15,11 @@
 # ROUNDS=1 runs each probe once (no reversed second round); TEST_VARIANTS="a" runs the probe tests for
 # those probes only (the others are timed without them; "" for none); PEER2=0 runs the last default run
 # without cudnn. A variant named splitN runs the default with FB_SM90_BWD_SPLIT=N (N query-head subsets forced
-# on GQA/MQA passes where N divides the group; MHA rows run the default) instead of an FB_SM90_BWD128 word.
+# on GQA/MQA passes where N divides the group; MHA rows run the default) instead of an FB_SM90_BWD128 word;
+# groupedT the default with FB_SM90_BWD_GROUPED=T (T key tiles in plane groups on causal key-tail passes, the
+# rest over all planes; non-causal rows run the default); d64-WORD runs FB_SM90_BWD64=WORD (d = 64 rows; the
+# d = 128 rows run the default; its tests step runs the [bwd128] filter, so time it with TEST_VARIANTS without it
+# and run [bwd64] under it separately).
 #     BUILD=build-h200 scripts/sm90bwd_h200.sh OUTDIR
 # BUILD (default build-h200) is configured for sm_90a and built when it has no flashbench yet (minutes;
 # not part of the 55 s). Each step is limited to STEP_TIMEOUT seconds (default 20); TEST_TIMEOUT and
@@ -37,6 +41,8 @@ test_variants=" ${TEST_VARIANTS-${variants[*]}} "
 variant_env() {  # the environment setting that picks variant $1
   case "$1" in
     split[0-9]*) echo "FB_SM90_BWD_SPLIT=${1#split}" ;;
+    grouped[0-9]*) echo "FB_SM90_BWD_GROUPED=${1#grouped}" ;;
+    d64-*) echo "FB_SM90_BWD64=${1#d64-}" ;;
     *) echo "FB_SM90_BWD128=$1" ;;
   esac
 }

@@ -37,8 +37,8 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused
-// (a typo in an A/B would otherwise time the default twice and read as "level").
+// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused,
+// removed ones included (a typo in an A/B would otherwise time the default twice and read as "level").
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
@@ -48,7 +48,8 @@ int bwd64_variant() {
     if (s == "direct") return kBwd64Direct;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
                                 "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; "
-                                "unset or default for the default: docs/perf-notes.md)");
+                                "unset or default for the default; cvwave was removed in session 15: "
+                                "docs/perf-notes.md)");
   }();
   return v;
 }
@@ -96,7 +97,8 @@ int bwd128_variant() {
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
                                 "q64, q80c, kgroup, ktailmha, splitflat; unset or default for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
-                                "(now the default), ktailmem and splitkt in session 14: docs/perf-notes.md)");
+                                "(now the default), ktailmem and splitkt in session 14, cvwave in session 15: "
+                                "docs/perf-notes.md)");
   }();
   return v;
 }

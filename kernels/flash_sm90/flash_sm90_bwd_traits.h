@@ -141,6 +141,9 @@ namespace fb::cuda::flash_sm90 {
 //                       key tiles outermost: the blocks in flight shared no rows at N = 1024).
 //   (Measured and removed in session 13: the non-causal main kernel and dQ convert launched as programmatic
 //   dependents of the pre-pass and the main kernel, level in call A and call B, 0.996-1.018.)
+//   (Measured and removed in session 15: cvwave at d = 128 and 64, the dQ convert launched as the main kernel's
+//   programmatic dependent, each block waiting on per-K/V-plane counters to convert in the last wave's idle
+//   SMs; 0.98-1.04x, inside the default's run-to-run spread: its two N = 1k runs were 390 and 420 TFLOP/s.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
