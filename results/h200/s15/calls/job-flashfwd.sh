@@ -22,8 +22,9 @@
 # N = 512 / 1k / 2k / 4k bf16 + fp16 (2k / 4k decide; 512 / 1k: lse against the shipped epi,pro, kpipe on it);
 # d = 128 causal N = 512 / 2k bf16 (short launches: the same); d = 64 non-causal N = 512 bf16 + fp16 (0.972x FA2 in
 # fp16 in session 14's final sweep; lse's d = 64 question, kpipe's no-op control). One forward-only spec (32 cases,
-# one flashbench process a run; torch-flash times all 32). Estimate on the H200 (session 14's calls: ~2.7 s a run,
-# ~5 s a test step, peers ~7 s): ~45 s. Variant runs start only before 42 s; no ncu. Dry run with stub binaries
+# one flashbench process a run; torch-flash times all 32). Estimate on the H200 (session 14's call B: ~2.7 s a run of
+# 12 rows, ~5 s a test step, peers 8 s for 16 cases, so ~12 s for 32): ~50 s. Variant runs start only before 42 s
+# (worst case then ~60 s); no ncu. Dry run with stub binaries
 # (0.2 s a row, 1 s a test step, no torch): 35 s, table last.
 mkdir -p "$OUTDIR"
 python3 - configs/flashfwd-h200.json "$OUTDIR/spec-s15.json" <<'PY' || exit 2
