@@ -179,9 +179,19 @@ struct FwdConfig {
 //   epi     : with pro only (`epi,pro`): kFwdLeanEpi too (the epilogue's rows side by side, no branch; 1 / sum and the
 //             LSE's log2 on the MUFU). Alone it made ptxas spill a P value in every KV step at d = 128. pro and epi do
 //             not combine with old, persist, persist2, pf, nopf
-// Every word runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt): on d = 128 launches that
-// short_launch() picks, a word's baseline is kOpt alone, and `epi,pro` is the default. Session 14's stag (the first
-// wave's second half of blocks started ~half a KV step late: level in call B) was measured and removed.
+//   lse     : every launch: the default kernel with kFwdLeanLse (epi's row statistics alone: the quad sums side by
+//             side, 1 / sum on MUFU.RCP, one LSE a lane with log2 on MUFU.LG2; the default's O copy, indices and
+//             offsets). At d = 128 ptxas schedules its KV loop instruction for instruction as the default's (sm_90a),
+//             epi,pro's differently (session 14: epi,pro -1.2 / -1.3% at non-causal 2k / 4k); at d = 64 the loop is
+//             rescheduled (the same 853 instructions). Not with old, persist, persist2, pf, nopf, epi, pro, kpipe;
+//             the order words apply
+//   kpipe   : d = 128 launches: the shipped kernels, the short rule and grid orders included, with kFwdFragPipe
+//             (S = Q K^T's fragments double-buffered, the next k16 step's Q and K fragments loaded before the current
+//             step's MMAs: FlashAttention-2's gemm order); d = 64 (Q in registers) runs its default. Takes no other
+//             word
+// Every word but kpipe runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt): on d = 128
+// launches that short_launch() picks, a word's baseline is kOpt alone, and `epi,pro` is the default. Session 14's stag
+// (the first wave's second half of blocks started ~half a KV step late: level in call B) was measured and removed.
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
@@ -199,6 +209,8 @@ struct FwdProbe {
   bool no_prefetch = false;  // nopf
   bool lean_epi = false;     // epi (with pro)
   bool lean_pro = false;     // pro
+  bool lean_lse = false;     // lse
+  bool frag_pipe = false;    // kpipe
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

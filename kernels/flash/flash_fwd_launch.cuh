@@ -41,13 +41,15 @@ bool short_launch(const AttentionParams& p) {
   const long long keys = p.causal ? std::max(0LL, static_cast<long long>(p.seq_k) - p.seq_q / 2) : p.seq_k;
   return keys <= Cfg::kShortKeys;
 }
-// The default tiles of Cfg: with kShortOpt on short launches (TcLoop).
-template <typename Cfg>
+// The default tiles of Cfg: with kShortOpt on short launches (TcLoop); kPlus: variant bits added to every launch's
+// (the kpipe probe).
+template <typename Cfg, unsigned kPlus = 0>
 void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   if constexpr (Cfg::kShortOpt != 0) {
-    if (short_launch<Cfg>(p)) return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt>(p, stream, plane_group);
+    if (short_launch<Cfg>(p))
+      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt | kPlus>(p, stream, plane_group);
   }
-  launch_fwd_tc_default_bits<Cfg, 0>(p, stream, plane_group);
+  launch_fwd_tc_default_bits<Cfg, kPlus>(p, stream, plane_group);
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
@@ -82,6 +84,14 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   // pro, epi + pro: the per-block work before and after the KV loop (kFwdLeanPrologue, kFwdLeanEpi).
   if (pr.lean_epi) return launch_fwd_tc_probed<Cfg, kFwdLeanEpi | kFwdLeanPrologue>(pr, p, stream);
   if (pr.lean_pro) return launch_fwd_tc_probed<Cfg, kFwdLeanPrologue>(pr, p, stream);
+  // lse: kFwdLeanEpi's row statistics alone (kFwdLeanLse; the default's KV loop), on every launch as the words above.
+  if (pr.lean_lse) return launch_fwd_tc_probed<Cfg, kFwdLeanLse>(pr, p, stream);
+  // kpipe: the shipped kernels (the short rule included) with S = Q K^T's fragments double-buffered (kFwdFragPipe),
+  // Q from shared memory only: d = 64 (Q in registers) runs its default.
+  if (pr.frag_pipe) {
+    if constexpr (!Cfg::Traits::kQInRegs) return launch_fwd_tc_default<Cfg, kFwdFragPipe>(p, stream, Cfg::kPlaneGroup);
+    return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
+  }
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);

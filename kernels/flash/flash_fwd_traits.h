@@ -119,6 +119,14 @@ inline constexpr unsigned kFwdLeanEpi = 65536u;
 inline constexpr unsigned kFwdLeanPrologue = 131072u;
 //   (262144 was session 14's kFwdStagger, the stag probe: the first wave's second half of blocks started ~half a KV
 //   step late, so an SM's two blocks ran out of phase: level in call B, 0.988-1.020; removed, docs/perf-notes.md.)
+//   kFwdFragPipe   : Q from shared memory only (d = 128): S = Q K^T with the k16 steps' A and B fragments double-
+//                    buffered in registers, step ks + 1's Q and K fragments loaded before step ks's MMAs
+//                    (FlashAttention-2's gemm order) instead of one K fragment pair at a time.
+inline constexpr unsigned kFwdFragPipe = 524288u;
+//   kFwdLeanLse    : kFwdLeanEpi's row statistics alone: the quad sums side by side, 1 / sum on MUFU.RCP, one LSE a
+//                    lane with log2 on MUFU.LG2, no branch; O's copy, the thread's indices and the tile's offsets as
+//                    the default's (in registers, not re-read or in shared memory). Not with kFwdLeanEpi.
+inline constexpr unsigned kFwdLeanLse = 1048576u;
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
