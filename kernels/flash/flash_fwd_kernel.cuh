@@ -161,9 +161,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kLeanEpi = (kOpt & kFwdLeanEpi) != 0;
   constexpr bool kLeanPro = (kOpt & kFwdLeanPrologue) != 0;
   static_assert(!(kLeanEpi || kLeanPro) || !kPersist, "kFwdLeanEpi, kFwdLeanPrologue: one work tile a block");
-  // kFwdLeanLse: kLeanEpi's row statistics with the default's O copy, indices and offsets (flash_fwd_traits.h).
-  constexpr bool kLeanLse = (kOpt & kFwdLeanLse) != 0;
-  static_assert(!kLeanLse || (!kLeanEpi && !kPersist), "kFwdLeanLse: not with kFwdLeanEpi; one work tile a block");
   // kFwdFragPipe: S = Q K^T's fragments of the next k16 step loaded before the current step's MMAs.
   constexpr bool kFragPipe = (kOpt & kFwdFragPipe) != 0;
   static_assert(!kFragPipe || !Tr::kQInRegs, "kFwdFragPipe: Q fragments from shared memory");
@@ -588,11 +585,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
                               : sV + last * Tr::kKVTileElems - Tr::kBc * Tr::kRowStride);
   }
   __syncwarp();
-  if constexpr (kLeanEpi || kLeanLse) {
+  if constexpr (kLeanEpi) {
     // The rows' chains side by side, no branch: the quad sums (all 2 kMT rows' shuffles of one distance together),
     // then the reciprocals, O's scale and staging; then one LSE a lane. The sums add in quad_sum's order, so every
-    // lane of a quad holds the same sum as the default's. (kLeanLse: this part alone, etid = tid and the LSE offset
-    // from registers: at d = 128 ptxas then schedules the KV loop as the default's, instruction for instruction.)
+    // lane of a quad holds the same sum as the default's.
     static_assert(2 * kMT == 4, "kFwdLeanEpi: the quad's 4 lanes store one row's LSE each");
     float sum[kMT][2];
 #pragma unroll
@@ -629,13 +625,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     }
     const int lse_row = ewarp_row0 + 8 * et + eg;
     const float lse = sum_r > 0.f ? (max_r + log2_approx(sum_r)) * float(kLn2) : kNegInf;
-    if (q0 + lse_row < seq_q) {
-      if constexpr (kLeanEpi) {
-        a.lse[epi_off[1] + lse_row] = lse;
-      } else {
-        a.lse[off.row + q0 + lse_row] = lse;
-      }
-    }
+    if (q0 + lse_row < seq_q) a.lse[epi_off[1] + lse_row] = lse;
   } else {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)

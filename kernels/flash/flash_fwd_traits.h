@@ -123,10 +123,8 @@ inline constexpr unsigned kFwdLeanPrologue = 131072u;
 //                    buffered in registers, step ks + 1's Q and K fragments loaded before step ks's MMAs
 //                    (FlashAttention-2's gemm order) instead of one K fragment pair at a time.
 inline constexpr unsigned kFwdFragPipe = 524288u;
-//   kFwdLeanLse    : kFwdLeanEpi's row statistics alone: the quad sums side by side, 1 / sum on MUFU.RCP, one LSE a
-//                    lane with log2 on MUFU.LG2, no branch; O's copy, the thread's indices and the tile's offsets as
-//                    the default's (in registers, not re-read or in shared memory). Not with kFwdLeanEpi.
-inline constexpr unsigned kFwdLeanLse = 1048576u;
+//   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
+//   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
