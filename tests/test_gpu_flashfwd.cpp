@@ -77,6 +77,33 @@ TEST_CASE("flash forward, bf16/fp16 d 64/128, sharp softmax (Q, K x 3): verifies
         }
 }
 
+// d = 128's short non-causal launches (seq_k <= 1024: TcTiles<128>::kShortKeys), whose default since session 15 runs
+// S = Q K^T's fragments double-buffered (kFwdFragPipe) with the lean prologue and epilogue: the lengths call A and B
+// time (512, 768, 1024, 640 with 24 planes), odd ones (a query tile of 1 or 77 rows, seq_k off the 64-key tile both
+// ways, seq_q != seq_k), 1024 keys exactly (the last short length) beside 1025 (the first long one), MQA/GQA/MHA, and
+// more query tiles than one wave (64 planes x 12-13 tiles; an H200 holds 264 blocks) so the L2 prefetch of the next
+// wave's tile runs too. Under nokpipe the same cases run the kernels before session 15.
+TEST_CASE("flash forward, bf16/fp16 d 128, short non-causal launches: verifies beside naive", "[gpu][flashfwd]") {
+  INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  struct Row {
+    int batch, heads, kv_heads;
+    SeqLens l;
+  };
+  const Row rows[] = {{2, 4, 4, {512, 512}},   {1, 6, 2, {768, 768}},   {3, 8, 8, {640, 640}},
+                      {1, 4, 1, {1024, 1024}}, {2, 4, 2, {1025, 1025}}, {1, 4, 4, {1023, 1024}},
+                      {2, 2, 1, {1, 1024}},    {1, 4, 2, {77, 999}},    {1, 4, 4, {700, 65}},
+                      {2, 2, 2, {1000, 511}},  {4, 16, 4, {1537, 1024}}, {4, 16, 16, {1500, 960}}};
+  for (const Row& r : rows)
+    for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+      const Case c = make_case(r.batch, r.heads, r.kv_heads, r.l.q, r.l.k, 128, t, false, Pass::fwd);
+      // fp16 with a sharp softmax (Q, K x 3, as the test above): the lazy rescale's moves after the first KV tile.
+      const double input_scale = t == Dtype::fp16 ? 3.0 : 1.0;
+      INFO("case " << c.key() << ", inputs x " << input_scale);
+      check_beside_naive(b, c, "flash", kSeed, input_scale);
+    }
+}
+
 // Many more work tiles than a device runs at once (64 planes x 13-16 query tiles = 832-1024 blocks' worth; an
 // H200 holds 264 of these blocks): the orders that reorder the tiles (causal: the default's bands of 8 query
 // tiles at d = 64 and 4 at d = 128 with a grouped tail of one device-full, on an H200 query tiles 0-4 (d = 64, 64

@@ -28,6 +28,7 @@ namespace fb::cuda::flash {
 // kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
 // kShortOpt: variant bits added to kOpt on short launches of the default tiles, those whose query rows see at most
 // kShortKeys keys on average (short_launch, flash_fwd_launch.cuh: seq_k, or under the causal mask seq_k - seq_q / 2).
+// kShortFullOpt: variant bits added to those on short non-causal launches.
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
@@ -38,6 +39,7 @@ struct TcLoop {
   static constexpr int kCausalTail = 0;
   static constexpr unsigned kFullOpt = 0;
   static constexpr unsigned kShortOpt = 0;
+  static constexpr unsigned kShortFullOpt = 0;
   static constexpr int kShortKeys = 0;
 };
 template <int D> struct TcTiles;
@@ -86,6 +88,11 @@ template <> struct TcTiles<128> : TcLoop {
   // steps; the probe's KV loop does the same work as kOpt's, scheduled differently by ptxas, and the loss grows with
   // the steps while the per-block saving does not).
   static constexpr unsigned kShortOpt = kFwdLeanPrologue | kFwdLeanEpi;
+  // Short non-causal launches: S = Q K^T's fragments double-buffered too (kFwdFragPipe, FlashAttention-2's gemm
+  // order) since session 15's call A (`kpipe`, three repeats each between two shipped runs): N = 512 1.014 / 1.003 /
+  // 1.009 (bf16), 1.010 / 1.009 / 1.009 (fp16); N = 1k 1.014 / 1.013 / 1.005, 1.015 / 1.016 / 1.013. Not on long
+  // launches (2k bf16 0.981 / 0.992 / 0.998) or causal ones (512 1.012 / 0.995 / 0.994, 2k 0.989-0.994).
+  static constexpr unsigned kShortFullOpt = kFwdFragPipe;
   static constexpr int kShortKeys = 1024;
 };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
@@ -145,6 +152,7 @@ struct FwdConfig {
   static constexpr int kCausalTail = kTensorCores ? TcTiles<D>::kCausalTail : 0;
   static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
   static constexpr unsigned kShortOpt = kTensorCores ? TcTiles<D>::kShortOpt : 0u;
+  static constexpr unsigned kShortFullOpt = kTensorCores ? TcTiles<D>::kShortFullOpt : 0u;
   static constexpr int kShortKeys = kTensorCores ? TcTiles<D>::kShortKeys : 0;
 };
 
@@ -179,9 +187,13 @@ struct FwdConfig {
 //   epi     : with pro only (`epi,pro`): kFwdLeanEpi too (the epilogue's rows side by side, no branch; 1 / sum and the
 //             LSE's log2 on the MUFU). Alone it made ptxas spill a P value in every KV step at d = 128. pro and epi do
 //             not combine with old, persist, persist2, pf, nopf
-// Every word runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt): on d = 128 launches that
-// short_launch() picks, a word's baseline is kOpt alone, and `epi,pro` is the default. Session 14's stag (the first
-// wave's second half of blocks started ~half a KV step late: level in call B) was measured and removed.
+//   nokpipe : the shipped kernels and orders with d = 128's short non-causal launches as before session 15: epi,pro
+//             without kFwdFragPipe (TcTiles<128>::kShortFullOpt); d = 64 runs its default. Takes no other word
+// Every word but nokpipe runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt, kShortFullOpt):
+// on d = 128 launches that short_launch() picks, a word's baseline is kOpt alone. Session 14's stag (the first wave's
+// second half of blocks started ~half a KV step late: level in call B) and session 15's lse (epi's row statistics
+// alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed; session 15's kpipe is the default on
+// short non-causal d = 128 launches (kShortFullOpt). Both words are refused, naming the session.
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
@@ -199,6 +211,7 @@ struct FwdProbe {
   bool no_prefetch = false;  // nopf
   bool lean_epi = false;     // epi (with pro)
   bool lean_pro = false;     // pro
+  bool no_frag_pipe = false;  // nokpipe
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

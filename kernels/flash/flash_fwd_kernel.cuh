@@ -161,6 +161,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kLeanEpi = (kOpt & kFwdLeanEpi) != 0;
   constexpr bool kLeanPro = (kOpt & kFwdLeanPrologue) != 0;
   static_assert(!(kLeanEpi || kLeanPro) || !kPersist, "kFwdLeanEpi, kFwdLeanPrologue: one work tile a block");
+  // kFwdFragPipe: S = Q K^T's fragments of the next k16 step loaded before the current step's MMAs.
+  constexpr bool kFragPipe = (kOpt & kFwdFragPipe) != 0;
+  static_assert(!kFragPipe || !Tr::kQInRegs, "kFwdFragPipe: Q fragments from shared memory");
   auto tile_of = [&](int work) {
     if constexpr (kQBandTail) return banded_tail_tile(work, a.planes, a.q_tiles, a.plane_group, a.band_tail);
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
@@ -421,6 +424,35 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       for (int nt = 0; nt < Tr::kSNTiles; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+    if constexpr (kFragPipe) {
+      // FlashAttention-2's order: two register buffers of one k16 step's fragments (Q: kMT x 4, K: kSNTiles / 2
+      // ldmatrix.x4), step ks + 1's loaded before step ks's MMAs, so every fragment has a whole step's MMAs
+      // (kMT x kSNTiles of them) to land in; each K fragment pair feeds both m16 blocks back to back.
+      constexpr int kKPairs = Tr::kSNTiles / 2;
+      std::uint32_t qa[2][kMT][4], kb[2][kKPairs][4];
+      auto load_frags = [&](int buf, int ks) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) load_q_frag(qa[buf][mt], mt, ks);
+#pragma unroll
+        for (int np = 0; np < kKPairs; ++np)
+          ptx::ldmatrix_x4(kb[buf][np], k_stage + (2 * np * Tr::kMmaN * kRowBytes + ks * Tr::kMmaK * kEB));
+      };
+      load_frags(0, 0);
+#pragma unroll
+      for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
+        if (ks + 1 < Tr::kQKSteps) load_frags((ks + 1) % 2, ks + 1);
+#pragma unroll
+        for (int np = 0; np < kKPairs; ++np) {
+          const std::uint32_t b0[2] = {kb[ks % 2][np][0], kb[ks % 2][np][1]};
+          const std::uint32_t b1[2] = {kb[ks % 2][np][2], kb[ks % 2][np][3]};
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) {
+            ptx::mma_m16n8k16<Elem>(s[mt][2 * np], qa[ks % 2][mt], b0);
+            ptx::mma_m16n8k16<Elem>(s[mt][2 * np + 1], qa[ks % 2][mt], b1);
+          }
+        }
+      }
+    } else {
 #pragma unroll
     for (int ks = 0; ks < Tr::kQKSteps; ++ks) {
       std::uint32_t qa_smem[Tr::kQInRegs ? 1 : kMT][4];
@@ -446,6 +478,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
         }
       }
     }
+    }  // kFragPipe
 
     // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
     if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {

@@ -119,6 +119,12 @@ inline constexpr unsigned kFwdLeanEpi = 65536u;
 inline constexpr unsigned kFwdLeanPrologue = 131072u;
 //   (262144 was session 14's kFwdStagger, the stag probe: the first wave's second half of blocks started ~half a KV
 //   step late, so an SM's two blocks ran out of phase: level in call B, 0.988-1.020; removed, docs/perf-notes.md.)
+//   kFwdFragPipe   : Q from shared memory only (d = 128): S = Q K^T with the k16 steps' A and B fragments double-
+//                    buffered in registers, step ks + 1's Q and K fragments loaded before step ks's MMAs
+//                    (FlashAttention-2's gemm order) instead of one K fragment pair at a time.
+inline constexpr unsigned kFwdFragPipe = 524288u;
+//   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
+//   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 
 // TF32 tensor-core forward (fp32 inputs, mma.sync m16n8k8, sm_80+; flash_fwd_tf32.cuh). Same
 // parameters as FwdTraits; Q is always re-read from shared memory (split fragments are 2x the registers).
