@@ -889,7 +889,8 @@ __device__ __forceinline__ void tf32_bwd_consume_roles(const Tf32BwdParams& prm,
     stage_dq_part<Tr>(ds_hi_b, qacc[0][0], prm.scale, warp, lane);
     ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
     ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-    if (ctid == 0) {
+    // Consumer 1's half of the last tile can lie wholly past seq_q (e.g. N = 130: queries 160-191): no reduction.
+    if (ctid == 0 && m0 + q_half < prm.mask.seq_q) {
 #pragma unroll
       for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)
         tma_reduce_add_3d(&prm.tm_dq, ds_hi_b + std::uint32_t(c * Tr::kDsChunkBytes), c * Tr::kChunkElems,
