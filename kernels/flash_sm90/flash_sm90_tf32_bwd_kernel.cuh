@@ -694,9 +694,9 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 
 // ---- session 15's probe `roles` (Tf32BwdRolesTraits, d = 64 3xTF32; prepared in session 14, UNMEASURED) ----
 // 64 keys, 64 queries a tile. Consumer 0: S^T, P, dV, dQ^T of queries [0, 32); consumer 1: dP^T, dS, dK, dQ^T of
-// queries [32, 64). The two shared buffers of a tile t and their hand-offs (kBarDsFree, kBarLoFree, kBarPReady,
-// kBarDsReady: named barriers of both consumers' 256 threads, each arrived at (bar.arrive) by one consumer and waited
-// at (bar.sync) by the other, once per tile):
+// queries [32, 64). The two shared buffers of a tile t and their hand-offs (kBarLoFree, kBarPReady, kBarDsReady: named
+// barriers of both consumers' 256 threads, each arrived at (barrier.arrive) by one consumer and waited at
+// (barrier.sync) by the other, once per tile):
 //   dS lo  raw P(t) in consumer 0's accumulator order (its stores; consumer 1's loads, thread for thread), then
 //          dS lo(t) (consumer 1's stores; both consumers' dQ^T(t) wgmmas read it)
 //            consumer 0 stores P(t) after kBarLoFree (consumer 1 past its dQ^T(t - 1) wgmmas; its own: program
@@ -704,18 +704,18 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
 //            own warpgroup (every one of its threads past its loads)
 //   dS hi  dS hi(t) (consumer 1's stores; both dQ^T(t) read it), then each consumer's scale * dQ^T(t) staged in ITS
 //          32 query rows of both chunks (its stores once its own dQ^T(t) wgmmas are complete; its TMA reductions read)
-//            consumer 1 stores dS(t) after kBarDsFree (consumer 0 past its dQ^T(t - 1) and its thread 0 past the
-//            reads of its reductions: bulk wait before the arrive) and after its own warpgroup barrier (its thread 0
-//            past its reductions' reads: bulk wait before that barrier); fence.proxy.async, then kBarDsReady; before
-//            its dQ^T(t) consumer 0 waits at kBarDsReady, consumer 1 at its own warpgroup's barrier
-//          A consumer's staging rows are never read by the other's dQ^T (B = its own 32 query rows), so it needs no
-//          barrier with the other consumer.
-// No deadlock and no phase overrun: every wait is for an arrive issued earlier in the other consumer's tile order
-// (consumer 1 arrives kBarLoFree first thing in a tile; consumer 0 arrives kBarDsFree before it waits anything of
-// consumer 1), and between two arrives at one barrier the arriving consumer waits at a barrier the other reaches only
-// after its wait at the first (docs/perf-notes.md, "Session 15 (prepared in session 14)"). The mbarriers with the
-// producer are the shipping kernel's (Q / dO released after S^T / dP^T, LSE / D in two slots; Q^T / dO^T after dV /
-// dK).
+//            consumer 1 stores dS(t) after kBarPReady, which consumer 0 arrives at only after its dQ^T(t - 1) wgmmas
+//            are complete and its thread 0 is past its reductions' reads of tile t - 1 (bulk wait before the arrive),
+//            and after its own warpgroup barrier (its thread 0 past its own reductions' reads: bulk wait before
+//            that barrier); fence.proxy.async, then kBarDsReady; before its dQ^T(t) consumer 0 waits at
+//            kBarDsReady, consumer 1 at its own warpgroup's barrier
+//          A consumer's staging rows are never read by the other's dQ^T (B = its own 32 query rows).
+// No deadlock, no phase overrun (two arrives of one consumer in one phase) and every pair of conflicting accesses of
+// the two consumers ordered by these barriers: checked by exploring every interleaving of a model of the protocol
+// (docs/perf-notes.md, fp32 backward, "Session 15 (prepared in session 14)"; the model also showed that session 14's
+// first draft's fourth barrier, consumer 0's "dS hi free" arrive before P, was implied by kBarPReady). The
+// mbarriers with the producer are the shipping kernel's (Q / dO released after S^T / dP^T, LSE / D in two slots;
+// Q^T / dO^T after dV / dK).
 // The barriers between the two roles are waited at by one consumer and arrived at by the other at different
 // instructions: barrier.sync / barrier.arrive without .aligned (bar.sync / bar.arrive are .aligned: every thread of
 // the block at the same instruction; synccheck flagged that use in session 7).
@@ -733,7 +733,7 @@ __device__ __forceinline__ void tf32_bwd_consume_roles(const Tf32BwdParams& prm,
   static_assert(Tr::kRoles && Tr::kPresplit && Tr::kSplit && Tr::kEarlyQdEmpty && Tr::kStages == 1 &&
                     Tr::kConsumerWgs == 2 && Tr::kDkvRegs == Tr::kPartRegs,
                 "roles: two consumers on one set of 64 keys, K / V split once, 3xTF32, one stage");
-  constexpr int kPair = Tr::kConsumerThreads;  // both consumers at kBarDsFree, kBarLoFree, kBarPReady, kBarDsReady
+  constexpr int kPair = Tr::kConsumerThreads;  // both consumers at kBarLoFree, kBarPReady, kBarDsReady
   const bool is_dp = cw == 1;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -803,10 +803,9 @@ __device__ __forceinline__ void tf32_bwd_consume_roles(const Tf32BwdParams& prm,
           v[i] = pv;
         }
       }
-      // dS hi may take dS(t): this consumer's dQ^T(t - 1) wgmmas are complete (program order) and its reductions
-      // have read their staging rows (thread 0's bulk wait; a no-op for the others: no divergent branch here).
+      // Its reductions of tile t - 1 have read their staging rows (thread 0's bulk wait; a no-op for the others: no
+      // divergent branch here) before kBarPReady's arrive below: dS hi may then take consumer 1's dS(t).
       ptx::bulk_wait_group_read_all();
-      roles_bar_arrive(Tr::kBarDsFree, kPair);
       roles_bar_sync(Tr::kBarLoFree, kPair);  // consumer 1 past its dQ^T(t - 1): dS lo is free
 #pragma unroll
       for (int j = 0; j < Tr::kSRegs / 4; ++j)
@@ -832,9 +831,9 @@ __device__ __forceinline__ void tf32_bwd_consume_roles(const Tf32BwdParams& prm,
       }
       // Its reductions of tile t - 1 have read their staging rows (thread 0), and every one of its threads is past
       // its loads of raw P: dS lo may replace it.
+      // (Consumer 0's dQ^T(t - 1) and its reductions' reads of dS hi are complete: kBarPReady above.)
       ptx::bulk_wait_group_read_all();
       ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-      roles_bar_sync(Tr::kBarDsFree, kPair);  // consumer 0 past dQ^T(t - 1) and its staging's reads
       // dS (queries x keys, K-major along keys): B of dQ^T.
 #pragma unroll
       for (int i = 0; i < Tr::kSRegs; ++i) {

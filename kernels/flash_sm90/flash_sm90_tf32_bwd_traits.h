@@ -384,14 +384,13 @@ struct Tf32BwdRolesTraits {
   static constexpr int kProducerRegs = 56;
   static constexpr int kConsumerRegs = 224;
 
-  // ---- named barriers (0 is __syncthreads; each of 4-7 is arrived at by one consumer and waited at by the other,
+  // ---- named barriers (0 is __syncthreads; each of 4-6 is arrived at by one consumer and waited at by the other,
   // once per tile: kConsumerThreads in all) ----
   static constexpr int kBarProducer = 1;
   static constexpr int kBarConsumer0 = 2;     // + consumer index: its own warpgroup
-  static constexpr int kBarDsFree = 4;        // consumer 0 past its dQ^T and its reductions' reads: dS hi may go
-  static constexpr int kBarLoFree = 5;        // consumer 1 past its dQ^T: dS lo may take the next raw P
-  static constexpr int kBarPReady = 6;        // raw P in dS lo
-  static constexpr int kBarDsReady = 7;       // dS hi / lo written (and fenced for the async proxy)
+  static constexpr int kBarLoFree = 4;        // consumer 1 past its dQ^T: dS lo may take the next raw P
+  static constexpr int kBarPReady = 5;        // raw P in dS lo; consumer 0 past its dQ^T and its reductions' reads
+  static constexpr int kBarDsReady = 6;       // dS hi / lo written (and fenced for the async proxy)
 
   static_assert(kSRegs == 32 && kDqRegs == 16 && kDkvRegs == 32, "the register budget in the comment above");
   static_assert(kSRegs * kWgThreads * int(sizeof(float)) == kDsBytes, "raw P fills dS's lo buffer exactly");
