@@ -16,8 +16,9 @@
 # 3. While time is left: compute-sanitizer racecheck, then synccheck, of `roles` on configs/sanitize-fp32-bwd-race.json
 #    at d = 64 (N = 130: three 64-key blocks, the last partial; 2 query heads on 1 K/V head; verified against fp64):
 #    its barrier protocol between the two consumers is new.
+# 4. While time is left: ncu of `roles`, then of the default (one launch, N = 4096 non-causal, source counters).
 # Prints last: the steps, the verification rule and worst error / bound per row and setting, the sanitizer
-# summaries, then the timing table (x = naive time / kernel time), also in OUTDIR/table.txt.
+# summaries, the ncu comparison, then the timing table (x = naive time / kernel time), also in OUTDIR/table.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${1:?usage: scripts/fp32s15_h200.sh OUTDIR [BUILD_DIR]}
@@ -71,6 +72,31 @@ for tool in racecheck synccheck; do
   sanitized+=("$tool-roles rc=$step_rc: $(grep -E 'SUMMARY' "$out/$tool-roles.log" | tail -n 1)")
 done
 
+# 4. While time is left: ncu of one launch of `roles` (d = 64 non-causal N = 4096) with the source counters, then the
+#    default's (sessions 14's calls A and B have the default's: results/h200/s14/callA/fp32/, callB/r2-fp32/): is the
+#    producer (raw_full / qd_empty / t_empty waits, LSU) what limits `roles`? (scripts/fp32s14_waits.py: the mbarriers'
+#    layout is the same.)
+ncu=${NCU_BIN:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+sections=(--section WarpStateStats --section SourceCounters --section SchedulerStats --section ComputeWorkloadAnalysis
+          --section MemoryWorkloadAnalysis --section SpeedOfLight)
+ncu_runs=()
+for pr in roles default; do
+  [ "$pr" = default ] || case " $probes " in *" $pr "*) ;; *) continue ;; esac
+  [ "$(left)" -ge 9 ] || { echo "ncu-$pr skipped: $(left) s left" >&2; continue; }
+  rm -f "$out/ncu-$pr.ncu-rep"
+  FB_SM90_FP32_BWD_PROBE=$pr STEP_TIMEOUT=$(cap 10) step "ncu-$pr" "$ncu" -f -o "$out/ncu-$pr" \
+    --kernel-name regex:flash_sm90_tf32_bwd_kernel --launch-count 1 "${sections[@]}" \
+    "$fb" run configs/h200-fp32-sm90.json --filter 'n4096-d64-fp32-full-bwd' --kernels flash-sm90 \
+    --warmup 0 --reps 1 --warmup-time 0 --no-ceilings -q
+  if [ -f "$out/ncu-$pr.ncu-rep" ]; then
+    [ "$(left)" -ge 2 ] && timeout "$(cap 5)" "$ncu" -i "$out/ncu-$pr.ncu-rep" --page raw --csv >"$out/ncu-$pr.csv" 2>&1
+    [ "$(left)" -ge 2 ] && timeout "$(cap 5)" "$ncu" -i "$out/ncu-$pr.ncu-rep" --page source --csv --print-source sass \
+      >"$out/source-$pr.csv" 2>&1
+    rm -f "$out/ncu-$pr.ncu-rep"
+    ncu_runs+=("$pr")
+  fi
+done
+
 printf '%s\n' "${summary[@]}"
 # Which rule verified each setting's rows (2x-baseline when naive ran in the same process) and the worst
 # error / bound over the outputs, per row.
@@ -98,6 +124,10 @@ for pr in sys.argv[2:]:
     print(f"  {pr:8} " + " ".join(cells))
 PY
 echo "sanitizers (roles, d = 64 N = 130 GQA): ${sanitized[*]:-not run}"
+if [ "${#ncu_runs[@]}" -gt 0 ]; then
+  python3 scripts/fp32s14_waits.py "$out" "${ncu_runs[@]}"
+  for pr in "${ncu_runs[@]}"; do [ -f "$out/source-$pr.csv" ] && gzip -f "$out/source-$pr.csv"; done
+fi
 cat "$out/timing/table.txt" 2>/dev/null
 cp "$out/timing/table.txt" "$out/table.txt" 2>/dev/null
 echo "failed steps: $failed"

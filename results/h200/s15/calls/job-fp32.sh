@@ -4,6 +4,7 @@
 # configs/h200-fp32-sm90.json's d = 64 backward rows (non-causal N 1024 / 4096 / 8192, causal 4096), naive in every
 # process so that every row, the probes' too, is verified against fp64 by the strict FP32 rule (O, LSE, dQ, dK, dV),
 # two rounds; [sm90tf32] under each probe first (a probe whose tests hang is left out of the timing); racecheck and
-# synccheck of roles (d = 64, N = 130, GQA) while time is left; table last (OUTDIR/table.txt).
+# synccheck of roles (d = 64, N = 130, GQA), then ncu of roles and the default (N = 4096, source counters), while
+# time is left; table last (OUTDIR/table.txt).
 # Run with BUDGET=<s, default 62> BUILD=<build dir> OUTDIR=<dir>.
 scripts/fp32s15_h200.sh "$OUTDIR" "$BUILD"
