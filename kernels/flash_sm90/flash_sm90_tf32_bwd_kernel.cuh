@@ -236,7 +236,24 @@ __device__ __forceinline__ void wgmma_ss_tf32_n64_halves(float (&lo)[16], float 
                : FB_TF32_BWD_HALF(lo, 0), FB_TF32_BWD_HALF(lo, 8), FB_TF32_BWD_HALF(hi, 0), FB_TF32_BWD_HALF(hi, 8)
                : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
+// The same with N = 128 (B = [hi | lo] of 64 queries each; probe `roles`): lo = columns [0, 64), hi = [64, 128).
+__device__ __forceinline__ void wgmma_ss_tf32_n128_halves(float (&lo)[32], float (&hi)[32], std::uint64_t desc_a,
+                                                          std::uint64_t desc_b, std::uint32_t accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" FB_WG_S64 "}, %64, %65, p, 1, 1;\n}\n"
+               : FB_TF32_BWD_HALF(lo, 0), FB_TF32_BWD_HALF(lo, 8), FB_TF32_BWD_HALF(lo, 16), FB_TF32_BWD_HALF(lo, 24),
+                 FB_TF32_BWD_HALF(hi, 0), FB_TF32_BWD_HALF(hi, 8), FB_TF32_BWD_HALF(hi, 16), FB_TF32_BWD_HALF(hi, 24)
+               : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
 #undef FB_TF32_BWD_HALF
+// A hi x [B hi | B lo] for kN queries (2 kN columns) into the two halves.
+template <int kN>
+__device__ __forceinline__ void wgmma_ss_tf32_hilo(float (&lo)[kN / 2], float (&hi)[kN / 2], std::uint64_t desc_a,
+                                                   std::uint64_t desc_b, std::uint32_t accumulate) {
+  static_assert(kN == 32 || kN == 64, "m64n64k8 or m64n128k8");
+  if constexpr (kN == 32) wgmma_ss_tf32_n64_halves(lo, hi, desc_a, desc_b, accumulate);
+  else wgmma_ss_tf32_n128_halves(lo, hi, desc_a, desc_b, accumulate);
+}
 
 // tf32::gemm_split_ss_multi's products (kAccs = 4, N = 32) with B's hi and lo side by side in shared memory
 // (kHiLoB): b(g, kk) is the descriptor of step kk of B hi, whose 32 rows are followed by B lo's, so that the
@@ -249,23 +266,24 @@ __device__ __forceinline__ void wgmma_ss_tf32_n64_halves(float (&lo)[16], float 
 // busy meanwhile), its hi*hi moves to c[g][1] and the block's hi*hi half restarts from zero; the two are
 // swapped back at the end (register renaming). (Session 12's probe `hilo8`, hi*hi in one chain of kSteps and no
 // wait in the middle, a different sum, measured level with this: call A, docs/perf-notes.md.)
-template <int kSteps, int kGemms, typename DescA, typename DescB>
-__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b) {
+// kN: the queries (B's rows per part): 32 as shipped, 64 under the probe `roles` (m64n64k8 lo*hi, m64n128k8 hi*[hi | lo]).
+template <int kSteps, int kGemms, int kN = 32, typename DescA, typename DescB>
+__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][kN / 2], DescA&& a, DescB&& b) {
   constexpr int kHalf = kSteps / 2;
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kHalf; ++kk) {
     // Interleaved so that no wgmma depends on the one issued just before it.
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<kN>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
+    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_hilo<kN>(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
   }
   ptx::wgmma_commit();
 #pragma unroll
   for (int kk = kHalf; kk < kSteps; ++kk)
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), 1);
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<kN>(c[g][2], a(g, kk, 1), b(g, kk), 1);
   ptx::wgmma_commit();
   ptx::wgmma_wait<1>();  // the first half's wgmmas are complete (lo*hi's second half may still run)
   // hi*hi's first half out of the block, the block's half zeroed: one asm per register, with the block's
@@ -275,14 +293,14 @@ __device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], De
   for (int g = 0; g < kGemms; ++g) {
     ptx::fence_operands(c[g][3]);
 #pragma unroll
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < kN / 2; ++i)
       asm volatile("mov.b32 %0, %1;\n\tmov.b32 %1, 0f00000000;\n" : "=f"(c[g][1][i]), "+f"(c[g][0][i]));
   }
   ptx::wgmma_fence();  // c[g][0] was written by ordinary instructions
 #pragma unroll
   for (int kk = kHalf; kk < kSteps; ++kk)
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), 1);
+    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_hilo<kN>(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), 1);
   ptx::wgmma_commit();
   ptx::wgmma_wait<0>();
 #pragma unroll
@@ -292,7 +310,7 @@ __device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], De
 #pragma unroll
   for (int g = 0; g < kGemms; ++g)
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < kN / 2; ++i) {
       const float second = c[g][0][i];
       c[g][0][i] = c[g][1][i];
       c[g][1][i] = second;
@@ -730,7 +748,7 @@ template <typename Tr>
 __device__ __forceinline__ void tf32_bwd_consume_roles(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm0,
                                                        const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
                                                        int cw) {
-  static_assert(Tr::kRoles && Tr::kPresplit && Tr::kSplit && Tr::kEarlyQdEmpty && Tr::kStages == 1 &&
+  static_assert(Tr::kRoles && Tr::kPresplit && Tr::kSplit && Tr::kEarlyQdEmpty && Tr::kStages == 1 && Tr::kHiLoB &&
                     Tr::kConsumerWgs == 2 && Tr::kDkvRegs == Tr::kPartRegs,
                 "roles: two consumers on one set of 64 keys, K / V split once, 3xTF32, one stage");
   constexpr int kPair = Tr::kConsumerThreads;  // both consumers at kBarLoFree, kBarPReady, kBarDsReady
@@ -761,22 +779,21 @@ __device__ __forceinline__ void tf32_bwd_consume_roles(const Tf32BwdParams& prm,
     ptx::mbar_wait(bars.qd_ready(st), parity);
     const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
 
-    // S^T = K Q^T (consumer 0) or dP^T = V dO^T (consumer 1): M = 64 keys, N = 64 queries, k = d, A and B hi / lo
-    // from shared memory. gemm_split_ss_multi's four accumulators hold the products and chains of the shipping
-    // kernel's gemm_split_ss_hilo (hi*hi in two halves of the steps, lo*hi, hi*lo): the same S^T, dP^T bit for bit.
+    // S^T = K Q^T (consumer 0) or dP^T = V dO^T (consumer 1): M = 64 keys, N = 64 queries, k = d, A (K or V hi /
+    // lo) from shared memory and B = [Q hi | Q lo] ([dO hi | dO lo]) as one 128-row operand: per k8 step lo*hi
+    // (m64n64k8) and hi*[hi | lo] (m64n128k8, A hi read once). The shipping kernel's gemm_split_ss_hilo at N = 64:
+    // the same products in the same chains (hi*hi in two halves of the steps, lo*hi, hi*lo; gemm_split_ss_multi's),
+    // so the same S^T, dP^T bit for bit.
     float acc[1][Tr::kSdpAccs][Tr::kSRegs];
     {
       const std::uint32_t a_hi = is_dp ? sm.v() : sm.k(), a_lo = is_dp ? sm.v_lo() : sm.k_lo();
       const std::uint32_t b_hi = is_dp ? sm.dout(st, 0) : sm.q(st, 0);
-      const std::uint32_t b_lo = is_dp ? sm.dout(st, 1) : sm.q(st, 1);
-      tf32::gemm_split_ss_multi<Tr::kWgQueries, Tr::kQKSteps, Tr::kSplit, 1, Tr::kSdpAccs>(
+      gemm_split_ss_hilo<Tr::kQKSteps, 1, Tr::kWgQueries>(
           acc,
           [&](int, int kk, int part) {
             return tf32::kstep_desc<Tr::kDescBase>(part ? a_lo : a_hi, Tr::kKVChunkBytes, kk);
           },
-          [&](int, int kk, int part) {
-            return tf32::kstep_desc<Tr::kDescBase>(part ? b_lo : b_hi, Tr::kQChunkBytes, kk);
-          });
+          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_hi, Tr::kQChunkStride, kk); });
     }
     // Every consumer thread arrives: its wgmmas on Q / dO are complete (LSE, D stay in their slot until the
     // consumers' next tile: kEarlyQdEmpty).

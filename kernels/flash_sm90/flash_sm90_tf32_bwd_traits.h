@@ -272,23 +272,26 @@ template <typename Tr> struct Tf32BwdRaceBar : Tr {
 
 // Session 15's probe `roles` (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32; prepared in session 14, UNMEASURED): 64 keys a
 // block and 64 queries a tile, the work split between the two consumers by role rather than by keys:
-//   consumer 0   S^T = K Q^T (one N = 64 GEMM, A = K hi / lo and B = Q hi / lo from shared memory, the shipping
-//                kernel's four accumulators: the same products in the same chains, so S^T and P are its values bit
-//                for bit), P^T (exp2, LSE); raw P to consumer 1 through dS's lo buffer; dV += P^T dO (A = P^T's
-//                hi / lo from its own registers, B = dO^T); dQ^T for queries [0, 32) (A = K^T hi / lo, B = dS)
+//   consumer 0   S^T = K Q^T (N = 64 queries, A = K hi / lo from shared memory, B = [Q hi | Q lo] as one operand:
+//                the shipping kernel's gemm_split_ss_hilo at N = 64, lo*hi m64n64k8 and hi*[hi | lo] m64n128k8 per k8
+//                step, the same products in the same chains, so S^T and P are its values bit for bit), P^T (exp2,
+//                LSE); raw P to consumer 1 through dS's lo buffer; dV += P^T dO (A = P^T's hi / lo from its own
+//                registers, B = dO^T); dQ^T for queries [0, 32) (A = K^T hi / lo, B = dS)
 //   consumer 1   dP^T = V dO^T (the same form), dS^T = P^T o (dP^T - D) (P read from the exchange), dS hi / lo
 //                into shared memory (dQ^T's B operand); dK += dS^T Q (A from its dS registers, B = Q^T); dQ^T for
 //                queries [32, 64)
 // dQ^T per consumer is the shipping kernel's GEMM (M = d = 64, N = 32 queries, 64 keys of K, 3 accumulators); each
 // consumer stages its scale * dQ^T in its 32 query rows of dS hi (free once its own dQ^T wgmmas are complete) and
 // adds it into dq by two TMA reductions of a (32 columns x 32 queries) box (kDqQueries: tm_dq's box).
-// Against the shipping kernel (two consumers, 64 keys each, 32-query tiles): per 4,096 scores the S^T / dP^T wgmmas
-// halve in count (N = 64), the operand reads of S^T / dP^T fall from ~224 KB to ~128 KB and P's exchange adds 32 KB
-// (16 KB stored, 16 KB loaded): -11% of the shared-memory traffic; dV / dK sum 64 queries per fresh tensor-core sum
-// instead of 32 (a different rounding of dK / dV, checked against fp64 by the strict FP32 rule, not bit-compared).
-// Shared memory (bytes): K hi 16 K | V hi 16 K | K lo 16 K | V lo 16 K | stage 128 K (Q hi, lo | dO hi, lo | Q^T hi,
-// lo | dO^T hi, lo: 16 K each) | dS hi 16 K | dS lo 16 K (first raw P) | LSE, D 2 slots x 256 B each | 7 mbarriers
-// | 1 K alignment slack = 231,480 of 232,448. The producer is the shipping kernel's (tf32_bwd_produce) at kBlockM = 64.
+// Against the shipping kernel (two consumers, 64 keys each, 32-query tiles), per 4,096 scores: S^T / dP^T take 32
+// wgmmas instead of 64 and read 160 KB of operands instead of 224; P's exchange adds 32 KB; but the producer prepares
+// each Q / dO tile for 64 keys instead of 128, twice its work per score (+128 KB): ~720 KB of shared-memory traffic
+// against ~624 (docs/perf-notes.md). dV / dK sum 64 queries per fresh tensor-core sum instead of 32 (a different
+// rounding of dK / dV, checked against fp64 by the strict FP32 rule, not bit-compared).
+// Shared memory (bytes): K hi 16 K | V hi 16 K | K lo 16 K | V lo 16 K | stage 128 K (Q, dO: 32 K each, per 32-column
+// chunk [hi | lo]; Q^T hi, lo | dO^T hi, lo: 16 K each) | dS hi 16 K | dS lo 16 K (first raw P) | LSE, D 2 slots x 256 B each | 7 mbarriers
+// | 1 K alignment slack = 231,480 of 232,448. The producer is the shipping kernel's (tf32_bwd_produce) at kBlockM = 64
+// (its kHiLoB path).
 // Barriers between the consumers: flash_sm90_tf32_bwd_kernel.cuh, tf32_bwd_consume_roles.
 struct Tf32BwdRolesTraits {
   static constexpr int kHeadDim = 64;
@@ -303,7 +306,7 @@ struct Tf32BwdRolesTraits {
   static constexpr bool kEarlyQdEmpty = true;  // Q / dO released after S^T / dP^T; LSE, D in two slots
   static constexpr int kLseSlots = 2 * kStages;
   static constexpr bool kDsFromRegs = true;    // dK's A fragments from consumer 1's dS registers
-  static constexpr bool kHiLoB = false;        // Q, dO as [hi | lo] parts (N = 64 queries: [hi | lo] would be 128)
+  static constexpr bool kHiLoB = true;         // Q, dO per 32-column chunk as [hi | lo]: B of hi*[hi | lo], N = 128
   static constexpr bool kRaceBar = false;
   static constexpr bool kRoles = true;
 
@@ -347,8 +350,8 @@ struct Tf32BwdRolesTraits {
   static constexpr int kKVBytes = kChunks * kKVChunkBytes;
   static constexpr int kQChunkBytes = kBlockM * kRowBytes;
   static constexpr int kQBytes = kChunks * kQChunkBytes;
-  static constexpr int kQLoOff = kQBytes;
-  static constexpr int kQChunkStride = kQChunkBytes;
+  static constexpr int kQLoOff = kQChunkBytes;           // [hi chunk 0 | lo chunk 0 | hi chunk 1 | lo chunk 1]
+  static constexpr int kQChunkStride = 2 * kQChunkBytes;
   static constexpr int kQtChunkBytes = kHeadDim * kRowBytes;
   static constexpr int kQtBytes = (kBlockM / kChunkElems) * kQtChunkBytes;
   static constexpr int kPartBytes = kPart * kRowBytes;
