@@ -2,6 +2,8 @@
 # Session 15's fp32 backward call (issue 15, flash-sm90 fp32 backward d = 64; prepared in session 14, round 3), in
 # <= 65 s (BUDGET, default 62):
 #   scripts/fp32s15_h200.sh OUTDIR [BUILD_DIR=build]
+# (Ran as session 15's call A, results/h200/s15/callA/fp32/. roles and dqg2 were removed after it (code in the history,
+# commit dcff780): FB_SM90_FP32_BWD_PROBE now refuses both words, so the script is that call's record.)
 # The probes (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32; kernels/flash_sm90/flash_sm90_tf32_bwd*; docs/perf-notes.md fp32
 # backward, "Session 15 (prepared in session 14)"):
 #   dqg2   session 14's: dQ^T with two k8 steps a commit group (call B: +0.0-1.9%), a re-measure

@@ -236,24 +236,7 @@ __device__ __forceinline__ void wgmma_ss_tf32_n64_halves(float (&lo)[16], float 
                : FB_TF32_BWD_HALF(lo, 0), FB_TF32_BWD_HALF(lo, 8), FB_TF32_BWD_HALF(hi, 0), FB_TF32_BWD_HALF(hi, 8)
                : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
-// The same with N = 128 (B = [hi | lo] of 64 queries each; probe `roles`): lo = columns [0, 64), hi = [64, 128).
-__device__ __forceinline__ void wgmma_ss_tf32_n128_halves(float (&lo)[32], float (&hi)[32], std::uint64_t desc_a,
-                                                          std::uint64_t desc_b, std::uint32_t accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" FB_WG_S64 "}, %64, %65, p, 1, 1;\n}\n"
-               : FB_TF32_BWD_HALF(lo, 0), FB_TF32_BWD_HALF(lo, 8), FB_TF32_BWD_HALF(lo, 16), FB_TF32_BWD_HALF(lo, 24),
-                 FB_TF32_BWD_HALF(hi, 0), FB_TF32_BWD_HALF(hi, 8), FB_TF32_BWD_HALF(hi, 16), FB_TF32_BWD_HALF(hi, 24)
-               : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
 #undef FB_TF32_BWD_HALF
-// A hi x [B hi | B lo] for kN queries (2 kN columns) into the two halves.
-template <int kN>
-__device__ __forceinline__ void wgmma_ss_tf32_hilo(float (&lo)[kN / 2], float (&hi)[kN / 2], std::uint64_t desc_a,
-                                                   std::uint64_t desc_b, std::uint32_t accumulate) {
-  static_assert(kN == 32 || kN == 64, "m64n64k8 or m64n128k8");
-  if constexpr (kN == 32) wgmma_ss_tf32_n64_halves(lo, hi, desc_a, desc_b, accumulate);
-  else wgmma_ss_tf32_n128_halves(lo, hi, desc_a, desc_b, accumulate);
-}
 
 // tf32::gemm_split_ss_multi's products (kAccs = 4, N = 32) with B's hi and lo side by side in shared memory
 // (kHiLoB): b(g, kk) is the descriptor of step kk of B hi, whose 32 rows are followed by B lo's, so that the
@@ -266,24 +249,23 @@ __device__ __forceinline__ void wgmma_ss_tf32_hilo(float (&lo)[kN / 2], float (&
 // busy meanwhile), its hi*hi moves to c[g][1] and the block's hi*hi half restarts from zero; the two are
 // swapped back at the end (register renaming). (Session 12's probe `hilo8`, hi*hi in one chain of kSteps and no
 // wait in the middle, a different sum, measured level with this: call A, docs/perf-notes.md.)
-// kN: the queries (B's rows per part): 32 as shipped, 64 under the probe `roles` (m64n64k8 lo*hi, m64n128k8 hi*[hi | lo]).
-template <int kSteps, int kGemms, int kN = 32, typename DescA, typename DescB>
-__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][kN / 2], DescA&& a, DescB&& b) {
+template <int kSteps, int kGemms, typename DescA, typename DescB>
+__device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][16], DescA&& a, DescB&& b) {
   constexpr int kHalf = kSteps / 2;
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kHalf; ++kk) {
     // Interleaved so that no wgmma depends on the one issued just before it.
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<kN>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), kk > 0);
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_hilo<kN>(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
+    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), kk > 0);
   }
   ptx::wgmma_commit();
 #pragma unroll
   for (int kk = kHalf; kk < kSteps; ++kk)
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<kN>(c[g][2], a(g, kk, 1), b(g, kk), 1);
+    for (int g = 0; g < kGemms; ++g) tf32::wgmma_ss<32>(c[g][2], a(g, kk, 1), b(g, kk), 1);
   ptx::wgmma_commit();
   ptx::wgmma_wait<1>();  // the first half's wgmmas are complete (lo*hi's second half may still run)
   // hi*hi's first half out of the block, the block's half zeroed: one asm per register, with the block's
@@ -293,14 +275,14 @@ __device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][kN / 2]
   for (int g = 0; g < kGemms; ++g) {
     ptx::fence_operands(c[g][3]);
 #pragma unroll
-    for (int i = 0; i < kN / 2; ++i)
+    for (int i = 0; i < 16; ++i)
       asm volatile("mov.b32 %0, %1;\n\tmov.b32 %1, 0f00000000;\n" : "=f"(c[g][1][i]), "+f"(c[g][0][i]));
   }
   ptx::wgmma_fence();  // c[g][0] was written by ordinary instructions
 #pragma unroll
   for (int kk = kHalf; kk < kSteps; ++kk)
 #pragma unroll
-    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_hilo<kN>(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), 1);
+    for (int g = 0; g < kGemms; ++g) wgmma_ss_tf32_n64_halves(c[g][0], c[g][3], a(g, kk, 0), b(g, kk), 1);
   ptx::wgmma_commit();
   ptx::wgmma_wait<0>();
 #pragma unroll
@@ -310,7 +292,7 @@ __device__ __forceinline__ void gemm_split_ss_hilo(float (&c)[kGemms][4][kN / 2]
 #pragma unroll
   for (int g = 0; g < kGemms; ++g)
 #pragma unroll
-    for (int i = 0; i < kN / 2; ++i) {
+    for (int i = 0; i < 16; ++i) {
       const float second = c[g][0][i];
       c[g][0][i] = c[g][1][i];
       c[g][1][i] = second;
@@ -710,229 +692,6 @@ __device__ __forceinline__ void tf32_bwd_consume(const Tf32BwdParams& prm, const
   }
 }
 
-// ---- session 15's probe `roles` (Tf32BwdRolesTraits, d = 64 3xTF32; prepared in session 14, UNMEASURED) ----
-// 64 keys, 64 queries a tile. Consumer 0: S^T, P, dV, dQ^T of queries [0, 32); consumer 1: dP^T, dS, dK, dQ^T of
-// queries [32, 64). The two shared buffers of a tile t and their hand-offs (kBarLoFree, kBarPReady, kBarDsReady: named
-// barriers of both consumers' 256 threads, each arrived at (barrier.arrive) by one consumer and waited at
-// (barrier.sync) by the other, once per tile):
-//   dS lo  raw P(t) in consumer 0's accumulator order (its stores; consumer 1's loads, thread for thread), then
-//          dS lo(t) (consumer 1's stores; both consumers' dQ^T(t) wgmmas read it)
-//            consumer 0 stores P(t) after kBarLoFree (consumer 1 past its dQ^T(t - 1) wgmmas; its own: program
-//            order); consumer 1 loads it after kBarPReady and overwrites it with dS lo(t) only after a barrier of its
-//            own warpgroup (every one of its threads past its loads)
-//   dS hi  dS hi(t) (consumer 1's stores; both dQ^T(t) read it), then each consumer's scale * dQ^T(t) staged in ITS
-//          32 query rows of both chunks (its stores once its own dQ^T(t) wgmmas are complete; its TMA reductions read)
-//            consumer 1 stores dS(t) after kBarPReady, which consumer 0 arrives at only after its dQ^T(t - 1) wgmmas
-//            are complete and its thread 0 is past its reductions' reads of tile t - 1 (bulk wait before the arrive),
-//            and after its own warpgroup barrier (its thread 0 past its own reductions' reads: bulk wait before
-//            that barrier); fence.proxy.async, then kBarDsReady; before its dQ^T(t) consumer 0 waits at
-//            kBarDsReady, consumer 1 at its own warpgroup's barrier
-//          A consumer's staging rows are never read by the other's dQ^T (B = its own 32 query rows).
-// No deadlock, no phase overrun (two arrives of one consumer in one phase) and every pair of conflicting accesses of
-// the two consumers ordered by these barriers: checked by exploring every interleaving of a model of the protocol
-// (docs/perf-notes.md, fp32 backward, "Session 15 (prepared in session 14)"; the model also showed that session 14's
-// first draft's fourth barrier, consumer 0's "dS hi free" arrive before P, was implied by kBarPReady). The
-// mbarriers with the producer are the shipping kernel's (Q / dO released after S^T / dP^T, LSE / D in two slots;
-// Q^T / dO^T after dV / dK).
-// The barriers between the two roles are waited at by one consumer and arrived at by the other at different
-// instructions: barrier.sync / barrier.arrive without .aligned (bar.sync / bar.arrive are .aligned: every thread of
-// the block at the same instruction; synccheck flagged that use in session 7).
-__device__ __forceinline__ void roles_bar_sync(int id, int threads) {
-  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void roles_bar_arrive(int id, int threads) {
-  asm volatile("barrier.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-template <typename Tr>
-__device__ __forceinline__ void tf32_bwd_consume_roles(const Tf32BwdParams& prm, const Tf32BwdSmem<Tr>& sm0,
-                                                       const Tf32BwdBarriers<Tr>& bars, const Tf32BwdWork& w,
-                                                       int cw) {
-  static_assert(Tr::kRoles && Tr::kPresplit && Tr::kSplit && Tr::kEarlyQdEmpty && Tr::kStages == 1 && Tr::kHiLoB &&
-                    Tr::kConsumerWgs == 2 && Tr::kDkvRegs == Tr::kPartRegs,
-                "roles: two consumers on one set of 64 keys, K / V split once, 3xTF32, one stage");
-  constexpr int kPair = Tr::kConsumerThreads;  // both consumers at kBarLoFree, kBarPReady, kBarDsReady
-  const bool is_dp = cw == 1;
-  const int ctid = threadIdx.x % Tr::kWgThreads;
-  const int warp = ctid / Tr::kWarpSize;
-  const int lane = ctid % Tr::kWarpSize;
-  const int key_row = warp * Tr::kWarpKeys + lane / 4;  // this thread's first key among the 64
-  const int col_lane = 2 * (lane % 4);                   // first accumulator column
-  const int seq_k = prm.mask.seq_k;
-  const int offset = prm.mask.offset();  // causal: query i sees keys <= i + offset
-  const int q_half = cw * Tr::kDqQueries;  // first query of this consumer's dQ^T
-  const std::uint32_t half_rows = std::uint32_t(q_half * Tr::kRowBytes);
-
-  float kv[Tr::kDkvRegs];  // dV (consumer 0) or dK (consumer 1), all 64 columns of d
-#pragma unroll
-  for (int i = 0; i < Tr::kDkvRegs; ++i) kv[i] = 0.f;
-
-  ptx::mbar_wait(bars.kv_split(), 0);
-  for (int it = 0; it < w.steps; ++it) {
-    const int st = it % Tr::kStages;
-    const int lse_slot = it % Tr::kLseSlots;
-    const std::uint32_t parity = (it / Tr::kStages) & 1;
-    const int m0 = w.m_tile(it) * Tr::kBlockM;
-    const int bh = w.q_bh(it);
-    // Consumer 1 is past its dQ^T(t - 1) wgmmas (they completed before its staging): dS lo may take raw P(t).
-    if (is_dp) roles_bar_arrive(Tr::kBarLoFree, kPair);
-    ptx::mbar_wait(bars.qd_ready(st), parity);
-    const Tf32BwdSmem<Tr> sm{tf32::opaque(sm0.base)};  // addresses are computed per tile
-
-    // S^T = K Q^T (consumer 0) or dP^T = V dO^T (consumer 1): M = 64 keys, N = 64 queries, k = d, A (K or V hi /
-    // lo) from shared memory and B = [Q hi | Q lo] ([dO hi | dO lo]) as one 128-row operand: per k8 step lo*hi
-    // (m64n64k8) and hi*[hi | lo] (m64n128k8, A hi read once). The shipping kernel's gemm_split_ss_hilo at N = 64:
-    // the same products in the same chains (hi*hi in two halves of the steps, lo*hi, hi*lo; gemm_split_ss_multi's),
-    // so the same S^T, dP^T bit for bit.
-    float acc[1][Tr::kSdpAccs][Tr::kSRegs];
-    {
-      const std::uint32_t a_hi = is_dp ? sm.v() : sm.k(), a_lo = is_dp ? sm.v_lo() : sm.k_lo();
-      const std::uint32_t b_hi = is_dp ? sm.dout(st, 0) : sm.q(st, 0);
-      gemm_split_ss_hilo<Tr::kQKSteps, 1, Tr::kWgQueries>(
-          acc,
-          [&](int, int kk, int part) {
-            return tf32::kstep_desc<Tr::kDescBase>(part ? a_lo : a_hi, Tr::kKVChunkBytes, kk);
-          },
-          [&](int, int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_hi, Tr::kQChunkStride, kk); });
-    }
-    // Every consumer thread arrives: its wgmmas on Q / dO are complete (LSE, D stay in their slot until the
-    // consumers' next tile: kEarlyQdEmpty).
-    ptx::mbar_arrive(bars.qd_empty(st));
-    tf32::sum_split_accs(acc[0]);
-    float(&v)[Tr::kSRegs] = acc[0][0];  // S^T (consumer 0) or dP^T (consumer 1); register i: key key_row +
-                                         // 8 ((i / 2) % 2), query 8 (i / 4) + col_lane + i % 2
-    const std::uint32_t xchg = sm.ds(1) + std::uint32_t(ctid * 16);  // raw P, 16 bytes a thread per 4 registers
-    // The TF32 parts of P^T (consumer 0) or dS^T (consumer 1) in the accumulator layout: dV's or dK's A fragments.
-    std::uint32_t hi[Tr::kSRegs], lo[Tr::kSRegs];
-    if (!is_dp) {
-      // P^T = exp2(S^T scale log2 e - LSE log2 e), 0 where masked (causal, or keys past seq_k).
-      const bool need_mask = (prm.mask.causal && w.n0 + Tr::kWgKeys - 1 > m0 + offset) || w.n0 + Tr::kWgKeys > seq_k;
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-        const float2 lse = ptx::ld_shared_f32x2(sm.lse(lse_slot) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
-#pragma unroll
-        for (int i = 4 * j; i < 4 * j + 4; ++i) {
-          float pv = ptx::exp2_approx(fmaf(v[i], prm.scale_log2, -(i % 2 == 0 ? lse.x : lse.y)));
-          if (need_mask) {
-            const int key = w.n0 + key_row + ((i / 2) % 2) * 8;
-            if (!prm.mask.visible(m0 + (i / 4) * Tr::kMmaN + col_lane + i % 2, key)) pv = 0.f;
-          }
-          v[i] = pv;
-        }
-      }
-      // Its reductions of tile t - 1 have read their staging rows (thread 0's bulk wait; a no-op for the others: no
-      // divergent branch here) before kBarPReady's arrive below: dS hi may then take consumer 1's dS(t).
-      ptx::bulk_wait_group_read_all();
-      roles_bar_sync(Tr::kBarLoFree, kPair);  // consumer 1 past its dQ^T(t - 1): dS lo is free
-#pragma unroll
-      for (int j = 0; j < Tr::kSRegs / 4; ++j)
-        ptx::st_shared_u32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16), __float_as_uint(v[4 * j]),
-                             __float_as_uint(v[4 * j + 1]), __float_as_uint(v[4 * j + 2]),
-                             __float_as_uint(v[4 * j + 3]));
-      roles_bar_arrive(Tr::kBarPReady, kPair);
-#pragma unroll
-      for (int i = 0; i < Tr::kSRegs; ++i) ptx::split_tf32_as<Tr::kRn>(v[i], hi[i], lo[i]);
-    } else {
-      // dS^T = P^T o (dP^T - D), P^T from consumer 0 (the same thread's registers there).
-      roles_bar_sync(Tr::kBarPReady, kPair);
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-        const float4 pv = ptx::ld_shared_f32x4(xchg + std::uint32_t(j * Tr::kWgThreads * 16));
-        const float2 dd = ptx::ld_shared_f32x2(sm.dsum(lse_slot) + (j * Tr::kMmaN + col_lane) * int(sizeof(float)));
-        const float pj[4] = {pv.x, pv.y, pv.z, pv.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const int i = 4 * j + k;
-          ptx::split_tf32_as<Tr::kRn>(pj[k] * (v[i] - (k % 2 == 0 ? dd.x : dd.y)), hi[i], lo[i]);
-        }
-      }
-      // Its reductions of tile t - 1 have read their staging rows (thread 0), and every one of its threads is past
-      // its loads of raw P: dS lo may replace it.
-      // (Consumer 0's dQ^T(t - 1) and its reductions' reads of dS hi are complete: kBarPReady above.)
-      ptx::bulk_wait_group_read_all();
-      ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-      // dS (queries x keys, K-major along keys): B of dQ^T.
-#pragma unroll
-      for (int i = 0; i < Tr::kSRegs; ++i) {
-        const int key = key_row + ((i / 2) % 2) * 8;
-        const int q = (i / 4) * Tr::kMmaN + col_lane + i % 2;
-        const std::uint32_t off = std::uint32_t((key / Tr::kChunkElems) * Tr::kDsChunkBytes) +
-                                  tf32::sw128_offset(q, key % Tr::kChunkElems);
-        ptx::st_shared_u32(sm.ds(0) + off, hi[i]);
-        ptx::st_shared_u32(sm.ds(1) + off, lo[i]);
-      }
-      ptx::fence_proxy_async_smem();  // both consumers' dQ^T wgmmas read what these stores wrote
-      roles_bar_arrive(Tr::kBarDsReady, kPair);
-    }
-
-    // dV += P^T dO (consumer 0: B = dO^T) or dK += dS^T Q (consumer 1: B = Q^T), a fresh tensor-core sum over the
-    // tile's 64 queries added in fp32; A's fragments from this consumer's registers (the permuted query order of
-    // Q^T / dO^T).
-    ptx::mbar_wait(bars.t_ready(st), parity);
-    {
-      const std::uint32_t b_hi = is_dp ? sm.qt(st, 0) : sm.dot(st, 0);
-      const std::uint32_t b_lo = is_dp ? sm.qt(st, 1) : sm.dot(st, 1);
-      float t[Tr::kPartRegs];
-      tf32::gemm_frag_a<Tr::kPart, Tr::kKVSteps, Tr::kSplit>(
-          t, [&](int kk, int part, std::uint32_t(&a)[4]) { tf32::acc_fragment(a, part ? lo : hi, kk); },
-          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_hi, Tr::kQtChunkBytes, kk); },
-          [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(b_lo, Tr::kQtChunkBytes, kk); });
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(t);
-#pragma unroll
-      for (int i = 0; i < Tr::kPartRegs; ++i) kv[i] += t[i];
-    }
-    ptx::fence_operands(hi);
-    ptx::fence_operands(lo);
-    ptx::mbar_arrive(bars.t_empty(st));  // its wgmmas on Q^T / dO^T are complete
-
-    // dQ^T = K^T dS^T for this consumer's 32 queries over the 64 keys (the shipping kernel's dQ^T GEMM), staged
-    // in its own rows of dS hi and added into dq by TMA reductions.
-    // Every thread of consumer 1 has written its part of dS(t) and fenced it for the async proxy: consumer 0 waits
-    // at kBarDsReady, consumer 1 at its own warpgroup's barrier (its dQ^T reads all of its threads' stores).
-    if (!is_dp) roles_bar_sync(Tr::kBarDsReady, kPair);
-    else ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-    const std::uint32_t ds_hi_b = sm.ds(0) + half_rows, ds_lo_b = sm.ds(1) + half_rows;
-    float qacc[1][Tr::kDqAccs][Tr::kDqRegs];
-    tf32::gemm_split_rs_parts<Tr::kDqQueries, Tr::kDqSteps, Tr::kDqGroup, Tr::kSplit, Tr::kDqAccs>(
-        qacc,
-        [&](int kk, int part, std::uint32_t(&a)[4]) {
-          tf32::load_mnmajor_fragment(a, part ? sm.k_lo() : sm.k(), Tr::kKVChunkBytes, 0, 0, warp, lane, kk);
-        },
-        [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_hi_b, Tr::kDsChunkBytes, kk); },
-        [&](int kk) { return tf32::kstep_desc<Tr::kDescBase>(ds_lo_b, Tr::kDsChunkBytes, kk); });
-    tf32::sum_split_accs(qacc[0]);
-    stage_dq_part<Tr>(ds_hi_b, qacc[0][0], prm.scale, warp, lane);
-    ptx::fence_proxy_async_smem();  // the TMA reduction (async proxy) reads what the stores wrote
-    ptx::named_bar_sync(Tr::kBarConsumer0 + cw, Tr::kWgThreads);
-    // Consumer 1's half of the last tile can lie wholly past seq_q (e.g. N = 130: queries 160-191): no reduction.
-    if (ctid == 0 && m0 + q_half < prm.mask.seq_q) {
-#pragma unroll
-      for (int c = 0; c < Tr::kPart / Tr::kChunkElems; ++c)
-        tma_reduce_add_3d(&prm.tm_dq, ds_hi_b + std::uint32_t(c * Tr::kDsChunkBytes), c * Tr::kChunkElems,
-                          m0 + q_half, bh);
-      ptx::bulk_commit_group();
-    }
-  }
-  // The last reductions must have read the staging rows before the block's shared memory goes.
-  if (ctid == 0) ptx::bulk_wait_group_all();
-
-  // dV (consumer 0) or dK times the softmax scale (consumer 1) for the block's 64 keys.
-  float* out = is_dp ? prm.dk : prm.dv;
-  const float mul = is_dp ? prm.scale : 1.f;
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    const int key = w.n0 + key_row + hf * 8;
-    if (key >= seq_k) continue;
-    const std::int64_t row = (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim;
-#pragma unroll
-    for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
-      const int i = 4 * j + 2 * hf;
-      *reinterpret_cast<float2*>(out + row + j * Tr::kMmaN + col_lane) = make_float2(kv[i] * mul, kv[i + 1] * mul);
-    }
-  }
-}
-
 #endif  // FB_PTX_SM90A
 
 template <typename Tr>
@@ -981,8 +740,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     tf32_bwd_produce<Tr>(prm, sm, bars, work(), threadIdx.x);
   } else {
     if constexpr (Tr::kSetMaxNreg) ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    if constexpr (Tr::kRoles) tf32_bwd_consume_roles<Tr>(prm, sm, bars, work(), wg - 1);  // session 15's probe
-    else tf32_bwd_consume<Tr>(prm, sm, bars, work(), wg - 1);
+    tf32_bwd_consume<Tr>(prm, sm, bars, work(), wg - 1);
   }
 #else
   __trap();

@@ -77,8 +77,6 @@ struct Tf32BwdTraits {
   // true (shared keys; Tf32BwdRaceBar, session 12's racecheck-only probe `racebar`): a second barrier over both
   // consumers right after the one that orders consumer 1's dS stores before consumer 0's dK fragment loads.
   static constexpr bool kRaceBar = false;
-  // true only in Tf32BwdRolesTraits (session 15's probe `roles`): tf32_bwd_consume_roles instead of tf32_bwd_consume.
-  static constexpr bool kRoles = false;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -102,8 +100,7 @@ struct Tf32BwdTraits {
   static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // S^T, dP^T (each of 2 parts)
   static constexpr int kPartRegs = kWgKeys * kPart / kWgThreads;    // one part's fresh sum
   static constexpr int kDkvRegs = kWgParts * kPartRegs;             // dK, dV
-  static constexpr int kDqQueries = kBlockM;                        // N of a consumer's dQ^T; tm_dq's box rows
-  static constexpr int kDqRegs = kPart * kDqQueries / kWgThreads;   // one part of dQ^T (of 2 parts)
+  static constexpr int kDqRegs = kPart * kBlockM / kWgThreads;      // one part of dQ^T (of 2 parts)
   static constexpr int kQKSteps = kHeadDim / kMmaK;                 // k8 steps of S^T, dP^T
   static constexpr int kKVSteps = kBlockM / kMmaK;                  // of dV, dK
   static constexpr int kDqSteps = kWgKeys / kMmaK;                  // of dQ^T
@@ -254,156 +251,10 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
   static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
 };
 
-// dQ^T = K^T dS^T with kGroup k8 steps per commit group (d = 64 ships 1): session 14's probe `dqg2`
-// (FB_SM90_FP32_BWD_PROBE, <.., 2>: 4 waits a tile instead of 8). Call A's source-level profile put dQ^T at 29% of
-// the consumers' stall samples. The same products in the same accumulators and order: dK and dV bit-identical.
-// Call B (docs/perf-notes.md): +0.0-1.9% on every row of both rounds, under the +2% ship rule; kept for a re-measure.
-template <typename Tr, int kGroup> struct Tf32BwdDqGroup : Tr {
-  static constexpr int kDqGroup = kGroup;
-  static_assert(!Tr::kShareKeys && Tr::kPresplit, "dQ^T's fragments from the presplit K (own keys)");
-  static_assert(Tr::kDqSteps % kGroup == 0 && (Tr::kDqSteps / 2) % kGroup == 0, "whole commit groups");
-};
-
 // Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
 template <typename Tr> struct Tf32BwdRaceBar : Tr {
   static constexpr bool kRaceBar = true;
   static_assert(Tr::kShareKeys, "the barrier between the consumers' dS stores and dK loads (shared keys)");
-};
-
-// Session 15's probe `roles` (FB_SM90_FP32_BWD_PROBE, d = 64 3xTF32; prepared in session 14, UNMEASURED): 64 keys a
-// block and 64 queries a tile, the work split between the two consumers by role rather than by keys:
-//   consumer 0   S^T = K Q^T (N = 64 queries, A = K hi / lo from shared memory, B = [Q hi | Q lo] as one operand:
-//                the shipping kernel's gemm_split_ss_hilo at N = 64, lo*hi m64n64k8 and hi*[hi | lo] m64n128k8 per k8
-//                step, the same products in the same chains, so S^T and P are its values bit for bit), P^T (exp2,
-//                LSE); raw P to consumer 1 through dS's lo buffer; dV += P^T dO (A = P^T's hi / lo from its own
-//                registers, B = dO^T); dQ^T for queries [0, 32) (A = K^T hi / lo, B = dS)
-//   consumer 1   dP^T = V dO^T (the same form), dS^T = P^T o (dP^T - D) (P read from the exchange), dS hi / lo
-//                into shared memory (dQ^T's B operand); dK += dS^T Q (A from its dS registers, B = Q^T); dQ^T for
-//                queries [32, 64)
-// dQ^T per consumer is the shipping kernel's GEMM (M = d = 64, N = 32 queries, 64 keys of K, 3 accumulators); each
-// consumer stages its scale * dQ^T in its 32 query rows of dS hi (free once its own dQ^T wgmmas are complete) and
-// adds it into dq by two TMA reductions of a (32 columns x 32 queries) box (kDqQueries: tm_dq's box).
-// Against the shipping kernel (two consumers, 64 keys each, 32-query tiles), per 4,096 scores: S^T / dP^T take 32
-// wgmmas instead of 64 and read 160 KB of operands instead of 224; P's exchange adds 32 KB; but the producer prepares
-// each Q / dO tile for 64 keys instead of 128, twice its work per score (+128 KB): ~720 KB of shared-memory traffic
-// against ~624 (docs/perf-notes.md). dV / dK sum 64 queries per fresh tensor-core sum instead of 32 (a different
-// rounding of dK / dV, checked against fp64 by the strict FP32 rule, not bit-compared).
-// Shared memory (bytes): K hi 16 K | V hi 16 K | K lo 16 K | V lo 16 K | stage 128 K (Q, dO: 32 K each, per 32-column
-// chunk [hi | lo]; Q^T hi, lo | dO^T hi, lo: 16 K each) | dS hi 16 K | dS lo 16 K (first raw P) | LSE, D 2 slots x 256 B each | 7 mbarriers
-// | 1 K alignment slack = 231,480 of 232,448. The producer is the shipping kernel's (tf32_bwd_produce) at kBlockM = 64
-// (its kHiLoB path).
-// Barriers between the consumers: flash_sm90_tf32_bwd_kernel.cuh, tf32_bwd_consume_roles.
-struct Tf32BwdRolesTraits {
-  static constexpr int kHeadDim = 64;
-  static constexpr int kConsumerWgs = 2;
-  static constexpr int kBlockM = 64;
-  static constexpr int kStages = 1;
-  static constexpr bool kShareKeys = false;  // the producer's and shared memory's view: one set of 64 keys
-  static constexpr bool kSplit = true;
-  static constexpr bool kPresplit = true;
-  static constexpr bool kRn = true;
-  static constexpr bool kDescBase = true;
-  static constexpr bool kEarlyQdEmpty = true;  // Q / dO released after S^T / dP^T; LSE, D in two slots
-  static constexpr int kLseSlots = 2 * kStages;
-  static constexpr bool kDsFromRegs = true;    // dK's A fragments from consumer 1's dS registers
-  static constexpr bool kHiLoB = true;         // Q, dO per 32-column chunk as [hi | lo]: B of hi*[hi | lo], N = 128
-  static constexpr bool kRaceBar = false;
-  static constexpr bool kRoles = true;
-
-  // ---- threads ----
-  static constexpr int kWarpSize = 32;
-  static constexpr int kWgThreads = 128;
-  static constexpr int kWgWarps = kWgThreads / kWarpSize;
-  static constexpr int kConsumerThreads = kConsumerWgs * kWgThreads;
-  static constexpr int kThreads = kWgThreads + kConsumerThreads;
-
-  // ---- tiles ----
-  static constexpr int kWgKeys = 64;
-  static constexpr int kWarpKeys = kWgKeys / kWgWarps;
-  static constexpr int kBlockN = kWgKeys;  // both consumers on the same 64 keys
-  static constexpr int kMmaK = 8;
-  static constexpr int kMmaN = 8;
-  static constexpr int kPart = 64;
-  static constexpr int kParts = kHeadDim / kPart;
-  static constexpr int kWgParts = 1;
-  static constexpr int kWgQueries = kBlockM;  // N of S^T, dP^T
-
-  // ---- accumulators per consumer thread ----
-  static constexpr int kSRegs = kWgKeys * kWgQueries / kWgThreads;  // 32: S^T or dP^T (each of 4 accumulators)
-  static constexpr int kPartRegs = kWgKeys * kPart / kWgThreads;    // 32: a fresh dV or dK sum
-  static constexpr int kDkvRegs = kWgParts * kPartRegs;             // 32: dV (consumer 0) or dK (consumer 1)
-  static constexpr int kDqQueries = kBlockM / kConsumerWgs;         // 32: N of a consumer's dQ^T
-  static constexpr int kDqRegs = kPart * kDqQueries / kWgThreads;   // 16
-  static constexpr int kQKSteps = kHeadDim / kMmaK;                 // 8
-  static constexpr int kKVSteps = kBlockM / kMmaK;                  // 8
-  static constexpr int kDqSteps = kBlockN / kMmaK;                  // 8
-  static constexpr int kSdpAccs = 4;
-  static constexpr int kDqAccs = 3;   // the shipping d = 64 kernel's dQ^T
-  static constexpr int kDqGroup = 1;
-
-  // ---- shared memory ----
-  static constexpr int kRowBytes = 128;
-  static constexpr int kChunkElems = 32;
-  static constexpr int kChunks = kHeadDim / kChunkElems;
-  static constexpr int kAtomBytes = 1024;
-  static constexpr int kKVChunkBytes = kBlockN * kRowBytes;
-  static constexpr int kKVBytes = kChunks * kKVChunkBytes;
-  static constexpr int kQChunkBytes = kBlockM * kRowBytes;
-  static constexpr int kQBytes = kChunks * kQChunkBytes;
-  static constexpr int kQLoOff = kQChunkBytes;           // [hi chunk 0 | lo chunk 0 | hi chunk 1 | lo chunk 1]
-  static constexpr int kQChunkStride = 2 * kQChunkBytes;
-  static constexpr int kQtChunkBytes = kHeadDim * kRowBytes;
-  static constexpr int kQtBytes = (kBlockM / kChunkElems) * kQtChunkBytes;
-  static constexpr int kPartBytes = kPart * kRowBytes;
-  static constexpr int kDsChunkBytes = kBlockM * kRowBytes;                  // (64 queries x 32 keys)
-  static constexpr int kDsBytes = (kBlockN / kChunkElems) * kDsChunkBytes;  // one part of dS
-  static constexpr int kDqRowsBytes = kDqQueries * kRowBytes;               // a consumer's query rows of a chunk
-  static constexpr int kRowVecBytes = kBlockM * int(sizeof(float));
-
-  static constexpr int kStOffQ = 0;
-  static constexpr int kStOffDo = kStOffQ + 2 * kQBytes;
-  static constexpr int kStOffQt = kStOffDo + 2 * kQBytes;
-  static constexpr int kStOffDot = kStOffQt + 2 * kQtBytes;
-  static constexpr int kStageBytes = kStOffDot + 2 * kQtBytes;
-
-  static constexpr int kOffK = 0;
-  static constexpr int kOffV = kOffK + kKVBytes;
-  static constexpr int kOffKLo = kOffV + kKVBytes;
-  static constexpr int kOffVLo = kOffKLo + kKVBytes;
-  static constexpr int kOffStage = kOffVLo + kKVBytes;
-  static constexpr int kOffDs = kOffStage + kStages * kStageBytes;  // dS hi, lo (raw P in lo before dS lo)
-  static constexpr int kOffLse = kOffDs + 2 * kDsBytes;
-  static constexpr int kOffD = kOffLse + kLseSlots * kRowVecBytes;
-  static constexpr int kOffBar = kOffD + kLseSlots * kRowVecBytes;
-  static constexpr int kBarBytes = 8;
-  static constexpr int kNumBars = 2 + 5 * kStages;
-  static constexpr std::size_t kSmemBytes = std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);
-  static constexpr std::size_t kMaxSmemOptin = 232448;
-
-  // ---- registers ----
-  static constexpr int kRegFile = 64 * 1024;
-  static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;
-  static constexpr bool kSetMaxNreg = true;
-  static constexpr int kProducerRegs = 56;
-  static constexpr int kConsumerRegs = 224;
-
-  // ---- named barriers (0 is __syncthreads; each of 4-6 is arrived at by one consumer and waited at by the other,
-  // once per tile: kConsumerThreads in all) ----
-  static constexpr int kBarProducer = 1;
-  static constexpr int kBarConsumer0 = 2;     // + consumer index: its own warpgroup
-  static constexpr int kBarLoFree = 4;        // consumer 1 past its dQ^T: dS lo may take the next raw P
-  static constexpr int kBarPReady = 5;        // raw P in dS lo; consumer 0 past its dQ^T and its reductions' reads
-  static constexpr int kBarDsReady = 6;       // dS hi / lo written (and fenced for the async proxy)
-
-  static_assert(kSRegs == 32 && kDqRegs == 16 && kDkvRegs == 32, "the register budget in the comment above");
-  static_assert(kSRegs * kWgThreads * int(sizeof(float)) == kDsBytes, "raw P fills dS's lo buffer exactly");
-  static_assert(kDqRowsBytes % kAtomBytes == 0 && kQBytes % kAtomBytes == 0 && kQtBytes % kAtomBytes == 0 &&
-                    kKVBytes % kAtomBytes == 0 && kDsBytes % kAtomBytes == 0 && kStageBytes % kAtomBytes == 0,
-                "every wgmma operand and TMA box starts on a swizzle atom");
-  static_assert(kSmemBytes <= kMaxSmemOptin, "fits the 227 KB a block may opt in to");
-  static_assert(kProducerRegs * kWgThreads + kConsumerRegs * kConsumerThreads <= kLaunchRegs * kThreads &&
-                    kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
-                "setmaxnreg lowers the producer and raises the consumers within the block's registers");
 };
 
 // The fp32 backward's tiles per head_dim (shared memory, with LSE, D, barriers and alignment slack
