@@ -3,7 +3,7 @@
 #   scripts/fp32s14r2_h200.sh OUTDIR [BUILD_DIR=build]
 # (Branch fp32r2; docs/perf-notes.md fp32 backward, "Session 14"; ran as session 14's call B,
 # results/h200/s14/callB/r2-fp32/. dqahead was removed after it: FB_SM90_FP32_BWD_PROBE now refuses the word, so the
-# script is that call's record; dqg2 stays, Tf32BwdDqGroup<.., 2>.) The probes (FB_SM90_FP32_BWD_PROBE, d = 64
+# script is that call's record; dqg2, Tf32BwdDqGroup<.., 2>, followed in session 15.) The probes (FB_SM90_FP32_BWD_PROBE, d = 64
 # 3xTF32; Tf32BwdDqAhead in kernels/flash_sm90/flash_sm90_tf32_bwd_traits.h at the call) change only
 # dQ^T = K^T dS^T's cadence, the
 # largest piece of the consumers' chain in call A's source-level profile (29% of their stall samples):

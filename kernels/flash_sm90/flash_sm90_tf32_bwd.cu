@@ -90,15 +90,16 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 // Session 14's probe (dotfirst: dO^T before Q^T, a barrier each) was level in its call A (0.97-1.01x) and is removed
 // (code in the history, commit 3598979); its round-2 probe dqahead (dQ^T's next K^T fragments loaded before the wait
 // for the previous commit group) ran +0.7-2.0% in call B, under the +2% rule, and is removed (commit 84c5321).
+// Session 15's probe roles (64 keys a block, 64-query tiles; consumer 0 S^T / P / dV, consumer 1 dP^T / dS / dK) ran
+// 0.87x the default in its call A (the producer's per-score work doubled) and dqg2 (session 14: dQ^T with two k8 steps
+// a commit group) +0.7-2.3%, under its +2% rule; both removed (code in the history, commit dcff780; docs/perf-notes.md).
 // FB_SM90_FP32_BWD_PROBE (read once), 3xTF32 only; unset, empty or `default` is the shipping backward, any word but
 // these is refused (an A/B under a removed word would time the default and read as "level"); at the head dim a word
 // does not name, the shipping kernel runs:
 //   racebar   d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
 //             before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
 //             of the reports at that pair; call A's racecheck reported none with or without it)
-//   dqg2      d = 64 (session 14, round 2): dQ^T with two k8 steps a commit group instead of one (Tf32BwdDqGroup<.., 2>;
-//             call B: +0.0-1.9% on every d = 64 row, under the +2% ship rule; kept for a re-measure)
-enum class Tf32BwdProbe { none, racebar, dqg2 };
+enum class Tf32BwdProbe { none, racebar };
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -106,11 +107,10 @@ Tf32BwdProbe tf32_bwd_probe() {
     const std::string s = env != nullptr ? env : "";
     if (s.empty() || s == "default") return Tf32BwdProbe::none;
     if (s == "racebar") return Tf32BwdProbe::racebar;
-    if (s == "dqg2") return Tf32BwdProbe::dqg2;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, dqg2; unset or default for the "
-                                "shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
-                                "dotfirst and dqahead in session 14: docs/perf-notes.md)");
+                                "' is not an fp32 backward probe (racebar; unset or default for the shipping "
+                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, dotfirst "
+                                "and dqahead in session 14, roles and dqg2 in session 15: docs/perf-notes.md)");
   }();
   return probe;
 }
@@ -121,9 +121,6 @@ void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, c
   [[maybe_unused]] const Tf32BwdProbe probe = tf32_bwd_probe();  // read at every head dim: wrong words refused
   if constexpr (D == 128 && kSplit) {
     if (probe == Tf32BwdProbe::racebar) return launch<Tf32BwdRaceBar<Traits>>(p, lse_pad, d_pad, stream);
-  }
-  if constexpr (D == 64 && kSplit) {
-    if (probe == Tf32BwdProbe::dqg2) return launch<Tf32BwdDqGroup<Traits, 2>>(p, lse_pad, d_pad, stream);
   }
   launch<Traits>(p, lse_pad, d_pad, stream);
 }

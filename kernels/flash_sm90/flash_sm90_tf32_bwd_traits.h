@@ -251,16 +251,6 @@ template <typename Tr> struct Tf32BwdHiLoB : Tr {
   static_assert(2 * Tr::kWgQueries == 64, "[hi | lo] is one m64n64k8 B operand");
 };
 
-// dQ^T = K^T dS^T with kGroup k8 steps per commit group (d = 64 ships 1): session 14's probe `dqg2`
-// (FB_SM90_FP32_BWD_PROBE, <.., 2>: 4 waits a tile instead of 8). Call A's source-level profile put dQ^T at 29% of
-// the consumers' stall samples. The same products in the same accumulators and order: dK and dV bit-identical.
-// Call B (docs/perf-notes.md): +0.0-1.9% on every row of both rounds, under the +2% ship rule; kept for a re-measure.
-template <typename Tr, int kGroup> struct Tf32BwdDqGroup : Tr {
-  static constexpr int kDqGroup = kGroup;
-  static_assert(!Tr::kShareKeys && Tr::kPresplit, "dQ^T's fragments from the presplit K (own keys)");
-  static_assert(Tr::kDqSteps % kGroup == 0 && (Tr::kDqSteps / 2) % kGroup == 0, "whole commit groups");
-};
-
 // Session 12's racecheck-only probe `racebar` (FB_SM90_FP32_BWD_PROBE, d = 128 3xTF32): kRaceBar.
 template <typename Tr> struct Tf32BwdRaceBar : Tr {
   static constexpr bool kRaceBar = true;
