@@ -1,7 +1,9 @@
-# sourced: builds flashbench + GPU tests for sm_90a on the device, or unpacks a carried build (USEBIN=file)
-B=build-dev
+# sourced: builds flashbench + GPU tests for sm_90a on the device, or unpacks a carried build (USEBIN=file) into $B
+# (B=build-loc for a build made on the CPU machine in the same tree path: the GPU tests' plug-in and fixture paths
+# are compiled in, so the unpacked tree must sit where it was built)
+B=${B:-build-dev}
 if [ -n "${USEBIN:-}" ] && ls $USEBIN.* > /dev/null 2>&1; then
-  rm -rf $B; mkdir -p $B && cat $USEBIN.* | tar xJf - -C $B && echo "== unpacked $USEBIN.*"
+  rm -rf $B; mkdir -p $B && cat $USEBIN.* | tar xJf - -C $B && echo "== unpacked $USEBIN.* into $B"
 fi
 if [ ! -x $B/flashbench ] || [ ! -x $B/tests/flashbench_gpu_tests ]; then
   s=$SECONDS

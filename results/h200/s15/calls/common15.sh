@@ -10,7 +10,7 @@ step() {
   echo "== $name rc=$rc $((SECONDS-s))s (t=$((SECONDS-t0)))"; tail -n ${TAILN:-25} $R/$name.log
 }
 export PATH=$PATH:/usr/local/cuda/bin
-source out/build14.sh
+source out/build15.sh
 git log --oneline -1 > $R/commit.txt 2>&1; cat out/commit.txt >> $R/commit.txt 2>/dev/null
 export OUTDIR
 runjob() { local job=$1 f=${2:-out/job-$1.sh}; OUTDIR=$R/$job; mkdir -p $OUTDIR; TAILN=${TN:-30} step $job ${JT:-85} env BUILD=$B OUTDIR=$OUTDIR bash $f; }
