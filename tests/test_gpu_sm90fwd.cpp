@@ -12,7 +12,8 @@
 // kernel before it) runs them with cases that split on 132 SMs (the last round's tiles in 2 to 8 parts, partial last
 // K/V and query tiles, GQA, seq_q != seq_k); its workspace is checked against the plan and the run's tracked peak,
 // and a launch given no workspace runs unsplit. FB_SM90_FWD_PROBE is read once per process, so a device call runs
-// this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`). gpu_main.cpp skips the
+// this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`; the round-2 probe
+// `fullfirst`, each plane's partial last query tile last in its group, runs [tailsplit]). gpu_main.cpp skips the
 // tests without a device; a device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in
 // test_gpu.cpp.
 #include <cstddef>
