@@ -12,10 +12,10 @@
 // kernel before it) runs them with cases that split on 132 SMs (the last round's tiles in 2 to 8 parts, partial last
 // K/V and query tiles, GQA, seq_q != seq_k); its workspace is checked against the plan and the run's tracked peak,
 // and a launch given no workspace runs unsplit. FB_SM90_FWD_PROBE is read once per process, so a device call runs
-// this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`; the round-2 probe
-// `fullfirst`, each plane's partial last query tile last in its group, runs [tailsplit]). gpu_main.cpp skips the
-// tests without a device; a device that is not Hopper (or a build without sm_90a) is told apart with a warning, as in
-// test_gpu.cpp.
+// this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`; session 15's round-2
+// `fullfirst`, each plane's partial last query tile last in its group, passed [tailsplit]: measured and removed).
+// gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
+// apart with a warning, as in test_gpu.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -41,8 +41,8 @@ const char* probe_setting() {
   return probe ? probe : "(unset)";
 }
 
-// Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, `tailsplit`,
-// `fullfirst`; another variant word runs its variant unsplit: then either may hold).
+// Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, `tailsplit`;
+// another variant word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -51,7 +51,7 @@ bool tail_split_off() {
 bool tail_split_on() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = probe ? probe : "";
-  return v.empty() || v == "tailsplit" || v == "fullfirst";
+  return v.empty() || v == "tailsplit";
 }
 
 int sm_count() {

@@ -109,13 +109,6 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     each tile's S parts into O and LSE. At d = 64 (192-row tiles) with 8 query heads the last round
 //                     is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work = 688 / 704 = 5.2 / 5.3 rounds run as 6).
 inline constexpr unsigned kOptTailSplit = 64u;
-//   kOptFullFirst     (non-causal launches; session 15 round-2 probe `fullfirst`) within each plane group the query
-//                     tiles go in ascending order (work_tile), so that every plane's last query tile, the partial one
-//                     where seq_q is not a multiple of kBr (d = 64's 192 rows: 128 rows at N = 512 / 2k / 8k, 64 at
-//                     1k / 4k / 16k; whole warpgroups of it idle), comes last in its group rather than first (the
-//                     causal order, longest first, which non-causal launches inherit). The launch then ends on its
-//                     cheapest tiles: longest-processing-time first for the tile counter's list schedule.
-inline constexpr unsigned kOptFullFirst = 256u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -136,11 +129,9 @@ __device__ unsigned g_tile_counters[kTileCounters];
 // group so that the longest come first (causal: the last query tiles see the most keys); block b
 // runs tile b first, then whichever the tile counter hands it. The ring counters run on across a
 // block's tiles, so producer and consumers derive every stage and parity from the same sequence.
-// kFullFirst (kOptFullFirst, non-causal only): query tiles ascending within each group instead of descending.
-template <typename Tr, bool kFullFirst = false>
+template <typename Tr>
 __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
-  PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
-  if constexpr (kFullFirst) pt.q_tile = prm.q_tiles - 1 - pt.q_tile;
+  const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
   WorkTile w;
   w.bh = pt.bh;
   w.q0 = pt.q_tile * Tr::kBr - prm.q_shift;  // < 0 for the first tile with q_shift: its first rows
@@ -158,19 +149,19 @@ struct SplitItem {
   int kv_first;
   int unit;
 };
-template <typename Tr, bool kFullFirst = false>
+template <typename Tr>
 __device__ __forceinline__ SplitItem split_item(const FwdParams& prm, const CausalMask& mask, const TailSplit& ts,
                                                 int t) {
   SplitItem si;
   si.kv_first = 0;
   si.unit = -1;
   if (t < ts.from) {
-    si.w = work_tile<Tr, kFullFirst>(prm, mask, t);
+    si.w = work_tile<Tr>(prm, mask, t);
     return si;
   }
   const int u = t - ts.from;
   const int part = u % ts.splits;
-  si.w = work_tile<Tr, kFullFirst>(prm, mask, ts.from + u / ts.splits);
+  si.w = work_tile<Tr>(prm, mask, ts.from + u / ts.splits);
   const TailPart tp = tail_split_part(si.w.n_tiles, ts.splits, part);  // n_tiles >= kMinKvTiles x splits
   si.kv_first = tp.kv_first;
   si.w.n_tiles = tp.kv_tiles;
@@ -228,7 +219,6 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
   // unsplit kernel under the mask); tile_of runs just before each item's K/V loads (produce_ring_dynamic) and leaves
   // the item's first key for them (0 without the split: every work tile reads its plane's keys from the first).
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
-  constexpr bool kFullFirst = (kOpt & kOptFullFirst) != 0;
   const TailSplit ts = kTailSplit ? tail_split_plan(n_work, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc))
                                   : TailSplit{n_work, 1, n_work};
   int kv_row0 = 0;
@@ -236,11 +226,11 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
       qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], ts.items, Tr::kKVBytes, Tr::kKVBytes,
       [&](int t) {
         if constexpr (kTailSplit) {
-          const SplitItem si = split_item<Tr, kFullFirst>(prm, mask, ts, t);
+          const SplitItem si = split_item<Tr>(prm, mask, ts, t);
           kv_row0 = si.kv_first * Tr::kBc;
           return si.w;
         } else {
-          return work_tile<Tr, kFullFirst>(prm, mask, t);
+          return work_tile<Tr>(prm, mask, t);
         }
       },
       [&](int bh) {
@@ -413,7 +403,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kUStage = Tr::kIntraOverlap && (kOpt & kOptUniformStage) != 0;
   static_assert(!kUStage || Tr::kStages == 2, "kOptUniformStage: one main loop per stage of a 2-stage ring");
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
-  constexpr bool kFullFirst = (kOpt & kOptFullFirst) != 0;
   static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
@@ -549,7 +538,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         if constexpr (kTRec) {
           store_o(pending_bh, pending_q0 + wg_row0, ob);
         } else {
-          const WorkTile pw = work_tile<Tr, kFullFirst>(prm, mask, pending_t);
+          const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
           store_o(pw.bh, pw.q0 + wg_row0, ob);
         }
       }
@@ -592,7 +581,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       // tile rather than kept in registers across the main loop.
       const TailSplit ts =
           tail_split_plan(prm.planes * prm.q_tiles, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc));
-      const SplitItem si = split_item<Tr, kFullFirst>(prm, mask, ts, t);
+      const SplitItem si = split_item<Tr>(prm, mask, ts, t);
       w = si.w;
       kv_first = si.kv_first;
       // A part's O goes to the workspace, not to its plane: the plane's register carries the part's unit (-1 - unit)
@@ -606,7 +595,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                    : "r"(tile_rec_addr<Tr>(qr.word, q_slot))
                    : "memory");
     } else {
-      w = work_tile<Tr, kFullFirst>(prm, mask, t);
+      w = work_tile<Tr>(prm, mask, t);
     }
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;
@@ -853,7 +842,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 // 2^(lse_s - LSE) O_s, stored in the element type (o: the [batch, heads, seq_q, d] output). Launched after the forward
 // on its stream (flash_sm90_launch.cuh), so the parts are complete.
 inline constexpr int kCombineThreads = 256;
-template <typename Tr, bool kFullFirst = false>
+template <typename Tr>
 __global__ void __launch_bounds__(kCombineThreads)
     flash_sm90_split_combine_kernel(const __grid_constant__ FwdParams prm, typename Tr::Elem* o, TailSplit ts) {
 #if FB_PTX_SM90A
@@ -863,7 +852,7 @@ __global__ void __launch_bounds__(kCombineThreads)
   const int tile = warp / Tr::kBr, row_in = warp % Tr::kBr;
   if (ts.from + tile >= prm.planes * prm.q_tiles) return;
   const CausalMask mask = prm.mask;
-  const WorkTile w = work_tile<Tr, kFullFirst>(prm, mask, ts.from + tile);
+  const WorkTile w = work_tile<Tr>(prm, mask, ts.from + tile);
   const int row = w.q0 + row_in;
   if (unsigned(row) >= unsigned(mask.seq_q)) return;
   const int unit0 = tile * ts.splits;

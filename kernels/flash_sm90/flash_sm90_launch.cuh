@@ -80,14 +80,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            plan splits nothing (no whole round before a partial one, a last round over half full, parts under
 //            kMinKvTiles) and those given no workspace run the unsplit kernel (causal tiles differ in length: the tile
 //            counter balances them)
-//   fullfirst d = 64 non-causal launches (session 15 round-2 probe): within each plane group the query tiles in
-//            ascending order, so that each plane's partial last query tile (192-row tiles: 128 rows at N = 512 / 2k /
-//            8k, 64 at 1k / 4k / 16k, its other warpgroups idle) runs last in its group instead of first, and the
-//            launch ends on its cheapest tiles (kOptFullFirst, work_tile). Aimed at the d = 64 non-causal gap at short
-//            N (call A: b16-h32 N = 1k 0.946x cudnn, b32-h32 512 0.973x vs torch-cudnn): there the last, partial round
-//            of 132 blocks consists of whole tiles. On d = 64's shipped variant, with the tail split where it splits
-//            (`fullfirst,notailsplit` without); an error beside another variant word; ignored at other head dims
-//            (d = 128's tiles are whole at N = 512-4k); causal launches keep the longest-first order
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -112,7 +104,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // session 14's round-2 `ncalign` (qalign's shift for non-causal launches, d = 64's partial query tile after the full
 // ones: 0.99-1.02x, geomean 0.999x over ten rows in call B); session 15's `qahead` (non-causal launches: the Q loads
 // and tickets on a second producer thread, each tile's Q loaded as soon as its slot frees: call A at d = 128 geomean
-// 0.998 / 0.994x over 11 rows, 0.974-1.017x).
+// 0.998 / 0.994x over 11 rows, 0.974-1.017x) and round-2 `fullfirst` (d = 64 non-causal: each plane's partial last
+// query tile last in its plane group: call B 1.018 / 1.012x at b16-h32 N = 1k, 0.995 / 0.993x at b32-h32 512, level
+// elsewhere; geomean 1.005x over N <= 1k, under its 1.01x rule).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -160,7 +154,6 @@ struct FwdProbe {
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
-  bool full_first = false;
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -178,7 +171,7 @@ inline FwdProbe fwd_probe() {
                           "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff",
                           "backoff256", "ncalign"})
       if (has(w)) f.removed = w;
-    for (const char* w : {"qahead"})
+    for (const char* w : {"qahead", "fullfirst"})
       if (has(w)) {
         f.removed = w;
         f.removed_in = "session 15";
@@ -203,7 +196,6 @@ inline FwdProbe fwd_probe() {
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
-    f.full_first = has("fullfirst");
     return f;
   }();
   return probe;
@@ -276,9 +268,8 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
     // The split work tiles' parts merged.
     constexpr int kRowsPerBlock = kCombineThreads / 32;  // a warp a row
     const long long rows = (n_work - ts.from) * Tr::kBr;
-    const auto combine = flash_sm90_split_combine_kernel<Tr, (kOpt & kOptFullFirst) != 0>;
-    combine<<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kCombineThreads, 0, stream>>>(
-        prm, static_cast<typename Tr::Elem*>(p.o), ts);
+    flash_sm90_split_combine_kernel<Tr><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kCombineThreads, 0,
+                                          stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), ts);
     FB_CUDA_CHECK_LAUNCH();
   }
 }
@@ -346,14 +337,8 @@ template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sm
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const unsigned want = fwd_ship_bits<Tr>();
   if constexpr (Tr::kConsumerWgs == 3) {
-    constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
-    const bool split = fwd_tail_split<Tr>(p, current_sm_count()).splits > 1 && p.workspace != nullptr;
-    if (fwd_probe().full_first && !p.causal) {  // the probe on d = 64's shipped variant (run_fwd has vetted that)
-      if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kOptFullFirst>(p, t, stream);
-      else launch_fwd<Tr, kOpt | kShipped | kOptFullFirst>(p, t, stream);
-      return;
-    }
-    if (split) {
+    if (fwd_tail_split<Tr>(p, current_sm_count()).splits > 1 && p.workspace != nullptr) {
+      constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
       launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream);
       return;
     }
@@ -400,11 +385,10 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
                                 (probe.removed_in ? std::string(" in ") + probe.removed_in : std::string()) +
                                 " (docs/perf-notes.md)");
   if constexpr (D == 64 || D == 128) {
-    const FwdProbe probe = fwd_probe();
-    if (Tr::kConsumerWgs == 3 && (probe.tail_split > 0 || probe.full_first) && !shipped_variant<Tr>())
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' and 'fullfirst' run on d = 64's shipped variant "
-                                  "only, with two Q slots and the tile counter (no trec, l2hint, noustage, early, "
-                                  "nopp, oneq, static or old beside them)");
+    if (Tr::kConsumerWgs == 3 && fwd_probe().tail_split > 0 && !shipped_variant<Tr>())
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
+                                  "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
+                                  "old beside it)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
