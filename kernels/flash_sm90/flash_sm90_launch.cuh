@@ -104,7 +104,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // session 14's round-2 `ncalign` (qalign's shift for non-causal launches, d = 64's partial query tile after the full
 // ones: 0.99-1.02x, geomean 0.999x over ten rows in call B); session 15's `qahead` (non-causal launches: the Q loads
 // and tickets on a second producer thread, each tile's Q loaded as soon as its slot frees: call A at d = 128 geomean
-// 0.998 / 0.994x over 11 rows, 0.974-1.017x).
+// 0.998 / 0.994x over 11 rows, 0.974-1.017x) and round-2 `fullfirst` (d = 64 non-causal: each plane's partial last
+// query tile last in its plane group: call B 1.018 / 1.012x at b16-h32 N = 1k, 0.995 / 0.993x at b32-h32 512, level
+// elsewhere; geomean 1.005x over N <= 1k, under its 1.01x rule).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -169,7 +171,7 @@ inline FwdProbe fwd_probe() {
                           "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff",
                           "backoff256", "ncalign"})
       if (has(w)) f.removed = w;
-    for (const char* w : {"qahead"})
+    for (const char* w : {"qahead", "fullfirst"})
       if (has(w)) {
         f.removed = w;
         f.removed_in = "session 15";
