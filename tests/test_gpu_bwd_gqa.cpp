@@ -39,7 +39,10 @@ std::vector<Case> gqa_bwd_cases() {
   const Shape shapes[] = {{1, 8, 1, 1000, 1000}, {1, 8, 1, 129, 129},   {2, 8, 2, 333, 333},
                           {1, 4, 2, 1025, 1025}, {1, 32, 1, 700, 700},  {2, 16, 1, 190, 257},
                           {1, 8, 1, 1500, 900},  {1, 6, 2, 64, 65},     {3, 8, 2, 777, 777},
-                          {1, 8, 1, 4099, 4099}, {1, 16, 2, 560, 1210}};
+                          {1, 8, 1, 4099, 4099}, {1, 16, 2, 560, 1210},
+                          // Causal d = 128 on 132 SMs: 4 subsets since session 15 (units of 2 heads), 8
+                          // before (one head, 9 steps: long_enough_units(), flash_sm90_bwd.cu).
+                          {6, 8, 1, 1000, 1000}};
   std::vector<Case> cases;
   int i = 0;
   for (const Shape& s : shapes)

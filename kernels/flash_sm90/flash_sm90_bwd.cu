@@ -70,12 +70,16 @@ constexpr int kBwd128KeyTailMha = 1 << 22;
 // tiles outermost (kBwdHeadSplit without kBwd128KeyTail), where the default now splits into the most subsets in
 // L2 plane groups and the key-tail order (split_key_tail() below). Every other pass runs as the default.
 constexpr int kBwd128SplitFlat = 1 << 23;
+// FB_SM90_BWD128=splitmost (a host code): the default before session 15's call B, for A/B runs. A causal d = 128
+// head split takes the most subsets (at most 8) on every pass, where the default now keeps its units at least
+// kMinUnitSteps query-tile steps long (long_enough_units() below). Every other pass runs as the default.
+constexpr int kBwd128SplitMost = 1 << 24;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat (above). Unset, empty or `default`: the default
+// no head split; kgroup, ktailmha, splitflat, splitmost (above). Unset, empty or `default`: the default
 // (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
 // A/B under a removed word would time the default and read as "level").
@@ -93,21 +97,30 @@ int bwd128_variant() {
     if (s == "kgroup") return kBwd128KeyGroup;
     if (s == "ktailmha") return kBwd128KeyTailMha;
     if (s == "splitflat") return kBwd128SplitFlat;
+    if (s == "splitmost") return kBwd128SplitMost;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat; unset or default for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost; unset or default for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
-                                "(now the default), ktailmem and splitkt in session 14, cvwave in session 15: "
+                                "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
+                                "default, at 12 steps) in session 15: "
                                 "docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup, ktailmha and splitflat: the default's choice of kernels (the others change the causal
-// order only, and splitflat the head split's number of subsets).
+// The default, kgroup, ktailmha, splitflat and splitmost: the default's choice of kernels (the others change the
+// causal order only, splitflat and splitmost the head split's number of subsets).
 bool default_choice_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat;
+  return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
+         v == kBwd128SplitMost;
+}
+
+// The default's order everywhere (splitmost: only a head split's number of subsets differs).
+bool default_order_variant() {
+  const int v = bwd128_variant();
+  return v == kBwd64Default || v == kBwd128SplitMost;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -120,7 +133,7 @@ bool default_choice_variant() {
 // 8 kv pass. The same order with the model's subsets (4 / 2: units of 8 heads) was level (probe splitkt,
 // removed). splitflat, kgroup and ktailmha keep the split before it.
 bool split_key_tail(const AttentionParams& p) {
-  return p.causal && p.head_dim == 128 && bwd128_variant() == kBwd64Default;
+  return p.causal && p.head_dim == 128 && default_order_variant();
 }
 
 int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -164,11 +177,11 @@ bool q80_kernel(const AttentionParams& p) {
 // causal d = 128 passes, MHA (session 13's call B: +5.8 / +6.0 / +4.1% at 8 heads N = 1k / 2k / 4k, level at
 // 16 heads) and GQA (session 14's call A, 16k tokens, bf16, against session 13's default in the same process:
 // 32 q / 8 kv heads N = 1k / 4k +2.4 / +4.0%, 16 / 8 heads +2.7 / +3.9%; results/h200/s14/callA/sm90bwd/).
-// ktailmha: MHA passes only (session 13's default); kgroup: none; splitflat: as the default.
+// ktailmha: MHA passes only (session 13's default); kgroup: none; splitflat, splitmost: as the default.
 bool key_tail_order(const AttentionParams& p) {
   if (!p.causal) return false;
   const int v = bwd128_variant();
-  if (v == kBwd64Default || v == kBwd128SplitFlat) return true;
+  if (default_order_variant() || v == kBwd128SplitFlat) return true;
   return v == kBwd128KeyTailMha && p.group() == 1;
 }
 
@@ -238,6 +251,28 @@ template <typename F> auto with_default_tiles(int head_dim, F&& f) {
   return f(BwdTraits<__half, 128>{});
 }
 
+// Whether units of `heads` query heads (a head split's subset) on causal pass p average at least kMinUnitSteps
+// query-tile steps a key tile (splitmost: always). A unit adds what a step does not: its launch, K/V load and
+// pipeline fill, and its 128-key tile's fp32 dK / dV partials (128 KB of bulk reductions, as many bytes as 4 steps'
+// dQ reductions at 64 queries). Session 14's default took the most subsets (8) on every causal split: at 8 q / 1 kv
+// head N = 1k its units were one head, 9 steps on average, and the partials added 44% to the dQ reduction bytes;
+// 16 / 1 N = 1k has the same blocks, plane groups and waves with 2-head units (18 steps, 22%) and ran 320 TFLOP/s
+// against 283 (session 15's call B). There (probe splitunit, at 16 steps; 16k tokens, bf16, both readings against the
+// default's mean; results/h200/s15/callB/r2-sm90bwd/): units of 9 steps made 18: 8 / 1 N = 1k +4.8 / +4.2%
+// (8 -> 4 subsets), b12 8 / 1 N = 1k +8.0 / +7.2%, 4 / 1 N = 1k +5.5 / +4.5% (4 -> 2); 13 steps made 26: b12 8 / 1
+// N = 1536 +4.1 / +3.8%, b12 4 / 1 N = 1536 +1.9 / +1.6%, under the +2% rule in both readings, so the threshold
+// is 12: units under 12 steps (one head up to N ~ 1.3k with 64-query steps, ~1.7k where the pass takes 80-query
+// steps; two heads up to N = 576) take fewer, longer ones; N = 1536 keeps the most subsets. Seven rows it left alone (16 / 1 N = 1k; 4, 8, 16 q heads N = 2k and 4k) read 0.992-1.016.
+constexpr std::int64_t kMinUnitSteps = 12;
+bool long_enough_units(const AttentionParams& p, int heads) {
+  if (bwd128_variant() == kBwd128SplitMost) return true;
+  const int block_m = q80_kernel(p) ? BwdTraits<__half, 128, kBwd128Q80>::kBlockM : BwdTraits<__half, 128>::kBlockM;
+  constexpr int kKeyTile = BwdTraits<__half, 128>::kBlockN;
+  const std::int64_t key_tiles = (p.seq_k + kKeyTile - 1) / kKeyTile;
+  const std::int64_t steps = causal_rows(p, block_m) / block_m * heads;  // a subset's steps over every key tile
+  return steps >= kMinUnitSteps * key_tiles;
+}
+
 // How many subsets a K/V plane's query heads are split into (kBwdHeadSplit, flash_sm90_bwd_traits.h):
 // 1 (no split: the default kernel) unless a split shortens the modelled time by 5% or more. The model
 // (model_head_split(), common/head_split.h, shared with flash's backward) is the hardware's block scheduling: units in launch order (key tiles outermost), each to the SM
@@ -278,10 +313,11 @@ int head_split(const AttentionParams& p) {
   const int split = model_head_split(p, sms, block_n, block_m);
   if (split > 1 && split_key_tail(p)) {
     // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
-    // of the group, at most HeadSplitModel::max_split), in L2 plane groups and the key-tail order.
+    // of the group, at most HeadSplitModel::max_split) whose units are long enough (long_enough_units(), since
+    // session 15; else the model's), in L2 plane groups and the key-tail order.
     const int most = std::min(group, HeadSplitModel{}.max_split);
     for (int s = most; s > split; --s)
-      if (group % s == 0) return s;
+      if (group % s == 0 && long_enough_units(p, group / s)) return s;
   }
   return split;
 }
