@@ -189,11 +189,14 @@ struct FwdConfig {
 //             not combine with old, persist, persist2, pf, nopf
 //   nokpipe : the shipped kernels and orders with d = 128's short non-causal launches as before session 15: epi,pro
 //             without kFwdFragPipe (TcTiles<128>::kShortFullOpt); d = 64 runs its default. Takes no other word
-// Every word but nokpipe runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt, kShortFullOpt):
-// on d = 128 launches that short_launch() picks, a word's baseline is kOpt alone. Session 14's stag (the first wave's
-// second half of blocks started ~half a KV step late: level in call B) and session 15's lse (epi's row statistics
-// alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed; session 15's kpipe is the default on
-// short non-causal d = 128 launches (kShortFullOpt). Both words are refused, naming the session.
+//   kpipelong: the shipped kernels and orders with d = 128's long non-causal launches running kFwdFragPipe too (kOpt
+//             with it: call A's `kpipe` kernel there, 2k / 4k 0.981-1.024 in call A, bf16 2k behind in all three
+//             repeats); short and causal launches and d = 64 run the default. Takes no other word
+// Every word but nokpipe and kpipelong runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt,
+// kShortFullOpt): on d = 128 launches that short_launch() picks, a word's baseline is kOpt alone. Session 14's stag
+// (the first wave's second half of blocks started ~half a KV step late: level in call B) and session 15's lse (epi's
+// row statistics alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed; session 15's kpipe is the
+// default on short non-causal d = 128 launches (kShortFullOpt). Both words are refused, naming the session.
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
@@ -211,7 +214,8 @@ struct FwdProbe {
   bool no_prefetch = false;  // nopf
   bool lean_epi = false;     // epi (with pro)
   bool lean_pro = false;     // pro
-  bool no_frag_pipe = false;  // nokpipe
+  bool no_frag_pipe = false;    // nokpipe
+  bool frag_pipe_long = false;  // kpipelong
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

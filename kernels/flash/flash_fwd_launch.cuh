@@ -42,16 +42,20 @@ bool short_launch(const AttentionParams& p) {
   const long long keys = p.causal ? std::max(0LL, static_cast<long long>(p.seq_k) - p.seq_q / 2) : p.seq_k;
   return keys <= Cfg::kShortKeys;
 }
+// Which kernels launch_fwd_tc_default runs: the shipped ones, or (probe words) the shipped ones with short
+// non-causal launches as before session 15 (nokpipe), or with kShortFullOpt on long non-causal launches too
+// (kpipelong).
+enum class DefaultPick { shipped, before15, short_full_everywhere };
 // The default tiles of Cfg: with kShortOpt on short launches, kShortFullOpt too on short non-causal ones (TcLoop).
-// kBefore15: short non-causal launches without kShortFullOpt (the default before session 15: the nokpipe word).
-template <typename Cfg, bool kBefore15 = false>
+template <typename Cfg, DefaultPick kPick = DefaultPick::shipped>
 void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   if constexpr (Cfg::kShortOpt != 0 || Cfg::kShortFullOpt != 0) {
-    constexpr unsigned kShortFull = kBefore15 ? 0u : Cfg::kShortFullOpt;
+    constexpr unsigned kShortFull = kPick == DefaultPick::before15 ? 0u : Cfg::kShortFullOpt;
     if (short_launch<Cfg>(p))
       return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kShortFull>(p, stream, plane_group);
   }
-  launch_fwd_tc_default_bits<Cfg, 0>(p, stream, plane_group);
+  constexpr unsigned kLongFull = kPick == DefaultPick::short_full_everywhere ? Cfg::kShortFullOpt : 0u;
+  launch_fwd_tc_default_bits<Cfg, 0, kLongFull>(p, stream, plane_group);
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
@@ -88,7 +92,11 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if (pr.lean_pro) return launch_fwd_tc_probed<Cfg, kFwdLeanPrologue>(pr, p, stream);
   // nokpipe: the shipped kernels with short non-causal launches as before session 15 (d = 128: epi,pro without
   // kFwdFragPipe); d = 64 runs its default.
-  if (pr.no_frag_pipe) return launch_fwd_tc_default<Cfg, true>(p, stream, Cfg::kPlaneGroup);
+  if (pr.no_frag_pipe) return launch_fwd_tc_default<Cfg, DefaultPick::before15>(p, stream, Cfg::kPlaneGroup);
+  // kpipelong: the shipped kernels with long non-causal launches too running kFwdFragPipe (d = 128: kOpt with it,
+  // call A's kpipe kernel there); d = 64 runs its default.
+  if (pr.frag_pipe_long)
+    return launch_fwd_tc_default<Cfg, DefaultPick::short_full_everywhere>(p, stream, Cfg::kPlaneGroup);
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);
