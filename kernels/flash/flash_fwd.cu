@@ -112,10 +112,9 @@ const FwdProbe& fwd_probe() {
       else if (w == "epi") f.lean_epi = true;
       else if (w == "pro") f.lean_pro = true;
       else if (w == "nokpipe") f.no_frag_pipe = true;
-      else if (w == "kpipelong") f.frag_pipe_long = true;
-      else if (w == "lse" || w == "kpipe")
+      else if (w == "lse" || w == "kpipe" || w == "kpipelong")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "': lse was removed in session 15; kpipe became the default on short "
+                                    "': lse was removed in session 15; kpipe and kpipelong became the default on "
                                     "non-causal d = 128 launches in session 15 (nokpipe runs the kernels before "
                                     "it; docs/perf-notes.md)");
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
@@ -127,7 +126,7 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, kpipelong, bandN with N >= 0, tailN with N >= 0)");
+                                    "epi, pro, nokpipe, bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -136,12 +135,11 @@ const FwdProbe& fwd_probe() {
     if ((f.lean_epi || f.lean_pro) && (f.old || f.persist || f.persist_early || f.prefetch || f.no_prefetch))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: pro and epi take the default's kernel bits; they do not "
                                   "combine with old, persist, persist2, pf or nopf");
-    // nokpipe, kpipelong: the shipped kernels and order, less or plus one bit on some non-causal launches; alone.
-    if ((f.no_frag_pipe || f.frag_pipe_long) &&
-        (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early || f.prefetch ||
-         f.no_prefetch || f.lean_epi || f.lean_pro || (f.no_frag_pipe && f.frag_pipe_long)))
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe and kpipelong run the shipped kernels and order, "
-                                  "less or plus one bit; they take no other word");
+    // nokpipe: the shipped kernels and order less one bit on non-causal launches, alone.
+    if (f.no_frag_pipe && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
+                           f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro))
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe runs the shipped kernels and order less one bit; "
+                                  "it takes no other word");
     return f;
   }();
   return probe;
