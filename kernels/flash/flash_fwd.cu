@@ -112,9 +112,9 @@ const FwdProbe& fwd_probe() {
       else if (w == "epi") f.lean_epi = true;
       else if (w == "pro") f.lean_pro = true;
       else if (w == "nokpipe") f.no_frag_pipe = true;
-      else if (w == "lse" || w == "kpipe")
+      else if (w == "lse" || w == "kpipe" || w == "kpipelong")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "': lse was removed in session 15; kpipe became the default on short "
+                                    "': lse was removed in session 15; kpipe and kpipelong became the default on "
                                     "non-causal d = 128 launches in session 15 (nokpipe runs the kernels before "
                                     "it; docs/perf-notes.md)");
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
@@ -135,7 +135,7 @@ const FwdProbe& fwd_probe() {
     if ((f.lean_epi || f.lean_pro) && (f.old || f.persist || f.persist_early || f.prefetch || f.no_prefetch))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: pro and epi take the default's kernel bits; they do not "
                                   "combine with old, persist, persist2, pf or nopf");
-    // nokpipe: the shipped kernels and order but one bit on short non-causal launches, alone.
+    // nokpipe: the shipped kernels and order less one bit on non-causal launches, alone.
     if (f.no_frag_pipe && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
                            f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe runs the shipped kernels and order less one bit; "

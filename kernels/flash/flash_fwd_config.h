@@ -28,7 +28,6 @@ namespace fb::cuda::flash {
 // kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
 // kShortOpt: variant bits added to kOpt on short launches of the default tiles, those whose query rows see at most
 // kShortKeys keys on average (short_launch, flash_fwd_launch.cuh: seq_k, or under the causal mask seq_k - seq_q / 2).
-// kShortFullOpt: variant bits added to those on short non-causal launches.
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
@@ -39,7 +38,6 @@ struct TcLoop {
   static constexpr int kCausalTail = 0;
   static constexpr unsigned kFullOpt = 0;
   static constexpr unsigned kShortOpt = 0;
-  static constexpr unsigned kShortFullOpt = 0;
   static constexpr int kShortKeys = 0;
 };
 template <int D> struct TcTiles;
@@ -72,6 +70,16 @@ template <> struct TcTiles<128> : TcLoop {
   // Non-causal: one plane's query tiles after another (FlashAttention-2's grid order) since session 9's call A:
   // 1.011-1.018x at N = 1k (the rows furthest behind FA2), 0.995-1.003x at 4k/16k (docs/perf-notes.md).
   static constexpr int kPlaneGroup = 1;
+  // Non-causal: S = Q K^T's fragments double-buffered (kFwdFragPipe, FlashAttention-2's gemm order: a k16 step's Q
+  // and K fragments loaded before the previous step's MMAs) since session 15, each launch's kernel otherwise as
+  // before. Short launches (epi,pro | it, kernel 721994) since call A (`kpipe`, three repeats, each between two
+  // shipped runs): N = 512 1.014 / 1.003 / 1.009 (bf16), 1.010 / 1.009 / 1.009 (fp16), 1k 1.014 / 1.013 / 1.005,
+  // 1.015 / 1.016 / 1.013; confirmed in call B (`nokpipe` against it on N = 512 / 640 / 768 / 1000 / 1024: geomean
+  // 0.992). Long launches (kOpt | it, kernel 525386; no spill) since call B (`kpipelong`): 2k 1.026 / 1.025, 4k 1.009 /
+  // 1.002 (bf16 / fp16, two repeats each), with call A's three 2k bf16 0.981-0.998 the five readings' geomean >= 1.004
+  // on each row; that job's no-op control (nokpipe at 2k / 4k) read 0.981-1.014, so one reading's noise is ~1.5%.
+  // Causal launches keep their kernels (call A: 512 1.012 / 0.995 / 0.994, 2k 0.989-0.994).
+  static constexpr unsigned kFullOpt = kFwdFragPipe;
   // Causal: bands of 4 query tiles since session 11 (session 10's final call: 1.037/1.028x the grouped order at
   // N = 1k bf16/fp16, 1.005/0.998 at 2k; bands of 8 gave 1.001/1.017 and 1.012/0.994). Since session 12 with a
   // grouped tail of one device-full of blocks (kCausalTail = 1): on grids of a few waves the bands' last band
@@ -84,15 +92,10 @@ template <> struct TcTiles<128> : TcLoop {
   // side by side on the MUFU, no branch) on launches whose rows see <= 1024 keys on average (non-causal N <= 1k,
   // causal N <= 2k at seq_q = seq_k) since session 14's call B (`epi,pro`, three repeats, each between two shipped
   // runs): non-causal N = 512 1.028 / 1.027 (bf16 / fp16), 1k 1.010 / 0.998; causal N = 512 1.075 / 1.057, 1k 1.034,
-  // 2k 1.009. Longer launches keep kOpt alone: non-causal 2k / 4k lost 0.985-0.991 in call B (blocks of 32-64 KV
+  // 2k 1.009. Longer launches keep kOpt without them: non-causal 2k / 4k lost 0.985-0.991 in call B (blocks of 32-64 KV
   // steps; the probe's KV loop does the same work as kOpt's, scheduled differently by ptxas, and the loss grows with
   // the steps while the per-block saving does not).
   static constexpr unsigned kShortOpt = kFwdLeanPrologue | kFwdLeanEpi;
-  // Short non-causal launches: S = Q K^T's fragments double-buffered too (kFwdFragPipe, FlashAttention-2's gemm
-  // order) since session 15's call A (`kpipe`, three repeats each between two shipped runs): N = 512 1.014 / 1.003 /
-  // 1.009 (bf16), 1.010 / 1.009 / 1.009 (fp16); N = 1k 1.014 / 1.013 / 1.005, 1.015 / 1.016 / 1.013. Not on long
-  // launches (2k bf16 0.981 / 0.992 / 0.998) or causal ones (512 1.012 / 0.995 / 0.994, 2k 0.989-0.994).
-  static constexpr unsigned kShortFullOpt = kFwdFragPipe;
   static constexpr int kShortKeys = 1024;
 };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
@@ -152,7 +155,6 @@ struct FwdConfig {
   static constexpr int kCausalTail = kTensorCores ? TcTiles<D>::kCausalTail : 0;
   static constexpr unsigned kFullOpt = kTensorCores ? TcTiles<D>::kFullOpt : 0u;
   static constexpr unsigned kShortOpt = kTensorCores ? TcTiles<D>::kShortOpt : 0u;
-  static constexpr unsigned kShortFullOpt = kTensorCores ? TcTiles<D>::kShortFullOpt : 0u;
   static constexpr int kShortKeys = kTensorCores ? TcTiles<D>::kShortKeys : 0;
 };
 
@@ -187,13 +189,15 @@ struct FwdConfig {
 //   epi     : with pro only (`epi,pro`): kFwdLeanEpi too (the epilogue's rows side by side, no branch; 1 / sum and the
 //             LSE's log2 on the MUFU). Alone it made ptxas spill a P value in every KV step at d = 128. pro and epi do
 //             not combine with old, persist, persist2, pf, nopf
-//   nokpipe : the shipped kernels and orders with d = 128's short non-causal launches as before session 15: epi,pro
-//             without kFwdFragPipe (TcTiles<128>::kShortFullOpt); d = 64 runs its default. Takes no other word
-// Every word but nokpipe runs the default's kOpt without the short-launch bits (TcLoop::kShortOpt, kShortFullOpt):
-// on d = 128 launches that short_launch() picks, a word's baseline is kOpt alone. Session 14's stag (the first wave's
-// second half of blocks started ~half a KV step late: level in call B) and session 15's lse (epi's row statistics
-// alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed; session 15's kpipe is the default on
-// short non-causal d = 128 launches (kShortFullOpt). Both words are refused, naming the session.
+//   nokpipe : the shipped kernels and orders with d = 128's non-causal launches as before session 15: kOpt, and
+//             epi,pro on short launches, without kFwdFragPipe (TcTiles<128>::kFullOpt); d = 64 runs its default.
+//             Takes no other word
+// Every word but nokpipe runs the default's kOpt (with kFullOpt on non-causal launches, persist and persist2 aside:
+// at d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): on d = 128 launches that
+// short_launch() picks, a word's baseline is kOpt | kFullOpt alone. Session 14's stag (the first wave's second half of blocks started ~half a KV
+// step late: level in call B) and session 15's lse (epi's row statistics alone: call A geomean 1.003, causal
+// 0.96-0.99) were measured and removed; session 15's kpipe (short launches) and kpipelong (long ones) are the
+// default on non-causal d = 128 launches (kFullOpt). The three words are refused, naming the session.
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured

@@ -16,9 +16,9 @@ inline int smem_optin() {
   return bytes;
 }
 
-// The default tiles of Cfg with its variant bits plus kExtra for this launch, and kFullExtra too on non-causal
-// launches (kCausalBand, kCausalTail, kFullOpt, kShortFullOpt: TcLoop).
-template <typename Cfg, unsigned kExtra, unsigned kFullExtra = 0>
+// The default tiles of Cfg with its variant bits plus kExtra for this launch (kCausalBand, kCausalTail, kFullOpt:
+// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe word).
+template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0>
 void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   using Tr = typename Cfg::Traits;
   constexpr unsigned kOpt = Cfg::kOpt | kExtra;
@@ -29,7 +29,7 @@ void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, i
   if constexpr (Cfg::kCausalBand > 0) {
     if (p.causal) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, Cfg::kCausalBand);
   }
-  constexpr unsigned kFull = kOpt | Cfg::kFullOpt | kFullExtra;
+  constexpr unsigned kFull = kOpt | (Cfg::kFullOpt & ~kFullDrop);
   if constexpr (kFull != kOpt) {
     if (!p.causal) return launch_fwd_tc<Tr, kFull>(p, stream, plane_group);
   }
@@ -42,16 +42,15 @@ bool short_launch(const AttentionParams& p) {
   const long long keys = p.causal ? std::max(0LL, static_cast<long long>(p.seq_k) - p.seq_q / 2) : p.seq_k;
   return keys <= Cfg::kShortKeys;
 }
-// The default tiles of Cfg: with kShortOpt on short launches, kShortFullOpt too on short non-causal ones (TcLoop).
-// kBefore15: short non-causal launches without kShortFullOpt (the default before session 15: the nokpipe word).
-template <typename Cfg, bool kBefore15 = false>
+// The default tiles of Cfg: with kShortOpt on short launches (TcLoop). kFullDrop: bits of kFullOpt left out (the
+// nokpipe word: the non-causal kernels before session 15).
+template <typename Cfg, unsigned kFullDrop = 0>
 void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
-  if constexpr (Cfg::kShortOpt != 0 || Cfg::kShortFullOpt != 0) {
-    constexpr unsigned kShortFull = kBefore15 ? 0u : Cfg::kShortFullOpt;
+  if constexpr (Cfg::kShortOpt != 0) {
     if (short_launch<Cfg>(p))
-      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kShortFull>(p, stream, plane_group);
+      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop>(p, stream, plane_group);
   }
-  launch_fwd_tc_default_bits<Cfg, 0>(p, stream, plane_group);
+  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop>(p, stream, plane_group);
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
@@ -86,9 +85,9 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   // pro, epi + pro: the per-block work before and after the KV loop (kFwdLeanPrologue, kFwdLeanEpi).
   if (pr.lean_epi) return launch_fwd_tc_probed<Cfg, kFwdLeanEpi | kFwdLeanPrologue>(pr, p, stream);
   if (pr.lean_pro) return launch_fwd_tc_probed<Cfg, kFwdLeanPrologue>(pr, p, stream);
-  // nokpipe: the shipped kernels with short non-causal launches as before session 15 (d = 128: epi,pro without
-  // kFwdFragPipe); d = 64 runs its default.
-  if (pr.no_frag_pipe) return launch_fwd_tc_default<Cfg, true>(p, stream, Cfg::kPlaneGroup);
+  // nokpipe: the shipped kernels with the non-causal launches as before session 15 (d = 128: kOpt and the short
+  // epi,pro without kFwdFragPipe); d = 64 runs its default.
+  if (pr.no_frag_pipe) return launch_fwd_tc_default<Cfg, kFwdFragPipe>(p, stream, Cfg::kPlaneGroup);
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);
