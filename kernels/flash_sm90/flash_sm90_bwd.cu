@@ -74,12 +74,16 @@ constexpr int kBwd128SplitFlat = 1 << 23;
 // head split takes the most subsets (at most 8) on every pass, where the default now keeps its units at least
 // kMinUnitSteps query-tile steps long (long_enough_units() below). Every other pass runs as the default.
 constexpr int kBwd128SplitMost = 1 << 24;
+// FB_SM90_BWD128=unit2h (a host code; session 15 round 3 probe): the default, except that a causal d = 128 head
+// split takes units of at least 2 query heads where the group has 4 or more (at most group / 2 subsets), never
+// fewer subsets than the model's (head_split() below). Same kernels, plane groups, key-tail order and T model.
+constexpr int kBwd128Unit2h = 1 << 25;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, splitmost (above). Unset, empty or `default`: the default
+// no head split; kgroup, ktailmha, splitflat, splitmost, unit2h (above). Unset, empty or `default`: the default
 // (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
 // A/B under a removed word would time the default and read as "level").
@@ -98,9 +102,11 @@ int bwd128_variant() {
     if (s == "ktailmha") return kBwd128KeyTailMha;
     if (s == "splitflat") return kBwd128SplitFlat;
     if (s == "splitmost") return kBwd128SplitMost;
+    if (s == "unit2h") return kBwd128Unit2h;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost; unset or default for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit2h; unset or default for the "
+                                "default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
                                 "default, at 12 steps) in session 15: "
@@ -109,18 +115,18 @@ int bwd128_variant() {
   return v;
 }
 
-// The default, kgroup, ktailmha, splitflat and splitmost: the default's choice of kernels (the others change the
-// causal order only, splitflat and splitmost the head split's number of subsets).
+// The default, kgroup, ktailmha, splitflat, splitmost and unit2h: the default's choice of kernels (the others change
+// the causal order only, splitflat, splitmost and unit2h the head split's number of subsets).
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost;
+         v == kBwd128SplitMost || v == kBwd128Unit2h;
 }
 
-// The default's order everywhere (splitmost: only a head split's number of subsets differs).
+// The default's order everywhere (splitmost, unit2h: only a head split's number of subsets differs).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit2h;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -315,7 +321,11 @@ int head_split(const AttentionParams& p) {
     // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
     // of the group, at most HeadSplitModel::max_split) whose units are long enough (long_enough_units(), since
     // session 15; else the model's), in L2 plane groups and the key-tail order.
-    const int most = std::min(group, HeadSplitModel{}.max_split);
+    // unit2h (probe): at most group / 2 subsets (units of 2 or more heads) where the group has 4 or more heads;
+    // the loop below then keeps the model's count wherever that is already as many.
+    const int most = bwd128_variant() == kBwd128Unit2h && group >= 4
+                         ? std::min(group / 2, HeadSplitModel{}.max_split)
+                         : std::min(group, HeadSplitModel{}.max_split);
     for (int s = most; s > split; --s)
       if (group % s == 0 && long_enough_units(p, group / s)) return s;
   }
