@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 15 round 3, sm90bwd (issue 13; branch sm90bwds15c): causal d = 128 GQA/MQA head splits with one-head
 # units, bf16, beside the in-binary cudnn, <= 50 s (the step limits add up to 49 s; ~25-30 s expected).
+# Since calls D and E (results/h200/s15/callD/, callE/) unit2h is the default and the word is refused; to repeat
+# this A/B, run FB_SM90_BWD128=unit1h (the split before) against the default.
 # Run from the repository root with BUILD=<build dir> OUTDIR=<dir>. Word (FB_SM90_BWD128):
 #   unit2h   the probe: the default, except that a causal d = 128 head split takes at most group / 2 subsets
 #            (units of >= 2 query heads) where the group has >= 4 heads, and never fewer than the model's
