@@ -42,7 +42,10 @@ std::vector<Case> gqa_bwd_cases() {
                           {1, 8, 1, 4099, 4099}, {1, 16, 2, 560, 1210},
                           // Causal d = 128 on 132 SMs: 4 subsets since session 15 (units of 2 heads), 8
                           // before (one head, 9 steps: long_enough_units(), flash_sm90_bwd.cu).
-                          {6, 8, 1, 1000, 1000}};
+                          {6, 8, 1, 1000, 1000},
+                          // Causal d = 128 on 132 SMs: 4 subsets since session 15's call D (units of 2
+                          // heads), 8 before (one-head units, 12 steps; FB_SM90_BWD128=unit1h).
+                          {4, 8, 1, 1800, 1800}};
   std::vector<Case> cases;
   int i = 0;
   for (const Shape& s : shapes)

@@ -74,12 +74,17 @@ constexpr int kBwd128SplitFlat = 1 << 23;
 // head split takes the most subsets (at most 8) on every pass, where the default now keeps its units at least
 // kMinUnitSteps query-tile steps long (long_enough_units() below). Every other pass runs as the default.
 constexpr int kBwd128SplitMost = 1 << 24;
+// FB_SM90_BWD128=unit1h (a host code): the default before session 15's call D, for A/B runs. A causal d = 128 head
+// split whose group has 4 or more query heads may take one-head units (up to the group's subsets, at most 8), where
+// the default now takes at most group / 2 subsets (units of >= 2 heads; head_split() below). Every other pass runs
+// as the default.
+constexpr int kBwd128Unit1h = 1 << 25;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, splitmost (above). Unset, empty or `default`: the default
+// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h (above). Unset, empty or `default`: the default
 // (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
 // A/B under a removed word would time the default and read as "level").
@@ -98,29 +103,31 @@ int bwd128_variant() {
     if (s == "ktailmha") return kBwd128KeyTailMha;
     if (s == "splitflat") return kBwd128SplitFlat;
     if (s == "splitmost") return kBwd128SplitMost;
+    if (s == "unit1h") return kBwd128Unit1h;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost; unset or default for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h; unset or default for the "
+                                "default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
-                                "default, at 12 steps) in session 15: "
+                                "default, at 12 steps) and unit2h (now the default) in session 15: "
                                 "docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup, ktailmha, splitflat and splitmost: the default's choice of kernels (the others change the
-// causal order only, splitflat and splitmost the head split's number of subsets).
+// The default, kgroup, ktailmha, splitflat, splitmost and unit1h: the default's choice of kernels (the others change
+// the causal order only, splitflat, splitmost and unit1h the head split's number of subsets).
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost;
+         v == kBwd128SplitMost || v == kBwd128Unit1h;
 }
 
-// The default's order everywhere (splitmost: only a head split's number of subsets differs).
+// The default's order everywhere (splitmost, unit1h: only a head split's number of subsets differs).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -177,7 +184,7 @@ bool q80_kernel(const AttentionParams& p) {
 // causal d = 128 passes, MHA (session 13's call B: +5.8 / +6.0 / +4.1% at 8 heads N = 1k / 2k / 4k, level at
 // 16 heads) and GQA (session 14's call A, 16k tokens, bf16, against session 13's default in the same process:
 // 32 q / 8 kv heads N = 1k / 4k +2.4 / +4.0%, 16 / 8 heads +2.7 / +3.9%; results/h200/s14/callA/sm90bwd/).
-// ktailmha: MHA passes only (session 13's default); kgroup: none; splitflat, splitmost: as the default.
+// ktailmha: MHA passes only (session 13's default); kgroup: none; splitflat, splitmost, unit1h: as the default.
 bool key_tail_order(const AttentionParams& p) {
   if (!p.causal) return false;
   const int v = bwd128_variant();
@@ -314,8 +321,18 @@ int head_split(const AttentionParams& p) {
   if (split > 1 && split_key_tail(p)) {
     // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
     // of the group, at most HeadSplitModel::max_split) whose units are long enough (long_enough_units(), since
-    // session 15; else the model's), in L2 plane groups and the key-tail order.
-    const int most = std::min(group, HeadSplitModel{}.max_split);
+    // session 15; else the model's), in L2 plane groups and the key-tail order. Since session 15's call D a group
+    // of 4 or more heads takes at most group / 2 subsets (units of >= 2 heads; never fewer than the model's):
+    // probe unit2h, 12 causal bf16 rows at 4 q / 1 kv and 8 / 1 heads, N = 1536-4096, 7-18k tokens, where the split
+    // went 4 -> 2 and 8 -> 4: 48 readings over calls D and E, each 1.001-1.071x the default's mean, per-row means
+    // +1.1% (4 / 1 N = 2000) to +5.3% (8 / 1 N = 1536); controls 0.981-1.022 (results/h200/s15/callD/r3-sm90bwd/,
+    // callE/r3-sm90bwd/). A one-head unit pays its launch, K/V load, pipeline fill and 128 KB of fp32 dK/dV partials
+    // for 12-28 steps there; two heads halve that. The pre-registered rule (+2% in both readings of every changed
+    // row) held on 7 of 12 rows in call D; the lead shipped it on both calls' evidence. unit1h: the split before.
+    const int v = bwd128_variant();
+    const int most = group >= 4 && v != kBwd128SplitMost && v != kBwd128Unit1h
+                         ? std::min(group / 2, HeadSplitModel{}.max_split)
+                         : std::min(group, HeadSplitModel{}.max_split);
     for (int s = most; s > split; --s)
       if (group % s == 0 && long_enough_units(p, group / s)) return s;
   }
