@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -109,6 +111,7 @@ struct Plan {
   std::optional<BackendDesc> plan;
   std::size_t plan_workspace = 0;  // bytes the plan asks for
   std::string why_not;             // empty when `plan` is set
+  std::string engine;              // the engine configuration, when asked for (FB_CUDNN_FWD_PROBE set)
   // fp8 forward: O stored in e4m3 in the workspace (after the plan's part), then widened to bf16.
   bool o_e4m3 = false;
   // fp8 forward: the kFp8DeviceScalars fp32 values cuDNN reads (and writes: the amaxes) from device
@@ -173,8 +176,82 @@ int engine_skip() {
   return n;
 }
 
-// Heuristics (mode A, then the fallback list), then the first engine configuration that finalises.
-void plan_graph(Plan& out, cudnnHandle_t handle) {
+// FB_CUDNN_FWD_PROBE, measurement only (session 15: does the Stats output alone change cuDNN's engine and
+// time? PyTorch's cuDNN forward under no_grad builds its graph without Stats and ran another kernel
+// configuration, 173 against our 203 us, at d = 64 causal N = 512, results/h200/s15/callD): `nostats` builds
+// the fp16/bf16 forward graph without the Stats (LSE) output (Shape::no_stats; cudnn-frontend's generate_stats /
+// is_inference false: its softmax without the LOG and ADD nodes). LSE is then not written: it
+// keeps the runner's NaN poison, so such a forward fails verification on LSE while O is judged as ever
+// (flashbench has no notion of a kernel without LSE). A backward reads the forward's LSE, so backward passes
+// are refused under it; the fp8 forward's graph is unchanged. Unset, empty or `default`: the shipped graph.
+// Set to either word, each forward plan prints one stderr line naming its engine configuration (nothing else
+// differs under `default`). Any other word is refused (a typo would otherwise time the default twice).
+struct FwdProbe {
+  bool engine_notes = false;  // the variable named a word
+  bool no_stats = false;
+};
+const FwdProbe& fwd_probe() {
+  static const FwdProbe probe = [] {
+    const char* e = std::getenv("FB_CUDNN_FWD_PROBE");
+    const std::string s = e != nullptr ? e : "";
+    FwdProbe f;
+    if (s.empty()) return f;
+    f.engine_notes = true;
+    if (s == "default") return f;
+    if (s == "nostats") {
+      f.no_stats = true;
+      return f;
+    }
+    throw std::invalid_argument("FB_CUDNN_FWD_PROBE: '" + s +
+                                "' is not a cudnn forward probe (nostats; unset, empty or default for the "
+                                "shipped graph)");
+  }();
+  return probe;
+}
+
+// "engine 8, knobs 24=7 ..." for an engine configuration: cuDNN's global engine index and its knob choices
+// (CUDNN_KNOB_TYPE_* numbers from cudnn_graph.h, 24 = KERNEL_CFG); what cuDNN does not say becomes "?".
+// Diagnostics only: never throws.
+std::string describe_config(cudnnBackendDescriptor_t config) {
+  std::string out = "engine ?";
+  try {
+    BackendDesc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    cudnnBackendDescriptor_t e = engine.get();
+    std::int64_t n = 0, index = -1;
+    if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) ==
+            CUDNN_STATUS_SUCCESS &&
+        cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index) ==
+            CUDNN_STATUS_SUCCESS)
+      out = "engine " + std::to_string(index);
+    std::vector<BackendDesc> knobs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i)
+      raw.push_back(knobs.emplace_back(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR).get());
+    std::int64_t got = 0;
+    if (cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 std::int64_t(raw.size()), &got, raw.data()) != CUDNN_STATUS_SUCCESS)
+      return out + ", knobs ?";
+    out += ", knobs";
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(got, std::int64_t(raw.size())); ++i) {
+      cudnnBackendKnobType_t type{};
+      std::int64_t value = 0;
+      if (cudnnBackendGetAttribute(raw[std::size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n,
+                                   &type) != CUDNN_STATUS_SUCCESS ||
+          cudnnBackendGetAttribute(raw[std::size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n,
+                                   &value) != CUDNN_STATUS_SUCCESS)
+        out += " ?";
+      else
+        out += " " + std::to_string(int(type)) + "=" + std::to_string(value);
+    }
+    if (got == 0) out += " none";
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
+// Heuristics (mode A, then the fallback list), then the first engine configuration that finalises. With
+// `describe`, out.engine names it (describe_config, and which heuristics list and place it came from).
+void plan_graph(Plan& out, cudnnHandle_t handle, bool describe = false) {
   const cudnnBackendDescriptor_t graph = out.graph.descs.emplace_back(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR).get();
   FB_CUDNN_SET(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                std::int64_t(out.graph.ops.size()), out.graph.ops.data());
@@ -227,6 +304,9 @@ void plan_graph(Plan& out, cudnnHandle_t handle) {
       FB_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                               CUDNN_TYPE_INT64, 1, &returned, &workspace));
       out.plan_workspace = std::size_t(workspace);
+      if (describe)
+        out.engine = describe_config(raw[std::size_t(i)]) + " (" + heur_name + " #" + std::to_string(i) + " of " +
+                     std::to_string(got) + ", workspace " + std::to_string(workspace) + " bytes)";
       out.graph.descs.push_back(std::move(configs[std::size_t(i)]));  // the plan refers to its configuration
       out.plan.emplace(std::move(plan));
       return;
@@ -269,6 +349,7 @@ Shape shape_for(Which which, const AttentionParams& p) {
   s.padding_mask = which == Which::bwd && cudnnGetVersion() < kBwdAnyKeysFromVersion && p.seq_k % kBwdKeyMultiple != 0;
   s.o_bshd = which == Which::fwd && p.dtype == Dtype::fp8 && probe().o_bshd;
   s.qkv_bshd = which == Which::fwd && p.dtype == Dtype::fp8 && probe().qkv_bshd;
+  s.no_stats = which == Which::fwd && p.dtype != Dtype::fp8 && fwd_probe().no_stats;
   return s;
 }
 
@@ -291,7 +372,7 @@ Plan& plan_for(Which which, const AttentionParams& p) {
   const auto attempt = [&](Plan& out, auto build) {
     try {
       build(out.graph);
-      plan_graph(out, h);
+      plan_graph(out, h, which == Which::fwd && fwd_probe().engine_notes);
     } catch (const std::exception& e) {
       // A refusal while building the graph (a node cuDNN does not take) is cuDNN's answer too.
       out.plan.reset();
@@ -305,6 +386,17 @@ Plan& plan_for(Which which, const AttentionParams& p) {
                       "(cudnn-frontend's workaround, built here), and refused it: " + plan->why_not;
   } else if (key.shape.dtype != Dtype::fp8) {
     attempt(*plan, [&](Graph& g) { build_forward(g, key.shape); });
+    if (fwd_probe().engine_notes) {
+      const Shape& s = key.shape;
+      const std::string note = "flashbench: cudnn forward plan (FB_CUDNN_FWD_PROBE=" +
+                               std::string(s.no_stats ? "nostats" : "default") + ") b" + std::to_string(s.batch) +
+                               " h" + std::to_string(s.heads) + " kv" + std::to_string(s.kv_heads) + " q" +
+                               std::to_string(s.seq_q) + " k" + std::to_string(s.seq_k) + " d" +
+                               std::to_string(s.head_dim) + (s.dtype == Dtype::fp16 ? " fp16" : " bf16") +
+                               (s.causal ? " causal" : " full") + ": " +
+                               (plan->plan ? plan->engine : "no plan: " + plan->why_not);
+      std::fprintf(stderr, "%s\n", note.c_str());
+    }
   } else {
     // O in bf16 if cuDNN's FP8 engine stores it so here, else in e4m3 and widened (fp8_out.h).
     attempt(*plan, [&](Graph& g) { build_forward_fp8(g, key.shape, Fp8Out::bf16); });
@@ -502,6 +594,10 @@ void execute_one(Which which, const AttentionParams& p, const Context& ctx) {
 
 const char* unsupported(Pass pass, const AttentionParams& p) {
   const bool bwd = pass != Pass::fwd;
+  // Read here, outside the try below, so that a refused word fails the case with its message.
+  if (fwd_probe().no_stats && bwd && p.dtype != Dtype::fp8)
+    return "FB_CUDNN_FWD_PROBE=nostats: the forward graph has no Stats (LSE) output, which the backward needs "
+           "(a measurement of the forward only)";
   if (const char* why = refused_shape(Which::fwd, p)) return why;
   if (bwd)
     if (const char* why = refused_shape(Which::bwd, p)) return why;

@@ -20,7 +20,7 @@ BackendDesc::~BackendDesc() {
 bool Shape::operator<(const Shape& o) const {
   const auto tie = [](const Shape& s) {
     return std::tie(s.dtype, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.causal, s.padding_mask,
-                    s.o_bshd, s.qkv_bshd);
+                    s.o_bshd, s.qkv_bshd, s.no_stats);
   };
   return tie(*this) < tie(o);
 }
@@ -216,14 +216,17 @@ Tensor padding_mask(Graph& g, const Layouts& l, Tensor scores, Tensor seq_len_q,
 }
 
 // Softmax with its statistics: m = rowmax S, E = exp(S - m), r = rowsum E, LSE = m + log r (into
-// `lse`); returns P = E / r as `p_type`.
+// `lse`); returns P = E / r as `p_type`. A null `lse`: no statistics (the LOG and ADD nodes left out,
+// as cudnn-frontend's composite softmax without Stats).
 Tensor softmax(Graph& g, const Layouts& l, Tensor S, Tensor lse, cudnnDataType_t p_type) {
   const Tensor m = reduction(g, CUDNN_REDUCE_TENSOR_MAX, virt(g, kF32, l.rows), S);
   const Tensor shifted = pointwise(g, {CUDNN_POINTWISE_SUB}, virt(g, kF32, l.scores), S, m);
   const Tensor E = pointwise(g, {CUDNN_POINTWISE_EXP}, virt(g, kF32, l.scores), shifted);
   const Tensor r = reduction(g, CUDNN_REDUCE_TENSOR_ADD, virt(g, kF32, l.rows), E);
-  const Tensor log_r = pointwise(g, {CUDNN_POINTWISE_LOG}, virt(g, kF32, l.rows), r);
-  pointwise(g, {CUDNN_POINTWISE_ADD}, lse, m, log_r);
+  if (lse) {
+    const Tensor log_r = pointwise(g, {CUDNN_POINTWISE_LOG}, virt(g, kF32, l.rows), r);
+    pointwise(g, {CUDNN_POINTWISE_ADD}, lse, m, log_r);
+  }
   return pointwise(g, {CUDNN_POINTWISE_DIV}, virt(g, p_type, l.scores), E, r);
 }
 
@@ -236,7 +239,7 @@ void build_forward(Graph& g, const Shape& s) {
   const Tensor kt = io(g, kK, t, l.kt);
   const Tensor v = io(g, kV, t, l.kv);
   const Tensor o = io(g, kO, t, l.q);
-  const Tensor lse = io(g, kStats, kF32, l.rows);
+  const Tensor lse = s.no_stats ? nullptr : io(g, kStats, kF32, l.rows);
   const Tensor scale = scalar(g, kScale, kF32);
 
   // S = scale * Q K^T, masked.

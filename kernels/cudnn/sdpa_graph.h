@@ -85,6 +85,10 @@ struct Shape {
   bool o_bshd = false;
   // fp8 forward, diagnostics only (cudnn_sdpa.h, Fp8Probe): Q, K, V laid out [b, s, h, d] by the caller.
   bool qkv_bshd = false;
+  // fp16/bf16 forward, measurement only (FB_CUDNN_FWD_PROBE=nostats, cudnn_sdpa.cpp): the graph without
+  // the Stats (LSE) output, as cudnn-frontend builds it with generate_stats false (PyTorch's forward
+  // under no_grad); LSE is not written.
+  bool no_stats = false;
   bool operator<(const Shape& o) const;
 };
 Shape shape_of(const AttentionParams& p);
@@ -101,7 +105,7 @@ struct Graph {
   std::map<std::int64_t, cudnnBackendDescriptor_t> scalars;
 };
 
-// O and LSE from Q, K, V.
+// O and LSE from Q, K, V (O alone with s.no_stats).
 void build_forward(Graph& g, const Shape& s);
 
 // Element type of the fp8 forward's O: what cuDNN's FP8 engine stores. Hopper's takes e4m3 only
