@@ -152,5 +152,40 @@ except (OSError, csv.Error) as e:
     print(f"  ({e})")
 PY
 done
+for k in flash-sm90 cudnn; do
+  f="$out/ncu-d128-n1024-$k-sass.csv"
+  [ -f "$f" ] || continue
+  echo "--- ncu $k (b16-h16 N = 1k): warp samples by how often an instruction ran (work tiles 2048, x 8 consumer warps"
+  echo "    = 16384 per tile; a K/V step class is a multiple of it), then the ten instructions with the most samples"
+  python3 - "$f" <<'PY'
+import collections, csv, sys
+try:
+    rows = list(csv.reader(open(sys.argv[1])))
+    i = next(n for n, r in enumerate(rows) if "Address" in r and "Source" in r)
+    hdr, data = rows[i], rows[i + 1:]
+    ix = {h: n for n, h in enumerate(hdr)}
+    stalls = [h for h in hdr if h.startswith("stall_") and "Not Issued" not in h]
+    ins = []
+    for r in data:
+        try:
+            ins.append((r[ix["Address"]], r[ix["Source"]], int(r[ix["Warp Stall Sampling (All Samples)"]] or 0),
+                        int(r[ix["Instructions Executed"]] or 0), {h: int(r[ix[h]] or 0) for h in stalls}))
+        except (ValueError, IndexError):
+            pass
+    total = sum(x[2] for x in ins) or 1
+    by, cnt = collections.Counter(), collections.Counter()
+    for _, _, s, e, _ in ins:
+        by[e] += s
+        cnt[e] += 1
+    print(f"  {total} samples")
+    for e, s in by.most_common(8):
+        print(f"  ran {e:>9}x: {cnt[e]:4d} instructions, {s:7d} samples ({s / total:5.1%})")
+    for a, src, s, e, st in sorted(ins, key=lambda x: -x[2])[:10]:
+        top = max(st.items(), key=lambda kv: kv[1]) if st else ("-", 0)
+        print(f"  {a[-6:]} ran {e:>9}x {s:6d} ({s / total:5.1%}) {top[0]}  {src.strip()[:60]}")
+except (OSError, StopIteration, csv.Error) as e:
+    print(f"  ({e})")
+PY
+done
 echo "--- table again"
 cat "$out/table.txt"
