@@ -15,7 +15,7 @@
 #   (c) ncu's kernel durations (gpu__time_duration, clocks and caches as in a timed run) of one backward of ours
 #       (pre-pass, main, dQ convert) and of the in-binary cudnn at d = 128 bf16 N = 512 / 1k / 2k, d = 64 fp16 2k.
 # Steps:
-#   1. [bwd64] GPU tests under qtail (the 2 x 16 x 1025, 15 x 1100 x 1150 and GQA 3 x 16/4 x 2000 x 1900 shapes
+#   1. [bwd64] GPU tests under qtail (the 2 x 16 x 1025, 15 x 1100 x 1150 and GQA 3 x 4/2 x 2000 x 8500 shapes
 #      split on 132 SMs; limit 7 s). A failure or hang drops qtail from the timing.
 #   2. Four runs of the 16 rows, interleaved, every row verified: default + cudnn (15 s), qtail, default, qtail
 #      (8 s each; flash-sm90 only).
