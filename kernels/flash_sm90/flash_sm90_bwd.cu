@@ -194,17 +194,25 @@ bool key_tail_order(const AttentionParams& p) {
   return v == kBwd128KeyTailMha && p.group() == 1;
 }
 
+// FB_SM90_BWD64=qtail (kBwd64QTail): the last `tiles` work tiles of the launch, `parts` parts each (tail_plan(),
+// below bwd_blocks()); tiles = 0: nothing split.
+struct TailPlan {
+  int tiles = 0;
+  int parts = 1;
+};
+TailPlan tail_plan(const AttentionParams& p);
+
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
-// pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
+// pass's mask, key_tail: key_tail_order(p), qtail: tail_plan(p) splits); backward_unsupported vets the first two.
 template <typename Elem, typename F>
-auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
+auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        case kBwd64QTail:
-          if (!causal) return f(BwdTraits<Elem, 64, kBwd64QTail>{});
+        case kBwd64QTail:  // the split kernel where tail_plan() splits (never causal), else the default
+          if (qtail && !causal) return f(BwdTraits<Elem, 64, kBwd64QTail>{});
           return f(BwdTraits<Elem, 64>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
@@ -231,9 +239,11 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
+    case Dtype::fp16:
+      return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), tail_plan(p).tiles > 0, f);
     case Dtype::bf16:
-      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
+      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p),
+                                          tail_plan(p).tiles > 0, f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -354,13 +364,6 @@ struct Workspace {
   std::size_t lse = 0, d = 0, dq = 0, dkv = 0, total = 0;
 };
 
-// FB_SM90_BWD64=qtail (kBwd64QTail): the last `tiles` work tiles of the launch, `parts` parts each (tail_plan(),
-// below bwd_blocks()); tiles = 0: nothing split.
-struct TailPlan {
-  int tiles = 0;
-  int parts = 1;
-};
-TailPlan tail_plan(const AttentionParams& p);
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
 Workspace workspace_layout(const AttentionParams& p) {
