@@ -2,7 +2,7 @@
 # Session 16 round 2, sm90bwd (issue 13; branch sm90bwds16): round 1's job with limits that fit (call A killed every
 # timed run: a verified run of 16 rows took ~8.5 s flash-only and ~16 s beside cudnn, the limits were 8 / 15 s), ncu
 # dropped (call A has it), and the probe's word now running the default kernels wherever its plan splits nothing, so
-# that those rows are true controls. <= 75 s (the step limits add up to 65 s; ~45-50 s expected).
+# that those rows are true controls. <= 75 s (the step limits add up to 73 s; ~45-50 s expected).
 # Run from the repository root with BUILD=<build dir> OUTDIR=<dir> [CALLA=<call A's runs dir>].
 #   (a) The tail's cost, default kernels: shapes that fill whole rounds of 132 SMs (33 heads: 4224 tiles = 32 rounds
 #       at d = 64, 2112 blocks = 16 waves at d = 128) beside the issue-13 shapes (d = 64 32 heads 4096 tiles = 31.03
@@ -15,7 +15,7 @@
 #       default kernels: controls.
 # Steps:
 #   1. [bwd64] GPU tests under qtail (limit 7 s; call A: 2 s). A failure or hang drops qtail from the timing.
-#   2. Four runs of the 17 rows, interleaved, every row verified: default + cudnn (22 s), qtail, default, qtail (12 s
+#   2. Four runs of the 17 rows, interleaved, every row verified: default + cudnn (24 s), qtail, default, qtail (14 s
 #      each; flash-sm90 only).
 # Table last: OUTDIR/table.txt (the runs' JSON in OUTDIR/runs/); with call A's readings (CALLA, default
 # results/h200/s16/callA/sm90bwd/runs: its journals and qtail-2.json) pooled in a last block.
@@ -56,10 +56,10 @@ run() {  # name, limit (s), word ("" = the default, beside cudnn when the name i
   STEP_TIMEOUT=$2 step "$1" env ${3:+FB_SM90_BWD64=$3} "$fb" run "$out/spec.json" --no-ceilings -q \
     ${kernels[@]+"${kernels[@]}"} --filter "$cases" -o "$out/runs/$1.json"
 }
-run default-1 22 ""
-[ "$probe_ok" = 1 ] && run qtail-1 12 qtail
-run default-2 12 ""
-[ "$probe_ok" = 1 ] && run qtail-2 12 qtail
+run default-1 24 ""
+[ "$probe_ok" = 1 ] && run qtail-1 14 qtail
+run default-2 14 ""
+[ "$probe_ok" = 1 ] && run qtail-2 14 qtail
 
 printf '%s\n' "${summary[@]}"
 
