@@ -37,8 +37,7 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default), qtail (session 16's probe: the last partial round split along the
-// queries, tail_plan() below; non-causal passes without a head split, the default elsewhere); unset, empty or `default`: the default. Any other word is refused,
+// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused,
 // removed ones included (a typo in an A/B would otherwise time the default twice and read as "level").
 int bwd64_variant() {
   static const int v = [] {
@@ -47,11 +46,10 @@ int bwd64_variant() {
     if (s.empty() || s == "default") return kBwd64Default;
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
-    if (s == "qtail") return kBwd64QTail;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, qtail; "
-                                "unset or default for the default; cvwave was removed in session 15: "
-                                "docs/perf-notes.md)");
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; "
+                                "unset or default for the default; cvwave was removed in session 15, qtail in "
+                                "session 16: docs/perf-notes.md)");
   }();
   return v;
 }
@@ -194,26 +192,15 @@ bool key_tail_order(const AttentionParams& p) {
   return v == kBwd128KeyTailMha && p.group() == 1;
 }
 
-// FB_SM90_BWD64=qtail (kBwd64QTail): the last `tiles` work tiles of the launch, `parts` parts each (tail_plan(),
-// below bwd_blocks()); tiles = 0: nothing split.
-struct TailPlan {
-  int tiles = 0;
-  int parts = 1;
-};
-TailPlan tail_plan(const AttentionParams& p);
-
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
-// pass's mask, key_tail: key_tail_order(p), qtail: tail_plan(p) splits); backward_unsupported vets the first two.
+// pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
 template <typename Elem, typename F>
-auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, F&& f) {
+auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        case kBwd64QTail:  // the split kernel where tail_plan() splits (never causal), else the default
-          if (qtail && !causal) return f(BwdTraits<Elem, 64, kBwd64QTail>{});
-          return f(BwdTraits<Elem, 64>{});
         default: return f(BwdTraits<Elem, 64>{});
       }
     case 128:
@@ -239,11 +226,9 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
 }
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16:
-      return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), tail_plan(p).tiles > 0, f);
+    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
     case Dtype::bf16:
-      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p),
-                                          tail_plan(p).tiles > 0, f);
+      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -318,7 +303,7 @@ int head_split(const AttentionParams& p) {
     return 1;
   // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
   const int v128 = bwd128_variant();
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default && bwd64_variant() != kBwd64QTail) ||
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
       (p.head_dim == 128 && v128 != kBwd128Q64 && v128 != kBwd128Q80C && !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
@@ -363,7 +348,6 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
 struct Workspace {
   std::size_t lse = 0, d = 0, dq = 0, dkv = 0, total = 0;
 };
-
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
 Workspace workspace_layout(const AttentionParams& p) {
@@ -383,11 +367,6 @@ Workspace workspace_layout(const AttentionParams& p) {
     const std::size_t keys = (std::size_t(p.seq_k) + kKeyTile - 1) / kKeyTile * kKeyTile;
     w.dkv = w.total;
     w.total = w.dkv + 2 * align_up(std::size_t(p.batch) * p.kv_heads * keys * p.head_dim * sizeof(float));
-  } else if (const TailPlan tail = tail_plan(p); tail.tiles > 0) {
-    // fp32 dK and dV of the split tiles (128 keys each).
-    constexpr std::size_t kKeyTile = 128;
-    w.dkv = w.total;
-    w.total = w.dkv + 2 * align_up(std::size_t(tail.tiles) * kKeyTile * p.head_dim * sizeof(float));
   }
   return w;
 }
@@ -489,90 +468,6 @@ long long bwd_blocks(long long n_tiles, bool causal, int longest_steps) {
   }();
   const bool persistent = forced != 0 ? forced > 0 : !causal || longest_steps < kLongCausalSteps;
   return persistent ? std::min<long long>(n_tiles, current_sm_count()) : n_tiles;
-}
-
-// FB_SM90_BWD64=qtail (session 16's probe): a non-causal d = 64 pass without a head split runs n_tiles work tiles
-// on B = bwd_blocks() persistent blocks, round-robin, so the last R = n_tiles mod B tiles make a round of their
-// own on R SMs while the rest wait (32 heads at 16k tokens: 4096 tiles = 31 rounds of 132 and 4 tiles). The plan
-// splits those R tiles into parts = min(B / R, the tile's query tiles) runs of query tiles, so that the last
-// round is R x parts parts of about 1 / parts of a tile on as many SMs. A part adds its K/V load, pipeline fill and
-// 64 KB of fp32 dK/dV partials (bulk reductions), and the launch a memset and a small convert kernel: tiles
-// under kMinTileSteps query tiles (N < 1k) or fewer than 2 parts are not split.
-TailPlan tail_plan(const AttentionParams& p) {
-  constexpr int kMinTileSteps = 8;
-  if (p.head_dim != 64 || p.causal || bwd64_variant() != kBwd64QTail) return {};
-  if ((p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || head_split(p) > 1) return {};
-  int device = 0, sms = 0;  // no device (a plan): no split, as head_split()
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
-    (void)cudaGetLastError();
-    return {};
-  }
-  using Tr = BwdTraits<__half, 64, kBwd64QTail>;
-  const long long n_tiles = (std::int64_t(p.seq_k) + Tr::kBlockN - 1) / Tr::kBlockN * p.batch * p.kv_heads;
-  const long long blocks = bwd_blocks(n_tiles, false, 0);
-  const int per_head = (p.seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
-  if (n_tiles <= blocks || per_head < kMinTileSteps || n_tiles % blocks == 0) return {};
-  const int tiles = int(n_tiles % blocks);
-  const int parts = int(std::min<long long>(blocks / tiles, per_head));
-  if (parts < 2) return {};
-  return {tiles, parts};
-}
-
-// kQTail: the split tiles' dK and dV from their fp32 accumulators (send_tail_partials(): [tail tiles][consumer]
-// [kDqBlocks] blocks of 64 keys x kDqCols, dK's then dV's) to [batch, kv_heads, seq_k, d]. One block per
-// accumulator block, as bwd_convert_dq_kernel: float4 reads in the staged order, a transpose through shared
-// memory, 16-byte row writes; rows past seq_k are not written.
-template <typename Tr>
-__global__ void __launch_bounds__(Convert<Tr>::kThreads)
-    bwd_convert_tail_kernel(const __grid_constant__ BwdParams prm, const float* __restrict__ acc) {
-#if FB_PTX_SM90A
-  using Cv = Convert<Tr>;
-  using Elem = typename Tr::Elem;
-  __shared__ __align__(16) float tile[Cv::kRows * Cv::kStride];
-  const int tail_tiles = (prm.n_tiles - prm.tail_from) / prm.tail_parts;
-  const int per_kind = tail_tiles * Tr::kConsumerWgs * Tr::kDqBlocks;  // blocks of dK (then of dV)
-  const int block = blockIdx.x;
-  const bool is_dv = block >= per_kind;
-  const int in_kind = block - (is_dv ? per_kind : 0);
-  const int cb = in_kind % Tr::kDqBlocks;
-  const int cw = in_kind / Tr::kDqBlocks % Tr::kConsumerWgs;
-  const int r = in_kind / Tr::kDqBlocks / Tr::kConsumerWgs;
-  const BwdWork w = bwd_work_plane_groups<Tr>(prm, unsigned(prm.tail_from + r));
-  const int key0 = w.n0 + cw * Tr::kWgKeys;
-  const int seq_k = prm.mask.seq_k;
-  Elem* const dst = static_cast<Elem*>(is_dv ? prm.dv : prm.dk);
-  const int tid = threadIdx.x;
-  const int warp = tid / 32, lane = tid % 32;
-  const float4* src = reinterpret_cast<const float4*>(acc + std::int64_t(block) * Tr::kDkvBlockFloats);
-#pragma unroll
-  for (int g = 0; g < Tr::kDkvBlockRegs / 4; ++g) {
-    // Registers 4g .. 4g+3: row r, columns c and c+1, then row r+8, the same columns.
-    const float4 v = src[g * Cv::kThreads + tid];
-    const int row = warp * 16 + lane / 4;
-    const int c = g * Tr::kMmaN + 2 * (lane % 4);
-    tile[row * Cv::kStride + c] = v.x;
-    tile[row * Cv::kStride + c + 1] = v.y;
-    tile[(row + 8) * Cv::kStride + c] = v.z;
-    tile[(row + 8) * Cv::kStride + c + 1] = v.w;
-  }
-  __syncthreads();
-  for (int k = tid; k < Tr::kWgKeys * Cv::kVecsPerRow; k += Cv::kThreads) {
-    const int row = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
-    const int key = key0 + row;
-    if (key >= seq_k) continue;
-    const float* x = tile + row * Cv::kStride + vec * Cv::kVecElems;
-    uint4 out;
-    out.x = ptx::pack2<Elem>(x[0], x[1]);
-    out.y = ptx::pack2<Elem>(x[2], x[3]);
-    out.z = ptx::pack2<Elem>(x[4], x[5]);
-    out.w = ptx::pack2<Elem>(x[6], x[7]);
-    *reinterpret_cast<uint4*>(dst + (std::int64_t(w.kv_bh) * seq_k + key) * Tr::kHeadDim + cb * Tr::kDqCols +
-                              vec * Cv::kVecElems) = out;
-  }
-#else
-  __trap();
-#endif
 }
 
 // The pre-pass of the 16-bit backward: D = rowsum(dO o O) and LSE * log2(e) per query row, padded to
@@ -795,19 +690,6 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
                                            : prm.n_tiles;
-  TailPlan tail;
-  if constexpr (Tr::kQTail) {
-    // The blocks stay those of the unsplit tiles; the items past tail_from are the split tiles' parts.
-    tail = dkv_acc != nullptr ? tail_plan(p) : TailPlan{};
-    prm.tail_from = prm.n_tiles - tail.tiles;
-    prm.tail_parts = tail.parts;
-    prm.n_tiles = prm.tail_from + tail.tiles * tail.parts;
-    prm.dkv_acc = dkv_acc;
-    if (tail.tiles > 0)
-      FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0,
-                                    2 * std::size_t(tail.tiles) * Tr::kBlockN * Tr::kHeadDim * sizeof(float),
-                                    stream));
-  }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
@@ -821,13 +703,6 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   }
   FB_CUDA_CHECK_LAUNCH();
-  if constexpr (Tr::kQTail) {
-    if (tail.tiles > 0) {
-      const int tail_blocks = 2 * tail.tiles * Tr::kConsumerWgs * Tr::kDqBlocks;
-      bwd_convert_tail_kernel<Tr><<<unsigned(tail_blocks), Convert<Tr>::kThreads, 0, stream>>>(prm, dkv_acc);
-      FB_CUDA_CHECK_LAUNCH();
-    }
-  }
   if constexpr (Tr::kHeadSplit) {
     // dK and dV from their accumulators: the same block layout as the 64-query kernel's dQ, per K/V
     // plane and 64 keys (also under Q80: its partial blocks are 64 keys, kDkvBlockFloats).
@@ -939,11 +814,7 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   with_traits(p, [&](auto tr) {
     using Tr = decltype(tr);
     prepass(tr);
-    if constexpr (Tr::kQTail) {  // the split tiles' dK, dV accumulators (workspace_layout())
-      launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, ws.dkv != 0 ? reinterpret_cast<float*>(base + ws.dkv) : nullptr);
-    } else {
-      launch<Tr>(p, lse_pad, d_pad, dq_acc, stream);
-    }
+    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream);
   });
 }
 

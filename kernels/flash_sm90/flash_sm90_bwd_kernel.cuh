@@ -50,11 +50,6 @@ struct BwdParams {
   // Key tail order (kKeyTail, flash_sm90_bwd_traits.h): key tiles [0, grouped_tiles) in plane groups, the
   // rest over all planes. In the padding of the 640-byte block: no other variant's parameters move.
   int grouped_tiles;
-  // Query tail (kQTail, flash_sm90_bwd_traits.h): work items [tail_from, n_tiles) are tail_parts parts each
-  // of tiles tail_from, tail_from + 1, ... (the launch's last, partial round); dkv_acc holds their partial
-  // dK, then dV. In the padding too.
-  int tail_from;
-  int tail_parts;
 };
 static_assert(sizeof(BwdParams) == 640, "the parameter block keeps its size (the default kernels' PTX)");
 
@@ -110,7 +105,6 @@ struct BwdWork {
   int m_begin;   // first query tile
   int per_head;  // query tiles per head
   int steps;
-  int tail;      // kQTail: the split tile's index among the tail's (its partial dK, dV), -1 for a whole tile
   __device__ __forceinline__ int q_bh(int step) const { return q_bh0 + step / per_head; }
   __device__ __forceinline__ int m_tile(int step) const { return m_begin + step % per_head; }
 };
@@ -174,7 +168,8 @@ __device__ __forceinline__ BwdWork bwd_work_key_tail(const BwdParams& prm, unsig
 // memory once per key tile); and with a causal mask the first key tiles, which see the most queries,
 // start first, which balances the tail.
 template <typename Tr>
-__device__ __forceinline__ BwdWork bwd_work_plane_groups(const BwdParams& prm, unsigned tile) {
+__device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile) {
+  if constexpr (Tr::kKeyTail) return bwd_work_key_tail<Tr>(prm, tile);
   const int group_blocks = prm.plane_group * prm.key_tiles;
   const int grp = tile / group_blocks;  // unsigned division, as blockIdx.x
   const int first_plane = grp * prm.plane_group;
@@ -185,34 +180,6 @@ __device__ __forceinline__ BwdWork bwd_work_plane_groups(const BwdParams& prm, u
   w.kv_bh = first_plane + within % planes_here;
   bwd_work_rows<Tr>(prm, w);
   return w;
-}
-
-// kQTail: items from tail_from on are parts of the tiles from tail_from on (tail_parts a tile, in turn), a
-// part being a run of its tile's query tiles for every query head of the group.
-template <typename Tr>
-__device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile) {
-  if constexpr (Tr::kKeyTail) {
-    return bwd_work_key_tail<Tr>(prm, tile);
-  } else if constexpr (Tr::kQTail) {
-    if (tile < unsigned(prm.tail_from)) {
-      BwdWork w = bwd_work_plane_groups<Tr>(prm, tile);
-      w.tail = -1;
-      return w;
-    }
-    const unsigned u = tile - unsigned(prm.tail_from);
-    const int r = int(u / unsigned(prm.tail_parts));
-    const int part = int(u % unsigned(prm.tail_parts));
-    BwdWork w = bwd_work_plane_groups<Tr>(prm, unsigned(prm.tail_from + r));
-    const int q0 = part * w.per_head / prm.tail_parts;
-    const int q1 = (part + 1) * w.per_head / prm.tail_parts;
-    w.m_begin += q0;
-    w.per_head = q1 - q0;
-    w.steps = w.per_head * prm.group;
-    w.tail = r;
-    return w;
-  } else {
-    return bwd_work_plane_groups<Tr>(prm, tile);
-  }
 }
 
 template <typename Tr>
@@ -457,24 +424,6 @@ __device__ __forceinline__ void send_dkv_partials(const BwdParams& prm, const Bw
     if (ctid == 0) ptx::bulk_wait_group_all();
 }
 
-// kQTail: a part's partial dK (times the softmax scale) and dV for consumer cw's 64 keys, staged and added as
-// send_dkv_partials does, into tail tile r's blocks of dkv_acc ([tail tiles][consumer][kDqBlocks] blocks of
-// dK, then as many of dV). The persistent kernel waits for the reductions after its last item.
-template <typename Tr>
-__device__ __forceinline__ void send_tail_partials(const BwdParams& prm, const BwdSmem<Tr>& sm, int r, int cw,
-                                                   int ctid, const float (&dk)[Tr::kDkvRegs],
-                                                   const float (&dv)[Tr::kDkvRegs]) {
-  const std::int64_t tail_tiles = (prm.n_tiles - prm.tail_from) / prm.tail_parts;
-  const std::int64_t block0 = (std::int64_t(r) * Tr::kConsumerWgs + cw) * Tr::kDqBlocks;
-  float* const acc_dv = prm.dkv_acc + tail_tiles * Tr::kConsumerWgs * Tr::kDqBlocks * Tr::kDkvBlockFloats;
-#pragma unroll
-  for (int c = 0; c < Tr::kDqBlocks; ++c) {
-    send_acc_block<Tr>(sm, cw, ctid, dk, c * Tr::kDkvBlockRegs, prm.scale,
-                       prm.dkv_acc + (block0 + c) * Tr::kDkvBlockFloats);
-    send_acc_block<Tr>(sm, cw, ctid, dv, c * Tr::kDkvBlockRegs, 1.f, acc_dv + (block0 + c) * Tr::kDkvBlockFloats);
-  }
-}
-
 // The staged dK/dV epilogue (BwdTraits::kEpiSmem; bwd_consume and bwd_consume_q80): dK (times the
 // softmax scale) and dV through shared memory, written out as whole rows (16-byte units; straight from
 // the accumulators each warp store covered 8 rows and half of each 32-byte sector). Rows of 16-byte
@@ -682,12 +631,6 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   if constexpr (Tr::kHeadSplit) {
     send_dkv_partials<Tr>(prm, sm, w, cw, ctid, wg_key0, dk, dv);
     return;
-  }
-  if constexpr (Tr::kQTail) {
-    if (w.tail >= 0) {
-      send_tail_partials<Tr>(prm, sm, w.tail, cw, ctid, dk, dv);
-      return;
-    }
   }
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);

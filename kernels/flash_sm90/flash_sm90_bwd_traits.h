@@ -144,19 +144,12 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 15: cvwave at d = 128 and 64, the dQ convert launched as the main kernel's
 //   programmatic dependent, each block waiting on per-K/V-plane counters to convert in the last wave's idle
 //   SMs; 0.98-1.04x, inside the default's run-to-run spread: its two N = 1k runs were 390 and 420 TFLOP/s.)
-//   Session 16 at d = 64 (probe, FB_SM90_BWD64=qtail; flash_sm90_bwd.cu's tail_plan() decides):
-//   kBwd64QTail         the persistent d = 64 kernel whose launch's last, partial round of work tiles is split
-//                       along the queries: with n_tiles on B blocks, the last R = n_tiles mod B tiles (the
-//                       tiles past BwdParams::tail_from) become R x tail_parts parts, each a run of its tile's
-//                       query tiles (every query head of the group). A part's dK and dV are partial sums,
-//                       added into fp32 accumulators (BwdParams::dkv_acc, the head split's staging and bulk
-//                       reductions) and written by bwd_convert_tail_kernel; whole tiles keep the staged
-//                       epilogue. 32 heads at 16k tokens are 4096 tiles = 31.03 rounds of 132: 4 SMs run a
-//                       32nd tile while 128 wait.
+//   (Measured and removed in session 16: qtail at d = 64, the persistent kernel's last partial round of work tiles
+//   split along the queries into parts with fp32 dK/dV partials; pooled over calls A and B +0.8 to +2.8% on the split
+//   rows, -0.4% with halves, while identical-kernel controls in the same call read 0.988-1.024: the rule was not met.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
-              kBwd64QTail = 131072;
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -195,8 +188,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
       ((kHeadSplit && kHeadDim == 128 ? kVariant64 : kBits128) & kBwd128KeyTail) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
-  // The last partial round split along the queries (kBwd64QTail above; the persistent d = 64 kernel).
-  static constexpr bool kQTail = kHeadDim == 64 && kVariant64 == kBwd64QTail;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -316,8 +307,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default ||
-                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct ||
-                                         kVariant64 == kBwd64QTail)) ||
+                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
@@ -332,8 +322,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                                                 kDqWgBytes >= kQBytes),
                 "the staged epilogue's buffers hold a consumer's dK and dV");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
-  static_assert(!kQTail || (kPersistent && kEpiSmem && kDkvBlockBytes <= kDqWgBytes && kDqCols == kChunkElems),
-                "qtail: the persistent staged kernel; parts' dK, dV partials stage in the dQ buffer");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
