@@ -48,8 +48,8 @@ int bwd64_variant() {
     if (s == "direct") return kBwd64Direct;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
                                 "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; "
-                                "unset or default for the default; cvwave was removed in session 15: "
-                                "docs/perf-notes.md)");
+                                "unset or default for the default; cvwave was removed in session 15, qtail in "
+                                "session 16: docs/perf-notes.md)");
   }();
   return v;
 }

@@ -144,6 +144,9 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 15: cvwave at d = 128 and 64, the dQ convert launched as the main kernel's
 //   programmatic dependent, each block waiting on per-K/V-plane counters to convert in the last wave's idle
 //   SMs; 0.98-1.04x, inside the default's run-to-run spread: its two N = 1k runs were 390 and 420 TFLOP/s.)
+//   (Measured and removed in session 16: qtail at d = 64, the persistent kernel's last partial round of work tiles
+//   split along the queries into parts with fp32 dK/dV partials; pooled over calls A and B +0.8 to +2.8% on the split
+//   rows, -0.4% with halves, while identical-kernel controls in the same call read 0.988-1.024: the rule was not met.)
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
