@@ -109,14 +109,14 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     each tile's S parts into O and LSE. At d = 64 (192-row tiles) with 8 query heads the last round
 //                     is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work = 688 / 704 = 5.2 / 5.3 rounds run as 6).
 inline constexpr unsigned kOptTailSplit = 64u;
-//   kOptHalfDiag      (d = 64's shipped loop; session 16's probes `halfgemm` and, with kOptHalfSoftmax, `halfdiag`,
-//                     causal launches) a warpgroup whose last K/V tile shows its rows at most kBc / 2 keys (the causal
-//                     diagonal through the tile's first half: at seq_q == seq_k every warpgroup whose rows start on a
-//                     multiple of 128, half of them) runs that tile on its first kBc / 2 keys only: S = Q K^T as m64n64,
-//                     P over those 32 accumulators a thread (and the softmax, with kOptHalfSoftmax), P V over the first
-//                     kPVSteps / 2 k16 steps (where that tile is also the warpgroup's first, only its P V). The other
-//                     half is masked for every row of the warpgroup, so its P is 0: same O and LSE, half the GEMMs
-//                     (and exponentials and mask selects) of that tile.
+//   kOptHalfDiag      (d = 64's shipped loop, causal launches; probes `halfgemm` and, with kOptHalfSoftmax,
+//                     `halfdiag`, prepared in session 16, unmeasured) a warpgroup whose last K/V tile shows its rows
+//                     at most kBc / 2 keys (the causal diagonal through the tile's first half: at seq_q == seq_k every
+//                     warpgroup whose rows start on a multiple of 128, half of them) runs that tile on its first
+//                     kBc / 2 keys only: S = Q K^T as m64n64, P over those 32 accumulators a thread (and the softmax,
+//                     with kOptHalfSoftmax), P V over the first kPVSteps / 2 k16 steps (where that tile is also the
+//                     warpgroup's first, only its P V). The other half is masked for every row of the warpgroup, so its
+//                     P is 0: same O and LSE, half the GEMMs (and exponentials and mask selects) of that tile.
 inline constexpr unsigned kOptHalfDiag = 32768u;
 //   kOptHalfSoftmax   with kOptHalfDiag (probe `halfdiag`; `halfgemm` is kOptHalfDiag alone): the half tile's softmax
 //                     and mask on its kSRegs / 2 accumulators too (HalfKeys). Without it the softmax runs on all

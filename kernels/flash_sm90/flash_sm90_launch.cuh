@@ -85,10 +85,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
 //            K/V tiles (FwdParams::q_shift; default at d = 64 since session 10's call A; the word applies
 //            at d = 256 too)
-//   halfdiag d = 64 causal launches (session 16's probe): a warpgroup whose last K/V tile shows its rows at most half
-//            the tile's keys (the diagonal through the tile's first half: at seq_q == seq_k every warpgroup whose rows
-//            start on a multiple of 128) runs that tile's GEMMs, softmax and mask on those 64 keys only (kOptHalfDiag |
-//            kOptHalfSoftmax, HalfKeys)
+//   halfdiag d = 64 causal launches (prepared in session 16, unmeasured): a warpgroup whose last K/V tile shows its
+//            rows at most half the tile's keys (the diagonal through the tile's first half: at seq_q == seq_k every
+//            warpgroup whose rows start on a multiple of 128) runs that tile's GEMMs, softmax and mask on those 64 keys
+//            only (kOptHalfDiag | kOptHalfSoftmax, HalfKeys)
 //   halfgemm the same with the softmax on the whole tile (kOptHalfDiag alone: the GEMMs and P's pack halved)
 //            Both on d = 64's shipped variant only (naming one beside another variant word is an error); non-causal
 //            launches run as shipped

@@ -1,4 +1,5 @@
 # Session 16 round 3, sm90c64 (issue 13; <= 60 s on the H200): flash-sm90's forward at d = 64, causal, small N.
+# Prepared in session 16, unmeasured (no device after its call B): for session 17's call A on a build of main.
 # Two probes (FB_SM90_FWD_PROBE; d = 64 causal launches on the shipped variant, non-causal launches and other head
 # dims run as shipped), for the warpgroups whose last K/V tile shows their 64 rows at most 64 of its 128 keys (the
 # causal diagonal through the tile's first half: at seq_q == seq_k every warpgroup whose rows start on a multiple of
