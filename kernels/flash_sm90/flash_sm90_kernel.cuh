@@ -109,6 +109,20 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     each tile's S parts into O and LSE. At d = 64 (192-row tiles) with 8 query heads the last round
 //                     is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work = 688 / 704 = 5.2 / 5.3 rounds run as 6).
 inline constexpr unsigned kOptTailSplit = 64u;
+//   kOptHalfDiag      (d = 64's shipped loop, causal launches; probes `halfgemm` and, with kOptHalfSoftmax,
+//                     `halfdiag`, prepared in session 16, unmeasured) a warpgroup whose last K/V tile shows its rows
+//                     at most kBc / 2 keys (the causal diagonal through the tile's first half: at seq_q == seq_k every
+//                     warpgroup whose rows start on a multiple of 128, half of them) runs that tile on its first
+//                     kBc / 2 keys only: S = Q K^T as m64n64, P over those 32 accumulators a thread (and the softmax,
+//                     with kOptHalfSoftmax), P V over the first kPVSteps / 2 k16 steps (where that tile is also the
+//                     warpgroup's first, only its P V). The other half is masked for every row of the warpgroup, so its
+//                     P is 0: same O and LSE, half the GEMMs (and exponentials and mask selects) of that tile.
+inline constexpr unsigned kOptHalfDiag = 32768u;
+//   kOptHalfSoftmax   with kOptHalfDiag (probe `halfdiag`; `halfgemm` is kOptHalfDiag alone): the half tile's softmax
+//                     and mask on its kSRegs / 2 accumulators too (HalfKeys). Without it the softmax runs on all
+//                     kSRegs, the mask clearing the half the m64n64 S left as it was (-inf, so P 0 there): only the
+//                     GEMMs and P's pack are halved
+inline constexpr unsigned kOptHalfSoftmax = 65536u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -258,6 +272,22 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
 }
 
 // ---- consumer pieces ----
+// kOptHalfDiag: the first kBc / 2 keys of a K/V tile as softmax_step and pack_p see them (the accumulators of an
+// m64n(kBc / 2) S: a thread's first kSRegs / 2 of the tile's S registers, its first kPRegs / 2 of P's).
+template <typename Tr> struct HalfKeys {
+  using Elem = typename Tr::Elem;
+  static constexpr int kBc = Tr::kBc / 2;
+  static constexpr int kMmaN = Tr::kMmaN;
+  static constexpr int kSRegs = Tr::kSRegs / 2;
+  static constexpr int kPRegs = Tr::kPRegs / 2;
+};
+template <typename Tr> __device__ __forceinline__ float (&first_half(float (&s)[Tr::kSRegs]))[Tr::kSRegs / 2] {
+  return *reinterpret_cast<float(*)[Tr::kSRegs / 2]>(&s);
+}
+template <typename Tr>
+__device__ __forceinline__ std::uint32_t (&first_half(std::uint32_t (&p)[Tr::kPRegs]))[Tr::kPRegs / 2] {
+  return *reinterpret_cast<std::uint32_t(*)[Tr::kPRegs / 2]>(&p);
+}
 
 // The two GEMMs of one consumer warpgroup, as batches of k16 wgmmas (issued, not waited for).
 // Descriptors: Q = this warpgroup's 64 rows, K-major; K K-major; V MN-major with the 64-column
@@ -308,6 +338,28 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
                                      int stage) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
+      const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
+                                                  p[4 * kk + 3]};
+      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
+          o, a, at(desc_v, stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
+    }
+  }
+  // kOptHalfDiag: qk on the K tile's first kBc / 2 keys (s's first kSRegs / 2 accumulators; the rest keep what
+  // they held) and pv over the V tile's first kBc / 2 keys (p's first kPVSteps / 2 fragments).
+  __device__ __forceinline__ void qk_half(float (&s)[Tr::kSRegs], int q_slot, int stage) const {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+      const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
+      const int chunk = kk / kStepsPerChunk;
+      ptx::wgmma_ss<Elem, Tr::kBc / 2>(
+          first_half<Tr>(s), at(desc_q, q_slot * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row),
+          at(desc_k, stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
+    }
+  }
+  __device__ __forceinline__ void pv_half(float (&o)[Tr::kORegs], const std::uint32_t (&p)[Tr::kPRegs],
+                                          int stage) const {
+#pragma unroll
+    for (int kk = 0; kk < Tr::kPVSteps / 2; ++kk) {
       const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
                                                   p[4 * kk + 3]};
       ptx::wgmma_rs<Elem, Tr::kHeadDim>(
@@ -405,6 +457,12 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
   static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
+  constexpr bool kHalfDiag = (kOpt & kOptHalfDiag) != 0;
+  constexpr bool kHalfSoftmax = kHalfDiag && (kOpt & kOptHalfSoftmax) != 0;
+  static_assert(!kHalfDiag || (kUStage && !kXTile && !kEarlyRescale && !kTailSplit),
+                "kOptHalfDiag: d = 64's shipped loop (kOptUniformStage, O rescaled after the P V wait)");
+  static_assert(!kHalfDiag || (Tr::kBc % (2 * Tr::kMmaK) == 0 && Tr::kPRegs % (2 * Tr::kPRegsPerStep) == 0),
+                "kOptHalfDiag: whole k16 steps in the half tile");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -625,6 +683,16 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         // kOptTailSplit: a part's rows see its n_tiles (tmask: the rest of the keys, at least n_tiles tiles).
         if constexpr (kTailSplit) wg_tiles = wg_tiles < n_tiles ? wg_tiles : n_tiles;
       }
+      // kOptHalfDiag: whether K/V tile j, the warpgroup's last, shows its rows at most kBc / 2 keys (its last row's
+      // key_end, the largest, lies in the tile's first half); then it runs on those keys (HalfKeys). At seq_q ==
+      // seq_k: the warpgroups whose rows start on a multiple of kBc (q_shift is whole warpgroups), half of them.
+      // Evaluated where it is used (a flag live across the main loop spilled: ptxas -v), from what tile_needs_mask
+      // reads: the warpgroup's last row sees keys up to wg_first_row + kWgRows - 1 + offset, or all seq_k (rows past
+      // seq_q too).
+      auto half_at = [&](int j) {
+        const int k0 = j * Tr::kBc + Tr::kBc / 2;  // the tile's second half starts here
+        return tmask.seq_k <= k0 || (tmask.causal && wg_first_row + Tr::kWgRows + tmask.offset() <= k0);
+      };
       if (wg_tiles > 0) {
         // Tile 0: S_0 alone (kXTile: with the last tile's P V).
         ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
@@ -651,6 +719,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           xtile_finish();
           zero_o();
         }
+        // kOptHalfDiag: where tile 0 is a half last tile (wg_tiles == 1) it runs whole here, its masked half's P 0,
+        // and only its P V is halved (pv_last_half): a half S_0 beside the whole one cost the consumers 12 bytes of
+        // spills (ptxas -v).
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
@@ -683,7 +754,60 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           if constexpr (!kEarlyRescale) rescale_o<Tr>(o, alpha);
           pack_p<Tr>(p, s);
         };
-        if constexpr (kUStage) {
+        if constexpr (kHalfDiag) {
+          // kOptHalfDiag: the loop of kUStage below over all but a half last tile (half_at), which step_half runs
+          // after it: S_j on the tile's first kBc / 2 keys beside the whole P_{j-1} V_{j-1}. Tile 0 is never one here
+          // (with wg_tiles == 1 S_0 runs whole and pv_last_half halves its P V). wg_tiles is derived again after the
+          // loop rather than kept live beside the loop's bound, and the half step follows the loop rather than sitting
+          // in it: both of those spilled (ptxas -v).
+          auto step_half = [&](int j, auto st_, auto prev_) {
+            const int st = int(st_), prev = int(prev_);
+            ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
+            ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
+            turn_begin();
+            ptx::wgmma_fence();
+            gemm.qk_half(s, q_slot, st);
+            ptx::wgmma_commit();
+            gemm.pv(o, p, prev);
+            ptx::wgmma_commit();
+            turn_end();
+            ptx::wgmma_wait<1>();  // S_j done, P V may still run
+            ptx::fence_operands(first_half<Tr>(s));
+            release(bars.k_empty(st));
+            // The mask is needed (the half holds the diagonal, or seq_k); without kHalfSoftmax it also clears the
+            // half qk_half left (-inf: P 0).
+            if constexpr (kHalfSoftmax)
+              softmax_step<HalfKeys<Tr>>(first_half<Tr>(s), m, l, alpha, key_end, true, j * Tr::kBc + col_lane,
+                                         scale_log2);
+            else
+              softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+            ptx::wgmma_wait<0>();
+            ptx::fence_operands(o);
+            ptx::fence_operands(p);
+            release(bars.v_empty(prev));
+            rescale_o<Tr>(o, alpha);
+            pack_p<HalfKeys<Tr>>(first_half<Tr>(p), first_half<Tr>(s));  // the rest is not read: pv_last_half
+          };
+          const int whole_tiles = wg_tiles > 1 && half_at(wg_tiles - 1) ? wg_tiles - 1 : wg_tiles;
+          auto loop = [&](auto k0, auto k1) {
+            for (int j = 1; j < whole_tiles; j += 2) {
+              step(j, k1, k0);
+              if (j + 1 == whole_tiles) break;
+              step(j + 1, k0, k1);
+            }
+          };
+          using S0 = std::integral_constant<int, 0>;
+          using S1 = std::integral_constant<int, 1>;
+          if (stage_of(it) == 0) loop(S0{}, S1{});
+          else loop(S1{}, S0{});
+          wg_tiles = !skip_unseen ? n_tiles
+                     : unsigned(wg_first_row) >= unsigned(seq_q) ? 0
+                                                                  : tmask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
+          if (whole_tiles < wg_tiles) {
+            if (stage_of(it + whole_tiles) == 0) step_half(whole_tiles, S0{}, S1{});
+            else step_half(whole_tiles, S1{}, S0{});
+          }
+        } else if constexpr (kUStage) {
           // Two steps per pass with literal stages (tile 0 in stage k0: odd tiles in k1, even in k0), in
           // one copy of the loop per k0.
           auto loop = [&](auto k0, auto k1) {
@@ -710,16 +834,36 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           if constexpr (kEarlyRescale) rescale_o<Tr>(o, alpha);
           pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
         } else {
-          turn_begin();
-          if constexpr (kEarlyRescale) rescale_then_fence();
-          else ptx::wgmma_fence();
-          gemm.pv(o, p, last);
-          ptx::wgmma_commit();
-          turn_end();
-          ptx::wgmma_wait<0>();
-          ptx::fence_operands(o);
-          ptx::fence_operands(p);
-          release(bars.v_empty(last));
+          auto pv_last = [&] {
+            turn_begin();
+            if constexpr (kEarlyRescale) rescale_then_fence();
+            else ptx::wgmma_fence();
+            gemm.pv(o, p, last);
+            ptx::wgmma_commit();
+            turn_end();
+            ptx::wgmma_wait<0>();
+            ptx::fence_operands(o);
+            ptx::fence_operands(p);
+            release(bars.v_empty(last));
+          };
+          if constexpr (kHalfDiag) {
+            // kOptHalfDiag: the half last tile's P V over its first kBc / 2 keys (P of the rest is 0).
+            auto pv_last_half = [&] {
+              turn_begin();
+              ptx::wgmma_fence();
+              gemm.pv_half(o, p, last);
+              ptx::wgmma_commit();
+              turn_end();
+              ptx::wgmma_wait<0>();
+              ptx::fence_operands(o);
+              ptx::fence_operands(first_half<Tr>(p));
+              release(bars.v_empty(last));
+            };
+            if (half_at(wg_tiles - 1)) pv_last_half();
+            else pv_last();
+          } else {
+            pv_last();
+          }
         }
       } else {
         // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not

@@ -85,6 +85,13 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
 //            K/V tiles (FwdParams::q_shift; default at d = 64 since session 10's call A; the word applies
 //            at d = 256 too)
+//   halfdiag d = 64 causal launches (prepared in session 16, unmeasured): a warpgroup whose last K/V tile shows its
+//            rows at most half the tile's keys (the diagonal through the tile's first half: at seq_q == seq_k every
+//            warpgroup whose rows start on a multiple of 128) runs that tile's GEMMs, softmax and mask on those 64 keys
+//            only (kOptHalfDiag | kOptHalfSoftmax, HalfKeys)
+//   halfgemm the same with the softmax on the whole tile (kOptHalfDiag alone: the GEMMs and P's pack halved)
+//            Both on d = 64's shipped variant only (naming one beside another variant word is an error); non-causal
+//            launches run as shipped
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -154,6 +161,7 @@ struct FwdProbe {
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
+  unsigned half_diag = 0;  // kOptHalfDiag (| kOptHalfSoftmax): `halfgemm` (`halfdiag`), d = 64 causal launches
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -196,6 +204,7 @@ inline FwdProbe fwd_probe() {
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
+    f.half_diag = has("halfdiag") ? kOptHalfDiag | kOptHalfSoftmax : has("halfgemm") ? kOptHalfDiag : 0u;
     return f;
   }();
   return probe;
@@ -359,6 +368,18 @@ template <Dtype T, int D> std::size_t fwd_workspace_bytes(const AttentionParams&
   return tail_split_workspace_bytes(fwd_tail_split<Tr>(p, sms), Tr::kBr, Tr::kHeadDim);
 }
 
+// `halfdiag`, `halfgemm` (d = 64 causal launches, which never split): d = 64's shipped variant kOpt | kOptUniformStage
+// with the half last tile (kOptHalfDiag; kOptHalfSoftmax under halfdiag). Only on that variant (run_fwd checks).
+template <typename Tr, unsigned kOpt> void launch_fwd_half(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+  if constexpr (Tr::kConsumerWgs == 3) {
+    constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
+    if (fwd_probe().half_diag & kOptHalfSoftmax)
+      launch_fwd<Tr, kOpt | kShipped | kOptHalfDiag | kOptHalfSoftmax>(p, t, stream);
+    else
+      launch_fwd<Tr, kOpt | kShipped | kOptHalfDiag>(p, t, stream);
+  }
+}
+
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
@@ -375,6 +396,7 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
   }
   if (early) launch_fwd_rec<Tr, kD | kE>(p, t, stream);
   else if constexpr (Tr::kConsumerWgs == 2) launch_fwd_rec<Tr, kD>(p, t, stream);  // d = 128, noxtile
+  else if (probe.half_diag != 0 && p.causal) launch_fwd_half<Tr, kD>(p, t, stream);  // d = 64: halfdiag, halfgemm
   else launch_fwd_ship<Tr, kD>(p, t, stream);  // d = 64 as shipped
 }
 
@@ -385,6 +407,9 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
                                 (probe.removed_in ? std::string(" in ") + probe.removed_in : std::string()) +
                                 " (docs/perf-notes.md)");
   if constexpr (D == 64 || D == 128) {
+    if (Tr::kConsumerWgs == 3 && fwd_probe().half_diag != 0 && !shipped_variant<Tr>())
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'halfdiag' and 'halfgemm' run on d = 64's shipped variant only "
+                                  "(no trec, l2hint, noustage, early, nopp, oneq, static or old beside them)");
     if (Tr::kConsumerWgs == 3 && fwd_probe().tail_split > 0 && !shipped_variant<Tr>())
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
                                   "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
