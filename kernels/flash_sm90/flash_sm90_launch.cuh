@@ -209,8 +209,10 @@ inline int next_tile_counter() {
 }
 
 // One launch of the forward with traits Tr and consumer variant kOpt (flash_sm90_kernel.cuh) on
-// `stream` (unsupported() has vetted p).
-template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+// `stream` (unsupported() has vetted p). kOptTailSplit launches take `split`, fwd_tail_split's plan for p on the SMs
+// this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
+template <typename Tr, unsigned kOpt = 0>
+void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
@@ -254,22 +256,23 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
     prm.tile_counter = next_tile_counter();
     blocks = fwd_blocks_dynamic(n_work);
   }
-  // kOptTailSplit: the plan (the kernel derives the same one from its grid) and its parts' workspace (the launcher
-  // runs this kernel only where fwd_tail_split splits and p.workspace holds tail_split_workspace_bytes of it).
-  [[maybe_unused]] TailSplit ts{};
+  // kOptTailSplit: fwd_tail_split's plan (the kernel derives the same one from its grid: blocks = min(n_work, SMs),
+  // the n_work and SM count that plan was made for) and its parts' workspace (launch_fwd_ship runs this kernel only
+  // where that plan splits and p.workspace holds tail_split_workspace_bytes of it).
   if constexpr ((kOpt & kOptTailSplit) != 0) {
-    ts = tail_split_plan(int(n_work), int(blocks), prm.mask.kv_tiles(0, Tr::kBr, Tr::kBc));
+    if (split.splits < 2 || split.items != split.from + split.units() || split.from >= n_work)
+      throw std::logic_error("flash-sm90 forward: kOptTailSplit launched without fwd_tail_split's plan");
     prm.split_o = static_cast<float*>(p.workspace);
-    prm.split_lse = prm.split_o + tail_split_o_floats(ts, Tr::kBr, Tr::kHeadDim);
+    prm.split_lse = prm.split_o + tail_split_o_floats(split, Tr::kBr, Tr::kHeadDim);
   }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
   if constexpr ((kOpt & kOptTailSplit) != 0) {
     // The split work tiles' parts merged.
     constexpr int kRowsPerBlock = kCombineThreads / 32;  // a warp a row
-    const long long rows = (n_work - ts.from) * Tr::kBr;
+    const long long rows = (n_work - split.from) * Tr::kBr;
     flash_sm90_split_combine_kernel<Tr><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kCombineThreads, 0,
-                                          stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), ts);
+                                          stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), split);
     FB_CUDA_CHECK_LAUNCH();
   }
 }
@@ -315,9 +318,10 @@ template <typename Tr> bool shipped_variant() {
 }
 
 // The tail split's plan for the launch of p with traits Tr on `sms` SMs (splits == 1: the unsplit kernel). The one
-// place that decides whether a launch splits: launch_fwd_ship and fwd_workspace_bytes both ask it. Splits at d = 64
-// (FwdDefaults::kTailSplitHeadDim; `notailsplit`: nowhere) with d = 64's shipped variant (shipped_variant: another
-// variant word runs that variant unsplit), non-causal launches, where the plan splits (tail_split_plan).
+// place that decides whether a launch splits: launch_fwd_ship and fwd_workspace_bytes both ask it, and launch_fwd
+// takes launch_fwd_ship's plan (session 16: it planned again). Splits at d = 64 (FwdDefaults::kTailSplitHeadDim;
+// `notailsplit`: nowhere) with d = 64's shipped variant (shipped_variant: another variant word runs that variant
+// unsplit), non-causal launches, where the plan splits (tail_split_plan).
 template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sms) {
   const long long n_work = std::int64_t(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
   const int n = int(std::min<long long>(n_work, INT_MAX));
@@ -333,13 +337,14 @@ template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sm
 }
 
 // The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage; d = 64's shipped variant
-// split (kOptTailSplit) where fwd_tail_split says so and the launch has a workspace (without one: unsplit).
+// split (kOptTailSplit) where fwd_tail_split says so and the launch has a workspace (without one: unsplit), with
+// that plan (launch_fwd's grid is min(n_work, SMs) for the same SM count).
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const unsigned want = fwd_ship_bits<Tr>();
   if constexpr (Tr::kConsumerWgs == 3) {
-    if (fwd_tail_split<Tr>(p, current_sm_count()).splits > 1 && p.workspace != nullptr) {
+    if (const TailSplit ts = fwd_tail_split<Tr>(p, current_sm_count()); ts.splits > 1 && p.workspace != nullptr) {
       constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
-      launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream);
+      launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream, ts);
       return;
     }
   }
