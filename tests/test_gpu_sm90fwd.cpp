@@ -14,6 +14,9 @@
 // and a launch given no workspace runs unsplit. FB_SM90_FWD_PROBE is read once per process, so a device call runs
 // this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`; session 15's round-2
 // `fullfirst`, each plane's partial last query tile last in its group, passed [tailsplit]: measured and removed).
+// Session 16's `lazyres` (d = 64: a warp rescales O only when one of its rows' max rises more than 2^8 above the kept
+// one; the tail split as by default) runs them all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima
+// rise that far after the first K/V tile and the rescale branch runs too) under every setting.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <cstddef>
@@ -41,8 +44,8 @@ const char* probe_setting() {
   return probe ? probe : "(unset)";
 }
 
-// Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, `tailsplit`;
-// another variant word runs its variant unsplit: then either may hold).
+// Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, `tailsplit`,
+// `lazyres`; another variant word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -51,7 +54,7 @@ bool tail_split_off() {
 bool tail_split_on() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = probe ? probe : "";
-  return v.empty() || v == "tailsplit";
+  return v.empty() || v == "tailsplit" || v == "lazyres";
 }
 
 int sm_count() {
@@ -134,6 +137,31 @@ TEST_CASE("flash-sm90 forward, the shapes of qalign and trec: verifies beside na
       return;
     }
     check_beside_naive(b, c, "flash-sm90", kSeed);
+  }
+}
+
+// Sharp softmax at d = 64 (Q and K scaled by 3, scores by 9: a row's max climbs by many powers of two across its K/V
+// tiles, not only on the first), so that under `lazyres` warps take the rescale branch in the main loop as well as
+// skipping it; causal and not, bf16 and fp16, partial last tiles, seq_q != seq_k, and a launch the tail split splits
+// (176 work tiles: 44 in the last round on 132 SMs, 3 parts each).
+TEST_CASE("flash-sm90 forward, d = 64, sharp softmax (Q, K x 3): verifies beside naive", "[gpu][sm90fwd][lazyres]") {
+  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  const SeqLens lengths[] = {{1025, 1025}, {4099, 4099}, {300, 1000}};
+  std::vector<Case> cases;
+  for (const SeqLens& l : lengths)
+    for (bool causal : {false, true})
+      for (Dtype t : {Dtype::bf16, Dtype::fp16})
+        cases.push_back(make_case(1, 4, 2, l.q, l.k, 64, t, causal, Pass::fwd));
+  cases.push_back(tail_split_cases().front());
+  for (const Case& c : cases) {
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
+      WARN("flash-sm90 not run: " << *why);
+      return;
+    }
+    check_beside_naive(b, c, "flash-sm90", kSeed, 3.0);
   }
 }
 

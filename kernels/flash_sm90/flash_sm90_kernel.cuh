@@ -109,6 +109,15 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     each tile's S parts into O and LSE. At d = 64 (192-row tiles) with 8 query heads the last round
 //                     is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work = 688 / 704 = 5.2 / 5.3 rounds run as 6).
 inline constexpr unsigned kOptTailSplit = 64u;
+//   kOptLazyRescale   (d = 64's three-warpgroup loop, without kEarlyRescale / kXTile; session 16's probe `lazyres`) a
+//                     warp moves its rows' running max only when some row of its 16 sees a tile max more than
+//                     kLazyRescaleLog2 above it (FlashAttention-4's conditional rescale); otherwise P is exp2
+//                     against the kept max (so at most 2^kLazyRescaleLog2) and O and the row sums keep their
+//                     scale: the tile's O multiplies (32 FMUL at d = 64), the two alpha exponentials and the l
+//                     multiplies drop out of the softmax and of the stretch between P_{j-1} V_{j-1}'s wait and the
+//                     warpgroup's next turn. Softmax-step only (softmax_step_lazy); same O = sum P V / sum P and
+//                     LSE = m + log2 l as ever, with m the kept max.
+inline constexpr unsigned kOptLazyRescale = 4096u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -362,6 +371,61 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
 }
 
+// kOptLazyRescale: how far (exp2 domain) a row's tile max may rise above its kept running max before the warp rescales.
+// P then stays at most 2^8 = 256 (bf16 and fp16 hold it at their usual relative precision; O and the row sums are
+// f32); FlashAttention-4 uses the same bound.
+inline constexpr float kLazyRescaleLog2 = 8.f;
+
+// softmax_step under kOptLazyRescale: the same masking, maxima, exponentials and sums, but the running max m moves
+// only when one of the warp's rows has a tile max above m + kLazyRescaleLog2 (then every row of the warp takes its
+// new max, as softmax_step does); otherwise alpha = exp2(m - m) = 1 exactly. Returns whether m moved (the same in
+// every lane of the warp): O must then be rescaled by alpha, else it keeps its scale.
+template <typename Tr>
+__device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
+                                                  float (&alpha)[2], const int (&key_end)[2], bool need_mask,
+                                                  int key0, float scale_log2) {
+  constexpr float kNegInf = -INFINITY;
+  if (need_mask) {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
+      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
+    }
+  }
+  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    float& x = mx[(i / 2) % 2][(i / 4) % 2];
+    x = fmaxf(x, s[i]);
+  }
+  float m_new[2];
+  bool grows = false;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    m_new[hf] = fmaxf(m[hf], quad_max(fmaxf(mx[hf][0], mx[hf][1])) * scale_log2);  // scale_log2 > 0
+    grows |= m_new[hf] > m[hf] + kLazyRescaleLog2;  // m = -inf: any visible key
+  }
+  const bool rescale = __any_sync(0xffffffffu, grows);
+  float m_sub[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float m_old = m[hf];
+    if (rescale) m[hf] = m_new[hf];
+    m_sub[hf] = safe_max(m[hf]);  // 0 while the row has seen only masked keys
+    alpha[hf] = ptx::exp2_approx(m_old - m_sub[hf]);  // 1 where m stays (0 for a row with no visible key yet)
+  }
+  float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    const int hf = (i / 2) % 2;
+    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+    sum[hf][(i / 4) % 2] += s[i];
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
+  return rescale;
+}
+
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -405,6 +469,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
   static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
+  constexpr bool kLazyRescale = (kOpt & kOptLazyRescale) != 0;
+  static_assert(!kLazyRescale || (Tr::kIntraOverlap && !kEarlyRescale && !kXTile),
+                "kOptLazyRescale: the overlapped loop with O rescaled after the P V wait");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -671,7 +738,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
           release(bars.k_empty(st));
-          softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+          [[maybe_unused]] bool rescale = true;  // kLazyRescale: whether this warp's rows moved their max
+          if constexpr (kLazyRescale)
+            rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+          else
+            softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
           // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower, and again
@@ -680,7 +751,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::fence_operands(o);
           ptx::fence_operands(p);
           release(bars.v_empty(prev));
-          if constexpr (!kEarlyRescale) rescale_o<Tr>(o, alpha);
+          if constexpr (kLazyRescale) {
+            if (rescale) rescale_o<Tr>(o, alpha);
+          } else if constexpr (!kEarlyRescale) {
+            rescale_o<Tr>(o, alpha);
+          }
           pack_p<Tr>(p, s);
         };
         if constexpr (kUStage) {
