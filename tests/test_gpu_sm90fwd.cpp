@@ -15,8 +15,9 @@
 // this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`; session 15's round-2
 // `fullfirst`, each plane's partial last query tile last in its group, passed [tailsplit]: measured and removed).
 // Session 16's `lazyres` (d = 64: a warp rescales O only when one of its rows' max rises more than 2^8 above the kept
-// one; the tail split as by default) runs them all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima
-// rise that far after the first K/V tile and the rescale branch runs too) under every setting.
+// one; the tail split as by default; `lazyres2` the same with the vote before the quad's shuffles) runs them all, and
+// a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima rise that far after the first K/V tile and the rescale
+// branch runs too) under every setting.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <cstddef>
@@ -45,7 +46,7 @@ const char* probe_setting() {
 }
 
 // Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, `tailsplit`,
-// `lazyres`; another variant word runs its variant unsplit: then either may hold).
+// `lazyres`, `lazyres2`; another variant word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -54,7 +55,7 @@ bool tail_split_off() {
 bool tail_split_on() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = probe ? probe : "";
-  return v.empty() || v == "tailsplit" || v == "lazyres";
+  return v.empty() || v == "tailsplit" || v == "lazyres" || v == "lazyres2";
 }
 
 int sm_count() {

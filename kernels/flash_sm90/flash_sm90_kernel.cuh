@@ -118,6 +118,10 @@ inline constexpr unsigned kOptTailSplit = 64u;
 //                     warpgroup's next turn. Softmax-step only (softmax_step_lazy); same O = sum P V / sum P and
 //                     LSE = m + log2 l as ever, with m the kept max.
 inline constexpr unsigned kOptLazyRescale = 4096u;
+//   kOptLazyLane      with kOptLazyRescale (probe `lazyres2`): the vote on the lanes' partial maxima, before the quad's
+//                     shuffles, which then run only where the max moves (softmax_step_lazy_lane): the common path
+//                     loses 4 SHFL, 2 FMNMX and alpha's 2 MUFU from the chain between S's wait and the exponentials
+inline constexpr unsigned kOptLazyLane = 8192u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -426,6 +430,66 @@ __device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float 
   return rescale;
 }
 
+// softmax_step_lazy under kOptLazyLane as well: the same decisions and arithmetic, in another order. A row's tile max
+// is above m + kLazyRescaleLog2 exactly when one of its four lanes' partial maxima is, so the vote reads the lanes'
+// partial maxima and the quad's shuffles (and alpha's exponentials) run only where m moves; the common path goes from
+// the partial maxima straight to the exponentials, which each branch runs from its own m (alpha = 1 where m stays).
+template <typename Tr>
+__device__ __forceinline__ bool softmax_step_lazy_lane(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
+                                                       float (&alpha)[2], const int (&key_end)[2], bool need_mask,
+                                                       int key0, float scale_log2) {
+  constexpr float kNegInf = -INFINITY;
+  if (need_mask) {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
+      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
+    }
+  }
+  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    float& x = mx[(i / 2) % 2][(i / 4) % 2];
+    x = fmaxf(x, s[i]);
+  }
+  float lane_max[2];  // this lane's share of the row's tile max, exp2 domain (scale_log2 > 0: the max commutes)
+  bool grows = false;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    lane_max[hf] = fmaxf(mx[hf][0], mx[hf][1]) * scale_log2;
+    grows |= lane_max[hf] > m[hf] + kLazyRescaleLog2;  // m = -inf: any visible key
+  }
+  const bool rescale = __any_sync(0xffffffffu, grows);
+  // P = exp2(s scale - m_sub) and this lane's row sums (added to l, scaled by alpha first where m moved); in each
+  // branch, so that the common one starts the exponentials from m as it was.
+  auto exps = [&](const float (&m_sub)[2], bool scaled) {
+    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int hf = (i / 2) % 2;
+      s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+      sum[hf][(i / 4) % 2] += s[i];
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) l[hf] = (scaled ? l[hf] * alpha[hf] : l[hf]) + (sum[hf][0] + sum[hf][1]);
+  };
+  if (rescale) {
+    float m_sub[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float m_new = fmaxf(m[hf], quad_max(lane_max[hf]));
+      m_sub[hf] = safe_max(m_new);  // 0 while the row has seen only masked keys
+      alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);  // -inf - x -> 0: nothing to rescale yet
+      m[hf] = m_new;
+    }
+    exps(m_sub, true);
+  } else {
+    const float m_sub[2] = {safe_max(m[0]), safe_max(m[1])};
+    exps(m_sub, false);
+  }
+  return rescale;
+}
+
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -470,6 +534,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
   constexpr bool kLazyRescale = (kOpt & kOptLazyRescale) != 0;
+  constexpr bool kLazyLane = kLazyRescale && (kOpt & kOptLazyLane) != 0;
   static_assert(!kLazyRescale || (Tr::kIntraOverlap && !kEarlyRescale && !kXTile),
                 "kOptLazyRescale: the overlapped loop with O rescaled after the P V wait");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
@@ -739,7 +804,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::fence_operands(s);
           release(bars.k_empty(st));
           [[maybe_unused]] bool rescale = true;  // kLazyRescale: whether this warp's rows moved their max
-          if constexpr (kLazyRescale)
+          if constexpr (kLazyLane)
+            rescale =
+                softmax_step_lazy_lane<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+          else if constexpr (kLazyRescale)
             rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           else
             softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);

@@ -85,6 +85,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            more than kLazyRescaleLog2 (a factor 256) above it, so most K/V tiles skip O's 32 multiplies, the alpha
 //            exponentials and the row sums' rescale (flash_sm90_kernel.cuh softmax_step_lazy). Naming it beside
 //            another variant word is an error
+//   lazyres2 lazyres with the warp's vote on its lanes' partial maxima, before the quad's shuffles, which (with alpha's
+//            exponentials) then run only where the max moves (kOptLazyLane, softmax_step_lazy_lane); same results
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -159,7 +161,7 @@ struct FwdProbe {
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
-  bool lazy_rescale = false;  // lazyres (d = 64)
+  int lazy_rescale = 0;  // 1 lazyres, 2 lazyres2 (d = 64)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -202,7 +204,7 @@ inline FwdProbe fwd_probe() {
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
-    f.lazy_rescale = has("lazyres");
+    f.lazy_rescale = has("lazyres2") ? 2 : has("lazyres") ? 1 : 0;
     return f;
   }();
   return probe;
@@ -352,9 +354,15 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
     constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
     const TailSplit ts = fwd_tail_split<Tr>(p, current_sm_count());
     const bool split = ts.splits > 1 && p.workspace != nullptr;
-    if (fwd_probe().lazy_rescale) {  // lazyres: the shipped variant (run_fwd has checked) with kOptLazyRescale
+    // lazyres / lazyres2: the shipped variant (run_fwd has checked) with kOptLazyRescale (and kOptLazyLane).
+    if (const int lazy = fwd_probe().lazy_rescale; lazy == 1) {
       if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kOptLazyRescale>(p, t, stream, ts);
       else launch_fwd<Tr, kOpt | kShipped | kOptLazyRescale>(p, t, stream);
+      return;
+    } else if (lazy == 2) {
+      constexpr unsigned kLazy2 = kOptLazyRescale | kOptLazyLane;
+      if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kLazy2>(p, t, stream, ts);
+      else launch_fwd<Tr, kOpt | kShipped | kLazy2>(p, t, stream);
       return;
     }
     if (split) {
@@ -408,9 +416,9 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
                                   "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
                                   "old beside it)");
-    if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale && !shipped_variant<Tr>())
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' runs on d = 64's shipped variant only (no trec, "
-                                  "l2hint, noustage, early, nopp, oneq, static or old beside it)");
+    if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale != 0 && !shipped_variant<Tr>())
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' and 'lazyres2' run on d = 64's shipped variant only "
+                                  "(no trec, l2hint, noustage, early, nopp, oneq, static or old beside them)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
