@@ -603,11 +603,20 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
     // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
     // tensor map expects.
+    // kLazyLane: the thread's row derived here from a fresh read of %tid.x (volatile: not merged with the kernel's
+    // first read), so that ptxas does not keep its swizzle offsets live through the main loop (it spilled them).
+    int row0 = tile_row;
+    if constexpr (kLazyLane) {
+      unsigned tid;
+      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+      const int t = int(tid % Tr::kWgThreads);
+      row0 = wg_row0 + t / Tr::kWarpSize * Tr::kWarpRows + t % Tr::kWarpSize / 4;
+    }
 #pragma unroll
     for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        const int r = tile_row + hf * 8;
+        const int r = row0 + hf * 8;
         const int col = nb * Tr::kMmaN + col_lane;
         const int chunk = col / Tr::kChunkElems;
         const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
