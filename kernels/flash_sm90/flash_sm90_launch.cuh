@@ -80,13 +80,18 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            plan splits nothing (no whole round before a partial one, a last round over half full, parts under
 //            kMinKvTiles) and those given no workspace run the unsplit kernel (causal tiles differ in length: the tile
 //            counter balances them)
-//   lazyres  d = 64 (session 16's probe; other head dims ignore it): d = 64's shipped variant (ustage, the tail split
-//            where it splits) with kOptLazyRescale: a warp moves its rows' running max only when one of them rises
-//            more than kLazyRescaleLog2 (a factor 256) above it, so most K/V tiles skip O's 32 multiplies, the alpha
-//            exponentials and the row sums' rescale (flash_sm90_kernel.cuh softmax_step_lazy). Naming it beside
-//            another variant word is an error
-//   lazyres2 lazyres with the warp's vote on its lanes' partial maxima, before the quad's shuffles, which (with alpha's
-//            exponentials) then run only where the max moves (kOptLazyLane, softmax_step_lazy_lane); same results
+//   lazyres  d = 64 (the default since session 16's call A; `nolazyres` runs the kernel shipped before it): d = 64's
+//            shipped variant (ustage, the tail split where it splits) with kOptLazyRescale: a warp moves its rows'
+//            running max only when one of them rises more than kLazyRescaleLog2 (a factor 256) above it, so most K/V
+//            tiles skip O's 32 multiplies (flash_sm90_kernel.cuh softmax_step_lazy). Call A: 1.017x over six
+//            non-causal rows (1.033x at 33 heads x 12288, the loop alone), 1.006x over four causal ones. Another
+//            variant word runs its variant without it; naming `lazyres` beside one is an error
+//   lazyres2 d = 64: lazyres with the warp's vote on its lanes' partial maxima, before the quad's shuffles, which (with
+//            alpha's exponentials) then run only where the max moves (kOptLazyLane, softmax_step_lazy_lane)
+//   lazyres128 d = 128 (session 16's probe; default off): d = 128's shipped variant (xtile, early, trec) with
+//            kOptLazyRescale: O's 64 multiplies a thread, which early runs inside the warpgroup's turn between S_j's
+//            and P_{j-1} V_{j-1}'s issue, skipped where the warp's max stays. Naming it beside another variant word is
+//            an error
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -146,6 +151,10 @@ struct FwdDefaults {
   // sm90fwd/): 1.058 / 1.084x at b4-h8 N = 4k, 1.096 / 1.076x at b1-h8 16k, 1.012 / 1.006x at b4-h32 4k, 0.990 / 0.972x
   // at b16-h32 1k (parts of 4 K/V tiles: none that short since, TailSplitLimits::kMinKvTiles); causal: never split.
   static constexpr int kTailSplitHeadDim = 64;
+  // Session 16's call A (same-process ratios, lazyres / shipped, results/h200/s16/callA/sm90fwd/): d = 64 bf16
+  // non-causal 1.033 / 1.010 / 1.024 / 1.006 / 1.020 / 1.008x at 33 heads x 12288 / N = 6144 / 1536 / 1024 / 768 / 512,
+  // causal 1.020 / 0.998 / 1.004x at N = 1024 / 768 / 512, fp16 causal 512 1.001x; Q, K x 3 inputs 1.005 / 1.015x.
+  static constexpr int kLazyRescaleHeadDim = 64;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -161,7 +170,8 @@ struct FwdProbe {
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
-  int lazy_rescale = 0;  // 1 lazyres, 2 lazyres2 (d = 64)
+  int lazy_rescale = -1;  // 1 lazyres, 2 lazyres2, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
+  bool lazy_rescale_128 = false;  // lazyres128
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -204,7 +214,8 @@ inline FwdProbe fwd_probe() {
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
-    f.lazy_rescale = has("lazyres2") ? 2 : has("lazyres") ? 1 : 0;
+    f.lazy_rescale = has("lazyres2") ? 2 : has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
+    f.lazy_rescale_128 = has("lazyres128");
     return f;
   }();
   return probe;
@@ -347,15 +358,25 @@ template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sm
 
 // The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage; d = 64's shipped variant
 // split (kOptTailSplit) where fwd_tail_split says so and the launch has a workspace (without one: unsplit), with
-// that plan (launch_fwd's grid is min(n_work, SMs) for the same SM count).
+// that plan (launch_fwd's grid is min(n_work, SMs) for the same SM count), and with its lazy rescale (kOptLazyRescale:
+// the default at d = 64, FwdDefaults::kLazyRescaleHeadDim; `nolazyres` off; another variant word runs that variant
+// without it); d = 128's shipped variant with kOptLazyRescale under `lazyres128`.
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const unsigned want = fwd_ship_bits<Tr>();
+  if constexpr (Tr::kConsumerWgs == 2 && Tr::kHeadDim == 128) {
+    if (fwd_probe().lazy_rescale_128) {  // run_fwd has checked the shipped variant
+      launch_fwd<Tr, kOpt | kOptTileRec | kOptLazyRescale>(p, t, stream);
+      return;
+    }
+  }
   if constexpr (Tr::kConsumerWgs == 3) {
     constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
     const TailSplit ts = fwd_tail_split<Tr>(p, current_sm_count());
     const bool split = ts.splits > 1 && p.workspace != nullptr;
-    // lazyres / lazyres2: the shipped variant (run_fwd has checked) with kOptLazyRescale (and kOptLazyLane).
-    if (const int lazy = fwd_probe().lazy_rescale; lazy == 1) {
+    // lazyres (the default at d = 64) / lazyres2: the shipped variant with kOptLazyRescale (and kOptLazyLane).
+    int lazy = fwd_probe().lazy_rescale;
+    if (lazy < 0) lazy = Tr::kHeadDim == FwdDefaults::kLazyRescaleHeadDim && shipped_variant<Tr>() ? 1 : 0;
+    if (lazy == 1) {
       if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kOptLazyRescale>(p, t, stream, ts);
       else launch_fwd<Tr, kOpt | kShipped | kOptLazyRescale>(p, t, stream);
       return;
@@ -416,9 +437,12 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
                                   "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
                                   "old beside it)");
-    if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale != 0 && !shipped_variant<Tr>())
+    if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale > 0 && !shipped_variant<Tr>())
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' and 'lazyres2' run on d = 64's shipped variant only "
                                   "(no trec, l2hint, noustage, early, nopp, oneq, static or old beside them)");
+    if (D == 128 && fwd_probe().lazy_rescale_128 && !(shipped_variant<Tr>() && fwd_probe().x_tile))
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres128' runs on d = 128's shipped variant only (no notrec, "
+                                  "l2hint, ustage, noearly, noxtile, nopp, oneq, static or old beside it)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
