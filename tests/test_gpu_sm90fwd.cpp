@@ -16,9 +16,9 @@
 // `fullfirst`, each plane's partial last query tile last in its group, passed [tailsplit]: measured and removed).
 // Session 16's `lazyres` (d = 64: a warp rescales O only when one of its rows' max rises more than 2^8 above the kept
 // one; the tail split as by default; the default since call A, `nolazyres` the kernel before; `lazyres2` the same with
-// the vote before the quad's shuffles; `lazyres128` at d = 128) runs them all, and a sharp softmax ([lazyres]: Q, K
-// x 3, so that rows' maxima rise that far after the first K/V tile and the rescale branch runs too, d = 64 and 128)
-// under every setting.
+// the vote before the quad's shuffles; session 16's `lazyres128`, the same at d = 128, measured and removed) runs them
+// all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima rise that far after the first K/V tile and the
+// rescale branch runs too; d = 64 and 128) under every setting.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
@@ -48,7 +48,7 @@ const char* probe_setting() {
 }
 
 // Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, or only words
-// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `lazyres2`, `nolazyres`, `lazyres128`; another variant
+// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `lazyres2`, `nolazyres`; another variant
 // word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
@@ -61,7 +61,7 @@ bool tail_split_on() {
   for (std::size_t at = 0; at <= v.size();) {
     const std::size_t end = std::min(v.find(',', at), v.size());
     const std::string w = v.substr(at, end - at);
-    if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "lazyres2" && w != "nolazyres" && w != "lazyres128")
+    if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "lazyres2" && w != "nolazyres")
       return false;
     at = end + 1;
   }
@@ -152,9 +152,9 @@ TEST_CASE("flash-sm90 forward, the shapes of qalign and trec: verifies beside na
 }
 
 // Sharp softmax at d = 64 and 128 (Q and K scaled by 3, scores by 9: a row's max climbs by many powers of two across
-// its K/V tiles, not only on the first), so that under the lazy rescale (d = 64's default, `lazyres128`) warps take
-// the rescale branch in the main loop as well as skipping it; causal and not, bf16 and fp16, partial last tiles,
-// seq_q != seq_k, and a launch the tail split splits (176 work tiles: 44 in the last round on 132 SMs, 3 parts each).
+// its K/V tiles, not only on the first), so that under the lazy rescale (d = 64's default) warps take the rescale
+// branch in the main loop as well as skipping it; causal and not, bf16 and fp16, partial last tiles, seq_q != seq_k,
+// and a launch the tail split splits (176 work tiles: 44 in the last round on 132 SMs, 3 parts each).
 TEST_CASE("flash-sm90 forward, d = 64 / 128, sharp softmax (Q, K x 3): verifies beside naive",
           "[gpu][sm90fwd][lazyres]") {
   INFO("FB_SM90_FWD_PROBE=" << probe_setting());

@@ -109,14 +109,14 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     each tile's S parts into O and LSE. At d = 64 (192-row tiles) with 8 query heads the last round
 //                     is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work = 688 / 704 = 5.2 / 5.3 rounds run as 6).
 inline constexpr unsigned kOptTailSplit = 64u;
-//   kOptLazyRescale   (the overlapped loop; the default at d = 64 since session 16's call A, `lazyres128` at d = 128) a
+//   kOptLazyRescale   (d = 64's loop, O rescaled after the P V wait; the default at d = 64 since session 16's call A) a
 //                     warp moves its rows' running max only when some row of its 16 sees a tile max more than
 //                     kLazyRescaleLog2 above it (FlashAttention-4's conditional rescale); otherwise P is exp2
 //                     against the kept max (so at most 2^kLazyRescaleLog2) and O and the row sums keep their
-//                     scale: the tile's O multiplies (32 FMUL at d = 64, 64 at d = 128) drop out of the stretch
-//                     between P_{j-1} V_{j-1}'s wait and the warpgroup's next turn (with kEarlyRescale: out of its
-//                     turn, between S_j's and P_{j-1} V_{j-1}'s issue). softmax_step_lazy; same O = sum P V / sum P
-//                     and LSE = m + log2 l as ever, with m the kept max.
+//                     scale: the tile's O multiplies (32 FMUL at d = 64) drop out of the stretch between P_{j-1}
+//                     V_{j-1}'s wait and the warpgroup's next turn. softmax_step_lazy; same O = sum P V / sum P and
+//                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
+//                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
 inline constexpr unsigned kOptLazyRescale = 4096u;
 //   kOptLazyLane      with kOptLazyRescale (probe `lazyres2`): the vote on the lanes' partial maxima, before the quad's
 //                     shuffles, which then run only where the max moves (softmax_step_lazy_lane): the common path
@@ -535,7 +535,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
   constexpr bool kLazyRescale = (kOpt & kOptLazyRescale) != 0;
   constexpr bool kLazyLane = kLazyRescale && (kOpt & kOptLazyLane) != 0;
-  static_assert(!kLazyRescale || Tr::kIntraOverlap, "kOptLazyRescale: the overlapped loop");
+  static_assert(!kLazyRescale || (Tr::kIntraOverlap && !kEarlyRescale && !kXTile),
+                "kOptLazyRescale: the overlapped loop with O rescaled after the P V wait");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -557,15 +558,14 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
   float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
-  // kLazyRescale: whether the last softmax step moved this warp's max, i.e. whether O needs alpha (O is zero after a
-  // work tile's first step: its alpha is not applied).
+  // kLazyRescale: whether the last softmax step moved this warp's max, i.e. whether O needs alpha.
   [[maybe_unused]] bool o_rescale = true;
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
   // kEarlyRescale: O *= alpha of the last softmax step, then the fence a wgmma needs after its
   // accumulators were written (fence_operands first, so the multiplies cannot sink below it).
   auto rescale_then_fence = [&] {
-    if (!kLazyRescale || o_rescale) rescale_o<Tr>(o, alpha);
+    rescale_o<Tr>(o, alpha);
     ptx::fence_operands(o);
     ptx::wgmma_fence();
   };
@@ -795,7 +795,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           zero_o();
         }
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
-        if constexpr (kLazyRescale) o_rescale = false;
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
         // One step of the loop, tile j: its K stage st and the V stage prev of tile j - 1 (ints, or
@@ -859,9 +858,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         if constexpr (kXTile) {
           // kEarlyRescale: the loop left O * alpha of the last softmax step for the next P V's issue;
           // that P V is the deferred one, so O is rescaled here (all of this tile's wgmmas are done).
-          if constexpr (kEarlyRescale) {
-            if (!kLazyRescale || o_rescale) rescale_o<Tr>(o, alpha);
-          }
+          if constexpr (kEarlyRescale) rescale_o<Tr>(o, alpha);
           pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
         } else {
           turn_begin();

@@ -88,10 +88,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            variant word runs its variant without it; naming `lazyres` beside one is an error
 //   lazyres2 d = 64: lazyres with the warp's vote on its lanes' partial maxima, before the quad's shuffles, which (with
 //            alpha's exponentials) then run only where the max moves (kOptLazyLane, softmax_step_lazy_lane)
-//   lazyres128 d = 128 (session 16's probe; default off): d = 128's shipped variant (xtile, early, trec) with
-//            kOptLazyRescale: O's 64 multiplies a thread, which early runs inside the warpgroup's turn between S_j's
-//            and P_{j-1} V_{j-1}'s issue, skipped where the warp's max stays. Naming it beside another variant word is
-//            an error
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -118,7 +114,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // and tickets on a second producer thread, each tile's Q loaded as soon as its slot frees: call A at d = 128 geomean
 // 0.998 / 0.994x over 11 rows, 0.974-1.017x) and round-2 `fullfirst` (d = 64 non-causal: each plane's partial last
 // query tile last in its plane group: call B 1.018 / 1.012x at b16-h32 N = 1k, 0.995 / 0.993x at b32-h32 512, level
-// elsewhere; geomean 1.005x over N <= 1k, under its 1.01x rule).
+// elsewhere; geomean 1.005x over N <= 1k, under its 1.01x rule); session 16's `lazyres128` (the lazy rescale on d = 128's
+// shipped variant, where early runs O's 64 multiplies inside the turn: call B 0.993x non-causal, 0.985x causal).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -171,7 +168,6 @@ struct FwdProbe {
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
   int lazy_rescale = -1;  // 1 lazyres, 2 lazyres2, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
-  bool lazy_rescale_128 = false;  // lazyres128
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -194,6 +190,11 @@ inline FwdProbe fwd_probe() {
         f.removed = w;
         f.removed_in = "session 15";
       }
+    for (const char* w : {"lazyres128"})
+      if (has(w)) {
+        f.removed = w;
+        f.removed_in = "session 16";
+      }
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -215,7 +216,6 @@ inline FwdProbe fwd_probe() {
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.lazy_rescale = has("lazyres2") ? 2 : has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
-    f.lazy_rescale_128 = has("lazyres128");
     return f;
   }();
   return probe;
@@ -360,15 +360,9 @@ template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sm
 // split (kOptTailSplit) where fwd_tail_split says so and the launch has a workspace (without one: unsplit), with
 // that plan (launch_fwd's grid is min(n_work, SMs) for the same SM count), and with its lazy rescale (kOptLazyRescale:
 // the default at d = 64, FwdDefaults::kLazyRescaleHeadDim; `nolazyres` off; another variant word runs that variant
-// without it); d = 128's shipped variant with kOptLazyRescale under `lazyres128`.
+// without it).
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const unsigned want = fwd_ship_bits<Tr>();
-  if constexpr (Tr::kConsumerWgs == 2 && Tr::kHeadDim == 128) {
-    if (fwd_probe().lazy_rescale_128) {  // run_fwd has checked the shipped variant
-      launch_fwd<Tr, kOpt | kOptTileRec | kOptLazyRescale>(p, t, stream);
-      return;
-    }
-  }
   if constexpr (Tr::kConsumerWgs == 3) {
     constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
     const TailSplit ts = fwd_tail_split<Tr>(p, current_sm_count());
@@ -440,9 +434,6 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
     if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale > 0 && !shipped_variant<Tr>())
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' and 'lazyres2' run on d = 64's shipped variant only "
                                   "(no trec, l2hint, noustage, early, nopp, oneq, static or old beside them)");
-    if (D == 128 && fwd_probe().lazy_rescale_128 && !(shipped_variant<Tr>() && fwd_probe().x_tile))
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres128' runs on d = 128's shipped variant only (no notrec, "
-                                  "l2hint, ustage, noearly, noxtile, nopp, oneq, static or old beside it)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
