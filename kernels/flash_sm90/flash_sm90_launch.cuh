@@ -86,8 +86,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            tiles skip O's 32 multiplies (flash_sm90_kernel.cuh softmax_step_lazy). Call A: 1.017x over six
 //            non-causal rows (1.033x at 33 heads x 12288, the loop alone), 1.006x over four causal ones. Another
 //            variant word runs its variant without it; naming `lazyres` beside one is an error
-//   lazyres2 d = 64: lazyres with the warp's vote on its lanes' partial maxima, before the quad's shuffles, which (with
-//            alpha's exponentials) then run only where the max moves (kOptLazyLane, softmax_step_lazy_lane)
+//   lazyres2 d = 64 (prepared in session 16, unmeasured: no device after call B): lazyres with the warp's vote on its
+//            lanes' partial maxima, before the quad's shuffles, which (with alpha's exponentials) then run only where
+//            the max moves (kOptLazyLane, softmax_step_lazy_lane); job results/h200/s16/calls/job3-sm90fwd.sh
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its

@@ -1,4 +1,5 @@
-# Session 16 round 3, sm90fwd (issue 13; <= 60 s on the H200): the probe `lazyres2` (kOptLazyRescale | kOptLazyLane, d = 64
+# Session 16 round 3, sm90fwd (issue 13; <= 60 s on the H200; prepared in session 16, unmeasured: no call C came, so it
+# is for session 17's call A on a build of main): the probe `lazyres2` (kOptLazyRescale | kOptLazyLane, d = 64
 # only) against the new default (the lazy rescale, d = 64's default since call A, confirmed in call B). lazyres2 makes
 # the same decisions with the same arithmetic, in another order: the warp votes on its lanes' partial row maxima (a
 # row's tile max passes the bound exactly when one of its four lanes' does), so the quad's shuffles and alpha's two
