@@ -14,8 +14,14 @@
 // and a launch given no workspace runs unsplit. FB_SM90_FWD_PROBE is read once per process, so a device call runs
 // this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`; session 15's round-2
 // `fullfirst`, each plane's partial last query tile last in its group, passed [tailsplit]: measured and removed).
+// Session 16's `lazyres` (d = 64: a warp rescales O only when one of its rows' max rises more than 2^8 above the kept
+// one; the tail split as by default; the default since call A, `nolazyres` the kernel before; `lazyres2` the same with
+// the vote before the quad's shuffles; session 16's `lazyres128`, the same at d = 128, measured and removed) runs them
+// all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima rise that far after the first K/V tile and the
+// rescale branch runs too; d = 64 and 128) under every setting.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -41,8 +47,9 @@ const char* probe_setting() {
   return probe ? probe : "(unset)";
 }
 
-// Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, `tailsplit`;
-// another variant word runs its variant unsplit: then either may hold).
+// Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, or only words
+// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `lazyres2`, `nolazyres`; another variant
+// word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -50,8 +57,15 @@ bool tail_split_off() {
 }
 bool tail_split_on() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
-  const std::string v = probe ? probe : "";
-  return v.empty() || v == "tailsplit";
+  std::string v = probe ? probe : "";
+  for (std::size_t at = 0; at <= v.size();) {
+    const std::size_t end = std::min(v.find(',', at), v.size());
+    const std::string w = v.substr(at, end - at);
+    if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "lazyres2" && w != "nolazyres")
+      return false;
+    at = end + 1;
+  }
+  return true;
 }
 
 int sm_count() {
@@ -134,6 +148,33 @@ TEST_CASE("flash-sm90 forward, the shapes of qalign and trec: verifies beside na
       return;
     }
     check_beside_naive(b, c, "flash-sm90", kSeed);
+  }
+}
+
+// Sharp softmax at d = 64 and 128 (Q and K scaled by 3, scores by 9: a row's max climbs by many powers of two across
+// its K/V tiles, not only on the first), so that under the lazy rescale (d = 64's default) warps take the rescale
+// branch in the main loop as well as skipping it; causal and not, bf16 and fp16, partial last tiles, seq_q != seq_k,
+// and a launch the tail split splits (176 work tiles: 44 in the last round on 132 SMs, 3 parts each).
+TEST_CASE("flash-sm90 forward, d = 64 / 128, sharp softmax (Q, K x 3): verifies beside naive",
+          "[gpu][sm90fwd][lazyres]") {
+  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  const SeqLens lengths[] = {{1025, 1025}, {4099, 4099}, {300, 1000}};
+  std::vector<Case> cases;
+  for (int dim : {64, 128})
+    for (const SeqLens& l : lengths)
+      for (bool causal : {false, true})
+        for (Dtype t : {Dtype::bf16, Dtype::fp16})
+          cases.push_back(make_case(1, 4, 2, l.q, l.k, dim, t, causal, Pass::fwd));
+  cases.push_back(tail_split_cases().front());
+  for (const Case& c : cases) {
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
+      WARN("flash-sm90 not run: " << *why);
+      return;
+    }
+    check_beside_naive(b, c, "flash-sm90", kSeed, 3.0);
   }
 }
 

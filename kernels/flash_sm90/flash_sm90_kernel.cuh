@@ -123,6 +123,19 @@ inline constexpr unsigned kOptHalfDiag = 32768u;
 //                     kSRegs, the mask clearing the half the m64n64 S left as it was (-inf, so P 0 there): only the
 //                     GEMMs and P's pack are halved
 inline constexpr unsigned kOptHalfSoftmax = 65536u;
+//   kOptLazyRescale   (d = 64's loop, O rescaled after the P V wait; the default at d = 64 since session 16's call A) a
+//                     warp moves its rows' running max only when some row of its 16 sees a tile max more than
+//                     kLazyRescaleLog2 above it (FlashAttention-4's conditional rescale); otherwise P is exp2
+//                     against the kept max (so at most 2^kLazyRescaleLog2) and O and the row sums keep their
+//                     scale: the tile's O multiplies (32 FMUL at d = 64) drop out of the stretch between P_{j-1}
+//                     V_{j-1}'s wait and the warpgroup's next turn. softmax_step_lazy; same O = sum P V / sum P and
+//                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
+//                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
+inline constexpr unsigned kOptLazyRescale = 4096u;
+//   kOptLazyLane      with kOptLazyRescale (probe `lazyres2`): the vote on the lanes' partial maxima, before the quad's
+//                     shuffles, which then run only where the max moves (softmax_step_lazy_lane): the common path
+//                     loses 4 SHFL, 2 FMNMX and alpha's 2 MUFU from the chain between S's wait and the exponentials
+inline constexpr unsigned kOptLazyLane = 8192u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -414,6 +427,121 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
   for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
 }
 
+// kOptLazyRescale: how far (exp2 domain) a row's tile max may rise above its kept running max before the warp rescales.
+// P then stays at most 2^8 = 256 (bf16 and fp16 hold it at their usual relative precision; O and the row sums are
+// f32); FlashAttention-4 uses the same bound.
+inline constexpr float kLazyRescaleLog2 = 8.f;
+
+// softmax_step under kOptLazyRescale: the same masking, maxima, exponentials and sums, but the running max m moves
+// only when one of the warp's rows has a tile max above m + kLazyRescaleLog2 (then every row of the warp takes its
+// new max, as softmax_step does); otherwise alpha = exp2(m - m) = 1 exactly. Returns whether m moved (the same in
+// every lane of the warp): O must then be rescaled by alpha, else it keeps its scale.
+template <typename Tr>
+__device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
+                                                  float (&alpha)[2], const int (&key_end)[2], bool need_mask,
+                                                  int key0, float scale_log2) {
+  constexpr float kNegInf = -INFINITY;
+  if (need_mask) {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
+      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
+    }
+  }
+  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    float& x = mx[(i / 2) % 2][(i / 4) % 2];
+    x = fmaxf(x, s[i]);
+  }
+  float m_new[2];
+  bool grows = false;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    m_new[hf] = fmaxf(m[hf], quad_max(fmaxf(mx[hf][0], mx[hf][1])) * scale_log2);  // scale_log2 > 0
+    grows |= m_new[hf] > m[hf] + kLazyRescaleLog2;  // m = -inf: any visible key
+  }
+  const bool rescale = __any_sync(0xffffffffu, grows);
+  float m_sub[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float m_old = m[hf];
+    if (rescale) m[hf] = m_new[hf];
+    m_sub[hf] = safe_max(m[hf]);  // 0 while the row has seen only masked keys
+    alpha[hf] = ptx::exp2_approx(m_old - m_sub[hf]);  // 1 where m stays (0 for a row with no visible key yet)
+  }
+  float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    const int hf = (i / 2) % 2;
+    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+    sum[hf][(i / 4) % 2] += s[i];
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
+  return rescale;
+}
+
+// softmax_step_lazy under kOptLazyLane as well: the same decisions and arithmetic, in another order. A row's tile max
+// is above m + kLazyRescaleLog2 exactly when one of its four lanes' partial maxima is, so the vote reads the lanes'
+// partial maxima and the quad's shuffles (and alpha's exponentials) run only where m moves; the common path goes from
+// the partial maxima straight to the exponentials, which each branch runs from its own m (alpha = 1 where m stays).
+template <typename Tr>
+__device__ __forceinline__ bool softmax_step_lazy_lane(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
+                                                       float (&alpha)[2], const int (&key_end)[2], bool need_mask,
+                                                       int key0, float scale_log2) {
+  constexpr float kNegInf = -INFINITY;
+  if (need_mask) {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
+      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
+    }
+  }
+  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    float& x = mx[(i / 2) % 2][(i / 4) % 2];
+    x = fmaxf(x, s[i]);
+  }
+  float lane_max[2];  // this lane's share of the row's tile max, exp2 domain (scale_log2 > 0: the max commutes)
+  bool grows = false;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    lane_max[hf] = fmaxf(mx[hf][0], mx[hf][1]) * scale_log2;
+    grows |= lane_max[hf] > m[hf] + kLazyRescaleLog2;  // m = -inf: any visible key
+  }
+  const bool rescale = __any_sync(0xffffffffu, grows);
+  // P = exp2(s scale - m_sub) and this lane's row sums (added to l, scaled by alpha first where m moved); in each
+  // branch, so that the common one starts the exponentials from m as it was.
+  auto exps = [&](const float (&m_sub)[2], bool scaled) {
+    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int hf = (i / 2) % 2;
+      s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+      sum[hf][(i / 4) % 2] += s[i];
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) l[hf] = (scaled ? l[hf] * alpha[hf] : l[hf]) + (sum[hf][0] + sum[hf][1]);
+  };
+  if (rescale) {
+    float m_sub[2];
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float m_new = fmaxf(m[hf], quad_max(lane_max[hf]));
+      m_sub[hf] = safe_max(m_new);  // 0 while the row has seen only masked keys
+      alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);  // -inf - x -> 0: nothing to rescale yet
+      m[hf] = m_new;
+    }
+    exps(m_sub, true);
+  } else {
+    const float m_sub[2] = {safe_max(m[0]), safe_max(m[1])};
+    exps(m_sub, false);
+  }
+  return rescale;
+}
+
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -463,6 +591,10 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                 "kOptHalfDiag: d = 64's shipped loop (kOptUniformStage, O rescaled after the P V wait)");
   static_assert(!kHalfDiag || (Tr::kBc % (2 * Tr::kMmaK) == 0 && Tr::kPRegs % (2 * Tr::kPRegsPerStep) == 0),
                 "kOptHalfDiag: whole k16 steps in the half tile");
+  constexpr bool kLazyRescale = (kOpt & kOptLazyRescale) != 0;
+  constexpr bool kLazyLane = kLazyRescale && (kOpt & kOptLazyLane) != 0;
+  static_assert(!kLazyRescale || (Tr::kIntraOverlap && !kEarlyRescale && !kXTile),
+                "kOptLazyRescale: the overlapped loop with O rescaled after the P V wait");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
   // Ping-pong: warpgroup cw issues its GEMMs after the previous one in the round has issued its
   // own, then passes the turn on. The last warpgroup's final pass-on has no turn to start; the
@@ -484,6 +616,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
   float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
+  // kLazyRescale: whether the last softmax step moved this warp's max, i.e. whether O needs alpha.
+  [[maybe_unused]] bool o_rescale = true;
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
   // kEarlyRescale: O *= alpha of the last softmax step, then the fence a wgmma needs after its
@@ -529,11 +663,20 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
     // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
     // tensor map expects.
+    // kLazyLane: the thread's row derived here from a fresh read of %tid.x (volatile: not merged with the kernel's
+    // first read), so that ptxas does not keep its swizzle offsets live through the main loop (it spilled them).
+    int row0 = tile_row;
+    if constexpr (kLazyLane) {
+      unsigned tid;
+      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+      const int t = int(tid % Tr::kWgThreads);
+      row0 = wg_row0 + t / Tr::kWarpSize * Tr::kWarpRows + t % Tr::kWarpSize / 4;
+    }
 #pragma unroll
     for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        const int r = tile_row + hf * 8;
+        const int r = row0 + hf * 8;
         const int col = nb * Tr::kMmaN + col_lane;
         const int chunk = col / Tr::kChunkElems;
         const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
@@ -742,7 +885,13 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
           release(bars.k_empty(st));
-          softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+          if constexpr (kLazyLane)
+            o_rescale =
+                softmax_step_lazy_lane<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+          else if constexpr (kLazyRescale)
+            o_rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+          else
+            softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
           // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower, and again
@@ -751,7 +900,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::fence_operands(o);
           ptx::fence_operands(p);
           release(bars.v_empty(prev));
-          if constexpr (!kEarlyRescale) rescale_o<Tr>(o, alpha);
+          if constexpr (!kEarlyRescale) {
+            if (!kLazyRescale || o_rescale) rescale_o<Tr>(o, alpha);
+          }
           pack_p<Tr>(p, s);
         };
         if constexpr (kHalfDiag) {

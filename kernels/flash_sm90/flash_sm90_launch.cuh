@@ -80,6 +80,15 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            plan splits nothing (no whole round before a partial one, a last round over half full, parts under
 //            kMinKvTiles) and those given no workspace run the unsplit kernel (causal tiles differ in length: the tile
 //            counter balances them)
+//   lazyres  d = 64 (the default since session 16's call A; `nolazyres` runs the kernel shipped before it): d = 64's
+//            shipped variant (ustage, the tail split where it splits) with kOptLazyRescale: a warp moves its rows'
+//            running max only when one of them rises more than kLazyRescaleLog2 (a factor 256) above it, so most K/V
+//            tiles skip O's 32 multiplies (flash_sm90_kernel.cuh softmax_step_lazy). Call A: 1.017x over six
+//            non-causal rows (1.033x at 33 heads x 12288, the loop alone), 1.006x over four causal ones. Another
+//            variant word runs its variant without it; naming `lazyres` beside one is an error
+//   lazyres2 d = 64 (prepared in session 16, unmeasured: no device after call B): lazyres with the warp's vote on its
+//            lanes' partial maxima, before the quad's shuffles, which (with alpha's exponentials) then run only where
+//            the max moves (kOptLazyLane, softmax_step_lazy_lane); job results/h200/s16/calls/job3-sm90fwd.sh
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -113,7 +122,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // and tickets on a second producer thread, each tile's Q loaded as soon as its slot frees: call A at d = 128 geomean
 // 0.998 / 0.994x over 11 rows, 0.974-1.017x) and round-2 `fullfirst` (d = 64 non-causal: each plane's partial last
 // query tile last in its plane group: call B 1.018 / 1.012x at b16-h32 N = 1k, 0.995 / 0.993x at b32-h32 512, level
-// elsewhere; geomean 1.005x over N <= 1k, under its 1.01x rule).
+// elsewhere; geomean 1.005x over N <= 1k, under its 1.01x rule); session 16's `lazyres128` (the lazy rescale on d = 128's
+// shipped variant, where early runs O's 64 multiplies inside the turn: call B 0.993x non-causal, 0.985x causal).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -146,6 +156,10 @@ struct FwdDefaults {
   // sm90fwd/): 1.058 / 1.084x at b4-h8 N = 4k, 1.096 / 1.076x at b1-h8 16k, 1.012 / 1.006x at b4-h32 4k, 0.990 / 0.972x
   // at b16-h32 1k (parts of 4 K/V tiles: none that short since, TailSplitLimits::kMinKvTiles); causal: never split.
   static constexpr int kTailSplitHeadDim = 64;
+  // Session 16's call A (same-process ratios, lazyres / shipped, results/h200/s16/callA/sm90fwd/): d = 64 bf16
+  // non-causal 1.033 / 1.010 / 1.024 / 1.006 / 1.020 / 1.008x at 33 heads x 12288 / N = 6144 / 1536 / 1024 / 768 / 512,
+  // causal 1.020 / 0.998 / 1.004x at N = 1024 / 768 / 512, fp16 causal 512 1.001x; Q, K x 3 inputs 1.005 / 1.015x.
+  static constexpr int kLazyRescaleHeadDim = 64;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -162,6 +176,7 @@ struct FwdProbe {
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
   unsigned half_diag = 0;  // kOptHalfDiag (| kOptHalfSoftmax): `halfgemm` (`halfdiag`), d = 64 causal launches
+  int lazy_rescale = -1;  // 1 lazyres, 2 lazyres2, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -184,6 +199,11 @@ inline FwdProbe fwd_probe() {
         f.removed = w;
         f.removed_in = "session 15";
       }
+    for (const char* w : {"lazyres128"})
+      if (has(w)) {
+        f.removed = w;
+        f.removed_in = "session 16";
+      }
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -205,6 +225,7 @@ inline FwdProbe fwd_probe() {
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.half_diag = has("halfdiag") ? kOptHalfDiag | kOptHalfSoftmax : has("halfgemm") ? kOptHalfDiag : 0u;
+    f.lazy_rescale = has("lazyres2") ? 2 : has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -218,8 +239,10 @@ inline int next_tile_counter() {
 }
 
 // One launch of the forward with traits Tr and consumer variant kOpt (flash_sm90_kernel.cuh) on
-// `stream` (unsupported() has vetted p).
-template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream) {
+// `stream` (unsupported() has vetted p). kOptTailSplit launches take `split`, fwd_tail_split's plan for p on the SMs
+// this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
+template <typename Tr, unsigned kOpt = 0>
+void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
@@ -263,22 +286,23 @@ template <typename Tr, unsigned kOpt = 0> void launch_fwd(const AttentionParams&
     prm.tile_counter = next_tile_counter();
     blocks = fwd_blocks_dynamic(n_work);
   }
-  // kOptTailSplit: the plan (the kernel derives the same one from its grid) and its parts' workspace (the launcher
-  // runs this kernel only where fwd_tail_split splits and p.workspace holds tail_split_workspace_bytes of it).
-  [[maybe_unused]] TailSplit ts{};
+  // kOptTailSplit: fwd_tail_split's plan (the kernel derives the same one from its grid: blocks = min(n_work, SMs),
+  // the n_work and SM count that plan was made for) and its parts' workspace (launch_fwd_ship runs this kernel only
+  // where that plan splits and p.workspace holds tail_split_workspace_bytes of it).
   if constexpr ((kOpt & kOptTailSplit) != 0) {
-    ts = tail_split_plan(int(n_work), int(blocks), prm.mask.kv_tiles(0, Tr::kBr, Tr::kBc));
+    if (split.splits < 2 || split.items != split.from + split.units() || split.from >= n_work)
+      throw std::logic_error("flash-sm90 forward: kOptTailSplit launched without fwd_tail_split's plan");
     prm.split_o = static_cast<float*>(p.workspace);
-    prm.split_lse = prm.split_o + tail_split_o_floats(ts, Tr::kBr, Tr::kHeadDim);
+    prm.split_lse = prm.split_o + tail_split_o_floats(split, Tr::kBr, Tr::kHeadDim);
   }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
   if constexpr ((kOpt & kOptTailSplit) != 0) {
     // The split work tiles' parts merged.
     constexpr int kRowsPerBlock = kCombineThreads / 32;  // a warp a row
-    const long long rows = (n_work - ts.from) * Tr::kBr;
+    const long long rows = (n_work - split.from) * Tr::kBr;
     flash_sm90_split_combine_kernel<Tr><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kCombineThreads, 0,
-                                          stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), ts);
+                                          stream>>>(prm, static_cast<typename Tr::Elem*>(p.o), split);
     FB_CUDA_CHECK_LAUNCH();
   }
 }
@@ -324,9 +348,10 @@ template <typename Tr> bool shipped_variant() {
 }
 
 // The tail split's plan for the launch of p with traits Tr on `sms` SMs (splits == 1: the unsplit kernel). The one
-// place that decides whether a launch splits: launch_fwd_ship and fwd_workspace_bytes both ask it. Splits at d = 64
-// (FwdDefaults::kTailSplitHeadDim; `notailsplit`: nowhere) with d = 64's shipped variant (shipped_variant: another
-// variant word runs that variant unsplit), non-causal launches, where the plan splits (tail_split_plan).
+// place that decides whether a launch splits: launch_fwd_ship and fwd_workspace_bytes both ask it, and launch_fwd
+// takes launch_fwd_ship's plan (session 16: it planned again). Splits at d = 64 (FwdDefaults::kTailSplitHeadDim;
+// `notailsplit`: nowhere) with d = 64's shipped variant (shipped_variant: another variant word runs that variant
+// unsplit), non-causal launches, where the plan splits (tail_split_plan).
 template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sms) {
   const long long n_work = std::int64_t(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
   const int n = int(std::min<long long>(n_work, INT_MAX));
@@ -342,13 +367,31 @@ template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sm
 }
 
 // The shipped variant kOpt with the probes that apply on top of it: trec, l2hint, ustage; d = 64's shipped variant
-// split (kOptTailSplit) where fwd_tail_split says so and the launch has a workspace (without one: unsplit).
+// split (kOptTailSplit) where fwd_tail_split says so and the launch has a workspace (without one: unsplit), with
+// that plan (launch_fwd's grid is min(n_work, SMs) for the same SM count), and with its lazy rescale (kOptLazyRescale:
+// the default at d = 64, FwdDefaults::kLazyRescaleHeadDim; `nolazyres` off; another variant word runs that variant
+// without it).
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const unsigned want = fwd_ship_bits<Tr>();
   if constexpr (Tr::kConsumerWgs == 3) {
-    if (fwd_tail_split<Tr>(p, current_sm_count()).splits > 1 && p.workspace != nullptr) {
-      constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
-      launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream);
+    constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
+    const TailSplit ts = fwd_tail_split<Tr>(p, current_sm_count());
+    const bool split = ts.splits > 1 && p.workspace != nullptr;
+    // lazyres (the default at d = 64) / lazyres2: the shipped variant with kOptLazyRescale (and kOptLazyLane).
+    int lazy = fwd_probe().lazy_rescale;
+    if (lazy < 0) lazy = Tr::kHeadDim == FwdDefaults::kLazyRescaleHeadDim && shipped_variant<Tr>() ? 1 : 0;
+    if (lazy == 1) {
+      if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kOptLazyRescale>(p, t, stream, ts);
+      else launch_fwd<Tr, kOpt | kShipped | kOptLazyRescale>(p, t, stream);
+      return;
+    } else if (lazy == 2) {
+      constexpr unsigned kLazy2 = kOptLazyRescale | kOptLazyLane;
+      if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kLazy2>(p, t, stream, ts);
+      else launch_fwd<Tr, kOpt | kShipped | kLazy2>(p, t, stream);
+      return;
+    }
+    if (split) {
+      launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream, ts);
       return;
     }
   }
@@ -414,6 +457,9 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
                                   "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
                                   "old beside it)");
+    if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale > 0 && !shipped_variant<Tr>())
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' and 'lazyres2' run on d = 64's shipped variant only "
+                                  "(no trec, l2hint, noustage, early, nopp, oneq, static or old beside them)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
