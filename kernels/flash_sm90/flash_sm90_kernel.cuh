@@ -381,6 +381,30 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
   }
 };
 
+// The start of every softmax step: scores of keys from key_end[hf] on are hidden from row hf (-inf; one compare per
+// score: key_end[hf] = CausalMask::key_end(row) of the thread's two rows, the causal limit and seq_k in one bound,
+// computed once per block), then this lane's partial row maxima mx[hf][c] in two independent chains per row, which
+// keep the FMNMX latency off the critical path. Index hf = the thread's two rows (r and r + 8 of its warp's 16).
+template <typename Tr>
+__device__ __forceinline__ void mask_and_lane_max(float (&s)[Tr::kSRegs], float (&mx)[2][2], const int (&key_end)[2],
+                                                  bool need_mask, int key0) {
+  constexpr float kNegInf = -INFINITY;
+  if (need_mask) {
+#pragma unroll
+    for (int i = 0; i < Tr::kSRegs; ++i) {
+      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
+      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
+    }
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) mx[hf][0] = mx[hf][1] = kNegInf;
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    float& x = mx[(i / 2) % 2][(i / 4) % 2];
+    x = fmaxf(x, s[i]);
+  }
+}
+
 // Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked (keys from
 // key_end[hf] on are hidden from row hf), updates
 // the running max m (exp2 domain) and this lane's partial row sums l, turns s into P in place, and
@@ -390,23 +414,8 @@ template <typename Tr>
 __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
                                              float (&alpha)[2], const int (&key_end)[2],
                                              bool need_mask, int key0, float scale_log2) {
-  constexpr float kNegInf = -INFINITY;
-  if (need_mask) {
-    // One compare per score: key_end[hf] = CausalMask::key_end(row) of the thread's two rows (the
-    // causal limit and seq_k in one bound), computed once per block.
-#pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
-      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
-    }
-  }
-  // Row maxima: two independent chains per row keep the FMNMX latency off the critical path.
-  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
-#pragma unroll
-  for (int i = 0; i < Tr::kSRegs; ++i) {
-    float& x = mx[(i / 2) % 2][(i / 4) % 2];
-    x = fmaxf(x, s[i]);
-  }
+  float mx[2][2];
+  mask_and_lane_max<Tr>(s, mx, key_end, need_mask, key0);
   float m_sub[2];
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
@@ -440,20 +449,8 @@ template <typename Tr>
 __device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
                                                   float (&alpha)[2], const int (&key_end)[2], bool need_mask,
                                                   int key0, float scale_log2) {
-  constexpr float kNegInf = -INFINITY;
-  if (need_mask) {
-#pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
-      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
-    }
-  }
-  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
-#pragma unroll
-  for (int i = 0; i < Tr::kSRegs; ++i) {
-    float& x = mx[(i / 2) % 2][(i / 4) % 2];
-    x = fmaxf(x, s[i]);
-  }
+  float mx[2][2];
+  mask_and_lane_max<Tr>(s, mx, key_end, need_mask, key0);
   float m_new[2];
   bool grows = false;
 #pragma unroll
@@ -490,20 +487,8 @@ template <typename Tr>
 __device__ __forceinline__ bool softmax_step_lazy_lane(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
                                                        float (&alpha)[2], const int (&key_end)[2], bool need_mask,
                                                        int key0, float scale_log2) {
-  constexpr float kNegInf = -INFINITY;
-  if (need_mask) {
-#pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
-      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
-    }
-  }
-  float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};
-#pragma unroll
-  for (int i = 0; i < Tr::kSRegs; ++i) {
-    float& x = mx[(i / 2) % 2][(i / 4) % 2];
-    x = fmaxf(x, s[i]);
-  }
+  float mx[2][2];
+  mask_and_lane_max<Tr>(s, mx, key_end, need_mask, key0);
   float lane_max[2];  // this lane's share of the row's tile max, exp2 domain (scale_log2 > 0: the max commutes)
   bool grows = false;
 #pragma unroll
