@@ -405,6 +405,22 @@ __device__ __forceinline__ void mask_and_lane_max(float (&s)[Tr::kSRegs], float 
   }
 }
 
+// The end of every softmax step: s becomes P = exp2(s scale_log2 - m_sub) in place and this lane's partial row sums
+// are added to l, scaled by alpha first (kScaled; without it the rows' max stayed and l keeps its scale).
+template <typename Tr, bool kScaled = true>
+__device__ __forceinline__ void exp_and_sum(float (&s)[Tr::kSRegs], float (&l)[2], const float (&alpha)[2],
+                                            const float (&m_sub)[2], float scale_log2) {
+  float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+  for (int i = 0; i < Tr::kSRegs; ++i) {
+    const int hf = (i / 2) % 2;
+    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
+    sum[hf][(i / 4) % 2] += s[i];
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) l[hf] = (kScaled ? l[hf] * alpha[hf] : l[hf]) + (sum[hf][0] + sum[hf][1]);
+}
+
 // Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked (keys from
 // key_end[hf] on are hidden from row hf), updates
 // the running max m (exp2 domain) and this lane's partial row sums l, turns s into P in place, and
@@ -425,15 +441,7 @@ __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[
     alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);  // -inf - x -> 0: nothing to rescale yet
     m[hf] = m_new;
   }
-  float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
-#pragma unroll
-  for (int i = 0; i < Tr::kSRegs; ++i) {
-    const int hf = (i / 2) % 2;
-    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
-    sum[hf][(i / 4) % 2] += s[i];
-  }
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
+  exp_and_sum<Tr>(s, l, alpha, m_sub, scale_log2);
 }
 
 // kOptLazyRescale: how far (exp2 domain) a row's tile max may rise above its kept running max before the warp rescales.
@@ -467,15 +475,7 @@ __device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float 
     m_sub[hf] = safe_max(m[hf]);  // 0 while the row has seen only masked keys
     alpha[hf] = ptx::exp2_approx(m_old - m_sub[hf]);  // 1 where m stays (0 for a row with no visible key yet)
   }
-  float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
-#pragma unroll
-  for (int i = 0; i < Tr::kSRegs; ++i) {
-    const int hf = (i / 2) % 2;
-    s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
-    sum[hf][(i / 4) % 2] += s[i];
-  }
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) l[hf] = l[hf] * alpha[hf] + (sum[hf][0] + sum[hf][1]);
+  exp_and_sum<Tr>(s, l, alpha, m_sub, scale_log2);
   return rescale;
 }
 
@@ -497,19 +497,8 @@ __device__ __forceinline__ bool softmax_step_lazy_lane(float (&s)[Tr::kSRegs], f
     grows |= lane_max[hf] > m[hf] + kLazyRescaleLog2;  // m = -inf: any visible key
   }
   const bool rescale = __any_sync(0xffffffffu, grows);
-  // P = exp2(s scale - m_sub) and this lane's row sums (added to l, scaled by alpha first where m moved); in each
-  // branch, so that the common one starts the exponentials from m as it was.
-  auto exps = [&](const float (&m_sub)[2], bool scaled) {
-    float sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
-#pragma unroll
-    for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int hf = (i / 2) % 2;
-      s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
-      sum[hf][(i / 4) % 2] += s[i];
-    }
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) l[hf] = (scaled ? l[hf] * alpha[hf] : l[hf]) + (sum[hf][0] + sum[hf][1]);
-  };
+  // P and this lane's row sums in each branch (exp_and_sum; l scaled by alpha where m moved), so that the common one
+  // starts the exponentials from m as it was.
   if (rescale) {
     float m_sub[2];
 #pragma unroll
@@ -519,10 +508,10 @@ __device__ __forceinline__ bool softmax_step_lazy_lane(float (&s)[Tr::kSRegs], f
       alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);  // -inf - x -> 0: nothing to rescale yet
       m[hf] = m_new;
     }
-    exps(m_sub, true);
+    exp_and_sum<Tr>(s, l, alpha, m_sub, scale_log2);
   } else {
     const float m_sub[2] = {safe_max(m[0]), safe_max(m[1])};
-    exps(m_sub, false);
+    exp_and_sum<Tr, false>(s, l, alpha, m_sub, scale_log2);
   }
   return rescale;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -377,23 +378,18 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
     constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
     const TailSplit ts = fwd_tail_split<Tr>(p, current_sm_count());
     const bool split = ts.splits > 1 && p.workspace != nullptr;
+    // The shipped variant with the bits `b` adds, split where the plan splits.
+    const auto ship = [&](auto b) {
+      constexpr unsigned kBits = kOpt | kShipped | decltype(b)::value;
+      if (split) launch_fwd<Tr, kBits | kOptTailSplit>(p, t, stream, ts);
+      else launch_fwd<Tr, kBits>(p, t, stream);
+    };
     // lazyres (the default at d = 64) / lazyres2: the shipped variant with kOptLazyRescale (and kOptLazyLane).
     int lazy = fwd_probe().lazy_rescale;
     if (lazy < 0) lazy = Tr::kHeadDim == FwdDefaults::kLazyRescaleHeadDim && shipped_variant<Tr>() ? 1 : 0;
-    if (lazy == 1) {
-      if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kOptLazyRescale>(p, t, stream, ts);
-      else launch_fwd<Tr, kOpt | kShipped | kOptLazyRescale>(p, t, stream);
-      return;
-    } else if (lazy == 2) {
-      constexpr unsigned kLazy2 = kOptLazyRescale | kOptLazyLane;
-      if (split) launch_fwd<Tr, kOpt | kShipped | kOptTailSplit | kLazy2>(p, t, stream, ts);
-      else launch_fwd<Tr, kOpt | kShipped | kLazy2>(p, t, stream);
-      return;
-    }
-    if (split) {
-      launch_fwd<Tr, kOpt | kShipped | kOptTailSplit>(p, t, stream, ts);
-      return;
-    }
+    if (lazy == 1) return ship(std::integral_constant<unsigned, kOptLazyRescale>{});
+    if (lazy == 2) return ship(std::integral_constant<unsigned, kOptLazyRescale | kOptLazyLane>{});
+    if (split) return ship(std::integral_constant<unsigned, 0u>{});
   }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
