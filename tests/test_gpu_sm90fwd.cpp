@@ -15,8 +15,8 @@
 // this binary once per probe setting (`noqalign` for the tiles from row 0, `notailsplit`; session 15's round-2
 // `fullfirst`, each plane's partial last query tile last in its group, passed [tailsplit]: measured and removed).
 // Session 16's `lazyres` (d = 64: a warp rescales O only when one of its rows' max rises more than 2^8 above the kept
-// one; the tail split as by default; the default since call A, `nolazyres` the kernel before; `lazyres2` the same with
-// the vote before the quad's shuffles; session 16's `lazyres128`, the same at d = 128, measured and removed) runs them
+// one; the tail split as by default; the default since call A, `nolazyres` the kernel before; session 16's `lazyres128`, the
+// same at d = 128, and session 17's `lazyres2`, the vote before the quad's shuffles, measured and removed) runs them
 // all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima rise that far after the first K/V tile and the
 // rescale branch runs too; d = 64 and 128) under every setting.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
@@ -48,8 +48,8 @@ const char* probe_setting() {
 }
 
 // Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, or only words
-// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `lazyres2`, `nolazyres`; another variant
-// word runs its variant unsplit: then either may hold).
+// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `nolazyres`; another variant word
+// runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -61,7 +61,7 @@ bool tail_split_on() {
   for (std::size_t at = 0; at <= v.size();) {
     const std::size_t end = std::min(v.find(',', at), v.size());
     const std::string w = v.substr(at, end - at);
-    if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "lazyres2" && w != "nolazyres")
+    if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "nolazyres")
       return false;
     at = end + 1;
   }

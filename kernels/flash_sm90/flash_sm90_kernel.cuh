@@ -109,20 +109,6 @@ inline constexpr unsigned kOptUniformStage = 8u;
 //                     each tile's S parts into O and LSE. At d = 64 (192-row tiles) with 8 query heads the last round
 //                     is 28 of 132 tiles at 16k tokens (N = 4k: 44; n_work = 688 / 704 = 5.2 / 5.3 rounds run as 6).
 inline constexpr unsigned kOptTailSplit = 64u;
-//   kOptHalfDiag      (d = 64's shipped loop, causal launches; probes `halfgemm` and, with kOptHalfSoftmax,
-//                     `halfdiag`, prepared in session 16, unmeasured) a warpgroup whose last K/V tile shows its rows
-//                     at most kBc / 2 keys (the causal diagonal through the tile's first half: at seq_q == seq_k every
-//                     warpgroup whose rows start on a multiple of 128, half of them) runs that tile on its first
-//                     kBc / 2 keys only: S = Q K^T as m64n64, P over those 32 accumulators a thread (and the softmax,
-//                     with kOptHalfSoftmax), P V over the first kPVSteps / 2 k16 steps (where that tile is also the
-//                     warpgroup's first, only its P V). The other half is masked for every row of the warpgroup, so its
-//                     P is 0: same O and LSE, half the GEMMs (and exponentials and mask selects) of that tile.
-inline constexpr unsigned kOptHalfDiag = 32768u;
-//   kOptHalfSoftmax   with kOptHalfDiag (probe `halfdiag`; `halfgemm` is kOptHalfDiag alone): the half tile's softmax
-//                     and mask on its kSRegs / 2 accumulators too (HalfKeys). Without it the softmax runs on all
-//                     kSRegs, the mask clearing the half the m64n64 S left as it was (-inf, so P 0 there): only the
-//                     GEMMs and P's pack are halved
-inline constexpr unsigned kOptHalfSoftmax = 65536u;
 //   kOptLazyRescale   (d = 64's loop, O rescaled after the P V wait; the default at d = 64 since session 16's call A) a
 //                     warp moves its rows' running max only when some row of its 16 sees a tile max more than
 //                     kLazyRescaleLog2 above it (FlashAttention-4's conditional rescale); otherwise P is exp2
@@ -132,10 +118,6 @@ inline constexpr unsigned kOptHalfSoftmax = 65536u;
 //                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
 //                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
 inline constexpr unsigned kOptLazyRescale = 4096u;
-//   kOptLazyLane      with kOptLazyRescale (probe `lazyres2`): the vote on the lanes' partial maxima, before the quad's
-//                     shuffles, which then run only where the max moves (softmax_step_lazy_lane): the common path
-//                     loses 4 SHFL, 2 FMNMX and alpha's 2 MUFU from the chain between S's wait and the exponentials
-inline constexpr unsigned kOptLazyLane = 8192u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -285,23 +267,6 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
 }
 
 // ---- consumer pieces ----
-// kOptHalfDiag: the first kBc / 2 keys of a K/V tile as softmax_step and pack_p see them (the accumulators of an
-// m64n(kBc / 2) S: a thread's first kSRegs / 2 of the tile's S registers, its first kPRegs / 2 of P's).
-template <typename Tr> struct HalfKeys {
-  using Elem = typename Tr::Elem;
-  static constexpr int kBc = Tr::kBc / 2;
-  static constexpr int kMmaN = Tr::kMmaN;
-  static constexpr int kSRegs = Tr::kSRegs / 2;
-  static constexpr int kPRegs = Tr::kPRegs / 2;
-};
-template <typename Tr> __device__ __forceinline__ float (&first_half(float (&s)[Tr::kSRegs]))[Tr::kSRegs / 2] {
-  return *reinterpret_cast<float(*)[Tr::kSRegs / 2]>(&s);
-}
-template <typename Tr>
-__device__ __forceinline__ std::uint32_t (&first_half(std::uint32_t (&p)[Tr::kPRegs]))[Tr::kPRegs / 2] {
-  return *reinterpret_cast<std::uint32_t(*)[Tr::kPRegs / 2]>(&p);
-}
-
 // The two GEMMs of one consumer warpgroup, as batches of k16 wgmmas (issued, not waited for).
 // Descriptors: Q = this warpgroup's 64 rows, K-major; K K-major; V MN-major with the 64-column
 // chunks of d = 128 kKVChunkBytes apart (LBO). A k16 step moves the start address by a
@@ -351,28 +316,6 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
                                      int stage) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
-      const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
-                                                  p[4 * kk + 3]};
-      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
-          o, a, at(desc_v, stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
-    }
-  }
-  // kOptHalfDiag: qk on the K tile's first kBc / 2 keys (s's first kSRegs / 2 accumulators; the rest keep what
-  // they held) and pv over the V tile's first kBc / 2 keys (p's first kPVSteps / 2 fragments).
-  __device__ __forceinline__ void qk_half(float (&s)[Tr::kSRegs], int q_slot, int stage) const {
-#pragma unroll
-    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
-      const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
-      const int chunk = kk / kStepsPerChunk;
-      ptx::wgmma_ss<Elem, Tr::kBc / 2>(
-          first_half<Tr>(s), at(desc_q, q_slot * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row),
-          at(desc_k, stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
-    }
-  }
-  __device__ __forceinline__ void pv_half(float (&o)[Tr::kORegs], const std::uint32_t (&p)[Tr::kPRegs],
-                                          int stage) const {
-#pragma unroll
-    for (int kk = 0; kk < Tr::kPVSteps / 2; ++kk) {
       const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
                                                   p[4 * kk + 3]};
       ptx::wgmma_rs<Elem, Tr::kHeadDim>(
@@ -479,43 +422,6 @@ __device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float 
   return rescale;
 }
 
-// softmax_step_lazy under kOptLazyLane as well: the same decisions and arithmetic, in another order. A row's tile max
-// is above m + kLazyRescaleLog2 exactly when one of its four lanes' partial maxima is, so the vote reads the lanes'
-// partial maxima and the quad's shuffles (and alpha's exponentials) run only where m moves; the common path goes from
-// the partial maxima straight to the exponentials, which each branch runs from its own m (alpha = 1 where m stays).
-template <typename Tr>
-__device__ __forceinline__ bool softmax_step_lazy_lane(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
-                                                       float (&alpha)[2], const int (&key_end)[2], bool need_mask,
-                                                       int key0, float scale_log2) {
-  float mx[2][2];
-  mask_and_lane_max<Tr>(s, mx, key_end, need_mask, key0);
-  float lane_max[2];  // this lane's share of the row's tile max, exp2 domain (scale_log2 > 0: the max commutes)
-  bool grows = false;
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    lane_max[hf] = fmaxf(mx[hf][0], mx[hf][1]) * scale_log2;
-    grows |= lane_max[hf] > m[hf] + kLazyRescaleLog2;  // m = -inf: any visible key
-  }
-  const bool rescale = __any_sync(0xffffffffu, grows);
-  // P and this lane's row sums in each branch (exp_and_sum; l scaled by alpha where m moved), so that the common one
-  // starts the exponentials from m as it was.
-  if (rescale) {
-    float m_sub[2];
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const float m_new = fmaxf(m[hf], quad_max(lane_max[hf]));
-      m_sub[hf] = safe_max(m_new);  // 0 while the row has seen only masked keys
-      alpha[hf] = ptx::exp2_approx(m[hf] - m_sub[hf]);  // -inf - x -> 0: nothing to rescale yet
-      m[hf] = m_new;
-    }
-    exp_and_sum<Tr>(s, l, alpha, m_sub, scale_log2);
-  } else {
-    const float m_sub[2] = {safe_max(m[0]), safe_max(m[1])};
-    exp_and_sum<Tr, false>(s, l, alpha, m_sub, scale_log2);
-  }
-  return rescale;
-}
-
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -559,14 +465,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
   static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
-  constexpr bool kHalfDiag = (kOpt & kOptHalfDiag) != 0;
-  constexpr bool kHalfSoftmax = kHalfDiag && (kOpt & kOptHalfSoftmax) != 0;
-  static_assert(!kHalfDiag || (kUStage && !kXTile && !kEarlyRescale && !kTailSplit),
-                "kOptHalfDiag: d = 64's shipped loop (kOptUniformStage, O rescaled after the P V wait)");
-  static_assert(!kHalfDiag || (Tr::kBc % (2 * Tr::kMmaK) == 0 && Tr::kPRegs % (2 * Tr::kPRegsPerStep) == 0),
-                "kOptHalfDiag: whole k16 steps in the half tile");
   constexpr bool kLazyRescale = (kOpt & kOptLazyRescale) != 0;
-  constexpr bool kLazyLane = kLazyRescale && (kOpt & kOptLazyLane) != 0;
   static_assert(!kLazyRescale || (Tr::kIntraOverlap && !kEarlyRescale && !kXTile),
                 "kOptLazyRescale: the overlapped loop with O rescaled after the P V wait");
   const Gemms<Tr, (kOpt & kOptDescLo32) != 0> gemm(sm, cw);
@@ -637,20 +536,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     ptx::named_bar_sync(Tr::kBarEpilogue0 + cw, Tr::kWgThreads);
     // O into this warpgroup's rows of the staging tile, in the 128-byte-swizzled layout the O
     // tensor map expects.
-    // kLazyLane: the thread's row derived here from a fresh read of %tid.x (volatile: not merged with the kernel's
-    // first read), so that ptxas does not keep its swizzle offsets live through the main loop (it spilled them).
-    int row0 = tile_row;
-    if constexpr (kLazyLane) {
-      unsigned tid;
-      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-      const int t = int(tid % Tr::kWgThreads);
-      row0 = wg_row0 + t / Tr::kWarpSize * Tr::kWarpRows + t % Tr::kWarpSize / 4;
-    }
 #pragma unroll
     for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        const int r = row0 + hf * 8;
+        const int r = tile_row + hf * 8;
         const int col = nb * Tr::kMmaN + col_lane;
         const int chunk = col / Tr::kChunkElems;
         const int unit = (col % Tr::kChunkElems) * int(sizeof(Elem)) / Tr::kUnitBytes;
@@ -800,16 +690,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         // kOptTailSplit: a part's rows see its n_tiles (tmask: the rest of the keys, at least n_tiles tiles).
         if constexpr (kTailSplit) wg_tiles = wg_tiles < n_tiles ? wg_tiles : n_tiles;
       }
-      // kOptHalfDiag: whether K/V tile j, the warpgroup's last, shows its rows at most kBc / 2 keys (its last row's
-      // key_end, the largest, lies in the tile's first half); then it runs on those keys (HalfKeys). At seq_q ==
-      // seq_k: the warpgroups whose rows start on a multiple of kBc (q_shift is whole warpgroups), half of them.
-      // Evaluated where it is used (a flag live across the main loop spilled: ptxas -v), from what tile_needs_mask
-      // reads: the warpgroup's last row sees keys up to wg_first_row + kWgRows - 1 + offset, or all seq_k (rows past
-      // seq_q too).
-      auto half_at = [&](int j) {
-        const int k0 = j * Tr::kBc + Tr::kBc / 2;  // the tile's second half starts here
-        return tmask.seq_k <= k0 || (tmask.causal && wg_first_row + Tr::kWgRows + tmask.offset() <= k0);
-      };
       if (wg_tiles > 0) {
         // Tile 0: S_0 alone (kXTile: with the last tile's P V).
         ptx::mbar_wait(bars.k_full(stage_of(it)), parity_of(it));
@@ -836,9 +716,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           xtile_finish();
           zero_o();
         }
-        // kOptHalfDiag: where tile 0 is a half last tile (wg_tiles == 1) it runs whole here, its masked half's P 0,
-        // and only its P V is halved (pv_last_half): a half S_0 beside the whole one cost the consumers 12 bytes of
-        // spills (ptxas -v).
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
@@ -859,10 +736,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
           release(bars.k_empty(st));
-          if constexpr (kLazyLane)
-            o_rescale =
-                softmax_step_lazy_lane<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
-          else if constexpr (kLazyRescale)
+          if constexpr (kLazyRescale)
             o_rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           else
             softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
@@ -879,60 +753,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           }
           pack_p<Tr>(p, s);
         };
-        if constexpr (kHalfDiag) {
-          // kOptHalfDiag: the loop of kUStage below over all but a half last tile (half_at), which step_half runs
-          // after it: S_j on the tile's first kBc / 2 keys beside the whole P_{j-1} V_{j-1}. Tile 0 is never one here
-          // (with wg_tiles == 1 S_0 runs whole and pv_last_half halves its P V). wg_tiles is derived again after the
-          // loop rather than kept live beside the loop's bound, and the half step follows the loop rather than sitting
-          // in it: both of those spilled (ptxas -v).
-          auto step_half = [&](int j, auto st_, auto prev_) {
-            const int st = int(st_), prev = int(prev_);
-            ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
-            ptx::mbar_wait(bars.v_full(prev), parity_of(it + j - 1));
-            turn_begin();
-            ptx::wgmma_fence();
-            gemm.qk_half(s, q_slot, st);
-            ptx::wgmma_commit();
-            gemm.pv(o, p, prev);
-            ptx::wgmma_commit();
-            turn_end();
-            ptx::wgmma_wait<1>();  // S_j done, P V may still run
-            ptx::fence_operands(first_half<Tr>(s));
-            release(bars.k_empty(st));
-            // The mask is needed (the half holds the diagonal, or seq_k); without kHalfSoftmax it also clears the
-            // half qk_half left (-inf: P 0).
-            if constexpr (kHalfSoftmax)
-              softmax_step<HalfKeys<Tr>>(first_half<Tr>(s), m, l, alpha, key_end, true, j * Tr::kBc + col_lane,
-                                         scale_log2);
-            else
-              softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
-            ptx::wgmma_wait<0>();
-            ptx::fence_operands(o);
-            ptx::fence_operands(p);
-            release(bars.v_empty(prev));
-            rescale_o<Tr>(o, alpha);
-            pack_p<HalfKeys<Tr>>(first_half<Tr>(p), first_half<Tr>(s));  // the rest is not read: pv_last_half
-          };
-          const int whole_tiles = wg_tiles > 1 && half_at(wg_tiles - 1) ? wg_tiles - 1 : wg_tiles;
-          auto loop = [&](auto k0, auto k1) {
-            for (int j = 1; j < whole_tiles; j += 2) {
-              step(j, k1, k0);
-              if (j + 1 == whole_tiles) break;
-              step(j + 1, k0, k1);
-            }
-          };
-          using S0 = std::integral_constant<int, 0>;
-          using S1 = std::integral_constant<int, 1>;
-          if (stage_of(it) == 0) loop(S0{}, S1{});
-          else loop(S1{}, S0{});
-          wg_tiles = !skip_unseen ? n_tiles
-                     : unsigned(wg_first_row) >= unsigned(seq_q) ? 0
-                                                                  : tmask.kv_tiles(wg_first_row, Tr::kWgRows, Tr::kBc);
-          if (whole_tiles < wg_tiles) {
-            if (stage_of(it + whole_tiles) == 0) step_half(whole_tiles, S0{}, S1{});
-            else step_half(whole_tiles, S1{}, S0{});
-          }
-        } else if constexpr (kUStage) {
+        if constexpr (kUStage) {
           // Two steps per pass with literal stages (tile 0 in stage k0: odd tiles in k1, even in k0), in
           // one copy of the loop per k0.
           auto loop = [&](auto k0, auto k1) {
@@ -971,24 +792,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
             ptx::fence_operands(p);
             release(bars.v_empty(last));
           };
-          if constexpr (kHalfDiag) {
-            // kOptHalfDiag: the half last tile's P V over its first kBc / 2 keys (P of the rest is 0).
-            auto pv_last_half = [&] {
-              turn_begin();
-              ptx::wgmma_fence();
-              gemm.pv_half(o, p, last);
-              ptx::wgmma_commit();
-              turn_end();
-              ptx::wgmma_wait<0>();
-              ptx::fence_operands(o);
-              ptx::fence_operands(first_half<Tr>(p));
-              release(bars.v_empty(last));
-            };
-            if (half_at(wg_tiles - 1)) pv_last_half();
-            else pv_last();
-          } else {
-            pv_last();
-          }
+          pv_last();
         }
       } else {
         // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not

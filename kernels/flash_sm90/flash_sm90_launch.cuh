@@ -87,21 +87,11 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            tiles skip O's 32 multiplies (flash_sm90_kernel.cuh softmax_step_lazy). Call A: 1.017x over six
 //            non-causal rows (1.033x at 33 heads x 12288, the loop alone), 1.006x over four causal ones. Another
 //            variant word runs its variant without it; naming `lazyres` beside one is an error
-//   lazyres2 d = 64 (prepared in session 16, unmeasured: no device after call B): lazyres with the warp's vote on its
-//            lanes' partial maxima, before the quad's shuffles, which (with alpha's exponentials) then run only where
-//            the max moves (kOptLazyLane, softmax_step_lazy_lane); job results/h200/s16/calls/job3-sm90fwd.sh
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
 //            K/V tiles (FwdParams::q_shift; default at d = 64 since session 10's call A; the word applies
 //            at d = 256 too)
-//   halfdiag d = 64 causal launches (prepared in session 16, unmeasured): a warpgroup whose last K/V tile shows its
-//            rows at most half the tile's keys (the diagonal through the tile's first half: at seq_q == seq_k every
-//            warpgroup whose rows start on a multiple of 128) runs that tile's GEMMs, softmax and mask on those 64 keys
-//            only (kOptHalfDiag | kOptHalfSoftmax, HalfKeys)
-//   halfgemm the same with the softmax on the whole tile (kOptHalfDiag alone: the GEMMs and P's pack halved)
-//            Both on d = 64's shipped variant only (naming one beside another variant word is an error); non-causal
-//            launches run as shipped
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -124,7 +114,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // 0.998 / 0.994x over 11 rows, 0.974-1.017x) and round-2 `fullfirst` (d = 64 non-causal: each plane's partial last
 // query tile last in its plane group: call B 1.018 / 1.012x at b16-h32 N = 1k, 0.995 / 0.993x at b32-h32 512, level
 // elsewhere; geomean 1.005x over N <= 1k, under its 1.01x rule); session 16's `lazyres128` (the lazy rescale on d = 128's
-// shipped variant, where early runs O's 64 multiplies inside the turn: call B 0.993x non-causal, 0.985x causal).
+// shipped variant, where early runs O's 64 multiplies inside the turn: call B 0.993x non-causal, 0.985x causal);
+// session 17's (call A) `lazyres2` (lazyres with the warp's vote on its lanes' partial maxima before the quad's
+// shuffles: 0.999x d = 64 non-causal, 0.965x causal), `halfdiag` and `halfgemm` (d = 64 causal: a warpgroup's last
+// K/V tile on the 64 keys its rows see, GEMMs and softmax / GEMMs only: 0.993x / 0.969x at causal N <= 1k).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -176,8 +169,7 @@ struct FwdProbe {
   bool l2_hint = false;
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
-  unsigned half_diag = 0;  // kOptHalfDiag (| kOptHalfSoftmax): `halfgemm` (`halfdiag`), d = 64 causal launches
-  int lazy_rescale = -1;  // 1 lazyres, 2 lazyres2, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
+  int lazy_rescale = -1;  // 1 lazyres, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -205,6 +197,11 @@ inline FwdProbe fwd_probe() {
         f.removed = w;
         f.removed_in = "session 16";
       }
+    for (const char* w : {"lazyres2", "halfdiag", "halfgemm"})
+      if (has(w)) {
+        f.removed = w;
+        f.removed_in = "session 17";
+      }
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -225,8 +222,7 @@ inline FwdProbe fwd_probe() {
     f.l2_hint = pick("l2hint", FwdDefaults::kL2Hint);
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
-    f.half_diag = has("halfdiag") ? kOptHalfDiag | kOptHalfSoftmax : has("halfgemm") ? kOptHalfDiag : 0u;
-    f.lazy_rescale = has("lazyres2") ? 2 : has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
+    f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -384,11 +380,10 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
       if (split) launch_fwd<Tr, kBits | kOptTailSplit>(p, t, stream, ts);
       else launch_fwd<Tr, kBits>(p, t, stream);
     };
-    // lazyres (the default at d = 64) / lazyres2: the shipped variant with kOptLazyRescale (and kOptLazyLane).
+    // lazyres (the default at d = 64): the shipped variant with kOptLazyRescale.
     int lazy = fwd_probe().lazy_rescale;
     if (lazy < 0) lazy = Tr::kHeadDim == FwdDefaults::kLazyRescaleHeadDim && shipped_variant<Tr>() ? 1 : 0;
     if (lazy == 1) return ship(std::integral_constant<unsigned, kOptLazyRescale>{});
-    if (lazy == 2) return ship(std::integral_constant<unsigned, kOptLazyRescale | kOptLazyLane>{});
     if (split) return ship(std::integral_constant<unsigned, 0u>{});
   }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
@@ -407,18 +402,6 @@ template <Dtype T, int D> std::size_t fwd_workspace_bytes(const AttentionParams&
   return tail_split_workspace_bytes(fwd_tail_split<Tr>(p, sms), Tr::kBr, Tr::kHeadDim);
 }
 
-// `halfdiag`, `halfgemm` (d = 64 causal launches, which never split): d = 64's shipped variant kOpt | kOptUniformStage
-// with the half last tile (kOptHalfDiag; kOptHalfSoftmax under halfdiag). Only on that variant (run_fwd checks).
-template <typename Tr, unsigned kOpt> void launch_fwd_half(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  if constexpr (Tr::kConsumerWgs == 3) {
-    constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
-    if (fwd_probe().half_diag & kOptHalfSoftmax)
-      launch_fwd<Tr, kOpt | kShipped | kOptHalfDiag | kOptHalfSoftmax>(p, t, stream);
-    else
-      launch_fwd<Tr, kOpt | kShipped | kOptHalfDiag>(p, t, stream);
-  }
-}
-
 // The consumer variant's bits from the probe (kOpt of the kernel); descriptors always by 32-bit adds.
 template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cudaStream_t stream) {
   const FwdProbe probe = fwd_probe();
@@ -435,7 +418,6 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
   }
   if (early) launch_fwd_rec<Tr, kD | kE>(p, t, stream);
   else if constexpr (Tr::kConsumerWgs == 2) launch_fwd_rec<Tr, kD>(p, t, stream);  // d = 128, noxtile
-  else if (probe.half_diag != 0 && p.causal) launch_fwd_half<Tr, kD>(p, t, stream);  // d = 64: halfdiag, halfgemm
   else launch_fwd_ship<Tr, kD>(p, t, stream);  // d = 64 as shipped
 }
 
@@ -446,16 +428,13 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
                                 (probe.removed_in ? std::string(" in ") + probe.removed_in : std::string()) +
                                 " (docs/perf-notes.md)");
   if constexpr (D == 64 || D == 128) {
-    if (Tr::kConsumerWgs == 3 && fwd_probe().half_diag != 0 && !shipped_variant<Tr>())
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'halfdiag' and 'halfgemm' run on d = 64's shipped variant only "
-                                  "(no trec, l2hint, noustage, early, nopp, oneq, static or old beside them)");
     if (Tr::kConsumerWgs == 3 && fwd_probe().tail_split > 0 && !shipped_variant<Tr>())
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
                                   "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
                                   "old beside it)");
     if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale > 0 && !shipped_variant<Tr>())
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' and 'lazyres2' run on d = 64's shipped variant only "
-                                  "(no trec, l2hint, noustage, early, nopp, oneq, static or old beside them)");
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' runs on d = 64's shipped variant only (no trec, "
+                                  "l2hint, noustage, early, nopp, oneq, static or old beside it)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
