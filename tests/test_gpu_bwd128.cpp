@@ -60,6 +60,27 @@ std::vector<Case> hdim128_bwd_cases() {
   return cases;
 }
 
+// Non-causal shapes no config names, for the key-tile pairs of FB_SM90_BWD128=pairs / mcast (session 17: two blocks,
+// under mcast a 2-block cluster sharing Q, dO, LSE and D, take key tiles 2j and 2j + 1 of a plane; they run where
+// q80_kernel() picks 80 queries a step: seq_q = 80, 300, 1000, 1100 here): odd numbers of key tiles (the last pair's
+// second block past seq_k), seq_q != seq_k both ways, one key tile (a pair of one real block), GQA 4:1, several
+// batches and heads (pairs in plane groups); seq_q = 1 and 100 run the 64-query kernel under every word.
+std::vector<Case> hdim128_pair_cases() {
+  struct Shape {
+    int batch, heads, kv_heads, q, k;
+  };
+  const Shape shapes[] = {{2, 2, 2, 1, 1},       {1, 3, 3, 100, 100},   {2, 2, 2, 300, 300},  {1, 4, 4, 1000, 1000},
+                          {1, 3, 3, 1100, 1100}, {2, 2, 2, 300, 1100},  {2, 2, 2, 1100, 300}, {3, 2, 2, 1000, 100},
+                          {2, 2, 2, 80, 1},      {2, 8, 2, 1100, 1000}, {1, 4, 1, 300, 1100}, {1, 4, 1, 1000, 1}};
+  std::vector<Case> cases;
+  int i = 0;
+  for (const Shape& x : shapes) {
+    const Dtype t = i++ % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
+    cases.push_back(make_case(x.batch, x.heads, x.kv_heads, x.q, x.k, 128, t, false, Pass::bwd));
+  }
+  return cases;
+}
+
 // Every dQ, dK and dV element is finite (outputs are NaN-poisoned before a run, so an element left
 // unwritten shows), and dQ rows of query rows with no visible key are exactly 0.
 void check_written(CudaBackend& b, const Case& c, const std::string& name) {
@@ -77,12 +98,10 @@ void check_written(CudaBackend& b, const Case& c, const std::string& name) {
   }
 }
 
-}  // namespace
-
-TEST_CASE("head dim 128: the flash-sm90 backward verifies beside naive; poisoned gradients all written",
-          "[gpu][bwd128]") {
+// Each case: naive and flash-sm90 verified against the reference; flash-sm90's gradients all written.
+void verify_cases(const std::vector<Case>& cases) {
   CudaBackend& b = gpu();
-  for (const Case& c : hdim128_bwd_cases()) {
+  for (const Case& c : cases) {
     INFO("case " << c.key());
     b.prepare(c, kSeed);
     std::vector<Record> records;
@@ -105,4 +124,16 @@ TEST_CASE("head dim 128: the flash-sm90 backward verifies beside naive; poisoned
     }
     b.release();
   }
+}
+
+}  // namespace
+
+TEST_CASE("head dim 128: the flash-sm90 backward verifies beside naive; poisoned gradients all written",
+          "[gpu][bwd128]") {
+  verify_cases(hdim128_bwd_cases());
+}
+
+TEST_CASE("head dim 128, non-causal: key-tile pairs (odd key tiles, seq_q != seq_k, GQA 4:1) verify beside naive",
+          "[gpu][bwd128]") {
+  verify_cases(hdim128_pair_cases());
 }

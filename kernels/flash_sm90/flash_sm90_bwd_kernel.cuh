@@ -68,6 +68,10 @@ template <typename Tr> struct BwdBarriers {
   }
   // Persistent only: the consumers are done with this tile's K and V.
   __device__ __forceinline__ std::uint32_t kv_empty() const { return at(Tr::kNumBars - 1); }
+  // kMcast only: the peer block's consumers are done with stage s (one arrival, from the peer's producer).
+  __device__ __forceinline__ std::uint32_t peer_free(int s) const {
+    return at(1 + 2 * Tr::kStages + Tr::kDoStages + s);
+  }
 };
 
 template <typename Tr> struct BwdSmem {
@@ -126,6 +130,62 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
+// Cluster wrappers for kBwd128Mcast (session 17's probe; private to this kernel until kernels/common/ptx_sm90.cuh
+// has them). Shared-memory addresses are this block's (shared::cta window); a multicast copy writes the same offset
+// in every block of ctaMask and completes the same-offset mbarrier of each.
+namespace mcast {
+__device__ __forceinline__ std::uint32_t cluster_rank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// This block's shared address `addr` as the same location in block `rank` of the cluster (shared::cluster window).
+__device__ __forceinline__ std::uint32_t peer_addr(std::uint32_t addr, std::uint32_t rank) {
+  std::uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// One arrival on another block's mbarrier (its shared::cluster address), ordering this thread's earlier memory
+// accesses, and what it acquired before them, at cluster scope.
+__device__ __forceinline__ void arrive_remote(std::uint32_t cluster_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+// mbar_wait with cluster-scope acquire (the phase is completed by the peer block's arrival).
+__device__ __forceinline__ void wait_cluster(std::uint32_t bar, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+}
+// Global -> shared box into every block of cta_mask (same offset), completing each one's `bar` (same offset).
+__device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const void* tmap, std::uint32_t bar, int c0, int c1,
+                                            int c2, std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
+      : "memory");
+}
+// Global -> shared contiguous bytes into every block of cta_mask, as tma_load_3d above.
+__device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar,
+                                          std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], "
+      "%4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
+// Every thread of every block of the cluster (none may have exited).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+constexpr std::uint16_t kBothBlocks = 0b11;
+}  // namespace mcast
+
 // The rest of a work tile once its key tile n0 and K/V plane kv_bh are known: the first query head, and
 // the query tiles it runs (the last query row sees every key, so per_head >= 1).
 template <typename Tr>
@@ -167,9 +227,30 @@ __device__ __forceinline__ BwdWork bwd_work_key_tail(const BwdParams& prm, unsig
 // few planes' Q, dO and dQ accumulator, which stay in L2 (one plane per block would stream them from
 // memory once per key tile); and with a causal mask the first key tiles, which see the most queries,
 // start first, which balances the tail.
+// kPairs (and kMcast): block `tile` = 2 i + r takes key tile 2 j + r of plane p, where (j, p) is pair i in bwd_work's
+// order over key_pairs = ceil(key_tiles / 2) tiles a plane; both blocks of a pair walk the same query tiles in the
+// same order. Under kMcast the pair is a cluster (its rank r = tile % 2). An odd key_tiles leaves the last pair's
+// second block past seq_k (it computes on zeros and writes no dK / dV rows).
+template <typename Tr>
+__device__ __forceinline__ BwdWork bwd_work_pairs(const BwdParams& prm, unsigned tile) {
+  const int key_pairs = (prm.key_tiles + 1) / 2;
+  const int pair = int(tile / 2u);
+  const int group_pairs = prm.plane_group * key_pairs;
+  const int grp = pair / group_pairs;
+  const int first_plane = grp * prm.plane_group;
+  const int planes_here = min(prm.plane_group, prm.kv_planes - first_plane);
+  const int within = pair - grp * group_pairs;
+  BwdWork w;
+  w.n0 = (2 * (within / planes_here) + int(tile % 2u)) * Tr::kBlockN;
+  w.kv_bh = first_plane + within % planes_here;
+  bwd_work_rows<Tr>(prm, w);
+  return w;
+}
+
 template <typename Tr>
 __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile) {
   if constexpr (Tr::kKeyTail) return bwd_work_key_tail<Tr>(prm, tile);
+  if constexpr (Tr::kPairs) return bwd_work_pairs<Tr>(prm, tile);
   const int group_blocks = prm.plane_group * prm.key_tiles;
   const int grp = tile / group_blocks;  // unsigned division, as blockIdx.x
   const int first_plane = grp * prm.plane_group;
@@ -193,6 +274,38 @@ __device__ __forceinline__ void bwd_produce_kv(const BwdParams& prm, const BwdSm
     ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(),
                      c * Tr::kChunkElems, w.n0, kv_plane<Tr>(prm, w));
   }
+}
+
+// kMcast: step `it` of w (ring slot it) by the producer of cluster rank kRank (a template argument: the 24 registers
+// of the producer warpgroup held the runtime rank's arithmetic only with a spill). Stage s is loaded again in both
+// blocks once both blocks' consumers are done with it: this block's say so on empty(s), the peer's through the
+// peer's producer on peer_free(s). This block's full barriers expect the whole tile, of which rank r loads Q's and
+// dO's 64-column chunk r into both blocks, rank 0 LSE and rank 1 D.
+template <typename Tr, unsigned kRank>
+__device__ __forceinline__ void bwd_produce_step_mcast(const BwdParams& prm, const BwdSmem<Tr>& sm,
+                                                       const BwdBarriers<Tr>& bars, const BwdWork& w, int it) {
+  const int s = it % Tr::kStages;
+  const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
+  const int bh = w.q_bh(it);
+  const int m0 = w.m_tile(it) * Tr::kBlockM;
+  const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
+  ptx::mbar_wait(bars.empty(s), free_parity);  // this block's consumers are done with step it - kStages
+  if (it >= Tr::kStages) {
+    // Tell the peer's producer, then wait for its word on the peer's consumers (each producer arrives before it
+    // waits: neither waits on the other's wait).
+    mcast::arrive_remote(mcast::peer_addr(bars.peer_free(s), kRank ^ 1u));
+    mcast::wait_cluster(bars.peer_free(s), free_parity);
+  }
+  ptx::mbar_arrive_expect_tx(bars.q_full(s), Tr::kQBytes + Tr::kRowVecBytes);
+  mcast::tma_load_3d(sm.q(s) + kRank * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(s), int(kRank) * Tr::kChunkElems,
+                     m0, bh, mcast::kBothBlocks);
+  if constexpr (kRank == 0)
+    mcast::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.q_full(s), mcast::kBothBlocks);
+  ptx::mbar_arrive_expect_tx(bars.do_full(s), Tr::kQBytes + Tr::kRowVecBytes);
+  mcast::tma_load_3d(sm.dout(s) + kRank * Tr::kQChunkBytes, &prm.tm_do, bars.do_full(s),
+                     int(kRank) * Tr::kChunkElems, m0, bh, mcast::kBothBlocks);
+  if constexpr (kRank == 1)
+    mcast::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.do_full(s), mcast::kBothBlocks);
 }
 
 // Q, dO, LSE and D of step `it` of w into ring slot g (g = it unless persistent: the block's steps
@@ -231,7 +344,14 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_do);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
-  if constexpr (!Tr::kPersistent) {
+  if constexpr (Tr::kMcast) {
+    bwd_produce_kv<Tr>(prm, sm, bars, w0);  // this block's own K and V (not shared)
+    if (mcast::cluster_rank() == 0) {
+      for (int it = 0; it < w0.steps; ++it) bwd_produce_step_mcast<Tr, 0>(prm, sm, bars, w0, it);
+    } else {
+      for (int it = 0; it < w0.steps; ++it) bwd_produce_step_mcast<Tr, 1>(prm, sm, bars, w0, it);
+    }
+  } else if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
@@ -1056,6 +1176,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.q_full(s), 1);
       ptx::mbar_init(bars.empty(s), Tr::kConsumerThreads);
+      if constexpr (Tr::kMcast) ptx::mbar_init(bars.peer_free(s), 1);
     }
 #pragma unroll
     for (int s = 0; s < Tr::kDoStages; ++s) {
@@ -1066,11 +1187,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::fence_mbar_init();
   }
   __syncthreads();
+  // kMcast: the peer's barriers are initialised before any multicast copy or remote arrival reaches them.
+  if constexpr (Tr::kMcast) mcast::cluster_sync();
 
   const int wg = threadIdx.x / Tr::kWgThreads;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if (threadIdx.x == 0) bwd_produce<Tr>(prm, sm, bars, w);
+    if constexpr (Tr::kMcast) __syncwarp();  // warp 0 whole again before the cluster barrier below
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
     if constexpr (Tr::kPersistent) {
@@ -1090,6 +1214,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
     }
   }
+  // kMcast: no block leaves while the peer may still arrive on its barriers (the last steps' releases) or copy into
+  // its shared memory (a block waits for every byte of its own stages, so once both are here nothing is in flight).
+  if constexpr (Tr::kMcast) mcast::cluster_sync();
 #else
   __trap();
 #endif
