@@ -956,6 +956,13 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
   const int key_row = warp * Tr::kWarpKeys + lane / 4;
+  if constexpr (Tr::kMcast) {
+    // The tile decoded again: one of its values kept across the loop was spilled (4 bytes, bf16).
+    const BwdWork w_end = bwd_work<Tr>(prm, blockIdx.x);
+    const DkvRowStore<Tr> out{w_end, ctid, key_row, col_lane, w_end.n0 + cw * Tr::kWgKeys, prm.mask.seq_k};
+    out.via_ring(sm, cw, w_end.steps % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
+    return;
+  }
   const DkvRowStore<Tr> out{w, ctid, key_row, col_lane, wg_key0, seq_k};
   out.via_ring(sm, cw, w.steps % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
 }
