@@ -147,19 +147,20 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 16: qtail at d = 64, the persistent kernel's last partial round of work tiles
 //   split along the queries into parts with fp32 dK/dV partials; pooled over calls A and B +0.8 to +2.8% on the split
 //   rows, -0.4% with halves, while identical-kernel controls in the same call read 0.988-1.024: the rule was not met.)
-//   Session 17 at d = 128, non-causal 80-query kernel only (bits with kBwd128Q80; FB_SM90_BWD128=mcast | pairs, flash_sm90_bwd.cu):
-//   kBwd128Pairs        the blocks in pairs: blocks 2i and 2i + 1 take key tiles 2j and 2j + 1 of the same K/V plane (pairs
-//                       in bwd_work's plane-group order), so that two blocks that start together read the same Q, dO, LSE and D
-//                       rows in the same order (bwd_work_pairs()). With an odd number of key tiles the last pair's second
-//                       block has keys [seq_k, ...): it runs on zeros (K and V rows out of bounds: dQ adds exact zeros) and
-//                       writes no dK / dV row.
-//   kBwd128Mcast        the pairs as 2-block clusters sharing each step's Q, dO, LSE and D by TMA multicast: cluster rank r
-//                       loads 64-column chunk r of Q and of dO into both blocks' shared memory (LSE from rank 0, D from rank 1),
-//                       so each row is read from L2 once per pair (the model: 22% of the main kernel's L2 sectors at
-//                       N = 1k, docs/perf-notes.md "Session 17"). Each full barrier expects the whole tile; a stage is
-//                       loaded again only when both blocks' consumers have released it: each producer waits for its
-//                       own consumers (empty), tells the peer's producer (a remote arrival on its peer_free barrier)
-//                       and waits for the peer's word. The consumers run the default's code.
+//   Session 17 at d = 128, the non-causal 80-query kernel only (bits with kBwd128Q80; FB_SM90_BWD128=mcast | pairs,
+//   flash_sm90_bwd.cu):
+//   kBwd128Pairs        the blocks in pairs: blocks 2i and 2i + 1 take key tiles 2j and 2j + 1 of the same K/V plane
+//                       (pairs in bwd_work's plane-group order), so that two blocks that start together read the same
+//                       Q, dO, LSE and D rows in the same order (bwd_work_pairs()). With an odd number of key tiles the
+//                       last pair's second block has keys [seq_k, ...): it runs on zeros (K and V rows out of bounds:
+//                       dQ adds exact zeros) and writes no dK / dV row.
+//   kBwd128Mcast        the pairs as 2-block clusters sharing each step's Q, dO, LSE and D by TMA multicast: cluster
+//                       rank r loads 64-column chunk r of Q and of dO into both blocks' shared memory (LSE from rank 0,
+//                       D from rank 1), so each row is read from L2 once per pair (the model: 22% of the main kernel's
+//                       L2 sectors at N = 1k, docs/perf-notes.md "Session 17"). Each full barrier expects the whole
+//                       tile; a stage is loaded again only when both blocks' consumers have released it: each producer
+//                       waits for its own consumers (empty), tells the peer's producer (a remote arrival on its
+//                       peer_free barrier) and waits for the peer's word. The consumers run the default's code.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,

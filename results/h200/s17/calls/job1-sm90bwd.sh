@@ -22,7 +22,8 @@
 #   5. If time is left, ncu of FB_SM90_BWD128=pairs (the same pairs of key tiles as plain blocks, no cluster: does
 #      the hardware coalesce the pair's identical requests on its own?).
 # Table last in OUTDIR/table.txt; runs' JSON in OUTDIR/runs/.
-#   BUILD=<build dir with flashbench and tests/flashbench_gpu_tests> OUTDIR=<dir> bash results/h200/s17/calls/job1-sm90bwd.sh
+#   BUILD=<build dir with flashbench and tests/flashbench_gpu_tests> OUTDIR=<dir> \
+#     bash results/h200/s17/calls/job1-sm90bwd.sh
 set -uo pipefail
 build=${BUILD:?BUILD=<build dir>}
 out=${OUTDIR:?OUTDIR=<dir>}
@@ -157,7 +158,8 @@ for i, name in enumerate(order):
         for r in records(os.path.join(out, "runs", part + ".json")):
             col = name.split("-")[0] if r["kernel"] == "flash-sm90" else r["kernel"]
             ok = r.get("status") == "ok" and r.get("verified") is not False
-            runs.setdefault((r["key"].replace("-bwd", ""), col), []).append((i, r.get("tflops") or 0.0, r.get("verified"), ok))
+            runs.setdefault((r["key"].replace("-bwd", ""), col), []).append(
+                (i, r.get("tflops") or 0.0, r.get("verified"), ok))
 def q80(key):  # q80_kernel(): whole 80-query tiles pad at most 3% over 64-query tiles (non-causal)
     n = int(re.search(r"-n(\d+)", key).group(1))
     return "-full" in key and math.ceil(n / 80) * 80 <= 1.03 * math.ceil(n / 64) * 64
