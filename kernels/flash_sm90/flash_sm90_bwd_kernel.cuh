@@ -130,47 +130,11 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
-// Cluster wrappers for kBwd128Mcast (session 17's probe; private to this kernel until kernels/common/ptx_sm90.cuh
-// has them). Shared-memory addresses are this block's (shared::cta window); a multicast copy writes the same offset
-// in every block of ctaMask and completes the same-offset mbarrier of each.
+// kBwd128Mcast (session 17's probe): the cluster wrappers are kernels/common/ptx_sm90.cuh's (sm90fwd's, 2511af2); the
+// multicast form of ptx::bulk_load is this kernel's alone.
 namespace mcast {
-__device__ __forceinline__ std::uint32_t cluster_rank() {
-  std::uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// This block's shared address `addr` as the same location in block `rank` of the cluster (shared::cluster window).
-__device__ __forceinline__ std::uint32_t peer_addr(std::uint32_t addr, std::uint32_t rank) {
-  std::uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
-}
-// One arrival on another block's mbarrier (its shared::cluster address), ordering this thread's earlier memory
-// accesses, and what it acquired before them, at cluster scope.
-__device__ __forceinline__ void arrive_remote(std::uint32_t cluster_bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
-}
-// mbar_wait with cluster-scope acquire (the phase is completed by the peer block's arrival).
-__device__ __forceinline__ void wait_cluster(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  while (!done)
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-}
-// Global -> shared box into every block of cta_mask (same offset), completing each one's `bar` (same offset).
-__device__ __forceinline__ void tma_load_3d(std::uint32_t dst, const void* tmap, std::uint32_t bar, int c0, int c1,
-                                            int c2, std::uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
-      "l"(tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
-      : "memory");
-}
-// Global -> shared contiguous bytes into every block of cta_mask, as tma_load_3d above.
+// Global -> shared contiguous bytes into every block of cta_mask at dst's offset, completing each one's mbarrier at
+// bar's offset (as ptx::tma_load_3d_multicast does for a box).
 __device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar,
                                           std::uint16_t cta_mask) {
   asm volatile(
@@ -178,10 +142,6 @@ __device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, st
       "%4;\n" ::"r"(dst),
       "l"(src), "r"(bytes), "r"(bar), "h"(cta_mask)
       : "memory");
-}
-// Every thread of every block of the cluster (none may have exited).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 constexpr std::uint16_t kBothBlocks = 0b11;
 }  // namespace mcast
@@ -293,17 +253,17 @@ __device__ __forceinline__ void bwd_produce_step_mcast(const BwdParams& prm, con
   if (it >= Tr::kStages) {
     // Tell the peer's producer, then wait for its word on the peer's consumers (each producer arrives before it
     // waits: neither waits on the other's wait).
-    mcast::arrive_remote(mcast::peer_addr(bars.peer_free(s), kRank ^ 1u));
-    mcast::wait_cluster(bars.peer_free(s), free_parity);
+    ptx::mbar_arrive_cluster(ptx::mapa_shared(bars.peer_free(s), kRank ^ 1u));
+    ptx::mbar_wait_cluster(bars.peer_free(s), free_parity);
   }
   ptx::mbar_arrive_expect_tx(bars.q_full(s), Tr::kQBytes + Tr::kRowVecBytes);
-  mcast::tma_load_3d(sm.q(s) + kRank * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(s), int(kRank) * Tr::kChunkElems,
-                     m0, bh, mcast::kBothBlocks);
+  ptx::tma_load_3d_multicast(sm.q(s) + kRank * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(s),
+                             int(kRank) * Tr::kChunkElems, m0, bh, mcast::kBothBlocks);
   if constexpr (kRank == 0)
     mcast::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.q_full(s), mcast::kBothBlocks);
   ptx::mbar_arrive_expect_tx(bars.do_full(s), Tr::kQBytes + Tr::kRowVecBytes);
-  mcast::tma_load_3d(sm.dout(s) + kRank * Tr::kQChunkBytes, &prm.tm_do, bars.do_full(s),
-                     int(kRank) * Tr::kChunkElems, m0, bh, mcast::kBothBlocks);
+  ptx::tma_load_3d_multicast(sm.dout(s) + kRank * Tr::kQChunkBytes, &prm.tm_do, bars.do_full(s),
+                             int(kRank) * Tr::kChunkElems, m0, bh, mcast::kBothBlocks);
   if constexpr (kRank == 1)
     mcast::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.do_full(s), mcast::kBothBlocks);
 }
@@ -346,7 +306,7 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_v);
   if constexpr (Tr::kMcast) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);  // this block's own K and V (not shared)
-    if (mcast::cluster_rank() == 0) {
+    if (ptx::cluster_ctarank() == 0) {
       for (int it = 0; it < w0.steps; ++it) bwd_produce_step_mcast<Tr, 0>(prm, sm, bars, w0, it);
     } else {
       for (int it = 0; it < w0.steps; ++it) bwd_produce_step_mcast<Tr, 1>(prm, sm, bars, w0, it);
@@ -1195,7 +1155,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   }
   __syncthreads();
   // kMcast: the peer's barriers are initialised before any multicast copy or remote arrival reaches them.
-  if constexpr (Tr::kMcast) mcast::cluster_sync();
+  if constexpr (Tr::kMcast) ptx::cluster_sync();
 
   const int wg = threadIdx.x / Tr::kWgThreads;
   if (wg == 0) {
@@ -1223,7 +1183,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   }
   // kMcast: no block leaves while the peer may still arrive on its barriers (the last steps' releases) or copy into
   // its shared memory (a block waits for every byte of its own stages, so once both are here nothing is in flight).
-  if constexpr (Tr::kMcast) mcast::cluster_sync();
+  if constexpr (Tr::kMcast) ptx::cluster_sync();
 #else
   __trap();
 #endif
