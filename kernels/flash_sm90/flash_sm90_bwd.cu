@@ -7,7 +7,6 @@
 // head_split() below), where they are summed as dQ is.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -85,10 +84,7 @@ constexpr int kBwd128Unit1h = 1 << 25;
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h (above); mcast and pairs (session 17's probes,
-// kBwd128Mcast and kBwd128Pairs in flash_sm90_bwd_traits.h: the default's choice of kernels everywhere but the
-// non-causal 80-query passes without a head split, which run in key-tile pairs, under mcast as 2-block clusters
-// sharing Q, dO, LSE and D by TMA multicast). Unset, empty or `default`: the default
+// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h (above). Unset, empty or `default`: the default
 // (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
 // A/B under a removed word would time the default and read as "level").
@@ -108,12 +104,10 @@ int bwd128_variant() {
     if (s == "splitflat") return kBwd128SplitFlat;
     if (s == "splitmost") return kBwd128SplitMost;
     if (s == "unit1h") return kBwd128Unit1h;
-    if (s == "mcast") return kBwd128Mcast;
-    if (s == "pairs") return kBwd128Pairs;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, mcast, pairs; unset or "
-                                "default for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h; unset or default for the "
+                                "default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
                                 "default, at 12 steps) and unit2h (now the default) in session 15: "
@@ -124,19 +118,16 @@ int bwd128_variant() {
 
 // The default, kgroup, ktailmha, splitflat, splitmost and unit1h: the default's choice of kernels (the others change
 // the causal order only, splitflat, splitmost and unit1h the head split's number of subsets).
-// mcast and pairs too (they change the non-causal 80-query kernel only, with_head_dim()).
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128Mcast || v == kBwd128Pairs;
+         v == kBwd128SplitMost || v == kBwd128Unit1h;
 }
 
-// The default's order everywhere (splitmost, unit1h: only a head split's number of subsets differs; mcast, pairs:
-// causal passes and head splits are the default's).
+// The default's order everywhere (splitmost, unit1h: only a head split's number of subsets differs).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128Mcast ||
-         v == kBwd128Pairs;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -225,9 +216,6 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
             return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
           }
           if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
-          // Session 17's probes: the non-causal 80-query kernel in key-tile pairs, as clusters (mcast) or not.
-          if (q80 && bwd128_variant() == kBwd128Mcast) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Mcast>{});
-          if (q80 && bwd128_variant() == kBwd128Pairs) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Pairs>{});
           if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
           return f(BwdTraits<Elem, 128>{});
       }
@@ -647,37 +635,6 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   return best;
 }
 
-// kMcast (session 17's probe): the grid as clusters of kClusterBlocks consecutive blocks (bwd_work_pairs()). Once a
-// process, stderr says how many such clusters fit at once (cudaOccupancyMaxActiveClusters: 66 on 132 SMs, unless a
-// GPC's SMs cannot all be paired), so that the job's logs show whether the probe left SMs idle.
-template <typename Tr, typename Kernel>
-void launch_clusters(Kernel kernel, unsigned blocks, const BwdParams& prm, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(Tr::kThreads);
-  cfg.dynamicSmemBytes = Tr::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = Tr::kClusterBlocks;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  static const bool reported = [&] {
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
-      (void)cudaGetLastError();
-      clusters = -1;
-    }
-    std::fprintf(stderr, "flash-sm90 backward (FB_SM90_BWD128=mcast): %d clusters of %d blocks fit at once on %d SMs\n",
-                 clusters, Tr::kClusterBlocks, current_sm_count());
-    return true;
-  }();
-  (void)reported;
-  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, prm));
-}
-
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
 template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
@@ -732,13 +689,8 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
                                      int(Tr::kSmemBytes)));
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
-                           : Tr::kPairs    ? 2 * kv_planes * ((key_tiles + 1) / 2)  // bwd_work_pairs()
                                            : prm.n_tiles;
-  if constexpr (Tr::kMcast) {
-    launch_clusters<Tr>(kernel, unsigned(blocks), prm, stream);
-  } else {
-    kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
-  }
+  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
   const int n_qtiles = seq_pad / Tr::kDqTileRows;

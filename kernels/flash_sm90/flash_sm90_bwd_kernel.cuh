@@ -68,10 +68,6 @@ template <typename Tr> struct BwdBarriers {
   }
   // Persistent only: the consumers are done with this tile's K and V.
   __device__ __forceinline__ std::uint32_t kv_empty() const { return at(Tr::kNumBars - 1); }
-  // kMcast only: the peer block's consumers are done with stage s (one arrival, from the peer's producer).
-  __device__ __forceinline__ std::uint32_t peer_free(int s) const {
-    return at(1 + 2 * Tr::kStages + Tr::kDoStages + s);
-  }
 };
 
 template <typename Tr> struct BwdSmem {
@@ -130,22 +126,6 @@ __device__ __forceinline__ uint4 ld_shared_u32x4(std::uint32_t addr) {
   return v;
 }
 
-// kBwd128Mcast (session 17's probe): the cluster wrappers are kernels/common/ptx_sm90.cuh's (sm90fwd's, 2511af2); the
-// multicast form of ptx::bulk_load is this kernel's alone.
-namespace mcast {
-// Global -> shared contiguous bytes into every block of cta_mask at dst's offset, completing each one's mbarrier at
-// bar's offset (as ptx::tma_load_3d_multicast does for a box).
-__device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, std::uint32_t bytes, std::uint32_t bar,
-                                          std::uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], "
-      "%4;\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "h"(cta_mask)
-      : "memory");
-}
-constexpr std::uint16_t kBothBlocks = 0b11;
-}  // namespace mcast
-
 // The rest of a work tile once its key tile n0 and K/V plane kv_bh are known: the first query head, and
 // the query tiles it runs (the last query row sees every key, so per_head >= 1).
 template <typename Tr>
@@ -187,30 +167,9 @@ __device__ __forceinline__ BwdWork bwd_work_key_tail(const BwdParams& prm, unsig
 // few planes' Q, dO and dQ accumulator, which stay in L2 (one plane per block would stream them from
 // memory once per key tile); and with a causal mask the first key tiles, which see the most queries,
 // start first, which balances the tail.
-// kPairs (and kMcast): block `tile` = 2 i + r takes key tile 2 j + r of plane p, where (j, p) is pair i in bwd_work's
-// order over key_pairs = ceil(key_tiles / 2) tiles a plane; both blocks of a pair walk the same query tiles in the
-// same order. Under kMcast the pair is a cluster (its rank r = tile % 2). An odd key_tiles leaves the last pair's
-// second block past seq_k (it computes on zeros and writes no dK / dV rows).
-template <typename Tr>
-__device__ __forceinline__ BwdWork bwd_work_pairs(const BwdParams& prm, unsigned tile) {
-  const int key_pairs = (prm.key_tiles + 1) / 2;
-  const int pair = int(tile / 2u);
-  const int group_pairs = prm.plane_group * key_pairs;
-  const int grp = pair / group_pairs;
-  const int first_plane = grp * prm.plane_group;
-  const int planes_here = min(prm.plane_group, prm.kv_planes - first_plane);
-  const int within = pair - grp * group_pairs;
-  BwdWork w;
-  w.n0 = (2 * (within / planes_here) + int(tile % 2u)) * Tr::kBlockN;
-  w.kv_bh = first_plane + within % planes_here;
-  bwd_work_rows<Tr>(prm, w);
-  return w;
-}
-
 template <typename Tr>
 __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile) {
   if constexpr (Tr::kKeyTail) return bwd_work_key_tail<Tr>(prm, tile);
-  if constexpr (Tr::kPairs) return bwd_work_pairs<Tr>(prm, tile);
   const int group_blocks = prm.plane_group * prm.key_tiles;
   const int grp = tile / group_blocks;  // unsigned division, as blockIdx.x
   const int first_plane = grp * prm.plane_group;
@@ -234,38 +193,6 @@ __device__ __forceinline__ void bwd_produce_kv(const BwdParams& prm, const BwdSm
     ptx::tma_load_3d(sm.v() + c * Tr::kKVChunkBytes, &prm.tm_v, bars.kv_full(),
                      c * Tr::kChunkElems, w.n0, kv_plane<Tr>(prm, w));
   }
-}
-
-// kMcast: step `it` of w (ring slot it) by the producer of cluster rank kRank (a template argument: the 24 registers
-// of the producer warpgroup held the runtime rank's arithmetic only with a spill). Stage s is loaded again in both
-// blocks once both blocks' consumers are done with it: this block's say so on empty(s), the peer's through the
-// peer's producer on peer_free(s). This block's full barriers expect the whole tile, of which rank r loads Q's and
-// dO's 64-column chunk r into both blocks, rank 0 LSE and rank 1 D.
-template <typename Tr, unsigned kRank>
-__device__ __forceinline__ void bwd_produce_step_mcast(const BwdParams& prm, const BwdSmem<Tr>& sm,
-                                                       const BwdBarriers<Tr>& bars, const BwdWork& w, int it) {
-  const int s = it % Tr::kStages;
-  const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
-  const int bh = w.q_bh(it);
-  const int m0 = w.m_tile(it) * Tr::kBlockM;
-  const std::int64_t row0 = std::int64_t(bh) * prm.seq_pad + m0;
-  ptx::mbar_wait(bars.empty(s), free_parity);  // this block's consumers are done with step it - kStages
-  if (it >= Tr::kStages) {
-    // Tell the peer's producer, then wait for its word on the peer's consumers (each producer arrives before it
-    // waits: neither waits on the other's wait).
-    ptx::mbar_arrive_cluster(ptx::mapa_shared(bars.peer_free(s), kRank ^ 1u));
-    ptx::mbar_wait_cluster(bars.peer_free(s), free_parity);
-  }
-  ptx::mbar_arrive_expect_tx(bars.q_full(s), Tr::kQBytes + Tr::kRowVecBytes);
-  ptx::tma_load_3d_multicast(sm.q(s) + kRank * Tr::kQChunkBytes, &prm.tm_q, bars.q_full(s),
-                             int(kRank) * Tr::kChunkElems, m0, bh, mcast::kBothBlocks);
-  if constexpr (kRank == 0)
-    mcast::bulk_load(sm.lse(s), prm.lse + row0, Tr::kRowVecBytes, bars.q_full(s), mcast::kBothBlocks);
-  ptx::mbar_arrive_expect_tx(bars.do_full(s), Tr::kQBytes + Tr::kRowVecBytes);
-  ptx::tma_load_3d_multicast(sm.dout(s) + kRank * Tr::kQChunkBytes, &prm.tm_do, bars.do_full(s),
-                             int(kRank) * Tr::kChunkElems, m0, bh, mcast::kBothBlocks);
-  if constexpr (kRank == 1)
-    mcast::bulk_load(sm.dsum(s), prm.dsum + row0, Tr::kRowVecBytes, bars.do_full(s), mcast::kBothBlocks);
 }
 
 // Q, dO, LSE and D of step `it` of w into ring slot g (g = it unless persistent: the block's steps
@@ -304,14 +231,7 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_do);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
-  if constexpr (Tr::kMcast) {
-    bwd_produce_kv<Tr>(prm, sm, bars, w0);  // this block's own K and V (not shared)
-    if (ptx::cluster_ctarank() == 0) {
-      for (int it = 0; it < w0.steps; ++it) bwd_produce_step_mcast<Tr, 0>(prm, sm, bars, w0, it);
-    } else {
-      for (int it = 0; it < w0.steps; ++it) bwd_produce_step_mcast<Tr, 1>(prm, sm, bars, w0, it);
-    }
-  } else if constexpr (!Tr::kPersistent) {
+  if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
@@ -916,13 +836,6 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
   const int key_row = warp * Tr::kWarpKeys + lane / 4;
-  if constexpr (Tr::kMcast) {
-    // The tile decoded again: one of its values kept across the loop was spilled (4 bytes, bf16).
-    const BwdWork w_end = bwd_work<Tr>(prm, blockIdx.x);
-    const DkvRowStore<Tr> out{w_end, ctid, key_row, col_lane, w_end.n0 + cw * Tr::kWgKeys, prm.mask.seq_k};
-    out.via_ring(sm, cw, w_end.steps % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
-    return;
-  }
   const DkvRowStore<Tr> out{w, ctid, key_row, col_lane, wg_key0, seq_k};
   out.via_ring(sm, cw, w.steps % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
 }
@@ -1143,7 +1056,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int s = 0; s < Tr::kStages; ++s) {
       ptx::mbar_init(bars.q_full(s), 1);
       ptx::mbar_init(bars.empty(s), Tr::kConsumerThreads);
-      if constexpr (Tr::kMcast) ptx::mbar_init(bars.peer_free(s), 1);
     }
 #pragma unroll
     for (int s = 0; s < Tr::kDoStages; ++s) {
@@ -1154,14 +1066,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::fence_mbar_init();
   }
   __syncthreads();
-  // kMcast: the peer's barriers are initialised before any multicast copy or remote arrival reaches them.
-  if constexpr (Tr::kMcast) ptx::cluster_sync();
 
   const int wg = threadIdx.x / Tr::kWgThreads;
   if (wg == 0) {
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if (threadIdx.x == 0) bwd_produce<Tr>(prm, sm, bars, w);
-    if constexpr (Tr::kMcast) __syncwarp();  // warp 0 whole again before the cluster barrier below
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
     if constexpr (Tr::kPersistent) {
@@ -1181,9 +1090,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       bwd_consume<Tr>(prm, sm, bars, w, wg - 1);
     }
   }
-  // kMcast: no block leaves while the peer may still arrive on its barriers (the last steps' releases) or copy into
-  // its shared memory (a block waits for every byte of its own stages, so once both are here nothing is in flight).
-  if constexpr (Tr::kMcast) ptx::cluster_sync();
 #else
   __trap();
 #endif

@@ -147,24 +147,9 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 16: qtail at d = 64, the persistent kernel's last partial round of work tiles
 //   split along the queries into parts with fp32 dK/dV partials; pooled over calls A and B +0.8 to +2.8% on the split
 //   rows, -0.4% with halves, while identical-kernel controls in the same call read 0.988-1.024: the rule was not met.)
-//   Session 17 at d = 128, the non-causal 80-query kernel only (bits with kBwd128Q80; FB_SM90_BWD128=mcast | pairs,
-//   flash_sm90_bwd.cu):
-//   kBwd128Pairs        the blocks in pairs: blocks 2i and 2i + 1 take key tiles 2j and 2j + 1 of the same K/V plane
-//                       (pairs in bwd_work's plane-group order), so that two blocks that start together read the same
-//                       Q, dO, LSE and D rows in the same order (bwd_work_pairs()). With an odd number of key tiles the
-//                       last pair's second block has keys [seq_k, ...): it runs on zeros (K and V rows out of bounds:
-//                       dQ adds exact zeros) and writes no dK / dV row.
-//   kBwd128Mcast        the pairs as 2-block clusters sharing each step's Q, dO, LSE and D by TMA multicast: cluster
-//                       rank r loads 64-column chunk r of Q and of dO into both blocks' shared memory (LSE from rank 0,
-//                       D from rank 1), so each row is read from L2 once per pair (the model: 22% of the main kernel's
-//                       L2 sectors at N = 1k, docs/perf-notes.md "Session 17"). Each full barrier expects the whole
-//                       tile; a stage is loaded again only when both blocks' consumers have released it: each producer
-//                       waits for its own consumers (empty), tells the peer's producer (a remote arrival on its
-//                       peer_free barrier) and waits for the peer's word. The consumers run the default's code.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
-              kBwd128Mcast = 131072, kBwd128Pairs = 262144;
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -203,10 +188,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
       ((kHeadSplit && kHeadDim == 128 ? kVariant64 : kBits128) & kBwd128KeyTail) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
-  // Session 17 (kBwd128Pairs, kBwd128Mcast above): the non-causal 80-query kernel only.
-  static constexpr bool kMcast = kQ80 && !kQ80Mask && !kHeadSplit && (kBits128 & kBwd128Mcast) != 0;
-  static constexpr bool kPairs = kMcast || (kQ80 && !kQ80Mask && !kHeadSplit && (kBits128 & kBwd128Pairs) != 0);
-  static constexpr int kClusterBlocks = kMcast ? 2 : 1;
 
   // ---- threads ----
   static constexpr int kWarpSize = 32;
@@ -292,9 +273,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // K/V full; per Q stage Q full (Q, LSE); per dO stage dO full (dO, D); per Q stage empty (for
   // both Q and dO unless split head); split head: per dO stage dO empty; persistent: K/V empty.
   // Persistent: + K/V empty.
-  // kMcast: + per Q stage peer free (the peer block's consumers are done with it; its producer arrives).
-  static constexpr int kNumBars = 1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) +
-                                  (kPersistent ? 1 : 0) + (kMcast ? kStages : 0);
+  static constexpr int kNumBars =
+      1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) + (kPersistent ? 1 : 0);
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
 
@@ -331,7 +311,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
-                                                         kBwd128KeyTail | kBwd128Mcast | kBwd128Pairs)) == 0)),
+                                                         kBwd128KeyTail)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
@@ -342,11 +322,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                                                 kDqWgBytes >= kQBytes),
                 "the staged epilogue's buffers hold a consumer's dK and dV");
   static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
-  static_assert((kVariant64 & (kBwd128Mcast | kBwd128Pairs)) == 0 ||
-                    (kPairs && kEpiSmem && !kPersistent && !kKeyTail && !kTail && !kMaskBranch &&
-                     kExp2PolyEighths == 0 && (!kMcast || kChunks == kClusterBlocks)),
-                "pairs / mcast: the non-causal 80-query kernel, one block per tile; under mcast each cluster rank "
-                "loads one 64-column chunk of Q and dO");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
