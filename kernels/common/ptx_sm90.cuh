@@ -135,6 +135,83 @@ __device__ __forceinline__ float2 ld_shared_f32x2(std::uint32_t addr) {
   return v;
 }
 
+// ---- thread block clusters (sm_90): distributed shared memory, remote mbarrier arrivals, TMA multicast ----
+// Launched with a cluster dimension (cudaLaunchAttributeClusterDimension), the blocks of a cluster run at the same time
+// on one GPC and may address one another's shared memory: mapa turns a shared::cta address of this block into the
+// shared::cluster address of the same offset in block `rank` of the cluster.
+__device__ __forceinline__ std::uint32_t cluster_ctarank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// This block's cluster along x, and the clusters along x of the grid.
+__device__ __forceinline__ std::uint32_t cluster_id_x() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ std::uint32_t cluster_count_x() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ std::uint32_t mapa_shared(std::uint32_t addr, std::uint32_t rank) {
+  std::uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// Every thread of every block of the cluster: arrive (releasing this thread's earlier memory operations, its remote
+// mbarrier arrivals and shared::cluster stores included) and wait until all have arrived (acquiring theirs). Not
+// .aligned: the threads of a warp may arrive from different places (a producer lane, its idle neighbours).
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+// One arrival on an mbarrier given by its shared::cluster address (mapa_shared: this block's or another's), releasing
+// this thread's earlier memory operations at cluster scope.
+__device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t cluster_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+// mbar_try_wait / mbar_wait acquiring at cluster scope: for phases that arrivals from other blocks of the cluster
+// (mbar_arrive_cluster) complete, when what those blocks did before arriving must be seen here.
+__device__ __forceinline__ bool mbar_try_wait_cluster(std::uint32_t bar, std::uint32_t parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbar_wait_cluster(std::uint32_t bar, std::uint32_t parity) {
+  while (!mbar_try_wait_cluster(bar, parity)) {
+  }
+}
+// A 32-bit store to a shared::cluster address (another block's shared memory; order it before a release, e.g.
+// mbar_arrive_cluster on a barrier the reader waits on).
+__device__ __forceinline__ void st_shared_cluster_u32(std::uint32_t cluster_addr, std::uint32_t v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;\n" ::"r"(cluster_addr), "r"(v) : "memory");
+}
+// tma_load_3d into every block of the cluster whose bit is set in cta_mask (bit i: rank i): the box lands at the same
+// shared-memory offset as dst in each of them, and each one's mbarrier at bar's offset receives the box's bytes as
+// complete_tx (so each destination's barrier expects the whole box, whichever block issued it). One read of L2 (or
+// DRAM) for all destinations.
+__device__ __forceinline__ void tma_load_3d_multicast(std::uint32_t dst, const void* tmap, std::uint32_t bar, int c0,
+                                                      int c1, int c2, std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
+      : "memory");
+}
+
 // ---- registers per thread of a warpgroup (needs __launch_bounds__(threads, 1)) ----
 // Four 8 x 8 16-bit tiles stored transposed: register i of a lane is tile i's (row lane / 4, columns
 // 2 (lane % 4), +1) pair (the mma accumulator layout, packed); lanes 8i .. 8i + 7 give the addresses of
