@@ -19,6 +19,8 @@
 // same at d = 128, and session 17's `lazyres2`, the vote before the quad's shuffles, measured and removed) runs them
 // all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima rise that far after the first K/V tile and the
 // rescale branch runs too; d = 64 and 128) under every setting.
+// Session 17's `mcast` (non-causal launches in two-block clusters, K/V multicast; causal ones as shipped) runs them all,
+// and a case of its own ([mcast]: odd query-tile counts, seq_q != seq_k, GQA 8:1, many planes).
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
