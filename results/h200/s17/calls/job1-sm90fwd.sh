@@ -144,6 +144,8 @@ def cls(k):
     if "-d64-" in k:
         return "d64 non-causal"
     n = int(k.split("-n")[1].split("-")[0])
+    if (n + 127) // 128 % 2:
+        return "d128 odd tiles"  # N = 1100: 9 query tiles, the last pair's second one empty
     return "d128 N<=2k" if n <= 2048 else "d128 N>2k"
 def cell(x, w=7):
     return f"{x:>{w - 1}.3f}x" if x == x else f"{'-':>{w}}"
