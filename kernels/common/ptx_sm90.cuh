@@ -178,8 +178,17 @@ __device__ __forceinline__ void cluster_sync() {
 __device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t cluster_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
+// The same arrival with the instruction's default semantics (release at CTA scope), as CUTLASS's ClusterBarrier::arrive
+// (cta_id) releases a pipeline stage to another block's producer: a bare SYNCS.ARRIVE.TRANS64.RED in the SASS, where
+// mbar_arrive_cluster's .release.cluster is MEMBAR.ALL.CTA + MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before it (nvcc 13.0,
+// sm_90a). For a consumer's release of shared memory it only read (wgmma, complete at its wait) before another block's
+// TMA writes it again; not for publishing data the other block reads (use mbar_arrive_cluster there).
+__device__ __forceinline__ void mbar_arrive_remote(std::uint32_t cluster_bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
 // mbar_try_wait / mbar_wait acquiring at cluster scope: for phases that arrivals from other blocks of the cluster
-// (mbar_arrive_cluster) complete, when what those blocks did before arriving must be seen here.
+// (mbar_arrive_cluster) complete, when what those blocks did before arriving must be seen here (SASS: TRYWAIT, then
+// CCTL.IVALL, an L1 invalidation, once it passes).
 __device__ __forceinline__ bool mbar_try_wait_cluster(std::uint32_t bar, std::uint32_t parity) {
   std::uint32_t done;
   asm volatile(
