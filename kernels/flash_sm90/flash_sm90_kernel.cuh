@@ -383,8 +383,9 @@ __device__ __forceinline__ void produce_mcast(const FwdParams& prm, const SmemTi
       const int st = it % Tr::kStages;
       const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
       const int k0 = j * Tr::kBc;
-      // Both blocks' consumers released the stage's last use (remote arrivals: acquire at cluster scope).
-      ptx::mbar_wait_cluster(bars.k_empty(st), free_parity);
+      // Both blocks' consumers released the stage's last use (a plain wait, as for the arrivals' CTA-scope release;
+      // call B's acquire.cluster added an L1 invalidation, CCTL.IVALL, after each).
+      ptx::mbar_wait(bars.k_empty(st), free_parity);
       ptx::mbar_arrive_expect_tx(bars.k_full(st), Tr::kKVBytes);
       if (rank == 0) {
 #pragma unroll
@@ -392,7 +393,7 @@ __device__ __forceinline__ void produce_mcast(const FwdParams& prm, const SmemTi
           ptx::tma_load_3d_multicast(sm.k + st * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(st),
                                      c * Tr::kChunkElems, k0, kv_bh, kBoth);
       }
-      ptx::mbar_wait_cluster(bars.v_empty(st), free_parity);
+      ptx::mbar_wait(bars.v_empty(st), free_parity);
       ptx::mbar_arrive_expect_tx(bars.v_full(st), Tr::kKVBytes);
       if (rank == 1) {
 #pragma unroll
@@ -637,13 +638,16 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     if (lane == 0) ptx::mbar_arrive(bar);
   };
   // The same for a K/V ring stage's empty barrier; kOptMcast: on both blocks' (either producer multicasts into this
-  // block's stage and waits on its own block's barrier), lane 0 on this block's, lane 1 on the peer's.
+  // block's stage and waits on its own block's barrier), lane 0 on this block's, lane 1 on the peer's, with the remote
+  // arrive's default (CTA-scope) release, as CUTLASS's pipelines release a multicast stage: the stage was only read
+  // (wgmma, complete at its wait). Call B's .release.cluster put MEMBAR.ALL.GPU (+ MEMBAR.ALL.CTA, ERRBAR, CGAERRBAR)
+  // before each of these arrivals, twice a K/V step in every consumer warp, on the ping-pong's critical chain.
   [[maybe_unused]] std::uint32_t peer_rank = 0;
   if constexpr (kMcast) peer_rank = ptx::cluster_ctarank() ^ 1u;
   auto release_kv = [&](std::uint32_t bar) {
     if constexpr (kMcast) {
       if (lane == 0) ptx::mbar_arrive(bar);
-      else if (lane == 1) ptx::mbar_arrive_cluster(ptx::mapa_shared(bar, peer_rank));
+      else if (lane == 1) ptx::mbar_arrive_remote(ptx::mapa_shared(bar, peer_rank));
     } else {
       release(bar);
     }
