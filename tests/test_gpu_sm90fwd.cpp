@@ -19,8 +19,6 @@
 // same at d = 128, and session 17's `lazyres2`, the vote before the quad's shuffles, measured and removed) runs them
 // all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima rise that far after the first K/V tile and the
 // rescale branch runs too; d = 64 and 128) under every setting.
-// Session 17's `mcast` (non-causal launches in two-block clusters, K/V multicast; causal ones as shipped) runs them all,
-// and a case of its own ([mcast]: odd query-tile counts, seq_q != seq_k, GQA 8:1, many planes).
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
@@ -177,40 +175,6 @@ TEST_CASE("flash-sm90 forward, d = 64 / 128, sharp softmax (Q, K x 3): verifies 
       return;
     }
     check_beside_naive(b, c, "flash-sm90", kSeed, 3.0);
-  }
-}
-
-// Session 17's `mcast` (non-causal launches in two-block clusters: query tiles 2i and 2i + 1 of a plane at the same
-// time, each K/V tile multicast into both blocks): odd numbers of query tiles (the last pair's second tile has no rows:
-// its block runs the pair's K/V tiles and stores nothing), one row, one K/V tile, partial last query and K/V tiles,
-// seq_q != seq_k both ways, GQA 8:1 and MHA, bf16 and fp16, d = 128 (128-row tiles: 1, 1, 1, 3, 3, 9, 8, 9, 4, 1
-// query tiles) and d = 64 (192 rows: 1, 1, 1, 2, 2, 6, 6, 6, 3, 1), with more pairs than the 66 two-block clusters
-// of 132 SMs, so that most pairs come through the tile counter and rank 0's handoff. Without the word: the shipped
-// kernels on the same shapes.
-TEST_CASE("flash-sm90 forward, non-causal pairs of query tiles (mcast): verifies beside naive, outputs all written",
-          "[gpu][sm90fwd][mcast]") {
-  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
-  CudaBackend& b = gpu();
-  const Descriptor& sm90 = kernel("flash-sm90");
-  const SeqLens lengths[] = {{1, 1},       {1, 300},     {100, 100},   {300, 300},   {300, 1100},
-                             {1100, 300},  {1000, 1000}, {1100, 1100}, {500, 1000},  {100, 2000}};
-  std::vector<Case> cases;
-  int i = 0;
-  for (int dim : {128, 64})
-    for (const SeqLens& l : lengths) {
-      const Dtype t = i % 2 == 0 ? Dtype::bf16 : Dtype::fp16;
-      const int heads = i % 3 == 0 ? 16 : 8, kv_heads = i % 3 == 0 ? 16 : 1;
-      const int batch = l.q <= 300 ? 24 : 6;  // 192-384 planes: at least 192 pairs
-      cases.push_back(make_case(batch, heads, kv_heads, l.q, l.k, dim, t, false, Pass::fwd));
-      ++i;
-    }
-  for (const Case& c : cases) {
-    INFO("case " << c.key());
-    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
-      WARN("flash-sm90 not run: " << *why);
-      return;
-    }
-    check_beside_naive(b, c, "flash-sm90", kSeed);
   }
 }
 

@@ -118,19 +118,6 @@ inline constexpr unsigned kOptTailSplit = 64u;
 //                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
 //                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
 inline constexpr unsigned kOptLazyRescale = 4096u;
-//   kOptMcast         (probe `mcast`, non-causal launches; session 17) two-block clusters (cluster dims 2 along x) whose
-//                     blocks run two query tiles of one plane at the same time, query tiles 2i and 2i + 1 (pair_tile;
-//                     with an odd number of query tiles the last pair's second tile has no rows: that block runs the
-//                     pair's K/V tiles all the same and stores nothing), and read each K/V tile from L2 once: rank 0's
-//                     producer loads K, rank 1's V, each with TMA multicast into both blocks' ring stage (the same
-//                     offset). A stage is loaded again only once the consumer warps of both blocks are done with it
-//                     (every consumer warp arrives on both blocks' empty barrier: counts doubled). The cluster's pairs
-//                     come from the tile counter through rank 0's producer, which hands each ticket to rank 1's
-//                     (produce_mcast). Every other variant's K/V tile is read from L2 by each of the plane's q_tiles
-//                     blocks: at d = 128 N = 1k that is 1.8x the L2 sectors cuDNN reads (session 17's call A, both at
-//                     the 692 W power cap, cuDNN at a 2% higher clock), the SMs receiving the same
-//                     (cuDNN's neighbouring blocks, two query tiles of one head in lockstep, likely coalesce in L2)
-inline constexpr unsigned kOptMcast = 131072u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -161,20 +148,6 @@ __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const Causal
   // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
   // fully masked (sums stay 0: O = 0, LSE = -inf), so producer and consumers keep one schedule.
   w.n_tiles = max(mask.kv_tiles(w.q0, Tr::kBr, Tr::kBc), 1);
-  return w;
-}
-
-// kOptMcast: the work tile of cluster rank `rank` (0 or 1) in pair `pair`: pairs are numbered as work tiles are
-// (grouped_tile) over planes x ceil(q_tiles / 2) pairs, and pair i of a plane holds query tiles 2i (rank 0) and 2i + 1
-// (rank 1). Non-causal only (q_shift 0, every tile n_tiles = the plane's K/V tiles, rank 1's tile past the last one
-// too: its rows are past seq_q, so nothing of it is stored).
-template <typename Tr>
-__device__ __forceinline__ WorkTile pair_tile(const FwdParams& prm, const CausalMask& mask, int pair, int rank) {
-  const PlaneTile pt = grouped_tile(pair, prm.planes, (prm.q_tiles + 1) >> 1, prm.plane_group);
-  WorkTile w;
-  w.bh = pt.bh;
-  w.q0 = (2 * pt.q_tile + rank) * Tr::kBr;
-  w.n_tiles = max(mask.kv_tiles(0, Tr::kBr, Tr::kBc), 1);
   return w;
 }
 
@@ -291,130 +264,6 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
                kv_bh, pol_kv);
       },
       publish);
-}
-
-// ---- kOptMcast: two-block clusters, K/V multicast ----
-// The pair-ticket handoff's barriers and word (Tr::kOffMcast; each block has all three, rank 0 uses `empty`, rank 1
-// `full` and `word`): rank 0's producer writes the ticket into rank 1's word and arrives on rank 1's full barrier;
-// rank 1's producer reads it once that phase completed and arrives on rank 0's empty barrier, before which rank 0
-// writes no further ticket.
-struct TicketBars {
-  std::uint32_t full, empty, word;
-};
-
-// Thread 0 initialises the block's barriers as init_barriers does, but with K/V empty barriers that count the consumer
-// warps of both blocks of the cluster (each warp releases a stage on both: either block's producer multicasts into
-// it), and the ticket barriers (one arrival each); then every thread of the cluster waits until both blocks' barriers
-// are initialised and visible cluster-wide (no multicast or remote arrival before that).
-template <typename Tr> __device__ __forceinline__ void init_barriers_mcast(const Barriers<Tr>& bars, const TicketBars& tb) {
-  if (threadIdx.x == 0) {
-    ptx::mbar_init(bars.q_full(), 1);
-    ptx::mbar_init(bars.q_empty(), Tr::kConsumerWarps);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) {
-      ptx::mbar_init(bars.k_full(s), 1);  // this block's producer's arrive.expect_tx (the bytes from rank 0's K)
-      ptx::mbar_init(bars.v_full(s), 1);  // (the bytes from rank 1's V)
-      ptx::mbar_init(bars.k_empty(s), 2 * Tr::kConsumerWarps);
-      ptx::mbar_init(bars.v_empty(s), 2 * Tr::kConsumerWarps);
-    }
-    ptx::mbar_init(tb.full, 1);
-    ptx::mbar_init(tb.empty, 1);
-    ptx::fence_mbar_init();
-  }
-  ptx::cluster_sync();
-}
-
-// The producer of a kOptMcast block (one thread; non-causal launches, the tile counter): the cluster's pairs of work
-// tiles (pair_tile), the first pair = the cluster's index, every further one n_clusters + a ticket from the counter,
-// which rank 0 takes (before the pair's last K/V tile's loads, as produce_ring_dynamic does) and hands to rank 1
-// (after them), so both blocks run the same pairs, and so the same K/V tiles in the same ring positions. Per work
-// tile: Q into this block's slot (its own load; a tile past the last one loads the tile before it, never stored), then
-// per K/V tile, per K and V: wait until both blocks' consumers freed the stage (this block's empty barrier counts
-// both), announce the whole tile's bytes on this block's full barrier, and rank 0 (K) / rank 1 (V) multicasts the tile
-// into both blocks. A launch issues exactly n_pairs tickets (one per pair run); the one who draws the last resets the
-// counter (as produce_ring_dynamic).
-template <typename Tr, unsigned kOpt>
-__device__ __forceinline__ void produce_mcast(const FwdParams& prm, const SmemTiles<Tr>& sm, const QRing<Tr>& qr,
-                                              const TicketBars& tb, const CausalMask& mask) {
-  auto publish = [&](int slot, const WorkTile& w) {
-    if constexpr ((kOpt & kOptTileRec) != 0)
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(tile_rec_addr<Tr>(qr.word, slot)),
-                   "r"(w.bh), "r"(w.q0), "r"(w.n_tiles), "r"(0)
-                   : "memory");
-  };
-  ptx::prefetch_tensormap(&prm.tm_q);
-  ptx::prefetch_tensormap(&prm.tm_k);
-  ptx::prefetch_tensormap(&prm.tm_v);
-  constexpr std::uint16_t kBoth = 0x3;  // multicast to ranks 0 and 1
-  const std::uint32_t rank = ptx::cluster_ctarank(), peer = rank ^ 1u;
-  const unsigned n_clusters = ptx::cluster_count_x();
-  const unsigned n_pairs = unsigned(prm.planes) * unsigned((prm.q_tiles + 1) >> 1);  // the launcher: < 2^31
-  unsigned* const counter = &g_tile_counters[prm.tile_counter];
-  const std::uint32_t peer_full = ptx::mapa_shared(tb.full, peer), peer_empty = ptx::mapa_shared(tb.empty, peer);
-  const std::uint32_t peer_word = ptx::mapa_shared(tb.word, peer);
-  const Barriers<Tr>& bars = qr.bars;
-  unsigned pair = ptx::cluster_id_x();
-  int it = 0;  // K/V tiles issued so far (ring position): the same sequence in both blocks
-  for (int tn = 0;; ++tn) {
-    const int slot = qr.slot(tn);
-    ptx::mbar_wait(qr.empty(slot), qr.parity(tn) ^ 1u);
-    if (pair >= n_pairs) {
-      st_shared_s32(qr.tile_word(slot), kNoMoreWork);
-      ptx::mbar_arrive(qr.full(slot));
-      break;
-    }
-    // The consumers' tile word: pair and rank (pair_tile), as a tile index would be for work_tile.
-    st_shared_s32(qr.tile_word(slot), int(2 * pair + rank));
-    const WorkTile w = pair_tile<Tr>(prm, mask, int(pair), int(rank));
-    const int b = w.bh / prm.heads;
-    const int kv_bh = b * prm.kv_heads + (w.bh - b * prm.heads) / prm.group;
-    publish(slot, w);
-    ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
-    // Rank 1's tile past the last query tile (odd q_tiles): rows of the tile before it, so that the box has rows in
-    // the tensor (its consumers compute on them; their rows are past seq_q, nothing is stored).
-    const int q_row = w.q0 < mask.seq_q ? w.q0 : w.q0 - Tr::kBr;
-#pragma unroll
-    for (int c = 0; c < Tr::kChunks; ++c)
-      ptx::tma_load_3d(qr.q_tile(slot) + c * Tr::kQChunkBytes, &prm.tm_q, qr.full(slot), c * Tr::kChunkElems, q_row,
-                       w.bh);
-    unsigned ticket = 0;
-    for (int j = 0; j < w.n_tiles; ++j, ++it) {
-      if (rank == 0 && j == w.n_tiles - 1) ticket = atomicAdd(counter, 1u);
-      const int st = it % Tr::kStages;
-      const std::uint32_t free_parity = ((it / Tr::kStages) & 1) ^ 1;
-      const int k0 = j * Tr::kBc;
-      // Both blocks' consumers released the stage's last use (a plain wait, as for the arrivals' CTA-scope release;
-      // call B's acquire.cluster added an L1 invalidation, CCTL.IVALL, after each).
-      ptx::mbar_wait(bars.k_empty(st), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.k_full(st), Tr::kKVBytes);
-      if (rank == 0) {
-#pragma unroll
-        for (int c = 0; c < Tr::kChunks; ++c)
-          ptx::tma_load_3d_multicast(sm.k + st * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bars.k_full(st),
-                                     c * Tr::kChunkElems, k0, kv_bh, kBoth);
-      }
-      ptx::mbar_wait(bars.v_empty(st), free_parity);
-      ptx::mbar_arrive_expect_tx(bars.v_full(st), Tr::kKVBytes);
-      if (rank == 1) {
-#pragma unroll
-        for (int c = 0; c < Tr::kChunks; ++c)
-          ptx::tma_load_3d_multicast(sm.v + st * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bars.v_full(st),
-                                     c * Tr::kChunkElems, k0, kv_bh, kBoth);
-      }
-    }
-    // The next pair's ticket, rank 0 -> rank 1 (handoff tn + 1; its phase tn on both barriers).
-    if (rank == 0) {
-      if (ticket == n_pairs - 1u) atomicExch(counter, 0u);  // the launch's last ticket
-      ptx::mbar_wait_cluster(tb.empty, (std::uint32_t(tn) & 1u) ^ 1u);  // rank 1 has read the previous one
-      ptx::st_shared_cluster_u32(peer_word, ticket);
-      ptx::mbar_arrive_cluster(peer_full);
-    } else {
-      ptx::mbar_wait_cluster(tb.full, std::uint32_t(tn) & 1u);
-      ticket = unsigned(ld_shared_s32(tb.word));
-      ptx::mbar_arrive_cluster(peer_empty);
-    }
-    pair = n_clusters + ticket;
-  }
 }
 
 // ---- consumer pieces ----
@@ -616,8 +465,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
   static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
-  constexpr bool kMcast = (kOpt & kOptMcast) != 0;
-  static_assert(!kMcast || !kTailSplit, "kOptMcast: unsplit launches");
   constexpr bool kLazyRescale = (kOpt & kOptLazyRescale) != 0;
   static_assert(!kLazyRescale || (Tr::kIntraOverlap && !kEarlyRescale && !kXTile),
                 "kOptLazyRescale: the overlapped loop with O rescaled after the P V wait");
@@ -636,26 +483,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // One arrival per consumer warp once its wgmma reads of the buffer are complete.
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) ptx::mbar_arrive(bar);
-  };
-  // The same for a K/V ring stage's empty barrier; kOptMcast: on both blocks' (either producer multicasts into this
-  // block's stage and waits on its own block's barrier), lane 0 on this block's, lane 1 on the peer's, with the remote
-  // arrive's default (CTA-scope) release, as CUTLASS's pipelines release a multicast stage: the stage was only read
-  // (wgmma, complete at its wait). Call B's .release.cluster put MEMBAR.ALL.GPU (+ MEMBAR.ALL.CTA, ERRBAR, CGAERRBAR)
-  // before each of these arrivals, twice a K/V step in every consumer warp, on the ping-pong's critical chain.
-  [[maybe_unused]] std::uint32_t peer_rank = 0;
-  if constexpr (kMcast) peer_rank = ptx::cluster_ctarank() ^ 1u;
-  auto release_kv = [&](std::uint32_t bar) {
-    if constexpr (kMcast) {
-      if (lane == 0) ptx::mbar_arrive(bar);
-      else if (lane == 1) ptx::mbar_arrive_remote(ptx::mapa_shared(bar, peer_rank));
-    } else {
-      release(bar);
-    }
-  };
-  // The work tile of the tile word t (kOptMcast: pair and rank, pair_tile).
-  auto tile_of = [&](int t) {
-    if constexpr (kMcast) return pair_tile<Tr>(prm, mask, t >> 1, t & 1);
-    else return work_tile<Tr>(prm, mask, t);
   };
   auto stage_of = [](int i) { return i % Tr::kStages; };
   auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
@@ -770,13 +597,13 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       if (pending_t != kNoMoreWork) {
         ptx::fence_operands(o);
         ptx::fence_operands(p);
-        release_kv(bars.v_empty(pending_v));
+        release(bars.v_empty(pending_v));
         std::uint32_t ob[Tr::kORegs / 2];
         pack_o(ob, pending_inv);
         if constexpr (kTRec) {
           store_o(pending_bh, pending_q0 + wg_row0, ob);
         } else {
-          const WorkTile pw = tile_of(pending_t);
+          const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
           store_o(pw.bh, pw.q0 + wg_row0, ob);
         }
       }
@@ -833,7 +660,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                    : "r"(tile_rec_addr<Tr>(qr.word, q_slot))
                    : "memory");
     } else {
-      w = tile_of(t);
+      w = work_tile<Tr>(prm, mask, t);
     }
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;
@@ -884,7 +711,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
-        release_kv(bars.k_empty(stage_of(it)));
+        release(bars.k_empty(stage_of(it)));
         if constexpr (kXTile) {
           xtile_finish();
           zero_o();
@@ -908,7 +735,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           turn_end();
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
-          release_kv(bars.k_empty(st));
+          release(bars.k_empty(st));
           if constexpr (kLazyRescale)
             o_rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           else
@@ -920,7 +747,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_wait<0>();
           ptx::fence_operands(o);
           ptx::fence_operands(p);
-          release_kv(bars.v_empty(prev));
+          release(bars.v_empty(prev));
           if constexpr (!kEarlyRescale) {
             if (!kLazyRescale || o_rescale) rescale_o<Tr>(o, alpha);
           }
@@ -963,7 +790,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
             ptx::wgmma_wait<0>();
             ptx::fence_operands(o);
             ptx::fence_operands(p);
-            release_kv(bars.v_empty(last));
+            release(bars.v_empty(last));
           };
           pv_last();
         }
@@ -980,9 +807,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       for (int j = wg_tiles; j < n_tiles; ++j) {
         const int st = stage_of(it + j);
         ptx::mbar_wait(bars.k_full(st), parity_of(it + j));
-        release_kv(bars.k_empty(st));
+        release(bars.k_empty(st));
         ptx::mbar_wait(bars.v_full(st), parity_of(it + j));
-        release_kv(bars.v_empty(st));
+        release(bars.v_empty(st));
         turn_begin();
         turn_end();
       }
@@ -997,7 +824,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         turn_end();
         ptx::wgmma_wait<0>();
         ptx::fence_operands(s);
-        release_kv(bars.k_empty(st));
+        release(bars.k_empty(st));
         if (Tr::kSeparateO && j == n_tiles - 1) release(qr.empty(q_slot));
         softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
                          scale_log2);
@@ -1012,7 +839,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::wgmma_wait<0>();
         ptx::fence_operands(o);
         ptx::fence_operands(p);
-        release_kv(bars.v_empty(st));
+        release(bars.v_empty(st));
       }
     }
     it += n_tiles;
@@ -1066,29 +893,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const Barriers<Tr> bars{base + Tr::kOffBar};
   // The mask in registers, read from parameter space once: the wgmma asm statements clobber memory,
   // which would otherwise reload its fields at every use.
-  // kOptTailSplit and kOptMcast run non-causal launches only (the launcher): the mask's causal branches folded away.
+  // kOptTailSplit runs non-causal launches only (the launcher): the mask's causal branches folded away.
   const CausalMask mask =
-      (kOpt & (kOptTailSplit | kOptMcast)) != 0 ? CausalMask{prm.mask.seq_q, prm.mask.seq_k, false} : prm.mask;
+      (kOpt & kOptTailSplit) != 0 ? CausalMask{prm.mask.seq_q, prm.mask.seq_k, false} : prm.mask;
   const int n_work = prm.planes * prm.q_tiles;  // the launcher keeps it below 2^31
 
   const QRing<Tr> qr{bars, base + Tr::kOffQ, base + Tr::kOffTileWord, Tr::kQStages > 1 ? prm.q_slots_log2 : 0};
 
   init_q_ring<Tr>(qr);
-  if constexpr ((kOpt & kOptMcast) != 0) {
-    // A two-block cluster (produce_mcast): both blocks' barriers initialised before either block's first multicast or
-    // remote arrival, and neither block exits while the other may still arrive on its barriers (the consumers' K/V
-    // releases, the ticket handoff's last arrival) or multicast into it: a cluster barrier at both ends.
-    const TicketBars tb{base + Tr::kOffMcast, base + Tr::kOffMcast + Tr::kBarBytes,
-                        base + Tr::kOffMcast + 2 * Tr::kBarBytes};
-    init_barriers_mcast<Tr>(bars, tb);
-    run_roles<Tr>([&] { produce_mcast<Tr, kOpt>(prm, sm, qr, tb, mask); },
-                  [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
-    ptx::cluster_sync();
-  } else {
-    init_barriers<Tr>(bars);
-    run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },
-                  [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
-  }
+  init_barriers<Tr>(bars);
+  run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },
+                [&](int cw) { consume<Tr, kOpt>(prm, sm, bars, qr, mask, cw); });
 #else
   // Built for a target without wgmma/TMA: unsupported() reports it before any launch.
   __trap();

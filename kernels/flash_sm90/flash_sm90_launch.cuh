@@ -87,14 +87,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            tiles skip O's 32 multiplies (flash_sm90_kernel.cuh softmax_step_lazy). Call A: 1.017x over six
 //            non-causal rows (1.033x at 33 heads x 12288, the loop alone), 1.006x over four causal ones. Another
 //            variant word runs its variant without it; naming `lazyres` beside one is an error
-//   mcast    non-causal launches at d = 64 and 128 (session 17; the shipped variant, unsplit): two-block clusters
-//            that run query tiles 2i and 2i + 1 of one plane at the same time and read each K/V tile from L2 once, TMA
-//            multicast into both blocks (rank 0 loads K, rank 1 V; kOptMcast, produce_mcast, launch_fwd's cluster
-//            launch). Causal launches run the default. Call A (session 17): at d = 128 N = 1k both kernels at the
-//            692 W cap, ours at 1710 MHz against cuDNN's 1740-1755, with 1.8x cuDNN's L2 sectors read (36.7M vs 18.5M
-//            from the SMs' loads), the SMs receiving the same (35.65M sectors both); cuDNN's grid is not clustered, its
-//            neighbouring blocks (two query tiles of one head, in lockstep) likely coalesce in the L2 request coalescer;
-//            ours, persistent, run different planes side by side. Does reading K/V once a pair buy clock at the cap?
 //   qalign   causal: query tiles aligned to the end of the sequence, so that a partial tile (seq_q not a
 //            multiple of kBr: d = 64's 192 rows at N = 512, 1024) is the first, shortest one, its missing
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
@@ -125,7 +117,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // shipped variant, where early runs O's 64 multiplies inside the turn: call B 0.993x non-causal, 0.985x causal);
 // session 17's (call A) `lazyres2` (lazyres with the warp's vote on its lanes' partial maxima before the quad's
 // shuffles: 0.999x d = 64 non-causal, 0.965x causal), `halfdiag` and `halfgemm` (d = 64 causal: a warpgroup's last
-// K/V tile on the 64 keys its rows see, GEMMs and softmax / GEMMs only: 0.993x / 0.969x at causal N <= 1k).
+// K/V tile on the 64 keys its rows see, GEMMs and softmax / GEMMs only: 0.993x / 0.969x at causal N <= 1k); session
+// 17's `mcast` (non-causal: two-block clusters on query tiles 2i, 2i + 1 of a plane, each K/V tile read from L2 once
+// and multicast into both: L2 reads 0.56x and the clock at the power cap 1695 -> 1845 MHz, but +17% cycles from the
+// pair's coupling through the 2-stage ring: 0.948x at d = 128 N <= 2k in call C; the code is in history at 5d46b87).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -178,7 +173,6 @@ struct FwdProbe {
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
   int lazy_rescale = -1;  // 1 lazyres, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
-  bool mcast = false;  // kOptMcast on non-causal launches of the shipped variant (d = 64, 128)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -206,7 +200,7 @@ inline FwdProbe fwd_probe() {
         f.removed = w;
         f.removed_in = "session 16";
       }
-    for (const char* w : {"lazyres2", "halfdiag", "halfgemm"})
+    for (const char* w : {"lazyres2", "halfdiag", "halfgemm", "mcast"})
       if (has(w)) {
         f.removed = w;
         f.removed_in = "session 17";
@@ -232,7 +226,6 @@ inline FwdProbe fwd_probe() {
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
-    f.mcast = has("mcast");
     return f;
   }();
   return probe;
@@ -245,49 +238,11 @@ inline int next_tile_counter() {
   return int(launches.fetch_add(1u, std::memory_order_relaxed) % unsigned(kTileCounters));
 }
 
-// kOptMcast's launch of prm (fwd_params; non-causal, so q_shift = 0): clusters of two blocks along x
-// (cudaLaunchKernelEx, cudaLaunchAttributeClusterDimension), as many as run at once with one block an SM
-// (cudaOccupancyMaxActiveClusters, asked once per kernel) and at most one per pair of query tiles, every one on the tile
-// counter (produce_mcast), with the two Q slots, and with the shared memory of the ticket handoff (kSmemBytesMcast).
-template <typename Tr, unsigned kOpt> void launch_fwd_mcast(FwdParams prm, cudaStream_t stream) {
-  static_assert(Tr::kSmemBytesMcast <= std::size_t(Tr::kSmemOptIn), "kOptMcast: the handoff's words fit");
-  const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
-  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytesMcast)));
-  if (prm.mask.causal || prm.q_shift != 0) throw std::logic_error("flash-sm90 forward: kOptMcast launched causal");
-  prm.skip_unseen = 1;
-  prm.eager_store_wait = 0;
-  prm.q_slots_log2 = Tr::kQStages > 1 ? 1 : 0;
-  prm.tile_counter = next_tile_counter();
-  const long long n_pairs = std::int64_t(prm.planes) * ((prm.q_tiles + 1) / 2);
-  if (2 * n_pairs >= INT_MAX) throw std::invalid_argument("flash-sm90 forward: too many work tiles for kOptMcast");
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(unsigned(Tr::kThreads));
-  cfg.dynamicSmemBytes = Tr::kSmemBytesMcast;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  static const int max_clusters = [&] {
-    cudaLaunchConfig_t q = cfg;
-    q.gridDim = dim3(2u * unsigned(current_sm_count()));
-    int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, kernel, &q) != cudaSuccess || n < 1) {
-      (void)cudaGetLastError();
-      n = current_sm_count() / 2;
-    }
-    return n;
-  }();
-  cfg.gridDim = dim3(unsigned(2 * std::min<long long>(n_pairs, max_clusters)));
-  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, prm));
-  FB_CUDA_CHECK_LAUNCH();
-}
-
-// The kernel's parameters for p with traits Tr but those of its schedule (launch_fwd and launch_fwd_mcast set them).
-template <typename Tr> FwdParams fwd_params(const AttentionParams& p, Dtype t) {
+// One launch of the forward with traits Tr and consumer variant kOpt (flash_sm90_kernel.cuh) on
+// `stream` (unsupported() has vetted p). kOptTailSplit launches take `split`, fwd_tail_split's plan for p on the SMs
+// this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
+template <typename Tr, unsigned kOpt = 0>
+void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
@@ -315,18 +270,7 @@ template <typename Tr> FwdParams fwd_params(const AttentionParams& p, Dtype t) {
   const int l2_share = l2_small ? 6 : 3;
   prm.plane_group = int(std::min<std::int64_t>(
       std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
-  return prm;
-}
 
-// One launch of the forward with traits Tr and consumer variant kOpt (flash_sm90_kernel.cuh) on
-// `stream` (unsupported() has vetted p). kOptTailSplit launches take `split`, fwd_tail_split's plan for p on the SMs
-// this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
-template <typename Tr, unsigned kOpt = 0>
-void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
-  static_assert((kOpt & kOptMcast) == 0, "kOptMcast: launch_fwd_mcast");
-  FwdParams prm = fwd_params<Tr>(p, t);
-  const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
-  const FwdProbe probe = fwd_probe();
   const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
@@ -416,7 +360,7 @@ template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sm
     return none;  // d = 64's kernel (three consumer warpgroups) only
   } else {
     if (!variant_on(fwd_probe().tail_split, Tr::kHeadDim, FwdDefaults::kTailSplitHeadDim) || !shipped_variant<Tr>() ||
-        p.causal || n_work >= INT_MAX || sms <= 0 || fwd_probe().mcast)  // mcast: non-causal launches unsplit
+        p.causal || n_work >= INT_MAX || sms <= 0)
       return none;
     return tail_split_plan(n, int(std::min<long long>(n_work, sms)), (p.seq_k + Tr::kBc - 1) / Tr::kBc);
   }
@@ -428,15 +372,6 @@ template <typename Tr> TailSplit fwd_tail_split(const AttentionParams& p, int sm
 // the default at d = 64, FwdDefaults::kLazyRescaleHeadDim; `nolazyres` off; another variant word runs that variant
 // without it).
 template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams& p, Dtype t, cudaStream_t stream) {
-  // mcast: non-causal launches of the shipped variant (run_fwd allows the word with no other variant word) in two-block
-  // clusters with K/V multicast (kOptMcast), unsplit; causal ones as shipped.
-  if (fwd_probe().mcast && !p.causal) {
-    constexpr unsigned kShipped = (Tr::kHeadDim == FwdDefaults::kTileRecHeadDim ? kOptTileRec : 0u) |
-                                  (Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u) |
-                                  (Tr::kHeadDim == FwdDefaults::kLazyRescaleHeadDim ? kOptLazyRescale : 0u);
-    launch_fwd_mcast<Tr, kOpt | kShipped | kOptMcast>(fwd_params<Tr>(p, t), stream);
-    return;
-  }
   const unsigned want = fwd_ship_bits<Tr>();
   if constexpr (Tr::kConsumerWgs == 3) {
     constexpr unsigned kShipped = Tr::kHeadDim == FwdDefaults::kUniformStageHeadDim ? kOptUniformStage : 0u;
@@ -503,9 +438,6 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
     if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale > 0 && !shipped_variant<Tr>())
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' runs on d = 64's shipped variant only (no trec, "
                                   "l2hint, noustage, early, nopp, oneq, static or old beside it)");
-    if (fwd_probe().mcast &&
-        (!shipped_variant<Tr>() || fwd_probe().lazy_rescale >= 0 || fwd_probe().tail_split >= 0 || !fwd_probe().x_tile))
-      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'mcast' runs on the shipped variant only (no other word beside it)");
     // The probes' variants are instantiated for the head dims sessions 7 and 8 tuned (issue 13).
     if (fwd_probe().no_ping_pong) {
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;

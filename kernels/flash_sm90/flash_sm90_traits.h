@@ -117,14 +117,6 @@ struct FwdTraits {
   static constexpr std::size_t kSmemBytes =
       std::size_t(kOffTileRec + kQStages * kTileRecBytes + kAtomBytes);
 
-  // kOptMcast (flash_sm90_kernel.cuh; two-block clusters that multicast K/V): after the tile records, the pair-ticket
-  // handoff between the cluster's producers: rank 1's "ticket full" barrier, rank 0's "ticket empty" barrier, and the
-  // word rank 0 writes into rank 1 (every block has all three; each uses its own). Outside kSmemBytes: only those
-  // launches ask for kSmemBytesMcast (the other kernels' layout and size stay as they were).
-  static constexpr int kOffMcast = kOffTileRec + kQStages * kTileRecBytes;
-  static constexpr int kMcastBytes = 2 * kBarBytes + 8;
-  static constexpr std::size_t kSmemBytesMcast = kSmemBytes + std::size_t(kMcastBytes);
-
   // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
   static constexpr int kRegFile = 64 * 1024;
   static constexpr int kLaunchRegs = kRegFile / kThreads / 8 * 8;  // the cap __launch_bounds__ sets
