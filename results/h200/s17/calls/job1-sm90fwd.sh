@@ -14,6 +14,8 @@
 # / first's), each mcast reading as (mcast / cudnn) / (default / cudnn) with the default runs before and after
 # averaged (geometric mean), their mean; geometric means per class; flash-sm90 rows not verified; ncu; clocks.
 #   BUILD=<build dir> OUTDIR=<dir> bash results/h200/s17/calls/job1-sm90fwd.sh
+# Ran in calls B (on 65e79c1's kernel) and C (on 5d46b87's); mcast was removed after call C (the word is refused since):
+# the job is the record of what ran, for a build of 5d46b87.
 set -uo pipefail
 build=${BUILD:?BUILD=<build dir>}
 out=${OUTDIR:?OUTDIR=<dir>}
