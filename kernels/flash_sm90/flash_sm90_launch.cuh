@@ -117,7 +117,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // shipped variant, where early runs O's 64 multiplies inside the turn: call B 0.993x non-causal, 0.985x causal);
 // session 17's (call A) `lazyres2` (lazyres with the warp's vote on its lanes' partial maxima before the quad's
 // shuffles: 0.999x d = 64 non-causal, 0.965x causal), `halfdiag` and `halfgemm` (d = 64 causal: a warpgroup's last
-// K/V tile on the 64 keys its rows see, GEMMs and softmax / GEMMs only: 0.993x / 0.969x at causal N <= 1k).
+// K/V tile on the 64 keys its rows see, GEMMs and softmax / GEMMs only: 0.993x / 0.969x at causal N <= 1k); session
+// 17's `mcast` (non-causal: two-block clusters on query tiles 2i, 2i + 1 of a plane, each K/V tile read from L2 once
+// and multicast into both: L2 reads 0.56x and the clock at the power cap 1695 -> 1845 MHz, but +17% cycles from the
+// pair's coupling through the 2-stage ring: 0.948x at d = 128 N <= 2k in call C; the code is in history at 5d46b87).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -197,7 +200,7 @@ inline FwdProbe fwd_probe() {
         f.removed = w;
         f.removed_in = "session 16";
       }
-    for (const char* w : {"lazyres2", "halfdiag", "halfgemm"})
+    for (const char* w : {"lazyres2", "halfdiag", "halfgemm", "mcast"})
       if (has(w)) {
         f.removed = w;
         f.removed_in = "session 17";
