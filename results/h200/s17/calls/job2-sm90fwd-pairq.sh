@@ -8,9 +8,9 @@
 # runs consecutive blocks on consecutive query tiles of one head), ours 0.46M (grouped_tile hands consecutive tickets
 # to different planes); halving our L2 reads (session 17's `mcast`, call C) raised the clock at the 692 W cap by 8.8%.
 # Steps: the GPU tests '[sm90fwd]' under pairq and under static,pairq, two processes side by side (a test run that times
-# out drops its setting from every later step); flashbench default, pairq, static+pairq, default, static, pairq,
+# out drops its setting from every later step); flashbench default, pairq, static+pairq, static, default, pairq,
 # static+pairq, default (a run other than the last starts only while it and the last still fit beside the ncu and clock
-# steps: at session 17's step times ~5 of the 7 before the last run) on configs/sm90fwd-s17.json's 9 rows below, each
+# steps: at session 17's step times the first 5, then the last: one reading of each setting, two where time allows) on configs/sm90fwd-s17.json's 9 rows below, each
 # beside cudnn, every row verified; ncu (one launch each, d = 128 N = 1k: default, static,pairq, pairq; static last):
 # L2 read sectors of the SMs' loads, what the SMs receive, the coalescer's hardware-coalesced and L2-to-coalescer read
 # sectors, DRAM bytes, time; the SM clock (nvidia-smi every 50 ms) with ~1.5 s each of the default and the best setting
@@ -84,7 +84,7 @@ keep() { case " $dropped " in *" $1 "*) return 1 ;; esac; return 0; }
 runs=()
 n=0
 longest=5  # the longest run so far but the first (s): a run other than the last starts only if it and the last fit
-plan=(default pairq spq default static pairq spq default)
+plan=(default pairq spq static default pairq spq default)
 reserve=14  # seconds kept for three ncu launches (~3 s each) and the clock step (2 x ~2 s)
 for v in "${plan[@]}"; do
   n=$((n + 1))
