@@ -1102,6 +1102,64 @@ TEST_CASE("tile order: every work tile once, plane groups one after another, lon
   CHECK(grouped_tile(1, 4, 8, 1).q_tile == 6);
 }
 
+// flash-sm90 forward's `pairq` (session 17): the plane-major order, run by the kernels as grouped_tile with
+// plane_group = 1 (flash_sm90_launch.cuh).
+TEST_CASE("tile order: plane-major (pairq) visits every tile once, is grouped_tile with groups of one plane, and "
+          "pairs blocks 2i, 2i + 1 on one plane under the static round-robin",
+          "[cpu]") {
+  for (const int planes : {1, 5, 16, 33})
+    for (const int q_tiles : {1, 3, 6, 8, 16}) {
+      std::vector<int> seen(std::size_t(planes) * q_tiles, 0);
+      for (int t = 0; t < planes * q_tiles; ++t) {
+        const PlaneTile pt = plane_major_tile(t, q_tiles);
+        REQUIRE(pt.bh >= 0);
+        REQUIRE(pt.bh < planes);
+        REQUIRE(pt.q_tile >= 0);
+        REQUIRE(pt.q_tile < q_tiles);
+        ++seen[std::size_t(pt.bh) * q_tiles + pt.q_tile];
+        // Consecutive tickets: the next query tile down in the same plane, or the next plane's last one.
+        if (t > 0) {
+          const PlaneTile prev = plane_major_tile(t - 1, q_tiles);
+          if (prev.q_tile > 0) {
+            REQUIRE(pt.bh == prev.bh);
+            REQUIRE(pt.q_tile == prev.q_tile - 1);
+          } else {
+            REQUIRE(pt.bh == prev.bh + 1);
+            REQUIRE(pt.q_tile == q_tiles - 1);
+          }
+        }
+        // grouped_tile with groups of one plane, which is how the kernels run it.
+        const PlaneTile g1 = grouped_tile(t, planes, q_tiles, 1);
+        REQUIRE(g1.bh == pt.bh);
+        REQUIRE(g1.q_tile == pt.q_tile);
+        // Plane groups drop out: the order written per group of plane_group planes (the last group partial where
+        // plane_group does not divide planes), a group's tile u on plane first + u / q_tiles, is the same.
+        for (const int group : {1, 2, 4, 7, 64}) {
+          const int gt = group * q_tiles, grp = t / gt, u = t - grp * gt;
+          REQUIRE(grp * group + u / q_tiles == pt.bh);
+          REQUIRE(q_tiles - 1 - u % q_tiles == pt.q_tile);
+        }
+      }
+      for (int n : seen) REQUIRE(n == 1);
+    }
+  // The static round-robin on the H200's 132 blocks (t = b + 132 k): blocks 2i and 2i + 1 run adjacent query tiles of
+  // one plane in every round where q_tiles is even (the job's rows: d = 128 N = 512 .. 4k, 4 .. 32 tiles of 128 rows;
+  // d = 64 N = 1k / 4k, 6 / 22 tiles of 192 rows); odd q_tiles split some pairs across two planes.
+  for (const int q_tiles : {4, 6, 8, 16, 22, 32}) {
+    const int n_work = 512 * q_tiles;
+    for (int t = 0; t + 1 < n_work; t += 2) {  // t = 2i + 132 k is even
+      const PlaneTile a = plane_major_tile(t, q_tiles), b = plane_major_tile(t + 1, q_tiles);
+      REQUIRE(a.bh == b.bh);
+      REQUIRE(b.q_tile == a.q_tile - 1);
+    }
+  }
+  CHECK(plane_major_tile(7, 8).bh == 0);
+  CHECK(plane_major_tile(7, 8).q_tile == 0);
+  CHECK(plane_major_tile(8, 8).bh == 1);
+  CHECK(plane_major_tile(8, 8).q_tile == 7);
+  CHECK(plane_major_tile(3, 3).bh == 1);  // odd q_tiles: tickets 2, 3 on planes 0 and 1
+}
+
 TEST_CASE("cpu: split plan: forced counts exactly, auto fills the tasks with whole tiles", "[cpu]") {
   // Forced: exactly N splits, even when that leaves splits past the keys (empty).
   const SplitPlan forced = plan_splits(5, 7, 1, 64, 64, 64);

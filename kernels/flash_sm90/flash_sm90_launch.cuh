@@ -92,6 +92,14 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
 //            K/V tiles (FwdParams::q_shift; default at d = 64 since session 10's call A; the word applies
 //            at d = 256 too)
+//   pairq    d = 64 and 128 non-causal launches (session 17, prepared for session 18's call; unmeasured): the work tiles
+//            in the plane-major order (common/tile_order.h plane_major_tile: a plane's query tiles on consecutive
+//            tickets, its last first), so that blocks taking consecutive tickets at about the same time stream one
+//            plane's K/V together and the L2 request coalescer can serve two SMs' requests with one L2 read (cuDNN's
+//            grid gets 41% of its K/V sectors so at d = 128 N = 1k, ours ~1%: docs/perf-notes.md). The same kernels,
+//            launched with plane_group = 1 (plane_major_tile is grouped_tile's order with groups of one plane): no
+//            device code of its own. With `static` (t = blockIdx.x + k x grid on 132 blocks), blocks 2i and 2i + 1
+//            run two query tiles of one plane in every round where q_tiles is even. Causal launches and d = 256 ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -173,6 +181,7 @@ struct FwdProbe {
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
   int lazy_rescale = -1;  // 1 lazyres, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
+  bool pair_q = false;    // pairq: non-causal launches at d = 64 and 128 in the plane-major order (plane_group = 1)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -226,6 +235,7 @@ inline FwdProbe fwd_probe() {
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
+    f.pair_q = has("pairq");
     return f;
   }();
   return probe;
@@ -270,6 +280,9 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
   const int l2_share = l2_small ? 6 : 3;
   prm.plane_group = int(std::min<std::int64_t>(
       std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
+  // pairq: groups of one plane, which makes work_tile's grouped_tile the plane-major order (plane_major_tile,
+  // common/tile_order.h); a host value only, so every kernel runs it as it is.
+  if ((Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && probe.pair_q && !p.causal) prm.plane_group = 1;
 
   const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
