@@ -489,8 +489,6 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 
   float o[Tr::kORegs];
   float m[2], l[2], alpha[2];
-  // kLazyRescale: whether the last softmax step moved this warp's max, i.e. whether O needs alpha.
-  [[maybe_unused]] bool o_rescale = true;
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
   // kEarlyRescale: O *= alpha of the last softmax step, then the fence a wgmma needs after its
@@ -736,6 +734,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           ptx::wgmma_wait<1>();  // S_j done, P V may still run
           ptx::fence_operands(s);
           release(bars.k_empty(st));
+          [[maybe_unused]] bool o_rescale = true;  // kLazyRescale: whether this warp's rows moved their max
           if constexpr (kLazyRescale)
             o_rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
           else
@@ -780,19 +779,16 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           if constexpr (kEarlyRescale) rescale_o<Tr>(o, alpha);
           pending_v = last;  // issued with the next tile's S_0 (or alone at exit)
         } else {
-          auto pv_last = [&] {
-            turn_begin();
-            if constexpr (kEarlyRescale) rescale_then_fence();
-            else ptx::wgmma_fence();
-            gemm.pv(o, p, last);
-            ptx::wgmma_commit();
-            turn_end();
-            ptx::wgmma_wait<0>();
-            ptx::fence_operands(o);
-            ptx::fence_operands(p);
-            release(bars.v_empty(last));
-          };
-          pv_last();
+          turn_begin();
+          if constexpr (kEarlyRescale) rescale_then_fence();
+          else ptx::wgmma_fence();
+          gemm.pv(o, p, last);
+          ptx::wgmma_commit();
+          turn_end();
+          ptx::wgmma_wait<0>();
+          ptx::fence_operands(o);
+          ptx::fence_operands(p);
+          release(bars.v_empty(last));
         }
       } else {
         // No tile (never with kXTile): O = 0 and the row sums stay 0 (rows past the end are not

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -195,25 +196,20 @@ inline FwdProbe fwd_probe() {
     const char* env = std::getenv("FB_SM90_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
-    for (const char* w : {"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2",
-                          "ones", "xskip", "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff",
-                          "backoff256", "ncalign"})
-      if (has(w)) f.removed = w;
-    for (const char* w : {"qahead", "fullfirst"})
-      if (has(w)) {
-        f.removed = w;
-        f.removed_in = "session 15";
-      }
-    for (const char* w : {"lazyres128"})
-      if (has(w)) {
-        f.removed = w;
-        f.removed_in = "session 16";
-      }
-    for (const char* w : {"lazyres2", "halfdiag", "halfgemm", "mcast"})
-      if (has(w)) {
-        f.removed = w;
-        f.removed_in = "session 17";
-      }
+    // A removed word names its session where the message can (sessions 15 on; nullptr: the ones before).
+    const auto refuse = [&](std::initializer_list<const char*> words, const char* session) {
+      for (const char* w : words)
+        if (has(w)) {
+          f.removed = w;
+          f.removed_in = session;
+        }
+    };
+    refuse({"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2", "ones", "xskip",
+            "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff", "backoff256", "ncalign"},
+           nullptr);
+    refuse({"qahead", "fullfirst"}, "session 15");
+    refuse({"lazyres128"}, "session 16");
+    refuse({"lazyres2", "halfdiag", "halfgemm", "mcast"}, "session 17");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
