@@ -1102,8 +1102,8 @@ TEST_CASE("tile order: every work tile once, plane groups one after another, lon
   CHECK(grouped_tile(1, 4, 8, 1).q_tile == 6);
 }
 
-// flash-sm90 forward's `pairq` (session 17): the plane-major order, run by the kernels as grouped_tile with
-// plane_group = 1 (flash_sm90_launch.cuh).
+// flash-sm90 forward's `pairq` (session 17; the d = 128 non-causal default since session 18): the plane-major order,
+// run by the kernels as grouped_tile with plane_group = 1 (flash_sm90_launch.cuh).
 TEST_CASE("tile order: plane-major (pairq) visits every tile once, is grouped_tile with groups of one plane, and "
           "pairs blocks 2i, 2i + 1 on one plane under the static round-robin",
           "[cpu]") {

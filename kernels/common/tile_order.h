@@ -32,18 +32,18 @@ FB_HOST_DEVICE inline PlaneTile grouped_tile(int t, int planes, int q_tiles, int
   return PlaneTile{first_plane + within % planes_here, q_tiles - 1 - within / planes_here};
 }
 
-// The plane-major order (the flash-sm90 forward's `pairq` probe, non-causal launches; session 17): the q_tiles
-// query tiles of one plane on consecutive tickets, its last tile first, then the next plane's. So blocks that take
-// consecutive tickets at about the same time (every block at a persistent launch's start: block b runs tile b; then
-// those finishing together) run query tiles of one plane and stream the same K/V tiles in the same order, which the
-// L2 request coalescer can serve with one L2 read where two SMs of a GPC ask for a sector close together (cuDNN's
-// grid, one block per query tile, gets 41% of its delivered K/V sectors so; grouped_tile, whose consecutive tickets
-// are different planes, ~1%). With the static round-robin (block b takes t = b + k x grid) on an even grid and an
-// even q_tiles, blocks 2i and 2i + 1 take two query tiles of one plane in every round.
-// Plane groups drop out of it: within a group of planes [f, f + g) its tile f x q_tiles + u is plane f + u / q_tiles
-// whatever g is, so it needs no plane_group; it is grouped_tile with plane_group = 1 (tests/test_cpu.cpp checks both),
-// and a kernel that takes its order from grouped_tile runs it when launched with plane_group = 1. The L2 working set
-// is a window of the planes that running blocks read (about blocks / q_tiles + 1 of them), no larger than a group's.
+// The plane-major order (the flash-sm90 forward's `pairq`, non-causal launches; session 17, the d = 128 default since
+// session 18): the q_tiles query tiles of one plane on consecutive tickets, its last tile first, then the next plane's.
+// So blocks that take consecutive tickets at about the same time (every block at a persistent launch's start: block b
+// runs tile b; then those finishing together) run query tiles of one plane and stream the same K/V tiles in the same
+// order, which the L2 request coalescer can serve with one L2 read where two SMs of a GPC ask for a sector close
+// together (cuDNN's grid, one block per query tile, gets 41% of its delivered K/V sectors so; grouped_tile, whose
+// consecutive tickets are different planes, ~1%). With the static round-robin (block b takes t = b + k x grid) on an
+// even grid and an even q_tiles, blocks 2i and 2i + 1 take two query tiles of one plane in every round. Plane groups
+// drop out of it: within a group of planes [f, f + g) its tile f x q_tiles + u is plane f + u / q_tiles whatever g is,
+// so it needs no plane_group; it is grouped_tile with plane_group = 1 (tests/test_cpu.cpp checks both), and a kernel
+// that takes its order from grouped_tile runs it when launched with plane_group = 1. The L2 working set is a window of
+// the planes that running blocks read (about blocks / q_tiles + 1 of them), no larger than a group's.
 FB_HOST_DEVICE inline PlaneTile plane_major_tile(int t, int q_tiles) {
   const int bh = t / q_tiles;
   return PlaneTile{bh, q_tiles - 1 - (t - bh * q_tiles)};

@@ -93,14 +93,17 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            rows before row 0, rather than the last, longest one, with warpgroups that sit out all its
 //            K/V tiles (FwdParams::q_shift; default at d = 64 since session 10's call A; the word applies
 //            at d = 256 too)
-//   pairq    d = 64 and 128 non-causal launches (session 17, prepared for session 18's call; unmeasured): the work tiles
-//            in the plane-major order (common/tile_order.h plane_major_tile: a plane's query tiles on consecutive
-//            tickets, its last first), so that blocks taking consecutive tickets at about the same time stream one
-//            plane's K/V together and the L2 request coalescer can serve two SMs' requests with one L2 read (cuDNN's
-//            grid gets 41% of its K/V sectors so at d = 128 N = 1k, ours ~1%: docs/perf-notes.md). The same kernels,
-//            launched with plane_group = 1 (plane_major_tile is grouped_tile's order with groups of one plane): no
-//            device code of its own. With `static` (t = blockIdx.x + k x grid on 132 blocks), blocks 2i and 2i + 1
-//            run two query tiles of one plane in every round where q_tiles is even. Causal launches and d = 256 ignore it
+//   pairq    d = 64 and 128 non-causal launches (the default at d = 128 since session 18's call A; `nopairq` the order
+//            before it): the work tiles in the plane-major order (common/tile_order.h plane_major_tile: a plane's query
+//            tiles on consecutive tickets, its last first), so that blocks taking consecutive tickets at about the same
+//            time stream one plane's K/V together and the L2 request coalescer serves two SMs' identical requests with
+//            one L2 read. The same kernels, launched with plane_group = 1 (plane_major_tile is grouped_tile's order
+//            with groups of one plane): no device code of its own. With `static` (t = blockIdx.x + k x grid on 132
+//            blocks), blocks 2i and 2i + 1 run two query tiles of one plane in every round where q_tiles is even. Call
+//            A (two runs, pairq / default): d = 128 N <= 2k geomean 1.030 / 1.031x, N = 4k 1.007 / 1.042x, d = 64 1.010
+//            / 1.008x (under its rule: off there); ncu at d = 128 N = 1k: 0.7-0.8M -> 18.3-18.7M sectors coalesced in
+//            hardware, L2 reads 0.50x, the clock at the 692 W cap 1710 -> 1785 MHz. Causal launches and d = 256 ignore
+//            it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -166,6 +169,10 @@ struct FwdDefaults {
   // non-causal 1.033 / 1.010 / 1.024 / 1.006 / 1.020 / 1.008x at 33 heads x 12288 / N = 6144 / 1536 / 1024 / 768 / 512,
   // causal 1.020 / 0.998 / 1.004x at N = 1024 / 768 / 512, fp16 causal 512 1.001x; Q, K x 3 inputs 1.005 / 1.015x.
   static constexpr int kLazyRescaleHeadDim = 64;
+  // Session 18's call A (results/h200/s18/callA/pairq1, pairq2; pairq / default, two runs): d = 128 non-causal bf16
+  // 1.013 / 1.031x at N = 512, 1.038 / 1.034x at 1k, 1.028 / 1.040x at 2k, 1.007 / 1.042x at 4k; fp16 1k 1.059 /
+  // 1.035x; GQA 32/8 1k 1.015 / 1.015x; d = 64 1.003-1.016x (geomean 1.010 / 1.008x, under its 1.010x rule).
+  static constexpr int kPairQHeadDim = 128;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -182,7 +189,8 @@ struct FwdProbe {
   int uniform_stage = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kUniformStageHeadDim)
   int tail_split = -1;  // 1 on, 0 off, -1 the default (FwdDefaults::kTailSplitHeadDim)
   int lazy_rescale = -1;  // 1 lazyres, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
-  bool pair_q = false;    // pairq: non-causal launches at d = 64 and 128 in the plane-major order (plane_group = 1)
+  int pair_q = -1;  // pairq: non-causal launches in the plane-major order (plane_group = 1); 1 on, 0 off, -1 the
+                   // default (FwdDefaults::kPairQHeadDim)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -231,7 +239,7 @@ inline FwdProbe fwd_probe() {
     f.uniform_stage = has("ustage") ? 1 : has("noustage") ? 0 : -1;
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
-    f.pair_q = has("pairq");
+    f.pair_q = has("pairq") ? 1 : has("nopairq") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -278,7 +286,9 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
       std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
   // pairq: groups of one plane, which makes work_tile's grouped_tile the plane-major order (plane_major_tile,
   // common/tile_order.h); a host value only, so every kernel runs it as it is.
-  if ((Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && probe.pair_q && !p.causal) prm.plane_group = 1;
+  if ((Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && !p.causal &&
+      variant_on(probe.pair_q, Tr::kHeadDim, FwdDefaults::kPairQHeadDim))
+    prm.plane_group = 1;
 
   const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
