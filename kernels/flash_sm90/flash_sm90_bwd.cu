@@ -79,12 +79,17 @@ constexpr int kBwd128SplitMost = 1 << 24;
 // the default now takes at most group / 2 subsets (units of >= 2 heads; head_split() below). Every other pass runs
 // as the default.
 constexpr int kBwd128Unit1h = 1 << 25;
+// FB_SM90_BWD128=pmajor (a host code; session 18's probe): non-causal d = 128 passes without a head split take their
+// blocks in the plane-major order, the unchanged kernels launched with plane_group = 1 (bwd_work(): a K/V plane's key
+// tiles on consecutive block indices), where the default groups plane_group() planes with key tiles outermost. Every
+// other pass (causal, head splits, d = 64 and 256) runs as the default. Why: plane_major() below.
+constexpr int kBwd128PlaneMajor = 1 << 26;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h (above). Unset, empty or `default`: the default
+// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h, pmajor (above). Unset, empty or `default`: the default
 // (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
 // A/B under a removed word would time the default and read as "level").
@@ -104,10 +109,11 @@ int bwd128_variant() {
     if (s == "splitflat") return kBwd128SplitFlat;
     if (s == "splitmost") return kBwd128SplitMost;
     if (s == "unit1h") return kBwd128Unit1h;
+    if (s == "pmajor") return kBwd128PlaneMajor;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h; unset or default for the "
-                                "default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, pmajor; unset or default "
+                                "for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
                                 "default, at 12 steps) and unit2h (now the default) in session 15: "
@@ -116,18 +122,20 @@ int bwd128_variant() {
   return v;
 }
 
-// The default, kgroup, ktailmha, splitflat, splitmost and unit1h: the default's choice of kernels (the others change
-// the causal order only, splitflat, splitmost and unit1h the head split's number of subsets).
+// The default, kgroup, ktailmha, splitflat, splitmost, unit1h and pmajor: the default's choice of kernels (the others
+// change the causal order only, splitflat, splitmost and unit1h the head split's number of subsets, pmajor the
+// non-causal order).
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h;
+         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128PlaneMajor;
 }
 
-// The default's order everywhere (splitmost, unit1h: only a head split's number of subsets differs).
+// The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; pmajor:
+// only the non-causal order).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128PlaneMajor;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -635,6 +643,23 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   return best;
 }
 
+// Whether pass p takes its blocks in the plane-major order (plane_group = 1 in bwd_work(): the key tiles of one K/V
+// plane on consecutive block indices): FB_SM90_BWD128=pmajor, non-causal d = 128 passes without a head split.
+// Why (docs/perf-notes.md, flash-sm90 backward, "Session 18"): under ncu (caches flushed, one launch) the d = 128
+// N = 1k main kernel read 561 MB from DRAM and wrote 339 MB, cudnn's bprop 406 / 247 MB, where Q, dO, K, V, LSE, D and
+// the fp32 dQ accumulator once are 407 MB read and dK, dV and the accumulator once 270 MB written. In the default
+// order a plane group (16 planes x 8 key tiles = 128 blocks at N = 1k, 8 x 16 at 2k) has a plane's key tiles 16 or 8
+// block indices apart, so its 8 blocks start spread over ~0.85 of a block's run once the waves blur, and the plane's
+// Q / dO rows and accumulator tiles must stay in L2 across that while ~30-40 MB of other tiles (the other planes' rows,
+// K / V, dK / dV) pass through; a trace model (scripts/sm90bwd_l2_model.py: LRU of whole tiles, 25-35 MB effective)
+// puts the default at 507-654 MB read / 297-376 MB written at N = 1k and 2k and the plane-major order at 409-422 /
+// 249-260 (a plane's 8 or 16 blocks start within ~16 / 132 of a block's run; one plane straddles a wave's edge). Causal passes keep their order: the
+// same model finds no re-fetch there (causal 2k: 405 MB read either way) and the plane-major order lengthens the
+// causal schedule's tail (a plane's longest key tile last to start: +4% makespan modelled).
+bool plane_major(const AttentionParams& p) {
+  return !p.causal && p.head_dim == 128 && bwd128_variant() == kBwd128PlaneMajor;
+}
+
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
 template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
@@ -662,6 +687,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const std::int64_t key_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   prm.key_tiles = int(key_tiles);
   prm.plane_group = plane_group(p, kv_planes, p.group());
+  if (!Tr::kHeadSplit && plane_major(p)) prm.plane_group = 1;  // probe pmajor: a plane's key tiles together
   prm.scale_log2 = float(p.scale * kLog2e);
   prm.scale = float(p.scale);
   prm.mask = p.mask();

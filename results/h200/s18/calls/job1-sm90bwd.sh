@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Session 18, sm90bwd (issue 13; branch sm90bwds18; <= 60 s on the H200): the probe `pmajor` (FB_SM90_BWD128=pmajor,
+# host only: non-causal d = 128 passes without a head split launch the unchanged kernels with plane_group = 1, so a K/V
+# plane's key tiles run on consecutive block indices; plane_major(), kernels/flash_sm90/flash_sm90_bwd.cu).
+# Why (docs/perf-notes.md, flash-sm90 backward, "Session 18"): session 17's call C measured the d = 128 N = 1k main
+# kernel under ncu at 561 MB DRAM read / 339 MB written against cudnn's bprop 406 / 247 (minimum ~407 / ~270); a trace
+# model of the block order and L2 puts the excess on the default order (a plane's 8 key tiles 16 block indices apart,
+# its Q / dO rows and dQ-accumulator tiles evicted between them) and the plane-major order at ~410 / ~255.
+# Steps:
+#   1. The GPU tests '[bwd128]' and the GQA/MQA backward verification under pmajor (one process; limit 14 s, ~6 s
+#      expected); ncu's metric list beside them. A failure is reported in the table (FAILED); the timing still runs.
+#   2. flashbench, 6 rows (bf16, every row verified, each run beside the in-binary cudnn): d = 128 non-causal 16k tokens
+#      x 16 heads N = 512 / 1k / 2k (targets), b5 x 20 heads N = 1300 non-causal (no config names it: 100 planes,
+#      11 key tiles, plane groups of 13; a target), d = 128 causal N = 2k and d = 64 non-causal N = 1k (32 heads)
+#      (controls: the word leaves them as they are). Runs default, pmajor, default, pmajor (limit 12 s each, ~7 s).
+#   3. ncu, one launch each of the main kernel at d = 128 N = 1k, default then pmajor (ncu's default clock and cache
+#      control, as session 17's job1): dram__bytes_read.sum, dram__bytes_write.sum, lts__t_sectors.sum,
+#      lts__t_sectors_lookup_miss.sum, gpu__time_duration.sum.
+#   4. A third default and pmajor run each if what is left of the budget allows.
+# Table last: OUTDIR/table.txt (runs' JSON in OUTDIR).
+#   BUILD=<build dir with flashbench and tests/flashbench_gpu_tests> OUTDIR=<dir> bash results/h200/s18/calls/job1-sm90bwd.sh
+set -uo pipefail
+build=${BUILD:?BUILD=<build dir>}
+out=${OUTDIR:?OUTDIR=<dir>}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+fb="$build/flashbench"
+tests="$build/tests/flashbench_gpu_tests"
+budget=60
+t0=$SECONDS
+summary=()
+step_rc=0
+step() {  # name, limit (s), command... (the limit cut to what is left of the budget; skipped under 4 s)
+  local name=$1 max=$2 s=$SECONDS left=$((budget - (SECONDS - t0)))
+  shift 2
+  if [ "$left" -lt 4 ]; then
+    summary+=("$(printf '%-16s skipped (t=%ss)' "$name" "$((SECONDS - t0))")")
+    step_rc=-1
+    return
+  fi
+  [ "$max" -gt "$left" ] && max=$left
+  timeout -k 2 "$max" "$@" >"$out/$name.log" 2>&1
+  step_rc=$?
+  summary+=("$(printf '%-16s rc=%-3s %3ss  %s' "$name" "$step_rc" "$((SECONDS - s))" \
+    "$(tail -n 1 "$out/$name.log" | cut -c1-70)")")
+  echo "$name rc=$step_rc $((SECONDS - s))s (t=$((SECONDS - t0))s)" >&2
+}
+python3 - "$out" <<'PY'
+import json, sys
+common = {"dtype": ["bf16"], "pass": ["bwd"], "kernels": ["flash-sm90", "cudnn"], "warmup": 3, "reps": 10, "seed": 42,
+          "batch": [5, 8, 16, 32], "seq": [512, 1024, 1300, 2048], "heads": [16, 20, 32], "head_dim": [64, 128],
+          "causal": [False, True]}
+json.dump(dict(common, name="sm90bwd-s18", verify=True,
+               description="the backward's plane-major order (job1-sm90bwd.sh, session 18): pmajor vs the default"),
+          open(sys.argv[1] + "/spec.json", "w"), indent=1)
+json.dump(dict(common, name="sm90bwd-s18-ncu", verify=False, description="one ncu launch (job1-sm90bwd.sh)"),
+          open(sys.argv[1] + "/spec-ncu.json", "w"), indent=1)
+PY
+rows='b32-h16-kv16-n512-d128-bf16-full|b16-h16-kv16-n1024-d128-bf16-full|b8-h16-kv16-n2048-d128-bf16-full'
+rows+='|b5-h20-kv20-n1300-d128-bf16-full|b8-h16-kv16-n2048-d128-bf16-causal|b16-h32-kv32-n1024-d64-bf16-full'
+filter="^($rows)-bwd\$"
+one='^b16-h16-kv16-n1024-d128-bf16-full-bwd$'
+
+# 1. Tests under the probe, ncu's metric list beside them (no GPU).
+(timeout 6 ncu --query-metrics --chip gh100 >"$out/ncu-query.txt" 2>&1) &
+qpid=$!
+step tests-pmajor 14 env FB_SM90_BWD128=pmajor "$tests" '[bwd128],GQA/MQA: the flash-sm90 backward verifies*'
+echo "tests-pmajor rc=$step_rc" >"$out/tests-rc.txt"
+wait "$qpid" 2>/dev/null
+
+# 2. Interleaved runs, each beside cudnn.
+runs=()
+run() {  # name, word ("" = the default)
+  step "$1" 12 env ${2:+FB_SM90_BWD128=$2} "$fb" run "$out/spec.json" --filter "$filter" --no-ceilings -q \
+    -o "$out/$1.json"
+  [ -f "$out/$1.json" ] && runs+=("$1")
+}
+run default-1 ""
+run pmajor-1 pmajor
+run default-2 ""
+run pmajor-2 pmajor
+
+# 3. ncu at d = 128 N = 1k, default then pmajor (only the metric names this ncu knows).
+metrics=""
+for m in dram__bytes_read.sum dram__bytes_write.sum lts__t_sectors.sum lts__t_sectors_lookup_miss.sum \
+  gpu__time_duration.sum; do
+  grep -q "^${m%.sum} " "$out/ncu-query.txt" 2>/dev/null && metrics="$metrics${metrics:+,}$m"
+done
+[ -n "$metrics" ] || metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors.sum,gpu__time_duration.sum
+echo "metrics: $metrics" >"$out/ncu-metrics.txt"
+for v in default pmajor; do
+  word=""
+  [ "$v" = pmajor ] && word=FB_SM90_BWD128=pmajor
+  step "ncu-$v" 8 env $word ncu --csv \
+    --metrics "$metrics" -k 'regex:flash_sm90_bwd_kernel' -c 1 "$fb" run "$out/spec-ncu.json" --filter "$one" \
+    --kernels flash-sm90 --no-ceilings -q --warmup 1 --reps 1 --warmup-time 0
+  [ "$step_rc" = 124 ] || [ "$step_rc" = 137 ] && break
+done
+
+# 4. A third reading of each if both fit (~7 s each).
+if [ $((budget - (SECONDS - t0))) -ge 17 ]; then
+  run default-3 ""
+  run pmajor-3 pmajor
+fi
+printf '%s\n' "${summary[@]}" >"$out/steps.txt"
+
+python3 - "$out" "${runs[@]}" <<'PY' | tee "$out/table.txt"
+import csv, json, math, os, sys
+out, names = sys.argv[1], sys.argv[2:]
+nan = float("nan")
+ratio, tf, bad, keys = {}, {}, [], []  # (run, key) -> flash-sm90 / cudnn TFLOP/s (nan unless both ok and verified)
+for n in names:
+    try:
+        results = json.load(open(os.path.join(out, n + ".json")))["results"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"({n}.json: {e})")
+        continue
+    v = {}
+    for r in results:
+        ok = r.get("status") == "ok" and r.get("verified") is True
+        v.setdefault(r["key"], {})[r["kernel"]] = (r.get("tflops") or nan) if ok else nan
+        if not ok:
+            bad.append(f"{n}: {r['kernel']} {r['key']} {r.get('status')} verified={r.get('verified')}")
+    for k, x in v.items():
+        if k not in keys:
+            keys.append(k)
+        a, b = x.get("flash-sm90", nan), x.get("cudnn", nan)
+        ratio[(n, k)] = a / b if a == a and b == b and b else nan
+        tf[(n, k)] = x
+def gmean(xs):
+    xs = [x for x in xs if x == x]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else nan
+tag = lambda n: n.split("-")[0]
+defaults = [n for n in names if tag(n) == "default"]
+probes = [n for n in names if tag(n) == "pmajor"]
+def cls(k):
+    if "-causal" in k or "-d64-" in k:
+        return "control"
+    return "target"
+try:
+    trc = open(os.path.join(out, "tests-rc.txt")).read().split()[-1]
+    tail = open(os.path.join(out, "tests-pmajor.log")).read().strip().splitlines()[-1:]
+except (OSError, IndexError):
+    trc, tail = "rc=none", ["no log"]
+tests_ok = trc == "rc=0"
+print(f"GPU tests '[bwd128]' + GQA/MQA backward verification under pmajor: {'PASSED' if tests_ok else 'FAILED'} "
+      f"({trc}); {' '.join(tail)}")
+print("flash-sm90 backward, default vs pmajor (plane-major block order, non-causal d = 128), each run beside the")
+print("in-binary cudnn, bf16, every row verified. ours/cudnn per run (TFLOP/s ratio, same process); pm/def = the mean of")
+print("pmajor's ratios over the mean of the default's (geometric); each = every pmajor reading over the default mean")
+hdr = [f"d{n.split('-')[1]}" for n in defaults] + [f"p{n.split('-')[1]}" for n in probes]
+print(f"{'row':38} {'class':7} {'dflt':>5} {'cudnn':>5} " + " ".join(f"{h:>6}" for h in hdr) + f" {'pm/def':>7}  each")
+means = {}
+for k in keys:
+    d = gmean([ratio.get((n, k), nan) for n in defaults])
+    p = gmean([ratio.get((n, k), nan) for n in probes])
+    means[k] = p / d if d == d and p == p else nan
+    first = tf.get((defaults[0], k), {}) if defaults else {}
+    each = " ".join(f"{ratio.get((n, k), nan) / d:.3f}" for n in probes) if d == d else "-"
+    cells = " ".join(f"{ratio.get((n, k), nan):6.3f}" for n in defaults + probes)
+    print(f"{k.removesuffix('-bwd'):38} {cls(k):7} {first.get('flash-sm90', nan):5.0f} {first.get('cudnn', nan):5.0f} "
+          f"{cells} {means[k]:7.3f}  {each}")
+tg = [k for k in keys if cls(k) == "target"]
+moved = [k for k in tg if "-n512-" not in k]  # the rows whose DRAM bytes the model changes (N = 512: none)
+g = gmean([means[k] for k in moved])
+print(f"geomean pm/def: N = 1k, 2k, 1300 (the rows the model changes) {g:.3f}; N = 512 "
+      f"{gmean([means[k] for k in tg if '-n512-' in k]):.3f}; controls "
+      f"{gmean([means[k] for k in keys if cls(k) == 'control']):.3f}")
+print("rows not ok or not verified: " + ("; ".join(bad) if bad else "none"))
+
+vals = {}
+for t in ("default", "pmajor"):
+    p = os.path.join(out, f"ncu-{t}.log")
+    if not os.path.exists(p):
+        continue
+    for r in csv.reader(open(p, errors="replace")):
+        if len(r) > 14 and r[0].strip('"').isdigit():
+            vals.setdefault(r[12], {})[t] = r[14]
+def num(m, t):
+    try:
+        return float(vals[m][t].replace(",", ""))
+    except (KeyError, ValueError, AttributeError):
+        return nan
+print("\nncu, one launch of the main kernel each, d = 128 bf16 non-causal N = 1k (b16-h16; caches flushed, base clock).")
+print("Session 17 call C: default 561.1 MB read / 339.3 MB written, 111.5M L2 sectors, 827.7 us; cudnn's bprop 405.8 /")
+print("247.0 MB. Predicted (pmajor): read 400-440 MB, written 235-280 MB, L2 sectors within 3%, time 0.98-1.00x")
+print(f"{'metric':36} {'default':>16} {'pmajor':>16} {'pm/def':>7}")
+for m in sorted(vals):
+    a, b = num(m, "default"), num(m, "pmajor")
+    print(f"{m:36} {vals[m].get('default', '-'):>16} {vals[m].get('pmajor', '-'):>16} "
+          f"{(b / a if a == a and a else nan):7.3f}")
+if not vals:
+    print("(no ncu output)")
+rd = num("dram__bytes_read.sum", "pmajor")
+mech = rd == rd and rd <= 450e6
+print("\nrule (pre-registered, /work/notes/sm90bwd-ready1.md): pmajor becomes the non-causal d = 128 order if the GPU")
+print("tests pass under it, every row verifies, ncu's DRAM read at N = 1k is <= 450 MB (the mechanism), the geomean of")
+print("pm/def over N = 1k, 2k and 1300 is >= 1.005 and no target row's pm/def (N = 512 included) is < 0.990; controls")
+print("outside 0.98-1.02 mean the call is too noisy to decide (re-measure)")
+why = []
+if not tests_ok: why.append("tests failed")
+if bad: why.append("rows not ok / not verified")
+if not mech: why.append(f"ncu DRAM read {rd / 1e6:.0f} MB > 450 MB or missing")
+if not g >= 1.005: why.append(f"geomean over N = 1k, 2k, 1300 {g:.3f} < 1.005")
+low = [k.removesuffix("-bwd") for k in tg if not means[k] >= 0.99]
+if low: why.append("target rows < 0.990: " + ", ".join(low))
+ctl = [k.removesuffix("-bwd") for k in keys if cls(k) == "control" and not 0.98 <= means[k] <= 1.02]
+print("verdict: " + ("SHIPS" if not why else "does not ship (" + "; ".join(why) + ")")
+      + ("" if not ctl else f"; controls outside 0.98-1.02 ({', '.join(ctl)}): too noisy to decide"))
+print("\nsteps:")
+print(open(os.path.join(out, "steps.txt")).read().rstrip())
+PY
