@@ -655,7 +655,9 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
 // puts the default at 507-654 MB read / 297-376 MB written at N = 1k and 2k and the plane-major order at 409-422 /
 // 249-260 (a plane's 8 or 16 blocks start within ~16 / 132 of a block's run; one plane straddles a wave's edge). Causal passes keep their order: the
 // same model finds no re-fetch there (causal 2k: 405 MB read either way) and the plane-major order lengthens the
-// causal schedule's tail (a plane's longest key tile last to start: +4% makespan modelled).
+// causal schedule's tail (a plane's longest key tile last to start: +4% makespan modelled). Blocks of one plane on
+// consecutive indices also read the same Q / dO / LSE / D tiles in step, which the L2 request coalescer can merge (the
+// forward's plane-major order, `pairq`, had it merge about half of its K/V reads in session 18's call A).
 bool plane_major(const AttentionParams& p) {
   return !p.causal && p.head_dim == 128 && bwd128_variant() == kBwd128PlaneMajor;
 }
