@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A trace model of the flash-sm90 d = 128 backward's DRAM bytes per launch of its main kernel, for the block order
-(session 18, docs/perf-notes.md, flash-sm90 backward, "Session 18"; probe FB_SM90_BWD128=pmajor).
+(session 18, docs/perf-notes.md, flash-sm90 backward, "Session 18": the plane-major order, probe `pmajor`, the default
+since call B; FB_SM90_BWD128=nopmajor runs the order before it, `default` below).
 
 What ncu measures (caches flushed before the kernel; dirty lines left in L2 at its end are not written in the window)
 is modelled as: blocks dispatched in launch order to the SM that frees first (132 SMs; a block's time is its steps plus

@@ -79,25 +79,25 @@ constexpr int kBwd128SplitMost = 1 << 24;
 // the default now takes at most group / 2 subsets (units of >= 2 heads; head_split() below). Every other pass runs
 // as the default.
 constexpr int kBwd128Unit1h = 1 << 25;
-// FB_SM90_BWD128=pmajor (a host code; session 18's probe): non-causal d = 128 passes without a head split take their
-// blocks in the plane-major order, the unchanged kernels launched with plane_group = 1 (bwd_work(): a K/V plane's key
-// tiles on consecutive block indices), where the default groups plane_group() planes with key tiles outermost. Every
-// other pass (causal, head splits, d = 64 and 256) runs as the default. Why: plane_major() below.
-constexpr int kBwd128PlaneMajor = 1 << 26;
+// FB_SM90_BWD128=nopmajor (a host code): the default before session 18's call B, for A/B runs. Non-causal d = 128
+// passes without a head split take their blocks in plane groups of plane_group() planes, key tiles outermost, where the
+// default now runs them plane-major (plane_major() below; `pmajor`, session 18's probe word, is the default). Every
+// other pass runs as the default.
+constexpr int kBwd128NoPlaneMajor = 1 << 26;
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h, pmajor (above). Unset, empty or `default`: the default
-// (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
-// key_tail_order() and grouped_key_tiles() below). Any other word is refused, removed ones included (an
-// A/B under a removed word would time the default and read as "level").
+// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor (above). Unset, empty, `default` or `pmajor`:
+// the default (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
+// key_tail_order() and grouped_key_tiles() below; non-causal passes plane-major, plane_major() below). Any other word
+// is refused, removed ones included (an A/B under a removed word would time the default and read as "level").
 int bwd128_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD128");
     const std::string s = e != nullptr ? e : "";
-    if (s.empty() || s == "default") return kBwd64Default;
+    if (s.empty() || s == "default" || s == "pmajor") return kBwd64Default;
     if (s == "direct") return kBwd128Direct;
     if (s == "tail") return kBwd128Tail;
     if (s == "poly") return kBwd128Poly;
@@ -109,11 +109,11 @@ int bwd128_variant() {
     if (s == "splitflat") return kBwd128SplitFlat;
     if (s == "splitmost") return kBwd128SplitMost;
     if (s == "unit1h") return kBwd128Unit1h;
-    if (s == "pmajor") return kBwd128PlaneMajor;
+    if (s == "nopmajor") return kBwd128NoPlaneMajor;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, pmajor; unset or default "
-                                "for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor; unset, default "
+                                "or pmajor for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
                                 "default, at 12 steps) and unit2h (now the default) in session 15: "
@@ -122,20 +122,20 @@ int bwd128_variant() {
   return v;
 }
 
-// The default, kgroup, ktailmha, splitflat, splitmost, unit1h and pmajor: the default's choice of kernels (the others
-// change the causal order only, splitflat, splitmost and unit1h the head split's number of subsets, pmajor the
+// The default, kgroup, ktailmha, splitflat, splitmost, unit1h and nopmajor: the default's choice of kernels (the others
+// change the causal order only, splitflat, splitmost and unit1h the head split's number of subsets, nopmajor the
 // non-causal order).
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128PlaneMajor;
+         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
 }
 
-// The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; pmajor:
+// The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; nopmajor:
 // only the non-causal order).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128PlaneMajor;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -644,22 +644,23 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
 }
 
 // Whether pass p takes its blocks in the plane-major order (plane_group = 1 in bwd_work(): the key tiles of one K/V
-// plane on consecutive block indices): FB_SM90_BWD128=pmajor, non-causal d = 128 passes without a head split.
-// Why (docs/perf-notes.md, flash-sm90 backward, "Session 18"): under ncu (caches flushed, one launch) the d = 128
-// N = 1k main kernel read 561 MB from DRAM and wrote 339 MB, cudnn's bprop 406 / 247 MB, where Q, dO, K, V, LSE, D and
-// the fp32 dQ accumulator once are 407 MB read and dK, dV and the accumulator once 270 MB written. In the default
-// order a plane group (16 planes x 8 key tiles = 128 blocks at N = 1k, 8 x 16 at 2k) has a plane's key tiles 16 or 8
-// block indices apart, so its 8 blocks start spread over ~0.85 of a block's run once the waves blur, and the plane's
-// Q / dO rows and accumulator tiles must stay in L2 across that while ~30-40 MB of other tiles (the other planes' rows,
-// K / V, dK / dV) pass through; a trace model (scripts/sm90bwd_l2_model.py: LRU of whole tiles, 25-35 MB effective)
-// puts the default at 507-654 MB read / 297-376 MB written at N = 1k and 2k and the plane-major order at 409-422 /
-// 249-260 (a plane's 8 or 16 blocks start within ~16 / 132 of a block's run; one plane straddles a wave's edge). Causal passes keep their order: the
-// same model finds no re-fetch there (causal 2k: 405 MB read either way) and the plane-major order lengthens the
-// causal schedule's tail (a plane's longest key tile last to start: +4% makespan modelled). Blocks of one plane on
-// consecutive indices also read the same Q / dO / LSE / D tiles in step, which the L2 request coalescer can merge (the
-// forward's plane-major order, `pairq`, had it merge about half of its K/V reads in session 18's call A).
+// plane on consecutive block indices): non-causal d = 128 passes without a head split, the default since session 18's
+// call B (probe pmajor; nopmajor: plane groups, the order before). Two effects, both measured there (16k tokens, bf16,
+// results/h200/s18/callB/sm90bwd/):
+// - DRAM: in plane groups (16 planes x 8 key tiles = 128 blocks at N = 1k, 8 x 16 at 2k) a plane's key tiles sit 16 or
+//   8 block indices apart, so its blocks start spread over ~0.85 of a block's run and its Q / dO rows and fp32 dQ
+//   accumulator tiles are evicted between them (30-40 MB of other tiles pass through L2; scripts/sm90bwd_l2_model.py).
+//   ncu at N = 1k: DRAM read 575 -> 407 MB, written 346 -> 249 MB (cudnn's bprop: 406 / 247; the minimum, every
+//   input and the accumulator once, ~407 / ~270 less what stays dirty in L2).
+// - L2 reads: blocks of one plane on consecutive indices read the same Q / dO / LSE / D tiles in step, and the L2
+//   request coalescer merges them: 0.69M -> 9.5M sectors coalesced, tex-source L2 reads 41.0M -> 31.5M.
+// Alone at the 692 W cap the N = 1k backward ran 820.9 -> 809.4 us (1800 -> 1815 MHz); beside cudnn in the same process
+// (three readings each): N = 512 / 1k / 2k / 1300 +3.3 / +8.6 / +1.1 / +1.4% (the 1k default readings sat low against
+// cudnn in that call: 0.94-0.98x); causal 2k and d = 64 1k (not changed) 0.998 / 0.993. Causal passes keep their order:
+// the same model finds no re-fetch there and the plane-major order lengthens the causal schedule's tail (a plane's
+// longest key tile among the last to start: +4% makespan modelled).
 bool plane_major(const AttentionParams& p) {
-  return !p.causal && p.head_dim == 128 && bwd128_variant() == kBwd128PlaneMajor;
+  return !p.causal && p.head_dim == 128 && bwd128_variant() != kBwd128NoPlaneMajor;
 }
 
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
@@ -689,7 +690,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const std::int64_t key_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
   prm.key_tiles = int(key_tiles);
   prm.plane_group = plane_group(p, kv_planes, p.group());
-  if (!Tr::kHeadSplit && plane_major(p)) prm.plane_group = 1;  // probe pmajor: a plane's key tiles together
+  if (!Tr::kHeadSplit && plane_major(p)) prm.plane_group = 1;  // a plane's key tiles together
   prm.scale_log2 = float(p.scale * kLog2e);
   prm.scale = float(p.scale);
   prm.mask = p.mask();

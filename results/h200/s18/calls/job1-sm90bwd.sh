@@ -268,7 +268,7 @@ if not win:
 rd = num("dram__bytes_read.sum", "pmajor")
 hw = num("lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum", "pmajor")
 mech = (rd == rd and rd <= 450e6) or (hw == hw and hw >= 5e6)
-print("\nrule (pre-registered, /work/notes/sm90bwd-ready1.md): pmajor becomes the non-causal d = 128 order if the GPU")
+print("\nrule (pre-registered, docs/perf-notes.md, flash-sm90 backward, Session 18): pmajor becomes the non-causal d = 128 order if the GPU")
 print("tests pass under it, every row verifies, ncu at N = 1k shows a mechanism (DRAM read <= 450 MB or >= 5M sectors")
 print("coalesced by the L2 request coalescer's hardware path), the geomean of")
 print("pm/def over N = 1k, 2k and 1300 is >= 1.005 and no target row's pm/def (N = 512 included) is < 0.990; controls")
