@@ -142,10 +142,6 @@ namespace {
 __device__ unsigned g_tile_counters[kTileCounters];
 }  // namespace
 
-// Work tile t (WorkTile, flash_sm90_block.cuh): tiles are numbered by groups of planes, within a
-// group so that the longest come first (causal: the last query tiles see the most keys); block b
-// runs tile b first, then whichever the tile counter hands it. The ring counters run on across a
-// block's tiles, so producer and consumers derive every stage and parity from the same sequence.
 // kOptCausalPairs' order of work tiles (`cpairq`): ticket t of planes x q_tiles with the last tail_planes planes (1 <=
 // tail_planes <= planes) as one group of grouped_tile (longest first across them), the planes before them plane-major
 // (common/tile_order.h plane_major_tile: a plane's tiles on consecutive tickets, its longest first).
@@ -156,6 +152,10 @@ __host__ __device__ __forceinline__ PlaneTile plane_major_tail_tile(int t, int p
   return PlaneTile{planes - tail_planes + u % tail_planes, q_tiles - 1 - u / tail_planes};
 }
 
+// Work tile t (WorkTile, flash_sm90_block.cuh): tiles are numbered by groups of planes, within a
+// group so that the longest come first (causal: the last query tiles see the most keys); block b
+// runs tile b first, then whichever the tile counter hands it. The ring counters run on across a
+// block's tiles, so producer and consumers derive every stage and parity from the same sequence.
 template <typename Tr, unsigned kOpt = 0>
 __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
   // common/tile_order.h; kOptCausalPairs: plane_group is the balanced tail's planes.
