@@ -178,31 +178,6 @@ TEST_CASE("flash-sm90 forward, d = 64 / 128, sharp softmax (Q, K x 3): verifies 
   }
 }
 
-// Causal launches with more planes than the balanced tail of session 18's `cpairq` holds (kOptCausalPairs: about two
-// rounds of tiles on 132 SMs), so that plane-major tiles come before the tail's: d = 128 with 8 query tiles a plane
-// (128 planes, GQA 4:1; the tail 33 planes), d = 64 with a partial last query tile and qalign's shift (104 planes of
-// 7 tiles, GQA 4:1, fp16; the tail 38), seq_q != seq_k both ways (128 planes; the tails 44 and 53).
-// Valid under every setting.
-TEST_CASE("flash-sm90 forward, causal launches of many planes: verifies beside naive", "[gpu][sm90fwd][cpairq]") {
-  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
-  CudaBackend& b = gpu();
-  const Descriptor& sm90 = kernel("flash-sm90");
-  const std::vector<Case> cases = {
-      make_case(8, 16, 4, 1024, 1024, 128, Dtype::bf16, true, Pass::fwd),
-      make_case(13, 8, 2, 1280, 1280, 64, Dtype::fp16, true, Pass::fwd),
-      make_case(8, 16, 16, 1000, 600, 64, Dtype::bf16, true, Pass::fwd),
-      make_case(8, 16, 16, 600, 1000, 128, Dtype::fp16, true, Pass::fwd),
-  };
-  for (const Case& c : cases) {
-    INFO("case " << c.key());
-    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
-      WARN("flash-sm90 not run: " << *why);
-      return;
-    }
-    check_beside_naive(b, c, "flash-sm90", kSeed);
-  }
-}
-
 TEST_CASE("flash-sm90 forward, the tail split's workspace: sized from the plan, in the run's tracked peak, the "
           "backward's covering it",
           "[gpu][sm90fwd][tailsplit]") {

@@ -118,14 +118,6 @@ inline constexpr unsigned kOptTailSplit = 64u;
 //                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
 //                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
 inline constexpr unsigned kOptLazyRescale = 4096u;
-//   kOptCausalPairs   (causal launches; session 18's `cpairq`, unmeasured) the work tiles in the plane-major order with a
-//                     balanced tail (plane_major_tail_tile): a plane's query tiles on consecutive tickets, its longest
-//                     first, so that the blocks taking them at about the same time stream the plane's K/V tiles 0, 1,
-//                     ... together and the L2 request coalescer merges their shared prefix, except the last
-//                     FwdParams::plane_group planes, whose tiles go longest first across them as grouped_tile's do, so
-//                     that the launch's last rounds hold its shortest tiles as by default (a plane-major tail would end
-//                     the launch on tiles of every length, the tile counter unable to even them out)
-inline constexpr unsigned kOptCausalPairs = 8192u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -142,26 +134,13 @@ namespace {
 __device__ unsigned g_tile_counters[kTileCounters];
 }  // namespace
 
-// kOptCausalPairs' order of work tiles (`cpairq`): ticket t of planes x q_tiles with the last tail_planes planes (1 <=
-// tail_planes <= planes) as one group of grouped_tile (longest first across them), the planes before them plane-major
-// (common/tile_order.h plane_major_tile: a plane's tiles on consecutive tickets, its longest first).
-__host__ __device__ __forceinline__ PlaneTile plane_major_tail_tile(int t, int planes, int q_tiles, int tail_planes) {
-  const int head = (planes - tail_planes) * q_tiles;
-  if (t < head) return plane_major_tile(t, q_tiles);
-  const int u = t - head;
-  return PlaneTile{planes - tail_planes + u % tail_planes, q_tiles - 1 - u / tail_planes};
-}
-
 // Work tile t (WorkTile, flash_sm90_block.cuh): tiles are numbered by groups of planes, within a
 // group so that the longest come first (causal: the last query tiles see the most keys); block b
 // runs tile b first, then whichever the tile counter hands it. The ring counters run on across a
 // block's tiles, so producer and consumers derive every stage and parity from the same sequence.
-template <typename Tr, unsigned kOpt = 0>
+template <typename Tr>
 __device__ __forceinline__ WorkTile work_tile(const FwdParams& prm, const CausalMask& mask, int t) {
-  // common/tile_order.h; kOptCausalPairs: plane_group is the balanced tail's planes.
-  const PlaneTile pt = (kOpt & kOptCausalPairs) != 0
-                           ? plane_major_tail_tile(t, prm.planes, prm.q_tiles, prm.plane_group)
-                           : grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);
+  const PlaneTile pt = grouped_tile(t, prm.planes, prm.q_tiles, prm.plane_group);  // common/tile_order.h
   WorkTile w;
   w.bh = pt.bh;
   w.q0 = pt.q_tile * Tr::kBr - prm.q_shift;  // < 0 for the first tile with q_shift: its first rows
@@ -260,7 +239,7 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
           kv_row0 = si.kv_first * Tr::kBc;
           return si.w;
         } else {
-          return work_tile<Tr, kOpt>(prm, mask, t);
+          return work_tile<Tr>(prm, mask, t);
         }
       },
       [&](int bh) {
@@ -622,7 +601,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         if constexpr (kTRec) {
           store_o(pending_bh, pending_q0 + wg_row0, ob);
         } else {
-          const WorkTile pw = work_tile<Tr, kOpt>(prm, mask, pending_t);
+          const WorkTile pw = work_tile<Tr>(prm, mask, pending_t);
           store_o(pw.bh, pw.q0 + wg_row0, ob);
         }
       }
@@ -679,7 +658,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
                    : "r"(tile_rec_addr<Tr>(qr.word, q_slot))
                    : "memory");
     } else {
-      w = work_tile<Tr, kOpt>(prm, mask, t);
+      w = work_tile<Tr>(prm, mask, t);
     }
     const int row = w.q0 + tile_row;  // this thread's first row in the sequence
     const int wg_first_row = w.q0 + wg_row0;

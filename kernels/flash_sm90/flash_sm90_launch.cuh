@@ -104,13 +104,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            / 1.008x (under its rule: off there); ncu at d = 128 N = 1k: 0.7-0.8M -> 18.3-18.7M sectors coalesced in
 //            hardware, L2 reads 0.50x, the clock at the 692 W cap 1710 -> 1785 MHz. Causal launches and d = 256 ignore
 //            it
-//   cpairq   d = 64 and 128 causal launches of the shipped variant (session 18, prepared for its call B; unmeasured):
-//            kOptCausalPairs, the plane-major order with a balanced tail (flash_sm90_kernel.cuh plane_major_tail_tile):
-//            a plane's query tiles on consecutive tickets, its longest first, so that the blocks taking them at about
-//            the same time stream the plane's K/V tiles 0, 1, ... together and the L2 request coalescer merges their
-//            shared prefix (at most half of the K/V sectors at d = 64 N = 512, 70% at 1k), except the last planes, about
-//            two rounds of tiles (causal_tail_planes), in the causal order (longest first across them), so that the
-//            launch still ends on its shortest tiles. Other variants (another variant word beside it) run as they are
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -139,7 +132,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // K/V tile on the 64 keys its rows see, GEMMs and softmax / GEMMs only: 0.993x / 0.969x at causal N <= 1k); session
 // 17's `mcast` (non-causal: two-block clusters on query tiles 2i, 2i + 1 of a plane, each K/V tile read from L2 once
 // and multicast into both: L2 reads 0.56x and the clock at the power cap 1695 -> 1845 MHz, but +17% cycles from the
-// pair's coupling through the 2-stage ring: 0.948x at d = 128 N <= 2k in call C; the code is in history at 5d46b87).
+// pair's coupling through the 2-stage ring: 0.948x at d = 128 N <= 2k in call C; the code is in history at 5d46b87);
+// session 18's `cpairq` (causal launches at d = 64 / 128 in the plane-major order with the last ~2 rounds of tiles in
+// the causal order: call B 1.007x at d = 64 causal, 1.023x at d = 128 causal, but 0.98M sectors coalesced at d = 64
+// N = 1k causal (1.4M for pairq non-causal there), under its rule's 3M; the code is in history at 6acab52).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -198,7 +194,6 @@ struct FwdProbe {
   int lazy_rescale = -1;  // 1 lazyres, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
   int pair_q = -1;  // pairq: non-causal launches in the plane-major order (plane_group = 1); 1 on, 0 off, -1 the
                    // default (FwdDefaults::kPairQHeadDim)
-  bool causal_pair_q = false;  // cpairq: causal launches at d = 64 and 128 in kOptCausalPairs' order
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -226,6 +221,7 @@ inline FwdProbe fwd_probe() {
     refuse({"qahead", "fullfirst"}, "session 15");
     refuse({"lazyres128"}, "session 16");
     refuse({"lazyres2", "halfdiag", "halfgemm", "mcast"}, "session 17");
+    refuse({"cpairq"}, "session 18");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -248,7 +244,6 @@ inline FwdProbe fwd_probe() {
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
     f.pair_q = has("pairq") ? 1 : has("nopairq") ? 0 : -1;
-    f.causal_pair_q = has("cpairq");
     return f;
   }();
   return probe;
@@ -259,16 +254,6 @@ inline FwdProbe fwd_probe() {
 inline int next_tile_counter() {
   static std::atomic<unsigned> launches{0};
   return int(launches.fetch_add(1u, std::memory_order_relaxed) % unsigned(kTileCounters));
-}
-
-// kOptCausalPairs (cpairq): the planes of the balanced tail, in the causal order, after the plane-major ones: those
-// whose tiles fill about two rounds of the launch's blocks (session 18's schedule model, tile counter and tiles of
-// every length: with one round the last tiles still start up to a round apart; with none, plane-major to the end, the
-// last round ends on tiles of every length and costs ~2-3% more idle time at d = 64 N = 512 / 1k).
-inline int causal_tail_planes(int planes, int q_tiles, int sms) {
-  constexpr int kTailRounds = 2;
-  const long long want = (std::max(1LL, (long long)kTailRounds * sms) + q_tiles - 1) / q_tiles;
-  return int(std::max(1LL, std::min<long long>(planes, want)));
 }
 
 // One launch of the forward with traits Tr and consumer variant kOpt (flash_sm90_kernel.cuh) on
@@ -308,12 +293,6 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
   if ((Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && !p.causal &&
       variant_on(probe.pair_q, Tr::kHeadDim, FwdDefaults::kPairQHeadDim))
     prm.plane_group = 1;
-  // kOptCausalPairs (cpairq): plane_group carries the balanced tail's planes.
-  if constexpr ((kOpt & kOptCausalPairs) != 0) {
-    if (!p.causal || (kOpt & kOptTailSplit) != 0)
-      throw std::logic_error("flash-sm90 forward: kOptCausalPairs launched non-causal or split");
-    prm.plane_group = causal_tail_planes(prm.planes, prm.q_tiles, current_sm_count());
-  }
 
   const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -430,16 +409,8 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
     // lazyres (the default at d = 64): the shipped variant with kOptLazyRescale.
     int lazy = fwd_probe().lazy_rescale;
     if (lazy < 0) lazy = Tr::kHeadDim == FwdDefaults::kLazyRescaleHeadDim && shipped_variant<Tr>() ? 1 : 0;
-    // cpairq: causal launches of d = 64's shipped variant (lazyres, never split) in kOptCausalPairs' order.
-    if (lazy == 1 && p.causal && !split && fwd_probe().causal_pair_q)
-      return launch_fwd<Tr, kOpt | kShipped | kOptLazyRescale | kOptCausalPairs>(p, t, stream);
     if (lazy == 1) return ship(std::integral_constant<unsigned, kOptLazyRescale>{});
     if (split) return ship(std::integral_constant<unsigned, 0u>{});
-  }
-  if constexpr (Tr::kConsumerWgs == 2) {
-    // cpairq: causal launches of d = 128's shipped variant (xtile, early, trec) in kOptCausalPairs' order.
-    if (p.causal && want == kOptTileRec && fwd_probe().causal_pair_q)
-      return launch_fwd<Tr, kOpt | kOptTileRec | kOptCausalPairs>(p, t, stream);
   }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
