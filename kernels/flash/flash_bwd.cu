@@ -238,14 +238,15 @@ int tail_split(const AttentionParams& p) {
 
 // Whether the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;
 // [batch * heads, seq_pad, head_dim] floats in the dQ warps' fragment order): the default (and `notail`,
-// `splitrows`, `cap8`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA head
+// `splitrows`, `cap8`, `desc2`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA head
 // split only where split_dq_tiled() says so (else its kernels reduce dQ by rows). Session 11's call A (probe
 // `dqtile`): +7.5-10.5% on every long-N row (d 64/128, both masks), 1.03-1.09x FlashAttention-2.
 // dq_tiled_kernels: the same, the head split aside (the workspace's dQ section is sized by it, so a
 // head split's workspace is the unsplit one plus its dK/dV accumulators, whichever dQ layout it uses).
 bool dq_tiled_kernels(const AttentionParams& p) {
   const GridVariant v = grid_variant();
-  if ((!default_grid(v) && v != GridVariant::notail) || (p.head_dim != 64 && p.head_dim != 128) ||
+  if ((!default_grid(v) && v != GridVariant::notail && v != GridVariant::desc2) ||
+      (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return false;
   SplitTiles tiles;
@@ -319,9 +320,10 @@ GridVariant grid_variant() {
     if (s == "dqrows") return GridVariant::dqrows;
     if (s == "splitrows") return GridVariant::splitrows;
     if (s == "cap8") return GridVariant::cap8;
+    if (s == "desc2") return GridVariant::desc2;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splitrows, cap8; s6 "
+                                "splitrows, cap8, desc2; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10, cap16 in session 14; dqtile became the default in session "
                                 "11, splittile in session 13: docs/perf-notes.md)");

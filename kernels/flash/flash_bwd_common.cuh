@@ -115,7 +115,12 @@ template <int kHeadDim> int main_tf32_key_tile();
 // both measured as the probe `splittile`, removed since);
 // `cap8`: the default with the head split's subset count capped at 8 under the causal mask at d = 128 too
 // (flash_bwd.cu max_head_split(): 16 there by default since session 13).
-enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8 };
+// `desc2` (session 18, d = 64 and 128): the default's tiled-dQ kernels with kDescend, every block of a plane walking
+// its query tiles from the last down with no rotation, so that the blocks of a plane (consecutive in the grid) ask for
+// the same Q / dO / LSE / D tile at about the same time and the L2 request coalescer can serve them with one L2 read
+// (session 7's `desc` on the kernels of then: level); without the tail split and the GQA head split (those keep the
+// rotated walk), so `notail` is its baseline on split grids.
+enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2 };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.
