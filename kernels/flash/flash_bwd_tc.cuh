@@ -1434,8 +1434,8 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   // `split` with the tiled dQ accumulator: the default under a head split since session 12.
   using split_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
                                       true, false, true, false, false, true, false, false, false, true>;
-  // The probe `desc2` (session 18): `dq_tiled` with kDescend (both masks: at d = 128 `noncausal_dq_tiled` is
-  // `dq_tiled`).
+  // `dq_tiled` with kDescend: the default on non-causal MHA passes since session 18 (flash_bwd.cu descend_walk()); the
+  // probe `desc2` runs it causal too (at d = 128 `noncausal_dq_tiled` is `dq_tiled`).
   using desc_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
                                      true, false, true, true, false, false, false, false, false, true>;
   using noncausal_desc_dq_tiled = desc_dq_tiled;
@@ -1601,7 +1601,7 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         return;
       }
       if (how.dq_tiled) {
-        if (grid_variant() == GridVariant::desc2) {  // the probe: the same kernels with kDescend's walk
+        if (how.descend && a.head_split <= 1) {  // kDescend's walk (flash_bwd.cu descend_walk())
           if (a.mask.causal) {
             launch_main_tc<typename Cfg::desc_dq_tiled>(a, stream);
           } else {
@@ -1624,7 +1624,8 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::dqrows:
         case GridVariant::splitrows:
         case GridVariant::cap8:
-        case GridVariant::desc2: break;
+        case GridVariant::desc2:
+        case GridVariant::nodesc2: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
