@@ -23,6 +23,9 @@
 # The table (OUTDIR/table.txt, last) prints the pre-registered rule's verdict (docs/perf-notes.md, flash backward,
 # session 18).
 #   BUILD=<build dir with flashbench> OUTDIR=<dir> bash results/h200/s18/calls/job1-sm90fwd.sh
+# Ran in session 18's call B on fdff104 (results/h200/s18/callB/sm90fwd/). Since 857e11b desc2's walk is the default on
+# d = 128 non-causal MHA passes, so on a later build the `default` runs here are desc2's there (`nodesc2`: the default
+# this job measured against).
 set -uo pipefail
 build=${BUILD:?BUILD=<build dir>}
 out=${OUTDIR:?OUTDIR=<dir>}
