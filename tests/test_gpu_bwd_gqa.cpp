@@ -259,7 +259,8 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
 // query steps at odd offsets, seq_q != seq_k both ways; each run verified against the fp64 reference
 // beside naive, every gradient element written. A unit walking the wrong steps, a partial added to
 // the wrong row, or a tail row not converted fails dK or dV. The causal rows (never split) are
-// controls. Under FB_FLASH_BWD=tail the same shapes run session 10's probe; under notail no split.
+// controls. Under FB_FLASH_BWD=tail the same shapes run session 10's probe; under notail no split. Since session 18 the
+// MHA rows run kDescend's walk unsplit by default (flash_bwd.cu descend_walk()); the GQA rows still split.
 TEST_CASE("flash's backward with the grid's last partial wave split verifies", "[gpu][bwd_gqa][flash_tail]") {
   using namespace fb::test;
   namespace flash = fb::cuda::flash;

@@ -115,7 +115,22 @@ std::atomic<int>& forced_split() {
 // picks them): the default itself and the probes `splitrows`, which differs from it only inside a GQA
 // head split (split_dq_tiled()), and `cap8`, only in the head split's subset count (max_head_split()).
 bool default_grid(GridVariant v) {
-  return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8;
+  return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8 ||
+         v == GridVariant::nodesc2;
+}
+
+// Whether the main kernel walks each plane's query tiles with kDescend (TcLaunch::descend: every block from the last
+// query tile down, no rotation, no tail split), the one place that decides it: by default on non-causal MHA passes at
+// d = 128 (fp16/bf16 where the tiled dQ runs; session 18's call B, probe `desc2`: 1.022x over the default with its
+// tail split, bf16 N = 1k / 4k / 1536 1.003 / 1.018 / 1.044x; results/h200/s18/callB/sm90fwd/). Causal passes (0.997x
+// in that call), d = 64 (not timed: its non-causal desc kernel spills 12 B) and GQA/MQA passes (not measured; those
+// with a head split keep it, and those without keep the tail split) walk as before; `nodesc2` nowhere, the probe
+// `desc2` everywhere the tiled dQ runs without a head split (d = 64 and 128, both masks).
+bool descend_walk(const AttentionParams& p) {
+  const GridVariant v = grid_variant();
+  if (v == GridVariant::desc2) return true;
+  return (v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8) && !p.causal &&
+         p.head_dim == 128 && p.heads == p.kv_heads;
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
@@ -204,6 +219,7 @@ int head_split(const AttentionParams& p) {
 // unsplit; the S in 2..16 (at most L) with the shortest time, if it is at least 1% shorter. (d = 128,
 // 16k tokens: 2048 blocks, a tail of 68 on 132 SMs: S = 5 / 5 / 9 at N = 4k / 8k / 16k.)
 int tail_split(const AttentionParams& p) {
+  if (descend_walk(p)) return 1;  // kDescend's walk runs whole blocks (the tail's units start its cursor mid-walk)
   const GridVariant v = grid_variant();
   const bool probe = v == GridVariant::tail;
   const bool on = probe || ((default_grid(v) || v == GridVariant::dqrows) && p.head_dim == 128);
@@ -238,14 +254,15 @@ int tail_split(const AttentionParams& p) {
 
 // Whether the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;
 // [batch * heads, seq_pad, head_dim] floats in the dQ warps' fragment order): the default (and `notail`,
-// `splitrows`, `cap8`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA head
+// `splitrows`, `cap8`, `desc2`) for fp16/bf16 at d = 64/128 where the warp-grid kernel runs, under a GQA head
 // split only where split_dq_tiled() says so (else its kernels reduce dQ by rows). Session 11's call A (probe
 // `dqtile`): +7.5-10.5% on every long-N row (d 64/128, both masks), 1.03-1.09x FlashAttention-2.
 // dq_tiled_kernels: the same, the head split aside (the workspace's dQ section is sized by it, so a
 // head split's workspace is the unsplit one plus its dK/dV accumulators, whichever dQ layout it uses).
 bool dq_tiled_kernels(const AttentionParams& p) {
   const GridVariant v = grid_variant();
-  if ((!default_grid(v) && v != GridVariant::notail) || (p.head_dim != 64 && p.head_dim != 128) ||
+  if ((!default_grid(v) && v != GridVariant::notail && v != GridVariant::desc2) ||
+      (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
     return false;
   SplitTiles tiles;
@@ -319,9 +336,11 @@ GridVariant grid_variant() {
     if (s == "dqrows") return GridVariant::dqrows;
     if (s == "splitrows") return GridVariant::splitrows;
     if (s == "cap8") return GridVariant::cap8;
+    if (s == "desc2") return GridVariant::desc2;
+    if (s == "nodesc2") return GridVariant::nodesc2;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splitrows, cap8; s6 "
+                                "splitrows, cap8, desc2, nodesc2; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10, cap16 in session 14; dqtile became the default in session "
                                 "11, splittile in session 13: docs/perf-notes.md)");
@@ -481,6 +500,7 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
                p.batch, p.heads, p.kv_heads, p.mask(), seq_pad, p.scale};
     [[maybe_unused]] TcLaunch how;
     how.dq_tiled = tiled;
+    how.descend = tiled && descend_walk(p);
     // GQA/MQA with few K/V tiles: query heads split over blocks, dK/dV summed in fp32 (zeroed here,
     // converted below). head_split() is 1 for every other kernel and dtype.
     [[maybe_unused]] const std::int64_t kv_elems =

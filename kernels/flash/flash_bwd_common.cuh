@@ -58,6 +58,9 @@ struct TcLaunch {
   // `dqrows`, `lean`, `tail` or a GQA head split): dq_acc holds [batch * heads, seq_pad, head_dim] floats, each query tile's (kBlockM x head_dim) block in the order the dQ warps hold
   // their fragments (DqTiledLayout in flash_bwd_tc.cuh), converted by run_convert_dq_tiled.
   bool dq_tiled = false;
+  // kDescend's walk (with dq_tiled, no tail and no head split): every block of a plane from its last query tile down,
+  // no rotation (flash_bwd.cu descend_walk(): the default at d = 128 on non-causal MHA passes since session 18).
+  bool descend = false;
 };
 
 // The tail split (probe `tail`): of a grid of n_blocks equal blocks, one a SM, the last partial wave's
@@ -115,7 +118,13 @@ template <int kHeadDim> int main_tf32_key_tile();
 // both measured as the probe `splittile`, removed since);
 // `cap8`: the default with the head split's subset count capped at 8 under the causal mask at d = 128 too
 // (flash_bwd.cu max_head_split(): 16 there by default since session 13).
-enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8 };
+// `desc2` (session 18, d = 64 and 128, both masks): the default's tiled-dQ kernels with kDescend, every block of a plane
+// walking its query tiles from the last down with no rotation, so that the blocks of a plane (consecutive in the grid)
+// read the same Q / dO / LSE / D tile at about the same time; without the tail split and the GQA head split. Measured
+// in session 18's call B: 1.022x over the default at d = 128 non-causal (MHA, bf16, N = 1k / 4k / 1536: 1.003 / 1.018 /
+// 1.044x; 1.016x over `notail`), 0.997x causal; hence the default on d = 128 non-causal MHA passes (flash_bwd.cu
+// descend_walk()). `nodesc2`: the default before it (the rotated walk, with the tail split where it splits).
+enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2, nodesc2 };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

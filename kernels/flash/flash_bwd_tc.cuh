@@ -1434,6 +1434,11 @@ template <typename Elem> struct TcConfig<Elem, 128> {
   // `split` with the tiled dQ accumulator: the default under a head split since session 12.
   using split_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
                                       true, false, true, false, false, true, false, false, false, true>;
+  // `dq_tiled` with kDescend: the default on non-causal MHA passes since session 18 (flash_bwd.cu descend_walk()); the
+  // probe `desc2` runs it causal too (at d = 128 `noncausal_dq_tiled` is `dq_tiled`).
+  using desc_dq_tiled = TcGridTraits<Elem, 128, 128, 64, 4, 4, 2, true, false, true, false, true, true, true,
+                                     true, false, true, true, false, false, false, false, false, true>;
+  using noncausal_desc_dq_tiled = desc_dq_tiled;
 };
 template <typename Elem> struct TcConfig<Elem, 64> {
   // Causal: kStagger in place of kSplitS (session 9, call A: +0.4-0.7% in both interleaved runs at
@@ -1458,6 +1463,12 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   // `splittile`: +7.9-9.1% on causal MQA).
   using split_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true,
                                       true, false, true, false, false, true, false, false, false, true>;
+  // The probe `desc2` (session 18): `dq_tiled` and `noncausal_dq_tiled` with kDescend.
+  using desc_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                                     true, false, true, true, false, false, true, false, false, true>;
+  using noncausal_desc_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
+                                               false, false, false, false, true, false, false, false, false,
+                                               false, true>;
 };
 template <typename Elem> struct TcConfig<Elem, 32> {
   using type = TcTraits<Elem, 32, 64, 64, 64, 2>;
@@ -1590,6 +1601,14 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         return;
       }
       if (how.dq_tiled) {
+        if (how.descend && a.head_split <= 1) {  // kDescend's walk (flash_bwd.cu descend_walk())
+          if (a.mask.causal) {
+            launch_main_tc<typename Cfg::desc_dq_tiled>(a, stream);
+          } else {
+            launch_main_tc<typename Cfg::noncausal_desc_dq_tiled>(a, stream);
+          }
+          return;
+        }
         if (a.mask.causal) {
           launch_main_tc<typename Cfg::dq_tiled>(a, stream);
         } else {
@@ -1604,7 +1623,9 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::notail:
         case GridVariant::dqrows:
         case GridVariant::splitrows:
-        case GridVariant::cap8: break;
+        case GridVariant::cap8:
+        case GridVariant::desc2:
+        case GridVariant::nodesc2: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
