@@ -35,10 +35,17 @@ namespace {
 constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
+// FB_SM90_BWD64=pmajor64 (a host code, not a traits variant; session 18's prepared probe): non-causal d = 64 passes
+// without a head split launch the default kernel with plane_group = 1 (plane_major() below: a K/V plane's key tiles on
+// consecutive work tiles of the persistent round-robin), where the default groups plane_group() planes with key tiles
+// outermost. Every other pass (causal; head splits, which head_split() still takes as the default does) runs as the
+// default.
+constexpr int kBwd64PlaneMajor = 1 << 20;
+
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default); unset, empty or `default`: the default. Any other word is refused,
-// removed ones included (a typo in an A/B would otherwise time the default twice and read as "level").
+// accumulators, session 7's default), pmajor64 (above); unset, empty or `default`: the default. Any other word is
+// refused, removed ones included (a typo in an A/B would otherwise time the default twice and read as "level").
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
@@ -46,8 +53,9 @@ int bwd64_variant() {
     if (s.empty() || s == "default") return kBwd64Default;
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
+    if (s == "pmajor64") return kBwd64PlaneMajor;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct; "
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, pmajor64; "
                                 "unset or default for the default; cvwave was removed in session 15, qtail in "
                                 "session 16: docs/perf-notes.md)");
   }();
@@ -209,7 +217,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        default: return f(BwdTraits<Elem, 64>{});
+        default: return f(BwdTraits<Elem, 64>{});  // pmajor64 too
       }
     case 128:
       switch (bwd128_variant()) {
@@ -311,7 +319,7 @@ int head_split(const AttentionParams& p) {
     return 1;
   // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
   const int v128 = bwd128_variant();
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default) ||
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default && bwd64_variant() != kBwd64PlaneMajor) ||
       (p.head_dim == 128 && v128 != kBwd128Q64 && v128 != kBwd128Q80C && !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
@@ -659,8 +667,14 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
 // cudnn in that call: 0.94-0.98x); causal 2k and d = 64 1k (not changed) 0.998 / 0.993. Causal passes keep their order:
 // the same model finds no re-fetch there and the plane-major order lengthens the causal schedule's tail (a plane's
 // longest key tile among the last to start: +4% makespan modelled).
+// FB_SM90_BWD64=pmajor64 (session 18's prepared probe, unmeasured): the same order on non-causal d = 64 passes (the
+// persistent kernel: work tile t = blockIdx.x + i * gridDim.x, so a plane's 8 or 16 key tiles on consecutive blocks of
+// one round), where session 17's call C found the same re-fetch under ncu (N = 1k: 494 / 303 MB DRAM read / written
+// against cudnn's 407 / 248; docs/perf-notes.md, flash-sm90 backward, "Session 18, prepared for session 19").
 bool plane_major(const AttentionParams& p) {
-  return !p.causal && p.head_dim == 128 && bwd128_variant() != kBwd128NoPlaneMajor;
+  if (p.causal) return false;
+  if (p.head_dim == 64) return bwd64_variant() == kBwd64PlaneMajor;
+  return p.head_dim == 128 && bwd128_variant() != kBwd128NoPlaneMajor;
 }
 
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
