@@ -129,8 +129,7 @@ bool default_grid(GridVariant v) {
 bool descend_walk(const AttentionParams& p) {
   const GridVariant v = grid_variant();
   if (v == GridVariant::desc2) return true;
-  return (v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8) && !p.causal &&
-         p.head_dim == 128 && p.heads == p.kv_heads;
+  return default_grid(v) && v != GridVariant::nodesc2 && !p.causal && p.head_dim == 128 && p.heads == p.kv_heads;
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place

@@ -102,8 +102,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            blocks), blocks 2i and 2i + 1 run two query tiles of one plane in every round where q_tiles is even. Call
 //            A (two runs, pairq / default): d = 128 N <= 2k geomean 1.030 / 1.031x, N = 4k 1.007 / 1.042x, d = 64 1.010
 //            / 1.008x (under its rule: off there); ncu at d = 128 N = 1k: 0.7-0.8M -> 18.3-18.7M sectors coalesced in
-//            hardware, L2 reads 0.50x, the clock at the 692 W cap 1710 -> 1785 MHz. Causal launches and d = 256 ignore
-//            it
+//            hardware, L2 reads 0.50x, the clock at the 692 W cap 1710 -> 1785 MHz. Causal launches and d = 256
+//            ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
