@@ -11,14 +11,16 @@ from datetime import datetime
 
 job, what, script, call = sys.argv[1:5]
 samples = []
-for r in csv.reader(open(os.path.join(job, "smi.csv"))):
+smi = os.path.join(job, "smi.csv")
+for r in csv.reader(open(smi) if os.path.exists(smi) else []):
     try:
         samples.append((datetime.strptime(r[0].strip(), "%Y/%m/%d %H:%M:%S.%f").timestamp(), float(r[1]),
                         float(r[2]), r[4].strip()))
     except (ValueError, IndexError):
         pass
 windows = {}
-for line in open(os.path.join(job, "windows.txt")):
+win = os.path.join(job, "windows.txt")
+for line in open(win) if os.path.exists(win) else []:
     p = line.split()
     if p[0].isdigit():  # "N name start|end T [rc=..]"
         name, edge, t = f"{p[0]}-{p[1]}", p[2], float(p[3])
