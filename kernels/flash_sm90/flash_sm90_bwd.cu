@@ -35,29 +35,30 @@ namespace {
 constexpr std::size_t kWsAlign = 256;
 constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 
-// FB_SM90_BWD64=pmajor64 (a host code, not a traits variant; session 18's prepared probe): non-causal d = 64 passes
-// without a head split launch the default kernel with plane_group = 1 (plane_major() below: a K/V plane's key tiles on
-// consecutive work tiles of the persistent round-robin), where the default groups plane_group() planes with key tiles
-// outermost. Every other pass (causal; head splits, which head_split() still takes as the default does) runs as the
-// default.
-constexpr int kBwd64PlaneMajor = 1 << 20;
+// FB_SM90_BWD64=nopmajor64 (a host code, not a traits variant): the order before session 19's call A, for A/B runs.
+// Non-causal d = 64 passes without a head split take their work tiles in plane groups of plane_group() planes, key
+// tiles outermost, where the default now runs them plane-major (plane_major() below; `pmajor64`, session 18's prepared
+// probe word, is the default). Every other pass (causal; head splits, which head_split() still takes as the default
+// does) runs as the default.
+constexpr int kBwd64NoPlaneMajor = 1 << 20;
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default), pmajor64 (above); unset, empty or `default`: the default. Any other word is
-// refused, removed ones included (a typo in an A/B would otherwise time the default twice and read as "level").
+// accumulators, session 7's default), nopmajor64 (above); unset, empty, `default` or `pmajor64`: the default. Any
+// other word is refused, removed ones included (a typo in an A/B would otherwise time the default twice and read as
+// "level").
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
     const std::string s = e != nullptr ? e : "";
-    if (s.empty() || s == "default") return kBwd64Default;
+    if (s.empty() || s == "default" || s == "pmajor64") return kBwd64Default;
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
-    if (s == "pmajor64") return kBwd64PlaneMajor;
+    if (s == "nopmajor64") return kBwd64NoPlaneMajor;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, pmajor64; "
-                                "unset or default for the default; cvwave was removed in session 15, qtail in "
-                                "session 16: docs/perf-notes.md)");
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, nopmajor64; "
+                                "unset, default or pmajor64 for the default; cvwave was removed in session 15, "
+                                "qtail in session 16: docs/perf-notes.md)");
   }();
   return v;
 }
@@ -217,7 +218,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        default: return f(BwdTraits<Elem, 64>{});  // pmajor64 too
+        default: return f(BwdTraits<Elem, 64>{});  // nopmajor64 too
       }
     case 128:
       switch (bwd128_variant()) {
@@ -319,7 +320,7 @@ int head_split(const AttentionParams& p) {
     return 1;
   // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
   const int v128 = bwd128_variant();
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default && bwd64_variant() != kBwd64PlaneMajor) ||
+  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default && bwd64_variant() != kBwd64NoPlaneMajor) ||
       (p.head_dim == 128 && v128 != kBwd128Q64 && v128 != kBwd128Q80C && !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
@@ -667,13 +668,15 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
 // cudnn in that call: 0.94-0.98x); causal 2k and d = 64 1k (not changed) 0.998 / 0.993. Causal passes keep their order:
 // the same model finds no re-fetch there and the plane-major order lengthens the causal schedule's tail (a plane's
 // longest key tile among the last to start: +4% makespan modelled).
-// FB_SM90_BWD64=pmajor64 (session 18's prepared probe, unmeasured): the same order on non-causal d = 64 passes (the
-// persistent kernel: work tile t = blockIdx.x + i * gridDim.x, so a plane's 8 or 16 key tiles on consecutive blocks of
-// one round), where session 17's call C found the same re-fetch under ncu (N = 1k: 494 / 303 MB DRAM read / written
-// against cudnn's 407 / 248; docs/perf-notes.md, flash-sm90 backward, "Session 18, prepared for session 19").
+// Non-causal d = 64 passes without a head split too, the default since session 19's call A (session 18's prepared
+// probe pmajor64; nopmajor64: plane groups, the order before): the persistent kernel takes work tile t = blockIdx.x +
+// i * gridDim.x, so a plane's 8 or 16 key tiles sit on consecutive blocks of one round. ncu at N = 1k (one launch
+// each, results/h200/s19/callA/pmajor64/): DRAM read 469 -> 407 MB, written 286 -> 247 MB (cudnn's bprop, session 17:
+// 407 / 248), 4.0M sectors coalesced (0 before); beside cudnn, three readings each: N = 1k / 2k / 1300 / 512 +1.8 /
+// +2.0 / +0.2 / +0.6%.
 bool plane_major(const AttentionParams& p) {
   if (p.causal) return false;
-  if (p.head_dim == 64) return bwd64_variant() == kBwd64PlaneMajor;
+  if (p.head_dim == 64) return bwd64_variant() != kBwd64NoPlaneMajor;
   return p.head_dim == 128 && bwd128_variant() != kBwd128NoPlaneMajor;
 }
 
