@@ -125,11 +125,17 @@ bool default_grid(GridVariant v) {
 // tail split, bf16 N = 1k / 4k / 1536 1.003 / 1.018 / 1.044x; results/h200/s18/callB/sm90fwd/). Causal passes (0.997x
 // in that call), d = 64 (not timed: its non-causal desc kernel spills 12 B) and GQA/MQA passes (not measured; those
 // with a head split keep it, and those without keep the tail split) walk as before; `nodesc2` nowhere, the probe
-// `desc2` everywhere the tiled dQ runs without a head split (d = 64 and 128, both masks).
+// `desc2` everywhere the tiled dQ runs without a head split (d = 64 and 128, both masks). Up to kDescendMaxKeys keys:
+// session 19 timed the walk against the order before at longer N (results/h200/s19/callA/ and callB/, bf16, twice
+// each, interleaved): 0.990-0.996x at N = 8k / 16k in call A; in call B, under the rule call A's note pre-registered
+// (docs/perf-notes.md, flash backward, session 18's subsection), the order before read 1.002x / 1.003x / 1.011x the
+// walk at N = 6k / 8k / 16k (geomean 1.005x, no reading under 0.995x), so longer passes keep it (the tail split too).
+constexpr std::int64_t kDescendMaxKeys = 4096;
 bool descend_walk(const AttentionParams& p) {
   const GridVariant v = grid_variant();
   if (v == GridVariant::desc2) return true;
-  return default_grid(v) && v != GridVariant::nodesc2 && !p.causal && p.head_dim == 128 && p.heads == p.kv_heads;
+  return default_grid(v) && v != GridVariant::nodesc2 && !p.causal && p.head_dim == 128 &&
+         p.heads == p.kv_heads && p.seq_k <= kDescendMaxKeys;
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
