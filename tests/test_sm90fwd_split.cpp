@@ -1,7 +1,6 @@
 // flash-sm90's 16-bit forward, d = 64 non-causal: the tail split's plan and workspace (kernels/flash_sm90/
 // flash_sm90_split.h), host code, so checked here without a GPU; the GPU tests ([sm90fwd]) run the kernels on shapes
-// that split and check that the run's tracked memory holds the workspace. Also session 19's `pinq` grid
-// (pinned_plane_grid, the same header).
+// that split and check that the run's tracked memory holds the workspace.
 
 #include <vector>
 
@@ -97,45 +96,4 @@ TEST_CASE("tail split: the workspace holds each part's O and LSE, O first and 16
   // At most kMaxUnits parts: under 8 MB at d = 64.
   const TailSplit most{0, 2, TailSplitLimits::kMaxUnits};
   CHECK(tail_split_workspace_bytes(most, kRows, kHeadDim) < (std::size_t(8) << 20));
-}
-
-// Session 19's `pinq` (d = 128 non-causal, 128-row query tiles): the grid of whole planes for session 19's job rows on
-// 132 SMs, and for every plane count and q_tiles a grid that is a multiple of q_tiles, no more rounds than 132 blocks,
-// and every tile run once by the static round-robin (block b: tiles b, b + grid, ...) with every round's tiles whole
-// planes (tiles k grid .. (k + 1) grid - 1 start and end on plane boundaries).
-TEST_CASE("pinq: the grid of whole planes, no more rounds than the SMs take", "[sm90fwd_split]") {
-  constexpr int kQRows = 128;
-  const auto grid = [](int batch, int heads, int seq) {
-    const int q = ceil_div(seq, kQRows);
-    return pinned_plane_grid(static_cast<long long>(batch) * heads * q, q, kSms);
-  };
-  CHECK(grid(32, 16, 512) == 132);   // 2048 tiles, 4 a plane
-  CHECK(grid(21, 16, 768) == 132);   // 2016, 6
-  CHECK(grid(10, 16, 1536) == 132);  // 1920, 12
-  CHECK(grid(16, 32, 512) == 132);   // GQA 32 / 8 query heads: 2048, 4
-  CHECK(grid(16, 16, 1024) == 128);  // 2048, 8: 16 rounds either way
-  CHECK(grid(8, 16, 2048) == 128);   // 2048, 16
-  CHECK(grid(4, 16, 4096) == 128);   // 2048, 32
-  CHECK(grid(25, 16, 640) == 130);   // 2000, 5
-  CHECK(grid(33, 8, 1024) == 0);     // 2112, 8: 17 rounds on 128 blocks, 16 on 132: the tile counter
-  CHECK(grid(1, 4, 1024) == 32);     // 32 tiles: one round
-  CHECK(pinned_plane_grid(133 * 200, 133, kSms) == 0);  // q_tiles over the SM count
-  for (int q = 1; q <= 40; ++q)
-    for (int planes = 1; planes <= 300; ++planes) {
-      const long long n_work = static_cast<long long>(planes) * q;
-      const long long g = pinned_plane_grid(n_work, q, kSms);
-      if (g == 0) {
-        CHECK((n_work > kSms - kSms % q));  // refused only where some round would not be whole planes or add one
-        continue;
-      }
-      CHECK(g % q == 0);
-      CHECK(g <= kSms);
-      CHECK((n_work + g - 1) / g == (n_work + kSms - 1) / kSms);
-      std::vector<int> seen(static_cast<std::size_t>(n_work), 0);
-      for (long long b = 0; b < g; ++b)
-        for (long long t = b; t < n_work; t += g) ++seen[static_cast<std::size_t>(t)];
-      bool once = true;
-      for (int c : seen) once = once && c == 1;
-      CHECK(once);
-    }
 }

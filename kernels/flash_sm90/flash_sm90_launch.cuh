@@ -104,15 +104,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            / 1.008x (under its rule: off there); ncu at d = 128 N = 1k: 0.7-0.8M -> 18.3-18.7M sectors coalesced in
 //            hardware, L2 reads 0.50x, the clock at the 692 W cap 1710 -> 1785 MHz. Causal launches and d = 256
 //            ignore it
-//   pinq     d = 128 non-causal launches in pairq's order (session 19, a probe; off by default): the static
-//            round-robin (block b runs tiles b, b + grid, ...) on a grid of whole planes, pinned_plane_grid
-//            (flash_sm90_split.h): the largest multiple of q_tiles at most the SM count, where that takes no more
-//            rounds than the SM count would (N = 512 / 768 / 1536: 132 blocks; N = 1k / 2k / 4k: 128; N = 640: 130),
-//            so that the q_tiles blocks of a plane run its query tiles together in every round, started together and
-//            never regrouped by the counter (whose cohorts form from blocks that finish together). Session 18's call
-//            A: static,pairq over pairq 1.017x at d = 128 N = 512 (132 = 33 x 4: whole planes a round), level at
-//            N = 1k - 4k (q_tiles 8 - 32 on 132). Where no such grid exists, causal launches, `nopairq`, other head
-//            dims: the default launch. `static` beside it: static's grid (fwd_blocks)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -144,7 +135,12 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // pair's coupling through the 2-stage ring: 0.948x at d = 128 N <= 2k in call C; the code is in history at 5d46b87);
 // session 18's `cpairq` (causal launches at d = 64 / 128 in the plane-major order with the last ~2 rounds of tiles in
 // the causal order: call B 1.007x at d = 64 causal, 1.023x at d = 128 causal, but 0.98M sectors coalesced at d = 64
-// N = 1k causal (1.4M for pairq non-causal there), under its rule's 3M; the code is in history at 6acab52).
+// N = 1k causal (1.4M for pairq non-causal there), under its rule's 3M; the code is in history at 6acab52); session
+// 19's `pinq` (d = 128 non-causal launches in pairq's order on the static round-robin over a grid of whole planes, the
+// largest multiple of q_tiles at most the SM count adding no round: call B 1.022x at N = 512 (coalesced 7.4M -> 11.5M
+// sectors, 1860 -> 1898 MHz at the cap), but 1.008x over its 132-block rows (N = 768 0.996x, 1536 1.002x), under its
+// rule's 1.010x; 128-block grids at N = 1k / 2k 1.011x; `static` runs its launch where q_tiles divides 132; the code is
+// in history at 78b1f07).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -203,7 +199,6 @@ struct FwdProbe {
   int lazy_rescale = -1;  // 1 lazyres, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
   int pair_q = -1;  // pairq: non-causal launches in the plane-major order (plane_group = 1); 1 on, 0 off, -1 the
                    // default (FwdDefaults::kPairQHeadDim)
-  bool pin_q = false;  // pinq: d = 128 pairq launches on the static round-robin over a grid of whole planes
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -232,6 +227,7 @@ inline FwdProbe fwd_probe() {
     refuse({"lazyres128"}, "session 16");
     refuse({"lazyres2", "halfdiag", "halfgemm", "mcast"}, "session 17");
     refuse({"cpairq"}, "session 18");
+    refuse({"pinq"}, "session 19");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -254,7 +250,6 @@ inline FwdProbe fwd_probe() {
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
     f.pair_q = has("pairq") ? 1 : has("nopairq") ? 0 : -1;
-    f.pin_q = has("pinq");
     return f;
   }();
   return probe;
@@ -301,9 +296,9 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
       std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
   // pairq: groups of one plane, which makes work_tile's grouped_tile the plane-major order (plane_major_tile,
   // common/tile_order.h); a host value only, so every kernel runs it as it is.
-  const bool pair_q = (Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && !p.causal &&
-                      variant_on(probe.pair_q, Tr::kHeadDim, FwdDefaults::kPairQHeadDim);
-  if (pair_q) prm.plane_group = 1;
+  if ((Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && !p.causal &&
+      variant_on(probe.pair_q, Tr::kHeadDim, FwdDefaults::kPairQHeadDim))
+    prm.plane_group = 1;
 
   const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -313,17 +308,9 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
   prm.skip_unseen = probe.no_skip ? 0 : 1;
   prm.eager_store_wait = probe.eager_store_wait ? 1 : 0;
   prm.q_slots_log2 = Tr::kQStages > 1 && !probe.one_q ? 1 : 0;
-  // pinq: the static round-robin on a grid of whole planes (pinned_plane_grid; 0: none, the tile counter as by
-  // default).
-  const long long pinned = probe.pin_q && Tr::kHeadDim == 128 && pair_q && !probe.static_schedule
-                               ? pinned_plane_grid(n_work, prm.q_tiles, current_sm_count())
-                               : 0;
   if (probe.static_schedule) {
     prm.tile_counter = -1;
     blocks = fwd_blocks(n_work, p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0);
-  } else if (pinned > 0) {
-    prm.tile_counter = -1;
-    blocks = pinned;
   } else {
     prm.tile_counter = next_tile_counter();
     blocks = fwd_blocks_dynamic(n_work);

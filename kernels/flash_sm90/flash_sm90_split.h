@@ -78,17 +78,4 @@ inline std::size_t tail_split_workspace_bytes(const TailSplit& ts, int rows, int
   return (tail_split_o_floats(ts, rows, head_dim) + std::size_t(ts.units()) * std::size_t(rows)) * sizeof(float);
 }
 
-// `pinq` (session 19, a probe; flash_sm90_launch.cuh): the grid of a d = 128 non-causal launch in the plane-major
-// order (pairq) that runs the static round-robin instead of the tile counter (block b runs tiles b, b + grid,
-// b + 2 grid, ...), chosen so that every round holds whole planes: blocks k q_tiles .. (k + 1) q_tiles - 1 then run one
-// plane's query tiles together in every round, started together and never regrouped. The largest multiple of q_tiles
-// that is at most `sms`, where it takes no more rounds of n_work tiles than `sms` blocks would; n_work where that is
-// at most it (one round); 0 where no such grid exists (the launcher keeps the tile counter). Host code only.
-inline long long pinned_plane_grid(long long n_work, int q_tiles, int sms) {
-  if (n_work <= 0 || q_tiles <= 0 || sms < q_tiles) return 0;
-  const long long grid = static_cast<long long>(sms / q_tiles) * q_tiles;
-  if (n_work <= grid) return n_work;
-  return (n_work + grid - 1) / grid == (n_work + sms - 1) / sms ? grid : 0;
-}
-
 }  // namespace fb::cuda::flash_sm90
