@@ -18,7 +18,9 @@
 // one; the tail split as by default; the default since call A, `nolazyres` the kernel before; session 16's `lazyres128`, the
 // same at d = 128, and session 17's `lazyres2`, the vote before the quad's shuffles, measured and removed) runs them
 // all, and a sharp softmax ([lazyres]: Q, K x 3, so that rows' maxima rise that far after the first K/V tile and the
-// rescale branch runs too; d = 64 and 128) under every setting.
+// rescale branch runs too; d = 64 and 128) under every setting. Session 19's `pinq` (d = 128 non-causal launches on
+// the static round-robin over a grid of whole planes; measured and removed) ran them all; `static` runs the d = 128
+// non-causal cases on 132 blocks, several rounds each.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
@@ -131,6 +133,12 @@ std::vector<Case> sm90fwd_cases() {
   // and the K/V thread's first K/V tiles of a work tile at their shortest).
   cases.push_back(make_case(4, 16, 16, 1000, 64, 128, Dtype::bf16, false, Pass::fwd));
   cases.push_back(make_case(4, 16, 16, 700, 200, 128, Dtype::fp16, false, Pass::fwd));
+  // d = 128 non-causal launches of several rounds on 132 SMs, with 4 / 6 / 5 query tiles a plane (session 19's `pinq`,
+  // measured and removed, ran them on the static round-robin over 132 / 132 / 130 blocks): 640 tiles (GQA 4:1), 792
+  // (6 whole rounds), 400.
+  cases.push_back(make_case(10, 16, 4, 512, 512, 128, Dtype::bf16, false, Pass::fwd));
+  cases.push_back(make_case(11, 12, 12, 768, 768, 128, Dtype::fp16, false, Pass::fwd));
+  cases.push_back(make_case(5, 16, 8, 640, 640, 128, Dtype::bf16, false, Pass::fwd));
   return cases;
 }
 

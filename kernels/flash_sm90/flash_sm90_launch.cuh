@@ -135,7 +135,12 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // pair's coupling through the 2-stage ring: 0.948x at d = 128 N <= 2k in call C; the code is in history at 5d46b87);
 // session 18's `cpairq` (causal launches at d = 64 / 128 in the plane-major order with the last ~2 rounds of tiles in
 // the causal order: call B 1.007x at d = 64 causal, 1.023x at d = 128 causal, but 0.98M sectors coalesced at d = 64
-// N = 1k causal (1.4M for pairq non-causal there), under its rule's 3M; the code is in history at 6acab52).
+// N = 1k causal (1.4M for pairq non-causal there), under its rule's 3M; the code is in history at 6acab52); session
+// 19's `pinq` (d = 128 non-causal launches in pairq's order on the static round-robin over a grid of whole planes, the
+// largest multiple of q_tiles at most the SM count adding no round: call B 1.022x at N = 512 (coalesced 7.4M -> 11.5M
+// sectors, 1860 -> 1898 MHz at the cap), but 1.008x over its 132-block rows (N = 768 0.996x, 1536 1.002x), under its
+// rule's 1.010x; 128-block grids at N = 1k / 2k 1.011x; `static` runs its launch where q_tiles divides 132; the code is
+// in history at 78b1f07).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -222,6 +227,7 @@ inline FwdProbe fwd_probe() {
     refuse({"lazyres128"}, "session 16");
     refuse({"lazyres2", "halfdiag", "halfgemm", "mcast"}, "session 17");
     refuse({"cpairq"}, "session 18");
+    refuse({"pinq"}, "session 19");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
