@@ -192,7 +192,16 @@ struct FwdConfig {
 //   nokpipe : the shipped kernels and orders with d = 128's non-causal launches as before session 15: kOpt, and
 //             epi,pro on short launches, without kFwdFragPipe (TcTiles<128>::kFullOpt); d = 64 runs its default.
 //             Takes no other word
-// Every word but nokpipe runs the default's kOpt (with kFullOpt on non-causal launches, persist and persist2 aside:
+//   clusterN: (N = 2, 4 or 8; session 19) non-causal launches of the default's kernels (every bit the default gives
+//             the launch, short-launch ones included) in one plane's order (plane group 1: d = 128's default order,
+//             at d = 64 instead of set_tile_order's L2-sized groups), launched in thread-block clusters of N
+//             consecutive blocks (cudaLaunchKernelEx, cudaLaunchAttributeClusterDimension N x 1 x 1), so that N
+//             neighbouring query tiles of a plane start together on one GPC and stream the same K/V tiles, whose
+//             reads the L2 request coalescer can then merge. The kernels do not know the cluster (no cluster
+//             instruction, no cross-block synchronisation: the same blocks do the same work). A grid that is not a
+//             multiple of N launches without clusters; causal launches run the default. Needs thread-block clusters
+//             (sm_90+): elsewhere the launch throws. Takes no other word
+// Every word but nokpipe and clusterN runs the default's kOpt (with kFullOpt on non-causal launches, persist and persist2 aside:
 // at d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): on d = 128 launches that
 // short_launch() picks, a word's baseline is kOpt | kFullOpt alone. Session 14's stag (the first wave's second half of blocks started ~half a KV
 // step late: level in call B) and session 15's lse (epi's row statistics alone: call A geomean 1.003, causal
@@ -216,6 +225,7 @@ struct FwdProbe {
   bool lean_epi = false;     // epi (with pro)
   bool lean_pro = false;     // pro
   bool no_frag_pipe = false;  // nokpipe
+  int cluster = 0;            // clusterN: N (0: no clusters)
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
