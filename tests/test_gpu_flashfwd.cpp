@@ -112,9 +112,8 @@ TEST_CASE("flash forward, bf16/fp16 d 128, short non-causal launches: verifies b
 // loaded during the last one's epilogue) must still run every tile once, whatever the K/V stage parity at a
 // tile's end (17 and 32 KV tiles) and with a short last band (13 query tiles); the L2 prefetch (d = 128's
 // default, pf; off with nopf) asks for a tile one wave later only when there is one, the last query tile of a
-// plane with 1 of its 128 rows (1537 rows). d = 64 non-causal (since session 19): clusterN's plane order and clusters
-// at d = 64 on grids of several waves (1024 blocks of 16 query tiles; 832 of 13, so clusters of 4 or 8 take query
-// tiles of two planes).
+// plane with 1 of its 128 rows (1537 rows). d = 64 non-causal too since session 19 (its grid orders over several
+// waves: 1024 blocks of 16 query tiles, 832 of 13).
 TEST_CASE("flash forward, bf16/fp16, more work tiles than one wave: verifies beside naive", "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();

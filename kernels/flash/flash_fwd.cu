@@ -120,18 +120,17 @@ const FwdProbe& fwd_probe() {
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 7)
         f.band = std::stoi(w.substr(4));
-      else if (w == "cluster2" || w == "cluster4" || w == "cluster8") {
-        if (f.cluster > 0) throw std::invalid_argument("FB_FLASH_FWD_PROBE: one clusterN word at most");
-        f.cluster = std::stoi(w.substr(7));
-      }
+      else if (w == "cluster2" || w == "cluster4" || w == "cluster8")
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
+                                    "': clusterN (non-causal launches in thread-block clusters) was measured and "
+                                    "removed in session 19 (docs/perf-notes.md)");
       else if (w.size() > 4 && w.compare(0, 4, "tail") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 6)
         f.tail = std::stoi(w.substr(4));
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, bandN with N >= 0, tailN with N >= 0, clusterN with N = 2, "
-                                    "4 or 8)");
+                                    "epi, pro, nokpipe, bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -145,11 +144,6 @@ const FwdProbe& fwd_probe() {
                            f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe runs the shipped kernels and order less one bit; "
                                   "it takes no other word");
-    // clusterN: the shipped kernels in one plane's order, launched in clusters, alone.
-    if (f.cluster > 0 && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
-                          f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro || f.no_frag_pipe))
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: clusterN runs the shipped kernels in clusters; it takes no "
-                                  "other word");
     return f;
   }();
   return probe;

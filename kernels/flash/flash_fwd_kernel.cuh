@@ -703,11 +703,9 @@ int resident_blocks() {
 // replaces set_tile_order's plane group on a non-causal launch (1: one plane's query tiles after another).
 // With kFwdQBand in kOpt (causal launches only), plane_group is the band of banded_tile; with kFwdQBandTail too,
 // tail_waves (>= 1) sizes the grouped tail: the fewest shortest query tiles of every plane that make at least
-// tail_waves device-fulls of blocks. cluster > 1 (the clusterN probe word, non-causal launches): the same grid in
-// thread-block clusters of that many consecutive blocks, where the grid is a multiple of it.
+// tail_waves device-fulls of blocks.
 template <typename Tr, unsigned kOpt = 0>
-void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_group = 0, int tail_waves = 0,
-                   int cluster = 1) {
+void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_group = 0, int tail_waves = 0) {
   auto args = make_fwd_args<typename Tr::Elem, float>(p);
   const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
   if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {
@@ -730,33 +728,6 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
   if constexpr ((kOpt & kFwdPersist) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");
     blocks = std::min(blocks, unsigned(resident_blocks<Tr, kOpt>()));
-  }
-  if (cluster > 1 && !p.causal) {
-    // clusterN (flash_fwd_config.h): clusters of `cluster` consecutive blocks, i.e. (with plane group 1) neighbouring
-    // query tiles of one plane, started together on one GPC. The kernel does not read its cluster: every block does
-    // what it does in a plain launch.
-    int device = 0, clusters_ok = 0;
-    FB_CUDA_CHECK(cudaGetDevice(&device));
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&clusters_ok, cudaDevAttrClusterLaunch, device));
-    if (!clusters_ok)
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: clusterN needs thread-block clusters (sm_90 or later)");
-    if (blocks % unsigned(cluster) == 0) {
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(blocks);
-      cfg.blockDim = dim3(Tr::kThreads);
-      cfg.dynamicSmemBytes = Tr::kSmemBytes;
-      cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = unsigned(cluster);
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
-      FB_CUDA_CHECK_LAUNCH();
-      return;
-    }
   }
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();

@@ -17,10 +17,9 @@ inline int smem_optin() {
 }
 
 // The default tiles of Cfg with its variant bits plus kExtra for this launch (kCausalBand, kCausalTail, kFullOpt:
-// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe word). cluster > 1: non-causal launches in thread-block
-// clusters of that many blocks (the clusterN word; launch_fwd_tc).
+// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe word).
 template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0>
-void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, int plane_group, int cluster = 1) {
+void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   using Tr = typename Cfg::Traits;
   constexpr unsigned kOpt = Cfg::kOpt | kExtra;
   if constexpr (Cfg::kCausalBand > 0 && Cfg::kCausalTail > 0) {
@@ -32,9 +31,9 @@ void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, i
   }
   constexpr unsigned kFull = kOpt | (Cfg::kFullOpt & ~kFullDrop);
   if constexpr (kFull != kOpt) {
-    if (!p.causal) return launch_fwd_tc<Tr, kFull>(p, stream, plane_group, 0, cluster);
+    if (!p.causal) return launch_fwd_tc<Tr, kFull>(p, stream, plane_group);
   }
-  launch_fwd_tc<Tr, kOpt>(p, stream, plane_group, 0, cluster);
+  launch_fwd_tc<Tr, kOpt>(p, stream, plane_group);
 }
 // Whether the launch's query rows see at most Cfg::kShortKeys keys on average: seq_k, or under the causal mask
 // (bottom-right aligned: row i sees keys <= i + seq_k - seq_q) about seq_k - seq_q / 2.
@@ -44,14 +43,14 @@ bool short_launch(const AttentionParams& p) {
   return keys <= Cfg::kShortKeys;
 }
 // The default tiles of Cfg: with kShortOpt on short launches (TcLoop). kFullDrop: bits of kFullOpt left out (the
-// nokpipe word: the non-causal kernels before session 15). cluster > 1: the clusterN word.
+// nokpipe word: the non-causal kernels before session 15).
 template <typename Cfg, unsigned kFullDrop = 0>
-void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group, int cluster = 1) {
+void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   if constexpr (Cfg::kShortOpt != 0) {
     if (short_launch<Cfg>(p))
-      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop>(p, stream, plane_group, cluster);
+      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop>(p, stream, plane_group);
   }
-  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop>(p, stream, plane_group, cluster);
+  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop>(p, stream, plane_group);
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
@@ -89,8 +88,6 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   // nokpipe: the shipped kernels with the non-causal launches as before session 15 (d = 128: kOpt and the short
   // epi,pro without kFwdFragPipe); d = 64 runs its default.
   if (pr.no_frag_pipe) return launch_fwd_tc_default<Cfg, kFwdFragPipe>(p, stream, Cfg::kPlaneGroup);
-  // clusterN: the shipped kernels, non-causal launches in one plane's order (plane group 1) in clusters of N blocks.
-  if (pr.cluster > 1) return launch_fwd_tc_default<Cfg>(p, stream, 1, pr.cluster);
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);
