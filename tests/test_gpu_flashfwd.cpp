@@ -112,17 +112,19 @@ TEST_CASE("flash forward, bf16/fp16 d 128, short non-causal launches: verifies b
 // loaded during the last one's epilogue) must still run every tile once, whatever the K/V stage parity at a
 // tile's end (17 and 32 KV tiles) and with a short last band (13 query tiles); the L2 prefetch (d = 128's
 // default, pf; off with nopf) asks for a tile one wave later only when there is one, the last query tile of a
-// plane with 1 of its 128 rows (1537 rows).
+// plane with 1 of its 128 rows (1537 rows). d = 64 non-causal too since session 19 (its grid orders over several
+// waves: 1024 blocks of 16 query tiles, 832 of 13).
 TEST_CASE("flash forward, bf16/fp16, more work tiles than one wave: verifies beside naive", "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();
   const SeqLens lengths[] = {{2000, 2000}, {1537, 1030}};
   for (const SeqLens& l : lengths) {
-    for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
-      const Case c = make_case(4, 16, 4, l.q, l.k, 128, t, false, Pass::fwd);
-      INFO("case " << c.key());
-      check_beside_naive(b, c, "flash", kSeed);
-    }
+    for (int dim : {64, 128})
+      for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+        const Case c = make_case(4, 16, 4, l.q, l.k, dim, t, false, Pass::fwd);
+        INFO("case " << c.key());
+        check_beside_naive(b, c, "flash", kSeed);
+      }
     for (int dim : {64, 128}) {
       const Case c = make_case(4, 2048 / dim / 2, 4, l.q, l.k, dim, Dtype::bf16, true, Pass::fwd);
       INFO("case " << c.key());

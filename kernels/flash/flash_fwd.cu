@@ -120,6 +120,10 @@ const FwdProbe& fwd_probe() {
       else if (w.size() > 4 && w.compare(0, 4, "band") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 7)
         f.band = std::stoi(w.substr(4));
+      else if (w == "cluster2" || w == "cluster4" || w == "cluster8")
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
+                                    "': clusterN (non-causal launches in thread-block clusters) was measured and "
+                                    "removed in session 19 (docs/perf-notes.md)");
       else if (w.size() > 4 && w.compare(0, 4, "tail") == 0 &&
                w.find_first_not_of("0123456789", 4) == std::string::npos && w.size() <= 6)
         f.tail = std::stoi(w.substr(4));

@@ -197,7 +197,10 @@ struct FwdConfig {
 // short_launch() picks, a word's baseline is kOpt | kFullOpt alone. Session 14's stag (the first wave's second half of blocks started ~half a KV
 // step late: level in call B) and session 15's lse (epi's row statistics alone: call A geomean 1.003, causal
 // 0.96-0.99) were measured and removed; session 15's kpipe (short launches) and kpipelong (long ones) are the
-// default on non-causal d = 128 launches (kFullOpt). The three words are refused, naming the session.
+// default on non-causal d = 128 launches (kFullOpt). The three words are refused, naming the session. Session 19's
+// clusterN (non-causal launches of the default's kernels in one plane's order, in thread-block clusters of N blocks,
+// for the L2 request coalescer: call B, cluster2 0.993-1.008x, cluster4 0.946-0.960x, ~2% of the K/V sectors
+// merged) was measured and removed (host code only); cluster2 / cluster4 / cluster8 are refused, naming the session.
 // Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask,
 // bc128) and session 11's pfstart and latev (level in call A) and session 13's expv, expv2 (the exponentials
 // between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's order: level) were measured
