@@ -398,9 +398,42 @@ class Hardware:
         legacy allow_tf32 flag is refused there), else allow_tf32."""
         m = self.torch.backends.cuda.matmul
         if hasattr(m, "fp32_precision"):
-            m.fp32_precision = "tf32" if on else "ieee"
-        else:
-            m.allow_tf32 = on
+            try:
+                m.fp32_precision = "tf32" if on else "ieee"
+                return
+            except Exception:  # an older spelling: the legacy flag below
+                pass
+        m.allow_tf32 = on
+
+    def rates(self, n=int(os.environ.get("FP32_STUDY_RATE_N", 4096)), reps=3):
+        """TFLOP/s of each GEMM path as called here (n^3, one batch): tells tensor cores (fp16 / bf16 ~600+, TF32
+        ~300+) from CUDA-core SGEMM (~50) -- the accumulator probe means nothing if a path fell back to SGEMM."""
+        t = self.torch
+        out = {}
+        a = np.random.default_rng(1).random((1, n, n))
+        for fmt in ("fp32", "tf32", "fp16", "bf16"):
+            try:
+                if fmt in ("fp32", "tf32") or self.half_path == "tf32-carrier":
+                    self.set_tf32(fmt != "fp32")
+                    x = t.from_numpy(a.astype(f32)).to(self.dev)
+                    call = lambda: t.bmm(x, x)  # noqa: E731
+                else:
+                    x = t.from_numpy(a.astype(f32)).to(self.dev).to(t.float16 if fmt == "fp16" else t.bfloat16)
+                    call = lambda: t.bmm(x, x, out_dtype=t.float32)  # noqa: E731
+                call()
+                t.cuda.synchronize()
+                e0, e1 = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+                e0.record()
+                for _ in range(reps):
+                    call()
+                e1.record()
+                t.cuda.synchronize()
+                out[fmt] = 2.0 * n ** 3 * reps / (e0.elapsed_time(e1) * 1e-3) / 1e12
+            except Exception as e:
+                out[fmt] = f"n/a ({type(e).__name__})"
+            finally:
+                self.set_tf32(False)
+        return out
 
     def bmm(self, a, b, fmt):
         """a (c, m, k), b (c, k, n) numpy arrays holding `fmt` values -> fp32 products on the tensor cores."""
@@ -606,8 +639,10 @@ def main():
         except Exception as e:  # fail soft: no torch or no GPU here
             hw_note = f"hardware part SKIPPED: {type(e).__name__}: {e}"
         print(hw_note, flush=True)
-    hw_rows, probe = [], None
+    hw_rows, probe, rates = [], None, None
     if hw is not None:
+        rates = hw.rates()
+        print(f"rates {rates}", flush=True)
         probe = accumulation_probe(hw, np.random.default_rng(args.seed), out_lines)
         hw_forms = [next(f for f in forms if f.name == n) for n in HW_FORMS]
         # every case's deciding forms first, then the others while the budget lasts
@@ -631,6 +666,9 @@ def main():
          f"# seed {args.seed}; tiles: 32 queries, 128 keys (d = 64) / 64 keys (d = 128); {time.time() - t0:.1f} s"]
     if hw_note:
         t.append("# " + hw_note)
+    if rates:
+        t.append("# GEMM paths as called, 4096^3, TFLOP/s (tensor cores: fp16 / bf16 ~600+, TF32 ~300+; SGEMM ~50): " +
+                 ", ".join(f"{k} {v:.0f}" if isinstance(v, float) else f"{k} {v}" for k, v in rates.items()))
     if probe:
         t.append("")
         t.append("## accumulator probe: one GEMM (128 x 128, K = 512), error in fp32 ulps of sum |a||b|: (mean, max);"
@@ -659,6 +697,7 @@ def main():
                      for k, v in r.items()} for r in rows]
 
         report.update({"emulation": clean(emu_rows), "hardware": clean(hw_rows), "probe": probe, "hw_note": hw_note,
+                       "rates": rates,
                        "seconds": time.time() - t0})
         with open(os.path.join(args.out, "study.json"), "w") as fh:
             json.dump(report, fh, indent=1, default=str)
