@@ -1,6 +1,7 @@
 // flash-sm90's 16-bit forward, d = 64 non-causal: the tail split's plan and workspace (kernels/flash_sm90/
 // flash_sm90_split.h), host code, so checked here without a GPU; the GPU tests ([sm90fwd]) run the kernels on shapes
-// that split and check that the run's tracked memory holds the workspace.
+// that split and check that the run's tracked memory holds the workspace. Also `shortstatic`'s rule (short_tile_static,
+// the same header): which d = 128 launches it puts on the static round-robin.
 
 #include <vector>
 
@@ -96,4 +97,28 @@ TEST_CASE("tail split: the workspace holds each part's O and LSE, O first and 16
   // At most kMaxUnits parts: under 8 MB at d = 64.
   const TailSplit most{0, 2, TailSplitLimits::kMaxUnits};
   CHECK(tail_split_workspace_bytes(most, kRows, kHeadDim) < (std::size_t(8) << 20));
+}
+
+TEST_CASE("shortstatic: the static round-robin only on non-causal plane-major launches of short work tiles",
+          "[sm90fwd_split]") {
+  constexpr int kKeys128 = 128;  // d = 128's K/V tile (flash_sm90_config.h)
+  constexpr int kMax = 4;        // FwdDefaults::kShortStaticMaxKvTiles
+  // Session 20's rows (results/h200/s20/calls/job1-sm90fwd-static.sh): N = 256 / 384 / 512 take it, 640 / 768 / 1024
+  // and causal launches do not.
+  for (int n : {256, 384, 512}) {
+    INFO("N = " << n);
+    CHECK(short_tile_static(false, true, n, kKeys128, kMax));
+    CHECK_FALSE(short_tile_static(true, true, n, kKeys128, kMax));
+    CHECK_FALSE(short_tile_static(false, false, n, kKeys128, kMax));  // nopairq: the grouped order
+  }
+  for (int n : {513, 640, 768, 1024, 4096}) {
+    INFO("N = " << n);
+    CHECK_FALSE(short_tile_static(false, true, n, kKeys128, kMax));
+  }
+  // The GPU test's shapes (seq_k decides: every non-causal work tile runs all of its K/V tiles): 500 x 300, 1000 x 64,
+  // 700 x 200, 320 take it; 300 x 500 (4 K/V tiles) too; 130 x 1000 does not.
+  for (int seq_k : {300, 64, 200, 320, 500, 1}) CHECK(short_tile_static(false, true, seq_k, kKeys128, kMax));
+  CHECK_FALSE(short_tile_static(false, true, 1000, kKeys128, kMax));
+  CHECK_FALSE(short_tile_static(false, true, 0, kKeys128, kMax));
+  CHECK_FALSE(short_tile_static(false, true, 256, kKeys128, 0));  // a limit of 0: nowhere
 }

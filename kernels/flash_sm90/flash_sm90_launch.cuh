@@ -104,6 +104,16 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            / 1.008x (under its rule: off there); ncu at d = 128 N = 1k: 0.7-0.8M -> 18.3-18.7M sectors coalesced in
 //            hardware, L2 reads 0.50x, the clock at the 692 W cap 1710 -> 1785 MHz. Causal launches and d = 256
 //            ignore it
+//   shortstatic d = 128 non-causal launches in pairq's order whose work tiles are at most
+//            FwdDefaults::kShortStaticMaxKvTiles (4) K/V tiles long (N <= 512 at seq_q = seq_k): the static
+//            round-robin (`static`'s launch there, on min(n_work, SMs) blocks) in place of the tile counter
+//            (short_tile_static, flash_sm90_split.h; off by default: FwdDefaults::kShortStaticHeadDim, `noshortstatic`
+//            off whatever the default). Host-only: the kernels are the default's. Session 19's call B read the static
+//            launch 1.022x over the tile counter at d = 128 N = 512 (4 K/V tiles a tile; ncu 7.4M -> 11.5M sectors
+//            coalesced, 1860 -> 1898 MHz at the cap) and level at 5 / 6 / 8 / 12 K/V tiles; session 20's first call
+//            times `static` at N = 256 / 384 / 512 / 640 (results/h200/s20/calls/job1-sm90fwd-static.sh) and this
+//            word's default flips to d = 128 by its pre-registered rule (docs/perf-notes.md). Causal launches,
+//            `nopairq`, d = 64 (whose shipped variant runs the tile counter's tail split) and d = 256 ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -181,6 +191,12 @@ struct FwdDefaults {
   // 1.013 / 1.031x at N = 512, 1.038 / 1.034x at 1k, 1.028 / 1.040x at 2k, 1.007 / 1.042x at 4k; fp16 1k 1.059 /
   // 1.035x; GQA 32/8 1k 1.015 / 1.015x; d = 64 1.003-1.016x (geomean 1.010 / 1.008x, under its 1.010x rule).
   static constexpr int kPairQHeadDim = 128;
+  // shortstatic: the static round-robin on d = 128 non-causal launches in pairq's order with work tiles of at most
+  // kShortStaticMaxKvTiles K/V tiles. Off (no head dim) until session 20's first call times `static` on those rows
+  // (results/h200/s20/calls/job1-sm90fwd-static.sh; its pre-registered rule in docs/perf-notes.md, flash-sm90 forward,
+  // "Session 19, prepared for session 20"); the flip is this one value, 128.
+  static constexpr int kShortStaticHeadDim = 0;
+  static constexpr int kShortStaticMaxKvTiles = 4;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -199,6 +215,7 @@ struct FwdProbe {
   int lazy_rescale = -1;  // 1 lazyres, 0 nolazyres, -1 the default (FwdDefaults::kLazyRescaleHeadDim)
   int pair_q = -1;  // pairq: non-causal launches in the plane-major order (plane_group = 1); 1 on, 0 off, -1 the
                    // default (FwdDefaults::kPairQHeadDim)
+  int short_static = -1;  // shortstatic: 1 on, 0 off, -1 the default (FwdDefaults::kShortStaticHeadDim)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -250,6 +267,7 @@ inline FwdProbe fwd_probe() {
     f.tail_split = has("tailsplit") ? 1 : has("notailsplit") ? 0 : -1;
     f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
     f.pair_q = has("pairq") ? 1 : has("nopairq") ? 0 : -1;
+    f.short_static = has("shortstatic") ? 1 : has("noshortstatic") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -296,9 +314,14 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
       std::int64_t(l2_plane_group(kv_plane_bytes, kv_planes, l2_share)) * p.group(), q_planes));
   // pairq: groups of one plane, which makes work_tile's grouped_tile the plane-major order (plane_major_tile,
   // common/tile_order.h); a host value only, so every kernel runs it as it is.
-  if ((Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && !p.causal &&
-      variant_on(probe.pair_q, Tr::kHeadDim, FwdDefaults::kPairQHeadDim))
-    prm.plane_group = 1;
+  const bool plane_major = (Tr::kHeadDim == 64 || Tr::kHeadDim == 128) && !p.causal &&
+                           variant_on(probe.pair_q, Tr::kHeadDim, FwdDefaults::kPairQHeadDim);
+  if (plane_major) prm.plane_group = 1;
+  // shortstatic: the static round-robin (below, as `static`) on d = 128 non-causal launches in that order whose work
+  // tiles are short (short_tile_static, flash_sm90_split.h); a host choice only, the kernels as they are.
+  const bool short_static =
+      Tr::kHeadDim == 128 && variant_on(probe.short_static, Tr::kHeadDim, FwdDefaults::kShortStaticHeadDim) &&
+      short_tile_static(p.causal, plane_major, p.seq_k, Tr::kBc, FwdDefaults::kShortStaticMaxKvTiles);
 
   const auto kernel = flash_sm90_fwd_kernel<Tr, kOpt>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -308,7 +331,7 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
   prm.skip_unseen = probe.no_skip ? 0 : 1;
   prm.eager_store_wait = probe.eager_store_wait ? 1 : 0;
   prm.q_slots_log2 = Tr::kQStages > 1 && !probe.one_q ? 1 : 0;
-  if (probe.static_schedule) {
+  if (probe.static_schedule || short_static) {
     prm.tile_counter = -1;
     blocks = fwd_blocks(n_work, p.causal ? prm.mask.kv_tiles(0, p.seq_q, Tr::kBc) : 0);
   } else {
