@@ -64,6 +64,18 @@ __device__ __forceinline__ void mma_step(float (&acc)[4], const float* a, const 
   }
 }
 
+// Tile t's finished chunk of k values, ending at k_end: its m16n8 sums (the fragment of mma.sync's C, which wgmma's
+// m64n8 accumulator repeats per warp) stored in the chunk's slot of out, and the accumulator zeroed for the next.
+__device__ __forceinline__ void store_chunk(float* out, float (&acc)[4], int t, int k_total, int chunk, int k_end,
+                                            int g, int q) {
+  float* o = out + (std::size_t(t) * (k_total / chunk) + k_end / chunk - 1) * kMmaRows * kMmaCols;
+  o[g * kMmaCols + 2 * q] = acc[0];
+  o[g * kMmaCols + 2 * q + 1] = acc[1];
+  o[(g + 8) * kMmaCols + 2 * q] = acc[2];
+  o[(g + 8) * kMmaCols + 2 * q + 1] = acc[3];
+  acc[0] = acc[1] = acc[2] = acc[3] = 0.f;
+}
+
 template <MmaFormat F>
 __global__ void __launch_bounds__(32) mma_chain_kernel(const float* __restrict__ a, const float* __restrict__ b,
                                                        float* __restrict__ out, int terms, int tiles, int k_total,
@@ -76,14 +88,8 @@ __global__ void __launch_bounds__(32) mma_chain_kernel(const float* __restrict__
     for (int term = 0; term < terms; ++term)
       mma_step<F>(acc, a + (std::size_t(term) * tiles + t) * a_tile, b + (std::size_t(term) * tiles + t) * b_tile,
                   k_total, k0, g, q);
-    if ((k0 + kStep) % chunk == 0) {  // the chunk's sum is done: store it, start the next from zero
-      float* o = out + (std::size_t(t) * (k_total / chunk) + (k0 + kStep) / chunk - 1) * kMmaRows * kMmaCols;
-      o[g * kMmaCols + 2 * q] = acc[0];
-      o[g * kMmaCols + 2 * q + 1] = acc[1];
-      o[(g + 8) * kMmaCols + 2 * q] = acc[2];
-      o[(g + 8) * kMmaCols + 2 * q + 1] = acc[3];
-      acc[0] = acc[1] = acc[2] = acc[3] = 0.f;
-    }
+    if ((k0 + kStep) % chunk == 0)  // the chunk's sum is done: store it, start the next from zero
+      store_chunk(out, acc, t, k_total, chunk, k0 + kStep, g, q);
   }
 }
 
@@ -172,14 +178,7 @@ __global__ void __launch_bounds__(128) wgmma_chain_kernel(const float* __restric
         ptx::wgmma_wait<0>();
         ptx::fence_operands(acc);
       }
-      if ((k0 + kStep) % chunk == 0) {
-        float* o = out + (std::size_t(t) * (k_total / chunk) + (k0 + kStep) / chunk - 1) * kMmaRows * kMmaCols;
-        o[g * kMmaCols + 2 * q] = acc[0];
-        o[g * kMmaCols + 2 * q + 1] = acc[1];
-        o[(g + 8) * kMmaCols + 2 * q] = acc[2];
-        o[(g + 8) * kMmaCols + 2 * q + 1] = acc[3];
-        acc[0] = acc[1] = acc[2] = acc[3] = 0.f;
-      }
+      if ((k0 + kStep) % chunk == 0) store_chunk(out, acc, t, k_total, chunk, k0 + kStep, g, q);
     }
   }
 #endif
