@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/numeric.h"
 #include "mma_order_probe.h"
 
 namespace {
@@ -50,7 +51,6 @@ using json = nlohmann::json;
 constexpr double kEps32 = 0x1p-23;       // fp32 ulp of 1
 constexpr double kLoShift = 0x1p11;      // fp16 residual shifted into fp16's normal range (Ootomo & Yokota 2022)
 constexpr int kScaleTop = 14;            // a scaled block's max lies in [2^14, 2^15): fp16's max is 65504
-constexpr double kFp16Max = 65504.0;
 
 // ---- rounding ----
 float rz32(long double s) {
@@ -66,13 +66,7 @@ float tf32_rna(float x) {  // cvt.rna.tf32.f32: nearest, ties away (the kernels'
   return x;
 }
 float fp16_rn(double x) {  // cvt.rn.f16.f32 of fp32(x): nearest even, subnormals kept, overflow to inf
-  const double v = static_cast<float>(x);
-  if (v == 0 || !std::isfinite(v)) return static_cast<float>(v);
-  int e;
-  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
-  const double q = std::ldexp(1.0, std::max(e - 1, -14) - 10);
-  const double r = std::nearbyint(v / q) * q;
-  return std::fabs(r) > kFp16Max ? std::copysign(INFINITY, v) : static_cast<float>(r);
+  return fb::cpu::half_bits_to_float(fb::cpu::float_to_half_bits(static_cast<float>(x)));
 }
 
 // ---- the accumulator models, replaying the device's order ----
