@@ -21,7 +21,7 @@
 // rescale branch runs too; d = 64 and 128) under every setting. Session 19's `pinq` (d = 128 non-causal launches on
 // the static round-robin over a grid of whole planes; measured and removed) ran them all; `static` runs the d = 128
 // non-causal cases on 132 blocks, several rounds each. Session 20's `shortstatic` (the static round-robin on d = 128
-// non-causal launches of at most 4 K/V tiles a work tile) runs it on those of them: 500 x 300, 1000 x 64, 700 x 200,
+// non-causal launches of at most 4 K/V tiles a work tile; the default since session 20) runs it on those of them: 500 x 300, 1000 x 64, 700 x 200,
 // 512 (GQA, 640 tiles) and 320 (576 tiles of 3 K/V tiles, the last query and K/V tiles partial).
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
@@ -142,7 +142,7 @@ std::vector<Case> sm90fwd_cases() {
   cases.push_back(make_case(11, 12, 12, 768, 768, 128, Dtype::fp16, false, Pass::fwd));
   cases.push_back(make_case(5, 16, 8, 640, 640, 128, Dtype::bf16, false, Pass::fwd));
   // d = 128 non-causal, 3 K/V tiles a work tile, the last query and K/V tiles of 64 rows / keys: 576 tiles (4.4 rounds
-  // on 132 blocks; session 20's `shortstatic` runs it on the static round-robin).
+  // on 132 blocks; `shortstatic`, the default, runs it on the static round-robin).
   cases.push_back(make_case(12, 16, 16, 320, 320, 128, Dtype::fp16, false, Pass::fwd));
   return cases;
 }

@@ -107,12 +107,12 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //   shortstatic d = 128 non-causal launches in pairq's order whose work tiles are at most
 //            FwdDefaults::kShortStaticMaxKvTiles (4) K/V tiles long (N <= 512 at seq_q = seq_k): the static
 //            round-robin (`static`'s launch there, on min(n_work, SMs) blocks) in place of the tile counter
-//            (short_tile_static, flash_sm90_split.h; off by default: FwdDefaults::kShortStaticHeadDim, `noshortstatic`
-//            off whatever the default). Host-only: the kernels are the default's. Session 19's call B read the static
-//            launch 1.022x over the tile counter at d = 128 N = 512 (4 K/V tiles a tile; ncu 7.4M -> 11.5M sectors
-//            coalesced, 1860 -> 1898 MHz at the cap) and level at 5 / 6 / 8 / 12 K/V tiles; session 20's first call
-//            times `static` at N = 256 / 384 / 512 / 640 (results/h200/s20/calls/job1-sm90fwd-static.sh) and this
-//            word's default flips to d = 128 by its pre-registered rule (docs/perf-notes.md). Causal launches,
+//            (short_tile_static, flash_sm90_split.h; the default at d = 128: FwdDefaults::kShortStaticHeadDim,
+//            `noshortstatic` = the tile counter there). Host-only: the kernels are the default's. Session 19's call B
+//            read the static launch 1.022x over the tile counter at d = 128 N = 512 (4 K/V tiles a tile; ncu 7.4M ->
+//            11.5M sectors coalesced, 1860 -> 1898 MHz at the cap) and level at 5 / 6 / 8 / 12 K/V tiles; session 20's
+//            call A (results/h200/s20/callA/sm90fwd-static) read `static` 1.015x over seven N = 256-512 rows no
+//            config names (N = 512 1.020x, 1.001-1.027x a row; N = 640 0.993x), its pre-registered rule met. Causal launches,
 //            `nopairq`, d = 64 (whose shipped variant runs the tile counter's tail split) and d = 256 ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
@@ -192,10 +192,11 @@ struct FwdDefaults {
   // 1.035x; GQA 32/8 1k 1.015 / 1.015x; d = 64 1.003-1.016x (geomean 1.010 / 1.008x, under its 1.010x rule).
   static constexpr int kPairQHeadDim = 128;
   // shortstatic: the static round-robin on d = 128 non-causal launches in pairq's order with work tiles of at most
-  // kShortStaticMaxKvTiles K/V tiles. Off (no head dim) until session 20's first call times `static` on those rows
-  // (results/h200/s20/calls/job1-sm90fwd-static.sh; its pre-registered rule in docs/perf-notes.md, flash-sm90 forward,
-  // "Session 19, prepared for session 20"); the flip is this one value, 128.
-  static constexpr int kShortStaticHeadDim = 0;
+  // kShortStaticMaxKvTiles K/V tiles. Session 20's call A (results/h200/s20/callA/sm90fwd-static; four readings a row
+  // between default runs): static / default 1.015x over the seven N = 256-512 rows (N = 256 1.004x, 384 1.019x, 512
+  // 1.020x), the pre-registered rule (docs/perf-notes.md, flash-sm90 forward, "Session 19, prepared for session 20")
+  // met; N = 640 (5 K/V tiles) 0.993x, outside the limit.
+  static constexpr int kShortStaticHeadDim = 128;
   static constexpr int kShortStaticMaxKvTiles = 4;
 };
 struct FwdProbe {

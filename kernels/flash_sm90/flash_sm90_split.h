@@ -78,8 +78,8 @@ inline std::size_t tail_split_workspace_bytes(const TailSplit& ts, int rows, int
   return (tail_split_o_floats(ts, rows, head_dim) + std::size_t(ts.units()) * std::size_t(rows)) * sizeof(float);
 }
 
-// Session 20's `shortstatic` (flash_sm90_launch.cuh; FwdDefaults::kShortStaticHeadDim, kShortStaticMaxKvTiles; off by
-// default until a call measures it): whether a d = 128 launch runs the static round-robin (block b: work tiles b,
+// Session 20's `shortstatic` (flash_sm90_launch.cuh; FwdDefaults::kShortStaticHeadDim, kShortStaticMaxKvTiles; the
+// default at d = 128 since session 20's call A): whether a d = 128 launch runs the static round-robin (block b: work tiles b,
 // b + grid, ...) in place of the tile counter. Only where its tiles are equal (non-causal), in pairq's plane-major
 // order (so that the blocks 0 .. q_tiles - 1 of every round run one plane's query tiles, started together), and at
 // most max_kv_tiles K/V tiles of kv_tile_keys keys long (seq_k <= max_kv_tiles x kv_tile_keys): session 19's call B
