@@ -25,7 +25,8 @@
 // 512 (GQA, 640 tiles) and 320 (576 tiles of 3 K/V tiles, the last query and K/V tiles partial). Session 20's `trec64`
 // (the producer's work-tile record on d = 64's shipped variant, unsplit launches) and `trec64,fastlse` (its epilogue's
 // inverses and LSE by rcp.approx / lg2.approx) run every d = 64 case here on it but the split ones (which keep the
-// default's split kernel): qalign's first tiles before row 0, partial tiles, GQA, O and LSE checked.
+// default's split kernel): qalign's first tiles before row 0, partial tiles, GQA, O and LSE checked. Both are d = 64's
+// default since session 20's call B (`notrec64` runs the kernel before them, `nofastlse` trec64 alone).
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>

@@ -118,7 +118,7 @@ inline constexpr unsigned kOptTailSplit = 64u;
 //                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
 //                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
 inline constexpr unsigned kOptLazyRescale = 4096u;
-//   kOptFastLse       (a probe, session 20: `fastlse`, with kOptTileRec on d = 64's shipped variant) the
+//   kOptFastLse       (with kOptTileRec on d = 64's shipped variant: the default since session 20's call B) the
 //                     epilogue's row-sum inverses and LSE logarithms by the approximate instructions (rcp.approx.ftz,
 //                     lg2.approx.ftz: one MUFU each) instead of IEEE division and log2f (a ~35-instruction polynomial
 //                     a row in 387d31b's SASS, inside the branch of the lanes that store the LSE, so the two rows'
