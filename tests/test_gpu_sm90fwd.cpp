@@ -22,7 +22,11 @@
 // the static round-robin over a grid of whole planes; measured and removed) ran them all; `static` runs the d = 128
 // non-causal cases on 132 blocks, several rounds each. Session 20's `shortstatic` (the static round-robin on d = 128
 // non-causal launches of at most 4 K/V tiles a work tile; the default since session 20) runs it on those of them: 500 x 300, 1000 x 64, 700 x 200,
-// 512 (GQA, 640 tiles) and 320 (576 tiles of 3 K/V tiles, the last query and K/V tiles partial).
+// 512 (GQA, 640 tiles) and 320 (576 tiles of 3 K/V tiles, the last query and K/V tiles partial). Session 20's `trec64`
+// (the producer's work-tile record on d = 64's shipped variant, unsplit launches) and `trec64,fastlse` (its epilogue's
+// inverses and LSE by rcp.approx / lg2.approx) run every d = 64 case here on it but the split ones (which keep the
+// default's split kernel): qalign's first tiles before row 0, partial tiles, GQA, O and LSE checked. Both are d = 64's
+// default since session 20's call B (`notrec64` runs the kernel before them, `nofastlse` trec64 alone).
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
@@ -52,8 +56,8 @@ const char* probe_setting() {
 }
 
 // Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, or only words
-// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `nolazyres`; another variant word
-// runs its variant unsplit: then either may hold).
+// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `nolazyres`, `trec64`, `fastlse` and their no-forms;
+// another variant word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -65,7 +69,8 @@ bool tail_split_on() {
   for (std::size_t at = 0; at <= v.size();) {
     const std::size_t end = std::min(v.find(',', at), v.size());
     const std::string w = v.substr(at, end - at);
-    if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "nolazyres")
+    if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "nolazyres" && w != "trec64" && w != "notrec64" &&
+        w != "fastlse" && w != "nofastlse")
       return false;
     at = end + 1;
   }

@@ -118,6 +118,15 @@ inline constexpr unsigned kOptTailSplit = 64u;
 //                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
 //                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
 inline constexpr unsigned kOptLazyRescale = 4096u;
+//   kOptFastLse       (with kOptTileRec on d = 64's shipped variant: the default since session 20's call B) the
+//                     epilogue's row-sum inverses and LSE logarithms by the approximate instructions (rcp.approx.ftz,
+//                     lg2.approx.ftz: one MUFU each) instead of IEEE division and log2f (a ~35-instruction polynomial
+//                     a row in 387d31b's SASS, inside the branch of the lanes that store the LSE, so the two rows'
+//                     chains run one after the other); they sit between the last P V's wait and the O store, on the
+//                     work tile's boundary. Errors: the LSE's ~2^-22 in log2 (its bound at bf16 1.1e-4), the
+//                     inverse's 1 ulp of f32 before O is rounded to 16 bits; a row that sees a key has a sum >= 1
+//                     (nothing denormal to flush).
+inline constexpr unsigned kOptFastLse = 8192u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -422,6 +431,18 @@ __device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float 
   return rescale;
 }
 
+// kOptFastLse: 1 / x and log2(x) by one MUFU instruction each (approximate; flush-to-zero).
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float lg2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -502,15 +523,31 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   // ---- epilogue pieces: O /= row sum, LSE = (m + log2 sum) ln 2 ----
   // The row sums' inverses of this thread's two rows; writes their LSE (rows from `row`, plane bh).
   auto finish_rows = [&](int bh, int row, float (&inv)[2]) {
+    if constexpr ((kOpt & kOptFastLse) != 0) {
+      // Both rows' sums and inverses first, then the LSE stores: no long chain inside the storing lanes' branch.
+      float sum[2];
 #pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const float sum = quad_sum(l[hf]);
-      // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
-      // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
-      inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
-      const int r = row + hf * 8;
-      if (lane % 4 == 0 && unsigned(r) < unsigned(seq_q))  // 0 <= r < seq_q (q_shift)
-        prm.lse[std::int64_t(bh) * seq_q + r] = sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
+      for (int hf = 0; hf < 2; ++hf) {
+        sum[hf] = quad_sum(l[hf]);
+        inv[hf] = sum[hf] > 0.f ? rcp_approx(sum[hf]) : 0.f;
+      }
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const float lse = sum[hf] > 0.f ? (m[hf] + lg2_approx(sum[hf])) * float(kLn2) : -INFINITY;
+        const int r = row + hf * 8;
+        if (lane % 4 == 0 && unsigned(r) < unsigned(seq_q)) prm.lse[std::int64_t(bh) * seq_q + r] = lse;
+      }
+    } else {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const float sum = quad_sum(l[hf]);
+        // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
+        // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
+        inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
+        const int r = row + hf * 8;
+        if (lane % 4 == 0 && unsigned(r) < unsigned(seq_q))  // 0 <= r < seq_q (q_shift)
+          prm.lse[std::int64_t(bh) * seq_q + r] = sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
+      }
     }
   };
   // O * inv packed to 16-bit pairs, in the order store_o writes them: ob[2 nb + hf] = row hf, n8

@@ -114,6 +114,24 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            call A (results/h200/s20/callA/sm90fwd-static) read `static` 1.015x over seven N = 256-512 rows no
 //            config names (N = 512 1.020x, 1.001-1.027x a row; N = 640 0.993x), its pre-registered rule met. Causal launches,
 //            `nopairq`, d = 64 (whose shipped variant runs the tile counter's tail split) and d = 256 ignore it
+//   trec64   d = 64 (the default since session 20's call B, FwdDefaults::kTileRec64; `notrec64` the kernel before):
+//            d = 64's shipped variant (ustage, lazyres) with kOptTileRec, on launches the tail split does not split:
+//            the consumers read each work tile's plane, first row and K/V tile count from the producer's record (trec,
+//            d = 128's default since session 11) instead of deriving them with work_tile's two integer divisions by
+//            launch values between the Q wait and the first turn (SASS, bf16: ~120 -> ~46 instructions from the Q wait
+//            to the K_0 wait; the K/V loop the same code). A work tile's start is on the three warpgroups' rotation at
+//            the tile boundary, paid once a work tile: 3072 tiles on 132 SMs at d = 64 N = 512 / 1k (16k tokens, 32
+//            heads), 1-4 K/V tiles a tile at N = 512. Session 11 (before ustage and lazyres) read `trec` at d = 64
+//            1.037x causal and 1.015x non-causal at N = 512, level at 1k, 0.962x at 16k (its loop then differed).
+//            Session 20's call B: 1.026x over seven d = 64 N <= 640 rows (causal 1.036x), 1.011x at N = 1k, 1.012x at
+//            causal 8k; with fastlse 1.056x / 1.049x / 1.015x (results/h200/s20/callB/sm90fwd)
+//            Split launches (d = 64 non-causal, N >= 2k on the issue-13 grid), `nolazyres`, another variant word and
+//            other head dims ignore it
+//   fastlse  on top of trec64 only (the default since session 20's call B, FwdDefaults::kFastLse64; `nofastlse` trec64
+//            alone; naming it beside `notrec64` is an error): the epilogue's row-sum inverses and LSE logarithms by
+//            rcp.approx / lg2.approx (kOptFastLse), not IEEE division and log2f's ~35-instruction polynomial a row
+//            inside the LSE-storing lanes' branch (the two rows' chains in series there), between a work tile's last
+//            P V wait and its O store
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -198,6 +216,14 @@ struct FwdDefaults {
   // met; N = 640 (5 K/V tiles) 0.993x, outside the limit.
   static constexpr int kShortStaticHeadDim = 128;
   static constexpr int kShortStaticMaxKvTiles = 4;
+  // trec64 and fastlse: kOptTileRec, and kOptFastLse on top of it, on d = 64's shipped variant (unsplit launches: kOpt
+  // 12313). Session 20's call B (results/h200/s20/callB/sm90fwd; docs/perf-notes.md, flash-sm90 forward, "Session 20:
+  // the tile boundary at d = 64"; two readings a setting between default runs, beside cudnn): over the seven d = 64
+  // N <= 640 rows trec64 / default 1.026x, trec64,fastlse / default 1.056x (causal 1.066x, non-causal 1.043x; N = 1k
+  // 1.049x; causal 8k 1.015x; the default's launches 0.998x); ncu at causal N = 512: 5.67M fewer warp instructions,
+  // cycles 0.898x. The pre-registered rule met for both: `notrec64` runs the kernel before both, `nofastlse` trec64's.
+  static constexpr bool kTileRec64 = true;
+  static constexpr bool kFastLse64 = true;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -217,6 +243,8 @@ struct FwdProbe {
   int pair_q = -1;  // pairq: non-causal launches in the plane-major order (plane_group = 1); 1 on, 0 off, -1 the
                    // default (FwdDefaults::kPairQHeadDim)
   int short_static = -1;  // shortstatic: 1 on, 0 off, -1 the default (FwdDefaults::kShortStaticHeadDim)
+  bool tile_rec64 = FwdDefaults::kTileRec64;  // trec64 (the default unless `trec64` / `notrec64` is named)
+  int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -269,6 +297,8 @@ inline FwdProbe fwd_probe() {
     f.lazy_rescale = has("lazyres") ? 1 : has("nolazyres") ? 0 : -1;
     f.pair_q = has("pairq") ? 1 : has("nopairq") ? 0 : -1;
     f.short_static = has("shortstatic") ? 1 : has("noshortstatic") ? 0 : -1;
+    f.tile_rec64 = pick("trec64", FwdDefaults::kTileRec64);
+    f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -439,6 +469,15 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
     // lazyres (the default at d = 64): the shipped variant with kOptLazyRescale.
     int lazy = fwd_probe().lazy_rescale;
     if (lazy < 0) lazy = Tr::kHeadDim == FwdDefaults::kLazyRescaleHeadDim && shipped_variant<Tr>() ? 1 : 0;
+    // trec64: that kernel with kOptTileRec where the launch is not split (a split kernel's consumers take each item
+    // from the plan, not from the record: nothing to gain there, so no kernel for it).
+    // fastlse: trec64's kernel with kOptFastLse.
+    if (lazy == 1 && !split && fwd_probe().tile_rec64 && shipped_variant<Tr>()) {
+      constexpr unsigned kRec = kOpt | kShipped | kOptLazyRescale | kOptTileRec;
+      const int fast = fwd_probe().fast_lse;
+      if (fast > 0 || (fast < 0 && FwdDefaults::kFastLse64)) return launch_fwd<Tr, kRec | kOptFastLse>(p, t, stream);
+      return launch_fwd<Tr, kRec>(p, t, stream);
+    }
     if (lazy == 1) return ship(std::integral_constant<unsigned, kOptLazyRescale>{});
     if (split) return ship(std::integral_constant<unsigned, 0u>{});
   }
@@ -488,6 +527,8 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'tailsplit' runs on d = 64's shipped variant only, with two Q "
                                   "slots and the tile counter (no trec, l2hint, noustage, early, nopp, oneq, static or "
                                   "old beside it)");
+    if (fwd_probe().fast_lse > 0 && !fwd_probe().tile_rec64)
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'fastlse' runs on top of trec64 only (not beside notrec64)");
     if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale > 0 && !shipped_variant<Tr>())
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' runs on d = 64's shipped variant only (no trec, "
                                   "l2hint, noustage, early, nopp, oneq, static or old beside it)");
