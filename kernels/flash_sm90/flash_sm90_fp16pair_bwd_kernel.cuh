@@ -7,9 +7,9 @@
 // A B = (hi_a hi_b + 2^-11 (hi_a lo_b + lo_a hi_b)) / (s_a s_b), lo * lo dropped as in 3xTF32.
 // hi * hi and the two cross terms go to separate fp32 accumulators (the study's and the known-order
 // probe's form: results/model/fp32-split-study.txt, results/h200/s20/callA/fp32mma/), joined by one FMA
-// at the end. Every scale is constant over a block's whole work, so dV and dK are chained over the
-// query tiles in the tensor core (the study's "3xFP16, plane scales, chained" form: 7 / 7 on the H200,
-// worst 0.35 of the FP32 rule's bound).
+// at the end. Every scale is constant over a block's whole work, so dV and dK may run in the tensor core
+// across query tiles: over kDkvChunkTiles of them (8 k16 MMAs a chain), then into fp32 totals (see the
+// traits: a whole sequence in one chain would let the accumulator's truncation reach the rule's floor).
 //
 // Work: a pre-pass (fp16pair_stats_kernel, fp16pair_split_kernel) writes Q, dO, K, V as hi / lo in
 // the wgmma's shared-memory layout (128-byte swizzled rows of 64 fp16) into the workspace, so that the
@@ -65,7 +65,15 @@ struct Fp16PairBwdTraits {
   static constexpr int kOffStage = kOffKV + kKVBytes;
   static constexpr int kOffDs = kOffStage + kStages * kStageBytes;
   static constexpr int kOffDq = kOffDs + kConsumers * kDsBytes;
-  static constexpr int kOffBar = kOffDq + kConsumers * kDqBytes;
+  // dV and dK run in the tensor core over kDkvChunkTiles query tiles at a time (2 x 4 = 8 k16 MMAs a chain:
+  // the known-order probe's per-tile length, 128), each chunk then added in fp32 (round to nearest) into a total
+  // held in shared memory, per thread (register i of thread t at word i x 128 + t: conflict-free, no sharing).
+  // Chained over a whole sequence (8k queries: 512 MMAs), the accumulator's truncation toward zero, biased by the
+  // sign of the running sum, could reach ~2^-16 of |dV|, the FP32 rule's floor at that length.
+  static constexpr int kDkvChunkTiles = 4;
+  static constexpr int kDkvBytes = 2 * (kHeadDim / 2) * kWgThreads * 4;  // dV, dK totals: 32 KB per consumer
+  static constexpr int kOffDkv = kOffDq + kConsumers * kDqBytes;
+  static constexpr int kOffBar = kOffDkv + kConsumers * kDkvBytes;
   static constexpr int kNumBars = 1 + kStages;  // kv_full, full[s]
   static constexpr std::size_t kSmemBytes = std::size_t(kOffBar + 8 * kNumBars + kAtomBytes);  // + align slack
   // Registers per thread (m64nN fp32 accumulator: N / 2).
@@ -229,6 +237,12 @@ struct Fp16PairWgmmaSSAT32 {
   FB_WGMMA_SS_BODY(16, "m64n32k16.f32.f16.f16", "%16", "%17", "%18", "1, 1, 1, 0")
 };
 
+__device__ __forceinline__ float fp16pair_ld_shared_f32(std::uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 // Two fp32 values (already scaled) as fp16 hi / lo pairs: hi = fp16(x), lo = fp16((x - hi) 2^11).
 __device__ __forceinline__ void fp16pair_split2(float x0, float x1, std::uint32_t& hi, std::uint32_t& lo) {
   const __half2 h = __floats2half2_rn(x0, x1);
@@ -304,6 +318,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
   const std::uint32_t wg_rows = std::uint32_t(wg * Tr::kWgKeys * Tr::kRowBytes);
   const std::uint32_t ds_s = base + Tr::kOffDs + std::uint32_t(wg * Tr::kDsBytes);  // hi, then lo
   const std::uint32_t dq_s = base + Tr::kOffDq + std::uint32_t(wg * Tr::kDqBytes);
+  // This thread's dV total (register i at word i x 128), then dK's.
+  const std::uint32_t dkv_s = base + Tr::kOffDkv + std::uint32_t(wg * Tr::kDkvBytes + ctid * 4);
+  auto dkv_word = [&](int tensor, int i) {
+    return dkv_s + std::uint32_t((tensor * Tr::kDkvRegs + i) * Tr::kWgThreads * 4);
+  };
   // K-major operands: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element block's distance
   // (one block along M / N here), SBO = 8 rows along K.
   auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
@@ -328,7 +347,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
 
   float dv_hh[Tr::kDkvRegs], dv_x[Tr::kDkvRegs], dk_hh[Tr::kDkvRegs], dk_x[Tr::kDkvRegs];
 #pragma unroll
-  for (int i = 0; i < Tr::kDkvRegs; ++i) dv_hh[i] = dv_x[i] = dk_hh[i] = dk_x[i] = 0.f;
+  for (int i = 0; i < Tr::kDkvRegs; ++i) {
+    dv_hh[i] = dv_x[i] = dk_hh[i] = dk_x[i] = 0.f;
+    ptx::st_shared_u32(dkv_word(0, i), 0u);
+    ptx::st_shared_u32(dkv_word(1, i), 0u);
+  }
 
   ptx::mbar_wait(bar_kv, 0);
   for (int it = 0; it < steps; ++it) {
@@ -414,7 +437,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     }
     ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
 
-    // dV += P^T dO, dK += dS^T Q (B MN-major), chained over the tiles: hi * hi and the cross terms apart.
+    // dV += P^T dO, dK += dS^T Q (B MN-major), chained over kDkvChunkTiles tiles (the first of a chunk starts from
+    // zero): hi * hi and the cross terms apart.
+    const bool fresh = it % Tr::kDkvChunkTiles == 0;
     {
       const std::uint64_t oh = mnmajor(sdo_hi, Tr::kQPartBytes), ol = mnmajor(sdo_lo, Tr::kQPartBytes);
       const std::uint64_t qh = mnmajor(sq_hi, Tr::kQPartBytes), ql = mnmajor(sq_lo, Tr::kQPartBytes);
@@ -426,10 +451,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
         const std::uint32_t pl[4] = {p_lo[4 * kk], p_lo[4 * kk + 1], p_lo[4 * kk + 2], p_lo[4 * kk + 3]};
         const std::uint32_t dh[4] = {ds_hi[4 * kk], ds_hi[4 * kk + 1], ds_hi[4 * kk + 2], ds_hi[4 * kk + 3]};
         const std::uint32_t dl[4] = {ds_lo[4 * kk], ds_lo[4 * kk + 1], ds_lo[4 * kk + 2], ds_lo[4 * kk + 3]};
-        ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_hh, ph, oh + u, 1);
-        ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_hh, dh, qh + u, 1);
-        ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_x, ph, ol + u, 1);
-        ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_x, dh, ql + u, 1);
+        const std::uint32_t acc = (kk > 0 || !fresh) ? 1u : 0u;
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_hh, ph, oh + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_hh, dh, qh + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_x, ph, ol + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_x, dh, ql + u, acc);
         ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_x, pl, oh + u, 1);
         ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_x, dl, qh + u, 1);
       }
@@ -463,6 +489,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     ptx::fence_operands(p_lo);
     ptx::fence_operands(ds_hi);
     ptx::fence_operands(ds_lo);
+    // A chunk of dV, dK done (or the last tile): hi * hi + 2^-11 cross terms into the fp32 totals.
+    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == steps) {
+#pragma unroll
+      for (int i = 0; i < Tr::kDkvRegs; ++i) {
+        ptx::st_shared_u32(dkv_word(0, i), __float_as_uint(fp16pair_ld_shared_f32(dkv_word(0, i)) +
+                                                           fmaf(dv_x[i], Tr::kLoWeight, dv_hh[i])));
+        ptx::st_shared_u32(dkv_word(1, i), __float_as_uint(fp16pair_ld_shared_f32(dkv_word(1, i)) +
+                                                           fmaf(dk_x[i], Tr::kLoWeight, dk_hh[i])));
+      }
+    }
 
     // scale dQ (register i: column 16 warp + g + 8 ((i / 2) % 2) of d, query 8 (i / 4) + 2 t + i % 2)
     // into the staging rows (row-major, 64 floats a query), then one bulk reduction of the valid rows.
@@ -485,8 +521,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
   // The last reduction must have read its staging rows before the block's shared memory goes.
   ptx::bulk_wait_group_all();
 
-  // dK (times the softmax scale) and dV of this thread's keys: register i is key key_row + 8 ((i / 2) % 2),
-  // column 8 (i / 4) + 2 t + i % 2.
+  // dK (times the softmax scale) and dV of this thread's keys from its totals: register i is key key_row +
+  // 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2.
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     const int key = wg_key0 + key_row + 8 * hf;
@@ -496,10 +532,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
       const int i = 4 * j + 2 * hf;
       const int col = j * Tr::kMmaN + 2 * t4;
-      *reinterpret_cast<float2*>(prm.dk + row + col) =
-          make_float2(fmaf(dk_x[i], Tr::kLoWeight, dk_hh[i]) * f_dk, fmaf(dk_x[i + 1], Tr::kLoWeight, dk_hh[i + 1]) * f_dk);
-      *reinterpret_cast<float2*>(prm.dv + row + col) =
-          make_float2(fmaf(dv_x[i], Tr::kLoWeight, dv_hh[i]) * f_dv, fmaf(dv_x[i + 1], Tr::kLoWeight, dv_hh[i + 1]) * f_dv);
+      auto total = [&](int tensor, int r) { return fp16pair_ld_shared_f32(dkv_word(tensor, r)); };
+      *reinterpret_cast<float2*>(prm.dk + row + col) = make_float2(total(1, i) * f_dk, total(1, i + 1) * f_dk);
+      *reinterpret_cast<float2*>(prm.dv + row + col) = make_float2(total(0, i) * f_dv, total(0, i + 1) * f_dv);
     }
   }
 #else
