@@ -71,6 +71,20 @@ for v in "${plan[@]}"; do
   [ -f "$out/$name.json" ] && runs+=("$name")
 done
 
+# (3) While >= 14 s are left: ncu, one fp16pair backward at N = 4k (its 9 launches: 4 stats, 4 split, the kernel),
+# gpu__time_duration each: the pre-pass's share of the time.
+if [ $dropped = 0 ] && [ "$(left)" -ge 14 ]; then
+  s=$SECONDS
+  FB_SM90_FP32_BWD_PROBE=fp16pair timeout -k 2 12 ncu --csv --metrics gpu__time_duration.sum -k regex:fp16pair -c 9 \
+    "$build/flashbench" run $spec --filter '^b4-h32-kv32-n4096-d64-fp32-full-bwd$' --kernels flash-sm90 --no-ceilings \
+    -q --warmup 0 --reps 1 --warmup-time 0 >"$out/ncu-fp16pair.log" 2>&1
+  rc=$?
+  summary+=("$(printf '%-18s rc=%-3s %3ss' ncu-fp16pair "$rc" "$((SECONDS - s))")")
+  echo "ncu-fp16pair rc=$rc $((SECONDS - s))s (t=$((SECONDS - t0))s)"
+else
+  summary+=("ncu-fp16pair       skipped (t=$((SECONDS - t0))s)")
+fi
+
 python3 - "$out" "${runs[@]}" <<'PY' | tee "$out/table.txt"
 import json, math, os, sys
 out, names = sys.argv[1], sys.argv[2:]
@@ -166,7 +180,26 @@ if not tests_ok:
 if not keys:
     why.append("no rows read")
 print("  fp16pair at d = 64 non-causal: " + ("FLIPS the default" if not why else "does not flip (" + "; ".join(why) + ")"))
-json.dump({"runs": names, "rows": {k: {"pair_over_default": means[k], "default_over_naive": dn[k],
+import csv
+durs = {}
+try:
+    for r in csv.reader(open(os.path.join(out, "ncu-fp16pair.log"))):
+        if len(r) > 14 and r[0].strip('"').isdigit() and r[12].startswith("gpu__time_duration"):
+            name = "stats" if "stats_kernel" in r[4] else "split" if "split_kernel" in r[4] else "kernel"
+            unit = r[13].strip().lower()
+            x = float(r[14].replace(",", ""))
+            x = x / 1000 if unit == "ns" else x * 1000 if unit == "ms" else x  # -> us
+            durs.setdefault(name, []).append(x)
+except (OSError, ValueError):
+    pass
+if durs:
+    tot = sum(sum(v) for v in durs.values())
+    pre = sum(durs.get("stats", [])) + sum(durs.get("split", []))
+    print("ncu, one fp16pair backward at N = 4k b4-h32 (us): " + ", ".join(f"{k} {len(v)}x {sum(v):.1f}" for k, v in
+          durs.items()) + f"; pre-pass {pre:.1f} = {pre / tot:.1%} of these launches (the shared LSE / D pre-pass not counted)")
+else:
+    print("ncu: not run or no CSV")
+json.dump({"ncu_us": durs, "runs": names, "rows": {k: {"pair_over_default": means[k], "default_over_naive": dn[k],
                                        "pair_over_naive": pn[k]} for k in keys},
            "tests_ok": tests_ok, "bad": bad, "verdict": not why, "why_not": why},
           open(os.path.join(out, "summary.json"), "w"), indent=1)
