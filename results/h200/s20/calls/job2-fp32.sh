@@ -133,7 +133,7 @@ tail = [l for l in lines if "test cases" in l or "All tests passed" in l][-1:] o
 print(f"GPU tests '[sm90tf32]' under fp16pair: {'PASSED' if tests_ok else 'FAILED'} ({trc}); {' '.join(tail)}")
 for l in lines:
     if l.startswith("sm90-fp32-bwd") and "FAILED" in l:
-        print("  " + l[:150])
+        print("  " + l[:400])
 print("flash-sm90 fp32 backward, d = 64 non-causal: TFLOP/s (mean of the readings; every cell verified against fp64 by")
 print("the FP32 rule, naive in the same process); p/d = each fp16pair reading / the mean of the default readings around")
 print("it; p/naive = fp16pair / naive (same process, mean); d/naive likewise for the default")
