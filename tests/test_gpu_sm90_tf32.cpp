@@ -262,11 +262,12 @@ TEST_CASE("sm90 fp32 backward (3xTF32 wgmma) meets the FP32 rule, 1xTF32 fails i
   }
 }
 
-// d = 64 non-causal, the shapes of the `fp16pair` probe (FB_SM90_FP32_BWD_PROBE=fp16pair; session 20): odd lengths
+// d = 64 non-causal, where the fp16-pair backward runs (the default since session 20's call B; ctest
+// gpu_sm90tf32_tf32pair runs [sm90tf32] again under FB_SM90_FP32_BWD_PROBE=tf32pair, the 3xTF32 kernel): odd lengths
 // no config names (N = 320, 1000 x 777 and 777 x 1000, a last key block of 9 keys, one query), GQA / MQA, and input
 // magnitudes the fp16 pieces must scale into range (Q, K at 2^-20: scores ~2^-40, P flat; at 4: scores ~16 sigma, P
 // near one-hot; at 8 a numpy model of both 3x splits, which drop lo * lo, put dV at ~0.8 of the bound, too close to
-// tell a kernel from the split). Under the default the shipping 3xTF32 kernel runs these too. Judged as above.
+// tell a kernel from the split). Judged as above.
 TEST_CASE("sm90 fp32 backward d = 64 non-causal, odd shapes and input scales, meets the FP32 rule",
           "[gpu][sm90tf32]") {
   CudaBackend& b = gpu();

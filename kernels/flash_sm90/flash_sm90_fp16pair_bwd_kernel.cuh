@@ -1,4 +1,5 @@
-// The Hopper fp32 backward on fp16 pairs (probe `fp16pair`, FB_SM90_FP32_BWD_PROBE; d = 64, non-causal;
+// The Hopper fp32 backward on fp16 pairs (d = 64 non-causal: the default since session 20 call B; FB_SM90_FP32_BWD_PROBE=
+// tf32pair runs the 3xTF32 kernel there instead;
 // issue 15, docs/perf-notes.md "Session 20, prepared for call B"). Every fp32 operand x of a GEMM is held
 // as two fp16 pieces of x s, s = 2^k a power of two per plane (per K/V plane for K, V; per K/V plane's
 // group of query heads for Q, dO; 2^14 for P; an a-priori bound per K/V plane for dS):

@@ -101,10 +101,13 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //   racebar   d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
 //             before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
 //             of the reports at that pair; call A's racecheck reported none with or without it)
-//   fp16pair  d = 64 non-causal: the fp16-pair backward (flash_sm90_fp16pair_bwd_kernel.cuh; session 20, issue 15):
-//             a pre-pass splits Q, dO, K, V into scaled fp16 hi / lo in the workspace, the kernel runs every GEMM
-//             as 3 f16 wgmma products (hi*hi and the cross terms in separate fp32 accumulators)
-enum class Tf32BwdProbe { none, racebar, fp16pair };
+//   tf32pair  d = 64 non-causal: the 3xTF32 kernel (Tf32BwdConfig<64, true>), the default there until session 20's
+//             call B; every other launch as the default
+//   fp16pair  the default (accepted as a word for the session 20 jobs): at d = 64 non-causal 3x launches the fp16-pair
+//             backward (flash_sm90_fp16pair_bwd_kernel.cuh; issue 15; call B: 1.25-1.47x the 3xTF32 kernel, 2.24-2.77x
+//             naive, every row verified): a pre-pass splits Q, dO, K, V into scaled fp16 hi / lo in the workspace, the
+//             kernel runs every GEMM as 3 f16 wgmma products (hi*hi and the cross terms in separate fp32 accumulators)
+enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair };
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -113,8 +116,9 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s.empty() || s == "default") return Tf32BwdProbe::none;
     if (s == "racebar") return Tf32BwdProbe::racebar;
     if (s == "fp16pair") return Tf32BwdProbe::fp16pair;
+    if (s == "tf32pair") return Tf32BwdProbe::tf32pair;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, fp16pair; unset or default for the "
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair; unset or default for the "
                                 "shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
                                 "dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
@@ -122,11 +126,11 @@ Tf32BwdProbe tf32_bwd_probe() {
   return probe;
 }
 
-// ---- fp16pair (d = 64 non-causal, 3x only) ----
+// ---- fp16pair (d = 64 non-causal, 3x only; the default there since session 20's call B, `tf32pair` opts out) ----
 using Fp16PairTr = Fp16PairBwdTraits;
 
 bool fp16pair_applies(const AttentionParams& p, bool split) {
-  return split && p.head_dim == 64 && !p.causal && tf32_bwd_probe() == Tf32BwdProbe::fp16pair;
+  return split && p.head_dim == 64 && !p.causal && tf32_bwd_probe() != Tf32BwdProbe::tf32pair;
 }
 int fp16pair_q_tiles(const AttentionParams& p) { return (p.seq_q + Fp16PairTr::kBlockM - 1) / Fp16PairTr::kBlockM; }
 int fp16pair_k_blocks(const AttentionParams& p) { return (p.seq_k + Fp16PairTr::kBlockN - 1) / Fp16PairTr::kBlockN; }
