@@ -13,6 +13,8 @@
 # both fit (separate processes). Table last (OUTDIR/table.txt): per row naive, the default's and fp16pair's TFLOP/s
 # (mean of the readings), each fp16pair reading / the mean of the default readings around it, fp16pair / naive
 # (same-process), verification, and the pre-registered rule's verdict.
+# (Call B ran it on ccd6ed7: the rule was met and fp16pair became the default at d = 64 non-causal (ccef892); since then
+# its "default" runs are fp16pair too, and the 3xTF32 kernel there is FB_SM90_FP32_BWD_PROBE=tf32pair.)
 #   BUILD=<build dir with flashbench and tests/flashbench_gpu_tests> OUTDIR=<dir> bash results/h200/s20/calls/job2-fp32.sh
 set -uo pipefail
 build=${BUILD:?BUILD=<build dir>}
