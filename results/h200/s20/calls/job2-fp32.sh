@@ -133,8 +133,8 @@ except OSError:
     lines = []
 tail = [l for l in lines if "test cases" in l or "All tests passed" in l][-1:] or lines[-1:] or ["no log"]
 print(f"GPU tests '[sm90tf32]' under fp16pair: {'PASSED' if tests_ok else 'FAILED'} ({trc}); {' '.join(tail)}")
-for l in lines:
-    if l.startswith("sm90-fp32-bwd") and "FAILED" in l:
+for l in lines:  # flash-sm90-tf32x1 is the 1xTF32 diagnostic: it must fail (the test checks that it does)
+    if l.startswith("sm90-fp32-bwd") and "FAILED" in l and "tf32x1" not in l:
         print("  " + l[:400])
 print("flash-sm90 fp32 backward, d = 64 non-causal: TFLOP/s (mean of the readings; every cell verified against fp64 by")
 print("the FP32 rule, naive in the same process); p/d = each fp16pair reading / the mean of the default readings around")
