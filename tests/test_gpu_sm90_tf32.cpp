@@ -261,3 +261,58 @@ TEST_CASE("sm90 fp32 backward (3xTF32 wgmma) meets the FP32 rule, 1xTF32 fails i
     b.release();
   }
 }
+
+// d = 64 non-causal, where the fp16-pair backward runs (the default since session 20's call B; ctest
+// gpu_sm90tf32_tf32pair runs [sm90tf32] again under FB_SM90_FP32_BWD_PROBE=tf32pair, the 3xTF32 kernel): odd lengths
+// no config names (N = 320, 1000 x 777 and 777 x 1000, a last key block of 9 keys, one query), GQA / MQA, and input
+// magnitudes the fp16 pieces must scale into range (Q, K at 2^-20: scores ~2^-40, P flat; at 4: scores ~16 sigma, P
+// near one-hot; at 8 a numpy model of both 3x splits, which drop lo * lo, put dV at ~0.8 of the bound, too close to
+// tell a kernel from the split). Judged as above.
+TEST_CASE("sm90 fp32 backward d = 64 non-causal, odd shapes and input scales, meets the FP32 rule",
+          "[gpu][sm90tf32]") {
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  struct ScaledShape {
+    BwdShape shape;
+    double input_scale;
+  };
+  const ScaledShape shapes[] = {
+      {{1, 2, 2, 320, 320, 64, false}, 1.0},        {{1, 4, 2, 1000, 777, 64, false}, 1.0},
+      {{2, 4, 1, 777, 1000, 64, false}, 1.0},       {{1, 2, 2, 1, 265, 64, false}, 1.0},
+      {{1, 4, 2, 320, 320, 64, false}, 0x1p-20},    {{1, 4, 2, 1000, 777, 64, false}, 4.0},
+      {{1, 2, 1, 2049, 2049, 64, false}, 0x1p-20},
+  };
+  for (const ScaledShape& ss : shapes) {
+    const BwdShape& sh = ss.shape;
+    Case c;
+    c.batch = sh.batch;
+    c.heads = sh.heads;
+    c.kv_heads = sh.kv_heads;
+    c.seq_q = sh.seq_q;
+    c.seq_k = sh.seq_k;
+    c.head_dim = sh.head_dim;
+    c.dtype = Dtype::fp32;
+    c.causal = sh.causal;
+    c.pass = Pass::bwd;
+    INFO("case " << c.key() << " input scale " << ss.input_scale);
+    if (const auto why = b.check_fits(c, sm90)) {  // not an sm_90a build or device
+      WARN("flash-sm90 fp32 backward not run: " << *why);
+      return;
+    }
+    b.prepare(c, 20261202, ss.input_scale);
+    std::vector<Record> records;
+    for (const Descriptor* k : {&kernel("naive"), &sm90}) {
+      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, std::string(k->name)));
+    }
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      std::printf("sm90-fp32-bwd %-34s scale %-8g %-18s %s %s\n", c.key().c_str(), ss.input_scale, r.kernel.c_str(),
+                  r.verified.value_or(false) ? "verified" : "FAILED", r.errors.dump().c_str());
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+    }
+    b.release();
+  }
+}

@@ -6,6 +6,7 @@
 //
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "common/check.h"
 #include "common/softmax.cuh"
 #include "flash/flash_bwd.h"
+#include "flash_sm90/flash_sm90_fp16pair_bwd_kernel.cuh"
 #include "flash_sm90/flash_sm90_tf32.h"
 #include "flash_sm90/flash_sm90_tf32_bwd_kernel.cuh"
 #include "flash_sm90/flash_sm90_tma.h"
@@ -99,7 +101,13 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //   racebar   d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
 //             before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
 //             of the reports at that pair; call A's racecheck reported none with or without it)
-enum class Tf32BwdProbe { none, racebar };
+//   tf32pair  d = 64 non-causal: the 3xTF32 kernel (Tf32BwdConfig<64, true>), the default there until session 20's
+//             call B; every other launch as the default
+//   fp16pair  the default (accepted as a word for the session 20 jobs): at d = 64 non-causal 3x launches the fp16-pair
+//             backward (flash_sm90_fp16pair_bwd_kernel.cuh; issue 15; call B: 1.25-1.47x the 3xTF32 kernel, 2.24-2.77x
+//             naive, every row verified): a pre-pass splits Q, dO, K, V into scaled fp16 hi / lo in the workspace, the
+//             kernel runs every GEMM as 3 f16 wgmma products (hi*hi and the cross terms in separate fp32 accumulators)
+enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair };
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -107,12 +115,104 @@ Tf32BwdProbe tf32_bwd_probe() {
     const std::string s = env != nullptr ? env : "";
     if (s.empty() || s == "default") return Tf32BwdProbe::none;
     if (s == "racebar") return Tf32BwdProbe::racebar;
+    if (s == "fp16pair") return Tf32BwdProbe::fp16pair;
+    if (s == "tf32pair") return Tf32BwdProbe::tf32pair;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar; unset or default for the shipping "
-                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, dotfirst "
-                                "and dqahead in session 14, roles and dqg2 in session 15: docs/perf-notes.md)");
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair; unset or default for the "
+                                "shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
+                                "dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
+                                "docs/perf-notes.md)");
   }();
   return probe;
+}
+
+// ---- fp16pair (d = 64 non-causal, 3x only; the default there since session 20's call B, `tf32pair` opts out) ----
+using Fp16PairTr = Fp16PairBwdTraits;
+
+bool fp16pair_applies(const AttentionParams& p, bool split) {
+  return split && p.head_dim == 64 && !p.causal && tf32_bwd_probe() != Tf32BwdProbe::tf32pair;
+}
+int fp16pair_q_tiles(const AttentionParams& p) { return (p.seq_q + Fp16PairTr::kBlockM - 1) / Fp16PairTr::kBlockM; }
+int fp16pair_k_blocks(const AttentionParams& p) { return (p.seq_k + Fp16PairTr::kBlockN - 1) / Fp16PairTr::kBlockN; }
+// Its workspace after the padded LSE and D: the stats, the split Q / dO tiles, the split K / V blocks.
+std::size_t fp16pair_stats_bytes(const AttentionParams& p) {
+  return align_up(std::size_t(p.batch) * p.kv_heads * Fp16PairTr::kStats * sizeof(unsigned));
+}
+std::size_t fp16pair_qd_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch) * p.heads * fp16pair_q_tiles(p) * Fp16PairTr::kStageBytes;
+}
+std::size_t fp16pair_kv_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch) * p.kv_heads * fp16pair_k_blocks(p) * Fp16PairTr::kKVBytes;
+}
+std::size_t fp16pair_workspace_bytes(const AttentionParams& p) {
+  return fp16pair_stats_bytes(p) + fp16pair_qd_bytes(p) + fp16pair_kv_bytes(p);
+}
+
+void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
+                  cudaStream_t stream) {
+  using Tr = Fp16PairTr;
+  auto* stats = reinterpret_cast<unsigned*>(ws);
+  auto* qd = ws + fp16pair_stats_bytes(p);
+  auto* kv = qd + fp16pair_qd_bytes(p);
+  const int q_planes = p.batch * p.heads;
+  const int kv_planes = p.batch * p.kv_heads;
+  const int q_tiles = fp16pair_q_tiles(p);
+  const int k_blocks = fp16pair_k_blocks(p);
+  const int group = p.group();
+  const auto* q = static_cast<const float*>(p.q);
+  const auto* dout = static_cast<const float*>(p.dout);
+  const auto* k = static_cast<const float*>(p.k);
+  const auto* v = static_cast<const float*>(p.v);
+  FB_CUDA_CHECK(cudaMemsetAsync(stats, 0, fp16pair_stats_bytes(p), stream));
+  auto stats_grid = [](int seq, int planes) {
+    return dim3(unsigned(std::min((seq + 15) / 16, 64)), unsigned(std::min(planes, 65535)));
+  };
+  fp16pair_stats_kernel<<<stats_grid(p.seq_q, q_planes), 256, 0, stream>>>(q, q_planes, p.seq_q, group, stats,
+                                                                           Tr::kStatQ, -1);
+  fp16pair_stats_kernel<<<stats_grid(p.seq_q, q_planes), 256, 0, stream>>>(dout, q_planes, p.seq_q, group, stats,
+                                                                           Tr::kStatDo, Tr::kStatDoNorm);
+  fp16pair_stats_kernel<<<stats_grid(p.seq_k, kv_planes), 256, 0, stream>>>(k, kv_planes, p.seq_k, 1, stats,
+                                                                            Tr::kStatK, -1);
+  fp16pair_stats_kernel<<<stats_grid(p.seq_k, kv_planes), 256, 0, stream>>>(v, kv_planes, p.seq_k, 1, stats,
+                                                                            Tr::kStatV, Tr::kStatVNorm);
+  FB_CUDA_CHECK_LAUNCH();
+  auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
+  const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 8;
+  const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 8;
+  fp16pair_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(q, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 4, 0,
+                                                                 group, stats, Tr::kStatQ, qd);
+  fp16pair_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(dout, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 4, 2,
+                                                                 group, stats, Tr::kStatDo, qd);
+  fp16pair_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(k, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 4, 0,
+                                                                  1, stats, Tr::kStatK, kv);
+  fp16pair_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(v, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 4, 2,
+                                                                  1, stats, Tr::kStatV, kv);
+  FB_CUDA_CHECK_LAUNCH();
+
+  Fp16PairBwdParams prm{};
+  prm.qd = qd;
+  prm.kv = kv;
+  prm.stats = stats;
+  prm.lse = lse_pad;
+  prm.dsum = d_pad;
+  prm.dq = static_cast<float*>(p.dq);
+  prm.dk = static_cast<float*>(p.dk);
+  prm.dv = static_cast<float*>(p.dv);
+  prm.heads = p.heads;
+  prm.kv_heads = p.kv_heads;
+  prm.group = group;
+  prm.seq_q = p.seq_q;
+  prm.seq_k = p.seq_k;
+  prm.seq_pad = flash::backward_padded_seq(p.seq_q);
+  prm.kv_planes = kv_planes;
+  prm.q_tiles = q_tiles;
+  prm.k_blocks = k_blocks;
+  prm.scale_log2 = float(p.scale * kLog2e);
+  prm.scale = float(p.scale);
+  const auto kernel = flash_sm90_fp16pair_bwd_kernel<Tr>;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
+  kernel<<<unsigned(std::int64_t(k_blocks) * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  FB_CUDA_CHECK_LAUNCH();
 }
 
 template <int D, bool kSplit>
@@ -152,7 +252,9 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 }
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
-  return 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
+  const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
+  // fp16pair (probe): + its stats and split Q, dO, K, V (as many bytes as the four fp32 tensors, padded to tiles).
+  return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes(p) : lse_d;
 }
 
 void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split) {
@@ -169,6 +271,8 @@ void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split)
   auto* d_pad = reinterpret_cast<float*>(base + align_up(padded_rows(p) * sizeof(float)));
   // The pre-pass also zeroes p.dq ([batch, heads, seq_q, d]): the kernel adds into it.
   flash::backward_prepass(p, lse_pad, d_pad, p.dq, /*dq_padded=*/false, /*lse_log2=*/true, ctx);
+  if (fp16pair_applies(p, split))
+    return run_fp16pair(p, lse_pad, d_pad, base + 2 * align_up(padded_rows(p) * sizeof(float)), stream);
   if (split) run<true>(p, lse_pad, d_pad, stream);
   else run<false>(p, lse_pad, d_pad, stream);
 }

@@ -1,0 +1,546 @@
+// The Hopper fp32 backward on fp16 pairs (d = 64 non-causal: the default since session 20 call B; FB_SM90_FP32_BWD_PROBE=
+// tf32pair runs the 3xTF32 kernel there instead;
+// issue 15, docs/perf-notes.md "Session 20, prepared for call B"). Every fp32 operand x of a GEMM is held
+// as two fp16 pieces of x s, s = 2^k a power of two per plane (per K/V plane for K, V; per K/V plane's
+// group of query heads for Q, dO; 2^14 for P; an a-priori bound per K/V plane for dS):
+//   hi = fp16_rn(x s),  lo = fp16_rn((x s - hi) 2^11),  x = (hi + 2^-11 lo) / s  to ~2^-22 relative,
+// (x s's binade top at 2^15, under fp16's 65504; the residual shifted into fp16's normal range) and
+// A B = (hi_a hi_b + 2^-11 (hi_a lo_b + lo_a hi_b)) / (s_a s_b), lo * lo dropped as in 3xTF32.
+// hi * hi and the two cross terms go to separate fp32 accumulators (the study's and the known-order
+// probe's form: results/model/fp32-split-study.txt, results/h200/s20/callA/fp32mma/), joined by one FMA
+// at the end. Every scale is constant over a block's whole work, so dV and dK may run in the tensor core
+// across query tiles: over kDkvChunkTiles of them (8 k16 MMAs a chain), then into fp32 totals (see the
+// traits: a whole sequence in one chain would let the accumulator's truncation reach the rule's floor).
+//
+// Work: a pre-pass (fp16pair_stats_kernel, fp16pair_split_kernel) writes Q, dO, K, V as hi / lo in
+// the wgmma's shared-memory layout (128-byte swizzled rows of 64 fp16) into the workspace, so that the
+// kernel loads them with plain bulk copies: per 32-query tile 16 KB (Q hi, Q lo, dO hi, dO lo), per
+// 128-key block 64 KB (K hi, K lo, V hi, V lo). One block per (128 keys, K/V plane), two consumer
+// warpgroups of 64 keys each and no producer: thread 0 issues the copies (KV once, a 3-stage ring of
+// query tiles refilled one tile ahead behind a __syncthreads), both warpgroups step through the tiles
+// together. Per warpgroup and tile (64 keys x 32 queries), all wgmma f16 with fp32 accumulators:
+//   S^T = K Q^T, dP^T = V dO^T    m64n32k16 SS (A, B K-major)             4 steps x 3 products each
+//   dV += P^T dO, dK += dS^T Q    m64n64k16 RS (A from the S^T / dP^T      2 steps x 3 products each
+//                                 accumulators, B MN-major)
+//   dQ^T = K^T dS^T               m64n32k16 SS (A = K MN-major, B = dS      4 steps x 3 products
+//                                 K-major, stored by the warpgroup)
+// dQ (this warpgroup's 64 keys' part) staged in shared memory as 32 rows of dq and added by one bulk
+// reduction (cp.reduce.async.bulk .add.f32) into p.dq (zeroed by the pre-pass).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "common/ptx.cuh"
+#include "common/ptx_sm90.cuh"
+
+namespace fb::cuda::flash_sm90 {
+
+struct Fp16PairBwdTraits {
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlockN = 128;  // keys per block
+  static constexpr int kWgKeys = 64;   // keys per consumer warpgroup (the wgmma M)
+  static constexpr int kBlockM = 32;   // queries per tile
+  static constexpr int kConsumers = kBlockN / kWgKeys;
+  static constexpr int kWgThreads = 128;
+  static constexpr int kThreads = kConsumers * kWgThreads;
+  static constexpr int kStages = 3;
+  static constexpr int kRowBytes = 128;  // 64 fp16: one 128-byte swizzled row
+  static constexpr int kAtomBytes = 1024;
+  static constexpr int kUnitBytes = 16;
+  static constexpr int kMmaK = 16;
+  static constexpr int kMmaN = 8;
+  static constexpr int kMmaKBytes = kMmaK * 2;              // a k16 step along a K-major row
+  static constexpr int kMmaKRowsBytes = kMmaK * kRowBytes;  // ... along MN-major rows
+  // Workspace / shared-memory pieces (identical layouts: the pre-pass writes what the copies land).
+  static constexpr int kKVPartBytes = kBlockN * kRowBytes;  // K hi, K lo, V hi, V lo: 16 KB each
+  static constexpr int kKVBytes = 4 * kKVPartBytes;         // 64 KB a block
+  static constexpr int kQPartBytes = kBlockM * kRowBytes;   // Q hi, Q lo, dO hi, dO lo: 4 KB each
+  static constexpr int kStageBytes = 4 * kQPartBytes;       // 16 KB a query tile
+  static constexpr int kDsPartBytes = kBlockM * kRowBytes;  // dS (32 queries x 64 keys) hi or lo
+  static constexpr int kDsBytes = 2 * kDsPartBytes;         // per consumer
+  static constexpr int kDqBytes = kBlockM * kHeadDim * 4;   // dQ staging (32 rows of dq), per consumer
+  static constexpr int kOffKV = 0;
+  static constexpr int kOffStage = kOffKV + kKVBytes;
+  static constexpr int kOffDs = kOffStage + kStages * kStageBytes;
+  static constexpr int kOffDq = kOffDs + kConsumers * kDsBytes;
+  // dV and dK run in the tensor core over kDkvChunkTiles query tiles at a time (2 x 4 = 8 k16 MMAs a chain:
+  // the known-order probe's per-tile length, 128), each chunk then added in fp32 (round to nearest) into a total
+  // held in shared memory, per thread (register i of thread t at word i x 128 + t: conflict-free, no sharing).
+  // Chained over a whole sequence (8k queries: 512 MMAs), the accumulator's truncation toward zero, biased by the
+  // sign of the running sum, could reach ~2^-16 of |dV|, the FP32 rule's floor at that length.
+  static constexpr int kDkvChunkTiles = 4;
+  static constexpr int kDkvBytes = 2 * (kHeadDim / 2) * kWgThreads * 4;  // dV, dK totals: 32 KB per consumer
+  static constexpr int kOffDkv = kOffDq + kConsumers * kDqBytes;
+  static constexpr int kOffBar = kOffDkv + kConsumers * kDkvBytes;
+  static constexpr int kNumBars = 1 + kStages;  // kv_full, full[s]
+  static constexpr std::size_t kSmemBytes = std::size_t(kOffBar + 8 * kNumBars + kAtomBytes);  // + align slack
+  // Registers per thread (m64nN fp32 accumulator: N / 2).
+  static constexpr int kSRegs = kBlockM / 2;   // S^T, dP^T: 16
+  static constexpr int kPRegs = kSRegs / 2;    // P^T, dS^T packed fp16 pairs: 8
+  static constexpr int kDkvRegs = kHeadDim / 2;  // dK, dV: 32
+  static constexpr int kDqRegs = kBlockM / 2;  // dQ^T: 16
+  static constexpr int kQKSteps = kHeadDim / kMmaK;  // 4
+  static constexpr int kKVSteps = kBlockM / kMmaK;   // 2
+  static constexpr int kDqSteps = kWgKeys / kMmaK;   // 4
+  // The split's constants: a scaled block's max in [2^14, 2^15); the residual x 2^11; P's s = 2^14.
+  static constexpr int kScaleTop = 14;
+  static constexpr float kLoShift = 2048.f;
+  static constexpr float kLoWeight = 1.f / 2048.f;
+  static constexpr int kPExp = 14;
+  // Stats per K/V plane (uint bits of non-negative floats, combined by atomicMax).
+  static constexpr int kStatQ = 0, kStatDo = 1, kStatK = 2, kStatV = 3, kStatDoNorm = 4, kStatVNorm = 5;
+  static constexpr int kStats = 8;
+  static_assert(kOffStage % kAtomBytes == 0 && kOffDs % kAtomBytes == 0 && kOffDq % kAtomBytes == 0 &&
+                    kQPartBytes % kAtomBytes == 0 && kDsPartBytes % kAtomBytes == 0,
+                "wgmma operands start on 1024-byte swizzle atoms");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+  static_assert(kBlockM % 8 == 0 && kBlockN % 8 == 0, "tiles are whole swizzle atoms");
+};
+
+struct Fp16PairBwdParams {
+  const unsigned char* qd;     // [batch * heads][q_tiles][Q hi, Q lo, dO hi, dO lo][32 rows][128 B]
+  const unsigned char* kv;     // [batch * kv_heads][k_blocks][K hi, K lo, V hi, V lo][128 rows][128 B]
+  const unsigned* stats;       // [batch * kv_heads][kStats]
+  const float* lse;            // [batch * heads, seq_pad]: LSE * log2(e), +inf on padding rows
+  const float* dsum;           // [batch * heads, seq_pad]: D = rowsum(dO o O), 0 on padding rows
+  float* dq;                   // [batch, heads, seq_q, d], zeroed: added into by bulk reductions
+  float* dk;                   // [batch, kv_heads, seq_k, d]
+  float* dv;
+  int heads;
+  int kv_heads;
+  int group;
+  int seq_q;
+  int seq_k;
+  int seq_pad;
+  int kv_planes;
+  int q_tiles;
+  int k_blocks;
+  float scale_log2;  // softmax scale * log2(e)
+  float scale;
+};
+
+// k such that max |x| 2^k lies in [2^14, 2^15) (0 for an all-zero plane), clamped so that 2^k and the
+// products of two such factors stay normal fp32 for inputs within 2^+-100.
+__host__ __device__ __forceinline__ int fp16pair_exponent(float maxabs) {
+  if (!(maxabs > 0.f)) return 0;
+  if (!(maxabs <= 3.0e38f)) return -110;
+  int e = 0;
+  (void)frexpf(maxabs, &e);  // maxabs = m 2^e, m in [0.5, 1): floor(log2 maxabs) = e - 1
+  const int k = Fp16PairBwdTraits::kScaleTop + 1 - e;
+  return k < -110 ? -110 : (k > 110 ? 110 : k);
+}
+
+// The exponents of one K/V plane's scales: Q, dO (its group of query heads), K, V and dS (the bound
+// |dS_ij| = P_ij |dP_ij - D_i| <= |dO_i . V_j| + |dO_i . O_i| <= 2 max ||dO_i|| max ||V_j||, O_i being a
+// convex combination of V's rows).
+struct Fp16PairScales {
+  int q, dout, k, v, ds;
+  __device__ __forceinline__ static Fp16PairScales of(const unsigned* st) {
+    using Tr = Fp16PairBwdTraits;
+    Fp16PairScales s;
+    s.q = fp16pair_exponent(__uint_as_float(st[Tr::kStatQ]));
+    s.dout = fp16pair_exponent(__uint_as_float(st[Tr::kStatDo]));
+    s.k = fp16pair_exponent(__uint_as_float(st[Tr::kStatK]));
+    s.v = fp16pair_exponent(__uint_as_float(st[Tr::kStatV]));
+    s.ds = fp16pair_exponent(2.f * __uint_as_float(st[Tr::kStatDoNorm]) * __uint_as_float(st[Tr::kStatVNorm]));
+    return s;
+  }
+};
+
+// ---- pre-pass (any architecture) ----
+
+// Per plane of `src` ([planes, seq, 64] fp32): max |x| into stats[plane / group][stat] and, when
+// norm_stat >= 0, the largest row norm into stats[plane / group][norm_stat]. 16 threads per row (a
+// float4 each); grid (blocks, planes).
+__global__ void __launch_bounds__(256) fp16pair_stats_kernel(const float* __restrict__ src, int planes, int seq,
+                                                            int group, unsigned* __restrict__ stats, int stat,
+                                                            int norm_stat) {
+  const int sub = threadIdx.x % 16;
+  for (int plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    float mx = 0.f, nmax = 0.f;
+    // The same trip count for every lane of a warp (the shuffles below take all 32).
+    for (int row0 = blockIdx.x * 16; row0 < seq; row0 += gridDim.x * 16) {
+      const int row = row0 + int(threadIdx.x / 16);
+      float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (row < seq) x = reinterpret_cast<const float4*>(src + (std::int64_t(plane) * seq + row) * 64)[sub];
+      mx = fmaxf(mx, fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(x.z), fabsf(x.w))));
+      float ss = x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w;
+#pragma unroll
+      for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      nmax = fmaxf(nmax, sqrtf(ss));
+    }
+    // Non-negative floats order as their bit patterns.
+    unsigned umx = __float_as_uint(mx), unn = __float_as_uint(nmax);
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+      umx = max(umx, __shfl_xor_sync(0xffffffffu, umx, o));
+      unn = max(unn, __shfl_xor_sync(0xffffffffu, unn, o));
+    }
+    if (threadIdx.x % 32 == 0) {
+      unsigned* st = stats + (plane / group) * Fp16PairBwdTraits::kStats;
+      atomicMax(st + stat, umx);
+      if (norm_stat >= 0) atomicMax(st + norm_stat, unn);
+    }
+  }
+}
+
+// src ([planes, seq, 64] fp32) as fp16 hi / lo pieces into dst's tiles of tile_rows rows: tile t of
+// plane p at (p tiles + t) parts tile_bytes, hi as part `part`, lo as part + 1; rows past seq zero.
+// Row r of a tile holds its 64 values as 8 16-byte units, unit c at c ^ (r % 8) (the 128-byte
+// swizzle wgmma reads). One thread per unit.
+__global__ void __launch_bounds__(256) fp16pair_split_kernel(const float* __restrict__ src, int planes, int seq,
+                                                            int tiles, int tile_rows, int parts, int part,
+                                                            int group, const unsigned* __restrict__ stats,
+                                                            int stat, unsigned char* __restrict__ dst) {
+  using Tr = Fp16PairBwdTraits;
+  const std::int64_t rows_pad = std::int64_t(tiles) * tile_rows;
+  const std::int64_t n = std::int64_t(planes) * rows_pad * 8;
+  for (std::int64_t idx = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
+       idx += std::int64_t(gridDim.x) * blockDim.x) {
+    const int unit = int(idx % 8);
+    const std::int64_t prow = idx / 8;
+    const int plane = int(prow / rows_pad);
+    const int row = int(prow % rows_pad);
+    const float s = ldexpf(1.f, fp16pair_exponent(__uint_as_float(stats[(plane / group) * Tr::kStats + stat])));
+    float x[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (row < seq) {
+      const float4* p = reinterpret_cast<const float4*>(src + (std::int64_t(plane) * seq + row) * 64 + unit * 8);
+      const float4 a = p[0], b = p[1];
+      x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+      x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+    }
+    std::uint32_t hi[4], lo[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float x0 = x[2 * i] * s, x1 = x[2 * i + 1] * s;  // exact: s is a power of two
+      const __half2 h = __floats2half2_rn(x0, x1);
+      const float2 hf = __half22float2(h);
+      const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
+      hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
+      lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
+    }
+    const int tile = row / tile_rows, r = row % tile_rows;
+    const std::int64_t part_bytes = std::int64_t(tile_rows) * Tr::kRowBytes;
+    unsigned char* t = dst + ((std::int64_t(plane) * tiles + tile) * parts + part) * part_bytes + r * Tr::kRowBytes +
+                       ((unit ^ (r % 8)) * Tr::kUnitBytes);
+    *reinterpret_cast<uint4*>(t) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    *reinterpret_cast<uint4*>(t + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+  }
+}
+
+#if FB_PTX_SM90A
+
+// m64n32k16 f16 wgmma, A MN-major (transpose-A: K stored [key][d] is K^T's rows along M = d), B K-major.
+struct Fp16PairWgmmaSSAT32 {
+  FB_WGMMA_SS_BODY(16, "m64n32k16.f32.f16.f16", "%16", "%17", "%18", "1, 1, 1, 0")
+};
+
+__device__ __forceinline__ float fp16pair_ld_shared_f32(std::uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// Two fp32 values (already scaled) as fp16 hi / lo pairs: hi = fp16(x), lo = fp16((x - hi) 2^11).
+__device__ __forceinline__ void fp16pair_split2(float x0, float x1, std::uint32_t& hi, std::uint32_t& lo) {
+  const __half2 h = __floats2half2_rn(x0, x1);
+  const float2 hf = __half22float2(h);
+  const __half2 l = __floats2half2_rn((x0 - hf.x) * Fp16PairBwdTraits::kLoShift,
+                                      (x1 - hf.y) * Fp16PairBwdTraits::kLoShift);
+  hi = *reinterpret_cast<const std::uint32_t*>(&h);
+  lo = *reinterpret_cast<const std::uint32_t*>(&l);
+}
+
+#endif  // FB_PTX_SM90A
+
+// One block per (128 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as the TF32 kernel).
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kernel(const __grid_constant__ Fp16PairBwdParams prm) {
+#if FB_PTX_SM90A
+  extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair_bwd_smem[];
+  const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair_bwd_smem) + Tr::kAtomBytes - 1) &
+                             ~std::uint32_t(Tr::kAtomBytes - 1);
+  const std::uint32_t bar_kv = base + Tr::kOffBar;
+  auto bar_full = [&](int s) { return base + Tr::kOffBar + 8 * (1 + s); };
+  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
+  auto units = [](std::uint32_t bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+
+  const int tid = threadIdx.x;
+  const int wg = tid / Tr::kWgThreads;
+  const int ctid = tid % Tr::kWgThreads;
+  const int warp = ctid / 32;
+  const int lane = ctid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
+  const int kblk = int(blockIdx.x / unsigned(prm.kv_planes));
+  const int n0 = kblk * Tr::kBlockN;
+  const int q_bh0 = (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group;
+  const int steps = prm.q_tiles * prm.group;
+
+  if (tid == 0) {
+    // kv_full: one arrival (the expect_tx below) + kKVBytes; full[s]: one arrival + kStageBytes per tile.
+    ptx::mbar_init(bar_kv, 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages.
+  auto issue = [&](int it) {
+    const int s = it % Tr::kStages;
+    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
+    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
+    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
+  };
+  if (tid == 0) {
+    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
+    ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
+                   Tr::kKVBytes, bar_kv);
+    for (int it = 0; it < Tr::kStages - 1 && it < steps; ++it) issue(it);
+  }
+
+  const Fp16PairScales sc = Fp16PairScales::of(prm.stats + kv_bh * Tr::kStats);
+  const float f_s = prm.scale_log2 * ldexpf(1.f, -(sc.k + sc.q));     // S^T's accumulators -> S log2(e) scale
+  const float f_dp = ldexpf(1.f, -(sc.v + sc.dout));                  // dP^T's -> dP
+  const float s_p = ldexpf(1.f, Tr::kPExp);                           // P -> P s
+  const float s_ds = ldexpf(1.f, sc.ds);                              // dS -> dS s
+  const float f_dv = ldexpf(1.f, -(Tr::kPExp + sc.dout));
+  const float f_dk = prm.scale * ldexpf(1.f, -(sc.ds + sc.q));
+  const float f_dq = prm.scale * ldexpf(1.f, -(sc.ds + sc.k));
+
+  // Shared-memory operands of this warpgroup.
+  const std::uint32_t kv_s = base + Tr::kOffKV;
+  const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
+  const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
+  const std::uint32_t wg_rows = std::uint32_t(wg * Tr::kWgKeys * Tr::kRowBytes);
+  const std::uint32_t ds_s = base + Tr::kOffDs + std::uint32_t(wg * Tr::kDsBytes);  // hi, then lo
+  const std::uint32_t dq_s = base + Tr::kOffDq + std::uint32_t(wg * Tr::kDqBytes);
+  // This thread's dV total (register i at word i x 128), then dK's.
+  const std::uint32_t dkv_s = base + Tr::kOffDkv + std::uint32_t(wg * Tr::kDkvBytes + ctid * 4);
+  auto dkv_word = [&](int tensor, int i) {
+    return dkv_s + std::uint32_t((tensor * Tr::kDkvRegs + i) * Tr::kWgThreads * 4);
+  };
+  // K-major operands: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element block's distance
+  // (one block along M / N here), SBO = 8 rows along K.
+  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
+  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
+  const std::uint64_t d_khi = kmajor(k_hi + wg_rows), d_klo = kmajor(k_lo + wg_rows);
+  const std::uint64_t d_vhi = kmajor(v_hi + wg_rows), d_vlo = kmajor(v_lo + wg_rows);
+  const std::uint64_t d_kthi = mnmajor(k_hi + wg_rows, Tr::kKVPartBytes);
+  const std::uint64_t d_ktlo = mnmajor(k_lo + wg_rows, Tr::kKVPartBytes);
+  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+
+  // stmatrix (trans) of dS^T's packed registers into dS (32 query rows of this warpgroup's 64 keys):
+  // lane l gives row l % 8 of tile l / 8; tile i of instruction x is dS^T's 8 x 8 block (keys 16 warp +
+  // 8 (i % 2) .., queries 8 (2x + i / 2) ..), stored as 8 query rows of one 16-byte unit (unit 2 warp +
+  // i % 2 of the row, swizzled by the row; q % 8 == l % 8 for every row the lane addresses).
+  const int st_row = lane % 8, st_tile = lane / 8;
+  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
+                                             (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+
+  const int key_row = warp * 16 + g;  // this thread's first key among the warpgroup's 64
+  const int wg_key0 = n0 + wg * Tr::kWgKeys;
+  const bool need_mask = wg_key0 + Tr::kWgKeys > prm.seq_k;
+
+  float dv_hh[Tr::kDkvRegs], dv_x[Tr::kDkvRegs], dk_hh[Tr::kDkvRegs], dk_x[Tr::kDkvRegs];
+#pragma unroll
+  for (int i = 0; i < Tr::kDkvRegs; ++i) {
+    dv_hh[i] = dv_x[i] = dk_hh[i] = dk_x[i] = 0.f;
+    ptx::st_shared_u32(dkv_word(0, i), 0u);
+    ptx::st_shared_u32(dkv_word(1, i), 0u);
+  }
+
+  ptx::mbar_wait(bar_kv, 0);
+  for (int it = 0; it < steps; ++it) {
+    // Every thread is past tile it - 1 (its wgmmas complete): its stage (it - 1) % kStages, this
+    // warpgroup's dS and (its reduction waited for below) dQ staging are free.
+    __syncthreads();
+    if (tid == 0 && it + Tr::kStages - 1 < steps) issue(it + Tr::kStages - 1);
+    const int st = it % Tr::kStages;
+    const int bh = q_bh0 + it / prm.q_tiles;
+    const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
+    ptx::mbar_wait(bar_full(st), (it / Tr::kStages) & 1);
+    const std::uint32_t sq_hi = stage(st), sq_lo = sq_hi + Tr::kQPartBytes;
+    const std::uint32_t sdo_hi = sq_hi + 2 * Tr::kQPartBytes, sdo_lo = sq_hi + 3 * Tr::kQPartBytes;
+
+    // This thread's LSE and D (queries 8 j + 2 t, + 1), loaded before the wgmmas so that their latency hides
+    // under S^T and dP^T (the wgmma asm statements' memory clobbers keep them on this side).
+    float2 lse[Tr::kBlockM / Tr::kMmaN], dd[Tr::kBlockM / Tr::kMmaN];
+    {
+      const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+      const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+        lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
+        dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
+      }
+    }
+
+    // S^T = K Q^T, dP^T = V dO^T: hi * hi, and the cross terms, each in its own accumulator.
+    float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
+    {
+      const std::uint64_t qh = kmajor(sq_hi), ql = kmajor(sq_lo), oh = kmajor(sdo_hi), ol = kmajor(sdo_lo);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+        const std::uint64_t u = units(kk * Tr::kMmaKBytes);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(s_hh, d_khi + u, qh + u, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(dp_hh, d_vhi + u, oh + u, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(s_x, d_khi + u, ql + u, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(dp_x, d_vhi + u, ol + u, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(s_x, d_klo + u, qh + u, 1);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(dp_x, d_vlo + u, oh + u, 1);
+      }
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+      ptx::fence_operands(s_hh);
+      ptx::fence_operands(s_x);
+      ptx::fence_operands(dp_hh);
+      ptx::fence_operands(dp_x);
+    }
+
+    // P^T = exp2(S^T scale log2 e - LSE log2 e) (0 for keys past seq_k), dS^T = P^T o (dP^T - D);
+    // both scaled and split. Register i: key key_row + 8 ((i / 2) % 2), query 8 (i / 4) + 2 t + i % 2;
+    // the packed pair k = registers 2k, 2k + 1 (A fragment register k % 4 of k16 step k / 4).
+    std::uint32_t p_hi[Tr::kPRegs], p_lo[Tr::kPRegs], ds_hi[Tr::kPRegs], ds_lo[Tr::kPRegs];
+    {
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float pv[2], dsv[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = 4 * j + 2 * hf + e;
+            const float sv = fmaf(s_x[i], Tr::kLoWeight, s_hh[i]);
+            float p = ptx::exp2_approx(fmaf(sv, f_s, e == 0 ? -lse[j].x : -lse[j].y));
+            if (need_mask && wg_key0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
+            const float dp = fmaf(dp_x[i], Tr::kLoWeight, dp_hh[i]) * f_dp;
+            pv[e] = p * s_p;
+            dsv[e] = p * (dp - (e == 0 ? dd[j].x : dd[j].y)) * s_ds;
+          }
+          fp16pair_split2(pv[0], pv[1], p_hi[2 * j + hf], p_lo[2 * j + hf]);
+          fp16pair_split2(dsv[0], dsv[1], ds_hi[2 * j + hf], ds_lo[2 * j + hf]);
+        }
+      }
+    }
+    // dS (queries x this warpgroup's keys, K-major) for dQ^T's B.
+#pragma unroll
+    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
+      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
+      ptx::stmatrix_x4_trans(a, ds_hi[4 * x], ds_hi[4 * x + 1], ds_hi[4 * x + 2], ds_hi[4 * x + 3]);
+      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, ds_lo[4 * x], ds_lo[4 * x + 1], ds_lo[4 * x + 2],
+                             ds_lo[4 * x + 3]);
+    }
+    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+
+    // dV += P^T dO, dK += dS^T Q (B MN-major), chained over kDkvChunkTiles tiles (the first of a chunk starts from
+    // zero): hi * hi and the cross terms apart.
+    const bool fresh = it % Tr::kDkvChunkTiles == 0;
+    {
+      const std::uint64_t oh = mnmajor(sdo_hi, Tr::kQPartBytes), ol = mnmajor(sdo_lo, Tr::kQPartBytes);
+      const std::uint64_t qh = mnmajor(sq_hi, Tr::kQPartBytes), ql = mnmajor(sq_lo, Tr::kQPartBytes);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
+        const std::uint64_t u = units(kk * Tr::kMmaKRowsBytes);
+        const std::uint32_t ph[4] = {p_hi[4 * kk], p_hi[4 * kk + 1], p_hi[4 * kk + 2], p_hi[4 * kk + 3]};
+        const std::uint32_t pl[4] = {p_lo[4 * kk], p_lo[4 * kk + 1], p_lo[4 * kk + 2], p_lo[4 * kk + 3]};
+        const std::uint32_t dh[4] = {ds_hi[4 * kk], ds_hi[4 * kk + 1], ds_hi[4 * kk + 2], ds_hi[4 * kk + 3]};
+        const std::uint32_t dl[4] = {ds_lo[4 * kk], ds_lo[4 * kk + 1], ds_lo[4 * kk + 2], ds_lo[4 * kk + 3]};
+        const std::uint32_t acc = (kk > 0 || !fresh) ? 1u : 0u;
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_hh, ph, oh + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_hh, dh, qh + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_x, ph, ol + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_x, dh, ql + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dv_x, pl, oh + u, 1);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(dk_x, dl, qh + u, 1);
+      }
+      ptx::wgmma_commit();
+    }
+
+    // Every thread of this warpgroup has stored its dS (and the issuer's previous reduction has read
+    // the dQ staging: a no-op wait for the other threads, none of which has bulk groups).
+    ptx::bulk_wait_group_read_all();
+    ptx::named_bar_sync(1 + wg, Tr::kWgThreads);
+
+    // dQ^T = K^T dS^T over this warpgroup's 64 keys.
+    float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
+      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
+      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();  // dV, dK, dQ^T complete: the stage's Q, dO and this warpgroup's dS are free
+    ptx::fence_operands(dv_hh);
+    ptx::fence_operands(dv_x);
+    ptx::fence_operands(dk_hh);
+    ptx::fence_operands(dk_x);
+    ptx::fence_operands(dq_hh);
+    ptx::fence_operands(dq_x);
+    ptx::fence_operands(p_hi);
+    ptx::fence_operands(p_lo);
+    ptx::fence_operands(ds_hi);
+    ptx::fence_operands(ds_lo);
+    // A chunk of dV, dK done (or the last tile): hi * hi + 2^-11 cross terms into the fp32 totals.
+    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == steps) {
+#pragma unroll
+      for (int i = 0; i < Tr::kDkvRegs; ++i) {
+        ptx::st_shared_u32(dkv_word(0, i), __float_as_uint(fp16pair_ld_shared_f32(dkv_word(0, i)) +
+                                                           fmaf(dv_x[i], Tr::kLoWeight, dv_hh[i])));
+        ptx::st_shared_u32(dkv_word(1, i), __float_as_uint(fp16pair_ld_shared_f32(dkv_word(1, i)) +
+                                                           fmaf(dk_x[i], Tr::kLoWeight, dk_hh[i])));
+      }
+    }
+
+    // scale dQ (register i: column 16 warp + g + 8 ((i / 2) % 2) of d, query 8 (i / 4) + 2 t + i % 2)
+    // into the staging rows (row-major, 64 floats a query), then one bulk reduction of the valid rows.
+#pragma unroll
+    for (int i = 0; i < Tr::kDqRegs; ++i) {
+      const int col = warp * 16 + g + 8 * ((i / 2) % 2);
+      const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
+      ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
+                         __float_as_uint(fmaf(dq_x[i], Tr::kLoWeight, dq_hh[i]) * f_dq));
+    }
+    ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
+    ptx::named_bar_sync(1 + wg, Tr::kWgThreads);
+    if (ctid == 0) {
+      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
+      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
+                               std::uint32_t(rows * Tr::kHeadDim * 4));
+      ptx::bulk_commit_group();
+    }
+  }
+  // The last reduction must have read its staging rows before the block's shared memory goes.
+  ptx::bulk_wait_group_all();
+
+  // dK (times the softmax scale) and dV of this thread's keys from its totals: register i is key key_row +
+  // 8 ((i / 2) % 2), column 8 (i / 4) + 2 t + i % 2.
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = wg_key0 + key_row + 8 * hf;
+    if (key >= prm.seq_k) continue;
+    const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
+#pragma unroll
+    for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
+      const int i = 4 * j + 2 * hf;
+      const int col = j * Tr::kMmaN + 2 * t4;
+      auto total = [&](int tensor, int r) { return fp16pair_ld_shared_f32(dkv_word(tensor, r)); };
+      *reinterpret_cast<float2*>(prm.dk + row + col) = make_float2(total(1, i) * f_dk, total(1, i + 1) * f_dk);
+      *reinterpret_cast<float2*>(prm.dv + row + col) = make_float2(total(0, i) * f_dv, total(0, i + 1) * f_dv);
+    }
+  }
+#else
+  __trap();
+#endif
+}
+
+}  // namespace fb::cuda::flash_sm90
