@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Session 20 final sweep F20 (one H200): main's final code built on the device for sm_90a (flashbench only; the GPU
-# tests ran on the same kernels in call B): the issue-13 grids (bf16, fp16), GQA/MQA at d = 128 and d = 64, fp32,
-# each beside its PyTorch peers in the same call, shapes no config names, memcheck/synccheck of the tiled set.
-R=$OUT/F20; mkdir -p $R; export DEADLINE=${DEADLINE:-585}
+# Session 20 final sweep F20 (one H200): main's final code built on the device for sm_90a: the issue-13 grids (bf16,
+# fp16), GQA/MQA at d = 128 and d = 64, fp32, each beside its PyTorch peers in the same call, shapes no config names,
+# memcheck/synccheck of the tiled set, then the GPU tests with the time left (call B ran them all with the words that
+# are the defaults now named).
+R=$OUT/F20; mkdir -p $R; export DEADLINE=${DEADLINE:-555}
 export PATH=$PATH:/usr/local/cuda/bin B=${B:-build-dev}
 set -uo pipefail
 t0=$SECONDS
@@ -17,7 +18,7 @@ step() {
 cat out/commit.txt > $R/commit.txt 2>/dev/null
 s=$SECONDS
 cmake -S . -B $B -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release > $R/build.log 2>&1 &&
-  cmake --build $B -j16 --target flashbench >> $R/build.log 2>&1
+  cmake --build $B -j16 --target flashbench flashbench_gpu_tests >> $R/build.log 2>&1
 echo "== build rc=$? $((SECONDS-s))s"; tail -n 2 $R/build.log
 export BUILD=$B
 nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 > $R/smi.csv 2>&1 &
@@ -44,4 +45,7 @@ TAILN=8 step san-tiled 90 bash scripts/sanitize.sh -e $fb -s configs/sanitize-ti
 kill $smi
 for f in issue13-h200 issue13-fp16-h200 gqa-h200 gqa-d64-h200; do python3 scripts/ratios.py $R/$f.json $R/peers-$f.json --pair flash-sm90:torch-cudnn --pair flash-sm90:cudnn --pair flash:torch-flash > $R/sum-$f.txt 2>&1; grep -A12 "^summary" $R/sum-$f.txt; done
 python3 scripts/ratios.py $R/fp32-h200.json --pair flash-sm90:naive --pair flash:naive > $R/sum-fp32.txt 2>&1; grep -A8 "^summary" $R/sum-fp32.txt
+pack 6
+TAILN=6 step gputests 150 $B/tests/flashbench_gpu_tests
+grep -E "test cases|assertions|FAILED" $R/gputests.log | tail -3
 rm -f $OUT/F20-*.tgz; tar czf $OUT/F20.tgz -C $OUT F20 && rm -rf $R; echo "done t=$((SECONDS-t0))"
