@@ -171,6 +171,21 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
+// 1 / x and log2(x) on the MUFU, for the forward epilogues' row sums (flash's kFwdLeanEpi, flash-sm90's kOptFastLse):
+// rcp.approx (1 ulp) without the IEEE divide's refinement and its slow-path call, lg2.approx (absolute error about
+// 2^-22 for x in [0.5, 2], a few ulps of the result elsewhere) instead of log2f's polynomial. ftz: the epilogues pass
+// row sums, 0 or >= 1, never denormal.
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float lg2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // ---- packing two floats into a 16-bit pair (lo = first argument) ----
 __device__ __forceinline__ std::uint32_t pack_half2(float lo, float hi) {
   __half2 h = __floats2half2_rn(lo, hi);

@@ -91,19 +91,6 @@ __device__ __forceinline__ void prefetch_l2(const void* base, int bytes, int tid
   }
 }
 
-// 1 / x and log2(x) on the MUFU (kFwdLeanEpi's epilogue): rcp.approx (1 ulp) without the IEEE divide's refinement
-// and its slow-path call, lg2.approx (absolute error about 2^-22 for x in [0.5, 2], a few ulps of the result
-// elsewhere) instead of log2f's polynomial. ftz: the epilogue passes row sums, 0 or >= 1, never denormal.
-__device__ __forceinline__ float rcp_approx(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float log2_approx(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // threadIdx.x through an asm the compiler cannot look into (nor move: volatile).
 __device__ __forceinline__ int opaque_tid() {
@@ -606,7 +593,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         // sum >= 1 for a row that sees a key, 0 for one that sees none (O = 0; rcp_approx(0) = inf is not used).
-        const float inv = sum[mt][hf] > 0.f ? rcp_approx(sum[mt][hf]) : 0.f;
+        const float inv = sum[mt][hf] > 0.f ? ptx::rcp_approx(sum[mt][hf]) : 0.f;
         const int row = ewarp_row0 + mt * Tr::kMmaM + eg + hf * 8;
 #pragma unroll
         for (int nt = 0; nt < Tr::kONTiles; ++nt) {
@@ -624,7 +611,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       max_r = et == r ? row_max[r / 2][r % 2] : max_r;
     }
     const int lse_row = ewarp_row0 + 8 * et + eg;
-    const float lse = sum_r > 0.f ? (max_r + log2_approx(sum_r)) * float(kLn2) : kNegInf;
+    const float lse = sum_r > 0.f ? (max_r + ptx::lg2_approx(sum_r)) * float(kLn2) : kNegInf;
     if (q0 + lse_row < seq_q) a.lse[epi_off[1] + lse_row] = lse;
   } else {
 #pragma unroll

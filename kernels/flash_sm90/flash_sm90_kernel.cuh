@@ -431,18 +431,6 @@ __device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float 
   return rescale;
 }
 
-// kOptFastLse: 1 / x and log2(x) by one MUFU instruction each (approximate; flush-to-zero).
-__device__ __forceinline__ float rcp_approx(float x) {
-  float y;
-  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float lg2_approx(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 template <typename Tr>
 __device__ __forceinline__ void rescale_o(float (&o)[Tr::kORegs], const float (&alpha)[2]) {
 #pragma unroll
@@ -529,11 +517,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         sum[hf] = quad_sum(l[hf]);
-        inv[hf] = sum[hf] > 0.f ? rcp_approx(sum[hf]) : 0.f;
+        inv[hf] = sum[hf] > 0.f ? ptx::rcp_approx(sum[hf]) : 0.f;
       }
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        const float lse = sum[hf] > 0.f ? (m[hf] + lg2_approx(sum[hf])) * float(kLn2) : -INFINITY;
+        const float lse = sum[hf] > 0.f ? (m[hf] + ptx::lg2_approx(sum[hf])) * float(kLn2) : -INFINITY;
         const int r = row + hf * 8;
         if (lane % 4 == 0 && unsigned(r) < unsigned(seq_q)) prm.lse[std::int64_t(bh) * seq_q + r] = lse;
       }
