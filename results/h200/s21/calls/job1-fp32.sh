@@ -4,8 +4,8 @@
 # fp16pair at d = 128"): the d = 64 default's split and GEMM forms at d = 128, one warpgroup of 64 keys a block, dV / dK
 # as four m64n64 jobs a tile with fp32 totals in shared memory. Never run before this call.
 # Steps: (1) the GPU tests '[sm90tf32]' under fp16pair128 (the runner-judged backward tests against fp64, incl. the new
-# d = 128 non-causal case [sm90fp16pair128]: N = 320, 1000 x 777, 777 x 1000, one query, GQA / MQA, input scales 2^-20
-# and 2; and the existing case's d = 128 non-causal shapes 257 and 300 x 1111) under a 30 s timeout: a timed-out run
+# d = 128 non-causal case [sm90fp16pair128]: N = 320, 1000 x 777, 777 x 1000, one query, GQA / MQA, input scales 2^-20,
+# 2 and 4; and the existing case's d = 128 non-causal shapes 257 and 300 x 1111) under a 30 s timeout: a timed-out run
 # (rc 124, a hang) drops fp16pair128 from the timing, failed tests keep it timed and mark the table FAILED;
 # (2) flashbench on configs/fp32-fp16pair128-s21.json's five d = 128 non-causal backward rows (16k tokens N = 1024 /
 # 4096 / 8192 as configs/fp32-h200.json, and N = 2000 b8, N = 3000 GQA 16/4 b5: shapes no other config names), naive
