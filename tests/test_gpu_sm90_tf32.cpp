@@ -316,3 +316,60 @@ TEST_CASE("sm90 fp32 backward d = 64 non-causal, odd shapes and input scales, me
     b.release();
   }
 }
+
+// d = 128 non-causal, where FB_SM90_FP32_BWD_PROBE=fp16pair128 runs the fp16-pair backward at d = 128 (session 20,
+// prepared for session 21: one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs; without the word this case
+// runs the 3xTF32 kernel): odd lengths no config names (N = 320, 1000 x 777 and 777 x 1000 with last key blocks of 9
+// and 40 keys, one query on 265 keys), GQA / MQA, and input scales 2^-20 (scores ~2^-40, P flat), 2 and 4 (scores ~8
+// and ~16 sigma; the split study's emulation of this split at d = 128, tiles 32 x 64, results/model/
+// fp32-fp16pair128-d128.txt: worst gradient err / bound 0.12 at 4, 0.11 at 2, 0.07 at 2^-20, 3xTF32 alike). Judged as
+// above. The job of session 21 (results/h200/s21/calls/job1-fp32.sh) runs [sm90tf32] under the word first, under a
+// timeout.
+TEST_CASE("sm90 fp32 backward d = 128 non-causal, odd shapes and input scales, meets the FP32 rule",
+          "[gpu][sm90tf32][sm90fp16pair128]") {
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  struct ScaledShape {
+    BwdShape shape;
+    double input_scale;
+  };
+  const ScaledShape shapes[] = {
+      {{1, 2, 2, 320, 320, 128, false}, 1.0},       {{1, 4, 2, 1000, 777, 128, false}, 1.0},
+      {{2, 4, 1, 777, 1000, 128, false}, 1.0},      {{1, 2, 2, 1, 265, 128, false}, 1.0},
+      {{1, 4, 2, 320, 320, 128, false}, 0x1p-20},   {{1, 4, 2, 1000, 777, 128, false}, 2.0},
+      {{1, 4, 2, 1000, 777, 128, false}, 4.0},      {{1, 2, 1, 2049, 2049, 128, false}, 0x1p-20},
+  };
+  for (const ScaledShape& ss : shapes) {
+    const BwdShape& sh = ss.shape;
+    Case c;
+    c.batch = sh.batch;
+    c.heads = sh.heads;
+    c.kv_heads = sh.kv_heads;
+    c.seq_q = sh.seq_q;
+    c.seq_k = sh.seq_k;
+    c.head_dim = sh.head_dim;
+    c.dtype = Dtype::fp32;
+    c.causal = sh.causal;
+    c.pass = Pass::bwd;
+    INFO("case " << c.key() << " input scale " << ss.input_scale);
+    if (const auto why = b.check_fits(c, sm90)) {  // not an sm_90a build or device
+      WARN("flash-sm90 fp32 backward not run: " << *why);
+      return;
+    }
+    b.prepare(c, 20261203, ss.input_scale);
+    std::vector<Record> records;
+    for (const Descriptor* k : {&kernel("naive"), &sm90}) {
+      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, std::string(k->name)));
+    }
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      std::printf("sm90-fp32-bwd %-34s scale %-8g %-18s %s %s\n", c.key().c_str(), ss.input_scale, r.kernel.c_str(),
+                  r.verified.value_or(false) ? "verified" : "FAILED", r.errors.dump().c_str());
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+    }
+    b.release();
+  }
+}

@@ -26,6 +26,8 @@
 //                                 K-major, stored by the warpgroup)
 // dQ (this warpgroup's 64 keys' part) staged in shared memory as 32 rows of dq and added by one bulk
 // reduction (cp.reduce.async.bulk .add.f32) into p.dq (zeroed by the pre-pass).
+// At the end of this file: the d = 128 form (FB_SM90_FP32_BWD_PROBE=fp16pair128, prepared in session 20 for session
+// 21, unmeasured): flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs.
 #pragma once
 
 #include <cstdint>
@@ -536,6 +538,426 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
       auto total = [&](int tensor, int r) { return fp16pair_ld_shared_f32(dkv_word(tensor, r)); };
       *reinterpret_cast<float2*>(prm.dk + row + col) = make_float2(total(1, i) * f_dk, total(1, i + 1) * f_dk);
       *reinterpret_cast<float2*>(prm.dv + row + col) = make_float2(total(0, i) * f_dv, total(0, i + 1) * f_dv);
+    }
+  }
+#else
+  __trap();
+#endif
+}
+
+// ---- d = 128: FB_SM90_FP32_BWD_PROBE=fp16pair128 (session 20, prepared for session 21; unmeasured) ----
+// The d = 64 kernel's split, scales and GEMM forms at d = 128 (docs/perf-notes.md, "Session 20, prepared for session
+// 21: fp16pair at d = 128"). d = 128 is held as two 64-column panels of 128-byte swizzled rows (panel p: columns
+// 64 p ..). dV and dK at d = 128 are m64n128 per warpgroup, 64 registers per accumulator and 256 with hi * hi and the
+// cross terms apart for both, more than a warpgroup holds; so dV, dK run as four m64n64 jobs per tile (dV panel 0,
+// dV panel 1, dK panel 0, dK panel 1) through two accumulator sets, each job's result added (fp32, round to nearest)
+// into per-thread totals in shared memory while the next job runs (a chunk of one tile: 2 k16 MMAs a chain). The
+// totals (64 KB) and K / V hi / lo (64 KB) for 64 keys leave room for one warpgroup a block: one block per (64 keys,
+// K/V plane), 128 threads, 2 stages of 32 queries (32 KB each); thread 0 issues the copies as at d = 64.
+struct Fp16Pair128BwdTraits {
+  static constexpr int kHeadDim = 128;
+  static constexpr int kPanels = 2;     // 64-column panels of d
+  static constexpr int kBlockN = 64;    // keys per block = the warpgroup's (the wgmma M)
+  static constexpr int kBlockM = 32;    // queries per tile
+  static constexpr int kThreads = 128;  // one consumer warpgroup, no producer
+  static constexpr int kStages = 2;
+  static constexpr int kRowBytes = 128;
+  static constexpr int kAtomBytes = 1024;
+  static constexpr int kUnitBytes = 16;
+  static constexpr int kMmaK = 16;
+  static constexpr int kMmaN = 8;
+  static constexpr int kMmaKBytes = kMmaK * 2;
+  static constexpr int kMmaKRowsBytes = kMmaK * kRowBytes;
+  static constexpr int kKVPanelBytes = kBlockN * kRowBytes;     // 8 KB
+  static constexpr int kKVPartBytes = kPanels * kKVPanelBytes;  // K hi, K lo, V hi, V lo: 16 KB each
+  static constexpr int kKVBytes = 4 * kKVPartBytes;             // 64 KB a block
+  static constexpr int kQPanelBytes = kBlockM * kRowBytes;      // 4 KB
+  static constexpr int kQPartBytes = kPanels * kQPanelBytes;    // Q hi, Q lo, dO hi, dO lo: 8 KB each
+  static constexpr int kStageBytes = 4 * kQPartBytes;           // 32 KB a query tile
+  static constexpr int kDsPartBytes = kBlockM * kRowBytes;      // dS (32 queries x 64 keys) hi or lo: 4 KB
+  static constexpr int kDsBytes = 2 * kDsPartBytes;
+  static constexpr int kDqBytes = kBlockM * kHeadDim * 4;       // dQ staging (32 rows of dq): 16 KB
+  static constexpr int kJobs = 4;                               // dV p0, dV p1, dK p0, dK p1 (m64n64 each)
+  static constexpr int kJobRegs = 32;                           // an m64n64 accumulator
+  static constexpr int kDkvBytes = kJobs * kJobRegs * kThreads * 4;  // totals: 64 KB
+  static constexpr int kOffKV = 0;
+  static constexpr int kOffStage = kOffKV + kKVBytes;
+  static constexpr int kOffDs = kOffStage + kStages * kStageBytes;
+  static constexpr int kOffDq = kOffDs + kDsBytes;
+  static constexpr int kOffDkv = kOffDq + kDqBytes;
+  static constexpr int kOffBar = kOffDkv + kDkvBytes;
+  static constexpr int kNumBars = 1 + kStages;  // kv_full, full[s]
+  static constexpr std::size_t kSmemBytes = std::size_t(kOffBar + 8 * kNumBars + kAtomBytes);  // + align slack
+  static constexpr int kSRegs = kBlockM / 2;         // S^T, dP^T: 16
+  static constexpr int kPRegs = kSRegs / 2;          // P^T, dS^T packed fp16 pairs: 8
+  static constexpr int kDqRegs = kBlockM / 2;        // dQ^T per 64-row half of d: 16
+  static constexpr int kQKSteps = kHeadDim / kMmaK;  // 8 (4 a panel)
+  static constexpr int kPanelSteps = 64 / kMmaK;     // 4
+  static constexpr int kKVSteps = kBlockM / kMmaK;   // 2
+  static constexpr int kDqSteps = kBlockN / kMmaK;   // 4
+  static_assert(kOffStage % kAtomBytes == 0 && kOffDs % kAtomBytes == 0 && kOffDq % kAtomBytes == 0 &&
+                    kQPanelBytes % kAtomBytes == 0 && kKVPanelBytes % kAtomBytes == 0 &&
+                    kDsPartBytes % kAtomBytes == 0,
+                "wgmma operands start on 1024-byte swizzle atoms");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+  static_assert(kStages == 2, "the loop refills stage (it + 1) % 2 = (it - 1) % 2 after the tile's __syncthreads");
+};
+
+// src ([planes, seq, 128] fp32) as fp16 hi / lo pieces into dst's tiles of tile_rows rows, 4 parts a tile (hi at
+// `part`, lo at part + 1), each part two panels: unit u (8 values) of row r of a tile in panel u / 8 at unit
+// (u % 8) ^ (r % 8) of the panel's row r (the 128-byte swizzle wgmma reads); rows past seq zero. One thread per unit.
+// The scales as the d = 64 split's (fp16pair_split_kernel).
+__global__ void __launch_bounds__(256) fp16pair128_split_kernel(const float* __restrict__ src, int planes, int seq,
+                                                               int tiles, int tile_rows, int part, int group,
+                                                               const unsigned* __restrict__ stats, int stat,
+                                                               unsigned char* __restrict__ dst) {
+  using Tr = Fp16PairBwdTraits;
+  constexpr int kRowUnits = 16;  // 128 values: two panels of 8 units
+  const std::int64_t rows_pad = std::int64_t(tiles) * tile_rows;
+  const std::int64_t n = std::int64_t(planes) * rows_pad * kRowUnits;
+  for (std::int64_t idx = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n;
+       idx += std::int64_t(gridDim.x) * blockDim.x) {
+    const int unit = int(idx % kRowUnits);
+    const std::int64_t prow = idx / kRowUnits;
+    const int plane = int(prow / rows_pad);
+    const int row = int(prow % rows_pad);
+    const float s = ldexpf(1.f, fp16pair_exponent(__uint_as_float(stats[(plane / group) * Tr::kStats + stat])));
+    float x[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (row < seq) {
+      const float4* p = reinterpret_cast<const float4*>(src + (std::int64_t(plane) * seq + row) * 128 + unit * 8);
+      const float4 a = p[0], b = p[1];
+      x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+      x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+    }
+    std::uint32_t hi[4], lo[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float x0 = x[2 * i] * s, x1 = x[2 * i + 1] * s;  // exact: s is a power of two
+      const __half2 h = __floats2half2_rn(x0, x1);
+      const float2 hf = __half22float2(h);
+      const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
+      hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
+      lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
+    }
+    const int tile = row / tile_rows, r = row % tile_rows;
+    const int panel = unit / 8, c = unit % 8;
+    const std::int64_t panel_bytes = std::int64_t(tile_rows) * Tr::kRowBytes;
+    const std::int64_t part_bytes = 2 * panel_bytes;
+    unsigned char* t = dst + ((std::int64_t(plane) * tiles + tile) * 4 + part) * part_bytes + panel * panel_bytes +
+                       r * Tr::kRowBytes + ((c ^ (r % 8)) * Tr::kUnitBytes);
+    *reinterpret_cast<uint4*>(t) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    *reinterpret_cast<uint4*>(t + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+  }
+}
+
+#if FB_PTX_SM90A
+
+// One dV / dK job (m64n64, 64 keys x one 64-column panel of d) of a tile: += A B over the tile's 32 queries (2 k16
+// steps x 3 products: hi * hi into hh, the cross terms into x; the first step starts from zero), A = P^T or dS^T
+// packed from registers, B = the panel of dO or Q, MN-major. One commit group.
+template <typename Tr>
+__device__ __forceinline__ void fp16pair128_job(float (&hh)[Tr::kJobRegs], float (&x)[Tr::kJobRegs],
+                                                const std::uint32_t (&a_hi)[Tr::kPRegs],
+                                                const std::uint32_t (&a_lo)[Tr::kPRegs], std::uint64_t b_hi,
+                                                std::uint64_t b_lo) {
+  ptx::wgmma_fence();  // the accumulators were read by the previous job's totals update
+#pragma unroll
+  for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
+    const std::uint64_t u = std::uint64_t(kk * Tr::kMmaKRowsBytes / Tr::kUnitBytes);
+    const std::uint32_t ah[4] = {a_hi[4 * kk], a_hi[4 * kk + 1], a_hi[4 * kk + 2], a_hi[4 * kk + 3]};
+    const std::uint32_t al[4] = {a_lo[4 * kk], a_lo[4 * kk + 1], a_lo[4 * kk + 2], a_lo[4 * kk + 3]};
+    ptx::wgmma_rs<__half, 64>(hh, ah, b_hi + u, kk > 0 ? 1u : 0u);
+    ptx::wgmma_rs<__half, 64>(x, ah, b_lo + u, kk > 0 ? 1u : 0u);
+    ptx::wgmma_rs<__half, 64>(x, al, b_hi + u, 1u);
+  }
+  ptx::wgmma_commit();
+}
+
+// A finished job's hi * hi + 2^-11 cross terms added into this thread's totals (register i at word0 + i x 512 B).
+template <typename Tr>
+__device__ __forceinline__ void fp16pair128_total(std::uint32_t word0, float (&hh)[Tr::kJobRegs],
+                                                  float (&x)[Tr::kJobRegs]) {
+  ptx::fence_operands(hh);
+  ptx::fence_operands(x);
+#pragma unroll
+  for (int i = 0; i < Tr::kJobRegs; ++i) {
+    const std::uint32_t w = word0 + std::uint32_t(i * Tr::kThreads * 4);
+    ptx::st_shared_u32(w, __float_as_uint(fp16pair_ld_shared_f32(w) +
+                                          fmaf(x[i], Fp16PairBwdTraits::kLoWeight, hh[i])));
+  }
+}
+
+#endif  // FB_PTX_SM90A
+
+// One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as the d = 64 kernel).
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_sm90_fp16pair128_bwd_kernel(const __grid_constant__ Fp16PairBwdParams prm) {
+#if FB_PTX_SM90A
+  using Sp = Fp16PairBwdTraits;  // the split's constants and the stats' layout
+  extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair128_bwd_smem[];
+  const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair128_bwd_smem) + Tr::kAtomBytes - 1) &
+                             ~std::uint32_t(Tr::kAtomBytes - 1);
+  const std::uint32_t bar_kv = base + Tr::kOffBar;
+  auto bar_full = [&](int s) { return base + Tr::kOffBar + 8 * (1 + s); };
+  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
+  auto units = [](std::uint32_t bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
+  const int kblk = int(blockIdx.x / unsigned(prm.kv_planes));
+  const int n0 = kblk * Tr::kBlockN;
+  const int q_bh0 = (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group;
+  const int steps = prm.q_tiles * prm.group;
+
+  if (tid == 0) {
+    // kv_full: one arrival (the expect_tx below) + kKVBytes; full[s]: one arrival + kStageBytes per tile.
+    ptx::mbar_init(bar_kv, 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages.
+  auto issue = [&](int it) {
+    const int s = it % Tr::kStages;
+    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
+    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
+    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
+  };
+  if (tid == 0) {
+    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
+    ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
+                   Tr::kKVBytes, bar_kv);
+    for (int it = 0; it < Tr::kStages - 1 && it < steps; ++it) issue(it);
+  }
+
+  // The scales (Fp16PairScales' except dS's: the stats' row norms are of 64-column halves of the rows, and
+  // ||x|| <= sqrt(2) max half norm, so the bound 2 max ||dO_i|| max ||V_j|| is at most 4 x the halves' maxima).
+  const unsigned* st = prm.stats + kv_bh * Sp::kStats;
+  const int e_q = fp16pair_exponent(__uint_as_float(st[Sp::kStatQ]));
+  const int e_do = fp16pair_exponent(__uint_as_float(st[Sp::kStatDo]));
+  const int e_k = fp16pair_exponent(__uint_as_float(st[Sp::kStatK]));
+  const int e_v = fp16pair_exponent(__uint_as_float(st[Sp::kStatV]));
+  const int e_ds = fp16pair_exponent(4.f * __uint_as_float(st[Sp::kStatDoNorm]) * __uint_as_float(st[Sp::kStatVNorm]));
+  const float f_s = prm.scale_log2 * ldexpf(1.f, -(e_k + e_q));  // S^T's accumulators -> S log2(e) scale
+  const float f_dp = ldexpf(1.f, -(e_v + e_do));                 // dP^T's -> dP
+  const float s_p = ldexpf(1.f, Sp::kPExp);                      // P -> P s
+  const float s_ds = ldexpf(1.f, e_ds);                          // dS -> dS s
+  const float f_dv = ldexpf(1.f, -(Sp::kPExp + e_do));
+  const float f_dk = prm.scale * ldexpf(1.f, -(e_ds + e_q));
+  const float f_dq = prm.scale * ldexpf(1.f, -(e_ds + e_k));
+
+  const std::uint32_t kv_s = base + Tr::kOffKV;
+  const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
+  const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
+  const std::uint32_t ds_s = base + Tr::kOffDs;  // hi, then lo
+  const std::uint32_t dq_s = base + Tr::kOffDq;
+  // This thread's totals: job j's register i at word (j x 32 + i) x 128 + tid.
+  const std::uint32_t dkv_s = base + Tr::kOffDkv + std::uint32_t(tid * 4);
+  auto job_word = [&](int j) { return dkv_s + std::uint32_t(j * Tr::kJobRegs * Tr::kThreads * 4); };
+  // K-major operands: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element block's distance (one block
+  // along M / N in every use here: a panel), SBO = 8 rows along K.
+  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
+  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
+  const std::uint64_t d_khi = kmajor(k_hi), d_klo = kmajor(k_lo), d_vhi = kmajor(v_hi), d_vlo = kmajor(v_lo);
+  // K^T (A of dQ^T, MN-major): half h of d is panel h of K.
+  const std::uint64_t d_kthi0 = mnmajor(k_hi, Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo0 = mnmajor(k_lo, Tr::kKVPanelBytes);
+  const std::uint64_t d_kthi1 = mnmajor(k_hi + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo1 = mnmajor(k_lo + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
+  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+
+  // stmatrix (trans) of dS^T's packed registers into dS, as the d = 64 kernel (one warpgroup of 64 keys).
+  const int st_row = lane % 8, st_tile = lane / 8;
+  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
+                                             (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+
+  const int key_row = warp * 16 + g;  // this thread's first key among the block's 64
+  const bool need_mask = n0 + Tr::kBlockN > prm.seq_k;
+
+#pragma unroll
+  for (int i = 0; i < Tr::kJobs * Tr::kJobRegs; ++i)
+    ptx::st_shared_u32(dkv_s + std::uint32_t(i * Tr::kThreads * 4), 0u);
+
+  ptx::mbar_wait(bar_kv, 0);
+  for (int it = 0; it < steps; ++it) {
+    // Every thread is past tile it - 1 (its wgmmas complete): its stage (it - 1) % 2 = (it + 1) % 2, dS and (its
+    // reduction waited for below) the dQ staging are free.
+    __syncthreads();
+    if (tid == 0 && it + Tr::kStages - 1 < steps) issue(it + Tr::kStages - 1);
+    const int stg = it % Tr::kStages;
+    const int bh = q_bh0 + it / prm.q_tiles;
+    const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
+    ptx::mbar_wait(bar_full(stg), (it / Tr::kStages) & 1);
+    const std::uint32_t sq_hi = stage(stg), sq_lo = sq_hi + Tr::kQPartBytes;
+    const std::uint32_t sdo_hi = sq_hi + 2 * Tr::kQPartBytes, sdo_lo = sq_hi + 3 * Tr::kQPartBytes;
+
+    float2 lse[Tr::kBlockM / Tr::kMmaN], dd[Tr::kBlockM / Tr::kMmaN];
+    {
+      const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+      const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+        lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
+        dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
+      }
+    }
+
+    // S^T = K Q^T, dP^T = V dO^T over d's 8 k16 steps (4 a panel): hi * hi and the cross terms apart.
+    float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
+    {
+      const std::uint64_t qh = kmajor(sq_hi), ql = kmajor(sq_lo), oh = kmajor(sdo_hi), ol = kmajor(sdo_lo);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+        const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
+        const std::uint64_t ua = units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
+        const std::uint64_t ub = units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(s_hh, d_khi + ua, qh + ub, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(dp_hh, d_vhi + ua, oh + ub, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(s_x, d_khi + ua, ql + ub, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(dp_x, d_vhi + ua, ol + ub, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(s_x, d_klo + ua, qh + ub, 1);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(dp_x, d_vlo + ua, oh + ub, 1);
+      }
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+      ptx::fence_operands(s_hh);
+      ptx::fence_operands(s_x);
+      ptx::fence_operands(dp_hh);
+      ptx::fence_operands(dp_x);
+    }
+
+    // P^T, dS^T scaled and split, as the d = 64 kernel (register i: key key_row + 8 ((i / 2) % 2), query
+    // 8 (i / 4) + 2 t + i % 2).
+    std::uint32_t p_hi[Tr::kPRegs], p_lo[Tr::kPRegs], ds_hi[Tr::kPRegs], ds_lo[Tr::kPRegs];
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float pv[2], dsv[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int i = 4 * j + 2 * hf + e;
+          const float sv = fmaf(s_x[i], Sp::kLoWeight, s_hh[i]);
+          float p = ptx::exp2_approx(fmaf(sv, f_s, e == 0 ? -lse[j].x : -lse[j].y));
+          if (need_mask && n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
+          const float dp = fmaf(dp_x[i], Sp::kLoWeight, dp_hh[i]) * f_dp;
+          pv[e] = p * s_p;
+          dsv[e] = p * (dp - (e == 0 ? dd[j].x : dd[j].y)) * s_ds;
+        }
+        fp16pair_split2(pv[0], pv[1], p_hi[2 * j + hf], p_lo[2 * j + hf]);
+        fp16pair_split2(dsv[0], dsv[1], ds_hi[2 * j + hf], ds_lo[2 * j + hf]);
+      }
+    }
+    // dS (queries x the block's 64 keys, K-major) for dQ^T's B.
+#pragma unroll
+    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
+      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
+      ptx::stmatrix_x4_trans(a, ds_hi[4 * x], ds_hi[4 * x + 1], ds_hi[4 * x + 2], ds_hi[4 * x + 3]);
+      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, ds_lo[4 * x], ds_lo[4 * x + 1], ds_lo[4 * x + 2],
+                             ds_lo[4 * x + 3]);
+    }
+    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+
+    // dV += P^T dO, dK += dS^T Q as four m64n64 jobs through two accumulator sets (a, b): each job's totals update
+    // runs while the next job is in the tensor core. Job j reads B = panel j % 2 of dO (j < 2) or Q (MN-major).
+    {
+      float a_hh[Tr::kJobRegs], a_x[Tr::kJobRegs], b_hh[Tr::kJobRegs], b_x[Tr::kJobRegs];
+      auto bpanel = [&](std::uint32_t part, int pn) {
+        return mnmajor(part + std::uint32_t(pn * Tr::kQPanelBytes), Tr::kQPanelBytes);
+      };
+      fp16pair128_job<Tr>(a_hh, a_x, p_hi, p_lo, bpanel(sdo_hi, 0), bpanel(sdo_lo, 0));  // dV, panel 0
+      fp16pair128_job<Tr>(b_hh, b_x, p_hi, p_lo, bpanel(sdo_hi, 1), bpanel(sdo_lo, 1));  // dV, panel 1
+      ptx::wgmma_wait<1>();
+      fp16pair128_total<Tr>(job_word(0), a_hh, a_x);
+      fp16pair128_job<Tr>(a_hh, a_x, ds_hi, ds_lo, bpanel(sq_hi, 0), bpanel(sq_lo, 0));  // dK, panel 0
+      ptx::wgmma_wait<1>();
+      fp16pair128_total<Tr>(job_word(1), b_hh, b_x);
+      fp16pair128_job<Tr>(b_hh, b_x, ds_hi, ds_lo, bpanel(sq_hi, 1), bpanel(sq_lo, 1));  // dK, panel 1
+      ptx::wgmma_wait<1>();
+      fp16pair128_total<Tr>(job_word(2), a_hh, a_x);
+      ptx::wgmma_wait<0>();  // every job complete: P^T's, dS^T's registers and the stage's dO, Q are free
+      fp16pair128_total<Tr>(job_word(3), b_hh, b_x);
+      ptx::fence_operands(p_hi);
+      ptx::fence_operands(p_lo);
+      ptx::fence_operands(ds_hi);
+      ptx::fence_operands(ds_lo);
+    }
+
+    // Every thread has stored its dS (and thread 0's previous reduction has read the dQ staging: a no-op wait for
+    // the other threads, none of which has bulk groups).
+    ptx::bulk_wait_group_read_all();
+    ptx::named_bar_sync(1, Tr::kThreads);
+
+    // dQ^T = K^T dS^T over the block's 64 keys: two 64-row halves of d (panel h of K as A).
+    float dq0_hh[Tr::kDqRegs], dq0_x[Tr::kDqRegs], dq1_hh[Tr::kDqRegs], dq1_x[Tr::kDqRegs];
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
+      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
+      Fp16PairWgmmaSSAT32::run(dq0_hh, d_kthi0 + ua, d_dshi + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq0_x, d_kthi0 + ua, d_dslo + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq0_x, d_ktlo0 + ua, d_dshi + ub, 1);
+      Fp16PairWgmmaSSAT32::run(dq1_hh, d_kthi1 + ua, d_dshi + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq1_x, d_kthi1 + ua, d_dslo + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq1_x, d_ktlo1 + ua, d_dshi + ub, 1);
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();  // dQ^T complete: dS is free
+    ptx::fence_operands(dq0_hh);
+    ptx::fence_operands(dq0_x);
+    ptx::fence_operands(dq1_hh);
+    ptx::fence_operands(dq1_x);
+
+    // dQ (register i of half h: column 64 h + 16 warp + g + 8 ((i / 2) % 2) of d, query 8 (i / 4) + 2 t + i % 2)
+    // scaled into the staging rows (row-major, 128 floats a query), then one bulk reduction of the valid rows.
+#pragma unroll
+    for (int i = 0; i < Tr::kDqRegs; ++i) {
+      const int col = warp * 16 + g + 8 * ((i / 2) % 2);
+      const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
+      ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
+                         __float_as_uint(fmaf(dq0_x[i], Sp::kLoWeight, dq0_hh[i]) * f_dq));
+      ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + 64 + col) * 4),
+                         __float_as_uint(fmaf(dq1_x[i], Sp::kLoWeight, dq1_hh[i]) * f_dq));
+    }
+    ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
+    ptx::named_bar_sync(1, Tr::kThreads);
+    if (tid == 0) {
+      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
+      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
+                               std::uint32_t(rows * Tr::kHeadDim * 4));
+      ptx::bulk_commit_group();
+    }
+  }
+  // The last reduction must have read its staging rows before the block's shared memory goes.
+  ptx::bulk_wait_group_all();
+
+  // dV (jobs 0, 1) and dK (jobs 2, 3, times the softmax scale) of this thread's keys from its totals: register i of
+  // job j is key key_row + 8 ((i / 2) % 2), column 64 (j % 2) + 8 (i / 4) + 2 t + i % 2.
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = n0 + key_row + 8 * hf;
+    if (key >= prm.seq_k) continue;
+    const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
+#pragma unroll
+    for (int pn = 0; pn < Tr::kPanels; ++pn) {
+#pragma unroll
+      for (int j = 0; j < Tr::kJobRegs / 4; ++j) {
+        const int i = 4 * j + 2 * hf;
+        const int col = 64 * pn + j * Tr::kMmaN + 2 * t4;
+        auto total = [&](int job, int r) {
+          return fp16pair_ld_shared_f32(job_word(job) + std::uint32_t(r * Tr::kThreads * 4));
+        };
+        *reinterpret_cast<float2*>(prm.dv + row + col) = make_float2(total(pn, i) * f_dv, total(pn, i + 1) * f_dv);
+        *reinterpret_cast<float2*>(prm.dk + row + col) =
+            make_float2(total(2 + pn, i) * f_dk, total(2 + pn, i + 1) * f_dk);
+      }
     }
   }
 #else

@@ -107,7 +107,11 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             backward (flash_sm90_fp16pair_bwd_kernel.cuh; issue 15; call B: 1.25-1.47x the 3xTF32 kernel, 2.24-2.77x
 //             naive, every row verified): a pre-pass splits Q, dO, K, V into scaled fp16 hi / lo in the workspace, the
 //             kernel runs every GEMM as 3 f16 wgmma products (hi*hi and the cross terms in separate fp32 accumulators)
-enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair };
+//   fp16pair128  d = 128 non-causal 3x: the fp16-pair backward at d = 128 (flash_sm90_fp16pair128_bwd_kernel, one
+//             warpgroup of 64 keys a block, dV / dK as four m64n64 jobs a tile with fp32 totals in shared memory;
+//             session 20, prepared for session 21, unmeasured: docs/perf-notes.md "Session 20, prepared for session 21:
+//             fp16pair at d = 128"); every other launch as the default (d = 64 non-causal: fp16pair)
+enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128 };
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -117,8 +121,9 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "racebar") return Tf32BwdProbe::racebar;
     if (s == "fp16pair") return Tf32BwdProbe::fp16pair;
     if (s == "tf32pair") return Tf32BwdProbe::tf32pair;
+    if (s == "fp16pair128") return Tf32BwdProbe::fp16pair128;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair; unset or default for the "
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128; unset or default for the "
                                 "shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
                                 "dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
@@ -215,6 +220,101 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
   FB_CUDA_CHECK_LAUNCH();
 }
 
+// ---- fp16pair128 (d = 128 non-causal, 3x only, under its word; unmeasured) ----
+using Fp16Pair128Tr = Fp16Pair128BwdTraits;
+
+bool fp16pair128_applies(const AttentionParams& p, bool split) {
+  return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() == Tf32BwdProbe::fp16pair128;
+}
+int fp16pair128_q_tiles(const AttentionParams& p) {
+  return (p.seq_q + Fp16Pair128Tr::kBlockM - 1) / Fp16Pair128Tr::kBlockM;
+}
+int fp16pair128_k_blocks(const AttentionParams& p) {
+  return (p.seq_k + Fp16Pair128Tr::kBlockN - 1) / Fp16Pair128Tr::kBlockN;
+}
+// Its workspace after the padded LSE and D: the stats (the d = 64 layout), the split Q / dO tiles, K / V blocks.
+std::size_t fp16pair128_qd_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch) * p.heads * fp16pair128_q_tiles(p) * Fp16Pair128Tr::kStageBytes;
+}
+std::size_t fp16pair128_kv_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch) * p.kv_heads * fp16pair128_k_blocks(p) * Fp16Pair128Tr::kKVBytes;
+}
+std::size_t fp16pair128_workspace_bytes(const AttentionParams& p) {
+  return fp16pair_stats_bytes(p) + fp16pair128_qd_bytes(p) + fp16pair128_kv_bytes(p);
+}
+
+void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
+                     cudaStream_t stream) {
+  using Tr = Fp16Pair128Tr;
+  using Sp = Fp16PairTr;  // the stats' layout
+  auto* stats = reinterpret_cast<unsigned*>(ws);
+  auto* qd = ws + fp16pair_stats_bytes(p);
+  auto* kv = qd + fp16pair128_qd_bytes(p);
+  const int q_planes = p.batch * p.heads;
+  const int kv_planes = p.batch * p.kv_heads;
+  const int q_tiles = fp16pair128_q_tiles(p);
+  const int k_blocks = fp16pair128_k_blocks(p);
+  if (std::int64_t(k_blocks) * kv_planes > kMaxGridX)
+    throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128): batch * kv_heads * seq_k exceeds the grid limit");
+  const int group = p.group();
+  const auto* q = static_cast<const float*>(p.q);
+  const auto* dout = static_cast<const float*>(p.dout);
+  const auto* k = static_cast<const float*>(p.k);
+  const auto* v = static_cast<const float*>(p.v);
+  FB_CUDA_CHECK(cudaMemsetAsync(stats, 0, fp16pair_stats_bytes(p), stream));
+  // The d = 64 stats kernel over rows of 64: a [planes, seq, 128] tensor is [planes, 2 seq, 64]; max |x| is the
+  // same, the row norms are of 64-column halves (the kernel's dS bound takes that into account).
+  auto stats_grid = [](int rows, int planes) {
+    return dim3(unsigned(std::min((rows + 15) / 16, 64)), unsigned(std::min(planes, 65535)));
+  };
+  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_q, q_planes), 256, 0, stream>>>(q, q_planes, 2 * p.seq_q, group,
+                                                                               stats, Sp::kStatQ, -1);
+  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_q, q_planes), 256, 0, stream>>>(dout, q_planes, 2 * p.seq_q, group,
+                                                                               stats, Sp::kStatDo, Sp::kStatDoNorm);
+  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_k, kv_planes), 256, 0, stream>>>(k, kv_planes, 2 * p.seq_k, 1, stats,
+                                                                                Sp::kStatK, -1);
+  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_k, kv_planes), 256, 0, stream>>>(v, kv_planes, 2 * p.seq_k, 1, stats,
+                                                                                Sp::kStatV, Sp::kStatVNorm);
+  FB_CUDA_CHECK_LAUNCH();
+  auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
+  const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 16;
+  const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 16;
+  fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(q, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 0,
+                                                                    group, stats, Sp::kStatQ, qd);
+  fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(dout, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 2,
+                                                                    group, stats, Sp::kStatDo, qd);
+  fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(k, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 0,
+                                                                     1, stats, Sp::kStatK, kv);
+  fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(v, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 2,
+                                                                     1, stats, Sp::kStatV, kv);
+  FB_CUDA_CHECK_LAUNCH();
+
+  Fp16PairBwdParams prm{};
+  prm.qd = qd;
+  prm.kv = kv;
+  prm.stats = stats;
+  prm.lse = lse_pad;
+  prm.dsum = d_pad;
+  prm.dq = static_cast<float*>(p.dq);
+  prm.dk = static_cast<float*>(p.dk);
+  prm.dv = static_cast<float*>(p.dv);
+  prm.heads = p.heads;
+  prm.kv_heads = p.kv_heads;
+  prm.group = group;
+  prm.seq_q = p.seq_q;
+  prm.seq_k = p.seq_k;
+  prm.seq_pad = flash::backward_padded_seq(p.seq_q);
+  prm.kv_planes = kv_planes;
+  prm.q_tiles = q_tiles;
+  prm.k_blocks = k_blocks;
+  prm.scale_log2 = float(p.scale * kLog2e);
+  prm.scale = float(p.scale);
+  const auto kernel = flash_sm90_fp16pair128_bwd_kernel<Tr>;
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
+  kernel<<<unsigned(std::int64_t(k_blocks) * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
 template <int D, bool kSplit>
 void run_d(const AttentionParams& p, const float* lse_pad, const float* d_pad, cudaStream_t stream) {
   using Traits = typename Tf32BwdConfig<D, kSplit>::Traits;
@@ -253,7 +353,9 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
-  // fp16pair (probe): + its stats and split Q, dO, K, V (as many bytes as the four fp32 tensors, padded to tiles).
+  // fp16pair (and fp16pair128 under its word): + its stats and split Q, dO, K, V (as many bytes as the four fp32
+  // tensors, padded to tiles).
+  if (fp16pair128_applies(p, true)) return lse_d + fp16pair128_workspace_bytes(p);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes(p) : lse_d;
 }
 
@@ -271,6 +373,8 @@ void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split)
   auto* d_pad = reinterpret_cast<float*>(base + align_up(padded_rows(p) * sizeof(float)));
   // The pre-pass also zeroes p.dq ([batch, heads, seq_q, d]): the kernel adds into it.
   flash::backward_prepass(p, lse_pad, d_pad, p.dq, /*dq_padded=*/false, /*lse_log2=*/true, ctx);
+  if (fp16pair128_applies(p, split))
+    return run_fp16pair128(p, lse_pad, d_pad, base + 2 * align_up(padded_rows(p) * sizeof(float)), stream);
   if (fp16pair_applies(p, split))
     return run_fp16pair(p, lse_pad, d_pad, base + 2 * align_up(padded_rows(p) * sizeof(float)), stream);
   if (split) run<true>(p, lse_pad, d_pad, stream);
