@@ -209,6 +209,56 @@ struct BwdShape {
   bool causal;
 };
 
+// The fp32 backward case of a shape: O and LSE from each kernel's own untimed forward, gradients from its backward.
+Case bwd_case(const BwdShape& sh) {
+  Case c;
+  c.batch = sh.batch;
+  c.heads = sh.heads;
+  c.kv_heads = sh.kv_heads;
+  c.seq_q = sh.seq_q;
+  c.seq_k = sh.seq_k;
+  c.head_dim = sh.head_dim;
+  c.dtype = Dtype::fp32;
+  c.causal = sh.causal;
+  c.pass = Pass::bwd;
+  return c;
+}
+
+// A shape and the scale its Q and K are drawn at.
+struct ScaledShape {
+  BwdShape shape;
+  double input_scale;
+};
+
+// naive and flash-sm90's fp32 backward on each shape at its input scale (seeded), judged by the FP32 rule.
+void check_scaled_bwd(const std::vector<ScaledShape>& shapes, std::uint64_t seed) {
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  for (const ScaledShape& ss : shapes) {
+    const Case c = bwd_case(ss.shape);
+    INFO("case " << c.key() << " input scale " << ss.input_scale);
+    if (const auto why = b.check_fits(c, sm90)) {  // not an sm_90a build or device
+      WARN("flash-sm90 fp32 backward not run: " << *why);
+      return;
+    }
+    b.prepare(c, seed, ss.input_scale);
+    std::vector<Record> records;
+    for (const Descriptor* k : {&kernel("naive"), &sm90}) {
+      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, std::string(k->name)));
+    }
+    verify_case(b, records, builtin_kernels());
+    for (const Record& r : records) {
+      std::printf("sm90-fp32-bwd %-34s scale %-8g %-18s %s %s\n", c.key().c_str(), ss.input_scale, r.kernel.c_str(),
+                  r.verified.value_or(false) ? "verified" : "FAILED", r.errors.dump().c_str());
+      INFO(r.kernel << " errors " << r.errors.dump());
+      REQUIRE(r.verified.has_value());
+      CHECK(*r.verified);
+    }
+    b.release();
+  }
+}
+
 }  // namespace
 
 // flash-sm90's fp32 backward (3xTF32 on wgmma) judged as `flashbench verify --pass bwd` judges it:
@@ -227,16 +277,7 @@ TEST_CASE("sm90 fp32 backward (3xTF32 wgmma) meets the FP32 rule, 1xTF32 fails i
       {1, 4, 1, 77, 1000, 128, true},   {1, 2, 1, 4099, 4099, 128, true}, {1, 2, 2, 1, 1, 64, false},
   };
   for (const BwdShape& sh : shapes) {
-    Case c;
-    c.batch = sh.batch;
-    c.heads = sh.heads;
-    c.kv_heads = sh.kv_heads;
-    c.seq_q = sh.seq_q;
-    c.seq_k = sh.seq_k;
-    c.head_dim = sh.head_dim;
-    c.dtype = Dtype::fp32;
-    c.causal = sh.causal;
-    c.pass = Pass::bwd;  // O and LSE from each kernel's own untimed forward, gradients from its backward
+    const Case c = bwd_case(sh);
     INFO("case " << c.key());
     if (const auto why = b.check_fits(c, sm90)) {  // not an sm_90a build or device
       WARN("flash-sm90 fp32 backward not run: " << *why);
@@ -270,51 +311,14 @@ TEST_CASE("sm90 fp32 backward (3xTF32 wgmma) meets the FP32 rule, 1xTF32 fails i
 // tell a kernel from the split). Judged as above.
 TEST_CASE("sm90 fp32 backward d = 64 non-causal, odd shapes and input scales, meets the FP32 rule",
           "[gpu][sm90tf32]") {
-  CudaBackend& b = gpu();
-  const Descriptor& sm90 = kernel("flash-sm90");
-  struct ScaledShape {
-    BwdShape shape;
-    double input_scale;
-  };
-  const ScaledShape shapes[] = {
+  check_scaled_bwd(
+      {
       {{1, 2, 2, 320, 320, 64, false}, 1.0},        {{1, 4, 2, 1000, 777, 64, false}, 1.0},
       {{2, 4, 1, 777, 1000, 64, false}, 1.0},       {{1, 2, 2, 1, 265, 64, false}, 1.0},
       {{1, 4, 2, 320, 320, 64, false}, 0x1p-20},    {{1, 4, 2, 1000, 777, 64, false}, 4.0},
       {{1, 2, 1, 2049, 2049, 64, false}, 0x1p-20},
-  };
-  for (const ScaledShape& ss : shapes) {
-    const BwdShape& sh = ss.shape;
-    Case c;
-    c.batch = sh.batch;
-    c.heads = sh.heads;
-    c.kv_heads = sh.kv_heads;
-    c.seq_q = sh.seq_q;
-    c.seq_k = sh.seq_k;
-    c.head_dim = sh.head_dim;
-    c.dtype = Dtype::fp32;
-    c.causal = sh.causal;
-    c.pass = Pass::bwd;
-    INFO("case " << c.key() << " input scale " << ss.input_scale);
-    if (const auto why = b.check_fits(c, sm90)) {  // not an sm_90a build or device
-      WARN("flash-sm90 fp32 backward not run: " << *why);
-      return;
-    }
-    b.prepare(c, 20261202, ss.input_scale);
-    std::vector<Record> records;
-    for (const Descriptor* k : {&kernel("naive"), &sm90}) {
-      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, std::string(k->name)));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      std::printf("sm90-fp32-bwd %-34s scale %-8g %-18s %s %s\n", c.key().c_str(), ss.input_scale, r.kernel.c_str(),
-                  r.verified.value_or(false) ? "verified" : "FAILED", r.errors.dump().c_str());
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
-    b.release();
-  }
+      },
+      20261202);
 }
 
 // d = 128 non-causal, where FB_SM90_FP32_BWD_PROBE=fp16pair128 runs the fp16-pair backward at d = 128 (session 20,
@@ -327,49 +331,12 @@ TEST_CASE("sm90 fp32 backward d = 64 non-causal, odd shapes and input scales, me
 // timeout.
 TEST_CASE("sm90 fp32 backward d = 128 non-causal, odd shapes and input scales, meets the FP32 rule",
           "[gpu][sm90tf32][sm90fp16pair128]") {
-  CudaBackend& b = gpu();
-  const Descriptor& sm90 = kernel("flash-sm90");
-  struct ScaledShape {
-    BwdShape shape;
-    double input_scale;
-  };
-  const ScaledShape shapes[] = {
+  check_scaled_bwd(
+      {
       {{1, 2, 2, 320, 320, 128, false}, 1.0},       {{1, 4, 2, 1000, 777, 128, false}, 1.0},
       {{2, 4, 1, 777, 1000, 128, false}, 1.0},      {{1, 2, 2, 1, 265, 128, false}, 1.0},
       {{1, 4, 2, 320, 320, 128, false}, 0x1p-20},   {{1, 4, 2, 1000, 777, 128, false}, 2.0},
       {{1, 4, 2, 1000, 777, 128, false}, 4.0},      {{1, 2, 1, 2049, 2049, 128, false}, 0x1p-20},
-  };
-  for (const ScaledShape& ss : shapes) {
-    const BwdShape& sh = ss.shape;
-    Case c;
-    c.batch = sh.batch;
-    c.heads = sh.heads;
-    c.kv_heads = sh.kv_heads;
-    c.seq_q = sh.seq_q;
-    c.seq_k = sh.seq_k;
-    c.head_dim = sh.head_dim;
-    c.dtype = Dtype::fp32;
-    c.causal = sh.causal;
-    c.pass = Pass::bwd;
-    INFO("case " << c.key() << " input scale " << ss.input_scale);
-    if (const auto why = b.check_fits(c, sm90)) {  // not an sm_90a build or device
-      WARN("flash-sm90 fp32 backward not run: " << *why);
-      return;
-    }
-    b.prepare(c, 20261203, ss.input_scale);
-    std::vector<Record> records;
-    for (const Descriptor* k : {&kernel("naive"), &sm90}) {
-      REQUIRE(b.run(*k, 0, 1).times_ms.size() == 1);
-      records.push_back(ok_record(c, std::string(k->name)));
-    }
-    verify_case(b, records, builtin_kernels());
-    for (const Record& r : records) {
-      std::printf("sm90-fp32-bwd %-34s scale %-8g %-18s %s %s\n", c.key().c_str(), ss.input_scale, r.kernel.c_str(),
-                  r.verified.value_or(false) ? "verified" : "FAILED", r.errors.dump().c_str());
-      INFO(r.kernel << " errors " << r.errors.dump());
-      REQUIRE(r.verified.has_value());
-      CHECK(*r.verified);
-    }
-    b.release();
-  }
+      },
+      20261203);
 }

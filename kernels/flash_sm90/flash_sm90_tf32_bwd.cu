@@ -153,6 +153,38 @@ std::size_t fp16pair_workspace_bytes(const AttentionParams& p) {
   return fp16pair_stats_bytes(p) + fp16pair_qd_bytes(p) + fp16pair_kv_bytes(p);
 }
 
+// The fp16-pair main kernel's launch (d = 64 and fp16pair128 alike): one block per (key block, K/V plane), its
+// parameters from the pass and the pre-pass's workspace pieces.
+template <typename Tr>
+void launch_fp16pair_main(void (*kernel)(Fp16PairBwdParams), const AttentionParams& p, unsigned char* qd,
+                          unsigned char* kv, unsigned* stats, const float* lse_pad, const float* d_pad, int q_tiles,
+                          int k_blocks, cudaStream_t stream) {
+  const int kv_planes = p.batch * p.kv_heads;
+  Fp16PairBwdParams prm{};
+  prm.qd = qd;
+  prm.kv = kv;
+  prm.stats = stats;
+  prm.lse = lse_pad;
+  prm.dsum = d_pad;
+  prm.dq = static_cast<float*>(p.dq);
+  prm.dk = static_cast<float*>(p.dk);
+  prm.dv = static_cast<float*>(p.dv);
+  prm.heads = p.heads;
+  prm.kv_heads = p.kv_heads;
+  prm.group = p.group();
+  prm.seq_q = p.seq_q;
+  prm.seq_k = p.seq_k;
+  prm.seq_pad = flash::backward_padded_seq(p.seq_q);
+  prm.kv_planes = kv_planes;
+  prm.q_tiles = q_tiles;
+  prm.k_blocks = k_blocks;
+  prm.scale_log2 = float(p.scale * kLog2e);
+  prm.scale = float(p.scale);
+  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
+  kernel<<<unsigned(std::int64_t(k_blocks) * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
 void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
                   cudaStream_t stream) {
   using Tr = Fp16PairTr;
@@ -194,30 +226,7 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                                                                   1, stats, Tr::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
-  Fp16PairBwdParams prm{};
-  prm.qd = qd;
-  prm.kv = kv;
-  prm.stats = stats;
-  prm.lse = lse_pad;
-  prm.dsum = d_pad;
-  prm.dq = static_cast<float*>(p.dq);
-  prm.dk = static_cast<float*>(p.dk);
-  prm.dv = static_cast<float*>(p.dv);
-  prm.heads = p.heads;
-  prm.kv_heads = p.kv_heads;
-  prm.group = group;
-  prm.seq_q = p.seq_q;
-  prm.seq_k = p.seq_k;
-  prm.seq_pad = flash::backward_padded_seq(p.seq_q);
-  prm.kv_planes = kv_planes;
-  prm.q_tiles = q_tiles;
-  prm.k_blocks = k_blocks;
-  prm.scale_log2 = float(p.scale * kLog2e);
-  prm.scale = float(p.scale);
-  const auto kernel = flash_sm90_fp16pair_bwd_kernel<Tr>;
-  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
-  kernel<<<unsigned(std::int64_t(k_blocks) * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
-  FB_CUDA_CHECK_LAUNCH();
+  launch_fp16pair_main<Tr>(flash_sm90_fp16pair_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
 }
 
 // ---- fp16pair128 (d = 128 non-causal, 3x only, under its word; unmeasured) ----
@@ -289,30 +298,7 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                      1, stats, Sp::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
-  Fp16PairBwdParams prm{};
-  prm.qd = qd;
-  prm.kv = kv;
-  prm.stats = stats;
-  prm.lse = lse_pad;
-  prm.dsum = d_pad;
-  prm.dq = static_cast<float*>(p.dq);
-  prm.dk = static_cast<float*>(p.dk);
-  prm.dv = static_cast<float*>(p.dv);
-  prm.heads = p.heads;
-  prm.kv_heads = p.kv_heads;
-  prm.group = group;
-  prm.seq_q = p.seq_q;
-  prm.seq_k = p.seq_k;
-  prm.seq_pad = flash::backward_padded_seq(p.seq_q);
-  prm.kv_planes = kv_planes;
-  prm.q_tiles = q_tiles;
-  prm.k_blocks = k_blocks;
-  prm.scale_log2 = float(p.scale * kLog2e);
-  prm.scale = float(p.scale);
-  const auto kernel = flash_sm90_fp16pair128_bwd_kernel<Tr>;
-  FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
-  kernel<<<unsigned(std::int64_t(k_blocks) * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
-  FB_CUDA_CHECK_LAUNCH();
+  launch_fp16pair_main<Tr>(flash_sm90_fp16pair128_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
 }
 
 template <int D, bool kSplit>
