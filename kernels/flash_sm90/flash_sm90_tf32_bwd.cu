@@ -123,9 +123,9 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "tf32pair") return Tf32BwdProbe::tf32pair;
     if (s == "fp16pair128") return Tf32BwdProbe::fp16pair128;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128; unset or default for the "
-                                "shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
-                                "dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128; unset or "
+                                "default for the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in "
+                                "session 13, dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
   }();
   return probe;
@@ -137,20 +137,51 @@ using Fp16PairTr = Fp16PairBwdTraits;
 bool fp16pair_applies(const AttentionParams& p, bool split) {
   return split && p.head_dim == 64 && !p.causal && tf32_bwd_probe() != Tf32BwdProbe::tf32pair;
 }
-int fp16pair_q_tiles(const AttentionParams& p) { return (p.seq_q + Fp16PairTr::kBlockM - 1) / Fp16PairTr::kBlockM; }
-int fp16pair_k_blocks(const AttentionParams& p) { return (p.seq_k + Fp16PairTr::kBlockN - 1) / Fp16PairTr::kBlockN; }
-// Its workspace after the padded LSE and D: the stats, the split Q / dO tiles, the split K / V blocks.
+// The fp16-pair kernels' tiles and workspace (Tr: Fp16PairBwdTraits at d = 64, Fp16Pair128BwdTraits at d = 128).
+template <typename Tr> int fp16pair_q_tiles(const AttentionParams& p) {
+  return (p.seq_q + Tr::kBlockM - 1) / Tr::kBlockM;
+}
+template <typename Tr> int fp16pair_k_blocks(const AttentionParams& p) {
+  return (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
+}
+// The workspace after the padded LSE and D: the stats (one layout, Fp16PairBwdTraits'), the split Q / dO tiles, the
+// split K / V blocks.
 std::size_t fp16pair_stats_bytes(const AttentionParams& p) {
   return align_up(std::size_t(p.batch) * p.kv_heads * Fp16PairTr::kStats * sizeof(unsigned));
 }
-std::size_t fp16pair_qd_bytes(const AttentionParams& p) {
-  return std::size_t(p.batch) * p.heads * fp16pair_q_tiles(p) * Fp16PairTr::kStageBytes;
+template <typename Tr> std::size_t fp16pair_qd_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch) * p.heads * fp16pair_q_tiles<Tr>(p) * Tr::kStageBytes;
 }
-std::size_t fp16pair_kv_bytes(const AttentionParams& p) {
-  return std::size_t(p.batch) * p.kv_heads * fp16pair_k_blocks(p) * Fp16PairTr::kKVBytes;
+template <typename Tr> std::size_t fp16pair_kv_bytes(const AttentionParams& p) {
+  return std::size_t(p.batch) * p.kv_heads * fp16pair_k_blocks<Tr>(p) * Tr::kKVBytes;
 }
-std::size_t fp16pair_workspace_bytes(const AttentionParams& p) {
-  return fp16pair_stats_bytes(p) + fp16pair_qd_bytes(p) + fp16pair_kv_bytes(p);
+template <typename Tr> std::size_t fp16pair_workspace_bytes(const AttentionParams& p) {
+  return fp16pair_stats_bytes(p) + fp16pair_qd_bytes<Tr>(p) + fp16pair_kv_bytes<Tr>(p);
+}
+
+// The stats pre-pass of both kernels: zeroed, then max |x| per plane (and dO's, V's largest row norms) of Q, dO, K, V,
+// read as rows of 64 (at d = 128 a [planes, seq, 128] tensor is [planes, 2 seq, 64]: max |x| is the same, the row
+// norms are of 64-column halves, which the d = 128 kernel's dS bound takes into account).
+void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stream) {
+  using Sp = Fp16PairTr;  // the stats' layout
+  const int halves = p.head_dim / 64;
+  const int q_planes = p.batch * p.heads;
+  const int kv_planes = p.batch * p.kv_heads;
+  const int group = p.group();
+  FB_CUDA_CHECK(cudaMemsetAsync(stats, 0, fp16pair_stats_bytes(p), stream));
+  auto stats_grid = [](int rows, int planes) {
+    return dim3(unsigned(std::min((rows + 15) / 16, 64)), unsigned(std::min(planes, 65535)));
+  };
+  const int q_rows = halves * p.seq_q, k_rows = halves * p.seq_k;
+  fp16pair_stats_kernel<<<stats_grid(q_rows, q_planes), 256, 0, stream>>>(static_cast<const float*>(p.q), q_planes,
+                                                                         q_rows, group, stats, Sp::kStatQ, -1);
+  fp16pair_stats_kernel<<<stats_grid(q_rows, q_planes), 256, 0, stream>>>(
+      static_cast<const float*>(p.dout), q_planes, q_rows, group, stats, Sp::kStatDo, Sp::kStatDoNorm);
+  fp16pair_stats_kernel<<<stats_grid(k_rows, kv_planes), 256, 0, stream>>>(static_cast<const float*>(p.k), kv_planes,
+                                                                          k_rows, 1, stats, Sp::kStatK, -1);
+  fp16pair_stats_kernel<<<stats_grid(k_rows, kv_planes), 256, 0, stream>>>(
+      static_cast<const float*>(p.v), kv_planes, k_rows, 1, stats, Sp::kStatV, Sp::kStatVNorm);
+  FB_CUDA_CHECK_LAUNCH();
 }
 
 // The fp16-pair main kernel's launch (d = 64 and fp16pair128 alike): one block per (key block, K/V plane), its
@@ -190,29 +221,17 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
   using Tr = Fp16PairTr;
   auto* stats = reinterpret_cast<unsigned*>(ws);
   auto* qd = ws + fp16pair_stats_bytes(p);
-  auto* kv = qd + fp16pair_qd_bytes(p);
+  auto* kv = qd + fp16pair_qd_bytes<Tr>(p);
   const int q_planes = p.batch * p.heads;
   const int kv_planes = p.batch * p.kv_heads;
-  const int q_tiles = fp16pair_q_tiles(p);
-  const int k_blocks = fp16pair_k_blocks(p);
+  const int q_tiles = fp16pair_q_tiles<Tr>(p);
+  const int k_blocks = fp16pair_k_blocks<Tr>(p);
   const int group = p.group();
   const auto* q = static_cast<const float*>(p.q);
   const auto* dout = static_cast<const float*>(p.dout);
   const auto* k = static_cast<const float*>(p.k);
   const auto* v = static_cast<const float*>(p.v);
-  FB_CUDA_CHECK(cudaMemsetAsync(stats, 0, fp16pair_stats_bytes(p), stream));
-  auto stats_grid = [](int seq, int planes) {
-    return dim3(unsigned(std::min((seq + 15) / 16, 64)), unsigned(std::min(planes, 65535)));
-  };
-  fp16pair_stats_kernel<<<stats_grid(p.seq_q, q_planes), 256, 0, stream>>>(q, q_planes, p.seq_q, group, stats,
-                                                                           Tr::kStatQ, -1);
-  fp16pair_stats_kernel<<<stats_grid(p.seq_q, q_planes), 256, 0, stream>>>(dout, q_planes, p.seq_q, group, stats,
-                                                                           Tr::kStatDo, Tr::kStatDoNorm);
-  fp16pair_stats_kernel<<<stats_grid(p.seq_k, kv_planes), 256, 0, stream>>>(k, kv_planes, p.seq_k, 1, stats,
-                                                                            Tr::kStatK, -1);
-  fp16pair_stats_kernel<<<stats_grid(p.seq_k, kv_planes), 256, 0, stream>>>(v, kv_planes, p.seq_k, 1, stats,
-                                                                            Tr::kStatV, Tr::kStatVNorm);
-  FB_CUDA_CHECK_LAUNCH();
+  fp16pair_stats(p, stats, stream);
   auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
   const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 8;
   const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 8;
@@ -226,7 +245,8 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                                                                   1, stats, Tr::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
-  launch_fp16pair_main<Tr>(flash_sm90_fp16pair_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
+  launch_fp16pair_main<Tr>(flash_sm90_fp16pair_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks,
+                           stream);
 }
 
 // ---- fp16pair128 (d = 128 non-causal, 3x only, under its word; unmeasured) ----
@@ -235,22 +255,6 @@ using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 bool fp16pair128_applies(const AttentionParams& p, bool split) {
   return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() == Tf32BwdProbe::fp16pair128;
 }
-int fp16pair128_q_tiles(const AttentionParams& p) {
-  return (p.seq_q + Fp16Pair128Tr::kBlockM - 1) / Fp16Pair128Tr::kBlockM;
-}
-int fp16pair128_k_blocks(const AttentionParams& p) {
-  return (p.seq_k + Fp16Pair128Tr::kBlockN - 1) / Fp16Pair128Tr::kBlockN;
-}
-// Its workspace after the padded LSE and D: the stats (the d = 64 layout), the split Q / dO tiles, K / V blocks.
-std::size_t fp16pair128_qd_bytes(const AttentionParams& p) {
-  return std::size_t(p.batch) * p.heads * fp16pair128_q_tiles(p) * Fp16Pair128Tr::kStageBytes;
-}
-std::size_t fp16pair128_kv_bytes(const AttentionParams& p) {
-  return std::size_t(p.batch) * p.kv_heads * fp16pair128_k_blocks(p) * Fp16Pair128Tr::kKVBytes;
-}
-std::size_t fp16pair128_workspace_bytes(const AttentionParams& p) {
-  return fp16pair_stats_bytes(p) + fp16pair128_qd_bytes(p) + fp16pair128_kv_bytes(p);
-}
 
 void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
                      cudaStream_t stream) {
@@ -258,33 +262,20 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
   using Sp = Fp16PairTr;  // the stats' layout
   auto* stats = reinterpret_cast<unsigned*>(ws);
   auto* qd = ws + fp16pair_stats_bytes(p);
-  auto* kv = qd + fp16pair128_qd_bytes(p);
+  auto* kv = qd + fp16pair_qd_bytes<Tr>(p);
   const int q_planes = p.batch * p.heads;
   const int kv_planes = p.batch * p.kv_heads;
-  const int q_tiles = fp16pair128_q_tiles(p);
-  const int k_blocks = fp16pair128_k_blocks(p);
+  const int q_tiles = fp16pair_q_tiles<Tr>(p);
+  const int k_blocks = fp16pair_k_blocks<Tr>(p);
   if (std::int64_t(k_blocks) * kv_planes > kMaxGridX)
-    throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128): batch * kv_heads * seq_k exceeds the grid limit");
+    throw std::invalid_argument(
+        "flash-sm90 fp32 backward (fp16pair128): batch * kv_heads * seq_k exceeds the grid limit");
   const int group = p.group();
   const auto* q = static_cast<const float*>(p.q);
   const auto* dout = static_cast<const float*>(p.dout);
   const auto* k = static_cast<const float*>(p.k);
   const auto* v = static_cast<const float*>(p.v);
-  FB_CUDA_CHECK(cudaMemsetAsync(stats, 0, fp16pair_stats_bytes(p), stream));
-  // The d = 64 stats kernel over rows of 64: a [planes, seq, 128] tensor is [planes, 2 seq, 64]; max |x| is the
-  // same, the row norms are of 64-column halves (the kernel's dS bound takes that into account).
-  auto stats_grid = [](int rows, int planes) {
-    return dim3(unsigned(std::min((rows + 15) / 16, 64)), unsigned(std::min(planes, 65535)));
-  };
-  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_q, q_planes), 256, 0, stream>>>(q, q_planes, 2 * p.seq_q, group,
-                                                                               stats, Sp::kStatQ, -1);
-  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_q, q_planes), 256, 0, stream>>>(dout, q_planes, 2 * p.seq_q, group,
-                                                                               stats, Sp::kStatDo, Sp::kStatDoNorm);
-  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_k, kv_planes), 256, 0, stream>>>(k, kv_planes, 2 * p.seq_k, 1, stats,
-                                                                                Sp::kStatK, -1);
-  fp16pair_stats_kernel<<<stats_grid(2 * p.seq_k, kv_planes), 256, 0, stream>>>(v, kv_planes, 2 * p.seq_k, 1, stats,
-                                                                                Sp::kStatV, Sp::kStatVNorm);
-  FB_CUDA_CHECK_LAUNCH();
+  fp16pair_stats(p, stats, stream);
   auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
   const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 16;
   const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 16;
@@ -298,7 +289,8 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                      1, stats, Sp::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
-  launch_fp16pair_main<Tr>(flash_sm90_fp16pair128_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
+  launch_fp16pair_main<Tr>(flash_sm90_fp16pair128_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles,
+                           k_blocks, stream);
 }
 
 template <int D, bool kSplit>
@@ -341,8 +333,8 @@ std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
   // fp16pair (and fp16pair128 under its word): + its stats and split Q, dO, K, V (as many bytes as the four fp32
   // tensors, padded to tiles).
-  if (fp16pair128_applies(p, true)) return lse_d + fp16pair128_workspace_bytes(p);
-  return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes(p) : lse_d;
+  if (fp16pair128_applies(p, true)) return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p);
+  return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
 }
 
 void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split) {
