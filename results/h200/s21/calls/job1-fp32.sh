@@ -23,7 +23,7 @@ build=${BUILD:?BUILD=<build dir>}
 out=${OUTDIR:?OUTDIR=<dir>}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-spec=configs/fp32-fp16pair128128-s21.json
+spec=configs/fp32-fp16pair128-s21.json
 filter='^(b16-h16-kv16-n1024|b4-h16-kv16-n4096|b2-h16-kv16-n8192|b8-h16-kv16-n2000|b5-h16-kv4-n3000)-d128-fp32-full-bwd$'
 budget=${BUDGET:-88}
 t0=$SECONDS
