@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 21 call A (one H200): main's binaries built on the lead's machine for sm_90a and carried (out/b.tgz -> out/b); session
+# Session 21 call A (one H200): main's binaries built on the lead's machine for sm_90a and carried (out/b.txz -> out/b); session
 # 20's two prepared jobs under their pre-registered rules (fp16pair128: the fp32 backward at d = 128 non-causal on
 # fp16 hi/lo pairs; pipe2: the d = 128 backward as two half-batch passes on three streams), then every GPU test with
 # the session-20 defaults (fp16pair at d = 64 had run only under its word), then the fp32 sweep beside its peers.
@@ -7,7 +7,7 @@ R=$OUT/A; mkdir -p $R; export DEADLINE=${DEADLINE:-540}
 export B=${B:-out/b}
 set -uo pipefail
 t0=$SECONDS
-[ -f out/b.tgz ] && tar xzf out/b.tgz -C out && echo "unpacked binaries (t=$((SECONDS-t0)))"
+[ -f out/b.txz ] && tar xJf out/b.txz -C out && echo "unpacked binaries (t=$((SECONDS-t0)))"
 left() { echo $(( DEADLINE - (SECONDS - t0) )); }
 step() {  # name, limit (s), command...: the limit cut to what is left; skipped under 20 s
   local name=$1 max=$2; shift 2
