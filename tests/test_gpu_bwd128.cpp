@@ -10,9 +10,7 @@
 // the launcher's model runs the 2 x 16-head causal case as 7 of its 9 key tiles
 // in plane groups and the rest over all planes (both branches of the order); FB_SM90_BWD_GROUPED=T forces T,
 // and FB_SM90_BWD128=kgroup runs session 12's order (every key tile grouped). gpu_main.cpp skips them without
-// a device; off Hopper flash-sm90 says why. FB_SM90_BWD128=pipe2 (session 20's probe) runs every case with two or
-// more sequences and no head split as two half-batch passes on three streams (run_pipelined(), flash_sm90_bwd.cu):
-// batch 2 and 3 here (odd: halves of 1 and 2), 5 in the causal case below.
+// a device; off Hopper flash-sm90 says why.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -59,8 +57,7 @@ std::vector<Case> hdim128_bwd_cases() {
   cases.push_back(make_case(2, 16, 16, 1025, 1025, 128, Dtype::bf16, false, Pass::bwd));
   cases.push_back(make_case(2, 16, 16, 1025, 1025, 128, Dtype::fp16, true, Pass::bwd));
   cases.push_back(make_case(2, 32, 8, 1500, 2100, 128, Dtype::bf16, true, Pass::bwd));
-  // An odd batch under the causal mask (session 20): under FB_SM90_BWD128=pipe2 two passes of 2 and 3 sequences on
-  // three streams, each with its own key-tail choice over 8 / 12 planes; the default runs it as one pass.
+  // An odd batch under the causal mask (added in session 20 for the pipe2 probe, kept: 5 sequences, 4 heads).
   cases.push_back(make_case(5, 4, 4, 1100, 1100, 128, Dtype::bf16, true, Pass::bwd));
   return cases;
 }

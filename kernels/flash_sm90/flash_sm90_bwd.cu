@@ -11,12 +11,10 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
-#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -95,20 +93,17 @@ constexpr int kBwd128Unit1h = 1 << 25;
 // default now runs them plane-major (plane_major() below; `pmajor`, session 18's probe word, is the default). Every
 // other pass runs as the default.
 constexpr int kBwd128NoPlaneMajor = 1 << 26;
-// FB_SM90_BWD128=pipe2 (a host code; session 20's probe for session 21, unmeasured): a d = 128 pass without a head
-// split and with batch >= 2 runs as two half-batch passes pipelined over three streams of descending priority
-// (run_pipelined() below), so that the second half's pre-pass runs in the SMs the first half's main kernel leaves
-// idle in its last partial wave, and the first half's dQ convert in those of the second half's. The kernels, their
-// choice and each half's block order are the default's (each half is a pass of its own: plane_major(),
-// grouped_key_tiles() on its planes). Every other pass runs as the default.
-constexpr int kBwd128Pipe2 = 1 << 27;
+// Session 20's pipe2 (a d = 128 pass without a head split, batch >= 2, as two half-batch passes on three streams of
+// descending priority) ran in session 21's call A: 1.005x over its six target rows, under its 1.015x rule, with the
+// causal N = 1k and fp16 N = 512 rows below the default (0.988x, 0.986x); removed (code in the history, commit 071e5bb;
+// docs/perf-notes.md "Session 20, prepared for session 21: pipe2").
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, pipe2 (above). Unset, empty, `default` or
-// `pmajor`: the default (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
+// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor (above). Unset, empty, `default` or `pmajor`:
+// the default (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below; non-causal passes plane-major, plane_major() below). Any other word
 // is refused, removed ones included (an A/B under a removed word would time the default and read as "level").
 int bwd128_variant() {
@@ -128,34 +123,32 @@ int bwd128_variant() {
     if (s == "splitmost") return kBwd128SplitMost;
     if (s == "unit1h") return kBwd128Unit1h;
     if (s == "nopmajor") return kBwd128NoPlaneMajor;
-    if (s == "pipe2") return kBwd128Pipe2;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, pipe2; unset, "
-                                "default or pmajor for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor; unset, default "
+                                "or pmajor for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
-                                "default, at 12 steps) and unit2h (now the default) in session 15: "
+                                "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 in session 21: "
                                 "docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor and pipe2: the default's choice of kernels (the
-// others change the causal order only, splitflat, splitmost and unit1h the head split's number of subsets, nopmajor
-// the non-causal order, pipe2 the launches' streams).
+// The default, kgroup, ktailmha, splitflat, splitmost, unit1h and nopmajor: the default's choice of kernels (the others
+// change the causal order only, splitflat, splitmost and unit1h the head split's number of subsets, nopmajor the
+// non-causal order).
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor || v == kBwd128Pipe2;
+         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
 }
 
 // The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; nopmajor:
-// only the non-causal order; pipe2: the same order in each half-batch pass).
+// only the non-causal order).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor ||
-         v == kBwd128Pipe2;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -691,11 +684,10 @@ bool plane_major(const AttentionParams& p) {
   return p.head_dim == 128 && bwd128_variant() != kBwd128NoPlaneMajor;
 }
 
-// The main kernel of pass p. split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV
-// accumulators.
+// split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
 template <typename Tr>
-void launch_main(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
-                 cudaStream_t stream, int split = 1, float* dkv_acc = nullptr) {
+void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
+            cudaStream_t stream, int split = 1, float* dkv_acc = nullptr) {
   const Dtype t = p.dtype;
   const int seq_pad = seq_pad_of<Tr>(p);
   BwdParams prm{};
@@ -750,12 +742,8 @@ void launch_main(const AttentionParams& p, float* lse_pad, float* d_pad, float* 
                                            : prm.n_tiles;
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
-}
 
-// The dQ convert of pass p (the accumulator filled by launch_main<Tr>).
-template <typename Tr> void launch_dq_convert(const AttentionParams& p, float* dq_acc, cudaStream_t stream) {
-  const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
-  const int n_qtiles = seq_pad_of<Tr>(p) / Tr::kDqTileRows;
+  const int n_qtiles = seq_pad / Tr::kDqTileRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
   if constexpr (Tr::kQ80) {
     bwd_convert_dqt_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
@@ -765,17 +753,7 @@ template <typename Tr> void launch_dq_convert(const AttentionParams& p, float* d
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   }
   FB_CUDA_CHECK_LAUNCH();
-}
-
-// The main kernel, the dQ convert and (head split) the dK / dV converts of pass p, in stream order.
-template <typename Tr>
-void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
-            cudaStream_t stream, int split = 1, float* dkv_acc = nullptr) {
-  launch_main<Tr>(p, lse_pad, d_pad, dq_acc, stream, split, dkv_acc);
-  launch_dq_convert<Tr>(p, dq_acc, stream);
   if constexpr (Tr::kHeadSplit) {
-    const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
-    const std::int64_t key_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN;
     // dK and dV from their accumulators: the same block layout as the 64-query kernel's dQ, per K/V
     // plane and 64 keys (also under Q80: its partial blocks are 64 keys, kDkvBlockFloats).
     using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
@@ -816,129 +794,6 @@ void launch_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, floa
       static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout), static_cast<const float*>(p.lse),
       lse_pad, d_pad, reinterpret_cast<float4*>(dq_acc), padded_rows, p.seq_q, seq_pad);
   FB_CUDA_CHECK_LAUNCH();
-}
-
-// pipe2 (kBwd128Pipe2, session 20's probe for session 21; unmeasured). Why: at 16k tokens the d = 128 backward's
-// pre-pass and dQ convert are ~72 + ~55 us (ncu, session 16's call A; the same as cuDNN's to 4 us each): 25 / 17 / 10
-// / 5% of the backward at N = 512 / 1k / 2k / 4k, on an otherwise idle GPU; and its main kernel is one block a
-// (128-key tile, plane) on 132 SMs, 2048 blocks at 16 heads (15.52 waves) or 1024 at 8 (7.76), so the last wave leaves
-// 64 or 32 SMs idle for about a block's time (session 16: 1.4-2.7% of the time at N <= 2k). The two halves of the batch
-// are two passes, and on streams of descending priority (pending blocks of a higher-priority stream are dispatched
-// first; running blocks are never preempted):
-//   hi:  pre-pass of half 0, main kernel of half 0
-//   mid: (after half 0's pre-pass) pre-pass of half 1, main kernel of half 1, dQ convert of half 1
-//   lo:  (after half 0's main kernel) dQ convert of half 0
-// Half 1's pre-pass is ready when half 0's main kernel is, but its blocks are dispatched only once none of half 0's
-// main blocks is pending: in half 0's last partial wave, on the SMs it leaves idle (a main block holds an SM's whole
-// register file and 226 KB of shared memory, so nothing shares an SM with it). Half 0's convert likewise waits for
-// every pending block of half 1's pre-pass and main kernel, and runs in half 1's last partial wave. What stays on the
-// critical path: half of the pre-pass (before any main block), half of the convert (after the last), and any part of
-// the hidden halves that does not fit in the idle SMs. The block count of the two main kernels is the default's, so
-// their waves are too. The halves' arrays are sub-ranges of the default's (the layouts are batch-major); each half
-// is a pass of its own for the host's rules (plane_major(), grouped_key_tiles(), plane_group() of its planes).
-// The streams and events below are made on first use, one set per device, and kept for the process; the events are
-// re-recorded by every call, so one host thread at a time drives a device's backward (flashbench's runner does).
-class PipeStreams {
- public:
-  cudaStream_t hi = nullptr, mid = nullptr, lo = nullptr;
-  cudaEvent_t fork = nullptr, pre0 = nullptr, main0 = nullptr, mid_done = nullptr, lo_done = nullptr;
-
-  PipeStreams() {
-    int least = 0, greatest = 0;  // numerically least = lowest priority; greatest is the most negative
-    FB_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    const int middle = std::min(least, greatest + 1);
-    FB_CUDA_CHECK(cudaStreamCreateWithPriority(&hi, cudaStreamNonBlocking, greatest));
-    FB_CUDA_CHECK(cudaStreamCreateWithPriority(&mid, cudaStreamNonBlocking, middle));
-    FB_CUDA_CHECK(cudaStreamCreateWithPriority(&lo, cudaStreamNonBlocking, least));
-    for (cudaEvent_t* e : {&fork, &pre0, &main0, &mid_done, &lo_done})
-      FB_CUDA_CHECK(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
-  }
-  ~PipeStreams() {
-    for (cudaEvent_t e : {fork, pre0, main0, mid_done, lo_done})
-      if (e != nullptr) FB_CUDA_CHECK_NOTHROW(cudaEventDestroy(e));
-    for (cudaStream_t s : {hi, mid, lo})
-      if (s != nullptr) FB_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s));
-  }
-  PipeStreams(const PipeStreams&) = delete;
-  PipeStreams& operator=(const PipeStreams&) = delete;
-};
-
-PipeStreams& pipe_streams() {
-  static std::mutex mu;
-  static std::map<int, std::unique_ptr<PipeStreams>> per_device;
-  int device = 0;
-  FB_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mu);
-  auto& s = per_device[device];
-  if (!s) s = std::make_unique<PipeStreams>();
-  return *s;
-}
-
-// Whether pass p runs as pipe2's two half-batch passes: FB_SM90_BWD128=pipe2, d = 128, no head split (run_backward()
-// asks after head_split()), at least two sequences.
-bool pipelined(const AttentionParams& p) {
-  return bwd128_variant() == kBwd128Pipe2 && p.head_dim == 128 && p.batch >= 2;
-}
-
-// Sequences [b0, b0 + nb) of pass p as a pass of its own (16-bit Q, K, V, O, dO, dQ, dK, dV and fp32 LSE, all
-// [batch, heads, seq, d] or [batch, heads, seq]).
-AttentionParams batch_range(const AttentionParams& p, int b0, int nb) {
-  constexpr std::size_t kElem = 2;
-  const std::size_t q_off = std::size_t(b0) * p.heads * p.seq_q * p.head_dim * kElem;
-  const std::size_t kv_off = std::size_t(b0) * p.kv_heads * p.seq_k * p.head_dim * kElem;
-  auto at = [](auto* ptr, std::size_t bytes) {
-    using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<decltype(ptr)>>, const unsigned char,
-                                    unsigned char>;
-    return static_cast<decltype(ptr)>(static_cast<Byte*>(ptr) + bytes);
-  };
-  AttentionParams c = p;
-  c.batch = nb;
-  c.q = at(p.q, q_off);
-  c.o = at(p.o, q_off);
-  c.dout = at(p.dout, q_off);
-  c.dq = at(p.dq, q_off);
-  c.k = at(p.k, kv_off);
-  c.v = at(p.v, kv_off);
-  c.dk = at(p.dk, kv_off);
-  c.dv = at(p.dv, kv_off);
-  c.lse = at(p.lse, std::size_t(b0) * p.heads * p.seq_q * accum_bytes(p.dtype));
-  c.workspace = nullptr;  // the halves use sub-ranges of p's workspace (run_pipelined)
-  return c;
-}
-
-// pipe2's launches (above). prepass(half, lse_pad, d_pad, dq_acc, stream): the default's pre-pass of a half.
-template <typename Tr, typename Prepass>
-void run_pipelined(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc, cudaStream_t stream,
-                   Prepass&& prepass) {
-  PipeStreams& ps = pipe_streams();
-  const int seq_pad = seq_pad_of<Tr>(p);
-  const int nb0 = p.batch / 2;
-  const AttentionParams half[2] = {batch_range(p, 0, nb0), batch_range(p, nb0, p.batch - nb0)};
-  const std::size_t rows0 = std::size_t(nb0) * p.heads * seq_pad;  // half 1's first padded row
-  float* const lse_h[2] = {lse_pad, lse_pad + rows0};
-  float* const d_h[2] = {d_pad, d_pad + rows0};
-  float* const dq_h[2] = {dq_acc, dq_acc + rows0 * p.head_dim};
-
-  FB_CUDA_CHECK(cudaEventRecord(ps.fork, stream));  // after whatever the caller queued before the backward
-  FB_CUDA_CHECK(cudaStreamWaitEvent(ps.hi, ps.fork, 0));
-  prepass(half[0], lse_h[0], d_h[0], dq_h[0], ps.hi);
-  FB_CUDA_CHECK(cudaEventRecord(ps.pre0, ps.hi));
-  launch_main<Tr>(half[0], lse_h[0], d_h[0], dq_h[0], ps.hi);
-  FB_CUDA_CHECK(cudaEventRecord(ps.main0, ps.hi));
-
-  FB_CUDA_CHECK(cudaStreamWaitEvent(ps.mid, ps.pre0, 0));  // pre0 follows fork
-  prepass(half[1], lse_h[1], d_h[1], dq_h[1], ps.mid);
-  launch_main<Tr>(half[1], lse_h[1], d_h[1], dq_h[1], ps.mid);
-  launch_dq_convert<Tr>(half[1], dq_h[1], ps.mid);
-  FB_CUDA_CHECK(cudaEventRecord(ps.mid_done, ps.mid));
-
-  FB_CUDA_CHECK(cudaStreamWaitEvent(ps.lo, ps.main0, 0));
-  launch_dq_convert<Tr>(half[0], dq_h[0], ps.lo);
-  FB_CUDA_CHECK(cudaEventRecord(ps.lo_done, ps.lo));
-
-  // Everything done before the caller's stream goes on (hi's last work, main0, precedes lo_done).
-  FB_CUDA_CHECK(cudaStreamWaitEvent(stream, ps.mid_done, 0));
-  FB_CUDA_CHECK(cudaStreamWaitEvent(stream, ps.lo_done, 0));
 }
 
 }  // namespace
@@ -1003,22 +858,6 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
       using Tr = decltype(tr);
       prepass(tr);
       launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, split, dkv_acc);
-    });
-    return;
-  }
-  if (pipelined(p)) {  // FB_SM90_BWD128=pipe2 (probe)
-    with_traits(p, [&](auto tr) {
-      using Tr = decltype(tr);
-      run_pipelined<Tr>(p, lse_pad, d_pad, dq_acc, stream,
-                        [&](const AttentionParams& h, float* lse_h, float* d_h, float* dq_h, cudaStream_t s) {
-                          if (own_prepass(Tr::kHeadDim) || Tr::kQ80) {
-                            launch_prepass<Tr>(h, lse_h, d_h, dq_h, s);
-                          } else {
-                            Context c = ctx;
-                            c.stream = s;
-                            flash::backward_prepass(h, lse_h, d_h, dq_h, /*dq_padded=*/true, /*lse_log2=*/true, c);
-                          }
-                        });
     });
     return;
   }
