@@ -321,14 +321,12 @@ TEST_CASE("sm90 fp32 backward d = 64 non-causal, odd shapes and input scales, me
       20261202);
 }
 
-// d = 128 non-causal, where FB_SM90_FP32_BWD_PROBE=fp16pair128 runs the fp16-pair backward at d = 128 (session 20,
-// prepared for session 21: one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs; without the word this case
-// runs the 3xTF32 kernel): odd lengths no config names (N = 320, 1000 x 777 and 777 x 1000 with last key blocks of 9
+// d = 128 non-causal, where the fp16-pair backward at d = 128 runs (one warpgroup of 64 keys a block, dV / dK as four
+// m64n64 jobs; the default since session 21's call A; under gpu_sm90tf32_tf32pair the 3xTF32 kernel): odd lengths no config names (N = 320, 1000 x 777 and 777 x 1000 with last key blocks of 9
 // and 40 keys, one query on 265 keys), GQA / MQA, and input scales 2^-20 (scores ~2^-40, P flat), 2 and 4 (scores ~8
 // and ~16 sigma; the split study's emulation of this split at d = 128, tiles 32 x 64, results/model/
 // fp32-fp16pair128-d128.txt: worst gradient err / bound 0.12 at 4, 0.11 at 2, 0.07 at 2^-20, 3xTF32 alike). Judged as
-// above. The job of session 21 (results/h200/s21/calls/job1-fp32.sh) runs [sm90tf32] under the word first, under a
-// timeout.
+// above.
 TEST_CASE("sm90 fp32 backward d = 128 non-causal, odd shapes and input scales, meets the FP32 rule",
           "[gpu][sm90tf32][sm90fp16pair128]") {
   check_scaled_bwd(

@@ -26,8 +26,8 @@
 //                                 K-major, stored by the warpgroup)
 // dQ (this warpgroup's 64 keys' part) staged in shared memory as 32 rows of dq and added by one bulk
 // reduction (cp.reduce.async.bulk .add.f32) into p.dq (zeroed by the pre-pass).
-// At the end of this file: the d = 128 form (FB_SM90_FP32_BWD_PROBE=fp16pair128, prepared in session 20 for session
-// 21, unmeasured): flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs.
+// At the end of this file: the d = 128 form (the d = 128 non-causal default since session 21's call A; prepared in
+// session 20): flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs.
 #pragma once
 
 #include <cstdint>
@@ -545,7 +545,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
 #endif
 }
 
-// ---- d = 128: FB_SM90_FP32_BWD_PROBE=fp16pair128 (session 20, prepared for session 21; unmeasured) ----
+// ---- d = 128: fp16pair128 (the d = 128 non-causal default since session 21's call A; prepared in session 20) ----
 // The d = 64 kernel's split, scales and GEMM forms at d = 128 (docs/perf-notes.md, "Session 20, prepared for session
 // 21: fp16pair at d = 128"). d = 128 is held as two 64-column panels of 128-byte swizzled rows (panel p: columns
 // 64 p ..). dV and dK at d = 128 are m64n128 per warpgroup, 64 registers per accumulator and 256 with hi * hi and the

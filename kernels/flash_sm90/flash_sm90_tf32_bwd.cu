@@ -101,16 +101,17 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //   racebar   d = 128: a second barrier over both consumers right after the one that orders consumer 1's dS stores
 //             before consumer 0's dK loads (Tf32BwdRaceBar; racecheck only, not a speed variant: session 11's audit
 //             of the reports at that pair; call A's racecheck reported none with or without it)
-//   tf32pair  d = 64 non-causal: the 3xTF32 kernel (Tf32BwdConfig<64, true>), the default there until session 20's
-//             call B; every other launch as the default
+//   tf32pair  d = 64 and d = 128 non-causal: the 3xTF32 kernel (Tf32BwdConfig<64 / 128, true>), the default there
+//             until session 20's call B (d = 64) and session 21's call A (d = 128); every other launch as the default
 //   fp16pair  the default (accepted as a word for the session 20 jobs): at d = 64 non-causal 3x launches the fp16-pair
 //             backward (flash_sm90_fp16pair_bwd_kernel.cuh; issue 15; call B: 1.25-1.47x the 3xTF32 kernel, 2.24-2.77x
 //             naive, every row verified): a pre-pass splits Q, dO, K, V into scaled fp16 hi / lo in the workspace, the
 //             kernel runs every GEMM as 3 f16 wgmma products (hi*hi and the cross terms in separate fp32 accumulators)
-//   fp16pair128  d = 128 non-causal 3x: the fp16-pair backward at d = 128 (flash_sm90_fp16pair128_bwd_kernel, one
-//             warpgroup of 64 keys a block, dV / dK as four m64n64 jobs a tile with fp32 totals in shared memory;
-//             session 20, prepared for session 21, unmeasured: docs/perf-notes.md "Session 20, prepared for session 21:
-//             fp16pair at d = 128"); every other launch as the default (d = 64 non-causal: fp16pair)
+//   fp16pair128  the default (accepted as a word for the session 21 jobs): at d = 128 non-causal 3x launches the
+//             fp16-pair backward at d = 128 (flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block,
+//             dV / dK as four m64n64 jobs a tile with fp32 totals in shared memory; session 21's call A: 1.34-1.58x
+//             the 3xTF32 kernel, 1.59-1.93x naive, every row verified: docs/perf-notes.md "Session 20, prepared for
+//             session 21: fp16pair at d = 128")
 enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128 };
 
 Tf32BwdProbe tf32_bwd_probe() {
@@ -249,11 +250,11 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                            stream);
 }
 
-// ---- fp16pair128 (d = 128 non-causal, 3x only, under its word; unmeasured) ----
+// ---- fp16pair128 (d = 128 non-causal, 3x only; the default there since session 21's call A, `tf32pair` opts out) ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 
 bool fp16pair128_applies(const AttentionParams& p, bool split) {
-  return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() == Tf32BwdProbe::fp16pair128;
+  return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() != Tf32BwdProbe::tf32pair;
 }
 
 void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
@@ -331,7 +332,7 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
-  // fp16pair (and fp16pair128 under its word): + its stats and split Q, dO, K, V (as many bytes as the four fp32
+  // fp16pair (d = 64) and fp16pair128 (d = 128): + their stats and split Q, dO, K, V (as many bytes as the four fp32
   // tensors, padded to tiles).
   if (fp16pair128_applies(p, true)) return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
