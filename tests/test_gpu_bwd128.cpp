@@ -10,7 +10,9 @@
 // the launcher's model runs the 2 x 16-head causal case as 7 of its 9 key tiles
 // in plane groups and the rest over all planes (both branches of the order); FB_SM90_BWD_GROUPED=T forces T,
 // and FB_SM90_BWD128=kgroup runs session 12's order (every key tile grouped). gpu_main.cpp skips them without
-// a device; off Hopper flash-sm90 says why.
+// a device; off Hopper flash-sm90 says why. FB_SM90_BWD128=edges (session 21's probe) runs every case without a head
+// split with the dK/dV epilogue not waiting for the last dQ reduction and the next block's K/V prefetched into L2 (the
+// many-short-blocks case below is for it).
 #include <cmath>
 #include <cstdint>
 #include <string>
