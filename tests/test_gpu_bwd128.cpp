@@ -10,7 +10,9 @@
 // the launcher's model runs the 2 x 16-head causal case as 7 of its 9 key tiles
 // in plane groups and the rest over all planes (both branches of the order); FB_SM90_BWD_GROUPED=T forces T,
 // and FB_SM90_BWD128=kgroup runs session 12's order (every key tile grouped). gpu_main.cpp skips them without
-// a device; off Hopper flash-sm90 says why.
+// a device; off Hopper flash-sm90 says why. FB_SM90_BWD128=edges (session 21's probe) runs every case without a head
+// split with the dK/dV epilogue not waiting for the last dQ reduction and the next block's K/V prefetched into L2 (the
+// many-short-blocks case below is for it).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -82,6 +84,20 @@ std::vector<Case> hdim128_odd_cases() {
   return cases;
 }
 
+// Many short blocks, more than an H200 has SMs (session 21's probe FB_SM90_BWD128=edges, docs/perf-notes.md): under it a
+// block's dK/dV epilogue no longer waits for its last dQ reductions to complete (the dQ convert then reads what blocks
+// that exited with reductions in flight added), dV is staged in the last step's ring stage (both consumers must be done
+// with it), and each block half way through its steps prefetches the K and V of block blockIdx.x + SMs into L2. Blocks
+// of 1-5 steps: 80-query non-causal (300 x 300: 384 blocks of 4 steps; 129 x 1000: 320 blocks of 2 steps, a partial
+// last key tile), the 64-query causal kernel in the key-tail order (520 x 520: 200 blocks), and causal seq_q > seq_k
+// (700 x 260: 144 blocks, 440 query rows that see no key, so their dQ rows must be exactly 0).
+std::vector<Case> hdim128_short_block_cases() {
+  return {make_case(8, 16, 16, 300, 300, 128, Dtype::bf16, false, Pass::bwd),
+          make_case(4, 10, 10, 129, 1000, 128, Dtype::fp16, false, Pass::bwd),
+          make_case(5, 8, 8, 520, 520, 128, Dtype::fp16, true, Pass::bwd),
+          make_case(4, 12, 12, 700, 260, 128, Dtype::bf16, true, Pass::bwd)};
+}
+
 // Every dQ, dK and dV element is finite (outputs are NaN-poisoned before a run, so an element left
 // unwritten shows), and dQ rows of query rows with no visible key are exactly 0.
 void check_written(CudaBackend& b, const Case& c, const std::string& name) {
@@ -137,4 +153,8 @@ TEST_CASE("head dim 128: the flash-sm90 backward verifies beside naive; poisoned
 TEST_CASE("head dim 128, non-causal shapes no config names (odd key tiles, seq_q != seq_k, GQA 4:1) verify",
           "[gpu][bwd128]") {
   verify_cases(hdim128_odd_cases());
+}
+
+TEST_CASE("head dim 128, many short blocks (more than the SMs; session 21's edges probe) verify", "[gpu][bwd128]") {
+  verify_cases(hdim128_short_block_cases());
 }
