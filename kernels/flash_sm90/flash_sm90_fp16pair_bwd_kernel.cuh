@@ -965,4 +965,340 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #endif
 }
 
+
+// ---- d = 128, two warpgroups: FB_SM90_FP32_BWD_PROBE=fp16pair128w2 (session 21, prepared; unmeasured) ----
+// fp16pair128's split, scales, pre-pass and workspace (Fp16Pair128BwdTraits' tiles: 64 keys a block, 32-query
+// tiles), but two consumer warpgroups of one block share the block's 64 keys by role (docs/perf-notes.md, "Session
+// 21: fp16pair128w2"): warpgroup 0 computes S^T = K Q^T, P^T and dV += P^T dO; warpgroup 1 dP^T = V dO^T, dS^T =
+// P^T o (dP^T - D) (P^T handed over through shared memory, thread to thread: both accumulators have the same
+// layout) and dK += dS^T Q; dQ^T = K^T dS^T is split by d's panels (warpgroup w: panel w). So dV and dK are each
+// one m64n128 accumulator pair in one warpgroup's registers (128 a thread), chained in the tensor core over
+// kDkvChunkTiles tiles (8 k16 MMAs, the d = 64 kernel's chunk) before the fp32 totals in shared memory: no per-job
+// totals traffic, and the SM has two warpgroups (8 warps) where fp16pair128 has one. The wgmma code is the same
+// instruction stream in both warpgroups (operands chosen by the warpgroup); only the elementwise steps branch.
+struct Fp16Pair128W2BwdTraits {
+  using Tiles = Fp16Pair128BwdTraits;  // tiles, workspace pieces and wgmma steps (the pre-pass writes its layout)
+  static constexpr int kHeadDim = Tiles::kHeadDim;
+  static constexpr int kBlockN = Tiles::kBlockN;  // 64 keys a block, both warpgroups'
+  static constexpr int kBlockM = Tiles::kBlockM;  // 32 queries a tile
+  static constexpr int kWgThreads = 128;
+  static constexpr int kThreads = 2 * kWgThreads;  // warpgroup 0: S^T / P / dV; 1: dP^T / dS / dK
+  static constexpr int kStages = 2;
+  static constexpr int kAtomBytes = Tiles::kAtomBytes;
+  static constexpr int kUnitBytes = Tiles::kUnitBytes;
+  static constexpr int kRowBytes = Tiles::kRowBytes;
+  static constexpr int kMmaN = Tiles::kMmaN;
+  static constexpr int kMmaKBytes = Tiles::kMmaKBytes;
+  static constexpr int kMmaKRowsBytes = Tiles::kMmaKRowsBytes;
+  static constexpr int kKVPanelBytes = Tiles::kKVPanelBytes;
+  static constexpr int kKVPartBytes = Tiles::kKVPartBytes;
+  static constexpr int kKVBytes = Tiles::kKVBytes;          // 64 KB
+  static constexpr int kQPanelBytes = Tiles::kQPanelBytes;
+  static constexpr int kQPartBytes = Tiles::kQPartBytes;
+  static constexpr int kStageBytes = Tiles::kStageBytes;    // 32 KB
+  static constexpr int kDsPartBytes = Tiles::kDsPartBytes;
+  static constexpr int kDsBytes = Tiles::kDsBytes;          // 8 KB
+  static constexpr int kDqBytes = Tiles::kDqBytes;          // 16 KB: 32 rows of 128 floats, a panel a warpgroup
+  static constexpr int kSRegs = Tiles::kSRegs;              // S^T or dP^T: 16
+  static constexpr int kPRegs = Tiles::kPRegs;              // P^T or dS^T, packed: 8
+  static constexpr int kDqRegs = Tiles::kDqRegs;            // dQ^T's panel: 16
+  static constexpr int kQKSteps = Tiles::kQKSteps;
+  static constexpr int kPanelSteps = Tiles::kPanelSteps;
+  static constexpr int kKVSteps = Tiles::kKVSteps;
+  static constexpr int kDqSteps = Tiles::kDqSteps;
+  static constexpr int kAccRegs = kHeadDim / 2;             // dV or dK (m64n128): 64
+  static constexpr int kDkvChunkTiles = Fp16PairBwdTraits::kDkvChunkTiles;  // 4 tiles: 8 k16 MMAs a chain
+  static constexpr int kPxBytes = kSRegs * kWgThreads * 4;  // P^T handed over: 8 KB (word i x 128 + thread)
+  static constexpr int kTotWgBytes = kAccRegs * kWgThreads * 4;  // a warpgroup's totals: 32 KB
+  static constexpr int kOffKV = 0;
+  static constexpr int kOffStage = kOffKV + kKVBytes;
+  static constexpr int kOffDs = kOffStage + kStages * kStageBytes;
+  static constexpr int kOffDq = kOffDs + kDsBytes;
+  static constexpr int kOffPx = kOffDq + kDqBytes;
+  static constexpr int kOffTot = kOffPx + kPxBytes;
+  static constexpr int kOffBar = kOffTot + 2 * kTotWgBytes;
+  static constexpr int kNumBars = 1 + kStages;  // kv_full, full[s]
+  static constexpr std::size_t kSmemBytes = std::size_t(kOffBar + 8 * kNumBars + kAtomBytes);  // + align slack
+  // Named barriers (0 is __syncthreads), all over the block's 256 threads, each once a tile: P^T handed over
+  // (warpgroup 0 arrives, 1 waits), dS stored and the dQ staging free, the dQ staging written.
+  static constexpr int kBarP = 1, kBarDs = 2, kBarDq = 3;
+  static_assert(kOffStage % kAtomBytes == 0 && kOffDs % kAtomBytes == 0 && kOffDq % kAtomBytes == 0,
+                "wgmma operands start on 1024-byte swizzle atoms");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+  static_assert(kStages == 2 && kBlockN == 64 && kHeadDim == 2 * 64, "the roles and panels below assume these");
+};
+
+// One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as fp16pair128).
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_sm90_fp16pair128w2_bwd_kernel(const __grid_constant__ Fp16PairBwdParams prm) {
+#if FB_PTX_SM90A
+  using Sp = Fp16PairBwdTraits;  // the split's constants and the stats' layout
+  extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair128w2_bwd_smem[];
+  const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair128w2_bwd_smem) + Tr::kAtomBytes - 1) &
+                             ~std::uint32_t(Tr::kAtomBytes - 1);
+  const std::uint32_t bar_kv = base + Tr::kOffBar;
+  auto bar_full = [&](int s) { return base + Tr::kOffBar + 8 * (1 + s); };
+  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
+  auto units = [](std::uint32_t bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+
+  const int tid = threadIdx.x;
+  const int wg = tid / Tr::kWgThreads;  // 0: S^T, P^T, dV, dQ^T panel 0; 1: dP^T, dS^T, dK, dQ^T panel 1
+  const int ctid = tid % Tr::kWgThreads;
+  const int warp = ctid / 32;
+  const int lane = ctid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
+  const int kblk = int(blockIdx.x / unsigned(prm.kv_planes));
+  const int n0 = kblk * Tr::kBlockN;
+  const int q_bh0 = (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group;
+  const int steps = prm.q_tiles * prm.group;
+
+  if (tid == 0) {
+    // kv_full: one arrival (the expect_tx below) + kKVBytes; full[s]: one arrival + kStageBytes per tile.
+    ptx::mbar_init(bar_kv, 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages.
+  auto issue = [&](int it) {
+    const int s = it % Tr::kStages;
+    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
+    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
+    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
+  };
+  if (tid == 0) {
+    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
+    ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
+                   Tr::kKVBytes, bar_kv);
+    for (int it = 0; it < Tr::kStages && it < steps; ++it) issue(it);
+  }
+
+  // The scales, as fp16pair128's (the dS bound from the stats' half-row norms: 4 x their maxima).
+  const unsigned* st = prm.stats + kv_bh * Sp::kStats;
+  const int e_q = fp16pair_exponent(__uint_as_float(st[Sp::kStatQ]));
+  const int e_do = fp16pair_exponent(__uint_as_float(st[Sp::kStatDo]));
+  const int e_k = fp16pair_exponent(__uint_as_float(st[Sp::kStatK]));
+  const int e_v = fp16pair_exponent(__uint_as_float(st[Sp::kStatV]));
+  const int e_ds = fp16pair_exponent(4.f * __uint_as_float(st[Sp::kStatDoNorm]) * __uint_as_float(st[Sp::kStatVNorm]));
+  const float f_s = prm.scale_log2 * ldexpf(1.f, -(e_k + e_q));  // S^T's accumulators -> S log2(e) scale
+  const float f_dp = ldexpf(1.f, -(e_v + e_do));                 // dP^T's -> dP
+  const float s_p = ldexpf(1.f, Sp::kPExp);                      // P -> P s
+  const float s_ds = ldexpf(1.f, e_ds);                          // dS -> dS s
+  // This warpgroup's output: dV (P^T dO's unscaling) or dK (dS^T Q's, times the softmax scale).
+  const float f_out = wg == 0 ? ldexpf(1.f, -(Sp::kPExp + e_do)) : prm.scale * ldexpf(1.f, -(e_ds + e_q));
+  const float f_dq = prm.scale * ldexpf(1.f, -(e_ds + e_k));
+
+  const std::uint32_t kv_s = base + Tr::kOffKV;
+  const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
+  const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
+  const std::uint32_t ds_s = base + Tr::kOffDs;  // hi, then lo
+  const std::uint32_t dq_s = base + Tr::kOffDq;
+  const std::uint32_t px_s = base + Tr::kOffPx + std::uint32_t(ctid * 4);  // P^T's register i at word i x 128
+  const std::uint32_t tot_s = base + Tr::kOffTot + std::uint32_t(wg * Tr::kTotWgBytes + ctid * 4);
+  auto px_word = [&](int i) { return px_s + std::uint32_t(i * Tr::kWgThreads * 4); };
+  auto tot_word = [&](int i) { return tot_s + std::uint32_t(i * Tr::kWgThreads * 4); };
+  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
+  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
+  // S^T = K Q^T (warpgroup 0) or dP^T = V dO^T (1): A = K or V (hi, lo), K-major; B = the stage's Q or dO.
+  const std::uint64_t d_ahi = kmajor(wg == 0 ? k_hi : v_hi), d_alo = kmajor(wg == 0 ? k_lo : v_lo);
+  const std::uint32_t b_part = std::uint32_t(wg == 0 ? 0 : 2 * Tr::kQPartBytes);
+  // dV += P^T dO (0) or dK += dS^T Q (1): B = the stage's dO or Q, MN-major, N = d's two panels LBO apart.
+  const std::uint32_t j_part = std::uint32_t(wg == 0 ? 2 * Tr::kQPartBytes : 0);
+  // dQ^T's panel wg: A = panel wg of K (MN-major), B = dS (K-major).
+  const std::uint64_t d_kthi = mnmajor(k_hi + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo = mnmajor(k_lo + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+
+  // stmatrix (trans) of dS^T's packed registers into dS, as fp16pair128 (warpgroup 1's warps).
+  const int st_row = lane % 8, st_tile = lane / 8;
+  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
+                                             (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+
+  const int key_row = warp * 16 + g;  // this thread's first key among the block's 64
+  const bool need_mask = n0 + Tr::kBlockN > prm.seq_k;
+
+#pragma unroll
+  for (int i = 0; i < Tr::kAccRegs; ++i) ptx::st_shared_u32(tot_word(i), 0u);
+  float acc_hh[Tr::kAccRegs], acc_x[Tr::kAccRegs];  // dV or dK of the current chunk: hi * hi, cross terms
+
+  ptx::mbar_wait(bar_kv, 0);
+  for (int it = 0; it < steps; ++it) {
+    const int stg = it % Tr::kStages;
+    const int bh = q_bh0 + it / prm.q_tiles;
+    const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
+    ptx::mbar_wait(bar_full(stg), (it / Tr::kStages) & 1);
+    const std::uint32_t sq = stage(stg);
+
+    // This thread's LSE (warpgroup 0) or D (1) at queries 8 j + 2 t, + 1; loaded before the wgmmas.
+    float2 rowv[Tr::kBlockM / Tr::kMmaN];
+    {
+      const float* src = (wg == 0 ? prm.lse : prm.dsum) + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
+    }
+
+    // S^T (0) or dP^T (1) over d's 8 k16 steps (4 a panel): hi * hi and the cross terms apart.
+    float x_hh[Tr::kSRegs], x_x[Tr::kSRegs];
+    {
+      const std::uint64_t bhi = kmajor(sq + b_part), blo = kmajor(sq + b_part + Tr::kQPartBytes);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+        const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
+        const std::uint64_t ua = units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
+        const std::uint64_t ub = units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(x_hh, d_ahi + ua, bhi + ub, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_ahi + ua, blo + ub, kk > 0);
+        ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_alo + ua, bhi + ub, 1);
+      }
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+      ptx::fence_operands(x_hh);
+      ptx::fence_operands(x_x);
+    }
+
+    // Warpgroup 0: P^T (0 for keys past seq_k), handed over, scaled and split. Warpgroup 1: dP^T - D, then (P^T
+    // received) dS^T = P^T o (dP^T - D), scaled, split and stored for dQ^T. Register i: key key_row + 8 ((i / 2) %
+    // 2), query 8 (i / 4) + 2 t + i % 2; the packed pair k = registers 2k, 2k + 1. The arithmetic is fp16pair128's.
+    std::uint32_t a_hi[Tr::kPRegs], a_lo[Tr::kPRegs];  // P^T (0) or dS^T (1): A of dV / dK
+    if (wg == 0) {
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float pv[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = 4 * j + 2 * hf + e;
+            const float sv = fmaf(x_x[i], Sp::kLoWeight, x_hh[i]);
+            float p = ptx::exp2_approx(fmaf(sv, f_s, e == 0 ? -rowv[j].x : -rowv[j].y));
+            if (need_mask && n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
+            ptx::st_shared_u32(px_word(i), __float_as_uint(p));
+            pv[e] = p * s_p;
+          }
+          fp16pair_split2(pv[0], pv[1], a_hi[2 * j + hf], a_lo[2 * j + hf]);
+        }
+      }
+      ptx::named_bar_arrive(Tr::kBarP, Tr::kThreads);  // P^T (bar.arrive orders the stores before 1's reads)
+    } else {
+      float dpd[Tr::kSRegs];
+#pragma unroll
+      for (int i = 0; i < Tr::kSRegs; ++i)
+        dpd[i] = fmaf(x_x[i], Sp::kLoWeight, x_hh[i]) * f_dp - ((i % 2) == 0 ? rowv[i / 4].x : rowv[i / 4].y);
+      ptx::named_bar_sync(Tr::kBarP, Tr::kThreads);
+#pragma unroll
+      for (int k = 0; k < Tr::kPRegs; ++k) {
+        const float d0 = fp16pair_ld_shared_f32(px_word(2 * k)) * dpd[2 * k] * s_ds;
+        const float d1 = fp16pair_ld_shared_f32(px_word(2 * k + 1)) * dpd[2 * k + 1] * s_ds;
+        fp16pair_split2(d0, d1, a_hi[k], a_lo[k]);
+      }
+      // dS (queries x the block's 64 keys, K-major) for dQ^T's B.
+#pragma unroll
+      for (int x = 0; x < Tr::kPRegs / 4; ++x) {
+        const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
+        ptx::stmatrix_x4_trans(a, a_hi[4 * x], a_hi[4 * x + 1], a_hi[4 * x + 2], a_hi[4 * x + 3]);
+        ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, a_lo[4 * x], a_lo[4 * x + 1], a_lo[4 * x + 2], a_lo[4 * x + 3]);
+      }
+      ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+    }
+
+    // dV += P^T dO (0) or dK += dS^T Q (1), m64n128k16 RS, chained over kDkvChunkTiles tiles (the first of a
+    // chunk starts from zero); in the tensor core while warpgroup 1 computes dS (0) and under dQ^T.
+    const bool fresh = it % Tr::kDkvChunkTiles == 0;
+    {
+      const std::uint64_t bhi = mnmajor(sq + j_part, Tr::kQPanelBytes);
+      const std::uint64_t blo = mnmajor(sq + j_part + Tr::kQPartBytes, Tr::kQPanelBytes);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
+        const std::uint64_t u = units(kk * Tr::kMmaKRowsBytes);
+        const std::uint32_t ah[4] = {a_hi[4 * kk], a_hi[4 * kk + 1], a_hi[4 * kk + 2], a_hi[4 * kk + 3]};
+        const std::uint32_t al[4] = {a_lo[4 * kk], a_lo[4 * kk + 1], a_lo[4 * kk + 2], a_lo[4 * kk + 3]};
+        const std::uint32_t acc = (kk > 0 || !fresh) ? 1u : 0u;
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_hh, ah, bhi + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_x, ah, blo + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_x, al, bhi + u, 1u);
+      }
+      ptx::wgmma_commit();
+    }
+
+    // Every thread of warpgroup 1 has stored (and fenced) its dS, and thread 0's previous reduction has read the dQ
+    // staging (a no-op wait for the other threads, none of which has bulk groups).
+    ptx::bulk_wait_group_read_all();
+    ptx::named_bar_sync(Tr::kBarDs, Tr::kThreads);
+
+    // dQ^T's panel wg = K^T dS^T over the block's 64 keys.
+    float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
+      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
+      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();  // dV / dK and dQ^T complete: the stage, dS and a_hi / a_lo are free
+    ptx::fence_operands(acc_hh);
+    ptx::fence_operands(acc_x);
+    ptx::fence_operands(dq_hh);
+    ptx::fence_operands(dq_x);
+    ptx::fence_operands(a_hi);
+    ptx::fence_operands(a_lo);
+    // A chunk done (or the last tile): hi * hi + 2^-11 cross terms into this thread's fp32 totals.
+    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == steps) {
+#pragma unroll
+      for (int i = 0; i < Tr::kAccRegs; ++i)
+        ptx::st_shared_u32(tot_word(i), __float_as_uint(fp16pair_ld_shared_f32(tot_word(i)) +
+                                                        fmaf(acc_x[i], Sp::kLoWeight, acc_hh[i])));
+    }
+
+    // dQ's panel (register i: column 64 wg + 16 warp + g + 8 ((i / 2) % 2) of d, query 8 (i / 4) + 2 t + i % 2)
+    // scaled into the staging rows (row-major, 128 floats a query), then one bulk reduction of the valid rows.
+#pragma unroll
+    for (int i = 0; i < Tr::kDqRegs; ++i) {
+      const int col = 64 * wg + warp * 16 + g + 8 * ((i / 2) % 2);
+      const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
+      ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
+                         __float_as_uint(fmaf(dq_x[i], Sp::kLoWeight, dq_hh[i]) * f_dq));
+    }
+    ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
+    // Every thread has written its staging and completed every wgmma of this tile (its stage, dS and P^T's words
+    // were last read before here).
+    ptx::named_bar_sync(Tr::kBarDq, Tr::kThreads);
+    if (tid == 0) {
+      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
+      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
+                               std::uint32_t(rows * Tr::kHeadDim * 4));
+      ptx::bulk_commit_group();
+      if (it + Tr::kStages < steps) issue(it + Tr::kStages);  // stage it % 2: every read of it done (above)
+    }
+  }
+  // The last reduction must have read its staging rows before the block's shared memory goes.
+  ptx::bulk_wait_group_all();
+
+  // dV (warpgroup 0) or dK (1) of this thread's keys from its totals: register i is key key_row + 8 ((i / 2) % 2),
+  // column 8 (i / 4) + 2 t + i % 2.
+  float* const out = wg == 0 ? prm.dv : prm.dk;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = n0 + key_row + 8 * hf;
+    if (key >= prm.seq_k) continue;
+    const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
+#pragma unroll
+    for (int j = 0; j < Tr::kAccRegs / 4; ++j) {
+      const int i = 4 * j + 2 * hf;
+      *reinterpret_cast<float2*>(out + row + j * Tr::kMmaN + 2 * t4) =
+          make_float2(fp16pair_ld_shared_f32(tot_word(i)) * f_out, fp16pair_ld_shared_f32(tot_word(i + 1)) * f_out);
+    }
+  }
+#else
+  __trap();
+#endif
+}
+
 }  // namespace fb::cuda::flash_sm90

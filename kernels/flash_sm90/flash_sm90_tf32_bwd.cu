@@ -111,7 +111,11 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             warpgroup of 64 keys a block, dV / dK as four m64n64 jobs a tile with fp32 totals in shared memory;
 //             session 20, prepared for session 21, unmeasured: docs/perf-notes.md "Session 20, prepared for session 21:
 //             fp16pair at d = 128"); every other launch as the default (d = 64 non-causal: fp16pair)
-enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128 };
+//   fp16pair128w2  d = 128 non-causal 3x: fp16pair128's pre-pass and workspace, the kernel with two warpgroups sharing
+//             the block's 64 keys by role (flash_sm90_fp16pair128w2_bwd_kernel: 0 S^T / P / dV, 1 dP^T / dS / dK, dQ^T
+//             by d's panels; session 21, prepared, unmeasured: docs/perf-notes.md "Session 21: fp16pair128w2"); every
+//             other launch as the default
+enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2 };
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -122,8 +126,9 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair") return Tf32BwdProbe::fp16pair;
     if (s == "tf32pair") return Tf32BwdProbe::tf32pair;
     if (s == "fp16pair128") return Tf32BwdProbe::fp16pair128;
+    if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128; unset or "
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2; unset or "
                                 "default for the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in "
                                 "session 13, dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
@@ -249,11 +254,14 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                            stream);
 }
 
-// ---- fp16pair128 (d = 128 non-causal, 3x only, under its word; unmeasured) ----
+// ---- fp16pair128 / fp16pair128w2 (d = 128 non-causal, 3x only, under their words; one pre-pass and workspace) ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
+using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits;
 
 bool fp16pair128_applies(const AttentionParams& p, bool split) {
-  return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() == Tf32BwdProbe::fp16pair128;
+  const Tf32BwdProbe probe = tf32_bwd_probe();
+  return split && p.head_dim == 128 && !p.causal &&
+         (probe == Tf32BwdProbe::fp16pair128 || probe == Tf32BwdProbe::fp16pair128w2);
 }
 
 void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
@@ -289,6 +297,9 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                      1, stats, Sp::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
+  if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
+    return launch_fp16pair_main<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, p, qd, kv,
+                                                 stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
   launch_fp16pair_main<Tr>(flash_sm90_fp16pair128_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles,
                            k_blocks, stream);
 }
@@ -331,7 +342,7 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
-  // fp16pair (and fp16pair128 under its word): + its stats and split Q, dO, K, V (as many bytes as the four fp32
+  // fp16pair (and fp16pair128 / fp16pair128w2 under their words): + its stats and split Q, dO, K, V (as many bytes as the four fp32
   // tensors, padded to tiles).
   if (fp16pair128_applies(p, true)) return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
