@@ -976,7 +976,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 // kDkvChunkTiles tiles (8 k16 MMAs, the d = 64 kernel's chunk) before the fp32 totals in shared memory: no per-job
 // totals traffic, and the SM has two warpgroups (8 warps) where fp16pair128 has one. The wgmma code is the same
 // instruction stream in both warpgroups (operands chosen by the warpgroup); only the elementwise steps branch.
+// kAhead (FB_SM90_FP32_BWD_PROBE=fp16pair128w2a): each warpgroup issues the next tile's S^T / dP^T right after this
+// tile's dQ^T and waits for dQ^T alone (wgmma.wait_group 1), so that the totals, the dQ staging, its barrier and the
+// reduction run under the next tile's first GEMMs instead of in series with them.
+template <bool kAheadT>
 struct Fp16Pair128W2BwdTraits {
+  static constexpr bool kAhead = kAheadT;
   using Tiles = Fp16Pair128BwdTraits;  // tiles, workspace pieces and wgmma steps (the pre-pass writes its layout)
   static constexpr int kHeadDim = Tiles::kHeadDim;
   static constexpr int kBlockN = Tiles::kBlockN;  // 64 keys a block, both warpgroups'
@@ -1125,41 +1130,43 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   for (int i = 0; i < Tr::kAccRegs; ++i) ptx::st_shared_u32(tot_word(i), 0u);
   float acc_hh[Tr::kAccRegs], acc_x[Tr::kAccRegs];  // dV or dK of the current chunk: hi * hi, cross terms
 
+  // Tile it's stage landed, this thread's LSE (warpgroup 0) or D (1) at queries 8 j + 2 t, + 1 loaded, and S^T (0) or
+  // dP^T (1) over d's 8 k16 steps (4 a panel) issued as one commit group: hi * hi and the cross terms apart.
+  float2 rowv[Tr::kBlockM / Tr::kMmaN];
+  float x_hh[Tr::kSRegs], x_x[Tr::kSRegs];
+  auto start_tile = [&](int it) {
+    const int stg = it % Tr::kStages;
+    ptx::mbar_wait(bar_full(stg), (it / Tr::kStages) & 1);
+    const float* src = (wg == 0 ? prm.lse : prm.dsum) + std::int64_t(q_bh0 + it / prm.q_tiles) * prm.seq_pad +
+                       (it % prm.q_tiles) * Tr::kBlockM + 2 * t4;
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
+    const std::uint32_t sq = stage(stg);
+    const std::uint64_t bhi = kmajor(sq + b_part), blo = kmajor(sq + b_part + Tr::kQPartBytes);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+      const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
+      const std::uint64_t ua = units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
+      const std::uint64_t ub = units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
+      ptx::wgmma_ss<__half, Tr::kBlockM>(x_hh, d_ahi + ua, bhi + ub, kk > 0);
+      ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_ahi + ua, blo + ub, kk > 0);
+      ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_alo + ua, bhi + ub, 1);
+    }
+    ptx::wgmma_commit();
+  };
+
   ptx::mbar_wait(bar_kv, 0);
+  if constexpr (Tr::kAhead) start_tile(0);  // steps >= 1 (seq_q >= 1)
   for (int it = 0; it < steps; ++it) {
     const int stg = it % Tr::kStages;
     const int bh = q_bh0 + it / prm.q_tiles;
     const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
-    ptx::mbar_wait(bar_full(stg), (it / Tr::kStages) & 1);
     const std::uint32_t sq = stage(stg);
-
-    // This thread's LSE (warpgroup 0) or D (1) at queries 8 j + 2 t, + 1; loaded before the wgmmas.
-    float2 rowv[Tr::kBlockM / Tr::kMmaN];
-    {
-      const float* src = (wg == 0 ? prm.lse : prm.dsum) + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
-    }
-
-    // S^T (0) or dP^T (1) over d's 8 k16 steps (4 a panel): hi * hi and the cross terms apart.
-    float x_hh[Tr::kSRegs], x_x[Tr::kSRegs];
-    {
-      const std::uint64_t bhi = kmajor(sq + b_part), blo = kmajor(sq + b_part + Tr::kQPartBytes);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
-        const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
-        const std::uint64_t ua = units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
-        const std::uint64_t ub = units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
-        ptx::wgmma_ss<__half, Tr::kBlockM>(x_hh, d_ahi + ua, bhi + ub, kk > 0);
-        ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_ahi + ua, blo + ub, kk > 0);
-        ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_alo + ua, bhi + ub, 1);
-      }
-      ptx::wgmma_commit();
-      ptx::wgmma_wait<0>();
-      ptx::fence_operands(x_hh);
-      ptx::fence_operands(x_x);
-    }
+    if constexpr (!Tr::kAhead) start_tile(it);
+    ptx::wgmma_wait<0>();  // S^T / dP^T of tile it (kAhead: issued during tile it - 1, the only group in flight)
+    ptx::fence_operands(x_hh);
+    ptx::fence_operands(x_x);
 
     // Warpgroup 0: P^T (0 for keys past seq_k), handed over, scaled and split. Warpgroup 1: dP^T - D, then (P^T
     // received) dS^T = P^T o (dP^T - D), scaled, split and stored for dQ^T. Register i: key key_row + 8 ((i / 2) %
@@ -1242,7 +1249,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
     }
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();  // dV / dK and dQ^T complete: the stage, dS and a_hi / a_lo are free
+    // dV / dK and dQ^T complete: this tile's stage, dS and a_hi / a_lo are free. kAhead: tile it + 1's S^T / dP^T
+    // issued first (its stage waited for; a third commit group, reading stage (it + 1) % 2, K / V and writing x_hh /
+    // x_x only, all of them dead until the next iteration's wait), and only the two older groups waited for.
+    if constexpr (Tr::kAhead) {
+      if (it + 1 < steps) {
+        start_tile(it + 1);
+        ptx::wgmma_wait<1>();
+      } else {
+        ptx::wgmma_wait<0>();
+      }
+    } else {
+      ptx::wgmma_wait<0>();
+    }
     ptx::fence_operands(acc_hh);
     ptx::fence_operands(acc_x);
     ptx::fence_operands(dq_hh);
@@ -1268,7 +1287,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
     ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
     // Every thread has written its staging and completed every wgmma of this tile (its stage, dS and P^T's words
-    // were last read before here).
+    // were last read before here; kAhead: the one group still in flight reads stage (it + 1) % 2, not stage it % 2).
     ptx::named_bar_sync(Tr::kBarDq, Tr::kThreads);
     if (tid == 0) {
       const int rows = min(Tr::kBlockM, prm.seq_q - m0);

@@ -115,7 +115,9 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             the block's 64 keys by role (flash_sm90_fp16pair128w2_bwd_kernel: 0 S^T / P / dV, 1 dP^T / dS / dK, dQ^T
 //             by d's panels; session 21, prepared, unmeasured: docs/perf-notes.md "Session 21: fp16pair128w2"); every
 //             other launch as the default
-enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2 };
+//   fp16pair128w2a  as fp16pair128w2, each warpgroup issuing the next tile's S^T / dP^T before this tile's totals, dQ
+//             staging and reduction (kAhead; same section)
+enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a };
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -127,8 +129,10 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "tf32pair") return Tf32BwdProbe::tf32pair;
     if (s == "fp16pair128") return Tf32BwdProbe::fp16pair128;
     if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
+    if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2; unset or "
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, "
+                                "fp16pair128w2a; unset or "
                                 "default for the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in "
                                 "session 13, dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
@@ -254,14 +258,16 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                            stream);
 }
 
-// ---- fp16pair128 / fp16pair128w2 (d = 128 non-causal, 3x only, under their words; one pre-pass and workspace) ----
+// ---- fp16pair128 / fp16pair128w2(a) (d = 128 non-causal, 3x only, under their words; one pre-pass and workspace) ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
-using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits;
+using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
+using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
 
 bool fp16pair128_applies(const AttentionParams& p, bool split) {
   const Tf32BwdProbe probe = tf32_bwd_probe();
   return split && p.head_dim == 128 && !p.causal &&
-         (probe == Tf32BwdProbe::fp16pair128 || probe == Tf32BwdProbe::fp16pair128w2);
+         (probe == Tf32BwdProbe::fp16pair128 || probe == Tf32BwdProbe::fp16pair128w2 ||
+          probe == Tf32BwdProbe::fp16pair128w2a);
 }
 
 void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
@@ -300,6 +306,9 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
   if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
     return launch_fp16pair_main<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, p, qd, kv,
                                                  stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
+  if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a)
+    return launch_fp16pair_main<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, p, qd, kv,
+                                                  stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
   launch_fp16pair_main<Tr>(flash_sm90_fp16pair128_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles,
                            k_blocks, stream);
 }
@@ -342,7 +351,7 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
-  // fp16pair (and fp16pair128 / fp16pair128w2 under their words): + its stats and split Q, dO, K, V (as many bytes as the four fp32
+  // fp16pair (and fp16pair128 / fp16pair128w2(a) under their words): + its stats and split Q, dO, K, V (as many bytes as the four fp32
   // tensors, padded to tiles).
   if (fp16pair128_applies(p, true)) return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
