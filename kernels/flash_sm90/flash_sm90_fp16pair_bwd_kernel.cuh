@@ -967,6 +967,119 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
 
 // ---- d = 128, two warpgroups: FB_SM90_FP32_BWD_PROBE=fp16pair128w2 (session 21, prepared; unmeasured) ----
+// The w2 kernels' K / V pre-pass: scales per 64-key block instead of per plane (a block's work sees one K / V block, so
+// every contraction that involves K, V or dS -- S^T and dP^T over d, dQ^T over the block's keys, dK over queries with
+// dS's scale -- has its scale constant), computed where the block is split: one read of K and V, no stats pass over
+// them. Per block: max |K|, max |V| and the largest full row norm of V, into kvstats[(plane k_blocks + block) 4 + {0,
+// 1, 2}] (float bits); the dS bound of the block is 2 max ||dO_i|| max_j in block ||V_j|| (dO's from the plane stats).
+struct Fp16Pair128KvStats {
+  static constexpr int kMaxK = 0, kMaxV = 1, kVNorm = 2, kWords = 4;
+};
+
+// One block of 256 threads per (64-key block, K/V plane) = (blockIdx.x, blockIdx.y): K and V's 64 rows of 128 floats
+// (1,024 units of 8 a tensor, 4 a thread: unit u = tid + 256 m, row u / 16 -- the 16 units of a row in 16 consecutive
+// lanes), the block's maxima reduced, then both split as fp16pair128_split_kernel splits (hi at part 0 / 2, lo at
+// part 1 / 3 of the block's 64 KB; rows past seq zero).
+__global__ void __launch_bounds__(256) fp16pair128_kvsplit_kernel(const float* __restrict__ k,
+                                                                 const float* __restrict__ v, int seq, int k_blocks,
+                                                                 unsigned* __restrict__ kvstats,
+                                                                 unsigned char* __restrict__ dst) {
+  using Tr = Fp16PairBwdTraits;
+  constexpr int kRows = 64, kRowUnits = 16, kPerThread = kRows * kRowUnits / 256;  // 4 units a tensor
+  __shared__ unsigned red[3][8];
+  const int blk = int(blockIdx.x), plane = int(blockIdx.y);
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  float xk[kPerThread][8], xv[kPerThread][8];
+  float mk = 0.f, mv = 0.f, nv = 0.f;
+#pragma unroll
+  for (int m = 0; m < kPerThread; ++m) {
+    const int u = tid + 256 * m, row = blk * kRows + u / kRowUnits, unit = u % kRowUnits;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) xk[m][e] = xv[m][e] = 0.f;
+    if (row < seq) {
+      const std::int64_t off = (std::int64_t(plane) * seq + row) * 128 + unit * 8;
+      const float4 a = reinterpret_cast<const float4*>(k + off)[0], b = reinterpret_cast<const float4*>(k + off)[1];
+      const float4 c = reinterpret_cast<const float4*>(v + off)[0], d = reinterpret_cast<const float4*>(v + off)[1];
+      xk[m][0] = a.x; xk[m][1] = a.y; xk[m][2] = a.z; xk[m][3] = a.w;
+      xk[m][4] = b.x; xk[m][5] = b.y; xk[m][6] = b.z; xk[m][7] = b.w;
+      xv[m][0] = c.x; xv[m][1] = c.y; xv[m][2] = c.z; xv[m][3] = c.w;
+      xv[m][4] = d.x; xv[m][5] = d.y; xv[m][6] = d.z; xv[m][7] = d.w;
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      mk = fmaxf(mk, fabsf(xk[m][e]));
+      mv = fmaxf(mv, fabsf(xv[m][e]));
+      ss = fmaf(xv[m][e], xv[m][e], ss);
+    }
+#pragma unroll
+    for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // the row's 16 lanes
+    nv = fmaxf(nv, sqrtf(ss));
+  }
+  // Non-negative floats order as their bit patterns.
+  unsigned umk = __float_as_uint(mk), umv = __float_as_uint(mv), unv = __float_as_uint(nv);
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    umk = max(umk, __shfl_xor_sync(0xffffffffu, umk, o));
+    umv = max(umv, __shfl_xor_sync(0xffffffffu, umv, o));
+    unv = max(unv, __shfl_xor_sync(0xffffffffu, unv, o));
+  }
+  if (lane == 0) {
+    red[0][warp] = umk;
+    red[1][warp] = umv;
+    red[2][warp] = unv;
+  }
+  __syncthreads();
+  umk = red[0][0], umv = red[1][0], unv = red[2][0];
+#pragma unroll
+  for (int w = 1; w < 8; ++w) {
+    umk = max(umk, red[0][w]);
+    umv = max(umv, red[1][w]);
+    unv = max(unv, red[2][w]);
+  }
+  if (tid == 0) {
+    unsigned* st = kvstats + (std::int64_t(plane) * k_blocks + blk) * Fp16Pair128KvStats::kWords;
+    st[Fp16Pair128KvStats::kMaxK] = umk;
+    st[Fp16Pair128KvStats::kMaxV] = umv;
+    st[Fp16Pair128KvStats::kVNorm] = unv;
+  }
+  const float sk = ldexpf(1.f, fp16pair_exponent(__uint_as_float(umk)));
+  const float sv = ldexpf(1.f, fp16pair_exponent(__uint_as_float(umv)));
+  const std::int64_t panel_bytes = std::int64_t(kRows) * Tr::kRowBytes;
+  const std::int64_t part_bytes = 2 * panel_bytes;
+  unsigned char* const blk_dst = dst + (std::int64_t(plane) * k_blocks + blk) * 4 * part_bytes;
+#pragma unroll
+  for (int m = 0; m < kPerThread; ++m) {
+    const int u = tid + 256 * m, r = u / kRowUnits, unit = u % kRowUnits;
+    const int panel = unit / 8, c = unit % 8;
+    unsigned char* const t = blk_dst + panel * panel_bytes + r * Tr::kRowBytes + ((c ^ (r % 8)) * Tr::kUnitBytes);
+#pragma unroll
+    for (int tensor = 0; tensor < 2; ++tensor) {
+      std::uint32_t hi[4], lo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float s = tensor == 0 ? sk : sv;
+        const float x0 = (tensor == 0 ? xk[m][2 * i] : xv[m][2 * i]) * s;  // exact: s is a power of two
+        const float x1 = (tensor == 0 ? xk[m][2 * i + 1] : xv[m][2 * i + 1]) * s;
+        const __half2 h = __floats2half2_rn(x0, x1);
+        const float2 hf = __half22float2(h);
+        const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
+        hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
+        lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
+      }
+      unsigned char* const th = t + 2 * tensor * part_bytes;
+      *reinterpret_cast<uint4*>(th) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      *reinterpret_cast<uint4*>(th + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    }
+  }
+}
+
+// The w2 kernels' parameters: fp16pair128's, and the per-block K / V stats of fp16pair128_kvsplit_kernel.
+struct Fp16Pair128W2Params {
+  Fp16PairBwdParams p;
+  const unsigned* kvstats;  // [batch * kv_heads][k_blocks][Fp16Pair128KvStats::kWords]
+};
+
 // fp16pair128's split, scales, pre-pass and workspace (Fp16Pair128BwdTraits' tiles: 64 keys a block, 32-query
 // tiles), but two consumer warpgroups of one block share the block's 64 keys by role (docs/perf-notes.md, "Session
 // 21: fp16pair128w2"): warpgroup 0 computes S^T = K Q^T, P^T and dV += P^T dO; warpgroup 1 dP^T = V dO^T, dS^T =
@@ -1036,9 +1149,10 @@ struct Fp16Pair128W2BwdTraits {
 // One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as fp16pair128).
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
-    flash_sm90_fp16pair128w2_bwd_kernel(const __grid_constant__ Fp16PairBwdParams prm) {
+    flash_sm90_fp16pair128w2_bwd_kernel(const __grid_constant__ Fp16Pair128W2Params w2prm) {
 #if FB_PTX_SM90A
   using Sp = Fp16PairBwdTraits;  // the split's constants and the stats' layout
+  const Fp16PairBwdParams& prm = w2prm.p;
   extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair128w2_bwd_smem[];
   const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair128w2_bwd_smem) + Tr::kAtomBytes - 1) &
                              ~std::uint32_t(Tr::kAtomBytes - 1);
@@ -1082,13 +1196,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int it = 0; it < Tr::kStages && it < steps; ++it) issue(it);
   }
 
-  // The scales, as fp16pair128's (the dS bound from the stats' half-row norms: 4 x their maxima).
+  // The scales: Q's and dO's per plane group from the stats pass (as fp16pair128), K's and V's per 64-key block from
+  // the K / V split, and dS's per block from the bound 2 max ||dO_i|| max ||V_j|| <= 2 sqrt(2) (dO's largest half-row
+  // norm) (the block's largest row norm of V) <= 4 x the product (a binade of headroom at most).
   const unsigned* st = prm.stats + kv_bh * Sp::kStats;
+  const unsigned* kvst = w2prm.kvstats + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Fp16Pair128KvStats::kWords;
   const int e_q = fp16pair_exponent(__uint_as_float(st[Sp::kStatQ]));
   const int e_do = fp16pair_exponent(__uint_as_float(st[Sp::kStatDo]));
-  const int e_k = fp16pair_exponent(__uint_as_float(st[Sp::kStatK]));
-  const int e_v = fp16pair_exponent(__uint_as_float(st[Sp::kStatV]));
-  const int e_ds = fp16pair_exponent(4.f * __uint_as_float(st[Sp::kStatDoNorm]) * __uint_as_float(st[Sp::kStatVNorm]));
+  const int e_k = fp16pair_exponent(__uint_as_float(kvst[Fp16Pair128KvStats::kMaxK]));
+  const int e_v = fp16pair_exponent(__uint_as_float(kvst[Fp16Pair128KvStats::kMaxV]));
+  const int e_ds = fp16pair_exponent(4.f * __uint_as_float(st[Sp::kStatDoNorm]) *
+                                     __uint_as_float(kvst[Fp16Pair128KvStats::kVNorm]));
   const float f_s = prm.scale_log2 * ldexpf(1.f, -(e_k + e_q));  // S^T's accumulators -> S log2(e) scale
   const float f_dp = ldexpf(1.f, -(e_v + e_do));                 // dP^T's -> dP
   const float s_p = ldexpf(1.f, Sp::kPExp);                      // P -> P s

@@ -170,8 +170,9 @@ template <typename Tr> std::size_t fp16pair_workspace_bytes(const AttentionParam
 
 // The stats pre-pass of both kernels: zeroed, then max |x| per plane (and dO's, V's largest row norms) of Q, dO, K, V,
 // read as rows of 64 (at d = 128 a [planes, seq, 128] tensor is [planes, 2 seq, 64]: max |x| is the same, the row
-// norms are of 64-column halves, which the d = 128 kernel's dS bound takes into account).
-void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stream) {
+// norms are of 64-column halves, which the d = 128 kernel's dS bound takes into account). with_kv = false: Q and dO only
+// (the w2 kernels take K's and V's per key block from their split).
+void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stream, bool with_kv = true) {
   using Sp = Fp16PairTr;  // the stats' layout
   const int halves = p.head_dim / 64;
   const int q_planes = p.batch * p.heads;
@@ -186,6 +187,10 @@ void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stre
                                                                          q_rows, group, stats, Sp::kStatQ, -1);
   fp16pair_stats_kernel<<<stats_grid(q_rows, q_planes), 256, 0, stream>>>(
       static_cast<const float*>(p.dout), q_planes, q_rows, group, stats, Sp::kStatDo, Sp::kStatDoNorm);
+  if (!with_kv) {
+    FB_CUDA_CHECK_LAUNCH();
+    return;
+  }
   fp16pair_stats_kernel<<<stats_grid(k_rows, kv_planes), 256, 0, stream>>>(static_cast<const float*>(p.k), kv_planes,
                                                                           k_rows, 1, stats, Sp::kStatK, -1);
   fp16pair_stats_kernel<<<stats_grid(k_rows, kv_planes), 256, 0, stream>>>(
@@ -195,10 +200,8 @@ void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stre
 
 // The fp16-pair main kernel's launch (d = 64 and fp16pair128 alike): one block per (key block, K/V plane), its
 // parameters from the pass and the pre-pass's workspace pieces.
-template <typename Tr>
-void launch_fp16pair_main(void (*kernel)(Fp16PairBwdParams), const AttentionParams& p, unsigned char* qd,
-                          unsigned char* kv, unsigned* stats, const float* lse_pad, const float* d_pad, int q_tiles,
-                          int k_blocks, cudaStream_t stream) {
+Fp16PairBwdParams fp16pair_params(const AttentionParams& p, unsigned char* qd, unsigned char* kv, unsigned* stats,
+                                  const float* lse_pad, const float* d_pad, int q_tiles, int k_blocks) {
   const int kv_planes = p.batch * p.kv_heads;
   Fp16PairBwdParams prm{};
   prm.qd = qd;
@@ -220,9 +223,20 @@ void launch_fp16pair_main(void (*kernel)(Fp16PairBwdParams), const AttentionPara
   prm.k_blocks = k_blocks;
   prm.scale_log2 = float(p.scale * kLog2e);
   prm.scale = float(p.scale);
+  return prm;
+}
+template <typename Tr, typename Params>
+void launch_fp16pair_kernel(void (*kernel)(Params), const Params& prm, int blocks, cudaStream_t stream) {
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
-  kernel<<<unsigned(std::int64_t(k_blocks) * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
+}
+template <typename Tr>
+void launch_fp16pair_main(void (*kernel)(Fp16PairBwdParams), const AttentionParams& p, unsigned char* qd,
+                          unsigned char* kv, unsigned* stats, const float* lse_pad, const float* d_pad, int q_tiles,
+                          int k_blocks, cudaStream_t stream) {
+  launch_fp16pair_kernel<Tr>(kernel, fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks),
+                             k_blocks * p.batch * p.kv_heads, stream);
 }
 
 void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
@@ -263,6 +277,15 @@ using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
 
+bool fp16pair128w2_word() {
+  return tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2 || tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a;
+}
+// The w2 kernels' per-block K / V stats, after fp16pair128's workspace pieces.
+std::size_t fp16pair128w2_kvstats_bytes(const AttentionParams& p) {
+  return align_up(std::size_t(p.batch) * p.kv_heads * fp16pair_k_blocks<Fp16Pair128Tr>(p) * Fp16Pair128KvStats::kWords *
+                  sizeof(unsigned));
+}
+
 bool fp16pair128_applies(const AttentionParams& p, bool split) {
   const Tf32BwdProbe probe = tf32_bwd_probe();
   return split && p.head_dim == 128 && !p.causal &&
@@ -289,7 +312,8 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
   const auto* dout = static_cast<const float*>(p.dout);
   const auto* k = static_cast<const float*>(p.k);
   const auto* v = static_cast<const float*>(p.v);
-  fp16pair_stats(p, stats, stream);
+  const bool w2 = fp16pair128w2_word();
+  fp16pair_stats(p, stats, stream, /*with_kv=*/!w2);
   auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
   const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 16;
   const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 16;
@@ -297,18 +321,27 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                     group, stats, Sp::kStatQ, qd);
   fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(dout, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 2,
                                                                     group, stats, Sp::kStatDo, qd);
+  if (w2) {
+    // K and V with scales per 64-key block (their stats from the same read), then the two-warpgroup kernel.
+    auto* kvstats = reinterpret_cast<unsigned*>(kv + fp16pair_kv_bytes<Tr>(p));
+    if (kv_planes > 65535)
+      throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128w2): batch * kv_heads exceeds 65535");
+    fp16pair128_kvsplit_kernel<<<dim3(unsigned(k_blocks), unsigned(kv_planes)), 256, 0, stream>>>(k, v, p.seq_k,
+                                                                                                 k_blocks, kvstats, kv);
+    FB_CUDA_CHECK_LAUNCH();
+    const Fp16Pair128W2Params prm{fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks), kvstats};
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a)
+      return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
+                                                      k_blocks * kv_planes, stream);
+    return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
+                                                   k_blocks * kv_planes, stream);
+  }
   fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(k, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 0,
                                                                      1, stats, Sp::kStatK, kv);
   fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(v, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 2,
                                                                      1, stats, Sp::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
-  if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
-    return launch_fp16pair_main<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, p, qd, kv,
-                                                 stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
-  if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a)
-    return launch_fp16pair_main<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, p, qd, kv,
-                                                  stats, lse_pad, d_pad, q_tiles, k_blocks, stream);
   launch_fp16pair_main<Tr>(flash_sm90_fp16pair128_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles,
                            k_blocks, stream);
 }
@@ -353,7 +386,8 @@ std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
   // fp16pair (and fp16pair128 / fp16pair128w2(a) under their words): + its stats and split Q, dO, K, V (as many bytes as the four fp32
   // tensors, padded to tiles).
-  if (fp16pair128_applies(p, true)) return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p);
+  if (fp16pair128_applies(p, true))
+    return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p) + (fp16pair128w2_word() ? fp16pair128w2_kvstats_bytes(p) : 0);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
 }
 
