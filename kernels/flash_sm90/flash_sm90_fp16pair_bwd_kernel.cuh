@@ -28,6 +28,9 @@
 // reduction (cp.reduce.async.bulk .add.f32) into p.dq (zeroed by the pre-pass).
 // At the end of this file: the d = 128 form (FB_SM90_FP32_BWD_PROBE=fp16pair128, prepared in session 20 for session
 // 21, unmeasured): flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs.
+// After it, the session-21 two-warpgroup form (FB_SM90_FP32_BWD_PROBE=fp16pair128w2 / fp16pair128w2a, prepared,
+// unmeasured): flash_sm90_fp16pair128w2_bwd_kernel, the block's 64 keys shared by role (0: S^T / P / dV, 1: dP^T / dS /
+// dK, dQ^T by d's panels), K / V scaled per 64-key block by fp16pair128_kvsplit_kernel.
 #pragma once
 
 #include <cstdint>
