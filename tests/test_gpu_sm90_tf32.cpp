@@ -338,3 +338,23 @@ TEST_CASE("sm90 fp32 backward d = 128 non-causal, odd shapes and input scales, m
       },
       20261203);
 }
+
+// d = 128 non-causal shapes for FB_SM90_FP32_BWD_PROBE=fp16pair128w2 / fp16pair128w2a (session 21, prepared: two
+// warpgroups sharing a block's 64 keys by role, P^T handed from one to the other through shared memory, dV / dK chained
+// over 4 query tiles before the fp32 totals, K / V scaled per 64-key block; w2a issues the next tile's S^T / dP^T before
+// this tile's dQ staging; the case above runs them too under their words; without a word this case runs the default
+// kernel): lengths no config names, chosen for the new kernel's bookkeeping -- GQA 3 with 4 query tiles a head (12
+// steps: chunks of 4 tiles that straddle the heads of a group, stages reused 6 times each), a last key block of 8
+// keys; 2 query tiles (a chunk cut short by the last tile) on 16 key blocks; MQA with 94 steps (an odd number of
+// chunks' worth, 23.5) on one partial block of 63 keys at input scale 3 (scores ~9 sigma); one head of 4097 queries
+// (129 steps: the last tile one query) on 130 keys at 2^-10 (3 key blocks, the last of 2 keys: its own K / V scales).
+// Judged as above.
+TEST_CASE("sm90 fp32 backward d = 128 non-causal, two-warpgroup bookkeeping shapes, meets the FP32 rule",
+          "[gpu][sm90tf32][sm90fp16pair128w2]") {
+  check_scaled_bwd(
+      {
+      {{3, 6, 2, 100, 200, 128, false}, 1.0},       {{1, 2, 2, 33, 1000, 128, false}, 1.0},
+      {{2, 2, 1, 1500, 63, 128, false}, 3.0},       {{1, 1, 1, 4097, 130, 128, false}, 0x1p-10},
+      },
+      20261221);
+}

@@ -28,6 +28,9 @@
 // reduction (cp.reduce.async.bulk .add.f32) into p.dq (zeroed by the pre-pass).
 // At the end of this file: the d = 128 form (the d = 128 non-causal default since session 21's call A; prepared in
 // session 20): flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs.
+// After it, the session-21 two-warpgroup form (FB_SM90_FP32_BWD_PROBE=fp16pair128w2 / fp16pair128w2a, prepared,
+// unmeasured): flash_sm90_fp16pair128w2_bwd_kernel, the block's 64 keys shared by role (0: S^T / P / dV, 1: dP^T / dS /
+// dK, dQ^T by d's panels), K / V scaled per 64-key block by fp16pair128_kvsplit_kernel.
 #pragma once
 
 #include <cstdint>
@@ -958,6 +961,479 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         *reinterpret_cast<float2*>(prm.dk + row + col) =
             make_float2(total(2 + pn, i) * f_dk, total(2 + pn, i + 1) * f_dk);
       }
+    }
+  }
+#else
+  __trap();
+#endif
+}
+
+
+// ---- d = 128, two warpgroups: FB_SM90_FP32_BWD_PROBE=fp16pair128w2 (session 21, prepared; unmeasured) ----
+// The w2 kernels' K / V pre-pass: scales per 64-key block instead of per plane (a block's work sees one K / V block, so
+// every contraction that involves K, V or dS -- S^T and dP^T over d, dQ^T over the block's keys, dK over queries with
+// dS's scale -- has its scale constant), computed where the block is split: one read of K and V, no stats pass over
+// them. Per block: max |K|, max |V| and the largest full row norm of V, into kvstats[(plane k_blocks + block) 4 + {0,
+// 1, 2}] (float bits); the dS bound of the block is 2 max ||dO_i|| max_j in block ||V_j|| (dO's from the plane stats).
+struct Fp16Pair128KvStats {
+  static constexpr int kMaxK = 0, kMaxV = 1, kVNorm = 2, kWords = 4;
+};
+
+// One block of 256 threads per (64-key block, K/V plane) = (blockIdx.x, blockIdx.y): K and V's 64 rows of 128 floats
+// (1,024 units of 8 a tensor, 4 a thread: unit u = tid + 256 m, row u / 16 -- the 16 units of a row in 16 consecutive
+// lanes), the block's maxima reduced, then both split as fp16pair128_split_kernel splits (hi at part 0 / 2, lo at
+// part 1 / 3 of the block's 64 KB; rows past seq zero).
+__global__ void __launch_bounds__(256) fp16pair128_kvsplit_kernel(const float* __restrict__ k,
+                                                                 const float* __restrict__ v, int seq, int k_blocks,
+                                                                 unsigned* __restrict__ kvstats,
+                                                                 unsigned char* __restrict__ dst) {
+  using Tr = Fp16PairBwdTraits;
+  constexpr int kRows = 64, kRowUnits = 16, kPerThread = kRows * kRowUnits / 256;  // 4 units a tensor
+  __shared__ unsigned red[3][8];
+  const int blk = int(blockIdx.x), plane = int(blockIdx.y);
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  float xk[kPerThread][8], xv[kPerThread][8];
+  float mk = 0.f, mv = 0.f, nv = 0.f;
+#pragma unroll
+  for (int m = 0; m < kPerThread; ++m) {
+    const int u = tid + 256 * m, row = blk * kRows + u / kRowUnits, unit = u % kRowUnits;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) xk[m][e] = xv[m][e] = 0.f;
+    if (row < seq) {
+      const std::int64_t off = (std::int64_t(plane) * seq + row) * 128 + unit * 8;
+      const float4 a = reinterpret_cast<const float4*>(k + off)[0], b = reinterpret_cast<const float4*>(k + off)[1];
+      const float4 c = reinterpret_cast<const float4*>(v + off)[0], d = reinterpret_cast<const float4*>(v + off)[1];
+      xk[m][0] = a.x; xk[m][1] = a.y; xk[m][2] = a.z; xk[m][3] = a.w;
+      xk[m][4] = b.x; xk[m][5] = b.y; xk[m][6] = b.z; xk[m][7] = b.w;
+      xv[m][0] = c.x; xv[m][1] = c.y; xv[m][2] = c.z; xv[m][3] = c.w;
+      xv[m][4] = d.x; xv[m][5] = d.y; xv[m][6] = d.z; xv[m][7] = d.w;
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      mk = fmaxf(mk, fabsf(xk[m][e]));
+      mv = fmaxf(mv, fabsf(xv[m][e]));
+      ss = fmaf(xv[m][e], xv[m][e], ss);
+    }
+#pragma unroll
+    for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // the row's 16 lanes
+    nv = fmaxf(nv, sqrtf(ss));
+  }
+  // Non-negative floats order as their bit patterns.
+  unsigned umk = __float_as_uint(mk), umv = __float_as_uint(mv), unv = __float_as_uint(nv);
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    umk = max(umk, __shfl_xor_sync(0xffffffffu, umk, o));
+    umv = max(umv, __shfl_xor_sync(0xffffffffu, umv, o));
+    unv = max(unv, __shfl_xor_sync(0xffffffffu, unv, o));
+  }
+  if (lane == 0) {
+    red[0][warp] = umk;
+    red[1][warp] = umv;
+    red[2][warp] = unv;
+  }
+  __syncthreads();
+  umk = red[0][0], umv = red[1][0], unv = red[2][0];
+#pragma unroll
+  for (int w = 1; w < 8; ++w) {
+    umk = max(umk, red[0][w]);
+    umv = max(umv, red[1][w]);
+    unv = max(unv, red[2][w]);
+  }
+  if (tid == 0) {
+    unsigned* st = kvstats + (std::int64_t(plane) * k_blocks + blk) * Fp16Pair128KvStats::kWords;
+    st[Fp16Pair128KvStats::kMaxK] = umk;
+    st[Fp16Pair128KvStats::kMaxV] = umv;
+    st[Fp16Pair128KvStats::kVNorm] = unv;
+  }
+  const float sk = ldexpf(1.f, fp16pair_exponent(__uint_as_float(umk)));
+  const float sv = ldexpf(1.f, fp16pair_exponent(__uint_as_float(umv)));
+  const std::int64_t panel_bytes = std::int64_t(kRows) * Tr::kRowBytes;
+  const std::int64_t part_bytes = 2 * panel_bytes;
+  unsigned char* const blk_dst = dst + (std::int64_t(plane) * k_blocks + blk) * 4 * part_bytes;
+#pragma unroll
+  for (int m = 0; m < kPerThread; ++m) {
+    const int u = tid + 256 * m, r = u / kRowUnits, unit = u % kRowUnits;
+    const int panel = unit / 8, c = unit % 8;
+    unsigned char* const t = blk_dst + panel * panel_bytes + r * Tr::kRowBytes + ((c ^ (r % 8)) * Tr::kUnitBytes);
+#pragma unroll
+    for (int tensor = 0; tensor < 2; ++tensor) {
+      std::uint32_t hi[4], lo[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float s = tensor == 0 ? sk : sv;
+        const float x0 = (tensor == 0 ? xk[m][2 * i] : xv[m][2 * i]) * s;  // exact: s is a power of two
+        const float x1 = (tensor == 0 ? xk[m][2 * i + 1] : xv[m][2 * i + 1]) * s;
+        const __half2 h = __floats2half2_rn(x0, x1);
+        const float2 hf = __half22float2(h);
+        const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
+        hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
+        lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
+      }
+      unsigned char* const th = t + 2 * tensor * part_bytes;
+      *reinterpret_cast<uint4*>(th) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      *reinterpret_cast<uint4*>(th + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    }
+  }
+}
+
+// The w2 kernels' parameters: fp16pair128's, and the per-block K / V stats of fp16pair128_kvsplit_kernel.
+struct Fp16Pair128W2Params {
+  Fp16PairBwdParams p;
+  const unsigned* kvstats;  // [batch * kv_heads][k_blocks][Fp16Pair128KvStats::kWords]
+};
+
+// fp16pair128's split, scales, pre-pass and workspace (Fp16Pair128BwdTraits' tiles: 64 keys a block, 32-query
+// tiles), but two consumer warpgroups of one block share the block's 64 keys by role (docs/perf-notes.md, "Session
+// 21: fp16pair128w2"): warpgroup 0 computes S^T = K Q^T, P^T and dV += P^T dO; warpgroup 1 dP^T = V dO^T, dS^T =
+// P^T o (dP^T - D) (P^T handed over through shared memory, thread to thread: both accumulators have the same
+// layout) and dK += dS^T Q; dQ^T = K^T dS^T is split by d's panels (warpgroup w: panel w). So dV and dK are each
+// one m64n128 accumulator pair in one warpgroup's registers (128 a thread), chained in the tensor core over
+// kDkvChunkTiles tiles (8 k16 MMAs, the d = 64 kernel's chunk) before the fp32 totals in shared memory: no per-job
+// totals traffic, and the SM has two warpgroups (8 warps) where fp16pair128 has one. The wgmma code is the same
+// instruction stream in both warpgroups (operands chosen by the warpgroup); only the elementwise steps branch.
+// kAhead (FB_SM90_FP32_BWD_PROBE=fp16pair128w2a): each warpgroup issues the next tile's S^T / dP^T right after this
+// tile's dQ^T and waits for dQ^T alone (wgmma.wait_group 1), so that the totals, the dQ staging, its barrier and the
+// reduction run under the next tile's first GEMMs instead of in series with them.
+template <bool kAheadT>
+struct Fp16Pair128W2BwdTraits {
+  static constexpr bool kAhead = kAheadT;
+  using Tiles = Fp16Pair128BwdTraits;  // tiles, workspace pieces and wgmma steps (the pre-pass writes its layout)
+  static constexpr int kHeadDim = Tiles::kHeadDim;
+  static constexpr int kBlockN = Tiles::kBlockN;  // 64 keys a block, both warpgroups'
+  static constexpr int kBlockM = Tiles::kBlockM;  // 32 queries a tile
+  static constexpr int kWgThreads = 128;
+  static constexpr int kThreads = 2 * kWgThreads;  // warpgroup 0: S^T / P / dV; 1: dP^T / dS / dK
+  static constexpr int kStages = 2;
+  static constexpr int kAtomBytes = Tiles::kAtomBytes;
+  static constexpr int kUnitBytes = Tiles::kUnitBytes;
+  static constexpr int kRowBytes = Tiles::kRowBytes;
+  static constexpr int kMmaN = Tiles::kMmaN;
+  static constexpr int kMmaKBytes = Tiles::kMmaKBytes;
+  static constexpr int kMmaKRowsBytes = Tiles::kMmaKRowsBytes;
+  static constexpr int kKVPanelBytes = Tiles::kKVPanelBytes;
+  static constexpr int kKVPartBytes = Tiles::kKVPartBytes;
+  static constexpr int kKVBytes = Tiles::kKVBytes;          // 64 KB
+  static constexpr int kQPanelBytes = Tiles::kQPanelBytes;
+  static constexpr int kQPartBytes = Tiles::kQPartBytes;
+  static constexpr int kStageBytes = Tiles::kStageBytes;    // 32 KB
+  static constexpr int kDsPartBytes = Tiles::kDsPartBytes;
+  static constexpr int kDsBytes = Tiles::kDsBytes;          // 8 KB
+  static constexpr int kDqBytes = Tiles::kDqBytes;          // 16 KB: 32 rows of 128 floats, a panel a warpgroup
+  static constexpr int kSRegs = Tiles::kSRegs;              // S^T or dP^T: 16
+  static constexpr int kPRegs = Tiles::kPRegs;              // P^T or dS^T, packed: 8
+  static constexpr int kDqRegs = Tiles::kDqRegs;            // dQ^T's panel: 16
+  static constexpr int kQKSteps = Tiles::kQKSteps;
+  static constexpr int kPanelSteps = Tiles::kPanelSteps;
+  static constexpr int kKVSteps = Tiles::kKVSteps;
+  static constexpr int kDqSteps = Tiles::kDqSteps;
+  static constexpr int kAccRegs = kHeadDim / 2;             // dV or dK (m64n128): 64
+  static constexpr int kDkvChunkTiles = Fp16PairBwdTraits::kDkvChunkTiles;  // 4 tiles: 8 k16 MMAs a chain
+  static constexpr int kPxBytes = kSRegs * kWgThreads * 4;  // P^T handed over: 8 KB (word i x 128 + thread)
+  static constexpr int kTotWgBytes = kAccRegs * kWgThreads * 4;  // a warpgroup's totals: 32 KB
+  static constexpr int kOffKV = 0;
+  static constexpr int kOffStage = kOffKV + kKVBytes;
+  static constexpr int kOffDs = kOffStage + kStages * kStageBytes;
+  static constexpr int kOffDq = kOffDs + kDsBytes;
+  static constexpr int kOffPx = kOffDq + kDqBytes;
+  static constexpr int kOffTot = kOffPx + kPxBytes;
+  static constexpr int kOffBar = kOffTot + 2 * kTotWgBytes;
+  static constexpr int kNumBars = 1 + kStages;  // kv_full, full[s]
+  static constexpr std::size_t kSmemBytes = std::size_t(kOffBar + 8 * kNumBars + kAtomBytes);  // + align slack
+  // Named barriers (0 is __syncthreads), all over the block's 256 threads, each once a tile: P^T handed over
+  // (warpgroup 0 arrives, 1 waits), dS stored and the dQ staging free, the dQ staging written.
+  static constexpr int kBarP = 1, kBarDs = 2, kBarDq = 3;
+  static_assert(kOffStage % kAtomBytes == 0 && kOffDs % kAtomBytes == 0 && kOffDq % kAtomBytes == 0,
+                "wgmma operands start on 1024-byte swizzle atoms");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+  static_assert(kStages == 2 && kBlockN == 64 && kHeadDim == 2 * 64, "the roles and panels below assume these");
+};
+
+// One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as fp16pair128).
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    flash_sm90_fp16pair128w2_bwd_kernel(const __grid_constant__ Fp16Pair128W2Params w2prm) {
+#if FB_PTX_SM90A
+  using Sp = Fp16PairBwdTraits;  // the split's constants and the stats' layout
+  const Fp16PairBwdParams& prm = w2prm.p;
+  extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair128w2_bwd_smem[];
+  const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair128w2_bwd_smem) + Tr::kAtomBytes - 1) &
+                             ~std::uint32_t(Tr::kAtomBytes - 1);
+  const std::uint32_t bar_kv = base + Tr::kOffBar;
+  auto bar_full = [&](int s) { return base + Tr::kOffBar + 8 * (1 + s); };
+  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
+  auto units = [](std::uint32_t bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+
+  const int tid = threadIdx.x;
+  const int wg = tid / Tr::kWgThreads;  // 0: S^T, P^T, dV, dQ^T panel 0; 1: dP^T, dS^T, dK, dQ^T panel 1
+  const int ctid = tid % Tr::kWgThreads;
+  const int warp = ctid / 32;
+  const int lane = ctid % 32;
+  const int g = lane / 4, t4 = lane % 4;
+  const int kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
+  const int kblk = int(blockIdx.x / unsigned(prm.kv_planes));
+  const int n0 = kblk * Tr::kBlockN;
+  const int q_bh0 = (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group;
+  const int steps = prm.q_tiles * prm.group;
+
+  if (tid == 0) {
+    // kv_full: one arrival (the expect_tx below) + kKVBytes; full[s]: one arrival + kStageBytes per tile.
+    ptx::mbar_init(bar_kv, 1);
+#pragma unroll
+    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
+    ptx::fence_mbar_init();
+  }
+  __syncthreads();
+
+  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages.
+  auto issue = [&](int it) {
+    const int s = it % Tr::kStages;
+    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
+    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
+    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
+  };
+  if (tid == 0) {
+    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
+    ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
+                   Tr::kKVBytes, bar_kv);
+    for (int it = 0; it < Tr::kStages && it < steps; ++it) issue(it);
+  }
+
+  // The scales: Q's and dO's per plane group from the stats pass (as fp16pair128), K's and V's per 64-key block from
+  // the K / V split, and dS's per block from the bound 2 max ||dO_i|| max ||V_j|| <= 2 sqrt(2) (dO's largest half-row
+  // norm) (the block's largest row norm of V) <= 4 x the product (a binade of headroom at most).
+  const unsigned* st = prm.stats + kv_bh * Sp::kStats;
+  const unsigned* kvst = w2prm.kvstats + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Fp16Pair128KvStats::kWords;
+  const int e_q = fp16pair_exponent(__uint_as_float(st[Sp::kStatQ]));
+  const int e_do = fp16pair_exponent(__uint_as_float(st[Sp::kStatDo]));
+  const int e_k = fp16pair_exponent(__uint_as_float(kvst[Fp16Pair128KvStats::kMaxK]));
+  const int e_v = fp16pair_exponent(__uint_as_float(kvst[Fp16Pair128KvStats::kMaxV]));
+  const int e_ds = fp16pair_exponent(4.f * __uint_as_float(st[Sp::kStatDoNorm]) *
+                                     __uint_as_float(kvst[Fp16Pair128KvStats::kVNorm]));
+  const float f_s = prm.scale_log2 * ldexpf(1.f, -(e_k + e_q));  // S^T's accumulators -> S log2(e) scale
+  const float f_dp = ldexpf(1.f, -(e_v + e_do));                 // dP^T's -> dP
+  const float s_p = ldexpf(1.f, Sp::kPExp);                      // P -> P s
+  const float s_ds = ldexpf(1.f, e_ds);                          // dS -> dS s
+  // This warpgroup's output: dV (P^T dO's unscaling) or dK (dS^T Q's, times the softmax scale).
+  const float f_out = wg == 0 ? ldexpf(1.f, -(Sp::kPExp + e_do)) : prm.scale * ldexpf(1.f, -(e_ds + e_q));
+  const float f_dq = prm.scale * ldexpf(1.f, -(e_ds + e_k));
+
+  const std::uint32_t kv_s = base + Tr::kOffKV;
+  const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
+  const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
+  const std::uint32_t ds_s = base + Tr::kOffDs;  // hi, then lo
+  const std::uint32_t dq_s = base + Tr::kOffDq;
+  const std::uint32_t px_s = base + Tr::kOffPx + std::uint32_t(ctid * 4);  // P^T's register i at word i x 128
+  const std::uint32_t tot_s = base + Tr::kOffTot + std::uint32_t(wg * Tr::kTotWgBytes + ctid * 4);
+  auto px_word = [&](int i) { return px_s + std::uint32_t(i * Tr::kWgThreads * 4); };
+  auto tot_word = [&](int i) { return tot_s + std::uint32_t(i * Tr::kWgThreads * 4); };
+  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
+  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
+  // S^T = K Q^T (warpgroup 0) or dP^T = V dO^T (1): A = K or V (hi, lo), K-major; B = the stage's Q or dO.
+  const std::uint64_t d_ahi = kmajor(wg == 0 ? k_hi : v_hi), d_alo = kmajor(wg == 0 ? k_lo : v_lo);
+  const std::uint32_t b_part = std::uint32_t(wg == 0 ? 0 : 2 * Tr::kQPartBytes);
+  // dV += P^T dO (0) or dK += dS^T Q (1): B = the stage's dO or Q, MN-major, N = d's two panels LBO apart.
+  const std::uint32_t j_part = std::uint32_t(wg == 0 ? 2 * Tr::kQPartBytes : 0);
+  // dQ^T's panel wg: A = panel wg of K (MN-major), B = dS (K-major).
+  const std::uint64_t d_kthi = mnmajor(k_hi + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo = mnmajor(k_lo + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+
+  // stmatrix (trans) of dS^T's packed registers into dS, as fp16pair128 (warpgroup 1's warps).
+  const int st_row = lane % 8, st_tile = lane / 8;
+  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
+                                             (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+
+  const int key_row = warp * 16 + g;  // this thread's first key among the block's 64
+  const bool need_mask = n0 + Tr::kBlockN > prm.seq_k;
+
+#pragma unroll
+  for (int i = 0; i < Tr::kAccRegs; ++i) ptx::st_shared_u32(tot_word(i), 0u);
+  float acc_hh[Tr::kAccRegs], acc_x[Tr::kAccRegs];  // dV or dK of the current chunk: hi * hi, cross terms
+
+  // Tile it's stage landed, this thread's LSE (warpgroup 0) or D (1) at queries 8 j + 2 t, + 1 loaded, and S^T (0) or
+  // dP^T (1) over d's 8 k16 steps (4 a panel) issued as one commit group: hi * hi and the cross terms apart.
+  float2 rowv[Tr::kBlockM / Tr::kMmaN];
+  float x_hh[Tr::kSRegs], x_x[Tr::kSRegs];
+  auto start_tile = [&](int it) {
+    const int stg = it % Tr::kStages;
+    ptx::mbar_wait(bar_full(stg), (it / Tr::kStages) & 1);
+    const float* src = (wg == 0 ? prm.lse : prm.dsum) + std::int64_t(q_bh0 + it / prm.q_tiles) * prm.seq_pad +
+                       (it % prm.q_tiles) * Tr::kBlockM + 2 * t4;
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
+    const std::uint32_t sq = stage(stg);
+    const std::uint64_t bhi = kmajor(sq + b_part), blo = kmajor(sq + b_part + Tr::kQPartBytes);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
+      const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
+      const std::uint64_t ua = units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
+      const std::uint64_t ub = units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
+      ptx::wgmma_ss<__half, Tr::kBlockM>(x_hh, d_ahi + ua, bhi + ub, kk > 0);
+      ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_ahi + ua, blo + ub, kk > 0);
+      ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_alo + ua, bhi + ub, 1);
+    }
+    ptx::wgmma_commit();
+  };
+
+  ptx::mbar_wait(bar_kv, 0);
+  if constexpr (Tr::kAhead) start_tile(0);  // steps >= 1 (seq_q >= 1)
+  for (int it = 0; it < steps; ++it) {
+    const int stg = it % Tr::kStages;
+    const int bh = q_bh0 + it / prm.q_tiles;
+    const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
+    const std::uint32_t sq = stage(stg);
+    if constexpr (!Tr::kAhead) start_tile(it);
+    ptx::wgmma_wait<0>();  // S^T / dP^T of tile it (kAhead: issued during tile it - 1, the only group in flight)
+    ptx::fence_operands(x_hh);
+    ptx::fence_operands(x_x);
+
+    // Warpgroup 0: P^T (0 for keys past seq_k), handed over, scaled and split. Warpgroup 1: dP^T - D, then (P^T
+    // received) dS^T = P^T o (dP^T - D), scaled, split and stored for dQ^T. Register i: key key_row + 8 ((i / 2) %
+    // 2), query 8 (i / 4) + 2 t + i % 2; the packed pair k = registers 2k, 2k + 1. The arithmetic is fp16pair128's.
+    std::uint32_t a_hi[Tr::kPRegs], a_lo[Tr::kPRegs];  // P^T (0) or dS^T (1): A of dV / dK
+    if (wg == 0) {
+#pragma unroll
+      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float pv[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = 4 * j + 2 * hf + e;
+            const float sv = fmaf(x_x[i], Sp::kLoWeight, x_hh[i]);
+            float p = ptx::exp2_approx(fmaf(sv, f_s, e == 0 ? -rowv[j].x : -rowv[j].y));
+            if (need_mask && n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
+            ptx::st_shared_u32(px_word(i), __float_as_uint(p));
+            pv[e] = p * s_p;
+          }
+          fp16pair_split2(pv[0], pv[1], a_hi[2 * j + hf], a_lo[2 * j + hf]);
+        }
+      }
+      ptx::named_bar_arrive(Tr::kBarP, Tr::kThreads);  // P^T (bar.arrive orders the stores before 1's reads)
+    } else {
+      float dpd[Tr::kSRegs];
+#pragma unroll
+      for (int i = 0; i < Tr::kSRegs; ++i)
+        dpd[i] = fmaf(x_x[i], Sp::kLoWeight, x_hh[i]) * f_dp - ((i % 2) == 0 ? rowv[i / 4].x : rowv[i / 4].y);
+      ptx::named_bar_sync(Tr::kBarP, Tr::kThreads);
+#pragma unroll
+      for (int k = 0; k < Tr::kPRegs; ++k) {
+        const float d0 = fp16pair_ld_shared_f32(px_word(2 * k)) * dpd[2 * k] * s_ds;
+        const float d1 = fp16pair_ld_shared_f32(px_word(2 * k + 1)) * dpd[2 * k + 1] * s_ds;
+        fp16pair_split2(d0, d1, a_hi[k], a_lo[k]);
+      }
+      // dS (queries x the block's 64 keys, K-major) for dQ^T's B.
+#pragma unroll
+      for (int x = 0; x < Tr::kPRegs / 4; ++x) {
+        const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
+        ptx::stmatrix_x4_trans(a, a_hi[4 * x], a_hi[4 * x + 1], a_hi[4 * x + 2], a_hi[4 * x + 3]);
+        ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, a_lo[4 * x], a_lo[4 * x + 1], a_lo[4 * x + 2], a_lo[4 * x + 3]);
+      }
+      ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+    }
+
+    // dV += P^T dO (0) or dK += dS^T Q (1), m64n128k16 RS, chained over kDkvChunkTiles tiles (the first of a
+    // chunk starts from zero); in the tensor core while warpgroup 1 computes dS (0) and under dQ^T.
+    const bool fresh = it % Tr::kDkvChunkTiles == 0;
+    {
+      const std::uint64_t bhi = mnmajor(sq + j_part, Tr::kQPanelBytes);
+      const std::uint64_t blo = mnmajor(sq + j_part + Tr::kQPartBytes, Tr::kQPanelBytes);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
+        const std::uint64_t u = units(kk * Tr::kMmaKRowsBytes);
+        const std::uint32_t ah[4] = {a_hi[4 * kk], a_hi[4 * kk + 1], a_hi[4 * kk + 2], a_hi[4 * kk + 3]};
+        const std::uint32_t al[4] = {a_lo[4 * kk], a_lo[4 * kk + 1], a_lo[4 * kk + 2], a_lo[4 * kk + 3]};
+        const std::uint32_t acc = (kk > 0 || !fresh) ? 1u : 0u;
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_hh, ah, bhi + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_x, ah, blo + u, acc);
+        ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_x, al, bhi + u, 1u);
+      }
+      ptx::wgmma_commit();
+    }
+
+    // Every thread of warpgroup 1 has stored (and fenced) its dS, and thread 0's previous reduction has read the dQ
+    // staging (a no-op wait for the other threads, none of which has bulk groups).
+    ptx::bulk_wait_group_read_all();
+    ptx::named_bar_sync(Tr::kBarDs, Tr::kThreads);
+
+    // dQ^T's panel wg = K^T dS^T over the block's 64 keys.
+    float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
+      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
+      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
+    }
+    ptx::wgmma_commit();
+    // dV / dK and dQ^T complete: this tile's stage, dS and a_hi / a_lo are free. kAhead: tile it + 1's S^T / dP^T
+    // issued first (its stage waited for; a third commit group, reading stage (it + 1) % 2, K / V and writing x_hh /
+    // x_x only, all of them dead until the next iteration's wait), and only the two older groups waited for.
+    if constexpr (Tr::kAhead) {
+      if (it + 1 < steps) {
+        start_tile(it + 1);
+        ptx::wgmma_wait<1>();
+      } else {
+        ptx::wgmma_wait<0>();
+      }
+    } else {
+      ptx::wgmma_wait<0>();
+    }
+    ptx::fence_operands(acc_hh);
+    ptx::fence_operands(acc_x);
+    ptx::fence_operands(dq_hh);
+    ptx::fence_operands(dq_x);
+    ptx::fence_operands(a_hi);
+    ptx::fence_operands(a_lo);
+    // A chunk done (or the last tile): hi * hi + 2^-11 cross terms into this thread's fp32 totals.
+    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == steps) {
+#pragma unroll
+      for (int i = 0; i < Tr::kAccRegs; ++i)
+        ptx::st_shared_u32(tot_word(i), __float_as_uint(fp16pair_ld_shared_f32(tot_word(i)) +
+                                                        fmaf(acc_x[i], Sp::kLoWeight, acc_hh[i])));
+    }
+
+    // dQ's panel (register i: column 64 wg + 16 warp + g + 8 ((i / 2) % 2) of d, query 8 (i / 4) + 2 t + i % 2)
+    // scaled into the staging rows (row-major, 128 floats a query), then one bulk reduction of the valid rows.
+#pragma unroll
+    for (int i = 0; i < Tr::kDqRegs; ++i) {
+      const int col = 64 * wg + warp * 16 + g + 8 * ((i / 2) % 2);
+      const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
+      ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
+                         __float_as_uint(fmaf(dq_x[i], Sp::kLoWeight, dq_hh[i]) * f_dq));
+    }
+    ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
+    // Every thread has written its staging and completed every wgmma of this tile (its stage, dS and P^T's words
+    // were last read before here; kAhead: the one group still in flight reads stage (it + 1) % 2, not stage it % 2).
+    ptx::named_bar_sync(Tr::kBarDq, Tr::kThreads);
+    if (tid == 0) {
+      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
+      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
+                               std::uint32_t(rows * Tr::kHeadDim * 4));
+      ptx::bulk_commit_group();
+      if (it + Tr::kStages < steps) issue(it + Tr::kStages);  // stage it % 2: every read of it done (above)
+    }
+  }
+  // The last reduction must have read its staging rows before the block's shared memory goes.
+  ptx::bulk_wait_group_all();
+
+  // dV (warpgroup 0) or dK (1) of this thread's keys from its totals: register i is key key_row + 8 ((i / 2) % 2),
+  // column 8 (i / 4) + 2 t + i % 2.
+  float* const out = wg == 0 ? prm.dv : prm.dk;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int key = n0 + key_row + 8 * hf;
+    if (key >= prm.seq_k) continue;
+    const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
+#pragma unroll
+    for (int j = 0; j < Tr::kAccRegs / 4; ++j) {
+      const int i = 4 * j + 2 * hf;
+      *reinterpret_cast<float2*>(out + row + j * Tr::kMmaN + 2 * t4) =
+          make_float2(fp16pair_ld_shared_f32(tot_word(i)) * f_out, fp16pair_ld_shared_f32(tot_word(i + 1)) * f_out);
     }
   }
 #else

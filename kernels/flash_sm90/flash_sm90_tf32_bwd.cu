@@ -112,7 +112,13 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             dV / dK as four m64n64 jobs a tile with fp32 totals in shared memory; session 21's call A: 1.34-1.58x
 //             the 3xTF32 kernel, 1.59-1.93x naive, every row verified: docs/perf-notes.md "Session 20, prepared for
 //             session 21: fp16pair at d = 128")
-enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128 };
+//   fp16pair128w2  d = 128 non-causal 3x: fp16pair128's pre-pass and workspace, the kernel with two warpgroups sharing
+//             the block's 64 keys by role (flash_sm90_fp16pair128w2_bwd_kernel: 0 S^T / P / dV, 1 dP^T / dS / dK, dQ^T
+//             by d's panels; session 21, prepared, unmeasured: docs/perf-notes.md "Session 21: fp16pair128w2"); every
+//             other launch as the default
+//   fp16pair128w2a  as fp16pair128w2, each warpgroup issuing the next tile's S^T / dP^T before this tile's totals, dQ
+//             staging and reduction (kAhead; same section)
+enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a };
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -123,8 +129,11 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair") return Tf32BwdProbe::fp16pair;
     if (s == "tf32pair") return Tf32BwdProbe::tf32pair;
     if (s == "fp16pair128") return Tf32BwdProbe::fp16pair128;
+    if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
+    if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128; unset or "
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, "
+                                "fp16pair128w2a; unset or "
                                 "default for the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in "
                                 "session 13, dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
@@ -162,8 +171,9 @@ template <typename Tr> std::size_t fp16pair_workspace_bytes(const AttentionParam
 
 // The stats pre-pass of both kernels: zeroed, then max |x| per plane (and dO's, V's largest row norms) of Q, dO, K, V,
 // read as rows of 64 (at d = 128 a [planes, seq, 128] tensor is [planes, 2 seq, 64]: max |x| is the same, the row
-// norms are of 64-column halves, which the d = 128 kernel's dS bound takes into account).
-void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stream) {
+// norms are of 64-column halves, which the d = 128 kernel's dS bound takes into account). with_kv = false: Q and dO only
+// (the w2 kernels take K's and V's per key block from their split).
+void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stream, bool with_kv = true) {
   using Sp = Fp16PairTr;  // the stats' layout
   const int halves = p.head_dim / 64;
   const int q_planes = p.batch * p.heads;
@@ -178,6 +188,10 @@ void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stre
                                                                          q_rows, group, stats, Sp::kStatQ, -1);
   fp16pair_stats_kernel<<<stats_grid(q_rows, q_planes), 256, 0, stream>>>(
       static_cast<const float*>(p.dout), q_planes, q_rows, group, stats, Sp::kStatDo, Sp::kStatDoNorm);
+  if (!with_kv) {
+    FB_CUDA_CHECK_LAUNCH();
+    return;
+  }
   fp16pair_stats_kernel<<<stats_grid(k_rows, kv_planes), 256, 0, stream>>>(static_cast<const float*>(p.k), kv_planes,
                                                                           k_rows, 1, stats, Sp::kStatK, -1);
   fp16pair_stats_kernel<<<stats_grid(k_rows, kv_planes), 256, 0, stream>>>(
@@ -187,10 +201,8 @@ void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stre
 
 // The fp16-pair main kernel's launch (d = 64 and fp16pair128 alike): one block per (key block, K/V plane), its
 // parameters from the pass and the pre-pass's workspace pieces.
-template <typename Tr>
-void launch_fp16pair_main(void (*kernel)(Fp16PairBwdParams), const AttentionParams& p, unsigned char* qd,
-                          unsigned char* kv, unsigned* stats, const float* lse_pad, const float* d_pad, int q_tiles,
-                          int k_blocks, cudaStream_t stream) {
+Fp16PairBwdParams fp16pair_params(const AttentionParams& p, unsigned char* qd, unsigned char* kv, unsigned* stats,
+                                  const float* lse_pad, const float* d_pad, int q_tiles, int k_blocks) {
   const int kv_planes = p.batch * p.kv_heads;
   Fp16PairBwdParams prm{};
   prm.qd = qd;
@@ -212,9 +224,20 @@ void launch_fp16pair_main(void (*kernel)(Fp16PairBwdParams), const AttentionPara
   prm.k_blocks = k_blocks;
   prm.scale_log2 = float(p.scale * kLog2e);
   prm.scale = float(p.scale);
+  return prm;
+}
+template <typename Tr, typename Params>
+void launch_fp16pair_kernel(void (*kernel)(Params), const Params& prm, int blocks, cudaStream_t stream) {
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
-  kernel<<<unsigned(std::int64_t(k_blocks) * kv_planes), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
+  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
+}
+template <typename Tr>
+void launch_fp16pair_main(void (*kernel)(Fp16PairBwdParams), const AttentionParams& p, unsigned char* qd,
+                          unsigned char* kv, unsigned* stats, const float* lse_pad, const float* d_pad, int q_tiles,
+                          int k_blocks, cudaStream_t stream) {
+  launch_fp16pair_kernel<Tr>(kernel, fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks),
+                             k_blocks * p.batch * p.kv_heads, stream);
 }
 
 void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
@@ -250,8 +273,20 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                            stream);
 }
 
-// ---- fp16pair128 (d = 128 non-causal, 3x only; the default there since session 21's call A, `tf32pair` opts out) ----
+// ---- fp16pair128 (d = 128 non-causal, 3x only; the default there since session 21's call A, `tf32pair` opts out) and
+// fp16pair128w2(a) (under their words): one pre-pass and workspace ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
+using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
+using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
+
+bool fp16pair128w2_word() {
+  return tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2 || tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a;
+}
+// The w2 kernels' per-block K / V stats, after fp16pair128's workspace pieces.
+std::size_t fp16pair128w2_kvstats_bytes(const AttentionParams& p) {
+  return align_up(std::size_t(p.batch) * p.kv_heads * fp16pair_k_blocks<Fp16Pair128Tr>(p) * Fp16Pair128KvStats::kWords *
+                  sizeof(unsigned));
+}
 
 bool fp16pair128_applies(const AttentionParams& p, bool split) {
   return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() != Tf32BwdProbe::tf32pair;
@@ -276,7 +311,8 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
   const auto* dout = static_cast<const float*>(p.dout);
   const auto* k = static_cast<const float*>(p.k);
   const auto* v = static_cast<const float*>(p.v);
-  fp16pair_stats(p, stats, stream);
+  const bool w2 = fp16pair128w2_word();
+  fp16pair_stats(p, stats, stream, /*with_kv=*/!w2);
   auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
   const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 16;
   const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 16;
@@ -284,6 +320,21 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                     group, stats, Sp::kStatQ, qd);
   fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(dout, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 2,
                                                                     group, stats, Sp::kStatDo, qd);
+  if (w2) {
+    // K and V with scales per 64-key block (their stats from the same read), then the two-warpgroup kernel.
+    auto* kvstats = reinterpret_cast<unsigned*>(kv + fp16pair_kv_bytes<Tr>(p));
+    if (kv_planes > 65535)
+      throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128w2): batch * kv_heads exceeds 65535");
+    fp16pair128_kvsplit_kernel<<<dim3(unsigned(k_blocks), unsigned(kv_planes)), 256, 0, stream>>>(k, v, p.seq_k,
+                                                                                                 k_blocks, kvstats, kv);
+    FB_CUDA_CHECK_LAUNCH();
+    const Fp16Pair128W2Params prm{fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks), kvstats};
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a)
+      return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
+                                                      k_blocks * kv_planes, stream);
+    return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
+                                                   k_blocks * kv_planes, stream);
+  }
   fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(k, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 0,
                                                                      1, stats, Sp::kStatK, kv);
   fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(v, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 2,
@@ -332,9 +383,10 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
-  // fp16pair (d = 64) and fp16pair128 (d = 128): + their stats and split Q, dO, K, V (as many bytes as the four fp32
+  // fp16pair (d = 64) and fp16pair128 / fp16pair128w2(a) (d = 128): + their stats and split Q, dO, K, V (as many bytes as the four fp32
   // tensors, padded to tiles).
-  if (fp16pair128_applies(p, true)) return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p);
+  if (fp16pair128_applies(p, true))
+    return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p) + (fp16pair128w2_word() ? fp16pair128w2_kvstats_bytes(p) : 0);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
 }
 
