@@ -32,7 +32,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 fb="$build/flashbench"
 tests="$build/tests/flashbench_gpu_tests"
-budget=60
+budget=${BUDGET:-60}
 t0=$SECONDS
 summary=()
 step_rc=0
