@@ -5,7 +5,7 @@
 # their pre-registered rules (docs/perf-notes.md), every GPU test with the defaults, then (one machine start fewer)
 # the sweeps a shipped word changes, run under that word beside the peers: the fp32 sweep if job2-fp32 names a new
 # default; the bf16 / fp16 issue-13 grids and the d = 128 GQA grid if job2-sm90bwd says SHIPS.
-R=$OUT/C; mkdir -p $R; export DEADLINE=${DEADLINE:-560}
+R=$OUT/C; mkdir -p $R; export DEADLINE=${DEADLINE:-580}
 set -uo pipefail
 t0=$SECONDS
 left() { echo $(( DEADLINE - (SECONDS - t0) )); }
