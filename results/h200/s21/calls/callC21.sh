@@ -5,7 +5,7 @@
 # their pre-registered rules (docs/perf-notes.md), every GPU test with the defaults, then (one machine start fewer)
 # the sweeps a shipped word changes, run under that word beside the peers: the fp32 sweep if job2-fp32 names a new
 # default; the bf16 / fp16 issue-13 grids and the d = 128 GQA grid if job2-sm90bwd says SHIPS.
-R=$OUT/C; mkdir -p $R; export DEADLINE=${DEADLINE:-580}
+R=$OUT/C; mkdir -p $R; export DEADLINE=${DEADLINE:-540}
 set -uo pipefail
 t0=$SECONDS
 left() { echo $(( DEADLINE - (SECONDS - t0) )); }
@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --fo
 S=results/h200/s21/calls
 TAILN=45 step fp32 96 env OUTDIR=$R/fp32 bash $S/job2-fp32.sh
 TAILN=45 step sm90bwd 88 env BUDGET=82 OUTDIR=$R/sm90bwd bash $S/job2-sm90bwd.sh
-TAILN=6 step gputests 120 $B/tests/flashbench_gpu_tests
+TAILN=6 step gputests 95 $B/tests/flashbench_gpu_tests
 grep -E "test cases|assertions|FAILED" $R/gputests.log | tail -3
 fb=$B/flashbench
 w=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('new_default') or '')" $R/fp32/summary.json 2>/dev/null)
