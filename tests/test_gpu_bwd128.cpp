@@ -10,9 +10,7 @@
 // the launcher's model runs the 2 x 16-head causal case as 7 of its 9 key tiles
 // in plane groups and the rest over all planes (both branches of the order); FB_SM90_BWD_GROUPED=T forces T,
 // and FB_SM90_BWD128=kgroup runs session 12's order (every key tile grouped). gpu_main.cpp skips them without
-// a device; off Hopper flash-sm90 says why. FB_SM90_BWD128=edges (session 21's probe) runs every case without a head
-// split with the dK/dV epilogue not waiting for the last dQ reduction and the next block's K/V prefetched into L2 (the
-// many-short-blocks case below is for it).
+// a device; off Hopper flash-sm90 says why.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -84,11 +82,8 @@ std::vector<Case> hdim128_odd_cases() {
   return cases;
 }
 
-// Many short blocks, more than an H200 has SMs (session 21's probe FB_SM90_BWD128=edges, docs/perf-notes.md): under it a
-// block's dK/dV epilogue no longer waits for its last dQ reductions to complete (the dQ convert then reads what blocks
-// that exited with reductions in flight added), dV is staged in the last step's ring stage (both consumers must be done
-// with it), and each block half way through its steps prefetches the K and V of block blockIdx.x + SMs into L2. Blocks
-// of 1-5 steps: 80-query non-causal (300 x 300: 384 blocks of 4 steps; 129 x 1000: 320 blocks of 2 steps, a partial
+// Many short blocks, more than an H200 has SMs (written in session 21 for the `edges` probe, measured and removed;
+// docs/perf-notes.md): every block's epilogue and dQ reductions overlap other blocks' steps. Blocks of 1-5 steps: 80-query non-causal (300 x 300: 384 blocks of 4 steps; 129 x 1000: 320 blocks of 2 steps, a partial
 // last key tile), the 64-query causal kernel in the key-tail order (520 x 520: 200 blocks), and causal seq_q > seq_k
 // (700 x 260: 144 blocks, 440 query rows that see no key, so their dQ rows must be exactly 0).
 std::vector<Case> hdim128_short_block_cases() {
@@ -155,6 +150,6 @@ TEST_CASE("head dim 128, non-causal shapes no config names (odd key tiles, seq_q
   verify_cases(hdim128_odd_cases());
 }
 
-TEST_CASE("head dim 128, many short blocks (more than the SMs; session 21's edges probe) verify", "[gpu][bwd128]") {
+TEST_CASE("head dim 128, many short blocks (more than the SMs) verify", "[gpu][bwd128]") {
   verify_cases(hdim128_short_block_cases());
 }

@@ -97,20 +97,16 @@ constexpr int kBwd128NoPlaneMajor = 1 << 26;
 // descending priority) ran in session 21's call A: 1.005x over its six target rows, under its 1.015x rule, with the
 // causal N = 1k and fp16 N = 512 rows below the default (0.988x, 0.986x); removed (code in the history, commit 071e5bb;
 // docs/perf-notes.md "Session 20, prepared for session 21: pipe2").
-// FB_SM90_BWD128=edges (a host code; session 21's probe, unmeasured): the default's kernel for every pass without a
-// head split (its choice of 64 or 80 queries, mask and order) with two traits bits added, both at the edges of a
-// block: kBwd128Tail (no wait for the last dQ reduction's completion before the dK/dV epilogue; dV staged in the last
-// step's ring stage) and kBwd128KvPrefetch (half way through its steps the producer prefetches into L2 the K and V of
-// block blockIdx.x + SMs, the block that starts about when this one ends). Head splits, d = 64 and 256: the default.
-constexpr int kBwd128Edges = 1 << 28;
-constexpr int kBwd128EdgeBits = kBwd128Tail | kBwd128KvPrefetch;
+// Session 21's edges (session 9's tail on the 80-query and key-tail kernels, the next block's K/V prefetched into L2)
+// ran in session 21's call C: 1.003x over its eight target rows, under its 1.008x rule, two rows below 0.995; removed
+// (code in the history, branch sm90bwds21 at 74d2586; docs/perf-notes.md "Session 21: the block's edges").
 
 // FB_SM90_BWD128 picks a d = 128 variant for A/B runs (flash_sm90_bwd_traits.h): q64 (the 64-query
 // kernel on every pass, head splits too: session 11's default under a causal mask and session 10's
 // without), q80c (above), direct (session 7's kernel, dK/dV stored straight from the accumulators),
 // tail, poly (session 9's probes), mbranch (session 11's); the last four run the 64-query kernel and
-// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, edges (above). Unset, empty, `default` or
-// `pmajor`: the default (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
+// no head split; kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor (above). Unset, empty, `default` or `pmajor`:
+// the default (q80_kernel() below; causal passes without a head split in the key-tail order, kBwd128KeyTail,
 // key_tail_order() and grouped_key_tiles() below; non-causal passes plane-major, plane_major() below). Any other word
 // is refused, removed ones included (an A/B under a removed word would time the default and read as "level").
 int bwd128_variant() {
@@ -130,34 +126,32 @@ int bwd128_variant() {
     if (s == "splitmost") return kBwd128SplitMost;
     if (s == "unit1h") return kBwd128Unit1h;
     if (s == "nopmajor") return kBwd128NoPlaneMajor;
-    if (s == "edges") return kBwd128Edges;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, edges; unset, "
-                                "default or pmajor for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor; unset, default "
+                                "or pmajor for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
-                                "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 in session 21: "
+                                "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 and edges in session 21: "
                                 "docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor and edges: the default's choice of kernels (the
-// others change the causal order only, splitflat, splitmost and unit1h the head split's number of subsets, nopmajor
-// the non-causal order; edges adds kBwd128EdgeBits to the kernel).
+// The default, kgroup, ktailmha, splitflat, splitmost, unit1h and nopmajor: the default's choice of kernels (the others
+// change the causal order only, splitflat, splitmost and unit1h the head split's number of subsets, nopmajor the
+// non-causal order).
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor || v == kBwd128Edges;
+         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
 }
 
 // The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; nopmajor:
-// only the non-causal order; edges: the same order).
+// only the non-causal order).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor ||
-         v == kBwd128Edges;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -222,19 +216,6 @@ bool key_tail_order(const AttentionParams& p) {
   return v == kBwd128KeyTailMha && p.group() == 1;
 }
 
-// The default's d = 128 kernel choice (no head split) with kExtra's bits added (0: the default; kBwd128EdgeBits:
-// edges). q80: q80_kernel(p), causal: the pass's mask, key_tail: key_tail_order(p).
-template <typename Elem, int kExtra, typename F> auto with_default_128(bool q80, bool causal, bool key_tail, F&& f) {
-  if (key_tail) {  // a head split runs the split kernels (with_split_traits)
-    // grouped_key_tiles() may keep every key tile grouped (session 12's order).
-    if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail | kExtra>{});
-    return f(BwdTraits<Elem, 128, kBwd128KeyTail | kExtra>{});
-  }
-  if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kExtra>{});
-  if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kExtra>{});
-  return f(BwdTraits<Elem, 128, kExtra>{});
-}
-
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
 // pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
 template <typename Elem, typename F>
@@ -252,8 +233,15 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
         case kBwd128Tail: return f(BwdTraits<Elem, 128, kBwd128Tail>{});
         case kBwd128Poly: return f(BwdTraits<Elem, 128, kBwd128Poly>{});
         case kBwd128MaskBranch: return f(BwdTraits<Elem, 128, kBwd128MaskBranch>{});
-        case kBwd128Edges: return with_default_128<Elem, kBwd128EdgeBits>(q80, causal, key_tail, f);
-        default: return with_default_128<Elem, 0>(q80, causal, key_tail, f);  // q64, q80c, kgroup too
+        default:  // q64, q80c, kgroup too
+          if (key_tail) {  // a head split runs the split kernels (with_split_traits)
+            // grouped_key_tiles() may keep every key tile grouped (session 12's order).
+            if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail>{});
+            return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
+          }
+          if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
+          if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
+          return f(BwdTraits<Elem, 128>{});
       }
     case 256: return f(BwdTraits<Elem, 256>{});
     default: break;
@@ -748,8 +736,6 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   if constexpr (Tr::kKeyTail)
     prm.grouped_tiles = grouped_key_tiles(p, prm.key_tiles, prm.kv_planes, prm.plane_group, Tr::kBlockN,
                                           Tr::kBlockM, prm.group);
-  // edges: one block an SM (226 KB of shared memory), so block b + SMs starts about when block b ends.
-  if constexpr (Tr::kKvPrefetch) prm.kv_prefetch_ahead = current_sm_count();
 
   const auto kernel = flash_sm90_bwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -50,8 +50,6 @@ struct BwdParams {
   // Key tail order (kKeyTail, flash_sm90_bwd_traits.h): key tiles [0, grouped_tiles) in plane groups, the
   // rest over all planes. In the padding of the 640-byte block: no other variant's parameters move.
   int grouped_tiles;
-  // K/V prefetch (kKvPrefetch): block b prefetches block b + kv_prefetch_ahead's K and V into L2. In the padding.
-  int kv_prefetch_ahead;
 };
 static_assert(sizeof(BwdParams) == 640, "the parameter block keeps its size (the default kernels' PTX)");
 
@@ -197,20 +195,6 @@ __device__ __forceinline__ void bwd_produce_kv(const BwdParams& prm, const BwdSm
   }
 }
 
-// kKvPrefetch: the K and V tile of w into L2 (no shared memory, no barrier: a hint the TMA unit may drop).
-template <typename Tr>
-__device__ __forceinline__ void bwd_prefetch_kv(const BwdParams& prm, const BwdWork& w) {
-#pragma unroll
-  for (int c = 0; c < Tr::kChunks; ++c) {
-    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(&prm.tm_k),
-                 "r"(c * Tr::kChunkElems), "r"(w.n0), "r"(kv_plane<Tr>(prm, w))
-                 : "memory");
-    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(&prm.tm_v),
-                 "r"(c * Tr::kChunkElems), "r"(w.n0), "r"(kv_plane<Tr>(prm, w))
-                 : "memory");
-  }
-}
-
 // Q, dO, LSE and D of step `it` of w into ring slot g (g = it unless persistent: the block's steps
 // counted over its tiles).
 template <typename Tr>
@@ -247,17 +231,7 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_do);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
-  if constexpr (Tr::kKvPrefetch) {
-    // Half way through the steps, the K and V of the block that should start about when this one ends: blocks
-    // of one grid start in index order, one an SM, so block b + (SMs) takes the SM the b-th oldest block frees.
-    bwd_produce_kv<Tr>(prm, sm, bars, w0);
-    const unsigned next = blockIdx.x + unsigned(prm.kv_prefetch_ahead);
-    const int at = next < gridDim.x ? w0.steps / 2 : -1;
-    for (int it = 0; it < w0.steps; ++it) {
-      bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
-      if (it == at) bwd_prefetch_kv<Tr>(prm, bwd_work<Tr>(prm, next));
-    }
-  } else if constexpr (!Tr::kPersistent) {
+  if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
@@ -508,23 +482,6 @@ template <typename Tr> struct DkvRowStore {
     copy_out(buf_k, gdk);
     copy_out(buf_v, gdv);
   }
-  // kTail (one block per tile): dK to ring stage free_st (as via_ring), dV to the last step's stage last_st once
-  // both consumers are done with its Q and dO (each waited for its last dK and dV): no wait for the last dQ
-  // reduction's completion on this path; only for its read of the dQ buffer before the block's exit.
-  __device__ __forceinline__ void via_ring_tail(const BwdSmem<Tr>& sm, int cw, int free_st, int last_st,
-                                                const float (&dk)[Tr::kDkvRegs],
-                                                const float (&dv)[Tr::kDkvRegs], float scale, Elem* gdk,
-                                                Elem* gdv) const {
-    const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
-    const std::uint32_t buf_v = cw == 0 ? sm.q(last_st) : sm.dout(last_st);
-    stage(buf_k, dk, scale);
-    ptx::named_bar_sync(Tr::kBarDs0, Tr::kBarDsThreads);  // both consumers: the last stage is free
-    stage(buf_v, dv, 1.f);
-    ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
-    copy_out(buf_k, gdk);
-    copy_out(buf_v, gdv);
-    if (ctid == 0) ptx::bulk_wait_group_read_all();  // the shared memory outlives its last read
-  }
 };
 
 // Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64). g0: ring slot of the tile's first step,
@@ -695,8 +652,20 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
       out.copy_out(buf_v, gdv);
       // The next write of the buffer (send_dq_block) syncs the warpgroup before it.
     } else if constexpr (Tr::kTail) {
-      out.via_ring_tail(sm, cw, (g0 + w.steps) % Tr::kStages, (g0 + w.steps - 1) % Tr::kStages, dk, dv,
-                        prm.scale, gdk, gdv);
+      // dK to the stage the next step would have used, dV to the last step's once both consumers
+      // are done with its Q and dO (their last dK and dV waited above): no wait for the last dQ
+      // reduction on this path; only its read of the dQ buffer before the block's exit.
+      const int free_st = (g0 + w.steps) % Tr::kStages;
+      const int last_st = (g0 + w.steps - 1) % Tr::kStages;
+      const std::uint32_t buf_k = cw == 0 ? sm.q(free_st) : sm.dout(free_st);
+      const std::uint32_t buf_v = cw == 0 ? sm.q(last_st) : sm.dout(last_st);
+      out.stage(buf_k, dk, prm.scale);
+      ptx::named_bar_sync(Tr::kBarDs0, Tr::kBarDsThreads);  // both consumers: the last stage is free
+      out.stage(buf_v, dv, 1.f);
+      ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
+      out.copy_out(buf_k, gdk);
+      out.copy_out(buf_v, gdv);
+      if (ctid == 0) ptx::bulk_wait_group_read_all();  // the shared memory outlives its last read
     } else {
       out.via_ring(sm, cw, (g0 + w.steps) % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
     }
@@ -861,18 +830,14 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     send_dkv_partials<Tr>(prm, sm, bwd_work<Tr>(prm, blockIdx.x), cw, ctid, wg_key0, dk, dv);
     return;
   }
-  if constexpr (!Tr::kTail)
-    if (ctid == 0) ptx::bulk_wait_group_all();
+  if (ctid == 0) ptx::bulk_wait_group_all();
 
   // dK (times the softmax scale) and dV staged as whole rows, as bwd_consume's staged epilogue.
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
   const int key_row = warp * Tr::kWarpKeys + lane / 4;
   const DkvRowStore<Tr> out{w, ctid, key_row, col_lane, wg_key0, seq_k};
-  if constexpr (Tr::kTail)  // kBwd128Tail (session 21's edges): no wait for the last dQ reduction's completion
-    out.via_ring_tail(sm, cw, w.steps % Tr::kStages, (w.steps - 1) % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
-  else
-    out.via_ring(sm, cw, w.steps % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
+  out.via_ring(sm, cw, w.steps % Tr::kStages, dk, dv, prm.scale, gdk, gdv);
 }
 
 // Split head (d = 256, see flash_sm90_bwd_traits.h): both consumers on the block's 64 keys.

@@ -147,17 +147,9 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 16: qtail at d = 64, the persistent kernel's last partial round of work tiles
 //   split along the queries into parts with fp32 dK/dV partials; pooled over calls A and B +0.8 to +2.8% on the split
 //   rows, -0.4% with halves, while identical-kernel controls in the same call read 0.988-1.024: the rule was not met.)
-//   Session 21 at d = 128 (FB_SM90_BWD128=edges, a probe: the default's kernels with two bits added, passes
-//   without a head split; docs/perf-notes.md, "Session 21: the block's edges"):
-//   kBwd128Tail         (above) also on the 80-query and key-tail kernels: dV staged in the last step's ring stage,
-//                       no wait for the last dQ reduction's completion before the dK/dV epilogue.
-//   kBwd128KvPrefetch   the producer, half way through its block's steps, prefetches into L2 the K and V tile of
-//                       block blockIdx.x + BwdParams::kv_prefetch_ahead (the launcher: the SM count), the block that
-//                       starts about when this one ends, so that its first S^T waits for L2, not DRAM.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
-              kBwd128KvPrefetch = 1 << 18;
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -190,8 +182,6 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kQ80 = kHeadDim == 128 && (kVariant64 & kBwd128Q80) != 0;
   // The 80-query kernel with the causal mask's compares (the non-causal Q80 kernel has none).
   static constexpr bool kQ80Mask = kQ80 && (kVariant64 & kBwd128Q80Mask) != 0;
-  // The next block's K and V prefetched into L2 (kBwd128KvPrefetch above; one block per tile).
-  static constexpr bool kKvPrefetch = (kBits128 & kBwd128KvPrefetch) != 0;
   // Key tiles in plane groups, then the short ones over all planes (kBwd128KeyTail above).
   // The head split's units too (d = 128), in the order of its virtual planes (flash_sm90_bwd_kernel.cuh).
   static constexpr bool kKeyTail =
@@ -306,16 +296,12 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(kDqCols == kChunkElems, "a consumer's dQ columns are one 64-column chunk of K");
   static_assert(kQ80 || kBlockM % kChunkElems == 0, "a dS^T row is whole 128-byte swizzled chunks");
   static_assert(!kQ80 || (kBlockN == kConsumerWgs * kChunkElems && kSplitDq && (kEpiSmem || kHeadSplit) &&
-                          !kMaskBranch && kExp2PolyEighths == 0),
+                          !kTail && !kMaskBranch && kExp2PolyEighths == 0),
                 "Q80: a dS row is one 64-key chunk per consumer; the staged epilogue (or the head "
-                "split's partial sums); not with session 9 and 11's probes but tail");
-  static_assert(!kQ80 || !kTail || kQBytes >= kWgKeys * kHeadDim * int(sizeof(Elem)),
-                "Q80 tail: a consumer's dK and dV each fit a ring stage's Q or dO");
-  static_assert(!kKvPrefetch || (!kPersistent && !kHeadSplit && kHeadDim == 128),
-                "the K/V prefetch: one block per tile (the next block is blockIdx.x + ahead)");
+                "split's partial sums); alone");
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
-  static_assert(!kKeyTail || (!kPersistent && !kMaskBranch && kExp2PolyEighths == 0),
-                "the key-tile tail order: one block per tile, not with session 9-11's probes but tail");
+  static_assert(!kKeyTail || (!kPersistent && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
+                "the key-tile tail order: one block per tile, not with session 9-11's probes");
   static_assert(!kHeadSplit || kDkvBlockBytes <= kDqWgBytes, "dK, dV partial blocks stage in the dQ buffer");
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqTileRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
@@ -325,7 +311,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
-                                                         kBwd128KeyTail | kBwd128KvPrefetch)) == 0)),
+                                                         kBwd128KeyTail)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");

@@ -26,11 +26,11 @@
 //                                 K-major, stored by the warpgroup)
 // dQ (this warpgroup's 64 keys' part) staged in shared memory as 32 rows of dq and added by one bulk
 // reduction (cp.reduce.async.bulk .add.f32) into p.dq (zeroed by the pre-pass).
-// At the end of this file: the d = 128 form (the d = 128 non-causal default since session 21's call A; prepared in
-// session 20): flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs.
-// After it, the session-21 two-warpgroup form (FB_SM90_FP32_BWD_PROBE=fp16pair128w2 / fp16pair128w2a, prepared,
-// unmeasured): flash_sm90_fp16pair128w2_bwd_kernel, the block's 64 keys shared by role (0: S^T / P / dV, 1: dP^T / dS /
-// dK, dQ^T by d's panels), K / V scaled per 64-key block by fp16pair128_kvsplit_kernel.
+// At the end of this file: the d = 128 forms. flash_sm90_fp16pair128_bwd_kernel (session 20; FB_SM90_FP32_BWD_PROBE=
+// fp16pair128), one warpgroup of 64 keys a block, dV / dK as four m64n64 jobs; after it the two-warpgroup form (session
+// 21; its kAhead instance, fp16pair128w2a, the d = 128 non-causal default since session 21's call C):
+// flash_sm90_fp16pair128w2_bwd_kernel, the block's 64 keys shared by role (0: S^T / P / dV, 1: dP^T / dS / dK, dQ^T by
+// d's panels), K / V scaled per 64-key block by fp16pair128_kvsplit_kernel.
 #pragma once
 
 #include <cstdint>
@@ -548,7 +548,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
 #endif
 }
 
-// ---- d = 128: fp16pair128 (the d = 128 non-causal default since session 21's call A; prepared in session 20) ----
+// ---- d = 128: fp16pair128 (session 20; the d = 128 non-causal default between session 21's calls A and C) ----
 // The d = 64 kernel's split, scales and GEMM forms at d = 128 (docs/perf-notes.md, "Session 20, prepared for session
 // 21: fp16pair at d = 128"). d = 128 is held as two 64-column panels of 128-byte swizzled rows (panel p: columns
 // 64 p ..). dV and dK at d = 128 are m64n128 per warpgroup, 64 registers per accumulator and 256 with hi * hi and the
@@ -969,7 +969,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 }
 
 
-// ---- d = 128, two warpgroups: FB_SM90_FP32_BWD_PROBE=fp16pair128w2 (session 21, prepared; unmeasured) ----
+// ---- d = 128, two warpgroups: fp16pair128w2a (kAhead; the default since session 21's call C) and fp16pair128w2 ----
 // The w2 kernels' K / V pre-pass: scales per 64-key block instead of per plane (a block's work sees one K / V block, so
 // every contraction that involves K, V or dS -- S^T and dP^T over d, dQ^T over the block's keys, dK over queries with
 // dS's scale -- has its scale constant), computed where the block is split: one read of K and V, no stats pass over

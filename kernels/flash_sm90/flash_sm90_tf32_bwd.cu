@@ -107,17 +107,19 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             backward (flash_sm90_fp16pair_bwd_kernel.cuh; issue 15; call B: 1.25-1.47x the 3xTF32 kernel, 2.24-2.77x
 //             naive, every row verified): a pre-pass splits Q, dO, K, V into scaled fp16 hi / lo in the workspace, the
 //             kernel runs every GEMM as 3 f16 wgmma products (hi*hi and the cross terms in separate fp32 accumulators)
-//   fp16pair128  the default (accepted as a word for the session 21 jobs): at d = 128 non-causal 3x launches the
-//             fp16-pair backward at d = 128 (flash_sm90_fp16pair128_bwd_kernel, one warpgroup of 64 keys a block,
-//             dV / dK as four m64n64 jobs a tile with fp32 totals in shared memory; session 21's call A: 1.34-1.58x
-//             the 3xTF32 kernel, 1.59-1.93x naive, every row verified: docs/perf-notes.md "Session 20, prepared for
-//             session 21: fp16pair at d = 128")
-//   fp16pair128w2  d = 128 non-causal 3x: fp16pair128's pre-pass and workspace, the kernel with two warpgroups sharing
-//             the block's 64 keys by role (flash_sm90_fp16pair128w2_bwd_kernel: 0 S^T / P / dV, 1 dP^T / dS / dK, dQ^T
-//             by d's panels; session 21, prepared, unmeasured: docs/perf-notes.md "Session 21: fp16pair128w2"); every
-//             other launch as the default
-//   fp16pair128w2a  as fp16pair128w2, each warpgroup issuing the next tile's S^T / dP^T before this tile's totals, dQ
-//             staging and reduction (kAhead; same section)
+//   fp16pair128  d = 128 non-causal 3x: the one-warpgroup fp16-pair backward (flash_sm90_fp16pair128_bwd_kernel, 64
+//             keys a block, dV / dK as four m64n64 jobs a tile with fp32 totals in shared memory; session 21's call A:
+//             1.34-1.58x the 3xTF32 kernel, 1.59-1.93x naive: docs/perf-notes.md "Session 20, prepared for session 21:
+//             fp16pair at d = 128"), the default there between session 21's calls A and C; every other launch as
+//             the default
+//   fp16pair128w2  d = 128 non-causal 3x: the two-warpgroup kernel without the look-ahead (kAhead false; call C: level
+//             with w2a, 1.158x fp16pair128 against 1.159x); every other launch as the default
+//   fp16pair128w2a  the default (accepted as a word for the session 21 jobs): at d = 128 non-causal 3x launches the
+//             two-warpgroup fp16-pair backward (flash_sm90_fp16pair128w2_bwd_kernel<kAhead>: the block's 64 keys
+//             shared by role, 0 S^T / P / dV, 1 dP^T / dS / dK, dQ^T by d's panels, each warpgroup issuing the next
+//             tile's S^T / dP^T before this tile's totals, dQ staging and reduction; K / V scaled per 64-key block;
+//             session 21's call C: 1.11-1.22x fp16pair128, 1.80-2.31x naive, every row verified: docs/perf-notes.md
+//             "Session 21: fp16pair128w2")
 enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a };
 
 Tf32BwdProbe tf32_bwd_probe() {
@@ -273,15 +275,14 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                            stream);
 }
 
-// ---- fp16pair128 (d = 128 non-causal, 3x only; the default there since session 21's call A, `tf32pair` opts out) and
-// fp16pair128w2(a) (under their words): one pre-pass and workspace ----
+// ---- d = 128 non-causal, 3x only: fp16pair128w2a (the default since session 21's call C; `tf32pair` opts out),
+// fp16pair128w2 and fp16pair128 (under their words): one pre-pass and workspace ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
 
-bool fp16pair128w2_word() {
-  return tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2 || tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a;
-}
+// The two-warpgroup kernels (w2a the default since session 21's call C; `fp16pair128` runs the one-warpgroup kernel).
+bool fp16pair128w2_word() { return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128; }
 // The w2 kernels' per-block K / V stats, after fp16pair128's workspace pieces.
 std::size_t fp16pair128w2_kvstats_bytes(const AttentionParams& p) {
   return align_up(std::size_t(p.batch) * p.kv_heads * fp16pair_k_blocks<Fp16Pair128Tr>(p) * Fp16Pair128KvStats::kWords *
@@ -329,11 +330,11 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                                                  k_blocks, kvstats, kv);
     FB_CUDA_CHECK_LAUNCH();
     const Fp16Pair128W2Params prm{fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks), kvstats};
-    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a)
-      return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
-                                                      k_blocks * kv_planes, stream);
-    return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
-                                                   k_blocks * kv_planes, stream);
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
+      return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
+                                                     k_blocks * kv_planes, stream);
+    return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
+                                                    k_blocks * kv_planes, stream);
   }
   fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(k, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 0,
                                                                      1, stats, Sp::kStatK, kv);
@@ -383,10 +384,11 @@ const char* tf32_backward_unsupported(const AttentionParams& p) {
 
 std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   const std::size_t lse_d = 2 * align_up(padded_rows(p) * sizeof(float));  // padded LSE, D
-  // fp16pair (d = 64) and fp16pair128 / fp16pair128w2(a) (d = 128): + their stats and split Q, dO, K, V (as many bytes as the four fp32
-  // tensors, padded to tiles).
+  // fp16pair (d = 64) and fp16pair128w2a / w2 / fp16pair128 (d = 128): + their stats and split Q, dO, K, V (as many
+  // bytes as the four fp32 tensors, padded to tiles); the two-warpgroup kernels + their per-block K / V stats.
   if (fp16pair128_applies(p, true))
-    return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p) + (fp16pair128w2_word() ? fp16pair128w2_kvstats_bytes(p) : 0);
+    return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p) +
+           (fp16pair128w2_word() ? fp16pair128w2_kvstats_bytes(p) : 0);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
 }
 
