@@ -132,7 +132,8 @@ int bwd128_variant() {
                                 "or pmajor for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
-                                "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 and edges in session 21: "
+                                "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 and edges "
+                                "in session 21: "
                                 "docs/perf-notes.md)");
   }();
   return v;
