@@ -26,6 +26,10 @@ TAILN=2 step fp32 45 $fb run configs/fp32-h200.json -q -o $R/fp32-h200.json
 TAILN=2 step peersfp32 40 python3 scripts/peers.py configs/fp32-h200.json --backends efficient,math -o $R/peers-fp32-h200.json
 python3 scripts/ratios.py $R/fp32-h200.json --pair flash-sm90:naive --pair flash:naive > $R/sum-fp32.txt 2>&1; grep -A8 "^summary" $R/sum-fp32.txt
 TAILN=9 step oddshapes 40 bash results/h200/s21/calls/oddshapes21.sh $R
+# Two more for the new default (the two-warpgroup fp16-pair kernel at d = 128 non-causal): GQA 6 / 3 at 777 x 1999
+# with input scale 2, and 4100 queries on 97 keys (two key blocks, the last of 33).
+TAILN=2 step odd-w2a-1 20 $fb verify --seq-q 777 --seq-k 1999 --batch 3 --heads 6 --kv-heads 3 --dim 128 --dtype fp32 --causal no --pass all --input-scale 2 -q -o $R/odd-777x1999-gqa6x3-d128-fp32-x2.json
+TAILN=2 step odd-w2a-2 20 $fb verify --seq-q 4100 --seq-k 97 --batch 1 --heads 2 --dim 128 --dtype fp32 --causal no --pass all -q -o $R/odd-4100x97-h2-d128-fp32.json
 TAILN=5 step san-tiled 40 bash scripts/sanitize.sh -e $fb -s configs/sanitize-tiled.json -t "memcheck synccheck" $R/san-tiled.json
 TAILN=2 step tf32pair 20 env FB_SM90_FP32_BWD_PROBE=tf32pair $B/tests/flashbench_gpu_tests "[sm90tf32]"
 TAILN=2 step fp16pair128 20 env FB_SM90_FP32_BWD_PROBE=fp16pair128 $B/tests/flashbench_gpu_tests "[sm90tf32]"
