@@ -319,6 +319,29 @@ struct Fp16PairBlock {
     ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
     ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
   }
+  // Descriptors of 128-byte swizzled operands. K-major: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element
+  // block's distance along M / N, SBO = 8 rows along K.
+  __device__ __forceinline__ static std::uint64_t kmajor(std::uint32_t a) {
+    return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes);
+  }
+  __device__ __forceinline__ static std::uint64_t mnmajor(std::uint32_t a, std::uint32_t lbo) {
+    return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes);
+  }
+  // stmatrix (trans) of dS^T's packed registers into dS (K-major rows of 64 keys): this lane's offset in its warp's
+  // 16 keys (the tile x adds x 2 kMmaN rows).
+  __device__ __forceinline__ std::uint32_t stmatrix_off() const {
+    const int st_row = lane % 8, st_tile = lane / 8;
+    return std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
+                         (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  }
+  // dQ of query tile (head bh, first query m0), staged at dq_s (rows of kHeadDim floats), added into dq by one bulk
+  // reduction of the valid rows (one thread).
+  __device__ __forceinline__ void reduce_dq(std::uint32_t dq_s, int bh, int m0) const {
+    const int rows = min(Tr::kBlockM, prm.seq_q - m0);
+    ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
+                             std::uint32_t(rows * Tr::kHeadDim * 4));
+    ptx::bulk_commit_group();
+  }
 };
 
 #endif  // FB_PTX_SM90A
@@ -351,23 +374,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
   auto dkv_word = [&](int tensor, int i) {
     return dkv_s + std::uint32_t((tensor * Tr::kDkvRegs + i) * Tr::kWgThreads * 4);
   };
-  // K-major operands: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element block's distance
-  // (one block along M / N here), SBO = 8 rows along K.
-  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
-  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
-  const std::uint64_t d_khi = kmajor(k_hi + wg_rows), d_klo = kmajor(k_lo + wg_rows);
-  const std::uint64_t d_vhi = kmajor(v_hi + wg_rows), d_vlo = kmajor(v_lo + wg_rows);
-  const std::uint64_t d_kthi = mnmajor(k_hi + wg_rows, Tr::kKVPartBytes);
-  const std::uint64_t d_ktlo = mnmajor(k_lo + wg_rows, Tr::kKVPartBytes);
-  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+  const std::uint64_t d_khi = blk.kmajor(k_hi + wg_rows), d_klo = blk.kmajor(k_lo + wg_rows);
+  const std::uint64_t d_vhi = blk.kmajor(v_hi + wg_rows), d_vlo = blk.kmajor(v_lo + wg_rows);
+  const std::uint64_t d_kthi = blk.mnmajor(k_hi + wg_rows, Tr::kKVPartBytes);
+  const std::uint64_t d_ktlo = blk.mnmajor(k_lo + wg_rows, Tr::kKVPartBytes);
+  const std::uint64_t d_dshi = blk.kmajor(ds_s), d_dslo = blk.kmajor(ds_s + Tr::kDsPartBytes);
 
   // stmatrix (trans) of dS^T's packed registers into dS (32 query rows of this warpgroup's 64 keys):
   // lane l gives row l % 8 of tile l / 8; tile i of instruction x is dS^T's 8 x 8 block (keys 16 warp +
   // 8 (i % 2) .., queries 8 (2x + i / 2) ..), stored as 8 query rows of one 16-byte unit (unit 2 warp +
   // i % 2 of the row, swizzled by the row; q % 8 == l % 8 for every row the lane addresses).
-  const int st_row = blk.lane % 8, st_tile = blk.lane / 8;
-  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
-                                             (((2 * blk.warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  const std::uint32_t st_off = blk.stmatrix_off();
 
   const int key_row = blk.warp * 16 + blk.g;  // this thread's first key among the warpgroup's 64
   const int wg_key0 = blk.n0 + blk.wg * Tr::kWgKeys;
@@ -410,7 +427,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     // S^T = K Q^T, dP^T = V dO^T: hi * hi, and the cross terms, each in its own accumulator.
     float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
     {
-      const std::uint64_t qh = kmajor(sq_hi), ql = kmajor(sq_lo), oh = kmajor(sdo_hi), ol = kmajor(sdo_lo);
+      const std::uint64_t qh = blk.kmajor(sq_hi), ql = blk.kmajor(sq_lo);
+      const std::uint64_t oh = blk.kmajor(sdo_hi), ol = blk.kmajor(sdo_lo);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
@@ -469,8 +487,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     // zero): hi * hi and the cross terms apart.
     const bool fresh = it % Tr::kDkvChunkTiles == 0;
     {
-      const std::uint64_t oh = mnmajor(sdo_hi, Tr::kQPartBytes), ol = mnmajor(sdo_lo, Tr::kQPartBytes);
-      const std::uint64_t qh = mnmajor(sq_hi, Tr::kQPartBytes), ql = mnmajor(sq_lo, Tr::kQPartBytes);
+      const std::uint64_t oh = blk.mnmajor(sdo_hi, Tr::kQPartBytes), ol = blk.mnmajor(sdo_lo, Tr::kQPartBytes);
+      const std::uint64_t qh = blk.mnmajor(sq_hi, Tr::kQPartBytes), ql = blk.mnmajor(sq_lo, Tr::kQPartBytes);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
@@ -540,10 +558,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
     ptx::named_bar_sync(1 + blk.wg, Tr::kWgThreads);
     if (blk.ctid == 0) {
-      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
-      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
-                               std::uint32_t(rows * Tr::kHeadDim * 4));
-      ptx::bulk_commit_group();
+      blk.reduce_dq(dq_s, bh, m0);
     }
   }
   // The last reduction must have read its staging rows before the block's shared memory goes.
@@ -747,22 +762,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // This thread's totals: job j's register i at word (j x 32 + i) x 128 + tid.
   const std::uint32_t dkv_s = blk.base + Tr::kOffDkv + std::uint32_t(blk.tid * 4);
   auto job_word = [&](int j) { return dkv_s + std::uint32_t(j * Tr::kJobRegs * Tr::kThreads * 4); };
-  // K-major operands: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element block's distance (one block
-  // along M / N in every use here: a panel), SBO = 8 rows along K.
-  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
-  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
-  const std::uint64_t d_khi = kmajor(k_hi), d_klo = kmajor(k_lo), d_vhi = kmajor(v_hi), d_vlo = kmajor(v_lo);
+  const std::uint64_t d_khi = blk.kmajor(k_hi), d_klo = blk.kmajor(k_lo);
+  const std::uint64_t d_vhi = blk.kmajor(v_hi), d_vlo = blk.kmajor(v_lo);
   // K^T (A of dQ^T, MN-major): half h of d is panel h of K.
-  const std::uint64_t d_kthi0 = mnmajor(k_hi, Tr::kKVPanelBytes);
-  const std::uint64_t d_ktlo0 = mnmajor(k_lo, Tr::kKVPanelBytes);
-  const std::uint64_t d_kthi1 = mnmajor(k_hi + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
-  const std::uint64_t d_ktlo1 = mnmajor(k_lo + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
-  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+  const std::uint64_t d_kthi0 = blk.mnmajor(k_hi, Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo0 = blk.mnmajor(k_lo, Tr::kKVPanelBytes);
+  const std::uint64_t d_kthi1 = blk.mnmajor(k_hi + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo1 = blk.mnmajor(k_lo + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
+  const std::uint64_t d_dshi = blk.kmajor(ds_s), d_dslo = blk.kmajor(ds_s + Tr::kDsPartBytes);
 
   // stmatrix (trans) of dS^T's packed registers into dS, as the d = 64 kernel (one warpgroup of 64 keys).
-  const int st_row = blk.lane % 8, st_tile = blk.lane / 8;
-  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
-                                             (((2 * blk.warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  const std::uint32_t st_off = blk.stmatrix_off();
 
   const int key_row = blk.warp * 16 + blk.g;  // this thread's first key among the block's 64
   const bool need_mask = blk.n0 + Tr::kBlockN > prm.seq_k;
@@ -798,7 +808,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // S^T = K Q^T, dP^T = V dO^T over d's 8 k16 steps (4 a panel): hi * hi and the cross terms apart.
     float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
     {
-      const std::uint64_t qh = kmajor(sq_hi), ql = kmajor(sq_lo), oh = kmajor(sdo_hi), ol = kmajor(sdo_lo);
+      const std::uint64_t qh = blk.kmajor(sq_hi), ql = blk.kmajor(sq_lo);
+      const std::uint64_t oh = blk.kmajor(sdo_hi), ol = blk.kmajor(sdo_lo);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
@@ -857,7 +868,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     {
       float a_hh[Tr::kJobRegs], a_x[Tr::kJobRegs], b_hh[Tr::kJobRegs], b_x[Tr::kJobRegs];
       auto bpanel = [&](std::uint32_t part, int pn) {
-        return mnmajor(part + std::uint32_t(pn * Tr::kQPanelBytes), Tr::kQPanelBytes);
+        return blk.mnmajor(part + std::uint32_t(pn * Tr::kQPanelBytes), Tr::kQPanelBytes);
       };
       fp16pair128_job<Tr>(a_hh, a_x, p_hi, p_lo, bpanel(sdo_hi, 0), bpanel(sdo_lo, 0));  // dV, panel 0
       fp16pair128_job<Tr>(b_hh, b_x, p_hi, p_lo, bpanel(sdo_hi, 1), bpanel(sdo_lo, 1));  // dV, panel 1
@@ -916,10 +927,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
     ptx::named_bar_sync(1, Tr::kThreads);
     if (blk.tid == 0) {
-      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
-      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
-                               std::uint32_t(rows * Tr::kHeadDim * 4));
-      ptx::bulk_commit_group();
+      blk.reduce_dq(dq_s, bh, m0);
     }
   }
   // The last reduction must have read its staging rows before the block's shared memory goes.
@@ -1172,22 +1180,18 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const std::uint32_t tot_s = blk.base + Tr::kOffTot + std::uint32_t(blk.wg * Tr::kTotWgBytes + blk.ctid * 4);
   auto px_word = [&](int i) { return px_s + std::uint32_t(i * Tr::kWgThreads * 4); };
   auto tot_word = [&](int i) { return tot_s + std::uint32_t(i * Tr::kWgThreads * 4); };
-  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
-  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
   // S^T = K Q^T (warpgroup 0) or dP^T = V dO^T (1): A = K or V (hi, lo), K-major; B = the stage's Q or dO.
-  const std::uint64_t d_ahi = kmajor(blk.wg == 0 ? k_hi : v_hi), d_alo = kmajor(blk.wg == 0 ? k_lo : v_lo);
+  const std::uint64_t d_ahi = blk.kmajor(blk.wg == 0 ? k_hi : v_hi), d_alo = blk.kmajor(blk.wg == 0 ? k_lo : v_lo);
   const std::uint32_t b_part = std::uint32_t(blk.wg == 0 ? 0 : 2 * Tr::kQPartBytes);
   // dV += P^T dO (0) or dK += dS^T Q (1): B = the stage's dO or Q, MN-major, N = d's two panels LBO apart.
   const std::uint32_t j_part = std::uint32_t(blk.wg == 0 ? 2 * Tr::kQPartBytes : 0);
   // dQ^T's panel wg: A = panel wg of K (MN-major), B = dS (K-major).
-  const std::uint64_t d_kthi = mnmajor(k_hi + std::uint32_t(blk.wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
-  const std::uint64_t d_ktlo = mnmajor(k_lo + std::uint32_t(blk.wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
-  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+  const std::uint64_t d_kthi = blk.mnmajor(k_hi + std::uint32_t(blk.wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo = blk.mnmajor(k_lo + std::uint32_t(blk.wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_dshi = blk.kmajor(ds_s), d_dslo = blk.kmajor(ds_s + Tr::kDsPartBytes);
 
   // stmatrix (trans) of dS^T's packed registers into dS, as fp16pair128 (warpgroup 1's warps).
-  const int st_row = blk.lane % 8, st_tile = blk.lane / 8;
-  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
-                                             (((2 * blk.warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  const std::uint32_t st_off = blk.stmatrix_off();
 
   const int key_row = blk.warp * 16 + blk.g;  // this thread's first key among the block's 64
   const bool need_mask = blk.n0 + Tr::kBlockN > prm.seq_k;
@@ -1208,7 +1212,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
     const std::uint32_t sq = blk.stage(stg);
-    const std::uint64_t bhi = kmajor(sq + b_part), blo = kmajor(sq + b_part + Tr::kQPartBytes);
+    const std::uint64_t bhi = blk.kmajor(sq + b_part), blo = blk.kmajor(sq + b_part + Tr::kQPartBytes);
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
@@ -1283,8 +1287,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // chunk starts from zero); in the tensor core while warpgroup 1 computes dS (0) and under dQ^T.
     const bool fresh = it % Tr::kDkvChunkTiles == 0;
     {
-      const std::uint64_t bhi = mnmajor(sq + j_part, Tr::kQPanelBytes);
-      const std::uint64_t blo = mnmajor(sq + j_part + Tr::kQPartBytes, Tr::kQPanelBytes);
+      const std::uint64_t bhi = blk.mnmajor(sq + j_part, Tr::kQPanelBytes);
+      const std::uint64_t blo = blk.mnmajor(sq + j_part + Tr::kQPartBytes, Tr::kQPanelBytes);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
@@ -1356,10 +1360,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // were last read before here; kAhead: the one group still in flight reads stage (it + 1) % 2, not stage it % 2).
     ptx::named_bar_sync(Tr::kBarDq, Tr::kThreads);
     if (blk.tid == 0) {
-      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
-      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
-                               std::uint32_t(rows * Tr::kHeadDim * 4));
-      ptx::bulk_commit_group();
+      blk.reduce_dq(dq_s, bh, m0);
       if (it + Tr::kStages < blk.steps) blk.issue(it + Tr::kStages);  // stage it % 2: every read of it done (above)
     }
   }
