@@ -264,7 +264,9 @@ __device__ __forceinline__ void fp16pair_split2(float x0, float x1, std::uint32_
 // its warpgroup and index in it; one warpgroup, as fp16pair128's: ctid = tid), the block's K/V plane and key block
 // (blockIdx.x = key block * kv_planes + plane) and its query steps (the group's heads' tiles); thread 0 inits the
 // barriers (then __syncthreads), issues K / V's copy (kv_full: one arrival + kKVBytes) and the first `ahead` query
-// tiles' (full[s]: one arrival + kStageBytes a tile).
+// tiles' (full[s]: one arrival + kStageBytes a tile). Below it, the per-tile steps that more than one of the kernels
+// take word for word (descriptors, LSE / D loads, the dS store, dQ^T's GEMM, dQ's bulk reduction). Each kernel's
+// PTX and SASS are those of its own copy of these lines (checked: session 21, branch dedup21).
 template <typename Tr>
 struct Fp16PairBlock {
   static constexpr int kWgThreads = 128;
@@ -342,6 +344,44 @@ struct Fp16PairBlock {
                              std::uint32_t(rows * Tr::kHeadDim * 4));
     ptx::bulk_commit_group();
   }
+  // This thread's LSE and D (queries 8 j + 2 t, + 1) of query tile (head bh, first query m0).
+  __device__ __forceinline__ void load_lse_d(float2 (&lse)[Tr::kBlockM / Tr::kMmaN],
+                                             float2 (&dd)[Tr::kBlockM / Tr::kMmaN], int bh, int m0) const {
+    const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+    const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+      lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
+      dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
+    }
+  }
+  // dS (queries x 64 keys, K-major) for dQ^T's B: hi at ds_s, lo kDsPartBytes on, from dS^T's packed registers.
+  __device__ __forceinline__ static void store_ds(std::uint32_t ds_s, std::uint32_t st_off,
+                                                  const std::uint32_t (&hi)[Tr::kPRegs],
+                                                  const std::uint32_t (&lo)[Tr::kPRegs]) {
+#pragma unroll
+    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
+      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
+      ptx::stmatrix_x4_trans(a, hi[4 * x], hi[4 * x + 1], hi[4 * x + 2], hi[4 * x + 3]);
+      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, lo[4 * x], lo[4 * x + 1], lo[4 * x + 2], lo[4 * x + 3]);
+    }
+    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+  }
+  // dQ^T = K^T dS^T over kDqSteps k16 steps (A = K^T's hi / lo, MN-major; B = dS hi / lo): hi * hi and the cross
+  // terms apart, one commit group.
+  __device__ __forceinline__ static void dq_mma(float (&dq_hh)[Tr::kDqRegs], float (&dq_x)[Tr::kDqRegs],
+                                                std::uint64_t d_kthi, std::uint64_t d_ktlo, std::uint64_t d_dshi,
+                                                std::uint64_t d_dslo) {
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
+      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
+      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
+    }
+    ptx::wgmma_commit();
+  }
 };
 
 #endif  // FB_PTX_SM90A
@@ -414,15 +454,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     // This thread's LSE and D (queries 8 j + 2 t, + 1), loaded before the wgmmas so that their latency hides
     // under S^T and dP^T (the wgmma asm statements' memory clobbers keep them on this side).
     float2 lse[Tr::kBlockM / Tr::kMmaN], dd[Tr::kBlockM / Tr::kMmaN];
-    {
-      const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * blk.t4;
-      const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * blk.t4;
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-        lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
-        dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
-      }
-    }
+    blk.load_lse_d(lse, dd, bh, m0);
 
     // S^T = K Q^T, dP^T = V dO^T: hi * hi, and the cross terms, each in its own accumulator.
     float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
@@ -474,14 +506,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
       }
     }
     // dS (queries x this warpgroup's keys, K-major) for dQ^T's B.
-#pragma unroll
-    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
-      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
-      ptx::stmatrix_x4_trans(a, ds_hi[4 * x], ds_hi[4 * x + 1], ds_hi[4 * x + 2], ds_hi[4 * x + 3]);
-      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, ds_lo[4 * x], ds_lo[4 * x + 1], ds_lo[4 * x + 2],
-                             ds_lo[4 * x + 3]);
-    }
-    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+    blk.store_ds(ds_s, st_off, ds_hi, ds_lo);
 
     // dV += P^T dO, dK += dS^T Q (B MN-major), chained over kDkvChunkTiles tiles (the first of a chunk starts from
     // zero): hi * hi and the cross terms apart.
@@ -515,15 +540,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
 
     // dQ^T = K^T dS^T over this warpgroup's 64 keys.
     float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
-      const std::uint64_t ua = blk.units(kk * Tr::kMmaKRowsBytes), ub = blk.units(kk * Tr::kMmaKBytes);
-      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
-    }
-    ptx::wgmma_commit();
+    blk.dq_mma(dq_hh, dq_x, d_kthi, d_ktlo, d_dshi, d_dslo);
     ptx::wgmma_wait<0>();  // dV, dK, dQ^T complete: the stage's Q, dO and this warpgroup's dS are free
     ptx::fence_operands(dv_hh);
     ptx::fence_operands(dv_x);
@@ -795,15 +812,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     const std::uint32_t sdo_hi = sq_hi + 2 * Tr::kQPartBytes, sdo_lo = sq_hi + 3 * Tr::kQPartBytes;
 
     float2 lse[Tr::kBlockM / Tr::kMmaN], dd[Tr::kBlockM / Tr::kMmaN];
-    {
-      const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * blk.t4;
-      const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * blk.t4;
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-        lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
-        dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
-      }
-    }
+    blk.load_lse_d(lse, dd, bh, m0);
 
     // S^T = K Q^T, dP^T = V dO^T over d's 8 k16 steps (4 a panel): hi * hi and the cross terms apart.
     float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
@@ -854,14 +863,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       }
     }
     // dS (queries x the block's 64 keys, K-major) for dQ^T's B.
-#pragma unroll
-    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
-      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
-      ptx::stmatrix_x4_trans(a, ds_hi[4 * x], ds_hi[4 * x + 1], ds_hi[4 * x + 2], ds_hi[4 * x + 3]);
-      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, ds_lo[4 * x], ds_lo[4 * x + 1], ds_lo[4 * x + 2],
-                             ds_lo[4 * x + 3]);
-    }
-    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+    blk.store_ds(ds_s, st_off, ds_hi, ds_lo);
 
     // dV += P^T dO, dK += dS^T Q as four m64n64 jobs through two accumulator sets (a, b): each job's totals update
     // runs while the next job is in the tensor core. Job j reads B = panel j % 2 of dO (j < 2) or Q (MN-major).
@@ -1274,13 +1276,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         fp16pair_split2(d0, d1, a_hi[k], a_lo[k]);
       }
       // dS (queries x the block's 64 keys, K-major) for dQ^T's B.
-#pragma unroll
-      for (int x = 0; x < Tr::kPRegs / 4; ++x) {
-        const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
-        ptx::stmatrix_x4_trans(a, a_hi[4 * x], a_hi[4 * x + 1], a_hi[4 * x + 2], a_hi[4 * x + 3]);
-        ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, a_lo[4 * x], a_lo[4 * x + 1], a_lo[4 * x + 2], a_lo[4 * x + 3]);
-      }
-      ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+      blk.store_ds(ds_s, st_off, a_hi, a_lo);
     }
 
     // dV += P^T dO (0) or dK += dS^T Q (1), m64n128k16 RS, chained over kDkvChunkTiles tiles (the first of a
@@ -1310,15 +1306,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
     // dQ^T's panel wg = K^T dS^T over the block's 64 keys.
     float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
-      const std::uint64_t ua = blk.units(kk * Tr::kMmaKRowsBytes), ub = blk.units(kk * Tr::kMmaKBytes);
-      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
-    }
-    ptx::wgmma_commit();
+    blk.dq_mma(dq_hh, dq_x, d_kthi, d_ktlo, d_dshi, d_dslo);
     // dV / dK and dQ^T complete: this tile's stage, dS and a_hi / a_lo are free. kAhead: tile it + 1's S^T / dP^T
     // issued first (its stage waited for; a third commit group, reading stage (it + 1) % 2, K / V and writing x_hh /
     // x_x only, all of them dead until the next iteration's wait), and only the two older groups waited for.
