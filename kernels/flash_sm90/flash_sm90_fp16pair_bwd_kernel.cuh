@@ -259,6 +259,131 @@ __device__ __forceinline__ void fp16pair_split2(float x0, float x1, std::uint32_
   lo = *reinterpret_cast<const std::uint32_t*>(&l);
 }
 
+// The block prologue of the three fp16pair backward kernels (d = 64, fp16pair128, fp16pair128w2): the aligned
+// shared-memory base, kv_full and full[s] at Tr::kOffBar, the stages at Tr::kOffStage, this thread's place (wg, ctid:
+// its warpgroup and index in it; one warpgroup, as fp16pair128's: ctid = tid), the block's K/V plane and key block
+// (blockIdx.x = key block * kv_planes + plane) and its query steps (the group's heads' tiles); thread 0 inits the
+// barriers (then __syncthreads), issues K / V's copy (kv_full: one arrival + kKVBytes) and the first `ahead` query
+// tiles' (full[s]: one arrival + kStageBytes a tile). Below it, the per-tile steps that more than one of the kernels
+// take word for word (descriptors, LSE / D loads, the dS store, dQ^T's GEMM, dQ's bulk reduction). Each kernel's
+// PTX and SASS are those of its own copy of these lines (checked: session 21, branch dedup21).
+template <typename Tr>
+struct Fp16PairBlock {
+  static constexpr int kWgThreads = 128;
+  static constexpr bool kOneWg = Tr::kThreads == kWgThreads;
+  const Fp16PairBwdParams& prm;
+  const std::uint32_t base;
+  const std::uint32_t bar_kv;
+  const int tid, wg, ctid, warp, lane, g, t4;
+  const int kv_bh, kblk, n0, q_bh0, steps;
+
+  __device__ __forceinline__ Fp16PairBlock(const unsigned char* smem, const Fp16PairBwdParams& p, int ahead)
+      : prm(p),
+        base((ptx::smem_addr(smem) + Tr::kAtomBytes - 1) & ~std::uint32_t(Tr::kAtomBytes - 1)),
+        bar_kv(base + Tr::kOffBar),
+        tid(threadIdx.x),
+        wg(kOneWg ? 0 : tid / kWgThreads),
+        ctid(kOneWg ? tid : tid % kWgThreads),
+        warp(ctid / 32),
+        lane(ctid % 32),
+        g(lane / 4),
+        t4(lane % 4),
+        kv_bh(int(blockIdx.x % unsigned(p.kv_planes))),
+        kblk(int(blockIdx.x / unsigned(p.kv_planes))),
+        n0(kblk * Tr::kBlockN),
+        q_bh0((kv_bh / p.kv_heads) * p.heads + (kv_bh % p.kv_heads) * p.group),
+        steps(p.q_tiles * p.group) {
+    if (tid == 0) {
+      ptx::mbar_init(bar_kv, 1);
+#pragma unroll
+      for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
+      ptx::fence_mbar_init();
+    }
+    __syncthreads();
+    if (tid == 0) {
+      ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
+      ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
+                     Tr::kKVBytes, bar_kv);
+      for (int it = 0; it < ahead && it < steps; ++it) issue(it);
+    }
+  }
+  __device__ __forceinline__ std::uint32_t bar_full(int s) const { return base + Tr::kOffBar + 8 * (1 + s); }
+  __device__ __forceinline__ std::uint32_t stage(int s) const {
+    return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes);
+  }
+  __device__ __forceinline__ static std::uint64_t units(std::uint32_t bytes) {
+    return std::uint64_t(bytes / Tr::kUnitBytes);
+  }
+  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages (thread 0).
+  __device__ __forceinline__ void issue(int it) const {
+    const int s = it % Tr::kStages;
+    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
+    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
+    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
+  }
+  // Descriptors of 128-byte swizzled operands. K-major: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element
+  // block's distance along M / N, SBO = 8 rows along K.
+  __device__ __forceinline__ static std::uint64_t kmajor(std::uint32_t a) {
+    return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes);
+  }
+  __device__ __forceinline__ static std::uint64_t mnmajor(std::uint32_t a, std::uint32_t lbo) {
+    return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes);
+  }
+  // stmatrix (trans) of dS^T's packed registers into dS (K-major rows of 64 keys): this lane's offset in its warp's
+  // 16 keys (the tile x adds x 2 kMmaN rows).
+  __device__ __forceinline__ std::uint32_t stmatrix_off() const {
+    const int st_row = lane % 8, st_tile = lane / 8;
+    return std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
+                         (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  }
+  // dQ of query tile (head bh, first query m0), staged at dq_s (rows of kHeadDim floats), added into dq by one bulk
+  // reduction of the valid rows (one thread).
+  __device__ __forceinline__ void reduce_dq(std::uint32_t dq_s, int bh, int m0) const {
+    const int rows = min(Tr::kBlockM, prm.seq_q - m0);
+    ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
+                             std::uint32_t(rows * Tr::kHeadDim * 4));
+    ptx::bulk_commit_group();
+  }
+  // This thread's LSE and D (queries 8 j + 2 t, + 1) of query tile (head bh, first query m0).
+  __device__ __forceinline__ void load_lse_d(float2 (&lse)[Tr::kBlockM / Tr::kMmaN],
+                                             float2 (&dd)[Tr::kBlockM / Tr::kMmaN], int bh, int m0) const {
+    const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+    const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
+#pragma unroll
+    for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
+      lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
+      dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
+    }
+  }
+  // dS (queries x 64 keys, K-major) for dQ^T's B: hi at ds_s, lo kDsPartBytes on, from dS^T's packed registers.
+  __device__ __forceinline__ static void store_ds(std::uint32_t ds_s, std::uint32_t st_off,
+                                                  const std::uint32_t (&hi)[Tr::kPRegs],
+                                                  const std::uint32_t (&lo)[Tr::kPRegs]) {
+#pragma unroll
+    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
+      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
+      ptx::stmatrix_x4_trans(a, hi[4 * x], hi[4 * x + 1], hi[4 * x + 2], hi[4 * x + 3]);
+      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, lo[4 * x], lo[4 * x + 1], lo[4 * x + 2], lo[4 * x + 3]);
+    }
+    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+  }
+  // dQ^T = K^T dS^T over kDqSteps k16 steps (A = K^T's hi / lo, MN-major; B = dS hi / lo): hi * hi and the cross
+  // terms apart, one commit group.
+  __device__ __forceinline__ static void dq_mma(float (&dq_hh)[Tr::kDqRegs], float (&dq_x)[Tr::kDqRegs],
+                                                std::uint64_t d_kthi, std::uint64_t d_ktlo, std::uint64_t d_dshi,
+                                                std::uint64_t d_dslo) {
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
+      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
+      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
+      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
+    }
+    ptx::wgmma_commit();
+  }
+};
+
 #endif  // FB_PTX_SM90A
 
 // One block per (128 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as the TF32 kernel).
@@ -266,49 +391,9 @@ template <typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kernel(const __grid_constant__ Fp16PairBwdParams prm) {
 #if FB_PTX_SM90A
   extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair_bwd_smem[];
-  const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair_bwd_smem) + Tr::kAtomBytes - 1) &
-                             ~std::uint32_t(Tr::kAtomBytes - 1);
-  const std::uint32_t bar_kv = base + Tr::kOffBar;
-  auto bar_full = [&](int s) { return base + Tr::kOffBar + 8 * (1 + s); };
-  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
-  auto units = [](std::uint32_t bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
+  const Fp16PairBlock<Tr> blk(fb_sm90_fp16pair_bwd_smem, prm, Tr::kStages - 1);
 
-  const int tid = threadIdx.x;
-  const int wg = tid / Tr::kWgThreads;
-  const int ctid = tid % Tr::kWgThreads;
-  const int warp = ctid / 32;
-  const int lane = ctid % 32;
-  const int g = lane / 4, t4 = lane % 4;
-  const int kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
-  const int kblk = int(blockIdx.x / unsigned(prm.kv_planes));
-  const int n0 = kblk * Tr::kBlockN;
-  const int q_bh0 = (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group;
-  const int steps = prm.q_tiles * prm.group;
-
-  if (tid == 0) {
-    // kv_full: one arrival (the expect_tx below) + kKVBytes; full[s]: one arrival + kStageBytes per tile.
-    ptx::mbar_init(bar_kv, 1);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
-    ptx::fence_mbar_init();
-  }
-  __syncthreads();
-
-  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages.
-  auto issue = [&](int it) {
-    const int s = it % Tr::kStages;
-    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
-    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
-    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
-  };
-  if (tid == 0) {
-    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
-    ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
-                   Tr::kKVBytes, bar_kv);
-    for (int it = 0; it < Tr::kStages - 1 && it < steps; ++it) issue(it);
-  }
-
-  const Fp16PairScales sc = Fp16PairScales::of(prm.stats + kv_bh * Tr::kStats);
+  const Fp16PairScales sc = Fp16PairScales::of(prm.stats + blk.kv_bh * Tr::kStats);
   const float f_s = prm.scale_log2 * ldexpf(1.f, -(sc.k + sc.q));     // S^T's accumulators -> S log2(e) scale
   const float f_dp = ldexpf(1.f, -(sc.v + sc.dout));                  // dP^T's -> dP
   const float s_p = ldexpf(1.f, Tr::kPExp);                           // P -> P s
@@ -318,37 +403,31 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
   const float f_dq = prm.scale * ldexpf(1.f, -(sc.ds + sc.k));
 
   // Shared-memory operands of this warpgroup.
-  const std::uint32_t kv_s = base + Tr::kOffKV;
+  const std::uint32_t kv_s = blk.base + Tr::kOffKV;
   const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
   const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
-  const std::uint32_t wg_rows = std::uint32_t(wg * Tr::kWgKeys * Tr::kRowBytes);
-  const std::uint32_t ds_s = base + Tr::kOffDs + std::uint32_t(wg * Tr::kDsBytes);  // hi, then lo
-  const std::uint32_t dq_s = base + Tr::kOffDq + std::uint32_t(wg * Tr::kDqBytes);
+  const std::uint32_t wg_rows = std::uint32_t(blk.wg * Tr::kWgKeys * Tr::kRowBytes);
+  const std::uint32_t ds_s = blk.base + Tr::kOffDs + std::uint32_t(blk.wg * Tr::kDsBytes);  // hi, then lo
+  const std::uint32_t dq_s = blk.base + Tr::kOffDq + std::uint32_t(blk.wg * Tr::kDqBytes);
   // This thread's dV total (register i at word i x 128), then dK's.
-  const std::uint32_t dkv_s = base + Tr::kOffDkv + std::uint32_t(wg * Tr::kDkvBytes + ctid * 4);
+  const std::uint32_t dkv_s = blk.base + Tr::kOffDkv + std::uint32_t(blk.wg * Tr::kDkvBytes + blk.ctid * 4);
   auto dkv_word = [&](int tensor, int i) {
     return dkv_s + std::uint32_t((tensor * Tr::kDkvRegs + i) * Tr::kWgThreads * 4);
   };
-  // K-major operands: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element block's distance
-  // (one block along M / N here), SBO = 8 rows along K.
-  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
-  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
-  const std::uint64_t d_khi = kmajor(k_hi + wg_rows), d_klo = kmajor(k_lo + wg_rows);
-  const std::uint64_t d_vhi = kmajor(v_hi + wg_rows), d_vlo = kmajor(v_lo + wg_rows);
-  const std::uint64_t d_kthi = mnmajor(k_hi + wg_rows, Tr::kKVPartBytes);
-  const std::uint64_t d_ktlo = mnmajor(k_lo + wg_rows, Tr::kKVPartBytes);
-  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+  const std::uint64_t d_khi = blk.kmajor(k_hi + wg_rows), d_klo = blk.kmajor(k_lo + wg_rows);
+  const std::uint64_t d_vhi = blk.kmajor(v_hi + wg_rows), d_vlo = blk.kmajor(v_lo + wg_rows);
+  const std::uint64_t d_kthi = blk.mnmajor(k_hi + wg_rows, Tr::kKVPartBytes);
+  const std::uint64_t d_ktlo = blk.mnmajor(k_lo + wg_rows, Tr::kKVPartBytes);
+  const std::uint64_t d_dshi = blk.kmajor(ds_s), d_dslo = blk.kmajor(ds_s + Tr::kDsPartBytes);
 
   // stmatrix (trans) of dS^T's packed registers into dS (32 query rows of this warpgroup's 64 keys):
   // lane l gives row l % 8 of tile l / 8; tile i of instruction x is dS^T's 8 x 8 block (keys 16 warp +
   // 8 (i % 2) .., queries 8 (2x + i / 2) ..), stored as 8 query rows of one 16-byte unit (unit 2 warp +
   // i % 2 of the row, swizzled by the row; q % 8 == l % 8 for every row the lane addresses).
-  const int st_row = lane % 8, st_tile = lane / 8;
-  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
-                                             (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  const std::uint32_t st_off = blk.stmatrix_off();
 
-  const int key_row = warp * 16 + g;  // this thread's first key among the warpgroup's 64
-  const int wg_key0 = n0 + wg * Tr::kWgKeys;
+  const int key_row = blk.warp * 16 + blk.g;  // this thread's first key among the warpgroup's 64
+  const int wg_key0 = blk.n0 + blk.wg * Tr::kWgKeys;
   const bool need_mask = wg_key0 + Tr::kWgKeys > prm.seq_k;
 
   float dv_hh[Tr::kDkvRegs], dv_x[Tr::kDkvRegs], dk_hh[Tr::kDkvRegs], dk_x[Tr::kDkvRegs];
@@ -359,40 +438,33 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     ptx::st_shared_u32(dkv_word(1, i), 0u);
   }
 
-  ptx::mbar_wait(bar_kv, 0);
-  for (int it = 0; it < steps; ++it) {
+  ptx::mbar_wait(blk.bar_kv, 0);
+  for (int it = 0; it < blk.steps; ++it) {
     // Every thread is past tile it - 1 (its wgmmas complete): its stage (it - 1) % kStages, this
     // warpgroup's dS and (its reduction waited for below) dQ staging are free.
     __syncthreads();
-    if (tid == 0 && it + Tr::kStages - 1 < steps) issue(it + Tr::kStages - 1);
+    if (blk.tid == 0 && it + Tr::kStages - 1 < blk.steps) blk.issue(it + Tr::kStages - 1);
     const int st = it % Tr::kStages;
-    const int bh = q_bh0 + it / prm.q_tiles;
+    const int bh = blk.q_bh0 + it / prm.q_tiles;
     const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
-    ptx::mbar_wait(bar_full(st), (it / Tr::kStages) & 1);
-    const std::uint32_t sq_hi = stage(st), sq_lo = sq_hi + Tr::kQPartBytes;
+    ptx::mbar_wait(blk.bar_full(st), (it / Tr::kStages) & 1);
+    const std::uint32_t sq_hi = blk.stage(st), sq_lo = sq_hi + Tr::kQPartBytes;
     const std::uint32_t sdo_hi = sq_hi + 2 * Tr::kQPartBytes, sdo_lo = sq_hi + 3 * Tr::kQPartBytes;
 
     // This thread's LSE and D (queries 8 j + 2 t, + 1), loaded before the wgmmas so that their latency hides
     // under S^T and dP^T (the wgmma asm statements' memory clobbers keep them on this side).
     float2 lse[Tr::kBlockM / Tr::kMmaN], dd[Tr::kBlockM / Tr::kMmaN];
-    {
-      const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
-      const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-        lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
-        dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
-      }
-    }
+    blk.load_lse_d(lse, dd, bh, m0);
 
     // S^T = K Q^T, dP^T = V dO^T: hi * hi, and the cross terms, each in its own accumulator.
     float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
     {
-      const std::uint64_t qh = kmajor(sq_hi), ql = kmajor(sq_lo), oh = kmajor(sdo_hi), ol = kmajor(sdo_lo);
+      const std::uint64_t qh = blk.kmajor(sq_hi), ql = blk.kmajor(sq_lo);
+      const std::uint64_t oh = blk.kmajor(sdo_hi), ol = blk.kmajor(sdo_lo);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
-        const std::uint64_t u = units(kk * Tr::kMmaKBytes);
+        const std::uint64_t u = blk.units(kk * Tr::kMmaKBytes);
         ptx::wgmma_ss<__half, Tr::kBlockM>(s_hh, d_khi + u, qh + u, kk > 0);
         ptx::wgmma_ss<__half, Tr::kBlockM>(dp_hh, d_vhi + u, oh + u, kk > 0);
         ptx::wgmma_ss<__half, Tr::kBlockM>(s_x, d_khi + u, ql + u, kk > 0);
@@ -434,25 +506,18 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
       }
     }
     // dS (queries x this warpgroup's keys, K-major) for dQ^T's B.
-#pragma unroll
-    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
-      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
-      ptx::stmatrix_x4_trans(a, ds_hi[4 * x], ds_hi[4 * x + 1], ds_hi[4 * x + 2], ds_hi[4 * x + 3]);
-      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, ds_lo[4 * x], ds_lo[4 * x + 1], ds_lo[4 * x + 2],
-                             ds_lo[4 * x + 3]);
-    }
-    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+    blk.store_ds(ds_s, st_off, ds_hi, ds_lo);
 
     // dV += P^T dO, dK += dS^T Q (B MN-major), chained over kDkvChunkTiles tiles (the first of a chunk starts from
     // zero): hi * hi and the cross terms apart.
     const bool fresh = it % Tr::kDkvChunkTiles == 0;
     {
-      const std::uint64_t oh = mnmajor(sdo_hi, Tr::kQPartBytes), ol = mnmajor(sdo_lo, Tr::kQPartBytes);
-      const std::uint64_t qh = mnmajor(sq_hi, Tr::kQPartBytes), ql = mnmajor(sq_lo, Tr::kQPartBytes);
+      const std::uint64_t oh = blk.mnmajor(sdo_hi, Tr::kQPartBytes), ol = blk.mnmajor(sdo_lo, Tr::kQPartBytes);
+      const std::uint64_t qh = blk.mnmajor(sq_hi, Tr::kQPartBytes), ql = blk.mnmajor(sq_lo, Tr::kQPartBytes);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
-        const std::uint64_t u = units(kk * Tr::kMmaKRowsBytes);
+        const std::uint64_t u = blk.units(kk * Tr::kMmaKRowsBytes);
         const std::uint32_t ph[4] = {p_hi[4 * kk], p_hi[4 * kk + 1], p_hi[4 * kk + 2], p_hi[4 * kk + 3]};
         const std::uint32_t pl[4] = {p_lo[4 * kk], p_lo[4 * kk + 1], p_lo[4 * kk + 2], p_lo[4 * kk + 3]};
         const std::uint32_t dh[4] = {ds_hi[4 * kk], ds_hi[4 * kk + 1], ds_hi[4 * kk + 2], ds_hi[4 * kk + 3]};
@@ -471,19 +536,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     // Every thread of this warpgroup has stored its dS (and the issuer's previous reduction has read
     // the dQ staging: a no-op wait for the other threads, none of which has bulk groups).
     ptx::bulk_wait_group_read_all();
-    ptx::named_bar_sync(1 + wg, Tr::kWgThreads);
+    ptx::named_bar_sync(1 + blk.wg, Tr::kWgThreads);
 
     // dQ^T = K^T dS^T over this warpgroup's 64 keys.
     float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
-      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
-      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
-    }
-    ptx::wgmma_commit();
+    blk.dq_mma(dq_hh, dq_x, d_kthi, d_ktlo, d_dshi, d_dslo);
     ptx::wgmma_wait<0>();  // dV, dK, dQ^T complete: the stage's Q, dO and this warpgroup's dS are free
     ptx::fence_operands(dv_hh);
     ptx::fence_operands(dv_x);
@@ -496,7 +553,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     ptx::fence_operands(ds_hi);
     ptx::fence_operands(ds_lo);
     // A chunk of dV, dK done (or the last tile): hi * hi + 2^-11 cross terms into the fp32 totals.
-    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == steps) {
+    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == blk.steps) {
 #pragma unroll
       for (int i = 0; i < Tr::kDkvRegs; ++i) {
         ptx::st_shared_u32(dkv_word(0, i), __float_as_uint(fp16pair_ld_shared_f32(dkv_word(0, i)) +
@@ -510,18 +567,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
     // into the staging rows (row-major, 64 floats a query), then one bulk reduction of the valid rows.
 #pragma unroll
     for (int i = 0; i < Tr::kDqRegs; ++i) {
-      const int col = warp * 16 + g + 8 * ((i / 2) % 2);
-      const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
+      const int col = blk.warp * 16 + blk.g + 8 * ((i / 2) % 2);
+      const int q = (i / 4) * Tr::kMmaN + 2 * blk.t4 + i % 2;
       ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
                          __float_as_uint(fmaf(dq_x[i], Tr::kLoWeight, dq_hh[i]) * f_dq));
     }
     ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
-    ptx::named_bar_sync(1 + wg, Tr::kWgThreads);
-    if (ctid == 0) {
-      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
-      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
-                               std::uint32_t(rows * Tr::kHeadDim * 4));
-      ptx::bulk_commit_group();
+    ptx::named_bar_sync(1 + blk.wg, Tr::kWgThreads);
+    if (blk.ctid == 0) {
+      blk.reduce_dq(dq_s, bh, m0);
     }
   }
   // The last reduction must have read its staging rows before the block's shared memory goes.
@@ -533,11 +587,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
   for (int hf = 0; hf < 2; ++hf) {
     const int key = wg_key0 + key_row + 8 * hf;
     if (key >= prm.seq_k) continue;
-    const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
+    const std::int64_t row = (std::int64_t(blk.kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
 #pragma unroll
     for (int j = 0; j < Tr::kDkvRegs / 4; ++j) {
       const int i = 4 * j + 2 * hf;
-      const int col = j * Tr::kMmaN + 2 * t4;
+      const int col = j * Tr::kMmaN + 2 * blk.t4;
       auto total = [&](int tensor, int r) { return fp16pair_ld_shared_f32(dkv_word(tensor, r)); };
       *reinterpret_cast<float2*>(prm.dk + row + col) = make_float2(total(1, i) * f_dk, total(1, i + 1) * f_dk);
       *reinterpret_cast<float2*>(prm.dv + row + col) = make_float2(total(0, i) * f_dv, total(0, i + 1) * f_dv);
@@ -699,49 +753,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 #if FB_PTX_SM90A
   using Sp = Fp16PairBwdTraits;  // the split's constants and the stats' layout
   extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair128_bwd_smem[];
-  const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair128_bwd_smem) + Tr::kAtomBytes - 1) &
-                             ~std::uint32_t(Tr::kAtomBytes - 1);
-  const std::uint32_t bar_kv = base + Tr::kOffBar;
-  auto bar_full = [&](int s) { return base + Tr::kOffBar + 8 * (1 + s); };
-  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
-  auto units = [](std::uint32_t bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
-
-  const int tid = threadIdx.x;
-  const int warp = tid / 32;
-  const int lane = tid % 32;
-  const int g = lane / 4, t4 = lane % 4;
-  const int kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
-  const int kblk = int(blockIdx.x / unsigned(prm.kv_planes));
-  const int n0 = kblk * Tr::kBlockN;
-  const int q_bh0 = (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group;
-  const int steps = prm.q_tiles * prm.group;
-
-  if (tid == 0) {
-    // kv_full: one arrival (the expect_tx below) + kKVBytes; full[s]: one arrival + kStageBytes per tile.
-    ptx::mbar_init(bar_kv, 1);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
-    ptx::fence_mbar_init();
-  }
-  __syncthreads();
-
-  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages.
-  auto issue = [&](int it) {
-    const int s = it % Tr::kStages;
-    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
-    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
-    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
-  };
-  if (tid == 0) {
-    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
-    ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
-                   Tr::kKVBytes, bar_kv);
-    for (int it = 0; it < Tr::kStages - 1 && it < steps; ++it) issue(it);
-  }
+  const Fp16PairBlock<Tr> blk(fb_sm90_fp16pair128_bwd_smem, prm, Tr::kStages - 1);
 
   // The scales (Fp16PairScales' except dS's: the stats' row norms are of 64-column halves of the rows, and
   // ||x|| <= sqrt(2) max half norm, so the bound 2 max ||dO_i|| max ||V_j|| is at most 4 x the halves' maxima).
-  const unsigned* st = prm.stats + kv_bh * Sp::kStats;
+  const unsigned* st = prm.stats + blk.kv_bh * Sp::kStats;
   const int e_q = fp16pair_exponent(__uint_as_float(st[Sp::kStatQ]));
   const int e_do = fp16pair_exponent(__uint_as_float(st[Sp::kStatDo]));
   const int e_k = fp16pair_exponent(__uint_as_float(st[Sp::kStatK]));
@@ -755,72 +771,60 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const float f_dk = prm.scale * ldexpf(1.f, -(e_ds + e_q));
   const float f_dq = prm.scale * ldexpf(1.f, -(e_ds + e_k));
 
-  const std::uint32_t kv_s = base + Tr::kOffKV;
+  const std::uint32_t kv_s = blk.base + Tr::kOffKV;
   const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
   const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
-  const std::uint32_t ds_s = base + Tr::kOffDs;  // hi, then lo
-  const std::uint32_t dq_s = base + Tr::kOffDq;
+  const std::uint32_t ds_s = blk.base + Tr::kOffDs;  // hi, then lo
+  const std::uint32_t dq_s = blk.base + Tr::kOffDq;
   // This thread's totals: job j's register i at word (j x 32 + i) x 128 + tid.
-  const std::uint32_t dkv_s = base + Tr::kOffDkv + std::uint32_t(tid * 4);
+  const std::uint32_t dkv_s = blk.base + Tr::kOffDkv + std::uint32_t(blk.tid * 4);
   auto job_word = [&](int j) { return dkv_s + std::uint32_t(j * Tr::kJobRegs * Tr::kThreads * 4); };
-  // K-major operands: LBO unused (16), SBO = 8 rows; MN-major: LBO = a 64-element block's distance (one block
-  // along M / N in every use here: a panel), SBO = 8 rows along K.
-  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
-  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
-  const std::uint64_t d_khi = kmajor(k_hi), d_klo = kmajor(k_lo), d_vhi = kmajor(v_hi), d_vlo = kmajor(v_lo);
+  const std::uint64_t d_khi = blk.kmajor(k_hi), d_klo = blk.kmajor(k_lo);
+  const std::uint64_t d_vhi = blk.kmajor(v_hi), d_vlo = blk.kmajor(v_lo);
   // K^T (A of dQ^T, MN-major): half h of d is panel h of K.
-  const std::uint64_t d_kthi0 = mnmajor(k_hi, Tr::kKVPanelBytes);
-  const std::uint64_t d_ktlo0 = mnmajor(k_lo, Tr::kKVPanelBytes);
-  const std::uint64_t d_kthi1 = mnmajor(k_hi + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
-  const std::uint64_t d_ktlo1 = mnmajor(k_lo + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
-  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+  const std::uint64_t d_kthi0 = blk.mnmajor(k_hi, Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo0 = blk.mnmajor(k_lo, Tr::kKVPanelBytes);
+  const std::uint64_t d_kthi1 = blk.mnmajor(k_hi + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo1 = blk.mnmajor(k_lo + Tr::kKVPanelBytes, Tr::kKVPanelBytes);
+  const std::uint64_t d_dshi = blk.kmajor(ds_s), d_dslo = blk.kmajor(ds_s + Tr::kDsPartBytes);
 
   // stmatrix (trans) of dS^T's packed registers into dS, as the d = 64 kernel (one warpgroup of 64 keys).
-  const int st_row = lane % 8, st_tile = lane / 8;
-  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
-                                             (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  const std::uint32_t st_off = blk.stmatrix_off();
 
-  const int key_row = warp * 16 + g;  // this thread's first key among the block's 64
-  const bool need_mask = n0 + Tr::kBlockN > prm.seq_k;
+  const int key_row = blk.warp * 16 + blk.g;  // this thread's first key among the block's 64
+  const bool need_mask = blk.n0 + Tr::kBlockN > prm.seq_k;
 
 #pragma unroll
   for (int i = 0; i < Tr::kJobs * Tr::kJobRegs; ++i)
     ptx::st_shared_u32(dkv_s + std::uint32_t(i * Tr::kThreads * 4), 0u);
 
-  ptx::mbar_wait(bar_kv, 0);
-  for (int it = 0; it < steps; ++it) {
+  ptx::mbar_wait(blk.bar_kv, 0);
+  for (int it = 0; it < blk.steps; ++it) {
     // Every thread is past tile it - 1 (its wgmmas complete): its stage (it - 1) % 2 = (it + 1) % 2, dS and (its
     // reduction waited for below) the dQ staging are free.
     __syncthreads();
-    if (tid == 0 && it + Tr::kStages - 1 < steps) issue(it + Tr::kStages - 1);
+    if (blk.tid == 0 && it + Tr::kStages - 1 < blk.steps) blk.issue(it + Tr::kStages - 1);
     const int stg = it % Tr::kStages;
-    const int bh = q_bh0 + it / prm.q_tiles;
+    const int bh = blk.q_bh0 + it / prm.q_tiles;
     const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
-    ptx::mbar_wait(bar_full(stg), (it / Tr::kStages) & 1);
-    const std::uint32_t sq_hi = stage(stg), sq_lo = sq_hi + Tr::kQPartBytes;
+    ptx::mbar_wait(blk.bar_full(stg), (it / Tr::kStages) & 1);
+    const std::uint32_t sq_hi = blk.stage(stg), sq_lo = sq_hi + Tr::kQPartBytes;
     const std::uint32_t sdo_hi = sq_hi + 2 * Tr::kQPartBytes, sdo_lo = sq_hi + 3 * Tr::kQPartBytes;
 
     float2 lse[Tr::kBlockM / Tr::kMmaN], dd[Tr::kBlockM / Tr::kMmaN];
-    {
-      const float* lse_row = prm.lse + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
-      const float* d_row = prm.dsum + std::int64_t(bh) * prm.seq_pad + m0 + 2 * t4;
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-        lse[j] = *reinterpret_cast<const float2*>(lse_row + j * Tr::kMmaN);
-        dd[j] = *reinterpret_cast<const float2*>(d_row + j * Tr::kMmaN);
-      }
-    }
+    blk.load_lse_d(lse, dd, bh, m0);
 
     // S^T = K Q^T, dP^T = V dO^T over d's 8 k16 steps (4 a panel): hi * hi and the cross terms apart.
     float s_hh[Tr::kSRegs], s_x[Tr::kSRegs], dp_hh[Tr::kSRegs], dp_x[Tr::kSRegs];
     {
-      const std::uint64_t qh = kmajor(sq_hi), ql = kmajor(sq_lo), oh = kmajor(sdo_hi), ol = kmajor(sdo_lo);
+      const std::uint64_t qh = blk.kmajor(sq_hi), ql = blk.kmajor(sq_lo);
+      const std::uint64_t oh = blk.kmajor(sdo_hi), ol = blk.kmajor(sdo_lo);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
         const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
-        const std::uint64_t ua = units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
-        const std::uint64_t ub = units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
+        const std::uint64_t ua = blk.units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
+        const std::uint64_t ub = blk.units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
         ptx::wgmma_ss<__half, Tr::kBlockM>(s_hh, d_khi + ua, qh + ub, kk > 0);
         ptx::wgmma_ss<__half, Tr::kBlockM>(dp_hh, d_vhi + ua, oh + ub, kk > 0);
         ptx::wgmma_ss<__half, Tr::kBlockM>(s_x, d_khi + ua, ql + ub, kk > 0);
@@ -849,7 +853,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           const int i = 4 * j + 2 * hf + e;
           const float sv = fmaf(s_x[i], Sp::kLoWeight, s_hh[i]);
           float p = ptx::exp2_approx(fmaf(sv, f_s, e == 0 ? -lse[j].x : -lse[j].y));
-          if (need_mask && n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
+          if (need_mask && blk.n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
           const float dp = fmaf(dp_x[i], Sp::kLoWeight, dp_hh[i]) * f_dp;
           pv[e] = p * s_p;
           dsv[e] = p * (dp - (e == 0 ? dd[j].x : dd[j].y)) * s_ds;
@@ -859,21 +863,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       }
     }
     // dS (queries x the block's 64 keys, K-major) for dQ^T's B.
-#pragma unroll
-    for (int x = 0; x < Tr::kPRegs / 4; ++x) {
-      const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
-      ptx::stmatrix_x4_trans(a, ds_hi[4 * x], ds_hi[4 * x + 1], ds_hi[4 * x + 2], ds_hi[4 * x + 3]);
-      ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, ds_lo[4 * x], ds_lo[4 * x + 1], ds_lo[4 * x + 2],
-                             ds_lo[4 * x + 3]);
-    }
-    ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+    blk.store_ds(ds_s, st_off, ds_hi, ds_lo);
 
     // dV += P^T dO, dK += dS^T Q as four m64n64 jobs through two accumulator sets (a, b): each job's totals update
     // runs while the next job is in the tensor core. Job j reads B = panel j % 2 of dO (j < 2) or Q (MN-major).
     {
       float a_hh[Tr::kJobRegs], a_x[Tr::kJobRegs], b_hh[Tr::kJobRegs], b_x[Tr::kJobRegs];
       auto bpanel = [&](std::uint32_t part, int pn) {
-        return mnmajor(part + std::uint32_t(pn * Tr::kQPanelBytes), Tr::kQPanelBytes);
+        return blk.mnmajor(part + std::uint32_t(pn * Tr::kQPanelBytes), Tr::kQPanelBytes);
       };
       fp16pair128_job<Tr>(a_hh, a_x, p_hi, p_lo, bpanel(sdo_hi, 0), bpanel(sdo_lo, 0));  // dV, panel 0
       fp16pair128_job<Tr>(b_hh, b_x, p_hi, p_lo, bpanel(sdo_hi, 1), bpanel(sdo_lo, 1));  // dV, panel 1
@@ -903,7 +900,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
-      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
+      const std::uint64_t ua = blk.units(kk * Tr::kMmaKRowsBytes), ub = blk.units(kk * Tr::kMmaKBytes);
       Fp16PairWgmmaSSAT32::run(dq0_hh, d_kthi0 + ua, d_dshi + ub, kk > 0);
       Fp16PairWgmmaSSAT32::run(dq0_x, d_kthi0 + ua, d_dslo + ub, kk > 0);
       Fp16PairWgmmaSSAT32::run(dq0_x, d_ktlo0 + ua, d_dshi + ub, 1);
@@ -922,8 +919,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // scaled into the staging rows (row-major, 128 floats a query), then one bulk reduction of the valid rows.
 #pragma unroll
     for (int i = 0; i < Tr::kDqRegs; ++i) {
-      const int col = warp * 16 + g + 8 * ((i / 2) % 2);
-      const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
+      const int col = blk.warp * 16 + blk.g + 8 * ((i / 2) % 2);
+      const int q = (i / 4) * Tr::kMmaN + 2 * blk.t4 + i % 2;
       ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
                          __float_as_uint(fmaf(dq0_x[i], Sp::kLoWeight, dq0_hh[i]) * f_dq));
       ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + 64 + col) * 4),
@@ -931,11 +928,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     }
     ptx::fence_proxy_async_smem();  // the bulk reduction (async proxy) reads what the stores wrote
     ptx::named_bar_sync(1, Tr::kThreads);
-    if (tid == 0) {
-      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
-      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
-                               std::uint32_t(rows * Tr::kHeadDim * 4));
-      ptx::bulk_commit_group();
+    if (blk.tid == 0) {
+      blk.reduce_dq(dq_s, bh, m0);
     }
   }
   // The last reduction must have read its staging rows before the block's shared memory goes.
@@ -945,15 +939,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // job j is key key_row + 8 ((i / 2) % 2), column 64 (j % 2) + 8 (i / 4) + 2 t + i % 2.
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const int key = n0 + key_row + 8 * hf;
+    const int key = blk.n0 + key_row + 8 * hf;
     if (key >= prm.seq_k) continue;
-    const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
+    const std::int64_t row = (std::int64_t(blk.kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
 #pragma unroll
     for (int pn = 0; pn < Tr::kPanels; ++pn) {
 #pragma unroll
       for (int j = 0; j < Tr::kJobRegs / 4; ++j) {
         const int i = 4 * j + 2 * hf;
-        const int col = 64 * pn + j * Tr::kMmaN + 2 * t4;
+        const int col = 64 * pn + j * Tr::kMmaN + 2 * blk.t4;
         auto total = [&](int job, int r) {
           return fp16pair_ld_shared_f32(job_word(job) + std::uint32_t(r * Tr::kThreads * 4));
         };
@@ -1157,53 +1151,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   using Sp = Fp16PairBwdTraits;  // the split's constants and the stats' layout
   const Fp16PairBwdParams& prm = w2prm.p;
   extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair128w2_bwd_smem[];
-  const std::uint32_t base = (ptx::smem_addr(fb_sm90_fp16pair128w2_bwd_smem) + Tr::kAtomBytes - 1) &
-                             ~std::uint32_t(Tr::kAtomBytes - 1);
-  const std::uint32_t bar_kv = base + Tr::kOffBar;
-  auto bar_full = [&](int s) { return base + Tr::kOffBar + 8 * (1 + s); };
-  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
-  auto units = [](std::uint32_t bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
-
-  const int tid = threadIdx.x;
-  const int wg = tid / Tr::kWgThreads;  // 0: S^T, P^T, dV, dQ^T panel 0; 1: dP^T, dS^T, dK, dQ^T panel 1
-  const int ctid = tid % Tr::kWgThreads;
-  const int warp = ctid / 32;
-  const int lane = ctid % 32;
-  const int g = lane / 4, t4 = lane % 4;
-  const int kv_bh = int(blockIdx.x % unsigned(prm.kv_planes));
-  const int kblk = int(blockIdx.x / unsigned(prm.kv_planes));
-  const int n0 = kblk * Tr::kBlockN;
-  const int q_bh0 = (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group;
-  const int steps = prm.q_tiles * prm.group;
-
-  if (tid == 0) {
-    // kv_full: one arrival (the expect_tx below) + kKVBytes; full[s]: one arrival + kStageBytes per tile.
-    ptx::mbar_init(bar_kv, 1);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
-    ptx::fence_mbar_init();
-  }
-  __syncthreads();
-
-  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages.
-  auto issue = [&](int it) {
-    const int s = it % Tr::kStages;
-    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
-    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
-    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
-  };
-  if (tid == 0) {
-    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
-    ptx::bulk_load(base + Tr::kOffKV, prm.kv + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Tr::kKVBytes,
-                   Tr::kKVBytes, bar_kv);
-    for (int it = 0; it < Tr::kStages && it < steps; ++it) issue(it);
-  }
+  const Fp16PairBlock<Tr> blk(fb_sm90_fp16pair128w2_bwd_smem, prm, Tr::kStages);
 
   // The scales: Q's and dO's per plane group from the stats pass (as fp16pair128), K's and V's per 64-key block from
   // the K / V split, and dS's per block from the bound 2 max ||dO_i|| max ||V_j|| <= 2 sqrt(2) (dO's largest half-row
   // norm) (the block's largest row norm of V) <= 4 x the product (a binade of headroom at most).
-  const unsigned* st = prm.stats + kv_bh * Sp::kStats;
-  const unsigned* kvst = w2prm.kvstats + (std::int64_t(kv_bh) * prm.k_blocks + kblk) * Fp16Pair128KvStats::kWords;
+  const unsigned* st = prm.stats + blk.kv_bh * Sp::kStats;
+  const unsigned* kvst =
+      w2prm.kvstats + (std::int64_t(blk.kv_bh) * prm.k_blocks + blk.kblk) * Fp16Pair128KvStats::kWords;
   const int e_q = fp16pair_exponent(__uint_as_float(st[Sp::kStatQ]));
   const int e_do = fp16pair_exponent(__uint_as_float(st[Sp::kStatDo]));
   const int e_k = fp16pair_exponent(__uint_as_float(kvst[Fp16Pair128KvStats::kMaxK]));
@@ -1215,37 +1170,33 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const float s_p = ldexpf(1.f, Sp::kPExp);                      // P -> P s
   const float s_ds = ldexpf(1.f, e_ds);                          // dS -> dS s
   // This warpgroup's output: dV (P^T dO's unscaling) or dK (dS^T Q's, times the softmax scale).
-  const float f_out = wg == 0 ? ldexpf(1.f, -(Sp::kPExp + e_do)) : prm.scale * ldexpf(1.f, -(e_ds + e_q));
+  const float f_out = blk.wg == 0 ? ldexpf(1.f, -(Sp::kPExp + e_do)) : prm.scale * ldexpf(1.f, -(e_ds + e_q));
   const float f_dq = prm.scale * ldexpf(1.f, -(e_ds + e_k));
 
-  const std::uint32_t kv_s = base + Tr::kOffKV;
+  const std::uint32_t kv_s = blk.base + Tr::kOffKV;
   const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
   const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
-  const std::uint32_t ds_s = base + Tr::kOffDs;  // hi, then lo
-  const std::uint32_t dq_s = base + Tr::kOffDq;
-  const std::uint32_t px_s = base + Tr::kOffPx + std::uint32_t(ctid * 4);  // P^T's register i at word i x 128
-  const std::uint32_t tot_s = base + Tr::kOffTot + std::uint32_t(wg * Tr::kTotWgBytes + ctid * 4);
+  const std::uint32_t ds_s = blk.base + Tr::kOffDs;  // hi, then lo
+  const std::uint32_t dq_s = blk.base + Tr::kOffDq;
+  const std::uint32_t px_s = blk.base + Tr::kOffPx + std::uint32_t(blk.ctid * 4);  // P^T's register i at word i x 128
+  const std::uint32_t tot_s = blk.base + Tr::kOffTot + std::uint32_t(blk.wg * Tr::kTotWgBytes + blk.ctid * 4);
   auto px_word = [&](int i) { return px_s + std::uint32_t(i * Tr::kWgThreads * 4); };
   auto tot_word = [&](int i) { return tot_s + std::uint32_t(i * Tr::kWgThreads * 4); };
-  auto kmajor = [&](std::uint32_t a) { return ptx::make_desc_sw128(a, Tr::kUnitBytes, Tr::kAtomBytes); };
-  auto mnmajor = [&](std::uint32_t a, std::uint32_t lbo) { return ptx::make_desc_sw128(a, lbo, Tr::kAtomBytes); };
   // S^T = K Q^T (warpgroup 0) or dP^T = V dO^T (1): A = K or V (hi, lo), K-major; B = the stage's Q or dO.
-  const std::uint64_t d_ahi = kmajor(wg == 0 ? k_hi : v_hi), d_alo = kmajor(wg == 0 ? k_lo : v_lo);
-  const std::uint32_t b_part = std::uint32_t(wg == 0 ? 0 : 2 * Tr::kQPartBytes);
+  const std::uint64_t d_ahi = blk.kmajor(blk.wg == 0 ? k_hi : v_hi), d_alo = blk.kmajor(blk.wg == 0 ? k_lo : v_lo);
+  const std::uint32_t b_part = std::uint32_t(blk.wg == 0 ? 0 : 2 * Tr::kQPartBytes);
   // dV += P^T dO (0) or dK += dS^T Q (1): B = the stage's dO or Q, MN-major, N = d's two panels LBO apart.
-  const std::uint32_t j_part = std::uint32_t(wg == 0 ? 2 * Tr::kQPartBytes : 0);
+  const std::uint32_t j_part = std::uint32_t(blk.wg == 0 ? 2 * Tr::kQPartBytes : 0);
   // dQ^T's panel wg: A = panel wg of K (MN-major), B = dS (K-major).
-  const std::uint64_t d_kthi = mnmajor(k_hi + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
-  const std::uint64_t d_ktlo = mnmajor(k_lo + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
-  const std::uint64_t d_dshi = kmajor(ds_s), d_dslo = kmajor(ds_s + Tr::kDsPartBytes);
+  const std::uint64_t d_kthi = blk.mnmajor(k_hi + std::uint32_t(blk.wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_ktlo = blk.mnmajor(k_lo + std::uint32_t(blk.wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
+  const std::uint64_t d_dshi = blk.kmajor(ds_s), d_dslo = blk.kmajor(ds_s + Tr::kDsPartBytes);
 
   // stmatrix (trans) of dS^T's packed registers into dS, as fp16pair128 (warpgroup 1's warps).
-  const int st_row = lane % 8, st_tile = lane / 8;
-  const std::uint32_t st_off = std::uint32_t((8 * (st_tile / 2) + st_row) * Tr::kRowBytes +
-                                             (((2 * warp + st_tile % 2) ^ st_row) * Tr::kUnitBytes));
+  const std::uint32_t st_off = blk.stmatrix_off();
 
-  const int key_row = warp * 16 + g;  // this thread's first key among the block's 64
-  const bool need_mask = n0 + Tr::kBlockN > prm.seq_k;
+  const int key_row = blk.warp * 16 + blk.g;  // this thread's first key among the block's 64
+  const bool need_mask = blk.n0 + Tr::kBlockN > prm.seq_k;
 
 #pragma unroll
   for (int i = 0; i < Tr::kAccRegs; ++i) ptx::st_shared_u32(tot_word(i), 0u);
@@ -1257,19 +1208,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   float x_hh[Tr::kSRegs], x_x[Tr::kSRegs];
   auto start_tile = [&](int it) {
     const int stg = it % Tr::kStages;
-    ptx::mbar_wait(bar_full(stg), (it / Tr::kStages) & 1);
-    const float* src = (wg == 0 ? prm.lse : prm.dsum) + std::int64_t(q_bh0 + it / prm.q_tiles) * prm.seq_pad +
-                       (it % prm.q_tiles) * Tr::kBlockM + 2 * t4;
+    ptx::mbar_wait(blk.bar_full(stg), (it / Tr::kStages) & 1);
+    const float* src = (blk.wg == 0 ? prm.lse : prm.dsum) + std::int64_t(blk.q_bh0 + it / prm.q_tiles) * prm.seq_pad +
+                       (it % prm.q_tiles) * Tr::kBlockM + 2 * blk.t4;
 #pragma unroll
     for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
-    const std::uint32_t sq = stage(stg);
-    const std::uint64_t bhi = kmajor(sq + b_part), blo = kmajor(sq + b_part + Tr::kQPartBytes);
+    const std::uint32_t sq = blk.stage(stg);
+    const std::uint64_t bhi = blk.kmajor(sq + b_part), blo = blk.kmajor(sq + b_part + Tr::kQPartBytes);
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
       const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
-      const std::uint64_t ua = units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
-      const std::uint64_t ub = units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
+      const std::uint64_t ua = blk.units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
+      const std::uint64_t ub = blk.units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
       ptx::wgmma_ss<__half, Tr::kBlockM>(x_hh, d_ahi + ua, bhi + ub, kk > 0);
       ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_ahi + ua, blo + ub, kk > 0);
       ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_alo + ua, bhi + ub, 1);
@@ -1277,13 +1228,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::wgmma_commit();
   };
 
-  ptx::mbar_wait(bar_kv, 0);
+  ptx::mbar_wait(blk.bar_kv, 0);
   if constexpr (Tr::kAhead) start_tile(0);  // steps >= 1 (seq_q >= 1)
-  for (int it = 0; it < steps; ++it) {
+  for (int it = 0; it < blk.steps; ++it) {
     const int stg = it % Tr::kStages;
-    const int bh = q_bh0 + it / prm.q_tiles;
+    const int bh = blk.q_bh0 + it / prm.q_tiles;
     const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
-    const std::uint32_t sq = stage(stg);
+    const std::uint32_t sq = blk.stage(stg);
     if constexpr (!Tr::kAhead) start_tile(it);
     ptx::wgmma_wait<0>();  // S^T / dP^T of tile it (kAhead: issued during tile it - 1, the only group in flight)
     ptx::fence_operands(x_hh);
@@ -1293,7 +1244,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // received) dS^T = P^T o (dP^T - D), scaled, split and stored for dQ^T. Register i: key key_row + 8 ((i / 2) %
     // 2), query 8 (i / 4) + 2 t + i % 2; the packed pair k = registers 2k, 2k + 1. The arithmetic is fp16pair128's.
     std::uint32_t a_hi[Tr::kPRegs], a_lo[Tr::kPRegs];  // P^T (0) or dS^T (1): A of dV / dK
-    if (wg == 0) {
+    if (blk.wg == 0) {
 #pragma unroll
       for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
 #pragma unroll
@@ -1304,7 +1255,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
             const int i = 4 * j + 2 * hf + e;
             const float sv = fmaf(x_x[i], Sp::kLoWeight, x_hh[i]);
             float p = ptx::exp2_approx(fmaf(sv, f_s, e == 0 ? -rowv[j].x : -rowv[j].y));
-            if (need_mask && n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
+            if (need_mask && blk.n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
             ptx::st_shared_u32(px_word(i), __float_as_uint(p));
             pv[e] = p * s_p;
           }
@@ -1325,25 +1276,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         fp16pair_split2(d0, d1, a_hi[k], a_lo[k]);
       }
       // dS (queries x the block's 64 keys, K-major) for dQ^T's B.
-#pragma unroll
-      for (int x = 0; x < Tr::kPRegs / 4; ++x) {
-        const std::uint32_t a = ds_s + st_off + std::uint32_t(x * 2 * Tr::kMmaN * Tr::kRowBytes);
-        ptx::stmatrix_x4_trans(a, a_hi[4 * x], a_hi[4 * x + 1], a_hi[4 * x + 2], a_hi[4 * x + 3]);
-        ptx::stmatrix_x4_trans(a + Tr::kDsPartBytes, a_lo[4 * x], a_lo[4 * x + 1], a_lo[4 * x + 2], a_lo[4 * x + 3]);
-      }
-      ptx::fence_proxy_async_smem();  // dQ^T's wgmma (async proxy) reads what stmatrix wrote
+      blk.store_ds(ds_s, st_off, a_hi, a_lo);
     }
 
     // dV += P^T dO (0) or dK += dS^T Q (1), m64n128k16 RS, chained over kDkvChunkTiles tiles (the first of a
     // chunk starts from zero); in the tensor core while warpgroup 1 computes dS (0) and under dQ^T.
     const bool fresh = it % Tr::kDkvChunkTiles == 0;
     {
-      const std::uint64_t bhi = mnmajor(sq + j_part, Tr::kQPanelBytes);
-      const std::uint64_t blo = mnmajor(sq + j_part + Tr::kQPartBytes, Tr::kQPanelBytes);
+      const std::uint64_t bhi = blk.mnmajor(sq + j_part, Tr::kQPanelBytes);
+      const std::uint64_t blo = blk.mnmajor(sq + j_part + Tr::kQPartBytes, Tr::kQPanelBytes);
       ptx::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
-        const std::uint64_t u = units(kk * Tr::kMmaKRowsBytes);
+        const std::uint64_t u = blk.units(kk * Tr::kMmaKRowsBytes);
         const std::uint32_t ah[4] = {a_hi[4 * kk], a_hi[4 * kk + 1], a_hi[4 * kk + 2], a_hi[4 * kk + 3]};
         const std::uint32_t al[4] = {a_lo[4 * kk], a_lo[4 * kk + 1], a_lo[4 * kk + 2], a_lo[4 * kk + 3]};
         const std::uint32_t acc = (kk > 0 || !fresh) ? 1u : 0u;
@@ -1361,20 +1306,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
     // dQ^T's panel wg = K^T dS^T over the block's 64 keys.
     float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < Tr::kDqSteps; ++kk) {
-      const std::uint64_t ua = units(kk * Tr::kMmaKRowsBytes), ub = units(kk * Tr::kMmaKBytes);
-      Fp16PairWgmmaSSAT32::run(dq_hh, d_kthi + ua, d_dshi + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_kthi + ua, d_dslo + ub, kk > 0);
-      Fp16PairWgmmaSSAT32::run(dq_x, d_ktlo + ua, d_dshi + ub, 1);
-    }
-    ptx::wgmma_commit();
+    blk.dq_mma(dq_hh, dq_x, d_kthi, d_ktlo, d_dshi, d_dslo);
     // dV / dK and dQ^T complete: this tile's stage, dS and a_hi / a_lo are free. kAhead: tile it + 1's S^T / dP^T
     // issued first (its stage waited for; a third commit group, reading stage (it + 1) % 2, K / V and writing x_hh /
     // x_x only, all of them dead until the next iteration's wait), and only the two older groups waited for.
     if constexpr (Tr::kAhead) {
-      if (it + 1 < steps) {
+      if (it + 1 < blk.steps) {
         start_tile(it + 1);
         ptx::wgmma_wait<1>();
       } else {
@@ -1390,7 +1327,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::fence_operands(a_hi);
     ptx::fence_operands(a_lo);
     // A chunk done (or the last tile): hi * hi + 2^-11 cross terms into this thread's fp32 totals.
-    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == steps) {
+    if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == blk.steps) {
 #pragma unroll
       for (int i = 0; i < Tr::kAccRegs; ++i)
         ptx::st_shared_u32(tot_word(i), __float_as_uint(fp16pair_ld_shared_f32(tot_word(i)) +
@@ -1401,8 +1338,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // scaled into the staging rows (row-major, 128 floats a query), then one bulk reduction of the valid rows.
 #pragma unroll
     for (int i = 0; i < Tr::kDqRegs; ++i) {
-      const int col = 64 * wg + warp * 16 + g + 8 * ((i / 2) % 2);
-      const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
+      const int col = 64 * blk.wg + blk.warp * 16 + blk.g + 8 * ((i / 2) % 2);
+      const int q = (i / 4) * Tr::kMmaN + 2 * blk.t4 + i % 2;
       ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
                          __float_as_uint(fmaf(dq_x[i], Sp::kLoWeight, dq_hh[i]) * f_dq));
     }
@@ -1410,12 +1347,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     // Every thread has written its staging and completed every wgmma of this tile (its stage, dS and P^T's words
     // were last read before here; kAhead: the one group still in flight reads stage (it + 1) % 2, not stage it % 2).
     ptx::named_bar_sync(Tr::kBarDq, Tr::kThreads);
-    if (tid == 0) {
-      const int rows = min(Tr::kBlockM, prm.seq_q - m0);
-      ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
-                               std::uint32_t(rows * Tr::kHeadDim * 4));
-      ptx::bulk_commit_group();
-      if (it + Tr::kStages < steps) issue(it + Tr::kStages);  // stage it % 2: every read of it done (above)
+    if (blk.tid == 0) {
+      blk.reduce_dq(dq_s, bh, m0);
+      if (it + Tr::kStages < blk.steps) blk.issue(it + Tr::kStages);  // stage it % 2: every read of it done (above)
     }
   }
   // The last reduction must have read its staging rows before the block's shared memory goes.
@@ -1423,16 +1357,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   // dV (warpgroup 0) or dK (1) of this thread's keys from its totals: register i is key key_row + 8 ((i / 2) % 2),
   // column 8 (i / 4) + 2 t + i % 2.
-  float* const out = wg == 0 ? prm.dv : prm.dk;
+  float* const out = blk.wg == 0 ? prm.dv : prm.dk;
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    const int key = n0 + key_row + 8 * hf;
+    const int key = blk.n0 + key_row + 8 * hf;
     if (key >= prm.seq_k) continue;
-    const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
+    const std::int64_t row = (std::int64_t(blk.kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
 #pragma unroll
     for (int j = 0; j < Tr::kAccRegs / 4; ++j) {
       const int i = 4 * j + 2 * hf;
-      *reinterpret_cast<float2*>(out + row + j * Tr::kMmaN + 2 * t4) =
+      *reinterpret_cast<float2*>(out + row + j * Tr::kMmaN + 2 * blk.t4) =
           make_float2(fp16pair_ld_shared_f32(tot_word(i)) * f_out, fp16pair_ld_shared_f32(tot_word(i + 1)) * f_out);
     }
   }
