@@ -16,7 +16,7 @@ step() {  # name, limit (s), command...: the limit cut to what is left; skipped 
   echo "== $name rc=$rc $((SECONDS-s))s (t=$((SECONDS-t0)))"; tail -n ${TAILN:-25} $R/$name.log
 }
 tar xJf out/b.txz && echo "unpacked binaries (t=$((SECONDS-t0)))"
-src=$(cat out/srcdir.txt 2>/dev/null || echo /work/main)
+src=$(cat out/srcdir.txt)  # the source folder the carried binaries were built in (their tests hold its paths)
 [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
 B=$src/build-dev; export BUILD=$B
 cat out/commit.txt > $R/commit.txt 2>/dev/null
