@@ -134,10 +134,10 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
     if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
-                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, "
-                                "fp16pair128w2a; unset or "
-                                "default for the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in "
-                                "session 13, dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
+                                "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
+                                "fp16pair128w2, fp16pair128w2a; unset or default for the shipping kernel; lofrag, "
+                                "lofragdq, dslate and trunc were removed in session 13, dotfirst and dqahead in "
+                                "session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
   }();
   return probe;
@@ -173,8 +173,8 @@ template <typename Tr> std::size_t fp16pair_workspace_bytes(const AttentionParam
 
 // The stats pre-pass of both kernels: zeroed, then max |x| per plane (and dO's, V's largest row norms) of Q, dO, K, V,
 // read as rows of 64 (at d = 128 a [planes, seq, 128] tensor is [planes, 2 seq, 64]: max |x| is the same, the row
-// norms are of 64-column halves, which the d = 128 kernel's dS bound takes into account). with_kv = false: Q and dO only
-// (the w2 kernels take K's and V's per key block from their split).
+// norms are of 64-column halves, which the d = 128 kernel's dS bound takes into account). with_kv = false: Q and dO
+// only (the two-warpgroup kernels take K's and V's per key block from their split).
 void fp16pair_stats(const AttentionParams& p, unsigned* stats, cudaStream_t stream, bool with_kv = true) {
   using Sp = Fp16PairTr;  // the stats' layout
   const int halves = p.head_dim / 64;
@@ -282,7 +282,7 @@ using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
 
 // The two-warpgroup kernels (w2a the default since session 21's call C; `fp16pair128` runs the one-warpgroup kernel).
-bool fp16pair128w2_word() { return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128; }
+bool fp16pair128_two_warpgroups() { return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128; }
 // The w2 kernels' per-block K / V stats, after fp16pair128's workspace pieces.
 std::size_t fp16pair128w2_kvstats_bytes(const AttentionParams& p) {
   return align_up(std::size_t(p.batch) * p.kv_heads * fp16pair_k_blocks<Fp16Pair128Tr>(p) * Fp16Pair128KvStats::kWords *
@@ -312,7 +312,7 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
   const auto* dout = static_cast<const float*>(p.dout);
   const auto* k = static_cast<const float*>(p.k);
   const auto* v = static_cast<const float*>(p.v);
-  const bool w2 = fp16pair128w2_word();
+  const bool w2 = fp16pair128_two_warpgroups();
   fp16pair_stats(p, stats, stream, /*with_kv=*/!w2);
   auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
   const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 16;
@@ -388,7 +388,7 @@ std::size_t tf32_backward_workspace_bytes(const AttentionParams& p) {
   // bytes as the four fp32 tensors, padded to tiles); the two-warpgroup kernels + their per-block K / V stats.
   if (fp16pair128_applies(p, true))
     return lse_d + fp16pair_workspace_bytes<Fp16Pair128Tr>(p) +
-           (fp16pair128w2_word() ? fp16pair128w2_kvstats_bytes(p) : 0);
+           (fp16pair128_two_warpgroups() ? fp16pair128w2_kvstats_bytes(p) : 0);
   return fp16pair_applies(p, true) ? lse_d + fp16pair_workspace_bytes<Fp16PairTr>(p) : lse_d;
 }
 
