@@ -44,6 +44,7 @@
 namespace fb::cuda::flash_sm90 {
 
 struct Fp16PairBwdTraits {
+  static constexpr bool kPlaneMajor = false;  // blockIdx.x = key block * kv_planes + plane (Fp16PairBlock)
   static constexpr int kHeadDim = 64;
   static constexpr int kBlockN = 128;  // keys per block
   static constexpr int kWgKeys = 64;   // keys per consumer warpgroup (the wgmma M)
@@ -288,8 +289,8 @@ struct Fp16PairBlock {
         lane(ctid % 32),
         g(lane / 4),
         t4(lane % 4),
-        kv_bh(int(blockIdx.x % unsigned(p.kv_planes))),
-        kblk(int(blockIdx.x / unsigned(p.kv_planes))),
+        kv_bh(int(Tr::kPlaneMajor ? blockIdx.x / unsigned(p.k_blocks) : blockIdx.x % unsigned(p.kv_planes))),
+        kblk(int(Tr::kPlaneMajor ? blockIdx.x % unsigned(p.k_blocks) : blockIdx.x / unsigned(p.kv_planes))),
         n0(kblk * Tr::kBlockN),
         q_bh0((kv_bh / p.kv_heads) * p.heads + (kv_bh % p.kv_heads) * p.group),
         steps(p.q_tiles * p.group) {
@@ -612,6 +613,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
 // totals (64 KB) and K / V hi / lo (64 KB) for 64 keys leave room for one warpgroup a block: one block per (64 keys,
 // K/V plane), 128 threads, 2 stages of 32 queries (32 KB each); thread 0 issues the copies as at d = 64.
 struct Fp16Pair128BwdTraits {
+  static constexpr bool kPlaneMajor = false;
   static constexpr int kHeadDim = 128;
   static constexpr int kPanels = 2;     // 64-column panels of d
   static constexpr int kBlockN = 64;    // keys per block = the warpgroup's (the wgmma M)
@@ -1089,9 +1091,13 @@ struct Fp16Pair128W2Params {
 // kAhead (FB_SM90_FP32_BWD_PROBE=fp16pair128w2a): each warpgroup issues the next tile's S^T / dP^T right after this
 // tile's dQ^T and waits for dQ^T alone (wgmma.wait_group 1), so that the totals, the dQ staging, its barrier and the
 // reduction run under the next tile's first GEMMs instead of in series with them.
-template <bool kAheadT>
+// kPlaneMajorT (FB_SM90_FP32_BWD_PROBE=fp16pair128w2m, with kAhead): the blocks in plane-major order, blockIdx.x =
+// plane * k_blocks + key block, so that a plane's key blocks run in one wave and read its Q / dO tiles through L2
+// once instead of once a key block from DRAM (docs/perf-notes.md, "Session 22: fp16pair128w2m").
+template <bool kAheadT, bool kPlaneMajorT = false>
 struct Fp16Pair128W2BwdTraits {
   static constexpr bool kAhead = kAheadT;
+  static constexpr bool kPlaneMajor = kPlaneMajorT;
   using Tiles = Fp16Pair128BwdTraits;  // tiles, workspace pieces and wgmma steps (the pre-pass writes its layout)
   static constexpr int kHeadDim = Tiles::kHeadDim;
   static constexpr int kBlockN = Tiles::kBlockN;  // 64 keys a block, both warpgroups'
@@ -1143,7 +1149,8 @@ struct Fp16Pair128W2BwdTraits {
   static_assert(kStages == 2 && kBlockN == 64 && kHeadDim == 2 * 64, "the roles and panels below assume these");
 };
 
-// One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as fp16pair128).
+// One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as fp16pair128), or plane * k_blocks
+// + key block under kPlaneMajor.
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_sm90_fp16pair128w2_bwd_kernel(const __grid_constant__ Fp16Pair128W2Params w2prm) {

@@ -120,7 +120,19 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             tile's S^T / dP^T before this tile's totals, dQ staging and reduction; K / V scaled per 64-key block;
 //             session 21's call C: 1.11-1.22x fp16pair128, 1.80-2.31x naive, every row verified: docs/perf-notes.md
 //             "Session 21: fp16pair128w2")
-enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a };
+//   fp16pair128w2m  d = 128 non-causal 3x: w2a with its blocks in plane-major order (a plane's key blocks in one wave,
+//             its Q / dO tiles read once through L2; docs/perf-notes.md "Session 22: fp16pair128w2m"); every other
+//             launch as the default
+enum class Tf32BwdProbe {
+  none,
+  racebar,
+  fp16pair,
+  tf32pair,
+  fp16pair128,
+  fp16pair128w2,
+  fp16pair128w2a,
+  fp16pair128w2m,
+};
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -133,11 +145,12 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128") return Tf32BwdProbe::fp16pair128;
     if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
     if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
+    if (s == "fp16pair128w2m") return Tf32BwdProbe::fp16pair128w2m;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
-                                "fp16pair128w2, fp16pair128w2a; unset or default for the shipping kernel; lofrag, "
-                                "lofragdq, dslate and trunc were removed in session 13, dotfirst and dqahead in "
-                                "session 14, roles and dqg2 in session 15: "
+                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2m; unset or default for the shipping "
+                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, dotfirst and "
+                                "dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
   }();
   return probe;
@@ -280,6 +293,7 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
+using Fp16Pair128W2MTr = Fp16Pair128W2BwdTraits<true, true>;
 
 // The two-warpgroup kernels (w2a the default since session 21's call C; `fp16pair128` runs the one-warpgroup kernel).
 bool fp16pair128_two_warpgroups() { return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128; }
@@ -333,6 +347,9 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
       return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
                                                      k_blocks * kv_planes, stream);
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2m)
+      return launch_fp16pair_kernel<Fp16Pair128W2MTr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2MTr>, prm,
+                                                      k_blocks * kv_planes, stream);
     return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
                                                     k_blocks * kv_planes, stream);
   }
