@@ -120,7 +120,14 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             tile's S^T / dP^T before this tile's totals, dQ staging and reduction; K / V scaled per 64-key block;
 //             session 21's call C: 1.11-1.22x fp16pair128, 1.80-2.31x naive, every row verified: docs/perf-notes.md
 //             "Session 21: fp16pair128w2")
-enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a };
+//   fp16pair128w2p  d = 128 non-causal 3x: w2a's tile in a persistent kernel (flash_sm90_fp16pair128w2p_bwd_kernel:
+//             min(items, SMs) blocks, each looping over (64-key block, K/V plane) items in plane-major order, the stage
+//             ring and its phases running on across items, the next item's K / V loaded under the dV / dK epilogue;
+//             session 22, unmeasured: docs/perf-notes.md "Session 22: fp16pair128w2p"); every other launch as the
+//             default
+enum class Tf32BwdProbe {
+  none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a, fp16pair128w2p
+};
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -133,9 +140,11 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128") return Tf32BwdProbe::fp16pair128;
     if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
     if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
+    if (s == "fp16pair128w2p") return Tf32BwdProbe::fp16pair128w2p;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
-                                "fp16pair128w2, fp16pair128w2a; unset or default for the shipping kernel; lofrag, "
+                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2p; unset or default for the shipping "
+                                "kernel; lofrag, "
                                 "lofragdq, dslate and trunc were removed in session 13, dotfirst and dqahead in "
                                 "session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
@@ -280,6 +289,16 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
+using Fp16Pair128W2PTr = Fp16Pair128W2PBwdTraits;
+
+// The persistent kernel's grid: one block per SM (224 KB of shared memory: one fits), at most one per item.
+int fp16pair128w2p_blocks(int items) {
+  int dev = 0, sms = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&dev));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  if (sms < 1) throw std::runtime_error("flash-sm90 fp32 backward (fp16pair128w2p): no multiprocessor count");
+  return std::min(items, sms);
+}
 
 // The two-warpgroup kernels (w2a the default since session 21's call C; `fp16pair128` runs the one-warpgroup kernel).
 bool fp16pair128_two_warpgroups() { return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128; }
@@ -330,6 +349,9 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                                                  k_blocks, kvstats, kv);
     FB_CUDA_CHECK_LAUNCH();
     const Fp16Pair128W2Params prm{fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks), kvstats};
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2p)
+      return launch_fp16pair_kernel<Fp16Pair128W2PTr>(flash_sm90_fp16pair128w2p_bwd_kernel<Fp16Pair128W2PTr>, prm,
+                                                      fp16pair128w2p_blocks(k_blocks * kv_planes), stream);
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
       return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
                                                      k_blocks * kv_planes, stream);
