@@ -1388,15 +1388,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 //   refills a stage with the next tile of the block's sequence, the next item's first tiles included: the stage ring
 //   never drains between items;
 // - the next item's K / V (64 KB; one buffer, no room for two) is prefetched into L2 kKvPrefetchTiles tiles before the
-//   item ends and bulk-loaded into the buffer after the item's last `dq` barrier (every wgmma reading K / V complete:
-//   the last tile issues no look-ahead), kv_full's phase the item's count & 1; the dV / dK epilogue (totals -> global,
-//   re-zeroed, thread-private) runs while it lands;
+//   item ends and bulk-loaded into the buffer in two halves on one kv_full phase (the item's count & 1): V's after the
+//   item's last `ds` barrier (its last dP^T complete: the last tile issues no look-ahead), K's after its last `dq`
+//   barrier (its last dQ^T complete); the dV / dK epilogue (totals -> global, re-zeroed, thread-private) runs while K
+//   lands;
 // - K's, V's and dS's scales are the item's (recomputed per item from kvstats and the plane stats).
 struct Fp16Pair128W2PBwdTraits : Fp16Pair128W2BwdTraits<true> {
-  static constexpr bool kPersistent = true;
   // The next item's K / V is asked into L2 this many tiles (~20 us of a block's work) before its bulk load: ahead of
   // the load by more than its HBM time with every SM asking at once (132 x 64 KB at ~3 TB/s: ~3 us), and late enough
-  // that the ~30 MB the chip reads meanwhile (Q / dO tiles, dQ reductions) does not push it out of L2's 50 MB.
+  // that the chip's new traffic meanwhile (dQ reductions, 132 x 16 KB a tile: ~17 MB; Q / dO tiles, mostly L2 hits in
+  // plane-major order) leaves it in L2's 50 MB.
   static constexpr int kKvPrefetchTiles = 8;
 };
 
@@ -1421,11 +1422,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int stride = int(gridDim.x);               // <= items
   // The first query head of a K/V plane's group.
   auto q_bh0_of = [&](int kv_bh) { return (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group; };
-  // Thread 0: item's K / V (plane-major: the workspace block `item`) into the buffer; kv_full one arrival + 64 KB.
-  auto issue_kv = [&](int item) {
+  // Thread 0: item's K / V (plane-major: the workspace block `item`, K hi, K lo, V hi, V lo) into the buffer; kv_full
+  // one arrival + 64 KB. Between items in two copies on the same phase: V's half (arrival and the whole 64 KB expected)
+  // once the item's last dP^T has completed, K's half (completing the transactions) once its last dQ^T has.
+  const unsigned char* const kv_src = prm.kv;
+  auto kv_item = [&](int item) { return kv_src + std::int64_t(item) * Tr::kKVBytes; };
+  constexpr std::uint32_t kHalfKV = 2 * Tr::kKVPartBytes;  // K hi + lo, or V hi + lo: 32 KB
+  auto issue_v = [&](int item) {
     ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
-    ptx::bulk_load(base + Tr::kOffKV, prm.kv + std::int64_t(item) * Tr::kKVBytes, Tr::kKVBytes, bar_kv);
+    ptx::bulk_load(base + Tr::kOffKV + kHalfKV, kv_item(item) + kHalfKV, kHalfKV, bar_kv);
   };
+  auto issue_k = [&](int item) { ptx::bulk_load(base + Tr::kOffKV, kv_item(item), kHalfKV, bar_kv); };
   // Thread 0: the tile `ahead` tiles after (item, it) in this block's sequence into stage s (full[s]: one arrival +
   // 32 KB), if there is one (ahead <= 2: at most two item boundaries crossed, when an item has one tile).
   auto issue_ahead = [&](int s, int item, int it, int ahead) {
@@ -1448,7 +1455,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   }
   __syncthreads();
   if (tid == 0) {
-    issue_kv(int(blockIdx.x));
+    issue_v(int(blockIdx.x));
+    issue_k(int(blockIdx.x));
 #pragma unroll
     for (int s = 0; s < Tr::kStages; ++s) issue_ahead(s, int(blockIdx.x), 0, s);
   }
@@ -1599,6 +1607,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       // tile, or of the previous item's last) has read the dQ staging.
       ptx::bulk_wait_group_read_all();
       ptx::named_bar_sync(Tr::kBarDs, Tr::kThreads);
+      // At the item's last tile every thread has waited for its S^T / dP^T (the tile's top) and issued no look-ahead:
+      // nothing reads V again in this item, so the next item's V half goes now, under this tile's dQ^T and staging.
+      if (tid == 0 && it + 1 == steps && items - item > stride) issue_v(item + stride);
 
       float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
       Blk::dq_mma(dq_hh, dq_x, d_kthi, d_ktlo, d_dshi, d_dslo);
@@ -1640,10 +1651,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                                  std::uint32_t(rows * Tr::kHeadDim * 4));
         ptx::bulk_commit_group();
         issue_ahead(stg, item, it, Tr::kStages);  // stage gt % 2 <- the block's tile gt + 2 (maybe the next item's)
-        if (items - item > stride) {  // a next item
-          if (it + 1 == steps) issue_kv(item + stride);
-          else if (it == pf_it)
-            ptx::bulk_prefetch_l2(prm.kv + std::int64_t(item + stride) * Tr::kKVBytes, Tr::kKVBytes);
+        if (items - item > stride) {  // a next item: its K half now (no wgmma in flight), or its K / V into L2
+          if (it + 1 == steps) issue_k(item + stride);
+          else if (it == pf_it) ptx::bulk_prefetch_l2(kv_item(item + stride), Tr::kKVBytes);
         }
       }
     }
