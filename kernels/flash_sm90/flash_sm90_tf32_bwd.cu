@@ -144,10 +144,8 @@ Tf32BwdProbe tf32_bwd_probe() {
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
                                 "fp16pair128w2, fp16pair128w2a, fp16pair128w2p; unset or default for the shipping "
-                                "kernel; lofrag, "
-                                "lofragdq, dslate and trunc were removed in session 13, dotfirst and dqahead in "
-                                "session 14, roles and dqg2 in session 15: "
-                                "docs/perf-notes.md)");
+                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, dotfirst and "
+                                "dqahead in session 14, roles and dqg2 in session 15: docs/perf-notes.md)");
   }();
   return probe;
 }
@@ -285,7 +283,7 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
 }
 
 // ---- d = 128 non-causal, 3x only: fp16pair128w2a (the default since session 21's call C; `tf32pair` opts out),
-// fp16pair128w2 and fp16pair128 (under their words): one pre-pass and workspace ----
+// fp16pair128w2, fp16pair128w2p and fp16pair128 (under their words): one pre-pass and workspace ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
