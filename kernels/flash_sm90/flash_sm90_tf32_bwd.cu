@@ -123,6 +123,11 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //   fp16pair128w2m  d = 128 non-causal 3x: w2a with its blocks in plane-major order (a plane's key blocks in one wave,
 //             its Q / dO tiles read once through L2; docs/perf-notes.md "Session 22: fp16pair128w2m"); every other
 //             launch as the default
+//   fp16pair128w2p  d = 128 non-causal 3x: w2a's tile in a persistent kernel (flash_sm90_fp16pair128w2p_bwd_kernel:
+//             min(items, SMs) blocks, each looping over (64-key block, K/V plane) items in plane-major order, the stage
+//             ring and its phases running on across items, the next item's K / V loaded under the dV / dK epilogue;
+//             session 22, unmeasured: docs/perf-notes.md "Session 22: fp16pair128w2p"); every other launch as the
+//             default
 enum class Tf32BwdProbe {
   none,
   racebar,
@@ -132,6 +137,7 @@ enum class Tf32BwdProbe {
   fp16pair128w2,
   fp16pair128w2a,
   fp16pair128w2m,
+  fp16pair128w2p,
 };
 
 Tf32BwdProbe tf32_bwd_probe() {
@@ -146,11 +152,12 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
     if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
     if (s == "fp16pair128w2m") return Tf32BwdProbe::fp16pair128w2m;
+    if (s == "fp16pair128w2p") return Tf32BwdProbe::fp16pair128w2p;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
-                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2m; unset or default for the shipping "
-                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, dotfirst and "
-                                "dqahead in session 14, roles and dqg2 in session 15: "
+                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2m, fp16pair128w2p; unset or default for "
+                                "the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
+                                "dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
   }();
   return probe;
@@ -289,11 +296,21 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
 }
 
 // ---- d = 128 non-causal, 3x only: fp16pair128w2a (the default since session 21's call C; `tf32pair` opts out),
-// fp16pair128w2 and fp16pair128 (under their words): one pre-pass and workspace ----
+// fp16pair128w2, fp16pair128w2p and fp16pair128 (under their words): one pre-pass and workspace ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
 using Fp16Pair128W2MTr = Fp16Pair128W2BwdTraits<true, true>;
+using Fp16Pair128W2PTr = Fp16Pair128W2PBwdTraits;
+
+// The persistent kernel's grid: one block per SM (224 KB of shared memory: one fits), at most one per item.
+int fp16pair128w2p_blocks(int items) {
+  int dev = 0, sms = 0;
+  FB_CUDA_CHECK(cudaGetDevice(&dev));
+  FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  if (sms < 1) throw std::runtime_error("flash-sm90 fp32 backward (fp16pair128w2p): no multiprocessor count");
+  return std::min(items, sms);
+}
 
 // The two-warpgroup kernels (w2a the default since session 21's call C; `fp16pair128` runs the one-warpgroup kernel).
 bool fp16pair128_two_warpgroups() { return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128; }
@@ -344,6 +361,9 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
                                                                                                  k_blocks, kvstats, kv);
     FB_CUDA_CHECK_LAUNCH();
     const Fp16Pair128W2Params prm{fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks), kvstats};
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2p)
+      return launch_fp16pair_kernel<Fp16Pair128W2PTr>(flash_sm90_fp16pair128w2p_bwd_kernel<Fp16Pair128W2PTr>, prm,
+                                                      fp16pair128w2p_blocks(k_blocks * kv_planes), stream);
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
       return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
                                                      k_blocks * kv_planes, stream);
