@@ -45,6 +45,7 @@ namespace fb::cuda::flash_sm90 {
 
 struct Fp16PairBwdTraits {
   static constexpr bool kPlaneMajor = false;  // blockIdx.x = key block * kv_planes + plane (Fp16PairBlock)
+  static constexpr bool kRotate = false;      // a block's query tiles from its first (Fp16PairBlock::tile_of)
   static constexpr int kHeadDim = 64;
   static constexpr int kBlockN = 128;  // keys per block
   static constexpr int kWgKeys = 64;   // keys per consumer warpgroup (the wgmma M)
@@ -315,10 +316,25 @@ struct Fp16PairBlock {
   __device__ __forceinline__ static std::uint64_t units(std::uint32_t bytes) {
     return std::uint64_t(bytes / Tr::kUnitBytes);
   }
-  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages (thread 0).
+  // The block's it-th query tile: it, or under kRotate it + kblk x steps / k_blocks wrapped at steps.
+  __device__ __forceinline__ int tile_of(int it) const {
+    if constexpr (!Tr::kRotate) {
+      return it;
+    } else {
+      const int j = it + int(std::int64_t(kblk) * steps / prm.k_blocks);
+      return j >= steps ? j - steps : j;
+    }
+  }
+  // Query tile j = tile_of(it) (head q_bh0 + j / q_tiles, tile j % q_tiles) into stage it % kStages (thread 0).
   __device__ __forceinline__ void issue(int it) const {
     const int s = it % Tr::kStages;
-    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
+    std::int64_t tile;
+    if constexpr (Tr::kRotate) {
+      const int j = tile_of(it);
+      tile = std::int64_t(q_bh0 + j / prm.q_tiles) * prm.q_tiles + j % prm.q_tiles;
+    } else {
+      tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
+    }
     ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
     ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
   }
@@ -614,6 +630,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
 // K/V plane), 128 threads, 2 stages of 32 queries (32 KB each); thread 0 issues the copies as at d = 64.
 struct Fp16Pair128BwdTraits {
   static constexpr bool kPlaneMajor = false;
+  static constexpr bool kRotate = false;
   static constexpr int kHeadDim = 128;
   static constexpr int kPanels = 2;     // 64-column panels of d
   static constexpr int kBlockN = 64;    // keys per block = the warpgroup's (the wgmma M)
@@ -1094,10 +1111,14 @@ struct Fp16Pair128W2Params {
 // kPlaneMajorT (FB_SM90_FP32_BWD_PROBE=fp16pair128w2m, with kAhead): the blocks in plane-major order, blockIdx.x =
 // plane * k_blocks + key block, so that a plane's key blocks run in one wave and read its Q / dO tiles through L2
 // once instead of once a key block from DRAM (docs/perf-notes.md, "Session 22: fp16pair128w2m").
-template <bool kAheadT, bool kPlaneMajorT = false>
+// kRotateT (fp16pair128w2r with kPlaneMajor; fp16pair128w2pr in the persistent kernel): the block of key block kblk
+// walks its steps query tiles from tile kblk x steps / k_blocks on (wrapping), so that the blocks of a plane, running
+// together, reduce into different dQ tiles at a time instead of all into the same one ("Session 22: rotated tiles").
+template <bool kAheadT, bool kPlaneMajorT = false, bool kRotateT = false>
 struct Fp16Pair128W2BwdTraits {
   static constexpr bool kAhead = kAheadT;
   static constexpr bool kPlaneMajor = kPlaneMajorT;
+  static constexpr bool kRotate = kRotateT;
   using Tiles = Fp16Pair128BwdTraits;  // tiles, workspace pieces and wgmma steps (the pre-pass writes its layout)
   static constexpr int kHeadDim = Tiles::kHeadDim;
   static constexpr int kBlockN = Tiles::kBlockN;  // 64 keys a block, both warpgroups'
@@ -1216,8 +1237,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   auto start_tile = [&](int it) {
     const int stg = it % Tr::kStages;
     ptx::mbar_wait(blk.bar_full(stg), (it / Tr::kStages) & 1);
-    const float* src = (blk.wg == 0 ? prm.lse : prm.dsum) + std::int64_t(blk.q_bh0 + it / prm.q_tiles) * prm.seq_pad +
-                       (it % prm.q_tiles) * Tr::kBlockM + 2 * blk.t4;
+    const float* src;
+    if constexpr (Tr::kRotate) {  // (a separate expression: the default's code stays as it was)
+      const int jt = blk.tile_of(it);
+      src = (blk.wg == 0 ? prm.lse : prm.dsum) + std::int64_t(blk.q_bh0 + jt / prm.q_tiles) * prm.seq_pad +
+            (jt % prm.q_tiles) * Tr::kBlockM + 2 * blk.t4;
+    } else {
+      src = (blk.wg == 0 ? prm.lse : prm.dsum) + std::int64_t(blk.q_bh0 + it / prm.q_tiles) * prm.seq_pad +
+            (it % prm.q_tiles) * Tr::kBlockM + 2 * blk.t4;
+    }
 #pragma unroll
     for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
     const std::uint32_t sq = blk.stage(stg);
@@ -1239,8 +1267,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   if constexpr (Tr::kAhead) start_tile(0);  // steps >= 1 (seq_q >= 1)
   for (int it = 0; it < blk.steps; ++it) {
     const int stg = it % Tr::kStages;
-    const int bh = blk.q_bh0 + it / prm.q_tiles;
-    const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
+    const int jt = Tr::kRotate ? blk.tile_of(it) : it;
+    const int bh = blk.q_bh0 + jt / prm.q_tiles;
+    const int m0 = (jt % prm.q_tiles) * Tr::kBlockM;
     const std::uint32_t sq = blk.stage(stg);
     if constexpr (!Tr::kAhead) start_tile(it);
     ptx::wgmma_wait<0>();  // S^T / dP^T of tile it (kAhead: issued during tile it - 1, the only group in flight)
@@ -1400,7 +1429,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 //   barrier (its last dQ^T complete); the dV / dK epilogue (totals -> global, re-zeroed, thread-private) runs while K
 //   lands;
 // - K's, V's and dS's scales are the item's (recomputed per item from kvstats and the plane stats).
-struct Fp16Pair128W2PBwdTraits : Fp16Pair128W2BwdTraits<true> {
+template <bool kRotateT = false>
+struct Fp16Pair128W2PBwdTraits : Fp16Pair128W2BwdTraits<true, false, kRotateT> {
   // The next item's K / V is asked into L2 this many tiles (~20 us of a block's work) before its bulk load: ahead of
   // the load by more than its HBM time with every SM asking at once (132 x 64 KB at ~3 TB/s: ~3 us), and late enough
   // that the chip's new traffic meanwhile (dQ reductions, 132 x 16 KB a tile: ~17 MB; Q / dO tiles, mostly L2 hits in
@@ -1429,6 +1459,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int stride = int(gridDim.x);               // <= items
   // The first query head of a K/V plane's group.
   auto q_bh0_of = [&](int kv_bh) { return (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group; };
+  // The item's it-th query tile: it, or under kRotate it + (key block) x steps / k_blocks wrapped at steps
+  // (Fp16PairBlock::tile_of's).
+  auto tile_of = [&](int item, int it) {
+    if constexpr (!Tr::kRotate) return it;
+    const int j = it + int(std::int64_t(item % prm.k_blocks) * steps / prm.k_blocks);
+    return j >= steps ? j - steps : j;
+  };
   // Thread 0: item's K / V (plane-major: the workspace block `item`, K hi, K lo, V hi, V lo) into the buffer; kv_full
   // one arrival + 64 KB. Between items in two copies on the same phase: V's half (arrival and the whole 64 KB expected)
   // once the item's last dP^T has completed, K's half (completing the transactions) once its last dQ^T has.
@@ -1449,6 +1486,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       if (items - item <= stride) return;  // no such tile (and item + stride cannot overflow)
       item += stride;
     }
+    it = tile_of(item, it);
     const std::int64_t tile =
         std::int64_t(q_bh0_of(item / prm.k_blocks) + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
     ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
@@ -1524,6 +1562,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     auto start_tile = [&](std::uint32_t t, int it) {
       const int stg = int(t % Tr::kStages);
       ptx::mbar_wait(bar_full(stg), (t / Tr::kStages) & 1);
+      it = tile_of(item, it);
       const float* src = (wg == 0 ? prm.lse : prm.dsum) + std::int64_t(q_bh0 + it / prm.q_tiles) * prm.seq_pad +
                          (it % prm.q_tiles) * Tr::kBlockM + 2 * t4;
 #pragma unroll
@@ -1548,8 +1587,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     start_tile(gt, 0);
     for (int it = 0; it < steps; ++it, ++gt) {
       const int stg = int(gt % Tr::kStages);
-      const int bh = q_bh0 + it / prm.q_tiles;
-      const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
+      const int bh = q_bh0 + tile_of(item, it) / prm.q_tiles;
+      const int m0 = (tile_of(item, it) % prm.q_tiles) * Tr::kBlockM;
       const std::uint32_t sq = stage(stg);
       ptx::wgmma_wait<0>();  // S^T / dP^T of this tile (issued during the previous tile or above: the only group)
       ptx::fence_operands(x_hh);

@@ -128,6 +128,10 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             ring and its phases running on across items, the next item's K / V loaded under the dV / dK epilogue;
 //             session 22, unmeasured: docs/perf-notes.md "Session 22: fp16pair128w2p"); every other launch as the
 //             default
+//   fp16pair128w2r / fp16pair128w2pr  d = 128 non-causal 3x: fp16pair128w2m / fp16pair128w2p with each block's query
+//             tiles rotated (the block of key block kb starts at tile kb x steps / k_blocks), so that a plane's blocks
+//             reduce into different dQ tiles at a time (docs/perf-notes.md "Session 22: rotated tiles"); every other
+//             launch as the default
 enum class Tf32BwdProbe {
   none,
   racebar,
@@ -138,6 +142,8 @@ enum class Tf32BwdProbe {
   fp16pair128w2a,
   fp16pair128w2m,
   fp16pair128w2p,
+  fp16pair128w2r,
+  fp16pair128w2pr,
 };
 
 Tf32BwdProbe tf32_bwd_probe() {
@@ -153,10 +159,12 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
     if (s == "fp16pair128w2m") return Tf32BwdProbe::fp16pair128w2m;
     if (s == "fp16pair128w2p") return Tf32BwdProbe::fp16pair128w2p;
+    if (s == "fp16pair128w2r") return Tf32BwdProbe::fp16pair128w2r;
+    if (s == "fp16pair128w2pr") return Tf32BwdProbe::fp16pair128w2pr;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
-                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2m, fp16pair128w2p; unset or default for "
-                                "the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
+                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2m, fp16pair128w2p, fp16pair128w2r, "
+                                "fp16pair128w2pr; unset or default for the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
                                 "dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
                                 "docs/perf-notes.md)");
   }();
@@ -301,7 +309,9 @@ using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
 using Fp16Pair128W2MTr = Fp16Pair128W2BwdTraits<true, true>;
-using Fp16Pair128W2PTr = Fp16Pair128W2PBwdTraits;
+using Fp16Pair128W2PTr = Fp16Pair128W2PBwdTraits<>;
+using Fp16Pair128W2PRTr = Fp16Pair128W2PBwdTraits<true>;
+using Fp16Pair128W2RTr = Fp16Pair128W2BwdTraits<true, true, true>;
 
 // The persistent kernel's grid: one block per SM (224 KB of shared memory: one fits), at most one per item.
 int fp16pair128w2p_blocks(int items) {
@@ -364,6 +374,12 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2p)
       return launch_fp16pair_kernel<Fp16Pair128W2PTr>(flash_sm90_fp16pair128w2p_bwd_kernel<Fp16Pair128W2PTr>, prm,
                                                       fp16pair128w2p_blocks(k_blocks * kv_planes), stream);
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2pr)
+      return launch_fp16pair_kernel<Fp16Pair128W2PRTr>(flash_sm90_fp16pair128w2p_bwd_kernel<Fp16Pair128W2PRTr>, prm,
+                                                       fp16pair128w2p_blocks(k_blocks * kv_planes), stream);
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2r)
+      return launch_fp16pair_kernel<Fp16Pair128W2RTr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2RTr>, prm,
+                                                      k_blocks * kv_planes, stream);
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
       return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
                                                      k_blocks * kv_planes, stream);

@@ -1,7 +1,8 @@
 # Session 22, job 1 (fp32; issue 15; <= 100 s on the H200): the d = 128 non-causal fp32 backward's probes against
 # the default (fp16pair128w2a) under their pre-registered rules (docs/perf-notes.md, flash-sm90 fp32 backward,
 # "Session 22: ..."): fp16pair128w2m (w2a with its blocks in plane-major order; the lead), fp16pair128w2p (a
-# persistent w2a; branch fp32s22p), fp16pair128w2f (w2a after one fused pre-pass; branch fp32s22f). WORDS=<list>
+# persistent w2a; branch fp32s22p), fp16pair128w2r / fp16pair128w2pr (w2m / w2p with each block's query tiles rotated;
+# the lead), fp16pair128w2f (w2a after one fused pre-pass; branch fp32s22f). WORDS=<list>
 # times a subset (a word the build does not know is refused by flashbench: its runs fail and it is dropped).
 # Steps: (1) the GPU tests '[sm90tf32]' under each word (25 s each; a timed-out run, a hang, drops the word); (2)
 # flashbench on configs/fp32-fp16pair128-s21.json's five d = 128 non-causal backward rows (16k tokens N = 1024 / 4096 /
@@ -16,7 +17,7 @@ build=${BUILD:?BUILD=<build dir>}
 out=${OUTDIR:?OUTDIR=<dir>}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-read -r -a words <<<"${WORDS:-fp16pair128w2m fp16pair128w2p fp16pair128w2f}"
+read -r -a words <<<"${WORDS:-fp16pair128w2m fp16pair128w2r fp16pair128w2p fp16pair128w2pr fp16pair128w2f}"
 spec=configs/fp32-fp16pair128-s21.json
 filter='^(b16-h16-kv16-n1024|b4-h16-kv16-n4096|b2-h16-kv16-n8192|b8-h16-kv16-n2000|b5-h16-kv4-n3000)-d128-fp32-full-bwd$'
 budget=${BUDGET:-100}
@@ -104,12 +105,14 @@ python3 - "$out" "${words[*]}" "${runs[@]}" <<'PY' | tee "$out/table.txt"
 import csv, json, math, os, sys
 out, words, names = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
 nan = float("nan")
-short = {"default": "dflt", "fp16pair128w2m": "w2m", "fp16pair128w2p": "w2p", "fp16pair128w2f": "w2f"}
+short = {"default": "dflt", "fp16pair128w2m": "w2m", "fp16pair128w2r": "w2r", "fp16pair128w2p": "w2p",
+         "fp16pair128w2pr": "w2pr", "fp16pair128w2f": "w2f"}
 for w in words:
     short.setdefault(w, w[-6:])
 # The pre-registered rules (docs/perf-notes.md, flash-sm90 fp32 backward, "Session 22: <word>"): W/d (the word's
 # readings over the default's around them, geomean) >= need on the named rows, >= floor on every other row.
-rules = {"fp16pair128w2m": ({1024: 1.02}, 0.99), "fp16pair128w2p": ({1024: 1.03, 2000: 1.03}, 0.99),
+rules = {"fp16pair128w2m": ({1024: 1.02}, 0.99), "fp16pair128w2r": ({1024: 1.02}, 0.99),
+         "fp16pair128w2p": ({1024: 1.03, 2000: 1.03}, 0.99), "fp16pair128w2pr": ({1024: 1.03, 2000: 1.03}, 0.99),
          "fp16pair128w2f": ({1024: 1.01}, 0.995)}
 tf, raw, bad, keys = {}, {}, [], []  # (run, key, kernel) -> TFLOP/s (nan unless ok and verified); raw: any status
 for n in names:
