@@ -660,21 +660,29 @@ struct Fp16Pair128BwdTraits {
   static_assert(kStages == 2, "the loop refills stage (it + 1) % 2 = (it - 1) % 2 after the tile's __syncthreads");
 };
 
-// Unit `unit` (8 values) of row `row` of plane `plane` of src ([planes, seq, 128] fp32) as fp16 hi / lo pieces, scaled
-// by s, into dst's tiles of tile_rows rows, 4 parts a tile (hi at `part`, lo at part + 1), each part two panels: the
-// unit in panel unit / 8 at unit (unit % 8) ^ (r % 8) of the panel's row r (the 128-byte swizzle wgmma reads); a row
-// past seq zero. The one split of Q and dO at d = 128 (fp16pair128_split_kernel, fp16pair128_prepass_split_kernel).
-__device__ __forceinline__ void fp16pair128_split_unit(const float* __restrict__ src, int seq, int tiles, int tile_rows,
-                                                       int part, float s, int plane, int row, int unit,
-                                                       unsigned char* __restrict__ dst) {
-  using Tr = Fp16PairBwdTraits;
-  float x[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+// Unit `unit` (8 values) of row `row` of plane `plane` of src ([planes, seq, 128] fp32) into x; past seq x is left as
+// it is (the callers' zeros).
+__device__ __forceinline__ void fp16pair128_load_unit(const float* __restrict__ src, int seq, int plane, int row,
+                                                      int unit, float (&x)[8]) {
   if (row < seq) {
     const float4* p = reinterpret_cast<const float4*>(src + (std::int64_t(plane) * seq + row) * 128 + unit * 8);
     const float4 a = p[0], b = p[1];
     x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
     x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
   }
+}
+
+// v0..v7 (unit `unit` of row `row` of plane `plane`) as fp16 hi / lo pieces, scaled by s, into dst's tiles of
+// tile_rows rows, 4 parts a tile (hi at `part`, lo at part + 1), each part two panels: the unit in panel unit / 8 at
+// unit (unit % 8) ^ (r % 8) of the panel's row r (the 128-byte swizzle wgmma reads). The one split of Q and dO at
+// d = 128 (fp16pair128_split_kernel, fp16pair128_prepass_split_kernel). The values come as scalars: with an array
+// reference the split kernel's PTX numbers its registers otherwise than before this function existed.
+__device__ __forceinline__ void fp16pair128_store_unit(float v0, float v1, float v2, float v3, float v4, float v5,
+                                                       float v6, float v7, int tiles, int tile_rows, int part,
+                                                       float s, int plane, int row, int unit,
+                                                       unsigned char* __restrict__ dst) {
+  using Tr = Fp16PairBwdTraits;
+  const float x[8] = {v0, v1, v2, v3, v4, v5, v6, v7};
   std::uint32_t hi[4], lo[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -695,7 +703,7 @@ __device__ __forceinline__ void fp16pair128_split_unit(const float* __restrict__
   *reinterpret_cast<uint4*>(t + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
 }
 
-// src ([planes, seq, 128] fp32) as fp16 hi / lo pieces into dst's tiles of tile_rows rows (fp16pair128_split_unit),
+// src ([planes, seq, 128] fp32) as fp16 hi / lo pieces into dst's tiles of tile_rows rows (fp16pair128_store_unit),
 // rows past seq zero; scaled by stats[(plane / group) kStats + stat] as the d = 64 split (fp16pair_split_kernel). One
 // thread per unit.
 __global__ void __launch_bounds__(256) fp16pair128_split_kernel(const float* __restrict__ src, int planes, int seq,
@@ -713,7 +721,15 @@ __global__ void __launch_bounds__(256) fp16pair128_split_kernel(const float* __r
     const int plane = int(prow / rows_pad);
     const int row = int(prow % rows_pad);
     const float s = ldexpf(1.f, fp16pair_exponent(__uint_as_float(stats[(plane / group) * Tr::kStats + stat])));
-    fp16pair128_split_unit(src, seq, tiles, tile_rows, part, s, plane, row, unit, dst);
+    float x[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (row < seq) {
+      const float4* p = reinterpret_cast<const float4*>(src + (std::int64_t(plane) * seq + row) * 128 + unit * 8);
+      const float4 a = p[0], b = p[1];
+      x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+      x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+    }
+    fp16pair128_store_unit(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], tiles, tile_rows, part, s, plane, row,
+                           unit, dst);
   }
 }
 
@@ -1088,16 +1104,16 @@ __global__ void __launch_bounds__(256) fp16pair128_kvsplit_kernel(const float* _
   fp16pair128_kvsplit_block(k, v, seq, k_blocks, kvstats, dst, int(blockIdx.x), int(blockIdx.y), red);
 }
 
-// ---- session 22: fp16pair128w2f, the w2 kernels' pre-pass in two launches (FB_SM90_FP32_BWD_PROBE=fp16pair128w2f) ----
+// ---- session 22: fp16pair128w2f, the w2 kernels' pre-pass in two launches (FB_SM90_FP32_BWD_PROBE=fp16pair128w2f) --
 // What runs before the w2 kernels by default, seven launches (flash::backward_prepass: padded LSE, D = rowsum(dO o O),
 // dQ zeroed; the stats memset; fp16pair_stats_kernel on Q and on dO; fp16pair128_split_kernel on Q and on dO;
 // fp16pair128_kvsplit_kernel), as a memset and two launches that write the same bits:
 //   1. fp16pair128_rows_prepass_kernel, one read of Q, dO and O: the padded LSE, D, dQ zeroed, and Q's / dO's stats;
-//   2. fp16pair128_prepass_split_kernel, blocks by role: Q / dO split (fp16pair128_split_unit, the default's code)
+//   2. fp16pair128_prepass_split_kernel, blocks by role: Q / dO split (fp16pair128_store_unit, the default's code)
 //      with the scales of 1's stats, then K / V (fp16pair128_kvsplit_block, the default's code).
-// dO is read twice (its stats must be whole before its split) and Q twice, as by default; O, and dO's second read by
-// the stats, and four launches are saved. The Q / dO blocks of 2 run the rows in reverse, so that they start on the
-// rows 1 read last (some may still be in L2).
+// Q and dO are still read twice each (their stats must be whole before their split), O, K and V once: one read of dO
+// (the stats pass's) and four launches fewer. The Q / dO blocks of 2 take the rows in reverse, so that they start on
+// the rows 1 read last (some may still be in L2).
 struct Fp16Pair128PrepassParams {
   const float* q;     // [q_planes, seq_q, 128]
   const float* dout;  // [q_planes, seq_q, 128]
@@ -1110,7 +1126,7 @@ struct Fp16Pair128PrepassParams {
   float* dq;          // [q_planes, seq_q, 128]: zeroed
   unsigned* stats;    // [kv_planes][Fp16PairBwdTraits::kStats], zeroed before 1: Q's, dO's maxima (atomicMax)
   unsigned* kvstats;  // [kv_planes][k_blocks][Fp16Pair128KvStats::kWords]
-  unsigned char* qd;  // split Q / dO tiles (fp16pair128_split_unit's layout)
+  unsigned char* qd;  // split Q / dO tiles (fp16pair128_store_unit's layout)
   unsigned char* kv;  // split K / V blocks (fp16pair128_kvsplit_block's)
   int seq_q, seq_pad, seq_k, group;
   int q_tiles, tile_rows, k_blocks;
@@ -1212,22 +1228,42 @@ __global__ void __launch_bounds__(Fp16Pair128PrepassParams::kThreads)
   using Pp = Fp16Pair128PrepassParams;
   __shared__ unsigned red[3][8];
   if (std::int64_t(blockIdx.x) < pp.qd_blocks) {
-    constexpr int kRowUnits = 16;
+    // Every load first (2 x kQdUnitsPerThread units of 32 B and their scales' stats a thread in flight), then the
+    // splits and stores.
+    constexpr int kRowUnits = 16, kUnits = Pp::kQdUnitsPerThread;
     const std::int64_t rows_pad = std::int64_t(pp.q_tiles) * pp.tile_rows;
     const std::int64_t b = pp.qd_blocks - 1 - std::int64_t(blockIdx.x);
+    float xq[kUnits][8], xd[kUnits][8];
+    unsigned eq[kUnits], ed[kUnits];
+    int plane[kUnits], row[kUnits], unit[kUnits];
 #pragma unroll
-    for (int m = 0; m < Pp::kQdUnitsPerThread; ++m) {
+    for (int m = 0; m < kUnits; ++m) {
       const std::int64_t idx = b * Pp::kQdUnitsPerBlock + m * Pp::kThreads + threadIdx.x;
-      if (idx >= pp.qd_units) break;
-      const int unit = int(idx % kRowUnits);
+      plane[m] = -1;
+      if (idx >= pp.qd_units) continue;
+      unit[m] = int(idx % kRowUnits);
       const std::int64_t prow = idx / kRowUnits;
-      const int plane = int(prow / rows_pad);
-      const int row = int(prow % rows_pad);
-      const unsigned* st = pp.stats + (plane / pp.group) * Sp::kStats;
-      const float sq = ldexpf(1.f, fp16pair_exponent(__uint_as_float(st[Sp::kStatQ])));
-      const float sd = ldexpf(1.f, fp16pair_exponent(__uint_as_float(st[Sp::kStatDo])));
-      fp16pair128_split_unit(pp.q, pp.seq_q, pp.q_tiles, pp.tile_rows, 0, sq, plane, row, unit, pp.qd);
-      fp16pair128_split_unit(pp.dout, pp.seq_q, pp.q_tiles, pp.tile_rows, 2, sd, plane, row, unit, pp.qd);
+      plane[m] = int(prow / rows_pad);
+      row[m] = int(prow % rows_pad);
+      const unsigned* st = pp.stats + (plane[m] / pp.group) * Sp::kStats;
+      eq[m] = st[Sp::kStatQ];
+      ed[m] = st[Sp::kStatDo];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) xq[m][e] = xd[m][e] = 0.f;
+      fp16pair128_load_unit(pp.q, pp.seq_q, plane[m], row[m], unit[m], xq[m]);
+      fp16pair128_load_unit(pp.dout, pp.seq_q, plane[m], row[m], unit[m], xd[m]);
+    }
+#pragma unroll
+    for (int m = 0; m < kUnits; ++m) {
+      if (plane[m] < 0) continue;
+      const float sq = ldexpf(1.f, fp16pair_exponent(__uint_as_float(eq[m])));
+      const float sd = ldexpf(1.f, fp16pair_exponent(__uint_as_float(ed[m])));
+      const float(&q)[8] = xq[m];
+      const float(&d)[8] = xd[m];
+      fp16pair128_store_unit(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], pp.q_tiles, pp.tile_rows, 0, sq,
+                             plane[m], row[m], unit[m], pp.qd);
+      fp16pair128_store_unit(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], pp.q_tiles, pp.tile_rows, 2, sd,
+                             plane[m], row[m], unit[m], pp.qd);
     }
     return;
   }

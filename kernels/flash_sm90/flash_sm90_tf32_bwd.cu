@@ -122,10 +122,12 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             session 21's call C: 1.11-1.22x fp16pair128, 1.80-2.31x naive, every row verified: docs/perf-notes.md
 //             "Session 21: fp16pair128w2")
 //   fp16pair128w2f  d = 128 non-causal 3x: the w2a kernel after a fused pre-pass (session 22, issue 15: a memset and two
-//             launches for the default's seven, one read of O and one of dO fewer; every value written the same bits:
+//             launches for the default's seven, one read of dO fewer; every value written with the same bits:
 //             fp16pair128_rows_prepass_kernel, fp16pair128_prepass_split_kernel; docs/perf-notes.md "Session 22:
 //             fp16pair128w2f"); every other launch as the default. force_fp16pair128_prepass() overrides the word
-enum class Tf32BwdProbe { none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a, fp16pair128w2f };
+enum class Tf32BwdProbe {
+  none, racebar, fp16pair, tf32pair, fp16pair128, fp16pair128w2, fp16pair128w2a, fp16pair128w2f
+};
 
 Tf32BwdProbe tf32_bwd_probe() {
   static const Tf32BwdProbe probe = [] {
@@ -141,10 +143,9 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128w2f") return Tf32BwdProbe::fp16pair128w2f;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
-                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2f; unset or default for the shipping kernel; lofrag, "
-                                "lofragdq, dslate and trunc were removed in session 13, dotfirst and dqahead in "
-                                "session 14, roles and dqg2 in session 15: "
-                                "docs/perf-notes.md)");
+                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2f; unset or default for the shipping "
+                                "kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, dotfirst "
+                                "and dqahead in session 14, roles and dqg2 in session 15: docs/perf-notes.md)");
   }();
   return probe;
 }
@@ -313,7 +314,8 @@ bool fp16pair128_prepass_fused(const AttentionParams& p, bool split) {
 
 // fp16pair128w2f's pre-pass (flash_sm90_fp16pair_bwd_kernel.cuh, "session 22"): the stats zeroed, then the row pass
 // (padded LSE, D, dQ zeroed, Q's / dO's stats) and the split (Q / dO blocks, then K / V blocks). Writes every byte
-// backward_prepass, fp16pair_stats(with_kv = false), the two Q / dO splits and the K / V split write, with the same bits.
+// that backward_prepass, fp16pair_stats(with_kv = false), the Q / dO splits and the K / V split write, with the same
+// bits.
 void run_fp16pair128_fused_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, unsigned* stats,
                                    unsigned char* qd, unsigned char* kv, unsigned* kvstats, cudaStream_t stream) {
   using Tr = Fp16Pair128Tr;
