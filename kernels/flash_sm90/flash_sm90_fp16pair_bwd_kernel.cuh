@@ -679,10 +679,52 @@ struct Fp16Pair128BwdTraits {
   static_assert(kStages == 2, "the loop refills stage (it + 1) % 2 = (it - 1) % 2 after the tile's __syncthreads");
 };
 
-// src ([planes, seq, 128] fp32) as fp16 hi / lo pieces into dst's tiles of tile_rows rows, 4 parts a tile (hi at
-// `part`, lo at part + 1), each part two panels: unit u (8 values) of row r of a tile in panel u / 8 at unit
-// (u % 8) ^ (r % 8) of the panel's row r (the 128-byte swizzle wgmma reads); rows past seq zero. One thread per unit.
-// The scales as the d = 64 split's (fp16pair_split_kernel).
+// Unit `unit` (8 values) of row `row` of plane `plane` of src ([planes, seq, 128] fp32) into x; past seq x is left as
+// it is (the callers' zeros).
+__device__ __forceinline__ void fp16pair128_load_unit(const float* __restrict__ src, int seq, int plane, int row,
+                                                      int unit, float (&x)[8]) {
+  if (row < seq) {
+    const float4* p = reinterpret_cast<const float4*>(src + (std::int64_t(plane) * seq + row) * 128 + unit * 8);
+    const float4 a = p[0], b = p[1];
+    x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+    x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+  }
+}
+
+// v0..v7 (unit `unit` of row `row` of plane `plane`) as fp16 hi / lo pieces, scaled by s, into dst's tiles of
+// tile_rows rows, 4 parts a tile (hi at `part`, lo at part + 1), each part two panels: the unit in panel unit / 8 at
+// unit (unit % 8) ^ (r % 8) of the panel's row r (the 128-byte swizzle wgmma reads). The one split of Q and dO at
+// d = 128 (fp16pair128_split_kernel, fp16pair128_prepass_split_kernel). The values come as scalars: with an array
+// reference the split kernel's PTX numbers its registers otherwise than before this function existed.
+__device__ __forceinline__ void fp16pair128_store_unit(float v0, float v1, float v2, float v3, float v4, float v5,
+                                                       float v6, float v7, int tiles, int tile_rows, int part,
+                                                       float s, int plane, int row, int unit,
+                                                       unsigned char* __restrict__ dst) {
+  using Tr = Fp16PairBwdTraits;
+  const float x[8] = {v0, v1, v2, v3, v4, v5, v6, v7};
+  std::uint32_t hi[4], lo[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float x0 = x[2 * i] * s, x1 = x[2 * i + 1] * s;  // exact: s is a power of two
+    const __half2 h = __floats2half2_rn(x0, x1);
+    const float2 hf = __half22float2(h);
+    const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
+    hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
+    lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
+  }
+  const int tile = row / tile_rows, r = row % tile_rows;
+  const int panel = unit / 8, c = unit % 8;
+  const std::int64_t panel_bytes = std::int64_t(tile_rows) * Tr::kRowBytes;
+  const std::int64_t part_bytes = 2 * panel_bytes;
+  unsigned char* t = dst + ((std::int64_t(plane) * tiles + tile) * 4 + part) * part_bytes + panel * panel_bytes +
+                     r * Tr::kRowBytes + ((c ^ (r % 8)) * Tr::kUnitBytes);
+  *reinterpret_cast<uint4*>(t) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+  *reinterpret_cast<uint4*>(t + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+}
+
+// src ([planes, seq, 128] fp32) as fp16 hi / lo pieces into dst's tiles of tile_rows rows (fp16pair128_store_unit),
+// rows past seq zero; scaled by stats[(plane / group) kStats + stat] as the d = 64 split (fp16pair_split_kernel). One
+// thread per unit.
 __global__ void __launch_bounds__(256) fp16pair128_split_kernel(const float* __restrict__ src, int planes, int seq,
                                                                int tiles, int tile_rows, int part, int group,
                                                                const unsigned* __restrict__ stats, int stat,
@@ -705,24 +747,8 @@ __global__ void __launch_bounds__(256) fp16pair128_split_kernel(const float* __r
       x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
       x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
     }
-    std::uint32_t hi[4], lo[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float x0 = x[2 * i] * s, x1 = x[2 * i + 1] * s;  // exact: s is a power of two
-      const __half2 h = __floats2half2_rn(x0, x1);
-      const float2 hf = __half22float2(h);
-      const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
-      hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
-      lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
-    }
-    const int tile = row / tile_rows, r = row % tile_rows;
-    const int panel = unit / 8, c = unit % 8;
-    const std::int64_t panel_bytes = std::int64_t(tile_rows) * Tr::kRowBytes;
-    const std::int64_t part_bytes = 2 * panel_bytes;
-    unsigned char* t = dst + ((std::int64_t(plane) * tiles + tile) * 4 + part) * part_bytes + panel * panel_bytes +
-                       r * Tr::kRowBytes + ((c ^ (r % 8)) * Tr::kUnitBytes);
-    *reinterpret_cast<uint4*>(t) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
-    *reinterpret_cast<uint4*>(t + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    fp16pair128_store_unit(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], tiles, tile_rows, part, s, plane, row,
+                           unit, dst);
   }
 }
 
@@ -992,18 +1018,16 @@ struct Fp16Pair128KvStats {
   static constexpr int kMaxK = 0, kMaxV = 1, kVNorm = 2, kWords = 4;
 };
 
-// One block of 256 threads per (64-key block, K/V plane) = (blockIdx.x, blockIdx.y): K and V's 64 rows of 128 floats
-// (1,024 units of 8 a tensor, 4 a thread: unit u = tid + 256 m, row u / 16 -- the 16 units of a row in 16 consecutive
-// lanes), the block's maxima reduced, then both split as fp16pair128_split_kernel splits (hi at part 0 / 2, lo at
-// part 1 / 3 of the block's 64 KB; rows past seq zero).
-__global__ void __launch_bounds__(256) fp16pair128_kvsplit_kernel(const float* __restrict__ k,
-                                                                 const float* __restrict__ v, int seq, int k_blocks,
-                                                                 unsigned* __restrict__ kvstats,
-                                                                 unsigned char* __restrict__ dst) {
+// One block of 256 threads per (64-key block, K/V plane) = (blk, plane): K and V's 64 rows of 128 floats (1,024 units
+// of 8 a tensor, 4 a thread: unit u = tid + 256 m, row u / 16 -- the 16 units of a row in 16 consecutive lanes), the
+// block's maxima reduced (through red), then both split as fp16pair128_split_kernel splits (hi at part 0 / 2, lo at
+// part 1 / 3 of the block's 64 KB; rows past seq zero). Every thread of the block calls it (one __syncthreads).
+__device__ __forceinline__ void fp16pair128_kvsplit_block(const float* __restrict__ k, const float* __restrict__ v,
+                                                          int seq, int k_blocks, unsigned* __restrict__ kvstats,
+                                                          unsigned char* __restrict__ dst, int blk, int plane,
+                                                          unsigned (&red)[3][8]) {
   using Tr = Fp16PairBwdTraits;
   constexpr int kRows = 64, kRowUnits = 16, kPerThread = kRows * kRowUnits / 256;  // 4 units a tensor
-  __shared__ unsigned red[3][8];
-  const int blk = int(blockIdx.x), plane = int(blockIdx.y);
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
   float xk[kPerThread][8], xv[kPerThread][8];
   float mk = 0.f, mv = 0.f, nv = 0.f;
@@ -1088,6 +1112,183 @@ __global__ void __launch_bounds__(256) fp16pair128_kvsplit_kernel(const float* _
       *reinterpret_cast<uint4*>(th + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
     }
   }
+}
+
+// fp16pair128_kvsplit_block over a grid (k_blocks, kv planes) of 256 threads.
+__global__ void __launch_bounds__(256) fp16pair128_kvsplit_kernel(const float* __restrict__ k,
+                                                                 const float* __restrict__ v, int seq, int k_blocks,
+                                                                 unsigned* __restrict__ kvstats,
+                                                                 unsigned char* __restrict__ dst) {
+  __shared__ unsigned red[3][8];
+  fp16pair128_kvsplit_block(k, v, seq, k_blocks, kvstats, dst, int(blockIdx.x), int(blockIdx.y), red);
+}
+
+// ---- session 22: fp16pair128w2f, the w2 kernels' pre-pass in two launches (FB_SM90_FP32_BWD_PROBE=fp16pair128w2f) --
+// What runs before the w2 kernels by default, seven launches (flash::backward_prepass: padded LSE, D = rowsum(dO o O),
+// dQ zeroed; the stats memset; fp16pair_stats_kernel on Q and on dO; fp16pair128_split_kernel on Q and on dO;
+// fp16pair128_kvsplit_kernel), as a memset and two launches that write the same bits:
+//   1. fp16pair128_rows_prepass_kernel, one read of Q, dO and O: the padded LSE, D, dQ zeroed, and Q's / dO's stats;
+//   2. fp16pair128_prepass_split_kernel, blocks by role: Q / dO split (fp16pair128_store_unit, the default's code)
+//      with the scales of 1's stats, then K / V (fp16pair128_kvsplit_block, the default's code).
+// Q and dO are still read twice each (their stats must be whole before their split), O, K and V once: one read of dO
+// (the stats pass's) and four launches fewer. The Q / dO blocks of 2 take the rows in reverse, so that they start on
+// the rows 1 read last (some may still be in L2).
+struct Fp16Pair128PrepassParams {
+  const float* q;     // [q_planes, seq_q, 128]
+  const float* dout;  // [q_planes, seq_q, 128]
+  const float* o;     // [q_planes, seq_q, 128]
+  const float* lse;   // [q_planes, seq_q]: natural log
+  const float* k;     // [kv_planes, seq_k, 128]
+  const float* v;
+  float* lse_pad;     // [q_planes, seq_pad]: LSE lse_mult, +inf on padding rows and rows that see no key
+  float* d_pad;       // [q_planes, seq_pad]: D, 0 on padding rows
+  float* dq;          // [q_planes, seq_q, 128]: zeroed
+  unsigned* stats;    // [kv_planes][Fp16PairBwdTraits::kStats], zeroed before 1: Q's, dO's maxima (atomicMax)
+  unsigned* kvstats;  // [kv_planes][k_blocks][Fp16Pair128KvStats::kWords]
+  unsigned char* qd;  // split Q / dO tiles (fp16pair128_store_unit's layout)
+  unsigned char* kv;  // split K / V blocks (fp16pair128_kvsplit_block's)
+  int seq_q, seq_pad, seq_k, group;
+  int q_tiles, tile_rows, k_blocks;
+  int row_chunks;                // 1's blocks per query plane: ceil(seq_pad / kRowsPerBlock)
+  std::int64_t qd_units;         // q_planes q_tiles tile_rows 16
+  std::int64_t qd_blocks;        // 2's Q / dO blocks: ceil(qd_units / kQdUnitsPerBlock); then the K / V blocks
+  float lse_mult;                // log2(e), as backward_prepass's lse_log2
+  static constexpr int kThreads = 256;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kRowsPerWarp = 4;
+  static constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;  // 32 padded query rows a block of 1
+  static constexpr int kQdUnitsPerThread = 2;                  // 2: a Q and a dO unit each, twice
+  static constexpr int kQdUnitsPerBlock = kThreads * kQdUnitsPerThread;
+};
+
+// 1: one warp per padded query row (kRowsPerWarp rows a warp), block b on rows [32 (b % row_chunks), + 32) of query
+// plane b / row_chunks. Per row: D and the padded LSE exactly as backward_prepass's kernel computes them (lane l sums
+// O dO over columns l + 32 j, j = 0..3 in order, then the 16, 8, 4, 2, 1 butterfly), dQ's row zeroed, and Q's, dO's
+// stats as fp16pair_stats_kernel takes them from a row of 128 read as two rows of 64: lanes 16 h .. 16 h + 15 hold
+// half h, a float4 each, dO's half-row norm the sum of their squares over the 8, 4, 2, 1 butterfly. The block's
+// maxima (bit patterns of non-negative floats) reduced, then one atomicMax each into stats.
+__global__ void __launch_bounds__(Fp16Pair128PrepassParams::kThreads)
+    fp16pair128_rows_prepass_kernel(const Fp16Pair128PrepassParams pp) {
+  using Sp = Fp16PairBwdTraits;
+  using Pp = Fp16Pair128PrepassParams;
+  __shared__ unsigned red[3][Pp::kWarps];
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int plane = int(blockIdx.x / unsigned(pp.row_chunks)), chunk = int(blockIdx.x % unsigned(pp.row_chunks));
+  float mq = 0.f, mdo = 0.f, ndo = 0.f;
+#pragma unroll
+  for (int it = 0; it < Pp::kRowsPerWarp; ++it) {
+    const int i = chunk * Pp::kRowsPerBlock + it * Pp::kWarps + warp;  // warp-uniform
+    if (i >= pp.seq_pad) break;
+    const std::int64_t row = std::int64_t(plane) * pp.seq_pad + i;
+    if (i >= pp.seq_q) {
+      if (lane == 0) {
+        pp.d_pad[row] = 0.f;
+        pp.lse_pad[row] = INFINITY;
+      }
+      continue;
+    }
+    const std::int64_t off = (std::int64_t(plane) * pp.seq_q + i) * 128;
+    const float4 xq = reinterpret_cast<const float4*>(pp.q + off)[lane];
+    const float4 xd = reinterpret_cast<const float4*>(pp.dout + off)[lane];
+    // The roundings spelled out (__fmaf_rn, __fmul_rn: no contraction left to the compiler) as the other kernels' PTX
+    // has them: backward_prepass's chain is fma.rn from a sum register holding +0, fp16pair_stats_kernel's square sum
+    // mul.rn x.x^2, then fma.rn y, z, w.
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) sum = __fmaf_rn(pp.o[off + lane + 32 * j], pp.dout[off + lane + 32 * j], sum);
+#pragma unroll
+    for (int s = 16; s > 0; s /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, s);
+    reinterpret_cast<float4*>(pp.dq + off)[lane] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (lane == 0) {
+      pp.d_pad[row] = sum;
+      const float row_lse = pp.lse[std::int64_t(plane) * pp.seq_q + i];
+      pp.lse_pad[row] = row_lse == -INFINITY ? INFINITY : row_lse * pp.lse_mult;
+    }
+    mq = fmaxf(mq, fmaxf(fmaxf(fabsf(xq.x), fabsf(xq.y)), fmaxf(fabsf(xq.z), fabsf(xq.w))));
+    mdo = fmaxf(mdo, fmaxf(fmaxf(fabsf(xd.x), fabsf(xd.y)), fmaxf(fabsf(xd.z), fabsf(xd.w))));
+    float ss = __fmaf_rn(xd.w, xd.w, __fmaf_rn(xd.z, xd.z, __fmaf_rn(xd.y, xd.y, __fmul_rn(xd.x, xd.x))));
+#pragma unroll
+    for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    ndo = fmaxf(ndo, sqrtf(ss));
+  }
+  // Non-negative floats order as their bit patterns.
+  unsigned umq = __float_as_uint(mq), umd = __float_as_uint(mdo), und = __float_as_uint(ndo);
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    umq = max(umq, __shfl_xor_sync(0xffffffffu, umq, o));
+    umd = max(umd, __shfl_xor_sync(0xffffffffu, umd, o));
+    und = max(und, __shfl_xor_sync(0xffffffffu, und, o));
+  }
+  if (lane == 0) {
+    red[0][warp] = umq;
+    red[1][warp] = umd;
+    red[2][warp] = und;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int w = 1; w < Pp::kWarps; ++w) {
+      umq = max(umq, red[0][w]);
+      umd = max(umd, red[1][w]);
+      und = max(und, red[2][w]);
+    }
+    unsigned* st = pp.stats + (plane / pp.group) * Sp::kStats;
+    atomicMax(st + Sp::kStatQ, umq);
+    atomicMax(st + Sp::kStatDo, umd);
+    atomicMax(st + Sp::kStatDoNorm, und);
+  }
+}
+
+// 2: blocks [0, qd_blocks) split Q and dO (unit idx of Q and of dO, kQdUnitsPerThread idx a thread; the last units
+// first), the rest split K and V, one (64-key block, K/V plane) each (block qd_blocks + plane k_blocks + key block).
+__global__ void __launch_bounds__(Fp16Pair128PrepassParams::kThreads)
+    fp16pair128_prepass_split_kernel(const Fp16Pair128PrepassParams pp) {
+  using Sp = Fp16PairBwdTraits;
+  using Pp = Fp16Pair128PrepassParams;
+  __shared__ unsigned red[3][8];
+  if (std::int64_t(blockIdx.x) < pp.qd_blocks) {
+    // Every load first (2 x kQdUnitsPerThread units of 32 B and their scales' stats a thread in flight), then the
+    // splits and stores.
+    constexpr int kRowUnits = 16, kUnits = Pp::kQdUnitsPerThread;
+    const std::int64_t rows_pad = std::int64_t(pp.q_tiles) * pp.tile_rows;
+    const std::int64_t b = pp.qd_blocks - 1 - std::int64_t(blockIdx.x);
+    float xq[kUnits][8], xd[kUnits][8];
+    unsigned eq[kUnits], ed[kUnits];
+    int plane[kUnits], row[kUnits], unit[kUnits];
+#pragma unroll
+    for (int m = 0; m < kUnits; ++m) {
+      const std::int64_t idx = b * Pp::kQdUnitsPerBlock + m * Pp::kThreads + threadIdx.x;
+      plane[m] = -1;
+      if (idx >= pp.qd_units) continue;
+      unit[m] = int(idx % kRowUnits);
+      const std::int64_t prow = idx / kRowUnits;
+      plane[m] = int(prow / rows_pad);
+      row[m] = int(prow % rows_pad);
+      const unsigned* st = pp.stats + (plane[m] / pp.group) * Sp::kStats;
+      eq[m] = st[Sp::kStatQ];
+      ed[m] = st[Sp::kStatDo];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) xq[m][e] = xd[m][e] = 0.f;
+      fp16pair128_load_unit(pp.q, pp.seq_q, plane[m], row[m], unit[m], xq[m]);
+      fp16pair128_load_unit(pp.dout, pp.seq_q, plane[m], row[m], unit[m], xd[m]);
+    }
+#pragma unroll
+    for (int m = 0; m < kUnits; ++m) {
+      if (plane[m] < 0) continue;
+      const float sq = ldexpf(1.f, fp16pair_exponent(__uint_as_float(eq[m])));
+      const float sd = ldexpf(1.f, fp16pair_exponent(__uint_as_float(ed[m])));
+      const float(&q)[8] = xq[m];
+      const float(&d)[8] = xd[m];
+      fp16pair128_store_unit(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], pp.q_tiles, pp.tile_rows, 0, sq,
+                             plane[m], row[m], unit[m], pp.qd);
+      fp16pair128_store_unit(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], pp.q_tiles, pp.tile_rows, 2, sd,
+                             plane[m], row[m], unit[m], pp.qd);
+    }
+    return;
+  }
+  const std::int64_t b = std::int64_t(blockIdx.x) - pp.qd_blocks;
+  fp16pair128_kvsplit_block(pp.k, pp.v, pp.seq_k, pp.k_blocks, pp.kvstats, pp.kv, int(b % pp.k_blocks),
+                            int(b / pp.k_blocks), red);
 }
 
 // The w2 kernels' parameters: fp16pair128's, and the per-block K / V stats of fp16pair128_kvsplit_kernel.

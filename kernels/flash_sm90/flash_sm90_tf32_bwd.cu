@@ -7,6 +7,7 @@
 // dQ is summed by reductions in global memory, so its last bits may differ from run to run; dK and dV
 // are summed in a fixed order and repeat exactly.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -132,6 +133,10 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             tiles rotated (the block of key block kb starts at tile kb x steps / k_blocks), so that a plane's blocks
 //             reduce into different dQ tiles at a time (docs/perf-notes.md "Session 22: rotated tiles"); every other
 //             launch as the default
+//   fp16pair128w2f  d = 128 non-causal 3x: the w2a kernel after a fused pre-pass (session 22, issue 15: a memset and
+//             two launches for the default's seven, one read of dO fewer; every value written with the same bits:
+//             fp16pair128_rows_prepass_kernel, fp16pair128_prepass_split_kernel; docs/perf-notes.md "Session 22:
+//             fp16pair128w2f"); every other launch as the default. force_fp16pair128_prepass() overrides the word
 enum class Tf32BwdProbe {
   none,
   racebar,
@@ -144,6 +149,7 @@ enum class Tf32BwdProbe {
   fp16pair128w2p,
   fp16pair128w2r,
   fp16pair128w2pr,
+  fp16pair128w2f,
 };
 
 Tf32BwdProbe tf32_bwd_probe() {
@@ -161,12 +167,13 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128w2p") return Tf32BwdProbe::fp16pair128w2p;
     if (s == "fp16pair128w2r") return Tf32BwdProbe::fp16pair128w2r;
     if (s == "fp16pair128w2pr") return Tf32BwdProbe::fp16pair128w2pr;
+    if (s == "fp16pair128w2f") return Tf32BwdProbe::fp16pair128w2f;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
                                 "fp16pair128w2, fp16pair128w2a, fp16pair128w2m, fp16pair128w2p, fp16pair128w2r, "
-                                "fp16pair128w2pr; unset or default for the shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
-                                "dotfirst and dqahead in session 14, roles and dqg2 in session 15: "
-                                "docs/perf-notes.md)");
+                                "fp16pair128w2pr, fp16pair128w2f; unset or default for the shipping kernel; lofrag, "
+                                "lofragdq, dslate and trunc were removed in session 13, dotfirst and dqahead in "
+                                "session 14, roles and dqg2 in session 15: docs/perf-notes.md)");
   }();
   return probe;
 }
@@ -334,7 +341,65 @@ bool fp16pair128_applies(const AttentionParams& p, bool split) {
   return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() != Tf32BwdProbe::tf32pair;
 }
 
-void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float* d_pad, unsigned char* ws,
+// The pre-pass before the two-warpgroup kernels: fused (fp16pair128w2f, or forced) or the default's seven launches.
+std::atomic<Fp16Pair128Prepass>& forced_prepass() {
+  static std::atomic<Fp16Pair128Prepass> forced{Fp16Pair128Prepass::from_probe};
+  return forced;
+}
+bool fp16pair128_prepass_fused(const AttentionParams& p, bool split) {
+  if (!fp16pair128_applies(p, split) || !fp16pair128_two_warpgroups()) return false;
+  const Fp16Pair128Prepass how = forced_prepass().load();
+  if (how == Fp16Pair128Prepass::from_probe) return tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2f;
+  return how == Fp16Pair128Prepass::fused;
+}
+
+// fp16pair128w2f's pre-pass (flash_sm90_fp16pair_bwd_kernel.cuh, "session 22"): the stats zeroed, then the row pass
+// (padded LSE, D, dQ zeroed, Q's / dO's stats) and the split (Q / dO blocks, then K / V blocks). Writes every byte
+// that backward_prepass, fp16pair_stats(with_kv = false), the Q / dO splits and the K / V split write, with the same
+// bits.
+void run_fp16pair128_fused_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, unsigned* stats,
+                                   unsigned char* qd, unsigned char* kv, unsigned* kvstats, cudaStream_t stream) {
+  using Tr = Fp16Pair128Tr;
+  using Pp = Fp16Pair128PrepassParams;
+  const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
+  const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
+  Pp pp{};
+  pp.q = static_cast<const float*>(p.q);
+  pp.dout = static_cast<const float*>(p.dout);
+  pp.o = static_cast<const float*>(p.o);
+  pp.lse = static_cast<const float*>(p.lse);
+  pp.k = static_cast<const float*>(p.k);
+  pp.v = static_cast<const float*>(p.v);
+  pp.lse_pad = lse_pad;
+  pp.d_pad = d_pad;
+  pp.dq = static_cast<float*>(p.dq);
+  pp.stats = stats;
+  pp.kvstats = kvstats;
+  pp.qd = qd;
+  pp.kv = kv;
+  pp.seq_q = p.seq_q;
+  pp.seq_pad = flash::backward_padded_seq(p.seq_q);
+  pp.seq_k = p.seq_k;
+  pp.group = p.group();
+  pp.q_tiles = fp16pair_q_tiles<Tr>(p);
+  pp.tile_rows = Tr::kBlockM;
+  pp.k_blocks = fp16pair_k_blocks<Tr>(p);
+  pp.row_chunks = (pp.seq_pad + Pp::kRowsPerBlock - 1) / Pp::kRowsPerBlock;
+  pp.qd_units = q_planes * pp.q_tiles * pp.tile_rows * 16;
+  pp.qd_blocks = (pp.qd_units + Pp::kQdUnitsPerBlock - 1) / Pp::kQdUnitsPerBlock;
+  pp.lse_mult = float(kLog2e);  // backward_prepass's lse_log2
+  const std::int64_t row_blocks = q_planes * pp.row_chunks;
+  const std::int64_t split_blocks = pp.qd_blocks + std::int64_t(pp.k_blocks) * kv_planes;
+  if (row_blocks > kMaxGridX || split_blocks > kMaxGridX)
+    throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128w2f): the pre-pass's grid exceeds the limit");
+  FB_CUDA_CHECK(cudaMemsetAsync(stats, 0, fp16pair_stats_bytes(p), stream));
+  fp16pair128_rows_prepass_kernel<<<unsigned(row_blocks), Pp::kThreads, 0, stream>>>(pp);
+  fp16pair128_prepass_split_kernel<<<unsigned(split_blocks), Pp::kThreads, 0, stream>>>(pp);
+  FB_CUDA_CHECK_LAUNCH();
+}
+
+// fused: fp16pair128w2f's pre-pass (the caller has not run backward_prepass), else the default's.
+void run_fp16pair128(const AttentionParams& p, float* lse_pad, float* d_pad, unsigned char* ws, bool fused,
                      cudaStream_t stream) {
   using Tr = Fp16Pair128Tr;
   using Sp = Fp16PairTr;  // the stats' layout
@@ -354,22 +419,8 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
   const auto* k = static_cast<const float*>(p.k);
   const auto* v = static_cast<const float*>(p.v);
   const bool w2 = fp16pair128_two_warpgroups();
-  fp16pair_stats(p, stats, stream, /*with_kv=*/!w2);
-  auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
-  const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 16;
-  const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 16;
-  fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(q, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 0,
-                                                                    group, stats, Sp::kStatQ, qd);
-  fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(dout, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 2,
-                                                                    group, stats, Sp::kStatDo, qd);
-  if (w2) {
-    // K and V with scales per 64-key block (their stats from the same read), then the two-warpgroup kernel.
-    auto* kvstats = reinterpret_cast<unsigned*>(kv + fp16pair_kv_bytes<Tr>(p));
-    if (kv_planes > 65535)
-      throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128w2): batch * kv_heads exceeds 65535");
-    fp16pair128_kvsplit_kernel<<<dim3(unsigned(k_blocks), unsigned(kv_planes)), 256, 0, stream>>>(k, v, p.seq_k,
-                                                                                                 k_blocks, kvstats, kv);
-    FB_CUDA_CHECK_LAUNCH();
+  auto* kvstats = reinterpret_cast<unsigned*>(kv + fp16pair_kv_bytes<Tr>(p));  // the w2 kernels' per-block K / V stats
+  const auto launch_w2 = [&] {
     const Fp16Pair128W2Params prm{fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks), kvstats};
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2p)
       return launch_fp16pair_kernel<Fp16Pair128W2PTr>(flash_sm90_fp16pair128w2p_bwd_kernel<Fp16Pair128W2PTr>, prm,
@@ -380,14 +431,35 @@ void run_fp16pair128(const AttentionParams& p, const float* lse_pad, const float
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2r)
       return launch_fp16pair_kernel<Fp16Pair128W2RTr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2RTr>, prm,
                                                       k_blocks * kv_planes, stream);
-    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
-      return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
-                                                     k_blocks * kv_planes, stream);
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2m)
       return launch_fp16pair_kernel<Fp16Pair128W2MTr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2MTr>, prm,
                                                       k_blocks * kv_planes, stream);
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
+      return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
+                                                     k_blocks * kv_planes, stream);
     return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
                                                     k_blocks * kv_planes, stream);
+  };
+  if (fused) {
+    run_fp16pair128_fused_prepass(p, lse_pad, d_pad, stats, qd, kv, kvstats, stream);
+    return launch_w2();
+  }
+  fp16pair_stats(p, stats, stream, /*with_kv=*/!w2);
+  auto split_grid = [](std::int64_t units) { return unsigned(std::min<std::int64_t>((units + 255) / 256, 65536)); };
+  const std::int64_t q_units = std::int64_t(q_planes) * q_tiles * Tr::kBlockM * 16;
+  const std::int64_t kv_units = std::int64_t(kv_planes) * k_blocks * Tr::kBlockN * 16;
+  fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(q, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 0,
+                                                                    group, stats, Sp::kStatQ, qd);
+  fp16pair128_split_kernel<<<split_grid(q_units), 256, 0, stream>>>(dout, q_planes, p.seq_q, q_tiles, Tr::kBlockM, 2,
+                                                                    group, stats, Sp::kStatDo, qd);
+  if (w2) {
+    // K and V with scales per 64-key block (their stats from the same read), then the two-warpgroup kernel.
+    if (kv_planes > 65535)
+      throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128w2): batch * kv_heads exceeds 65535");
+    fp16pair128_kvsplit_kernel<<<dim3(unsigned(k_blocks), unsigned(kv_planes)), 256, 0, stream>>>(k, v, p.seq_k,
+                                                                                                 k_blocks, kvstats, kv);
+    FB_CUDA_CHECK_LAUNCH();
+    return launch_w2();
   }
   fp16pair128_split_kernel<<<split_grid(kv_units), 256, 0, stream>>>(k, kv_planes, p.seq_k, k_blocks, Tr::kBlockN, 0,
                                                                      1, stats, Sp::kStatK, kv);
@@ -416,6 +488,10 @@ void run(const AttentionParams& p, const float* lse_pad, const float* d_pad, cud
 }
 
 }  // namespace
+
+Fp16Pair128Prepass force_fp16pair128_prepass(Fp16Pair128Prepass how) { return forced_prepass().exchange(how); }
+
+bool tf32_backward_prepass_fused(const AttentionParams& p) { return fp16pair128_prepass_fused(p, true); }
 
 int tf32_backward_key_tile(int head_dim) {
   return head_dim == 64 ? Tf32BwdConfig<64, true>::Traits::kBlockN : Tf32BwdConfig<128, true>::Traits::kBlockN;
@@ -457,10 +533,12 @@ void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split)
   auto* base = static_cast<unsigned char*>(p.workspace);
   auto* lse_pad = reinterpret_cast<float*>(base);
   auto* d_pad = reinterpret_cast<float*>(base + align_up(padded_rows(p) * sizeof(float)));
-  // The pre-pass also zeroes p.dq ([batch, heads, seq_q, d]): the kernel adds into it.
-  flash::backward_prepass(p, lse_pad, d_pad, p.dq, /*dq_padded=*/false, /*lse_log2=*/true, ctx);
+  // The pre-pass also zeroes p.dq ([batch, heads, seq_q, d]): the kernel adds into it. fp16pair128w2f's fused
+  // pre-pass does all that itself.
+  const bool fused = fp16pair128_prepass_fused(p, split);
+  if (!fused) flash::backward_prepass(p, lse_pad, d_pad, p.dq, /*dq_padded=*/false, /*lse_log2=*/true, ctx);
   if (fp16pair128_applies(p, split))
-    return run_fp16pair128(p, lse_pad, d_pad, base + 2 * align_up(padded_rows(p) * sizeof(float)), stream);
+    return run_fp16pair128(p, lse_pad, d_pad, base + 2 * align_up(padded_rows(p) * sizeof(float)), fused, stream);
   if (fp16pair_applies(p, split))
     return run_fp16pair(p, lse_pad, d_pad, base + 2 * align_up(padded_rows(p) * sizeof(float)), stream);
   if (split) run<true>(p, lse_pad, d_pad, stream);
