@@ -359,18 +359,14 @@ TEST_CASE("sm90 fp32 backward d = 128 non-causal, two-warpgroup bookkeeping shap
       20261221);
 }
 
-// d = 128 non-causal shapes for the persistent two-warpgroup kernel (session 22: fp16pair128w2p under its word, ctest
-// gpu_sm90tf32_w2p; without it they run the default w2a): min(items, SMs) blocks, each looping over (64-key block, K/V
-// plane) items in plane-major order, the stage ring and its mbarrier phases running on across items, the next item's
-// K / V loaded after the item's last tile, the totals re-zeroed per item. Lengths chosen for the item boundaries: 3
-// items (fewer than any Hopper's SMs: one item a block, most SMs idle) of 10 steps on 150 keys (a last block of 22) and
-// 301 queries (the last tile 13); 256 items (GQA 2, 22 steps an item, 2011 keys: a last block of 27) -- more items
-// than SMs, blocks of 2 items and of 1; MQA with 141 items of 9 steps (odd: a block's second item starts on the other
-// stage and phase) on 9000 keys (the last block of 40 keys, a second item of its block); 560 items of one step each
-// (17 queries, 2200 keys: the producer's next tile two items ahead, every tile an item boundary) at input scale 2.
-// Judged as above.
-TEST_CASE("sm90 fp32 backward d = 128 non-causal, persistent item-boundary shapes, meets the FP32 rule",
-          "[gpu][sm90tf32][sm90fp16pair128w2p]") {
+// d = 128 non-causal shapes for the plane-major block order of the two-warpgroup kernel (session 22's default; written
+// for its persistent probe, removed): a plane's key blocks consecutive in the grid. Lengths chosen for the plane
+// boundaries: 3 key blocks of one plane (fewer blocks than any Hopper's SMs) of 10 steps on 150 keys (a last block of
+// 22) and 301 queries (the last tile 13); 256 blocks (GQA 2, 22 steps a block, 2011 keys: a last block of 27); MQA
+// with 141 key blocks of 9 steps on 9000 keys (the last block of 40 keys); 560 blocks of one step each (17 queries,
+// 2200 keys) at input scale 2. Judged as above.
+TEST_CASE("sm90 fp32 backward d = 128 non-causal, plane-major block-order shapes, meets the FP32 rule",
+          "[gpu][sm90tf32][sm90fp16pair128order]") {
   check_scaled_bwd(
       {
       {{1, 1, 1, 301, 150, 128, false}, 1.0},       {{2, 8, 4, 333, 2011, 128, false}, 1.0},

@@ -1,13 +1,13 @@
-// GPU tests [gpu][sm90tf32][w2f] of flash-sm90's fp32 backward at d = 128 non-causal under the fused pre-pass
-// (FB_SM90_FP32_BWD_PROBE=fp16pair128w2f, session 22; kernels/flash_sm90/flash_sm90_fp16pair_bwd_kernel.cuh
-// fp16pair128_rows_prepass_kernel, fp16pair128_prepass_split_kernel): the default's seven pre-pass launches as a memset
+// GPU tests [gpu][sm90tf32][w2f] of flash-sm90's fp32 backward at d = 128 non-causal: the fused pre-pass (session
+// 22's fp16pair128w2f, the default since its call A; kernels/flash_sm90/flash_sm90_fp16pair_bwd_kernel.cuh
+// fp16pair128_rows_prepass_kernel, fp16pair128_prepass_split_kernel), session 21's seven pre-pass launches as a memset
 // and two, claimed to write every value with the same bits. So the two-warpgroup kernel after it must give the
-// default's gradients bit for bit: dK and dV always (summed in a fixed order), dQ where one key block adds into each of
-// its rows (seq_k <= 64; with more, the blocks' reductions meet in global memory in a varying order and dQ's last bits
-// vary from run to run under either pre-pass). Both pre-passes run in this process through
+// seven launches' gradients bit for bit: dK and dV always (summed in a fixed order), dQ where one key block adds into
+// each of its rows (seq_k <= 64; with more, the blocks' reductions meet in global memory in a varying order and dQ's
+// last bits vary from run to run under either pre-pass). Both pre-passes run in this process through
 // force_fp16pair128_prepass(), whatever the word; the fused run is then judged against the fp64 reference by the
-// runner's FP32 rule. Under ctest gpu_sm90tf32_w2f the whole [sm90tf32] set runs again with the word (the fused
-// pre-pass in every d = 128 non-causal case of it).
+// runner's FP32 rule. Under ctest gpu_sm90tf32_w2a the whole [sm90tf32] set runs with session 21's form (the seven
+// launches and key-block-major order) in every d = 128 non-causal case of it.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -87,7 +87,7 @@ struct W2fShape {
 // query on 265 keys; MHA 1000 x 777 at scale 4; and 66,000 query planes (batch 2 x 33,000 heads: over the 65,535 of a
 // grid's y, where the default's stats grid loops over planes; the fp64 reference takes at most 65,535 heads) in GQA 2
 // on 3 x 5 (one key block).
-TEST_CASE("sm90 fp32 backward d = 128: the fused pre-pass (fp16pair128w2f) gives the default's gradients bit for bit",
+TEST_CASE("sm90 fp32 backward d = 128: the fused pre-pass gives the seven-launch pre-pass's gradients bit for bit",
           "[gpu][sm90tf32][w2f]") {
   CudaBackend& b = gpu();
   const Descriptor& sm90k = kernel("flash-sm90");

@@ -106,11 +106,6 @@ __device__ __forceinline__ void bulk_load(std::uint32_t dst, const void* src, st
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
-// A hint: `bytes` (a multiple of 16, 16-byte aligned) at global `src` brought into L2; no completion to wait for, no
-// ordering (a later bulk_load of the same bytes then reads them from L2).
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, std::uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
 // global[i] += shared[i] for `bytes` / 4 floats (16-byte aligned, a multiple of 16), done by the
 // memory system as one bulk operation; part of the thread's bulk group (bulk_commit_group).
 __device__ __forceinline__ void bulk_reduce_add_f32(void* dst, std::uint32_t src,

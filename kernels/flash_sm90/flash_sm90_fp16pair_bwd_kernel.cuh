@@ -45,7 +45,6 @@ namespace fb::cuda::flash_sm90 {
 
 struct Fp16PairBwdTraits {
   static constexpr bool kPlaneMajor = false;  // blockIdx.x = key block * kv_planes + plane (Fp16PairBlock)
-  static constexpr bool kRotate = false;      // a block's query tiles from its first (Fp16PairBlock::tile_of)
   static constexpr int kHeadDim = 64;
   static constexpr int kBlockN = 128;  // keys per block
   static constexpr int kWgKeys = 64;   // keys per consumer warpgroup (the wgmma M)
@@ -316,25 +315,10 @@ struct Fp16PairBlock {
   __device__ __forceinline__ static std::uint64_t units(std::uint32_t bytes) {
     return std::uint64_t(bytes / Tr::kUnitBytes);
   }
-  // The block's it-th query tile: it, or under kRotate it + kblk x steps / k_blocks wrapped at steps.
-  __device__ __forceinline__ int tile_of(int it) const {
-    if constexpr (!Tr::kRotate) {
-      return it;
-    } else {
-      const int j = it + int(std::int64_t(kblk) * steps / prm.k_blocks);
-      return j >= steps ? j - steps : j;
-    }
-  }
-  // Query tile j = tile_of(it) (head q_bh0 + j / q_tiles, tile j % q_tiles) into stage it % kStages (thread 0).
+  // Query tile `it` (head q_bh0 + it / q_tiles, tile it % q_tiles) into stage it % kStages (thread 0).
   __device__ __forceinline__ void issue(int it) const {
     const int s = it % Tr::kStages;
-    std::int64_t tile;
-    if constexpr (Tr::kRotate) {
-      const int j = tile_of(it);
-      tile = std::int64_t(q_bh0 + j / prm.q_tiles) * prm.q_tiles + j % prm.q_tiles;
-    } else {
-      tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
-    }
+    const std::int64_t tile = std::int64_t(q_bh0 + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
     ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
     ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
   }
@@ -630,7 +614,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kerne
 // K/V plane), 128 threads, 2 stages of 32 queries (32 KB each); thread 0 issues the copies as at d = 64.
 struct Fp16Pair128BwdTraits {
   static constexpr bool kPlaneMajor = false;
-  static constexpr bool kRotate = false;
   static constexpr int kHeadDim = 128;
   static constexpr int kPanels = 2;     // 64-column panels of d
   static constexpr int kBlockN = 64;    // keys per block = the warpgroup's (the wgmma M)
@@ -1123,10 +1106,11 @@ __global__ void __launch_bounds__(256) fp16pair128_kvsplit_kernel(const float* _
   fp16pair128_kvsplit_block(k, v, seq, k_blocks, kvstats, dst, int(blockIdx.x), int(blockIdx.y), red);
 }
 
-// ---- session 22: fp16pair128w2f, the w2 kernels' pre-pass in two launches (FB_SM90_FP32_BWD_PROBE=fp16pair128w2f) --
-// What runs before the w2 kernels by default, seven launches (flash::backward_prepass: padded LSE, D = rowsum(dO o O),
-// dQ zeroed; the stats memset; fp16pair_stats_kernel on Q and on dO; fp16pair128_split_kernel on Q and on dO;
-// fp16pair128_kvsplit_kernel), as a memset and two launches that write the same bits:
+// ---- the w2 kernels' fused pre-pass in two launches (session 22's fp16pair128w2f, the default since its call A) ----
+// What ran before the w2 kernels until then (and under fp16pair128w2a / w2), seven launches (flash::backward_prepass:
+// padded LSE, D = rowsum(dO o O), dQ zeroed; the stats memset; fp16pair_stats_kernel on Q and on dO;
+// fp16pair128_split_kernel on Q and on dO; fp16pair128_kvsplit_kernel), as a memset and two launches that write the
+// same bits:
 //   1. fp16pair128_rows_prepass_kernel, one read of Q, dO and O: the padded LSE, D, dQ zeroed, and Q's / dO's stats;
 //   2. fp16pair128_prepass_split_kernel, blocks by role: Q / dO split (fp16pair128_store_unit, the default's code)
 //      with the scales of 1's stats, then K / V (fp16pair128_kvsplit_block, the default's code).
@@ -1309,17 +1293,13 @@ struct Fp16Pair128W2Params {
 // kAhead (FB_SM90_FP32_BWD_PROBE=fp16pair128w2a): each warpgroup issues the next tile's S^T / dP^T right after this
 // tile's dQ^T and waits for dQ^T alone (wgmma.wait_group 1), so that the totals, the dQ staging, its barrier and the
 // reduction run under the next tile's first GEMMs instead of in series with them.
-// kPlaneMajorT (FB_SM90_FP32_BWD_PROBE=fp16pair128w2m, with kAhead): the blocks in plane-major order, blockIdx.x =
-// plane * k_blocks + key block, so that a plane's key blocks run in one wave and read its Q / dO tiles through L2
-// once instead of once a key block from DRAM (docs/perf-notes.md, "Session 22: fp16pair128w2m").
-// kRotateT (fp16pair128w2r with kPlaneMajor; fp16pair128w2pr in the persistent kernel): the block of key block kblk
-// walks its steps query tiles from tile kblk x steps / k_blocks on (wrapping), so that the blocks of a plane, running
-// together, reduce into different dQ tiles at a time instead of all into the same one ("Session 22: rotated tiles").
-template <bool kAheadT, bool kPlaneMajorT = false, bool kRotateT = false>
+// kPlaneMajorT (with kAhead: the default since session 22's call A, fp16pair128w2m): the blocks in plane-major order,
+// blockIdx.x = plane * k_blocks + key block, so that a plane's key blocks run in one wave and read its Q / dO tiles
+// through L2, from DRAM once instead of once a key block (docs/perf-notes.md, "Session 22: fp16pair128w2m").
+template <bool kAheadT, bool kPlaneMajorT = false>
 struct Fp16Pair128W2BwdTraits {
   static constexpr bool kAhead = kAheadT;
   static constexpr bool kPlaneMajor = kPlaneMajorT;
-  static constexpr bool kRotate = kRotateT;
   using Tiles = Fp16Pair128BwdTraits;  // tiles, workspace pieces and wgmma steps (the pre-pass writes its layout)
   static constexpr int kHeadDim = Tiles::kHeadDim;
   static constexpr int kBlockN = Tiles::kBlockN;  // 64 keys a block, both warpgroups'
@@ -1438,15 +1418,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   auto start_tile = [&](int it) {
     const int stg = it % Tr::kStages;
     ptx::mbar_wait(blk.bar_full(stg), (it / Tr::kStages) & 1);
-    const float* src;
-    if constexpr (Tr::kRotate) {  // (a separate expression: the default's code stays as it was)
-      const int jt = blk.tile_of(it);
-      src = (blk.wg == 0 ? prm.lse : prm.dsum) + std::int64_t(blk.q_bh0 + jt / prm.q_tiles) * prm.seq_pad +
-            (jt % prm.q_tiles) * Tr::kBlockM + 2 * blk.t4;
-    } else {
-      src = (blk.wg == 0 ? prm.lse : prm.dsum) + std::int64_t(blk.q_bh0 + it / prm.q_tiles) * prm.seq_pad +
-            (it % prm.q_tiles) * Tr::kBlockM + 2 * blk.t4;
-    }
+    const float* src = (blk.wg == 0 ? prm.lse : prm.dsum) + std::int64_t(blk.q_bh0 + it / prm.q_tiles) * prm.seq_pad +
+                       (it % prm.q_tiles) * Tr::kBlockM + 2 * blk.t4;
 #pragma unroll
     for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
     const std::uint32_t sq = blk.stage(stg);
@@ -1468,9 +1441,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   if constexpr (Tr::kAhead) start_tile(0);  // steps >= 1 (seq_q >= 1)
   for (int it = 0; it < blk.steps; ++it) {
     const int stg = it % Tr::kStages;
-    const int jt = Tr::kRotate ? blk.tile_of(it) : it;
-    const int bh = blk.q_bh0 + jt / prm.q_tiles;
-    const int m0 = (jt % prm.q_tiles) * Tr::kBlockM;
+    const int bh = blk.q_bh0 + it / prm.q_tiles;
+    const int m0 = (it % prm.q_tiles) * Tr::kBlockM;
     const std::uint32_t sq = blk.stage(stg);
     if constexpr (!Tr::kAhead) start_tile(it);
     ptx::wgmma_wait<0>();  // S^T / dP^T of tile it (kAhead: issued during tile it - 1, the only group in flight)
@@ -1607,326 +1579,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           make_float2(fp16pair_ld_shared_f32(tot_word(i)) * f_out, fp16pair_ld_shared_f32(tot_word(i + 1)) * f_out);
     }
   }
-#else
-  __trap();
-#endif
-}
-
-// ---- d = 128, two warpgroups, persistent: fp16pair128w2p (session 22; FB_SM90_FP32_BWD_PROBE=fp16pair128w2p) ----
-// w2a's tile (Fp16Pair128W2BwdTraits<true>: the roles, the look-ahead, the barriers, the arithmetic operation for
-// operation), but a grid of min(items, SMs) blocks, each looping over work items item = blockIdx.x, += gridDim.x, an
-// item being one (64-key block, K/V plane) in plane-major order (plane = item / k_blocks: the blocks working at one
-// time share a few planes' Q / dO tiles in L2; the workspace's K / V blocks are in that order, so item indexes them).
-// What
-// w2a pays once a block -- launch, K / V and the first two stages loaded with the tensor cores idle, the totals zeroed,
-// the last reduction's wait -- is paid once a kernel, or under the previous item's work (docs/perf-notes.md,
-// "Session 22: fp16pair128w2p"):
-// - the tile counter (`gt`, the block's tiles over all its items) numbers the stages and their phases, so thread 0
-//   refills a stage with the next tile of the block's sequence, the next item's first tiles included: the stage ring
-//   never drains between items;
-// - the next item's K / V (64 KB; one buffer, no room for two) is prefetched into L2 kKvPrefetchTiles tiles before the
-//   item ends and bulk-loaded into the buffer in two halves on one kv_full phase (the item's count & 1): V's after the
-//   item's last `ds` barrier (its last dP^T complete: the last tile issues no look-ahead), K's after its last `dq`
-//   barrier (its last dQ^T complete); the dV / dK epilogue (totals -> global, re-zeroed, thread-private) runs while K
-//   lands;
-// - K's, V's and dS's scales are the item's (recomputed per item from kvstats and the plane stats).
-template <bool kRotateT = false>
-struct Fp16Pair128W2PBwdTraits : Fp16Pair128W2BwdTraits<true, false, kRotateT> {
-  // The next item's K / V is asked into L2 this many tiles (~20 us of a block's work) before its bulk load: ahead of
-  // the load by more than its HBM time with every SM asking at once (132 x 64 KB at ~3 TB/s: ~3 us), and late enough
-  // that the chip's new traffic meanwhile (dQ reductions, 132 x 16 KB a tile: ~17 MB; Q / dO tiles, mostly L2 hits in
-  // plane-major order) leaves it in L2's 50 MB.
-  static constexpr int kKvPrefetchTiles = 8;
-};
-
-template <typename Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 1)
-    flash_sm90_fp16pair128w2p_bwd_kernel(const __grid_constant__ Fp16Pair128W2Params w2prm) {
-#if FB_PTX_SM90A
-  using Sp = Fp16PairBwdTraits;  // the split's constants and the stats' layout
-  using Blk = Fp16PairBlock<Tr>;  // its per-tile helpers that need no block (descriptors, dS store, dQ^T)
-  static_assert(Tr::kAhead && Tr::kStages == 2, "the persistent form is w2a's");
-  const Fp16PairBwdParams& prm = w2prm.p;
-  extern __shared__ __align__(16) unsigned char fb_sm90_fp16pair128w2p_bwd_smem[];
-  const std::uint32_t base =
-      (ptx::smem_addr(fb_sm90_fp16pair128w2p_bwd_smem) + Tr::kAtomBytes - 1) & ~std::uint32_t(Tr::kAtomBytes - 1);
-  const std::uint32_t bar_kv = base + Tr::kOffBar;
-  auto bar_full = [&](int s) { return base + Tr::kOffBar + std::uint32_t(8 * (1 + s)); };
-  auto stage = [&](int s) { return base + Tr::kOffStage + std::uint32_t(s * Tr::kStageBytes); };
-  const int tid = int(threadIdx.x), wg = tid / Tr::kWgThreads, ctid = tid % Tr::kWgThreads;
-  const int warp = ctid / 32, lane = ctid % 32, g = lane / 4, t4 = lane % 4;
-  const int items = prm.k_blocks * prm.kv_planes;  // <= the grid limit (checked by the host)
-  const int steps = prm.q_tiles * prm.group;       // query tiles an item (>= 1)
-  const int stride = int(gridDim.x);               // <= items
-  // The first query head of a K/V plane's group.
-  auto q_bh0_of = [&](int kv_bh) { return (kv_bh / prm.kv_heads) * prm.heads + (kv_bh % prm.kv_heads) * prm.group; };
-  // The item's it-th query tile: it, or under kRotate it + (key block) x steps / k_blocks wrapped at steps
-  // (Fp16PairBlock::tile_of's).
-  auto tile_of = [&](int item, int it) {
-    if constexpr (!Tr::kRotate) return it;
-    const int j = it + int(std::int64_t(item % prm.k_blocks) * steps / prm.k_blocks);
-    return j >= steps ? j - steps : j;
-  };
-  // Thread 0: item's K / V (plane-major: the workspace block `item`, K hi, K lo, V hi, V lo) into the buffer; kv_full
-  // one arrival + 64 KB. Between items in two copies on the same phase: V's half (arrival and the whole 64 KB expected)
-  // once the item's last dP^T has completed, K's half (completing the transactions) once its last dQ^T has.
-  const unsigned char* const kv_src = prm.kv;
-  auto kv_item = [&](int item) { return kv_src + std::int64_t(item) * Tr::kKVBytes; };
-  constexpr std::uint32_t kHalfKV = 2 * Tr::kKVPartBytes;  // K hi + lo, or V hi + lo: 32 KB
-  auto issue_v = [&](int item) {
-    ptx::mbar_arrive_expect_tx(bar_kv, Tr::kKVBytes);
-    ptx::bulk_load(base + Tr::kOffKV + kHalfKV, kv_item(item) + kHalfKV, kHalfKV, bar_kv);
-  };
-  auto issue_k = [&](int item) { ptx::bulk_load(base + Tr::kOffKV, kv_item(item), kHalfKV, bar_kv); };
-  // Thread 0: the tile `ahead` tiles after (item, it) in this block's sequence into stage s (full[s]: one arrival +
-  // 32 KB), if there is one (ahead <= 2: at most two item boundaries crossed, when an item has one tile).
-  auto issue_ahead = [&](int s, int item, int it, int ahead) {
-    it += ahead;
-    while (it >= steps) {
-      it -= steps;
-      if (items - item <= stride) return;  // no such tile (and item + stride cannot overflow)
-      item += stride;
-    }
-    it = tile_of(item, it);
-    const std::int64_t tile =
-        std::int64_t(q_bh0_of(item / prm.k_blocks) + it / prm.q_tiles) * prm.q_tiles + it % prm.q_tiles;
-    ptx::mbar_arrive_expect_tx(bar_full(s), Tr::kStageBytes);
-    ptx::bulk_load(stage(s), prm.qd + tile * Tr::kStageBytes, Tr::kStageBytes, bar_full(s));
-  };
-  if (tid == 0) {
-    ptx::mbar_init(bar_kv, 1);
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) ptx::mbar_init(bar_full(s), 1);
-    ptx::fence_mbar_init();
-  }
-  __syncthreads();
-  if (tid == 0) {
-    issue_v(int(blockIdx.x));
-    issue_k(int(blockIdx.x));
-#pragma unroll
-    for (int s = 0; s < Tr::kStages; ++s) issue_ahead(s, int(blockIdx.x), 0, s);
-  }
-
-  const std::uint32_t kv_s = base + Tr::kOffKV;
-  const std::uint32_t k_hi = kv_s, k_lo = kv_s + Tr::kKVPartBytes;
-  const std::uint32_t v_hi = kv_s + 2 * Tr::kKVPartBytes, v_lo = kv_s + 3 * Tr::kKVPartBytes;
-  const std::uint32_t ds_s = base + Tr::kOffDs;  // hi, then lo
-  const std::uint32_t dq_s = base + Tr::kOffDq;
-  const std::uint32_t px_s = base + Tr::kOffPx + std::uint32_t(ctid * 4);  // P^T's register i at word i x 128
-  const std::uint32_t tot_s = base + Tr::kOffTot + std::uint32_t(wg * Tr::kTotWgBytes + ctid * 4);
-  auto px_word = [&](int i) { return px_s + std::uint32_t(i * Tr::kWgThreads * 4); };
-  auto tot_word = [&](int i) { return tot_s + std::uint32_t(i * Tr::kWgThreads * 4); };
-  // The operands' descriptors, as w2a's (the K / V buffer, stages, dS are at fixed places).
-  const std::uint64_t d_ahi = Blk::kmajor(wg == 0 ? k_hi : v_hi), d_alo = Blk::kmajor(wg == 0 ? k_lo : v_lo);
-  const std::uint32_t b_part = std::uint32_t(wg == 0 ? 0 : 2 * Tr::kQPartBytes);
-  const std::uint32_t j_part = std::uint32_t(wg == 0 ? 2 * Tr::kQPartBytes : 0);
-  const std::uint64_t d_kthi = Blk::mnmajor(k_hi + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
-  const std::uint64_t d_ktlo = Blk::mnmajor(k_lo + std::uint32_t(wg * Tr::kKVPanelBytes), Tr::kKVPanelBytes);
-  const std::uint64_t d_dshi = Blk::kmajor(ds_s), d_dslo = Blk::kmajor(ds_s + Tr::kDsPartBytes);
-  // stmatrix (trans) of dS^T's packed registers into dS: this lane's offset (Fp16PairBlock::stmatrix_off's lines).
-  const std::uint32_t st_off = std::uint32_t((8 * ((lane / 8) / 2) + lane % 8) * Tr::kRowBytes +
-                                             (((2 * warp + (lane / 8) % 2) ^ (lane % 8)) * Tr::kUnitBytes));
-  const int key_row = warp * 16 + g;  // this thread's first key among the block's 64
-  // The tile at which the next item's K / V is asked into L2 (items of fewer tiles: at their first).
-  const int pf_it = steps > Tr::kKvPrefetchTiles ? steps - Tr::kKvPrefetchTiles : 0;
-
-#pragma unroll
-  for (int i = 0; i < Tr::kAccRegs; ++i) ptx::st_shared_u32(tot_word(i), 0u);  // re-zeroed by each item's epilogue
-  float acc_hh[Tr::kAccRegs], acc_x[Tr::kAccRegs];  // dV or dK of the current chunk: hi * hi, cross terms
-  float2 rowv[Tr::kBlockM / Tr::kMmaN];
-  float x_hh[Tr::kSRegs], x_x[Tr::kSRegs];
-
-  std::uint32_t gt = 0;  // the block's tile count over its items: stage gt % 2, phase (gt / 2) & 1
-  int n = 0;             // the block's item count: kv_full's phase n & 1
-  for (int item = int(blockIdx.x); item < items; item = items - item > stride ? item + stride : items, ++n) {
-    const int kv_bh = item / prm.k_blocks, kblk = item - kv_bh * prm.k_blocks;
-    const int n0 = kblk * Tr::kBlockN, q_bh0 = q_bh0_of(kv_bh);
-    // The item's scales, as w2a's block's.
-    const unsigned* st = prm.stats + kv_bh * Sp::kStats;
-    const unsigned* kvst = w2prm.kvstats + std::int64_t(item) * Fp16Pair128KvStats::kWords;
-    const int e_q = fp16pair_exponent(__uint_as_float(st[Sp::kStatQ]));
-    const int e_do = fp16pair_exponent(__uint_as_float(st[Sp::kStatDo]));
-    const int e_k = fp16pair_exponent(__uint_as_float(kvst[Fp16Pair128KvStats::kMaxK]));
-    const int e_v = fp16pair_exponent(__uint_as_float(kvst[Fp16Pair128KvStats::kMaxV]));
-    const int e_ds = fp16pair_exponent(4.f * __uint_as_float(st[Sp::kStatDoNorm]) *
-                                       __uint_as_float(kvst[Fp16Pair128KvStats::kVNorm]));
-    const float f_s = prm.scale_log2 * ldexpf(1.f, -(e_k + e_q));
-    const float f_dp = ldexpf(1.f, -(e_v + e_do));
-    const float s_p = ldexpf(1.f, Sp::kPExp);
-    const float s_ds = ldexpf(1.f, e_ds);
-    const float f_out = wg == 0 ? ldexpf(1.f, -(Sp::kPExp + e_do)) : prm.scale * ldexpf(1.f, -(e_ds + e_q));
-    const float f_dq = prm.scale * ldexpf(1.f, -(e_ds + e_k));
-    const bool need_mask = n0 + Tr::kBlockN > prm.seq_k;
-
-    // The item's tile it (the block's tile t): stage landed, LSE (0) or D (1) loaded, S^T (0) or dP^T (1) issued as
-    // one commit group (w2a's start_tile).
-    auto start_tile = [&](std::uint32_t t, int it) {
-      const int stg = int(t % Tr::kStages);
-      ptx::mbar_wait(bar_full(stg), (t / Tr::kStages) & 1);
-      it = tile_of(item, it);
-      const float* src = (wg == 0 ? prm.lse : prm.dsum) + std::int64_t(q_bh0 + it / prm.q_tiles) * prm.seq_pad +
-                         (it % prm.q_tiles) * Tr::kBlockM + 2 * t4;
-#pragma unroll
-      for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j)
-        rowv[j] = *reinterpret_cast<const float2*>(src + j * Tr::kMmaN);
-      const std::uint32_t sq = stage(stg);
-      const std::uint64_t bhi = Blk::kmajor(sq + b_part), blo = Blk::kmajor(sq + b_part + Tr::kQPartBytes);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
-        const int pn = kk / Tr::kPanelSteps, ks = kk % Tr::kPanelSteps;
-        const std::uint64_t ua = Blk::units(pn * Tr::kKVPanelBytes + ks * Tr::kMmaKBytes);
-        const std::uint64_t ub = Blk::units(pn * Tr::kQPanelBytes + ks * Tr::kMmaKBytes);
-        ptx::wgmma_ss<__half, Tr::kBlockM>(x_hh, d_ahi + ua, bhi + ub, kk > 0);
-        ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_ahi + ua, blo + ub, kk > 0);
-        ptx::wgmma_ss<__half, Tr::kBlockM>(x_x, d_alo + ua, bhi + ub, 1);
-      }
-      ptx::wgmma_commit();
-    };
-
-    ptx::mbar_wait(bar_kv, std::uint32_t(n & 1));  // the item's K / V (issued after the previous item's last `dq`)
-    start_tile(gt, 0);
-    for (int it = 0; it < steps; ++it, ++gt) {
-      const int stg = int(gt % Tr::kStages);
-      const int bh = q_bh0 + tile_of(item, it) / prm.q_tiles;
-      const int m0 = (tile_of(item, it) % prm.q_tiles) * Tr::kBlockM;
-      const std::uint32_t sq = stage(stg);
-      ptx::wgmma_wait<0>();  // S^T / dP^T of this tile (issued during the previous tile or above: the only group)
-      ptx::fence_operands(x_hh);
-      ptx::fence_operands(x_x);
-
-      // w2a's elementwise steps: P^T handed over, split (0); dP^T - D, dS^T, split, stored for dQ^T (1).
-      std::uint32_t a_hi[Tr::kPRegs], a_lo[Tr::kPRegs];
-      if (wg == 0) {
-#pragma unroll
-        for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
-#pragma unroll
-          for (int hf = 0; hf < 2; ++hf) {
-            float pv[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int i = 4 * j + 2 * hf + e;
-              const float sv = fmaf(x_x[i], Sp::kLoWeight, x_hh[i]);
-              float p = ptx::exp2_approx(fmaf(sv, f_s, e == 0 ? -rowv[j].x : -rowv[j].y));
-              if (need_mask && n0 + key_row + 8 * hf >= prm.seq_k) p = 0.f;
-              ptx::st_shared_u32(px_word(i), __float_as_uint(p));
-              pv[e] = p * s_p;
-            }
-            fp16pair_split2(pv[0], pv[1], a_hi[2 * j + hf], a_lo[2 * j + hf]);
-          }
-        }
-        ptx::named_bar_arrive(Tr::kBarP, Tr::kThreads);
-      } else {
-        float dpd[Tr::kSRegs];
-#pragma unroll
-        for (int i = 0; i < Tr::kSRegs; ++i)
-          dpd[i] = fmaf(x_x[i], Sp::kLoWeight, x_hh[i]) * f_dp - ((i % 2) == 0 ? rowv[i / 4].x : rowv[i / 4].y);
-        ptx::named_bar_sync(Tr::kBarP, Tr::kThreads);
-#pragma unroll
-        for (int k = 0; k < Tr::kPRegs; ++k) {
-          const float d0 = fp16pair_ld_shared_f32(px_word(2 * k)) * dpd[2 * k] * s_ds;
-          const float d1 = fp16pair_ld_shared_f32(px_word(2 * k + 1)) * dpd[2 * k + 1] * s_ds;
-          fp16pair_split2(d0, d1, a_hi[k], a_lo[k]);
-        }
-        Blk::store_ds(ds_s, st_off, a_hi, a_lo);
-      }
-
-      // dV += P^T dO (0) or dK += dS^T Q (1), chained over kDkvChunkTiles of the item's tiles.
-      const bool fresh = it % Tr::kDkvChunkTiles == 0;
-      {
-        const std::uint64_t bhi = Blk::mnmajor(sq + j_part, Tr::kQPanelBytes);
-        const std::uint64_t blo = Blk::mnmajor(sq + j_part + Tr::kQPartBytes, Tr::kQPanelBytes);
-        ptx::wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
-          const std::uint64_t u = Blk::units(kk * Tr::kMmaKRowsBytes);
-          const std::uint32_t ah[4] = {a_hi[4 * kk], a_hi[4 * kk + 1], a_hi[4 * kk + 2], a_hi[4 * kk + 3]};
-          const std::uint32_t al[4] = {a_lo[4 * kk], a_lo[4 * kk + 1], a_lo[4 * kk + 2], a_lo[4 * kk + 3]};
-          const std::uint32_t acc = (kk > 0 || !fresh) ? 1u : 0u;
-          ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_hh, ah, bhi + u, acc);
-          ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_x, ah, blo + u, acc);
-          ptx::wgmma_rs<__half, Tr::kHeadDim>(acc_x, al, bhi + u, 1u);
-        }
-        ptx::wgmma_commit();
-      }
-
-      // dS stored and fenced by every thread of warpgroup 1; thread 0's previous reduction (of this item's previous
-      // tile, or of the previous item's last) has read the dQ staging.
-      ptx::bulk_wait_group_read_all();
-      ptx::named_bar_sync(Tr::kBarDs, Tr::kThreads);
-      // At the item's last tile every thread has waited for its S^T / dP^T (the tile's top) and issued no look-ahead:
-      // nothing reads V again in this item, so the next item's V half goes now, under this tile's dQ^T and staging.
-      if (tid == 0 && it + 1 == steps && items - item > stride) issue_v(item + stride);
-
-      float dq_hh[Tr::kDqRegs], dq_x[Tr::kDqRegs];
-      Blk::dq_mma(dq_hh, dq_x, d_kthi, d_ktlo, d_dshi, d_dslo);
-      // The look-ahead inside the item only: the next item's first S^T / dP^T needs its K / V, which lands in the
-      // buffer this item's dQ^T still reads.
-      if (it + 1 < steps) {
-        start_tile(gt + 1, it + 1);
-        ptx::wgmma_wait<1>();
-      } else {
-        ptx::wgmma_wait<0>();
-      }
-      ptx::fence_operands(acc_hh);
-      ptx::fence_operands(acc_x);
-      ptx::fence_operands(dq_hh);
-      ptx::fence_operands(dq_x);
-      ptx::fence_operands(a_hi);
-      ptx::fence_operands(a_lo);
-      if ((it + 1) % Tr::kDkvChunkTiles == 0 || it + 1 == steps) {
-#pragma unroll
-        for (int i = 0; i < Tr::kAccRegs; ++i)
-          ptx::st_shared_u32(tot_word(i), __float_as_uint(fp16pair_ld_shared_f32(tot_word(i)) +
-                                                          fmaf(acc_x[i], Sp::kLoWeight, acc_hh[i])));
-      }
-
-#pragma unroll
-      for (int i = 0; i < Tr::kDqRegs; ++i) {
-        const int col = 64 * wg + warp * 16 + g + 8 * ((i / 2) % 2);
-        const int q = (i / 4) * Tr::kMmaN + 2 * t4 + i % 2;
-        ptx::st_shared_u32(dq_s + std::uint32_t((q * Tr::kHeadDim + col) * 4),
-                           __float_as_uint(fmaf(dq_x[i], Sp::kLoWeight, dq_hh[i]) * f_dq));
-      }
-      ptx::fence_proxy_async_smem();
-      // Every thread has written its staging and completed every wgmma of this tile; at the item's last tile every
-      // wgmma of the item (none in flight): the K / V buffer is free too.
-      ptx::named_bar_sync(Tr::kBarDq, Tr::kThreads);
-      if (tid == 0) {
-        const int rows = min(Tr::kBlockM, prm.seq_q - m0);  // Fp16PairBlock::reduce_dq's lines
-        ptx::bulk_reduce_add_f32(prm.dq + (std::int64_t(bh) * prm.seq_q + m0) * Tr::kHeadDim, dq_s,
-                                 std::uint32_t(rows * Tr::kHeadDim * 4));
-        ptx::bulk_commit_group();
-        issue_ahead(stg, item, it, Tr::kStages);  // stage gt % 2 <- the block's tile gt + 2 (maybe the next item's)
-        if (items - item > stride) {  // a next item: its K half now (no wgmma in flight), or its K / V into L2
-          if (it + 1 == steps) issue_k(item + stride);
-          else if (it == pf_it) ptx::bulk_prefetch_l2(kv_item(item + stride), Tr::kKVBytes);
-        }
-      }
-    }
-    ptx::wgmma_wait<0>();  // none in flight (the last tile waited for 0): says so to ptxas before the epilogue
-
-    // dV (warpgroup 0) or dK (1) of the item's keys from this thread's totals (register i: key key_row + 8 ((i / 2) %
-    // 2), column 8 (i / 4) + 2 t + i % 2), the totals re-zeroed for the next item (thread-private: no barrier); the
-    // next item's K / V lands meanwhile.
-    float* const out = wg == 0 ? prm.dv : prm.dk;
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int key = n0 + key_row + 8 * hf;
-      const std::int64_t row = (std::int64_t(kv_bh) * prm.seq_k + key) * Tr::kHeadDim;
-#pragma unroll
-      for (int j = 0; j < Tr::kAccRegs / 4; ++j) {
-        const int i = 4 * j + 2 * hf;
-        const float v0 = fp16pair_ld_shared_f32(tot_word(i)), v1 = fp16pair_ld_shared_f32(tot_word(i + 1));
-        ptx::st_shared_u32(tot_word(i), 0u);
-        ptx::st_shared_u32(tot_word(i + 1), 0u);
-        if (key < prm.seq_k)
-          *reinterpret_cast<float2*>(out + row + j * Tr::kMmaN + 2 * t4) = make_float2(v0 * f_out, v1 * f_out);
-      }
-    }
-  }
-  // The last reduction must have read its staging rows before the block's shared memory goes.
-  ptx::bulk_wait_group_all();
 #else
   __trap();
 #endif

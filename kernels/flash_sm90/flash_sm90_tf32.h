@@ -27,9 +27,9 @@ std::size_t tf32_backward_workspace_bytes(const AttentionParams& p);
 int tf32_backward_key_tile(int head_dim);
 std::size_t tf32_backward_smem_bytes(int head_dim);
 void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split);
-// The pre-pass of the d = 128 non-causal 3x backward's two-warpgroup fp16-pair kernels: the default's seven launches
-// (separate), or a memset and two launches writing the same bits (fused; FB_SM90_FP32_BWD_PROBE=fp16pair128w2f,
-// session 22). For tests and A/B runs: forces one for the rest of the process wherever those kernels run (from_probe:
+// The pre-pass of the d = 128 non-causal 3x backward's two-warpgroup fp16-pair kernels: session 21's seven launches
+// (separate; under FB_SM90_FP32_BWD_PROBE=fp16pair128w2a / fp16pair128w2), or a memset and two launches writing the
+// same bits (fused; the default since session 22). For tests and A/B runs: forces one for the rest of the process wherever those kernels run (from_probe:
 // as the word says, the starting value); returns the previous setting.
 enum class Fp16Pair128Prepass { from_probe, separate, fused };
 Fp16Pair128Prepass force_fp16pair128_prepass(Fp16Pair128Prepass how);

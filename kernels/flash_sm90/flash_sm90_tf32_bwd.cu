@@ -113,30 +113,26 @@ template <typename Tr> void launch(const AttentionParams& p, const float* lse_pa
 //             1.34-1.58x the 3xTF32 kernel, 1.59-1.93x naive: docs/perf-notes.md "Session 20, prepared for session 21:
 //             fp16pair at d = 128"), the default there between session 21's calls A and C; every other launch as
 //             the default
-//   fp16pair128w2  d = 128 non-causal 3x: the two-warpgroup kernel without the look-ahead (kAhead false; call C: level
-//             with w2a, 1.158x fp16pair128 against 1.159x); every other launch as the default
-//   fp16pair128w2a  the default (accepted as a word for the session 21 jobs): at d = 128 non-causal 3x launches the
-//             two-warpgroup fp16-pair backward (flash_sm90_fp16pair128w2_bwd_kernel<kAhead>: the block's 64 keys
+//   fp16pair128w2  d = 128 non-causal 3x: the two-warpgroup kernel without the look-ahead (kAhead false; session 21's
+//             call C: level with w2a, 1.158x fp16pair128 against 1.159x), in session 21's form (key-block-major
+//             order, seven pre-pass launches); every other launch as the default
+//   fp16pair128w2a  d = 128 non-causal 3x: session 21's default (call C: 1.11-1.22x fp16pair128, 1.80-2.31x naive):
+//             the two-warpgroup fp16-pair backward (flash_sm90_fp16pair128w2_bwd_kernel<kAhead>: the block's 64 keys
 //             shared by role, 0 S^T / P / dV, 1 dP^T / dS / dK, dQ^T by d's panels, each warpgroup issuing the next
 //             tile's S^T / dP^T before this tile's totals, dQ staging and reduction; K / V scaled per 64-key block;
-//             session 21's call C: 1.11-1.22x fp16pair128, 1.80-2.31x naive, every row verified: docs/perf-notes.md
-//             "Session 21: fp16pair128w2")
-//   fp16pair128w2m  d = 128 non-causal 3x: w2a with its blocks in plane-major order (a plane's key blocks in one wave,
-//             its Q / dO tiles read once through L2; docs/perf-notes.md "Session 22: fp16pair128w2m"); every other
-//             launch as the default
-//   fp16pair128w2p  d = 128 non-causal 3x: w2a's tile in a persistent kernel (flash_sm90_fp16pair128w2p_bwd_kernel:
-//             min(items, SMs) blocks, each looping over (64-key block, K/V plane) items in plane-major order, the stage
-//             ring and its phases running on across items, the next item's K / V loaded under the dV / dK epilogue;
-//             session 22, unmeasured: docs/perf-notes.md "Session 22: fp16pair128w2p"); every other launch as the
-//             default
-//   fp16pair128w2r / fp16pair128w2pr  d = 128 non-causal 3x: fp16pair128w2m / fp16pair128w2p with each block's query
-//             tiles rotated (the block of key block kb starts at tile kb x steps / k_blocks), so that a plane's blocks
-//             reduce into different dQ tiles at a time (docs/perf-notes.md "Session 22: rotated tiles"); every other
-//             launch as the default
-//   fp16pair128w2f  d = 128 non-causal 3x: the w2a kernel after a fused pre-pass (session 22, issue 15: a memset and
-//             two launches for the default's seven, one read of dO fewer; every value written with the same bits:
-//             fp16pair128_rows_prepass_kernel, fp16pair128_prepass_split_kernel; docs/perf-notes.md "Session 22:
-//             fp16pair128w2f"); every other launch as the default. force_fp16pair128_prepass() overrides the word
+//             docs/perf-notes.md "Session 21: fp16pair128w2") with its blocks in key-block-major order after the
+//             seven-launch pre-pass, for A/B runs against the default; every other launch as the default
+//   fp16pair128w2m  the default (accepted as a word for the session 22 jobs): at d = 128 non-causal 3x launches w2a's
+//             kernel with its blocks in plane-major order (a plane's key blocks in one wave: its Q / dO tiles read
+//             from DRAM once, the rest through L2; session 22's call A: 1.15x w2a at N = 1k, 1.01-1.17x over five
+//             shapes, DRAM reads 6.7 -> 0.67 GB at N = 1k) after the fused pre-pass (fp16pair128_rows_prepass_kernel,
+//             fp16pair128_prepass_split_kernel: a memset and two launches for seven, one read of dO fewer, every value
+//             written with the seven launches' bits; call A: `fp16pair128w2f`, 1.00-1.03x); docs/perf-notes.md
+//             "Session 22: fp16pair128w2m" and "Session 22: fp16pair128w2f". force_fp16pair128_prepass() picks the
+//             pre-pass whatever the word (the bitwise test)
+// Session 22's other probes ran in its call A and are removed (code in the history, commit d40d019): fp16pair128w2p (a
+// persistent w2a in plane-major order: 1.03x w2a, 0.95x at N = 3000 GQA), fp16pair128w2r / fp16pair128w2pr (w2m / w2p
+// with each block's query tiles rotated: 0.97x / 0.95x at N = 3000 GQA); w2f is the default's pre-pass.
 enum class Tf32BwdProbe {
   none,
   racebar,
@@ -146,10 +142,6 @@ enum class Tf32BwdProbe {
   fp16pair128w2,
   fp16pair128w2a,
   fp16pair128w2m,
-  fp16pair128w2p,
-  fp16pair128w2r,
-  fp16pair128w2pr,
-  fp16pair128w2f,
 };
 
 Tf32BwdProbe tf32_bwd_probe() {
@@ -164,16 +156,12 @@ Tf32BwdProbe tf32_bwd_probe() {
     if (s == "fp16pair128w2") return Tf32BwdProbe::fp16pair128w2;
     if (s == "fp16pair128w2a") return Tf32BwdProbe::fp16pair128w2a;
     if (s == "fp16pair128w2m") return Tf32BwdProbe::fp16pair128w2m;
-    if (s == "fp16pair128w2p") return Tf32BwdProbe::fp16pair128w2p;
-    if (s == "fp16pair128w2r") return Tf32BwdProbe::fp16pair128w2r;
-    if (s == "fp16pair128w2pr") return Tf32BwdProbe::fp16pair128w2pr;
-    if (s == "fp16pair128w2f") return Tf32BwdProbe::fp16pair128w2f;
     throw std::invalid_argument("FB_SM90_FP32_BWD_PROBE: '" + s +
                                 "' is not an fp32 backward probe (racebar, fp16pair, tf32pair, fp16pair128, "
-                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2m, fp16pair128w2p, fp16pair128w2r, "
-                                "fp16pair128w2pr, fp16pair128w2f; unset or default for the shipping kernel; lofrag, "
-                                "lofragdq, dslate and trunc were removed in session 13, dotfirst and dqahead in "
-                                "session 14, roles and dqg2 in session 15: docs/perf-notes.md)");
+                                "fp16pair128w2, fp16pair128w2a, fp16pair128w2m; unset or default for the "
+                                "shipping kernel; lofrag, lofragdq, dslate and trunc were removed in session 13, "
+                                "dotfirst and dqahead in session 14, roles and dqg2 in session 15, fp16pair128w2p, "
+                                "w2r, w2pr and w2f in session 22: docs/perf-notes.md)");
   }();
   return probe;
 }
@@ -306,30 +294,19 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                                                                   1, stats, Tr::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
+
   launch_fp16pair_main<Tr>(flash_sm90_fp16pair_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks,
                            stream);
 }
 
-// ---- d = 128 non-causal, 3x only: fp16pair128w2a (the default since session 21's call C; `tf32pair` opts out),
-// fp16pair128w2, fp16pair128w2p and fp16pair128 (under their words): one pre-pass and workspace ----
+// ---- d = 128 non-causal, 3x only: fp16pair128w2m after the fused pre-pass (the default since session 22's call A;
+// `tf32pair` opts out), fp16pair128w2a, fp16pair128w2 and fp16pair128 (under their words): one workspace ----
 using Fp16Pair128Tr = Fp16Pair128BwdTraits;
 using Fp16Pair128W2Tr = Fp16Pair128W2BwdTraits<false>;
 using Fp16Pair128W2ATr = Fp16Pair128W2BwdTraits<true>;
 using Fp16Pair128W2MTr = Fp16Pair128W2BwdTraits<true, true>;
-using Fp16Pair128W2PTr = Fp16Pair128W2PBwdTraits<>;
-using Fp16Pair128W2PRTr = Fp16Pair128W2PBwdTraits<true>;
-using Fp16Pair128W2RTr = Fp16Pair128W2BwdTraits<true, true, true>;
 
-// The persistent kernel's grid: one block per SM (224 KB of shared memory: one fits), at most one per item.
-int fp16pair128w2p_blocks(int items) {
-  int dev = 0, sms = 0;
-  FB_CUDA_CHECK(cudaGetDevice(&dev));
-  FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  if (sms < 1) throw std::runtime_error("flash-sm90 fp32 backward (fp16pair128w2p): no multiprocessor count");
-  return std::min(items, sms);
-}
-
-// The two-warpgroup kernels (w2a the default since session 21's call C; `fp16pair128` runs the one-warpgroup kernel).
+// The two-warpgroup kernels (the default since session 21's call C; `fp16pair128` runs the one-warpgroup kernel).
 bool fp16pair128_two_warpgroups() { return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128; }
 // The w2 kernels' per-block K / V stats, after fp16pair128's workspace pieces.
 std::size_t fp16pair128w2_kvstats_bytes(const AttentionParams& p) {
@@ -341,7 +318,8 @@ bool fp16pair128_applies(const AttentionParams& p, bool split) {
   return split && p.head_dim == 128 && !p.causal && tf32_bwd_probe() != Tf32BwdProbe::tf32pair;
 }
 
-// The pre-pass before the two-warpgroup kernels: fused (fp16pair128w2f, or forced) or the default's seven launches.
+// The pre-pass before the two-warpgroup kernels: fused (the default since session 22's call A) or, under
+// fp16pair128w2a / fp16pair128w2 (session 21's forms), seven launches; force_fp16pair128_prepass() overrides the word.
 std::atomic<Fp16Pair128Prepass>& forced_prepass() {
   static std::atomic<Fp16Pair128Prepass> forced{Fp16Pair128Prepass::from_probe};
   return forced;
@@ -349,14 +327,15 @@ std::atomic<Fp16Pair128Prepass>& forced_prepass() {
 bool fp16pair128_prepass_fused(const AttentionParams& p, bool split) {
   if (!fp16pair128_applies(p, split) || !fp16pair128_two_warpgroups()) return false;
   const Fp16Pair128Prepass how = forced_prepass().load();
-  if (how == Fp16Pair128Prepass::from_probe) return tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2f;
+  if (how == Fp16Pair128Prepass::from_probe)
+    return tf32_bwd_probe() != Tf32BwdProbe::fp16pair128w2a && tf32_bwd_probe() != Tf32BwdProbe::fp16pair128w2;
   return how == Fp16Pair128Prepass::fused;
 }
 
-// fp16pair128w2f's pre-pass (flash_sm90_fp16pair_bwd_kernel.cuh, "session 22"): the stats zeroed, then the row pass
-// (padded LSE, D, dQ zeroed, Q's / dO's stats) and the split (Q / dO blocks, then K / V blocks). Writes every byte
-// that backward_prepass, fp16pair_stats(with_kv = false), the Q / dO splits and the K / V split write, with the same
-// bits.
+// The fused pre-pass (session 22's fp16pair128w2f; flash_sm90_fp16pair_bwd_kernel.cuh): the stats zeroed, then the
+// row pass (padded LSE, D, dQ zeroed, Q's / dO's stats) and the split (Q / dO blocks, then K / V blocks). Writes
+// every byte that backward_prepass, fp16pair_stats(with_kv = false), the Q / dO splits and the K / V split write,
+// with the same bits.
 void run_fp16pair128_fused_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, unsigned* stats,
                                    unsigned char* qd, unsigned char* kv, unsigned* kvstats, cudaStream_t stream) {
   using Tr = Fp16Pair128Tr;
@@ -391,14 +370,14 @@ void run_fp16pair128_fused_prepass(const AttentionParams& p, float* lse_pad, flo
   const std::int64_t row_blocks = q_planes * pp.row_chunks;
   const std::int64_t split_blocks = pp.qd_blocks + std::int64_t(pp.k_blocks) * kv_planes;
   if (row_blocks > kMaxGridX || split_blocks > kMaxGridX)
-    throw std::invalid_argument("flash-sm90 fp32 backward (fp16pair128w2f): the pre-pass's grid exceeds the limit");
+    throw std::invalid_argument("flash-sm90 fp32 backward (d = 128): the fused pre-pass's grid exceeds the limit");
   FB_CUDA_CHECK(cudaMemsetAsync(stats, 0, fp16pair_stats_bytes(p), stream));
   fp16pair128_rows_prepass_kernel<<<unsigned(row_blocks), Pp::kThreads, 0, stream>>>(pp);
   fp16pair128_prepass_split_kernel<<<unsigned(split_blocks), Pp::kThreads, 0, stream>>>(pp);
   FB_CUDA_CHECK_LAUNCH();
 }
 
-// fused: fp16pair128w2f's pre-pass (the caller has not run backward_prepass), else the default's.
+// fused: the fused pre-pass (the caller has not run backward_prepass), else session 21's seven launches.
 void run_fp16pair128(const AttentionParams& p, float* lse_pad, float* d_pad, unsigned char* ws, bool fused,
                      cudaStream_t stream) {
   using Tr = Fp16Pair128Tr;
@@ -422,22 +401,13 @@ void run_fp16pair128(const AttentionParams& p, float* lse_pad, float* d_pad, uns
   auto* kvstats = reinterpret_cast<unsigned*>(kv + fp16pair_kv_bytes<Tr>(p));  // the w2 kernels' per-block K / V stats
   const auto launch_w2 = [&] {
     const Fp16Pair128W2Params prm{fp16pair_params(p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks), kvstats};
-    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2p)
-      return launch_fp16pair_kernel<Fp16Pair128W2PTr>(flash_sm90_fp16pair128w2p_bwd_kernel<Fp16Pair128W2PTr>, prm,
-                                                      fp16pair128w2p_blocks(k_blocks * kv_planes), stream);
-    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2pr)
-      return launch_fp16pair_kernel<Fp16Pair128W2PRTr>(flash_sm90_fp16pair128w2p_bwd_kernel<Fp16Pair128W2PRTr>, prm,
-                                                       fp16pair128w2p_blocks(k_blocks * kv_planes), stream);
-    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2r)
-      return launch_fp16pair_kernel<Fp16Pair128W2RTr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2RTr>, prm,
-                                                      k_blocks * kv_planes, stream);
-    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2m)
-      return launch_fp16pair_kernel<Fp16Pair128W2MTr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2MTr>, prm,
-                                                      k_blocks * kv_planes, stream);
     if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2)
       return launch_fp16pair_kernel<Fp16Pair128W2Tr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2Tr>, prm,
                                                      k_blocks * kv_planes, stream);
-    return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
+    if (tf32_bwd_probe() == Tf32BwdProbe::fp16pair128w2a)
+      return launch_fp16pair_kernel<Fp16Pair128W2ATr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2ATr>, prm,
+                                                      k_blocks * kv_planes, stream);
+    return launch_fp16pair_kernel<Fp16Pair128W2MTr>(flash_sm90_fp16pair128w2_bwd_kernel<Fp16Pair128W2MTr>, prm,
                                                     k_blocks * kv_planes, stream);
   };
   if (fused) {
@@ -533,8 +503,8 @@ void run_tf32_backward(const AttentionParams& p, const Context& ctx, bool split)
   auto* base = static_cast<unsigned char*>(p.workspace);
   auto* lse_pad = reinterpret_cast<float*>(base);
   auto* d_pad = reinterpret_cast<float*>(base + align_up(padded_rows(p) * sizeof(float)));
-  // The pre-pass also zeroes p.dq ([batch, heads, seq_q, d]): the kernel adds into it. fp16pair128w2f's fused
-  // pre-pass does all that itself.
+  // The pre-pass also zeroes p.dq ([batch, heads, seq_q, d]): the kernel adds into it. The d = 128 non-causal
+  // default's fused pre-pass does all that itself.
   const bool fused = fp16pair128_prepass_fused(p, split);
   if (!fused) flash::backward_prepass(p, lse_pad, d_pad, p.dq, /*dq_padded=*/false, /*lse_log2=*/true, ctx);
   if (fp16pair128_applies(p, split))
