@@ -1001,6 +1001,31 @@ struct Fp16Pair128KvStats {
   static constexpr int kMaxK = 0, kMaxV = 1, kVNorm = 2, kWords = 4;
 };
 
+// The block's maxima of three non-negative floats (each thread's a, b, c) as bit patterns (non-negative floats order
+// as their bits): shuffles within each warp, the warps' maxima through red (one __syncthreads), every thread's out.
+// Every thread of the block calls it.
+template <int kWarps>
+__device__ __forceinline__ void fp16pair_block_max3(float a, float b, float c, unsigned (&red)[3][kWarps],
+                                                    unsigned (&out)[3]) {
+  unsigned v[3] = {__float_as_uint(a), __float_as_uint(b), __float_as_uint(c)};
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+#pragma unroll
+    for (int x = 0; x < 3; ++x) v[x] = max(v[x], __shfl_xor_sync(0xffffffffu, v[x], o));
+  }
+  if (threadIdx.x % 32 == 0) {
+#pragma unroll
+    for (int x = 0; x < 3; ++x) red[x][threadIdx.x / 32] = v[x];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int x = 0; x < 3; ++x) {
+    out[x] = red[x][0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) out[x] = max(out[x], red[x][w]);
+  }
+}
+
 // One block of 256 threads per (64-key block, K/V plane) = (blk, plane): K and V's 64 rows of 128 floats (1,024 units
 // of 8 a tensor, 4 a thread: unit u = tid + 256 m, row u / 16 -- the 16 units of a row in 16 consecutive lanes), the
 // block's maxima reduced (through red), then both split as fp16pair128_split_kernel splits (hi at part 0 / 2, lo at
@@ -1011,7 +1036,7 @@ __device__ __forceinline__ void fp16pair128_kvsplit_block(const float* __restric
                                                           unsigned (&red)[3][8]) {
   using Tr = Fp16PairBwdTraits;
   constexpr int kRows = 64, kRowUnits = 16, kPerThread = kRows * kRowUnits / 256;  // 4 units a tensor
-  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int tid = int(threadIdx.x);
   float xk[kPerThread][8], xv[kPerThread][8];
   float mk = 0.f, mv = 0.f, nv = 0.f;
 #pragma unroll
@@ -1039,27 +1064,9 @@ __device__ __forceinline__ void fp16pair128_kvsplit_block(const float* __restric
     for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);  // the row's 16 lanes
     nv = fmaxf(nv, sqrtf(ss));
   }
-  // Non-negative floats order as their bit patterns.
-  unsigned umk = __float_as_uint(mk), umv = __float_as_uint(mv), unv = __float_as_uint(nv);
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) {
-    umk = max(umk, __shfl_xor_sync(0xffffffffu, umk, o));
-    umv = max(umv, __shfl_xor_sync(0xffffffffu, umv, o));
-    unv = max(unv, __shfl_xor_sync(0xffffffffu, unv, o));
-  }
-  if (lane == 0) {
-    red[0][warp] = umk;
-    red[1][warp] = umv;
-    red[2][warp] = unv;
-  }
-  __syncthreads();
-  umk = red[0][0], umv = red[1][0], unv = red[2][0];
-#pragma unroll
-  for (int w = 1; w < 8; ++w) {
-    umk = max(umk, red[0][w]);
-    umv = max(umv, red[1][w]);
-    unv = max(unv, red[2][w]);
-  }
+  unsigned mx[3];
+  fp16pair_block_max3(mk, mv, nv, red, mx);
+  const unsigned umk = mx[0], umv = mx[1], unv = mx[2];
   if (tid == 0) {
     unsigned* st = kvstats + (std::int64_t(plane) * k_blocks + blk) * Fp16Pair128KvStats::kWords;
     st[Fp16Pair128KvStats::kMaxK] = umk;
@@ -1195,27 +1202,10 @@ __global__ void __launch_bounds__(Fp16Pair128PrepassParams::kThreads)
     for (int o = 8; o > 0; o /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     ndo = fmaxf(ndo, sqrtf(ss));
   }
-  // Non-negative floats order as their bit patterns.
-  unsigned umq = __float_as_uint(mq), umd = __float_as_uint(mdo), und = __float_as_uint(ndo);
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) {
-    umq = max(umq, __shfl_xor_sync(0xffffffffu, umq, o));
-    umd = max(umd, __shfl_xor_sync(0xffffffffu, umd, o));
-    und = max(und, __shfl_xor_sync(0xffffffffu, und, o));
-  }
-  if (lane == 0) {
-    red[0][warp] = umq;
-    red[1][warp] = umd;
-    red[2][warp] = und;
-  }
-  __syncthreads();
+  unsigned mx[3];
+  fp16pair_block_max3(mq, mdo, ndo, red, mx);
   if (threadIdx.x == 0) {
-#pragma unroll
-    for (int w = 1; w < Pp::kWarps; ++w) {
-      umq = max(umq, red[0][w]);
-      umd = max(umd, red[1][w]);
-      und = max(und, red[2][w]);
-    }
+    const unsigned umq = mx[0], umd = mx[1], und = mx[2];
     unsigned* st = pp.stats + (plane / pp.group) * Sp::kStats;
     atomicMax(st + Sp::kStatQ, umq);
     atomicMax(st + Sp::kStatDo, umd);
