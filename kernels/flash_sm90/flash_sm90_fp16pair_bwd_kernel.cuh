@@ -44,7 +44,9 @@
 namespace fb::cuda::flash_sm90 {
 
 struct Fp16PairBwdTraits {
-  static constexpr bool kPlaneMajor = false;  // blockIdx.x = key block * kv_planes + plane (Fp16PairBlock)
+  // The d = 64 kernel's blocks in plane-major order (blockIdx.x = plane * k_blocks + key block; session 22's
+  // `s22d64`, as the d = 128 default's: docs/perf-notes.md "Session 22: the d = 64 kernel in plane-major order").
+  static constexpr bool kPlaneMajor = true;
   static constexpr int kHeadDim = 64;
   static constexpr int kBlockN = 128;  // keys per block
   static constexpr int kWgKeys = 64;   // keys per consumer warpgroup (the wgmma M)
@@ -387,7 +389,8 @@ struct Fp16PairBlock {
 
 #endif  // FB_PTX_SM90A
 
-// One block per (128 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as the TF32 kernel).
+// One block per (128 keys, K/V plane); blockIdx.x = plane * k_blocks + key block (Tr::kPlaneMajor; the TF32 kernel and
+// session 20's order: key block * kv_planes + plane).
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1) flash_sm90_fp16pair_bwd_kernel(const __grid_constant__ Fp16PairBwdParams prm) {
 #if FB_PTX_SM90A
