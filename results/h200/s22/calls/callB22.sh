@@ -18,7 +18,7 @@ step() {  # name, limit (s), command...: the limit cut to what is left; skipped 
   local s=$SECONDS; timeout -k 3 $max "$@" > $R/$name.log 2>&1; local rc=$?
   echo "== $name rc=$rc $((SECONDS-s))s (t=$((SECONDS-t0)))"; tail -n ${TAILN:-25} $R/$name.log
 }
-tar xJf out/b.txz && echo "unpacked binaries (t=$((SECONDS-t0)))"
+tar xJf out/b.txz && xz -dkf out/old/flashbench.xz && chmod +x out/old/flashbench && echo "unpacked binaries (t=$((SECONDS-t0)))"
 src=$(cat out/srcdir.txt)
 [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
 B=$src/build-dev; OLD=$PWD/out/old/flashbench; NEW=$B/flashbench
