@@ -163,20 +163,6 @@ void check_flash_gradients_written(fb::CudaBackend& b) {
   }
 }
 
-fb::AttentionParams flash_split_params(const fb::Case& c) {
-  fb::AttentionParams p;
-  p.dtype = c.dtype;
-  p.batch = c.batch;
-  p.heads = c.heads;
-  p.kv_heads = c.kv_heads;
-  p.seq_q = c.seq_q;
-  p.seq_k = c.seq_k;
-  p.head_dim = c.head_dim;
-  p.causal = c.causal;
-  p.scale = 1.0 / std::sqrt(double(c.head_dim));
-  return p;
-}
-
 // flash once on the case c the backend holds (naive has run on it), both judged by the runner's rule
 // against the fp64 reference and verified, every gradient element of flash's run written.
 void check_flash_beside_naive(fb::CudaBackend& b, const fb::Case& c) {
@@ -213,7 +199,7 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
       b.prepare(c, kFlashSplitSeed);
       if (const auto why = b.check_fits(c, kernel("flash"))) FAIL("flash refused: " << *why);
       REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
-      const fb::AttentionParams p = flash_split_params(c);
+      const fb::AttentionParams p = c.params();
       const std::size_t unsplit_ws = [&] {
         ForcedFlashSplit off(1);
         return flash::backward_workspace_bytes(p);
@@ -243,8 +229,7 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
   // Without a forced count the model splits MQA with one K/V plane and few key tiles under the causal
   // mask (8 query heads, 4k keys: 32 key tiles against a GPU of blocks) and never MHA.
   ForcedFlashSplit automatic(0);
-  fb::AttentionParams mqa = flash_split_params(make_case(1, 8, 1, 4096, 4096, 128, fb::Dtype::bf16, true,
-                                                         fb::Pass::bwd));
+  fb::AttentionParams mqa = make_case(1, 8, 1, 4096, 4096, 128, fb::Dtype::bf16, true, fb::Pass::bwd).params();
   fb::AttentionParams mha = mqa;
   mha.kv_heads = 8;
   CHECK(flash::backward_head_split(mha) == 1);
@@ -280,7 +265,7 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
     const fb::Case c =
         make_case(s.batch, s.heads, s.kv_heads, s.q, s.k, 128, s.dtype, s.causal, fb::Pass::bwd);
     INFO("case " << c.key());
-    const fb::AttentionParams p = flash_split_params(c);
+    const fb::AttentionParams p = c.params();
     const int tail = flash::backward_tail_split(p);
     INFO("tail split " << tail);
     if (s.causal) CHECK(tail == 1);

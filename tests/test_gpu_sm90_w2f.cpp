@@ -40,19 +40,6 @@ class ForcedPrepass {
   sm90::Fp16Pair128Prepass previous_;
 };
 
-AttentionParams params_of(const Case& c) {
-  AttentionParams p;
-  p.dtype = c.dtype;
-  p.batch = c.batch;
-  p.heads = c.heads;
-  p.kv_heads = c.kv_heads;
-  p.seq_q = c.seq_q;
-  p.seq_k = c.seq_k;
-  p.head_dim = c.head_dim;
-  p.causal = c.causal;
-  return p;
-}
-
 // flash-sm90 once on the case the backend holds under pre-pass `how`; its outputs (O, LSE, dQ, dK, dV) fetched.
 std::vector<HostTensor> run_sm90(CudaBackend& b, sm90::Fp16Pair128Prepass how) {
   const ForcedPrepass forced(how);
@@ -102,7 +89,7 @@ TEST_CASE("sm90 fp32 backward d = 128: the fused pre-pass gives the seven-launch
       WARN("flash-sm90 fp32 backward not run: " << *why);
       return;
     }
-    const AttentionParams p = params_of(c);
+    const AttentionParams p = c.params();
     {
       const ForcedPrepass fused(sm90::Fp16Pair128Prepass::fused);
       if (!sm90::tf32_backward_prepass_fused(p)) {
