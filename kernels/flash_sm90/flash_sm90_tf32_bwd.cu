@@ -294,7 +294,6 @@ void run_fp16pair(const AttentionParams& p, const float* lse_pad, const float* d
                                                                   1, stats, Tr::kStatV, kv);
   FB_CUDA_CHECK_LAUNCH();
 
-
   launch_fp16pair_main<Tr>(flash_sm90_fp16pair_bwd_kernel<Tr>, p, qd, kv, stats, lse_pad, d_pad, q_tiles, k_blocks,
                            stream);
 }
