@@ -160,6 +160,16 @@ struct Fp16PairScales {
 
 // ---- pre-pass (any architecture) ----
 
+// Two fp32 values (already scaled) as fp16 hi / lo pairs: hi = fp16(x), lo = fp16((x - hi) 2^11).
+__device__ __forceinline__ void fp16pair_split2(float x0, float x1, std::uint32_t& hi, std::uint32_t& lo) {
+  const __half2 h = __floats2half2_rn(x0, x1);
+  const float2 hf = __half22float2(h);
+  const __half2 l = __floats2half2_rn((x0 - hf.x) * Fp16PairBwdTraits::kLoShift,
+                                      (x1 - hf.y) * Fp16PairBwdTraits::kLoShift);
+  hi = *reinterpret_cast<const std::uint32_t*>(&h);
+  lo = *reinterpret_cast<const std::uint32_t*>(&l);
+}
+
 // Per plane of `src` ([planes, seq, 64] fp32): max |x| into stats[plane / group][stat] and, when
 // norm_stat >= 0, the largest row norm into stats[plane / group][norm_stat]. 16 threads per row (a
 // float4 each); grid (blocks, planes).
@@ -221,15 +231,9 @@ __global__ void __launch_bounds__(256) fp16pair_split_kernel(const float* __rest
       x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
     }
     std::uint32_t hi[4], lo[4];
+    // x s is exact: s is a power of two.
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float x0 = x[2 * i] * s, x1 = x[2 * i + 1] * s;  // exact: s is a power of two
-      const __half2 h = __floats2half2_rn(x0, x1);
-      const float2 hf = __half22float2(h);
-      const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
-      hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
-      lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
-    }
+    for (int i = 0; i < 4; ++i) fp16pair_split2(x[2 * i] * s, x[2 * i + 1] * s, hi[i], lo[i]);
     const int tile = row / tile_rows, r = row % tile_rows;
     const std::int64_t part_bytes = std::int64_t(tile_rows) * Tr::kRowBytes;
     unsigned char* t = dst + ((std::int64_t(plane) * tiles + tile) * parts + part) * part_bytes + r * Tr::kRowBytes +
@@ -252,24 +256,15 @@ __device__ __forceinline__ float fp16pair_ld_shared_f32(std::uint32_t addr) {
   return v;
 }
 
-// Two fp32 values (already scaled) as fp16 hi / lo pairs: hi = fp16(x), lo = fp16((x - hi) 2^11).
-__device__ __forceinline__ void fp16pair_split2(float x0, float x1, std::uint32_t& hi, std::uint32_t& lo) {
-  const __half2 h = __floats2half2_rn(x0, x1);
-  const float2 hf = __half22float2(h);
-  const __half2 l = __floats2half2_rn((x0 - hf.x) * Fp16PairBwdTraits::kLoShift,
-                                      (x1 - hf.y) * Fp16PairBwdTraits::kLoShift);
-  hi = *reinterpret_cast<const std::uint32_t*>(&h);
-  lo = *reinterpret_cast<const std::uint32_t*>(&l);
-}
-
 // The block prologue of the three fp16pair backward kernels (d = 64, fp16pair128, fp16pair128w2): the aligned
 // shared-memory base, kv_full and full[s] at Tr::kOffBar, the stages at Tr::kOffStage, this thread's place (wg, ctid:
 // its warpgroup and index in it; one warpgroup, as fp16pair128's: ctid = tid), the block's K/V plane and key block
-// (blockIdx.x = key block * kv_planes + plane) and its query steps (the group's heads' tiles); thread 0 inits the
-// barriers (then __syncthreads), issues K / V's copy (kv_full: one arrival + kKVBytes) and the first `ahead` query
-// tiles' (full[s]: one arrival + kStageBytes a tile). Below it, the per-tile steps that more than one of the kernels
-// take word for word (descriptors, LSE / D loads, the dS store, dQ^T's GEMM, dQ's bulk reduction). Each kernel's
-// PTX and SASS are those of its own copy of these lines (checked: session 21, branch dedup21).
+// (blockIdx.x = plane * k_blocks + key block under Tr::kPlaneMajor, else key block * kv_planes + plane) and its query
+// steps (the group's heads' tiles); thread 0 inits the barriers (then __syncthreads), issues K / V's copy (kv_full: one
+// arrival + kKVBytes) and the first `ahead` query tiles' (full[s]: one arrival + kStageBytes a tile). Below it, the
+// per-tile steps that more than one of the kernels take word for word (descriptors, LSE / D loads, the dS store, dQ^T's
+// GEMM, dQ's bulk reduction). Each kernel's PTX and SASS are those of its own copy of these lines (checked: session 21,
+// branch dedup21).
 template <typename Tr>
 struct Fp16PairBlock {
   static constexpr int kWgThreads = 128;
@@ -689,15 +684,9 @@ __device__ __forceinline__ void fp16pair128_store_unit(float v0, float v1, float
   using Tr = Fp16PairBwdTraits;
   const float x[8] = {v0, v1, v2, v3, v4, v5, v6, v7};
   std::uint32_t hi[4], lo[4];
+  // x s is exact: s is a power of two.
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float x0 = x[2 * i] * s, x1 = x[2 * i + 1] * s;  // exact: s is a power of two
-    const __half2 h = __floats2half2_rn(x0, x1);
-    const float2 hf = __half22float2(h);
-    const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
-    hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
-    lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
-  }
+  for (int i = 0; i < 4; ++i) fp16pair_split2(x[2 * i] * s, x[2 * i + 1] * s, hi[i], lo[i]);
   const int tile = row / tile_rows, r = row % tile_rows;
   const int panel = unit / 8, c = unit % 8;
   const std::int64_t panel_bytes = std::int64_t(tile_rows) * Tr::kRowBytes;
@@ -777,7 +766,7 @@ __device__ __forceinline__ void fp16pair128_total(std::uint32_t word0, float (&h
 
 #endif  // FB_PTX_SM90A
 
-// One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (as the d = 64 kernel).
+// One block per (64 keys, K/V plane); blockIdx.x = key block * kv_planes + plane (session 20's order, kept here).
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_sm90_fp16pair128_bwd_kernel(const __grid_constant__ Fp16PairBwdParams prm) {
@@ -994,7 +983,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 }
 
 
-// ---- d = 128, two warpgroups: fp16pair128w2a (kAhead; the default since session 21's call C) and fp16pair128w2 ----
+// ---- d = 128, two warpgroups: the default (kAhead, plane-major; session 22) and session 21's fp16pair128w2a / w2 ----
 // The w2 kernels' K / V pre-pass: scales per 64-key block instead of per plane (a block's work sees one K / V block, so
 // every contraction that involves K, V or dS -- S^T and dP^T over d, dQ^T over the block's keys, dK over queries with
 // dS's scale -- has its scale constant), computed where the block is split: one read of K and V, no stats pass over
@@ -1088,18 +1077,12 @@ __device__ __forceinline__ void fp16pair128_kvsplit_block(const float* __restric
     unsigned char* const t = blk_dst + panel * panel_bytes + r * Tr::kRowBytes + ((c ^ (r % 8)) * Tr::kUnitBytes);
 #pragma unroll
     for (int tensor = 0; tensor < 2; ++tensor) {
+      const float(&x)[8] = tensor == 0 ? xk[m] : xv[m];
+      const float s = tensor == 0 ? sk : sv;
       std::uint32_t hi[4], lo[4];
+      // x s is exact: s is a power of two.
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float s = tensor == 0 ? sk : sv;
-        const float x0 = (tensor == 0 ? xk[m][2 * i] : xv[m][2 * i]) * s;  // exact: s is a power of two
-        const float x1 = (tensor == 0 ? xk[m][2 * i + 1] : xv[m][2 * i + 1]) * s;
-        const __half2 h = __floats2half2_rn(x0, x1);
-        const float2 hf = __half22float2(h);
-        const __half2 l = __floats2half2_rn((x0 - hf.x) * Tr::kLoShift, (x1 - hf.y) * Tr::kLoShift);
-        hi[i] = *reinterpret_cast<const std::uint32_t*>(&h);
-        lo[i] = *reinterpret_cast<const std::uint32_t*>(&l);
-      }
+      for (int i = 0; i < 4; ++i) fp16pair_split2(x[2 * i] * s, x[2 * i + 1] * s, hi[i], lo[i]);
       unsigned char* const th = t + 2 * tensor * part_bytes;
       *reinterpret_cast<uint4*>(th) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
       *reinterpret_cast<uint4*>(th + part_bytes) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
