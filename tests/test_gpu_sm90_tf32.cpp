@@ -322,8 +322,9 @@ TEST_CASE("sm90 fp32 backward d = 64 non-causal, odd shapes and input scales, me
 }
 
 // d = 128 non-causal, where the fp16-pair backward at d = 128 runs (the two-warpgroup kernel, the default since
-// session 21's call C; under ctest gpu_sm90tf32_fp16pair128 the one-warpgroup kernel, under gpu_sm90tf32_tf32pair the
-// 3xTF32 kernel): odd lengths no config names (N = 320, 1000 x 777 and 777 x 1000 with last key blocks of 9 and 40
+// session 21's call C, in plane-major order after the fused pre-pass since session 22; under ctest gpu_sm90tf32_w2a
+// session 21's form, under gpu_sm90tf32_fp16pair128 the one-warpgroup kernel, under gpu_sm90tf32_tf32pair the 3xTF32
+// kernel): odd lengths no config names (N = 320, 1000 x 777 and 777 x 1000 with last key blocks of 9 and 40
 // keys, one query on 265 keys), GQA / MQA, and input scales 2^-20 (scores ~2^-40, P flat), 2 and 4 (scores ~8 and ~16
 // sigma; the split study's emulation of this split at d = 128, tiles 32 x 64, results/model/
 // fp32-fp16pair128-d128.txt: worst gradient err / bound 0.12 at 4, 0.11 at 2, 0.07 at 2^-20, 3xTF32 alike). Judged as
@@ -340,15 +341,15 @@ TEST_CASE("sm90 fp32 backward d = 128 non-causal, odd shapes and input scales, m
       20261203);
 }
 
-// d = 128 non-causal shapes for the two-warpgroup fp16-pair kernels (session 21: fp16pair128w2a, the default since
-// call C, and fp16pair128w2 under its word: two warpgroups sharing a block's 64 keys by role, P^T handed from one to
-// the other through shared memory, dV / dK chained over 4 query tiles before the fp32 totals, K / V scaled per 64-key
-// block; w2a issues the next tile's S^T / dP^T before this tile's dQ staging; the case above runs them too): lengths
-// no config names, chosen for the new kernel's bookkeeping -- GQA 3 with 4 query tiles a head (12 steps: chunks of 4
-// tiles that straddle the heads of a group, stages reused 6 times each), a last key block of 8 keys; 2 query tiles (a
-// chunk cut short by the last tile) on 16 key blocks; MQA with 94 steps (an odd number of chunks' worth, 23.5) on one
-// partial block of 63 keys at input scale 3 (scores ~9 sigma); one head of 4097 queries (129 steps: the last tile one
-// query) on 130 keys at 2^-10 (3 key blocks, the last of 2 keys: its own K / V scales). Judged as above.
+// d = 128 non-causal shapes for the two-warpgroup fp16-pair kernels (session 21's call C: the default's kernel,
+// fp16pair128w2a / fp16pair128w2 under their words: two warpgroups sharing a block's 64 keys by role, P^T handed from
+// one to the other through shared memory, dV / dK chained over 4 query tiles before the fp32 totals, K / V scaled per
+// 64-key block; w2a issues the next tile's S^T / dP^T before this tile's dQ staging; the case above runs them too):
+// lengths no config names, chosen for the new kernel's bookkeeping -- GQA 3 with 4 query tiles a head (12 steps: chunks
+// of 4 tiles that straddle the heads of a group, stages reused 6 times each), a last key block of 8 keys; 2 query tiles
+// (a chunk cut short by the last tile) on 16 key blocks; MQA with 94 steps (an odd number of chunks' worth, 23.5) on
+// one partial block of 63 keys at input scale 3 (scores ~9 sigma); one head of 4097 queries (129 steps: the last tile
+// one query) on 130 keys at 2^-10 (3 key blocks, the last of 2 keys: its own K / V scales). Judged as above.
 TEST_CASE("sm90 fp32 backward d = 128 non-causal, two-warpgroup bookkeeping shapes, meets the FP32 rule",
           "[gpu][sm90tf32][sm90fp16pair128w2]") {
   check_scaled_bwd(
