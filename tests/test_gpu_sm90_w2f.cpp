@@ -106,13 +106,13 @@ TEST_CASE("sm90 fp32 backward d = 128: the fused pre-pass gives the seven-launch
       REQUIRE_FALSE(sm90::tf32_backward_prepass_fused(p));
     }
     b.prepare(c, 20261222, sh.input_scale);
-    const std::vector<HostTensor> dflt = run_sm90(b, sm90::Fp16Pair128Prepass::separate);
+    const std::vector<HostTensor> seven = run_sm90(b, sm90::Fp16Pair128Prepass::separate);
     const std::vector<HostTensor> fused = run_sm90(b, sm90::Fp16Pair128Prepass::fused);
-    REQUIRE(dflt.size() == fused.size());
+    REQUIRE(seven.size() == fused.size());
     const bool one_key_block = c.seq_k <= 64;  // the w2 kernels' key block
-    for (std::size_t t = 0; t < dflt.size(); ++t) {
-      REQUIRE(dflt[t].name == fused[t].name);
-      const BitDiff d = bit_diff(fused[t], dflt[t]);
+    for (std::size_t t = 0; t < seven.size(); ++t) {
+      REQUIRE(seven[t].name == fused[t].name);
+      const BitDiff d = bit_diff(fused[t], seven[t]);
       std::printf("sm90-w2f %-36s scale %-8g %-3s %zu of %zu elements differ in their bits\n", c.key().c_str(),
                   sh.input_scale, fused[t].name.c_str(), d.differ, fused[t].values.size());
       INFO(fused[t].name << ": " << d.differ << " of " << fused[t].values.size() << " differ, " << d.nonfinite
