@@ -3,6 +3,8 @@
 
     python3 scripts/ratios.py RESULTS.json [MORE.json ...] --pair flash-sm90:torch-cudnn [--pair A:B ...]
                               [--markdown]
+    python3 scripts/ratios.py --round OURS1.json PEERS1.json --round OURS2.json PEERS2.json [--round ...]
+                              --pair flash-sm90:torch-cudnn [--markdown]
 
 Each --pair OURS:PEER names two kernels (`kernel` of the records: flashbench's own, a plug-in's, or a
 peers.py backend such as torch-cudnn, torch-flash). For every case both ran with status ok, the ratio is
@@ -17,6 +19,15 @@ counted, and the summary says how many there were.
 
 Output: one row per case, then per pair, pass and dtype: n, min, max, geometric mean, how many cases are at
 >= 1.0x, and the worst case. --markdown writes the same as Markdown tables for a README.
+
+Rounds (--round FILES..., repeated): the same sweep and its peers run several times in one device call, interleaved
+(ours, peers, ours, peers), each --round naming one round's files. Clocks at the power cap and rep spread move a
+single run's ratio by a few percent, so one reading just below 1.0 says little; two rounds that agree say more. A
+case's ratio is then taken in each round from that round's files alone, and its combined ratio is the geometric
+mean of those; a case needs a ratio in every round (one round without it, or with OURS failing verification, and it
+gets none). Rows show every round's ratio, the combined one, and "behind in every round" where all are below 1.0;
+the summary adds, per pass and dtype, how many cases are ahead (>= 1.0) in every round and how many behind in every
+round: the cases a claim of ">= 1.0x everywhere" cannot make.
 
 Bad input (a missing or malformed file, a --pair that is not OURS:PEER or names a kernel no file has) gets
 one line naming it on stderr and exit status 2, with nothing on stdout.
@@ -66,27 +77,48 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
-def compute(by_key, cases, pairs):
-    """Rows (pair, key, ratio or None, note) and summaries {(pair, pass, dtype): [(ratio, key, checked)]}."""
+def case_ratio(records, pair):
+    """(ratio or None, note, checked) of one case's records {kernel: record}; None as a whole where either
+    kernel has no ok result there."""
+    ours, peer = records.get(pair[0]), records.get(pair[1])
+    if not ours or not peer or ours["status"] != "ok" or peer["status"] != "ok":
+        return None
+    if ours["verified"] is False:
+        return None, "not verified: no ratio", False
+    t_ours, t_peer = ours["time_ms"]["median"], peer["time_ms"]["median"]
+    if not (t_ours > 0 and t_peer > 0 and math.isfinite(t_ours) and math.isfinite(t_peer)):
+        return None, "no finite time", False
+    checked = ours["verified"] is True
+    return t_peer / t_ours, "" if checked else "unverified (not checked)", checked
+
+
+def compute(rounds, cases, pairs):
+    """rounds: one {key: {kernel: record}} per round. Rows (pair, key, combined ratio or None, note, per-round
+    ratios) and summaries {(pair, pass, dtype): [(ratio, key, checked, per-round ratios)]}."""
     rows, groups = [], {}
+    keys = sorted({k for by_key in rounds for k in by_key}, key=lambda k: case_order(cases[k]))
     for pair in pairs:
-        ours_name, peer_name = pair
-        for key in sorted(by_key, key=lambda k: case_order(cases[k])):
-            ours, peer = by_key[key].get(ours_name), by_key[key].get(peer_name)
-            if not ours or not peer or ours["status"] != "ok" or peer["status"] != "ok":
+        for key in keys:
+            found = [case_ratio(by_key.get(key, {}), pair) for by_key in rounds]
+            if all(f is None for f in found):
                 continue
-            if ours["verified"] is False:
-                rows.append((pair, key, None, "not verified: no ratio"))
+            missing = [i + 1 for i, f in enumerate(found) if f is None]
+            if missing:
+                rows.append((pair, key, None, f"no result in round {', '.join(map(str, missing))}", []))
                 continue
-            t_ours, t_peer = ours["time_ms"]["median"], peer["time_ms"]["median"]
-            if not (t_ours > 0 and t_peer > 0 and math.isfinite(t_ours) and math.isfinite(t_peer)):
-                rows.append((pair, key, None, "no finite time"))
+            per_round = [f[0] for f in found]
+            bad = next((f[1] for f in found if f[0] is None), None)
+            if bad:
+                rows.append((pair, key, None, bad, per_round))
                 continue
-            ratio = t_peer / t_ours
-            checked = ours["verified"] is True
-            rows.append((pair, key, ratio, "" if checked else "unverified (not checked)"))
+            ratio = geomean(per_round)
+            checked = all(f[2] for f in found)
+            note = "" if checked else "unverified (not checked)"
+            if len(rounds) > 1 and max(per_round) < 1.0:
+                note = "; ".join(n for n in ("behind in every round", note) if n)
+            rows.append((pair, key, ratio, note, per_round))
             case = cases[key]
-            groups.setdefault((pair, case["pass"], case["dtype"]), []).append((ratio, key, checked))
+            groups.setdefault((pair, case["pass"], case["dtype"]), []).append((ratio, key, checked, per_round))
     return rows, groups
 
 
@@ -95,41 +127,61 @@ def summary_line(values):
     worst = min(values)
     return {"n": len(ratios), "min": min(ratios), "max": max(ratios), "geomean": geomean(ratios),
             "ahead": sum(r >= 1.0 for r in ratios), "worst": worst[1],
-            "unchecked": sum(not v[2] for v in values)}
+            "unchecked": sum(not v[2] for v in values),
+            "ahead_all": sum(min(v[3]) >= 1.0 for v in values),
+            "behind_all": sum(max(v[3]) < 1.0 for v in values)}
 
 
-def render(rows, groups, pairs, markdown):
+def fmt_rounds(per_round, markdown):
+    unit = "×" if markdown else ""
+    return [("—" if markdown else "-") if r is None else f"{r:.3f}{unit}" for r in per_round]
+
+
+def render(rows, groups, pairs, markdown, n_rounds=1):
     out = []
+    multi = n_rounds > 1
     for pair in pairs:
         label = f"{pair[0]} vs {pair[1]}"
         pair_rows = [r for r in rows if r[0] == pair]
         if markdown:
-            out += [f"### {label} (time of {pair[1]} / time of {pair[0]})", "",
-                    "| case | ratio | note |", "|---|---|---|"]
-            out += [f"| {key} | {'—' if ratio is None else f'{ratio:.3f}×'} | {note} |"
-                    for _, key, ratio, note in pair_rows]
+            heads = [f"round {i + 1}" for i in range(n_rounds)] + ["combined"] if multi else ["ratio"]
+            out += [f"### {label} (time of {pair[1]} / time of {pair[0]}"
+                    f"{'; combined: geometric mean of the rounds' if multi else ''})", "",
+                    f"| case | {' | '.join(heads)} | note |", "|---|" + "---|" * (len(heads) + 1)]
+            for _, key, ratio, note, per_round in pair_rows:
+                cells = (fmt_rounds(per_round, True) or ["—"] * n_rounds) if multi else []
+                cells.append("—" if ratio is None else f"{ratio:.3f}×")
+                out.append(f"| {key} | {' | '.join(cells)} | {note} |")
             out.append("")
         else:
-            out.append(f"{label} (time of {pair[1]} / time of {pair[0]}; above 1.0: {pair[0]} is faster)")
-            out += [f"  {key:48s} {'-' if ratio is None else f'{ratio:.3f}':>7s}  {note}".rstrip()
-                    for _, key, ratio, note in pair_rows]
+            out.append(f"{label} (time of {pair[1]} / time of {pair[0]}; above 1.0: {pair[0]} is faster"
+                       f"{'; rounds, then their geometric mean' if multi else ''})")
+            for _, key, ratio, note, per_round in pair_rows:
+                cells = [f"{c:>7s}" for c in (fmt_rounds(per_round, False) or ["-"] * n_rounds)] if multi else []
+                cells.append(f"{'-' if ratio is None else f'{ratio:.3f}':>7s}")
+                out.append(f"  {key:48s} {' '.join(cells)}  {note}".rstrip())
             if not pair_rows:
                 out.append("  (no case where both ran)")
     if markdown:
-        out += ["| pair | pass | dtype | n | min | max | geomean | >= 1.0 | worst case |",
-                "|---|---|---|---|---|---|---|---|---|"]
+        extra_heads = " ahead in every round | behind in every round |" if multi else ""
+        out += [f"| pair | pass | dtype | n | min | max | geomean | >= 1.0 |{extra_heads} worst case |",
+                "|---|---|---|---|---|---|---|---|" + ("---|---|" if multi else "") + "---|"]
     else:
-        out.append("summary:")
+        out.append(f"summary{f' over {n_rounds} rounds (combined ratios)' if multi else ''}:")
     for (pair, pass_, dtype), values in sorted(groups.items(), key=lambda g: (pairs.index(g[0][0]), fbresults.PASSES.index(g[0][1]),
                                                                     fbresults.DTYPES.index(g[0][2]))):
         s = summary_line(values)
         extra = f", {s['unchecked']} not verified" if s["unchecked"] else ""
         if markdown:
+            every = f" {s['ahead_all']} | {s['behind_all']} |" if multi else ""
             out.append(f"| {pair[0]} vs {pair[1]} | {pass_} | {dtype} | {s['n']} | {s['min']:.2f}× | "
-                       f"{s['max']:.2f}× | {s['geomean']:.3f} | {s['ahead']} of {s['n']}{extra} | {s['worst']} |")
+                       f"{s['max']:.2f}× | {s['geomean']:.3f} | {s['ahead']} of {s['n']}{extra} |{every} "
+                       f"{s['worst']} |")
         else:
+            every = (f"; ahead in every round {s['ahead_all']}, behind in every round {s['behind_all']}"
+                     if multi else "")
             out.append(f"  {pair[0]} vs {pair[1]} {pass_} {dtype}: {s['min']:.3f}–{s['max']:.3f}x, geomean "
-                       f"{s['geomean']:.3f}, >= 1.0 in {s['ahead']} of {s['n']}{extra}; worst {s['worst']}")
+                       f"{s['geomean']:.3f}, >= 1.0 in {s['ahead']} of {s['n']}{extra}{every}; worst {s['worst']}")
     excluded = [r for r in rows if r[2] is None]
     if excluded:
         out.append(f"left out of the summary: {len(excluded)} case(s) "
@@ -139,25 +191,35 @@ def render(rows, groups, pairs, markdown):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("files", nargs="+", help="flashbench results files (a sweep and its peers)")
+    ap.add_argument("files", nargs="*", help="flashbench results files (a sweep and its peers)")
+    ap.add_argument("--round", action="append", nargs="+", metavar="FILE", dest="rounds",
+                    help="one round's results files (a sweep and its peers); repeat once per round, in place of FILES")
     ap.add_argument("--pair", action="append", required=True, metavar="OURS:PEER",
                     help="two kernel names; repeat for more pairs")
     ap.add_argument("--markdown", action="store_true", help="Markdown tables")
     args = ap.parse_args(argv)
     try:
         pairs = [parse_pair(p) for p in args.pair]
-        by_key, cases = index(args.files)
-        kernels = {k for recs in by_key.values() for k in recs}
+        if args.files and args.rounds:
+            raise UsageError("give results files either as FILES (one round) or with --round, not both")
+        if not args.files and not args.rounds:
+            raise UsageError("no results files: give FILES, or --round FILES... once per round")
+        rounds, cases = [], {}
+        for files in args.rounds or [args.files]:
+            by_key, round_cases = index(files)
+            rounds.append(by_key)
+            cases.update(round_cases)
+        kernels = {k for by_key in rounds for recs in by_key.values() for k in recs}
         for pair in pairs:
             for name in pair:
                 if name not in kernels:
                     raise UsageError(f"--pair: no file has results of kernel '{name}' "
                                      f"(they have: {', '.join(sorted(kernels))})")
-        rows, groups = compute(by_key, cases, pairs)
+        rows, groups = compute(rounds, cases, pairs)
     except (UsageError, fbresults.ResultsError) as e:
         print(f"ratios.py: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(render(rows, groups, pairs, args.markdown))
+    sys.stdout.write(render(rows, groups, pairs, args.markdown, len(rounds)))
     return 0
 
 

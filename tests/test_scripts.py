@@ -451,6 +451,68 @@ class Ratios(unittest.TestCase):
             self.assertEqual((r.returncode, r.stdout), (2, ""))
             self.assertIn("missing.json: cannot open", r.stderr)
 
+    def test_rounds_take_each_rounds_ratio_and_flag_cases_behind_in_every_round(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # n64: 2.0 then 0.5 (combined 1.0, not behind in every round); n128: 0.9 then 0.8 (behind in both);
+            # n256: 1.1 then 1.2 (ahead in both)
+            o1 = self.write(tmp, "o1.json", [self.rec("k", 1.0), self.rec("k", 1.0, seq=128),
+                                             self.rec("k", 1.0, seq=256)])
+            p1 = self.write(tmp, "p1.json", [self.rec("p", 2.0), self.rec("p", 0.9, seq=128),
+                                             self.rec("p", 1.1, seq=256)])
+            o2 = self.write(tmp, "o2.json", [self.rec("k", 2.0), self.rec("k", 1.0, seq=128),
+                                             self.rec("k", 1.0, seq=256)])
+            p2 = self.write(tmp, "p2.json", [self.rec("p", 1.0), self.rec("p", 0.8, seq=128),
+                                             self.rec("p", 1.2, seq=256)])
+            r = run_script("ratios.py", "--round", o1, p1, "--round", o2, p2, "--pair", "k:p")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+2\.000\s+0\.500\s+1\.000\n")
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n128-d64-bf16-full-fwd\s+0\.900\s+0\.800\s+0\.849\s+"
+                                       r"behind in every round\n")
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n256-d64-bf16-full-fwd\s+1\.100\s+1\.200\s+1\.149\n")
+            self.assertIn("k vs p fwd bf16: 0.849–1.149x, geomean 0.992, >= 1.0 in 2 of 3; ahead in every round 1, "
+                          "behind in every round 1; worst b1-h2-kv2-n128-d64-bf16-full-fwd", r.stdout)
+            r = run_script("ratios.py", "--round", o1, p1, "--round", o2, p2, "--pair", "k:p", "--markdown")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| b1-h2-kv2-n128-d64-bf16-full-fwd | 0.900× | 0.800× | 0.849× | behind in every round |",
+                          r.stdout)
+            self.assertIn("| k vs p | fwd | bf16 | 3 | 0.85× | 1.15× | 0.992 | 2 of 3 | 1 | 1 | "
+                          "b1-h2-kv2-n128-d64-bf16-full-fwd |", r.stdout)
+
+    def test_a_round_with_a_wrong_or_missing_result_gives_no_ratio(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            o1 = self.write(tmp, "o1.json", [self.rec("k", 1.0), self.rec("k", 1.0, seq=128),
+                                             self.rec("k", 1.0, seq=256)])
+            p1 = self.write(tmp, "p1.json", [self.rec("p", 1.0), self.rec("p", 1.0, seq=128),
+                                             self.rec("p", 1.0, seq=256)])
+            # round 2: n128 fast and wrong, n256 not run
+            o2 = self.write(tmp, "o2.json", [self.rec("k", 1.0), self.rec("k", 0.1, False, seq=128)])
+            p2 = self.write(tmp, "p2.json", [self.rec("p", 1.0), self.rec("p", 1.0, seq=128),
+                                             self.rec("p", 1.0, seq=256)])
+            r = run_script("ratios.py", "--round", o1, p1, "--round", o2, p2, "--pair", "k:p")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n128-d64-bf16-full-fwd\s+1\.000\s+-\s+-\s+not verified: no ratio")
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n256-d64-bf16-full-fwd\s+-\s+-\s+-\s+no result in round 2")
+            self.assertIn("k vs p fwd bf16: 1.000–1.000x, geomean 1.000, >= 1.0 in 1 of 1;", r.stdout,
+                          "a case wrong or missing in one round must stay out of the summary")
+            self.assertIn("left out of the summary: 2 case(s)", r.stdout)
+
+    def test_rounds_refuse_mixed_or_duplicate_input(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.write(tmp, "ours.json", [self.rec("k", 1.0)])
+            peer = self.write(tmp, "peer.json", [self.rec("p", 1.0)])
+            for args, message in (
+                    ([ours, peer, "--round", ours, peer], "either as FILES (one round) or with --round"),
+                    ([], "no results files"),
+                    (["--round", ours, ours, peer], "is also in")):
+                with self.subTest(args=args):
+                    r = run_script("ratios.py", *args, "--pair", "k:p")
+                    self.assertEqual((r.returncode, r.stdout), (2, ""))
+                    self.assertIn(message, r.stderr)
+                    self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+            # the same files in two rounds are two readings, not a duplicate
+            r = run_script("ratios.py", "--round", ours, peer, "--round", ours, peer, "--pair", "k:p")
+            self.assertEqual(r.returncode, 0, r.stderr)
+
 
 # ---------------------------------------------------------------------------------------------------
 # The spec mirror (scripts/fbspec.py vs src/spec.cpp)
