@@ -56,3 +56,26 @@ TEST_CASE("head split: the split grows with the imbalance and never exceeds the 
   const int three = model_head_split(shape(1, 3, 1, 16384, true), kSms, 128, 64);
   CHECK((three == 1 || three == 3));
 }
+
+TEST_CASE("head split: equal units (no causal mask) under near_best 0 take the fastest modelled split", "[head_split]") {
+  // flash-sm90's non-causal d = 128 backward since session 23 (flash_sm90_bwd.cu head_split()): every unit as long
+  // as the others, the model's time is its wave count. 24 q / 4 kv heads, batch 2: at N = 5120 (320 key tiles and
+  // planes on 132 SMs: three waves unsplit, the third under half full) the model rates splits 1 / 2 / 3 / 6 at
+  // 1452 / 1220 / 1312 / 1260 steps; the largest within 5% of the best is 6, the fastest 2. At N = 2500: 488 / 372
+  // / 336 / 352: 6 against 3.
+  constexpr int kSms = 132, kBlockN = 128, kBlockM = 64;
+  cuda::HeadSplitModel fastest;
+  fastest.near_best = 0.0;
+  CHECK(model_head_split(shape(2, 24, 4, 5120, false), kSms, kBlockN, kBlockM) == 6);
+  CHECK(model_head_split(shape(2, 24, 4, 5120, false), kSms, kBlockN, kBlockM, fastest) == 2);
+  CHECK(model_head_split(shape(2, 24, 4, 2500, false), kSms, kBlockN, kBlockM) == 6);
+  CHECK(model_head_split(shape(2, 24, 4, 2500, false), kSms, kBlockN, kBlockM, fastest) == 3);
+  // The GQA grid's non-causal rows (32 / 8, 32 / 1, 8 / 1 heads, 16k tokens, N = 1k / 4k / 16k) split under
+  // neither: no split is modelled within 5% of no split's time there.
+  for (const auto& [heads, kv] : {std::pair{32, 8}, std::pair{32, 1}, std::pair{8, 1}})
+    for (const auto& [batch, seq] : {std::pair{16, 1024}, std::pair{4, 4096}, std::pair{1, 16384}}) {
+      INFO(heads << " q / " << kv << " kv heads, batch " << batch << " N " << seq);
+      CHECK(model_head_split(shape(batch, heads, kv, seq, false), kSms, kBlockN, kBlockM, fastest) == 1);
+      CHECK(model_head_split(shape(batch, heads, kv, seq, false), kSms, kBlockN, kBlockM) == 1);
+    }
+}

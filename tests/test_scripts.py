@@ -515,6 +515,113 @@ class Ratios(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------------------------------
+# peer_rounds.py: a sweep and its peers in interleaved rounds, with stand-ins for flashbench and peers.py
+
+
+class PeerRounds(unittest.TestCase):
+    CASE = {"batch": 1, "heads": 2, "kv_heads": 2, "seq": 64, "head_dim": 64, "dtype": "bf16", "causal": False,
+            "pass": "fwd"}
+    # Each stand-in appends its letter to calls.txt and copies fixtures/<name>-<its call count>.json to -o.
+    STAND_IN = textwrap.dedent("""\
+        #!{python}
+        import os, shutil, sys
+        here = os.path.dirname(os.path.abspath(__file__))
+        log = os.path.join(here, "calls.txt")
+        n = 1 + (open(log).read().count("{letter}") if os.path.exists(log) else 0)
+        open(log, "a").write("{letter}%d " % n)
+        rc = int(os.environ.get("STAND_IN_RC_{letter}", "0"))
+        out = sys.argv[sys.argv.index("-o") + 1]
+        if rc in (0, 1):
+            shutil.copy(os.path.join(here, "fixtures", "{name}-%d.json" % n), out)
+        sys.exit(rc)
+        """)
+
+    def rec(self, kernel, ms, verified=True, **case):
+        r = peers.make_record(dict(self.CASE, **case), kernel, "ok", times_ms=[ms])
+        r["verified"] = verified
+        return r
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        fix = os.path.join(self.tmp, "fixtures")
+        os.makedirs(fix)
+        # n64: peer/ours 0.9 then 0.95 (behind in both rounds); n128: 1.2 then 0.9 (combined above 1.0)
+        for i, (a, b) in enumerate([(0.9, 1.2), (0.95, 0.9)], 1):
+            with open(os.path.join(fix, f"fb-{i}.json"), "w") as f:
+                json.dump(results_doc([self.rec("k", 1.0), self.rec("k", 1.0, seq=128)]), f)
+            with open(os.path.join(fix, f"peers-{i}.json"), "w") as f:
+                json.dump(results_doc([self.rec("p", a, None), self.rec("p", b, None, seq=128)]), f)
+        self.fb = os.path.join(self.tmp, "flashbench")
+        self.peers = os.path.join(self.tmp, "peers.py")
+        for path, letter, name in ((self.fb, "F", "fb"), (self.peers, "P", "peers")):
+            with open(path, "w") as f:
+                f.write(self.STAND_IN.format(python=sys.executable, letter=letter, name=name))
+            os.chmod(path, stat.S_IRWXU)
+        self.spec = os.path.join(self.tmp, "spec.json")
+        with open(self.spec, "w") as f:
+            json.dump({"seq": [64, 128], "batch": 1, "heads": 2, "head_dim": 64, "dtype": "bf16"}, f)
+
+    def run_rounds(self, *extra, env=None, out="out"):
+        return run_script("peer_rounds.py", self.spec, "-o", os.path.join(self.tmp, out), "--pair", "k:p",
+                          "--flashbench", self.fb, "--peers", self.peers, *extra, env=env)
+
+    def calls(self):
+        with open(os.path.join(self.tmp, "calls.txt")) as f:
+            return f.read().split()
+
+    def test_rounds_interleave_and_the_ratios_cover_every_round(self):
+        r = self.run_rounds("--run-arg=--kernels=k")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.calls(), ["F1", "P1", "F2", "P2"], "flashbench and the peers take turns, round by round")
+        self.assertRegex(r.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+0\.900\s+0\.950\s+0\.925\s+"
+                                   r"behind in every round")
+        self.assertRegex(r.stdout, r"b1-h2-kv2-n128-d64-bf16-full-fwd\s+1\.200\s+0\.900\s+1\.039\n")
+        self.assertIn("ahead in every round 0, behind in every round 1", r.stdout)
+        with open(os.path.join(self.tmp, "out", "rounds.txt")) as f:
+            self.assertEqual(f.read(), r.stdout)
+        for name in ("fb-1.json", "peers-1.json", "fb-2.json", "peers-2.json", "fb-1.log", "peers-2.log"):
+            self.assertTrue(os.path.isfile(os.path.join(self.tmp, "out", name)), name)
+
+    def test_a_failed_verification_still_counts_and_a_lost_run_stops(self):
+        env = dict(os.environ, STAND_IN_RC_F="1")  # flashbench: a kernel failed verification, results written
+        r = self.run_rounds("--rounds", "1", env=env, out="one")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.remove(os.path.join(self.tmp, "calls.txt"))
+        env = dict(os.environ, STAND_IN_RC_P="3")  # peers.py dies: no results
+        r = self.run_rounds(env=env, out="two")
+        self.assertEqual((r.returncode, r.stdout), (1, ""))
+        self.assertIn("round 1: peers.py exited 3 without its results", r.stderr)
+        self.assertEqual(self.calls(), ["F1", "P1"], "nothing runs after the failed step")
+
+    def test_bad_input_exits_2_with_one_line_and_runs_nothing(self):
+        os.makedirs(os.path.join(self.tmp, "full"))
+        open(os.path.join(self.tmp, "full", "x"), "w").close()
+        bad_spec = os.path.join(self.tmp, "bad.json")
+        with open(bad_spec, "w") as f:
+            json.dump({"seq": [64], "batch": 1, "heads": 2, "head_dim": 64, "dtype": "bf17"}, f)
+        cases = [
+            (["--rounds", "0"], "out", "--rounds: 0 is not a number of rounds"),
+            (["--backends", "cudnn,"], "out", "--backends: 'cudnn,'"),
+            ([], "full", "is not an empty folder"),
+            (["--pair", "k-p"], "out", "--pair: 'k-p' is not OURS:PEER"),
+            (["--flashbench", os.path.join(self.tmp, "nope")], "out", "--flashbench:"),
+        ]
+        for extra, out, message in cases:
+            with self.subTest(args=extra):
+                r = self.run_rounds(*extra, out=out)
+                self.assertEqual((r.returncode, r.stdout), (2, ""))
+                self.assertIn(message, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+        r = run_script("peer_rounds.py", bad_spec, "-o", os.path.join(self.tmp, "out"), "--pair", "k:p",
+                       "--flashbench", self.fb, "--peers", self.peers)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bad.json", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "calls.txt")), "bad input must run nothing")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "out")), "bad input must create nothing")
+
+
+# ---------------------------------------------------------------------------------------------------
 # The spec mirror (scripts/fbspec.py vs src/spec.cpp)
 
 

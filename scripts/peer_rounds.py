@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""A sweep against its PyTorch peers in interleaved rounds, then the ratios per round and over the rounds.
+
+    python3 scripts/peer_rounds.py SPEC.json -o OUT_DIR --pair flash-sm90:torch-cudnn [--pair A:B ...]
+                                   [--rounds 2] [--backends cudnn,flash] [--flashbench build/flashbench]
+                                   [--run-arg=--kernels=flash-sm90 ...] [--markdown]
+
+At a GPU's power cap the clock follows the load, and a single run's ratio to a peer moves by a few percent
+between runs of the same code; a case read once just below 1.0x says little. This runs `flashbench run SPEC`
+and `scripts/peers.py SPEC` in turn, round after round (F1, P1, F2, P2, ...), so that drift over the minutes
+falls on both sides, then `scripts/ratios.py --round` over the rounds: each round's ratio, their geometric mean,
+and the cases behind in every round (the ones a ">= 1.0x everywhere" claim cannot make). The protocol of the
+repo's final sweeps since session 23 (results/h200/s23/).
+
+OUT_DIR (created; must be empty or absent) gets fb-<i>.json and peers-<i>.json with their logs, and
+rounds.txt (also printed). A flashbench run that exits 1 (a kernel failed verification) still counts: its
+results are written and such cases get no ratio. Any other failure stops the rounds with one line naming the
+round and its log, exit status 1. Bad input (spec, flags, OUT_DIR) gets one line and exit status 2, and
+nothing is run.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import fbspec
+import ratios
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class UsageError(Exception):
+    pass
+
+
+def check_args(args):
+    try:
+        fbspec.load_spec(args.spec)
+    except fbspec.SpecError as e:
+        raise UsageError(f"{args.spec}: {e}") from e
+    except OSError as e:
+        raise UsageError(f"{args.spec}: cannot open ({e.strerror})") from e
+    if args.rounds < 1:
+        raise UsageError(f"--rounds: {args.rounds} is not a number of rounds (1 or more; 2 or more to flag cases "
+                         "behind in every round)")
+    for pair in args.pair:
+        ratios.parse_pair(pair)
+    if os.path.exists(args.output) and (not os.path.isdir(args.output) or os.listdir(args.output)):
+        raise UsageError(f"-o: {args.output} exists and is not an empty folder (the rounds would mix with "
+                         "what is there)")
+    if not args.backends.strip() or any(not b.strip() for b in args.backends.split(",")):
+        raise UsageError(f"--backends: '{args.backends}' is not a comma-separated list of peers.py backends")
+    for what, path in (("--flashbench", args.flashbench), ("--peers", args.peers)):
+        if not os.path.isfile(path):
+            raise UsageError(f"{what}: {path} is not a file")
+
+
+def run_step(cmd, out_json, log, ok_codes, what):
+    with open(log, "w") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if rc not in ok_codes or not os.path.isfile(out_json):
+        print(f"peer_rounds.py: {what} exited {rc} without its results (see {log})", file=sys.stderr)
+        return False
+    return True
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("spec", help="sweep spec (JSON), run by flashbench and by peers.py")
+    ap.add_argument("-o", "--output", required=True, help="folder for every round's files and rounds.txt")
+    ap.add_argument("--pair", action="append", required=True, metavar="OURS:PEER",
+                    help="two kernel names for the ratios, e.g. flash-sm90:torch-cudnn; repeat for more")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of flashbench then peers (default 2)")
+    ap.add_argument("--backends", default="cudnn,flash", help="peers.py backends (default cudnn,flash)")
+    ap.add_argument("--flashbench", default=os.path.join("build", "flashbench"), help="the flashbench binary")
+    ap.add_argument("--peers", default=os.path.join(HERE, "peers.py"), help="peers.py (default: the one here)")
+    ap.add_argument("--run-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for every `flashbench run` (repeat; write --run-arg=--kernels=...)")
+    ap.add_argument("--markdown", action="store_true", help="rounds.txt as Markdown tables")
+    args = ap.parse_args(argv)
+    try:
+        check_args(args)
+    except (UsageError, ratios.UsageError) as e:
+        print(f"peer_rounds.py: {e}", file=sys.stderr)
+        return 2
+    out = args.output
+    os.makedirs(out, exist_ok=True)
+    rounds = []
+    for i in range(1, args.rounds + 1):
+        fb, peers = os.path.join(out, f"fb-{i}.json"), os.path.join(out, f"peers-{i}.json")
+        if not run_step([args.flashbench, "run", args.spec, "-q", "-o", fb] + args.run_arg, fb,
+                        os.path.join(out, f"fb-{i}.log"), (0, 1), f"round {i}: flashbench run"):
+            return 1
+        if not run_step([sys.executable, args.peers, args.spec, "--backends", args.backends, "-o", peers], peers,
+                        os.path.join(out, f"peers-{i}.log"), (0,), f"round {i}: peers.py"):
+            return 1
+        rounds += ["--round", fb, peers]
+    cmd = [sys.executable, os.path.join(HERE, "ratios.py")] + rounds
+    for pair in args.pair:
+        cmd += ["--pair", pair]
+    if args.markdown:
+        cmd.append("--markdown")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"peer_rounds.py: ratios.py: {r.stderr.strip()}", file=sys.stderr)
+        return 1
+    with open(os.path.join(out, "rounds.txt"), "w") as f:
+        f.write(r.stdout)
+    sys.stdout.write(r.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
