@@ -403,6 +403,10 @@ class Ratios(unittest.TestCase):
             json.dump(results_doc(records), f)
         return path
 
+    def write_times(self, tmp, name, kernel, times, seqs=(64, 128, 256)):
+        """One kernel's verified results at seq 64, 128, 256 (the given median times)."""
+        return self.write(tmp, name, [self.rec(kernel, ms, seq=seq) for ms, seq in zip(times, seqs)])
+
     def test_ratio_is_peer_over_ours_and_summary_is_its_geomean(self):
         with tempfile.TemporaryDirectory() as tmp:
             ours = self.write(tmp, "ours.json", [self.rec("k", 1.0), self.rec("k", 2.0, seq=128),
@@ -455,14 +459,10 @@ class Ratios(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             # n64: 2.0 then 0.5 (combined 1.0, not behind in every round); n128: 0.9 then 0.8 (behind in both);
             # n256: 1.1 then 1.2 (ahead in both)
-            o1 = self.write(tmp, "o1.json", [self.rec("k", 1.0), self.rec("k", 1.0, seq=128),
-                                             self.rec("k", 1.0, seq=256)])
-            p1 = self.write(tmp, "p1.json", [self.rec("p", 2.0), self.rec("p", 0.9, seq=128),
-                                             self.rec("p", 1.1, seq=256)])
-            o2 = self.write(tmp, "o2.json", [self.rec("k", 2.0), self.rec("k", 1.0, seq=128),
-                                             self.rec("k", 1.0, seq=256)])
-            p2 = self.write(tmp, "p2.json", [self.rec("p", 1.0), self.rec("p", 0.8, seq=128),
-                                             self.rec("p", 1.2, seq=256)])
+            o1 = self.write_times(tmp, "o1.json", "k", [1.0, 1.0, 1.0])
+            p1 = self.write_times(tmp, "p1.json", "p", [2.0, 0.9, 1.1])
+            o2 = self.write_times(tmp, "o2.json", "k", [2.0, 1.0, 1.0])
+            p2 = self.write_times(tmp, "p2.json", "p", [1.0, 0.8, 1.2])
             r = run_script("ratios.py", "--round", o1, p1, "--round", o2, p2, "--pair", "k:p")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertRegex(r.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+2\.000\s+0\.500\s+1\.000\n")
@@ -480,14 +480,11 @@ class Ratios(unittest.TestCase):
 
     def test_a_round_with_a_wrong_or_missing_result_gives_no_ratio(self):
         with tempfile.TemporaryDirectory() as tmp:
-            o1 = self.write(tmp, "o1.json", [self.rec("k", 1.0), self.rec("k", 1.0, seq=128),
-                                             self.rec("k", 1.0, seq=256)])
-            p1 = self.write(tmp, "p1.json", [self.rec("p", 1.0), self.rec("p", 1.0, seq=128),
-                                             self.rec("p", 1.0, seq=256)])
+            o1 = self.write_times(tmp, "o1.json", "k", [1.0, 1.0, 1.0])
+            p1 = self.write_times(tmp, "p1.json", "p", [1.0, 1.0, 1.0])
             # round 2: n128 fast and wrong, n256 not run
             o2 = self.write(tmp, "o2.json", [self.rec("k", 1.0), self.rec("k", 0.1, False, seq=128)])
-            p2 = self.write(tmp, "p2.json", [self.rec("p", 1.0), self.rec("p", 1.0, seq=128),
-                                             self.rec("p", 1.0, seq=256)])
+            p2 = self.write_times(tmp, "p2.json", "p", [1.0, 1.0, 1.0])
             r = run_script("ratios.py", "--round", o1, p1, "--round", o2, p2, "--pair", "k:p")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertRegex(r.stdout, r"b1-h2-kv2-n128-d64-bf16-full-fwd\s+1\.000\s+-\s+-\s+not verified: no ratio")
