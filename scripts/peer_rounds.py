@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 
+import fbresults
 import fbspec
 import ratios
 
@@ -95,19 +96,15 @@ def main(argv):
         if not run_step([sys.executable, args.peers, args.spec, "--backends", args.backends, "-o", peers], peers,
                         os.path.join(out, f"peers-{i}.log"), (0,), f"round {i}: peers.py"):
             return 1
-        rounds += ["--round", fb, peers]
-    cmd = [sys.executable, os.path.join(HERE, "ratios.py")] + rounds
-    for pair in args.pair:
-        cmd += ["--pair", pair]
-    if args.markdown:
-        cmd.append("--markdown")
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"peer_rounds.py: ratios.py: {r.stderr.strip()}", file=sys.stderr)
+        rounds.append([fb, peers])
+    try:
+        text = ratios.report(rounds, args.pair, args.markdown)
+    except (ratios.UsageError, fbresults.ResultsError) as e:
+        print(f"peer_rounds.py: ratios: {e}", file=sys.stderr)
         return 1
     with open(os.path.join(out, "rounds.txt"), "w") as f:
-        f.write(r.stdout)
-    sys.stdout.write(r.stdout)
+        f.write(text)
+    sys.stdout.write(text)
     return 0
 
 

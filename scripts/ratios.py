@@ -189,6 +189,25 @@ def render(rows, groups, pairs, markdown, n_rounds=1):
     return "\n".join(out) + "\n"
 
 
+def report(round_files, pair_texts, markdown=False):
+    """The ratios' text for rounds of results files (one list of files per round; one list is a single run) and
+    OURS:PEER pair texts. Raises UsageError or fbresults.ResultsError on bad input."""
+    pairs = [parse_pair(p) for p in pair_texts]
+    rounds, cases = [], {}
+    for files in round_files:
+        by_key, round_cases = index(files)
+        rounds.append(by_key)
+        cases.update(round_cases)
+    kernels = {k for by_key in rounds for recs in by_key.values() for k in recs}
+    for pair in pairs:
+        for name in pair:
+            if name not in kernels:
+                raise UsageError(f"--pair: no file has results of kernel '{name}' "
+                                 f"(they have: {', '.join(sorted(kernels))})")
+    rows, groups = compute(rounds, cases, pairs)
+    return render(rows, groups, pairs, markdown, len(rounds))
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="flashbench results files (a sweep and its peers)")
@@ -199,27 +218,17 @@ def main(argv):
     ap.add_argument("--markdown", action="store_true", help="Markdown tables")
     args = ap.parse_args(argv)
     try:
-        pairs = [parse_pair(p) for p in args.pair]
+        for p in args.pair:
+            parse_pair(p)
         if args.files and args.rounds:
             raise UsageError("give results files either as FILES (one round) or with --round, not both")
         if not args.files and not args.rounds:
             raise UsageError("no results files: give FILES, or --round FILES... once per round")
-        rounds, cases = [], {}
-        for files in args.rounds or [args.files]:
-            by_key, round_cases = index(files)
-            rounds.append(by_key)
-            cases.update(round_cases)
-        kernels = {k for by_key in rounds for recs in by_key.values() for k in recs}
-        for pair in pairs:
-            for name in pair:
-                if name not in kernels:
-                    raise UsageError(f"--pair: no file has results of kernel '{name}' "
-                                     f"(they have: {', '.join(sorted(kernels))})")
-        rows, groups = compute(rounds, cases, pairs)
+        text = report(args.rounds or [args.files], args.pair, args.markdown)
     except (UsageError, fbresults.ResultsError) as e:
         print(f"ratios.py: {e}", file=sys.stderr)
         return 2
-    sys.stdout.write(render(rows, groups, pairs, args.markdown, len(rounds)))
+    sys.stdout.write(text)
     return 0
 
 
