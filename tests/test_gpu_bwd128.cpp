@@ -13,11 +13,15 @@
 // a device; off Hopper flash-sm90 says why.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#include "flash_sm90/flash_sm90_bwd.h"
 #include "gpu_support.h"
 #include "judge.h"
 #include "registry.h"
@@ -152,4 +156,47 @@ TEST_CASE("head dim 128, non-causal shapes no config names (odd key tiles, seq_q
 
 TEST_CASE("head dim 128, many short blocks (more than the SMs) verify", "[gpu][bwd128]") {
   verify_cases(hdim128_short_block_cases());
+}
+
+// The query tail (kBwd128QTail, flash_sm90_bwd.cu qtail_parts(); the default on non-causal d = 128 passes without a
+// head split since session 24): the grid's last partial wave of (key tile, K/V plane) tiles runs as units, each
+// walking a range of query tiles of every head of its group, their partial dK / dV added into fp32 accumulators for
+// the tail's tiles only and converted into those rows. Shapes of 168-288 tiles (a whole wave and a tail on the H200's
+// 132 SMs) that no config names: 80-query (1025, 1600, 1300) and 64-query (576) kernels, MHA and GQA 2:1, partial
+// last key tiles (1025, 777, 700), seq_q != seq_k both ways; each verified against the fp64 reference beside naive,
+// every gradient element written (NaN-poisoned before the run). A unit walking the wrong query tiles, a partial added
+// to the wrong tile's slot, or a tail row not converted fails dK or dV. The causal row (never split) is a control.
+// On 132 SMs each non-causal row splits (the model's S in the comment); FB_SM90_BWD_QTAIL=off runs them unsplit and
+// =S forces S units.
+TEST_CASE("head dim 128: the backward with the grid's last partial wave split along the queries verifies",
+          "[gpu][bwd128][sm90_qtail]") {
+  namespace sm90 = fb::cuda::flash_sm90;
+  struct Row {
+    int batch, heads, kv_heads, q, k;
+    bool causal;
+    Dtype dtype;
+  };
+  const Row rows[] = {{2, 16, 16, 1025, 1025, false, Dtype::bf16},  // 288 tiles, tail 24, S = 5
+                      {1, 24, 24, 1600, 777, false, Dtype::fp16},   // 168, tail 36, S = 3
+                      {3, 18, 18, 576, 700, false, Dtype::bf16},    // 324, tail 60, S = 2 (64 queries)
+                      {7, 16, 8, 576, 576, false, Dtype::fp16},     // GQA 2:1, 280, tail 16, S = 5
+                      {5, 8, 4, 1300, 1300, false, Dtype::bf16},    // GQA 2:1, 220, tail 88, S = 3
+                      {2, 16, 16, 1025, 1025, true, Dtype::fp16}};  // causal: never split
+  int sms = 0, device = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  const char* env = std::getenv("FB_SM90_BWD_QTAIL");
+  const bool model_on = env == nullptr || std::string(env).empty() || std::string(env) == "default";
+  int split_runs = 0;
+  for (const Row& s : rows) {
+    const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.k, 128, s.dtype, s.causal, Pass::bwd);
+    INFO("case " << c.key());
+    const int parts = sm90::backward_tail_split(c.params());
+    INFO("query tail units " << parts);
+    if (s.causal) CHECK(parts == 1);
+    if (!s.causal && model_on && sms == 132) CHECK(parts > 1);
+    split_runs += parts > 1;
+    verify_cases({c});
+  }
+  if (split_runs == 0) WARN("no run of the query tail (FB_SM90_BWD_QTAIL=off, or a GPU these grids fill differently)");
 }

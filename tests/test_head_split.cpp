@@ -1,6 +1,8 @@
 // The backwards' GQA/MQA head-split model (kernels/common/head_split.h): host code, so its choices are
 // checked here without a GPU; the GPU tests ([bwd_gqa], [flash_split]) check the kernels at every split.
 
+#include <algorithm>
+
 #include "catch.h"
 #include "common/head_split.h"
 
@@ -77,5 +79,39 @@ TEST_CASE("head split: equal units (no causal mask) under near_best 0 take the f
       INFO(heads << " q / " << kv << " kv heads, batch " << batch << " N " << seq);
       CHECK(model_head_split(shape(batch, heads, kv, seq, false), kSms, kBlockN, kBlockM, fastest) == 1);
       CHECK(model_head_split(shape(batch, heads, kv, seq, false), kSms, kBlockN, kBlockM) == 1);
+    }
+}
+
+TEST_CASE("tail split: the grid's last partial wave splits where its units shorten the tail", "[head_split]") {
+  using fb::cuda::model_tail_split;
+  using fb::cuda::TailSplitModel;
+  constexpr int kSms = 132;
+  // flash's warp-grid kernel (units cut the walk anywhere), d = 128, 16k tokens: 2048 blocks, a tail of 68, 64 queries
+  // a step: S = 5 / 5 / 9 at N = 4k / 8k / 16k (flash_bwd.cu tail_split()'s comment, session 10).
+  CHECK(model_tail_split(2048, kSms, 4096 / 64, 1) == 5);
+  CHECK(model_tail_split(2048, kSms, 8192 / 64, 1) == 5);
+  CHECK(model_tail_split(2048, kSms, 16384 / 64, 1) == 9);
+  // flash-sm90 (units of whole query tiles): 5 x 20 heads at N = 1536, 64 queries a step: 1200 tiles, 9 waves and
+  // 12 tiles; 8 units of 3 tiles (ceil(24 / 8)) fit one round, as do 9-11 units (still 3 tiles): the first, 8.
+  TailSplitModel sm90;
+  sm90.whole_tiles = true;
+  CHECK(model_tail_split(1200, kSms, 24, 1, sm90) == 8);
+  // The grid at N = 2k (80 queries a step: 26 tiles): halves of the 68-tile tail are 136 units, two rounds of 13 +
+  // 4 steps, longer than one whole block (30); thirds, two rounds of 9 + 4 = 26: 3.
+  CHECK(model_tail_split(2048, kSms, 26, 1, sm90) == 3);
+  // GQA: a unit walks its range over every head of the group (2 heads: ceil(9 / 5) x 2 = 4 steps + 4).
+  CHECK(model_tail_split(280, kSms, 9, 2, sm90) == 5);
+  // Whole waves, no device, nothing to split, or a tail too full to gain 1%: no split.
+  CHECK(model_tail_split(2 * kSms, kSms, 24, 1, sm90) == 1);
+  CHECK(model_tail_split(1200, 0, 24, 1, sm90) == 1);
+  CHECK(model_tail_split(1200, kSms, 1, 1, sm90) == 1);
+  CHECK(model_tail_split(2 * kSms - 2, kSms, 24, 1, sm90) == 1);
+  // Never more units than query tiles (none would be empty), nor than max_split.
+  for (int tiles = 1; tiles <= 40; ++tiles)
+    for (long long blocks : {140LL, 200LL, 300LL, 1200LL}) {
+      const int s = model_tail_split(blocks, kSms, tiles, 1, sm90);
+      INFO("tiles " << tiles << " blocks " << blocks << " split " << s);
+      CHECK(s >= 1);
+      CHECK(s <= std::min(tiles, sm90.max_split));
     }
 }

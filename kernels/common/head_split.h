@@ -103,4 +103,40 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   return best;
 }
 
+// The tail split: of a non-causal grid's n_blocks equal blocks (`steps` steps each: `heads` runs of `tiles` query
+// tiles), the first n_blocks - tail (tail = n_blocks % sms) run whole, as whole waves; each of the last `tail` may run
+// as S units, whose partial dK / dV the launcher sums in fp32. Model: the tail's units run in ceil(tail S / sms)
+// rounds of (a unit's steps + unit_overhead) against one round of (steps + unit_overhead) unsplit. A unit's steps:
+// steps / S where units cut the (head, tile) walk anywhere (flash's warp-grid kernel), ceil(tiles / S) x heads where
+// every unit walks a range of query tiles of every head (flash-sm90's); S <= the steps or tiles it divides. The S in
+// 2..max_split with the shortest tail, if that is at least min_gain shorter than the unsplit tail; else 1. Fitted
+// for flash in session 10 (flash_bwd.cu tail_split()) and taken by flash-sm90 in session 24 (flash_sm90_bwd.cu
+// qtail_parts()). Host code; no device here (the callers pass the SM count).
+struct TailSplitModel {
+  int max_split = 16;
+  double unit_overhead = 4.0;
+  double min_gain = 0.01;
+  bool whole_tiles = false;  // units walk whole query tiles of every head (flash-sm90)
+};
+
+inline int model_tail_split(long long n_blocks, int sms, int tiles, int heads, const TailSplitModel& m = TailSplitModel{}) {
+  if (sms <= 0 || n_blocks <= 0 || tiles <= 0 || heads <= 0) return 1;
+  const long long tail = n_blocks % sms;
+  if (tail == 0) return 1;
+  const double steps = double(tiles) * heads;
+  const double unsplit = steps + m.unit_overhead;
+  int best = 1;
+  double best_t = unsplit;
+  const int most = std::min<long long>(m.max_split, m.whole_tiles ? tiles : (long long)steps);
+  for (int s = 2; s <= most; ++s) {
+    const double unit = m.whole_tiles ? double((tiles + s - 1) / s) * heads : steps / s;
+    const double t = double((tail * s + sms - 1) / sms) * (unit + m.unit_overhead);
+    if (t < best_t) {
+      best = s;
+      best_t = t;
+    }
+  }
+  return best_t <= (1.0 - m.min_gain) * unsplit ? best : 1;
+}
+
 }  // namespace fb::cuda

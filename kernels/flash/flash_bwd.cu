@@ -241,20 +241,8 @@ int tail_split(const AttentionParams& p) {
   // Outside the probe only after a whole wave (the measured regime; smaller grids would split every
   // block, as the head split does, and want their own measurement).
   if (tail == 0 || (!probe && n_blocks < sms)) return 1;
-  const double steps = double(p.heads / p.kv_heads) * ((p.seq_q + tiles.block_m - 1) / tiles.block_m);
-  constexpr double kUnitOverhead = 4.0;
-  int best = 1;
-  double best_t = steps + kUnitOverhead;
-  const double unsplit_t = best_t;
-  constexpr int kMaxTailSplit = 16;
-  for (int s = 2; s <= kMaxTailSplit && s <= steps; ++s) {
-    const double t = double((tail * s + sms - 1) / sms) * (steps / s + kUnitOverhead);
-    if (t < best_t) {
-      best = s;
-      best_t = t;
-    }
-  }
-  return best_t <= 0.99 * unsplit_t ? best : 1;
+  // The shared model (common/head_split.h, model_tail_split(): units cut the walk anywhere).
+  return model_tail_split(n_blocks, sms, (p.seq_q + tiles.block_m - 1) / tiles.block_m, p.heads / p.kv_heads);
 }
 
 // Whether the main kernel reduces dQ into the tiled accumulator (kDqTiled, TcLaunch::dq_tiled;

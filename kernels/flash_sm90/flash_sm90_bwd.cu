@@ -220,7 +220,7 @@ bool key_tail_order(const AttentionParams& p) {
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
 // pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
 template <typename Elem, typename F>
-auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
+auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -241,6 +241,10 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
             return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
           }
           if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
+          if (qtail) {  // non-causal (qtail_parts())
+            if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128QTail>{});
+            return f(BwdTraits<Elem, 128, kBwd128QTail>{});
+          }
           if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
           return f(BwdTraits<Elem, 128>{});
       }
@@ -249,11 +253,14 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, F&& f) {
   }
   throw std::invalid_argument("flash-sm90 backward: head_dim must be 64, 128 or 256");
 }
+int qtail_parts(const AttentionParams& p);  // below
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
-    case Dtype::fp16: return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
+    case Dtype::fp16:
+      return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), qtail_parts(p) > 1, f);
     case Dtype::bf16:
-      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), f);
+      return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p),
+                                          qtail_parts(p) > 1, f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -378,6 +385,48 @@ int head_split(const AttentionParams& p) {
   return split;
 }
 
+// Into how many units each tile of the grid's last partial wave runs (BwdTraits::kQTail; 1: none, the kernels
+// without it). Non-causal d = 128 passes without a head split, on the default's kernels (64 or 80 queries a step),
+// grids of at least one whole wave: every (key tile, K/V plane) tile is the same work, so n_tiles tiles run as whole
+// waves and a partial last one (2048 tiles on 132 SMs: 15.5 waves run as 16; 1200: 9.1 as 10). The model is flash's
+// (common/head_split.h, model_tail_split(), units of whole query tiles of every head). FB_SM90_BWD_QTAIL=off: never
+// (the kernels before session 24); =S: S units wherever the pass could split (at most its query tiles), for tests
+// and A/B runs.
+int qtail_parts(const AttentionParams& p) {
+  static const int forced = [] {  // 0 the model, -1 off, S > 1 forced
+    const char* e = std::getenv("FB_SM90_BWD_QTAIL");
+    const std::string v = e != nullptr ? e : "";
+    if (v.empty() || v == "default") return 0;
+    if (v == "off") return -1;
+    const int s = std::atoi(v.c_str());
+    if (s < 2 || std::to_string(s) != v)
+      throw std::invalid_argument("FB_SM90_BWD_QTAIL: '" + v + "' is not off, default or a number of units >= 2");
+    return s;
+  }();
+  if (forced < 0 || p.causal || p.head_dim != 128 || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
+      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || p.kv_heads < 1 || p.heads % p.kv_heads != 0)
+    return 1;
+  if (!default_choice_variant() && bwd128_variant() != kBwd128Q64) return 1;
+  if (head_split(p) > 1) return 1;
+  // As head_split(): no device, no split (the workspace is asked for where no device may be).
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  constexpr int kBlockN = 128;  // BwdTraits<*, 128>::kBlockN
+  const int block_m = q80_kernel(p) ? 80 : 64;
+  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
+  const long long n_tiles = (long long)((p.seq_k + kBlockN - 1) / kBlockN) * p.batch * p.kv_heads;
+  if (n_tiles % sms == 0) return 1;
+  if (forced > 0) return std::min(forced, q_tiles);
+  if (n_tiles < sms) return 1;  // one partial wave: every tile would split (not measured)
+  TailSplitModel model;
+  model.whole_tiles = true;
+  return model_tail_split(n_tiles, sms, q_tiles, p.group(), model);
+}
+
 // Query rows per (batch, head) plane of the LSE, D and dQ accumulator arrays: the portable backward's
 // padding (whole tiles of 64 and 128), or whole 80-query tiles for the 80-query kernel (BwdTraits::kQ80).
 template <typename Tr> int seq_pad_of(const AttentionParams& p) {
@@ -388,6 +437,17 @@ struct Workspace {
   std::size_t lse = 0, d = 0, dq = 0, dkv = 0, total = 0;
 };
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
+
+// The query tail's tiles (BwdParams::tail_first on): the grid's last partial wave, n_tiles % SMs.
+std::int64_t qtail_tiles(const AttentionParams& p) {
+  constexpr std::int64_t kBlockN = 128;  // BwdTraits<*, 128>::kBlockN
+  const std::int64_t n_tiles = (p.seq_k + kBlockN - 1) / kBlockN * p.batch * p.kv_heads;
+  return n_tiles % current_sm_count();
+}
+// Its fp32 dK and dV accumulators: 128 keys x d a tile, each.
+std::size_t qtail_dkv_floats(const AttentionParams& p) {
+  return 2 * std::size_t(qtail_tiles(p)) * 128 * std::size_t(p.head_dim);
+}
 
 Workspace workspace_layout(const AttentionParams& p) {
   // The 80-query kernel pads to whole tiles of 80; the larger of the two covers a head split's kernel
@@ -406,6 +466,9 @@ Workspace workspace_layout(const AttentionParams& p) {
     const std::size_t keys = (std::size_t(p.seq_k) + kKeyTile - 1) / kKeyTile * kKeyTile;
     w.dkv = w.total;
     w.total = w.dkv + 2 * align_up(std::size_t(p.batch) * p.kv_heads * keys * p.head_dim * sizeof(float));
+  } else if (qtail_parts(p) > 1) {
+    w.dkv = w.total;
+    w.total = w.dkv + align_up(qtail_dkv_floats(p) * sizeof(float));
   }
   return w;
 }
@@ -423,19 +486,16 @@ template <typename Tr> struct Convert {
   static_assert(kStride % 4 == 0 && Tr::kDqCols % kVecElems == 0, "16-byte rows and writes");
 };
 
-// The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks).
+// One accumulator block (src: kDqWgFloats in the wgmma register order) into rows [row0, row0 + kRows) and columns
+// [cb kDqCols, (cb + 1) kDqCols) of the [seq, d] plane at plane; rows at or past seq are left out.
 template <typename Tr, bool kTransposed>
-__device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::Elem* dq, int seq,
-                                                 int n_qtiles, float* tile) {
+__device__ __forceinline__ void convert_acc_block(const float* acc_block, typename Tr::Elem* plane, int row0, int cb,
+                                                  int seq, float* tile) {
   using Cv = Convert<Tr>;
   using Elem = typename Tr::Elem;
-  const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
-  const int cb = int(block % Tr::kDqBlocks);
-  const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
-  const std::int64_t bh = block / Tr::kDqBlocks / n_qtiles;
   const int tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
-  const float4* src = reinterpret_cast<const float4*>(acc + block * Tr::kDqWgFloats);
+  const float4* src = reinterpret_cast<const float4*>(acc_block);
 #pragma unroll
   for (int g = 0; g < Tr::kDqRegs / 4; ++g) {
     const float4 v = src[g * Cv::kThreads + tid];
@@ -459,7 +519,7 @@ __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::
   __syncthreads();
   for (int k = tid; k < Cv::kRows * Cv::kVecsPerRow; k += Cv::kThreads) {
     const int r = k / Cv::kVecsPerRow, vec = k % Cv::kVecsPerRow;
-    const int q = qtile * Cv::kRows + r;
+    const int q = row0 + r;
     if (q >= seq) continue;
     const float* x = tile + r * Cv::kStride + vec * Cv::kVecElems;
     uint4 out;
@@ -467,9 +527,20 @@ __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::
     out.y = ptx::pack2<Elem>(x[2], x[3]);
     out.z = ptx::pack2<Elem>(x[4], x[5]);
     out.w = ptx::pack2<Elem>(x[6], x[7]);
-    *reinterpret_cast<uint4*>(dq + (bh * seq + q) * Tr::kHeadDim + cb * Tr::kDqCols +
-                              vec * Cv::kVecElems) = out;
+    *reinterpret_cast<uint4*>(plane + std::int64_t(q) * Tr::kHeadDim + cb * Tr::kDqCols + vec * Cv::kVecElems) = out;
   }
+}
+
+// The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks).
+template <typename Tr, bool kTransposed>
+__device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::Elem* dq, int seq,
+                                                 int n_qtiles, float* tile) {
+  const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
+  const int cb = int(block % Tr::kDqBlocks);
+  const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
+  const std::int64_t bh = block / Tr::kDqBlocks / n_qtiles;
+  convert_acc_block<Tr, kTransposed>(acc + block * Tr::kDqWgFloats, dq + bh * seq * Tr::kHeadDim,
+                                     qtile * Convert<Tr>::kRows, cb, seq, tile);
 }
 
 template <typename Tr>
@@ -489,6 +560,32 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
                            int n_qtiles) {
   __shared__ __align__(16) float tile[Convert<Tr>::kRows * Convert<Tr>::kStride];
   convert_dq_block<Tr, true>(acc, dq, seq, n_qtiles, tile);
+}
+
+// Query tail (BwdTraits::kQTail): the tail tiles' fp32 dK and dV accumulators (send_dkv_tail's layout: per tail tile
+// and 64-key half, kDqBlocks blocks of 64 keys x 64 columns in the wgmma register order, dK's then dV's) into dK and
+// dV rows. One block per accumulator block, as bwd_convert_dq_kernel; tile t = tail_first + slot is found as the main
+// kernel finds it (bwd_work), rows past seq_k left out.
+template <typename Tr, typename DkvTr>
+__global__ void __launch_bounds__(Convert<DkvTr>::kThreads)
+    bwd_convert_qtail_kernel(const __grid_constant__ BwdParams prm) {
+#if FB_PTX_SM90A
+  __shared__ __align__(16) float tile[Convert<DkvTr>::kRows * Convert<DkvTr>::kStride];
+  constexpr int kHalves = Tr::kBlockN / Tr::kWgKeys;
+  const std::int64_t per_matrix = std::int64_t(prm.n_tiles - prm.tail_first) * kHalves * Tr::kDqBlocks;
+  const bool is_dv = blockIdx.x >= per_matrix;
+  const std::int64_t block = blockIdx.x - (is_dv ? per_matrix : 0);
+  const int cb = int(block % Tr::kDqBlocks);
+  const int half = int(block / Tr::kDqBlocks % kHalves);
+  const int slot = int(block / Tr::kDqBlocks / kHalves);
+  const BwdWork w = bwd_work<Tr>(prm, unsigned(prm.tail_first + slot));
+  using Elem = typename Tr::Elem;
+  Elem* out = static_cast<Elem*>(is_dv ? prm.dv : prm.dk) + std::int64_t(w.kv_bh) * prm.mask.seq_k * Tr::kHeadDim;
+  convert_acc_block<DkvTr, false>(prm.dkv_acc + blockIdx.x * std::int64_t(DkvTr::kDqWgFloats), out,
+                                  w.n0 + half * Tr::kWgKeys, cb, prm.mask.seq_k, tile);
+#else
+  __trap();
+#endif
 }
 
 // Blocks of a persistent backward (BwdTraits::kPersistent) for n_tiles work tiles: one per SM, each
@@ -702,7 +799,8 @@ bool plane_major(const AttentionParams& p) {
   return p.head_dim == 128 && bwd128_variant() != kBwd128NoPlaneMajor;
 }
 
-// split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators.
+// split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators (the query tail's,
+// kQTail: zeroed here).
 template <typename Tr>
 void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
             cudaStream_t stream, int split = 1, float* dkv_acc = nullptr) {
@@ -748,6 +846,15 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     // split_key_tail(): virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
     if constexpr (Tr::kKeyTail) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
   }
+  long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
+  if constexpr (Tr::kQTail) {
+    const std::int64_t tail = qtail_tiles(p);
+    prm.tail_first = prm.n_tiles - int(tail);
+    prm.tail_parts = qtail_parts(p);
+    prm.dkv_acc = dkv_acc;
+    qtail_units = tail * (prm.tail_parts - 1);
+    FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, qtail_dkv_floats(p) * sizeof(float), stream));
+  }
   if constexpr (Tr::kKeyTail)
     prm.grouped_tiles = grouped_key_tiles(p, prm.key_tiles, prm.kv_planes, prm.plane_group, Tr::kBlockN,
                                           Tr::kBlockM, prm.group);
@@ -757,7 +864,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
                                      int(Tr::kSmemBytes)));
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
-                                           : prm.n_tiles;
+                                           : prm.n_tiles + qtail_units;
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
@@ -771,6 +878,14 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   }
   FB_CUDA_CHECK_LAUNCH();
+  if constexpr (Tr::kQTail) {
+    // The tail's dK and dV rows from their accumulators.
+    using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
+    static_assert(DkvTr::kDqWgFloats == Tr::kDkvBlockFloats, "dK, dV partial blocks as DkvTr's dQ blocks");
+    const std::int64_t acc_blocks = 2 * qtail_tiles(p) * (Tr::kBlockN / Tr::kWgKeys) * Tr::kDqBlocks;
+    bwd_convert_qtail_kernel<Tr, DkvTr><<<unsigned(acc_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(prm);
+    FB_CUDA_CHECK_LAUNCH();
+  }
   if constexpr (Tr::kHeadSplit) {
     // dK and dV from their accumulators: the same block layout as the 64-query kernel's dQ, per K/V
     // plane and 64 keys (also under Q80: its partial blocks are 64 keys, kDkvBlockFloats).
@@ -843,6 +958,10 @@ int backward_key_tile(const AttentionParams& p) {
   return with_traits(p, [](auto tr) { return int(decltype(tr)::kBlockN); });
 }
 
+int backward_tail_split(const AttentionParams& p) {
+  return backward_unsupported(p) != nullptr ? 1 : qtail_parts(p);
+}
+
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
   return workspace_layout(p).total;
 }
@@ -882,7 +1001,7 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   with_traits(p, [&](auto tr) {
     using Tr = decltype(tr);
     prepass(tr);
-    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream);
+    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, Tr::kQTail ? reinterpret_cast<float*>(base + ws.dkv) : nullptr);
   });
 }
 

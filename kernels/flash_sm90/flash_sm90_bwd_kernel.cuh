@@ -50,6 +50,11 @@ struct BwdParams {
   // Key tail order (kKeyTail, flash_sm90_bwd_traits.h): key tiles [0, grouped_tiles) in plane groups, the
   // rest over all planes. In the padding of the 640-byte block: no other variant's parameters move.
   int grouped_tiles;
+  // Query tail (kQTail, flash_sm90_bwd_traits.h): tiles [tail_first, n_tiles) run as tail_parts units each,
+  // blocks [tail_first + (t - tail_first) * tail_parts, ... + tail_parts) for tile t; their partial dK, dV go to
+  // dkv_acc ([2][n_tiles - tail_first tiles][kBlockN / 64][kDqBlocks][kDkvBlockFloats], dK then dV).
+  int tail_first;
+  int tail_parts;
 };
 static_assert(sizeof(BwdParams) == 640, "the parameter block keeps its size (the default kernels' PTX)");
 
@@ -180,6 +185,29 @@ __device__ __forceinline__ BwdWork bwd_work(const BwdParams& prm, unsigned tile)
   w.kv_bh = first_plane + within % planes_here;
   bwd_work_rows<Tr>(prm, w);
   return w;
+}
+
+// Block `block` of a query-tail grid (kQTail): blocks below tail_first are their tiles; the rest are units,
+// tail_parts a tile, unit s of tile t walking query tiles [s n / S, (s + 1) n / S) of the n its heads see
+// (every one without a causal mask; S = tail_parts <= n, so none is empty).
+template <typename Tr>
+__device__ __forceinline__ BwdWork bwd_work_qtail(const BwdParams& prm, unsigned block) {
+  if (block < unsigned(prm.tail_first)) return bwd_work<Tr>(prm, block);
+  const int unit = int(block - unsigned(prm.tail_first));
+  const int part = unit % prm.tail_parts;
+  BwdWork w = bwd_work<Tr>(prm, unsigned(prm.tail_first + unit / prm.tail_parts));
+  const int n = w.per_head;
+  const int lo = part * n / prm.tail_parts, hi = (part + 1) * n / prm.tail_parts;
+  w.m_begin += lo;
+  w.per_head = hi - lo;
+  w.steps = w.per_head * prm.group;
+  return w;
+}
+
+// The block's work (one block per tile or unit; persistent kernels find their tiles with bwd_work).
+template <typename Tr> __device__ __forceinline__ BwdWork bwd_block_work(const BwdParams& prm) {
+  if constexpr (Tr::kQTail) return bwd_work_qtail<Tr>(prm, blockIdx.x);
+  return bwd_work<Tr>(prm, blockIdx.x);
 }
 
 template <typename Tr>
@@ -399,6 +427,25 @@ __device__ __forceinline__ void send_acc_block(const BwdSmem<Tr>& sm, int cw, in
   }
 }
 
+// A partial dK (times the softmax scale) and dV for consumer cw's 64 keys, each 64-column block staged as
+// send_acc_block does and added into the fp32 accumulators at blocks block0 + c of dK's and of dV's (dv_blocks
+// further on); then, unless persistent, wait for the reductions.
+template <typename Tr>
+__device__ __forceinline__ void send_dkv_blocks(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
+                                                const float (&dk)[Tr::kDkvRegs], const float (&dv)[Tr::kDkvRegs],
+                                                std::int64_t block0, std::int64_t dv_blocks) {
+  float* const acc_dv = prm.dkv_acc + dv_blocks * Tr::kDkvBlockFloats;
+#pragma unroll
+  for (int c = 0; c < Tr::kDqBlocks; ++c) {
+    send_acc_block<Tr>(sm, cw, ctid, dk, c * Tr::kDkvBlockRegs, prm.scale,
+                       prm.dkv_acc + (block0 + c) * Tr::kDkvBlockFloats);
+    send_acc_block<Tr>(sm, cw, ctid, dv, c * Tr::kDkvBlockRegs, 1.f, acc_dv + (block0 + c) * Tr::kDkvBlockFloats);
+  }
+  // Persistent: the kernel waits for the reductions after its last unit.
+  if constexpr (!Tr::kPersistent)
+    if (ctid == 0) ptx::bulk_wait_group_all();
+}
+
 // Head split: this unit's partial dK (times the softmax scale) and dV for consumer cw's 64 keys, each
 // 64-column block staged as send_acc_block does and added into the fp32 accumulators (the convert
 // kernel writes dK and dV); then, unless persistent, wait for the reductions.
@@ -411,17 +458,19 @@ __device__ __forceinline__ void send_dkv_partials(const BwdParams& prm, const Bw
   const std::int64_t key_tiles64 = std::int64_t(prm.key_tiles) * (Tr::kBlockN / Tr::kWgKeys);
   const std::int64_t block0 =
       (std::int64_t(kv_plane<Tr>(prm, w)) * key_tiles64 + wg_key0 / Tr::kWgKeys) * Tr::kDqBlocks;
-  float* const acc_dv = prm.dkv_acc + planes * key_tiles64 * Tr::kDqBlocks * Tr::kDkvBlockFloats;
-#pragma unroll
-  for (int c = 0; c < Tr::kDqBlocks; ++c) {
-    send_acc_block<Tr>(sm, cw, ctid, dk, c * Tr::kDkvBlockRegs, prm.scale,
-                       prm.dkv_acc + (block0 + c) * Tr::kDkvBlockFloats);
-    send_acc_block<Tr>(sm, cw, ctid, dv, c * Tr::kDkvBlockRegs, 1.f,
-                       acc_dv + (block0 + c) * Tr::kDkvBlockFloats);
-  }
-  // Persistent: the kernel waits for the reductions after its last unit.
-  if constexpr (!Tr::kPersistent)
-    if (ctid == 0) ptx::bulk_wait_group_all();
+  send_dkv_blocks<Tr>(prm, sm, cw, ctid, dk, dv, block0, planes * key_tiles64 * Tr::kDqBlocks);
+}
+
+// Query tail (kQTail): a unit's partial dK, dV into the tail's accumulators (BwdParams::tail_first), at its tile's
+// slot among the tail's tiles.
+template <typename Tr>
+__device__ __forceinline__ void send_dkv_tail(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
+                                              const float (&dk)[Tr::kDkvRegs], const float (&dv)[Tr::kDkvRegs]) {
+  constexpr int kHalves = Tr::kBlockN / Tr::kWgKeys;
+  const std::int64_t slot = (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts);
+  const std::int64_t tail_tiles = prm.n_tiles - prm.tail_first;
+  send_dkv_blocks<Tr>(prm, sm, cw, ctid, dk, dv, (slot * kHalves + cw) * Tr::kDqBlocks,
+                      tail_tiles * kHalves * Tr::kDqBlocks);
 }
 
 // The staged dK/dV epilogue (BwdTraits::kEpiSmem; bwd_consume and bwd_consume_q80): dK (times the
@@ -632,6 +681,12 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     send_dkv_partials<Tr>(prm, sm, w, cw, ctid, wg_key0, dk, dv);
     return;
   }
+  if constexpr (Tr::kQTail) {
+    if (blockIdx.x >= unsigned(prm.tail_first)) {
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv);
+      return;
+    }
+  }
   Elem* gdk = static_cast<Elem*>(prm.dk);
   Elem* gdv = static_cast<Elem*>(prm.dv);
   if constexpr (Tr::kEpiSmem) {
@@ -829,6 +884,12 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     // ptxas spilled (4 bytes, bf16).
     send_dkv_partials<Tr>(prm, sm, bwd_work<Tr>(prm, blockIdx.x), cw, ctid, wg_key0, dk, dv);
     return;
+  }
+  if constexpr (Tr::kQTail) {
+    if (blockIdx.x >= unsigned(prm.tail_first)) {
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv);
+      return;
+    }
   }
   if (ctid == 0) ptx::bulk_wait_group_all();
 
@@ -1048,7 +1109,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
                              ~std::uint32_t(Tr::kAtomBytes - 1);
   const BwdSmem<Tr> sm{base};
   const BwdBarriers<Tr> bars{base + Tr::kOffBar};
-  const BwdWork w = bwd_work<Tr>(prm, blockIdx.x);  // persistent: the first tile
+  const BwdWork w = bwd_block_work<Tr>(prm);  // persistent: the first tile
 
   if (threadIdx.x == 0) {
     ptx::mbar_init(bars.kv_full(), 1);

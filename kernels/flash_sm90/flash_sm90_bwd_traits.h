@@ -147,9 +147,20 @@ namespace fb::cuda::flash_sm90 {
 //   (Measured and removed in session 16: qtail at d = 64, the persistent kernel's last partial round of work tiles
 //   split along the queries into parts with fp32 dK/dV partials; pooled over calls A and B +0.8 to +2.8% on the split
 //   rows, -0.4% with halves, while identical-kernel controls in the same call read 0.988-1.024: the rule was not met.)
+//   Session 24 at d = 128 (a bit with or without kBwd128Q80; non-causal passes without a head split where the launcher's
+//   model says so, qtail_parts() in flash_sm90_bwd.cu; FB_SM90_BWD_QTAIL=off runs without it):
+//   kBwd128QTail        the grid's last partial wave split along the queries. Every (key tile, K/V plane) tile of a
+//                       non-causal pass is the same work, so n_tiles blocks on the SMs run as whole waves and a last
+//                       partial one (2048 tiles on 132 SMs: 15.5 waves run as 16; 1200: 9.1 as 10). Tiles
+//                       [0, tail_first) run whole, one block each; each of the rest runs as tail_parts blocks
+//                       (units), unit s walking query tiles [s n / S, (s + 1) n / S) of the tile's n (every head
+//                       of the group), its partial dK and dV added into fp32 accumulators (BwdParams::dkv_acc, the
+//                       tail's tiles only, the head split's block layout) that the launcher converts. The launch
+//                       is one grid, the whole tiles first, so the units fill the SMs the last wave left idle.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
-              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536;
+              kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
+              kBwd128QTail = 1 << 17;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -186,6 +197,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // The head split's units too (d = 128), in the order of its virtual planes (flash_sm90_bwd_kernel.cuh).
   static constexpr bool kKeyTail =
       ((kHeadSplit && kHeadDim == 128 ? kVariant64 : kBits128) & kBwd128KeyTail) != 0;
+  // The last partial wave's tiles split along the queries (kBwd128QTail above): one block per unit.
+  static constexpr bool kQTail = (kBits128 & kBwd128QTail) != 0;
   // Both consumers read dS^T from shared memory (a barrier between them every step).
   static constexpr bool kSharedDs = kSplitDq || kSplitDqRows || kSplitHead;
 
@@ -302,7 +315,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
   static_assert(!kKeyTail || (!kPersistent && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
                 "the key-tile tail order: one block per tile, not with session 9-11's probes");
-  static_assert(!kHeadSplit || kDkvBlockBytes <= kDqWgBytes, "dK, dV partial blocks stage in the dQ buffer");
+  static_assert(!(kHeadSplit || kQTail) || kDkvBlockBytes <= kDqWgBytes,
+                "dK, dV partial blocks stage in the dQ buffer");
+  static_assert(!kQTail || (kEpiSmem && !kPersistent && !kTail && !kKeyTail && !kQ80Mask && !kMaskBranch &&
+                            kExp2PolyEighths == 0),
+                "the query tail: the one-block-per-tile non-causal kernels (64 or 80 queries), alone");
   static_assert(kSplitDqRows ? kBlockM == kConsumerWgs * kDqRows : kBlockM == kDqTileRows,
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
@@ -311,7 +328,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
-                                                         kBwd128KeyTail)) == 0)),
+                                                         kBwd128KeyTail | kBwd128QTail)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
@@ -321,7 +338,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                                                   : kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem))) &&
                                                 kDqWgBytes >= kQBytes),
                 "the staged epilogue's buffers hold a consumer's dK and dV");
-  static_assert(!kHeadSplit || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
+  static_assert(!(kHeadSplit || kQTail) || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
