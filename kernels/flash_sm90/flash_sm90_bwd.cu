@@ -321,8 +321,8 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // units cost more than the model says (32 q / 1 kv head at N = 4096: 8 subsets 431 TFLOP/s, 2 subsets
 // 395, modelled equal), and short ones more overhead than 2 steps (8 / 1 at N = 1024: 8 subsets 233,
 // 2 subsets 291). kUnitOverhead = 4, kNearBest = 5% and at most 8 subsets picked the measured best or
-// within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 non-causal passes take the fastest
-// modelled split, below). Only GQA/MQA at d = 64 or 128 with few
+// within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 (d = 128) and 24 (d = 64) non-causal
+// passes take the fastest modelled split, below). Only GQA/MQA at d = 64 or 128 with few
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
 // (1: off) where N divides the group, for A/B runs.
 int head_split(const AttentionParams& p) {
@@ -351,18 +351,20 @@ int head_split(const AttentionParams& p) {
   const auto [block_n, block_m] = with_default_tiles(
       p.head_dim, [](auto tr) { return std::pair<int, int>(decltype(tr)::kBlockN, decltype(tr)::kBlockM); });
   // Without a causal mask every unit of a split is as long as the others, so the model's time is its wave count,
-  // and more subsets only add fp32 dK / dV partials: such passes at d = 128 take the modelled fastest split
-  // (near_best 0), not the largest within 5% of it (a preference fitted on causal MQA, whose first key tiles' units
-  // run long; d = 64 keeps it: not measured there).
+  // and more subsets only add fp32 dK / dV partials: such passes take the modelled fastest split (near_best 0), not
+  // the largest within 5% of it (a preference fitted on causal MQA, whose first key tiles' units run long).
   // Session 23's call D (results/h200/s23/callD/; a shape no config names, 24 q / 4 kv heads, batch 2, bf16):
   // N = 5120 split 2 (the fastest modelled, 1220 against 1260 for 6) read 1.038 / 1.063x the default's 6,
   // N = 2500 split 3 1.028 / 1.005x; the GQA grid's non-causal rows model no split either way (unchanged). Call E
   // (results/h200/s23/callE/, this rule against the one before, two interleaved rounds) on four shapes out of that
   // sample whose split it changes (64 q / 8 kv N = 1536 4 -> 2, 32 / 4 N = 6000 8 -> 2, 16 / 2 N = 4096 8 -> 2,
   // 12 / 2 N = 4096 6 -> 2): 1.026-1.103x, geomean 1.069x (its rule, written before the run: >= 1.02x); 24 / 4
-  // 1.036-1.083x.
+  // 1.036-1.083x. d = 64 since session 24's call A (results/h200/s24/callA/split64/, the job and rule prepared in
+  // session 23; the fastest split forced against the default, two interleaved rounds, verified; 16 / 2 b3 N = 4096
+  // 4 -> 2, 32 / 4 b2 N = 3000 4 -> 2, 64 / 8 b1 N = 3000 4 -> 2, 16 / 2 b1 N = 6000 8 -> 4, 12 / 2 b6 N = 6000
+  // 6 -> 3): 1.013-1.105x, geomean 1.039x (rule >= 1.02x, every shape >= 0.99x in both rounds).
   HeadSplitModel model;
-  if (!p.causal && p.head_dim == 128) model.near_best = 0.0;
+  if (!p.causal) model.near_best = 0.0;
   const int split = model_head_split(p, sms, block_n, block_m, model);
   if (split > 1 && split_key_tail(p)) {
     // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
