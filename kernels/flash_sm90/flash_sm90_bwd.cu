@@ -960,6 +960,10 @@ int backward_key_tile(const AttentionParams& p) {
   return with_traits(p, [](auto tr) { return int(decltype(tr)::kBlockN); });
 }
 
+int backward_head_split(const AttentionParams& p) {
+  return backward_unsupported(p) != nullptr ? 1 : head_split(p);
+}
+
 int backward_tail_split(const AttentionParams& p) {
   return backward_unsupported(p) != nullptr ? 1 : qtail_parts(p);
 }

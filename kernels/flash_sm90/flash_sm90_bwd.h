@@ -17,6 +17,9 @@ std::size_t backward_smem_bytes(const AttentionParams& p);
 std::size_t backward_workspace_bytes(const AttentionParams& p);
 // Keys per block (the byte model's key tile); 0 when unsupported.
 int backward_key_tile(const AttentionParams& p);
+// Into how many subsets each K/V plane's query heads are split over blocks (GQA/MQA; 1: none). Needs a device to say
+// more than 1 (the SM count); tests use it.
+int backward_head_split(const AttentionParams& p);
 // Into how many units each tile of the grid's last partial wave runs (the query tail; 1: none). Needs a device to
 // say more than 1 (the SM count); tests use it.
 int backward_tail_split(const AttentionParams& p);
