@@ -512,6 +512,48 @@ class Ratios(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------------------------------
+# grid_tables.py: the README's tables of a sweep beside its peers, over rounds
+
+
+class GridTables(unittest.TestCase):
+    CASE, rec, write = Ratios.CASE, Ratios.rec, Ratios.write
+
+    def test_times_are_the_rounds_geomean_and_ratios_peer_over_ours(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # k: 1.0 then 4.0 ms at n64 (geomean 2.0); p: 4.0 then 4.0 (4.0): ratio 2.0. At n128 k fails
+            # verification in round 2: no figure for k, no ratio; p keeps its figure.
+            o1 = self.write(tmp, "o1.json", [self.rec("k", 1.0), self.rec("k", 1.0, seq=128)])
+            p1 = self.write(tmp, "p1.json", [self.rec("p", 4.0), self.rec("p", 2.0, seq=128)])
+            o2 = self.write(tmp, "o2.json", [self.rec("k", 4.0), self.rec("k", 0.1, False, seq=128)])
+            p2 = self.write(tmp, "p2.json", [self.rec("p", 4.0), self.rec("p", 2.0, seq=128)])
+            r = run_script("grid_tables.py", "--round", o1, p1, "--round", o2, p2, "--lead", "k", "--kernels", "k,p",
+                           "--pair", "k:p")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("fwd, bf16, head dim 64, non-causal (2 round(s)):", r.stdout)
+            self.assertIn("| case | k ms | k TFLOP/s | p TFLOP/s | k vs p |", r.stdout)
+            flops = peers.make_record(dict(self.CASE), "k", "ok", times_ms=[1.0])["flops"]
+            self.assertIn(f"| b1-h2-kv2-n64-d64-bf16-full-fwd | 2.000 | {flops / 2e-3 / 1e12:.0f} | "
+                          f"{flops / 4e-3 / 1e12:.0f} | 2.000× |", r.stdout)
+            self.assertRegex(r.stdout, r"\| b1-h2-kv2-n128-d64-bf16-full-fwd \| — \| — \| \d+ \| — \|")
+
+    def test_bad_input_exits_2_with_one_line_and_no_output(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = self.write(tmp, "ours.json", [self.rec("k", 1.0)])
+            peer = self.write(tmp, "peer.json", [self.rec("p", 1.0)])
+            for extra, message in ((["--lead", "x", "--kernels", "k"], "no file has results of kernel 'x'"),
+                                   (["--lead", "k", "--kernels", "k", "--pair", "k-p"], "is not OURS:PEER"),
+                                   (["--lead", "k", "--kernels", ","], "--kernels: no kernel named")):
+                with self.subTest(args=extra):
+                    r = run_script("grid_tables.py", "--round", ours, peer, *extra)
+                    self.assertEqual((r.returncode, r.stdout), (2, ""))
+                    self.assertIn(message, r.stderr)
+                    self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+            r = run_script("grid_tables.py", "--round", ours, ours, "--lead", "k", "--kernels", "k")
+            self.assertEqual((r.returncode, r.stdout), (2, ""))
+            self.assertIn("is also in", r.stderr)
+
+
+# ---------------------------------------------------------------------------------------------------
 # peer_rounds.py: a sweep and its peers in interleaved rounds, with stand-ins for flashbench and peers.py
 
 
