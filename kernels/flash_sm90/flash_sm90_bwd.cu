@@ -4,7 +4,7 @@
 //
 // dQ is summed in fp32 by bulk reductions in global memory, so its last bits may differ from run to
 // run; dK and dV are summed in a fixed order and repeat exactly, except under a head split (GQA/MQA,
-// head_split() below), where they are summed as dQ is.
+// head_split() below) and in the query tail's tiles (qtail_parts() below), where they are summed as dQ is.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -391,9 +391,12 @@ int head_split(const AttentionParams& p) {
 // without it). Non-causal d = 128 passes without a head split, on the default's kernels (64 or 80 queries a step),
 // grids of at least one whole wave: every (key tile, K/V plane) tile is the same work, so n_tiles tiles run as whole
 // waves and a partial last one (2048 tiles on 132 SMs: 15.5 waves run as 16; 1200: 9.1 as 10). The model is flash's
-// (common/head_split.h, model_tail_split(), units of whole query tiles of every head). FB_SM90_BWD_QTAIL=off: never
-// (the kernels before session 24); =S: S units wherever the pass could split (at most its query tiles), for tests
-// and A/B runs.
+// (common/head_split.h, model_tail_split(), units of whole query tiles of every head). Session 24's call B
+// (results/h200/s24/callB/, against FB_SM90_BWD_QTAIL=off, two interleaved rounds, 16 split cases: the issue-13 grid
+// N = 2k-16k bf16 / fp16, MHA 5 x 20 / 40 heads N 1536-6144, GQA 32 q / 8 kv N = 1900): geomean 1.0105x, 0.994-1.048x
+// (its rule, written before the run: >= 1.01x, no case below 0.98x in both rounds); below the model (+0.8-8.1%): a
+// unit's fp32 partials cost more than the 4 steps it charges. FB_SM90_BWD_QTAIL=off: never (the kernels before
+// session 24); =S: S units wherever the pass could split (at most its query tiles), for tests and A/B runs.
 int qtail_parts(const AttentionParams& p) {
   static const int forced = [] {  // 0 the model, -1 off, S > 1 forced
     const char* e = std::getenv("FB_SM90_BWD_QTAIL");
