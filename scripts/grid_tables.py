@@ -6,7 +6,7 @@
                                    --pair flash-sm90:torch-cudnn [--pair flash:torch-flash ...]
 
 One table per (pass, dtype, head dim, mask), one row per (batch, heads, kv_heads, seq_q, seq_k), in the order
-scripts/ratios.py uses. Columns: the lead kernel's time (ms), every --kernels kernel's TFLOP/s, and every --pair's
+scripts/ratios.py uses, labelled by the case key (--by-seq: by N). Columns: the lead kernel's time (ms), every --kernels kernel's TFLOP/s, and every --pair's
 ratio (PEER's time / OURS's: above 1, OURS is faster). Over rounds (--round, as in ratios.py: each names one round's
 files, a sweep and its peers run in turn in one device call), a kernel's time is the geometric mean of its rounds'
 medians and its TFLOP/s the case's FLOP count over that time; a ratio is then the geometric mean of the rounds'
@@ -39,7 +39,7 @@ def time_of(records):
     return ratios.geomean(times) if times else None
 
 
-def tables(round_files, lead, kernels, pairs):
+def tables(round_files, lead, kernels, pairs, by_seq=False):
     rounds, cases = [], {}
     for files in round_files:
         by_key, round_cases = ratios.index(files)
@@ -56,7 +56,7 @@ def tables(round_files, lead, kernels, pairs):
         groups.setdefault((c["pass"], c["dtype"], c["head_dim"], c["causal"]), []).append(key)
     out = []
     for (pass_, dtype, head_dim, causal), keys in groups.items():
-        head = ["case", f"{lead} ms"] + [f"{k} TFLOP/s" for k in kernels] + [f"{a} vs {b}" for a, b in pairs]
+        head = ["N" if by_seq else "case", f"{lead} ms"] + [f"{k} TFLOP/s" for k in kernels] + [f"{a} vs {b}" for a, b in pairs]
         rows = []
         for key in keys:
             recs = {k: [by_key.get(key, {}).get(k) for by_key in rounds] for k in names}
@@ -67,7 +67,9 @@ def tables(round_files, lead, kernels, pairs):
             def tflops(k):
                 return f"{recs[k][0]['flops'] / (t[k] * 1e-3) / 1e12:.0f}" if t[k] else "—"
 
-            cells = [key, f"{t[lead]:.3f}" if t[lead] else "—"]
+            c = cases[key]
+            label = key if not by_seq else str(c["seq_q"]) if c["seq_q"] == c["seq_k"] else f"{c['seq_q']} × {c['seq_k']}"
+            cells = [label, f"{t[lead]:.3f}" if t[lead] else "—"]
             cells += [tflops(k) for k in kernels]
             cells += [f"{t[b] / t[a]:.3f}×" if t[a] and t[b] else "—" for a, b in pairs]
             rows.append(cells)
@@ -90,13 +92,16 @@ def main(argv):
     ap.add_argument("--lead", required=True, help="the kernel whose time (ms) the tables show")
     ap.add_argument("--kernels", required=True, help="comma-separated kernels whose TFLOP/s the tables show")
     ap.add_argument("--pair", action="append", default=[], metavar="OURS:PEER", help="a ratio column; repeat")
+    ap.add_argument("--by-seq", action="store_true",
+                    help="label rows by N (seq_q, or seq_q x seq_k) instead of the case key: for sweeps whose groups "
+                         "vary in seq only (batch and heads following N, as tokens / model_dim specs do)")
     args = ap.parse_args(argv)
     try:
         pairs = [ratios.parse_pair(p) for p in args.pair]
         kernels = [k for k in args.kernels.split(",") if k]
         if not kernels:
             raise ratios.UsageError("--kernels: no kernel named")
-        text = tables(args.rounds, args.lead, kernels, pairs)
+        text = tables(args.rounds, args.lead, kernels, pairs, args.by_seq)
     except (ratios.UsageError, fbresults.ResultsError) as e:
         print(f"grid_tables.py: {e}", file=sys.stderr)
         return 2
