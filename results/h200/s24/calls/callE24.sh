@@ -7,7 +7,10 @@
 # tiles x 4 heads, 84 tail tiles; S = 3), the issue-13 grid's bf16 N = 16k row (205 tiles, 68 tail tiles; S = 5). Two
 # interleaved rounds, verified. What it is for: the unit overhead the model should charge (common/head_split.h
 # model_tail_split(), 4 steps now), from which S reads fastest per shape. Binaries: main's, built for sm_90a and
-# carried (out/b.txz, commit.txt), about 160 s.
+# carried (out/b.txz, commit.txt), about 160 s. What follows from it (written in session 24): where the fastest S
+# (fastest in both rounds) differs from the model's on two of the three shapes, refit TailSplitModel::unit_overhead for
+# flash-sm90 to the smallest value that picks those S, and A/B the refit against the default on call B's specs (rule:
+# >= 1.01x geomean over the cases whose S changes, none below 0.98x in both rounds); otherwise leave the model.
 R=$OUT/E; mkdir -p $R; export DEADLINE=${DEADLINE:-290}
 set -uo pipefail
 t0=$SECONDS
