@@ -6,13 +6,14 @@
                                    --pair flash-sm90:torch-cudnn [--pair flash:torch-flash ...]
 
 One table per (pass, dtype, head dim, mask), one row per (batch, heads, kv_heads, seq_q, seq_k), in the order
-scripts/ratios.py uses, labelled by the case key (--by-seq: by N). Columns: the lead kernel's time (ms), every --kernels kernel's TFLOP/s, and every --pair's
-ratio (PEER's time / OURS's: above 1, OURS is faster). Over rounds (--round, as in ratios.py: each names one round's
-files, a sweep and its peers run in turn in one device call), a kernel's time is the geometric mean of its rounds'
-medians and its TFLOP/s the case's FLOP count over that time; a ratio is then the geometric mean of the rounds'
-ratios (the same number). A cell is "—" where the kernel has no ok result in some round, or failed verification in
-any (a wrong kernel never gets a figure); a ratio needs both kernels' figures. Rows with no figure at all are left
-out. A table's heading names its group; the caller writes the prose around it.
+scripts/ratios.py uses, labelled by the case key (--by-seq: by N). Columns: the lead kernel's time (ms), every
+--kernels kernel's TFLOP/s, and every --pair's ratio (PEER's time / OURS's: above 1, OURS is faster). Over rounds
+(--round, as in ratios.py: each names one round's files, a sweep and its peers run in turn in one device call), a
+kernel's time is the geometric mean of its rounds' medians and its TFLOP/s the case's FLOP count over that time; a
+ratio is then the geometric mean of the rounds' ratios (the same number). A cell is "—" where the kernel has no ok
+result in some round, or failed verification in any (a wrong kernel never gets a figure); a ratio needs both kernels'
+figures. Rows with no figure at all are left out. A table's heading names its group; the caller writes the prose
+around it.
 
 Bad input (a missing or malformed file, a kernel no file has, a pair that is not OURS:PEER, the same kernel's result
 on a case twice in one round) gets one line naming it on stderr and exit status 2, with nothing on stdout.
@@ -56,21 +57,18 @@ def tables(round_files, lead, kernels, pairs, by_seq=False):
         groups.setdefault((c["pass"], c["dtype"], c["head_dim"], c["causal"]), []).append(key)
     out = []
     for (pass_, dtype, head_dim, causal), keys in groups.items():
-        head = ["N" if by_seq else "case", f"{lead} ms"] + [f"{k} TFLOP/s" for k in kernels] + [f"{a} vs {b}" for a, b in pairs]
+        head = ["N" if by_seq else "case", f"{lead} ms"]
+        head += [f"{k} TFLOP/s" for k in kernels] + [f"{a} vs {b}" for a, b in pairs]
         rows = []
         for key in keys:
             recs = {k: [by_key.get(key, {}).get(k) for by_key in rounds] for k in names}
             t = {k: time_of(v) for k, v in recs.items()}
             if all(v is None for v in t.values()):
                 continue
-
-            def tflops(k):
-                return f"{recs[k][0]['flops'] / (t[k] * 1e-3) / 1e12:.0f}" if t[k] else "—"
-
             c = cases[key]
-            label = key if not by_seq else str(c["seq_q"]) if c["seq_q"] == c["seq_k"] else f"{c['seq_q']} × {c['seq_k']}"
+            label = key if not by_seq else f"{c['seq_q']}" + (f" × {c['seq_k']}" if c["seq_k"] != c["seq_q"] else "")
             cells = [label, f"{t[lead]:.3f}" if t[lead] else "—"]
-            cells += [tflops(k) for k in kernels]
+            cells += [f"{recs[k][0]['flops'] / (t[k] * 1e-3) / 1e12:.0f}" if t[k] else "—" for k in kernels]
             cells += [f"{t[b] / t[a]:.3f}×" if t[a] and t[b] else "—" for a, b in pairs]
             rows.append(cells)
         if not rows:

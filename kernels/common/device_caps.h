@@ -34,6 +34,18 @@ inline std::optional<DeviceCaps> current_device_caps() {
   return c;
 }
 
+// SMs of the current device, or 0 where no device answers (the failed query cleared): for plans and workspace sizes,
+// which may be asked for where no device is (no device, no split: nothing runs there).
+inline int device_sm_count_or_zero() {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return sms;
+}
+
 // SMs of the current device, for launchers that size their grids by it (two cheap queries, not the
 // whole DeviceCaps: unsupported() has already vetted the device).
 inline int current_sm_count() {

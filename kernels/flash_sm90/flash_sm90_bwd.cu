@@ -342,12 +342,8 @@ int head_split(const AttentionParams& p) {
   if (forced > 0) return group % forced == 0 ? forced : 1;
   // Not current_sm_count(): the workspace size is asked for where no device may be (a plan); no
   // device, no split (nothing runs there).
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
-    (void)cudaGetLastError();
-    return 1;
-  }
+  const int sms = device_sm_count_or_zero();
+  if (sms == 0) return 1;
   const auto [block_n, block_m] = with_default_tiles(
       p.head_dim, [](auto tr) { return std::pair<int, int>(decltype(tr)::kBlockN, decltype(tr)::kBlockM); });
   // Without a causal mask every unit of a split is as long as the others, so the model's time is its wave count,
@@ -414,12 +410,8 @@ int qtail_parts(const AttentionParams& p) {
   if (!default_choice_variant() && bwd128_variant() != kBwd128Q64) return 1;
   if (head_split(p) > 1) return 1;
   // As head_split(): no device, no split (the workspace is asked for where no device may be).
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
-    (void)cudaGetLastError();
-    return 1;
-  }
+  const int sms = device_sm_count_or_zero();
+  if (sms == 0) return 1;
   constexpr int kBlockN = 128;  // BwdTraits<*, 128>::kBlockN
   const int block_m = q80_kernel(p) ? 80 : 64;
   const int q_tiles = (p.seq_q + block_m - 1) / block_m;

@@ -488,12 +488,8 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
 // none. Asked where no device may be (a plan): no device, no split.
 template <Dtype T, int D> std::size_t fwd_workspace_bytes(const AttentionParams& p) {
   using Tr = typename FwdConfig<T, D>::Traits;
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
-    (void)cudaGetLastError();
-    return 0;
-  }
+  const int sms = device_sm_count_or_zero();
+  if (sms == 0) return 0;
   return tail_split_workspace_bytes(fwd_tail_split<Tr>(p, sms), Tr::kBr, Tr::kHeadDim);
 }
 
