@@ -27,6 +27,8 @@
 // inverses and LSE by rcp.approx / lg2.approx) run every d = 64 case here on it but the split ones (which keep the
 // default's split kernel): qalign's first tiles before row 0, partial tiles, GQA, O and LSE checked. Both are d = 64's
 // default since session 20's call B (`notrec64` runs the kernel before them, `nofastlse` trec64 alone).
+// Session 25's `qreg` (d = 128's shipped variant with Q's fragments in registers for S = Q K^T; measured and removed)
+// passed them all.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>

@@ -274,6 +274,7 @@ inline FwdProbe fwd_probe() {
     refuse({"lazyres2", "halfdiag", "halfgemm", "mcast"}, "session 17");
     refuse({"cpairq"}, "session 18");
     refuse({"pinq"}, "session 19");
+    refuse({"qreg"}, "session 25");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
