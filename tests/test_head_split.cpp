@@ -115,3 +115,49 @@ TEST_CASE("tail split: the grid's last partial wave splits where its units short
       CHECK(s <= std::min(tiles, sm90.max_split));
     }
 }
+
+TEST_CASE("head split: with the query tail in the unsplit time, non-causal splits give way to it", "[head_split]") {
+  using fb::cuda::HeadSplitModel;
+  using fb::cuda::model_tail_split;
+  using fb::cuda::model_tail_split_choice;
+  using fb::cuda::TailSplitModel;
+  constexpr int kSms = 132, kBlockN = 128, kBlockM = 64;
+  HeadSplitModel plain;
+  plain.near_best = 0.0;  // flash-sm90's non-causal passes
+  HeadSplitModel qtail = plain;
+  qtail.unsplit_query_tail = true;
+  // 40 q / 8 kv heads, batch 2, N = 4500 (session 25's call B: 0.843x torch-cudnn split): 36 key tiles x 16 planes =
+  // 576 blocks of 71 x 5 + 4 steps, 4.4 waves. Against a whole fifth wave (1795), 5 one-head subsets model 8% faster
+  // (2880 units, 22 rounds of 75: 1650); against 4 waves and the tail's 48 blocks in eighths (384 units of 9 query
+  // tiles x 5 heads + 4, 3 rounds: 1583), the split is 4% slower: no split.
+  CHECK(model_head_split(shape(2, 40, 8, 4500, false), kSms, kBlockN, kBlockM, plain) == 5);
+  CHECK(model_head_split(shape(2, 40, 8, 4500, false), kSms, kBlockN, kBlockM, qtail) == 1);
+  // 40 q / 1 kv head at the same N: 72 blocks, one partial wave, which the query tail leaves whole: the split stays.
+  CHECK(model_head_split(shape(2, 40, 1, 4500, false), kSms, kBlockN, kBlockM, qtail) == 5);
+  // Causal passes ignore it (their blocks differ in length; the query tail is non-causal only).
+  for (const auto& [batch, seq] : {std::pair{16, 1024}, std::pair{4, 4096}, std::pair{2, 4500}}) {
+    HeadSplitModel causal;
+    HeadSplitModel causal_qtail = causal;
+    causal_qtail.unsplit_query_tail = true;
+    CHECK(model_head_split(shape(batch, 8, 1, seq, true), kSms, kBlockN, kBlockM, causal) ==
+          model_head_split(shape(batch, 8, 1, seq, true), kSms, kBlockN, kBlockM, causal_qtail));
+  }
+  // Never a split the plain model would not take: the tail only shortens the unsplit time.
+  for (int kv : {1, 2, 4, 8})
+    for (int group : {2, 3, 4, 5, 6, 8})
+      for (int seq : {1000, 2300, 3100, 4500, 6500}) {
+        const AttentionParams p = shape(2, kv * group, kv, seq, false);
+        const int with = model_head_split(p, kSms, kBlockN, kBlockM, qtail);
+        INFO("kv " << kv << " group " << group << " N " << seq << " split " << with);
+        CHECK((with == 1 || with == model_head_split(p, kSms, kBlockN, kBlockM, plain)));
+      }
+  // The tail's modelled time: none for whole waves; the chosen units' rounds, never longer than a whole block.
+  TailSplitModel sm90;
+  sm90.whole_tiles = true;
+  CHECK(model_tail_split_choice(2 * kSms, kSms, 24, 1, sm90).time == 0.0);
+  const auto c = model_tail_split_choice(576, kSms, 71, 5, sm90);
+  CHECK(c.splits == model_tail_split(576, kSms, 71, 5, sm90));
+  CHECK(c.splits == 8);
+  CHECK(c.time == 3 * (9 * 5 + 4));
+  CHECK(c.time <= 71 * 5 + 4);
+}

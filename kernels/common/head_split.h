@@ -47,12 +47,63 @@ class ListSchedule {
   double end_ = 0.0;
 };
 
+// The tail split: of a non-causal grid's n_blocks equal blocks (`steps` steps each: `heads` runs of `tiles` query
+// tiles), the first n_blocks - tail (tail = n_blocks % sms) run whole, as whole waves; each of the last `tail` may run
+// as S units, whose partial dK / dV the launcher sums in fp32. Model: the tail's units run in ceil(tail S / sms)
+// rounds of (a unit's steps + unit_overhead) against one round of (steps + unit_overhead) unsplit. A unit's steps:
+// steps / S where units cut the (head, tile) walk anywhere (flash's warp-grid kernel), ceil(tiles / S) x heads where
+// every unit walks a range of query tiles of every head (flash-sm90's); S <= the steps or tiles it divides. The S in
+// 2..max_split with the shortest tail, if that is at least min_gain shorter than the unsplit tail; else 1. Fitted
+// for flash in session 10 (flash_bwd.cu tail_split()) and taken by flash-sm90 in session 24 (flash_sm90_bwd.cu
+// qtail_parts()). Host code; no device here (the callers pass the SM count).
+struct TailSplitModel {
+  int max_split = 16;
+  double unit_overhead = 4.0;
+  double min_gain = 0.01;
+  bool whole_tiles = false;  // units walk whole query tiles of every head (flash-sm90)
+};
+
+// The modelled time of the last partial wave of n_blocks equal blocks (as model_tail_split's steps): split into the
+// chosen S units where model_tail_split splits, else whole; 0 where the blocks fill whole waves.
+struct TailSplitChoice {
+  int splits = 1;
+  double time = 0.0;
+};
+inline TailSplitChoice model_tail_split_choice(long long n_blocks, int sms, int tiles, int heads,
+                                               const TailSplitModel& m = TailSplitModel{}) {
+  if (sms <= 0 || n_blocks <= 0 || tiles <= 0 || heads <= 0) return {};
+  const long long tail = n_blocks % sms;
+  if (tail == 0) return {};
+  const double steps = double(tiles) * heads;
+  const double unsplit = steps + m.unit_overhead;
+  int best = 1;
+  double best_t = unsplit;
+  const int most = std::min<long long>(m.max_split, m.whole_tiles ? tiles : (long long)steps);
+  for (int s = 2; s <= most; ++s) {
+    const double unit = m.whole_tiles ? double((tiles + s - 1) / s) * heads : steps / s;
+    const double t = double((tail * s + sms - 1) / sms) * (unit + m.unit_overhead);
+    if (t < best_t) {
+      best = s;
+      best_t = t;
+    }
+  }
+  if (best_t <= (1.0 - m.min_gain) * unsplit) return {best, best_t};
+  return {1, unsplit};
+}
+inline int model_tail_split(long long n_blocks, int sms, int tiles, int heads, const TailSplitModel& m = TailSplitModel{}) {
+  return model_tail_split_choice(n_blocks, sms, tiles, heads, m).splits;
+}
+
 struct HeadSplitModel {
   int max_split = 8;
   std::int64_t few_tiles_per_sm = 8;
   double unit_overhead = 4.0;
   double min_gain = 0.05;
   double near_best = 0.05;
+  // Non-causal passes whose kernel splits the unsplit grid's last partial wave (flash-sm90's query tail, d = 128):
+  // the unsplit time is its whole waves plus that wave as model_tail_split_choice (units of whole query tiles) has it,
+  // not a whole wave more. Causal passes ignore it (their blocks differ in length).
+  bool unsplit_query_tail = false;
 };
 
 // block_n: keys per K/V tile, block_m: queries per step of the kernel that would run.
@@ -65,12 +116,12 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
   if (key_tiles * planes >= m.few_tiles_per_sm * sms) return 1;
 
-  using Key = std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double>;
+  using Key = std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double, bool>;
   static std::mutex mu;
   static std::map<Key, int> cache;
   const Key key{p.batch,   p.heads,       p.kv_heads,         p.seq_q,          p.seq_k,
                 p.causal,  sms,           block_n,            block_m,          m.max_split,
-                m.few_tiles_per_sm, m.unit_overhead, m.min_gain, m.near_best};
+                m.few_tiles_per_sm, m.unit_overhead, m.min_gain, m.near_best, m.unsplit_query_tail};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
@@ -88,11 +139,24 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
     }
     return schedule.end();
   };
+  // unsplit_query_tail (non-causal: every block costs q_tiles x group + unit_overhead steps): whole waves, then the
+  // last partial one as the query tail runs it.
+  auto unsplit = [&] {
+    if (!m.unsplit_query_tail || p.causal) return makespan(1);
+    const long long n_blocks = key_tiles * planes;
+    const double block = double(q_tiles) * group + m.unit_overhead;
+    if (n_blocks < sms) return block;  // one partial wave: the query tail does not split it
+    TailSplitModel tm;
+    tm.whole_tiles = true;
+    tm.unit_overhead = m.unit_overhead;
+    const TailSplitChoice tail = model_tail_split_choice(n_blocks, sms, q_tiles, group, tm);
+    return double(n_blocks / sms) * block + tail.time;
+  };
   std::vector<std::pair<int, double>> times;  // (split, modelled time), split ascending
   double fastest = std::numeric_limits<double>::max();
   for (int split = 1; split <= std::min(group, m.max_split); ++split) {
     if (group % split != 0) continue;
-    times.emplace_back(split, makespan(split));
+    times.emplace_back(split, split == 1 ? unsplit() : makespan(split));
     fastest = std::min(fastest, times.back().second);
   }
   int best = 1;
@@ -101,42 +165,6 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, best);
   return best;
-}
-
-// The tail split: of a non-causal grid's n_blocks equal blocks (`steps` steps each: `heads` runs of `tiles` query
-// tiles), the first n_blocks - tail (tail = n_blocks % sms) run whole, as whole waves; each of the last `tail` may run
-// as S units, whose partial dK / dV the launcher sums in fp32. Model: the tail's units run in ceil(tail S / sms)
-// rounds of (a unit's steps + unit_overhead) against one round of (steps + unit_overhead) unsplit. A unit's steps:
-// steps / S where units cut the (head, tile) walk anywhere (flash's warp-grid kernel), ceil(tiles / S) x heads where
-// every unit walks a range of query tiles of every head (flash-sm90's); S <= the steps or tiles it divides. The S in
-// 2..max_split with the shortest tail, if that is at least min_gain shorter than the unsplit tail; else 1. Fitted
-// for flash in session 10 (flash_bwd.cu tail_split()) and taken by flash-sm90 in session 24 (flash_sm90_bwd.cu
-// qtail_parts()). Host code; no device here (the callers pass the SM count).
-struct TailSplitModel {
-  int max_split = 16;
-  double unit_overhead = 4.0;
-  double min_gain = 0.01;
-  bool whole_tiles = false;  // units walk whole query tiles of every head (flash-sm90)
-};
-
-inline int model_tail_split(long long n_blocks, int sms, int tiles, int heads, const TailSplitModel& m = TailSplitModel{}) {
-  if (sms <= 0 || n_blocks <= 0 || tiles <= 0 || heads <= 0) return 1;
-  const long long tail = n_blocks % sms;
-  if (tail == 0) return 1;
-  const double steps = double(tiles) * heads;
-  const double unsplit = steps + m.unit_overhead;
-  int best = 1;
-  double best_t = unsplit;
-  const int most = std::min<long long>(m.max_split, m.whole_tiles ? tiles : (long long)steps);
-  for (int s = 2; s <= most; ++s) {
-    const double unit = m.whole_tiles ? double((tiles + s - 1) / s) * heads : steps / s;
-    const double t = double((tail * s + sms - 1) / sms) * (unit + m.unit_overhead);
-    if (t < best_t) {
-      best = s;
-      best_t = t;
-    }
-  }
-  return best_t <= (1.0 - m.min_gain) * unsplit ? best : 1;
 }
 
 }  // namespace fb::cuda

@@ -254,6 +254,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
   throw std::invalid_argument("flash-sm90 backward: head_dim must be 64, 128 or 256");
 }
 int qtail_parts(const AttentionParams& p);  // below
+bool qtail_possible(const AttentionParams& p);  // below
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
     case Dtype::fp16:
@@ -361,6 +362,12 @@ int head_split(const AttentionParams& p) {
   // 6 -> 3): 1.013-1.105x, geomean 1.039x (rule >= 1.02x, every shape >= 0.99x in both rounds).
   HeadSplitModel model;
   if (!p.causal) model.near_best = 0.0;
+  // Since session 25 (call C, results/h200/s25/callC/): non-causal d = 128 passes set the split against the unsplit
+  // grid with its query tail (qtail_parts() below splits that grid's last partial wave), not against a whole last
+  // wave. Call B had 40 q / 8 kv heads, batch 2, N = 4500 at 0.843x torch-cudnn: split into 5 one-head subsets (2880
+  // units of 71 steps, each with its 128 KB of fp32 dK / dV partials) for a modelled 8% over the unsplit grid, which
+  // with the query tail models 4% faster than the split.
+  model.unsplit_query_tail = qtail_possible(p);
   const int split = model_head_split(p, sms, block_n, block_m, model);
   if (split > 1 && split_key_tail(p)) {
     // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
@@ -393,8 +400,9 @@ int head_split(const AttentionParams& p) {
 // (its rule, written before the run: >= 1.01x, no case below 0.98x in both rounds); below the model (+0.8-8.1%): a
 // unit's fp32 partials cost more than the 4 steps it charges. FB_SM90_BWD_QTAIL=off: never (the kernels before
 // session 24); =S: S units wherever the pass could split (at most its query tiles), for tests and A/B runs.
-int qtail_parts(const AttentionParams& p) {
-  static const int forced = [] {  // 0 the model, -1 off, S > 1 forced
+// FB_SM90_BWD_QTAIL: 0 the model, -1 off, S > 1 forced.
+int qtail_forced() {
+  static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_QTAIL");
     const std::string v = e != nullptr ? e : "";
     if (v.empty() || v == "default") return 0;
@@ -404,10 +412,18 @@ int qtail_parts(const AttentionParams& p) {
       throw std::invalid_argument("FB_SM90_BWD_QTAIL: '" + v + "' is not off, default or a number of units >= 2");
     return s;
   }();
-  if (forced < 0 || p.causal || p.head_dim != 128 || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
+  return forced;
+}
+// Whether pass p may run the query tail, head split and model aside (head_split() asks, for its unsplit time).
+bool qtail_possible(const AttentionParams& p) {
+  if (qtail_forced() < 0 || p.causal || p.head_dim != 128 || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
       p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || p.kv_heads < 1 || p.heads % p.kv_heads != 0)
-    return 1;
-  if (!default_choice_variant() && bwd128_variant() != kBwd128Q64) return 1;
+    return false;
+  return default_choice_variant() || bwd128_variant() == kBwd128Q64;
+}
+int qtail_parts(const AttentionParams& p) {
+  const int forced = qtail_forced();
+  if (!qtail_possible(p)) return 1;
   if (head_split(p) > 1) return 1;
   // As head_split(): no device, no split (the workspace is asked for where no device may be).
   const int sms = device_sm_count_or_zero();

@@ -5,7 +5,7 @@
 # unnamed25-gqa.json (40 q heads on 8 or 1 kv heads, d = 128, batch 2, N 2000 / 4500, bf16: 16 cases), flash,
 # flash-sm90 and the in-binary cudnn, every row verified, beside the PyTorch peers (torch-cudnn, torch-flash), two
 # interleaved rounds (session 23's protocol). What it is for: where the kernels stand after session 24's defaults
-# on shapes chosen after them (no kernel or default was tuned on these).
+# on shapes chosen after them (no kernel or default was tuned on these). Then ncu of cuDNN's forward kernels (below).
 R=$OUT/B; mkdir -p $R; export DEADLINE=${DEADLINE:-575}
 set -uo pipefail
 t0=$SECONDS
@@ -32,6 +32,30 @@ for r in 1 2; do
   step peers-gqa-$r 60 python3 scripts/peers.py $c/unnamed25-gqa.json --backends flash,cudnn -o $R/peers-gqa-$r.json
 done
 kill $smi
+# ncu (diagnostic, after every timed step): the launch shape of cuDNN's forward kernels at the row furthest behind
+# (bf16 d = 128 non-causal b16-h16 N = 1k): torch-cudnn's (PyTorch's own cuDNN) and the in-binary cudnn's (9.14), and
+# ours, one launch each (the second fprop launch: after a warm-up one), kernel name, grid, block, registers, shared
+# memory, duration, SM clock.
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+if [ "$(left)" -ge 60 ]; then
+  timeout 25 $ncu --clock-control none --kernel-name regex:fprop --launch-skip 1 --launch-count 1 --section LaunchStats \
+    --section SpeedOfLight --section Occupancy -f -o $R/ncu-torch-cudnn python3 $c/torch_cudnn_one.py 16 16 1024 128 \
+    > $R/ncu-torch-cudnn.log 2>&1
+  for k in cudnn flash-sm90; do
+    re=fprop; [ $k = flash-sm90 ] && re=flash_sm90_fwd_kernel
+    timeout 20 $ncu --clock-control none --kernel-name regex:$re --launch-skip 1 --launch-count 1 --section LaunchStats \
+      --section SpeedOfLight --section Occupancy -f -o $R/ncu-$k $fb run configs/issue13-h200.json \
+      --filter '^b16-h16-kv16-n1024-d128-bf16-full-fwd$' --kernels $k --warmup 1 --reps 1 --warmup-time 0 --no-ceilings \
+      -q -o $R/ncu-$k-run.json > $R/ncu-$k.log 2>&1
+  done
+  for k in torch-cudnn cudnn flash-sm90; do
+    [ -f $R/ncu-$k.ncu-rep ] && timeout 5 $ncu --import $R/ncu-$k.ncu-rep --page details --csv > $R/ncu-$k-details.csv 2>&1
+    echo "--- ncu $k"; grep -E '"(Grid Size|Block Size|Registers Per Thread|Dynamic Shared Memory Per Block|Duration|SM Frequency|Compute \(SM\) Throughput|Memory Throughput)"' \
+      $R/ncu-$k-details.csv 2>/dev/null | awk -F'","' '{print $5 " | " $(NF-2) " " $(NF-1) " " $NF}' | head -12
+    grep -o '"[^"]*fprop[^"]*"\|"[^"]*flash_sm90_fwd_kernel[^"]*"' $R/ncu-$k-details.csv 2>/dev/null | sort -u | head -2
+  done
+  rm -f $R/*.ncu-rep
+fi
 for r in 1 2; do for g in mha gqa; do
   python3 scripts/ratios.py $R/fb-$g-$r.json $R/peers-$g-$r.json --pair flash-sm90:torch-cudnn --pair flash:torch-flash \
     > $R/sum-$g-$r.txt 2>&1; echo "== round $r $g"; grep -A6 "^summary" $R/sum-$g-$r.txt | tail -n 5
