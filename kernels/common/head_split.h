@@ -140,12 +140,11 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
     return schedule.end();
   };
   // unsplit_query_tail (non-causal: every block costs q_tiles x group + unit_overhead steps): whole waves, then the
-  // last partial one as the query tail runs it.
+  // last partial one as the query tail runs it (not under one wave: the query tail leaves that whole).
   auto unsplit = [&] {
-    if (!m.unsplit_query_tail || p.causal) return makespan(1);
     const long long n_blocks = key_tiles * planes;
+    if (!m.unsplit_query_tail || p.causal || n_blocks < sms) return makespan(1);
     const double block = double(q_tiles) * group + m.unit_overhead;
-    if (n_blocks < sms) return block;  // one partial wave: the query tail does not split it
     TailSplitModel tm;
     tm.whole_tiles = true;
     tm.unit_overhead = m.unit_overhead;
