@@ -77,13 +77,14 @@ TEST_CASE("flash forward, bf16/fp16 d 64/128, sharp softmax (Q, K x 3): verifies
         }
 }
 
-// d = 128's short non-causal launches (seq_k <= 1024: TcTiles<128>::kShortKeys), whose default since session 15 runs
-// S = Q K^T's fragments double-buffered (kFwdFragPipe) with the lean prologue and epilogue: the lengths call A and B
-// time (512, 768, 1024, 640 with 24 planes), odd ones (a query tile of 1 or 77 rows, seq_k off the 64-key tile both
-// ways, seq_q != seq_k), 1024 keys exactly (the last short length) beside 1025 (the first long one), MQA/GQA/MHA, and
+// d = 128's non-causal launches, whose default runs S = Q K^T's fragments double-buffered (kFwdFragPipe) with the
+// lean prologue and epilogue (TcTiles<128>::kShortOpt: short launches, seq_k <= 1024, since session 15; every launch
+// since session 26): the lengths session 15's calls A and B timed (512, 768, 1024, 640 with 24 planes), odd ones (a
+// query tile of 1 or 77 rows, seq_k off the 64-key tile both ways, seq_q != seq_k), 1024 keys beside 1025 (the first
+// launch past the old limit), longer ones (1280 as session 26's call D, 2100 queries on 3001 keys), MQA/GQA/MHA, and
 // more query tiles than one wave (64 planes x 12-13 tiles; an H200 holds 264 blocks) so the L2 prefetch of the next
-// wave's tile runs too. Under nokpipe the same cases run the kernels before session 15.
-TEST_CASE("flash forward, bf16/fp16 d 128, short non-causal launches: verifies beside naive", "[gpu][flashfwd]") {
+// wave's tile runs too. Under nokpipe the same cases run the kernels before session 15 (with epi,pro on all).
+TEST_CASE("flash forward, bf16/fp16 d 128, non-causal launches: verifies beside naive", "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();
   struct Row {
@@ -93,7 +94,8 @@ TEST_CASE("flash forward, bf16/fp16 d 128, short non-causal launches: verifies b
   const Row rows[] = {{2, 4, 4, {512, 512}},   {1, 6, 2, {768, 768}},   {3, 8, 8, {640, 640}},
                       {1, 4, 1, {1024, 1024}}, {2, 4, 2, {1025, 1025}}, {1, 4, 4, {1023, 1024}},
                       {2, 2, 1, {1, 1024}},    {1, 4, 2, {77, 999}},    {1, 4, 4, {700, 65}},
-                      {2, 2, 2, {1000, 511}},  {4, 16, 4, {1537, 1024}}, {4, 16, 16, {1500, 960}}};
+                      {2, 2, 2, {1000, 511}},  {4, 16, 4, {1537, 1024}}, {4, 16, 16, {1500, 960}},
+                      {3, 4, 4, {1280, 1280}}, {1, 4, 2, {2100, 3001}}};
   for (const Row& r : rows)
     for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
       const Case c = make_case(r.batch, r.heads, r.kv_heads, r.l.q, r.l.k, 128, t, false, Pass::fwd);

@@ -27,7 +27,9 @@ namespace fb::cuda::flash {
 // device-fulls of blocks, go last in grouped order (kFwdQBandTail).
 // kFullOpt: variant bits added to kOpt on non-causal launches of the default tiles (kFwdPersist, ...).
 // kShortOpt: variant bits added to kOpt on short launches of the default tiles, those whose query rows see at most
-// kShortKeys keys on average (short_launch, flash_fwd_launch.cuh: seq_k, or under the causal mask seq_k - seq_q / 2).
+// kShortKeys keys on average (short_launch, flash_fwd_launch.cuh: seq_k, or under the causal mask seq_k - seq_q / 2);
+// kShortKeys = kEveryLaunch: on every launch.
+inline constexpr int kEveryLaunch = 2147483647;
 struct TcLoop {
   static constexpr int kStages = 2;
   static constexpr unsigned kOpt = 0;
@@ -92,11 +94,16 @@ template <> struct TcTiles<128> : TcLoop {
   // side by side on the MUFU, no branch) on launches whose rows see <= 1024 keys on average (non-causal N <= 1k,
   // causal N <= 2k at seq_q = seq_k) since session 14's call B (`epi,pro`, three repeats, each between two shipped
   // runs): non-causal N = 512 1.028 / 1.027 (bf16 / fp16), 1k 1.010 / 0.998; causal N = 512 1.075 / 1.057, 1k 1.034,
-  // 2k 1.009. Longer launches keep kOpt without them: non-causal 2k / 4k lost 0.985-0.991 in call B (blocks of 32-64 KV
-  // steps; the probe's KV loop does the same work as kOpt's, scheduled differently by ptxas, and the loss grows with
-  // the steps while the per-block saving does not).
+  // 2k 1.009. Longer launches kept kOpt without them until session 26: non-causal 2k / 4k lost 0.985-0.991 in call B
+  // (before kFwdFragPipe; the probe's KV loop scheduled differently by ptxas).
+  // Since session 26 on every launch (kShortKeys = kEveryLaunch): call D found the shipped long kernel 0.82x
+  // FlashAttention-2 at N = 1280 (batch 3 x 12 heads) and 0.96x at batch 12, epi,pro on the same launches 0.98x and
+  // 1.00x; call E (epi,pro against the shipped kernels on 52 shapes of N 1100-16k, three interleaved rounds; rule
+  // written before it: a class takes it at a geomean >= 1.005 with no row below 0.985): non-causal launches above
+  // 1024 keys 0.985-1.200x, geomean 1.011 (N = 1280 1.057 / 1.200; N >= 3300 0.994-1.004), causal above 1024 keys
+  // 0.988-1.021x, geomean 1.006; the short rows (the same kernel both ways) read 0.984-1.005x.
   static constexpr unsigned kShortOpt = kFwdLeanPrologue | kFwdLeanEpi;
-  static constexpr int kShortKeys = 1024;
+  static constexpr int kShortKeys = kEveryLaunch;
 };
 // d = 256: O takes 128 registers a thread at 16 rows per warp (256 at 32), so 8 warps x 16 rows;
 // Q from shared memory as at d = 128. Shared memory 135 KB (Q 66 KB, K/V 2 x 2 x 16.5 KB): one
@@ -190,11 +197,11 @@ struct FwdConfig {
 //             LSE's log2 on the MUFU). Alone it made ptxas spill a P value in every KV step at d = 128. pro and epi do
 //             not combine with old, persist, persist2, pf, nopf
 //   nokpipe : the shipped kernels and orders with d = 128's non-causal launches as before session 15: kOpt, and
-//             epi,pro on short launches, without kFwdFragPipe (TcTiles<128>::kFullOpt); d = 64 runs its default.
-//             Takes no other word
+//             epi,pro on short launches (every launch since session 26), without kFwdFragPipe
+//             (TcTiles<128>::kFullOpt); d = 64 runs its default. Takes no other word
 // Every word but nokpipe runs the default's kOpt (with kFullOpt on non-causal launches, persist and persist2 aside:
-// at d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): on d = 128 launches that
-// short_launch() picks, a word's baseline is kOpt | kFullOpt alone. Session 14's stag (the first wave's second half of blocks started ~half a KV
+// at d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128, where every launch takes
+// them since session 26, a word's baseline is kOpt | kFullOpt alone (the default is `epi,pro`). Session 14's stag (the first wave's second half of blocks started ~half a KV
 // step late: level in call B) and session 15's lse (epi's row statistics alone: call A geomean 1.003, causal
 // 0.96-0.99) were measured and removed; session 15's kpipe (short launches) and kpipelong (long ones) are the
 // default on non-causal d = 128 launches (kFullOpt). The three words are refused, naming the session. Session 19's
