@@ -161,3 +161,50 @@ TEST_CASE("head split: with the query tail in the unsplit time, non-causal split
   CHECK(c.time == 3 * (9 * 5 + 4));
   CHECK(c.time <= 71 * 5 + 4);
 }
+
+TEST_CASE("head split: flash's unsplit causal grid plane-major as it runs", "[head_split]") {
+  using fb::cuda::HeadSplitModel;
+  constexpr int kSms = 132, kBlockN = 128, kBlockM = 64;  // flash's warp-grid kernel at d = 128
+  // flash_bwd.cu head_split()'s model; `before` it: the unsplit causal blocks longest first over every plane.
+  auto pick = [&](int batch, int heads, int kv, int seq, bool causal, bool as_run) {
+    HeadSplitModel m;
+    m.max_split = causal ? 16 : 8;
+    m.unsplit_plane_major = as_run;
+    return model_head_split(shape(batch, heads, kv, seq, causal), kSms, kBlockN, kBlockM, m);
+  };
+  // Session 26's call G (results/h200/s26/callG/table.txt): the whole group was far behind a split that the old model
+  // did not take: 40 / 8 N = 2000 (5 subsets 1.37x), 40 / 8 N = 4500 (5, 1.13x), 56 / 8 N = 3500 (7, 1.44x), 32 / 8
+  // N = 1500 (2, 1.17x).
+  CHECK(pick(2, 40, 8, 2000, true, false) == 1);
+  CHECK(pick(2, 40, 8, 2000, true, true) == 5);
+  CHECK(pick(2, 40, 8, 4500, true, true) == 5);
+  CHECK(pick(1, 56, 8, 3500, true, false) == 1);
+  CHECK(pick(1, 56, 8, 3500, true, true) == 7);
+  CHECK(pick(4, 32, 8, 1500, true, true) == 2);
+  // Splits both take stay: 20 / 4 N = 1800 (5), 24 / 4 N = 3000 (3).
+  CHECK(pick(3, 20, 4, 1800, true, true) == 5);
+  CHECK(pick(2, 24, 4, 3000, true, true) == 3);
+  // Where the old model splits too, the count stays its own (call H: 6 in place of 3 ran 0.968x / 0.979x; 4 in place
+  // of 2 at d = 64, 0.998x), though the larger unsplit time would let more subsets pass min_gain.
+  CHECK(pick(2, 24, 4, 5120, true, true) == 3);
+  CHECK(pick(1, 48, 8, 5000, true, true) == 3);
+  for (int kv : {1, 2, 4, 8})
+    for (int group : {2, 3, 4, 5, 6, 7, 8})
+      for (int seq : {1000, 1700, 3000, 4500, 8000}) {
+        const int before = pick(2, kv * group, kv, seq, true, false), now = pick(2, kv * group, kv, seq, true, true);
+        INFO("kv " << kv << " group " << group << " N " << seq << ": " << before << " -> " << now);
+        CHECK((before == now || before == 1));
+        CHECK(group % now == 0);
+        // Non-causal passes: no order to model (their blocks are equal).
+        CHECK(pick(2, kv * group, kv, seq, false, true) == pick(2, kv * group, kv, seq, false, false));
+      }
+  // MQA at 16k tokens keeps its splits (sessions 8-13's measured ones; the unsplit grid is far behind in either order).
+  for (const auto& [batch, seq] : {std::pair{16, 1024}, std::pair{4, 4096}, std::pair{1, 16384}})
+    for (int heads : {8, 32}) {
+      INFO("MQA " << heads << " heads, batch " << batch << ", N " << seq);
+      CHECK(pick(batch, heads, 1, seq, true, true) == pick(batch, heads, 1, seq, true, false));
+    }
+  // Grids of many key tiles a SM fill the GPU either way: no split (32 / 8 heads at 32k tokens).
+  for (const auto& [batch, seq] : {std::pair{32, 1024}, std::pair{8, 4096}, std::pair{4, 8192}})
+    CHECK(pick(batch, 32, 8, seq, true, true) == 1);
+}

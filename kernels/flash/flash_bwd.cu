@@ -210,6 +210,12 @@ int head_split(const AttentionParams& p) {
   if (const int forced = forced_split().load(); forced > 0) return std::min(forced, group);
   HeadSplitModel model;
   model.max_split = max_head_split(p);
+  // Causal: the unsplit grid head-major as it runs (kHeadMajorCausal), since session 26. Calls H and I (results/h200/
+  // s26/), on 24 causal rows of shapes no config names (d = 64 and 128, groups 2-7) where this flips the old model's
+  // whole group to a split: 1.042-1.528x, all faster in both rounds. Non-causal d = 128 passes keep the unsplit time
+  // with a whole last wave: that wave under tail_split() in the model (as flash-sm90's query tail) picked the faster
+  // on 10 of 11 such rows in calls H and I (1.016-1.100x) but lost 0.952x at 32 q / 4 kv heads, batch 2, N = 2800.
+  model.unsplit_plane_major = true;
   return model_head_split(p, sms, tiles.block_n, tiles.block_m, model);
 }
 
