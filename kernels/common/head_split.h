@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <queue>
@@ -154,7 +153,8 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
     if (p.causal && m.unsplit_plane_major) {
       ListSchedule schedule(sms);
       for (std::int64_t plane = 0; plane < planes; ++plane)
-        for (std::int64_t j = 0; j < key_tiles; ++j) schedule.place(per_head[std::size_t(j)] * group + m.unit_overhead);
+        for (std::int64_t j = 0; j < key_tiles; ++j)
+          schedule.place(per_head[std::size_t(j)] * group + m.unit_overhead);
       return schedule.end();
     }
     if (!m.unsplit_query_tail || p.causal || n_blocks < sms) return makespan(1);
