@@ -9,7 +9,9 @@
 // kNearBest of the best, the largest wins, if it saves at least kMinGain over no split. Shapes with at least
 // kFewTilesPerSm (key tile, K/V plane) tiles per SM fill the GPU already: no split. Cached per shape, device
 // size, tiles and model. The constants were fitted in session 7 (docs/perf-notes.md, "flash-sm90 backward on
-// GQA/MQA") and picked within 3% of the best forced split for flash in session 8.
+// GQA/MQA") and picked within 3% of the best forced split for flash in session 8. The unsplit grid may be modelled as
+// its kernel runs it (HeadSplitModel::unsplit_query_tail, unsplit_plane_major): that time decides whether to split,
+// the plain one (longest first, a whole last wave) how many.
 #pragma once
 
 #include <algorithm>
