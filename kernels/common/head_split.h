@@ -147,9 +147,12 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
     }
     return schedule.end();
   };
-  // unsplit_plane_major (causal): the unsplit blocks in the order its grid runs them, plane after plane.
-  // unsplit_query_tail (non-causal: every block costs q_tiles x group + unit_overhead steps): whole waves, then the
-  // last partial one as the query tail runs it (not under one wave: the query tail leaves that whole).
+  // The plain unsplit time: its blocks longest first over every plane, a whole last wave.
+  const double plain = makespan(1);
+  // The unsplit time as the grid runs. unsplit_plane_major (causal): the unsplit blocks in the order its grid runs
+  // them, plane after plane. unsplit_query_tail (non-causal: every block costs q_tiles x group + unit_overhead steps):
+  // whole waves, then the last partial one as the query tail runs it (not under one wave: the query tail leaves that
+  // whole).
   auto unsplit = [&] {
     const long long n_blocks = key_tiles * planes;
     if (p.causal && m.unsplit_plane_major) {
@@ -159,7 +162,7 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
           schedule.place(per_head[std::size_t(j)] * group + m.unit_overhead);
       return schedule.end();
     }
-    if (!m.unsplit_query_tail || p.causal || n_blocks < sms) return makespan(1);
+    if (!m.unsplit_query_tail || p.causal || n_blocks < sms) return plain;
     const double block = double(q_tiles) * group + m.unit_overhead;
     TailSplitModel tm;
     tm.whole_tiles = true;
@@ -185,7 +188,7 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   // choice: the split grids run as modelled, and a larger unsplit time only lets more of them pass min_gain, toward
   // the largest within near_best (session 26's call H: 6 subsets in place of the plain model's 3, 0.968x and 0.979x;
   // call I, with the plain model's count: 1.000x and 1.001x).
-  const double plain = makespan(1), as_run = unsplit();
+  const double as_run = unsplit();
   int best = choose(as_run);
   if (best > 1 && as_run != plain) {
     if (const int plain_best = choose(plain); plain_best > 1) best = plain_best;
