@@ -138,6 +138,8 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
 #include "flash/flash_bwd.h"
@@ -244,6 +246,30 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
   mha.kv_heads = 8;
   CHECK(flash::backward_head_split(mha) == 1);
   if (split_runs > 0) CHECK(flash::backward_head_split(mqa) > 1);
+
+  // The subset cap (flash_bwd.cu max_head_split()): non-causal d = 128 groups may split past 8 subsets (session 27:
+  // the cap is the group there). 40 q / 1 kv head, batch 2, N = 4500 on 132 SMs: 72 blocks unsplit, whose model
+  // rates 8 subsets (five rounds of 359 steps: 1795) behind 20 (1606) and 40 (1650); at d = 64 the cap stays 8, and
+  // the causal d = 128 cap 16. Other SM counts: only that each pick divides the group within its cap.
+  int sms = 0, device = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  fb::AttentionParams big = make_case(2, 40, 1, 4500, 4500, 128, fb::Dtype::bf16, false, fb::Pass::bwd).params();
+  fb::AttentionParams big64 = big;
+  big64.head_dim = 64;
+  fb::AttentionParams big_causal = big;
+  big_causal.causal = true;
+  const int s128 = flash::backward_head_split(big), s64 = flash::backward_head_split(big64),
+            sc = flash::backward_head_split(big_causal);
+  INFO("splits: d = 128 " << s128 << ", d = 64 " << s64 << ", causal " << sc << " on " << sms << " SMs");
+  if (split_runs > 0) {
+    CHECK(40 % s128 == 0);
+    CHECK(40 % s64 == 0);
+    CHECK(40 % sc == 0);
+    CHECK(s64 <= 8);
+    CHECK(sc <= 16);
+    if (sms == 132) CHECK(s128 > 8);
+  }
 }
 
 // The tail split (flash_bwd.cu tail_split(); the default at d = 128 non-causal since session 11): on
@@ -269,7 +295,12 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
                       {3, 12, 6, 1000, 1000, true, fb::Dtype::bf16},
                       {2, 16, 16, 1025, 1025, false, fb::Dtype::fp16},
                       {2, 32, 8, 700, 1500, false, fb::Dtype::bf16},
-                      {1, 24, 24, 1600, 777, false, fb::Dtype::fp16}};
+                      {1, 24, 24, 1600, 777, false, fb::Dtype::fp16},
+                      // Since session 26 none of the rows above splits on an H200 (the GQA rows head-split, the
+                      // MHA rows walk kDescend unsplit): two MHA rows of more than 4096 keys (no kDescend) that do,
+                      // 432 blocks with a tail of 36 (S = 3) and 330 with a tail of 66 (S = 2) on 132 SMs.
+                      {1, 12, 12, 700, 4500, false, fb::Dtype::bf16},
+                      {1, 10, 10, 513, 4200, false, fb::Dtype::fp16}};
   int split_runs = 0;
   for (const Row& s : rows) {
     const fb::Case c =
@@ -287,4 +318,10 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
     b.release();
   }
   if (split_runs == 0) WARN("no run of flash's tail split (a probe, or a GPU these grids fill differently)");
+  // On the GPU the rows were chosen for (132 SMs) the default must split some: else this test checks nothing.
+  int sms = 0, device = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  const char* probe = std::getenv("FB_FLASH_BWD");
+  if (sms == 132 && (probe == nullptr || *probe == '\0')) CHECK(split_runs >= 2);
 }

@@ -82,6 +82,35 @@ TEST_CASE("head split: equal units (no causal mask) under near_best 0 take the f
     }
 }
 
+TEST_CASE("head split: non-causal groups of more than 8 query heads past the cap of 8", "[head_split]") {
+  // flash's non-causal d = 128 backward since session 27 (flash_bwd.cu max_head_split(): the cap is the group). Equal
+  // units: the model's time is its rounds of units. 40 q / 1 kv head, batch 2, N = 4500 (session 27's call B: 8
+  // subsets 1.126x the time of 20): 36 key tiles x 2 planes = 72 blocks of 71 query tiles x 40 heads; 8 subsets run
+  // 576 units in five rounds of 355 + 4 steps (1795), 20 subsets 1440 in eleven of 142 + 4 (1606), 40 subsets 2880 in
+  // 22 of 71 + 4 (1650).
+  constexpr int kSms = 132, kBlockN = 128, kBlockM = 64;
+  cuda::HeadSplitModel group_cap;
+  group_cap.max_split = 40;
+  cuda::HeadSplitModel fastest = group_cap;
+  fastest.near_best = 0.0;
+  CHECK(model_head_split(shape(2, 40, 1, 4500, false), kSms, kBlockN, kBlockM) == 8);  // the cap of 8
+  CHECK(model_head_split(shape(2, 40, 1, 4500, false), kSms, kBlockN, kBlockM, fastest) == 20);
+  CHECK(model_head_split(shape(2, 40, 1, 4500, false), kSms, kBlockN, kBlockM, group_cap) == 40);  // within 5%
+  // At N = 3000 (48 blocks of 47 x 40 steps) 8 subsets fill three rounds of 239 steps (717), ahead of every finer
+  // split by more than 5% (40: 15 rounds of 51, 765): 8 under either cap (call B: 8 the fastest measured).
+  CHECK(model_head_split(shape(2, 40, 1, 3000, false), kSms, kBlockN, kBlockM, group_cap) == 8);
+  CHECK(model_head_split(shape(2, 40, 1, 3000, false), kSms, kBlockN, kBlockM, fastest) == 8);
+  // Every pick divides the group and stays within its cap.
+  for (int seq : {1200, 2600, 4500, 8000})
+    for (const auto& [heads, kv] : {std::pair{12, 1}, std::pair{48, 1}, std::pair{64, 4}, std::pair{24, 2}}) {
+      cuda::HeadSplitModel m;
+      m.max_split = heads / kv;
+      const int split = model_head_split(shape(1, heads, kv, seq, false), kSms, kBlockN, kBlockM, m);
+      INFO(heads << " q / " << kv << " kv heads, N " << seq << ": " << split);
+      CHECK((heads / kv) % split == 0);
+    }
+}
+
 TEST_CASE("tail split: the grid's last partial wave splits where its units shorten the tail", "[head_split]") {
   using fb::cuda::model_tail_split;
   using fb::cuda::TailSplitModel;

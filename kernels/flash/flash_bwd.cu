@@ -139,22 +139,23 @@ bool descend_walk(const AttentionParams& p) {
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
-// that decides it: 16 under the causal mask at d = 128 (session 13), the shared model's 8 elsewhere and
-// everywhere under the probe `cap8`. Why: under the causal mask key tile j's units do the work of
+// that decides it: at d = 128 16 under the causal mask (session 13) and the whole group without it (session 27); the
+// shared model's 8 at d = 64 and everywhere under the probe `cap8`. Causal: key tile j's units do the work of
 // N - j * kBlockN queries, and at long N the finer split measured faster than the model's unit cost says
 // (32 q / 1 kv heads, d = 128, 16 subsets forced against the model's 8: +2.3% and +4.4% at N = 16k in
 // session 12). The model keeps its unit overhead, so it takes 16 only where units stay long: at 16k tokens
 // 32/1 goes 8 -> 16 at N >= 8k and keeps 8 / 4 at N = 4k / 1k. Session 13's call A (`cap8` against this,
 // results/h200/s13/callA/flashbwd/): d = 128 48/1 N = 16k +3.6% (0.995 -> 1.031x FlashAttention-2), 32/1
 // N = 16k +0.8% (1.042x), 48/1 N = 4k level; d = 64 32/1 N = 16k level to 0.02% (S = 16 bought nothing
-// there), so d = 64 keeps 8. Non-causal units are all alike: the model's largest-within-5% pick would
-// double the units onto a second wave (e.g. 32/1 N = 8k at batch 1: 16 in place of 8) with nothing measured
-// to pay for it, so the cap stays 8 there. Only groups with a divisor in 9..16 can change (12, 16, 24, 32,
-// 40, 48, 64 query heads a K/V head ...): 8/1, 16/2, 28/4, 40/8 keep their splits.
+// there), so d = 64 keeps 8 (session 14's call A measured 16 there again: level). Non-causal d = 128: every unit is
+// as long as the others and the model's time is its rounds of units; session 27's call B (results/h200/s27/callB/,
+// every divisor of the group forced on eight shapes no config names) had it within 4.12-4.22 us a modelled step
+// over 2-40 subsets at 40 q / 1 kv heads N = 4500, where the cap of 8 kept 1.126x the fastest split's time (0.965x
+// FlashAttention-2; 20 subsets 1.087x). Groups of at most 8 query heads are unchanged.
 int max_head_split(const AttentionParams& p) {
   constexpr int kCausalMaxSplit = 16;
-  const bool cap16 = p.causal && p.head_dim == 128 && grid_variant() != GridVariant::cap8;
-  return cap16 ? kCausalMaxSplit : HeadSplitModel{}.max_split;
+  if (grid_variant() == GridVariant::cap8 || p.head_dim != 128) return HeadSplitModel{}.max_split;
+  return p.causal ? kCausalMaxSplit : std::max(p.heads / std::max(p.kv_heads, 1), HeadSplitModel{}.max_split);
 }
 
 // Whether a GQA head split's kernels reduce dQ into the tiled accumulator too (TcConfig::split_dq_tiled:

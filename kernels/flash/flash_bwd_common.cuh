@@ -116,8 +116,8 @@ template <int kHeadDim> int main_tf32_key_tile();
 // split_dq_tiled()): `splitrows` the split kernels with session 8's row-major dQ at every head_dim (the
 // default reduces dQ tiled under the split too: at d = 128 since session 12, at d = 64 since session 13,
 // both measured as the probe `splittile`, removed since);
-// `cap8`: the default with the head split's subset count capped at 8 under the causal mask at d = 128 too
-// (flash_bwd.cu max_head_split(): 16 there by default since session 13).
+// `cap8`: the default with the head split's subset count capped at 8 at d = 128 too (flash_bwd.cu max_head_split():
+// by default 16 under the causal mask since session 13, the whole group without it since session 27).
 // `desc2` (session 18, d = 64 and 128, both masks): the default's tiled-dQ kernels with kDescend, every block of a plane
 // walking its query tiles from the last down with no rotation, so that the blocks of a plane (consecutive in the grid)
 // read the same Q / dO / LSE / D tile at about the same time; without the tail split and the GQA head split. Measured
