@@ -100,7 +100,7 @@ TEST_CASE("head split: non-causal groups of more than 8 query heads past the cap
   // split by more than 5% (40: 15 rounds of 51, 765): 8 under either cap (call B: 8 the fastest measured).
   CHECK(model_head_split(shape(2, 40, 1, 3000, false), kSms, kBlockN, kBlockM, group_cap) == 8);
   CHECK(model_head_split(shape(2, 40, 1, 3000, false), kSms, kBlockN, kBlockM, fastest) == 8);
-  // Every pick divides the group and stays within its cap.
+  // Every pick divides the group (units of equal head counts).
   for (int seq : {1200, 2600, 4500, 8000})
     for (const auto& [heads, kv] : {std::pair{12, 1}, std::pair{48, 1}, std::pair{64, 4}, std::pair{24, 2}}) {
       cuda::HeadSplitModel m;
