@@ -2,6 +2,8 @@
 // cuBLAS handle per test costs more than the tests themselves; each test prepares its own case).
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include "backend/cuda/cuda_backend.h"
 #include "support.h"
 
@@ -10,6 +12,14 @@ namespace fb::test {
 inline CudaBackend& gpu() {
   static CudaBackend backend(0);
   return backend;
+}
+
+// The current device's SM count (the schedule models' tests pick their expectations by it).
+inline int sm_count() {
+  int device = 0, sms = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  return sms;
 }
 
 }  // namespace fb::test

@@ -669,9 +669,7 @@ TEST_CASE("head dim 96: the naive backward verifies; the tiled backwards say why
 // (its blocks would stop early) leaves NaN rows and fails.
 TEST_CASE("flash-sm90's tile counter: many tiles per block, repeated launches verify", "[gpu][sched]") {
   CudaBackend& b = gpu();
-  int device = 0, sms = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  const int sms = sm_count();
   const Case cases[] = {
       make_case(2, 32, 8, 1000, 1000, 128, Dtype::bf16, true, Pass::fwd),
       make_case(2, 24, 24, 1500, 2100, 64, Dtype::fp16, true, Pass::fwd),

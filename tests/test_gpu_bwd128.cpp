@@ -182,9 +182,7 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
                       {7, 16, 8, 576, 576, false, Dtype::fp16},     // GQA 2:1, 280, tail 16, S = 5
                       {5, 8, 4, 1300, 1300, false, Dtype::bf16},    // GQA 2:1, 220, tail 88, S = 3
                       {2, 16, 16, 1025, 1025, true, Dtype::fp16}};  // causal: never split
-  int sms = 0, device = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  const int sms = sm_count();
   const char* env = std::getenv("FB_SM90_BWD_QTAIL");
   const bool model_on = env == nullptr || std::string(env).empty() || std::string(env) == "default";
   int split_runs = 0;

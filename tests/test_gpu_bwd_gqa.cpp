@@ -138,8 +138,6 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
 #include <string>
 #include <vector>
 
-#include <cuda_runtime.h>
-
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
 #include "flash/flash_bwd.h"
@@ -251,9 +249,7 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
   // the cap is the group there). 40 q / 1 kv head, batch 2, N = 4500 on 132 SMs: 72 blocks unsplit, whose model
   // rates 8 subsets (five rounds of 359 steps: 1795) behind 20 (1606) and 40 (1650); at d = 64 the cap stays 8, and
   // the causal d = 128 cap 16. Other SM counts: only that each pick divides the group within its cap.
-  int sms = 0, device = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  const int sms = sm_count();
   fb::AttentionParams big = make_case(2, 40, 1, 4500, 4500, 128, fb::Dtype::bf16, false, fb::Pass::bwd).params();
   fb::AttentionParams big64 = big;
   big64.head_dim = 64;
@@ -319,9 +315,7 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
   }
   if (split_runs == 0) WARN("no run of flash's tail split (a probe, or a GPU these grids fill differently)");
   // On the GPU the rows were chosen for (132 SMs) the default must split some: else this test checks nothing.
-  int sms = 0, device = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
+  const int sms = sm_count();
   const char* probe = std::getenv("FB_FLASH_BWD");
   if (sms == 132 && (probe == nullptr || *probe == '\0')) CHECK(split_runs >= 2);
 }

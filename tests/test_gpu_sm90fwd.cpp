@@ -79,13 +79,6 @@ bool tail_split_on() {
   return true;
 }
 
-int sm_count() {
-  int device = 0, sms = 0;
-  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
-  return sms;
-}
-
 // The workspace the tail split's plan for d = 64 case c takes on this device (0 where it does not split).
 std::size_t planned_workspace(const Case& c) {
   using namespace fb::cuda::flash_sm90;
