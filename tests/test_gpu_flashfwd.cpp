@@ -83,7 +83,8 @@ TEST_CASE("flash forward, bf16/fp16 d 64/128, sharp softmax (Q, K x 3): verifies
 // query tile of 1 or 77 rows, seq_k off the 64-key tile both ways, seq_q != seq_k), 1024 keys beside 1025 (the first
 // launch past the old limit), longer ones (1280 as session 26's call D, 2100 queries on 3001 keys), MQA/GQA/MHA, and
 // more query tiles than one wave (64 planes x 12-13 tiles; an H200 holds 264 blocks) so the L2 prefetch of the next
-// wave's tile runs too. Under nokpipe the same cases run the kernels before session 15 (with epi,pro on all).
+// wave's tile runs too. Under nokpipe the same cases run the kernels before session 15 (with epi,pro on all), under
+// novlate the kernels before session 28 (the next K/V tile's V copies at the KV step's start, not after S).
 TEST_CASE("flash forward, bf16/fp16 d 128, non-causal launches: verifies beside naive", "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();

@@ -112,6 +112,12 @@ const FwdProbe& fwd_probe() {
       else if (w == "epi") f.lean_epi = true;
       else if (w == "pro") f.lean_pro = true;
       else if (w == "nokpipe") f.no_frag_pipe = true;
+      else if (w == "novlate") f.no_v_late = true;
+      else if (w == "copylate" || w == "vlate" || w == "vlate64")
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
+                                    "': session 28 measured all three; vlate became the d = 128 default (novlate "
+                                    "runs the kernels before it), copylate and vlate64 (d = 64) were removed "
+                                    "(docs/perf-notes.md)");
       else if (w == "lse" || w == "kpipe" || w == "kpipelong")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "': lse was removed in session 15; kpipe and kpipelong became the default on "
@@ -130,7 +136,7 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, bandN with N >= 0, tailN with N >= 0)");
+                                    "epi, pro, nokpipe, novlate, bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -144,6 +150,11 @@ const FwdProbe& fwd_probe() {
                            f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe runs the shipped kernels and order less one bit; "
                                   "it takes no other word");
+    // novlate: the shipped kernels and order less one bit, alone.
+    if (f.no_v_late && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
+                        f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro || f.no_frag_pipe))
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: novlate runs the shipped kernels and order less one bit; it "
+                                  "takes no other word");
     return f;
   }();
   return probe;

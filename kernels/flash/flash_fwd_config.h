@@ -68,7 +68,15 @@ template <> struct TcTiles<128> : TcLoop {
   // Lazy rescale since call B (1.019-1.031x at d = 128 bf16; the sharp-softmax GPU test passes with it). L2
   // prefetch of the next wave's first Q/K/V (kFwdL2Prefetch) since session 11's call A: 0.996-1.013x on all 8
   // d = 128 rows (geomean 1.006; at d = 64 it lost 1-3%, so not there).
-  static constexpr unsigned kOpt = kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale | kFwdL2Prefetch;
+  // The next K/V tile's V copies after S (kFwdVAfterS) since session 28's call B (the copylate / vlate probes, three
+  // interleaved rounds against the shipped kernel on 28 rows, 16k-token grid N 512-16k, batch 3 / 12 x 12 heads N
+  // 1280-6000, fp16 batch 5 x 20 heads N 1536 / 3300; rule written before the call: a class takes a variant at a
+  // geomean >= 1.005 with no row below 0.985): non-causal 1.026x (0.994-1.047), causal 1.035x (1.023-1.058);
+  // copylate (K's copies after S too) 1.016 / 1.019x, 0.976x at batch 12 N = 1280. Held out in call D (batch 6 x
+  // 10 heads N 900-4500 bf16, 32 q / 8 kv heads N 2900 / 7000 fp16, novlate against it): 1.024x (1.007-1.032) /
+  // 1.040x (1.032-1.052). At d = 64 (vlate64, call D) 1.003 / 1.005x: not there.
+  static constexpr unsigned kOpt =
+      kFwdWarpSkip | kFwdLeanCopy | kFwdLazyRescale | kFwdL2Prefetch | kFwdVAfterS;
   static constexpr int kSmallBc = 32;
   // Non-causal: one plane's query tiles after another (FlashAttention-2's grid order) since session 9's call A:
   // 1.011-1.018x at N = 1k (the rows furthest behind FA2), 0.995-1.003x at 4k/16k (docs/perf-notes.md).
@@ -200,9 +208,14 @@ struct FwdConfig {
 //   nokpipe : the shipped kernels and orders with d = 128's non-causal launches as before session 15: kOpt, and
 //             epi,pro on short launches (every launch since session 26), without kFwdFragPipe
 //             (TcTiles<128>::kFullOpt); d = 64 runs its default. Takes no other word
-// Every word but nokpipe runs the default's kOpt (with kFullOpt on non-causal launches, persist and persist2 aside:
-// at d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128, where every launch takes
-// them since session 26, a word's baseline is kOpt | kFullOpt alone (the default is `epi,pro`). Session 14's stag
+//   novlate : d = 128: the shipped kernels and orders without kFwdVAfterS (the next K/V tile's V copies at the KV
+//             step's start, beside K's: the kernels before session 28); d = 64 runs its default. Takes no other word
+// Every word but nokpipe and novlate runs the default's kOpt (persist and persist2 without kFwdVAfterS; with
+// kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
+// (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is kOpt |
+// kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too: below it
+// on 27 of 28 rows in call B) and vlate64 (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal, below
+// the rule) were measured and removed; copylate, vlate and vlate64 are refused, naming the session. Session 14's stag
 // (the first wave's second half of blocks started ~half a KV step late: level in call B) and session 15's lse (epi's
 // row statistics alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed; session 15's kpipe (short
 // launches) and kpipelong (long ones) are the default on non-causal d = 128 launches (kFullOpt). The three words are
@@ -227,6 +240,7 @@ struct FwdProbe {
   bool lean_epi = false;     // epi (with pro)
   bool lean_pro = false;     // pro
   bool no_frag_pipe = false;  // nokpipe
+  bool no_v_late = false;     // novlate
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -151,6 +151,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // kFwdFragPipe: S = Q K^T's fragments of the next k16 step loaded before the current step's MMAs.
   constexpr bool kFragPipe = (kOpt & kFwdFragPipe) != 0;
   static_assert(!kFragPipe || !Tr::kQInRegs, "kFwdFragPipe: Q fragments from shared memory");
+  // kFwdVAfterS: the next K/V tile's V copies after S, before the softmax. The groups stay K_{j+1}, V_{j+1}, both
+  // committed before the step's V wait, so the waits count as without it.
+  constexpr bool kVLate = (kOpt & kFwdVAfterS) != 0;
+  static_assert(!kVLate || !kPersist, "kFwdVAfterS: one work tile a block");
   auto tile_of = [&](int work) {
     if constexpr (kQBandTail) return banded_tail_tile(work, a.planes, a.q_tiles, a.plane_group, a.band_tail);
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
@@ -237,12 +241,19 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   const int mask_row0 = kWarpSkip ? q0 + warp_row0 : q0;
 
   // K_tile and V_tile into `stage`, one cp.async group each (K first: the loop waits for K alone).
-  auto load_kv = [&](int tile, int stage) {
+  auto load_k = [&](int tile, int stage) {
     const std::int64_t g_off = std::int64_t(tile) * Tr::kBc * D;
     load_kv_async<Tr, kLeanCopy>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
     ptx::cp_async_commit();
+  };
+  auto load_v = [&](int tile, int stage) {
+    const std::int64_t g_off = std::int64_t(tile) * Tr::kBc * D;
     load_kv_async<Tr, kLeanCopy>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
     ptx::cp_async_commit();
+  };
+  auto load_kv = [&](int tile, int stage) {
+    load_k(tile, stage);
+    load_v(tile, stage);
   };
   // Prologue: commit groups Q, K_0, V_0 (in that order; the waits below count on it). kPersist: a later work
   // tile's were committed in the same order by the tile before it, at its epilogue.
@@ -382,10 +393,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     // j - 1, whose buffers the prefetch below overwrites.
     ptx::cp_async_wait<1>();
     __syncthreads();
+    const int next = j + Tr::kStages - 1;
     {
-      const int next = j + Tr::kStages - 1;
       if (next < n_tiles) {
-        load_kv(next, next_stage);
+        load_k(next, next_stage);
+        if constexpr (!kVLate) load_v(next, next_stage);
       } else {
         // kEarly: the next work tile's K_0 into the free stage (its group, then an empty one).
         if constexpr (kEarly) {
@@ -466,7 +478,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       }
     }
     }  // kFragPipe
+    }  // active
 
+    // kVLate: the next tile's V copies now (every thread: a warp that skips the tile still copies its share).
+    if constexpr (kVLate) {
+      if (next < n_tiles) load_v(next, next_stage);
+    }
+
+    if (active) {
     // ---- mask: only the diagonal tiles (causal) and the tile past the last key ----
     if (a.mask.tile_needs_mask(mask_row0, k0, Tr::kBc)) {
       if constexpr (kWarpSkip) {

@@ -17,11 +17,11 @@ inline int smem_optin() {
 }
 
 // The default tiles of Cfg with its variant bits plus kExtra for this launch (kCausalBand, kCausalTail, kFullOpt:
-// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe word).
-template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0>
+// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe word); kDrop: bits of kOpt left out (novlate).
+template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0, unsigned kDrop = 0>
 void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   using Tr = typename Cfg::Traits;
-  constexpr unsigned kOpt = Cfg::kOpt | kExtra;
+  constexpr unsigned kOpt = (Cfg::kOpt & ~kDrop) | kExtra;
   if constexpr (Cfg::kCausalBand > 0 && Cfg::kCausalTail > 0) {
     constexpr unsigned kBanded = kOpt | kFwdQBand | kFwdQBandTail;
     if (p.causal) return launch_fwd_tc<Tr, kBanded>(p, stream, Cfg::kCausalBand, Cfg::kCausalTail);
@@ -43,14 +43,14 @@ bool short_launch(const AttentionParams& p) {
   return keys <= Cfg::kShortKeys;
 }
 // The default tiles of Cfg: with kShortOpt on short launches (TcLoop). kFullDrop: bits of kFullOpt left out (the
-// nokpipe word: the non-causal kernels before session 15).
-template <typename Cfg, unsigned kFullDrop = 0>
+// nokpipe word: the non-causal kernels before session 15); kDrop: bits of kOpt every launch leaves out (novlate).
+template <typename Cfg, unsigned kFullDrop = 0, unsigned kDrop = 0>
 void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   if constexpr (Cfg::kShortOpt != 0) {
     if (short_launch<Cfg>(p))
-      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop>(p, stream, plane_group);
+      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop, kDrop>(p, stream, plane_group);
   }
-  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop>(p, stream, plane_group);
+  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop, kDrop>(p, stream, plane_group);
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
@@ -70,9 +70,10 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
   }
   const int group = pr.l2order ? 0 : Cfg::kPlaneGroup;
   // persist, persist2: d = 128 only (Q from shared memory), non-causal launches, without pf (and without the
-  // default's kFwdL2Prefetch: a persistent block has no later block to prefetch for).
+  // default's kFwdL2Prefetch: a persistent block has no later block to prefetch for; nor kFwdVAfterS, which
+  // session 28 measured on one work tile a block).
   if constexpr (!Tr::kQInRegs && kExtra == 0) {
-    constexpr unsigned kBase = kOpt & ~kFwdL2Prefetch;
+    constexpr unsigned kBase = kOpt & ~(kFwdL2Prefetch | kFwdVAfterS);
     if (pr.persist_early) return launch_fwd_tc<Tr, kBase | kFwdPersist | kFwdPersistEarly>(p, stream, group);
     if (pr.persist) return launch_fwd_tc<Tr, kBase | kFwdPersist>(p, stream, group);
   }
@@ -88,6 +89,10 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   // nokpipe: the shipped kernels with the non-causal launches as before session 15 (d = 128: kOpt and the short
   // epi,pro without kFwdFragPipe); d = 64 runs its default.
   if (pr.no_frag_pipe) return launch_fwd_tc_default<Cfg, kFwdFragPipe>(p, stream, Cfg::kPlaneGroup);
+  // novlate (d = 128): the shipped kernels and orders without kFwdVAfterS.
+  if constexpr ((Cfg::kOpt & kFwdVAfterS) != 0) {
+    if (pr.no_v_late) return launch_fwd_tc_default<Cfg, 0, kFwdVAfterS>(p, stream, Cfg::kPlaneGroup);
+  }
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);

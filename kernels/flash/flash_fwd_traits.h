@@ -123,6 +123,13 @@ inline constexpr unsigned kFwdLeanPrologue = 131072u;
 //                    buffered in registers, step ks + 1's Q and K fragments loaded before step ks's MMAs
 //                    (FlashAttention-2's gemm order) instead of one K fragment pair at a time.
 inline constexpr unsigned kFwdFragPipe = 524288u;
+//   (2097152 was session 28's kFwdCopyAfterS, the copylate probe: the next K/V tile's copies, K's and V's, after S;
+//   call B 1.016 / 1.019x over the shipped kernel (non-causal / causal), 0.976x at batch 12 N = 1280, below
+//   kFwdVAfterS on 27 of 28 rows; removed, docs/perf-notes.md.)
+//   kFwdVAfterS    : the next K/V tile's V copies issued once S_j = Q K_j^T is done, before its softmax, not at the
+//                    KV step's start beside K_{j+1}'s: there the 16 cp.async a thread (d = 128) queued ahead of S's
+//                    ldmatrix (mio stalls) and held registers S's ldmatrix wanted (long-scoreboard stalls).
+inline constexpr unsigned kFwdVAfterS = 4194304u;
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
 //   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Session 27's call F: ncu's details pages (CSV) of two kernel pairs side by side, every metric both have, the
-pair's ratio (second / first); then the warp stall reasons (cycles per issued instruction) ranked by the difference.
+"""ncu's details pages (CSV) of kernel pairs side by side: every metric both have and the pair's ratio (second /
+first). Prepared for session 27's call F (not run); run in session 28's call A.
 
-    python3 ncu_pairs.py DIR   (DIR: fwd-torch.csv, fwd-flash.csv, bwd-mha.csv, bwd-mqa.csv)
+    python3 ncu_pairs.py DIR [A:B ...]   (A.csv, B.csv in DIR; default fwd-torch:fwd-flash bwd-mha:bwd-mqa)
 """
 import csv
 import os
@@ -23,7 +23,7 @@ def metrics(name):
         if "Metric Name" in r:
             head = r
             continue
-        if head and len(r) == len(head):
+        if head and len(r) > head.index("Metric Value"):  # rows without a rule stop short of the header
             row = dict(zip(head, r))
             key = f"{row.get('Section Name', '')} | {row['Metric Name']} [{row.get('Metric Unit', '')}]"
             out.setdefault(key, row["Metric Value"])
@@ -37,7 +37,8 @@ def num(x):
         return None
 
 
-for a, b in (("fwd-torch", "fwd-flash"), ("bwd-mha", "bwd-mqa")):
+pairs = [p.split(":") for p in sys.argv[2:]] or [("fwd-torch", "fwd-flash"), ("bwd-mha", "bwd-mqa")]
+for a, b in pairs:
     ma, mb = metrics(a), metrics(b)
     print(f"=== {a} -> {b} ({len(ma)} / {len(mb)} metrics)")
     for k in ma:
