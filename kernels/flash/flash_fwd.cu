@@ -113,10 +113,10 @@ const FwdProbe& fwd_probe() {
       else if (w == "pro") f.lean_pro = true;
       else if (w == "nokpipe") f.no_frag_pipe = true;
       else if (w == "novlate") f.no_v_late = true;
-      else if (w == "copylate" || w == "vlate" || w == "vlate64")
+      else if (w == "copylate" || w == "vlate" || w == "vlate64" || w == "kmid")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
-                                    "': session 28 measured all three; vlate became the d = 128 default (novlate "
-                                    "runs the kernels before it), copylate and vlate64 (d = 64) were removed "
+                                    "': session 28 measured copylate, vlate, vlate64 and kmid; vlate became the "
+                                    "d = 128 default (novlate runs the kernels before it), the others were removed "
                                     "(docs/perf-notes.md)");
       else if (w == "lse" || w == "kpipe" || w == "kpipelong")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +

@@ -210,23 +210,24 @@ struct FwdConfig {
 //             (TcTiles<128>::kFullOpt); d = 64 runs its default. Takes no other word
 //   novlate : d = 128: the shipped kernels and orders without kFwdVAfterS (the next K/V tile's V copies at the KV
 //             step's start, beside K's: the kernels before session 28); d = 64 runs its default. Takes no other word
-// Every word but nokpipe and novlate runs the default's kOpt (persist and persist2 without kFwdVAfterS; with
-// kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
-// (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is kOpt |
-// kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too: below it
-// on 27 of 28 rows in call B) and vlate64 (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal, below
-// the rule) were measured and removed; copylate, vlate and vlate64 are refused, naming the session. Session 14's stag
-// (the first wave's second half of blocks started ~half a KV step late: level in call B) and session 15's lse (epi's
-// row statistics alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed; session 15's kpipe (short
-// launches) and kpipelong (long ones) are the default on non-causal d = 128 launches (kFullOpt). The three words are
-// refused, naming the session. Session 19's clusterN (non-causal launches of the default's kernels in one plane's
-// order, in thread-block clusters of N blocks, for the L2 request coalescer: call B, cluster2 0.993-1.008x, cluster4
-// 0.946-0.960x, ~2% of the K/V sectors merged) was measured and removed (host code only); cluster2 / cluster4 /
-// cluster8 are refused, naming the session. Session 8's probes (onebar, skip, copy, s3, s4, ovl, lazy, bc64) and
-// session 9's losers (kperm, noskip, rowmask, bc128) and session 11's pfstart and latev (level in call A) and session
-// 13's expv, expv2 (the exponentials between the P V HMMAs: 0.94-0.99x in call A) and plane (d = 64 in one plane's
-// order: level) were measured (docs/perf-notes.md, "Session 8", "Session 9", "Session 11", "Session 13") and removed
-// with their code; the winners are in TcTiles<D>.
+// Every word but nokpipe and novlate runs the default's kOpt (persist and persist2 without kFwdVAfterS; with kFullOpt
+// on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
+// (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
+// kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
+// below it on 27 of 28 rows in call B), vlate64 (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal,
+// below the rule) and kmid (K's copies after S's first k16 step, on branch fwdkmid28: call G 1.001 / 1.002x, 0.874x
+// at batch 3 N = 1280) were measured and removed; copylate, vlate, vlate64 and kmid are refused, naming the session.
+// Session 14's stag (the first wave's second half of blocks started ~half a KV step late: level in call B) and
+// session 15's lse (epi's row statistics alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed;
+// session 15's kpipe (short launches) and kpipelong (long ones) are the default on non-causal d = 128 launches
+// (kFullOpt). The three words are refused, naming the session. Session 19's clusterN (non-causal launches of the
+// default's kernels in one plane's order, in thread-block clusters of N blocks, for the L2 request coalescer: call B,
+// cluster2 0.993-1.008x, cluster4 0.946-0.960x, ~2% of the K/V sectors merged) was measured and removed (host code
+// only); cluster2 / cluster4 / cluster8 are refused, naming the session. Session 8's probes (onebar, skip, copy, s3,
+// s4, ovl, lazy, bc64) and session 9's losers (kperm, noskip, rowmask, bc128) and session 11's pfstart and latev
+// (level in call A) and session 13's expv, expv2 (the exponentials between the P V HMMAs: 0.94-0.99x in call A) and
+// plane (d = 64 in one plane's order: level) were measured (docs/perf-notes.md, "Session 8", "Session 9", "Session
+// 11", "Session 13") and removed with their code; the winners are in TcTiles<D>.
 struct FwdProbe {
   bool set = false;  // some word given
   bool old = false;
