@@ -1,7 +1,8 @@
 // Tensor-core FlashAttention forward (fp16/bf16, sm_80+), FlashAttention-2 style.
 //
 // One block per (batch * head, query tile of kBr rows); warp w owns kWarpRows of those rows.
-// For each KV tile (kBc keys), double-buffered in shared memory through cp.async:
+// For each KV tile (kBc keys), double-buffered in shared memory through cp.async (the next tile's K copies at the
+// step's start, its V copies there too or, kFwdVAfterS, once S is done):
 //   S = Q K^T        mma.sync m16n8k16, Q as A (ldmatrix), K as B (ldmatrix, K is already "col")
 //   online softmax   in registers, base 2: p = exp2(s * scale*log2(e) - m)
 //   O += P V         P re-packed to 16 bits in registers as the A operand (the m16n8 accumulator
