@@ -395,23 +395,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     ptx::cp_async_wait<1>();
     __syncthreads();
     const int next = j + Tr::kStages - 1;
-    {
-      if (next < n_tiles) {
-        load_k(next, next_stage);
-        if constexpr (!kVLate) load_v(next, next_stage);
-      } else {
-        // kEarly: the next work tile's K_0 into the free stage (its group, then an empty one).
-        if constexpr (kEarly) {
-          if (has_next)
-            load_kv_async<Tr, true>(sK + next_stage * Tr::kKVTileElems, a.k + next_off[1], seq_k, opaque_tid());
-        }
-        // kFwdL2Prefetch: this is the last KV step.
-        if constexpr (kPrefetch)
-          prefetch(pf_target[0], pf_target[1], int(pf_target[2]), opaque_tid());
-        // Empty groups keep the group count uniform.
-        ptx::cp_async_commit();
-        ptx::cp_async_commit();
+    if (next < n_tiles) {
+      load_k(next, next_stage);
+      if constexpr (!kVLate) load_v(next, next_stage);
+    } else {
+      // kEarly: the next work tile's K_0 into the free stage (its group, then an empty one).
+      if constexpr (kEarly) {
+        if (has_next)
+          load_kv_async<Tr, true>(sK + next_stage * Tr::kKVTileElems, a.k + next_off[1], seq_k, opaque_tid());
       }
+      // kFwdL2Prefetch: this is the last KV step.
+      if constexpr (kPrefetch)
+        prefetch(pf_target[0], pf_target[1], int(pf_target[2]), opaque_tid());
+      // Empty groups keep the group count uniform.
+      ptx::cp_async_commit();
+      ptx::cp_async_commit();
     }
     const bool active = !kWarpSkip || j < warp_tiles;  // warp-uniform
 
