@@ -28,7 +28,8 @@
 // default's split kernel): qalign's first tiles before row 0, partial tiles, GQA, O and LSE checked. Both are d = 64's
 // default since session 20's call B (`notrec64` runs the kernel before them, `nofastlse` trec64 alone).
 // Session 25's `qreg` (d = 128's shipped variant with Q's fragments in registers for S = Q K^T; measured and removed)
-// passed them all.
+// passed them all. Session 29's `fastlse128` (d = 128's shipped variant with fastlse's epilogue) runs every d = 128
+// case here on it.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
@@ -58,8 +59,8 @@ const char* probe_setting() {
 }
 
 // Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, or only words
-// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `nolazyres`, `trec64`, `fastlse` and their no-forms;
-// another variant word runs its variant unsplit: then either may hold).
+// that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `nolazyres`, `trec64`, `fastlse`, `fastlse128` and their
+// no-forms; another variant word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -72,7 +73,7 @@ bool tail_split_on() {
     const std::size_t end = std::min(v.find(',', at), v.size());
     const std::string w = v.substr(at, end - at);
     if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "nolazyres" && w != "trec64" && w != "notrec64" &&
-        w != "fastlse" && w != "nofastlse")
+        w != "fastlse" && w != "nofastlse" && w != "fastlse128" && w != "nofastlse128")
       return false;
     at = end + 1;
   }

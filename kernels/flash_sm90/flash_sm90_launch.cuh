@@ -224,6 +224,8 @@ struct FwdDefaults {
   // cycles 0.898x. The pre-registered rule met for both: `notrec64` runs the kernel before both, `nofastlse` trec64's.
   static constexpr bool kTileRec64 = true;
   static constexpr bool kFastLse64 = true;
+  // fastlse128 (session 29, a probe until measured): kOptFastLse on d = 128's shipped variant (kOpt 23 -> 8215).
+  static constexpr bool kFastLse128 = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -245,6 +247,7 @@ struct FwdProbe {
   int short_static = -1;  // shortstatic: 1 on, 0 off, -1 the default (FwdDefaults::kShortStaticHeadDim)
   bool tile_rec64 = FwdDefaults::kTileRec64;  // trec64 (the default unless `trec64` / `notrec64` is named)
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
+  bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -300,6 +303,7 @@ inline FwdProbe fwd_probe() {
     f.short_static = has("shortstatic") ? 1 : has("noshortstatic") ? 0 : -1;
     f.tile_rec64 = pick("trec64", FwdDefaults::kTileRec64);
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
+    f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
     return f;
   }();
   return probe;
@@ -481,6 +485,10 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
     }
     if (lazy == 1) return ship(std::integral_constant<unsigned, kOptLazyRescale>{});
     if (split) return ship(std::integral_constant<unsigned, 0u>{});
+  } else if constexpr (kOpt == (kOptDescLo32 | kOptXTile | kOptEarlyRescale)) {
+    // fastlse128: d = 128's shipped variant (kOpt 23) with kOptFastLse.
+    if (fwd_probe().fast_lse128 && shipped_variant<Tr>())
+      return launch_fwd<Tr, kOpt | kOptTileRec | kOptFastLse>(p, t, stream);
   }
   launch_fwd_bits<Tr, kOpt, kOptTileRec, kOptL2Hint, kOptUniformStage>(want, p, t, stream);
 }
