@@ -113,6 +113,7 @@ const FwdProbe& fwd_probe() {
       else if (w == "pro") f.lean_pro = true;
       else if (w == "nokpipe") f.no_frag_pipe = true;
       else if (w == "novlate") f.no_v_late = true;
+      else if (w == "solotail") f.solo_tail = true;
       else if (w == "copylate" || w == "vlate" || w == "vlate64" || w == "kmid")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "': session 28 measured copylate, vlate, vlate64 and kmid; vlate became the "
@@ -136,7 +137,7 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, novlate, bandN with N >= 0, tailN with N >= 0)");
+                                    "epi, pro, nokpipe, novlate, solotail, bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -154,6 +155,11 @@ const FwdProbe& fwd_probe() {
     if (f.no_v_late && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
                         f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro || f.no_frag_pipe))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: novlate runs the shipped kernels and order less one bit; it "
+                                  "takes no other word");
+    // solotail: the shipped kernels and order plus one bit on non-causal launches, alone.
+    if (f.solo_tail && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
+                        f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro || f.no_frag_pipe || f.no_v_late))
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: solotail runs the shipped kernels and order plus one bit; it "
                                   "takes no other word");
     return f;
   }();

@@ -161,7 +161,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
                   : grouped_tile(work, a.planes, a.q_tiles, a.plane_group);
   };
-  int work = int(blockIdx.x);
+  // kFwdSoloTail: this launch's blocks run tiles tile_base, tile_base + 1, ...
+  constexpr bool kSoloTail = (kOpt & kFwdSoloTail) != 0;
+  static_assert(!kSoloTail || !kPersist, "kFwdSoloTail: one work tile a block");
+  int work = int(blockIdx.x) + (kSoloTail ? a.tile_base : 0);
   const int works = a.planes * a.q_tiles;
   int it0 = 0;  // kPersist: KV steps run by the earlier work tiles (the K/V stage parity continues)
   for (;;) {
@@ -704,6 +707,37 @@ int resident_blocks() {
   return resident;
 }
 
+// kFwdSoloTail: the kernel's blocks an SM at its own shared memory (per_sm), the SM count, and the smallest dynamic shared
+// memory size (4 KB steps up to the opt-in limit; the kernel's attribute raised to it) at which an SM holds one block
+// of it; smem_bytes 0: none (the launch is not split). Worked out once per instantiation.
+struct SoloTail {
+  int per_sm = 0;
+  int sms = 0;
+  int smem_bytes = 0;
+};
+template <typename Tr, unsigned kOpt> const SoloTail& solo_tail_shape() {
+  static const SoloTail shape = [] {
+    SoloTail s;
+    int device = 0, optin = 0;
+    FB_CUDA_CHECK(cudaGetDevice(&device));
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, device));
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
+    FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
+    for (int bytes = int(Tr::kSmemBytes); s.per_sm >= 2 && bytes <= optin; bytes += 4096) {
+      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      int per_sm = 0;
+      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, bytes));
+      if (per_sm == 1) {
+        s.smem_bytes = bytes;
+        break;
+      }
+    }
+    return s;
+  }();
+  return shape;
+}
+
 // Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
 // replaces set_tile_order's plane group on a non-causal launch (1: one plane's query tiles after another).
 // With kFwdQBand in kOpt (causal launches only), plane_group is the band of banded_tile; with kFwdQBandTail too,
@@ -733,6 +767,25 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
   if constexpr ((kOpt & kFwdPersist) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");
     blocks = std::min(blocks, unsigned(resident_blocks<Tr, kOpt>()));
+  }
+  if constexpr ((kOpt & kFwdSoloTail) != 0) {
+    static_assert((kOpt & kFwdPersist) == 0, "kFwdSoloTail: one work tile a block");
+    if (p.causal) throw std::logic_error("flash forward: kFwdSoloTail is for non-causal launches");
+    // The whole waves, then the partial last wave at one block an SM (solo_tail_plan), where a dynamic shared
+    // memory size that leaves one block an SM exists; else one launch.
+    const SoloTail& solo = solo_tail_shape<Tr, kOpt>();
+    const SoloTailPlan plan = solo.smem_bytes > 0 ? solo_tail_plan(blocks, solo.per_sm, solo.sms)
+                                                  : SoloTailPlan{blocks, 0};
+    if (plan.tail > 0) {
+      // The attribute above was set to the kernel's own size: the tail's launch asks for more.
+      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, solo.smem_bytes));
+      kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+      FB_CUDA_CHECK_LAUNCH();
+      args.tile_base = int(plan.whole);
+      kernel<<<unsigned(plan.tail), Tr::kThreads, solo.smem_bytes, stream>>>(args);
+      FB_CUDA_CHECK_LAUNCH();
+      return;
+    }
   }
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();

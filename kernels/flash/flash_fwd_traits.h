@@ -130,6 +130,11 @@ inline constexpr unsigned kFwdFragPipe = 524288u;
 //                    KV step's start beside K_{j+1}'s: there the 16 cp.async a thread (d = 128) queued ahead of S's
 //                    ldmatrix (mio stalls) and held registers S's ldmatrix wanted (long-scoreboard stalls).
 inline constexpr unsigned kFwdVAfterS = 4194304u;
+//   (8388608 was session 28's kmid: K_{j+1}'s copies after S's first k16 step; never on main.)
+//   kFwdSoloTail   : non-causal launches without kFwdPersist: the block's work tile is blockIdx.x + a.tile_base, so
+//                    that the launcher can run the grid's partial last wave as a launch of its own at one block an SM
+//                    (solo_tail_plan, common/tile_order.h; the `solotail` probe).
+inline constexpr unsigned kFwdSoloTail = 16777216u;
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
 //   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 
