@@ -49,14 +49,14 @@ FB_HOST_DEVICE inline PlaneTile plane_major_tile(int t, int q_tiles) {
   return PlaneTile{bh, q_tiles - 1 - (t - bh * q_tiles)};
 }
 
-// A grid's partial last wave at one block an SM (the portable forward's `solotail` probe, kFwdSoloTail): n_blocks equal
-// blocks on sms SMs that hold per_sm blocks each at once. Blocks run in launch order; when an SM's blocks finish
-// together (equal blocks started together), the hardware gives the next blocks to the SMs whose slots free first, so a
-// last wave of tail <= sms blocks can land two to an SM on tail / 2 SMs, a whole pair's time more, while the other SMs
-// idle (session 29, call E: the d = 128 forward at batch 2 x 12 heads N = 3400, 648 blocks on 264 slots). The plan
-// runs the whole waves as one launch and the tail as a second launch at one block an SM: `whole` blocks, then `tail`
-// from block `whole` on; tail == 0: one launch of all n_blocks (no whole wave, no tail, a tail of more than one block
-// an SM, or per_sm < 2).
+// A grid's partial last wave at one block an SM (the portable forward's `solotail` probe, kFwdSoloTail): n_blocks
+// equal blocks on sms SMs that hold per_sm blocks each at once. Blocks run in launch order; when an SM's blocks
+// finish together (equal blocks started together), the hardware gives the next blocks to the SMs whose slots free
+// first, so a last wave of tail <= sms blocks can land two to an SM on tail / 2 SMs, a whole pair's time more, while
+// the other SMs idle (session 29, call E: the d = 128 forward at batch 2 x 12 heads N = 3400, 648 blocks on 264
+// slots). The plan runs the whole waves as one launch and the tail as a second launch at one block an SM: `whole`
+// blocks, then `tail` from block `whole` on; tail == 0: one launch of all n_blocks (no whole wave, no tail, a tail of
+// more than one block an SM, or per_sm < 2).
 struct SoloTailPlan {
   long long whole;
   long long tail;

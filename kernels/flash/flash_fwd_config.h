@@ -215,10 +215,10 @@ struct FwdConfig {
 //             own shared memory), the whole waves run as one launch and that wave as a second at one block an SM
 //             (more dynamic shared memory asked for than two blocks fit). Session 29's call E: at batch 2 x 12 heads
 //             d = 128 N = 3328-3456 (624-648 blocks on 264 slots) the shipped kernel ran 0.91-0.97x FlashAttention-2,
-//             its busiest SM active 1.16x the SMs' mean (ncu, N = 3400), while `pf` and `nopf` (the kernel without the
-//             lean prologue and epilogue) ran 1.09-1.10x faster than it, 1.03x the mean. Takes no other word
-// Every word but nokpipe, novlate and solotail runs the default's kOpt (persist and persist2 without kFwdVAfterS; with kFullOpt
-// on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
+//             its busiest SM active 1.16x the SMs' mean (ncu, N = 3400), while `pf` and `nopf` (the kernel without
+//             the lean prologue and epilogue) ran 1.09-1.10x faster than it, 1.03x the mean. Takes no other word
+// Every word but nokpipe, novlate and solotail runs the default's kOpt (persist and persist2 without kFwdVAfterS;
+// with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
 // (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
 // kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
 // below it on 27 of 28 rows in call B), vlate64 (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal,

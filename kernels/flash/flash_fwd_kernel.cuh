@@ -707,9 +707,9 @@ int resident_blocks() {
   return resident;
 }
 
-// kFwdSoloTail: the kernel's blocks an SM at its own shared memory (per_sm), the SM count, and the smallest dynamic shared
-// memory size (4 KB steps up to the opt-in limit; the kernel's attribute raised to it) at which an SM holds one block
-// of it; smem_bytes 0: none (the launch is not split). Worked out once per instantiation.
+// kFwdSoloTail: the kernel's blocks an SM at its own shared memory (per_sm), the SM count, and the smallest dynamic
+// shared memory size (4 KB steps up to the opt-in limit; the kernel's attribute raised to it) at which an SM holds
+// one block of it; smem_bytes 0: none (the launch is not split). Worked out once per instantiation.
 struct SoloTail {
   int per_sm = 0;
   int sms = 0;

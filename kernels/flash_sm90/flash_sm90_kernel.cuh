@@ -118,14 +118,14 @@ inline constexpr unsigned kOptTailSplit = 64u;
 //                     LSE = m + log2 l as ever, with m the kept max. (At d = 128 on top of early and xtile, where the
 //                     64 FMUL sit inside the turn, session 16's `lazyres128` measured 0.993x / 0.985x: removed.)
 inline constexpr unsigned kOptLazyRescale = 4096u;
-//   kOptFastLse       (with kOptTileRec on d = 64's shipped variant: the default since session 20's call B; on d = 128's
-//                     shipped variant since session 29's call A) the epilogue's row-sum inverses and LSE logarithms by
-//                     the approximate instructions (rcp.approx.ftz, lg2.approx.ftz: one MUFU each) instead of IEEE
-//                     division and log2f (a ~35-instruction polynomial a row in 387d31b's SASS, inside the branch of
-//                     the lanes that store the LSE, so the two rows' chains run one after the other); they sit between
-//                     the last P V's wait and the O store, on the work tile's boundary. Errors: the LSE's ~2^-22 in log2 (its bound at bf16 1.1e-4), the
-//                     inverse's 1 ulp of f32 before O is rounded to 16 bits; a row that sees a key has a sum >= 1
-//                     (nothing denormal to flush).
+//   kOptFastLse       (with kOptTileRec on d = 64's shipped variant: the default since session 20's call B; on
+//                     d = 128's shipped variant since session 29's call A) the epilogue's row-sum inverses and LSE
+//                     logarithms by the approximate instructions (rcp.approx.ftz, lg2.approx.ftz: one MUFU each)
+//                     instead of IEEE division and log2f (a ~35-instruction polynomial a row in 387d31b's SASS,
+//                     inside the branch of the lanes that store the LSE, so the two rows' chains run one after the
+//                     other); they sit between the last P V's wait and the O store, on the work tile's boundary.
+//                     Errors: the LSE's ~2^-22 in log2 (its bound at bf16 1.1e-4), the inverse's 1 ulp of f32 before
+//                     O is rounded to 16 bits; a row that sees a key has a sum >= 1 (nothing denormal to flush).
 inline constexpr unsigned kOptFastLse = 8192u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).

@@ -132,10 +132,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            rcp.approx / lg2.approx (kOptFastLse), not IEEE division and log2f's ~35-instruction polynomial a row
 //            inside the LSE-storing lanes' branch (the two rows' chains in series there), between a work tile's last
 //            P V wait and its O store
-//   fastlse128 d = 128 (the default since session 29's call A, FwdDefaults::kFastLse128; `nofastlse128` runs the kernel
-//            before it): d = 128's shipped variant (desc32, early, xtile, trec) with fastlse's epilogue (kOptFastLse,
-//            kOpt 8215); another variant word runs its variant without it. Call A: 1.007x over 17 non-causal rows, 1.012x
-//            over 17 causal ones (N = 512: 1.019-1.030x)
+//   fastlse128 d = 128 (the default since session 29's call A, FwdDefaults::kFastLse128; `nofastlse128` runs the
+//            kernel before it): d = 128's shipped variant (desc32, early, xtile, trec) with fastlse's epilogue
+//            (kOptFastLse, kOpt 8215); another variant word runs its variant without it. Call A: 1.007x over 17
+//            non-causal rows, 1.012x over 17 causal ones (N = 512: 1.019-1.030x)
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -229,9 +229,9 @@ struct FwdDefaults {
   static constexpr bool kTileRec64 = true;
   static constexpr bool kFastLse64 = true;
   // fastlse128: kOptFastLse on d = 128's shipped variant (kOpt 23 -> 8215). Session 29's call A (results/h200/s29/
-  // callA/, three interleaved rounds beside torch-cudnn, the rule in docs/perf-notes.md before the call): default /
-  // fastlse128 time 1.007x over 17 non-causal rows (0.989-1.023; N = 512 1.019 / 1.022x bf16 / fp16) and 1.012x over 17
-  // causal ones (0.996-1.030), the papers' grid and held-out MHA / GQA shapes; both classes passed.
+  // callA/, three interleaved rounds beside torch-cudnn, the rule in docs/perf-notes.md before the call):
+  // default / fastlse128 time 1.007x over 17 non-causal rows (0.989-1.023; N = 512 1.019 / 1.022x bf16 / fp16) and
+  // 1.012x over 17 causal ones (0.996-1.030), the papers' grid and held-out MHA / GQA shapes; both classes passed.
   static constexpr bool kFastLse128 = true;
 };
 struct FwdProbe {
