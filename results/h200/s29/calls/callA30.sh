@@ -9,8 +9,8 @@
 # default and solotail on six held-out shapes that split on 132 SMs x 2 (solo-b*.json) and on the papers' grid, which
 # does not split (solo-grid.json, a control), and on session 29's ragged-fwd.json (named, not in the rule); ncu's
 # per-SM active cycles at N = 3400 both ways. Rule (docs/perf-notes.md, "Session 29, prepared for session 30"):
-# ab_table.py on the held-out rows, geomean of the rows' geomeans (default / solotail) >= 1.005 and no row below 0.985;
-# the control's geomean within 0.99-1.01.
+# ab_table.py on the held-out rows, geomean of the rows' geomeans (default / solotail) >= 1.005 and no row below
+# 0.985; the control's geomean within 0.99-1.01.
 R=$OUT/A; mkdir -p $R/odd $R/grid $R/ragged; export DEADLINE=${DEADLINE:-300}
 set -uo pipefail
 t0=$SECONDS
@@ -37,7 +37,8 @@ step peers-ragged 30 python3 scripts/peers.py $c/ragged-fwd.json --backends flas
 for r in 1 2 3; do
   for s in $odd; do
     step def-$s-$r 20 $fb run $c/$s.json --no-ceilings -q -o $R/odd/def-$s-$r.json
-    step solo-$s-$r 20 env FB_FLASH_FWD_PROBE=solotail $fb run $c/$s.json --no-ceilings -q -o $R/odd/solotail-$s-$r.json
+    step solo-$s-$r 20 env FB_FLASH_FWD_PROBE=solotail $fb run $c/$s.json --no-ceilings -q \
+      -o $R/odd/solotail-$s-$r.json
   done
   step def-grid-$r 30 $fb run $c/solo-grid.json --no-ceilings -q -o $R/grid/def-solo-grid-$r.json
   step solo-grid-$r 30 env FB_FLASH_FWD_PROBE=solotail $fb run $c/solo-grid.json --no-ceilings -q \
@@ -51,7 +52,9 @@ for d in odd grid ragged; do
   echo "== $d"; tail -3 $R/table-$d.txt | cut -c1-120
 done
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-m="--metrics sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min,gpu__time_duration.sum"
+# LaunchStats: the grid sizes, so that the split (528 + 120 blocks on 132 SMs x 2) shows.
+m="--section LaunchStats --metrics sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min"
+m="$m,gpu__time_duration.sum"
 for w in def solotail; do
   # One forward is one launch as shipped, two under solotail where it splits (N = 3400 does on 132 SMs x 2): the
   # second forward's launches (the first is a warm-up).
