@@ -146,21 +146,20 @@ const FwdProbe& fwd_probe() {
     if ((f.lean_epi || f.lean_pro) && (f.old || f.persist || f.persist_early || f.prefetch || f.no_prefetch))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: pro and epi take the default's kernel bits; they do not "
                                   "combine with old, persist, persist2, pf or nopf");
-    // nokpipe: the shipped kernels and order less one bit on non-causal launches, alone.
-    if (f.no_frag_pipe && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
-                           f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro))
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe runs the shipped kernels and order less one bit; "
-                                  "it takes no other word");
-    // novlate: the shipped kernels and order less one bit, alone.
-    if (f.no_v_late && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
-                        f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro || f.no_frag_pipe))
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: novlate runs the shipped kernels and order less one bit; it "
-                                  "takes no other word");
-    // solotail: the shipped kernels and order plus one bit on non-causal launches, alone.
-    if (f.solo_tail && (f.old || f.l2order || f.band >= 0 || f.tail >= 0 || f.persist || f.persist_early ||
-                        f.prefetch || f.no_prefetch || f.lean_epi || f.lean_pro || f.no_frag_pipe || f.no_v_late))
+    // nokpipe, novlate, solotail: the shipped kernels and order less or plus one bit, each alone (solotail's check
+    // first, nokpipe's last: a pair of them is refused under the later word's name, as ever).
+    const int words = int(f.old) + int(f.l2order) + int(f.band >= 0) + int(f.tail >= 0) + int(f.persist) +
+                      int(f.persist_early) + int(f.prefetch) + int(f.no_prefetch) + int(f.lean_epi) + int(f.lean_pro) +
+                      int(f.no_frag_pipe) + int(f.no_v_late) + int(f.solo_tail);
+    if (f.solo_tail && words > 1)
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: solotail runs the shipped kernels and order plus one bit; it "
                                   "takes no other word");
+    if (f.no_v_late && words > 1)
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: novlate runs the shipped kernels and order less one bit; it "
+                                  "takes no other word");
+    if (f.no_frag_pipe && words > 1)
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe runs the shipped kernels and order less one bit; "
+                                  "it takes no other word");
     return f;
   }();
   return probe;

@@ -692,50 +692,49 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   }
 }
 
-// The blocks of flash_fwd_tc_kernel<Tr, kOpt> the device holds at once (one wave; asked once per process for the
-// kernel, after its shared-memory opt-in).
-template <typename Tr, unsigned kOpt>
-int resident_blocks() {
-  static const int resident = [] {
-    int device = 0, sms = 0, per_sm = 0;
-    FB_CUDA_CHECK(cudaGetDevice(&device));
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, flash_fwd_tc_kernel<Tr, kOpt>,
-                                                                Tr::kThreads, Tr::kSmemBytes));
-    return std::max(1, sms * per_sm);
-  }();
-  return resident;
-}
-
-// kFwdSoloTail: the kernel's blocks an SM at its own shared memory (per_sm), the SM count, and the smallest dynamic
-// shared memory size (4 KB steps up to the opt-in limit; the kernel's attribute raised to it) at which an SM holds
-// one block of it; smem_bytes 0: none (the launch is not split). Worked out once per instantiation.
-struct SoloTail {
-  int per_sm = 0;
+// The device's SMs and the blocks of flash_fwd_tc_kernel<Tr, kOpt> an SM holds at the kernel's own shared memory
+// (asked once per process for the kernel, after its shared-memory opt-in).
+struct WaveShape {
   int sms = 0;
-  int smem_bytes = 0;
+  int per_sm = 0;
 };
-template <typename Tr, unsigned kOpt> const SoloTail& solo_tail_shape() {
-  static const SoloTail shape = [] {
-    SoloTail s;
-    int device = 0, optin = 0;
-    FB_CUDA_CHECK(cudaGetDevice(&device));
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, device));
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
-    FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
-    for (int bytes = int(Tr::kSmemBytes); s.per_sm >= 2 && bytes <= optin; bytes += 4096) {
-      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-      int per_sm = 0;
-      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, bytes));
-      if (per_sm == 1) {
-        s.smem_bytes = bytes;
-        break;
-      }
-    }
-    return s;
+template <typename Tr, unsigned kOpt> const WaveShape& wave_shape() {
+  static const WaveShape shape = [] {
+    WaveShape w;
+    w.sms = current_sm_count();
+    FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.per_sm, flash_fwd_tc_kernel<Tr, kOpt>,
+                                                                Tr::kThreads, Tr::kSmemBytes));
+    return w;
   }();
   return shape;
+}
+
+// The blocks of flash_fwd_tc_kernel<Tr, kOpt> the device holds at once (one wave).
+template <typename Tr, unsigned kOpt>
+int resident_blocks() {
+  const WaveShape& w = wave_shape<Tr, kOpt>();
+  return std::max(1, w.sms * w.per_sm);
+}
+
+// kFwdSoloTail: the smallest dynamic shared memory size (4 KB steps from the kernel's own up to the opt-in limit) at
+// which an SM holds one block of the kernel, its attribute raised to the limit for the search; 0: none, or the kernel
+// holds one block an SM already (the launch is not split). Worked out once per instantiation.
+template <typename Tr, unsigned kOpt> int solo_tail_smem_bytes() {
+  static const int solo_bytes = [] {
+    if (wave_shape<Tr, kOpt>().per_sm < 2) return 0;
+    int device = 0, optin = 0;
+    FB_CUDA_CHECK(cudaGetDevice(&device));
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
+    FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    for (int bytes = int(Tr::kSmemBytes); bytes <= optin; bytes += 4096) {
+      int per_sm = 0;
+      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, bytes));
+      if (per_sm == 1) return bytes;
+    }
+    return 0;
+  }();
+  return solo_bytes;
 }
 
 // Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
@@ -769,20 +768,19 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     blocks = std::min(blocks, unsigned(resident_blocks<Tr, kOpt>()));
   }
   if constexpr ((kOpt & kFwdSoloTail) != 0) {
-    static_assert((kOpt & kFwdPersist) == 0, "kFwdSoloTail: one work tile a block");
     if (p.causal) throw std::logic_error("flash forward: kFwdSoloTail is for non-causal launches");
     // The whole waves, then the partial last wave at one block an SM (solo_tail_plan), where a dynamic shared
     // memory size that leaves one block an SM exists; else one launch.
-    const SoloTail& solo = solo_tail_shape<Tr, kOpt>();
-    const SoloTailPlan plan = solo.smem_bytes > 0 ? solo_tail_plan(blocks, solo.per_sm, solo.sms)
-                                                  : SoloTailPlan{blocks, 0};
+    const int solo_bytes = solo_tail_smem_bytes<Tr, kOpt>();
+    const WaveShape& w = wave_shape<Tr, kOpt>();
+    const SoloTailPlan plan = solo_bytes > 0 ? solo_tail_plan(blocks, w.per_sm, w.sms) : SoloTailPlan{blocks, 0};
     if (plan.tail > 0) {
       // The attribute above was set to the kernel's own size: the tail's launch asks for more.
-      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, solo.smem_bytes));
+      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, solo_bytes));
       kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
       FB_CUDA_CHECK_LAUNCH();
       args.tile_base = int(plan.whole);
-      kernel<<<unsigned(plan.tail), Tr::kThreads, solo.smem_bytes, stream>>>(args);
+      kernel<<<unsigned(plan.tail), Tr::kThreads, solo_bytes, stream>>>(args);
       FB_CUDA_CHECK_LAUNCH();
       return;
     }
