@@ -726,8 +726,12 @@ template <typename Tr, unsigned kOpt> int solo_tail_smem_bytes() {
     FB_CUDA_CHECK(cudaGetDevice(&device));
     FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
-    FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-    for (int bytes = int(Tr::kSmemBytes); bytes <= optin; bytes += 4096) {
+    // The opt-in limit counts the kernel's static shared memory (its __shared__ offsets) too.
+    cudaFuncAttributes attr{};
+    FB_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    const int limit = optin - int(attr.sharedSizeBytes);
+    FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    for (int bytes = int(Tr::kSmemBytes); bytes <= limit; bytes += 4096) {
       int per_sm = 0;
       FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, bytes));
       if (per_sm == 1) return bytes;
