@@ -56,10 +56,10 @@ FB_HOST_DEVICE inline PlaneTile plane_major_tile(int t, int q_tiles) {
 // the other SMs idle (session 29, call E: the d = 128 forward at batch 2 x 12 heads N = 3400, 648 blocks on 264
 // slots). The plan runs the whole waves as one launch and the tail as a second launch at one block an SM: `whole`
 // blocks, then `tail` from block `whole` on; tail == 0: one launch of all n_blocks (no whole wave, no tail, a tail of
-// more than one block an SM, a tail under a quarter of the SMs, or per_sm < 2). A small tail mostly finds SMs of its
+// more than one block an SM, a tail under a third of the SMs, or per_sm < 2). A small tail mostly finds SMs of its
 // own in one launch (T blocks in per_sm x sms freed slots share an SM about T^2 / (2 per_sm sms) times) and pays the
-// split's costs, the first launch's drain and a launch gap, for little: session 30's call A had a tail of 12 of 132
-// SMs 0.964x, tails of 48-132 1.03-1.09x.
+// split's costs, the first launch's drain and a launch gap, for little: session 30's calls A and B at d = 128 had
+// tails of 12 and 36 of 132 SMs 0.964x and 0.984x, tails of 48-132 1.03-1.13x.
 struct SoloTailPlan {
   long long whole;
   long long tail;
@@ -69,7 +69,7 @@ FB_HOST_DEVICE inline SoloTailPlan solo_tail_plan(long long n_blocks, int per_sm
   if (per_sm < 2 || sms < 1 || n_blocks <= resident) return SoloTailPlan{n_blocks, 0};
   const long long whole = n_blocks / resident * resident;
   const long long tail = n_blocks - whole;
-  if (tail == 0 || tail > sms || 4 * tail < sms) return SoloTailPlan{n_blocks, 0};
+  if (tail == 0 || tail > sms || 3 * tail < sms) return SoloTailPlan{n_blocks, 0};
   return SoloTailPlan{whole, tail};
 }
 

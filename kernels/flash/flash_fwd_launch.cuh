@@ -95,9 +95,14 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if constexpr ((Cfg::kOpt & kFwdVAfterS) != 0) {
     if (pr.no_v_late) return launch_fwd_tc_default<Cfg, 0, kFwdVAfterS>(p, stream, Cfg::kPlaneGroup);
   }
-  // solotail: the shipped kernels and orders, non-causal launches with kFwdSoloTail (the partial last wave at one
-  // block an SM where solo_tail_plan splits).
-  if (pr.solo_tail) return launch_fwd_tc_default<Cfg, 0, 0, kFwdSoloTail>(p, stream, Cfg::kPlaneGroup);
+  // solotail (d = 128): the shipped kernels and orders, non-causal launches with kFwdSoloTail (the partial last wave
+  // at one block an SM where solo_tail_plan splits); other head dims run their default (d = 64 lost in session 30's
+  // call B).
+  if (pr.solo_tail) {
+    if constexpr (Cfg::Traits::kHeadDim == 128)
+      return launch_fwd_tc_default<Cfg, 0, 0, kFwdSoloTail>(p, stream, Cfg::kPlaneGroup);
+    return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
+  }
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);
