@@ -49,28 +49,4 @@ FB_HOST_DEVICE inline PlaneTile plane_major_tile(int t, int q_tiles) {
   return PlaneTile{bh, q_tiles - 1 - (t - bh * q_tiles)};
 }
 
-// A grid's partial last wave at one block an SM (the portable forward's `solotail` probe, kFwdSoloTail): n_blocks
-// equal blocks on sms SMs that hold per_sm blocks each at once. Blocks run in launch order; when an SM's blocks
-// finish together (equal blocks started together), the hardware gives the next blocks to the SMs whose slots free
-// first, so a last wave of tail <= sms blocks can land two to an SM on tail / 2 SMs, a whole pair's time more, while
-// the other SMs idle (session 29, call E: the d = 128 forward at batch 2 x 12 heads N = 3400, 648 blocks on 264
-// slots). The plan runs the whole waves as one launch and the tail as a second launch at one block an SM: `whole`
-// blocks, then `tail` from block `whole` on; tail == 0: one launch of all n_blocks (no whole wave, no tail, a tail of
-// more than one block an SM, a tail under a third of the SMs, or per_sm < 2). A small tail mostly finds SMs of its
-// own in one launch (T blocks in per_sm x sms freed slots share an SM about T^2 / (2 per_sm sms) times) and pays the
-// split's costs, the first launch's drain and a launch gap, for little: session 30's calls A and B at d = 128 had
-// tails of 12 and 36 of 132 SMs 0.964x and 0.984x, tails of 48-132 1.03-1.13x.
-struct SoloTailPlan {
-  long long whole;
-  long long tail;
-};
-FB_HOST_DEVICE inline SoloTailPlan solo_tail_plan(long long n_blocks, int per_sm, int sms) {
-  const long long resident = static_cast<long long>(per_sm) * sms;
-  if (per_sm < 2 || sms < 1 || n_blocks <= resident) return SoloTailPlan{n_blocks, 0};
-  const long long whole = n_blocks / resident * resident;
-  const long long tail = n_blocks - whole;
-  if (tail == 0 || tail > sms || 3 * tail < sms) return SoloTailPlan{n_blocks, 0};
-  return SoloTailPlan{whole, tail};
-}
-
 }  // namespace fb

@@ -210,16 +210,7 @@ struct FwdConfig {
 //             (TcTiles<128>::kFullOpt); d = 64 runs its default. Takes no other word
 //   novlate : d = 128: the shipped kernels and orders without kFwdVAfterS (the next K/V tile's V copies at the KV
 //             step's start, beside K's: the kernels before session 28); d = 64 runs its default. Takes no other word
-//   solotail: the shipped kernels and orders; d = 128's non-causal launches with kFwdSoloTail: where the grid's
-//             partial last wave is at most one block an SM and at least a third of the SMs (solo_tail_plan,
-//             common/tile_order.h; the floor and d = 128 alone since session 30's calls A and B: tails of 12 and 36
-//             of 132 lost, d = 64 lost; two blocks an SM at the kernel's own shared memory), the whole waves run as
-//             one launch and that wave as a second at one block an SM
-//             (more dynamic shared memory asked for than two blocks fit). Session 29's call E: at batch 2 x 12 heads
-//             d = 128 N = 3328-3456 (624-648 blocks on 264 slots) the shipped kernel ran 0.91-0.97x FlashAttention-2,
-//             its busiest SM active 1.16x the SMs' mean (ncu, N = 3400), while `pf` and `nopf` (the kernel without
-//             the lean prologue and epilogue) ran 1.09-1.10x faster than it, 1.03x the mean. Takes no other word
-// Every word but nokpipe, novlate and solotail runs the default's kOpt (persist and persist2 without kFwdVAfterS;
+// Every word but nokpipe and novlate runs the default's kOpt (persist and persist2 without kFwdVAfterS;
 // with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
 // (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
 // kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
@@ -251,7 +242,6 @@ struct FwdProbe {
   bool lean_pro = false;     // pro
   bool no_frag_pipe = false;  // nokpipe
   bool no_v_late = false;     // novlate
-  bool solo_tail = false;     // solotail
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -161,10 +161,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
                   : grouped_tile(work, a.planes, a.q_tiles, a.plane_group);
   };
-  // kFwdSoloTail: this launch's blocks run tiles tile_base, tile_base + 1, ...
-  constexpr bool kSoloTail = (kOpt & kFwdSoloTail) != 0;
-  static_assert(!kSoloTail || !kPersist, "kFwdSoloTail: one work tile a block");
-  int work = int(blockIdx.x) + (kSoloTail ? a.tile_base : 0);
+  int work = int(blockIdx.x);
   const int works = a.planes * a.q_tiles;
   int it0 = 0;  // kPersist: KV steps run by the earlier work tiles (the K/V stage parity continues)
   for (;;) {
@@ -716,31 +713,6 @@ int resident_blocks() {
   return std::max(1, w.sms * w.per_sm);
 }
 
-// kFwdSoloTail: the smallest dynamic shared memory size (4 KB steps from the kernel's own up to the opt-in limit) at
-// which an SM holds one block of the kernel, its attribute raised to the limit for the search; 0: none, or the kernel
-// holds one block an SM already (the launch is not split). Worked out once per instantiation.
-template <typename Tr, unsigned kOpt> int solo_tail_smem_bytes() {
-  static const int solo_bytes = [] {
-    if (wave_shape<Tr, kOpt>().per_sm < 2) return 0;
-    int device = 0, optin = 0;
-    FB_CUDA_CHECK(cudaGetDevice(&device));
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
-    // The opt-in limit counts the kernel's static shared memory (its __shared__ offsets) too.
-    cudaFuncAttributes attr{};
-    FB_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-    const int limit = optin - int(attr.sharedSizeBytes);
-    FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
-    for (int bytes = int(Tr::kSmemBytes); bytes <= limit; bytes += 4096) {
-      int per_sm = 0;
-      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, bytes));
-      if (per_sm == 1) return bytes;
-    }
-    return 0;
-  }();
-  return solo_bytes;
-}
-
 // Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
 // replaces set_tile_order's plane group on a non-causal launch (1: one plane's query tiles after another).
 // With kFwdQBand in kOpt (causal launches only), plane_group is the band of banded_tile; with kFwdQBandTail too,
@@ -770,24 +742,6 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
   if constexpr ((kOpt & kFwdPersist) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");
     blocks = std::min(blocks, unsigned(resident_blocks<Tr, kOpt>()));
-  }
-  if constexpr ((kOpt & kFwdSoloTail) != 0) {
-    if (p.causal) throw std::logic_error("flash forward: kFwdSoloTail is for non-causal launches");
-    // The whole waves, then the partial last wave at one block an SM (solo_tail_plan), where a dynamic shared
-    // memory size that leaves one block an SM exists; else one launch.
-    const int solo_bytes = solo_tail_smem_bytes<Tr, kOpt>();
-    const WaveShape& w = wave_shape<Tr, kOpt>();
-    const SoloTailPlan plan = solo_bytes > 0 ? solo_tail_plan(blocks, w.per_sm, w.sms) : SoloTailPlan{blocks, 0};
-    if (plan.tail > 0) {
-      // The attribute above was set to the kernel's own size: the tail's launch asks for more.
-      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, solo_bytes));
-      kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
-      FB_CUDA_CHECK_LAUNCH();
-      args.tile_base = int(plan.whole);
-      kernel<<<unsigned(plan.tail), Tr::kThreads, solo_bytes, stream>>>(args);
-      FB_CUDA_CHECK_LAUNCH();
-      return;
-    }
   }
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();

@@ -131,10 +131,9 @@ inline constexpr unsigned kFwdFragPipe = 524288u;
 //                    ldmatrix (mio stalls) and held registers S's ldmatrix wanted (long-scoreboard stalls).
 inline constexpr unsigned kFwdVAfterS = 4194304u;
 //   (8388608 was session 28's kmid: K_{j+1}'s copies after S's first k16 step; never on main.)
-//   kFwdSoloTail   : non-causal launches without kFwdPersist: the block's work tile is blockIdx.x + a.tile_base, so
-//                    that the launcher can run the grid's partial last wave as a launch of its own at one block an SM
-//                    (solo_tail_plan, common/tile_order.h; the `solotail` probe).
-inline constexpr unsigned kFwdSoloTail = 16777216u;
+//   (16777216 was sessions 29-30's kFwdSoloTail, the solotail probe: a grid's partial last wave as a launch of its
+//   own at one block an SM; three calls, each rule failed (a small tail, d = 64, short blocks lost); removed,
+//   docs/perf-notes.md.)
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
 //   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 
