@@ -1160,6 +1160,39 @@ TEST_CASE("tile order: plane-major (pairq) visits every tile once, is grouped_ti
   CHECK(plane_major_tile(3, 3).bh == 1);  // odd q_tiles: tickets 2, 3 on planes 0 and 1
 }
 
+TEST_CASE("tile order: the pdl-tail plan splits off a partial last wave of at most one block an SM", "[cpu]") {
+  // Session 29's shape: 648 blocks on 132 SMs x 2: two whole waves (528), a tail of 120 at one block an SM.
+  SoloTailPlan p = pdl_tail_plan(648, 2, 132);
+  CHECK(p.whole == 528);
+  CHECK(p.tail == 120);
+  // A tail of exactly one block an SM still splits; one more does not (some SM would run two anyway); a small tail
+  // splits too (no floor: the tail's blocks start as the first launch's SMs free).
+  CHECK(pdl_tail_plan(528 + 132, 2, 132).tail == 132);
+  CHECK(pdl_tail_plan(528 + 133, 2, 132).tail == 0);
+  CHECK(pdl_tail_plan(540, 2, 132).tail == 12);
+  CHECK(pdl_tail_plan(264 + 126, 2, 132).whole == 264);  // one whole wave
+  // Whole waves only, under one wave, one block an SM already, no SMs: one launch of everything.
+  for (const long long n : {528LL, 264LL, 100LL, 1LL}) {
+    INFO(n);
+    CHECK(pdl_tail_plan(n, 2, 132).tail == 0);
+    CHECK(pdl_tail_plan(n, 2, 132).whole == n);
+  }
+  CHECK(pdl_tail_plan(648, 1, 132).tail == 0);
+  CHECK(pdl_tail_plan(648, 2, 0).tail == 0);
+  // Whatever splits, the two launches cover the grid, the first in whole waves of per_sm x sms.
+  for (int per_sm : {2, 3, 4})
+    for (int sms : {1, 7, 108, 132})
+      for (long long n = 1; n < 3000; n += 7) {
+        p = pdl_tail_plan(n, per_sm, sms);
+        REQUIRE(p.whole + p.tail == n);
+        if (p.tail > 0) {
+          REQUIRE(p.whole % (static_cast<long long>(per_sm) * sms) == 0);
+          REQUIRE(p.whole > 0);
+          REQUIRE(p.tail <= sms);
+        }
+      }
+}
+
 TEST_CASE("cpu: split plan: forced counts exactly, auto fills the tasks with whole tiles", "[cpu]") {
   // Forced: exactly N splits, even when that leaves splits past the keys (empty).
   const SplitPlan forced = plan_splits(5, 7, 1, 64, 64, 64);

@@ -49,4 +49,25 @@ FB_HOST_DEVICE inline PlaneTile plane_major_tile(int t, int q_tiles) {
   return PlaneTile{bh, q_tiles - 1 - (t - bh * q_tiles)};
 }
 
+// A grid's partial last wave as a launch of its own at one block an SM (the portable forward's `pdltail` probe,
+// kFwdPdlTail): n_blocks equal blocks on sms SMs that hold per_sm blocks each at once. In one launch the hardware
+// hands the last wave's blocks to the slots that free first, which can put two on an SM while others idle (session
+// 29's call E). The plan runs the whole waves as one launch and the tail as a second launch at one block an SM,
+// `whole` blocks, then `tail` from block `whole` on; tail == 0: one launch of all n_blocks (no whole wave, no tail, a
+// tail of more than one block an SM, or per_sm < 2). Session 30's `solotail` launched the tail after the first
+// launch's last block and lost at short blocks, small tails and d = 64; as a programmatically dependent launch the
+// tail's blocks take SMs as they free, so the plan has no floor on the tail.
+struct SoloTailPlan {
+  long long whole;
+  long long tail;
+};
+FB_HOST_DEVICE inline SoloTailPlan pdl_tail_plan(long long n_blocks, int per_sm, int sms) {
+  const long long resident = static_cast<long long>(per_sm) * sms;
+  if (per_sm < 2 || sms < 1 || n_blocks <= resident) return SoloTailPlan{n_blocks, 0};
+  const long long whole = n_blocks / resident * resident;
+  const long long tail = n_blocks - whole;
+  if (tail == 0 || tail > sms) return SoloTailPlan{n_blocks, 0};
+  return SoloTailPlan{whole, tail};
+}
+
 }  // namespace fb

@@ -37,6 +37,9 @@ struct FwdArgs {
   // 8-byte slot of its own (not in prefetch_ahead's padding, where nvcc would load the pair as one 8-byte
   // vector): the kernels that do not read it keep their code, only the parameter's size grows by 8 bytes.
   alignas(8) int band_tail;
+  // kFwdPdlTail: the first work tile of this launch (block b runs tile tile_base + b). Its own 8-byte slot, last, as
+  // band_tail's: the kernels that do not read it keep their code.
+  alignas(8) int tile_base;
 };
 
 template <typename Elem, typename Accum>
@@ -55,6 +58,7 @@ FwdArgs<Elem, Accum> make_fwd_args(const AttentionParams& p) {
   a.mask = p.mask();
   a.prefetch_ahead = 0;
   a.band_tail = 0;
+  a.tile_base = 0;
   return a;
 }
 

@@ -210,7 +210,14 @@ struct FwdConfig {
 //             (TcTiles<128>::kFullOpt); d = 64 runs its default. Takes no other word
 //   novlate : d = 128: the shipped kernels and orders without kFwdVAfterS (the next K/V tile's V copies at the KV
 //             step's start, beside K's: the kernels before session 28); d = 64 runs its default. Takes no other word
-// Every word but nokpipe and novlate runs the default's kOpt (persist and persist2 without kFwdVAfterS;
+//   pdltail : the shipped kernels and orders; d = 128's non-causal launches with kFwdPdlTail: where the grid's
+//             partial last wave is at most one block an SM (pdl_tail_plan, common/tile_order.h), the whole waves run
+//             as one launch and that wave as a programmatically dependent second launch at one block an SM (more
+//             dynamic shared memory than two blocks fit), its blocks starting as the first launch's SMs free.
+//             Session 30: the same split launched after the first launch's end (`solotail`) gained 1.03-1.13x on
+//             mid-length d = 128 rows and lost at short blocks, small tails and d = 64 (the drain and launch gap);
+//             other head dims run their default. Takes no other word
+// Every word but nokpipe, novlate and pdltail runs the default's kOpt (persist and persist2 without kFwdVAfterS;
 // with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
 // (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
 // kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
@@ -242,6 +249,7 @@ struct FwdProbe {
   bool lean_pro = false;     // pro
   bool no_frag_pipe = false;  // nokpipe
   bool no_v_late = false;     // novlate
+  bool pdl_tail = false;      // pdltail
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -161,7 +161,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     return kQBand ? banded_tile(work, a.planes, a.q_tiles, a.plane_group)
                   : grouped_tile(work, a.planes, a.q_tiles, a.plane_group);
   };
-  int work = int(blockIdx.x);
+  // kFwdPdlTail: this launch's blocks run tiles tile_base, tile_base + 1, ...; a dependent launch (the tail) may
+  // start once every block here has started (its blocks then take SMs as they free).
+  constexpr bool kPdlTail = (kOpt & kFwdPdlTail) != 0;
+  static_assert(!kPdlTail || !kPersist, "kFwdPdlTail: one work tile a block");
+  int work = int(blockIdx.x) + (kPdlTail ? a.tile_base : 0);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kPdlTail) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const int works = a.planes * a.q_tiles;
   int it0 = 0;  // kPersist: KV steps run by the earlier work tiles (the K/V stage parity continues)
   for (;;) {
@@ -687,18 +694,27 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   it0 += n_tiles;
   work = next_work;
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // kFwdPdlTail: the tail launch completes only after the launch it overlapped (and its writes) did, so that what
+  // follows in the stream sees both; in the first launch (no programmatic prerequisite) this returns at once.
+  if constexpr (kPdlTail) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 // The device's SMs and the blocks of flash_fwd_tc_kernel<Tr, kOpt> an SM holds at the kernel's own shared memory
-// (asked once per process for the kernel, after its shared-memory opt-in).
+// (asked once per process for the kernel, after its shared-memory opt-in), and its compute capability's major.
 struct WaveShape {
   int sms = 0;
   int per_sm = 0;
+  int cc_major = 0;
 };
 template <typename Tr, unsigned kOpt> const WaveShape& wave_shape() {
   static const WaveShape shape = [] {
     WaveShape w;
     w.sms = current_sm_count();
+    int device = 0;
+    FB_CUDA_CHECK(cudaGetDevice(&device));
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&w.cc_major, cudaDevAttrComputeCapabilityMajor, device));
     FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.per_sm, flash_fwd_tc_kernel<Tr, kOpt>,
                                                                 Tr::kThreads, Tr::kSmemBytes));
     return w;
@@ -711,6 +727,31 @@ template <typename Tr, unsigned kOpt>
 int resident_blocks() {
   const WaveShape& w = wave_shape<Tr, kOpt>();
   return std::max(1, w.sms * w.per_sm);
+}
+
+// kFwdPdlTail: the smallest dynamic shared memory size (4 KB steps from the kernel's own up to the opt-in limit less
+// the kernel's static shared memory) at which an SM holds one block of the kernel, its attribute raised to that limit
+// for the search; 0: none, or the kernel holds one block an SM already (the launch is not split). Worked out once per
+// instantiation.
+template <typename Tr, unsigned kOpt> int solo_block_smem_bytes() {
+  static const int solo_bytes = [] {
+    if (wave_shape<Tr, kOpt>().per_sm < 2) return 0;
+    int device = 0, optin = 0;
+    FB_CUDA_CHECK(cudaGetDevice(&device));
+    FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
+    cudaFuncAttributes attr{};
+    FB_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    const int limit = optin - int(attr.sharedSizeBytes);  // the opt-in counts static shared memory too
+    FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    for (int bytes = int(Tr::kSmemBytes); bytes <= limit; bytes += 4096) {
+      int per_sm = 0;
+      FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Tr::kThreads, bytes));
+      if (per_sm == 1) return bytes;
+    }
+    return 0;
+  }();
+  return solo_bytes;
 }
 
 // Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
@@ -742,6 +783,36 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
   if constexpr ((kOpt & kFwdPersist) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPersist is for non-causal launches");
     blocks = std::min(blocks, unsigned(resident_blocks<Tr, kOpt>()));
+  }
+  if constexpr ((kOpt & kFwdPdlTail) != 0) {
+    if (p.causal) throw std::logic_error("flash forward: kFwdPdlTail is for non-causal launches");
+    // The whole waves, then the partial last wave (pdl_tail_plan) as a programmatically dependent launch at one
+    // block an SM, where the device has such launches (sm_90+; before it the tail would wait for the first
+    // launch's end, session 30's solotail) and a dynamic shared memory size that leaves one block an SM exists;
+    // else one launch.
+    const WaveShape& w = wave_shape<Tr, kOpt>();
+    const int solo_bytes = w.cc_major >= 9 ? solo_block_smem_bytes<Tr, kOpt>() : 0;
+    const SoloTailPlan plan = solo_bytes > 0 ? pdl_tail_plan(blocks, w.per_sm, w.sms) : SoloTailPlan{blocks, 0};
+    if (plan.tail > 0) {
+      // The attribute above was set to the kernel's own size: the tail's launch asks for more.
+      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, solo_bytes));
+      kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+      FB_CUDA_CHECK_LAUNCH();
+      args.tile_base = int(plan.whole);
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(unsigned(plan.tail));
+      cfg.blockDim = dim3(Tr::kThreads);
+      cfg.dynamicSmemBytes = std::size_t(solo_bytes);
+      cfg.stream = stream;
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[0].val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
+      FB_CUDA_CHECK_LAUNCH();
+      return;
+    }
   }
   kernel<<<blocks, Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
   FB_CUDA_CHECK_LAUNCH();

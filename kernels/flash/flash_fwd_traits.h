@@ -134,6 +134,13 @@ inline constexpr unsigned kFwdVAfterS = 4194304u;
 //   (16777216 was sessions 29-30's kFwdSoloTail, the solotail probe: a grid's partial last wave as a launch of its
 //   own at one block an SM; three calls, each rule failed (a small tail, d = 64, short blocks lost); removed,
 //   docs/perf-notes.md.)
+//   kFwdPdlTail    : non-causal launches without kFwdPersist: the block's work tile is blockIdx.x + a.tile_base, and
+//                    on sm_90+ every block lets a programmatically dependent launch start (griddepcontrol) at its
+//                    start and waits for the grids it depends on at its end, so that the launcher can run the
+//                    grid's partial last wave as a second launch at one block an SM whose blocks start as the first
+//                    launch's SMs free, not after its last block (pdl_tail_plan, common/tile_order.h; the
+//                    `pdltail` probe, session 30).
+inline constexpr unsigned kFwdPdlTail = 33554432u;
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
 //   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 
