@@ -49,14 +49,14 @@ FB_HOST_DEVICE inline PlaneTile plane_major_tile(int t, int q_tiles) {
   return PlaneTile{bh, q_tiles - 1 - (t - bh * q_tiles)};
 }
 
-// A grid's partial last wave as a launch of its own at one block an SM (the portable forward's `pdltail` probe,
-// kFwdPdlTail): n_blocks equal blocks on sms SMs that hold per_sm blocks each at once. In one launch the hardware
-// hands the last wave's blocks to the slots that free first, which can put two on an SM while others idle (session
-// 29's call E). The plan runs the whole waves as one launch and the tail as a second launch at one block an SM,
-// `whole` blocks, then `tail` from block `whole` on; tail == 0: one launch of all n_blocks (no whole wave, no tail, a
-// tail of more than one block an SM, or per_sm < 2). Session 30's `solotail` launched the tail after the first
-// launch's last block and lost at short blocks, small tails and d = 64; as a programmatically dependent launch the
-// tail's blocks take SMs as they free, so the plan has no floor on the tail.
+// A grid's partial last wave as a launch of its own at one block an SM (the portable forward's d = 128 non-causal
+// launches since session 30, kFwdPdlTail): n_blocks equal blocks on sms SMs that hold per_sm blocks each at once. In
+// one launch the hardware hands the last wave's blocks to the slots that free first, which can put two on an SM while
+// others idle (session 29's call E). The plan runs the whole waves as one launch and the tail as a second launch at
+// one block an SM, `whole` blocks, then `tail` from block `whole` on; tail == 0: one launch of all n_blocks (no whole
+// wave, no tail, a tail of more than one block an SM, or per_sm < 2). Session 30's `solotail` launched the tail after
+// the first launch's last block and lost at short blocks, small tails and d = 64; as a programmatically dependent
+// launch the tail's blocks take SMs as they free, so the plan has no floor on the tail.
 struct SoloTailPlan {
   long long whole;
   long long tail;

@@ -113,7 +113,10 @@ const FwdProbe& fwd_probe() {
       else if (w == "pro") f.lean_pro = true;
       else if (w == "nokpipe") f.no_frag_pipe = true;
       else if (w == "novlate") f.no_v_late = true;
-      else if (w == "pdltail") f.pdl_tail = true;
+      else if (w == "nopdltail") f.no_pdl_tail = true;
+      else if (w == "pdltail")
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'pdltail' is the d = 128 default since session 30 "
+                                    "(nopdltail runs the kernels before it; docs/perf-notes.md)");
       else if (w == "solotail")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'solotail' (a grid's partial last wave as a launch of its "
                                     "own at one block an SM) was measured and removed in session 30 "
@@ -141,7 +144,7 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, novlate, pdltail, bandN with N >= 0, tailN with N >= 0)");
+                                    "epi, pro, nokpipe, novlate, nopdltail, bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -150,13 +153,13 @@ const FwdProbe& fwd_probe() {
     if ((f.lean_epi || f.lean_pro) && (f.old || f.persist || f.persist_early || f.prefetch || f.no_prefetch))
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: pro and epi take the default's kernel bits; they do not "
                                   "combine with old, persist, persist2, pf or nopf");
-    // nokpipe, novlate, pdltail: the shipped kernels and order less or plus one bit, each alone (pdltail's check
-    // first, nokpipe's last: a pair of them is refused under the later word's name, as ever).
+    // nokpipe, novlate, nopdltail: the shipped kernels and order less one bit, each alone (nopdltail's check first,
+    // nokpipe's last: a pair of them is refused under the later word's name, as ever).
     const int words = int(f.old) + int(f.l2order) + int(f.band >= 0) + int(f.tail >= 0) + int(f.persist) +
                       int(f.persist_early) + int(f.prefetch) + int(f.no_prefetch) + int(f.lean_epi) + int(f.lean_pro) +
-                      int(f.no_frag_pipe) + int(f.no_v_late) + int(f.pdl_tail);
-    if (f.pdl_tail && words > 1)
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: pdltail runs the shipped kernels and order plus one bit; it "
+                      int(f.no_frag_pipe) + int(f.no_v_late) + int(f.no_pdl_tail);
+    if (f.no_pdl_tail && words > 1)
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopdltail runs the shipped kernels and order less one bit; it "
                                   "takes no other word");
     if (f.no_v_late && words > 1)
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: novlate runs the shipped kernels and order less one bit; it "

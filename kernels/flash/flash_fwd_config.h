@@ -90,7 +90,13 @@ template <> struct TcTiles<128> : TcLoop {
   // 1.002 (bf16 / fp16, two repeats each), with call A's three 2k bf16 0.981-0.998 the five readings' geomean >= 1.004
   // on each row; that job's no-op control (nokpipe at 2k / 4k) read 0.981-1.014, so one reading's noise is ~1.5%.
   // Causal launches keep their kernels (call A: 512 1.012 / 0.995 / 0.994, 2k 0.989-0.994).
-  static constexpr unsigned kFullOpt = kFwdFragPipe;
+  // A grid's partial last wave of at most one block an SM as a programmatically dependent launch at one block an SM
+  // (kFwdPdlTail, pdl_tail_plan; sm_90+, one launch elsewhere) since session 30's call E (`pdltail`, three
+  // interleaved rounds against the shipped kernel on nine fresh shapes of 1-3 whole waves and tails of 12-132 of 132
+  // SMs, rule written before the call: a geomean >= 1.005 with no row below 0.985): 1.048x (1.000-1.128), the
+  // papers' grid (no split) 1.004x; FlashAttention-2 over it 0.890-0.991x -> 0.984-1.019x. The same split launched
+  // after the first launch's end (solotail, calls A-C) lost at short blocks, small tails and d = 64.
+  static constexpr unsigned kFullOpt = kFwdFragPipe | kFwdPdlTail;
   // Causal: bands of 4 query tiles since session 11 (session 10's final call: 1.037/1.028x the grouped order at
   // N = 1k bf16/fp16, 1.005/0.998 at 2k; bands of 8 gave 1.001/1.017 and 1.012/0.994). Since session 12 with a
   // grouped tail of one device-full of blocks (kCausalTail = 1): on grids of a few waves the bands' last band
@@ -210,14 +216,10 @@ struct FwdConfig {
 //             (TcTiles<128>::kFullOpt); d = 64 runs its default. Takes no other word
 //   novlate : d = 128: the shipped kernels and orders without kFwdVAfterS (the next K/V tile's V copies at the KV
 //             step's start, beside K's: the kernels before session 28); d = 64 runs its default. Takes no other word
-//   pdltail : the shipped kernels and orders; d = 128's non-causal launches with kFwdPdlTail: where the grid's
-//             partial last wave is at most one block an SM (pdl_tail_plan, common/tile_order.h), the whole waves run
-//             as one launch and that wave as a programmatically dependent second launch at one block an SM (more
-//             dynamic shared memory than two blocks fit), its blocks starting as the first launch's SMs free.
-//             Session 30: the same split launched after the first launch's end (`solotail`) gained 1.03-1.13x on
-//             mid-length d = 128 rows and lost at short blocks, small tails and d = 64 (the drain and launch gap);
-//             other head dims run their default. Takes no other word
-// Every word but nokpipe, novlate and pdltail runs the default's kOpt (persist and persist2 without kFwdVAfterS;
+//   nopdltail: the shipped kernels and orders without kFwdPdlTail (d = 128's non-causal grids in one launch, their
+//             partial last wave included: the kernels before session 30's call E); d = 64 runs its default. Takes no
+//             other word
+// Every word but nokpipe, novlate and nopdltail runs the default's kOpt (persist and persist2 without kFwdVAfterS;
 // with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
 // (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
 // kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
@@ -249,7 +251,7 @@ struct FwdProbe {
   bool lean_pro = false;     // pro
   bool no_frag_pipe = false;  // nokpipe
   bool no_v_late = false;     // novlate
-  bool pdl_tail = false;      // pdltail
+  bool no_pdl_tail = false;   // nopdltail
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -17,9 +17,9 @@ inline int smem_optin() {
 }
 
 // The default tiles of Cfg with its variant bits plus kExtra for this launch (kCausalBand, kCausalTail, kFullOpt:
-// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe word); kDrop: bits of kOpt left out (novlate); kFullAdd:
-// bits added on non-causal launches (pdltail).
-template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0, unsigned kDrop = 0, unsigned kFullAdd = 0>
+// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe and nopdltail words); kDrop: bits of kOpt left out
+// (novlate).
+template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0, unsigned kDrop = 0>
 void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   using Tr = typename Cfg::Traits;
   constexpr unsigned kOpt = (Cfg::kOpt & ~kDrop) | kExtra;
@@ -30,7 +30,7 @@ void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, i
   if constexpr (Cfg::kCausalBand > 0) {
     if (p.causal) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, Cfg::kCausalBand);
   }
-  constexpr unsigned kFull = kOpt | (Cfg::kFullOpt & ~kFullDrop) | kFullAdd;
+  constexpr unsigned kFull = kOpt | (Cfg::kFullOpt & ~kFullDrop);
   if constexpr (kFull != kOpt) {
     if (!p.causal) return launch_fwd_tc<Tr, kFull>(p, stream, plane_group);
   }
@@ -44,15 +44,15 @@ bool short_launch(const AttentionParams& p) {
   return keys <= Cfg::kShortKeys;
 }
 // The default tiles of Cfg: with kShortOpt on short launches (TcLoop). kFullDrop: bits of kFullOpt left out (the
-// nokpipe word: the non-causal kernels before session 15); kDrop: bits of kOpt every launch leaves out (novlate);
-// kFullAdd: bits non-causal launches add (pdltail).
-template <typename Cfg, unsigned kFullDrop = 0, unsigned kDrop = 0, unsigned kFullAdd = 0>
+// nokpipe word: the non-causal kernels before session 15; nopdltail); kDrop: bits of kOpt every launch leaves out
+// (novlate).
+template <typename Cfg, unsigned kFullDrop = 0, unsigned kDrop = 0>
 void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   if constexpr (Cfg::kShortOpt != 0) {
     if (short_launch<Cfg>(p))
-      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop, kDrop, kFullAdd>(p, stream, plane_group);
+      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop, kDrop>(p, stream, plane_group);
   }
-  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop, kDrop, kFullAdd>(p, stream, plane_group);
+  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop, kDrop>(p, stream, plane_group);
 }
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
@@ -95,14 +95,9 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if constexpr ((Cfg::kOpt & kFwdVAfterS) != 0) {
     if (pr.no_v_late) return launch_fwd_tc_default<Cfg, 0, kFwdVAfterS>(p, stream, Cfg::kPlaneGroup);
   }
-  // pdltail (d = 128): the shipped kernels and orders, non-causal launches with kFwdPdlTail (the partial last wave as
-  // a programmatically dependent launch at one block an SM where pdl_tail_plan splits); other head dims run their
-  // default.
-  if (pr.pdl_tail) {
-    if constexpr (Cfg::Traits::kHeadDim == 128)
-      return launch_fwd_tc_default<Cfg, 0, 0, kFwdPdlTail>(p, stream, Cfg::kPlaneGroup);
-    return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
-  }
+  // nopdltail (d = 128): the shipped kernels and orders without kFwdPdlTail (every non-causal grid one launch); d = 64
+  // has no such bit and runs its default.
+  if (pr.no_pdl_tail) return launch_fwd_tc_default<Cfg, kFwdPdlTail>(p, stream, Cfg::kPlaneGroup);
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);

@@ -138,8 +138,8 @@ inline constexpr unsigned kFwdVAfterS = 4194304u;
 //                    on sm_90+ every block lets a programmatically dependent launch start (griddepcontrol) at its
 //                    start and waits for the grids it depends on at its end, so that the launcher can run the
 //                    grid's partial last wave as a second launch at one block an SM whose blocks start as the first
-//                    launch's SMs free, not after its last block (pdl_tail_plan, common/tile_order.h; the
-//                    `pdltail` probe, session 30).
+//                    launch's SMs free, not after its last block (pdl_tail_plan, common/tile_order.h; d = 128's
+//                    non-causal default since session 30's call E, `nopdltail` without it).
 inline constexpr unsigned kFwdPdlTail = 33554432u;
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
 //   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
