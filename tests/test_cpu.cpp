@@ -1162,7 +1162,7 @@ TEST_CASE("tile order: plane-major (pairq) visits every tile once, is grouped_ti
 
 TEST_CASE("tile order: the pdl-tail plan splits off a partial last wave of at most one block an SM", "[cpu]") {
   // Session 29's shape: 648 blocks on 132 SMs x 2: two whole waves (528), a tail of 120 at one block an SM.
-  SoloTailPlan p = pdl_tail_plan(648, 2, 132);
+  TailSplit p = pdl_tail_plan(648, 2, 132);
   CHECK(p.whole == 528);
   CHECK(p.tail == 120);
   // A tail of exactly one block an SM still splits; one more does not (some SM would run two anyway); a small tail

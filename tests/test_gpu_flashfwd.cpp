@@ -107,15 +107,6 @@ TEST_CASE("flash forward, bf16/fp16 d 128, non-causal launches: verifies beside 
     }
 }
 
-// Many more work tiles than a device runs at once (64 planes x 13-16 query tiles = 832-1024 blocks' worth; an H200
-// holds 264 of these blocks): the orders that reorder the tiles (causal: the default's bands of 8 query tiles at d =
-// 64 and 4 at d = 128 with a grouped tail of one device-full, on an H200 query tiles 0-4 (d = 64, 64 planes) or 0-8
-// (d = 128, 32 planes); tail0's bands alone, band0's grouped order, other bandN / tailN) or run them from one wave of
-// blocks (persist, d = 128 non-causal: each block then runs 3-4 tiles, the next tile's Q/K/V loaded during the last
-// one's epilogue) must still run every tile once, whatever the K/V stage parity at a tile's end (17 and 32 KV tiles)
-// and with a short last band (13 query tiles); the L2 prefetch (d = 128's default, pf; off with nopf) asks for a tile
-// one wave later only when there is one, the last query tile of a plane with 1 of its 128 rows (1537 rows). d = 64
-// non-causal too since session 19 (its grid orders over several waves: 1024 blocks of 16 query tiles, 832 of 13).
 // A partial last wave (d = 128's default since session 30 runs it as a programmatically dependent launch at one block
 // an SM, from work tile tile_base on; `nopdltail` in the first launch): batch 2 x 12 heads d = 128, N = 3400 (648
 // blocks: on an H200's 132 SMs x 2 two whole waves and a tail of 120, the last query tile with 72 of its 128 rows and
@@ -132,6 +123,16 @@ TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave: verifies beside 
     }
 }
 
+// Many more work tiles than a device runs at once (64 planes x 13-16 query tiles = 832-1024 blocks' worth; an
+// H200 holds 264 of these blocks): the orders that reorder the tiles (causal: the default's bands of 8 query
+// tiles at d = 64 and 4 at d = 128 with a grouped tail of one device-full, on an H200 query tiles 0-4 (d = 64, 64
+// planes) or 0-8 (d = 128, 32 planes); tail0's bands alone, band0's grouped order, other bandN / tailN) or run them
+// from one wave of blocks (persist, d = 128 non-causal: each block then runs 3-4 tiles, the next tile's Q/K/V
+// loaded during the last one's epilogue) must still run every tile once, whatever the K/V stage parity at a
+// tile's end (17 and 32 KV tiles) and with a short last band (13 query tiles); the L2 prefetch (d = 128's
+// default, pf; off with nopf) asks for a tile one wave later only when there is one, the last query tile of a
+// plane with 1 of its 128 rows (1537 rows). d = 64 non-causal too since session 19 (its grid orders over several
+// waves: 1024 blocks of 16 query tiles, 832 of 13).
 TEST_CASE("flash forward, bf16/fp16, more work tiles than one wave: verifies beside naive", "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
   CudaBackend& b = gpu();

@@ -57,17 +57,17 @@ FB_HOST_DEVICE inline PlaneTile plane_major_tile(int t, int q_tiles) {
 // wave, no tail, a tail of more than one block an SM, or per_sm < 2). Session 30's `solotail` launched the tail after
 // the first launch's last block and lost at short blocks, small tails and d = 64; as a programmatically dependent
 // launch the tail's blocks take SMs as they free, so the plan has no floor on the tail.
-struct SoloTailPlan {
+struct TailSplit {
   long long whole;
   long long tail;
 };
-FB_HOST_DEVICE inline SoloTailPlan pdl_tail_plan(long long n_blocks, int per_sm, int sms) {
+FB_HOST_DEVICE inline TailSplit pdl_tail_plan(long long n_blocks, int per_sm, int sms) {
   const long long resident = static_cast<long long>(per_sm) * sms;
-  if (per_sm < 2 || sms < 1 || n_blocks <= resident) return SoloTailPlan{n_blocks, 0};
+  if (per_sm < 2 || sms < 1 || n_blocks <= resident) return TailSplit{n_blocks, 0};
   const long long whole = n_blocks / resident * resident;
   const long long tail = n_blocks - whole;
-  if (tail == 0 || tail > sms) return SoloTailPlan{n_blocks, 0};
-  return SoloTailPlan{whole, tail};
+  if (tail == 0 || tail > sms) return TailSplit{n_blocks, 0};
+  return TailSplit{whole, tail};
 }
 
 }  // namespace fb

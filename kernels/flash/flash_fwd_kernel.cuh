@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 
 #include <cuda_runtime.h>
 
 #include "common/check.h"
+#include "common/device_caps.h"
 #include "common/mma_pv.cuh"
 #include "common/ptx.cuh"
 #include "common/softmax.cuh"
@@ -702,19 +704,19 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 }
 
 // The device's SMs and the blocks of flash_fwd_tc_kernel<Tr, kOpt> an SM holds at the kernel's own shared memory
-// (asked once per process for the kernel, after its shared-memory opt-in), and its compute capability's major.
+// (asked once per process for the kernel, after its shared-memory opt-in), and the device's caps (kFwdPdlTail).
 struct WaveShape {
   int sms = 0;
   int per_sm = 0;
-  int cc_major = 0;
+  DeviceCaps caps;
 };
 template <typename Tr, unsigned kOpt> const WaveShape& wave_shape() {
   static const WaveShape shape = [] {
     WaveShape w;
     w.sms = current_sm_count();
-    int device = 0;
-    FB_CUDA_CHECK(cudaGetDevice(&device));
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&w.cc_major, cudaDevAttrComputeCapabilityMajor, device));
+    const std::optional<DeviceCaps> caps = current_device_caps();
+    if (!caps) throw std::runtime_error("flash forward: the current CUDA device does not answer attribute queries");
+    w.caps = *caps;
     FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.per_sm, flash_fwd_tc_kernel<Tr, kOpt>,
                                                                 Tr::kThreads, Tr::kSmemBytes));
     return w;
@@ -735,10 +737,9 @@ int resident_blocks() {
 // instantiation.
 template <typename Tr, unsigned kOpt> int solo_block_smem_bytes() {
   static const int solo_bytes = [] {
-    if (wave_shape<Tr, kOpt>().per_sm < 2) return 0;
-    int device = 0, optin = 0;
-    FB_CUDA_CHECK(cudaGetDevice(&device));
-    FB_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const WaveShape& w = wave_shape<Tr, kOpt>();
+    if (w.per_sm < 2) return 0;
+    const int optin = w.caps.smem_optin;
     const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
     cudaFuncAttributes attr{};
     FB_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
@@ -791,8 +792,8 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     // launch's end, session 30's solotail) and a dynamic shared memory size that leaves one block an SM exists;
     // else one launch.
     const WaveShape& w = wave_shape<Tr, kOpt>();
-    const int solo_bytes = w.cc_major >= 9 ? solo_block_smem_bytes<Tr, kOpt>() : 0;
-    const SoloTailPlan plan = solo_bytes > 0 ? pdl_tail_plan(blocks, w.per_sm, w.sms) : SoloTailPlan{blocks, 0};
+    const int solo_bytes = w.caps.major >= 9 ? solo_block_smem_bytes<Tr, kOpt>() : 0;
+    const TailSplit plan = solo_bytes > 0 ? pdl_tail_plan(blocks, w.per_sm, w.sms) : TailSplit{blocks, 0};
     if (plan.tail > 0) {
       // The attribute above was set to the kernel's own size: the tail's launch asks for more.
       FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, solo_bytes));
