@@ -1160,6 +1160,39 @@ TEST_CASE("tile order: plane-major (pairq) visits every tile once, is grouped_ti
   CHECK(plane_major_tile(3, 3).bh == 1);  // odd q_tiles: tickets 2, 3 on planes 0 and 1
 }
 
+TEST_CASE("tile order: the kv-tail pieces fill the device's block slots and cover every K/V tile once", "[cpu]") {
+  // A tail of 120 work tiles on 132 SMs x 2: two pieces each (240 of 264 slots); 12 tiles: 22 each (264), unless the
+  // tiles have too few K/V tiles (47 tiles at 2 a piece: 23; 5: 2; 3: 1, not split).
+  CHECK(kv_tail_splits(120, 2, 132, 54, 2) == 2);
+  CHECK(kv_tail_splits(12, 2, 132, 54, 2) == 22);
+  CHECK(kv_tail_splits(12, 2, 132, 47, 2) == 22);
+  CHECK(kv_tail_splits(24, 2, 132, 47, 2) == 11);
+  CHECK(kv_tail_splits(12, 2, 132, 5, 2) == 2);
+  CHECK(kv_tail_splits(12, 2, 132, 3, 2) == 1);
+  CHECK(kv_tail_splits(132, 2, 132, 100, 2) == 2);
+  CHECK(kv_tail_splits(133, 2, 132, 100, 2) == 1);  // more than the slots hold twice: not split
+  CHECK(kv_tail_splits(0, 2, 132, 100, 2) == 1);
+  CHECK(kv_tail_splits(12, 2, 0, 100, 2) == 1);
+  for (int per_sm : {1, 2, 3})
+    for (int sms : {1, 7, 132})
+      for (long long tail = 1; tail <= sms; tail += 3)
+        for (int kv = 1; kv < 300; kv += 13)
+          for (int min_tiles : {1, 2, 4}) {
+            const int n = kv_tail_splits(tail, per_sm, sms, kv, min_tiles);
+            REQUIRE(n >= 1);
+            if (n == 1) continue;
+            // Every piece fits a slot, has at least min_tiles K/V tiles, and the pieces cover [0, kv) in order.
+            REQUIRE(tail * n <= static_cast<long long>(per_sm) * sms);
+            REQUIRE(kv_split_begin(0, n, kv) == 0);
+            REQUIRE(kv_split_begin(n, n, kv) == kv);
+            for (int s = 0; s < n; ++s) {
+              const int len = kv_split_begin(s + 1, n, kv) - kv_split_begin(s, n, kv);
+              REQUIRE(len >= min_tiles);
+              REQUIRE(len <= kv / n + 1);
+            }
+          }
+}
+
 TEST_CASE("tile order: the pdl-tail plan splits off a partial last wave of at most one block an SM", "[cpu]") {
   // Session 29's shape: 648 blocks on 132 SMs x 2: two whole waves (528), a tail of 120 at one block an SM.
   TailSplit p = pdl_tail_plan(648, 2, 132);

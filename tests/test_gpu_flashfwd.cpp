@@ -6,9 +6,12 @@
 // the variable the shipped kernels run. gpu_main.cpp skips the tests without a device.
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "catch.h"
+#include "common/device_caps.h"
+#include "flash/flash.h"
 #include "gpu_cases.h"
 #include "support.h"
 
@@ -120,6 +123,35 @@ TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave: verifies beside 
       const Case c = make_case(2, 12, 12, n, n, 128, t, false, Pass::fwd);
       INFO("case " << c.key());
       check_beside_naive(b, c, "flash", kSeed);
+    }
+}
+
+// The partial last wave in pieces over each work tile's keys (kFwdKvTail; the kvtail probe, which the backend's
+// workspace then holds the pieces' partials for): batch 1 x 12 heads N = 3000 (288 blocks: on an H200 a tail of 24,
+// 11 pieces of 4-5 K/V tiles, the last tile with 56 of 64 keys), batch 3 x 4 heads 2900 queries on 300 keys (276:
+// a tail of 12 in 2 pieces of 2 and 3 K/V tiles, the last query tile with 84 rows), session 29's N = 3400 (a tail
+// of 120, 2 pieces of 27 tiles), bf16 and fp16 with a sharp softmax (Q, K x 3: the pieces' row offsets differ, so the
+// merge's rescale has to be right). Without the word they run d = 128's default (kFwdPdlTail's solo tail).
+TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave in pieces over the keys: verifies beside naive",
+          "[gpu][flashfwd]") {
+  INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  struct Row {
+    int batch, heads;
+    SeqLens l;
+  };
+  const Row rows[] = {{1, 12, {3000, 3000}}, {3, 4, {2900, 300}}, {2, 12, {3400, 3400}}};
+  const bool kv_tail = std::string(probe_setting()) == "kvtail";
+  for (const Row& r : rows)
+    for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+      const Case c = make_case(r.batch, r.heads, r.heads, r.l.q, r.l.k, 128, t, false, Pass::fwd);
+      const double input_scale = t == Dtype::fp16 ? 3.0 : 1.0;
+      INFO("case " << c.key() << ", inputs x " << input_scale);
+      // Under the word on a Hopper GPU the forward asks for the pieces' workspace (so they run); else for none.
+      const std::size_t ws = fb::cuda::flash::workspace_bytes(Pass::fwd, c.params());
+      if (kv_tail && fb::cuda::current_device_caps()->major >= 9) CHECK(ws > 0);
+      if (!kv_tail) CHECK(ws == 0);
+      check_beside_naive(b, c, "flash", kSeed, input_scale);
     }
 }
 

@@ -70,4 +70,19 @@ FB_HOST_DEVICE inline TailSplit pdl_tail_plan(long long n_blocks, int per_sm, in
   return TailSplit{whole, tail};
 }
 
+// kFwdKvTail (flash forward): the blocks each of a tail's `tail` work tiles runs as, each over a run of its
+// `kv_tiles` K/V tiles: as many as the device holds next to each other (per_sm * sms blocks in all), each at least
+// `min_tiles` K/V tiles long; 1: the tail is not split (no tail, or too few K/V tiles). Piece s of n runs K/V tiles
+// [kv_split_begin(s, n, kv_tiles), kv_split_begin(s + 1, n, kv_tiles)): their lengths differ by at most one.
+FB_HOST_DEVICE inline int kv_tail_splits(long long tail, int per_sm, int sms, int kv_tiles, int min_tiles) {
+  if (tail < 1 || per_sm < 1 || sms < 1 || min_tiles < 1) return 1;
+  long long n = static_cast<long long>(per_sm) * sms / tail;
+  const int most = kv_tiles / min_tiles;
+  if (n > most) n = most;
+  return n < 2 ? 1 : static_cast<int>(n);
+}
+FB_HOST_DEVICE inline int kv_split_begin(int s, int n, int kv_tiles) {
+  return static_cast<int>(static_cast<long long>(s) * kv_tiles / n);
+}
+
 }  // namespace fb

@@ -12,6 +12,7 @@
 // With Fp32Math::exact fp16/bf16 are refused; with tf32x1 every dtype but fp32 is.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include "attention.h"
@@ -25,7 +26,8 @@ namespace fb::cuda::flash {
 // nullptr when the forward kernel can run these params, else why not (names the field).
 const char* unsupported_forward(const AttentionParams& p);
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math);
-// O [B,H,N,D] and LSE [B,H,N] (natural log, accumulator type) from Q, K, V. Needs no workspace.
+// O [B,H,N,D] and LSE [B,H,N] (natural log, accumulator type) from Q, K, V. Uses params.workspace where
+// forward_workspace_bytes asks for some (the kvtail probe's partials at d = 128); runs without it when it is null.
 void forward(const AttentionParams& p, const Context& ctx);
 void forward(const AttentionParams& p, const Context& ctx, Fp32Math math);
 // Query rows per thread block of the forward kernel for these params (Br).
@@ -48,10 +50,14 @@ inline const char* unsupported(Pass pass, const AttentionParams& p) {
   return unsupported(pass, p, Fp32Math::tf32x3);
 }
 
-// Scratch bytes for `pass`: the forward writes LSE as an output and needs none; the backward's
-// scratch is its own.
+// The forward's scratch bytes (0 but for the kvtail probe's split tail, flash_fwd_config.h).
+std::size_t forward_workspace_bytes(const AttentionParams& p);
+
+// Scratch bytes for `pass`: the forward's (it writes LSE as an output), and for the backward the larger of that and
+// its own (the forward runs first in the same workspace and is done with it when the backward starts).
 inline std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
-  return pass == Pass::fwd ? 0 : backward_workspace_bytes(p);
+  const std::size_t fwd = forward_workspace_bytes(p);
+  return pass == Pass::fwd ? fwd : std::max(fwd, backward_workspace_bytes(p));
 }
 // The same for every Fp32Math (the backward's workspace layout does not depend on it).
 inline std::size_t workspace_bytes(Pass pass, const AttentionParams& p, Fp32Math) {

@@ -40,6 +40,14 @@ struct FwdArgs {
   // kFwdPdlTail: the first work tile of this launch (block b runs tile tile_base + b). Its own 8-byte slot, last, as
   // band_tail's: the kernels that do not read it keep their code.
   alignas(8) int tile_base;
+  // kFwdKvTail (in slots after tile_base's, so that the kernels that do not read them keep their code): the tail
+  // launch's blocks a work tile (1: none; block b runs tile tile_base + b / kv_splits, piece b % kv_splits), the
+  // first launch's count of tail counters to zero (blocks [0, tail_zero) zero one each), and in params.workspace the
+  // pieces' partials (kv_tail_part_floats a piece, in order: tail tile, then piece) and the tail's counters.
+  alignas(8) int kv_splits;
+  int tail_zero;
+  float* tail_part;
+  unsigned* tail_count;
 };
 
 template <typename Elem, typename Accum>
@@ -59,6 +67,10 @@ FwdArgs<Elem, Accum> make_fwd_args(const AttentionParams& p) {
   a.prefetch_ahead = 0;
   a.band_tail = 0;
   a.tile_base = 0;
+  a.kv_splits = 1;
+  a.tail_zero = 0;
+  a.tail_part = nullptr;
+  a.tail_count = nullptr;
   return a;
 }
 

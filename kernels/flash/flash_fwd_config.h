@@ -219,8 +219,11 @@ struct FwdConfig {
 //   nopdltail: the shipped kernels and orders without kFwdPdlTail (d = 128's non-causal grids in one launch, their
 //             partial last wave included: the kernels before session 30's call E); d = 64 runs its default. Takes no
 //             other word
-// Every word but nokpipe, novlate and nopdltail runs the default's kOpt (persist and persist2 without kFwdVAfterS;
-// with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
+//   kvtail  : the shipped kernels and orders with kFwdKvTail (d = 128's non-causal partial last wave of kFwdPdlTail
+//             as pieces over each work tile's keys, two blocks an SM, merged by each tile's last piece; with the
+//             launch's params.workspace, else kFwdPdlTail's solo tail); d = 64 runs its default. Takes no other word
+// Every word but nokpipe, novlate, nopdltail and kvtail runs the default's kOpt (persist and persist2 without
+// kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
 // (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
 // kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
 // below it on 27 of 28 rows in call B), vlate64 (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal,
@@ -252,6 +255,7 @@ struct FwdProbe {
   bool no_frag_pipe = false;  // nokpipe
   bool no_v_late = false;     // novlate
   bool no_pdl_tail = false;   // nopdltail
+  bool kv_tail = false;       // kvtail
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
@@ -260,6 +264,9 @@ inline constexpr bool kProbed = (T == Dtype::bf16 || T == Dtype::fp16) && (D == 
 // One launch of the forward for (T, D); defined in flash_fwd_launch.cuh, instantiated in the
 // flash_fwd_*.cu files (one group per file, so they compile in parallel).
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream);
+// The workspace bytes run_fwd<T, D> takes for p (kFwdKvTail's; 0 for the others); defined beside run_fwd,
+// instantiated where run_fwd<T, 128> is (the only head dim that can take any).
+template <Dtype T, int D> std::size_t fwd_workspace(const AttentionParams& p);
 // The fp32 forward on TF32 tensor cores (flash_fwd_tf32.cuh), instantiated in flash_fwd_tf32*.cu.
 template <int D, Fp32Math M> void run_fwd_tf32(const AttentionParams& p, cudaStream_t stream);
 

@@ -4,4 +4,6 @@
 namespace fb::cuda::flash {
 template void run_fwd<Dtype::fp16, 128>(const AttentionParams&, cudaStream_t);
 template void run_fwd<Dtype::bf16, 128>(const AttentionParams&, cudaStream_t);
+template std::size_t fwd_workspace<Dtype::fp16, 128>(const AttentionParams&);
+template std::size_t fwd_workspace<Dtype::bf16, 128>(const AttentionParams&);
 }  // namespace fb::cuda::flash

@@ -102,6 +102,12 @@ __device__ __forceinline__ int opaque_tid() {
   return v;
 }
 
+// kFwdKvTail: the floats a piece's partial takes in the workspace: every thread's O accumulators and its rows'
+// offsets and lane sums.
+template <typename Tr> constexpr int kv_tail_part_floats() {
+  return (Tr::kMTiles * (Tr::kHeadDim / Tr::kMmaN) * 4 + Tr::kMTiles * 4) * Tr::kThreads;
+}
+
 // Variant bits kOpt (kFwdWarpSkip, ...): flash_fwd_traits.h.
 template <typename Tr, unsigned kOpt = 0>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
@@ -168,6 +174,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   constexpr bool kPdlTail = (kOpt & kFwdPdlTail) != 0;
   static_assert(!kPdlTail || !kPersist, "kFwdPdlTail: one work tile a block");
   int work = int(blockIdx.x) + (kPdlTail ? a.tile_base : 0);
+  // kFwdKvTail: in the tail launch (a.kv_splits > 1) block b runs piece b % kv_splits of work tile tile_base +
+  // b / kv_splits (a tile's pieces on consecutive blocks: they start together and share its Q in L2); in the first
+  // launch blocks [0, a.tail_zero) zero the tail's counters, which the tail reads only after griddepcontrol.wait.
+  constexpr bool kKvTail = (kOpt & kFwdKvTail) != 0;
+  static_assert(!kKvTail || kPdlTail, "kFwdKvTail: the tail launch of kFwdPdlTail");
+  const bool kv_split = kKvTail && a.kv_splits > 1;
+  int piece = 0;
+  if constexpr (kKvTail) {
+    if (kv_split) {
+      work = a.tile_base + int(blockIdx.x) / a.kv_splits;
+      piece = int(blockIdx.x) % a.kv_splits;
+    } else if (tid == 0 && int(blockIdx.x) < a.tail_zero) {
+      a.tail_count[blockIdx.x] = 0u;
+    }
+  }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (kPdlTail) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
@@ -244,21 +265,27 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // At least one tile: a query tile whose rows all see no key (causal, seq_q > seq_k) runs tile 0
   // fully masked, which leaves its sums at 0 (O = 0, LSE = -inf) and keeps the cp.async group count
   // the same as every other block's.
-  const int n_tiles = max(a.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
+  const int kv_all = max(a.mask.kv_tiles(q0, Tr::kBr, Tr::kBc), 1);
+  // kFwdKvTail: this piece's K/V tiles [kv_begin, kv_begin + n_tiles) (non-causal: every warp sees them all).
+  const int kv_begin = kv_split ? kv_split_begin(piece, a.kv_splits, kv_all) : 0;
+  const int n_tiles = kv_split ? kv_split_begin(piece + 1, a.kv_splits, kv_all) - kv_begin : kv_all;
 
   // KV tiles this warp's rows see (kWarpSkip): tiles j >= warp_tiles are fully masked for it.
   const int warp_tiles = kWarpSkip ? a.mask.kv_tiles(q0 + warp_row0, Tr::kWarpRows, Tr::kBc) : n_tiles;
   const int mask_row0 = kWarpSkip ? q0 + warp_row0 : q0;
 
   // K_tile and V_tile into `stage`, one cp.async group each (K first: the loop waits for K alone).
+  // (tile: the piece's; kv_begin + tile: the plane's.)
   auto load_k = [&](int tile, int stage) {
-    const std::int64_t g_off = std::int64_t(tile) * Tr::kBc * D;
-    load_kv_async<Tr, kLeanCopy>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - tile * Tr::kBc, tid);
+    const std::int64_t g_off = std::int64_t(kv_begin + tile) * Tr::kBc * D;
+    load_kv_async<Tr, kLeanCopy>(sK + stage * Tr::kKVTileElems, gK + g_off, seq_k - (kv_begin + tile) * Tr::kBc,
+                                 tid);
     ptx::cp_async_commit();
   };
   auto load_v = [&](int tile, int stage) {
-    const std::int64_t g_off = std::int64_t(tile) * Tr::kBc * D;
-    load_kv_async<Tr, kLeanCopy>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - tile * Tr::kBc, tid);
+    const std::int64_t g_off = std::int64_t(kv_begin + tile) * Tr::kBc * D;
+    load_kv_async<Tr, kLeanCopy>(sV + stage * Tr::kKVTileElems, gV + g_off, seq_k - (kv_begin + tile) * Tr::kBc,
+                                 tid);
     ptx::cp_async_commit();
   };
   auto load_kv = [&](int tile, int stage) {
@@ -395,7 +422,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     const int stage = (kPersist ? it0 + j : j) % Tr::kStages;
     // tile j - 1's, which j + 1 fills
     const int next_stage = (kPersist ? it0 + j + Tr::kStages - 1 : j + Tr::kStages - 1) % Tr::kStages;
-    const int k0 = j * Tr::kBc;
+    const int k0 = (kv_begin + j) * Tr::kBc;
     const std::uint32_t k_stage = k_lane + stage * kKVTileBytes;
     const std::uint32_t v_stage = v_lane + stage * kKVTileBytes;
 
@@ -420,7 +447,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       ptx::cp_async_commit();
       ptx::cp_async_commit();
     }
-    const bool active = !kWarpSkip || j < warp_tiles;  // warp-uniform
+    const bool active = !kWarpSkip || kv_begin + j < warp_tiles;  // warp-uniform
 
     // ---- S = Q K^T: (kWarpRows, kBc) per warp ----
     float s[kMT][Tr::kSNTiles][4];
@@ -566,6 +593,69 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
     // ---- O += P V ----
     if (active) mma_pv<Elem, kMT, Tr::kPVSteps, Tr::kONTiles, kRowBytes>(acc_o, s, v_stage);
+  }
+
+  // kFwdKvTail, a piece: its unnormalised O, row offsets and lane sums to the workspace (each thread its own
+  // registers, element i at i * kThreads: coalesced), then a counter per tile; the tile's last piece to finish merges
+  // the others' into its registers (offsets to their maximum, O and sums scaled to it) and runs the epilogue; the
+  // others end.
+  // griddepcontrol.wait first: the first launch's zeroed counters (and all its writes) are then visible; it has
+  // ended by the time a piece gets here, unless a whole wave of blocks still runs.
+  if constexpr (kKvTail) {
+    if (kv_split) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+      constexpr int kOVals = kMT * Tr::kONTiles * 4;
+      constexpr std::int64_t kPart = std::int64_t(kv_tail_part_floats<Tr>());
+      const int slot = work - a.tile_base;
+      const int ptid = opaque_tid();
+      float* part = a.tail_part + std::int64_t(slot) * a.kv_splits * kPart + ptid;
+      float* mine = part + piece * kPart;
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < Tr::kONTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            __stcg(mine + ((mt * Tr::kONTiles + nt) * 4 + e) * Tr::kThreads, acc_o[mt][nt][e]);
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          __stcg(mine + (kOVals + (mt * 2 + hf) * 2) * Tr::kThreads, row_max[mt][hf]);
+          __stcg(mine + (kOVals + (mt * 2 + hf) * 2 + 1) * Tr::kThreads, row_sum[mt][hf]);
+        }
+      }
+      __threadfence();
+      __syncthreads();
+      __shared__ unsigned tail_last;
+      if (ptid == 0) tail_last = atomicAdd(a.tail_count + slot, 1u) == unsigned(a.kv_splits - 1) ? 1u : 0u;
+      __syncthreads();
+      if (tail_last == 0u) return;
+      __threadfence();
+      for (int s = 0; s < a.kv_splits; ++s) {
+        if (s == piece) continue;
+        const float* other = part + s * kPart;
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+          for (int hf = 0; hf < 2; ++hf) {
+            const float m_o = __ldcg(other + (kOVals + (mt * 2 + hf) * 2) * Tr::kThreads);
+            const float l_o = __ldcg(other + (kOVals + (mt * 2 + hf) * 2 + 1) * Tr::kThreads);
+            const float m_new = fmaxf(row_max[mt][hf], m_o);
+            const float sub = safe_max(m_new);
+            const float c_me = ptx::exp2_approx(row_max[mt][hf] - sub);
+            const float c_o = ptx::exp2_approx(m_o - sub);
+            row_max[mt][hf] = m_new;
+            row_sum[mt][hf] = row_sum[mt][hf] * c_me + l_o * c_o;
+#pragma unroll
+            for (int nt = 0; nt < Tr::kONTiles; ++nt)
+#pragma unroll
+              for (int e = 2 * hf; e < 2 * hf + 2; ++e)
+                acc_o[mt][nt][e] = fmaf(__ldcg(other + ((mt * Tr::kONTiles + nt) * 4 + e) * Tr::kThreads), c_o,
+                                        acc_o[mt][nt][e] * c_me);
+          }
+      }
+    }
   }
 
   // ---- epilogue: O /= row sum, LSE = ln(sum) + max; O staged in this warp's own sQ rows ----
@@ -731,6 +821,25 @@ int resident_blocks() {
   return std::max(1, w.sms * w.per_sm);
 }
 
+// kFwdPdlTail: `kernel` as a programmatically dependent launch of `blocks` blocks (it may start before the launch
+// ahead of it on `stream` ends; griddepcontrol in the kernel orders them).
+template <typename Kernel, typename Args>
+void launch_dependent(Kernel kernel, const Args& args, unsigned blocks, int threads, std::size_t smem,
+                      cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
+  FB_CUDA_CHECK_LAUNCH();
+}
+
 // kFwdPdlTail: the smallest dynamic shared memory size (4 KB steps from the kernel's own up to the opt-in limit less
 // the kernel's static shared memory) at which an SM holds one block of the kernel, its attribute raised to that limit
 // for the search; 0: none, or the kernel holds one block an SM already (the launch is not split). Worked out once per
@@ -753,6 +862,39 @@ template <typename Tr, unsigned kOpt> int solo_block_smem_bytes() {
     return 0;
   }();
   return solo_bytes;
+}
+
+// kFwdKvTail: how a non-causal launch of flash_fwd_tc_kernel<Tr, kOpt> on the current device runs its partial last
+// wave (pdl_tail_plan) and in how many pieces a work tile (kv_tail_splits), and the workspace those take: the pieces'
+// partials, then (256-byte aligned) a counter a tail tile. pieces == 1: no pieces (no tail, too few K/V tiles, before
+// sm_90); the launch then runs kFwdPdlTail's solo tail where there is one. Needs a device (wave_shape).
+struct KvTailPlan {
+  TailSplit split{0, 0};
+  int pieces = 1;
+  std::size_t part_bytes = 0;  // the partials; the counters start here
+  std::size_t bytes = 0;       // all of it
+};
+template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionParams& p) {
+  static_assert((kOpt & kFwdKvTail) != 0, "kv_tail_plan: a kFwdKvTail kernel");
+  KvTailPlan k;
+  if (p.causal) return k;
+  if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {  // wave_shape's occupancy at the kernel's own size
+    FB_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_tc_kernel<Tr, kOpt>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(Tr::kSmemBytes)));
+  }
+  const WaveShape& w = wave_shape<Tr, kOpt>();
+  if (w.caps.major < 9) return k;
+  const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
+  k.split = pdl_tail_plan(blocks, w.per_sm, w.sms);
+  if (k.split.tail == 0) return k;
+  const int kv_tiles = (p.seq_k + Tr::kBc - 1) / Tr::kBc;
+  k.pieces = kv_tail_splits(k.split.tail, w.per_sm, w.sms, kv_tiles, kKvTailMinTiles);
+  if (k.pieces < 2) return k;
+  constexpr std::size_t kAlign = 256;
+  k.part_bytes = std::size_t(k.split.tail) * k.pieces * kv_tail_part_floats<Tr>() * sizeof(float);
+  k.part_bytes = (k.part_bytes + kAlign - 1) / kAlign * kAlign;
+  k.bytes = k.part_bytes + std::size_t(k.split.tail) * sizeof(unsigned);
+  return k;
 }
 
 // Host side: one launch of the tensor-core forward with traits Tr and variant kOpt on `stream`. plane_group > 0
@@ -794,24 +936,31 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     const WaveShape& w = wave_shape<Tr, kOpt>();
     const int solo_bytes = w.caps.major >= 9 ? solo_block_smem_bytes<Tr, kOpt>() : 0;
     const TailSplit plan = solo_bytes > 0 ? pdl_tail_plan(blocks, w.per_sm, w.sms) : TailSplit{blocks, 0};
+    // kFwdKvTail: the tail's work tiles in pieces at the kernel's own shared memory, with params.workspace (none:
+    // kFwdPdlTail's solo tail).
+    if constexpr ((kOpt & kFwdKvTail) != 0) {
+      const KvTailPlan kv = p.workspace != nullptr && solo_bytes > 0 ? kv_tail_plan<Tr, kOpt>(p) : KvTailPlan{};
+      if (kv.pieces > 1 && kv.split.whole == plan.whole) {
+        auto* ws = static_cast<unsigned char*>(p.workspace);
+        args.tail_part = reinterpret_cast<float*>(ws);
+        args.tail_count = reinterpret_cast<unsigned*>(ws + kv.part_bytes);
+        args.tail_zero = int(kv.split.tail);
+        kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+        FB_CUDA_CHECK_LAUNCH();
+        args.tile_base = int(plan.whole);
+        args.tail_zero = 0;
+        args.kv_splits = kv.pieces;
+        launch_dependent(kernel, args, unsigned(plan.tail * kv.pieces), Tr::kThreads, Tr::kSmemBytes, stream);
+        return;
+      }
+    }
     if (plan.tail > 0) {
       // The attribute above was set to the kernel's own size: the tail's launch asks for more.
       FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, solo_bytes));
       kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
       FB_CUDA_CHECK_LAUNCH();
       args.tile_base = int(plan.whole);
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(unsigned(plan.tail));
-      cfg.blockDim = dim3(Tr::kThreads);
-      cfg.dynamicSmemBytes = std::size_t(solo_bytes);
-      cfg.stream = stream;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
-      FB_CUDA_CHECK_LAUNCH();
+      launch_dependent(kernel, args, unsigned(plan.tail), Tr::kThreads, std::size_t(solo_bytes), stream);
       return;
     }
   }

@@ -141,6 +141,17 @@ inline constexpr unsigned kFwdVAfterS = 4194304u;
 //                    launch's SMs free, not after its last block (pdl_tail_plan, common/tile_order.h; d = 128's
 //                    non-causal default since session 30's call E, `nopdltail` without it).
 inline constexpr unsigned kFwdPdlTail = 33554432u;
+//   kFwdKvTail     : with kFwdPdlTail: the tail launch runs each of its work tiles as a.kv_splits blocks, each over
+//                    a run of the tile's K/V tiles (kv_tail_splits, common/tile_order.h), at the kernel's own shared
+//                    memory (two blocks an SM); each block writes its unnormalised O and its rows' offsets and sums
+//                    in fp32 to params.workspace (FwdArgs::tail_part), and the last of a tile's blocks to finish (a
+//                    counter per tile, zeroed by the first launch) merges the others' into its own and stores O and
+//                    LSE. kFwdPdlTail's solo tail block takes 1.3x a paired block's share (session 31's call A, ncu);
+//                    the pieces run paired and spread a small tail over more SMs. The kvtail probe.
+inline constexpr unsigned kFwdKvTail = 67108864u;
+//   kKvTailMinTiles: the fewest K/V tiles a piece of kFwdKvTail runs (its prologue, its partial's store and the
+//                    merge's read cost about a K/V tile's step).
+inline constexpr int kKvTailMinTiles = 2;
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
 //   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 
