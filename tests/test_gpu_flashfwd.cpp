@@ -1,7 +1,8 @@
 // GPU tests [gpu][flashfwd]: the portable flash forward (mma.sync) at bf16 and fp16, d = 64 and 128, the cases
 // whose kernel the timing probes swap (FB_FLASH_FWD_PROBE, kernels/flash/flash_fwd_config.h: e.g. `old`, the
 // 128 x 32 kernel at d = 128 that GPUs with less shared memory a block run; `band0`, the causal order before
-// session 11's bands; `nopdltail`, d = 128's non-causal grids in one launch, as before session 30's call E).
+// session 11's bands; `nopdltail`, d = 128's non-causal grids in one launch, as before session 30's call E;
+// `nokvtail`, the partial last wave as solo blocks, as before session 31's call B).
 // The probe is read once per process, so a device call runs this binary once per probe setting; without
 // the variable the shipped kernels run. gpu_main.cpp skips the tests without a device.
 #include <cstdint>
@@ -126,12 +127,12 @@ TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave: verifies beside 
     }
 }
 
-// The partial last wave in pieces over each work tile's keys (kFwdKvTail; the kvtail probe, which the backend's
-// workspace then holds the pieces' partials for): batch 1 x 12 heads N = 3000 (288 blocks: on an H200 a tail of 24,
-// 11 pieces of 4-5 K/V tiles, the last tile with 56 of 64 keys), batch 3 x 4 heads 2900 queries on 300 keys (276:
-// a tail of 12 in 2 pieces of 2 and 3 K/V tiles, the last query tile with 84 rows), session 29's N = 3400 (a tail
-// of 120, 2 pieces of 27 tiles), bf16 and fp16 with a sharp softmax (Q, K x 3: the pieces' row offsets differ, so the
-// merge's rescale has to be right). Without the word they run d = 128's default (kFwdPdlTail's solo tail).
+// The partial last wave in pieces over each work tile's keys (kFwdKvTail, d = 128's non-causal default since session
+// 31's call B; the backend's workspace holds the pieces' partials): batch 1 x 12 heads N = 3000 (288 blocks: on an
+// H200 a tail of 24, 11 pieces of 4-5 K/V tiles, the last tile with 56 of 64 keys), batch 3 x 4 heads 2900 queries on
+// 300 keys (276: a tail of 12 in 2 pieces of 2 and 3 K/V tiles, the last query tile with 84 rows), session 29's
+// N = 3400 (a tail of 120, 2 pieces of 27 tiles), bf16 and fp16 with a sharp softmax (Q, K x 3: the pieces' row
+// offsets differ, so the merge's rescale has to be right). Under nokvtail the solo tail (kFwdPdlTail) runs them.
 TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave in pieces over the keys: verifies beside naive",
           "[gpu][flashfwd]") {
   INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
@@ -141,16 +142,16 @@ TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave in pieces over th
     SeqLens l;
   };
   const Row rows[] = {{1, 12, {3000, 3000}}, {3, 4, {2900, 300}}, {2, 12, {3400, 3400}}};
-  const bool kv_tail = std::string(probe_setting()) == "kvtail";
+  const std::string probe = probe_setting();
   for (const Row& r : rows)
     for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
       const Case c = make_case(r.batch, r.heads, r.heads, r.l.q, r.l.k, 128, t, false, Pass::fwd);
       const double input_scale = t == Dtype::fp16 ? 3.0 : 1.0;
       INFO("case " << c.key() << ", inputs x " << input_scale);
-      // Under the word on a Hopper GPU the forward asks for the pieces' workspace (so they run); else for none.
+      // The shipped kernels on a Hopper GPU ask for the pieces' workspace (so they run); without kFwdKvTail, none.
       const std::size_t ws = fb::cuda::flash::workspace_bytes(Pass::fwd, c.params());
-      if (kv_tail && fb::cuda::current_device_caps()->major >= 9) CHECK(ws > 0);
-      if (!kv_tail) CHECK(ws == 0);
+      if (probe == "(unset)" && fb::cuda::current_device_caps()->major >= 9) CHECK(ws > 0);
+      if (probe == "nokvtail" || probe == "nopdltail") CHECK(ws == 0);
       check_beside_naive(b, c, "flash", kSeed, input_scale);
     }
 }

@@ -114,7 +114,10 @@ const FwdProbe& fwd_probe() {
       else if (w == "nokpipe") f.no_frag_pipe = true;
       else if (w == "novlate") f.no_v_late = true;
       else if (w == "nopdltail") f.no_pdl_tail = true;
-      else if (w == "kvtail") f.kv_tail = true;
+      else if (w == "nokvtail") f.no_kv_tail = true;
+      else if (w == "kvtail")
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'kvtail' is the d = 128 default since session 31 "
+                                    "(nokvtail runs the kernels before it; docs/perf-notes.md)");
       else if (w == "pdltail")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'pdltail' is the d = 128 default since session 30 "
                                     "(nopdltail runs the kernels before it; docs/perf-notes.md)");
@@ -145,7 +148,7 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, novlate, nopdltail, kvtail, bandN with N >= 0, tailN with "
+                                    "epi, pro, nokpipe, novlate, nopdltail, nokvtail, bandN with N >= 0, tailN with "
                                     "N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
@@ -159,9 +162,9 @@ const FwdProbe& fwd_probe() {
     // nokpipe's last: a pair of them is refused under the later word's name, as ever).
     const int words = int(f.old) + int(f.l2order) + int(f.band >= 0) + int(f.tail >= 0) + int(f.persist) +
                       int(f.persist_early) + int(f.prefetch) + int(f.no_prefetch) + int(f.lean_epi) + int(f.lean_pro) +
-                      int(f.no_frag_pipe) + int(f.no_v_late) + int(f.no_pdl_tail) + int(f.kv_tail);
-    if (f.kv_tail && words > 1)
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: kvtail runs the shipped kernels and order plus one bit; it "
+                      int(f.no_frag_pipe) + int(f.no_v_late) + int(f.no_pdl_tail) + int(f.no_kv_tail);
+    if (f.no_kv_tail && words > 1)
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokvtail runs the shipped kernels and order less one bit; it "
                                   "takes no other word");
     if (f.no_pdl_tail && words > 1)
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopdltail runs the shipped kernels and order less one bit; it "
@@ -240,8 +243,10 @@ void forward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
 void forward(const AttentionParams& p, const Context& ctx) { forward(p, ctx, Fp32Math::tf32x3); }
 
 std::size_t forward_workspace_bytes(const AttentionParams& p) {
-  // Only the 16-bit d = 128 kernels can take any (kFwdKvTail); the rest, and params no kernel runs, take none.
-  if (!is_16bit(p.dtype) || p.head_dim != 128 || unsupported_forward(p) != nullptr) return 0;
+  // Only the 16-bit d = 128 kernels can take any (kFwdKvTail); the rest, params no kernel runs, and a machine where
+  // no device answers (the plan asks the device) take none.
+  if (!is_16bit(p.dtype) || p.head_dim != 128 || p.causal || unsupported_forward(p) != nullptr) return 0;
+  if (!current_device_caps()) return 0;
   return p.dtype == Dtype::bf16 ? fwd_workspace<Dtype::bf16, 128>(p) : fwd_workspace<Dtype::fp16, 128>(p);
 }
 

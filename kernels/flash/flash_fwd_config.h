@@ -96,7 +96,12 @@ template <> struct TcTiles<128> : TcLoop {
   // SMs, rule written before the call: a geomean >= 1.005 with no row below 0.985): 1.048x (1.000-1.128), the
   // papers' grid (no split) 1.004x; FlashAttention-2 over it 0.890-0.991x -> 0.984-1.019x. The same split launched
   // after the first launch's end (solotail, calls A-C) lost at short blocks, small tails and d = 64.
-  static constexpr unsigned kFullOpt = kFwdFragPipe | kFwdPdlTail;
+  // That tail's work tiles in pieces over their keys, two blocks an SM, merged by each tile's last piece (kFwdKvTail,
+  // kv_tail_splits; with params.workspace: forward_workspace_bytes) since session 31's call B (`kvtail`, three
+  // interleaved rounds against the shipped kernel on ten fresh shapes of 1-4 whole waves and tails of 24-120 blocks in
+  // 2-11 pieces, rule written before the call: a geomean >= 1.005 with no row below 0.985): 1.149x (1.013-1.337), the
+  // control (no split) 1.002x; FlashAttention-2 over it 0.952-1.009x -> 1.004-1.272x.
+  static constexpr unsigned kFullOpt = kFwdFragPipe | kFwdPdlTail | kFwdKvTail;
   // Causal: bands of 4 query tiles since session 11 (session 10's final call: 1.037/1.028x the grouped order at
   // N = 1k bf16/fp16, 1.005/0.998 at 2k; bands of 8 gave 1.001/1.017 and 1.012/0.994). Since session 12 with a
   // grouped tail of one device-full of blocks (kCausalTail = 1): on grids of a few waves the bands' last band
@@ -219,10 +224,10 @@ struct FwdConfig {
 //   nopdltail: the shipped kernels and orders without kFwdPdlTail (d = 128's non-causal grids in one launch, their
 //             partial last wave included: the kernels before session 30's call E); d = 64 runs its default. Takes no
 //             other word
-//   kvtail  : the shipped kernels and orders with kFwdKvTail (d = 128's non-causal partial last wave of kFwdPdlTail
-//             as pieces over each work tile's keys, two blocks an SM, merged by each tile's last piece; with the
-//             launch's params.workspace, else kFwdPdlTail's solo tail); d = 64 runs its default. Takes no other word
-// Every word but nokpipe, novlate, nopdltail and kvtail runs the default's kOpt (persist and persist2 without
+//   nokvtail: the shipped kernels and orders without kFwdKvTail (d = 128's non-causal partial last wave as kFwdPdlTail's
+//             solo blocks, one an SM: the kernels before session 31's call B; nopdltail drops both bits); d = 64 runs
+//             its default. Takes no other word
+// Every word but nokpipe, novlate, nopdltail and nokvtail runs the default's kOpt (persist and persist2 without
 // kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
 // (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
 // kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
@@ -255,7 +260,7 @@ struct FwdProbe {
   bool no_frag_pipe = false;  // nokpipe
   bool no_v_late = false;     // novlate
   bool no_pdl_tail = false;   // nopdltail
-  bool kv_tail = false;       // kvtail
+  bool no_kv_tail = false;    // nokvtail
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
@@ -265,7 +270,8 @@ inline constexpr bool kProbed = (T == Dtype::bf16 || T == Dtype::fp16) && (D == 
 // flash_fwd_*.cu files (one group per file, so they compile in parallel).
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream);
 // The workspace bytes run_fwd<T, D> takes for p (kFwdKvTail's; 0 for the others); defined beside run_fwd,
-// instantiated where run_fwd<T, 128> is (the only head dim that can take any).
+// instantiated where run_fwd<T, 128> is (the only head dim that can take any). Asks the device: call it only where
+// one answers (forward_workspace_bytes).
 template <Dtype T, int D> std::size_t fwd_workspace(const AttentionParams& p);
 // The fp32 forward on TF32 tensor cores (flash_fwd_tf32.cuh), instantiated in flash_fwd_tf32*.cu.
 template <int D, Fp32Math M> void run_fwd_tf32(const AttentionParams& p, cudaStream_t stream);

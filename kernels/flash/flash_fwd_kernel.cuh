@@ -22,6 +22,7 @@
 #include "common/mma_pv.cuh"
 #include "common/ptx.cuh"
 #include "common/softmax.cuh"
+#include "flash/flash.h"
 #include "flash/flash_fwd_args.cuh"
 #include "flash/flash_fwd_traits.h"
 
@@ -936,11 +937,11 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     const WaveShape& w = wave_shape<Tr, kOpt>();
     const int solo_bytes = w.caps.major >= 9 ? solo_block_smem_bytes<Tr, kOpt>() : 0;
     const TailSplit plan = solo_bytes > 0 ? pdl_tail_plan(blocks, w.per_sm, w.sms) : TailSplit{blocks, 0};
-    // kFwdKvTail: the tail's work tiles in pieces at the kernel's own shared memory, with params.workspace (none:
-    // kFwdPdlTail's solo tail).
+    // kFwdKvTail: the tail's work tiles in pieces at the kernel's own shared memory, in params.workspace (none, or
+    // less than this kernel's plan takes: kFwdPdlTail's solo tail).
     if constexpr ((kOpt & kFwdKvTail) != 0) {
       const KvTailPlan kv = p.workspace != nullptr && solo_bytes > 0 ? kv_tail_plan<Tr, kOpt>(p) : KvTailPlan{};
-      if (kv.pieces > 1 && kv.split.whole == plan.whole) {
+      if (kv.pieces > 1 && kv.split.whole == plan.whole && kv.bytes <= forward_workspace_bytes(p)) {
         auto* ws = static_cast<unsigned char*>(p.workspace);
         args.tail_part = reinterpret_cast<float*>(ws);
         args.tail_count = reinterpret_cast<unsigned*>(ws + kv.part_bytes);

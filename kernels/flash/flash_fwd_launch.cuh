@@ -16,15 +16,14 @@ inline int smem_optin() {
   return bytes;
 }
 
-// The variant bits of Cfg's non-causal launches: kOpt without kDrop, plus kExtra, plus kFullOpt without kFullDrop and
-// with kFullAdd.
-template <typename Cfg, unsigned kExtra, unsigned kFullDrop, unsigned kDrop, unsigned kFullAdd>
-inline constexpr unsigned kFullBits = ((Cfg::kOpt & ~kDrop) | kExtra) | ((Cfg::kFullOpt | kFullAdd) & ~kFullDrop);
+// The variant bits of Cfg's non-causal launches: kOpt without kDrop, plus kExtra, plus kFullOpt without kFullDrop.
+template <typename Cfg, unsigned kExtra, unsigned kFullDrop, unsigned kDrop>
+inline constexpr unsigned kFullBits = ((Cfg::kOpt & ~kDrop) | kExtra) | (Cfg::kFullOpt & ~kFullDrop);
 
 // The default tiles of Cfg with its variant bits plus kExtra for this launch (kCausalBand, kCausalTail, kFullOpt:
-// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe and nopdltail words); kDrop: bits of kOpt left out
-// (novlate); kFullAdd: bits added to kFullOpt (kvtail).
-template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0, unsigned kDrop = 0, unsigned kFullAdd = 0>
+// TcLoop); kFullDrop: bits of kFullOpt left out (the nokpipe, nopdltail and nokvtail words); kDrop: bits of kOpt left
+// out (novlate).
+template <typename Cfg, unsigned kExtra, unsigned kFullDrop = 0, unsigned kDrop = 0>
 void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   using Tr = typename Cfg::Traits;
   constexpr unsigned kOpt = (Cfg::kOpt & ~kDrop) | kExtra;
@@ -35,7 +34,7 @@ void launch_fwd_tc_default_bits(const AttentionParams& p, cudaStream_t stream, i
   if constexpr (Cfg::kCausalBand > 0) {
     if (p.causal) return launch_fwd_tc<Tr, kOpt | kFwdQBand>(p, stream, Cfg::kCausalBand);
   }
-  constexpr unsigned kFull = kFullBits<Cfg, kExtra, kFullDrop, kDrop, kFullAdd>;
+  constexpr unsigned kFull = kFullBits<Cfg, kExtra, kFullDrop, kDrop>;
   if constexpr (kFull != kOpt) {
     if (!p.causal) return launch_fwd_tc<Tr, kFull>(p, stream, plane_group);
   }
@@ -49,19 +48,16 @@ bool short_launch(const AttentionParams& p) {
   return keys <= Cfg::kShortKeys;
 }
 // The default tiles of Cfg: with kShortOpt on short launches (TcLoop). kFullDrop: bits of kFullOpt left out (the
-// nokpipe word: the non-causal kernels before session 15; nopdltail); kDrop: bits of kOpt every launch leaves out
-// (novlate); kFullAdd: bits kFullOpt takes in (kvtail).
-template <typename Cfg, unsigned kFullDrop = 0, unsigned kDrop = 0, unsigned kFullAdd = 0>
+// nokpipe word: the non-causal kernels before session 15; nopdltail, nokvtail); kDrop: bits of kOpt every launch
+// leaves out (novlate).
+template <typename Cfg, unsigned kFullDrop = 0, unsigned kDrop = 0>
 void launch_fwd_tc_default(const AttentionParams& p, cudaStream_t stream, int plane_group) {
   if constexpr (Cfg::kShortOpt != 0) {
     if (short_launch<Cfg>(p))
-      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop, kDrop, kFullAdd>(p, stream, plane_group);
+      return launch_fwd_tc_default_bits<Cfg, Cfg::kShortOpt, kFullDrop, kDrop>(p, stream, plane_group);
   }
-  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop, kDrop, kFullAdd>(p, stream, plane_group);
+  launch_fwd_tc_default_bits<Cfg, 0, kFullDrop, kDrop>(p, stream, plane_group);
 }
-// kFwdKvTail where Cfg's non-causal launches run kFwdPdlTail (d = 128), else nothing.
-template <typename Cfg>
-inline constexpr unsigned kKvTailAdd = (Cfg::kFullOpt & kFwdPdlTail) != 0 ? kFwdKvTail : 0u;
 
 // The probe's variant of the default tiles of Cfg (fwd_probe(), flash_fwd_config.h): the default's variant bits
 // without kDrop and with kExtra (the pf word).
@@ -103,31 +99,32 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if constexpr ((Cfg::kOpt & kFwdVAfterS) != 0) {
     if (pr.no_v_late) return launch_fwd_tc_default<Cfg, 0, kFwdVAfterS>(p, stream, Cfg::kPlaneGroup);
   }
-  // nopdltail (d = 128): the shipped kernels and orders without kFwdPdlTail (every non-causal grid one launch); d = 64
-  // has no such bit and runs its default.
-  if (pr.no_pdl_tail) return launch_fwd_tc_default<Cfg, kFwdPdlTail>(p, stream, Cfg::kPlaneGroup);
-  // kvtail (d = 128): the shipped kernels and orders with kFwdKvTail (the partial last wave's work tiles in pieces
-  // over their keys); d = 64 runs its default.
-  if (pr.kv_tail) return launch_fwd_tc_default<Cfg, 0, 0, kKvTailAdd<Cfg>>(p, stream, Cfg::kPlaneGroup);
+  // nopdltail (d = 128): the shipped kernels and orders without kFwdPdlTail, and so without kFwdKvTail (every
+  // non-causal grid one launch); d = 64 has no such bits and runs its default.
+  if (pr.no_pdl_tail) return launch_fwd_tc_default<Cfg, kFwdPdlTail | kFwdKvTail>(p, stream, Cfg::kPlaneGroup);
+  // nokvtail (d = 128): the shipped kernels and orders without kFwdKvTail (kFwdPdlTail's solo tail).
+  if (pr.no_kv_tail) return launch_fwd_tc_default<Cfg, kFwdKvTail>(p, stream, Cfg::kPlaneGroup);
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);
 }
 
-// The workspace run_fwd<T, D> takes for p: kFwdKvTail's partials and counters where the launch runs it (kvtail), else
-// 0 (no CUDA call then: the answer on a machine without a device is 0).
+// The workspace run_fwd<T, D> takes for p: kFwdKvTail's partials and counters as the default's kernel plans them
+// (probe words whose kernels plan more, or take none, run kFwdPdlTail's solo tail: launch_fwd_tc checks the size),
+// else 0.
 template <Dtype T, int D> std::size_t fwd_workspace(const AttentionParams& p) {
   using Cfg = FwdConfig<T, D>;
-  if constexpr (Cfg::kTensorCores && kProbed<T, D> && kKvTailAdd<Cfg> != 0) {
-    const FwdProbe& pr = fwd_probe();
-    if (p.causal || !pr.kv_tail) return 0;
-    if (Cfg::kHasSmall && std::size_t(smem_optin()) < Cfg::Traits::kSmemBytes) return 0;
-    constexpr unsigned kAdd = kKvTailAdd<Cfg>;
-    if constexpr (Cfg::kShortOpt != 0) {
-      if (short_launch<Cfg>(p))
-        return kv_tail_plan<typename Cfg::Traits, kFullBits<Cfg, Cfg::kShortOpt, 0, 0, kAdd>>(p).bytes;
+  if constexpr (Cfg::kTensorCores && (Cfg::kFullOpt & kFwdKvTail) != 0) {
+    if (p.causal) return 0;
+    if constexpr (kProbed<T, D>) {
+      const FwdProbe& pr = fwd_probe();
+      if (pr.no_kv_tail || pr.no_pdl_tail || pr.persist || pr.persist_early || pr.old) return 0;
     }
-    return kv_tail_plan<typename Cfg::Traits, kFullBits<Cfg, 0, 0, 0, kAdd>>(p).bytes;
+    if (Cfg::kHasSmall && std::size_t(smem_optin()) < Cfg::Traits::kSmemBytes) return 0;
+    if constexpr (Cfg::kShortOpt != 0) {
+      if (short_launch<Cfg>(p)) return kv_tail_plan<typename Cfg::Traits, kFullBits<Cfg, Cfg::kShortOpt, 0, 0>>(p).bytes;
+    }
+    return kv_tail_plan<typename Cfg::Traits, kFullBits<Cfg, 0, 0, 0>>(p).bytes;
   }
   return 0;
 }
