@@ -122,7 +122,8 @@ template <Dtype T, int D> std::size_t fwd_workspace(const AttentionParams& p) {
     }
     if (Cfg::kHasSmall && std::size_t(smem_optin()) < Cfg::Traits::kSmemBytes) return 0;
     if constexpr (Cfg::kShortOpt != 0) {
-      if (short_launch<Cfg>(p)) return kv_tail_plan<typename Cfg::Traits, kFullBits<Cfg, Cfg::kShortOpt, 0, 0>>(p).bytes;
+      if (short_launch<Cfg>(p))
+        return kv_tail_plan<typename Cfg::Traits, kFullBits<Cfg, Cfg::kShortOpt, 0, 0>>(p).bytes;
     }
     return kv_tail_plan<typename Cfg::Traits, kFullBits<Cfg, 0, 0, 0>>(p).bytes;
   }
