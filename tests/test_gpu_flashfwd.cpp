@@ -156,6 +156,47 @@ TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave in pieces over th
     }
 }
 
+// A caller that gives the forward no workspace (params.workspace null; here the flash descriptor asking for none)
+// gets kFwdPdlTail's solo tail where the default splits the tail in pieces: both verify, and write every output.
+// Batch 1 x 12 heads N = 3000 bf16 (a tail of 24 in 11 pieces) and fp16 3 x 4 heads 2900 queries on 300 keys (a
+// tail of 12 in 2 pieces), the fp16 one with a sharp softmax.
+TEST_CASE("flash forward, d 128, a partial last wave without a workspace: the solo tail, verified",
+          "[gpu][flashfwd]") {
+  INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  KernelSet set;
+  for (const Descriptor& d : builtin_kernels().all()) set.add(d);
+  Descriptor bare = *builtin_kernels().find("flash");
+  bare.name = "flash-no-workspace";
+  bare.cuda.workspace_bytes = [](Pass, const AttentionParams&) { return std::size_t(0); };
+  set.add(bare);
+  struct Row {
+    int batch, heads;
+    SeqLens l;
+    Dtype t;
+  };
+  const Row rows[] = {{1, 12, {3000, 3000}, Dtype::bf16}, {3, 4, {2900, 300}, Dtype::fp16}};
+  for (const Row& r : rows) {
+    const Case c = make_case(r.batch, r.heads, r.heads, r.l.q, r.l.k, 128, r.t, false, Pass::fwd);
+    const double input_scale = r.t == Dtype::fp16 ? 3.0 : 1.0;
+    INFO("case " << c.key() << ", inputs x " << input_scale);
+    if (std::string(probe_setting()) == "(unset)" && fb::cuda::current_device_caps()->major >= 9)
+      CHECK(fb::cuda::flash::workspace_bytes(Pass::fwd, c.params()) > 0);  // the default does split it
+    b.prepare(c, kSeed, input_scale);
+    std::vector<Record> records;
+    for (const char* name : {"naive", "flash", "flash-no-workspace"}) {
+      const Descriptor* d = set.find(name);
+      REQUIRE(d != nullptr);
+      REQUIRE_FALSE(b.check_fits(c, *d).has_value());
+      REQUIRE(b.run(*d, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, name));
+    }
+    verify_case(b, records, set);
+    require_verified(records, each_written(b, c, Tensors::outputs));
+    b.release();
+  }
+}
+
 // Many more work tiles than a device runs at once (64 planes x 13-16 query tiles = 832-1024 blocks' worth; an
 // H200 holds 264 of these blocks): the orders that reorder the tiles (causal: the default's bands of 8 query
 // tiles at d = 64 and 4 at d = 128 with a grouped tail of one device-full, on an H200 query tiles 0-4 (d = 64, 64
