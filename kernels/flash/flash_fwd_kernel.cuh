@@ -795,7 +795,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 }
 
 // The device's SMs and the blocks of flash_fwd_tc_kernel<Tr, kOpt> an SM holds at the kernel's own shared memory
-// (asked once per process for the kernel, after its shared-memory opt-in), and the device's caps (kFwdPdlTail).
+// (asked once per process for the kernel, opted in to that size first), and the device's caps (kFwdPdlTail).
 struct WaveShape {
   int sms = 0;
   int per_sm = 0;
@@ -808,8 +808,12 @@ template <typename Tr, unsigned kOpt> const WaveShape& wave_shape() {
     const std::optional<DeviceCaps> caps = current_device_caps();
     if (!caps) throw std::runtime_error("flash forward: the current CUDA device does not answer attribute queries");
     w.caps = *caps;
-    FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.per_sm, flash_fwd_tc_kernel<Tr, kOpt>,
-                                                                Tr::kThreads, Tr::kSmemBytes));
+    const auto kernel = flash_fwd_tc_kernel<Tr, kOpt>;
+    // The occupancy at the kernel's own size needs the attribute to allow it (a workspace query may come first).
+    if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {
+      FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
+    }
+    FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
     return w;
   }();
   return shape;
@@ -879,10 +883,6 @@ template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionPar
   static_assert((kOpt & kFwdKvTail) != 0, "kv_tail_plan: a kFwdKvTail kernel");
   KvTailPlan k;
   if (p.causal) return k;
-  if (Tr::kSmemBytes > std::size_t(kDefaultDynamicSmemBytes)) {  // wave_shape's occupancy at the kernel's own size
-    FB_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_tc_kernel<Tr, kOpt>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(Tr::kSmemBytes)));
-  }
   const WaveShape& w = wave_shape<Tr, kOpt>();
   if (w.caps.major < 9) return k;
   const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
