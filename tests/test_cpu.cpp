@@ -1193,6 +1193,50 @@ TEST_CASE("tile order: the kv-tail pieces fill the device's block slots and cove
           }
 }
 
+TEST_CASE("tile order: the shared tail's runs cover every tail tile's query tiles once, in one or two pieces",
+          "[cpu]") {
+  // The issue-13 grid at d = 64, N = 4096: 4096 tiles on 132 blocks, a tail of 4 tiles of 32 query tiles: 128 query
+  // tiles in 132 runs of 0 or 1.
+  CHECK(tail_run_begin(128, 132, 0) == 0);
+  CHECK(tail_run_begin(128, 132, 132) == 128);
+  const TailPiece p = tail_piece(40, 41, 32);  // run [40, 41): slot 1, its query tile 8
+  CHECK(p.slot == 1);
+  CHECK(p.lo == 8);
+  CHECK(p.hi == 9);
+  const TailPiece a = tail_piece(30, 35, 32);  // a run across a tile's end: [30, 32) of slot 0, then [0, 3) of slot 1
+  CHECK((a.slot == 0 && a.lo == 30 && a.hi == 32));
+  const TailPiece b = tail_piece(32, 35, 32);
+  CHECK((b.slot == 1 && b.lo == 0 && b.hi == 3));
+  for (int blocks : {1, 7, 114, 132})
+    for (int tail = 1; tail < blocks; tail += 5)
+      for (int n : {1, 2, 9, 32, 63, 128}) {
+        const long long total = static_cast<long long>(tail) * n;
+        std::vector<int> seen(static_cast<std::size_t>(total), 0);
+        long long shortest = total, longest = 0;
+        for (int blk = 0; blk < blocks; ++blk) {
+          const long long first = tail_run_begin(total, blocks, blk), end = tail_run_begin(total, blocks, blk + 1);
+          REQUIRE(first <= end);
+          shortest = std::min(shortest, end - first);
+          longest = std::max(longest, end - first);
+          int pieces = 0;
+          for (long long pos = first; pos < end;) {
+            const TailPiece piece = tail_piece(pos, end, n);
+            REQUIRE(piece.slot >= 0);
+            REQUIRE(piece.slot < tail);
+            REQUIRE(0 <= piece.lo);
+            REQUIRE(piece.lo < piece.hi);
+            REQUIRE(piece.hi <= n);
+            for (int q = piece.lo; q < piece.hi; ++q) ++seen[static_cast<std::size_t>(piece.slot) * n + q];
+            pos = static_cast<long long>(piece.slot) * n + piece.hi;
+            ++pieces;
+          }
+          REQUIRE(pieces <= 2);  // tail < blocks: a run is at most n long
+        }
+        REQUIRE(longest - shortest <= 1);
+        for (int count : seen) REQUIRE(count == 1);
+      }
+}
+
 TEST_CASE("tile order: the pdl-tail plan splits off a partial last wave of at most one block an SM", "[cpu]") {
   // Session 29's shape: 648 blocks on 132 SMs x 2: two whole waves (528), a tail of 120 at one block an SM.
   TailSplit p = pdl_tail_plan(648, 2, 132);

@@ -5,8 +5,12 @@
 #include <cstdint>
 #include <vector>
 
+#include <cstdlib>
+#include <string>
+
 #include "backend/cuda/cuda_backend.h"
 #include "catch.h"
+#include "flash_sm90/flash_sm90_bwd.h"
 #include "gpu_cases.h"
 #include "gpu_support.h"
 
@@ -62,4 +66,45 @@ TEST_CASE("head dim 64: the flash-sm90 backward verifies beside naive; poisoned 
     // no visible key (causal, seq_q > seq_k: the first seq_q - seq_k rows of each head) exactly 0.
     check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
   }
+}
+
+// The shared tail (kBwd64TailShare, flash_sm90_bwd.cu tail_share_on(); session 32): the persistent kernel's last
+// partial round of tiles, its query tiles laid end to end and cut into one run per block, each run one or two pieces
+// (a tile's range of query tiles) whose partial dK / dV go to fp32 accumulators for the tail's tiles and are
+// converted into those rows. Shapes no config names, each sharing on the H200's 132 SMs (the tail and the runs in the
+// comment): runs inside a tile and runs across a tile's end, partial last key and query tiles, seq_q != seq_k both
+// ways, GQA 2:1; every gradient element written (NaN-poisoned before the run), verified against the fp64 reference
+// beside naive. A piece walking the wrong query tiles, a partial added to the wrong tile's slot, a tail row not
+// converted or a piece left out fails dK or dV; dQ checks the pieces' dQ. The causal row (never shared) is a control.
+// FB_SM90_BWD_SHARE=off runs the tail unshared, =on shares wherever it can run.
+TEST_CASE("head dim 64: the backward with its last partial round shared out over every block verifies",
+          "[gpu][bwd64][sm90_share]") {
+  namespace sm90 = fb::cuda::flash_sm90;
+  struct Row {
+    int batch, heads, kv_heads, q, k;
+    bool causal;
+    Dtype dtype;
+    bool mha_share;  // shares on 132 SMs under the model (GQA rows: unless the head split takes the pass)
+  };
+  const Row rows[] = {{1, 15, 15, 1100, 1150, false, Dtype::fp16, true},   // 135 tiles, tail 3 of 9: runs of 0-1
+                      {2, 30, 30, 1500, 2500, false, Dtype::bf16, true},   // 1200, tail 12 of 12: runs of 1-2
+                      {1, 15, 15, 8000, 4100, false, Dtype::bf16, true},   // 495, tail 99 of 63: runs of 47-48
+                      {3, 4, 2, 2000, 8500, false, Dtype::fp16, false},    // GQA 2:1, 402, tail 6 of 16
+                      {2, 30, 30, 1500, 2500, true, Dtype::fp16, false}};  // causal: never shared
+  CudaBackend& b = gpu();
+  const int sms = sm_count();
+  const char* env = std::getenv("FB_SM90_BWD_SHARE");
+  const bool model_on = env == nullptr || std::string(env).empty() || std::string(env) == "default";
+  int shared_runs = 0;
+  for (const Row& r : rows) {
+    const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, r.causal, Pass::bwd);
+    INFO("case " << c.key());
+    const bool share = sm90::backward_tail_share(c.params());
+    INFO("shared tail " << share);
+    if (r.causal) CHECK_FALSE(share);
+    if (r.mha_share && model_on && sms == 132) CHECK(share);
+    shared_runs += share;
+    check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
+  }
+  if (shared_runs == 0) WARN("no run of the shared tail (FB_SM90_BWD_SHARE=off, or a GPU these grids fill differently)");
 }

@@ -145,6 +145,31 @@ TEST_CASE("tail split: the grid's last partial wave splits where its units short
     }
 }
 
+TEST_CASE("shared tail: the d = 64 backward's last partial round is shared out where that saves a tenth of it",
+          "[head_split]") {
+  using fb::cuda::model_tail_share;
+  constexpr int kSms = 132;
+  // The issue-13 grid at d = 64 (32 heads, 16k tokens: 4096 tiles, 31 rounds and 4 tiles): the 4 tiles' query tiles
+  // in runs of one (two pieces at most, 2 steps each) against a whole tile: N = 1024 5 < 8 steps, N = 4096 5 < 32;
+  // N = 512 (4 query tiles) 5 > 4: not shared.
+  CHECK(model_tail_share(4096, kSms, 8, 1).share);
+  CHECK(model_tail_share(4096, kSms, 32, 1).share);
+  CHECK_FALSE(model_tail_share(4096, kSms, 4, 1).share);
+  CHECK(model_tail_share(4096, kSms, 32, 1).shared == 1 + 2 * 2.0);
+  CHECK(model_tail_share(4096, kSms, 32, 1).unshared == 32.0);
+  // A tail of 99 tiles of 63 query tiles (15 heads, seq_k 4100, seq_q 8000): runs of 48 (47.25) + 2 pieces = 52
+  // steps against 63: shared; of 13 query tiles (100 tiles of 13: runs of 10 + 4 against 13): not.
+  CHECK(model_tail_share(495, kSms, 63, 1).share);
+  CHECK_FALSE(model_tail_share(364, kSms, 13, 1).share);
+  // GQA: a query tile is a step of every head of the group.
+  CHECK(model_tail_share(402, kSms, 16, 2).shared == 2 + 2 * 2.0);
+  // Whole rounds, at most one round, or no device: not shared.
+  CHECK_FALSE(model_tail_share(2 * kSms, kSms, 32, 1).share);
+  CHECK_FALSE(model_tail_share(kSms - 4, kSms, 32, 1).share);
+  CHECK_FALSE(model_tail_share(kSms, kSms, 32, 1).share);
+  CHECK_FALSE(model_tail_share(4096, 0, 32, 1).share);
+}
+
 TEST_CASE("head split: with the query tail in the unsplit time, non-causal splits give way to it", "[head_split]") {
   using fb::cuda::HeadSplitModel;
   using fb::cuda::model_tail_split;

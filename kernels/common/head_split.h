@@ -95,6 +95,36 @@ inline int model_tail_split(long long n_blocks, int sms, int tiles, int heads, c
   return model_tail_split_choice(n_blocks, sms, tiles, heads, m).splits;
 }
 
+// flash-sm90's d = 64 persistent backward (kBwd64TailShare): n_tiles equal tiles of `tiles` query tiles of `heads`
+// steps each on `blocks` persistent blocks run as whole rounds and a last partial one of R = n_tiles mod blocks tiles
+// (time tiles * heads steps, while blocks - R blocks wait). Shared out, the R tiles' R * tiles query tiles are cut
+// into `blocks` runs (ceil(R * tiles / blocks) query tiles the longest), each run one or more pieces (a tile's range
+// of query tiles; a run straddles a tile's end at most ceil(run / tiles) times), each piece paying piece_overhead
+// steps (its K/V load, pipeline fill and the fp32 dK / dV partials it sends). Shared where that saves at least
+// min_gain of the tail's time. The times are in steps of the tail (whole rounds left out).
+struct TailShareModel {
+  double piece_overhead = 2.0;
+  double min_gain = 0.1;
+};
+struct TailShareChoice {
+  bool share = false;
+  double unshared = 0.0;  // the partial round: one tile
+  double shared = 0.0;    // the longest run and its pieces
+};
+inline TailShareChoice model_tail_share(long long n_tiles, int blocks, int tiles, int heads,
+                                        const TailShareModel& m = TailShareModel{}) {
+  TailShareChoice c;
+  if (blocks <= 0 || n_tiles <= blocks || tiles <= 0 || heads <= 0) return c;
+  const long long tail = n_tiles % blocks;
+  if (tail == 0) return c;
+  const long long run = (tail * tiles + blocks - 1) / blocks;  // query tiles
+  const long long pieces = std::min<long long>(tail, (run + tiles - 1) / tiles + 1);
+  c.unshared = double(tiles) * heads;
+  c.shared = double(run) * heads + double(pieces) * m.piece_overhead;
+  c.share = c.shared <= (1.0 - m.min_gain) * c.unshared;
+  return c;
+}
+
 struct HeadSplitModel {
   int max_split = 8;
   std::int64_t few_tiles_per_sm = 8;

@@ -1,5 +1,6 @@
 // The order in which a forward's blocks take their work tiles (plane bh = batch * heads + head, query
-// tile q), defined once for the Hopper and the portable forward. Plain C++ for host and device.
+// tile q), defined once for the Hopper and the portable forward; the tails' pieces (forward and backward). Plain C++
+// for host and device.
 //
 // Tiles go in groups of `plane_group` planes, one group after the other; within a group the last
 // query tiles of every plane come first, then the ones before them. So:
@@ -83,6 +84,27 @@ FB_HOST_DEVICE inline int kv_tail_splits(long long tail, int per_sm, int sms, in
 }
 FB_HOST_DEVICE inline int kv_split_begin(int s, int n, int kv_tiles) {
   return static_cast<int>(static_cast<long long>(s) * kv_tiles / n);
+}
+
+// The shared tail (flash-sm90's d = 64 backward, kBwd64TailShare): a persistent grid's last partial round of `tail`
+// equal tiles of n query tiles each, laid end to end (total = tail * n query tiles, tile slot s at s * n), cut into
+// `blocks` runs: run b is [tail_run_begin(total, blocks, b), tail_run_begin(total, blocks, b + 1)), their lengths
+// differ by at most one. A run is walked as pieces, each a range [lo, hi) of one slot's query tiles: tail_piece(pos,
+// end, n) is the piece that starts at pos, and the next starts at slot * n + hi. With tail < blocks a run is at most
+// n long, so it has one piece or two (the end of one tile and the start of the next).
+FB_HOST_DEVICE inline long long tail_run_begin(long long total, int blocks, int b) {
+  return total * b / blocks;
+}
+struct TailPiece {
+  int slot;
+  int lo;
+  int hi;
+};
+FB_HOST_DEVICE inline TailPiece tail_piece(long long pos, long long end, int n) {
+  const int slot = static_cast<int>(pos / n);
+  const long long tile_pos = static_cast<long long>(slot) * n;
+  const long long left = end - tile_pos;
+  return TailPiece{slot, static_cast<int>(pos - tile_pos), static_cast<int>(left < n ? left : n)};
 }
 
 }  // namespace fb

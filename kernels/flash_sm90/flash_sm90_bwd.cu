@@ -220,13 +220,15 @@ bool key_tail_order(const AttentionParams& p) {
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
 // pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
 template <typename Elem, typename F>
-auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, F&& f) {
+auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, bool share, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        default: return f(BwdTraits<Elem, 64>{});  // nopmajor64 too
+        default:  // nopmajor64 too
+          if (share) return f(BwdTraits<Elem, 64, kBwd64TailShare>{});  // tail_share_on()
+          return f(BwdTraits<Elem, 64>{});
       }
     case 128:
       switch (bwd128_variant()) {
@@ -255,13 +257,15 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
 }
 int qtail_parts(const AttentionParams& p);  // below
 bool qtail_possible(const AttentionParams& p);  // below
+bool tail_share_on(const AttentionParams& p);  // below
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
     case Dtype::fp16:
-      return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), qtail_parts(p) > 1, f);
+      return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), qtail_parts(p) > 1,
+                                   tail_share_on(p), f);
     case Dtype::bf16:
       return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p),
-                                          qtail_parts(p) > 1, f);
+                                          qtail_parts(p) > 1, tail_share_on(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -440,6 +444,54 @@ int qtail_parts(const AttentionParams& p) {
   return model_tail_split(n_tiles, sms, q_tiles, p.group(), model);
 }
 
+// Whether a persistent backward may run (FB_SM90_BWD_PERSIST: 0 auto, 1 on, -1 off; bwd_blocks() below).
+int persist_forced() {
+  static const int forced = [] {
+    const char* e = std::getenv("FB_SM90_BWD_PERSIST");
+    const std::string v = e != nullptr ? e : "";
+    return v == "on" ? 1 : v == "off" ? -1 : 0;
+  }();
+  return forced;
+}
+
+// The shared tail of the d = 64 backward (BwdTraits::kTailShare): non-causal passes without a head split run the
+// persistent kernel, n_tiles (key tile, K/V plane) tiles round-robin on min(n_tiles, SMs) blocks, so a last partial
+// round of n_tiles mod SMs tiles runs while the other blocks wait (the issue-13 grid's 32 heads at 16k tokens: 4096
+// tiles, 31 rounds and 4 tiles at every N, ~3% of the main kernel). Where model_tail_share() (common/head_split.h)
+// says it saves a tenth of that round, the tail tiles' query tiles are shared out over every block instead.
+// FB_SM90_BWD_SHARE=off: never (the kernels before session 32); =on: wherever it can run (tests, A/B runs); unset or
+// default: the model.
+int tail_share_forced() {
+  static const int forced = [] {
+    const char* e = std::getenv("FB_SM90_BWD_SHARE");
+    const std::string v = e != nullptr ? e : "";
+    if (v.empty() || v == "default") return 0;
+    if (v == "off") return -1;
+    if (v == "on") return 1;
+    throw std::invalid_argument("FB_SM90_BWD_SHARE: '" + v + "' is not off, on or default");
+  }();
+  return forced;
+}
+bool tail_share_on(const AttentionParams& p) {
+  const int forced = tail_share_forced();
+  if (forced < 0 || p.causal || p.head_dim != 64 || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
+      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || p.kv_heads < 1 || p.heads % p.kv_heads != 0 ||
+      persist_forced() < 0)
+    return false;
+  const int v = bwd64_variant();
+  if (v != kBwd64Default && v != kBwd64NoPlaneMajor) return false;
+  if (head_split(p) > 1) return false;
+  // As head_split(): no device, no share (the workspace is asked for where no device may be).
+  const int sms = device_sm_count_or_zero();
+  if (sms == 0) return false;
+  constexpr int kBlock = 128;  // BwdTraits<*, 64>::kBlockN and kBlockM
+  const long long n_tiles = (long long)((p.seq_k + kBlock - 1) / kBlock) * p.batch * p.kv_heads;
+  const int q_tiles = (p.seq_q + kBlock - 1) / kBlock;
+  if (n_tiles <= sms || n_tiles % sms == 0) return false;
+  if (forced > 0) return true;
+  return model_tail_share(n_tiles, sms, q_tiles, p.group()).share;
+}
+
 // Query rows per (batch, head) plane of the LSE, D and dQ accumulator arrays: the portable backward's
 // padding (whole tiles of 64 and 128), or whole 80-query tiles for the 80-query kernel (BwdTraits::kQ80).
 template <typename Tr> int seq_pad_of(const AttentionParams& p) {
@@ -479,7 +531,7 @@ Workspace workspace_layout(const AttentionParams& p) {
     const std::size_t keys = (std::size_t(p.seq_k) + kKeyTile - 1) / kKeyTile * kKeyTile;
     w.dkv = w.total;
     w.total = w.dkv + 2 * align_up(std::size_t(p.batch) * p.kv_heads * keys * p.head_dim * sizeof(float));
-  } else if (qtail_parts(p) > 1) {
+  } else if (qtail_parts(p) > 1 || tail_share_on(p)) {
     w.dkv = w.total;
     w.total = w.dkv + align_up(qtail_dkv_floats(p) * sizeof(float));
   }
@@ -610,11 +662,7 @@ __global__ void __launch_bounds__(Convert<DkvTr>::kThreads)
 // FB_SM90_BWD_PERSIST=off or on overrides this for A/B runs.
 long long bwd_blocks(long long n_tiles, bool causal, int longest_steps) {
   constexpr int kLongCausalSteps = 32;
-  static const int forced = [] {  // 0 auto, 1 on, -1 off
-    const char* e = std::getenv("FB_SM90_BWD_PERSIST");
-    const std::string v = e != nullptr ? e : "";
-    return v == "on" ? 1 : v == "off" ? -1 : 0;
-  }();
+  const int forced = persist_forced();
   const bool persistent = forced != 0 ? forced > 0 : !causal || longest_steps < kLongCausalSteps;
   return persistent ? std::min<long long>(n_tiles, current_sm_count()) : n_tiles;
 }
@@ -860,12 +908,12 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     if constexpr (Tr::kKeyTail) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
   }
   long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
-  if constexpr (Tr::kQTail) {
+  if constexpr (Tr::kQTail || Tr::kTailShare) {  // the shared tail: the persistent grid, tail_share_on()
     const std::int64_t tail = qtail_tiles(p);
     prm.tail_first = prm.n_tiles - int(tail);
-    prm.tail_parts = qtail_parts(p);
+    prm.tail_parts = Tr::kQTail ? qtail_parts(p) : 1;
     prm.dkv_acc = dkv_acc;
-    qtail_units = tail * (prm.tail_parts - 1);
+    if constexpr (Tr::kQTail) qtail_units = tail * (prm.tail_parts - 1);
     FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, qtail_dkv_floats(p) * sizeof(float), stream));
   }
   if constexpr (Tr::kKeyTail)
@@ -891,7 +939,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   }
   FB_CUDA_CHECK_LAUNCH();
-  if constexpr (Tr::kQTail) {
+  if constexpr (Tr::kQTail || Tr::kTailShare) {
     // The tail's dK and dV rows from their accumulators.
     using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
     static_assert(DkvTr::kDqWgFloats == Tr::kDkvBlockFloats, "dK, dV partial blocks as DkvTr's dQ blocks");
@@ -979,6 +1027,10 @@ int backward_tail_split(const AttentionParams& p) {
   return backward_unsupported(p) != nullptr ? 1 : qtail_parts(p);
 }
 
+bool backward_tail_share(const AttentionParams& p) {
+  return backward_unsupported(p) == nullptr && tail_share_on(p);
+}
+
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
   return workspace_layout(p).total;
 }
@@ -1018,7 +1070,8 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   with_traits(p, [&](auto tr) {
     using Tr = decltype(tr);
     prepass(tr);
-    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, Tr::kQTail ? reinterpret_cast<float*>(base + ws.dkv) : nullptr);
+    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1,
+               Tr::kQTail || Tr::kTailShare ? reinterpret_cast<float*>(base + ws.dkv) : nullptr);
   });
 }
 

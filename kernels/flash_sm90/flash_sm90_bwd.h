@@ -23,6 +23,9 @@ int backward_head_split(const AttentionParams& p);
 // Into how many units each tile of the grid's last partial wave runs (the query tail; 1: none). Needs a device to
 // say more than 1 (the SM count); tests use it.
 int backward_tail_split(const AttentionParams& p);
+// Whether the d = 64 backward shares its last partial round of tiles out over every block (the shared tail). Needs a
+// device to say true (the SM count); tests use it.
+bool backward_tail_share(const AttentionParams& p);
 // Pre-pass (D, LSE), the main kernel, dQ convert; writes p.dq, p.dk, p.dv.
 void run_backward(const AttentionParams& p, const Context& ctx);
 

@@ -14,6 +14,7 @@
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/mask.h"
+#include "common/tile_order.h"
 #include "flash_sm90/flash_sm90_bwd_traits.h"
 
 namespace fb::cuda::flash_sm90 {
@@ -53,6 +54,8 @@ struct BwdParams {
   // Query tail (kQTail, flash_sm90_bwd_traits.h): tiles [tail_first, n_tiles) run as tail_parts units each,
   // blocks [tail_first + (t - tail_first) * tail_parts, ... + tail_parts) for tile t; their partial dK, dV go to
   // dkv_acc ([2][n_tiles - tail_first tiles][kBlockN / 64][kDqBlocks][kDkvBlockFloats], dK then dV).
+  // Shared tail (kTailShare): tiles [0, tail_first) round-robin, the rest shared out (bwd_for_each_tail_piece); the same
+  // accumulators.
   int tail_first;
   int tail_parts;
 };
@@ -204,7 +207,35 @@ __device__ __forceinline__ BwdWork bwd_work_qtail(const BwdParams& prm, unsigned
   return w;
 }
 
-// The block's work (one block per tile or unit; persistent kernels find their tiles with bwd_work).
+// A persistent block's whole tiles are blockIdx.x, + gridDim.x, ... below this (kTailShare: the whole rounds).
+template <typename Tr> __device__ __forceinline__ int bwd_whole_end(const BwdParams& prm) {
+  return Tr::kTailShare ? prm.tail_first : prm.n_tiles;
+}
+
+// kTailShare, after the whole rounds: f(w, slot) for each piece of this block's run of the tail's query tiles
+// (common/tile_order.h, tail_run_begin and tail_piece; slot: the piece's tile - tail_first, every head of its group).
+// Producer and consumers walk the same pieces.
+template <typename Tr, typename F>
+__device__ __forceinline__ void bwd_for_each_tail_piece(const BwdParams& prm, F&& f) {
+  if constexpr (Tr::kTailShare) {
+    const int n = bwd_work<Tr>(prm, unsigned(prm.tail_first)).per_head;  // non-causal: every tile's
+    const long long total = static_cast<long long>(prm.n_tiles - prm.tail_first) * n;
+    long long pos = tail_run_begin(total, gridDim.x, blockIdx.x);
+    const long long end = tail_run_begin(total, gridDim.x, blockIdx.x + 1);
+    while (pos < end) {
+      const TailPiece piece = tail_piece(pos, end, n);
+      BwdWork w = bwd_work<Tr>(prm, unsigned(prm.tail_first + piece.slot));
+      w.m_begin += piece.lo;
+      w.per_head = piece.hi - piece.lo;
+      w.steps = w.per_head * prm.group;
+      f(w, piece.slot);
+      pos = static_cast<long long>(piece.slot) * n + piece.hi;
+    }
+  }
+}
+
+// The block's work (one block per tile or unit; persistent kernels find their tiles with bwd_work and
+// bwd_for_each_tail_piece).
 template <typename Tr> __device__ __forceinline__ BwdWork bwd_block_work(const BwdParams& prm) {
   if constexpr (Tr::kQTail) return bwd_work_qtail<Tr>(prm, blockIdx.x);
   return bwd_work<Tr>(prm, blockIdx.x);
@@ -264,16 +295,21 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
     int g = 0;  // ring slot of the next step
-    int i = 0;  // tiles done
-    for (int tile = blockIdx.x; tile < prm.n_tiles; tile += gridDim.x, ++i) {
-      const BwdWork w = bwd_work<Tr>(prm, tile);
-      // The first step's Q and dO load while the consumers finish the previous tile; its K and V
-      // once they are done with the previous ones (the first wait passes at once).
+    int i = 0;  // tiles (and tail pieces) done
+    // The first step's Q and dO load while the consumers finish the previous tile; its K and V once
+    // they are done with the previous ones (the first wait passes at once).
+    auto produce = [&](const BwdWork& w) {
       bwd_produce_step<Tr>(prm, sm, bars, w, 0, g++);
       ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
       bwd_produce_kv<Tr>(prm, sm, bars, w);
       for (int it = 1; it < w.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w, it, g++);
-    }
+    };
+    for (int tile = blockIdx.x; tile < bwd_whole_end<Tr>(prm); tile += gridDim.x, ++i)
+      produce(bwd_work<Tr>(prm, tile));
+    bwd_for_each_tail_piece<Tr>(prm, [&](const BwdWork& w, int) {
+      produce(w);
+      ++i;
+    });
   }
 }
 
@@ -463,11 +499,12 @@ __device__ __forceinline__ void send_dkv_partials(const BwdParams& prm, const Bw
 
 // Query tail (kQTail): a unit's partial dK, dV into the tail's accumulators (BwdParams::tail_first), at its tile's
 // slot among the tail's tiles.
+// The shared tail (kTailShare) too: slot = the piece's tile - tail_first.
 template <typename Tr>
 __device__ __forceinline__ void send_dkv_tail(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
-                                              const float (&dk)[Tr::kDkvRegs], const float (&dv)[Tr::kDkvRegs]) {
+                                              const float (&dk)[Tr::kDkvRegs], const float (&dv)[Tr::kDkvRegs],
+                                              std::int64_t slot) {
   constexpr int kHalves = Tr::kBlockN / Tr::kWgKeys;
-  const std::int64_t slot = (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts);
   const std::int64_t tail_tiles = prm.n_tiles - prm.tail_first;
   send_dkv_blocks<Tr>(prm, sm, cw, ctid, dk, dv, (slot * kHalves + cw) * Tr::kDqBlocks,
                       tail_tiles * kHalves * Tr::kDqBlocks);
@@ -534,11 +571,12 @@ template <typename Tr> struct DkvRowStore {
 };
 
 // Consumer warpgroup cw: keys [n0 + 64 cw, n0 + 64 cw + 64). g0: ring slot of the tile's first step,
-// tile_i: tiles this block has done before (both 0 unless persistent).
+// tile_i: tiles this block has done before (both 0 unless persistent); tail_slot: a shared tail's piece's slot
+// (kTailShare; -1: a whole tile).
 template <typename Tr>
 __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<Tr>& sm,
                                             const BwdBarriers<Tr>& bars, const BwdWork& w, int cw,
-                                            int g0 = 0, int tile_i = 0) {
+                                            int g0 = 0, int tile_i = 0, int tail_slot = -1) {
   using Elem = typename Tr::Elem;
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -683,7 +721,13 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   }
   if constexpr (Tr::kQTail) {
     if (blockIdx.x >= unsigned(prm.tail_first)) {
-      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv);
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv, (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
+      return;
+    }
+  }
+  if constexpr (Tr::kTailShare) {
+    if (tail_slot >= 0) {
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv, tail_slot);
       return;
     }
   }
@@ -887,7 +931,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   }
   if constexpr (Tr::kQTail) {
     if (blockIdx.x >= unsigned(prm.tail_first)) {
-      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv);
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv, (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
       return;
     }
   }
@@ -1136,12 +1180,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
     if constexpr (Tr::kPersistent) {
       int g = 0;  // ring slot of the tile's first step
-      int i = 0;  // tiles done
-      for (int tile = blockIdx.x; tile < prm.n_tiles; tile += gridDim.x, ++i) {
+      int i = 0;  // tiles (and tail pieces) done
+      for (int tile = blockIdx.x; tile < bwd_whole_end<Tr>(prm); tile += gridDim.x, ++i) {
         const BwdWork w = bwd_work<Tr>(prm, tile);
         bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i);
         g += w.steps;
       }
+      bwd_for_each_tail_piece<Tr>(prm, [&](const BwdWork& w, int slot) {
+        bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i, slot);
+        g += w.steps;
+        ++i;
+      });
       if (threadIdx.x % Tr::kWgThreads == 0) ptx::bulk_wait_group_all();
     } else if constexpr (Tr::kSplitHead) {
       bwd_consume_split_head<Tr>(prm, sm, bars, w, wg - 1);

@@ -157,10 +157,21 @@ namespace fb::cuda::flash_sm90 {
 //                       of the group), its partial dK and dV added into fp32 accumulators (BwdParams::dkv_acc, the
 //                       tail's tiles only, the head split's block layout) that the launcher converts. The launch
 //                       is one grid, the whole tiles first, so the units fill the SMs the last wave left idle.
+//   Session 32 at d = 64 (a bit; non-causal passes without a head split where the launcher's model says so,
+//   tail_share_on() in flash_sm90_bwd.cu; FB_SM90_BWD64=noshare runs without it, =share wherever it can run):
+//   kBwd64TailShare     the persistent kernel's last partial round shared out over every block. Non-causal tiles
+//                       are the same work, so n_tiles tiles on B blocks run as whole rounds and R = n_tiles mod B
+//                       tiles on R blocks while B - R wait (4096 tiles: 31 rounds and 4 tiles). The whole rounds
+//                       run as before (tiles [0, tail_first) round-robin); then the R tail tiles' query tiles, laid
+//                       end to end (tile by tile, each tile's n query tiles of every head of its group), are cut
+//                       into B equal runs, run b to block b: one or two pieces (a tile and a range of its query
+//                       tiles), each adding its partial dK, dV into the tail's fp32 accumulators (kQTail's layout
+//                       and convert). Against session 16's qtail (R tiles in S equal units, S <= B / R) every block
+//                       takes the same share, whatever R.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
-              kBwd128QTail = 1 << 17;
+              kBwd128QTail = 1 << 17, kBwd64TailShare = 1 << 18;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -175,6 +186,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
   // Head split: a block per unit (the launcher models the hardware's scheduling of them).
   static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
+  // The last partial round shared out over every block (kBwd64TailShare above).
+  static constexpr bool kTailShare = kHeadDim == 64 && kVariant64 == kBwd64TailShare;
   static constexpr bool kSplitHead = kHeadDim == 256;
   // GQA work units (above); at d = 128 also with 80 queries a step (kBwd128Q80 | kBwd128Q80Mask) and in the
   // key-tail order (kBwd128KeyTail: the causal d = 128 default since session 14, flash_sm90_bwd.cu).
@@ -315,7 +328,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
   static_assert(!kKeyTail || (!kPersistent && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
                 "the key-tile tail order: one block per tile, not with session 9-11's probes");
-  static_assert(!(kHeadSplit || kQTail) || kDkvBlockBytes <= kDqWgBytes,
+  static_assert(!kTailShare || (kPersistent && kEpiSmem && kSplitDqRows),
+                "the shared tail: the persistent d = 64 kernel with its staged epilogue");
+  static_assert(!(kHeadSplit || kQTail || kTailShare) || kDkvBlockBytes <= kDqWgBytes,
                 "dK, dV partial blocks stage in the dQ buffer");
   static_assert(!kQTail || (kEpiSmem && !kPersistent && !kTail && !kKeyTail && !kQ80Mask && !kMaskBranch &&
                             kExp2PolyEighths == 0),
@@ -324,7 +339,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "split dQ rows: one 64-row dQ block per consumer; else one per step");
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default ||
-                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct)) ||
+                    (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct ||
+                                        kVariant64 == kBwd64TailShare)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
@@ -338,7 +354,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                                                   : kQBytes == kWgKeys * kHeadDim * int(sizeof(Elem))) &&
                                                 kDqWgBytes >= kQBytes),
                 "the staged epilogue's buffers hold a consumer's dK and dV");
-  static_assert(!(kHeadSplit || kQTail) || kDqCols == kChunkElems, "dK, dV partials are staged as dQ blocks");
+  static_assert(!(kHeadSplit || kQTail || kTailShare) || kDqCols == kChunkElems,
+                "dK, dV partials are staged as dQ blocks");
   static_assert(kBlockN <= 256 && kBlockM <= 256, "one TMA box per chunk");
   static_assert(kDqRegs % 4 == 0, "dQ is staged in float4 groups");
   static_assert(kSplitHead || kDoStages == kStages, "dO has its own ring only with split head");
