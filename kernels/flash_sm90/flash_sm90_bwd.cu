@@ -458,8 +458,10 @@ int persist_forced() {
 // persistent kernel, n_tiles (key tile, K/V plane) tiles round-robin on min(n_tiles, SMs) blocks, so a last partial
 // round of n_tiles mod SMs tiles runs while the other blocks wait (the issue-13 grid's 32 heads at 16k tokens: 4096
 // tiles, 31 rounds and 4 tiles at every N, ~3% of the main kernel). Where model_tail_share() (common/head_split.h)
-// says it saves a tenth of that round, the tail tiles' query tiles are shared out over every block instead.
-// FB_SM90_BWD_SHARE=off: never (the kernels before session 32); =on: wherever it can run (tests, A/B runs); unset or
+// says it saves a tenth of that round, the tail tiles' query tiles are shared out over every block instead. Session 32's
+// call A (results/h200/s32/callA/, against FB_SM90_BWD_SHARE=off, three interleaved rounds; its rule written before
+// it in docs/perf-notes.md): eight shapes no config names 1.011-1.108x (geomean 1.053), the grid at N >= 1k
+// 1.011-1.026x, controls 0.997-1.003x. FB_SM90_BWD_SHARE=off: never (the kernels before session 32); =on: wherever it can run (tests, A/B runs); unset or
 // default: the model.
 int tail_share_forced() {
   static const int forced = [] {

@@ -167,7 +167,8 @@ namespace fb::cuda::flash_sm90 {
 //                       into B equal runs, run b to block b: one or two pieces (a tile and a range of its query
 //                       tiles), each adding its partial dK, dV into the tail's fp32 accumulators (kQTail's layout
 //                       and convert). Against session 16's qtail (R tiles in S equal units, S <= B / R) every block
-//                       takes the same share, whatever R.
+//                       takes the same share, whatever R. Call A: 1.011-1.108x on shapes no config names, the grid
+//                       1.011-1.026x (docs/perf-notes.md, "Session 32").
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
