@@ -106,5 +106,6 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
     shared_runs += share;
     check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
   }
-  if (shared_runs == 0) WARN("no run of the shared tail (FB_SM90_BWD_SHARE=off, or a GPU these grids fill differently)");
+  if (shared_runs == 0)
+    WARN("no run of the shared tail (FB_SM90_BWD_SHARE=off, or a GPU these grids fill differently)");
 }

@@ -418,11 +418,15 @@ int qtail_forced() {
   }();
   return forced;
 }
+// A non-causal 16-bit pass at head dim d with sizes a grid can be planned for: what the tails (the query tail, the
+// shared tail) ask before their own conditions.
+bool tail_candidate(const AttentionParams& p, int d) {
+  return !p.causal && p.head_dim == d && (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16) && p.seq_q >= 1 &&
+         p.seq_k >= 1 && p.batch >= 1 && p.kv_heads >= 1 && p.heads % p.kv_heads == 0;
+}
 // Whether pass p may run the query tail, head split and model aside (head_split() asks, for its unsplit time).
 bool qtail_possible(const AttentionParams& p) {
-  if (qtail_forced() < 0 || p.causal || p.head_dim != 128 || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
-      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || p.kv_heads < 1 || p.heads % p.kv_heads != 0)
-    return false;
+  if (qtail_forced() < 0 || !tail_candidate(p, 128)) return false;
   return default_choice_variant() || bwd128_variant() == kBwd128Q64;
 }
 int qtail_parts(const AttentionParams& p) {
@@ -458,11 +462,11 @@ int persist_forced() {
 // persistent kernel, n_tiles (key tile, K/V plane) tiles round-robin on min(n_tiles, SMs) blocks, so a last partial
 // round of n_tiles mod SMs tiles runs while the other blocks wait (the issue-13 grid's 32 heads at 16k tokens: 4096
 // tiles, 31 rounds and 4 tiles at every N, ~3% of the main kernel). Where model_tail_share() (common/head_split.h)
-// says it saves a tenth of that round, the tail tiles' query tiles are shared out over every block instead. Session 32's
-// call A (results/h200/s32/callA/, against FB_SM90_BWD_SHARE=off, three interleaved rounds; its rule written before
-// it in docs/perf-notes.md): eight shapes no config names 1.011-1.108x (geomean 1.053), the grid at N >= 1k
-// 1.011-1.026x, controls 0.997-1.003x. FB_SM90_BWD_SHARE=off: never (the kernels before session 32); =on: wherever it can run (tests, A/B runs); unset or
-// default: the model.
+// says it saves a tenth of that round, the tail tiles' query tiles are shared out over every block instead. Session
+// 32's call A (results/h200/s32/callA/, against FB_SM90_BWD_SHARE=off, three interleaved rounds; its rule written
+// before it in docs/perf-notes.md): eight shapes no config names 1.011-1.108x (geomean 1.053), the grid at N >= 1k
+// 1.011-1.026x, controls 0.997-1.003x. FB_SM90_BWD_SHARE=off: never (the kernels before session 32); =on: wherever it
+// can run (tests, A/B runs); unset or default: the model.
 int tail_share_forced() {
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_SHARE");
@@ -476,10 +480,7 @@ int tail_share_forced() {
 }
 bool tail_share_on(const AttentionParams& p) {
   const int forced = tail_share_forced();
-  if (forced < 0 || p.causal || p.head_dim != 64 || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
-      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || p.kv_heads < 1 || p.heads % p.kv_heads != 0 ||
-      persist_forced() < 0)
-    return false;
+  if (forced < 0 || !tail_candidate(p, 64) || persist_forced() < 0) return false;
   const int v = bwd64_variant();
   if (v != kBwd64Default && v != kBwd64NoPlaneMajor) return false;
   if (head_split(p) > 1) return false;

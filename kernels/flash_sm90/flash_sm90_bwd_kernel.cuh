@@ -54,8 +54,8 @@ struct BwdParams {
   // Query tail (kQTail, flash_sm90_bwd_traits.h): tiles [tail_first, n_tiles) run as tail_parts units each,
   // blocks [tail_first + (t - tail_first) * tail_parts, ... + tail_parts) for tile t; their partial dK, dV go to
   // dkv_acc ([2][n_tiles - tail_first tiles][kBlockN / 64][kDqBlocks][kDkvBlockFloats], dK then dV).
-  // Shared tail (kTailShare): tiles [0, tail_first) round-robin, the rest shared out (bwd_for_each_tail_piece); the same
-  // accumulators.
+  // Shared tail (kTailShare): tiles [0, tail_first) round-robin, the rest shared out (bwd_for_each_tail_piece);
+  // the same accumulators.
   int tail_first;
   int tail_parts;
 };
@@ -721,7 +721,8 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   }
   if constexpr (Tr::kQTail) {
     if (blockIdx.x >= unsigned(prm.tail_first)) {
-      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv, (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv,
+                        (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
       return;
     }
   }
@@ -931,7 +932,8 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   }
   if constexpr (Tr::kQTail) {
     if (blockIdx.x >= unsigned(prm.tail_first)) {
-      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv, (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv,
+                        (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
       return;
     }
   }
