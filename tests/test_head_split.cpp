@@ -170,6 +170,33 @@ TEST_CASE("shared tail: the d = 64 backward's last partial round is shared out w
   CHECK_FALSE(model_tail_share(4096, 0, 32, 1).share);
 }
 
+TEST_CASE("head split: with the shared tail in the d = 64 unsplit time, non-causal splits give way to it",
+          "[head_split]") {
+  using fb::cuda::HeadSplitModel;
+  constexpr int kSms = 132, kBlock = 128;  // BwdTraits<*, 64>: 128 keys a block, 128 queries a step
+  HeadSplitModel m;
+  m.near_best = 0.0;
+  HeadSplitModel share = m;
+  share.unsplit_tail_share = true;
+  auto at = [](int batch, int heads, int kv_heads, int n) {
+    AttentionParams p = shape(batch, heads, kv_heads, n, false);
+    p.head_dim = 64;
+    return p;
+  };
+  // 3 x 24 q / 4 kv heads N = 1536: 144 tiles of 12 query tiles x 6 heads, one round and a tail of 12 (a whole 72-step
+  // round against 6 one-head subsets' 864 units); shared, the tail is runs of 2 query tiles (12 steps + 2 pieces).
+  CHECK(model_head_split(at(3, 24, 4, 1536), kSms, kBlock, kBlock, m) == 6);
+  CHECK(model_head_split(at(3, 24, 4, 1536), kSms, kBlock, kBlock, share) == 1);
+  // Where the tail is not shared (whole rounds: 2 x 33 heads x 2 key tiles = 132) or the split stays ahead, as before.
+  CHECK(model_head_split(at(2, 66, 33, 256), kSms, kBlock, kBlock, share) ==
+        model_head_split(at(2, 66, 33, 256), kSms, kBlock, kBlock, m));
+  CHECK(model_head_split(at(2, 16, 2, 3000), kSms, kBlock, kBlock, share) == 4);
+  // Causal passes ignore it.
+  AttentionParams causal = at(3, 24, 4, 1536);
+  causal.causal = true;
+  CHECK(model_head_split(causal, kSms, kBlock, kBlock, share) == model_head_split(causal, kSms, kBlock, kBlock, m));
+}
+
 TEST_CASE("head split: with the query tail in the unsplit time, non-causal splits give way to it", "[head_split]") {
   using fb::cuda::HeadSplitModel;
   using fb::cuda::model_tail_split;

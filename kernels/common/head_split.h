@@ -135,6 +135,9 @@ struct HeadSplitModel {
   // the unsplit time is its whole waves plus that wave as model_tail_split_choice (units of whole query tiles) has it,
   // not a whole wave more. Causal passes ignore it (their blocks differ in length).
   bool unsplit_query_tail = false;
+  // Non-causal passes whose persistent kernel shares its last partial round out over every block (flash-sm90's shared
+  // tail, d = 64): the unsplit time is its whole rounds plus that round as model_tail_share has it where it shares.
+  bool unsplit_tail_share = false;
   // Causal passes whose unsplit grid runs plane-major (flash's kHeadMajorCausal: each plane's key tiles in turn, the
   // longest first within a plane), where the split grid runs the longest key tiles of every plane first: the unsplit
   // time places its blocks in that order (session 26, call G: with them placed longest first the model had the
@@ -153,13 +156,13 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   if (key_tiles * planes >= m.few_tiles_per_sm * sms) return 1;
 
   using Key =
-      std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double, bool, bool>;
+      std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double, bool, bool, bool>;
   static std::mutex mu;
   static std::map<Key, int> cache;
   const Key key{p.batch,   p.heads,       p.kv_heads,         p.seq_q,          p.seq_k,
                 p.causal,  sms,           block_n,            block_m,          m.max_split,
                 m.few_tiles_per_sm, m.unit_overhead, m.min_gain, m.near_best, m.unsplit_query_tail,
-                m.unsplit_plane_major};
+                m.unsplit_plane_major, m.unsplit_tail_share};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
@@ -192,8 +195,12 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
           schedule.place(per_head[std::size_t(j)] * group + m.unit_overhead);
       return schedule.end();
     }
-    if (!m.unsplit_query_tail || p.causal || n_blocks < sms) return plain;
     const double block = double(q_tiles) * group + m.unit_overhead;
+    if (m.unsplit_tail_share && !p.causal && n_blocks > sms) {
+      const TailShareChoice share = model_tail_share(n_blocks, sms, q_tiles, group);
+      if (share.share) return double(n_blocks / sms) * block + share.shared;
+    }
+    if (!m.unsplit_query_tail || p.causal || n_blocks < sms) return plain;
     TailSplitModel tm;
     tm.whole_tiles = true;
     tm.unit_overhead = m.unit_overhead;

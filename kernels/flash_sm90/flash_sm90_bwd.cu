@@ -257,6 +257,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
 }
 int qtail_parts(const AttentionParams& p);  // below
 bool qtail_possible(const AttentionParams& p);  // below
+bool tail_share_possible(const AttentionParams& p);  // below
 bool tail_share_on(const AttentionParams& p);  // below
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
@@ -372,6 +373,8 @@ int head_split(const AttentionParams& p) {
   // units of 71 steps, each with its 128 KB of fp32 dK / dV partials) for a modelled 8% over the unsplit grid, which
   // with the query tail models 4% faster than the split.
   model.unsplit_query_tail = qtail_possible(p);
+  // Since session 32: non-causal d = 64 passes against the unsplit persistent grid with its shared tail.
+  model.unsplit_tail_share = tail_share_possible(p);
   const int split = model_head_split(p, sms, block_n, block_m, model);
   if (split > 1 && split_key_tail(p)) {
     // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
@@ -478,12 +481,15 @@ int tail_share_forced() {
   }();
   return forced;
 }
+// Whether pass p may run the shared tail, head split and model aside (head_split() asks, for its unsplit time).
+bool tail_share_possible(const AttentionParams& p) {
+  if (tail_share_forced() < 0 || !tail_candidate(p, 64) || persist_forced() < 0) return false;
+  const int v = bwd64_variant();
+  return v == kBwd64Default || v == kBwd64NoPlaneMajor;
+}
 bool tail_share_on(const AttentionParams& p) {
   const int forced = tail_share_forced();
-  if (forced < 0 || !tail_candidate(p, 64) || persist_forced() < 0) return false;
-  const int v = bwd64_variant();
-  if (v != kBwd64Default && v != kBwd64NoPlaneMajor) return false;
-  if (head_split(p) > 1) return false;
+  if (!tail_share_possible(p) || head_split(p) > 1) return false;
   // As head_split(): no device, no share (the workspace is asked for where no device may be).
   const int sms = device_sm_count_or_zero();
   if (sms == 0) return false;
