@@ -373,7 +373,9 @@ int head_split(const AttentionParams& p) {
   // units of 71 steps, each with its 128 KB of fp32 dK / dV partials) for a modelled 8% over the unsplit grid, which
   // with the query tail models 4% faster than the split.
   model.unsplit_query_tail = qtail_possible(p);
-  // Since session 32: non-causal d = 64 passes against the unsplit persistent grid with its shared tail.
+  // Since session 32: non-causal d = 64 passes against the unsplit persistent grid with its shared tail. Call E
+  // (results/h200/s32/callE/, three interleaved rounds against the choice before, forced): eight shapes it flips from
+  // 2-6 subsets to none 1.029-1.130x (geomean 1.077), controls 0.996 / 0.998x.
   model.unsplit_tail_share = tail_share_possible(p);
   const int split = model_head_split(p, sms, block_n, block_m, model);
   if (split > 1 && split_key_tail(p)) {
