@@ -434,6 +434,11 @@ bool qtail_possible(const AttentionParams& p) {
   if (qtail_forced() < 0 || !tail_candidate(p, 128)) return false;
   return default_choice_variant() || bwd128_variant() == kBwd128Q64;
 }
+// The (key tile, K/V plane) tiles of p's unsplit grid: 128 keys a tile (BwdTraits<*, 64> and <*, 128>::kBlockN).
+constexpr int kTailKeyTile = 128;
+long long key_tile_planes(const AttentionParams& p) {
+  return (long long)((p.seq_k + kTailKeyTile - 1) / kTailKeyTile) * p.batch * p.kv_heads;
+}
 int qtail_parts(const AttentionParams& p) {
   const int forced = qtail_forced();
   if (!qtail_possible(p)) return 1;
@@ -441,10 +446,9 @@ int qtail_parts(const AttentionParams& p) {
   // As head_split(): no device, no split (the workspace is asked for where no device may be).
   const int sms = device_sm_count_or_zero();
   if (sms == 0) return 1;
-  constexpr int kBlockN = 128;  // BwdTraits<*, 128>::kBlockN
   const int block_m = q80_kernel(p) ? 80 : 64;
   const int q_tiles = (p.seq_q + block_m - 1) / block_m;
-  const long long n_tiles = (long long)((p.seq_k + kBlockN - 1) / kBlockN) * p.batch * p.kv_heads;
+  const long long n_tiles = key_tile_planes(p);
   if (n_tiles % sms == 0) return 1;
   if (forced > 0) return std::min(forced, q_tiles);
   if (n_tiles < sms) return 1;  // one partial wave: every tile would split (not measured)
@@ -495,9 +499,9 @@ bool tail_share_on(const AttentionParams& p) {
   // As head_split(): no device, no share (the workspace is asked for where no device may be).
   const int sms = device_sm_count_or_zero();
   if (sms == 0) return false;
-  constexpr int kBlock = 128;  // BwdTraits<*, 64>::kBlockN and kBlockM
-  const long long n_tiles = (long long)((p.seq_k + kBlock - 1) / kBlock) * p.batch * p.kv_heads;
-  const int q_tiles = (p.seq_q + kBlock - 1) / kBlock;
+  constexpr int kBlockM = 128;  // BwdTraits<*, 64>::kBlockM
+  const long long n_tiles = key_tile_planes(p);
+  const int q_tiles = (p.seq_q + kBlockM - 1) / kBlockM;
   if (n_tiles <= sms || n_tiles % sms == 0) return false;
   if (forced > 0) return true;
   return model_tail_share(n_tiles, sms, q_tiles, p.group()).share;
@@ -514,15 +518,14 @@ struct Workspace {
 };
 constexpr std::size_t align_up(std::size_t x) { return (x + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
-// The query tail's tiles (BwdParams::tail_first on): the grid's last partial wave, n_tiles % SMs.
+// The query tail's (and the shared tail's) tiles (BwdParams::tail_first on): the grid's last partial wave (round),
+// n_tiles % SMs.
 std::int64_t qtail_tiles(const AttentionParams& p) {
-  constexpr std::int64_t kBlockN = 128;  // BwdTraits<*, 128>::kBlockN
-  const std::int64_t n_tiles = (p.seq_k + kBlockN - 1) / kBlockN * p.batch * p.kv_heads;
-  return n_tiles % current_sm_count();
+  return key_tile_planes(p) % current_sm_count();
 }
 // Its fp32 dK and dV accumulators: 128 keys x d a tile, each.
 std::size_t qtail_dkv_floats(const AttentionParams& p) {
-  return 2 * std::size_t(qtail_tiles(p)) * 128 * std::size_t(p.head_dim);
+  return 2 * std::size_t(qtail_tiles(p)) * kTailKeyTile * std::size_t(p.head_dim);
 }
 
 Workspace workspace_layout(const AttentionParams& p) {

@@ -499,6 +499,10 @@ __device__ __forceinline__ void send_dkv_partials(const BwdParams& prm, const Bw
 
 // Query tail (kQTail): a unit's partial dK, dV into the tail's accumulators (BwdParams::tail_first), at its tile's
 // slot among the tail's tiles.
+// This query-tail unit's tile among the tail's (kQTail: blocks from tail_first on, tail_parts a tile).
+__device__ __forceinline__ std::int64_t qtail_slot(const BwdParams& prm) {
+  return (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts);
+}
 // The shared tail (kTailShare) too: slot = the piece's tile - tail_first.
 template <typename Tr>
 __device__ __forceinline__ void send_dkv_tail(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
@@ -721,8 +725,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
   }
   if constexpr (Tr::kQTail) {
     if (blockIdx.x >= unsigned(prm.tail_first)) {
-      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv,
-                        (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv, qtail_slot(prm));
       return;
     }
   }
@@ -932,8 +935,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   }
   if constexpr (Tr::kQTail) {
     if (blockIdx.x >= unsigned(prm.tail_first)) {
-      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv,
-                        (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts));
+      send_dkv_tail<Tr>(prm, sm, cw, ctid, dk, dv, qtail_slot(prm));
       return;
     }
   }
