@@ -50,11 +50,20 @@ template <> struct TcTiles<32> : TcLoop { static constexpr int kBr = 128, kBc = 
 // each other (8: 1.033/1.049 at 4k against 4's 1.031/1.032; 4: 1.044/1.037 at 1k against 8's 1.034/1.032).
 // Since session 12 the shortest query tiles of every plane, one device-full of blocks, go last in grouped order
 // (kCausalTail = 1, kFwdQBandTail): call A, 1.010 / 1.034 / 1.018x the bands alone at N = 512 / 1k / 2k.
+// The lean prologue and epilogue (kFwdLeanPrologue | kFwdLeanEpi, as d = 128's) on every launch since session 33's
+// call B (`epi,pro` against the shipped kernel, three interleaved rounds on the grid's d = 64 forward at N 512-2048,
+// bf16 and fp16, both masks, and six shapes no config names; rule written before the call: the launches up to a mean
+// key count T take it at a geomean >= 1.005 with no row below 0.985, T the largest that passes): non-causal
+// 1.024-1.042x (geomean 1.034), causal 1.027-1.085x (1.052), every round of every row above 1.0, so T = every
+// launch. Session 14 had read +1.0-1.2% at N = 512 and level at 1k, one reading each. `FB_FLASH_FWD_PROBE=nolean64`
+// runs the kernels before.
 template <> struct TcTiles<64> : TcLoop {
   static constexpr int kBr = 128, kBc = 64, kWarps = 4;
   static constexpr bool kQInRegs = true;
   static constexpr int kCausalBand = 8;
   static constexpr int kCausalTail = 1;
+  static constexpr unsigned kShortOpt = kFwdLeanPrologue | kFwdLeanEpi;
+  static constexpr int kShortKeys = kEveryLaunch;
 };
 // d = 96 as d = 128 (O 96 registers a thread at 32 rows per warp; Q in registers would add 48).
 template <> struct TcTiles<96> : TcLoop { static constexpr int kBr = 128, kBc = 32, kWarps = 4; static constexpr bool kQInRegs = false; };
@@ -224,13 +233,15 @@ struct FwdConfig {
 //   nopdltail: the shipped kernels and orders without kFwdPdlTail (d = 128's non-causal grids in one launch, their
 //             partial last wave included: the kernels before session 30's call E); d = 64 runs its default. Takes no
 //             other word
+//   nolean64: d = 64: the shipped kernels and orders without kShortOpt (the lean prologue and epilogue: the kernels
+//             before session 33's call B); d = 128 runs its default. Takes no other word
 //   nokvtail: the shipped kernels and orders without kFwdKvTail (d = 128's non-causal partial last wave as kFwdPdlTail's
 //             solo blocks, one an SM: the kernels before session 31's call B; nopdltail drops both bits); d = 64 runs
 //             its default. Takes no other word
-// Every word but nokpipe, novlate, nopdltail and nokvtail runs the default's kOpt (persist and persist2 without
-// kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe) without the short-launch bits
-// (TcLoop::kShortOpt): at d = 128, where every launch takes them since session 26, a word's baseline is
-// kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
+// Every word but nokpipe, novlate, nopdltail, nokvtail and nolean64 runs the default's kOpt (persist and persist2
+// without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe)
+// without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26) and d = 64 (since
+// session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
 // below it on 27 of 28 rows in call B), vlate64 (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal,
 // below the rule) and kmid (K's copies after S's first k16 step, on branch fwdkmid28: call G 1.001 / 1.002x, 0.874x
 // at batch 3 N = 1280) were measured and removed; copylate, vlate, vlate64 and kmid are refused, naming the session.
@@ -261,6 +272,7 @@ struct FwdProbe {
   bool no_v_late = false;     // novlate
   bool no_pdl_tail = false;   // nopdltail
   bool no_kv_tail = false;    // nokvtail
+  bool no_lean64 = false;     // nolean64
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
