@@ -4,7 +4,8 @@
 # configs/issue13-h200.json and issue13-fp16-h200.json (48 cases each: flash, flash-sm90, the in-binary cudnn;
 # verified) and their PyTorch peers (torch-flash, torch-cudnn), interleaved in two rounds (F bf16, P bf16, F fp16,
 # P fp16, then again); the GPU's clock, power and throttle reasons logged each second. Binaries built on the lead's
-# machine for sm_90a (out/b.txz; commit in commit.txt). Session 32's callB.sh without the d = 64 GQA grid.
+# machine for sm_90a (out/b.txz; commit in commit.txt). Session 32's callB.sh without the d = 64 GQA grid; first a
+# racecheck of unverified lean d = 64 launches (san-lean64-race.json; call C's verified one ran past its limit).
 R=$OUT/D; mkdir -p $R; export DEADLINE=${DEADLINE:-560}
 set -uo pipefail
 t0=$SECONDS
@@ -21,6 +22,11 @@ src=$(cat out/srcdir.txt)
 [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
 fb=$src/build-dev/flashbench
 cat out/commit.txt > $R/commit.txt 2>/dev/null
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+step san-racecheck 60 $san --tool racecheck --error-exitcode 9 $fb run results/h200/s33/calls/san-lean64-race.json \
+  --warmup-time 0 --no-ceilings -q -o $R/san-racecheck.json
+echo "racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $R/san-racecheck.log | tail -1)"
+pkill -9 -f compute-sanitizer; pkill -9 -f build-dev/flashbench
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 \
   > $R/smi.csv 2>&1 &
 smi=$!
