@@ -241,10 +241,11 @@ struct FwdConfig {
 // Every word but nokpipe, novlate, nopdltail, nokvtail and nolean64 runs the default's kOpt (persist and persist2
 // without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe)
 // without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26) and d = 64 (since
-// session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the default is `epi,pro`). Session 28's copylate (kFwdVAfterS with K's copies after S too:
-// below it on 27 of 28 rows in call B), vlate64 (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal,
-// below the rule) and kmid (K's copies after S's first k16 step, on branch fwdkmid28: call G 1.001 / 1.002x, 0.874x
-// at batch 3 N = 1280) were measured and removed; copylate, vlate, vlate64 and kmid are refused, naming the session.
+// session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the default is `epi,pro`).
+// Session 28's copylate (kFwdVAfterS with K's copies after S too: below it on 27 of 28 rows in call B), vlate64
+// (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal, below the rule) and kmid (K's copies after S's
+// first k16 step, on branch fwdkmid28: call G 1.001 / 1.002x, 0.874x at batch 3 N = 1280) were measured and removed;
+// copylate, vlate, vlate64 and kmid are refused, naming the session.
 // Session 14's stag (the first wave's second half of blocks started ~half a KV step late: level in call B) and
 // session 15's lse (epi's row statistics alone: call A geomean 1.003, causal 0.96-0.99) were measured and removed;
 // session 15's kpipe (short launches) and kpipelong (long ones) are the default on non-causal d = 128 launches

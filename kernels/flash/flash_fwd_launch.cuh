@@ -104,9 +104,11 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
   if (pr.no_pdl_tail) return launch_fwd_tc_default<Cfg, kFwdPdlTail | kFwdKvTail>(p, stream, Cfg::kPlaneGroup);
   // nokvtail (d = 128): the shipped kernels and orders without kFwdKvTail (kFwdPdlTail's solo tail).
   if (pr.no_kv_tail) return launch_fwd_tc_default<Cfg, kFwdKvTail>(p, stream, Cfg::kPlaneGroup);
-  // nolean64 (d = 64): the shipped kernels and orders without kShortOpt (the kernels before session 33).
-  if constexpr (Cfg::kHeadDim == 64) {
-    if (pr.no_lean64) return launch_fwd_tc_default_bits<Cfg, 0>(p, stream, Cfg::kPlaneGroup);
+  // nolean64 (d = 64): the shipped kernels and orders without kShortOpt (the kernels before session 33); d = 128 runs
+  // its default.
+  if (pr.no_lean64) {
+    if constexpr (Cfg::kHeadDim == 64) return launch_fwd_tc_default_bits<Cfg, 0>(p, stream, Cfg::kPlaneGroup);
+    else return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
   }
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
