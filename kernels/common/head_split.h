@@ -155,8 +155,8 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   const std::int64_t planes = std::int64_t(p.batch) * p.kv_heads;
   if (key_tiles * planes >= m.few_tiles_per_sm * sms) return 1;
 
-  using Key =
-      std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double, bool, bool, bool>;
+  using Key = std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double, bool,
+                         bool, bool>;
   static std::mutex mu;
   static std::map<Key, int> cache;
   const Key key{p.batch,   p.heads,       p.kv_heads,         p.seq_q,          p.seq_k,

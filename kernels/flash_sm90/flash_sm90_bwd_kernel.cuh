@@ -497,13 +497,13 @@ __device__ __forceinline__ void send_dkv_partials(const BwdParams& prm, const Bw
   send_dkv_blocks<Tr>(prm, sm, cw, ctid, dk, dv, block0, planes * key_tiles64 * Tr::kDqBlocks);
 }
 
-// Query tail (kQTail): a unit's partial dK, dV into the tail's accumulators (BwdParams::tail_first), at its tile's
-// slot among the tail's tiles.
 // This query-tail unit's tile among the tail's (kQTail: blocks from tail_first on, tail_parts a tile).
 __device__ __forceinline__ std::int64_t qtail_slot(const BwdParams& prm) {
   return (blockIdx.x - unsigned(prm.tail_first)) / unsigned(prm.tail_parts);
 }
-// The shared tail (kTailShare) too: slot = the piece's tile - tail_first.
+
+// Query tail (kQTail): a unit's partial dK, dV into the tail's accumulators (BwdParams::tail_first), at its tile's
+// slot among the tail's tiles (qtail_slot). The shared tail (kTailShare) too: slot = the piece's tile - tail_first.
 template <typename Tr>
 __device__ __forceinline__ void send_dkv_tail(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
                                               const float (&dk)[Tr::kDkvRegs], const float (&dv)[Tr::kDkvRegs],
