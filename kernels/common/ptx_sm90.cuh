@@ -318,8 +318,11 @@ FB_WGMMA_SS(WgmmaSSBT, __half, "f16", 128, 64, "%64", "%65", "%66", 0, 1)
 FB_WGMMA_SS(WgmmaSSBT, __nv_bfloat16, "bf16", 128, 64, "%64", "%65", "%66", 0, 1)
 // A MN-major (transpose-A), B K-major: the backward's dQ^T = K^T dS^T at 80 queries a step (A = K as it
 // lies, B = dS query-major; flash_sm90_bwd_traits.h, kBwd128Q80).
+// N = 32: the short last step of a head's queries (kBwd128Short).
 FB_WGMMA_SS(WgmmaSSAT, __half, "f16", 80, 40, "%40", "%41", "%42", 1, 0)
 FB_WGMMA_SS(WgmmaSSAT, __nv_bfloat16, "bf16", 80, 40, "%40", "%41", "%42", 1, 0)
+FB_WGMMA_SS(WgmmaSSAT, __half, "f16", 32, 16, "%16", "%17", "%18", 1, 0)
+FB_WGMMA_SS(WgmmaSSAT, __nv_bfloat16, "bf16", 32, 16, "%16", "%17", "%18", 1, 0)
 // P V (and the backward's dV/dK from registers): N = d, up to 256 (the largest wgmma N).
 FB_WGMMA_RS(__half, "f16", 64, 32, "{%32, %33, %34, %35}", "%36", "%37")
 FB_WGMMA_RS(__nv_bfloat16, "bf16", 64, 32, "{%32, %33, %34, %35}", "%36", "%37")

@@ -93,6 +93,7 @@ constexpr int kBwd128Unit1h = 1 << 25;
 // default now runs them plane-major (plane_major() below; `pmajor`, session 18's probe word, is the default). Every
 // other pass runs as the default.
 constexpr int kBwd128NoPlaneMajor = 1 << 26;
+constexpr int kBwd128NoShort = 1 << 27;
 // Session 20's pipe2 (a d = 128 pass without a head split, batch >= 2, as two half-batch passes on three streams of
 // descending priority) ran in session 21's call A: 1.005x over its six target rows, under its 1.015x rule, with the
 // causal N = 1k and fp16 N = 512 rows below the default (0.988x, 0.986x); removed (code in the history, commit 071e5bb;
@@ -126,9 +127,11 @@ int bwd128_variant() {
     if (s == "splitmost") return kBwd128SplitMost;
     if (s == "unit1h") return kBwd128Unit1h;
     if (s == "nopmajor") return kBwd128NoPlaneMajor;
+    if (s == "noshort") return kBwd128NoShort;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor; unset, default "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, noshort; unset, "
+                                "default "
                                 "or pmajor for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
@@ -145,14 +148,15 @@ int bwd128_variant() {
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
+         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor || v == kBwd128NoShort;
 }
 
 // The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; nopmajor:
 // only the non-causal order).
 bool default_order_variant() {
   const int v = bwd128_variant();
-  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor;
+  return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor ||
+         v == kBwd128NoShort;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -195,6 +199,16 @@ std::int64_t causal_rows(const AttentionParams& p, int block_m) {
 //   at most kMaxQ80CausalRowsPct percent of those (N = 3072 and 4096 in; 1024 and 2048 out, 2048 not
 //   measured).
 // FlashAttention-3 keeps 64 queries a step under a causal mask.
+//   Session 34: on MHA passes that run a short last step (short_last_step() below) the last tile counts its 32
+//   rows, not 80: N = 512 is 6 tiles of 80 and one of 32 (512 rows), so it takes 80 queries since. (GQA passes
+//   may split their heads, whose units keep whole steps; the split's model asks q80_kernel().)
+bool short_step_candidate(const AttentionParams& p) {
+  constexpr int kBlockM = BwdTraits<__half, 128, kBwd128Q80>::kBlockM;
+  constexpr int kShortRows = BwdTraits<__half, 128, kBwd128Q80 | kBwd128Short>::kShortRows;
+  const int last_rows = p.seq_q - (p.seq_q - 1) / kBlockM * kBlockM;
+  return p.head_dim == 128 && !p.causal && p.seq_q >= 1 && last_rows <= kShortRows &&
+         bwd128_variant() == kBwd64Default;
+}
 bool q80_kernel(const AttentionParams& p) {
   constexpr double kMaxQ80Padding = 1.03;
   constexpr std::int64_t kMaxQ80CausalRowsPct = 105;  // integers: N = 3072 is exactly 105%
@@ -202,8 +216,13 @@ bool q80_kernel(const AttentionParams& p) {
   if (bwd128_variant() == kBwd128Q80C) return true;  // every pass (probe, tests)
   if (!default_choice_variant()) return false;
   if (p.causal) return causal_rows(p, 80) * 100 <= kMaxQ80CausalRowsPct * causal_rows(p, 64);
-  return round_up(p.seq_q, 80) <= kMaxQ80Padding * round_up(p.seq_q, 64);
+  const int rows80 = short_step_candidate(p) && p.group() == 1 ? (p.seq_q - 1) / 80 * 80 + 32 : round_up(p.seq_q, 80);
+  return rows80 <= kMaxQ80Padding * round_up(p.seq_q, 64);
 }
+// Whether p, if it runs without a head split, takes the 80-query kernel with its short last step (kBwd128Short,
+// flash_sm90_bwd_traits.h): the default's non-causal d = 128 passes whose last query tile holds at most 32 rows;
+// FB_SM90_BWD128=noshort runs the kernels before (and 64 queries where only the short step made 80 pad little).
+bool short_last_step(const AttentionParams& p) { return short_step_candidate(p) && q80_kernel(p); }
 
 // Whether p (a pass without a head split) runs in the key-tail block order (kBwd128KeyTail): the default's
 // causal d = 128 passes, MHA (session 13's call B: +5.8 / +6.0 / +4.1% at 8 heads N = 1k / 2k / 4k, level at
@@ -218,9 +237,11 @@ bool key_tail_order(const AttentionParams& p) {
 }
 
 // Calls f(BwdTraits<Elem, D>{}) for the runtime (dtype, head_dim; q80: q80_kernel(p), causal: the
-// pass's mask, key_tail: key_tail_order(p)); backward_unsupported vets the first two.
+// pass's mask, key_tail: key_tail_order(p), short_step: short_last_step(p)); backward_unsupported vets the
+// first two.
 template <typename Elem, typename F>
-auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, bool share, F&& f) {
+auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, bool share, bool short_step,
+                   F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -244,9 +265,11 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
           }
           if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
           if (qtail) {  // non-causal (qtail_parts())
+            if (q80 && short_step) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128QTail | kBwd128Short>{});
             if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128QTail>{});
             return f(BwdTraits<Elem, 128, kBwd128QTail>{});
           }
+          if (q80 && short_step) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Short>{});
           if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80>{});
           return f(BwdTraits<Elem, 128>{});
       }
@@ -263,10 +286,10 @@ template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
     case Dtype::fp16:
       return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), qtail_parts(p) > 1,
-                                   tail_share_on(p), f);
+                                   tail_share_on(p), short_last_step(p), f);
     case Dtype::bf16:
       return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p),
-                                          qtail_parts(p) > 1, tail_share_on(p), f);
+                                          qtail_parts(p) > 1, tail_share_on(p), short_last_step(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -1039,6 +1062,11 @@ int backward_head_split(const AttentionParams& p) {
 
 int backward_tail_split(const AttentionParams& p) {
   return backward_unsupported(p) != nullptr ? 1 : qtail_parts(p);
+}
+
+bool backward_short_step(const AttentionParams& p) {
+  if (backward_unsupported(p) != nullptr || head_split(p) > 1) return false;
+  return with_traits(p, [](auto tr) { return decltype(tr)::kShort; });
 }
 
 bool backward_tail_share(const AttentionParams& p) {

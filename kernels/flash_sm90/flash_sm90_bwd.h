@@ -23,6 +23,9 @@ int backward_head_split(const AttentionParams& p);
 // Into how many units each tile of the grid's last partial wave runs (the query tail; 1: none). Needs a device to
 // say more than 1 (the SM count); tests use it.
 int backward_tail_split(const AttentionParams& p);
+// Whether the d = 128 backward runs a head's last query tile as a short step (80-query kernel, at most 32 rows in the
+// last tile; no head split); tests use it.
+bool backward_short_step(const AttentionParams& p);
 // Whether the d = 64 backward shares its last partial round of tiles out over every block (the shared tail). Needs a
 // device to say true (the SM count); tests use it.
 bool backward_tail_share(const AttentionParams& p);

@@ -344,67 +344,62 @@ template <typename Tr> struct BwdGemms {
                                                                   : cw * Tr::kWgKVBytes),
                                      Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
 
-  // acc = A B^T over d, A = this consumer's K or V rows, B = Q or dO of stage s (both K-major).
-  __device__ __forceinline__ static void nt(float (&acc)[Tr::kSRegs], std::uint64_t a,
-                                            std::uint64_t b, int s) {
+  // acc = A B^T over d, A = this consumer's K or V rows, B = Q or dO of stage s (both K-major); kN: the
+  // step's queries (the stage's first kN rows; Q80's short step: kShortRows).
+  template <int kN = Tr::kBlockM>
+  __device__ __forceinline__ static void nt(float (&acc)[kN / 2], std::uint64_t a, std::uint64_t b, int s) {
 #pragma unroll
     for (int kk = 0; kk < Tr::kQKSteps; ++kk) {
       const int in_row = (kk % kStepsPerChunk) * Tr::kMmaKBytes;
       const int chunk = kk / kStepsPerChunk;
-      ptx::wgmma_ss<Elem, Tr::kBlockM>(
-          acc, a + units(chunk * Tr::kKVChunkBytes + in_row),
-          b + units(s * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row), kk > 0);
+      ptx::wgmma_ss<Elem, kN>(acc, a + units(chunk * Tr::kKVChunkBytes + in_row),
+                              b + units(s * Tr::kQBytes + chunk * Tr::kQChunkBytes + in_row), kk > 0);
     }
-  }
-  __device__ __forceinline__ void s_t(float (&acc)[Tr::kSRegs], int s) const {
-    nt(acc, desc_k, desc_q0, s);
-  }
-  __device__ __forceinline__ void dp_t(float (&acc)[Tr::kSRegs], int s) const {
-    nt(acc, desc_v, desc_do0, s);
   }
   // A step's first GEMMs: S^T once stage st's Q is in, dP^T once its dO is; returns when S^T is done
   // (dP^T may still run).
-  __device__ __forceinline__ void s_dp_t(float (&s)[Tr::kSRegs], float (&dp)[Tr::kSRegs],
-                                         const BwdBarriers<Tr>& bars, int st,
-                                         std::uint32_t parity) const {
+  template <int kN = Tr::kBlockM>
+  __device__ __forceinline__ void s_dp_t(float (&s)[kN / 2], float (&dp)[kN / 2], const BwdBarriers<Tr>& bars,
+                                         int st, std::uint32_t parity) const {
     ptx::mbar_wait(bars.q_full(st), parity);
     ptx::wgmma_fence();
-    s_t(s, st);
+    nt<kN>(s, desc_k, desc_q0, st);
     ptx::wgmma_commit();
     ptx::mbar_wait(bars.do_full(st), parity);
     ptx::wgmma_fence();
-    dp_t(dp, st);
+    nt<kN>(dp, desc_v, desc_do0, st);
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();
     ptx::fence_operands(s);
   }
-  // acc += X^T B, X^T (keys x queries) from registers, B = dO or Q of stage s read MN-major.
-  __device__ __forceinline__ static void tn(float (&acc)[Tr::kDkvRegs],
-                                            const std::uint32_t (&x)[Tr::kPRegs], std::uint64_t b,
-                                            int s) {
+  // acc += X^T B, X^T (keys x kN queries) from registers, B = dO or Q of stage s read MN-major.
+  template <int kN = Tr::kBlockM>
+  __device__ __forceinline__ static void tn(float (&acc)[Tr::kDkvRegs], const std::uint32_t (&x)[kN / 4],
+                                            std::uint64_t b, int s) {
 #pragma unroll
-    for (int kk = 0; kk < Tr::kKVSteps; ++kk) {
+    for (int kk = 0; kk < kN / Tr::kMmaK; ++kk) {
       const std::uint32_t a[4] = {x[4 * kk], x[4 * kk + 1], x[4 * kk + 2], x[4 * kk + 3]};
       ptx::wgmma_rs<Elem, Tr::kHeadDim>(acc, a, b + units(s * Tr::kQBytes + kk * Tr::kMmaKRowsBytes),
                                         1);
     }
   }
-  __device__ __forceinline__ void dv(float (&acc)[Tr::kDkvRegs], const std::uint32_t (&p)[Tr::kPRegs],
-                                     int s) const {
-    tn(acc, p, desc_dot0, s);
+  template <int kN = Tr::kBlockM>
+  __device__ __forceinline__ void dv(float (&acc)[Tr::kDkvRegs], const std::uint32_t (&p)[kN / 4], int s) const {
+    tn<kN>(acc, p, desc_dot0, s);
   }
-  __device__ __forceinline__ void dk(float (&acc)[Tr::kDkvRegs],
-                                     const std::uint32_t (&ds)[Tr::kPRegs], int s) const {
-    tn(acc, ds, desc_qt0, s);
+  template <int kN = Tr::kBlockM>
+  __device__ __forceinline__ void dk(float (&acc)[Tr::kDkvRegs], const std::uint32_t (&ds)[kN / 4], int s) const {
+    tn<kN>(acc, ds, desc_qt0, s);
   }
   // P^T (S^T after the exponentials) packed into p and dV issued on it; returns when dP^T (issued by
   // s_dp_t) is done, dV may still run.
-  __device__ __forceinline__ void p_dv(std::uint32_t (&p)[Tr::kPRegs], const float (&s)[Tr::kSRegs],
+  template <int kN = Tr::kBlockM>
+  __device__ __forceinline__ void p_dv(std::uint32_t (&p)[kN / 4], const float (&s)[kN / 2],
                                        float (&acc_dv)[Tr::kDkvRegs], int st) const {
 #pragma unroll
-    for (int i = 0; i < Tr::kPRegs; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
+    for (int i = 0; i < kN / 4; ++i) p[i] = ptx::pack2<Elem>(s[2 * i], s[2 * i + 1]);
     ptx::wgmma_fence();
-    dv(acc_dv, p, st);
+    dv<kN>(acc_dv, p, st);
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();
   }
@@ -422,21 +417,23 @@ template <typename Tr> struct BwdGemms {
 
 // Stage consumer cw's dQ block (times the softmax scale) in its shared buffer and add it into the fp32
 // accumulator at dst_of() with one bulk reduction: first wait until the previous reduction has read
-// the buffer. dst_of is evaluated by the issuing thread only.
-template <typename Tr, typename DstOf>
+// the buffer. dst_of is evaluated by the issuing thread only. kRegs < kDqRegs (Q80's short step): the
+// block's first kRegs / 4 float4 groups of every thread, the first 8 kRegs / 4 queries of a dQ^T block.
+template <typename Tr, int kRegs = Tr::kDqRegs, typename DstOf>
 __device__ __forceinline__ void send_dq_block(const BwdParams& prm, const BwdSmem<Tr>& sm, int cw, int ctid,
-                                              const float (&acc)[Tr::kDqRegs], DstOf&& dst_of) {
+                                              const float (&acc)[kRegs], DstOf&& dst_of) {
+  static_assert(kRegs % 4 == 0 && kRegs <= Tr::kDqRegs, "whole float4 groups of a dQ block");
   if (ctid == 0) ptx::bulk_wait_group_read_all();  // the previous reduction has read the buffer
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
 #pragma unroll
-  for (int g = 0; g < Tr::kDqRegs / 4; ++g)
+  for (int g = 0; g < kRegs / 4; ++g)
     ptx::st_shared_f32x4(sm.dq(cw) + (g * Tr::kWgThreads + ctid) * 16, acc[4 * g] * prm.scale,
                          acc[4 * g + 1] * prm.scale, acc[4 * g + 2] * prm.scale,
                          acc[4 * g + 3] * prm.scale);
   ptx::fence_proxy_async_smem();
   ptx::named_bar_sync(Tr::kBarDq0 + cw, Tr::kWgThreads);
   if (ctid == 0) {
-    ptx::bulk_reduce_add_f32(dst_of(), sm.dq(cw), Tr::kDqWgBytes);
+    ptx::bulk_reduce_add_f32(dst_of(), sm.dq(cw), kRegs * Tr::kWgThreads * int(sizeof(float)));
     ptx::bulk_commit_group();
   }
 }
@@ -807,13 +804,13 @@ template <> __device__ __forceinline__ float2 unpack2_f32<__half>(std::uint32_t 
 // shared memory query-major (row q: the block's 128 keys as two 64-key chunks, chunk cw written by
 // consumer cw) and dQ^T = K^T dS^T (A = K's chunk cw of d, MN-major; B = dS, K-major).
 // kQ80Mask (session 12): also causal passes, and the GQA head split's units (partial dK, dV into fp32
-// accumulators, as bwd_consume's split).
+// accumulators, as bwd_consume's split). kShort (session 34): a head's last tile of at most 32 rows as a step
+// of 32 queries.
 template <typename Tr>
 __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdSmem<Tr>& sm,
                                                 const BwdBarriers<Tr>& bars, const BwdWork& w, int cw) {
   using Elem = typename Tr::Elem;
   constexpr int kStepsPerChunk = Tr::kChunkElems / Tr::kMmaK;
-  constexpr int kColGroups = Tr::kBlockM / Tr::kMmaN;  // 10 n8 groups of queries
   auto units = [](int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); };
   const int ctid = threadIdx.x % Tr::kWgThreads;
   const int warp = ctid / Tr::kWarpSize;
@@ -840,16 +837,16 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
   float dk[Tr::kDkvRegs], dv[Tr::kDkvRegs];
 #pragma unroll
   for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
-  float s[Tr::kSRegs], dp[Tr::kSRegs], dq[Tr::kDqRegs];
-  std::uint32_t p[Tr::kPRegs], ds[Tr::kPRegs];
 
-  ptx::mbar_wait(bars.kv_full(), 0);
-  for (int it = 0; it < w.steps; ++it) {
-    const int st = it % Tr::kStages;
-    const std::uint32_t parity = (it / Tr::kStages) & 1;
-    const int mt = w.m_tile(it);
+  // The step at query tile mt, its kN queries from the tile's first (kN = kBlockM; kShortRows for a short last
+  // tile). Everything per step lives here: only dK and dV cross steps.
+  auto step = [&](auto queries, int it, int st, std::uint32_t parity, int mt) {
+    constexpr int kN = decltype(queries)::value;
+    constexpr int kColGroups = kN / Tr::kMmaN;  // n8 groups of queries (10 in a whole step)
+    float s[kN / 2], dp[kN / 2], dq[kN / 2];
+    std::uint32_t p[kN / 4], ds[kN / 4];
 
-    gemm.s_dp_t(s, dp, bars, st, parity);
+    gemm.template s_dp_t<kN>(s, dp, bars, st, parity);
 
     // P^T = exp2(S^T * scale log2 e - LSE log2 e); keys past seq_k are zeros. kQ80Mask: 0 right of
     // the (bottom-right aligned) causal diagonal, on the steps where some of this consumer's keys are
@@ -876,7 +873,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     // at 80 queries (ptxas serialised the wgmmas), and waiting for dP^T before dV's issue lets ptxas
     // hoist that wait above most of the exponentials (no overlap with dP^T then). The extra rounding
     // is P^T's to 16 bits (2^-9 relative in bf16), which dV's operand has anyway.
-    gemm.p_dv(p, s, dv, st);
+    gemm.template p_dv<kN>(p, s, dv, st);
     ptx::fence_operands(dp);
     const int buf = it % Tr::kDsBuffers;
 #pragma unroll
@@ -890,7 +887,8 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
         ds[2 * j + hf] = ptx::pack2<Elem>(pf.x * (dp[i] - dd.x), pf.y * (dp[i + 1] - dd.y));
       }
     }
-    // dS^T transposed into shared memory (B of dQ^T), while dV runs.
+    // dS^T transposed into shared memory (B of dQ^T), while dV runs; a short step writes the buffer's first kN
+    // query rows, all that its dQ^T reads.
 #pragma unroll
     for (int t = 0; t < kColGroups / 2; ++t)  // tiles (j, hf) = (2t, 0), (2t, 1), (2t + 1, 0), (2t + 1, 1)
       ptx::stmatrix_x4_trans(sm.ds(buf) + st_base + t * 2 * Tr::kMmaN * Tr::kSwizzleBytes, ds[4 * t],
@@ -906,19 +904,20 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Tr::kDqSteps; ++kk)
-      ptx::wgmma_ss_at<Elem, Tr::kBlockM>(
+      ptx::wgmma_ss_at<Elem, kN>(
           dq, desc_kta + units(kk * Tr::kMmaKRowsBytes),
           desc_dsb + units(buf * Tr::kDsBytes + (kk / kStepsPerChunk) * Tr::kDsChunkBytes +
                            (kk % kStepsPerChunk) * Tr::kMmaKBytes),
           kk > 0);
     ptx::wgmma_commit();
-    gemm.dk(dk, ds, st);
+    gemm.template dk<kN>(dk, ds, st);
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();  // dQ^T done; dK may still run
     ptx::fence_operands(dq);
 
-    // dQ^T block (this consumer's 64 columns of d, the step's 80 queries) into the accumulator.
-    send_dq_block<Tr>(prm, sm, cw, ctid, dq, [&] {
+    // dQ^T block (this consumer's 64 columns of d, the step's queries) into the accumulator: a short step
+    // adds the first kN queries of the tile's block (its float4 groups are the n8 groups of queries in order).
+    send_dq_block<Tr, kN / 2>(prm, sm, cw, ctid, dq, [&] {
       return prm.dq_acc +
              ((std::int64_t(w.q_bh(it)) * n_dq_tiles + mt) * Tr::kDqBlocks + cw) * Tr::kDqWgFloats;
     });
@@ -926,6 +925,27 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     ptx::fence_operands(dk);
     ptx::fence_operands(ds);
     ptx::mbar_arrive(bars.empty(st));
+  };
+
+  auto step_at = [&](auto queries, int it) {
+    step(queries, it, it % Tr::kStages, std::uint32_t(it / Tr::kStages) & 1, w.m_tile(it));
+  };
+  ptx::mbar_wait(bars.kv_full(), 0);
+  if constexpr (Tr::kShort) {
+    // A head's last query tile, where it holds at most kShortRows rows (and this block's steps reach it: a query
+    // tail's unit may stop short of it), runs as a short step after the head's whole ones. (One loop over the steps
+    // with a branch to either body spilled 8-24 bytes at bf16.)
+    const int last_tile = (prm.mask.seq_q - 1) / Tr::kBlockM;
+    const bool short_last =
+        prm.mask.seq_q - last_tile * Tr::kBlockM <= Tr::kShortRows && w.m_begin + w.per_head - 1 == last_tile;
+    const int whole = w.per_head - (short_last ? 1 : 0);
+    int it = 0;
+    for (int h = 0; h < w.steps / w.per_head; ++h) {
+      for (int i = 0; i < whole; ++i, ++it) step_at(std::integral_constant<int, Tr::kBlockM>{}, it);
+      if (short_last) step_at(std::integral_constant<int, Tr::kShortRows>{}, it++);
+    }
+  } else {
+    for (int it = 0; it < w.steps; ++it) step_at(std::integral_constant<int, Tr::kBlockM>{}, it);
   }
   if constexpr (Tr::kHeadSplit) {
     // The unit decoded again (one block per unit): kept across the loop, its plane was the one value

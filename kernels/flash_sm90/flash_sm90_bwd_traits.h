@@ -169,10 +169,17 @@ namespace fb::cuda::flash_sm90 {
 //                       and convert). Against session 16's qtail (R tiles in S equal units, S <= B / R) every block
 //                       takes the same share, whatever R. Call A: 1.011-1.108x on shapes no config names, the grid
 //                       1.011-1.026x (docs/perf-notes.md, "Session 32").
+//   Session 34 at d = 128 (a bit with kBwd128Q80, without kBwd128Q80Mask; the default where q80_kernel() picks 80
+//   queries on a non-causal pass without a head split, flash_sm90_bwd.cu; FB_SM90_BWD128=noshort runs without it):
+//   kBwd128Short        a head's last query tile, where it holds at most kShortRows = 32 of the 80 rows (seq_q mod 80
+//                       in 1..32: N = 512, 4096, 8192), runs as a step of 32 queries: S^T, dP^T and dQ^T m64n32, dV
+//                       and dK 2 k16 steps, a 8 KB dQ^T reduction (the first 32 queries of the tile's accumulator
+//                       block, whose order is by n8 groups of queries). The 80-query step computed 48-79 rows of
+//                       padding there: at N = 4096 (52 tiles of 80 for 51.2) 1.5% of the steps' work.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
-              kBwd128QTail = 1 << 17, kBwd64TailShare = 1 << 18;
+              kBwd128QTail = 1 << 17, kBwd64TailShare = 1 << 18, kBwd128Short = 1 << 19;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -207,6 +214,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static constexpr bool kQ80 = kHeadDim == 128 && (kVariant64 & kBwd128Q80) != 0;
   // The 80-query kernel with the causal mask's compares (the non-causal Q80 kernel has none).
   static constexpr bool kQ80Mask = kQ80 && (kVariant64 & kBwd128Q80Mask) != 0;
+  // A head's last query tile as a step of kShortRows queries where it has no more rows (kBwd128Short above).
+  static constexpr bool kShort = kQ80 && !kQ80Mask && (kBits128 & kBwd128Short) != 0;
+  static constexpr int kShortRows = 32;
   // Key tiles in plane groups, then the short ones over all planes (kBwd128KeyTail above).
   // The head split's units too (d = 128), in the order of its virtual planes (flash_sm90_bwd_kernel.cuh).
   static constexpr bool kKeyTail =
@@ -327,6 +337,9 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "Q80: a dS row is one 64-key chunk per consumer; the staged epilogue (or the head "
                 "split's partial sums); alone");
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
+  static_assert((kVariant64 & kBwd128Short) == 0 || (kQ80 && !kQ80Mask && !kHeadSplit && !kKeyTail),
+                "the short last step: the non-causal 80-query kernel (with or without the query tail)");
+  static_assert(kShortRows % 16 == 0 && kShortRows < kBlockM, "the short step is whole k16 steps of queries");
   static_assert(!kKeyTail || (!kPersistent && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
                 "the key-tile tail order: one block per tile, not with session 9-11's probes");
   static_assert(!kTailShare || (kPersistent && kEpiSmem && kSplitDqRows),
@@ -345,7 +358,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
-                                                         kBwd128KeyTail | kBwd128QTail)) == 0)),
+                                                         kBwd128KeyTail | kBwd128QTail | kBwd128Short)) == 0)),
                 "the variants are d = 64's and d = 128's");
   static_assert(!(kHeadDim == 64 && kVariant64 == kBwd64Direct) || (!kEpiSmem && kPersistent),
                 "d = 64 direct: the persistent kernel with the accumulators' stores");
