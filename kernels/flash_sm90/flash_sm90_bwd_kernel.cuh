@@ -241,6 +241,28 @@ template <typename Tr> __device__ __forceinline__ BwdWork bwd_block_work(const B
   return bwd_work<Tr>(prm, blockIdx.x);
 }
 
+// kShort (flash_sm90_bwd_traits.h): the block's steps as its whole ones (every head's tiles but a short last one, in
+// bwd_work's order) and then the short ones (the last tile of each head); tail.steps == 0 where the last tile is whole
+// or the block (a query tail's unit) does not reach it. Producer and consumer walk the same order; the whole steps'
+// loop is the one every other 80-query kernel runs.
+struct BwdShortSplit {
+  BwdWork whole, tail;
+};
+template <typename Tr>
+__device__ __forceinline__ BwdShortSplit bwd_short_split(const BwdParams& prm, const BwdWork& w) {
+  BwdShortSplit r{w, w};
+  r.tail.steps = 0;
+  const int last_tile = (prm.mask.seq_q - 1) / Tr::kBlockM;
+  if (prm.mask.seq_q - last_tile * Tr::kBlockM <= Tr::kShortRows && w.m_begin + w.per_head - 1 == last_tile) {
+    r.whole.per_head = w.per_head - 1;
+    r.whole.steps = r.whole.per_head * prm.group;
+    r.tail.m_begin = last_tile;
+    r.tail.per_head = 1;
+    r.tail.steps = prm.group;
+  }
+  return r;
+}
+
 template <typename Tr>
 __device__ __forceinline__ void bwd_produce_kv(const BwdParams& prm, const BwdSmem<Tr>& sm,
                                                const BwdBarriers<Tr>& bars, const BwdWork& w) {
@@ -290,7 +312,12 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
   ptx::prefetch_tensormap(&prm.tm_do);
   ptx::prefetch_tensormap(&prm.tm_k);
   ptx::prefetch_tensormap(&prm.tm_v);
-  if constexpr (!Tr::kPersistent) {
+  if constexpr (Tr::kShort) {
+    bwd_produce_kv<Tr>(prm, sm, bars, w0);
+    const BwdShortSplit sp = bwd_short_split<Tr>(prm, w0);
+    for (int it = 0; it < sp.whole.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, sp.whole, it, it);
+    for (int h = 0; h < sp.tail.steps; ++h) bwd_produce_step<Tr>(prm, sm, bars, sp.tail, h, sp.whole.steps + h);
+  } else if constexpr (!Tr::kPersistent) {
     bwd_produce_kv<Tr>(prm, sm, bars, w0);
     for (int it = 0; it < w0.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w0, it, it);
   } else {
@@ -838,9 +865,13 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
 #pragma unroll
   for (int i = 0; i < Tr::kDkvRegs; ++i) dk[i] = dv[i] = 0.f;
 
-  // The step at query tile mt, its kN queries from the tile's first (kN = kBlockM; kShortRows for a short last
-  // tile). Everything per step lives here: only dK and dV cross steps.
-  auto step = [&](auto queries, int it, int st, std::uint32_t parity, int mt) {
+  // Step i of ww (the block's work; kShort: its whole or its short steps), the block's step it (its ring slot): query
+  // tile mt, its kN queries from the tile's first (kN = kBlockM; kShortRows for a short last tile). Everything per step
+  // lives here: only dK and dV cross steps.
+  auto step = [&](auto queries, const BwdWork& ww, int i, int it) {
+    const int st = it % Tr::kStages;
+    const std::uint32_t parity = (it / Tr::kStages) & 1;
+    const int mt = ww.m_tile(i);
     constexpr int kN = decltype(queries)::value;
     constexpr int kColGroups = kN / Tr::kMmaN;  // n8 groups of queries (10 in a whole step)
     float s[kN / 2], dp[kN / 2], dq[kN / 2];
@@ -919,7 +950,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     // adds the first kN queries of the tile's block (its float4 groups are the n8 groups of queries in order).
     send_dq_block<Tr, kN / 2>(prm, sm, cw, ctid, dq, [&] {
       return prm.dq_acc +
-             ((std::int64_t(w.q_bh(it)) * n_dq_tiles + mt) * Tr::kDqBlocks + cw) * Tr::kDqWgFloats;
+             ((std::int64_t(ww.q_bh(i)) * n_dq_tiles + mt) * Tr::kDqBlocks + cw) * Tr::kDqWgFloats;
     });
     ptx::wgmma_wait<0>();  // dK done: Q and dO of this stage are free
     ptx::fence_operands(dk);
@@ -927,25 +958,14 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
     ptx::mbar_arrive(bars.empty(st));
   };
 
-  auto step_at = [&](auto queries, int it) {
-    step(queries, it, it % Tr::kStages, std::uint32_t(it / Tr::kStages) & 1, w.m_tile(it));
-  };
   ptx::mbar_wait(bars.kv_full(), 0);
-  if constexpr (Tr::kShort) {
-    // A head's last query tile, where it holds at most kShortRows rows (and this block's steps reach it: a query
-    // tail's unit may stop short of it), runs as a short step after the head's whole ones. (One loop over the steps
-    // with a branch to either body spilled 8-24 bytes at bf16.)
-    const int last_tile = (prm.mask.seq_q - 1) / Tr::kBlockM;
-    const bool short_last =
-        prm.mask.seq_q - last_tile * Tr::kBlockM <= Tr::kShortRows && w.m_begin + w.per_head - 1 == last_tile;
-    const int whole = w.per_head - (short_last ? 1 : 0);
-    int it = 0;
-    for (int h = 0; h < w.steps / w.per_head; ++h) {
-      for (int i = 0; i < whole; ++i, ++it) step_at(std::integral_constant<int, Tr::kBlockM>{}, it);
-      if (short_last) step_at(std::integral_constant<int, Tr::kShortRows>{}, it++);
-    }
+  if constexpr (Tr::kShort) {  // the whole steps, then the short ones (bwd_short_split)
+    const BwdShortSplit sp = bwd_short_split<Tr>(prm, w);
+    for (int it = 0; it < sp.whole.steps; ++it) step(std::integral_constant<int, Tr::kBlockM>{}, sp.whole, it, it);
+    for (int h = 0; h < sp.tail.steps; ++h)
+      step(std::integral_constant<int, Tr::kShortRows>{}, sp.tail, h, sp.whole.steps + h);
   } else {
-    for (int it = 0; it < w.steps; ++it) step_at(std::integral_constant<int, Tr::kBlockM>{}, it);
+    for (int it = 0; it < w.steps; ++it) step(std::integral_constant<int, Tr::kBlockM>{}, w, it, it);
   }
   if constexpr (Tr::kHeadSplit) {
     // The unit decoded again (one block per unit): kept across the loop, its plane was the one value
