@@ -69,8 +69,8 @@ std::vector<Case> hdim128_bwd_cases() {
 // Non-causal shapes no config names (session 17; written for the key-tile pairs of a 2-block-cluster probe that was
 // withdrawn before it ran, docs/perf-notes.md): odd numbers of 128-key tiles (3, 9), seq_q != seq_k both ways, one key
 // tile (seq_k = 1 and 100), GQA 4:1, several batches and heads; seq_q = 80, 300, 1000, 1100 take the 80-query kernel
-// (q80_kernel()), seq_q = 1 and 100 the 64-query one (under FB_SM90_BWD128=short the 80-query one with a short last
-// step of 32 queries).
+// (q80_kernel()), seq_q = 1 and 100 too since session 34 (with a short last step of 32 queries; under
+// FB_SM90_BWD128=noshort the 64-query kernel).
 std::vector<Case> hdim128_odd_cases() {
   struct Shape {
     int batch, heads, kv_heads, q, k;
@@ -163,8 +163,8 @@ TEST_CASE("head dim 128, many short blocks (more than the SMs) verify", "[gpu][b
 // head split since session 24): the grid's last partial wave of (key tile, K/V plane) tiles runs as units, each
 // walking a range of query tiles of every head of its group, their partial dK / dV added into fp32 accumulators for
 // the tail's tiles only and converted into those rows. Shapes of 168-288 tiles (a whole wave and a tail on the H200's
-// 132 SMs) that no config names: 80-query (1025, 1600, 1300; MHA 576 too under FB_SM90_BWD128=short, with a short
-// last step) and 64-query (576) kernels, MHA and GQA 2:1, partial
+// 132 SMs) that no config names: 80-query (1025, 1600, 1300; MHA 576 since session 34, with a short last step) and
+// 64-query (GQA 576; MHA 576 under FB_SM90_BWD128=noshort) kernels, MHA and GQA 2:1, partial
 // last key tiles (1025, 777, 700), seq_q != seq_k both ways; each verified against the fp64 reference beside naive,
 // every gradient element written (NaN-poisoned before the run). A unit walking the wrong query tiles, a partial added
 // to the wrong tile's slot, or a tail row not converted fails dK or dV. The causal row (never split) is a control.
@@ -180,7 +180,7 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
   };
   const Row rows[] = {{2, 16, 16, 1025, 1025, false, Dtype::bf16},  // 288 tiles, tail 24, S = 5
                       {1, 24, 24, 1600, 777, false, Dtype::fp16},   // 168, tail 36, S = 3
-                      {3, 18, 18, 576, 700, false, Dtype::bf16},    // 324, tail 60, S = 2 (64 queries)
+                      {3, 18, 18, 576, 700, false, Dtype::bf16},    // 324, tail 60 (80 queries, a short last step)
                       {7, 16, 8, 576, 576, false, Dtype::fp16},     // GQA 2:1, 280, tail 16, S = 5
                       {5, 8, 4, 1300, 1300, false, Dtype::bf16},    // GQA 2:1, 220, tail 88, S = 3
                       {2, 16, 16, 1025, 1025, true, Dtype::fp16}};  // causal: never split
@@ -201,16 +201,16 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
   if (split_runs == 0) WARN("no run of the query tail (FB_SM90_BWD_QTAIL=off, or a GPU these grids fill differently)");
 }
 
-// The short last step (kBwd128Short, flash_sm90_bwd_traits.h; short_last_step(), flash_sm90_bwd.cu; a probe since
-// session 34, FB_SM90_BWD128=short): where a head's last 80-query tile holds at most 32 rows, it runs as a step of 32
-// queries (m64n32 S^T, dP^T and dQ^T, two k16 steps of dV and dK, an 8 KB dQ^T reduction) after the block's whole
-// steps. Shapes no config names: last tiles of 32, 16, 10 and 1 rows, seq_q != seq_k both ways, one block with one
-// (short) step, GQA 3:1 looped in a block (each head's last tile short, every short step after the whole ones) unless
-// the launcher splits its heads, and a grid whose last partial wave is split along the queries (the unit holding the
-// last tile ends short). A short step that summed the wrong rows, reduced too few or too many of dQ^T's bytes (the
-// 80-row block's tail is other queries' padding), or dropped its dK / dV terms fails the reference; every gradient
-// element must be written. Without the word the same shapes run the default (80 queries with whole last steps, or
-// 64), and no short step.
+// The short last step (kBwd128Short, flash_sm90_bwd_traits.h; short_last_step(), flash_sm90_bwd.cu; the default on
+// non-causal d = 128 passes without a head split since session 34): where a head's last 80-query tile holds at most 32
+// rows, it runs as a step of 32 queries (m64n32 S^T, dP^T and dQ^T, two k16 steps of dV and dK, an 8 KB dQ^T
+// reduction) after the block's whole steps. Shapes no config names: last tiles of 32, 16, 10 and 1 rows, seq_q !=
+// seq_k both ways, one block with one (short) step, GQA 3:1 looped in a block (each head's last tile short, every short
+// step after the whole ones) unless the launcher splits its heads, and a grid whose last partial wave is split along
+// the queries (the unit holding the last tile ends short). A short step that summed the wrong rows, reduced too few or
+// too many of dQ^T's bytes (the 80-row block's tail is other queries' padding), or dropped its dK / dV terms fails the
+// reference; every gradient element must be written. Under FB_SM90_BWD128=noshort the same shapes run the kernels
+// before (80 queries with whole last steps, or 64), and no short step.
 TEST_CASE("head dim 128: a head's short last query tile as a step of 32 queries verifies",
           "[gpu][bwd128][sm90_short]") {
   namespace sm90 = fb::cuda::flash_sm90;
@@ -234,10 +234,10 @@ TEST_CASE("head dim 128: a head's short last query tile as a step of 32 queries 
     const bool short_step = sm90::backward_short_step(c.params());
     const int split = sm90::backward_head_split(c.params());
     INFO("short last step " << short_step << ", head split " << split);
-    if (word == "short") CHECK(short_step == (split == 1));
-    if (by_default) CHECK(!short_step);
+    if (by_default) CHECK(short_step == (split == 1));
+    if (word == "noshort") CHECK(!short_step);
     short_runs += short_step;
     verify_cases({c});
   }
-  if (word == "short" && short_runs == 0) WARN("no run of the short last step (its heads split on every shape)");
+  if (by_default && short_runs == 0) WARN("no run of the short last step (every shape's heads split)");
 }
