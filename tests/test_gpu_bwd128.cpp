@@ -210,31 +210,36 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
 // the queries (the unit holding the last tile ends short). A short step that summed the wrong rows, reduced too few or
 // too many of dQ^T's bytes (the 80-row block's tail is other queries' padding), or dropped its dK / dV terms fails the
 // reference; every gradient element must be written. Under FB_SM90_BWD128=noshort the same shapes run the kernels
-// before (80 queries with whole last steps, or 64), and no short step.
+// before (80 queries with whole last steps, or 64), and no short step; under =shortc (a probe) the two causal rows
+// (80 queries at N = 4096) take it too, with the causal mask's compares on the key tile at the diagonal.
 TEST_CASE("head dim 128: a head's short last query tile as a step of 32 queries verifies",
           "[gpu][bwd128][sm90_short]") {
   namespace sm90 = fb::cuda::flash_sm90;
   struct Row {
     int batch, heads, kv_heads, q, k;
     Dtype dtype;
+    bool causal;
   };
-  const Row rows[] = {{2, 6, 6, 512, 512, Dtype::bf16},     // 6 whole tiles and 32 rows (the grid's N = 512)
-                      {3, 4, 4, 416, 300, Dtype::fp16},     // 16 rows, seq_q > seq_k
-                      {1, 3, 3, 330, 700, Dtype::bf16},     // 10 rows, seq_q < seq_k
-                      {2, 2, 2, 1, 129, Dtype::fp16},       // one step, short, 1 row
-                      {2, 6, 2, 592, 400, Dtype::fp16},     // GQA 3:1, 32 rows (unless its heads are split)
-                      {4, 20, 20, 656, 656, Dtype::bf16}};  // 480 tiles: a query tail on 132 SMs, 16 rows
+  const Row rows[] = {{2, 6, 6, 512, 512, Dtype::bf16, false},     // 6 whole tiles and 32 rows (the grid's N = 512)
+                      {3, 4, 4, 416, 300, Dtype::fp16, false},     // 16 rows, seq_q > seq_k
+                      {1, 3, 3, 330, 700, Dtype::bf16, false},     // 10 rows, seq_q < seq_k
+                      {2, 2, 2, 1, 129, Dtype::fp16, false},       // one step, short, 1 row
+                      {2, 6, 2, 592, 400, Dtype::fp16, false},     // GQA 3:1, 32 rows (unless its heads are split)
+                      {4, 20, 20, 656, 656, Dtype::bf16, false},   // 480 tiles: a query tail on 132 SMs, 16 rows
+                      {1, 2, 2, 4096, 4096, Dtype::fp16, true},    // causal (shortc): 16 rows, the diagonal tile's mask
+                      {1, 4, 2, 4096, 4096, Dtype::bf16, true}};   // causal GQA 2:1 (shortc, unless split)
   const char* env = std::getenv("FB_SM90_BWD128");
   const std::string word = env != nullptr ? env : "";
   const bool by_default = word.empty() || word == "default";
   int short_runs = 0;
   for (const Row& s : rows) {
-    const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.k, 128, s.dtype, false, Pass::bwd);
+    const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.k, 128, s.dtype, s.causal, Pass::bwd);
     INFO("case " << c.key());
     const bool short_step = sm90::backward_short_step(c.params());
     const int split = sm90::backward_head_split(c.params());
     INFO("short last step " << short_step << ", head split " << split);
-    if (by_default) CHECK(short_step == (split == 1));
+    if (by_default) CHECK(short_step == (split == 1 && !s.causal));
+    if (word == "shortc") CHECK(short_step == (split == 1));
     if (word == "noshort") CHECK(!short_step);
     short_runs += short_step;
     verify_cases({c});

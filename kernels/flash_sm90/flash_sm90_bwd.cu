@@ -94,6 +94,7 @@ constexpr int kBwd128Unit1h = 1 << 25;
 // other pass runs as the default.
 constexpr int kBwd128NoPlaneMajor = 1 << 26;
 constexpr int kBwd128NoShort = 1 << 27;
+constexpr int kBwd128ShortCausal = 1 << 28;
 // Session 20's pipe2 (a d = 128 pass without a head split, batch >= 2, as two half-batch passes on three streams of
 // descending priority) ran in session 21's call A: 1.005x over its six target rows, under its 1.015x rule, with the
 // causal N = 1k and fp16 N = 512 rows below the default (0.988x, 0.986x); removed (code in the history, commit 071e5bb;
@@ -128,11 +129,11 @@ int bwd128_variant() {
     if (s == "unit1h") return kBwd128Unit1h;
     if (s == "nopmajor") return kBwd128NoPlaneMajor;
     if (s == "noshort") return kBwd128NoShort;
+    if (s == "shortc") return kBwd128ShortCausal;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, noshort; unset, "
-                                "default "
-                                "or pmajor for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, noshort, "
+                                "shortc; unset, default or pmajor for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
                                 "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 and edges "
@@ -148,7 +149,8 @@ int bwd128_variant() {
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor || v == kBwd128NoShort;
+         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor || v == kBwd128NoShort ||
+         v == kBwd128ShortCausal;
 }
 
 // The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; nopmajor:
@@ -156,7 +158,7 @@ bool default_choice_variant() {
 bool default_order_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor ||
-         v == kBwd128NoShort;
+         v == kBwd128NoShort || v == kBwd128ShortCausal;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -207,8 +209,9 @@ bool short_step_candidate(const AttentionParams& p) {
   constexpr int kBlockM = BwdTraits<__half, 128, kBwd128Q80>::kBlockM;
   constexpr int kShortRows = BwdTraits<__half, 128, kBwd128Q80 | kBwd128Short>::kShortRows;
   const int last_rows = p.seq_q - (p.seq_q - 1) / kBlockM * kBlockM;
-  return p.head_dim == 128 && !p.causal && p.seq_q >= 1 && last_rows <= kShortRows &&
-         bwd128_variant() == kBwd64Default;
+  const int v = bwd128_variant();
+  return p.head_dim == 128 && p.seq_q >= 1 && last_rows <= kShortRows &&
+         ((!p.causal && v == kBwd64Default) || v == kBwd128ShortCausal);
 }
 bool q80_kernel(const AttentionParams& p) {
   constexpr double kMaxQ80Padding = 1.03;
@@ -223,7 +226,8 @@ bool q80_kernel(const AttentionParams& p) {
 // Whether p, if it runs without a head split, takes the 80-query kernel with its short last step (kBwd128Short,
 // flash_sm90_bwd_traits.h): the default's non-causal d = 128 passes whose last query tile holds at most 32 rows, since
 // session 34's call B (0.987-1.036x the kernels before where it acts, geomean 1.009; docs/perf-notes.md).
-// FB_SM90_BWD128=noshort runs the kernels before (and 64 queries where only the short step made 80 pad little).
+// FB_SM90_BWD128=noshort runs the kernels before (and 64 queries where only the short step made 80 pad little);
+// =shortc takes it on causal passes too (where q80_kernel() picks 80 queries; their rule is unchanged), a probe.
 bool short_last_step(const AttentionParams& p) { return short_step_candidate(p) && q80_kernel(p); }
 
 // Whether p (a pass without a head split) runs in the key-tail block order (kBwd128KeyTail): the default's
@@ -262,9 +266,12 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
         default:  // q64, q80c, kgroup too
           if (key_tail) {  // a head split runs the split kernels (with_split_traits)
             // grouped_key_tiles() may keep every key tile grouped (session 12's order).
+            if (q80 && short_step)
+              return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail | kBwd128Short>{});
             if (q80) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128KeyTail>{});
             return f(BwdTraits<Elem, 128, kBwd128KeyTail>{});
           }
+          if (q80 && causal && short_step) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask | kBwd128Short>{});
           if (q80 && causal) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128Q80Mask>{});
           if (qtail) {  // non-causal (qtail_parts())
             if (q80 && short_step) return f(BwdTraits<Elem, 128, kBwd128Q80 | kBwd128QTail | kBwd128Short>{});

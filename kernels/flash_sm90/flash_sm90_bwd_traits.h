@@ -169,8 +169,9 @@ namespace fb::cuda::flash_sm90 {
 //                       and convert). Against session 16's qtail (R tiles in S equal units, S <= B / R) every block
 //                       takes the same share, whatever R. Call A: 1.011-1.108x on shapes no config names, the grid
 //                       1.011-1.026x (docs/perf-notes.md, "Session 32").
-//   Session 34 at d = 128 (a bit with kBwd128Q80, without kBwd128Q80Mask; the default on non-causal passes without a
-//   head split since session 34's call B, short_last_step() in flash_sm90_bwd.cu; FB_SM90_BWD128=noshort runs without):
+//   Session 34 at d = 128 (a bit with kBwd128Q80; the default on non-causal passes without a head split since session
+//   34's call B, short_last_step() in flash_sm90_bwd.cu; FB_SM90_BWD128=noshort runs without; =shortc on causal passes
+//   without a head split too, with kBwd128Q80Mask, a probe):
 //   kBwd128Short        a head's last query tile, where it holds at most kShortRows = 32 of the 80 rows (seq_q mod 80
 //                       in 1..32: N = 512, 4096, 8192), runs as a step of 32 queries: S^T, dP^T and dQ^T m64n32, dV
 //                       and dK 2 k16 steps, a 8 KB dQ^T reduction (the first 32 queries of the tile's accumulator
@@ -218,7 +219,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // The 80-query kernel with the causal mask's compares (the non-causal Q80 kernel has none).
   static constexpr bool kQ80Mask = kQ80 && (kVariant64 & kBwd128Q80Mask) != 0;
   // A head's last query tile as a step of kShortRows queries where it has no more rows (kBwd128Short above).
-  static constexpr bool kShort = kQ80 && !kQ80Mask && (kBits128 & kBwd128Short) != 0;
+  static constexpr bool kShort = kQ80 && (kBits128 & kBwd128Short) != 0;
   static constexpr int kShortRows = 32;
   // Key tiles in plane groups, then the short ones over all planes (kBwd128KeyTail above).
   // The head split's units too (d = 128), in the order of its virtual planes (flash_sm90_bwd_kernel.cuh).
@@ -340,8 +341,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
                 "Q80: a dS row is one 64-key chunk per consumer; the staged epilogue (or the head "
                 "split's partial sums); alone");
   static_assert((kVariant64 & kBwd128Q80Mask) == 0 || kQ80, "the Q80 mask is the Q80 kernel's");
-  static_assert((kVariant64 & kBwd128Short) == 0 || (kQ80 && !kQ80Mask && !kHeadSplit && !kKeyTail),
-                "the short last step: the non-causal 80-query kernel (with or without the query tail)");
+  static_assert((kVariant64 & kBwd128Short) == 0 || (kQ80 && !kHeadSplit),
+                "the short last step: the 80-query kernels without a head split");
   static_assert(kShortRows % 16 == 0 && kShortRows < kBlockM, "the short step is whole k16 steps of queries");
   static_assert(!kKeyTail || (!kPersistent && !kTail && !kMaskBranch && kExp2PolyEighths == 0),
                 "the key-tile tail order: one block per tile, not with session 9-11's probes");
