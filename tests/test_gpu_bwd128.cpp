@@ -202,16 +202,16 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
 }
 
 // The short last step (kBwd128Short, flash_sm90_bwd_traits.h; short_last_step(), flash_sm90_bwd.cu; the default on
-// non-causal d = 128 passes without a head split since session 34): where a head's last 80-query tile holds at most 32
-// rows, it runs as a step of 32 queries (m64n32 S^T, dP^T and dQ^T, two k16 steps of dV and dK, an 8 KB dQ^T
-// reduction) after the block's whole steps. Shapes no config names: last tiles of 32, 16, 10 and 1 rows, seq_q !=
-// seq_k both ways, one block with one (short) step, GQA 3:1 looped in a block (each head's last tile short, every short
-// step after the whole ones) unless the launcher splits its heads, and a grid whose last partial wave is split along
-// the queries (the unit holding the last tile ends short). A short step that summed the wrong rows, reduced too few or
-// too many of dQ^T's bytes (the 80-row block's tail is other queries' padding), or dropped its dK / dV terms fails the
+// d = 128 passes without a head split since session 34): where a head's last 80-query tile holds at most 32 rows, it
+// runs as a step of 32 queries (m64n32 S^T, dP^T and dQ^T, two k16 steps of dV and dK, an 8 KB dQ^T reduction) after
+// the block's whole steps. Shapes no config names: last tiles of 32, 16, 10 and 1 rows, seq_q != seq_k both ways, one
+// block with one (short) step, GQA 3:1 looped in a block (each head's last tile short, every short step after the
+// whole ones) unless the launcher splits its heads, a grid whose last partial wave is split along the queries (the
+// unit holding the last tile ends short), and two causal rows (80 queries at N = 4096: the short step takes the causal
+// mask's compares on the key tile at the diagonal). A short step that summed the wrong rows, reduced too few or too
+// many of dQ^T's bytes (the 80-row block's tail is other queries' padding), or dropped its dK / dV terms fails the
 // reference; every gradient element must be written. Under FB_SM90_BWD128=noshort the same shapes run the kernels
-// before (80 queries with whole last steps, or 64), and no short step; under =shortc (a probe) the two causal rows
-// (80 queries at N = 4096) take it too, with the causal mask's compares on the key tile at the diagonal.
+// before (80 queries with whole last steps, or 64), and no short step.
 TEST_CASE("head dim 128: a head's short last query tile as a step of 32 queries verifies",
           "[gpu][bwd128][sm90_short]") {
   namespace sm90 = fb::cuda::flash_sm90;
@@ -226,8 +226,8 @@ TEST_CASE("head dim 128: a head's short last query tile as a step of 32 queries 
                       {2, 2, 2, 1, 129, Dtype::fp16, false},       // one step, short, 1 row
                       {2, 6, 2, 592, 400, Dtype::fp16, false},     // GQA 3:1, 32 rows (unless its heads are split)
                       {4, 20, 20, 656, 656, Dtype::bf16, false},   // 480 tiles: a query tail on 132 SMs, 16 rows
-                      {1, 2, 2, 4096, 4096, Dtype::fp16, true},    // causal (shortc): 16 rows, the diagonal tile's mask
-                      {1, 4, 2, 4096, 4096, Dtype::bf16, true}};   // causal GQA 2:1 (shortc, unless split)
+                      {1, 2, 2, 4096, 4096, Dtype::fp16, true},    // causal: 16 rows, the diagonal tile's mask
+                      {1, 4, 2, 4096, 4096, Dtype::bf16, true}};   // causal GQA 2:1 (unless its heads are split)
   const char* env = std::getenv("FB_SM90_BWD128");
   const std::string word = env != nullptr ? env : "";
   const bool by_default = word.empty() || word == "default";
@@ -238,8 +238,7 @@ TEST_CASE("head dim 128: a head's short last query tile as a step of 32 queries 
     const bool short_step = sm90::backward_short_step(c.params());
     const int split = sm90::backward_head_split(c.params());
     INFO("short last step " << short_step << ", head split " << split);
-    if (by_default) CHECK(short_step == (split == 1 && !s.causal));
-    if (word == "shortc") CHECK(short_step == (split == 1));
+    if (by_default) CHECK(short_step == (split == 1));
     if (word == "noshort") CHECK(!short_step);
     short_runs += short_step;
     verify_cases({c});

@@ -94,7 +94,6 @@ constexpr int kBwd128Unit1h = 1 << 25;
 // other pass runs as the default.
 constexpr int kBwd128NoPlaneMajor = 1 << 26;
 constexpr int kBwd128NoShort = 1 << 27;
-constexpr int kBwd128ShortCausal = 1 << 28;
 // Session 20's pipe2 (a d = 128 pass without a head split, batch >= 2, as two half-batch passes on three streams of
 // descending priority) ran in session 21's call A: 1.005x over its six target rows, under its 1.015x rule, with the
 // causal N = 1k and fp16 N = 512 rows below the default (0.988x, 0.986x); removed (code in the history, commit 071e5bb;
@@ -129,15 +128,14 @@ int bwd128_variant() {
     if (s == "unit1h") return kBwd128Unit1h;
     if (s == "nopmajor") return kBwd128NoPlaneMajor;
     if (s == "noshort") return kBwd128NoShort;
-    if (s == "shortc") return kBwd128ShortCausal;
     throw std::invalid_argument("FB_SM90_BWD128: '" + s +
                                 "' is not a flash-sm90 d = 128 backward variant (direct, tail, poly, mbranch, "
-                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, noshort, "
-                                "shortc; unset, default or pmajor for the default; "
+                                "q64, q80c, kgroup, ktailmha, splitflat, splitmost, unit1h, nopmajor, noshort; "
+                                "unset, default or pmajor for the default; "
                                 "ktail, klpt, ktailr and pdl were removed in session 13, ktailgqa and splitkt8 "
                                 "(now the default), ktailmem and splitkt in session 14, cvwave and splitunit (now the "
                                 "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 and edges "
-                                "in session 21, short (now the default) in session 34: "
+                                "in session 21, short and shortc (now the default) in session 34: "
                                 "docs/perf-notes.md)");
   }();
   return v;
@@ -149,8 +147,7 @@ int bwd128_variant() {
 bool default_choice_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128KeyGroup || v == kBwd128KeyTailMha || v == kBwd128SplitFlat ||
-         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor || v == kBwd128NoShort ||
-         v == kBwd128ShortCausal;
+         v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor || v == kBwd128NoShort;
 }
 
 // The default's order on causal passes (splitmost, unit1h: only a head split's number of subsets differs; nopmajor:
@@ -158,7 +155,7 @@ bool default_choice_variant() {
 bool default_order_variant() {
   const int v = bwd128_variant();
   return v == kBwd64Default || v == kBwd128SplitMost || v == kBwd128Unit1h || v == kBwd128NoPlaneMajor ||
-         v == kBwd128NoShort || v == kBwd128ShortCausal;
+         v == kBwd128NoShort;
 }
 
 // Whether a head-split pass (head_split(p) > 1) splits into the most subsets and runs its units (key tile,
@@ -201,17 +198,15 @@ std::int64_t causal_rows(const AttentionParams& p, int block_m) {
 //   at most kMaxQ80CausalRowsPct percent of those (N = 3072 and 4096 in; 1024 and 2048 out, 2048 not
 //   measured).
 // FlashAttention-3 keeps 64 queries a step under a causal mask.
-//   Session 34: on MHA passes that run a short last step (short_last_step() below) the last tile counts its 32 rows,
-//   not 80: N = 512 is 6 tiles of 80 and one of 32 (512 rows), so it takes 80 queries since (call B: 1.004 / 1.010x
-//   bf16 / fp16 against 64; FB_SM90_BWD128=noshort keeps 64 there). (GQA passes may split their heads, whose units keep
-//   whole steps; the split's model asks q80_kernel().)
+//   Session 34: on non-causal MHA passes that run a short last step (short_last_step() below) the last tile counts
+//   its 32 rows, not 80: N = 512 is 6 tiles of 80 and one of 32 (512 rows), so it takes 80 queries since (call B:
+//   1.004 / 1.010x bf16 / fp16 against 64; FB_SM90_BWD128=noshort keeps 64 there). (GQA passes may split their heads,
+//   whose units keep whole steps; the split's model asks q80_kernel(). The causal rule is unchanged.)
 bool short_step_candidate(const AttentionParams& p) {
   constexpr int kBlockM = BwdTraits<__half, 128, kBwd128Q80>::kBlockM;
   constexpr int kShortRows = BwdTraits<__half, 128, kBwd128Q80 | kBwd128Short>::kShortRows;
   const int last_rows = p.seq_q - (p.seq_q - 1) / kBlockM * kBlockM;
-  const int v = bwd128_variant();
-  return p.head_dim == 128 && p.seq_q >= 1 && last_rows <= kShortRows &&
-         ((!p.causal && v == kBwd64Default) || v == kBwd128ShortCausal);
+  return p.head_dim == 128 && p.seq_q >= 1 && last_rows <= kShortRows && bwd128_variant() == kBwd64Default;
 }
 bool q80_kernel(const AttentionParams& p) {
   constexpr double kMaxQ80Padding = 1.03;
@@ -224,10 +219,10 @@ bool q80_kernel(const AttentionParams& p) {
   return rows80 <= kMaxQ80Padding * round_up(p.seq_q, 64);
 }
 // Whether p, if it runs without a head split, takes the 80-query kernel with its short last step (kBwd128Short,
-// flash_sm90_bwd_traits.h): the default's non-causal d = 128 passes whose last query tile holds at most 32 rows, since
-// session 34's call B (0.987-1.036x the kernels before where it acts, geomean 1.009; docs/perf-notes.md).
-// FB_SM90_BWD128=noshort runs the kernels before (and 64 queries where only the short step made 80 pad little);
-// =shortc takes it on causal passes too (where q80_kernel() picks 80 queries; their rule is unchanged), a probe.
+// flash_sm90_bwd_traits.h): the default's d = 128 passes whose last query tile holds at most 32 rows, where they take
+// 80 queries: non-causal since session 34's call B (0.987-1.036x the kernels before where it acts, geomean 1.009),
+// causal since call D (0.997-1.031x, geomean 1.016; q80_kernel()'s causal rule unchanged); docs/perf-notes.md.
+// FB_SM90_BWD128=noshort runs the kernels before (and 64 queries where only the short step made 80 pad little).
 bool short_last_step(const AttentionParams& p) { return short_step_candidate(p) && q80_kernel(p); }
 
 // Whether p (a pass without a head split) runs in the key-tail block order (kBwd128KeyTail): the default's

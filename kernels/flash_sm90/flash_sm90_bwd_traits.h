@@ -169,17 +169,17 @@ namespace fb::cuda::flash_sm90 {
 //                       and convert). Against session 16's qtail (R tiles in S equal units, S <= B / R) every block
 //                       takes the same share, whatever R. Call A: 1.011-1.108x on shapes no config names, the grid
 //                       1.011-1.026x (docs/perf-notes.md, "Session 32").
-//   Session 34 at d = 128 (a bit with kBwd128Q80; the default on non-causal passes without a head split since session
-//   34's call B, short_last_step() in flash_sm90_bwd.cu; FB_SM90_BWD128=noshort runs without; =shortc on causal passes
-//   without a head split too, with kBwd128Q80Mask, a probe):
+//   Session 34 at d = 128 (a bit with kBwd128Q80, and kBwd128Q80Mask on causal passes; the default on passes without a
+//   head split since session 34's calls B (non-causal) and D (causal), short_last_step() in flash_sm90_bwd.cu;
+//   FB_SM90_BWD128=noshort runs without):
 //   kBwd128Short        a head's last query tile, where it holds at most kShortRows = 32 of the 80 rows (seq_q mod 80
 //                       in 1..32: N = 512, 4096, 8192), runs as a step of 32 queries: S^T, dP^T and dQ^T m64n32, dV
 //                       and dK 2 k16 steps, a 8 KB dQ^T reduction (the first 32 queries of the tile's accumulator
 //                       block, whose order is by n8 groups of queries). The 80-query step computed 48-79 rows of
 //                       padding there: at N = 4096 (52 tiles of 80 for 51.2) 1.5% of the steps' work. The short steps
 //                       run after all the whole ones (bwd_short_split). Call B: 0.987-1.036x the kernels before where
-//                       it acts (geomean 1.009); call A measured a first form (each head's short step right after its
-//                       whole ones; bf16 8 bytes of spill) at 0.967-1.027x.
+//                       it acts (geomean 1.009), call D on causal passes 0.997-1.031x (1.016); call A measured a first
+//                       form (each head's short step right after its whole ones; bf16 8 bytes of spill) at 0.967-1.027x.
 constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBwdHeadSplit = 8,
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
