@@ -111,6 +111,16 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
     CHECK(sm90::backward_head_split(params(1, 8, 8, 1000, causal)) == 1);
     // 32 q / 8 kv heads, batch 4, 8k keys: 64 tiles x 32 K/V planes, over 8 per SM.
     CHECK(sm90::backward_head_split(params(4, 32, 8, 8192, causal)) == 1);
+    // 32 q / 1 kv head, N = 700: 6 key tiles. Non-causal since session 35 the whole group is the cap (max_head_split(),
+    // flash_sm90_bwd.cu): 16 subsets (96 units of 2 heads, one round on 114 or 132 SMs) where a cap of 8 gave 48
+    // units of 4 heads; causal keeps at most 8.
+    const int wide = sm90::backward_head_split(params(1, 32, 1, 700, causal));
+    INFO("32 q / 1 kv head N = 700: " << wide << " subsets");
+    CHECK(32 % wide == 0);
+    if (causal)
+      CHECK(wide <= 8);
+    else
+      CHECK(wide > 8);
     const std::size_t many = sm90::backward_workspace_bytes(params(4, 32, 8, 8192, causal));
     const std::size_t many_mha = sm90::backward_workspace_bytes(params(4, 32, 32, 8192, causal));
     if (sm90::backward_tail_split(params(4, 32, 8, 8192, causal)) == 1 &&

@@ -289,3 +289,24 @@ TEST_CASE("head split: flash's unsplit causal grid plane-major as it runs", "[he
   for (const auto& [batch, seq] : {std::pair{32, 1024}, std::pair{8, 4096}, std::pair{4, 8192}})
     CHECK(pick(batch, 32, 8, seq, true, true) == 1);
 }
+
+TEST_CASE("head split: without a mask, a cap of 8 subsets can leave a long last round", "[head_split]") {
+  // 40 q / 1 kv head, batch 1, N = 7100: 56 key tiles (results/h200/s35/A/, 0.963x torch-cudnn under the cap). Every
+  // unit is as long as the others; at most 8 subsets the fastest is 2 (112 units of 20 heads, one round on 132 SMs,
+  // 20 of them idle); the whole group as the cap (flash_sm90_bwd.cu and flash_bwd.cu, max_head_split()) lets the
+  // model even the rounds with more, shorter units.
+  constexpr int kSms = 132;
+  cuda::HeadSplitModel capped;
+  capped.near_best = 0.0;
+  cuda::HeadSplitModel whole = capped;
+  whole.max_split = 40;
+  const AttentionParams p = shape(1, 40, 1, 7100, false);
+  const int at8 = model_head_split(p, kSms, 128, 64, capped);
+  const int at40 = model_head_split(p, kSms, 128, 64, whole);
+  INFO("cap 8: " << at8 << ", cap 40: " << at40);
+  CHECK(at8 <= 8);
+  CHECK(at40 > 8);
+  CHECK(40 % at40 == 0);
+  // The cap never forces a split: a shape that fills the GPU stays whole under either cap.
+  CHECK(model_head_split(shape(4, 32, 8, 8192, false), kSms, 128, 64, whole) == 1);
+}

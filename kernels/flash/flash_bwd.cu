@@ -139,9 +139,9 @@ bool descend_walk(const AttentionParams& p) {
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
-// that decides it: at d = 128 16 under the causal mask (session 13) and the whole group without it (session 27); the
-// shared model's 8 at d = 64 and everywhere under the probe `cap8`. Causal: key tile j's units do the work of
-// N - j * kBlockN queries, and at long N the finer split measured faster than the model's unit cost says
+// that decides it: at d = 128 16 under the causal mask (session 13); the whole group without it (session 27 at d = 128,
+// session 35 at d = 64); the shared model's 8 under a causal mask at d = 64 and everywhere under the probe `cap8`.
+// Causal: key tile j's units do the work of N - j * kBlockN queries, and at long N the finer split measured faster than the model's unit cost says
 // (32 q / 1 kv heads, d = 128, 16 subsets forced against the model's 8: +2.3% and +4.4% at N = 16k in
 // session 12). The model keeps its unit overhead, so it takes 16 only where units stay long: at 16k tokens
 // 32/1 goes 8 -> 16 at N >= 8k and keeps 8 / 4 at N = 4k / 1k. Session 13's call A (`cap8` against this,
@@ -151,11 +151,15 @@ bool descend_walk(const AttentionParams& p) {
 // as long as the others and the model's time is its rounds of units; session 27's call B (results/h200/s27/callB/,
 // every divisor of the group forced on eight shapes no config names) had it within 4.12-4.22 us a modelled step
 // over 2-40 subsets at 40 q / 1 kv heads N = 4500, where the cap of 8 kept 1.126x the fastest split's time (0.965x
-// FlashAttention-2; 20 subsets 1.087x). Groups of at most 8 query heads are unchanged.
+// FlashAttention-2; 20 subsets 1.087x). Groups of at most 8 query heads are unchanged. Non-causal d = 64 since
+// session 35 (whole groups too): 40 q / 1 kv head, batch 1, N = 7100 read 0.919x FlashAttention-2 under the cap of 8
+// (results/h200/s35/A/, rounds-gqa.txt).
 int max_head_split(const AttentionParams& p) {
   constexpr int kCausalMaxSplit = 16;
-  if (grid_variant() == GridVariant::cap8 || p.head_dim != 128) return HeadSplitModel{}.max_split;
-  return p.causal ? kCausalMaxSplit : std::max(p.heads / std::max(p.kv_heads, 1), HeadSplitModel{}.max_split);
+  const int cap = HeadSplitModel{}.max_split;
+  if (grid_variant() == GridVariant::cap8) return cap;
+  if (p.causal) return p.head_dim == 128 ? kCausalMaxSplit : cap;
+  return std::max(p.heads / std::max(p.kv_heads, 1), cap);
 }
 
 // Whether a GQA head split's kernels reduce dQ into the tiled accumulator too (TcConfig::split_dq_tiled:

@@ -357,12 +357,36 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 (d = 128) and 24 (d = 64) non-causal
 // passes take the fastest modelled split, below). Only GQA/MQA at d = 64 or 128 with few
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
-// (1: off) where N divides the group, for A/B runs.
-int head_split(const AttentionParams& p) {
-  static const int forced = [] {
+// (1: off) where N divides the group, for A/B runs; FB_SM90_BWD_SPLIT=cap8 keeps the model's cap of 8 subsets on
+// non-causal passes (max_head_split() below: the choice before session 35).
+// FB_SM90_BWD_SPLIT read once: a forced count (> 0), 0 (the model), or -1 (cap8).
+int split_word() {
+  static const int word = [] {
     const char* e = std::getenv("FB_SM90_BWD_SPLIT");
-    return e != nullptr ? std::atoi(e) : 0;
+    const std::string v = e != nullptr ? e : "";
+    if (v.empty() || v == "default") return 0;
+    if (v == "cap8") return -1;
+    const int n = std::atoi(v.c_str());
+    if (n < 1 || std::to_string(n) != v)
+      throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v + "' is not default, cap8 or a number of subsets >= 1");
+    return n;
   }();
+  return word;
+}
+// The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place that decides
+// it: the whole group on non-causal passes since session 35, the shared model's 8 under a causal mask (and under
+// FB_SM90_BWD_SPLIT=cap8). Without a mask every unit is as long as the others, and the model's time is its rounds of
+// units, so a cap of 8 can leave a long last round: 40 q / 1 kv head, batch 1, N = 7100 (56 key tiles) took 2
+// subsets, 112 units of 20 heads in one round on 132 SMs, 0.963x torch-cudnn at d = 128 (results/h200/s35/A/,
+// rounds-gqa.txt), where 40 one-head units a tile fill 17 rounds (modelled 1.13x faster). The portable backward
+// lifted its cap at d = 128 in session 27 (kernels/flash/flash_bwd.cu, max_head_split()).
+int max_head_split(const AttentionParams& p) {
+  const int cap = HeadSplitModel{}.max_split;
+  if (p.causal || split_word() < 0) return cap;
+  return std::max(p.group(), cap);
+}
+int head_split(const AttentionParams& p) {
+  const int forced = std::max(split_word(), 0);
   const int group = p.group();
   if (group <= 1 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
@@ -393,6 +417,7 @@ int head_split(const AttentionParams& p) {
   // 4 -> 2, 32 / 4 b2 N = 3000 4 -> 2, 64 / 8 b1 N = 3000 4 -> 2, 16 / 2 b1 N = 6000 8 -> 4, 12 / 2 b6 N = 6000
   // 6 -> 3): 1.013-1.105x, geomean 1.039x (rule >= 1.02x, every shape >= 0.99x in both rounds).
   HeadSplitModel model;
+  model.max_split = max_head_split(p);
   if (!p.causal) model.near_best = 0.0;
   // Since session 25 (call C, results/h200/s25/callC/): non-causal d = 128 passes set the split against the unsplit
   // grid with its query tail (qtail_parts() below splits that grid's last partial wave), not against a whole last
