@@ -357,36 +357,58 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 (d = 128) and 24 (d = 64) non-causal
 // passes take the fastest modelled split, below). Only GQA/MQA at d = 64 or 128 with few
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
-// (1: off) where N divides the group, for A/B runs; FB_SM90_BWD_SPLIT=cap8 keeps the model's cap of 8 subsets on
-// non-causal passes (max_head_split() below: the choice before session 35).
-// FB_SM90_BWD_SPLIT read once: a forced count (> 0), 0 (the model), or -1 (cap8).
-int split_word() {
-  static const int word = [] {
+// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits only.
+//
+// Session 35's probes (docs/perf-notes.md, "Session 35: the non-causal head split past 8 subsets"), FB_SM90_BWD_SPLIT:
+//   whole    the model's cap is the whole group on non-causal passes (max_head_split()), not 8. Call B
+//            (results/h200/s35/B/, three interleaved rounds on twelve non-causal GQA/MQA shapes where the choice
+//            changes): 0.922-1.092x the default, geomean 1.002; its rule (>= 1.02, none below 0.98) not met.
+//   pg       non-causal head-split passes take their virtual planes (a K/V plane and a subset of its query heads) in
+//            L2 plane groups (plane_group(), key tiles outermost within a group), not all in one group: the blocks
+//            that run together then share a few subsets' Q, dO and dQ accumulator in L2 rather than every
+//            subset's (40 one-head units a key tile at 40 q / 1 kv N = 7100 stream all 40 heads' rows, 290 MB).
+//   wholepg  both.
+enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2 };
+struct SplitSetting {
+  int forced = 0;  // > 0: that many subsets
+  int bits = 0;    // SplitWord bits
+};
+const SplitSetting& split_setting() {
+  static const SplitSetting setting = [] {
     const char* e = std::getenv("FB_SM90_BWD_SPLIT");
     const std::string v = e != nullptr ? e : "";
-    if (v.empty() || v == "default") return 0;
-    if (v == "cap8") return -1;
-    const int n = std::atoi(v.c_str());
-    if (n < 1 || std::to_string(n) != v)
-      throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v + "' is not default, cap8 or a number of subsets >= 1");
-    return n;
+    SplitSetting st;
+    if (v.empty() || v == "default") return st;
+    if (v == "whole") st.bits = kSplitWhole;
+    else if (v == "pg") st.bits = kSplitPlaneGroups;
+    else if (v == "wholepg") st.bits = kSplitWhole | kSplitPlaneGroups;
+    else {
+      st.forced = std::atoi(v.c_str());
+      if (st.forced < 1 || std::to_string(st.forced) != v)
+        throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
+                                    "' is not default, whole, pg, wholepg or a number of subsets >= 1");
+    }
+    return st;
   }();
-  return word;
+  return setting;
 }
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place that decides
-// it: the whole group on non-causal passes since session 35, the shared model's 8 under a causal mask (and under
-// FB_SM90_BWD_SPLIT=cap8). Without a mask every unit is as long as the others, and the model's time is its rounds of
-// units, so a cap of 8 can leave a long last round: 40 q / 1 kv head, batch 1, N = 7100 (56 key tiles) took 2
-// subsets, 112 units of 20 heads in one round on 132 SMs, 0.963x torch-cudnn at d = 128 (results/h200/s35/A/,
-// rounds-gqa.txt), where 40 one-head units a tile fill 17 rounds (modelled 1.13x faster). The portable backward
-// lifted its cap at d = 128 in session 27 (kernels/flash/flash_bwd.cu, max_head_split()).
+// it: 8 (the shared model's), and the whole group on non-causal passes under `whole` / `wholepg`. Without a mask every
+// unit is as long as the others and the model's time is its rounds of units, so a cap of 8 can leave a long last
+// round: 40 q / 1 kv head, batch 1, N = 7100 (56 key tiles) takes 2 subsets, 112 units of 20 heads in one round on
+// 132 SMs (0.963x torch-cudnn at d = 128, results/h200/s35/A/), where the model rates 40 one-head units 1.13x faster.
+// The portable backward's cap is the whole group there (kernels/flash/flash_bwd.cu, max_head_split()).
 int max_head_split(const AttentionParams& p) {
   const int cap = HeadSplitModel{}.max_split;
-  if (p.causal || split_word() < 0) return cap;
+  if (p.causal || (split_setting().bits & kSplitWhole) == 0) return cap;
   return std::max(p.group(), cap);
 }
+// Whether a non-causal head-split pass takes its virtual planes in L2 plane groups (`pg`, `wholepg`).
+bool split_plane_groups(const AttentionParams& p) {
+  return !p.causal && (split_setting().bits & kSplitPlaneGroups) != 0;
+}
 int head_split(const AttentionParams& p) {
-  const int forced = std::max(split_word(), 0);
+  const int forced = split_setting().forced;
   const int group = p.group();
   if (group <= 1 || (p.head_dim != 64 && p.head_dim != 128) ||
       (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16))
@@ -972,6 +994,9 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     prm.dkv_acc = dkv_acc;
     // split_key_tail(): virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
     if constexpr (Tr::kKeyTail) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
+    // Non-causal, under `pg` / `wholepg`: the same plane groups, key tiles outermost within each (every unit is as
+    // long as the others, so the order only decides what L2 holds).
+    if (split_plane_groups(p)) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
   }
   long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
   if constexpr (Tr::kQTail || Tr::kTailShare) {  // the shared tail: the persistent grid, tail_share_on()
