@@ -87,8 +87,8 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
   gpu();
   const char* word_env = std::getenv("FB_SM90_BWD_SPLIT");
   const std::string word = word_env != nullptr ? word_env : "";
-  const bool whole_word = word == "whole" || word == "wholepg";
-  if (!word.empty() && word != "default" && word != "pg" && !whole_word) {
+  const bool whole_cap = word.empty() || word == "default" || word == "whole";
+  if (!whole_cap && word != "cap8" && word != "pg") {
     WARN("FB_SM90_BWD_SPLIT is set: the split is forced");
     return;
   }
@@ -114,13 +114,13 @@ TEST_CASE("GQA/MQA: the backward splits query heads only where K/V tiles are few
     CHECK(sm90::backward_head_split(params(1, 8, 8, 1000, causal)) == 1);
     // 32 q / 8 kv heads, batch 4, 8k keys: 64 tiles x 32 K/V planes, over 8 per SM.
     CHECK(sm90::backward_head_split(params(4, 32, 8, 8192, causal)) == 1);
-    // 32 q / 1 kv head, N = 700: 6 key tiles. At most 8 subsets (max_head_split(), flash_sm90_bwd.cu); under the
-    // probes `whole` / `wholepg` (session 35) non-causal passes may take the whole group: 16 subsets (96 units of 2
-    // heads, one round on 114 or 132 SMs) where the cap of 8 gives 48 units of 4 heads. Causal: at most 8 always.
+    // 32 q / 1 kv head, N = 700: 6 key tiles. Non-causal passes may take the whole group since session 35
+    // (max_head_split(), flash_sm90_bwd.cu): 16 subsets (96 units of 2 heads, one round on 114 or 132 SMs) where the
+    // cap of 8 (`cap8`, `pg`) gives 48 units of 4 heads. Causal: at most 8 always.
     const int wide = sm90::backward_head_split(params(1, 32, 1, 700, causal));
     INFO("32 q / 1 kv head N = 700: " << wide << " subsets");
     CHECK(32 % wide == 0);
-    if (causal || !whole_word)
+    if (causal || !whole_cap)
       CHECK(wide <= 8);
     else
       CHECK(wide > 8);

@@ -359,19 +359,22 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
 // (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits only.
 //
-// Session 35's probes (docs/perf-notes.md, "Session 35: the non-causal head split past 8 subsets"), FB_SM90_BWD_SPLIT:
-//   whole    the model's cap is the whole group on non-causal passes (max_head_split()), not 8. Call B
-//            (results/h200/s35/B/, three interleaved rounds on twelve non-causal GQA/MQA shapes where the choice
-//            changes): 0.922-1.092x the default, geomean 1.002; its rule (>= 1.02, none below 0.98) not met.
-//   pg       non-causal head-split passes take their virtual planes (a K/V plane and a subset of its query heads) in
-//            L2 plane groups (plane_group(), key tiles outermost within a group), not all in one group: the blocks
-//            that run together then share a few subsets' Q, dO and dQ accumulator in L2 rather than every
-//            subset's (40 one-head units a key tile at 40 q / 1 kv N = 7100 stream all 40 heads' rows, 290 MB).
-//   wholepg  both.
+// Non-causal head splits since session 35 (docs/perf-notes.md, "Session 35: the non-causal head split past 8
+// subsets"): the model's cap is the whole group (max_head_split()) and the virtual planes (a K/V plane and a subset of
+// its query heads) run in L2 plane groups (split_plane_groups()), key tiles outermost within a group, not all in one
+// group: the blocks that run together then share a few subsets' Q, dO and dQ accumulator in L2 rather than stream
+// every subset's (40 one-head units a key tile at 40 q / 1 kv N = 7100 would read all 40 heads' rows, 290 MB, for
+// every 2-3 key tiles). Call B (results/h200/s35/B/): the cap alone 0.922-1.092x the choice before (geomean 1.002,
+// rule not met). Call C (results/h200/s35/C/, three interleaved rounds on 22 non-causal GQA/MQA shapes no config
+// names, rule written before it): the plane groups alone 0.988-1.053x (geomean 1.007), both **1.003-1.169x (geomean
+// 1.056)**, causal control 0.995x. FB_SM90_BWD_SPLIT words (non-causal head splits only):
+//   cap8     the choice before session 35: at most 8 subsets, every virtual plane in one group;
+//   pg       the plane groups with the cap of 8 (a probe);
+//   whole    the whole group as the cap, one group (a probe).
 enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2 };
 struct SplitSetting {
-  int forced = 0;  // > 0: that many subsets
-  int bits = 0;    // SplitWord bits
+  int forced = 0;                               // > 0: that many subsets
+  int bits = kSplitWhole | kSplitPlaneGroups;  // SplitWord bits
 };
 const SplitSetting& split_setting() {
   static const SplitSetting setting = [] {
@@ -379,31 +382,34 @@ const SplitSetting& split_setting() {
     const std::string v = e != nullptr ? e : "";
     SplitSetting st;
     if (v.empty() || v == "default") return st;
-    if (v == "whole") st.bits = kSplitWhole;
+    if (v == "cap8") st.bits = 0;
     else if (v == "pg") st.bits = kSplitPlaneGroups;
-    else if (v == "wholepg") st.bits = kSplitWhole | kSplitPlaneGroups;
+    else if (v == "whole") st.bits = kSplitWhole;
+    else if (v == "wholepg") throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'wholepg' is the default since session 35");
     else {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, whole, pg, wholepg or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole or a number of subsets >= 1");
     }
     return st;
   }();
   return setting;
 }
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place that decides
-// it: 8 (the shared model's), and the whole group on non-causal passes under `whole` / `wholepg`. Without a mask every
-// unit is as long as the others and the model's time is its rounds of units, so a cap of 8 can leave a long last
-// round: 40 q / 1 kv head, batch 1, N = 7100 (56 key tiles) takes 2 subsets, 112 units of 20 heads in one round on
-// 132 SMs (0.963x torch-cudnn at d = 128, results/h200/s35/A/), where the model rates 40 one-head units 1.13x faster.
-// The portable backward's cap is the whole group there (kernels/flash/flash_bwd.cu, max_head_split()).
+// it: the whole group on non-causal passes, 8 (the shared model's) under a causal mask and under `cap8` / `pg`.
+// Without a mask every unit is as long as the others and the model's time is its rounds of units, so a cap of 8 can
+// leave a long last round: 40 q / 1 kv head, batch 1, N = 7100 (56 key tiles) took 2 subsets, 112 units of 20 heads in
+// one round on 132 SMs (0.963x torch-cudnn at d = 128, results/h200/s35/A/), where 40 one-head units model 1.13x
+// faster (call C: 1.089x the choice before, 1.055x torch-cudnn). The portable backward's cap is the whole group there
+// too (kernels/flash/flash_bwd.cu, max_head_split()).
 int max_head_split(const AttentionParams& p) {
   const int cap = HeadSplitModel{}.max_split;
   if (p.causal || (split_setting().bits & kSplitWhole) == 0) return cap;
   return std::max(p.group(), cap);
 }
-// Whether a non-causal head-split pass takes its virtual planes in L2 plane groups (`pg`, `wholepg`).
+// Whether a head-split pass takes its virtual planes in L2 plane groups without the key-tail order: non-causal passes
+// (not under `cap8` / `whole`). Causal ones in the key-tail order have them since session 14 (split_key_tail()).
 bool split_plane_groups(const AttentionParams& p) {
   return !p.causal && (split_setting().bits & kSplitPlaneGroups) != 0;
 }
@@ -994,8 +1000,8 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     prm.dkv_acc = dkv_acc;
     // split_key_tail(): virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
     if constexpr (Tr::kKeyTail) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
-    // Non-causal, under `pg` / `wholepg`: the same plane groups, key tiles outermost within each (every unit is as
-    // long as the others, so the order only decides what L2 holds).
+    // Non-causal (split_plane_groups()): the same plane groups, key tiles outermost within each (every unit is as long
+    // as the others, so the order only decides what L2 holds).
     if (split_plane_groups(p)) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
   }
   long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
