@@ -141,9 +141,9 @@ bool descend_walk(const AttentionParams& p) {
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
 // that decides it: at d = 128 16 under the causal mask (session 13); the whole group without it (session 27 at d = 128,
 // session 35 at d = 64); the shared model's 8 under a causal mask at d = 64 and everywhere under the probe `cap8`.
-// Causal: key tile j's units do the work of N - j * kBlockN queries, and at long N the finer split measured faster than the model's unit cost says
-// (32 q / 1 kv heads, d = 128, 16 subsets forced against the model's 8: +2.3% and +4.4% at N = 16k in
-// session 12). The model keeps its unit overhead, so it takes 16 only where units stay long: at 16k tokens
+// Causal: key tile j's units do the work of N - j * kBlockN queries, and at long N the finer split measured faster
+// than the model's unit cost says (32 q / 1 kv heads, d = 128, 16 subsets forced against the model's 8: +2.3% and
+// +4.4% at N = 16k in session 12). The model keeps its unit overhead, so it takes 16 only where units stay long: at 16k tokens
 // 32/1 goes 8 -> 16 at N >= 8k and keeps 8 / 4 at N = 4k / 1k. Session 13's call A (`cap8` against this,
 // results/h200/s13/callA/flashbwd/): d = 128 48/1 N = 16k +3.6% (0.995 -> 1.031x FlashAttention-2), 32/1
 // N = 16k +0.8% (1.042x), 48/1 N = 4k level; d = 64 32/1 N = 16k level to 0.02% (S = 16 bought nothing

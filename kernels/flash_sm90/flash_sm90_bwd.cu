@@ -382,11 +382,15 @@ const SplitSetting& split_setting() {
     const std::string v = e != nullptr ? e : "";
     SplitSetting st;
     if (v.empty() || v == "default") return st;
-    if (v == "cap8") st.bits = 0;
-    else if (v == "pg") st.bits = kSplitPlaneGroups;
-    else if (v == "whole") st.bits = kSplitWhole;
-    else if (v == "wholepg") throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'wholepg' is the default since session 35");
-    else {
+    if (v == "cap8") {
+      st.bits = 0;
+    } else if (v == "pg") {
+      st.bits = kSplitPlaneGroups;
+    } else if (v == "whole") {
+      st.bits = kSplitWhole;
+    } else if (v == "wholepg") {
+      throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'wholepg' is the default since session 35");
+    } else {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
