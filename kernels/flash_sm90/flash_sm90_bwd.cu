@@ -366,8 +366,8 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // every subset's (40 one-head units a key tile at 40 q / 1 kv N = 7100 would read all 40 heads' rows, 290 MB, for
 // every 2-3 key tiles). Call B (results/h200/s35/B/): the cap alone 0.922-1.092x the choice before (geomean 1.002,
 // rule not met). Call C (results/h200/s35/C/, three interleaved rounds on 22 non-causal GQA/MQA shapes no config
-// names, rule written before it): the plane groups alone 0.988-1.053x (geomean 1.007), both **1.003-1.169x (geomean
-// 1.056)**, causal control 0.995x. FB_SM90_BWD_SPLIT words (non-causal head splits only):
+// names, rule written before it): the plane groups alone 0.988-1.053x (geomean 1.007), both 1.003-1.169x (geomean
+// 1.056), causal control 0.995x. FB_SM90_BWD_SPLIT words (non-causal head splits only):
 //   cap8     the choice before session 35: at most 8 subsets, every virtual plane in one group;
 //   pg       the plane groups with the cap of 8 (a probe);
 //   whole    the whole group as the cap, one group (a probe).
@@ -1002,11 +1002,10 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     prm.n_tiles = int(key_tiles * prm.kv_planes);
     prm.head_split = split;
     prm.dkv_acc = dkv_acc;
-    // split_key_tail(): virtual planes (a subset's rows: p.group() / split query heads) in L2 plane groups.
-    if constexpr (Tr::kKeyTail) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
-    // Non-causal (split_plane_groups()): the same plane groups, key tiles outermost within each (every unit is as long
-    // as the others, so the order only decides what L2 holds).
-    if (split_plane_groups(p)) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
+    // split_key_tail() and non-causal passes (split_plane_groups(): key tiles outermost within each group; every unit
+    // is as long as the others, so the order only decides what L2 holds): virtual planes (a subset's rows:
+    // p.group() / split query heads) in L2 plane groups.
+    if (Tr::kKeyTail || split_plane_groups(p)) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
   }
   long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
   if constexpr (Tr::kQTail || Tr::kTailShare) {  // the shared tail: the persistent grid, tail_share_on()
