@@ -2,6 +2,8 @@
 // checked here without a GPU; the GPU tests ([bwd_gqa], [flash_split]) check the kernels at every split.
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "catch.h"
 #include "common/head_split.h"
@@ -309,4 +311,43 @@ TEST_CASE("head split: without a mask, a cap of 8 subsets can leave a long last 
   CHECK(40 % at40 == 0);
   // The cap never forces a split: a shape that fills the GPU stays whole under either cap.
   CHECK(model_head_split(shape(4, 32, 8, 8192, false), kSms, 128, 64, whole) == 1);
+}
+
+TEST_CASE("causal plane groups: widened where the last groups' longest blocks would start late", "[head_split]") {
+  using fb::cuda::causal_plane_group;
+  constexpr int kSms = 132;
+  // flash-sm90's d = 64 backward: 128 x 128 tiles, a block of key tile j runs (q_tiles - j) query tiles of each of the
+  // group's heads plus 3 steps (flash_sm90_bwd.cu, causal_group()).
+  auto costs = [](int seq, int group) {
+    const int tiles = (seq + 127) / 128;
+    std::vector<double> c;
+    for (int j = 0; j < tiles; ++j) c.push_back(double(tiles - j) * group + 3.0);
+    return c;
+  };
+  // 40 q / 8 kv heads, batch 1 (results/h200/s35/E/: 0.928x / 0.962x torch-cudnn at N = 3300 / 7100 in groups of what
+  // fits L2, 2 and 1 planes on the H200).
+  CHECK(causal_plane_group(costs(3300, 5), 8, 2, kSms) >= 4);
+  CHECK(causal_plane_group(costs(7100, 5), 8, 1, kSms) >= 4);
+  // MHA: blocks short beside a SM's share; the L2 group stays (32 heads, N = 16384, 2 planes; batch 4 N = 4096, 8).
+  CHECK(causal_plane_group(costs(16384, 1), 32, 2, kSms) == 2);
+  CHECK(causal_plane_group(costs(4096, 1), 128, 8, kSms) == 8);
+  // Every block starts in the first wave (88 blocks on 132 SMs): no order to gain, the L2 group.
+  CHECK(causal_plane_group(costs(1300, 5), 8, 5, kSms) == 5);
+  // Candidates double from the L2 group and end at every plane; never above the planes or below 1.
+  for (int planes : {2, 3, 6, 7, 10, 24})
+    for (int l2 : {1, 2, 3, 5, 100})
+      for (int seq : {900, 2300, 5000})
+        for (int group : {1, 4, 8}) {
+          const std::int64_t g = causal_plane_group(costs(seq, group), planes, l2, kSms);
+          INFO("planes " << planes << " l2 " << l2 << " N " << seq << " group " << group << ": " << g);
+          CHECK(g >= std::min<std::int64_t>(l2, planes));
+          CHECK(g <= planes);
+          std::int64_t c = std::min<std::int64_t>(l2, planes);
+          while (c < g) c = std::min<std::int64_t>(2 * c, planes);
+          CHECK(c == g);
+        }
+  // No device, one plane, no tiles: every plane in one group.
+  CHECK(causal_plane_group(costs(3300, 5), 8, 2, 0) == 8);
+  CHECK(causal_plane_group(costs(3300, 5), 1, 1, kSms) == 1);
+  CHECK(causal_plane_group({}, 8, 2, kSms) == 8);
 }

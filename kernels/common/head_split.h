@@ -48,6 +48,40 @@ class ListSchedule {
   double end_ = 0.0;
 };
 
+// The plane group of a causal grid that runs one block per (key tile, K/V plane) in groups of planes, key tiles
+// outermost within a group (flash-sm90's bwd_work, its d = 64 kernel launched a block a tile): key_tile_cost[j] is a
+// block of key tile j (its steps and overhead), the longest first under the mask. l2_group planes keep what the group's
+// blocks re-read within L2 (l2_plane_group()); but where a block is long beside a SM's share of the grid (GQA: a block
+// runs the group's query heads), groups of few planes start the last groups' longest blocks late: 40 q / 8 kv heads,
+// d = 64, N = 3300, groups of 2 planes model 171 steps against 133 for one group of all 8 (longest first), and ran
+// 0.501 ms where 40 q / 1 kv head, split into the same 208 blocks in one group, ran 0.403 ms (results/h200/s35/E/).
+// Candidates l2_group, 2 l2_group, 4 l2_group, ..., planes, modelled in launch order (ListSchedule); the smallest within
+// near_best of the fastest.
+inline std::int64_t causal_plane_group(const std::vector<double>& key_tile_cost, std::int64_t planes,
+                                       std::int64_t l2_group, int sms, double near_best = 0.02) {
+  if (planes <= 1 || sms <= 0 || key_tile_cost.empty()) return std::max<std::int64_t>(planes, 1);
+  l2_group = std::clamp<std::int64_t>(l2_group, 1, planes);
+  auto makespan = [&](std::int64_t group) {
+    ListSchedule schedule(sms);
+    for (std::int64_t first = 0; first < planes; first += group) {
+      const std::int64_t here = std::min(group, planes - first);
+      for (const double cost : key_tile_cost)
+        for (std::int64_t u = 0; u < here; ++u) schedule.place(cost);
+    }
+    return schedule.end();
+  };
+  std::vector<std::pair<std::int64_t, double>> times;  // (plane group, modelled time), group ascending
+  for (std::int64_t g = l2_group;; g = std::min(2 * g, planes)) {
+    times.emplace_back(g, makespan(g));
+    if (g == planes) break;
+  }
+  double fastest = times.front().second;
+  for (const auto& [g, t] : times) fastest = std::min(fastest, t);
+  for (const auto& [g, t] : times)
+    if (t <= (1.0 + near_best) * fastest) return g;
+  return planes;
+}
+
 // The tail split: of a non-causal grid's n_blocks equal blocks (`steps` steps each: `heads` runs of `tiles` query
 // tiles), the first n_blocks - tail (tail = n_blocks % sms) run whole, as whole waves; each of the last `tail` may run
 // as S units, whose partial dK / dV the launcher sums in fp32. Model: the tail's units run in ceil(tail S / sms)

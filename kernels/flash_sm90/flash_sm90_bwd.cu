@@ -41,10 +41,15 @@ constexpr std::int64_t kMaxGridX = std::numeric_limits<int>::max();
 // probe word, is the default). Every other pass (causal; head splits, which head_split() still takes as the default
 // does) runs as the default.
 constexpr int kBwd64NoPlaneMajor = 1 << 20;
+// FB_SM90_BWD64=pgl2 (a host code): the order before session 36, for A/B runs. Causal d = 64 passes launched a block a
+// tile (no head split, blocks too long for the persistent kernel) take their work tiles in plane groups of
+// plane_group() planes (what fits L2), where the default now widens the group where the schedule model says the last
+// groups' longest blocks start too late (causal_group() below). Every other pass runs as the default.
+constexpr int kBwd64PlaneGroupL2 = 1 << 21;
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default), nopmajor64 (above); unset, empty, `default` or `pmajor64`: the default. Any
+// accumulators, session 7's default), nopmajor64, pgl2 (above); unset, empty, `default` or `pmajor64`: the default. Any
 // other word is refused, removed ones included (a typo in an A/B would otherwise time the default twice and read as
 // "level").
 int bwd64_variant() {
@@ -55,12 +60,19 @@ int bwd64_variant() {
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
     if (s == "direct") return kBwd64Direct;
     if (s == "nopmajor64") return kBwd64NoPlaneMajor;
+    if (s == "pgl2") return kBwd64PlaneGroupL2;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, nopmajor64; "
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, nopmajor64, pgl2; "
                                 "unset, default or pmajor64 for the default; cvwave was removed in session 15, "
                                 "qtail in session 16: docs/perf-notes.md)");
   }();
   return v;
+}
+
+// The default, nopmajor64 and pgl2: the default's choice of d = 64 kernels (the host codes change an order only).
+bool default_choice64() {
+  const int v = bwd64_variant();
+  return v == kBwd64Default || v == kBwd64NoPlaneMajor || v == kBwd64PlaneGroupL2;
 }
 
 // FB_SM90_BWD128=q80c (a host code, not a traits variant): 80 queries a step on every d = 128 pass,
@@ -248,7 +260,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        default:  // nopmajor64 too
+        default:  // nopmajor64, pgl2 too
           if (share) return f(BwdTraits<Elem, 64, kBwd64TailShare>{});  // tail_share_on()
           return f(BwdTraits<Elem, 64>{});
       }
@@ -425,7 +437,7 @@ int head_split(const AttentionParams& p) {
     return 1;
   // The split variant exists for the default kernels only (64 or 80 queries a step at d = 128).
   const int v128 = bwd128_variant();
-  if ((p.head_dim == 64 && bwd64_variant() != kBwd64Default && bwd64_variant() != kBwd64NoPlaneMajor) ||
+  if ((p.head_dim == 64 && !default_choice64()) ||
       (p.head_dim == 128 && v128 != kBwd128Q64 && v128 != kBwd128Q80C && !default_choice_variant()))
     return 1;
   if (forced > 0) return group % forced == 0 ? forced : 1;
@@ -574,8 +586,7 @@ int tail_share_forced() {
 // Whether pass p may run the shared tail, head split and model aside (head_split() asks, for its unsplit time).
 bool tail_share_possible(const AttentionParams& p) {
   if (tail_share_forced() < 0 || !tail_candidate(p, 64) || persist_forced() < 0) return false;
-  const int v = bwd64_variant();
-  return v == kBwd64Default || v == kBwd64NoPlaneMajor;
+  return default_choice64();
 }
 bool tail_share_on(const AttentionParams& p) {
   const int forced = tail_share_forced();
@@ -958,6 +969,39 @@ bool plane_major(const AttentionParams& p) {
   return p.head_dim == 128 && bwd128_variant() != kBwd128NoPlaneMajor;
 }
 
+// The plane group of a causal d = 64 pass launched a block a tile (no head split; bwd_blocks() below gives the
+// persistent kernel a block a tile where a tile is kLongCausalSteps steps or more): l2_group (plane_group(), what fits
+// L2) unless the schedule model (causal_plane_group(), common/head_split.h; a block costs its query-tile steps over the
+// group's heads plus kBlockOverhead, as grouped_key_tiles()) has a wider group 2% or more faster. Under GQA a block
+// runs the group's query heads, so it is long beside a SM's share of the grid, and groups of one or two planes start
+// the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran 0.928x / 0.962x
+// torch-cudnn at N = 3300 / 7100 (results/h200/s35/E/), groups of 2 / 1 planes modelled 1.29x / 1.21x the makespan of
+// 4. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels run
+// their virtual planes in one group (launch()). pgl2: l2_group. Cached per shape.
+int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m) {
+  if (bwd64_variant() == kBwd64PlaneGroupL2) return l2_group;
+  constexpr double kBlockOverhead = 3.0;
+  using Key = std::tuple<int, int, int, std::int64_t, int, int, int, int>;
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const int sms = current_sm_count();
+  const Key key{p.seq_q, p.seq_k, p.group(), kv_planes, l2_group, block_n, block_m, sms};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const CausalMask mask = p.mask();
+  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
+  const int key_tiles = (p.seq_k + block_n - 1) / block_n;
+  std::vector<double> cost(static_cast<std::size_t>(key_tiles));
+  for (int j = 0; j < key_tiles; ++j)
+    cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * p.group() + kBlockOverhead;
+  const int group = int(causal_plane_group(cost, kv_planes, l2_group, sms));
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, group);
+  return group;
+}
+
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators (the query tail's,
 // kQTail: zeroed here).
 template <typename Tr>
@@ -1026,6 +1070,10 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
                                            : prm.n_tiles + qtail_units;
+  if constexpr (Tr::kHeadDim == 64 && !Tr::kHeadSplit && !Tr::kKeyTail) {
+    if (p.causal && blocks == prm.n_tiles)  // a block a tile
+      prm.plane_group = causal_group(p, kv_planes, prm.plane_group, Tr::kBlockN, Tr::kBlockM);
+  }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
@@ -1130,6 +1178,23 @@ int backward_tail_split(const AttentionParams& p) {
 bool backward_short_step(const AttentionParams& p) {
   if (backward_unsupported(p) != nullptr || head_split(p) > 1) return false;
   return with_traits(p, [](auto tr) { return decltype(tr)::kShort; });
+}
+
+int backward_causal_plane_group(const AttentionParams& p) {
+  if (backward_unsupported(p) != nullptr || !p.causal || p.head_dim != 64 || head_split(p) > 1) return 0;
+  return with_traits(p, [&](auto tr) {
+    using Tr = decltype(tr);
+    if constexpr (Tr::kHeadDim != 64 || Tr::kHeadSplit || Tr::kKeyTail) {
+      return 0;
+    } else {
+      const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
+      const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
+      const int longest_steps = int((seq_pad_of<Tr>(p) / Tr::kBlockM) * p.group());
+      const long long blocks = Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps) : n_tiles;
+      if (blocks != n_tiles) return 0;
+      return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM);
+    }
+  });
 }
 
 bool backward_tail_share(const AttentionParams& p) {
