@@ -977,9 +977,20 @@ bool plane_major(const AttentionParams& p) {
 // the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran 0.928x / 0.962x
 // torch-cudnn at N = 3300 / 7100 (results/h200/s35/E/), groups of 2 / 1 planes modelled 1.29x / 1.21x the makespan of
 // 4. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels run
-// their virtual planes in one group (launch()). pgl2: l2_group. Cached per shape.
+// their virtual planes in one group (launch()). pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes a group (clamped to
+// 1 .. the planes; for probes and A/B runs). Cached per shape.
 int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m) {
   if (bwd64_variant() == kBwd64PlaneGroupL2) return l2_group;
+  static const int forced = [] {
+    const char* e = std::getenv("FB_SM90_BWD64_PG");
+    const std::string v = e != nullptr ? e : "";
+    if (v.empty()) return 0;
+    const int g = std::atoi(v.c_str());
+    if (g < 1 || std::to_string(g) != v)
+      throw std::invalid_argument("FB_SM90_BWD64_PG: '" + v + "' is not a number of planes >= 1");
+    return g;
+  }();
+  if (forced > 0) return int(std::min<std::int64_t>(forced, kv_planes));
   constexpr double kBlockOverhead = 3.0;
   using Key = std::tuple<int, int, int, std::int64_t, int, int, int, int>;
   static std::mutex mu;
