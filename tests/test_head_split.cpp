@@ -325,26 +325,31 @@ TEST_CASE("causal plane groups: widened where the last groups' longest blocks wo
     return c;
   };
   // 40 q / 8 kv heads, batch 1 (results/h200/s35/E/: 0.928x / 0.962x torch-cudnn at N = 3300 / 7100 in groups of what
-  // fits L2, 2 and 1 planes on the H200).
-  CHECK(causal_plane_group(costs(3300, 5), 8, 2, kSms) >= 4);
-  CHECK(causal_plane_group(costs(7100, 5), 8, 1, kSms) >= 4);
+  // fits L2, 2 and 1 planes on the H200; call A: groups of 4, 1.240x / 1.140x).
+  CHECK(causal_plane_group(costs(3300, 5), 8, 2, kSms) == 4);
+  CHECK(causal_plane_group(costs(7100, 5), 8, 1, kSms) == 4);
+  // Groups of at most two device-fulls of blocks (session 36's call C): 32 q / 8 kv, batch 16, N = 1024 (128 planes of
+  // 8 key tiles) widens from 8, but not to every plane (0.89x the L2 group there), at most 33.
+  const std::int64_t b16 = causal_plane_group(costs(1024, 4), 128, 8, kSms);
+  CHECK(b16 > 8);
+  CHECK(b16 <= 2 * kSms / 8);
   // MHA: blocks short beside a SM's share; the L2 group stays (32 heads, N = 16384, 2 planes; batch 4 N = 4096, 8).
   CHECK(causal_plane_group(costs(16384, 1), 32, 2, kSms) == 2);
   CHECK(causal_plane_group(costs(4096, 1), 128, 8, kSms) == 8);
   // Every block starts in the first wave (88 blocks on 132 SMs): no order to gain, the L2 group.
   CHECK(causal_plane_group(costs(1300, 5), 8, 5, kSms) == 5);
-  // Candidates double from the L2 group and end at every plane; never above the planes or below 1.
-  for (int planes : {2, 3, 6, 7, 10, 24})
+  // Within [the L2 group, two device-fulls] (never below the L2 group, never above the planes).
+  for (int planes : {2, 3, 6, 7, 10, 24, 96})
     for (int l2 : {1, 2, 3, 5, 100})
       for (int seq : {900, 2300, 5000})
         for (int group : {1, 4, 8}) {
-          const std::int64_t g = causal_plane_group(costs(seq, group), planes, l2, kSms);
+          const std::vector<double> c = costs(seq, group);
+          const std::int64_t g = causal_plane_group(c, planes, l2, kSms);
+          const std::int64_t low = std::min<std::int64_t>(l2, planes);
+          const std::int64_t high = std::max<std::int64_t>(low, std::min<std::int64_t>(planes, 2 * kSms / c.size()));
           INFO("planes " << planes << " l2 " << l2 << " N " << seq << " group " << group << ": " << g);
-          CHECK(g >= std::min<std::int64_t>(l2, planes));
-          CHECK(g <= planes);
-          std::int64_t c = std::min<std::int64_t>(l2, planes);
-          while (c < g) c = std::min<std::int64_t>(2 * c, planes);
-          CHECK(c == g);
+          CHECK(g >= low);
+          CHECK(g <= high);
         }
   // No device, one plane, no tiles: every plane in one group.
   CHECK(causal_plane_group(costs(3300, 5), 8, 2, 0) == 8);

@@ -53,14 +53,21 @@ class ListSchedule {
 // block of key tile j (its steps and overhead), the longest first under the mask. l2_group planes keep what the group's
 // blocks re-read within L2 (l2_plane_group()); but where a block is long beside a SM's share of the grid (GQA: a block
 // runs the group's query heads), groups of few planes start the last groups' longest blocks late: 40 q / 8 kv heads,
-// d = 64, N = 3300, groups of 2 planes model 171 steps against 133 for one group of all 8 (longest first), and ran
-// 0.501 ms where 40 q / 1 kv head, split into the same 208 blocks in one group, ran 0.403 ms (results/h200/s35/E/).
-// Candidates l2_group, 2 l2_group, 4 l2_group, ..., planes, modelled in launch order (ListSchedule); the smallest within
-// near_best of the fastest.
+// d = 64, N = 3300, groups of 2 planes model 171 steps against 133 for groups of 4, and ran 0.501 ms where 40 q / 1 kv
+// head, split into the same 208 blocks in one group, ran 0.403 ms (results/h200/s35/E/). Candidates: every group from
+// l2_group up to what `waves` device-fulls of blocks hold (waves x sms / key tiles planes), modelled in launch order
+// (ListSchedule); the smallest within near_best of the fastest. The model has no memory term; the bound stands in for
+// it: a group whose blocks take many waves has each plane's key tiles run waves apart, re-reading its Q, dO and dQ rows
+// from memory. Session 36's call C (results/h200/s36/C/, groups forced): every plane in one group ran 0.89x / 1.01x the
+// L2 group at 32 q / 8 kv, batch 16 / 4, N = 1024 / 4096 (128 / 32 planes), where groups of one or two waves of blocks
+// ran 1.04x / 1.07x.
 inline std::int64_t causal_plane_group(const std::vector<double>& key_tile_cost, std::int64_t planes,
-                                       std::int64_t l2_group, int sms, double near_best = 0.02) {
+                                       std::int64_t l2_group, int sms, double near_best = 0.02, double waves = 2.0) {
   if (planes <= 1 || sms <= 0 || key_tile_cost.empty()) return std::max<std::int64_t>(planes, 1);
   l2_group = std::clamp<std::int64_t>(l2_group, 1, planes);
+  const auto key_tiles = static_cast<std::int64_t>(key_tile_cost.size());
+  const std::int64_t most =
+      std::max(l2_group, std::min(planes, static_cast<std::int64_t>(waves * sms) / key_tiles));
   auto makespan = [&](std::int64_t group) {
     ListSchedule schedule(sms);
     for (std::int64_t first = 0; first < planes; first += group) {
@@ -71,15 +78,12 @@ inline std::int64_t causal_plane_group(const std::vector<double>& key_tile_cost,
     return schedule.end();
   };
   std::vector<std::pair<std::int64_t, double>> times;  // (plane group, modelled time), group ascending
-  for (std::int64_t g = l2_group;; g = std::min(2 * g, planes)) {
-    times.emplace_back(g, makespan(g));
-    if (g == planes) break;
-  }
+  for (std::int64_t g = l2_group; g <= most; ++g) times.emplace_back(g, makespan(g));
   double fastest = times.front().second;
   for (const auto& [g, t] : times) fastest = std::min(fastest, t);
   for (const auto& [g, t] : times)
     if (t <= (1.0 + near_best) * fastest) return g;
-  return planes;
+  return l2_group;
 }
 
 // The tail split: of a non-causal grid's n_blocks equal blocks (`steps` steps each: `heads` runs of `tiles` query
