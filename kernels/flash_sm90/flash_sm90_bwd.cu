@@ -62,7 +62,8 @@ int bwd64_variant() {
     if (s == "nopmajor64") return kBwd64NoPlaneMajor;
     if (s == "pgl2") return kBwd64PlaneGroupL2;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
-                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, nopmajor64, pgl2; "
+                                "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, nopmajor64, "
+                                "pgl2; "
                                 "unset, default or pmajor64 for the default; cvwave was removed in session 15, "
                                 "qtail in session 16: docs/perf-notes.md)");
   }();
@@ -972,8 +973,9 @@ bool plane_major(const AttentionParams& p) {
 // The plane group of a causal d = 64 pass launched a block a tile (no head split; bwd_blocks() below gives the
 // persistent kernel a block a tile where a tile is kLongCausalSteps steps or more): l2_group (plane_group(), what fits
 // L2) unless the schedule model (causal_plane_group(), common/head_split.h; a block costs its query-tile steps over the
-// group's heads plus kBlockOverhead, as grouped_key_tiles()) has a wider group 2% or more faster, of groups whose blocks
-// take at most two device-fulls (since session 36's call C: wider ones re-read a plane's rows; call D measured it).
+// group's heads plus kBlockOverhead, as grouped_key_tiles()) has a wider group 2% or more faster, of groups whose
+// blocks take at most two device-fulls (since session 36's call C: wider ones re-read a plane's rows; call D measured
+// it).
 // Under GQA a block
 // runs the group's query heads, so it is long beside a SM's share of the grid, and groups of one or two planes start
 // the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran 0.928x / 0.962x
