@@ -46,12 +46,18 @@ constexpr int kBwd64NoPlaneMajor = 1 << 20;
 // plane_group() planes (what fits L2), where the default now widens the group where the schedule model says the last
 // groups' longest blocks start too late (causal_group() below). Every other pass runs as the default.
 constexpr int kBwd64PlaneGroupL2 = 1 << 21;
+// FB_SM90_BWD64=splitpg (a host code; a probe prepared in session 36, not measured): causal d = 64 head-split passes
+// take their virtual planes (a K/V plane and a subset of its query heads) in the plane groups causal_group() picks for
+// them (at most two device-fulls of blocks a group), where the default runs every virtual plane in one group, key tiles
+// outermost, as the unbounded widening that session 36's call B found 0.887x on 128 planes of 8 key tiles. Every other
+// pass runs as the default.
+constexpr int kBwd64SplitPlaneGroups = 1 << 22;
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default), nopmajor64, pgl2 (above); unset, empty, `default` or `pmajor64`: the default. Any
-// other word is refused, removed ones included (a typo in an A/B would otherwise time the default twice and read as
-// "level").
+// accumulators, session 7's default), nopmajor64, pgl2, splitpg (above); unset, empty, `default` or `pmajor64`: the
+// default. Any other word is refused, removed ones included (a typo in an A/B would otherwise time the default twice
+// and read as "level").
 int bwd64_variant() {
   static const int v = [] {
     const char* e = std::getenv("FB_SM90_BWD64");
@@ -61,19 +67,21 @@ int bwd64_variant() {
     if (s == "direct") return kBwd64Direct;
     if (s == "nopmajor64") return kBwd64NoPlaneMajor;
     if (s == "pgl2") return kBwd64PlaneGroupL2;
+    if (s == "splitpg") return kBwd64SplitPlaneGroups;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
                                 "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, nopmajor64, "
-                                "pgl2; "
+                                "pgl2, splitpg; "
                                 "unset, default or pmajor64 for the default; cvwave was removed in session 15, "
                                 "qtail in session 16: docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, nopmajor64 and pgl2: the default's choice of d = 64 kernels (the host codes change an order only).
+// The default, nopmajor64, pgl2 and splitpg: the default's choice of d = 64 kernels (the host codes change an order
+// only).
 bool default_choice64() {
   const int v = bwd64_variant();
-  return v == kBwd64Default || v == kBwd64NoPlaneMajor || v == kBwd64PlaneGroupL2;
+  return v == kBwd64Default || v == kBwd64NoPlaneMajor || v == kBwd64PlaneGroupL2 || v == kBwd64SplitPlaneGroups;
 }
 
 // FB_SM90_BWD128=q80c (a host code, not a traits variant): 80 queries a step on every d = 128 pass,
@@ -261,7 +269,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        default:  // nopmajor64, pgl2 too
+        default:  // nopmajor64, pgl2, splitpg too
           if (share) return f(BwdTraits<Elem, 64, kBwd64TailShare>{});  // tail_share_on()
           return f(BwdTraits<Elem, 64>{});
       }
@@ -981,9 +989,10 @@ bool plane_major(const AttentionParams& p) {
 // the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran 0.928x / 0.962x
 // torch-cudnn at N = 3300 / 7100 (results/h200/s35/E/), groups of 2 / 1 planes modelled 1.29x / 1.21x the makespan of
 // 4. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels run
-// their virtual planes in one group (launch()). pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes a group (clamped to
-// 1 .. the planes; for probes and A/B runs). Cached per shape.
-int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m) {
+// their virtual planes in one group (launch(); under `splitpg` in the groups this picks, `heads` then the subset's
+// query heads and kv_planes the virtual planes). pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes a group (clamped
+// to 1 .. the planes; for probes and A/B runs). Cached per shape.
+int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m, int heads) {
   if (bwd64_variant() == kBwd64PlaneGroupL2) return l2_group;
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD64_PG");
@@ -1000,7 +1009,7 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
   static std::mutex mu;
   static std::map<Key, int> cache;
   const int sms = current_sm_count();
-  const Key key{p.seq_q, p.seq_k, p.group(), kv_planes, l2_group, block_n, block_m, sms};
+  const Key key{p.seq_q, p.seq_k, heads, kv_planes, l2_group, block_n, block_m, sms};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
@@ -1010,7 +1019,7 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
   const int key_tiles = (p.seq_k + block_n - 1) / block_n;
   std::vector<double> cost(static_cast<std::size_t>(key_tiles));
   for (int j = 0; j < key_tiles; ++j)
-    cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * p.group() + kBlockOverhead;
+    cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * heads + kBlockOverhead;
   const int group = int(causal_plane_group(cost, kv_planes, l2_group, sms));
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, group);
@@ -1064,7 +1073,12 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     // split_key_tail() and non-causal passes (split_plane_groups(): key tiles outermost within each group; every unit
     // is as long as the others, so the order only decides what L2 holds): virtual planes (a subset's rows:
     // p.group() / split query heads) in L2 plane groups.
-    if (Tr::kKeyTail || split_plane_groups(p)) prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
+    if (Tr::kKeyTail || split_plane_groups(p)) {
+      prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
+    } else if (Tr::kHeadDim == 64 && p.causal && bwd64_variant() == kBwd64SplitPlaneGroups) {
+      prm.plane_group = causal_group(p, prm.kv_planes, plane_group(p, prm.kv_planes, prm.group), Tr::kBlockN,
+                                     Tr::kBlockM, prm.group);
+    }
   }
   long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
   if constexpr (Tr::kQTail || Tr::kTailShare) {  // the shared tail: the persistent grid, tail_share_on()
@@ -1087,7 +1101,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
                                            : prm.n_tiles + qtail_units;
   if constexpr (Tr::kHeadDim == 64 && !Tr::kHeadSplit && !Tr::kKeyTail) {
     if (p.causal && blocks == prm.n_tiles)  // a block a tile
-      prm.plane_group = causal_group(p, kv_planes, prm.plane_group, Tr::kBlockN, Tr::kBlockM);
+      prm.plane_group = causal_group(p, kv_planes, prm.plane_group, Tr::kBlockN, Tr::kBlockM, p.group());
   }
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
@@ -1207,7 +1221,7 @@ int backward_causal_plane_group(const AttentionParams& p) {
       const int longest_steps = int((seq_pad_of<Tr>(p) / Tr::kBlockM) * p.group());
       const long long blocks = Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps) : n_tiles;
       if (blocks != n_tiles) return 0;
-      return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM);
+      return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
     }
   });
 }
