@@ -983,12 +983,11 @@ bool plane_major(const AttentionParams& p) {
 // L2) unless the schedule model (causal_plane_group(), common/head_split.h; a block costs its query-tile steps over the
 // group's heads plus kBlockOverhead, as grouped_key_tiles()) has a wider group 2% or more faster, of groups whose
 // blocks take at most two device-fulls (since session 36's call C: wider ones re-read a plane's rows; call D measured
-// it).
-// Under GQA a block
-// runs the group's query heads, so it is long beside a SM's share of the grid, and groups of one or two planes start
-// the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran 0.928x / 0.962x
-// torch-cudnn at N = 3300 / 7100 (results/h200/s35/E/), groups of 2 / 1 planes modelled 1.29x / 1.21x the makespan of
-// 4. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels run
+// it). Under GQA a block runs the group's query heads, so it is long beside a SM's share of the grid, and groups of one
+// or two planes start the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran
+// 0.928x / 0.962x torch-cudnn at N = 3300 / 7100 (results/h200/s35/E/), groups of 2 / 1 planes modelled 1.29x / 1.21x
+// the makespan of 4; session 36's call D (results/h200/s36/D/): 1.030-1.371x the L2 groups on 21 shapes, 1.094-1.338x
+// torch-cudnn. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels run
 // their virtual planes in one group (launch(); under `splitpg` in the groups this picks, `heads` then the subset's
 // query heads and kv_planes the virtual planes). pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes a group (clamped
 // to 1 .. the planes; for probes and A/B runs). Cached per shape.
