@@ -1025,6 +1025,23 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
   return group;
 }
 
+// The plane group a pass of Tr's unsplit d = 64 kernels runs under a causal mask where it is launched a block a tile
+// (bwd_blocks()): causal_group()'s; 0 for every other pass (no mask, the persistent launch, other kernels). One place
+// for launch() and backward_causal_plane_group().
+template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
+  if constexpr (Tr::kHeadDim != 64 || Tr::kHeadSplit || Tr::kKeyTail) {
+    return 0;
+  } else {
+    if (!p.causal) return 0;
+    const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
+    const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
+    const int longest_steps = int((seq_pad_of<Tr>(p) / Tr::kBlockM) * p.group());
+    const long long blocks = Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps) : n_tiles;
+    if (blocks != n_tiles) return 0;
+    return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
+  }
+}
+
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators (the query tail's,
 // kQTail: zeroed here).
 template <typename Tr>
@@ -1098,10 +1115,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
                                            : prm.n_tiles + qtail_units;
-  if constexpr (Tr::kHeadDim == 64 && !Tr::kHeadSplit && !Tr::kKeyTail) {
-    if (p.causal && blocks == prm.n_tiles)  // a block a tile
-      prm.plane_group = causal_group(p, kv_planes, prm.plane_group, Tr::kBlockN, Tr::kBlockM, p.group());
-  }
+  if (const int group = unsplit_causal_group<Tr>(p); group > 0) prm.plane_group = group;
   kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
   FB_CUDA_CHECK_LAUNCH();
 
@@ -1209,20 +1223,8 @@ bool backward_short_step(const AttentionParams& p) {
 }
 
 int backward_causal_plane_group(const AttentionParams& p) {
-  if (backward_unsupported(p) != nullptr || !p.causal || p.head_dim != 64 || head_split(p) > 1) return 0;
-  return with_traits(p, [&](auto tr) {
-    using Tr = decltype(tr);
-    if constexpr (Tr::kHeadDim != 64 || Tr::kHeadSplit || Tr::kKeyTail) {
-      return 0;
-    } else {
-      const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
-      const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
-      const int longest_steps = int((seq_pad_of<Tr>(p) / Tr::kBlockM) * p.group());
-      const long long blocks = Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps) : n_tiles;
-      if (blocks != n_tiles) return 0;
-      return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
-    }
-  });
+  if (backward_unsupported(p) != nullptr || head_split(p) > 1) return 0;
+  return with_traits(p, [&](auto tr) { return unsplit_causal_group<decltype(tr)>(p); });
 }
 
 bool backward_tail_share(const AttentionParams& p) {
