@@ -356,3 +356,36 @@ TEST_CASE("causal plane groups: widened where the last groups' longest blocks wo
   CHECK(causal_plane_group(costs(3300, 5), 1, 1, kSms) == 1);
   CHECK(causal_plane_group({}, 8, 2, kSms) == 8);
 }
+
+TEST_CASE("a head split's causal plane groups: bounded, or one group where that models faster", "[head_split]") {
+  using fb::cuda::causal_plane_group;
+  using fb::cuda::plane_group_makespan;
+  using fb::cuda::split_causal_plane_group;
+  constexpr int kSms = 132;
+  auto costs = [](int seq, int heads) {
+    const int tiles = (seq + 127) / 128;
+    std::vector<double> c;
+    for (int j = 0; j < tiles; ++j) c.push_back(double(tiles - j) * heads + 3.0);
+    return c;
+  };
+  // 32 q / 1 kv, batch 4, N = 4096 split into 4 subsets of 8 heads: 16 virtual planes of 32 key tiles; the L2 group
+  // (1) widens to 4, and one group of 16 models no faster: the bounded group.
+  CHECK(split_causal_plane_group(costs(4096, 8), 16, 1, kSms) == causal_plane_group(costs(4096, 8), 16, 1, kSms));
+  CHECK(split_causal_plane_group(costs(4096, 8), 16, 1, kSms) == 4);
+  // 4 q / 1 kv, batch 7, N = 3112 split into one-head subsets: 28 virtual planes of 25 key tiles whose L2 group (13)
+  // is past two device-fulls already, and 28 in one group models 16% faster than groups of 13: one group.
+  CHECK(causal_plane_group(costs(3112, 1), 28, 13, kSms) == 13);
+  CHECK(split_causal_plane_group(costs(3112, 1), 28, 13, kSms) == 28);
+  // Whatever it picks is never modelled 2% or more slower than one group, nor than the bounded pick.
+  for (int planes : {4, 9, 16, 28, 40})
+    for (int l2 : {1, 3, 13})
+      for (int seq : {1000, 3112, 7000})
+        for (int heads : {1, 2, 8}) {
+          const std::vector<double> c = costs(seq, heads);
+          const std::int64_t g = split_causal_plane_group(c, planes, l2, kSms);
+          const double t = plane_group_makespan(c, planes, g, kSms);
+          INFO("planes " << planes << " l2 " << l2 << " N " << seq << " heads " << heads << ": " << g);
+          CHECK(t <= 1.02 * plane_group_makespan(c, planes, planes, kSms));
+          CHECK(t <= plane_group_makespan(c, planes, causal_plane_group(c, planes, l2, kSms), kSms));
+        }
+}

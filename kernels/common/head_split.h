@@ -48,6 +48,19 @@ class ListSchedule {
   double end_ = 0.0;
 };
 
+// The modelled makespan of a causal grid of `planes` planes run in groups of `group` (causal_plane_group()'s order: key
+// tiles outermost within a group, the groups in turn), each block key_tile_cost[j].
+inline double plane_group_makespan(const std::vector<double>& key_tile_cost, std::int64_t planes, std::int64_t group,
+                                   int sms) {
+  ListSchedule schedule(sms);
+  for (std::int64_t first = 0; first < planes; first += group) {
+    const std::int64_t here = std::min(group, planes - first);
+    for (const double cost : key_tile_cost)
+      for (std::int64_t u = 0; u < here; ++u) schedule.place(cost);
+  }
+  return schedule.end();
+}
+
 // The plane group of a causal grid that runs one block per (key tile, K/V plane) in groups of planes, key tiles
 // outermost within a group (flash-sm90's bwd_work, its d = 64 kernel launched a block a tile): key_tile_cost[j] is a
 // block of key tile j (its steps and overhead), the longest first under the mask. l2_group planes keep what the group's
@@ -68,15 +81,7 @@ inline std::int64_t causal_plane_group(const std::vector<double>& key_tile_cost,
   const auto key_tiles = static_cast<std::int64_t>(key_tile_cost.size());
   const std::int64_t most =
       std::max(l2_group, std::min(planes, static_cast<std::int64_t>(waves * sms) / key_tiles));
-  auto makespan = [&](std::int64_t group) {
-    ListSchedule schedule(sms);
-    for (std::int64_t first = 0; first < planes; first += group) {
-      const std::int64_t here = std::min(group, planes - first);
-      for (const double cost : key_tile_cost)
-        for (std::int64_t u = 0; u < here; ++u) schedule.place(cost);
-    }
-    return schedule.end();
-  };
+  auto makespan = [&](std::int64_t group) { return plane_group_makespan(key_tile_cost, planes, group, sms); };
   std::vector<std::pair<std::int64_t, double>> times;  // (plane group, modelled time), group ascending
   for (std::int64_t g = l2_group; g <= most; ++g) times.emplace_back(g, makespan(g));
   double fastest = times.front().second;
@@ -84,6 +89,18 @@ inline std::int64_t causal_plane_group(const std::vector<double>& key_tile_cost,
   for (const auto& [g, t] : times)
     if (t <= (1.0 + near_best) * fastest) return g;
   return l2_group;
+}
+
+// A head split's virtual planes (flash-sm90's causal d = 64 head split under FB_SM90_BWD64=splitpg):
+// causal_plane_group()'s pick, unless every virtual plane in one group (the split's order by default: all key tiles
+// outermost) is modelled near_best or more faster than it (where the L2 group is already past two device-fulls of
+// blocks, or the bound leaves the last groups' long blocks late).
+inline std::int64_t split_causal_plane_group(const std::vector<double>& key_tile_cost, std::int64_t planes,
+                                             std::int64_t l2_group, int sms, double near_best = 0.02) {
+  const std::int64_t g = causal_plane_group(key_tile_cost, planes, l2_group, sms, near_best);
+  if (g >= planes) return g;
+  const double one = plane_group_makespan(key_tile_cost, planes, planes, sms);
+  return (1.0 + near_best) * one < plane_group_makespan(key_tile_cost, planes, g, sms) ? planes : g;
 }
 
 // The tail split: of a non-causal grid's n_blocks equal blocks (`steps` steps each: `heads` runs of `tiles` query

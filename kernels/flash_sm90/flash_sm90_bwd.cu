@@ -46,11 +46,11 @@ constexpr int kBwd64NoPlaneMajor = 1 << 20;
 // plane_group() planes (what fits L2), where the default now widens the group where the schedule model says the last
 // groups' longest blocks start too late (causal_group() below). Every other pass runs as the default.
 constexpr int kBwd64PlaneGroupL2 = 1 << 21;
-// FB_SM90_BWD64=splitpg (a host code; a probe prepared in session 36, not measured): causal d = 64 head-split passes
-// take their virtual planes (a K/V plane and a subset of its query heads) in the plane groups causal_group() picks for
-// them (at most two device-fulls of blocks a group), where the default runs every virtual plane in one group, key tiles
-// outermost, as the unbounded widening that session 36's call B found 0.887x on 128 planes of 8 key tiles. Every other
-// pass runs as the default.
+// FB_SM90_BWD64=splitpg (a host code; a probe prepared in session 36): causal d = 64 head-split passes take their
+// virtual planes (a K/V plane and a subset of its query heads) in the plane groups causal_group() picks for them (at
+// most two device-fulls of blocks a group; one group where that models 2% faster, split_causal_plane_group()), where
+// the default runs every virtual plane in one group, key tiles outermost, as the unbounded widening that session 36's
+// call B found 0.887x on 128 planes of 8 key tiles. Every other pass runs as the default.
 constexpr int kBwd64SplitPlaneGroups = 1 << 22;
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
@@ -987,11 +987,13 @@ bool plane_major(const AttentionParams& p) {
 // or two planes start the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran
 // 0.928x / 0.962x torch-cudnn at N = 3300 / 7100 (results/h200/s35/E/), groups of 2 / 1 planes modelled 1.29x / 1.21x
 // the makespan of 4; session 36's call D (results/h200/s36/D/): 1.030-1.371x the L2 groups on 21 shapes, 1.094-1.338x
-// torch-cudnn. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels run
-// their virtual planes in one group (launch(); under `splitpg` in the groups this picks, `heads` then the subset's
-// query heads and kv_planes the virtual planes). pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes a group (clamped
-// to 1 .. the planes; for probes and A/B runs). Cached per shape.
-int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m, int heads) {
+// torch-cudnn. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels
+// run their virtual planes in one group (launch(); under `splitpg` in the groups this picks, `heads` then the subset's
+// query heads, kv_planes the virtual planes and `split` true: split_causal_plane_group(), one group where that models
+// faster). pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes a group (clamped to 1 .. the planes; for probes and A/B
+// runs). Cached per shape.
+int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m, int heads,
+                 bool split = false) {
   if (bwd64_variant() == kBwd64PlaneGroupL2) return l2_group;
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD64_PG");
@@ -1004,11 +1006,11 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
   }();
   if (forced > 0) return int(std::min<std::int64_t>(forced, kv_planes));
   constexpr double kBlockOverhead = 3.0;
-  using Key = std::tuple<int, int, int, std::int64_t, int, int, int, int>;
+  using Key = std::tuple<int, int, int, std::int64_t, int, int, int, int, bool>;
   static std::mutex mu;
   static std::map<Key, int> cache;
   const int sms = current_sm_count();
-  const Key key{p.seq_q, p.seq_k, heads, kv_planes, l2_group, block_n, block_m, sms};
+  const Key key{p.seq_q, p.seq_k, heads, kv_planes, l2_group, block_n, block_m, sms, split};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
@@ -1019,7 +1021,8 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
   std::vector<double> cost(static_cast<std::size_t>(key_tiles));
   for (int j = 0; j < key_tiles; ++j)
     cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * heads + kBlockOverhead;
-  const int group = int(causal_plane_group(cost, kv_planes, l2_group, sms));
+  const int group = int(split ? split_causal_plane_group(cost, kv_planes, l2_group, sms)
+                              : causal_plane_group(cost, kv_planes, l2_group, sms));
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, group);
   return group;
@@ -1093,7 +1096,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
       prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
     } else if (Tr::kHeadDim == 64 && p.causal && bwd64_variant() == kBwd64SplitPlaneGroups) {
       prm.plane_group = causal_group(p, prm.kv_planes, plane_group(p, prm.kv_planes, prm.group), Tr::kBlockN,
-                                     Tr::kBlockM, prm.group);
+                                     Tr::kBlockM, prm.group, true);
     }
   }
   long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
