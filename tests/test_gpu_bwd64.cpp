@@ -116,7 +116,8 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
 // torch-cudnn). Shapes no config names that no head split takes and whose widened group on 132 SMs does not divide the
 // planes (with a 50 or a 60 MiB L2: 9 planes in groups of 5, 15 in groups of 8, 21 in groups of 11; the last group is
 // short), seq_q != seq_k in one, both 16-bit types; a block given the wrong plane or key tile fails dK / dV, one never
-// run leaves NaN. On 132 SMs under the default words every row must run the plane-group order (group > 0).
+// run leaves NaN. On 132 SMs under the default words every row must run the plane-group order (group > 0); the
+// head-split rows below, bounded groups of virtual planes.
 TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens verifies",
           "[gpu][bwd64][sm90_pgroup]") {
   namespace sm90 = fb::cuda::flash_sm90;
@@ -144,6 +145,24 @@ TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens ver
       CHECK(group > 0);
       // 40 / 8 N = 3300: widened to 4 planes or more (2 or 3 fit a third of L2).
       if (r.heads == 40) CHECK(group >= 4);
+    }
+    check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
+  }
+  // Head-split passes (causal MQA / GQA the model splits): their virtual planes in bounded groups since session 37
+  // (split_causal_group()): 32 q / 2 kv, batch 2, N = 2800, fp16 (8 subsets: 32 virtual planes in groups of 11 on the
+  // H200) and 8 q / 1 kv, batch 8, N = 2500 (4 subsets: 32 in groups of 11); the last group short.
+  const Row split_rows[] = {{2, 32, 2, 2800, 2800, Dtype::fp16}, {8, 8, 1, 2500, 2500, Dtype::bf16}};
+  for (const Row& r : split_rows) {
+    const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, true, Pass::bwd);
+    const int split = sm90::backward_head_split(c.params());
+    const int group = sm90::backward_causal_plane_group(c.params());
+    INFO("case " << c.key() << ", head split " << split << ", plane group " << group);
+    CHECK(group >= 0);
+    CHECK(group <= r.batch * r.kv_heads * split);
+    if (model_on && sm_count() == 132) {
+      CHECK(split > 1);
+      CHECK(group > 0);
+      CHECK(group < r.batch * r.kv_heads * split);
     }
     check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
   }

@@ -46,16 +46,14 @@ constexpr int kBwd64NoPlaneMajor = 1 << 20;
 // plane_group() planes (what fits L2), where the default now widens the group where the schedule model says the last
 // groups' longest blocks start too late (causal_group() below). Every other pass runs as the default.
 constexpr int kBwd64PlaneGroupL2 = 1 << 21;
-// FB_SM90_BWD64=splitpg (a host code; a probe prepared in session 36): causal d = 64 head-split passes take their
-// virtual planes (a K/V plane and a subset of its query heads) in the plane groups causal_group() picks for them (at
-// most two device-fulls of blocks a group; one group where that models 2% faster, split_causal_plane_group()), where
-// the default runs every virtual plane in one group, key tiles outermost, as the unbounded widening that session 36's
-// call B found 0.887x on 128 planes of 8 key tiles. Every other pass runs as the default.
-constexpr int kBwd64SplitPlaneGroups = 1 << 22;
+// FB_SM90_BWD64=splitone (a host code): causal d = 64 head-split passes run every virtual plane (a K/V plane and a
+// subset of its query heads) in one group, key tiles outermost: the order before session 37, where the default takes
+// them in the plane groups causal_group() picks (split_causal_group()). Every other pass runs as the default.
+constexpr int kBwd64SplitOneGroup = 1 << 22;
 
 // FB_SM90_BWD64 picks a d = 64 variant (flash_sm90_bwd_traits.h) for A/B runs in one binary and one
 // device call: per-consumer-dq (the first d = 64 kernel), direct (dK/dV stored straight from the
-// accumulators, session 7's default), nopmajor64, pgl2, splitpg (above); unset, empty, `default` or `pmajor64`: the
+// accumulators, session 7's default), nopmajor64, pgl2, splitone (above); unset, empty, `default` or `pmajor64`: the
 // default. Any other word is refused, removed ones included (a typo in an A/B would otherwise time the default twice
 // and read as "level").
 int bwd64_variant() {
@@ -67,21 +65,21 @@ int bwd64_variant() {
     if (s == "direct") return kBwd64Direct;
     if (s == "nopmajor64") return kBwd64NoPlaneMajor;
     if (s == "pgl2") return kBwd64PlaneGroupL2;
-    if (s == "splitpg") return kBwd64SplitPlaneGroups;
+    if (s == "splitone") return kBwd64SplitOneGroup;
     throw std::invalid_argument("FB_SM90_BWD64: '" + s +
                                 "' is not a flash-sm90 d = 64 backward variant (per-consumer-dq, direct, nopmajor64, "
-                                "pgl2, splitpg; "
+                                "pgl2, splitone; "
                                 "unset, default or pmajor64 for the default; cvwave was removed in session 15, "
-                                "qtail in session 16: docs/perf-notes.md)");
+                                "qtail in session 16, splitpg (the default since) in session 37: docs/perf-notes.md)");
   }();
   return v;
 }
 
-// The default, nopmajor64, pgl2 and splitpg: the default's choice of d = 64 kernels (the host codes change an order
+// The default, nopmajor64, pgl2 and splitone: the default's choice of d = 64 kernels (the host codes change an order
 // only).
 bool default_choice64() {
   const int v = bwd64_variant();
-  return v == kBwd64Default || v == kBwd64NoPlaneMajor || v == kBwd64PlaneGroupL2 || v == kBwd64SplitPlaneGroups;
+  return v == kBwd64Default || v == kBwd64NoPlaneMajor || v == kBwd64PlaneGroupL2 || v == kBwd64SplitOneGroup;
 }
 
 // FB_SM90_BWD128=q80c (a host code, not a traits variant): 80 queries a step on every d = 128 pass,
@@ -269,7 +267,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
       switch (bwd64_variant()) {
         case kBwd64PerConsumerDq: return f(BwdTraits<Elem, 64, kBwd64PerConsumerDq>{});
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
-        default:  // nopmajor64, pgl2, splitpg too
+        default:  // nopmajor64, pgl2, splitone too
           if (share) return f(BwdTraits<Elem, 64, kBwd64TailShare>{});  // tail_share_on()
           return f(BwdTraits<Elem, 64>{});
       }
@@ -987,11 +985,11 @@ bool plane_major(const AttentionParams& p) {
 // or two planes start the last groups' longest key tiles a block or more late: 40 q / 8 kv heads, batch 1, d = 64 ran
 // 0.928x / 0.962x torch-cudnn at N = 3300 / 7100 (results/h200/s35/E/), groups of 2 / 1 planes modelled 1.29x / 1.21x
 // the makespan of 4; session 36's call D (results/h200/s36/D/): 1.030-1.371x the L2 groups on 21 shapes, 1.094-1.338x
-// torch-cudnn. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()); the head-split kernels
-// run their virtual planes in one group (launch(); under `splitpg` in the groups this picks, `heads` then the subset's
-// query heads, kv_planes the virtual planes and `split` true: split_causal_plane_group(), one group where that models
-// faster). pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes a group (clamped to 1 .. the planes; for probes and A/B
-// runs). Cached per shape.
+// torch-cudnn. The causal d = 128 passes have the key-tail order for this (grouped_key_tiles()). The d = 64 head-split
+// kernel's virtual planes take it too since session 37 (split_causal_group(): `heads` the subset's query heads,
+// kv_planes the virtual planes, `split` true: split_causal_plane_group(), one group where that models 2% faster).
+// pgl2: l2_group. FB_SM90_BWD64_PG=G forces G planes (virtual planes on a head split) a group (clamped to 1 .. the
+// planes; for probes and A/B runs). Cached per shape.
 int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m, int heads,
                  bool split = false) {
   if (bwd64_variant() == kBwd64PlaneGroupL2) return l2_group;
@@ -1045,6 +1043,26 @@ template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
   }
 }
 
+// The plane group (of virtual planes: a K/V plane and a subset of its query heads) a causal pass of Tr's d = 64
+// head-split kernel (launched a block a unit) runs `split` subsets in: causal_group()'s, the bounded group unless one
+// group models 2% faster; 0 for every other pass and under splitone and pgl2 (every virtual plane in one group, key
+// tiles outermost: the order before session 37). Session 37's call A (results/h200/s37/A/, three interleaved rounds
+// against splitone): 0.995-1.061x on fourteen causal d = 64 MQA / GQA shapes (geomean 1.020; the GQA d = 64 grid's
+// 32 q / 1 kv batch 4 N = 4096 row 1.053x), controls 1.001x / 1.008x. One place for launch() and
+// backward_causal_plane_group().
+template <typename Tr> int split_causal_group(const AttentionParams& p, int split) {
+  if constexpr (Tr::kHeadDim != 64 || !Tr::kHeadSplit || Tr::kKeyTail) {
+    return 0;
+  } else {
+    const int v = bwd64_variant();
+    if (!p.causal || split <= 1 || v == kBwd64SplitOneGroup || v == kBwd64PlaneGroupL2) return 0;
+    const std::int64_t virtual_planes = std::int64_t(p.batch) * p.kv_heads * split;
+    const int heads = p.group() / split;
+    return causal_group(p, virtual_planes, plane_group(p, virtual_planes, heads), Tr::kBlockN, Tr::kBlockM, heads,
+                        true);
+  }
+}
+
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators (the query tail's,
 // kQTail: zeroed here).
 template <typename Tr>
@@ -1081,7 +1099,8 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   prm.n_tiles = int(key_tiles * kv_planes);
   if constexpr (Tr::kHeadSplit) {
     // Virtual K/V heads (a head and a subset of its query heads), all in one plane group: key tiles
-    // outermost, so that under a causal mask the longest units start first.
+    // outermost, so that under a causal mask the longest units start first (causal d = 64: split_causal_group()'s
+    // plane groups, below).
     prm.kv_heads = p.kv_heads * split;
     prm.group = p.group() / split;
     prm.kv_planes = int(kv_planes * split);
@@ -1094,9 +1113,8 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     // p.group() / split query heads) in L2 plane groups.
     if (Tr::kKeyTail || split_plane_groups(p)) {
       prm.plane_group = plane_group(p, prm.kv_planes, prm.group);
-    } else if (Tr::kHeadDim == 64 && p.causal && bwd64_variant() == kBwd64SplitPlaneGroups) {
-      prm.plane_group = causal_group(p, prm.kv_planes, plane_group(p, prm.kv_planes, prm.group), Tr::kBlockN,
-                                     Tr::kBlockM, prm.group, true);
+    } else if (const int group = split_causal_group<Tr>(p, split); group > 0) {
+      prm.plane_group = group;
     }
   }
   long long qtail_units = 0;  // the query tail's extra blocks (kQTail)
@@ -1226,7 +1244,9 @@ bool backward_short_step(const AttentionParams& p) {
 }
 
 int backward_causal_plane_group(const AttentionParams& p) {
-  if (backward_unsupported(p) != nullptr || head_split(p) > 1) return 0;
+  if (backward_unsupported(p) != nullptr) return 0;
+  if (const int split = head_split(p); split > 1)
+    return with_split_traits(p, [&](auto tr) { return split_causal_group<decltype(tr)>(p, split); });
   return with_traits(p, [&](auto tr) { return unsplit_causal_group<decltype(tr)>(p); });
 }
 

@@ -30,7 +30,8 @@ bool backward_short_step(const AttentionParams& p);
 // device to say true (the SM count); tests use it.
 bool backward_tail_share(const AttentionParams& p);
 // The plane group (K/V planes whose blocks run together, key tiles outermost) of a causal d = 64 pass launched a block
-// a tile without a head split; 0 for every other pass. Needs a device (the SM count); tests use it.
+// a tile; on a head split, of virtual planes (a K/V plane and a subset of its query heads); 0 for every other pass.
+// Needs a device (the SM count); tests use it.
 int backward_causal_plane_group(const AttentionParams& p);
 // Pre-pass (D, LSE), the main kernel, dQ convert; writes p.dq, p.dk, p.dv.
 void run_backward(const AttentionParams& p, const Context& ctx);
