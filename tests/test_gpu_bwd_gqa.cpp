@@ -198,6 +198,51 @@ void check_flash_beside_naive(fb::CudaBackend& b, const fb::Case& c) {
 
 }  // namespace
 
+// flash's unsplit causal GQA backward in plane groups (flash_bwd.cu causal_plane_group_of(), since session 37): K/V
+// planes taken a group at a time, key tiles outermost within a group. Shapes no config names whose group on 132 SMs
+// does not divide the planes (the last group short): 8 x 16 q / 8 kv, N = 1300, d = 128 (64 planes in groups of 22),
+// 12 x 8 / 4, N = 800, d = 64 (48 in groups of 26); and seq_q != seq_k, fp16 (10 x 32 / 8, 900 queries on 1000 keys).
+// A block given the wrong plane or key tile fails dK / dV; one never run leaves NaN. On 132 SMs under the default
+// words the first two must run in groups (1 < group < planes); FB_FLASH_BWD=headmajor: 1.
+TEST_CASE("GQA: flash's causal backward in plane groups verifies", "[gpu][bwd_gqa][flash_pgroup]") {
+  namespace flash = fb::cuda::flash;
+  CudaBackend& b = gpu();
+  struct Row {
+    int batch, heads, kv_heads, q, k, dim;
+    Dtype dtype;
+    bool grouped;  // on 132 SMs under the default words
+  };
+  const Row rows[] = {{8, 16, 8, 1300, 1300, 128, Dtype::bf16, true},
+                      {12, 8, 4, 800, 800, 64, Dtype::bf16, true},
+                      {10, 32, 8, 900, 1000, 64, Dtype::fp16, false}};
+  const char* env = std::getenv("FB_FLASH_BWD");
+  const std::string word = env != nullptr ? env : "";
+  const bool model_on = (word.empty() || word == "standard") && std::getenv("FB_FLASH_BWD_SPLIT") == nullptr;
+  for (const Row& r : rows) {
+    const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, r.dim, r.dtype, true, Pass::bwd);
+    const int group = flash::backward_causal_plane_group(c.params());
+    INFO("case " << c.key() << ", plane group " << group);
+    CHECK(group >= 1);
+    CHECK(group <= r.batch * r.kv_heads);
+    if (word == "headmajor") CHECK(group == 1);
+    if (model_on && r.grouped && sm_count() == 132) {
+      CHECK(flash::backward_head_split(c.params()) == 1);
+      CHECK(group > 1);
+      CHECK(group < r.batch * r.kv_heads);
+      CHECK((r.batch * r.kv_heads) % group != 0);
+    }
+    b.prepare(c, kSeed);
+    std::vector<Record> records = run_each(b, c, {"naive", "flash"}, never_refused);
+    verify_and_check(b, records, each_written(b, c, Tensors::gradients));
+    b.release();
+  }
+  // MHA and non-causal passes keep their order.
+  CHECK(flash::backward_causal_plane_group(make_case(4, 8, 8, 4096, 4096, 64, Dtype::bf16, true, Pass::bwd).params()) ==
+        1);
+  CHECK(flash::backward_causal_plane_group(
+            make_case(12, 8, 4, 800, 800, 64, Dtype::bf16, false, Pass::bwd).params()) == 1);
+}
+
 TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies at every split",
           "[gpu][bwd_gqa][flash_split]") {
   using namespace fb::test;

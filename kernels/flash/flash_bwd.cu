@@ -116,7 +116,7 @@ std::atomic<int>& forced_split() {
 // head split (split_dq_tiled()), and `cap8`, only in the head split's subset count (max_head_split()).
 bool default_grid(GridVariant v) {
   return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8 ||
-         v == GridVariant::nodesc2;
+         v == GridVariant::nodesc2 || v == GridVariant::headmajor;
 }
 
 // Whether the main kernel walks each plane's query tiles with kDescend (TcLaunch::descend: every block from the last
@@ -222,6 +222,48 @@ int head_split(const AttentionParams& p) {
   // on 10 of 11 such rows in calls H and I (1.016-1.100x) but lost 0.952x at 32 q / 4 kv heads, batch 2, N = 2800.
   model.unsplit_plane_major = true;
   return model_head_split(p, sms, tiles.block_n, tiles.block_m, model);
+}
+
+// The plane group of an unsplit causal GQA grid on the head-major kernels (kHeadMajorCausal; MainArgs::plane_group):
+// 1 (head-major: each K/V plane's key tiles in turn, the longest first within a plane, since session 7 for the L2: the
+// blocks in flight share one or two planes' Q, dO and dQ) unless the schedule model (causal_plane_group(),
+// common/head_split.h, the one flash-sm90's d = 64 backward uses; a block costs its query-tile steps over the group's
+// heads plus HeadSplitModel's unit overhead) has a group of planes, key tiles outermost within it, 2% or more faster,
+// of groups whose blocks take at most two device-fulls. Under GQA a block runs the group's query heads and is long
+// beside a SM's share of the grid, so head-major starts the last planes' longest key tiles late: 6 x 20 q / 4 kv heads,
+// d = 64, N = 2600 (24 planes of 21 key tiles, no head split) read 0.973x FlashAttention-2 head-major and 1.172x under
+// `lean` (tile-major; session 37's call C, results/h200/s37/C/). MHA passes (one head a block) and head-split passes
+// (tile-major already) keep their order; `headmajor`: 1 everywhere (the order before). Cached per shape.
+int causal_plane_group_of(const AttentionParams& p) {
+  const GridVariant v = grid_variant();
+  const int group = p.kv_heads > 0 ? p.heads / p.kv_heads : 0;
+  if (!p.causal || group <= 1 || p.heads % p.kv_heads != 0 || !default_grid(v) || v == GridVariant::headmajor ||
+      (p.head_dim != 64 && p.head_dim != 128) || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
+      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || head_split(p) > 1)
+    return 1;
+  SplitTiles tiles;
+  const int sms = split_sms(p, tiles);
+  if (sms == 0) return 1;
+  using Key = std::tuple<int, int, int, int, int, int, int, int>;
+  static std::mutex mu;
+  static std::map<Key, int> cache;
+  const Key key{p.batch, p.kv_heads, group, p.seq_q, p.seq_k, tiles.block_n, tiles.block_m, sms};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const CausalMask mask = p.mask();
+  const int q_tiles = (p.seq_q + tiles.block_m - 1) / tiles.block_m;
+  const int key_tiles = (p.seq_k + tiles.block_n - 1) / tiles.block_n;
+  std::vector<double> cost(static_cast<std::size_t>(key_tiles));
+  for (int j = 0; j < key_tiles; ++j)
+    cost[std::size_t(j)] =
+        double(q_tiles - mask.first_q_tile(j * tiles.block_n, tiles.block_m)) * group + HeadSplitModel{}.unit_overhead;
+  const int planes = p.batch * p.kv_heads;
+  const int g = int(causal_plane_group(cost, planes, 1, sms));
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, g);
+  return g;
 }
 
 // Into how many units each block of the grid's last partial wave is split (kTailSplit; 1: none).
@@ -342,9 +384,10 @@ GridVariant grid_variant() {
     if (s == "cap8") return GridVariant::cap8;
     if (s == "desc2") return GridVariant::desc2;
     if (s == "nodesc2") return GridVariant::nodesc2;
+    if (s == "headmajor") return GridVariant::headmajor;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splitrows, cap8, desc2, nodesc2; s6 "
+                                "splitrows, cap8, desc2, nodesc2, headmajor; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10, cap16 in session 14; dqtile became the default in session "
                                 "11, splittile in session 13: docs/perf-notes.md)");
@@ -449,6 +492,8 @@ int backward_head_split(const AttentionParams& p) { return bwd::head_split(p); }
 
 int backward_tail_split(const AttentionParams& p) { return bwd::tail_split(p); }
 
+int backward_causal_plane_group(const AttentionParams& p) { return bwd::causal_plane_group_of(p); }
+
 int force_backward_head_split(int split) {
   if (split < 0) throw std::invalid_argument("flash backward: a head split cannot be negative");
   return bwd::forced_split().exchange(split);
@@ -515,6 +560,7 @@ void backward(const AttentionParams& p, const Context& ctx, Fp32Math math) {
     [[maybe_unused]] std::int64_t tail_elems = 0, tail_row0 = 0;
     if constexpr (kTensorCores) {
       a.head_split = head_split(p);
+      a.plane_group = causal_plane_group_of(p);
       if (a.head_split > 1) {
         a.dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
         FB_CUDA_CHECK(cudaMemsetAsync(a.dkv_acc, 0, 2 * std::size_t(kv_elems) * sizeof(float), stream));

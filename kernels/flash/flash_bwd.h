@@ -68,6 +68,11 @@ int force_backward_head_split(int split);
 // in fp32 accumulators in the workspace, so their last bits vary between runs as dQ's do.
 int backward_tail_split(const AttentionParams& p);
 
+// K/V planes whose key tiles the causal backward runs together, key tiles outermost (1: head-major, plane after plane):
+// unsplit causal GQA passes on the warp-grid kernel where the schedule model says (flash_bwd.cu
+// causal_plane_group_of()); 1 elsewhere. Needs a device to say more than 1 (the SM count); tests use it.
+int backward_causal_plane_group(const AttentionParams& p);
+
 // Keys per block of the main kernel for these params (the byte model's key tile).
 int backward_key_tile(const AttentionParams& p);
 int backward_key_tile(const AttentionParams& p, Fp32Math math);

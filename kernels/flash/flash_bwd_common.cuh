@@ -47,6 +47,10 @@ struct MainArgs {
   // The tail split's kernels (kTailSplit) read head_split as the tail's split S instead (below).
   int head_split = 1;
   float* dkv_acc = nullptr;
+  // Causal grids of the head-major kernels (kHeadMajorCausal, no head split): K/V planes taken plane_group at a time,
+  // key tiles outermost within a group (the longest first over the group's planes); 1: head-major, plane after plane
+  // (flash_bwd.cu causal_plane_group_of()).
+  int plane_group = 1;
 };
 
 // How the launcher runs the fp16/bf16 main kernel, beyond MainArgs (host side only: MainArgs, the
@@ -124,7 +128,9 @@ template <int kHeadDim> int main_tf32_key_tile();
 // in session 18's call B: 1.022x over the default at d = 128 non-causal (MHA, bf16, N = 1k / 4k / 1536: 1.003 / 1.018 /
 // 1.044x; 1.016x over `notail`), 0.997x causal; hence the default on d = 128 non-causal MHA passes (flash_bwd.cu
 // descend_walk()). `nodesc2`: the default before it (the rotated walk, with the tail split where it splits).
-enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2, nodesc2 };
+// `headmajor` (session 37): the default with every unsplit causal GQA grid head-major (plane after plane), the order
+// before the plane groups (flash_bwd.cu causal_plane_group_of()).
+enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2, nodesc2, headmajor };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

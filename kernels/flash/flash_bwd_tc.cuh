@@ -747,6 +747,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
   if (mask.causal && (!Tr::kHeadMajorCausal || Tr::kHeadSplit)) {
     tile = block_idx() / n_bkv;
     bkv = block_idx() % n_bkv;
+  } else if (mask.causal && a.plane_group > 1) {
+    // Plane groups (MainArgs::plane_group): key tiles outermost within each group of planes, the last group short.
+    const unsigned per_group = unsigned(a.plane_group) * unsigned(n_tiles);
+    const int first = int(block_idx() / per_group) * a.plane_group;
+    const unsigned here = unsigned(min(a.plane_group, n_bkv - first));
+    const unsigned r = block_idx() % per_group;
+    tile = int(r / here);
+    bkv = first + int(r % here);
   } else {
     tile = block_idx() % n_tiles;
     bkv = block_idx() / n_tiles;
