@@ -389,3 +389,43 @@ TEST_CASE("a head split's causal plane groups: bounded, or one group where that 
           CHECK(t <= plane_group_makespan(c, planes, causal_plane_group(c, planes, l2, kSms), kSms));
         }
 }
+
+TEST_CASE("flash's causal GQA plane groups: where head-major starts the last planes' long blocks late",
+          "[head_split]") {
+  using fb::cuda::gqa_causal_plane_group;
+  constexpr int kSms = 132;
+  // flash's warp-grid backward tiles: 128 keys by 128 queries at d = 64, by 64 at d = 128 (flash_bwd_tc.cuh).
+  auto group64 = [](int batch, int heads, int kv, int seq, bool causal = true) {
+    return gqa_causal_plane_group(shape(batch, heads, kv, seq, causal), kSms, 128, 128);
+  };
+  auto group128 = [](int batch, int heads, int kv, int seq, bool causal = true) {
+    return gqa_causal_plane_group(shape(batch, heads, kv, seq, causal), kSms, 128, 64);
+  };
+  // Session 37's call C row: 6 x 20 q / 4 kv, N = 2600 (24 planes of 21 key tiles) read 0.973x FlashAttention-2
+  // head-major; call D: groups of 6, 1.265x.
+  CHECK(group64(6, 20, 4, 2600) == 6);
+  // The GQA grids' causal 32 q / 8 kv batch 16 N = 1024 rows (128 planes of 8 key tiles): groups of 33 / 26, within
+  // two device-fulls of blocks (call D: 1.097x / 1.091x).
+  CHECK(group64(16, 32, 8, 1024) == 33);
+  CHECK(group128(16, 32, 8, 1024) == 26);
+  // The [flash_pgroup] GPU test's shapes: groups that do not divide the planes.
+  CHECK(group128(8, 16, 8, 1300) == 22);
+  CHECK(group64(12, 8, 4, 800) == 26);
+  // One K/V plane's long key tiles fill the device alone (8 planes of 128 key tiles at N = 16384): plane after plane.
+  CHECK(group128(1, 32, 8, 16384) == 1);
+  // MHA (one head a block), non-causal passes (every block alike): plane after plane.
+  CHECK(group64(4, 8, 8, 4096) == 1);
+  CHECK(group64(6, 20, 4, 2600, false) == 1);
+  // Every pick within [1, two device-fulls of blocks] and the planes.
+  for (int batch : {1, 3, 8})
+    for (int kv : {1, 2, 8})
+      for (int group : {2, 5, 8})
+        for (int seq : {700, 2600, 9000}) {
+          const std::int64_t g = group64(batch, kv * group, kv, seq);
+          const std::int64_t planes = std::int64_t(batch) * kv;
+          const std::int64_t key_tiles = (seq + 127) / 128;
+          INFO("batch " << batch << " kv " << kv << " group " << group << " N " << seq << ": " << g);
+          CHECK(g >= 1);
+          CHECK(g <= std::max<std::int64_t>(1, std::min<std::int64_t>(planes, 2 * kSms / key_tiles)));
+        }
+}

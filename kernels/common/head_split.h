@@ -91,8 +91,8 @@ inline std::int64_t causal_plane_group(const std::vector<double>& key_tile_cost,
   return l2_group;
 }
 
-// A head split's virtual planes (flash-sm90's causal d = 64 head split under FB_SM90_BWD64=splitpg):
-// causal_plane_group()'s pick, unless every virtual plane in one group (the split's order by default: all key tiles
+// A head split's virtual planes (flash-sm90's causal d = 64 head split, since session 37; splitpg was its probe):
+// causal_plane_group()'s pick, unless every virtual plane in one group (the split's order before: all key tiles
 // outermost) is modelled near_best or more faster than it (where the L2 group is already past two device-fulls of
 // blocks, or the bound leaves the last groups' long blocks late).
 inline std::int64_t split_causal_plane_group(const std::vector<double>& key_tile_cost, std::int64_t planes,
@@ -288,6 +288,25 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, best);
   return best;
+}
+
+// The plane group of an unsplit causal GQA grid of one block per (key tile, K/V plane) over the group's query heads,
+// run plane after plane (1) or in groups of planes, key tiles outermost within a group (flash's warp-grid backward,
+// flash_bwd.cu causal_plane_group_of()): causal_plane_group() from 1, a block of key tile j costing its query-tile steps
+// times the group plus unit_overhead (as model_head_split()'s units). 1 for MHA, non-causal passes and empty shapes.
+inline std::int64_t gqa_causal_plane_group(const AttentionParams& p, int sms, int block_n, int block_m,
+                                           double unit_overhead = HeadSplitModel{}.unit_overhead) {
+  const int group = p.kv_heads > 0 && p.heads % p.kv_heads == 0 ? p.heads / p.kv_heads : 0;
+  if (!p.causal || group <= 1 || sms <= 0 || block_n <= 0 || block_m <= 0 || p.seq_q < 1 || p.seq_k < 1 ||
+      p.batch < 1)
+    return 1;
+  const CausalMask mask = p.mask();
+  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
+  const int key_tiles = (p.seq_k + block_n - 1) / block_n;
+  std::vector<double> cost(static_cast<std::size_t>(key_tiles));
+  for (int j = 0; j < key_tiles; ++j)
+    cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * group + unit_overhead;
+  return causal_plane_group(cost, std::int64_t(p.batch) * p.kv_heads, 1, sms);
 }
 
 }  // namespace fb::cuda

@@ -226,9 +226,9 @@ int head_split(const AttentionParams& p) {
 
 // The plane group of an unsplit causal GQA grid on the head-major kernels (kHeadMajorCausal; MainArgs::plane_group):
 // 1 (head-major: each K/V plane's key tiles in turn, the longest first within a plane, since session 7 for the L2: the
-// blocks in flight share one or two planes' Q, dO and dQ) unless the schedule model (causal_plane_group(),
-// common/head_split.h, the one flash-sm90's d = 64 backward uses; a block costs its query-tile steps over the group's
-// heads plus HeadSplitModel's unit overhead) has a group of planes, key tiles outermost within it, 2% or more faster,
+// blocks in flight share one or two planes' Q, dO and dQ) unless the schedule model (gqa_causal_plane_group(),
+// common/head_split.h: causal_plane_group(), the one flash-sm90's d = 64 backward uses; a block costs its query-tile
+// steps over the group's heads plus HeadSplitModel's unit overhead) has a group of planes, key tiles outermost within it, 2% or more faster,
 // of groups whose blocks take at most two device-fulls. Under GQA a block runs the group's query heads and is long
 // beside a SM's share of the grid, so head-major starts the last planes' longest key tiles late: 6 x 20 q / 4 kv heads,
 // d = 64, N = 2600 (24 planes of 21 key tiles, no head split) read 0.973x FlashAttention-2 head-major and 1.172x under
@@ -252,15 +252,7 @@ int causal_plane_group_of(const AttentionParams& p) {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  const CausalMask mask = p.mask();
-  const int q_tiles = (p.seq_q + tiles.block_m - 1) / tiles.block_m;
-  const int key_tiles = (p.seq_k + tiles.block_n - 1) / tiles.block_n;
-  std::vector<double> cost(static_cast<std::size_t>(key_tiles));
-  for (int j = 0; j < key_tiles; ++j)
-    cost[std::size_t(j)] =
-        double(q_tiles - mask.first_q_tile(j * tiles.block_n, tiles.block_m)) * group + HeadSplitModel{}.unit_overhead;
-  const int planes = p.batch * p.kv_heads;
-  const int g = int(causal_plane_group(cost, planes, 1, sms));
+  const int g = int(gqa_causal_plane_group(p, sms, tiles.block_n, tiles.block_m));
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, g);
   return g;

@@ -53,8 +53,8 @@ struct MainArgs {
   int plane_group = 1;
 };
 
-// How the launcher runs the fp16/bf16 main kernel, beyond MainArgs (host side only: MainArgs, the
-// kernels' argument, stays as it was, and so does every kernel's code).
+// How the launcher runs the fp16/bf16 main kernel, beyond MainArgs (host side only: which kernel it launches; the
+// kernels read MainArgs).
 struct TcLaunch {
   // The tail split (kTailSplit kernels): MainArgs::head_split holds its S, dkv_acc the tail's rows.
   bool tail = false;

@@ -516,7 +516,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks) bwd_main_tc_kern
 // kHeadMajorCausal: causal grids head-major as the non-causal ones (key tile 0, the longest, first
 // within each head) instead of tile-major: the blocks in flight then share one or two heads' Q, dO
 // and dQ in L2 (tile-major spreads them over every head: at N = 16k, d = 128 that is 16 heads x
-// 16 MB against a 50 MB L2).
+// 16 MB against a 50 MB L2). Since session 37 unsplit causal GQA grids take their planes in plane groups where the
+// launcher's model says (MainArgs::plane_group > 1: key tiles outermost within a group of planes).
 // kDescend (with kLean): every block walks its query tiles from the last down to its first, with no
 // rotation (FlashAttention-2's order): the blocks of a head read the same Q/dO tile at about the
 // same time, and add into the same dQ rows.
