@@ -61,6 +61,19 @@ inline double plane_group_makespan(const std::vector<double>& key_tile_cost, std
   return schedule.end();
 }
 
+// A causal pass's blocks by key tile j, as the plane-group models cost them: the query tiles (block_m rows) that see key
+// tile j (block_n keys) under p's mask, times `heads` (the query heads a block runs), plus `overhead` steps.
+inline std::vector<double> causal_key_tile_costs(const AttentionParams& p, int block_n, int block_m, int heads,
+                                                 double overhead) {
+  const CausalMask mask = p.mask();
+  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
+  const int key_tiles = (p.seq_k + block_n - 1) / block_n;
+  std::vector<double> cost(static_cast<std::size_t>(std::max(key_tiles, 0)));
+  for (int j = 0; j < key_tiles; ++j)
+    cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * heads + overhead;
+  return cost;
+}
+
 // The plane group of a causal grid that runs one block per (key tile, K/V plane) in groups of planes, key tiles
 // outermost within a group (flash-sm90's bwd_work, its d = 64 kernel launched a block a tile): key_tile_cost[j] is a
 // block of key tile j (its steps and overhead), the longest first under the mask. l2_group planes keep what the group's
@@ -222,11 +235,8 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  const CausalMask mask = p.mask();
   const int q_tiles = (p.seq_q + block_m - 1) / block_m;
-  std::vector<double> per_head(static_cast<std::size_t>(key_tiles));
-  for (std::int64_t j = 0; j < key_tiles; ++j)
-    per_head[std::size_t(j)] = q_tiles - mask.first_q_tile(int(j * block_n), block_m);
+  const std::vector<double> per_head = causal_key_tile_costs(p, block_n, block_m, 1, 0.0);
   auto makespan = [&](int split) {
     ListSchedule schedule(sms);
     for (std::int64_t j = 0; j < key_tiles; ++j) {
@@ -300,13 +310,8 @@ inline std::int64_t gqa_causal_plane_group(const AttentionParams& p, int sms, in
   if (!p.causal || group <= 1 || sms <= 0 || block_n <= 0 || block_m <= 0 || p.seq_q < 1 || p.seq_k < 1 ||
       p.batch < 1)
     return 1;
-  const CausalMask mask = p.mask();
-  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
-  const int key_tiles = (p.seq_k + block_n - 1) / block_n;
-  std::vector<double> cost(static_cast<std::size_t>(key_tiles));
-  for (int j = 0; j < key_tiles; ++j)
-    cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * group + unit_overhead;
-  return causal_plane_group(cost, std::int64_t(p.batch) * p.kv_heads, 1, sms);
+  return causal_plane_group(causal_key_tile_costs(p, block_n, block_m, group, unit_overhead),
+                            std::int64_t(p.batch) * p.kv_heads, 1, sms);
 }
 
 }  // namespace fb::cuda

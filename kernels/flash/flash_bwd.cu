@@ -193,6 +193,13 @@ int split_sms(const AttentionParams& p, SplitTiles& tiles) {
   return tiles.block_n == 0 || tiles.smem_bytes > optin ? 0 : sms;
 }
 
+// Whether the warp-grid kernel's grid options (the head split, the tail split, the causal plane groups) may act on p:
+// fp16/bf16 at d = 64 or 128, query heads a multiple of the K/V heads, no empty dimension.
+bool warp_grid_shape(const AttentionParams& p) {
+  return p.kv_heads >= 1 && p.heads % p.kv_heads == 0 && (p.head_dim == 64 || p.head_dim == 128) &&
+         (p.dtype == Dtype::fp16 || p.dtype == Dtype::bf16) && p.seq_q >= 1 && p.seq_k >= 1 && p.batch >= 1;
+}
+
 // How many subsets a K/V plane's query heads are split into (the warp-grid kernel's kHeadSplit
 // variant): 1 unless a split shortens the modelled time by kMinGain. Where a K/V plane has few key
 // tiles (MQA: batch x key tiles blocks on the whole GPU) and the mask is causal, key tile j's block
@@ -202,10 +209,9 @@ int split_sms(const AttentionParams& p, SplitTiles& tiles) {
 // kernel's tiles, with at most max_head_split() subsets. Only GQA/MQA, fp16/bf16 at d = 64 or 128 where
 // the warp-grid kernel runs.
 int head_split(const AttentionParams& p) {
-  const int group = p.kv_heads > 0 ? p.heads / p.kv_heads : 0;
-  if (group <= 1 || p.heads % p.kv_heads != 0 || (p.head_dim != 64 && p.head_dim != 128) ||
-      (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) || p.seq_q < 1 || p.seq_k < 1 || p.batch < 1)
-    return 1;
+  if (!warp_grid_shape(p)) return 1;
+  const int group = p.heads / p.kv_heads;
+  if (group <= 1) return 1;
   // The probes (FB_FLASH_BWD) time the unsplit kernels, `splitrows` and `cap8` aside (the default's
   // split).
   if (!default_grid(grid_variant())) return 1;
@@ -236,11 +242,9 @@ int head_split(const AttentionParams& p) {
 // (tile-major already) keep their order; `headmajor`: 1 everywhere (the order before). Cached per shape.
 int causal_plane_group_of(const AttentionParams& p) {
   const GridVariant v = grid_variant();
-  const int group = p.kv_heads > 0 ? p.heads / p.kv_heads : 0;
-  if (!p.causal || group <= 1 || p.heads % p.kv_heads != 0 || !default_grid(v) || v == GridVariant::headmajor ||
-      (p.head_dim != 64 && p.head_dim != 128) || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
-      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || head_split(p) > 1)
-    return 1;
+  if (!p.causal || !warp_grid_shape(p) || !default_grid(v) || v == GridVariant::headmajor) return 1;
+  const int group = p.heads / p.kv_heads;
+  if (group <= 1 || head_split(p) > 1) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
   if (sms == 0) return 1;
@@ -273,10 +277,7 @@ int tail_split(const AttentionParams& p) {
   const GridVariant v = grid_variant();
   const bool probe = v == GridVariant::tail;
   const bool on = probe || ((default_grid(v) || v == GridVariant::dqrows) && p.head_dim == 128);
-  if (!on || p.causal || p.kv_heads < 1 || p.heads % p.kv_heads != 0 ||
-      (p.head_dim != 64 && p.head_dim != 128) || (p.dtype != Dtype::fp16 && p.dtype != Dtype::bf16) ||
-      p.seq_q < 1 || p.seq_k < 1 || p.batch < 1 || head_split(p) > 1)
-    return 1;
+  if (!on || p.causal || !warp_grid_shape(p) || head_split(p) > 1) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
   if (sms == 0) return 1;

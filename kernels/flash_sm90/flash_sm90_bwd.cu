@@ -1013,12 +1013,7 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  const CausalMask mask = p.mask();
-  const int q_tiles = (p.seq_q + block_m - 1) / block_m;
-  const int key_tiles = (p.seq_k + block_n - 1) / block_n;
-  std::vector<double> cost(static_cast<std::size_t>(key_tiles));
-  for (int j = 0; j < key_tiles; ++j)
-    cost[std::size_t(j)] = double(q_tiles - mask.first_q_tile(j * block_n, block_m)) * heads + kBlockOverhead;
+  const std::vector<double> cost = causal_key_tile_costs(p, block_n, block_m, heads, kBlockOverhead);
   const int group = int(split ? split_causal_plane_group(cost, kv_planes, l2_group, sms)
                               : causal_plane_group(cost, kv_planes, l2_group, sms));
   std::lock_guard<std::mutex> lock(mu);
