@@ -29,6 +29,7 @@
 #include "flash/flash_bwd_common.cuh"
 #include "common/mask.h"
 #include "common/softmax.cuh"
+#include "common/tile_order.h"
 
 namespace fb::cuda::flash::bwd {
 
@@ -749,13 +750,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocks)
     tile = block_idx() / n_bkv;
     bkv = block_idx() % n_bkv;
   } else if (mask.causal && a.plane_group > 1) {
-    // Plane groups (MainArgs::plane_group): key tiles outermost within each group of planes, the last group short.
-    const unsigned per_group = unsigned(a.plane_group) * unsigned(n_tiles);
-    const int first = int(block_idx() / per_group) * a.plane_group;
-    const unsigned here = unsigned(min(a.plane_group, n_bkv - first));
-    const unsigned r = block_idx() % per_group;
-    tile = int(r / here);
-    bkv = first + int(r % here);
+    // Plane groups (MainArgs::plane_group): key tiles outermost within each group of planes, the last group short;
+    // common/tile_order.h's order, whose last tiles (here the first key tiles, the longest) come first.
+    const PlaneTile pt = grouped_tile(int(block_idx()), n_bkv, n_tiles, a.plane_group);
+    tile = n_tiles - 1 - pt.q_tile;
+    bkv = pt.bh;
   } else {
     tile = block_idx() % n_tiles;
     bkv = block_idx() / n_tiles;
