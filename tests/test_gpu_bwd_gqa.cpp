@@ -335,7 +335,8 @@ TEST_CASE("GQA/MQA: flash's backward with query heads split over blocks verifies
 }
 
 // The tail split (flash_bwd.cu tail_split(); the default at d = 128 non-causal since session 11): on
-// grids of at least one whole wave of blocks the last partial wave's blocks run as several units each,
+// grids of at least one whole wave of blocks (since session 38 also on smaller grids, every block then a tail block;
+// FB_FLASH_BWD=nosubwave: whole waves only) the last partial wave's blocks run as several units each,
 // starting mid-walk over their (query head, query tile) steps, their dK/dV partials added into fp32
 // accumulators for the tail's key rows only and converted into those rows. Shapes of 144 to 288 blocks
 // (a whole wave and a tail on a 132-SM H100/H200), MHA and GQA, lengths that cut the key tiles and
@@ -362,7 +363,16 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
                       // MHA rows walk kDescend unsplit): two MHA rows of more than 4096 keys (no kDescend) that do,
                       // 432 blocks with a tail of 36 (S = 3) and 330 with a tail of 66 (S = 2) on 132 SMs.
                       {1, 12, 12, 700, 4500, false, fb::Dtype::bf16},
-                      {1, 10, 10, 513, 4200, false, fb::Dtype::fp16}};
+                      {1, 10, 10, 513, 4200, false, fb::Dtype::fp16},
+                      // Since session 38 grids of less than one wave split too (every block a tail block; not under
+                      // `nosubwave`): 108, 104 and 102 blocks on 132 SMs, no head split (S = 6, 5, 5 on an H200).
+                      {3, 10, 2, 2300, 2300, false, fb::Dtype::bf16},
+                      {1, 16, 4, 2400, 3300, false, fb::Dtype::fp16},
+                      {1, 4, 1, 3000, 13000, false, fb::Dtype::bf16}};
+  const int sms = sm_count();
+  const char* probe = std::getenv("FB_FLASH_BWD");
+  const bool as_built = probe == nullptr || *probe == '\0';
+  const bool no_subwave = probe != nullptr && std::string(probe) == "nosubwave";
   int split_runs = 0;
   for (const Row& s : rows) {
     const fb::Case c =
@@ -372,6 +382,8 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
     const int tail = flash::backward_tail_split(p);
     INFO("tail split " << tail);
     if (s.causal) CHECK(tail == 1);
+    const long long blocks = (long long)((s.k + 127) / 128) * s.batch * s.kv_heads;
+    if (sms == 132 && blocks < sms && (as_built || no_subwave)) CHECK((tail > 1) == as_built);
     split_runs += tail > 1;
     b.prepare(c, kFlashSplitSeed);
     if (const auto why = b.check_fits(c, kernel("flash"))) FAIL("flash refused: " << *why);
@@ -381,7 +393,5 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
   }
   if (split_runs == 0) WARN("no run of flash's tail split (a probe, or a GPU these grids fill differently)");
   // On the GPU the rows were chosen for (132 SMs) the default must split some: else this test checks nothing.
-  const int sms = sm_count();
-  const char* probe = std::getenv("FB_FLASH_BWD");
-  if (sms == 132 && (probe == nullptr || *probe == '\0')) CHECK(split_runs >= 2);
+  if (sms == 132 && as_built) CHECK(split_runs >= 5);
 }

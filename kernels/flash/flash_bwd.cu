@@ -116,7 +116,7 @@ std::atomic<int>& forced_split() {
 // head split (split_dq_tiled()), and `cap8`, only in the head split's subset count (max_head_split()).
 bool default_grid(GridVariant v) {
   return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8 ||
-         v == GridVariant::nodesc2 || v == GridVariant::headmajor;
+         v == GridVariant::nodesc2 || v == GridVariant::headmajor || v == GridVariant::nosubwave;
 }
 
 // Whether the main kernel walks each plane's query tiles with kDescend (TcLaunch::descend: every block from the last
@@ -271,7 +271,11 @@ int causal_plane_group_of(const AttentionParams& p) {
 // n_blocks / SMs waves; the tail's units then run in ceil(tail * S / SMs) rounds of L / S + 4 steps
 // (L: a block's steps; 4: a unit's fixed cost, as model_head_split's), against one round of L + 4
 // unsplit; the S in 2..16 (at most L) with the shortest time, if it is at least 1% shorter. (d = 128,
-// 16k tokens: 2048 blocks, a tail of 68 on 132 SMs: S = 5 / 5 / 9 at N = 4k / 8k / 16k.)
+// 16k tokens: 2048 blocks, a tail of 68 on 132 SMs: S = 5 / 5 / 9 at N = 4k / 8k / 16k.) Since session 38 also by
+// default on grids of less than one wave, every block a tail block ("Session 38: the tail split on grids of less than one
+// wave", docs/perf-notes.md): without a head split 116 blocks of 16 query heads (1 x 64 q / 4 kv heads, N = 3700) left 16
+// of 132 SMs idle for the whole pass and read 0.881x FlashAttention-2 (results/h200/s38/A/); `nosubwave`: whole waves
+// only, the choice before.
 int tail_split(const AttentionParams& p) {
   if (descend_walk(p)) return 1;  // kDescend's walk runs whole blocks (the tail's units start its cursor mid-walk)
   const GridVariant v = grid_variant();
@@ -284,9 +288,9 @@ int tail_split(const AttentionParams& p) {
   const long long n_blocks =
       (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
   const int tail = tail_blocks(n_blocks, sms);
-  // Outside the probe only after a whole wave (the measured regime; smaller grids would split every
-  // block, as the head split does, and want their own measurement).
-  if (tail == 0 || (!probe && n_blocks < sms)) return 1;
+  // Under `nosubwave` (and `dqrows`) only after a whole wave; the probe `tail` and the default on any grid.
+  const bool subwave = probe || (default_grid(v) && v != GridVariant::nosubwave);
+  if (tail == 0 || (!subwave && n_blocks < sms)) return 1;
   // The shared model (common/head_split.h, model_tail_split(): units cut the walk anywhere).
   return model_tail_split(n_blocks, sms, (p.seq_q + tiles.block_m - 1) / tiles.block_m, p.heads / p.kv_heads);
 }
@@ -378,9 +382,10 @@ GridVariant grid_variant() {
     if (s == "desc2") return GridVariant::desc2;
     if (s == "nodesc2") return GridVariant::nodesc2;
     if (s == "headmajor") return GridVariant::headmajor;
+    if (s == "nosubwave") return GridVariant::nosubwave;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splitrows, cap8, desc2, nodesc2, headmajor; s6 "
+                                "splitrows, cap8, desc2, nodesc2, headmajor, nosubwave; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10, cap16 in session 14; dqtile became the default in session "
                                 "11, splittile in session 13: docs/perf-notes.md)");

@@ -1633,7 +1633,9 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::splitrows:
         case GridVariant::cap8:
         case GridVariant::desc2:
-        case GridVariant::nodesc2: break;
+        case GridVariant::nodesc2:
+        case GridVariant::headmajor:
+        case GridVariant::nosubwave: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);

@@ -510,18 +510,26 @@ int head_split(const AttentionParams& p) {
 // (results/h200/s24/callB/, against FB_SM90_BWD_QTAIL=off, two interleaved rounds, 16 split cases: the issue-13 grid
 // N = 2k-16k bf16 / fp16, MHA 5 x 20 / 40 heads N 1536-6144, GQA 32 q / 8 kv N = 1900): geomean 1.0105x, 0.994-1.048x
 // (its rule, written before the run: >= 1.01x, no case below 0.98x in both rounds); below the model (+0.8-8.1%): a
-// unit's fp32 partials cost more than the 4 steps it charges. FB_SM90_BWD_QTAIL=off: never (the kernels before
-// session 24); =S: S units wherever the pass could split (at most its query tiles), for tests and A/B runs.
-// FB_SM90_BWD_QTAIL: 0 the model, -1 off, S > 1 forced.
+// unit's fp32 partials cost more than the 4 steps it charges. Since session 38 also grids of less than one wave (every
+// tile a tail tile: 116 tiles of 16 heads on 132 SMs leave 16 SMs idle for the whole pass), where the model's S
+// (units of ceil(q_tiles / S) query tiles of every head) saves 1% or more of that one round ("Session 38: the tail split
+// on grids of less than one wave", docs/perf-notes.md). FB_SM90_BWD_QTAIL=off: never (the kernels before session 24);
+// =nosubwave: whole waves only (the choice before session 38); =S: S units wherever the pass could split (at most its
+// query tiles), for tests and A/B runs.
+// FB_SM90_BWD_QTAIL: 0 the model, -1 off, -2 the model on whole waves only, S > 1 forced.
+constexpr int kQTailOff = -1;
+constexpr int kQTailNoSubwave = -2;
 int qtail_forced() {
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_QTAIL");
     const std::string v = e != nullptr ? e : "";
     if (v.empty() || v == "default") return 0;
-    if (v == "off") return -1;
+    if (v == "off") return kQTailOff;
+    if (v == "nosubwave") return kQTailNoSubwave;
     const int s = std::atoi(v.c_str());
     if (s < 2 || std::to_string(s) != v)
-      throw std::invalid_argument("FB_SM90_BWD_QTAIL: '" + v + "' is not off, default or a number of units >= 2");
+      throw std::invalid_argument("FB_SM90_BWD_QTAIL: '" + v +
+                                  "' is not off, nosubwave, default or a number of units >= 2");
     return s;
   }();
   return forced;
@@ -534,7 +542,7 @@ bool tail_candidate(const AttentionParams& p, int d) {
 }
 // Whether pass p may run the query tail, head split and model aside (head_split() asks, for its unsplit time).
 bool qtail_possible(const AttentionParams& p) {
-  if (qtail_forced() < 0 || !tail_candidate(p, 128)) return false;
+  if (qtail_forced() == kQTailOff || !tail_candidate(p, 128)) return false;
   return default_choice_variant() || bwd128_variant() == kBwd128Q64;
 }
 // The (key tile, K/V plane) tiles of p's unsplit grid: 128 keys a tile (BwdTraits<*, 64> and <*, 128>::kBlockN).
@@ -554,7 +562,7 @@ int qtail_parts(const AttentionParams& p) {
   const long long n_tiles = key_tile_planes(p);
   if (n_tiles % sms == 0) return 1;
   if (forced > 0) return std::min(forced, q_tiles);
-  if (n_tiles < sms) return 1;  // one partial wave: every tile would split (not measured)
+  if (n_tiles < sms && forced == kQTailNoSubwave) return 1;  // less than one wave: every tile splits (since session 38)
   TailSplitModel model;
   model.whole_tiles = true;
   return model_tail_split(n_tiles, sms, q_tiles, p.group(), model);
