@@ -160,7 +160,7 @@ TEST_CASE("head dim 128, many short blocks (more than the SMs) verify", "[gpu][b
 }
 
 // The query tail (kBwd128QTail, flash_sm90_bwd.cu qtail_parts(); the default on non-causal d = 128 passes without a
-// head split since session 24; on grids of less than one wave under the probe FB_SM90_BWD_QTAIL=subwave): the grid's
+// head split since session 24; on grids of less than one wave too since session 38): the grid's
 // last partial wave of (key tile, K/V plane) tiles runs as units, each
 // walking a range of query tiles of every head of its group, their partial dK / dV added into fp32 accumulators for
 // the tail's tiles only and converted into those rows. Shapes of 168-288 tiles (a whole wave and a tail on the H200's
@@ -169,8 +169,8 @@ TEST_CASE("head dim 128, many short blocks (more than the SMs) verify", "[gpu][b
 // last key tiles (1025, 777, 700), seq_q != seq_k both ways; each verified against the fp64 reference beside naive,
 // every gradient element written (NaN-poisoned before the run). A unit walking the wrong query tiles, a partial added
 // to the wrong tile's slot, or a tail row not converted fails dK or dV. The causal row (never split) is a control.
-// On 132 SMs each non-causal row of a whole wave or more splits (the model's S in the comment), the smaller grids do not
-// (but under =subwave); FB_SM90_BWD_QTAIL=off runs them unsplit and =S forces S units (on every grid).
+// On 132 SMs each non-causal row of a whole wave or more splits (the model's S in the comment), two of the three smaller
+// grids (none under =nosubwave); FB_SM90_BWD_QTAIL=off runs them unsplit and =S forces S units (on every grid).
 TEST_CASE("head dim 128: the backward with the grid's last partial wave split along the queries verifies",
           "[gpu][bwd128][sm90_qtail]") {
   namespace sm90 = fb::cuda::flash_sm90;
@@ -184,8 +184,8 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
                       {3, 18, 18, 576, 700, false, Dtype::bf16},    // 324, tail 60 (80 queries, a short last step)
                       {7, 16, 8, 576, 576, false, Dtype::fp16},     // GQA 2:1, 280, tail 16, S = 5
                       {5, 8, 4, 1300, 1300, false, Dtype::bf16},    // GQA 2:1, 220, tail 88, S = 3
-                      // Less than one wave, no head split: whole by default, every tile a tail tile under the probe
-                      // FB_SM90_BWD_QTAIL=subwave where the model saves 5% (the last two, S = 5; session 38).
+                      // Less than one wave, no head split (since session 38): every tile a tail tile where the model
+                      // saves 5% (the last two, S = 5), whole under FB_SM90_BWD_QTAIL=nosubwave.
                       {3, 10, 2, 2300, 2300, false, Dtype::bf16},   // 108 tiles
                       {1, 16, 4, 2400, 3300, false, Dtype::fp16},   // 104 tiles, seq_q != seq_k
                       {1, 4, 1, 3000, 13000, false, Dtype::bf16},   // MQA, 102 tiles
@@ -193,7 +193,7 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
   const int sms = sm_count();
   const char* env = std::getenv("FB_SM90_BWD_QTAIL");
   const bool model_on = env == nullptr || std::string(env).empty() || std::string(env) == "default";
-  const bool subwave = env != nullptr && std::string(env) == "subwave";
+  const bool no_subwave = env != nullptr && std::string(env) == "nosubwave";
   int split_runs = 0, subwave_runs = 0;
   for (const Row& s : rows) {
     const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.k, 128, s.dtype, s.causal, Pass::bwd);
@@ -202,13 +202,14 @@ TEST_CASE("head dim 128: the backward with the grid's last partial wave split al
     INFO("query tail units " << parts);
     if (s.causal) CHECK(parts == 1);
     const long long tiles = (long long)((s.k + 127) / 128) * s.batch * s.kv_heads;
-    if (!s.causal && model_on && sms == 132) CHECK((parts > 1) == (tiles >= sms));
-    if (!s.causal && subwave && sms == 132 && tiles < sms) subwave_runs += parts > 1;
+    if (!s.causal && model_on && sms == 132 && tiles >= sms) CHECK(parts > 1);
+    if (!s.causal && no_subwave && sms == 132 && tiles < sms) CHECK(parts == 1);
+    if (!s.causal && model_on && tiles < sms) subwave_runs += parts > 1;
     split_runs += parts > 1;
     verify_cases({c});
   }
   if (split_runs == 0) WARN("no run of the query tail (FB_SM90_BWD_QTAIL=off, or a GPU these grids fill differently)");
-  if (subwave && sms == 132) CHECK(subwave_runs >= 2);
+  if (model_on && sms == 132) CHECK(subwave_runs >= 2);
 }
 
 // The short last step (kBwd128Short, flash_sm90_bwd_traits.h; short_last_step(), flash_sm90_bwd.cu; the default on

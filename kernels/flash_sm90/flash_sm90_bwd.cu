@@ -510,16 +510,17 @@ int head_split(const AttentionParams& p) {
 // (results/h200/s24/callB/, against FB_SM90_BWD_QTAIL=off, two interleaved rounds, 16 split cases: the issue-13 grid
 // N = 2k-16k bf16 / fp16, MHA 5 x 20 / 40 heads N 1536-6144, GQA 32 q / 8 kv N = 1900): geomean 1.0105x, 0.994-1.048x
 // (its rule, written before the run: >= 1.01x, no case below 0.98x in both rounds); below the model (+0.8-8.1%): a
-// unit's fp32 partials cost more than the 4 steps it charges. Grids of less than one wave (every tile a tail tile) run
-// whole: session 38's call B (results/h200/s38/B/, "Session 38: the tail split on grids of less than one wave" in
-// docs/perf-notes.md) split them where the model saves 1%: 0.983-1.282x on the eight rows it split (geomean 1.083;
-// the two whose model gain was 1-2.3%, S = 12 and 14, lost 1.4-1.7%), but an unchanged control read 0.985x: its rule
-// not met. FB_SM90_BWD_QTAIL=subwave (a probe): grids of less than one wave too, where the model saves
-// kSubwaveMinGain. =off: never (the kernels before session 24); =S: S units wherever the pass could split (at most
-// its query tiles, less than one wave too), for tests and A/B runs.
-// FB_SM90_BWD_QTAIL: 0 the model, -1 off, -2 the model on grids of less than one wave too, S > 1 forced.
+// unit's fp32 partials cost more than the 4 steps it charges. Since session 38 grids of less than one wave too (every
+// tile a tail tile), where the model saves kSubwaveMinGain ("Session 38: the tail split on grids of less than one
+// wave" in docs/perf-notes.md): call B (results/h200/s38/B/) split them where it saved 1%: 0.983-1.282x (the two rows
+// whose model gain was 1-2.3%, S = 12 and 14, lost 1.4-1.7%; an unchanged control read 0.985x: rule not met); call C
+// (results/h200/s38/C/, flash-sm90 alone, three interleaved rounds, its rule written before it) with the 5% bar:
+// 1.011-1.280x on fourteen rows (eight fresh), geomean 1.111, controls 0.996-1.008x. FB_SM90_BWD_QTAIL=nosubwave:
+// whole waves only (the choice before session 38); =off: never (the kernels before session 24); =S: S units wherever
+// the pass could split (at most its query tiles, less than one wave too), for tests and A/B runs.
+// FB_SM90_BWD_QTAIL: 0 the model, -1 off, -2 the model on whole waves only, S > 1 forced.
 constexpr int kQTailOff = -1;
-constexpr int kQTailSubwave = -2;
+constexpr int kQTailNoSubwave = -2;
 constexpr double kSubwaveMinGain = 0.05;
 int qtail_forced() {
   static const int forced = [] {
@@ -527,11 +528,13 @@ int qtail_forced() {
     const std::string v = e != nullptr ? e : "";
     if (v.empty() || v == "default") return 0;
     if (v == "off") return kQTailOff;
-    if (v == "subwave") return kQTailSubwave;
+    if (v == "nosubwave") return kQTailNoSubwave;
+    if (v == "subwave")
+      throw std::invalid_argument("FB_SM90_BWD_QTAIL: 'subwave' is the default since session 38 (nosubwave: before)");
     const int s = std::atoi(v.c_str());
     if (s < 2 || std::to_string(s) != v)
       throw std::invalid_argument("FB_SM90_BWD_QTAIL: '" + v +
-                                  "' is not off, subwave, default or a number of units >= 2");
+                                  "' is not off, nosubwave, default or a number of units >= 2");
     return s;
   }();
   return forced;
@@ -566,8 +569,8 @@ int qtail_parts(const AttentionParams& p) {
   if (forced > 0) return std::min(forced, q_tiles);
   TailSplitModel model;
   model.whole_tiles = true;
-  if (n_tiles < sms) {  // less than one wave: every tile would split (the probe `subwave`)
-    if (forced != kQTailSubwave) return 1;
+  if (n_tiles < sms) {  // less than one wave: every tile splits, where the model saves kSubwaveMinGain
+    if (forced == kQTailNoSubwave) return 1;
     model.min_gain = kSubwaveMinGain;
   }
   return model_tail_split(n_tiles, sms, q_tiles, p.group(), model);
