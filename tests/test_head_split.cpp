@@ -147,6 +147,42 @@ TEST_CASE("tail split: the grid's last partial wave splits where its units short
     }
 }
 
+// Session 38: grids of fewer blocks than SMs (every block a tail block), which the backwards' tail splits take since then
+// (flash_bwd.cu tail_split(): min_gain 1%; flash_sm90_bwd.cu qtail_parts(): kSubwaveMinGain 5%). The shapes and figures
+// of docs/perf-notes.md, "Session 38: the tail split on grids of less than one wave".
+TEST_CASE("tail split: grids of less than one wave split every block where the model saves enough", "[head_split]") {
+  using fb::cuda::model_tail_split_choice;
+  using fb::cuda::TailSplitModel;
+  constexpr int kSms = 132;
+  // 1 x 64 q / 4 kv heads, d = 128, N = 3700: 4 planes x 29 key tiles = 116 blocks of 16 heads. No head split: every
+  // divisor of the group leaves part of a last round (flash's cap is the whole group without a mask).
+  cuda::HeadSplitModel flash;
+  flash.max_split = 16;
+  flash.unsplit_plane_major = true;
+  CHECK(model_head_split(shape(1, 64, 4, 3700, false), kSms, 128, 64, flash) == 1);
+  // flash (units cut the walk anywhere; 58 steps of 64 queries a head): S = 9, 1044 units in 8 rounds of 103 + 4
+  // steps, 857 against 932 whole (call B measured 1.245x).
+  const auto f = model_tail_split_choice(116, kSms, 58, 16);
+  CHECK(f.splits == 9);
+  CHECK(f.time < 0.93 * (58 * 16 + 4));
+  // flash-sm90 (units of whole query tiles, 47 of 80 queries): at the 1% bar 12 units for 1.1% (call B: 0.983x), at
+  // the 5% bar of the default none; 1 x 20 / 2 N = 7800 the same (14 units for 2.3%, call B 0.986x).
+  TailSplitModel sm90;
+  sm90.whole_tiles = true;
+  CHECK(model_tail_split_choice(116, kSms, 47, 16, sm90).splits == 12);
+  CHECK(model_tail_split_choice(122, kSms, 98, 10, sm90).splits == 14);
+  sm90.min_gain = 0.05;
+  CHECK(model_tail_split_choice(116, kSms, 47, 16, sm90).splits == 1);
+  CHECK(model_tail_split_choice(122, kSms, 98, 10, sm90).splits == 1);
+  // 1 x 4 q / 2 kv N = 4500: 72 tiles on 132 SMs, 3 units of 19 of 57 query tiles (call B: 1.282x).
+  const auto w = model_tail_split_choice(72, kSms, 57, 2, sm90);
+  CHECK(w.splits == 3);
+  CHECK(w.time < 0.75 * (57 * 2 + 4));
+  // 128 blocks on 132 SMs (the GQA grids' non-causal MQA rows): nothing worth it for either.
+  CHECK(model_tail_split_choice(128, kSms, 256, 8).splits == 1);
+  CHECK(model_tail_split_choice(128, kSms, 205, 8, sm90).splits == 1);
+}
+
 TEST_CASE("shared tail: the d = 64 backward's last partial round is shared out where that saves a tenth of it",
           "[head_split]") {
   using fb::cuda::model_tail_share;
