@@ -405,3 +405,39 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
   // On the GPU the rows were chosen for (132 SMs) the default must split some: else this test checks nothing.
   if (sms == 132 && as_built) CHECK(split_runs >= 5);
 }
+
+// The probe FB_FLASH_BWD=subwave64 (session 38, prepared for the device): d = 64 grids of less than one wave run the tail
+// split with the tiled dQ (TcConfig<*, 64>::tail_dq_tiled), every block a tail block; as built (and under other words)
+// they run whole. Shapes no config names of 104, 102 and 99 blocks on 132 SMs without a head split (S = 5, 5, 4 by the
+// model), seq_q != seq_k in two, MQA in one, fp16 and bf16; each verified beside naive with every gradient written.
+TEST_CASE("flash's d = 64 backward on grids of less than one wave verifies, split under subwave64",
+          "[gpu][bwd_gqa][flash_tail64]") {
+  using namespace fb::test;
+  namespace flash = fb::cuda::flash;
+  CudaBackend& b = gpu();
+  struct Row {
+    int batch, heads, kv_heads, q, k;
+    fb::Dtype dtype;
+  };
+  const Row rows[] = {{1, 16, 4, 2400, 3300, fb::Dtype::fp16},
+                      {1, 4, 1, 3000, 13000, fb::Dtype::bf16},
+                      {1, 6, 3, 4200, 4200, fb::Dtype::bf16}};
+  const char* probe = std::getenv("FB_FLASH_BWD");
+  const std::string word = probe != nullptr ? probe : "";
+  const int sms = sm_count();
+  int split_runs = 0;
+  for (const Row& s : rows) {
+    const fb::Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.k, 64, s.dtype, false, fb::Pass::bwd);
+    INFO("case " << c.key());
+    const int tail = flash::backward_tail_split(c.params());
+    INFO("tail split " << tail);
+    if (word != "subwave64" && word != "tail") CHECK(tail == 1);
+    split_runs += tail > 1;
+    b.prepare(c, kFlashSplitSeed);
+    if (const auto why = b.check_fits(c, kernel("flash"))) FAIL("flash refused: " << *why);
+    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+    check_flash_beside_naive(b, c);
+    b.release();
+  }
+  if (word == "subwave64" && sms == 132) CHECK(split_runs == 3);
+}

@@ -116,7 +116,8 @@ std::atomic<int>& forced_split() {
 // head split (split_dq_tiled()), and `cap8`, only in the head split's subset count (max_head_split()).
 bool default_grid(GridVariant v) {
   return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8 ||
-         v == GridVariant::nodesc2 || v == GridVariant::headmajor || v == GridVariant::nosubwave;
+         v == GridVariant::nodesc2 || v == GridVariant::headmajor || v == GridVariant::nosubwave ||
+         v == GridVariant::subwave64;
 }
 
 // Whether the main kernel walks each plane's query tiles with kDescend (TcLaunch::descend: every block from the last
@@ -275,12 +276,14 @@ int causal_plane_group_of(const AttentionParams& p) {
 // default on grids of less than one wave, every block a tail block ("Session 38: the tail split on grids of less than one
 // wave", docs/perf-notes.md): without a head split 116 blocks of 16 query heads (1 x 64 q / 4 kv heads, N = 3700) left 16
 // of 132 SMs idle for the whole pass and read 0.881x FlashAttention-2 (results/h200/s38/A/); `nosubwave`: whole waves
-// only, the choice before.
+// only, the choice before. The probe `subwave64` (prepared in session 38, not measured): the same at d = 64, on grids of
+// less than one wave only (the d = 64 whole-wave tail read level in session 10), with the tiled dQ (tail_dq_tiled).
 int tail_split(const AttentionParams& p) {
   if (descend_walk(p)) return 1;  // kDescend's walk runs whole blocks (the tail's units start its cursor mid-walk)
   const GridVariant v = grid_variant();
   const bool probe = v == GridVariant::tail;
-  const bool on = probe || ((default_grid(v) || v == GridVariant::dqrows) && p.head_dim == 128);
+  const bool sub64 = v == GridVariant::subwave64 && p.head_dim == 64;
+  const bool on = probe || sub64 || ((default_grid(v) || v == GridVariant::dqrows) && p.head_dim == 128);
   if (!on || p.causal || !warp_grid_shape(p) || head_split(p) > 1) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
@@ -290,7 +293,7 @@ int tail_split(const AttentionParams& p) {
   const int tail = tail_blocks(n_blocks, sms);
   // Under `nosubwave` (and `dqrows`) only after a whole wave; the probe `tail` and the default on any grid.
   const bool subwave = probe || (default_grid(v) && v != GridVariant::nosubwave);
-  if (tail == 0 || (!subwave && n_blocks < sms)) return 1;
+  if (tail == 0 || (!subwave && n_blocks < sms) || (sub64 && n_blocks >= sms)) return 1;
   // The shared model (common/head_split.h, model_tail_split(): units cut the walk anywhere).
   return model_tail_split(n_blocks, sms, (p.seq_q + tiles.block_m - 1) / tiles.block_m, p.heads / p.kv_heads);
 }
@@ -383,9 +386,10 @@ GridVariant grid_variant() {
     if (s == "nodesc2") return GridVariant::nodesc2;
     if (s == "headmajor") return GridVariant::headmajor;
     if (s == "nosubwave") return GridVariant::nosubwave;
+    if (s == "subwave64") return GridVariant::subwave64;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splitrows, cap8, desc2, nodesc2, headmajor, nosubwave; s6 "
+                                "splitrows, cap8, desc2, nodesc2, headmajor, nosubwave, subwave64; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10, cap16 in session 14; dqtile became the default in session "
                                 "11, splittile in session 13: docs/perf-notes.md)");

@@ -130,7 +130,7 @@ template <int kHeadDim> int main_tf32_key_tile();
 // descend_walk()). `nodesc2`: the default before it (the rotated walk, with the tail split where it splits).
 // `headmajor` (session 37): the default with every unsplit causal GQA grid head-major (plane after plane), the order
 // before the plane groups (flash_bwd.cu causal_plane_group_of()).
-enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2, nodesc2, headmajor, nosubwave };
+enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2, nodesc2, headmajor, nosubwave, subwave64 };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

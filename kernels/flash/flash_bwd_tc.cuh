@@ -1467,6 +1467,10 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using noncausal_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
                                           false, false, false, false, false, false, false, false, false,
                                           false, true>;
+  // `noncausal_dq_tiled` with kTailSplit: the probe `subwave64` (session 38, prepared, not measured), grids of less
+  // than one wave every block a tail block, as at d = 128 by default.
+  using tail_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
+                                     false, false, false, false, false, false, false, false, true, true>;
   // `split` with the tiled dQ accumulator: the default under a head split since session 13 (call B, probe
   // `splittile`: +7.9-9.1% on causal MQA).
   using split_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, true,
@@ -1591,11 +1595,8 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         if (a.mask.causal || a.head_split < 2)
           throw std::logic_error("flash backward: tail split on a causal grid or without its count");
         if (how.dq_tiled) {
-          if constexpr (kHeadDim == 128) {
-            launch_main_tc<typename Cfg::tail_dq_tiled>(a, stream);
-            return;
-          }
-          throw std::logic_error("flash backward: no tail split with the tiled dQ at this head_dim");
+          launch_main_tc<typename Cfg::tail_dq_tiled>(a, stream);
+          return;
         }
         launch_main_tc<typename Cfg::tail>(a, stream);
         return;
@@ -1635,7 +1636,8 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::desc2:
         case GridVariant::nodesc2:
         case GridVariant::headmajor:
-        case GridVariant::nosubwave: break;
+        case GridVariant::nosubwave:
+        case GridVariant::subwave64: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
