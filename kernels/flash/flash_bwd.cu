@@ -280,20 +280,22 @@ int causal_plane_group_of(const AttentionParams& p) {
 // less than one wave only (the d = 64 whole-wave tail read level in session 10), with the tiled dQ (tail_dq_tiled).
 int tail_split(const AttentionParams& p) {
   if (descend_walk(p)) return 1;  // kDescend's walk runs whole blocks (the tail's units start its cursor mid-walk)
+  // Which grids may split: after a whole wave (at d = 128 by default and under `dqrows`), and of less than one wave (at
+  // d = 128 by default but under `nosubwave`, at d = 64 under `subwave64`); any grid under the probe `tail`.
   const GridVariant v = grid_variant();
   const bool probe = v == GridVariant::tail;
-  const bool sub64 = v == GridVariant::subwave64 && p.head_dim == 64;
-  const bool on = probe || sub64 || ((default_grid(v) || v == GridVariant::dqrows) && p.head_dim == 128);
-  if (!on || p.causal || !warp_grid_shape(p) || head_split(p) > 1) return 1;
+  const bool d128 = p.head_dim == 128;
+  const bool whole_waves = probe || (d128 && (default_grid(v) || v == GridVariant::dqrows));
+  const bool sub_wave = probe || (d128 && default_grid(v) && v != GridVariant::nosubwave) ||
+                        (p.head_dim == 64 && v == GridVariant::subwave64);
+  if ((!whole_waves && !sub_wave) || p.causal || !warp_grid_shape(p) || head_split(p) > 1) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
   if (sms == 0) return 1;
   const long long n_blocks =
       (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
   const int tail = tail_blocks(n_blocks, sms);
-  // Under `nosubwave` (and `dqrows`) only after a whole wave; the probe `tail` and the default on any grid.
-  const bool subwave = probe || (default_grid(v) && v != GridVariant::nosubwave);
-  if (tail == 0 || (!subwave && n_blocks < sms) || (sub64 && n_blocks >= sms)) return 1;
+  if (tail == 0 || !(n_blocks < sms ? sub_wave : whole_waves)) return 1;
   // The shared model (common/head_split.h, model_tail_split(): units cut the walk anywhere).
   return model_tail_split(n_blocks, sms, (p.seq_q + tiles.block_m - 1) / tiles.block_m, p.heads / p.kv_heads);
 }
