@@ -5,6 +5,7 @@
 //   g++ -std=c++17 -O2 -I kernels results/h200/s38/calls/subwave_model.cpp -o subwave_model
 //   ./subwave_model B H KV N 128 [SEQ_K]   one shape (MIN_GAIN90=0.05: flash-sm90 as the probe `subwave`)
 //   ./subwave_model draw SEED COUNT   call B's draw (seed 3810, 10);   ./subwave_model draw90 SEED COUNT   call C's (3820, 8)
+//   ./subwave_model draw64 SEED COUNT   session 39's d = 64 draw for the probe `subwave64` (3900, 10)
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -55,12 +56,24 @@ int draw90(unsigned seed, int want) {
     std::printf("%d %d %d %d %s blocks %d | sm90 split %d S %d model %.3f\n", b,h,kv,n,f16?"fp16":"bf16",o.nb,o.hs_s,o.S_s,o.g_s); ++got; }
   return 0;
 }
+// Session 39's shapes for the probe `subwave64` (seed 3900): d = 64 non-causal, batch 1-4, 4-64 query heads, any divisor
+// as K/V heads, N 1000-13000, kept where flash's model splits a grid of less than one wave (128 queries a step).
+int draw64(unsigned seed, int want) {
+  std::mt19937 rng(seed); int got = 0;
+  int hs[] = {4,6,8,10,12,16,20,24,28,32,40,48,64};
+  while (got < want) { int h = hs[rng()%13]; std::vector<int> dv; for (int k=1;k<=h;++k) if (h%k==0) dv.push_back(k);
+    int kv = dv[rng()%dv.size()]; int b = 1 + rng()%4; int n = 1000 + (rng()%121)*100; bool f16 = rng()%2;
+    Out o = eval(b,h,kv,n,64); if (o.nb >= SMS || o.S_f <= 1) continue;
+    std::printf("%d %d %d %d %s blocks %d | flash split %d S %d model %.3f\n", b,h,kv,n,f16?"fp16":"bf16",o.nb,o.hs_f,o.S_f,o.g_f); ++got; }
+  return 0;
+}
 int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "draw") return draw(atoi(argv[2]), atoi(argv[3]));
+  if (argc >= 4 && std::string(argv[1]) == "draw64") return draw64(atoi(argv[2]), atoi(argv[3]));
   if (argc >= 4 && std::string(argv[1]) == "draw90") return draw90(atoi(argv[2]), atoi(argv[3]));
   if (const char* g = std::getenv("MIN_GAIN90")) g_min_gain90 = std::atof(g);
   if (argc >= 6) { Out o = eval(atoi(argv[1]),atoi(argv[2]),atoi(argv[3]),atoi(argv[4]),atoi(argv[5]), argc>6?atoi(argv[6]):0);
     printf("blocks %d | flash split %d tail S %d model %.3f | sm90 split %d tail S %d model %.3f\n", o.nb, o.hs_f, o.S_f, o.g_f, o.hs_s, o.S_s, o.g_s); return 0; }
-  std::fprintf(stderr, "usage: subwave_model B H KV N 128 [SEQ_K] | subwave_model draw|draw90 SEED COUNT\n");
+  std::fprintf(stderr, "usage: subwave_model B H KV N 128 [SEQ_K] | subwave_model draw|draw64|draw90 SEED COUNT\n");
   return 2;
 }
