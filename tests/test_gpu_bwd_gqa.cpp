@@ -406,11 +406,12 @@ TEST_CASE("flash's backward with the grid's last partial wave split verifies", "
   if (sms == 132 && as_built) CHECK(split_runs >= 5);
 }
 
-// The probe FB_FLASH_BWD=subwave64 (session 38, prepared for the device): d = 64 grids of less than one wave run the tail
-// split with the tiled dQ (TcConfig<*, 64>::tail_dq_tiled), every block a tail block; as built (and under other words)
-// they run whole. Shapes no config names of 104, 102 and 99 blocks on 132 SMs without a head split (S = 5, 5, 4 by the
-// model), seq_q != seq_k in two, MQA in one, fp16 and bf16; each verified beside naive with every gradient written.
-TEST_CASE("flash's d = 64 backward on grids of less than one wave verifies, split under subwave64",
+// Since session 39 (call A, the probe `subwave64`) d = 64 grids of less than one wave run the tail split with the tiled dQ
+// (TcConfig<*, 64>::tail_dq_tiled), every block a tail block, as d = 128 ones do; under FB_FLASH_BWD=nosubwave (and the
+// words that leave the default's grid) they run whole. Shapes no config names of 104, 102 and 99 blocks on 132 SMs
+// without a head split (S = 5, 5, 4 by the model), seq_q != seq_k in two, MQA in one, fp16 and bf16; each verified
+// beside naive with every gradient written.
+TEST_CASE("flash's d = 64 backward on grids of less than one wave splits and verifies",
           "[gpu][bwd_gqa][flash_tail64]") {
   using namespace fb::test;
   namespace flash = fb::cuda::flash;
@@ -424,6 +425,7 @@ TEST_CASE("flash's d = 64 backward on grids of less than one wave verifies, spli
                       {1, 6, 3, 4200, 4200, fb::Dtype::bf16}};
   const char* probe = std::getenv("FB_FLASH_BWD");
   const std::string word = probe != nullptr ? probe : "";
+  const bool as_built = word.empty();
   const int sms = sm_count();
   int split_runs = 0;
   for (const Row& s : rows) {
@@ -431,7 +433,7 @@ TEST_CASE("flash's d = 64 backward on grids of less than one wave verifies, spli
     INFO("case " << c.key());
     const int tail = flash::backward_tail_split(c.params());
     INFO("tail split " << tail);
-    if (word != "subwave64" && word != "tail") CHECK(tail == 1);
+    if (word == "nosubwave") CHECK(tail == 1);
     split_runs += tail > 1;
     b.prepare(c, kFlashSplitSeed);
     if (const auto why = b.check_fits(c, kernel("flash"))) FAIL("flash refused: " << *why);
@@ -439,5 +441,6 @@ TEST_CASE("flash's d = 64 backward on grids of less than one wave verifies, spli
     check_flash_beside_naive(b, c);
     b.release();
   }
-  if (word == "subwave64" && sms == 132) CHECK(split_runs == 3);
+  // On the GPU the rows were chosen for (132 SMs) the default splits all three: else this test checks nothing.
+  if (as_built && sms == 132) CHECK(split_runs == 3);
 }

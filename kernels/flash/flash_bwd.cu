@@ -116,8 +116,7 @@ std::atomic<int>& forced_split() {
 // head split (split_dq_tiled()), and `cap8`, only in the head split's subset count (max_head_split()).
 bool default_grid(GridVariant v) {
   return v == GridVariant::standard || v == GridVariant::splitrows || v == GridVariant::cap8 ||
-         v == GridVariant::nodesc2 || v == GridVariant::headmajor || v == GridVariant::nosubwave ||
-         v == GridVariant::subwave64;
+         v == GridVariant::nodesc2 || v == GridVariant::headmajor || v == GridVariant::nosubwave;
 }
 
 // Whether the main kernel walks each plane's query tiles with kDescend (TcLaunch::descend: every block from the last
@@ -275,19 +274,19 @@ int causal_plane_group_of(const AttentionParams& p) {
 // 16k tokens: 2048 blocks, a tail of 68 on 132 SMs: S = 5 / 5 / 9 at N = 4k / 8k / 16k.) Since session 38 also by
 // default on grids of less than one wave, every block a tail block ("Session 38: the tail split on grids of less than one
 // wave", docs/perf-notes.md): without a head split 116 blocks of 16 query heads (1 x 64 q / 4 kv heads, N = 3700) left 16
-// of 132 SMs idle for the whole pass and read 0.881x FlashAttention-2 (results/h200/s38/A/); `nosubwave`: whole waves
-// only, the choice before. The probe `subwave64` (prepared in session 38, not measured): the same at d = 64, on grids of
-// less than one wave only (the d = 64 whole-wave tail read level in session 10), with the tiled dQ (tail_dq_tiled).
+// of 132 SMs idle for the whole pass and read 0.881x FlashAttention-2 (results/h200/s38/A/). Since session 39 at d = 64
+// too, on grids of less than one wave only (the d = 64 whole-wave tail read level in session 10), with the tiled dQ
+// (tail_dq_tiled): call A (results/h200/s39/A/, the probe `subwave64`, rule written before it) 1.088-1.376x on ten drawn
+// d = 64 shapes (geomean 1.173), controls 0.993x / 0.999x. `nosubwave`: whole waves only at both, the choice before.
 int tail_split(const AttentionParams& p) {
   if (descend_walk(p)) return 1;  // kDescend's walk runs whole blocks (the tail's units start its cursor mid-walk)
   // Which grids may split: after a whole wave (at d = 128 by default and under `dqrows`), and of less than one wave (at
-  // d = 128 by default but under `nosubwave`, at d = 64 under `subwave64`); any grid under the probe `tail`.
+  // d = 64 and 128 by default but under `nosubwave`); any grid under the probe `tail`.
   const GridVariant v = grid_variant();
   const bool probe = v == GridVariant::tail;
   const bool d128 = p.head_dim == 128;
   const bool whole_waves = probe || (d128 && (default_grid(v) || v == GridVariant::dqrows));
-  const bool sub_wave = probe || (d128 && default_grid(v) && v != GridVariant::nosubwave) ||
-                        (p.head_dim == 64 && v == GridVariant::subwave64);
+  const bool sub_wave = probe || ((d128 || p.head_dim == 64) && default_grid(v) && v != GridVariant::nosubwave);
   if ((!whole_waves && !sub_wave) || p.causal || !warp_grid_shape(p) || head_split(p) > 1) return 1;
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
@@ -388,13 +387,12 @@ GridVariant grid_variant() {
     if (s == "nodesc2") return GridVariant::nodesc2;
     if (s == "headmajor") return GridVariant::headmajor;
     if (s == "nosubwave") return GridVariant::nosubwave;
-    if (s == "subwave64") return GridVariant::subwave64;
     throw std::invalid_argument("FB_FLASH_BWD: '" + s +
                                 "' is not a flash backward variant (standard, lean, tail, notail, dqrows, "
-                                "splitrows, cap8, desc2, nodesc2, headmajor, nosubwave, subwave64; s6 "
+                                "splitrows, cap8, desc2, nodesc2, headmajor, nosubwave; s6 "
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10, cap16 in session 14; dqtile became the default in session "
-                                "11, splittile in session 13: docs/perf-notes.md)");
+                                "11, splittile in session 13, subwave64 in session 39: docs/perf-notes.md)");
   }();
   return v;
 }

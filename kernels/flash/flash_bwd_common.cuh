@@ -129,8 +129,9 @@ template <int kHeadDim> int main_tf32_key_tile();
 // 1.044x; 1.016x over `notail`), 0.997x causal; hence the default on d = 128 non-causal MHA passes (flash_bwd.cu
 // descend_walk()). `nodesc2`: the default before it (the rotated walk, with the tail split where it splits).
 // `headmajor` (session 37): the default with every unsplit causal GQA grid head-major (plane after plane), the order
-// before the plane groups (flash_bwd.cu causal_plane_group_of()).
-enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2, nodesc2, headmajor, nosubwave, subwave64 };
+// before the plane groups (flash_bwd.cu causal_plane_group_of()). `nosubwave` (session 38): the default without the tail
+// split on grids of less than one wave (d = 128 since session 38, d = 64 since session 39; flash_bwd.cu tail_split()).
+enum class GridVariant { standard, lean, tail, notail, dqrows, splitrows, cap8, desc2, nodesc2, headmajor, nosubwave };
 GridVariant grid_variant();
 
 // Raises `kernel`'s dynamic shared-memory limit to `bytes` after checking the device offers that much.

@@ -1467,8 +1467,8 @@ template <typename Elem> struct TcConfig<Elem, 64> {
   using noncausal_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true,
                                           false, false, false, false, false, false, false, false, false,
                                           false, true>;
-  // `noncausal_dq_tiled` with kTailSplit: the probe `subwave64` (session 38, prepared, not measured), grids of less
-  // than one wave every block a tail block, as at d = 128 by default.
+  // `noncausal_dq_tiled` with kTailSplit: grids of less than one wave, every block a tail block, as at d = 128 (the
+  // default since session 39's call A, probe `subwave64`: 1.088-1.376x on ten drawn shapes).
   using tail_dq_tiled = TcGridTraits<Elem, 64, 128, 128, 4, 4, 4, true, false, true, false, true, true, false,
                                      false, false, false, false, false, false, false, false, true, true>;
   // `split` with the tiled dQ accumulator: the default under a head split since session 13 (call B, probe
@@ -1636,8 +1636,7 @@ void run_main_tc(const MainArgs& a, TcLaunch how, cudaStream_t stream) {
         case GridVariant::desc2:
         case GridVariant::nodesc2:
         case GridVariant::headmajor:
-        case GridVariant::nosubwave:
-        case GridVariant::subwave64: break;
+        case GridVariant::nosubwave: break;
       }
       if (!a.mask.causal) {
         launch_main_tc<typename Cfg::noncausal>(a, stream);
