@@ -376,7 +376,8 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 (d = 128) and 24 (d = 64) non-causal
 // passes take the fastest modelled split, below). Only GQA/MQA at d = 64 or 128 with few
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
-// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits only.
+// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits (causal8:
+// causal ones).
 //
 // Non-causal head splits since session 35 (docs/perf-notes.md, "Session 35: the non-causal head split past 8
 // subsets"): the model's cap is the whole group (max_head_split()) and the virtual planes (a K/V plane and a subset of
@@ -386,11 +387,13 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // every 2-3 key tiles). Call B (results/h200/s35/B/): the cap alone 0.922-1.092x the choice before (geomean 1.002,
 // rule not met). Call C (results/h200/s35/C/, three interleaved rounds on 22 non-causal GQA/MQA shapes no config
 // names, rule written before it): the plane groups alone 0.988-1.053x (geomean 1.007), both 1.003-1.169x (geomean
-// 1.056), causal control 0.995x. FB_SM90_BWD_SPLIT words (non-causal head splits only):
+// 1.056), causal control 0.995x. FB_SM90_BWD_SPLIT words (non-causal head splits but causal8):
 //   cap8     the choice before session 35: at most 8 subsets, every virtual plane in one group;
 //   pg       the plane groups with the cap of 8 (a probe);
-//   whole    the whole group as the cap, one group (a probe).
-enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2 };
+//   whole    the whole group as the cap, one group (a probe);
+//   causal8  the default with causal d = 128 passes of groups of >= 8 query heads split wherever the model's fastest
+//            split saves 0.5% (HeadSplitModel::min_gain; 5% by default; session 39's probe, causal_min_gain()).
+enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4 };
 struct SplitSetting {
   int forced = 0;                               // > 0: that many subsets
   int bits = kSplitWhole | kSplitPlaneGroups;  // SplitWord bits
@@ -407,13 +410,15 @@ const SplitSetting& split_setting() {
       st.bits = kSplitPlaneGroups;
     } else if (v == "whole") {
       st.bits = kSplitWhole;
+    } else if (v == "causal8") {
+      st.bits |= kSplitCausal8;
     } else if (v == "wholepg") {
       throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'wholepg' is the default since session 35");
     } else {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole, causal8 or a number of subsets >= 1");
     }
     return st;
   }();
@@ -430,6 +435,16 @@ int max_head_split(const AttentionParams& p) {
   const int cap = HeadSplitModel{}.max_split;
   if (p.causal || (split_setting().bits & kSplitWhole) == 0) return cap;
   return std::max(p.group(), cap);
+}
+// The share of the unsplit grid's modelled time a causal d = 128 split must save (HeadSplitModel::min_gain): 5%, the
+// shared model's, but 0.5% under the probe `causal8` for groups of >= 8 query heads (not 0: a split whose makespan ties
+// the unsplit one, both set by the longest block, would pass). Session 39's call B
+// (results/h200/s39/B/, forced splits, three interleaved rounds): on grids the bar left whole, groups of 8-12 heads
+// split into split_key_tail()'s most subsets (4-6) ran 1.079-1.106x faster where the model said 2.7-4.6% (2 x 40 q / 4 kv
+// N = 8000, modelled 0.8% at 2 subsets, 1.064x at 2), groups of 2-4 split in 2 ran 0.952-0.980x.
+double causal_min_gain(const AttentionParams& p) {
+  const double bar = HeadSplitModel{}.min_gain;
+  return p.causal && p.head_dim == 128 && p.group() >= 8 && (split_setting().bits & kSplitCausal8) != 0 ? 0.005 : bar;
 }
 // Whether a head-split pass takes its virtual planes in L2 plane groups without the key-tail order: non-causal passes
 // (not under `cap8` / `whole`). Causal ones in the key-tail order have them since session 14 (split_key_tail()).
@@ -470,6 +485,7 @@ int head_split(const AttentionParams& p) {
   HeadSplitModel model;
   model.max_split = max_head_split(p);
   if (!p.causal) model.near_best = 0.0;
+  model.min_gain = causal_min_gain(p);
   // Since session 25 (call C, results/h200/s25/callC/): non-causal d = 128 passes set the split against the unsplit
   // grid with its query tail (qtail_parts() below splits that grid's last partial wave), not against a whole last
   // wave. Call B had 40 q / 8 kv heads, batch 2, N = 4500 at 0.843x torch-cudnn: split into 5 one-head subsets (2880
