@@ -376,7 +376,7 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 (d = 128) and 24 (d = 64) non-causal
 // passes take the fastest modelled split, below). Only GQA/MQA at d = 64 or 128 with few
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
-// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits (causal8:
+// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits (bar5:
 // causal ones).
 //
 // Non-causal head splits since session 35 (docs/perf-notes.md, "Session 35: the non-causal head split past 8
@@ -391,12 +391,11 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 //   cap8     the choice before session 35: at most 8 subsets, every virtual plane in one group;
 //   pg       the plane groups with the cap of 8 (a probe);
 //   whole    the whole group as the cap, one group (a probe);
-//   causal8  the default with causal d = 128 passes of groups of >= 8 query heads split wherever the model's fastest
-//            split saves 0.5% (HeadSplitModel::min_gain; 5% by default; session 39's probe, causal_min_gain()).
+//   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()).
 enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4 };
 struct SplitSetting {
   int forced = 0;                               // > 0: that many subsets
-  int bits = kSplitWhole | kSplitPlaneGroups;  // SplitWord bits
+  int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal8;  // SplitWord bits
 };
 const SplitSetting& split_setting() {
   static const SplitSetting setting = [] {
@@ -405,20 +404,22 @@ const SplitSetting& split_setting() {
     SplitSetting st;
     if (v.empty() || v == "default") return st;
     if (v == "cap8") {
-      st.bits = 0;
+      st.bits = kSplitCausal8;
     } else if (v == "pg") {
-      st.bits = kSplitPlaneGroups;
+      st.bits = kSplitPlaneGroups | kSplitCausal8;
     } else if (v == "whole") {
-      st.bits = kSplitWhole;
+      st.bits = kSplitWhole | kSplitCausal8;
+    } else if (v == "bar5") {
+      st.bits &= ~kSplitCausal8;
     } else if (v == "causal8") {
-      st.bits |= kSplitCausal8;
+      throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'causal8' is the default since session 39 (bar5: before)");
     } else if (v == "wholepg") {
       throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'wholepg' is the default since session 35");
     } else {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, causal8 or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole, bar5 or a number of subsets >= 1");
     }
     return st;
   }();
@@ -437,11 +438,14 @@ int max_head_split(const AttentionParams& p) {
   return std::max(p.group(), cap);
 }
 // The share of the unsplit grid's modelled time a causal d = 128 split must save (HeadSplitModel::min_gain): 5%, the
-// shared model's, but 0.5% under the probe `causal8` for groups of >= 8 query heads (not 0: a split whose makespan ties
-// the unsplit one, both set by the longest block, would pass). Session 39's call B
-// (results/h200/s39/B/, forced splits, three interleaved rounds): on grids the bar left whole, groups of 8-12 heads
-// split into split_key_tail()'s most subsets (4-6) ran 1.079-1.106x faster where the model said 2.7-4.6% (2 x 40 q / 4 kv
-// N = 8000, modelled 0.8% at 2 subsets, 1.064x at 2), groups of 2-4 split in 2 ran 0.952-0.980x.
+// shared model's, but 0.5% for groups of >= 8 query heads since session 39 (not 0: a split whose makespan ties the
+// unsplit one, both set by the longest block, would pass); FB_SM90_BWD_SPLIT=bar5: 5% for every group, the choice
+// before. Call B (results/h200/s39/B/, forced splits, three interleaved rounds): on grids the 5% bar left whole, groups
+// of 8-12 heads split into split_key_tail()'s most subsets (4-6) ran 1.079-1.106x faster where the model said 2.7-4.6%,
+// groups of 2-4 split in 2 ran 0.952-0.980x. Call C (results/h200/s39/C/, the probe `causal8`, its rule written
+// before it): 1.057-1.166x on ten drawn shapes of groups 8-16 (geomean 1.098), controls 0.997x / 1.006x; beside
+// torch-cudnn those rows went from 0.877-0.972x to 0.966-1.105x. The unsplit blocks of a large group run group x
+// query-tile steps each, and the makespan model underrates what splitting them saves.
 double causal_min_gain(const AttentionParams& p) {
   const double bar = HeadSplitModel{}.min_gain;
   return p.causal && p.head_dim == 128 && p.group() >= 8 && (split_setting().bits & kSplitCausal8) != 0 ? 0.005 : bar;
