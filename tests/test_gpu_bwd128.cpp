@@ -250,6 +250,38 @@ TEST_CASE("head dim 128: causal GQA head splits of groups of >= 8 at the lower b
   if (as_built && sms == 132) CHECK(split_runs == 3);
 }
 
+// The probe FB_SM90_BWD_SPLIT=big8 (session 39, prepared for session 40): every causal d = 128 grid of a group of >= 8
+// query heads that the default leaves whole splits into the most subsets of long-enough units of >= 2 heads. Shapes no
+// config names that run whole as built on 132 SMs (the model's gain under 0.5%; the last two past its gate of 8 blocks
+// an SM): under big8 groups of 8 take 4 subsets and of 16 take 8. The first two run and verify (dQ, dK, dV beside
+// naive); the last two are the choice only (their naive scores would take 7-55 GB).
+TEST_CASE("head dim 128: causal GQA grids of groups of >= 8 split under big8 verify",
+          "[gpu][bwd128][sm90_big8]") {
+  namespace sm90 = fb::cuda::flash_sm90;
+  struct Row {
+    int batch, heads, kv_heads, q;
+    Dtype dtype;
+    bool run;
+  };
+  const Row rows[] = {{8, 32, 4, 1024, Dtype::bf16, true},    // 256 blocks
+                      {8, 16, 2, 2048, Dtype::fp16, true},    // 256 blocks
+                      {12, 64, 8, 1536, Dtype::bf16, false},  // 1152 blocks: past the gate
+                      {6, 64, 4, 6000, Dtype::bf16, false}};  // 1128 blocks (session 39's call E)
+  const char* env = std::getenv("FB_SM90_BWD_SPLIT");
+  const std::string word = env != nullptr ? env : "";
+  const bool as_built = word.empty() || word == "default";
+  const int sms = sm_count();
+  for (const Row& s : rows) {
+    const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.q, 128, s.dtype, true, Pass::bwd);
+    INFO("case " << c.key());
+    const int split = sm90::backward_head_split(c.params());
+    INFO("head split " << split);
+    if (sms == 132 && as_built) CHECK(split == 1);
+    if (word == "big8") CHECK(split == (s.heads / s.kv_heads) / 2);
+    if (s.run) verify_cases({c});
+  }
+}
+
 // The short last step (kBwd128Short, flash_sm90_bwd_traits.h; short_last_step(), flash_sm90_bwd.cu; the default on
 // d = 128 passes without a head split since session 34): where a head's last 80-query tile holds at most 32 rows, it
 // runs as a step of 32 queries (m64n32 S^T, dP^T and dQ^T, two k16 steps of dV and dK, an 8 KB dQ^T reduction) after

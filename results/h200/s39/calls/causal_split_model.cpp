@@ -8,6 +8,8 @@
 //   ./causal_split_model draw SEED COUNT LO HI      shapes whose best split models LO..HI faster than the unsplit grid
 //   ./causal_split_model draw8 SEED COUNT          call C's: groups of >= 8 query heads that the probe `causal8` (bar 0.5%)
 //                                                  splits and the default (bar 5%) does not
+//   ./causal_split_model drawbig SEED COUNT        call F's: groups of >= 8 query heads that the default since call C
+//                                                  (bar 0.5%, the gate of 8 blocks an SM) leaves whole (probe `big8`)
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -40,6 +42,18 @@ Out eval(int b, int h, int kv, int n, double min_gain, bool print) {
   return o;
 }
 int main(int argc, char** argv) {
+  if (argc >= 4 && std::string(argv[1]) == "drawbig") {
+    std::mt19937 rng(atoi(argv[2])); int want = atoi(argv[3]), got = 0;
+    int hs[] = {8,10,12,16,20,24,28,32,40,48,64};
+    for (int tries = 0; got < want && tries < 1000000; ++tries) {
+      int h = hs[rng() % 11]; std::vector<int> dv; for (int k = 1; k < h; ++k) if (h % k == 0 && h / k >= 8) dv.push_back(k);
+      if (dv.empty()) continue;
+      int kv = dv[rng() % dv.size()]; int b = 1 + rng() % 8; int n = 1000 + (rng() % 151) * 100; bool f16 = rng() % 2;
+      if (double(b) * h * n * n > 6e9) continue;
+      Out z = eval(b, h, kv, n, 0.005, false); if (z.def > 1) continue;
+      std::printf("%d %d %d %d %s blocks %d | best split %d model %.3f\n", b, h, kv, n, f16 ? "fp16" : "bf16", z.blocks,
+                  z.best_s, z.unsplit / z.best_t); ++got; }
+    return 0; }
   if (argc >= 4 && std::string(argv[1]) == "draw8") {
     std::mt19937 rng(atoi(argv[2])); int want = atoi(argv[3]), got = 0;
     int hs[] = {8,10,12,16,20,24,28,32,40,48,64};
