@@ -504,6 +504,16 @@ int head_split(const AttentionParams& p) {
   // 2-6 subsets to none 1.029-1.130x (geomean 1.077), controls 0.996 / 0.998x.
   model.unsplit_tail_share = tail_share_possible(p);
   const int split = model_head_split(p, sms, block_n, block_m, model);
+  // The most subsets above `floor` whose units are long enough (split_key_tail()'s count, below); `floor` if none.
+  const auto most_subsets = [&](int floor) {
+    const int v = bwd128_variant();
+    const int most = group >= 4 && v != kBwd128SplitMost && v != kBwd128Unit1h
+                         ? std::min(group / 2, HeadSplitModel{}.max_split)
+                         : std::min(group, HeadSplitModel{}.max_split);
+    for (int s = most; s > floor; --s)
+      if (group % s == 0 && long_enough_units(p, group / s)) return s;
+    return floor;
+  };
   if (split > 1 && split_key_tail(p)) {
     // Causal d = 128 (split_key_tail()): where the model splits, the most subsets it allows (the largest divisor
     // of the group, at most HeadSplitModel::max_split) whose units are long enough (long_enough_units(), since
@@ -515,12 +525,7 @@ int head_split(const AttentionParams& p) {
     // callE/r3-sm90bwd/). A one-head unit pays its launch, K/V load, pipeline fill and 128 KB of fp32 dK/dV partials
     // for 12-28 steps there; two heads halve that. The pre-registered rule (+2% in both readings of every changed
     // row) held on 7 of 12 rows in call D; the lead shipped it on both calls' evidence. unit1h: the split before.
-    const int v = bwd128_variant();
-    const int most = group >= 4 && v != kBwd128SplitMost && v != kBwd128Unit1h
-                         ? std::min(group / 2, HeadSplitModel{}.max_split)
-                         : std::min(group, HeadSplitModel{}.max_split);
-    for (int s = most; s > split; --s)
-      if (group % s == 0 && long_enough_units(p, group / s)) return s;
+    return most_subsets(split);
   }
   // The probe `big8` (session 39, prepared for session 40, not measured): a causal d = 128 grid of a group of >= 8
   // query heads that the default leaves whole (the model's gain under 0.5%, or past its gate of few_tiles_per_sm blocks
@@ -528,10 +533,8 @@ int head_split(const AttentionParams& p) {
   // split_key_tail() does. Session 39's call E (results/h200/s39/E/): 6 x 64 q / 4 kv heads, N = 6000, 1128 blocks,
   // ran 1.12-1.15x faster split in 4, 8 or 16 (0.944-0.976x -> 1.083-1.095x torch-cudnn), where the model (without the
   // gate) has the split level; the makespan model misses what large groups lose unsplit (calls B and C likewise).
-  if (split == 1 && group >= 8 && split_key_tail(p) && (split_setting().bits & kSplitBig8) != 0) {
-    for (int s = std::min(group / 2, HeadSplitModel{}.max_split); s >= 2; --s)
-      if (group % s == 0 && long_enough_units(p, group / s)) return s;
-  }
+  if (split == 1 && group >= 8 && split_key_tail(p) && (split_setting().bits & kSplitBig8) != 0)
+    return most_subsets(1);
   return split;
 }
 
