@@ -376,8 +376,8 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 (d = 128) and 24 (d = 64) non-causal
 // passes take the fastest modelled split, below). Only GQA/MQA at d = 64 or 128 with few
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
-// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits (bar5:
-// causal ones).
+// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits (nobig8 and
+// bar5: causal ones).
 //
 // Non-causal head splits since session 35 (docs/perf-notes.md, "Session 35: the non-causal head split past 8
 // subsets"): the model's cap is the whole group (max_head_split()) and the virtual planes (a K/V plane and a subset of
@@ -387,16 +387,18 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 // every 2-3 key tiles). Call B (results/h200/s35/B/): the cap alone 0.922-1.092x the choice before (geomean 1.002,
 // rule not met). Call C (results/h200/s35/C/, three interleaved rounds on 22 non-causal GQA/MQA shapes no config
 // names, rule written before it): the plane groups alone 0.988-1.053x (geomean 1.007), both 1.003-1.169x (geomean
-// 1.056), causal control 0.995x. FB_SM90_BWD_SPLIT words (non-causal head splits but causal8):
+// 1.056), causal control 0.995x. FB_SM90_BWD_SPLIT words (the first three change non-causal head splits only):
 //   cap8     the choice before session 35: at most 8 subsets, every virtual plane in one group;
 //   pg       the plane groups with the cap of 8 (a probe);
 //   whole    the whole group as the cap, one group (a probe);
-//   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain());
-//   big8     the default with every causal d = 128 grid of a group of >= 8 split (head_split(); prepared, a probe).
+//   nobig8   causal d = 128 grids of groups of >= 8 split only where the model saves 0.5%, session 39's choice
+//            (head_split(): big8 is the default since session 40);
+//   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()), no big8.
 enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4, kSplitBig8 = 8 };
+constexpr int kSplitCausal = kSplitCausal8 | kSplitBig8;  // the default's causal choice
 struct SplitSetting {
-  int forced = 0;                               // > 0: that many subsets
-  int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal8;  // SplitWord bits
+  int forced = 0;                                             // > 0: that many subsets
+  int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal;  // SplitWord bits
 };
 const SplitSetting& split_setting() {
   static const SplitSetting setting = [] {
@@ -405,15 +407,17 @@ const SplitSetting& split_setting() {
     SplitSetting st;
     if (v.empty() || v == "default") return st;
     if (v == "cap8") {
-      st.bits = kSplitCausal8;
+      st.bits = kSplitCausal;
     } else if (v == "pg") {
-      st.bits = kSplitPlaneGroups | kSplitCausal8;
+      st.bits = kSplitPlaneGroups | kSplitCausal;
     } else if (v == "whole") {
-      st.bits = kSplitWhole | kSplitCausal8;
+      st.bits = kSplitWhole | kSplitCausal;
+    } else if (v == "nobig8") {
+      st.bits &= ~kSplitBig8;
     } else if (v == "bar5") {
-      st.bits &= ~kSplitCausal8;
+      st.bits &= ~kSplitCausal;
     } else if (v == "big8") {
-      st.bits |= kSplitBig8;
+      throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'big8' is the default since session 40 (nobig8: before)");
     } else if (v == "causal8") {
       throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'causal8' is the default since session 39 (bar5: before)");
     } else if (v == "wholepg") {
@@ -422,7 +426,7 @@ const SplitSetting& split_setting() {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, bar5, big8 or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole, nobig8, bar5 or a number of subsets >= 1");
     }
     return st;
   }();
@@ -527,12 +531,15 @@ int head_split(const AttentionParams& p) {
     // row) held on 7 of 12 rows in call D; the lead shipped it on both calls' evidence. unit1h: the split before.
     return most_subsets(split);
   }
-  // The probe `big8` (session 39, prepared for session 40, not measured): a causal d = 128 grid of a group of >= 8
-  // query heads that the default leaves whole (the model's gain under 0.5%, or past its gate of few_tiles_per_sm blocks
-  // an SM, where it is not asked) splits into the most subsets of units of >= 2 heads that are long enough, as
-  // split_key_tail() does. Session 39's call E (results/h200/s39/E/): 6 x 64 q / 4 kv heads, N = 6000, 1128 blocks,
-  // ran 1.12-1.15x faster split in 4, 8 or 16 (0.944-0.976x -> 1.083-1.095x torch-cudnn), where the model (without the
-  // gate) has the split level; the makespan model misses what large groups lose unsplit (calls B and C likewise).
+  // Since session 40 (call A, the probe `big8`, its rule written in session 39 before its first look): a causal d = 128
+  // grid of a group of >= 8 query heads that the model leaves whole (its gain under 0.5%, or past its gate of
+  // few_tiles_per_sm blocks an SM, where it is not asked) splits into the most subsets of units of >= 2 heads that are
+  // long enough, as split_key_tail() does. Session 39's call E (results/h200/s39/E/): 6 x 64 q / 4 kv heads, N = 6000,
+  // 1128 blocks, ran 1.12-1.15x faster split in 4, 8 or 16. Session 40's call A (results/h200/s40/A/, three
+  // interleaved rounds): 1.010-1.100x on ten drawn shapes (geomean 1.056), controls 1.003x / 0.995x; beside
+  // torch-cudnn those rows went from 0.911-1.000x to 0.993-1.056x. The makespan model misses what a large group's
+  // unsplit blocks lose (they run group x query-tile steps each). Cost: each unit's 128 KB of fp32 dK / dV partials
+  // (1.2 GB at call E's row). FB_SM90_BWD_SPLIT=nobig8: session 39's choice.
   if (split == 1 && group >= 8 && split_key_tail(p) && (split_setting().bits & kSplitBig8) != 0)
     return most_subsets(1);
   return split;
