@@ -172,3 +172,34 @@ TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens ver
   CHECK(sm90::backward_causal_plane_group(full.params()) == 0);
   CHECK(sm90::backward_causal_plane_group(short_blocks.params()) == 0);
 }
+
+// The probe FB_SM90_BWD_SPLIT=big64 (session 40, call F): every causal d = 64 grid of a group of >= 8 query heads that
+// the model leaves whole (its gain under 5%, or past its gate of 8 blocks an SM) splits into the most subsets of
+// long-enough units of >= 2 heads, as the d = 128 default does since session 40 (big8). Shapes no config names that run
+// whole as built on 132 SMs: under big64 they take group / 2 subsets (4, 4, 8). The first two run and verify (dQ, dK,
+// dV beside naive, every gradient written); the last (session 40's call E, 7 x 16 q / 1 kv N = 5200) is the choice only.
+TEST_CASE("head dim 64: causal GQA grids of groups of >= 8 the model leaves whole split under big64 and verify",
+          "[gpu][bwd64][sm90_big64]") {
+  namespace sm90 = fb::cuda::flash_sm90;
+  struct Row {
+    int batch, heads, kv_heads, q;
+    Dtype dtype;
+    bool run;
+  };
+  const Row rows[] = {{8, 32, 4, 1536, Dtype::bf16, true},   // 384 blocks
+                      {8, 16, 2, 2048, Dtype::fp16, true},   // 256 blocks
+                      {7, 16, 1, 5200, Dtype::bf16, false}}; // 287 blocks, modelled 4.8% faster split
+  CudaBackend& b = gpu();
+  const char* env = std::getenv("FB_SM90_BWD_SPLIT");
+  const std::string word = env != nullptr ? env : "";
+  const bool as_built = word.empty() || word == "default";
+  const int sms = sm_count();
+  for (const Row& r : rows) {
+    const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.q, 64, r.dtype, true, Pass::bwd);
+    const int split = sm90::backward_head_split(c.params());
+    INFO("case " << c.key() << ", head split " << split);
+    if (sms == 132 && as_built) CHECK(split == 1);
+    if (sms == 132 && word == "big64") CHECK(split == (r.heads / r.kv_heads) / 2);
+    if (r.run) check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
+  }
+}

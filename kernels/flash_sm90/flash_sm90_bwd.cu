@@ -393,8 +393,9 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 //   whole    the whole group as the cap, one group (a probe);
 //   nobig8   causal d = 128 grids of groups of >= 8 split only where the model saves 0.5%, session 39's choice
 //            (head_split(): big8 is the default since session 40);
-//   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()), no big8.
-enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4, kSplitBig8 = 8 };
+//   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()), no big8;
+//   big64    the default with every causal d = 64 grid of a group of >= 8 split (head_split(); a probe, session 40).
+enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4, kSplitBig8 = 8, kSplitBig64 = 16 };
 constexpr int kSplitCausal = kSplitCausal8 | kSplitBig8;  // the default's causal choice
 struct SplitSetting {
   int forced = 0;                                             // > 0: that many subsets
@@ -416,6 +417,8 @@ const SplitSetting& split_setting() {
       st.bits &= ~kSplitBig8;
     } else if (v == "bar5") {
       st.bits &= ~kSplitCausal;
+    } else if (v == "big64") {
+      st.bits |= kSplitBig64;
     } else if (v == "big8") {
       throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'big8' is the default since session 40 (nobig8: before)");
     } else if (v == "causal8") {
@@ -426,7 +429,7 @@ const SplitSetting& split_setting() {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, nobig8, bar5 or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole, nobig8, bar5, big64 or a number of subsets >= 1");
     }
     return st;
   }();
@@ -541,6 +544,12 @@ int head_split(const AttentionParams& p) {
   // unsplit blocks lose (they run group x query-tile steps each). Cost: each unit's 128 KB of fp32 dK / dV partials
   // (1.2 GB at call E's row). FB_SM90_BWD_SPLIT=nobig8: session 39's choice.
   if (split == 1 && group >= 8 && split_key_tail(p) && (split_setting().bits & kSplitBig8) != 0)
+    return most_subsets(1);
+  // The probe `big64` (session 40, call F): the same for causal d = 64 grids, which keep the model's 5% bar. Session
+  // 40's call E (results/h200/s40/E/): 7 x 16 q / 1 kv heads, N = 5200, bf16, modelled 4.8% faster split in 4 and so
+  // left whole, ran 1.12-1.20x faster split in 2-16 (8 subsets 2.33 ms against 2.79). Units counted in 64-query rows
+  // (long_enough_units(); the d = 64 kernels step 128 queries, each about a 64-query d = 128 step's work).
+  if (split == 1 && group >= 8 && p.causal && p.head_dim == 64 && (split_setting().bits & kSplitBig64) != 0)
     return most_subsets(1);
   return split;
 }
