@@ -355,13 +355,17 @@ template <typename F> auto with_default_tiles(int head_dim, F&& f) {
 // is 12: units under 12 steps (one head up to N ~ 1.3k with 64-query steps, ~1.7k where the pass takes 80-query
 // steps; two heads up to N = 576) take fewer, longer ones; N = 1536 keeps the most subsets. Seven rows it left alone (16 / 1 N = 1k; 4, 8, 16 q heads N = 2k and 4k) read 0.992-1.016.
 constexpr std::int64_t kMinUnitSteps = 12;
-bool long_enough_units(const AttentionParams& p, int heads) {
+// The probe `long64` (below) asks for units four times as long: session 40's call F split d = 64 grids of groups >= 8
+// into 2-head units of 31-45 64-query steps a key tile (N 2000-2900) at 0.786-1.024x, and of 72-167 steps (N >= 4600)
+// at 1.017-1.079x.
+constexpr std::int64_t kMinUnitSteps64 = 48;
+bool long_enough_units(const AttentionParams& p, int heads, std::int64_t min_steps = kMinUnitSteps) {
   if (bwd128_variant() == kBwd128SplitMost) return true;
   const int block_m = q80_kernel(p) ? BwdTraits<__half, 128, kBwd128Q80>::kBlockM : BwdTraits<__half, 128>::kBlockM;
   constexpr int kKeyTile = BwdTraits<__half, 128>::kBlockN;
   const std::int64_t key_tiles = (p.seq_k + kKeyTile - 1) / kKeyTile;
   const std::int64_t steps = causal_rows(p, block_m) / block_m * heads;  // a subset's steps over every key tile
-  return steps >= kMinUnitSteps * key_tiles;
+  return steps >= min_steps * key_tiles;
 }
 
 // How many subsets a K/V plane's query heads are split into (kBwdHeadSplit, flash_sm90_bwd_traits.h):
@@ -394,8 +398,10 @@ bool long_enough_units(const AttentionParams& p, int heads) {
 //   nobig8   causal d = 128 grids of groups of >= 8 split only where the model saves 0.5%, session 39's choice
 //            (head_split(): big8 is the default since session 40);
 //   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()), no big8;
-//   big64    the default with every causal d = 64 grid of a group of >= 8 split (head_split(); a probe, session 40).
-enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4, kSplitBig8 = 8, kSplitBig64 = 16 };
+//   long64   the default with every causal d = 64 grid of a group of >= 8 split where its units are long (head_split();
+//            a probe prepared in session 40; `big64`, the same for units as short as at d = 128, was session 40's
+//            call F, rule not met, and is refused).
+enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4, kSplitBig8 = 8, kSplitLong64 = 16 };
 constexpr int kSplitCausal = kSplitCausal8 | kSplitBig8;  // the default's causal choice
 struct SplitSetting {
   int forced = 0;                                             // > 0: that many subsets
@@ -417,8 +423,11 @@ const SplitSetting& split_setting() {
       st.bits &= ~kSplitBig8;
     } else if (v == "bar5") {
       st.bits &= ~kSplitCausal;
+    } else if (v == "long64") {
+      st.bits |= kSplitLong64;
     } else if (v == "big64") {
-      st.bits |= kSplitBig64;
+      throw std::invalid_argument(
+          "FB_SM90_BWD_SPLIT: 'big64' was session 40's call F, rule not met (long64: its successor)");
     } else if (v == "big8") {
       throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'big8' is the default since session 40 (nobig8: before)");
     } else if (v == "causal8") {
@@ -429,7 +438,7 @@ const SplitSetting& split_setting() {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, nobig8, bar5, big64 or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole, nobig8, bar5, long64 or a number of subsets >= 1");
     }
     return st;
   }();
@@ -512,13 +521,13 @@ int head_split(const AttentionParams& p) {
   model.unsplit_tail_share = tail_share_possible(p);
   const int split = model_head_split(p, sms, block_n, block_m, model);
   // The most subsets above `floor` whose units are long enough (split_key_tail()'s count, below); `floor` if none.
-  const auto most_subsets = [&](int floor) {
+  const auto most_subsets = [&](int floor, std::int64_t min_steps = kMinUnitSteps) {
     const int v = bwd128_variant();
     const int most = group >= 4 && v != kBwd128SplitMost && v != kBwd128Unit1h
                          ? std::min(group / 2, HeadSplitModel{}.max_split)
                          : std::min(group, HeadSplitModel{}.max_split);
     for (int s = most; s > floor; --s)
-      if (group % s == 0 && long_enough_units(p, group / s)) return s;
+      if (group % s == 0 && long_enough_units(p, group / s, min_steps)) return s;
     return floor;
   };
   if (split > 1 && split_key_tail(p)) {
@@ -545,12 +554,14 @@ int head_split(const AttentionParams& p) {
   // (1.2 GB at call E's row). FB_SM90_BWD_SPLIT=nobig8: session 39's choice.
   if (split == 1 && group >= 8 && split_key_tail(p) && (split_setting().bits & kSplitBig8) != 0)
     return most_subsets(1);
-  // The probe `big64` (session 40, call F): the same for causal d = 64 grids, which keep the model's 5% bar. Session
-  // 40's call E (results/h200/s40/E/): 7 x 16 q / 1 kv heads, N = 5200, bf16, modelled 4.8% faster split in 4 and so
-  // left whole, ran 1.12-1.20x faster split in 2-16 (8 subsets 2.33 ms against 2.79). Units counted in 64-query rows
-  // (long_enough_units(); the d = 64 kernels step 128 queries, each about a 64-query d = 128 step's work).
-  if (split == 1 && group >= 8 && p.causal && p.head_dim == 64 && (split_setting().bits & kSplitBig64) != 0)
-    return most_subsets(1);
+  // The probe `long64` (session 40, prepared for session 41): the same for causal d = 64 grids (which keep the model's
+  // 5% bar), into units of at least kMinUnitSteps64 64-query steps a key tile (the d = 64 kernels step 128 queries,
+  // each about a 64-query d = 128 step's work). Session 40's call E (results/h200/s40/E/): 7 x 16 q / 1 kv heads,
+  // N = 5200, bf16, modelled 4.8% faster split in 4 and so left whole, ran 1.12-1.20x faster split in 2-16. Call F
+  // (results/h200/s40/F/, its predecessor `big64`, units of >= 12 steps as at d = 128): 0.786-1.079x on eight drawn
+  // rows, the losses on the short units (N <= 2500), rule not met.
+  if (split == 1 && group >= 8 && p.causal && p.head_dim == 64 && (split_setting().bits & kSplitLong64) != 0)
+    return most_subsets(1, kMinUnitSteps64);
   return split;
 }
 
