@@ -400,8 +400,17 @@ bool long_enough_units(const AttentionParams& p, int heads, std::int64_t min_ste
 //   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()), no big8;
 //   long64   the default with every causal d = 64 grid of a group of >= 8 split where its units are long (head_split();
 //            a probe prepared in session 40; `big64`, the same for units as short as at d = 128, was session 40's
-//            call F, rule not met, and is refused).
-enum SplitWord : int { kSplitWhole = 1, kSplitPlaneGroups = 2, kSplitCausal8 = 4, kSplitBig8 = 8, kSplitLong64 = 16 };
+//            call F, rule not met, and is refused);
+//   subq     non-causal d = 128 grids of less than one wave set their head split against the unsplit grid with its
+//            query tail, as the kernel runs it since session 38 (head_split(); a probe prepared in session 40).
+enum SplitWord : int {
+  kSplitWhole = 1,
+  kSplitPlaneGroups = 2,
+  kSplitCausal8 = 4,
+  kSplitBig8 = 8,
+  kSplitLong64 = 16,
+  kSplitSubwaveQ = 32
+};
 constexpr int kSplitCausal = kSplitCausal8 | kSplitBig8;  // the default's causal choice
 struct SplitSetting {
   int forced = 0;                                             // > 0: that many subsets
@@ -425,6 +434,8 @@ const SplitSetting& split_setting() {
       st.bits &= ~kSplitCausal;
     } else if (v == "long64") {
       st.bits |= kSplitLong64;
+    } else if (v == "subq") {
+      st.bits |= kSplitSubwaveQ;
     } else if (v == "big64") {
       throw std::invalid_argument(
           "FB_SM90_BWD_SPLIT: 'big64' was session 40's call F, rule not met (long64: its successor)");
@@ -438,7 +449,7 @@ const SplitSetting& split_setting() {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, nobig8, bar5, long64 or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole, nobig8, bar5, long64, subq or a number of subsets >= 1");
     }
     return st;
   }();
@@ -474,6 +485,9 @@ double causal_min_gain(const AttentionParams& p) {
 bool split_plane_groups(const AttentionParams& p) {
   return !p.causal && (split_setting().bits & kSplitPlaneGroups) != 0;
 }
+int qtail_forced();  // below
+constexpr int kQTailNoSubwave = -2;
+constexpr double kSubwaveMinGain = 0.05;
 int head_split(const AttentionParams& p) {
   const int forced = split_setting().forced;
   const int group = p.group();
@@ -515,6 +529,13 @@ int head_split(const AttentionParams& p) {
   // units of 71 steps, each with its 128 KB of fp32 dK / dV partials) for a modelled 8% over the unsplit grid, which
   // with the query tail models 4% faster than the split.
   model.unsplit_query_tail = qtail_possible(p);
+  // The probe `subq` (session 40, prepared for session 41): on a grid of less than one wave, against the unsplit grid
+  // with the query tail as qtail_parts() would run it (since session 38 every tile split where that models 5% faster),
+  // not whole. Session 40's call E (results/h200/s40/E/): 2 x 16 q / 4 kv heads, N = 1300, fp16 (88 tiles), took 4
+  // subsets (the model: 1.17x the whole grid) and ran 1.115x faster whole, with its query tail (modelled 1.17x faster
+  // than the split).
+  if ((split_setting().bits & kSplitSubwaveQ) != 0 && qtail_forced() != kQTailNoSubwave)
+    model.unsplit_subwave_min_gain = kSubwaveMinGain;
   // Since session 32: non-causal d = 64 passes against the unsplit persistent grid with its shared tail. Call E
   // (results/h200/s32/callE/, three interleaved rounds against the choice before, forced): eight shapes it flips from
   // 2-6 subsets to none 1.029-1.130x (geomean 1.077), controls 0.996 / 0.998x.
@@ -583,8 +604,6 @@ int head_split(const AttentionParams& p) {
 // the pass could split (at most its query tiles, less than one wave too), for tests and A/B runs.
 // FB_SM90_BWD_QTAIL: 0 the model, -1 off, -2 the model on whole waves only, S > 1 forced.
 constexpr int kQTailOff = -1;
-constexpr int kQTailNoSubwave = -2;
-constexpr double kSubwaveMinGain = 0.05;
 int qtail_forced() {
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_QTAIL");

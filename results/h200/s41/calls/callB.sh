@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 41, call B (one H200; issue 13), prepared in session 40: the binaries of commit.txt. [sm90_subq] as built and
+# under FB_SM90_BWD_SPLIT=subq; three interleaved rounds of the default and subq (flash-sm90 alone in each process) on
+# eight drawn shapes (sqr-*.json, seed 4400) and two controls (sqctl-*); torch-cudnn once per spec. The rule is in
+# docs/perf-notes.md ("Session 40: big8 on the device, ...", "Prepared for session 41"), written in session 40.
+R=$OUT/B; mkdir -p $R/ab; export DEADLINE=${DEADLINE:-400}
+set -uo pipefail
+t0=$SECONDS
+left() { echo $(( DEADLINE - (SECONDS - t0) )); }
+step() {  # step NAME MAX_SECONDS CMD...: skipped when under MAX/2 is left; the step's process group stopped at MAX
+  local name=$1 max=$2; shift 2
+  local l=$(left); if [ "$l" -lt $(( max / 2 )) ]; then echo "SKIP $name (no time)"; return; fi
+  [ "$max" -gt "$l" ] && max=$l
+  local s=$SECONDS; setsid timeout -k 3 $max "$@" < /dev/null > $R/$name.log 2>&1; local rc=$?
+  echo "== $name rc=$rc $((SECONDS-s))s (t=$((SECONDS-t0)))"
+}
+tar xJf out/b.txz
+src=$(cat out/srcdir.txt)
+[ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
+fb=$src/build-dev/flashbench
+gt=$src/build-dev/tests/flashbench_gpu_tests
+cat out/commit.txt > $R/commit.txt 2>/dev/null
+c=results/h200/s41/calls
+step tests-subq-built 40 $gt "[sm90_subq]"
+step tests-subq 40 env FB_SM90_BWD_SPLIT=subq $gt "[sm90_subq]"
+for t in subq-built subq; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 \
+  > $R/smi.csv 2>&1 &
+smi=$!
+specs=$(cd $c && ls sqr-*.json sqctl-*.json | sed 's/\.json$//')
+for r in 1 2 3; do
+  case $r in 1) order="def new" ;; 2) order="new def" ;; 3) order="def new" ;; esac
+  for s in $specs; do
+    for v in $order; do
+      w=; [ $v = new ] && w=subq
+      step $v-$s-$r 40 env FB_SM90_BWD_SPLIT=$w $fb run $c/$s.json --no-ceilings -q -o $R/ab/$v-$s-$r.json
+    done
+  done
+done
+for s in $specs; do
+  step peers-$s 30 python3 scripts/peers.py $c/$s.json --backends cudnn -o $R/ab/peers-$s.json
+done
+kill $smi 2>/dev/null
+# BASE = def, VARIANT = new (subq): default time / subq time, above 1 the probe is faster
+python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def new > $R/table.txt 2>&1
+cut -c1-150 $R/table.txt
+find $R -size 0 -delete
+tar czf $OUT/B.tgz -C $OUT B && rm -rf $R; echo "done t=$((SECONDS-t0))"
