@@ -2,6 +2,9 @@
 // cuBLAS handle per test costs more than the tests themselves; each test prepares its own case).
 #pragma once
 
+#include <cstdlib>
+#include <string>
+
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_backend.h"
@@ -21,5 +24,13 @@ inline int sm_count() {
   REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess);
   return sms;
 }
+
+// An environment variable's value ("" where unset), and whether a word leaves the default (unset, empty or `default`):
+// the tests of a probe word check the choice as built and under the word.
+inline std::string env_word(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr ? e : "";
+}
+inline bool is_default_word(const std::string& word) { return word.empty() || word == "default"; }
 
 }  // namespace fb::test

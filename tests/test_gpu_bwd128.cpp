@@ -229,9 +229,8 @@ TEST_CASE("head dim 128: causal GQA head splits of groups of >= 8 at the lower b
                       {3, 32, 4, 2400, Dtype::fp16},   // 228 blocks: 4
                       {4, 40, 4, 2400, Dtype::bf16},   // 304 blocks: 5
                       {2, 12, 3, 4900, Dtype::fp16}};  // group 4, 234 blocks: the 5% bar, whole (modelled 3.3%)
-  const char* env = std::getenv("FB_SM90_BWD_SPLIT");
-  const std::string word = env != nullptr ? env : "";
-  const bool as_built = word.empty() || word == "default";
+  const std::string word = env_word("FB_SM90_BWD_SPLIT");
+  const bool as_built = is_default_word(word);
   const int sms = sm_count();
   int split_runs = 0;
   for (const Row& s : rows) {
@@ -268,9 +267,8 @@ TEST_CASE("head dim 128: causal GQA grids of groups of >= 8 the model leaves who
                       {8, 16, 2, 2048, Dtype::fp16, true},    // 256 blocks
                       {12, 64, 8, 1536, Dtype::bf16, false},  // 1152 blocks: past the gate
                       {6, 64, 4, 6000, Dtype::bf16, false}};  // 1128 blocks (session 39's call E)
-  const char* env = std::getenv("FB_SM90_BWD_SPLIT");
-  const std::string word = env != nullptr ? env : "";
-  const bool as_built = word.empty() || word == "default";
+  const std::string word = env_word("FB_SM90_BWD_SPLIT");
+  const bool as_built = is_default_word(word);
   const int sms = sm_count();
   for (const Row& s : rows) {
     const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.q, 128, s.dtype, true, Pass::bwd);
@@ -299,9 +297,8 @@ TEST_CASE("head dim 128: non-causal GQA grids of less than one wave under subq r
   const Row rows[] = {{2, 16, 4, 1300, Dtype::fp16, true},    // 88 tiles (session 40's call E)
                       {1, 32, 8, 1000, Dtype::bf16, true},    // 64 tiles
                       {2, 40, 1, 4500, Dtype::bf16, false}};  // 72 tiles
-  const char* env = std::getenv("FB_SM90_BWD_SPLIT");
-  const std::string word = env != nullptr ? env : "";
-  const bool as_built = word.empty() || word == "default";
+  const std::string word = env_word("FB_SM90_BWD_SPLIT");
+  const bool as_built = is_default_word(word);
   const int sms = sm_count();
   for (const Row& s : rows) {
     const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.q, 128, s.dtype, false, Pass::bwd);

@@ -194,9 +194,8 @@ TEST_CASE("head dim 64: causal GQA grids of groups of >= 8 the model leaves whol
                       {7, 40, 4, 1000, Dtype::fp16, 1, true},    // 224 blocks
                       {7, 16, 1, 5200, Dtype::bf16, 8, false}};  // 287 blocks, modelled 4.8% faster split
   CudaBackend& b = gpu();
-  const char* env = std::getenv("FB_SM90_BWD_SPLIT");
-  const std::string word = env != nullptr ? env : "";
-  const bool as_built = word.empty() || word == "default";
+  const std::string word = env_word("FB_SM90_BWD_SPLIT");
+  const bool as_built = is_default_word(word);
   const int sms = sm_count();
   int split_runs = 0;
   for (const Row& r : rows) {
