@@ -423,8 +423,7 @@ TEST_CASE("flash's d = 64 backward on grids of less than one wave splits and ver
   const Row rows[] = {{1, 16, 4, 2400, 3300, fb::Dtype::fp16},
                       {1, 4, 1, 3000, 13000, fb::Dtype::bf16},
                       {1, 6, 3, 4200, 4200, fb::Dtype::bf16}};
-  const char* probe = std::getenv("FB_FLASH_BWD");
-  const std::string word = probe != nullptr ? probe : "";
+  const std::string word = env_word("FB_FLASH_BWD");
   const bool as_built = word.empty();
   const int sms = sm_count();
   int split_runs = 0;

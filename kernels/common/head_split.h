@@ -269,15 +269,12 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
       const TailShareChoice share = model_tail_share(n_blocks, sms, q_tiles, group);
       if (share.share) return double(n_blocks / sms) * block + share.shared;
     }
-    if (!m.unsplit_query_tail || p.causal) return plain;
-    if (n_blocks < sms && m.unsplit_subwave_min_gain <= 0.0) return plain;
+    const bool sub_wave = n_blocks < sms;
+    if (!m.unsplit_query_tail || p.causal || (sub_wave && m.unsplit_subwave_min_gain <= 0.0)) return plain;
     TailSplitModel tm;
     tm.whole_tiles = true;
     tm.unit_overhead = m.unit_overhead;
-    if (n_blocks < sms) {
-      tm.min_gain = m.unsplit_subwave_min_gain;
-      return model_tail_split_choice(n_blocks, sms, q_tiles, group, tm).time;
-    }
+    if (sub_wave) tm.min_gain = m.unsplit_subwave_min_gain;  // no whole waves: the time is the tail's
     const TailSplitChoice tail = model_tail_split_choice(n_blocks, sms, q_tiles, group, tm);
     return double(n_blocks / sms) * block + tail.time;
   };

@@ -449,7 +449,8 @@ const SplitSetting& split_setting() {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, nobig8, bar5, long64, subq or a number of subsets >= 1");
+                                    "' is not default, cap8, pg, whole, nobig8, bar5, long64, subq or a number of "
+                                    "subsets >= 1");
     }
     return st;
   }();
