@@ -554,6 +554,174 @@ class GridTables(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------------------------------
+# ab_rule.py: the verdict of an A/B rule written before its call
+
+
+class ABRule(unittest.TestCase):
+    """Synthetic calls (two rule specs of two cases each, one control spec, three rounds), then two of session 40's
+    real calls, whose verdicts were first read by hand (docs/perf-notes.md, "Session 40")."""
+    ROUNDS = 3
+    RULE = ["--kernel", "k", "--base", "def", "--variant", "new", "--rounds", "3", "--rows", "r-*",
+            "--controls", "c-*", "--min-geomean", "1.03", "--min-row", "0.98", "--control-band", "0.98:1.02"]
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+        self.specs = os.path.join(self.tmp, "specs")
+        self.ab = os.path.join(self.tmp, "ab")
+        os.makedirs(self.specs)
+        os.makedirs(self.ab)
+        # spec name -> its seq lengths; every spec runs bf16 and fp16 (two cases)
+        self.seqs = {"r-a": 256, "r-b": 512, "c-x": 1024}
+        for name, n in self.seqs.items():
+            with open(os.path.join(self.specs, name + ".json"), "w") as f:
+                json.dump({"seq": [n], "batch": [2], "heads": 4, "kv_heads": 1, "head_dim": [64],
+                           "dtype": ["bf16", "fp16"], "causal": [True], "pass": ["bwd"], "kernels": ["k"]}, f)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def case(self, name, dtype):
+        return {"batch": 2, "heads": 4, "kv_heads": 1, "seq": self.seqs[name], "head_dim": 64, "dtype": dtype,
+                "causal": True, "pass": "bwd"}
+
+    def write_call(self, ratio, override=None):
+        """Every file of a call: the base at 1.0 ms, the variant at 1 / ratio(spec) ms; override(side, name, round,
+        dtype, record) may change a record (None drops it)."""
+        for name in self.seqs:
+            for r in range(1, self.ROUNDS + 1):
+                for side in ("def", "new"):
+                    recs = []
+                    for dtype in ("bf16", "fp16"):
+                        ms = 1.0 if side == "def" else 1.0 / ratio(name)
+                        rec = peers.make_record(self.case(name, dtype), "k", "ok", times_ms=[ms])
+                        rec["verified"] = True
+                        if override:
+                            rec = override(side, name, r, dtype, rec)
+                        if rec is not None:
+                            recs.append(rec)
+                    with open(os.path.join(self.ab, f"{side}-{name}-{r}.json"), "w") as f:
+                        json.dump(results_doc(recs), f)
+
+    def judge(self, *extra, rule=None):
+        return run_script("ab_rule.py", self.ab, "--spec-dir", self.specs, *(rule or self.RULE), *extra)
+
+    def test_met_rows_and_controls_and_json(self):
+        self.write_call(lambda name: {"r-a": 1.02, "r-b": 1.05, "c-x": 1.0}[name])
+        out = os.path.join(self.tmp, "rule.json")
+        r = self.judge("--json", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("verdict: MET", r.stdout)
+        # four rule rows (two specs x two dtypes), geomean of 1.02, 1.02, 1.05, 1.05
+        self.assertIn(f"rows: 4, geomean {math.sqrt(1.02 * 1.05):.4f} (1.020-1.050); controls: 2", r.stdout)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["verdict"], "met")
+        self.assertEqual(doc["reasons"], [])
+        self.assertEqual(len(doc["rows"]), 6)
+        self.assertEqual(sorted({x["role"] for x in doc["rows"]}), ["control", "row"])
+        for x in doc["rows"]:
+            self.assertEqual(len(x["ratios"]), 3)
+
+    def test_each_part_of_the_rule_can_fail_it(self):
+        cases = [
+            ("geomean", {"r-a": 1.01, "r-b": 1.02, "c-x": 1.0}, "the rows' geomean 1.0150 is below 1.03"),
+            ("floor", {"r-a": 0.97, "r-b": 1.12, "c-x": 1.0}, "reads 0.9700, below 0.98"),
+            ("control", {"r-a": 1.05, "r-b": 1.05, "c-x": 1.03}, "reads 1.0300, outside 0.98-1.02"),
+            ("control low", {"r-a": 1.05, "r-b": 1.05, "c-x": 0.97}, "reads 0.9700, outside 0.98-1.02"),
+        ]
+        for what, ratios, reason in cases:
+            with self.subTest(what):
+                self.write_call(lambda name: ratios[name])
+                r = self.judge()
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn("verdict: NOT MET", r.stdout)
+                self.assertIn(reason, r.stdout)
+
+    def test_a_row_that_fails_or_is_missing_fails_the_rule_however_fast(self):
+        def unverified(side, name, r, dtype, rec):
+            if (side, name, r, dtype) == ("new", "r-b", 2, "fp16"):
+                rec["verified"] = False
+            return rec
+
+        def failed(side, name, r, dtype, rec):
+            if (side, name, r, dtype) == ("def", "c-x", 1, "bf16"):
+                rec.update(status="failed", reason="out of memory")
+            return rec
+
+        def dropped(side, name, r, dtype, rec):
+            return None if (side, name, r, dtype) == ("new", "r-a", 3, "bf16") else rec
+
+        def null_verdict(side, name, r, dtype, rec):
+            if (side, r) == ("new", 1):
+                rec["verified"] = None
+            return rec
+
+        for what, override, reason in (
+                ("unverified", unverified, "round 2, new-r-b-2.json: verified false"),
+                ("failed", failed, "round 1, def-c-x-1.json: failed (out of memory)"),
+                ("dropped", dropped, "round 3, new-r-a-3.json: no k result"),
+                ("not verified at all", null_verdict, "verified null")):
+            with self.subTest(what):
+                self.write_call(lambda name: 1.2 if name != "c-x" else 1.0, override)
+                r = self.judge()
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn("NOT MET", r.stdout)
+                self.assertIn(reason, r.stdout)
+        # a round that never ran (its file absent): the rule is not met, the reason names the file
+        self.write_call(lambda name: 1.2 if name != "c-x" else 1.0)
+        os.remove(os.path.join(self.ab, "new-r-a-3.json"))
+        r = self.judge()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("round 3, no results file new-r-a-3.json", r.stdout)
+
+    def test_bad_input_exit_2_nothing_on_stdout_no_json(self):
+        self.write_call(lambda name: 1.05)
+        out = os.path.join(self.tmp, "rule.json")
+        with open(os.path.join(self.ab, "def-r-a-2.json"), "w") as f:
+            f.write("{ not json")
+        r = self.judge("--json", out)
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("def-r-a-2.json", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.write_call(lambda name: 1.05)
+        bad = [
+            (["--rows", "zz-*"], "--rows: 'zz-*' names no spec"),
+            (["--controls", "r-a"], "which is also a row"),
+            (["--control-band", "1.02:0.98"], "--control-band: '1.02:0.98' is not LO:HI"),
+            (["--control-band", "x"], "--control-band: 'x'"),
+            (["--min-row", "-1"], "--min-row: -1.0 is not a positive ratio"),
+            (["--rounds", "0"], "--rounds: 0"),
+            (["--kernel", "other"], "does not list --kernel other"),
+        ]
+        for extra, message in bad:
+            with self.subTest(message):
+                r = self.judge(*extra, "--json", out)
+                self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertFalse(os.path.exists(out))
+        r = run_script("ab_rule.py", os.path.join(self.tmp, "nowhere"), "--spec-dir", self.specs, *self.RULE)
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("DIR: ", r.stderr)
+
+    def test_session_40_calls_give_the_verdicts_read_by_hand(self):
+        s40 = os.path.join(ROOT, "results", "h200", "s40")
+        rule = ["--kernel", "flash-sm90", "--base", "def", "--variant", "new", "--rounds", "3", "--min-geomean",
+                "1.03", "--min-row", "0.98"]
+        # call A, big8: met, 1.010-1.100x (geomean 1.056), controls 1.003x / 0.995x
+        r = run_script("ab_rule.py", os.path.join(s40, "A", "ab"), "--spec-dir", os.path.join(s40, "calls"),
+                       *rule, "--rows", "big8r-*", "--controls", "big8ctl-*")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("rows: 10, geomean 1.0563 (1.010-1.100); controls: 2", r.stdout)
+        # call F, big64: not met, 0.786-1.079x (geomean 0.989), two rows under 0.98
+        r = run_script("ab_rule.py", os.path.join(s40, "F", "ab"), "--spec-dir", os.path.join(s40, "calls"),
+                       *rule, "--rows", "b64r-*", "--controls", "b64ctl-*")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("rows: 8, geomean 0.9889 (0.786-1.079)", r.stdout)
+        self.assertEqual(r.stdout.count(", below 0.98"), 2)
+
+
+# ---------------------------------------------------------------------------------------------------
 # peer_rounds.py: a sweep and its peers in interleaved rounds, with stand-ins for flashbench and peers.py
 
 

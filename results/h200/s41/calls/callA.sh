@@ -45,5 +45,10 @@ kill $smi 2>/dev/null
 # BASE = def, VARIANT = new (long64): default time / long64 time, above 1 the probe is faster
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def new > $R/table.txt 2>&1
 cut -c1-150 $R/table.txt
+# The rule, written in session 40 (docs/perf-notes.md): long64 becomes the default if the rows' geomean is >= 1.03, none
+# is under 0.98, the controls read 0.98-1.02, and every row verifies (scripts/ab_rule.py judges it: exit 0 met)
+python3 scripts/ab_rule.py $R/ab --spec-dir $c --kernel flash-sm90 --base def --variant new --rounds 3 \
+  --rows 'l64r-*' --controls 'l64ctl-*' --min-geomean 1.03 --min-row 0.98 --control-band 0.98:1.02 \
+  --json $R/rule.json > $R/rule.txt 2>&1; echo "rule rc=$?"; tail -8 $R/rule.txt | cut -c1-150
 find $R -size 0 -delete
 tar czf $OUT/A.tgz -C $OUT A && rm -rf $R; echo "done t=$((SECONDS-t0))"
