@@ -218,6 +218,7 @@ def write_json(path, doc):
         with os.fdopen(fd, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make a results file private
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

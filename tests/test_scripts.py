@@ -722,6 +722,145 @@ class ABRule(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------------------------------
+# ptxas_log.sh and ptxas_spills.py: ptxas's reports of the kernels, and their register spills
+
+
+class PtxasSpills(unittest.TestCase):
+    ENTRY = ("ptxas info    : Compiling entry function '{fn}' for '{arch}'\n"
+             "ptxas info    : Function properties for {fn}\n"
+             "    {stack} bytes stack frame, {st} bytes spill stores, {ld} bytes spill loads\n"
+             "ptxas info    : Used 168 registers, used 1 barriers, 640 bytes cmem[0]\n")
+    NVCC = ["--nvcc-version", "13.0.88"]
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+        self.build = os.path.join(self.tmp, "build")
+        self.objdir = os.path.join(self.build, "CMakeFiles", "flashbench_kernels.dir", "kernels", "flash")
+        os.makedirs(self.objdir)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def report(self, name, *entries):
+        with open(os.path.join(self.objdir, name + ".cu.o.ptxas"), "w") as f:
+            f.write("ptxas info    : 0 bytes gmem\n")
+            for fn, arch, stack, st, ld in entries:
+                f.write(self.ENTRY.format(fn=fn, arch=arch, stack=stack, st=st, ld=ld))
+
+    def baseline(self, allow, nvcc="13.0", archs=("sm_80", "sm_90a")):
+        path = os.path.join(self.tmp, "base.json")
+        with open(path, "w") as f:
+            json.dump({"nvcc": nvcc, "archs": list(archs), "note": "t", "allow": allow}, f)
+        return path
+
+    def spills(self, *args):
+        return run_script("ptxas_spills.py", self.build, *self.NVCC, *args)
+
+    def test_spills_beyond_the_baseline_fail_and_stack_alone_is_not_a_spill(self):
+        self.report("a", ("_Z1av", "sm_80", 0, 0, 0), ("_Z1av", "sm_90a", 256, 0, 0))
+        self.report("b", ("_Z1bv", "sm_80", 24, 16, 16), ("_Z1bv", "sm_90a", 8, 0, 8), ("_Z1cv", "sm_90a", 8, 4, 4))
+        r = self.spills("--allow", self.baseline([]))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("5 functions checked (sm_80, sm_90a); 3 spill, 3 beyond the baseline", r.stdout)
+        self.assertIn("OVER: kernels/flash/b.cu sm_80 _Z1bv: spills 16 bytes (baseline 0)", r.stdout)
+        self.assertNotIn("a.cu", r.stdout)
+        # the baseline as written from this build: passes; then one function grows by a byte, one is renamed
+        out = os.path.join(self.tmp, "written.json")
+        r = self.spills("--write-baseline", out, "--note", "why")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual((doc["nvcc"], doc["archs"], doc["note"], len(doc["allow"])), ("13.0", ["sm_80", "sm_90a"],
+                                                                                        "why", 3))
+        r = self.spills("--allow", out, "--list")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("spills: kernels/flash/b.cu sm_90a _Z1bv: 8 bytes", r.stdout)
+        self.report("b", ("_Z1bv", "sm_80", 24, 16, 17), ("_Z1bv", "sm_90a", 8, 0, 4), ("_Z1dv", "sm_90a", 8, 4, 4))
+        r = self.spills("--allow", out)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("OVER: kernels/flash/b.cu sm_80 _Z1bv: spills 17 bytes (baseline 16)", r.stdout)
+        self.assertIn("OVER: kernels/flash/b.cu sm_90a _Z1dv: spills 4 bytes (baseline 0)", r.stdout)
+        self.assertIn("_Z1bv (kernels/flash/b.cu, sm_90a) spills 4 bytes, the baseline allows 8", r.stdout)
+        self.assertIn("_Z1cv (kernels/flash/b.cu, sm_90a) is in the baseline and not in this build", r.stdout)
+
+    def test_other_nvcc_or_arch_is_not_checked(self):
+        self.report("b", ("_Z1bv", "sm_89", 8, 8, 8), ("_Z1bv", "sm_90a", 8, 8, 8))
+        r = self.spills("--allow", self.baseline([], nvcc="12.4"))
+        self.assertEqual(r.returncode, EXIT_SKIP, r.stdout + r.stderr)
+        self.assertIn("is for nvcc 12.4, this build used 13.0.88", r.stderr)
+        r = self.spills("--allow", self.baseline([], archs=["sm_90a"]))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("not checked (no baseline for them): sm_89", r.stdout)
+        self.assertIn("1 beyond the baseline", r.stdout)
+
+    def test_no_reports_is_a_skip_and_bad_input_exit_2(self):
+        r = self.spills("--allow", self.baseline([]))
+        self.assertEqual(r.returncode, EXIT_SKIP, r.stdout + r.stderr)
+        self.report("a", ("_Z1av", "sm_80", 0, 0, 0))
+        entry = {"source": "x.cu", "arch": "sm_80", "function": "_Z1xv", "spill_bytes": 8}
+        for allow, message in (
+                ([dict(entry, spill_bytes=0)], "spill_bytes"),
+                ([{k: v for k, v in entry.items() if k != "function"}], "allow[0].function"),
+                ([entry, entry], "listed twice")):
+            with self.subTest(message):
+                r = self.spills("--allow", self.baseline(allow))
+                self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+                self.assertIn(message, r.stderr)
+        for args, message in ((lambda: ["--allow", self.baseline([], nvcc="x")], ".nvcc"),
+                              (lambda: ["--allow", self.baseline([], archs=[])], ".archs"),
+                              (lambda: [], "give --allow BASELINE"),
+                              (lambda: ["--allow", "a.json", "--write-baseline", "b.json"], "one of them")):
+            with self.subTest(message):
+                r = self.spills(*args())
+                self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+                self.assertIn(message, r.stderr)
+        r = run_script("ptxas_spills.py", self.build, "--nvcc-version", "thirteen", "--allow", self.baseline([]))
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        r = run_script("ptxas_spills.py", os.path.join(self.tmp, "nowhere"), *self.NVCC, "--allow",
+                       self.baseline([]))
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        with open(os.path.join(self.objdir, "c.cu.o.ptxas"), "w") as f:
+            f.write("    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n")
+        r = self.spills("--allow", self.baseline([]))
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("c.cu.o.ptxas:1", r.stderr)
+
+    def test_the_committed_baseline_reads(self):
+        r = self.spills("--allow", os.path.join(ROOT, "tests", "data", "ptxas_spills.json"))
+        self.assertEqual(r.returncode, EXIT_SKIP, r.stdout + r.stderr)  # no reports in this empty build
+
+    @unittest.skipUnless(shutil.which("bash"), "bash is not installed")
+    def test_the_launcher_keeps_the_report_and_passes_the_rest_through(self):
+        fake = os.path.join(self.tmp, "fake-nvcc")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "echo 'compiling'\n"
+                    "printf \"%s\" \"ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+                    "ptxas info    : Function properties for k\n"
+                    "    0 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n\" >&2\n"
+                    "echo 'a warning' >&2\n"
+                    "exit ${FAKE_RC:-0}\n")
+        os.chmod(fake, 0o755)
+        obj = os.path.join(self.objdir, "k.cu.o")
+        launcher = os.path.join(SCRIPTS, "ptxas_log.sh")
+        r = subprocess.run(["bash", launcher, fake, "-c", "k.cu", "-o", obj], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual((r.stdout, r.stderr), ("compiling\n", "a warning\n"))
+        with open(obj + ".ptxas") as f:
+            self.assertIn("4 bytes spill stores", f.read())
+        r = self.spills("--allow", self.baseline([]))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("OVER: kernels/flash/k.cu sm_90a k: spills 4 bytes (baseline 0)", r.stdout)
+        # a failed compile keeps its exit status and writes no report
+        os.remove(obj + ".ptxas")
+        r = subprocess.run(["bash", launcher, fake, "-c", "k.cu", "-o", obj], capture_output=True, text=True,
+                           env=dict(os.environ, FAKE_RC="3"))
+        self.assertEqual(r.returncode, 3)
+        self.assertFalse(os.path.exists(obj + ".ptxas"))
+
+
+# ---------------------------------------------------------------------------------------------------
 # peer_rounds.py: a sweep and its peers in interleaved rounds, with stand-ins for flashbench and peers.py
 
 

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Register spills of every kernel in a build, from ptxas's own resource reports, against a baseline.
+
+    python3 scripts/ptxas_spills.py BUILD_DIR --allow tests/data/ptxas_spills.json --nvcc-version 13.0.88 [--list]
+    python3 scripts/ptxas_spills.py BUILD_DIR --write-baseline OUT.json --nvcc-version 13.0.88 [--note TEXT]
+
+A kernel that spills registers to local memory pays for it wherever the spilled values are reloaded, and nothing in a
+run on the CPU shows it: the first sign would be a slower device call. The kernels compile with ptxas -v and
+scripts/ptxas_log.sh (their compiler launcher, CMakeLists.txt FLASHBENCH_PTXAS_LOG) keeps each object's report as
+OBJECT.ptxas under the build folder; this reads them all. A function (one kernel instantiation, by its mangled name,
+in its source file, for one architecture) may spill at most what the baseline allows it (max of its spill stores and
+spill loads, in bytes; nothing where the baseline does not name it). A stack frame without spills (local arrays) is
+not a spill.
+
+The baseline (JSON) is what the build spilled when it was written: {"nvcc": "13.0", "archs": ["sm_80", "sm_90a"],
+"note": "...", "allow": [{"source": "kernels/flash/flash_fwd_hdim128.cu", "arch": "sm_90a", "function": "_ZN...",
+"spill_bytes": 16}]}. Register allocation is ptxas's: another nvcc major.minor than the baseline's, and the check is
+skipped (exit 77) with a line saying so; architectures the baseline does not list are not checked. A function that
+spills more than its allowance, or spills and is not listed, fails; an allowance larger than needed, or naming a
+function the build no longer has, is reported (rewrite the baseline with --write-baseline once the change is
+understood, and say why in the commit).
+
+Exit status: 0 nothing spills beyond the baseline, 1 something does, 2 bad input (no such folder, a malformed
+baseline or report), 77 nothing to check (no reports: a build without CUDA or with FLASHBENCH_PTXAS_LOG off; or
+another nvcc than the baseline's): ctest reports the test skipped.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+
+EXIT_SKIP = 77
+REPORT_SUFFIX = ".ptxas"
+OBJECT_DIR = re.compile(r"(?:^|/)CMakeFiles/[^/]+\.dir/")
+ENTRY = re.compile(r"^ptxas info\s*: Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)'")
+PROPERTIES = re.compile(r"^ptxas info\s*: Function properties for (\S+)")
+SPILLS = re.compile(r"^\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+class InputError(Exception):
+    pass
+
+
+def source_of(report_path, build_dir):
+    """kernels/flash/x.cu from BUILD/CMakeFiles/flashbench_kernels.dir/kernels/flash/x.cu.o.ptxas."""
+    rel = os.path.relpath(report_path, build_dir).replace(os.sep, "/")
+    rel = rel[: -len(REPORT_SUFFIX)]
+    if rel.endswith(".o") or rel.endswith(".obj"):
+        rel = rel[: rel.rindex(".")]
+    m = OBJECT_DIR.search(rel)
+    return rel[m.end():] if m else rel
+
+
+def parse_report(text, path):
+    """[(arch, function, stack, spill stores, spill loads)], one per function-properties block."""
+    out, arch, fn = [], None, None
+    for n, line in enumerate(text.splitlines(), 1):
+        m = ENTRY.match(line)
+        if m:
+            arch = m.group(2)
+            continue
+        m = PROPERTIES.match(line)
+        if m:
+            fn = m.group(1)
+            continue
+        m = SPILLS.match(line)
+        if m:
+            if fn is None or arch is None:
+                raise InputError(f"{path}:{n}: spill figures before any 'Compiling entry function ... for sm_XX' "
+                                 f"and 'Function properties' line")
+            out.append((arch, fn, int(m.group(1)), int(m.group(2)), int(m.group(3))))
+            fn = None
+    return out
+
+
+def major_minor(version):
+    m = re.match(r"^(\d+)\.(\d+)", version or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def load_baseline(path):
+    """(nvcc major.minor, set of archs, {(source, arch, function): bytes})."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise InputError(f"--allow: cannot read '{path}': {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("allow"), list):
+        raise InputError(f"{path}: expected {{\"nvcc\": ..., \"archs\": [...], \"allow\": [ ... ]}}")
+    nvcc = major_minor(doc.get("nvcc")) if isinstance(doc.get("nvcc"), str) else None
+    if nvcc is None:
+        raise InputError(f"{path}.nvcc: expected the nvcc version the baseline was written with (e.g. \"13.0\")")
+    archs = doc.get("archs")
+    if not isinstance(archs, list) or not archs or not all(isinstance(a, str) and a for a in archs):
+        raise InputError(f"{path}.archs: expected the architectures the baseline covers (e.g. [\"sm_90a\"])")
+    allow = {}
+    for i, e in enumerate(doc["allow"]):
+        where = f"{path}: allow[{i}]"
+        if not isinstance(e, dict):
+            raise InputError(f"{where}: expected an object")
+        for k in ("source", "arch", "function"):
+            if not isinstance(e.get(k), str) or not e[k]:
+                raise InputError(f"{where}.{k}: expected a non-empty string")
+        b = e.get("spill_bytes")
+        if not isinstance(b, int) or isinstance(b, bool) or b <= 0:
+            raise InputError(f"{where}.spill_bytes: expected a whole number of bytes > 0")
+        key = (e["source"], e["arch"], e["function"])
+        if key in allow:
+            raise InputError(f"{where}: {e['function']} ({e['source']}, {e['arch']}) is listed twice")
+        allow[key] = b
+    return nvcc, set(archs), allow
+
+
+def write_json(path, doc):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".ptxas_spills-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make a results file private
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("build_dir", metavar="BUILD_DIR")
+    p.add_argument("--nvcc-version", required=True, help="the build's nvcc version (CMAKE_CUDA_COMPILER_VERSION)")
+    p.add_argument("--allow", help="the baseline (JSON) to check against")
+    p.add_argument("--write-baseline", metavar="OUT", help="write the build's spills as the baseline instead")
+    p.add_argument("--note", default="", help="with --write-baseline: why these spills are accepted")
+    p.add_argument("--list", action="store_true", help="print every function that spills")
+    a = p.parse_args(argv)
+    try:
+        if (a.allow is None) == (a.write_baseline is None):
+            raise InputError("give --allow BASELINE (check) or --write-baseline OUT (write), one of them")
+        nvcc = major_minor(a.nvcc_version)
+        if nvcc is None:
+            raise InputError(f"--nvcc-version: '{a.nvcc_version}' is not a version (e.g. 13.0.88)")
+        if not os.path.isdir(a.build_dir):
+            raise InputError(f"BUILD_DIR: '{a.build_dir}' is not a folder")
+        base = load_baseline(a.allow) if a.allow else None
+        reports = []
+        for root, _, files in os.walk(a.build_dir):
+            reports += [os.path.join(root, f) for f in files if f.endswith(REPORT_SUFFIX)]
+        if not reports:
+            print(f"ptxas_spills.py: no {REPORT_SUFFIX} reports under {a.build_dir} (a build without CUDA, or with "
+                  f"FLASHBENCH_PTXAS_LOG off): nothing to check", file=sys.stderr)
+            return EXIT_SKIP
+        funcs = []
+        for path in sorted(reports):
+            with open(path, errors="replace") as f:
+                text = f.read()
+            src = source_of(path, a.build_dir)
+            funcs += [(src, *x) for x in parse_report(text, path)]
+    except InputError as e:
+        print(f"ptxas_spills.py: {e}", file=sys.stderr)
+        return 2
+
+    spilling = {}
+    for src, arch, fn, stack, stores, loads in funcs:
+        if max(stores, loads) > 0:
+            key = (src, arch, fn)
+            spilling[key] = max(spilling.get(key, 0), stores, loads)
+    if a.write_baseline:
+        doc = {"nvcc": nvcc, "archs": sorted({arch for _, arch, *_ in funcs}), "note": a.note,
+               "allow": [{"source": s, "arch": ar, "function": fn, "spill_bytes": b}
+                         for (s, ar, fn), b in sorted(spilling.items())]}
+        try:
+            write_json(a.write_baseline, doc)
+        except OSError as e:
+            print(f"ptxas_spills.py: --write-baseline: cannot write '{a.write_baseline}': {e.strerror}",
+                  file=sys.stderr)
+            return 2
+        print(f"{len(reports)} objects, {len(funcs)} functions read; {len(spilling)} spill: written to "
+              f"{a.write_baseline}")
+        return 0
+
+    base_nvcc, archs, allow = base
+    if base_nvcc != nvcc:
+        print(f"ptxas_spills.py: the baseline {a.allow} is for nvcc {base_nvcc}, this build used {a.nvcc_version}: "
+              f"register allocation differs between compilers, nothing checked (write one for this nvcc with "
+              f"--write-baseline)", file=sys.stderr)
+        return EXIT_SKIP
+    checked = [f for f in funcs if f[1] in archs]
+    skipped_archs = sorted({f[1] for f in funcs} - archs)
+    over = [(k, b, allow.get(k, 0)) for k, b in sorted(spilling.items()) if k[1] in archs and b > allow.get(k, 0)]
+    print(f"{len(reports)} objects, {len(checked)} functions checked ({', '.join(sorted(archs))}); "
+          f"{sum(1 for k in spilling if k[1] in archs)} spill, {len(over)} beyond the baseline")
+    if skipped_archs:
+        print(f"  not checked (no baseline for them): {', '.join(skipped_archs)}")
+    if a.list:
+        for (src, arch, fn), b in sorted(spilling.items()):
+            print(f"  spills: {src} {arch} {fn}: {b} bytes")
+    for (src, arch, fn), b, cap in over:
+        print(f"  OVER: {src} {arch} {fn}: spills {b} bytes (baseline {cap})")
+    present = {(s, ar, fn) for s, ar, fn, *_ in funcs}
+    for key, cap in sorted(allow.items()):
+        if key[1] not in archs or key[0] not in {s for s, *_ in present}:
+            continue
+        if key not in present:
+            print(f"  note: {key[2]} ({key[0]}, {key[1]}) is in the baseline and not in this build")
+        elif spilling.get(key, 0) < cap:
+            print(f"  note: {key[2]} ({key[0]}, {key[1]}) spills {spilling.get(key, 0)} bytes, the baseline "
+                  f"allows {cap}: it can be tightened")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
