@@ -31,7 +31,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 
 import fbresults
 import fbspec
@@ -212,17 +211,7 @@ def report(v):
 
 
 def write_json(path, doc):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ab_rule-", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make a results file private
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    fbresults.write_atomic(path, json.dumps(doc, indent=1) + "\n")
 
 
 def main(argv):

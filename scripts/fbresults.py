@@ -10,6 +10,7 @@ Unknown fields are ignored.
 
 import json
 import math
+import os
 import re
 
 SCHEMA_VERSION = "1.1.0"  # what peers.py writes; src/record.h kSchemaVersion
@@ -282,3 +283,18 @@ def load_results(path):
         return results_from_json(doc)
     except ResultsError as e:
         raise ResultsError(f"{path}: {e}") from None
+
+
+def write_atomic(path, text):
+    """Writes text to path whole or not at all: a temporary file beside it, flushed to disk, then renamed over it."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -81,7 +81,8 @@ from collections import OrderedDict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fbresults import SCHEMA_VERSION, case_flops, case_json, case_key, encode_number, seq_lengths  # noqa: E402
+from fbresults import (SCHEMA_VERSION, case_flops, case_json, case_key, encode_number, seq_lengths,  # noqa: E402
+                       write_atomic)
 from fbspec import SpecError, load_spec  # noqa: E402
 
 PROG = "peers.py"
@@ -720,15 +721,6 @@ def parse_args(argv):
 
 def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def write_atomic(path, text):
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def main(argv=None):

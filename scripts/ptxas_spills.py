@@ -30,7 +30,8 @@ import json
 import os
 import re
 import sys
-import tempfile
+
+import fbresults
 
 EXIT_SKIP = 77
 REPORT_SUFFIX = ".ptxas"
@@ -117,17 +118,7 @@ def load_baseline(path):
 
 
 def write_json(path, doc):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ptxas_spills-", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make a results file private
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    fbresults.write_atomic(path, json.dumps(doc, indent=1) + "\n")
 
 
 def main(argv):
