@@ -3,23 +3,10 @@
 # under FB_SM90_BWD_SPLIT=subq; three interleaved rounds of the default and subq (flash-sm90 alone in each process) on
 # eight drawn shapes (sqr-*.json, seed 4400) and two controls (sqctl-*); torch-cudnn once per spec. The rule is in
 # docs/perf-notes.md ("Session 40: big8 on the device, ...", "Prepared for session 41"), written in session 40.
-R=$OUT/B; mkdir -p $R/ab; export DEADLINE=${DEADLINE:-400}
 set -uo pipefail
-t0=$SECONDS
-left() { echo $(( DEADLINE - (SECONDS - t0) )); }
-step() {  # step NAME MAX_SECONDS CMD...: skipped when under MAX/2 is left; the step's process group stopped at MAX
-  local name=$1 max=$2; shift 2
-  local l=$(left); if [ "$l" -lt $(( max / 2 )) ]; then echo "SKIP $name (no time)"; return; fi
-  [ "$max" -gt "$l" ] && max=$l
-  local s=$SECONDS; setsid timeout -k 3 $max "$@" < /dev/null > $R/$name.log 2>&1; local rc=$?
-  echo "== $name rc=$rc $((SECONDS-s))s (t=$((SECONDS-t0)))"
-}
-tar xJf out/b.txz
-src=$(cat out/srcdir.txt)
-[ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
-fb=$src/build-dev/flashbench
-gt=$src/build-dev/tests/flashbench_gpu_tests
-cat out/commit.txt > $R/commit.txt 2>/dev/null
+export DEADLINE=${DEADLINE:-400}
+source scripts/call_step.sh  # call_begin, left, step, call_end
+call_begin $OUT/B; mkdir -p $R/ab
 c=results/h200/s41/calls
 step tests-subq-built 40 $gt "[sm90_subq]"
 step tests-subq 40 env FB_SM90_BWD_SPLIT=subq $gt "[sm90_subq]"
@@ -49,5 +36,4 @@ cut -c1-150 $R/table.txt
 python3 scripts/ab_rule.py $R/ab --spec-dir $c --kernel flash-sm90 --base def --variant new --rounds 3 \
   --rows 'sqr-*' --controls 'sqctl-*' --min-geomean 1.03 --min-row 0.98 --control-band 0.98:1.02 \
   --json $R/rule.json > $R/rule.txt 2>&1; echo "rule rc=$?"; tail -8 $R/rule.txt | cut -c1-150
-find $R -size 0 -delete
-tar czf $OUT/B.tgz -C $OUT B && rm -rf $R; echo "done t=$((SECONDS-t0))"
+call_end B

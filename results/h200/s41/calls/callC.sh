@@ -4,22 +4,10 @@
 # through flash, flash-sm90 and the in-binary cudnn beside torch-flash and torch-cudnn, one round; then session 40's
 # call D's two rows where flash-sm90 was behind torch-cudnn (2 x 16 / 4 N = 1300 d = 128 fp16, 7 x 16 / 1 N = 5200
 # d = 64 bf16; backward, both masks) in three interleaved rounds beside torch-cudnn (scripts/peer_rounds.py).
-R=$OUT/C; mkdir -p $R/held; export DEADLINE=${DEADLINE:-540}
 set -uo pipefail
-t0=$SECONDS
-left() { echo $(( DEADLINE - (SECONDS - t0) )); }
-step() {  # step NAME MAX_SECONDS CMD...: skipped when under MAX/2 is left; the step's process group stopped at MAX
-  local name=$1 max=$2; shift 2
-  local l=$(left); if [ "$l" -lt $(( max / 2 )) ]; then echo "SKIP $name (no time)"; return; fi
-  [ "$max" -gt "$l" ] && max=$l
-  local s=$SECONDS; setsid timeout -k 3 $max "$@" < /dev/null > $R/$name.log 2>&1; local rc=$?
-  echo "== $name rc=$rc $((SECONDS-s))s (t=$((SECONDS-t0)))"
-}
-tar xJf out/b.txz
-src=$(cat out/srcdir.txt)
-[ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; }
-fb=$src/build-dev/flashbench
-cat out/commit.txt > $R/commit.txt 2>/dev/null
+export DEADLINE=${DEADLINE:-540}
+source scripts/call_step.sh  # call_begin, left, step, call_end
+call_begin $OUT/C; mkdir -p $R/held
 c=results/h200/s41/calls
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 \
   > $R/smi.csv 2>&1 &
@@ -43,5 +31,4 @@ kill $smi 2>/dev/null
 } > $R/table.txt 2>&1
 grep -v "^b[0-9]" $R/table.txt | cut -c1-150
 grep -E "^b[0-9].*(0\.9[0-9]{2}|behind)" $R/table.txt | cut -c1-150
-find $R -size 0 -delete
-tar czf $OUT/C.tgz -C $OUT C && rm -rf $R; echo "done t=$((SECONDS-t0))"
+call_end C
