@@ -11,6 +11,15 @@
 # runs COMMAND in a process group of its own, stdin closed, its output in $R/NAME.log, stopped (with everything it
 # started) after MAX_SECONDS or at the deadline, whichever is first; skipped, saying so, when less than half of
 # MAX_SECONDS is left, so that a call never loses its packing to one slow step. Prints "== NAME rc=RC Ns (t=T)".
+#   smi_start / smi_stop
+# nvidia-smi's SM clock, power, temperature and throttle reasons each second into $R/smi.csv, between the two.
+#   ab_rounds DIR SPEC_DIR ROUNDS "SPECS" VARIANT...
+# interleaved A/B rounds of the carried flashbench: VARIANT is NAME=ASSIGNMENT, the environment a variant runs under
+# (NAME=X=1 for none); round r = 1 .. ROUNDS runs every spec under every variant, in the order given in odd rounds and
+# reversed in even ones, as step NAME-SPEC-r (40 s at most) writing DIR/NAME-SPEC-r.json, the layout
+# scripts/ab_rule.py and results/h200/s29/calls/ab_table.py read.
+#   peers_once DIR SPEC_DIR "SPECS" BACKENDS
+# scripts/peers.py once per spec (torch-cudnn, torch-flash: BACKENDS as peers.py takes them) into DIR/peers-SPEC.json.
 #   call_end NAME
 # drops empty files under $R, packs $R into $OUT/NAME.tgz (what the device tool brings back) and removes $R.
 call_begin() {  # DIR
@@ -41,6 +50,38 @@ step() {  # NAME MAX_SECONDS COMMAND...
   setsid timeout -k 3 "$max" "$@" < /dev/null > "$R/$name.log" 2>&1
   local rc=$?
   echo "== $name rc=$rc $((SECONDS - s))s (t=$((SECONDS - t0)))"
+}
+
+smi_start() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv \
+    -l 1 > "$R/smi.csv" 2>&1 &
+  smi_pid=$!
+}
+smi_stop() { kill "$smi_pid" 2>/dev/null; }
+
+ab_rounds() {  # DIR SPEC_DIR ROUNDS "SPECS" VARIANT...
+  local dir=$1 specs_dir=$2 rounds=$3 specs=$4
+  shift 4
+  local variants=("$@") r s v i order
+  for ((r = 1; r <= rounds; ++r)); do
+    order=()
+    for ((i = 0; i < ${#variants[@]}; ++i)); do
+      if ((r % 2 == 0)); then order=("${variants[i]}" "${order[@]}"); else order+=("${variants[i]}"); fi
+    done
+    for s in $specs; do
+      for v in "${order[@]}"; do
+        step "${v%%=*}-$s-$r" 40 env "${v#*=}" "$fb" run "$specs_dir/$s.json" --no-ceilings -q \
+          -o "$dir/${v%%=*}-$s-$r.json"
+      done
+    done
+  done
+}
+
+peers_once() {  # DIR SPEC_DIR "SPECS" BACKENDS
+  local s
+  for s in $3; do
+    step "peers-$s" 30 python3 scripts/peers.py "$2/$s.json" --backends "$4" -o "$1/peers-$s.json"
+  done
 }
 
 call_end() {  # NAME

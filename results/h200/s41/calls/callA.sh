@@ -6,29 +6,17 @@
 # session 40.
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
-source scripts/call_step.sh  # call_begin, left, step, call_end
+source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, call_end
 call_begin $OUT/A; mkdir -p $R/ab
 c=results/h200/s41/calls
 step tests-all 200 $gt
 step tests-long64 40 env FB_SM90_BWD_SPLIT=long64 $gt "[sm90_long64]"
 for t in all long64; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 \
-  > $R/smi.csv 2>&1 &
-smi=$!
 specs=$(cd $c && ls l64r-*.json l64ctl-*.json | sed 's/\.json$//')
-for r in 1 2 3; do
-  case $r in 1) order="def new" ;; 2) order="new def" ;; 3) order="def new" ;; esac
-  for s in $specs; do
-    for v in $order; do
-      w=; [ $v = new ] && w=long64
-      step $v-$s-$r 40 env FB_SM90_BWD_SPLIT=$w $fb run $c/$s.json --no-ceilings -q -o $R/ab/$v-$s-$r.json
-    done
-  done
-done
-for s in $specs; do
-  step peers-$s 30 python3 scripts/peers.py $c/$s.json --backends cudnn -o $R/ab/peers-$s.json
-done
-kill $smi 2>/dev/null
+smi_start
+ab_rounds $R/ab $c 3 "$specs" def=X=1 new=FB_SM90_BWD_SPLIT=long64  # def new, new def, def new
+peers_once $R/ab $c "$specs" cudnn
+smi_stop
 # BASE = def, VARIANT = new (long64): default time / long64 time, above 1 the probe is faster
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def new > $R/table.txt 2>&1
 cut -c1-150 $R/table.txt

@@ -5,29 +5,17 @@
 # docs/perf-notes.md ("Session 40: big8 on the device, ...", "Prepared for session 41"), written in session 40.
 set -uo pipefail
 export DEADLINE=${DEADLINE:-400}
-source scripts/call_step.sh  # call_begin, left, step, call_end
+source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, call_end
 call_begin $OUT/B; mkdir -p $R/ab
 c=results/h200/s41/calls
 step tests-subq-built 40 $gt "[sm90_subq]"
 step tests-subq 40 env FB_SM90_BWD_SPLIT=subq $gt "[sm90_subq]"
 for t in subq-built subq; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 \
-  > $R/smi.csv 2>&1 &
-smi=$!
 specs=$(cd $c && ls sqr-*.json sqctl-*.json | sed 's/\.json$//')
-for r in 1 2 3; do
-  case $r in 1) order="def new" ;; 2) order="new def" ;; 3) order="def new" ;; esac
-  for s in $specs; do
-    for v in $order; do
-      w=; [ $v = new ] && w=subq
-      step $v-$s-$r 40 env FB_SM90_BWD_SPLIT=$w $fb run $c/$s.json --no-ceilings -q -o $R/ab/$v-$s-$r.json
-    done
-  done
-done
-for s in $specs; do
-  step peers-$s 30 python3 scripts/peers.py $c/$s.json --backends cudnn -o $R/ab/peers-$s.json
-done
-kill $smi 2>/dev/null
+smi_start
+ab_rounds $R/ab $c 3 "$specs" def=X=1 new=FB_SM90_BWD_SPLIT=subq  # def new, new def, def new
+peers_once $R/ab $c "$specs" cudnn
+smi_stop
 # BASE = def, VARIANT = new (subq): default time / subq time, above 1 the probe is faster
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def new > $R/table.txt 2>&1
 cut -c1-150 $R/table.txt

@@ -6,12 +6,10 @@
 # d = 64 bf16; backward, both masks) in three interleaved rounds beside torch-cudnn (scripts/peer_rounds.py).
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
-source scripts/call_step.sh  # call_begin, left, step, call_end
+source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, call_end
 call_begin $OUT/C; mkdir -p $R/held
 c=results/h200/s41/calls
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 \
-  > $R/smi.csv 2>&1 &
-smi=$!
+smi_start
 for s in $(cd $c && ls held41-*.json | sed 's/\.json$//'); do
   step fb-$s 45 $fb run $c/$s.json -q -o $R/held/fb-$s.json
   step peers-$s 35 python3 scripts/peers.py $c/$s.json --backends flash,cudnn -o $R/held/peers-$s.json
@@ -20,7 +18,7 @@ for s in held40g-b2-h16-kv4-n1300-d128 held40g-b7-h16-kv1-n5200-d64; do
   step rounds-$s 120 python3 scripts/peer_rounds.py results/h200/s40/calls/$s.json -o $R/rounds-$s --rounds 3 \
     --backends cudnn --flashbench $fb --run-arg=--kernels=flash-sm90 --run-arg=--no-ceilings --pair flash-sm90:torch-cudnn
 done
-kill $smi 2>/dev/null
+smi_stop
 {
   echo "held-out shapes (seed 4500), one round: peer time / ours (median); a case ours did not verify gets no ratio"
   python3 scripts/ratios.py $R/held/fb-*.json $R/held/peers-*.json \

@@ -10,27 +10,15 @@
 # gains >= 2% on all three would get a rule and drawn shapes in a later call.
 export DEADLINE=${DEADLINE:-420}
 set -uo pipefail
-source scripts/call_step.sh  # call_begin, left, step, call_end
+source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, call_end
 call_begin $OUT/D; mkdir -p $R/ab
 c=results/h200/s40/calls
 specs="u1long-b2-h48-kv6-n6800 u1long-b8-h8-kv1-n8500 u1long-b4-h8-kv1-n7900"
-variants="def=X=1 s1=FB_SM90_BWD_SPLIT=1 s2=FB_SM90_BWD_SPLIT=2 s8=FB_SM90_BWD_SPLIT=8 q64=FB_SM90_BWD128=q64
-  g0=FB_SM90_BWD_GROUPED=0 kgroup=FB_SM90_BWD128=kgroup"
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv -l 1 \
-  > $R/smi.csv 2>&1 &
-smi=$!
-for r in 1 2 3; do
-  order=$variants; [ $r = 2 ] && order=$(echo $variants | tr ' ' '\n' | tac | tr '\n' ' ')
-  for s in $specs; do
-    for v in $order; do
-      step ${v%%=*}-$s-$r 40 env ${v#*=} $fb run $c/$s.json --no-ceilings -q -o $R/ab/${v%%=*}-$s-$r.json
-    done
-  done
-done
-for s in $specs; do
-  step peers-$s 30 python3 scripts/peers.py $c/$s.json --backends cudnn -o $R/ab/peers-$s.json
-done
-kill $smi 2>/dev/null
+smi_start
+ab_rounds $R/ab $c 3 "$specs" def=X=1 s1=FB_SM90_BWD_SPLIT=1 s2=FB_SM90_BWD_SPLIT=2 s8=FB_SM90_BWD_SPLIT=8 \
+  q64=FB_SM90_BWD128=q64 g0=FB_SM90_BWD_GROUPED=0 kgroup=FB_SM90_BWD128=kgroup
+peers_once $R/ab $c "$specs" cudnn
+smi_stop
 # BASE = def: default time / variant time, above 1 the knob is faster; pr/ columns: torch-cudnn time / time
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def s1 s2 s8 q64 g0 kgroup > $R/table.txt 2>&1
 grep -v "^rule\|^  [a-z0-9]* *\(non-\)\?causal *rows" $R/table.txt | cut -c1-200
