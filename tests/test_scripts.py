@@ -861,6 +861,106 @@ class PtxasSpills(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------------------------------
+# call_step.sh: a device call's plumbing, with stand-ins for the carried flashbench and GPU tests
+
+
+CALL_FAKE_FLASHBENCH = """#!/usr/bin/env python3
+# flashbench run SPEC ... -o FILE, a stand-in: every case of the spec for each of its kernels, verified, at 1 ms
+# (0.9 ms where FAKE_FAST is set), and the order of the runs appended to runs.txt beside the call.
+import json, os, sys
+sys.path.insert(0, @SCRIPTS@)
+import fbresults, fbspec, peers
+args = sys.argv[1:]
+spec = fbspec.load_spec(args[1])
+out = args[args.index("-o") + 1]
+with open(os.path.join(os.getcwd(), "runs.txt"), "a") as f:
+    f.write(os.path.basename(out) + "\\n")
+ms = 0.9 if os.environ.get("FAKE_FAST") else 1.0
+recs = []
+for c in spec["cases"]:
+    for k in spec["kernels"]:
+        r = peers.make_record(c, k, "ok", times_ms=[ms])
+        r["verified"] = True
+        recs.append(r)
+doc = {"schema_version": fbresults.SCHEMA_VERSION, "tool": {"name": "fake", "version": "0", "git": "x"},
+        "created": "2026-01-01T00:00:00Z", "backend": "cuda", "device": {}, "spec": spec["spec"],
+        "settings": {"warmup": 0, "reps": 1}, "results": recs}
+fbresults.write_atomic(out, json.dumps(doc))
+"""
+
+
+@unittest.skipUnless(shutil.which("bash") and shutil.which("xz") and shutil.which("setsid"),
+                     "bash, xz or setsid is not installed")
+class CallStep(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = self._tmp.name
+        self.repo = os.path.join(self.tmp, "repo")          # the device's copy of the working tree
+        self.out = os.path.join(self.tmp, "OUT")            # what the device tool brings back
+        os.makedirs(os.path.join(self.repo, "specs"))
+        os.makedirs(os.path.join(self.repo, "out"))
+        os.makedirs(self.out)
+        os.symlink(SCRIPTS, os.path.join(self.repo, "scripts"))
+        for name, n in (("r-a", 256), ("r-b", 512)):
+            with open(os.path.join(self.repo, "specs", name + ".json"), "w") as f:
+                json.dump({"seq": [n], "batch": [1], "heads": 2, "head_dim": [64], "dtype": ["bf16"],
+                           "pass": ["bwd"], "kernels": ["k"]}, f)
+        pack = os.path.join(self.tmp, "pack", "build-dev")
+        os.makedirs(os.path.join(pack, "tests"))
+        with open(os.path.join(pack, "flashbench"), "w") as f:
+            f.write(CALL_FAKE_FLASHBENCH.replace("@SCRIPTS@", repr(SCRIPTS)))
+        with open(os.path.join(pack, "tests", "flashbench_gpu_tests"), "w") as f:
+            f.write("#!/bin/sh\necho 'All tests passed (1 assertion in 1 test case)'\n")
+        for exe in ("flashbench", os.path.join("tests", "flashbench_gpu_tests")):
+            os.chmod(os.path.join(pack, exe), 0o755)
+        subprocess.run(f"tar cf - build-dev | xz > {shlex_quote(os.path.join(self.repo, 'out', 'b.txz'))}",
+                       shell=True, check=True, cwd=os.path.dirname(pack))
+        # the build's source folder does not exist on the device: call_begin links it to the copy
+        with open(os.path.join(self.repo, "out", "srcdir.txt"), "w") as f:
+            f.write(os.path.join(self.tmp, "lead-src") + "\n")
+        with open(os.path.join(self.repo, "out", "commit.txt"), "w") as f:
+            f.write("abc123\n")
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def call(self, body, deadline=120):
+        script = os.path.join(self.repo, "call.sh")
+        with open(script, "w") as f:
+            f.write("set -uo pipefail\nsource scripts/call_step.sh\ncall_begin $OUT/X; mkdir -p $R/ab\n" + body +
+                    "\ncall_end X\n")
+        return subprocess.run(["bash", script], capture_output=True, text=True, cwd=self.repo, timeout=300,
+                              env=dict(os.environ, OUT=self.out, DEADLINE=str(deadline)))
+
+    def test_rounds_interleave_and_the_call_packs_what_the_rule_reads(self):
+        r = self.call("step tests 20 $gt\n"
+                      "ab_rounds $R/ab specs 3 'r-a r-b' def=X=1 new=FAKE_FAST=1\n"
+                      "python3 scripts/ab_rule.py $R/ab --spec-dir specs --kernel k --base def --variant new \\\n"
+                      "  --rounds 3 --rows 'r-*' --min-geomean 1.1 --min-row 1.1 > $R/rule.txt\n"
+                      "echo rule=$?")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("== tests rc=0", r.stdout)
+        self.assertIn("rule=0", r.stdout)  # 1 ms / 0.9 ms on both rows in every round
+        with open(os.path.join(self.repo, "runs.txt")) as f:
+            runs = f.read().split()
+        self.assertEqual(runs, ["def-r-a-1.json", "new-r-a-1.json", "def-r-b-1.json", "new-r-b-1.json",
+                                "new-r-a-2.json", "def-r-a-2.json", "new-r-b-2.json", "def-r-b-2.json",
+                                "def-r-a-3.json", "new-r-a-3.json", "def-r-b-3.json", "new-r-b-3.json"])
+        names = subprocess.run(["tar", "tzf", os.path.join(self.out, "X.tgz")], capture_output=True, text=True,
+                               check=True).stdout.split()
+        for name in ("X/commit.txt", "X/tests.log", "X/rule.txt", "X/ab/new-r-b-3.json"):
+            self.assertIn(name, names)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "X")))  # packed, then removed
+
+    def test_a_step_past_the_deadline_is_skipped_and_a_slow_one_stopped(self):
+        r = self.call("step slow 3 sleep 30\nstep late 100 true\nstep quick 2 true", deadline=8)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"== slow rc=124 [34]s")
+        self.assertIn("SKIP late (no time)", r.stdout)
+        self.assertIn("== quick rc=0", r.stdout)
+
+
+# ---------------------------------------------------------------------------------------------------
 # peer_rounds.py: a sweep and its peers in interleaved rounds, with stand-ins for flashbench and peers.py
 
 
