@@ -860,6 +860,57 @@ class PtxasSpills(unittest.TestCase):
         self.assertFalse(os.path.exists(obj + ".ptxas"))
 
 
+class SassSpills(unittest.TestCase):
+    # cuobjdump -sass's layout: a function header, addresses in comments, labels before their instruction; an outer
+    # loop (0x0040-0x0100) around an inner one (0x0060-0x00c0), a spill reloaded in the inner loop, one stored before
+    # the loops and one reloaded after them.
+    SASS = textwrap.dedent("""\
+                code for sm_90a
+                        Function : _Z1kPf
+                .headerflags    @"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS"
+                /*0000*/                   LDC R1, c[0x0][0x28] ;                    /* 0x00000a00ff017b82 */
+                /*0010*/                   STL [R1], R4 ;                            /* 0x0000000401007387 */
+                /*0020*/                   MOV R2, RZ ;                              /* 0x000000ff00027202 */
+                /*0030*/                   MOV R3, RZ ;                              /* 0x000000ff00037202 */
+        .L_x_1:
+                /*0040*/                   IADD3 R2, R2, 0x1, RZ ;                   /* 0x0000000102027810 */
+                /*0050*/                   MOV R5, RZ ;                              /* 0x000000ff00057202 */
+        .L_x_0:
+                /*0060*/                   LDL R6, [R1] ;                            /* 0x0000000001067983 */
+                /*0070*/                   FADD R7, R6, R7 ;                         /* 0x0000000706077221 */
+                /*0080*/                   IADD3 R5, R5, 0x1, RZ ;                   /* 0x0000000105057810 */
+                /*0090*/                   ISETP.GE.AND P0, PT, R5, 0x8, PT ;        /* 0x000000080500780c */
+                /*00a0*/                   NOP ;                                     /* 0x0000000000007918 */
+                /*00b0*/                   NOP ;                                     /* 0x0000000000007918 */
+                /*00c0*/              @!P0 BRA `(.L_x_0) ;                           /* 0xffffff9000008947 */
+                /*00d0*/                   ISETP.GE.AND P1, PT, R2, 0x4, PT ;        /* 0x000000040200780c */
+                /*00e0*/                   NOP ;                                     /* 0x0000000000007918 */
+                /*00f0*/                   NOP ;                                     /* 0x0000000000007918 */
+                /*0100*/              @!P1 BRA `(.L_x_1) ;                           /* 0xffffff3000009947 */
+                /*0110*/                   LDL.64 R8, [R1+0x8] ;                     /* 0x0000080001087983 */
+                /*0120*/                   BRA `(.L_x_2) ;                           /* 0x0000000000007947 */
+        .L_x_2:
+                /*0130*/                   EXIT ;                                    /* 0x000000000000794d */
+        """)
+
+    def test_spills_by_loop_depth(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "k.sass")
+            with open(path, "w") as f:
+                f.write(self.SASS)
+            r = run_script("sass_spills.py", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("_Z1kPf: 20 instructions, 2 loops", r.stdout)  # the forward BRA is no loop
+            self.assertIn("LDL: depth 0: 1, depth 2: 1", r.stdout)
+            self.assertIn("STL: depth 0: 1", r.stdout)
+            self.assertRegex(r.stdout, r"000060  depth 2  LDL R6, \[R1\]")
+            with open(path, "w") as f:
+                f.write("not sass\n")
+            r = run_script("sass_spills.py", path)
+            self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+            self.assertIn("no 'Function :'", r.stderr)
+
+
 # ---------------------------------------------------------------------------------------------------
 # call_step.sh: a device call's plumbing, with stand-ins for the carried flashbench and GPU tests
 
