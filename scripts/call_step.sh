@@ -1,6 +1,7 @@
 # Sourced by a device call's script (results/h200/*/calls/call*.sh), which the device tool runs from the repo root
-# of the copied working tree, with the lead's build carried in out/ (b.txz: build-dev's flashbench, GPU tests and
-# plug-ins; srcdir.txt: the source path the build was configured in; commit.txt: the commit built):
+# of the copied working tree, with the lead's build carried in out/ (scripts/call_pack.sh makes it: b.txz, build-dev's
+# flashbench, GPU tests and plug-ins; srcdir.txt, the source path the build was configured in; commit.txt, the commit
+# built):
 #   call_begin DIR
 # makes DIR and sets R to it, starts the clock for `left` and `step` (DEADLINE seconds from now, default 540: under
 # the device's 600 s a command, with time to pack what came out), unpacks the build, and sets fb and gt to its

@@ -1003,6 +1003,55 @@ class CallStep(unittest.TestCase):
             self.assertIn(name, names)
         self.assertFalse(os.path.exists(os.path.join(self.out, "X")))  # packed, then removed
 
+    @unittest.skipUnless(shutil.which("git") and shutil.which("strip") and shutil.which("cc"),
+                         "git, strip or cc is not installed")
+    def test_pack_names_the_commit_the_build_came_from(self):
+        repo = os.path.join(self.tmp, "lead")
+        os.makedirs(os.path.join(repo, "scripts"))
+        shutil.copy(os.path.join(SCRIPTS, "call_pack.sh"), os.path.join(repo, "scripts"))
+        git = lambda *a: subprocess.run(["git", "-C", repo, *a], capture_output=True, text=True, check=True).stdout
+        git("init", "-q")
+        with open(os.path.join(repo, ".gitignore"), "w") as f:
+            f.write("/build-dev/\n/out/\n")
+        git("add", ".")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+        head = git("rev-parse", "HEAD").strip()
+        build = os.path.join(repo, "build-dev")
+        for f in ("tests/libfb_fixture_fault.so", "examples/plugin/libfb_example_cuda.so"):
+            os.makedirs(os.path.dirname(os.path.join(build, f)), exist_ok=True)
+            shutil.copy("/bin/true", os.path.join(build, f))
+        shutil.copy("/bin/true", os.path.join(build, "tests", "flashbench_gpu_tests"))
+
+        def fake_version(sha):  # an ELF binary (call_pack strips it) that prints a version naming sha
+            src = os.path.join(self.tmp, "fb.c")
+            with open(src, "w") as f:
+                f.write(f'#include <stdio.h>\nint main(void) {{ puts("flashbench 0.1.0 (git {sha})"); return 0; }}\n')
+            subprocess.run(["cc", "-o", os.path.join(build, "flashbench"), src], check=True)
+
+        pack = ["bash", os.path.join(repo, "scripts", "call_pack.sh")]
+        fake_version(head[:12])
+        r = subprocess.run(pack, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(repo, "out", "commit.txt")) as f:
+            self.assertEqual(f.read().strip(), head)
+        with open(os.path.join(repo, "out", "srcdir.txt")) as f:
+            self.assertEqual(os.path.realpath(f.read().strip()), os.path.realpath(repo))
+        names = subprocess.run(["tar", "tJf", os.path.join(repo, "out", "b.txz")], capture_output=True, text=True,
+                               check=True).stdout.split()
+        self.assertIn("build-dev/tests/flashbench_gpu_tests", names)
+        # a build of another commit, or a tree with uncommitted changes: refused, nothing packed
+        for sha, dirty, message in ((head[:12] + "-dirty", False, "was built from"),
+                                    ("0123456789ab", False, "was built from"),
+                                    (head[:12], True, "uncommitted changes")):
+            with self.subTest(message=message, sha=sha):
+                fake_version(sha)
+                if dirty:
+                    with open(os.path.join(repo, ".gitignore"), "a") as f:
+                        f.write("# changed\n")
+                r = subprocess.run(pack, capture_output=True, text=True)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn(message, r.stderr)
+
     def test_a_step_past_the_deadline_is_skipped_and_a_slow_one_stopped(self):
         r = self.call("step slow 3 sleep 30\nstep late 100 true\nstep quick 2 true", deadline=8)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The lead's side of a device call (scripts/call_step.sh's call_begin unpacks it there): packs a build made here into
+# out/ at the repo root, for the device tool's `carry: ["out"]`.
+#   scripts/call_pack.sh     (after building build-dev for sm_90a: cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release
+#                             -DCMAKE_CUDA_ARCHITECTURES=90a; cmake --build build-dev --target flashbench
+#                             flashbench_gpu_tests flashbench_tests fb_fixture_fault fb_example_cuda)
+# out/b.txz: build-dev's flashbench, GPU tests, their fixture library and the CUDA example plug-in (binaries
+# stripped); out/srcdir.txt: this checkout's absolute path (the build's own paths name it,
+# call_begin links it on the device); out/commit.txt: HEAD, which must be the tree built: commit first, so that
+# what ran can be named (a tree with uncommitted changes to tracked files is refused).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-dev  # its own paths (plug-in and fixture locations) name build-dev under this checkout
+if ! git diff --quiet HEAD; then
+  echo "call_pack.sh: the tree has uncommitted changes: commit them first, so that commit.txt names what was built" >&2
+  exit 2
+fi
+files=(flashbench tests/flashbench_gpu_tests tests/libfb_fixture_fault.so examples/plugin/libfb_example_cuda.so)
+for f in "${files[@]}"; do
+  [ -f "$build/$f" ] || { echo "call_pack.sh: $build/$f is missing (build it first)" >&2; exit 2; }
+done
+# The binary names the commit it was built from (cmake/version.cmake): it must be HEAD, or commit.txt would lie.
+built=$("$build/flashbench" --version | sed -n 's/.*(git \([0-9a-f]*\)\(-dirty\)\{0,1\}).*/\1\2/p')
+head=$(git rev-parse --short=12 HEAD)
+if [ "$built" != "$head" ]; then
+  echo "call_pack.sh: $build/flashbench was built from '${built:-?}', HEAD is $head: rebuild it first" >&2
+  exit 2
+fi
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+for f in "${files[@]}"; do
+  mkdir -p "$stage/build-dev/$(dirname "$f")"
+  cp "$build/$f" "$stage/build-dev/$f"
+done
+strip "$stage/build-dev/flashbench" "$stage/build-dev/tests/flashbench_gpu_tests"
+rm -rf out
+mkdir -p out
+(cd "$stage" && tar cf - build-dev) | xz -T2 -6 > out/b.txz
+pwd > out/srcdir.txt
+git rev-parse HEAD > out/commit.txt
+echo "out/: b.txz $(du -h out/b.txz | cut -f1), srcdir $(cat out/srcdir.txt), commit $(cut -c1-12 out/commit.txt)"
