@@ -57,11 +57,12 @@ def source_of(report_path, build_dir):
 
 def parse_report(text, path):
     """[(arch, function, stack, spill stores, spill loads)], one per function-properties block."""
-    out, arch, fn = [], None, None
+    out, arch, fn, entries = [], None, None, 0
     for n, line in enumerate(text.splitlines(), 1):
         m = ENTRY.match(line)
         if m:
             arch = m.group(2)
+            entries += 1
             continue
         m = PROPERTIES.match(line)
         if m:
@@ -74,6 +75,11 @@ def parse_report(text, path):
                                  f"and 'Function properties' line")
             out.append((arch, fn, int(m.group(1)), int(m.group(2)), int(m.group(3))))
             fn = None
+    # A report whose entry functions have no spill line is one this reader does not understand (another ptxas's
+    # wording): counting nothing there would pass every kernel.
+    if entries > len(out):
+        raise InputError(f"{path}: {entries} entry functions and {len(out)} 'N bytes stack frame, N bytes spill "
+                         f"stores, N bytes spill loads' lines: ptxas's report not understood")
     return out
 
 

@@ -825,6 +825,12 @@ class PtxasSpills(unittest.TestCase):
         r = self.spills("--allow", self.baseline([]))
         self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
         self.assertIn("c.cu.o.ptxas:1", r.stderr)
+        # another ptxas's wording: its entry functions unread would pass every kernel, so it is refused
+        with open(os.path.join(self.objdir, "c.cu.o.ptxas"), "w") as f:
+            f.write(self.ENTRY.format(fn="_Z1cv", arch="sm_90a", stack=8, st=8, ld=8).replace("spill stores", "spilled"))
+        r = self.spills("--allow", self.baseline([]))
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("1 entry functions and 0", r.stderr)
 
     def test_the_committed_baseline_reads(self):
         r = self.spills("--allow", os.path.join(ROOT, "tests", "data", "ptxas_spills.json"))
