@@ -210,10 +210,6 @@ def report(v):
     return "\n".join(lines)
 
 
-def write_json(path, doc):
-    fbresults.write_atomic(path, json.dumps(doc, indent=1) + "\n")
-
-
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dir", metavar="DIR", help="BASE-SPEC-ROUND.json and VARIANT-SPEC-ROUND.json")
@@ -233,7 +229,7 @@ def main(argv):
         v = judge(a)
         if a.json:
             try:
-                write_json(a.json, v)
+                fbresults.write_atomic(a.json, json.dumps(v, indent=1) + "\n")
             except OSError as e:
                 raise UsageError(f"--json: cannot write '{a.json}': {e.strerror}") from None
     except UsageError as e:

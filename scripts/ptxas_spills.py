@@ -123,10 +123,6 @@ def load_baseline(path):
     return nvcc, set(archs), allow
 
 
-def write_json(path, doc):
-    fbresults.write_atomic(path, json.dumps(doc, indent=1) + "\n")
-
-
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("build_dir", metavar="BUILD_DIR")
@@ -172,7 +168,7 @@ def main(argv):
                "allow": [{"source": s, "arch": ar, "function": fn, "spill_bytes": b}
                          for (s, ar, fn), b in sorted(spilling.items())]}
         try:
-            write_json(a.write_baseline, doc)
+            fbresults.write_atomic(a.write_baseline, json.dumps(doc, indent=1) + "\n")
         except OSError as e:
             print(f"ptxas_spills.py: --write-baseline: cannot write '{a.write_baseline}': {e.strerror}",
                   file=sys.stderr)
@@ -200,8 +196,9 @@ def main(argv):
     for (src, arch, fn), b, cap in over:
         print(f"  OVER: {src} {arch} {fn}: spills {b} bytes (baseline {cap})")
     present = {(s, ar, fn) for s, ar, fn, *_ in funcs}
+    sources = {s for s, *_ in present}
     for key, cap in sorted(allow.items()):
-        if key[1] not in archs or key[0] not in {s for s, *_ in present}:
+        if key[1] not in archs or key[0] not in sources:
             continue
         if key not in present:
             print(f"  note: {key[2]} ({key[0]}, {key[1]}) is in the baseline and not in this build")
