@@ -916,6 +916,74 @@ class SassSpills(unittest.TestCase):
             self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
             self.assertIn("no 'Function :'", r.stderr)
 
+    # cuobjdump -sass as it really prints (nvcc 13.0, sm_90a): branch targets as function-relative addresses, not labels.
+    # A work loop (0x0040) around a K/V loop (0x0060) that reloads a spill; in the K/V loop an mbarrier wait whose slow
+    # path the compiler laid out after EXIT (0x0100: spin on itself, then jump back to 0x0080). That jump back goes to an
+    # address lower than its own but is no loop: 0x0080 does not dominate 0x0100's block. A spill stored before the loops
+    # and one reloaded after them; BRA.DIV, which falls through when the warp is converged.
+    SASS_CUOBJDUMP = textwrap.dedent("""\
+                code for sm_90a
+                        Function : _Z2k2Pf
+                .headerflags    @"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS"
+                /*0000*/                   LDC R1, c[0x0][0x28] ;                    /* 0x00000a00ff017b82 */
+                /*0010*/                   STL [R1], R4 ;                            /* 0x0000000401007387 */
+                /*0020*/                   BRA.DIV UR4, 0x130 ;                      /* 0x0000000604047947 */
+                /*0030*/                   MOV R2, RZ ;                              /* 0x000000ff00027202 */
+                /*0040*/                   IADD3 R2, R2, 0x1, RZ ;                   /* 0x0000000102027810 */
+                /*0050*/                   MOV R5, RZ ;                              /* 0x000000ff00057202 */
+                /*0060*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P2, [UR9], R4 ;  /* 0x0000000001067983 */
+                /*0070*/              @!P2 BRA 0x100 ;                               /* 0x0000000000008947 */
+                /*0080*/                   LDL R6, [R1] ;                            /* 0x0000000001067983 */
+                /*0090*/                   IADD3 R5, R5, 0x1, RZ ;                   /* 0x0000000105057810 */
+                /*00a0*/                   ISETP.GE.AND P0, PT, R5, 0x8, PT ;        /* 0x000000080500780c */
+                /*00b0*/              @!P0 BRA 0x60 ;                                /* 0xffffff9000008947 */
+                /*00c0*/                   ISETP.GE.AND P1, PT, R2, 0x4, PT ;        /* 0x000000040200780c */
+                /*00d0*/              @!P1 BRA 0x40 ;                                /* 0xffffff3000009947 */
+                /*00e0*/                   LDL.64 R8, [R1+0x8] ;                     /* 0x0000080001087983 */
+                /*00f0*/                   EXIT ;                                    /* 0x000000000000794d */
+                /*0100*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P2, [UR9], R4 ;  /* 0x0000000001067983 */
+                /*0110*/              @!P2 BRA 0x100 ;                               /* 0xfffffff000008947 */
+                /*0120*/                   BRA 0x80 ;                                /* 0xffffff5000007947 */
+                /*0130*/                   STL [R1+0x4], R3 ;                        /* 0x0000000401007387 */
+                /*0140*/                   BRA 0x30 ;                                /* 0xfffffef000007947 */
+        """)
+
+    def test_cuobjdump_addresses_and_natural_loops(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "k.sass")
+            with open(path, "w") as f:
+                f.write(self.SASS_CUOBJDUMP)
+            r = run_script("sass_spills.py", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # three loops: work (0x40), K/V (0x60, with the slow path 0x100-0x120 in it), the spin at 0x100
+            self.assertIn("_Z2k2Pf: 21 instructions, 3 loops", r.stdout)
+            self.assertIn("loop at 000040: 13 instructions", r.stdout)  # 0x40-0xd0 and the slow path 0x100-0x120
+            self.assertIn("loop at 000060: 9 instructions", r.stdout)
+            self.assertIn("loop at 000100: 2 instructions", r.stdout)
+            self.assertIn("LDL: depth 0: 1, depth 2: 1", r.stdout)
+            self.assertIn("STL: depth 0: 2", r.stdout)
+            self.assertRegex(r.stdout, r"000080  depth 2  LDL R6, \[R1\]  \(innermost loop at 000060, 9 instructions\)")
+            self.assertRegex(r.stdout, r"0000e0  depth 0  LDL.64 R8")
+
+    def test_summary(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "k.sass")
+            # the two listings and a function with no local memory, which the summary leaves out
+            clean = "        Function : _Z5cleanv\n        /*0000*/                   EXIT ;    /* 0x000000000000794d */\n"
+            with open(path, "w") as f:
+                f.write(self.SASS + self.SASS_CUOBJDUMP + clean)
+            r = run_script("sass_spills.py", "--summary", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.splitlines()
+            self.assertEqual(lines[0].split("\t")[:2], ["ldl_out", "stl_out"])
+            # ldl/stl outside loops, inside loops, the busiest loop's local ops and size, instructions, name
+            self.assertEqual(lines[1].split("\t"), ["1", "1", "1", "0", "1", "7", "20", "_Z1kPf"])
+            self.assertEqual(lines[2].split("\t"), ["1", "2", "1", "0", "1", "9", "21", "_Z2k2Pf"])
+            self.assertEqual(lines[3], "# 3 functions, 2 with local-memory loads or stores")
+            r = run_script("sass_spills.py", "--summary")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--summary needs a SASS file", r.stderr)
+
 
 # ---------------------------------------------------------------------------------------------------
 # call_step.sh: a device call's plumbing, with stand-ins for the carried flashbench and GPU tests
