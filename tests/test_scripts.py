@@ -899,22 +899,25 @@ class SassSpills(unittest.TestCase):
                 /*0130*/                   EXIT ;                                    /* 0x000000000000794d */
         """)
 
-    def test_spills_by_loop_depth(self):
+    @staticmethod
+    def run_on(text, *flags):
+        """sass_spills.py FLAGS... on TEXT written to a file."""
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "k.sass")
             with open(path, "w") as f:
-                f.write(self.SASS)
-            r = run_script("sass_spills.py", path)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("_Z1kPf: 20 instructions, 2 loops", r.stdout)  # the forward BRA is no loop
-            self.assertIn("LDL: depth 0: 1, depth 2: 1", r.stdout)
-            self.assertIn("STL: depth 0: 1", r.stdout)
-            self.assertRegex(r.stdout, r"000060  depth 2  LDL R6, \[R1\]")
-            with open(path, "w") as f:
-                f.write("not sass\n")
-            r = run_script("sass_spills.py", path)
-            self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
-            self.assertIn("no 'Function :'", r.stderr)
+                f.write(text)
+            return run_script("sass_spills.py", *flags, path)
+
+    def test_spills_by_loop_depth(self):
+        r = self.run_on(self.SASS)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("_Z1kPf: 20 instructions, 2 loops", r.stdout)  # the forward BRA is no loop
+        self.assertIn("LDL: depth 0: 1, depth 2: 1", r.stdout)
+        self.assertIn("STL: depth 0: 1", r.stdout)
+        self.assertRegex(r.stdout, r"000060  depth 2  LDL R6, \[R1\]")
+        r = self.run_on("not sass\n")
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("no 'Function :'", r.stderr)
 
     # cuobjdump -sass as it really prints (nvcc 13.0, sm_90a): branch targets as function-relative addresses, not labels.
     # A work loop (0x0040) around a K/V loop (0x0060) that reloads a spill; in the K/V loop an mbarrier wait whose slow
@@ -949,40 +952,32 @@ class SassSpills(unittest.TestCase):
         """)
 
     def test_cuobjdump_addresses_and_natural_loops(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "k.sass")
-            with open(path, "w") as f:
-                f.write(self.SASS_CUOBJDUMP)
-            r = run_script("sass_spills.py", path)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            # three loops: work (0x40), K/V (0x60, with the slow path 0x100-0x120 in it), the spin at 0x100
-            self.assertIn("_Z2k2Pf: 21 instructions, 3 loops", r.stdout)
-            self.assertIn("loop at 000040: 13 instructions", r.stdout)  # 0x40-0xd0 and the slow path 0x100-0x120
-            self.assertIn("loop at 000060: 9 instructions", r.stdout)
-            self.assertIn("loop at 000100: 2 instructions", r.stdout)
-            self.assertIn("LDL: depth 0: 1, depth 2: 1", r.stdout)
-            self.assertIn("STL: depth 0: 2", r.stdout)
-            self.assertRegex(r.stdout, r"000080  depth 2  LDL R6, \[R1\]  \(innermost loop at 000060, 9 instructions\)")
-            self.assertRegex(r.stdout, r"0000e0  depth 0  LDL.64 R8")
+        r = self.run_on(self.SASS_CUOBJDUMP)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # three loops: work (0x40), K/V (0x60, with the slow path 0x100-0x120 in it), the spin at 0x100
+        self.assertIn("_Z2k2Pf: 21 instructions, 3 loops", r.stdout)
+        self.assertIn("loop at 000040: 13 instructions", r.stdout)  # 0x40-0xd0 and the slow path 0x100-0x120
+        self.assertIn("loop at 000060: 9 instructions", r.stdout)
+        self.assertIn("loop at 000100: 2 instructions", r.stdout)
+        self.assertIn("LDL: depth 0: 1, depth 2: 1", r.stdout)
+        self.assertIn("STL: depth 0: 2", r.stdout)
+        self.assertRegex(r.stdout, r"000080  depth 2  LDL R6, \[R1\]  \(innermost loop at 000060, 9 instructions\)")
+        self.assertRegex(r.stdout, r"0000e0  depth 0  LDL.64 R8")
 
     def test_summary(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "k.sass")
-            # the two listings and a function with no local memory, which the summary leaves out
-            clean = "        Function : _Z5cleanv\n        /*0000*/                   EXIT ;    /* 0x000000000000794d */\n"
-            with open(path, "w") as f:
-                f.write(self.SASS + self.SASS_CUOBJDUMP + clean)
-            r = run_script("sass_spills.py", "--summary", path)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            lines = r.stdout.splitlines()
-            self.assertEqual(lines[0].split("\t")[:2], ["ldl_out", "stl_out"])
-            # ldl/stl outside loops, inside loops, the busiest loop's local ops and size, instructions, name
-            self.assertEqual(lines[1].split("\t"), ["1", "1", "1", "0", "1", "7", "20", "_Z1kPf"])
-            self.assertEqual(lines[2].split("\t"), ["1", "2", "1", "0", "1", "9", "21", "_Z2k2Pf"])
-            self.assertEqual(lines[3], "# 3 functions, 2 with local-memory loads or stores")
-            r = run_script("sass_spills.py", "--summary")
-            self.assertEqual(r.returncode, 2)
-            self.assertIn("--summary needs a SASS file", r.stderr)
+        # the two listings and a function with no local memory, which the summary leaves out
+        clean = "        Function : _Z5cleanv\n        /*0000*/                   EXIT ;    /* 0x000000000000794d */\n"
+        r = self.run_on(self.SASS + self.SASS_CUOBJDUMP + clean, "--summary")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0].split("\t")[:2], ["ldl_out", "stl_out"])
+        # ldl/stl outside loops, inside loops, the busiest loop's local ops and size, instructions, name
+        self.assertEqual(lines[1].split("\t"), ["1", "1", "1", "0", "1", "7", "20", "_Z1kPf"])
+        self.assertEqual(lines[2].split("\t"), ["1", "2", "1", "0", "1", "9", "21", "_Z2k2Pf"])
+        self.assertEqual(lines[3], "# 3 functions, 2 with local-memory loads or stores")
+        r = run_script("sass_spills.py", "--summary")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--summary needs a SASS file", r.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------
