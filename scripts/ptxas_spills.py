@@ -20,7 +20,16 @@ spills more than its allowance, or spills and is not listed, fails; an allowance
 function the build no longer has, is reported (rewrite the baseline with --write-baseline once the change is
 understood, and say why in the commit).
 
-Exit status: 0 nothing spills beyond the baseline, 1 something does, 2 bad input (no such folder, a malformed
+The same reports carry ptxas's wgmma diagnostics for sm_90a, checked here too. "(Cnnnn) Potential Performance Loss:
+wgmma.mma_async instructions are serialized due to ... in the function 'F'" (C7511, C7515, C7518 among the codes) means
+every wgmma of F waits for the one before it (no overlap of the tensor core with anything): it always fails, no baseline can allow it. "(C7517 /
+C7519) warpgroup.wait / warpgroup.arrive is injected ... in function 'F'" means ptxas added a wait or an arrive the
+source did not have; where one sits decides whether it costs anything, so the baseline may allow a function a count of
+them ("injected": [{"source", "arch", "function", "count"}], written by --write-baseline with the spills), and a
+function with more fails. Any other (Cnnnn) diagnostic is printed as a note.
+
+Exit status: 0 nothing spills beyond the baseline and no wgmma is serialised or gets more injected waits, 1 otherwise,
+2 bad input (no such folder, a malformed
 baseline or report), 77 nothing to check (no reports: a build without CUDA or with FLASHBENCH_PTXAS_LOG off; or
 another nvcc than the baseline's): ctest reports the test skipped.
 """
@@ -39,6 +48,11 @@ OBJECT_DIR = re.compile(r"(?:^|/)CMakeFiles/[^/]+\.dir/")
 ENTRY = re.compile(r"^ptxas info\s*: Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)'")
 PROPERTIES = re.compile(r"^ptxas info\s*: Function properties for (\S+)")
 SPILLS = re.compile(r"^\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+# ptxas prints its wgmma diagnostics before the entry functions of its run; the function is named in each.
+SERIALIZED = re.compile(r"^ptxas info\s*: \((C\d+)\) Potential Performance Loss: wgmma\.mma_async instructions are "
+                        r"serialized (.*?) in (?:the )?function '([^']+)'")
+INJECTED = re.compile(r"^ptxas info\s*: \((C\d+)\) (warpgroup\.\w+) is injected .*? in (?:the )?function '([^']+)'")
+DIAGNOSTIC = re.compile(r"^ptxas info\s*: \((C\d+)\) (.*)")
 
 
 class InputError(Exception):
@@ -55,14 +69,31 @@ def source_of(report_path, build_dir):
     return rel[m.end():] if m else rel
 
 
-def parse_report(text, path):
-    """[(arch, function, stack, spill stores, spill loads)], one per function-properties block."""
+def parse_report(text, path, diagnostics=None):
+    """[(arch, function, stack, spill stores, spill loads)], one per function-properties block. With a list as
+    diagnostics, ptxas's (Cnnnn) lines are appended to it: (arch, function, kind, code, text), kind "serialized",
+    "injected" or "other", text the reason (serialized), the instruction (injected) or the whole message (other);
+    the arch is that of the function's next entry in the report (ptxas prints them before the entries)."""
     out, arch, fn, entries = [], None, None, 0
+    pending = []  # diagnostics waiting for their function's entry line: [kind, code, function or None, text]
     for n, line in enumerate(text.splitlines(), 1):
         m = ENTRY.match(line)
         if m:
             arch = m.group(2)
             entries += 1
+            for d in [d for d in pending if d[2] == m.group(1)]:
+                pending.remove(d)
+                if diagnostics is not None:
+                    diagnostics.append((arch, d[2], d[0], d[1], d[3]))
+            continue
+        m = SERIALIZED.match(line) or INJECTED.match(line)
+        if m:
+            kind = "serialized" if m.re is SERIALIZED else "injected"
+            pending.append([kind, m.group(1), m.group(3), m.group(2)])  # the reason, or which instruction
+            continue
+        m = DIAGNOSTIC.match(line)
+        if m:
+            pending.append(["other", m.group(1), None, line.split(":", 1)[1].strip()])
             continue
         m = PROPERTIES.match(line)
         if m:
@@ -80,6 +111,8 @@ def parse_report(text, path):
     if entries > len(out):
         raise InputError(f"{path}: {entries} entry functions and {len(out)} 'N bytes stack frame, N bytes spill "
                          f"stores, N bytes spill loads' lines: ptxas's report not understood")
+    if diagnostics is not None:
+        diagnostics += [("?", d[2] or "?", d[0], d[1], d[3]) for d in pending]  # no entry line followed
     return out
 
 
@@ -89,7 +122,7 @@ def major_minor(version):
 
 
 def load_baseline(path):
-    """(nvcc major.minor, set of archs, {(source, arch, function): bytes})."""
+    """(nvcc major.minor, set of archs, {(source, arch, function): bytes}, {(source, arch, function): injected})."""
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -120,7 +153,24 @@ def load_baseline(path):
         if key in allow:
             raise InputError(f"{where}: {e['function']} ({e['source']}, {e['arch']}) is listed twice")
         allow[key] = b
-    return nvcc, set(archs), allow
+    injected = {}
+    if not isinstance(doc.get("injected", []), list):
+        raise InputError(f"{path}.injected: expected a list of {{\"source\", \"arch\", \"function\", \"count\"}}")
+    for i, e in enumerate(doc.get("injected", [])):
+        where = f"{path}: injected[{i}]"
+        if not isinstance(e, dict):
+            raise InputError(f"{where}: expected an object")
+        for k in ("source", "arch", "function"):
+            if not isinstance(e.get(k), str) or not e[k]:
+                raise InputError(f"{where}.{k}: expected a non-empty string")
+        c = e.get("count")
+        if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
+            raise InputError(f"{where}.count: expected a whole number of injected waits / arrives > 0")
+        key = (e["source"], e["arch"], e["function"])
+        if key in injected:
+            raise InputError(f"{where}: {e['function']} ({e['source']}, {e['arch']}) is listed twice")
+        injected[key] = c
+    return nvcc, set(archs), allow, injected
 
 
 def main(argv):
@@ -148,12 +198,14 @@ def main(argv):
             print(f"ptxas_spills.py: no {REPORT_SUFFIX} reports under {a.build_dir} (a build without CUDA, or with "
                   f"FLASHBENCH_PTXAS_LOG off): nothing to check", file=sys.stderr)
             return EXIT_SKIP
-        funcs = []
+        funcs, diags = [], []
         for path in sorted(reports):
             with open(path, errors="replace") as f:
                 text = f.read()
             src = source_of(path, a.build_dir)
-            funcs += [(src, *x) for x in parse_report(text, path)]
+            found = []
+            funcs += [(src, *x) for x in parse_report(text, path, found)]
+            diags += [(src, *d) for d in found]
     except InputError as e:
         print(f"ptxas_spills.py: {e}", file=sys.stderr)
         return 2
@@ -163,21 +215,37 @@ def main(argv):
         if max(stores, loads) > 0:
             key = (src, arch, fn)
             spilling[key] = max(spilling.get(key, 0), stores, loads)
+    injected, serialized, other = {}, [], []
+    for src, arch, fn, kind, code, text in diags:
+        if kind == "injected":
+            injected[(src, arch, fn)] = injected.get((src, arch, fn), 0) + 1
+        elif kind == "serialized":
+            serialized.append((src, arch, fn, code, text))
+        else:
+            other.append((src, code, text))
     if a.write_baseline:
+        if serialized:
+            for src, arch, fn, code, _ in serialized:
+                print(f"  SERIALIZED: {src} {arch} {fn} ({code})", file=sys.stderr)
+            print("ptxas_spills.py: --write-baseline: a serialised wgmma cannot be allowed; nothing written",
+                  file=sys.stderr)
+            return 1
         doc = {"nvcc": nvcc, "archs": sorted({arch for _, arch, *_ in funcs}), "note": a.note,
                "allow": [{"source": s, "arch": ar, "function": fn, "spill_bytes": b}
-                         for (s, ar, fn), b in sorted(spilling.items())]}
+                         for (s, ar, fn), b in sorted(spilling.items())],
+               "injected": [{"source": s, "arch": ar, "function": fn, "count": c}
+                            for (s, ar, fn), c in sorted(injected.items())]}
         try:
             fbresults.write_atomic(a.write_baseline, json.dumps(doc, indent=1) + "\n")
         except OSError as e:
             print(f"ptxas_spills.py: --write-baseline: cannot write '{a.write_baseline}': {e.strerror}",
                   file=sys.stderr)
             return 2
-        print(f"{len(reports)} objects, {len(funcs)} functions read; {len(spilling)} spill: written to "
-              f"{a.write_baseline}")
+        print(f"{len(reports)} objects, {len(funcs)} functions read; {len(spilling)} spill, {len(injected)} have "
+              f"injected wgmma waits: written to {a.write_baseline}")
         return 0
 
-    base_nvcc, archs, allow = base
+    base_nvcc, archs, allow, allow_injected = base
     if base_nvcc != nvcc:
         print(f"ptxas_spills.py: the baseline {a.allow} is for nvcc {base_nvcc}, this build used {a.nvcc_version}: "
               f"register allocation differs between compilers, nothing checked (write one for this nvcc with "
@@ -195,6 +263,16 @@ def main(argv):
             print(f"  spills: {src} {arch} {fn}: {b} bytes")
     for (src, arch, fn), b, cap in over:
         print(f"  OVER: {src} {arch} {fn}: spills {b} bytes (baseline {cap})")
+    extra = [(k, c, allow_injected.get(k, 0)) for k, c in sorted(injected.items())
+             if k[1] in archs | {"?"} and c > allow_injected.get(k, 0)]
+    print(f"  wgmma: {len(serialized)} functions serialised, {len(extra)} with more injected waits / arrives than "
+          f"the baseline ({sum(injected.values())} injected in {len(injected)} functions)")
+    for src, arch, fn, code, text in serialized:
+        print(f"  SERIALIZED: {src} {arch} {fn}: every wgmma waits for the one before ({code}: serialized {text})")
+    for (src, arch, fn), c, cap in extra:
+        print(f"  INJECTED: {src} {arch} {fn}: {c} warpgroup waits / arrives injected by ptxas (baseline {cap})")
+    for src, code, text in other:
+        print(f"  note: {src}: ptxas {text}")
     present = {(s, ar, fn) for s, ar, fn, *_ in funcs}
     sources = {s for s, *_ in present}
     for key, cap in sorted(allow.items()):
@@ -205,7 +283,11 @@ def main(argv):
         elif spilling.get(key, 0) < cap:
             print(f"  note: {key[2]} ({key[0]}, {key[1]}) spills {spilling.get(key, 0)} bytes, the baseline "
                   f"allows {cap}: it can be tightened")
-    return 1 if over else 0
+    for key, cap in sorted(allow_injected.items()):
+        if key[1] in archs and key[0] in sources and injected.get(key, 0) < cap:
+            print(f"  note: {key[2]} ({key[0]}, {key[1]}) has {injected.get(key, 0)} injected wgmma waits / arrives, "
+                  f"the baseline allows {cap}: it can be tightened")
+    return 1 if over or serialized or extra else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# ctest ptxas_spills_mutant: the spill check end to end with the real compiler. tests/ptxas_mutant.cu (a kernel that
-# must spill) compiled for sm_90a through scripts/ptxas_log.sh, as the kernels are, into a build-like folder; then
-# scripts/ptxas_spills.py against the committed baseline must fail naming it. Passes (0) when the check catches the
+# ctest ptxas_spills_mutant: the spill and wgmma check end to end with the real compiler. tests/ptxas_mutant.cu (a
+# kernel that must spill, and one whose wgmmas ptxas must serialise) compiled for sm_90a through scripts/ptxas_log.sh,
+# as the kernels are, into a build-like folder; then scripts/ptxas_spills.py against the committed baseline must fail
+# naming both. Passes (0) when the check catches the
 # spill, fails (1) when it does not; 77 (skipped) where the check itself skips (another nvcc than the baseline's).
 #   tests/ptxas_mutant.sh NVCC NVCC_VERSION WORK_DIR
 set -uo pipefail
@@ -17,9 +18,14 @@ python3 "$root/scripts/ptxas_spills.py" "$dir" --nvcc-version "$version" \
 rc=$?
 cat "$dir/check.txt"
 [ $rc -eq 77 ] && exit 77
-if [ $rc -eq 1 ] && grep -q "OVER: tests/ptxas_mutant.cu sm_90a .*ptxas_mutant_spill" "$dir/check.txt"; then
-  echo "ptxas_mutant.sh: the spill check caught the mutant"
+missed=
+grep -q "OVER: tests/ptxas_mutant.cu sm_90a .*ptxas_mutant_spill" "$dir/check.txt" || missed="$missed the spill,"
+grep -q "SERIALIZED: tests/ptxas_mutant.cu sm_90a .*ptxas_mutant_wgmma" "$dir/check.txt" || missed="$missed the serialised wgmma,"
+grep -q "INJECTED: tests/ptxas_mutant.cu sm_90a .*ptxas_mutant_wgmma.*: 1 warpgroup" "$dir/check.txt" ||
+  missed="$missed the injected wait,"
+if [ $rc -eq 1 ] && [ -z "$missed" ]; then
+  echo "ptxas_mutant.sh: the check caught both mutants (the spill, the serialised wgmma and its injected wait)"
   exit 0
 fi
-echo "ptxas_mutant.sh: the spill check did not catch the mutant (exit $rc)" >&2
+echo "ptxas_mutant.sh: the check did not catch${missed:- a mutant} (exit $rc)" >&2
 exit 1

@@ -832,6 +832,72 @@ class PtxasSpills(unittest.TestCase):
         self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
         self.assertIn("1 entry functions and 0", r.stderr)
 
+    SERIAL = ("ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+              "insufficient register resources for the wgmma pipeline in the function '{fn}'\n")
+    INJECT = ("ptxas info    : (C7517) warpgroup.wait is injected in around line 72 by compiler to allow use of registers "
+              "defined by GMMA in function '{fn}'\n")
+
+    def diag_report(self, name, diags, entries):
+        """A report as ptxas writes one for a two-arch compile: the sm_80 run's entries, then the sm_90a run's
+        diagnostics before its entries."""
+        with open(os.path.join(self.objdir, name + ".cu.o.ptxas"), "w") as f:
+            for fn in entries:
+                f.write(self.ENTRY.format(fn=fn, arch="sm_80", stack=0, st=0, ld=0))
+            f.write("".join(diags) + "ptxas info    : 0 bytes gmem\n")
+            for fn in entries:
+                f.write(self.ENTRY.format(fn=fn, arch="sm_90a", stack=0, st=0, ld=0))
+
+    def test_wgmma_serialised_always_fails_and_injected_waits_are_held_to_the_baseline(self):
+        diags = [self.SERIAL.format(fn="_Z1sv"), self.INJECT.format(fn="_Z1iv"), self.INJECT.format(fn="_Z1iv"),
+                 "ptxas info    : (C9999) something new\n"]
+        self.diag_report("w", diags, ["_Z1sv", "_Z1iv", "_Z1cv"])
+        r = self.spills("--allow", self.baseline([]))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("0 beyond the baseline", r.stdout)  # no spills: the wgmma lines fail it
+        self.assertIn("wgmma: 1 functions serialised, 1 with more injected waits / arrives than the baseline "
+                      "(2 injected in 1 functions)", r.stdout)
+        self.assertIn("SERIALIZED: kernels/flash/w.cu sm_90a _Z1sv: every wgmma waits for the one before (C7511: "
+                      "serialized due to insufficient register resources for the wgmma pipeline)", r.stdout)
+        self.assertIn("INJECTED: kernels/flash/w.cu sm_90a _Z1iv: 2 warpgroup waits / arrives injected by ptxas "
+                      "(baseline 0)", r.stdout)
+        self.assertIn("note: kernels/flash/w.cu: ptxas (C9999) something new", r.stdout)
+        self.assertNotIn("_Z1cv", r.stdout)
+        # a serialised wgmma cannot be written into a baseline
+        out = os.path.join(self.tmp, "written.json")
+        r = self.spills("--write-baseline", out)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("a serialised wgmma cannot be allowed", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        # without it: the injected waits are written, and held to their count
+        self.diag_report("w", diags[1:3], ["_Z1sv", "_Z1iv"])
+        r = self.spills("--write-baseline", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(out) as f:
+            doc = json.load(f)
+        entry = {"source": "kernels/flash/w.cu", "arch": "sm_90a", "function": "_Z1iv", "count": 2}
+        self.assertEqual(doc["injected"], [entry])
+        r = self.spills("--allow", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.diag_report("w", diags[1:3] + [self.INJECT.format(fn="_Z1iv")], ["_Z1sv", "_Z1iv"])
+        r = self.spills("--allow", out)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("INJECTED: kernels/flash/w.cu sm_90a _Z1iv: 3 warpgroup waits / arrives injected by ptxas "
+                      "(baseline 2)", r.stdout)
+        self.diag_report("w", diags[1:2], ["_Z1sv", "_Z1iv"])
+        r = self.spills("--allow", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("_Z1iv (kernels/flash/w.cu, sm_90a) has 1 injected wgmma waits / arrives, the baseline allows 2",
+                      r.stdout)
+        # malformed allowances
+        for bad, message in (({**entry, "count": 0}, "injected[0].count"), ({**entry, "arch": ""}, "injected[0].arch")):
+            with self.subTest(message):
+                path = os.path.join(self.tmp, "bad.json")
+                with open(path, "w") as f:
+                    json.dump(dict(doc, injected=[bad]), f)
+                r = self.spills("--allow", path)
+                self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+                self.assertIn(message, r.stderr)
+
     def test_the_committed_baseline_reads(self):
         r = self.spills("--allow", os.path.join(ROOT, "tests", "data", "ptxas_spills.json"))
         self.assertEqual(r.returncode, EXIT_SKIP, r.stdout + r.stderr)  # no reports in this empty build
