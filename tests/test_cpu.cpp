@@ -1160,6 +1160,15 @@ TEST_CASE("tile order: plane-major (pairq) visits every tile once, is grouped_ti
   CHECK(plane_major_tile(3, 3).bh == 1);  // odd q_tiles: tickets 2, 3 on planes 0 and 1
 }
 
+TEST_CASE("tile order: programmatic dependent launches only where the code it runs has griddepcontrol", "[cpu]") {
+  CHECK(programmatic_launch_ok(9, 90));   // an sm_90a build on a Hopper
+  CHECK(programmatic_launch_ok(10, 90));  // compute_90 PTX on a Blackwell
+  CHECK_FALSE(programmatic_launch_ok(8, 80));   // an A100
+  CHECK_FALSE(programmatic_launch_ok(9, 80));   // an "80" build's PTX on a Hopper: no griddepcontrol in it
+  CHECK_FALSE(programmatic_launch_ok(10, 80));  // an "80;90a" build on a Blackwell (90a runs only on 9.0)
+  CHECK_FALSE(programmatic_launch_ok(8, 90));   // no such code runs there, and no such launch
+}
+
 TEST_CASE("tile order: the kv-tail pieces fill the device's block slots and cover every K/V tile once", "[cpu]") {
   // A tail of 120 work tiles on 132 SMs x 2: two pieces each (240 of 264 slots); 12 tiles: 22 each (264), unless the
   // tiles have too few K/V tiles (47 tiles at 2 a piece: 23; 5: 2; 3: 1, not split).

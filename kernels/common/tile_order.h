@@ -62,6 +62,16 @@ struct TailSplit {
   long long whole;
   long long tail;
 };
+
+// Whether a kernel may be launched as a programmatic dependent of the launch before it (the launch attribute
+// cudaLaunchAttributeProgrammaticStreamSerialization: pdl_tail_plan's tail, the decode combine): the device must have
+// such launches (compute capability 9.0 and later) and the code it runs must have been compiled for one
+// (cudaFuncAttributes::ptxVersion >= 90), where griddepcontrol.wait orders the dependent after its prerequisite. A
+// build's compute_80 PTX, which the driver compiles for a newer GPU (an "80;90a" build on a Blackwell, or an "80"
+// build on a Hopper), has no griddepcontrol: it launches in stream order, as on an A100.
+FB_HOST_DEVICE constexpr bool programmatic_launch_ok(int device_major, int ptx_version) {
+  return device_major >= 9 && ptx_version >= 90;
+}
 FB_HOST_DEVICE inline TailSplit pdl_tail_plan(long long n_blocks, int per_sm, int sms) {
   const long long resident = static_cast<long long>(per_sm) * sms;
   if (per_sm < 2 || sms < 1 || n_blocks <= resident) return TailSplit{n_blocks, 0};

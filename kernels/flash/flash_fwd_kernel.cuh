@@ -796,10 +796,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
 
 // The device's SMs and the blocks of flash_fwd_tc_kernel<Tr, kOpt> an SM holds at the kernel's own shared memory
 // (asked once per process for the kernel, opted in to that size first), and the device's caps (kFwdPdlTail).
+// pdl: whether this kernel's code may be launched as a programmatic dependent (kFwdPdlTail's tail, kFwdKvTail's
+// pieces): programmatic_launch_ok (common/tile_order.h), the device and the code it runs both sm_90+.
 struct WaveShape {
   int sms = 0;
   int per_sm = 0;
   DeviceCaps caps;
+  bool pdl = false;
 };
 template <typename Tr, unsigned kOpt> const WaveShape& wave_shape() {
   static const WaveShape shape = [] {
@@ -814,6 +817,9 @@ template <typename Tr, unsigned kOpt> const WaveShape& wave_shape() {
       FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Tr::kSmemBytes)));
     }
     FB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.per_sm, kernel, Tr::kThreads, Tr::kSmemBytes));
+    cudaFuncAttributes fa{};
+    FB_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    w.pdl = programmatic_launch_ok(w.caps.major, fa.ptxVersion);
     return w;
   }();
   return shape;
@@ -871,8 +877,9 @@ template <typename Tr, unsigned kOpt> int solo_block_smem_bytes() {
 
 // kFwdKvTail: how a non-causal launch of flash_fwd_tc_kernel<Tr, kOpt> on the current device runs its partial last
 // wave (pdl_tail_plan) and in how many pieces a work tile (kv_tail_splits), and the workspace those take: the pieces'
-// partials, then (256-byte aligned) a counter a tail tile. pieces == 1: no pieces (no tail, too few K/V tiles, before
-// sm_90); the launch then runs kFwdPdlTail's solo tail where there is one. Needs a device (wave_shape).
+// partials, then (256-byte aligned) a counter a tail tile. pieces == 1: no pieces (no tail, too few K/V tiles, no
+// programmatically dependent launches: WaveShape::pdl); the launch then runs kFwdPdlTail's solo tail where there is
+// one. Needs a device (wave_shape).
 struct KvTailPlan {
   TailSplit split{0, 0};
   int pieces = 1;
@@ -884,7 +891,7 @@ template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionPar
   KvTailPlan k;
   if (p.causal) return k;
   const WaveShape& w = wave_shape<Tr, kOpt>();
-  if (w.caps.major < 9) return k;
+  if (!w.pdl) return k;
   const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
   k.split = pdl_tail_plan(blocks, w.per_sm, w.sms);
   if (k.split.tail == 0) return k;
@@ -931,11 +938,11 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
   if constexpr ((kOpt & kFwdPdlTail) != 0) {
     if (p.causal) throw std::logic_error("flash forward: kFwdPdlTail is for non-causal launches");
     // The whole waves, then the partial last wave (pdl_tail_plan) as a programmatically dependent launch at one
-    // block an SM, where the device has such launches (sm_90+; before it the tail would wait for the first
-    // launch's end, session 30's solotail) and a dynamic shared memory size that leaves one block an SM exists;
-    // else one launch.
+    // block an SM, where the device has such launches and runs code built for them (WaveShape::pdl; else the tail
+    // would wait for the first launch's end, session 30's solotail) and a dynamic shared memory size that leaves one
+    // block an SM exists; else one launch.
     const WaveShape& w = wave_shape<Tr, kOpt>();
-    const int solo_bytes = w.caps.major >= 9 ? solo_block_smem_bytes<Tr, kOpt>() : 0;
+    const int solo_bytes = w.pdl ? solo_block_smem_bytes<Tr, kOpt>() : 0;
     const TailSplit plan = solo_bytes > 0 ? pdl_tail_plan(blocks, w.per_sm, w.sms) : TailSplit{blocks, 0};
     // kFwdKvTail: the tail's work tiles in pieces at the kernel's own shared memory, in params.workspace (none, or
     // less than this kernel's plan takes: kFwdPdlTail's solo tail).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/check.h"
+#include "common/tile_order.h"
 #include "flash_decode/flash_decode.h"
 #include "flash_decode/flash_decode_kernel.cuh"
 #include "flash_sm90/flash_sm90_tma.h"
@@ -48,11 +49,13 @@ template <typename Elem, int D> void launch_combine(const DecodeArgs<Elem>& a, c
   const auto kernel = decode_combine_kernel<Elem, D>;
   static const bool pdl = [&] {  // the code this device runs (checked once: one device type a process)
     cudaFuncAttributes fa{};
-    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
+    int device = 0, major = 0;
+    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess || cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
       (void)cudaGetLastError();  // not this launch's error: an ordinary launch follows
       return false;
     }
-    return fa.ptxVersion >= 90;
+    return programmatic_launch_ok(major, fa.ptxVersion);
   }();
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(unsigned((a.total_rows + 3) / 4));  // a warp per row
