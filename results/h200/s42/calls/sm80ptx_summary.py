@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Call E's table: per results file and kernel, how many cases verified, failed or were skipped, and every case that
-did not verify with its status and reason. Exit 1 if a case of flash or flash-decode failed or did not verify.
+did not verify with its status and reason. Exit 1 if a case of flash or flash-decode failed or did not verify, or a
+flash-sm90 case was anything but skipped for want of sm_90a code (an "80" build has none).
 
     python3 results/h200/s42/calls/sm80ptx_summary.py RESULTS.json [...]
 """
@@ -23,11 +24,16 @@ def main(paths):
                 lines.append(f"  {r['kernel']:13s} {r['key']:48s} {r.get('status')}: {r.get('reason', '')[:120]}")
                 if r["kernel"] in ("flash", "flash-decode") and r.get("status") != "skipped":
                     bad += 1
+            if r["kernel"] == "flash-sm90" and not (r.get("status") == "skipped" and
+                                                    "no sm_90a device code" in r.get("reason", "")):
+                bad += 1
+                lines.append(f"  {r['kernel']:13s} {r['key']:48s} should have been skipped (no sm_90a code)")
         print(f"{path}: complete={doc.get('complete')} device={doc.get('device', {}).get('name')}")
         for k in sorted({k for k, _ in tally}):
             print(f"  {k:13s} " + ", ".join(f"{s} {n}" for (kk, s), n in sorted(tally.items()) if kk == k))
         print("\n".join(lines))
-    print(f"flash / flash-decode cases run and not verified: {bad}")
+    print(f"flash / flash-decode cases run and not verified, flash-sm90 cases not skipped for want of sm_90a code: "
+          f"{bad}")
     return 1 if bad else 0
 
 
