@@ -121,6 +121,27 @@ def major_minor(version):
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
+def _function_counts(entries, where, field, what):
+    """{(source, arch, function): entry[field]} from a baseline list; each entry names its function and holds a
+    whole number > 0 in field."""
+    out = {}
+    for i, e in enumerate(entries):
+        at = f"{where}[{i}]"
+        if not isinstance(e, dict):
+            raise InputError(f"{at}: expected an object")
+        for k in ("source", "arch", "function"):
+            if not isinstance(e.get(k), str) or not e[k]:
+                raise InputError(f"{at}.{k}: expected a non-empty string")
+        n = e.get(field)
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise InputError(f"{at}.{field}: expected {what}")
+        key = (e["source"], e["arch"], e["function"])
+        if key in out:
+            raise InputError(f"{at}: {e['function']} ({e['source']}, {e['arch']}) is listed twice")
+        out[key] = n
+    return out
+
+
 def load_baseline(path):
     """(nvcc major.minor, set of archs, {(source, arch, function): bytes}, {(source, arch, function): injected})."""
     try:
@@ -138,38 +159,11 @@ def load_baseline(path):
     archs = doc.get("archs")
     if not isinstance(archs, list) or not archs or not all(isinstance(a, str) and a for a in archs):
         raise InputError(f"{path}.archs: expected the architectures the baseline covers (e.g. [\"sm_90a\"])")
-    allow = {}
-    for i, e in enumerate(doc["allow"]):
-        where = f"{path}: allow[{i}]"
-        if not isinstance(e, dict):
-            raise InputError(f"{where}: expected an object")
-        for k in ("source", "arch", "function"):
-            if not isinstance(e.get(k), str) or not e[k]:
-                raise InputError(f"{where}.{k}: expected a non-empty string")
-        b = e.get("spill_bytes")
-        if not isinstance(b, int) or isinstance(b, bool) or b <= 0:
-            raise InputError(f"{where}.spill_bytes: expected a whole number of bytes > 0")
-        key = (e["source"], e["arch"], e["function"])
-        if key in allow:
-            raise InputError(f"{where}: {e['function']} ({e['source']}, {e['arch']}) is listed twice")
-        allow[key] = b
-    injected = {}
+    allow = _function_counts(doc["allow"], f"{path}: allow", "spill_bytes", "a whole number of bytes > 0")
     if not isinstance(doc.get("injected", []), list):
         raise InputError(f"{path}.injected: expected a list of {{\"source\", \"arch\", \"function\", \"count\"}}")
-    for i, e in enumerate(doc.get("injected", [])):
-        where = f"{path}: injected[{i}]"
-        if not isinstance(e, dict):
-            raise InputError(f"{where}: expected an object")
-        for k in ("source", "arch", "function"):
-            if not isinstance(e.get(k), str) or not e[k]:
-                raise InputError(f"{where}.{k}: expected a non-empty string")
-        c = e.get("count")
-        if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
-            raise InputError(f"{where}.count: expected a whole number of injected waits / arrives > 0")
-        key = (e["source"], e["arch"], e["function"])
-        if key in injected:
-            raise InputError(f"{where}: {e['function']} ({e['source']}, {e['arch']}) is listed twice")
-        injected[key] = c
+    injected = _function_counts(doc.get("injected", []), f"{path}: injected", "count",
+                                "a whole number of injected waits / arrives > 0")
     return nvcc, set(archs), allow, injected
 
 
