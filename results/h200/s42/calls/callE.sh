@@ -36,6 +36,6 @@ done
 smi_stop
 cat $R/elf.log
 grep -E "^  (flash|naive|flash-decode) " $R/info.log | cut -c1-110
-python3 $c/sm80ptx_summary.py $R/sm80ptx-*.json > $R/table.txt 2>&1; echo "summary rc=$?" >> $R/table.txt
+python3 $c/sm80ptx_summary.py $R/sm80ptx-{main,dims,decode}.json > $R/table.txt 2>&1; echo "summary rc=$?" >> $R/table.txt
 cut -c1-200 $R/table.txt
 call_end E
