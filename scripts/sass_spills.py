@@ -71,9 +71,8 @@ def branch_target(text, labels):
 
 
 def cfg(instrs, labels):
-    """Basic blocks and edges: ([(first address, last address)], {block: set of successor blocks})."""
-    addrs = [a for a, _ in instrs]
-    index = {a: i for i, a in enumerate(addrs)}
+    """Basic blocks and edges: ([(first index, last index) into instrs], {block: set of successor blocks})."""
+    index = {a: i for i, (a, _) in enumerate(instrs)}
     leaders = {0}
     for i, (_, text) in enumerate(instrs):
         t = branch_target(text, labels)
@@ -95,7 +94,7 @@ def cfg(instrs, labels):
         unconditional_bra = t is not None and not predicated and not bare.startswith("BRA.DIV")
         if not unconditional_bra and not (ENDS_FLOW.match(bare) and not predicated) and k + 1 < len(blocks):
             succ[k].add(k + 1)
-    return [(addrs[f], addrs[l]) for f, l in blocks], succ
+    return blocks, succ
 
 
 def dominators(n, succ):
@@ -119,7 +118,7 @@ def dominators(n, succ):
 
 
 def loops(instrs, labels):
-    """The natural loops of a function's control-flow graph: [(header address, set of (first, last) block ranges)].
+    """The natural loops of a function's control-flow graph: [(header address, set of the addresses in the loop)].
 
     A back edge goes from a block to one that dominates it (its loop's header); the loop is every block that reaches
     the edge's source without passing the header. Back edges to one header make one loop."""
@@ -138,23 +137,19 @@ def loops(instrs, labels):
                     if b not in body:
                         body.add(b)
                         stack.extend(pred[b])
-    return [(blocks[h][0], {blocks[b] for b in body}) for h, body in sorted(bodies.items())]
-
-
-def loop_size(body, instrs):
-    addrs = [a for a, _ in instrs]
-    return sum(1 for a in addrs if any(f <= a <= l for f, l in body))
+    return [(instrs[blocks[h][0]][0], {instrs[i][0] for b in body for i in range(blocks[b][0], blocks[b][1] + 1)})
+            for h, body in sorted(bodies.items())]
 
 
 def analyse(instrs, labels):
     """(loops, their sizes, [(address, LDL or STL, depth, index of the innermost loop or None, text)])."""
     found = loops(instrs, labels)
-    sizes = [loop_size(body, instrs) for _, body in found]
+    sizes = [len(body) for _, body in found]
     rows = []
     for addr, text in instrs:
         m = LOCAL.search(text)
         if m:
-            inside = [i for i, (_, body) in enumerate(found) if any(f <= addr <= l for f, l in body)]
+            inside = [i for i, (_, body) in enumerate(found) if addr in body]
             inner = min(inside, key=lambda i: sizes[i]) if inside else None
             rows.append((addr, m.group(1), len(inside), inner, text))
     return found, sizes, rows
