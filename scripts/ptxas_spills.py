@@ -69,12 +69,12 @@ def source_of(report_path, build_dir):
     return rel[m.end():] if m else rel
 
 
-def parse_report(text, path, diagnostics=None):
-    """[(arch, function, stack, spill stores, spill loads)], one per function-properties block. With a list as
-    diagnostics, ptxas's (Cnnnn) lines are appended to it: (arch, function, kind, code, text), kind "serialized",
-    "injected" or "other", text the reason (serialized), the instruction (injected) or the whole message (other);
-    the arch is that of the function's next entry in the report (ptxas prints them before the entries)."""
-    out, arch, fn, entries = [], None, None, 0
+def parse_report(text, path):
+    """([(arch, function, stack, spill stores, spill loads)], one per function-properties block; ptxas's (Cnnnn)
+    lines as [(arch, function, kind, code, text)]: kind "serialized", "injected" or "other", text the reason
+    (serialized), the instruction (injected) or the whole message (other); the arch is that of the function's next
+    entry in the report (ptxas prints them before the entries), "?" where none follows)."""
+    out, diagnostics, arch, fn, entries = [], [], None, None, 0
     pending = []  # diagnostics waiting for their function's entry line: [kind, code, function or None, text]
     for n, line in enumerate(text.splitlines(), 1):
         m = ENTRY.match(line)
@@ -83,8 +83,7 @@ def parse_report(text, path, diagnostics=None):
             entries += 1
             for d in [d for d in pending if d[2] == m.group(1)]:
                 pending.remove(d)
-                if diagnostics is not None:
-                    diagnostics.append((arch, d[2], d[0], d[1], d[3]))
+                diagnostics.append((arch, d[2], d[0], d[1], d[3]))
             continue
         m = SERIALIZED.match(line) or INJECTED.match(line)
         if m:
@@ -111,9 +110,8 @@ def parse_report(text, path, diagnostics=None):
     if entries > len(out):
         raise InputError(f"{path}: {entries} entry functions and {len(out)} 'N bytes stack frame, N bytes spill "
                          f"stores, N bytes spill loads' lines: ptxas's report not understood")
-    if diagnostics is not None:
-        diagnostics += [("?", d[2] or "?", d[0], d[1], d[3]) for d in pending]  # no entry line followed
-    return out
+    diagnostics += [("?", d[2] or "?", d[0], d[1], d[3]) for d in pending]  # no entry line followed
+    return out, diagnostics
 
 
 def major_minor(version):
@@ -197,8 +195,8 @@ def main(argv):
             with open(path, errors="replace") as f:
                 text = f.read()
             src = source_of(path, a.build_dir)
-            found = []
-            funcs += [(src, *x) for x in parse_report(text, path, found)]
+            spills, found = parse_report(text, path)
+            funcs += [(src, *x) for x in spills]
             diags += [(src, *d) for d in found]
     except InputError as e:
         print(f"ptxas_spills.py: {e}", file=sys.stderr)
