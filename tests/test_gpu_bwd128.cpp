@@ -281,40 +281,6 @@ TEST_CASE("head dim 128: causal GQA grids of groups of >= 8 the model leaves who
   }
 }
 
-// The probe FB_SM90_BWD_SPLIT=subq (session 40, prepared for session 41): a non-causal d = 128 grid of less than one
-// wave sets its head split against the unsplit grid with the query tail the kernel runs there since session 38, not
-// whole. Shapes no config names that the default splits on 132 SMs (4, 2 and 20 subsets) run whole under subq, with
-// the query tail (3, 2 and 9 units a tile as modelled). The first two run and verify (dQ, dK, dV beside naive, every
-// gradient written) either way; the last is the choice only.
-TEST_CASE("head dim 128: non-causal GQA grids of less than one wave under subq run whole with the query tail",
-          "[gpu][bwd128][sm90_subq]") {
-  namespace sm90 = fb::cuda::flash_sm90;
-  struct Row {
-    int batch, heads, kv_heads, q;
-    Dtype dtype;
-    bool run;
-  };
-  const Row rows[] = {{2, 16, 4, 1300, Dtype::fp16, true},    // 88 tiles (session 40's call E)
-                      {1, 32, 8, 1000, Dtype::bf16, true},    // 64 tiles
-                      {2, 40, 1, 4500, Dtype::bf16, false}};  // 72 tiles
-  const std::string word = env_word("FB_SM90_BWD_SPLIT");
-  const bool as_built = is_default_word(word);
-  const int sms = sm_count();
-  for (const Row& s : rows) {
-    const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.q, 128, s.dtype, false, Pass::bwd);
-    const int split = sm90::backward_head_split(c.params());
-    const int tail = sm90::backward_tail_split(c.params());
-    INFO("case " << c.key() << ", head split " << split << ", query tail " << tail);
-    if (sms == 132 && as_built) CHECK(split > 1);
-    if (sms == 132 && word == "subq") {
-      CHECK(split == 1);
-      CHECK(tail > 1);
-    }
-    CHECK((split == 1 || tail == 1));
-    if (s.run) verify_cases({c});
-  }
-}
-
 // The short last step (kBwd128Short, flash_sm90_bwd_traits.h; short_last_step(), flash_sm90_bwd.cu; the default on
 // d = 128 passes without a head split since session 34): where a head's last 80-query tile holds at most 32 rows, it
 // runs as a step of 32 queries (m64n32 S^T, dP^T and dQ^T, two k16 steps of dV and dK, an 8 KB dQ^T reduction) after

@@ -173,20 +173,20 @@ TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens ver
   CHECK(sm90::backward_causal_plane_group(short_blocks.params()) == 0);
 }
 
-// The probe FB_SM90_BWD_SPLIT=long64 (session 40, prepared for session 41): every causal d = 64 grid of a group of >= 8
-// query heads that the model leaves whole (its gain under 5%, or past its gate of 8 blocks an SM) splits into the most
-// subsets (at most group / 2, at most 8) whose units average >= 48 64-query steps a key tile. Shapes no config names
-// that run whole as built on 132 SMs: under long64 2 x 32 q / 4 kv N = 4096 takes 4 subsets (2-head units), 8 x 32 / 4
-// N = 1536 2 (4-head units: 2-head ones would be too short), 7 x 40 / 4 N = 1000 none (too short for any), and
-// session 40's call E row 7 x 16 / 1 N = 5200 8. The first three run and verify (dQ, dK, dV beside naive, every
-// gradient written); the last is the choice only.
-TEST_CASE("head dim 64: causal GQA grids of groups of >= 8 the model leaves whole split under long64 and verify",
+// long64, the default since session 43 (head_split(); FB_SM90_BWD_SPLIT=nolong64: before): every causal d = 64 grid
+// of a group of >= 8 query heads that the model leaves whole (its gain under 5%, or past its gate of 8 blocks an SM)
+// splits into the most subsets (at most group / 2, at most 8) whose units average >= 48 64-query steps a key tile.
+// Shapes no config names that run whole under nolong64 on 132 SMs: as built 2 x 32 q / 4 kv N = 4096 takes 4 subsets
+// (2-head units), 8 x 32 / 4 N = 1536 2 (4-head units: 2-head ones would be too short), 7 x 40 / 4 N = 1000 none (too
+// short for any), and session 40's call E row 7 x 16 / 1 N = 5200 8. The first three run and verify (dQ, dK, dV beside
+// naive, every gradient written); the last is the choice only.
+TEST_CASE("head dim 64: causal GQA grids of groups of >= 8 split where their units are long (long64) and verify",
           "[gpu][bwd64][sm90_long64]") {
   namespace sm90 = fb::cuda::flash_sm90;
   struct Row {
     int batch, heads, kv_heads, q;
     Dtype dtype;
-    int long64;  // subsets under long64 on 132 SMs
+    int long64;  // subsets as built (long64) on 132 SMs
     bool run;
   };
   const Row rows[] = {{2, 32, 4, 4096, Dtype::bf16, 4, true},    // 256 blocks
@@ -202,13 +202,13 @@ TEST_CASE("head dim 64: causal GQA grids of groups of >= 8 the model leaves whol
     const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.q, 64, r.dtype, true, Pass::bwd);
     const int split = sm90::backward_head_split(c.params());
     INFO("case " << c.key() << ", head split " << split);
-    if (sms == 132 && as_built) CHECK(split == 1);
-    if (sms == 132 && word == "long64") CHECK(split == r.long64);
+    if (sms == 132 && as_built) CHECK(split == r.long64);
+    if (sms == 132 && word == "nolong64") CHECK(split == 1);
     if (r.run) {
       split_runs += split > 1;
       check_sm90_beside_naive(b, c, kSeed, each_written(b, c, Tensors::gradients));
     }
   }
-  // Under long64 on the GPU the rows were chosen for, two of the verified rows run split: else this checks nothing.
-  if (sms == 132 && word == "long64") CHECK(split_runs == 2);
+  // As built on the GPU the rows were chosen for, two of the verified rows run split: else this checks nothing.
+  if (sms == 132 && as_built) CHECK(split_runs == 2);
 }

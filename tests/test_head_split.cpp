@@ -281,45 +281,6 @@ TEST_CASE("head split: with the query tail in the unsplit time, non-causal split
   CHECK(c.time <= 71 * 5 + 4);
 }
 
-TEST_CASE("head split: under one wave, with the sub-wave query tail in the unsplit time, splits give way to it",
-          "[head_split]") {
-  using fb::cuda::HeadSplitModel;
-  constexpr int kSms = 132, kBlockN = 128, kBlockM = 64;
-  HeadSplitModel qtail;
-  qtail.near_best = 0.0;
-  qtail.unsplit_query_tail = true;
-  HeadSplitModel subwave = qtail;
-  subwave.unsplit_subwave_min_gain = 0.05;  // flash-sm90's probe subq (kSubwaveMinGain)
-  // 2 x 16 q / 4 kv heads, N = 1300 (session 40's call E: 1.115x faster whole than in the 4 subsets it took): 11 key
-  // tiles x 8 planes = 88 blocks of 21 query tiles x 4 heads + 4 = 88 steps, one partial wave. 4 subsets: 352 units of
-  // 25 steps, 3 rounds, 75. The query tail splits each tile in 3: 264 units of 7 x 4 + 4, 2 rounds, 64: no head split.
-  CHECK(model_head_split(shape(2, 16, 4, 1300, false), kSms, kBlockN, kBlockM, qtail) == 4);
-  CHECK(model_head_split(shape(2, 16, 4, 1300, false), kSms, kBlockN, kBlockM, subwave) == 1);
-  // 40 q / 1 kv head, batch 2, N = 4500: 72 blocks, the split of 5 subsets (units of 8 heads, the cap of 8) gives way.
-  CHECK(model_head_split(shape(2, 40, 1, 4500, false), kSms, kBlockN, kBlockM, qtail) == 5);
-  CHECK(model_head_split(shape(2, 40, 1, 4500, false), kSms, kBlockN, kBlockM, subwave) == 1);
-  // Whole waves and causal passes: unchanged.
-  for (const auto& [kv, seq, causal] :
-       {std::tuple{8, 4500, false}, std::tuple{8, 1024, true}, std::tuple{1, 4096, true}}) {
-    const AttentionParams p = shape(2, 40, kv, seq, causal);
-    INFO("kv " << kv << " N " << seq << " causal " << causal);
-    CHECK(model_head_split(p, kSms, kBlockN, kBlockM, subwave) == model_head_split(p, kSms, kBlockN, kBlockM, qtail));
-  }
-  // Never a split the model without it would not take: the tail only shortens the unsplit time.
-  int flips = 0;
-  for (int kv : {1, 2, 4, 8})
-    for (int group : {2, 3, 4, 5, 6, 8})
-      for (int seq : {700, 1000, 1300, 2300, 3100, 4500}) {
-        const AttentionParams p = shape(2, kv * group, kv, seq, false);
-        const int with = model_head_split(p, kSms, kBlockN, kBlockM, subwave);
-        const int without = model_head_split(p, kSms, kBlockN, kBlockM, qtail);
-        INFO("kv " << kv << " group " << group << " N " << seq << " split " << with << " / " << without);
-        CHECK((with == 1 || with == without));
-        flips += with != without;
-      }
-  CHECK(flips > 0);
-}
-
 TEST_CASE("head split: flash's unsplit causal grid plane-major as it runs", "[head_split]") {
   using fb::cuda::HeadSplitModel;
   constexpr int kSms = 132, kBlockN = 128, kBlockM = 64;  // flash's warp-grid kernel at d = 128

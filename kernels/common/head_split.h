@@ -203,10 +203,6 @@ struct HeadSplitModel {
   // the unsplit time is its whole waves plus that wave as model_tail_split_choice (units of whole query tiles) has it,
   // not a whole wave more. Causal passes ignore it (their blocks differ in length).
   bool unsplit_query_tail = false;
-  // With unsplit_query_tail, on a grid of less than one wave whose kernel splits every tile along its queries where
-  // that saves this share (flash-sm90's query tail since session 38: 5%): the unsplit time is that split's
-  // (model_tail_split_choice(), whole query tiles); 0: the grid whole, one block a tile.
-  double unsplit_subwave_min_gain = 0.0;
   // Non-causal passes whose persistent kernel shares its last partial round out over every block (flash-sm90's shared
   // tail, d = 64): the unsplit time is its whole rounds plus that round as model_tail_share has it where it shares.
   bool unsplit_tail_share = false;
@@ -228,13 +224,13 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   if (key_tiles * planes >= m.few_tiles_per_sm * sms) return 1;
 
   using Key = std::tuple<int, int, int, int, int, bool, int, int, int, int, std::int64_t, double, double, double, bool,
-                         bool, bool, double>;
+                         bool, bool>;
   static std::mutex mu;
   static std::map<Key, int> cache;
   const Key key{p.batch,   p.heads,       p.kv_heads,         p.seq_q,          p.seq_k,
                 p.causal,  sms,           block_n,            block_m,          m.max_split,
                 m.few_tiles_per_sm, m.unit_overhead, m.min_gain, m.near_best, m.unsplit_query_tail,
-                m.unsplit_plane_major, m.unsplit_tail_share, m.unsplit_subwave_min_gain};
+                m.unsplit_plane_major, m.unsplit_tail_share};
   {
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
@@ -253,8 +249,8 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
   const double plain = makespan(1);
   // The unsplit time as the grid runs. unsplit_plane_major (causal): the unsplit blocks in the order its grid runs
   // them, plane after plane. unsplit_query_tail (non-causal: every block costs q_tiles x group + unit_overhead steps):
-  // whole waves, then the last partial one as the query tail runs it; under one wave every tile as the query tail
-  // splits it where unsplit_subwave_min_gain is set, else whole.
+  // whole waves, then the last partial one as the query tail runs it; under one wave the grid whole (session 43's call
+  // B weighed it with the query tail there, the probe subq: rule not met, results/h200/s43/B/).
   auto unsplit = [&] {
     const long long n_blocks = key_tiles * planes;
     if (p.causal && m.unsplit_plane_major) {
@@ -269,12 +265,10 @@ inline int model_head_split(const AttentionParams& p, int sms, int block_n, int 
       const TailShareChoice share = model_tail_share(n_blocks, sms, q_tiles, group);
       if (share.share) return double(n_blocks / sms) * block + share.shared;
     }
-    const bool sub_wave = n_blocks < sms;
-    if (!m.unsplit_query_tail || p.causal || (sub_wave && m.unsplit_subwave_min_gain <= 0.0)) return plain;
+    if (!m.unsplit_query_tail || p.causal || n_blocks < sms) return plain;
     TailSplitModel tm;
     tm.whole_tiles = true;
     tm.unit_overhead = m.unit_overhead;
-    if (sub_wave) tm.min_gain = m.unsplit_subwave_min_gain;  // no whole waves: the time is the tail's
     const TailSplitChoice tail = model_tail_split_choice(n_blocks, sms, q_tiles, group, tm);
     return double(n_blocks / sms) * block + tail.time;
   };

@@ -355,7 +355,7 @@ template <typename F> auto with_default_tiles(int head_dim, F&& f) {
 // is 12: units under 12 steps (one head up to N ~ 1.3k with 64-query steps, ~1.7k where the pass takes 80-query
 // steps; two heads up to N = 576) take fewer, longer ones; N = 1536 keeps the most subsets. Seven rows it left alone (16 / 1 N = 1k; 4, 8, 16 q heads N = 2k and 4k) read 0.992-1.016.
 constexpr std::int64_t kMinUnitSteps = 12;
-// The probe `long64` (below) asks for units four times as long: session 40's call F split d = 64 grids of groups >= 8
+// long64 (below, the default since session 43) asks for units four times as long: session 40's call F split d = 64 grids of groups >= 8
 // into 2-head units of 31-45 64-query steps a key tile (N 2000-2900) at 0.786-1.024x, and of 72-167 steps (N >= 4600)
 // at 1.017-1.079x.
 constexpr std::int64_t kMinUnitSteps64 = 48;
@@ -380,8 +380,8 @@ bool long_enough_units(const AttentionParams& p, int heads, std::int64_t min_ste
 // within 1% of it on all 12 MQA cases (non-causal: no split; since session 23 (d = 128) and 24 (d = 64) non-causal
 // passes take the fastest modelled split, below). Only GQA/MQA at d = 64 or 128 with few
 // K/V tiles per SM are modelled; the answer is cached per shape. FB_SM90_BWD_SPLIT=N forces N subsets
-// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits (nobig8 and
-// bar5: causal ones).
+// (1: off) where N divides the group, for A/B runs; the probe words below change non-causal head splits (nobig8,
+// bar5 and nolong64: causal ones).
 //
 // Non-causal head splits since session 35 (docs/perf-notes.md, "Session 35: the non-causal head split past 8
 // subsets"): the model's cap is the whole group (max_head_split()) and the virtual planes (a K/V plane and a subset of
@@ -398,23 +398,22 @@ bool long_enough_units(const AttentionParams& p, int heads, std::int64_t min_ste
 //   nobig8   causal d = 128 grids of groups of >= 8 split only where the model saves 0.5%, session 39's choice
 //            (head_split(): big8 is the default since session 40);
 //   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()), no big8;
-//   long64   the default with every causal d = 64 grid of a group of >= 8 split where its units are long (head_split();
-//            a probe prepared in session 40; `big64`, the same for units as short as at d = 128, was session 40's
-//            call F, rule not met, and is refused);
-//   subq     non-causal d = 128 grids of less than one wave set their head split against the unsplit grid with its
-//            query tail, as the kernel runs it since session 38 (head_split(); a probe prepared in session 40).
+//   nolong64 causal d = 64 grids of groups of >= 8 split only where the model saves 5%, the choice before session 43
+//            (head_split(): long64 is the default since session 43; `big64`, the same for units as short as at
+//            d = 128, was session 40's call F, rule not met, and is refused).
+// `subq` (non-causal d = 128 grids of less than one wave weighed against the unsplit grid with its query tail) was
+// session 43's call B, rule not met (results/h200/s43/B/), and is refused.
 enum SplitWord : int {
   kSplitWhole = 1,
   kSplitPlaneGroups = 2,
   kSplitCausal8 = 4,
   kSplitBig8 = 8,
-  kSplitLong64 = 16,
-  kSplitSubwaveQ = 32
+  kSplitLong64 = 16
 };
 constexpr int kSplitCausal = kSplitCausal8 | kSplitBig8;  // the default's causal choice
 struct SplitSetting {
   int forced = 0;                                             // > 0: that many subsets
-  int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal;  // SplitWord bits
+  int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal | kSplitLong64;  // SplitWord bits
 };
 const SplitSetting& split_setting() {
   static const SplitSetting setting = [] {
@@ -432,10 +431,12 @@ const SplitSetting& split_setting() {
       st.bits &= ~kSplitBig8;
     } else if (v == "bar5") {
       st.bits &= ~kSplitCausal;
+    } else if (v == "nolong64") {
+      st.bits &= ~kSplitLong64;
     } else if (v == "long64") {
-      st.bits |= kSplitLong64;
+      throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'long64' is the default since session 43 (nolong64: before)");
     } else if (v == "subq") {
-      st.bits |= kSplitSubwaveQ;
+      throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'subq' was session 43's call B, rule not met");
     } else if (v == "big64") {
       throw std::invalid_argument(
           "FB_SM90_BWD_SPLIT: 'big64' was session 40's call F, rule not met (long64: its successor)");
@@ -449,7 +450,7 @@ const SplitSetting& split_setting() {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, nobig8, bar5, long64, subq or a number of "
+                                    "' is not default, cap8, pg, whole, nobig8, bar5, nolong64 or a number of "
                                     "subsets >= 1");
     }
     return st;
@@ -530,13 +531,10 @@ int head_split(const AttentionParams& p) {
   // units of 71 steps, each with its 128 KB of fp32 dK / dV partials) for a modelled 8% over the unsplit grid, which
   // with the query tail models 4% faster than the split.
   model.unsplit_query_tail = qtail_possible(p);
-  // The probe `subq` (session 40, prepared for session 41): on a grid of less than one wave, against the unsplit grid
-  // with the query tail as qtail_parts() would run it (since session 38 every tile split where that models 5% faster),
-  // not whole. Session 40's call E (results/h200/s40/E/): 2 x 16 q / 4 kv heads, N = 1300, fp16 (88 tiles), took 4
-  // subsets (the model: 1.17x the whole grid) and ran 1.115x faster whole, with its query tail (modelled 1.17x faster
-  // than the split).
-  if ((split_setting().bits & kSplitSubwaveQ) != 0 && qtail_forced() != kQTailNoSubwave)
-    model.unsplit_subwave_min_gain = kSubwaveMinGain;
+  // Under one wave the unsplit grid is modelled whole, not as the query tail would run it (that was the probe `subq`):
+  // session 40's call E row (2 x 16 q / 4 kv heads, N = 1300, fp16, 88 tiles, 4 subsets) ran 1.115x faster whole, but
+  // session 43's call B (results/h200/s43/B/, eight drawn rows, three interleaved rounds) read 0.953-1.089x (geomean
+  // 1.003): rule not met, the split stays.
   // Since session 32: non-causal d = 64 passes against the unsplit persistent grid with its shared tail. Call E
   // (results/h200/s32/callE/, three interleaved rounds against the choice before, forced): eight shapes it flips from
   // 2-6 subsets to none 1.029-1.130x (geomean 1.077), controls 0.996 / 0.998x.
@@ -576,12 +574,15 @@ int head_split(const AttentionParams& p) {
   // (1.2 GB at call E's row). FB_SM90_BWD_SPLIT=nobig8: session 39's choice.
   if (split == 1 && group >= 8 && split_key_tail(p) && (split_setting().bits & kSplitBig8) != 0)
     return most_subsets(1);
-  // The probe `long64` (session 40, prepared for session 41): the same for causal d = 64 grids (which keep the model's
-  // 5% bar), into units of at least kMinUnitSteps64 64-query steps a key tile (the d = 64 kernels step 128 queries,
-  // each about a 64-query d = 128 step's work). Session 40's call E (results/h200/s40/E/): 7 x 16 q / 1 kv heads,
-  // N = 5200, bf16, modelled 4.8% faster split in 4 and so left whole, ran 1.12-1.20x faster split in 2-16. Call F
-  // (results/h200/s40/F/, its predecessor `big64`, units of >= 12 steps as at d = 128): 0.786-1.079x on eight drawn
-  // rows, the losses on the short units (N <= 2500), rule not met.
+  // Since session 43 (call A, the probe `long64`, its rule written in session 40): the same for causal d = 64 grids
+  // (which keep the model's 5% bar), into units of at least kMinUnitSteps64 64-query steps a key tile (the d = 64
+  // kernels step 128 queries, each about a 64-query d = 128 step's work). Session 40's call E (results/h200/s40/E/):
+  // 7 x 16 q / 1 kv heads, N = 5200, bf16, modelled 4.8% faster split in 4 and so left whole, ran 1.12-1.20x faster
+  // split in 2-16. Call F (results/h200/s40/F/, its predecessor `big64`, units of >= 12 steps as at d = 128):
+  // 0.786-1.079x on eight drawn rows, the losses on the short units (N <= 2500), rule not met. Session 43's call A
+  // (results/h200/s43/A/, three interleaved rounds, flash-sm90 alone): 1.032-1.233x on eight fresh rows (seed 4300,
+  // N 3600-7100; geomean 1.086), controls 0.995-1.013x; beside torch-cudnn those rows went from 0.922-1.094x to
+  // 1.109-1.162x. FB_SM90_BWD_SPLIT=nolong64: the choice before.
   if (split == 1 && group >= 8 && p.causal && p.head_dim == 64 && (split_setting().bits & kSplitLong64) != 0)
     return most_subsets(1, kMinUnitSteps64);
   return split;
