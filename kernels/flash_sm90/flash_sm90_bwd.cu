@@ -355,9 +355,9 @@ template <typename F> auto with_default_tiles(int head_dim, F&& f) {
 // is 12: units under 12 steps (one head up to N ~ 1.3k with 64-query steps, ~1.7k where the pass takes 80-query
 // steps; two heads up to N = 576) take fewer, longer ones; N = 1536 keeps the most subsets. Seven rows it left alone (16 / 1 N = 1k; 4, 8, 16 q heads N = 2k and 4k) read 0.992-1.016.
 constexpr std::int64_t kMinUnitSteps = 12;
-// long64 (below, the default since session 43) asks for units four times as long: session 40's call F split d = 64 grids of groups >= 8
-// into 2-head units of 31-45 64-query steps a key tile (N 2000-2900) at 0.786-1.024x, and of 72-167 steps (N >= 4600)
-// at 1.017-1.079x.
+// long64 (below, the default since session 43) asks for units four times as long: session 40's call F split d = 64
+// grids of groups >= 8 into 2-head units of 31-45 64-query steps a key tile (N 2000-2900) at 0.786-1.024x, and of
+// 72-167 steps (N >= 4600) at 1.017-1.079x.
 constexpr std::int64_t kMinUnitSteps64 = 48;
 bool long_enough_units(const AttentionParams& p, int heads, std::int64_t min_steps = kMinUnitSteps) {
   if (bwd128_variant() == kBwd128SplitMost) return true;
@@ -410,10 +410,11 @@ enum SplitWord : int {
   kSplitBig8 = 8,
   kSplitLong64 = 16
 };
-constexpr int kSplitCausal = kSplitCausal8 | kSplitBig8;  // the default's causal choice
+constexpr int kSplitCausal128 = kSplitCausal8 | kSplitBig8;  // the default's causal d = 128 choice (bar5 clears it)
+constexpr int kSplitCausal = kSplitCausal128 | kSplitLong64;   // the default's causal choice (cap8, pg, whole keep it)
 struct SplitSetting {
   int forced = 0;                                             // > 0: that many subsets
-  int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal | kSplitLong64;  // SplitWord bits
+  int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal;  // SplitWord bits
 };
 const SplitSetting& split_setting() {
   static const SplitSetting setting = [] {
@@ -430,7 +431,7 @@ const SplitSetting& split_setting() {
     } else if (v == "nobig8") {
       st.bits &= ~kSplitBig8;
     } else if (v == "bar5") {
-      st.bits &= ~kSplitCausal;
+      st.bits &= ~kSplitCausal128;
     } else if (v == "nolong64") {
       st.bits &= ~kSplitLong64;
     } else if (v == "long64") {
