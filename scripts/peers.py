@@ -39,7 +39,12 @@ What is measured, the way flashbench measures it:
   * inputs: standard normal from torch's generator seeded by the spec's seed and the case key (the
     same distribution as flashbench's inputs, not the same numbers);
   * time: CUDA events around each rep after the warm-up; before each rep the L2 cache is flushed by
-    writing a buffer of twice its size; median/min/max/mean/sample stddev in ms. fwd times the forward;
+    writing a buffer of twice its size; median/min/max/mean/sample stddev in ms. The reps are queued back
+    to back behind a GPU-side hold (a spin kernel lasting twice the host's time to queue them, measured in
+    the warm-up), so that PyTorch's host work (autograd, dispatch) never leaves the GPU idle inside a timed
+    window: kernel time, as flashbench's own reps measure it. A hold that ended too soon is retried longer,
+    and a case whose hold was still short is named on stderr and in the settings' launch_hold_short
+    (--no-launch-hold: no hold, the timing before session 44). fwd times the forward;
     bwd times torch.autograd.grad of the output w.r.t. q, k, v with a random dO, after one untimed
     forward (retain_graph, so each rep redoes only the backward); fwd+bwd times both;
   * memory: torch.cuda.max_memory_allocated() over one untimed run, minus what was allocated before it
@@ -105,6 +110,11 @@ L2_FLUSH_FACTOR = 2  # the flush buffer is this many times the L2 size
 MATH_FREE_FRACTION = 0.9  # torch-math runs only if its estimate fits in this share of free memory
 MAX_REASON = 300  # characters of an exception kept in a skipped record's reason
 MIB = 2**20
+# The launch hold (Peers.timed_reps): the timed reps are queued behind a spin kernel on the GPU lasting
+# HOLD_MARGIN times the host's measured time to queue them (plus HOLD_PAD_MS), at most HOLD_CAP_MS; a hold
+# that ended before the last rep was queued is retried HOLD_RETRIES times, each HOLD_GROWTH times longer.
+HOLD_MARGIN, HOLD_PAD_MS, HOLD_CAP_MS, HOLD_RETRIES, HOLD_GROWTH = 2.0, 0.5, 2000.0, 2, 4.0
+HOLD_CALIBRATION_CYCLES = 2_000_000  # ~1 ms of spin at H200 clocks: measures cycles per ms after warm-up
 # What a backend raises when it will not take a case: "No available kernel" (RuntimeError) for an
 # unsupported dtype/head dim/GQA, cuDNN frontend errors, and argument errors of older PyTorch versions.
 REFUSALS = (RuntimeError, ValueError, NotImplementedError, TypeError)
@@ -412,7 +422,8 @@ def kernel_name(kernel):
 
 
 class Peers:
-    def __init__(self, torch, SDPBackend, sdpa_kernel, device_index, warmup, reps, ref_max_seq, verify):
+    def __init__(self, torch, SDPBackend, sdpa_kernel, device_index, warmup, reps, ref_max_seq, verify,
+                 launch_hold=True):
         import torch.nn.functional as F
         self.torch, self.F = torch, F
         self.SDPBackend, self.sdpa_kernel = SDPBackend, sdpa_kernel
@@ -424,6 +435,9 @@ class Peers:
         self.ref_max_seq, self.verify = ref_max_seq, verify
         l2 = int(getattr(self.props, "L2_cache_size", 0)) or 64 * MIB  # older torch: assume a large L2
         self.flush_buf = torch.empty(L2_FLUSH_FACTOR * l2, dtype=torch.uint8, device=self.dev)
+        # No torch.cuda._sleep (a private function, there since PyTorch 1.x): no hold, and the settings say so.
+        self.launch_hold = launch_hold and callable(getattr(torch.cuda, "_sleep", None))
+        self.hold_short = []  # keys of the records whose last hold ended before their reps were queued
 
     def device_json(self):
         t = self.torch
@@ -660,22 +674,19 @@ class Peers:
                 for _ in range(self.warmup):
                     timed()
                 # Then by time, as flashbench run does (--warmup-time, 0.1 s): an H200 that idled
-                # comes back at lower clocks and steps up over ~100 ms.
+                # comes back at lower clocks and steps up over ~100 ms. The host's time to queue a rep
+                # (flush and timed(), no sync between) is measured here for the launch hold.
                 t.cuda.synchronize(self.dev)
+                host_ms = 0.0
                 t0 = time.perf_counter()
                 while time.perf_counter() - t0 < self.warmup_time_s:
+                    h0 = time.perf_counter()
                     for _ in range(4):
+                        self.flush_l2()
                         timed()
+                    host_ms = max(host_ms, (time.perf_counter() - h0) * 1e3 / 4)
                     t.cuda.synchronize(self.dev)
-                events = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True))
-                          for _ in range(self.reps)]
-                for start, end in events:
-                    self.flush_l2()
-                    start.record()
-                    outputs = timed()
-                    end.record()
-                t.cuda.synchronize(self.dev)
-                times = [s.elapsed_time(e) for s, e in events]
+                times, outputs = self.timed_reps(timed, host_ms, case_key(case), kernel)
             except t.cuda.OutOfMemoryError as e:
                 return self._skip(case, kernel, "out of memory: " + one_line(e))
             except refusals as e:
@@ -690,6 +701,54 @@ class Peers:
         verdict = self.verdict(case, errs, tensors, ref_cache) if user and errs is not None else None
         return make_record(case, kernel, "ok", times_ms=times, peak_bytes=max(0, peak), errors=errs,
                            verdict=verdict)
+
+    def timed_reps(self, timed, host_ms, key, kernel):
+        """The reps' times (ms) and the last rep's outputs. Each rep: the L2 flush, a start event, timed(),
+        an end event, queued back to back with no sync between, as flashbench queues its reps.
+
+        The launch hold: PyTorch's host work per rep (autograd, SDPA's dispatch; host_ms as measured in the
+        warm-up) can outlast a short kernel, and a GPU that runs out of queued work would then wait for the
+        next launch inside a timed window, adding host time to the peer's. So the reps are queued behind a
+        spin kernel (torch.cuda._sleep) lasting HOLD_MARGIN times the host's time to queue them all; the
+        GPU starts the first rep once every rep is queued. Whether the hold lasted that long is checked (its
+        end event not yet reached when the host has queued the last rep); if not, the reps are run again
+        behind a longer hold, and a hold that was still short is reported (self.hold_short)."""
+        t = self.torch
+        events = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(self.reps)]
+        hold_ms = min(HOLD_CAP_MS, HOLD_MARGIN * host_ms * self.reps + HOLD_PAD_MS)
+        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold else 0.0
+        for attempt in range(HOLD_RETRIES + 1):
+            held = t.cuda.Event()
+            if self.launch_hold:
+                t.cuda._sleep(int(hold_ms * cycles_per_ms))
+                held.record()
+            for start, end in events:
+                self.flush_l2()
+                start.record()
+                outputs = timed()
+                end.record()
+            covered = self.launch_hold and not held.query()  # the GPU still in the hold: every rep queued
+            t.cuda.synchronize(self.dev)
+            if covered or not self.launch_hold or hold_ms >= HOLD_CAP_MS:
+                break
+            if attempt < HOLD_RETRIES:
+                hold_ms = min(HOLD_CAP_MS, hold_ms * HOLD_GROWTH)
+        if self.launch_hold and not covered:
+            self.hold_short.append(f"{key} {kernel}")
+            print(f"{PROG}: {key} {kernel}: the launch hold ({hold_ms:.1f} ms) ended before the last rep was "
+                  "queued: its times may include host time", file=sys.stderr, flush=True)
+        return [s.elapsed_time(e) for s, e in events], outputs
+
+    def spin_cycles_per_ms(self):
+        """torch.cuda._sleep's cycles per ms now (its spin counts SM clock cycles, and clocks move)."""
+        t = self.torch
+        a, b = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+        t.cuda._sleep(HOLD_CALIBRATION_CYCLES // 10)  # a hold of its own: the spin timed is queued before a
+        a.record()
+        t.cuda._sleep(HOLD_CALIBRATION_CYCLES)
+        b.record()
+        t.cuda.synchronize(self.dev)
+        return HOLD_CALIBRATION_CYCLES / max(a.elapsed_time(b), 1e-3)
 
     def _skip(self, case, kernel, reason):
         self.torch.cuda.synchronize(self.dev)
@@ -715,6 +774,9 @@ def parse_args(argv):
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
                    help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
+    p.add_argument("--no-launch-hold", dest="launch_hold", action="store_false",
+                   help="queue the timed reps without the GPU-side hold (the timing of peers.py before session "
+                   "44: a rep's window can then include PyTorch's host time where that outlasts the kernels)")
     p.add_argument("--list", action="store_true", help="print the cases the spec expands to and exit")
     return p.parse_args(argv)
 
@@ -762,7 +824,7 @@ def main(argv=None):
         return EXIT_USAGE
 
     peers = Peers(torch, SDPBackend, sdpa_kernel, args.device, sweep["warmup"], sweep["reps"],
-                  args.ref_max_seq, sweep["verify"])
+                  args.ref_max_seq, sweep["verify"], args.launch_hold)
     records = []
     cases = sweep["cases"]
     for i, case in enumerate(cases, 1):
@@ -794,6 +856,7 @@ def main(argv=None):
         "settings": {"warmup": sweep["warmup"], "warmup_min_s": 0.1, "reps": sweep["reps"], "seed": sweep["seed"],
                      "verify": sweep["verify"], "timer": "cuda-events", "l2_flush": True,
                      "l2_flush_bytes": peers.flush_buf.numel(), "ref_max_seq": args.ref_max_seq,
+                     "launch_hold": peers.launch_hold, "launch_hold_short": peers.hold_short,
                      "backends": [k for k in kernels if not isinstance(k, UserKernel)],
                      "callables": [{"name": k.name, "callable": k.origin} for k in kernels
                                    if isinstance(k, UserKernel)]},

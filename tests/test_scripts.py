@@ -11,7 +11,9 @@ matches flashbench's and that plot.py reads what flashbench writes.
 Exit status: 0 all passed, 1 a test failed, 77 matplotlib missing (and nothing else failed).
 """
 
+import contextlib
 import importlib.util
+import io
 import json
 import math
 import os
@@ -1891,6 +1893,111 @@ class Peers(unittest.TestCase):
         self.assertEqual(peers.one_line("No available kernel.\n  Aborting   execution."),
                          "No available kernel. Aborting execution.")
         self.assertLessEqual(len(peers.one_line("x" * 10000)), peers.MAX_REASON)
+
+
+class SimGpu:
+    """One stream in simulated time (ms): the host's clock advances by what the host does; a queued operation
+    starts once the host has queued it and the GPU is done with the one before."""
+
+    def __init__(self, cycles_per_ms):
+        self.host, self.gpu, self.cycles_per_ms, self.sleeps = 0.0, 0.0, cycles_per_ms, []
+
+    def launch(self, ms, host_ms=0.005):
+        self.host += host_ms
+        self.gpu = max(self.gpu, self.host) + ms
+        return self.gpu
+
+    def torch(self):
+        sim = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.at = None
+
+            def record(self):
+                self.at = sim.launch(0.0, host_ms=0.001)
+
+            def query(self):
+                return self.at <= sim.host
+
+            def elapsed_time(self, end):
+                return end.at - self.at
+
+        class cuda:
+            @staticmethod
+            def _sleep(cycles):
+                sim.sleeps.append(cycles / sim.cycles_per_ms)
+                sim.launch(cycles / sim.cycles_per_ms)
+
+            @staticmethod
+            def synchronize(device=None):
+                sim.host = max(sim.host, sim.gpu)
+
+        cuda.Event = Event
+        return type("FakeTorch", (), {"cuda": cuda})
+
+
+class PeersLaunchHold(unittest.TestCase):
+    """Peers.timed_reps on a simulated stream: a peer whose host work per rep (0.3 ms) outlasts its kernel
+    (0.2 ms) must still be timed at the kernel's time."""
+
+    KERNEL_MS, FLUSH_MS, HOST_MS, REPS = 0.2, 0.04, 0.3, 10
+
+    def peers_on(self, sim, hold=True, host_ms=None):
+        p = object.__new__(peers.Peers)
+        p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, self.REPS, hold, []
+        p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(self.FLUSH_MS)})()
+        host_ms = self.HOST_MS if host_ms is None else host_ms
+
+        def timed():
+            sim.launch(self.KERNEL_MS, host_ms=host_ms)
+            return {"O": None}
+        return p, timed
+
+    def test_the_hold_times_the_kernel_not_the_host(self):
+        sim = SimGpu(cycles_per_ms=1.98e6)
+        p, timed = self.peers_on(sim)
+        times, out = p.timed_reps(timed, host_ms=self.HOST_MS + 0.01, key="k", kernel="torch-cudnn")
+        self.assertEqual(out, {"O": None})
+        self.assertEqual(len(times), self.REPS)
+        for t in times:
+            self.assertAlmostEqual(t, self.KERNEL_MS, places=9)
+        self.assertEqual(p.hold_short, [])
+        self.assertEqual(len(sim.sleeps), 3, "two calibration spins, one hold")
+        self.assertGreaterEqual(sim.sleeps[2], self.REPS * (self.HOST_MS + 0.01))
+
+    def test_without_the_hold_host_time_is_timed(self):
+        sim = SimGpu(cycles_per_ms=1.98e6)
+        p, timed = self.peers_on(sim, hold=False)
+        times, _ = p.timed_reps(timed, host_ms=self.HOST_MS, key="k", kernel="torch-cudnn")
+        self.assertEqual(sim.sleeps, [])
+        self.assertGreater(min(times[1:]), self.KERNEL_MS + 0.05, "the GPU waited for the host inside the windows")
+
+    def test_a_short_hold_is_retried_longer(self):
+        sim = SimGpu(cycles_per_ms=1.5e6)
+        p, timed = self.peers_on(sim)
+        times, _ = p.timed_reps(timed, host_ms=0.01, key="k", kernel="torch-cudnn")  # the warm-up underestimated
+        holds = sim.sleeps[2:]
+        self.assertGreater(len(holds), 1, "the first hold ended too soon and was retried")
+        for a, b in zip(holds, holds[1:]):
+            self.assertAlmostEqual(b / a, peers.HOLD_GROWTH, delta=1e-5)
+        for t in times:
+            self.assertAlmostEqual(t, self.KERNEL_MS, places=9)
+        self.assertEqual(p.hold_short, [])
+
+    def test_a_hold_still_short_is_reported(self):
+        sim = SimGpu(cycles_per_ms=1.98e6)
+        p, timed = self.peers_on(sim, host_ms=peers.HOLD_CAP_MS / 2)  # no hold under the cap covers 10 reps
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            p.timed_reps(timed, host_ms=1.0, key="b1-h8-kv8-n512-d64-bf16-full-bwd", kernel="torch-flash")
+        self.assertEqual(p.hold_short, ["b1-h8-kv8-n512-d64-bf16-full-bwd torch-flash"])
+        self.assertIn("the launch hold", err.getvalue())
+        self.assertLessEqual(max(sim.sleeps[2:]), peers.HOLD_CAP_MS * (1 + 1e-6))
+
+    def test_the_spin_is_calibrated_in_cycles_per_ms(self):
+        sim = SimGpu(cycles_per_ms=1.755e6)
+        p, _ = self.peers_on(sim)
+        self.assertAlmostEqual(p.spin_cycles_per_ms(), 1.755e6, delta=1.755e6 * 1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------
