@@ -76,6 +76,56 @@ TEST_CASE("GQA/MQA: the flash-sm90 backward verifies beside naive; gradients all
   }
 }
 
+// A head split's dK, dV accumulators are zeroed before every run (by the pre-pass since session 44, a memset under
+// FB_SM90_BWD_LAUNCHES=separate) and its three converts run as one kernel: three runs back to back on one workspace
+// (two warm-ups, one timed) verify, so partial sums left from the run before, added again, fail dK and dV (a
+// workspace's first run may find it zero). Shapes no config names that split on any GPU: MQA and GQA at batch 1 with
+// few key tiles, both masks and head dims, seq_q != seq_k, lengths that cut the 64-key convert blocks.
+TEST_CASE("GQA/MQA: a head split's accumulators start from zero on every run (repeated runs verify)",
+          "[gpu][bwd_gqa]") {
+  CudaBackend& b = gpu();
+  namespace sm90 = fb::cuda::flash_sm90;
+  struct Shape {
+    int heads, kv_heads, q, k, dim;
+    bool causal;
+  };
+  const Shape shapes[] = {{8, 1, 1000, 1000, 128, false}, {8, 1, 600, 700, 128, true}, {16, 2, 333, 333, 64, false},
+                          {12, 1, 900, 900, 64, true}};
+  int ran = 0, split_runs = 0, i = 0;
+  for (const Shape& s : shapes) {
+    const Case c = make_case(1, s.heads, s.kv_heads, s.q, s.k, s.dim, i++ % 2 == 0 ? Dtype::bf16 : Dtype::fp16,
+                             s.causal, Pass::bwd);
+    INFO("case " << c.key());
+    b.prepare(c, kSeed + 7);
+    std::vector<Record> records;
+    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+    records.push_back(ok_record(c, "naive"));
+    const Descriptor& k = kernel("flash-sm90");
+    if (const auto why = b.check_fits(c, k)) {
+      only_sm90_off_hopper("flash-sm90", *why);
+      b.release();
+      continue;
+    }
+    REQUIRE(b.run(k, 2, 1).times_ms.size() == 1);
+    ++ran;
+    records.push_back(ok_record(c, "flash-sm90"));
+    verify_and_check(b, records, [&](const Record& r) { check_gradients_written(b, r.kernel); });
+    b.release();
+    AttentionParams p;
+    p.dtype = c.dtype;
+    p.batch = c.batch;
+    p.heads = c.heads;
+    p.kv_heads = c.kv_heads;
+    p.seq_q = c.seq_q;
+    p.seq_k = c.seq_k;
+    p.head_dim = c.head_dim;
+    p.causal = c.causal;
+    split_runs += sm90::backward_head_split(p) > 1;
+  }
+  INFO(split_runs << " of " << ran << " runs split");
+  if (std::getenv("FB_SM90_BWD_SPLIT") == nullptr && ran > 0) CHECK(split_runs > 0);
+}
+
 // The cases above take the split only if the launcher picks it: the workspace holds the fp32 dK/dV
 // accumulators exactly when it does. MQA with one K/V tile per 8 query heads at batch 1 must split
 // (8 blocks on a whole GPU otherwise); MHA (nothing to split) and a GQA shape with many K/V tiles per

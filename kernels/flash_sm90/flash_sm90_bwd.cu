@@ -816,8 +816,8 @@ __device__ __forceinline__ void convert_acc_block(const float* acc_block, typena
 // The body of both convert kernels below (kTransposed: bwd_convert_dqt_kernel's dQ^T blocks).
 template <typename Tr, bool kTransposed>
 __device__ __forceinline__ void convert_dq_block(const float* acc, typename Tr::Elem* dq, int seq,
-                                                 int n_qtiles, float* tile) {
-  const std::int64_t block = blockIdx.x;  // (bh * n_qtiles + q tile) * kDqBlocks + column block
+                                                 int n_qtiles, float* tile, std::int64_t block = blockIdx.x) {
+  // block: (bh * n_qtiles + q tile) * kDqBlocks + column block
   const int cb = int(block % Tr::kDqBlocks);
   const int qtile = int(block / Tr::kDqBlocks % n_qtiles);
   const std::int64_t bh = block / Tr::kDqBlocks / n_qtiles;
@@ -842,6 +842,41 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
                            int n_qtiles) {
   __shared__ __align__(16) float tile[Convert<Tr>::kRows * Convert<Tr>::kStride];
   convert_dq_block<Tr, true>(acc, dq, seq, n_qtiles, tile);
+}
+
+// A head split's three converts in one launch (session 44; FB_SM90_BWD_LAUNCHES=separate: one launch each, as
+// before): blocks [0, dq_blocks) convert dQ as bwd_convert_dq_kernel / bwd_convert_dqt_kernel (kTransposed: Q80)
+// would, the next kv_blocks dK and the last kv_blocks dV as bwd_convert_dq_kernel<DkvTr> would. One kernel boundary
+// instead of three: at tens of microseconds a backward, each boundary (the last blocks' drain, the launch, the
+// first blocks' start) is a few percent.
+struct SplitConvert {
+  const float* dq_acc;
+  void* dq;
+  const float* dkv_acc;  // dK's kv_blocks accumulator blocks, then dV's
+  void* dk;
+  void* dv;
+  std::int64_t dq_blocks, kv_blocks;
+  int seq_q, n_qtiles, seq_k, n_ktiles;
+};
+
+template <typename Tr, typename DkvTr, bool kTransposed>
+__global__ void __launch_bounds__(Convert<Tr>::kThreads) bwd_convert_split_kernel(const __grid_constant__ SplitConvert c) {
+  static_assert(Convert<Tr>::kThreads == Convert<DkvTr>::kThreads, "one block size for both converts");
+  constexpr int kDqTile = Convert<Tr>::kRows * Convert<Tr>::kStride;
+  constexpr int kDkvTile = Convert<DkvTr>::kRows * Convert<DkvTr>::kStride;
+  constexpr int kTileFloats = kDqTile > kDkvTile ? kDqTile : kDkvTile;
+  __shared__ __align__(16) float tile[kTileFloats];
+  using Elem = typename Tr::Elem;
+  const std::int64_t b = blockIdx.x;
+  if (b < c.dq_blocks) {
+    convert_dq_block<Tr, kTransposed>(c.dq_acc, static_cast<Elem*>(c.dq), c.seq_q, c.n_qtiles, tile, b);
+    return;
+  }
+  const std::int64_t k = b - c.dq_blocks;
+  const bool is_dv = k >= c.kv_blocks;
+  const std::int64_t kb = is_dv ? k - c.kv_blocks : k;
+  convert_dq_block<DkvTr, false>(c.dkv_acc + (is_dv ? c.kv_blocks * DkvTr::kDqWgFloats : 0),
+                                 static_cast<Elem*>(is_dv ? c.dv : c.dk), c.seq_k, c.n_ktiles, tile, kb);
 }
 
 // Query tail (BwdTraits::kQTail): the tail tiles' fp32 dK and dV accumulators (send_dkv_tail's layout: per tail tile
@@ -912,13 +947,23 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(std::uint32
   return __bfloat1622float2(h);
 }
 
+// row_blocks blocks take the rows; the blocks after them zero extra[0, extra_f4) (a head split's dK, dV
+// accumulators, separate_launches(): a memset before), kZeroF4PerThread float4 a thread.
 template <typename Elem, int kHeadDim>
 __global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
     bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
                             const float* __restrict__ lse, float* __restrict__ lse_pad,
                             float* __restrict__ d_pad, float4* __restrict__ dq_acc,
-                            std::int64_t padded_rows, int seq_q, int seq_pad) {
+                            std::int64_t padded_rows, int seq_q, int seq_pad, std::int64_t row_blocks,
+                            float4* __restrict__ extra, std::int64_t extra_f4) {
   using Pp = Prepass<Elem, kHeadDim>;
+  if (blockIdx.x >= row_blocks) {  // the whole block: no shuffle below is reached by part of a warp
+    const std::int64_t first = ((blockIdx.x - row_blocks) * Pp::kThreads + threadIdx.x) * Pp::kZeroF4PerThread;
+#pragma unroll
+    for (int z = 0; z < Pp::kZeroF4PerThread; ++z)
+      if (first + z < extra_f4) extra[first + z] = make_float4(0.f, 0.f, 0.f, 0.f);
+    return;
+  }
   const std::int64_t t = std::int64_t(blockIdx.x) * Pp::kThreads + threadIdx.x;
   const std::int64_t row = t / Pp::kThreadsPerRow;
   const int part = int(t % Pp::kThreadsPerRow);
@@ -1159,6 +1204,21 @@ template <typename Tr> int split_causal_group(const AttentionParams& p, int spli
   }
 }
 
+// A head split's launches (FB_SM90_BWD_LAUNCHES): since session 44 its dK, dV accumulators are zeroed by the pre-pass
+// (own_prepass(); the portable one: a memset) and its three converts run as one kernel (bwd_convert_split_kernel), 4
+// launches where there were 6; `separate` gives the launches before (a memset, the pre-pass, the main kernel and a
+// convert each for dQ, dK and dV); anything else is refused.
+bool separate_launches() {
+  static const bool separate = [] {
+    const char* e = std::getenv("FB_SM90_BWD_LAUNCHES");
+    const std::string v = e != nullptr ? e : "";
+    if (v.empty() || v == "default") return false;
+    if (v == "separate") return true;
+    throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v + "' is not separate or default");
+  }();
+  return separate;
+}
+
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators (the query tail's,
 // kQTail: zeroed here).
 template <typename Tr>
@@ -1238,6 +1298,30 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
 
   const int n_qtiles = seq_pad / Tr::kDqTileRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
+  if constexpr (Tr::kHeadSplit && !Tr::kQTail && !Tr::kTailShare) {
+    using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
+    const int n_ktiles = int(key_tiles * (Tr::kBlockN / Tr::kDqRows));
+    const std::int64_t kv_blocks = kv_planes * n_ktiles * Tr::kDqBlocks;
+    if (!separate_launches() && convert_blocks + 2 * kv_blocks <= kMaxGridX) {  // dQ, dK and dV in one launch
+      static_assert(DkvTr::kDqWgFloats == Tr::kDkvBlockFloats, "dK, dV partial blocks as DkvTr's dQ blocks");
+      SplitConvert c{};
+      c.dq_acc = dq_acc;
+      c.dq = p.dq;
+      c.dkv_acc = dkv_acc;
+      c.dk = p.dk;
+      c.dv = p.dv;
+      c.dq_blocks = convert_blocks;
+      c.kv_blocks = kv_blocks;
+      c.seq_q = p.seq_q;
+      c.n_qtiles = n_qtiles;
+      c.seq_k = p.seq_k;
+      c.n_ktiles = n_ktiles;
+      const std::int64_t blocks_all = convert_blocks + 2 * kv_blocks;
+      bwd_convert_split_kernel<Tr, DkvTr, Tr::kQ80><<<unsigned(blocks_all), Convert<Tr>::kThreads, 0, stream>>>(c);
+      FB_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
   if constexpr (Tr::kQ80) {
     bwd_convert_dqt_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
         dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
@@ -1283,17 +1367,26 @@ bool own_prepass(int head_dim) {
   return forced != 0 ? forced > 0 : head_dim == 64 || head_dim == 128;
 }
 
+// extra, extra_bytes (a multiple of 16): a region the pre-pass zeroes too (nullptr, 0: none).
 template <typename Tr>
 void launch_prepass(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_acc,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, float* extra = nullptr, std::size_t extra_bytes = 0) {
   using Elem = typename Tr::Elem;
   using Pp = Prepass<Elem, Tr::kHeadDim>;
   const int seq_pad = seq_pad_of<Tr>(p);
   const std::int64_t padded_rows = std::int64_t(p.batch) * p.heads * seq_pad;
-  const std::int64_t blocks = (padded_rows + Pp::kRowsPerBlock - 1) / Pp::kRowsPerBlock;
+  const std::int64_t row_blocks = (padded_rows + Pp::kRowsPerBlock - 1) / Pp::kRowsPerBlock;
+  const std::int64_t extra_f4 = std::int64_t(extra_bytes / sizeof(float4));
+  constexpr std::int64_t kF4PerBlock = std::int64_t(Pp::kThreads) * Pp::kZeroF4PerThread;
+  std::int64_t blocks = row_blocks + (extra_f4 + kF4PerBlock - 1) / kF4PerBlock;
+  if (blocks > kMaxGridX) {  // past one grid: the region by a memset
+    FB_CUDA_CHECK(cudaMemsetAsync(extra, 0, extra_bytes, stream));
+    blocks = row_blocks;
+  }
   bwd_prepass_sm90_kernel<Elem, Tr::kHeadDim><<<unsigned(blocks), Pp::kThreads, 0, stream>>>(
       static_cast<const Elem*>(p.o), static_cast<const Elem*>(p.dout), static_cast<const float*>(p.lse),
-      lse_pad, d_pad, reinterpret_cast<float4*>(dq_acc), padded_rows, p.seq_q, seq_pad);
+      lse_pad, d_pad, reinterpret_cast<float4*>(dq_acc), padded_rows, p.seq_q, seq_pad, row_blocks,
+      reinterpret_cast<float4*>(extra), extra_f4);
   FB_CUDA_CHECK_LAUNCH();
 }
 
@@ -1368,20 +1461,27 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   auto* lse_pad = reinterpret_cast<float*>(base + ws.lse);
   auto* d_pad = reinterpret_cast<float*>(base + ws.d);
   auto* dq_acc = reinterpret_cast<float*>(base + ws.dq);
-  // The pre-pass also zeroes the whole dQ accumulator (seq_pad rows per head: whole tiles).
-  auto prepass = [&](auto tr) {
+  // The pre-pass also zeroes the whole dQ accumulator (seq_pad rows per head: whole tiles), and zero_bytes of
+  // zero (a head split's dK, dV accumulators) where it is this file's (the portable one: a memset first).
+  auto prepass = [&](auto tr, float* zero = nullptr, std::size_t zero_bytes = 0) {
     using Tr = decltype(tr);
-    if (own_prepass(Tr::kHeadDim) || Tr::kQ80)  // Q80: 80-query padding, which only this one writes
-      launch_prepass<Tr>(p, lse_pad, d_pad, dq_acc, stream);
-    else
+    if (own_prepass(Tr::kHeadDim) || Tr::kQ80) {  // Q80: 80-query padding, which only this one writes
+      launch_prepass<Tr>(p, lse_pad, d_pad, dq_acc, stream, zero, zero_bytes);
+    } else {
+      if (zero_bytes > 0) FB_CUDA_CHECK(cudaMemsetAsync(zero, 0, zero_bytes, stream));
       flash::backward_prepass(p, lse_pad, d_pad, dq_acc, /*dq_padded=*/true, /*lse_log2=*/true, ctx);
+    }
   };
   if (const int split = head_split(p); split > 1) {
     auto* dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
-    FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, ws.total - ws.dkv, stream));
+    const std::size_t dkv_bytes = ws.total - ws.dkv;
+    if (separate_launches()) FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, dkv_bytes, stream));
     with_split_traits(p, [&](auto tr) {
       using Tr = decltype(tr);
-      prepass(tr);
+      if (separate_launches())
+        prepass(tr);
+      else
+        prepass(tr, dkv_acc, dkv_bytes);
       launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, split, dkv_acc);
     });
     return;
