@@ -844,8 +844,8 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   convert_dq_block<Tr, true>(acc, dq, seq, n_qtiles, tile);
 }
 
-// A head split's three converts in one launch (session 44; FB_SM90_BWD_LAUNCHES=separate: one launch each, as
-// before): blocks [0, dq_blocks) convert dQ as bwd_convert_dq_kernel / bwd_convert_dqt_kernel (kTransposed: Q80)
+// A head split's three converts in one launch (session 44's probe FB_SM90_BWD_LAUNCHES=fused; the default: one
+// launch each): blocks [0, dq_blocks) convert dQ as bwd_convert_dq_kernel / bwd_convert_dqt_kernel (kTransposed: Q80)
 // would, the next kv_blocks dK and the last kv_blocks dV as bwd_convert_dq_kernel<DkvTr> would. One kernel boundary
 // instead of three: at tens of microseconds a backward, each boundary (the last blocks' drain, the launch, the
 // first blocks' start) is a few percent.
@@ -948,7 +948,7 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(std::uint32
 }
 
 // row_blocks blocks take the rows; the blocks after them zero extra[0, extra_f4) (a head split's dK, dV
-// accumulators, separate_launches(): a memset before), kZeroF4PerThread float4 a thread.
+// accumulators under FB_SM90_BWD_LAUNCHES=fused; by default a memset before), kZeroF4PerThread float4 a thread.
 template <typename Elem, int kHeadDim>
 __global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
     bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
@@ -1204,17 +1204,17 @@ template <typename Tr> int split_causal_group(const AttentionParams& p, int spli
   }
 }
 
-// A head split's launches (FB_SM90_BWD_LAUNCHES): since session 44 its dK, dV accumulators are zeroed by the pre-pass
-// (own_prepass(); the portable one: a memset) and its three converts run as one kernel (bwd_convert_split_kernel), 4
-// launches where there were 6; `separate` gives the launches before (a memset, the pre-pass, the main kernel and a
-// convert each for dQ, dK and dV); anything else is refused.
+// A head split's launches (FB_SM90_BWD_LAUNCHES). The default: six (a memset of its fp32 dK, dV accumulators, the
+// pre-pass, the main kernel and a convert each for dQ, dK and dV). The probe `fused` (session 44, call H's rule in
+// docs/perf-notes.md): four, the pre-pass zeroing the accumulators (own_prepass(); the portable one: the memset) and
+// one kernel converting all three (bwd_convert_split_kernel). `separate` names the default; anything else is refused.
 bool separate_launches() {
   static const bool separate = [] {
     const char* e = std::getenv("FB_SM90_BWD_LAUNCHES");
     const std::string v = e != nullptr ? e : "";
-    if (v.empty() || v == "default") return false;
-    if (v == "separate") return true;
-    throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v + "' is not separate or default");
+    if (v.empty() || v == "default" || v == "separate") return true;
+    if (v == "fused") return false;
+    throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v + "' is not fused, separate or default");
   }();
   return separate;
 }
