@@ -111,16 +111,7 @@ TEST_CASE("GQA/MQA: a head split's accumulators start from zero on every run (re
     records.push_back(ok_record(c, "flash-sm90"));
     verify_and_check(b, records, [&](const Record& r) { check_gradients_written(b, r.kernel); });
     b.release();
-    AttentionParams p;
-    p.dtype = c.dtype;
-    p.batch = c.batch;
-    p.heads = c.heads;
-    p.kv_heads = c.kv_heads;
-    p.seq_q = c.seq_q;
-    p.seq_k = c.seq_k;
-    p.head_dim = c.head_dim;
-    p.causal = c.causal;
-    split_runs += sm90::backward_head_split(p) > 1;
+    split_runs += sm90::backward_head_split(c.params()) > 1;
   }
   INFO(split_runs << " of " << ran << " runs split");
   if (std::getenv("FB_SM90_BWD_SPLIT") == nullptr && ran > 0) CHECK(split_runs > 0);
