@@ -35,11 +35,12 @@ step memcheck 60 env FB_SM90_BWD_LAUNCHES=fused compute-sanitizer --tool memchec
 tail -3 $R/memcheck.log
 specs=$(cd $R/specs && ls *.json | sed 's/\.json$//' | tr '\n' ' ')
 for s in $specs; do
-  a=$($fb run $R/specs/$s.json --list 2>&1 | grep -E "^1 " | tr -s ' ')
-  n=$(FB_SM90_BWD_SPLIT=1 $fb run $R/specs/$s.json --list 2>&1 | grep -E "^1 " | tr -s ' ')
-  echo "$s | built: $a | split=1: $n" >> $R/split.txt
+  $fb run $R/specs/$s.json --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > $R/list-a.txt
+  FB_SM90_BWD_SPLIT=1 $fb run $R/specs/$s.json --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > $R/list-n.txt
+  paste -d"|" $R/list-a.txt $R/list-n.txt | sed "s/|/ | split=1: /; s/^/$s: built /" >> $R/split.txt
 done
 cut -c1-160 $R/split.txt
+rm -f $R/list-a.txt $R/list-n.txt
 smi_start
 ab_rounds $R/ab $R/specs 3 "$specs" def=X=1 fused=FB_SM90_BWD_LAUNCHES=fused
 peers_once $R/ab $R/specs "$specs" cudnn
