@@ -281,6 +281,35 @@ TEST_CASE("head dim 128: causal GQA grids of groups of >= 8 the model leaves who
   }
 }
 
+// The probe long1h (session 44, FB_SM90_BWD_SPLIT=long1h; head_split(), flash_sm90_bwd.cu): causal d = 128 splits take
+// one-head units where those average >= 48 64-query steps a key tile. Shapes no config names: an MQA group of 8 at
+// N = 6500 (51 blocks unsplit: it splits as built; one-head units of ~51 steps: 8 subsets under the probe on any GPU)
+// and a group of 8 at N = 3000 (~23 steps: the probe leaves the default's choice). Each runs and verifies (dQ, dK, dV
+// beside naive, every gradient written) under whichever word is set.
+TEST_CASE("head dim 128: causal splits into one-head units where those are long (probe long1h) verify",
+          "[gpu][bwd128][sm90_long1h]") {
+  namespace sm90 = fb::cuda::flash_sm90;
+  struct Row {
+    int batch, heads, kv_heads, q;
+    Dtype dtype;
+    bool long_units;
+  };
+  const Row rows[] = {{1, 8, 1, 6500, Dtype::bf16, true},    // 51 key tiles
+                      {1, 16, 2, 3000, Dtype::fp16, false}};  // 24 key tiles x 2 planes
+  const std::string word = env_word("FB_SM90_BWD_SPLIT");
+  const bool as_built = is_default_word(word);
+  for (const Row& s : rows) {
+    const Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.q, 128, s.dtype, true, Pass::bwd);
+    INFO("case " << c.key());
+    const int split = sm90::backward_head_split(c.params());
+    const int group = s.heads / s.kv_heads;
+    INFO("head split " << split);
+    if (as_built && s.long_units) CHECK(split > 1);
+    if (word == "long1h" && s.long_units) CHECK(split == group);
+    verify_cases({c});
+  }
+}
+
 // The short last step (kBwd128Short, flash_sm90_bwd_traits.h; short_last_step(), flash_sm90_bwd.cu; the default on
 // d = 128 passes without a head split since session 34): where a head's last 80-query tile holds at most 32 rows, it
 // runs as a step of 32 queries (m64n32 S^T, dP^T and dQ^T, two k16 steps of dV and dK, an 8 KB dQ^T reduction) after

@@ -400,7 +400,10 @@ bool long_enough_units(const AttentionParams& p, int heads, std::int64_t min_ste
 //   bar5     the causal d = 128 head split before session 39: a 5% bar for every group (causal_min_gain()), no big8;
 //   nolong64 causal d = 64 grids of groups of >= 8 split only where the model saves 5%, the choice before session 43
 //            (head_split(): long64 is the default since session 43; `big64`, the same for units as short as at
-//            d = 128, was session 40's call F, rule not met, and is refused).
+//            d = 128, was session 40's call F, rule not met, and is refused);
+//   long1h   a probe (session 44): causal d = 128 splits (the key-tail split and big8) take one-head units where
+//            those average at least kMinUnitSteps64 steps a key tile (head_split(), most_subsets), not the default's
+//            units of >= 2 heads.
 // `subq` (non-causal d = 128 grids of less than one wave weighed against the unsplit grid with its query tail) was
 // session 43's call B, rule not met (results/h200/s43/B/), and is refused.
 enum SplitWord : int {
@@ -408,7 +411,8 @@ enum SplitWord : int {
   kSplitPlaneGroups = 2,
   kSplitCausal8 = 4,
   kSplitBig8 = 8,
-  kSplitLong64 = 16
+  kSplitLong64 = 16,
+  kSplitLong1h = 32  // a probe, off by default
 };
 constexpr int kSplitCausal128 = kSplitCausal8 | kSplitBig8;  // the default's causal d = 128 choice (bar5 clears it)
 constexpr int kSplitCausal = kSplitCausal128 | kSplitLong64;   // the default's causal choice (cap8, pg, whole keep it)
@@ -434,6 +438,8 @@ const SplitSetting& split_setting() {
       st.bits &= ~kSplitCausal128;
     } else if (v == "nolong64") {
       st.bits &= ~kSplitLong64;
+    } else if (v == "long1h") {
+      st.bits |= kSplitLong1h;
     } else if (v == "long64") {
       throw std::invalid_argument("FB_SM90_BWD_SPLIT: 'long64' is the default since session 43 (nolong64: before)");
     } else if (v == "subq") {
@@ -451,8 +457,8 @@ const SplitSetting& split_setting() {
       st.forced = std::atoi(v.c_str());
       if (st.forced < 1 || std::to_string(st.forced) != v)
         throw std::invalid_argument("FB_SM90_BWD_SPLIT: '" + v +
-                                    "' is not default, cap8, pg, whole, nobig8, bar5, nolong64 or a number of "
-                                    "subsets >= 1");
+                                    "' is not default, cap8, pg, whole, nobig8, bar5, nolong64, long1h or a "
+                                    "number of subsets >= 1");
     }
     return st;
   }();
@@ -542,9 +548,15 @@ int head_split(const AttentionParams& p) {
   model.unsplit_tail_share = tail_share_possible(p);
   const int split = model_head_split(p, sms, block_n, block_m, model);
   // The most subsets above `floor` whose units are long enough (split_key_tail()'s count, below); `floor` if none.
+  // The probe long1h (session 44): causal d = 128 splits may take one-head units where those are long. Session 44's
+  // call D (results/h200/s44/D/): eight subsets forced where the default takes four (2 x 48 q / 6 kv N = 6800,
+  // 4 x 8 / 1 N = 7900, 8 x 8 / 1 N = 8500) ran 1.014-1.018x faster, units of 53-66 64-query steps a key tile;
+  // session 15's call D had one-head units at N 1536-4096 (12-32 steps) 1.1-5.3% slower than two-head ones.
+  const bool one_head_units = (split_setting().bits & kSplitLong1h) != 0 && p.head_dim == 128 &&
+                              long_enough_units(p, 1, kMinUnitSteps64);
   const auto most_subsets = [&](int floor, std::int64_t min_steps = kMinUnitSteps) {
     const int v = bwd128_variant();
-    const int most = group >= 4 && v != kBwd128SplitMost && v != kBwd128Unit1h
+    const int most = group >= 4 && v != kBwd128SplitMost && v != kBwd128Unit1h && !one_head_units
                          ? std::min(group / 2, HeadSplitModel{}.max_split)
                          : std::min(group, HeadSplitModel{}.max_split);
     for (int s = most; s > floor; --s)
