@@ -872,7 +872,8 @@ struct SplitConvert {
 };
 
 template <typename Tr, typename DkvTr, bool kTransposed>
-__global__ void __launch_bounds__(Convert<Tr>::kThreads) bwd_convert_split_kernel(const __grid_constant__ SplitConvert c) {
+__global__ void __launch_bounds__(Convert<Tr>::kThreads)
+    bwd_convert_split_kernel(const __grid_constant__ SplitConvert c) {
   static_assert(Convert<Tr>::kThreads == Convert<DkvTr>::kThreads, "one block size for both converts");
   constexpr int kDqTile = Convert<Tr>::kRows * Convert<Tr>::kStride;
   constexpr int kDkvTile = Convert<DkvTr>::kRows * Convert<DkvTr>::kStride;
