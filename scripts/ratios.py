@@ -29,6 +29,10 @@ gets none). Rows show every round's ratio, the combined one, and "behind in ever
 the summary adds, per pass and dtype, how many cases are ahead (>= 1.0) in every round and how many behind in every
 round: the cases a claim of ">= 1.0x everywhere" cannot make.
 
+A peers.py file timed before its launch hold (session 44: settings without "launch_hold": true) is named on stderr:
+there a peer's time can include PyTorch's host time wherever that outlasted its kernels (small backward rows), which
+flatters OURS; the table is printed all the same.
+
 Bad input (a missing or malformed file, a --pair that is not OURS:PEER or names a kernel no file has) gets
 one line naming it on stderr and exit status 2, with nothing on stdout.
 """
@@ -208,6 +212,16 @@ def report(round_files, pair_texts, markdown=False):
     return render(rows, groups, pairs, markdown, len(rounds))
 
 
+def unheld_peer_files(paths):
+    """The peers.py files among paths (backend "torch") whose reps were not timed behind the launch hold."""
+    out = []
+    for path in paths:
+        doc = fbresults.load_results(path)
+        if doc.get("backend") == "torch" and (doc.get("settings") or {}).get("launch_hold") is not True:
+            out.append(path)
+    return out
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="flashbench results files (a sweep and its peers)")
@@ -225,9 +239,13 @@ def main(argv):
         if not args.files and not args.rounds:
             raise UsageError("no results files: give FILES, or --round FILES... once per round")
         text = report(args.rounds or [args.files], args.pair, args.markdown)
+        unheld = unheld_peer_files([p for r in (args.rounds or [args.files]) for p in r])
     except (UsageError, fbresults.ResultsError) as e:
         print(f"ratios.py: {e}", file=sys.stderr)
         return 2
+    for path in unheld:
+        print(f"ratios.py: {path}: peers timed without the launch hold (peers.py before session 44): a peer's time "
+              "there can include PyTorch's host time on small rows", file=sys.stderr)
     sys.stdout.write(text)
     return 0
 

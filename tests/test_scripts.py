@@ -409,6 +409,25 @@ class Ratios(unittest.TestCase):
         """One kernel's verified results at seq 64, 128, 256 (the given median times)."""
         return self.write(tmp, name, [self.rec(kernel, ms, seq=seq) for ms, seq in zip(times, seqs)])
 
+    def test_peers_timed_without_the_launch_hold_are_named_on_stderr(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            def write_doc(name, records, **changes):
+                doc = results_doc(records)
+                doc.update(changes)
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                return path
+            ours = write_doc("ours.json", [self.rec("k", 1.0)], backend="cuda")  # flashbench's: never named
+            old = write_doc("old.json", [self.rec("p", 2.0, None)])  # peers.py before session 44
+            held = write_doc("held.json", [self.rec("q", 2.0, None)], settings={"warmup": 0, "reps": 1,
+                                                                                "launch_hold": True})
+            r = run_script("ratios.py", ours, old, held, "--pair", "k:p", "--pair", "k:q")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("old.json: peers timed without the launch hold", r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertRegex(r.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+2\.000")
+
     def test_ratio_is_peer_over_ours_and_summary_is_its_geomean(self):
         with tempfile.TemporaryDirectory() as tmp:
             ours = self.write(tmp, "ours.json", [self.rec("k", 1.0), self.rec("k", 2.0, seq=128),
