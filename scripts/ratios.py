@@ -57,11 +57,21 @@ def parse_pair(text):
     return ours, peer
 
 
-def index(paths):
-    """{key: {kernel: record}} over all files, and {key: case}; refuses a (key, kernel) seen twice."""
+def unheld(doc):
+    """Whether a results document is a peers.py file (backend "torch") whose reps were not timed behind the launch
+    hold (peers.py before session 44)."""
+    return doc.get("backend") == "torch" and (doc.get("settings") or {}).get("launch_hold") is not True
+
+
+def index(paths, unheld_paths=None):
+    """{key: {kernel: record}} over all files, and {key: case}; refuses a (key, kernel) seen twice. unheld_paths (a
+    list): gets the paths of peers files timed without the launch hold."""
     by_key, cases, seen = {}, {}, {}
     for path in paths:
-        for r in fbresults.load_results(path)["results"]:
+        doc = fbresults.load_results(path)
+        if unheld_paths is not None and unheld(doc):
+            unheld_paths.append(path)
+        for r in doc["results"]:
             where = (r["key"], r["kernel"])
             if where in seen:
                 raise UsageError(f"{path}: {r['kernel']} on {r['key']} is also in {seen[where]} "
@@ -193,13 +203,14 @@ def render(rows, groups, pairs, markdown, n_rounds=1):
     return "\n".join(out) + "\n"
 
 
-def report(round_files, pair_texts, markdown=False):
+def report(round_files, pair_texts, markdown=False, unheld_paths=None):
     """The ratios' text for rounds of results files (one list of files per round; one list is a single run) and
-    OURS:PEER pair texts. Raises UsageError or fbresults.ResultsError on bad input."""
+    OURS:PEER pair texts; unheld_paths as index() takes it. Raises UsageError or fbresults.ResultsError on bad
+    input."""
     pairs = [parse_pair(p) for p in pair_texts]
     rounds, cases = [], {}
     for files in round_files:
-        by_key, round_cases = index(files)
+        by_key, round_cases = index(files, unheld_paths)
         rounds.append(by_key)
         cases.update(round_cases)
     kernels = {k for by_key in rounds for recs in by_key.values() for k in recs}
@@ -210,16 +221,6 @@ def report(round_files, pair_texts, markdown=False):
                                  f"(they have: {', '.join(sorted(kernels))})")
     rows, groups = compute(rounds, cases, pairs)
     return render(rows, groups, pairs, markdown, len(rounds))
-
-
-def unheld_peer_files(paths):
-    """The peers.py files among paths (backend "torch") whose reps were not timed behind the launch hold."""
-    out = []
-    for path in paths:
-        doc = fbresults.load_results(path)
-        if doc.get("backend") == "torch" and (doc.get("settings") or {}).get("launch_hold") is not True:
-            out.append(path)
-    return out
 
 
 def main(argv):
@@ -238,12 +239,12 @@ def main(argv):
             raise UsageError("give results files either as FILES (one round) or with --round, not both")
         if not args.files and not args.rounds:
             raise UsageError("no results files: give FILES, or --round FILES... once per round")
-        text = report(args.rounds or [args.files], args.pair, args.markdown)
-        unheld = unheld_peer_files([p for r in (args.rounds or [args.files]) for p in r])
+        unheld_paths = []
+        text = report(args.rounds or [args.files], args.pair, args.markdown, unheld_paths)
     except (UsageError, fbresults.ResultsError) as e:
         print(f"ratios.py: {e}", file=sys.stderr)
         return 2
-    for path in unheld:
+    for path in unheld_paths:
         print(f"ratios.py: {path}: peers timed without the launch hold (peers.py before session 44): a peer's time "
               "there can include PyTorch's host time on small rows", file=sys.stderr)
     sys.stdout.write(text)

@@ -1315,7 +1315,8 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
     const int n_ktiles = int(key_tiles * (Tr::kBlockN / Tr::kDqRows));
     const std::int64_t kv_blocks = kv_planes * n_ktiles * Tr::kDqBlocks;
-    if (!separate_launches() && convert_blocks + 2 * kv_blocks <= kMaxGridX) {  // dQ, dK and dV in one launch
+    const std::int64_t blocks_all = convert_blocks + 2 * kv_blocks;
+    if (!separate_launches() && blocks_all <= kMaxGridX) {  // dQ, dK and dV in one launch
       static_assert(DkvTr::kDqWgFloats == Tr::kDkvBlockFloats, "dK, dV partial blocks as DkvTr's dQ blocks");
       SplitConvert c{};
       c.dq_acc = dq_acc;
@@ -1329,7 +1330,6 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
       c.n_qtiles = n_qtiles;
       c.seq_k = p.seq_k;
       c.n_ktiles = n_ktiles;
-      const std::int64_t blocks_all = convert_blocks + 2 * kv_blocks;
       bwd_convert_split_kernel<Tr, DkvTr, Tr::kQ80><<<unsigned(blocks_all), Convert<Tr>::kThreads, 0, stream>>>(c);
       FB_CUDA_CHECK_LAUNCH();
       return;
@@ -1488,13 +1488,14 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   if (const int split = head_split(p); split > 1) {
     auto* dkv_acc = reinterpret_cast<float*>(base + ws.dkv);
     const std::size_t dkv_bytes = ws.total - ws.dkv;
-    if (separate_launches()) FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, dkv_bytes, stream));
     with_split_traits(p, [&](auto tr) {
       using Tr = decltype(tr);
-      if (separate_launches())
+      if (separate_launches()) {
+        FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, dkv_bytes, stream));
         prepass(tr);
-      else
+      } else {
         prepass(tr, dkv_acc, dkv_bytes);
+      }
       launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, split, dkv_acc);
     });
     return;
