@@ -20,6 +20,7 @@
 #include "common/check.h"
 #include "common/device_caps.h"
 #include "common/mma_pv.cuh"
+#include "common/pdl.cuh"
 #include "common/ptx.cuh"
 #include "common/softmax.cuh"
 #include "flash/flash.h"
@@ -190,9 +191,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
       a.tail_count[blockIdx.x] = 0u;
     }
   }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (kPdlTail) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+  if constexpr (kPdlTail) pdl_launch_dependents();
   const int works = a.planes * a.q_tiles;
   int it0 = 0;  // kPersist: KV steps run by the earlier work tiles (the K/V stage parity continues)
   for (;;) {
@@ -604,9 +603,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // ended by the time a piece gets here, unless a whole wave of blocks still runs.
   if constexpr (kKvTail) {
     if (kv_split) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+      pdl_wait_primary();
       constexpr int kOVals = kMT * Tr::kONTiles * 4;
       constexpr std::int64_t kPart = std::int64_t(kv_tail_part_floats<Tr>());
       const int slot = work - a.tile_base;
@@ -787,11 +784,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   it0 += n_tiles;
   work = next_work;
   }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // kFwdPdlTail: the tail launch completes only after the launch it overlapped (and its writes) did, so that what
   // follows in the stream sees both; in the first launch (no programmatic prerequisite) this returns at once.
-  if constexpr (kPdlTail) asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  if constexpr (kPdlTail) pdl_wait_primary();
 }
 
 // The device's SMs and the blocks of flash_fwd_tc_kernel<Tr, kOpt> an SM holds at the kernel's own shared memory
@@ -830,25 +825,6 @@ template <typename Tr, unsigned kOpt>
 int resident_blocks() {
   const WaveShape& w = wave_shape<Tr, kOpt>();
   return std::max(1, w.sms * w.per_sm);
-}
-
-// kFwdPdlTail: `kernel` as a programmatically dependent launch of `blocks` blocks (it may start before the launch
-// ahead of it on `stream` ends; griddepcontrol in the kernel orders them).
-template <typename Kernel, typename Args>
-void launch_dependent(Kernel kernel, const Args& args, unsigned blocks, int threads, std::size_t smem,
-                      cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
-  FB_CUDA_CHECK_LAUNCH();
 }
 
 // kFwdPdlTail: the smallest dynamic shared memory size (4 KB steps from the kernel's own up to the opt-in limit less
@@ -958,7 +934,7 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
         args.tile_base = int(plan.whole);
         args.tail_zero = 0;
         args.kv_splits = kv.pieces;
-        launch_dependent(kernel, args, unsigned(plan.tail * kv.pieces), Tr::kThreads, Tr::kSmemBytes, stream);
+        launch_kernel(kernel, dim3(unsigned(plan.tail * kv.pieces)), Tr::kThreads, Tr::kSmemBytes, stream, true, args);
         return;
       }
     }
@@ -968,7 +944,7 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
       kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
       FB_CUDA_CHECK_LAUNCH();
       args.tile_base = int(plan.whole);
-      launch_dependent(kernel, args, unsigned(plan.tail), Tr::kThreads, std::size_t(solo_bytes), stream);
+      launch_kernel(kernel, dim3(unsigned(plan.tail)), Tr::kThreads, std::size_t(solo_bytes), stream, true, args);
       return;
     }
   }

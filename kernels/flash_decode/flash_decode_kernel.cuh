@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include "common/mma_pv.cuh"
+#include "common/pdl.cuh"
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/softmax.cuh"
@@ -101,21 +102,6 @@ __device__ __forceinline__ void load_rows_async(typename Tr::Elem* smem, const t
     const auto* src = gmem + (valid ? std::int64_t(row) * Tr::kHeadDim + col : 0);
     cp_async_kv<kL2>(smem + row * Tr::kRowStride + col, src, valid);
   }
-}
-
-// Programmatic dependent launch (sm_90+): the split kernel lets the combine grid launch while it still
-// runs (its CTAs become resident and wait), and the combine waits until the split grid has completed
-// and its writes are visible. Without it (earlier device passes, or the attribute not set) the stream
-// orders the two as usual: both calls are then no-ops.
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait_primary() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
 }
 
 // The TMA ring's barrier and copy operations under names every device pass has: bodies only for sm_90a,

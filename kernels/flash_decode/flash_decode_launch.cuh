@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/check.h"
+#include "common/pdl.cuh"
 #include "common/tile_order.h"
 #include "flash_decode/flash_decode.h"
 #include "flash_decode/flash_decode_kernel.cuh"
@@ -57,18 +58,7 @@ template <typename Elem, int D> void launch_combine(const DecodeArgs<Elem>& a, c
     }
     return programmatic_launch_ok(major, fa.ptxVersion);
   }();
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned((a.total_rows + 3) / 4));  // a warp per row
-  cfg.blockDim = dim3(128);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  FB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
-  FB_CUDA_CHECK_LAUNCH();
+  launch_kernel(kernel, dim3(unsigned((a.total_rows + 3) / 4)), 128, 0, stream, pdl, a);  // a warp per row
 }
 
 // The cp.async rings of up to sixteen rows under the probes of flash_decode.h (FB_DECODE_SYNC,

@@ -22,6 +22,7 @@
 #include "common/check.h"
 #include "common/device_caps.h"
 #include "common/head_split.h"
+#include "common/pdl.cuh"
 #include "common/types.cuh"
 #include "flash/flash_bwd.h"
 #include "common/softmax.cuh"
@@ -842,6 +843,8 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
     bwd_convert_dq_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq, int seq,
                           int n_qtiles) {
   __shared__ __align__(16) float tile[Convert<Tr>::kRows * Convert<Tr>::kStride];
+  pdl_launch_dependents();  // FB_SM90_BWD_LAUNCHES=pdl: the next convert's blocks may start; they wait for these
+  pdl_wait_primary();       // ... and these for the kernel before (no-ops in stream order)
   convert_dq_block<Tr, false>(acc, dq, seq, n_qtiles, tile);
 }
 
@@ -853,6 +856,8 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
     bwd_convert_dqt_kernel(const float* __restrict__ acc, typename Tr::Elem* __restrict__ dq, int seq,
                            int n_qtiles) {
   __shared__ __align__(16) float tile[Convert<Tr>::kRows * Convert<Tr>::kStride];
+  pdl_launch_dependents();
+  pdl_wait_primary();
   convert_dq_block<Tr, true>(acc, dq, seq, n_qtiles, tile);
 }
 
@@ -879,6 +884,7 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   constexpr int kDkvTile = Convert<DkvTr>::kRows * Convert<DkvTr>::kStride;
   constexpr int kTileFloats = kDqTile > kDkvTile ? kDqTile : kDkvTile;
   __shared__ __align__(16) float tile[kTileFloats];
+  pdl_wait_primary();  // FB_SM90_BWD_LAUNCHES=fused,pdl: the main kernel's writes (a no-op in stream order)
   using Elem = typename Tr::Elem;
   const std::int64_t b = blockIdx.x;
   if (b < c.dq_blocks) {
@@ -901,6 +907,7 @@ __global__ void __launch_bounds__(Convert<DkvTr>::kThreads)
     bwd_convert_qtail_kernel(const __grid_constant__ BwdParams prm) {
 #if FB_PTX_SM90A
   __shared__ __align__(16) float tile[Convert<DkvTr>::kRows * Convert<DkvTr>::kStride];
+  pdl_wait_primary();  // FB_SM90_BWD_LAUNCHES=pdl: the dQ convert's (and so the main kernel's) writes
   constexpr int kHalves = Tr::kBlockN / Tr::kWgKeys;
   const std::int64_t per_matrix = std::int64_t(prm.n_tiles - prm.tail_first) * kHalves * Tr::kDqBlocks;
   const bool is_dv = blockIdx.x >= per_matrix;
@@ -970,6 +977,7 @@ __global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
                             std::int64_t padded_rows, int seq_q, int seq_pad, std::int64_t row_blocks,
                             float4* __restrict__ extra, std::int64_t extra_f4) {
   using Pp = Prepass<Elem, kHeadDim>;
+  pdl_launch_dependents();  // FB_SM90_BWD_LAUNCHES=pdl: the main kernel's blocks may start (they wait for these)
   if (blockIdx.x >= row_blocks) {  // the whole block: no shuffle below is reached by part of a warp
     const std::int64_t first = ((blockIdx.x - row_blocks) * Pp::kThreads + threadIdx.x) * Pp::kZeroF4PerThread;
 #pragma unroll
@@ -1217,20 +1225,65 @@ template <typename Tr> int split_causal_group(const AttentionParams& p, int spli
   }
 }
 
-// A head split's launches (FB_SM90_BWD_LAUNCHES). The default: six (a memset of its fp32 dK, dV accumulators, the
-// pre-pass, the main kernel and a convert each for dQ, dK and dV). The probe `fused` (session 44, call H's rule in
-// docs/perf-notes.md): four, the pre-pass zeroing the accumulators (own_prepass(); the portable one: the memset) and
-// one kernel converting all three (bwd_convert_split_kernel). `separate` names the default; anything else is refused.
-bool separate_launches() {
-  static const bool separate = [] {
+// Which pre-pass: this file's at d = 64 and 128 (measured: 68 us against the portable one's 186 at
+// 16k tokens x 2048, +10-14% at d = 64 N = 1024, +1.3% at d = 128 N = 1024), the portable one at
+// d = 256 (not timed there); FB_SM90_BWD_PREPASS=own or =portable picks one for every head dim.
+bool own_prepass(int head_dim) {
+  static const int forced = [] {  // 0 by head dim, 1 own, -1 portable
+    const char* e = std::getenv("FB_SM90_BWD_PREPASS");
+    const std::string v = e != nullptr ? e : "";
+    return v == "own" ? 1 : v == "portable" ? -1 : 0;
+  }();
+  return forced != 0 ? forced > 0 : head_dim == 64 || head_dim == 128;
+}
+// Whether Tr's backward runs this file's pre-pass (bwd_prepass_sm90_kernel) rather than the portable one.
+template <typename Tr> bool prepass_is_own() {
+  return own_prepass(Tr::kHeadDim) || Tr::kQ80;  // Q80: 80-query padding, which only this one writes
+}
+
+// A backward's launches (FB_SM90_BWD_LAUNCHES: `default` or `separate`, or a comma-separated list of the probes
+// `fused` and `pdl`; anything else is refused). Read once.
+// `fused` (session 44, call H's rule in docs/perf-notes.md): a head split's launches. The default runs six (a memset of
+// its fp32 dK, dV accumulators, the pre-pass, the main kernel and a convert each for dQ, dK and dV); `fused` three, the
+// pre-pass zeroing the accumulators (own_prepass(); the portable one: the memset before it, four) and one kernel
+// converting all three (bwd_convert_split_kernel).
+// `pdl` (session 45, call J's rule in docs/perf-notes.md): every launch after the first kernel of a backward as a
+// programmatic dependent (common/pdl.cuh) of the kernel before it: the main kernel of the pre-pass (where that is this
+// file's kernel and no memset comes between), each convert of the kernel before it. The pre-pass and the main kernel
+// let their dependents start as their own blocks start (pdl_launch_dependents), so the next kernel's blocks take the
+// SMs that free while the last ones run, and its launch and set-up (the main kernel's barriers) overlap them; every
+// kernel that may run as a dependent waits for the one before it (pdl_wait_primary) before it touches memory. Session 13 ran
+// the main kernel and dQ convert of non-causal passes so (0.996-1.018x at 16k tokens, removed); the probe is for the
+// short backwards (tens of microseconds, where a boundary is a few percent).
+struct LaunchSetting {
+  bool fused = false;
+  bool pdl = false;
+};
+const LaunchSetting& launch_setting() {
+  static const LaunchSetting setting = [] {
     const char* e = std::getenv("FB_SM90_BWD_LAUNCHES");
     const std::string v = e != nullptr ? e : "";
-    if (v.empty() || v == "default" || v == "separate") return true;
-    if (v == "fused") return false;
-    throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v + "' is not fused, separate or default");
+    LaunchSetting st;
+    if (v.empty() || v == "default" || v == "separate") return st;
+    std::size_t at = 0;
+    while (at <= v.size()) {
+      const std::size_t comma = std::min(v.find(',', at), v.size());
+      const std::string word = v.substr(at, comma - at);
+      if (word == "fused") {
+        st.fused = true;
+      } else if (word == "pdl") {
+        st.pdl = true;
+      } else {
+        throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v +
+                                    "' is not default, separate, or a comma-separated list of fused and pdl");
+      }
+      at = comma + 1;
+    }
+    return st;
   }();
-  return separate;
+  return setting;
 }
+bool separate_launches() { return !launch_setting().fused; }
 
 // split: head_split(p) (the kHeadSplit traits when > 1); dkv_acc: its zeroed dK, dV accumulators (the query tail's,
 // kQTail: zeroed here).
@@ -1306,8 +1359,11 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
                                            : prm.n_tiles + qtail_units;
   if (const int group = unsplit_causal_group<Tr>(p); group > 0) prm.plane_group = group;
-  kernel<<<unsigned(blocks), Tr::kThreads, Tr::kSmemBytes, stream>>>(prm);
-  FB_CUDA_CHECK_LAUNCH();
+  // `pdl`: each launch below a programmatic dependent of the kernel before it, the main kernel where that is this
+  // file's pre-pass (the query tail's memset above, or the portable pre-pass's, would come between).
+  const bool pdl = launch_setting().pdl;
+  launch_kernel(kernel, dim3(unsigned(blocks)), Tr::kThreads, Tr::kSmemBytes, stream,
+                pdl && prepass_is_own<Tr>() && !Tr::kQTail && !Tr::kTailShare, prm);
 
   const int n_qtiles = seq_pad / Tr::kDqTileRows;
   const std::int64_t convert_blocks = q_planes * n_qtiles * Tr::kDqBlocks;
@@ -1330,26 +1386,24 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
       c.n_qtiles = n_qtiles;
       c.seq_k = p.seq_k;
       c.n_ktiles = n_ktiles;
-      bwd_convert_split_kernel<Tr, DkvTr, Tr::kQ80><<<unsigned(blocks_all), Convert<Tr>::kThreads, 0, stream>>>(c);
-      FB_CUDA_CHECK_LAUNCH();
+      launch_kernel(bwd_convert_split_kernel<Tr, DkvTr, Tr::kQ80>, dim3(unsigned(blocks_all)), Convert<Tr>::kThreads, 0,
+                    stream, pdl, c);
       return;
     }
   }
-  if constexpr (Tr::kQ80) {
-    bwd_convert_dqt_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
-        dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
-  } else {
-    bwd_convert_dq_kernel<Tr><<<unsigned(convert_blocks), Convert<Tr>::kThreads, 0, stream>>>(
-        dq_acc, static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
-  }
-  FB_CUDA_CHECK_LAUNCH();
+  const auto convert_dq = [] {
+    if constexpr (Tr::kQ80) return bwd_convert_dqt_kernel<Tr>;
+    else return bwd_convert_dq_kernel<Tr>;
+  }();
+  launch_kernel(convert_dq, dim3(unsigned(convert_blocks)), Convert<Tr>::kThreads, 0, stream, pdl,
+                static_cast<const float*>(dq_acc), static_cast<typename Tr::Elem*>(p.dq), p.seq_q, n_qtiles);
   if constexpr (Tr::kQTail || Tr::kTailShare) {
     // The tail's dK and dV rows from their accumulators.
     using DkvTr = BwdTraits<typename Tr::Elem, Tr::kHeadDim, kBwdHeadSplit>;
     static_assert(DkvTr::kDqWgFloats == Tr::kDkvBlockFloats, "dK, dV partial blocks as DkvTr's dQ blocks");
     const std::int64_t acc_blocks = 2 * qtail_tiles(p) * (Tr::kBlockN / Tr::kWgKeys) * Tr::kDqBlocks;
-    bwd_convert_qtail_kernel<Tr, DkvTr><<<unsigned(acc_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(prm);
-    FB_CUDA_CHECK_LAUNCH();
+    launch_kernel(bwd_convert_qtail_kernel<Tr, DkvTr>, dim3(unsigned(acc_blocks)), Convert<DkvTr>::kThreads, 0, stream,
+                  pdl, prm);
   }
   if constexpr (Tr::kHeadSplit) {
     // dK and dV from their accumulators: the same block layout as the 64-query kernel's dQ, per K/V
@@ -1359,25 +1413,12 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     const int n_ktiles = int(key_tiles * (Tr::kBlockN / Tr::kDqRows));
     const std::int64_t kv_blocks = kv_planes * n_ktiles * Tr::kDqBlocks;
     const std::int64_t acc_floats = kv_blocks * Tr::kDkvBlockFloats;
-    bwd_convert_dq_kernel<DkvTr><<<unsigned(kv_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(
-        dkv_acc, static_cast<typename Tr::Elem*>(p.dk), p.seq_k, n_ktiles);
-    FB_CUDA_CHECK_LAUNCH();
-    bwd_convert_dq_kernel<DkvTr><<<unsigned(kv_blocks), Convert<DkvTr>::kThreads, 0, stream>>>(
-        dkv_acc + acc_floats, static_cast<typename Tr::Elem*>(p.dv), p.seq_k, n_ktiles);
-    FB_CUDA_CHECK_LAUNCH();
+    launch_kernel(bwd_convert_dq_kernel<DkvTr>, dim3(unsigned(kv_blocks)), Convert<DkvTr>::kThreads, 0, stream, pdl,
+                  static_cast<const float*>(dkv_acc), static_cast<typename Tr::Elem*>(p.dk), p.seq_k, n_ktiles);
+    launch_kernel(bwd_convert_dq_kernel<DkvTr>, dim3(unsigned(kv_blocks)), Convert<DkvTr>::kThreads, 0, stream, pdl,
+                  static_cast<const float*>(dkv_acc + acc_floats), static_cast<typename Tr::Elem*>(p.dv), p.seq_k,
+                  n_ktiles);
   }
-}
-
-// Which pre-pass: this file's at d = 64 and 128 (measured: 68 us against the portable one's 186 at
-// 16k tokens x 2048, +10-14% at d = 64 N = 1024, +1.3% at d = 128 N = 1024), the portable one at
-// d = 256 (not timed there); FB_SM90_BWD_PREPASS=own or =portable picks one for every head dim.
-bool own_prepass(int head_dim) {
-  static const int forced = [] {  // 0 by head dim, 1 own, -1 portable
-    const char* e = std::getenv("FB_SM90_BWD_PREPASS");
-    const std::string v = e != nullptr ? e : "";
-    return v == "own" ? 1 : v == "portable" ? -1 : 0;
-  }();
-  return forced != 0 ? forced > 0 : head_dim == 64 || head_dim == 128;
 }
 
 // extra, extra_bytes (a multiple of 16): a region the pre-pass zeroes too (nullptr, 0: none).
@@ -1478,7 +1519,7 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   // zero (a head split's dK, dV accumulators) where it is this file's (the portable one: a memset first).
   auto prepass = [&](auto tr, float* zero = nullptr, std::size_t zero_bytes = 0) {
     using Tr = decltype(tr);
-    if (own_prepass(Tr::kHeadDim) || Tr::kQ80) {  // Q80: 80-query padding, which only this one writes
+    if (prepass_is_own<Tr>()) {
       launch_prepass<Tr>(p, lse_pad, d_pad, dq_acc, stream, zero, zero_bytes);
     } else {
       if (zero_bytes > 0) FB_CUDA_CHECK(cudaMemsetAsync(zero, 0, zero_bytes, stream));

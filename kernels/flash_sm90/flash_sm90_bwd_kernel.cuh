@@ -14,6 +14,7 @@
 #include "common/ptx.cuh"
 #include "common/ptx_sm90.cuh"
 #include "common/mask.h"
+#include "common/pdl.cuh"
 #include "common/tile_order.h"
 #include "flash_sm90/flash_sm90_bwd_traits.h"
 
@@ -1192,6 +1193,10 @@ template <typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flash_sm90_bwd_kernel(const __grid_constant__ BwdParams prm) {
 #if FB_PTX_SM90A
+  // FB_SM90_BWD_LAUNCHES=pdl (flash_sm90_bwd.cu, launch_setting()): the converts' blocks may start once every block
+  // here has; this block sets up its barriers while the pre-pass may still run, then waits for it (and its writes:
+  // LSE, D, the zeroed accumulators) before any role touches global memory. Both no-ops in stream order.
+  pdl_launch_dependents();
   extern __shared__ __align__(16) unsigned char fb_sm90_bwd_smem[];
   const std::uint32_t base = (ptx::smem_addr(fb_sm90_bwd_smem) + Tr::kAtomBytes - 1) &
                              ~std::uint32_t(Tr::kAtomBytes - 1);
@@ -1215,6 +1220,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     ptx::fence_mbar_init();
   }
   __syncthreads();
+  pdl_wait_primary();
 
   const int wg = threadIdx.x / Tr::kWgThreads;
   if (wg == 0) {
