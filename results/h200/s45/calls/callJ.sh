@@ -40,4 +40,14 @@ smi_stop
 # BASE = def: default time / pdl time, above 1: pdl faster
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def pdl > $R/table.txt 2>&1
 cut -c1-200 $R/table.txt
+# The rule, written before the call (docs/perf-notes.md, "Session 45"): pdl becomes the default if the 14 short rows'
+# geomean is >= 1.01 with none under 0.99 and the controls read 0.99-1.01 (rule.txt), the papers' grid rows none under
+# 0.99 (rule-grid.txt), every row verified (scripts/ab_rule.py judges each: exit 0 met)
+python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash-sm90 --base def --variant pdl --rounds 3 \
+  --rows 'pdl45-b*' --rows hold44-small-bwd --rows 'held40g-*' --controls 'pdl45ctl-*' --min-geomean 1.01 \
+  --min-row 0.99 --control-band 0.99:1.01 --json $R/rule.json > $R/rule.txt 2>&1; echo "rule rc=$?"
+tail -6 $R/rule.txt | cut -c1-150
+python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash-sm90 --base def --variant pdl --rounds 3 \
+  --rows hold44-grid-bwd --min-geomean 0.99 --min-row 0.99 --json $R/rule-grid.json > $R/rule-grid.txt 2>&1
+echo "rule-grid rc=$?"; tail -4 $R/rule-grid.txt | cut -c1-150
 call_end J
