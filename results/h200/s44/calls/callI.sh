@@ -24,4 +24,11 @@ smi_stop
 # BASE = def: default time / long1h time, above 1: long1h faster
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def long1h > $R/table.txt 2>&1
 cut -c1-200 $R/table.txt
+# The rule, written before the call (docs/perf-notes.md, "Session 44"): long1h becomes the default for causal d = 128
+# splits if the eleven rows' geomean is >= 1.01 with none under 0.99 and the controls read 0.99-1.01, every row verified
+# (scripts/ab_rule.py judges it: exit 0 met; added in session 45, before the call)
+python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash-sm90 --base def --variant long1h --rounds 3 \
+  --rows 'long1h44-b*' --rows 'u1long-*' --controls 'long1h44ctl-*' --min-geomean 1.01 --min-row 0.99 \
+  --control-band 0.99:1.01 --json $R/rule.json > $R/rule.txt 2>&1; echo "rule rc=$?"
+tail -6 $R/rule.txt | cut -c1-150
 call_end I
