@@ -21,6 +21,9 @@
 # scripts/ab_rule.py and results/h200/s29/calls/ab_table.py read.
 #   peers_once DIR SPEC_DIR "SPECS" BACKENDS
 # scripts/peers.py once per spec (torch-cudnn, torch-flash: BACKENDS as peers.py takes them) into DIR/peers-SPEC.json.
+#   spec_for SRC DST KERNEL [PASS]
+# SRC's spec with its kernels set to [KERNEL] and, given PASS, its passes to [PASS] and its name suffixed -PASS,
+# written to DST (a call's own spec from a committed one).
 #   call_end NAME
 # drops empty files under $R, packs $R into $OUT/NAME.tgz (what the device tool brings back) and removes $R.
 call_begin() {  # DIR
@@ -83,6 +86,19 @@ peers_once() {  # DIR SPEC_DIR "SPECS" BACKENDS
   for s in $3; do
     step "peers-$s" 30 python3 scripts/peers.py "$2/$s.json" --backends "$4" -o "$1/peers-$s.json"
   done
+}
+
+spec_for() {  # SRC DST KERNEL [PASS]
+  python3 - "$@" <<'PY'
+import json, sys
+src, dst, kernel = sys.argv[1:4]
+s = json.load(open(src))
+s["kernels"] = [kernel]
+if len(sys.argv) > 4:
+    s["pass"] = [sys.argv[4]]
+    s["name"] += "-" + sys.argv[4]
+json.dump(s, open(dst, "w"), indent=2)
+PY
 }
 
 call_end() {  # NAME

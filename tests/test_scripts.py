@@ -1159,6 +1159,20 @@ class CallStep(unittest.TestCase):
             self.assertIn(name, names)
         self.assertFalse(os.path.exists(os.path.join(self.out, "X")))  # packed, then removed
 
+    def test_spec_for_sets_the_kernel_and_the_pass_and_keeps_the_rest(self):
+        with open(os.path.join(self.repo, "specs", "both.json"), "w") as f:
+            json.dump({"name": "s", "seq": [256], "batch": [1], "heads": 2, "head_dim": [64], "dtype": ["bf16"],
+                       "pass": ["fwd", "bwd"], "kernels": ["k", "other"], "seed": 7}, f)
+        r = self.call("spec_for specs/both.json $R/one.json k bwd && spec_for specs/both.json $R/two.json other\n"
+                      "cp $R/one.json $R/two.json specs/")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(self.repo, "specs", "one.json")) as f:
+            one = json.load(f)
+        with open(os.path.join(self.repo, "specs", "two.json")) as f:
+            two = json.load(f)
+        self.assertEqual((one["name"], one["pass"], one["kernels"], one["seed"]), ("s-bwd", ["bwd"], ["k"], 7))
+        self.assertEqual((two["name"], two["pass"], two["kernels"], two["seed"]), ("s", ["fwd", "bwd"], ["other"], 7))
+
     @unittest.skipUnless(shutil.which("git") and shutil.which("strip") and shutil.which("cc"),
                          "git, strip or cc is not installed")
     def test_pack_names_the_commit_the_build_came_from(self):

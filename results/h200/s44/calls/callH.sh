@@ -11,22 +11,12 @@
 #    2 x 16 / 4 N = 1300 d = 128 fp16 backward; torch-cudnn once per spec (peers.py with its launch hold).
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
-source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, call_end
+source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, spec_for, call_end
 call_begin $OUT/H; mkdir -p $R/ab $R/specs
 c=results/h200/s44/calls
 cp $c/fuse44*.json $R/specs/
-for s in hold44-small; do
-  python3 - $c/$s.json $R/specs/$s-bwd.json <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1])); s["pass"] = ["bwd"]; s["kernels"] = ["flash-sm90"]; s["name"] += "-bwd"
-json.dump(s, open(sys.argv[2], "w"), indent=2)
-PY
-done
-python3 - results/h200/s40/calls/held40g-b2-h16-kv4-n1300-d128.json $R/specs/held40g-b2-h16-kv4-n1300-d128.json <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1])); s["kernels"] = ["flash-sm90"]
-json.dump(s, open(sys.argv[2], "w"), indent=2)
-PY
+spec_for $c/hold44-small.json $R/specs/hold44-small-bwd.json flash-sm90 bwd
+spec_for results/h200/s40/calls/held40g-b2-h16-kv4-n1300-d128.json $R/specs/held40g-b2-h16-kv4-n1300-d128.json flash-sm90
 step tests-all 200 $gt
 step tests-fused 40 env FB_SM90_BWD_LAUNCHES=fused $gt "[bwd_gqa]"
 for t in all fused; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done

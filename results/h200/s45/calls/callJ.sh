@@ -11,21 +11,13 @@
 #    torch-cudnn once on the last three (peers.py with its launch hold).
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
-source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, call_end
+source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, spec_for, call_end
 call_begin $OUT/J; mkdir -p $R/ab $R/specs
 cp results/h200/s45/calls/pdl45*.json $R/specs/
 for s in hold44-small hold44-grid; do
-  python3 - results/h200/s44/calls/$s.json $R/specs/$s-bwd.json <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1])); s["pass"] = ["bwd"]; s["kernels"] = ["flash-sm90"]; s["name"] += "-bwd"
-json.dump(s, open(sys.argv[2], "w"), indent=2)
-PY
+  spec_for results/h200/s44/calls/$s.json $R/specs/$s-bwd.json flash-sm90 bwd
 done
-python3 - results/h200/s40/calls/held40g-b2-h16-kv4-n1300-d128.json $R/specs/held40g-b2-h16-kv4-n1300-d128.json <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1])); s["kernels"] = ["flash-sm90"]
-json.dump(s, open(sys.argv[2], "w"), indent=2)
-PY
+spec_for results/h200/s40/calls/held40g-b2-h16-kv4-n1300-d128.json $R/specs/held40g-b2-h16-kv4-n1300-d128.json flash-sm90
 step tests-pdl 150 env FB_SM90_BWD_LAUNCHES=pdl $gt "[bwd128],[bwd64],[bwd_gqa],[hdim256]"
 step tests-fusedpdl 40 env FB_SM90_BWD_LAUNCHES=fused,pdl $gt "[bwd_gqa]"
 for t in pdl fusedpdl; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
