@@ -2,7 +2,8 @@
 // whose kernel the timing probes swap (FB_FLASH_FWD_PROBE, kernels/flash/flash_fwd_config.h: e.g. `old`, the
 // 128 x 32 kernel at d = 128 that GPUs with less shared memory a block run; `band0`, the causal order before
 // session 11's bands; `nopdltail`, d = 128's non-causal grids in one launch, as before session 30's call E;
-// `nokvtail`, the partial last wave as solo blocks, as before session 31's call B).
+// `nokvtail`, the partial last wave as solo blocks, as before session 31's call B; `kvsubwave`, grids of less than
+// one wave in pieces over the keys too, session 45's probe).
 // The probe is read once per process, so a device call runs this binary once per probe setting; without
 // the variable the shipped kernels run. gpu_main.cpp skips the tests without a device.
 #include <cstdint>
@@ -154,6 +155,39 @@ TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave in pieces over th
       const std::size_t ws = fb::cuda::flash::workspace_bytes(Pass::fwd, c.params());
       if (probe == "(unset)" && fb::cuda::current_device_caps()->major >= 9) CHECK(ws > 0);
       if (probe == "nokvtail" || probe == "nopdltail") CHECK(ws == 0);
+      check_beside_naive(b, c, "flash", kSeed, input_scale);
+    }
+}
+
+// Grids of less than one wave (at most one block an SM on an H200): the default runs each work tile as one block
+// (no workspace); the probe kvsubwave runs every tile in pieces over its keys, their counters zeroed by a block of
+// their own ahead of the pieces' launch. Batch 1 x 16 heads N = 1024 (128 blocks: 2 pieces of 8 K/V tiles), 1 x 4
+// heads N = 700 (24 blocks: 5 pieces of 2-3 K/V tiles, the last with 60 keys), 2 x 6 heads 900 queries on 2000
+// keys (96 blocks: 2 pieces, the last query tile with 4 rows), and 1 x 2 heads N = 129 (4 blocks of 3 K/V tiles: one
+// piece, whole), bf16 and fp16, fp16 with a sharp softmax (the pieces' row offsets differ). Both verify; the
+// workspace says which ran.
+TEST_CASE("flash forward, bf16/fp16 d 128, grids of less than one wave: verifies beside naive",
+          "[gpu][flashfwd]") {
+  INFO("FB_FLASH_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  struct Row {
+    int batch, heads;
+    SeqLens l;
+    bool pieces;  // split under kvsubwave on a Hopper GPU of 128 or more SMs
+  };
+  const Row rows[] = {{1, 16, {1024, 1024}, true}, {1, 4, {700, 700}, true}, {2, 6, {900, 2000}, true},
+                      {1, 2, {129, 129}, false}};
+  const std::string probe = probe_setting();
+  const auto caps = fb::cuda::current_device_caps();
+  const bool hopper = caps && caps->major >= 9 && fb::cuda::current_sm_count() >= 128;
+  for (const Row& r : rows)
+    for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+      const Case c = make_case(r.batch, r.heads, r.heads, r.l.q, r.l.k, 128, t, false, Pass::fwd);
+      const double input_scale = t == Dtype::fp16 ? 3.0 : 1.0;
+      INFO("case " << c.key() << ", inputs x " << input_scale);
+      const std::size_t ws = fb::cuda::flash::workspace_bytes(Pass::fwd, c.params());
+      if (probe != "kvsubwave" || !r.pieces) CHECK(ws == 0);
+      if (probe == "kvsubwave" && r.pieces && hopper) CHECK(ws > 0);
       check_beside_naive(b, c, "flash", kSeed, input_scale);
     }
 }

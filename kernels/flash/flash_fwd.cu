@@ -116,6 +116,7 @@ const FwdProbe& fwd_probe() {
       else if (w == "nopdltail") f.no_pdl_tail = true;
       else if (w == "nokvtail") f.no_kv_tail = true;
       else if (w == "nolean64") f.no_lean64 = true;
+      else if (w == "kvsubwave") f.kv_subwave = true;
       else if (w == "kvtail")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'kvtail' is the d = 128 default since session 31 "
                                     "(nokvtail runs the kernels before it; docs/perf-notes.md)");
@@ -149,8 +150,8 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, novlate, nopdltail, nokvtail, nolean64, bandN with N >= 0, "
-                                    "tailN with N >= 0)");
+                                    "epi, pro, nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, bandN "
+                                    "with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -164,7 +165,10 @@ const FwdProbe& fwd_probe() {
     const int words = int(f.old) + int(f.l2order) + int(f.band >= 0) + int(f.tail >= 0) + int(f.persist) +
                       int(f.persist_early) + int(f.prefetch) + int(f.no_prefetch) + int(f.lean_epi) + int(f.lean_pro) +
                       int(f.no_frag_pipe) + int(f.no_v_late) + int(f.no_pdl_tail) + int(f.no_kv_tail) +
-                      int(f.no_lean64);
+                      int(f.no_lean64) + int(f.kv_subwave);
+    if (f.kv_subwave && words > 1)
+      throw std::invalid_argument("FB_FLASH_FWD_PROBE: kvsubwave runs the shipped kernels and order with the pieces "
+                                  "on grids of less than one wave; it takes no other word");
     if (f.no_lean64 && words > 1)
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: nolean64 runs the shipped kernels and order less the lean "
                                   "prologue and epilogue at d = 64; it takes no other word");
@@ -184,6 +188,8 @@ const FwdProbe& fwd_probe() {
   }();
   return probe;
 }
+
+bool fwd_kv_subwave() { return fwd_probe().kv_subwave; }
 
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (!listed(kTcHeadDims, p.head_dim)) return "flash: head_dim must be 32, 64, 96, 128 or 256";

@@ -238,10 +238,15 @@ struct FwdConfig {
 //   nokvtail: the shipped kernels and orders without kFwdKvTail (d = 128's non-causal partial last wave as kFwdPdlTail's
 //             solo blocks, one an SM: the kernels before session 31's call B; nopdltail drops both bits); d = 64 runs
 //             its default. Takes no other word
-// Every word but nokpipe, novlate, nopdltail, nokvtail and nolean64 runs the default's kOpt (persist and persist2
-// without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128 kFwdFragPipe)
-// without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26) and d = 64 (since
-// session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the default is `epi,pro`).
+//   kvsubwave: the shipped kernels and orders with kFwdKvTail's pieces on non-causal d = 128 grids of less than one
+//             wave too (at most one block an SM: the whole grid as the pieces' launch, their counters zeroed by a
+//             block of its own ahead of it; kv_tail_plan, flash_fwd_kernel.cuh): session 45's probe, call K's rule in
+//             docs/perf-notes.md; d = 64 runs its default. Takes no other word
+// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64 and kvsubwave runs the default's kOpt (persist and
+// persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128
+// kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26) and
+// d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the default
+// is `epi,pro`).
 // Session 28's copylate (kFwdVAfterS with K's copies after S too: below it on 27 of 28 rows in call B), vlate64
 // (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal, below the rule) and kmid (K's copies after S's
 // first k16 step, on branch fwdkmid28: call G 1.001 / 1.002x, 0.874x at batch 3 N = 1280) were measured and removed;
@@ -274,6 +279,7 @@ struct FwdProbe {
   bool no_pdl_tail = false;   // nopdltail
   bool no_kv_tail = false;    // nokvtail
   bool no_lean64 = false;     // nolean64
+  bool kv_subwave = false;    // kvsubwave
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

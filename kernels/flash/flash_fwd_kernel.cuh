@@ -600,7 +600,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
   // the others' into its registers (offsets to their maximum, O and sums scaled to it) and runs the epilogue; the
   // others end.
   // griddepcontrol.wait first: the first launch's zeroed counters (and all its writes) are then visible; it has
-  // ended by the time a piece gets here, unless a whole wave of blocks still runs.
+  // ended by the time a piece gets here, unless a whole wave of blocks still runs. (Under the probe kvsubwave the
+  // launch ahead is fwd_kv_count_zero_kernel's one block.)
   if constexpr (kKvTail) {
     if (kv_split) {
       pdl_wait_primary();
@@ -855,7 +856,18 @@ template <typename Tr, unsigned kOpt> int solo_block_smem_bytes() {
 // wave (pdl_tail_plan) and in how many pieces a work tile (kv_tail_splits), and the workspace those take: the pieces'
 // partials, then (256-byte aligned) a counter a tail tile. pieces == 1: no pieces (no tail, too few K/V tiles, no
 // programmatically dependent launches: WaveShape::pdl); the launch then runs kFwdPdlTail's solo tail where there is
-// one. Needs a device (wave_shape).
+// one. Under the probe kvsubwave a grid of less than one wave is all tail (split.whole == 0). Needs a device
+// (wave_shape).
+// The probe kvsubwave: the pieces' n counters zeroed ahead of a pieces launch with no first launch to zero them; it
+// lets that launch, its programmatic dependent, start at once (the pieces read their counters after
+// pdl_wait_primary()).
+inline constexpr int kKvCountZeroThreads = 128;
+template <typename Tr>
+__global__ void __launch_bounds__(kKvCountZeroThreads) fwd_kv_count_zero_kernel(unsigned* __restrict__ count, int n) {
+  pdl_launch_dependents();
+  for (int i = int(threadIdx.x); i < n; i += kKvCountZeroThreads) count[i] = 0u;
+}
+
 struct KvTailPlan {
   TailSplit split{0, 0};
   int pieces = 1;
@@ -870,7 +882,13 @@ template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionPar
   if (!w.pdl) return k;
   const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
   k.split = pdl_tail_plan(blocks, w.per_sm, w.sms);
-  if (k.split.tail == 0) return k;
+  if (k.split.tail == 0) {
+    // The probe kvsubwave (session 45): a grid of less than one wave is all tail (kv_tail_splits leaves one of more
+    // than one block an SM whole), its pieces launched after a block that zeroes their counters (launch_fwd_tc).
+    if (!fwd_kv_subwave() || w.per_sm < 2 || blocks < 1 || blocks > static_cast<long long>(w.per_sm) * w.sms)
+      return k;
+    k.split = TailSplit{0, blocks};
+  }
   const int kv_tiles = (p.seq_k + Tr::kBc - 1) / Tr::kBc;
   k.pieces = kv_tail_splits(k.split.tail, w.per_sm, w.sms, kv_tiles, kKvTailMinTiles);
   if (k.pieces < 2) return k;
@@ -924,17 +942,24 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     // less than this kernel's plan takes: kFwdPdlTail's solo tail).
     if constexpr ((kOpt & kFwdKvTail) != 0) {
       const KvTailPlan kv = p.workspace != nullptr && solo_bytes > 0 ? kv_tail_plan<Tr, kOpt>(p) : KvTailPlan{};
-      if (kv.pieces > 1 && kv.split.whole == plan.whole && kv.bytes <= forward_workspace_bytes(p)) {
+      const bool subwave = kv.split.whole == 0 && plan.tail == 0;  // the probe kvsubwave: the whole grid in pieces
+      if (kv.pieces > 1 && (kv.split.whole == plan.whole || subwave) && kv.bytes <= forward_workspace_bytes(p)) {
         auto* ws = static_cast<unsigned char*>(p.workspace);
         args.tail_part = reinterpret_cast<float*>(ws);
         args.tail_count = reinterpret_cast<unsigned*>(ws + kv.part_bytes);
-        args.tail_zero = int(kv.split.tail);
-        kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
-        FB_CUDA_CHECK_LAUNCH();
-        args.tile_base = int(plan.whole);
+        if (subwave) {  // no first launch: a block zeroes the counters, and the pieces may start beside it
+          launch_kernel(fwd_kv_count_zero_kernel<Tr>, dim3(1), kKvCountZeroThreads, 0, stream, false,
+                        args.tail_count, int(kv.split.tail));
+        } else {
+          args.tail_zero = int(kv.split.tail);
+          kernel<<<unsigned(plan.whole), Tr::kThreads, Tr::kSmemBytes, stream>>>(args);
+          FB_CUDA_CHECK_LAUNCH();
+        }
+        args.tile_base = int(kv.split.whole);
         args.tail_zero = 0;
         args.kv_splits = kv.pieces;
-        launch_kernel(kernel, dim3(unsigned(plan.tail * kv.pieces)), Tr::kThreads, Tr::kSmemBytes, stream, true, args);
+        launch_kernel(kernel, dim3(unsigned(kv.split.tail * kv.pieces)), Tr::kThreads, Tr::kSmemBytes, stream, true,
+                      args);
         return;
       }
     }

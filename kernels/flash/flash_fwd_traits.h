@@ -152,6 +152,9 @@ inline constexpr unsigned kFwdKvTail = 67108864u;
 //   kKvTailMinTiles: the fewest K/V tiles a piece of kFwdKvTail runs (its prologue, its partial's store and the
 //                    merge's read cost about a K/V tile's step).
 inline constexpr int kKvTailMinTiles = 2;
+//   fwd_kv_subwave(): the probe word kvsubwave (FB_FLASH_FWD_PROBE, flash_fwd_config.h; read once, flash_fwd.cu):
+//                    kFwdKvTail's pieces on grids of less than one wave too (kv_tail_plan).
+bool fwd_kv_subwave();
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
 //   level in call A, geomean 1.003, causal 0.961-0.988; removed, docs/perf-notes.md.)
 
