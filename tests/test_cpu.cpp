@@ -1169,6 +1169,23 @@ TEST_CASE("tile order: programmatic dependent launches only where the code it ru
   CHECK_FALSE(programmatic_launch_ok(8, 90));   // no such code runs there, and no such launch
 }
 
+TEST_CASE("tile order: kvsubwave takes a grid of at most one wave as all tail, and nothing else", "[cpu]") {
+  // 128 work tiles on 132 SMs x 2 (b1 x 16 heads N = 1024 at d = 128): all tail, in 2 pieces of 8 K/V tiles each;
+  // 24 tiles of 11 K/V tiles: 5 pieces (kv_tail_splits' cap at 2 tiles a piece); 200 tiles: all tail, but no piece
+  // count fits them twice, so they run whole; 264 tiles fill the wave; 265 are no sub-wave grid.
+  CHECK(subwave_tail_plan(128, 2, 132).whole == 0);
+  CHECK(subwave_tail_plan(128, 2, 132).tail == 128);
+  CHECK(kv_tail_splits(subwave_tail_plan(128, 2, 132).tail, 2, 132, 16, 2) == 2);
+  CHECK(kv_tail_splits(subwave_tail_plan(24, 2, 132).tail, 2, 132, 11, 2) == 5);
+  CHECK(kv_tail_splits(subwave_tail_plan(200, 2, 132).tail, 2, 132, 16, 2) == 1);
+  CHECK(subwave_tail_plan(264, 2, 132).tail == 264);
+  CHECK(subwave_tail_plan(265, 2, 132).tail == 0);
+  CHECK(subwave_tail_plan(265, 2, 132).whole == 265);
+  CHECK(subwave_tail_plan(100, 1, 132).tail == 0);  // one block an SM: a block has its SM to itself already
+  CHECK(subwave_tail_plan(0, 2, 132).tail == 0);
+  CHECK(subwave_tail_plan(5, 2, 0).tail == 0);
+}
+
 TEST_CASE("tile order: the kv-tail pieces fill the device's block slots and cover every K/V tile once", "[cpu]") {
   // A tail of 120 work tiles on 132 SMs x 2: two pieces each (240 of 264 slots); 12 tiles: 22 each (264), unless the
   // tiles have too few K/V tiles (47 tiles at 2 a piece: 23; 5: 2; 3: 1, not split).

@@ -81,6 +81,15 @@ FB_HOST_DEVICE inline TailSplit pdl_tail_plan(long long n_blocks, int per_sm, in
   return TailSplit{whole, tail};
 }
 
+// The probe kvsubwave (flash forward, session 45): a grid of n_blocks equal blocks that fits one wave (per_sm * sms
+// blocks at once, per_sm >= 2) as all tail, {0, n_blocks}, for kFwdKvTail's pieces (kv_tail_splits then leaves one of
+// more than one block an SM whole); else {n_blocks, 0}: no tail.
+FB_HOST_DEVICE inline TailSplit subwave_tail_plan(long long n_blocks, int per_sm, int sms) {
+  if (per_sm < 2 || sms < 1 || n_blocks < 1 || n_blocks > static_cast<long long>(per_sm) * sms)
+    return TailSplit{n_blocks, 0};
+  return TailSplit{0, n_blocks};
+}
+
 // kFwdKvTail (flash forward): the blocks each of a tail's `tail` work tiles runs as, each over a run of its
 // `kv_tiles` K/V tiles: as many as the device holds next to each other (per_sm * sms blocks in all), each at least
 // `min_tiles` K/V tiles long; 1: the tail is not split (no tail, or too few K/V tiles). Piece s of n runs K/V tiles

@@ -882,13 +882,10 @@ template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionPar
   if (!w.pdl) return k;
   const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
   k.split = pdl_tail_plan(blocks, w.per_sm, w.sms);
-  if (k.split.tail == 0) {
-    // The probe kvsubwave (session 45): a grid of less than one wave is all tail (kv_tail_splits leaves one of more
-    // than one block an SM whole), its pieces launched after a block that zeroes their counters (launch_fwd_tc).
-    if (!fwd_kv_subwave() || w.per_sm < 2 || blocks < 1 || blocks > static_cast<long long>(w.per_sm) * w.sms)
-      return k;
-    k.split = TailSplit{0, blocks};
-  }
+  // The probe kvsubwave (session 45): a grid of less than one wave is all tail, its pieces launched after a block that
+  // zeroes their counters (launch_fwd_tc).
+  if (k.split.tail == 0 && fwd_kv_subwave()) k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
+  if (k.split.tail == 0) return k;
   const int kv_tiles = (p.seq_k + Tr::kBc - 1) / Tr::kBc;
   k.pieces = kv_tail_splits(k.split.tail, w.per_sm, w.sms, kv_tiles, kKvTailMinTiles);
   if (k.pieces < 2) return k;

@@ -1252,9 +1252,9 @@ template <typename Tr> bool prepass_is_own() {
 // file's kernel and no memset comes between), each convert of the kernel before it. The pre-pass and the main kernel
 // let their dependents start as their own blocks start (pdl_launch_dependents), so the next kernel's blocks take the
 // SMs that free while the last ones run, and its launch and set-up (the main kernel's barriers) overlap them; every
-// kernel that may run as a dependent waits for the one before it (pdl_wait_primary) before it touches memory. Session 13 ran
-// the main kernel and dQ convert of non-causal passes so (0.996-1.018x at 16k tokens, removed); the probe is for the
-// short backwards (tens of microseconds, where a boundary is a few percent).
+// kernel that may run as a dependent waits for the one before it (pdl_wait_primary) before it touches memory.
+// Session 13 ran the main kernel and dQ convert of non-causal passes so (0.996-1.018x at 16k tokens, removed); the
+// probe is for the short backwards (tens of microseconds, where a boundary is a few percent).
 struct LaunchSetting {
   bool fused = false;
   bool pdl = false;

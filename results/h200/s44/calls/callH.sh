@@ -16,7 +16,8 @@ call_begin $OUT/H; mkdir -p $R/ab $R/specs
 c=results/h200/s44/calls
 cp $c/fuse44*.json $R/specs/
 spec_for $c/hold44-small.json $R/specs/hold44-small-bwd.json flash-sm90 bwd
-spec_for results/h200/s40/calls/held40g-b2-h16-kv4-n1300-d128.json $R/specs/held40g-b2-h16-kv4-n1300-d128.json flash-sm90
+held=held40g-b2-h16-kv4-n1300-d128
+spec_for results/h200/s40/calls/$held.json $R/specs/$held.json flash-sm90
 step tests-all 200 $gt
 step tests-fused 40 env FB_SM90_BWD_LAUNCHES=fused $gt "[bwd_gqa]"
 for t in all fused; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done

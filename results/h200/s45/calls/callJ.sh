@@ -17,7 +17,8 @@ cp results/h200/s45/calls/pdl45*.json $R/specs/
 for s in hold44-small hold44-grid; do
   spec_for results/h200/s44/calls/$s.json $R/specs/$s-bwd.json flash-sm90 bwd
 done
-spec_for results/h200/s40/calls/held40g-b2-h16-kv4-n1300-d128.json $R/specs/held40g-b2-h16-kv4-n1300-d128.json flash-sm90
+held=held40g-b2-h16-kv4-n1300-d128
+spec_for results/h200/s40/calls/$held.json $R/specs/$held.json flash-sm90
 step tests-pdl 150 env FB_SM90_BWD_LAUNCHES=pdl $gt "[bwd128],[bwd64],[bwd_gqa],[hdim256]"
 step tests-fusedpdl 40 env FB_SM90_BWD_LAUNCHES=fused,pdl $gt "[bwd_gqa]"
 for t in pdl fusedpdl; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
