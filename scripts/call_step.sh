@@ -24,6 +24,10 @@
 #   spec_for SRC DST KERNEL [PASS]
 # SRC's spec with its kernels set to [KERNEL] and, given PASS, its passes to [PASS] and its name suffixed -PASS,
 # written to DST (a call's own spec from a committed one).
+#   list_beside SPEC_DIR "SPECS" NAME ASSIGNMENT OUT
+# each spec's `flashbench run --list` case lines (the memory each kernel needs, its workspace included) as built and
+# under the environment ASSIGNMENT, side by side, appended to OUT a case a line: "SPEC: built LINE | NAME: LINE" (which
+# rows a probe's plan gives a workspace: a head split, pieces).
 #   call_end NAME
 # drops empty files under $R, packs $R into $OUT/NAME.tgz (what the device tool brings back) and removes $R.
 call_begin() {  # DIR
@@ -99,6 +103,16 @@ if len(sys.argv) > 4:
     s["name"] += "-" + sys.argv[4]
 json.dump(s, open(dst, "w"), indent=2)
 PY
+}
+
+list_beside() {  # SPEC_DIR "SPECS" NAME ASSIGNMENT OUT
+  local s
+  for s in $2; do
+    "$fb" run "$1/$s.json" --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > "$R/.list-a"
+    env "$4" "$fb" run "$1/$s.json" --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > "$R/.list-b"
+    paste -d"|" "$R/.list-a" "$R/.list-b" | sed "s/|/ | $3: /; s/^/$s: built /" >> "$5"
+  done
+  rm -f "$R/.list-a" "$R/.list-b"
 }
 
 call_end() {  # NAME

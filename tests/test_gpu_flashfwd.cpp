@@ -52,6 +52,20 @@ std::vector<Case> flashfwd_cases() {
   return cases;
 }
 
+// A d = 128 non-causal forward of batch x heads (MHA) at lengths l, bf16 and then fp16 with a sharp softmax (Q, K x 3:
+// split pieces' row offsets then differ, so a merge's rescale has to be right), each verified beside naive after
+// check_ws(the workspace flash asks for, which says whether a plan splits it).
+template <typename CheckWs>
+void check_fwd128_both_types(CudaBackend& b, int batch, int heads, SeqLens l, CheckWs&& check_ws) {
+  for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
+    const Case c = make_case(batch, heads, heads, l.q, l.k, 128, t, false, Pass::fwd);
+    const double input_scale = t == Dtype::fp16 ? 3.0 : 1.0;
+    INFO("case " << c.key() << ", inputs x " << input_scale);
+    check_ws(fb::cuda::flash::workspace_bytes(Pass::fwd, c.params()));
+    check_beside_naive(b, c, "flash", kSeed, input_scale);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("flash forward, bf16/fp16 d 64/128 (the probed kernels): verifies beside naive, outputs all written",
@@ -145,18 +159,13 @@ TEST_CASE("flash forward, bf16/fp16 d 128, a partial last wave in pieces over th
   const Row rows[] = {{1, 12, {3000, 3000}}, {3, 4, {2900, 300}}, {2, 12, {3400, 3400}}};
   const std::string probe = probe_setting();
   for (const Row& r : rows)
-    for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
-      const Case c = make_case(r.batch, r.heads, r.heads, r.l.q, r.l.k, 128, t, false, Pass::fwd);
-      const double input_scale = t == Dtype::fp16 ? 3.0 : 1.0;
-      INFO("case " << c.key() << ", inputs x " << input_scale);
+    check_fwd128_both_types(b, r.batch, r.heads, r.l, [&](std::size_t ws) {
       // The shipped kernels on a Hopper GPU ask for the pieces' workspace (so they run); without kFwdKvTail, none.
       // (Since session 42 that takes code built for sm_90+ too, programmatic_launch_ok: these builds have it, and
       // a kernel whose ptxVersion read under 90 would fail here rather than lose its tail split unseen.)
-      const std::size_t ws = fb::cuda::flash::workspace_bytes(Pass::fwd, c.params());
       if (probe == "(unset)" && fb::cuda::current_device_caps()->major >= 9) CHECK(ws > 0);
       if (probe == "nokvtail" || probe == "nopdltail") CHECK(ws == 0);
-      check_beside_naive(b, c, "flash", kSeed, input_scale);
-    }
+    });
 }
 
 // Grids of less than one wave (at most one block an SM on an H200): the default runs each work tile as one block
@@ -181,15 +190,10 @@ TEST_CASE("flash forward, bf16/fp16 d 128, grids of less than one wave: verifies
   const auto caps = fb::cuda::current_device_caps();
   const bool hopper = caps && caps->major >= 9 && fb::cuda::current_sm_count() >= 128;
   for (const Row& r : rows)
-    for (Dtype t : {Dtype::bf16, Dtype::fp16}) {
-      const Case c = make_case(r.batch, r.heads, r.heads, r.l.q, r.l.k, 128, t, false, Pass::fwd);
-      const double input_scale = t == Dtype::fp16 ? 3.0 : 1.0;
-      INFO("case " << c.key() << ", inputs x " << input_scale);
-      const std::size_t ws = fb::cuda::flash::workspace_bytes(Pass::fwd, c.params());
+    check_fwd128_both_types(b, r.batch, r.heads, r.l, [&](std::size_t ws) {
       if (probe != "kvsubwave" || !r.pieces) CHECK(ws == 0);
       if (probe == "kvsubwave" && r.pieces && hopper) CHECK(ws > 0);
-      check_beside_naive(b, c, "flash", kSeed, input_scale);
-    }
+    });
 }
 
 // A caller that gives the forward no workspace (params.workspace null; here the flash descriptor asking for none)

@@ -1079,6 +1079,11 @@ sys.path.insert(0, @SCRIPTS@)
 import fbresults, fbspec, peers
 args = sys.argv[1:]
 spec = fbspec.load_spec(args[1])
+if "--list" in args:  # a case a line, the memory it needs: more where FAKE_WS is set (a plan with a workspace)
+    for i, c in enumerate(spec["cases"]):
+        print(f"{i + 1}  {peers.make_record(c, 'k', 'ok', times_ms=[1.0])['key']}  "
+              f"{'2.5' if os.environ.get('FAKE_WS') else '1.5'} MiB")
+    sys.exit(0)
 out = args[args.index("-o") + 1]
 with open(os.path.join(os.getcwd(), "runs.txt"), "a") as f:
     f.write(os.path.basename(out) + "\\n")
@@ -1158,6 +1163,18 @@ class CallStep(unittest.TestCase):
         for name in ("X/commit.txt", "X/tests.log", "X/rule.txt", "X/ab/new-r-b-3.json"):
             self.assertIn(name, names)
         self.assertFalse(os.path.exists(os.path.join(self.out, "X")))  # packed, then removed
+
+    def test_list_beside_pairs_each_case_as_built_and_under_the_assignment(self):
+        r = self.call("list_beside specs 'r-a r-b' ws FAKE_WS=1 $R/list.txt\ncp $R/list.txt .\nls -a $R > files.txt")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(self.repo, "list.txt")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines, ["r-a: built 1 b1-h2-kv2-n256-d64-bf16-full-bwd 1.5 MiB | ws: 1 "
+                                 "b1-h2-kv2-n256-d64-bf16-full-bwd 2.5 MiB",
+                                 "r-b: built 1 b1-h2-kv2-n512-d64-bf16-full-bwd 1.5 MiB | ws: 1 "
+                                 "b1-h2-kv2-n512-d64-bf16-full-bwd 2.5 MiB"])
+        with open(os.path.join(self.repo, "files.txt")) as f:
+            self.assertNotIn(".list-a", f.read())  # its scratch files removed
 
     def test_spec_for_sets_the_kernel_and_the_pass_and_keeps_the_rest(self):
         with open(os.path.join(self.repo, "specs", "both.json"), "w") as f:

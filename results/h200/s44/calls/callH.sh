@@ -11,7 +11,7 @@
 #    2 x 16 / 4 N = 1300 d = 128 fp16 backward; torch-cudnn once per spec (peers.py with its launch hold).
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
-source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, spec_for, call_end
+source scripts/call_step.sh  # call_begin, step, smi_*, ab_rounds, peers_once, spec_for, list_beside, call_end
 call_begin $OUT/H; mkdir -p $R/ab $R/specs
 c=results/h200/s44/calls
 cp $c/fuse44*.json $R/specs/
@@ -25,13 +25,8 @@ step memcheck 60 env FB_SM90_BWD_LAUNCHES=fused compute-sanitizer --tool memchec
   --warmup 1 --reps 1 --warmup-time 0 --no-ceilings -q -o $R/memcheck.json
 tail -3 $R/memcheck.log
 specs=$(cd $R/specs && ls *.json | sed 's/\.json$//' | tr '\n' ' ')
-for s in $specs; do
-  $fb run $R/specs/$s.json --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > $R/list-a.txt
-  FB_SM90_BWD_SPLIT=1 $fb run $R/specs/$s.json --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > $R/list-n.txt
-  paste -d"|" $R/list-a.txt $R/list-n.txt | sed "s/|/ | split=1: /; s/^/$s: built /" >> $R/split.txt
-done
+list_beside $R/specs "$specs" split=1 FB_SM90_BWD_SPLIT=1 $R/split.txt
 cut -c1-160 $R/split.txt
-rm -f $R/list-a.txt $R/list-n.txt
 smi_start
 ab_rounds $R/ab $R/specs 3 "$specs" def=X=1 fused=FB_SM90_BWD_LAUNCHES=fused
 peers_once $R/ab $R/specs "$specs" cudnn

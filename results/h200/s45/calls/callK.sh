@@ -10,7 +10,7 @@
 #    controls); torch-flash once per spec (peers.py with its launch hold).
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
-source scripts/call_step.sh  # call_begin, step, smi_start/stop, ab_rounds, peers_once, spec_for, call_end
+source scripts/call_step.sh  # call_begin, step, smi_*, ab_rounds, peers_once, spec_for, list_beside, call_end
 call_begin $OUT/K; mkdir -p $R/ab $R/specs
 cp results/h200/s45/calls/kvsub45*.json $R/specs/
 spec_for results/h200/s44/calls/hold44-small.json $R/specs/hold44-small-fwd.json flash fwd
@@ -30,15 +30,9 @@ step memcheck 60 env FB_FLASH_FWD_PROBE=kvsubwave compute-sanitizer --tool memch
   $R/specs/kvsub45-b1-h8-kv1-n1211.json --warmup 1 --reps 1 --warmup-time 0 --no-ceilings -q -o $R/memcheck.json
 tail -3 $R/memcheck.log
 specs=$(cd $R/specs && ls *.json | sed 's/\.json$//' | tr '\n' ' ')
-# Which rows run in pieces: each spec's --list (memory a kernel needs, its workspace included) as built and under
-# kvsubwave
-for s in $specs; do
-  $fb run $R/specs/$s.json --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > $R/list-a.txt
-  FB_FLASH_FWD_PROBE=kvsubwave $fb run $R/specs/$s.json --list 2>&1 | grep -E "^[0-9]+ " | tr -s ' ' > $R/list-p.txt
-  paste -d"|" $R/list-a.txt $R/list-p.txt | sed "s/|/ | kvsubwave: /; s/^/$s: built /" >> $R/pieces.txt
-done
+# Which rows run in pieces: each spec's --list (memory a kernel needs, its workspace included), built / kvsubwave
+list_beside $R/specs "$specs" kvsubwave FB_FLASH_FWD_PROBE=kvsubwave $R/pieces.txt
 cut -c1-160 $R/pieces.txt
-rm -f $R/list-a.txt $R/list-p.txt
 smi_start
 ab_rounds $R/ab $R/specs 3 "$specs" def=X=1 kvsubwave=FB_FLASH_FWD_PROBE=kvsubwave
 peers_once $R/ab $R/specs "$specs" flash
