@@ -48,6 +48,27 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 
+// The kernels' settings from the environment: every FB_* variable set (the kernels' probe words, e.g.
+// FB_SM90_BWD_LAUNCHES or FB_FLASH_FWD_PROBE; README "Results JSON"), by name. They change what runs, so a results
+// file records them (settings.env, where any is set), a journal's fingerprint covers them, and `compare` warns where
+// two files ran under different ones.
+nlohmann::json kernel_env() {
+  nlohmann::json env = nlohmann::json::object();  // ordered by name
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::size_t eq = kv.find('=');
+    if (kv.rfind("FB_", 0) == 0 && eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+// "FB_A=x FB_B=y": the settings of kernel_env() on one line.
+std::string env_line(const nlohmann::json& env) {
+  std::string line;
+  for (const auto& [k, v] : env.items()) line += (line.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+  return line;
+}
+
 // A second signal means "now": exit at once (the journal already holds every finished case).
 extern "C" void on_stop_signal(int sig) {
   if (g_stop_signal.exchange(sig) != 0) std::_Exit(128 + sig);
@@ -494,6 +515,8 @@ int run_command(const RunOptions& o, Backend* given_backend) {
   nlohmann::json identity = sweep.spec;
   if (!overrides.empty()) identity["_overrides"] = overrides;
   if (!o.kernel_libs.empty()) identity["_kernel_libs"] = o.kernel_libs;
+  const nlohmann::json env = kernel_env();
+  if (!env.empty()) identity["_env"] = env;  // a run under other kernel settings is another run
   const std::string fingerprint = sweep_fingerprint(identity, backend->name(), o.shard);
 
   // Resume: the journal's cases are done; run the rest. Without --resume or --fresh an unfinished
@@ -519,8 +542,8 @@ int run_command(const RunOptions& o, Backend* given_backend) {
       return usage(std::string("--resume: ") + e.what());
     }
     if (jc.fingerprint != fingerprint)
-      return usage(fmt::format("--resume: {} belongs to a different spec, backend, shard or override flags; "
-                               "use --fresh to replace it",
+      return usage(fmt::format("--resume: {} belongs to a different spec, backend, shard, override flags or FB_* "
+                               "kernel settings; use --fresh to replace it",
                                jpath));
     std::set<std::string> done;
     for (const Record& r : jc.records) done.insert(r.c.key());
@@ -536,6 +559,9 @@ int run_command(const RunOptions& o, Backend* given_backend) {
   }
   std::unique_ptr<Journal> journal;
   if (!jpath.empty()) journal = std::make_unique<Journal>(jpath, fingerprint, append);
+
+  if (!o.quiet && !env.empty())
+    std::cerr << fmt::format("flashbench: kernel settings from the environment: {}\n", env_line(env));
 
   // The ceilings each result is set against (roofline %), measured on this device before the sweep.
   nlohmann::json ceilings;
@@ -587,6 +613,7 @@ int run_command(const RunOptions& o, Backend* given_backend) {
   if (!o.shard.empty()) res.settings["shard"] = o.shard;
   if (!overrides.empty()) res.settings["overrides"] = overrides;
   res.settings["argv"] = o.argv;
+  if (!env.empty()) res.settings["env"] = env;
   if (!o.kernel_libs.empty()) res.settings["kernel_libs"] = o.kernel_libs;
   const int sig = g_stop_signal.load();
   res.complete = sig == 0 && lost.empty();
@@ -731,6 +758,7 @@ int verify_command(const VerifyOptions& o) {
   };
   Results res = execute(sweep, *backend, opts);
   res.settings["argv"] = o.argv;
+  if (const nlohmann::json env = kernel_env(); !env.empty()) res.settings["env"] = env;
   // One cold rep per kernel: its time is no benchmark, and `compare` refuses to gate on it.
   res.settings["timing"] = {{"mode", "verify-cold"}, {"warmup", sweep.warmup}, {"reps", sweep.reps},
                             {"note", "one cold rep per kernel for verification; not a benchmark time"}};

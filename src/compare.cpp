@@ -28,6 +28,7 @@
 //   error_exceeded --max-error is set and the new error vs fp64 is above it (or NaN).
 // Refused outright (exit 2, unless --force): different device, backend or schema major; a verify
 // run's JSON (its single cold rep is not a benchmark time; never gated on, --force or not).
+// Warned of (the verdict unchanged): files run under different FB_* kernel settings (settings.env).
 #include "compare.h"
 
 #include "registry.h"
@@ -206,6 +207,24 @@ std::optional<std::string> mismatch(const Results& a, const Results& b, const ch
   return std::nullopt;
 }
 
+// The FB_* kernel settings a file ran under (settings.env; absent: none set), "FB_A=x FB_B=y" or "none".
+std::string env_of(const Results& r) {
+  const auto it = r.settings.find("env");
+  std::string line;
+  if (it != r.settings.end() && it->is_object())
+    for (const auto& [k, v] : it->items())
+      line += (line.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  return line.empty() ? "none" : line;
+}
+
+// A warning where two files ran under different FB_* kernel settings (probe words that change what a kernel runs): an
+// A/B of a probe means to, a regression gate does not.
+std::optional<std::string> env_difference(const Results& a, const Results& b, const char* what) {
+  const std::string ea = env_of(a), eb = env_of(b);
+  if (ea == eb) return std::nullopt;
+  return fmt::format("{} ran under FB_* kernel settings {}, the new file under {}", what, ea, eb);
+}
+
 // `verify` marks its results settings.timing.mode = "verify-cold".
 bool is_verify_run(const Results& r) {
   const auto it = r.settings.find("timing");
@@ -321,6 +340,7 @@ CompareReport compare_results(const std::vector<Results>& history, const Results
       if (!opts.force) throw std::invalid_argument(*why + " (use --force to compare anyway)");
       rep.warnings.push_back(*why);
     }
+    if (auto why = env_difference(history[i], next, what.c_str())) rep.warnings.push_back(*why);
   }
   if (is_verify_run(next))
     throw std::invalid_argument("the new file is a `verify` run: its single cold rep is not a benchmark time");
@@ -331,6 +351,7 @@ CompareReport compare_results(const std::vector<Results>& history, const Results
       if (!opts.force) throw std::invalid_argument(*why + " (use --force to compare anyway)");
       rep.warnings.push_back(*why);
     }
+    if (auto why = env_difference(*confirm, next, "the --confirm file")) rep.warnings.push_back(*why);
   }
 
   // Every base run's ok records by pair, for the timing history. A file may hold the same pair more

@@ -405,6 +405,69 @@ TEST_CASE("an interrupted run keeps its journal and --resume finishes it", "[cli
   REQUIRE(flashbench("run '" + spec + "' --backend cpu --resume").code == 2);  // needs -o
 }
 
+// FB_* variables are the kernels' settings (probe words): a run names them on stderr and records them in
+// settings.env; a run without any records none; a journal of a run under other settings is not resumed.
+TEST_CASE("FB_* kernel settings: named, recorded, part of a journal's identity", "[cli]") {
+  const fs::path d = scratch_dir();
+  const std::string spec = write_spec("env.json", R"({"seq": [64], "batch": 1, "heads": 2, "head_dim": 64,
+                                                      "dtype": "fp32", "reps": 1, "warmup": 0})");
+  const fs::path with = d / "env-with.json", without = d / "env-without.json";
+  fs::remove(with);
+  fs::remove(without);
+  const std::string exe = std::string("'") + FLASHBENCH_EXE + "'";
+  Outcome o = flashbench_shell("env -i PATH=\"$PATH\" FB_TEST_SETTING=on FB_OTHER=2 " + exe + " run '" + spec +
+                               "' --backend cpu -o '" + with.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  CHECK(contains(o.out, "kernel settings from the environment: FB_OTHER=2 FB_TEST_SETTING=on"));
+  {
+    std::ifstream in(with);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    CHECK(j["settings"]["env"] == nlohmann::json({{"FB_OTHER", "2"}, {"FB_TEST_SETTING", "on"}}));
+  }
+  o = flashbench_shell("env -i PATH=\"$PATH\" " + exe + " run '" + spec + "' --backend cpu -o '" + without.string() +
+                       "'");
+  REQUIRE(o.code == 0);
+  CHECK_FALSE(contains(o.out, "kernel settings from the environment"));
+  {
+    std::ifstream in(without);
+    CHECK_FALSE(nlohmann::json::parse(in)["settings"].contains("env"));
+  }
+  // compare warns, naming both, and keeps its verdict
+  o = flashbench("compare '" + without.string() + "' '" + with.string() + "' --max-slowdown 1000");
+  CHECK(contains(o.out, "FB_* kernel settings none, the new file under FB_OTHER=2 FB_TEST_SETTING=on"));
+
+  // An interrupted run under FB_TEST_SETTING=a is resumed under a, not under b.
+  const fs::path out = d / "env-resumed.json";
+  const fs::path journal = d / "env-resumed.json.journal.jsonl";
+  fs::remove(out);
+  fs::remove(journal);
+  const std::string slow = slow_spec();
+  const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && exec env FB_TEST_SETTING=a " + exe +
+                          " run '" + slow + "' --backend cpu -q -o '" + out.string() + "'";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && line_count(journal) < 3; ++i) usleep(50 * 1000);
+  REQUIRE(line_count(journal) >= 3);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(fs::exists(journal));
+  o = flashbench_shell("FB_TEST_SETTING=b " + exe + " run '" + slow + "' --backend cpu -q -o '" + out.string() +
+                       "' --resume");
+  CHECK(o.code == 2);
+  CHECK(contains(o.out, "FB_* kernel settings"));
+  o = flashbench_shell("FB_TEST_SETTING=a " + exe + " run '" + slow + "' --backend cpu -q -o '" + out.string() +
+                       "' --resume");
+  INFO(o.out);
+  CHECK(o.code == 0);
+  CHECK_FALSE(fs::exists(journal));
+}
+
 namespace {
 
 // A minimal .npy reader for the test: the header text and the payload as raw bytes.

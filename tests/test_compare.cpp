@@ -379,6 +379,25 @@ TEST_CASE("verdicts beyond timing", "[compare]") {
     b.schema_version = "2.0.0";
     CHECK_THROWS_AS(fb::compare_results(a, b, {}), std::invalid_argument);
   }
+  SECTION("files run under different FB_* kernel settings: a warning naming both, the verdict unchanged") {
+    fb::Results a = results_of({timed(10, 0.1)}), b = results_of({timed(10, 0.1)});
+    CHECK(fb::compare_results(a, b, {}).warnings.empty());  // neither records any
+    b.settings["env"] = {{"FB_SM90_BWD_LAUNCHES", "pdl"}};
+    fb::CompareReport rep = fb::compare_results(a, b, {});
+    REQUIRE(rep.warnings.size() == 1);
+    CHECK(contains(rep.warnings[0], "FB_* kernel settings none, the new file under FB_SM90_BWD_LAUNCHES=pdl"));
+    CHECK(rep.rows.at(0).verdict == fb::Verdict::same);
+    a.settings["env"] = {{"FB_SM90_BWD_LAUNCHES", "pdl"}};
+    CHECK(fb::compare_results(a, b, {}).warnings.empty());  // the same settings
+    a.settings["env"] = {{"FB_SM90_BWD_LAUNCHES", "fused"}, {"FB_FLASH_FWD_PROBE", "kvsubwave"}};
+    rep = fb::compare_results(a, b, {});
+    REQUIRE(rep.warnings.size() == 1);
+    CHECK(contains(rep.warnings[0], "FB_FLASH_FWD_PROBE=kvsubwave FB_SM90_BWD_LAUNCHES=fused, the new file"));
+    // the --confirm file too
+    rep = fb::compare_results(std::vector<fb::Results>{b}, b, {}, &a);
+    REQUIRE(rep.warnings.size() == 1);
+    CHECK(contains(rep.warnings[0], "the --confirm file ran under"));
+  }
   SECTION("a verify run's single cold rep is never gated on") {
     fb::Results v = results_of({timed(10, 0)});
     v.settings["timing"] = {{"mode", "verify-cold"}};
