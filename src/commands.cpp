@@ -1049,12 +1049,21 @@ int merge_command(const MergeOptions& o) {
   out.spec = nlohmann::json::array();
   std::set<std::string> seen;
   const std::string device = out.device.value("name", std::string());
+  const auto env_of = [](const Results& r) { return r.settings.value("env", nlohmann::json::object()); };
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Results& p = parts[i];
     const std::string d = p.device.value("name", std::string());
     if (!o.force && d != device) {
       std::cerr << fmt::format("flashbench merge: {} is from device '{}', {} from '{}' (use --force to mix)\n",
                                o.inputs[i], d, o.inputs[0], device);
+      return kExitUsage;
+    }
+    // The merged file's settings are the first's: its FB_* kernel settings (settings.env) would misname another's.
+    if (!o.force && env_of(p) != env_of(parts.front())) {
+      const auto line = [](const nlohmann::json& env) { return env.empty() ? std::string("none") : env_line(env); };
+      std::cerr << fmt::format("flashbench merge: {} ran under FB_* kernel settings {}, {} under {} (use --force to "
+                               "mix: the merged file keeps the first's)\n",
+                               o.inputs[i], line(env_of(p)), o.inputs[0], line(env_of(parts.front())));
       return kExitUsage;
     }
     // A newer minor version only adds fields: the same major merges (and is written as ours).

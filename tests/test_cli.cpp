@@ -436,6 +436,15 @@ TEST_CASE("FB_* kernel settings: named, recorded, part of a journal's identity",
   // compare warns, naming both, and keeps its verdict
   o = flashbench("compare '" + without.string() + "' '" + with.string() + "' --max-slowdown 1000");
   CHECK(contains(o.out, "FB_* kernel settings none, the new file under FB_OTHER=2 FB_TEST_SETTING=on"));
+  // merge keeps the first file's settings: files run under other ones are refused unless --force
+  const fs::path merged = d / "env-merged.json";
+  fs::remove(merged);
+  o = flashbench("merge '" + without.string() + "' '" + with.string() + "' -o '" + merged.string() + "'");
+  CHECK(o.code == 2);
+  CHECK(contains(o.out, "ran under FB_* kernel settings FB_OTHER=2 FB_TEST_SETTING=on"));
+  CHECK_FALSE(fs::exists(merged));
+  CHECK(flashbench("merge '" + without.string() + "' '" + with.string() + "' --force -o '" + merged.string() + "'")
+            .code == 0);
 
   // An interrupted run under FB_TEST_SETTING=a is resumed under a, not under b.
   const fs::path out = d / "env-resumed.json";
