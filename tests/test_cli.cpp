@@ -292,6 +292,23 @@ std::size_t line_count(const fs::path& p) {
   return n;
 }
 
+// Starts the shell line `command` and stops it with SIGTERM once `journal` holds `lines` lines (its header and the
+// results after it); its exit status, or -1 where the journal never got there or it did not exit.
+int interrupt_when_journalled(const std::string& command, const fs::path& journal, std::size_t lines) {
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && line_count(journal) < lines; ++i) usleep(50 * 1000);
+  const bool reached = line_count(journal) >= lines;
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return reached && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // A sweep slow enough on the CPU (a second or more) to be interrupted between cases.
 std::string slow_spec() {
   return write_spec("slow.json", R"({"seq": [256, 320, 384, 448, 512, 576, 640, 704], "batch": 1, "heads": 4,
@@ -340,20 +357,8 @@ TEST_CASE("an interrupted run keeps its journal and --resume finishes it", "[cli
   // Start it, wait until two cases are journalled, then stop it: SIGTERM ends it after the current case.
   const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && exec '" + FLASHBENCH_EXE +
                           "' run '" + spec + "' --backend cpu -q -o '" + out.string() + "'";
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
   // Header + two cases of two kernels each.
-  for (int i = 0; i < 600 && line_count(journal) < 5; ++i) usleep(50 * 1000);
-  REQUIRE(line_count(journal) >= 5);
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
+  REQUIRE(interrupt_when_journalled(cmd, journal, 5) == 128 + SIGTERM);
   REQUIRE(fs::exists(journal));  // kept for --resume
   REQUIRE(fs::exists(out));       // what was done, written whole, and marked partial
   {
@@ -454,17 +459,7 @@ TEST_CASE("FB_* kernel settings: named, recorded, part of a journal's identity",
   const std::string slow = slow_spec();
   const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && exec env FB_TEST_SETTING=a " + exe +
                           " run '" + slow + "' --backend cpu -q -o '" + out.string() + "'";
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  for (int i = 0; i < 600 && line_count(journal) < 3; ++i) usleep(50 * 1000);
-  REQUIRE(line_count(journal) >= 3);
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  REQUIRE(interrupt_when_journalled(cmd, journal, 3) == 128 + SIGTERM);
   REQUIRE(fs::exists(journal));
   o = flashbench_shell("FB_TEST_SETTING=b " + exe + " run '" + slow + "' --backend cpu -q -o '" + out.string() +
                        "' --resume");
