@@ -62,13 +62,6 @@ nlohmann::json kernel_env() {
   return env;
 }
 
-// "FB_A=x FB_B=y": the settings of kernel_env() on one line.
-std::string env_line(const nlohmann::json& env) {
-  std::string line;
-  for (const auto& [k, v] : env.items()) line += (line.empty() ? "" : " ") + k + "=" + v.get<std::string>();
-  return line;
-}
-
 // A second signal means "now": exit at once (the journal already holds every finished case).
 extern "C" void on_stop_signal(int sig) {
   if (g_stop_signal.exchange(sig) != 0) std::_Exit(128 + sig);
@@ -1060,10 +1053,9 @@ int merge_command(const MergeOptions& o) {
     }
     // The merged file's settings are the first's: its FB_* kernel settings (settings.env) would misname another's.
     if (!o.force && env_of(p) != env_of(parts.front())) {
-      const auto line = [](const nlohmann::json& env) { return env.empty() ? std::string("none") : env_line(env); };
       std::cerr << fmt::format("flashbench merge: {} ran under FB_* kernel settings {}, {} under {} (use --force to "
                                "mix: the merged file keeps the first's)\n",
-                               o.inputs[i], line(env_of(p)), o.inputs[0], line(env_of(parts.front())));
+                               o.inputs[i], env_line(env_of(p)), o.inputs[0], env_line(env_of(parts.front())));
       return kExitUsage;
     }
     // A newer minor version only adds fields: the same major merges (and is written as ours).

@@ -207,19 +207,10 @@ std::optional<std::string> mismatch(const Results& a, const Results& b, const ch
   return std::nullopt;
 }
 
-// The FB_* kernel settings a file ran under (settings.env; absent: none set), "FB_A=x FB_B=y" or "none".
-std::string env_of(const Results& r) {
-  const auto it = r.settings.find("env");
-  std::string line;
-  if (it != r.settings.end() && it->is_object())
-    for (const auto& [k, v] : it->items())
-      line += (line.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-  return line.empty() ? "none" : line;
-}
-
-// A warning where two files ran under different FB_* kernel settings (probe words that change what a kernel runs): an
-// A/B of a probe means to, a regression gate does not.
+// A warning where two files ran under different FB_* kernel settings (settings.env, absent: none set; probe words that
+// change what a kernel runs): an A/B of a probe means to, a regression gate does not.
 std::optional<std::string> env_difference(const Results& a, const Results& b, const char* what) {
+  const auto env_of = [](const Results& r) { return env_line(r.settings.value("env", nlohmann::json::object())); };
   const std::string ea = env_of(a), eb = env_of(b);
   if (ea == eb) return std::nullopt;
   return fmt::format("{} ran under FB_* kernel settings {}, the new file under {}", what, ea, eb);

@@ -465,4 +465,12 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) failed("rename");
 }
 
+std::string env_line(const nlohmann::json& env) {
+  std::string line;
+  if (env.is_object())
+    for (const auto& [k, v] : env.items())
+      line += (line.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  return line.empty() ? "none" : line;
+}
+
 }  // namespace fb

@@ -65,6 +65,9 @@ nlohmann::json to_json(const Results& r);
 Record record_from_json(const nlohmann::json& j);
 Results results_from_json(const nlohmann::json& j);
 Results load_results(const std::string& path);  // throws std::runtime_error with path and reason
+// The FB_* kernel settings a run recorded (settings.env: {name: value}) on one line, "FB_A=x FB_B=y"; "none" where
+// there are none (or the field is not an object).
+std::string env_line(const nlohmann::json& env);
 
 // Writes atomically: a temporary file in the same folder, then rename.
 void write_file_atomic(const std::string& path, const std::string& text);
