@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 46: builds build-dev on the device (sm_90a, Release, -j16: about a minute) and packs it into out/ as
+# scripts/call_pack.sh does here, so that the prepared calls (callJ/H/K/I.sh: call_begin unpacks out/b.txz) run
+# unchanged. Used where no sm_90a build of HEAD was at hand here; on a warm machine a later call finds out/ (ignored,
+# not carried) and skips the build:
+#   [ -f out/b.txz ] || bash results/h200/s46/calls/devbuild.sh; bash results/h200/s45/calls/callJ.sh
+set -uo pipefail
+log=$(mktemp)
+s=$SECONDS
+if ! cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DPython3_EXECUTABLE="$(command -v python3)" > "$log" 2>&1; then
+  tail -30 "$log"; echo "devbuild: configure failed"; exit 1
+fi
+files=(flashbench tests/flashbench_gpu_tests tests/libfb_fixture_fault.so examples/plugin/libfb_example_cuda.so)
+if ! cmake --build build-dev -j16 --target flashbench flashbench_gpu_tests fb_fixture_fault fb_example_cuda \
+    > "$log" 2>&1; then
+  grep -m5 -B2 -A8 "error" "$log"; tail -20 "$log"; echo "devbuild: build failed"; exit 1
+fi
+build-dev/flashbench --version
+rm -rf out && mkdir -p out
+tar cf - "${files[@]/#/build-dev/}" | xz -T16 -0 > out/b.txz
+pwd > out/srcdir.txt
+git rev-parse HEAD > out/commit.txt 2>/dev/null || echo unknown > out/commit.txt
+echo "devbuild: built and packed in $((SECONDS - s)) s ($(cat out/commit.txt))"
