@@ -1186,6 +1186,30 @@ TEST_CASE("tile order: kvsubwave takes a grid of at most one wave as all tail, a
   CHECK(subwave_tail_plan(5, 2, 0).tail == 0);
 }
 
+TEST_CASE("tile order: kvsubwave3 takes only sub-wave grids of three pieces or more of five K/V tiles or more",
+          "[cpu]") {
+  // Session 46's call K rows on 132 SMs x 2 (d = 128: 64 keys a K/V tile), kvsubwave's pieces -> kvsubwave3's:
+  // 1 x 8 heads N = 1132 (72 tiles of 18 K/V tiles): 3 pieces of 6 -> 3; N = 1361 (88 of 22): 3 -> 3;
+  // 1 x 8 N = 1600 (104 of 25): 2 -> whole; 1 x 16 N = 575 (80 of 9): 3 pieces of 3 -> whole (one piece of 5 tiles
+  // fits); 1 x 16 / 4 N = 512 (64 of 8): 4 of 2 -> whole; 1 x 16 N = 1024 (128 of 16): 2 -> whole.
+  CHECK(subwave_pieces(72, 2, 132, 18, 5, 3) == 3);
+  CHECK(subwave_pieces(88, 2, 132, 22, 5, 3) == 3);
+  CHECK(subwave_pieces(104, 2, 132, 25, 5, 3) == 1);
+  CHECK(subwave_pieces(80, 2, 132, 9, 5, 3) == 1);
+  CHECK(subwave_pieces(64, 2, 132, 8, 5, 3) == 1);
+  CHECK(subwave_pieces(128, 2, 132, 16, 5, 3) == 1);
+  // Few long tiles: 12 tiles of 40 K/V tiles take 8 pieces of 5 (22 fit the slots); kvsubwave's floor (2 tiles, 2
+  // pieces) gives kvsubwave's count back.
+  CHECK(subwave_pieces(12, 2, 132, 40, 5, 3) == 8);
+  CHECK(subwave_pieces(12, 2, 132, 40, 2, 2) == kv_tail_splits(12, 2, 132, 40, 2));
+  CHECK(subwave_pieces(128, 2, 132, 16, 2, 2) == 2);
+  // No sub-wave grid, no pieces: a wave or more, one block an SM, no device.
+  CHECK(subwave_pieces(265, 2, 132, 40, 5, 3) == 1);
+  CHECK(subwave_pieces(20, 1, 132, 40, 5, 3) == 1);
+  CHECK(subwave_pieces(20, 2, 0, 40, 5, 3) == 1);
+  CHECK(subwave_pieces(0, 2, 132, 40, 5, 3) == 1);
+}
+
 TEST_CASE("tile order: the kv-tail pieces fill the device's block slots and cover every K/V tile once", "[cpu]") {
   // A tail of 120 work tiles on 132 SMs x 2: two pieces each (240 of 264 slots); 12 tiles: 22 each (264), unless the
   // tiles have too few K/V tiles (47 tiles at 2 a piece: 23; 5: 2; 3: 1, not split).

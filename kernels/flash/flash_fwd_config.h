@@ -242,7 +242,11 @@ struct FwdConfig {
 //             wave too (at most one block an SM: the whole grid as the pieces' launch, their counters zeroed by a
 //             block of its own ahead of it; kv_tail_plan, flash_fwd_kernel.cuh): session 45's probe, call K's rule in
 //             docs/perf-notes.md; d = 64 runs its default. Takes no other word
-// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64 and kvsubwave runs the default's kOpt (persist and
+//   kvsubwave3: kvsubwave only where each tile gets three pieces or more of at least kKvSubwaveMinTiles K/V tiles
+//             (subwave_pieces, common/tile_order.h: at 2 blocks an SM, grids of at most a third of a wave with 15 K/V
+//             tiles or more); other grids as built: session 46's probe, call L's rule in docs/perf-notes.md. Takes no
+//             other word
+// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave and kvsubwave3 runs the default's kOpt (persist and
 // persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128
 // kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26) and
 // d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the default
@@ -279,7 +283,8 @@ struct FwdProbe {
   bool no_pdl_tail = false;   // nopdltail
   bool no_kv_tail = false;    // nokvtail
   bool no_lean64 = false;     // nolean64
-  bool kv_subwave = false;    // kvsubwave
+  bool kv_subwave = false;    // kvsubwave or kvsubwave3
+  bool kv_subwave3 = false;   // kvsubwave3
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

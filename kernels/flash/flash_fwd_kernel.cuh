@@ -856,8 +856,8 @@ template <typename Tr, unsigned kOpt> int solo_block_smem_bytes() {
 // wave (pdl_tail_plan) and in how many pieces a work tile (kv_tail_splits), and the workspace those take: the pieces'
 // partials, then (256-byte aligned) a counter a tail tile. pieces == 1: no pieces (no tail, too few K/V tiles, no
 // programmatically dependent launches: WaveShape::pdl); the launch then runs kFwdPdlTail's solo tail where there is
-// one. Under the probe kvsubwave a grid of less than one wave is all tail (split.whole == 0). Needs a device
-// (wave_shape).
+// one. Under the probe kvsubwave a grid of less than one wave is all tail (split.whole == 0); under kvsubwave3 such a
+// grid only where its tiles get three pieces or more (subwave_pieces). Needs a device (wave_shape).
 // The probe kvsubwave: the pieces' n counters zeroed ahead of a pieces launch with no first launch to zero them; it
 // lets that launch, its programmatic dependent, start at once (the pieces read their counters after
 // pdl_wait_primary()).
@@ -882,12 +882,23 @@ template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionPar
   if (!w.pdl) return k;
   const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
   k.split = pdl_tail_plan(blocks, w.per_sm, w.sms);
-  // The probe kvsubwave (session 45): a grid of less than one wave is all tail, its pieces launched after a block that
-  // zeroes their counters (launch_fwd_tc).
-  if (k.split.tail == 0 && fwd_kv_subwave()) k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
-  if (k.split.tail == 0) return k;
   const int kv_tiles = (p.seq_k + Tr::kBc - 1) / Tr::kBc;
-  k.pieces = kv_tail_splits(k.split.tail, w.per_sm, w.sms, kv_tiles, kKvTailMinTiles);
+  if (k.split.tail == 0 && fwd_kv_subwave3()) {
+    // The probe kvsubwave3 (session 46): as kvsubwave where each tile gets three pieces or more of at least
+    // kKvSubwaveMinTiles K/V tiles; other grids as built.
+    k.pieces = subwave_pieces(blocks, w.per_sm, w.sms, kv_tiles, kKvSubwaveMinTiles, kKvSubwaveMinPieces);
+    if (k.pieces < 2) {  // pdl_tail_plan's one launch, as built
+      k.pieces = 1;
+      return k;
+    }
+    k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
+  } else {
+    // The probe kvsubwave (session 45): a grid of less than one wave is all tail, its pieces launched after a block
+    // that zeroes their counters (launch_fwd_tc).
+    if (k.split.tail == 0 && fwd_kv_subwave()) k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
+    if (k.split.tail == 0) return k;
+    k.pieces = kv_tail_splits(k.split.tail, w.per_sm, w.sms, kv_tiles, kKvTailMinTiles);
+  }
   if (k.pieces < 2) return k;
   constexpr std::size_t kAlign = 256;
   k.part_bytes = std::size_t(k.split.tail) * k.pieces * kv_tail_part_floats<Tr>() * sizeof(float);
