@@ -1251,6 +1251,51 @@ class CallStep(unittest.TestCase):
 # peer_rounds.py: a sweep and its peers in interleaved rounds, with stand-ins for flashbench and peers.py
 
 
+class VersionHeader(unittest.TestCase):
+    """cmake/version.cmake: the commit a build names, from git or from the environment's FLASHBENCH_GIT."""
+
+    def run_version(self, env_git=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "version.h")
+            env = dict(os.environ)
+            env.pop("FLASHBENCH_GIT", None)
+            if env_git is not None:
+                env["FLASHBENCH_GIT"] = env_git
+            proc = subprocess.run(["cmake", f"-DSOURCE_DIR={ROOT}", "-DVERSION=9.8.7", f"-DOUT={out}", "-P",
+                                   os.path.join(ROOT, "cmake", "version.cmake")],
+                                  env=env, capture_output=True, text=True)
+            text = None
+            if os.path.exists(out):
+                with open(out) as f:
+                    text = f.read()
+            return proc, text
+
+    @unittest.skipIf(shutil.which("cmake") is None, "cmake not found")
+    def test_environment_names_the_commit(self):
+        proc, text = self.run_version("0123456789ab")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn('#define FLASHBENCH_GIT "0123456789ab"', text)
+        self.assertIn('#define FLASHBENCH_VERSION "9.8.7"', text)
+
+    @unittest.skipIf(shutil.which("cmake") is None, "cmake not found")
+    def test_without_it_git_or_unknown(self):
+        proc, text = self.run_version()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("0123456789ab", text)
+        self.assertRegex(text, r'#define FLASHBENCH_GIT "[0-9a-z-]+"')
+        proc, text = self.run_version("")  # empty: as unset
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertRegex(text, r'#define FLASHBENCH_GIT "[0-9a-z-]+"')
+
+    @unittest.skipIf(shutil.which("cmake") is None, "cmake not found")
+    def test_a_name_that_would_break_the_header_is_refused(self):
+        for bad in ['abc"def', "a b", "x\\y"]:
+            proc, text = self.run_version(bad)
+            self.assertNotEqual(proc.returncode, 0, bad)
+            self.assertIn("FLASHBENCH_GIT", proc.stderr)
+            self.assertIsNone(text)
+
+
 class PeerRounds(unittest.TestCase):
     CASE = {"batch": 1, "heads": 2, "kv_heads": 2, "seq": 64, "head_dim": 64, "dtype": "bf16", "causal": False,
             "pass": "fwd"}
