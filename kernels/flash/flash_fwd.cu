@@ -97,7 +97,6 @@ const FwdProbe& fwd_probe() {
     const char* env = std::getenv("FB_FLASH_FWD_PROBE");
     std::string v = env ? env : "";
     std::size_t pos = 0;
-    int subwave_words = 0;  // kvsubwave, kvsubwave3
     while (pos <= v.size()) {
       const std::size_t end = std::min(v.find(',', pos), v.size());
       const std::string w = v.substr(pos, end - pos);
@@ -117,11 +116,8 @@ const FwdProbe& fwd_probe() {
       else if (w == "nopdltail") f.no_pdl_tail = true;
       else if (w == "nokvtail") f.no_kv_tail = true;
       else if (w == "nolean64") f.no_lean64 = true;
-      else if (w == "kvsubwave" || w == "kvsubwave3") {
-        f.kv_subwave = true;
-        f.kv_subwave3 = f.kv_subwave3 || w == "kvsubwave3";
-        ++subwave_words;
-      }
+      else if (w == "kvsubwave") f.kv_subwave = true;
+      else if (w == "kvsubwave3") f.kv_subwave3 = true;
       else if (w == "kvtail")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'kvtail' is the d = 128 default since session 31 "
                                     "(nokvtail runs the kernels before it; docs/perf-notes.md)");
@@ -156,8 +152,7 @@ const FwdProbe& fwd_probe() {
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
                                     "epi, pro, nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, kvsubwave3, "
-                                    "bandN "
-                                    "with N >= 0, tailN with N >= 0)");
+                                    "bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
     // epi alone made ptxas spill a P value in every KV step at d = 128; with pro's prologue the loop is the default's.
@@ -171,9 +166,10 @@ const FwdProbe& fwd_probe() {
     const int words = int(f.old) + int(f.l2order) + int(f.band >= 0) + int(f.tail >= 0) + int(f.persist) +
                       int(f.persist_early) + int(f.prefetch) + int(f.no_prefetch) + int(f.lean_epi) + int(f.lean_pro) +
                       int(f.no_frag_pipe) + int(f.no_v_late) + int(f.no_pdl_tail) + int(f.no_kv_tail) +
-                      int(f.no_lean64) + int(f.kv_subwave);
-    if (f.kv_subwave && (words > 1 || subwave_words > 1))
-      throw std::invalid_argument(std::string("FB_FLASH_FWD_PROBE: ") + (f.kv_subwave3 ? "kvsubwave3" : "kvsubwave") +
+                      int(f.no_lean64) + int(f.kv_subwave) + int(f.kv_subwave3);
+    if ((f.kv_subwave || f.kv_subwave3) && words > 1)
+      throw std::invalid_argument(std::string("FB_FLASH_FWD_PROBE: ") +
+                                  (f.kv_subwave3 ? "kvsubwave3" : "kvsubwave") +
                                   " runs the shipped kernels and order with the pieces on grids of less than one "
                                   "wave; it takes no other word");
     if (f.no_lean64 && words > 1)
@@ -196,7 +192,7 @@ const FwdProbe& fwd_probe() {
   return probe;
 }
 
-bool fwd_kv_subwave() { return fwd_probe().kv_subwave; }
+bool fwd_kv_subwave() { return fwd_probe().kv_subwave || fwd_probe().kv_subwave3; }
 bool fwd_kv_subwave3() { return fwd_probe().kv_subwave3; }
 
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {

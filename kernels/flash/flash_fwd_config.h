@@ -246,11 +246,11 @@ struct FwdConfig {
 //             (subwave_pieces, common/tile_order.h: at 2 blocks an SM, grids of at most a third of a wave with 15 K/V
 //             tiles or more); other grids as built: session 46's probe, call L's rule in docs/perf-notes.md. Takes no
 //             other word
-// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave and kvsubwave3 runs the default's kOpt (persist and
-// persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at d = 128
-// kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26) and
-// d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the default
-// is `epi,pro`).
+// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave and kvsubwave3 runs the default's kOpt
+// (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at
+// d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26)
+// and d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the
+// default is `epi,pro`).
 // Session 28's copylate (kFwdVAfterS with K's copies after S too: below it on 27 of 28 rows in call B), vlate64
 // (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal, below the rule) and kmid (K's copies after S's
 // first k16 step, on branch fwdkmid28: call G 1.001 / 1.002x, 0.874x at batch 3 N = 1280) were measured and removed;
@@ -283,7 +283,7 @@ struct FwdProbe {
   bool no_pdl_tail = false;   // nopdltail
   bool no_kv_tail = false;    // nokvtail
   bool no_lean64 = false;     // nolean64
-  bool kv_subwave = false;    // kvsubwave or kvsubwave3
+  bool kv_subwave = false;    // kvsubwave
   bool kv_subwave3 = false;   // kvsubwave3
 };
 const FwdProbe& fwd_probe();

@@ -883,22 +883,18 @@ template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionPar
   const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
   k.split = pdl_tail_plan(blocks, w.per_sm, w.sms);
   const int kv_tiles = (p.seq_k + Tr::kBc - 1) / Tr::kBc;
-  if (k.split.tail == 0 && fwd_kv_subwave3()) {
-    // The probe kvsubwave3 (session 46): as kvsubwave where each tile gets three pieces or more of at least
-    // kKvSubwaveMinTiles K/V tiles; other grids as built.
-    k.pieces = subwave_pieces(blocks, w.per_sm, w.sms, kv_tiles, kKvSubwaveMinTiles, kKvSubwaveMinPieces);
-    if (k.pieces < 2) {  // pdl_tail_plan's one launch, as built
-      k.pieces = 1;
-      return k;
-    }
-    k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
-  } else {
-    // The probe kvsubwave (session 45): a grid of less than one wave is all tail, its pieces launched after a block
-    // that zeroes their counters (launch_fwd_tc).
-    if (k.split.tail == 0 && fwd_kv_subwave()) k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
-    if (k.split.tail == 0) return k;
-    k.pieces = kv_tail_splits(k.split.tail, w.per_sm, w.sms, kv_tiles, kKvTailMinTiles);
+  int min_tiles = kKvTailMinTiles;
+  // The probes kvsubwave (session 45) and kvsubwave3 (session 46): a grid of less than one wave is all tail, its
+  // pieces launched after a block that zeroes their counters (launch_fwd_tc); under kvsubwave3 only where each tile
+  // gets kKvSubwaveMinPieces or more of at least kKvSubwaveMinTiles K/V tiles, other grids as built.
+  if (k.split.tail == 0 && fwd_kv_subwave()) {
+    const bool three = fwd_kv_subwave3();
+    if (three) min_tiles = kKvSubwaveMinTiles;
+    if (subwave_pieces(blocks, w.per_sm, w.sms, kv_tiles, min_tiles, three ? kKvSubwaveMinPieces : 2) > 1)
+      k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
   }
+  if (k.split.tail == 0) return k;
+  k.pieces = kv_tail_splits(k.split.tail, w.per_sm, w.sms, kv_tiles, min_tiles);
   if (k.pieces < 2) return k;
   constexpr std::size_t kAlign = 256;
   k.part_bytes = std::size_t(k.split.tail) * k.pieces * kv_tail_part_floats<Tr>() * sizeof(float);

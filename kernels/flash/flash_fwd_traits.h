@@ -152,13 +152,13 @@ inline constexpr unsigned kFwdKvTail = 67108864u;
 //   kKvTailMinTiles: the fewest K/V tiles a piece of kFwdKvTail runs (its prologue, its partial's store and the
 //                    merge's read cost about a K/V tile's step).
 inline constexpr int kKvTailMinTiles = 2;
-//   fwd_kv_subwave(): the probe word kvsubwave (FB_FLASH_FWD_PROBE, flash_fwd_config.h; read once, flash_fwd.cu):
-//                    kFwdKvTail's pieces on grids of less than one wave too (kv_tail_plan).
+//   fwd_kv_subwave(): the probe word kvsubwave or kvsubwave3 (FB_FLASH_FWD_PROBE, flash_fwd_config.h; read once,
+//                    flash_fwd.cu): kFwdKvTail's pieces on grids of less than one wave too (kv_tail_plan).
 bool fwd_kv_subwave();
-//   fwd_kv_subwave3(): the probe word kvsubwave3 (fwd_kv_subwave() true too): the pieces only where each of a
-//                    sub-wave grid's tiles gets kKvSubwaveMinPieces or more of at least kKvSubwaveMinTiles K/V tiles
-//                    (subwave_pieces, common/tile_order.h; session 46's call K read three pieces of 6-7 tiles at
-//                    1.22-1.27x, two pieces 0.93-1.06x, pieces of 2-3 tiles 0.985-1.008x).
+//   fwd_kv_subwave3(): the probe word kvsubwave3: the pieces only where each of a sub-wave grid's tiles gets
+//                    kKvSubwaveMinPieces or more of at least kKvSubwaveMinTiles K/V tiles (subwave_pieces,
+//                    common/tile_order.h; session 46's call K read three pieces of 6-7 tiles at 1.22-1.27x, two
+//                    pieces 0.93-1.06x, pieces of 2-3 tiles 0.985-1.008x).
 bool fwd_kv_subwave3();
 inline constexpr int kKvSubwaveMinPieces = 3;
 inline constexpr int kKvSubwaveMinTiles = 5;
