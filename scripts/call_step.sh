@@ -5,7 +5,8 @@
 #   call_begin DIR
 # makes DIR and sets R to it, starts the clock for `left` and `step` (DEADLINE seconds from now, default 540: under
 # the device's 600 s a command, with time to pack what came out), unpacks the build, and sets fb and gt to its
-# flashbench and GPU test binaries; DIR/commit.txt names the commit built.
+# flashbench and GPU test binaries; DIR/commit.txt names the commit built, and FLASHBENCH_GIT (exported) its first 12
+# digits, which scripts/peers.py's records name.
 #   left
 # prints the seconds left before DEADLINE.
 #   step NAME MAX_SECONDS COMMAND...
@@ -43,6 +44,10 @@ call_begin() {  # DIR
   fb=$src/build-dev/flashbench
   gt=$src/build-dev/tests/flashbench_gpu_tests
   cat out/commit.txt > "$R/commit.txt" 2>/dev/null
+  # The device's copy of the tree carries the git metadata of the session's first call, not this commit's: the
+  # peers' records (scripts/peers.py) name the commit built, as flashbench's do.
+  FLASHBENCH_GIT=$(cut -c1-12 out/commit.txt 2>/dev/null)
+  export FLASHBENCH_GIT
 }
 
 left() { echo $(( DEADLINE - (SECONDS - t0) )); }

@@ -342,8 +342,24 @@ def errors_json(errors, verdict):
     return out
 
 
+GIT_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def env_git():
+    """The environment's FLASHBENCH_GIT (as cmake/version.cmake reads it: the commit to name where the checkout's git
+    metadata is not the tree's, e.g. a copy of a checkout on another machine), or None where unset or empty. A name
+    that is not letters, digits, '.', '_', '-' raises ValueError."""
+    git = os.environ.get("FLASHBENCH_GIT", "")
+    if not git:
+        return None
+    if not GIT_NAME.fullmatch(git):
+        raise ValueError(f"FLASHBENCH_GIT: '{git}' is not a commit name (letters, digits, '.', '_', '-')")
+    return git
+
+
 def tool_info():
-    """{name, version, git}: the version from CMakeLists.txt's project(), the commit from git."""
+    """{name, version, git}: the version from CMakeLists.txt's project(), the commit from FLASHBENCH_GIT (env_git)
+    or else from git."""
     version = "unknown"
     try:
         with open(os.path.join(HERE, "..", "CMakeLists.txt")) as f:
@@ -352,6 +368,9 @@ def tool_info():
                 version = m.group(1)
     except OSError:
         pass
+    git = env_git()
+    if git is not None:
+        return {"name": "flashbench-peers", "version": version, "git": git}
     git = "unknown"
     try:
         out = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty", "--abbrev=12"],
@@ -795,6 +814,7 @@ def main(argv=None):
             raise ValueError("--name: names a --callable; give one")
         # With callables, the SDPA backends run only when asked for.
         kernels = backend_names(args.backends) if args.backends is not None or not specs else []
+        env_git()  # a bad FLASHBENCH_GIT refused before any timing, not when the file is written
     except (SpecError, ValueError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE

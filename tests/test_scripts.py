@@ -1146,6 +1146,7 @@ class CallStep(unittest.TestCase):
 
     def test_rounds_interleave_and_the_call_packs_what_the_rule_reads(self):
         r = self.call("step tests 20 $gt\n"
+                      "bash -c 'echo git=$FLASHBENCH_GIT'\n"  # exported: peers.py's records name the commit built
                       "ab_rounds $R/ab specs 3 'r-a r-b' def=X=1 new=FAKE_FAST=1\n"
                       "python3 scripts/ab_rule.py $R/ab --spec-dir specs --kernel k --base def --variant new \\\n"
                       "  --rounds 3 --rows 'r-*' --min-geomean 1.1 --min-row 1.1 > $R/rule.txt\n"
@@ -1153,6 +1154,7 @@ class CallStep(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("== tests rc=0", r.stdout)
         self.assertIn("rule=0", r.stdout)  # 1 ms / 0.9 ms on both rows in every round
+        self.assertIn("git=abc123\n", r.stdout)
         with open(os.path.join(self.repo, "runs.txt")) as f:
             runs = f.read().split()
         self.assertEqual(runs, ["def-r-a-1.json", "new-r-a-1.json", "def-r-b-1.json", "new-r-b-1.json",
@@ -1286,6 +1288,26 @@ class VersionHeader(unittest.TestCase):
         proc, text = self.run_version("")  # empty: as unset
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertRegex(text, r'#define FLASHBENCH_GIT "[0-9a-z-]+"')
+
+    def test_peers_name_the_same_commit(self):
+        """scripts/peers.py's records name FLASHBENCH_GIT's commit where set, git's otherwise; a bad name is refused
+        (exit 2, the variable named) before any timing."""
+        saved = os.environ.pop("FLASHBENCH_GIT", None)
+        try:
+            self.assertNotEqual(peers.tool_info()["git"], "0123456789ab")
+            os.environ["FLASHBENCH_GIT"] = "0123456789ab"
+            self.assertEqual(peers.tool_info()["git"], "0123456789ab")
+            os.environ["FLASHBENCH_GIT"] = "a b"
+            with self.assertRaisesRegex(ValueError, "FLASHBENCH_GIT"):
+                peers.tool_info()
+        finally:
+            os.environ.pop("FLASHBENCH_GIT", None)
+            if saved is not None:
+                os.environ["FLASHBENCH_GIT"] = saved
+        env = dict(os.environ, FLASHBENCH_GIT='abc"def')
+        proc = run_script("peers.py", os.path.join(ROOT, "configs", "quick.json"), env=env)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("FLASHBENCH_GIT", proc.stderr)
 
     @unittest.skipIf(shutil.which("cmake") is None, "cmake not found")
     def test_a_name_that_would_break_the_header_is_refused(self):
