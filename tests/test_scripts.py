@@ -659,6 +659,37 @@ class ABRule(unittest.TestCase):
                 self.assertIn("verdict: NOT MET", r.stdout)
                 self.assertIn(reason, r.stdout)
 
+    def test_controls_geomean_band(self):
+        """--controls-geomean-band: one noisy control inside its own band no longer decides alone, a bias of every
+        control does."""
+        def control_ratios(bf16, fp16):
+            def override(side, name, r, dtype, rec):
+                if side == "new" and name == "c-x":
+                    ms = 1.0 / (bf16 if dtype == "bf16" else fp16)
+                    rec = peers.make_record(self.case(name, dtype), "k", "ok", times_ms=[ms])
+                    rec["verified"] = True
+                return rec
+            return override
+
+        loose = ["--control-band", "0.97:1.03", "--controls-geomean-band", "0.99:1.01"]
+        self.write_call(lambda name: 1.05, control_ratios(0.975, 1.02))
+        r = self.judge(*loose)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"controls: 2, geomean {math.sqrt(0.975 * 1.02):.4f}", r.stdout)
+        self.assertIn("their geomean within 0.99-1.01", r.stdout)
+        self.assertEqual(self.judge().returncode, 1)  # the same call under 0.98-1.02 a control
+        self.write_call(lambda name: 1.05, control_ratios(0.985, 0.985))
+        r = self.judge(*loose)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("the controls' geomean 0.9850 is outside 0.99-1.01", r.stdout)
+        r = self.judge("--controls-geomean-band", "1.01:0.99")
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("--controls-geomean-band: '1.01:0.99' is not LO:HI", r.stderr)
+        no_controls = [x for x in self.RULE if x not in ("--controls", "c-*")]
+        r = self.judge("--controls-geomean-band", "0.99:1.01", rule=no_controls)
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("no --controls", r.stderr)
+
     def test_a_row_that_fails_or_is_missing_fails_the_rule_however_fast(self):
         def unverified(side, name, r, dtype, rec):
             if (side, name, r, dtype) == ("new", "r-b", 2, "fp16"):
@@ -740,6 +771,17 @@ class ABRule(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("rows: 8, geomean 0.9889 (0.786-1.079)", r.stdout)
         self.assertEqual(r.stdout.count(", below 0.98"), 2)
+
+    def test_session_47_call_l_gives_the_verdict_its_call_printed(self):
+        """Call L (one H100): fused's 16 rows 1.039-1.258x (geomean 1.113), its rule not met by one control at 0.979."""
+        bwd = os.path.join(ROOT, "results", "h100", "s47", "L", "bwd")
+        r = run_script("ab_rule.py", os.path.join(bwd, "ab"), "--spec-dir", os.path.join(bwd, "specs"), "--kernel",
+                       "flash-sm90", "--base", "def", "--variant", "fused", "--rounds", "3", "--rows", "fuse46-b*",
+                       "--rows", "hold44-small-bwd", "--rows", "held40g-*", "--controls", "fuse46ctl-*",
+                       "--min-geomean", "1.03", "--min-row", "0.985", "--control-band", "0.985:1.015")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("rows: 16, geomean 1.1131 (1.039-1.258); controls: 3", r.stdout)
+        self.assertIn("reads 0.9791, outside 0.985-1.015", r.stdout)
 
 
 # ---------------------------------------------------------------------------------------------------
