@@ -76,8 +76,8 @@ TEST_CASE("GQA/MQA: the flash-sm90 backward verifies beside naive; gradients all
   }
 }
 
-// A head split's dK, dV accumulators are zeroed before every run (a memset; under FB_SM90_BWD_LAUNCHES=fused by the
-// pre-pass, its three converts then one kernel): three runs back to back on one workspace
+// A head split's dK, dV accumulators are zeroed before every run (by the pre-pass, its three converts then one kernel;
+// under FB_SM90_BWD_LAUNCHES=separate a memset, ctest's gpu_bwd_gqa_separate): three runs back to back on one workspace
 // (two warm-ups, one timed) verify, so partial sums left from the run before, added again, fail dK and dV (a
 // workspace's first run may find it zero). Shapes no config names that split on any GPU: MQA and GQA at batch 1 with
 // few key tiles, both masks and head dims, seq_q != seq_k, lengths that cut the 64-key convert blocks.

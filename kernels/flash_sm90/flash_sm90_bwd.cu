@@ -861,11 +861,11 @@ __global__ void __launch_bounds__(Convert<Tr>::kThreads)
   convert_dq_block<Tr, true>(acc, dq, seq, n_qtiles, tile);
 }
 
-// A head split's three converts in one launch (session 44's probe FB_SM90_BWD_LAUNCHES=fused; the default: one
+// A head split's three converts in one launch (FB_SM90_BWD_LAUNCHES=fused, the default since call N; `separate`: one
 // launch each): blocks [0, dq_blocks) convert dQ as bwd_convert_dq_kernel / bwd_convert_dqt_kernel (kTransposed: Q80)
 // would, the next kv_blocks dK and the last kv_blocks dV as bwd_convert_dq_kernel<DkvTr> would. One kernel boundary
-// instead of three: at tens of microseconds a backward, each boundary (the last blocks' drain, the launch, the
-// first blocks' start) is a few percent.
+// instead of three: at tens of microseconds a backward, each boundary (the last blocks' drain, the launch, the first
+// blocks' start) is a few percent.
 struct SplitConvert {
   const float* dq_acc;
   void* dq;
@@ -968,7 +968,7 @@ template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(std::uint32
 }
 
 // row_blocks blocks take the rows; the blocks after them zero extra[0, extra_f4) (a head split's dK, dV
-// accumulators under FB_SM90_BWD_LAUNCHES=fused; by default a memset before), kZeroF4PerThread float4 a thread.
+// accumulators by default; under FB_SM90_BWD_LAUNCHES=separate a memset before), kZeroF4PerThread float4 a thread.
 template <typename Elem, int kHeadDim>
 __global__ void __launch_bounds__(Prepass<Elem, kHeadDim>::kThreads)
     bwd_prepass_sm90_kernel(const Elem* __restrict__ o, const Elem* __restrict__ dout,
@@ -1241,12 +1241,13 @@ template <typename Tr> bool prepass_is_own() {
   return own_prepass(Tr::kHeadDim) || Tr::kQ80;  // Q80: 80-query padding, which only this one writes
 }
 
-// A backward's launches (FB_SM90_BWD_LAUNCHES: `default` or `separate`, or a comma-separated list of the probes
-// `fused` and `pdl`; anything else is refused). Read once.
-// `fused` (session 44, call H's rule in docs/perf-notes.md): a head split's launches. The default runs six (a memset of
-// its fp32 dK, dV accumulators, the pre-pass, the main kernel and a convert each for dQ, dK and dV); `fused` three, the
-// pre-pass zeroing the accumulators (own_prepass(); the portable one: the memset before it, four) and one kernel
-// converting all three (bwd_convert_split_kernel).
+// A backward's launches (FB_SM90_BWD_LAUNCHES: `default`, or a comma-separated list of `separate` or `fused` (not
+// both) and the probe `pdl`; anything else is refused). Read once.
+// `fused` (session 44's probe, the default since call N: session 47's rule in docs/perf-notes.md): a head split's
+// launches. `separate` runs six (a memset of its fp32 dK, dV accumulators, the pre-pass, the main kernel and a convert
+// each for dQ, dK and dV); `fused` three, the pre-pass zeroing the accumulators (own_prepass(); the portable one: the
+// memset before it, four) and one kernel converting all three (bwd_convert_split_kernel), where its grid fits one
+// launch.
 // `pdl` (session 45, call J's rule in docs/perf-notes.md): every launch after the first kernel of a backward as a
 // programmatic dependent (common/pdl.cuh) of the kernel before it: the main kernel of the pre-pass (where that is this
 // file's kernel and no memset comes between), each convert of the kernel before it. The pre-pass and the main kernel
@@ -1256,7 +1257,7 @@ template <typename Tr> bool prepass_is_own() {
 // Session 13 ran the main kernel and dQ convert of non-causal passes so (0.996-1.018x at 16k tokens, removed); the
 // probe is for the short backwards (tens of microseconds, where a boundary is a few percent).
 struct LaunchSetting {
-  bool fused = false;
+  bool fused = true;
   bool pdl = false;
 };
 const LaunchSetting& launch_setting() {
@@ -1264,21 +1265,27 @@ const LaunchSetting& launch_setting() {
     const char* e = std::getenv("FB_SM90_BWD_LAUNCHES");
     const std::string v = e != nullptr ? e : "";
     LaunchSetting st;
-    if (v.empty() || v == "default" || v == "separate") return st;
+    if (v.empty() || v == "default") return st;
+    bool separate = false, fused = false;
     std::size_t at = 0;
     while (at <= v.size()) {
       const std::size_t comma = std::min(v.find(',', at), v.size());
       const std::string word = v.substr(at, comma - at);
       if (word == "fused") {
-        st.fused = true;
+        fused = true;
+      } else if (word == "separate") {
+        separate = true;
       } else if (word == "pdl") {
         st.pdl = true;
       } else {
         throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v +
-                                    "' is not default, separate, or a comma-separated list of fused and pdl");
+                                    "' is not default, or a comma-separated list of separate or fused, and pdl");
       }
       at = comma + 1;
     }
+    if (separate && fused)
+      throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v + "' names both separate and fused");
+    st.fused = !separate;
     return st;
   }();
   return setting;
