@@ -1186,9 +1186,9 @@ TEST_CASE("tile order: kvsubwave takes a grid of at most one wave as all tail, a
   CHECK(subwave_tail_plan(5, 2, 0).tail == 0);
 }
 
-TEST_CASE("tile order: kvsubwave3 takes only sub-wave grids of three pieces or more of five K/V tiles or more",
+TEST_CASE("tile order: sub-wave grids in pieces (the default) only where three or more of five K/V tiles or more",
           "[cpu]") {
-  // Session 46's call K rows on 132 SMs x 2 (d = 128: 64 keys a K/V tile), kvsubwave's pieces -> kvsubwave3's:
+  // Session 46's call K rows on 132 SMs x 2 (d = 128: 64 keys a K/V tile), kvsubwave's pieces -> the default's:
   // 1 x 8 heads N = 1132 (72 tiles of 18 K/V tiles): 3 pieces of 6 -> 3; N = 1361 (88 of 22): 3 -> 3;
   // 1 x 8 N = 1600 (104 of 25): 2 -> whole; 1 x 16 N = 575 (80 of 9): 3 pieces of 3 -> whole (one piece of 5 tiles
   // fits); 1 x 16 / 4 N = 512 (64 of 8): 4 of 2 -> whole; 1 x 16 N = 1024 (128 of 16): 2 -> whole.

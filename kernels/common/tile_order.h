@@ -105,10 +105,11 @@ FB_HOST_DEVICE inline int kv_split_begin(int s, int n, int kv_tiles) {
   return static_cast<int>(static_cast<long long>(s) * kv_tiles / n);
 }
 
-// The probe kvsubwave3 (flash forward, session 46): kvsubwave only where each of a sub-wave grid's tiles gets at least
-// `min_pieces` pieces of at least `min_tiles` K/V tiles: the pieces of such a grid (kv_tail_splits over
-// subwave_tail_plan's tail), else 1, the grid left whole. Session 46's call K: three pieces of 6-7 K/V tiles a tile
-// (72-88 blocks) 1.22-1.27x; two pieces 0.93-1.06x; pieces of 2-3 K/V tiles 0.985-1.008x.
+// The flash forward's grids of less than one wave (session 46's probe kvsubwave3, the default since call N): in pieces
+// only where each of such a grid's tiles gets at least `min_pieces` pieces of at least `min_tiles` K/V tiles: the
+// pieces of such a grid (kv_tail_splits over subwave_tail_plan's tail), else 1, the grid left whole. Session 46's call
+// K: three pieces of 6-7 K/V tiles a tile (72-88 blocks) 1.22-1.27x; two pieces 0.93-1.06x; pieces of 2-3 K/V tiles
+// 0.985-1.008x.
 FB_HOST_DEVICE inline int subwave_pieces(long long n_blocks, int per_sm, int sms, int kv_tiles, int min_tiles,
                                          int min_pieces) {
   const TailSplit s = subwave_tail_plan(n_blocks, per_sm, sms);

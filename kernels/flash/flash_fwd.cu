@@ -117,7 +117,10 @@ const FwdProbe& fwd_probe() {
       else if (w == "nokvtail") f.no_kv_tail = true;
       else if (w == "nolean64") f.no_lean64 = true;
       else if (w == "kvsubwave") f.kv_subwave = true;
-      else if (w == "kvsubwave3") f.kv_subwave3 = true;
+      else if (w == "nokvsubwave") f.no_kv_subwave = true;
+      else if (w == "kvsubwave3")
+        throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'kvsubwave3' is the d = 128 default since call N "
+                                    "(nokvsubwave runs the kernels before it; docs/perf-notes.md)");
       else if (w == "kvtail")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'kvtail' is the d = 128 default since session 31 "
                                     "(nokvtail runs the kernels before it; docs/perf-notes.md)");
@@ -151,7 +154,8 @@ const FwdProbe& fwd_probe() {
       else
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
-                                    "epi, pro, nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, kvsubwave3, "
+                                    "epi, pro, nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, "
+                                    "nokvsubwave, "
                                     "bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
@@ -166,11 +170,11 @@ const FwdProbe& fwd_probe() {
     const int words = int(f.old) + int(f.l2order) + int(f.band >= 0) + int(f.tail >= 0) + int(f.persist) +
                       int(f.persist_early) + int(f.prefetch) + int(f.no_prefetch) + int(f.lean_epi) + int(f.lean_pro) +
                       int(f.no_frag_pipe) + int(f.no_v_late) + int(f.no_pdl_tail) + int(f.no_kv_tail) +
-                      int(f.no_lean64) + int(f.kv_subwave) + int(f.kv_subwave3);
-    if ((f.kv_subwave || f.kv_subwave3) && words > 1)
+                      int(f.no_lean64) + int(f.kv_subwave) + int(f.no_kv_subwave);
+    if ((f.kv_subwave || f.no_kv_subwave) && words > 1)
       throw std::invalid_argument(std::string("FB_FLASH_FWD_PROBE: ") +
-                                  (f.kv_subwave3 ? "kvsubwave3" : "kvsubwave") +
-                                  " runs the shipped kernels and order with the pieces on grids of less than one "
+                                  (f.no_kv_subwave ? "nokvsubwave" : "kvsubwave") +
+                                  " runs the shipped kernels and order with other pieces on grids of less than one "
                                   "wave; it takes no other word");
     if (f.no_lean64 && words > 1)
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: nolean64 runs the shipped kernels and order less the lean "
@@ -192,8 +196,10 @@ const FwdProbe& fwd_probe() {
   return probe;
 }
 
-bool fwd_kv_subwave() { return fwd_probe().kv_subwave || fwd_probe().kv_subwave3; }
-bool fwd_kv_subwave3() { return fwd_probe().kv_subwave3; }
+int fwd_subwave_min_pieces() {
+  if (fwd_probe().no_kv_subwave) return 0;
+  return fwd_probe().kv_subwave ? 2 : kKvSubwaveMinPieces;
+}
 
 const char* unsupported_forward(const AttentionParams& p, Fp32Math math) {
   if (!listed(kTcHeadDims, p.head_dim)) return "flash: head_dim must be 32, 64, 96, 128 or 256";

@@ -238,15 +238,15 @@ struct FwdConfig {
 //   nokvtail: the shipped kernels and orders without kFwdKvTail (d = 128's non-causal partial last wave as kFwdPdlTail's
 //             solo blocks, one an SM: the kernels before session 31's call B; nopdltail drops both bits); d = 64 runs
 //             its default. Takes no other word
-//   kvsubwave: the shipped kernels and orders with kFwdKvTail's pieces on non-causal d = 128 grids of less than one
-//             wave too (at most one block an SM: the whole grid as the pieces' launch, their counters zeroed by a
-//             block of its own ahead of it; kv_tail_plan, flash_fwd_kernel.cuh): session 45's probe, call K's rule in
-//             docs/perf-notes.md; d = 64 runs its default. Takes no other word
-//   kvsubwave3: kvsubwave only where each tile gets three pieces or more of at least kKvSubwaveMinTiles K/V tiles
-//             (subwave_pieces, common/tile_order.h: at 2 blocks an SM, grids of at most a third of a wave with 15 K/V
-//             tiles or more); other grids as built: session 46's probe, call L's rule in docs/perf-notes.md. Takes no
-//             other word
-// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave and kvsubwave3 runs the default's kOpt
+//   kvsubwave: the shipped kernels and orders with kFwdKvTail's pieces on every non-causal d = 128 grid of less than
+//             one wave where a tile gets two pieces or more (at most one block an SM: the whole grid as the pieces'
+//             launch, their counters zeroed by a block of its own ahead of it; kv_tail_plan, flash_fwd_kernel.cuh):
+//             session 45's probe, call K's rule in docs/perf-notes.md; d = 64 runs its default. Takes no other word
+//   nokvsubwave: the shipped kernels and orders with every grid of less than one wave whole (the kernels before call N
+//             (session 47's rule), which made session 46's kvsubwave3 the default: such grids in pieces where each tile
+//             gets three or more of at least kKvSubwaveMinTiles K/V tiles, subwave_pieces in common/tile_order.h: at 2
+//             blocks an SM, grids of at most a third of a wave with 15 K/V tiles or more). Takes no other word
+// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave and nokvsubwave runs the default's kOpt
 // (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at
 // d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26)
 // and d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the
@@ -284,7 +284,7 @@ struct FwdProbe {
   bool no_kv_tail = false;    // nokvtail
   bool no_lean64 = false;     // nolean64
   bool kv_subwave = false;    // kvsubwave
-  bool kv_subwave3 = false;   // kvsubwave3
+  bool no_kv_subwave = false;  // nokvsubwave
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -856,10 +856,10 @@ template <typename Tr, unsigned kOpt> int solo_block_smem_bytes() {
 // wave (pdl_tail_plan) and in how many pieces a work tile (kv_tail_splits), and the workspace those take: the pieces'
 // partials, then (256-byte aligned) a counter a tail tile. pieces == 1: no pieces (no tail, too few K/V tiles, no
 // programmatically dependent launches: WaveShape::pdl); the launch then runs kFwdPdlTail's solo tail where there is
-// one. Under the probe kvsubwave a grid of less than one wave is all tail (split.whole == 0); under kvsubwave3 such a
-// grid only where its tiles get three pieces or more (subwave_pieces). Needs a device (wave_shape).
-// The probe kvsubwave: the pieces' n counters zeroed ahead of a pieces launch with no first launch to zero them; it
-// lets that launch, its programmatic dependent, start at once (the pieces read their counters after
+// one. A grid of less than one wave is all tail (split.whole == 0) where its tiles get three pieces or more
+// (subwave_pieces; under the probe kvsubwave two or more, under nokvsubwave never). Needs a device (wave_shape).
+// A grid of less than one wave in pieces: their n counters zeroed ahead of a pieces launch with no first launch to zero
+// them; it lets that launch, its programmatic dependent, start at once (the pieces read their counters after
 // pdl_wait_primary()).
 inline constexpr int kKvCountZeroThreads = 128;
 template <typename Tr>
@@ -884,13 +884,13 @@ template <typename Tr, unsigned kOpt> KvTailPlan kv_tail_plan(const AttentionPar
   k.split = pdl_tail_plan(blocks, w.per_sm, w.sms);
   const int kv_tiles = (p.seq_k + Tr::kBc - 1) / Tr::kBc;
   int min_tiles = kKvTailMinTiles;
-  // The probes kvsubwave (session 45) and kvsubwave3 (session 46): a grid of less than one wave is all tail, its
-  // pieces launched after a block that zeroes their counters (launch_fwd_tc); under kvsubwave3 only where each tile
-  // gets kKvSubwaveMinPieces or more of at least kKvSubwaveMinTiles K/V tiles, other grids as built.
-  if (k.split.tail == 0 && fwd_kv_subwave()) {
-    const bool three = fwd_kv_subwave3();
-    if (three) min_tiles = kKvSubwaveMinTiles;
-    if (subwave_pieces(blocks, w.per_sm, w.sms, kv_tiles, min_tiles, three ? kKvSubwaveMinPieces : 2) > 1)
+  // A grid of less than one wave (session 46's probe kvsubwave3, the default since call N (session 47's rule)): all
+  // tail, its pieces launched after a block that zeroes their counters (launch_fwd_tc), where each tile gets
+  // kKvSubwaveMinPieces or more of at least kKvSubwaveMinTiles K/V tiles; other grids whole. The probe kvsubwave
+  // (session 45) takes two pieces or more of kKvTailMinTiles, nokvsubwave none.
+  if (const int min_pieces = fwd_subwave_min_pieces(); k.split.tail == 0 && min_pieces > 0) {
+    if (min_pieces >= kKvSubwaveMinPieces) min_tiles = kKvSubwaveMinTiles;
+    if (subwave_pieces(blocks, w.per_sm, w.sms, kv_tiles, min_tiles, min_pieces) > 1)
       k.split = subwave_tail_plan(blocks, w.per_sm, w.sms);
   }
   if (k.split.tail == 0) return k;
@@ -946,7 +946,7 @@ void launch_fwd_tc(const AttentionParams& p, cudaStream_t stream, int plane_grou
     // less than this kernel's plan takes: kFwdPdlTail's solo tail).
     if constexpr ((kOpt & kFwdKvTail) != 0) {
       const KvTailPlan kv = p.workspace != nullptr && solo_bytes > 0 ? kv_tail_plan<Tr, kOpt>(p) : KvTailPlan{};
-      const bool subwave = kv.split.whole == 0 && plan.tail == 0;  // the probe kvsubwave: the whole grid in pieces
+      const bool subwave = kv.split.whole == 0 && plan.tail == 0;  // a grid of less than one wave, all in pieces
       if (kv.pieces > 1 && (kv.split.whole == plan.whole || subwave) && kv.bytes <= forward_workspace_bytes(p)) {
         auto* ws = static_cast<unsigned char*>(p.workspace);
         args.tail_part = reinterpret_cast<float*>(ws);

@@ -110,8 +110,8 @@ void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStrea
     if constexpr (Cfg::kHeadDim == 64) return launch_fwd_tc_default_bits<Cfg, 0>(p, stream, Cfg::kPlaneGroup);
     else return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
   }
-  // kvsubwave, kvsubwave3: the shipped kernels and orders; kv_tail_plan reads the word (fwd_kv_subwave()).
-  if (pr.kv_subwave || pr.kv_subwave3) return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
+  // kvsubwave, nokvsubwave: the shipped kernels and orders; kv_tail_plan reads the word (fwd_subwave_min_pieces()).
+  if (pr.kv_subwave || pr.no_kv_subwave) return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
   if (pr.no_prefetch) return launch_fwd_tc_probed<Cfg, 0, kFwdL2Prefetch>(pr, p, stream);
   if (pr.prefetch) return launch_fwd_tc_probed<Cfg, kFwdL2Prefetch>(pr, p, stream);
   launch_fwd_tc_probed<Cfg, 0>(pr, p, stream);

@@ -152,14 +152,13 @@ inline constexpr unsigned kFwdKvTail = 67108864u;
 //   kKvTailMinTiles: the fewest K/V tiles a piece of kFwdKvTail runs (its prologue, its partial's store and the
 //                    merge's read cost about a K/V tile's step).
 inline constexpr int kKvTailMinTiles = 2;
-//   fwd_kv_subwave(): the probe word kvsubwave or kvsubwave3 (FB_FLASH_FWD_PROBE, flash_fwd_config.h; read once,
-//                    flash_fwd.cu): kFwdKvTail's pieces on grids of less than one wave too (kv_tail_plan).
-bool fwd_kv_subwave();
-//   fwd_kv_subwave3(): the probe word kvsubwave3: the pieces only where each of a sub-wave grid's tiles gets
-//                    kKvSubwaveMinPieces or more of at least kKvSubwaveMinTiles K/V tiles (subwave_pieces,
-//                    common/tile_order.h; session 46's call K read three pieces of 6-7 tiles at 1.22-1.27x, two
-//                    pieces 0.93-1.06x, pieces of 2-3 tiles 0.985-1.008x).
-bool fwd_kv_subwave3();
+//   fwd_subwave_min_pieces(): kFwdKvTail's pieces on grids of less than one wave (kv_tail_plan), where each tile gets
+//                    this many pieces or more (0: none). By default kKvSubwaveMinPieces, of at least kKvSubwaveMinTiles
+//                    K/V tiles (subwave_pieces, common/tile_order.h; session 46's call K read three pieces of 6-7 tiles
+//                    at 1.22-1.27x, two pieces 0.93-1.06x, pieces of 2-3 tiles 0.985-1.008x; call N (session 47's rule)
+//                    made it the default); FB_FLASH_FWD_PROBE=kvsubwave 2 (of kKvTailMinTiles: session 45's probe),
+//                    nokvsubwave 0 (the kernels before call N). Read once (flash_fwd.cu).
+int fwd_subwave_min_pieces();
 inline constexpr int kKvSubwaveMinPieces = 3;
 inline constexpr int kKvSubwaveMinTiles = 5;
 //   (1048576 was session 15's kFwdLeanLse, the lse probe: kFwdLeanEpi's row statistics alone with the default's O copy;
