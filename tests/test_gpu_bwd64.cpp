@@ -110,6 +110,53 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
     WARN("no run of the shared tail (FB_SM90_BWD_SHARE=off, or a GPU these grids fill differently)");
 }
 
+// The dynamic tile order (FB_SM90_BWD_PERSIST=dyn, a probe; flash_sm90_bwd.cu dyn_tiles_on()): causal d = 64 passes
+// without a head split run the persistent kernel, each block's next tile from a counter the pre-pass zeroes. Shapes no
+// config names: many short tiles (4 x 16 heads N = 1030: 9 key tiles a plane, 576 tiles), long ones the default runs a
+// block a tile (2 x 6 heads 4200 x 4100: 33 steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up
+// runs before the one verified, so a counter left where the last run stopped (tiles skipped: their dQ missing from the
+// zeroed accumulator) or a tile run twice (dQ doubled) fails. Under dyn every row must take the order; by default none
+// does.
+TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeated runs", "[gpu][bwd64][sm90_dyn]") {
+  namespace sm90 = fb::cuda::flash_sm90;
+  struct Row {
+    int batch, heads, kv_heads, q, k;
+    Dtype dtype;
+  };
+  const Row rows[] = {{4, 16, 16, 1030, 1030, Dtype::bf16},
+                      {2, 6, 6, 4200, 4100, Dtype::fp16},
+                      {3, 10, 5, 700, 1900, Dtype::bf16},
+                      {2, 12, 12, 2300, 600, Dtype::fp16}};
+  CudaBackend& b = gpu();
+  const char* env = std::getenv("FB_SM90_BWD_PERSIST");
+  const bool dyn = env != nullptr && std::string(env) == "dyn";
+  int ran = 0, dyn_runs = 0;
+  for (const Row& r : rows) {
+    const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, true, Pass::bwd);
+    INFO("case " << c.key());
+    const bool on = sm90::backward_dyn_tiles(c.params());
+    INFO("dynamic order " << on);
+    CHECK(on == (dyn && sm90::backward_head_split(c.params()) == 1));  // head splits keep their own order
+    b.prepare(c, kSeed + 11);
+    std::vector<Record> records;
+    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+    records.push_back(ok_record(c, "naive"));
+    const Descriptor& k = kernel("flash-sm90");
+    if (const auto why = b.check_fits(c, k)) {
+      only_sm90_off_hopper("flash-sm90", *why);
+      b.release();
+      continue;
+    }
+    REQUIRE(b.run(k, 2, 1).times_ms.size() == 1);
+    ++ran;
+    dyn_runs += on;
+    records.push_back(ok_record(c, "flash-sm90"));
+    verify_and_check(b, records, each_written(b, c, Tensors::gradients));
+    b.release();
+  }
+  if (dyn && ran > 0) CHECK(dyn_runs > 0);
+}
+
 // Causal GQA passes launched a block a tile take a plane group the schedule model may widen past what fits L2
 // (flash_sm90_bwd.cu, causal_group(); FB_SM90_BWD64=pgl2: the L2 group): 40 q / 8 kv heads at N = 3300 ran in groups of
 // 2 planes on the H200, the last groups' longest key tiles starting a block late (results/h200/s35/E/, 0.928x

@@ -129,6 +129,11 @@ __device__ __forceinline__ void st_shared_f32x4(std::uint32_t addr, float a, flo
                "f"(d)
                : "memory");
 }
+__device__ __forceinline__ std::uint32_t ld_shared_u32(std::uint32_t addr) {
+  std::uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
 __device__ __forceinline__ float2 ld_shared_f32x2(std::uint32_t addr) {
   float2 v;
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");

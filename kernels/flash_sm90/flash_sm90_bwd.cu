@@ -262,7 +262,7 @@ bool key_tail_order(const AttentionParams& p) {
 // first two.
 template <typename Elem, typename F>
 auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtail, bool share, bool short_step,
-                   F&& f) {
+                   bool dyn, F&& f) {
   switch (head_dim) {
     case 64:
       switch (bwd64_variant()) {
@@ -270,6 +270,7 @@ auto with_head_dim(int head_dim, bool q80, bool causal, bool key_tail, bool qtai
         case kBwd64Direct: return f(BwdTraits<Elem, 64, kBwd64Direct>{});
         default:  // nopmajor64, pgl2, splitone too
           if (share) return f(BwdTraits<Elem, 64, kBwd64TailShare>{});  // tail_share_on()
+          if (dyn) return f(BwdTraits<Elem, 64, kBwd64Dyn>{});             // dyn_tiles_on()
           return f(BwdTraits<Elem, 64>{});
       }
     case 128:
@@ -306,14 +307,16 @@ int qtail_parts(const AttentionParams& p);  // below
 bool qtail_possible(const AttentionParams& p);  // below
 bool tail_share_possible(const AttentionParams& p);  // below
 bool tail_share_on(const AttentionParams& p);  // below
+bool dyn_tiles_on(const AttentionParams& p);  // below
 template <typename F> auto with_traits(const AttentionParams& p, F&& f) {
   switch (p.dtype) {
     case Dtype::fp16:
       return with_head_dim<__half>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p), qtail_parts(p) > 1,
-                                   tail_share_on(p), short_last_step(p), f);
+                                   tail_share_on(p), short_last_step(p), dyn_tiles_on(p), f);
     case Dtype::bf16:
       return with_head_dim<__nv_bfloat16>(p.head_dim, q80_kernel(p), p.causal, key_tail_order(p),
-                                          qtail_parts(p) > 1, tail_share_on(p), short_last_step(p), f);
+                                          qtail_parts(p) > 1, tail_share_on(p), short_last_step(p),
+                                          dyn_tiles_on(p), f);
     default: break;
   }
   throw std::invalid_argument("flash-sm90 backward: dtype must be fp16 or bf16");
@@ -674,12 +677,18 @@ int qtail_parts(const AttentionParams& p) {
   return model_tail_split(n_tiles, sms, q_tiles, p.group(), model);
 }
 
-// Whether a persistent backward may run (FB_SM90_BWD_PERSIST: 0 auto, 1 on, -1 off; bwd_blocks() below).
+// Whether a persistent backward may run (FB_SM90_BWD_PERSIST: 0 auto, 1 on, -1 off, 2 dyn; bwd_blocks() below).
+// `dyn` (a probe, session 48): on, and causal d = 64 passes without a head split take their tiles in a dynamic order
+// (dyn_tiles_on() below). Any other word is refused.
 int persist_forced() {
   static const int forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
     const std::string v = e != nullptr ? e : "";
-    return v == "on" ? 1 : v == "off" ? -1 : 0;
+    if (v.empty() || v == "default") return 0;
+    if (v == "on") return 1;
+    if (v == "off") return -1;
+    if (v == "dyn") return 2;
+    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off or dyn");
   }();
   return forced;
 }
@@ -729,6 +738,20 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
   return Tr::kQ80 ? round_up(p.seq_q, Tr::kBlockM) : flash::backward_padded_seq(p.seq_q);
 }
 
+// FB_SM90_BWD_PERSIST=dyn (a probe, session 48's call P): causal d = 64 passes without a head split run the
+// persistent kernel at any length, each block taking its next tile from a counter (kBwd64Dyn, the traits) rather than
+// blockIdx.x + gridDim.x, ...: the tiles in flight stay a window of the order (plane groups, key tiles outermost, the
+// longest first), as under the hardware's block scheduler, and no block waits on a static share of longer tiles. Why:
+// on the H100 the default's d = 64 causal backward at N = 1024 (the persistent kernel, static round-robin) read 856
+// and wrote 482 MiB of DRAM against cuDNN's 388 / 240 at the papers' grid (results/h100/s48/O/ncu-summary.txt), and
+// non-causal N = 4096, whose tiles are all alike, 389 / 240 like cuDNN: blocks drifting apart on tiles of unequal
+// length spread the tiles in flight over more planes than L2 holds.
+bool dyn_tiles_on(const AttentionParams& p) {
+  const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
+  return persist_forced() == 2 && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
+         head_split(p) == 1 && !tail_share_on(p);
+}
+
 struct Workspace {
   std::size_t lse = 0, d = 0, dq = 0, dkv = 0, total = 0;
 };
@@ -764,6 +787,9 @@ Workspace workspace_layout(const AttentionParams& p) {
   } else if (qtail_parts(p) > 1 || tail_share_on(p)) {
     w.dkv = w.total;
     w.total = w.dkv + align_up(qtail_dkv_floats(p) * sizeof(float));
+  } else if (dyn_tiles_on(p)) {  // the dynamic order's tile counter
+    w.dkv = w.total;
+    w.total = w.dkv + kWsAlign;
   }
   return w;
 }
@@ -1355,6 +1381,10 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
     if constexpr (Tr::kQTail) qtail_units = tail * (prm.tail_parts - 1);
     FB_CUDA_CHECK(cudaMemsetAsync(dkv_acc, 0, qtail_dkv_floats(p) * sizeof(float), stream));
   }
+  if constexpr (Tr::kDynTiles) {  // dkv_acc: the counter, zeroed by the pre-pass
+    if (dkv_acc == nullptr) throw std::logic_error("flash-sm90 backward: dyn without its tile counter");
+    prm.dkv_acc = dkv_acc;
+  }
   if constexpr (Tr::kKeyTail)
     prm.grouped_tiles = grouped_key_tiles(p, prm.key_tiles, prm.kv_planes, prm.plane_group, Tr::kBlockN,
                                           Tr::kBlockM, prm.group);
@@ -1504,6 +1534,10 @@ bool backward_tail_share(const AttentionParams& p) {
   return backward_unsupported(p) == nullptr && tail_share_on(p);
 }
 
+bool backward_dyn_tiles(const AttentionParams& p) {
+  return backward_unsupported(p) == nullptr && dyn_tiles_on(p);
+}
+
 std::size_t backward_workspace_bytes(const AttentionParams& p) {
   return workspace_layout(p).total;
 }
@@ -1550,9 +1584,14 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   }
   with_traits(p, [&](auto tr) {
     using Tr = decltype(tr);
+    auto* extra = reinterpret_cast<float*>(base + ws.dkv);
+    if constexpr (Tr::kDynTiles) {  // the dynamic order's tile counter
+      prepass(tr, extra, kWsAlign);
+      launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, extra);
+      return;
+    }
     prepass(tr);
-    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1,
-               Tr::kQTail || Tr::kTailShare ? reinterpret_cast<float*>(base + ws.dkv) : nullptr);
+    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, Tr::kQTail || Tr::kTailShare ? extra : nullptr);
   });
 }
 

@@ -49,6 +49,7 @@ struct BwdParams {
   // of the other variants at 640 bytes.
   int head_split;
   float* dkv_acc;      // [kv planes, key_tiles * kBlockN / 64, kDqBlocks, kDqWgFloats] of dK, then dV's
+                       // (kDynTiles: the tile counter, an unsigned the pre-pass zeroed)
   // Key tail order (kKeyTail, flash_sm90_bwd_traits.h): key tiles [0, grouped_tiles) in plane groups, the
   // rest over all planes. In the padding of the 640-byte block: no other variant's parameters move.
   int grouped_tiles;
@@ -332,8 +333,31 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
       bwd_produce_kv<Tr>(prm, sm, bars, w);
       for (int it = 1; it < w.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w, it, g++);
     };
-    for (int tile = blockIdx.x; tile < bwd_whole_end<Tr>(prm); tile += gridDim.x, ++i)
-      produce(bwd_work<Tr>(prm, tile));
+    if constexpr (Tr::kDynTiles) {
+      // Each next tile gridDim.x + the counter's next value (a block's first: blockIdx.x), so that the tiles in flight
+      // are a window of the order, as under the hardware's block scheduler; its number goes to the consumers with its
+      // K and V (kOffTile, read after the K/V full barrier) and, past the last, -1 with a bare arrival once they are
+      // done with the last tile's K and V.
+      const std::uint32_t slot = sm.base + Tr::kOffTile;
+      for (int tile = blockIdx.x;; ++i) {
+        if (tile >= prm.n_tiles) {
+          ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
+          ptx::st_shared_u32(slot, ~0u);
+          ptx::mbar_arrive(bars.kv_full());
+          break;
+        }
+        const BwdWork w = bwd_work<Tr>(prm, tile);
+        bwd_produce_step<Tr>(prm, sm, bars, w, 0, g++);
+        ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
+        ptx::st_shared_u32(slot, std::uint32_t(tile));
+        bwd_produce_kv<Tr>(prm, sm, bars, w);
+        for (int it = 1; it < w.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w, it, g++);
+        tile = int(gridDim.x + atomicAdd(reinterpret_cast<unsigned*>(prm.dkv_acc), 1u));
+      }
+    } else {
+      for (int tile = blockIdx.x; tile < bwd_whole_end<Tr>(prm); tile += gridDim.x, ++i)
+        produce(bwd_work<Tr>(prm, tile));
+    }
     bwd_for_each_tail_piece<Tr>(prm, [&](const BwdWork& w, int) {
       produce(w);
       ++i;
@@ -1231,10 +1255,21 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if constexpr (Tr::kPersistent) {
       int g = 0;  // ring slot of the tile's first step
       int i = 0;  // tiles (and tail pieces) done
-      for (int tile = blockIdx.x; tile < bwd_whole_end<Tr>(prm); tile += gridDim.x, ++i) {
-        const BwdWork w = bwd_work<Tr>(prm, tile);
-        bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i);
-        g += w.steps;
+      if constexpr (Tr::kDynTiles) {
+        for (;; ++i) {  // the producer's tiles (bwd_produce); bwd_consume then waits on the same phase again
+          ptx::mbar_wait(bars.kv_full(), i & 1);
+          const int tile = int(ptx::ld_shared_u32(sm.base + Tr::kOffTile));
+          if (tile < 0) break;
+          const BwdWork w = bwd_work<Tr>(prm, unsigned(tile));
+          bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i);
+          g += w.steps;
+        }
+      } else {
+        for (int tile = blockIdx.x; tile < bwd_whole_end<Tr>(prm); tile += gridDim.x, ++i) {
+          const BwdWork w = bwd_work<Tr>(prm, tile);
+          bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i);
+          g += w.steps;
+        }
       }
       bwd_for_each_tail_piece<Tr>(prm, [&](const BwdWork& w, int slot) {
         bwd_consume<Tr>(prm, sm, bars, w, wg - 1, g, i, slot);

@@ -184,6 +184,12 @@ constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBw
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
               kBwd128QTail = 1 << 17, kBwd64TailShare = 1 << 18, kBwd128Short = 1 << 19;
+//   kBwd64Dyn           d = 64, FB_SM90_BWD_PERSIST=dyn (session 48's probe): the persistent kernel with its whole
+//                       tiles in a dynamic order, each block's next from an atomic counter (BwdParams::dkv_acc as the
+//                       counter, zeroed by the pre-pass; the producer passes each tile's number to the consumers in
+//                       shared memory, kOffTile). A variant of its own, so that the default kernels keep their code
+//                       (a run-time switch in them spilled 32-72 bytes).
+constexpr int kBwd64Dyn = 1 << 23;
 // Not a traits variant: FB_SM90_BWD128=q64 (flash_sm90_bwd.cu) runs BwdTraits<*, 128> on non-causal passes.
 constexpr int kBwd128Q64 = 8192;
 
@@ -198,6 +204,8 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // are off the critical path. The launcher picks the grid (flash_sm90_bwd.cu).
   // Head split: a block per unit (the launcher models the hardware's scheduling of them).
   static constexpr bool kPersistent = kSplitDqRows && kVariant64 != kBwdHeadSplit;
+  // Whole tiles in a dynamic order (kBwd64Dyn above).
+  static constexpr bool kDynTiles = kHeadDim == 64 && kVariant64 == kBwd64Dyn;
   // The last partial round shared out over every block (kBwd64TailShare above).
   static constexpr bool kTailShare = kHeadDim == 64 && kVariant64 == kBwd64TailShare;
   static constexpr bool kSplitHead = kHeadDim == 256;
@@ -316,8 +324,11 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   // Persistent: + K/V empty.
   static constexpr int kNumBars =
       1 + 2 * kStages + kDoStages + (kSplitHead ? kDoStages : 0) + (kPersistent ? 1 : 0);
+  // kDynTiles: the tile the dynamic order gave the block next, the producer's word to the
+  // consumers (written before the K/V full barrier's arrival that they wait on; -1: no tile left).
+  static constexpr int kOffTile = kOffBar + kNumBars * kBarBytes;
   static constexpr std::size_t kSmemBytes =
-      std::size_t(kOffBar + kNumBars * kBarBytes + kAtomBytes);  // + slack to align the base
+      std::size_t(kOffTile + (kDynTiles ? kBarBytes : 0) + kAtomBytes);  // + slack to align the base
 
   // ---- registers (setmaxnreg) ----
   static constexpr int kRegFile = 64 * 1024;
@@ -358,7 +369,7 @@ template <typename Elem_, int kHeadDim_, int kVariant64 = kBwd64Default> struct 
   static_assert(int(kSplitDq) + int(kSplitDqRows) + int(kSplitHead) <= 1, "one way to split dQ");
   static_assert(kVariant64 == kBwd64Default ||
                     (kHeadDim == 64 && (kVariant64 == kBwd64PerConsumerDq || kHeadSplit || kVariant64 == kBwd64Direct ||
-                                        kVariant64 == kBwd64TailShare)) ||
+                                        kVariant64 == kBwd64TailShare || kVariant64 == kBwd64Dyn)) ||
                     (kHeadDim == 128 && (kVariant64 == kBwd128Direct || kHeadSplit ||
                                          (kVariant64 & ~(kBwd128Tail | kBwd128Poly | kBwd128MaskBranch |
                                                          kBwd128Q80 | kBwd128Q80Mask |
