@@ -5,6 +5,8 @@
 # cuDNN's 388 / 240 (710 against 597 us); at d = 64 non-causal N = 4096 both read ~389 / 240. dyn: every causal d = 64
 # pass without a head split runs the persistent kernel taking its next tile from a counter (the tiles in flight a
 # window of the order, as under the hardware's scheduler).
+# (Run order: 2, 3, then 1, each step as time allows: a refused start left ~300 s of device time; every A/B run
+# verifies each row, so the rows measured are checked before the tests run.)
 # 1. Tests: [sm90_dyn] as built (no pass takes the order), [bwd64] under dyn (ctest gpu_bwd64_dyn), memcheck of a dyn run.
 # 2. ncu: DRAM bytes and time of the d = 64 causal N = 1024 backward under dyn and under off (a block a tile).
 # 3. Three interleaved rounds of def / dyn on the papers' d = 64 causal grid (bf16, N 512-16k; dyn48-c64) and two
@@ -14,7 +16,7 @@
 # if its six rows' geomean >= 1.02 with none below 0.98, each control 0.97-1.03 and their geomean 0.99-1.01, every row
 # verified on both sides in every round, and every test above passes.
 set -uo pipefail
-export DEADLINE=${DEADLINE:-215}
+export DEADLINE=${DEADLINE:-160}
 source scripts/call_step.sh
 call_begin $OUT/P; mkdir -p $R/ab $R/specs
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -28,18 +30,6 @@ def spec(name, seq, causal):
 spec("dyn48-c64", [512, 1024, 2048, 4096, 8192, 16384], True)
 spec("dyn48ctl-f64", [1024, 4096], False)
 PY
-step tests-dyn-built 40 $gt "[sm90_dyn]"
-step tests-bwd64-dyn 90 env FB_SM90_BWD_PERSIST=dyn $gt "[bwd64]"
-for t in dyn-built bwd64-dyn; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
-python3 - $R/memcheck-spec.json <<'PY'
-import json, sys
-json.dump({"name": "dyn48-memcheck", "seq": [1030], "batch": [2], "heads": 8, "head_dim": [64], "dtype": ["bf16"],
-           "causal": [True], "pass": ["bwd"], "kernels": ["flash-sm90"], "warmup": 1, "reps": 1, "seed": 5,
-           "verify": True}, open(sys.argv[1], "w"), indent=2)
-PY
-step memcheck 60 env FB_SM90_BWD_PERSIST=dyn compute-sanitizer --tool memcheck --error-exitcode 9 $fb run \
-  $R/memcheck-spec.json --warmup-time 0 --no-ceilings -q -o $R/memcheck.json
-tail -3 $R/memcheck.log
 python3 - $R/ncu-spec.json <<'PY'
 import json, sys
 s = json.load(open("configs/issue13-h200.json"))
@@ -58,6 +48,18 @@ specs="dyn48-c64 dyn48ctl-f64"
 ab_rounds $R/ab $R/specs 3 "$specs" def=X=1 dyn=FB_SM90_BWD_PERSIST=dyn
 peers_once $R/ab $R/specs "dyn48-c64" cudnn
 smi_stop
+step tests-dyn-built 40 $gt "[sm90_dyn]"
+step tests-bwd64-dyn 90 env FB_SM90_BWD_PERSIST=dyn $gt "[bwd64]"
+for t in dyn-built bwd64-dyn; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
+python3 - $R/memcheck-spec.json <<'PY'
+import json, sys
+json.dump({"name": "dyn48-memcheck", "seq": [1030], "batch": [2], "heads": 8, "head_dim": [64], "dtype": ["bf16"],
+           "causal": [True], "pass": ["bwd"], "kernels": ["flash-sm90"], "warmup": 1, "reps": 1, "seed": 5,
+           "verify": True}, open(sys.argv[1], "w"), indent=2)
+PY
+step memcheck 60 env FB_SM90_BWD_PERSIST=dyn compute-sanitizer --tool memcheck --error-exitcode 9 $fb run \
+  $R/memcheck-spec.json --warmup-time 0 --no-ceilings -q -o $R/memcheck.json
+tail -3 $R/memcheck.log
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def dyn > $R/table.txt 2>&1
 cut -c1-200 $R/table.txt
 python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash-sm90 --base def --variant dyn --rounds 3 \
