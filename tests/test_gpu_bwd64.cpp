@@ -181,7 +181,9 @@ TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens ver
     const char* e = std::getenv(name);
     return e == nullptr || std::string(e).empty() || std::string(e) == "default";
   };
-  const bool model_on = unset("FB_SM90_BWD64") && unset("FB_SM90_BWD_SPLIT") && unset("FB_SM90_BWD64_PG");
+  // FB_SM90_BWD_PERSIST=on or dyn runs these passes persistent: no plane group of a block-a-tile launch (0).
+  const bool model_on = unset("FB_SM90_BWD64") && unset("FB_SM90_BWD_SPLIT") && unset("FB_SM90_BWD64_PG") &&
+                        unset("FB_SM90_BWD_PERSIST");
   for (const Row& r : rows) {
     const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, true, Pass::bwd);
     const int group = sm90::backward_causal_plane_group(c.params());

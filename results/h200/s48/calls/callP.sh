@@ -18,7 +18,7 @@
 set -uo pipefail
 export DEADLINE=${DEADLINE:-160}
 source scripts/call_step.sh
-call_begin $OUT/P; mkdir -p $R/ab $R/specs
+call_begin $OUT/${CALL_NAME:-P}; mkdir -p $R/ab $R/specs  # CALL_NAME: call Q runs these steps again
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 python3 - $R/specs <<'PY'
 import json, sys
@@ -66,4 +66,4 @@ python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash-sm90 --base 
   --rows dyn48-c64 --controls dyn48ctl-f64 --min-geomean 1.02 --min-row 0.98 --control-band 0.97:1.03 \
   --controls-geomean-band 0.99:1.01 --json $R/rule.json > $R/rule.txt 2>&1
 echo "rule-dyn rc=$?"; tail -4 $R/rule.txt | cut -c1-150
-call_end P
+call_end ${CALL_NAME:-P}
