@@ -135,6 +135,28 @@ void check_sm90_beside_naive(CudaBackend& b, const Case& c, std::uint64_t seed, 
   b.release();
 }
 
+// As check_sm90_beside_naive, with flash-sm90's verified run after `warmup` untimed ones, so that state a run leaves
+// behind (a workspace accumulator, a tile counter) shows in the run verified. Returns whether flash-sm90 ran (false:
+// refused off Hopper).
+template <typename Then>
+bool check_sm90_repeated_beside_naive(CudaBackend& b, const Case& c, std::uint64_t seed, int warmup, Then then) {
+  b.prepare(c, seed);
+  std::vector<Record> records;
+  REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+  records.push_back(ok_record(c, "naive"));
+  const Descriptor& k = kernel("flash-sm90");
+  const auto why = b.check_fits(c, k);
+  if (why) {
+    only_sm90_off_hopper("flash-sm90", *why);
+  } else {
+    REQUIRE(b.run(k, warmup, 1).times_ms.size() == 1);
+    records.push_back(ok_record(c, "flash-sm90"));
+  }
+  verify_and_check(b, records, then);
+  b.release();
+  return !why;
+}
+
 // naive and `name` on `c`, inputs drawn with `seed` and scaled by `input_scale` (scores by its square),
 // both run (neither may be refused) and verified; every element they wrote checked, the rows of `c` with
 // no key included. The shape of the forward tests of one kernel beside naive.

@@ -96,21 +96,10 @@ TEST_CASE("GQA/MQA: a head split's accumulators start from zero on every run (re
     const Case c = make_case(1, s.heads, s.kv_heads, s.q, s.k, s.dim, i++ % 2 == 0 ? Dtype::bf16 : Dtype::fp16,
                              s.causal, Pass::bwd);
     INFO("case " << c.key());
-    b.prepare(c, kSeed + 7);
-    std::vector<Record> records;
-    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
-    records.push_back(ok_record(c, "naive"));
-    const Descriptor& k = kernel("flash-sm90");
-    if (const auto why = b.check_fits(c, k)) {
-      only_sm90_off_hopper("flash-sm90", *why);
-      b.release();
+    if (!check_sm90_repeated_beside_naive(b, c, kSeed + 7, 2,
+                                          [&](const Record& r) { check_gradients_written(b, r.kernel); }))
       continue;
-    }
-    REQUIRE(b.run(k, 2, 1).times_ms.size() == 1);
     ++ran;
-    records.push_back(ok_record(c, "flash-sm90"));
-    verify_and_check(b, records, [&](const Record& r) { check_gradients_written(b, r.kernel); });
-    b.release();
     split_runs += sm90::backward_head_split(c.params()) > 1;
   }
   INFO(split_runs << " of " << ran << " runs split");
