@@ -20,7 +20,10 @@ call is the geometric mean of its rounds'. The rule is met when
   * every control's ratio lies within --control-band LO:HI;
   * given --controls-geomean-band LO:HI, the controls' ratios have a geometric mean within it (a bias that moves
     every control a little, where one short control's noise must not decide the rule alone: sessions 46-47's calls
-    H and L each missed by one control whose code is the same under both sides, 1.0107 and 0.979).
+    H and L each missed by one control whose code is the same under both sides, 1.0107 and 0.979);
+  * every file names the same device and the same build (device.name, tool.git): a call is one machine and one set
+    of binaries, and files mixed from two calls are no A/B. The verdict says which device it holds for (session 48:
+    the same rule read 1.011 on an H200 for a probe built against an H100's DRAM traffic).
 The rows and their rounds are printed, then the verdict and every reason it fails. --json also writes all of it
 (the rule's figures, each row's rounds, the verdict) to a file, whole or not at all.
 
@@ -99,14 +102,17 @@ def expected_keys(spec_dir, name, kernel):
     return keys
 
 
-def side_times(path, kernel, keys):
-    """{key: (median ms, None) or (None, problem)} for one side's file of one spec and round."""
+def side_times(path, kernel, keys, seen):
+    """{key: (median ms, None) or (None, problem)} for one side's file of one spec and round; the file's device name
+    and build go into seen["device"] and seen["git"] (sets)."""
     if not os.path.exists(path):
         return {k: (None, f"no results file {os.path.basename(path)}") for k in keys}
     try:
         doc = fbresults.load_results(path)
     except fbresults.ResultsError as e:
         raise UsageError(str(e)) from None
+    seen["device"].add(str((doc.get("device") or {}).get("name") or "unnamed"))
+    seen["git"].add(str((doc.get("tool") or {}).get("git") or "unnamed"))
     recs = {}
     for r in doc["results"]:
         if r["kernel"] == kernel:
@@ -143,12 +149,13 @@ def judge(a):
     if gband is not None and not a.controls:
         raise UsageError("--controls-geomean-band: no --controls to take the geomean of")
     rows = []
+    seen = {"device": set(), "git": set()}
     for name, role in match_specs(a.spec_dir, a.rows, a.controls):
         keys = expected_keys(a.spec_dir, name, a.kernel)
         per_round = []
         for r in range(1, a.rounds + 1):
-            base = side_times(os.path.join(a.dir, f"{a.base}-{name}-{r}.json"), a.kernel, keys)
-            var = side_times(os.path.join(a.dir, f"{a.variant}-{name}-{r}.json"), a.kernel, keys)
+            base = side_times(os.path.join(a.dir, f"{a.base}-{name}-{r}.json"), a.kernel, keys, seen)
+            var = side_times(os.path.join(a.dir, f"{a.variant}-{name}-{r}.json"), a.kernel, keys, seen)
             per_round.append((base, var))
         for k in keys:
             ratios, problems = [], []
@@ -165,7 +172,11 @@ def judge(a):
         if row["problems"]:
             reasons.append(f"{row['role']} {row['key']} ({row['spec']}): " + "; ".join(row["problems"]))
     rule_rows = [r for r in rows if r["role"] == "row" and r["ratio"] is not None]
-    summary = {"rows": sum(r["role"] == "row" for r in rows), "controls": sum(r["role"] == "control" for r in rows)}
+    summary = {"rows": sum(r["role"] == "row" for r in rows), "controls": sum(r["role"] == "control" for r in rows),
+               "device": sorted(seen["device"]), "git": sorted(seen["git"])}
+    for what, label in (("device", "devices"), ("git", "builds")):
+        if len(seen[what]) > 1:
+            reasons.append(f"the files come from {len(seen[what])} {label}: " + ", ".join(sorted(seen[what])))
     if rule_rows:
         g = geomean([r["ratio"] for r in rule_rows])
         summary.update(geomean=g, min=min(r["ratio"] for r in rule_rows), max=max(r["ratio"] for r in rule_rows))
@@ -219,6 +230,8 @@ def report(v):
                      (f", geomean {s['controls_geomean']:.4f}" if "controls_geomean" in s else ""))
     else:
         lines.append(f"rows: {s['rows']}, none with a ratio; controls: {s['controls']}")
+    if s.get("device"):
+        lines.append(f"device: {', '.join(s['device'])}; build: {', '.join(s['git'])}")
     lines.append("verdict: MET" if v["verdict"] == "met" else "verdict: NOT MET")
     lines += [f"  - {x}" for x in v["reasons"]]
     return "\n".join(lines)

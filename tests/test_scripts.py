@@ -644,6 +644,35 @@ class ABRule(unittest.TestCase):
         for x in doc["rows"]:
             self.assertEqual(len(x["ratios"]), 3)
 
+    def test_files_of_two_devices_or_builds_fail_it(self):
+        # Each file names its device and build; a call is one of each (files mixed from two calls are no A/B).
+        def named(device, git):  # every file on GPU A at build abc, but new-r-b-2.json on `device` at `git`
+            self.write_call(lambda name: 1.05 if name.startswith("r-") else 1.0)
+            for fn in os.listdir(self.ab):
+                path = os.path.join(self.ab, fn)
+                with open(path) as fh:
+                    doc = json.load(fh)
+                odd = fn == "new-r-b-2.json"
+                doc["device"] = {"name": device if odd else "GPU A"}
+                doc["tool"]["git"] = git if odd else "abc"
+                with open(path, "w") as fh:
+                    json.dump(doc, fh)
+        out = os.path.join(self.tmp, "rule.json")
+        named("GPU A", "abc")
+        r = self.judge("--json", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("device: GPU A; build: abc", r.stdout)
+        with open(out) as f:
+            self.assertEqual(json.load(f)["summary"]["device"], ["GPU A"])
+        named("GPU B", "abc")
+        r = self.judge()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("the files come from 2 devices: GPU A, GPU B", r.stdout)
+        named("GPU A", "def")
+        r = self.judge()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("the files come from 2 builds: abc, def", r.stdout)
+
     def test_each_part_of_the_rule_can_fail_it(self):
         cases = [
             ("geomean", {"r-a": 1.01, "r-b": 1.02, "c-x": 1.0}, "the rows' geomean 1.0150 is below 1.03"),
