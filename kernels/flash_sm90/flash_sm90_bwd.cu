@@ -1585,13 +1585,11 @@ void run_backward(const AttentionParams& p, const Context& ctx) {
   with_traits(p, [&](auto tr) {
     using Tr = decltype(tr);
     auto* extra = reinterpret_cast<float*>(base + ws.dkv);
-    if constexpr (Tr::kDynTiles) {  // the dynamic order's tile counter
-      prepass(tr, extra, kWsAlign);
-      launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, extra);
-      return;
-    }
-    prepass(tr);
-    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, Tr::kQTail || Tr::kTailShare ? extra : nullptr);
+    if constexpr (Tr::kDynTiles)
+      prepass(tr, extra, kWsAlign);  // the dynamic order's tile counter, zeroed
+    else
+      prepass(tr);
+    launch<Tr>(p, lse_pad, d_pad, dq_acc, stream, 1, Tr::kQTail || Tr::kTailShare || Tr::kDynTiles ? extra : nullptr);
   });
 }
 

@@ -327,39 +327,32 @@ __device__ __forceinline__ void bwd_produce(const BwdParams& prm, const BwdSmem<
     int i = 0;  // tiles (and tail pieces) done
     // The first step's Q and dO load while the consumers finish the previous tile; its K and V once
     // they are done with the previous ones (the first wait passes at once).
-    auto produce = [&](const BwdWork& w) {
+    // kDynTiles: the tile's number goes to the consumers with its K and V (kOffTile, read after the K/V full barrier).
+    const std::uint32_t slot = sm.base + Tr::kOffTile;
+    auto produce = [&](const BwdWork& w, int tile) {
       bwd_produce_step<Tr>(prm, sm, bars, w, 0, g++);
       ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
+      if constexpr (Tr::kDynTiles) ptx::st_shared_u32(slot, std::uint32_t(tile));
       bwd_produce_kv<Tr>(prm, sm, bars, w);
       for (int it = 1; it < w.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w, it, g++);
     };
     if constexpr (Tr::kDynTiles) {
       // Each next tile gridDim.x + the counter's next value (a block's first: blockIdx.x), so that the tiles in flight
-      // are a window of the order, as under the hardware's block scheduler; its number goes to the consumers with its
-      // K and V (kOffTile, read after the K/V full barrier) and, past the last, -1 with a bare arrival once they are
-      // done with the last tile's K and V.
-      const std::uint32_t slot = sm.base + Tr::kOffTile;
-      for (int tile = blockIdx.x;; ++i) {
-        if (tile >= prm.n_tiles) {
-          ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
-          ptx::st_shared_u32(slot, ~0u);
-          ptx::mbar_arrive(bars.kv_full());
-          break;
-        }
-        const BwdWork w = bwd_work<Tr>(prm, tile);
-        bwd_produce_step<Tr>(prm, sm, bars, w, 0, g++);
-        ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
-        ptx::st_shared_u32(slot, std::uint32_t(tile));
-        bwd_produce_kv<Tr>(prm, sm, bars, w);
-        for (int it = 1; it < w.steps; ++it) bwd_produce_step<Tr>(prm, sm, bars, w, it, g++);
+      // are a window of the order, as under the hardware's block scheduler; past the last, -1 with a bare arrival once
+      // the consumers are done with the last tile's K and V.
+      for (int tile = blockIdx.x; tile < prm.n_tiles; ++i) {
+        produce(bwd_work<Tr>(prm, tile), tile);
         tile = int(gridDim.x + atomicAdd(reinterpret_cast<unsigned*>(prm.dkv_acc), 1u));
       }
+      ptx::mbar_wait(bars.kv_empty(), (i & 1) ^ 1);
+      ptx::st_shared_u32(slot, ~0u);
+      ptx::mbar_arrive(bars.kv_full());
     } else {
       for (int tile = blockIdx.x; tile < bwd_whole_end<Tr>(prm); tile += gridDim.x, ++i)
-        produce(bwd_work<Tr>(prm, tile));
+        produce(bwd_work<Tr>(prm, tile), tile);
     }
     bwd_for_each_tail_piece<Tr>(prm, [&](const BwdWork& w, int) {
-      produce(w);
+      produce(w, -1);
       ++i;
     });
   }
