@@ -4,8 +4,8 @@
 # call: ncu of the d = 64 causal N = 1024 backward under def / dyn / off, three interleaved rounds of def / dyn on the
 # papers' d = 64 causal grid and two non-causal controls, torch-cudnn once, the tests ([sm90_dyn] as built, [bwd64]
 # under dyn) and memcheck.
-# Why again: call P ran on an H200 (results/h200/s48/P/), where the default moved 429 / 259 MiB of DRAM at N = 1024 and
-# dyn 407 / 248, and dyn read 0.984-1.028x (geomean 1.011): its rule not met. The lead dyn was built for is the H100's:
+# Why again: call P ran on an H200 (results/h200/s48/P/), where the default moved 410 / 247 MiB of DRAM at N = 1024 and
+# dyn 388 / 236, and dyn read 0.984-1.028x (geomean 1.011): its rule not met. The lead dyn was built for is the H100's:
 # there call O measured the default at 856 / 482 MiB (results/h100/s48/O/). The H200's figures do not say what dyn does
 # on the H100.
 # Rule (docs/perf-notes.md, "Session 48", written before the call): on an H100, call P's rule (the six rows' geomean
