@@ -110,13 +110,14 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
     WARN("no run of the shared tail (FB_SM90_BWD_SHARE=off, or a GPU these grids fill differently)");
 }
 
-// The dynamic tile order (FB_SM90_BWD_PERSIST=dyn, a probe; flash_sm90_bwd.cu dyn_tiles_on()): causal d = 64 passes
-// without a head split run the persistent kernel, each block's next tile from a counter the pre-pass zeroes. Shapes no
+// The dynamic tile order (flash_sm90_bwd.cu dyn_tiles_on(); the default for MHA since session 49, FB_SM90_BWD_PERSIST=dyn
+// GQA too, =nodyn none): causal d = 64 passes without a head split run the persistent kernel, each block's next tile
+// from a counter the pre-pass zeroes. Shapes no
 // config names: many short tiles (4 x 16 heads N = 1030: 9 key tiles a plane, 576 tiles), long ones the default runs a
 // block a tile (2 x 6 heads 4200 x 4100: 33 steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up
 // runs before the one verified, so a counter left where the last run stopped (tiles skipped: their dQ missing from the
-// zeroed accumulator) or a tile run twice (dQ doubled) fails. Under dyn every row must take the order; by default none
-// does.
+// zeroed accumulator) or a tile run twice (dQ doubled) fails. By default the MHA rows must take the order and the GQA
+// row must not; under dyn every row must; under any other word none.
 TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeated runs", "[gpu][bwd64][sm90_dyn]") {
   namespace sm90 = fb::cuda::flash_sm90;
   struct Row {
@@ -128,21 +129,28 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
                       {3, 10, 5, 700, 1900, Dtype::bf16},
                       {2, 12, 12, 2300, 600, Dtype::fp16}};
   CudaBackend& b = gpu();
-  const char* env = std::getenv("FB_SM90_BWD_PERSIST");
-  const bool dyn = env != nullptr && std::string(env) == "dyn";
+  auto word = [](const char* name) {
+    const char* e = std::getenv(name);
+    return std::string(e != nullptr ? e : "");
+  };
+  const std::string persist = word("FB_SM90_BWD_PERSIST");
+  const bool dyn = persist == "dyn";
+  const bool by_default = (persist.empty() || persist == "default") && word("FB_SM90_BWD64").empty();
   int ran = 0, dyn_runs = 0;
   for (const Row& r : rows) {
     const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, true, Pass::bwd);
     INFO("case " << c.key());
     const bool on = sm90::backward_dyn_tiles(c.params());
     INFO("dynamic order " << on);
-    CHECK(on == (dyn && sm90::backward_head_split(c.params()) == 1));  // head splits keep their own order
+    const bool whole = sm90::backward_head_split(c.params()) == 1;  // head splits keep their own order
+    if (dyn || by_default) CHECK(on == (whole && (dyn || r.heads == r.kv_heads)));
+    else if (!persist.empty()) CHECK_FALSE(on);  // on, off, nodyn
     if (check_sm90_repeated_beside_naive(b, c, kSeed + 11, 2, each_written(b, c, Tensors::gradients))) {
       ++ran;
       dyn_runs += on;
     }
   }
-  if (dyn && ran > 0) CHECK(dyn_runs > 0);
+  if ((dyn || by_default) && ran > 0) CHECK(dyn_runs > 0);
 }
 
 // Causal GQA passes launched a block a tile take a plane group the schedule model may widen past what fits L2
@@ -169,7 +177,8 @@ TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens ver
     const char* e = std::getenv(name);
     return e == nullptr || std::string(e).empty() || std::string(e) == "default";
   };
-  // FB_SM90_BWD_PERSIST=on or dyn runs these passes persistent: no plane group of a block-a-tile launch (0).
+  // FB_SM90_BWD_PERSIST=on or dyn runs these passes persistent: no plane group of a block-a-tile launch (0). (The
+  // default's dynamic order takes MHA passes only; these rows are GQA.)
   const bool model_on = unset("FB_SM90_BWD64") && unset("FB_SM90_BWD_SPLIT") && unset("FB_SM90_BWD64_PG") &&
                         unset("FB_SM90_BWD_PERSIST");
   for (const Row& r : rows) {

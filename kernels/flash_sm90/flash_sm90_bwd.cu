@@ -677,18 +677,22 @@ int qtail_parts(const AttentionParams& p) {
   return model_tail_split(n_tiles, sms, q_tiles, p.group(), model);
 }
 
-// Whether a persistent backward may run (FB_SM90_BWD_PERSIST: 0 auto, 1 on, -1 off, 2 dyn; bwd_blocks() below).
-// `dyn` (a probe, session 48): on, and causal d = 64 passes without a head split take their tiles in a dynamic order
-// (dyn_tiles_on() below). Any other word is refused.
-int persist_forced() {
-  static const int forced = [] {
+// Whether a persistent backward may run (FB_SM90_BWD_PERSIST; bwd_blocks() below): kPersistAuto (unset or default:
+// the dynamic order where dyn_tiles_on() takes it, the launch model elsewhere), kPersistOn (every pass persistent, a
+// static round-robin), kPersistOff (a block a tile), kPersistDyn (`dyn`, session 48's probe: on, and every causal
+// d = 64 pass without a head split in the dynamic order, GQA too), kPersistNoDyn (`nodyn`: the default before
+// session 49, no dynamic order). Any other word is refused.
+enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn };
+PersistMode persist_forced() {
+  static const PersistMode forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
     const std::string v = e != nullptr ? e : "";
-    if (v.empty() || v == "default") return 0;
-    if (v == "on") return 1;
-    if (v == "off") return -1;
-    if (v == "dyn") return 2;
-    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off or dyn");
+    if (v.empty() || v == "default") return kPersistAuto;
+    if (v == "on") return kPersistOn;
+    if (v == "off") return kPersistOff;
+    if (v == "dyn") return kPersistDyn;
+    if (v == "nodyn") return kPersistNoDyn;
+    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off, dyn, nodyn or default");
   }();
   return forced;
 }
@@ -715,7 +719,7 @@ int tail_share_forced() {
 }
 // Whether pass p may run the shared tail, head split and model aside (head_split() asks, for its unsplit time).
 bool tail_share_possible(const AttentionParams& p) {
-  if (tail_share_forced() < 0 || !tail_candidate(p, 64) || persist_forced() < 0) return false;
+  if (tail_share_forced() < 0 || !tail_candidate(p, 64) || persist_forced() == kPersistOff) return false;
   return default_choice64();
 }
 bool tail_share_on(const AttentionParams& p) {
@@ -738,17 +742,24 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
   return Tr::kQ80 ? round_up(p.seq_q, Tr::kBlockM) : flash::backward_padded_seq(p.seq_q);
 }
 
-// FB_SM90_BWD_PERSIST=dyn (a probe, session 48's call P): causal d = 64 passes without a head split run the
-// persistent kernel at any length, each block taking its next tile from a counter (kBwd64Dyn, the traits) rather than
+// The dynamic tile order (the default for causal d = 64 MHA passes without a head split since session 49; under
+// FB_SM90_BWD_PERSIST=dyn, session 48's probe, GQA ones too; `nodyn`: never): those passes run the persistent kernel
+// at any length, each block taking its next tile from a counter (kBwd64Dyn, the traits) rather than
 // blockIdx.x + gridDim.x, ...: the tiles in flight stay a window of the order (plane groups, key tiles outermost, the
 // longest first), as under the hardware's block scheduler, and no block waits on a static share of longer tiles. Why:
 // on the H100 the default's d = 64 causal backward at N = 1024 (the persistent kernel, static round-robin) read 856
 // and wrote 482 MiB of DRAM against cuDNN's 388 / 240 at the papers' grid (results/h100/s48/O/ncu-summary.txt), and
 // non-causal N = 4096, whose tiles are all alike, 389 / 240 like cuDNN: blocks drifting apart on tiles of unequal
-// length spread the tiles in flight over more planes than L2 holds.
+// length spread the tiles in flight over more planes than L2 holds. Session 49's call Q (an H100, three interleaved
+// rounds against the default before it, its rule written before in docs/perf-notes.md; results/h100/s49/Q/): the
+// papers' d = 64 causal grid N 512-16k 1.019-1.353x (geomean 1.104), non-causal controls 1.023x / 0.981x; DRAM at
+// N = 1024 858 / 484 MiB read / written -> 388 / 240. Call P (an H200, results/h200/s48/P/): 0.984-1.028x. Measured
+// on MHA only, so GQA passes keep the plane groups of causal_group() unless the probe's word asks.
 bool dyn_tiles_on(const AttentionParams& p) {
+  const PersistMode forced = persist_forced();
+  const bool taken = forced == kPersistDyn || (forced == kPersistAuto && p.group() == 1);
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
-  return persist_forced() == 2 && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
+  return taken && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
          head_split(p) == 1 && !tail_share_on(p);
 }
 
@@ -956,12 +967,15 @@ __global__ void __launch_bounds__(Convert<DkvTr>::kThreads)
 // critical path (a third of the d = 64 time at N = 1024 was independent of N). A static round-robin
 // balances a causal triangle worse than the hardware's block scheduler, so long causal passes (a tile
 // of kLongCausalSteps steps or more) take one block per tile: at d = 64 causal, persistent measured
-// +7% at N = 1024 (8 steps), -0.5 to -1% at 4096 (32 steps), -1.5% at 8192 (docs/perf-notes.md).
+// +7% at N = 1024 (8 steps), -0.5 to -1% at 4096 (32 steps), -1.5% at 8192 (docs/perf-notes.md). Passes in the
+// dynamic tile order (dyn_tiles: dyn_tiles_on()) balance the triangle on their own and run persistent at any length.
 // FB_SM90_BWD_PERSIST=off or on overrides this for A/B runs.
-long long bwd_blocks(long long n_tiles, bool causal, int longest_steps) {
+long long bwd_blocks(long long n_tiles, bool causal, int longest_steps, bool dyn_tiles) {
   constexpr int kLongCausalSteps = 32;
-  const int forced = persist_forced();
-  const bool persistent = forced != 0 ? forced > 0 : !causal || longest_steps < kLongCausalSteps;
+  const PersistMode forced = persist_forced();
+  const bool persistent = forced == kPersistOn || forced == kPersistDyn ? true
+                          : forced == kPersistOff                       ? false
+                                                  : dyn_tiles || !causal || longest_steps < kLongCausalSteps;
   return persistent ? std::min<long long>(n_tiles, current_sm_count()) : n_tiles;
 }
 
@@ -1225,7 +1239,7 @@ template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
     const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
     const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
     const int longest_steps = int((seq_pad_of<Tr>(p) / Tr::kBlockM) * p.group());
-    const long long blocks = Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps) : n_tiles;
+    const long long blocks = Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps, Tr::kDynTiles) : n_tiles;
     if (blocks != n_tiles) return 0;
     return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
   }
@@ -1393,7 +1407,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
   const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
-  const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps)
+  const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps, Tr::kDynTiles)
                                            : prm.n_tiles + qtail_units;
   if (const int group = unsplit_causal_group<Tr>(p); group > 0) prm.plane_group = group;
   // `pdl`: each launch below a programmatic dependent of the kernel before it, the main kernel where that is this

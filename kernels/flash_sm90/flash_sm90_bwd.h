@@ -33,7 +33,8 @@ bool backward_tail_share(const AttentionParams& p);
 // a tile; on a head split, of virtual planes (a K/V plane and a subset of its query heads); 0 for every other pass.
 // Needs a device (the SM count); tests use it.
 int backward_causal_plane_group(const AttentionParams& p);
-// Whether a causal d = 64 pass takes its tiles in the dynamic order (FB_SM90_BWD_PERSIST=dyn, a probe); tests use it.
+// Whether a causal d = 64 pass takes its tiles in the dynamic order (the default for MHA passes without a head split
+// since session 49; FB_SM90_BWD_PERSIST=dyn: GQA too; =nodyn: none); tests use it.
 bool backward_dyn_tiles(const AttentionParams& p);
 // Pre-pass (D, LSE), the main kernel, dQ convert; writes p.dq, p.dk, p.dv.
 void run_backward(const AttentionParams& p, const Context& ctx);

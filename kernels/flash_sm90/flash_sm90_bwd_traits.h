@@ -184,7 +184,8 @@ constexpr int kBwd64Default = 0, kBwd64PerConsumerDq = 1, kBwd128Direct = 2, kBw
               kBwd64Direct = 32, kBwd128Tail = 128, kBwd128Poly = 256,
               kBwd128MaskBranch = 2048, kBwd128Q80 = 4096, kBwd128Q80Mask = 16384, kBwd128KeyTail = 65536,
               kBwd128QTail = 1 << 17, kBwd64TailShare = 1 << 18, kBwd128Short = 1 << 19;
-//   kBwd64Dyn           d = 64, FB_SM90_BWD_PERSIST=dyn (session 48's probe): the persistent kernel with its whole
+//   kBwd64Dyn           d = 64, causal MHA passes without a head split (the default since session 49; session 48's
+//                       probe FB_SM90_BWD_PERSIST=dyn, GQA too): the persistent kernel with its whole
 //                       tiles in a dynamic order, each block's next from an atomic counter (BwdParams::dkv_acc as the
 //                       counter, zeroed by the pre-pass; the producer passes each tile's number to the consumers in
 //                       shared memory, kOffTile). A variant of its own, so that the default kernels keep their code
