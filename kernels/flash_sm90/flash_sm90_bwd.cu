@@ -681,8 +681,9 @@ int qtail_parts(const AttentionParams& p) {
 // the dynamic order where dyn_tiles_on() takes it, the launch model elsewhere), kPersistOn (every pass persistent, a
 // static round-robin), kPersistOff (a block a tile), kPersistDyn (`dyn`, session 48's probe: on, and every causal
 // d = 64 pass without a head split in the dynamic order, GQA too), kPersistNoDyn (`nodyn`: the default before
-// session 49, no dynamic order). Any other word is refused.
-enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn };
+// session 49, no dynamic order), kPersistDynGqa (`dyngqa`, session 49's probe: the default with causal GQA passes in
+// the dynamic order too, every other pass as by default). Any other word is refused.
+enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynGqa };
 PersistMode persist_forced() {
   static const PersistMode forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
@@ -692,7 +693,8 @@ PersistMode persist_forced() {
     if (v == "off") return kPersistOff;
     if (v == "dyn") return kPersistDyn;
     if (v == "nodyn") return kPersistNoDyn;
-    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off, dyn, nodyn or default");
+    if (v == "dyngqa") return kPersistDynGqa;
+    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off, dyn, dyngqa, nodyn or default");
   }();
   return forced;
 }
@@ -754,10 +756,11 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
 // rounds against the default before it, its rule written before in docs/perf-notes.md; results/h100/s49/Q/): the
 // papers' d = 64 causal grid N 512-16k 1.019-1.353x (geomean 1.104), non-causal controls 1.023x / 0.981x; DRAM at
 // N = 1024 858 / 484 MiB read / written -> 388 / 240. Call P (an H200, results/h200/s48/P/): 0.984-1.028x. Measured
-// on MHA only, so GQA passes keep the plane groups of causal_group() unless the probe's word asks.
+// on MHA only, so GQA passes keep the plane groups of causal_group() unless a probe's word asks (`dyn`; `dyngqa`,
+// session 49's probe: the default with GQA passes in the order too, and nothing else changed).
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
-  const bool taken = forced == kPersistDyn || (forced == kPersistAuto && p.group() == 1);
+  const bool taken = forced == kPersistDyn || forced == kPersistDynGqa || (forced == kPersistAuto && p.group() == 1);
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
   return taken && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
          head_split(p) == 1 && !tail_share_on(p);
