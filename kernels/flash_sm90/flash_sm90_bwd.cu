@@ -681,9 +681,11 @@ int qtail_parts(const AttentionParams& p) {
 // the dynamic order where dyn_tiles_on() takes it, the launch model elsewhere), kPersistOn (every pass persistent, a
 // static round-robin), kPersistOff (a block a tile), kPersistDyn (`dyn`, session 48's probe: on, and every causal
 // d = 64 pass without a head split in the dynamic order, GQA too), kPersistNoDyn (`nodyn`: the default before
-// session 49, no dynamic order), kPersistDynGqa (`dyngqa`, session 49's probe: the default with causal GQA passes in
-// the dynamic order too, every other pass as by default). Any other word is refused.
-enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynGqa };
+// session 49, no dynamic order), kPersistDynGqa (`dyngqa`, session 49's call S: the default with causal GQA passes in
+// the dynamic order too, every other pass as by default; not met), kPersistDynShort (`dynshort`, session 49's probe
+// for a later call: the default with the causal GQA passes the launch model runs persistent, longest key tile under
+// kLongCausalSteps steps, in the order too). Any other word is refused.
+enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynGqa, kPersistDynShort };
 PersistMode persist_forced() {
   static const PersistMode forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
@@ -694,7 +696,9 @@ PersistMode persist_forced() {
     if (v == "dyn") return kPersistDyn;
     if (v == "nodyn") return kPersistNoDyn;
     if (v == "dyngqa") return kPersistDynGqa;
-    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off, dyn, dyngqa, nodyn or default");
+    if (v == "dynshort") return kPersistDynShort;
+    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v +
+                                "' is not on, off, dyn, dyngqa, dynshort, nodyn or default");
   }();
   return forced;
 }
@@ -744,6 +748,15 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
   return Tr::kQ80 ? round_up(p.seq_q, Tr::kBlockM) : flash::backward_padded_seq(p.seq_q);
 }
 
+// A causal pass whose longest key tile takes this many query-tile steps or more runs a block a tile (bwd_blocks()).
+constexpr int kLongCausalSteps = 32;
+// Query-tile steps of the longest key tile of a d = 64 pass on the default kernel without a head split (its query
+// rows padded as seq_pad_of() pads them, times the group's query heads): what bwd_blocks() weighs.
+int causal_steps64(const AttentionParams& p) {
+  const int block_m = with_default_tiles(64, [](auto tr) { return decltype(tr)::kBlockM; });
+  return flash::backward_padded_seq(p.seq_q) / block_m * p.group();
+}
+
 // The dynamic tile order (the default for causal d = 64 MHA passes without a head split since session 49; under
 // FB_SM90_BWD_PERSIST=dyn, session 48's probe, GQA ones too; `nodyn`: never): those passes run the persistent kernel
 // at any length, each block taking its next tile from a counter (kBwd64Dyn, the traits) rather than
@@ -756,11 +769,17 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
 // rounds against the default before it, its rule written before in docs/perf-notes.md; results/h100/s49/Q/): the
 // papers' d = 64 causal grid N 512-16k 1.019-1.353x (geomean 1.104), non-causal controls 1.023x / 0.981x; DRAM at
 // N = 1024 858 / 484 MiB read / written -> 388 / 240. Call P (an H200, results/h200/s48/P/): 0.984-1.028x. Measured
-// on MHA only, so GQA passes keep the plane groups of causal_group() unless a probe's word asks (`dyn`; `dyngqa`,
-// session 49's probe: the default with GQA passes in the order too, and nothing else changed).
+// on MHA only, so GQA passes keep the plane groups of causal_group() unless a probe's word asks (`dyn`; `dyngqa`:
+// the default with GQA passes in the order too, nothing else changed; `dynshort`: only the GQA passes under
+// kLongCausalSteps). Session 49's call S (an H100, results/h100/s49/S/) read dyngqa on seven causal GQA shapes
+// 0.777-1.311x (geomean 0.908): the passes launched a block a tile in plane groups lose (0.777-0.886x), one pass the
+// default runs persistent gains (4 x 16 q / 8 kv heads N = 1536, 1.311x), another does not (8 x 12 / 4 N = 1024 fp16,
+// 0.963x).
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
-  const bool taken = forced == kPersistDyn || forced == kPersistDynGqa || (forced == kPersistAuto && p.group() == 1);
+  const bool taken = forced == kPersistDyn || forced == kPersistDynGqa ||
+                     ((forced == kPersistAuto || forced == kPersistDynShort) && p.group() == 1) ||
+                     (forced == kPersistDynShort && causal_steps64(p) < kLongCausalSteps);
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
   return taken && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
          head_split(p) == 1 && !tail_share_on(p);
@@ -974,7 +993,6 @@ __global__ void __launch_bounds__(Convert<DkvTr>::kThreads)
 // dynamic tile order (dyn_tiles: dyn_tiles_on()) balance the triangle on their own and run persistent at any length.
 // FB_SM90_BWD_PERSIST=off or on overrides this for A/B runs.
 long long bwd_blocks(long long n_tiles, bool causal, int longest_steps, bool dyn_tiles) {
-  constexpr int kLongCausalSteps = 32;
   const PersistMode forced = persist_forced();
   const bool persistent = forced == kPersistOn || forced == kPersistDyn ? true
                           : forced == kPersistOff                       ? false
