@@ -812,6 +812,25 @@ class ABRule(unittest.TestCase):
         self.assertIn("rows: 16, geomean 1.1131 (1.039-1.258); controls: 3", r.stdout)
         self.assertIn("reads 0.9791, outside 0.985-1.015", r.stdout)
 
+    def test_session_49_calls_q_and_s_give_the_verdicts_their_calls_printed(self):
+        """Call Q (one H100) made the dynamic tile order a default: met, 1.019-1.353x; call S put it on GQA: not met,
+        six of seven rows under 0.98. The rule of both, as their scripts ran it."""
+        s49 = os.path.join(ROOT, "results", "h100", "s49")
+        rule = ["--kernel", "flash-sm90", "--base", "def", "--rounds", "3", "--min-geomean", "1.02", "--min-row",
+                "0.98", "--control-band", "0.97:1.03", "--controls-geomean-band", "0.99:1.01"]
+        q = os.path.join(s49, "Q")
+        r = run_script("ab_rule.py", os.path.join(q, "ab"), "--spec-dir", os.path.join(q, "specs"), *rule,
+                       "--variant", "dyn", "--rows", "dyn48-c64", "--controls", "dyn48ctl-f64")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("rows: 6, geomean 1.1043 (1.019-1.353); controls: 2, geomean 1.0018", r.stdout)
+        self.assertIn("device: NVIDIA H100 80GB HBM3", r.stdout)
+        s = os.path.join(s49, "S")
+        r = run_script("ab_rule.py", os.path.join(s, "ab"), "--spec-dir", os.path.join(s, "specs"), *rule,
+                       "--variant", "dyngqa", "--rows", "dyngqa49-*", "--controls", "dyngqa49ctl-*")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("rows: 7, geomean 0.9081 (0.777-1.311)", r.stdout)
+        self.assertEqual(r.stdout.count(", below 0.98"), 6)
+
 
 # ---------------------------------------------------------------------------------------------------
 # ptxas_log.sh and ptxas_spills.py: ptxas's reports of the kernels, and their register spills
