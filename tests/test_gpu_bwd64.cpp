@@ -117,7 +117,7 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
 // block a tile (2 x 6 heads 4200 x 4100: 33 steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up
 // runs before the one verified, so a counter left where the last run stopped (tiles skipped: their dQ missing from the
 // zeroed accumulator) or a tile run twice (dQ doubled) fails. By default the MHA rows must take the order and the GQA
-// row must not; under dyn and dyngqa every row must, and under dynshort too (the GQA row's longest key tile is 12
+// row must not; under dyn every row must, and under dynshort too (the GQA row's longest key tile is 12
 // steps: 768 padded queries / 128 x 2 heads, under the 32 that bwd_blocks() launches a block a tile); under any
 // other word none.
 TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeated runs", "[gpu][bwd64][sm90_dyn]") {
@@ -136,7 +136,7 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
     return std::string(e != nullptr ? e : "");
   };
   const std::string persist = word("FB_SM90_BWD_PERSIST");
-  const bool dyn = persist == "dyn" || persist == "dyngqa" || persist == "dynshort";
+  const bool dyn = persist == "dyn" || persist == "dynshort";
   const bool by_default = (persist.empty() || persist == "default") && word("FB_SM90_BWD64").empty();
   int ran = 0, dyn_runs = 0;
   for (const Row& r : rows) {

@@ -681,11 +681,11 @@ int qtail_parts(const AttentionParams& p) {
 // the dynamic order where dyn_tiles_on() takes it, the launch model elsewhere), kPersistOn (every pass persistent, a
 // static round-robin), kPersistOff (a block a tile), kPersistDyn (`dyn`, session 48's probe: on, and every causal
 // d = 64 pass without a head split in the dynamic order, GQA too), kPersistNoDyn (`nodyn`: the default before
-// session 49, no dynamic order), kPersistDynGqa (`dyngqa`, session 49's call S: the default with causal GQA passes in
-// the dynamic order too, every other pass as by default; not met), kPersistDynShort (`dynshort`, session 49's probe
-// for a later call: the default with the causal GQA passes the launch model runs persistent, longest key tile under
-// kLongCausalSteps steps, in the order too). Any other word is refused.
-enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynGqa, kPersistDynShort };
+// session 49, no dynamic order), kPersistDynShort (`dynshort`, session 49's probe for a later call: the default with
+// the causal GQA passes the launch model runs persistent, longest key tile under kLongCausalSteps steps, in the order
+// too). `dyngqa` (every causal GQA pass in the order too) was measured in session 49's call S and removed: refused,
+// naming it. Any other word is refused.
+enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort };
 PersistMode persist_forced() {
   static const PersistMode forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
@@ -695,10 +695,12 @@ PersistMode persist_forced() {
     if (v == "off") return kPersistOff;
     if (v == "dyn") return kPersistDyn;
     if (v == "nodyn") return kPersistNoDyn;
-    if (v == "dyngqa") return kPersistDynGqa;
     if (v == "dynshort") return kPersistDynShort;
-    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v +
-                                "' is not on, off, dyn, dyngqa, dynshort, nodyn or default");
+    if (v == "dyngqa")
+      throw std::invalid_argument("FB_SM90_BWD_PERSIST: 'dyngqa' (every causal GQA pass in the dynamic order) was "
+                                  "measured and removed in session 49: 0.777-1.311x, geomean 0.908 "
+                                  "(docs/perf-notes.md; dynshort is its short passes)");
+    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off, dyn, dynshort, nodyn or default");
   }();
   return forced;
 }
@@ -769,16 +771,15 @@ int causal_steps64(const AttentionParams& p) {
 // rounds against the default before it, its rule written before in docs/perf-notes.md; results/h100/s49/Q/): the
 // papers' d = 64 causal grid N 512-16k 1.019-1.353x (geomean 1.104), non-causal controls 1.023x / 0.981x; DRAM at
 // N = 1024 858 / 484 MiB read / written -> 388 / 240. Call P (an H200, results/h200/s48/P/): 0.984-1.028x. Measured
-// on MHA only, so GQA passes keep the plane groups of causal_group() unless a probe's word asks (`dyn`; `dyngqa`:
-// the default with GQA passes in the order too, nothing else changed; `dynshort`: only the GQA passes under
-// kLongCausalSteps). Session 49's call S (an H100, results/h100/s49/S/) read dyngqa on seven causal GQA shapes
+// on MHA only, so GQA passes keep the plane groups of causal_group() unless a probe's word asks (`dyn`; `dynshort`:
+// the GQA passes under kLongCausalSteps, nothing else changed). Session 49's call S (an H100, results/h100/s49/S/)
+// read every causal GQA pass in the order (the word dyngqa, since removed) on seven causal GQA shapes
 // 0.777-1.311x (geomean 0.908): the passes launched a block a tile in plane groups lose (0.777-0.886x), one pass the
 // default runs persistent gains (4 x 16 q / 8 kv heads N = 1536, 1.311x), another does not (8 x 12 / 4 N = 1024 fp16,
 // 0.963x).
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
-  const bool taken = forced == kPersistDyn || forced == kPersistDynGqa ||
-                     ((forced == kPersistAuto || forced == kPersistDynShort) && p.group() == 1) ||
+  const bool taken = forced == kPersistDyn || ((forced == kPersistAuto || forced == kPersistDynShort) && p.group() == 1) ||
                      (forced == kPersistDynShort && causal_steps64(p) < kLongCausalSteps);
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
   return taken && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
