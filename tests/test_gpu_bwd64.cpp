@@ -110,16 +110,15 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
     WARN("no run of the shared tail (FB_SM90_BWD_SHARE=off, or a GPU these grids fill differently)");
 }
 
-// The dynamic tile order (flash_sm90_bwd.cu dyn_tiles_on(); the default for MHA since session 49, FB_SM90_BWD_PERSIST=dyn
-// GQA too, =nodyn none): causal d = 64 passes without a head split run the persistent kernel, each block's next tile
-// from a counter the pre-pass zeroes. Shapes no
-// config names: many short tiles (4 x 16 heads N = 1030: 9 key tiles a plane, 576 tiles), long ones the default runs a
-// block a tile (2 x 6 heads 4200 x 4100: 33 steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up
-// runs before the one verified, so a counter left where the last run stopped (tiles skipped: their dQ missing from the
-// zeroed accumulator) or a tile run twice (dQ doubled) fails. By default the MHA rows must take the order and the GQA
-// row must not; under dyn every row must, and under dynshort too (the GQA row's longest key tile is 12
-// steps: 768 padded queries / 128 x 2 heads, under the 32 that bwd_blocks() launches a block a tile); under any
-// other word none.
+// The dynamic tile order (flash_sm90_bwd.cu dyn_tiles_on(); the default for MHA since session 49,
+// FB_SM90_BWD_PERSIST=dyn GQA too, =nodyn none): causal d = 64 passes without a head split run the persistent kernel,
+// each block's next tile from a counter the pre-pass zeroes. Shapes no config names: many short tiles (4 x 16 heads
+// N = 1030: 9 key tiles a plane, 576 tiles), long ones the default runs a block a tile (2 x 6 heads 4200 x 4100: 33
+// steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up runs before the one verified, so a counter
+// left where the last run stopped (tiles skipped: their dQ missing from the zeroed accumulator) or a tile run twice
+// (dQ doubled) fails. By default the MHA rows must take the order and the GQA row must not; under dyn every row must,
+// and under dynshort too (the GQA row's longest key tile is 12 steps: 768 padded queries / 128 x 2 heads, under the
+// 32 that bwd_blocks() launches a block a tile); under any other word none.
 TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeated runs", "[gpu][bwd64][sm90_dyn]") {
   namespace sm90 = fb::cuda::flash_sm90;
   struct Row {
@@ -131,13 +130,9 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
                       {3, 10, 5, 700, 1900, Dtype::bf16},
                       {2, 12, 12, 2300, 600, Dtype::fp16}};
   CudaBackend& b = gpu();
-  auto word = [](const char* name) {
-    const char* e = std::getenv(name);
-    return std::string(e != nullptr ? e : "");
-  };
-  const std::string persist = word("FB_SM90_BWD_PERSIST");
+  const std::string persist = env_word("FB_SM90_BWD_PERSIST");
   const bool dyn = persist == "dyn" || persist == "dynshort";
-  const bool by_default = (persist.empty() || persist == "default") && word("FB_SM90_BWD64").empty();
+  const bool by_default = is_default_word(persist) && env_word("FB_SM90_BWD64").empty();
   int ran = 0, dyn_runs = 0;
   for (const Row& r : rows) {
     const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, true, Pass::bwd);
@@ -175,14 +170,11 @@ TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens ver
                       {3, 21, 7, 1300, 1300, Dtype::bf16},
                       {1, 40, 8, 3300, 3300, Dtype::bf16}};
   CudaBackend& b = gpu();
-  auto unset = [](const char* name) {
-    const char* e = std::getenv(name);
-    return e == nullptr || std::string(e).empty() || std::string(e) == "default";
-  };
   // FB_SM90_BWD_PERSIST=on or dyn runs these passes persistent: no plane group of a block-a-tile launch (0). (The
   // default's dynamic order takes MHA passes only; these rows are GQA.)
-  const bool model_on = unset("FB_SM90_BWD64") && unset("FB_SM90_BWD_SPLIT") && unset("FB_SM90_BWD64_PG") &&
-                        unset("FB_SM90_BWD_PERSIST");
+  const bool model_on = is_default_word(env_word("FB_SM90_BWD64")) && is_default_word(env_word("FB_SM90_BWD_SPLIT")) &&
+                        is_default_word(env_word("FB_SM90_BWD64_PG")) &&
+                        is_default_word(env_word("FB_SM90_BWD_PERSIST"));
   for (const Row& r : rows) {
     const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, true, Pass::bwd);
     const int group = sm90::backward_causal_plane_group(c.params());

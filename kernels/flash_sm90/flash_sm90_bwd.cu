@@ -752,11 +752,10 @@ template <typename Tr> int seq_pad_of(const AttentionParams& p) {
 
 // A causal pass whose longest key tile takes this many query-tile steps or more runs a block a tile (bwd_blocks()).
 constexpr int kLongCausalSteps = 32;
-// Query-tile steps of the longest key tile of a d = 64 pass on the default kernel without a head split (its query
-// rows padded as seq_pad_of() pads them, times the group's query heads): what bwd_blocks() weighs.
-int causal_steps64(const AttentionParams& p) {
-  const int block_m = with_default_tiles(64, [](auto tr) { return decltype(tr)::kBlockM; });
-  return flash::backward_padded_seq(p.seq_q) / block_m * p.group();
+// Query-tile steps of the longest key tile of a pass of Tr's kernel without a head split (its padded query rows over
+// the step's queries, times the group's query heads): what bwd_blocks() weighs.
+template <typename Tr> int longest_steps_of(const AttentionParams& p) {
+  return seq_pad_of<Tr>(p) / Tr::kBlockM * p.group();
 }
 
 // The dynamic tile order (the default for causal d = 64 MHA passes without a head split since session 49; under
@@ -779,8 +778,9 @@ int causal_steps64(const AttentionParams& p) {
 // 0.963x).
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
-  const bool taken = forced == kPersistDyn || ((forced == kPersistAuto || forced == kPersistDynShort) && p.group() == 1) ||
-                     (forced == kPersistDynShort && causal_steps64(p) < kLongCausalSteps);
+  bool taken = forced == kPersistDyn || ((forced == kPersistAuto || forced == kPersistDynShort) && p.group() == 1);
+  if (forced == kPersistDynShort && !taken)  // GQA passes the launch model runs persistent
+    taken = with_default_tiles(64, [&](auto tr) { return longest_steps_of<decltype(tr)>(p); }) < kLongCausalSteps;
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
   return taken && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
          head_split(p) == 1 && !tail_share_on(p);
@@ -995,9 +995,9 @@ __global__ void __launch_bounds__(Convert<DkvTr>::kThreads)
 // FB_SM90_BWD_PERSIST=off or on overrides this for A/B runs.
 long long bwd_blocks(long long n_tiles, bool causal, int longest_steps, bool dyn_tiles) {
   const PersistMode forced = persist_forced();
-  const bool persistent = forced == kPersistOn || forced == kPersistDyn ? true
-                          : forced == kPersistOff                       ? false
-                                                  : dyn_tiles || !causal || longest_steps < kLongCausalSteps;
+  bool persistent = dyn_tiles || !causal || longest_steps < kLongCausalSteps;
+  if (forced == kPersistOn || forced == kPersistDyn) persistent = true;
+  if (forced == kPersistOff) persistent = false;
   return persistent ? std::min<long long>(n_tiles, current_sm_count()) : n_tiles;
 }
 
@@ -1260,8 +1260,8 @@ template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
     if (!p.causal) return 0;
     const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
     const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
-    const int longest_steps = int((seq_pad_of<Tr>(p) / Tr::kBlockM) * p.group());
-    const long long blocks = Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps, Tr::kDynTiles) : n_tiles;
+    const long long blocks =
+        Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps_of<Tr>(p), Tr::kDynTiles) : n_tiles;
     if (blocks != n_tiles) return 0;
     return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
   }
@@ -1428,8 +1428,7 @@ void launch(const AttentionParams& p, float* lse_pad, float* d_pad, float* dq_ac
   const auto kernel = flash_sm90_bwd_kernel<Tr>;
   FB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      int(Tr::kSmemBytes)));
-  const int longest_steps = int((seq_pad / Tr::kBlockM) * p.group());
-  const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps, Tr::kDynTiles)
+  const long long blocks = Tr::kPersistent ? bwd_blocks(prm.n_tiles, p.causal, longest_steps_of<Tr>(p), Tr::kDynTiles)
                                            : prm.n_tiles + qtail_units;
   if (const int group = unsplit_causal_group<Tr>(p); group > 0) prm.plane_group = group;
   // `pdl`: each launch below a programmatic dependent of the kernel before it, the main kernel where that is this
