@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import struct
@@ -1155,6 +1156,81 @@ class SassSpills(unittest.TestCase):
         r = run_script("sass_spills.py", "--summary")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--summary needs a SASS file", r.stderr)
+
+
+class SassMix(unittest.TestCase):
+    # A K/V loop as ptxas lays one out (cuobjdump -sass's form): the header waits on an mbarrier, whose slow path sits
+    # after EXIT and jumps back (0x0120-0x0140); a masked block (0x0080-0x00a0) that @P1 BRA skips; the softmax's
+    # FFMA/MUFU (0x00b0-0x00d0) and the back edge. One pass with no mask and no retry: 0x0040-0x0070 and
+    # 0x00b0-0x00e0, 8 instructions; the loop as laid out: 14 (0x0040-0x00e0 and the slow path).
+    SASS = textwrap.dedent("""\
+                code for sm_90a
+                        Function : _Z2kvPf
+                /*0000*/                   MOV R2, RZ ;                              /* 0x000000ff00027202 */
+                /*0010*/                   MOV R3, RZ ;                              /* 0x000000ff00037202 */
+                /*0020*/                   MOV R4, RZ ;                              /* 0x000000ff00047202 */
+                /*0030*/                   MOV R5, RZ ;                              /* 0x000000ff00057202 */
+                /*0040*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P2, [UR9], R4 ;  /* 0x0000000001067983 */
+                /*0050*/              @!P2 BRA 0x120 ;                               /* 0x0000000000008947 */
+                /*0060*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ ;  /* 0x0000000001067983 */
+                /*0070*/               @P1 BRA 0xb0 ;                                /* 0x0000000000008947 */
+                /*0080*/                   ISETP.GE.AND P3, PT, R5, R6, PT ;         /* 0x000000060500720c */
+                /*0090*/                   FSEL R24, R24, -INF , !P3 ;               /* 0x0000000018187808 */
+                /*00a0*/                   FSEL R25, R25, -INF , !P3 ;               /* 0x0000000019197808 */
+                /*00b0*/                   FFMA R24, R24, R7, -R8 ;                  /* 0x0000000718187223 */
+                /*00c0*/                   MUFU.EX2 R24, R24 ;                       /* 0x0000001800187308 */
+                /*00d0*/                   FFMA R25, R25, R7, -R8 ;                  /* 0x0000000719197223 */
+                /*00e0*/              @!P0 BRA 0x40 ;                                /* 0xffffff5000008947 */
+                /*00f0*/                   STG.E [R2.64], R24 ;                      /* 0x0000001802007986 */
+                /*0100*/                   EXIT ;                                    /* 0x000000000000794d */
+                /*0110*/                   BRA 0x110 ;                               /* 0xfffffff000007947 */
+                /*0120*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P2, [UR9], R4 ;  /* 0x0000000001067983 */
+                /*0130*/              @!P2 BRA 0x120 ;                               /* 0xfffffff000008947 */
+                /*0140*/                   BRA 0x60 ;                                /* 0xffffff2000007947 */
+        """)
+
+    def run_on(self, text, *flags):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "k.sass")
+            with open(path, "w") as f:
+                f.write(text)
+            return run_script("sass_mix.py", path, *flags)
+
+    def test_shortest_pass(self):
+        r = self.run_on(self.SASS, "--min-size", "5")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("loop at 000040: 14 instructions in 6 blocks; shortest pass 8 instructions "
+                      "(000040 000060 0000b0)", r.stdout)
+        rows = {l.split()[0]: l.split()[1:] for l in r.stdout.splitlines() if re.match(r"^    [A-Z]+ +\d+ +\d+$", l)}
+        # opcode: in the loop as laid out, in one pass (the predicate and the suffixes dropped)
+        self.assertEqual(rows["FSEL"], ["2", "0"])
+        self.assertEqual(rows["ISETP"], ["1", "0"])
+        self.assertEqual(rows["FFMA"], ["2", "2"])
+        self.assertEqual(rows["MUFU"], ["1", "1"])
+        self.assertEqual(rows["HGMMA"], ["1", "1"])
+        self.assertEqual(rows["SYNCS"], ["2", "1"])
+        self.assertEqual(rows["BRA"], ["5", "3"])
+        self.assertIn("off the pass: 000080, 3 instructions (FSEL 2, ISETP 1)", r.stdout)
+        self.assertIn("off the pass: 000120, 2 instructions (BRA 1, SYNCS 1)", r.stdout)
+        self.assertIn("off the pass: 000140, 1 instructions (BRA 1)", r.stdout)
+        # the spin at 0x0120 is a loop of its own, under --min-size; the default (100) leaves both out
+        self.assertNotIn("loop at 000120", r.stdout)
+        r = self.run_on(self.SASS)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "_Z2kvPf: 21 instructions"), r.stderr)
+
+    def test_bad_input(self):
+        r = self.run_on(self.SASS, "--function", "nosuch")
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        self.assertIn("no function's name contains 'nosuch'", r.stderr)
+        r = self.run_on(self.SASS, "--min-size", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--min-size must be a positive integer, got '0'", r.stderr)
+        r = self.run_on("not sass\n")
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        self.assertIn("no 'Function :'", r.stderr)
+        r = run_script("sass_mix.py", "--min-size")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--min-size needs a value", r.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------
