@@ -26,7 +26,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sass_spills  # noqa: E402  (parse, cfg, loops: one reading of SASS for both scripts)
+import sass_spills  # noqa: E402  (read_functions, cfg, loops: one reading of SASS for both scripts)
 
 PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
 
@@ -136,15 +136,8 @@ def main(argv):
         return 2
     out = []
     for path in paths:
-        try:
-            with open(path, errors="replace") as f:
-                text = f.read()
-        except OSError as e:
-            print(f"sass_mix.py: cannot read '{path}': {e.strerror}", file=sys.stderr)
-            return 2
-        funcs = sass_spills.parse(text)
-        if not funcs:
-            print(f"sass_mix.py: {path}: no 'Function :' in it (cuobjdump -sass output expected)", file=sys.stderr)
+        funcs = sass_spills.read_functions(path, "sass_mix.py")
+        if funcs is None:
             return 2
         out += [report(n, ins, lab, min_size) for n, ins, lab in funcs if function is None or function in n]
     if not out:

@@ -62,6 +62,22 @@ PREDICATE = re.compile(r"^@!?U?P[T0-9]+\s+")
 ENDS_FLOW = re.compile(r"^(?:EXIT|RET|BRX|JMX|KILL)\b")  # no fall-through when unpredicated; BRX/JMX targets unknown
 
 
+def read_functions(path, prog):
+    """parse() of the file at path; None, having said why on stderr under prog's name, if it cannot be read or holds
+    no function."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        print(f"{prog}: cannot read '{path}': {e.strerror}", file=sys.stderr)
+        return None
+    funcs = parse(text)
+    if not funcs:
+        print(f"{prog}: {path}: no 'Function :' in it (cuobjdump -sass output expected)", file=sys.stderr)
+        return None
+    return funcs
+
+
 def branch_target(text, labels):
     """The address a direct branch goes to, or None."""
     m = BRANCH_TARGET.search(text)
@@ -207,15 +223,8 @@ def main(argv):
         print(SUMMARY_HEADER)
     functions = spilling = 0
     for path in paths:
-        try:
-            with open(path, errors="replace") as f:
-                text = f.read()
-        except OSError as e:
-            print(f"sass_spills.py: cannot read '{path}': {e.strerror}", file=sys.stderr)
-            return 2
-        funcs = parse(text)
-        if not funcs:
-            print(f"sass_spills.py: {path}: no 'Function :' in it (cuobjdump -sass output expected)", file=sys.stderr)
+        funcs = read_functions(path, "sass_spills.py")
+        if funcs is None:
             return 2
         for name, instrs, labels in funcs:
             functions += 1
