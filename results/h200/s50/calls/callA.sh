@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Session 50, call A (one Hopper GPU; issue 13): every GPU test on the binaries of commit.txt (1e53bc8: session 49's
-# commits 85e163a, 55ab811, 1e53bc8 changed host code of flash_sm90_bwd.cu and the tests, not yet run on a GPU), before
+# Session 50, call A (one Hopper GPU; issue 13; not run in session 50, no device lent): every GPU test on the binaries
+# of commit.txt (HEAD when packed; session 49's commits 85e163a, 55ab811, 1e53bc8 changed host code of
+# flash_sm90_bwd.cu and the tests and have not run on a GPU; session 50 changed no device or host code), before
 # call T (results/h200/s49/calls/callT.sh) runs in the same device command: all GPU tests as built, [bwd64] under
 # FB_SM90_BWD_PERSIST=nodyn, compute-sanitizer memcheck of a default causal d = 64 GQA backward (a shape no config
-# names), `flashbench verify` on one shape no config names, and `FB_SM90_BWD_PERSIST=dyngqa` refused (exit 2).
+# names), `flashbench verify` on one shape no config names, and `FB_SM90_BWD_PERSIST=dyngqa` refused (the case fails,
+# its reason naming call S).
 # No rule: every step must pass.
 set -uo pipefail
 export DEADLINE=${DEADLINE:-280}
@@ -26,5 +28,5 @@ step verify-fp16 40 $fb verify --seq 3100 --batch 2 --dim 64 --heads 10 --dtype 
 tail -3 $R/verify-fp16.log
 step refused-dyngqa 20 env FB_SM90_BWD_PERSIST=dyngqa $fb run $R/memcheck-spec.json --warmup-time 0 --no-ceilings \
   -q -o $R/refused.json
-head -3 $R/refused-dyngqa.log
+head -3 $R/refused-dyngqa.log; grep -o "'dyngqa'[^\"]*" $R/refused.json | head -1
 call_end A
