@@ -13,8 +13,13 @@
 # warp instructions executed, registers a thread, grid, DRAM bytes, SM throughput. Reads: same name and instructions
 # in 9.14 and 9.19 with 9.19 faster = the launch or clock, not the code; other instructions = a new kernel (its mix is
 # the lead); ours with fewer instructions and more cycles = the issue order, not the count.
+# Then the clocks under load (ncu times one launch; the chip runs power-limited at d = 128, session 16: 1.67 GHz
+# against a 1.98 GHz boost): each of the three kernels timed alone at N = 16384 for ~3 s of reps (flashbench
+# --min-time 3; peers.py with 800 reps) while nvidia-smi samples SM clock and power every 50 ms; the median clock and
+# power of each window (samples over 250 W) beside its TFLOP/s. A kernel that does the same work at a higher clock
+# under the same power cap spends less energy a FLOP: that would be the gap, not the schedule.
 set -uo pipefail
-export DEADLINE=${DEADLINE:-220}
+export DEADLINE=${DEADLINE:-280}
 source scripts/call_step.sh
 call_begin $OUT/W
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -70,5 +75,50 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "ncu-*.log"))):
         print(f"  {d['kernel'][:96]}")
         print("    " + "  ".join(f"{k.split('__')[-1]}={v[0]:g} {v[1]}" for k, v in d.items() if k != "kernel"))
 json.dump(out, open(os.path.join(sys.argv[1], "ncu-summary.json"), "w"), indent=1)
+PY
+# ---- clocks and power under a steady load, N = 16384 ----
+python3 - $R/spec-n16384.json $R/spec-clk.json <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s.update({"name": "clk50w-n16384", "warmup": 5, "reps": 800})
+json.dump(s, open(sys.argv[2], "w"), indent=2)
+PY
+clk() {  # NAME COMMAND...: the command under a 50 ms nvidia-smi sampler, into $R/clk-NAME.csv
+  local name=$1
+  shift
+  nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv,noheader,nounits -lms 50 > $R/clk-$name.csv 2>&1 &
+  local pid=$!
+  step clk-$name 45 "$@"
+  kill $pid 2>/dev/null
+}
+clk flash-sm90 $fb run $R/spec-clk.json --kernels flash-sm90 --min-time 3 --no-ceilings -q -o $R/clk-flash-sm90.json
+clk cudnn $fb run $R/spec-clk.json --kernels cudnn --min-time 3 --no-ceilings -q -o $R/clk-cudnn.json
+clk torch-cudnn python3 scripts/peers.py $R/spec-clk.json --backends cudnn -o $R/clk-torch-cudnn.json
+python3 - $R <<'PY' | tee $R/clk-summary.txt
+import json, os, statistics, sys
+R = sys.argv[1]
+print(f"{'kernel':12s} {'samples':>7s} {'SM MHz':>7s} {'W':>6s} {'TFLOP/s':>8s}  (medians of the samples over 250 W)")
+for k in ("flash-sm90", "cudnn", "torch-cudnn"):
+    rows = []
+    for line in open(os.path.join(R, f"clk-{k}.csv")):
+        f = [x.strip() for x in line.split(",")]
+        try:
+            rows.append((float(f[1]), float(f[2])))
+        except (IndexError, ValueError):
+            continue
+    busy = [r for r in rows if r[1] > 250]
+    tf = "-"
+    try:
+        for rec in json.load(open(os.path.join(R, f"clk-{k}.json")))["results"]:
+            if rec.get("kernel") == k and rec.get("tflops") is not None:
+                tf = f"{rec['tflops']:.1f}"
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if busy:
+        print(f"{k:12s} {len(busy):7d} {statistics.median(r[0] for r in busy):7.0f} "
+              f"{statistics.median(r[1] for r in busy):6.0f} {tf:>8s}")
+    else:
+        print(f"{k:12s} {len(busy):7d}       -      - {tf:>8s}")
 PY
 call_end W
