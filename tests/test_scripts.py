@@ -1217,6 +1217,23 @@ class SassMix(unittest.TestCase):
         self.assertNotIn("loop at 000120", r.stdout)
         r = self.run_on(self.SASS)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, "_Z2kvPf: 21 instructions"), r.stderr)
+        # --json: the same reading as data
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "mix.json")
+            r = self.run_on(self.SASS, "--min-size", "5", "--json", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                d = json.load(f)
+        self.assertEqual(d["min_size"], 5)
+        (fn,) = d["functions"]
+        self.assertEqual((fn["function"], fn["instructions"], len(fn["loops"])), ("_Z2kvPf", 21, 1))
+        lp = fn["loops"][0]
+        self.assertEqual((lp["header"], lp["size"], lp["blocks"]), ("000040", 14, 6))
+        self.assertEqual(lp["pass"], {"size": 8, "blocks": ["000040", "000060", "0000b0"]})
+        self.assertEqual(lp["opcodes"]["FSEL"], [2, 0])
+        self.assertEqual(lp["opcodes"]["FFMA"], [2, 2])
+        self.assertEqual([b["start"] for b in lp["off_pass"]], ["000080", "000120", "000140"])
+        self.assertEqual(lp["off_pass"][0]["opcodes"], {"FSEL": 2, "ISETP": 1})
 
     def test_bad_input(self):
         r = self.run_on(self.SASS, "--function", "nosuch")

@@ -34,7 +34,8 @@ k='_ZN2fb4cuda10flash_sm9021flash_sm90_fwd_kernelINS1_9FwdTraitsI13__nv_bfloat16
 cuobjdump -sass -fun "${k}Li128ELi128ELb1ELb1ELi2ELb1ELi2EEELj8215EEEvNS1_9FwdParamsE" "$fb" > "$tmp/ours-d128.sass" 2>/dev/null  # a warning per cubin of the fat binary that lacks it
 cuobjdump -sass -fun "${k}Li64ELi128ELb1ELb1ELi3ELb1ELi2EEELj12313EEEvNS1_9FwdParamsE" "$fb" > "$tmp/ours-d64.sass" 2>/dev/null
 for d in 128 64; do
-  python3 scripts/sass_mix.py "$tmp/ours-d$d.sass" "$tmp/cudnn-d$d.sass" --min-size 300 > "$out/mix-d$d.txt"
+  python3 scripts/sass_mix.py "$tmp/ours-d$d.sass" "$tmp/cudnn-d$d.sass" --min-size 300 --json "$out/mix-d$d.json" \
+    > "$out/mix-d$d.txt"
 done
 # What ran, for meta.json: the binaries' commit, the cuDNN frontend's commit, the tools.
 { "$fb" --version; git -C "$fe" rev-parse HEAD; nvcc --version | tail -1; cuobjdump --version | tail -1; } > "$out/versions.txt"
