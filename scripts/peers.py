@@ -4,7 +4,8 @@ and writes flashbench's results schema, so that `flashbench compare`, `flashbenc
 scripts/plot.py put the peers beside `naive` and `flash`.
 
     python3 scripts/peers.py SPEC.json -o results/peers.json [--backends flash,cudnn,efficient,math]
-                             [--callable MODULE:FUNCTION [--name NAME]] [--device K] [--ref-max-seq N] [--list]
+                             [--callable MODULE:FUNCTION [--name NAME]] [--device K] [--ref-max-seq N]
+                             [--no-launch-hold | --busy-hold] [--fwd-training] [--list]
 
 Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
   torch-flash      SDPBackend.FLASH_ATTENTION      (FlashAttention-2 inside PyTorch)
@@ -44,7 +45,14 @@ What is measured, the way flashbench measures it:
     the warm-up), so that PyTorch's host work (autograd, dispatch) never leaves the GPU idle inside a timed
     window: kernel time, as flashbench's own reps measure it. A hold that ended too soon is retried longer,
     and a case whose hold was still short is named on stderr and in the settings' launch_hold_short
-    (--no-launch-hold: no hold, the timing before session 44). fwd times the forward;
+    (--no-launch-hold: no hold, the timing before session 44; --busy-hold: the hold as bf16 matrix products
+    that keep the GPU at work, so that the first reps do not start on a GPU that idled through a spin: the
+    settings' launch_hold_kind says which). fwd times the forward, by default as
+    inference: under torch.no_grad, inputs that need no gradient, so a backend may skip what only a backward
+    needs (PyTorch's cuDNN then plans its graph without the Stats output, the row log-sum-exp); with
+    --fwd-training as in training: inputs that require grad, autograd on, so that every backend computes
+    the log-sum-exp as flashbench's forwards always do (the settings' fwd_mode says which, "inference" or
+    "training"; the backward's own forward is always the training one);
     bwd times torch.autograd.grad of the output w.r.t. q, k, v with a random dO, after one untimed
     forward (retain_graph, so each rep redoes only the backward); fwd+bwd times both;
   * memory: torch.cuda.max_memory_allocated() over one untimed run, minus what was allocated before it
@@ -115,6 +123,9 @@ MIB = 2**20
 # that ended before the last rep was queued is retried HOLD_RETRIES times, each HOLD_GROWTH times longer.
 HOLD_MARGIN, HOLD_PAD_MS, HOLD_CAP_MS, HOLD_RETRIES, HOLD_GROWTH = 2.0, 0.5, 2000.0, 2, 4.0
 HOLD_CALIBRATION_CYCLES = 2_000_000  # ~1 ms of spin at H200 clocks: measures cycles per ms after warm-up
+# The busy hold (--busy-hold): bf16 products of BUSY_N x BUSY_N matrices (~0.1-0.2 ms each on an H100 / H200, the
+# tensor cores at the power an attention kernel draws) instead of the spin; BUSY_CALIBRATION of them timed once.
+BUSY_N, BUSY_CALIBRATION = 4096, 4
 # What a backend raises when it will not take a case: "No available kernel" (RuntimeError) for an
 # unsupported dtype/head dim/GQA, cuDNN frontend errors, and argument errors of older PyTorch versions.
 REFUSALS = (RuntimeError, ValueError, NotImplementedError, TypeError)
@@ -142,6 +153,16 @@ def backend_names(arg):
     if not wanted:
         raise ValueError("--backends: no backend named")
     return [k for k in BACKENDS if k in wanted]
+
+
+def hold_kind(launch_hold, busy):
+    """The settings' launch_hold_kind: "spin" (the default), "busy" (--busy-hold) or None (--no-launch-hold)."""
+    return ("busy" if busy else "spin") if launch_hold else None
+
+
+def fwd_mode(training):
+    """The settings' fwd_mode: how fwd cases were timed ("training": --fwd-training, else "inference")."""
+    return "training" if training else "inference"
 
 
 # flashbench's relative verification rule (src/judge.h, judge.cpp), for --callable kernels.
@@ -442,7 +463,7 @@ def kernel_name(kernel):
 
 class Peers:
     def __init__(self, torch, SDPBackend, sdpa_kernel, device_index, warmup, reps, ref_max_seq, verify,
-                 launch_hold=True):
+                 launch_hold=True, fwd_training=False, busy_hold=False):
         import torch.nn.functional as F
         self.torch, self.F = torch, F
         self.SDPBackend, self.sdpa_kernel = SDPBackend, sdpa_kernel
@@ -457,6 +478,9 @@ class Peers:
         # No torch.cuda._sleep (a private function, there since PyTorch 1.x): no hold, and the settings say so.
         self.launch_hold = launch_hold and callable(getattr(torch.cuda, "_sleep", None))
         self.hold_short = []  # keys of the records whose last hold ended before their reps were queued
+        self.fwd_training = fwd_training  # fwd cases as a training forward (--fwd-training)
+        self.busy_hold = busy_hold  # the hold as matrix products, not a spin (--busy-hold)
+        self.busy_bufs, self.busy_ms = None, None  # made and timed at the first busy hold
 
     def device_json(self):
         t = self.torch
@@ -479,7 +503,8 @@ class Peers:
         dt = getattr(t, TORCH_DTYPES[case["dtype"]])
         b, h, kv, d = case["batch"], case["heads"], case["kv_heads"], case["head_dim"]
         nq, nk = seq_lengths(case)
-        grad = case["pass"] != "fwd"
+        grad = case["pass"] != "fwd" or self.fwd_training  # a training forward's inputs need gradients
+        do_needed = case["pass"] != "fwd"
 
         def randn(heads, n, scale=1.0):
             x = t.randn(b, heads, n, d, generator=g, device=self.dev, dtype=t.float32) * scale
@@ -487,7 +512,7 @@ class Peers:
 
         # Q and K scaled like flashbench's (spec input_scale): scores grow as its square.
         q, k, v = randn(h, nq, input_scale), randn(kv, nk, input_scale), randn(kv, nk)
-        do = t.randn(b, h, nq, d, generator=g, device=self.dev, dtype=dt) if grad else None
+        do = t.randn(b, h, nq, d, generator=g, device=self.dev, dtype=dt) if do_needed else None
         return q, k, v, do
 
     def mask_args(self, case):
@@ -523,9 +548,14 @@ class Peers:
             return o
 
         if case["pass"] == "fwd":
-            def timed():
-                with t.no_grad():
-                    return {"O": forward(case, q, k, v)}
+            if self.fwd_training:  # autograd on, inputs that require grad: the backend keeps what a backward needs
+                def timed():
+                    with t.enable_grad():
+                        return {"O": forward(case, q, k, v)}
+            else:
+                def timed():
+                    with t.no_grad():
+                        return {"O": forward(case, q, k, v)}
             return (lambda: None), timed
         if case["pass"] == "bwd":
             state = {}
@@ -735,10 +765,16 @@ class Peers:
         t = self.torch
         events = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(self.reps)]
         hold_ms = min(HOLD_CAP_MS, HOLD_MARGIN * host_ms * self.reps + HOLD_PAD_MS)
-        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold else 0.0
+        busy = self.launch_hold and getattr(self, "busy_hold", False)
+        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy else 0.0
+        busy_ms = self.busy_product_ms() if busy else 0.0
         for attempt in range(HOLD_RETRIES + 1):
             held = t.cuda.Event()
-            if self.launch_hold:
+            if busy:  # the GPU at work, not idling on one spinning thread, until the first rep
+                for _ in range(max(1, math.ceil(hold_ms / busy_ms))):
+                    self.busy_product()
+                held.record()
+            elif self.launch_hold:
                 t.cuda._sleep(int(hold_ms * cycles_per_ms))
                 held.record()
             for start, end in events:
@@ -757,6 +793,30 @@ class Peers:
             print(f"{PROG}: {key} {kernel}: the launch hold ({hold_ms:.1f} ms) ended before the last rep was "
                   "queued: its times may include host time", file=sys.stderr, flush=True)
         return [s.elapsed_time(e) for s, e in events], outputs
+
+    def busy_product(self):
+        """One launch of the busy hold: a bf16 product of two BUSY_N x BUSY_N matrices (buffers made at first use)."""
+        t = self.torch
+        if self.busy_bufs is None:
+            a = t.randn(BUSY_N, BUSY_N, device=self.dev, dtype=t.float32).to(t.bfloat16)
+            self.busy_bufs = (a, a.clone(), t.empty_like(a))
+        a, b, c = self.busy_bufs
+        t.matmul(a, b, out=c)
+
+    def busy_product_ms(self):
+        """Milliseconds of one busy_product(), timed once (after two untimed ones) and kept."""
+        if self.busy_ms is None:
+            t = self.torch
+            start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            for _ in range(2):
+                self.busy_product()
+            start.record()
+            for _ in range(BUSY_CALIBRATION):
+                self.busy_product()
+            end.record()
+            t.cuda.synchronize(self.dev)
+            self.busy_ms = max(start.elapsed_time(end) / BUSY_CALIBRATION, 1e-3)
+        return self.busy_ms
 
     def spin_cycles_per_ms(self):
         """torch.cuda._sleep's cycles per ms now (its spin counts SM clock cycles, and clocks move)."""
@@ -796,6 +856,14 @@ def parse_args(argv):
     p.add_argument("--no-launch-hold", dest="launch_hold", action="store_false",
                    help="queue the timed reps without the GPU-side hold (the timing of peers.py before session "
                    "44: a rep's window can then include PyTorch's host time where that outlasts the kernels)")
+    p.add_argument("--busy-hold", action="store_true",
+                   help="make the hold bf16 matrix products that keep the GPU at work, not a one-thread spin, so "
+                   "that the timed reps do not start on a GPU that idled through the hold (clocks and power "
+                   "then as under flashbench's back-to-back reps)")
+    p.add_argument("--fwd-training", action="store_true",
+                   help="time fwd cases as a training forward (inputs that require grad, autograd on: every backend "
+                   "computes the row log-sum-exp, as flashbench's forwards do); default: as inference, under "
+                   "torch.no_grad (PyTorch's cuDNN then runs its graph without the log-sum-exp)")
     p.add_argument("--list", action="store_true", help="print the cases the spec expands to and exit")
     return p.parse_args(argv)
 
@@ -844,7 +912,7 @@ def main(argv=None):
         return EXIT_USAGE
 
     peers = Peers(torch, SDPBackend, sdpa_kernel, args.device, sweep["warmup"], sweep["reps"],
-                  args.ref_max_seq, sweep["verify"], args.launch_hold)
+                  args.ref_max_seq, sweep["verify"], args.launch_hold, args.fwd_training, args.busy_hold)
     records = []
     cases = sweep["cases"]
     for i, case in enumerate(cases, 1):
@@ -877,6 +945,8 @@ def main(argv=None):
                      "verify": sweep["verify"], "timer": "cuda-events", "l2_flush": True,
                      "l2_flush_bytes": peers.flush_buf.numel(), "ref_max_seq": args.ref_max_seq,
                      "launch_hold": peers.launch_hold, "launch_hold_short": peers.hold_short,
+                     "launch_hold_kind": hold_kind(peers.launch_hold, peers.busy_hold),
+                     "fwd_mode": fwd_mode(peers.fwd_training),
                      "backends": [k for k in kernels if not isinstance(k, UserKernel)],
                      "callables": [{"name": k.name, "callable": k.origin} for k in kernels
                                    if isinstance(k, UserKernel)]},

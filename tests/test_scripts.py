@@ -2237,6 +2237,97 @@ class SimGpu:
         return type("FakeTorch", (), {"cuda": cuda})
 
 
+class PeersFwdMode(unittest.TestCase):
+    """How a fwd case is timed: as inference (default: under torch.no_grad, inputs without gradients, so PyTorch's
+    cuDNN plans its graph without the log-sum-exp) or, with --fwd-training, as a training forward (inputs that
+    require grad, autograd on: every backend computes the log-sum-exp, as flashbench's forwards do). A fake torch
+    records, per forward call, whether autograd was on and whether the inputs required grad."""
+
+    class FakeTensor:
+        def __init__(self):
+            self.requires_grad = False
+
+        def __mul__(self, _):
+            return self
+
+        def to(self, _):
+            return self
+
+        def requires_grad_(self, flag=True):
+            self.requires_grad = flag
+            return self
+
+    def fake_torch(self):
+        test = self
+        state = {"grad": True}  # torch's default: autograd on
+
+        class Mode:
+            def __init__(self, on):
+                self.on = on
+
+            def __enter__(self):
+                self.before, state["grad"] = state["grad"], self.on
+
+            def __exit__(self, *exc):
+                state["grad"] = self.before
+
+        class Generator:
+            def __init__(self, device=None):
+                pass
+
+            def manual_seed(self, _):
+                pass
+
+        class T:
+            float32 = bfloat16 = "dtype"
+
+            @staticmethod
+            def randn(*shape, **kw):
+                return test.FakeTensor()
+
+            @staticmethod
+            def no_grad():
+                return Mode(False)
+
+            @staticmethod
+            def enable_grad():
+                return Mode(True)
+        T.Generator = Generator
+        return T, state
+
+    def run_fwd(self, training, pass_="fwd"):
+        t, state = self.fake_torch()
+        p = object.__new__(peers.Peers)
+        p.torch, p.dev, p.fwd_training = t, "cuda:0", training
+        case = {"batch": 1, "heads": 2, "kv_heads": 2, "seq": 64, "head_dim": 64, "dtype": "bf16", "causal": False,
+                "pass": pass_}
+        q, k, v, do = p.inputs(case, 42)
+        calls = []
+
+        def forward(case_, q_, k_, v_):
+            calls.append((state["grad"], q_.requires_grad, k_.requires_grad, v_.requires_grad))
+            return "O"
+        prepare, timed = p.runner(case, q, k, v, do, forward)
+        prepare()
+        self.assertEqual(timed(), {"O": "O"})
+        return calls, do
+
+    def test_inference_by_default(self):
+        calls, do = self.run_fwd(False)
+        self.assertEqual(calls, [(False, False, False, False)])  # under no_grad, inputs without gradients
+        self.assertIsNone(do)
+
+    def test_training_forward(self):
+        calls, do = self.run_fwd(True)
+        self.assertEqual(calls, [(True, True, True, True)])  # autograd on, inputs that require grad
+        self.assertIsNone(do)  # no backward: no dO
+        self.assertEqual((peers.fwd_mode(True), peers.fwd_mode(False)), ("training", "inference"))
+
+    def test_flag(self):
+        self.assertTrue(peers.parse_args(["s.json", "--fwd-training"]).fwd_training)
+        self.assertFalse(peers.parse_args(["s.json"]).fwd_training)
+
+
 class PeersLaunchHold(unittest.TestCase):
     """Peers.timed_reps on a simulated stream: a peer whose host work per rep (0.3 ms) outlasts its kernel
     (0.2 ms) must still be timed at the kernel's time."""
@@ -2293,6 +2384,30 @@ class PeersLaunchHold(unittest.TestCase):
         self.assertEqual(p.hold_short, ["b1-h8-kv8-n512-d64-bf16-full-bwd torch-flash"])
         self.assertIn("the launch hold", err.getvalue())
         self.assertLessEqual(max(sim.sleeps[2:]), peers.HOLD_CAP_MS * (1 + 1e-6))
+
+    def test_the_busy_hold_is_matrix_products(self):
+        # --busy-hold: the hold is products that keep the GPU at work (timed once), not a spin; the reps are still
+        # timed at the kernel's time, the host's queueing hidden behind the products.
+        sim = SimGpu(cycles_per_ms=1.98e6)
+        p, timed = self.peers_on(sim)
+        p.busy_hold, p.busy_bufs, p.busy_ms = True, None, None
+        products = []
+
+        def product():
+            products.append(sim.launch(0.15))
+        p.busy_product = product
+        times, _ = p.timed_reps(timed, host_ms=self.HOST_MS + 0.01, key="k", kernel="torch-cudnn")
+        self.assertEqual(sim.sleeps, [], "no spin: neither a calibration spin nor the hold")
+        self.assertAlmostEqual(p.busy_ms, 0.15, places=9)
+        hold_ms = peers.HOLD_MARGIN * (self.HOST_MS + 0.01) * self.REPS + peers.HOLD_PAD_MS
+        self.assertEqual(len(products), 2 + peers.BUSY_CALIBRATION + math.ceil(hold_ms / 0.15))
+        for t in times:
+            self.assertAlmostEqual(t, self.KERNEL_MS, places=9)
+        self.assertEqual(p.hold_short, [])
+        self.assertEqual(peers.hold_kind(True, True), "busy")
+        self.assertEqual(peers.hold_kind(True, False), "spin")
+        self.assertIsNone(peers.hold_kind(False, True))
+        self.assertTrue(peers.parse_args(["s.json", "--busy-hold"]).busy_hold)
 
     def test_the_spin_is_calibrated_in_cycles_per_ms(self):
         sim = SimGpu(cycles_per_ms=1.755e6)
