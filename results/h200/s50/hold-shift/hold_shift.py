@@ -63,6 +63,18 @@ def main():
         v = groups[g]
         s = [x for x, _ in v]
         print(f"{g:10s} {len(v):4d} {gm(s):12.3f} ({min(s):.3f}-{max(s):.3f}) {gm([y for _, y in v]):20.3f}")
+    # Which side moved: each kernel's own time in s49 over s16 (same code for both cuDNNs; ours changed).
+    print(f"\n{'case':42s} {'cud49/16':>8s} {'tc49/16':>8s} {'ours49/16':>9s}   (time ratios: above 1 = slower in s49)")
+    moves = {"cudnn": [], "torch-cudnn": [], "flash-sm90": []}
+    for k in keys:
+        c, tc, o = a["cud49"][k] / a["cud16"][k], a["tc49"][k] / a["tc16"][k], a["ours49"][k] / a["ours16"][k]
+        moves["cudnn"].append(c)
+        moves["torch-cudnn"].append(tc)
+        moves["flash-sm90"].append(o)
+        print(f"{k:42s} {c:8.3f} {tc:8.3f} {o:9.3f}")
+    for kern, v in moves.items():
+        print(f"{kern:12s} s49 / s16 time: geomean {gm(v):.3f} ({min(v):.3f}-{max(v):.3f}), slower in s49 at "
+              f"{sum(x > 1 for x in v)} of {len(v)} rows")
     return 0
 
 
