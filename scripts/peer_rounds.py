@@ -78,6 +78,8 @@ def main(argv):
     ap.add_argument("--peers", default=os.path.join(HERE, "peers.py"), help="peers.py (default: the one here)")
     ap.add_argument("--run-arg", action="append", default=[], metavar="ARG",
                     help="one more argument for every `flashbench run` (repeat; write --run-arg=--kernels=...)")
+    ap.add_argument("--peers-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for every peers.py (repeat; e.g. --peers-arg=--busy-hold)")
     ap.add_argument("--markdown", action="store_true", help="rounds.txt as Markdown tables")
     args = ap.parse_args(argv)
     try:
@@ -93,7 +95,8 @@ def main(argv):
         if not run_step([args.flashbench, "run", args.spec, "-q", "-o", fb] + args.run_arg, fb,
                         os.path.join(out, f"fb-{i}.log"), (0, 1), f"round {i}: flashbench run"):
             return 1
-        if not run_step([sys.executable, args.peers, args.spec, "--backends", args.backends, "-o", peers], peers,
+        if not run_step([sys.executable, args.peers, args.spec, "--backends", args.backends, "-o", peers]
+                        + args.peers_arg, peers,
                         os.path.join(out, f"peers-{i}.log"), (0,), f"round {i}: peers.py"):
             return 1
         rounds.append([fb, peers])

@@ -1512,6 +1512,7 @@ class PeerRounds(unittest.TestCase):
         log = os.path.join(here, "calls.txt")
         n = 1 + (open(log).read().count("{letter}") if os.path.exists(log) else 0)
         open(log, "a").write("{letter}%d " % n)
+        open(os.path.join(here, "args-{letter}.txt"), "a").write(" ".join(sys.argv[1:]) + "\\n")
         rc = int(os.environ.get("STAND_IN_RC_{letter}", "0"))
         out = sys.argv[sys.argv.index("-o") + 1]
         if rc in (0, 1):
@@ -1554,8 +1555,12 @@ class PeerRounds(unittest.TestCase):
             return f.read().split()
 
     def test_rounds_interleave_and_the_ratios_cover_every_round(self):
-        r = self.run_rounds("--run-arg=--kernels=k")
+        r = self.run_rounds("--run-arg=--kernels=k", "--peers-arg=--busy-hold", "--peers-arg=--fwd-training")
         self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.tmp, "args-P.txt")) as f:  # every peers.py run got the extra arguments
+            self.assertEqual([l.split()[-2:] for l in f.read().splitlines()], [["--busy-hold", "--fwd-training"]] * 2)
+        with open(os.path.join(self.tmp, "args-F.txt")) as f:
+            self.assertEqual([l.split()[-1] for l in f.read().splitlines()], ["--kernels=k"] * 2)
         self.assertEqual(self.calls(), ["F1", "P1", "F2", "P2"], "flashbench and the peers take turns, round by round")
         self.assertRegex(r.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+0\.900\s+0\.950\s+0\.925\s+"
                                    r"behind in every round")
