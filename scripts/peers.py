@@ -853,13 +853,14 @@ def parse_args(argv):
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
                    help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
-    p.add_argument("--no-launch-hold", dest="launch_hold", action="store_false",
-                   help="queue the timed reps without the GPU-side hold (the timing of peers.py before session "
-                   "44: a rep's window can then include PyTorch's host time where that outlasts the kernels)")
-    p.add_argument("--busy-hold", action="store_true",
-                   help="make the hold bf16 matrix products that keep the GPU at work, not a one-thread spin, so "
-                   "that the timed reps do not start on a GPU that idled through the hold (clocks and power "
-                   "then as under flashbench's back-to-back reps)")
+    hold = p.add_mutually_exclusive_group()
+    hold.add_argument("--no-launch-hold", dest="launch_hold", action="store_false",
+                      help="queue the timed reps without the GPU-side hold (the timing of peers.py before session "
+                      "44: a rep's window can then include PyTorch's host time where that outlasts the kernels)")
+    hold.add_argument("--busy-hold", action="store_true",
+                      help="make the hold bf16 matrix products that keep the GPU at work, not a one-thread spin, "
+                      "so that the timed reps do not start on a GPU that idled through the hold (clocks and power "
+                      "then as under flashbench's back-to-back reps)")
     p.add_argument("--fwd-training", action="store_true",
                    help="time fwd cases as a training forward (inputs that require grad, autograd on: every backend "
                    "computes the row log-sum-exp, as flashbench's forwards do); default: as inference, under "

@@ -2413,6 +2413,9 @@ class PeersLaunchHold(unittest.TestCase):
         self.assertEqual(peers.hold_kind(True, False), "spin")
         self.assertIsNone(peers.hold_kind(False, True))
         self.assertTrue(peers.parse_args(["s.json", "--busy-hold"]).busy_hold)
+        r = run_script("peers.py", "s.json", "--busy-hold", "--no-launch-hold")  # no hold and a busy one: refused
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not allowed with argument", r.stderr)
 
     def test_the_spin_is_calibrated_in_cycles_per_ms(self):
         sim = SimGpu(cycles_per_ms=1.755e6)
