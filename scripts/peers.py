@@ -765,7 +765,7 @@ class Peers:
         t = self.torch
         events = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(self.reps)]
         hold_ms = min(HOLD_CAP_MS, HOLD_MARGIN * host_ms * self.reps + HOLD_PAD_MS)
-        busy = self.launch_hold and getattr(self, "busy_hold", False)
+        busy = self.launch_hold and self.busy_hold
         cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy else 0.0
         busy_ms = self.busy_product_ms() if busy else 0.0
         for attempt in range(HOLD_RETRIES + 1):

@@ -2342,6 +2342,7 @@ class PeersLaunchHold(unittest.TestCase):
     def peers_on(self, sim, hold=True, host_ms=None):
         p = object.__new__(peers.Peers)
         p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, self.REPS, hold, []
+        p.busy_hold, p.busy_bufs, p.busy_ms = False, None, None
         p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(self.FLUSH_MS)})()
         host_ms = self.HOST_MS if host_ms is None else host_ms
 
@@ -2395,7 +2396,7 @@ class PeersLaunchHold(unittest.TestCase):
         # timed at the kernel's time, the host's queueing hidden behind the products.
         sim = SimGpu(cycles_per_ms=1.98e6)
         p, timed = self.peers_on(sim)
-        p.busy_hold, p.busy_bufs, p.busy_ms = True, None, None
+        p.busy_hold = True
         products = []
 
         def product():
