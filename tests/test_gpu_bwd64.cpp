@@ -117,8 +117,9 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
 // steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up runs before the one verified, so a counter
 // left where the last run stopped (tiles skipped: their dQ missing from the zeroed accumulator) or a tile run twice
 // (dQ doubled) fails. By default the MHA rows must take the order and the GQA row must not; under dyn every row must,
-// and under dynshort too (the GQA row's longest key tile is 12 steps: 768 padded queries / 128 x 2 heads, under the
-// 32 that bwd_blocks() launches a block a tile); under any other word none.
+// and under dynshort and dynpg too (the GQA row's longest key tile is 12 steps: 768 padded queries / 128 x 2 heads,
+// under the 32 that bwd_blocks() launches a block a tile); under any other word none. A GQA pass in the order reports
+// causal_group()'s plane group under dynpg (session 51's probe) and none (0: the L2 group) under the other words.
 TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeated runs", "[gpu][bwd64][sm90_dyn]") {
   namespace sm90 = fb::cuda::flash_sm90;
   struct Row {
@@ -131,7 +132,7 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
                       {2, 12, 12, 2300, 600, Dtype::fp16}};
   CudaBackend& b = gpu();
   const std::string persist = env_word("FB_SM90_BWD_PERSIST");
-  const bool dyn = persist == "dyn" || persist == "dynshort";
+  const bool dyn = persist == "dyn" || persist == "dynshort" || persist == "dynpg";
   const bool by_default = is_default_word(persist) && env_word("FB_SM90_BWD64").empty();
   int ran = 0, dyn_runs = 0;
   for (const Row& r : rows) {
@@ -142,6 +143,12 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
     const bool whole = sm90::backward_head_split(c.params()) == 1;  // head splits keep their own order
     if (dyn || by_default) CHECK(on == (whole && (dyn || r.heads == r.kv_heads)));
     else if (!persist.empty()) CHECK_FALSE(on);  // on, off, nodyn
+    if (on && r.heads != r.kv_heads) {
+      const int group = sm90::backward_causal_plane_group(c.params());
+      INFO("plane group " << group);
+      if (persist == "dynpg") CHECK(group > 0);
+      else CHECK(group == 0);
+    }
     if (check_sm90_repeated_beside_naive(b, c, kSeed + 11, 2, each_written(b, c, Tensors::gradients))) {
       ++ran;
       dyn_runs += on;

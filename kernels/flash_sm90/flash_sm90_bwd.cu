@@ -683,9 +683,10 @@ int qtail_parts(const AttentionParams& p) {
 // d = 64 pass without a head split in the dynamic order, GQA too), kPersistNoDyn (`nodyn`: the default before
 // session 49, no dynamic order), kPersistDynShort (`dynshort`, session 49's probe for a later call: the default with
 // the causal GQA passes the launch model runs persistent, longest key tile under kLongCausalSteps steps, in the order
-// too). `dyngqa` (every causal GQA pass in the order too) was measured in session 49's call S and removed: refused,
-// naming it. Any other word is refused.
-enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort };
+// too), kPersistDynPg (`dynpg`, session 51's probe: dynshort, and those GQA passes in causal_group()'s plane group, the
+// one a block-a-tile launch takes, not the L2 group). `dyngqa` (every causal GQA pass in the order too) was measured in
+// session 49's call S and removed: refused, naming it. Any other word is refused.
+enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort, kPersistDynPg };
 PersistMode persist_forced() {
   static const PersistMode forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
@@ -696,11 +697,13 @@ PersistMode persist_forced() {
     if (v == "dyn") return kPersistDyn;
     if (v == "nodyn") return kPersistNoDyn;
     if (v == "dynshort") return kPersistDynShort;
+    if (v == "dynpg") return kPersistDynPg;
     if (v == "dyngqa")
       throw std::invalid_argument("FB_SM90_BWD_PERSIST: 'dyngqa' (every causal GQA pass in the dynamic order) was "
                                   "measured and removed in session 49: 0.777-1.311x, geomean 0.908 "
                                   "(docs/perf-notes.md; dynshort is its short passes)");
-    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v + "' is not on, off, dyn, dynshort, nodyn or default");
+    throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v +
+                                "' is not on, off, dyn, dynshort, dynpg, nodyn or default");
   }();
   return forced;
 }
@@ -775,11 +778,18 @@ template <typename Tr> int longest_steps_of(const AttentionParams& p) {
 // read every causal GQA pass in the order (the word dyngqa, since removed) on seven causal GQA shapes
 // 0.777-1.311x (geomean 0.908): the passes launched a block a tile in plane groups lose (0.777-0.886x), one pass the
 // default runs persistent gains (4 x 16 q / 8 kv heads N = 1536, 1.311x), another does not (8 x 12 / 4 N = 1024 fp16,
-// 0.963x).
+// 0.963x). Session 51's call T (an H100, results/h100/s51/T/; dynshort, its rule written in session 49) read the
+// short passes 1.162-1.611x on seven of eight rows and 0.953x on that one (rule not met): in the L2 plane group (11 of
+// its 32 planes) the last group's longest key tiles start late, as session 35 found for block-a-tile launches; the
+// list-scheduling model (plane_group_makespan(), 3 steps a block) has the order at 45 steps against the static
+// round-robin's 42 there, and puts the seven others' gains at 1.23-1.78x (measured 1.16-1.61x, the two largest and the
+// smallest the same rows). `dynpg` (unsplit_causal_group()) gives those passes causal_group()'s plane group (16
+// planes there: 33 steps).
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
-  bool taken = forced == kPersistDyn || ((forced == kPersistAuto || forced == kPersistDynShort) && p.group() == 1);
-  if (forced == kPersistDynShort && !taken)  // GQA passes the launch model runs persistent
+  const bool short_gqa = forced == kPersistDynShort || forced == kPersistDynPg;
+  bool taken = forced == kPersistDyn || ((forced == kPersistAuto || short_gqa) && p.group() == 1);
+  if (short_gqa && !taken)  // GQA passes the launch model runs persistent
     taken = with_default_tiles(64, [&](auto tr) { return longest_steps_of<decltype(tr)>(p); }) < kLongCausalSteps;
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
   return taken && p.causal && p.head_dim == 64 && v != kBwd64PerConsumerDq && v != kBwd64Direct &&
@@ -1253,6 +1263,8 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
 // The plane group a pass of Tr's unsplit d = 64 kernels runs under a causal mask where it is launched a block a tile
 // (bwd_blocks()): causal_group()'s; 0 for every other pass (no mask, the persistent launch, other kernels). One place
 // for launch() and backward_causal_plane_group().
+// Under `dynpg` (session 51's probe) GQA passes in the dynamic tile order take it too: the order keeps the tiles in
+// flight a window of the launch order, as the hardware's block scheduler does for a block-a-tile launch.
 template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
   if constexpr (Tr::kHeadDim != 64 || Tr::kHeadSplit || Tr::kKeyTail) {
     return 0;
@@ -1262,7 +1274,8 @@ template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
     const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
     const long long blocks =
         Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps_of<Tr>(p), Tr::kDynTiles) : n_tiles;
-    if (blocks != n_tiles) return 0;
+    const bool dyn_group = Tr::kDynTiles && persist_forced() == kPersistDynPg && p.group() > 1;
+    if (blocks != n_tiles && !dyn_group) return 0;
     return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
   }
 }
