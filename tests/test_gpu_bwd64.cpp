@@ -110,16 +110,18 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
     WARN("no run of the shared tail (FB_SM90_BWD_SHARE=off, or a GPU these grids fill differently)");
 }
 
-// The dynamic tile order (flash_sm90_bwd.cu dyn_tiles_on(); the default for MHA since session 49,
-// FB_SM90_BWD_PERSIST=dyn GQA too, =nodyn none): causal d = 64 passes without a head split run the persistent kernel,
+// The dynamic tile order (flash_sm90_bwd.cu dyn_tiles_on(); the default for MHA since session 49 and for short GQA
+// passes since session 51, FB_SM90_BWD_PERSIST=dyn every GQA pass, =dynmha MHA only, =nodyn none): causal d = 64
+// passes without a head split run the persistent kernel,
 // each block's next tile from a counter the pre-pass zeroes. Shapes no config names: many short tiles (4 x 16 heads
 // N = 1030: 9 key tiles a plane, 576 tiles), long ones the default runs a block a tile (2 x 6 heads 4200 x 4100: 33
 // steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up runs before the one verified, so a counter
 // left where the last run stopped (tiles skipped: their dQ missing from the zeroed accumulator) or a tile run twice
-// (dQ doubled) fails. By default the MHA rows must take the order and the GQA row must not; under dyn every row must,
-// and under dynshort and dynpg too (the GQA row's longest key tile is 12 steps: 768 padded queries / 128 x 2 heads,
-// under the 32 that bwd_blocks() launches a block a tile); under any other word none. A GQA pass in the order reports
-// causal_group()'s plane group under dynpg (session 51's probe) and none (0: the L2 group) under the other words.
+// (dQ doubled) fails. By default every row must take the order (the GQA row's longest key tile is 12 steps: 768 padded
+// queries / 128 x 2 heads, under the 32 that bwd_blocks() launches a block a tile), and under dyn, dynshort and dynpg
+// too; under dynmha the MHA rows only; under any other word none. A GQA pass in the order reports causal_group()'s
+// plane group by default (and dynpg, session 51's probe, the default since) and none (0: the L2 group) under dyn and
+// dynshort.
 TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeated runs", "[gpu][bwd64][sm90_dyn]") {
   namespace sm90 = fb::cuda::flash_sm90;
   struct Row {
@@ -132,8 +134,9 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
                       {2, 12, 12, 2300, 600, Dtype::fp16}};
   CudaBackend& b = gpu();
   const std::string persist = env_word("FB_SM90_BWD_PERSIST");
-  const bool dyn = persist == "dyn" || persist == "dynshort" || persist == "dynpg";
-  const bool by_default = is_default_word(persist) && env_word("FB_SM90_BWD64").empty();
+  const bool by_default = (is_default_word(persist) || persist == "dynpg") && env_word("FB_SM90_BWD64").empty();
+  const bool dyn = persist == "dyn" || persist == "dynshort" || by_default;
+  const bool mha_only = persist == "dynmha" && env_word("FB_SM90_BWD64").empty();
   int ran = 0, dyn_runs = 0;
   for (const Row& r : rows) {
     const Case c = make_case(r.batch, r.heads, r.kv_heads, r.q, r.k, 64, r.dtype, true, Pass::bwd);
@@ -141,12 +144,12 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
     const bool on = sm90::backward_dyn_tiles(c.params());
     INFO("dynamic order " << on);
     const bool whole = sm90::backward_head_split(c.params()) == 1;  // head splits keep their own order
-    if (dyn || by_default) CHECK(on == (whole && (dyn || r.heads == r.kv_heads)));
+    if (dyn || mha_only) CHECK(on == (whole && (dyn || r.heads == r.kv_heads)));
     else if (!persist.empty()) CHECK_FALSE(on);  // on, off, nodyn
     if (on && r.heads != r.kv_heads) {
       const int group = sm90::backward_causal_plane_group(c.params());
       INFO("plane group " << group);
-      if (persist == "dynpg") CHECK(group > 0);
+      if (by_default) CHECK(group > 0);
       else CHECK(group == 0);
     }
     if (check_sm90_repeated_beside_naive(b, c, kSeed + 11, 2, each_written(b, c, Tensors::gradients))) {
@@ -154,7 +157,7 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
       dyn_runs += on;
     }
   }
-  if ((dyn || by_default) && ran > 0) CHECK(dyn_runs > 0);
+  if ((dyn || mha_only) && ran > 0) CHECK(dyn_runs > 0);
 }
 
 // Causal GQA passes launched a block a tile take a plane group the schedule model may widen past what fits L2
@@ -178,7 +181,8 @@ TEST_CASE("head dim 64: causal GQA in plane groups the schedule model widens ver
                       {1, 40, 8, 3300, 3300, Dtype::bf16}};
   CudaBackend& b = gpu();
   // FB_SM90_BWD_PERSIST=on or dyn runs these passes persistent: no plane group of a block-a-tile launch (0). (The
-  // default's dynamic order takes MHA passes only; these rows are GQA.)
+  // default's dynamic order takes MHA passes and GQA ones under 32 query-tile steps a key tile; these rows' longest
+  // key tiles take 33 or more: 11 x 3 heads at 3 x 21 / 7 N = 1300.)
   const bool model_on = is_default_word(env_word("FB_SM90_BWD64")) && is_default_word(env_word("FB_SM90_BWD_SPLIT")) &&
                         is_default_word(env_word("FB_SM90_BWD64_PG")) &&
                         is_default_word(env_word("FB_SM90_BWD_PERSIST"));

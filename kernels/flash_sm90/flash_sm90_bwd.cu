@@ -677,33 +677,35 @@ int qtail_parts(const AttentionParams& p) {
   return model_tail_split(n_tiles, sms, q_tiles, p.group(), model);
 }
 
-// Whether a persistent backward may run (FB_SM90_BWD_PERSIST; bwd_blocks() below): kPersistAuto (unset or default:
-// the dynamic order where dyn_tiles_on() takes it, the launch model elsewhere), kPersistOn (every pass persistent, a
-// static round-robin), kPersistOff (a block a tile), kPersistDyn (`dyn`, session 48's probe: on, and every causal
-// d = 64 pass without a head split in the dynamic order, GQA too), kPersistNoDyn (`nodyn`: the default before
-// session 49, no dynamic order), kPersistDynShort (`dynshort`, session 49's probe for a later call: the default with
-// the causal GQA passes the launch model runs persistent, longest key tile under kLongCausalSteps steps, in the order
-// too), kPersistDynPg (`dynpg`, session 51's probe: dynshort, and those GQA passes in causal_group()'s plane group, the
-// one a block-a-tile launch takes, not the L2 group). `dyngqa` (every causal GQA pass in the order too) was measured in
-// session 49's call S and removed: refused, naming it. Any other word is refused.
-enum PersistMode { kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort, kPersistDynPg };
+// Whether a persistent backward may run (FB_SM90_BWD_PERSIST; bwd_blocks() below): kPersistAuto (unset, default, or
+// `dynpg`, session 51's probe that call D made the default: the dynamic order where dyn_tiles_on() takes it, its GQA
+// passes in causal_group()'s plane group; the launch model elsewhere), kPersistOn (every pass persistent, a static
+// round-robin), kPersistOff (a block a tile), kPersistDyn (`dyn`, session 48's probe: on, and every causal d = 64 pass
+// without a head split in the dynamic order, GQA too, in the L2 group), kPersistNoDyn (`nodyn`: the default before
+// session 49, no dynamic order), kPersistDynMha (`dynmha`: the default before session 51, the order on MHA passes
+// only), kPersistDynShort (`dynshort`, session 49's probe, not met in session 51's call T: the default's GQA passes
+// in the order in the L2 group). `dyngqa` (every causal GQA pass in the order too) was measured in session 49's call S
+// and removed: refused, naming it. Any other word is refused.
+enum PersistMode {
+  kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort, kPersistDynMha
+};
 PersistMode persist_forced() {
   static const PersistMode forced = [] {
     const char* e = std::getenv("FB_SM90_BWD_PERSIST");
     const std::string v = e != nullptr ? e : "";
-    if (v.empty() || v == "default") return kPersistAuto;
+    if (v.empty() || v == "default" || v == "dynpg") return kPersistAuto;
     if (v == "on") return kPersistOn;
     if (v == "off") return kPersistOff;
     if (v == "dyn") return kPersistDyn;
     if (v == "nodyn") return kPersistNoDyn;
     if (v == "dynshort") return kPersistDynShort;
-    if (v == "dynpg") return kPersistDynPg;
+    if (v == "dynmha") return kPersistDynMha;
     if (v == "dyngqa")
       throw std::invalid_argument("FB_SM90_BWD_PERSIST: 'dyngqa' (every causal GQA pass in the dynamic order) was "
                                   "measured and removed in session 49: 0.777-1.311x, geomean 0.908 "
                                   "(docs/perf-notes.md; dynshort is its short passes)");
     throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v +
-                                "' is not on, off, dyn, dynshort, dynpg, nodyn or default");
+                                "' is not on, off, dyn, dynshort, dynmha, nodyn, dynpg or default");
   }();
   return forced;
 }
@@ -761,8 +763,9 @@ template <typename Tr> int longest_steps_of(const AttentionParams& p) {
   return seq_pad_of<Tr>(p) / Tr::kBlockM * p.group();
 }
 
-// The dynamic tile order (the default for causal d = 64 MHA passes without a head split since session 49; under
-// FB_SM90_BWD_PERSIST=dyn, session 48's probe, GQA ones too; `nodyn`: never): those passes run the persistent kernel
+// The dynamic tile order (the default for causal d = 64 MHA passes without a head split since session 49, and for GQA
+// ones whose longest key tile is under kLongCausalSteps since session 51; under FB_SM90_BWD_PERSIST=dyn, session 48's
+// probe, every GQA one; `dynmha`: MHA only; `nodyn`: never): those passes run the persistent kernel
 // at any length, each block taking its next tile from a counter (kBwd64Dyn, the traits) rather than
 // blockIdx.x + gridDim.x, ...: the tiles in flight stay a window of the order (plane groups, key tiles outermost, the
 // longest first), as under the hardware's block scheduler, and no block waits on a static share of longer tiles. Why:
@@ -783,12 +786,14 @@ template <typename Tr> int longest_steps_of(const AttentionParams& p) {
 // its 32 planes) the last group's longest key tiles start late, as session 35 found for block-a-tile launches; the
 // list-scheduling model (plane_group_makespan(), 3 steps a block) has the order at 45 steps against the static
 // round-robin's 42 there, and puts the seven others' gains at 1.23-1.78x (measured 1.16-1.61x, the two largest and the
-// smallest the same rows). `dynpg` (unsplit_causal_group()) gives those passes causal_group()'s plane group (16
-// planes there: 33 steps).
+// smallest the same rows). `dynpg` (unsplit_causal_group()) gave those passes causal_group()'s plane group (16
+// planes there: 33 steps), and call D (an H100, results/h100/s51/D/, three interleaved rounds against the default
+// before, its rule written before in docs/perf-notes.md) read it 1.090-1.762x on fourteen rows (call T's eight, 1.191x
+// on that one, and six drawn shapes 1.090-1.566x), geomean 1.365, controls 0.998-1.005x: the default since.
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
-  const bool short_gqa = forced == kPersistDynShort || forced == kPersistDynPg;
-  bool taken = forced == kPersistDyn || ((forced == kPersistAuto || short_gqa) && p.group() == 1);
+  const bool short_gqa = forced == kPersistAuto || forced == kPersistDynShort;
+  bool taken = forced == kPersistDyn || ((short_gqa || forced == kPersistDynMha) && p.group() == 1);
   if (short_gqa && !taken)  // GQA passes the launch model runs persistent
     taken = with_default_tiles(64, [&](auto tr) { return longest_steps_of<decltype(tr)>(p); }) < kLongCausalSteps;
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
@@ -1263,8 +1268,9 @@ int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group,
 // The plane group a pass of Tr's unsplit d = 64 kernels runs under a causal mask where it is launched a block a tile
 // (bwd_blocks()): causal_group()'s; 0 for every other pass (no mask, the persistent launch, other kernels). One place
 // for launch() and backward_causal_plane_group().
-// Under `dynpg` (session 51's probe) GQA passes in the dynamic tile order take it too: the order keeps the tiles in
-// flight a window of the launch order, as the hardware's block scheduler does for a block-a-tile launch.
+// GQA passes in the dynamic tile order take it too since session 51 (`dynpg`, its call D; dyn and dynshort keep the
+// L2 group): the order keeps the tiles in flight a window of the launch order, as the hardware's block scheduler does
+// for a block-a-tile launch.
 template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
   if constexpr (Tr::kHeadDim != 64 || Tr::kHeadSplit || Tr::kKeyTail) {
     return 0;
@@ -1274,7 +1280,7 @@ template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
     const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
     const long long blocks =
         Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps_of<Tr>(p), Tr::kDynTiles) : n_tiles;
-    const bool dyn_group = Tr::kDynTiles && persist_forced() == kPersistDynPg && p.group() > 1;
+    const bool dyn_group = Tr::kDynTiles && persist_forced() == kPersistAuto && p.group() > 1;
     if (blocks != n_tiles && !dyn_group) return 0;
     return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
   }
