@@ -4,7 +4,8 @@
 # commit.txt: every GPU test as built, [sm90_dyn] under dynmha (the default before), compute-sanitizer memcheck of a
 # default short GQA pass no config names; then call D's fourteen rows and three controls def / dynmha, two interleaved
 # rounds (no rule: whether the H100's gain holds on this GPU, its 60 MiB L2 giving other L2 groups), and torch-cudnn
-# once on the fourteen rows beside both.
+# once on the fourteen rows beside both. ROUNDS (default 2) and PEERS=0 (no torch-cudnn) shorten it where the device
+# time left is short or the GPU is an H100 (call D's rows were measured there).
 set -uo pipefail
 export DEADLINE=${DEADLINE:-300}
 source scripts/call_step.sh
@@ -36,9 +37,9 @@ step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 $fb run $R
 tail -1 $R/memcheck.log
 specs=$(cd $R/specs && ls *.json | sed 's/\.json$//' | tr '\n' ' ')
 smi_start
-ab_rounds $R/ab $R/specs 2 "$specs" def=X=1 dynmha=FB_SM90_BWD_PERSIST=dynmha
+ab_rounds $R/ab $R/specs "${ROUNDS:-2}" "$specs" def=X=1 dynmha=FB_SM90_BWD_PERSIST=dynmha
 smi_stop
-peers_once $R/ab $R/specs "$(cd $R/specs && ls dyn51e-*.json | sed 's/\.json$//' | tr '\n' ' ')" cudnn
+[ "${PEERS:-1}" = 0 ] || peers_once $R/ab $R/specs "$(cd $R/specs && ls dyn51e-*.json | sed 's/\.json$//' | tr '\n' ' ')" cudnn
 python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn dynmha def > $R/table.txt 2>&1
 cut -c1-150 $R/table.txt | head -22
 call_end E
