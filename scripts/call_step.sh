@@ -110,6 +110,21 @@ json.dump(s, open(dst, "w"), indent=2)
 PY
 }
 
+# One A/B row's spec, SPEC_DIR/NAME.json: flash-sm90, the backward unless PASS says, 5 warm-ups and 10 reps, seed 42,
+# verified; CAUSAL true or false.
+ab_spec() {  # SPEC_DIR NAME BATCH HEADS KV_HEADS SEQ HEAD_DIM DTYPE CAUSAL [PASS]
+  python3 - "$@" <<'PY'
+import json, sys
+d, name, b, h, kv, n, hd, dtype, causal = sys.argv[1:10]
+if causal not in ("true", "false"):
+    sys.exit(f"ab_spec: CAUSAL is true or false, not '{causal}'")
+json.dump({"name": name, "seq": [int(n)], "batch": [int(b)], "heads": [int(h)], "kv_heads": [int(kv)],
+           "head_dim": [int(hd)], "dtype": [dtype], "causal": [causal == "true"],
+           "pass": [sys.argv[10] if len(sys.argv) > 10 else "bwd"], "kernels": ["flash-sm90"], "warmup": 5,
+           "reps": 10, "seed": 42, "verify": True}, open(f"{d}/{name}.json", "w"), indent=2)
+PY
+}
+
 list_beside() {  # SPEC_DIR "SPECS" NAME ASSIGNMENT OUT
   local s
   for s in $2; do

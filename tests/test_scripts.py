@@ -1375,6 +1375,21 @@ class CallStep(unittest.TestCase):
         self.assertEqual((one["name"], one["pass"], one["kernels"], one["seed"]), ("s-bwd", ["bwd"], ["k"], 7))
         self.assertEqual((two["name"], two["pass"], two["kernels"], two["seed"]), ("s", ["fwd", "bwd"], ["other"], 7))
 
+    def test_ab_spec_writes_a_row_the_spec_loader_takes_and_refuses_a_causal_word(self):
+        r = self.call("ab_spec specs g 3 12 4 777 64 fp16 true && ab_spec specs f 2 8 8 512 128 bf16 false fwd\n"
+                      "ab_spec specs bad 1 2 2 256 64 bf16 yes; echo bad=$?")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("bad=1", r.stdout)
+        self.assertIn("CAUSAL is true or false, not 'yes'", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.repo, "specs", "bad.json")))
+        g = fbspec.load_spec(os.path.join(self.repo, "specs", "g.json"))
+        f = fbspec.load_spec(os.path.join(self.repo, "specs", "f.json"))
+        (gc,), (fc,) = g["cases"], f["cases"]
+        self.assertEqual((gc["batch"], gc["heads"], gc["kv_heads"], gc["seq_q"], gc["head_dim"], gc["dtype"],
+                          gc["causal"], gc["pass"]), (3, 12, 4, 777, 64, "fp16", True, "bwd"))
+        self.assertEqual((fc["head_dim"], fc["causal"], fc["pass"]), (128, False, "fwd"))
+        self.assertEqual((g["kernels"], g["spec"]["seed"], g["spec"]["verify"]), (["flash-sm90"], 42, True))
+
     @unittest.skipUnless(shutil.which("git") and shutil.which("strip") and shutil.which("cc"),
                          "git, strip or cc is not installed")
     def test_pack_names_the_commit_the_build_came_from(self):

@@ -13,26 +13,17 @@ call_begin $OUT/E; mkdir -p $R/ab $R/specs
 step tests-all 200 $gt
 step tests-dynmha 30 env FB_SM90_BWD_PERSIST=dynmha $gt "[sm90_dyn]"
 for t in all dynmha; do echo "tests-$t: $(grep -E 'passed|failed' $R/tests-$t.log | tail -2 | tr '\n' ' ')"; done
-python3 - $R/specs <<'PY'
-import json, sys
-def spec(name, b, h, kv, n, dtype, causal=True):
-    json.dump({"name": name, "seq": [n], "batch": [b], "heads": [h], "kv_heads": [kv], "head_dim": [64],
-               "dtype": [dtype], "causal": [causal], "pass": ["bwd"], "kernels": ["flash-sm90"], "warmup": 5,
-               "reps": 10, "seed": 42, "verify": True}, open(f"{sys.argv[1]}/{name}.json", "w"), indent=2)
-for b, h, kv, n, dt in [(4, 16, 8, 1536, "bf16"), (8, 12, 4, 1024, "fp16"), (16, 8, 4, 700, "bf16"),
-                        (6, 20, 10, 1300, "fp16"), (2, 24, 8, 1200, "bf16"), (12, 16, 4, 512, "bf16"),
-                        (5, 12, 6, 1800, "bf16"), (1, 32, 16, 1900, "fp16"), (8, 30, 6, 413, "bf16"),
-                        (16, 24, 8, 1150, "fp16"), (15, 40, 8, 620, "bf16"), (12, 40, 10, 768, "fp16"),
-                        (12, 40, 10, 485, "bf16"), (6, 20, 10, 362, "fp16")]:
-    spec(f"dyn51e-b{b}-h{h}-kv{kv}-n{n}-{dt}", b, h, kv, n, dt)
-spec("dyn51ectl-mha-b4-h16-n1536", 4, 16, 16, 1536, "bf16")
-spec("dyn51ectl-long-b2-h32-kv8-n2048", 2, 32, 8, 2048, "bf16")
-spec("dyn51ectl-full-b2-h32-kv8-n2048", 2, 32, 8, 2048, "bf16", causal=False)
-json.dump({"name": "s51e-memcheck", "seq": [777], "batch": [5], "heads": [18], "kv_heads": [6], "head_dim": [64],
-           "dtype": ["bf16"], "causal": [True], "pass": ["bwd"], "kernels": ["flash-sm90"], "warmup": 1, "reps": 1,
-           "seed": 9, "verify": True}, open(f"{sys.argv[1]}/../memcheck-spec.json", "w"), indent=2)
-PY
-step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 $fb run $R/memcheck-spec.json \
+for row in 4,16,8,1536,bf16 8,12,4,1024,fp16 16,8,4,700,bf16 6,20,10,1300,fp16 2,24,8,1200,bf16 12,16,4,512,bf16 \
+           5,12,6,1800,bf16 1,32,16,1900,fp16 8,30,6,413,bf16 16,24,8,1150,fp16 15,40,8,620,bf16 \
+           12,40,10,768,fp16 12,40,10,485,bf16 6,20,10,362,fp16; do
+  IFS=, read -r b h kv n dt <<< "$row"
+  ab_spec $R/specs dyn51e-b$b-h$h-kv$kv-n$n-$dt $b $h $kv $n 64 $dt true
+done
+ab_spec $R/specs dyn51ectl-mha-b4-h16-n1536 4 16 16 1536 64 bf16 true
+ab_spec $R/specs dyn51ectl-long-b2-h32-kv8-n2048 2 32 8 2048 64 bf16 true
+ab_spec $R/specs dyn51ectl-full-b2-h32-kv8-n2048 2 32 8 2048 64 bf16 false
+ab_spec $R memcheck-spec 5 18 6 777 64 bf16 true
+step memcheck 40 compute-sanitizer --tool memcheck --error-exitcode 9 $fb run $R/memcheck-spec.json --warmup 1 --reps 1 \
   --warmup-time 0 --no-ceilings -q -o $R/memcheck.json
 tail -1 $R/memcheck.log
 specs=$(cd $R/specs && ls *.json | sed 's/\.json$//' | tr '\n' ' ')
