@@ -393,6 +393,32 @@ TEST_CASE("causal plane groups: widened where the last groups' longest blocks wo
   CHECK(causal_plane_group({}, 8, 2, kSms) == 8);
 }
 
+// flash-sm90's short causal d = 64 GQA backward passes in the dynamic tile order (session 51; flash_sm90_bwd.cu
+// dyn_tiles_on(), unsplit_causal_group()): the order runs blocks greedily in launch order, as plane_group_makespan()
+// models, so it takes causal_group()'s plane group. 8 x 12 q / 4 kv heads N = 1024 (32 planes, 8 key tiles, 11 planes
+// fit a third of the H100's 50 MiB L2): in the L2 group the order models 45 steps, worse than the persistent kernel's
+// static round-robin there (42; call T read it 0.953x), in causal_group()'s 16 planes 33 (call D: 1.191x).
+// results/h100/s51/model/order_model.py mirrors these functions for every row of calls T and D.
+TEST_CASE("causal plane groups: the dynamic order of short GQA passes in the model's group", "[head_split]") {
+  using fb::cuda::causal_plane_group;
+  using fb::cuda::plane_group_makespan;
+  constexpr int kSms = 132;
+  std::vector<double> c;
+  for (int j = 0; j < 8; ++j) c.push_back(double(8 - j) * 3 + 3.0);
+  CHECK(plane_group_makespan(c, 32, 11, kSms) == 45.0);
+  CHECK(causal_plane_group(c, 32, 11, kSms) == 16);
+  CHECK(plane_group_makespan(c, 32, 16, kSms) == 33.0);
+  // The static round-robin of the same order (tile t on block t mod 132), what the persistent kernel ran before.
+  double longest = 0.0;
+  std::vector<double> busy(kSms, 0.0);
+  int t = 0;
+  for (int first = 0; first < 32; first += 11)
+    for (const double cost : c)
+      for (int u = 0; u < std::min(11, 32 - first); ++u) busy[std::size_t(t++ % kSms)] += cost;
+  for (const double b : busy) longest = std::max(longest, b);
+  CHECK(longest == 42.0);
+}
+
 TEST_CASE("a head split's causal plane groups: bounded, or one group where that models faster", "[head_split]") {
   using fb::cuda::causal_plane_group;
   using fb::cuda::plane_group_makespan;
