@@ -11,11 +11,16 @@ This script mirrors those functions (tests/test_head_split.cpp pins the C++ side
 row) and prints, for each row, the three makespans in steps and their ratios: static / dyn-in-L2-group (dynshort) and
 static / dyn-in-causal_group (dynpg). No memory term: it overstates every gain (calls T and D measured them).
 
-    python3 order_model.py [--l2-mib 50] [--json model.json]
+    python3 order_model.py [--l2-mib 50] [--json model.json] [--sweep N]
+
+--sweep N: also N random shapes (seed 1: batch 1-32, 1-16 K/V heads, groups 2-16, N 128-4000), those under 32 steps a
+key tile kept: how many the model has dynpg slower than the static round-robin, the fewest and the geomean.
 """
 import argparse
 import heapq
 import json
+import math
+import random
 
 SMS = 132
 OVERHEAD = 3.0
@@ -84,6 +89,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--l2-mib", type=int, default=50, help="L2 size (H100 50, H200 60)")
     ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("--sweep", type=int, default=0, help="random shapes to model too")
     a = ap.parse_args()
     l2 = a.l2_mib << 20
     out = {"sms": SMS, "l2_mib": a.l2_mib, "block_overhead_steps": OVERHEAD, "rows": {}}
@@ -94,6 +100,23 @@ def main():
             print(f"{name:8s} {m['shape']:22s} L2 group {m['l2_group']:3d} causal_group {m['causal_group']:3d}  "
                   f"static {m['static_steps']:5.0f} dyn {m['dyn_l2_steps']:5.0f} dynpg {m['dyn_pg_steps']:5.0f}  "
                   f"dynshort {m['dynshort_model']:.3f} dynpg {m['dynpg_model']:.3f}")
+    if a.sweep:
+        rng = random.Random(1)
+        ratios, slower = [], []
+        for _ in range(a.sweep):
+            kv, g = rng.choice([1, 2, 3, 4, 5, 6, 8, 10, 12, 16]), rng.choice([2, 3, 4, 5, 6, 8, 16])
+            b, n = rng.randint(1, 32), rng.randint(128, 4000)
+            if (n + 127) // 128 * g >= 32:
+                continue
+            r = model(b, kv * g, kv, n, l2)
+            ratios.append(r["dynpg_model"])
+            if r["dynpg_model"] < 1.0:
+                slower.append(r)
+        gm = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        out["sweep"] = {"drawn": a.sweep, "kept": len(ratios), "dynpg_min": min(ratios), "dynpg_geomean": round(gm, 3),
+                        "dynpg_slower": slower}
+        print(f"sweep: {len(ratios)} of {a.sweep} shapes under 32 steps; dynpg / static {min(ratios):.3f} at the "
+              f"least, geomean {gm:.3f}; slower: {', '.join(r['shape'] for r in slower) or 'none'}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
