@@ -118,10 +118,10 @@ TEST_CASE("head dim 64: the backward with its last partial round shared out over
 // steps), seq_q != seq_k both ways, GQA 2:1, both 16-bit types; two warm-up runs before the one verified, so a counter
 // left where the last run stopped (tiles skipped: their dQ missing from the zeroed accumulator) or a tile run twice
 // (dQ doubled) fails. By default every row must take the order (the GQA row's longest key tile is 12 steps: 768 padded
-// queries / 128 x 2 heads, under the 32 that bwd_blocks() launches a block a tile), and under dyn, dynshort and dynpg
-// too; under dynmha the MHA rows only; under any other word none. A GQA pass in the order reports causal_group()'s
-// plane group by default (and dynpg, session 51's probe, the default since) and none (0: the L2 group) under dyn and
-// dynshort.
+// queries / 128 x 2 heads, under the 32 that bwd_blocks() launches a block a tile), and under dyn, dynshort, dynlong
+// and dynpg too; under dynmha the MHA rows only; under any other word none. A GQA pass in the order reports
+// causal_group()'s plane group by default (and under dynpg, session 51's probe, the default since, and dynlong) and
+// none (0: the L2 group) under dyn and dynshort.
 TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeated runs", "[gpu][bwd64][sm90_dyn]") {
   namespace sm90 = fb::cuda::flash_sm90;
   struct Row {
@@ -135,7 +135,7 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
   CudaBackend& b = gpu();
   const std::string persist = env_word("FB_SM90_BWD_PERSIST");
   const bool by_default = (is_default_word(persist) || persist == "dynpg") && env_word("FB_SM90_BWD64").empty();
-  const bool dyn = persist == "dyn" || persist == "dynshort" || by_default;
+  const bool dyn = persist == "dyn" || persist == "dynshort" || persist == "dynlong" || by_default;
   const bool mha_only = persist == "dynmha" && env_word("FB_SM90_BWD64").empty();
   int ran = 0, dyn_runs = 0;
   for (const Row& r : rows) {
@@ -149,7 +149,7 @@ TEST_CASE("head dim 64: causal passes in the dynamic tile order verify on repeat
     if (on && r.heads != r.kv_heads) {
       const int group = sm90::backward_causal_plane_group(c.params());
       INFO("plane group " << group);
-      if (by_default) CHECK(group > 0);
+      if (by_default || persist == "dynlong") CHECK(group > 0);
       else CHECK(group == 0);
     }
     if (check_sm90_repeated_beside_naive(b, c, kSeed + 11, 2, each_written(b, c, Tensors::gradients))) {

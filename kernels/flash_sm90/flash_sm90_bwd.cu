@@ -684,10 +684,12 @@ int qtail_parts(const AttentionParams& p) {
 // without a head split in the dynamic order, GQA too, in the L2 group), kPersistNoDyn (`nodyn`: the default before
 // session 49, no dynamic order), kPersistDynMha (`dynmha`: the default before session 51, the order on MHA passes
 // only), kPersistDynShort (`dynshort`, session 49's probe, not met in session 51's call T: the default's GQA passes
-// in the order in the L2 group). `dyngqa` (every causal GQA pass in the order too) was measured in session 49's call S
+// in the order in the L2 group), kPersistDynLong (`dynlong`, session 51's probe for a later call: the default, and the
+// causal GQA passes of kLongCausalSteps or more, launched a block a tile, in the order too, in causal_group()'s plane
+// group as now). `dyngqa` (every causal GQA pass in the order, in the L2 group) was measured in session 49's call S
 // and removed: refused, naming it. Any other word is refused.
 enum PersistMode {
-  kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort, kPersistDynMha
+  kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort, kPersistDynMha, kPersistDynLong
 };
 PersistMode persist_forced() {
   static const PersistMode forced = [] {
@@ -700,12 +702,13 @@ PersistMode persist_forced() {
     if (v == "nodyn") return kPersistNoDyn;
     if (v == "dynshort") return kPersistDynShort;
     if (v == "dynmha") return kPersistDynMha;
+    if (v == "dynlong") return kPersistDynLong;
     if (v == "dyngqa")
       throw std::invalid_argument("FB_SM90_BWD_PERSIST: 'dyngqa' (every causal GQA pass in the dynamic order) was "
                                   "measured and removed in session 49: 0.777-1.311x, geomean 0.908 "
                                   "(docs/perf-notes.md; dynshort is its short passes)");
     throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v +
-                                "' is not on, off, dyn, dynshort, dynmha, nodyn, dynpg or default");
+                                "' is not on, off, dyn, dynshort, dynmha, dynlong, nodyn, dynpg or default");
   }();
   return forced;
 }
@@ -789,11 +792,16 @@ template <typename Tr> int longest_steps_of(const AttentionParams& p) {
 // smallest the same rows). `dynpg` (unsplit_causal_group()) gave those passes causal_group()'s plane group (16
 // planes there: 33 steps), and call D (an H100, results/h100/s51/D/, three interleaved rounds against the default
 // before, its rule written before in docs/perf-notes.md) read it 1.090-1.762x on fourteen rows (call T's eight, 1.191x
-// on that one, and six drawn shapes 1.090-1.566x), geomean 1.365, controls 0.998-1.005x: the default since.
+// on that one, and six drawn shapes 1.090-1.566x), geomean 1.365, controls 0.998-1.005x: the default since. Call S's
+// long passes lost in the order (0.777-0.886x) in the L2 group, where their block-a-tile launch takes causal_group()'s:
+// `dynlong` (a probe) puts them in the order in that group, where the model has the order level with the launch
+// (both greedy in launch order) and what is left to gain is the persistent kernel's (MHA's long passes: 1.019-1.023x in
+// session 49's call Q).
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
   const bool short_gqa = forced == kPersistAuto || forced == kPersistDynShort;
-  bool taken = forced == kPersistDyn || ((short_gqa || forced == kPersistDynMha) && p.group() == 1);
+  bool taken = forced == kPersistDyn || forced == kPersistDynLong ||
+               ((short_gqa || forced == kPersistDynMha) && p.group() == 1);
   if (short_gqa && !taken)  // GQA passes the launch model runs persistent
     taken = with_default_tiles(64, [&](auto tr) { return longest_steps_of<decltype(tr)>(p); }) < kLongCausalSteps;
   const int v = bwd64_variant();  // the default's kernels (nopmajor64, pgl2, splitone are host codes)
@@ -1280,7 +1288,9 @@ template <typename Tr> int unsplit_causal_group(const AttentionParams& p) {
     const long long n_tiles = (p.seq_k + Tr::kBlockN - 1) / Tr::kBlockN * kv_planes;
     const long long blocks =
         Tr::kPersistent ? bwd_blocks(n_tiles, true, longest_steps_of<Tr>(p), Tr::kDynTiles) : n_tiles;
-    const bool dyn_group = Tr::kDynTiles && persist_forced() == kPersistAuto && p.group() > 1;
+    const PersistMode forced = persist_forced();
+    const bool dyn_group =
+        Tr::kDynTiles && (forced == kPersistAuto || forced == kPersistDynLong) && p.group() > 1;
     if (blocks != n_tiles && !dyn_group) return 0;
     return causal_group(p, kv_planes, plane_group(p, kv_planes, p.group()), Tr::kBlockN, Tr::kBlockM, p.group());
   }
