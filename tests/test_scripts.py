@@ -1390,6 +1390,29 @@ class CallStep(unittest.TestCase):
         self.assertEqual((fc["head_dim"], fc["causal"], fc["pass"]), (128, False, "fwd"))
         self.assertEqual((g["kernels"], g["spec"]["seed"], g["spec"]["verify"]), (["flash-sm90"], 42, True))
 
+    def test_ab_probe_runs_the_rounds_and_reads_the_house_rule(self):
+        # FAKE_FAST makes every case 1 ms -> 0.9 ms: the rows pass (1.11x), the control moves as much and fails the
+        # control band, so the verdict is NOT MET and names the control; PEERS=0: no peers run.
+        r = self.call("mkdir -p $R/specs && ab_spec $R/specs p-a 1 4 2 256 64 bf16 true && "
+                      "ab_spec $R/specs p-b 1 4 2 512 64 bf16 true && ab_spec $R/specs c-a 1 4 4 256 64 bf16 false\n"
+                      "PEERS=0 ab_probe $R/specs 2 fast FAKE_FAST=1 'p-*' 'c-*'\n"
+                      "cp $R/list.txt $R/rule.txt . && ls $R/ab > ab.txt")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("rule-fast rc=1", r.stdout)
+        with open(os.path.join(self.repo, "rule.txt")) as f:
+            rule = f.read()
+        self.assertIn("NOT MET", rule)
+        self.assertIn("c-a", rule.split("verdict")[1])
+        with open(os.path.join(self.repo, "runs.txt")) as f:
+            runs = f.read().split()
+        self.assertEqual(runs, ["def-c-a-1.json", "fast-c-a-1.json", "def-p-a-1.json", "fast-p-a-1.json",
+                                "def-p-b-1.json", "fast-p-b-1.json", "fast-c-a-2.json", "def-c-a-2.json",
+                                "fast-p-a-2.json", "def-p-a-2.json", "fast-p-b-2.json", "def-p-b-2.json"])
+        with open(os.path.join(self.repo, "list.txt")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
+        with open(os.path.join(self.repo, "ab.txt")) as f:
+            self.assertNotIn("peers-", f.read())
+
     @unittest.skipUnless(shutil.which("git") and shutil.which("strip") and shutil.which("cc"),
                          "git, strip or cc is not installed")
     def test_pack_names_the_commit_the_build_came_from(self):

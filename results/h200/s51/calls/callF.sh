@@ -35,16 +35,5 @@ step memcheck 40 env FB_SM90_BWD_PERSIST=dynlong compute-sanitizer --tool memche
   $R/specs/dynlong51-b2-h32-kv8-n2048-bf16.json --warmup 1 --reps 1 --warmup-time 0 --no-ceilings -q \
   -o $R/memcheck.json
 tail -1 $R/memcheck.log
-specs=$(cd $R/specs && ls *.json | sed 's/\.json$//' | tr '\n' ' ')
-list_beside $R/specs "$specs" dynlong FB_SM90_BWD_PERSIST=dynlong $R/list.txt
-smi_start
-ab_rounds $R/ab $R/specs 3 "$specs" def=X=1 dynlong=FB_SM90_BWD_PERSIST=dynlong
-smi_stop
-python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash-sm90 --base def --variant dynlong --rounds 3 \
-  --rows 'dynlong51-*' --controls 'dynlong51ctl-*' --min-geomean 1.02 --min-row 0.98 --control-band 0.97:1.03 \
-  --controls-geomean-band 0.99:1.01 --json $R/rule.json > $R/rule.txt 2>&1
-echo "rule-dynlong rc=$?"; cut -c1-150 $R/rule.txt
-peers_once $R/ab $R/specs "$(cd $R/specs && ls dynlong51-*.json | sed 's/\.json$//' | tr '\n' ' ')" cudnn
-python3 results/h200/s29/calls/ab_table.py $R/ab flash-sm90 torch-cudnn def dynlong > $R/table.txt 2>&1
-cut -c1-150 $R/table.txt | head -18
+ab_probe $R/specs 3 dynlong FB_SM90_BWD_PERSIST=dynlong 'dynlong51-*' 'dynlong51ctl-*'
 call_end F
