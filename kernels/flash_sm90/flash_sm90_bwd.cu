@@ -684,7 +684,7 @@ int qtail_parts(const AttentionParams& p) {
 // without a head split in the dynamic order, GQA too, in the L2 group), kPersistNoDyn (`nodyn`: the default before
 // session 49, no dynamic order), kPersistDynMha (`dynmha`: the default before session 51, the order on MHA passes
 // only), kPersistDynShort (`dynshort`, session 49's probe, not met in session 51's call T: the default's GQA passes
-// in the order in the L2 group), kPersistDynLong (`dynlong`, session 51's probe for a later call: the default, and the
+// in the order in the L2 group), kPersistDynLong (`dynlong`, session 51's probe, not met in session 52's call F: the default, and the
 // causal GQA passes of kLongCausalSteps or more, launched a block a tile, in the order too, in causal_group()'s plane
 // group as now). `dyngqa` (every causal GQA pass in the order, in the L2 group) was measured in session 49's call S
 // and removed: refused, naming it. Any other word is refused.
@@ -796,7 +796,8 @@ template <typename Tr> int longest_steps_of(const AttentionParams& p) {
 // long passes lost in the order (0.777-0.886x) in the L2 group, where their block-a-tile launch takes causal_group()'s:
 // `dynlong` (a probe) puts them in the order in that group, where the model has the order level with the launch
 // (both greedy in launch order) and what is left to gain is the persistent kernel's (MHA's long passes: 1.019-1.023x in
-// session 49's call Q).
+// session 49's call Q). Session 52's call F (an H100, results/h100/s52/F/) read it 0.987-1.030x on eleven rows,
+// geomean 1.007, under the 1.02 its rule asked: level, as the model says, so those passes keep their launch.
 bool dyn_tiles_on(const AttentionParams& p) {
   const PersistMode forced = persist_forced();
   const bool short_gqa = forced == kPersistAuto || forced == kPersistDynShort;
