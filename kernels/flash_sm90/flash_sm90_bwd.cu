@@ -684,10 +684,10 @@ int qtail_parts(const AttentionParams& p) {
 // without a head split in the dynamic order, GQA too, in the L2 group), kPersistNoDyn (`nodyn`: the default before
 // session 49, no dynamic order), kPersistDynMha (`dynmha`: the default before session 51, the order on MHA passes
 // only), kPersistDynShort (`dynshort`, session 49's probe, not met in session 51's call T: the default's GQA passes
-// in the order in the L2 group), kPersistDynLong (`dynlong`, session 51's probe, not met in session 52's call F: the default, and the
-// causal GQA passes of kLongCausalSteps or more, launched a block a tile, in the order too, in causal_group()'s plane
-// group as now). `dyngqa` (every causal GQA pass in the order, in the L2 group) was measured in session 49's call S
-// and removed: refused, naming it. Any other word is refused.
+// in the order in the L2 group), kPersistDynLong (`dynlong`, session 51's probe, not met in session 52's call F: the
+// default, and the causal GQA passes of kLongCausalSteps or more, launched a block a tile, in the order too, in
+// causal_group()'s plane group as now). `dyngqa` (every causal GQA pass in the order, in the L2 group) was measured
+// in session 49's call S and removed: refused, naming it. Any other word is refused.
 enum PersistMode {
   kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort, kPersistDynMha, kPersistDynLong
 };
