@@ -6,7 +6,8 @@
 #   bash results/h200/s53/calls/chain.sh COMMIT SCRIPT=DEADLINE [SCRIPT=DEADLINE ...]
 # COMMIT: the full hash of the tree sent (git rev-parse HEAD here); SCRIPT: a call script (results/h200/*/calls/),
 # run with DEADLINE seconds (call_step.sh's deadline), its output's last 40 lines printed. Other settings (ROUNDS,
-# PEERS) pass through the environment.
+# PEERS) pass through the environment. SCRIPT=DEADLINE may carry a prefix GPU: (H100:, H200:): run only when the
+# device's name (nvidia-smi) holds GPU, so that one command picks what to run by the card that came.
 set -uo pipefail
 commit=${1:-}
 shift || true
@@ -16,7 +17,14 @@ if [ "$(cat out/commit.txt 2>/dev/null)" != "$commit" ] || [ ! -f out/b.txz ]; t
 else
   echo "chain: out/ holds $commit's build"
 fi
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+echo "chain: device '$gpu'"
 for c in "$@"; do
+  if [[ "$c" =~ ^(H[0-9]+): ]]; then
+    want=${BASH_REMATCH[1]}
+    c=${c#*:}
+    [[ "$gpu" == *"$want"* ]] || { echo "chain: skip $c (not an $want)"; continue; }
+  fi
   script=${c%%=*} deadline=${c#*=}
   [ -f "$script" ] || { echo "chain: no script $script"; continue; }
   echo "==== $script (DEADLINE $deadline, t=$SECONDS)"
