@@ -246,7 +246,12 @@ struct FwdConfig {
 //             (session 47's rule), which made session 46's kvsubwave3 the default: such grids in pieces where each tile
 //             gets three or more of at least kKvSubwaveMinTiles K/V tiles, subwave_pieces in common/tile_order.h: at 2
 //             blocks an SM, grids of at most a third of a wave with 15 K/V tiles or more). Takes no other word
-// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave and nokvsubwave runs the default's kOpt
+//   br64    : d = 128: non-causal grids of less than one wave (of the default's 128 x 64 tiles, resident_blocks) run
+//             64 x 64 tiles (4 warps of 16 query rows: Br64Traits, flash_fwd_launch.cuh) with the default's non-causal
+//             bits, so twice the work tiles and, where the grid is still under a wave, fewer pieces of more K/V tiles
+//             (FlashAttention-2's split-KV kernel runs 64-query tiles there: session 53's call V); other launches
+//             and d = 64 run the default. Session 53's probe. Takes no other word
+// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, nokvsubwave and br64 runs the default's kOpt
 // (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at
 // d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26)
 // and d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the
@@ -285,6 +290,7 @@ struct FwdProbe {
   bool no_lean64 = false;     // nolean64
   bool kv_subwave = false;    // kvsubwave
   bool no_kv_subwave = false;  // nokvsubwave
+  bool br64 = false;           // br64
 };
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>

@@ -692,7 +692,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
     // The rows' chains side by side, no branch: the quad sums (all 2 kMT rows' shuffles of one distance together),
     // then the reciprocals, O's scale and staging; then one LSE a lane. The sums add in quad_sum's order, so every
     // lane of a quad holds the same sum as the default's.
-    static_assert(2 * kMT == 4, "kFwdLeanEpi: the quad's 4 lanes store one row's LSE each");
+    static_assert(2 * kMT <= 4, "kFwdLeanEpi: the quad's lanes store one row's LSE each");
     float sum[kMT][2];
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
@@ -717,18 +717,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm)
               ptx::pack2<Elem>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
         }
       }
-    // Lane et of a quad: row r = et of its four (m16 block r / 2, half r % 2), i.e. warp row 8 r + g, so the warp's
-    // 32 LSEs go out in one store of 32 consecutive floats. LSE = (m + log2 sum) ln 2; a row that saw no key has
-    // m = -inf and sum 0 and gets -inf (the select keeps that explicit, as the default's).
+    // Lane et of a quad: row r = et of its 2 kMT (m16 block r / 2, half r % 2), i.e. warp row 8 r + g, so the warp's
+    // 16 kMT LSEs go out in one store of consecutive floats (at 16 rows a warp, br64's tiles, lanes 2 and 3 of a quad
+    // store none). LSE = (m + log2 sum) ln 2; a row that saw no key has m = -inf and sum 0 and gets -inf (the select
+    // keeps that explicit, as the default's).
     float sum_r = sum[0][0], max_r = row_max[0][0];
 #pragma unroll
-    for (int r = 1; r < 4; ++r) {
+    for (int r = 1; r < 2 * kMT; ++r) {
       sum_r = et == r ? sum[r / 2][r % 2] : sum_r;
       max_r = et == r ? row_max[r / 2][r % 2] : max_r;
     }
     const int lse_row = ewarp_row0 + 8 * et + eg;
     const float lse = sum_r > 0.f ? (max_r + ptx::lg2_approx(sum_r)) * float(kLn2) : kNegInf;
-    if (q0 + lse_row < seq_q) a.lse[epi_off[1] + lse_row] = lse;
+    bool lse_lane = true;
+    if constexpr (2 * kMT < 4) lse_lane = et < 2 * kMT;
+    if (lse_lane && q0 + lse_row < seq_q) a.lse[epi_off[1] + lse_row] = lse;
   } else {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)

@@ -47,6 +47,24 @@ bool short_launch(const AttentionParams& p) {
   const long long keys = p.causal ? std::max(0LL, static_cast<long long>(p.seq_k) - p.seq_q / 2) : p.seq_k;
   return keys <= Cfg::kShortKeys;
 }
+// The probe br64 (fwd_probe(), d = 128): 64 x kBc tiles, the default's warps (16 query rows each), Q from shared memory,
+// the default's stages, and the default's non-causal bits with kShortOpt (every d = 128 launch takes them).
+template <typename Cfg>
+using Br64Traits = FwdTraits<typename Cfg::Elem, Cfg::kHeadDim, 64, Cfg::Traits::kBc, Cfg::Traits::kWarps, false, 1,
+                             Cfg::Traits::kStages>;
+template <typename Cfg>
+inline constexpr unsigned kBr64Bits = kFullBits<Cfg, Cfg::kShortOpt, 0, 0>;
+// Whether br64 takes p: a non-causal grid of less than one wave of the default's tiles (its non-causal kernel's
+// resident blocks).
+template <typename Cfg>
+bool br64_launch(const AttentionParams& p) {
+  static_assert(Cfg::kShortKeys == kEveryLaunch, "br64: the default's non-causal kernel takes kShortOpt everywhere");
+  if (p.causal) return false;
+  using Tr = typename Cfg::Traits;
+  const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
+  return blocks < resident_blocks<Tr, kBr64Bits<Cfg>>();
+}
+
 // The default tiles of Cfg: with kShortOpt on short launches (TcLoop). kFullDrop: bits of kFullOpt left out (the
 // nokpipe word: the non-causal kernels before session 15; nopdltail, nokvtail); kDrop: bits of kOpt every launch
 // leaves out (novlate).
@@ -87,6 +105,13 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
 }
 template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
+  // br64 (d = 128): non-causal grids of less than one wave in 64-row tiles; every other launch as the default.
+  if (pr.br64) {
+    if constexpr (Cfg::kHeadDim == 128) {
+      if (br64_launch<Cfg>(p)) return launch_fwd_tc<Br64Traits<Cfg>, kBr64Bits<Cfg>>(p, stream, Cfg::kPlaneGroup);
+    }
+    return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
+  }
   // old: the 128 x kSmallBc kernel of GPUs with less shared memory a block (session 7's loop at d = 128).
   if (pr.old) return launch_fwd_tc<typename Cfg::SmallTraits, Cfg::kSmallOpt>(p, stream);
   // pro, epi + pro: the per-block work before and after the KV loop (kFwdLeanPrologue, kFwdLeanEpi).
@@ -127,6 +152,9 @@ template <Dtype T, int D> std::size_t fwd_workspace(const AttentionParams& p) {
     if constexpr (kProbed<T, D>) {
       const FwdProbe& pr = fwd_probe();
       if (pr.no_kv_tail || pr.no_pdl_tail || pr.persist || pr.persist_early || pr.old) return 0;
+      if constexpr (D == 128) {
+        if (pr.br64 && br64_launch<Cfg>(p)) return kv_tail_plan<Br64Traits<Cfg>, kBr64Bits<Cfg>>(p).bytes;
+      }
     }
     if (Cfg::kHasSmall && std::size_t(smem_optin()) < Cfg::Traits::kSmemBytes) return 0;
     if constexpr (Cfg::kShortOpt != 0) {
