@@ -250,9 +250,10 @@ struct FwdConfig {
 //             64 x 64 tiles (4 warps of 16 query rows: Br64Traits, flash_fwd_launch.cuh) with the default's non-causal
 //             bits, so twice the work tiles and, where the grid is still under a wave, fewer pieces of more K/V tiles
 //             (FlashAttention-2's split-KV kernel runs 64-query tiles there: session 53's call V); other launches
-//             and d = 64 run the default. Session 53's probe. Takes no other word
-// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, nokvsubwave and br64 runs the default's kOpt
-// (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at
+//             and d = 64 run the default. Session 53's probe; call Y (docs/perf-notes.md, "Session 53"): not met,
+//             1.175-1.358x at N <= 2053, 0.619-0.923x at N >= 2604. Takes no other word
+// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, nokvsubwave and br64 runs the default's
+// kOpt (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at
 // d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26)
 // and d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the
 // default is `epi,pro`).

@@ -47,8 +47,8 @@ bool short_launch(const AttentionParams& p) {
   const long long keys = p.causal ? std::max(0LL, static_cast<long long>(p.seq_k) - p.seq_q / 2) : p.seq_k;
   return keys <= Cfg::kShortKeys;
 }
-// The probe br64 (fwd_probe(), d = 128): 64 x kBc tiles, the default's warps (16 query rows each), Q from shared memory,
-// the default's stages, and the default's non-causal bits with kShortOpt (every d = 128 launch takes them).
+// The probe br64 (fwd_probe(), d = 128): 64 x kBc tiles, the default's warps (16 query rows each), Q from shared
+// memory, the default's stages, and the default's non-causal bits with kShortOpt (every d = 128 launch takes them).
 template <typename Cfg>
 using Br64Traits = FwdTraits<typename Cfg::Elem, Cfg::kHeadDim, 64, Cfg::Traits::kBc, Cfg::Traits::kWarps, false, 1,
                              Cfg::Traits::kStages>;

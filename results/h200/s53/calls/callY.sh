@@ -51,7 +51,8 @@ python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash --base def -
   --controls-geomean-band 0.99:1.01 --json $R/rule.json > $R/rule.txt 2>&1
 echo "rule-br64 rc=$?"
 cut -c1-150 $R/rule.txt
-[ "${PEERS:-1}" = 0 ] || peers_once $R/ab $R/specs "$(cd $R/specs && ls br64[vd]-*.json | sed 's/\.json$//' | tr '\n' ' ')" flash
+rows=$(cd $R/specs && ls br64[vd]-*.json | sed 's/\.json$//' | tr '\n' ' ')
+[ "${PEERS:-1}" = 0 ] || peers_once $R/ab $R/specs "$rows" flash
 python3 results/h200/s29/calls/ab_table.py $R/ab flash torch-flash def br64 > $R/table.txt 2>&1
 cut -c1-150 $R/table.txt | head -16
 call_end Y

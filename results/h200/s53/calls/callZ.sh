@@ -17,7 +17,8 @@ for c in n16384-full n16384-causal n4096-full; do
 import json, sys
 n, mask = sys.argv[2].split("-")
 s = json.load(open("configs/gqa-h200.json"))
-s.update({"name": "ncu53z-" + sys.argv[2], "seq": [int(n[1:])], "heads": [32], "kv_heads": [8], "causal": [mask == "causal"],
+s.update({"name": "ncu53z-" + sys.argv[2], "seq": [int(n[1:])], "heads": [32], "kv_heads": [8],
+          "causal": [mask == "causal"],
           "kernels": ["flash-sm90", "cudnn"], "pass": ["bwd"], "warmup": 0, "reps": 1, "verify": False})
 json.dump(s, open(sys.argv[1], "w"), indent=2)
 PY
