@@ -3,7 +3,8 @@
 // at d = 128 that GPUs with less shared memory a block run; `band0`, the causal order before session 11's bands;
 // `nopdltail`, d = 128's non-causal grids in one launch, as before session 30's call E; `nokvtail`, the partial last
 // wave as solo blocks, as before session 31's call B; `kvsubwave`, every grid of less than one wave in pieces over the
-// keys, session 45's probe; `nokvsubwave`, none, as before call N (session 47's rule)).
+// keys, session 45's probe; `nokvsubwave`, none, as before call N (session 47's rule); `br64`, sub-wave d = 128 grids
+// in 64-row tiles, session 53's probe: the sub-wave d = 128 non-causal cases below run them).
 // The probe is read once per process, so a device call runs this binary once per probe setting; without
 // the variable the shipped kernels run. gpu_main.cpp skips the tests without a device.
 #include <cstdint>
