@@ -26,13 +26,15 @@
 # SRC's spec with its kernels set to [KERNEL] and, given PASS, its passes to [PASS] and its name suffixed -PASS,
 # written to DST (a call's own spec from a committed one).
 #   ab_spec SPEC_DIR NAME BATCH HEADS KV_HEADS SEQ HEAD_DIM DTYPE CAUSAL [PASS]
-# one A/B row's spec, SPEC_DIR/NAME.json (flash-sm90, the backward unless PASS says; below).
+# one A/B row's spec, SPEC_DIR/NAME.json (flash-sm90, the backward unless PASS says; below). AB_KERNEL (exported)
+# names another kernel, for ab_spec and ab_probe alike (flash: the portable kernels, torch-flash beside).
 #   ab_probe SPEC_DIR ROUNDS NAME ASSIGNMENT ROWS CONTROLS
 # a probe word's A/B under the house rule: list_beside into $R/list.txt, ab_rounds of def (as built) and NAME (under
-# ASSIGNMENT) over every spec in SPEC_DIR with smi sampled, scripts/ab_rule.py on flash-sm90 with ROWS and CONTROLS
-# (globs of spec names) as rule rows and controls (rows' geomean >= 1.02, none below 0.98, each control 0.97-1.03 and
-# their geomean 0.99-1.01) into $R/rule.txt and rule.json, printing "rule-NAME rc=RC" and the verdict; then, unless
-# PEERS=0, torch-cudnn once on the ROWS specs, and results/h200/s29/calls/ab_table.py's table into $R/table.txt.
+# ASSIGNMENT) over every spec in SPEC_DIR with smi sampled, scripts/ab_rule.py on flash-sm90 (or AB_KERNEL) with ROWS
+# and CONTROLS (globs of spec names) as rule rows and controls (rows' geomean >= 1.02, none below 0.98, each control
+# 0.97-1.03 and their geomean 0.99-1.01) into $R/rule.txt and rule.json, printing "rule-NAME rc=RC" and the verdict;
+# then, unless PEERS=0, torch-cudnn (torch-flash for AB_KERNEL=flash) once on the ROWS specs, and
+# results/h200/s29/calls/ab_table.py's table into $R/table.txt.
 #   list_beside SPEC_DIR "SPECS" NAME ASSIGNMENT OUT
 # each spec's `flashbench run --list` case lines (the memory each kernel needs, its workspace included) as built and
 # under the environment ASSIGNMENT, side by side, appended to OUT a case a line: "SPEC: built LINE | NAME: LINE" (which
@@ -122,33 +124,36 @@ PY
 # verified; CAUSAL true or false.
 ab_spec() {  # SPEC_DIR NAME BATCH HEADS KV_HEADS SEQ HEAD_DIM DTYPE CAUSAL [PASS]
   python3 - "$@" <<'PY'
-import json, sys
+import json, os, sys
 d, name, b, h, kv, n, hd, dtype, causal = sys.argv[1:10]
 if causal not in ("true", "false"):
     sys.exit(f"ab_spec: CAUSAL is true or false, not '{causal}'")
+kernel = os.environ.get("AB_KERNEL") or "flash-sm90"
 json.dump({"name": name, "seq": [int(n)], "batch": [int(b)], "heads": [int(h)], "kv_heads": [int(kv)],
            "head_dim": [int(hd)], "dtype": [dtype], "causal": [causal == "true"],
-           "pass": [sys.argv[10] if len(sys.argv) > 10 else "bwd"], "kernels": ["flash-sm90"], "warmup": 5,
+           "pass": [sys.argv[10] if len(sys.argv) > 10 else "bwd"], "kernels": [kernel], "warmup": 5,
            "reps": 10, "seed": 42, "verify": True}, open(f"{d}/{name}.json", "w"), indent=2)
 PY
 }
 
 ab_probe() {  # SPEC_DIR ROUNDS NAME ASSIGNMENT ROWS CONTROLS
   local dir=$1 rounds=$2 name=$3 assign=$4 rows=$5 controls=$6 specs
+  local kernel=${AB_KERNEL:-flash-sm90} peer=cudnn
+  [ "$kernel" = flash ] && peer=flash
   specs=$(cd "$dir" && ls -- *.json | sed 's/\.json$//' | tr '\n' ' ')
   list_beside "$dir" "$specs" "$name" "$assign" "$R/list.txt"
   smi_start
   ab_rounds "$R/ab" "$dir" "$rounds" "$specs" def=X=1 "$name=$assign"
   smi_stop
-  python3 scripts/ab_rule.py "$R/ab" --spec-dir "$dir" --kernel flash-sm90 --base def --variant "$name" \
+  python3 scripts/ab_rule.py "$R/ab" --spec-dir "$dir" --kernel "$kernel" --base def --variant "$name" \
     --rounds "$rounds" --rows "$rows" --controls "$controls" --min-geomean 1.02 --min-row 0.98 \
     --control-band 0.97:1.03 --controls-geomean-band 0.99:1.01 --json "$R/rule.json" > "$R/rule.txt" 2>&1
   echo "rule-$name rc=$?"
   cut -c1-150 "$R/rule.txt"
   [ "${PEERS:-1}" = 0 ] && return
   # shellcheck disable=SC2086  # ROWS is a glob
-  peers_once "$R/ab" "$dir" "$(cd "$dir" && ls -- $rows.json | sed 's/\.json$//' | tr '\n' ' ')" cudnn
-  python3 results/h200/s29/calls/ab_table.py "$R/ab" flash-sm90 torch-cudnn def "$name" > "$R/table.txt" 2>&1
+  peers_once "$R/ab" "$dir" "$(cd "$dir" && ls -- $rows.json | sed 's/\.json$//' | tr '\n' ' ')" "$peer"
+  python3 results/h200/s29/calls/ab_table.py "$R/ab" "$kernel" "torch-$peer" def "$name" > "$R/table.txt" 2>&1
   cut -c1-150 "$R/table.txt" | head -24
 }
 

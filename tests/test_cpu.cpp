@@ -1210,6 +1210,28 @@ TEST_CASE("tile order: sub-wave grids in pieces (the default) only where three o
   CHECK(subwave_pieces(0, 2, 132, 40, 5, 3) == 1);
 }
 
+TEST_CASE("tile order: the longest K/V run of a block, br64short's scope", "[cpu]") {
+  // Session 53's call Y rows under br64 (64-row tiles, 64 keys a K/V tile, 132 SMs x 2): 2 x 2 / 1 N = 1343 (84
+  // tiles of 21 K/V tiles in 3 pieces): 7; 1 x 2 / 1 N = 2034 (64 of 32 in 4): 8; 1 x 2 / 1 N = 2604 (82 of 41 in 3):
+  // 14; 1 x 4 N = 697 (44 tiles whole, 11 K/V tiles): 11; 1 x 2 / 2 N = 3303 (104 whole of 52): 52; 2 x 4 / 1 N = 2053
+  // (272 tiles: a wave of whole tiles and a tail of 8 in pieces): 33, the whole wave's.
+  CHECK(longest_kv_run(0, 3, 21) == 7);
+  CHECK(longest_kv_run(0, 4, 32) == 8);
+  CHECK(longest_kv_run(0, 3, 41) == 14);
+  CHECK(longest_kv_run(44, 1, 11) == 11);
+  CHECK(longest_kv_run(104, 1, 52) == 52);
+  CHECK(longest_kv_run(264, 4, 33) == 33);
+  CHECK(longest_kv_run(0, 1, 5) == 5);  // no pieces: the whole tile
+  // Every run kv_split_begin makes fits in the longest.
+  for (int kv = 1; kv <= 70; ++kv)
+    for (int n = 2; n <= kv; ++n)
+      for (int s = 0; s < n; ++s)
+        CHECK(kv_split_begin(s + 1, n, kv) - kv_split_begin(s, n, kv) <= longest_kv_run(0, n, kv));
+  // 1 x 2 / 2 N = 1780 (56 tiles of 28 in 4): 7. Under kBr64ShortMaxTiles = 12 the five rows of call Y that gained
+  // are in (7, 7, 8, 11, 7), the four that lost out (14, 52; the wave grids' 57, 60), and N = 2053 (33) out too.
+  CHECK(longest_kv_run(0, 4, 28) == 7);
+}
+
 TEST_CASE("tile order: the kv-tail pieces fill the device's block slots and cover every K/V tile once", "[cpu]") {
   // A tail of 120 work tiles on 132 SMs x 2: two pieces each (240 of 264 slots); 12 tiles: 22 each (264), unless the
   // tiles have too few K/V tiles (47 tiles at 2 a piece: 23; 5: 2; 3: 1, not split).

@@ -105,6 +105,14 @@ FB_HOST_DEVICE inline int kv_split_begin(int s, int n, int kv_tiles) {
   return static_cast<int>(static_cast<long long>(s) * kv_tiles / n);
 }
 
+// The most K/V tiles one block of a non-causal flash forward launch runs: `kv_tiles` where any block runs a whole work
+// tile (a grid with `whole` blocks of whole tiles, or no pieces), else the longest of kv_split_begin's `pieces` runs.
+// The probe br64short (session 53) takes 64-row tiles only where this is at most kBr64ShortMaxTiles.
+FB_HOST_DEVICE inline int longest_kv_run(long long whole, int pieces, int kv_tiles) {
+  if (whole > 0 || pieces < 2) return kv_tiles;
+  return (kv_tiles + pieces - 1) / pieces;
+}
+
 // The flash forward's grids of less than one wave (session 46's probe kvsubwave3, the default since call N): in pieces
 // only where each of such a grid's tiles gets at least `min_pieces` pieces of at least `min_tiles` K/V tiles: the
 // pieces of such a grid (kv_tail_splits over subwave_tail_plan's tail), else 1, the grid left whole. Session 46's call

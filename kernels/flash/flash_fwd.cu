@@ -119,6 +119,7 @@ const FwdProbe& fwd_probe() {
       else if (w == "kvsubwave") f.kv_subwave = true;
       else if (w == "nokvsubwave") f.no_kv_subwave = true;
       else if (w == "br64") f.br64 = true;
+      else if (w == "br64short") f.br64_short = true;
       else if (w == "kvsubwave3")
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: 'kvsubwave3' is the d = 128 default since call N "
                                     "(nokvsubwave runs the kernels before it; docs/perf-notes.md)");
@@ -156,7 +157,7 @@ const FwdProbe& fwd_probe() {
         throw std::invalid_argument("FB_FLASH_FWD_PROBE: '" + w +
                                     "' is not a flash forward probe (old, l2order, persist, persist2, pf, nopf, "
                                     "epi, pro, nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, "
-                                    "nokvsubwave, br64, "
+                                    "nokvsubwave, br64, br64short, "
                                     "bandN with N >= 0, tailN with N >= 0)");
     }
     if (f.no_prefetch && f.prefetch) throw std::invalid_argument("FB_FLASH_FWD_PROBE: nopf contradicts pf");
@@ -171,10 +172,11 @@ const FwdProbe& fwd_probe() {
     const int words = int(f.old) + int(f.l2order) + int(f.band >= 0) + int(f.tail >= 0) + int(f.persist) +
                       int(f.persist_early) + int(f.prefetch) + int(f.no_prefetch) + int(f.lean_epi) + int(f.lean_pro) +
                       int(f.no_frag_pipe) + int(f.no_v_late) + int(f.no_pdl_tail) + int(f.no_kv_tail) +
-                      int(f.no_lean64) + int(f.kv_subwave) + int(f.no_kv_subwave) + int(f.br64);
-    if (f.br64 && words > 1)
-      throw std::invalid_argument("FB_FLASH_FWD_PROBE: br64 runs the shipped kernels and order with 64-row tiles on "
-                                  "grids of less than one wave; it takes no other word");
+                      int(f.no_lean64) + int(f.kv_subwave) + int(f.no_kv_subwave) + int(f.br64) + int(f.br64_short);
+    if ((f.br64 || f.br64_short) && words > 1)
+      throw std::invalid_argument(std::string("FB_FLASH_FWD_PROBE: ") + (f.br64_short ? "br64short" : "br64") +
+                                  " runs the shipped kernels and order with 64-row tiles on grids of less than one "
+                                  "wave; it takes no other word");
     if ((f.kv_subwave || f.no_kv_subwave) && words > 1)
       throw std::invalid_argument(std::string("FB_FLASH_FWD_PROBE: ") +
                                   (f.no_kv_subwave ? "nokvsubwave" : "kvsubwave") +

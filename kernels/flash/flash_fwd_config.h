@@ -252,6 +252,10 @@ struct FwdConfig {
 //             (FlashAttention-2's split-KV kernel runs 64-query tiles there: session 53's call V); other launches
 //             and d = 64 run the default. Session 53's probe; call Y (docs/perf-notes.md, "Session 53"): not met,
 //             1.175-1.358x at N <= 2053, 0.619-0.923x at N >= 2604. Takes no other word
+//   br64short: br64 only where no block of the 64-row launch runs more than kBr64ShortMaxTiles K/V tiles
+//             (longest_kv_run, common/tile_order.h): call Y's five rows in that scope all gained (1.175-1.358x), its
+//             four outside lost or gained (0.619-1.296x). Session 53's probe for a later call under its own rule
+//             (docs/perf-notes.md). Takes no other word
 // Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, nokvsubwave and br64 runs the default's
 // kOpt (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at
 // d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26)
@@ -292,7 +296,10 @@ struct FwdProbe {
   bool kv_subwave = false;    // kvsubwave
   bool no_kv_subwave = false;  // nokvsubwave
   bool br64 = false;           // br64
+  bool br64_short = false;     // br64short
 };
+// br64short's scope: at most this many K/V tiles (of 64 keys) a block.
+inline constexpr int kBr64ShortMaxTiles = 12;
 const FwdProbe& fwd_probe();
 template <Dtype T, int D>
 inline constexpr bool kProbed = (T == Dtype::bf16 || T == Dtype::fp16) && (D == 64 || D == 128);

@@ -55,14 +55,19 @@ using Br64Traits = FwdTraits<typename Cfg::Elem, Cfg::kHeadDim, 64, Cfg::Traits:
 template <typename Cfg>
 inline constexpr unsigned kBr64Bits = kFullBits<Cfg, Cfg::kShortOpt, 0, 0>;
 // Whether br64 takes p: a non-causal grid of less than one wave of the default's tiles (its non-causal kernel's
-// resident blocks).
+// resident blocks); under br64short (short) only where no block of the 64-row launch's plan (kv_tail_plan) runs more
+// than kBr64ShortMaxTiles K/V tiles.
 template <typename Cfg>
-bool br64_launch(const AttentionParams& p) {
+bool br64_launch(const AttentionParams& p, bool short_only) {
   static_assert(Cfg::kShortKeys == kEveryLaunch, "br64: the default's non-causal kernel takes kShortOpt everywhere");
   if (p.causal) return false;
   using Tr = typename Cfg::Traits;
   const long long blocks = static_cast<long long>(p.batch) * p.heads * ((p.seq_q + Tr::kBr - 1) / Tr::kBr);
-  return blocks < resident_blocks<Tr, kBr64Bits<Cfg>>();
+  if (blocks >= resident_blocks<Tr, kBr64Bits<Cfg>>()) return false;
+  if (!short_only) return true;
+  const KvTailPlan k = kv_tail_plan<Br64Traits<Cfg>, kBr64Bits<Cfg>>(p);
+  const int kv_tiles = (p.seq_k + Tr::kBc - 1) / Tr::kBc;
+  return longest_kv_run(k.split.whole, k.pieces, kv_tiles) <= kBr64ShortMaxTiles;
 }
 
 // The default tiles of Cfg: with kShortOpt on short launches (TcLoop). kFullDrop: bits of kFullOpt left out (the
@@ -105,10 +110,12 @@ void launch_fwd_tc_probed(const FwdProbe& pr, const AttentionParams& p, cudaStre
 }
 template <typename Cfg>
 void launch_fwd_tc_probe(const FwdProbe& pr, const AttentionParams& p, cudaStream_t stream) {
-  // br64 (d = 128): non-causal grids of less than one wave in 64-row tiles; every other launch as the default.
-  if (pr.br64) {
+  // br64 (d = 128): non-causal grids of less than one wave in 64-row tiles (br64short: those whose blocks run at most
+  // kBr64ShortMaxTiles K/V tiles); every other launch as the default.
+  if (pr.br64 || pr.br64_short) {
     if constexpr (Cfg::kHeadDim == 128) {
-      if (br64_launch<Cfg>(p)) return launch_fwd_tc<Br64Traits<Cfg>, kBr64Bits<Cfg>>(p, stream, Cfg::kPlaneGroup);
+      if (br64_launch<Cfg>(p, pr.br64_short))
+        return launch_fwd_tc<Br64Traits<Cfg>, kBr64Bits<Cfg>>(p, stream, Cfg::kPlaneGroup);
     }
     return launch_fwd_tc_default<Cfg>(p, stream, Cfg::kPlaneGroup);
   }
@@ -153,7 +160,8 @@ template <Dtype T, int D> std::size_t fwd_workspace(const AttentionParams& p) {
       const FwdProbe& pr = fwd_probe();
       if (pr.no_kv_tail || pr.no_pdl_tail || pr.persist || pr.persist_early || pr.old) return 0;
       if constexpr (D == 128) {
-        if (pr.br64 && br64_launch<Cfg>(p)) return kv_tail_plan<Br64Traits<Cfg>, kBr64Bits<Cfg>>(p).bytes;
+        if ((pr.br64 || pr.br64_short) && br64_launch<Cfg>(p, pr.br64_short))
+          return kv_tail_plan<Br64Traits<Cfg>, kBr64Bits<Cfg>>(p).bytes;
       }
     }
     if (Cfg::kHasSmall && std::size_t(smem_optin()) < Cfg::Traits::kSmemBytes) return 0;
