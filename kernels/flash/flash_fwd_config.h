@@ -256,11 +256,11 @@ struct FwdConfig {
 //             (longest_kv_run, common/tile_order.h): call Y's five rows in that scope all gained (1.175-1.358x), its
 //             four outside lost or gained (0.619-1.296x). Session 53's probe for a later call under its own rule
 //             (docs/perf-notes.md). Takes no other word
-// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, nokvsubwave and br64 runs the default's
-// kOpt (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2 aside: at
-// d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since session 26)
-// and d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone (the
-// default is `epi,pro`).
+// Every word but nokpipe, novlate, nopdltail, nokvtail, nolean64, kvsubwave, nokvsubwave, br64 and br64short runs the
+// default's kOpt (persist and persist2 without kFwdVAfterS; with kFullOpt on non-causal launches, persist and persist2
+// aside: at d = 128 kFwdFragPipe) without the short-launch bits (TcLoop::kShortOpt): at d = 128 (every launch since
+// session 26) and d = 64 (since session 33), where every launch takes them, a word's baseline is kOpt | kFullOpt alone
+// (the default is `epi,pro`).
 // Session 28's copylate (kFwdVAfterS with K's copies after S too: below it on 27 of 28 rows in call B), vlate64
 // (kFwdVAfterS at d = 64: call D 1.003 / 1.005x non-causal / causal, below the rule) and kmid (K's copies after S's
 // first k16 step, on branch fwdkmid28: call G 1.001 / 1.002x, 0.874x at batch 3 N = 1280) were measured and removed;
