@@ -5,7 +5,7 @@ scripts/plot.py put the peers beside `naive` and `flash`.
 
     python3 scripts/peers.py SPEC.json -o results/peers.json [--backends flash,cudnn,efficient,math]
                              [--callable MODULE:FUNCTION [--name NAME]] [--device K] [--ref-max-seq N]
-                             [--no-launch-hold | --busy-hold] [--fwd-training] [--list]
+                             [--busy-hold | --spin-hold | --no-launch-hold] [--fwd-training] [--list]
 
 Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
   torch-flash      SDPBackend.FLASH_ATTENTION      (FlashAttention-2 inside PyTorch)
@@ -41,13 +41,18 @@ What is measured, the way flashbench measures it:
     same distribution as flashbench's inputs, not the same numbers);
   * time: CUDA events around each rep after the warm-up; before each rep the L2 cache is flushed by
     writing a buffer of twice its size; median/min/max/mean/sample stddev in ms. The reps are queued back
-    to back behind a GPU-side hold (a spin kernel lasting twice the host's time to queue them, measured in
-    the warm-up), so that PyTorch's host work (autograd, dispatch) never leaves the GPU idle inside a timed
-    window: kernel time, as flashbench's own reps measure it. A hold that ended too soon is retried longer,
-    and a case whose hold was still short is named on stderr and in the settings' launch_hold_short
-    (--no-launch-hold: no hold, the timing before session 44; --busy-hold: the hold as bf16 matrix products
-    that keep the GPU at work, so that the first reps do not start on a GPU that idled through a spin: the
-    settings' launch_hold_kind says which). fwd times the forward, by default as
+    to back behind a GPU-side hold lasting twice the host's time to queue them (measured in the warm-up),
+    so that PyTorch's host work (autograd, dispatch) never leaves the GPU idle inside a timed window:
+    kernel time, as flashbench's own reps measure it. The hold is bf16 matrix products (fp16 before
+    sm_80) that keep the GPU at work, so that the reps start on a GPU as warm as flashbench's, whose reps
+    follow its warm-up back to back. (Session 54's call P, results/h100/s54/P/, on an H100: behind a
+    one-thread spin the GPU idles, and cuDNN's kernels timed by peers.py took 0.956x the time flashbench
+    measures for the same kernels, the median d = 128 non-causal row; behind the products 0.972x.) A hold
+    that ended too soon is retried longer, and a case whose hold was still short is named on stderr and in
+    the settings' launch_hold_short (--spin-hold: the hold as a one-thread spin, the default of sessions
+    44-53; --no-launch-hold: no hold, the timing before session 44; the settings' launch_hold_kind says
+    which).
+    fwd times the forward, by default as
     inference: under torch.no_grad, inputs that need no gradient, so a backend may skip what only a backward
     needs (PyTorch's cuDNN then plans its graph without the Stats output, the row log-sum-exp); with
     --fwd-training as in training: inputs that require grad, autograd on, so that every backend computes
@@ -156,7 +161,7 @@ def backend_names(arg):
 
 
 def hold_kind(launch_hold, busy):
-    """The settings' launch_hold_kind: "spin" (the default), "busy" (--busy-hold) or None (--no-launch-hold)."""
+    """The settings' launch_hold_kind: "busy" (the default), "spin" (--spin-hold) or None (--no-launch-hold)."""
     return ("busy" if busy else "spin") if launch_hold else None
 
 
@@ -463,7 +468,7 @@ def kernel_name(kernel):
 
 class Peers:
     def __init__(self, torch, SDPBackend, sdpa_kernel, device_index, warmup, reps, ref_max_seq, verify,
-                 launch_hold=True, fwd_training=False, busy_hold=False):
+                 launch_hold=True, fwd_training=False, busy_hold=True):
         import torch.nn.functional as F
         self.torch, self.F = torch, F
         self.SDPBackend, self.sdpa_kernel = SDPBackend, sdpa_kernel
@@ -475,11 +480,12 @@ class Peers:
         self.ref_max_seq, self.verify = ref_max_seq, verify
         l2 = int(getattr(self.props, "L2_cache_size", 0)) or 64 * MIB  # older torch: assume a large L2
         self.flush_buf = torch.empty(L2_FLUSH_FACTOR * l2, dtype=torch.uint8, device=self.dev)
-        # No torch.cuda._sleep (a private function, there since PyTorch 1.x): no hold, and the settings say so.
-        self.launch_hold = launch_hold and callable(getattr(torch.cuda, "_sleep", None))
+        # The spin hold without torch.cuda._sleep (a private function, there since PyTorch 1.x): no hold, and the
+        # settings say so.
+        self.launch_hold = launch_hold and (busy_hold or callable(getattr(torch.cuda, "_sleep", None)))
         self.hold_short = []  # keys of the records whose last hold ended before their reps were queued
         self.fwd_training = fwd_training  # fwd cases as a training forward (--fwd-training)
-        self.busy_hold = busy_hold  # the hold as matrix products, not a spin (--busy-hold)
+        self.busy_hold = busy_hold  # the hold as matrix products (the default), not a spin (--spin-hold)
         self.busy_bufs, self.busy_ms = None, None  # made and timed at the first busy hold
 
     def device_json(self):
@@ -795,10 +801,12 @@ class Peers:
         return [s.elapsed_time(e) for s, e in events], outputs
 
     def busy_product(self):
-        """One launch of the busy hold: a bf16 product of two BUSY_N x BUSY_N matrices (buffers made at first use)."""
+        """One launch of the busy hold: a bf16 product of two BUSY_N x BUSY_N matrices (fp16 on GPUs before sm_80,
+        which have no bf16 tensor cores; buffers made at first use)."""
         t = self.torch
         if self.busy_bufs is None:
-            a = t.randn(BUSY_N, BUSY_N, device=self.dev, dtype=t.float32).to(t.bfloat16)
+            dtype = t.bfloat16 if getattr(self.props, "major", 8) >= 8 else t.float16
+            a = t.randn(BUSY_N, BUSY_N, device=self.dev, dtype=t.float32).to(dtype)
             self.busy_bufs = (a, a.clone(), t.empty_like(a))
         a, b, c = self.busy_bufs
         t.matmul(a, b, out=c)
@@ -854,19 +862,25 @@ def parse_args(argv):
     p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
                    help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
     hold = p.add_mutually_exclusive_group()
-    hold.add_argument("--no-launch-hold", dest="launch_hold", action="store_false",
+    hold.add_argument("--busy-hold", dest="hold", action="store_const", const="busy",
+                      help="the default: the hold is bf16 matrix products that keep the GPU at work, so that the "
+                      "timed reps start on a GPU as warm as under flashbench's back-to-back reps")
+    hold.add_argument("--spin-hold", dest="hold", action="store_const", const="spin",
+                      help="make the hold a one-thread spin (torch.cuda._sleep; the default of sessions 44-53): the "
+                      "GPU idles through it, and a power-limited kernel then starts its reps at higher clocks than "
+                      "flashbench's reps run at")
+    hold.add_argument("--no-launch-hold", dest="hold", action="store_const", const=None,
                       help="queue the timed reps without the GPU-side hold (the timing of peers.py before session "
                       "44: a rep's window can then include PyTorch's host time where that outlasts the kernels)")
-    hold.add_argument("--busy-hold", action="store_true",
-                      help="make the hold bf16 matrix products that keep the GPU at work, not a one-thread spin, "
-                      "so that the timed reps do not start on a GPU that idled through the hold (clocks and power "
-                      "then as under flashbench's back-to-back reps)")
+    p.set_defaults(hold="busy")
     p.add_argument("--fwd-training", action="store_true",
                    help="time fwd cases as a training forward (inputs that require grad, autograd on: every backend "
                    "computes the row log-sum-exp, as flashbench's forwards do); default: as inference, under "
                    "torch.no_grad (PyTorch's cuDNN then runs its graph without the log-sum-exp)")
     p.add_argument("--list", action="store_true", help="print the cases the spec expands to and exit")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.launch_hold, args.busy_hold = args.hold is not None, args.hold == "busy"
+    return args
 
 
 def utc_now():

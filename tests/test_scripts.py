@@ -2456,6 +2456,17 @@ class PeersLaunchHold(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("not allowed with argument", r.stderr)
 
+    def test_the_default_hold_is_busy(self):
+        # Session 54's call P: the busy hold times cuDNN's kernels nearer flashbench's timing of them than the spin
+        # does, so it is the default; --spin-hold and --no-launch-hold name the others, one at a time.
+        for argv, kind in ((["s.json"], "busy"), (["s.json", "--busy-hold"], "busy"),
+                           (["s.json", "--spin-hold"], "spin"), (["s.json", "--no-launch-hold"], None)):
+            a = peers.parse_args(argv)
+            self.assertEqual(peers.hold_kind(a.launch_hold, a.busy_hold), kind, argv)
+        r = run_script("peers.py", "s.json", "--spin-hold", "--busy-hold")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not allowed with argument", r.stderr)
+
     def test_the_spin_is_calibrated_in_cycles_per_ms(self):
         sim = SimGpu(cycles_per_ms=1.755e6)
         p, _ = self.peers_on(sim)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Session 54, call T (one H200; issue 13): the README's GQA / MQA and fp16 tables, main's defaults as built
+# Session 54, call T (one H200; issue 13): the README's bf16, GQA / MQA and fp16 tables, main's defaults as built
 # (commit.txt) against PyTorch's SDPA, as session 47's call M ran them (results/h200/s47/calls/callM.sh: two rounds of
 # each grid, each flashbench sweep and its peers in turn), under the launch hold call P's rule leaves as peers.py's
-# default (HOLD: spin or busy; docs/perf-notes.md, "Session 54"). The bf16 papers' grid is call P's. GRIDS: which
-# grids (gqa, fp16 or both, in that order; default both).
+# default (HOLD: spin or busy; docs/perf-notes.md, "Session 54"). GRIDS: which grids, in that order (bf16: the
+# papers' grid, configs/issue13-h200.json; gqa; fp16; default all three). SPIN_TOO=1: the bf16 grid's peers also under
+# the other hold (--spin-hold), each round, for call P's calibration on this card (parity_rule.py; no rule here).
 set -uo pipefail
-hold=${HOLD:-spin}
+hold=${HOLD:-busy}
 case $hold in
   spin) hold_flag=() ;;
   busy) hold_flag=(--busy-hold) ;;
@@ -14,16 +15,20 @@ esac
 export DEADLINE=${DEADLINE:-560}
 source scripts/call_step.sh
 call_begin $OUT/T
-echo "peers' hold: $hold; grids: ${GRIDS:-gqa fp16}" | tee $R/settings.txt
+echo "peers' hold: $hold; grids: ${GRIDS:-bf16 gqa fp16}; spin too: ${SPIN_TOO:-0}" | tee $R/settings.txt
 smi_start
-grids=${GRIDS:-gqa fp16}
-declare -A cfg=([gqa]=configs/gqa-h200.json [fp16]=configs/issue13-fp16-h200.json)
+grids=${GRIDS:-bf16 gqa fp16}
+declare -A cfg=([bf16]=configs/issue13-h200.json [gqa]=configs/gqa-h200.json [fp16]=configs/issue13-fp16-h200.json)
 for r in 1 2; do
   for g in $grids; do
     [ -n "${cfg[$g]:-}" ] || { echo "callT.sh: no grid '$g'"; continue; }
     step fb-$g-$r 90 $fb run ${cfg[$g]} -q -o $R/fb-$g-$r.json
     step peers-$g-$r 100 python3 scripts/peers.py ${cfg[$g]} --backends flash,cudnn "${hold_flag[@]}" \
       -o $R/peers-$g-$r.json
+    if [ "$g" = bf16 ] && [ "${SPIN_TOO:-0}" = 1 ]; then
+      step spin-bf16-$r 90 python3 scripts/peers.py ${cfg[$g]} --backends flash,cudnn --spin-hold \
+        -o $R/spin-bf16-$r.json
+    fi
   done
 done
 smi_stop
@@ -37,4 +42,13 @@ for g in $grids; do
     --pair flash-sm90:cudnn > $R/ratios-$g.txt 2>&1
   echo "== $g ($(( ${#rounds[@]} / 3 )) rounds)"; grep -A12 "^summary" $R/ratios-$g.txt | cut -c1-150
 done
+if [ "${SPIN_TOO:-0}" = 1 ] && [ "$hold" = busy ] && [[ " $grids " == *" bf16 "* ]]; then  # parity_rule's names
+  mkdir -p $R/parity
+  for r in 1 2; do
+    ln -sf ../fb-bf16-$r.json $R/parity/fb-$r.json; ln -sf ../spin-bf16-$r.json $R/parity/spin-$r.json
+    ln -sf ../peers-bf16-$r.json $R/parity/busy-$r.json
+  done
+  python3 results/h200/s54/calls/parity_rule.py $R/parity | tail -3 | tee $R/parity.txt
+  cp $R/parity/rule.json $R/parity.json 2>/dev/null; rm -rf $R/parity
+fi
 call_end T
