@@ -5,6 +5,7 @@ x d) and times 20 reps as peers.py does (L2 flush, events, a busy hold of bf16 p
 
     python3 placement.py BATCH HEADS SEQ HEAD_DIM [TRIALS]
 """
+import os
 import statistics
 import sys
 import time
@@ -20,7 +21,9 @@ a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 c = torch.empty_like(a)
 pads = []
 for trial in range(trials):
-    pads.append(torch.empty((trial * 7 + 3) << 20, dtype=torch.uint8, device="cuda"))  # 3, 10, 17, ... MiB
+    # 3, 10, 17, ... MiB; PAD_FIXED=1: 3 MiB every trial (the same step each time: a drift, not a placement)
+    pads.append(torch.empty(((0 if os.environ.get("PAD_FIXED") == "1" else trial * 7) + 3) << 20, dtype=torch.uint8,
+                            device="cuda"))
     torch.manual_seed(42)
     q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 
