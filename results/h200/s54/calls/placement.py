@@ -27,7 +27,10 @@ for trial in range(trials):
     torch.manual_seed(42)
     q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 
+    calls = [0]
+
     def fwd():
+        calls[0] += 1
         with torch.no_grad(), sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
             return F.scaled_dot_product_attention(q, k, v)
     t0 = time.perf_counter()
@@ -48,5 +51,5 @@ for trial in range(trials):
     ms = sorted(s.elapsed_time(e) for s, e in ev)
     print(f"trial {trial}: median {statistics.median(ms):.4f} ms min {ms[0]:.4f} max {ms[-1]:.4f}  "
           f"q {q.data_ptr() % (1 << 30):#x} k {k.data_ptr() % (1 << 30):#x} v {v.data_ptr() % (1 << 30):#x} "
-          f"o {o.data_ptr() % (1 << 30):#x}", flush=True)
+          f"o {o.data_ptr() % (1 << 30):#x} calls {calls[0]}", flush=True)
     del q, k, v, o
