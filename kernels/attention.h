@@ -158,6 +158,11 @@ float fill_normal_fp8(void* dst, std::int64_t n, std::uint64_t seed, std::uint64
 // Other dtypes take factor 1.
 void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx, double factor = 1.0);
 
+// Reads every 16 bytes of buf (bytes a multiple of 16) on the stream, writing nothing unless the XOR of all of it is a
+// magic value (then to *sink, so the loads cannot be dropped): the L2 flush's clean step (cuda_resources.h L2Flush),
+// which leaves the L2 holding clean lines of buf.
+void read_all(const void* buf, std::size_t bytes, unsigned* sink, void* stream);
+
 struct Diff {
   double max_abs = 0.0;        // max |a - b| over finite pairs
   std::int64_t nonfinite = 0;  // elements where a is NaN/Inf (unwritten poison counts here)

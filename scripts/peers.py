@@ -160,6 +160,16 @@ def backend_names(arg):
     return [k for k in BACKENDS if k in wanted]
 
 
+def l2_flush_mode(env):
+    """FB_L2_FLUSH (the variable flashbench's CUDA backend reads too): "write" (unset, empty or write: the flush is a
+    write of twice the L2 size) or "clean" (the write, then a read of a second buffer as large, so that the timed reps
+    open on an L2 of clean lines, not of the write's dirty ones). ValueError naming the variable otherwise."""
+    value = env.get("FB_L2_FLUSH") or "write"
+    if value not in ("write", "clean"):
+        raise ValueError(f"FB_L2_FLUSH={value}: the L2 flush is 'write' (the default) or 'clean'")
+    return value
+
+
 def hold_kind(launch_hold, busy):
     """The settings' launch_hold_kind: "busy" (the default), "spin" (--spin-hold) or None (--no-launch-hold)."""
     return ("busy" if busy else "spin") if launch_hold else None
@@ -480,6 +490,10 @@ class Peers:
         self.ref_max_seq, self.verify = ref_max_seq, verify
         l2 = int(getattr(self.props, "L2_cache_size", 0)) or 64 * MIB  # older torch: assume a large L2
         self.flush_buf = torch.empty(L2_FLUSH_FACTOR * l2, dtype=torch.uint8, device=self.dev)
+        self.l2_flush_mode = l2_flush_mode(os.environ)  # FB_L2_FLUSH, as flashbench's CUDA backend reads it
+        # clean: a second buffer as large, read after the write (float32: one reduction reads it at full speed)
+        self.clean_buf = (torch.zeros(L2_FLUSH_FACTOR * l2 // 4, dtype=torch.float32, device=self.dev)
+                          if self.l2_flush_mode == "clean" else None)
         # The spin hold without torch.cuda._sleep (a private function, there since PyTorch 1.x): no hold, and the
         # settings say so.
         self.launch_hold = launch_hold and (busy_hold or callable(getattr(torch.cuda, "_sleep", None)))
@@ -499,6 +513,8 @@ class Peers:
 
     def flush_l2(self):
         self.flush_buf.zero_()
+        if self.clean_buf is not None:  # the write's dirty lines go back to memory here, not in the timed rep
+            self.clean_buf.sum()
 
     # ---- inputs and one run ----
 
@@ -898,6 +914,7 @@ def main(argv=None):
         # With callables, the SDPA backends run only when asked for.
         kernels = backend_names(args.backends) if args.backends is not None or not specs else []
         env_git()  # a bad FLASHBENCH_GIT refused before any timing, not when the file is written
+        l2_flush_mode(os.environ)  # and a bad FB_L2_FLUSH
     except (SpecError, ValueError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -958,7 +975,8 @@ def main(argv=None):
         "spec": sweep["spec"],
         "settings": {"warmup": sweep["warmup"], "warmup_min_s": 0.1, "reps": sweep["reps"], "seed": sweep["seed"],
                      "verify": sweep["verify"], "timer": "cuda-events", "l2_flush": True,
-                     "l2_flush_bytes": peers.flush_buf.numel(), "ref_max_seq": args.ref_max_seq,
+                     "l2_flush_bytes": peers.flush_buf.numel(), "l2_flush_mode": peers.l2_flush_mode,
+                     "ref_max_seq": args.ref_max_seq,
                      "launch_hold": peers.launch_hold, "launch_hold_short": peers.hold_short,
                      "launch_hold_kind": hold_kind(peers.launch_hold, peers.busy_hold),
                      "fwd_mode": fwd_mode(peers.fwd_training),

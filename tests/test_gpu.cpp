@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -696,4 +698,51 @@ TEST_CASE("flash-sm90's tile counter: many tiles per block, repeated launches ve
     verify_and_check(b, records, each_written(b, c, Tensors::outputs));
     b.release();
   }
+}
+
+TEST_CASE("the L2 flush's mode: FB_L2_FLUSH names write or clean, the settings say which, and clean runs", "[gpu]") {
+  const char* kVar = "FB_L2_FLUSH";
+  const char* before = std::getenv(kVar);
+  const std::string saved = before ? before : "";
+  using Mode = cuda::L2Flush::Mode;
+  ::unsetenv(kVar);
+  CHECK(cuda::L2Flush::mode_from_env() == Mode::write);
+  ::setenv(kVar, "write", 1);
+  CHECK(cuda::L2Flush::mode_from_env() == Mode::write);
+  ::setenv(kVar, "clean", 1);
+  CHECK(cuda::L2Flush::mode_from_env() == Mode::clean);
+  for (const char* bad : {"Clean", "read", "1"}) {
+    ::setenv(kVar, bad, 1);
+    std::string what;
+    try {
+      (void)cuda::L2Flush::mode_from_env();
+    } catch (const std::runtime_error& e) {
+      what = e.what();
+    }
+    CHECK(what.find(std::string(kVar) + "=" + bad) != std::string::npos);
+  }
+  // The clean flush on a stream: the write, then the read of the second buffer; nothing fails, nothing is written
+  // to the sink (the second buffer is zeros).
+  {
+    cuda::L2Flush f(0, Mode::clean);
+    CHECK(std::string(f.mode_name()) == "clean");
+    REQUIRE(f.bytes() > 0);
+    cuda::Stream s;
+    f.flush(s.get());
+    f.flush(s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+  }
+  // A backend made under the variable names the mode in its settings, and a case times under it.
+  ::setenv(kVar, "clean", 1);
+  {
+    auto backend = make_backend(BackendKind::cuda, 0);
+    CHECK(backend->settings().at("l2_flush_mode") == "clean");
+    const Case c = make_case(1, 2, 2, 256, 256, 64, Dtype::bf16, false, Pass::fwd);
+    backend->prepare(c, kSeed);
+    CHECK(backend->run(kernel("flash"), 1, 3).times_ms.size() == 3);
+    backend->release();
+  }
+  ::unsetenv(kVar);
+  CHECK(make_backend(BackendKind::cuda, 0)->settings().at("l2_flush_mode") == "write");
+  if (before) ::setenv(kVar, saved.c_str(), 1);
 }

@@ -2382,6 +2382,7 @@ class PeersLaunchHold(unittest.TestCase):
         p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, self.REPS, hold, []
         p.busy_hold, p.busy_bufs, p.busy_ms = False, None, None
         p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(self.FLUSH_MS)})()
+        p.clean_buf = None
         host_ms = self.HOST_MS if host_ms is None else host_ms
 
         def timed():
@@ -2455,6 +2456,25 @@ class PeersLaunchHold(unittest.TestCase):
         r = run_script("peers.py", "s.json", "--busy-hold", "--no-launch-hold")  # no hold and a busy one: refused
         self.assertEqual(r.returncode, 2)
         self.assertIn("not allowed with argument", r.stderr)
+
+    def test_the_l2_flush_mode_comes_from_fb_l2_flush(self):
+        # FB_L2_FLUSH, the variable flashbench's CUDA backend reads too: write (unset, empty or named) or clean;
+        # anything else refused before any timing (exit 2, the variable named).
+        self.assertEqual(peers.l2_flush_mode({}), "write")
+        self.assertEqual(peers.l2_flush_mode({"FB_L2_FLUSH": ""}), "write")
+        self.assertEqual(peers.l2_flush_mode({"FB_L2_FLUSH": "write"}), "write")
+        self.assertEqual(peers.l2_flush_mode({"FB_L2_FLUSH": "clean"}), "clean")
+        for bad in ("Clean", "read", "1"):
+            with self.assertRaisesRegex(ValueError, "FB_L2_FLUSH=" + bad):
+                peers.l2_flush_mode({"FB_L2_FLUSH": bad})
+        with tempfile.TemporaryDirectory() as d:
+            spec = os.path.join(d, "s.json")
+            with open(spec, "w") as f:
+                json.dump({"seq": [128], "batch": [1], "heads": [2], "head_dim": [64], "dtype": ["bf16"],
+                           "kernels": ["flash"]}, f)
+            r = run_script("peers.py", spec, "--list", env={**os.environ, "FB_L2_FLUSH": "bogus"})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("FB_L2_FLUSH=bogus", r.stderr)
 
     def test_the_default_hold_is_busy(self):
         # Session 54's call P: the busy hold times cuDNN's kernels nearer flashbench's timing of them than the spin

@@ -217,6 +217,28 @@ float fill_normal_fp8(void* dst, std::int64_t n, std::uint64_t seed, std::uint64
   return descale;
 }
 
+namespace {
+constexpr unsigned kReadAllMagic = 0x9E3779B9u;
+__global__ void read_all_kernel(const uint4* p, std::int64_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == kReadAllMagic) *sink = acc;
+}
+}  // namespace
+
+void read_all(const void* buf, std::size_t bytes, unsigned* sink, void* stream) {
+  if (bytes % sizeof(uint4) != 0) throw std::invalid_argument("read_all: bytes must be a multiple of 16");
+  const auto n = std::int64_t(bytes / sizeof(uint4));
+  if (n == 0) return;
+  read_all_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const uint4*>(buf),
+                                                                                      n, sink);
+  FB_CUDA_CHECK(cudaGetLastError());
+}
+
 void to_fp64(const void* src, Dtype t, double* dst, std::int64_t n, const Context& ctx, double factor) {
   if (n <= 0) return;
   if (t == Dtype::fp8) {

@@ -589,6 +589,7 @@ nlohmann::json CudaBackend::settings() const {
       {"timer", "cuda events"},
       {"l2_flush", true},
       {"l2_flush_bytes", impl_->l2.bytes()},
+      {"l2_flush_mode", impl_->l2.mode_name()},
       {"poison", "outputs set to NaN (0xFF bytes) when allocated and before every rep"},
       {"fp32_gemm", "exact FP32 (CUBLAS_COMPUTE_32F_PEDANTIC, no TF32)"},
   };

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "attention.h"  // read_all
 #include "common/check.h"
 
 namespace fb::cuda {
@@ -175,29 +177,57 @@ class CublasHandle {
 // Writes a buffer larger than the L2 cache so that a timed kernel starts with nothing of its inputs
 // cached (as in a real model, where other layers ran in between). Its memory is the harness's, not
 // a case's: allocated once, outside the tracking allocator.
+//
+// Two modes (FB_L2_FLUSH, read once per process; the results' settings.l2_flush_mode names it):
+//   write  (the default) the write alone: the L2 is then full of the buffer's dirty lines, and the timed kernel's first
+//          loads write them back to memory inside its window
+//   clean  the write, then a read of a second buffer as large (read_all): the dirty lines are written back before the
+//          timed window, which opens on an L2 of clean lines. Session 54's calls R-R3 (docs/perf-notes.md) timed one
+//          short kernel (PyTorch's cuDNN forward, 32 x 8 heads N = 1024 d = 128) in two modes 5-10% apart under the
+//          write alone, and nearly level with the read after it.
 class L2Flush {
  public:
   // Twice the L2 size: a write of that much evicts every line whatever the replacement policy keeps.
   static constexpr int kL2Multiple = 2;
+  enum class Mode { write, clean };
 
-  explicit L2Flush(int device) {
+  // FB_L2_FLUSH's mode: unset or empty = write; anything but write / clean throws, naming the variable.
+  static Mode mode_from_env() {
+    const char* e = std::getenv("FB_L2_FLUSH");
+    if (e == nullptr || *e == '\0' || std::string(e) == "write") return Mode::write;
+    if (std::string(e) == "clean") return Mode::clean;
+    throw std::runtime_error("FB_L2_FLUSH=" + std::string(e) + ": the L2 flush is 'write' (the default) or 'clean'");
+  }
+
+  explicit L2Flush(int device, Mode mode = mode_from_env()) : mode_(mode) {
     int l2 = 0;
     FB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
     bytes_ = std::size_t(l2) * kL2Multiple;
     if (bytes_) FB_CUDA_CHECK(cudaMalloc(&buf_, bytes_));
+    if (bytes_ && mode_ == Mode::clean) {
+      FB_CUDA_CHECK(cudaMalloc(&clean_, bytes_ + sizeof(unsigned)));  // the read's buffer, then its sink
+      FB_CUDA_CHECK(cudaMemset(clean_, 0, bytes_ + sizeof(unsigned)));
+    }
   }
   L2Flush(const L2Flush&) = delete;
   L2Flush& operator=(const L2Flush&) = delete;
   ~L2Flush() {
     if (buf_) FB_CUDA_CHECK_NOTHROW(cudaFree(buf_));
+    if (clean_) FB_CUDA_CHECK_NOTHROW(cudaFree(clean_));
   }
   void flush(cudaStream_t s) const {
-    if (bytes_) FB_CUDA_CHECK(cudaMemsetAsync(buf_, 0, bytes_, s));
+    if (!bytes_) return;
+    FB_CUDA_CHECK(cudaMemsetAsync(buf_, 0, bytes_, s));
+    if (clean_) read_all(clean_, bytes_, reinterpret_cast<unsigned*>(static_cast<char*>(clean_) + bytes_), s);
   }
   std::size_t bytes() const { return bytes_; }
+  Mode mode() const { return mode_; }
+  const char* mode_name() const { return mode_ == Mode::clean ? "clean" : "write"; }
 
  private:
+  Mode mode_ = Mode::write;
   void* buf_ = nullptr;
+  void* clean_ = nullptr;
   std::size_t bytes_ = 0;
 };
 

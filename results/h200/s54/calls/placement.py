@@ -16,7 +16,19 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 b, h, n, d = (int(x) for x in sys.argv[1:5])
 trials = int(sys.argv[5]) if len(sys.argv) > 5 else 8
-flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+flush_buf = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+clean_buf = torch.ones(flush_buf.numel() // 4, dtype=torch.float32, device="cuda")
+FLUSH = os.environ.get("FLUSH", "write")  # write: zero_ (peers.py's flush); read: zero_, then a read of as many bytes
+
+
+class Flush:
+    def zero_(self):
+        flush_buf.zero_()
+        if FLUSH == "read":  # the L2 then holds clean lines of clean_buf, not the zeros' dirty ones
+            clean_buf.sum()
+
+
+flush = Flush()
 a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 c = torch.empty_like(a)
 pads = []
