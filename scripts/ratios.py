@@ -29,6 +29,10 @@ gets none). Rows show every round's ratio, the combined one, and "behind in ever
 the summary adds, per pass and dtype, how many cases are ahead (>= 1.0) in every round and how many behind in every
 round: the cases a claim of ">= 1.0x everywhere" cannot make.
 
+Where a ratio's two timings come from different settings, stderr says so and the table is printed all the same: a
+round whose files name different L2 flushes (settings.l2_flush_mode: FB_L2_FLUSH, which flashbench and peers.py read
+alike; "write" where a file does not say), and held peers files behind different launch holds (busy, spin).
+
 A peers.py file timed before its launch hold (session 44: settings without "launch_hold": true) is named on stderr:
 there a peer's time can include PyTorch's host time wherever that outlasted its kernels (small backward rows), which
 flatters OURS; the table is printed all the same.
@@ -61,6 +65,43 @@ def unheld(doc):
     """Whether a results document is a peers.py file (backend "torch") whose reps were not timed behind the launch
     hold (peers.py before session 44)."""
     return doc.get("backend") == "torch" and (doc.get("settings") or {}).get("launch_hold") is not True
+
+
+def flush_mode(doc):
+    """The L2 flush a results file was timed under: settings.l2_flush_mode ("write" or "clean": FB_L2_FLUSH, which
+    flashbench and peers.py read alike), "write" where the file does not say (every file before session 54)."""
+    return (doc.get("settings") or {}).get("l2_flush_mode") or "write"
+
+
+def hold_of(doc):
+    """A held peers.py file's launch hold ("busy" or "spin"; "spin" where a held file does not say: sessions 44-49),
+    None for other files (flashbench's, and peers files timed without the hold, which unheld() names)."""
+    s = doc.get("settings") or {}
+    if doc.get("backend") != "torch" or s.get("launch_hold") is not True:
+        return None
+    return s.get("launch_hold_kind") or "spin"
+
+
+def setting_notes(round_files):
+    """Lines for stderr where a ratio's timings come from different settings: a round whose files name different L2
+    flushes, or held peers files whose launch holds differ (within a round or between rounds). Ratios are printed all
+    the same; the note says what they mix."""
+    notes, holds = [], {}
+    for r, files in enumerate(round_files, 1):
+        modes = {}
+        for path in files:
+            doc = fbresults.load_results(path)
+            modes.setdefault(flush_mode(doc), []).append(path)
+            if hold_of(doc):
+                holds.setdefault(hold_of(doc), []).append(path)
+        if len(modes) > 1:
+            where = "; ".join(f"{m}: {', '.join(paths)}" for m, paths in sorted(modes.items()))
+            notes.append(f"round {r}: the files were timed under different L2 flushes ({where}): their ratios mix "
+                         "two timings")
+    if len(holds) > 1:
+        where = "; ".join(f"{h}: {', '.join(paths)}" for h, paths in sorted(holds.items()))
+        notes.append(f"the peers files were timed behind different launch holds ({where})")
+    return notes
 
 
 def index(paths, unheld_paths=None):
@@ -247,6 +288,8 @@ def main(argv):
     for path in unheld_paths:
         print(f"ratios.py: {path}: peers timed without the launch hold (peers.py before session 44): a peer's time "
               "there can include PyTorch's host time on small rows", file=sys.stderr)
+    for note in setting_notes(args.rounds or [args.files]):
+        print(f"ratios.py: {note}", file=sys.stderr)
     sys.stdout.write(text)
     return 0
 

@@ -429,6 +429,39 @@ class Ratios(unittest.TestCase):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertRegex(r.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+2\.000")
 
+    def test_mixed_flushes_and_holds_are_named_on_stderr(self):
+        # A round whose flashbench and peers files were timed under different L2 flushes (FB_L2_FLUSH), or held peers
+        # files behind different launch holds: the ratios are printed, and stderr says what they mix.
+        with tempfile.TemporaryDirectory() as tmp:
+            def write_doc(name, records, **settings):
+                doc = results_doc(records)
+                doc["settings"] = {"warmup": 0, "reps": 1, **settings}
+                if name.startswith("ours"):
+                    doc["backend"] = "cuda"  # flashbench's
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                return path
+            ours1 = write_doc("ours1.json", [self.rec("k", 1.0)])  # no l2_flush_mode: the write (before session 54)
+            ours2 = write_doc("ours2.json", [self.rec("k", 1.0)], l2_flush_mode="clean")
+            busy = write_doc("busy.json", [self.rec("p", 2.0, None)], launch_hold=True, launch_hold_kind="busy",
+                             l2_flush_mode="write")
+            spin = write_doc("spin.json", [self.rec("p", 2.0, None)], launch_hold=True, launch_hold_kind="spin",
+                             l2_flush_mode="clean")
+            busy_clean = write_doc("busy_clean.json", [self.rec("p", 2.0, None)], launch_hold=True,
+                                   launch_hold_kind="busy", l2_flush_mode="clean")
+            same = run_script("ratios.py", "--round", ours1, busy, "--round", ours2, busy_clean, "--pair", "k:p")
+            self.assertEqual(same.returncode, 0, same.stderr)
+            self.assertEqual(same.stderr, "")
+            mixed = run_script("ratios.py", "--round", ours1, busy, "--round", ours1, spin, "--pair", "k:p")
+            self.assertEqual(mixed.returncode, 0, mixed.stderr)
+            self.assertRegex(mixed.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+2\.000")
+            lines = mixed.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 2, mixed.stderr)
+            self.assertIn("round 2: the files were timed under different L2 flushes (clean: ", lines[0])
+            self.assertIn("spin.json", lines[0])
+            self.assertIn("different launch holds (busy: ", lines[1])
+
     def test_ratio_is_peer_over_ours_and_summary_is_its_geomean(self):
         with tempfile.TemporaryDirectory() as tmp:
             ours = self.write(tmp, "ours.json", [self.rec("k", 1.0), self.rec("k", 2.0, seq=128),
