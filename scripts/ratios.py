@@ -82,18 +82,19 @@ def hold_of(doc):
     return s.get("launch_hold_kind") or "spin"
 
 
-def setting_notes(round_files):
-    """Lines for stderr where a ratio's timings come from different settings: a round whose files name different L2
-    flushes, or held peers files whose launch holds differ (within a round or between rounds). Ratios are printed all
-    the same; the note says what they mix."""
+def setting_notes(round_docs):
+    """Lines for stderr where a ratio's timings come from different settings (round_docs: per round, its files' (path,
+    document) pairs as index() read them): a round whose files name different L2 flushes, or held peers files whose
+    launch holds differ (within a round or between rounds). Ratios are printed all the same; the note says what they
+    mix."""
     notes, holds = [], {}
-    for r, files in enumerate(round_files, 1):
+    for r, docs in enumerate(round_docs, 1):
         modes = {}
-        for path in files:
-            doc = fbresults.load_results(path)
+        for path, doc in docs:
             modes.setdefault(flush_mode(doc), []).append(path)
-            if hold_of(doc):
-                holds.setdefault(hold_of(doc), []).append(path)
+            hold = hold_of(doc)
+            if hold:
+                holds.setdefault(hold, []).append(path)
         if len(modes) > 1:
             where = "; ".join(f"{m}: {', '.join(paths)}" for m, paths in sorted(modes.items()))
             notes.append(f"round {r}: the files were timed under different L2 flushes ({where}): their ratios mix "
@@ -104,12 +105,14 @@ def setting_notes(round_files):
     return notes
 
 
-def index(paths, unheld_paths=None):
+def index(paths, unheld_paths=None, docs=None):
     """{key: {kernel: record}} over all files, and {key: case}; refuses a (key, kernel) seen twice. unheld_paths (a
-    list): gets the paths of peers files timed without the launch hold."""
+    list): gets the paths of peers files timed without the launch hold; docs (a list): each file's (path, document)."""
     by_key, cases, seen = {}, {}, {}
     for path in paths:
         doc = fbresults.load_results(path)
+        if docs is not None:
+            docs.append((path, doc))
         if unheld_paths is not None and unheld(doc):
             unheld_paths.append(path)
         for r in doc["results"]:
@@ -244,14 +247,15 @@ def render(rows, groups, pairs, markdown, n_rounds=1):
     return "\n".join(out) + "\n"
 
 
-def report(round_files, pair_texts, markdown=False, unheld_paths=None):
+def report(round_files, pair_texts, markdown=False, unheld_paths=None, notes=None):
     """The ratios' text for rounds of results files (one list of files per round; one list is a single run) and
-    OURS:PEER pair texts; unheld_paths as index() takes it. Raises UsageError or fbresults.ResultsError on bad
-    input."""
+    OURS:PEER pair texts; unheld_paths as index() takes it; notes (a list): gets setting_notes' lines. Raises
+    UsageError or fbresults.ResultsError on bad input."""
     pairs = [parse_pair(p) for p in pair_texts]
-    rounds, cases = [], {}
+    rounds, cases, round_docs = [], {}, []
     for files in round_files:
-        by_key, round_cases = index(files, unheld_paths)
+        round_docs.append([])
+        by_key, round_cases = index(files, unheld_paths, round_docs[-1])
         rounds.append(by_key)
         cases.update(round_cases)
     kernels = {k for by_key in rounds for recs in by_key.values() for k in recs}
@@ -261,6 +265,8 @@ def report(round_files, pair_texts, markdown=False, unheld_paths=None):
                 raise UsageError(f"--pair: no file has results of kernel '{name}' "
                                  f"(they have: {', '.join(sorted(kernels))})")
     rows, groups = compute(rounds, cases, pairs)
+    if notes is not None:
+        notes.extend(setting_notes(round_docs))
     return render(rows, groups, pairs, markdown, len(rounds))
 
 
@@ -280,15 +286,15 @@ def main(argv):
             raise UsageError("give results files either as FILES (one round) or with --round, not both")
         if not args.files and not args.rounds:
             raise UsageError("no results files: give FILES, or --round FILES... once per round")
-        unheld_paths = []
-        text = report(args.rounds or [args.files], args.pair, args.markdown, unheld_paths)
+        unheld_paths, notes = [], []
+        text = report(args.rounds or [args.files], args.pair, args.markdown, unheld_paths, notes)
     except (UsageError, fbresults.ResultsError) as e:
         print(f"ratios.py: {e}", file=sys.stderr)
         return 2
     for path in unheld_paths:
         print(f"ratios.py: {path}: peers timed without the launch hold (peers.py before session 44): a peer's time "
               "there can include PyTorch's host time on small rows", file=sys.stderr)
-    for note in setting_notes(args.rounds or [args.files]):
+    for note in notes:
         print(f"ratios.py: {note}", file=sys.stderr)
     sys.stdout.write(text)
     return 0

@@ -221,7 +221,6 @@ class L2Flush {
     if (clean_) read_all(clean_, bytes_, reinterpret_cast<unsigned*>(static_cast<char*>(clean_) + bytes_), s);
   }
   std::size_t bytes() const { return bytes_; }
-  Mode mode() const { return mode_; }
   const char* mode_name() const { return mode_ == Mode::clean ? "clean" : "write"; }
 
  private:
