@@ -5,7 +5,8 @@ scripts/plot.py put the peers beside `naive` and `flash`.
 
     python3 scripts/peers.py SPEC.json -o results/peers.json [--backends flash,cudnn,efficient,math]
                              [--callable MODULE:FUNCTION [--name NAME]] [--device K] [--ref-max-seq N]
-                             [--busy-hold | --spin-hold | --no-launch-hold] [--fwd-training] [--list]
+                             [--busy-hold | --self-hold | --spin-hold | --no-launch-hold] [--fwd-training]
+                             [--list]
 
 Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
   torch-flash      SDPBackend.FLASH_ATTENTION      (FlashAttention-2 inside PyTorch)
@@ -49,9 +50,11 @@ What is measured, the way flashbench measures it:
     one-thread spin the GPU idles, and cuDNN's kernels timed by peers.py took 0.956x the time flashbench
     measures for the same kernels, the median d = 128 non-causal row; behind the products 0.972x.) A hold
     that ended too soon is retried longer, and a case whose hold was still short is named on stderr and in
-    the settings' launch_hold_short (--spin-hold: the hold as a one-thread spin, the default of sessions
-    44-53; --no-launch-hold: no hold, the timing before session 44; the settings' launch_hold_kind says
-    which).
+    the settings' launch_hold_short (--self-hold: the hold as the peer's own reps, untimed, so the reps start
+    in the peer's own steady state as flashbench's do; where PyTorch's host time per rep outlasts the kernel
+    the case falls back to the busy hold, named in launch_hold_fallback; --spin-hold: the hold as a
+    one-thread spin, the default of sessions 44-53; --no-launch-hold: no hold, the timing before session 44;
+    the settings' launch_hold_kind says which).
     fwd times the forward, by default as
     inference: under torch.no_grad, inputs that need no gradient, so a backend may skip what only a backward
     needs (PyTorch's cuDNN then plans its graph without the Stats output, the row log-sum-exp); with
@@ -131,6 +134,8 @@ HOLD_CALIBRATION_CYCLES = 2_000_000  # ~1 ms of spin at H200 clocks: measures cy
 # The busy hold (--busy-hold): bf16 products of BUSY_N x BUSY_N matrices (~0.1-0.2 ms each on an H100 / H200, the
 # tensor cores at the power an attention kernel draws) instead of the spin; BUSY_CALIBRATION of them timed once.
 BUSY_N, BUSY_CALIBRATION = 4096, 4
+# The self hold (--self-hold): the peer's own reps, where one's GPU time is at least this many times the host's.
+SELF_HOLD_MARGIN = 1.25
 # What a backend raises when it will not take a case: "No available kernel" (RuntimeError) for an
 # unsupported dtype/head dim/GQA, cuDNN frontend errors, and argument errors of older PyTorch versions.
 REFUSALS = (RuntimeError, ValueError, NotImplementedError, TypeError)
@@ -170,9 +175,25 @@ def l2_flush_mode(env):
     return value
 
 
-def hold_kind(launch_hold, busy):
-    """The settings' launch_hold_kind: "busy" (the default), "spin" (--spin-hold) or None (--no-launch-hold)."""
-    return ("busy" if busy else "spin") if launch_hold else None
+def hold_kind(launch_hold, busy, self_hold=False):
+    """The settings' launch_hold_kind: "busy" (the default), "self" (--self-hold), "spin" (--spin-hold) or None
+    (--no-launch-hold)."""
+    if not launch_hold:
+        return None
+    return "self" if self_hold else "busy" if busy else "spin"
+
+
+def self_hold_builds(rep_ms, host_ms, hold_ms):
+    """Whether the self hold can build hold_ms of GPU queue: a rep's GPU time outlasts the host's time to queue it
+    by SELF_HOLD_MARGIN, and the reps it takes run at most HOLD_CAP_MS."""
+    if not (rep_ms > SELF_HOLD_MARGIN * host_ms and math.isfinite(rep_ms)):
+        return False
+    return self_hold_reps(rep_ms, host_ms, hold_ms) * rep_ms <= HOLD_CAP_MS
+
+
+def self_hold_reps(rep_ms, host_ms, hold_ms):
+    """Reps the self hold queues for hold_ms of GPU queue: each adds rep_ms - host_ms (self_hold_builds first)."""
+    return max(1, math.ceil(hold_ms / (rep_ms - host_ms)))
 
 
 def fwd_mode(training):
@@ -478,7 +499,7 @@ def kernel_name(kernel):
 
 class Peers:
     def __init__(self, torch, SDPBackend, sdpa_kernel, device_index, warmup, reps, ref_max_seq, verify,
-                 launch_hold=True, fwd_training=False, busy_hold=True):
+                 launch_hold=True, fwd_training=False, busy_hold=True, self_hold=False):
         import torch.nn.functional as F
         self.torch, self.F = torch, F
         self.SDPBackend, self.sdpa_kernel = SDPBackend, sdpa_kernel
@@ -500,6 +521,8 @@ class Peers:
         self.hold_short = []  # keys of the records whose last hold ended before their reps were queued
         self.fwd_training = fwd_training  # fwd cases as a training forward (--fwd-training)
         self.busy_hold = busy_hold  # the hold as matrix products (the default), not a spin (--spin-hold)
+        self.self_hold = self_hold  # the hold as the peer's own reps (--self-hold)
+        self.hold_fallback = []  # keys of the records the self hold could not hold: timed behind the busy hold
         self.busy_bufs, self.busy_ms = None, None  # made and timed at the first busy hold
 
     def device_json(self):
@@ -747,17 +770,22 @@ class Peers:
                 # Then by time, as flashbench run does (--warmup-time, 0.1 s): an H200 that idled
                 # comes back at lower clocks and steps up over ~100 ms. The host's time to queue a rep
                 # (flush and timed(), no sync between) is measured here for the launch hold.
+                # The GPU's time per rep (flush and timed()) too, for the self hold: the shortest batch's.
                 t.cuda.synchronize(self.dev)
-                host_ms = 0.0
+                host_ms, rep_ms = 0.0, math.inf
                 t0 = time.perf_counter()
                 while time.perf_counter() - t0 < self.warmup_time_s:
+                    a, b = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
                     h0 = time.perf_counter()
+                    a.record()
                     for _ in range(4):
                         self.flush_l2()
                         timed()
+                    b.record()
                     host_ms = max(host_ms, (time.perf_counter() - h0) * 1e3 / 4)
                     t.cuda.synchronize(self.dev)
-                times, outputs = self.timed_reps(timed, host_ms, case_key(case), kernel)
+                    rep_ms = min(rep_ms, a.elapsed_time(b) / 4)
+                times, outputs = self.timed_reps(timed, host_ms, case_key(case), kernel, rep_ms)
             except t.cuda.OutOfMemoryError as e:
                 return self._skip(case, kernel, "out of memory: " + one_line(e))
             except refusals as e:
@@ -773,7 +801,7 @@ class Peers:
         return make_record(case, kernel, "ok", times_ms=times, peak_bytes=max(0, peak), errors=errs,
                            verdict=verdict)
 
-    def timed_reps(self, timed, host_ms, key, kernel):
+    def timed_reps(self, timed, host_ms, key, kernel, rep_ms=math.inf):
         """The reps' times (ms) and the last rep's outputs. Each rep: the L2 flush, a start event, timed(),
         an end event, queued back to back with no sync between, as flashbench queues its reps.
 
@@ -783,16 +811,34 @@ class Peers:
         spin kernel (torch.cuda._sleep) lasting HOLD_MARGIN times the host's time to queue them all; the
         GPU starts the first rep once every rep is queued. Whether the hold lasted that long is checked (its
         end event not yet reached when the host has queued the last rep); if not, the reps are run again
-        behind a longer hold, and a hold that was still short is reported (self.hold_short)."""
+        behind a longer hold, and a hold that was still short is reported (self.hold_short).
+
+        The self hold (--self-hold): the hold is the rep itself (flush and timed(), untimed) queued again and
+        again, so the GPU runs the peer's own kernels back to back up to the first timed rep, as flashbench's
+        reps follow its own. It builds a queue only where a rep's GPU time (rep_ms, from the warm-up) outlasts
+        the host's time to queue one (host_ms): hold_ms of queue takes hold_ms / (rep_ms - host_ms) reps. Where
+        that is not so by SELF_HOLD_MARGIN, or takes more than HOLD_CAP_MS of GPU time, the case falls back to
+        the busy hold (named on stderr and in self.hold_fallback)."""
         t = self.torch
         events = [(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(self.reps)]
         hold_ms = min(HOLD_CAP_MS, HOLD_MARGIN * host_ms * self.reps + HOLD_PAD_MS)
-        busy = self.launch_hold and self.busy_hold
-        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy else 0.0
+        self_ops = self.launch_hold and self.self_hold
+        if self_ops and not self_hold_builds(rep_ms, host_ms, hold_ms):
+            self_ops = False
+            self.hold_fallback.append(f"{key} {kernel}")
+            print(f"{PROG}: {key} {kernel}: a rep's GPU time ({rep_ms:.3f} ms) does not outlast the host's "
+                  f"({host_ms:.3f} ms) enough for the self hold: the busy hold instead", file=sys.stderr, flush=True)
+        busy = self.launch_hold and (self.busy_hold or (self.self_hold and not self_ops))
+        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy and not self_ops else 0.0
         busy_ms = self.busy_product_ms() if busy else 0.0
         for attempt in range(HOLD_RETRIES + 1):
             held = t.cuda.Event()
-            if busy:  # the GPU at work, not idling on one spinning thread, until the first rep
+            if self_ops:  # the peer's own reps, untimed, until the first timed one
+                for _ in range(self_hold_reps(rep_ms, host_ms, hold_ms)):
+                    self.flush_l2()
+                    timed()
+                held.record()
+            elif busy:  # the GPU at work, not idling on one spinning thread, until the first rep
                 for _ in range(max(1, math.ceil(hold_ms / busy_ms))):
                     self.busy_product()
                 held.record()
@@ -881,6 +927,10 @@ def parse_args(argv):
     hold.add_argument("--busy-hold", dest="hold", action="store_const", const="busy",
                       help="the default: the hold is bf16 matrix products that keep the GPU at work, so that the "
                       "timed reps start on a GPU as warm as under flashbench's back-to-back reps")
+    hold.add_argument("--self-hold", dest="hold", action="store_const", const="self",
+                      help="make the hold the peer's own reps, untimed, queued back to back until the first timed "
+                      "one: the GPU in the peer's own steady state, as flashbench's reps follow its own (a case whose "
+                      "reps take the host longer to queue than the GPU to run falls back to the busy hold)")
     hold.add_argument("--spin-hold", dest="hold", action="store_const", const="spin",
                       help="make the hold a one-thread spin (torch.cuda._sleep; the default of sessions 44-53): the "
                       "GPU idles through it, and a power-limited kernel then starts its reps at higher clocks than "
@@ -895,7 +945,7 @@ def parse_args(argv):
                    "torch.no_grad (PyTorch's cuDNN then runs its graph without the log-sum-exp)")
     p.add_argument("--list", action="store_true", help="print the cases the spec expands to and exit")
     args = p.parse_args(argv)
-    args.launch_hold, args.busy_hold = args.hold is not None, args.hold == "busy"
+    args.launch_hold, args.busy_hold, args.self_hold = args.hold is not None, args.hold == "busy", args.hold == "self"
     return args
 
 
@@ -944,7 +994,8 @@ def main(argv=None):
         return EXIT_USAGE
 
     peers = Peers(torch, SDPBackend, sdpa_kernel, args.device, sweep["warmup"], sweep["reps"],
-                  args.ref_max_seq, sweep["verify"], args.launch_hold, args.fwd_training, args.busy_hold)
+                  args.ref_max_seq, sweep["verify"], args.launch_hold, args.fwd_training, args.busy_hold,
+                  args.self_hold)
     records = []
     cases = sweep["cases"]
     for i, case in enumerate(cases, 1):
@@ -978,7 +1029,8 @@ def main(argv=None):
                      "l2_flush_bytes": peers.flush_buf.numel(), "l2_flush_mode": peers.l2_flush_mode,
                      "ref_max_seq": args.ref_max_seq,
                      "launch_hold": peers.launch_hold, "launch_hold_short": peers.hold_short,
-                     "launch_hold_kind": hold_kind(peers.launch_hold, peers.busy_hold),
+                     "launch_hold_kind": hold_kind(peers.launch_hold, peers.busy_hold, peers.self_hold),
+                     "launch_hold_fallback": peers.hold_fallback,
                      "fwd_mode": fwd_mode(peers.fwd_training),
                      "backends": [k for k in kernels if not isinstance(k, UserKernel)],
                      "callables": [{"name": k.name, "callable": k.origin} for k in kernels

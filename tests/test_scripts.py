@@ -2414,6 +2414,7 @@ class PeersLaunchHold(unittest.TestCase):
         p = object.__new__(peers.Peers)
         p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, self.REPS, hold, []
         p.busy_hold, p.busy_bufs, p.busy_ms = False, None, None
+        p.self_hold, p.hold_fallback = False, []
         p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(self.FLUSH_MS)})()
         p.clean_buf = None
         host_ms = self.HOST_MS if host_ms is None else host_ms
@@ -2489,6 +2490,60 @@ class PeersLaunchHold(unittest.TestCase):
         r = run_script("peers.py", "s.json", "--busy-hold", "--no-launch-hold")  # no hold and a busy one: refused
         self.assertEqual(r.returncode, 2)
         self.assertIn("not allowed with argument", r.stderr)
+
+    def test_the_self_hold_is_the_peers_own_reps(self):
+        # --self-hold: the hold is the rep itself (flush and timed(), untimed) queued again and again, enough of them
+        # that the queue they build (each adds its GPU time less the host's) covers the timed reps' queueing: no
+        # spin, no products, and the reps timed at the kernel's time.
+        sim = SimGpu(cycles_per_ms=1.98e6)
+        host_ms = 0.05
+        p, timed = self.peers_on(sim, host_ms=host_ms)
+        p.self_hold = True
+        calls = []
+
+        def counted():
+            calls.append(sim.host)
+            return timed()
+        p.busy_product = lambda: self.fail("the self hold ran a busy product")
+        rep_ms = self.FLUSH_MS + self.KERNEL_MS
+        host_rep = host_ms + 0.005  # timed()'s host time and the flush's
+        times, _ = p.timed_reps(counted, host_ms=host_rep, key="k", kernel="torch-cudnn", rep_ms=rep_ms)
+        self.assertEqual(sim.sleeps, [], "no spin: neither a calibration spin nor the hold")
+        hold_ms = peers.HOLD_MARGIN * host_rep * self.REPS + peers.HOLD_PAD_MS
+        self.assertEqual(len(calls), math.ceil(hold_ms / (rep_ms - host_rep)) + self.REPS)
+        for t in times:
+            self.assertAlmostEqual(t, self.KERNEL_MS, places=9)
+        self.assertEqual((p.hold_short, p.hold_fallback), ([], []))
+        self.assertEqual(peers.hold_kind(True, False, True), "self")
+        a = peers.parse_args(["s.json", "--self-hold"])
+        self.assertEqual(peers.hold_kind(a.launch_hold, a.busy_hold, a.self_hold), "self")
+        r = run_script("peers.py", "s.json", "--self-hold", "--busy-hold")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not allowed with argument", r.stderr)
+
+    def test_a_host_bound_self_hold_falls_back_to_busy(self):
+        # Where PyTorch's host time per rep outlasts the rep on the GPU, the peer's own reps build no queue: the case
+        # is timed behind the busy hold instead, named on stderr and in hold_fallback, still at the kernel's time.
+        sim = SimGpu(cycles_per_ms=1.98e6)
+        p, timed = self.peers_on(sim)  # host 0.3 ms a rep, the GPU 0.24
+        p.self_hold = True
+        products = []
+        p.busy_product = lambda: products.append(sim.launch(0.15))
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            times, _ = p.timed_reps(timed, host_ms=self.HOST_MS + 0.01, key="k", kernel="torch-cudnn",
+                                    rep_ms=self.FLUSH_MS + self.KERNEL_MS)
+        self.assertEqual(p.hold_fallback, ["k torch-cudnn"])
+        self.assertIn("the busy hold instead", err.getvalue())
+        self.assertGreater(len(products), peers.BUSY_CALIBRATION + 2)
+        for t in times:
+            self.assertAlmostEqual(t, self.KERNEL_MS, places=9)
+        self.assertEqual(p.hold_short, [])
+        # The rule itself: a margin over the host's time, and the reps it takes within the cap.
+        self.assertFalse(peers.self_hold_builds(0.24, 0.2, 10.0))  # 1.2x the host's: under the margin
+        self.assertTrue(peers.self_hold_builds(0.26, 0.2, 10.0))
+        self.assertFalse(peers.self_hold_builds(float("inf"), 0.2, 10.0))  # no warm-up reading
+        self.assertFalse(peers.self_hold_builds(0.26, 0.2, peers.HOLD_CAP_MS))  # ~8.7 s of reps: over the cap
+        self.assertEqual(peers.self_hold_reps(0.3, 0.1, 1.0), 5)
 
     def test_the_l2_flush_mode_comes_from_fb_l2_flush(self):
         # FB_L2_FLUSH, the variable flashbench's CUDA backend reads too: write (unset, empty or named) or clean;

@@ -2,7 +2,7 @@
 # Session 54, call T (one H200; issue 13): the README's bf16, GQA / MQA and fp16 tables, main's defaults as built
 # (commit.txt) against PyTorch's SDPA, as session 47's call M ran them (results/h200/s47/calls/callM.sh: two rounds of
 # each grid, each flashbench sweep and its peers in turn), under the launch hold call P's rule leaves as peers.py's
-# default (HOLD: spin or busy; docs/perf-notes.md, "Session 54"). GRIDS: which grids, in that order (bf16: the
+# default (HOLD: spin, busy or self; docs/perf-notes.md, "Session 54"). GRIDS: which grids, in that order (bf16: the
 # papers' grid, configs/issue13-h200.json; gqa; fp16; default all three). SPIN_TOO=1: the bf16 grid's peers also under
 # the other hold (--spin-hold), each round, for call P's calibration on this card (parity_rule.py; no rule here).
 set -uo pipefail
@@ -10,7 +10,8 @@ hold=${HOLD:-busy}
 case $hold in
   spin) hold_flag=() ;;
   busy) hold_flag=(--busy-hold) ;;
-  *) echo "callT.sh: HOLD is spin or busy, not '$hold'" >&2; exit 2 ;;
+  self) hold_flag=(--self-hold) ;;  # session 55's call Y
+  *) echo "callT.sh: HOLD is spin, busy or self, not '$hold'" >&2; exit 2 ;;
 esac
 export DEADLINE=${DEADLINE:-560}
 source scripts/call_step.sh
