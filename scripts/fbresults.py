@@ -81,6 +81,30 @@ def case_json(case):
     return out
 
 
+# rep_drift(): src/record.h's rule and constants.
+DRIFT_MIN_REPS = 6
+DRIFT_WARN = 0.03
+
+
+def rep_drift(samples):
+    """The trend across a timing's reps (in run order): the median of the second half over the median of the first
+    half, less 1 (with an odd count the middle rep is in neither); NaN with fewer than DRIFT_MIN_REPS reps or no
+    positive first half. src/record.cpp rep_drift() is the same rule."""
+    n = len(samples)
+    if n < DRIFT_MIN_REPS:
+        return math.nan
+
+    def median(v):
+        v = sorted(v)
+        m = len(v)
+        return v[m // 2] if m % 2 else 0.5 * (v[m // 2 - 1] + v[m // 2])
+    half = n // 2
+    first, second = median(samples[:half]), median(samples[n - half:])
+    if not (first > 0) or not math.isfinite(first) or not math.isfinite(second):
+        return math.nan
+    return second / first - 1
+
+
 def encode_number(x):
     """A float as the schema writes it: finite as a number, non-finite as "inf"/"-inf"/"nan"."""
     if x is None:
@@ -204,6 +228,11 @@ def _read_record(obj, path):
     t = _object(obj, "time_ms", path)
     time_ms = {k: _number(t, k, tpath) for k in ("median", "min", "max", "mean", "stddev")}
     time_ms["reps"] = _integer(t, "reps", tpath, 0)
+    samples = t.get("samples")  # 1.1: every rep in run order (absent in 1.0 files and in peers.py's before 55)
+    if samples is not None:
+        if not isinstance(samples, list):
+            raise ResultsError(f"{tpath}.samples: expected an array of numbers")
+        time_ms["samples"] = [decode_number(v, f"{tpath}.samples[{i}]") for i, v in enumerate(samples)]
     verified = _field(obj, "verified", path)
     if verified is not None and not isinstance(verified, bool):
         raise ResultsError(f"{path}.verified: expected true, false or null")

@@ -33,6 +33,12 @@ Where a ratio's two timings come from different settings, stderr says so and the
 round whose files name different L2 flushes (settings.l2_flush_mode: FB_L2_FLUSH, which flashbench and peers.py read
 alike; "write" where a file does not say), and held peers files behind different launch holds (busy, spin).
 
+A ratio whose timing drifted gets a note naming the side, round and drift ("reps drifted: flash-sm90 +9.9% in round
+1"): where the median of the second half of its reps differs from the first half's by more than 3%
+(fbresults.rep_drift, the rule `flashbench run`'s summary applies). Such a median depends on what the GPU ran just
+before (session 55's call O, an H100: flash-sm90's reps climbed 19.0 -> 22.5 ms timed after the portable kernel's
+backward, and stayed at 19.0-19.4 ms timed first). peers.py files before session 55 keep no reps: no note there.
+
 A peers.py file timed before its launch hold (session 44: settings without "launch_hold": true) is named on stderr:
 there a peer's time can include PyTorch's host time wherever that outlasted its kernels (small backward rows), which
 flatters OURS; the table is printed all the same.
@@ -150,6 +156,20 @@ def case_ratio(records, pair):
     return t_peer / t_ours, "" if checked else "unverified (not checked)", checked
 
 
+def drift_note(rounds, key, pair):
+    """'reps drifted: ...' naming each side and round whose reps trended beyond fbresults.DRIFT_WARN (rep_drift: the
+    median of the second half of the reps over the first's), or ''. Such a median depends on what the GPU ran before
+    it (session 55: flash-sm90 +10% timed after another kernel's backward on an H100, flat when timed first)."""
+    found = []
+    for r, by_key in enumerate(rounds, 1):
+        for kernel in pair:
+            rec = by_key.get(key, {}).get(kernel)
+            d = fbresults.rep_drift(rec["time_ms"].get("samples", [])) if rec and rec["status"] == "ok" else math.nan
+            if math.isfinite(d) and abs(d) > fbresults.DRIFT_WARN:
+                found.append(f"{kernel} {d * 100:+.1f}%" + (f" in round {r}" if len(rounds) > 1 else ""))
+    return "reps drifted: " + ", ".join(found) if found else ""
+
+
 def compute(rounds, cases, pairs):
     """rounds: one {key: {kernel: record}} per round. Rows (pair, key, combined ratio or None, note, per-round
     ratios) and summaries {(pair, pass, dtype): [(ratio, key, checked, per-round ratios)]}."""
@@ -174,6 +194,9 @@ def compute(rounds, cases, pairs):
             note = "" if checked else "unverified (not checked)"
             if len(rounds) > 1 and max(per_round) < 1.0:
                 note = "; ".join(n for n in ("behind in every round", note) if n)
+            drifted = drift_note(rounds, key, pair)
+            if drifted:
+                note = "; ".join(n for n in (note, drifted) if n)
             rows.append((pair, key, ratio, note, per_round))
             case = cases[key]
             groups.setdefault((pair, case["pass"], case["dtype"]), []).append((ratio, key, checked, per_round))

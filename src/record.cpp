@@ -75,6 +75,21 @@ TimeStats summarize(const std::vector<double>& times_ms) {
   return t;
 }
 
+double rep_drift(const std::vector<double>& samples) {
+  const std::size_t n = samples.size();
+  if (n < std::size_t(kDriftMinReps)) return std::nan("");
+  const auto median_of = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size();
+    return m % 2 == 1 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+  };
+  const std::size_t half = n / 2;
+  const double first = median_of({samples.begin(), samples.begin() + std::ptrdiff_t(half)});
+  const double second = median_of({samples.end() - std::ptrdiff_t(half), samples.end()});
+  if (!(first > 0) || !std::isfinite(first) || !std::isfinite(second)) return std::nan("");
+  return second / first - 1;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Writing
 

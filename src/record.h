@@ -28,6 +28,14 @@ struct TimeStats {
 };
 TimeStats summarize(const std::vector<double>& times_ms);
 
+// The trend across a timing's reps (in run order): the median of the second half of them over the median of the
+// first half, less 1 (with an odd count the middle rep is in neither); NaN with fewer than kDriftMinReps reps. A
+// timing whose GPU is still changing state, e.g. its clock falling under the power cap after lighter work ran
+// before it, drifts; a steady one stays within its noise. scripts/fbresults.py rep_drift() is the same rule.
+inline constexpr int kDriftMinReps = 6;
+inline constexpr double kDriftWarn = 0.03;  // run's summary names the timings that drifted further
+double rep_drift(const std::vector<double>& samples);
+
 struct Record {
   Case c;
   std::string kernel;

@@ -542,6 +542,40 @@ TEST_CASE("printers: speed-ups are geomeans of baseline/kernel over cases where 
   CHECK(contains(slower.str(), "flash ran 4.00x slower than naive"));
 }
 
+TEST_CASE("rep_drift: the second half of the reps against the first, and run's summary names the drifted",
+          "[record]") {
+  // Session 55 (results/h100/s55/T, O): flash-sm90's reps on an H100 climbing under the power cap after another
+  // kernel's backward, and the same kernel's flat reps when it ran first.
+  const std::vector<double> climbing = {19.15, 19.51, 19.92, 20.83, 20.91, 21.53, 21.89, 21.89, 22.14, 22.65};
+  const std::vector<double> flat = {19.0, 19.1, 19.2, 19.4, 19.3, 19.4, 19.4, 19.4, 19.0, 19.0};
+  CHECK(std::abs(fb::rep_drift(climbing) - (21.89 / 19.92 - 1)) < 1e-12);
+  CHECK(std::abs(fb::rep_drift(flat) - (19.4 / 19.2 - 1)) < 1e-12);
+  // Odd counts leave the middle rep out; falling reps drift below 0; too few reps or no time: NaN.
+  CHECK(std::abs(fb::rep_drift({4, 4, 4, 9, 2, 2, 2}) - (2.0 / 4.0 - 1)) < 1e-12);
+  CHECK(std::isnan(fb::rep_drift({1, 2, 3, 4, 5})));
+  CHECK(std::isnan(fb::rep_drift({0, 0, 0, 1, 1, 1})));
+  CHECK(std::isnan(fb::rep_drift({})));
+
+  fb::Results res;
+  res.records = {timed("flash", 64, 21.89), timed("flash-sm90", 64, 19.3), timed("naive", 64, 1.0)};
+  res.records[0].time_ms.samples = climbing;
+  res.records[1].time_ms.samples = flat;
+  res.records[2].time_ms.samples = {1, 1, 1, 2, 2, 2};  // skipped: never named
+  res.records[2].status = fb::Status::skipped;
+  std::ostringstream os;
+  fb::print_summary(os, res, "naive", {});
+  const std::string out = os.str();
+  INFO(out);
+  CHECK(contains(out, "1 timing drifted by more than 3% from the first half of its reps to the second"));
+  CHECK(contains(out, res.records[0].c.key() + " flash: +9.9%"));
+  CHECK_FALSE(contains(out, "flash-sm90:"));
+  CHECK_FALSE(contains(out, " naive:"));
+  res.records[0].time_ms.samples = flat;
+  std::ostringstream steady;
+  fb::print_summary(steady, res, "naive", {});
+  CHECK_FALSE(contains(steady.str(), "drifted"));
+}
+
 TEST_CASE("printers: the noise column, the live table and the one-line form", "[record]") {
   fb::Results res;
   res.records = {timed("naive", 64, 4.0), timed("flash", 64, 1.0)};

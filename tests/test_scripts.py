@@ -462,6 +462,38 @@ class Ratios(unittest.TestCase):
             self.assertIn("spin.json", lines[0])
             self.assertIn("different launch holds (busy: ", lines[1])
 
+    def test_reps_that_drifted_are_noted(self):
+        # A timing whose second half of reps reads more than 3% off its first half (fbresults.rep_drift, run's
+        # summary's rule) gets a note naming the side and the round; steady reps and peers files without reps none.
+        climbing = [19.15, 19.51, 19.92, 20.83, 20.91, 21.53, 21.89, 21.89, 22.14, 22.65]  # results/h100/s55/T
+        self.assertAlmostEqual(fbresults.rep_drift(climbing), 21.89 / 19.92 - 1, places=12)
+        self.assertAlmostEqual(fbresults.rep_drift([4, 4, 4, 9, 2, 2, 2]), -0.5, places=12)  # the middle rep left out
+        self.assertTrue(math.isnan(fbresults.rep_drift([1, 2, 3, 4, 5])))
+        self.assertTrue(math.isnan(fbresults.rep_drift([0, 0, 0, 1, 1, 1])))
+        with tempfile.TemporaryDirectory() as tmp:
+            def rec(kernel, times, verified=True):
+                r = peers.make_record(self.CASE, kernel, "ok", times_ms=times)
+                r["verified"] = verified
+                return r
+            self.assertEqual(rec("p", [1.0, 2.0])["time_ms"]["samples"], [1.0, 2.0], "peers.py keeps its reps")
+            steady = [19.0, 19.1, 19.2, 19.4, 19.3, 19.4, 19.4, 19.4, 19.0, 19.0]
+            ours1 = self.write(tmp, "ours1.json", [rec("k", climbing)])
+            ours2 = self.write(tmp, "ours2.json", [rec("k", steady)])
+            peer = self.write(tmp, "peer.json", [rec("p", [20.0] * 10, None)])
+            old = self.write(tmp, "old.json", [rec("p", [20.0] * 10, None)])
+            with open(old) as f:
+                doc = json.load(f)
+            del doc["results"][0]["time_ms"]["samples"]  # a peers.py file from before session 55
+            with open(old, "w") as f:
+                json.dump(doc, f)
+            r = run_script("ratios.py", "--round", ours1, peer, "--round", ours2, old, "--pair", "k:p")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            row = next(line for line in r.stdout.splitlines() if "b1-h2-kv2-n64-d64-bf16-full-fwd" in line)
+            self.assertIn("reps drifted: k +9.9% in round 1", row)
+            self.assertNotIn("round 2", row)
+            one = run_script("ratios.py", ours2, peer, "--pair", "k:p")
+            self.assertNotIn("drifted", one.stdout)
+
     def test_ratio_is_peer_over_ours_and_summary_is_its_geomean(self):
         with tempfile.TemporaryDirectory() as tmp:
             ours = self.write(tmp, "ours.json", [self.rec("k", 1.0), self.rec("k", 2.0, seq=128),

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -216,6 +217,24 @@ void print_summary(std::ostream& os, const Results& res, const std::string& base
         s.cases > 1 ? fmt::format("; speed-up {:.2f}x to {:.2f}x", s.min, s.max) : std::string();
     os << fmt::format("{} ran {} than {} (geomean of {} case{} where both ran{})\n", s.kernel, how, baseline,
                       s.cases, s.cases == 1 ? "" : "s", range);
+  }
+  // Timings whose reps trended (rep_drift): their median depends on what the GPU ran before them.
+  std::vector<std::pair<const Record*, double>> drifted;
+  for (const Record& r : res.records) {
+    const double d = r.status == Status::ok ? rep_drift(r.time_ms.samples) : std::nan("");
+    if (std::isfinite(d) && std::abs(d) > kDriftWarn) drifted.emplace_back(&r, d);
+  }
+  if (!drifted.empty()) {
+    os << fmt::format(
+        "{} timing{} drifted by more than {:.0f}% from the first half of {} reps to the second (the GPU still "
+        "changing state, e.g. its clock under the power cap after other work: such a median depends on what ran "
+        "before it; a longer --warmup-time steadies it):\n",
+        drifted.size(), drifted.size() == 1 ? "" : "s", kDriftWarn * 100, drifted.size() == 1 ? "its" : "their");
+    constexpr std::size_t kMaxListed = 10;
+    for (std::size_t i = 0; i < drifted.size() && i < kMaxListed; ++i)
+      os << fmt::format("  {} {}: {:+.1f}%\n", drifted[i].first->c.key(), drifted[i].first->kernel,
+                        drifted[i].second * 100);
+    if (drifted.size() > kMaxListed) os << fmt::format("  ... and {} more\n", drifted.size() - kMaxListed);
   }
   if (written.empty())
     os << "results not saved (give -o FILE.json and/or --csv FILE.csv to keep them)\n";
