@@ -39,6 +39,7 @@
 #include <optional>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -192,6 +193,19 @@ void judge_timing(Comparison& row, const std::vector<const Record*>& history, co
   }
   if (row.outliers > 0) row.note += fmt::format("{}{} outlier rep{}", row.note.empty() ? "" : "; ",
                                                 row.outliers, row.outliers == 1 ? "" : "s");
+  // Reps that trended (rep_drift, run's summary's rule): the GPU's state moved under the timing, so the median
+  // depends on what ran before it. Said, not judged: the verdict stands on the medians and their spread.
+  const auto drift_of = [](const Record& r) { return rep_drift(r.time_ms.samples); };
+  const auto drifted = [](double d) { return std::isfinite(d) && std::abs(d) > kDriftWarn; };
+  double base_drift = std::nan("");
+  for (const Record* b : history) {
+    const double d = drift_of(*b);
+    if (drifted(d) && (std::isnan(base_drift) || std::abs(d) > std::abs(base_drift))) base_drift = d;
+  }
+  const double new_drift = drift_of(n);
+  for (const auto& [side, d] : {std::pair<const char*, double>{"base", base_drift}, {"new", new_drift}})
+    if (drifted(d))
+      row.note += fmt::format("{}{} reps drifted {:+.1f}%", row.note.empty() ? "" : "; ", side, d * 100);
 }
 
 std::string schema_major(const std::string& v) { return v.substr(0, v.find('.')); }

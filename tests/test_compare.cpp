@@ -190,6 +190,25 @@ fb::Verdict judge_history(const std::vector<fb::Record>& history, const fb::Reco
 
 }  // namespace
 
+TEST_CASE("the gate says which side's reps drifted, and judges on the medians all the same", "[compare]") {
+  // Session 55 (results/h100/s55/O): the same kernel's reps, climbing under the power cap when it was timed after
+  // another kernel, flat when timed first. 2% apart in median: same either way; the climbing side is named.
+  fb::Record flat = timed(19.2, 0.2);
+  flat.time_ms = fb::summarize({19.0, 19.1, 19.2, 19.4, 19.3, 19.4, 19.4, 19.4, 19.0, 19.0});
+  fb::Record climbing = timed(19.6, 0.2);
+  climbing.time_ms = fb::summarize({19.0, 19.1, 19.2, 19.3, 19.4, 19.8, 19.9, 20.0, 20.1, 20.2});
+  const fb::CompareReport rep = fb::compare_results(results_of({flat}), results_of({climbing}), {});
+  REQUIRE(rep.rows.size() == 1);
+  CHECK(rep.rows[0].verdict == fb::Verdict::same);
+  CHECK(contains(rep.rows[0].note, "new reps drifted +4.2%"));
+  CHECK_FALSE(contains(rep.rows[0].note, "base reps"));
+  const fb::CompareReport back = fb::compare_results(results_of({climbing}), results_of({flat}), {});
+  CHECK(contains(back.rows[0].note, "base reps drifted +4.2%"));
+  CHECK_FALSE(contains(back.rows[0].note, "new reps"));
+  const fb::CompareReport steady = fb::compare_results(results_of({flat}), results_of({flat}), {});
+  CHECK_FALSE(contains(steady.rows[0].note, "drifted"));
+}
+
 TEST_CASE("robust gate: medians and a bootstrap interval, not one slow rep", "[compare]") {
   SECTION("one slow rep cannot hide a 2x slowdown (it widened the old stddev band)") {
     fb::Record slow = sampled(20, 0.01);
