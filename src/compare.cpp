@@ -240,16 +240,6 @@ bool is_verify_run(const Results& r) {
 
 }  // namespace
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t n = v.size();
-  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
-  const double hi = v[n / 2];
-  if (n % 2 == 1) return hi;
-  const double lo = *std::max_element(v.begin(), v.begin() + n / 2);
-  return 0.5 * (lo + hi);
-}
-
 double mad_of(const std::vector<double>& v) {
   const double m = median_of(v);
   std::vector<double> dev;

@@ -69,8 +69,7 @@ CompareReport compare_results(const std::vector<Results>& history, const Results
 // One base file.
 CompareReport compare_results(const Results& base, const Results& next, const CompareOptions& opts);
 
-// The statistics, exposed for tests.
-double median_of(std::vector<double> v);
+// The statistics, exposed for tests (median_of: record.h).
 double mad_of(const std::vector<double>& v);  // median absolute deviation
 // [lo, hi] of median(next) / median(base) at `confidence`, by a seeded percentile bootstrap.
 std::pair<double, double> bootstrap_ratio_interval(const std::vector<double>& base,

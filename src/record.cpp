@@ -75,14 +75,19 @@ TimeStats summarize(const std::vector<double>& times_ms) {
   return t;
 }
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t n = v.size();
+  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+  const double hi = v[n / 2];
+  if (n % 2 == 1) return hi;
+  const double lo = *std::max_element(v.begin(), v.begin() + n / 2);
+  return 0.5 * (lo + hi);
+}
+
 double rep_drift(const std::vector<double>& samples) {
   const std::size_t n = samples.size();
   if (n < std::size_t(kDriftMinReps)) return std::nan("");
-  const auto median_of = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t m = v.size();
-    return m % 2 == 1 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-  };
   const std::size_t half = n / 2;
   const double first = median_of({samples.begin(), samples.begin() + std::ptrdiff_t(half)});
   const double second = median_of({samples.end() - std::ptrdiff_t(half), samples.end()});

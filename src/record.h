@@ -27,6 +27,8 @@ struct TimeStats {
   std::vector<double> samples;  // every timed rep, in run order (empty in files before 1.1)
 };
 TimeStats summarize(const std::vector<double>& times_ms);
+// The median of v (the mean of the middle two for an even count; 0 for none).
+double median_of(std::vector<double> v);
 
 // The trend across a timing's reps (in run order): the median of the second half of them over the median of the
 // first half, less 1 (with an odd count the middle rep is in neither); NaN with fewer than kDriftMinReps reps. A
