@@ -136,9 +136,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            kernel before it): d = 128's shipped variant (desc32, early, xtile, trec) with fastlse's epilogue
 //            (kOptFastLse, kOpt 8215); another variant word runs its variant without it. Call A: 1.007x over 17
 //            non-causal rows, 1.012x over 17 causal ones (N = 512: 1.019-1.030x)
-//   k0ahead  (session 56) on the shipped variants that carry fastlse's epilogue (d = 128's, and d = 64's unsplit
-//            launches): the producer issues the next work tile's Q and K_0 inside this tile's last K/V step, before
-//            that step's V (kOptK0Ahead, produce_ring_dynamic); `oneq`, split launches and other variants ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -175,7 +172,9 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // largest multiple of q_tiles at most the SM count adding no round: call B 1.022x at N = 512 (coalesced 7.4M -> 11.5M
 // sectors, 1860 -> 1898 MHz at the cap), but 1.008x over its 132-block rows (N = 768 0.996x, 1536 1.002x), under its
 // rule's 1.010x; 128-block grids at N = 1k / 2k 1.011x; `static` runs its launch where q_tiles divides 132; the code is
-// in history at 78b1f07).
+// in history at 78b1f07); session 56's `k0ahead` (the producer issuing the next work tile's Q and K_0 inside this
+// tile's last K/V step, before that step's V: call A 1.001x over ten short rows drawn for it, 0.990-1.034x, the one
+// row at 4 K/V tiles a work tile 1.034x; results/h100/s56/A; the code is in history at 7a8b738).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -258,7 +257,6 @@ struct FwdProbe {
   bool tile_rec64 = FwdDefaults::kTileRec64;  // trec64 (the default unless `trec64` / `notrec64` is named)
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
-  bool k0_ahead = false;  // k0ahead: the next tile's Q and K_0 before this tile's last V (kOptK0Ahead)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -289,6 +287,7 @@ inline FwdProbe fwd_probe() {
     refuse({"cpairq"}, "session 18");
     refuse({"pinq"}, "session 19");
     refuse({"qreg"}, "session 25");
+    refuse({"k0ahead"}, "session 56");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -315,7 +314,6 @@ inline FwdProbe fwd_probe() {
     f.tile_rec64 = pick("trec64", FwdDefaults::kTileRec64);
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
-    f.k0_ahead = has("k0ahead");
     return f;
   }();
   return probe;
@@ -333,10 +331,6 @@ inline int next_tile_counter() {
 // this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
 template <typename Tr, unsigned kOpt = 0>
 void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
-  // k0ahead: the shipped variants with fastlse's epilogue (unsplit) launch with kOptK0Ahead.
-  if constexpr ((kOpt & kOptFastLse) != 0 && (kOpt & (kOptTailSplit | kOptK0Ahead)) == 0) {
-    if (fwd_probe().k0_ahead) return launch_fwd<Tr, kOpt | kOptK0Ahead>(p, t, stream, split);
-  }
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
