@@ -13,6 +13,9 @@ Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
   torch-cudnn      SDPBackend.CUDNN_ATTENTION
   torch-efficient  SDPBackend.EFFICIENT_ATTENTION  (memory-efficient attention, xFormers' kernel)
   torch-math       SDPBackend.MATH                 (plain PyTorch ops, N x N scores in memory)
+Each case times them in the order --backends names them (default: the order above), as `flashbench run` times
+a spec's kernels in its order: where a kernel stands in its case moves long rows by several percent (the one
+before it leaves the GPU's clock where it left it; docs/perf-notes.md, session 56's call K).
 
 Your own kernel (Triton, CuTe's Python DSL, torch, ...): --callable MODULE:FUNCTION (repeatable) imports
 FUNCTION from MODULE (an importable module name, or a path to a .py file) and runs it as
@@ -146,7 +149,7 @@ REFUSALS = (RuntimeError, ValueError, NotImplementedError, TypeError)
 
 
 def backend_names(arg):
-    """--backends "flash,cudnn" or "torch-flash,..." -> kernel names, in BACKENDS order. ValueError if
+    """--backends "flash,cudnn" or "torch-flash,..." -> kernel names, in the order named (each once). ValueError if
     a name is unknown."""
     if arg is None:
         return list(BACKENDS)
@@ -159,10 +162,11 @@ def backend_names(arg):
         if full not in BACKENDS:
             raise ValueError(f"--backends: unknown backend '{name}'; valid: "
                              f"{', '.join(k[len('torch-'):] for k in BACKENDS)}")
-        wanted.append(full)
+        if full not in wanted:
+            wanted.append(full)
     if not wanted:
         raise ValueError("--backends: no backend named")
-    return [k for k in BACKENDS if k in wanted]
+    return wanted
 
 
 def l2_flush_mode(env):
@@ -916,7 +920,8 @@ def parse_args(argv):
     p.add_argument("spec", help="flashbench sweep spec (JSON)")
     p.add_argument("-o", "--output", help="write results JSON here")
     p.add_argument("--backends", help="comma-separated subset of: " +
-                   ", ".join(k[len("torch-"):] for k in BACKENDS) + " (default: all)")
+                   ", ".join(k[len("torch-"):] for k in BACKENDS) + ", timed in the order named (default: all, "
+                   "in that order)")
     p.add_argument("--callable", dest="callables", action="append", default=[], metavar="MODULE:FUNCTION",
                    help="time and verify your own attention function, called like SDPA: FUNCTION(q, k, v, "
                    "is_causal=..., scale=...) (repeatable; MODULE may be a .py path)")

@@ -2234,7 +2234,8 @@ class Peers(unittest.TestCase):
 
     def test_backend_names(self):
         self.assertEqual(peers.backend_names(None), list(peers.BACKENDS))
-        self.assertEqual(peers.backend_names("math, flash"), ["torch-flash", "torch-math"], "registry order")
+        self.assertEqual(peers.backend_names("math, flash"), ["torch-math", "torch-flash"], "the order named")
+        self.assertEqual(peers.backend_names("cudnn,flash,cudnn"), ["torch-cudnn", "torch-flash"], "each once")
         self.assertEqual(peers.backend_names("torch-cudnn"), ["torch-cudnn"])
         with self.assertRaises(ValueError):
             peers.backend_names(",")

@@ -5,8 +5,13 @@
 # default (HOLD: spin, busy or self; docs/perf-notes.md, "Session 54"). GRIDS: which grids, in that order (bf16: the
 # papers' grid, configs/issue13-h200.json; gqa; fp16; default all three). SPIN_TOO=1: the bf16 grid's peers also under
 # the other hold (--spin-hold), each round, for call P's calibration on this card (parity_rule.py; no rule here).
+# PLACES (session 56): committed (the default, as sessions 54-55 ran it: each round with the specs' kernel order and
+# peers.py's torch-flash then torch-cudnn) or both (session 56's call K rule: round 1 so, round 2 with flash-sm90
+# first in each spec and torch-cudnn first in peers.py, so that each pair stands in the same place in both rounds).
 set -uo pipefail
 hold=${HOLD:-busy}
+places=${PLACES:-committed}
+case $places in committed | both) ;; *) echo "callT.sh: PLACES is committed or both, not '$places'" >&2; exit 2 ;; esac
 case $hold in
   spin) hold_flag=() ;;
   busy) hold_flag=(--busy-hold) ;;
@@ -16,15 +21,23 @@ esac
 export DEADLINE=${DEADLINE:-560}
 source scripts/call_step.sh
 call_begin $OUT/T
-echo "peers' hold: $hold; grids: ${GRIDS:-bf16 gqa fp16}; spin too: ${SPIN_TOO:-0}" | tee $R/settings.txt
+echo "peers' hold: $hold; grids: ${GRIDS:-bf16 gqa fp16}; spin too: ${SPIN_TOO:-0}; places: $places" |
+  tee $R/settings.txt
 smi_start
 grids=${GRIDS:-bf16 gqa fp16}
 declare -A cfg=([bf16]=configs/issue13-h200.json [gqa]=configs/gqa-h200.json [fp16]=configs/issue13-fp16-h200.json)
 for r in 1 2; do
   for g in $grids; do
     [ -n "${cfg[$g]:-}" ] || { echo "callT.sh: no grid '$g'"; continue; }
-    step fb-$g-$r 90 $fb run ${cfg[$g]} -q -o $R/fb-$g-$r.json
-    step peers-$g-$r 100 python3 scripts/peers.py ${cfg[$g]} --backends flash,cudnn "${hold_flag[@]}" \
+    spec=${cfg[$g]} backends=flash,cudnn
+    if [ "$places" = both ] && [ $r = 2 ]; then  # flash-sm90 and torch-cudnn first in their cases
+      spec=$R/$g-sm90-first.json backends=cudnn,flash
+      python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["name"] += "-sm90-first"
+s["kernels"] = ["flash-sm90"] + [k for k in s["kernels"] if k != "flash-sm90"]; json.dump(s, open(sys.argv[2], "w"))' \
+        ${cfg[$g]} $spec
+    fi
+    step fb-$g-$r 90 $fb run $spec -q -o $R/fb-$g-$r.json
+    step peers-$g-$r 100 python3 scripts/peers.py $spec --backends $backends "${hold_flag[@]}" \
       -o $R/peers-$g-$r.json
     if [ "$g" = bf16 ] && [ "${SPIN_TOO:-0}" = 1 ]; then
       step spin-bf16-$r 90 python3 scripts/peers.py ${cfg[$g]} --backends flash,cudnn --spin-hold \
