@@ -39,6 +39,13 @@ A ratio whose timing drifted gets a note naming the side, round and drift ("reps
 before (session 55's call O, an H100: flash-sm90's reps climbed 19.0 -> 22.5 ms timed after the portable kernel's
 backward, and stayed at 19.0-19.4 ms timed first). peers.py files before session 55 keep no reps: no note there.
 
+Where a pair's two sides come from different files and stand in different places in their cases (flash-sm90 timed
+second, after the portable flash, against torch-cudnn timed first), stderr says so for that round: each file's run
+order is flashbench's --kernels (settings.overrides.kernels) or its spec's kernels, and peers.py's settings.backends
+(the order --backends names them, then its callables). Where a kernel stands in its case moves long rows by several
+percent (session 56's call K, an H100: 16 of 48 GQA rows by more than 3% between both sides second and both first),
+so a fair round gives both the same place, and a table reads both places.
+
 A peers.py file timed before its launch hold (session 44: settings without "launch_hold": true) is named on stderr:
 there a peer's time can include PyTorch's host time wherever that outlasted its kernels (small backward rows), which
 flatters OURS; the table is printed all the same.
@@ -108,6 +115,45 @@ def setting_notes(round_docs):
     if len(holds) > 1:
         where = "; ".join(f"{h}: {', '.join(paths)}" for h, paths in sorted(holds.items()))
         notes.append(f"the peers files were timed behind different launch holds ({where})")
+    return notes
+
+
+def run_order(doc):
+    """The kernels of a results file in the order each case timed them, or None where the file does not say:
+    flashbench's --kernels (settings.overrides.kernels) or its spec's kernels; peers.py's settings.backends (in the
+    order it timed them, since session 56 the order --backends names them, before that the registry's), then its
+    callables."""
+    s = doc.get("settings") or {}
+    if doc.get("backend") == "torch":
+        order = [b for b in s.get("backends") or [] if isinstance(b, str)]
+        order += [c.get("name") for c in s.get("callables") or [] if isinstance(c, dict)]
+        return order or None
+    order = (s.get("overrides") or {}).get("kernels") or (doc.get("spec") or {}).get("kernels")
+    return [k for k in order if isinstance(k, str)] if isinstance(order, list) else None
+
+
+def ordinal(n):
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def place_notes(round_docs, pairs):
+    """Lines for stderr, per round and pair, where OURS and PEER come from different files and stand in different
+    places in their cases (run_order; a file that does not say is left out)."""
+    notes = []
+    for r, docs in enumerate(round_docs, 1):
+        for pair in pairs:
+            sides = []
+            for name in pair:
+                path, doc = next(((p, d) for p, d in docs if any(x["kernel"] == name for x in d["results"])),
+                                 (None, None))
+                order = run_order(doc) if doc else None
+                sides.append((path, order.index(name) + 1 if order and name in order else None))
+            (ours_path, ours_place), (peer_path, peer_place) = sides
+            if ours_path == peer_path or None in (ours_place, peer_place) or ours_place == peer_place:
+                continue
+            notes.append(f"round {r}: {pair[0]} is timed {ordinal(ours_place)} in its cases ({ours_path}), "
+                         f"{pair[1]} {ordinal(peer_place)} ({peer_path}): where a kernel stands in its case moves "
+                         "long rows by several percent (session 56's call K); give both the same place")
     return notes
 
 
@@ -290,6 +336,7 @@ def report(round_files, pair_texts, markdown=False, unheld_paths=None, notes=Non
     rows, groups = compute(rounds, cases, pairs)
     if notes is not None:
         notes.extend(setting_notes(round_docs))
+        notes.extend(place_notes(round_docs, pairs))
     return render(rows, groups, pairs, markdown, len(rounds))
 
 

@@ -37,6 +37,7 @@ import fbresults  # noqa: E402
 import fbspec  # noqa: E402
 import ncu_bytes  # noqa: E402
 import peers  # noqa: E402
+import ratios  # noqa: E402
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 if HAVE_MATPLOTLIB:
@@ -461,6 +462,49 @@ class Ratios(unittest.TestCase):
             self.assertIn("round 2: the files were timed under different L2 flushes (clean: ", lines[0])
             self.assertIn("spin.json", lines[0])
             self.assertIn("different launch holds (busy: ", lines[1])
+
+    def test_sides_in_different_places_are_named_on_stderr(self):
+        # Session 55's call O: flash-sm90 timed first in flashbench's cases (the spec reversed) against torch-cudnn
+        # timed second in peers.py's (after torch-flash). A round whose pair stands in different places is named,
+        # a round with both in the same place is not; --kernels (settings.overrides.kernels) outranks the spec.
+        with tempfile.TemporaryDirectory() as tmp:
+            def write_doc(name, kernels, spec_kernels=None, overrides=None, backends=None):
+                doc = results_doc([self.rec(k, 1.0 if k.startswith("flash") else 2.0, None) for k in kernels])
+                if backends is None:
+                    doc["backend"] = "cuda"  # flashbench's
+                    if spec_kernels is not None:
+                        doc["spec"] = {"kernels": spec_kernels}
+                    if overrides is not None:
+                        doc["settings"]["overrides"] = {"kernels": overrides}
+                else:
+                    doc["settings"].update(backends=backends, launch_hold=True, launch_hold_kind="busy")
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                return path
+            both = ["flash", "flash-sm90"]
+            asis = write_doc("asis.json", both, spec_kernels=both)
+            rev = write_doc("rev.json", both, spec_kernels=both[::-1])
+            flag = write_doc("flag.json", both, spec_kernels=both, overrides=both[::-1])  # run --kernels sm90,flash
+            unknown = write_doc("unknown.json", both)  # a spec without kernels: the order is the registry's
+            peers2 = write_doc("peers2.json", ["torch-flash", "torch-cudnn"], backends=["torch-flash", "torch-cudnn"])
+            peers1 = write_doc("peers1.json", ["torch-flash", "torch-cudnn"], backends=["torch-cudnn", "torch-flash"])
+            pairs = ["--pair", "flash-sm90:torch-cudnn", "--pair", "flash:torch-flash"]
+            same = run_script("ratios.py", "--round", asis, peers2, "--round", rev, peers1, "--round", unknown,
+                              peers1, *pairs)
+            self.assertEqual(same.returncode, 0, same.stderr)
+            self.assertEqual(same.stderr, "")
+            mixed = run_script("ratios.py", "--round", asis, peers2, "--round", flag, peers2, *pairs)
+            self.assertEqual(mixed.returncode, 0, mixed.stderr)
+            self.assertRegex(mixed.stdout, r"b1-h2-kv2-n64-d64-bf16-full-fwd\s+2\.000")
+            lines = mixed.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 2, mixed.stderr)
+            self.assertIn("round 2: flash-sm90 is timed 1st in its cases (", lines[0])
+            self.assertIn("flag.json), torch-cudnn 2nd (", lines[0])
+            self.assertIn("round 2: flash is timed 2nd in its cases (", lines[1])
+            self.assertIn("torch-flash 1st", lines[1])
+            self.assertEqual([ratios.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 111)],
+                             ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "111th"])
 
     def test_reps_that_drifted_are_noted(self):
         # A timing whose second half of reps reads more than 3% off its first half (fbresults.rep_drift, run's
@@ -1673,6 +1717,49 @@ class PeerRounds(unittest.TestCase):
             self.assertEqual(f.read(), r.stdout)
         for name in ("fb-1.json", "peers-1.json", "fb-2.json", "peers-2.json", "fb-1.log", "peers-2.log"):
             self.assertTrue(os.path.isfile(os.path.join(self.tmp, "out", name)), name)
+
+    def test_each_pair_stands_in_one_place_and_the_rounds_alternate_it(self):
+        # --places both (the default): pairs k:torch-p and j:torch-q; round 1 times k and torch-p first, round 2 j and
+        # torch-q first; the spec's other kernel (x) and the other backend (r) after them.
+        fix = os.path.join(self.tmp, "fixtures")
+        for i in (1, 2, 3):  # the third: --places given's one round
+            fb = results_doc([self.rec("k", 1.0), self.rec("j", 1.0)])
+            fb["backend"] = "cuda"
+            fb["spec"] = {"kernels": ["j", "k"]}  # round 1's file as if run in the spec's order: k 2nd
+            peer = results_doc([self.rec("torch-p", 2.0, None), self.rec("torch-q", 2.0, None)])
+            peer["settings"].update(backends=["torch-p", "torch-q"], launch_hold=True, launch_hold_kind="busy")
+            with open(os.path.join(fix, f"fb-{i}.json"), "w") as f:
+                json.dump(fb, f)
+            with open(os.path.join(fix, f"peers-{i}.json"), "w") as f:
+                json.dump(peer, f)
+        with open(self.spec, "w") as f:
+            json.dump({"seq": [64], "batch": 1, "heads": 2, "head_dim": 64, "dtype": "bf16",
+                       "kernels": ["j", "x", "k"]}, f)
+        r = run_script("peer_rounds.py", self.spec, "-o", os.path.join(self.tmp, "out"), "--pair", "k:torch-p",
+                       "--pair", "j:torch-q", "--backends", "q,p,r", "--flashbench", self.fb, "--peers", self.peers)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.tmp, "args-F.txt")) as f:
+            self.assertEqual([l.split()[-1] for l in f.read().splitlines()], ["--kernels=k,j,x", "--kernels=j,k,x"])
+        with open(os.path.join(self.tmp, "args-P.txt")) as f:
+            got = [l.split() for l in f.read().splitlines()]
+            self.assertEqual([a[a.index("--backends") + 1] for a in got], ["p,q,r", "q,p,r"])
+        self.assertIn("round 1: k is timed 2nd in its cases (", r.stderr)  # the stand-ins' files say so
+        self.assertIn("torch-p 1st", r.stderr)
+        # --places given: the orders as given, --kernels the user's; under both, --kernels is peer_rounds' to set.
+        given = run_script("peer_rounds.py", self.spec, "-o", os.path.join(self.tmp, "given"), "--pair", "k:torch-p",
+                           "--backends", "q,p", "--places", "given", "--run-arg=--kernels=k,j", "--rounds", "1",
+                           "--flashbench", self.fb, "--peers", self.peers)
+        self.assertEqual(given.returncode, 0, given.stderr)
+        with open(os.path.join(self.tmp, "args-F.txt")) as f:
+            self.assertEqual(f.read().splitlines()[-1].split()[-1], "--kernels=k,j")
+        with open(os.path.join(self.tmp, "args-P.txt")) as f:
+            got = f.read().splitlines()[-1].split()
+            self.assertEqual(got[got.index("--backends") + 1], "q,p")
+        refused = run_script("peer_rounds.py", self.spec, "-o", os.path.join(self.tmp, "no"), "--pair", "k:torch-p",
+                             "--backends", "p", "--run-arg=--kernels=k", "--flashbench", self.fb, "--peers", self.peers)
+        self.assertEqual((refused.returncode, refused.stdout), (2, ""))
+        self.assertIn("--places both sets the kernels' order", refused.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "no")))
 
     def test_a_failed_verification_still_counts_and_a_lost_run_stops(self):
         env = dict(os.environ, STAND_IN_RC_F="1")  # flashbench: a kernel failed verification, results written
