@@ -30,8 +30,7 @@
 // Session 25's `qreg` (d = 128's shipped variant with Q's fragments in registers for S = Q K^T; measured and removed)
 // passed them all. Session 29's `fastlse128` (d = 128's shipped variant with fastlse's epilogue) runs every d = 128
 // case here on it. Session 56's `k0ahead` (the next work tile's Q and K_0 issued inside this tile's last K/V step;
-// measured and removed) passed these, [sched] and seq_q != seq_k; `k0short` (the same code where work tiles are at
-// most 4 K/V tiles long) runs it on their short cases (call B, prepared).
+// measured and removed) passed these, [sched] and seq_q != seq_k.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>

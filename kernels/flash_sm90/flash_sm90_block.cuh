@@ -184,118 +184,18 @@ struct NoPublish {
   __device__ __forceinline__ void operator()(int, const WorkTile&) const {}
 };
 
-// produce_ring_dynamic's loop under kK0Ahead (see there), with two Q slots.
-template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV,
-          typename Publish>
-__device__ __forceinline__ void produce_ring_k0_ahead(const QRing<Tr>& qr, unsigned* counter, int n_work,
-                                                      std::uint32_t k_bytes, std::uint32_t v_bytes, TileOf& tile_of,
-                                                      KvPlane& kv_plane, LoadQ& load_q, LoadK& load_k,
-                                                      LoadV& load_v, Publish& publish) {
-  const Barriers<Tr>& bars = qr.bars;
-  // K (or V) tile j of plane kv_bh into ring position pos, once its stage is free.
-  auto issue_k = [&](int kv_bh, int j, int pos) {
-    const int s = pos % Tr::kStages;
-    ptx::mbar_wait(bars.k_empty(s), ((pos / Tr::kStages) & 1) ^ 1);
-    ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
-    load_k(kv_bh, j * Tr::kBc, s, bars.k_full(s));
-  };
-  auto issue_v = [&](int kv_bh, int j, int pos) {
-    const int s = pos % Tr::kStages;
-    ptx::mbar_wait(bars.v_empty(s), ((pos / Tr::kStages) & 1) ^ 1);
-    ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
-    load_v(kv_bh, j * Tr::kBc, s, bars.v_full(s));
-  };
-  // Work tile t (< n_work) into Q slot qr.slot(tn): its word, record and Q, once the slot is free; returns the
-  // tile (kv_bh: its K/V plane; returned by value, not through references, which gave the producer a stack frame).
-  struct Begun {
-    WorkTile w;
-    int kv_bh;
-  };
-  auto begin_tile = [&](int tn, unsigned t) {
-    const int slot = qr.slot(tn);
-    st_shared_s32(qr.tile_word(slot), int(t));
-    const WorkTile w = tile_of(int(t));
-    publish(slot, w);
-    ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
-    load_q(w, qr.q_tile(slot), qr.full(slot));
-    return Begun{w, kv_plane(w.bh)};
-  };
-  int it = 0;  // K/V tiles issued so far (ring position)
-  unsigned t = blockIdx.x;
-  Begun cur{}, next{};
-  bool ahead = false;  // this tile's Q and K_0 went out in the last tile's last step
-  for (int tn = 0;; ++tn) {
-    if (!ahead) {
-      const int slot = qr.slot(tn);
-      ptx::mbar_wait(qr.empty(slot), qr.parity(tn) ^ 1u);
-      if (t >= unsigned(n_work)) {  // the word that tells the consumers the block is done
-        st_shared_s32(qr.tile_word(slot), kNoMoreWork);
-        ptx::mbar_arrive(qr.full(slot));
-        break;
-      }
-      cur = begin_tile(tn, t);
-      issue_k(cur.kv_bh, 0, it);
-    }
-    const WorkTile& w = cur.w;
-    const int kv_bh = cur.kv_bh;
-    ahead = false;
-    unsigned t_next = 0;
-    for (int j = 0; j < w.n_tiles; ++j) {
-      const bool last = j == w.n_tiles - 1;
-      // The ticket as in the plain order: taken just before the last K/V tile's loads.
-      unsigned ticket = 0;
-      if (last && counter) ticket = atomicAdd(counter, 1u);
-      if (j > 0) issue_k(kv_bh, j, it + j);
-      if (last) {
-        if (counter) {
-          if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
-          t_next = gridDim.x + ticket;
-        } else {
-          t_next = t + gridDim.x;
-        }
-        if (t_next < unsigned(n_work)) {
-          ptx::mbar_wait(qr.empty(qr.slot(tn + 1)), qr.parity(tn + 1) ^ 1u);
-          next = begin_tile(tn + 1, t_next);
-          issue_k(next.kv_bh, 0, it + w.n_tiles);
-          ahead = true;
-        }
-      }
-      issue_v(kv_bh, j, it + j);
-    }
-    it += w.n_tiles;
-    t = t_next;
-    if (ahead) cur = next;
-  }
-}
-
 // The producer's ring with the dynamic schedule (as produce_ring otherwise): Q tiles through qr
 // (load_q(w, q_tile, bar)); counter: this launch's tile counter, or nullptr for the static
 // round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher). publish(slot, w)
 // runs before the slot's Q full arrive, so what it writes to shared memory is visible to the consumers
 // that wait on that barrier, as the tile word is.
-//
-// kK0Ahead (kOptK0Ahead, the `k0short` probe): the next work tile's Q and its K_0 are issued inside this
-// tile's last K/V step, right after that step's K and before its V, instead of after that V. The consumers
-// release a K stage in the middle of a step (once S_j is done) and a V stage at its end (once P_{j-1}
-// V_{j-1} is), so with two stages the next K_0's stage (K_{n-2}'s) frees half a step before the last V's
-// (V_{n-3}'s), and the next Q's slot (the tile before this one's) is long free: Q comes a step earlier
-// and K_0 half a step, and the last V no later. Needs two Q slots (else the next Q waits for this
-// tile's S; the plain order runs) and tile_of results that stay valid while the current tile's V loads
-// are still to be issued (not kOptTailSplit's, which moves the K/V rows the loaders read).
-template <typename Tr, bool kK0Ahead = false, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK,
-          typename LoadV, typename Publish = NoPublish>
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV,
+          typename Publish = NoPublish>
 __device__ __forceinline__ void produce_ring_dynamic(const QRing<Tr>& qr, unsigned* counter, int n_work,
                                                      std::uint32_t k_bytes, std::uint32_t v_bytes,
                                                      TileOf&& tile_of, KvPlane&& kv_plane, LoadQ&& load_q,
                                                      LoadK&& load_k, LoadV&& load_v,
                                                      Publish&& publish = Publish{}) {
-  if constexpr (kK0Ahead) {
-    if (qr.log2_slots == 1) {
-      produce_ring_k0_ahead<Tr>(qr, counter, n_work, k_bytes, v_bytes, tile_of, kv_plane, load_q, load_k, load_v,
-                                publish);
-      return;
-    }
-  }
   int it = 0;  // K/V tiles issued so far (ring position)
   // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
   unsigned t = blockIdx.x;

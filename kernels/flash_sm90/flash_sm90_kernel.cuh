@@ -127,13 +127,6 @@ inline constexpr unsigned kOptLazyRescale = 4096u;
 //                     Errors: the LSE's ~2^-22 in log2 (its bound at bf16 1.1e-4), the inverse's 1 ulp of f32 before
 //                     O is rounded to 16 bits; a row that sees a key has a sum >= 1 (nothing denormal to flush).
 inline constexpr unsigned kOptFastLse = 8192u;
-//   kOptK0Ahead       (timing probes: session 56's `k0ahead`, every launch, removed; `k0short`, launches of short work
-//                     tiles) the producer issues the next work tile's Q and K_0 inside this tile's last K/V step, after
-//                     its K and before its V (produce_ring_dynamic, kK0Ahead): a step and half a step earlier than after
-//                     that V. Session 55's call S (ncu, d = 128 N = 512) found 9.8% of the consumers' warp samples
-//                     waiting at a work tile's start for its Q and K_0. Not with kOptTailSplit (its tile_of moves the
-//                     rows the K/V loaders read)
-inline constexpr unsigned kOptK0Ahead = 16384u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -244,12 +237,10 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
   // unsplit kernel under the mask); tile_of runs just before each item's K/V loads (produce_ring_dynamic) and leaves
   // the item's first key for them (0 without the split: every work tile reads its plane's keys from the first).
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
-  constexpr bool kK0Ahead = (kOpt & kOptK0Ahead) != 0;
-  static_assert(!(kK0Ahead && kTailSplit), "kOptK0Ahead: tile_of must leave the K/V loaders' rows as they are");
   const TailSplit ts = kTailSplit ? tail_split_plan(n_work, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc))
                                   : TailSplit{n_work, 1, n_work};
   int kv_row0 = 0;
-  produce_ring_dynamic<Tr, kK0Ahead>(
+  produce_ring_dynamic<Tr>(
       qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], ts.items, Tr::kKVBytes, Tr::kKVBytes,
       [&](int t) {
         if constexpr (kTailSplit) {

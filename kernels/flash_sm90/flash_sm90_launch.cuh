@@ -136,12 +136,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            kernel before it): d = 128's shipped variant (desc32, early, xtile, trec) with fastlse's epilogue
 //            (kOptFastLse, kOpt 8215); another variant word runs its variant without it. Call A: 1.007x over 17
 //            non-causal rows, 1.012x over 17 causal ones (N = 512: 1.019-1.030x)
-//   k0short  (session 56, prepared for a later call; the rule in docs/perf-notes.md, "Session 56") launches whose work
-//            tiles are at most FwdDefaults::kShortStaticMaxKvTiles (4) K/V tiles long (seq_k <= 4 kBc), on the shipped
-//            variants that carry fastlse's epilogue (d = 128's, and d = 64's unsplit launches): the producer issues the
-//            next work tile's Q and K_0 inside this tile's last K/V step, before that step's V (kOptK0Ahead,
-//            produce_ring_dynamic). k0ahead, the same at every length, was removed in session 56 (below); its one row in
-//            this scope gained 1.034x. `oneq`, split launches, longer tiles and other variants ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -180,7 +174,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // rule's 1.010x; 128-block grids at N = 1k / 2k 1.011x; `static` runs its launch where q_tiles divides 132; the code is
 // in history at 78b1f07); session 56's `k0ahead` (the producer issuing the next work tile's Q and K_0 inside this
 // tile's last K/V step, before that step's V: call A 1.001x over ten short rows drawn for it, 0.990-1.034x, the one
-// row at 4 K/V tiles a work tile 1.034x; results/h100/s56/A; its kernel code stays for `k0short`, above).
+// row at 4 K/V tiles a work tile 1.034x; results/h100/s56/A; its producer spilled 60 / 48 bytes at d = 128 / 64 under
+// the producer warpgroup's 24 registers, which ptxas_spills rejects; the code is in history at 7a8b738).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -263,7 +258,6 @@ struct FwdProbe {
   bool tile_rec64 = FwdDefaults::kTileRec64;  // trec64 (the default unless `trec64` / `notrec64` is named)
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
-  bool k0_short = false;  // k0short: kOptK0Ahead where work tiles are short (kShortStaticMaxKvTiles)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -321,7 +315,6 @@ inline FwdProbe fwd_probe() {
     f.tile_rec64 = pick("trec64", FwdDefaults::kTileRec64);
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
-    f.k0_short = has("k0short");
     return f;
   }();
   return probe;
@@ -339,11 +332,6 @@ inline int next_tile_counter() {
 // this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
 template <typename Tr, unsigned kOpt = 0>
 void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
-  // k0short: the shipped variants with fastlse's epilogue (unsplit) launch with kOptK0Ahead where work tiles are short.
-  if constexpr ((kOpt & kOptFastLse) != 0 && (kOpt & (kOptTailSplit | kOptK0Ahead)) == 0) {
-    if (fwd_probe().k0_short && (p.seq_k + Tr::kBc - 1) / Tr::kBc <= FwdDefaults::kShortStaticMaxKvTiles)
-      return launch_fwd<Tr, kOpt | kOptK0Ahead>(p, t, stream, split);
-  }
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
