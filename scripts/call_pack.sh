@@ -7,7 +7,8 @@
 # out/b.txz: build-dev's flashbench, GPU tests, their fixture library and the CUDA example plug-in (binaries
 # stripped); out/srcdir.txt: this checkout's absolute path (the build's own paths name it,
 # call_begin links it on the device); out/commit.txt: HEAD, which must be the tree built: commit first, so that
-# what ran can be named (a tree with uncommitted changes to tracked files is refused).
+# what ran can be named (a tree with uncommitted changes to tracked files is refused). Kernels that fail CI's ptxas
+# spill check (where the build kept ptxas's reports) are refused too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-dev  # its own paths (plug-in and fixture locations) name build-dev under this checkout
@@ -25,6 +26,21 @@ head=$(git rev-parse --short=12 HEAD)
 if [ "$built" != "$head" ]; then
   echo "call_pack.sh: $build/flashbench was built from '${built:-?}', HEAD is $head: rebuild it first" >&2
   exit 2
+fi
+# The kernels' spills against the CI's baseline (ptxas_spills, tests/CMakeLists.txt), where the build kept ptxas's
+# reports: a kernel that spills fails CI, so it is not timed either (session 56's call A timed one that did).
+cuda_cmake=$(ls "$build"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -1 || true)
+nvcc_version=""
+[ -n "$cuda_cmake" ] && nvcc_version=$(sed -n 's/^set(CMAKE_CUDA_COMPILER_VERSION "\(.*\)")$/\1/p' "$cuda_cmake")
+if [ -n "$nvcc_version" ] && [ -f scripts/ptxas_spills.py ] && [ -d "$build/CMakeFiles/flashbench_kernels.dir" ]; then
+  rc=0
+  spills=$(python3 scripts/ptxas_spills.py "$build/CMakeFiles/flashbench_kernels.dir" --allow tests/data/ptxas_spills.json \
+    --nvcc-version "$nvcc_version" 2>&1) || rc=$?
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
+    printf '%s\n' "$spills" | grep -v "^ *$" | head -8 >&2
+    echo "call_pack.sh: $build's kernels fail the ptxas spill check (ptxas_spills, as CI runs it): fix them first" >&2
+    exit 2
+  fi
 fi
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT

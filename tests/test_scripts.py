@@ -1571,6 +1571,49 @@ class CallStep(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
                 self.assertIn(message, r.stderr)
 
+    @unittest.skipUnless(shutil.which("git") and shutil.which("strip") and shutil.which("cc"),
+                         "git, strip or cc is not installed")
+    def test_pack_refuses_kernels_that_fail_the_spill_check(self):
+        # A build with ptxas's reports (CMake's CUDA compiler file, the kernel library's folder): call_pack runs
+        # scripts/ptxas_spills.py as CI does (here a stand-in exiting STAND_IN_RC): 1 refuses, 0 and 77 (nothing to
+        # check) pack.
+        repo = os.path.join(self.tmp, "lead")
+        os.makedirs(os.path.join(repo, "scripts"))
+        shutil.copy(os.path.join(SCRIPTS, "call_pack.sh"), os.path.join(repo, "scripts"))
+        with open(os.path.join(repo, "scripts", "ptxas_spills.py"), "w") as f:
+            f.write("import os, sys\nprint('  OVER: k spills 60 bytes', sys.argv[1:])\n"
+                    "sys.exit(int(os.environ['STAND_IN_RC']))\n")
+        git = lambda *a: subprocess.run(["git", "-C", repo, *a], capture_output=True, text=True, check=True).stdout
+        git("init", "-q")
+        with open(os.path.join(repo, ".gitignore"), "w") as f:
+            f.write("/build-dev/\n/out/\n")
+        git("add", ".")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+        build = os.path.join(repo, "build-dev")
+        for f in ("tests/libfb_fixture_fault.so", "examples/plugin/libfb_example_cuda.so", "tests/flashbench_gpu_tests"):
+            os.makedirs(os.path.dirname(os.path.join(build, f)), exist_ok=True)
+            shutil.copy("/bin/true", os.path.join(build, f))
+        os.makedirs(os.path.join(build, "CMakeFiles", "flashbench_kernels.dir"))
+        os.makedirs(os.path.join(build, "CMakeFiles", "3.25.1"))
+        with open(os.path.join(build, "CMakeFiles", "3.25.1", "CMakeCUDACompiler.cmake"), "w") as f:
+            f.write('set(CMAKE_CUDA_COMPILER "/usr/bin/nvcc")\nset(CMAKE_CUDA_COMPILER_VERSION "13.0.88")\n')
+        src = os.path.join(self.tmp, "fb.c")
+        with open(src, "w") as f:
+            f.write('#include <stdio.h>\nint main(void) { puts("flashbench 0.1.0 (git %s)"); return 0; }\n'
+                    % git("rev-parse", "--short=12", "HEAD").strip())
+        subprocess.run(["cc", "-o", os.path.join(build, "flashbench"), src], check=True)
+        pack = ["bash", os.path.join(repo, "scripts", "call_pack.sh")]
+        for rc, packed in ((1, False), (0, True), (77, True)):
+            with self.subTest(rc=rc):
+                shutil.rmtree(os.path.join(repo, "out"), ignore_errors=True)
+                r = subprocess.run(pack, capture_output=True, text=True, env=dict(os.environ, STAND_IN_RC=str(rc)))
+                self.assertEqual(r.returncode, 0 if packed else 2, r.stdout + r.stderr)
+                self.assertEqual(os.path.exists(os.path.join(repo, "out", "b.txz")), packed)
+                if not packed:
+                    self.assertIn("fail the ptxas spill check", r.stderr)
+                    self.assertIn("OVER: k spills 60 bytes", r.stderr)
+                    self.assertIn("--nvcc-version', '13.0.88'", r.stderr)
+
     def test_a_step_past_the_deadline_is_skipped_and_a_slow_one_stopped(self):
         r = self.call("step slow 3 sleep 30\nstep late 100 true\nstep quick 2 true", deadline=8)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
