@@ -46,8 +46,9 @@ class UsageError(Exception):
 
 
 def check_args(args):
+    """Refuses bad input (UsageError); returns the spec's kernels (None: it names none) and the pairs."""
     try:
-        fbspec.load_spec(args.spec)
+        spec_kernels = fbspec.load_spec(args.spec)["kernels"]
     except fbspec.SpecError as e:
         raise UsageError(f"{args.spec}: {e}") from e
     except OSError as e:
@@ -68,6 +69,7 @@ def check_args(args):
     for what, path in (("--flashbench", args.flashbench), ("--peers", args.peers)):
         if not os.path.isfile(path):
             raise UsageError(f"{what}: {path} is not a file")
+    return spec_kernels, pairs
 
 
 def torch_name(backend):
@@ -81,16 +83,17 @@ def round_orders(pairs, spec_kernels, backends, round_no):
     the same place in peers.py's: in pair order in odd rounds, reversed in even ones; then spec_kernels' others (None:
     a spec that names none) and the other backends. None for flashbench where no pair is matched (nothing to set)."""
     wanted = [torch_name(b) for b in backends.split(",")]
-    matched = []
+    matched = {}  # OURS -> PEER, in pair order (a kernel's first pair)
     for ours, peer in pairs:
-        if torch_name(peer) in wanted and peer.startswith("torch-") and ours not in [m[0] for m in matched]:
-            matched.append((ours, torch_name(peer)))
+        if peer in wanted:
+            matched.setdefault(ours, peer)
     if not matched:
         return None, backends
+    order = list(matched.items())
     if round_no % 2 == 0:
-        matched.reverse()
-    kernels = [o for o, _ in matched] + [k for k in spec_kernels or [] if k not in [o for o, _ in matched]]
-    peers = [p for _, p in matched] + [b for b in wanted if b not in [p for _, p in matched]]
+        order.reverse()
+    kernels = [o for o, _ in order] + [k for k in spec_kernels or [] if k not in matched]
+    peers = [p for _, p in order] + wanted  # each backend once, at its first place
     return kernels, ",".join(dict.fromkeys(b[len("torch-"):] for b in peers))
 
 
@@ -123,14 +126,12 @@ def main(argv):
     ap.add_argument("--markdown", action="store_true", help="rounds.txt as Markdown tables")
     args = ap.parse_args(argv)
     try:
-        check_args(args)
+        spec_kernels, pairs = check_args(args)
     except (UsageError, ratios.UsageError) as e:
         print(f"peer_rounds.py: {e}", file=sys.stderr)
         return 2
     out = args.output
     os.makedirs(out, exist_ok=True)
-    pairs = [ratios.parse_pair(p) for p in args.pair]
-    spec_kernels = fbspec.load_spec(args.spec)["kernels"]
     rounds = []
     for i in range(1, args.rounds + 1):
         fb, peers = os.path.join(out, f"fb-{i}.json"), os.path.join(out, f"peers-{i}.json")

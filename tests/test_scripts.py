@@ -1522,31 +1522,41 @@ class CallStep(unittest.TestCase):
         with open(os.path.join(self.repo, "ab.txt")) as f:
             self.assertNotIn("peers-", f.read())
 
-    @unittest.skipUnless(shutil.which("git") and shutil.which("strip") and shutil.which("cc"),
-                         "git, strip or cc is not installed")
-    def test_pack_names_the_commit_the_build_came_from(self):
+    def lead_repo(self, extra_scripts=None):
+        """A lead's checkout for call_pack.sh: a git repo (build-dev/ and out/ ignored) holding call_pack.sh and
+        extra_scripts ({name: text} under scripts/), committed, and build-dev's packed files but flashbench as
+        stand-ins. Returns (repo, its HEAD, the build folder)."""
         repo = os.path.join(self.tmp, "lead")
         os.makedirs(os.path.join(repo, "scripts"))
         shutil.copy(os.path.join(SCRIPTS, "call_pack.sh"), os.path.join(repo, "scripts"))
+        for name, text in (extra_scripts or {}).items():
+            with open(os.path.join(repo, "scripts", name), "w") as f:
+                f.write(text)
         git = lambda *a: subprocess.run(["git", "-C", repo, *a], capture_output=True, text=True, check=True).stdout
         git("init", "-q")
         with open(os.path.join(repo, ".gitignore"), "w") as f:
             f.write("/build-dev/\n/out/\n")
         git("add", ".")
         git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
-        head = git("rev-parse", "HEAD").strip()
         build = os.path.join(repo, "build-dev")
-        for f in ("tests/libfb_fixture_fault.so", "examples/plugin/libfb_example_cuda.so"):
+        for f in ("tests/libfb_fixture_fault.so", "examples/plugin/libfb_example_cuda.so",
+                  "tests/flashbench_gpu_tests"):
             os.makedirs(os.path.dirname(os.path.join(build, f)), exist_ok=True)
             shutil.copy("/bin/true", os.path.join(build, f))
-        shutil.copy("/bin/true", os.path.join(build, "tests", "flashbench_gpu_tests"))
+        return repo, git("rev-parse", "HEAD").strip(), build
 
-        def fake_version(sha):  # an ELF binary (call_pack strips it) that prints a version naming sha
-            src = os.path.join(self.tmp, "fb.c")
-            with open(src, "w") as f:
-                f.write(f'#include <stdio.h>\nint main(void) {{ puts("flashbench 0.1.0 (git {sha})"); return 0; }}\n')
-            subprocess.run(["cc", "-o", os.path.join(build, "flashbench"), src], check=True)
+    def fake_flashbench(self, build, sha):
+        """build's flashbench: an ELF binary (call_pack strips it) that prints a version naming sha."""
+        src = os.path.join(self.tmp, "fb.c")
+        with open(src, "w") as f:
+            f.write(f'#include <stdio.h>\nint main(void) {{ puts("flashbench 0.1.0 (git {sha})"); return 0; }}\n')
+        subprocess.run(["cc", "-o", os.path.join(build, "flashbench"), src], check=True)
 
+    @unittest.skipUnless(shutil.which("git") and shutil.which("strip") and shutil.which("cc"),
+                         "git, strip or cc is not installed")
+    def test_pack_names_the_commit_the_build_came_from(self):
+        repo, head, build = self.lead_repo()
+        fake_version = lambda sha: self.fake_flashbench(build, sha)
         pack = ["bash", os.path.join(repo, "scripts", "call_pack.sh")]
         fake_version(head[:12])
         r = subprocess.run(pack, capture_output=True, text=True)
@@ -1577,31 +1587,14 @@ class CallStep(unittest.TestCase):
         # A build with ptxas's reports (CMake's CUDA compiler file, the kernel library's folder): call_pack runs
         # scripts/ptxas_spills.py as CI does (here a stand-in exiting STAND_IN_RC): 1 refuses, 0 and 77 (nothing to
         # check) pack.
-        repo = os.path.join(self.tmp, "lead")
-        os.makedirs(os.path.join(repo, "scripts"))
-        shutil.copy(os.path.join(SCRIPTS, "call_pack.sh"), os.path.join(repo, "scripts"))
-        with open(os.path.join(repo, "scripts", "ptxas_spills.py"), "w") as f:
-            f.write("import os, sys\nprint('  OVER: k spills 60 bytes', sys.argv[1:])\n"
-                    "sys.exit(int(os.environ['STAND_IN_RC']))\n")
-        git = lambda *a: subprocess.run(["git", "-C", repo, *a], capture_output=True, text=True, check=True).stdout
-        git("init", "-q")
-        with open(os.path.join(repo, ".gitignore"), "w") as f:
-            f.write("/build-dev/\n/out/\n")
-        git("add", ".")
-        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
-        build = os.path.join(repo, "build-dev")
-        for f in ("tests/libfb_fixture_fault.so", "examples/plugin/libfb_example_cuda.so", "tests/flashbench_gpu_tests"):
-            os.makedirs(os.path.dirname(os.path.join(build, f)), exist_ok=True)
-            shutil.copy("/bin/true", os.path.join(build, f))
+        stand_in = "import os, sys\nprint('  OVER: k spills 60 bytes', sys.argv[1:])\n" \
+                   "sys.exit(int(os.environ['STAND_IN_RC']))\n"
+        repo, head, build = self.lead_repo({"ptxas_spills.py": stand_in})
         os.makedirs(os.path.join(build, "CMakeFiles", "flashbench_kernels.dir"))
         os.makedirs(os.path.join(build, "CMakeFiles", "3.25.1"))
         with open(os.path.join(build, "CMakeFiles", "3.25.1", "CMakeCUDACompiler.cmake"), "w") as f:
             f.write('set(CMAKE_CUDA_COMPILER "/usr/bin/nvcc")\nset(CMAKE_CUDA_COMPILER_VERSION "13.0.88")\n')
-        src = os.path.join(self.tmp, "fb.c")
-        with open(src, "w") as f:
-            f.write('#include <stdio.h>\nint main(void) { puts("flashbench 0.1.0 (git %s)"); return 0; }\n'
-                    % git("rev-parse", "--short=12", "HEAD").strip())
-        subprocess.run(["cc", "-o", os.path.join(build, "flashbench"), src], check=True)
+        self.fake_flashbench(build, head[:12])
         pack = ["bash", os.path.join(repo, "scripts", "call_pack.sh")]
         for rc, packed in ((1, False), (0, True), (77, True)):
             with self.subTest(rc=rc):
