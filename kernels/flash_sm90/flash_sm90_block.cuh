@@ -184,6 +184,90 @@ struct NoPublish {
   __device__ __forceinline__ void operator()(int, const WorkTile&) const {}
 };
 
+// produce_ring_dynamic's order with the next work tile's Q and K_0 issued inside this tile's last K/V step, after
+// that step's K and before its V (the `k0rec` probe, kOptK0Rec). The consumers release a K stage in the middle of a
+// step (once S_j is done) and a V stage at its end (once P_{j-1} V_{j-1} is), so with two stages the next K_0's stage
+// (K_{n-2}'s) frees half a step before the last V's (V_{n-3}'s) and the next Q's slot (the tile before this one's) is
+// long free: Q goes out a step earlier and K_0 half a step, the last V no later. Two Q slots (qr.log2_slots == 1).
+// The producer keeps one tile in registers, never two: record(slot, w, kv_bh) writes a begun tile's record to
+// shared memory (with the Q slot's word and Q load, before its Q full arrive), and the loop reads the tile it runs
+// back with recall(slot) -> int2{kv_bh, n_tiles} (session 56's two-tile versions took a stack frame or spilled past
+// the producer warpgroup's 24 registers). tile_of's results must leave the K/V loaders' rows as they are (not
+// kOptTailSplit's).
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV,
+          typename Record, typename Recall>
+__device__ __forceinline__ void produce_ring_k0_rec(const QRing<Tr>& qr, unsigned* counter, int n_work,
+                                                    std::uint32_t k_bytes, std::uint32_t v_bytes, TileOf&& tile_of,
+                                                    KvPlane&& kv_plane, LoadQ&& load_q, LoadK&& load_k,
+                                                    LoadV&& load_v, Record&& record, Recall&& recall) {
+  const Barriers<Tr>& bars = qr.bars;
+  // K (V) tile j of plane kv_bh into ring position pos, once its stage is free.
+  auto issue_k = [&](int kv_bh, int j, int pos) {
+    const int s = pos % Tr::kStages;
+    ptx::mbar_wait(bars.k_empty(s), ((pos / Tr::kStages) & 1) ^ 1);
+    ptx::mbar_arrive_expect_tx(bars.k_full(s), k_bytes);
+    load_k(kv_bh, j * Tr::kBc, s, bars.k_full(s));
+  };
+  auto issue_v = [&](int kv_bh, int j, int pos) {
+    const int s = pos % Tr::kStages;
+    ptx::mbar_wait(bars.v_empty(s), ((pos / Tr::kStages) & 1) ^ 1);
+    ptx::mbar_arrive_expect_tx(bars.v_full(s), v_bytes);
+    load_v(kv_bh, j * Tr::kBc, s, bars.v_full(s));
+  };
+  // Work tile t (< n_work) as the block's tile tn: its word, record and Q into its slot (free: the caller waited),
+  // then its K_0 into ring position pos.
+  auto begin = [&](int tn, unsigned t, int pos) {
+    const int slot = qr.slot(tn);
+    st_shared_s32(qr.tile_word(slot), int(t));
+    const WorkTile w = tile_of(int(t));
+    const int kv_bh = kv_plane(w.bh);
+    record(slot, w, kv_bh);
+    ptx::mbar_arrive_expect_tx(qr.full(slot), Tr::kQBytes);
+    load_q(w, qr.q_tile(slot), qr.full(slot));
+    issue_k(kv_bh, 0, pos);
+  };
+  int it = 0;  // K/V tiles issued so far (ring position)
+  // Unsigned: gridDim.x + ticket reaches 2 n_work - 1, past INT_MAX for n_work > 2^30.
+  unsigned t = blockIdx.x;
+  bool ahead = false;  // this tile's Q and K_0 went out in the last tile's last step
+  for (int tn = 0;; ++tn) {
+    if (!ahead) {
+      const int slot = qr.slot(tn);
+      ptx::mbar_wait(qr.empty(slot), qr.parity(tn) ^ 1u);
+      if (t >= unsigned(n_work)) {  // the word that tells the consumers the block is done
+        st_shared_s32(qr.tile_word(slot), kNoMoreWork);
+        ptx::mbar_arrive(qr.full(slot));
+        break;
+      }
+      begin(tn, t, it);
+    }
+    const int2 cur = recall(qr.slot(tn));  // x: the K/V plane, y: the K/V tiles
+    ahead = false;
+    for (int j = 0; j < cur.y - 1; ++j) {
+      if (j > 0) issue_k(cur.x, j, it + j);
+      issue_v(cur.x, j, it + j);
+    }
+    // The last step. The ticket as in the plain order: taken just before the last K/V tile's loads.
+    const int last = cur.y - 1;
+    unsigned ticket = 0;
+    if (counter) ticket = atomicAdd(counter, 1u);
+    if (last > 0) issue_k(cur.x, last, it + last);
+    if (counter) {
+      if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
+      t = gridDim.x + ticket;
+    } else {
+      t += gridDim.x;
+    }
+    if (t < unsigned(n_work)) {
+      ptx::mbar_wait(qr.empty(qr.slot(tn + 1)), qr.parity(tn + 1) ^ 1u);
+      begin(tn + 1, t, it + cur.y);
+      ahead = true;
+    }
+    issue_v(cur.x, last, it + last);
+    it += cur.y;
+  }
+}
+
 // The producer's ring with the dynamic schedule (as produce_ring otherwise): Q tiles through qr
 // (load_q(w, q_tile, bar)); counter: this launch's tile counter, or nullptr for the static
 // round-robin (t = blockIdx.x, + gridDim.x, ...; a timing probe, see the launcher). publish(slot, w)

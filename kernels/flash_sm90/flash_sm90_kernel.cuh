@@ -127,6 +127,11 @@ inline constexpr unsigned kOptLazyRescale = 4096u;
 //                     Errors: the LSE's ~2^-22 in log2 (its bound at bf16 1.1e-4), the inverse's 1 ulp of f32 before
 //                     O is rounded to 16 bits; a row that sees a key has a sum >= 1 (nothing denormal to flush).
 inline constexpr unsigned kOptFastLse = 8192u;
+//   kOptK0Rec         (the `k0rec` probe, session 57) the producer issues the next work tile's Q and K_0 inside this
+//                     tile's last K/V step, after its K and before its V (produce_ring_k0_rec, flash_sm90_block.cuh),
+//                     keeping one tile in registers: the begun tile's K/V plane rides in its record's fourth word and
+//                     the loop reads its tile back from the record. With kOptTileRec, not with kOptTailSplit
+inline constexpr unsigned kOptK0Rec = 32768u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -240,8 +245,56 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
   const TailSplit ts = kTailSplit ? tail_split_plan(n_work, int(gridDim.x), mask.kv_tiles(0, Tr::kBr, Tr::kBc))
                                   : TailSplit{n_work, 1, n_work};
   int kv_row0 = 0;
+  unsigned* const counter = prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter];
+  auto kv_plane = [&](int bh) {
+    const int b = bh / prm.heads;
+    return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
+  };
+  auto load_k = [&](int kv_bh, int k0, int s, std::uint32_t bar) {
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, kv_row0 + k0, kv_bh,
+           pol_kv);
+  };
+  auto load_v = [&](int kv_bh, int k0, int s, std::uint32_t bar) {
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, kv_row0 + k0, kv_bh,
+           pol_kv);
+  };
+  auto load_q = [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
+#pragma unroll
+    for (int c = 0; c < Tr::kChunks; ++c)
+      load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
+  };
+  // kOptK0Rec (two Q slots): the next tile's Q and K_0 inside this tile's last K/V step; the record's fourth word
+  // carries the tile's K/V plane (the consumers read the first three).
+  constexpr bool kK0Rec = (kOpt & kOptK0Rec) != 0;
+  static_assert(!kK0Rec || ((kOpt & kOptTileRec) != 0 && !kTailSplit),
+                "kOptK0Rec: the tile record, and tile_of leaving the K/V loaders' rows as they are");
+  if constexpr (kK0Rec) {
+    if (qr.log2_slots == 1) {
+      produce_ring_k0_rec<Tr>(
+          qr, counter, n_work, Tr::kKVBytes, Tr::kKVBytes, [&](int t) { return work_tile<Tr>(prm, mask, t); },
+          kv_plane, load_q, load_k, load_v,
+          [&](int slot, const WorkTile& w, int kv_bh) {
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(tile_rec_addr<Tr>(qr.word, slot)),
+                         "r"(w.bh), "r"(w.q0), "r"(w.n_tiles), "r"(kv_bh)
+                         : "memory");
+          },
+          [&](int slot) {
+            int2 r;
+            asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n"
+                         : "=r"(r.y), "=r"(r.x)
+                         : "r"(tile_rec_addr<Tr>(qr.word, slot) + 8u)
+                         : "memory");
+            return r;
+          });
+      return;
+    }
+  }
   produce_ring_dynamic<Tr>(
-      qr, prm.tile_counter < 0 ? nullptr : &g_tile_counters[prm.tile_counter], ts.items, Tr::kKVBytes, Tr::kKVBytes,
+      qr, counter, ts.items, Tr::kKVBytes, Tr::kKVBytes,
       [&](int t) {
         if constexpr (kTailSplit) {
           const SplitItem si = split_item<Tr>(prm, mask, ts, t);
@@ -251,28 +304,7 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
           return work_tile<Tr>(prm, mask, t);
         }
       },
-      [&](int bh) {
-        const int b = bh / prm.heads;
-        return b * prm.kv_heads + (bh - b * prm.heads) / prm.group;
-      },
-      [&](const WorkTile& w, std::uint32_t q_tile, std::uint32_t bar) {
-#pragma unroll
-        for (int c = 0; c < Tr::kChunks; ++c)
-          load(q_tile + c * Tr::kQChunkBytes, &prm.tm_q, bar, c * Tr::kChunkElems, w.q0, w.bh, pol_q);
-      },
-      [&](int kv_bh, int k0, int s, std::uint32_t bar) {
-#pragma unroll
-        for (int c = 0; c < Tr::kChunks; ++c)
-          load(sm.k + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_k, bar, c * Tr::kChunkElems, kv_row0 + k0,
-               kv_bh, pol_kv);
-      },
-      [&](int kv_bh, int k0, int s, std::uint32_t bar) {
-#pragma unroll
-        for (int c = 0; c < Tr::kChunks; ++c)
-          load(sm.v + s * Tr::kKVBytes + c * Tr::kKVChunkBytes, &prm.tm_v, bar, c * Tr::kChunkElems, kv_row0 + k0,
-               kv_bh, pol_kv);
-      },
-      publish);
+      kv_plane, load_q, load_k, load_v, publish);
 }
 
 // ---- consumer pieces ----

@@ -136,6 +136,11 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            kernel before it): d = 128's shipped variant (desc32, early, xtile, trec) with fastlse's epilogue
 //            (kOptFastLse, kOpt 8215); another variant word runs its variant without it. Call A: 1.007x over 17
 //            non-causal rows, 1.012x over 17 causal ones (N = 512: 1.019-1.030x)
+//   k0rec    (session 57's probe; its rule in docs/perf-notes.md, "Session 57") the shipped variants that carry fastlse's
+//            epilogue (d = 128's, and d = 64's unsplit launches): the producer issues the next work tile's Q and K_0
+//            inside this tile's last K/V step, before that step's V (kOptK0Rec, produce_ring_k0_rec), keeping one
+//            tile in registers (session 56's k0ahead kept two and took a 40-byte stack frame; its one row at 4 K/V
+//            tiles a work tile gained 1.034x). `oneq`, split launches and other variants ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -259,6 +264,7 @@ struct FwdProbe {
   bool tile_rec64 = FwdDefaults::kTileRec64;  // trec64 (the default unless `trec64` / `notrec64` is named)
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
+  bool k0_rec = false;  // k0rec: kOptK0Rec on the shipped variants with fastlse's epilogue
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -316,6 +322,7 @@ inline FwdProbe fwd_probe() {
     f.tile_rec64 = pick("trec64", FwdDefaults::kTileRec64);
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
+    f.k0_rec = has("k0rec");
     return f;
   }();
   return probe;
@@ -333,6 +340,10 @@ inline int next_tile_counter() {
 // this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
 template <typename Tr, unsigned kOpt = 0>
 void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
+  // k0rec: the shipped variants with fastlse's epilogue (the tile record, unsplit) launch with kOptK0Rec.
+  if constexpr ((kOpt & kOptFastLse) != 0 && (kOpt & kOptTileRec) != 0 && (kOpt & (kOptTailSplit | kOptK0Rec)) == 0) {
+    if (fwd_probe().k0_rec) return launch_fwd<Tr, kOpt | kOptK0Rec>(p, t, stream, split);
+  }
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
   const std::int64_t kv_planes = std::int64_t(p.batch) * p.kv_heads;
