@@ -31,7 +31,8 @@
 // passed them all. Session 29's `fastlse128` (d = 128's shipped variant with fastlse's epilogue) runs every d = 128
 // case here on it. Session 56's `k0ahead` (the next work tile's Q and K_0 issued inside this tile's last K/V step;
 // measured and removed) passed these, [sched] and seq_q != seq_k. Session 57's `k0rec` (the same order with one tile
-// in the producer's registers) keeps d = 64's split launches as built.
+// in the producer's registers; d = 128's default where work tiles are at most 4 K/V tiles long, here at seq_k <= 512)
+// keeps d = 64's split launches as built.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
@@ -62,7 +63,7 @@ const char* probe_setting() {
 
 // Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, or only words
 // that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `nolazyres`, `trec64`, `fastlse`, `fastlse128` and their
-// no-forms, `k0rec`; another variant word runs its variant unsplit: then either may hold).
+// no-forms, `k0rec`, `nok0rec`; another variant word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -75,7 +76,8 @@ bool tail_split_on() {
     const std::size_t end = std::min(v.find(',', at), v.size());
     const std::string w = v.substr(at, end - at);
     if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "nolazyres" && w != "trec64" && w != "notrec64" &&
-        w != "fastlse" && w != "nofastlse" && w != "fastlse128" && w != "nofastlse128" && w != "k0rec")
+        w != "fastlse" && w != "nofastlse" && w != "fastlse128" && w != "nofastlse128" && w != "k0rec" &&
+        w != "nok0rec")
       return false;
     at = end + 1;
   }

@@ -1,7 +1,8 @@
 // flash-sm90's 16-bit forward, d = 64 non-causal: the tail split's plan and workspace (kernels/flash_sm90/
 // flash_sm90_split.h), host code, so checked here without a GPU; the GPU tests ([sm90fwd]) run the kernels on shapes
 // that split and check that the run's tracked memory holds the workspace. Also `shortstatic`'s rule (short_tile_static,
-// the same header): which d = 128 launches it puts on the static round-robin.
+// the same header): which d = 128 launches it puts on the static round-robin; and `k0rec`'s (k0_rec_on): which launches
+// run the producer order kOptK0Rec.
 
 #include <vector>
 
@@ -121,4 +122,25 @@ TEST_CASE("shortstatic: the static round-robin only on non-causal plane-major la
   CHECK_FALSE(short_tile_static(false, true, 1000, kKeys128, kMax));
   CHECK_FALSE(short_tile_static(false, true, 0, kKeys128, kMax));
   CHECK_FALSE(short_tile_static(false, true, 256, kKeys128, 0));  // a limit of 0: nowhere
+}
+
+TEST_CASE("k0rec: by default d = 128 launches of short work tiles only; the words override it", "[sm90fwd_split]") {
+  constexpr int kKeys = 128;  // d = 64's and d = 128's K/V tile (flash_sm90_config.h)
+  constexpr int kHd = 128;    // FwdDefaults::kK0RecHeadDim
+  constexpr int kMax = 4;     // FwdDefaults::kK0RecMaxKvTiles
+  // Session 57's call A: the short rows (N 298-494) at d = 128 take it, causal or not; d = 64's and the mid rows' not.
+  for (int n : {1, 128, 298, 359, 494, 512}) {
+    INFO("N = " << n);
+    CHECK(k0_rec_on(-1, 128, n, kKeys, kHd, kMax));
+    CHECK_FALSE(k0_rec_on(-1, 64, n, kKeys, kHd, kMax));
+    CHECK_FALSE(k0_rec_on(0, 128, n, kKeys, kHd, kMax));  // nok0rec
+    CHECK(k0_rec_on(1, 64, n, kKeys, kHd, kMax));         // k0rec: wherever the variant takes it
+  }
+  for (int n : {513, 777, 1251, 8192}) {
+    INFO("N = " << n);
+    CHECK_FALSE(k0_rec_on(-1, 128, n, kKeys, kHd, kMax));
+    CHECK(k0_rec_on(1, 128, n, kKeys, kHd, kMax));
+  }
+  CHECK_FALSE(k0_rec_on(-1, 128, 0, kKeys, kHd, kMax));
+  CHECK_FALSE(k0_rec_on(-1, 128, 256, kKeys, kHd, 0));  // a limit of 0: nowhere
 }

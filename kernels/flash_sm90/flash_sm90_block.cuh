@@ -185,7 +185,7 @@ struct NoPublish {
 };
 
 // produce_ring_dynamic's order with the next work tile's Q and K_0 issued inside this tile's last K/V step, after
-// that step's K and before its V (the `k0rec` probe, kOptK0Rec). The consumers release a K stage in the middle of a
+// that step's K and before its V (`k0rec`, kOptK0Rec). The consumers release a K stage in the middle of a
 // step (once S_j is done) and a V stage at its end (once P_{j-1} V_{j-1} is), so with two stages the next K_0's stage
 // (K_{n-2}'s) frees half a step before the last V's (V_{n-3}'s) and the next Q's slot (the tile before this one's) is
 // long free: Q goes out a step earlier and K_0 half a step, the last V no later. Two Q slots (qr.log2_slots == 1).

@@ -136,11 +136,14 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            kernel before it): d = 128's shipped variant (desc32, early, xtile, trec) with fastlse's epilogue
 //            (kOptFastLse, kOpt 8215); another variant word runs its variant without it. Call A: 1.007x over 17
 //            non-causal rows, 1.012x over 17 causal ones (N = 512: 1.019-1.030x)
-//   k0rec    (session 57's probe; its rule in docs/perf-notes.md, "Session 57") the shipped variants that carry fastlse's
-//            epilogue (d = 128's, and d = 64's unsplit launches): the producer issues the next work tile's Q and K_0
-//            inside this tile's last K/V step, before that step's V (kOptK0Rec, produce_ring_k0_rec), keeping one
-//            tile in registers (session 56's k0ahead kept two and took a 40-byte stack frame; its one row at 4 K/V
-//            tiles a work tile gained 1.034x). `oneq`, split launches and other variants ignore it
+//   k0rec    d = 128 launches whose work tiles are at most FwdDefaults::kK0RecMaxKvTiles (4) K/V tiles long (the
+//            default since session 57's call A, FwdDefaults::kK0RecHeadDim; `k0rec` runs it at every length and at
+//            d = 64 too, `nok0rec` nowhere), on the shipped variants that carry fastlse's epilogue (d = 128's, and
+//            d = 64's unsplit launches): the producer issues the next work tile's Q and K_0 inside this tile's last K/V
+//            step, before that step's V (kOptK0Rec, produce_ring_k0_rec), keeping one tile in registers (session 56's
+//            k0ahead kept two and took a 40-byte stack frame). Call A (an H100, results/h100/s57/A): 1.029x over eight
+//            short rows drawn for it (d = 128 1.031-1.097x, d = 64 0.984-0.991x), the mid rows (5-12 K/V tiles) d = 128
+//            1.018 / 1.037x and d = 64 0.979-0.987x. `oneq`, split launches and other variants ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -242,6 +245,14 @@ struct FwdDefaults {
   // default / fastlse128 time 1.007x over 17 non-causal rows (0.989-1.023; N = 512 1.019 / 1.022x bf16 / fp16) and
   // 1.012x over 17 causal ones (0.996-1.030), the papers' grid and held-out MHA / GQA shapes; both classes passed.
   static constexpr bool kFastLse128 = true;
+  // k0rec: kOptK0Rec on d = 128's shipped variant where work tiles are at most kK0RecMaxKvTiles K/V tiles long
+  // (k0_rec_on, flash_sm90_split.h). Session 57's call A (an H100, results/h100/s57/A; three interleaved rounds, the
+  // rule in docs/perf-notes.md before the call): default / k0rec time 1.029x over eight rows of at most 4 K/V tiles a
+  // work tile (0.984-1.097; the rule's 1.02x met), controls 1.005x; its mid check (5-12 K/V tiles) not met. The rule
+  // licensed both head dims at that length; d = 64's rows read 0.984-0.991x (its mid rows 0.979-0.987x) and d = 128's
+  // 1.031-1.097x, so it ships at d = 128 only.
+  static constexpr int kK0RecHeadDim = 128;
+  static constexpr int kK0RecMaxKvTiles = 4;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -264,7 +275,7 @@ struct FwdProbe {
   bool tile_rec64 = FwdDefaults::kTileRec64;  // trec64 (the default unless `trec64` / `notrec64` is named)
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
-  bool k0_rec = false;  // k0rec: kOptK0Rec on the shipped variants with fastlse's epilogue
+  int k0_rec = -1;  // k0rec: 1 on (every launch it applies to), 0 off, -1 the default (k0_rec_on)
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -322,7 +333,7 @@ inline FwdProbe fwd_probe() {
     f.tile_rec64 = pick("trec64", FwdDefaults::kTileRec64);
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
-    f.k0_rec = has("k0rec");
+    f.k0_rec = has("k0rec") ? 1 : has("nok0rec") ? 0 : -1;
     return f;
   }();
   return probe;
@@ -340,9 +351,12 @@ inline int next_tile_counter() {
 // this launch's grid fills (launch_fwd_ship): the launcher does not plan again.
 template <typename Tr, unsigned kOpt = 0>
 void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const TailSplit& split = TailSplit{}) {
-  // k0rec: the shipped variants with fastlse's epilogue (the tile record, unsplit) launch with kOptK0Rec.
+  // k0rec: the shipped variants with fastlse's epilogue (the tile record, unsplit) launch with kOptK0Rec where
+  // k0_rec_on says (d = 128's short work tiles by default).
   if constexpr ((kOpt & kOptFastLse) != 0 && (kOpt & kOptTileRec) != 0 && (kOpt & (kOptTailSplit | kOptK0Rec)) == 0) {
-    if (fwd_probe().k0_rec) return launch_fwd<Tr, kOpt | kOptK0Rec>(p, t, stream, split);
+    if (k0_rec_on(fwd_probe().k0_rec, Tr::kHeadDim, p.seq_k, Tr::kBc, FwdDefaults::kK0RecHeadDim,
+                  FwdDefaults::kK0RecMaxKvTiles))
+      return launch_fwd<Tr, kOpt | kOptK0Rec>(p, t, stream, split);
   }
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
