@@ -31,7 +31,7 @@
 // passed them all. Session 29's `fastlse128` (d = 128's shipped variant with fastlse's epilogue) runs every d = 128
 // case here on it. Session 56's `k0ahead` (the next work tile's Q and K_0 issued inside this tile's last K/V step;
 // measured and removed) passed these, [sched] and seq_q != seq_k. Session 57's `k0rec` (the same order with one tile
-// in the producer's registers; d = 128's default where work tiles are at most 4 K/V tiles long, here at seq_k <= 512)
+// in the producer's registers; d = 128's default where work tiles are at most 16 K/V tiles long)
 // keeps d = 64's split launches as built.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.

@@ -124,19 +124,21 @@ TEST_CASE("shortstatic: the static round-robin only on non-causal plane-major la
   CHECK_FALSE(short_tile_static(false, true, 256, kKeys128, 0));  // a limit of 0: nowhere
 }
 
-TEST_CASE("k0rec: by default d = 128 launches of short work tiles only; the words override it", "[sm90fwd_split]") {
+TEST_CASE("k0rec: by default d = 128 launches of up to 16 K/V tiles a work tile; the words override it",
+          "[sm90fwd_split]") {
   constexpr int kKeys = 128;  // d = 64's and d = 128's K/V tile (flash_sm90_config.h)
   constexpr int kHd = 128;    // FwdDefaults::kK0RecHeadDim
-  constexpr int kMax = 4;     // FwdDefaults::kK0RecMaxKvTiles
-  // Session 57's call A: the short rows (N 298-494) at d = 128 take it, causal or not; d = 64's and the mid rows' not.
-  for (int n : {1, 128, 298, 359, 494, 512}) {
+  constexpr int kMax = 16;    // FwdDefaults::kK0RecMaxKvTiles
+  // Session 57's calls A and B: d = 128's rows of N 298-2046 take it, causal or not; d = 64's do not.
+  for (int n : {1, 128, 298, 512, 703, 1271, 2046, 2048}) {
     INFO("N = " << n);
     CHECK(k0_rec_on(-1, 128, n, kKeys, kHd, kMax));
     CHECK_FALSE(k0_rec_on(-1, 64, n, kKeys, kHd, kMax));
     CHECK_FALSE(k0_rec_on(0, 128, n, kKeys, kHd, kMax));  // nok0rec
     CHECK(k0_rec_on(1, 64, n, kKeys, kHd, kMax));         // k0rec: wherever the variant takes it
   }
-  for (int n : {513, 777, 1251, 8192}) {
+  // Past 16 K/V tiles (unmeasured against a rule) only under the word.
+  for (int n : {2049, 4096, 8192}) {
     INFO("N = " << n);
     CHECK_FALSE(k0_rec_on(-1, 128, n, kKeys, kHd, kMax));
     CHECK(k0_rec_on(1, 128, n, kKeys, kHd, kMax));

@@ -127,7 +127,7 @@ inline constexpr unsigned kOptLazyRescale = 4096u;
 //                     Errors: the LSE's ~2^-22 in log2 (its bound at bf16 1.1e-4), the inverse's 1 ulp of f32 before
 //                     O is rounded to 16 bits; a row that sees a key has a sum >= 1 (nothing denormal to flush).
 inline constexpr unsigned kOptFastLse = 8192u;
-//   kOptK0Rec         (`k0rec`: d = 128's short work tiles since session 57's call A) the producer issues the next work tile's Q and K_0 inside this
+//   kOptK0Rec         (`k0rec`: d = 128's work tiles of up to 16 K/V tiles since session 57) the producer issues the next work tile's Q and K_0 inside this
 //                     tile's last K/V step, after its K and before its V (produce_ring_k0_rec, flash_sm90_block.cuh),
 //                     keeping one tile in registers: the begun tile's K/V plane rides in its record's fourth word and
 //                     the loop reads its tile back from the record. With kOptTileRec, not with kOptTailSplit

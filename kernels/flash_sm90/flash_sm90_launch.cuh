@@ -136,14 +136,16 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            kernel before it): d = 128's shipped variant (desc32, early, xtile, trec) with fastlse's epilogue
 //            (kOptFastLse, kOpt 8215); another variant word runs its variant without it. Call A: 1.007x over 17
 //            non-causal rows, 1.012x over 17 causal ones (N = 512: 1.019-1.030x)
-//   k0rec    d = 128 launches whose work tiles are at most FwdDefaults::kK0RecMaxKvTiles (4) K/V tiles long (the
-//            default since session 57's call A, FwdDefaults::kK0RecHeadDim; `k0rec` runs it at every length and at
-//            d = 64 too, `nok0rec` nowhere), on the shipped variants that carry fastlse's epilogue (d = 128's, and
+//   k0rec    d = 128 launches whose work tiles are at most FwdDefaults::kK0RecMaxKvTiles (16) K/V tiles long (the
+//            default since session 57's calls A and B, FwdDefaults::kK0RecHeadDim; `k0rec` runs it at every length and
+//            at d = 64 too, `nok0rec` nowhere), on the shipped variants that carry fastlse's epilogue (d = 128's, and
 //            d = 64's unsplit launches): the producer issues the next work tile's Q and K_0 inside this tile's last K/V
 //            step, before that step's V (kOptK0Rec, produce_ring_k0_rec), keeping one tile in registers (session 56's
 //            k0ahead kept two and took a 40-byte stack frame). Call A (an H100, results/h100/s57/A): 1.029x over eight
 //            short rows drawn for it (d = 128 1.031-1.097x, d = 64 0.984-0.991x), the mid rows (5-12 K/V tiles) d = 128
-//            1.018 / 1.037x and d = 64 0.979-0.987x. `oneq`, split launches and other variants ignore it
+//            1.018 / 1.037x and d = 64 0.979-0.987x. Call B (results/h100/s57/B): at every length against the default
+//            up to 4, 1.010x over eight d = 128 rows of 6-16 K/V tiles drawn for it (1.002-1.016x). `oneq`, split
+//            launches and other variants ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -250,9 +252,12 @@ struct FwdDefaults {
   // rule in docs/perf-notes.md before the call): default / k0rec time 1.029x over eight rows of at most 4 K/V tiles a
   // work tile (0.984-1.097; the rule's 1.02x met), controls 1.005x; its mid check (5-12 K/V tiles) not met. The rule
   // licensed both head dims at that length; d = 64's rows read 0.984-0.991x (its mid rows 0.979-0.987x) and d = 128's
-  // 1.031-1.097x, so it ships at d = 128 only.
+  // 1.031-1.097x, so it ships at d = 128 only. Session 57's call B (results/h100/s57/B, its rule written before it):
+  // k0rec at every length / the default up to 4 K/V tiles, 1.0102x over eight d = 128 rows of 6-16 K/V tiles (N
+  // 703-2046; 1.002-1.016, the rule's 1.01x met), controls of at most 4 (the same kernel on both sides) 1.001x: up to
+  // 16 since. Longer work tiles were not measured against a rule (call A's N = 8192 control read 1.005x).
   static constexpr int kK0RecHeadDim = 128;
-  static constexpr int kK0RecMaxKvTiles = 4;
+  static constexpr int kK0RecMaxKvTiles = 16;
 };
 struct FwdProbe {
   bool static_schedule = false;

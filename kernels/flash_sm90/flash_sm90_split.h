@@ -90,8 +90,8 @@ inline bool short_tile_static(bool causal, bool plane_major, int seq_k, int kv_t
   return (seq_k + kv_tile_keys - 1) / kv_tile_keys <= max_kv_tiles;
 }
 
-// Session 57's `k0rec` (flash_sm90_launch.cuh; FwdDefaults::kK0RecHeadDim, kK0RecMaxKvTiles; the default since call
-// A): whether a launch of the shipped variants with fastlse's epilogue runs the producer order kOptK0Rec. word: the
+// Session 57's `k0rec` (flash_sm90_launch.cuh; FwdDefaults::kK0RecHeadDim, kK0RecMaxKvTiles; the default since calls
+// A and B): whether a launch of the shipped variants with fastlse's epilogue runs the producer order kOptK0Rec. word: the
 // probe word's tri-state (1 `k0rec`: every launch it applies to, 0 `nok0rec`: none, -1 the default: head dim
 // default_head_dim where work tiles are at most max_kv_tiles K/V tiles of kv_tile_keys keys, seq_k <= max_kv_tiles x
 // kv_tile_keys, causal or not). Host code only.
