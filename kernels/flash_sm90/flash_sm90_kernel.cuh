@@ -127,13 +127,14 @@ inline constexpr unsigned kOptLazyRescale = 4096u;
 //                     Errors: the LSE's ~2^-22 in log2 (its bound at bf16 1.1e-4), the inverse's 1 ulp of f32 before
 //                     O is rounded to 16 bits; a row that sees a key has a sum >= 1 (nothing denormal to flush).
 inline constexpr unsigned kOptFastLse = 8192u;
-//   kOptK0Rec         (`k0rec`: d = 128's work tiles of up to 16 K/V tiles since session 57) the producer issues the next work tile's Q and K_0 inside this
-//                     tile's last K/V step, after its K and before its V (produce_ring_k0_rec, flash_sm90_block.cuh),
-//                     keeping one tile in registers: the begun tile's K/V plane rides in its record's fourth word and
-//                     the loop reads its tile back from the record. With kOptTileRec, not with kOptTailSplit
+//   kOptK0Rec         (`k0rec`: d = 128's work tiles of up to 16 K/V tiles since session 57) the producer issues the
+//                     next work tile's Q and K_0 inside this tile's last K/V step, after its K and before its V
+//                     (produce_ring_k0_rec, flash_sm90_block.cuh), keeping one tile in registers: the begun tile's
+//                     K/V plane rides in its record's fourth word and the loop reads its tile back from the record.
+//                     With kOptTileRec, not with kOptTailSplit
 inline constexpr unsigned kOptK0Rec = 32768u;
-//   kOptK0Try         (the `k0try` probe, session 57, with kOptK0Rec) the last step's V before the next tile's Q and K_0
-//                     where its stage is free already (produce_ring_k0_rec's kVFirst)
+//   kOptK0Try         (the `k0try` probe, session 57, with kOptK0Rec) the last step's V before the next tile's Q and
+//                     K_0 where its stage is free already (produce_ring_k0_rec's kVFirst)
 inline constexpr unsigned kOptK0Try = 65536u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
@@ -222,11 +223,12 @@ __device__ __forceinline__ void tma_load_3d_hint(std::uint32_t dst, const void* 
 template <typename Tr, unsigned kOpt>
 __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr>& sm,
                                         const QRing<Tr>& qr, const CausalMask& mask, int n_work) {
-  // kOptTileRec: the record {plane, first row, K/V tiles} the consumers read instead of work_tile().
-  auto publish = [&](int slot, const WorkTile& w) {
+  // kOptTileRec: the record {plane, first row, K/V tiles} the consumers read instead of work_tile(); its fourth word
+  // is the producer's own (kOptK0Rec: the tile's K/V plane).
+  auto publish = [&](int slot, const WorkTile& w, int own = 0) {
     if constexpr ((kOpt & kOptTileRec) != 0)
       asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(tile_rec_addr<Tr>(qr.word, slot)),
-                   "r"(w.bh), "r"(w.q0), "r"(w.n_tiles), "r"(0)
+                   "r"(w.bh), "r"(w.q0), "r"(w.n_tiles), "r"(own)
                    : "memory");
   };
 
@@ -279,12 +281,7 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
     if (qr.log2_slots == 1) {
       produce_ring_k0_rec<Tr, (kOpt & kOptK0Try) != 0>(
           qr, counter, n_work, Tr::kKVBytes, Tr::kKVBytes, [&](int t) { return work_tile<Tr>(prm, mask, t); },
-          kv_plane, load_q, load_k, load_v,
-          [&](int slot, const WorkTile& w, int kv_bh) {
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(tile_rec_addr<Tr>(qr.word, slot)),
-                         "r"(w.bh), "r"(w.q0), "r"(w.n_tiles), "r"(kv_bh)
-                         : "memory");
-          },
+          kv_plane, load_q, load_k, load_v, publish,
           [&](int slot) {
             int2 r;
             asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n"

@@ -189,8 +189,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // rule's 1.010x; 128-block grids at N = 1k / 2k 1.011x; `static` runs its launch where q_tiles divides 132; the code is
 // in history at 78b1f07); session 56's `k0ahead` (the producer issuing the next work tile's Q and K_0 inside this
 // tile's last K/V step, before that step's V: call A 1.001x over ten short rows drawn for it, 0.990-1.034x, the one
-// row at 4 K/V tiles a work tile 1.034x; results/h100/s56/A; its producer took a 40-byte stack frame, and the same order
-// scoped to short tiles spilled 60 / 48 bytes at d = 128 / 64 past the producer warpgroup's 24 registers, which
+// row at 4 K/V tiles a work tile 1.034x; results/h100/s56/A; its producer took a 40-byte stack frame, and the same
+// order scoped to short tiles spilled 60 / 48 bytes at d = 128 / 64 past the producer warpgroup's 24 registers, which
 // ptxas_spills rejects; the code is in history at 7a8b738).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.

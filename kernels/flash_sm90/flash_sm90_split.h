@@ -85,20 +85,23 @@ inline std::size_t tail_split_workspace_bytes(const TailSplit& ts, int rows, int
 // most max_kv_tiles K/V tiles of kv_tile_keys keys long (seq_k <= max_kv_tiles x kv_tile_keys): session 19's call B
 // read the static launch 1.022x over the tile counter at 4 K/V tiles a tile (N = 512) and level at 5 / 6 / 8 / 12
 // (docs/perf-notes.md, flash-sm90 forward, "Session 19"). Host code only.
-inline bool short_tile_static(bool causal, bool plane_major, int seq_k, int kv_tile_keys, int max_kv_tiles) {
-  if (causal || !plane_major || seq_k <= 0 || kv_tile_keys <= 0) return false;
+// Whether seq_k keys make at most max_kv_tiles K/V tiles of kv_tile_keys keys (false for no keys or no tile size).
+inline bool kv_tiles_at_most(int seq_k, int kv_tile_keys, int max_kv_tiles) {
+  if (seq_k <= 0 || kv_tile_keys <= 0) return false;
   return (seq_k + kv_tile_keys - 1) / kv_tile_keys <= max_kv_tiles;
 }
+inline bool short_tile_static(bool causal, bool plane_major, int seq_k, int kv_tile_keys, int max_kv_tiles) {
+  return !causal && plane_major && kv_tiles_at_most(seq_k, kv_tile_keys, max_kv_tiles);
+}
 
-// Session 57's `k0rec` (flash_sm90_launch.cuh; FwdDefaults::kK0RecHeadDim, kK0RecMaxKvTiles; the default since calls
-// A and B): whether a launch of the shipped variants with fastlse's epilogue runs the producer order kOptK0Rec. word: the
-// probe word's tri-state (1 `k0rec`: every launch it applies to, 0 `nok0rec`: none, -1 the default: head dim
-// default_head_dim where work tiles are at most max_kv_tiles K/V tiles of kv_tile_keys keys, seq_k <= max_kv_tiles x
-// kv_tile_keys, causal or not). Host code only.
+// Session 57's `k0rec` (flash_sm90_launch.cuh; FwdDefaults::kK0RecHeadDim, kK0RecMaxKvTiles; the default since
+// calls A and B): whether a launch of the shipped variants with fastlse's epilogue runs the producer order kOptK0Rec.
+// word: the probe word's tri-state (1 `k0rec`: every launch it applies to, 0 `nok0rec`: none, -1 the default: head dim
+// default_head_dim where work tiles are at most max_kv_tiles K/V tiles of kv_tile_keys keys, causal or not). Host code
+// only.
 inline bool k0_rec_on(int word, int head_dim, int seq_k, int kv_tile_keys, int default_head_dim, int max_kv_tiles) {
   if (word >= 0) return word > 0;
-  if (head_dim != default_head_dim || seq_k <= 0 || kv_tile_keys <= 0) return false;
-  return (seq_k + kv_tile_keys - 1) / kv_tile_keys <= max_kv_tiles;
+  return head_dim == default_head_dim && kv_tiles_at_most(seq_k, kv_tile_keys, max_kv_tiles);
 }
 
 }  // namespace fb::cuda::flash_sm90

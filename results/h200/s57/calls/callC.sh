@@ -42,7 +42,8 @@ python3 scripts/ab_rule.py $R/ab --spec-dir $R/specs --kernel flash-sm90 --base 
   --controls-geomean-band 0.99:1.01 --json $R/rule.json > $R/rule.txt 2>&1
 echo "rule-k0try rc=$?"
 cut -c1-150 $R/rule.txt
-# Readings, no rule: k0rec against def at d = 64 (call A's loss again), k0try against def at d = 128 (def is k0rec there).
+# Readings, no rule: k0rec against def at d = 64 (call A's loss again), k0try against def at d = 128 (def is k0rec
+# there).
 for v in k0rec k0try; do
   rows='k0c-*'
   [ $v = k0try ] && rows='k0c128-*'
