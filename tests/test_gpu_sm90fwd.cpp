@@ -63,7 +63,7 @@ const char* probe_setting() {
 
 // Whether FB_SM90_FWD_PROBE turns the tail split off (`notailsplit`), or leaves it on for sure (unset, or only words
 // that keep d = 64's shipped variant: `tailsplit`, `lazyres`, `nolazyres`, `trec64`, `fastlse`, `fastlse128` and their
-// no-forms, `k0rec`, `nok0rec`, `k0try`; another variant word runs its variant unsplit: then either may hold).
+// no-forms, `k0rec`, `nok0rec`; another variant word runs its variant unsplit: then either may hold).
 bool tail_split_off() {
   const char* probe = std::getenv("FB_SM90_FWD_PROBE");
   const std::string v = "," + std::string(probe ? probe : "") + ",";
@@ -77,7 +77,7 @@ bool tail_split_on() {
     const std::string w = v.substr(at, end - at);
     if (!w.empty() && w != "tailsplit" && w != "lazyres" && w != "nolazyres" && w != "trec64" && w != "notrec64" &&
         w != "fastlse" && w != "nofastlse" && w != "fastlse128" && w != "nofastlse128" && w != "k0rec" &&
-        w != "nok0rec" && w != "k0try")
+        w != "nok0rec")
       return false;
     at = end + 1;
   }

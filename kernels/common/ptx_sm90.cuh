@@ -57,18 +57,6 @@ __device__ __forceinline__ bool mbar_try_wait(std::uint32_t bar, std::uint32_t p
       : "memory");
   return done != 0;
 }
-// Whether the phase with this parity has completed, now: test_wait never suspends the thread (try_wait may, for a
-// while, before it answers false).
-__device__ __forceinline__ bool mbar_test_wait(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
 __device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
   while (!mbar_try_wait(bar, parity)) {
   }

@@ -194,12 +194,8 @@ struct NoPublish {
 // back with recall(slot) -> int2{kv_bh, n_tiles} (session 56's two-tile versions took a stack frame or spilled past
 // the producer warpgroup's 24 registers). tile_of's results must leave the K/V loaders' rows as they are (not
 // kOptTailSplit's).
-//
-// kVFirst (the `k0try` probe, kOptK0Try): in the last step, V goes out before the next tile's Q and K_0 when its stage
-// is free already (mbarrier.test_wait), and after them otherwise, so that the next tile's loads never queue ahead of
-// a V that could go (session 57's call A read k0rec at d = 64 0.979-0.991x of the plain order).
-template <typename Tr, bool kVFirst = false, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK,
-          typename LoadV, typename Record, typename Recall>
+template <typename Tr, typename TileOf, typename KvPlane, typename LoadQ, typename LoadK, typename LoadV,
+          typename Record, typename Recall>
 __device__ __forceinline__ void produce_ring_k0_rec(const QRing<Tr>& qr, unsigned* counter, int n_work,
                                                     std::uint32_t k_bytes, std::uint32_t v_bytes, TileOf&& tile_of,
                                                     KvPlane&& kv_plane, LoadQ&& load_q, LoadK&& load_k,
@@ -256,45 +252,19 @@ __device__ __forceinline__ void produce_ring_k0_rec(const QRing<Tr>& qr, unsigne
     unsigned ticket = 0;
     if (counter) ticket = atomicAdd(counter, 1u);
     if (last > 0) issue_k(cur.x, last, it + last);
-    if constexpr (kVFirst) {
-      it += cur.y;  // the ring position after this tile (the next tile's K_0 goes there): within the registers
-      // The next work tile: its word, record, Q and K_0 (begin), if there is one.
-      auto next_tile = [&] {
-        if (counter) {
-          if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
-          t = gridDim.x + ticket;
-        } else {
-          t += gridDim.x;
-        }
-        if (t < unsigned(n_work)) {
-          ptx::mbar_wait(qr.empty(qr.slot(tn + 1)), qr.parity(tn + 1) ^ 1u);
-          begin(tn + 1, t, it);
-          ahead = true;
-        }
-      };
-      const int v_pos = it - 1;
-      if (ptx::mbar_test_wait(bars.v_empty(v_pos % Tr::kStages), ((v_pos / Tr::kStages) & 1) ^ 1)) {
-        issue_v(cur.x, last, v_pos);  // its stage is free: the wait passes at once
-        next_tile();
-      } else {
-        next_tile();
-        issue_v(cur.x, last, v_pos);
-      }
+    if (counter) {
+      if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
+      t = gridDim.x + ticket;
     } else {
-      if (counter) {
-        if (ticket == unsigned(n_work) - 1u) atomicExch(counter, 0u);  // the launch's last ticket
-        t = gridDim.x + ticket;
-      } else {
-        t += gridDim.x;
-      }
-      if (t < unsigned(n_work)) {
-        ptx::mbar_wait(qr.empty(qr.slot(tn + 1)), qr.parity(tn + 1) ^ 1u);
-        begin(tn + 1, t, it + cur.y);
-        ahead = true;
-      }
-      issue_v(cur.x, last, it + last);
-      it += cur.y;
+      t += gridDim.x;
     }
+    if (t < unsigned(n_work)) {
+      ptx::mbar_wait(qr.empty(qr.slot(tn + 1)), qr.parity(tn + 1) ^ 1u);
+      begin(tn + 1, t, it + cur.y);
+      ahead = true;
+    }
+    issue_v(cur.x, last, it + last);
+    it += cur.y;
   }
 }
 

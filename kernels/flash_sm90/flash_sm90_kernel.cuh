@@ -133,9 +133,6 @@ inline constexpr unsigned kOptFastLse = 8192u;
 //                     K/V plane rides in its record's fourth word and the loop reads its tile back from the record.
 //                     With kOptTileRec, not with kOptTailSplit
 inline constexpr unsigned kOptK0Rec = 32768u;
-//   kOptK0Try         (the `k0try` probe, session 57, with kOptK0Rec) the last step's V before the next tile's Q and
-//                     K_0 where its stage is free already (produce_ring_k0_rec's kVFirst)
-inline constexpr unsigned kOptK0Try = 65536u;
 
 // Shared-memory address of Q slot `slot`'s work-tile record (kOptTileRec).
 template <typename Tr> __device__ __forceinline__ std::uint32_t tile_rec_addr(std::uint32_t tile_word, int slot) {
@@ -279,7 +276,7 @@ __device__ __forceinline__ void produce(const FwdParams& prm, const SmemTiles<Tr
                 "kOptK0Rec: the tile record, and tile_of leaving the K/V loaders' rows as they are");
   if constexpr (kK0Rec) {
     if (qr.log2_slots == 1) {
-      produce_ring_k0_rec<Tr, (kOpt & kOptK0Try) != 0>(
+      produce_ring_k0_rec<Tr>(
           qr, counter, n_work, Tr::kKVBytes, Tr::kKVBytes, [&](int t) { return work_tile<Tr>(prm, mask, t); },
           kv_plane, load_q, load_k, load_v, publish,
           [&](int slot) {

@@ -146,11 +146,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            1.018 / 1.037x and d = 64 0.979-0.987x. Call B (results/h100/s57/B): at every length against the default
 //            up to 4, 1.010x over eight d = 128 rows of 6-16 K/V tiles drawn for it (1.002-1.016x). `oneq`, split
 //            launches and other variants ignore it
-//   k0try    (session 57's probe, prepared for a later call; the rule in docs/perf-notes.md, "Session 57") wherever
-//            k0rec runs (`k0rec,k0try` for every launch it applies to, d = 64's included): the last step's V goes out
-//            before the next tile's Q and K_0 where its stage is free already (kOptK0Try, mbarrier.test_wait), after
-//            them otherwise. Call A read k0rec at d = 64 0.979-0.991x of the plain order; the guess is that there the
-//            next tile's 40 KB queue ahead of a V the consumers' short steps then wait for
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -191,7 +186,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // tile's last K/V step, before that step's V: call A 1.001x over ten short rows drawn for it, 0.990-1.034x, the one
 // row at 4 K/V tiles a work tile 1.034x; results/h100/s56/A; its producer took a 40-byte stack frame, and the same
 // order scoped to short tiles spilled 60 / 48 bytes at d = 128 / 64 past the producer warpgroup's 24 registers, which
-// ptxas_spills rejects; the code is in history at 7a8b738).
+// ptxas_spills rejects; the code is in history at 7a8b738); session 57's `k0try` (beside k0rec, the last step's V
+// before the next tile's Q and K_0 where its stage is free already, mbarrier.test_wait: session 58's call C, an H100,
+// 0.998x of the default over eight d = 64 rows drawn for it, 0.985-1.017x, under its rule's 1.01x; k0rec alone there
+// 1.000x; results/h100/s58/C; the code is in history at 36a20f0).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -286,7 +284,6 @@ struct FwdProbe {
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
   int k0_rec = -1;  // k0rec: 1 on (every launch it applies to), 0 off, -1 the default (k0_rec_on)
-  bool k0_try = false;  // k0try: kOptK0Try beside kOptK0Rec, wherever k0rec runs
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -318,6 +315,7 @@ inline FwdProbe fwd_probe() {
     refuse({"pinq"}, "session 19");
     refuse({"qreg"}, "session 25");
     refuse({"k0ahead"}, "session 56");
+    refuse({"k0try"}, "session 58");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -345,7 +343,6 @@ inline FwdProbe fwd_probe() {
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
     f.k0_rec = has("k0rec") ? 1 : has("nok0rec") ? 0 : -1;
-    f.k0_try = has("k0try");
     return f;
   }();
   return probe;
@@ -367,10 +364,8 @@ void launch_fwd(const AttentionParams& p, Dtype t, cudaStream_t stream, const Ta
   // k0_rec_on says (d = 128's short work tiles by default).
   if constexpr ((kOpt & kOptFastLse) != 0 && (kOpt & kOptTileRec) != 0 && (kOpt & (kOptTailSplit | kOptK0Rec)) == 0) {
     if (k0_rec_on(fwd_probe().k0_rec, Tr::kHeadDim, p.seq_k, Tr::kBc, FwdDefaults::kK0RecHeadDim,
-                  FwdDefaults::kK0RecMaxKvTiles)) {
-      if (fwd_probe().k0_try) return launch_fwd<Tr, kOpt | kOptK0Rec | kOptK0Try>(p, t, stream, split);
+                  FwdDefaults::kK0RecMaxKvTiles))
       return launch_fwd<Tr, kOpt | kOptK0Rec>(p, t, stream, split);
-    }
   }
   FwdParams prm{};
   const std::int64_t q_planes = std::int64_t(p.batch) * p.heads;
