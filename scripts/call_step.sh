@@ -39,6 +39,11 @@
 # each spec's `flashbench run --list` case lines (the memory each kernel needs, its workspace included) as built and
 # under the environment ASSIGNMENT, side by side, appended to OUT a case a line: "SPEC: built LINE | NAME: LINE" (which
 # rows a probe's plan gives a workspace: a head split, pieces).
+#   ncu_prof NAME FILTER KERNEL KERNEL_REGEX
+# Nsight Compute on one launch of KERNEL (the first whose name matches KERNEL_REGEX) at the case of
+# configs/issue13-h200.json that FILTER picks, clocks free, warp states sampled per SASS instruction (step ncu-NAME,
+# 45 s at most): $R/NAME/details.txt (the details page) and source-sass.csv (the SASS page as CSV, samples and stall
+# reasons an instruction); prints the duration, elapsed cycles and issue figures.
 #   call_end NAME
 # drops empty files under $R, packs $R into $OUT/NAME.tgz (what the device tool brings back) and removes $R.
 call_begin() {  # DIR
@@ -165,6 +170,23 @@ list_beside() {  # SPEC_DIR "SPECS" NAME ASSIGNMENT OUT
     paste -d"|" "$R/.list-a" "$R/.list-b" | sed "s/|/ | $3: /; s/^/$s: built /" >> "$5"
   done
   rm -f "$R/.list-a" "$R/.list-b"
+}
+
+ncu_prof() {  # NAME FILTER KERNEL KERNEL_REGEX
+  local n=$1 ncu
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  mkdir -p "$R/$n"
+  step "ncu-$n" 45 "$ncu" -f --clock-control none -o "$R/$n/rep" -k "regex:$4" --launch-count 1 \
+    --section WarpStateStats --section SourceCounters --section SchedulerStats --section SpeedOfLight \
+    --section LaunchStats "$fb" run configs/issue13-h200.json --kernels "$3" --filter "$2" --warmup 0 --reps 1 \
+    --warmup-time 0 --no-ceilings -q
+  if [ -f "$R/$n/rep.ncu-rep" ]; then
+    "$ncu" -i "$R/$n/rep.ncu-rep" --page details > "$R/$n/details.txt" 2>&1
+    "$ncu" -i "$R/$n/rep.ncu-rep" --page source --csv --print-source sass > "$R/$n/source-sass.csv" 2>&1
+    rm -f "$R/$n/rep.ncu-rep"
+  fi
+  grep -E "Duration|Elapsed Cycles|Issued Ipc|No Eligible|Warp Cycles Per Issued" "$R/$n/details.txt" 2>/dev/null |
+    head -6
 }
 
 call_end() {  # NAME

@@ -1484,6 +1484,39 @@ class CallStep(unittest.TestCase):
         self.assertEqual((one["name"], one["pass"], one["kernels"], one["seed"]), ("s-bwd", ["bwd"], ["k"], 7))
         self.assertEqual((two["name"], two["pass"], two["kernels"], two["seed"]), ("s", ["fwd", "bwd"], ["other"], 7))
 
+    def test_ncu_prof_keeps_the_two_pages_and_drops_the_report(self):
+        # A stand-in ncu on PATH: profiling writes the report (and the command it profiled, to check the filter and
+        # the kernel reached flashbench); -i prints a details page or a SASS page.
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir)
+        with open(os.path.join(bindir, "ncu"), "w") as f:
+            f.write("#!/bin/sh\n"
+                    "if [ \"$1\" = -i ]; then\n"
+                    "  case \"$*\" in *source*) echo 'Address,Source,Warp Stall Sampling';;\n"
+                    "  *) printf '    Elapsed Cycles    cycle    302,854\\n    Duration    us    173.66\\n';; esac\n"
+                    "  exit 0\nfi\n"
+                    "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && o=$2; [ \"$1\" = run ] && shift && break; shift; done\n"
+                    "echo \"$*\" > \"$o.ncu-rep\"\ncp \"$o.ncu-rep\" \"$o.args\"\n")
+        os.chmod(os.path.join(bindir, "ncu"), 0o755)
+        script = os.path.join(self.repo, "call.sh")
+        with open(script, "w") as f:
+            f.write("set -uo pipefail\nsource scripts/call_step.sh\ncall_begin $OUT/X\n"
+                    "ncu_prof ours 'b32-n512' flash-sm90 flash_sm90_fwd_kernel\ncall_end X\n")
+        r = subprocess.run(["bash", script], capture_output=True, text=True, cwd=self.repo, timeout=120,
+                           env=dict(os.environ, OUT=self.out, DEADLINE="120",
+                                    PATH=bindir + os.pathsep + os.environ["PATH"]))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("== ncu-ours rc=0", r.stdout)
+        self.assertIn("Duration    us    173.66", r.stdout)
+        names = subprocess.run(["tar", "tzf", os.path.join(self.out, "X.tgz")], capture_output=True, text=True,
+                               check=True).stdout.split()
+        self.assertIn("X/ours/details.txt", names)
+        self.assertIn("X/ours/source-sass.csv", names)
+        self.assertNotIn("X/ours/rep.ncu-rep", names)  # the report itself does not come back
+        args = subprocess.run(["tar", "xzOf", os.path.join(self.out, "X.tgz"), "X/ours/rep.args"],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertIn("--kernels flash-sm90 --filter b32-n512", args)
+
     def test_ab_spec_writes_a_row_the_spec_loader_takes_and_refuses_a_causal_word(self):
         r = self.call("ab_spec specs g 3 12 4 777 64 fp16 true && ab_spec specs f 2 8 8 512 128 bf16 false fwd\n"
                       "ab_spec specs bad 1 2 2 256 64 bf16 yes; echo bad=$?")

@@ -10,24 +10,10 @@ set -uo pipefail
 export DEADLINE=${DEADLINE:-200}
 source scripts/call_step.sh
 call_begin $OUT/S
-ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-prof() {  # name filter kernel kernel-regex
-  local n=$1
-  mkdir -p $R/$n
-  step ncu-$n 45 $ncu -f --clock-control none -o $R/$n/rep -k regex:$4 --launch-count 1 --section WarpStateStats \
-    --section SourceCounters --section SchedulerStats --section SpeedOfLight --section LaunchStats \
-    $fb run configs/issue13-h200.json --kernels $3 --filter "$2" --warmup 0 --reps 1 --warmup-time 0 --no-ceilings -q
-  if [ -f $R/$n/rep.ncu-rep ]; then
-    $ncu -i $R/$n/rep.ncu-rep --page details > $R/$n/details.txt 2>&1
-    $ncu -i $R/$n/rep.ncu-rep --page source --csv --print-source sass > $R/$n/source-sass.csv 2>&1
-    rm -f $R/$n/rep.ncu-rep
-  fi
-  grep -E "Duration|Elapsed Cycles|Issued Ipc|No Eligible|Warp Cycles Per Issued" $R/$n/details.txt | head -6
-}
-prof ours-n512 'b32-h32-kv32-n512-d64-bf16-full-fwd' flash-sm90 flash_sm90_fwd_kernel
-prof cudnn-n512 'b32-h32-kv32-n512-d64-bf16-full-fwd' cudnn 'cudnn_generated.*fprop'
-prof ours-n1024 'b16-h32-kv32-n1024-d64-bf16-full-fwd' flash-sm90 flash_sm90_fwd_kernel
-prof cudnn-n1024 'b16-h32-kv32-n1024-d64-bf16-full-fwd' cudnn 'cudnn_generated.*fprop'
-prof ours-n512c 'b32-h32-kv32-n512-d64-bf16-causal-fwd' flash-sm90 flash_sm90_fwd_kernel
-prof cudnn-n512c 'b32-h32-kv32-n512-d64-bf16-causal-fwd' cudnn 'cudnn_generated.*fprop'
+ncu_prof ours-n512 'b32-h32-kv32-n512-d64-bf16-full-fwd' flash-sm90 flash_sm90_fwd_kernel
+ncu_prof cudnn-n512 'b32-h32-kv32-n512-d64-bf16-full-fwd' cudnn 'cudnn_generated.*fprop'
+ncu_prof ours-n1024 'b16-h32-kv32-n1024-d64-bf16-full-fwd' flash-sm90 flash_sm90_fwd_kernel
+ncu_prof cudnn-n1024 'b16-h32-kv32-n1024-d64-bf16-full-fwd' cudnn 'cudnn_generated.*fprop'
+ncu_prof ours-n512c 'b32-h32-kv32-n512-d64-bf16-causal-fwd' flash-sm90 flash_sm90_fwd_kernel
+ncu_prof cudnn-n512c 'b32-h32-kv32-n512-d64-bf16-causal-fwd' cudnn 'cudnn_generated.*fprop'
 call_end S
