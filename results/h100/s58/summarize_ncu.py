@@ -10,22 +10,17 @@ largest stall reason; and the fit cycles = blocks' tiles x (fixed + steps x per_
 3072 work tiles of 192 rows on 132 blocks for ours: 23.27 a block, 4 and 8 K/V steps of 128 keys).
 """
 import csv
+import importlib.util
 import json
 import os
-import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The details page's elapsed cycles and duration, read as session 55's summary reads them.
+_spec = importlib.util.spec_from_file_location("s55_summarize", os.path.join(HERE, "..", "s55", "summarize_ncu.py"))
+_s55 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_s55)
+details = _s55.details
 ROWS = {"n512": "b32-n512-c0", "n512c": "b32-n512-c1", "n1024": "b16-n1024-c0"}  # S's names -> U's files
-
-
-def details(path):
-    out = {}
-    for line in open(path):
-        m = re.match(r"\s+(Elapsed Cycles|Duration)\s+(\S+)\s+([\d,.]+)", line)
-        if m and m.group(1) not in out:
-            out[m.group(1)] = (float(m.group(3).replace(",", "")), m.group(2))
-    us = out["Duration"][0] * {"ms": 1000.0, "us": 1.0, "ns": 0.001}[out["Duration"][1]]
-    return {"elapsed_cycles": out["Elapsed Cycles"][0], "duration_us": us}
 
 
 def sass(path):
