@@ -32,7 +32,8 @@
 // case here on it. Session 56's `k0ahead` (the next work tile's Q and K_0 issued inside this tile's last K/V step;
 // measured and removed) passed these, [sched] and seq_q != seq_k. Session 57's `k0rec` (the same order with one tile
 // in the producer's registers; d = 128's default where work tiles are at most 16 K/V tiles long)
-// keeps d = 64's split launches as built.
+// keeps d = 64's split launches as built. Session 57's `k0try` (beside k0rec, the last V before the next tile's loads
+// where its stage is free; measured in session 58 and removed) passed these, [sched] and seq_q != seq_k.
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
