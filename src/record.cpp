@@ -158,6 +158,25 @@ json to_json(const Record& r) {
   j["verified"] = r.verified ? json(*r.verified) : json(nullptr);
   j["errors"] = encode_numbers(r.errors.is_null() ? json::object() : r.errors);
   if (r.roofline.is_object() && !r.roofline.empty()) j["roofline"] = encode_numbers(r.roofline);
+  if (r.clocks.is_object() && !r.clocks.empty()) j["clocks"] = r.clocks;
+  return j;
+}
+
+json clock_report(std::optional<unsigned> sm_mhz_min, std::optional<std::uint64_t> event_reasons) {
+  // nvml.h's nvmlClocksEventReasons bits, by the names it gives them.
+  static constexpr std::pair<std::uint64_t, const char*> kReasons[] = {
+      {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"},        {0x8, "hw_slowdown"},
+      {0x10, "sync_boost"},                 {0x20, "sw_thermal_slowdown"}, {0x40, "hw_thermal_slowdown"},
+      {0x80, "hw_power_brake_slowdown"},    {0x100, "display_clock_setting"}};
+  json j = json::object();
+  if (sm_mhz_min) j["sm_mhz_min"] = *sm_mhz_min;
+  if (event_reasons) {
+    json names = json::array();
+    for (const auto& [bit, name] : kReasons)
+      if (*event_reasons & bit) names.push_back(name);
+    j["event_reasons"] = std::move(names);
+    j["event_reasons_mask"] = *event_reasons;
+  }
   return j;
 }
 
@@ -361,6 +380,7 @@ Record record_from(const json& j, const std::string& path) {
   rec.verified = r.optional_boolean("verified");
   rec.errors = r.object_json("errors");
   if (j.contains("roofline")) rec.roofline = r.object_json("roofline");  // optional: CUDA runs only
+  if (j.contains("clocks")) rec.clocks = r.object_json("clocks");        // optional: where NVML read them
   return rec;
 }
 

@@ -55,7 +55,14 @@ struct Record {
   // Against the device's measured ceilings, when the run measured them (CUDA):
   // {"pct_of_gemm_peak": tflops / cuBLAS bf16 GEMM peak, "pct_of_copy_bandwidth": gbps / copy GB/s}.
   nlohmann::json roofline = nlohmann::json::object();
+  // The SM clock while the timed reps ran, where the backend reads it (CUDA through NVML; clock_report):
+  // {"sm_mhz_min": lowest reading, "event_reasons": [names], "event_reasons_mask": bits}.
+  nlohmann::json clocks = nlohmann::json::object();
 };
+
+// Record::clocks from a run's readings (empty when it has none): the event reasons' names as nvml.h calls them
+// (nvmlClocksEventReasons), "gpu_idle" left out (a reading between reps); unnamed bits stay in the mask only.
+nlohmann::json clock_report(std::optional<unsigned> sm_mhz_min, std::optional<std::uint64_t> event_reasons);
 
 struct Results {
   std::string schema_version = kSchemaVersion;

@@ -204,6 +204,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
             r.peak_bytes = run.peak_bytes;
             r.bytes_moved = info->bytes ? info->bytes(c, run.tile) : 0.0;
             if (info->kv_splits) r.kv_splits = splits_used(c, run.tile);
+            r.clocks = clock_report(run.sm_mhz_min, run.clock_event_reasons);
             const double seconds = r.time_ms.median * 1e-3;
             if (seconds > 0) {
               r.tflops = r.flops / seconds / 1e12;

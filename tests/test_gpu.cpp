@@ -456,6 +456,12 @@ TEST_CASE("timed runs report every rep; device and settings describe the GPU", "
   const KernelRun run = b.run(kernel("naive"), kWarmup, kMoreReps);
   REQUIRE(run.times_ms.size() == std::size_t(kMoreReps));
   for (double t : run.times_ms) CHECK(t > 0);
+  // The SM clock read while the reps ran, where NVML is there (the device's clocks say whether it is).
+  if (b.device().at("clocks").at("sm_mhz").is_number()) {
+    REQUIRE(run.sm_mhz_min.has_value());
+    CHECK(*run.sm_mhz_min > 0);
+    CHECK(*run.sm_mhz_min <= b.device().at("clocks").at("sm_max_mhz").get<unsigned>() + 100);
+  }
   b.release();
 
   const nlohmann::json dev = b.device();

@@ -97,6 +97,7 @@ fb::Results sample_results() {
   res.spec = {{"seq", {1024}}};
   res.settings = {{"warmup", 1}, {"reps", 3}, {"seed", 42}, {"verify", true}};
   res.records.push_back(sample_record());
+  res.records.back().clocks = fb::clock_report(1755u, std::uint64_t{0x5});
   fb::Record skipped = sample_record();
   skipped.kernel = "naive";
   skipped.status = fb::Status::skipped;
@@ -144,6 +145,7 @@ void check_same_record(const fb::Record& a, const fb::Record& b) {
   CHECK(a.ref_max_abs_err == b.ref_max_abs_err);
   CHECK(a.verified == b.verified);
   CHECK(a.errors == b.errors);
+  CHECK(a.clocks == b.clocks);
 }
 
 // The JSON of sample_results() with one edit, read back: the error message (or the no-throw marker).
@@ -227,7 +229,21 @@ TEST_CASE("results JSON round trip keeps every field", "[record]") {
     CHECK(s.at("max_abs_diff").is_null());
     CHECK(s.at("ref_max_abs_err").is_null());
     CHECK(s.at("verified").is_null());
+    CHECK(r.at("clocks").at("sm_mhz_min") == 1755);
+    CHECK(!s.contains("clocks"));  // a record with no readings writes none
   }
+}
+
+TEST_CASE("clock_report: the lowest SM clock and the event reasons by nvml.h's names", "[record]") {
+  CHECK(fb::clock_report(std::nullopt, std::nullopt).empty());
+  const json only_clock = fb::clock_report(1980u, std::nullopt);
+  CHECK(only_clock.at("sm_mhz_min") == 1980);
+  CHECK(!only_clock.contains("event_reasons"));
+  // 0x1 (gpu idle: a reading between reps) and unnamed bits stay in the mask only.
+  const json r = fb::clock_report(1770u, std::uint64_t{0x1 | 0x4 | 0x40 | 0x1000});
+  CHECK(r.at("event_reasons") == json::array({"sw_power_cap", "hw_thermal_slowdown"}));
+  CHECK(r.at("event_reasons_mask") == 0x1045);
+  CHECK(fb::clock_report(std::nullopt, std::uint64_t{0}).at("event_reasons").empty());
 }
 
 TEST_CASE("non-finite errors are written as strings and read back", "[record]") {

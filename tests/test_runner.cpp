@@ -43,6 +43,9 @@ class LosingBackend final : public Backend {
       : cpu_(make_cpu_backend()), fault_case_(fault_case), fault_kernel_(std::move(fault_kernel)) {}
 
   int calls_after_loss = 0;
+  // Stamped on every run, as the CUDA backend's NVML readings would be (the CPU backend reads none).
+  std::optional<unsigned> stamp_mhz;
+  std::optional<std::uint64_t> stamp_reasons;
 
   std::string name() const override { return cpu_->name(); }  // "cpu": a journal it writes resumes on the CPU
   nlohmann::json device() const override {
@@ -66,7 +69,10 @@ class LosingBackend final : public Backend {
       lost_ = true;
       throw BackendError(kFault);
     }
-    return cpu_->run(k, timing);
+    KernelRun run = cpu_->run(k, timing);
+    if (stamp_mhz) run.sm_mhz_min = stamp_mhz;
+    if (stamp_reasons) run.clock_event_reasons = stamp_reasons;
+    return run;
   }
   void run_reference() override {
     used_after_loss();
@@ -135,6 +141,27 @@ int run_capturing(const RunOptions& o, Backend* backend, std::string& err) {
 }
 
 }  // namespace
+
+TEST_CASE("a run's clock readings reach its record and its JSON; the CPU's runs carry none", "[runner]") {
+  const Sweep sweep = sweep_from_json(nlohmann::json::parse(kSpec));
+  LosingBackend backend(sweep.cases.size(), "none");  // never faults
+  const Results plain = run_sweep(sweep, backend);
+  REQUIRE(!plain.records.empty());
+  for (const Record& r : plain.records) {
+    CHECK(r.status == Status::ok);
+    CHECK(r.clocks.empty());
+    CHECK(!to_json(r).contains("clocks"));
+  }
+  backend.stamp_mhz = 1770;
+  backend.stamp_reasons = 0x4;
+  const Results capped = run_sweep(sweep, backend);
+  REQUIRE(capped.records.size() == plain.records.size());
+  for (const Record& r : capped.records) {
+    CHECK(r.clocks.at("sm_mhz_min") == 1770);
+    CHECK(r.clocks.at("event_reasons") == nlohmann::json::array({"sw_power_cap"}));
+    CHECK(record_from_json(to_json(r)).clocks == r.clocks);
+  }
+}
 
 TEST_CASE("a lost context: the fault failed, the rest of its case and every later case skipped", "[runner]") {
   const Sweep sweep = sweep_from_json(nlohmann::json::parse(kSpec));

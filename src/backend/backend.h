@@ -22,6 +22,11 @@ struct KernelRun {
   std::uint64_t peak_bytes = 0;   // peak bytes the run allocated (outputs + workspace; inputs excluded),
                                   // measured by the backend's tracking allocator
   int tile = 0;                   // rows per tile the kernel used (Entry::tile), for the byte model
+  // The SM clock while the timed reps ran (CUDA through NVML, where the driver has it): the lowest of the readings
+  // taken while each batch of reps was queued on the GPU, and the clock event reasons (nvml.h's
+  // nvmlClocksEventReasons bits: 0x4 the software power cap, 0x8 / 0x40 / 0x80 slowdowns) seen in any of them.
+  std::optional<unsigned> sm_mhz_min;
+  std::optional<std::uint64_t> clock_event_reasons;
 };
 
 // Max |a - b| per output tensor ("O", "LSE", "dQ", "dK", "dV") over the compared elements.

@@ -65,6 +65,9 @@ class Nvml {
     shutdown_ = reinterpret_cast<ShutdownFn>(dlsym(lib_, "nvmlShutdown"));
     by_pci_ = reinterpret_cast<ByPciFn>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
     clock_ = reinterpret_cast<ClockFn>(dlsym(lib_, "nvmlDeviceGetClockInfo"));
+    // The clock event reasons (named "throttle reasons" before driver 535; the same bits).
+    reasons_ = reinterpret_cast<ReasonsFn>(dlsym(lib_, "nvmlDeviceGetCurrentClocksEventReasons"));
+    if (!reasons_) reasons_ = reinterpret_cast<ReasonsFn>(dlsym(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons"));
     ok_ = init_ && shutdown_ && by_pci_ && clock_ && init_() == kSuccess;
   }
   Nvml(const Nvml&) = delete;
@@ -82,17 +85,27 @@ class Nvml {
       return std::nullopt;
     return mhz;
   }
+  // The clock event reasons active now (nvmlClocksEventReasons bits), where the driver reports them.
+  std::optional<std::uint64_t> clock_event_reasons(const std::string& pci_bus_id) const {
+    if (!ok_ || !reasons_) return std::nullopt;
+    void* dev = nullptr;
+    unsigned long long bits = 0;
+    if (by_pci_(pci_bus_id.c_str(), &dev) != kSuccess || reasons_(dev, &bits) != kSuccess) return std::nullopt;
+    return std::uint64_t(bits);
+  }
 
  private:
   using InitFn = int (*)();
   using ShutdownFn = int (*)();
   using ByPciFn = int (*)(const char*, void**);
   using ClockFn = int (*)(void*, int, unsigned*);
+  using ReasonsFn = int (*)(void*, unsigned long long*);
   void* lib_ = nullptr;
   InitFn init_ = nullptr;
   ShutdownFn shutdown_ = nullptr;
   ByPciFn by_pci_ = nullptr;
   ClockFn clock_ = nullptr;
+  ReasonsFn reasons_ = nullptr;
   bool ok_ = false;
 };
 
@@ -367,6 +380,7 @@ struct CudaBackend::Impl {
       starts.reserve(std::size_t(n));
       stops.reserve(std::size_t(n));
       for (int r = 0; r < n; ++r) launch(true, starts, stops);
+      clock_reading(result);  // the batch queued: the GPU runs its reps now
       stream.sync();
       for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
       elapsed_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - batch_start).count();
@@ -378,6 +392,14 @@ struct CudaBackend::Impl {
     if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, cx);
     kept[std::string(kernel.name)] = std::move(out);
     return result;
+  }
+
+  // One reading of the SM clock and its event reasons into run (KernelRun::sm_mhz_min, clock_event_reasons).
+  void clock_reading(KernelRun& run) const {
+    if (const auto mhz = nvml.clock_mhz(pci_bus_id, Nvml::kClockSm))
+      run.sm_mhz_min = run.sm_mhz_min ? std::min(*run.sm_mhz_min, *mhz) : *mhz;
+    if (const auto bits = nvml.clock_event_reasons(pci_bus_id))
+      run.clock_event_reasons = run.clock_event_reasons.value_or(0) | *bits;
   }
 
   void run_reference() {

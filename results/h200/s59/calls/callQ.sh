@@ -3,7 +3,8 @@
 # N = 1024 d = 128 causal (bf16 forward; the short spec's last case, verify off, flash-sm90 alone) where session 58's
 # grid (T2) read 158.7-159.4 us. The same spec (P's short.json) in fresh processes: as P ran it; verify on; that row
 # alone (--filter); the row first (a spec of it then the rest); with the in-binary cudnn beside it; each twice. SM
-# clock and power sampled every 100 ms (smi.csv) and, per process, the row's median beside the others'.
+# clock and power sampled every 100 ms (smi.csv) and, per process, the row's median beside the others', with the
+# lowest SM clock flashbench read in its timed reps (its records' `clocks`, session 59 on; P: under sw_power_cap).
 set -uo pipefail
 export DEADLINE=${DEADLINE:-150}
 source scripts/call_step.sh
@@ -31,10 +32,13 @@ smi_stop
 python3 - $R <<'PY'
 import glob, json, sys
 R = sys.argv[1]
+clk = lambda r: r.get("clocks") or {}
 for f in sorted(glob.glob(R + "/*-[12].json")):
     d = json.load(open(f))
     row = [f"{r['kernel'][:5]}:{r['case']['seq_q']}/{r['case']['head_dim']}{'c' if r['case']['causal'] else 'n'}:"
-           f"{r['time_ms']['median']*1e3:.1f}" for r in d.get("results", []) if r.get("time_ms")]
+           f"{r['time_ms']['median']*1e3:.1f}"
+           f"@{clk(r).get('sm_mhz_min', '?')}{'P' if 'sw_power_cap' in clk(r).get('event_reasons', []) else ''}"
+           for r in d.get("results", []) if r.get("time_ms")]
     print(f.split("/")[-1], " ".join(row))
 PY
 call_end Q
