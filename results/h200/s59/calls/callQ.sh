@@ -2,7 +2,7 @@
 # Session 59, call Q (one Hopper GPU; no rule, a diagnostic): why call P's flash-sm90 read 178-195 us at 16 x 16 heads
 # N = 1024 d = 128 causal (bf16 forward; the short spec's last case, verify off, flash-sm90 alone) where session 58's
 # grid (T2) read 158.7-159.4 us. The same spec (P's short.json) in fresh processes: as P ran it; verify on; that row
-# alone (--filter); the row first (a spec of it then the rest); with the in-binary cudnn beside it; each twice. SM
+# alone (--filter); the row first (a spec of it then the rest); with the in-binary cudnn beside it; ROUNDS times (2). SM
 # clock and power sampled every 100 ms (smi.csv) and, per process, the row's median beside the others', with the
 # lowest SM clock flashbench read in its timed reps (its records' `clocks`, session 59 on; P: under sw_power_cap).
 set -uo pipefail
@@ -21,7 +21,7 @@ echo "{\"name\": \"q-cudnn\", \"seq\": [512, 1024], \"head_dim\": [64, 128], \"c
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active \
   --format=csv -lms 100 > $R/smi.csv 2>&1 &
 smi_pid=$!
-for i in 1 2; do
+for ((i = 1; i <= ${ROUNDS:-2}; ++i)); do
   step short-$i 20 $fb run $R/short.json --no-ceilings -q -o $R/short-$i.json
   step verify-$i 30 $fb run $R/verify.json --no-ceilings -q -o $R/verify-$i.json
   step alone-$i 20 $fb run $R/short.json --filter n1024-d128-bf16-causal --no-ceilings -q -o $R/alone-$i.json
