@@ -78,23 +78,35 @@ class Nvml {
   }
   bool ok() const { return ok_; }
   std::optional<unsigned> clock_mhz(const std::string& pci_bus_id, int type) const {
-    if (!ok_) return std::nullopt;
-    void* dev = nullptr;
-    unsigned mhz = 0;
-    if (by_pci_(pci_bus_id.c_str(), &dev) != kSuccess || clock_(dev, type, &mhz) != kSuccess)
-      return std::nullopt;
-    return mhz;
+    void* dev = handle(pci_bus_id);
+    return dev ? read_clock(dev, type) : std::nullopt;
   }
-  // The clock event reasons active now (nvmlClocksEventReasons bits), where the driver reports them.
-  std::optional<std::uint64_t> clock_event_reasons(const std::string& pci_bus_id) const {
-    if (!ok_ || !reasons_) return std::nullopt;
-    void* dev = nullptr;
+  // The SM clock and the clock event reasons active now (nvmlClocksEventReasons bits), each where the driver
+  // reports it: one device lookup for both.
+  struct SmReading {
+    std::optional<unsigned> mhz;
+    std::optional<std::uint64_t> event_reasons;
+  };
+  SmReading sm_reading(const std::string& pci_bus_id) const {
+    void* dev = handle(pci_bus_id);
+    if (!dev) return {};
+    SmReading r{read_clock(dev, kClockSm), std::nullopt};
     unsigned long long bits = 0;
-    if (by_pci_(pci_bus_id.c_str(), &dev) != kSuccess || reasons_(dev, &bits) != kSuccess) return std::nullopt;
-    return std::uint64_t(bits);
+    if (reasons_ && reasons_(dev, &bits) == kSuccess) r.event_reasons = std::uint64_t(bits);
+    return r;
   }
 
  private:
+  void* handle(const std::string& pci_bus_id) const {
+    void* dev = nullptr;
+    return ok_ && by_pci_(pci_bus_id.c_str(), &dev) == kSuccess ? dev : nullptr;
+  }
+  std::optional<unsigned> read_clock(void* dev, int type) const {
+    unsigned mhz = 0;
+    if (clock_(dev, type, &mhz) != kSuccess) return std::nullopt;
+    return mhz;
+  }
+
   using InitFn = int (*)();
   using ShutdownFn = int (*)();
   using ByPciFn = int (*)(const char*, void**);
@@ -396,10 +408,9 @@ struct CudaBackend::Impl {
 
   // One reading of the SM clock and its event reasons into run (KernelRun::sm_mhz_min, clock_event_reasons).
   void clock_reading(KernelRun& run) const {
-    if (const auto mhz = nvml.clock_mhz(pci_bus_id, Nvml::kClockSm))
-      run.sm_mhz_min = run.sm_mhz_min ? std::min(*run.sm_mhz_min, *mhz) : *mhz;
-    if (const auto bits = nvml.clock_event_reasons(pci_bus_id))
-      run.clock_event_reasons = run.clock_event_reasons.value_or(0) | *bits;
+    const Nvml::SmReading now = nvml.sm_reading(pci_bus_id);
+    if (now.mhz) run.sm_mhz_min = std::min(run.sm_mhz_min.value_or(*now.mhz), *now.mhz);
+    if (now.event_reasons) run.clock_event_reasons = run.clock_event_reasons.value_or(0) | *now.event_reasons;
   }
 
   void run_reference() {
