@@ -41,9 +41,9 @@
 # rows a probe's plan gives a workspace: a head split, pieces).
 #   ncu_prof NAME FILTER KERNEL KERNEL_REGEX
 # Nsight Compute on one launch of KERNEL (the first whose name matches KERNEL_REGEX) at the case of
-# configs/issue13-h200.json that FILTER picks, clocks free, warp states sampled per SASS instruction (step ncu-NAME,
-# 45 s at most): $R/NAME/details.txt (the details page) and source-sass.csv (the SASS page as CSV, samples and stall
-# reasons an instruction); prints the duration, elapsed cycles and issue figures.
+# configs/issue13-h200.json (or of the spec NCU_SPEC names) that FILTER picks, clocks free, warp states sampled per
+# SASS instruction (step ncu-NAME, 45 s at most): $R/NAME/details.txt (the details page) and source-sass.csv (the
+# SASS page as CSV, samples and stall reasons an instruction); prints the duration, elapsed cycles and issue figures.
 #   call_end NAME
 # drops empty files under $R, packs $R into $OUT/NAME.tgz (what the device tool brings back) and removes $R.
 call_begin() {  # DIR
@@ -178,7 +178,7 @@ ncu_prof() {  # NAME FILTER KERNEL KERNEL_REGEX
   mkdir -p "$R/$n"
   step "ncu-$n" 45 "$ncu" -f --clock-control none -o "$R/$n/rep" -k "regex:$4" --launch-count 1 \
     --section WarpStateStats --section SourceCounters --section SchedulerStats --section SpeedOfLight \
-    --section LaunchStats "$fb" run configs/issue13-h200.json --kernels "$3" --filter "$2" --warmup 0 --reps 1 \
+    --section LaunchStats "$fb" run "${NCU_SPEC:-configs/issue13-h200.json}" --kernels "$3" --filter "$2" --warmup 0 --reps 1 \
     --warmup-time 0 --no-ceilings -q
   if [ -f "$R/$n/rep.ncu-rep" ]; then
     "$ncu" -i "$R/$n/rep.ncu-rep" --page details > "$R/$n/details.txt" 2>&1
