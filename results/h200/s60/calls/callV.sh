@@ -5,7 +5,8 @@
 # timed loop's (flashbench's against peers.py's: the poisoned outputs, the flush) or our kernel's under sustained load?
 # ROUNDS rounds (2) of fresh processes on those two rows (N = 1024, d = 128, bf16 forward, non-causal; call Q has the
 # MHA row in flashbench's loop beside the in-binary cudnn): flashbench with flash-sm90 and the in-binary cudnn in both
-# orders, and under FB_L2_FLUSH=clean; peers.py's torch-cudnn under both flushes. Each row's median with the lowest SM clock read.
+# orders, and under FB_L2_FLUSH=clean; peers.py's torch-cudnn under both flushes. Each row's median with the lowest SM
+# clock read.
 # Also call Q's pattern: a flash-sm90-only, verify-off process read its last case slow (16 x 16 N = 1024 d = 128 causal
 # in `short`, 169-176 us against 154-160 elsewhere; d = 64 N = 512 non-causal last in `first`, 198-208 against 180-183):
 # `short` again beside `short12`, the same eight cases then d = 256's four, so that the d = 128 causal row is eighth of
