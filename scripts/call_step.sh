@@ -178,8 +178,8 @@ ncu_prof() {  # NAME FILTER KERNEL KERNEL_REGEX
   mkdir -p "$R/$n"
   step "ncu-$n" 45 "$ncu" -f --clock-control none -o "$R/$n/rep" -k "regex:$4" --launch-count 1 \
     --section WarpStateStats --section SourceCounters --section SchedulerStats --section SpeedOfLight \
-    --section LaunchStats "$fb" run "${NCU_SPEC:-configs/issue13-h200.json}" --kernels "$3" --filter "$2" --warmup 0 --reps 1 \
-    --warmup-time 0 --no-ceilings -q
+    --section LaunchStats "$fb" run "${NCU_SPEC:-configs/issue13-h200.json}" --kernels "$3" --filter "$2" \
+    --warmup 0 --reps 1 --warmup-time 0 --no-ceilings -q
   if [ -f "$R/$n/rep.ncu-rep" ]; then
     "$ncu" -i "$R/$n/rep.ncu-rep" --page details > "$R/$n/details.txt" 2>&1
     "$ncu" -i "$R/$n/rep.ncu-rep" --page source --csv --print-source sass > "$R/$n/source-sass.csv" 2>&1

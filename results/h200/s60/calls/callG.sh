@@ -17,9 +17,9 @@ ncu_prof cudnn-mha 'b16-h16-kv16-n1024-d128-bf16-full-fwd' cudnn 'cudnn_generate
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for c in "8 8" "8 1" "16 16"; do
   set -- $c
-  step tcudnn-h$1-kv$2 40 $ncu -f --clock-control none --launch-skip 2 --launch-count 1 -k regex:'fprop|sdpa|attn|fmha' \
-    --section LaunchStats --section SpeedOfLight --section Occupancy -o $R/trep-h$1-kv$2 \
-    python3 results/h200/s60/calls/tcudnn_call.py $1 $2
+  step tcudnn-h$1-kv$2 40 $ncu -f --clock-control none --launch-skip 2 --launch-count 1 \
+    -k regex:'fprop|sdpa|attn|fmha' --section LaunchStats --section SpeedOfLight --section Occupancy \
+    -o $R/trep-h$1-kv$2 python3 results/h200/s60/calls/tcudnn_call.py $1 $2
   $ncu -i $R/trep-h$1-kv$2.ncu-rep --page details > $R/tcudnn-h$1-kv$2.txt 2>&1
   rm -f $R/trep-h$1-kv$2.ncu-rep
   grep -E "^  [a-z_].*\(|Grid Size|Block Size|Registers Per|Dynamic Shared|Elapsed Cycles|Duration" \
