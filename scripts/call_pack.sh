@@ -3,9 +3,10 @@
 # out/ at the repo root, for the device tool's `carry: ["out"]`.
 #   scripts/call_pack.sh     (after building build-dev for sm_90a: cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release
 #                             -DCMAKE_CUDA_ARCHITECTURES=90a; cmake --build build-dev --target flashbench
-#                             flashbench_gpu_tests flashbench_tests fb_fixture_fault fb_example_cuda)
-# out/b.txz: build-dev's flashbench, GPU tests, their fixture library and the CUDA example plug-in (binaries
-# stripped); out/srcdir.txt: this checkout's absolute path (the build's own paths name it,
+#                             flashbench_gpu_tests flashbench_tests fb_fixture_fault fb_example_cuda
+#                             flashbench_capi)
+# out/b.txz: build-dev's flashbench, GPU tests, their fixture library, the CUDA example plug-in and the C API's
+# library (binaries stripped); out/srcdir.txt: this checkout's absolute path (the build's own paths name it,
 # call_begin links it on the device); out/commit.txt: HEAD, which must be the tree built: commit first, so that
 # what ran can be named (a tree with uncommitted changes to tracked files is refused). Kernels that fail CI's ptxas
 # spill check (where the build kept ptxas's reports) are refused too.
@@ -16,7 +17,8 @@ if ! git diff --quiet HEAD; then
   echo "call_pack.sh: the tree has uncommitted changes: commit them first, so that commit.txt names what was built" >&2
   exit 2
 fi
-files=(flashbench tests/flashbench_gpu_tests tests/libfb_fixture_fault.so examples/plugin/libfb_example_cuda.so)
+files=(flashbench tests/flashbench_gpu_tests tests/libfb_fixture_fault.so examples/plugin/libfb_example_cuda.so
+       libflashbench_capi.so)  # the C API (scripts/fb_torch.py: flashbench's kernels under peers.py)
 for f in "${files[@]}"; do
   [ -f "$build/$f" ] || { echo "call_pack.sh: $build/$f is missing (build it first)" >&2; exit 2; }
 done
@@ -49,6 +51,7 @@ for f in "${files[@]}"; do
   cp "$build/$f" "$stage/build-dev/$f"
 done
 strip "$stage/build-dev/flashbench" "$stage/build-dev/tests/flashbench_gpu_tests"
+strip --strip-unneeded "$stage/build-dev/libflashbench_capi.so"
 rm -rf out
 mkdir -p out
 (cd "$stage" && tar cf - build-dev) | xz -T2 -6 > out/b.txz

@@ -26,7 +26,10 @@ j <= i + seq_k - seq_q; the same as SDPA's is_causal when seq_q == seq_k) and k,
 (GQA when fewer than H). Its kernel name is FUNCTION (or --name, with one --callable). An exception on its
 first call (e.g. a dtype or head dim it does not take) records the case `skipped` with the message; the
 backward runs through torch.autograd, so a forward-only callable (an output without grad_fn) is skipped
-on bwd cases. Without --backends, only the callables run. Unlike the SDPA peers, a callable is judged:
+on bwd cases. Without --backends, only the callables run; with them, the callables run after the backends in
+each case (--callables-first: before). flashbench's own kernels come as callables from scripts/fb_torch.py
+(e.g. --callable scripts/fb_torch.py:flash_sm90), so that they and SDPA are timed in one loop. Unlike the SDPA
+peers, a callable is judged:
 `verified` by flashbench's relative rule (src/judge.h) against a plain attention in the case's dtype
 (S and P stored in it, flashbench's naive): err(T) <= f * err_plain(T) + 2 ulps of T's dtype at M
 + eps(fp32) * sqrt(seq_k) * M, f = 2 for O and 3 for gradients, M = max |T_ref| (dQ, dK: at least
@@ -223,6 +226,12 @@ def parse_callable(arg):
     if not all(part.isidentifier() for part in function.split(".")):
         raise ValueError(f"--callable {arg}: '{function}' is not a Python name")
     return module, function
+
+
+def timing_order(backends, callables, callables_first=False):
+    """The kernels in the order each case times them: the SDPA backends as --backends names them, the callables
+    after them (before them with --callables-first)."""
+    return list(callables) + list(backends) if callables_first else list(backends) + list(callables)
 
 
 def callable_kernel_names(specs, name=None):
@@ -926,6 +935,8 @@ def parse_args(argv):
                    help="time and verify your own attention function, called like SDPA: FUNCTION(q, k, v, "
                    "is_causal=..., scale=...) (repeatable; MODULE may be a .py path)")
     p.add_argument("--name", help="kernel name of the one --callable in the results (default: the function's name)")
+    p.add_argument("--callables-first", action="store_true",
+                   help="time the --callable kernels before the --backends ones in each case (default: after)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
                    help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
@@ -993,8 +1004,9 @@ def main(argv=None):
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:  # after torch: a user's module imports torch or triton itself
-        for (module, function), name in zip(specs, names):
-            kernels.append(UserKernel(name, f"{module}:{function}", load_callable(module, function)))
+        users = [UserKernel(name, f"{module}:{function}", load_callable(module, function))
+                 for (module, function), name in zip(specs, names)]
+        kernels = timing_order(kernels, users, args.callables_first)
     except ValueError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_USAGE

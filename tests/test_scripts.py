@@ -1573,7 +1573,7 @@ class CallStep(unittest.TestCase):
         git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
         build = os.path.join(repo, "build-dev")
         for f in ("tests/libfb_fixture_fault.so", "examples/plugin/libfb_example_cuda.so",
-                  "tests/flashbench_gpu_tests"):
+                  "tests/flashbench_gpu_tests", "libflashbench_capi.so"):
             os.makedirs(os.path.dirname(os.path.join(build, f)), exist_ok=True)
             shutil.copy("/bin/true", os.path.join(build, f))
         return repo, git("rev-parse", "HEAD").strip(), build
@@ -1601,6 +1601,7 @@ class CallStep(unittest.TestCase):
         names = subprocess.run(["tar", "tJf", os.path.join(repo, "out", "b.txz")], capture_output=True, text=True,
                                check=True).stdout.split()
         self.assertIn("build-dev/tests/flashbench_gpu_tests", names)
+        self.assertIn("build-dev/libflashbench_capi.so", names)  # the C API, for scripts/fb_torch.py
         # a build of another commit, or a tree with uncommitted changes: refused, nothing packed
         for sha, dirty, message in ((head[:12] + "-dirty", False, "was built from"),
                                     ("0123456789ab", False, "was built from"),
@@ -2956,6 +2957,78 @@ class Sanitize(unittest.TestCase):
         r, doc = self.run_sanitize(exe=os.path.join(self.tmp, "no-such-flashbench"))
         self.assertEqual(r.returncode, 2)
         self.assertIn("not found", r.stderr)
+
+
+# ---------------------------------------------------------------------------------------------------
+# fb_torch.py and the C API (include/flashbench/capi.h): what runs without a GPU
+
+
+class PeersCallablesFirst(unittest.TestCase):
+    def test_order(self):
+        self.assertEqual(peers.timing_order(["torch-cudnn"], ["mine"]), ["torch-cudnn", "mine"])
+        self.assertEqual(peers.timing_order(["torch-cudnn"], ["mine"], True), ["mine", "torch-cudnn"])
+        self.assertTrue(peers.parse_args(["s.json", "--callables-first"]).callables_first)
+        self.assertFalse(peers.parse_args(["s.json"]).callables_first)
+
+
+@unittest.skipUnless(os.environ.get("FB_CAPI_LIB"), "FB_CAPI_LIB unset (a build without CUDA has no C API)")
+class CApi(unittest.TestCase):
+    """libflashbench_capi.so through fb_torch's loader: its layout, its kernel list and its refusals, each naming
+    the field or kernel (no GPU needed: they come before any launch)."""
+
+    def setUp(self):
+        import ctypes
+        import fb_torch
+        self.ct, self.fb = ctypes, fb_torch
+        self.lib = fb_torch.library()
+        self.err = ctypes.create_string_buffer(512)
+
+    def call(self, **fields):
+        c = self.fb.Call()
+        c.struct_size = self.ct.sizeof(self.fb.Call)
+        c.dtype, c.batch, c.heads, c.kv_heads, c.seq_q, c.seq_k, c.head_dim = 3, 2, 4, 2, 128, 256, 64
+        for k, v in fields.items():
+            setattr(c, k, v)
+        return c
+
+    def workspace(self, kernel, c, passes=1):
+        n = self.ct.c_uint64(7)
+        rc = self.lib.fb_capi_workspace_bytes(kernel.encode(), passes, self.ct.byref(c), self.ct.byref(n), self.err,
+                                              len(self.err))
+        return rc, self.err.value.decode(), n.value
+
+    def test_layout_and_kernels(self):
+        self.assertEqual(self.lib.fb_capi_call_size(), self.ct.sizeof(self.fb.Call))
+        self.assertEqual(self.lib.fb_capi_version(), self.fb.CAPI_VERSION)
+        names = self.fb.kernels()
+        for k in ("naive", "flash", "flash-sm90"):
+            self.assertIn(k, names)
+
+    def test_refusals_name_what_is_wrong(self):
+        cases = [("nope", {}, 1, "kernel 'nope': not one of"),
+                 ("flash", {"kv_heads": 3}, 1, "call.kv_heads 3 does not divide call.heads 4"),
+                 ("flash", {"head_dim": 100}, 1, "supports head_dim"),
+                 ("flash", {"dtype": 9}, 1, "dtype 9 is not an fb_dtype"),
+                 ("flash", {"seq_k": 0}, 1, "call.seq_k 0: must be >= 1"),
+                 ("flash", {"causal": 2}, 1, "call.causal 2"),
+                 ("flash", {"scale": float("nan")}, 1, "call.scale"),
+                 ("flash", {"struct_size": 8}, 1, "call.struct_size 8"),
+                 ("flash", {}, 4, "passes 4")]
+        for kernel, fields, passes, want in cases:
+            with self.subTest(kernel=kernel, fields=fields):
+                rc, err, _ = self.workspace(kernel, self.call(**fields), passes)
+                self.assertNotEqual(rc, 0)
+                self.assertIn(want, err)
+
+    def test_forward_refuses_null_outputs_before_launching(self):
+        c = self.call(q=16, k=16, v=16)  # never dereferenced: o is checked first
+        rc = self.lib.fb_capi_forward(b"flash", self.ct.byref(c), self.err, len(self.err))
+        self.assertNotEqual(rc, 0)
+        self.assertIn("call.o: NULL", self.err.value.decode())
+        c = self.call(q=16, k=16, v=16, o=16, lse=16)
+        rc = self.lib.fb_capi_backward(b"flash", self.ct.byref(c), self.err, len(self.err))
+        self.assertNotEqual(rc, 0)
+        self.assertIn("call.dout: NULL", self.err.value.decode())
 
 
 def main():

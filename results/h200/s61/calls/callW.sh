@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Session 61, call W (one Hopper GPU; issue 13): flash-sm90 and PyTorch's cuDNN SDPA in ONE process and ONE timed
+# loop. Call V read the in-binary cudnn 10-16 us above its single ncu launch in flashbench's loop, as ours reads: the
+# tables' ratios set our kernel in flashbench's loop against torch-cudnn in peers.py's. Here peers.py times both:
+# flash-sm90 comes in as a callable through the C API (scripts/fb_torch.py, libflashbench_capi.so).
+#   check: fb_torch's flash_sm90 and flash on shapes no config names (seq_q != seq_k, GQA, causal, d 64 / 128, bf16
+#          and fp16, forward and backward), judged by peers.py's rule against the plain attention
+#   GRIDS (default bf16 gqa): configs/issue13-h200.json and configs/gqa-h200.json, torch-cudnn and flash_sm90 in
+#          peers.py's loop (busy hold), round 1 with flash_sm90 after torch-cudnn in each case, round 2 before it
+#   fb-*: the same grids in flashbench's own loop (flash-sm90 and the in-binary cudnn), once, for the loops' gap
+set -uo pipefail
+export DEADLINE=${DEADLINE:-540}
+source scripts/call_step.sh
+call_begin $OUT/W
+grids=${GRIDS:-bf16 gqa}
+declare -A cfg=([bf16]=configs/issue13-h200.json [gqa]=configs/gqa-h200.json)
+echo "{\"name\": \"w-check\", \"seq_q\": [384], \"seq_k\": [640], \"batch\": [2], \"heads\": [6], \"kv_heads\": [2, 6],
+ \"head_dim\": [64, 128], \"dtype\": [\"bf16\", \"fp16\"], \"causal\": [false, true], \"pass\": [\"fwd\", \"bwd\"],
+ \"kernels\": [\"flash-sm90\"], \"warmup\": 1, \"reps\": 2, \"seed\": 7, \"verify\": true}" > $R/check.json
+python3 -c 'import sys; sys.path.insert(0, "scripts"); import fb_torch
+print(fb_torch.library_path(), fb_torch.kernels())' 2>&1 | tee $R/kernels.txt
+step check 60 python3 scripts/peers.py $R/check.json --callable scripts/fb_torch.py:flash_sm90 \
+  --callable scripts/fb_torch.py:flash -o $R/check-results.json
+smi_start
+for r in 1 2; do
+  for g in $grids; do
+    order=()
+    [ $r = 2 ] && order=(--callables-first)
+    step peers-$g-$r 110 python3 scripts/peers.py ${cfg[$g]} --backends cudnn \
+      --callable scripts/fb_torch.py:flash_sm90 --busy-hold "${order[@]}" -o $R/peers-$g-$r.json
+  done
+done
+for g in $grids; do
+  python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["name"] += "-w"
+s["kernels"] = ["cudnn", "flash-sm90"]; json.dump(s, open(sys.argv[2], "w"))' \
+    ${cfg[$g]} $R/fb-$g.spec.json
+  step fb-$g 80 $fb run $R/fb-$g.spec.json -q -o $R/fb-$g.json
+done
+smi_stop
+python3 - $R <<'PY'
+import glob, json, math, sys
+R = sys.argv[1]
+def load(path):
+    try:
+        return json.load(open(path))["results"]
+    except (OSError, ValueError, KeyError):
+        return []
+chk = load(R + "/check-results.json")
+print("check:", len(chk), "records,", sum(1 for r in chk if r.get("verified") is True), "verified; not:",
+      [r["key"] + " " + r["kernel"] + " " + r["status"] for r in chk if r.get("verified") is not True][:6])
+for f in sorted(glob.glob(R + "/peers-*-[0-9].json")):
+    rows = {}
+    for r in load(f):
+        t = r.get("time_ms")
+        if t:
+            rows.setdefault(r["key"], {})[r["kernel"]] = t["median"]
+    ratios = [k["torch-cudnn"] / k["flash_sm90"] for k in rows.values() if "torch-cudnn" in k and "flash_sm90" in k]
+    if ratios:
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"{f.split('/')[-1]}: torch-cudnn/flash_sm90 over {len(ratios)} cases: {min(ratios):.3f}-"
+              f"{max(ratios):.3f}, geomean {g:.3f}, >= 1.0 in {sum(x >= 1 for x in ratios)}")
+PY
+call_end W

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""GPU test (ctest label gpu): flashbench's kernels under peers.py through the C API (scripts/fb_torch.py).
+
+On shapes no config names (seq_q != seq_k, GQA and MHA, causal or not, d 64 and 128, bf16 and fp16, forward and
+backward), fb_torch's flash (and flash_sm90 on sm_90) must come out verified by peers.py's rule, and a wrong
+kernel (flash with its softmax scale 25% high) must not: the path judges what it times.
+Exit 77 (skipped) without PyTorch or a CUDA device.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "..", "scripts")
+sys.path.insert(0, SCRIPTS)
+
+SPEC = {"name": "fb-torch-check", "seq_q": [192], "seq_k": [320], "batch": [2], "heads": [6], "kv_heads": [2, 6],
+        "head_dim": [64, 128], "dtype": ["bf16", "fp16"], "causal": [False, True], "pass": ["fwd", "bwd"],
+        "kernels": ["flash"], "warmup": 1, "reps": 2, "seed": 11, "verify": True}
+
+
+def wrong_scale(q, k, v, is_causal=False, scale=None):
+    """The flash kernel with its softmax scale 25% high: a wrong kernel the judge must fail."""
+    import fb_torch
+    d = q.shape[-1]
+    return fb_torch.flash(q, k, v, is_causal=is_causal, scale=1.25 * (scale if scale else d ** -0.5))
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        print("gpu_fb_torch.py: PyTorch is not installed: skipped")
+        return 77
+    if not torch.cuda.is_available():
+        print("gpu_fb_torch.py: no CUDA device: skipped")
+        return 77
+    callables = ["flash"] + (["flash_sm90"] if torch.cuda.get_device_capability() >= (9, 0) else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        spec, out = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
+        with open(spec, "w") as f:
+            json.dump(SPEC, f)
+        argv = [sys.executable, os.path.join(SCRIPTS, "peers.py"), spec, "-o", out]
+        for c in callables:
+            argv += ["--callable", os.path.join(SCRIPTS, "fb_torch.py") + ":" + c]
+        argv += ["--callable", os.path.abspath(__file__) + ":wrong_scale"]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        print(r.stderr[-3000:])
+        if not os.path.exists(out):
+            print(f"gpu_fb_torch.py: peers.py wrote no results (exit {r.returncode})")
+            return 1
+        records = json.load(open(out))["results"]
+    bad = []
+    for rec in records:
+        want = rec["kernel"] != "wrong_scale"  # verified, or (the wrong kernel) not
+        if rec.get("status") != "ok" or rec.get("verified") is not want:
+            bad.append(f"{rec['key']} {rec['kernel']}: status {rec.get('status')} ({rec.get('reason', '')}), "
+                       f"verified {rec.get('verified')}, want {want}")
+    kernels = {rec["kernel"] for rec in records}
+    n_cases = 2 * 2 * 2 * 2 * 2
+    for k in callables + ["wrong_scale"]:
+        n = sum(1 for rec in records if rec["kernel"] == k)
+        if n != n_cases:
+            bad.append(f"{k}: {n} records, want {n_cases}")
+    if r.returncode != 1:  # a failed callable makes peers.py exit 1
+        bad.append(f"peers.py exit {r.returncode}, want 1 (wrong_scale fails)")
+    for b in bad:
+        print("FAIL", b)
+    print(f"gpu_fb_torch.py: {len(records)} records of {sorted(kernels)}; {len(bad)} problems")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
