@@ -6,7 +6,8 @@
 #   check: fb_torch's flash_sm90 and flash on shapes no config names (seq_q != seq_k, GQA, causal, d 64 / 128, bf16
 #          and fp16, forward and backward), judged by peers.py's rule against the plain attention
 #   GRIDS (default bf16 gqa): configs/issue13-h200.json and configs/gqa-h200.json, torch-cudnn and flash_sm90 in
-#          peers.py's loop (busy hold), round 1 with flash_sm90 after torch-cudnn in each case, round 2 before it
+#          peers.py's loop (busy hold), round 1 with flash_sm90 after torch-cudnn in each case, round 2 before it;
+#          a grid's two rounds, then the next grid's
 #   fb-*: the same grids in flashbench's own loop (flash-sm90 and the in-binary cudnn), once, for the loops' gap
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
@@ -22,8 +23,8 @@ print(fb_torch.library_path(), fb_torch.kernels())' 2>&1 | tee $R/kernels.txt
 step check 60 python3 scripts/peers.py $R/check.json --callable scripts/fb_torch.py:flash_sm90 \
   --callable scripts/fb_torch.py:flash -o $R/check-results.json
 smi_start
-for r in 1 2; do
-  for g in $grids; do
+for g in $grids; do
+  for r in 1 2; do
     order=()
     [ $r = 2 ] && order=(--callables-first)
     step peers-$g-$r 110 python3 scripts/peers.py ${cfg[$g]} --backends cudnn \
