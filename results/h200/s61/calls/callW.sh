@@ -5,16 +5,24 @@
 # flash-sm90 comes in as a callable through the C API (scripts/fb_torch.py, libflashbench_capi.so).
 #   check: fb_torch's flash_sm90 and flash on shapes no config names (seq_q != seq_k, GQA, causal, d 64 / 128, bf16
 #          and fp16, forward and backward), judged by peers.py's rule against the plain attention
-#   GRIDS (default bf16 gqa): configs/issue13-h200.json and configs/gqa-h200.json, torch-cudnn and flash_sm90 in
-#          peers.py's loop (busy hold), round 1 with flash_sm90 after torch-cudnn in each case, round 2 before it;
-#          a grid's two rounds, then the next grid's
+#   GRIDS (default bf16 gqa; or short, gqa8 below): configs/issue13-h200.json and configs/gqa-h200.json,
+#          torch-cudnn and flash_sm90 in peers.py's loop (busy hold), round 1 with flash_sm90 after torch-cudnn in
+#          each case, round 2 before it; a grid's two rounds, then the next grid's
 #   fb-*: the same grids in flashbench's own loop (flash-sm90 and the in-binary cudnn), once, for the loops' gap
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
 source scripts/call_step.sh
 call_begin $OUT/W
 grids=${GRIDS:-bf16 gqa}
-declare -A cfg=([bf16]=configs/issue13-h200.json [gqa]=configs/gqa-h200.json)
+# short: the papers' grid's eight forwards at N = 512 / 1024 (session 59's P2 rows); gqa8: the 8-query-head GQA
+# forwards of call V (16 x 8 / 8 and 16 x 8 / 1, N = 1024, d = 128, non-causal).
+base='"tokens": 16384, "dtype": ["bf16"], "pass": ["fwd"], "warmup": 5, "reps": 20, "seed": 42, "verify": true'
+echo "{\"name\": \"w-short\", \"seq\": [512, 1024], \"model_dim\": 2048, \"head_dim\": [64, 128],
+ \"causal\": [false, true], \"kernels\": [\"flash-sm90\"], $base}" > $R/short.json
+echo "{\"name\": \"w-gqa8\", \"seq\": [1024], \"heads\": [8], \"kv_heads\": [8, 1], \"head_dim\": [128],
+ \"causal\": [false], \"kernels\": [\"flash-sm90\"], $base}" > $R/gqa8.json
+declare -A cfg=([bf16]=configs/issue13-h200.json [gqa]=configs/gqa-h200.json [short]=$R/short.json
+                [gqa8]=$R/gqa8.json)
 echo "{\"name\": \"w-check\", \"seq_q\": [384], \"seq_k\": [640], \"batch\": [2], \"heads\": [6], \"kv_heads\": [2, 6],
  \"head_dim\": [64, 128], \"dtype\": [\"bf16\", \"fp16\"], \"causal\": [false, true], \"pass\": [\"fwd\", \"bwd\"],
  \"kernels\": [\"flash-sm90\"], \"warmup\": 1, \"reps\": 2, \"seed\": 7, \"verify\": true}" > $R/check.json
