@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Call W's figures as JSON (callW.sh's folder, as extracted under results/):
+
+    python3 w_summary.py DIR    (writes DIR/summary.json, prints a table)
+
+check: how many of fb_torch's records peers.py verified, and any that it did not. peers-GRID-ROUND.json: per case, the
+median (us) of torch-cudnn and of flash_sm90 (flashbench's flash-sm90 through the C API) in peers.py's loop, and
+torch-cudnn / flash_sm90; per grid, each round's range and geometric mean of the ratio and the cases at >= 1.0, and
+the ratio of the rounds' geometric-mean times per case. fb-GRID.json: flash-sm90 and the in-binary cudnn in
+flashbench's loop, per case, for the loops' gap (ours in flashbench / ours in peers.py).
+"""
+import glob
+import json
+import math
+import os
+import re
+import sys
+
+
+def load(path):
+    try:
+        return json.load(open(path))["results"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def medians(records):
+    out = {}
+    for r in records:
+        t = r.get("time_ms") or {}
+        if r.get("status") == "ok" and t.get("median"):
+            out.setdefault(r["key"], {})[r["kernel"]] = round(t["median"] * 1e3, 2)
+    return out
+
+
+def geomean(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def main():
+    d = sys.argv[1]
+    chk = load(os.path.join(d, "check-results.json"))
+    s = {"check": {"records": len(chk), "verified": sum(1 for r in chk if r.get("verified") is True),
+                   "not_verified": [f"{r['key']} {r['kernel']} {r['status']} {r.get('reason', '')}"
+                                    for r in chk if r.get("verified") is not True]},
+         "grids": {}}
+    for path in sorted(glob.glob(os.path.join(d, "peers-*-[0-9].json"))):
+        m = re.match(r"peers-(.+)-(\d)\.json$", os.path.basename(path))
+        grid, rnd = m.group(1), m.group(2)
+        rows = medians(load(path))
+        ratios = {k: round(v["torch-cudnn"] / v["flash_sm90"], 3) for k, v in rows.items()
+                  if "torch-cudnn" in v and "flash_sm90" in v}
+        g = s["grids"].setdefault(grid, {"rounds": {}})
+        g["rounds"][rnd] = {"us": rows, "ratio": ratios,
+                            "range": [min(ratios.values()), max(ratios.values())] if ratios else None,
+                            "geomean": round(geomean(list(ratios.values())), 3) if ratios else None,
+                            "at_or_above_1": sum(1 for x in ratios.values() if x >= 1.0), "cases": len(ratios)}
+    for grid, g in s["grids"].items():
+        rounds = list(g["rounds"].values())
+        keys = set.intersection(*(set(r["ratio"]) for r in rounds)) if rounds else set()
+        both = {}
+        for k in sorted(keys):
+            ours = geomean([r["us"][k]["flash_sm90"] for r in rounds])
+            peer = geomean([r["us"][k]["torch-cudnn"] for r in rounds])
+            both[k] = round(peer / ours, 3)
+        g["over_rounds"] = {"ratio": both, "range": [min(both.values()), max(both.values())] if both else None,
+                            "geomean": round(geomean(list(both.values())), 3) if both else None,
+                            "at_or_above_1": sum(1 for x in both.values() if x >= 1.0), "cases": len(both),
+                            "behind_every_round": sorted(k for k in keys if all(r["ratio"][k] < 1 for r in rounds))}
+        fb = medians(load(os.path.join(d, f"fb-{grid}.json")))
+        if fb:
+            ours_peers = {k: geomean([r["us"][k]["flash_sm90"] for r in rounds if k in r["us"]
+                                      and "flash_sm90" in r["us"][k]]) for k in fb}
+            g["flashbench_loop"] = {k: {**v, "flash_sm90_in_peers": round(ours_peers[k], 2) if ours_peers[k] else None}
+                                    for k, v in fb.items()}
+    with open(os.path.join(d, "summary.json"), "w") as f:
+        json.dump(s, f, indent=1)
+        f.write("\n")
+    print("check:", s["check"]["verified"], "of", s["check"]["records"], "verified", s["check"]["not_verified"][:4])
+    for grid, g in s["grids"].items():
+        for rnd, r in sorted(g["rounds"].items()):
+            print(f"{grid} round {rnd}: {r['range']} geomean {r['geomean']}, >= 1 in {r['at_or_above_1']}/{r['cases']}")
+        o = g["over_rounds"]
+        print(f"{grid} over rounds: {o['range']} geomean {o['geomean']}, >= 1 in {o['at_or_above_1']}/{o['cases']}; "
+              f"behind in every round: {o['behind_every_round']}")
+        for k, v in sorted(o["ratio"].items()):
+            print(f"   {k}: {v}")
+
+
+if __name__ == "__main__":
+    main()
