@@ -5,7 +5,8 @@
 # flash-sm90 comes in as a callable through the C API (scripts/fb_torch.py, libflashbench_capi.so).
 #   check: fb_torch's flash_sm90 and flash on shapes no config names (seq_q != seq_k, GQA, causal, d 64 / 128, bf16
 #          and fp16, forward and backward), judged by peers.py's rule against the plain attention
-#   GRIDS (default bf16 gqa; or short, gqa8 below): configs/issue13-h200.json and configs/gqa-h200.json,
+#   GRIDS (default bf16 gqa; or fp16, short, gqa8 below): configs/issue13-h200.json, configs/gqa-h200.json (fp16:
+#          configs/issue13-fp16-h200.json),
 #          torch-cudnn and flash_sm90 in peers.py's loop (busy hold), round 1 with flash_sm90 after torch-cudnn in
 #          each case, round 2 before it; a grid's two rounds, then the next grid's
 #   fb-*: the same grids in flashbench's own loop (flash-sm90 and the in-binary cudnn), once, for the loops' gap
@@ -21,7 +22,8 @@ echo "{\"name\": \"w-short\", \"seq\": [512, 1024], \"model_dim\": 2048, \"head_
  \"causal\": [false, true], \"kernels\": [\"flash-sm90\"], $base}" > $R/short.json
 echo "{\"name\": \"w-gqa8\", \"seq\": [1024], \"heads\": [8], \"kv_heads\": [8, 1], \"head_dim\": [128],
  \"causal\": [false], \"kernels\": [\"flash-sm90\"], $base}" > $R/gqa8.json
-declare -A cfg=([bf16]=configs/issue13-h200.json [gqa]=configs/gqa-h200.json [short]=$R/short.json
+declare -A cfg=([bf16]=configs/issue13-h200.json [fp16]=configs/issue13-fp16-h200.json [gqa]=configs/gqa-h200.json
+                [short]=$R/short.json
                 [gqa8]=$R/gqa8.json)
 echo "{\"name\": \"w-check\", \"seq_q\": [384], \"seq_k\": [640], \"batch\": [2], \"heads\": [6], \"kv_heads\": [2, 6],
  \"head_dim\": [64, 128], \"dtype\": [\"bf16\", \"fp16\"], \"causal\": [false, true], \"pass\": [\"fwd\", \"bwd\"],
