@@ -10,11 +10,16 @@
 #          torch-cudnn and flash_sm90 in peers.py's loop (busy hold), round 1 with flash_sm90 after torch-cudnn in
 #          each case, round 2 before it; a grid's two rounds, then the next grid's
 #   fb-*: the same grids in flashbench's own loop (flash-sm90 and the in-binary cudnn), once, for the loops' gap
+#   PEER / OURS (default cudnn / flash_sm90): PyTorch's backend and fb_torch's kernel timed against it; PEER=flash
+#          OURS=flash sets the portable flash against FlashAttention-2 (fb-*: flash alone, no in-binary peer)
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
 source scripts/call_step.sh
 call_begin $OUT/W
 grids=${GRIDS:-bf16 gqa}
+peer=${PEER:-cudnn} ours=${OURS:-flash_sm90}
+fb_kernels='["cudnn", "flash-sm90"]'
+[ "$peer" = cudnn ] || fb_kernels="[\"${ours//_/-}\"]"
 # short: the papers' grid's eight forwards at N = 512 / 1024 (session 59's P2 rows); gqa8: the 8-query-head GQA
 # forwards of call V (16 x 8 / 8 and 16 x 8 / 1, N = 1024, d = 128, non-causal).
 base='"tokens": 16384, "dtype": ["bf16"], "pass": ["fwd"], "warmup": 5, "reps": 20, "seed": 42, "verify": true'
@@ -37,20 +42,20 @@ for g in $grids; do
   for r in 1 2; do
     order=()
     [ $r = 2 ] && order=(--callables-first)
-    step peers-$g-$r 110 python3 scripts/peers.py ${cfg[$g]} --backends cudnn \
-      --callable scripts/fb_torch.py:flash_sm90 --busy-hold "${order[@]}" -o $R/peers-$g-$r.json
+    step peers-$g-$r 110 python3 scripts/peers.py ${cfg[$g]} --backends $peer \
+      --callable scripts/fb_torch.py:$ours --busy-hold "${order[@]}" -o $R/peers-$g-$r.json
   done
 done
 for g in $grids; do
   python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["name"] += "-w"
-s["kernels"] = ["cudnn", "flash-sm90"]; json.dump(s, open(sys.argv[2], "w"))' \
-    ${cfg[$g]} $R/fb-$g.spec.json
+s["kernels"] = json.loads(sys.argv[3]); json.dump(s, open(sys.argv[2], "w"))' \
+    ${cfg[$g]} $R/fb-$g.spec.json "$fb_kernels"
   step fb-$g 80 $fb run $R/fb-$g.spec.json -q -o $R/fb-$g.json
 done
 smi_stop
-python3 - $R <<'PY'
+python3 - $R torch-$peer $ours <<'PY'
 import glob, json, math, sys
-R = sys.argv[1]
+R, peer, ours = sys.argv[1:4]
 def load(path):
     try:
         return json.load(open(path))["results"]
@@ -65,10 +70,10 @@ for f in sorted(glob.glob(R + "/peers-*-[0-9].json")):
         t = r.get("time_ms")
         if t:
             rows.setdefault(r["key"], {})[r["kernel"]] = t["median"]
-    ratios = [k["torch-cudnn"] / k["flash_sm90"] for k in rows.values() if "torch-cudnn" in k and "flash_sm90" in k]
+    ratios = [k[peer] / k[ours] for k in rows.values() if peer in k and ours in k]
     if ratios:
         g = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        print(f"{f.split('/')[-1]}: torch-cudnn/flash_sm90 over {len(ratios)} cases: {min(ratios):.3f}-"
+        print(f"{f.split('/')[-1]}: {peer}/{ours} over {len(ratios)} cases: {min(ratios):.3f}-"
               f"{max(ratios):.3f}, geomean {g:.3f}, >= 1.0 in {sum(x >= 1 for x in ratios)}")
 PY
 call_end W

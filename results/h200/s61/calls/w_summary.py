@@ -4,10 +4,12 @@
     python3 w_summary.py DIR    (writes DIR/summary.json, prints a table)
 
 check: how many of fb_torch's records peers.py verified, and any that it did not. peers-GRID-ROUND.json: per case, the
-median (us) of torch-cudnn and of flash_sm90 (flashbench's flash-sm90 through the C API) in peers.py's loop, and
-torch-cudnn / flash_sm90; per grid, each round's range and geometric mean of the ratio and the cases at >= 1.0, and
+median (us) of the PyTorch peer (torch-cudnn, or torch-flash with callW.sh's PEER=flash) and of fb_torch's kernel
+(flash_sm90, or flash with OURS=flash: flashbench's kernel through the C API) in peers.py's loop, and peer / ours;
+per grid, each round's range and geometric mean of the ratio and the cases at >= 1.0, and
 the ratio of the rounds' geometric-mean times per case. fb-GRID.json: flash-sm90 and the in-binary cudnn in
-flashbench's loop, per case, for the loops' gap (ours in flashbench / ours in peers.py).
+flashbench's loop, per case, for the loops' gap (ours in flashbench / ours in peers.py). The names come from the
+peers files' settings (backends, callables).
 """
 import glob
 import json
@@ -33,6 +35,16 @@ def medians(records):
     return out
 
 
+def names(path):
+    """(peer, ours): the file's PyTorch backend record name and its callable's name."""
+    try:
+        settings = json.load(open(path))["settings"]
+        peer = settings["backends"][0]
+        return peer if peer.startswith("torch-") else "torch-" + peer, settings["callables"][0]["name"]
+    except (OSError, ValueError, KeyError, IndexError):
+        return "torch-cudnn", "flash_sm90"
+
+
 def geomean(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
@@ -48,30 +60,30 @@ def main():
         m = re.match(r"peers-(.+)-(\d)\.json$", os.path.basename(path))
         grid, rnd = m.group(1), m.group(2)
         rows = medians(load(path))
-        ratios = {k: round(v["torch-cudnn"] / v["flash_sm90"], 3) for k, v in rows.items()
-                  if "torch-cudnn" in v and "flash_sm90" in v}
-        g = s["grids"].setdefault(grid, {"rounds": {}})
+        peer, ours = names(path)
+        ratios = {k: round(v[peer] / v[ours], 3) for k, v in rows.items() if peer in v and ours in v}
+        g = s["grids"].setdefault(grid, {"peer": peer, "ours": ours, "rounds": {}})
         g["rounds"][rnd] = {"us": rows, "ratio": ratios,
                             "range": [min(ratios.values()), max(ratios.values())] if ratios else None,
                             "geomean": round(geomean(list(ratios.values())), 3) if ratios else None,
                             "at_or_above_1": sum(1 for x in ratios.values() if x >= 1.0), "cases": len(ratios)}
     for grid, g in s["grids"].items():
+        peer, ours = g["peer"], g["ours"]
         rounds = list(g["rounds"].values())
         keys = set.intersection(*(set(r["ratio"]) for r in rounds)) if rounds else set()
         both = {}
         for k in sorted(keys):
-            ours = geomean([r["us"][k]["flash_sm90"] for r in rounds])
-            peer = geomean([r["us"][k]["torch-cudnn"] for r in rounds])
-            both[k] = round(peer / ours, 3)
+            both[k] = round(geomean([r["us"][k][peer] for r in rounds]) / geomean([r["us"][k][ours] for r in rounds]),
+                            3)
         g["over_rounds"] = {"ratio": both, "range": [min(both.values()), max(both.values())] if both else None,
                             "geomean": round(geomean(list(both.values())), 3) if both else None,
                             "at_or_above_1": sum(1 for x in both.values() if x >= 1.0), "cases": len(both),
                             "behind_every_round": sorted(k for k in keys if all(r["ratio"][k] < 1 for r in rounds))}
         fb = medians(load(os.path.join(d, f"fb-{grid}.json")))
         if fb:
-            ours_peers = {k: geomean([r["us"][k]["flash_sm90"] for r in rounds if k in r["us"]
-                                      and "flash_sm90" in r["us"][k]]) for k in fb}
-            g["flashbench_loop"] = {k: {**v, "flash_sm90_in_peers": round(ours_peers[k], 2) if ours_peers[k] else None}
+            ours_peers = {k: geomean([r["us"][k][ours] for r in rounds if k in r["us"] and ours in r["us"][k]])
+                          for k in fb}
+            g["flashbench_loop"] = {k: {**v, f"{ours}_in_peers": round(ours_peers[k], 2) if ours_peers[k] else None}
                                     for k, v in fb.items()}
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(s, f, indent=1)
@@ -79,7 +91,8 @@ def main():
     print("check:", s["check"]["verified"], "of", s["check"]["records"], "verified", s["check"]["not_verified"][:4])
     for grid, g in s["grids"].items():
         for rnd, r in sorted(g["rounds"].items()):
-            print(f"{grid} round {rnd}: {r['range']} geomean {r['geomean']}, >= 1 in {r['at_or_above_1']}/{r['cases']}")
+            print(f"{grid} round {rnd} ({g['peer']} / {g['ours']}): {r['range']} geomean {r['geomean']}, "
+                  f">= 1 in {r['at_or_above_1']}/{r['cases']}")
         o = g["over_rounds"]
         print(f"{grid} over rounds: {o['range']} geomean {o['geomean']}, >= 1 in {o['at_or_above_1']}/{o['cases']}; "
               f"behind in every round: {o['behind_every_round']}")
