@@ -8,7 +8,8 @@ median (us) of the PyTorch peer (torch-cudnn, or torch-flash with callW.sh's PEE
 (flash_sm90, or flash with OURS=flash: flashbench's kernel through the C API) in peers.py's loop, and peer / ours;
 per grid, each round's range and geometric mean of the ratio and the cases at >= 1.0, and
 the ratio of the rounds' geometric-mean times per case. fb-GRID.json: flash-sm90 and the in-binary cudnn in
-flashbench's loop, per case, for the loops' gap (ours in flashbench / ours in peers.py). The names come from the
+flashbench's loop, per case, for the loops' gap (ours in flashbench / ours in peers.py; the in-binary cudnn / torch-cudnn,
+its range and geomean under "loops"). The names come from the
 peers files' settings (backends, callables).
 """
 import glob
@@ -33,6 +34,13 @@ def medians(records):
         if r.get("status") == "ok" and t.get("median"):
             out.setdefault(r["key"], {})[r["kernel"]] = round(t["median"] * 1e3, 2)
     return out
+
+
+def summary_of(xs):
+    """{range, geomean, cases} of a list of ratios (None where empty)."""
+    if not xs:
+        return None
+    return {"range": [round(min(xs), 3), round(max(xs), 3)], "geomean": round(geomean(xs), 3), "cases": len(xs)}
 
 
 def names(path):
@@ -85,6 +93,17 @@ def main():
                           for k in fb}
             g["flashbench_loop"] = {k: {**v, f"{ours}_in_peers": round(ours_peers[k], 2) if ours_peers[k] else None}
                                     for k, v in fb.items()}
+            # ours in flashbench's loop / ours in peers.py's, and the in-binary peer / PyTorch's (where there is one)
+            fb_ours = ours.replace("_", "-")
+            gap = [v[fb_ours] / ours_peers[k] for k, v in fb.items() if fb_ours in v and ours_peers[k]]
+            peer_peers = {k: geomean([r["us"][k][peer] for r in rounds if k in r["us"] and peer in r["us"][k]])
+                          for k in fb}
+            in_binary = peer[len("torch-"):]  # flashbench's own cudnn; "flash" in fb-*.json is ours, not FA2
+            peer_gap = [v[in_binary] / peer_peers[k] for k, v in fb.items()
+                        if in_binary != fb_ours and in_binary in v and peer_peers[k]]
+            g["loops"] = {f"{fb_ours}_flashbench_over_peers": summary_of(gap)}
+            if peer_gap:
+                g["loops"][f"{in_binary}_in_binary_over_{peer}"] = summary_of(peer_gap)
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(s, f, indent=1)
         f.write("\n")
@@ -94,6 +113,8 @@ def main():
             print(f"{grid} round {rnd} ({g['peer']} / {g['ours']}): {r['range']} geomean {r['geomean']}, "
                   f">= 1 in {r['at_or_above_1']}/{r['cases']}")
         o = g["over_rounds"]
+        if g.get("loops"):
+            print(f"{grid} loops: {g['loops']}")
         print(f"{grid} over rounds: {o['range']} geomean {o['geomean']}, >= 1 in {o['at_or_above_1']}/{o['cases']}; "
               f"behind in every round: {o['behind_every_round']}")
         for k, v in sorted(o["ratio"].items()):
