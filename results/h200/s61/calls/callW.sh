@@ -11,15 +11,28 @@
 #          each case, round 2 before it; a grid's two rounds, then the next grid's
 #   fb-*: the same grids in flashbench's own loop (flash-sm90 and the in-binary cudnn), once, for the loops' gap
 #   PEER / OURS (default cudnn / flash_sm90): PyTorch's backend and fb_torch's kernel timed against it; PEER=flash
-#          OURS=flash sets the portable flash against FlashAttention-2 (fb-*: flash alone, no in-binary peer)
+#          OURS=flash sets the portable flash against FlashAttention-2 (fb-*: flash alone, no in-binary peer). Both
+#          may be comma lists of one length, paired in order (PEER=cudnn,flash OURS=flash_sm90,flash: the four
+#          kernels in one loop, each pair's ratio; round 2 times both of ours first)
+#   FB_LOOP=0: no fb-* steps (the loops' gap was read in session 62: about a minute a grid saved)
+# The issue's three grids with both pairs, one loop, no fb-*: about 300 s on an H100 (session 62's calls W3, X):
+#   PEER=cudnn,flash OURS=flash_sm90,flash GRIDS="bf16 fp16 gqa" FB_LOOP=0 ... callW.sh=420
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
 source scripts/call_step.sh
 call_begin $OUT/W
 grids=${GRIDS:-bf16 gqa}
 peer=${PEER:-cudnn} ours=${OURS:-flash_sm90}
-fb_kernels='["cudnn", "flash-sm90"]'
-[ "$peer" = cudnn ] || fb_kernels="[\"${ours//_/-}\"]"
+IFS=, read -ra peers <<< "$peer"
+IFS=, read -ra ourses <<< "$ours"
+[ ${#peers[@]} = ${#ourses[@]} ] || { echo "callW: PEER '$peer' and OURS '$ours' differ in length"; exit 2; }
+callables=() fb_list=()
+for o in "${ourses[@]}"; do
+  callables+=(--callable scripts/fb_torch.py:$o)
+  fb_list+=("\"${o//_/-}\"")
+done
+[[ ",$peer," == *,cudnn,* ]] && fb_list=("\"cudnn\"" "${fb_list[@]}")  # the in-binary peer where there is one
+fb_kernels="[$(IFS=,; echo "${fb_list[*]}")]"
 # short: the papers' grid's eight forwards at N = 512 / 1024 (session 59's P2 rows); gqa8: the 8-query-head GQA
 # forwards of call V (16 x 8 / 8 and 16 x 8 / 1, N = 1024, d = 128, non-causal).
 base='"tokens": 16384, "dtype": ["bf16"], "pass": ["fwd"], "warmup": 5, "reps": 20, "seed": 42, "verify": true'
@@ -42,20 +55,22 @@ for g in $grids; do
   for r in 1 2; do
     order=()
     [ $r = 2 ] && order=(--callables-first)
-    step peers-$g-$r 110 python3 scripts/peers.py ${cfg[$g]} --backends $peer \
-      --callable scripts/fb_torch.py:$ours --busy-hold "${order[@]}" -o $R/peers-$g-$r.json
+    step peers-$g-$r $((70 * ${#peers[@]})) python3 scripts/peers.py ${cfg[$g]} --backends $peer \
+      "${callables[@]}" --busy-hold "${order[@]}" -o $R/peers-$g-$r.json
   done
 done
 for g in $grids; do
+  [ "${FB_LOOP:-1}" = 0 ] && break
   python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["name"] += "-w"
 s["kernels"] = json.loads(sys.argv[3]); json.dump(s, open(sys.argv[2], "w"))' \
     ${cfg[$g]} $R/fb-$g.spec.json "$fb_kernels"
   step fb-$g 80 $fb run $R/fb-$g.spec.json -q -o $R/fb-$g.json
 done
 smi_stop
-python3 - $R torch-$peer $ours <<'PY'
+python3 - $R $peer $ours <<'PY'
 import glob, json, math, sys
-R, peer, ours = sys.argv[1:4]
+R = sys.argv[1]
+pairs = list(zip(["torch-" + p for p in sys.argv[2].split(",")], sys.argv[3].split(",")))
 def load(path):
     try:
         return json.load(open(path))["results"]
@@ -70,10 +85,11 @@ for f in sorted(glob.glob(R + "/peers-*-[0-9].json")):
         t = r.get("time_ms")
         if t:
             rows.setdefault(r["key"], {})[r["kernel"]] = t["median"]
-    ratios = [k[peer] / k[ours] for k in rows.values() if peer in k and ours in k]
-    if ratios:
-        g = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        print(f"{f.split('/')[-1]}: {peer}/{ours} over {len(ratios)} cases: {min(ratios):.3f}-"
-              f"{max(ratios):.3f}, geomean {g:.3f}, >= 1.0 in {sum(x >= 1 for x in ratios)}")
+    for peer, ours in pairs:
+        ratios = [k[peer] / k[ours] for k in rows.values() if peer in k and ours in k]
+        if ratios:
+            g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+            print(f"{f.split('/')[-1]}: {peer}/{ours} over {len(ratios)} cases: {min(ratios):.3f}-"
+                  f"{max(ratios):.3f}, geomean {g:.3f}, >= 1.0 in {sum(x >= 1 for x in ratios)}")
 PY
 call_end W

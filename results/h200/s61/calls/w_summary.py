@@ -44,13 +44,19 @@ def summary_of(xs):
 
 
 def names(path):
-    """(peer, ours): the file's PyTorch backend record name and its callable's name."""
+    """[(peer, ours), ...]: the file's PyTorch backends' record names paired in order with its callables' names (one
+    backend: every callable against it)."""
     try:
         settings = json.load(open(path))["settings"]
-        peer = settings["backends"][0]
-        return peer if peer.startswith("torch-") else "torch-" + peer, settings["callables"][0]["name"]
-    except (OSError, ValueError, KeyError, IndexError):
-        return "torch-cudnn", "flash_sm90"
+        peers = [p if p.startswith("torch-") else "torch-" + p for p in settings["backends"]]
+        ours = [c["name"] for c in settings["callables"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return [("torch-cudnn", "flash_sm90")]
+    if len(peers) == 1:
+        peers = peers * len(ours)
+    if not ours or len(peers) != len(ours):
+        raise SystemExit(f"w_summary: {path}: backends {peers} and callables {ours} do not pair")
+    return list(zip(peers, ours))
 
 
 def geomean(xs):
@@ -67,16 +73,20 @@ def main():
     for path in sorted(glob.glob(os.path.join(d, "peers-*-[0-9].json"))):
         m = re.match(r"peers-(.+)-(\d)\.json$", os.path.basename(path))
         grid, rnd = m.group(1), m.group(2)
-        rows = medians(load(path))
-        peer, ours = names(path)
-        ratios = {k: round(v[peer] / v[ours], 3) for k, v in rows.items() if peer in v and ours in v}
-        g = s["grids"].setdefault(grid, {"peer": peer, "ours": ours, "rounds": {}})
-        g["rounds"][rnd] = {"us": rows, "ratio": ratios,
-                            "range": [min(ratios.values()), max(ratios.values())] if ratios else None,
-                            "geomean": round(geomean(list(ratios.values())), 3) if ratios else None,
-                            "at_or_above_1": sum(1 for x in ratios.values() if x >= 1.0), "cases": len(ratios)}
-    for grid, g in s["grids"].items():
-        peer, ours = g["peer"], g["ours"]
+        all_rows = medians(load(path))
+        pairs = names(path)
+        for peer, ours in pairs:
+            rows = {k: {n: t for n, t in v.items() if n in (peer, ours)} for k, v in all_rows.items()}
+            ratios = {k: round(v[peer] / v[ours], 3) for k, v in rows.items() if peer in v and ours in v}
+            # One pair: the grid's name; several (PEER=cudnn,flash OURS=flash_sm90,flash): GRID/OURS.
+            name = grid if len(pairs) == 1 else f"{grid}/{ours}"
+            g = s["grids"].setdefault(name, {"grid": grid, "peer": peer, "ours": ours, "rounds": {}})
+            g["rounds"][rnd] = {"us": rows, "ratio": ratios,
+                                "range": [min(ratios.values()), max(ratios.values())] if ratios else None,
+                                "geomean": round(geomean(list(ratios.values())), 3) if ratios else None,
+                                "at_or_above_1": sum(1 for x in ratios.values() if x >= 1.0), "cases": len(ratios)}
+    for name, g in s["grids"].items():
+        grid, peer, ours = g["grid"], g["peer"], g["ours"]
         rounds = list(g["rounds"].values())
         keys = set.intersection(*(set(r["ratio"]) for r in rounds)) if rounds else set()
         both = {}
