@@ -15,8 +15,9 @@
 #          may be comma lists of one length, paired in order (PEER=cudnn,flash OURS=flash_sm90,flash: the four
 #          kernels in one loop, each pair's ratio; round 2 times both of ours first)
 #   FB_LOOP=0: no fb-* steps (the loops' gap was read in session 62: about a minute a grid saved)
-# The issue's three grids with both pairs, one loop, no fb-*: about 300 s on an H100 (session 62's calls W3, X):
-#   PEER=cudnn,flash OURS=flash_sm90,flash GRIDS="bf16 fp16 gqa" FB_LOOP=0 ... callW.sh=420
+# The issue's three grids with both pairs, one loop, no fb-*: about 380 s on an H100 (session 62's calls W3, X: a
+# grid's round about 30 s a pair):
+#   PEER=cudnn,flash OURS=flash_sm90,flash GRIDS="bf16 fp16 gqa" FB_LOOP=0 ... callW.sh=480
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
 source scripts/call_step.sh
