@@ -667,6 +667,18 @@ class GridTables(unittest.TestCase):
                           f"{flops / 4e-3 / 1e12:.0f} | 2.000× |", r.stdout)
             self.assertRegex(r.stdout, r"\| b1-h2-kv2-n128-d64-bf16-full-fwd \| — \| — \| \d+ \| — \|")
 
+    def test_one_file_a_round_holds_both_kernels(self):
+        # peers.py with a callable (fb_torch: ours and SDPA's in one loop) writes both kernels to one file a round.
+        with tempfile.TemporaryDirectory() as tmp:
+            r1 = self.write(tmp, "r1.json", [self.rec("p", 3.0), self.rec("k", 2.0)])
+            r2 = self.write(tmp, "r2.json", [self.rec("k", 2.0), self.rec("p", 1.0)])
+            r = run_script("grid_tables.py", "--round", r1, "--round", r2, "--lead", "k", "--kernels", "k,p",
+                           "--pair", "k:p", "--by-seq")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # k 2.0 ms in both rounds; p / k 1.5 and 0.5: geomean sqrt(0.75)
+            self.assertIn("| 64 | 2.000 |", r.stdout)
+            self.assertIn(f"| {math.sqrt(0.75):.3f}× |", r.stdout)
+
     def test_bad_input_exits_2_with_one_line_and_no_output(self):
         with tempfile.TemporaryDirectory() as tmp:
             ours = self.write(tmp, "ours.json", [self.rec("k", 1.0)])
