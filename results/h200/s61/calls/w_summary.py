@@ -9,7 +9,8 @@ median (us) of the PyTorch peer (torch-cudnn, or torch-flash with callW.sh's PEE
 per grid, each round's range and geometric mean of the ratio and the cases at >= 1.0, and
 the ratio of the rounds' geometric-mean times per case. fb-GRID.json: flash-sm90 and the in-binary cudnn in
 flashbench's loop, per case, for the loops' gap (ours in flashbench / ours in peers.py; the in-binary cudnn / torch-cudnn,
-its range and geomean under "loops"). The names come from the
+its range and geomean under "loops"); "against_both": per row the worse of ours / torch-cudnn (over the rounds) and
+ours / the in-binary cudnn (flashbench's loop), its range, geomean, count at >= 1.0 and the rows behind. The names come from the
 peers files' settings (backends, callables).
 """
 import glob
@@ -114,6 +115,13 @@ def main():
             g["loops"] = {f"{fb_ours}_flashbench_over_peers": summary_of(gap)}
             if peer_gap:
                 g["loops"][f"{in_binary}_in_binary_over_{peer}"] = summary_of(peer_gap)
+                # The worse of ours' two readings a row: against torch-cudnn in peers.py's loop (over the rounds) and
+                # against the in-binary cudnn in flashbench's (cuDNN's two builds pick different engines by shape).
+                worse = {k: round(min(both[k], v[in_binary] / v[fb_ours]), 3) for k, v in fb.items()
+                         if k in both and in_binary in v and fb_ours in v}
+                g["against_both"] = {**summary_of(list(worse.values())),
+                                     "at_or_above_1": sum(1 for x in worse.values() if x >= 1.0),
+                                     "behind": {k: x for k, x in sorted(worse.items()) if x < 1.0}}
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(s, f, indent=1)
         f.write("\n")
@@ -125,6 +133,8 @@ def main():
         o = g["over_rounds"]
         if g.get("loops"):
             print(f"{grid} loops: {g['loops']}")
+        if g.get("against_both"):
+            print(f"{grid} against both cuDNNs: {g['against_both']}")
         print(f"{grid} over rounds: {o['range']} geomean {o['geomean']}, >= 1 in {o['at_or_above_1']}/{o['cases']}; "
               f"behind in every round: {o['behind_every_round']}")
         for k, v in sorted(o["ratio"].items()):
