@@ -13,11 +13,14 @@
 #   PEER / OURS (default cudnn / flash_sm90): PyTorch's backend and fb_torch's kernel timed against it; PEER=flash
 #          OURS=flash sets the portable flash against FlashAttention-2 (fb-*: flash alone, no in-binary peer). Both
 #          may be comma lists of one length, paired in order (PEER=cudnn,flash OURS=flash_sm90,flash: the four
-#          kernels in one loop, each pair's ratio; round 2 times both of ours first)
+#          kernels in one loop, each pair's ratio; round 2 times both of ours first). A PEER entry fb:NAME is
+#          fb_torch's NAME as the peer, a callable in the same loop: PEER=cudnn,fb:cudnn OURS=flash_sm90,flash_sm90
+#          times ours against torch-cudnn and against flashbench's own cuDNN graph (on the cuDNN PyTorch loaded)
+#          in one loop. $R/pairs.txt names the pairs (PEER:OURS record names) for w_summary.py.
 #   FB_LOOP=0: no fb-* steps (the loops' gap was read in session 62: about a minute a grid saved)
-# The issue's three grids with both pairs, one loop, no fb-*: about 380 s on an H100 (session 62's calls W3, X: a
-# grid's round about 30 s a pair):
-#   PEER=cudnn,flash OURS=flash_sm90,flash GRIDS="bf16 fp16 gqa" FB_LOOP=0 ... callW.sh=480
+# Ours against torch-cudnn, flashbench's cuDNN graph and FlashAttention-2 in one loop, no fb-*: about 350 s on an
+# H100 for two grids (session 62's calls W1, X: a pair's round about 30 s):
+#   PEER=cudnn,fb:cudnn,flash OURS=flash_sm90,flash_sm90,flash GRIDS="bf16 gqa" FB_LOOP=0 ... callW.sh=480
 set -uo pipefail
 export DEADLINE=${DEADLINE:-540}
 source scripts/call_step.sh
@@ -27,13 +30,28 @@ peer=${PEER:-cudnn} ours=${OURS:-flash_sm90}
 IFS=, read -ra peers <<< "$peer"
 IFS=, read -ra ourses <<< "$ours"
 [ ${#peers[@]} = ${#ourses[@]} ] || { echo "callW: PEER '$peer' and OURS '$ours' differ in length"; exit 2; }
-callables=() fb_list=()
-for o in "${ourses[@]}"; do
-  callables+=(--callable scripts/fb_torch.py:$o)
-  fb_list+=("\"${o//_/-}\"")
+callables=() fb_list=() backends=() pairs=()
+add_callable() {  # NAME: once
+  [[ " ${callables[*]} " == *" scripts/fb_torch.py:$1 "* ]] || callables+=(--callable scripts/fb_torch.py:$1)
+}
+for i in "${!ourses[@]}"; do
+  o=${ourses[$i]} p=${peers[$i]}
+  add_callable "$o"
+  [[ " ${fb_list[*]} " == *" \"${o//_/-}\" "* ]] || fb_list+=("\"${o//_/-}\"")
+  if [[ $p == fb:* ]]; then
+    add_callable "${p#fb:}"
+    pairs+=("${p#fb:}:$o")
+  else
+    [[ " ${backends[*]} " == *" $p "* ]] || backends+=("$p")
+    pairs+=("torch-$p:$o")
+  fi
 done
-[[ ",$peer," == *,cudnn,* ]] && fb_list=("\"cudnn\"" "${fb_list[@]}")  # the in-binary peer where there is one
+[ ${#backends[@]} -gt 0 ] || { echo "callW: PEER '$peer' names no PyTorch backend"; exit 2; }
+# the in-binary peer where there is one
+[[ " ${backends[*]} " == *" cudnn "* ]] && fb_list=("\"cudnn\"" "${fb_list[@]}")
 fb_kernels="[$(IFS=,; echo "${fb_list[*]}")]"
+backend_list=$(IFS=,; echo "${backends[*]}")
+echo "${pairs[*]}" > $R/pairs.txt
 # short: the papers' grid's eight forwards at N = 512 / 1024 (session 59's P2 rows); gqa8: the 8-query-head GQA
 # forwards of call V (16 x 8 / 8 and 16 x 8 / 1, N = 1024, d = 128, non-causal).
 base='"tokens": 16384, "dtype": ["bf16"], "pass": ["fwd"], "warmup": 5, "reps": 20, "seed": 42, "verify": true'
@@ -56,7 +74,7 @@ for g in $grids; do
   for r in 1 2; do
     order=()
     [ $r = 2 ] && order=(--callables-first)
-    step peers-$g-$r $((70 * ${#peers[@]})) python3 scripts/peers.py ${cfg[$g]} --backends $peer \
+    step peers-$g-$r $((70 * ${#peers[@]})) python3 scripts/peers.py ${cfg[$g]} --backends $backend_list \
       "${callables[@]}" --busy-hold "${order[@]}" -o $R/peers-$g-$r.json
   done
 done
@@ -68,10 +86,10 @@ s["kernels"] = json.loads(sys.argv[3]); json.dump(s, open(sys.argv[2], "w"))' \
   step fb-$g 80 $fb run $R/fb-$g.spec.json -q -o $R/fb-$g.json
 done
 smi_stop
-python3 - $R $peer $ours <<'PY'
+python3 - $R "${pairs[@]}" <<'PY'
 import glob, json, math, sys
 R = sys.argv[1]
-pairs = list(zip(["torch-" + p for p in sys.argv[2].split(",")], sys.argv[3].split(",")))
+pairs = [tuple(p.split(":")) for p in sys.argv[2:]]
 def load(path):
     try:
         return json.load(open(path))["results"]

@@ -3,15 +3,16 @@
 
     python3 w_summary.py DIR    (writes DIR/summary.json, prints a table)
 
-check: how many of fb_torch's records peers.py verified, and any that it did not. peers-GRID-ROUND.json: per case, the
-median (us) of the PyTorch peer (torch-cudnn, or torch-flash with callW.sh's PEER=flash) and of fb_torch's kernel
-(flash_sm90, or flash with OURS=flash: flashbench's kernel through the C API) in peers.py's loop, and peer / ours;
-per grid, each round's range and geometric mean of the ratio and the cases at >= 1.0, and
-the ratio of the rounds' geometric-mean times per case. fb-GRID.json: flash-sm90 and the in-binary cudnn in
-flashbench's loop, per case, for the loops' gap (ours in flashbench / ours in peers.py; the in-binary cudnn / torch-cudnn,
-its range and geomean under "loops"); "against_both": per row the worse of ours / torch-cudnn (over the rounds) and
-ours / the in-binary cudnn (flashbench's loop), its range, geomean, count at >= 1.0 and the rows behind. The names come from the
-peers files' settings (backends, callables).
+check: how many of fb_torch's records peers.py verified, and any that it did not. peers-GRID-ROUND.json: per case and
+pair, the median (us) of the peer (torch-cudnn, torch-flash, or a callable such as fb_torch's cudnn) and of ours
+(fb_torch's flash_sm90 or flash: flashbench's kernel through the C API) in peers.py's loop, and peer / ours; per grid,
+each round's range and geometric mean of the ratio and the cases at >= 1.0, and the ratio of the rounds'
+geometric-mean times per case. fb-GRID.json: flash-sm90 and the in-binary cudnn in flashbench's loop, per case, for
+the loops' gap (ours in flashbench / ours in peers.py; the in-binary cudnn / torch-cudnn, its range and geomean under
+"loops"); "against_both": per row the worse of ours / torch-cudnn (over the rounds) and ours / the in-binary cudnn
+(flashbench's loop), its range, geomean, count at >= 1.0 and the rows behind. The pairs come from DIR/pairs.txt
+(PEER:OURS record names; callW.sh writes it), else from the peers files' settings (backends, callables). One pair: a
+grid's entry is named GRID; several: GRID/PEER:OURS.
 """
 import glob
 import json
@@ -71,16 +72,21 @@ def main():
                    "not_verified": [f"{r['key']} {r['kernel']} {r['status']} {r.get('reason', '')}"
                                     for r in chk if r.get("verified") is not True]},
          "grids": {}}
+    # callW.sh's pairs (PEER:OURS record names), else each file's backends paired with its callables
+    try:
+        listed = [tuple(x.split(":", 1)) for x in open(os.path.join(d, "pairs.txt")).read().split()]
+    except OSError:
+        listed = []
     for path in sorted(glob.glob(os.path.join(d, "peers-*-[0-9].json"))):
         m = re.match(r"peers-(.+)-(\d)\.json$", os.path.basename(path))
         grid, rnd = m.group(1), m.group(2)
         all_rows = medians(load(path))
-        pairs = names(path)
+        pairs = listed or names(path)
         for peer, ours in pairs:
             rows = {k: {n: t for n, t in v.items() if n in (peer, ours)} for k, v in all_rows.items()}
             ratios = {k: round(v[peer] / v[ours], 3) for k, v in rows.items() if peer in v and ours in v}
-            # One pair: the grid's name; several (PEER=cudnn,flash OURS=flash_sm90,flash): GRID/OURS.
-            name = grid if len(pairs) == 1 else f"{grid}/{ours}"
+            # One pair: the grid's name; several (PEER=cudnn,flash OURS=flash_sm90,flash): GRID/PEER:OURS.
+            name = grid if len(pairs) == 1 else f"{grid}/{peer}:{ours}"
             g = s["grids"].setdefault(name, {"grid": grid, "peer": peer, "ours": ours, "rounds": {}})
             g["rounds"][rnd] = {"us": rows, "ratio": ratios,
                                 "range": [min(ratios.values()), max(ratios.values())] if ratios else None,
@@ -109,7 +115,8 @@ def main():
             gap = [v[fb_ours] / ours_peers[k] for k, v in fb.items() if fb_ours in v and ours_peers[k]]
             peer_peers = {k: geomean([r["us"][k][peer] for r in rounds if k in r["us"] and peer in r["us"][k]])
                           for k in fb}
-            in_binary = peer[len("torch-"):]  # flashbench's own cudnn; "flash" in fb-*.json is ours, not FA2
+            # flashbench's own cudnn; "flash" in fb-*.json is ours, not FA2; a callable peer (fb:NAME) has none
+            in_binary = peer[len("torch-"):] if peer.startswith("torch-") else fb_ours
             peer_gap = [v[in_binary] / peer_peers[k] for k, v in fb.items()
                         if in_binary != fb_ours and in_binary in v and peer_peers[k]]
             g["loops"] = {f"{fb_ours}_flashbench_over_peers": summary_of(gap)}
