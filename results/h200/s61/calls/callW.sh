@@ -15,7 +15,8 @@
 #          may be comma lists of one length, paired in order (PEER=cudnn,flash OURS=flash_sm90,flash: the four
 #          kernels in one loop, each pair's ratio; round 2 times both of ours first). A PEER entry fb:NAME is
 #          fb_torch's NAME as the peer, a callable in the same loop: PEER=cudnn,fb:cudnn OURS=flash_sm90,flash_sm90
-#          times ours against torch-cudnn and against flashbench's own cuDNN graph (on the cuDNN PyTorch loaded)
+#          times ours against torch-cudnn and against flashbench's own cuDNN graph (on the libcudnn.so.9 already in
+#          the process, PyTorch's, by the loader's soname rule)
 #          in one loop. $R/pairs.txt names the pairs (PEER:OURS record names) for w_summary.py.
 #   FB_LOOP=0: no fb-* steps (the loops' gap was read in session 62: about a minute a grid saved)
 # Ours against torch-cudnn, flashbench's cuDNN graph and FlashAttention-2 in one loop, no fb-*: about 350 s on an
