@@ -143,9 +143,10 @@ int guarded(char* err, std::size_t err_size, F&& f) {
 int run(const char* name, bool backward, const fb_capi_call* call, char* err, std::size_t err_size) {
   return guarded(err, err_size, [&] {
     // The pass the workspace was sized for does not change a forward's work; a backward needs fwd_bwd's.
-    Resolved r = resolve(name, backward ? fb::Pass::fwd_bwd : fb::Pass::fwd, call);
+    const fb::Pass pass = backward ? fb::Pass::fwd_bwd : fb::Pass::fwd;
+    Resolved r = resolve(name, pass, call);
     bind(r.p, call, backward);
-    const std::size_t need = r.kernel->cuda.workspace_bytes(backward ? fb::Pass::fwd_bwd : fb::Pass::fwd, r.p);
+    const std::size_t need = r.kernel->cuda.workspace_bytes(pass, r.p);
     if (need && (!call->workspace || call->workspace_size < need))
       throw Failure{"call.workspace: " + std::to_string(call->workspace_size) + " bytes, kernel '" + r.kernel->name +
                     "' needs " + std::to_string(need) + " (fb_capi_workspace_bytes)"};

@@ -45,6 +45,19 @@ def summary_of(xs):
     return {"range": [round(min(xs), 3), round(max(xs), 3)], "geomean": round(geomean(xs), 3), "cases": len(xs)}
 
 
+def ratio_stats(ratios):
+    """{range, geomean, at_or_above_1, cases} of {case: ratio} (range and geomean None where empty)."""
+    xs = list(ratios.values())
+    s = summary_of(xs) or {"range": None, "geomean": None, "cases": 0}
+    return {"range": s["range"], "geomean": s["geomean"], "at_or_above_1": sum(1 for x in xs if x >= 1.0),
+            "cases": s["cases"]}
+
+
+def time_over_rounds(rounds, key, kernel):
+    """The geometric mean of kernel's medians at key over the rounds that have it (None if none)."""
+    return geomean([r["us"][key][kernel] for r in rounds if kernel in r["us"].get(key, {})])
+
+
 def names(path):
     """[(peer, ours), ...]: the file's PyTorch backends' record names paired in order with its callables' names (one
     backend: every callable against it)."""
@@ -88,33 +101,24 @@ def main():
             # One pair: the grid's name; several (PEER=cudnn,flash OURS=flash_sm90,flash): GRID/PEER:OURS.
             name = grid if len(pairs) == 1 else f"{grid}/{peer}:{ours}"
             g = s["grids"].setdefault(name, {"grid": grid, "peer": peer, "ours": ours, "rounds": {}})
-            g["rounds"][rnd] = {"us": rows, "ratio": ratios,
-                                "range": [min(ratios.values()), max(ratios.values())] if ratios else None,
-                                "geomean": round(geomean(list(ratios.values())), 3) if ratios else None,
-                                "at_or_above_1": sum(1 for x in ratios.values() if x >= 1.0), "cases": len(ratios)}
+            g["rounds"][rnd] = {"us": rows, "ratio": ratios, **ratio_stats(ratios)}
     for name, g in s["grids"].items():
         grid, peer, ours = g["grid"], g["peer"], g["ours"]
         rounds = list(g["rounds"].values())
         keys = set.intersection(*(set(r["ratio"]) for r in rounds)) if rounds else set()
-        both = {}
-        for k in sorted(keys):
-            both[k] = round(geomean([r["us"][k][peer] for r in rounds]) / geomean([r["us"][k][ours] for r in rounds]),
-                            3)
-        g["over_rounds"] = {"ratio": both, "range": [min(both.values()), max(both.values())] if both else None,
-                            "geomean": round(geomean(list(both.values())), 3) if both else None,
-                            "at_or_above_1": sum(1 for x in both.values() if x >= 1.0), "cases": len(both),
+        both = {k: round(time_over_rounds(rounds, k, peer) / time_over_rounds(rounds, k, ours), 3)
+                for k in sorted(keys)}
+        g["over_rounds"] = {"ratio": both, **ratio_stats(both),
                             "behind_every_round": sorted(k for k in keys if all(r["ratio"][k] < 1 for r in rounds))}
         fb = medians(load(os.path.join(d, f"fb-{grid}.json")))
         if fb:
-            ours_peers = {k: geomean([r["us"][k][ours] for r in rounds if k in r["us"] and ours in r["us"][k]])
-                          for k in fb}
+            ours_peers = {k: time_over_rounds(rounds, k, ours) for k in fb}
             g["flashbench_loop"] = {k: {**v, f"{ours}_in_peers": round(ours_peers[k], 2) if ours_peers[k] else None}
                                     for k, v in fb.items()}
             # ours in flashbench's loop / ours in peers.py's, and the in-binary peer / PyTorch's (where there is one)
             fb_ours = ours.replace("_", "-")
             gap = [v[fb_ours] / ours_peers[k] for k, v in fb.items() if fb_ours in v and ours_peers[k]]
-            peer_peers = {k: geomean([r["us"][k][peer] for r in rounds if k in r["us"] and peer in r["us"][k]])
-                          for k in fb}
+            peer_peers = {k: time_over_rounds(rounds, k, peer) for k in fb}
             # flashbench's own cudnn; "flash" in fb-*.json is ours, not FA2; a callable peer (fb:NAME) has none
             in_binary = peer[len("torch-"):] if peer.startswith("torch-") else fb_ours
             peer_gap = [v[in_binary] / peer_peers[k] for k, v in fb.items()
@@ -126,8 +130,7 @@ def main():
                 # against the in-binary cudnn in flashbench's (cuDNN's two builds pick different engines by shape).
                 worse = {k: round(min(both[k], v[in_binary] / v[fb_ours]), 3) for k, v in fb.items()
                          if k in both and in_binary in v and fb_ours in v}
-                g["against_both"] = {**summary_of(list(worse.values())),
-                                     "at_or_above_1": sum(1 for x in worse.values() if x >= 1.0),
+                g["against_both"] = {**ratio_stats(worse),
                                      "behind": {k: x for k, x in sorted(worse.items()) if x < 1.0}}
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(s, f, indent=1)
