@@ -263,8 +263,6 @@ template <typename Elem, int N> struct WgmmaSSAT;
 #define FB_WG_S32 FB_WG_S16 ", " FB_WG_SBLK_2 ", " FB_WG_SBLK_3
 #define FB_WG_S40 FB_WG_S32 ", " FB_WG_SBLK_4
 #define FB_WG_S64 FB_WG_S32 ", " FB_WG_SBLK_4 ", " FB_WG_SBLK_5 ", " FB_WG_SBLK_6 ", " FB_WG_SBLK_7
-#define FB_WG_D96 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80), FB_WG_DBLK(88)
-#define FB_WG_S96 FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10 ", " FB_WG_SBLK_11
 #define FB_WG_S128                                                                               \
   FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10 ", " FB_WG_SBLK_11 ", "           \
       FB_WG_SBLK_12 ", " FB_WG_SBLK_13 ", " FB_WG_SBLK_14 ", " FB_WG_SBLK_15
@@ -315,11 +313,6 @@ FB_WGMMA_SS(WgmmaSS, __half, "f16", 80, 40, "%40", "%41", "%42", 0, 0)
 FB_WGMMA_SS(WgmmaSS, __nv_bfloat16, "bf16", 80, 40, "%40", "%41", "%42", 0, 0)
 FB_WGMMA_SS(WgmmaSS, __half, "f16", 128, 64, "%64", "%65", "%66", 0, 0)
 FB_WGMMA_SS(WgmmaSS, __nv_bfloat16, "bf16", 128, 64, "%64", "%65", "%66", 0, 0)
-// 192 and 256 keys: d = 64 on two consumer warpgroups (the probes wide192 / wide256, flash_sm90_launch.cuh).
-FB_WGMMA_SS(WgmmaSS, __half, "f16", 192, 96, "%96", "%97", "%98", 0, 0)
-FB_WGMMA_SS(WgmmaSS, __nv_bfloat16, "bf16", 192, 96, "%96", "%97", "%98", 0, 0)
-FB_WGMMA_SS(WgmmaSS, __half, "f16", 256, 128, "%128", "%129", "%130", 0, 0)
-FB_WGMMA_SS(WgmmaSS, __nv_bfloat16, "bf16", 256, 128, "%128", "%129", "%130", 0, 0)
 // Both operands MN-major (transpose-A and transpose-B): A stored [k][m] with M contiguous, B [k][n]
 // with N contiguous (the backward's dQ = dS K reads dS^T and K as they lie in shared memory).
 FB_WGMMA_SS(WgmmaSSTT, __half, "f16", 64, 32, "%32", "%33", "%34", 1, 1)

@@ -68,7 +68,10 @@ template <> struct WgmmaSSFp8<128> {
 template <> struct WgmmaSSFp8<96> {
   FB_WGMMA_SS_BODY(48, "m64n96k32.f32.e4m3.e4m3", "%48", "%49", "%50", "1, 1")
 };
-// N = 192 (a K/V tile of 192 keys, Fp8FwdTraits): 96 accumulators (ptx_sm90.cuh's operand lists).
+// N = 192 (a K/V tile of 192 keys, Fp8FwdTraits): 96 accumulators; the operand lists extend
+// ptx_sm90.cuh's (which stop at 64 and 128).
+#define FB_WG_D96 FB_WG_D64, FB_WG_DBLK(64), FB_WG_DBLK(72), FB_WG_DBLK(80), FB_WG_DBLK(88)
+#define FB_WG_S96 FB_WG_S64 ", " FB_WG_SBLK_8 ", " FB_WG_SBLK_9 ", " FB_WG_SBLK_10 ", " FB_WG_SBLK_11
 template <> struct WgmmaSSFp8<192> {
   FB_WGMMA_SS_BODY(96, "m64n192k32.f32.e4m3.e4m3", "%96", "%97", "%98", "1, 1")
 };

@@ -146,11 +146,6 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            1.018 / 1.037x and d = 64 0.979-0.987x. Call B (results/h100/s57/B): at every length against the default
 //            up to 4, 1.010x over eight d = 128 rows of 6-16 K/V tiles drawn for it (1.002-1.016x). `oneq`, split
 //            launches and other variants ignore it
-//   wide192, wide256  d = 64 (session 63's probe): two consumer warpgroups (128-row work tiles) on 192- or 256-key
-//            K/V tiles (the in-binary cuDNN 9.14's d = 64 non-causal engine takes 256 keys, session 50). wide192 with
-//            d = 64's shipped bits (ustage, lazyres, trec, fastlse; the intra-warpgroup overlap); wide256 without the
-//            overlap (S_j, its softmax, then P_j V_j, as cuDNN's step: with it S_{j+1}, P_j and O spill 440 bytes)
-//            and with trec, fastlse. Never split (the tail split plans 192-row tiles); other head dims ignore them
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -194,7 +189,10 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // ptxas_spills rejects; the code is in history at 7a8b738); session 57's `k0try` (beside k0rec, the last step's V
 // before the next tile's Q and K_0 where its stage is free already, mbarrier.test_wait: session 58's call C, an H100,
 // 0.998x of the default over eight d = 64 rows drawn for it, 0.985-1.017x, under its rule's 1.01x; k0rec alone there
-// 1.000x; results/h100/s58/C; the code is in history at 36a20f0).
+// 1.000x; results/h100/s58/C; the code is in history at 36a20f0); session 63's `wide192` and `wide256` (d = 64 on two
+// consumer warpgroups x 192-key tiles with the shipped bits, or x 256-key tiles without the intra-warpgroup overlap,
+// the in-binary cuDNN 9.14's d = 64 non-causal tile: call D, an H100, def / probe geomean 0.868x and 0.844x over ten
+// non-causal rows, 0.757-0.935x a round; results/h100/s63/D; the code is in history at c688375).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
 // Read once; unset is the shipping forward.
 
@@ -289,7 +287,6 @@ struct FwdProbe {
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
   int k0_rec = -1;  // k0rec: 1 on (every launch it applies to), 0 off, -1 the default (k0_rec_on)
-  int wide = 0;  // d = 64 on two consumer warpgroups x this many keys a K/V tile (wide192, wide256); 0 off
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -322,6 +319,7 @@ inline FwdProbe fwd_probe() {
     refuse({"qreg"}, "session 25");
     refuse({"k0ahead"}, "session 56");
     refuse({"k0try"}, "session 58");
+    refuse({"wide192", "wide256"}, "session 63");
     const bool old = has("old");
     f.static_schedule = old || has("static");
     f.no_skip = old || has("noskip");
@@ -349,7 +347,6 @@ inline FwdProbe fwd_probe() {
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
     f.k0_rec = has("k0rec") ? 1 : has("nok0rec") ? 0 : -1;
-    f.wide = has("wide192") ? 192 : has("wide256") ? 256 : 0;
     return f;
   }();
   return probe;
@@ -574,16 +571,6 @@ template <typename Tr> void launch_fwd_opt(const AttentionParams& p, Dtype t, cu
   else launch_fwd_ship<Tr, kD>(p, t, stream);  // d = 64 as shipped
 }
 
-// The probes wide192 / wide256 (FwdProbe::wide): d = 64 on two consumer warpgroups x wider K/V tiles.
-template <Dtype T> void launch_fwd_wide(int keys, const AttentionParams& p, cudaStream_t stream) {
-  using Elem = typename DtypeTraits<T>::elem;
-  constexpr unsigned kRec = kOptDescLo32 | kOptTileRec | kOptFastLse;
-  if (keys == 192)
-    launch_fwd<FwdTraits<Elem, 64, 192, true, true, 2, true>, kRec | kOptUniformStage | kOptLazyRescale>(p, T, stream);
-  else
-    launch_fwd<FwdTraits<Elem, 64, 256, false, true, 2, false>, kRec>(p, T, stream);
-}
-
 template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t stream) {
   using Tr = typename FwdConfig<T, D>::Traits;
   if (const FwdProbe probe = fwd_probe(); probe.removed)
@@ -605,9 +592,6 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
       using TrN = FwdTraits<typename Tr::Elem, D, Tr::kBc, true, false, Tr::kConsumerWgs, Tr::kSkipUnseen, 2>;
       launch_fwd<TrN, kOptDescLo32>(p, T, stream);
       return;
-    }
-    if constexpr (D == 64) {
-      if (fwd_probe().wide != 0) return launch_fwd_wide<T>(fwd_probe().wide, p, stream);
     }
     launch_fwd_opt<Tr>(p, T, stream);
   } else {
