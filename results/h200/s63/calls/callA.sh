@@ -21,7 +21,8 @@ tail -2 $R/memcheck.log
 for w in wide192 wide256; do
   step refused-$w 20 env FB_SM90_FWD_PROBE=$w $fb run $R/spec.json --warmup-time 0 --no-ceilings -q \
     -o $R/refused-$w.json
-  python3 -c 'import json, sys; print(sys.argv[2], [(r["status"], r["reason"][:90]) for r in json.load(open(sys.argv[1]))["results"]])' \
+  python3 -c 'import json, sys
+print(sys.argv[2], [(r["status"], r["reason"][:90]) for r in json.load(open(sys.argv[1]))["results"]])' \
     $R/refused-$w.json $w
 done
 call_end A

@@ -14,7 +14,8 @@ json.dump(s, open(sys.argv[2], "w"))' configs/issue13-fp16-h200.json $R/spec.jso
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv \
   -lms 50 > $R/smi50.csv 2>&1 &
 smi=$!
-cal=(--callable scripts/fb_torch.py:flash_sm90 --callable scripts/fb_torch.py:cudnn --callable scripts/fb_torch.py:flash)
+cal=()
+for k in flash_sm90 cudnn flash; do cal+=(--callable scripts/fb_torch.py:$k); done
 r=0
 for order in first after first first; do
   r=$((r + 1))
