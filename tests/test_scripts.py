@@ -696,6 +696,55 @@ class GridTables(unittest.TestCase):
             self.assertIn("is also in", r.stderr)
 
 
+class WSummary(unittest.TestCase):
+    """results/h200/s61/calls/w_summary.py: the one-loop calls' figures (sessions 62-63) that README quotes."""
+    CASE, rec, write = Ratios.CASE, Ratios.rec, Ratios.write
+    SCRIPT = os.path.join(ROOT, "results", "h200", "s61", "calls", "w_summary.py")
+
+    def summarize(self, tmp, pairs, rounds):
+        """rounds: [{kernel: (ms at seq 64, ms at seq 128)}, ...] as peers-bf16-1.json, -2.json; pairs: PEER:OURS."""
+        with open(os.path.join(tmp, "pairs.txt"), "w") as f:
+            f.write(" ".join(pairs) + "\n")
+        self.write(tmp, "check-results.json", [self.rec("flash_sm90", 1.0), self.rec("flash", 1.0, False)])
+        for i, times in enumerate(rounds, 1):
+            self.write(tmp, f"peers-bf16-{i}.json",
+                       [self.rec(k, ms, seq=seq) for k, t in times.items() for ms, seq in zip(t, (64, 128))])
+        r = subprocess.run([sys.executable, self.SCRIPT, tmp], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(tmp, "summary.json")) as f:
+            return json.load(f)
+
+    def test_each_pair_over_the_rounds_and_the_worse_of_two_cudnn_graphs(self):
+        k64, k128 = "b1-h2-kv2-n64-d64-bf16-full-fwd", "b1-h2-kv2-n128-d64-bf16-full-fwd"
+        # ours 0.105 / 0.180 ms in both rounds; torch-cudnn 0.100 / 0.200, flashbench's graph 0.110 / 0.190 in round
+        # 1 and 0.1375 / 0.190 in round 2 (geomean over the rounds sqrt(0.110 * 0.1375) at n64).
+        rounds = [{"flash_sm90": (0.105, 0.180), "torch-cudnn": (0.100, 0.200), "cudnn": (0.110, 0.190)},
+                  {"flash_sm90": (0.105, 0.180), "torch-cudnn": (0.100, 0.200), "cudnn": (0.1375, 0.190)}]
+        with tempfile.TemporaryDirectory() as tmp:
+            s = self.summarize(tmp, ["torch-cudnn:flash_sm90", "cudnn:flash_sm90"], rounds)
+            self.assertEqual(s["check"]["records"], 2)
+            self.assertEqual(s["check"]["verified"], 1)
+            torch, graph = s["grids"]["bf16/torch-cudnn:flash_sm90"], s["grids"]["bf16/cudnn:flash_sm90"]
+            self.assertEqual(torch["over_rounds"]["ratio"], {k64: round(0.100 / 0.105, 3), k128: round(0.2 / 0.18, 3)})
+            g64 = round(math.sqrt(0.110 * 0.1375) / 0.105, 3)
+            self.assertEqual(graph["over_rounds"]["ratio"], {k64: g64, k128: round(0.19 / 0.18, 3)})
+            self.assertEqual(graph["rounds"]["1"]["ratio"][k64], round(0.110 / 0.105, 3))
+            # per row the lower of the two: torch-cudnn's at n64 (0.952), the graph's at n128 (1.056)
+            both = torch["against_both_one_loop"]
+            self.assertEqual(both["range"], [round(0.100 / 0.105, 3), round(0.19 / 0.18, 3)])
+            self.assertEqual((both["at_or_above_1"], both["cases"]), (1, 2))
+            self.assertEqual(both["behind"], {k64: round(0.100 / 0.105, 3)})
+            self.assertNotIn("against_both_one_loop", graph)
+            self.assertEqual(torch["over_rounds"]["behind_every_round"], [k64])
+
+    def test_no_second_graph_no_one_loop_against_both(self):
+        rounds = [{"flash_sm90": (0.1, 0.2), "torch-cudnn": (0.1, 0.2)}] * 2
+        with tempfile.TemporaryDirectory() as tmp:
+            s = self.summarize(tmp, ["torch-cudnn:flash_sm90"], rounds)
+            self.assertEqual(list(s["grids"]), ["bf16"])
+            self.assertNotIn("against_both_one_loop", s["grids"]["bf16"])
+
+
 # ---------------------------------------------------------------------------------------------------
 # ab_rule.py: the verdict of an A/B rule written before its call
 

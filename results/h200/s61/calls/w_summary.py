@@ -10,7 +10,9 @@ each round's range and geometric mean of the ratio and the cases at >= 1.0, and 
 geometric-mean times per case. fb-GRID.json: flash-sm90 and the in-binary cudnn in flashbench's loop, per case, for
 the loops' gap (ours in flashbench / ours in peers.py; the in-binary cudnn / torch-cudnn, its range and geomean under
 "loops"); "against_both": per row the worse of ours / torch-cudnn (over the rounds) and ours / the in-binary cudnn
-(flashbench's loop), its range, geomean, count at >= 1.0 and the rows behind. The pairs come from DIR/pairs.txt
+(flashbench's loop), its range, geomean, count at >= 1.0 and the rows behind; "against_both_one_loop" (a torch-cudnn
+pair beside a cudnn:OURS one, the callable on the cuDNN PyTorch loaded): the same of the worse of the two pairs' ratios
+over the rounds, both from one loop. The pairs come from DIR/pairs.txt
 (PEER:OURS record names; callW.sh writes it), else from the peers files' settings (backends, callables). One pair: a
 grid's entry is named GRID; several: GRID/PEER:OURS.
 """
