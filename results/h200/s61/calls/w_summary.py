@@ -137,9 +137,11 @@ def main():
     # One loop, two cuDNN graphs (PEER=cudnn,fb:cudnn): per row the worse of ours against torch-cudnn and against
     # flashbench's graph, a callable in the same loop on the cuDNN PyTorch loaded (session 63).
     for g in s["grids"].values():
+        if g["peer"] != "torch-cudnn":
+            continue
         other = next((h for h in s["grids"].values() if h["grid"] == g["grid"] and h["peer"] == "cudnn" and
                       h["ours"] == g["ours"]), None)
-        if g["peer"] != "torch-cudnn" or other is None:
+        if other is None:
             continue
         a, b = g["over_rounds"]["ratio"], other["over_rounds"]["ratio"]
         worse = {k: min(a[k], b[k]) for k in a if k in b}
