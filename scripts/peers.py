@@ -6,7 +6,7 @@ scripts/plot.py put the peers beside `naive` and `flash`.
     python3 scripts/peers.py SPEC.json -o results/peers.json [--backends flash,cudnn,efficient,math]
                              [--callable MODULE:FUNCTION [--name NAME]] [--device K] [--ref-max-seq N]
                              [--busy-hold | --self-hold | --spin-hold | --no-launch-hold] [--fwd-training]
-                             [--list]
+                             [--interleave] [--list]
 
 Kernels (each SDPA backend forced with torch.nn.attention.sdpa_kernel):
   torch-flash      SDPBackend.FLASH_ATTENTION      (FlashAttention-2 inside PyTorch)
@@ -61,6 +61,11 @@ What is measured, the way flashbench measures it:
     the case falls back to the busy hold, named in launch_hold_fallback; --spin-hold: the hold as a
     one-thread spin, the default of sessions 44-53; --no-launch-hold: no hold, the timing before session 44;
     the settings' launch_hold_kind says which).
+    With --interleave the case's kernels take their reps in turn, one rep of each a round, behind one hold:
+    the rounds' orders are a Williams design (each kernel in each place, and after each other kernel, equally
+    often), so that what moves the GPU's speed over a case (the clock under a power cap, the heat the kernel
+    before left) falls on every kernel alike; each kernel's first call and warm-up come first, one kernel after
+    another (the settings' rep_order: "interleaved", or "blocked" for each kernel's reps back to back).
     fwd times the forward, by default as
     inference: under torch.no_grad, inputs that need no gradient, so a backend may skip what only a backward
     needs (PyTorch's cuDNN then plans its graph without the Stats output, the row log-sum-exp); with
@@ -500,6 +505,50 @@ def import_torch(device_index):
     return torch, SDPBackend, sdpa_kernel
 
 
+class Ready:
+    """A kernel that took the case's first call and its warm-up (Peers.ready): its record's name, the UserKernel (None
+    for an SDPA backend), one rep (timed), a factory of the context each call runs in (the SDPA backend's choice),
+    the host's and the GPU's time per rep from the warm-up (ms) and the first call's peak memory (bytes)."""
+
+    def __init__(self, kernel, user, timed, context, host_ms, rep_ms, peak):
+        self.kernel, self.user, self.timed, self.context = kernel, user, timed, context
+        self.host_ms, self.rep_ms, self.peak = host_ms, rep_ms, peak
+
+
+class RoundFailure(Exception):
+    """Peers.timed_rounds: the kernel at `index` of its list raised `error` in a timed rep."""
+
+    def __init__(self, index, error):
+        super().__init__(str(error))
+        self.index, self.error = index, error
+
+
+def round_orders(n_kernels):
+    """The kernels' orders, a round each, of interleaved reps (--interleave): a Williams design, so that over its
+    rounds (n_kernels of them, 2 n_kernels for an odd count) each kernel takes each place equally often and follows
+    each other kernel within a round equally often (the kernel before one leaves the GPU's clock and heat where it
+    left them: docs/perf-notes.md, session 56's call K)."""
+    n = n_kernels
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:  # 0, 1, n - 1, 2, n - 2, ...
+        if len(first) % 2:
+            first.append(lo)
+            lo += 1
+        else:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + r) % n for x in first] for r in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
+def round_order(n_kernels, rep):
+    """The kernels' order in the rep-th round of interleaved reps (round_orders, cycled)."""
+    rows = round_orders(n_kernels)
+    return rows[rep % len(rows)]
+
+
 class UserKernel:
     """A --callable: its kernel name, where it came from ("module:function") and the function."""
 
@@ -728,7 +777,55 @@ class Peers:
     # ---- one case x backend ----
 
     def measure(self, case, kernel, tensors, ref_cache):
-        """One record of `kernel` (an SDPA backend's name or a UserKernel) on the case."""
+        """One record of `kernel` (an SDPA backend's name or a UserKernel) on the case, its reps back to back."""
+        t = self.torch
+        ready = self.ready(case, kernel, tensors)
+        if not isinstance(ready, Ready):
+            return ready
+        refusals = (Exception,) if ready.user else REFUSALS
+        with ready.context():
+            try:
+                times, outputs = self.timed_reps(ready.timed, ready.host_ms, case_key(case), ready.kernel,
+                                                 ready.rep_ms)
+            except t.cuda.OutOfMemoryError as e:
+                return self._skip(case, ready.kernel, "out of memory: " + one_line(e))
+            except refusals as e:
+                t.cuda.empty_cache()
+                return make_record(case, ready.kernel, "failed", one_line(e))
+        return self.finish(case, ready, times, outputs, tensors, ref_cache)
+
+    def measure_interleaved(self, case, kernels, tensors, ref_cache):
+        """The records of `kernels` on the case, in their order, their reps interleaved (--interleave): each kernel
+        is checked and warmed up as measure() does, then timed_rounds() takes one rep of each in turn. A kernel that
+        raises in the rounds is recorded failed (skipped: out of memory) and the rounds run again without it."""
+        t = self.torch
+        records, readies = {}, []
+        for kernel in kernels:
+            r = self.ready(case, kernel, tensors)
+            if isinstance(r, Ready):
+                readies.append(r)
+            else:
+                records[kernel_name(kernel)] = r
+        results = {}
+        while readies:
+            try:
+                results = self.timed_rounds(readies, case_key(case))
+                break
+            except RoundFailure as f:
+                bad = readies.pop(f.index)
+                t.cuda.synchronize(self.dev)
+                t.cuda.empty_cache()
+                oom = isinstance(f.error, t.cuda.OutOfMemoryError)
+                records[bad.kernel] = make_record(case, bad.kernel, "skipped" if oom else "failed",
+                                                  ("out of memory: " if oom else "") + one_line(f.error))
+        for r in readies:
+            times, outputs = results[r.kernel]
+            records[r.kernel] = self.finish(case, r, times, outputs, tensors, ref_cache)
+        return [records[kernel_name(k)] for k in kernels]
+
+    def ready(self, case, kernel, tensors):
+        """A kernel checked and warmed up on the case (a Ready), or its record where it cannot run: skipped (mask,
+        memory, a refusal on the first call) or failed."""
         t = self.torch
         q, k, v, do = tensors
         user = kernel if isinstance(kernel, UserKernel) else None
@@ -749,15 +846,18 @@ class Peers:
 
             def forward(case_, q_, k_, v_):
                 return user.fn(q_, k_, v_, is_causal=bool(case_["causal"]), scale=scale)
-            context = contextlib.nullcontext()
+            context = contextlib.nullcontext
         else:
             forward = self.forward
-            context = self.sdpa_kernel([getattr(self.SDPBackend, BACKENDS[kernel])])
+            backend = getattr(self.SDPBackend, BACKENDS[kernel])
+
+            def context():
+                return self.sdpa_kernel([backend])
         # Whatever a user's function raises is its refusal (first call) or failure (later): Triton's
         # compilation errors, assertions on shapes, ...
         refusals = (Exception,) if user else REFUSALS
         prepare, timed = self.runner(case, q, k, v, do, forward)
-        with context:
+        with context():
             # First call: does the backend take the case at all, and how much memory does it use.
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -799,20 +899,24 @@ class Peers:
                     host_ms = max(host_ms, (time.perf_counter() - h0) * 1e3 / 4)
                     t.cuda.synchronize(self.dev)
                     rep_ms = min(rep_ms, a.elapsed_time(b) / 4)
-                times, outputs = self.timed_reps(timed, host_ms, case_key(case), kernel, rep_ms)
             except t.cuda.OutOfMemoryError as e:
                 return self._skip(case, kernel, "out of memory: " + one_line(e))
             except refusals as e:
                 t.cuda.empty_cache()
                 return make_record(case, kernel, "failed", one_line(e))
+        return Ready(kernel, user, timed, context, host_ms, rep_ms, max(0, peak))
+
+    def finish(self, case, ready, times, outputs, tensors, ref_cache):
+        """The record of a kernel timed: its errors against the fp64 reference where the case wants one, and for a
+        callable the verdict."""
         errs = None
         if wants_reference(case, self.ref_max_seq, self.verify):
             if "ref" not in ref_cache:
-                ref_cache["ref"] = self.reference(case, q, k, v, do)
+                ref_cache["ref"] = self.reference(case, *tensors)
             errs = self.errors(outputs, ref_cache["ref"])
         del outputs
-        verdict = self.verdict(case, errs, tensors, ref_cache) if user and errs is not None else None
-        return make_record(case, kernel, "ok", times_ms=times, peak_bytes=max(0, peak), errors=errs,
+        verdict = self.verdict(case, errs, tensors, ref_cache) if ready.user and errs is not None else None
+        return make_record(case, ready.kernel, "ok", times_ms=times, peak_bytes=ready.peak, errors=errs,
                            verdict=verdict)
 
     def timed_reps(self, timed, host_ms, key, kernel, rep_ms=math.inf):
@@ -846,19 +950,14 @@ class Peers:
         cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy and not self_ops else 0.0
         busy_ms = self.busy_product_ms() if busy else 0.0
         for attempt in range(HOLD_RETRIES + 1):
-            held = t.cuda.Event()
             if self_ops:  # the peer's own reps, untimed, until the first timed one
+                held = t.cuda.Event()
                 for _ in range(self_hold_reps(rep_ms, host_ms, hold_ms)):
                     self.flush_l2()
                     timed()
                 held.record()
-            elif busy:  # the GPU at work, not idling on one spinning thread, until the first rep
-                for _ in range(max(1, math.ceil(hold_ms / busy_ms))):
-                    self.busy_product()
-                held.record()
-            elif self.launch_hold:
-                t.cuda._sleep(int(hold_ms * cycles_per_ms))
-                held.record()
+            else:
+                held = self.queue_hold(hold_ms, busy, busy_ms, cycles_per_ms)
             for start, end in events:
                 self.flush_l2()
                 start.record()
@@ -875,6 +974,63 @@ class Peers:
             print(f"{PROG}: {key} {kernel}: the launch hold ({hold_ms:.1f} ms) ended before the last rep was "
                   "queued: its times may include host time", file=sys.stderr, flush=True)
         return [s.elapsed_time(e) for s, e in events], outputs
+
+    def queue_hold(self, hold_ms, busy, busy_ms, cycles_per_ms):
+        """Queues the launch hold (busy products, or a spin; nothing without a hold) and returns an event recorded
+        after it."""
+        t = self.torch
+        held = t.cuda.Event()
+        if busy:  # the GPU at work, not idling on one spinning thread, until the first rep
+            for _ in range(max(1, math.ceil(hold_ms / busy_ms))):
+                self.busy_product()
+        elif self.launch_hold:
+            t.cuda._sleep(int(hold_ms * cycles_per_ms))
+        if self.launch_hold:
+            held.record()
+        return held
+
+    def timed_rounds(self, readies, key):
+        """--interleave: the reps of several kernels (Ready) taken in turn, one rep of each a round, the order rotated
+        each round (round_order), all queued behind one launch hold as timed_reps queues one kernel's; each rep the
+        L2 flush, a start event, the kernel's timed() in its context, an end event. Whatever moves the GPU's speed
+        over the case's time (the clock under a power cap, the heat the kernel before left) then falls on every
+        kernel alike, where back-to-back reps (measure) give each kernel its own stretch of it.
+        Returns {kernel: (times in ms, the last rep's outputs)}; RoundFailure where a kernel raises."""
+        t = self.torch
+        n = len(readies)
+        events = [[(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(self.reps)]
+                  for _ in readies]
+        outputs = [None] * n
+        host_ms = sum(r.host_ms for r in readies)
+        hold_ms = min(HOLD_CAP_MS, HOLD_MARGIN * host_ms * self.reps + HOLD_PAD_MS)
+        busy = self.launch_hold and self.busy_hold
+        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy else 0.0
+        busy_ms = self.busy_product_ms() if busy else 0.0
+        for attempt in range(HOLD_RETRIES + 1):
+            held = self.queue_hold(hold_ms, busy, busy_ms, cycles_per_ms)
+            for rep in range(self.reps):
+                for i in round_order(n, rep):
+                    start, end = events[i][rep]
+                    self.flush_l2()
+                    start.record()
+                    try:
+                        with readies[i].context():
+                            outputs[i] = readies[i].timed()
+                    except Exception as e:  # noqa: BLE001 -- a kernel's own failure, recorded against it
+                        raise RoundFailure(i, e) from e
+                    end.record()
+            covered = self.launch_hold and not held.query()
+            t.cuda.synchronize(self.dev)
+            if covered or not self.launch_hold or hold_ms >= HOLD_CAP_MS:
+                break
+            if attempt < HOLD_RETRIES:
+                hold_ms = min(HOLD_CAP_MS, hold_ms * HOLD_GROWTH)
+        if self.launch_hold and not covered:
+            for r in readies:
+                self.hold_short.append(f"{key} {r.kernel}")
+            print(f"{PROG}: {key}: the launch hold ({hold_ms:.1f} ms) ended before the last interleaved rep was "
+                  "queued: the times may include host time", file=sys.stderr, flush=True)
+        return {r.kernel: ([s.elapsed_time(e) for s, e in events[i]], outputs[i]) for i, r in enumerate(readies)}
 
     def busy_product(self):
         """One launch of the busy hold: a bf16 product of two BUSY_N x BUSY_N matrices (fp16 on GPUs before sm_80,
@@ -937,6 +1093,11 @@ def parse_args(argv):
     p.add_argument("--name", help="kernel name of the one --callable in the results (default: the function's name)")
     p.add_argument("--callables-first", action="store_true",
                    help="time the --callable kernels before the --backends ones in each case (default: after)")
+    p.add_argument("--interleave", action="store_true",
+                   help="take the case's kernels' reps in turn, one rep of each a round, the order rotated each round, "
+                   "behind one launch hold, so that a drift of the GPU's speed over the case (clocks under a power "
+                   "cap, heat) falls on every kernel alike (default: each kernel's reps back to back, in turn; not "
+                   "with --self-hold)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
                    help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
@@ -963,6 +1124,9 @@ def parse_args(argv):
     p.add_argument("--list", action="store_true", help="print the cases the spec expands to and exit")
     args = p.parse_args(argv)
     args.launch_hold, args.busy_hold, args.self_hold = args.hold is not None, args.hold == "busy", args.hold == "self"
+    if args.interleave and args.self_hold:
+        p.error("--interleave: not with --self-hold (that hold is one kernel's own reps; interleaved reps have one "
+                "hold for every kernel of the case)")
     return args
 
 
@@ -1026,8 +1190,11 @@ def main(argv=None):
             continue
         tensors = peers.inputs(case, sweep["seed"], sweep.get("input_scale", 1.0))
         ref_cache = {}
-        for kernel in kernels:
-            rec = peers.measure(case, kernel, tensors, ref_cache)
+        if args.interleave:
+            case_records = peers.measure_interleaved(case, kernels, tensors, ref_cache)
+        else:
+            case_records = (peers.measure(case, kernel, tensors, ref_cache) for kernel in kernels)
+        for rec in case_records:
             records.append(rec)
             what = (f"{rec['time_ms']['median']:.4f} ms" if rec["status"] == "ok"
                     else f"{rec['status']}: {one_line(rec['reason'], 100)}")
@@ -1050,6 +1217,7 @@ def main(argv=None):
                      "launch_hold_kind": hold_kind(peers.launch_hold, peers.busy_hold, peers.self_hold),
                      "launch_hold_fallback": peers.hold_fallback,
                      "fwd_mode": fwd_mode(peers.fwd_training),
+                     "rep_order": "interleaved" if args.interleave else "blocked",
                      "backends": [k for k in kernels if not isinstance(k, UserKernel)],
                      "callables": [{"name": k.name, "callable": k.origin} for k in kernels
                                    if isinstance(k, UserKernel)]},

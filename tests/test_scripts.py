@@ -2560,6 +2560,13 @@ class SimGpu:
             def synchronize(device=None):
                 sim.host = max(sim.host, sim.gpu)
 
+            @staticmethod
+            def empty_cache():
+                pass
+
+            class OutOfMemoryError(RuntimeError):
+                pass
+
         cuda.Event = Event
         return type("FakeTorch", (), {"cuda": cuda})
 
@@ -2653,6 +2660,136 @@ class PeersFwdMode(unittest.TestCase):
     def test_flag(self):
         self.assertTrue(peers.parse_args(["s.json", "--fwd-training"]).fwd_training)
         self.assertFalse(peers.parse_args(["s.json"]).fwd_training)
+
+
+class DriftGpu(SimGpu):
+    """A SimGpu whose operations slow as the GPU's clock runs (a power cap biting, heat): an operation of ms at full
+    speed takes ms * (1 + slope * the GPU time when it starts)."""
+
+    def __init__(self, cycles_per_ms, slope):
+        super().__init__(cycles_per_ms)
+        self.slope = slope
+
+    def launch(self, ms, host_ms=0.005):
+        self.host += host_ms
+        start = max(self.gpu, self.host)
+        self.gpu = start + ms * (1.0 + self.slope * start)
+        return self.gpu
+
+
+class PeersInterleave(unittest.TestCase):
+    """--interleave: the case's kernels take their reps in turn (Peers.timed_rounds, a Williams design of orders), so
+    that a drift of the GPU's speed over the case falls on every kernel alike. On a simulated stream that slows as it
+    runs, two identical kernels must read level interleaved; their reps back to back (measure's timed_reps, one kernel
+    after the other) read the second one slower, which is what the flag is for."""
+
+    KERNEL_MS, FLUSH_MS, HOST_MS, REPS = 0.2, 0.04, 0.3, 12
+
+    def peers_on(self, sim):
+        p = object.__new__(peers.Peers)
+        p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, self.REPS, True, []
+        p.busy_hold, p.busy_bufs, p.busy_ms = True, None, None
+        p.self_hold, p.hold_fallback = False, []
+        p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(self.FLUSH_MS)})()
+        p.clean_buf = None
+        p.busy_product = lambda: sim.launch(0.15)
+        return p
+
+    def ready(self, sim, name, calls, fail_at=None):
+        def timed():
+            calls.append(name)
+            if fail_at is not None and calls.count(name) == fail_at:
+                raise RuntimeError(f"{name} broke on call {fail_at}")
+            sim.launch(self.KERNEL_MS, host_ms=self.HOST_MS)
+            return {"O": name}
+        return peers.Ready(name, None, timed, contextlib.nullcontext, self.HOST_MS + 0.01, math.inf, 0)
+
+    @staticmethod
+    def median(xs):
+        return peers.summarize(list(xs))["median"]
+
+    def test_a_drift_falls_on_every_kernel_alike(self):
+        slope = 0.04  # per ms of GPU time: 20-30% slower by the end of the case
+        sim = DriftGpu(1.98e6, slope)
+        p, calls = self.peers_on(sim), []
+        out = p.timed_rounds([self.ready(sim, "a", calls), self.ready(sim, "b", calls)], "k")
+        ta, tb = out["a"][0], out["b"][0]
+        self.assertEqual((len(ta), len(tb)), (self.REPS, self.REPS))
+        self.assertEqual((out["a"][1], out["b"][1]), ({"O": "a"}, {"O": "b"}))
+        self.assertGreater(max(ta) / min(ta), 1.05, "the drift is there")
+        interleaved = self.median(tb) / self.median(ta)
+        # 1.0001 with the design's orders; a fixed order (a before b in every round) reads 1.0096: b always one rep
+        # further into the drift.
+        self.assertLess(abs(interleaved - 1.0), 0.003, interleaved)
+        self.assertEqual(p.hold_short, [])
+        # The same two kernels back to back, as measure() times them: the second reads slower by the drift.
+        sim = DriftGpu(1.98e6, slope)
+        p, calls = self.peers_on(sim), []
+        a, b = self.ready(sim, "a", calls), self.ready(sim, "b", calls)
+        blocked = (self.median(p.timed_reps(b.timed, b.host_ms, "k", "b")[0]) /
+                   self.median(p.timed_reps(a.timed, a.host_ms, "k", "a")[0]))
+        self.assertLess(blocked, 0.9, blocked)  # b first, a after: a reads >10% slower for coming second
+
+    def test_the_hold_covers_every_kernels_queueing(self):
+        # Host work per rep (0.3 ms) outlasts each kernel (0.2 ms): behind the one hold every rep of the three
+        # kernels still reads the kernel's time.
+        sim = SimGpu(1.98e6)
+        p, calls = self.peers_on(sim), []
+        out = p.timed_rounds([self.ready(sim, n, calls) for n in "abc"], "k")
+        for name in "abc":
+            for t in out[name][0]:
+                self.assertAlmostEqual(t, self.KERNEL_MS, places=9)
+        self.assertEqual(p.hold_short, [])
+        # The calls follow the design: rep r of the three in round_order(3, r).
+        want = [("abc")[i] for r in range(self.REPS) for i in peers.round_order(3, r)]
+        self.assertEqual(calls, want)
+
+    def test_the_orders_are_a_williams_design(self):
+        for n in range(1, 8):
+            rows = peers.round_orders(n)
+            self.assertEqual(len(rows), n if n % 2 == 0 else 2 * n, n)
+            for row in rows:
+                self.assertEqual(sorted(row), list(range(n)))
+            for place in range(n):  # each kernel in each place equally often
+                counts = [sum(row[place] == k for row in rows) for k in range(n)]
+                self.assertEqual(len(set(counts)), 1, (n, place, counts))
+            pairs = {}
+            for row in rows:  # each kernel after each other equally often
+                for a, b in zip(row, row[1:]):
+                    pairs[(a, b)] = pairs.get((a, b), 0) + 1
+            if n > 1:
+                self.assertEqual(len(pairs), n * (n - 1), n)
+                self.assertEqual(len(set(pairs.values())), 1, (n, pairs))
+        self.assertEqual(peers.round_order(2, 0), [0, 1])
+        self.assertEqual(peers.round_order(2, 3), [1, 0])
+
+    def test_a_kernel_that_breaks_is_recorded_and_the_rest_timed(self):
+        # A kernel that raises in the rounds is recorded failed; the rounds run again without it; a kernel refused
+        # before the rounds keeps its record; the records come in the kernels' order.
+        sim = SimGpu(1.98e6)
+        p, calls = self.peers_on(sim), []
+        readies = {"a": self.ready(sim, "a", calls), "b": self.ready(sim, "b", calls, fail_at=3),
+                   "c": self.ready(sim, "c", calls)}
+        case = {"batch": 1, "heads": 2, "kv_heads": 2, "seq": 64, "head_dim": 64, "dtype": "bf16", "causal": False,
+                "pass": "fwd"}
+        p.ready = lambda case_, k, tensors: (readies[k] if k in readies
+                                             else peers.make_record(case_, k, "skipped", "refused"))
+        p.finish = lambda case_, r, times, outputs, tensors, ref_cache: peers.make_record(case_, r.kernel, "ok",
+                                                                                          times_ms=times)
+        recs = p.measure_interleaved(case, ["a", "z", "b", "c"], None, {})
+        self.assertEqual([(r["kernel"], r["status"]) for r in recs],
+                         [("a", "ok"), ("z", "skipped"), ("b", "failed"), ("c", "ok")])
+        self.assertIn("b broke on call 3", recs[2]["reason"])
+        for r in (recs[0], recs[3]):
+            self.assertEqual(len(r["time_ms"]["samples"]), self.REPS)
+            self.assertAlmostEqual(r["time_ms"]["median"], self.KERNEL_MS, places=9)
+
+    def test_flag(self):
+        self.assertTrue(peers.parse_args(["s.json", "--interleave"]).interleave)
+        self.assertFalse(peers.parse_args(["s.json"]).interleave)
+        r = run_script("peers.py", "s.json", "--interleave", "--self-hold")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--interleave: not with --self-hold", r.stderr)
 
 
 class PeersLaunchHold(unittest.TestCase):

@@ -19,6 +19,9 @@
 #          the process, PyTorch's, by the loader's soname rule)
 #          in one loop. $R/pairs.txt names the pairs (PEER:OURS record names) for w_summary.py.
 #   FB_LOOP=0: no fb-* steps (the loops' gap was read in session 62: about a minute a grid saved)
+#   INTERLEAVE=1: peers.py --interleave (session 64): the case's kernels take their reps in turn, in a Williams design
+#          of orders, so that the GPU's drift over a case falls on every kernel alike (round 2 still starts the design
+#          from ours: --callables-first)
 # Ours against torch-cudnn, flashbench's cuDNN graph and FlashAttention-2 in one loop, no fb-*: about 350 s on an
 # H100 for two grids (session 62's calls W1, X: a pair's round about 30 s):
 #   PEER=cudnn,fb:cudnn,flash OURS=flash_sm90,flash_sm90,flash GRIDS="bf16 gqa" FB_LOOP=0 ... callW.sh=480
@@ -70,13 +73,15 @@ python3 -c 'import sys; sys.path.insert(0, "scripts"); import fb_torch
 print(fb_torch.library_path(), fb_torch.kernels())' 2>&1 | tee $R/kernels.txt
 step check 60 python3 scripts/peers.py $R/check.json --callable scripts/fb_torch.py:flash_sm90 \
   --callable scripts/fb_torch.py:flash -o $R/check-results.json
+interleave=()
+[ "${INTERLEAVE:-0}" = 1 ] && interleave=(--interleave)
 smi_start
 for g in $grids; do
   for r in 1 2; do
     order=()
     [ $r = 2 ] && order=(--callables-first)
     step peers-$g-$r $((70 * ${#peers[@]})) python3 scripts/peers.py ${cfg[$g]} --backends $backend_list \
-      "${callables[@]}" --busy-hold "${order[@]}" -o $R/peers-$g-$r.json
+      "${callables[@]}" --busy-hold "${order[@]}" ${interleave[@]+"${interleave[@]}"} -o $R/peers-$g-$r.json
   done
 done
 for g in $grids; do
