@@ -745,6 +745,45 @@ class WSummary(unittest.TestCase):
             self.assertNotIn("against_both_one_loop", s["grids"]["bf16"])
 
 
+class Agree(unittest.TestCase):
+    """results/h200/s64/calls/agree.py: how far a call's two rounds agree (session 64's blocked / interleaved
+    comparison that README quotes)."""
+    CASE, rec, write = Ratios.CASE, Ratios.rec, Ratios.write
+    SCRIPT = os.path.join(ROOT, "results", "h200", "s64", "calls", "agree.py")
+
+    def test_round_gaps_flips_and_rows_behind(self):
+        k64, k128 = "b1-h2-kv2-n64-d64-bf16-full-fwd", "b1-h2-kv2-n128-d64-bf16-full-fwd"
+        # ours 0.1 / 0.2 ms both rounds; the peer 0.098 / 0.21 in round 1 and 0.097 / 0.189 in round 2: n64 behind
+        # in both (0.98, 0.97), n128 ahead then behind (1.05, 0.945: a flip, the largest gap, 10%).
+        rounds = [{"ours": (0.1, 0.2), "peer": (0.098, 0.21)}, {"ours": (0.1, 0.2), "peer": (0.097, 0.189)}]
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "pairs.txt"), "w") as f:
+                f.write("peer:ours\n")
+            for i, times in enumerate(rounds, 1):
+                self.write(tmp, f"peers-bf16-{i}.json",
+                           [self.rec(k, ms, seq=seq) for k, t in times.items() for ms, seq in zip(t, (64, 128))])
+            out = os.path.join(tmp, "agree.json")
+            r = subprocess.run([sys.executable, self.SCRIPT, out, f"X={tmp}"], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                g = json.load(f)["X"]["grids"]["bf16/peer:ours"]
+        self.assertEqual(g["rows"], 2)
+        self.assertEqual(g["rep_order"], ["blocked", "blocked"])  # files without settings.rep_order
+        self.assertEqual(g["verdict_flips"], 1)
+        self.assertEqual(g["largest_gap_row"], k128)
+        self.assertAlmostEqual(g["round_gap_pct_max"], round(100 * (1.05 / 0.945 - 1), 2), places=2)
+        gaps = sorted([1.05 / 0.945, 0.98 / 0.97])
+        self.assertAlmostEqual(g["round_gap_pct_median"], round(100 * (math.sqrt(gaps[0] * gaps[1]) - 1), 2),
+                               places=2)
+        self.assertEqual(g["lowest"], [0.98, 0.945])
+        self.assertEqual(g["under_1_both"], {k64: [0.98, 0.97]})
+
+    def test_usage(self):
+        r = subprocess.run([sys.executable, self.SCRIPT, "out.json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+
+
 # ---------------------------------------------------------------------------------------------------
 # ab_rule.py: the verdict of an A/B rule written before its call
 
