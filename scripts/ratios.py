@@ -95,12 +95,20 @@ def hold_of(doc):
     return s.get("launch_hold_kind") or "spin"
 
 
+def rep_order_of(doc):
+    """How a peers.py file took its kernels' reps: "interleaved" (--interleave, session 64) or "blocked" (each
+    kernel's back to back; files before session 64 do not say); None for other files (flashbench's)."""
+    if doc.get("backend") != "torch":
+        return None
+    return (doc.get("settings") or {}).get("rep_order") or "blocked"
+
+
 def setting_notes(round_docs):
     """Lines for stderr where a ratio's timings come from different settings (round_docs: per round, its files' (path,
-    document) pairs as index() read them): a round whose files name different L2 flushes, or held peers files whose
-    launch holds differ (within a round or between rounds). Ratios are printed all the same; the note says what they
+    document) pairs as index() read them): a round whose files name different L2 flushes, held peers files whose
+    launch holds differ, or peers files whose rep orders differ (the last two within a round or between rounds). Ratios are printed all the same; the note says what they
     mix."""
-    notes, holds = [], {}
+    notes, holds, orders = [], {}, {}
     for r, docs in enumerate(round_docs, 1):
         modes = {}
         for path, doc in docs:
@@ -108,6 +116,9 @@ def setting_notes(round_docs):
             hold = hold_of(doc)
             if hold:
                 holds.setdefault(hold, []).append(path)
+            order = rep_order_of(doc)
+            if order:
+                orders.setdefault(order, []).append(path)
         if len(modes) > 1:
             where = "; ".join(f"{m}: {', '.join(paths)}" for m, paths in sorted(modes.items()))
             notes.append(f"round {r}: the files were timed under different L2 flushes ({where}): their ratios mix "
@@ -115,6 +126,10 @@ def setting_notes(round_docs):
     if len(holds) > 1:
         where = "; ".join(f"{h}: {', '.join(paths)}" for h, paths in sorted(holds.items()))
         notes.append(f"the peers files were timed behind different launch holds ({where})")
+    if len(orders) > 1:
+        where = "; ".join(f"{o}: {', '.join(paths)}" for o, paths in sorted(orders.items()))
+        notes.append(f"the peers files took their reps in different orders ({where}): interleaved reps (--interleave) "
+                     "share the GPU's drift between a case's kernels, back-to-back ones do not")
     return notes
 
 

@@ -463,6 +463,35 @@ class Ratios(unittest.TestCase):
             self.assertIn("spin.json", lines[0])
             self.assertIn("different launch holds (busy: ", lines[1])
 
+    def test_mixed_rep_orders_are_named_on_stderr(self):
+        # Session 64: peers files whose reps were interleaved (settings.rep_order) against files timed back to back
+        # (files before session 64 do not say: blocked). Named between rounds; the same order, or flashbench's files
+        # (no rep_order), not named.
+        with tempfile.TemporaryDirectory() as tmp:
+            def write_doc(name, records, backend="torch", **settings):
+                doc = results_doc(records)
+                doc["backend"] = backend
+                doc["settings"] = {"warmup": 0, "reps": 1, "launch_hold": True, "launch_hold_kind": "busy",
+                                   **settings}
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+                return path
+            ours = write_doc("ours.json", [self.rec("k", 1.0)], backend="cuda")
+            old = write_doc("old.json", [self.rec("p", 2.0, None)])  # no rep_order: blocked
+            blocked = write_doc("blocked.json", [self.rec("p", 2.0, None)], rep_order="blocked")
+            inter = write_doc("inter.json", [self.rec("p", 2.0, None)], rep_order="interleaved")
+            same = run_script("ratios.py", "--round", ours, old, "--round", ours, blocked, "--pair", "k:p")
+            self.assertEqual(same.returncode, 0, same.stderr)
+            self.assertEqual(same.stderr, "")
+            mixed = run_script("ratios.py", "--round", ours, blocked, "--round", ours, inter, "--pair", "k:p")
+            self.assertEqual(mixed.returncode, 0, mixed.stderr)
+            lines = mixed.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, mixed.stderr)
+            self.assertIn("took their reps in different orders (blocked: ", lines[0])
+            self.assertIn("interleaved: " + inter, lines[0])
+        self.assertIsNone(ratios.rep_order_of({"backend": "cuda", "settings": {"rep_order": "interleaved"}}))
+
     def test_sides_in_different_places_are_named_on_stderr(self):
         # Session 55's call O: flash-sm90 timed first in flashbench's cases (the spec reversed) against torch-cudnn
         # timed second in peers.py's (after torch-flash). A round whose pair stands in different places is named,
