@@ -774,6 +774,84 @@ class WSummary(unittest.TestCase):
             self.assertNotIn("against_both_one_loop", s["grids"]["bf16"])
 
 
+class Paired(unittest.TestCase):
+    """scripts/paired.py: a kernel against its peer rep by rep from interleaved peers.py files, each case's median
+    paired ratio with a 95% order-statistics interval and a verdict."""
+    CASE = Ratios.CASE
+
+    def doc(self, cases, rep_order="interleaved"):
+        """cases: {seq: {kernel: samples (ms)}}; kernel 'bad' records verified false."""
+        recs = []
+        for seq, kernels in cases.items():
+            for k, samples in kernels.items():
+                r = peers.make_record(dict(self.CASE, seq=seq), k, "ok", times_ms=samples)
+                r["verified"] = False if k == "bad" else None
+                recs.append(r)
+        d = results_doc(recs)
+        d["settings"] = {"warmup": 0, "reps": 10, **({"rep_order": rep_order} if rep_order else {})}
+        return d
+
+    def run_paired(self, docs, *args):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for i, d in enumerate(docs):
+                paths.append(os.path.join(tmp, f"p{i}.json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(d, f)
+            out = os.path.join(tmp, "out.json")
+            r = run_script("paired.py", *paths, *args, "--json", out)
+            figures = None
+            if os.path.exists(out):
+                with open(out) as f:
+                    figures = json.load(f)
+        return r, figures, paths
+
+    def test_interval_rank(self):
+        import paired  # scripts/ on sys.path (above)
+        self.assertEqual([paired.interval_rank(n) for n in (1, 5, 6, 10, 20, 30)], [0, 0, 1, 2, 6, 10])
+
+    def test_verdicts_from_pairs(self):
+        ours = [1.0 + 0.01 * i for i in range(10)]  # ours drifts up over the rounds; so do the peers below
+        cases = {
+            64: {"ours": ours, "peer": [x * 0.98 for x in ours]},  # 2% behind in every pair
+            128: {"ours": ours, "peer": [x * 1.03 for x in ours]},  # 3% ahead
+            256: {"ours": ours, "peer": [x * (1.01 if i % 2 else 0.99) for i, x in enumerate(ours)]},  # level
+            512: {"ours": ours[:4], "peer": ours[:4]},  # 4 pairs: too few
+        }
+        r, fig, _ = self.run_paired([self.doc(cases)], "--pair", "ours:peer")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = fig["pairs"]["ours:peer"]["rows"]
+        key = lambda n: f"b1-h2-kv2-n{n}-d64-bf16-full-fwd"  # noqa: E731
+        self.assertEqual({n: rows[key(n)]["verdict"] for n in cases},
+                         {64: "behind", 128: "ahead", 256: "level", 512: "few"})
+        self.assertAlmostEqual(rows[key(64)]["median"], 0.98, places=9)
+        self.assertEqual(rows[key(64)]["n"], 10)
+        self.assertEqual(fig["pairs"]["ours:peer"]["behind"], [key(64)])
+        self.assertEqual(fig["pairs"]["ours:peer"]["counts"], {"ahead": 1, "level": 1, "behind": 1, "few": 1})
+        # Two files pool their pairs (20), and a case whose ours failed verification gets no ratio.
+        cases2 = {64: {"ours": ours, "peer": [x * 0.98 for x in ours]}, 1024: {"bad": ours, "peer": ours}}
+        r, fig, _ = self.run_paired([self.doc(cases), self.doc(cases2)], "--pair", "ours:peer", "--pair", "bad:peer")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(fig["pairs"]["ours:peer"]["rows"][key(64)]["n"], 20)
+        self.assertEqual(fig["pairs"]["bad:peer"]["not_verified"], [key(1024)])
+        self.assertIn("not verified (no ratio)", r.stdout)
+
+    def test_refusals(self):
+        ok = self.doc({64: {"ours": [1.0] * 6, "peer": [1.0] * 6}})
+        for docs, args, want in (
+                ([self.doc({64: {"ours": [1.0] * 6, "peer": [1.0] * 6}}, rep_order="blocked")], ["--pair", "ours:peer"],
+                 "not a peers.py file with interleaved reps"),
+                ([self.doc({64: {"ours": [1.0] * 6, "peer": [1.0] * 6}}, rep_order=None)], ["--pair", "ours:peer"],
+                 "settings.rep_order is None"),
+                ([ok], ["--pair", "ours:nobody"], "no record of kernel 'nobody'"),
+                ([ok], ["--pair", "ours"], "--pair: 'ours' is not OURS:PEER")):
+            r, fig, _ = self.run_paired(docs, *args)
+            self.assertEqual(r.returncode, 2, (want, r.stderr))
+            self.assertIn(want, r.stderr)
+            self.assertEqual(r.stdout, "")
+            self.assertIsNone(fig, "nothing written")
+
+
 class Agree(unittest.TestCase):
     """results/h200/s64/calls/agree.py: how far a call's two rounds agree (session 64's blocked / interleaved
     comparison that README quotes)."""
