@@ -949,31 +949,47 @@ class Peers:
         busy = self.launch_hold and (self.busy_hold or (self.self_hold and not self_ops))
         cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy and not self_ops else 0.0
         busy_ms = self.busy_product_ms() if busy else 0.0
-        for attempt in range(HOLD_RETRIES + 1):
-            if self_ops:  # the peer's own reps, untimed, until the first timed one
-                held = t.cuda.Event()
-                for _ in range(self_hold_reps(rep_ms, host_ms, hold_ms)):
-                    self.flush_l2()
-                    timed()
-                held.record()
-            else:
-                held = self.queue_hold(hold_ms, busy, busy_ms, cycles_per_ms)
+        def hold(ms):
+            if not self_ops:
+                return self.queue_hold(ms, busy, busy_ms, cycles_per_ms)
+            held = t.cuda.Event()  # the peer's own reps, untimed, until the first timed one
+            for _ in range(self_hold_reps(rep_ms, host_ms, ms)):
+                self.flush_l2()
+                timed()
+            held.record()
+            return held
+        last = {}
+
+        def reps():
             for start, end in events:
                 self.flush_l2()
                 start.record()
-                outputs = timed()
+                last["outputs"] = timed()
                 end.record()
+        covered, hold_ms = self.run_held(hold_ms, hold, reps)
+        outputs = last["outputs"]
+        if self.launch_hold and not covered:
+            self.hold_short.append(f"{key} {kernel}")
+            print(f"{PROG}: {key} {kernel}: the launch hold ({hold_ms:.1f} ms) ended before the last rep was "
+                  "queued: its times may include host time", file=sys.stderr, flush=True)
+        return [s.elapsed_time(e) for s, e in events], outputs
+
+    def run_held(self, hold_ms, hold, reps):
+        """hold(ms) queues the launch hold and returns an event recorded after it; reps() queues the timed reps behind
+        it. Where the hold ended before the last rep was queued (the event reached), both run again behind a hold
+        HOLD_GROWTH times longer, up to HOLD_RETRIES times and HOLD_CAP_MS. Returns (covered, the last hold's ms)."""
+        t = self.torch
+        covered = False
+        for attempt in range(HOLD_RETRIES + 1):
+            held = hold(hold_ms)
+            reps()
             covered = self.launch_hold and not held.query()  # the GPU still in the hold: every rep queued
             t.cuda.synchronize(self.dev)
             if covered or not self.launch_hold or hold_ms >= HOLD_CAP_MS:
                 break
             if attempt < HOLD_RETRIES:
                 hold_ms = min(HOLD_CAP_MS, hold_ms * HOLD_GROWTH)
-        if self.launch_hold and not covered:
-            self.hold_short.append(f"{key} {kernel}")
-            print(f"{PROG}: {key} {kernel}: the launch hold ({hold_ms:.1f} ms) ended before the last rep was "
-                  "queued: its times may include host time", file=sys.stderr, flush=True)
-        return [s.elapsed_time(e) for s, e in events], outputs
+        return covered, hold_ms
 
     def queue_hold(self, hold_ms, busy, busy_ms, cycles_per_ms):
         """Queues the launch hold (busy products, or a spin; nothing without a hold) and returns an event recorded
@@ -1006,8 +1022,7 @@ class Peers:
         busy = self.launch_hold and self.busy_hold
         cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy else 0.0
         busy_ms = self.busy_product_ms() if busy else 0.0
-        for attempt in range(HOLD_RETRIES + 1):
-            held = self.queue_hold(hold_ms, busy, busy_ms, cycles_per_ms)
+        def rounds():
             for rep in range(self.reps):
                 for i in round_order(n, rep):
                     start, end = events[i][rep]
@@ -1019,12 +1034,8 @@ class Peers:
                     except Exception as e:  # noqa: BLE001 -- a kernel's own failure, recorded against it
                         raise RoundFailure(i, e) from e
                     end.record()
-            covered = self.launch_hold and not held.query()
-            t.cuda.synchronize(self.dev)
-            if covered or not self.launch_hold or hold_ms >= HOLD_CAP_MS:
-                break
-            if attempt < HOLD_RETRIES:
-                hold_ms = min(HOLD_CAP_MS, hold_ms * HOLD_GROWTH)
+        covered, hold_ms = self.run_held(hold_ms, lambda ms: self.queue_hold(ms, busy, busy_ms, cycles_per_ms),
+                                         rounds)
         if self.launch_hold and not covered:
             for r in readies:
                 self.hold_short.append(f"{key} {r.kernel}")

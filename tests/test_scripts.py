@@ -2808,6 +2808,18 @@ class PeersFwdMode(unittest.TestCase):
         self.assertFalse(peers.parse_args(["s.json"]).fwd_training)
 
 
+def sim_peers(sim, reps, flush_ms, hold, busy):
+    """A Peers on the simulated stream sim, without torch: reps timed reps, an L2 flush of flush_ms, the launch hold on
+    or off, busy (products) or the spin."""
+    p = object.__new__(peers.Peers)
+    p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, reps, hold, []
+    p.busy_hold, p.busy_bufs, p.busy_ms = busy, None, None
+    p.self_hold, p.hold_fallback = False, []
+    p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(flush_ms)})()
+    p.clean_buf = None
+    return p
+
+
 class DriftGpu(SimGpu):
     """A SimGpu whose operations slow as the GPU's clock runs (a power cap biting, heat): an operation of ms at full
     speed takes ms * (1 + slope * the GPU time when it starts)."""
@@ -2832,12 +2844,7 @@ class PeersInterleave(unittest.TestCase):
     KERNEL_MS, FLUSH_MS, HOST_MS, REPS = 0.2, 0.04, 0.3, 12
 
     def peers_on(self, sim):
-        p = object.__new__(peers.Peers)
-        p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, self.REPS, True, []
-        p.busy_hold, p.busy_bufs, p.busy_ms = True, None, None
-        p.self_hold, p.hold_fallback = False, []
-        p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(self.FLUSH_MS)})()
-        p.clean_buf = None
+        p = sim_peers(sim, self.REPS, self.FLUSH_MS, hold=True, busy=True)
         p.busy_product = lambda: sim.launch(0.15)
         return p
 
@@ -2945,12 +2952,7 @@ class PeersLaunchHold(unittest.TestCase):
     KERNEL_MS, FLUSH_MS, HOST_MS, REPS = 0.2, 0.04, 0.3, 10
 
     def peers_on(self, sim, hold=True, host_ms=None):
-        p = object.__new__(peers.Peers)
-        p.torch, p.dev, p.reps, p.launch_hold, p.hold_short = sim.torch(), None, self.REPS, hold, []
-        p.busy_hold, p.busy_bufs, p.busy_ms = False, None, None
-        p.self_hold, p.hold_fallback = False, []
-        p.flush_buf = type("Buf", (), {"zero_": lambda _self: sim.launch(self.FLUSH_MS)})()
-        p.clean_buf = None
+        p = sim_peers(sim, self.REPS, self.FLUSH_MS, hold=hold, busy=False)
         host_ms = self.HOST_MS if host_ms is None else host_ms
 
         def timed():
