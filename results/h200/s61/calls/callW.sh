@@ -21,7 +21,7 @@
 #   FB_LOOP=0: no fb-* steps (the loops' gap was read in session 62: about a minute a grid saved)
 #   INTERLEAVE=1: peers.py --interleave (session 64): the case's kernels take their reps in turn, in a Williams design
 #          of orders, so that the GPU's drift over a case falls on every kernel alike (round 2 still starts the design
-#          from ours: --callables-first)
+#          from ours: --callables-first); then scripts/paired.py on each grid's two rounds ($R/paired-GRID.json)
 # Ours against torch-cudnn, flashbench's cuDNN graph and FlashAttention-2 in one loop, no fb-*: about 350 s on an
 # H100 for two grids (session 62's calls W1, X: a pair's round about 30 s):
 #   PEER=cudnn,fb:cudnn,flash OURS=flash_sm90,flash_sm90,flash GRIDS="bf16 gqa" FB_LOOP=0 ... callW.sh=480
@@ -117,4 +117,12 @@ for f in sorted(glob.glob(R + "/peers-*-[0-9].json")):
             print(f"{f.split('/')[-1]}: {peer}/{ours} over {len(ratios)} cases: {min(ratios):.3f}-"
                   f"{max(ratios):.3f}, geomean {g:.3f}, >= 1.0 in {sum(x >= 1 for x in ratios)}")
 PY
+if [ ${#interleave[@]} -gt 0 ]; then  # rep by rep (scripts/paired.py): each pair's rows with a 95% interval
+  paired_args=()
+  for p in "${pairs[@]}"; do paired_args+=(--pair "${p#*:}:${p%%:*}"); done
+  for g in $grids; do
+    python3 scripts/paired.py $R/peers-$g-1.json $R/peers-$g-2.json "${paired_args[@]}" --json $R/paired-$g.json \
+      | grep ": ahead" | sed "s/^/paired $g: /"
+  done
+fi
 call_end W
