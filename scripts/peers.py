@@ -1006,8 +1006,8 @@ class Peers:
         return held
 
     def timed_rounds(self, readies, key):
-        """--interleave: the reps of several kernels (Ready) taken in turn, one rep of each a round, the order rotated
-        each round (round_order), all queued behind one launch hold as timed_reps queues one kernel's; each rep the
+        """--interleave: the reps of several kernels (Ready) taken in turn, one rep of each a round, the orders
+        a Williams design (round_order), all queued behind one launch hold as timed_reps queues one kernel's; each rep the
         L2 flush, a start event, the kernel's timed() in its context, an end event. Whatever moves the GPU's speed
         over the case's time (the clock under a power cap, the heat the kernel before left) then falls on every
         kernel alike, where back-to-back reps (measure) give each kernel its own stretch of it.
@@ -1105,10 +1105,10 @@ def parse_args(argv):
     p.add_argument("--callables-first", action="store_true",
                    help="time the --callable kernels before the --backends ones in each case (default: after)")
     p.add_argument("--interleave", action="store_true",
-                   help="take the case's kernels' reps in turn, one rep of each a round, the order rotated each round, "
-                   "behind one launch hold, so that a drift of the GPU's speed over the case (clocks under a power "
-                   "cap, heat) falls on every kernel alike (default: each kernel's reps back to back, in turn; not "
-                   "with --self-hold)")
+                   help="take the case's kernels' reps in turn, one rep of each a round, the rounds' orders a "
+                   "Williams design, behind one launch hold, so that a drift of the GPU's speed over the case (clocks "
+                   "under a power cap, heat) falls on every kernel alike (default: each kernel's reps back to back, in "
+                   "turn; not with --self-hold)")
     p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     p.add_argument("--ref-max-seq", type=int, default=DEFAULT_REF_MAX_SEQ,
                    help=f"largest N checked against the fp64 reference (default {DEFAULT_REF_MAX_SEQ})")
