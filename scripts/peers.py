@@ -1006,9 +1006,9 @@ class Peers:
         return held
 
     def timed_rounds(self, readies, key):
-        """--interleave: the reps of several kernels (Ready) taken in turn, one rep of each a round, the orders
-        a Williams design (round_order), all queued behind one launch hold as timed_reps queues one kernel's; each rep the
-        L2 flush, a start event, the kernel's timed() in its context, an end event. Whatever moves the GPU's speed
+        """--interleave: the reps of several kernels (Ready) taken in turn, one rep of each a round, the orders a
+        Williams design (round_order), all queued behind one launch hold as timed_reps queues one kernel's; each rep
+        the L2 flush, a start event, the kernel's timed() in its context, an end event. Whatever moves the GPU's speed
         over the case's time (the clock under a power cap, the heat the kernel before left) then falls on every
         kernel alike, where back-to-back reps (measure) give each kernel its own stretch of it.
         Returns {kernel: (times in ms, the last rep's outputs)}; RoundFailure where a kernel raises."""
