@@ -106,8 +106,8 @@ def rep_order_of(doc):
 def setting_notes(round_docs):
     """Lines for stderr where a ratio's timings come from different settings (round_docs: per round, its files' (path,
     document) pairs as index() read them): a round whose files name different L2 flushes, held peers files whose
-    launch holds differ, or peers files whose rep orders differ (the last two within a round or between rounds). Ratios are printed all the same; the note says what they
-    mix."""
+    launch holds differ, or peers files whose rep orders differ (the last two within a round or between rounds).
+    Ratios are printed all the same; the note says what they mix."""
     notes, holds, orders = [], {}, {}
     for r, docs in enumerate(round_docs, 1):
         modes = {}
