@@ -25,26 +25,17 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fbresults  # noqa: E402
+from ratios import UsageError, parse_pair  # noqa: E402  (--pair as ratios.py reads it)
 
 PROG = "paired.py"
 CONFIDENCE_TAIL = 0.025  # each side of the 95% interval
 MIN_PAIRS = 6  # the fewest pairs whose order statistics give a 95% interval (2 * 0.5^6 = 3.1% > 5% fails at 5)
-
-
-class UsageError(Exception):
-    pass
-
-
-def parse_pair(text):
-    ours, sep, peer = text.partition(":")
-    if not sep or not ours or not peer or ":" in peer or ours == peer:
-        raise UsageError(f"--pair: '{text}' is not OURS:PEER (two different kernel names, e.g. flash_sm90:torch-cudnn)")
-    return ours, peer
 
 
 def interval_rank(n):
@@ -59,16 +50,10 @@ def interval_rank(n):
     return k
 
 
-def median(xs):
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
 def case_stats(ratios):
     """{n, median, low, high, verdict} of one case's paired ratios."""
     n = len(ratios)
-    out = {"n": n, "median": median(ratios) if ratios else None, "low": None, "high": None}
+    out = {"n": n, "median": statistics.median(ratios) if ratios else None, "low": None, "high": None}
     k = interval_rank(n)
     if k == 0:
         out["verdict"] = "few"

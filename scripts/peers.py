@@ -544,7 +544,7 @@ def round_orders(n_kernels):
 
 
 def round_order(n_kernels, rep):
-    """The kernels' order in the rep-th round of interleaved reps (round_orders, cycled)."""
+    """The kernels' order in the rep-th round of interleaved reps (round_orders, cycled; timed_rounds' order)."""
     rows = round_orders(n_kernels)
     return rows[rep % len(rows)]
 
@@ -946,12 +946,11 @@ class Peers:
             self.hold_fallback.append(f"{key} {kernel}")
             print(f"{PROG}: {key} {kernel}: a rep's GPU time ({rep_ms:.3f} ms) does not outlast the host's "
                   f"({host_ms:.3f} ms) enough for the self hold: the busy hold instead", file=sys.stderr, flush=True)
-        busy = self.launch_hold and (self.busy_hold or (self.self_hold and not self_ops))
-        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy and not self_ops else 0.0
-        busy_ms = self.busy_product_ms() if busy else 0.0
+        queue_hold = None if self_ops else self.hold_queuer(self.busy_hold or self.self_hold)
+
         def hold(ms):
-            if not self_ops:
-                return self.queue_hold(ms, busy, busy_ms, cycles_per_ms)
+            if queue_hold:
+                return queue_hold(ms)
             held = t.cuda.Event()  # the peer's own reps, untimed, until the first timed one
             for _ in range(self_hold_reps(rep_ms, host_ms, ms)):
                 self.flush_l2()
@@ -991,19 +990,25 @@ class Peers:
                 hold_ms = min(HOLD_CAP_MS, hold_ms * HOLD_GROWTH)
         return covered, hold_ms
 
-    def queue_hold(self, hold_ms, busy, busy_ms, cycles_per_ms):
-        """Queues the launch hold (busy products, or a spin; nothing without a hold) and returns an event recorded
-        after it."""
+    def hold_queuer(self, busy):
+        """queue(ms): queues the launch hold (busy products where busy, else a spin; nothing without a hold) and
+        returns an event recorded after it. The products' or the spin's rate is measured here, once per call."""
         t = self.torch
-        held = t.cuda.Event()
-        if busy:  # the GPU at work, not idling on one spinning thread, until the first rep
-            for _ in range(max(1, math.ceil(hold_ms / busy_ms))):
-                self.busy_product()
-        elif self.launch_hold:
-            t.cuda._sleep(int(hold_ms * cycles_per_ms))
-        if self.launch_hold:
-            held.record()
-        return held
+        busy = self.launch_hold and busy
+        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy else 0.0
+        busy_ms = self.busy_product_ms() if busy else 0.0
+
+        def queue(hold_ms):
+            held = t.cuda.Event()
+            if busy:  # the GPU at work, not idling on one spinning thread, until the first rep
+                for _ in range(max(1, math.ceil(hold_ms / busy_ms))):
+                    self.busy_product()
+            elif self.launch_hold:
+                t.cuda._sleep(int(hold_ms * cycles_per_ms))
+            if self.launch_hold:
+                held.record()
+            return held
+        return queue
 
     def timed_rounds(self, readies, key):
         """--interleave: the reps of several kernels (Ready) taken in turn, one rep of each a round, the orders a
@@ -1017,14 +1022,12 @@ class Peers:
         events = [[(t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)) for _ in range(self.reps)]
                   for _ in readies]
         outputs = [None] * n
-        host_ms = sum(r.host_ms for r in readies)
-        hold_ms = min(HOLD_CAP_MS, HOLD_MARGIN * host_ms * self.reps + HOLD_PAD_MS)
-        busy = self.launch_hold and self.busy_hold
-        cycles_per_ms = self.spin_cycles_per_ms() if self.launch_hold and not busy else 0.0
-        busy_ms = self.busy_product_ms() if busy else 0.0
+        hold_ms = min(HOLD_CAP_MS, HOLD_MARGIN * sum(r.host_ms for r in readies) * self.reps + HOLD_PAD_MS)
+        orders = round_orders(n)  # once, not per rep: the host's time per rep is what the hold must cover
+
         def rounds():
             for rep in range(self.reps):
-                for i in round_order(n, rep):
+                for i in orders[rep % len(orders)]:
                     start, end = events[i][rep]
                     self.flush_l2()
                     start.record()
@@ -1034,8 +1037,7 @@ class Peers:
                     except Exception as e:  # noqa: BLE001 -- a kernel's own failure, recorded against it
                         raise RoundFailure(i, e) from e
                     end.record()
-        covered, hold_ms = self.run_held(hold_ms, lambda ms: self.queue_hold(ms, busy, busy_ms, cycles_per_ms),
-                                         rounds)
+        covered, hold_ms = self.run_held(hold_ms, self.hold_queuer(self.busy_hold), rounds)
         if self.launch_hold and not covered:
             for r in readies:
                 self.hold_short.append(f"{key} {r.kernel}")
