@@ -18,7 +18,8 @@ import math
 MAX_INPUT_SCALE = 1e4  # as src/spec.cpp
 KEYS = ("$schema", "name", "description", "seq", "seq_q", "seq_k", "batch", "tokens", "heads", "model_dim",
         "kv_heads", "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps", "seed", "verify",
-        "input_scale", "splits", "max_kv_bytes")
+        "input_scale", "splits", "max_kv_bytes", "rep_order")
+REP_ORDERS = ("blocked", "interleaved")
 REQUIRED = ("head_dim", "dtype")  # and seq, or seq_q and seq_k
 DTYPES = ("fp64", "fp32", "fp16", "bf16", "fp8")
 PASSES = ("fwd", "bwd", "fwd+bwd")
@@ -203,6 +204,12 @@ def expand_spec(spec):
         if not isinstance(_scalar(spec, "verify"), bool):
             raise SpecError(f"spec.verify: must be true or false, got {_describe(spec['verify'])}")
         out["verify"] = spec["verify"]
+    out["rep_order"] = "blocked"
+    if "rep_order" in spec:
+        v = _scalar(spec, "rep_order")
+        if v not in REP_ORDERS:
+            raise SpecError(f"spec.rep_order: must be one of {', '.join(REP_ORDERS)}, got {_describe(v)}")
+        out["rep_order"] = v
     out["input_scale"] = 1.0
     if "input_scale" in spec:
         v = _scalar(spec, "input_scale")

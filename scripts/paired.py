@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""A kernel against a peer rep by rep, from peers.py files whose reps were interleaved (--interleave), with a
-confidence interval for each case's ratio.
+"""A kernel against a peer rep by rep, from files whose reps were interleaved (peers.py --interleave, flashbench run
+--interleave), with a confidence interval for each case's ratio.
 
     python3 scripts/paired.py PEERS.json [MORE.json ...] --pair flash_sm90:torch-cudnn [--pair A:B ...]
                               [--json OUT.json] [--markdown]
 
-Under --interleave rep r of every kernel of a case runs in round r, next to the others' rep r, so the pair (PEER's
+Interleaved, rep r of every kernel of a case runs in round r, next to the others' rep r, so the pair (PEER's
 rep r, OURS's rep r) saw the same state of the GPU (clock, heat) up to one round: the ratio PEER rep / OURS rep is a
 paired sample (above 1.0, OURS faster). The files are pooled (two rounds of one grid from one device call, say): per
 case and pair, n paired samples, their median, and a distribution-free 95% interval for that median from the order
@@ -13,8 +13,8 @@ statistics (the pair ratios are not assumed normal: the k-th smallest and k-th l
 P(Binomial(n, 1/2) < k) <= 2.5%; at least 6 pairs are needed for one). A case is `ahead` where the interval lies above
 1.0, `behind` where it lies below, `level` where it holds 1.0, `few` under 6 pairs. A case where OURS failed
 verification (verified: false) gets no ratio and is listed. Only interleaved files are read: a file without
-settings.rep_order "interleaved" (back-to-back reps, or flashbench's own) is refused, since its reps of two kernels were
-not taken side by side.
+settings.rep_order "interleaved" (back-to-back reps) is refused, since its reps of two kernels were not taken side by
+side. A pair's two kernels must come from the same files (one process's rounds).
 
 Output: one row per case (n, median, interval, verdict), then per pair the count of each verdict and the cases behind.
 --json writes the same figures; --markdown prints the rows as a Markdown table. Bad input gets one line on stderr
@@ -65,14 +65,15 @@ def case_stats(ratios):
 
 
 def load(paths):
-    """{key: {kernel: [record, ...]}} over the files (each an interleaved peers.py file) and {key: case}."""
+    """{key: {kernel: [record, ...]}} over the files (each a file with interleaved reps) and {key: case}."""
     by_key, cases = {}, {}
     for path in paths:
         doc = fbresults.load_results(path)
         order = (doc.get("settings") or {}).get("rep_order")
-        if doc.get("backend") != "torch" or order != "interleaved":
-            raise UsageError(f"{path}: not a peers.py file with interleaved reps (settings.rep_order is "
-                             f"{order!r}): paired ratios need each case's reps taken in turn (peers.py --interleave)")
+        if order != "interleaved":
+            raise UsageError(f"{path}: not a file with interleaved reps (settings.rep_order is {order!r}): paired "
+                             f"ratios need each case's reps taken in turn (peers.py --interleave, flashbench run "
+                             f"--interleave)")
         for r in doc["results"]:
             by_key.setdefault(r["key"], {}).setdefault(r["kernel"], []).append(r)
             cases[r["key"]] = r["case"]

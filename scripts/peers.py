@@ -1151,6 +1151,10 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         sweep = load_spec(args.spec)
+        if sweep["rep_order"] == "interleaved" and not args.interleave:  # the spec asks for what --interleave does
+            if args.self_hold:
+                raise ValueError("spec.rep_order 'interleaved': not with --self-hold (one hold for every kernel)")
+            args.interleave = True
         specs = [parse_callable(c) for c in args.callables]
         names = callable_kernel_names(specs, args.name) if specs else []
         if args.name is not None and not specs:

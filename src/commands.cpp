@@ -274,9 +274,10 @@ static int run_on_devices(const RunOptions& o) {
     return kExitUsage;
   }
   if (!o.kernels.empty() || !o.filter.empty() || !o.splits.empty() || o.warmup || o.reps || o.list || o.fresh ||
+      o.interleave ||
       TimingPolicy{0, 1, o.min_time_s, o.max_noise_pct, o.max_time_s}.adaptive()) {
-    std::cerr << "flashbench: --devices does not pass --kernels, --filter, --splits, --warmup, --reps, --list, --fresh "
-                 "or adaptive timing on to its workers yet: put them in the spec\n";
+    std::cerr << "flashbench: --devices does not pass --kernels, --filter, --splits, --warmup, --reps, --list, --fresh, "
+                 "--interleave or adaptive timing on to its workers yet: put them in the spec\n";
     return kExitUsage;
   }
   Sweep sweep;
@@ -456,6 +457,10 @@ int run_command(const RunOptions& o, Backend* given_backend) {
   if (o.reps) {
     sweep.reps = *o.reps;
     overrides["reps"] = *o.reps;
+  }
+  if (o.interleave) {
+    sweep.rep_order = RepOrder::interleaved;
+    overrides["rep_order"] = "interleaved";
   }
   if (!o.filter.empty()) {
     std::regex re;

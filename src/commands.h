@@ -38,6 +38,7 @@ struct RunOptions {
   std::vector<int> splits;           // replaces spec.splits (split-KV kernels; 0 = auto)
   std::string filter;                // regex (ECMAScript, searched) on case keys
   bool list = false;                 // print the cases and each kernel's memory; run nothing
+  bool interleave = false;           // replaces spec.rep_order with "interleaved"
   // Adaptive timing (TimingPolicy); all 0: fixed reps.
   double min_time_s = 0, max_noise_pct = 0, max_time_s = 0;
   double warmup_time_s = 0.1;  // CUDA: time-based warm-up after the warm-up reps (TimingPolicy)

@@ -28,7 +28,8 @@
 //   error_exceeded --max-error is set and the new error vs fp64 is above it (or NaN).
 // Refused outright (exit 2, unless --force): different device, backend or schema major; a verify
 // run's JSON (its single cold rep is not a benchmark time; never gated on, --force or not).
-// Warned of (the verdict unchanged): files run under different FB_* kernel settings (settings.env).
+// Warned of (the verdict unchanged): files run under different FB_* kernel settings (settings.env) or rep orders
+// (settings.rep_order).
 #include "compare.h"
 
 #include "registry.h"
@@ -230,6 +231,20 @@ std::optional<std::string> env_difference(const Results& a, const Results& b, co
   return fmt::format("{} ran under FB_* kernel settings {}, the new file under {}", what, ea, eb);
 }
 
+// A warning where two files took their reps in different orders (settings.rep_order, absent: blocked): interleaved
+// reps put a drift of the device's speed on every kernel alike, blocked ones on whichever ran when it came, so a
+// kernel's time may move between the files with no change in it.
+std::optional<std::string> rep_order_difference(const Results& a, const Results& b, const char* what) {
+  const auto order_of = [](const Results& r) {
+    const auto it = r.settings.find("rep_order");
+    return it != r.settings.end() && it->is_string() ? it->get<std::string>() : std::string("blocked");
+  };
+  const std::string oa = order_of(a), ob = order_of(b);
+  if (oa == ob) return std::nullopt;
+  return fmt::format("{} took its reps {}, the new file {} (settings.rep_order): times may differ by the order alone",
+                     what, oa, ob);
+}
+
 // `verify` marks its results settings.timing.mode = "verify-cold".
 bool is_verify_run(const Results& r) {
   const auto it = r.settings.find("timing");
@@ -336,6 +351,7 @@ CompareReport compare_results(const std::vector<Results>& history, const Results
       rep.warnings.push_back(*why);
     }
     if (auto why = env_difference(history[i], next, what.c_str())) rep.warnings.push_back(*why);
+    if (auto why = rep_order_difference(history[i], next, what.c_str())) rep.warnings.push_back(*why);
   }
   if (is_verify_run(next))
     throw std::invalid_argument("the new file is a `verify` run: its single cold rep is not a benchmark time");
@@ -347,6 +363,7 @@ CompareReport compare_results(const std::vector<Results>& history, const Results
       rep.warnings.push_back(*why);
     }
     if (auto why = env_difference(*confirm, next, "the --confirm file")) rep.warnings.push_back(*why);
+    if (auto why = rep_order_difference(*confirm, next, "the --confirm file")) rep.warnings.push_back(*why);
   }
 
   // Every base run's ok records by pair, for the timing history. A file may hold the same pair more

@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
                       "adaptive timing: stop a kernel after this many seconds of timed runs (default 15 when "
                       "--min-time or --max-noise is given)")
       ->check(number_in(0, true, kNoLimit, "a positive number of seconds"));
+  run_cmd->add_flag("--interleave", run.interleave,
+                    "take a case's kernels' timed reps in turn, a round of one rep each, the rounds' orders "
+                    "balanced (overrides spec.rep_order: 'interleaved'); scripts/paired.py pairs them rep by rep");
   run_cmd->add_option("--warmup-time", run.warmup_time_s,
                       "CUDA: after the warm-up runs, keep running until this many seconds passed (clocks "
                       "step up after idle; default 0.1, 0 for none)")

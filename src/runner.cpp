@@ -50,6 +50,20 @@ bool judge(Record& r, const ErrorReport& mine, Rule rule, const ErrorReport* bas
   return pass;
 }
 
+// A timed kernel's record: its time, rates, memory and clocks from the backend's run.
+void fill_timed(Record& r, const Descriptor& info, const KernelRun& run) {
+  r.time_ms = summarize(run.times_ms);
+  r.peak_bytes = run.peak_bytes;
+  r.bytes_moved = info.bytes ? info.bytes(r.c, run.tile) : 0.0;
+  if (info.kv_splits) r.kv_splits = splits_used(r.c, run.tile);
+  r.clocks = clock_report(run.sm_mhz_min, run.clock_event_reasons);
+  const double seconds = r.time_ms.median * 1e-3;
+  if (seconds > 0) {
+    r.tflops = r.flops / seconds / 1e12;
+    r.gbps = r.bytes_moved / seconds / 1e9;
+  }
+}
+
 }  // namespace
 
 void verify_case(Backend& backend, std::vector<Record>& records, const KernelSet& kernels) {
@@ -113,6 +127,52 @@ void attach_ceilings(Results& results, const nlohmann::json& ceilings) {
   }
 }
 
+namespace {
+
+// Interleaved timing of a case's armed kernels (records[armed[i]] is armed kernel i's): the rounds, then each
+// record filled. A kernel that fails in the rounds is recorded failed and disarmed, and the rest are timed again
+// from their warm-up (their samples so far dropped: every kernel's reps must come from the same rounds); any
+// other failure fails every armed kernel. `lost` and `faulted` as in run_sweep.
+void time_armed(Backend& backend, const TimingPolicy& timing, const KernelSet& kernels, std::vector<Record>& records,
+                std::vector<std::size_t> armed, std::optional<std::string>& lost, std::string& faulted) {
+  while (!armed.empty()) {
+    try {
+      const std::vector<KernelRun> runs = backend.run_armed(timing);
+      for (std::size_t i = 0; i < armed.size() && i < runs.size(); ++i) {
+        Record& r = records[armed[i]];
+        fill_timed(r, *kernels.find(r.kernel), runs[i]);
+      }
+      return;
+    } catch (const RoundError& e) {
+      const std::size_t i = std::min(e.kernel, armed.size() - 1);
+      Record& r = records[armed[i]];
+      r.status = Status::failed;
+      r.reason = e.what();
+      lost = backend.context_lost();
+      if (lost) {
+        faulted = r.kernel;
+        break;
+      }
+      backend.disarm(r.kernel);
+      armed.erase(armed.begin() + std::ptrdiff_t(i));
+    } catch (const std::exception& e) {
+      for (const std::size_t i : armed) {
+        records[i].status = Status::failed;
+        records[i].reason = std::string("interleaved timing failed: ") + e.what();
+      }
+      lost = backend.context_lost();
+      if (lost) faulted = records[armed.front()].kernel;
+      break;
+    }
+  }
+  // What is left armed after a failure is not timed: disarmed, its buffers freed (not after a loss: release()).
+  if (!lost)
+    for (const std::size_t i : armed)
+      if (records[i].status == Status::ok) backend.disarm(records[i].kernel);
+}
+
+}  // namespace
+
 Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opts) {
   using clock = std::chrono::steady_clock;
   const KernelSet& kernels = opts.kernels ? *opts.kernels : active_kernels();
@@ -124,6 +184,9 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
   TimingPolicy timing = opts.timing;
   timing.warmup = sweep.warmup;
   timing.reps = sweep.reps;
+  timing.rep_order = sweep.rep_order;
+  const bool interleaved = timing.rep_order == RepOrder::interleaved;
+  res.settings["rep_order"] = std::string(to_string(timing.rep_order));
   res.settings["warmup"] = sweep.warmup;
   res.settings["reps"] = sweep.reps;
   res.settings["timing"] = timing.to_json();
@@ -171,6 +234,7 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
       prepare_error = std::string("preparing inputs failed: ") + e.what();
     }
     std::string faulted;  // the kernel whose failure lost the context, if one did in this case
+    std::vector<std::size_t> armed;  // interleaved: the records of the kernels armed, in arming order
     for (std::size_t k = 0; k < sweep.kernels.size(); ++k) {
       const std::string& name = sweep.kernels[k];
       Record r;
@@ -195,21 +259,14 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
         r.reason = *lost + " when kernel '" + faulted + "' failed in this case: not run";
       } else {
         try {
-          if (auto why_not = backend.check_fits(c, *info)) {  // again: inputs and kept outputs held now
+          if (auto why_not = backend.check_fits(c, *info)) {  // again: inputs, kept outputs and armed kernels held now
             r.status = Status::skipped;
             r.reason = *why_not;
+          } else if (interleaved) {
+            backend.arm(*info, timing);  // timed below, with the case's other armed kernels
+            armed.push_back(records.size());
           } else {
-            KernelRun run = backend.run(*info, timing);
-            r.time_ms = summarize(run.times_ms);
-            r.peak_bytes = run.peak_bytes;
-            r.bytes_moved = info->bytes ? info->bytes(c, run.tile) : 0.0;
-            if (info->kv_splits) r.kv_splits = splits_used(c, run.tile);
-            r.clocks = clock_report(run.sm_mhz_min, run.clock_event_reasons);
-            const double seconds = r.time_ms.median * 1e-3;
-            if (seconds > 0) {
-              r.tflops = r.flops / seconds / 1e12;
-              r.gbps = r.bytes_moved / seconds / 1e9;
-            }
+            fill_timed(r, *info, backend.run(*info, timing));
           }
         } catch (const std::exception& e) {
           r.status = Status::failed;
@@ -221,6 +278,12 @@ Results run_sweep(const Sweep& sweep, Backend& backend, const RunnerOptions& opt
       }
       records.push_back(std::move(r));
     }
+    if (!armed.empty() && !lost) time_armed(backend, timing, kernels, records, armed, lost, faulted);
+    for (const std::size_t i : armed)  // armed, then a fault in this case lost the context before they were timed
+      if (lost && records[i].status == Status::ok && records[i].time_ms.reps == 0) {
+        records[i].status = Status::skipped;
+        records[i].reason = *lost + " when kernel '" + faulted + "' failed in this case: not timed";
+      }
     if (sweep.verify && !lost) {
       try {
         verify_case(backend, records, kernels);

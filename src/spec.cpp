@@ -387,7 +387,7 @@ const std::vector<std::string>& spec_keys() {
   static const std::vector<std::string> keys = {
       "$schema", "name",   "description", "seq",     "seq_q",  "seq_k",  "batch", "tokens", "heads",
       "model_dim", "kv_heads", "head_dim", "dtype", "causal", "pass", "kernels", "warmup", "reps",
-      "seed",    "verify", "input_scale", "splits", "max_kv_bytes"};
+      "seed",    "verify", "input_scale", "splits", "max_kv_bytes", "rep_order"};
   return keys;
 }
 
@@ -493,6 +493,14 @@ Sweep sweep_from_json(const nlohmann::json& j) {
   if (j.contains("reps")) sweep.reps = int(to_int(scalar_item(j, "reps"), 1, kMaxReps, "reps"));
   if (j.contains("seed")) sweep.seed = std::uint64_t(to_int(scalar_item(j, "seed"), 0, kMaxSeed, "seed"));
   if (j.contains("verify")) sweep.verify = to_bool(scalar_item(j, "verify"));
+  if (j.contains("rep_order")) {
+    const Item item = scalar_item(j, "rep_order");
+    const std::string& s = to_str(item);
+    const std::optional<RepOrder> order = parse_rep_order(s);
+    const std::vector<std::string> valid = {"blocked", "interleaved"};
+    if (!order) fail(item.path, fmt::format("unknown rep_order {}{}; valid: {}", in_quotes(s), suggestion(s, valid), join(valid)));
+    sweep.rep_order = *order;
+  }
   if (j.contains("input_scale")) {
     const Item item = scalar_item(j, "input_scale");
     const json& v = *item.value;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/rep_order.h"
 #include "case.h"
 
 namespace fb {
@@ -28,6 +29,7 @@ struct Sweep {
   std::uint64_t seed = 42;
   bool verify = true;
   double input_scale = 1.0;  // Q and K are scale x standard normal: scores grow as its square
+  RepOrder rep_order = RepOrder::blocked;  // how a case's kernels take their reps (backend/timing.h)
   nlohmann::json spec;  // the spec as given
 };
 

@@ -417,6 +417,18 @@ TEST_CASE("verdicts beyond timing", "[compare]") {
     REQUIRE(rep.warnings.size() == 1);
     CHECK(contains(rep.warnings[0], "the --confirm file ran under"));
   }
+  SECTION("files that took their reps in different orders: a warning naming both, the verdict unchanged") {
+    fb::Results a = results_of({timed(10, 0.1)}), b = results_of({timed(10, 0.1)});
+    b.settings["rep_order"] = "blocked";
+    CHECK(fb::compare_results(a, b, {}).warnings.empty());  // absent reads blocked (files before it)
+    b.settings["rep_order"] = "interleaved";
+    fb::CompareReport rep = fb::compare_results(a, b, {});
+    REQUIRE(rep.warnings.size() == 1);
+    CHECK(contains(rep.warnings[0], "took its reps blocked, the new file interleaved"));
+    CHECK(rep.rows.at(0).verdict == fb::Verdict::same);
+    a.settings["rep_order"] = "interleaved";
+    CHECK(fb::compare_results(a, b, {}).warnings.empty());
+  }
   SECTION("a verify run's single cold rep is never gated on") {
     fb::Results v = results_of({timed(10, 0)});
     v.settings["timing"] = {{"mode", "verify-cold"}};

@@ -74,6 +74,19 @@ class LosingBackend final : public Backend {
     if (stamp_reasons) run.clock_event_reasons = stamp_reasons;
     return run;
   }
+  void arm(const Descriptor& k, const TimingPolicy& timing) override {
+    used_after_loss();
+    if (prepared_ == fault_case_ + 1 && k.name == fault_kernel_) {
+      lost_ = true;
+      throw BackendError(kFault);
+    }
+    cpu_->arm(k, timing);
+  }
+  std::vector<KernelRun> run_armed(const TimingPolicy& timing) override {
+    used_after_loss();
+    return cpu_->run_armed(timing);
+  }
+  void disarm(const std::string& k) override { cpu_->disarm(k); }
   void run_reference() override {
     used_after_loss();
     cpu_->run_reference();
@@ -232,6 +245,26 @@ TEST_CASE("a lost context: the fault failed, the rest of its case and every late
     CHECK(after.reason == std::string(kLost) + " when kernel 'naive' failed in this case: not run");
     CHECK(!after.verified.has_value());
     CHECK(record_of(res.records, sweep.cases[3], "flash").status == Status::skipped);
+  }
+
+  SECTION("interleaved, the fault arming the second kernel: the first, armed, is skipped untimed") {
+    Sweep inter = sweep;
+    inter.rep_order = RepOrder::interleaved;
+    LosingBackend backend(1, "flash");
+    const Results res = run_sweep(inter, backend);
+    CHECK(backend.calls_after_loss == 0);
+    REQUIRE(res.records.size() == 4 * 2);
+    for (const std::string k : {"naive", "flash"}) {
+      const Record& r = record_of(res.records, sweep.cases[0], k);
+      CHECK(r.status == Status::ok);
+      CHECK(r.verified == std::optional<bool>(true));
+    }
+    CHECK(record_of(res.records, faulting, "flash").status == Status::failed);
+    const Record& armed = record_of(res.records, faulting, "naive");
+    CHECK(armed.status == Status::skipped);
+    CHECK(armed.reason == std::string(kLost) + " when kernel 'flash' failed in this case: not timed");
+    CHECK(!armed.verified.has_value());
+    CHECK(record_of(res.records, sweep.cases[2], "naive").status == Status::skipped);
   }
 
   SECTION("the fault in the last case: nothing left to skip, still told") {

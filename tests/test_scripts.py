@@ -836,11 +836,22 @@ class Paired(unittest.TestCase):
         self.assertEqual(fig["pairs"]["bad:peer"]["not_verified"], [key(1024)])
         self.assertIn("not verified (no ratio)", r.stdout)
 
+    def test_flashbench_files(self):
+        """flashbench run --interleave's files pair the same way (their samples in round order)."""
+        ours = [1.0 + 0.01 * i for i in range(8)]
+        d = self.doc({64: {"ours": ours, "peer": [x * 0.97 for x in ours]}})
+        d["backend"] = "cuda"
+        r, fig, _ = self.run_paired([d], "--pair", "ours:peer")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = fig["pairs"]["ours:peer"]["rows"]["b1-h2-kv2-n64-d64-bf16-full-fwd"]
+        self.assertEqual((row["n"], row["verdict"]), (8, "behind"))
+        self.assertAlmostEqual(row["median"], 0.97, places=9)
+
     def test_refusals(self):
         ok = self.doc({64: {"ours": [1.0] * 6, "peer": [1.0] * 6}})
         for docs, args, want in (
                 ([self.doc({64: {"ours": [1.0] * 6, "peer": [1.0] * 6}}, rep_order="blocked")], ["--pair", "ours:peer"],
-                 "not a peers.py file with interleaved reps"),
+                 "not a file with interleaved reps"),
                 ([self.doc({64: {"ours": [1.0] * 6, "peer": [1.0] * 6}}, rep_order=None)], ["--pair", "ours:peer"],
                  "settings.rep_order is None"),
                 ([ok], ["--pair", "ours:nobody"], "no record of kernel 'nobody'"),
@@ -2112,6 +2123,8 @@ class Spec(unittest.TestCase):
         self.assertEqual([c["batch"] for c in cases[:8]], [1] * 4 + [2] * 4)
         self.assertEqual((s["warmup"], s["reps"], s["seed"], s["verify"], s["kernels"]), (3, 10, 42, True, None))
         self.assertTrue(all(c["pass"] == "fwd" for c in cases))
+        self.assertEqual(s["rep_order"], "blocked")
+        self.assertEqual(self.expand(batch=1, rep_order="interleaved")["rep_order"], "interleaved")
         default = self.expand(batch=1)["cases"][0]
         self.assertEqual((default["kv_heads"], default["causal"]), (4, False), "kv_heads defaults to heads")
 
@@ -2130,6 +2143,7 @@ class Spec(unittest.TestCase):
             (dict(batch=1, seq=[1.5]), "spec.seq[0]: must be a positive integer"),
             (dict(batch=True), "spec.batch: must be a positive integer, got true"),
             (dict(batch=1, causal=["yes"]), "spec.causal[0]: must be true or false"),
+            (dict(batch=1, rep_order="interleave"), "spec.rep_order: must be one of blocked, interleaved"),
             (dict(batch=1, seq=list(range(1, 2000)), heads=list(range(1, 100))), "more than the cap 100000"),
         ]
         for kw, message in bad:

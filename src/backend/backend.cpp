@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #if FLASHBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -19,6 +21,18 @@ double ErrorReport::worst() const {
     w = std::max(w, e);
   }
   return w;
+}
+
+KernelRun Backend::run(const Descriptor& kernel, const TimingPolicy& timing) {
+  arm(kernel, timing);
+  try {
+    std::vector<KernelRun> runs = run_armed(timing);
+    if (runs.size() != 1) throw BackendError(fmt::format("{}: timed {} kernels for one", name(), runs.size()));
+    return std::move(runs.front());
+  } catch (...) {
+    disarm(std::string(kernel.name));
+    throw;
+  }
 }
 
 std::optional<BackendKind> parse_backend(std::string_view s) {

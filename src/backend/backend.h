@@ -55,6 +55,14 @@ struct HostTensor {
   std::vector<double> values;
 };
 
+// Thrown by run_armed() when one armed kernel fails in the rounds (its launch refused, say): `kernel` is its
+// index among the armed kernels. The runner records it failed, disarms it and times the rest again.
+class RoundError : public BackendError {
+ public:
+  RoundError(std::size_t kernel, const std::string& what) : BackendError(what), kernel(kernel) {}
+  std::size_t kernel;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -77,7 +85,8 @@ class Backend {
   // Warm-up then timed runs of `kernel` on the prepared inputs, as many as `timing` asks (next_batch),
   // outputs poisoned (NaN) before each run. Keeps the last outputs for compare(). For Pass::bwd the
   // forward runs once untimed first.
-  virtual KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) = 0;
+  // With no other kernel armed: arm(kernel), then run_armed() (the kernel disarmed if that throws).
+  virtual KernelRun run(const Descriptor& kernel, const TimingPolicy& timing);
   // A fixed count: `warmup` untimed runs (no time-based warm-up), then exactly `reps` timed ones.
   KernelRun run(const Descriptor& kernel, int warmup, int reps) {
     TimingPolicy fixed;
@@ -86,6 +95,17 @@ class Backend {
     fixed.warmup_min_s = 0;  // exactly `warmup` untimed runs
     return run(kernel, fixed);
   }
+
+  // Interleaved reps (TimingPolicy::rep_order): arm() each of a case's kernels (its outputs allocated and
+  // poisoned, the backward's forward run, its `warmup` untimed runs, its peak bytes and tile measured), then
+  // run_armed() times every armed kernel together: the time-based warm-up over all of them, then rounds of one
+  // timed rep each (L2 flushed and outputs poisoned before each, as run() does), in round_order()'s order, as
+  // many as next_rounds() asks. It returns one KernelRun per armed kernel, in arming order, keeps each one's last
+  // outputs for compare() and disarms them all. A kernel that fails in the rounds throws RoundError; disarm()
+  // drops one armed kernel (its outputs freed). run() is one kernel armed and timed this way.
+  virtual void arm(const Descriptor& kernel, const TimingPolicy& timing) = 0;
+  virtual std::vector<KernelRun> run_armed(const TimingPolicy& timing) = 0;
+  virtual void disarm(const std::string& kernel) = 0;
 
   // Exact fp64 outputs for the prepared inputs, kept as "reference" (CPU: a sample of query rows for
   // large cases).

@@ -3,17 +3,27 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 
 namespace fb {
+
+std::string_view to_string(RepOrder o) { return o == RepOrder::interleaved ? "interleaved" : "blocked"; }
+
+std::optional<RepOrder> parse_rep_order(std::string_view s) {
+  if (s == "blocked") return RepOrder::blocked;
+  if (s == "interleaved") return RepOrder::interleaved;
+  return std::nullopt;
+}
 
 double TimingPolicy::time_cap_s() const { return max_time_s > 0 ? max_time_s : kDefaultMaxTimeS; }
 
 nlohmann::json TimingPolicy::to_json() const {
+  const std::string order(to_string(rep_order));
   if (!adaptive())
-    return {{"mode", "fixed"}, {"warmup", warmup}, {"warmup_min_s", warmup_min_s}, {"reps", reps}};
+    return {{"mode", "fixed"}, {"warmup", warmup}, {"warmup_min_s", warmup_min_s}, {"reps", reps}, {"rep_order", order}};
   return {{"mode", "adaptive"},       {"warmup", warmup},         {"warmup_min_s", warmup_min_s},
           {"min_reps", reps},         {"min_time_s", min_time_s}, {"max_noise_pct", max_noise_pct},
-          {"max_time_s", time_cap_s()}, {"noise", "cv"}};
+          {"max_time_s", time_cap_s()}, {"noise", "cv"},          {"rep_order", order}};
 }
 
 double noise_pct(const std::vector<double>& t) {
@@ -47,6 +57,28 @@ int next_batch(const TimingPolicy& p, const std::vector<double>& t, double elaps
                                                : std::ceil((p.min_time_s - kernel_s) / kernel_per - 1e-9);
   if (wall_per > 0) want = std::min(want, std::floor((cap - elapsed_s) / wall_per));
   return int(std::clamp(want, 1.0, double(kMaxBatch)));
+}
+
+int next_rounds(const TimingPolicy& p, const std::vector<std::vector<double>>& t, double elapsed_s) {
+  if (t.empty()) return 0;
+  const double share = elapsed_s / double(t.size());
+  int rounds = 0;
+  for (const std::vector<double>& times : t) rounds = std::max(rounds, next_batch(p, times, share));
+  return rounds;
+}
+
+std::vector<int> round_order(int kernels, long long round) {
+  const int n = kernels;
+  if (n <= 0) return {};
+  // The first row 0, 1, n - 1, 2, n - 2, ...; row r adds r to each (mod n); an odd n adds the rows reversed.
+  std::vector<int> first = {0};
+  for (int lo = 1, hi = n - 1; int(first.size()) < n;) first.push_back(first.size() % 2 ? lo++ : hi--);
+  const long long rows = n % 2 ? 2LL * n : n;
+  const long long row = ((round % rows) + rows) % rows;
+  std::vector<int> order(std::size_t(n), 0);
+  for (int i = 0; i < n; ++i) order[std::size_t(i)] = int((first[std::size_t(i)] + row % n) % n);
+  if (row >= n) std::reverse(order.begin(), order.end());
+  return order;
 }
 
 }  // namespace fb

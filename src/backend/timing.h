@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/rep_order.h"
+
 namespace fb {
 
 // Default time-based warm-up on a GPU (seconds of kernel runs before timing).
@@ -26,6 +28,7 @@ struct TimingPolicy {
   // ~50-100 ms: 20 reps of a 3 ms kernel straight after idle drift 12% down the staircase
   // (results/h200/gate-study.json). 0 turns it off; the CPU backend has no such ramp and ignores it.
   double warmup_min_s = kDefaultWarmupS;
+  RepOrder rep_order = RepOrder::blocked;  // the runner's choice: a backend times what it is handed
 
   bool adaptive() const { return min_time_s > 0 || max_noise_pct > 0 || max_time_s > 0; }
   // The cap on wall time in adaptive mode: max_time_s, or kDefaultMaxTimeS when not given.
@@ -47,5 +50,15 @@ double noise_pct(const std::vector<double>& times_ms);
 // timed runs; 0 means stop. In fixed mode: reps - taken. Adaptive: the missing minimum first, then a
 // batch sized to reach min_time (at least 1, at most kMaxBatch and what the time cap still allows).
 int next_batch(const TimingPolicy& policy, const std::vector<double>& times_ms, double elapsed_s);
+
+// Interleaved reps: how many more rounds to take, given each kernel's samples so far and the wall time
+// spent in timed rounds: the most any kernel's next_batch asks for, each kernel charged its share of the
+// wall time (elapsed_s / kernels). One kernel: next_batch itself (blocked timing is one kernel's rounds).
+int next_rounds(const TimingPolicy& policy, const std::vector<std::vector<double>>& times_ms, double elapsed_s);
+
+// The kernels' order (indices 0 .. kernels - 1) in round `round` of interleaved reps: a Williams design
+// (kernels rows, 2 x kernels for an odd count, then cycled): over its rows each kernel takes each place
+// equally often and follows each other kernel equally often. scripts/peers.py's round_order gives the same.
+std::vector<int> round_order(int kernels, long long round);
 
 }  // namespace fb

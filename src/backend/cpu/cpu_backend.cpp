@@ -152,8 +152,13 @@ class CpuBackendImpl final : public CpuBackend {
   explicit CpuBackendImpl(const BackendOptions& options)
       : options_(options),
         tiles_(options.tiles),
-        pool_(options.threads > 0 ? options.threads : default_thread_count()) {
+        pool_(options.threads > 0 ? options.threads : default_thread_count()),
+        now_ms_(options.clock_ms) {
     check_shape(Case{}.params(), tiles_);  // a bad tile shape fails here, not mid-sweep
+    if (!now_ms_)
+      now_ms_ = [] {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      };
     tracker_.set_limit(options.memory_limit);
   }
 
@@ -255,24 +260,55 @@ class CpuBackendImpl final : public CpuBackend {
     seed_ = seed;
   }
 
-  KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) override {
-    if (!case_) throw BackendError("cpu: run() before prepare()");
+  void arm(const Descriptor& kernel, const TimingPolicy& timing) override {
+    if (!case_) throw BackendError("cpu: arm() before prepare()");
     if (!kernel.cpu)
       throw BackendError(fmt::format("cpu: kernel '{}' does not run on the CPU backend", kernel.name));
     if (timing.warmup < 0 || timing.reps < 1)
       throw BackendError(fmt::format("cpu: warmup must be >= 0 and reps >= 1, got {} and {}",
                                      timing.warmup, timing.reps));
     const std::string key(kernel.name);
+    disarm(key);
     kept_.erase(key);  // its old outputs must not count against this run's memory
-    try {
-      return run_kernel(kernel.cpu, key, timing);
-    } catch (const OutOfMemory& e) {
-      throw BackendError(fmt::format("cpu: {}: {}", kernel.name, e.what()));
-    } catch (const std::bad_alloc&) {
-      throw BackendError(fmt::format("cpu: {}: out of memory", kernel.name));
-    } catch (const std::invalid_argument& e) {
-      throw BackendError(fmt::format("cpu: {}: {}", kernel.name, e.what()));
+    guarded(kernel.name, [&] { arm_kernel(kernel.cpu, key, timing); });
+  }
+
+  std::vector<KernelRun> run_armed(const TimingPolicy& timing) override {
+    if (!case_) throw BackendError("cpu: run_armed() before prepare()");
+    const std::size_t k = armed_.size();
+    std::vector<std::vector<double>> times(k);
+    using clock = std::chrono::steady_clock;
+    double elapsed_s = 0;  // wall time of the timed rounds, poisoning included (the adaptive cap)
+    long long round = 0;
+    for (int n; (n = next_rounds(timing, times, elapsed_s)) > 0;) {
+      const auto batch_start = clock::now();
+      for (int r = 0; r < n; ++r, ++round)
+        for (const int i : round_order(int(k), round)) {
+          Armed& a = *armed_[std::size_t(i)];
+          try {
+            guarded(a.key, [&] { times[std::size_t(i)].push_back(a.rep(tracker_, now_ms_)); });
+          } catch (const std::exception& e) {  // the kernel's own failure, as run() would report it
+            throw RoundError(std::size_t(i), e.what());
+          }
+        }
+      elapsed_s += std::chrono::duration<double>(clock::now() - batch_start).count();
     }
+    std::vector<KernelRun> runs;
+    for (std::size_t i = 0; i < k; ++i) {
+      Armed& a = *armed_[i];
+      a.run.times_ms = std::move(times[i]);
+      a.run.peak_bytes = std::max(a.run.peak_bytes, a.held + a.rep_extra);
+      a.saved.p.reset();
+      runs.push_back(std::move(a.run));
+      kept_[a.key] = std::move(a.out);
+    }
+    armed_.clear();
+    return runs;
+  }
+
+  void disarm(const std::string& kernel) override {
+    armed_.erase(std::remove_if(armed_.begin(), armed_.end(), [&](const auto& a) { return a->key == kernel; }),
+                 armed_.end());
   }
 
   void run_reference() override {
@@ -394,6 +430,7 @@ class CpuBackendImpl final : public CpuBackend {
   }
 
   void release() override {
+    armed_.clear();
     kept_.clear();
     std::vector<std::byte>().swap(q_);
     std::vector<std::byte>().swap(k_);
@@ -506,17 +543,72 @@ class CpuBackendImpl final : public CpuBackend {
     return &it->second;
   }
 
-  KernelRun run_kernel(const CpuEntry& entry, const std::string& key, const TimingPolicy& timing) {
+  // A kernel's failures as BackendError naming it (the runner records the message against the kernel).
+  template <class F> static void guarded(std::string_view kernel, F&& f) {
+    try {
+      f();
+    } catch (const BackendError&) {
+      throw;
+    } catch (const OutOfMemory& e) {
+      throw BackendError(fmt::format("cpu: {}: {}", kernel, e.what()));
+    } catch (const std::bad_alloc&) {
+      throw BackendError(fmt::format("cpu: {}: out of memory", kernel));
+    } catch (const std::invalid_argument& e) {
+      throw BackendError(fmt::format("cpu: {}: {}", kernel, e.what()));
+    }
+  }
+
+  // One kernel armed for timing (Backend::arm): its outputs, workspace, what its forward keeps for the
+  // backward, and the bytes it holds between reps.
+  struct Armed {
+    std::string key;
+    const CpuEntry* entry = nullptr;
+    Pass pass = Pass::fwd;
+    AttentionParams p;
+    Context ctx;
+    Outputs out;
+    Buffer workspace;
+    Saved saved;  // what the forward keeps for the backward (naive's P)
+    KernelRun run;  // peak_bytes: the high-water mark while arming; tile
+    std::size_t held = 0;       // bytes held above what was there before arming, between reps
+    std::size_t rep_extra = 0;  // the most a rep allocated above what was held when it started
+
+    void poison_outputs(bool fwd_outputs, bool bwd_outputs) {
+      for (auto& [name, t] : out.tensors) {
+        const bool is_fwd = name == "O" || name == "LSE";
+        if ((is_fwd && fwd_outputs) || (!is_fwd && bwd_outputs))
+          poison(t.data(), t.dtype, Index(t.owned.bytes() / dtype_bytes(t.dtype)));
+      }
+    }
+    // One rep (outputs poisoned first); its time in ms by `now_ms` (the poisoning outside it).
+    double rep(MemoryTracker& tracker, const std::function<double()>& now_ms) {
+      poison_outputs(pass != Pass::bwd, pass != Pass::fwd);
+      const std::size_t before = tracker.current();
+      tracker.reset_peak();
+      const double t0 = now_ms();
+      if (pass != Pass::bwd) entry->forward(p, ctx, saved);
+      if (pass != Pass::fwd) entry->backward(p, ctx, saved);
+      const double t1 = now_ms();
+      rep_extra = std::max(rep_extra, tracker.peak() - before);
+      return t1 - t0;
+    }
+  };
+
+  void arm_kernel(const CpuEntry& entry, const std::string& key, const TimingPolicy& timing) {
     const Case& c = *case_;
     const bool backward = c.pass != Pass::fwd;
-    const Context ctx{&tracker_, &pool_, tiles_};
+    auto a = std::make_unique<Armed>();
+    a->key = key;
+    a->entry = &entry;
+    a->pass = c.pass;
+    a->ctx = Context{&tracker_, &pool_, tiles_};
 
-    // Peak is measured above what is held now (other kernels' kept outputs).
+    // Peak is measured above what is held now (other kernels' kept outputs and armed buffers).
     tracker_.reset_peak();
     const std::size_t baseline = tracker_.current();
 
     const int bh = c.batch * c.heads, bkv = c.batch * c.kv_heads;
-    Outputs out;
+    Outputs& out = a->out;
     out.tensors.emplace_back("O", output_tensor(output_dtype(c.dtype), bh, c.head_dim, false));
     out.tensors.emplace_back("LSE", output_tensor(accum_dtype(c.dtype), bh, 1, false));
     if (backward) {
@@ -524,7 +616,8 @@ class CpuBackendImpl final : public CpuBackend {
       out.tensors.emplace_back("dK", output_tensor(c.dtype, bkv, c.head_dim, true));
       out.tensors.emplace_back("dV", output_tensor(c.dtype, bkv, c.head_dim, true));
     }
-    AttentionParams p = c.params();
+    AttentionParams& p = a->p;
+    p = c.params();
     p.descale_q = descale_[0];
     p.descale_k = descale_[1];
     p.descale_v = descale_[2];
@@ -542,56 +635,19 @@ class CpuBackendImpl final : public CpuBackend {
 
     if (auto why = entry.unsupported(c.pass, p)) throw std::invalid_argument(*why);
     if (backward && !entry.backward) throw std::invalid_argument("this kernel has no backward pass");
-    Buffer workspace(tracker_, entry.workspace_bytes ? entry.workspace_bytes(c.pass, p) : 0);
-    p.workspace = workspace.data();
+    a->workspace = Buffer(tracker_, entry.workspace_bytes ? entry.workspace_bytes(c.pass, p) : 0);
+    p.workspace = a->workspace.data();
 
-    Saved saved;  // what the forward keeps for the backward (naive's P)
-    auto forward = [&] { entry.forward(p, ctx, saved); };
-    auto backward_pass = [&] { entry.backward(p, ctx, saved); };
-    auto poison_outputs = [&](bool fwd_outputs, bool bwd_outputs) {
-      for (auto& [name, t] : out.tensors) {
-        const bool is_fwd = name == "O" || name == "LSE";
-        if ((is_fwd && fwd_outputs) || (!is_fwd && bwd_outputs))
-          poison(t.data(), t.dtype, Index(t.owned.bytes() / dtype_bytes(t.dtype)));
-      }
-    };
-
-    std::function<void()> timed;
     if (c.pass == Pass::bwd) {
-      poison_outputs(true, true);
-      forward();  // untimed: O, LSE (and naive's P) for the backward
-      timed = backward_pass;
-    } else if (c.pass == Pass::fwd) {
-      timed = forward;
-    } else {
-      timed = [&] {
-        forward();
-        backward_pass();
-      };
+      a->poison_outputs(true, true);
+      entry.forward(p, a->ctx, a->saved);  // untimed: O, LSE (and naive's P) for the backward
     }
-    KernelRun result;
-    using clock = std::chrono::steady_clock;
-    for (int i = 0; i < timing.warmup; ++i) {
-      poison_outputs(c.pass != Pass::bwd, backward);
-      timed();
-    }
-    double elapsed_s = 0;  // wall time of the timed runs, poisoning included (the adaptive cap)
-    for (int n; (n = next_batch(timing, result.times_ms, elapsed_s)) > 0;) {
-      const auto batch_start = clock::now();
-      for (int i = 0; i < n; ++i) {
-        poison_outputs(c.pass != Pass::bwd, backward);
-        const auto t0 = clock::now();
-        timed();
-        const auto t1 = clock::now();
-        result.times_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      }
-      elapsed_s += std::chrono::duration<double>(clock::now() - batch_start).count();
-    }
-    result.peak_bytes = tracker_.peak() - baseline;
-    if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, ctx);
-    saved.p.reset();
-    kept_[key] = std::move(out);
-    return result;
+    const std::size_t arm_peak = tracker_.peak() - baseline;
+    a->held = tracker_.current() - baseline;
+    for (int i = 0; i < timing.warmup; ++i) a->rep(tracker_, now_ms_);
+    a->run.peak_bytes = arm_peak;
+    if (entry.tile) a->run.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, a->ctx);
+    armed_.push_back(std::move(a));
   }
 
   BackendOptions options_;
@@ -604,6 +660,8 @@ class CpuBackendImpl final : public CpuBackend {
   std::vector<std::byte> q_, k_, v_,
       dout_;  // inputs in the case dtype (not tracked: not the run's)
   std::map<std::string, Outputs> kept_;
+  std::vector<std::unique_ptr<Armed>> armed_;  // Backend::arm()'s kernels, in arming order
+  std::function<double()> now_ms_;              // the reps' timer (BackendOptions::clock_ms)
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,9 @@ struct BackendOptions {
   std::size_t memory_limit = 0;  // tracker limit in bytes (0: none); lets tests hit out-of-memory
   double reference_work = kReferenceWork;  // the reference's budgets (see above); tests lower them
   double stats_work = kStatsWork;
+  // The timer the reps are timed with, in ms (empty: std::chrono::steady_clock). Tests plant a simulated device's
+  // clock here, so that what a timing order does to a drift is exact, not at the mercy of the machine's load.
+  std::function<double()> clock_ms;
 };
 
 // Elements of one kept tensor, in its storage type (outputs: case dtype; LSE: accumulator type;

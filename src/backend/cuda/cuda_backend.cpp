@@ -252,6 +252,7 @@ struct CudaBackend::Impl {
   }
 
   void release() {
+    armed.clear();
     kept.clear();
     q = DeviceBuffer();
     k = DeviceBuffer();
@@ -317,98 +318,154 @@ struct CudaBackend::Impl {
         TrackingAllocator::gib(kFitMarginBytes));
   }
 
-  KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) {
+  // One kernel armed for timing (Backend::arm): its outputs, workspace and parameters, and what arm() measured.
+  struct Armed {
+    std::string name;
+    const CudaEntry* entry = nullptr;
+    AttentionParams p;
+    Outputs out;
+    DeviceBuffer ws;
+    NoState state;
+    KernelRun run;  // peak_bytes and tile from arm(); times and clocks from run_armed()
+  };
+  std::vector<Armed> armed;
+
+  void poison(Armed& a, bool forward_outputs, bool backward_outputs) {
+    const cudaStream_t s = stream.get();
+    if (forward_outputs) {
+      cuda::poison(a.out.o, s);
+      cuda::poison(a.out.lse, s);
+    }
+    if (backward_outputs) {
+      cuda::poison(a.out.dq, s);
+      cuda::poison(a.out.dk, s);
+      cuda::poison(a.out.dv, s);
+    }
+  }
+
+  // One rep of `a`: its outputs poisoned, then (timed) L2 flushed and the rep between two events.
+  void launch(Armed& a, const Case& c, bool timed, std::vector<cuda::Event>* starts, std::vector<cuda::Event>* stops) {
+    const cudaStream_t s = stream.get();
+    const cuda::Context cx = ctx();
+    poison(a, c.pass != Pass::bwd, c.pass != Pass::fwd);
+    if (timed) {
+      l2.flush(s);
+      starts->emplace_back().record(s);
+    }
+    if (c.pass != Pass::bwd) a.entry->forward(a.p, cx, a.state);
+    if (c.pass != Pass::fwd) a.entry->backward(a.p, cx, a.state);
+    if (timed) stops->emplace_back().record(s);
+  }
+
+  void arm(const Descriptor& kernel, const TimingPolicy& timing) {
     refuse_if_lost();
     const Case& c = current_case();
-    AttentionParams p = input_params();
     const CudaEntry& entry = kernel.cuda;
+    const std::string name(kernel.name);
     if (!entry) throw BackendError(fmt::format("kernel '{}' does not run on the CUDA backend", kernel.name));
-    if (auto why = entry.unsupported(c.pass, p)) throw BackendError(*why);
+    Armed a;
+    a.name = name;
+    a.entry = &entry;
+    a.p = input_params();
+    if (auto why = entry.unsupported(c.pass, a.p)) throw BackendError(*why);
     if (c.pass != Pass::fwd && !entry.backward)
       throw BackendError(fmt::format("kernel '{}' has no backward pass", kernel.name));
-    kept.erase(std::string(kernel.name));  // before the peak measurement starts
+    disarm(name);
+    kept.erase(name);  // before the peak measurement starts
 
     alloc.reset_peak();
-    const std::uint64_t base = alloc.current();  // inputs and other kernels' kept outputs
-    Outputs out = allocate_outputs(alloc, c, c.dtype);
-    const DeviceBuffer ws = alloc.allocate(entry.workspace_bytes(c.pass, p), "workspace");
-    bind_outputs(p, out);
-    p.workspace = ws.get();
-
-    const cuda::Context cx = ctx();
-    NoState state;
-    const cudaStream_t s = stream.get();
-    const auto poison_forward = [&] {
-      cuda::poison(out.o, s);
-      cuda::poison(out.lse, s);
-    };
-    const auto poison_backward = [&] {
-      cuda::poison(out.dq, s);
-      cuda::poison(out.dk, s);
-      cuda::poison(out.dv, s);
-    };
+    const std::uint64_t base = alloc.current();  // inputs, other kernels' kept outputs and armed buffers
+    a.out = allocate_outputs(alloc, c, c.dtype);
+    a.ws = alloc.allocate(entry.workspace_bytes(c.pass, a.p), "workspace");
+    bind_outputs(a.p, a.out);
+    a.p.workspace = a.ws.get();
     // Fresh allocations hold whatever an earlier case left there (often plausible values): poison
     // them at once, so that outputs a run never writes (zero reps, an unwritten tile) stay NaN.
-    poison_forward();
-    poison_backward();
+    poison(a, true, true);
     if (c.pass == Pass::bwd)  // the backward's inputs O and LSE (and the naive path's P), untimed
-      entry.forward(p, cx, state);
+      entry.forward(a.p, ctx(), a.state);
+    for (int r = 0; r < timing.warmup; ++r) launch(a, c, false, nullptr, nullptr);
+    stream.sync();
+    FB_CUDA_CHECK(cudaGetLastError());
+    a.run.peak_bytes = alloc.peak() - base;
+    if (entry.tile) a.run.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, a.p, ctx());
+    armed.push_back(std::move(a));
+  }
 
-    const auto launch = [&](bool timed, std::vector<cuda::Event>& starts, std::vector<cuda::Event>& stops) {
-      if (c.pass != Pass::bwd) poison_forward();
-      if (c.pass != Pass::fwd) poison_backward();
-      if (timed) {
-        l2.flush(s);
-        starts.emplace_back().record(s);
-      }
-      if (c.pass != Pass::bwd) entry.forward(p, cx, state);
-      if (c.pass != Pass::fwd) entry.backward(p, cx, state);
-      if (timed) stops.emplace_back().record(s);
-    };
-    KernelRun result;
-    std::vector<cuda::Event> starts, stops;
-    for (int r = 0; r < timing.warmup; ++r) launch(false, starts, stops);
-    // Then by time (TimingPolicy::warmup_min_s): clocks step up for ~100 ms after the device idled.
+  void disarm(const std::string& name) {
+    armed.erase(std::remove_if(armed.begin(), armed.end(), [&](const Armed& a) { return a.name == name; }),
+                armed.end());
+  }
+
+  // One launch of armed kernel i; a launch that throws becomes RoundError(i) (the others may still run).
+  void launch_armed(std::size_t i, const Case& c, bool timed, std::vector<cuda::Event>* starts,
+                    std::vector<cuda::Event>* stops) {
+    try {
+      launch(armed[i], c, timed, starts, stops);
+    } catch (const std::exception& e) {
+      throw RoundError(i, e.what());
+    }
+  }
+
+  std::vector<KernelRun> run_armed(const TimingPolicy& timing) {
+    refuse_if_lost();
+    const Case& c = current_case();
+    const std::size_t k = armed.size();
+    if (k == 0) return {};
+    // Then by time (TimingPolicy::warmup_min_s): clocks step up for ~100 ms after the device idled. A round
+    // is one run of every armed kernel.
     if (timing.warmup_min_s > 0) {
       stream.sync();
       const auto t0 = std::chrono::steady_clock::now();
       const auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
       int chunk = 1, done = 0;
       for (double t = 0; t < timing.warmup_min_s && done < kMaxWarmupRuns; t = since()) {
-        for (int r = 0; r < chunk; ++r) launch(false, starts, stops);
+        for (int r = 0; r < chunk; ++r)
+          for (std::size_t i = 0; i < k; ++i) launch_armed(i, c, false, nullptr, nullptr);
         stream.sync();
         done += chunk;
-        const double per_run = since() / done;
-        chunk = int(std::clamp((timing.warmup_min_s - since()) / std::max(per_run, 1e-6) / 2, 1.0, 1000.0));
+        const double per_round = since() / done;
+        chunk = int(std::clamp((timing.warmup_min_s - since()) / std::max(per_round, 1e-6) / 2, 1.0, 1000.0));
       }
     }
-    // Timed runs in batches, queued back to back; the stream syncs only between batches (one batch in
+    // Timed rounds in batches, queued back to back; the stream syncs only between batches (one batch in
     // fixed mode), when the policy looks at the samples so far.
+    std::vector<std::vector<double>> times(k);
+    std::vector<std::vector<cuda::Event>> starts(k), stops(k);
     double elapsed_s = 0;
-    for (int n; (n = next_batch(timing, result.times_ms, elapsed_s)) > 0;) {
+    long long round = 0;
+    for (int n; (n = next_rounds(timing, times, elapsed_s)) > 0;) {
       const auto batch_start = std::chrono::steady_clock::now();
-      starts.clear();
-      stops.clear();
-      starts.reserve(std::size_t(n));
-      stops.reserve(std::size_t(n));
-      for (int r = 0; r < n; ++r) launch(true, starts, stops);
-      clock_reading(result);  // the batch queued: the GPU runs its reps now
+      for (std::size_t i = 0; i < k; ++i) {
+        starts[i].clear();
+        stops[i].clear();
+        starts[i].reserve(std::size_t(n));
+        stops[i].reserve(std::size_t(n));
+      }
+      for (int r = 0; r < n; ++r, ++round)
+        for (const int i : round_order(int(k), round)) launch_armed(std::size_t(i), c, true, &starts[i], &stops[i]);
+      const Nvml::SmReading now = nvml.sm_reading(pci_bus_id);  // the batch queued: the GPU runs its rounds now
+      for (Armed& a : armed) note_clock(a.run, now);
       stream.sync();
-      for (std::size_t i = 0; i < starts.size(); ++i) result.times_ms.push_back(stops[i].since(starts[i]));
+      for (std::size_t i = 0; i < k; ++i)
+        for (std::size_t j = 0; j < starts[i].size(); ++j) times[i].push_back(stops[i][j].since(starts[i][j]));
       elapsed_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - batch_start).count();
     }
     stream.sync();
     FB_CUDA_CHECK(cudaGetLastError());
 
-    result.peak_bytes = alloc.peak() - base;
-    if (entry.tile) result.tile = entry.tile(c.pass == Pass::fwd ? Pass::fwd : Pass::bwd, p, cx);
-    kept[std::string(kernel.name)] = std::move(out);
-    return result;
+    std::vector<KernelRun> runs;
+    for (std::size_t i = 0; i < k; ++i) {
+      armed[i].run.times_ms = std::move(times[i]);
+      runs.push_back(std::move(armed[i].run));
+      kept[armed[i].name] = std::move(armed[i].out);
+    }
+    armed.clear();
+    return runs;
   }
 
-  // One reading of the SM clock and its event reasons into run (KernelRun::sm_mhz_min, clock_event_reasons).
-  void clock_reading(KernelRun& run) const {
-    const Nvml::SmReading now = nvml.sm_reading(pci_bus_id);
+  // A reading of the SM clock and its event reasons into run (KernelRun::sm_mhz_min, clock_event_reasons).
+  static void note_clock(KernelRun& run, const Nvml::SmReading& now) {
     if (now.mhz) run.sm_mhz_min = std::min(run.sm_mhz_min.value_or(*now.mhz), *now.mhz);
     if (now.event_reasons) run.clock_event_reasons = run.clock_event_reasons.value_or(0) | *now.event_reasons;
   }
@@ -640,8 +697,16 @@ void CudaBackend::prepare(const Case& c, std::uint64_t seed, double input_scale)
   guarded([&] { impl_->prepare(c, seed, input_scale); });
 }
 
-KernelRun CudaBackend::run(const Descriptor& kernel, const TimingPolicy& timing) {
-  return guarded([&] { return impl_->run(kernel, timing); });
+void CudaBackend::arm(const Descriptor& kernel, const TimingPolicy& timing) {
+  guarded([&] { impl_->arm(kernel, timing); });
+}
+
+std::vector<KernelRun> CudaBackend::run_armed(const TimingPolicy& timing) {
+  return guarded([&] { return impl_->run_armed(timing); });
+}
+
+void CudaBackend::disarm(const std::string& kernel) {
+  guarded([&] { impl_->disarm(kernel); });
 }
 
 void CudaBackend::run_reference() {

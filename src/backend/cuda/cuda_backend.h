@@ -22,8 +22,9 @@ class CudaBackend final : public Backend {
   std::optional<std::string> check_fits(const Case& c, const Descriptor& kernel) override;
   std::optional<std::uint64_t> bytes_needed(const Case& c, const Descriptor& kernel) override;
   void prepare(const Case& c, std::uint64_t seed, double input_scale = 1.0) override;
-  using Backend::run;
-  KernelRun run(const Descriptor& kernel, const TimingPolicy& timing) override;
+  void arm(const Descriptor& kernel, const TimingPolicy& timing) override;
+  std::vector<KernelRun> run_armed(const TimingPolicy& timing) override;
+  void disarm(const std::string& kernel) override;
   void run_reference() override;
   ErrorReport compare(const std::string& a, const std::string& b) override;
   std::vector<HostTensor> fetch(const std::string& what) override;
