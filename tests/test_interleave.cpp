@@ -197,6 +197,30 @@ TEST_CASE("interleaved reps cancel a drift that back-to-back reps put on one ker
   CHECK(gaps(blocked) == std::set<double>{8.0});
 }
 
+TEST_CASE("interleaved adaptive timing: rounds until every kernel has its kernel time", "[interleave]") {
+  const KernelSet kernels = test_kernels(-1);
+  RunnerOptions opts;
+  opts.kernels = &kernels;
+  opts.timing.min_time_s = 0.2;  // 200 ms of (simulated) kernel time each
+  opts.timing.max_time_s = 60;
+  cpu::BackendOptions simulated;
+  simulated.clock_ms = [] { return g_clock_ms; };
+  auto backend = cpu::make_cpu_backend(simulated);
+  g_calls = 0;
+  const Results res = run_sweep(small_sweep({"a", "b"}, 4, true, false), *backend, opts);
+  const TimeStats& a = record_of(res, "a").time_ms;
+  const TimeStats& b = record_of(res, "b").time_ms;
+  CHECK(a.reps == b.reps);  // whole rounds
+  CHECK(a.reps > 4);
+  double sa = 0, sb = 0;
+  for (double x : a.samples) sa += x;
+  for (double x : b.samples) sb += x;
+  CHECK(sa >= 200);
+  CHECK(sb >= 200);
+  CHECK(res.settings.at("timing").at("mode") == "adaptive");
+  CHECK(res.settings.at("timing").at("rep_order") == "interleaved");
+}
+
 TEST_CASE("a kernel that breaks in the rounds is recorded failed; the rest are timed again from the start",
           "[interleave]") {
   const KernelSet kernels = test_kernels(3);  // its 4th call: round 3 (no warm-up)
