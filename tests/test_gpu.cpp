@@ -22,6 +22,7 @@
 #include "judge.h"
 #include "registry.h"
 #include "runner.h"
+#include "spec.h"
 
 namespace {
 
@@ -751,4 +752,32 @@ TEST_CASE("the L2 flush's mode: FB_L2_FLUSH names write or clean, the settings s
   ::unsetenv(kVar);
   CHECK(make_backend(BackendKind::cuda, 0)->settings().at("l2_flush_mode") == "write");
   if (before) ::setenv(kVar, saved.c_str(), 1);
+}
+
+TEST_CASE("interleaved reps on the GPU: every kernel verified, its reps from the same rounds, its memory as blocked",
+          "[gpu][interleave]") {
+  const nlohmann::json spec = {{"seq_q", {200}},         {"seq_k", {333}},    {"batch", {2}},
+                               {"heads", {8}},           {"kv_heads", {2}},   {"head_dim", {64, 128}},
+                               {"dtype", {"bf16"}},      {"causal", {false}}, {"pass", {"fwd", "bwd"}},
+                               {"kernels", {"naive", "flash", "flash-sm90"}}, {"warmup", 1},
+                               {"reps", 4}};
+  Sweep sweep = sweep_from_json(spec);
+  const Results blocked = run_sweep(sweep, gpu());
+  sweep.rep_order = RepOrder::interleaved;
+  const Results inter = run_sweep(sweep, gpu());
+  CHECK(inter.settings.at("rep_order") == "interleaved");
+  REQUIRE(inter.records.size() == blocked.records.size());
+  int timed = 0;
+  for (std::size_t i = 0; i < inter.records.size(); ++i) {
+    const Record& r = inter.records[i];
+    INFO(r.c.key() << " " << r.kernel << ": " << r.reason);
+    CHECK(r.kernel == blocked.records[i].kernel);
+    CHECK(r.status == blocked.records[i].status);  // flash-sm90 skipped off Hopper, in both
+    if (r.status != Status::ok) continue;
+    ++timed;
+    CHECK(r.verified == std::optional<bool>(true));
+    CHECK(r.time_ms.samples.size() == 4);
+    CHECK(r.peak_bytes == blocked.records[i].peak_bytes);
+  }
+  CHECK(timed >= 8);  // naive and flash, both head dims and passes
 }
