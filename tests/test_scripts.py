@@ -902,6 +902,54 @@ class Agree(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
 
 
+class S65Summary(unittest.TestCase):
+    """results/h200/s65/calls/summary.py: calls J, K, G's figures (README's "flashbench's own loop" quotes them)."""
+    CASE, rec = Ratios.CASE, Ratios.rec
+    SCRIPT = os.path.join(ROOT, "results", "h200", "s65", "calls", "summary.py")
+
+    def test_ratios_agree_paired_and_gate(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            call = os.path.join(tmp, "J")
+            for timing, order in (("I", "interleaved"), ("B", "blocked")):
+                os.makedirs(os.path.join(call, timing))
+                for rnd, peer in ((1, (0.098, 0.21)), (2, (0.097, 0.22))):
+                    recs = [self.rec("flash-sm90", 0.1, seq=64), self.rec("flash-sm90", 0.2, seq=128),
+                            self.rec("cudnn", peer[0], seq=64), self.rec("cudnn", peer[1], seq=128),
+                            self.rec("flash-sm90", 0.3, verified=False, seq=256), self.rec("cudnn", 0.1, seq=256)]
+                    doc = results_doc(recs)
+                    doc["settings"]["rep_order"] = order
+                    doc["device"] = {"name": "GPU X"}
+                    with open(os.path.join(call, timing, f"peers-bf16-{rnd}.json"), "w") as f:
+                        json.dump(doc, f)
+            with open(os.path.join(call, "agree.json"), "w") as f:
+                json.dump({"I": {"grids": {}}}, f)
+            key = "b1-h2-kv2-n64-d64-bf16-full-fwd"
+            with open(os.path.join(call, "paired.json"), "w") as f:
+                json.dump({"pairs": {"flash-sm90:cudnn": {"counts": {"behind": 1}, "behind": [key],
+                                                          "rows": {key: {"median": 0.975}}}}}, f)
+            os.makedirs(os.path.join(tmp, "gate"))
+            with open(os.path.join(tmp, "gate", "J-B.json"), "w") as f:
+                json.dump({"failed": True, "rows": [
+                    {"key": key, "kernel": "cudnn", "verdict": "regression", "base_median_ms": 1.0,
+                     "new_median_ms": 1.06},
+                    {"key": key, "kernel": "flash-sm90", "verdict": "same", "base_median_ms": 1.0,
+                     "new_median_ms": 1.0}]}, f)
+            out = os.path.join(tmp, "summary.json")
+            r = subprocess.run([sys.executable, self.SCRIPT, tmp, out], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                s = json.load(f)
+        self.assertEqual((s["device"], s["commit"]), ("GPU X", "x"))
+        first = s["calls"]["J"]["timings"]["I"]["peers-bf16-1.json"]
+        # cudnn / flash-sm90: 0.98 at n64, 1.05 at n128; n256 left out (flash-sm90 not verified).
+        self.assertEqual((first["rows"], first["min"], first["max"], first["at_least_1"]), (2, 0.98, 1.05, 1))
+        self.assertEqual(first["geomean"], round(math.sqrt(0.98 * 1.05), 3))
+        self.assertEqual(first["rep_order"], "interleaved")
+        self.assertEqual(s["calls"]["J"]["timings"]["B"]["peers-bf16-2.json"]["min"], 0.97)
+        self.assertEqual(s["calls"]["J"]["paired"]["flash-sm90:cudnn"]["behind"], {key: {"median": 0.975}})
+        self.assertEqual(s["gate"]["J-B.json"], {"failed": True, "flagged": [[key, "cudnn", "regression", 1.06]]})
+
+
 # ---------------------------------------------------------------------------------------------------
 # ab_rule.py: the verdict of an A/B rule written before its call
 
