@@ -276,8 +276,8 @@ static int run_on_devices(const RunOptions& o) {
   if (!o.kernels.empty() || !o.filter.empty() || !o.splits.empty() || o.warmup || o.reps || o.list || o.fresh ||
       o.interleave ||
       TimingPolicy{0, 1, o.min_time_s, o.max_noise_pct, o.max_time_s}.adaptive()) {
-    std::cerr << "flashbench: --devices does not pass --kernels, --filter, --splits, --warmup, --reps, --list, --fresh, "
-                 "--interleave or adaptive timing on to its workers yet: put them in the spec\n";
+    std::cerr << "flashbench: --devices does not pass --kernels, --filter, --splits, --warmup, --reps, --list, "
+                 "--fresh, --interleave or adaptive timing on to its workers yet: put them in the spec\n";
     return kExitUsage;
   }
   Sweep sweep;

@@ -165,10 +165,13 @@ void time_armed(Backend& backend, const TimingPolicy& timing, const KernelSet& k
       break;
     }
   }
-  // What is left armed after a failure is not timed: disarmed, its buffers freed (not after a loss: release()).
-  if (!lost)
-    for (const std::size_t i : armed)
-      if (records[i].status == Status::ok) backend.disarm(records[i].kernel);
+  // What is left armed after a failure is not timed: disarmed, its buffers freed (after a loss, release() does it).
+  if (lost) return;
+  try {
+    for (const std::size_t i : armed) backend.disarm(records[i].kernel);
+  } catch (const std::exception&) {
+    // release() drops whatever is still armed; the records already say what failed.
+  }
 }
 
 }  // namespace

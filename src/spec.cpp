@@ -498,7 +498,9 @@ Sweep sweep_from_json(const nlohmann::json& j) {
     const std::string& s = to_str(item);
     const std::optional<RepOrder> order = parse_rep_order(s);
     const std::vector<std::string> valid = {"blocked", "interleaved"};
-    if (!order) fail(item.path, fmt::format("unknown rep_order {}{}; valid: {}", in_quotes(s), suggestion(s, valid), join(valid)));
+    if (!order)
+      fail(item.path,
+           fmt::format("unknown rep_order {}{}; valid: {}", in_quotes(s), suggestion(s, valid), join(valid)));
     sweep.rep_order = *order;
   }
   if (j.contains("input_scale")) {

@@ -20,7 +20,8 @@ double TimingPolicy::time_cap_s() const { return max_time_s > 0 ? max_time_s : k
 nlohmann::json TimingPolicy::to_json() const {
   const std::string order(to_string(rep_order));
   if (!adaptive())
-    return {{"mode", "fixed"}, {"warmup", warmup}, {"warmup_min_s", warmup_min_s}, {"reps", reps}, {"rep_order", order}};
+    return {{"mode", "fixed"}, {"warmup", warmup}, {"warmup_min_s", warmup_min_s}, {"reps", reps},
+            {"rep_order", order}};
   return {{"mode", "adaptive"},       {"warmup", warmup},         {"warmup_min_s", warmup_min_s},
           {"min_reps", reps},         {"min_time_s", min_time_s}, {"max_noise_pct", max_noise_pct},
           {"max_time_s", time_cap_s()}, {"noise", "cv"},          {"rep_order", order}};
