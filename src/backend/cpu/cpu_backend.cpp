@@ -147,18 +147,19 @@ struct Outputs {
   }
 };
 
+// The reps' default timer (BackendOptions::clock_ms): steady_clock in ms.
+double steady_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 class CpuBackendImpl final : public CpuBackend {
  public:
   explicit CpuBackendImpl(const BackendOptions& options)
       : options_(options),
         tiles_(options.tiles),
         pool_(options.threads > 0 ? options.threads : default_thread_count()),
-        now_ms_(options.clock_ms) {
+        now_ms_(options.clock_ms ? options.clock_ms : steady_ms) {
     check_shape(Case{}.params(), tiles_);  // a bad tile shape fails here, not mid-sweep
-    if (!now_ms_)
-      now_ms_ = [] {
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-      };
     tracker_.set_limit(options.memory_limit);
   }
 
