@@ -300,6 +300,10 @@ static int run_on_devices(const RunOptions& o) {
       args.push_back("--kernel-lib");
       args.push_back(lib);
     }
+    for (const std::string& v : o.variants) {
+      args.push_back("--variant");
+      args.push_back(v);
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -362,6 +366,69 @@ static std::optional<std::string> load_kernel_libs(const std::vector<std::string
   return std::nullopt;
 }
 
+// --variant NAME=KERNEL:VAR=VALUE[:VAR=VALUE...], one flag each: the variants join the active kernels (after any
+// --kernel-lib's) for the command's life; `shown` collects results.settings.variants. nullopt: done.
+struct VariantFlag {
+  std::string flag, name, kernel;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+static std::optional<std::string> parse_variant(const std::string& flag, VariantFlag& v) {
+  const std::string shown = "--variant " + flag;
+  const std::size_t eq = flag.find('='), colon = flag.find(':');
+  if (eq == std::string::npos || colon == std::string::npos || colon < eq)
+    return shown + ": expected NAME=KERNEL:VAR=VALUE[:VAR=VALUE...], e.g. "
+                   "k0rec=flash-sm90:FB_SM90_FWD_PROBE=k0rec";
+  v.name = flag.substr(0, eq);
+  v.kernel = flag.substr(eq + 1, colon - eq - 1);
+  std::size_t at = colon + 1;
+  while (at <= flag.size()) {
+    const std::size_t end = std::min(flag.find(':', at), flag.size());
+    const std::string a = flag.substr(at, end - at);
+    const std::size_t aeq = a.find('=');
+    if (aeq == std::string::npos || aeq == 0)
+      return fmt::format("{}: '{}' is not VAR=VALUE (a kernel setting, e.g. FB_SM90_FWD_PROBE=k0rec)", shown, a);
+    v.env.emplace_back(a.substr(0, aeq), a.substr(aeq + 1));
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+static std::optional<std::string> activate_variants(const std::vector<std::string>& flags,
+                                                    std::vector<VariantFlag>& variants, nlohmann::json& shown) {
+  if (flags.empty()) return std::nullopt;
+  KernelSet set(active_kernels().all());
+  for (const std::string& flag : flags) {
+    VariantFlag v;
+    v.flag = flag;
+    if (auto why = parse_variant(flag, v)) return why;
+    const Descriptor* base = set.find(v.kernel);
+    if (!base)
+      return fmt::format("--variant {}: unknown kernel '{}'; registered kernels: {}", flag, v.kernel, set.names());
+    try {
+      Descriptor d = make_variant(*base, v.name, v.env);
+      nlohmann::json env = nlohmann::json::object();
+      for (const auto& [var, value] : d.variant_env) env[var] = value;
+      shown[v.name] = {{"kernel", v.kernel}, {"env", env}};
+      set.add(std::move(d));
+    } catch (const std::invalid_argument& e) {
+      return fmt::format("--variant {}: {}", flag, e.what());
+    }
+    variants.push_back(std::move(v));
+  }
+  set_active_kernels(std::make_shared<const KernelSet>(std::move(set)));
+  return std::nullopt;
+}
+// Puts the active kernels back as they were when it was made (a command's variants leave with it).
+class RestoreActiveKernels {
+ public:
+  RestoreActiveKernels() : saved_(active_kernel_set()) {}
+  ~RestoreActiveKernels() { set_active_kernels(saved_); }
+  RestoreActiveKernels(const RestoreActiveKernels&) = delete;
+  RestoreActiveKernels& operator=(const RestoreActiveKernels&) = delete;
+
+ private:
+  std::shared_ptr<const KernelSet> saved_;
+};
+
 static std::string journal_path(const std::string& json_out) { return json_out + ".journal.jsonl"; }
 
 // The backend a command asked for, refusing device flags the CPU backend would silently ignore.
@@ -386,6 +453,10 @@ int run_command(const RunOptions& o, Backend* given_backend) {
     return kExitUsage;
   };
   if (auto why = load_kernel_libs(o.kernel_libs)) return usage(*why);
+  const RestoreActiveKernels restore_kernels;
+  std::vector<VariantFlag> variants;
+  nlohmann::json variants_shown = nlohmann::json::object();
+  if (auto why = activate_variants(o.variants, variants, variants_shown)) return usage(*why);
   Sweep sweep;
   try {
     sweep = load_spec(o.spec_path);
@@ -427,6 +498,23 @@ int run_command(const RunOptions& o, Backend* given_backend) {
       if (const Descriptor* k = find_kernel(name); k && kernel_applies(*backend, *k, sweep.cases))
         applicable.push_back(name);
     sweep.kernels = applicable;
+  }
+  if (o.kernels.empty()) {
+    // Each variant right after its kernel (and the variants before it of the same kernel).
+    for (const VariantFlag& v : variants) {
+      if (std::find(sweep.kernels.begin(), sweep.kernels.end(), v.name) != sweep.kernels.end()) continue;
+      auto at = std::find(sweep.kernels.begin(), sweep.kernels.end(), v.kernel);
+      if (at == sweep.kernels.end())
+        return usage(fmt::format("--variant {}: its kernel '{}' is not among the run's kernels ({}): name it in "
+                                 "the spec or --kernels",
+                                 v.flag, v.kernel, fmt::join(sweep.kernels, ",")));
+      while (at + 1 != sweep.kernels.end()) {
+        const Descriptor* next = find_kernel(*(at + 1));
+        if (!next || next->variant_of != v.kernel) break;
+        ++at;
+      }
+      sweep.kernels.insert(at + 1, v.name);
+    }
   }
   if (!o.splits.empty()) {
     const std::string shown = fmt::format("--splits {}", fmt::join(o.splits, ","));
@@ -513,6 +601,7 @@ int run_command(const RunOptions& o, Backend* given_backend) {
   nlohmann::json identity = sweep.spec;
   if (!overrides.empty()) identity["_overrides"] = overrides;
   if (!o.kernel_libs.empty()) identity["_kernel_libs"] = o.kernel_libs;
+  if (!variants_shown.empty()) identity["_variants"] = variants_shown;
   const nlohmann::json env = kernel_env();
   if (!env.empty()) identity["_env"] = env;  // a run under other kernel settings is another run
   const std::string fingerprint = sweep_fingerprint(identity, backend->name(), o.shard);
@@ -613,6 +702,7 @@ int run_command(const RunOptions& o, Backend* given_backend) {
   res.settings["argv"] = o.argv;
   if (!env.empty()) res.settings["env"] = env;
   if (!o.kernel_libs.empty()) res.settings["kernel_libs"] = o.kernel_libs;
+  if (!variants_shown.empty()) res.settings["variants"] = variants_shown;
   const int sig = g_stop_signal.load();
   res.complete = sig == 0 && lost.empty();
   write_outputs(res, o.json_out, o.csv_out);

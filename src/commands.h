@@ -39,6 +39,9 @@ struct RunOptions {
   std::string filter;                // regex (ECMAScript, searched) on case keys
   bool list = false;                 // print the cases and each kernel's memory; run nothing
   bool interleave = false;           // replaces spec.rep_order with "interleaved"
+  // NAME=KERNEL:VAR=VALUE[:VAR=VALUE...]: KERNEL under those kernel settings as a kernel of its own (make_variant),
+  // run right after KERNEL (or where --kernels names it); recorded in results.settings.variants.
+  std::vector<std::string> variants;
   // Adaptive timing (TimingPolicy); all 0: fixed reps.
   double min_time_s = 0, max_noise_pct = 0, max_time_s = 0;
   double warmup_time_s = 0.1;  // CUDA: time-based warm-up after the warm-up reps (TimingPolicy)

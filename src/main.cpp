@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--interleave", run.interleave,
                     "take a case's kernels' timed reps in turn, a round of one rep each, the rounds' orders "
                     "balanced (overrides spec.rep_order: 'interleaved'); scripts/paired.py pairs them rep by rep");
+  run_cmd->add_option("--variant", run.variants,
+                      "NAME=KERNEL:VAR=VALUE[:VAR=VALUE...]: KERNEL again as kernel NAME, under those FB_* kernel "
+                      "settings (its probe words), right after KERNEL in every case (repeatable; with --interleave "
+                      "an A/B in one process)")
+      ->allow_extra_args(false);
   run_cmd->add_option("--warmup-time", run.warmup_time_s,
                       "CUDA: after the warm-up runs, keep running until this many seconds passed (clocks "
                       "step up after idle; default 0.1, 0 for none)")

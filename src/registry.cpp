@@ -1,12 +1,14 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "backend/cpu/cpu_attention.h"
+#include "common/settings.h"
 
 namespace fb {
 
@@ -275,7 +277,7 @@ std::vector<const Descriptor*> KernelSet::user_kernels() const {
 std::vector<const Descriptor*> KernelSet::default_kernels() const {
   std::vector<const Descriptor*> out;
   for (const auto& k : kernels_)
-    if (k.role != Role::reference && k.role != Role::peer) out.push_back(&k);
+    if (k.role != Role::reference && k.role != Role::peer && k.variant_of.empty()) out.push_back(&k);
   return out;
 }
 
@@ -283,6 +285,59 @@ std::string KernelSet::names() const {
   std::string out;
   for (const Descriptor* k : user_kernels()) out += (out.empty() ? "" : ", ") + k->name;
   return out;
+}
+
+namespace {
+
+// f with the overlay in force for each call (empty stays empty).
+template <class R, class... A>
+std::function<R(A...)> scoped(const std::function<R(A...)>& f, const settings::Overlay* o) {
+  if (!f) return {};
+  return [f, o](A... a) -> R {
+    settings::Scope scope(o);
+    return f(std::forward<A>(a)...);
+  };
+}
+template <class Ctx, class State>
+Entry<Ctx, State> scoped(const Entry<Ctx, State>& e, const settings::Overlay* o) {
+  Entry<Ctx, State> w;
+  w.unsupported = scoped(e.unsupported, o);
+  w.workspace_bytes = scoped(e.workspace_bytes, o);
+  w.forward = scoped(e.forward, o);
+  w.backward = scoped(e.backward, o);
+  w.tile = scoped(e.tile, o);
+  return w;
+}
+
+}  // namespace
+
+Descriptor make_variant(const Descriptor& base, const std::string& name,
+                        const std::vector<std::pair<std::string, std::string>>& env) {
+  if (name.empty()) throw std::invalid_argument("a variant needs a name");
+  for (const char ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.' && ch != '+')
+      throw std::invalid_argument(fmt::format("variant name '{}': use letters, digits and - _ . + only", name));
+  if (base.role == Role::reference)
+    throw std::invalid_argument(fmt::format("'{}' is the fp64 reference: it has no variants", base.name));
+  if (!base.variant_of.empty())
+    throw std::invalid_argument(fmt::format("'{}' is a variant itself (of '{}'): make the variant of '{}'",
+                                            base.name, base.variant_of, base.variant_of));
+  if (base.origin != "built-in")
+    throw std::invalid_argument(fmt::format("'{}' is a plug-in's kernel ({}): its settings are its own, not "
+                                            "flashbench's",
+                                            base.name, base.origin));
+  if (env.empty()) throw std::invalid_argument(fmt::format("variant '{}' assigns no kernel setting", name));
+  const settings::Overlay* o = settings::overlay(env);  // throws for a variable it cannot set
+  Descriptor d = base;
+  d.name = name;
+  std::string assigned;
+  for (const auto& [var, value] : o->vars) assigned += fmt::format("{}{}={}", assigned.empty() ? "" : " ", var, value);
+  d.description = fmt::format("{} under {} (a variant)", base.name, assigned);
+  d.cpu = scoped(base.cpu, o);
+  d.cuda = scoped(base.cuda, o);
+  d.variant_of = base.name;
+  d.variant_env = o->vars;
+  return d;
 }
 
 const KernelSet& builtin_kernels() {
@@ -294,6 +349,11 @@ const KernelSet& active_kernels() {
   std::lock_guard<std::mutex> lock(active_mutex());
   const auto& slot = active_slot();
   return slot ? *slot : builtin_kernels();
+}
+
+std::shared_ptr<const KernelSet> active_kernel_set() {
+  std::lock_guard<std::mutex> lock(active_mutex());
+  return active_slot();
 }
 
 void set_active_kernels(std::shared_ptr<const KernelSet> set) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "attention.h"
@@ -73,6 +74,9 @@ struct Descriptor {
   // Honours Case::splits (split-KV kernels): its tile is then keys per split. Other kernels are
   // recorded skipped for splits != 0 (they run at splits = 0 only).
   bool kv_splits = false;
+  // A variant (make_variant): the kernel it runs and the kernel settings it runs under; empty for any other kernel.
+  std::string variant_of;
+  std::vector<std::pair<std::string, std::string>> variant_env;  // (FB_* variable, value), by variable
 
   bool runs_on(BackendId b) const { return b == BackendId::cpu ? bool(cpu) : bool(cuda); }
   std::vector<BackendId> backends() const;
@@ -90,18 +94,28 @@ class KernelSet {
   const Descriptor* baseline() const;   // the first kernel with Role::baseline, if any
   const Descriptor* reference() const;  // the fp64 reference
   std::vector<const Descriptor*> user_kernels() const;  // every role but reference, in order
-  std::vector<const Descriptor*> default_kernels() const;  // what runs when none are named: no peers
+  // What runs when none are named: no peers, no variants (`run` puts a variant after its kernel).
+  std::vector<const Descriptor*> default_kernels() const;
   std::string names() const;  // "naive, flash, flash-sm90" for messages (user kernels)
 
  private:
   std::vector<Descriptor> kernels_;
 };
 
+// A variant: `base` under its own name, every entry point called with `env` (FB_* kernel settings,
+// kernels/common/settings.h kOverlayVars) in force over the process's environment, so that one process times a
+// kernel beside itself under other probe words (`flashbench run --variant`). Its role, support and byte model are
+// the base's. Throws std::invalid_argument naming what is wrong: an empty or malformed name, a base that is the
+// reference, a variant or a plug-in's (whose settings are its own), no assignment, a variable a variant cannot set.
+Descriptor make_variant(const Descriptor& base, const std::string& name,
+                        const std::vector<std::pair<std::string, std::string>>& env);
+
 // The kernels compiled into flashbench, in the order they run and print.
 const KernelSet& builtin_kernels();
 // The set a run uses: built-ins unless replaced (plug-ins loaded by the CLI, mutants in tests).
 const KernelSet& active_kernels();
 void set_active_kernels(std::shared_ptr<const KernelSet> set);  // nullptr: back to the built-ins
+std::shared_ptr<const KernelSet> active_kernel_set();          // what set_active_kernels set (nullptr: built-ins)
 
 // Shorthands over active_kernels().
 const Descriptor* find_kernel(std::string_view name);

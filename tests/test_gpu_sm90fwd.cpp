@@ -48,6 +48,9 @@
 #include "catch.h"
 #include "flash_sm90/flash_sm90_split.h"
 #include "gpu_cases.h"
+#include "registry.h"
+#include "runner.h"
+#include "spec.h"
 #include "support.h"
 
 namespace {
@@ -251,5 +254,57 @@ TEST_CASE("flash-sm90 forward given no workspace: the unsplit kernel where the p
     records.push_back(ok_record(c, "flash-sm90"));
     verify_and_check(b, records, each_written(b, c, Tensors::outputs));
     b.release();
+  }
+}
+
+TEST_CASE("variants on the GPU: flash-sm90 beside itself under its probe words, in one interleaved run",
+          "[gpu][sm90fwd][variant]") {
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  const Case c = tail_split_cases().front();  // b1-h8 N = 4096, d = 64: the shipped forward splits its tail
+  if (const auto why = b.check_fits(c, sm90)) {
+    WARN("flash-sm90 not run: " << *why);
+    return;
+  }
+  std::vector<Descriptor> ds;
+  for (const char* k : {"naive", "flash", "flash-sm90"}) ds.push_back(kernel(k));
+  ds.push_back(make_variant(sm90, "sm90-unsplit", {{"FB_SM90_FWD_PROBE", "notailsplit"}}));
+  ds.push_back(make_variant(sm90, "sm90-removed", {{"FB_SM90_FWD_PROBE", "wide192"}}));  // removed in session 63
+  ds.push_back(make_variant(kernel("flash"), "flash-typo", {{"FB_FLASH_FWD_PROBE", "no-such-word"}}));
+  const KernelSet set(ds);
+  // The overlay reaches the workspace query: the unsplit kernel asks for none where the shipped one splits.
+  const Descriptor& unsplit = *set.find("sm90-unsplit");
+  const std::size_t ws = sm90.cuda.workspace_bytes(Pass::fwd, c.params());
+  CHECK(unsplit.cuda.workspace_bytes(Pass::fwd, c.params()) == 0);
+  if (tail_split_on() && sm_count() == 132) CHECK(ws > 0);
+
+  const nlohmann::json spec = {{"seq_q", {c.seq_q}},     {"seq_k", {c.seq_k}},   {"batch", {c.batch}},
+                               {"heads", {c.heads}},     {"kv_heads", {c.kv_heads}}, {"head_dim", {c.head_dim}},
+                               {"dtype", {"bf16"}},      {"causal", {false}},    {"pass", {"fwd"}},
+                               {"warmup", 1},            {"reps", 3},            {"kernels", {"naive"}}};
+  Sweep sweep = sweep_from_json(spec);
+  sweep.kernels = {"naive", "flash", "flash-typo", "flash-sm90", "sm90-unsplit", "sm90-removed"};
+  sweep.rep_order = RepOrder::interleaved;
+  RunnerOptions opts;
+  opts.kernels = &set;
+  const Results res = run_sweep(sweep, b, opts);
+  const auto rec = [&](const std::string& k) -> const Record& {
+    for (const Record& r : res.records)
+      if (r.kernel == k) return r;
+    FAIL("no record of " << k);
+    return res.records.front();
+  };
+  for (const char* k : {"flash", "flash-sm90", "sm90-unsplit"}) {
+    INFO(k << ": " << rec(k).reason);
+    CHECK(rec(k).status == Status::ok);
+    CHECK(rec(k).verified == std::optional<bool>(true));
+    CHECK(rec(k).time_ms.samples.size() == 3);
+  }
+  CHECK(rec("flash-sm90").peak_bytes >= rec("sm90-unsplit").peak_bytes + ws);  // its workspace among the peak
+  // A word the kernel refuses fails its variant alone, the message naming the setting.
+  for (const auto& [k, var] : {std::pair{"sm90-removed", "FB_SM90_FWD_PROBE"}, {"flash-typo", "FB_FLASH_FWD_PROBE"}}) {
+    INFO(k << ": " << rec(k).reason);
+    CHECK(rec(k).status == Status::failed);
+    CHECK(rec(k).reason.find(var) != std::string::npos);
   }
 }

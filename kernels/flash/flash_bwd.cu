@@ -23,6 +23,7 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/settings.h"
 #include "common/head_split.h"
 #include "common/types.cuh"
 #include "flash/flash_bwd.h"
@@ -373,8 +374,9 @@ template <typename F> void with_head_dim(int head_dim, F&& f) {
 }  // namespace
 
 GridVariant grid_variant() {
-  static const GridVariant v = [] {
-    const char* e = std::getenv("FB_FLASH_BWD");
+  static fb::settings::PerOverlay<GridVariant> v_cache;
+  const GridVariant& v = v_cache.get([] {
+    const char* e = fb::settings::get("FB_FLASH_BWD");
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "standard") return GridVariant::standard;
     if (s == "lean") return GridVariant::lean;
@@ -393,7 +395,7 @@ GridVariant grid_variant() {
                                 "and desc were removed in session 8, stagger in session 9, dqmid in "
                                 "session 10, cap16 in session 14; dqtile became the default in session "
                                 "11, splittile in session 13, subwave64 in session 39: docs/perf-notes.md)");
-  }();
+  });
   return v;
 }
 

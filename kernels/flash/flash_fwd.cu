@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/settings.h"
 #include "flash/flash.h"
 #include "flash/flash_fwd_config.h"
 
@@ -92,9 +93,10 @@ std::size_t tf32_smem_bytes(int head_dim) {
 }  // namespace
 
 const FwdProbe& fwd_probe() {
-  static const FwdProbe probe = [] {
+  static fb::settings::PerOverlay<FwdProbe> probe_cache;
+  const FwdProbe& probe = probe_cache.get([] {
     FwdProbe f;
-    const char* env = std::getenv("FB_FLASH_FWD_PROBE");
+    const char* env = fb::settings::get("FB_FLASH_FWD_PROBE");
     std::string v = env ? env : "";
     std::size_t pos = 0;
     while (pos <= v.size()) {
@@ -198,7 +200,7 @@ const FwdProbe& fwd_probe() {
       throw std::invalid_argument("FB_FLASH_FWD_PROBE: nokpipe runs the shipped kernels and order less one bit; "
                                   "it takes no other word");
     return f;
-  }();
+  });
   return probe;
 }
 

@@ -21,6 +21,7 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/settings.h"
 #include "common/head_split.h"
 #include "common/pdl.cuh"
 #include "common/types.cuh"
@@ -58,8 +59,9 @@ constexpr int kBwd64SplitOneGroup = 1 << 22;
 // default. Any other word is refused, removed ones included (a typo in an A/B would otherwise time the default twice
 // and read as "level").
 int bwd64_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("FB_SM90_BWD64");
+  static fb::settings::PerOverlay<int> v_cache;
+  const int& v = v_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD64");
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "default" || s == "pmajor64") return kBwd64Default;
     if (s == "per-consumer-dq") return kBwd64PerConsumerDq;
@@ -72,7 +74,7 @@ int bwd64_variant() {
                                 "pgl2, splitone; "
                                 "unset, default or pmajor64 for the default; cvwave was removed in session 15, "
                                 "qtail in session 16, splitpg (the default since) in session 37: docs/perf-notes.md)");
-  }();
+  });
   return v;
 }
 
@@ -131,8 +133,9 @@ constexpr int kBwd128NoShort = 1 << 27;
 // key_tail_order() and grouped_key_tiles() below; non-causal passes plane-major, plane_major() below). Any other word
 // is refused, removed ones included (an A/B under a removed word would time the default and read as "level").
 int bwd128_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("FB_SM90_BWD128");
+  static fb::settings::PerOverlay<int> v_cache;
+  const int& v = v_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD128");
     const std::string s = e != nullptr ? e : "";
     if (s.empty() || s == "default" || s == "pmajor") return kBwd64Default;
     if (s == "direct") return kBwd128Direct;
@@ -157,7 +160,7 @@ int bwd128_variant() {
                                 "default, at 12 steps) and unit2h (now the default) in session 15, pipe2 and edges "
                                 "in session 21, short and shortc (now the default) in session 34: "
                                 "docs/perf-notes.md)");
-  }();
+  });
   return v;
 }
 
@@ -425,8 +428,9 @@ struct SplitSetting {
   int bits = kSplitWhole | kSplitPlaneGroups | kSplitCausal;  // SplitWord bits
 };
 const SplitSetting& split_setting() {
-  static const SplitSetting setting = [] {
-    const char* e = std::getenv("FB_SM90_BWD_SPLIT");
+  static fb::settings::PerOverlay<SplitSetting> setting_cache;
+  const SplitSetting& setting = setting_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD_SPLIT");
     const std::string v = e != nullptr ? e : "";
     SplitSetting st;
     if (v.empty() || v == "default") return st;
@@ -465,7 +469,7 @@ const SplitSetting& split_setting() {
                                     "number of subsets >= 1");
     }
     return st;
-  }();
+  });
   return setting;
 }
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place that decides
@@ -624,8 +628,9 @@ int head_split(const AttentionParams& p) {
 // FB_SM90_BWD_QTAIL: 0 the model, -1 off, -2 the model on whole waves only, S > 1 forced.
 constexpr int kQTailOff = -1;
 int qtail_forced() {
-  static const int forced = [] {
-    const char* e = std::getenv("FB_SM90_BWD_QTAIL");
+  static fb::settings::PerOverlay<int> forced_cache;
+  const int& forced = forced_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD_QTAIL");
     const std::string v = e != nullptr ? e : "";
     if (v.empty() || v == "default") return 0;
     if (v == "off") return kQTailOff;
@@ -637,7 +642,7 @@ int qtail_forced() {
       throw std::invalid_argument("FB_SM90_BWD_QTAIL: '" + v +
                                   "' is not off, nosubwave, default or a number of units >= 2");
     return s;
-  }();
+  });
   return forced;
 }
 // A non-causal 16-bit pass at head dim d with sizes a grid can be planned for: what the tails (the query tail, the
@@ -692,8 +697,9 @@ enum PersistMode {
   kPersistAuto, kPersistOn, kPersistOff, kPersistDyn, kPersistNoDyn, kPersistDynShort, kPersistDynMha, kPersistDynLong
 };
 PersistMode persist_forced() {
-  static const PersistMode forced = [] {
-    const char* e = std::getenv("FB_SM90_BWD_PERSIST");
+  static fb::settings::PerOverlay<PersistMode> forced_cache;
+  const PersistMode& forced = forced_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD_PERSIST");
     const std::string v = e != nullptr ? e : "";
     if (v.empty() || v == "default" || v == "dynpg") return kPersistAuto;
     if (v == "on") return kPersistOn;
@@ -709,7 +715,7 @@ PersistMode persist_forced() {
                                   "(docs/perf-notes.md; dynshort is its short passes)");
     throw std::invalid_argument("FB_SM90_BWD_PERSIST: '" + v +
                                 "' is not on, off, dyn, dynshort, dynmha, dynlong, nodyn, dynpg or default");
-  }();
+  });
   return forced;
 }
 
@@ -723,14 +729,15 @@ PersistMode persist_forced() {
 // 1.011-1.026x, controls 0.997-1.003x. FB_SM90_BWD_SHARE=off: never (the kernels before session 32); =on: wherever it
 // can run (tests, A/B runs); unset or default: the model.
 int tail_share_forced() {
-  static const int forced = [] {
-    const char* e = std::getenv("FB_SM90_BWD_SHARE");
+  static fb::settings::PerOverlay<int> forced_cache;
+  const int& forced = forced_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD_SHARE");
     const std::string v = e != nullptr ? e : "";
     if (v.empty() || v == "default") return 0;
     if (v == "off") return -1;
     if (v == "on") return 1;
     throw std::invalid_argument("FB_SM90_BWD_SHARE: '" + v + "' is not off, on or default");
-  }();
+  });
   return forced;
 }
 // Whether pass p may run the shared tail, head split and model aside (head_split() asks, for its unsplit time).
@@ -1147,10 +1154,11 @@ int grouped_key_tiles(const AttentionParams& p, int key_tiles, int kv_planes, in
   constexpr double kNearBest = 0.005;
   constexpr std::int64_t kMaxTailFulls = 2;
   constexpr double kMinGain = 1.05;
-  static const int forced = [] {
-    const char* e = std::getenv("FB_SM90_BWD_GROUPED");
+  static fb::settings::PerOverlay<int> forced_cache;
+  const int& forced = forced_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD_GROUPED");
     return e != nullptr && *e != '\0' ? std::atoi(e) : -1;
-  }();
+  });
   if (forced >= 0) return std::min(forced, key_tiles);
   using Key = std::tuple<int, int, int, int, int, int, bool, int, int, int>;
   static std::mutex mu;
@@ -1246,15 +1254,16 @@ bool plane_major(const AttentionParams& p) {
 int causal_group(const AttentionParams& p, std::int64_t kv_planes, int l2_group, int block_n, int block_m, int heads,
                  bool split = false) {
   if (bwd64_variant() == kBwd64PlaneGroupL2) return l2_group;
-  static const int forced = [] {
-    const char* e = std::getenv("FB_SM90_BWD64_PG");
+  static fb::settings::PerOverlay<int> forced_cache;
+  const int& forced = forced_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD64_PG");
     const std::string v = e != nullptr ? e : "";
     if (v.empty()) return 0;
     const int g = std::atoi(v.c_str());
     if (g < 1 || std::to_string(g) != v)
       throw std::invalid_argument("FB_SM90_BWD64_PG: '" + v + "' is not a number of planes >= 1");
     return g;
-  }();
+  });
   if (forced > 0) return int(std::min<std::int64_t>(forced, kv_planes));
   constexpr double kBlockOverhead = 3.0;
   using Key = std::tuple<int, int, int, std::int64_t, int, int, int, int, bool>;
@@ -1321,11 +1330,12 @@ template <typename Tr> int split_causal_group(const AttentionParams& p, int spli
 // 16k tokens x 2048, +10-14% at d = 64 N = 1024, +1.3% at d = 128 N = 1024), the portable one at
 // d = 256 (not timed there); FB_SM90_BWD_PREPASS=own or =portable picks one for every head dim.
 bool own_prepass(int head_dim) {
-  static const int forced = [] {  // 0 by head dim, 1 own, -1 portable
-    const char* e = std::getenv("FB_SM90_BWD_PREPASS");
+  static fb::settings::PerOverlay<int> forced_cache;
+  const int& forced = forced_cache.get([] {  // 0 by head dim, 1 own, -1 portable
+    const char* e = fb::settings::get("FB_SM90_BWD_PREPASS");
     const std::string v = e != nullptr ? e : "";
     return v == "own" ? 1 : v == "portable" ? -1 : 0;
-  }();
+  });
   return forced != 0 ? forced > 0 : head_dim == 64 || head_dim == 128;
 }
 // Whether Tr's backward runs this file's pre-pass (bwd_prepass_sm90_kernel) rather than the portable one.
@@ -1334,7 +1344,8 @@ template <typename Tr> bool prepass_is_own() {
 }
 
 // A backward's launches (FB_SM90_BWD_LAUNCHES: `default`, or a comma-separated list of `separate` or `fused` (not
-// both) and the probe `pdl`; anything else is refused). Read once.
+// both) and the probe `pdl`; anything else is refused). Read once (per variant:
+// common/settings.h).
 // `fused` (session 44's probe, the default since call N: session 47's rule in docs/perf-notes.md): a head split's
 // launches. `separate` runs six (a memset of its fp32 dK, dV accumulators, the pre-pass, the main kernel and a convert
 // each for dQ, dK and dV); `fused` three, the pre-pass zeroing the accumulators (own_prepass(); the portable one: the
@@ -1353,8 +1364,9 @@ struct LaunchSetting {
   bool pdl = false;
 };
 const LaunchSetting& launch_setting() {
-  static const LaunchSetting setting = [] {
-    const char* e = std::getenv("FB_SM90_BWD_LAUNCHES");
+  static fb::settings::PerOverlay<LaunchSetting> setting_cache;
+  const LaunchSetting& setting = setting_cache.get([] {
+    const char* e = fb::settings::get("FB_SM90_BWD_LAUNCHES");
     const std::string v = e != nullptr ? e : "";
     LaunchSetting st;
     if (v.empty() || v == "default") return st;
@@ -1379,7 +1391,7 @@ const LaunchSetting& launch_setting() {
       throw std::invalid_argument("FB_SM90_BWD_LAUNCHES: '" + v + "' names both separate and fused");
     st.fused = !separate;
     return st;
-  }();
+  });
   return setting;
 }
 bool separate_launches() { return !launch_setting().fused; }

@@ -16,6 +16,7 @@
 
 #include "common/check.h"
 #include "common/device_caps.h"
+#include "common/settings.h"
 #include "common/softmax.cuh"
 #include "flash_sm90/flash_sm90_config.h"
 #include "flash_sm90/flash_sm90_kernel.cuh"
@@ -194,7 +195,7 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // the in-binary cuDNN 9.14's d = 64 non-causal tile: call D, an H100, def / probe geomean 0.868x and 0.844x over ten
 // non-causal rows, 0.757-0.935x a round; results/h100/s63/D; the code is in history at c688375).
 // Naming one of those is an error (a run would otherwise time the shipping forward under a variant's name).
-// Read once; unset is the shipping forward.
+// Read once (once per variant: common/settings.h); unset is the shipping forward.
 
 // The variants in the shipping forward (each flipped on only after a measured win; docs/perf-notes.md).
 // Session 8's call A (same-process ratios to cudnn, bf16): xtile 1.032 / 1.008 / 1.029x at d = 128
@@ -295,9 +296,10 @@ inline bool variant_on(int word, int head_dim, int default_head_dim) {
   return word < 0 ? head_dim == default_head_dim : word > 0;
 }
 inline FwdProbe fwd_probe() {
-  static const FwdProbe probe = [] {
+  static fb::settings::PerOverlay<FwdProbe> probe_cache;
+  const FwdProbe& probe = probe_cache.get([] {
     FwdProbe f;
-    const char* env = std::getenv("FB_SM90_FWD_PROBE");
+    const char* env = fb::settings::get("FB_SM90_FWD_PROBE");
     const std::string v = "," + std::string(env ? env : "") + ",";
     const auto has = [&](const char* w) { return v.find("," + std::string(w) + ",") != std::string::npos; };
     // A removed word names its session where the message can (sessions 15 on; nullptr: the ones before).
@@ -348,7 +350,7 @@ inline FwdProbe fwd_probe() {
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
     f.k0_rec = has("k0rec") ? 1 : has("nok0rec") ? 0 : -1;
     return f;
-  }();
+  });
   return probe;
 }
 
