@@ -28,8 +28,8 @@
 //   error_exceeded --max-error is set and the new error vs fp64 is above it (or NaN).
 // Refused outright (exit 2, unless --force): different device, backend or schema major; a verify
 // run's JSON (its single cold rep is not a benchmark time; never gated on, --force or not).
-// Warned of (the verdict unchanged): files run under different FB_* kernel settings (settings.env) or rep orders
-// (settings.rep_order).
+// Warned of (the verdict unchanged): files run under different FB_* kernel settings (settings.env), rep orders
+// (settings.rep_order) or variants of one name (settings.variants: `run --variant`).
 #include "compare.h"
 
 #include "registry.h"
@@ -245,6 +245,23 @@ std::optional<std::string> rep_order_difference(const Results& a, const Results&
                      what, oa, ob);
 }
 
+// A warning where both files name a variant (settings.variants, `run --variant`) that is another kernel or runs
+// under other settings in each: their rows share a name, not a kernel.
+std::optional<std::string> variant_difference(const Results& a, const Results& b, const char* what) {
+  const auto variants_of = [](const Results& r) { return r.settings.value("variants", nlohmann::json::object()); };
+  const nlohmann::json va = variants_of(a), vb = variants_of(b);
+  if (!va.is_object() || !vb.is_object()) return std::nullopt;
+  const auto shown = [](const nlohmann::json& v) {
+    return fmt::format("{} under {}", v.value("kernel", "?"), env_line(v.value("env", nlohmann::json::object())));
+  };
+  std::vector<std::string> differ;
+  for (const auto& [name, v] : va.items())
+    if (vb.contains(name) && vb.at(name) != v)
+      differ.push_back(fmt::format("'{}' is {} there, {} in the new file", name, shown(v), shown(vb.at(name))));
+  if (differ.empty()) return std::nullopt;
+  return fmt::format("{} names variants that differ from the new file's: {}", what, fmt::join(differ, "; "));
+}
+
 // `verify` marks its results settings.timing.mode = "verify-cold".
 bool is_verify_run(const Results& r) {
   const auto it = r.settings.find("timing");
@@ -352,6 +369,7 @@ CompareReport compare_results(const std::vector<Results>& history, const Results
     }
     if (auto why = env_difference(history[i], next, what.c_str())) rep.warnings.push_back(*why);
     if (auto why = rep_order_difference(history[i], next, what.c_str())) rep.warnings.push_back(*why);
+    if (auto why = variant_difference(history[i], next, what.c_str())) rep.warnings.push_back(*why);
   }
   if (is_verify_run(next))
     throw std::invalid_argument("the new file is a `verify` run: its single cold rep is not a benchmark time");
@@ -364,6 +382,7 @@ CompareReport compare_results(const std::vector<Results>& history, const Results
     }
     if (auto why = env_difference(*confirm, next, "the --confirm file")) rep.warnings.push_back(*why);
     if (auto why = rep_order_difference(*confirm, next, "the --confirm file")) rep.warnings.push_back(*why);
+    if (auto why = variant_difference(*confirm, next, "the --confirm file")) rep.warnings.push_back(*why);
   }
 
   // Every base run's ok records by pair, for the timing history. A file may hold the same pair more

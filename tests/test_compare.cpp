@@ -429,6 +429,20 @@ TEST_CASE("verdicts beyond timing", "[compare]") {
     a.settings["rep_order"] = "interleaved";
     CHECK(fb::compare_results(a, b, {}).warnings.empty());
   }
+  SECTION("files whose variants of one name differ: a warning naming both, the verdict unchanged") {
+    fb::Results a = results_of({timed(10, 0.1)}), b = results_of({timed(10, 0.1)});
+    const nlohmann::json k0 = {{"kernel", "flash-sm90"}, {"env", {{"FB_SM90_FWD_PROBE", "k0rec"}}}};
+    a.settings["variants"] = {{"p", k0}};
+    CHECK(fb::compare_results(a, b, {}).warnings.empty());  // in one file only: its rows are new or missing
+    b.settings["variants"] = {{"p", k0}};
+    CHECK(fb::compare_results(a, b, {}).warnings.empty());  // the same variant
+    b.settings["variants"]["p"]["env"]["FB_SM90_FWD_PROBE"] = "early";
+    const fb::CompareReport rep = fb::compare_results(a, b, {});
+    REQUIRE(rep.warnings.size() == 1);
+    CHECK(contains(rep.warnings[0], "'p' is flash-sm90 under FB_SM90_FWD_PROBE=k0rec there, flash-sm90 under "
+                                    "FB_SM90_FWD_PROBE=early in the new file"));
+    CHECK(rep.rows.at(0).verdict == fb::Verdict::same);
+  }
   SECTION("a verify run's single cold rep is never gated on") {
     fb::Results v = results_of({timed(10, 0)});
     v.settings["timing"] = {{"mode", "verify-cold"}};
