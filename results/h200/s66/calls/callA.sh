@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 66, call A (one Hopper GPU; issue 13): kernel settings read per variant (kernels/common/settings.h) and
 # `flashbench run --variant`, so that an A/B of probe words runs in one process, its reps interleaved.
-# (0) the build, on the device (the sm_90a kernels changed: their settings readers); (1) the GPU tests of variants
+# (0) binaries of the commit in commit.txt (built here, carried: scripts/call_pack.sh); (1) the GPU tests of variants
 # and then the whole GPU test binary (the readers of every probe setting changed); verify --seq 1000, every pass;
 # (2) the A/B: flash-sm90 beside itself under the live forward probe words on the d = 64 rows behind torch-cudnn
 # (N = 512 causal, both dtypes) and rows around them, a null variant (a word the causal launch ignores) beside them;
@@ -10,16 +10,8 @@
 set -uo pipefail
 export DEADLINE=${DEADLINE:-580}
 source scripts/call_step.sh
-R=$OUT/A
+call_begin $OUT/A
 mkdir -p $R/spec $R/ab
-t0=$SECONDS
-git rev-parse HEAD > $R/commit.txt
-step build 200 bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-  -DFLASHBENCH_PTXAS_LOG=OFF && cmake --build build-dev -j16 --target flashbench flashbench_gpu_tests"
-tail -2 $R/build.log
-fb=$PWD/build-dev/flashbench
-gt=$PWD/build-dev/tests/flashbench_gpu_tests
-[ -x "$fb" ] || { echo "no binary"; tar czf $OUT/A.tgz -C $OUT A; exit 1; }
 $fb --version
 step gpu-variant 60 $gt "[variant]"
 tail -2 $R/gpu-variant.log
