@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Session 66's call A in figures: each variant's paired ratio (flash-sm90's rep / the variant's rep: above 1.0 the
-variant is faster) per row, pooled over the call's two processes (paired.py's JSON) and in each process alone, and
-how far the two processes' medians lie apart.
+"""Session 66's calls A and B in figures: each variant's paired ratio (its kernel's rep / the variant's rep: above 1.0
+the variant is faster) per row, pooled over a call's two processes (each paired-*.json of paired.py) and in each
+process alone, and how far the two processes' medians lie apart.
 
-    python3 results/h200/s66/calls/summary.py results/h100/s66/A > results/h100/s66/summary.json
+    python3 results/h200/s66/calls/summary.py results/h100/s66/A results/h100/s66/B > results/h100/s66/summary.json
 """
 import glob
 import json
@@ -28,20 +28,19 @@ def paired_median(path, ours, peer):
     return out
 
 
-def main():
-    call = sys.argv[1]
-    out = {"call": "s66/A", "device": None, "commit": open(os.path.join(call, "commit.txt")).read().strip(),
-           "ratio": "flash-sm90 rep / variant rep, paired, median (> 1.0: the variant is faster)", "pass": {}}
-    for pas, name, pattern in (("fwd", "paired-fwd.json", "f*"), ("bwd", "paired-bwd.json", "b2k")):
-        pooled = json.load(open(os.path.join(call, name)))
-        files = sorted(glob.glob(os.path.join(call, "ab", pattern + "-*.json")))
-        out["device"] = json.load(open(files[0]))["device"]["name"]
+def summarize(call):
+    out = {"commit": open(os.path.join(call, "commit.txt")).read().strip(), "device": None, "sets": {}}
+    for name in sorted(glob.glob(os.path.join(call, "paired-*.json"))):
+        pooled = json.load(open(name))
+        files = [os.path.join(call, "ab", os.path.basename(f)) for f in pooled["files"]]
+        first = json.load(open(files[0]))
+        out["device"] = first["device"]["name"]
         table = {}
         for pair, body in pooled["pairs"].items():
-            variant = pair.split(":")[0]
+            variant, kernel = pair.split(":")
             per_process = {"1": {}, "2": {}}
             for f in files:
-                per_process[f.rsplit("-", 1)[1][0]].update(paired_median(f, variant, "flash-sm90"))
+                per_process[f.rsplit("-", 1)[1][0]].update(paired_median(f, variant, kernel))
             rows = {}
             for key, st in body["rows"].items():
                 m1, m2 = per_process["1"].get(key), per_process["2"].get(key)
@@ -50,11 +49,17 @@ def main():
                              "process_1": round(m1, 4), "process_2": round(m2, 4),
                              "process_gap_pct": round(abs(m1 / m2 - 1) * 100, 2)}
             meds = [r["median"] for r in rows.values()]
-            table[variant] = {"env": json.load(open(files[0]))["settings"]["variants"][variant]["env"],
+            table[variant] = {"kernel": kernel, "env": first["settings"]["variants"][variant]["env"],
                               "lowest": min(meds), "highest": max(meds),
                               "geomean": round(math.exp(sum(math.log(m) for m in meds) / len(meds)), 4),
                               "counts": body["counts"], "rows": rows}
-        out["pass"][pas] = table
+        out["sets"][os.path.basename(name)[len("paired-"):-len(".json")]] = table
+    return out
+
+
+def main():
+    out = {"ratio": "the kernel's rep / the variant's rep, paired, median (> 1.0: the variant is faster)",
+           "calls": {os.path.basename(os.path.normpath(c)): summarize(c) for c in sys.argv[1:]}}
     json.dump(out, sys.stdout, indent=1)
     print()
 
