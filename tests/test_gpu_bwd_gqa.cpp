@@ -473,3 +473,37 @@ TEST_CASE("flash's d = 64 backward on grids of less than one wave splits and ver
   // On the GPU the rows were chosen for (132 SMs) the default splits all three: else this test checks nothing.
   if (as_built && sms == 132) CHECK(split_runs == 3);
 }
+
+// Since session 66 (call C, results/h100/s66/C/) d = 64 non-causal MHA passes of 8192 keys or more walk their query
+// tiles from the last down (kDescend: TcConfig<*, 64>::noncausal_desc_dq_tiled, no tail split), as d = 128's of up to
+// 4096 keys do. Shapes no config names on both sides of the threshold: seq_q != seq_k both ways, a grid of less than
+// one wave (b1-h2), fp16 and bf16; each verified beside naive with every gradient written. The GQA pass and the MHA
+// passes under 8192 keys keep their walk; under a probe word the choice is the word's.
+TEST_CASE("flash's d = 64 non-causal backward walks from the last query tile from 8192 keys and verifies",
+          "[gpu][bwd_gqa][flash_desc64]") {
+  using namespace fb::test;
+  namespace flash = fb::cuda::flash;
+  CudaBackend& b = gpu();
+  struct Row {
+    int batch, heads, kv_heads, q, k;
+    fb::Dtype dtype;
+    bool walks;  // as built
+  };
+  const Row rows[] = {{1, 3, 3, 1000, 9000, fb::Dtype::bf16, true},   {1, 2, 2, 8300, 8300, fb::Dtype::fp16, true},
+                      {1, 4, 4, 9500, 8192, fb::Dtype::bf16, true},   {1, 4, 4, 8192, 8191, fb::Dtype::bf16, false},
+                      {2, 6, 6, 3000, 5000, fb::Dtype::fp16, false},  {1, 8, 2, 1200, 9000, fb::Dtype::bf16, false}};
+  const std::string word = env_word("FB_FLASH_BWD");
+  for (const Row& s : rows) {
+    const fb::Case c = make_case(s.batch, s.heads, s.kv_heads, s.q, s.k, 64, s.dtype, false, fb::Pass::bwd);
+    INFO("case " << c.key());
+    const bool walks = flash::backward_descends(c.params());
+    if (word.empty()) CHECK(walks == s.walks);
+    if (word == "nodesc2") CHECK_FALSE(walks);
+    if (walks) CHECK(flash::backward_tail_split(c.params()) == 1);
+    b.prepare(c, kFlashSplitSeed);
+    if (const auto why = b.check_fits(c, kernel("flash"))) FAIL("flash refused: " << *why);
+    REQUIRE(b.run(kernel("naive"), 0, 1).times_ms.size() == 1);
+    check_flash_beside_naive(b, c);
+    b.release();
+  }
+}

@@ -121,22 +121,30 @@ bool default_grid(GridVariant v) {
 }
 
 // Whether the main kernel walks each plane's query tiles with kDescend (TcLaunch::descend: every block from the last
-// query tile down, no rotation, no tail split), the one place that decides it: by default on non-causal MHA passes at
-// d = 128 (fp16/bf16 where the tiled dQ runs; session 18's call B, probe `desc2`: 1.022x over the default with its
-// tail split, bf16 N = 1k / 4k / 1536 1.003 / 1.018 / 1.044x; results/h200/s18/callB/sm90fwd/). Causal passes (0.997x
-// in that call), d = 64 (not timed: its non-causal desc kernel spills 12 B) and GQA/MQA passes (not measured; those
-// with a head split keep it, and those without keep the tail split) walk as before; `nodesc2` nowhere, the probe
-// `desc2` everywhere the tiled dQ runs without a head split (d = 64 and 128, both masks). Up to kDescendMaxKeys keys:
-// session 19 timed the walk against the order before at longer N (results/h200/s19/callA/ and callB/, bf16, twice
-// each, interleaved): 0.990-0.996x at N = 8k / 16k in call A; in call B, under the rule call A's note pre-registered
-// (docs/perf-notes.md, flash backward, session 18's subsection), the order before read 1.002x / 1.003x / 1.011x the
-// walk at N = 6k / 8k / 16k (geomean 1.005x, no reading under 0.995x), so longer passes keep it (the tail split too).
+// query tile down, no rotation, no tail split), the one place that decides it: by default on non-causal MHA passes
+// (fp16/bf16 where the tiled dQ runs) at d = 128 up to kDescendMaxKeys keys and at d = 64 from kDescendMinKeys64.
+// d = 128: session 18's call B, probe `desc2`: 1.022x over the default with its tail split, bf16 N = 1k / 4k / 1536
+// 1.003 / 1.018 / 1.044x; results/h200/s18/callB/sm90fwd/. Causal passes (0.997x in that call), d = 64 below
+// kDescendMinKeys64 and GQA/MQA passes (those with a head split keep it, and those without keep the tail split) walk
+// as before; `nodesc2` nowhere, the probe `desc2` everywhere the tiled dQ runs without a head split (d = 64 and 128,
+// both masks). Up to kDescendMaxKeys keys at d = 128: session 19 timed the walk against the order before at longer N
+// (results/h200/s19/callA/ and callB/, bf16, twice each, interleaved): 0.990-0.996x at N = 8k / 16k in call A; in
+// call B, under the rule call A's note pre-registered (docs/perf-notes.md, flash backward, session 18's subsection),
+// the order before read 1.002x / 1.003x / 1.011x the walk at N = 6k / 8k / 16k (geomean 1.005x, no reading under
+// 0.995x), so longer passes keep it (the tail split too).
+// d = 64 (session 66, call C's rule in docs/perf-notes.md; results/h100/s66/C/; its non-causal desc kernel spills 12
+// bytes, in the ptxas baseline since session 41): call B read `desc2` 1.025x over the rotated walk at N = 8192 /
+// 16384 (16k tokens x 32 heads); call C 1.022-1.025x at every N of the issue's grid from 512, bf16 and fp16, but
+// 0.973x at a shape no config names (b1-h24, seq_q 6000 / seq_k 7000) and 1.004-1.008x at two more (N = 3000, 5500),
+// so by the rule written before it the walk takes the passes of 8192 keys and more (flash against FlashAttention-2 at
+// N = 16384: 0.994x as shipped, 1.018x walking, in the same call).
 constexpr std::int64_t kDescendMaxKeys = 4096;
+constexpr std::int64_t kDescendMinKeys64 = 8192;
 bool descend_walk(const AttentionParams& p) {
   const GridVariant v = grid_variant();
   if (v == GridVariant::desc2) return true;
-  return default_grid(v) && v != GridVariant::nodesc2 && !p.causal && p.head_dim == 128 &&
-         p.heads == p.kv_heads && p.seq_k <= kDescendMaxKeys;
+  if (!default_grid(v) || v == GridVariant::nodesc2 || p.causal || p.heads != p.kv_heads) return false;
+  return (p.head_dim == 128 && p.seq_k <= kDescendMaxKeys) || (p.head_dim == 64 && p.seq_k >= kDescendMinKeys64);
 }
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
@@ -495,6 +503,10 @@ int backward_padded_seq(int seq) { return bwd::padded_seq(seq); }
 int backward_head_split(const AttentionParams& p) { return bwd::head_split(p); }
 
 int backward_tail_split(const AttentionParams& p) { return bwd::tail_split(p); }
+
+bool backward_descends(const AttentionParams& p) {
+  return bwd::dq_tiled(p) && bwd::descend_walk(p) && bwd::head_split(p) <= 1;
+}
 
 int backward_causal_plane_group(const AttentionParams& p) { return bwd::causal_plane_group_of(p); }
 

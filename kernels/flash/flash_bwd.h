@@ -68,6 +68,11 @@ int force_backward_head_split(int split);
 // in fp32 accumulators in the workspace, so their last bits vary between runs as dQ's do.
 int backward_tail_split(const AttentionParams& p);
 
+// Whether the main kernel walks each plane's query tiles from the last down (kDescend, no tail split) for these params:
+// by default non-causal fp16/bf16 MHA passes at d = 128 of up to 4096 keys and at d = 64 of 8192 keys or more
+// (flash_bwd.cu descend_walk()); under FB_FLASH_BWD=desc2 wherever the tiled dQ runs unsplit. Needs a device.
+bool backward_descends(const AttentionParams& p);
+
 // K/V planes whose key tiles the causal backward runs together, key tiles outermost (1: head-major, plane after plane):
 // unsplit causal GQA passes on the warp-grid kernel where the schedule model says (flash_bwd.cu
 // causal_plane_group_of()); 1 elsewhere. Needs a device to say more than 1 (the SM count); tests use it.
