@@ -136,16 +136,16 @@ bool default_grid(GridVariant v) {
 // bytes, in the ptxas baseline since session 41): call B read `desc2` 1.025x over the rotated walk at N = 8192 /
 // 16384 (16k tokens x 32 heads); call C 1.022-1.025x at every N of the issue's grid from 512, bf16 and fp16, but
 // 0.973x at a shape no config names (b1-h24, seq_q 6000 / seq_k 7000) and 1.004-1.008x at two more (N = 3000, 5500),
-// so by the rule written before it the walk takes the passes of 8192 keys and more (flash against FlashAttention-2 at
-// N = 16384: 0.994x as shipped, 1.018x walking, in the same call).
+// so by the rule written before it the walk took the passes of 8192 keys and more (flash against FlashAttention-2 at
+// N = 16384: 0.994x as shipped, 1.018x walking, in the same call). Call D (results/h100/s66/D/) found two shapes no
+// config names slower walking: b1-h2 N = 8300 (130 blocks on 132 SMs, a grid the rotated walk's sub-wave tail split
+// shares out: 0.883x) and b1-h3 seq_q 1000 / seq_k 9000 (0.990x; seq_q < seq_k, as call C's 0.973x), while four of
+// seq_q >= seq_k and whole waves read 1.020-1.026x. So the d = 64 walk takes only grids of at least a whole wave (where
+// the rotated walk splits nothing at d = 64) with seq_q >= seq_k; the rest walk as before (call E checked it on shapes
+// no call had timed).
 constexpr std::int64_t kDescendMaxKeys = 4096;
 constexpr std::int64_t kDescendMinKeys64 = 8192;
-bool descend_walk(const AttentionParams& p) {
-  const GridVariant v = grid_variant();
-  if (v == GridVariant::desc2) return true;
-  if (!default_grid(v) || v == GridVariant::nodesc2 || p.causal || p.heads != p.kv_heads) return false;
-  return (p.head_dim == 128 && p.seq_k <= kDescendMaxKeys) || (p.head_dim == 64 && p.seq_k >= kDescendMinKeys64);
-}
+bool descend_walk(const AttentionParams& p);  // below split_sms()
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
 // that decides it: at d = 128 16 under the causal mask (session 13); the whole group without it (session 27 at d = 128,
@@ -200,6 +200,18 @@ int split_sms(const AttentionParams& p, SplitTiles& tiles) {
     return 0;
   }
   return tiles.block_n == 0 || tiles.smem_bytes > optin ? 0 : sms;
+}
+
+bool descend_walk(const AttentionParams& p) {
+  const GridVariant v = grid_variant();
+  if (v == GridVariant::desc2) return true;
+  if (!default_grid(v) || v == GridVariant::nodesc2 || p.causal || p.heads != p.kv_heads) return false;
+  if (p.head_dim == 128) return p.seq_k <= kDescendMaxKeys;
+  if (p.head_dim != 64 || p.seq_k < kDescendMinKeys64 || p.seq_q < p.seq_k) return false;
+  SplitTiles tiles;
+  const int sms = split_sms(p, tiles);
+  const long long n_blocks = (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
+  return sms > 0 && n_blocks >= sms;  // a whole wave: the rotated walk splits no tail at d = 64 there
 }
 
 // Whether the warp-grid kernel's grid options (the head split, the tail split, the causal plane groups) may act on p:
