@@ -472,6 +472,55 @@ TEST_CASE("FB_* kernel settings: named, recorded, part of a journal's identity",
   CHECK_FALSE(fs::exists(journal));
 }
 
+TEST_CASE("run --variant on the command line: repeated, after its kernel, part of a journal's identity", "[cli]") {
+  const fs::path d = scratch_dir();
+  const std::string spec = write_spec("variant.json", R"({"seq": [48], "batch": 1, "heads": 2, "head_dim": 32,
+                                                          "dtype": "fp32", "reps": 2, "warmup": 0,
+                                                          "kernels": ["naive", "flash"]})");
+  const fs::path out = d / "variant.json.out";
+  fs::remove(out);
+  Outcome o = flashbench("run '" + spec + "' --backend cpu -q --interleave --variant p=flash:FB_FLASH_FWD_PROBE=persist "
+                         "--variant=q=flash:FB_FLASH_BWD=lean:FB_SM90_BWD64=direct -o '" + out.string() + "'");
+  INFO(o.out);
+  REQUIRE(o.code == 0);
+  {
+    std::ifstream in(out);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    std::vector<std::string> kernels;
+    for (const auto& r : j["results"]) {
+      kernels.push_back(r["kernel"]);
+      CHECK(r["verified"] == true);
+    }
+    CHECK(kernels == std::vector<std::string>{"naive", "flash", "p", "q"});
+    CHECK(j["settings"]["variants"]["q"]["env"] ==
+          nlohmann::json({{"FB_FLASH_BWD", "lean"}, {"FB_SM90_BWD64", "direct"}}));
+  }
+  // One line naming the flag, exit 2, nothing written.
+  fs::remove(out);
+  o = flashbench("run '" + spec + "' --backend cpu -q --variant p=flash:FB_L2_FLUSH=clean -o '" + out.string() + "'");
+  CHECK(o.code == 2);
+  CHECK(contains(o.out, "--variant p=flash:FB_L2_FLUSH=clean: 'FB_L2_FLUSH' is not a kernel setting"));
+  CHECK_FALSE(fs::exists(out));
+
+  // An interrupted run with variant p under one setting is resumed under that setting, not another.
+  const std::string exe = std::string("'") + FLASHBENCH_EXE + "'";
+  const fs::path journal = d / "variant.json.out.journal.jsonl";
+  fs::remove(journal);
+  const std::string slow = slow_spec();
+  const std::string cmd = std::string("cd '") + FLASHBENCH_SOURCE_DIR + "' && exec " + exe + " run '" + slow +
+                          "' --backend cpu -q --variant p=flash:FB_FLASH_FWD_PROBE=persist -o '" + out.string() + "'";
+  REQUIRE(interrupt_when_journalled(cmd, journal, 3) == 128 + SIGTERM);
+  REQUIRE(fs::exists(journal));
+  o = flashbench("run '" + slow + "' --backend cpu -q --variant p=flash:FB_FLASH_FWD_PROBE=l2order -o '" +
+                 out.string() + "' --resume");
+  CHECK(o.code == 2);
+  o = flashbench("run '" + slow + "' --backend cpu -q --variant p=flash:FB_FLASH_FWD_PROBE=persist -o '" +
+                 out.string() + "' --resume");
+  INFO(o.out);
+  CHECK(o.code == 0);
+  CHECK_FALSE(fs::exists(journal));
+}
+
 namespace {
 
 // A minimal .npy reader for the test: the header text and the payload as raw bytes.
