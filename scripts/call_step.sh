@@ -15,8 +15,15 @@
 # MAX_SECONDS is left, so that a call never loses its packing to one slow step. Prints "== NAME rc=RC Ns (t=T)".
 #   smi_start / smi_stop
 # nvidia-smi's SM clock, power, temperature and throttle reasons each second into $R/smi.csv, between the two.
+#   ab_variants DIR SPEC_DIR "SPECS" KERNEL NAME=VAR=VALUE[:VAR=VALUE...]...
+# the A/B of probe words in one process (session 66; `flashbench run --variant`): each spec run twice with KERNEL's
+# variants beside it, their reps interleaved, the variants named in the order given, then reversed, as steps
+# ab-SPEC-1 / -2 (90 s at most) writing DIR/SPEC-1.json and -2.json; then scripts/paired.py over them, a pair
+# NAME:KERNEL each (KERNEL's rep / the variant's: above 1 the variant is faster), into DIR/paired.json and .log. Name
+# a null variant among them (a word that runs KERNEL's own code) to read the A/B's reach.
 #   ab_rounds DIR SPEC_DIR ROUNDS "SPECS" VARIANT...
-# interleaved A/B rounds of the carried flashbench: VARIANT is NAME=ASSIGNMENT, the environment a variant runs under
+# (before variants) interleaved A/B rounds of the carried flashbench: VARIANT is NAME=ASSIGNMENT, the environment a
+# variant runs under
 # (NAME=X=1 for none); round r = 1 .. ROUNDS runs every spec under every variant, in the order given in odd rounds and
 # reversed in even ones, as step NAME-SPEC-r (40 s at most) writing DIR/NAME-SPEC-r.json, the layout
 # scripts/ab_rule.py and results/h200/s29/calls/ab_table.py read.
@@ -86,6 +93,30 @@ smi_start() {
   smi_pid=$!
 }
 smi_stop() { kill "$smi_pid" 2>/dev/null; }
+
+ab_variants() {  # DIR SPEC_DIR "SPECS" KERNEL NAME=VAR=VALUE[:VAR=VALUE...]...
+  local dir=$1 specs_dir=$2 specs=$3 kernel=$4
+  shift 4
+  local fwd=() rev=() pairs=() v s r
+  for v in "$@"; do
+    fwd+=(--variant "${v%%=*}=$kernel:${v#*=}")
+    rev=(--variant "${v%%=*}=$kernel:${v#*=}" "${rev[@]}")
+    pairs+=(--pair "${v%%=*}:$kernel")
+  done
+  mkdir -p "$dir"
+  for r in 1 2; do
+    for s in $specs; do
+      if [ $r = 1 ]; then
+        step "ab-$s-$r" 90 "$fb" run "$specs_dir/$s.json" --interleave "${fwd[@]}" --backend cuda --no-ceilings -q \
+          -o "$dir/$s-$r.json"
+      else
+        step "ab-$s-$r" 90 "$fb" run "$specs_dir/$s.json" --interleave "${rev[@]}" --backend cuda --no-ceilings -q \
+          -o "$dir/$s-$r.json"
+      fi
+    done
+  done
+  python3 scripts/paired.py "$dir"/*-[12].json "${pairs[@]}" --json "$dir/paired.json" > "$dir/paired.log" 2>&1
+}
 
 ab_rounds() {  # DIR SPEC_DIR ROUNDS "SPECS" VARIANT...
   local dir=$1 specs_dir=$2 rounds=$3 specs=$4

@@ -1646,15 +1646,23 @@ out = args[args.index("-o") + 1]
 with open(os.path.join(os.getcwd(), "runs.txt"), "a") as f:
     f.write(os.path.basename(out) + "\\n")
 ms = 0.9 if os.environ.get("FAKE_FAST") else 1.0
+# --variant NAME=KERNEL:...: NAME runs after its kernel, 0.8 ms where NAME starts with "fast"
+variants = [args[i + 1].split("=", 1)[0] for i, a in enumerate(args) if a == "--variant"]
+with open(os.path.join(os.getcwd(), "variants.txt"), "a") as f:
+    f.write(" ".join(variants) + "\\n")
 recs = []
 for c in spec["cases"]:
-    for k in spec["kernels"]:
-        r = peers.make_record(c, k, "ok", times_ms=[ms])
+    for k in spec["kernels"] + variants:
+        t = 0.8 if k.startswith("fast") else ms
+        r = peers.make_record(c, k, "ok", times_ms=[t] * 8)
         r["verified"] = True
         recs.append(r)
+settings = {"warmup": 0, "reps": 8}
+if "--interleave" in args:
+    settings["rep_order"] = "interleaved"
 doc = {"schema_version": fbresults.SCHEMA_VERSION, "tool": {"name": "fake", "version": "0", "git": "x"},
         "created": "2026-01-01T00:00:00Z", "backend": "cuda", "device": {}, "spec": spec["spec"],
-        "settings": {"warmup": 0, "reps": 1}, "results": recs}
+        "settings": settings, "results": recs}
 fbresults.write_atomic(out, json.dumps(doc))
 """
 
@@ -1723,6 +1731,23 @@ class CallStep(unittest.TestCase):
         for name in ("X/commit.txt", "X/tests.log", "X/rule.txt", "X/ab/new-r-b-3.json"):
             self.assertIn(name, names)
         self.assertFalse(os.path.exists(os.path.join(self.out, "X")))  # packed, then removed
+
+    def test_ab_variants_runs_both_orders_in_one_process_each_and_pairs_them(self):
+        r = self.call("ab_variants $R/ab specs 'r-a r-b' k null=FB_SM90_FWD_PROBE=tailsplit "
+                      "fastw=FB_SM90_FWD_PROBE=k0rec:FB_SM90_BWD64=direct\ncp $R/ab/paired.json .")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(self.repo, "runs.txt")) as f:
+            self.assertEqual(f.read().split(), ["r-a-1.json", "r-b-1.json", "r-a-2.json", "r-b-2.json"])
+        with open(os.path.join(self.repo, "variants.txt")) as f:  # named in the order given, then reversed
+            self.assertEqual(f.read().splitlines(), ["null fastw", "null fastw", "fastw null", "fastw null"])
+        with open(os.path.join(self.repo, "paired.json")) as f:
+            pairs = json.load(f)["pairs"]
+        self.assertEqual(set(pairs), {"null:k", "fastw:k"})
+        for row in pairs["fastw:k"]["rows"].values():  # 1 ms / 0.8 ms, 16 pairs from the two runs
+            self.assertAlmostEqual(row["median"], 1.25)
+            self.assertEqual(row["n"], 16)
+        for row in pairs["null:k"]["rows"].values():
+            self.assertAlmostEqual(row["median"], 1.0)
 
     def test_list_beside_pairs_each_case_as_built_and_under_the_assignment(self):
         r = self.call("list_beside specs 'r-a r-b' ws FAKE_WS=1 $R/list.txt\ncp $R/list.txt .\nls -a $R > files.txt")
