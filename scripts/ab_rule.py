@@ -24,6 +24,10 @@ call is the geometric mean of its rounds'. The rule is met when
   * every file names the same device and the same build (device.name, tool.git): a call is one machine and one set
     of binaries, and files mixed from two calls are no A/B. The verdict says which device it holds for (session 48:
     the same rule read 1.011 on an H200 for a probe built against an H100's DRAM traffic).
+--in-process: the variant ran in the same process as the kernel (`flashbench run --variant`, call_step.sh's
+ab_variants): DIR holds SPEC-ROUND.json, each with --kernel's records and its variant's, named --variant (a variant of
+--kernel under settings.variants, or the rule is not met); --base is not given. Each round is then one process's,
+both sides' reps interleaved where the run was.
 The rows and their rounds are printed, then the verdict and every reason it fails. --json also writes all of it
 (the rule's figures, each row's rounds, the verdict) to a file, whole or not at all.
 
@@ -135,11 +139,31 @@ def side_times(path, kernel, keys, seen):
     return out
 
 
+def variant_problem(path, variant, kernel):
+    """Why the in-process file at path does not hold `variant` as a variant of `kernel` (None: it does, or no file)."""
+    if not os.path.exists(path):
+        return None  # side_times reports the missing file
+    try:
+        doc = fbresults.load_results(path)
+    except fbresults.ResultsError as e:
+        raise UsageError(str(e)) from None
+    defined = ((doc.get("settings") or {}).get("variants") or {}).get(variant)
+    if not isinstance(defined, dict) or defined.get("kernel") != kernel:
+        return f"{os.path.basename(path)}: settings.variants names no variant '{variant}' of {kernel}"
+    return None
+
+
 def judge(a):
     if not os.path.isdir(a.dir):
         raise UsageError(f"DIR: '{a.dir}' is not a folder")
     if a.rounds < 1:
         raise UsageError(f"--rounds: {a.rounds} is not a count of rounds (>= 1)")
+    if a.in_process:
+        if a.base is not None:
+            raise UsageError("--base: the in-process layout has none (the base is --kernel itself)")
+        a.base = a.kernel
+    elif a.base is None:
+        raise UsageError("--base is required (or --in-process)")
     if a.base == a.variant:
         raise UsageError(f"--base and --variant are both '{a.base}'")
     positive("--min-geomean", a.min_geomean)
@@ -154,8 +178,16 @@ def judge(a):
         keys = expected_keys(a.spec_dir, name, a.kernel)
         per_round = []
         for r in range(1, a.rounds + 1):
-            base = side_times(os.path.join(a.dir, f"{a.base}-{name}-{r}.json"), a.kernel, keys, seen)
-            var = side_times(os.path.join(a.dir, f"{a.variant}-{name}-{r}.json"), a.kernel, keys, seen)
+            if a.in_process:
+                path = os.path.join(a.dir, f"{name}-{r}.json")
+                base = side_times(path, a.kernel, keys, seen)
+                var = side_times(path, a.variant, keys, seen)
+                why = variant_problem(path, a.variant, a.kernel)
+                if why:
+                    var = {k: (None, why) for k in keys}
+            else:
+                base = side_times(os.path.join(a.dir, f"{a.base}-{name}-{r}.json"), a.kernel, keys, seen)
+                var = side_times(os.path.join(a.dir, f"{a.variant}-{name}-{r}.json"), a.kernel, keys, seen)
             per_round.append((base, var))
         for k in keys:
             ratios, problems = [], []
@@ -195,6 +227,7 @@ def judge(a):
             reasons.append(f"the controls' geomean {summary['controls_geomean']:.4f} is outside {gband[0]}-{gband[1]}")
     return {
         "rule": {"kernel": a.kernel, "base": a.base, "variant": a.variant, "rounds": a.rounds,
+                 "in_process": bool(a.in_process),
                  "rows": a.rows, "controls": a.controls, "min_geomean": a.min_geomean, "min_row": a.min_row,
                  "control_band": list(band), "controls_geomean_band": list(gband) if gband else None, "ratio": "base median time / variant median time, per round; a "
                  "row's ratio is the geomean of its rounds'"},
@@ -239,11 +272,15 @@ def report(v):
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("dir", metavar="DIR", help="BASE-SPEC-ROUND.json and VARIANT-SPEC-ROUND.json")
+    p.add_argument("dir", metavar="DIR", help="BASE-SPEC-ROUND.json and VARIANT-SPEC-ROUND.json (--in-process: "
+                   "SPEC-ROUND.json)")
     p.add_argument("--spec-dir", required=True, help="the folder of the call's SPEC.json files")
     p.add_argument("--kernel", required=True)
-    p.add_argument("--base", required=True, help="the files' prefix of the default (e.g. def)")
-    p.add_argument("--variant", required=True, help="the files' prefix of the probe (e.g. new)")
+    p.add_argument("--base", help="the files' prefix of the default (e.g. def); not with --in-process")
+    p.add_argument("--variant", required=True,
+                   help="the files' prefix of the probe (e.g. new); --in-process: the variant's kernel name")
+    p.add_argument("--in-process", action="store_true",
+                   help="the variant ran beside --kernel in each file (flashbench run --variant): SPEC-ROUND.json")
     p.add_argument("--rounds", type=int, required=True)
     p.add_argument("--rows", action="append", required=True, help="glob over spec names: the rule's rows")
     p.add_argument("--controls", action="append", default=[], help="glob over spec names: the controls")

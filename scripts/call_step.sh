@@ -20,7 +20,8 @@
 # variants beside it, their reps interleaved, the variants named in the order given, then reversed, as steps
 # ab-SPEC-1 / -2 (90 s at most) writing DIR/SPEC-1.json and -2.json; then scripts/paired.py over them, a pair
 # NAME:KERNEL each (KERNEL's rep / the variant's: above 1 the variant is faster), into DIR/paired.json and .log. Name
-# a null variant among them (a word that runs KERNEL's own code) to read the A/B's reach.
+# a null variant among them (a word that runs KERNEL's own code) to read the A/B's reach. A rule written before the
+# call: scripts/ab_rule.py DIR --in-process --kernel KERNEL --variant NAME --rounds 2 ...
 #   ab_rounds DIR SPEC_DIR ROUNDS "SPECS" VARIANT...
 # (before variants) interleaved A/B rounds of the carried flashbench: VARIANT is NAME=ASSIGNMENT, the environment a
 # variant runs under

@@ -1003,6 +1003,44 @@ class ABRule(unittest.TestCase):
     def judge(self, *extra, rule=None):
         return run_script("ab_rule.py", self.ab, "--spec-dir", self.specs, *(rule or self.RULE), *extra)
 
+    def write_in_process(self, ratio, variant_of="k", verified=True):
+        """The in-process layout: SPEC-ROUND.json with k at 1.0 ms and its variant `new` at 1 / ratio(spec) ms."""
+        for name in self.seqs:
+            for r in range(1, self.ROUNDS + 1):
+                recs = []
+                for dtype in ("bf16", "fp16"):
+                    for kernel, ms in (("k", 1.0), ("new", 1.0 / ratio(name))):
+                        rec = peers.make_record(self.case(name, dtype), kernel, "ok", times_ms=[ms])
+                        rec["verified"] = verified if kernel == "new" else True
+                        recs.append(rec)
+                doc = results_doc(recs)
+                doc["settings"]["variants"] = {"new": {"kernel": variant_of, "env": {"FB_SM90_FWD_PROBE": "x"}}}
+                with open(os.path.join(self.ab, f"{name}-{r}.json"), "w") as f:
+                    json.dump(doc, f)
+
+    def test_in_process_layout_reads_the_variant_beside_its_kernel(self):
+        rule = [a for a in self.RULE if a not in ("--base", "def")] + ["--in-process"]
+        self.write_in_process(lambda name: {"r-a": 1.02, "r-b": 1.05, "c-x": 1.0}[name])
+        r = self.judge(rule=rule)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("verdict: MET", r.stdout)
+        self.write_in_process(lambda name: {"r-a": 1.02, "r-b": 1.05, "c-x": 1.0}[name], verified=False)
+        r = self.judge(rule=rule)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("verified false", r.stdout)
+        # a file whose `new` is another kernel's variant is no A/B of k
+        self.write_in_process(lambda name: 1.05, variant_of="other")
+        r = self.judge(rule=rule)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("names no variant 'new' of k", r.stdout)
+        # --base is the kernel itself there: naming one is refused, as is leaving both out
+        r = self.judge("--base", "def", rule=rule)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--base: the in-process layout has none", r.stderr)
+        r = self.judge(rule=[a for a in self.RULE if a not in ("--base", "def")])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--base is required", r.stderr)
+
     def test_met_rows_and_controls_and_json(self):
         self.write_call(lambda name: {"r-a": 1.02, "r-b": 1.05, "c-x": 1.0}[name])
         out = os.path.join(self.tmp, "rule.json")
