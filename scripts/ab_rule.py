@@ -106,17 +106,25 @@ def expected_keys(spec_dir, name, kernel):
     return keys
 
 
-def side_times(path, kernel, keys, seen):
-    """{key: (median ms, None) or (None, problem)} for one side's file of one spec and round; the file's device name
-    and build go into seen["device"] and seen["git"] (sets)."""
+def load_side(path, seen):
+    """One results file (None where there is none); its device name and build go into seen["device"] and seen["git"]
+    (sets)."""
     if not os.path.exists(path):
-        return {k: (None, f"no results file {os.path.basename(path)}") for k in keys}
+        return None
     try:
         doc = fbresults.load_results(path)
     except fbresults.ResultsError as e:
         raise UsageError(str(e)) from None
     seen["device"].add(str((doc.get("device") or {}).get("name") or "unnamed"))
     seen["git"].add(str((doc.get("tool") or {}).get("git") or "unnamed"))
+    return doc
+
+
+def side_times(path, doc, kernel, keys):
+    """{key: (median ms, None) or (None, problem)} for one side of one spec and round: `kernel`'s records in doc,
+    load_side()'s reading of path."""
+    if doc is None:
+        return {k: (None, f"no results file {os.path.basename(path)}") for k in keys}
     recs = {}
     for r in doc["results"]:
         if r["kernel"] == kernel:
@@ -139,14 +147,10 @@ def side_times(path, kernel, keys, seen):
     return out
 
 
-def variant_problem(path, variant, kernel):
+def variant_problem(path, doc, variant, kernel):
     """Why the in-process file at path does not hold `variant` as a variant of `kernel` (None: it does, or no file)."""
-    if not os.path.exists(path):
+    if doc is None:
         return None  # side_times reports the missing file
-    try:
-        doc = fbresults.load_results(path)
-    except fbresults.ResultsError as e:
-        raise UsageError(str(e)) from None
     defined = ((doc.get("settings") or {}).get("variants") or {}).get(variant)
     if not isinstance(defined, dict) or defined.get("kernel") != kernel:
         return f"{os.path.basename(path)}: settings.variants names no variant '{variant}' of {kernel}"
@@ -180,14 +184,15 @@ def judge(a):
         for r in range(1, a.rounds + 1):
             if a.in_process:
                 path = os.path.join(a.dir, f"{name}-{r}.json")
-                base = side_times(path, a.kernel, keys, seen)
-                var = side_times(path, a.variant, keys, seen)
-                why = variant_problem(path, a.variant, a.kernel)
-                if why:
-                    var = {k: (None, why) for k in keys}
+                doc = load_side(path, seen)
+                base = side_times(path, doc, a.kernel, keys)
+                why = variant_problem(path, doc, a.variant, a.kernel)
+                var = {k: (None, why) for k in keys} if why else side_times(path, doc, a.variant, keys)
             else:
-                base = side_times(os.path.join(a.dir, f"{a.base}-{name}-{r}.json"), a.kernel, keys, seen)
-                var = side_times(os.path.join(a.dir, f"{a.variant}-{name}-{r}.json"), a.kernel, keys, seen)
+                bpath = os.path.join(a.dir, f"{a.base}-{name}-{r}.json")
+                vpath = os.path.join(a.dir, f"{a.variant}-{name}-{r}.json")
+                base = side_times(bpath, load_side(bpath, seen), a.kernel, keys)
+                var = side_times(vpath, load_side(vpath, seen), a.kernel, keys)
             per_round.append((base, var))
         for k in keys:
             ratios, problems = [], []

@@ -202,16 +202,21 @@ int split_sms(const AttentionParams& p, SplitTiles& tiles) {
   return tiles.block_n == 0 || tiles.smem_bytes > optin ? 0 : sms;
 }
 
+// The main kernel's blocks for p: one per (batch, K/V head, tile of block_n keys).
+long long key_tile_blocks(const AttentionParams& p, int block_n) {
+  return (long long)((p.seq_k + block_n - 1) / block_n) * p.batch * p.kv_heads;
+}
+
 bool descend_walk(const AttentionParams& p) {
   const GridVariant v = grid_variant();
   if (v == GridVariant::desc2) return true;
   if (!default_grid(v) || v == GridVariant::nodesc2 || p.causal || p.heads != p.kv_heads) return false;
   if (p.head_dim == 128) return p.seq_k <= kDescendMaxKeys;
   if (p.head_dim != 64 || p.seq_k < kDescendMinKeys64 || p.seq_q < p.seq_k) return false;
+  // A whole wave or more: there the rotated walk splits no tail at d = 64 either.
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
-  const long long n_blocks = (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
-  return sms > 0 && n_blocks >= sms;  // a whole wave: the rotated walk splits no tail at d = 64 there
+  return sms > 0 && key_tile_blocks(p, tiles.block_n) >= sms;
 }
 
 // Whether the warp-grid kernel's grid options (the head split, the tail split, the causal plane groups) may act on p:
@@ -312,8 +317,7 @@ int tail_split(const AttentionParams& p) {
   SplitTiles tiles;
   const int sms = split_sms(p, tiles);
   if (sms == 0) return 1;
-  const long long n_blocks =
-      (long long)((p.seq_k + tiles.block_n - 1) / tiles.block_n) * p.batch * p.kv_heads;
+  const long long n_blocks = key_tile_blocks(p, tiles.block_n);
   const int tail = tail_blocks(n_blocks, sms);
   if (tail == 0 || !(n_blocks < sms ? sub_wave : whole_waves)) return 1;
   // The shared model (common/head_split.h, model_tail_split(): units cut the walk anywhere).
@@ -346,8 +350,7 @@ std::int64_t tail_rows(const AttentionParams& p, int block_n) {
   int device = 0, sms = 0;
   FB_CUDA_CHECK(cudaGetDevice(&device));
   FB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const long long n_blocks = (long long)((p.seq_k + block_n - 1) / block_n) * p.batch * p.kv_heads;
-  return std::int64_t(tail_blocks(n_blocks, sms)) * block_n;
+  return std::int64_t(tail_blocks(key_tile_blocks(p, block_n), sms)) * block_n;
 }
 
 struct WorkspaceLayout {
