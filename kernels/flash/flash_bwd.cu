@@ -122,29 +122,29 @@ bool default_grid(GridVariant v) {
 
 // Whether the main kernel walks each plane's query tiles with kDescend (TcLaunch::descend: every block from the last
 // query tile down, no rotation, no tail split), the one place that decides it: by default on non-causal MHA passes
-// (fp16/bf16 where the tiled dQ runs) at d = 128 up to kDescendMaxKeys keys and at d = 64 from kDescendMinKeys64.
+// (fp16/bf16 where the tiled dQ runs) at d = 128 up to kDescendMaxKeys keys.
 // d = 128: session 18's call B, probe `desc2`: 1.022x over the default with its tail split, bf16 N = 1k / 4k / 1536
-// 1.003 / 1.018 / 1.044x; results/h200/s18/callB/sm90fwd/. Causal passes (0.997x in that call), d = 64 below
-// kDescendMinKeys64 and GQA/MQA passes (those with a head split keep it, and those without keep the tail split) walk
-// as before; `nodesc2` nowhere, the probe `desc2` everywhere the tiled dQ runs without a head split (d = 64 and 128,
-// both masks). Up to kDescendMaxKeys keys at d = 128: session 19 timed the walk against the order before at longer N
-// (results/h200/s19/callA/ and callB/, bf16, twice each, interleaved): 0.990-0.996x at N = 8k / 16k in call A; in
-// call B, under the rule call A's note pre-registered (docs/perf-notes.md, flash backward, session 18's subsection),
-// the order before read 1.002x / 1.003x / 1.011x the walk at N = 6k / 8k / 16k (geomean 1.005x, no reading under
-// 0.995x), so longer passes keep it (the tail split too).
+// 1.003 / 1.018 / 1.044x; results/h200/s18/callB/sm90fwd/. Causal passes (0.997x in that call), d = 64 and GQA/MQA
+// passes (those with a head split keep it, and those without keep the tail split) walk as before; `nodesc2` nowhere,
+// the probe `desc2` everywhere the tiled dQ runs without a head split (d = 64 and 128, both masks). Up to
+// kDescendMaxKeys keys at d = 128: session 19 timed the walk against the order before at longer N
+// (results/h200/s19/callA/ and callB/, bf16, twice each, interleaved): 0.990-0.996x at N = 8k / 16k in call A; in call
+// B, under the rule call A's note pre-registered (docs/perf-notes.md, flash backward, session 18's subsection), the
+// order before read 1.002x / 1.003x / 1.011x the walk at N = 6k / 8k / 16k (geomean 1.005x, no reading under 0.995x),
+// so longer passes keep it (the tail split too).
 // d = 64 (session 66, call C's rule in docs/perf-notes.md; results/h100/s66/C/; its non-causal desc kernel spills 12
-// bytes, in the ptxas baseline since session 41): call B read `desc2` 1.025x over the rotated walk at N = 8192 /
-// 16384 (16k tokens x 32 heads); call C 1.022-1.025x at every N of the issue's grid from 512, bf16 and fp16, but
-// 0.973x at a shape no config names (b1-h24, seq_q 6000 / seq_k 7000) and 1.004-1.008x at two more (N = 3000, 5500),
-// so by the rule written before it the walk took the passes of 8192 keys and more (flash against FlashAttention-2 at
-// N = 16384: 0.994x as shipped, 1.018x walking, in the same call). Call D (results/h100/s66/D/) found two shapes no
-// config names slower walking: b1-h2 N = 8300 (130 blocks on 132 SMs, a grid the rotated walk's sub-wave tail split
-// shares out: 0.883x) and b1-h3 seq_q 1000 / seq_k 9000 (0.990x; seq_q < seq_k, as call C's 0.973x), while four of
-// seq_q >= seq_k and whole waves read 1.020-1.026x. So the d = 64 walk takes only grids of at least a whole wave (where
-// the rotated walk splits nothing at d = 64) with seq_q >= seq_k; the rest walk as before (call E checked it on shapes
-// no call had timed).
+// bytes, in the ptxas baseline since session 41): call B read `desc2` 1.025x over the rotated walk at N = 8192 / 16384
+// (16k tokens x 32 heads); call C 1.022-1.025x at every N of the issue's grid from 512, bf16 and fp16, but 0.973x at a
+// shape no config names (b1-h24, seq_q 6000 / seq_k 7000) and 1.004-1.008x at two more (N = 3000, 5500), so by the rule
+// written before it the walk took the passes of 8192 keys and more (flash against FlashAttention-2 at N = 16384: 0.994x
+// as shipped, 1.018x walking, in the same call). Call D (results/h100/s66/D/) found two shapes no config names slower
+// walking: b1-h2 N = 8300 (130 blocks on 132 SMs, a grid the rotated walk's sub-wave tail split shares out: 0.883x) and
+// b1-h3 seq_q 1000 / seq_k 9000 (0.990x; seq_q < seq_k, as call C's 0.973x), while four of seq_q >= seq_k and whole
+// waves read 1.020-1.026x. So the d = 64 walk was kept to grids of at least a whole wave (where the rotated walk splits
+// nothing at d = 64) with seq_q >= seq_k, written after those data. Call E (results/h100/s67/E/, its rule written
+// before it: every shape >= 0.995x) read b1-h2 N = 9000 (142 blocks, a wave and a bit) 0.985x [0.982, 0.990] beside
+// 1.009-1.025x at three more, so by that rule the d = 64 walk is withdrawn: d = 64 walks only under `desc2`.
 constexpr std::int64_t kDescendMaxKeys = 4096;
-constexpr std::int64_t kDescendMinKeys64 = 8192;
 bool descend_walk(const AttentionParams& p);  // below split_sms()
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
@@ -211,12 +211,7 @@ bool descend_walk(const AttentionParams& p) {
   const GridVariant v = grid_variant();
   if (v == GridVariant::desc2) return true;
   if (!default_grid(v) || v == GridVariant::nodesc2 || p.causal || p.heads != p.kv_heads) return false;
-  if (p.head_dim == 128) return p.seq_k <= kDescendMaxKeys;
-  if (p.head_dim != 64 || p.seq_k < kDescendMinKeys64 || p.seq_q < p.seq_k) return false;
-  // A whole wave or more: there the rotated walk splits no tail at d = 64 either.
-  SplitTiles tiles;
-  const int sms = split_sms(p, tiles);
-  return sms > 0 && key_tile_blocks(p, tiles.block_n) >= sms;
+  return p.head_dim == 128 && p.seq_k <= kDescendMaxKeys;
 }
 
 // Whether the warp-grid kernel's grid options (the head split, the tail split, the causal plane groups) may act on p:

@@ -69,9 +69,9 @@ int force_backward_head_split(int split);
 int backward_tail_split(const AttentionParams& p);
 
 // Whether the main kernel walks each plane's query tiles from the last down (kDescend, no tail split) for these params:
-// by default non-causal fp16/bf16 MHA passes at d = 128 of up to 4096 keys and at d = 64 of 8192 keys or more with
-// seq_q >= seq_k on grids of a whole wave or more (flash_bwd.cu descend_walk()); under FB_FLASH_BWD=desc2 wherever the
-// tiled dQ runs unsplit. Needs a device.
+// by default non-causal fp16/bf16 MHA passes at d = 128 of up to 4096 keys (flash_bwd.cu descend_walk(); d = 64's
+// walk of session 66 was withdrawn by session 67's call E); under FB_FLASH_BWD=desc2 wherever the tiled dQ runs
+// unsplit. Needs a device.
 bool backward_descends(const AttentionParams& p);
 
 // K/V planes whose key tiles the causal backward runs together, key tiles outermost (1: head-major, plane after plane):
