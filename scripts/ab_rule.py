@@ -28,6 +28,9 @@ call is the geometric mean of its rounds'. The rule is met when
 ab_variants): DIR holds SPEC-ROUND.json, each with --kernel's records and its variant's, named --variant (a variant of
 --kernel under settings.variants, or the rule is not met); --base is not given. Each round is then one process's,
 both sides' reps interleaved where the run was.
+--kernel-is-probe (with --in-process): the change under test is --kernel as built and --variant runs the code before
+it (a check of a shipped default, as session 67's call E: the kernel against FB_FLASH_BWD=nodesc2); a row's ratio is
+then the variant's median time / the kernel's (above 1: the kernel is faster), and the rule's base is the variant.
 The rows and their rounds are printed, then the verdict and every reason it fails. --json also writes all of it
 (the rule's figures, each row's rounds, the verdict) to a file, whole or not at all.
 
@@ -162,6 +165,8 @@ def judge(a):
         raise UsageError(f"DIR: '{a.dir}' is not a folder")
     if a.rounds < 1:
         raise UsageError(f"--rounds: {a.rounds} is not a count of rounds (>= 1)")
+    if a.kernel_is_probe and not a.in_process:
+        raise UsageError("--kernel-is-probe: only with --in-process (the kernel and its variant in one file)")
     if a.in_process:
         if a.base is not None:
             raise UsageError("--base: the in-process layout has none (the base is --kernel itself)")
@@ -188,6 +193,8 @@ def judge(a):
                 base = side_times(path, doc, a.kernel, keys)
                 why = variant_problem(path, doc, a.variant, a.kernel)
                 var = {k: (None, why) for k in keys} if why else side_times(path, doc, a.variant, keys)
+                if a.kernel_is_probe:
+                    base, var = var, base
             else:
                 bpath = os.path.join(a.dir, f"{a.base}-{name}-{r}.json")
                 vpath = os.path.join(a.dir, f"{a.variant}-{name}-{r}.json")
@@ -231,8 +238,9 @@ def judge(a):
         if gband is not None and not gband[0] <= summary["controls_geomean"] <= gband[1]:
             reasons.append(f"the controls' geomean {summary['controls_geomean']:.4f} is outside {gband[0]}-{gband[1]}")
     return {
-        "rule": {"kernel": a.kernel, "base": a.base, "variant": a.variant, "rounds": a.rounds,
-                 "in_process": bool(a.in_process),
+        "rule": {"kernel": a.kernel, "base": a.variant if a.kernel_is_probe else a.base,
+                 "variant": a.kernel if a.kernel_is_probe else a.variant, "rounds": a.rounds,
+                 "in_process": bool(a.in_process), "kernel_is_probe": bool(a.kernel_is_probe),
                  "rows": a.rows, "controls": a.controls, "min_geomean": a.min_geomean, "min_row": a.min_row,
                  "control_band": list(band), "controls_geomean_band": list(gband) if gband else None, "ratio": "base median time / variant median time, per round; a "
                  "row's ratio is the geomean of its rounds'"},
@@ -286,6 +294,8 @@ def main(argv):
                    help="the files' prefix of the probe (e.g. new); --in-process: the variant's kernel name")
     p.add_argument("--in-process", action="store_true",
                    help="the variant ran beside --kernel in each file (flashbench run --variant): SPEC-ROUND.json")
+    p.add_argument("--kernel-is-probe", action="store_true",
+                   help="with --in-process: --kernel is the change under test, --variant the code before it")
     p.add_argument("--rounds", type=int, required=True)
     p.add_argument("--rows", action="append", required=True, help="glob over spec names: the rule's rows")
     p.add_argument("--controls", action="append", default=[], help="glob over spec names: the controls")

@@ -1041,6 +1041,31 @@ class ABRule(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("--base is required", r.stderr)
 
+    def test_kernel_is_probe_reads_the_ratio_the_other_way(self):
+        """A shipped change checked against its variant of the code before (session 67's call E): the kernel is the
+        probe, and the same files that meet the rule for the variant fail it for the kernel, and the other way."""
+        rule = [a for a in self.RULE if a not in ("--base", "def")] + ["--in-process"]
+        # `new` 2-5% faster than k on the rows: met for `new`, not for k as the probe (k 2-5% slower)
+        self.write_in_process(lambda name: {"r-a": 1.02, "r-b": 1.05, "c-x": 1.0}[name])
+        r = self.judge("--kernel-is-probe", rule=rule)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("reads 0.9524, below", r.stdout)
+        # `new` 2-5% slower: k, the probe, is faster where `new` runs the code before it
+        self.write_in_process(lambda name: {"r-a": 1 / 1.02, "r-b": 1 / 1.05, "c-x": 1.0}[name])
+        r = self.judge("--kernel-is-probe", "--json", os.path.join(self.ab, "v.json"), rule=rule)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("k against new (k)", r.stdout)
+        with open(os.path.join(self.ab, "v.json")) as f:
+            v = json.load(f)
+        self.assertEqual((v["rule"]["base"], v["rule"]["variant"], v["rule"]["kernel_is_probe"]), ("new", "k", True))
+        self.assertGreater(v["summary"]["min"], 1.0)
+        r = self.judge("--kernel-is-probe", rule=rule)
+        self.assertEqual(r.returncode, 0)
+        # only for the in-process layout
+        r = self.judge("--kernel-is-probe")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--kernel-is-probe: only with --in-process", r.stderr)
+
     def test_met_rows_and_controls_and_json(self):
         self.write_call(lambda name: {"r-a": 1.02, "r-b": 1.05, "c-x": 1.0}[name])
         out = os.path.join(self.tmp, "rule.json")
