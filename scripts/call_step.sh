@@ -106,14 +106,11 @@ ab_variants() {  # DIR SPEC_DIR "SPECS" KERNEL NAME=VAR=VALUE[:VAR=VALUE...]...
   done
   mkdir -p "$dir"
   for r in 1 2; do
+    local order=("${fwd[@]}")
+    [ $r = 2 ] && order=("${rev[@]}")
     for s in $specs; do
-      if [ $r = 1 ]; then
-        step "ab-$s-$r" 90 "$fb" run "$specs_dir/$s.json" --interleave "${fwd[@]}" --backend cuda --no-ceilings -q \
-          -o "$dir/$s-$r.json"
-      else
-        step "ab-$s-$r" 90 "$fb" run "$specs_dir/$s.json" --interleave "${rev[@]}" --backend cuda --no-ceilings -q \
-          -o "$dir/$s-$r.json"
-      fi
+      step "ab-$s-$r" 90 "$fb" run "$specs_dir/$s.json" --interleave "${order[@]}" --backend cuda --no-ceilings -q \
+        -o "$dir/$s-$r.json"
     done
   done
   python3 scripts/paired.py "$dir"/*-[12].json "${pairs[@]}" --json "$dir/paired.json" > "$dir/paired.log" 2>&1

@@ -145,7 +145,12 @@ bool default_grid(GridVariant v) {
 // before it: every shape >= 0.995x) read b1-h2 N = 9000 (142 blocks, a wave and a bit) 0.985x [0.982, 0.990] beside
 // 1.009-1.025x at three more, so by that rule the d = 64 walk is withdrawn: d = 64 walks only under `desc2`.
 constexpr std::int64_t kDescendMaxKeys = 4096;
-bool descend_walk(const AttentionParams& p);  // below split_sms()
+bool descend_walk(const AttentionParams& p) {
+  const GridVariant v = grid_variant();
+  if (v == GridVariant::desc2) return true;
+  return default_grid(v) && v != GridVariant::nodesc2 && !p.causal && p.head_dim == 128 &&
+         p.heads == p.kv_heads && p.seq_k <= kDescendMaxKeys;
+}
 
 // The most query-head subsets the model may give a K/V plane (HeadSplitModel::max_split), the one place
 // that decides it: at d = 128 16 under the causal mask (session 13); the whole group without it (session 27 at d = 128,
@@ -205,13 +210,6 @@ int split_sms(const AttentionParams& p, SplitTiles& tiles) {
 // The main kernel's blocks for p: one per (batch, K/V head, tile of block_n keys).
 long long key_tile_blocks(const AttentionParams& p, int block_n) {
   return (long long)((p.seq_k + block_n - 1) / block_n) * p.batch * p.kv_heads;
-}
-
-bool descend_walk(const AttentionParams& p) {
-  const GridVariant v = grid_variant();
-  if (v == GridVariant::desc2) return true;
-  if (!default_grid(v) || v == GridVariant::nodesc2 || p.causal || p.heads != p.kv_heads) return false;
-  return p.head_dim == 128 && p.seq_k <= kDescendMaxKeys;
 }
 
 // Whether the warp-grid kernel's grid options (the head split, the tail split, the causal plane groups) may act on p:

@@ -36,16 +36,8 @@ spec("f5", seq=[14000], batch=[1], heads=[12], dtype=["bf16"])
 spec("g1", seq=[8192], batch=[1], heads=[3], dtype=["bf16"])
 spec("g2", seq=[12500], batch=[1], heads=[2], dtype=["fp16"])
 PY
-for r in 1 2; do
-  v="--variant walk=flash:FB_FLASH_BWD=desc2 --variant null=flash:FB_FLASH_BWD=standard"
-  [ $r = 2 ] && v="--variant null=flash:FB_FLASH_BWD=standard --variant walk=flash:FB_FLASH_BWD=desc2"
-  for s in f1 f2 f3 f4 f5 g1 g2; do
-    step ab-$s-$r 30 $fb run $R/spec/$s.json $v --interleave --backend cuda --no-ceilings -q -o $R/ab/$s-$r.json
-  done
-done
-python3 scripts/paired.py $R/ab/*-1.json $R/ab/*-2.json --pair walk:flash --pair null:flash --json $R/paired.json \
-  > $R/paired.log 2>&1
-cut -c1-120 $R/paired.log
+ab_variants $R/ab $R/spec "f1 f2 f3 f4 f5 g1 g2" flash walk=FB_FLASH_BWD=desc2 null=FB_FLASH_BWD=standard
+cut -c1-120 $R/ab/paired.log
 python3 scripts/ab_rule.py $R/ab --in-process --spec-dir $R/spec --kernel flash --variant walk --rounds 2 \
   --rows 'f*' --min-geomean 1.01 --min-row 0.995 --json $R/rule.json > $R/rule.txt 2>&1
 tail -4 $R/rule.txt
