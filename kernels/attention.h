@@ -80,7 +80,9 @@ struct AttentionParams {
   const void* k = nullptr;
   const void* v = nullptr;
   void* o = nullptr;    // output_dtype(dtype)
-  void* lse = nullptr;  // accumulator type
+  // Accumulator type. nullptr in a forward that no backward follows, for a family whose Ops::lse_optional says it
+  // may be (it then writes O only: an inference forward, as cuDNN's without its Stats output).
+  void* lse = nullptr;
 
   // Backward (the forward's O and LSE are inputs then).
   const void* dout = nullptr;
@@ -126,6 +128,9 @@ struct Ops {
   // Rows per tile along the dimension a tiled kernel loops over (query rows for the forward, key
   // rows for the backward), for the byte model; nullptr for untiled kernels.
   int (*tile)(Pass pass, const AttentionParams& p);
+  // The forward takes params.lse == nullptr and then writes no log-sum-exp (the C API's inference forward,
+  // include/flashbench/capi.h); false: it always writes LSE.
+  bool lse_optional = false;
 };
 
 // Defined in each family's folder.

@@ -9,8 +9,10 @@ flash_sm90, flash, naive and cudnn (flashbench's in-binary cuDNN) take SDPA's ar
 --callable does:
     FUNCTION(q, k, v, is_causal=False, scale=None) -> O
 q (B, H, seq_q, d), k and v (B, kv_heads, seq_k, d) on the GPU, one dtype (float64, float32, float16, bfloat16);
-causal is bottom-right aligned. The backward runs flashbench's backward through torch.autograd. `kernel(NAME)`
-returns such a function for any kernel the library runs (`kernels()` lists them).
+causal is bottom-right aligned. The backward runs flashbench's backward through torch.autograd. A forward that no
+backward can follow (no input requires grad, or under torch.no_grad: peers.py's default fwd timing) asks for no
+log-sum-exp, as PyTorch's cuDNN then computes none: flash-sm90 writes O only (capi.h). `kernel(NAME)` returns such a
+function for any kernel the library runs (`kernels()` lists them).
 
 The library: FB_CAPI_LIB, else libflashbench_capi.so in build/ or build-dev/ of this checkout (scripts/setup.sh
 builds it where CUDA is found).
@@ -21,7 +23,7 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FB_PASS_FWD, FB_PASS_BWD = 1, 2
-CAPI_VERSION = 1
+CAPI_VERSION = 2
 
 
 class Call(ctypes.Structure):
@@ -128,6 +130,27 @@ def workspace_bytes(name, passes, c, device):
     return _workspace[key]
 
 
+def forward(name, q, k, v, causal, scale, training, lse=None):
+    """flashbench's forward NAME on contiguous q, k, v: (o, lse, workspace). training: a backward may follow (the
+    workspace is sized for both passes, and the LSE is always written); else lse (default: not training) says
+    whether to ask for the LSE: without it (an inference forward, as PyTorch's cuDNN under no_grad computes none)
+    flash-sm90 writes O only and the other kernels write the LSE into the workspace (capi.h); lse is then None."""
+    import torch
+    want_lse = training or bool(lse)
+    lib, err = library(), ctypes.create_string_buffer(512)
+    c = make_call(q, k, v, causal, scale)
+    passes = FB_PASS_FWD | (FB_PASS_BWD if training else 0)
+    ws_bytes = workspace_bytes(name, passes, c, q.device.index)
+    o = torch.empty_like(q)
+    out_lse = torch.empty(q.shape[:3], dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,
+                          device=q.device) if want_lse else None
+    ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=q.device)
+    c.o, c.workspace, c.workspace_size = o.data_ptr(), ws.data_ptr(), ws_bytes
+    c.lse = out_lse.data_ptr() if want_lse else None
+    check(lib.fb_capi_forward(name.encode(), ctypes.byref(c), err, len(err)), err, name)
+    return o, out_lse, ws
+
+
 def _function():
     import torch
 
@@ -135,17 +158,8 @@ def _function():
         @staticmethod
         def forward(ctx, name, q, k, v, causal, scale):
             q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-            lib, err = library(), ctypes.create_string_buffer(512)
-            c = make_call(q, k, v, causal, scale)
             training = any(ctx.needs_input_grad[1:4])
-            passes = FB_PASS_FWD | (FB_PASS_BWD if training else 0)
-            ws_bytes = workspace_bytes(name, passes, c, q.device.index)
-            o = torch.empty_like(q)
-            lse = torch.empty(q.shape[:3], dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,
-                              device=q.device)
-            ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=q.device)
-            c.o, c.lse, c.workspace, c.workspace_size = o.data_ptr(), lse.data_ptr(), ws.data_ptr(), ws_bytes
-            check(lib.fb_capi_forward(name.encode(), ctypes.byref(c), err, len(err)), err, name)
+            o, lse, ws = forward(name, q, k, v, causal, scale, training)
             if training:
                 ctx.save_for_backward(q, k, v, o, lse, ws)
                 ctx.fb = (name, causal, scale)

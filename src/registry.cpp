@@ -111,6 +111,7 @@ CudaEntry cuda_entry(const cuda::Ops& ops) {
     };
   if (ops.tile)
     e.tile = [&ops](Pass pass, const AttentionParams& p, const cuda::Context&) { return ops.tile(pass, p); };
+  e.lse_optional = ops.lse_optional;
   return e;
 }
 #define FB_CUDA_ENTRY(ops) cuda_entry(ops)
@@ -306,6 +307,7 @@ Entry<Ctx, State> scoped(const Entry<Ctx, State>& e, const settings::Overlay* o)
   w.forward = scoped(e.forward, o);
   w.backward = scoped(e.backward, o);
   w.tile = scoped(e.tile, o);
+  w.lse_optional = e.lse_optional;
   return w;
 }
 

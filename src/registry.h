@@ -50,6 +50,9 @@ struct Entry {
   // Rows per tile along the dimension the kernel loops over (query rows for the forward, key rows
   // for the backward), for the byte model; empty or 0 = not tiled.
   std::function<int(Pass, const AttentionParams&, const Ctx&)> tile;
+  // The forward takes params.lse == nullptr and writes O only (cuda::Ops::lse_optional; the C API's inference
+  // forward). false: it always writes LSE.
+  bool lse_optional = false;
   explicit operator bool() const { return bool(forward); }
 };
 

@@ -4,7 +4,9 @@
 On shapes no config names (seq_q != seq_k, GQA and MHA, causal or not, d 64 and 128, bf16 and fp16, forward and
 backward), fb_torch's flash (and flash_sm90 on sm_90) must come out verified by peers.py's rule, and a wrong
 kernel (flash with its softmax scale 25% high) must not: the path judges what it times. Twice: the reps back to back,
-then interleaved (--interleave) with PyTorch's cuDNN among the kernels.
+then interleaved (--interleave) with PyTorch's cuDNN among the kernels. A forward no backward can follow (under
+no_grad: the C API's call.lse NULL) must give the same O, bit for bit, as the training forward, whichever way the
+kernel takes it (flash-sm90 skips the LSE, the others write it into the workspace), on the tail split's shape too.
 Exit 77 (skipped) without PyTorch or a CUDA device.
 """
 import json
@@ -69,6 +71,39 @@ def check(callables, extra):
     return bad, f"{' '.join(extra) or 'reps back to back'}: {len(records)} records of {sorted(kernels)}"
 
 
+def inference_forward(names):
+    """O of each kernel under torch.no_grad (no LSE asked for) against its O with autograd on: the problems found."""
+    import torch
+    import fb_torch
+    shapes = [(1, 8, 8, 4096, 4096, 64, torch.bfloat16, False),  # flash-sm90's d = 64 tail split on 132 SMs
+              (2, 6, 2, 192, 320, 128, torch.float16, True), (3, 4, 4, 500, 300, 64, torch.bfloat16, True),
+              (2, 4, 2, 200, 260, 64, torch.float32, False)]
+    bad = []
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    for b, h, hk, sq, sk, d, dt, causal in shapes:
+        q = torch.randn(b, h, sq, d, device="cuda", dtype=dt, generator=gen)
+        k = torch.randn(b, hk, sk, d, device="cuda", dtype=dt, generator=gen)
+        v = torch.randn(b, hk, sk, d, device="cuda", dtype=dt, generator=gen)
+        for name in names:
+            f = getattr(fb_torch, name)
+            with torch.no_grad():
+                o_inf = f(q, k, v, is_causal=causal)
+            qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+            o_train = f(qg, kg, vg, is_causal=causal).detach()
+            where = f"{name} b{b}-h{h}-kv{hk} {sq}x{sk} d{d} {dt} causal={causal}"
+            if not torch.isfinite(o_train).all():
+                bad.append(f"{where}: training O not finite")
+            elif not torch.equal(o_inf, o_train):
+                bad.append(f"{where}: inference O differs from training O in "
+                           f"{int((o_inf != o_train).sum())} elements")
+            # An inference forward that asks for the LSE all the same (call L's probe, session 68).
+            o_lse, lse, _ = fb_torch.forward(name.replace("_", "-"), q, k, v, causal, None, False, lse=True)
+            if lse is None or not torch.equal(o_lse, o_train) or torch.isnan(lse).any():
+                bad.append(f"{where}: the inference forward with its LSE differs")
+    torch.cuda.synchronize()
+    return bad
+
+
 def main():
     try:
         import torch
@@ -86,6 +121,10 @@ def main():
         b, line = check(callables, extra)
         bad += b
         print(f"gpu_fb_torch.py: {line}")
+    names = ["naive"] + callables
+    b = inference_forward(names)
+    bad += b
+    print(f"gpu_fb_torch.py: inference forward of {names} against the training one: {len(b)} problems")
     for b in bad:
         print("FAIL", b)
     print(f"gpu_fb_torch.py: {len(bad)} problems")

@@ -37,10 +37,12 @@
 // gpu_main.cpp skips the tests without a device; a device that is not Hopper (or a build without sm_90a) is told
 // apart with a warning, as in test_gpu.cpp.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -253,6 +255,65 @@ TEST_CASE("flash-sm90 forward given no workspace: the unsplit kernel where the p
     REQUIRE(b.run(bare, 0, 1).times_ms.size() == 1);
     records.push_back(ok_record(c, "flash-sm90"));
     verify_and_check(b, records, each_written(b, c, Tensors::outputs));
+    b.release();
+  }
+}
+
+// The C API's inference forward (capi.h: call.lse NULL): flash-sm90's forward given no LSE pointer writes the same O,
+// bit for bit, and no LSE (the backend's poison, NaN, stays in its buffer). Every forward path that stores the LSE: the
+// 16-bit kernel at d = 64 / 128 / 256 (fastlse's epilogue and the plain one, xtile's deferred epilogue, rows with no
+// key), the tail split's merge, the fp32 (3xTF32) and fp8 kernels.
+TEST_CASE("flash-sm90 forward without an LSE pointer: the same O, no LSE written", "[gpu][sm90fwd][nolse]") {
+  INFO("FB_SM90_FWD_PROBE=" << probe_setting());
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  REQUIRE(sm90.cuda.lse_optional);
+  Descriptor no_lse = sm90;
+  no_lse.name = "flash-sm90-nolse";
+  no_lse.cuda.forward = [forward = sm90.cuda.forward](const AttentionParams& p, const cuda::Context& ctx,
+                                                      NoState& state) {
+    AttentionParams without = p;
+    without.lse = nullptr;
+    forward(without, ctx, state);
+  };
+  const std::vector<Case> cases = {
+      make_case(16, 16, 16, 512, 512, 64, Dtype::bf16, true, Pass::fwd),
+      make_case(16, 8, 2, 700, 700, 64, Dtype::fp16, false, Pass::fwd),
+      make_case(16, 16, 16, 500, 300, 64, Dtype::bf16, true, Pass::fwd),  // 200 rows a head with no key
+      make_case(4, 16, 16, 1000, 1000, 128, Dtype::bf16, true, Pass::fwd),
+      make_case(10, 16, 4, 512, 512, 128, Dtype::fp16, false, Pass::fwd),
+      make_case(2, 8, 8, 300, 700, 256, Dtype::bf16, false, Pass::fwd),
+      tail_split_cases().front(),
+      make_case(2, 8, 8, 640, 640, 64, Dtype::fp32, true, Pass::fwd),
+      make_case(2, 8, 4, 333, 400, 128, Dtype::fp32, false, Pass::fwd),
+      make_case(4, 8, 8, 1024, 1024, 128, Dtype::fp8, false, Pass::fwd),
+  };
+  for (const Case& c : cases) {
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
+      WARN("flash-sm90 not run: " << *why);
+      return;
+    }
+    b.prepare(c, kSeed);
+    REQUIRE(b.run(sm90, 0, 1).times_ms.size() == 1);
+    REQUIRE(b.run(no_lse, 1, 1).times_ms.size() == 1);
+    const auto tensor = [&](const char* kernel_name, const char* name) {
+      for (HostTensor& t : b.fetch(kernel_name))
+        if (t.name == name) return std::move(t.values);
+      FAIL("no " << name << " from " << kernel_name);
+      return std::vector<double>{};
+    };
+    const std::vector<double> o = tensor("flash-sm90", "O"), o_bare = tensor("flash-sm90-nolse", "O");
+    const std::vector<double> lse = tensor("flash-sm90", "LSE"), lse_bare = tensor("flash-sm90-nolse", "LSE");
+    REQUIRE(o.size() == o_bare.size());
+    REQUIRE(lse.size() == lse_bare.size());
+    std::size_t differ = 0, unwritten = 0, written = 0;
+    for (std::size_t i = 0; i < o.size(); ++i) differ += !(o[i] == o_bare[i]);  // NaN differs from everything
+    for (const double v : lse) unwritten += std::isnan(v);
+    for (const double v : lse_bare) written += !std::isnan(v);
+    CHECK(differ == 0);     // the same O, bit for bit (NaN nowhere)
+    CHECK(unwritten == 0);  // given a pointer, every LSE row is written
+    CHECK(written == 0);    // given none, no LSE row is
     b.release();
   }
 }

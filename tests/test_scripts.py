@@ -3527,6 +3527,30 @@ class CApi(unittest.TestCase):
         self.assertIn("call.dout: NULL", self.err.value.decode())
 
 
+    def test_forward_without_lse(self):
+        """call.lse NULL in a forward (capi.h's inference forward): a kernel that always writes the log-sum-exp
+        writes it into the workspace, so what fb_capi_workspace_bytes asks for a forward holds a row's LSE for every
+        query row, and a forward given less is refused, naming lse and that size; a backward needs the LSE."""
+        for dtype, acc in ((3, 4), (0, 8)):  # bf16: float LSE; fp64: double
+            c = self.call(dtype=dtype)
+            rows = c.batch * c.heads * c.seq_q
+            rc, err, fwd = self.workspace("flash", c, 1)
+            self.assertEqual(rc, 0, err)
+            self.assertGreaterEqual(fwd, rows * acc)
+            for kernel in ("flash", "naive"):
+                rc, err, need = self.workspace(kernel, c, 1)
+                self.assertEqual(rc, 0, err)
+                c = self.call(dtype=dtype, q=16, k=16, v=16, o=16, workspace=16, workspace_size=need - 1)
+                rc = self.lib.fb_capi_forward(kernel.encode(), self.ct.byref(c), self.err, len(self.err))
+                self.assertNotEqual(rc, 0)
+                msg = self.err.value.decode()
+                self.assertIn(f"kernel '{kernel}' needs {need} (call.lse is NULL", msg)
+        c = self.call(q=16, k=16, v=16, o=16, dout=16, dq=16, dk=16, dv=16)
+        rc = self.lib.fb_capi_backward(b"flash", self.ct.byref(c), self.err, len(self.err))
+        self.assertNotEqual(rc, 0)
+        self.assertIn("call.lse: NULL (a backward reads its forward's)", self.err.value.decode())
+
+
 def main():
     result = unittest.main(exit=False, verbosity=2).result
     if not result.wasSuccessful():

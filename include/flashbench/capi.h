@@ -27,7 +27,8 @@
 extern "C" {
 #endif
 
-#define FB_CAPI_VERSION 1
+/* 2: call.lse may be NULL in a forward (the inference forward, below). */
+#define FB_CAPI_VERSION 2
 
 typedef struct fb_capi_call {
   uint32_t struct_size; /* sizeof(fb_capi_call) of the caller: checked against the library's */
@@ -45,6 +46,9 @@ typedef struct fb_capi_call {
   const void* k;
   const void* v;
   void* o;
+  /* NULL in a forward that no backward follows (inference, as PyTorch's SDPA under no_grad): flash-sm90 then
+   * writes O only; a kernel that always writes the log-sum-exp writes it into the workspace, whose size for
+   * FB_PASS_FWD counts room for it. A backward needs the LSE its forward wrote. */
   void* lse;
   /* Backward only (NULL for a forward). */
   const void* dout;
@@ -67,7 +71,7 @@ const char* fb_capi_kernels(void);
  * that the kernel can run the call's shape and dtype on the current device. Pointers are not read. */
 int fb_capi_workspace_bytes(const char* kernel, uint32_t passes, const fb_capi_call* call, uint64_t* bytes,
                             char* err, size_t err_size);
-/* O and LSE from Q, K, V. */
+/* O and LSE from Q, K, V (O only where call.lse is NULL). */
 int fb_capi_forward(const char* kernel, const fb_capi_call* call, char* err, size_t err_size);
 /* dQ, dK, dV from Q, K, V, O, LSE, dO, after a forward of the same call with the same workspace. */
 int fb_capi_backward(const char* kernel, const fb_capi_call* call, char* err, size_t err_size);

@@ -291,8 +291,8 @@ std::size_t workspace_bytes(Pass pass, const AttentionParams& p) {
 
 void forward(const AttentionParams& p, const Context& ctx) {
   if (const char* why = unsupported(Pass::fwd, p)) throw std::invalid_argument(why);
-  if (!p.q || !p.k || !p.v || !p.o || !p.lse)
-    throw std::invalid_argument("flash-sm90 forward: q, k, v, o and lse must be device pointers");
+  if (!p.q || !p.k || !p.v || !p.o)  // lse may be nullptr: an inference forward writes O only
+    throw std::invalid_argument("flash-sm90 forward: q, k, v and o must be device pointers");
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (p.dtype == Dtype::fp32) {
     if (p.head_dim == 64) run_tf32_fwd<64, true>(p, stream);
@@ -328,8 +328,8 @@ int query_tile(const AttentionParams& p) {
 
 void forward_tf32x1(const AttentionParams& p, const Context& ctx) {
   if (const char* why = unsupported_tf32x1(Pass::fwd, p)) throw std::invalid_argument(why);
-  if (!p.q || !p.k || !p.v || !p.o || !p.lse)
-    throw std::invalid_argument("flash-sm90-tf32x1 forward: q, k, v, o and lse must be device pointers");
+  if (!p.q || !p.k || !p.v || !p.o)  // lse may be nullptr, as in forward()
+    throw std::invalid_argument("flash-sm90-tf32x1 forward: q, k, v and o must be device pointers");
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (p.head_dim == 64) run_tf32_fwd<64, false>(p, stream);
   else run_tf32_fwd<128, false>(p, stream);

@@ -41,7 +41,7 @@ struct Fp8FwdParams {
   CUtensorMap tm_vt;  // e4m3 (seq_k_pad, d, batch * kv_heads), box (128, d, 1): V^T, permuted keys
   CUtensorMap tm_o;   // bf16 (d, seq_q, batch * heads), box (64, 64, 1)
   __nv_bfloat16* o;   // the same O, for the direct stores (Tr::kStageO false)
-  float* lse;
+  float* lse;  // nullptr: not written (an inference forward: AttentionParams::lse)
   int heads;
   int kv_heads;
   int group;
@@ -438,7 +438,7 @@ __device__ __forceinline__ void fp8_consume(const Fp8FwdParams& prm, const SmemT
       const float sum = quad_sum(l[hf]);  // p_scale x the row sum of P
       inv[hf] = sum > 0.f ? prm.descale_v / sum : 0.f;
       const int r = row + hf * 8;
-      if (lane % 4 == 0 && r < seq_q)
+      if (prm.lse && lane % 4 == 0 && r < seq_q)
         prm.lse[std::int64_t(w.bh) * seq_q + r] =
             sum > 0.f ? (m[hf] + (log2f(sum) - p_scale_log2)) * float(kLn2) : -INFINITY;
     }

@@ -40,6 +40,7 @@ struct FwdParams {
   CUtensorMap tm_v;  // (d, seq_k, batch * kv_heads), box (64, kBc, 1)
   CUtensorMap tm_o;  // (d, seq_q, batch * heads), box (64, kWgRows, 1)
   float* lse;        // [batch, heads, seq_q], natural log (-inf for a row with no visible key)
+                     // nullptr: not written (an inference forward: AttentionParams::lse)
   int heads;
   int kv_heads;
   int group;         // query heads per K/V head
@@ -552,7 +553,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       for (int hf = 0; hf < 2; ++hf) {
         const float lse = sum[hf] > 0.f ? (m[hf] + ptx::lg2_approx(sum[hf])) * float(kLn2) : -INFINITY;
         const int r = row + hf * 8;
-        if (lane % 4 == 0 && unsigned(r) < unsigned(seq_q)) prm.lse[std::int64_t(bh) * seq_q + r] = lse;
+        if (prm.lse && lane % 4 == 0 && unsigned(r) < unsigned(seq_q)) prm.lse[std::int64_t(bh) * seq_q + r] = lse;
       }
     } else {
 #pragma unroll
@@ -562,7 +563,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
         inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
         const int r = row + hf * 8;
-        if (lane % 4 == 0 && unsigned(r) < unsigned(seq_q))  // 0 <= r < seq_q (q_shift)
+        if (prm.lse && lane % 4 == 0 && unsigned(r) < unsigned(seq_q))  // 0 <= r < seq_q (q_shift)
           prm.lse[std::int64_t(bh) * seq_q + r] = sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
       }
     }
@@ -1002,7 +1003,7 @@ __global__ void __launch_bounds__(kCombineThreads)
   for (int c = 0; c < kPairs; ++c)
     *reinterpret_cast<std::uint32_t*>(o + out_row * Tr::kHeadDim + 64 * c + 2 * lane) =
         ptx::pack2<typename Tr::Elem>(acc[2 * c] * inv, acc[2 * c + 1] * inv);
-  if (lane == 0) prm.lse[out_row] = wsum > 0.f ? (m_sub + log2f(wsum)) * float(kLn2) : -INFINITY;
+  if (prm.lse && lane == 0) prm.lse[out_row] = wsum > 0.f ? (m_sub + log2f(wsum)) * float(kLn2) : -INFINITY;
 #else
   __trap();
 #endif

@@ -45,6 +45,7 @@ struct Tf32FwdParams {
   CUtensorMap tm_v;  // same as tm_k
   float* o;          // [batch, heads, seq_q, d]
   float* lse;        // [batch, heads, seq_q], natural log (-inf for a row with no visible key)
+                     // nullptr: not written (an inference forward: AttentionParams::lse)
   int heads;
   int kv_heads;
   int group;         // query heads per K/V head
@@ -473,7 +474,7 @@ __device__ __forceinline__ void tf32_consume(const Tf32FwdParams& prm, const Tf3
     const float sum = quad_sum(l[hf]);
     inv[hf] = sum > 0.f ? 1.f / sum : 0.f;  // a row that sees no key: O = 0, LSE = -inf
     const int r = row + hf * 8;
-    if (lane % 4 == 0 && r < seq_q)
+    if (prm.lse && lane % 4 == 0 && r < seq_q)
       prm.lse[std::int64_t(bh) * seq_q + r] =
           sum > 0.f ? (m[hf] + log2f(sum)) * float(kLn2) : -INFINITY;
   }

@@ -23,7 +23,8 @@ int tile_tf32x1(Pass pass, const AttentionParams& p) {
 const Ops& flash_sm90_ops() {
   static const Ops ops{&flash_sm90::unsupported, &flash_sm90::workspace_bytes,
                        &checked<&flash_sm90::unsupported, &flash_sm90::forward, Pass::fwd>,
-                       &checked<&flash_sm90::unsupported, &flash_sm90::backward, Pass::bwd>, &tile};
+                       &checked<&flash_sm90::unsupported, &flash_sm90::backward, Pass::bwd>, &tile,
+                       /*lse_optional=*/true};
   return ops;
 }
 
@@ -31,7 +32,7 @@ const Ops& flash_sm90_tf32x1_ops() {
   static const Ops ops{&flash_sm90::unsupported_tf32x1, &flash_sm90::workspace_bytes,
                        &checked<&flash_sm90::unsupported_tf32x1, &flash_sm90::forward_tf32x1, Pass::fwd>,
                        &checked<&flash_sm90::unsupported_tf32x1, &flash_sm90::backward_tf32x1, Pass::bwd>,
-                       &tile_tf32x1};
+                       &tile_tf32x1, /*lse_optional=*/true};
   return ops;
 }
 
