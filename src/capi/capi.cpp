@@ -92,11 +92,9 @@ std::size_t lse_room_offset(std::size_t own_bytes) { return (own_bytes + 255) / 
 std::size_t lse_room_bytes(const Resolved& r) {
   return r.kernel->cuda.lse_optional ? 0 : std::size_t(r.p.rows()) * fb::accum_bytes(r.c.dtype);
 }
-// Scratch bytes a call of `pass` needs: the kernel's own, and for a forward the room above.
-std::size_t workspace_need(const Resolved& r, fb::Pass pass) {
-  const std::size_t own = r.kernel->cuda.workspace_bytes(pass, r.p);
-  const std::size_t room = pass == fb::Pass::fwd ? lse_room_bytes(r) : 0;
-  return room ? lse_room_offset(own) + room : own;
+// Scratch bytes: the kernel's own, and the room above after them.
+std::size_t with_room(std::size_t own_bytes, std::size_t room) {
+  return room ? lse_room_offset(own_bytes) + room : own_bytes;
 }
 
 void bind(fb::AttentionParams& p, const fb_capi_call* call, bool backward) {
@@ -104,13 +102,11 @@ void bind(fb::AttentionParams& p, const fb_capi_call* call, bool backward) {
   for (const auto& [field, ptr] : needed)
     if (!ptr) throw Failure{std::string("call.") + field + ": NULL"};
   if (backward) {
-    const std::pair<const char*, const void*> grads[] = {{"lse", call->lse},   {"dout", call->dout},
-                                                         {"dq", call->dq},     {"dk", call->dk},
-                                                         {"dv", call->dv}};
+    if (!call->lse) throw Failure{"call.lse: NULL (a backward reads its forward's)"};
+    const std::pair<const char*, const void*> grads[] = {
+        {"dout", call->dout}, {"dq", call->dq}, {"dk", call->dk}, {"dv", call->dv}};
     for (const auto& [field, ptr] : grads)
-      if (!ptr)
-        throw Failure{std::string("call.") + field + ": NULL (a backward " +
-                      (field == std::string("lse") ? "reads its forward's" : "writes it") + ")"};
+      if (!ptr) throw Failure{std::string("call.") + field + ": NULL (a backward writes it)"};
   }
   p.q = call->q;
   p.k = call->k;
@@ -163,15 +159,16 @@ int run(const char* name, bool backward, const fb_capi_call* call, char* err, st
     Resolved r = resolve(name, pass, call);
     bind(r.p, call, backward);
     const std::size_t own = r.kernel->cuda.workspace_bytes(pass, r.p);
-    const bool lse_room = !call->lse && lse_room_bytes(r) > 0;  // a forward whose kernel always writes LSE
-    const std::size_t need = lse_room ? workspace_need(r, pass) : own;
+    // A forward without call.lse whose kernel always writes one (bind: a backward has call.lse).
+    const std::size_t room = call->lse ? 0 : lse_room_bytes(r);
+    const std::size_t need = with_room(own, room);
     if (need && (!call->workspace || call->workspace_size < need))
       throw Failure{"call.workspace: " + std::to_string(call->workspace_size) + " bytes, kernel '" + r.kernel->name +
                     "' needs " + std::to_string(need) +
-                    (lse_room ? " (call.lse is NULL: it writes the log-sum-exp there; fb_capi_workspace_bytes with "
-                                "FB_PASS_FWD)"
-                              : " (fb_capi_workspace_bytes)")};
-    if (lse_room) r.p.lse = static_cast<char*>(call->workspace) + lse_room_offset(own);
+                    (room ? " (call.lse is NULL: it writes the log-sum-exp there; fb_capi_workspace_bytes with "
+                            "FB_PASS_FWD)"
+                          : " (fb_capi_workspace_bytes)")};
+    if (room) r.p.lse = static_cast<char*>(call->workspace) + lse_room_offset(own);
     const fb::cuda::Context ctx{call->stream, cublas_for(call->stream)};
     fb::NoState state;
     if (backward) {
@@ -209,7 +206,7 @@ int fb_capi_workspace_bytes(const char* kernel, uint32_t passes, const fb_capi_c
     if (!bytes) throw Failure{"bytes: NULL"};
     const fb::Pass pass = passes == FB_PASS_FWD ? fb::Pass::fwd : fb::Pass::fwd_bwd;
     const Resolved r = resolve(kernel, pass, call);
-    *bytes = workspace_need(r, pass);
+    *bytes = with_room(r.kernel->cuda.workspace_bytes(pass, r.p), pass == fb::Pass::fwd ? lse_room_bytes(r) : 0);
   });
 }
 
