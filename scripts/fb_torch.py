@@ -23,7 +23,7 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FB_PASS_FWD, FB_PASS_BWD = 1, 2
-CAPI_VERSION = 2
+CAPI_VERSION = 3
 
 
 class Call(ctypes.Structure):

@@ -7,7 +7,7 @@ kernel (flash with its softmax scale 25% high) must not: the path judges what it
 then interleaved (--interleave) with PyTorch's cuDNN among the kernels. A forward no backward can follow (under
 no_grad: the C API's call.lse NULL) must give the same O, bit for bit, as the training forward, whichever way the
 kernel takes it (flash-sm90 skips the LSE, the others write it into the workspace), on the tail split's shape too.
-Exit 77 (skipped) without PyTorch or a CUDA device.
+Kernel names with settings (C API version 3) reach the kernel. Exit 77 (skipped) without PyTorch or a CUDA device.
 """
 import json
 import os
@@ -104,6 +104,34 @@ def inference_forward(names):
     return bad
 
 
+def settings_in_names():
+    """C API version 3: "KERNEL:VAR=VALUE" runs KERNEL under that setting for its calls only. A removed probe word is
+    refused by the kernel itself (the setting reached it) while the plain name runs; under `ones` (d = 64's inference
+    forward with P V's row sums) O is finite, off the training O's bits somewhere (the path ran) and within a few
+    16-bit ulps of it. The problems found."""
+    import torch
+    import fb_torch
+    bad = []
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q, k, v = (torch.randn(3, 4, 700, 64, device="cuda", dtype=torch.bfloat16, generator=gen) for _ in range(3))
+    try:
+        fb_torch.kernel("flash-sm90:FB_SM90_FWD_PROBE=xskip")(q, k, v, is_causal=True)
+        bad.append("flash-sm90:FB_SM90_FWD_PROBE=xskip ran (a removed word must be refused)")
+    except RuntimeError as e:
+        if "was measured and removed" not in str(e):
+            bad.append(f"flash-sm90:FB_SM90_FWD_PROBE=xskip: {e}")
+    with torch.no_grad():
+        o = fb_torch.flash_sm90(q, k, v, is_causal=True)
+        o_ones = fb_torch.kernel("flash-sm90:FB_SM90_FWD_PROBE=ones")(q, k, v, is_causal=True)
+    torch.cuda.synchronize()
+    # Relative to max(|O|, 1): one bf16 ulp is 2^-7 of it, the sums' difference 2^-9 at most.
+    diff = ((o_ones.float() - o.float()).abs() / o.float().abs().clamp(min=1.0)).max().item()
+    if not torch.isfinite(o_ones).all() or torch.equal(o, o_ones) or not diff < 0.02:
+        bad.append(f"flash-sm90 under ones: finite {bool(torch.isfinite(o_ones).all())}, "
+                   f"equal to the default {torch.equal(o, o_ones)}, max relative |diff| {diff}")
+    return bad
+
+
 def main():
     try:
         import torch
@@ -125,6 +153,10 @@ def main():
     b = inference_forward(names)
     bad += b
     print(f"gpu_fb_torch.py: inference forward of {names} against the training one: {len(b)} problems")
+    if "flash_sm90" in callables:
+        b = settings_in_names()
+        bad += b
+        print(f"gpu_fb_torch.py: kernel names with settings (flash-sm90 under xskip, ones): {len(b)} problems")
     for b in bad:
         print("FAIL", b)
     print(f"gpu_fb_torch.py: {len(bad)} problems")

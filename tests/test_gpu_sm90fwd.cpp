@@ -318,6 +318,74 @@ TEST_CASE("flash-sm90 forward without an LSE pointer: the same O, no LSE written
   }
 }
 
+// The inference forward under the probe `ones` (d = 64: P's row sums from P V over a tile of ones, FwdTraits::kOnesSum)
+// writes O only. Its O is judged by the runner's rule beside naive's, as any forward's: the record's LSE comes from the
+// shipped training forward, run first, and O is poisoned (NaN) between the two, so every O element judged is the
+// inference forward's. Its O must differ somewhere from the training forward's (other sums: the path ran), and on
+// launches it does not take (split, fp32, d = 128) equal it bit for bit.
+TEST_CASE("flash-sm90's inference forward under `ones`: O verified beside naive", "[gpu][sm90fwd][ones]") {
+  CudaBackend& b = gpu();
+  const Descriptor& sm90 = kernel("flash-sm90");
+  const Descriptor infer = make_variant(sm90, "sm90-ones-infer", {{"FB_SM90_FWD_PROBE", "ones"}});
+  Descriptor ones = sm90;
+  ones.name = "flash-sm90-ones";
+  ones.cuda.forward = [train = sm90.cuda.forward, run = infer.cuda.forward](const AttentionParams& p,
+                                                                           const cuda::Context& ctx, NoState& state) {
+    train(p, ctx, state);
+    const std::size_t o_bytes = std::size_t(p.q_elems()) * dtype_bytes(output_dtype(p.dtype));
+    REQUIRE(cudaMemsetAsync(p.o, 0xFF, o_bytes, static_cast<cudaStream_t>(ctx.stream)) == cudaSuccess);
+    AttentionParams without = p;
+    without.lse = nullptr;
+    run(without, ctx, state);
+  };
+  const KernelSet set({kernel("naive"), sm90, ones});
+  enum class Takes { yes, no, either };  // whether `ones` applies to the launch (d = 64, 16-bit, unsplit)
+  struct Row {
+    Case c;
+    Takes takes;
+  };
+  const std::vector<Row> rows = {
+      {make_case(16, 16, 16, 512, 512, 64, Dtype::bf16, true, Pass::fwd), Takes::yes},
+      {make_case(3, 20, 4, 700, 700, 64, Dtype::fp16, true, Pass::fwd), Takes::yes},
+      {make_case(4, 6, 6, 333, 900, 64, Dtype::bf16, false, Pass::fwd), Takes::yes},
+      {make_case(16, 16, 16, 500, 300, 64, Dtype::bf16, true, Pass::fwd), Takes::yes},  // 200 rows a head with no key
+      {make_case(2, 12, 3, 1111, 1111, 64, Dtype::fp16, false, Pass::fwd), Takes::yes},
+      // Split on 132 SMs (the split kernel's parts keep fp32 sums); elsewhere the plan may not split.
+      {tail_split_cases().front(), tail_split_on() && sm_count() == 132 ? Takes::no : Takes::either},
+      {make_case(4, 16, 16, 1000, 1000, 128, Dtype::bf16, true, Pass::fwd), Takes::no},
+      {make_case(2, 8, 8, 640, 640, 64, Dtype::fp32, true, Pass::fwd), Takes::no},
+  };
+  for (const Row& row : rows) {
+    const Case& c = row.c;
+    INFO("case " << c.key());
+    if (const auto why = b.check_fits(c, sm90)) {  // not Hopper, or a build without sm_90a
+      WARN("flash-sm90 not run: " << *why);
+      return;
+    }
+    b.prepare(c, kSeed);
+    std::vector<Record> records;
+    for (const Descriptor* d : {&set.all()[0], &set.all()[1], &set.all()[2]}) {
+      REQUIRE(b.run(*d, 0, 1).times_ms.size() == 1);
+      records.push_back(ok_record(c, d->name));
+    }
+    verify_case(b, records, set);
+    require_verified(records);
+    const auto o_of = [&](const char* name) {
+      for (HostTensor& t : b.fetch(name))
+        if (t.name == "O") return std::move(t.values);
+      FAIL("no O from " << name);
+      return std::vector<double>{};
+    };
+    const std::vector<double> o = o_of("flash-sm90"), o_ones = o_of("flash-sm90-ones");
+    REQUIRE(o.size() == o_ones.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < o.size(); ++i) differ += !(o[i] == o_ones[i]);
+    if (row.takes == Takes::yes) CHECK(differ > 0);
+    if (row.takes == Takes::no) CHECK(differ == 0);
+    b.release();
+  }
+}
+
 TEST_CASE("variants on the GPU: flash-sm90 beside itself under its probe words, in one interleaved run",
           "[gpu][sm90fwd][variant]") {
   CudaBackend& b = gpu();

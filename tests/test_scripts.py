@@ -3550,6 +3550,32 @@ class CApi(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn("call.lse: NULL (a backward reads its forward's)", self.err.value.decode())
 
+    def test_kernel_names_with_settings(self):
+        """"KERNEL:VAR=VALUE[:...]" (capi.h, version 3): the kernel under those settings for its calls, sized and
+        checked as the kernel itself; a malformed assignment, a variable no variant can assign and an unknown kernel
+        are refused, naming the name as written."""
+        c = self.call()
+        rc, err, plain = self.workspace("flash", c)
+        self.assertEqual(rc, 0, err)
+        for name in ("flash:FB_FLASH_FWD_PROBE=old", "flash:FB_FLASH_FWD_PROBE=old:FB_FLASH_BWD=desc2",
+                     "flash:FB_FLASH_FWD_PROBE=old"):  # the second time from the library's cache
+            with self.subTest(name=name):
+                rc, err, n = self.workspace(name, c)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(n, plain)
+        cases = [("flash:junk", "kernel 'flash:junk': 'junk' is not VAR=VALUE"),
+                 ("flash:=1", "'=1' is not VAR=VALUE"),
+                 ("flash:FB_FLASH_FWD_PROBE=old:", "'' is not VAR=VALUE"),
+                 ("flash:PATH=/bin", "kernel 'flash:PATH=/bin': "),
+                 ("nope:FB_FLASH_FWD_PROBE=old", "kernel 'nope': not one of")]
+        for name, want in cases:
+            with self.subTest(name=name):
+                rc, err, _ = self.workspace(name, c)
+                self.assertNotEqual(rc, 0)
+                self.assertIn(want, err)
+        rc, err, _ = self.workspace("flash:PATH=/bin", c)
+        self.assertIn("FB_SM90_FWD_PROBE", err)  # the message lists what a variant can assign
+
 
 def main():
     result = unittest.main(exit=False, verbosity=2).result

@@ -27,8 +27,9 @@
 extern "C" {
 #endif
 
-/* 2: call.lse may be NULL in a forward (the inference forward, below). */
-#define FB_CAPI_VERSION 2
+/* 2: call.lse may be NULL in a forward (the inference forward, below).
+ * 3: a kernel name may carry FB_* settings for its calls: "KERNEL:VAR=VALUE[:VAR=VALUE...]" (below). */
+#define FB_CAPI_VERSION 3
 
 typedef struct fb_capi_call {
   uint32_t struct_size; /* sizeof(fb_capi_call) of the caller: checked against the library's */
@@ -65,7 +66,10 @@ typedef struct fb_capi_call {
 
 int fb_capi_version(void);
 uint32_t fb_capi_call_size(void);
-/* Comma-separated names of the kernels this library runs (those with a CUDA entry). */
+/* Comma-separated names of the kernels this library runs (those with a CUDA entry). Every function below that takes
+ * a kernel name also takes "KERNEL:VAR=VALUE[:VAR=VALUE...]": KERNEL with those kernel settings (its probe words, e.g.
+ * "flash-sm90:FB_SM90_FWD_PROBE=ones") in force for its calls only, as `flashbench run --variant` runs it, so that one
+ * process can time a kernel beside itself under other settings; a variable no variant can assign is refused. */
 const char* fb_capi_kernels(void);
 /* Scratch bytes for passes (FB_PASS_FWD, or FB_PASS_FWD | FB_PASS_BWD when a backward will follow); checks
  * that the kernel can run the call's shape and dtype on the current device. Pointers are not read. */

@@ -237,6 +237,7 @@ template <typename Elem, int N> struct WgmmaSSAT;
 #define FB_WG_D8 FB_WG_DBLK(0)
 #define FB_WG_D16 FB_WG_D8, FB_WG_DBLK(8)
 #define FB_WG_D32 FB_WG_D16, FB_WG_DBLK(16), FB_WG_DBLK(24)
+#define FB_WG_D36 FB_WG_D32, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
 #define FB_WG_D40 FB_WG_D32, FB_WG_DBLK(32)
 #define FB_WG_D64 FB_WG_D32, FB_WG_DBLK(32), FB_WG_DBLK(40), FB_WG_DBLK(48), FB_WG_DBLK(56)
 #define FB_WG_D128                                                                               \
@@ -261,6 +262,7 @@ template <typename Elem, int N> struct WgmmaSSAT;
 #define FB_WG_S8 FB_WG_SBLK_0
 #define FB_WG_S16 FB_WG_S8 ", " FB_WG_SBLK_1
 #define FB_WG_S32 FB_WG_S16 ", " FB_WG_SBLK_2 ", " FB_WG_SBLK_3
+#define FB_WG_S36 FB_WG_S32 ", %32, %33, %34, %35"
 #define FB_WG_S40 FB_WG_S32 ", " FB_WG_SBLK_4
 #define FB_WG_S64 FB_WG_S32 ", " FB_WG_SBLK_4 ", " FB_WG_SBLK_5 ", " FB_WG_SBLK_6 ", " FB_WG_SBLK_7
 #define FB_WG_S128                                                                               \
@@ -331,6 +333,10 @@ FB_WGMMA_SS(WgmmaSSAT, __nv_bfloat16, "bf16", 32, 16, "%16", "%17", "%18", 1, 0)
 // P V (and the backward's dV/dK from registers): N = d, up to 256 (the largest wgmma N).
 FB_WGMMA_RS(__half, "f16", 64, 32, "{%32, %33, %34, %35}", "%36", "%37")
 FB_WGMMA_RS(__nv_bfloat16, "bf16", 64, 32, "{%32, %33, %34, %35}", "%36", "%37")
+// N = 72: d = 64's P V with a column block of ones after V, its last 8 columns P's row sums (the forward's
+// kOnesSum, flash_sm90_traits.h).
+FB_WGMMA_RS(__half, "f16", 72, 36, "{%36, %37, %38, %39}", "%40", "%41")
+FB_WGMMA_RS(__nv_bfloat16, "bf16", 72, 36, "{%36, %37, %38, %39}", "%40", "%41")
 FB_WGMMA_RS(__half, "f16", 128, 64, "{%64, %65, %66, %67}", "%68", "%69")
 FB_WGMMA_RS(__nv_bfloat16, "bf16", 128, 64, "{%64, %65, %66, %67}", "%68", "%69")
 FB_WGMMA_RS(__half, "f16", 256, 128, "{%128, %129, %130, %131}", "%132", "%133")

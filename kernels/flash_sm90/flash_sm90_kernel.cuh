@@ -325,7 +325,7 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
   __device__ __forceinline__ Gemms(const SmemTiles<Tr>& sm, int cw)
       : desc_q(ptx::make_desc_sw128(sm.q + cw * Tr::kWgQBytes, Tr::kUnitBytes, Tr::kAtomBytes)),
         desc_k(ptx::make_desc_sw128(sm.k, Tr::kUnitBytes, Tr::kAtomBytes)),
-        desc_v(ptx::make_desc_sw128(sm.v, Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
+        desc_v(ptx::make_desc_sw128(sm.v, Tr::kOnesSum ? Tr::onesLbo(0) : Tr::kKVChunkBytes, Tr::kAtomBytes)) {}
 
   static constexpr std::uint64_t units(int bytes) { return std::uint64_t(bytes / Tr::kUnitBytes); }
   // desc advanced by `bytes` (>= 0, a multiple of 16; see kLo32).
@@ -350,15 +350,29 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
           at(desc_k, stage * Tr::kKVBytes + chunk * Tr::kKVChunkBytes + in_row), kk > 0);
     }
   }
-  // o += P V for the V tile in ring stage `stage`; p[4k .. 4k+3] is the A fragment of k16 step k.
+  // V's descriptor for k16 step kk of ring stage `stage`. Tr::kOnesSum: B's second 64-column chunk is the tile of
+  // ones (Tr::kOffOnes), LBO bytes above the start address; the stage moves the start up and the LBO down by as much
+  // (one 32-bit add: the LBO, bits 16-29, stays >= 0 and the start, bits 0-13, never carries, see kLo32).
+  __device__ __forceinline__ std::uint64_t v_desc(int stage, int kk) const {
+    const int bytes = stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes;
+    if constexpr (Tr::kOnesSum) {
+      static_assert(kLo32, "kOnesSum: V's descriptors by 32-bit adds");
+      const std::uint32_t lo = std::uint32_t(desc_v) + (std::uint32_t(bytes) >> 4) -
+                               ((std::uint32_t(stage * Tr::kKVBytes) >> 4) << 16);
+      return (desc_v & 0xFFFFFFFF00000000ull) | lo;
+    } else {
+      return at(desc_v, bytes);
+    }
+  }
+  // o += P V for the V tile in ring stage `stage`; p[4k .. 4k+3] is the A fragment of k16 step k (Tr::kOnesSum: and
+  // o's last 8 columns += P's row sums).
   __device__ __forceinline__ void pv(float (&o)[Tr::kORegs], const std::uint32_t (&p)[Tr::kPRegs],
                                      int stage) const {
 #pragma unroll
     for (int kk = 0; kk < Tr::kPVSteps; ++kk) {
       const std::uint32_t a[Tr::kPRegsPerStep] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2],
                                                   p[4 * kk + 3]};
-      ptx::wgmma_rs<Elem, Tr::kHeadDim>(
-          o, a, at(desc_v, stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes), 1);
+      ptx::wgmma_rs<Elem, Tr::kPVN>(o, a, v_desc(stage, kk), 1);
     }
   }
 };
@@ -388,7 +402,8 @@ __device__ __forceinline__ void mask_and_lane_max(float (&s)[Tr::kSRegs], float 
 }
 
 // The end of every softmax step: s becomes P = exp2(s scale_log2 - m_sub) in place and this lane's partial row sums
-// are added to l, scaled by alpha first (kScaled; without it the rows' max stayed and l keeps its scale).
+// are added to l, scaled by alpha first (kScaled; without it the rows' max stayed and l keeps its scale). Tr::kOnesSum:
+// no sums (P V adds them to O's last columns), l untouched.
 template <typename Tr, bool kScaled = true>
 __device__ __forceinline__ void exp_and_sum(float (&s)[Tr::kSRegs], float (&l)[2], const float (&alpha)[2],
                                             const float (&m_sub)[2], float scale_log2) {
@@ -397,10 +412,12 @@ __device__ __forceinline__ void exp_and_sum(float (&s)[Tr::kSRegs], float (&l)[2
   for (int i = 0; i < Tr::kSRegs; ++i) {
     const int hf = (i / 2) % 2;
     s[i] = ptx::exp2_approx(fmaf(s[i], scale_log2, -m_sub[hf]));
-    sum[hf][(i / 4) % 2] += s[i];
+    if constexpr (!Tr::kOnesSum) sum[hf][(i / 4) % 2] += s[i];
   }
+  if constexpr (!Tr::kOnesSum) {
 #pragma unroll
-  for (int hf = 0; hf < 2; ++hf) l[hf] = (kScaled ? l[hf] * alpha[hf] : l[hf]) + (sum[hf][0] + sum[hf][1]);
+    for (int hf = 0; hf < 2; ++hf) l[hf] = (kScaled ? l[hf] * alpha[hf] : l[hf]) + (sum[hf][0] + sum[hf][1]);
+  }
 }
 
 // Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked (keys from
@@ -504,6 +521,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   constexpr bool kTailSplit = (kOpt & kOptTailSplit) != 0;
   static_assert(!kTailSplit || (Tr::kIntraOverlap && Tr::kSeparateO && !kXTile),
                 "kOptTailSplit: the overlapped loop, O staged apart from Q, no deferred epilogue");
+  static_assert(!Tr::kOnesSum || (!kTailSplit && !kXTile && (kOpt & kOptDescLo32) != 0),
+                "kOnesSum: unsplit launches (a part's sums go to the merge as fp32), no deferred epilogue");
   constexpr bool kLazyRescale = (kOpt & kOptLazyRescale) != 0;
   static_assert(!kLazyRescale || (Tr::kIntraOverlap && !kEarlyRescale && !kXTile),
                 "kOptLazyRescale: the overlapped loop with O rescaled after the P V wait");
@@ -539,6 +558,11 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   };
 
   // ---- epilogue pieces: O /= row sum, LSE = (m + log2 sum) ln 2 ----
+  // Row hf's sum: the quad's partial sums, or (Tr::kOnesSum) O's column of the ones, the same in each lane of a quad.
+  auto row_sum = [&](int hf) {
+    if constexpr (Tr::kOnesSum) return o[Tr::kOSumReg + 2 * hf];
+    else return quad_sum(l[hf]);
+  };
   // The row sums' inverses of this thread's two rows; writes their LSE (rows from `row`, plane bh).
   auto finish_rows = [&](int bh, int row, float (&inv)[2]) {
     if constexpr ((kOpt & kOptFastLse) != 0) {
@@ -546,7 +570,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
       float sum[2];
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        sum[hf] = quad_sum(l[hf]);
+        sum[hf] = row_sum(hf);
         inv[hf] = sum[hf] > 0.f ? ptx::rcp_approx(sum[hf]) : 0.f;
       }
 #pragma unroll
@@ -558,7 +582,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     } else {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
-        const float sum = quad_sum(l[hf]);
+        const float sum = row_sum(hf);
         // A row that sees a key has sum >= 1; one that sees none (causal, seq_q > seq_k) has sum 0
         // and gets O = 0, LSE = -inf (attention.h). Rows past the end are never stored.
         inv[hf] = sum > 0.f ? 1.f / sum : 0.f;
@@ -570,7 +594,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   };
   // O * inv packed to 16-bit pairs, in the order store_o writes them: ob[2 nb + hf] = row hf, n8
   // block nb.
-  auto pack_o = [&](std::uint32_t (&ob)[Tr::kORegs / 2], const float (&inv)[2]) {
+  auto pack_o = [&](std::uint32_t (&ob)[Tr::kOSumReg / 2], const float (&inv)[2]) {
 #pragma unroll
     for (int nb = 0; nb < Tr::kHeadDim / Tr::kMmaN; ++nb) {
 #pragma unroll
@@ -580,7 +604,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   };
   // Packed O (pack_o) into this warpgroup's rows of the staging tile and its TMA store (rows from
   // first_row of plane bh).
-  auto store_o = [&](int bh, int first_row, const std::uint32_t (&ob)[Tr::kORegs / 2]) {
+  auto store_o = [&](int bh, int first_row, const std::uint32_t (&ob)[Tr::kOSumReg / 2]) {
     // The previous tile's TMA store must have read the staging rows before they are overwritten. Its
     // issuing thread waits for that here rather than right after issuing it, so that the store's
     // read of the rows overlaps this tile's main loop instead of holding up the warpgroup's first
@@ -651,7 +675,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::fence_operands(o);
         ptx::fence_operands(p);
         release(bars.v_empty(pending_v));
-        std::uint32_t ob[Tr::kORegs / 2];
+        std::uint32_t ob[Tr::kOSumReg / 2];
         pack_o(ob, pending_inv);
         if constexpr (kTRec) {
           store_o(pending_bh, pending_q0 + wg_row0, ob);
@@ -913,7 +937,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         pending_q0 = w.q0;
       }
     } else {
-      std::uint32_t ob[Tr::kORegs / 2];
+      std::uint32_t ob[Tr::kOSumReg / 2];
       pack_o(ob, inv);
       store_o(w.bh, wg_first_row, ob);
     }
@@ -951,6 +975,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   const QRing<Tr> qr{bars, base + Tr::kOffQ, base + Tr::kOffTileWord, Tr::kQStages > 1 ? prm.q_slots_log2 : 0};
 
+  if constexpr (Tr::kOnesSum) {
+    // The tile of ones P V reads as B's last columns (every element 1: the swizzle moves nothing that matters), from
+    // the generic proxy, fenced for wgmma's async proxy; init_barriers' __syncthreads orders it before any read.
+    const std::uint32_t one2 = ptx::pack2<typename Tr::Elem>(1.f, 1.f);
+    for (int i = int(threadIdx.x); i < Tr::kOnesBytes / 4; i += Tr::kThreads)
+      ptx::st_shared_u32(base + Tr::kOffOnes + 4 * std::uint32_t(i), one2);
+    ptx::fence_proxy_async_smem();
+  }
   init_q_ring<Tr>(qr);
   init_barriers<Tr>(bars);
   run_roles<Tr>([&] { produce<Tr, kOpt>(prm, sm, qr, mask, n_work); },

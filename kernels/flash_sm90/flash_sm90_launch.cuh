@@ -147,6 +147,13 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 //            1.018 / 1.037x and d = 64 0.979-0.987x. Call B (results/h100/s57/B): at every length against the default
 //            up to 4, 1.010x over eight d = 128 rows of 6-16 K/V tiles drawn for it (1.002-1.016x). `oneq`, split
 //            launches and other variants ignore it
+//   ones     d = 64 inference forwards (AttentionParams::lse null: the C API's forward without call.lse), on the
+//            shipped variant's unsplit launches (trec64, fastlse; session 70, default off): P V with N = 72 over V and
+//            a tile of ones (FwdTraits::kOnesSum), so O's accumulator carries P's row sums and the softmax adds none
+//            (64 FADD a K/V tile and thread). Session 9's `ones` measured 1.023-1.031x at d = 64 but its LSE, from
+//            those sums of 16-bit P, missed flashbench's LSE bound; an inference forward writes no LSE, and O = sum
+//            P V / sum P divides by the weights applied. A forward asked for its LSE, split launches and other
+//            variants ignore it
 // Measured and removed (docs/perf-notes.md has each one's result): session 7's `order` (the softmax
 // pinned ahead of the P V wait: 2-6% slower), `nodesc` (64-bit descriptor adds: 2% slower) and with
 // it `s6` (which implied nodesc), a 3-stage K/V ring, d = 64 on two warpgroups x 192-key
@@ -154,7 +161,8 @@ inline long long fwd_blocks_dynamic(long long n_work) {
 // 0.97-0.98x at d = 64, below xtile at d = 128) and `lean` (level in sessions 7 and 8); session 9's
 // `pin` (the P V wait held below the softmax on top of xtile, session 7's `order` again: 0.93-0.97x),
 // `wg2` (d = 64 on two warpgroups with xtile: 0.95-0.99x) and `ones` (d = 64 row sums from a P V of
-// N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound); session 10's
+// N = 72 over a tile of ones: 1.02-1.04x, but its sums of 16-bit P miss the LSE bound; back in session 70
+// for the inference forward, which writes no LSE: above); session 10's
 // `xskip` (xtile beside the skip on d = 64's three warpgroups: 0.86-0.98x); session 11's `ostg` (O from
 // registers straight to global memory: 0.85-1.00x), `stlate` (d = 128: O staged and stored under the next
 // tile's first two-GEMM turn: level, 0.99-1.01x) and `kv4` (d = 64, a 4-stage K/V ring: level); session 12's
@@ -265,6 +273,9 @@ struct FwdDefaults {
   // 16 since. Longer work tiles were not measured against a rule (call A's N = 8192 control read 1.005x).
   static constexpr int kK0RecHeadDim = 128;
   static constexpr int kK0RecMaxKvTiles = 16;
+  // ones: the row sums from P V over a tile of ones in d = 64's inference forwards (FwdTraits::kOnesSum). Off until
+  // measured (session 70).
+  static constexpr bool kOnesSum64 = false;
 };
 struct FwdProbe {
   bool static_schedule = false;
@@ -288,6 +299,7 @@ struct FwdProbe {
   int fast_lse = -1;  // fastlse: 1 on, 0 off, -1 the default (FwdDefaults::kFastLse64); applies where trec64 does
   bool fast_lse128 = FwdDefaults::kFastLse128;  // fastlse128 / nofastlse128: d = 128's shipped variant
   int k0_rec = -1;  // k0rec: 1 on (every launch it applies to), 0 off, -1 the default (k0_rec_on)
+  int ones = -1;  // ones: 1 on, 0 off, -1 the default (FwdDefaults::kOnesSum64); inference forwards at d = 64 only
   const char* removed = nullptr;  // a removed word that was named (an error at launch)
   const char* removed_in = nullptr;  // the session that removed it, where the message names one
 };
@@ -310,8 +322,8 @@ inline FwdProbe fwd_probe() {
           f.removed_in = session;
         }
     };
-    refuse({"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2", "ones", "xskip",
-            "ostg", "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff", "backoff256", "ncalign"},
+    refuse({"s6", "nodesc", "order", "bc176", "stages3", "d64wide", "lateepi", "lean", "pin", "wg2", "xskip", "ostg",
+            "stlate", "kv4", "poly", "kvpf", "kvpf8", "backoff", "backoff256", "ncalign"},
            nullptr);
     refuse({"qahead", "fullfirst"}, "session 15");
     refuse({"lazyres128"}, "session 16");
@@ -349,6 +361,7 @@ inline FwdProbe fwd_probe() {
     f.fast_lse = has("fastlse") ? 1 : has("nofastlse") ? 0 : -1;
     f.fast_lse128 = pick("fastlse128", FwdDefaults::kFastLse128);
     f.k0_rec = has("k0rec") ? 1 : has("nok0rec") ? 0 : -1;
+    f.ones = has("ones") ? 1 : has("noones") ? 0 : -1;
     return f;
   });
   return probe;
@@ -532,7 +545,16 @@ template <typename Tr, unsigned kOpt> void launch_fwd_ship(const AttentionParams
     if (lazy == 1 && !split && fwd_probe().tile_rec64 && shipped_variant<Tr>()) {
       constexpr unsigned kRec = kOpt | kShipped | kOptLazyRescale | kOptTileRec;
       const int fast = fwd_probe().fast_lse;
-      if (fast > 0 || (fast < 0 && FwdDefaults::kFastLse64)) return launch_fwd<Tr, kRec | kOptFastLse>(p, t, stream);
+      if (fast > 0 || (fast < 0 && FwdDefaults::kFastLse64)) {
+        // ones: an inference forward's row sums from P V (kOnesSum's traits: the same tiles, a tile of ones more).
+        const int ones = fwd_probe().ones;
+        if (p.lse == nullptr && (ones > 0 || (ones < 0 && FwdDefaults::kOnesSum64))) {
+          using TrOnes = FwdTraits<typename Tr::Elem, Tr::kHeadDim, Tr::kBc, Tr::kIntraOverlap, Tr::kPingPong,
+                                   Tr::kConsumerWgs, Tr::kSkipUnseen, Tr::kStages, true>;
+          return launch_fwd<TrOnes, kRec | kOptFastLse>(p, t, stream);
+        }
+        return launch_fwd<Tr, kRec | kOptFastLse>(p, t, stream);
+      }
       return launch_fwd<Tr, kRec>(p, t, stream);
     }
     if (lazy == 1) return ship(std::integral_constant<unsigned, kOptLazyRescale>{});
@@ -586,6 +608,9 @@ template <Dtype T, int D> void run_fwd(const AttentionParams& p, cudaStream_t st
                                   "old beside it)");
     if (fwd_probe().fast_lse > 0 && !fwd_probe().tile_rec64)
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'fastlse' runs on top of trec64 only (not beside notrec64)");
+    if (Tr::kConsumerWgs == 3 && fwd_probe().ones > 0 && !shipped_variant<Tr>())
+      throw std::invalid_argument("FB_SM90_FWD_PROBE: 'ones' runs on d = 64's shipped variant only (no trec, l2hint, "
+                                  "noustage, early, nopp, oneq, static or old beside it)");
     if (Tr::kConsumerWgs == 3 && fwd_probe().lazy_rescale > 0 && !shipped_variant<Tr>())
       throw std::invalid_argument("FB_SM90_FWD_PROBE: 'lazyres' runs on d = 64's shipped variant only (no trec, "
                                   "l2hint, noustage, early, nopp, oneq, static or old beside it)");

@@ -27,8 +27,14 @@ namespace fb::cuda::flash_sm90 {
 //                    with kIntraOverlap only
 //   kStages          K/V ring depth: more stages cover more of a K/V load's latency (L2 misses), at
 //                    the cost of the second Q tile and the separate O tile where they no longer fit
+//   kOnesSum         (d = 64; the inference forward's probe `ones`, flash_sm90_launch.cuh) P V runs with N = d + 8, B's
+//                    last 8 columns a constant tile of ones in shared memory (kOffOnes, written once a block), so that
+//                    O's accumulator carries P's row sums: the softmax adds no sums. They are sums of the 16-bit P that
+//                    P V multiplies, not of fp32 P (session 9: an LSE from them misses flashbench's LSE bound), so
+//                    such a kernel runs only where no LSE is asked for; O = sum P V / sum P divides by exactly the
+//                    weights it applied
 template <typename Elem_, int kHeadDim_, int kBc_, bool kIntraOverlap_, bool kPingPong_,
-          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false, int kStages_ = 2>
+          int kConsumerWgs_ = 2, bool kSkipUnseen_ = false, int kStages_ = 2, bool kOnesSum_ = false>
 struct FwdTraits {
   using Elem = Elem_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -54,8 +60,11 @@ struct FwdTraits {
   static constexpr int kBr = kConsumerWgs * kWgRows;  // query rows per block
 
   // ---- accumulators per consumer thread ----
+  static constexpr bool kOnesSum = kOnesSum_;
+  static constexpr int kPVN = kHeadDim + (kOnesSum ? kMmaN : 0);    // P V's N: d, and the row sums' 8 columns
   static constexpr int kSRegs = kWgRows * kBc / kWgThreads;       // S = Q K^T, f32
-  static constexpr int kORegs = kWgRows * kHeadDim / kWgThreads;  // O, f32
+  static constexpr int kORegs = kWgRows * kPVN / kWgThreads;      // O (and kOnesSum's sums), f32
+  static constexpr int kOSumReg = kWgRows * kHeadDim / kWgThreads;  // kOnesSum: the first of the sums' registers
   static constexpr int kPRegs = kSRegs / 2;                       // P, 16-bit pairs
   static constexpr int kQKSteps = kHeadDim / kMmaK;               // k16 steps of Q K^T
   static constexpr int kPVSteps = kBc / kMmaK;                    // k16 steps of P V
@@ -113,9 +122,15 @@ struct FwdTraits {
   static constexpr int kTileRecBytes = 16;
   static constexpr int kOffTileRec =
       (kOffTileWord + kTileWordBytes + kTileRecBytes - 1) / kTileRecBytes * kTileRecBytes;
+  // kOnesSum: one K/V-tile-sized tile of ones (every element 1), read by P V as B's second 64-column chunk; each V
+  // stage's descriptor reaches it through its LBO (onesLbo(stage)).
+  static constexpr int kTileRecEnd = kOffTileRec + kQStages * kTileRecBytes;
+  static constexpr int kOffOnes = (kTileRecEnd + kAtomBytes - 1) / kAtomBytes * kAtomBytes;
+  static constexpr int kOnesBytes = kOnesSum ? kKVChunkBytes : 0;
+  static constexpr int onesLbo(int stage) { return kOffOnes - (kOffV + stage * kKVBytes); }
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
   static constexpr std::size_t kSmemBytes =
-      std::size_t(kOffTileRec + kQStages * kTileRecBytes + kAtomBytes);
+      std::size_t((kOnesSum ? kOffOnes + kOnesBytes : kTileRecEnd) + kAtomBytes);
 
   // ---- registers (setmaxnreg): the producer gives up what the consumers take ----
   static constexpr int kRegFile = 64 * 1024;
@@ -155,6 +170,10 @@ struct FwdTraits {
   static_assert(kProducerRegs <= kLaunchRegs && kConsumerRegs >= kLaunchRegs,
                 "setmaxnreg lowers the producer and raises the consumers");
   static_assert(kBarEpilogue0 + kConsumerWgs <= 16, "16 hardware named barriers");
+  static_assert(!kOnesSum || (kHeadDim == kChunkElems && kIntraOverlap),
+                "kOnesSum: d = one 64-column chunk (the ones are B's second), the overlapped loop");
+  static_assert(!kOnesSum || (onesLbo(kStages - 1) > 0 && onesLbo(0) < (1 << 18)),
+                "kOnesSum: the ones tile above every V stage, within the descriptor's 14-bit LBO (16-byte units)");
 };
 
 }  // namespace fb::cuda::flash_sm90

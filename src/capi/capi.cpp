@@ -9,8 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "case.h"
 #include "registry.h"
@@ -45,12 +50,45 @@ struct Resolved {
   fb::AttentionParams p;
 };
 
+// The kernel a name names: a built-in, or "KERNEL:VAR=VALUE[:VAR=VALUE...]", KERNEL under those FB_* settings (its
+// probe words) for this call only, as `flashbench run --variant` runs it (fb::make_variant; the settings it can assign
+// are kernels/common/settings.h's). One descriptor per distinct name, kept for the process. Throws Failure.
+const Descriptor* kernel_named(const std::string& name) {
+  const std::size_t colon = name.find(':');
+  const std::string base_name = name.substr(0, colon);
+  const Descriptor* base = fb::builtin_kernels().find(base_name);
+  if (!base || !base->cuda)
+    throw Failure{"kernel '" + base_name + "': not one of this library's (" + fb_capi_kernels() + ")"};
+  if (colon == std::string::npos) return base;
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Descriptor>> made;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = made.find(name); it != made.end()) return it->second.get();
+  std::vector<std::pair<std::string, std::string>> env;
+  for (std::size_t at = colon + 1;;) {
+    const std::size_t end = name.find(':', at);
+    const std::string item = name.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const std::size_t eq = item.find('=');
+    if (eq == 0 || eq == std::string::npos)
+      throw Failure{"kernel '" + name + "': '" + item + "' is not VAR=VALUE (KERNEL:VAR=VALUE[:VAR=VALUE...])"};
+    env.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  try {
+    const std::string variant = base->name + ".capi" + std::to_string(made.size());
+    auto d = std::make_unique<Descriptor>(fb::make_variant(*base, variant, env));
+    d->name = name;  // messages name the call's kernel as the caller wrote it
+    return made.emplace(name, std::move(d)).first->second.get();
+  } catch (const std::invalid_argument& e) {
+    throw Failure{"kernel '" + name + "': " + e.what()};
+  }
+}
+
 Resolved resolve(const char* name, fb::Pass pass, const fb_capi_call* call) {
   if (!name) throw Failure{"kernel: NULL"};
   Resolved r;
-  r.kernel = fb::builtin_kernels().find(name);
-  if (!r.kernel || !r.kernel->cuda)
-    throw Failure{std::string("kernel '") + name + "': not one of this library's (" + fb_capi_kernels() + ")"};
+  r.kernel = kernel_named(name);
   if (!call) throw Failure{"call: NULL"};
   if (call->struct_size != sizeof(fb_capi_call))
     throw Failure{"call.struct_size " + std::to_string(call->struct_size) + ": this library's fb_capi_call is " +
