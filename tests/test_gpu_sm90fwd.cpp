@@ -268,9 +268,12 @@ TEST_CASE("flash-sm90 forward without an LSE pointer: the same O, no LSE written
   CudaBackend& b = gpu();
   const Descriptor& sm90 = kernel("flash-sm90");
   REQUIRE(sm90.cuda.lse_optional);
+  // Under `noones`: what skipping the LSE changes, whatever d = 64's inference default (`ones` takes its row sums
+  // from P V, other bits of O: [ones] below).
+  const Descriptor sums = make_variant(sm90, "sm90-noones", {{"FB_SM90_FWD_PROBE", "noones"}});
   Descriptor no_lse = sm90;
   no_lse.name = "flash-sm90-nolse";
-  no_lse.cuda.forward = [forward = sm90.cuda.forward](const AttentionParams& p, const cuda::Context& ctx,
+  no_lse.cuda.forward = [forward = sums.cuda.forward](const AttentionParams& p, const cuda::Context& ctx,
                                                       NoState& state) {
     AttentionParams without = p;
     without.lse = nullptr;
