@@ -3,7 +3,7 @@
 # P V with N = 72 over V and a tile of ones, so O's accumulator carries P's row sums and the softmax adds none).
 #   gpu-ones: the GPU test [ones] (O judged beside naive by the runner's rule on eight shapes, five of them d = 64
 #             launches `ones` takes: causal, seq_q != seq_k both ways, GQA, fp16 / bf16, rows with no key; O off the
-#             training forward's bits there, equal on launches it does not take), then [ones] and [nolse] under
+#             training forward's bits there, equal on launches it does not take); last, [ones] and [nolse] under
 #             compute-sanitizer memcheck
 #   fb-torch: tests/gpu_fb_torch.py (with the C API's kernel names with settings: a removed word refused by the
 #             kernel, `ones` within 2% of the default's O and off its bits)
@@ -18,8 +18,6 @@ source scripts/call_step.sh
 call_begin $OUT/O
 step gpu-ones 90 $gt "[ones]"
 tail -2 $R/gpu-ones.log
-step memcheck-ones 120 compute-sanitizer --tool memcheck --error-exitcode 9 $gt "[ones],[nolse]"
-grep -E "ERROR SUMMARY|test cases" $R/memcheck-ones.log | tail -2
 step fb-torch 120 python3 tests/gpu_fb_torch.py
 grep -E "problems|FAIL" $R/fb-torch.log | head -8
 smi_start
@@ -39,6 +37,9 @@ for g in bf16 fp16; do
   grep -E ": ahead [0-9]+, level" $R/paired-$g.log | sed "s/^/$g: /"
 done
 smi_stop
+# Last, so that a short deadline costs the sanitizer's run rather than the A/B's rounds.
+step memcheck-ones 120 compute-sanitizer --tool memcheck --error-exitcode 9 $gt "[ones],[nolse]"
+grep -E "ERROR SUMMARY|test cases" $R/memcheck-ones.log | tail -2
 python3 results/h200/s70/calls/rule.py $R > $R/rule.txt 2>&1
 cat $R/rule.txt
 call_end O
