@@ -18,8 +18,6 @@ source scripts/call_step.sh
 call_begin $OUT/O
 step gpu-ones 90 $gt "[ones]"
 tail -2 $R/gpu-ones.log
-step fb-torch 120 python3 tests/gpu_fb_torch.py
-grep -E "problems|FAIL" $R/fb-torch.log | head -8
 smi_start
 for g in bf16 fp16; do
   src=configs/issue13-h200.json
@@ -37,7 +35,9 @@ for g in bf16 fp16; do
   grep -E ": ahead [0-9]+, level" $R/paired-$g.log | sed "s/^/$g: /"
 done
 smi_stop
-# Last, so that a short deadline costs the sanitizer's run rather than the A/B's rounds.
+# Last, so that a short deadline costs these checks rather than the A/B's rounds.
+step fb-torch 120 python3 tests/gpu_fb_torch.py
+grep -E "problems|FAIL" $R/fb-torch.log | head -8
 step memcheck-ones 120 compute-sanitizer --tool memcheck --error-exitcode 9 $gt "[ones],[nolse]"
 grep -E "ERROR SUMMARY|test cases" $R/memcheck-ones.log | tail -2
 python3 results/h200/s70/calls/rule.py $R > $R/rule.txt 2>&1
