@@ -19,7 +19,7 @@ call_begin $OUT/O
 step gpu-ones 90 $gt "[ones]"
 tail -2 $R/gpu-ones.log
 smi_start
-for g in bf16 fp16; do
+for g in ${GRIDS:-bf16 fp16}; do
   src=configs/issue13-h200.json
   [ $g = fp16 ] && src=configs/issue13-fp16-h200.json
   spec_for $src $R/$g-fwd.json flash-sm90 fwd

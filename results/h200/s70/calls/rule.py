@@ -55,20 +55,21 @@ def main():
     rows, controls = {}, {}
     for g in ("bf16", "fp16"):
         path = os.path.join(d, f"paired-{g}.json")
-        if not os.path.exists(path):
+        if not os.path.exists(path):  # a grid the call did not run (GRIDS): its rows are missing, the rule not met
             print(f"rule: {path} missing")
-            return 2
+            continue
         for case, v in json.load(open(path))["pairs"][PAIR]["rows"].items():
             (rows if "-d64-" in case else controls)[case] = v
     med = [v["median"] for v in rows.values()]
     low_rows = [c for c, v in rows.items() if v["high"] < 0.995]
     g_rows = geomean(med) if med else 0.0
-    checks.append((f"rows: {len(rows)} d = 64 forwards, geomean {g_rows:.4f} (>= 1.010), range "
-                   f"{min(med):.3f}-{max(med):.3f}", len(rows) == 24 and g_rows >= 1.010))
+    span = f"{min(med):.3f}-{max(med):.3f}" if med else "none"
+    checks.append((f"rows: {len(rows)} d = 64 forwards of 24, geomean {g_rows:.4f} (>= 1.010), range {span}",
+                   len(rows) == 24 and g_rows >= 1.010))
     checks.append((f"rows with the interval below 0.995: {low_rows}", not low_rows))
     cmed = [v["median"] for v in controls.values()]
     g_ctl = geomean(cmed) if cmed else 0.0
-    checks.append((f"controls: {len(controls)} d = 128 forwards, geomean {g_ctl:.4f} (in [0.995, 1.005])",
+    checks.append((f"controls: {len(controls)} d = 128 forwards of 24, geomean {g_ctl:.4f} (in [0.995, 1.005])",
                    len(controls) == 24 and 0.995 <= g_ctl <= 1.005))
     for what, ok in checks:
         print(f"{'pass' if ok else 'FAIL'}  {what}")
