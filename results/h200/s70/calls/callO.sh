@@ -3,15 +3,16 @@
 # P V with N = 72 over V and a tile of ones, so O's accumulator carries P's row sums and the softmax adds none).
 #   gpu-ones: the GPU test [ones] (O judged beside naive by the runner's rule on eight shapes, five of them d = 64
 #             launches `ones` takes: causal, seq_q != seq_k both ways, GQA, fp16 / bf16, rows with no key; O off the
-#             training forward's bits there, equal on launches it does not take); last, [ones] and [nolse] under
-#             compute-sanitizer memcheck
+#             training forward's bits there, equal on launches it does not take); memcheck: [ones] and [nolse]
+#             under compute-sanitizer
 #   fb-torch: tests/gpu_fb_torch.py (with the C API's kernel names with settings: a removed word refused by the
 #             kernel, `ones` within 2% of the default's O and off its bits)
 #   ab: the bf16 and fp16 grids' forwards (24 rows each: d = 64 the rule's rows, d = 128 controls `ones` does not
 #       change) in one peers.py loop, reps interleaved, torch-cudnn, flash_sm90 and ones_probe.py:flash_sm90_ones,
 #       two rounds (the second with ours first); paired.py: ones against flash_sm90 (above 1.0: ones faster) and
 #       each against torch-cudnn; rule.py the rule (docs/perf-notes.md, session 70, written before this call)
-# About 330 s on an H100.
+# In that order, then fb-torch and the memcheck last (a short DEADLINE costs those, not the A/B's rounds); GRIDS (default
+# "bf16 fp16") picks the A/B's grids. About 330 s on an H100.
 set -uo pipefail
 export DEADLINE=${DEADLINE:-360}
 source scripts/call_step.sh
