@@ -11,8 +11,8 @@
 #       change) in one peers.py loop, reps interleaved, torch-cudnn, flash_sm90 and ones_probe.py:flash_sm90_ones,
 #       two rounds (the second with ours first); paired.py: ones against flash_sm90 (above 1.0: ones faster) and
 #       each against torch-cudnn; rule.py the rule (docs/perf-notes.md, session 70, written before this call)
-# In that order, then fb-torch and the memcheck last (a short DEADLINE costs those, not the A/B's rounds); GRIDS (default
-# "bf16 fp16") picks the A/B's grids. About 330 s on an H100.
+# In that order, then fb-torch and the memcheck last (a short DEADLINE costs those, not the A/B's rounds); GRIDS
+# (default "bf16 fp16") picks the A/B's grids. About 330 s on an H100.
 set -uo pipefail
 export DEADLINE=${DEADLINE:-360}
 source scripts/call_step.sh
