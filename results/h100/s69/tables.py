@@ -12,18 +12,16 @@ verdict where it is not `ahead`.
 """
 
 import json
-import math
 import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 3, "scripts"))
+from ratios import geomean  # noqa: E402
+
 PAIRS = (("torch-cudnn", "flash_sm90"), ("torch-flash", "flash"))
 GRID_NAMES = {"gqa": "GQA / MQA (d = 128, bf16)"}
 CASE = re.compile(r"b(\d+)-h(\d+)-kv(\d+)-n(\d+)-d(\d+)-(\w+)-(causal|full)-(fwd|bwd)$")
-
-
-def geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def load(path):

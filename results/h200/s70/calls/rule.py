@@ -17,16 +17,14 @@ Prints each check and the verdict; exit 0 when met, 1 when not, 2 for missing fi
 """
 import glob
 import json
-import math
 import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 4, "scripts"))
+from ratios import geomean  # noqa: E402
+
 PAIR = "flash_sm90_ones:flash_sm90"
-
-
-def geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def main():
