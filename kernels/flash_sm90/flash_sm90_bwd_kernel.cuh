@@ -663,6 +663,9 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
     // this consumer's 64 is right of the diagonal for any of the step's queries, always without a
     // causal mask); true keeps them, under the runtime need_mask.
     auto p_tile = [&](auto with_mask) {
+      // Key row key_row + 8 hf is hidden from query column m0 + col_lane + c where key > query + offset, that is
+      // c - 8 hf < lim: with c and hf literals, one compare with an immediate a score and no column sums.
+      const int lim = wg_key0 + key_row - offset - m0 - col_lane;
 #pragma unroll
       for (int j = 0; j < Tr::kBlockM / Tr::kMmaN; ++j) {
         const int col = j * Tr::kMmaN + col_lane;
@@ -674,8 +677,7 @@ __device__ __forceinline__ void bwd_consume(const BwdParams& prm, const BwdSmem<
           // Poly: i % 8 < kExp2PolyEighths on the FMA pipe (arg <= ~0 here; -inf gives 0 either way).
           float x = i % 8 < Tr::kExp2PolyEighths ? exp2_poly(arg) : ptx::exp2_approx(arg);
           if (decltype(with_mask)::value && need_mask) {
-            const int key = wg_key0 + key_row + ((i / 2) % 2) * 8;
-            if (key > m0 + col + i % 2 + offset) x = 0.f;
+            if (j * Tr::kMmaN + i % 2 - 8 * ((i / 2) % 2) < lim) x = 0.f;
           }
           s[i] = x;
         }
@@ -911,6 +913,7 @@ __device__ __forceinline__ void bwd_consume_q80(const BwdParams& prm, const BwdS
       for (int i = 4 * j; i < 4 * j + 4; ++i) {
         float x = ptx::exp2_approx(fmaf(s[i], prm.scale_log2, i % 2 == 0 ? -lse.x : -lse.y));
         if (need_mask) {  // false at compile time without kQ80Mask
+          // (Not p_tile's literal columns: here they cost the bf16 kQ80Mask | kBwd128Short kernels 20 bytes of spills.)
           const int key = wg_key0 + warp * Tr::kWarpKeys + lane / 4 + ((i / 2) % 2) * 8;
           if (key > m0 + col + i % 2 + offset) x = 0.f;
         }

@@ -249,10 +249,11 @@ __device__ __forceinline__ void fp8_softmax_step(float (&s)[Tr::kSRegs], float (
                                                  float p_scale_log2) {
   constexpr float kNegInf = -INFINITY;
   if (need_mask) {
+    // As flash_sm90_kernel.cuh's mask_and_lane_max: each score's column a literal against its row's limit.
+    const int lim[2] = {key_end[0] - key0, key_end[1] - key0};
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
-      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
+      if ((i / 4) * Tr::kMmaN + i % 2 >= lim[(i / 2) % 2]) s[i] = kNegInf;
     }
   }
   float mx[2][2] = {{kNegInf, kNegInf}, {kNegInf, kNegInf}};

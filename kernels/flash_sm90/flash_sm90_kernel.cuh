@@ -352,16 +352,13 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
   }
   // V's descriptor for k16 step kk of ring stage `stage`. Tr::kOnesSum: B's second 64-column chunk is the tile of
   // ones (Tr::kOffOnes), LBO bytes above the start address; the stage moves the start up and the LBO down by as much
-  // (one 32-bit add: the LBO, bits 16-29, stays >= 0 and the start, bits 0-13, never carries, see kLo32).
+  // (Tr::onesVDescLo, one 32-bit add; Tr::onesDescOk proves at compile time that no field carries, see kLo32).
   __device__ __forceinline__ std::uint64_t v_desc(int stage, int kk) const {
-    const int bytes = stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes;
     if constexpr (Tr::kOnesSum) {
       static_assert(kLo32, "kOnesSum: V's descriptors by 32-bit adds");
-      const std::uint32_t lo = std::uint32_t(desc_v) + (std::uint32_t(bytes) >> 4) -
-                               ((std::uint32_t(stage * Tr::kKVBytes) >> 4) << 16);
-      return (desc_v & 0xFFFFFFFF00000000ull) | lo;
+      return (desc_v & 0xFFFFFFFF00000000ull) | Tr::onesVDescLo(std::uint32_t(desc_v), stage, kk);
     } else {
-      return at(desc_v, bytes);
+      return at(desc_v, stage * Tr::kKVBytes + kk * Tr::kMmaK * Tr::kSwizzleBytes);
     }
   }
   // o += P V for the V tile in ring stage `stage`; p[4k .. 4k+3] is the A fragment of k16 step k (Tr::kOnesSum: and
@@ -377,19 +374,21 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
   }
 };
 
-// The start of every softmax step: scores of keys from key_end[hf] on are hidden from row hf (-inf; one compare per
-// score: key_end[hf] = CausalMask::key_end(row) of the thread's two rows, the causal limit and seq_k in one bound,
-// computed once per block), then this lane's partial row maxima mx[hf][c] in two independent chains per row, which
-// keep the FMNMX latency off the critical path. Index hf = the thread's two rows (r and r + 8 of its warp's 16).
+// The start of every softmax step: scores of keys from the row's key end on are hidden from row hf (-inf), then this
+// lane's partial row maxima mx[hf][c] in two independent chains per row, which keep the FMNMX latency off the critical
+// path. Index hf = the thread's two rows (r and r + 8 of its warp's 16). key_lim[hf] = CausalMask::key_end(row) - the
+// lane's first column (the causal limit and seq_k in one bound, computed once per work tile), key0 = the tile's first
+// key: one compare per score, its column offset (a literal) against key_lim[hf] - key0, so that the compare takes an
+// immediate and no column index is computed (session 71: 160 -> 131 SASS instructions in a masked step at d = 64).
 template <typename Tr>
-__device__ __forceinline__ void mask_and_lane_max(float (&s)[Tr::kSRegs], float (&mx)[2][2], const int (&key_end)[2],
+__device__ __forceinline__ void mask_and_lane_max(float (&s)[Tr::kSRegs], float (&mx)[2][2], const int (&key_lim)[2],
                                                   bool need_mask, int key0) {
   constexpr float kNegInf = -INFINITY;
   if (need_mask) {
+    const int lim[2] = {key_lim[0] - key0, key_lim[1] - key0};
 #pragma unroll
     for (int i = 0; i < Tr::kSRegs; ++i) {
-      const int key = key0 + (i / 4) * Tr::kMmaN + i % 2;
-      if (key >= key_end[(i / 2) % 2]) s[i] = kNegInf;
+      if ((i / 4) * Tr::kMmaN + i % 2 >= lim[(i / 2) % 2]) s[i] = kNegInf;
     }
   }
 #pragma unroll
@@ -420,17 +419,17 @@ __device__ __forceinline__ void exp_and_sum(float (&s)[Tr::kSRegs], float (&l)[2
   }
 }
 
-// Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked (keys from
-// key_end[hf] on are hidden from row hf), updates
+// Online-softmax step on one S tile held as the wgmma accumulator: masks it when asked (mask_and_lane_max: key_lim,
+// key0), updates
 // the running max m (exp2 domain) and this lane's partial row sums l, turns s into P in place, and
 // returns in alpha the factor the O rows must be rescaled by. Index 0/1 = the thread's two rows
 // (r and r + 8 of its warp's 16).
 template <typename Tr>
 __device__ __forceinline__ void softmax_step(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
-                                             float (&alpha)[2], const int (&key_end)[2],
+                                             float (&alpha)[2], const int (&key_lim)[2],
                                              bool need_mask, int key0, float scale_log2) {
   float mx[2][2];
-  mask_and_lane_max<Tr>(s, mx, key_end, need_mask, key0);
+  mask_and_lane_max<Tr>(s, mx, key_lim, need_mask, key0);
   float m_sub[2];
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
@@ -454,10 +453,10 @@ inline constexpr float kLazyRescaleLog2 = 8.f;
 // every lane of the warp): O must then be rescaled by alpha, else it keeps its scale.
 template <typename Tr>
 __device__ __forceinline__ bool softmax_step_lazy(float (&s)[Tr::kSRegs], float (&m)[2], float (&l)[2],
-                                                  float (&alpha)[2], const int (&key_end)[2], bool need_mask,
+                                                  float (&alpha)[2], const int (&key_lim)[2], bool need_mask,
                                                   int key0, float scale_log2) {
   float mx[2][2];
-  mask_and_lane_max<Tr>(s, mx, key_end, need_mask, key0);
+  mask_and_lane_max<Tr>(s, mx, key_lim, need_mask, key0);
   float m_new[2];
   bool grows = false;
 #pragma unroll
@@ -546,7 +545,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
   auto parity_of = [](int i) { return std::uint32_t((i / Tr::kStages) & 1); };
 
   float o[Tr::kORegs];
-  float m[2], l[2], alpha[2];
+  float m[2], l[2] = {0.f, 0.f}, alpha[2];  // l: set per work tile (initialised: row_sum captures it)
   float s[Tr::kSRegs];
   std::uint32_t p[Tr::kPRegs];
   // kEarlyRescale: O *= alpha of the last softmax step, then the fence a wgmma needs after its
@@ -745,8 +744,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     // kOptTailSplit (non-causal): a part sees keys [kv_first kBc, seq_k); counted from its first key that is the
     // launch's mask with kv_first kBc keys fewer, so the tile runs as a whole one does (keys from the part's start).
     const CausalMask tmask = kTailSplit ? CausalMask{mask.seq_q, mask.seq_k - kv_first * Tr::kBc, false} : mask;
-    // Keys from key_end[hf] on are hidden from the thread's row hf (causal limit and seq_k in one).
-    const int key_end[2] = {tmask.key_end(row), tmask.key_end(row + 8)};
+    // Keys from key_end(row + 8 hf) on are hidden from the thread's row hf (causal limit and seq_k in one), counted from
+    // the lane's first column (mask_and_lane_max).
+    const int key_lim[2] = {tmask.key_end(row) - col_lane, tmask.key_end(row + 8) - col_lane};
     auto need_mask = [&](int j) { return tmask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
 
     // kXTile: O holds the last tile's rows until its deferred P V is done (zeroed below).
@@ -793,7 +793,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           xtile_finish();
           zero_o();
         }
-        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(0), col_lane, scale_log2);
+        softmax_step<Tr>(s, m, l, alpha, key_lim, need_mask(0), 0, scale_log2);
         pack_p<Tr>(p, s);  // O is still zero: nothing to rescale
         // Tile j: S_j and P_{j-1} V_{j-1} in flight together; the softmax of S_j overlaps the latter.
         // One step of the loop, tile j: its K stage st and the V stage prev of tile j - 1 (ints, or
@@ -815,9 +815,9 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
           release(bars.k_empty(st));
           [[maybe_unused]] bool o_rescale = true;  // kLazyRescale: whether this warp's rows moved their max
           if constexpr (kLazyRescale)
-            o_rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+            o_rescale = softmax_step_lazy<Tr>(s, m, l, alpha, key_lim, need_mask(j), j * Tr::kBc, scale_log2);
           else
-            softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane, scale_log2);
+            softmax_step<Tr>(s, m, l, alpha, key_lim, need_mask(j), j * Tr::kBc, scale_log2);
           // ptxas (CUDA 13.0) schedules this wait above the softmax (the SASS waits for P_{j-1}
           // V_{j-1} before the first FMNMX), so the softmax runs under the other warpgroup's GEMMs
           // only; pinning it here (a branch on l, session 7's `order`) measured 2-6% slower, and again
@@ -901,7 +901,7 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
         ptx::fence_operands(s);
         release(bars.k_empty(st));
         if (Tr::kSeparateO && j == n_tiles - 1) release(qr.empty(q_slot));
-        softmax_step<Tr>(s, m, l, alpha, key_end, need_mask(j), j * Tr::kBc + col_lane,
+        softmax_step<Tr>(s, m, l, alpha, key_lim, need_mask(j), j * Tr::kBc,
                          scale_log2);
         rescale_o<Tr>(o, alpha);
         pack_p<Tr>(p, s);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fb::cuda::flash_sm90 {
 
@@ -128,6 +129,33 @@ struct FwdTraits {
   static constexpr int kOffOnes = (kTileRecEnd + kAtomBytes - 1) / kAtomBytes * kAtomBytes;
   static constexpr int kOnesBytes = kOnesSum ? kKVChunkBytes : 0;
   static constexpr int onesLbo(int stage) { return kOffOnes - (kOffV + stage * kKVBytes); }
+  // kOnesSum: the low word of V's descriptor (start address in bits 0-13, LBO in bits 16-29, both in 16-byte units)
+  // for ring stage `stage` and k16 step kk, from stage 0's low word lo0 (start at the V ring, LBO onesLbo(0)): one
+  // 32-bit add moves the start up by the stage and the step and the LBO down by the stage (Gemms::v_desc).
+  static constexpr std::uint32_t onesVDescLo(std::uint32_t lo0, int stage, int kk) {
+    return lo0 + std::uint32_t(stage * kKVBytes + kk * kMmaK * kSwizzleBytes) / kUnitBytes -
+           (std::uint32_t(stage * kKVBytes) / kUnitBytes << 16);
+  }
+  // Whether onesVDescLo's start is stage `stage`'s rows of step kk and start + LBO the ones tile's same rows, with no
+  // field carrying into another, for every stage, step and block base the shared window holds (a block's base is
+  // 1024-aligned and its kSmemBytes lie inside the SM's 228 KB).
+  static constexpr bool onesDescOk() {
+    constexpr std::uint32_t kWindow = 228 * 1024, kField = 0x3FFF;
+    for (std::uint32_t base = 0; base + kSmemBytes <= kWindow; base += kAtomBytes) {
+      const std::uint32_t lo0 = ((base + kOffV) / kUnitBytes & kField) | (std::uint32_t(onesLbo(0)) / kUnitBytes << 16);
+      for (int stage = 0; stage < kStages; ++stage) {
+        for (int kk = 0; kk < kBc / kMmaK; ++kk) {
+          const std::uint32_t lo = onesVDescLo(lo0, stage, kk);
+          const std::uint32_t start = (lo & kField) * kUnitBytes, lbo = (lo >> 16 & kField) * kUnitBytes;
+          const std::uint32_t step = std::uint32_t(kk * kMmaK * kSwizzleBytes);
+          if ((lo >> 14 & 3u) != 0 || lo >> 30 != 0) return false;  // reserved bits, and what lies above the LBO
+          if (start != base + kOffV + std::uint32_t(stage * kKVBytes) + step) return false;
+          if (start + lbo != base + kOffOnes + step) return false;
+        }
+      }
+    }
+    return true;
+  }
   // Dynamic shared memory starts only 16-byte aligned: one atom of slack to align it.
   static constexpr std::size_t kSmemBytes =
       std::size_t((kOnesSum ? kOffOnes + kOnesBytes : kTileRecEnd) + kAtomBytes);
@@ -174,6 +202,8 @@ struct FwdTraits {
                 "kOnesSum: d = one 64-column chunk (the ones are B's second), the overlapped loop");
   static_assert(!kOnesSum || (onesLbo(kStages - 1) > 0 && onesLbo(0) < (1 << 18)),
                 "kOnesSum: the ones tile above every V stage, within the descriptor's 14-bit LBO (16-byte units)");
+  static_assert(!kOnesSum || onesDescOk(),
+                "kOnesSum: V's descriptors reach each stage's rows and, LBO above them, the ones tile's (onesVDescLo)");
 };
 
 }  // namespace fb::cuda::flash_sm90
