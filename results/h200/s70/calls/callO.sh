@@ -7,10 +7,11 @@
 #             under compute-sanitizer
 #   fb-torch: tests/gpu_fb_torch.py (with the C API's kernel names with settings: a removed word refused by the
 #             kernel, `ones` within 2% of the default's O and off its bits)
-#   ab: the bf16 and fp16 grids' forwards (24 rows each: d = 64 the rule's rows, d = 128 controls `ones` does not
-#       change) in one peers.py loop, reps interleaved, torch-cudnn, flash_sm90 and ones_probe.py:flash_sm90_ones,
-#       two rounds (the second with ours first); paired.py: ones against flash_sm90 (above 1.0: ones faster) and
-#       each against torch-cudnn; rule.py the rule (docs/perf-notes.md, session 70, written before this call)
+#   ab: the bf16 and fp16 grids' forwards (24 rows each: d = 64 the rule's rows but for the tail split's launches,
+#       which with d = 128 are the controls `ones` does not change) in one peers.py loop, reps interleaved,
+#       torch-cudnn, flash_sm90 and ones_probe.py:flash_sm90_ones, two rounds (the second with ours first);
+#       paired.py: ones against flash_sm90 (above 1.0: ones faster) and each against torch-cudnn; rule.py the
+#       rule (docs/perf-notes.md, session 70, written before this call; its rows corrected in session 71)
 # In that order, then fb-torch and the memcheck last (a short DEADLINE costs those, not the A/B's rounds); GRIDS
 # (default "bf16 fp16") picks the A/B's grids. About 330 s on an H100.
 set -uo pipefail
