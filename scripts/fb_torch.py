@@ -15,7 +15,10 @@ log-sum-exp, as PyTorch's cuDNN then computes none: flash-sm90 writes O only (ca
 function for any kernel the library runs (`kernels()` lists them).
 
 The library: FB_CAPI_LIB, else libflashbench_capi.so in build/ or build-dev/ of this checkout (scripts/setup.sh
-builds it where CUDA is found).
+builds it where CUDA is found). A second build's, FB_CAPI_LIB_BASE (the library of another commit, e.g. the one before
+a kernel change), loads beside it: flash_sm90_base and flash_base are its kernels, `kernel(NAME, "FB_CAPI_LIB_BASE")`
+any of them, so that peers.py times two builds of one kernel in one loop, reps interleaved (an A/B of a code change
+that has no probe word to switch it).
 """
 import ctypes
 import math
@@ -38,11 +41,17 @@ class Call(ctypes.Structure):
                 ("workspace_size", ctypes.c_uint64), ("stream", ctypes.c_void_p)]
 
 
-def library_path():
-    """FB_CAPI_LIB, else the first build of this checkout that has the library."""
-    env = os.environ.get("FB_CAPI_LIB")
-    if env:
-        return env
+DEFAULT_ENV, BASE_ENV = "FB_CAPI_LIB", "FB_CAPI_LIB_BASE"
+
+
+def library_path(env=DEFAULT_ENV):
+    """The library the environment variable `env` names; for FB_CAPI_LIB, unset, the first build of this checkout
+    that has one. Another variable (FB_CAPI_LIB_BASE) must be set."""
+    path = os.environ.get(env)
+    if path:
+        return path
+    if env != DEFAULT_ENV:
+        raise FileNotFoundError(f"fb_torch: {env} is not set (the path of a second build's libflashbench_capi.so)")
     for build in ("build", "build-dev"):
         path = os.path.join(HERE, "..", build, "libflashbench_capi.so")
         if os.path.isfile(path):
@@ -51,14 +60,15 @@ def library_path():
                             "CUDA: scripts/setup.sh) and FB_CAPI_LIB is not set")
 
 
-_lib = None
+_libs = {}  # by real path: two variables naming one file share one loaded library
 
 
-def library():
-    """The loaded library, its signatures set and its version and struct size checked against this module's."""
-    global _lib
-    if _lib is None:
-        path = library_path()
+def library(env=DEFAULT_ENV):
+    """The library `env` names (library_path), loaded once, its signatures set and its version and struct size
+    checked against this module's. Two different files load as two libraries side by side (ctypes loads each with
+    RTLD_LOCAL, so each one's calls stay inside it)."""
+    path = os.path.realpath(library_path(env))
+    if path not in _libs:
         lib = ctypes.CDLL(path)
         lib.fb_capi_version.restype = ctypes.c_int
         lib.fb_capi_call_size.restype = ctypes.c_uint32
@@ -75,13 +85,13 @@ def library():
         if lib.fb_capi_call_size() != ctypes.sizeof(Call):
             raise RuntimeError(f"fb_torch: {path}'s fb_capi_call is {lib.fb_capi_call_size()} bytes, this module's "
                                f"{ctypes.sizeof(Call)}")
-        _lib = lib
-    return _lib
+        _libs[path] = lib
+    return _libs[path]
 
 
-def kernels():
+def kernels(env=DEFAULT_ENV):
     """The names of the kernels the library runs."""
-    return library().fb_capi_kernels().decode().split(",")
+    return library(env).fb_capi_kernels().decode().split(",")
 
 
 def check(rc, err, what):
@@ -118,29 +128,32 @@ def make_call(q, k, v, causal, scale):
 _workspace = {}
 
 
-def workspace_bytes(name, passes, c, device):
+def workspace_bytes(name, passes, c, device, env=DEFAULT_ENV):
     """The library's fb_capi_workspace_bytes for this kernel, passes and shape on this device, asked once per key:
     the timed loop calls a kernel with one shape again and again (fb_capi_forward checks the shape each call)."""
-    key = (name, passes, device, c.dtype, c.batch, c.heads, c.kv_heads, c.seq_q, c.seq_k, c.head_dim, c.causal)
+    lib = library(env)
+    key = (id(lib), name, passes, device, c.dtype, c.batch, c.heads, c.kv_heads, c.seq_q, c.seq_k, c.head_dim,
+           c.causal)
     if key not in _workspace:
         n, err = ctypes.c_uint64(0), ctypes.create_string_buffer(512)
-        check(library().fb_capi_workspace_bytes(name.encode(), passes, ctypes.byref(c), ctypes.byref(n), err,
-                                                len(err)), err, name)
+        check(lib.fb_capi_workspace_bytes(name.encode(), passes, ctypes.byref(c), ctypes.byref(n), err, len(err)),
+              err, name)
         _workspace[key] = n.value
     return _workspace[key]
 
 
-def forward(name, q, k, v, causal, scale, training, lse=None):
-    """flashbench's forward NAME on contiguous q, k, v: (o, lse, workspace). training: a backward may follow (the
-    workspace is sized for both passes, and the LSE is always written); else lse (default: not training) says
-    whether to ask for the LSE: without it (an inference forward, as PyTorch's cuDNN under no_grad computes none)
-    flash-sm90 writes O only and the other kernels write the LSE into the workspace (capi.h); lse is then None."""
+def forward(name, q, k, v, causal, scale, training, lse=None, env=DEFAULT_ENV):
+    """flashbench's forward NAME (of the library `env` names) on contiguous q, k, v: (o, lse, workspace). training:
+    a backward may follow (the workspace is sized for both passes, and the LSE is always written); else lse
+    (default: not training) says whether to ask for the LSE: without it (an inference forward, as PyTorch's cuDNN
+    under no_grad computes none) flash-sm90 writes O only and the other kernels write the LSE into the workspace
+    (capi.h); lse is then None."""
     import torch
     want_lse = training or bool(lse)
-    lib, err = library(), ctypes.create_string_buffer(512)
+    lib, err = library(env), ctypes.create_string_buffer(512)
     c = make_call(q, k, v, causal, scale)
     passes = FB_PASS_FWD | (FB_PASS_BWD if training else 0)
-    ws_bytes = workspace_bytes(name, passes, c, q.device.index)
+    ws_bytes = workspace_bytes(name, passes, c, q.device.index, env)
     o = torch.empty_like(q)
     out_lse = torch.empty(q.shape[:3], dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,
                           device=q.device) if want_lse else None
@@ -156,27 +169,27 @@ def _function():
 
     class Attention(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, name, q, k, v, causal, scale):
+        def forward(ctx, name, env, q, k, v, causal, scale):
             q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-            training = any(ctx.needs_input_grad[1:4])
-            o, lse, ws = forward(name, q, k, v, causal, scale, training)
+            training = any(ctx.needs_input_grad[2:5])
+            o, lse, ws = forward(name, q, k, v, causal, scale, training, env=env)
             if training:
                 ctx.save_for_backward(q, k, v, o, lse, ws)
-                ctx.fb = (name, causal, scale)
+                ctx.fb = (name, env, causal, scale)
             return o
 
         @staticmethod
         def backward(ctx, dout):
             q, k, v, o, lse, ws = ctx.saved_tensors
-            name, causal, scale = ctx.fb
+            name, env, causal, scale = ctx.fb
             dout = dout.contiguous()
-            lib, err = library(), ctypes.create_string_buffer(512)
+            lib, err = library(env), ctypes.create_string_buffer(512)
             c = make_call(q, k, v, causal, scale)
             dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
             c.o, c.lse, c.dout, c.dq, c.dk, c.dv = (t.data_ptr() for t in (o, lse, dout, dq, dk, dv))
             c.workspace, c.workspace_size = ws.data_ptr(), ws.numel()
             check(lib.fb_capi_backward(name.encode(), ctypes.byref(c), err, len(err)), err, name)
-            return None, dq, dk, dv, None, None
+            return None, None, dq, dk, dv, None, None
 
     return Attention
 
@@ -184,14 +197,16 @@ def _function():
 _attention = None
 
 
-def kernel(name):
-    """SDPA's signature for the library's kernel NAME (e.g. "flash-sm90")."""
+def kernel(name, env=DEFAULT_ENV):
+    """SDPA's signature for the kernel NAME (e.g. "flash-sm90") of the library `env` names (library_path; loaded at
+    the first call)."""
     def attention(q, k, v, is_causal=False, scale=None):
         global _attention
         if _attention is None:
             _attention = _function()
-        return _attention.apply(name, q, k, v, bool(is_causal), scale)
-    attention.__name__ = name.replace("-", "_")
+        return _attention.apply(name, env, q, k, v, bool(is_causal), scale)
+    suffix = "" if env == DEFAULT_ENV else "_base" if env == BASE_ENV else "_" + env.lower()
+    attention.__name__ = name.replace("-", "_") + suffix
     return attention
 
 
@@ -199,3 +214,6 @@ flash_sm90 = kernel("flash-sm90")
 flash = kernel("flash")
 naive = kernel("naive")
 cudnn = kernel("cudnn")
+# The second build's (FB_CAPI_LIB_BASE).
+flash_sm90_base = kernel("flash-sm90", BASE_ENV)
+flash_base = kernel("flash", BASE_ENV)

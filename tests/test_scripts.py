@@ -3577,6 +3577,43 @@ class CApi(unittest.TestCase):
         self.assertIn("FB_SM90_FWD_PROBE", err)  # the message lists what a variant can assign
 
 
+    def test_two_builds_side_by_side(self):
+        """FB_CAPI_LIB_BASE, a second build's library (here a copy of this one, another file), loads beside
+        FB_CAPI_LIB as a library of its own (flash_sm90_base, flash_base: an A/B of two builds in one peers.py loop):
+        loaded once, answering as the first does, its workspace answers cached apart; unset, it is named."""
+        import shutil
+        import tempfile
+        fb = self.fb
+        saved = os.environ.get(fb.BASE_ENV)
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                copy = os.path.join(d, "libflashbench_capi.so")
+                shutil.copy(fb.library_path(), copy)
+                os.environ[fb.BASE_ENV] = copy
+                base = fb.library(fb.BASE_ENV)
+                self.assertIsNot(base, self.lib)
+                self.assertIs(fb.library(fb.BASE_ENV), base)
+                self.assertEqual(fb.kernels(fb.BASE_ENV), fb.kernels())
+                self.assertEqual(fb.flash_sm90_base.__name__, "flash_sm90_base")
+                c = self.call()
+                before = len(fb._workspace)
+                sizes = [fb.workspace_bytes("flash", 1, c, 0, env) for env in (fb.DEFAULT_ENV, fb.BASE_ENV)]
+                self.assertEqual(sizes[0], sizes[1])
+                self.assertEqual(len(fb._workspace), before + 2)
+                rc = base.fb_capi_workspace_bytes(b"nope", 1, self.ct.byref(c), self.ct.byref(self.ct.c_uint64(0)),
+                                                  self.err, len(self.err))
+                self.assertNotEqual(rc, 0)
+                self.assertIn("kernel 'nope': not one of", self.err.value.decode())
+            os.environ.pop(fb.BASE_ENV)
+            with self.assertRaisesRegex(FileNotFoundError, "FB_CAPI_LIB_BASE is not set"):
+                fb.library(fb.BASE_ENV)
+        finally:
+            if saved is None:
+                os.environ.pop(fb.BASE_ENV, None)
+            else:
+                os.environ[fb.BASE_ENV] = saved
+
+
 def main():
     result = unittest.main(exit=False, verbosity=2).result
     if not result.wasSuccessful():
