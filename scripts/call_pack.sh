@@ -10,6 +10,11 @@
 # call_begin links it on the device); out/commit.txt: HEAD, which must be the tree built: commit first, so that
 # what ran can be named (a tree with uncommitted changes to tracked files is refused). Kernels that fail CI's ptxas
 # spill check (where the build kept ptxas's reports) are refused too.
+#   BASE_BUILD=DIR scripts/call_pack.sh
+# also packs DIR's libflashbench_capi.so (a build of another commit, e.g. the one before a kernel change, configured as
+# build-dev is; DIR/flashbench names its commit) as build-base/libflashbench_capi.so, and its commit as
+# out/base_commit.txt: call_begin exports FB_CAPI_LIB_BASE to it, so that peers.py times the two builds' kernels in one
+# loop (scripts/fb_torch.py: flash_sm90_base, flash_base).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-dev  # its own paths (plug-in and fixture locations) name build-dev under this checkout
@@ -44,6 +49,18 @@ if [ -n "$nvcc_version" ] && [ -f scripts/ptxas_spills.py ] && [ -d "$build/CMak
     exit 2
   fi
 fi
+base_commit=""
+if [ -n "${BASE_BUILD:-}" ]; then
+  for f in libflashbench_capi.so flashbench; do
+    [ -f "$BASE_BUILD/$f" ] || { echo "call_pack.sh: BASE_BUILD: $BASE_BUILD/$f is missing (build it)" >&2; exit 2; }
+  done
+  base_commit=$("$BASE_BUILD/flashbench" --version | sed -n 's/.*(git \([0-9a-f]*\)\(-dirty\)\{0,1\}).*/\1\2/p')
+  case "$base_commit" in
+    ""|*-dirty) echo "call_pack.sh: BASE_BUILD: $BASE_BUILD/flashbench names no clean commit ('$base_commit')" >&2
+                exit 2 ;;
+  esac
+  [ "$base_commit" != "$head" ] || { echo "call_pack.sh: BASE_BUILD is a build of HEAD itself" >&2; exit 2; }
+fi
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 for f in "${files[@]}"; do
@@ -52,9 +69,18 @@ for f in "${files[@]}"; do
 done
 strip "$stage/build-dev/flashbench" "$stage/build-dev/tests/flashbench_gpu_tests"
 strip --strip-unneeded "$stage/build-dev/libflashbench_capi.so"
+dirs=(build-dev)
+if [ -n "$base_commit" ]; then
+  mkdir -p "$stage/build-base"
+  cp "$BASE_BUILD/libflashbench_capi.so" "$stage/build-base/"
+  strip --strip-unneeded "$stage/build-base/libflashbench_capi.so"
+  dirs+=(build-base)
+fi
 rm -rf out
 mkdir -p out
-(cd "$stage" && tar cf - build-dev) | xz -T2 -6 > out/b.txz
+(cd "$stage" && tar cf - "${dirs[@]}") | xz -T2 -6 > out/b.txz
 pwd > out/srcdir.txt
 git rev-parse HEAD > out/commit.txt
-echo "out/: b.txz $(du -h out/b.txz | cut -f1), srcdir $(cat out/srcdir.txt), commit $(cut -c1-12 out/commit.txt)"
+[ -z "$base_commit" ] || echo "$base_commit" > out/base_commit.txt
+echo "out/: b.txz $(du -h out/b.txz | cut -f1), srcdir $(cat out/srcdir.txt), commit $(cut -c1-12 out/commit.txt)" \
+  "${base_commit:+, base $base_commit}"

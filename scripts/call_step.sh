@@ -1,12 +1,13 @@
 # Sourced by a device call's script (results/h200/*/calls/call*.sh), which the device tool runs from the repo root
 # of the copied working tree, with the lead's build carried in out/ (scripts/call_pack.sh makes it: b.txz, build-dev's
-# flashbench, GPU tests and plug-ins; srcdir.txt, the source path the build was configured in; commit.txt, the commit
-# built):
+# flashbench, GPU tests and plug-ins, and with BASE_BUILD a second build's C API library; srcdir.txt, the source path
+# the build was configured in; commit.txt, the commit built; base_commit.txt, the second build's):
 #   call_begin DIR
 # makes DIR and sets R to it, starts the clock for `left` and `step` (DEADLINE seconds from now, default 540: under
 # the device's 600 s a command, with time to pack what came out), unpacks the build, and sets fb and gt to its
 # flashbench and GPU test binaries; DIR/commit.txt names the commit built, and FLASHBENCH_GIT (exported) its first 12
-# digits, which scripts/peers.py's records name.
+# digits, which scripts/peers.py's records name. With a second build packed, FB_CAPI_LIB_BASE (exported) names its
+# library (scripts/fb_torch.py's flash_sm90_base, flash_base) and DIR/base_commit.txt its commit.
 #   left
 # prints the seconds left before DEADLINE.
 #   step NAME MAX_SECONDS COMMAND...
@@ -71,6 +72,10 @@ call_begin() {  # DIR
   # peers' records (scripts/peers.py) name the commit built, as flashbench's do.
   FLASHBENCH_GIT=$(cut -c1-12 out/commit.txt 2>/dev/null)
   export FLASHBENCH_GIT
+  if [ -f build-base/libflashbench_capi.so ]; then
+    export FB_CAPI_LIB_BASE=$PWD/build-base/libflashbench_capi.so
+    cat out/base_commit.txt > "$R/base_commit.txt" 2>/dev/null
+  fi
 }
 
 left() { echo $(( DEADLINE - (SECONDS - t0) )); }
