@@ -82,5 +82,5 @@ mkdir -p out
 pwd > out/srcdir.txt
 git rev-parse HEAD > out/commit.txt
 [ -z "$base_commit" ] || echo "$base_commit" > out/base_commit.txt
-echo "out/: b.txz $(du -h out/b.txz | cut -f1), srcdir $(cat out/srcdir.txt), commit $(cut -c1-12 out/commit.txt)" \
-  "${base_commit:+, base $base_commit}"
+summary="out/: b.txz $(du -h out/b.txz | cut -f1), srcdir $(cat out/srcdir.txt), commit $(cut -c1-12 out/commit.txt)"
+echo "$summary${base_commit:+, base $base_commit}"
