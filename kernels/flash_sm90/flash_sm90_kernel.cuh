@@ -379,7 +379,7 @@ template <typename Tr, bool kLo32 = false> struct Gemms {
 // path. Index hf = the thread's two rows (r and r + 8 of its warp's 16). key_lim[hf] = CausalMask::key_end(row) - the
 // lane's first column (the causal limit and seq_k in one bound, computed once per work tile), key0 = the tile's first
 // key: one compare per score, its column offset (a literal) against key_lim[hf] - key0, so that the compare takes an
-// immediate and no column index is computed (session 71: 160 -> 131 SASS instructions in a masked step at d = 64).
+// immediate and no column index is computed (session 71: 159-161 -> 128-130 SASS instructions a masked step at d = 64).
 template <typename Tr>
 __device__ __forceinline__ void mask_and_lane_max(float (&s)[Tr::kSRegs], float (&mx)[2][2], const int (&key_lim)[2],
                                                   bool need_mask, int key0) {
@@ -744,8 +744,8 @@ __device__ __forceinline__ void consume(const FwdParams& prm, const SmemTiles<Tr
     // kOptTailSplit (non-causal): a part sees keys [kv_first kBc, seq_k); counted from its first key that is the
     // launch's mask with kv_first kBc keys fewer, so the tile runs as a whole one does (keys from the part's start).
     const CausalMask tmask = kTailSplit ? CausalMask{mask.seq_q, mask.seq_k - kv_first * Tr::kBc, false} : mask;
-    // Keys from key_end(row + 8 hf) on are hidden from the thread's row hf (causal limit and seq_k in one), counted from
-    // the lane's first column (mask_and_lane_max).
+    // Keys from key_end(row + 8 hf) on are hidden from the thread's row hf (causal limit and seq_k in one), counted
+    // from the lane's first column (mask_and_lane_max).
     const int key_lim[2] = {tmask.key_end(row) - col_lane, tmask.key_end(row + 8) - col_lane};
     auto need_mask = [&](int j) { return tmask.tile_needs_mask(wg_first_row, j * Tr::kBc, Tr::kBc); };
 
