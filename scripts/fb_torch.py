@@ -61,12 +61,16 @@ def library_path(env=DEFAULT_ENV):
 
 
 _libs = {}  # by real path: two variables naming one file share one loaded library
+_by_env = {}  # (variable, its value) -> library: every call asks, so no path is resolved twice
 
 
 def library(env=DEFAULT_ENV):
     """The library `env` names (library_path), loaded once, its signatures set and its version and struct size
     checked against this module's. Two different files load as two libraries side by side (ctypes loads each with
     RTLD_LOCAL, so each one's calls stay inside it)."""
+    key = (env, os.environ.get(env))
+    if key in _by_env:
+        return _by_env[key]
     path = os.path.realpath(library_path(env))
     if path not in _libs:
         lib = ctypes.CDLL(path)
@@ -86,6 +90,7 @@ def library(env=DEFAULT_ENV):
             raise RuntimeError(f"fb_torch: {path}'s fb_capi_call is {lib.fb_capi_call_size()} bytes, this module's "
                                f"{ctypes.sizeof(Call)}")
         _libs[path] = lib
+    _by_env[key] = _libs[path]
     return _libs[path]
 
 
