@@ -17,10 +17,11 @@ import subprocess
 import sys
 import tempfile
 
-ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '([^']+)' for '(sm_\w+)'")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), *[".."] * 3, "scripts"))
+from ptxas_spills import ENTRY, SPILLS  # noqa: E402  (ptxas's report lines, as CI's spill check reads them)
+from sass_spills import parse  # noqa: E402  (cuobjdump -sass: functions and their instructions)
+
 USED = re.compile(r"ptxas info\s*: Used (\d+) registers")
-SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-INSN = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
 # An anonymous namespace's mangled name carries a hash of the source file's path: two checkouts name it apart.
 ANON = re.compile(r"\d+_GLOBAL__N__[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]{8}")
 
@@ -38,14 +39,8 @@ def sass_counts(obj):
         for cubin in sorted(f for f in os.listdir(d) if f.endswith(".cubin") and "sm_90" in f):
             text = subprocess.run(["cuobjdump", "-sass", os.path.join(d, cubin)], check=True, capture_output=True,
                                   text=True).stdout
-            cur = None
-            for line in text.splitlines():
-                m = re.search(r"Function : (\S+)", line)
-                if m:
-                    cur = plain(m.group(1))
-                    out[cur] = 0
-                elif cur and INSN.match(line):
-                    out[cur] += 1
+            for name, instrs, _ in parse(text):
+                out[plain(name)] = len(instrs)
     return out
 
 
@@ -65,7 +60,7 @@ def ptxas(obj):
         m = USED.match(line)
         if m:
             out.setdefault(cur, {})["regs"] = int(m.group(1))
-        m = SPILL.search(line)
+        m = SPILLS.match(line)
         if m:
             out.setdefault(cur, {}).update(spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
     return out
