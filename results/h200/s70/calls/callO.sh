@@ -37,6 +37,9 @@ for g in ${GRIDS:-bf16 fp16}; do
   grep -E ": ahead [0-9]+, level" $R/paired-$g.log | sed "s/^/$g: /"
 done
 smi_stop
+# Which d = 64 forwards the tail split splits here (rule.py's controls), from the library's own plan.
+step splits 40 python3 results/h200/s70/calls/splits.py $R
+tail -1 $R/splits.log
 # Last, so that a short deadline costs these checks rather than the A/B's rounds.
 step fb-torch 120 python3 tests/gpu_fb_torch.py
 grep -E "problems|FAIL" $R/fb-torch.log | head -8
